@@ -1,0 +1,3 @@
+from eosctl.cli import main
+
+main()

@@ -1,0 +1,114 @@
+"""The eosctl command line: the one place that wires core, auditors and TUI together.
+
+Spark, Textual and the Kafka clients are imported inside the commands that need them, so that
+`eosctl --help` answers instantly.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from eosctl import __version__
+from eosctl.errors import EosctlError
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class EosctlGroup(click.Group):
+    """Turns every EosctlError into one line on stderr and exit 2: no tracebacks for user mistakes."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except EosctlError as e:
+            click.echo(f"eosctl: error: {e}", err=True)
+            sys.exit(e.exit_code)
+        except KeyboardInterrupt:
+            click.echo("eosctl: interrupted", err=True)
+            sys.exit(130)
+
+
+@click.group(cls=EosctlGroup, context_settings=CONTEXT)
+@click.version_option(__version__, prog_name="eosctl")
+def main() -> None:
+    """See, inspect and audit Kafka exactly-once pipelines.
+
+    \b
+    Start here:
+      eosctl demo                      local broker + demo pipeline with planted defects + audit
+      eosctl sandbox up|down|status    the embedded Kafka-protocol broker
+    \b
+    Point it at your own cluster with --config FILE --pipeline NAME (see sample_configs/),
+    or with --bootstrap HOST:PORT --topic T --group G.
+    """
+
+
+# ---- sandbox ---------------------------------------------------------------------------------------
+
+
+@main.group(cls=EosctlGroup, context_settings=CONTEXT)
+def sandbox() -> None:
+    """The embedded sandbox broker (noida-db, Kafka protocol) on a free loopback port.
+
+    Its state (pid, port, data) lives in $EOSCTL_HOME, default ./.eosctl. Configs whose cluster says
+    bootstrap_servers = "sandbox" connect to it.
+    """
+
+
+@sandbox.command("up")
+@click.option("--port", type=int, default=None, help="Loopback port (default: a free one).")
+def sandbox_up(port: int | None) -> None:
+    """Start the sandbox broker (does nothing if it already runs)."""
+    from eosctl import sandbox as sb
+
+    state, started = sb.up(sb.state_dir(), port=port)
+    verb = "started" if started else "already running"
+    click.echo(f"sandbox {verb}: bootstrap {state.bootstrap} (pid {state.pid}, data {state.data_dir})")
+
+
+@sandbox.command("down")
+def sandbox_down() -> None:
+    """Stop the sandbox broker by its recorded pid (data is kept)."""
+    from eosctl import sandbox as sb
+
+    state = sb.down(sb.state_dir())
+    click.echo(f"sandbox stopped (pid {state.pid})" if state else "sandbox was not running")
+
+
+@sandbox.command("status")
+def sandbox_status() -> None:
+    """Say whether the sandbox runs and where; exit 1 if it doesn't."""
+    from eosctl import sandbox as sb
+
+    state = sb.status(sb.state_dir())
+    if state is None:
+        click.echo("sandbox not running (start it with `eosctl sandbox up`)")
+        sys.exit(1)
+    click.echo(f"sandbox running: bootstrap {state.bootstrap} (pid {state.pid}, data {state.data_dir})")
+
+
+def _mount_optional() -> None:
+    """Mount commands whose modules exist; each module imports its heavy libraries lazily."""
+    import importlib
+
+    for module, attr, group in (
+        ("eosctl.commands.pipeline_cmd", "pipeline", sandbox),
+        ("eosctl.commands.demo_cmd", "demo", main),
+        ("eosctl.commands.inspect_cmd", "COMMANDS", main),
+        ("eosctl.commands.audit_cmd", "audit", main),
+        ("eosctl.commands.tui_cmd", "tui", main),
+    ):
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as e:
+            if e.name == module:
+                continue
+            raise
+        obj = getattr(mod, attr)
+        for cmd in obj if isinstance(obj, list | tuple) else [obj]:
+            group.add_command(cmd)
+
+
+_mount_optional()

@@ -1,0 +1,310 @@
+"""TOML config: clusters and pipelines. Secrets come from ${ENV_VAR} and are never echoed back."""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eosctl.errors import ConfigError
+
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# Keys whose values are secrets: an error message never prints them.
+SECRET_KEYS = {"sasl_password", "ssl_key_password", "password"}
+SECURITY_PROTOCOLS = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
+
+
+@dataclass(frozen=True)
+class Cluster:
+    name: str
+    bootstrap_servers: str
+    security_protocol: str = "PLAINTEXT"
+    sasl_mechanism: str | None = None
+    sasl_username: str | None = None
+    sasl_password: str | None = field(default=None, repr=False)
+    ssl_ca_location: str | None = None
+    ssl_certificate_location: str | None = None
+    ssl_key_location: str | None = None
+    ssl_key_password: str | None = field(default=None, repr=False)
+
+    def confluent(self) -> dict[str, str]:
+        """librdkafka (confluent-kafka) settings for this cluster."""
+        conf = {"bootstrap.servers": self.bootstrap_servers, "security.protocol": self.security_protocol}
+        for key, name in (
+            ("sasl.mechanism", self.sasl_mechanism),
+            ("sasl.username", self.sasl_username),
+            ("sasl.password", self.sasl_password),
+            ("ssl.ca.location", self.ssl_ca_location),
+            ("ssl.certificate.location", self.ssl_certificate_location),
+            ("ssl.key.location", self.ssl_key_location),
+            ("ssl.key.password", self.ssl_key_password),
+        ):
+            if name is not None:
+                conf[key] = name
+        return conf
+
+    def kafka_python(self) -> dict[str, Any]:
+        """kafka-python settings for this cluster."""
+        conf: dict[str, Any] = {
+            "bootstrap_servers": self.bootstrap_servers.split(","),
+            "security_protocol": self.security_protocol,
+        }
+        for key, value in (
+            ("sasl_mechanism", self.sasl_mechanism),
+            ("sasl_plain_username", self.sasl_username),
+            ("sasl_plain_password", self.sasl_password),
+            ("ssl_cafile", self.ssl_ca_location),
+            ("ssl_certfile", self.ssl_certificate_location),
+            ("ssl_keyfile", self.ssl_key_location),
+            ("ssl_password", self.ssl_key_password),
+        ):
+            if value is not None:
+                conf[key] = value
+        return conf
+
+
+@dataclass(frozen=True)
+class Sink:
+    duckdb: str | None = None
+    parquet: str | None = None
+    table: str = "sink"
+    topic_column: str = "src_topic"
+    partition_column: str = "src_partition"
+    offset_column: str = "src_offset"
+    key_column: str | None = None
+    # Table where the sink stores the source offsets it committed with its rows (optional).
+    offsets_table: str | None = None
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    name: str
+    cluster: str
+    source_topics: tuple[str, ...]
+    group: str | None = None
+    transactional_id_prefix: str | None = None
+    output_topic: str | None = None
+    sink: Sink | None = None
+
+
+@dataclass(frozen=True)
+class Spark:
+    master: str = "local[*]"
+    remote: str | None = None
+    driver_memory: str = "2g"
+    shuffle_partitions: int = 4
+
+
+@dataclass(frozen=True)
+class Config:
+    path: Path
+    clusters: dict[str, Cluster]
+    pipelines: dict[str, Pipeline]
+    spark: Spark = field(default_factory=Spark)
+
+    def pipeline(self, name: str | None) -> Pipeline:
+        if name is None:
+            if len(self.pipelines) == 1:
+                return next(iter(self.pipelines.values()))
+            raise ConfigError(
+                f"{self.path}: several pipelines ({', '.join(sorted(self.pipelines))}); choose one with --pipeline"
+            )
+        if name not in self.pipelines:
+            known = ", ".join(sorted(self.pipelines)) or "none"
+            raise ConfigError(f"{self.path}: no pipeline named {name!r} (known: {known})")
+        return self.pipelines[name]
+
+    def cluster_of(self, pipeline: Pipeline) -> Cluster:
+        return self.clusters[pipeline.cluster]
+
+
+def _interpolate(value: str, where: str, path: Path, env: dict[str, str]) -> str:
+    def sub(m: re.Match[str]) -> str:
+        name = m.group(1)
+        if name not in env:
+            raise ConfigError(f"{path}: {where} refers to ${{{name}}}, which is not set; export {name} first")
+        return env[name]
+
+    return _ENV.sub(sub, value)
+
+
+class _Reader:
+    """Typed access to one TOML table, naming the file and dotted key in every error."""
+
+    def __init__(self, path: Path, where: str, table: Any, env: dict[str, str]):
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: {where} must be a table, got {_kind(table)}")
+        self.path, self.where, self.table, self.env = path, where, table, env
+        self.used: set[str] = set()
+
+    def _key(self, key: str) -> str:
+        return f"{self.where}.{key}" if self.where else key
+
+    def str(self, key: str, default: Any = ..., *, choices: set[str] | None = None) -> Any:
+        self.used.add(key)
+        if key not in self.table:
+            if default is ...:
+                raise ConfigError(f"{self.path}: missing key {self._key(key)} (expected a string)")
+            return default
+        value = self.table[key]
+        if not isinstance(value, str):
+            shown = "<secret>" if key in SECRET_KEYS else repr(value)
+            raise ConfigError(f"{self.path}: {self._key(key)} must be a string, got {_kind(value)} {shown}")
+        value = _interpolate(value, self._key(key), self.path, self.env)
+        if choices is not None and value not in choices:
+            raise ConfigError(
+                f"{self.path}: {self._key(key)} must be one of {', '.join(sorted(choices))}, got {value!r}"
+            )
+        return value
+
+    def int(self, key: str, default: int) -> int:
+        self.used.add(key)
+        value = self.table.get(key, default)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ConfigError(f"{self.path}: {self._key(key)} must be an integer, got {_kind(value)} {value!r}")
+        return value
+
+    def str_list(self, key: str) -> tuple[str, ...]:
+        self.used.add(key)
+        if key not in self.table:
+            raise ConfigError(f"{self.path}: missing key {self._key(key)} (expected a list of strings)")
+        value = self.table[key]
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+            raise ConfigError(
+                f"{self.path}: {self._key(key)} must be a non-empty list of strings, got {_kind(value)} {value!r}"
+            )
+        return tuple(_interpolate(v, self._key(key), self.path, self.env) for v in value)
+
+    def sub(self, key: str) -> _Reader | None:
+        self.used.add(key)
+        if key not in self.table:
+            return None
+        return _Reader(self.path, self._key(key), self.table[key], self.env)
+
+    def done(self) -> None:
+        unknown = sorted(set(self.table) - self.used)
+        if unknown:
+            raise ConfigError(f"{self.path}: unknown key {self._key(unknown[0])} (check the spelling)")
+
+
+def _kind(value: Any) -> str:
+    return {dict: "a table", list: "a list", str: "a string", int: "an integer", bool: "a boolean",
+            float: "a number"}.get(type(value), type(value).__name__)
+
+
+def load_config(path: str | Path, env: dict[str, str] | None = None) -> Config:
+    """Read and validate a config file; every problem is one ConfigError line naming file and key."""
+    path = Path(path)
+    env = dict(os.environ) if env is None else env
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found (pass --config PATH)") from None
+    except (PermissionError, IsADirectoryError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: cannot read config file ({e.__class__.__name__})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    return parse_config(raw, path, env)
+
+
+def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config:
+    root = _Reader(path, "", raw, env)
+    clusters: dict[str, Cluster] = {}
+    ctables = root.sub("clusters")
+    if ctables is None or not ctables.table:
+        raise ConfigError(f"{path}: missing table [clusters.NAME] (at least one cluster with bootstrap_servers)")
+    for name in ctables.table:
+        c = ctables.sub(name)
+        assert c is not None
+        clusters[name] = Cluster(
+            name=name,
+            bootstrap_servers=_bootstrap(c.str("bootstrap_servers"), f"clusters.{name}", path),
+            security_protocol=c.str("security_protocol", "PLAINTEXT", choices=SECURITY_PROTOCOLS),
+            sasl_mechanism=c.str("sasl_mechanism", None),
+            sasl_username=c.str("sasl_username", None),
+            sasl_password=c.str("sasl_password", None),
+            ssl_ca_location=c.str("ssl_ca_location", None),
+            ssl_certificate_location=c.str("ssl_certificate_location", None),
+            ssl_key_location=c.str("ssl_key_location", None),
+            ssl_key_password=c.str("ssl_key_password", None),
+        )
+        c.done()
+
+    pipelines: dict[str, Pipeline] = {}
+    ptables = root.sub("pipelines")
+    for name in (ptables.table if ptables else {}):
+        p = ptables.sub(name)
+        assert p is not None
+        cluster = p.str("cluster", next(iter(clusters)) if len(clusters) == 1 else ...)
+        if cluster not in clusters:
+            raise ConfigError(
+                f"{path}: pipelines.{name}.cluster is {cluster!r}, but no [clusters.{cluster}] is defined"
+            )
+        sink = None
+        s = p.sub("sink")
+        if s is not None:
+            sink = Sink(
+                duckdb=s.str("duckdb", None),
+                parquet=s.str("parquet", None),
+                table=s.str("table", "sink"),
+                topic_column=s.str("topic_column", "src_topic"),
+                partition_column=s.str("partition_column", "src_partition"),
+                offset_column=s.str("offset_column", "src_offset"),
+                key_column=s.str("key_column", None),
+                offsets_table=s.str("offsets_table", None),
+            )
+            s.done()
+            if (sink.duckdb is None) == (sink.parquet is None):
+                raise ConfigError(f"{path}: pipelines.{name}.sink needs exactly one of duckdb or parquet")
+            if sink.duckdb is not None and not Path(sink.duckdb).is_absolute():
+                # Relative sink paths are relative to the config file, not to wherever eosctl runs.
+                sink = _replace_path(sink, str((path.parent / sink.duckdb)))
+        pipelines[name] = Pipeline(
+            name=name,
+            cluster=cluster,
+            source_topics=p.str_list("source_topics"),
+            group=p.str("group", None),
+            transactional_id_prefix=p.str("transactional_id_prefix", None),
+            output_topic=p.str("output_topic", None),
+            sink=sink,
+        )
+        p.done()
+
+    spark = Spark()
+    sp = root.sub("spark")
+    if sp is not None:
+        spark = Spark(
+            master=sp.str("master", "local[*]"),
+            remote=sp.str("remote", None),
+            driver_memory=sp.str("driver_memory", "2g"),
+            shuffle_partitions=sp.int("shuffle_partitions", 4),
+        )
+        sp.done()
+    root.done()
+    return Config(path=path, clusters=clusters, pipelines=pipelines, spark=spark)
+
+
+def _bootstrap(value: str, where: str, path: Path) -> str:
+    """``"sandbox"`` means the broker that `eosctl sandbox up` started, found through its state file."""
+    if value != "sandbox":
+        return value
+    from eosctl import sandbox
+
+    state = sandbox.status(sandbox.state_dir())
+    if state is None:
+        raise ConfigError(
+            f"{path}: {where}.bootstrap_servers is \"sandbox\", but the sandbox is not running; "
+            "start it with `eosctl sandbox up`"
+        )
+    return state.bootstrap
+
+
+def _replace_path(sink: Sink, duckdb: str) -> Sink:
+    from dataclasses import replace
+
+    return replace(sink, duckdb=duckdb)

@@ -1,0 +1,45 @@
+"""Output helpers shared by the commands: rich tables for people, stable JSON for machines."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+FORMATS = ("table", "json")
+
+
+def console(stderr: bool = False) -> Console:
+    return Console(stderr=stderr, highlight=False)
+
+
+def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]], **kw: Any) -> Table:
+    t = Table(title=title, title_justify="left", header_style="bold", **kw)
+    for c in columns:
+        t.add_column(c, justify="right" if c.isupper() is False and c.lower() in _NUMERIC else "left")
+    for r in rows:
+        t.add_row(*[_cell(v) for v in r])
+    return t
+
+
+_NUMERIC = {
+    "partition", "offset", "first", "last", "count", "rows", "epoch", "pid", "producer id", "lso", "hw",
+    "committed", "lag", "records behind", "blocked", "log start", "sequence", "age", "timeout",
+}
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.1f}"
+    return str(v)
+
+
+def emit_json(obj: Any) -> None:
+    json.dump(obj, sys.stdout, indent=2, sort_keys=False, default=str)
+    sys.stdout.write("\n")

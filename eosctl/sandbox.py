@@ -1,0 +1,222 @@
+"""The embedded sandbox broker: noida-db (Kafka protocol only) on a free loopback port.
+
+State lives in a project state directory (``$EOSCTL_HOME`` or ``./.eosctl``): ``sandbox.json`` records the
+pid, port and data directory so other commands and the demo config find the broker.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from eosctl.errors import BrokerError, EosctlError
+
+STATE_FILE = "sandbox.json"
+
+
+@dataclass(frozen=True)
+class SandboxState:
+    pid: int
+    port: int
+    data_dir: str
+    log_file: str
+    started_at: float
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+def state_dir(explicit: str | Path | None = None) -> Path:
+    if explicit is not None:
+        return Path(explicit)
+    return Path(os.environ.get("EOSCTL_HOME") or Path.cwd() / ".eosctl")
+
+
+def broker_binary() -> Path:
+    try:
+        import noida_db
+    except ImportError:
+        raise EosctlError(
+            "the sandbox broker is not installed; run: pip install 'eosctl[sandbox]' (or `make setup`)"
+        ) from None
+    binary = Path(noida_db.__file__).parent / "noida-db"
+    if not binary.exists():
+        raise EosctlError(f"noida-db is installed but its binary is missing at {binary}; reinstall noida-db")
+    return binary
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_open(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex((host, port)) == 0
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child of ours still answers kill(0); it is not a running broker.
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def _is_our_broker(state: SandboxState) -> bool:
+    """The pid is alive and is the broker for this data dir (pids are reused after a crash)."""
+    if not _pid_alive(state.pid):
+        return False
+    try:
+        cmdline = Path(f"/proc/{state.pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return True  # no /proc (not Linux): trust the pid
+    return state.data_dir.encode() in cmdline
+
+
+def read_state(home: Path) -> SandboxState | None:
+    path = home / STATE_FILE
+    try:
+        return SandboxState(**json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def status(home: Path) -> SandboxState | None:
+    """The running sandbox, or None; a stale state file (dead or reused pid) is removed."""
+    state = read_state(home)
+    if state is None:
+        return None
+    if _is_our_broker(state):
+        return state
+    (home / STATE_FILE).unlink(missing_ok=True)
+    return None
+
+
+def wait_for_metadata(bootstrap: str, timeout: float = 30.0) -> None:
+    """Block until the broker answers a Metadata request (an open port is not enough)."""
+    from confluent_kafka.admin import AdminClient
+
+    deadline = time.monotonic() + timeout
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0, "logger": _quiet_logger()})
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            md = admin.list_topics(timeout=1.0)
+            if md.brokers:
+                return
+        except Exception as e:  # librdkafka raises KafkaException while the port is still closed
+            last = e
+        time.sleep(0.1)
+    raise BrokerError(f"broker at {bootstrap} did not answer Metadata within {timeout:.0f}s ({last})")
+
+
+def _quiet_logger():
+    import logging
+
+    log = logging.getLogger("eosctl.librdkafka")
+    log.addHandler(logging.NullHandler())
+    log.propagate = False
+    return log
+
+
+def up(home: Path, port: int | None = None, timeout: float = 30.0) -> tuple[SandboxState, bool]:
+    """Start the sandbox (or return the one already running). Returns (state, started_now)."""
+    home.mkdir(parents=True, exist_ok=True)
+    running = status(home)
+    if running is not None:
+        if port is not None and port != running.port:
+            raise EosctlError(
+                f"the sandbox already runs on port {running.port}; run `eosctl sandbox down` first to change it"
+            )
+        return running, False
+    if port is None:
+        port = free_port()
+    elif port_open(port):
+        raise EosctlError(f"port {port} is already in use; choose another with --port or omit it for a free one")
+    data_dir = (home / "broker-data").resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    log_file = home / "broker.log"
+    # Start the binary itself (the noida-db console script doesn't forward SIGTERM), in its own session
+    # so a Ctrl-C in the terminal that started it doesn't kill the sandbox.
+    with open(log_file, "ab") as log:
+        proc = subprocess.Popen(
+            [str(broker_binary()), "start", "--only", "kafka", "--kafka-port", str(port),
+             "--host", "127.0.0.1", "--data-dir", str(data_dir)],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+    state = SandboxState(pid=proc.pid, port=port, data_dir=str(data_dir), log_file=str(log_file),
+                         started_at=time.time())
+    try:
+        deadline = time.monotonic() + timeout
+        while not port_open(port):
+            if proc.poll() is not None:
+                tail = log_file.read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
+                raise EosctlError(f"the sandbox broker exited at start ({tail[0]}); see {log_file}")
+            if time.monotonic() > deadline:
+                raise EosctlError(f"the sandbox broker did not open port {port} within {timeout:.0f}s; see {log_file}")
+            time.sleep(0.05)
+        wait_for_metadata(state.bootstrap, timeout=max(1.0, deadline - time.monotonic()))
+    except BaseException:
+        _stop_pid(proc.pid)
+        raise
+    (home / STATE_FILE).write_text(json.dumps(asdict(state), indent=2))
+    return state, True
+
+
+def _stop_pid(pid: int, timeout: float = 10.0) -> None:
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        _reap(pid)
+        if not _pid_alive(pid):
+            return
+        time.sleep(0.05)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    _reap(pid)
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def down(home: Path) -> SandboxState | None:
+    """Stop the sandbox by its recorded pid. Returns what was stopped, or None if nothing ran."""
+    state = status(home)
+    if state is None:
+        return None
+    _stop_pid(state.pid)
+    (home / STATE_FILE).unlink(missing_ok=True)
+    return state
+
+
+def bootstrap_or_error(home: Path | None = None) -> str:
+    state = status(state_dir(home))
+    if state is None:
+        raise EosctlError("the sandbox broker is not running; start it with `eosctl sandbox up`")
+    return state.bootstrap

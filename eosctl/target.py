@@ -1,0 +1,61 @@
+"""What a command points at: a cluster, and optionally a pipeline from the config.
+
+Every command takes either ``--config/--pipeline`` or explicit ``--bootstrap``/``--topic``/``--group``;
+explicit flags win over the config so a user can narrow a pipeline down to one topic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from eosctl.config import Cluster, Config, Pipeline, load_config
+from eosctl.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Target:
+    cluster: Cluster
+    pipeline: Pipeline | None
+    config: Config | None
+    topics: tuple[str, ...]
+    group: str | None
+
+
+def resolve(
+    config: str | None,
+    pipeline: str | None,
+    bootstrap: str | None,
+    topics: tuple[str, ...] = (),
+    group: str | None = None,
+    need_topics: bool = False,
+) -> Target:
+    cfg = load_config(config) if config else None
+    pipe = cfg.pipeline(pipeline) if cfg else None
+    if pipeline and not cfg:
+        raise ConfigError("--pipeline needs --config FILE (or set EOSCTL_CONFIG)")
+    if bootstrap:
+        cluster = Cluster(name="cli", bootstrap_servers=bootstrap)
+        if cfg and pipe:
+            # Keep the config's security settings, only the address changes.
+            from dataclasses import replace
+
+            cluster = replace(cfg.cluster_of(pipe), bootstrap_servers=bootstrap)
+    elif cfg and pipe:
+        cluster = cfg.cluster_of(pipe)
+    elif cfg and len(cfg.clusters) == 1:
+        cluster = next(iter(cfg.clusters.values()))
+    else:
+        from eosctl import sandbox
+
+        state = sandbox.status(sandbox.state_dir())
+        if state is None:
+            raise ConfigError(
+                "no cluster given: pass --bootstrap HOST:PORT or --config FILE --pipeline NAME "
+                "(or start the sandbox with `eosctl sandbox up`)"
+            )
+        cluster = Cluster(name="sandbox", bootstrap_servers=state.bootstrap)
+    topics = tuple(topics) or (pipe.source_topics if pipe else ())
+    group = group or (pipe.group if pipe else None)
+    if need_topics and not topics:
+        raise ConfigError("no topic given: pass --topic NAME or --config FILE --pipeline NAME")
+    return Target(cluster=cluster, pipeline=pipe, config=cfg, topics=topics, group=group)

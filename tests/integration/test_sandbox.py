@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from eosctl import sandbox
+
+pytestmark = pytest.mark.integration
+
+
+def eosctl(home, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, EOSCTL_HOME=str(home))
+    return subprocess.run([sys.executable, "-m", "eosctl", *args], env=env, capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_up_status_down_and_up_twice(tmp_path):
+    up = eosctl(tmp_path, "sandbox", "up")
+    assert up.returncode == 0, up.stderr
+    state = json.loads((tmp_path / "sandbox.json").read_text())
+    assert up.stdout.startswith(f"sandbox started: bootstrap 127.0.0.1:{state['port']}")
+    try:
+        again = eosctl(tmp_path, "sandbox", "up")
+        assert again.returncode == 0
+        assert again.stdout.startswith(f"sandbox already running: bootstrap 127.0.0.1:{state['port']}")
+        status = eosctl(tmp_path, "sandbox", "status")
+        assert status.returncode == 0 and f"pid {state['pid']}" in status.stdout
+        sandbox.wait_for_metadata(f"127.0.0.1:{state['port']}", timeout=5)
+    finally:
+        down = eosctl(tmp_path, "sandbox", "down")
+    assert down.stdout.strip() == f"sandbox stopped (pid {state['pid']})"
+    assert not sandbox._pid_alive(state["pid"])
+    assert not sandbox.port_open(state["port"])
+    status = eosctl(tmp_path, "sandbox", "status")
+    assert status.returncode == 1 and "not running" in status.stdout
+    assert eosctl(tmp_path, "sandbox", "down").stdout.strip() == "sandbox was not running"
+
+
+def test_stale_pid_file_is_replaced(tmp_path):
+    # A pid that surely isn't our broker: a finished child process.
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (tmp_path / "sandbox.json").write_text(json.dumps({
+        "pid": dead.pid, "port": 1, "data_dir": str(tmp_path / "gone"), "log_file": "x", "started_at": 0}))
+    assert sandbox.status(tmp_path) is None
+    assert not (tmp_path / "sandbox.json").exists()
+    # The recorded pid is alive but is some other program (pid reuse): never signal it.
+    (tmp_path / "sandbox.json").write_text(json.dumps({
+        "pid": os.getpid(), "port": 1, "data_dir": str(tmp_path / "gone"), "log_file": "x", "started_at": 0}))
+    state, started = sandbox.up(tmp_path)
+    try:
+        assert started and state.pid != os.getpid()
+    finally:
+        sandbox.down(tmp_path)
+
+
+def test_port_in_use_is_one_clear_line(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        result = eosctl(tmp_path, "sandbox", "up", "--port", str(port))
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        f"eosctl: error: port {port} is already in use; choose another with --port or omit it for a free one"
+    )
+    assert not (tmp_path / "sandbox.json").exists()

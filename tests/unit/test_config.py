@@ -1,0 +1,122 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from eosctl.config import load_config
+from eosctl.errors import ConfigError
+
+REPO = Path(__file__).resolve().parents[2]
+
+GOOD = """
+[clusters.prod]
+bootstrap_servers = "b1:9093,b2:9093"
+security_protocol = "SASL_SSL"
+sasl_mechanism = "PLAIN"
+sasl_username = "svc"
+sasl_password = "${KPASS}"
+
+[pipelines.pay]
+source_topics = ["pay.enriched"]
+group = "pay-sink"
+
+[pipelines.pay.sink]
+duckdb = "sink.duckdb"
+table = "rows"
+key_column = "payment_id"
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "eosctl.toml"
+    p.write_text(text)
+    return p
+
+
+def test_good_config_interpolates_secrets_and_resolves_sink_relative_to_file(tmp_path):
+    cfg = load_config(write(tmp_path, GOOD), env={"KPASS": "s3cret"})
+    pipe = cfg.pipeline("pay")
+    cluster = cfg.cluster_of(pipe)
+    assert cluster.bootstrap_servers == "b1:9093,b2:9093"
+    assert cluster.confluent()["sasl.password"] == "s3cret"
+    assert "s3cret" not in repr(cluster)
+    assert pipe.source_topics == ("pay.enriched",)
+    assert pipe.sink.duckdb == str(tmp_path / "sink.duckdb")
+    assert pipe.sink.offset_column == "src_offset"
+    assert cfg.pipeline(None) is pipe  # the only pipeline is the default
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (GOOD.replace('bootstrap_servers = "b1:9093,b2:9093"\n', ""),
+         "missing key clusters.prod.bootstrap_servers (expected a string)"),
+        (GOOD.replace('source_topics = ["pay.enriched"]', "source_topics = 3"),
+         "pipelines.pay.source_topics must be a non-empty list of strings, got an integer 3"),
+        (GOOD.replace('"SASL_SSL"', '"SASL_TLS"'),
+         "clusters.prod.security_protocol must be one of PLAINTEXT, SASL_PLAINTEXT, SASL_SSL, SSL, got 'SASL_TLS'"),
+        (GOOD.replace('group = "pay-sink"', 'gruop = "pay-sink"'),
+         "unknown key pipelines.pay.gruop (check the spelling)"),
+        (GOOD + "\n[spark]\nshuffle_partitions = \"four\"\n",
+         "spark.shuffle_partitions must be an integer, got a string 'four'"),
+        ("[clusters.a\n", "not valid TOML"),
+        ("", "missing table [clusters.NAME]"),
+    ],
+)
+def test_bad_config_names_file_and_key(tmp_path, text, message):
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as e:
+        load_config(path, env={"KPASS": "x"})
+    assert str(e.value).startswith(f"{path}: ")
+    assert message in str(e.value)
+
+
+def test_missing_env_var_is_named_and_secret_never_shown(tmp_path):
+    path = write(tmp_path, GOOD)
+    with pytest.raises(ConfigError) as e:
+        load_config(path, env={})
+    assert str(e.value) == (
+        f"{path}: clusters.prod.sasl_password refers to ${{KPASS}}, which is not set; export KPASS first"
+    )
+    bad = write(tmp_path, GOOD.replace('"${KPASS}"', "12345"))
+    with pytest.raises(ConfigError) as e:
+        load_config(bad, env={})
+    assert "12345" not in str(e.value)
+    assert "clusters.prod.sasl_password must be a string" in str(e.value)
+
+
+def test_unreadable_and_missing_files(tmp_path):
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_config(tmp_path / "nope.toml")
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        load_config(tmp_path)  # a directory
+    binary = tmp_path / "bin.toml"
+    binary.write_bytes(b"\xff\xfe\x00bad")
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        load_config(binary)
+
+
+def test_unknown_pipeline_lists_known_ones(tmp_path):
+    cfg = load_config(write(tmp_path, GOOD), env={"KPASS": "x"})
+    with pytest.raises(ConfigError, match=r"no pipeline named 'nope' \(known: pay\)"):
+        cfg.pipeline("nope")
+
+
+def test_sample_configs_parse(monkeypatch):
+    cfg = load_config(REPO / "sample_configs/production.example.toml", env={"KAFKA_USERNAME": "u",
+                                                                           "KAFKA_PASSWORD": "p"})
+    assert cfg.spark.master.startswith("spark://")
+    assert cfg.pipeline("payments").sink.key_column == "payment_id"
+
+
+def test_cli_reports_bad_config_in_one_line_with_exit_2(tmp_path):
+    from eosctl.cli import main
+
+    path = write(tmp_path, GOOD.replace("source_topics = [\"pay.enriched\"]", "source_topics = []"))
+    result = CliRunner().invoke(main, ["lag", "--config", str(path), "--pipeline", "pay"], env={"KPASS": "x"})
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert lines == [f"eosctl: error: {path}: pipelines.pay.source_topics must be a non-empty list of strings, "
+                     "got a list []"]
