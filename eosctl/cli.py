@@ -96,7 +96,10 @@ def _mount_optional() -> None:
     for module, attr, group in (
         ("eosctl.commands.pipeline_cmd", "pipeline", sandbox),
         ("eosctl.commands.demo_cmd", "demo", main),
-        ("eosctl.commands.inspect_cmd", "COMMANDS", main),
+        ("eosctl.commands.txns_cmd", "COMMANDS", main),
+        ("eosctl.commands.lag_cmd", "COMMANDS", main),
+        ("eosctl.commands.log_cmd", "COMMANDS", main),
+        ("eosctl.commands.ledger_cmd", "COMMANDS", main),
         ("eosctl.commands.audit_cmd", "audit", main),
         ("eosctl.commands.tui_cmd", "tui", main),
     ):
