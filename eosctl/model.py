@@ -1,0 +1,282 @@
+"""What Kafka holds for one partition: the shared model used by the CLI, the TUI and the auditors.
+
+Everything here is plain data (no I/O) so it can be JSON-encoded for ``--format json``, snapshots and
+shipping to Spark tasks. Offsets follow Kafka's convention: ``first``/``last`` are inclusive, while the
+high watermark, LSO and ``scanned_to`` are exclusive ("next offset").
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+NO_PRODUCER = -1
+
+
+class Kind(StrEnum):
+    DATA = "DATA"  # what a read_committed consumer delivers: committed or non-transactional records
+    MARKER = "MARKER"  # transaction control batches (COMMIT / ABORT)
+    ABORTED = "ABORTED"  # data of an aborted transaction
+    OPEN = "OPEN"  # data of a transaction without a marker yet (at or after the LSO)
+    HOLE = "HOLE"  # offsets that no longer exist (compaction)
+
+
+EXCLUDED_KINDS = frozenset({Kind.MARKER, Kind.ABORTED, Kind.OPEN, Kind.HOLE})
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    base_offset: int
+    last_offset: int
+    record_count: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    last_sequence: int
+    is_transactional: bool
+    is_control: bool
+    marker: str | None  # "COMMIT" / "ABORT" for control batches
+    first_timestamp: int
+    max_timestamp: int
+    compression: str
+    size_bytes: int
+    # None when every offset base..last is present; otherwise the offsets compaction left behind.
+    offsets: tuple[int, ...] | None = None
+
+    @property
+    def contiguous(self) -> bool:
+        return self.offsets is None
+
+    def present_offsets(self) -> Iterable[int]:
+        return range(self.base_offset, self.last_offset + 1) if self.offsets is None else self.offsets
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["offsets"] = None if self.offsets is None else list(self.offsets)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Batch:
+        offsets = d.get("offsets")
+        return cls(**{**d, "offsets": None if offsets is None else tuple(offsets)})
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetRange:
+    first: int
+    last: int  # inclusive
+    kind: Kind
+    producer_id: int = NO_PRODUCER
+    producer_epoch: int = -1
+
+    @property
+    def count(self) -> int:
+        return self.last - self.first + 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"first": self.first, "last": self.last, "kind": self.kind.value,
+                "producer_id": self.producer_id, "producer_epoch": self.producer_epoch}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> OffsetRange:
+        return cls(d["first"], d["last"], Kind(d["kind"]), d.get("producer_id", NO_PRODUCER),
+                   d.get("producer_epoch", -1))
+
+
+def _mergeable(a: OffsetRange, b: OffsetRange) -> bool:
+    if a.kind != b.kind or a.last + 1 != b.first:
+        return False
+    # Committed data from several producers reads the same to a consumer, so DATA (and HOLE, which has
+    # no producer) stays compact; everything else keeps one producer per range so auditors can blame it.
+    return a.kind in (Kind.DATA, Kind.HOLE) or (a.producer_id, a.producer_epoch) == (b.producer_id,
+                                                                                      b.producer_epoch)
+
+
+def merge_ranges(ranges: Iterable[OffsetRange]) -> list[OffsetRange]:
+    """Sort and merge adjacent ranges; input ranges must not overlap."""
+    out: list[OffsetRange] = []
+    for r in sorted(ranges, key=lambda r: r.first):
+        if out and _mergeable(out[-1], r):
+            prev = out[-1]
+            same = (prev.producer_id, prev.producer_epoch) == (r.producer_id, r.producer_epoch)
+            out[-1] = OffsetRange(prev.first, r.last, r.kind,
+                                  prev.producer_id if same else NO_PRODUCER,
+                                  prev.producer_epoch if same else -1)
+        else:
+            out.append(r)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Transaction:
+    producer_id: int
+    producer_epoch: int
+    # Offsets of the transaction's data inside the scanned range. A transaction whose data all lies
+    # before the scan start has data_records == 0 and first == last == marker_offset.
+    first_offset: int
+    last_offset: int
+    outcome: str  # "COMMIT" | "ABORT" | "OPEN"
+    marker_offset: int | None
+    data_records: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Transaction:
+        return cls(**d)
+
+
+@dataclass(frozen=True, slots=True)
+class EpochBump:
+    """The producer id appeared at a higher epoch: fencing by a new instance (or, with Kafka 4's
+    transaction protocol v2, the bump every marker carries; ``on_marker`` tells them apart)."""
+
+    offset: int
+    old_epoch: int
+    new_epoch: int
+    on_marker: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ZombieWrite:
+    """A batch written at an epoch lower than one already seen for its producer id."""
+
+    offset: int
+    epoch: int
+    current_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class SequenceAnomaly:
+    offset: int
+    epoch: int
+    expected: int
+    got: int
+    kind: str  # "gap" | "duplicate"
+
+
+# Per-producer event lists are capped so one misbehaving producer cannot blow up a scan's memory;
+# the *_total counters keep the true numbers.
+MAX_EVENTS = 200
+
+
+@dataclass(slots=True)
+class ProducerState:
+    producer_id: int
+    epochs: list[int] = field(default_factory=list)  # sorted, distinct
+    last_epoch: int = -1
+    last_sequence: int = -1
+    last_offset: int = -1
+    last_timestamp: int = -1
+    batches: int = 0
+    records: int = 0
+    open_txn_first_offset: int | None = None
+    epoch_bumps: list[EpochBump] = field(default_factory=list)
+    zombie_writes: list[ZombieWrite] = field(default_factory=list)
+    sequence_anomalies: list[SequenceAnomaly] = field(default_factory=list)
+    zombie_total: int = 0
+    anomaly_total: int = 0
+
+    @property
+    def current_epoch(self) -> int:
+        return self.epochs[-1] if self.epochs else -1
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ProducerState:
+        d = dict(d)
+        d["epoch_bumps"] = [EpochBump(**e) for e in d.get("epoch_bumps", [])]
+        d["zombie_writes"] = [ZombieWrite(**e) for e in d.get("zombie_writes", [])]
+        d["sequence_anomalies"] = [SequenceAnomaly(**e) for e in d.get("sequence_anomalies", [])]
+        return cls(**d)
+
+
+@dataclass
+class PartitionLog:
+    topic: str
+    partition: int
+    log_start_offset: int
+    high_watermark: int
+    last_stable_offset: int
+    scanned_from: int
+    scanned_to: int  # exclusive
+    ranges: list[OffsetRange] = field(default_factory=list)
+    transactions: list[Transaction] = field(default_factory=list)
+    producers: dict[int, ProducerState] = field(default_factory=dict)
+    batches: list[Batch] | None = None
+    # Disagreements between what the log shows and what the broker reports (LSO, aborted list).
+    warnings: list[str] = field(default_factory=list)
+    # bisect index over ``ranges``, rebuilt when ``ranges`` is replaced (treat the list as immutable)
+    _index: tuple[int, int, list[int]] | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def committed_records(self) -> int:
+        return sum(r.count for r in self.ranges if r.kind is Kind.DATA)
+
+    def count(self, kind: Kind) -> int:
+        return sum(r.count for r in self.ranges if r.kind is kind)
+
+    def excluded_ranges(self) -> list[OffsetRange]:
+        """Offsets a read_committed consumer never delivers (markers, aborted, open, holes)."""
+        return [r for r in self.ranges if r.kind in EXCLUDED_KINDS]
+
+    def aborted_ranges(self) -> list[OffsetRange]:
+        return [r for r in self.ranges if r.kind is Kind.ABORTED]
+
+    def open_ranges(self) -> list[OffsetRange]:
+        return [r for r in self.ranges if r.kind is Kind.OPEN]
+
+    def range_at(self, offset: int) -> OffsetRange | None:
+        if self._index is None or self._index[:2] != (id(self.ranges), len(self.ranges)):
+            self._index = (id(self.ranges), len(self.ranges), [r.first for r in self.ranges])
+        i = bisect_right(self._index[2], offset) - 1
+        if i >= 0 and self.ranges[i].last >= offset:
+            return self.ranges[i]
+        return None
+
+    def kind_at(self, offset: int) -> Kind | None:
+        """Kind of one offset; None outside the scanned range."""
+        r = self.range_at(offset)
+        return None if r is None else r.kind
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "log_start_offset": self.log_start_offset,
+            "high_watermark": self.high_watermark,
+            "last_stable_offset": self.last_stable_offset,
+            "scanned_from": self.scanned_from,
+            "scanned_to": self.scanned_to,
+            "committed_records": self.committed_records,
+            "ranges": [r.to_dict() for r in self.ranges],
+            "transactions": [t.to_dict() for t in self.transactions],
+            # JSON object keys are strings; from_dict turns them back into ints.
+            "producers": {str(pid): p.to_dict() for pid, p in self.producers.items()},
+            "batches": None if self.batches is None else [b.to_dict() for b in self.batches],
+            "warnings": list(self.warnings),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PartitionLog:
+        batches = d.get("batches")
+        return cls(
+            topic=d["topic"],
+            partition=d["partition"],
+            log_start_offset=d["log_start_offset"],
+            high_watermark=d["high_watermark"],
+            last_stable_offset=d["last_stable_offset"],
+            scanned_from=d["scanned_from"],
+            scanned_to=d["scanned_to"],
+            ranges=[OffsetRange.from_dict(r) for r in d.get("ranges", [])],
+            transactions=[Transaction.from_dict(t) for t in d.get("transactions", [])],
+            producers={int(pid): ProducerState.from_dict(p) for pid, p in d.get("producers", {}).items()},
+            batches=None if batches is None else [Batch.from_dict(b) for b in batches],
+            warnings=list(d.get("warnings", [])),
+        )
