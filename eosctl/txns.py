@@ -1,0 +1,371 @@
+"""Transactions: the coordinator's view (ListTransactions/DescribeTransactions), hanging transactions,
+and the admin abort that clears one.
+
+A transaction is *hanging* when it holds a partition's LSO with nobody left to finish it. Two rules,
+either one is enough:
+
+- KIP-664 (what ``kafka-transactions.sh find-hanging`` does): DescribeProducers shows a producer with a
+  current transaction on the partition whose last write is older than ``max_age``, and its coordinator
+  has no such transaction for that partition (unknown producer id, another epoch, not Ongoing, or the
+  partition is not in its list).
+- LSO: the partition's LSO is below its HW and the open transaction at the LSO is older than
+  ``max_age`` (age = now - first timestamp of its first batch, read from the log). This needs nothing
+  but ListOffsets and one Fetch, so it works where DescribeProducers returns nothing (noida-db) and it
+  also catches transactions the coordinator still lists but never ends (a coordinator that does not
+  enforce transaction.timeout.ms).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from eosctl.errors import BrokerError, EosctlError
+
+TP = tuple[str, int]
+# Kafka's default transaction.max.timeout.ms: after it the coordinator aborts a transaction by itself.
+DEFAULT_MAX_AGE_S = 900.0
+ACTIVE_STATES = {"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"}
+WRITE_TXN_MARKERS_API_KEY = 27
+
+
+@dataclass(frozen=True, slots=True)
+class TxnInfo:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int | None
+    state: str
+    timeout_ms: int | None
+    start_time_ms: int | None  # None when no transaction runs (Kafka reports -1)
+    coordinator_id: int | None
+    partitions: tuple[TP, ...] = ()
+
+    @property
+    def active(self) -> bool:
+        return self.state in ACTIVE_STATES
+
+    def age_s(self, now_ms: int) -> float | None:
+        """Age of the running transaction; None when none runs (brokers keep the last start time)."""
+        if self.start_time_ms is None or not self.active:
+            return None
+        return max(0.0, (now_ms - self.start_time_ms) / 1000)
+
+    def to_dict(self, now_ms: int) -> dict[str, Any]:
+        return {
+            "transactional_id": self.transactional_id, "producer_id": self.producer_id,
+            "producer_epoch": self.producer_epoch, "state": self.state, "timeout_ms": self.timeout_ms,
+            "start_time_ms": self.start_time_ms, "age_s": _round(self.age_s(now_ms)),
+            "coordinator_id": self.coordinator_id,
+            "partitions": [{"topic": t, "partition": p} for t, p in self.partitions],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Hanging:
+    topic: str
+    partition: int
+    producer_id: int
+    producer_epoch: int
+    first_offset: int
+    age_s: float | None
+    rules: tuple[str, ...]  # "kip664", "lso"
+    lso: int | None = None
+    hw: int | None = None
+    transactional_id: str | None = None
+    coordinator_state: str | None = None
+
+    @property
+    def blocked(self) -> int | None:
+        return None if self.lso is None or self.hw is None else self.hw - self.lso
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"topic": self.topic, "partition": self.partition, "producer_id": self.producer_id,
+                "producer_epoch": self.producer_epoch, "first_offset": self.first_offset,
+                "age_s": _round(self.age_s), "rules": list(self.rules), "lso": self.lso, "hw": self.hw,
+                "blocked": self.blocked, "transactional_id": self.transactional_id,
+                "coordinator_state": self.coordinator_state}
+
+
+@dataclass
+class HangingReport:
+    max_age_s: float
+    partitions_checked: int
+    hanging: list[Hanging] = field(default_factory=list)
+    producers_returned: int = 0  # by DescribeProducers, over all checked partitions
+    describe_producers: str = "ok"  # "ok" | "unsupported" | an error name
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"max_age_s": self.max_age_s, "partitions_checked": self.partitions_checked,
+                "describe_producers": {"status": self.describe_producers,
+                                       "producers_returned": self.producers_returned},
+                "hanging": [h.to_dict() for h in self.hanging]}
+
+
+@dataclass(frozen=True, slots=True)
+class AbortPlan:
+    topic: str
+    partition: int
+    start_offset: int
+    producer_id: int
+    producer_epoch: int
+    lso: int
+    hw: int
+    started_ms: int | None
+    transactional_id: str | None
+    supported: bool  # the broker offers WriteTxnMarkers
+
+    def to_dict(self, now_ms: int) -> dict[str, Any]:
+        age = None if self.started_ms is None else max(0.0, (now_ms - self.started_ms) / 1000)
+        return {"topic": self.topic, "partition": self.partition, "start_offset": self.start_offset,
+                "producer_id": self.producer_id, "producer_epoch": self.producer_epoch, "lso": self.lso,
+                "hw": self.hw, "blocked": self.hw - self.lso, "age_s": _round(age),
+                "transactional_id": self.transactional_id, "supported": self.supported}
+
+
+def _round(v: float | None) -> float | None:
+    return None if v is None else round(v, 3)
+
+
+# --- the admin client ------------------------------------------------------------------------------------
+
+
+def admin_client(cluster: Any, timeout_ms: int = 5000) -> Any:
+    """kafka-python's KafkaAdminClient with short timeouts; an unreachable cluster is one BrokerError."""
+    import kafka.errors as Errors
+    from kafka.admin import KafkaAdminClient
+
+    try:
+        return KafkaAdminClient(**cluster.kafka_python(), request_timeout_ms=timeout_ms,
+                                bootstrap_timeout_ms=timeout_ms, reconnect_backoff_max_ms=1000)
+    except (Errors.KafkaError, OSError) as e:
+        raise BrokerError(f"cannot reach Kafka at {cluster.bootstrap_servers}: {type(e).__name__}; "
+                          "check --bootstrap / that the broker is up") from None
+
+
+def supports(admin: Any, api_key: int) -> bool:
+    return api_key in {int(k) for k in admin.api_versions()}
+
+
+def _call(what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run one admin call; protocol errors become one line naming what failed."""
+    import kafka.errors as Errors
+
+    try:
+        return fn(*args, **kwargs)
+    except Errors.IncompatibleBrokerVersion:
+        raise EosctlError(f"this broker does not support {what}") from None
+    except Errors.KafkaError as e:
+        raise BrokerError(f"{what} failed: {type(e).__name__}") from None
+
+
+# --- list / describe -------------------------------------------------------------------------------------
+
+
+def _info(txid: str, d: Any) -> TxnInfo:
+    return TxnInfo(
+        transactional_id=txid, producer_id=d.producer_id, producer_epoch=d.producer_epoch,
+        state=d.state.value, timeout_ms=d.transaction_timeout_ms,
+        start_time_ms=d.transaction_start_time_ms if d.transaction_start_time_ms >= 0 else None,
+        coordinator_id=d.coordinator_id,
+        partitions=tuple(sorted((tp.topic, tp.partition) for tp in d.topic_partitions)),
+    )
+
+
+def list_transactions(admin: Any, states: Sequence[str] = (), min_age_s: float | None = None,
+                      producer_ids: Sequence[int] = (), now_ms: int | None = None) -> list[TxnInfo]:
+    """Every transactional id the coordinators know, described (state, epoch, timeout, start, partitions).
+
+    State and age are filtered here rather than in the request: ListTransactions v1's duration filter is
+    missing on older brokers, and the age filter needs the start time anyway.
+    """
+    now_ms = _now(now_ms)
+    listed = _call("ListTransactions", admin.list_transactions,
+                   producer_id_filters=list(producer_ids) or None)
+    ids = sorted({t.transactional_id for per_broker in listed.values() for t in per_broker})
+    described = _call("DescribeTransactions", admin.describe_transactions, ids) if ids else {}
+    wanted = {s.lower() for s in states}
+    out = []
+    for txid in ids:
+        if txid not in described:
+            continue
+        info = _info(txid, described[txid])
+        if wanted and info.state.lower() not in wanted:
+            continue
+        if min_age_s is not None and (info.age_s(now_ms) is None or info.age_s(now_ms) < min_age_s):
+            continue
+        out.append(info)
+    return out
+
+
+def describe_transaction(admin: Any, transactional_id: str) -> TxnInfo:
+    import kafka.errors as Errors
+
+    try:
+        described = admin.describe_transactions([transactional_id])
+    except Errors.TransactionalIdNotFoundError:
+        raise EosctlError(f"no transactional id {transactional_id!r} on this cluster "
+                          "(see `eosctl txns list`)") from None
+    except Errors.KafkaError as e:
+        raise BrokerError(f"DescribeTransactions failed: {type(e).__name__}") from None
+    if transactional_id not in described:
+        raise EosctlError(f"no transactional id {transactional_id!r} on this cluster "
+                          "(see `eosctl txns list`)")
+    return _info(transactional_id, described[transactional_id])
+
+
+# --- hanging ---------------------------------------------------------------------------------------------
+
+
+def describe_producers(admin: Any, tps: Iterable[TP]) -> tuple[dict[TP, list[Any]], str]:
+    """DescribeProducers for the partitions (kafka-python sends one request per leader).
+
+    Returns (active producers per partition, status) where status is "ok", "unsupported" or the error.
+    """
+    import kafka.errors as Errors
+    from kafka.structs import TopicPartition
+
+    tps = list(tps)
+    if not tps:
+        return {}, "ok"
+    try:
+        result = admin.describe_producers([TopicPartition(t, p) for t, p in tps])
+    except Errors.IncompatibleBrokerVersion:
+        return {}, "unsupported"
+    except Errors.KafkaError as e:
+        return {}, type(e).__name__
+    return {(tp.topic, tp.partition): list(s.active_producers) for tp, s in result.items()}, "ok"
+
+
+def find_hanging(client: Any, admin: Any, topics: Sequence[str], max_age_s: float = DEFAULT_MAX_AGE_S,
+                 now_ms: int | None = None) -> HangingReport:
+    """Apply both rules to every partition of ``topics``; one finding per partition and producer."""
+    from eosctl.lag import open_transactions
+
+    now_ms = _now(now_ms)
+    partitions = client.metadata(topics)
+    tps = [(t, p) for t in topics for p in sorted(partitions[t])]
+    offsets = client.offsets(tps)
+    report = HangingReport(max_age_s=max_age_s, partitions_checked=len(tps))
+    found: dict[tuple[str, int, int], Hanging] = {}
+
+    # LSO rule
+    blocked = [tp for tp in tps if offsets[tp].last_stable < offsets[tp].high_watermark]
+    at_lso = open_transactions(client, blocked, {tp: offsets[tp].last_stable for tp in blocked})
+    for tp, txn in at_lso.items():
+        age = txn.age_s(now_ms)
+        if age is not None and age >= max_age_s:
+            o = offsets[tp]
+            found[(*tp, txn.producer_id)] = Hanging(tp[0], tp[1], txn.producer_id, txn.producer_epoch,
+                                                    txn.first_offset, age, ("lso",), o.last_stable,
+                                                    o.high_watermark)
+
+    # KIP-664 rule
+    producers, report.describe_producers = describe_producers(admin, tps)
+    report.producers_returned = sum(len(v) for v in producers.values())
+    candidates = [(tp, p) for tp, ps in producers.items() for p in ps
+                  if p.current_transaction_start_offset >= 0 and p.last_timestamp >= 0
+                  and (now_ms - p.last_timestamp) / 1000 >= max_age_s]
+    coordinator = _coordinator_view(admin, {p.producer_id for _, p in candidates} | {k[2] for k in found})
+    for tp, p in candidates:
+        info = coordinator.get(p.producer_id)
+        if info is not None and info.state == "Ongoing" and info.producer_epoch == p.producer_epoch \
+                and tp in info.partitions:
+            continue  # the coordinator still owns it: it will time it out (KIP-664)
+        key = (*tp, p.producer_id)
+        o = offsets[tp]
+        age = (now_ms - p.last_timestamp) / 1000
+        prior = found.get(key)
+        found[key] = Hanging(tp[0], tp[1], p.producer_id, p.producer_epoch,
+                             p.current_transaction_start_offset, max(age, prior.age_s or 0) if prior else age,
+                             ("kip664", "lso") if prior else ("kip664",), o.last_stable, o.high_watermark)
+    for key, h in found.items():
+        info = coordinator.get(h.producer_id)
+        if info is not None:
+            found[key] = _with_coordinator(h, info)
+    report.hanging = sorted(found.values(), key=lambda h: (h.topic, h.partition, h.first_offset))
+    return report
+
+
+def _coordinator_view(admin: Any, producer_ids: set[int]) -> dict[int, TxnInfo]:
+    """What the coordinators say about these producer ids (empty if the broker can't say)."""
+    if not producer_ids:
+        return {}
+    try:
+        infos = list_transactions(admin, producer_ids=sorted(producer_ids))
+    except EosctlError:
+        return {}
+    return {i.producer_id: i for i in infos if i.producer_id in producer_ids}
+
+
+def _with_coordinator(h: Hanging, info: TxnInfo) -> Hanging:
+    from dataclasses import replace
+
+    return replace(h, transactional_id=info.transactional_id, coordinator_state=info.state)
+
+
+# --- abort -----------------------------------------------------------------------------------------------
+
+
+def plan_abort(client: Any, admin: Any, topic: str, partition: int, start_offset: int) -> AbortPlan:
+    """Find the open transaction that starts at ``start_offset``; EosctlError if there is none.
+
+    DescribeProducers names it where the broker fills it in; otherwise the log does: the first batch at
+    the offset must be transactional data, and its transaction must still be open (it holds the LSO, or
+    a scan up to the HW finds no marker for it).
+    """
+    from eosctl.logscan import scan_partition
+
+    tp = (topic, partition)
+    client.leader(topic, partition)
+    o = client.offsets([tp])[tp]
+    where = f"{topic}-{partition}"
+    if start_offset < o.last_stable or start_offset >= o.high_watermark:
+        raise EosctlError(f"no open transaction starts at offset {start_offset} of {where}: open "
+                          f"transactions lie in [LSO {o.last_stable}, HW {o.high_watermark}) "
+                          "(see `eosctl txns hanging`)")
+    producers, _ = describe_producers(admin, [tp])
+    match = [p for p in producers.get(tp, []) if p.current_transaction_start_offset == start_offset]
+    if match:
+        pid, epoch = match[0].producer_id, match[0].producer_epoch
+        started = match[0].last_timestamp if match[0].last_timestamp >= 0 else None
+    else:
+        from eosctl.lag import first_batches
+
+        batch = first_batches(client, {tp: start_offset}).get(tp)
+        if batch is None or batch.base_offset != start_offset:
+            raise EosctlError(f"offset {start_offset} of {where} is not the first offset of a batch; "
+                              "pass the transaction's first offset (see `eosctl txns hanging`)")
+        if not batch.is_transactional:
+            raise EosctlError(f"offset {start_offset} of {where} is not transactional data")
+        pid, epoch, started = batch.producer_id, batch.producer_epoch, batch.first_timestamp
+        if start_offset != o.last_stable:  # the one at the LSO is open by definition; others need the log
+            log = scan_partition(client, topic, partition, start_offset, o.high_watermark)
+            if not any(t.producer_id == pid and t.first_offset == start_offset and t.outcome == "OPEN"
+                       for t in log.transactions):
+                raise EosctlError(f"the transaction of producer {pid} at offset {start_offset} of {where} "
+                                  "is not open (it has a marker)")
+    if pid < 0:
+        raise EosctlError(f"offset {start_offset} of {where} is not transactional data")
+    coordinator = _coordinator_view(admin, {pid}).get(pid)
+    return AbortPlan(topic, partition, start_offset, pid, epoch, o.last_stable, o.high_watermark, started,
+                     coordinator.transactional_id if coordinator else None,
+                     supports(admin, WRITE_TXN_MARKERS_API_KEY))
+
+
+def abort(admin: Any, plan: AbortPlan) -> None:
+    """Write the ABORT marker for the planned transaction (WriteTxnMarkers, coordinator epoch -1)."""
+    from kafka.admin._transactions import AbortTransactionSpec
+    from kafka.structs import TopicPartition
+
+    if not plan.supported:
+        raise EosctlError("this broker does not support aborting transactions (no WriteTxnMarkers API); "
+                          "nothing was changed")
+    spec = AbortTransactionSpec(TopicPartition(plan.topic, plan.partition), plan.producer_id,
+                                plan.producer_epoch)
+    _call(f"aborting the transaction of producer {plan.producer_id}", admin.abort_transaction, spec)
+
+
+def _now(now_ms: int | None) -> int:
+    return int(time.time() * 1000) if now_ms is None else now_ms

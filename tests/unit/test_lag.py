@@ -1,0 +1,181 @@
+"""Lag arithmetic on hand-built logs, and the --watch status rules (no broker)."""
+
+from __future__ import annotations
+
+from eosctl.lag import (
+    LagSnapshot,
+    OpenTxn,
+    PartitionLag,
+    Watch,
+    build_rows,
+    evaluate,
+    oldest_unconsumed_ms,
+    records_behind,
+    scan_windows,
+)
+from eosctl.model import Batch, Kind, OffsetRange, PartitionLog
+from eosctl.wire import Offsets
+
+T = "orders"
+
+
+def _batch(first: int, last: int, ts: int, *, control: bool = False, pid: int = 7) -> Batch:
+    return Batch(base_offset=first, last_offset=last, record_count=last - first + 1, producer_id=pid,
+                 producer_epoch=0, base_sequence=0, last_sequence=last - first, is_transactional=True,
+                 is_control=control, marker="COMMIT" if control else None, first_timestamp=ts,
+                 max_timestamp=ts, compression="none", size_bytes=100)
+
+
+def _log(ranges: list[tuple[int, int, Kind]], hw: int, lso: int | None = None, start: int = 0,
+         batches: list[Batch] | None = None) -> PartitionLog:
+    return PartitionLog(T, 0, 0, hw, hw if lso is None else lso, start, lso if lso is not None else hw,
+                        ranges=[OffsetRange(a, b, k, 7, 0) for a, b, k in ranges], batches=batches)
+
+
+# A transactional partition: two committed transactions of 4 records, each followed by its marker,
+# then an aborted transaction and its marker, then one more committed transaction.
+#   0-3 DATA, 4 MARKER, 5-8 DATA, 9 MARKER, 10-12 ABORTED, 13 MARKER, 14-15 DATA, 16 MARKER; HW 17
+TXN_LOG = [(0, 3, Kind.DATA), (4, 4, Kind.MARKER), (5, 8, Kind.DATA), (9, 9, Kind.MARKER),
+           (10, 12, Kind.ABORTED), (13, 13, Kind.MARKER), (14, 15, Kind.DATA), (16, 16, Kind.MARKER)]
+
+
+def test_trailing_commit_marker_counts_zero_records_behind():
+    log = _log(TXN_LOG, hw=17)
+    assert records_behind(log, committed=16, log_start=0, lso=17) == (0, True)
+    assert records_behind(log, committed=17, log_start=0, lso=17) == (0, True)
+
+
+def test_records_behind_skips_markers_and_aborted_records():
+    log = _log(TXN_LOG, hw=17)
+    # From 5: 5-8 and 14-15 are data; 9, 13, 16 markers and 10-12 aborted are not.
+    assert records_behind(log, committed=5, log_start=0, lso=17) == (6, True)
+    assert records_behind(log, committed=0, log_start=0, lso=17) == (10, True)
+    assert records_behind(log, committed=10, log_start=0, lso=17) == (2, True)
+
+
+def test_records_behind_stops_at_the_lso_of_an_open_transaction():
+    # 14-15 belong to a transaction still open: LSO is 14, so nothing past it is "behind".
+    ranges = TXN_LOG[:6] + [(14, 15, Kind.OPEN)]
+    log = _log(ranges, hw=16, lso=14)
+    assert records_behind(log, committed=5, log_start=0, lso=14) == (4, True)
+    assert records_behind(log, committed=9, log_start=0, lso=14) == (0, True)
+
+
+def test_records_behind_beyond_the_scan_is_an_upper_bound():
+    # Only [5, 10) was scanned (scan limit): 5-8 data, 9 marker; 10..16 unscanned count as data.
+    log = PartitionLog(T, 0, 0, 17, 17, 5, 10,
+                       ranges=[OffsetRange(5, 8, Kind.DATA), OffsetRange(9, 9, Kind.MARKER)])
+    assert records_behind(log, committed=5, log_start=0, lso=17) == (4 + 7, False)
+
+
+def test_records_below_the_log_start_are_gone_not_behind():
+    log = _log(TXN_LOG[4:], hw=17, start=10)
+    assert records_behind(log, committed=2, log_start=10, lso=17) == (2, True)
+
+
+def test_oldest_unconsumed_record_is_the_first_data_batch_after_the_commit():
+    batches = [_batch(0, 3, 1000), _batch(4, 4, 1001, control=True), _batch(5, 8, 2000),
+               _batch(9, 9, 2001, control=True), _batch(10, 12, 3000), _batch(13, 13, 3001, control=True),
+               _batch(14, 15, 4000), _batch(16, 16, 4001, control=True)]
+    log = _log(TXN_LOG, hw=17, batches=batches)
+    assert oldest_unconsumed_ms(log, committed=4, lso=17) == 2000
+    # The aborted batch 10-12 is skipped: a consumer never receives it.
+    assert oldest_unconsumed_ms(log, committed=9, lso=17) == 4000
+    assert oldest_unconsumed_ms(log, committed=16, lso=17) is None
+
+
+def test_one_scan_window_per_partition_serves_every_group():
+    offsets = {(T, 0): Offsets(0, 17, 17), (T, 1): Offsets(0, 5, 5)}
+    committed = {(T, 0): [16, 5, None, 17], (T, 1): [5]}
+    assert scan_windows(committed, offsets, scan_limit=1000) == {(T, 0): (5, 17)}
+    assert scan_windows(committed, offsets, scan_limit=4) == {(T, 0): (5, 9)}
+
+
+def test_rows_per_group_with_hw_lag_for_comparison():
+    offsets = {(T, 0): Offsets(0, 17, 17)}
+    rows = build_rows({"a": {(T, 0): 16}, "b": {(T, 0): 5}, "c": {(T, 0): None}, "d": {(T, 0): 40}},
+                      offsets, {(T, 0): _log(TXN_LOG, hw=17, start=5)}, {})
+    a, b, c, d = rows
+    assert (a.lag_to_lso, a.hw_lag, a.records_behind, a.blocked) == (1, 1, 0, 0)
+    assert (b.lag_to_lso, b.records_behind, b.records_behind_exact) == (12, 6, True)
+    assert (c.committed, c.lag_to_lso, c.records_behind) == (None, None, None)
+    assert d.error == "committed offset 40 is beyond the high watermark 17 (topic recreated?)"
+
+
+# --- watch ----------------------------------------------------------------------------------------------
+
+TXN = OpenTxn(producer_id=7, producer_epoch=0, first_offset=120, started_ms=0)
+
+
+def _lag(committed: int | None, behind: int | None, lso: int = 200, hw: int = 200, txn: OpenTxn | None = None,
+         error: str | None = None, group: str = "g", partition: int = 0) -> PartitionLag:
+    return PartitionLag(group, T, partition, committed, 0, lso, hw, behind, True, None, txn, error)
+
+
+def _window(*lags: PartitionLag) -> list[tuple[int, PartitionLag]]:
+    """One poll a second, the first 90 s after TXN started."""
+    return [(90_000 + i * 1000, lag) for i, lag in enumerate(lags)]
+
+
+def test_caught_up_is_ok():
+    assert evaluate(_window(_lag(190, 3), _lag(200, 0)), group_active=True).status == "OK"
+
+
+def test_blocked_by_an_open_transaction_is_a_stall_that_names_it():
+    w = _window(*[_lag(120, 0, lso=120, hw=150, txn=TXN) for _ in range(4)])
+    s = evaluate(w, group_active=True)
+    assert str(s) == "STALL: blocked by open transaction pid 7 at offset 120 for 93s"
+
+
+def test_a_single_poll_names_the_transaction_but_does_not_judge():
+    s = evaluate(_window(_lag(120, 0, lso=120, hw=150, txn=TXN)), group_active=True)
+    assert (s.status, s.cause) == ("OK", "blocked by open transaction pid 7 at offset 120 for 90s")
+
+
+def test_a_different_transaction_each_poll_is_not_a_stall():
+    other = OpenTxn(8, 0, 130, 0)
+    w = _window(_lag(120, 0, lso=120, hw=150, txn=TXN), _lag(130, 0, lso=130, hw=160, txn=other))
+    assert evaluate(w, group_active=True).status == "OK"
+
+
+def test_offset_going_back_is_rewind():
+    s = evaluate(_window(_lag(150, 50), _lag(100, 100), _lag(110, 90)), group_active=True)
+    assert str(s) == "REWIND: committed offset went back from 150 to 110"
+
+
+def test_no_progress_with_records_to_read():
+    w = _window(_lag(100, 100), _lag(100, 100), _lag(100, 100))
+    assert str(evaluate(w, group_active=True)) == (
+        "STALL: committed offset 100 unchanged for 2s with 100 records behind")
+    assert str(evaluate(w, group_active=False)) == (
+        "STOP: no active consumer; committed offset 100, 100 records behind for 2s")
+
+
+def test_moving_but_falling_behind_is_warn():
+    w = _window(_lag(100, 10), _lag(105, 15), _lag(110, 20))
+    assert str(evaluate(w, group_active=True)) == "WARN: falling behind: 10 -> 20 records behind"
+    catching_up = _window(_lag(100, 20), _lag(105, 15), _lag(110, 18))
+    assert evaluate(catching_up, group_active=True).status == "OK"
+
+
+def test_a_failed_poll_is_err():
+    w = _window(_lag(100, 0), _lag(100, None, error="committed offset 300 is beyond the high watermark"))
+    assert evaluate(w, group_active=True).status == "ERR"
+
+
+def test_group_status_is_its_worst_partition_and_the_window_slides():
+    watch = Watch(window=3)
+    for i in range(5):
+        snap = LagSnapshot(90_000 + i * 1000, [
+            _lag(200, 0, partition=0),
+            _lag(120, 0, lso=120, hw=150, txn=TXN, partition=1),
+        ], {"g": "STABLE"})
+        watch.add(snap)
+    assert watch.partition_status("g", T, 0).status == "OK"
+    assert str(watch.group_status("g")) == (
+        "STALL: orders[1] blocked by open transaction pid 7 at offset 120 for 94s")
+    # The open transaction is committed: after a full window without it, the group is OK again.
+    for i in range(3):
+        lags = [_lag(200, 0, partition=0), _lag(150, 0, 150, 150, partition=1)]
+        watch.add(LagSnapshot(95_000 + i * 1000, lags, {"g": "STABLE"}))
+    assert watch.group_status("g").status == "OK"
