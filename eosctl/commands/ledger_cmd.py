@@ -1,0 +1,204 @@
+"""`eosctl ledger` (the sink next to Kafka, per source partition) and `eosctl snapshot` (an incident file).
+
+`ledger --format json` shape (stable):
+
+    {
+      "pipeline": str|null, "sink": str, "group": str|null,
+      "scanned": bool,                 # holes checked against the log model (false with --no-scan)
+      "flagged_partitions": int,
+      "partitions": [{
+        "topic": str, "partition": int,
+        "rows": int, "distinct_offsets": int, "min_offset": int|null, "max_offset": int|null,
+        "duplicate_rows": int, "duplicate_offsets": int,
+        "stored_offset": int|null,     # next offset in the sink's offsets table
+        "committed_offset": int|null,  # the group's committed offset in Kafka
+        "log_start_offset": int|null, "high_watermark": int|null, "last_stable_offset": int|null,
+        "checked_to": int|null,        # exclusive end of the checked span (stored, else committed offset)
+        "missing_offsets": int|null,   # committed data offsets below checked_to absent from the sink
+        "flags": [{"kind": "offset_mismatch"|"gap"|"duplicate"|"phantom_aborted"|"phantom_marker"|
+                           "phantom_uncommitted"|"phantom_beyond_hw"|"span_missing"|"unexpected_topic",
+                   "first_offset": int|null, "last_offset": int|null, "count": int, "message": str}]
+      }]
+    }
+
+Exit codes: 0 no flags, 1 flags found, 2 usage/config/connection/sink error.
+
+`snapshot --out FILE` writes one DuckDB file; its tables are documented in eosctl.snapshot. With
+`--format json` it prints {"out": path, "captured_at": iso8601, "sections": {name: "ok" | error}}.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from eosctl.render import FORMATS
+
+
+def _target_options(f: Any) -> Any:
+    for option in reversed([
+        click.option("--config", "-c", envvar="EOSCTL_CONFIG", type=click.Path(dir_okay=False),
+                     help="eosctl config file (env EOSCTL_CONFIG)."),
+        click.option("--pipeline", "-p", help="Pipeline in the config."),
+        click.option("--bootstrap", help="HOST:PORT of the cluster (overrides the config)."),
+        click.option("--topic", "-t", "topics", multiple=True,
+                     help="Source topic (default: the pipeline's)."),
+        click.option("--group", "-g", help="Consumer group (default: the pipeline's)."),
+        click.option("--sink-duckdb", type=click.Path(dir_okay=False),
+                     help="DuckDB sink file (overrides [pipelines.X.sink].duckdb)."),
+        click.option("--sink-parquet", help="Parquet sink path or glob (overrides the config)."),
+        click.option("--sink-table", help="Sink table (overrides [pipelines.X.sink].table)."),
+        click.option("--scan/--no-scan", default=True, show_default=True,
+                     help="Check the sink's offsets against a scan of the log (markers and aborted "
+                          "offsets are not holes)."),
+    ]):
+        f = option(f)
+    return f
+
+
+def _sink_of(target: Any, sink_duckdb: str | None, sink_parquet: str | None, sink_table: str | None):
+    from dataclasses import replace
+
+    from eosctl.config import Sink
+    from eosctl.errors import ConfigError
+
+    pipe = target.pipeline
+    sink = pipe.sink if pipe and pipe.sink else None
+    if sink is None and not (sink_duckdb or sink_parquet):
+        where = f"[pipelines.{pipe.name}.sink]" if pipe else "--config FILE --pipeline NAME"
+        raise ConfigError(f"no sink to read: set {where} (duckdb or parquet) or pass --sink-duckdb / "
+                          "--sink-parquet")
+    sink = sink or Sink(table="sink")
+    if sink_duckdb or sink_parquet:
+        sink = replace(sink, duckdb=sink_duckdb, parquet=sink_parquet)
+    if sink_table:
+        sink = replace(sink, table=sink_table)
+    where = f"pipelines.{pipe.name}.sink" if pipe else "sink"
+    return sink, where
+
+
+@click.command("ledger")
+@_target_options
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+def ledger(config: str | None, pipeline: str | None, bootstrap: str | None, topics: tuple[str, ...],
+           group: str | None, sink_duckdb: str | None, sink_parquet: str | None, sink_table: str | None,
+           scan: bool, fmt: str) -> None:
+    """Per source partition: what the sink holds next to what Kafka says; exit 1 on any flag.
+
+    \b
+    From the sink (opened read-only; a live writer is never blocked): rows, distinct offsets,
+    min/max offset, duplicate rows, and the offsets it stored with its rows. From Kafka: the group's
+    committed offset, log start, LSO and HW. Flags: stored != committed (only when committed data lies
+    between them), duplicates, missing committed records, rows at aborted/marker/open offsets.
+    """
+    from eosctl import ledger as ledger_mod
+    from eosctl.render import console
+    from eosctl.target import resolve
+
+    target = resolve(config, pipeline, bootstrap, topics, group)
+    sink, where = _sink_of(target, sink_duckdb, sink_parquet, sink_table)
+    with _scan_progress() as progress:
+        result = ledger_mod.collect(target.cluster, sink, target.topics, target.group,
+                                    pipeline=target.pipeline.name if target.pipeline else None, where=where,
+                                    scan=scan, progress=progress)
+    if fmt == "json":
+        from eosctl.render import emit_json
+
+        emit_json(result.to_dict())
+    else:
+        render_ledger(console(), result)
+    if result.flags:
+        sys.exit(1)
+
+
+def render_ledger(out: Any, result: Any) -> None:
+    from eosctl.render import table
+
+    out.print(f"sink {result.sink}   group {result.group or '-'}   "
+              f"{'checked against the log' if result.scanned else 'not checked against the log (--no-scan)'}")
+    out.print(table("Ledger", ["topic", "partition", "rows", "distinct", "min", "max", "dup rows", "stored",
+                               "committed", "log start", "lso", "hw", "missing", "flags"],
+                    [(p.topic, p.partition, p.rows, p.distinct_offsets, p.min_offset, p.max_offset,
+                      p.duplicate_rows, p.stored_offset, p.committed_offset, p.log_start_offset,
+                      p.last_stable_offset, p.high_watermark, p.missing_offsets, len(p.flags) or "")
+                     for p in result.partitions]))
+    flagged = result.flags
+    if not flagged:
+        out.print("[green]no flags[/]: the sink agrees with Kafka")
+        return
+    out.print(table(f"Flags ({len(flagged)})", ["topic", "partition", "kind", "offsets", "count", "what"],
+                    [(p.topic, p.partition, f.kind, _span(f.first_offset, f.last_offset), f.count, f.message)
+                     for p, f in flagged]))
+
+
+def _span(first: int | None, last: int | None) -> str:
+    return "-" if first is None else str(first) if first == last else f"{first}..{last}"
+
+
+class _scan_progress:
+    """A transient progress bar on stderr while partitions are scanned; silent off a terminal."""
+
+    def __enter__(self) -> Any:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        from eosctl.render import console
+
+        err = console(stderr=True)
+        self.bar = Progress(TextColumn("scanning the log"), BarColumn(), MofNCompleteColumn(),
+                            TextColumn("offsets"), console=err, transient=True, disable=not err.is_terminal)
+        self.bar.__enter__()
+        self.task = self.bar.add_task("scan", total=None)
+        return lambda done, total: self.bar.update(self.task, completed=done, total=total)
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.__exit__(*exc)
+
+
+@click.command("snapshot")
+@_target_options
+@click.option("--out", "-o", "out_path", required=True, type=click.Path(dir_okay=False),
+              help="DuckDB file to write (must not exist unless --force).")
+@click.option("--force", is_flag=True, help="Overwrite FILE if it exists.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, topics: tuple[str, ...],
+             group: str | None, sink_duckdb: str | None, sink_parquet: str | None, sink_table: str | None,
+             scan: bool, out_path: str, force: bool, fmt: str) -> None:
+    """Capture everything about a pipeline into one DuckDB file, for incident reports.
+
+    \b
+    Transactions, producers, lag, per-partition log summaries (ranges, transactions, producers) and
+    the sink ledger, each with the capture time. Open it offline: `eosctl tui --snapshot FILE`, or
+    any DuckDB client (tables documented in eosctl/snapshot.py). Reads only; writes nothing to Kafka.
+    """
+    from pathlib import Path
+
+    from eosctl import snapshot as snap
+    from eosctl.errors import EosctlError
+    from eosctl.render import console
+    from eosctl.target import resolve
+
+    if Path(out_path).exists() and not force:
+        raise EosctlError(f"{out_path} already exists; choose another --out or pass --force")
+    target = resolve(config, pipeline, bootstrap, topics, group)
+    sink = where = None
+    if (target.pipeline and target.pipeline.sink) or sink_duckdb or sink_parquet:
+        sink, where = _sink_of(target, sink_duckdb, sink_parquet, sink_table)
+    with _scan_progress() as progress:
+        captured = snap.capture(target, sink=sink, where=where or "sink", scan=scan, progress=progress)
+    snap.write_snapshot(captured, out_path)
+    if fmt == "json":
+        from eosctl.render import emit_json
+
+        emit_json({"out": out_path, "captured_at": captured.captured_at.isoformat(),
+                   "sections": captured.sections})
+        return
+    out = console()
+    when = captured.captured_at.isoformat(timespec="seconds")
+    out.print(f"snapshot written to {out_path} (captured {when})")
+    for name, status in captured.sections.items():
+        out.print(f"  {name:<13} {'[green]ok[/]' if status == 'ok' else '[yellow]' + status + '[/]'}")
+
+
+COMMANDS = [ledger, snapshot]

@@ -1,0 +1,252 @@
+"""`eosctl log`: the remote dump-log of one partition, read over the Kafka protocol.
+
+JSON shape (`--format json`, stable; offsets inclusive unless named *_to / high_watermark / lso):
+
+    {
+      "topic": str, "partition": int,
+      "log_start_offset": int, "high_watermark": int, "last_stable_offset": int,
+      "scanned_from": int, "scanned_to": int,          # [from, to) actually classified
+      "counts": {"DATA": int, "MARKER": int, "ABORTED": int, "OPEN": int, "HOLE": int},
+      "ranges": [{"first", "last", "kind", "producer_id", "producer_epoch"}],
+      "transactions": [{"producer_id", "producer_epoch", "first_offset", "last_offset",
+                        "outcome": "COMMIT"|"ABORT"|"OPEN", "marker_offset": int|null, "data_records"}],
+      "aborted_ranges": [{"first", "last", "producer_id", "producer_epoch"}],
+      "markers": [{"offset", "type": "COMMIT"|"ABORT", "producer_id", "producer_epoch"}],
+      "producers": [{"producer_id", "epochs": [int], "current_epoch", "last_sequence", "last_offset",
+                     "last_timestamp", "batches", "records", "open_txn_first_offset": int|null,
+                     "epoch_bumps": [{"offset", "old_epoch", "new_epoch", "on_marker"}],
+                     "zombie_writes": [{"offset", "epoch", "current_epoch"}], "zombie_total",
+                     "sequence_anomalies": [{"offset", "epoch", "expected", "got", "kind"}],
+                     "anomaly_total"}],
+      "batches": [{"base_offset", "last_offset", "record_count", "producer_id", "producer_epoch",
+                   "base_sequence", "last_sequence", "is_transactional", "is_control", "marker",
+                   "first_timestamp", "max_timestamp", "compression", "size_bytes", "offsets"}] | null,
+      "batches_window": {"from": int, "to": int, "complete": bool} | null,   # to exclusive
+      "warnings": [str]
+    }
+
+`batches` is null with --no-batches; otherwise it covers `batches_window`, at most --limit offsets from
+the scan start (so memory stays bounded whatever the range): page on with --from.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from eosctl.render import FORMATS
+
+TABLE_ROWS = 200  # rows per section in table output; JSON is always complete
+
+
+@click.command("log")
+@click.option("--config", "-c", envvar="EOSCTL_CONFIG", type=click.Path(dir_okay=False),
+              help="eosctl config file (env EOSCTL_CONFIG).")
+@click.option("--pipeline", "-p", help="Pipeline in the config (its cluster, and its topic if it has one).")
+@click.option("--bootstrap", help="HOST:PORT of the cluster (overrides the config).")
+@click.option("--topic", "-t", help="Topic to read (default: the pipeline's only source topic).")
+@click.option("--partition", "-P", type=int, required=True, help="Partition to read.")
+@click.option("--from", "start", type=int, default=None, help="First offset (default: log start).")
+@click.option("--to", "end", type=int, default=None, help="Last offset, inclusive (default: HW - 1).")
+@click.option("--batches/--no-batches", default=True, show_default=True, help="Show the batch table.")
+@click.option("--limit", type=click.IntRange(min=1), default=5000, show_default=True,
+              help="Offsets the batch table covers, from the scan start (page with --from).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+def log(config: str | None, pipeline: str | None, bootstrap: str | None, topic: str | None, partition: int,
+        start: int | None, end: int | None, batches: bool, limit: int, fmt: str) -> None:
+    """Dump one partition's log remotely: batches, transactions, aborted ranges, producer epochs.
+
+    \b
+    What kafka-dump-log.sh shows from the broker's disk, over the Kafka protocol: batches (offsets,
+    producer id/epoch, sequences, transactional/control flags, marker type, timestamps), transactions
+    with their outcome (COMMIT / ABORT / OPEN) and marker offset, aborted ranges, each producer's epoch
+    timeline with fencing events (epoch bumps) and zombie writes (an older epoch after a bump), and
+    sequence gaps or duplicates.
+    """
+    from eosctl.errors import ConfigError
+    from eosctl.logscan import scan_partition
+    from eosctl.render import console
+    from eosctl.target import resolve
+    from eosctl.wire import WireClient
+
+    target = resolve(config, pipeline, bootstrap, (topic,) if topic else (), need_topics=True)
+    if len(target.topics) > 1:
+        raise ConfigError(f"the pipeline has several source topics ({', '.join(target.topics)}); "
+                          "choose one with --topic")
+    topic = target.topics[0]
+    if start is not None and end is not None and end < start:
+        raise click.BadParameter(f"--to {end} is before --from {start}", param_hint="--to")
+    stop = None if end is None else end + 1
+    with WireClient(target.cluster) as client, _progress(f"{topic}-{partition}") as progress:
+        client.leader(topic, partition)  # a missing topic or partition is one clear line, before scanning
+        window = None
+        if batches:
+            offsets = client.offsets([(topic, partition)])[(topic, partition)]
+            lo = offsets.log_start if start is None else max(start, offsets.log_start)
+            hi = offsets.high_watermark if stop is None else min(stop, offsets.high_watermark)
+            window = (lo, min(hi, lo + limit), hi <= lo + limit)
+        if window is not None and window[2]:
+            plog = scan_partition(client, topic, partition, start, stop, keep_batches=True, progress=progress)
+        else:
+            plog = scan_partition(client, topic, partition, start, stop, progress=progress)
+            if window is not None:
+                # The batch table only for its window: a second, bounded scan keeps memory flat.
+                plog.batches = scan_partition(client, topic, partition, window[0], window[1],
+                                              keep_batches=True).batches
+    doc = log_document(plog, window)
+    if fmt == "json":
+        from eosctl.render import emit_json
+
+        emit_json(doc)
+    else:
+        render_log(console(), doc)
+
+
+class _progress:
+    """A rich progress bar on stderr for long scans; silent when stderr is not a terminal."""
+
+    def __init__(self, what: str):
+        self.what = what
+        self.bar: Any = None
+
+    def __enter__(self) -> Any:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        from eosctl.render import console
+
+        err = console(stderr=True)
+        self.bar = Progress(TextColumn(f"scanning {self.what}"), BarColumn(), MofNCompleteColumn(),
+                            TextColumn("offsets"), TimeRemainingColumn(), console=err, transient=True,
+                            disable=not err.is_terminal)
+        self.bar.__enter__()
+        self.task = self.bar.add_task("scan", total=None)
+        return self.update
+
+    def update(self, done: int, total: int) -> None:
+        self.bar.update(self.task, completed=done, total=total)
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.__exit__(*exc)
+
+
+def log_document(plog: Any, window: tuple[int, int, bool] | None) -> dict[str, Any]:
+    """The stable JSON form of a scanned partition (see the module docstring)."""
+    from eosctl.model import Kind
+
+    d = plog.to_dict()
+    return {
+        "topic": plog.topic,
+        "partition": plog.partition,
+        "log_start_offset": plog.log_start_offset,
+        "high_watermark": plog.high_watermark,
+        "last_stable_offset": plog.last_stable_offset,
+        "scanned_from": plog.scanned_from,
+        "scanned_to": plog.scanned_to,
+        "counts": {k.value: plog.count(k) for k in Kind},
+        "ranges": d["ranges"],
+        "transactions": d["transactions"],
+        "aborted_ranges": [{k: r[k] for k in ("first", "last", "producer_id", "producer_epoch")}
+                           for r in d["ranges"] if r["kind"] == Kind.ABORTED.value],
+        "markers": [{"offset": t.marker_offset, "type": t.outcome, "producer_id": t.producer_id,
+                     "producer_epoch": t.producer_epoch}
+                    for t in sorted(plog.transactions, key=lambda t: t.marker_offset or -1)
+                    if t.marker_offset is not None],
+        "producers": [{**d["producers"][str(pid)], "current_epoch": p.current_epoch}
+                      for pid, p in sorted(plog.producers.items())],
+        "batches": d["batches"],
+        "batches_window": None if window is None else {"from": window[0], "to": window[1],
+                                                        "complete": window[2]},
+        "warnings": d["warnings"],
+    }
+
+
+def _ts(ms: int | None, date: bool = True) -> str | None:
+    if ms is None or ms < 0:
+        return None
+    fmt = "%Y-%m-%d %H:%M:%S.%f" if date else "%H:%M:%S.%f"
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime(fmt)[:-3]
+
+
+def _capped(rows: list[Any]) -> tuple[list[Any], str | None]:
+    if len(rows) <= TABLE_ROWS:
+        return rows, None
+    return rows[:TABLE_ROWS], f"... {len(rows) - TABLE_ROWS} more (use --format json, or narrow --from/--to)"
+
+
+def render_log(out: Any, doc: dict[str, Any]) -> None:
+    from eosctl.render import table
+
+    c = doc["counts"]
+    out.print(f"[bold]{doc['topic']}-{doc['partition']}[/]  log start {doc['log_start_offset']}  "
+              f"LSO {doc['last_stable_offset']}  HW {doc['high_watermark']}  "
+              f"scanned {doc['scanned_from']}..{doc['scanned_to'] - 1}: {c['DATA']} data, "
+              f"{c['MARKER']} markers, {c['ABORTED']} aborted, {c['OPEN']} open, {c['HOLE']} holes")
+    if doc["batches"] is not None:
+        rows, more = _capped([
+            (f"{b['base_offset']}..{b['last_offset']}", b["record_count"], b["producer_id"],
+             b["producer_epoch"],
+             "-" if b["base_sequence"] < 0 else f"{b['base_sequence']}..{b['last_sequence']}",
+             "yes" if b["is_transactional"] else "no", "yes" if b["is_control"] else "no", b["marker"],
+             _ts(b["first_timestamp"], date=False), _ts(b["max_timestamp"], date=False))
+            for b in doc["batches"]])
+        w = doc["batches_window"]
+        title = "Batches" + ("" if w["complete"] else f" (offsets {w['from']}..{w['to'] - 1} only; "
+                                                      f"page with --from {w['to']})")
+        out.print(table(title, ["offsets", "count", "pid", "epoch", "sequence", "txn", "ctrl", "marker",
+                                "first ts (UTC)", "max ts"], rows))
+        if more:
+            out.print(more)
+    rows, more = _capped([(t["producer_id"], t["producer_epoch"], f"{t['first_offset']}..{t['last_offset']}",
+                           t["data_records"], t["outcome"], t["marker_offset"]) for t in doc["transactions"]])
+    out.print(table("Transactions", ["pid", "epoch", "offsets", "records", "outcome", "marker"], rows))
+    if more:
+        out.print(more)
+    rows, more = _capped([(r["first"], r["last"], r["last"] - r["first"] + 1, r["producer_id"],
+                           r["producer_epoch"]) for r in doc["aborted_ranges"]])
+    out.print(table("Aborted ranges", ["first", "last", "count", "pid", "epoch"], rows))
+    if more:
+        out.print(more)
+    out.print(table("Producers", ["pid", "epochs", "batches", "records", "last sequence", "last timestamp",
+                                  "open txn from"],
+                    [(p["producer_id"], ",".join(map(str, p["epochs"])), p["batches"], p["records"],
+                      p["last_sequence"], _ts(p["last_timestamp"]), p["open_txn_first_offset"])
+                     for p in doc["producers"]]))
+    events = sorted(_events(doc["producers"], doc["markers"]), key=lambda e: (e[0], e[1]))
+    if events:
+        rows, more = _capped([(o, pid, text) for o, pid, text in events])
+        out.print(table("Epoch timeline and anomalies", ["offset", "pid", "event"], rows))
+        if more:
+            out.print(more)
+    for w in doc["warnings"]:
+        out.print(f"[yellow]warning:[/] {w}")
+
+
+def _events(producers: list[dict[str, Any]], markers: list[dict[str, Any]]) -> list[tuple[int, int, str]]:
+    marker_type = {m["offset"]: m["type"] for m in markers}
+    out = []
+    for p in producers:
+        pid = p["producer_id"]
+        for b in p["epoch_bumps"]:
+            if not b["on_marker"]:
+                why = "FENCED: a new instance took over"
+            elif marker_type.get(b["offset"]) == "ABORT":
+                # The coordinator aborts the fenced instance's transaction at the new epoch.
+                why = "FENCED: the coordinator aborted the old epoch's transaction"
+            else:
+                why = f"bump on a {marker_type.get(b['offset'], 'control')} marker (transactions v2)"
+            out.append((b["offset"], pid, f"epoch {b['old_epoch']} -> {b['new_epoch']} ({why})"))
+        for z in p["zombie_writes"]:
+            out.append((z["offset"], pid,
+                        f"ZOMBIE write at epoch {z['epoch']} after epoch {z['current_epoch']}"))
+        if p["zombie_total"] > len(p["zombie_writes"]):
+            out.append((p["zombie_writes"][-1]["offset"], pid,
+                        f"... {p['zombie_total'] - len(p['zombie_writes'])} more zombie writes"))
+        for s in p["sequence_anomalies"]:
+            out.append((s["offset"], pid, f"sequence {s['kind']} at epoch {s['epoch']}: expected "
+                                          f"{s['expected']}, got {s['got']}"))
+    return out
+
+
+COMMANDS = [log]

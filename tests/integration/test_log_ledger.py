@@ -1,0 +1,152 @@
+"""`eosctl log`, `ledger` and `snapshot` against the reference pipeline's manifest (ground truth)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from eosctl.cli import main
+from eosctl.pipeline import run_pipeline
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def faulty(cluster, tmp_path_factory) -> tuple[dict, Path]:
+    workdir = tmp_path_factory.mktemp("log-ledger")
+    prefix = "t" + uuid.uuid4().hex[:10]
+    manifest = run_pipeline(cluster, prefix, workdir, faults=["zombie", "duplicate-replay", "skip"],
+                            records=60)
+    return manifest, workdir
+
+
+def cli(*args: str):
+    # rich sizes tables from COLUMNS: wide enough that no cell wraps
+    result = CliRunner().invoke(main, list(args), env={"COLUMNS": "200"})
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result
+
+
+def log_json(bootstrap: str, topic: str, partition: int) -> dict:
+    result = cli("log", "--bootstrap", bootstrap, "--topic", topic, "--partition", str(partition),
+                 "--format", "json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_log_shows_the_zombie_epoch_bump(faulty, bootstrap):
+    manifest, _ = faulty
+    (fence,) = manifest["fencing"]
+    topic = manifest["output_topic"]
+    bumps = {}
+    for p in range(manifest["partitions"]):
+        for prod in log_json(bootstrap, topic, p)["producers"]:
+            if prod["producer_id"] == fence["producer_id"]:
+                bumps.update({(p, b["offset"]): (b["old_epoch"], b["new_epoch"])
+                              for b in prod["epoch_bumps"]})
+    assert bumps and set(bumps.values()) == {(fence["old_epoch"], fence["new_epoch"])}
+    (p, offset), _ = min(bumps.items())
+    text = cli("log", "--bootstrap", bootstrap, "--topic", topic, "--partition", str(p), "--no-batches")
+    assert text.exit_code == 0
+    assert f"epoch {fence['old_epoch']} -> {fence['new_epoch']} (FENCED" in text.stdout
+    row = next(line for line in text.stdout.splitlines() if f"epoch {fence['old_epoch']} -> " in line)
+    assert row.split("│")[1].strip() == str(offset) and row.split("│")[2].strip() == str(fence["producer_id"])
+
+
+def test_log_aborted_ranges_and_markers_equal_the_manifest(faulty, bootstrap):
+    manifest, _ = faulty
+    checked = 0
+    for topic in (manifest["source_topic"], manifest["output_topic"]):
+        for p in range(manifest["partitions"]):
+            doc = log_json(bootstrap, topic, p)
+            want_aborted = [(r["first_offset"], r["last_offset"], r["producer_id"])
+                            for r in manifest["aborted_ranges"] if (r["topic"], r["partition"]) == (topic, p)]
+            want_markers = [(m["offset"], m["type"], m["producer_id"])
+                            for m in manifest["markers"] if (m["topic"], m["partition"]) == (topic, p)]
+            assert [(r["first"], r["last"], r["producer_id"]) for r in doc["aborted_ranges"]] == want_aborted
+            assert [(m["offset"], m["type"], m["producer_id"]) for m in doc["markers"]] == want_markers
+            checked += len(want_aborted) + len(want_markers)
+    assert checked > 0 and any(m["type"] == "ABORT" for m in manifest["markers"])
+
+
+def test_log_batch_table_is_paged_and_bad_input_is_one_line(faulty, bootstrap):
+    manifest, _ = faulty
+    topic = manifest["output_topic"]
+    result = cli("log", "--bootstrap", bootstrap, "-t", topic, "-P", "0", "--limit", "2", "--format", "json")
+    doc = json.loads(result.stdout)
+    assert doc["batches_window"] == {"from": 0, "to": 2, "complete": False}
+    assert doc["batches"][0]["base_offset"] == 0 and all(b["base_offset"] < 2 for b in doc["batches"])
+    assert doc["scanned_to"] == doc["high_watermark"]  # the model still covers the whole range
+    result = cli("log", "--bootstrap", bootstrap, "-t", topic, "-P", "9")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == f"eosctl: error: topic '{topic}' has no partition 9 (it has 3)"
+
+
+def test_ledger_reports_the_planted_duplicate_and_gap(faulty):
+    manifest, workdir = faulty
+    config = str(workdir / "eosctl.toml")
+    result = cli("ledger", "-c", config, "--format", "json")
+    assert result.exit_code == 1, result.output
+    doc = json.loads(result.stdout)
+    flags = sorted((f["kind"], p["topic"], p["partition"], f["first_offset"], f["last_offset"], f["count"])
+                   for p in doc["partitions"] for f in p["flags"])
+    expected = sorted((f["kind"], f["topic"], f["partition"], f["first_offset"], f["last_offset"], f["count"])
+                      for f in manifest["expected_findings"])
+    assert flags == expected
+    assert {f[0] for f in expected} == {"duplicate", "gap"}
+    rows = {p["partition"]: p for p in doc["partitions"]}
+    assert sum(p["rows"] for p in rows.values()) == manifest["sink_rows"]
+    for p in rows.values():  # the sink stored exactly what the group committed, and every HW was read
+        assert p["stored_offset"] == p["committed_offset"] == p["high_watermark"]
+    text = cli("ledger", "-c", config)
+    assert text.exit_code == 1
+    gap = next(f for f in manifest["expected_findings"] if f["kind"] == "gap")
+    assert (f"{gap['count']} committed records missing from the sink at offsets "
+            f"{gap['first_offset']}..{gap['last_offset']}") in text.stdout
+
+
+def test_clean_pipeline_ledger_exits_0(cluster, tmp_path):
+    run_pipeline(cluster, "t" + uuid.uuid4().hex[:10], tmp_path, faults=(), records=30)
+    result = cli("ledger", "-c", str(tmp_path / "eosctl.toml"))
+    assert result.exit_code == 0, result.output
+    assert "no flags: the sink agrees with Kafka" in result.stdout
+
+
+def test_ledger_with_missing_sink_is_one_line(faulty, tmp_path):
+    _, workdir = faulty
+    missing = tmp_path / "gone.duckdb"
+    result = cli("ledger", "-c", str(workdir / "eosctl.toml"), "--sink-duckdb", str(missing))
+    assert result.exit_code == 2
+    name = json.loads(json.dumps(faulty[0]["prefix"]))
+    assert result.stderr.strip() == (f"eosctl: error: sink file {missing} not found; check "
+                                     f"[pipelines.{name}.sink].duckdb or --sink-duckdb")
+
+
+def test_snapshot_reads_back_with_the_same_numbers(faulty, bootstrap, tmp_path):
+    from eosctl.snapshot import load_snapshot
+
+    manifest, workdir = faulty
+    config = str(workdir / "eosctl.toml")
+    out = tmp_path / "incident.duckdb"
+    result = cli("snapshot", "-c", config, "--out", str(out), "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["sections"] == {"logs": "ok", "transactions": "ok", "producers": "ok",
+                                                     "lag": "ok", "ledger": "ok"}
+    snap = load_snapshot(out)
+    assert snap.pipeline == manifest["prefix"] and snap.group == manifest["groups"]["sink"]
+    ledger = json.loads(cli("ledger", "-c", config, "--format", "json").stdout)
+    assert snap.ledger.to_dict() == ledger
+    topic = manifest["output_topic"]
+    for p in range(manifest["partitions"]):
+        live = log_json(bootstrap, topic, p)
+        log = snap.logs[(topic, p)]
+        assert [r.to_dict() for r in log.ranges] == live["ranges"]
+        assert [t.to_dict() for t in log.transactions] == live["transactions"]
+    assert {t.transactional_id for t in snap.transactions} >= {manifest["transactional_ids"]["processor"]}
+    assert {(row.topic, row.partition) for row in snap.lag.partitions} == {(topic, p) for p in range(3)}
+    assert all(row.records_behind == 0 for row in snap.lag.partitions)
+    assert cli("snapshot", "-c", config, "--out", str(out)).exit_code == 2  # never overwrites silently

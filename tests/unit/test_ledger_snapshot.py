@@ -1,0 +1,109 @@
+"""The ledger's flags from sink islands against the log model, and the snapshot file round trip."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from eosctl.errors import EosctlError
+from eosctl.ledger import Ledger, LedgerFlag, partition_ledger
+from eosctl.model import Kind, OffsetRange, PartitionLog, ProducerState, Transaction
+from eosctl.sinkdb import OffsetIsland, PartitionSummary
+from eosctl.snapshot import Snapshot, load_snapshot, write_snapshot
+from eosctl.wire import Offsets
+
+
+def txn_log() -> PartitionLog:
+    """0..4 committed, 5 COMMIT marker, 6..8 aborted, 9 ABORT marker, 10..14 committed, 15 marker."""
+    ranges = [OffsetRange(0, 4, Kind.DATA, 7, 0), OffsetRange(5, 5, Kind.MARKER, 7, 0),
+              OffsetRange(6, 8, Kind.ABORTED, 7, 0), OffsetRange(9, 9, Kind.MARKER, 7, 0),
+              OffsetRange(10, 14, Kind.DATA, 7, 0), OffsetRange(15, 15, Kind.MARKER, 7, 0)]
+    return PartitionLog("orders", 0, 0, 16, 16, 0, 16, ranges,
+                        [Transaction(7, 0, 0, 4, "COMMIT", 5, 5), Transaction(7, 0, 6, 8, "ABORT", 9, 3),
+                         Transaction(7, 0, 10, 14, "COMMIT", 15, 5)],
+                        {7: ProducerState(7, epochs=[0], last_epoch=0, batches=6, records=13)})
+
+
+def islands(*runs: tuple[int, int, int]) -> list[OffsetIsland]:
+    return [OffsetIsland("orders", 0, a, b, m) for a, b, m in runs]
+
+
+def summary(rows: int, distinct: int, lo: int, hi: int, dups: int = 0) -> PartitionSummary:
+    return PartitionSummary("orders", 0, rows, distinct, lo, hi, dups, 0)
+
+
+OFFSETS = Offsets(0, 16, 16)
+
+
+def test_clean_sink_has_no_flags_although_markers_and_aborts_leave_holes():
+    p = partition_ledger("orders", 0, summary(10, 10, 0, 14), islands((0, 4, 1), (10, 14, 1)),
+                         stored=15, committed=16, offsets=OFFSETS, log=txn_log())
+    # stored 15 vs committed 16 differ only by the trailing marker: not a disagreement
+    assert p.flags == []
+    assert (p.missing_offsets, p.checked_to) == (0, 15)
+
+
+def test_gap_duplicates_and_phantoms_are_flagged_exactly():
+    p = partition_ledger("orders", 0, summary(11, 9, 0, 14, dups=1),
+                         islands((0, 1, 1), (3, 4, 1), (7, 7, 1), (10, 11, 1), (12, 13, 2), (14, 14, 1)),
+                         stored=15, committed=15, offsets=OFFSETS, log=txn_log())
+    assert [(f.kind, f.first_offset, f.last_offset, f.count) for f in p.flags] == [
+        ("gap", 2, 2, 1), ("duplicate", 12, 13, 2), ("phantom_aborted", 7, 7, 1)]
+    assert p.flags[0].message == "1 committed record missing from the sink at offsets 2"
+    assert p.missing_offsets == 1
+
+
+def test_offset_mismatch_only_when_committed_data_lies_between():
+    p = partition_ledger("orders", 0, summary(10, 10, 0, 14), islands((0, 4, 1), (10, 14, 1)),
+                         stored=15, committed=12, offsets=OFFSETS, log=txn_log())
+    assert p.flags == [LedgerFlag("offset_mismatch", 12, 14, 3,
+                                  "sink stored next offset 15, group committed 12: the sink is ahead of "
+                                  "Kafka by 3 records")]
+
+
+def test_without_a_scan_the_span_is_reported_not_judged():
+    p = partition_ledger("orders", 0, summary(11, 10, 0, 14, dups=1), islands((0, 4, 2), (10, 14, 1)),
+                         stored=15, committed=None, offsets=OFFSETS, log=None)
+    assert [(f.kind, f.count) for f in p.flags] == [("duplicate", 5), ("span_missing", 5)]
+    assert p.flags[1].message.startswith("offset span 0..14 has 5 missing offsets")
+
+
+def test_records_beyond_the_stored_offset_are_pending_not_missing():
+    p = partition_ledger("orders", 0, summary(3, 3, 0, 2), islands((0, 2, 1)), stored=3, committed=3,
+                         offsets=OFFSETS, log=txn_log())
+    assert p.flags == [] and p.missing_offsets == 0
+
+
+def test_snapshot_round_trip(tmp_path: Path):
+    log = txn_log()
+    led = Ledger("orders", "/x/sink.duckdb (orders_sink)", "orders.sink", True, [
+        partition_ledger("orders", 0, summary(10, 10, 0, 14), islands((0, 1, 1), (3, 4, 1), (10, 14, 1)),
+                         stored=15, committed=16, offsets=OFFSETS, log=log)])
+    snap = Snapshot(datetime(2026, 11, 22, 10, 0, tzinfo=UTC), "127.0.0.1:9092", "orders", "orders.sink",
+                    ["orders"], logs={("orders", 0): log}, ledger=led,
+                    sections={"logs": "ok", "transactions": "not captured: no API", "ledger": "ok"})
+    out = tmp_path / "incident.duckdb"
+    write_snapshot(snap, out)
+    back = load_snapshot(out)
+    assert back.captured_at == snap.captured_at
+    assert (back.bootstrap, back.pipeline, back.group, back.topics) == ("127.0.0.1:9092", "orders",
+                                                                        "orders.sink", ["orders"])
+    assert back.logs == {("orders", 0): log}
+    assert back.ledger.to_dict() == led.to_dict()
+    assert back.sections == snap.sections
+    # and the tables are plain SQL for anyone with DuckDB
+    con = duckdb.connect(str(out), read_only=True)
+    counts = con.execute("SELECT aborted_records, marker_records, data_records FROM partition_logs")
+    assert counts.fetchall() == [(3, 3, 10)]
+    assert con.execute("SELECT kind, first_offset, count FROM ledger_flags").fetchall() == [("gap", 2, 1)]
+    con.close()
+
+
+def test_load_snapshot_refuses_other_duckdb_files(tmp_path: Path):
+    path = tmp_path / "other.duckdb"
+    duckdb.connect(str(path)).close()
+    with pytest.raises(EosctlError, match="not an eosctl snapshot"):
+        load_snapshot(path)

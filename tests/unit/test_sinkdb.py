@@ -1,0 +1,211 @@
+from __future__ import annotations
+
+import os
+import re
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from eosctl.config import Sink
+from eosctl.errors import SinkError
+from eosctl.sinkdb import OffsetIsland, PartitionSummary, StoredOffset, open_sink, read_header
+
+WHERE = "pipelines.orders.sink"
+
+
+def make_sink(path: Path, offsets: dict[tuple[str, int], list[int]], storage_version: str | None = None,
+              stored: dict[tuple[str, int], int] | None = None) -> Path:
+    """A DuckDB sink like the reference pipeline's: orders_sink rows and a sink_offsets table.
+
+    `storage_version` (e.g. "v1.0.0") writes a file older DuckDB releases can read.
+    """
+    con = duckdb.connect()
+    option = f" (STORAGE_VERSION '{storage_version}')" if storage_version else ""
+    con.execute(f"ATTACH '{path}' AS s{option}")
+    con.execute("CREATE TABLE s.orders_sink (src_topic VARCHAR, src_partition INTEGER, src_offset BIGINT, "
+                "order_id VARCHAR, amount DOUBLE)")
+    con.execute('CREATE TABLE s.sink_offsets (topic VARCHAR, "partition" INTEGER, next_offset BIGINT)')
+    rows = [(t, p, o, f"o{o}", 1.0) for (t, p), offs in offsets.items() for o in offs]
+    if rows:
+        con.executemany("INSERT INTO s.orders_sink VALUES (?, ?, ?, ?, ?)", rows)
+    for (t, p), n in (stored or {}).items():
+        con.execute("INSERT INTO s.sink_offsets VALUES (?, ?, ?)", [t, p, n])
+    con.close()
+    return path
+
+
+def sink_config(path: Path, **kw) -> Sink:
+    return Sink(duckdb=str(path), table=kw.pop("table", "orders_sink"),
+                offsets_table=kw.pop("offsets_table", "sink_offsets"), **kw)
+
+
+def error_of(fn) -> str:
+    with pytest.raises(SinkError) as info:
+        fn()
+    message = str(info.value)
+    assert "\n" not in message
+    assert info.value.exit_code == 2
+    return message
+
+
+@pytest.fixture
+def sample(tmp_path: Path) -> Path:
+    # p0: 0..4 once, 5..6 twice (a replay), 7 once, 10..11 once (8, 9 missing); p1: empty offsets table row
+    return make_sink(
+        tmp_path / "sink.duckdb",
+        {("orders", 0): [0, 1, 2, 3, 4, 5, 5, 6, 6, 7, 10, 11], ("orders", 1): [0, 1, 2]},
+        stored={("orders", 0): 12, ("orders", 1): 3},
+    )
+
+
+def test_summaries_islands_and_stored_offsets(sample: Path):
+    with open_sink(sink_config(sample), WHERE) as reader:
+        assert reader.summaries() == [
+            PartitionSummary("orders", 0, rows=12, distinct_offsets=10, min_offset=0, max_offset=11,
+                             duplicate_offsets=2, null_offset_rows=0),
+            PartitionSummary("orders", 1, rows=3, distinct_offsets=3, min_offset=0, max_offset=2,
+                             duplicate_offsets=0, null_offset_rows=0),
+        ]
+        assert reader.summaries()[0].duplicate_rows == 2
+        assert list(reader.islands()) == [
+            OffsetIsland("orders", 0, 0, 4, 1),
+            OffsetIsland("orders", 0, 5, 6, 2),
+            OffsetIsland("orders", 0, 7, 7, 1),
+            OffsetIsland("orders", 0, 10, 11, 1),
+            OffsetIsland("orders", 1, 0, 2, 1),
+        ]
+        assert list(reader.islands("orders", 1)) == [OffsetIsland("orders", 1, 0, 2, 1)]
+        assert reader.stored_offsets() == [StoredOffset("orders", 0, 12), StoredOffset("orders", 1, 3)]
+
+
+def test_missing_file(tmp_path: Path):
+    msg = error_of(lambda: open_sink(sink_config(tmp_path / "nope.duckdb"), WHERE))
+    assert msg == (f"sink file {tmp_path / 'nope.duckdb'} not found; "
+                   f"check [pipelines.orders.sink].duckdb or --sink-duckdb")
+    assert not (tmp_path / "nope.duckdb").exists()  # read-only open never creates the file
+
+
+def test_file_locked_by_a_live_writer(sample: Path):
+    writer = subprocess.Popen(
+        [sys.executable, "-c",
+         "import duckdb, sys; c = duckdb.connect(sys.argv[1]); print('open', flush=True); sys.stdin.read()",
+         str(sample)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert writer.stdout.readline().strip() == "open"
+        msg = error_of(lambda: open_sink(sink_config(sample), WHERE))
+        program = Path(os.path.realpath(f"/proc/{writer.pid}/exe")).name
+        assert msg == (
+            f"{sample} is locked by a running writer ({program}, PID {writer.pid}); eosctl opens sinks "
+            "read-only and never blocks the writer, but DuckDB lets nobody read while a writer holds the "
+            "file: wait for the writer to close it, or audit a Parquet export "
+            "(in the writer: COPY orders_sink TO 'sink.parquet') with --sink-parquet"
+        )
+        assert writer.poll() is None  # the writer is untouched
+    finally:
+        writer.stdin.close()
+        writer.wait(timeout=10)
+    with open_sink(sink_config(sample), WHERE) as reader:  # and readable once the writer is gone
+        assert reader.summaries()[0].rows == 12
+
+
+def test_wrong_table_lists_the_tables(sample: Path):
+    msg = error_of(lambda: open_sink(sink_config(sample, table="orders"), WHERE))
+    assert msg == (f"{sample} has no table 'orders' (tables: orders_sink, sink_offsets); "
+                   "check [pipelines.orders.sink].table")
+
+
+def test_wrong_columns_names_both_sides(sample: Path):
+    bad = sink_config(sample, offset_column="offset", key_column="order_id")
+    msg = error_of(lambda: open_sink(bad, WHERE))
+    assert msg == (f"table orders_sink in {sample} lacks column offset (offset_column); it has src_topic, "
+                   "src_partition, src_offset, order_id, amount; "
+                   "set the column names in [pipelines.orders.sink]")
+    bad = sink_config(sample, topic_column="topic", partition_column="part")
+    msg = error_of(lambda: open_sink(bad, WHERE))
+    assert "lacks columns topic (topic_column), part (partition_column); it has src_topic," in msg
+
+
+def fake_storage_version(path: Path, version: int, library: str) -> None:
+    """Rewrite the version fields of a DuckDB header, then fix the header checksum.
+
+    DuckDB checks the first block's checksum before the version and names the checksum it computed,
+    so one failed open tells us what to store.
+    """
+    with open(path, "r+b") as f:
+        f.seek(12)
+        f.write(struct.pack("<Q", version))
+        f.seek(52)
+        f.write(library.encode().ljust(32, b"\0"))
+    try:
+        duckdb.connect(str(path), read_only=True).close()
+    except duckdb.Error as e:
+        computed = re.search(r"computed checksum (\d+)", str(e))
+        if computed:
+            with open(path, "r+b") as f:
+                f.write(struct.pack("<Q", int(computed.group(1))))
+
+
+def test_storage_version_newer_than_installed_duckdb(tmp_path: Path):
+    path = make_sink(tmp_path / "new.duckdb", {("orders", 0): [0]})
+    fake_storage_version(path, 1000, "v2.9.0")
+    assert read_header(path).storage_version == 1000 and read_header(path).library == "v2.9.0"
+    msg = error_of(lambda: open_sink(sink_config(path), WHERE))
+    assert msg == (
+        f"{path} was written by DuckDB v2.9.0 (storage version 1000), newer than the installed duckdb "
+        f"{duckdb.__version__} can read (storage versions 64-69); upgrade duckdb (pip install -U duckdb), or "
+        "have the writer save with STORAGE_VERSION 'v1.0.0' or export Parquet"
+    )
+
+
+def test_storage_version_older_than_installed_duckdb(tmp_path: Path):
+    path = make_sink(tmp_path / "old.duckdb", {("orders", 0): [0]})
+    fake_storage_version(path, 39, "")
+    msg = error_of(lambda: open_sink(sink_config(path), WHERE))
+    assert msg == (
+        f"{path} was written by another DuckDB version (storage version 39), older than the installed duckdb "
+        f"{duckdb.__version__} can read (storage versions 64-69); convert it with the DuckDB that wrote it "
+        "(EXPORT DATABASE) or export Parquet"
+    )
+
+
+def test_v1_storage_file_reads_and_header_says_so(tmp_path: Path):
+    path = make_sink(tmp_path / "v1.duckdb", {("orders", 0): [0, 1]}, storage_version="v1.0.0")
+    assert read_header(path).storage_version == 64
+    with open_sink(sink_config(path), WHERE) as reader:
+        assert [s.rows for s in reader.summaries()] == [2]
+
+
+def test_not_a_duckdb_file(tmp_path: Path):
+    path = tmp_path / "sink.duckdb"
+    path.write_bytes(b"SQLite format 3\0" + b"\0" * 5000)
+    assert read_header(path) is None
+    msg = error_of(lambda: open_sink(sink_config(path), WHERE))
+    assert msg == (f"{path} is not a DuckDB database file; check [pipelines.orders.sink].duckdb "
+                   "(Parquet sinks go in [pipelines.orders.sink].parquet)")
+
+
+def test_parquet_glob(sample: Path, tmp_path: Path):
+    out = tmp_path / "export"
+    out.mkdir()
+    con = duckdb.connect(str(sample), read_only=True)
+    con.execute(f"COPY (SELECT * FROM orders_sink WHERE src_partition = 0) TO '{out / 'part-0.parquet'}'")
+    con.execute(f"COPY (SELECT * FROM orders_sink WHERE src_partition = 1) TO '{out / 'part-1.parquet'}'")
+    con.execute(f"COPY sink_offsets TO '{out / 'offsets.parquet'}'")
+    con.close()
+    sink = Sink(parquet=str(out / "part-*.parquet"), offsets_table=str(out / "offsets.parquet"))
+    with open_sink(sink, WHERE) as reader:
+        summary = [(s.partition, s.rows, s.distinct_offsets) for s in reader.summaries()]
+        assert summary == [(0, 12, 10), (1, 3, 3)]
+        assert list(reader.islands("orders", 0))[1] == OffsetIsland("orders", 0, 5, 6, 2)
+        assert reader.stored_offsets() == [StoredOffset("orders", 0, 12), StoredOffset("orders", 1, 3)]
+    msg = error_of(lambda: open_sink(Sink(parquet=str(out / "nothing-*.parquet")), WHERE))
+    assert msg == (f"no Parquet files match {out / 'nothing-*.parquet'}; "
+                   "check [pipelines.orders.sink].parquet or --sink-parquet")
+    msg = error_of(lambda: open_sink(Sink(parquet=str(out / "part-*.parquet"), offset_column="off"), WHERE))
+    assert msg.startswith(f"Parquet files {out / 'part-*.parquet'} lacks column off (offset_column); it has ")
