@@ -59,8 +59,8 @@ def demo(ctx: click.Context, records: int, faults: tuple[str, ...], no_audit: bo
         out.print(f"  {'hanging txn':<18} {h['topic']}[{h['partition']}] from offset {h['first_offset']}"
                   f"  <- hanging")
     for z in manifest.get("fencing", []):
-        out.print(f"  {'fenced producer':<18} {z['transactional_id']} epoch {z['old_epoch']} -> {z['new_epoch']}"
-                  f"  <- zombie")
+        epochs = f"epoch {z['old_epoch']} -> {z['new_epoch']}"
+        out.print(f"  {'fenced producer':<18} {z['transactional_id']} {epochs}  <- zombie")
 
     audit_ran = False
     if not no_audit:

@@ -34,54 +34,18 @@ from typing import Any
 
 import click
 
-from eosctl.render import FORMATS
+from eosctl.commands.options import sink_of, sink_options, target_options
 
 
 def _target_options(f: Any) -> Any:
-    for option in reversed([
-        click.option("--config", "-c", envvar="EOSCTL_CONFIG", type=click.Path(dir_okay=False),
-                     help="eosctl config file (env EOSCTL_CONFIG)."),
-        click.option("--pipeline", "-p", help="Pipeline in the config."),
-        click.option("--bootstrap", help="HOST:PORT of the cluster (overrides the config)."),
-        click.option("--topic", "-t", "topics", multiple=True,
-                     help="Source topic (default: the pipeline's)."),
-        click.option("--group", "-g", help="Consumer group (default: the pipeline's)."),
-        click.option("--sink-duckdb", type=click.Path(dir_okay=False),
-                     help="DuckDB sink file (overrides [pipelines.X.sink].duckdb)."),
-        click.option("--sink-parquet", help="Parquet sink path or glob (overrides the config)."),
-        click.option("--sink-table", help="Sink table (overrides [pipelines.X.sink].table)."),
-        click.option("--scan/--no-scan", default=True, show_default=True,
+    f = click.option("--scan/--no-scan", default=True, show_default=True,
                      help="Check the sink's offsets against a scan of the log (markers and aborted "
-                          "offsets are not holes)."),
-    ]):
-        f = option(f)
-    return f
-
-
-def _sink_of(target: Any, sink_duckdb: str | None, sink_parquet: str | None, sink_table: str | None):
-    from dataclasses import replace
-
-    from eosctl.config import Sink
-    from eosctl.errors import ConfigError
-
-    pipe = target.pipeline
-    sink = pipe.sink if pipe and pipe.sink else None
-    if sink is None and not (sink_duckdb or sink_parquet):
-        where = f"[pipelines.{pipe.name}.sink]" if pipe else "--config FILE --pipeline NAME"
-        raise ConfigError(f"no sink to read: set {where} (duckdb or parquet) or pass --sink-duckdb / "
-                          "--sink-parquet")
-    sink = sink or Sink(table="sink")
-    if sink_duckdb or sink_parquet:
-        sink = replace(sink, duckdb=sink_duckdb, parquet=sink_parquet)
-    if sink_table:
-        sink = replace(sink, table=sink_table)
-    where = f"pipelines.{pipe.name}.sink" if pipe else "sink"
-    return sink, where
+                          "offsets are not holes).")(f)
+    return target_options(sink_options(f))
 
 
 @click.command("ledger")
 @_target_options
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 def ledger(config: str | None, pipeline: str | None, bootstrap: str | None, topics: tuple[str, ...],
            group: str | None, sink_duckdb: str | None, sink_parquet: str | None, sink_table: str | None,
            scan: bool, fmt: str) -> None:
@@ -98,7 +62,7 @@ def ledger(config: str | None, pipeline: str | None, bootstrap: str | None, topi
     from eosctl.target import resolve
 
     target = resolve(config, pipeline, bootstrap, topics, group)
-    sink, where = _sink_of(target, sink_duckdb, sink_parquet, sink_table)
+    sink, where = sink_of(target, sink_duckdb, sink_parquet, sink_table)
     with _scan_progress() as progress:
         result = ledger_mod.collect(target.cluster, sink, target.topics, target.group,
                                     pipeline=target.pipeline.name if target.pipeline else None, where=where,
@@ -161,7 +125,6 @@ class _scan_progress:
 @click.option("--out", "-o", "out_path", required=True, type=click.Path(dir_okay=False),
               help="DuckDB file to write (must not exist unless --force).")
 @click.option("--force", is_flag=True, help="Overwrite FILE if it exists.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, topics: tuple[str, ...],
              group: str | None, sink_duckdb: str | None, sink_parquet: str | None, sink_table: str | None,
              scan: bool, out_path: str, force: bool, fmt: str) -> None:
@@ -184,7 +147,7 @@ def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, to
     target = resolve(config, pipeline, bootstrap, topics, group)
     sink = where = None
     if (target.pipeline and target.pipeline.sink) or sink_duckdb or sink_parquet:
-        sink, where = _sink_of(target, sink_duckdb, sink_parquet, sink_table)
+        sink, where = sink_of(target, sink_duckdb, sink_parquet, sink_table)
     with _scan_progress() as progress:
         captured = snap.capture(target, sink=sink, where=where or "sink", scan=scan, progress=progress)
     snap.write_snapshot(captured, out_path)

@@ -36,16 +36,13 @@ from typing import Any
 
 import click
 
-from eosctl.render import FORMATS
+from eosctl.commands.options import target_options
 
 TABLE_ROWS = 200  # rows per section in table output; JSON is always complete
 
 
 @click.command("log")
-@click.option("--config", "-c", envvar="EOSCTL_CONFIG", type=click.Path(dir_okay=False),
-              help="eosctl config file (env EOSCTL_CONFIG).")
-@click.option("--pipeline", "-p", help="Pipeline in the config (its cluster, and its topic if it has one).")
-@click.option("--bootstrap", help="HOST:PORT of the cluster (overrides the config).")
+@target_options
 @click.option("--topic", "-t", help="Topic to read (default: the pipeline's only source topic).")
 @click.option("--partition", "-P", type=int, required=True, help="Partition to read.")
 @click.option("--from", "start", type=int, default=None, help="First offset (default: log start).")
@@ -53,7 +50,6 @@ TABLE_ROWS = 200  # rows per section in table output; JSON is always complete
 @click.option("--batches/--no-batches", default=True, show_default=True, help="Show the batch table.")
 @click.option("--limit", type=click.IntRange(min=1), default=5000, show_default=True,
               help="Offsets the batch table covers, from the scan start (page with --from).")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 def log(config: str | None, pipeline: str | None, bootstrap: str | None, topic: str | None, partition: int,
         start: int | None, end: int | None, batches: bool, limit: int, fmt: str) -> None:
     """Dump one partition's log remotely: batches, transactions, aborted ranges, producer epochs.

@@ -42,78 +42,13 @@ Exit status: 0 ok; 1 `txns hanging` found hanging transactions; 2 usage, config 
 
 from __future__ import annotations
 
-import re
 import sys
 import time
-from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import click
 
-from eosctl.render import FORMATS
-
-# Short, so an unreachable broker is one line within a few seconds, not a hang.
-TIMEOUT_MS = 3000
-
-
-class Duration(click.ParamType):
-    """Seconds, or a number with a unit: 500ms, 90s, 15m, 2h, 1d."""
-
-    name = "duration"
-    _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
-
-    def convert(self, value: Any, param: Any, ctx: Any) -> float:
-        if isinstance(value, int | float):
-            return float(value)
-        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*", str(value))
-        if not m:
-            self.fail(f"{value!r} is not a duration (examples: 30, 90s, 15m, 2h)", param, ctx)
-        return float(m.group(1)) * self._UNITS[m.group(2) or "s"]
-
-
-DURATION = Duration()
-
-
-def target_options(f: Callable) -> Callable:
-    """--config/--pipeline/--bootstrap/--format, shared by every inspection command."""
-    for option in reversed((
-        click.option("--config", "-c", envvar="EOSCTL_CONFIG", type=click.Path(dir_okay=False),
-                     help="eosctl config file (env EOSCTL_CONFIG)."),
-        click.option("--pipeline", "-p", help="Pipeline in the config (its cluster, topics and group)."),
-        click.option("--bootstrap", help="HOST:PORT of the cluster (overrides the config)."),
-        click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
-                     help="Rich tables, or stable JSON (see the module docs / README)."),
-    )):
-        f = option(f)
-    return f
-
-
-def age_text(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    s = int(seconds)
-    if s < 120:
-        return f"{seconds:.0f}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s // 3600}h{s % 3600 // 60:02d}m"
-
-
-def time_text(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def out_console() -> Any:
-    """The stdout console; piped output (scripts, tests) gets wide lines instead of truncated cells."""
-    from eosctl.render import console
-
-    out = console()
-    if not out.is_terminal:
-        out.width = max(out.width, 240)
-    return out
+from eosctl.commands.options import DURATION, TIMEOUT_MS, age_text, out_console, target_options, time_text
 
 
 def _now_ms() -> int:

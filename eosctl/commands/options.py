@@ -1,0 +1,112 @@
+"""Options and small formatters shared by the inspection commands."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from eosctl.render import FORMATS
+
+# Short, so an unreachable broker is one line within a few seconds, not a hang.
+TIMEOUT_MS = 3000
+
+
+class Duration(click.ParamType):
+    """Seconds, or a number with a unit: 500ms, 90s, 15m, 2h, 1d."""
+
+    name = "duration"
+    _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> float:
+        if isinstance(value, int | float):
+            return float(value)
+        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*", str(value))
+        if not m:
+            self.fail(f"{value!r} is not a duration (examples: 30, 90s, 15m, 2h)", param, ctx)
+        return float(m.group(1)) * self._UNITS[m.group(2) or "s"]
+
+
+DURATION = Duration()
+
+
+def target_options(f: Callable) -> Callable:
+    """--config/--pipeline/--bootstrap/--format, shared by every inspection command."""
+    for option in reversed((
+        click.option("--config", "-c", envvar="EOSCTL_CONFIG", type=click.Path(dir_okay=False),
+                     help="eosctl config file (env EOSCTL_CONFIG)."),
+        click.option("--pipeline", "-p", help="Pipeline in the config (its cluster, topics and group)."),
+        click.option("--bootstrap", help="HOST:PORT of the cluster (overrides the config)."),
+        click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+                     help="Rich tables, or stable JSON (see the module docs / README)."),
+    )):
+        f = option(f)
+    return f
+
+
+def age_text(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    s = int(seconds)
+    if s < 120:
+        return f"{seconds:.0f}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def time_text(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def out_console() -> Any:
+    """The stdout console; piped output (scripts, tests) gets wide lines instead of truncated cells."""
+    from eosctl.render import console
+
+    out = console()
+    if not out.is_terminal:
+        out.width = max(out.width, 240)
+    return out
+
+
+def sink_options(f: Callable) -> Callable:
+    """--topic/--group and the sink overrides, for commands that read a sink next to Kafka."""
+    for option in reversed((
+        click.option("--topic", "-t", "topics", multiple=True,
+                     help="Source topic (default: the pipeline's)."),
+        click.option("--group", "-g", help="Consumer group (default: the pipeline's)."),
+        click.option("--sink-duckdb", type=click.Path(dir_okay=False),
+                     help="DuckDB sink file (overrides [pipelines.X.sink].duckdb)."),
+        click.option("--sink-parquet", help="Parquet sink path or glob (overrides the config)."),
+        click.option("--sink-table", help="Sink table (overrides [pipelines.X.sink].table)."),
+    )):
+        f = option(f)
+    return f
+
+
+def sink_of(target: Any, sink_duckdb: str | None, sink_parquet: str | None,
+            sink_table: str | None) -> tuple[Any, str]:
+    """The pipeline's sink with the command line's overrides, and where it came from (for messages)."""
+    from dataclasses import replace
+
+    from eosctl.config import Sink
+    from eosctl.errors import ConfigError
+
+    pipe = target.pipeline
+    sink = pipe.sink if pipe and pipe.sink else None
+    if sink is None and not (sink_duckdb or sink_parquet):
+        where = f"[pipelines.{pipe.name}.sink]" if pipe else "--config FILE --pipeline NAME"
+        raise ConfigError(f"no sink to read: set {where} (duckdb or parquet) or pass --sink-duckdb / "
+                          "--sink-parquet")
+    sink = sink or Sink(table="sink")
+    if sink_duckdb or sink_parquet:
+        sink = replace(sink, duckdb=sink_duckdb, parquet=sink_parquet)
+    if sink_table:
+        sink = replace(sink, table=sink_table)
+    where = f"pipelines.{pipe.name}.sink" if pipe else "sink"
+    return sink, where
