@@ -39,3 +39,13 @@ def cluster(bootstrap: str):
     from eosctl.config import Cluster
 
     return Cluster(name="test", bootstrap_servers=bootstrap)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """ONE SparkSession for the whole suite (Spark takes seconds to start); `eosctl audit` reuses it."""
+    from auditors.spark import session
+
+    s = session(master="local[2]", driver_memory="1g", shuffle_partitions=2)
+    yield s
+    s.stop()

@@ -1,0 +1,105 @@
+"""Render an AuditReport: a rich table for people, one JSON object or JUnit XML for CI."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from eosctl.findings import DESCRIPTIONS, KINDS, PASS, AuditReport, Finding
+
+FORMATS = ("table", "json", "junit")
+
+
+def render(report: AuditReport, fmt: str) -> Any:
+    """str for json/junit, a rich renderable for table."""
+    if fmt == "json":
+        return report.to_json()
+    if fmt == "junit":
+        return junit(report)
+    if fmt == "table":
+        return table(report)
+    raise ValueError(f"unknown format {fmt!r}")
+
+
+def _where(f: Finding) -> str:
+    if f.first_offset == f.last_offset:
+        return str(f.first_offset)
+    return f"{f.first_offset}..{f.last_offset}"
+
+
+def _extra(f: Finding) -> str:
+    parts = []
+    if f.key is not None:
+        parts.append(f"key {f.key}")
+    if f.offsets is not None:
+        parts.append("offsets " + ", ".join(map(str, f.offsets)))
+    if f.detail:
+        parts.append(f.detail)
+    return "; ".join(parts)
+
+
+def table(report: AuditReport) -> Any:
+    from rich.console import Group
+    from rich.text import Text
+
+    from eosctl.render import table as rich_table
+
+    parts: list[Any] = []
+    rows = []
+    for p in report.partitions:
+        status = "not in Kafka" if not p.exists else ""
+        rows.append((p.topic, p.partition, p.log_start_offset, p.last_stable_offset, p.high_watermark,
+                     p.expected_records, p.sink_rows, p.unverifiable_below or "", status))
+    parts.append(rich_table("partitions", ["topic", "partition", "log start", "lso", "hw", "expected",
+                                           "sink rows", "unverifiable", "note"], rows))
+    if report.findings:
+        frows = [(f.kind + ("" if f.kind in report.fail_on else " (ignored)"), f.topic, f.partition,
+                  _where(f), f.count, _extra(f)) for f in report.findings]
+        columns = ["kind", "topic", "partition", "offsets", "count", "detail"]
+        parts.append(rich_table("findings", columns, frows))
+    counts = report.counts()
+    summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "no findings"
+    colour = "green" if report.verdict == PASS else "red"
+    expected = sum(p.expected_records for p in report.partitions)
+    rows_total = sum(p.sink_rows for p in report.partitions)
+    parts.append(Text.from_markup(
+        f"[bold {colour}]{report.verdict.upper()}[/]  {len(report.partitions)} partitions, "
+        f"{expected} expected records, {rows_total} sink rows: {summary}"
+        + (f"  ({report.elapsed_seconds:.1f}s)" if report.elapsed_seconds is not None else "")))
+    return Group(*parts)
+
+
+def junit(report: AuditReport) -> str:
+    """One testsuite; one testcase per partition; each failing finding is a <failure>."""
+    suite = ET.Element("testsuite", name="eosctl audit")
+    failures = 0
+    by_tp: dict[tuple[str, int], list[Finding]] = {}
+    for f in report.findings:
+        by_tp.setdefault((f.topic, f.partition), []).append(f)
+    cases = [(p.topic, p.partition) for p in report.partitions]
+    cases += [tp for tp in sorted(by_tp) if tp not in set(cases)]
+    for topic, partition in cases:
+        case = ET.SubElement(suite, "testcase", classname=topic, name=f"partition {partition}")
+        ignored = []
+        for f in by_tp.get((topic, partition), []):
+            if f.kind not in report.fail_on:
+                ignored.append(f)
+                continue
+            failures += 1
+            el = ET.SubElement(case, "failure", type=f.kind,
+                               message=f"{f.kind} at offsets {_where(f)} ({f.count})")
+            el.text = f"{DESCRIPTIONS[f.kind]}. {_extra(f)}".strip()
+        if ignored:
+            out = ET.SubElement(case, "system-out")
+            out.text = "\n".join(f"{f.kind} at offsets {_where(f)} ({f.count}) (not in --fail-on)"
+                                 for f in ignored)
+    suite.set("tests", str(len(cases)))
+    suite.set("failures", str(failures))
+    suite.set("errors", "0")
+    if report.elapsed_seconds is not None:
+        suite.set("time", f"{report.elapsed_seconds:.3f}")
+    ET.indent(suite)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
+
+
+__all__ = ["FORMATS", "KINDS", "render", "table", "junit"]

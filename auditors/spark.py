@@ -1,0 +1,135 @@
+"""A SparkSession sized for the machine, not Spark's defaults.
+
+Spark's defaults cost most of an audit's time on a laptop: 200 shuffle partitions for a few MB of
+findings, and a driver heap picked after the JVM started (too late to change). Settings that size the JVM
+must be in the builder before the first session starts, so this module is the only place that creates one.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from eosctl.errors import EosctlError
+
+# Spark's own log4j2 defaults print INFO lines and a banner on stderr; the audit's stderr is for progress.
+_LOG4J = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+# Same level as the root logger, so PySpark's gateway doesn't announce "Setting default log level".
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = error
+"""
+
+
+def _log4j_file() -> str:
+    path = Path(tempfile.gettempdir()) / "eosctl-spark-log4j2.properties"
+    if not path.exists() or path.read_text() != _LOG4J:
+        tmp = path.with_suffix(f".{os.getpid()}")
+        tmp.write_text(_LOG4J)
+        tmp.replace(path)
+    return str(path)
+
+
+def active_session() -> Any | None:
+    """The session this process already runs (a test suite's, a notebook's), if any."""
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession() or SparkSession._instantiatedSession
+
+
+def session(
+    master: str | None = None,
+    remote: str | None = None,
+    driver_memory: str = "2g",
+    shuffle_partitions: int = 4,
+    app_name: str = "eosctl-audit",
+    extra: dict[str, str] | None = None,
+) -> Any:
+    """Reuse the active session, or start one: local[*] by default, ``master`` (spark://, yarn, k8s://),
+    or Spark Connect with ``remote`` (sc://host:port)."""
+    import warnings
+
+    from pyspark.sql import SparkSession
+
+    # pandas 3 works for the Arrow paths used here; PySpark warns about it on every pandas-backed call.
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
+    if remote is None:
+        existing = active_session()
+        if existing is not None:
+            return existing
+    # Executors started by this driver (local mode or a cluster on this machine) run our interpreter, so
+    # eosctl and auditors import there exactly as here.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    try:
+        if remote is not None:
+            builder = SparkSession.builder.remote(remote)
+            # Server-side settings are the server's business; only SQL settings apply per session.
+            builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+            return builder.appName(app_name).getOrCreate()
+        java_opts = f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
+        conf = {
+            "spark.master": master or "local[*]",
+            "spark.app.name": app_name,
+            "spark.driver.memory": driver_memory,
+            "spark.sql.shuffle.partitions": str(shuffle_partitions),
+            "spark.default.parallelism": str(max(shuffle_partitions, 2)),
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.driver.extraJavaOptions": java_opts,
+            "spark.executor.extraJavaOptions": java_opts,
+            "spark.pyspark.python": os.environ["PYSPARK_PYTHON"],
+            "spark.python.worker.reuse": "true",
+            "spark.sql.adaptive.enabled": "true",
+            # Loopback clusters in tests and on laptops: keep the driver reachable from executors.
+            "spark.driver.bindAddress": "127.0.0.1" if _loopback(master) else "0.0.0.0",
+        }
+        if _loopback(master):
+            conf["spark.driver.host"] = "127.0.0.1"
+        conf.update(extra or {})
+        builder = SparkSession.builder
+        for key, value in conf.items():
+            builder = builder.config(key, value)
+        spark = builder.getOrCreate()
+    except EosctlError:
+        raise
+    except Exception as e:
+        raise EosctlError(f"cannot start Spark ({_spark_where(master, remote)}): {_first_line(e)}; "
+                          "check --master/--remote and that Java 17 is on PATH") from None
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def describe(spark: Any) -> dict[str, Any]:
+    """Where the audit ran, for the report."""
+    info: dict[str, Any] = {"spark_version": spark.version}
+    try:
+        conf = spark.sparkContext.getConf()
+        info["master"] = conf.get("spark.master")
+        info["driver_memory"] = conf.get("spark.driver.memory", None)
+    except Exception:  # Spark Connect has no SparkContext
+        info["master"] = "spark-connect"
+    info["shuffle_partitions"] = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    return info
+
+
+def _loopback(master: str | None) -> bool:
+    return master is None or master.startswith("local") or "127.0.0.1" in master or "localhost" in master
+
+
+def _spark_where(master: str | None, remote: str | None) -> str:
+    return f"remote {remote}" if remote else f"master {master or 'local[*]'}"
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else e.__class__.__name__

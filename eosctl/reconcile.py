@@ -1,0 +1,242 @@
+"""Reconcile one Kafka partition with its sink rows by range arithmetic.
+
+The source side is a PartitionLog: ranges of DATA / MARKER / ABORTED / OPEN / HOLE between the log start
+and the high watermark. The sink side is its offset *islands*: sorted runs (first, last, multiplicity) of
+consecutive offsets stored the same number of times. One merge-sweep over both sequences yields every
+finding, so the cost is O(ranges + islands), never O(offsets): a 10M-offset partition with a handful of
+defects is a few thousand steps.
+
+Run rules (what makes two offsets belong to the same finding):
+- gap: missing expected offsets; offsets that are not expected (markers, aborted, open, holes) don't
+  split a run, only an expected offset that is present does.
+- duplicate: committed offsets stored more than once; same rule, count = extra rows.
+- phantom_aborted / _uncommitted: a run is consecutive offsets of that kind present in the sink; markers
+  between them don't split it (two aborted transactions back to back are one run), any other offset does;
+  count = sink rows.
+- phantom_marker: a run of consecutive marker offsets present in the sink.
+- phantom_beyond_hw: every row at or beyond the high watermark of the partition, one finding.
+Rows below the log start offset (retention) or at offsets compaction removed can't be verified: they are
+counted in PartitionSummary.unverifiable_below, never reported as findings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from eosctl.findings import Finding, PartitionSummary
+from eosctl.model import Kind
+
+# Pseudo-kinds for the sweep besides model.Kind.
+_EXPECTED = "EXPECTED"  # DATA below the LSO: what the sink must hold exactly once
+_PENDING = "PENDING"  # DATA at or above the LSO: committed, but not yet readable by read_committed
+_UNVERIFIABLE = "UNVERIFIABLE"  # below the log start, compacted away, or not covered by the scan
+_BEYOND = "BEYOND"  # at or beyond the high watermark
+_PHANTOM = {Kind.ABORTED: "phantom_aborted", Kind.MARKER: "phantom_marker", Kind.OPEN: "phantom_uncommitted"}
+_INF = 1 << 62
+
+Island = tuple[int, int, int]  # first, last (inclusive), multiplicity >= 1
+
+
+def reconcile_partition(log: Any, islands: Iterable[Any]) -> tuple[PartitionSummary, list[Finding]]:
+    """Findings and summary for one partition.
+
+    ``log`` is an eosctl.model.PartitionLog (anything with topic, partition, log_start_offset,
+    last_stable_offset, high_watermark and sorted non-overlapping ``ranges``). ``islands`` is sorted by
+    first offset: (first, last, multiplicity) tuples or objects with those attributes (sinkdb.OffsetIsland).
+    """
+    acc = _Runs(log.topic, log.partition)
+    for first, last, kind, mult in _pieces(_segments(log), _islands(islands)):
+        acc.feed(first, last, kind, mult)
+    acc.close_all()
+    summary = PartitionSummary(
+        topic=log.topic,
+        partition=log.partition,
+        log_start_offset=log.log_start_offset,
+        last_stable_offset=log.last_stable_offset,
+        high_watermark=log.high_watermark,
+        expected_records=acc.expected,
+        sink_rows=acc.sink_rows,
+        unverifiable_below=acc.unverifiable,
+    )
+    return summary, acc.findings
+
+
+def reconcile_unknown(topic: str, partition: int,
+                      islands: Iterable[Any]) -> tuple[PartitionSummary, list[Finding]]:
+    """Sink rows naming a topic/partition Kafka doesn't have: all of them are phantom_beyond_hw."""
+    rows, lo, hi = 0, None, None
+    for first, last, mult in _islands(islands):
+        rows += (last - first + 1) * mult
+        lo = first if lo is None else lo
+        hi = last
+    findings = [] if lo is None else [Finding("phantom_beyond_hw", topic, partition, lo, hi, rows,
+                                              detail="partition does not exist in Kafka")]
+    return PartitionSummary(topic, partition, 0, 0, 0, 0, rows, 0, exists=False), findings
+
+
+def islands_from_counts(pairs: Iterable[tuple[int, int]]) -> Iterator[Island]:
+    """Turn a sorted stream of (offset, count) into islands (first, last, multiplicity)."""
+    cur: list[int] | None = None
+    for offset, count in pairs:
+        if count <= 0:
+            continue
+        if cur is not None and offset == cur[1] + 1 and count == cur[2]:
+            cur[1] = offset
+            continue
+        if cur is not None:
+            if offset <= cur[1]:
+                raise ValueError(f"offsets must be sorted and distinct: {offset} after {cur[1]}")
+            yield cur[0], cur[1], cur[2]
+        cur = [offset, offset, count]
+    if cur is not None:
+        yield cur[0], cur[1], cur[2]
+
+
+def _islands(islands: Iterable[Any]) -> Iterator[Island]:
+    prev = None
+    for isl in islands:
+        if isinstance(isl, tuple):
+            first, last, mult = isl
+        else:
+            first, last, mult = isl.first, isl.last, isl.multiplicity
+        if last < first or mult < 1:
+            raise ValueError(f"bad island {first}..{last} x{mult}")
+        if prev is not None and first <= prev:
+            raise ValueError(f"islands must be sorted and disjoint: {first} after {prev}")
+        prev = last
+        yield first, last, mult
+
+
+def _segments(log: Any) -> Iterator[tuple[int, int, str]]:
+    """The whole offset line, in order, as (first, last, kind): below start, the log, beyond the HW."""
+    start, lso, hw = log.log_start_offset, log.last_stable_offset, log.high_watermark
+    lso = min(max(lso, start), hw)
+    yield -_INF, start - 1, _UNVERIFIABLE
+    ranges = log.ranges
+    if any(ranges[i].first < ranges[i - 1].first for i in range(1, len(ranges))):
+        ranges = sorted(ranges, key=lambda r: r.first)
+    pos = start
+    for r in ranges:
+        first, last = max(r.first, pos), min(r.last, hw - 1)
+        if first > last:
+            continue
+        if first > pos:  # not covered by the scan: we can't tell what was there
+            yield pos, first - 1, _UNVERIFIABLE
+        if r.kind == Kind.DATA:
+            if first < lso:
+                yield first, min(last, lso - 1), _EXPECTED
+            if last >= lso:
+                yield max(first, lso), last, _PENDING
+        elif r.kind == Kind.HOLE:
+            yield first, last, _UNVERIFIABLE
+        else:
+            yield first, last, Kind(r.kind)
+        pos = last + 1
+    if pos < hw:
+        yield pos, hw - 1, _UNVERIFIABLE
+    yield hw, _INF, _BEYOND
+
+
+def _pieces(segments: Iterator[tuple[int, int, str]],
+            islands: Iterator[Island]) -> Iterator[tuple[int, int, str, int]]:
+    """Cut segments at island borders: (first, last, kind, multiplicity), multiplicity 0 = absent.
+
+    Absent pieces of the unbounded segments (below the log start, beyond the HW) are not produced.
+    """
+    isl = next(islands, None)
+    for s_first, s_last, kind in segments:
+        bounded = s_first > -_INF and s_last < _INF
+        pos = s_first
+        while pos <= s_last:
+            # Skip island parts already consumed by earlier segments.
+            while isl is not None and isl[1] < pos:
+                isl = next(islands, None)
+            if isl is None or isl[0] > s_last:
+                if bounded:
+                    yield pos, s_last, kind, 0
+                break
+            if isl[0] > pos:
+                if bounded:
+                    yield pos, isl[0] - 1, kind, 0
+                pos = isl[0]
+            end = min(isl[1], s_last)
+            yield pos, end, kind, isl[2]
+            pos = end + 1
+
+
+class _Run:
+    __slots__ = ("first", "last", "count")
+
+    def __init__(self) -> None:
+        self.first: int | None = None
+        self.last = 0
+        self.count = 0
+
+    def extend(self, first: int, last: int, count: int) -> None:
+        if self.first is None:
+            self.first = first
+        self.last, self.count = last, self.count + count
+
+
+class _Runs:
+    """Open runs per finding kind while the sweep moves along the offsets."""
+
+    def __init__(self, topic: str, partition: int) -> None:
+        self.topic, self.partition = topic, partition
+        self.findings: list[Finding] = []
+        self.expected = self.sink_rows = self.unverifiable = 0
+        self.runs = {k: _Run() for k in ("gap", "duplicate", *_PHANTOM.values(), "phantom_beyond_hw")}
+
+    def close(self, kind: str) -> None:
+        run = self.runs[kind]
+        if run.first is not None:
+            self.findings.append(Finding(kind, self.topic, self.partition, run.first, run.last, run.count))
+            self.runs[kind] = _Run()
+
+    def close_phantoms(self, keep: str | None = None) -> None:
+        for kind in _PHANTOM.values():
+            if kind != keep:
+                self.close(kind)
+
+    def feed(self, first: int, last: int, kind: str, mult: int) -> None:
+        n = last - first + 1
+        self.sink_rows += n * mult
+        if kind in (_EXPECTED, _PENDING):
+            self.close_phantoms()
+            if kind == _EXPECTED:
+                self.expected += n
+            if mult == 0 and kind == _EXPECTED:
+                self.runs["gap"].extend(first, last, n)
+            else:
+                self.close("gap")
+            if mult > 1:
+                self.runs["duplicate"].extend(first, last, n * (mult - 1))
+            else:
+                self.close("duplicate")
+        elif kind == Kind.MARKER:
+            # A marker sits between an aborted transaction's records and whatever follows: it splits
+            # only runs of leaked markers, never runs of leaked data.
+            if mult:
+                self.runs["phantom_marker"].extend(first, last, n * mult)
+            else:
+                self.close("phantom_marker")
+        elif kind in _PHANTOM:
+            phantom = _PHANTOM[kind]
+            if mult:
+                self.close_phantoms(keep=phantom)
+                self.runs[phantom].extend(first, last, n * mult)
+            else:
+                self.close_phantoms()
+        elif kind == _UNVERIFIABLE:
+            if mult:
+                self.unverifiable += n * mult
+            self.close_phantoms()
+        elif kind == _BEYOND and mult:
+            self.close_phantoms()
+            self.runs["phantom_beyond_hw"].extend(first, last, n * mult)
+
+    def close_all(self) -> None:
+        for kind in self.runs:
+            self.close(kind)
+        self.findings.sort(key=lambda f: f.sort_key)

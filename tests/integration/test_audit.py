@@ -1,0 +1,218 @@
+"""`eosctl audit` on the reference pipeline: each fault mode gives exactly its manifest's findings.
+
+The pipelines run once per module (one per fault mode plus a clean run) on the session's broker; the
+audits go through the CLI (CliRunner, --format json) on the session's one SparkSession.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from eosctl.cli import main
+from eosctl.pipeline import FAULTS, run_pipeline
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+CLEAN = "clean"
+
+
+class Runs:
+    """Pipeline runs of this module, each made on first use and then shared by every test."""
+
+    def __init__(self, cluster, tmp_path_factory) -> None:
+        self.cluster, self.tmp = cluster, tmp_path_factory
+        self.done: dict[str, tuple[Path, dict]] = {}
+
+    def __getitem__(self, mode: str) -> tuple[Path, dict]:
+        if mode not in self.done:
+            prefix = f"a{uuid.uuid4().hex[:8]}{mode.replace('-', '')[:6]}"
+            workdir = self.tmp.mktemp(f"audit-{mode}")
+            faults = [] if mode == CLEAN else [mode]
+            manifest = run_pipeline(self.cluster, prefix, workdir, faults=faults, records=60)
+            self.done[mode] = (workdir, manifest)
+        return self.done[mode]
+
+
+@pytest.fixture(scope="module")
+def runs(cluster, tmp_path_factory) -> Runs:
+    """mode -> (workdir, manifest): a clean run and one run per fault mode, once per module."""
+    return Runs(cluster, tmp_path_factory)
+
+
+def audit(*args: str) -> tuple[int, dict | None, str]:
+    result = CliRunner().invoke(main, ["audit", *args])
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    try:
+        report = json.loads(result.stdout)
+    except ValueError:
+        report = None
+    return result.exit_code, report, result.stderr
+
+
+def comparable(findings: list[dict]) -> list[tuple]:
+    return sorted((f["kind"], f["topic"], f["partition"], f["first_offset"], f["last_offset"], f["count"],
+                   f.get("key"), tuple(f["offsets"]) if f.get("offsets") is not None else None)
+                  for f in findings)
+
+
+@pytest.mark.parametrize("mode", [CLEAN, *FAULTS])
+def test_findings_equal_the_manifest(runs, spark, mode):
+    workdir, manifest = runs[mode]
+    code, report, err = audit("-c", str(workdir / "eosctl.toml"), "--format", "json")
+    assert report is not None, err
+    assert comparable(report["findings"]) == comparable(manifest["expected_findings"])
+    assert report["verdict"] == ("fail" if manifest["expected_findings"] else "pass")
+    assert code == (1 if manifest["expected_findings"] else 0)
+    assert {p["topic"] for p in report["partitions"]} == set(manifest["audited_topics"])
+
+
+def test_clean_run_passes_with_every_committed_record_once(runs, spark):
+    workdir, manifest = runs[CLEAN]
+    code, report, _ = audit("-c", str(workdir / "eosctl.toml"), "--format", "json")
+    assert code == 0 and report["verdict"] == "pass" and report["findings"] == []
+    assert report["summary"]["findings"] == dict.fromkeys(report["summary"]["findings"], 0)
+    assert sum(p["expected_records"] for p in report["partitions"]) == manifest["committed_output_records"]
+    assert sum(p["sink_rows"] for p in report["partitions"]) == manifest["sink_rows"]
+    assert len(report["partitions"]) == manifest["partitions"]
+
+
+def test_hanging_transaction_holds_the_lso(runs, spark):
+    workdir, manifest = runs["hanging"]
+    _, report, _ = audit("-c", str(workdir / "eosctl.toml"), "--format", "json")
+    hang = manifest["hanging"][0]
+    p0 = next(p for p in report["partitions"] if p["partition"] == hang["partition"])
+    assert p0["last_stable_offset"] == hang["first_offset"]
+    assert p0["high_watermark"] == hang["last_offset"] + 1
+
+
+def test_fail_on_limits_what_fails(runs, spark):
+    workdir, _ = runs["duplicate-replay"]
+    code, report, _ = audit("-c", str(workdir / "eosctl.toml"), "--format", "json", "--fail-on", "gap")
+    assert code == 0 and report["verdict"] == "pass"
+    assert [f["kind"] for f in report["findings"]] == ["duplicate"]
+    assert report["fail_on"] == ["gap"]
+
+
+def test_flag_form_table_output_and_out_file(runs, spark, tmp_path):
+    workdir, manifest = runs["skip"]
+    gap = manifest["expected_findings"][0]
+    sink = manifest["sink"]
+    out = tmp_path / "report.txt"
+    code, _, _ = audit("--bootstrap", manifest["bootstrap"], "--topic", manifest["audited_topics"][0],
+                       "--sink-duckdb", sink["duckdb"], "--sink-table", sink["table"], "--out", str(out))
+    assert code == 1
+    text = out.read_text()
+    assert "FAIL" in text and "gap" in text
+    assert f"{gap['first_offset']}..{gap['last_offset']}" in text or str(gap["first_offset"]) in text
+
+
+def test_junit_report(runs, spark):
+    workdir, manifest = runs["aborted-leak"]
+    result = CliRunner().invoke(main, ["audit", "-c", str(workdir / "eosctl.toml"), "--format", "junit"])
+    assert result.exit_code == 1, result.stderr
+    suite = ET.fromstring(result.stdout)
+    assert int(suite.get("failures")) == len(manifest["expected_findings"])
+    assert int(suite.get("tests")) == manifest["partitions"]
+    kinds = {f.get("type") for f in suite.iter("failure")}
+    assert kinds == {f["kind"] for f in manifest["expected_findings"]}
+
+
+def test_parquet_sink_gives_the_same_findings(runs, spark, tmp_path):
+    import duckdb
+
+    workdir, manifest = runs["duplicate-replay"]
+    sink = manifest["sink"]
+    with duckdb.connect(sink["duckdb"], read_only=True) as con:
+        con.execute(f"COPY {sink['table']} TO '{tmp_path / 'part-0.parquet'}' (FORMAT parquet)")
+    code, report, err = audit("--bootstrap", manifest["bootstrap"], "--topic", manifest["audited_topics"][0],
+                              "--sink-parquet", str(tmp_path / "*.parquet"), "--format", "json")
+    assert report is not None, err
+    assert comparable(report["findings"]) == comparable(
+        [f for f in manifest["expected_findings"] if f["kind"] != "key_duplicate"])
+    assert code == (1 if report["findings"] else 0)
+
+
+def test_rows_for_unknown_topic_and_partition_are_phantom_beyond_hw(runs, spark, tmp_path):
+    import duckdb
+
+    _, manifest = runs[CLEAN]
+    sink = manifest["sink"]
+    copy = tmp_path / "sink.duckdb"
+    shutil.copy(sink["duckdb"], copy)
+    topic = manifest["audited_topics"][0]
+    with duckdb.connect(str(copy)) as con:
+        con.execute(f"INSERT INTO {sink['table']} (src_topic, src_partition, src_offset) VALUES "
+                    f"('{topic}', 7, 3), ('{topic}', 7, 4), ('no-such-topic-{uuid.uuid4().hex[:6]}', 0, 0)")
+    code, report, err = audit("--bootstrap", manifest["bootstrap"], "--topic", topic, "--sink-duckdb",
+                              str(copy), "--sink-table", sink["table"], "--format", "json")
+    assert code == 1, err
+    phantoms = [(f["topic"] == topic, f["partition"], f["first_offset"], f["last_offset"], f["count"])
+                for f in report["findings"]]
+    assert sorted(phantoms) == [(False, 0, 0, 0, 1), (True, 7, 3, 4, 2)]
+    assert {f["kind"] for f in report["findings"]} == {"phantom_beyond_hw"}
+    missing = [p for p in report["partitions"] if not p["exists"]]
+    assert len(missing) == 2
+
+
+def test_wrong_column_names_exit_2_with_one_line(runs, tmp_path):
+    import duckdb
+
+    _, manifest = runs[CLEAN]
+    bad = tmp_path / "bad.duckdb"
+    with duckdb.connect(str(bad)) as con:
+        con.execute("CREATE TABLE orders_sink (topic VARCHAR, part INTEGER, off BIGINT)")
+    code, _, err = audit("--bootstrap", manifest["bootstrap"], "--topic", manifest["audited_topics"][0],
+                         "--sink-duckdb", str(bad), "--sink-table", "orders_sink")
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("eosctl: error:")
+    assert "src_topic" in lines[0] and "topic, part, off" in lines[0]
+    assert "Traceback" not in err
+
+
+def test_missing_sink_file_and_unknown_topic_exit_2(runs, tmp_path):
+    _, manifest = runs[CLEAN]
+    code, _, err = audit("--bootstrap", manifest["bootstrap"], "--topic", manifest["audited_topics"][0],
+                         "--sink-duckdb", str(tmp_path / "nope.duckdb"), "--sink-table", "t")
+    assert code == 2 and "not found" in err
+    sink = manifest["sink"]
+    code, _, err = audit("--bootstrap", manifest["bootstrap"], "--topic", f"nope-{uuid.uuid4().hex[:6]}",
+                         "--sink-duckdb", sink["duckdb"], "--sink-table", sink["table"])
+    assert code == 2 and "does not exist" in err
+
+
+def test_bad_fail_on_is_a_usage_error():
+    result = CliRunner().invoke(main, ["audit", "--bootstrap", "x:1", "--topic", "t", "--sink-duckdb", "f",
+                                       "--fail-on", "gaps"])
+    assert result.exit_code == 2 and "unknown finding kind 'gaps'" in result.stderr
+
+
+def test_stored_offsets_behind_the_group_are_offset_mismatch(runs, spark, tmp_path):
+    import duckdb
+
+    _, manifest = runs[CLEAN]
+    sink, topic = manifest["sink"], manifest["audited_topics"][0]
+    copy = tmp_path / "sink.duckdb"
+    shutil.copy(sink["duckdb"], copy)
+    with duckdb.connect(str(copy)) as con:
+        (stored,) = con.execute(f"SELECT next_offset FROM {sink['offsets_table']} WHERE topic = ? "
+                                f"AND \"partition\" = 1", [topic]).fetchone()
+        con.execute(f"UPDATE {sink['offsets_table']} SET next_offset = next_offset - 2 "
+                    f"WHERE \"partition\" = 1")
+    code, report, err = audit("--bootstrap", manifest["bootstrap"], "--topic", topic, "--sink-duckdb",
+                              str(copy), "--sink-table", sink["table"],
+                              "--offsets-table", sink["offsets_table"], "--group", manifest["groups"]["sink"],
+                              "--format", "json")
+    assert code == 1, err
+    assert comparable(report["findings"]) == [
+        ("offset_mismatch", topic, 1, stored - 2, stored - 1, 2, None, None)]
+    assert report["findings"][0]["detail"] == (f"sink stored next offset {stored - 2}, "
+                                               f"group {manifest['groups']['sink']} committed {stored}")

@@ -1,0 +1,153 @@
+"""Cluster mode is proven, not assumed: the audit runs on a Spark standalone master + worker on loopback
+(its tasks, Kafka scans and sink reads happen in an executor process), and through Spark Connect.
+
+Each audit runs in its own `python -m eosctl` process: a driver can only have one master.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+
+from eosctl.pipeline import run_pipeline
+from eosctl.sandbox import free_port, port_open
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+SPARK_HOME = Path(importlib.util.find_spec("pyspark").origin).parent
+FAULTS = ["duplicate-replay", "upstream-retry"]  # both phases: per-partition tasks and the key shuffle
+
+
+def _env() -> dict[str, str]:
+    return dict(os.environ, SPARK_HOME=str(SPARK_HOME), SPARK_LOCAL_IP="127.0.0.1",
+                PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+
+
+class Daemons:
+    """JVMs this module starts; stopped by their own pids (spark-class execs java, so the pid is it)."""
+
+    def __init__(self, logdir: Path) -> None:
+        self.logdir, self.procs = logdir, []
+
+    def start(self, name: str, *args: str) -> subprocess.Popen:
+        log = open(self.logdir / f"{name}.log", "w")
+        proc = subprocess.Popen([*args], env=_env(), stdout=log, stderr=subprocess.STDOUT, cwd=self.logdir)
+        self.procs.append((proc, log))
+        return proc
+
+    def stop(self) -> None:
+        for proc, log in self.procs:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            log.close()
+
+
+def _wait(what: str, ready, timeout: float, logs: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ready():
+            return
+        time.sleep(0.5)
+    tails = {p.name: p.read_text()[-2000:] for p in logs.glob("*.log")}
+    pytest.fail(f"{what} not ready in {timeout:.0f}s: {tails}")
+
+
+def _alive_workers(ui_port: int) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=2) as r:
+            return json.load(r).get("aliveworkers", 0)
+    except OSError:
+        return 0
+
+
+@pytest.fixture(scope="module")
+def faulty_run(cluster, tmp_path_factory) -> tuple[Path, dict]:
+    workdir = tmp_path_factory.mktemp("cluster-run")
+    manifest = run_pipeline(cluster, f"c{uuid.uuid4().hex[:8]}", workdir, faults=FAULTS, records=60)
+    return workdir, manifest
+
+
+def _audit(workdir: Path, *spark_args: str) -> tuple[int, dict, str]:
+    proc = subprocess.run([sys.executable, "-m", "eosctl", "audit", "-c", str(workdir / "eosctl.toml"),
+                           "--format", "json", *spark_args], env=_env(), capture_output=True, text=True,
+                          timeout=300)
+    try:
+        return proc.returncode, json.loads(proc.stdout), proc.stderr
+    except ValueError:
+        pytest.fail(f"no JSON on stdout (exit {proc.returncode}): {proc.stdout[-2000:]} "
+                    f"{proc.stderr[-3000:]}")
+
+
+def _comparable(findings: list[dict]) -> list[tuple]:
+    return sorted((f["kind"], f["partition"], f["first_offset"], f["last_offset"], f["count"], f.get("key"))
+                  for f in findings)
+
+
+def test_standalone_cluster_runs_the_audit_on_an_executor(faulty_run, tmp_path):
+    workdir, manifest = faulty_run
+    daemons = Daemons(tmp_path)
+    port, ui, worker_ui = free_port(), free_port(), free_port()
+    spark_class = str(SPARK_HOME / "bin" / "spark-class")
+    try:
+        daemons.start("master", spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                      "--port", str(port), "--webui-port", str(ui))
+        _wait("Spark master", lambda: port_open(port), 90, tmp_path)
+        daemons.start("worker", spark_class, "org.apache.spark.deploy.worker.Worker",
+                      f"spark://127.0.0.1:{port}", "--host", "127.0.0.1", "--cores", "2", "--memory", "1g",
+                      "--webui-port", str(worker_ui), "--work-dir", str(tmp_path / "work"))
+        _wait("Spark worker", lambda: _alive_workers(ui) >= 1, 90, tmp_path)
+
+        code, report, err = _audit(workdir, "--master", f"spark://127.0.0.1:{port}")
+    finally:
+        daemons.stop()
+    assert code == 1, err
+    assert report["engine"]["master"] == f"spark://127.0.0.1:{port}"
+    assert _comparable(report["findings"]) == _comparable(manifest["expected_findings"])
+    # The executor ran in the worker's work dir: the tasks really left the driver process.
+    assert glob.glob(str(tmp_path / "work" / "app-*" / "*" / "stderr"))
+
+
+def _connect_available() -> str | None:
+    if not list((SPARK_HOME / "jars").glob("spark-connect_*.jar")):
+        return "the pyspark package ships no spark-connect server jar"
+    missing = [m for m in ("grpc", "grpc_status", "google.protobuf", "pandas", "zstandard")
+               if importlib.util.find_spec(m) is None]
+    if missing:
+        return f"the Spark Connect client needs {', '.join(missing)} (pip install 'pyspark[connect]')"
+    return None
+
+
+def test_spark_connect_runs_the_audit(faulty_run, tmp_path):
+    reason = _connect_available()
+    if reason:
+        pytest.skip(reason)
+    workdir, manifest = faulty_run
+    daemons = Daemons(tmp_path)
+    port = free_port()
+    try:
+        daemons.start("connect", str(SPARK_HOME / "bin" / "spark-submit"), "--class",
+                      "org.apache.spark.sql.connect.service.SparkConnectServer", "--master", "local[2]",
+                      "--conf", f"spark.connect.grpc.binding.port={port}",
+                      "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+                      "--conf", "spark.ui.enabled=false", "--driver-memory", "1g", "spark-internal")
+        _wait("Spark Connect server", lambda: port_open(port), 120, tmp_path)
+        code, report, err = _audit(workdir, "--remote", f"sc://127.0.0.1:{port}")
+    finally:
+        daemons.stop()
+    assert code == 1, err
+    assert report["engine"]["master"] == "spark-connect"
+    assert _comparable(report["findings"]) == _comparable(manifest["expected_findings"])
