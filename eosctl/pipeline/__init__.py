@@ -1,0 +1,27 @@
+"""The reference exactly-once pipeline with fault injection: ground truth for audits and inspections.
+
+source (transactional producer) -> ``{prefix}.orders`` -> process (read-process-write, offsets in the
+transaction) -> ``{prefix}.enriched`` -> sink (DuckDB rows + offsets in one DuckDB transaction).
+``run_pipeline`` runs it once and returns the manifest (format: eosctl/pipeline/manifest.py); the fault
+modes are described in eosctl/pipeline/faults.py.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+# Here rather than in faults.py so that `eosctl --help` lists them without importing the Kafka clients.
+FAULTS = ("duplicate-replay", "skip", "aborted-leak", "zombie", "hanging", "upstream-retry")
+
+if TYPE_CHECKING:
+    from eosctl.pipeline.run import run_pipeline
+
+__all__ = ["FAULTS", "run_pipeline"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "run_pipeline":
+        from eosctl.pipeline.run import run_pipeline
+
+        return run_pipeline
+    raise AttributeError(f"module 'eosctl.pipeline' has no attribute {name!r}")

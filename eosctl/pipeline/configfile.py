@@ -1,0 +1,46 @@
+"""``eosctl.toml`` for a pipeline run, so every eosctl command can inspect and audit it right away."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from eosctl.config import Cluster
+from eosctl.pipeline.topics import Names
+
+FILE = "eosctl.toml"
+# Secrets never go into the file: it refers to environment variables instead (see eosctl/config.py).
+_SECRET_ENV = {"sasl_password": "EOSCTL_SASL_PASSWORD", "ssl_key_password": "EOSCTL_SSL_KEY_PASSWORD"}
+
+
+def _q(value: str) -> str:
+    return json.dumps(value)  # a JSON string is a valid TOML basic string
+
+
+def write_config(cluster: Cluster, names: Names, sink: dict, workdir: Path) -> Path:
+    cname = cluster.name or "default"
+    lines = [f"# Written by the eosctl reference pipeline (prefix {names.prefix!r}).", "",
+             f"[clusters.{_q(cname)}]", f"bootstrap_servers = {_q(cluster.bootstrap_servers)}"]
+    if cluster.security_protocol != "PLAINTEXT":
+        lines.append(f"security_protocol = {_q(cluster.security_protocol)}")
+    for key in ("sasl_mechanism", "sasl_username", "ssl_ca_location", "ssl_certificate_location",
+                "ssl_key_location"):
+        value = getattr(cluster, key)
+        if value is not None:
+            lines.append(f"{key} = {_q(value)}")
+    for key, env in _SECRET_ENV.items():
+        if getattr(cluster, key) is not None:
+            lines.append(f"{key} = {_q('${' + env + '}')}")
+    p = f"pipelines.{_q(names.prefix)}"
+    lines += ["", f"[{p}]", f"cluster = {_q(cname)}",
+              f"source_topics = [{_q(names.output_topic)}]",
+              f"group = {_q(names.sink_group)}",
+              f"transactional_id_prefix = {_q(names.prefix + '.')}",
+              f"output_topic = {_q(names.output_topic)}",
+              "", f"[{p}.sink]"]
+    for key in ("duckdb", "table", "topic_column", "partition_column", "offset_column", "key_column",
+                "offsets_table"):
+        lines.append(f"{key} = {_q(str(sink[key]))}")
+    path = workdir / FILE
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

@@ -1,0 +1,103 @@
+"""Process stage: read-process-write with the consumer offsets committed inside the producer's transaction.
+
+The consumer reads read_committed and never commits on its own; each batch becomes one transaction that
+holds both the enriched records and the input offsets (send_offsets_to_transaction), so output and
+progress commit or abort together. Every few batches a simulated processing error aborts the transaction
+after flush() and the consumer rewinds to the committed offsets to retry, which leaves aborted ranges and
+ABORT markers in the output topic.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from confluent_kafka import Message
+
+from eosctl.config import Cluster
+from eosctl.errors import BrokerError
+from eosctl.pipeline.clients import Broker
+from eosctl.pipeline.faults import fence
+from eosctl.pipeline.ledger import Ledger
+from eosctl.pipeline.reader import Reader, as_tps
+from eosctl.pipeline.topics import Names
+from eosctl.pipeline.txn import TransactionalWriter
+
+BATCH = 10  # input records per transaction (at most)
+ABORT_EVERY = 4  # attempts 1, 5, 9, ... fail after flush and are retried
+ZOMBIE_AFTER_COMMITS = 2  # the `zombie` fault strikes in the first batch after this many commits
+
+
+@dataclass
+class ProcessResult:
+    writer: TransactionalWriter  # the live producer session (a successor if the zombie fault fenced one)
+    commits: int = 0
+    aborts: int = 0
+    fencing: list[dict] = field(default_factory=list)
+    zombie_writes: list[dict] = field(default_factory=list)
+
+
+def enrich(msg: Message) -> bytes:
+    order = json.loads(msg.value())
+    amount = float(order["amount"])
+    order.update(vat=round(amount * 0.2, 2), total=round(amount * 1.2, 2),
+                 source_partition=msg.partition(), source_offset=msg.offset())
+    return json.dumps(order, separators=(",", ":")).encode()
+
+
+def run_process(cluster: Cluster, names: Names, broker: Broker, ledger: Ledger, zombie: bool,
+                progress: Callable[[str], None], timeout: float = 120.0) -> ProcessResult:
+    # read_committed: never process aborted or still-open source records. Starts at the offsets the
+    # group committed through earlier transactions (none on a fresh run).
+    reader = Reader(cluster, names.source_topic, names.processor_group, read_committed=True)
+    result = ProcessResult(TransactionalWriter(cluster, names.processor_txid, broker, ledger))
+    attempt = 0
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            msgs = reader.poll(BATCH)
+            if not msgs:
+                if reader.caught_up(broker):
+                    break
+                if time.monotonic() > deadline:
+                    raise BrokerError(f"process stage did not catch up with {names.source_topic} "
+                                      f"in {timeout:.0f}s")
+                continue
+            attempt += 1
+            writer = result.writer
+            writer.begin()
+            for m in msgs:
+                # Same key and same partition number: per-key order survives the stage.
+                writer.produce(names.output_topic, m.key().decode(), enrich(m), partition=m.partition())
+            writer.flush()
+            if zombie and result.commits >= ZOMBIE_AFTER_COMMITS:
+                zombie = False
+                # The zombie would finish its batch: re-send part of it and commit with the offsets.
+                retry = [(names.output_topic, m.key().decode(), enrich(m), m.partition()) for m in msgs[:2]]
+                offsets = as_tps(reader.topic, reader.next)
+                result.writer, fencing, writes = fence(writer, cluster, broker, ledger, retry, offsets,
+                                                       reader.group_metadata())
+                result.fencing.append(fencing)
+                result.zombie_writes.extend(writes)
+                reader.assign(reader.committed())  # the successor redoes the batch the zombie never committed
+                continue
+            if attempt % ABORT_EVERY == 1:
+                writer.abort()
+                result.aborts += 1
+                reader.assign(reader.committed())  # rewind: the batch is read and processed again
+                continue
+            writer.commit(as_tps(reader.topic, reader.next), reader.group_metadata())
+            result.commits += 1
+        # A partition often ends with a COMMIT marker (the source is transactional too): commit the
+        # position past it in an offsets-only transaction, so the group shows no lag.
+        final = reader.positions()
+        if final != reader.committed():
+            result.writer.begin()
+            result.writer.commit(as_tps(reader.topic, final), reader.group_metadata())
+    finally:
+        reader.close()
+    progress(f"process: {result.commits} transactions committed to {names.output_topic}, "
+             f"{result.aborts} aborted after flush and retried")
+    return result

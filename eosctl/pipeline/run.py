@@ -1,0 +1,93 @@
+"""Run the whole pipeline once, stage after stage, and write the manifest and an eosctl config.
+
+Stages run sequentially in one process (source fully, then process until caught up, then sink until
+caught up) so that what lands where is deterministic and known without reading the log back.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from eosctl.config import Cluster
+from eosctl.errors import EosctlError
+from eosctl.pipeline import faults as F
+from eosctl.pipeline import manifest as M
+from eosctl.pipeline.clients import Broker
+from eosctl.pipeline.configfile import write_config
+from eosctl.pipeline.findings import expected_findings
+from eosctl.pipeline.ledger import COMMITTED, Ledger
+from eosctl.pipeline.process import run_process
+from eosctl.pipeline.sink import OFFSETS_TABLE, TABLE, run_sink
+from eosctl.pipeline.source import make_order, run_source
+from eosctl.pipeline.topics import Names, reset
+from eosctl.pipeline.verify import check_processed, check_sink
+
+SINK_FILE = "sink.duckdb"
+
+
+def run_pipeline(cluster: Cluster, prefix: str, workdir: Path, faults: Sequence[str] = (), records: int = 300,
+                 partitions: int = 3, progress: Callable[[str], None] | None = None) -> dict:
+    """Run source -> process -> sink with the given faults; return the manifest (also in workdir)."""
+    faults = F.validate(faults)
+    if records < 1 or partitions < 1:
+        raise EosctlError("records and partitions must be at least 1")
+    say = progress or (lambda _msg: None)
+    names = Names(prefix)
+    workdir = Path(workdir).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    db = workdir / SINK_FILE
+    for stale in (db, db.with_name(db.name + ".wal"), workdir / M.FILE):
+        stale.unlink(missing_ok=True)  # a fresh run: the old sink would resume from offsets of old topics
+
+    t0 = time.monotonic()
+    broker = Broker(cluster)
+    ledger = Ledger()
+    try:
+        reset(cluster, names, partitions, broker)
+        say(f"topics {names.source_topic} and {names.output_topic} ready ({partitions} partitions)")
+        run_source(cluster, names, records, broker, ledger, say)
+        retried: list[str] = []
+        if "upstream-retry" in faults:
+            recs = F.upstream_retry(cluster, names.source_topic, make_order(records), ledger)
+            retried = [recs[0].key]
+            say(f"upstream-retry: {recs[0].key} written twice to {names.source_topic}[{recs[0].partition}] "
+                f"at offsets {recs[0].offset} and {recs[1].offset}")
+        processed = run_process(cluster, names, broker, ledger, "zombie" in faults, say)
+        check_processed(ledger, names.source_topic, names.output_topic)
+        for f in processed.fencing:
+            say(f"zombie: {f['transactional_id']} epoch {f['old_epoch']} -> {f['new_epoch']}, "
+                f"the old producer got {f['zombie_error'] or 'no error (not fenced!)'}")
+        targets = F.choose_sink_targets(ledger, names.output_topic, faults, partitions, set(retried))
+        sink_result = run_sink(cluster, names, broker, db, targets, "aborted-leak" in faults, say)
+        check_sink(db, TABLE, ledger, names.output_topic, targets, "aborted-leak" in faults)
+        hanging = []
+        if "hanging" in faults:
+            hanging.append(F.hanging(cluster, names.hanging_txid, names.output_topic, 0, broker, ledger))
+            say(f"hanging: {names.hanging_txid} left a transaction open on {names.output_topic}[0] "
+                f"from offset {hanging[0]['first_offset']}")
+    finally:
+        broker.close()
+
+    sink = {"duckdb": str(db), "table": TABLE, "offsets_table": OFFSETS_TABLE, "topic_column": "src_topic",
+            "partition_column": "src_partition", "offset_column": "src_offset", "key_column": "order_id"}
+    txids = {"source": names.source_txid, "processor": names.processor_txid}
+    if "hanging" in faults:
+        txids["hanging"] = names.hanging_txid
+    manifest = M.build(
+        prefix=prefix, bootstrap=cluster.bootstrap_servers, faults=list(faults),
+        source_topic=names.source_topic, output_topic=names.output_topic, audited_topics=[names.output_topic],
+        partitions=partitions, groups={"processor": names.processor_group, "sink": names.sink_group},
+        transactional_ids=txids, sink=sink,
+        expected_findings=expected_findings(ledger, names.output_topic, targets, "aborted-leak" in faults),
+        aborted_ranges=ledger.aborted_ranges(), markers=ledger.marker_dicts(), hanging=hanging,
+        fencing=processed.fencing, zombie_writes=processed.zombie_writes,
+        source_records=len(ledger.of(names.source_topic, COMMITTED)),
+        committed_output_records=len(ledger.of(names.output_topic, COMMITTED)),
+        sink_rows=sink_result.rows,
+    )
+    M.write(manifest, workdir)
+    write_config(cluster, names, sink, workdir)
+    say(f"done in {time.monotonic() - t0:.1f}s: manifest {workdir / M.FILE}")
+    return manifest
