@@ -14,7 +14,11 @@ FORMATS = ("table", "json")
 
 
 def console(stderr: bool = False) -> Console:
-    return Console(stderr=stderr, highlight=False)
+    """A rich console; piped stdout (scripts, CI logs, tests) gets wide lines instead of truncated cells."""
+    out = Console(stderr=stderr, highlight=False)
+    if not stderr and not out.is_terminal:
+        out.width = max(out.width, 200)
+    return out
 
 
 def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]], **kw: Any) -> Table:

@@ -24,14 +24,13 @@ def demo(ctx: click.Context, records: int, faults: tuple[str, ...], no_audit: bo
        with duplicate-replay, skip, aborted-leak, upstream-retry, zombie and hanging faults
     3. `eosctl audit` of the sink against Kafka, which must find exactly the planted defects
     """
-    from rich.console import Console
-
     from eosctl import sandbox
     from eosctl.config import Cluster
     from eosctl.pipeline import run_pipeline
+    from eosctl.render import console
 
-    err = Console(stderr=True, highlight=False)
-    out = Console(highlight=False)
+    err = console(stderr=True)
+    out = console()
     t0 = time.monotonic()
     home = sandbox.state_dir()
     with err.status("starting the sandbox broker..."):

@@ -31,7 +31,8 @@ from typing import Any
 
 import click
 
-from eosctl.commands.txns_cmd import TIMEOUT_MS, age_text, out_console, target_options
+from eosctl.commands.options import TIMEOUT_MS, age_text, target_options
+from eosctl.render import console as out_console
 
 STATUS_STYLE = {"OK": "green", "WARN": "yellow", "STALL": "red", "STOP": "red", "REWIND": "magenta",
                 "ERR": "bold red"}

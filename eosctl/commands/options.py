@@ -64,16 +64,6 @@ def time_text(ms: int | None) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def out_console() -> Any:
-    """The stdout console; piped output (scripts, tests) gets wide lines instead of truncated cells."""
-    from eosctl.render import console
-
-    out = console()
-    if not out.is_terminal:
-        out.width = max(out.width, 240)
-    return out
-
-
 def sink_options(f: Callable) -> Callable:
     """--topic/--group and the sink overrides, for commands that read a sink next to Kafka."""
     for option in reversed((

@@ -48,7 +48,8 @@ from typing import Any
 
 import click
 
-from eosctl.commands.options import DURATION, TIMEOUT_MS, age_text, out_console, target_options, time_text
+from eosctl.commands.options import DURATION, TIMEOUT_MS, age_text, target_options, time_text
+from eosctl.render import console as out_console
 
 
 def _now_ms() -> int:
