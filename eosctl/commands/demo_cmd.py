@@ -66,7 +66,7 @@ def demo(ctx: click.Context, records: int, faults: tuple[str, ...], no_audit: bo
         audit_ran = _run_audit(ctx, config, err)
     out.print("\nnext, try:")
     for cmd in (
-        f"eosctl txns hanging -c {config}",
+        f"eosctl txns hanging -c {config} --max-age 10s",
         f"eosctl lag -c {config}",
         f"eosctl log -c {config} --partition 0",
         f"eosctl ledger -c {config}",
