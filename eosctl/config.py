@@ -110,7 +110,8 @@ class Config:
             if len(self.pipelines) == 1:
                 return next(iter(self.pipelines.values()))
             raise ConfigError(
-                f"{self.path}: several pipelines ({', '.join(sorted(self.pipelines))}); choose one with --pipeline"
+                f"{self.path}: several pipelines ({', '.join(sorted(self.pipelines))}); "
+                "choose one with --pipeline"
             )
         if name not in self.pipelines:
             known = ", ".join(sorted(self.pipelines)) or "none"
@@ -164,7 +165,9 @@ class _Reader:
         self.used.add(key)
         value = self.table.get(key, default)
         if not isinstance(value, int) or isinstance(value, bool):
-            raise ConfigError(f"{self.path}: {self._key(key)} must be an integer, got {_kind(value)} {value!r}")
+            raise ConfigError(
+                f"{self.path}: {self._key(key)} must be an integer, got {_kind(value)} {value!r}"
+            )
         return value
 
     def str_list(self, key: str) -> tuple[str, ...]:
@@ -176,7 +179,8 @@ class _Reader:
             value = [value]
         if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
             raise ConfigError(
-                f"{self.path}: {self._key(key)} must be a non-empty list of strings, got {_kind(value)} {value!r}"
+                f"{self.path}: {self._key(key)} must be a non-empty list of strings, "
+                f"got {_kind(value)} {value!r}"
             )
         return tuple(_interpolate(v, self._key(key), self.path, self.env) for v in value)
 
@@ -217,7 +221,9 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
     clusters: dict[str, Cluster] = {}
     ctables = root.sub("clusters")
     if ctables is None or not ctables.table:
-        raise ConfigError(f"{path}: missing table [clusters.NAME] (at least one cluster with bootstrap_servers)")
+        raise ConfigError(
+            f"{path}: missing table [clusters.NAME] (at least one cluster with bootstrap_servers)"
+        )
     for name in ctables.table:
         c = ctables.sub(name)
         assert c is not None
@@ -263,7 +269,7 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
                 raise ConfigError(f"{path}: pipelines.{name}.sink needs exactly one of duckdb or parquet")
             if sink.duckdb is not None and not Path(sink.duckdb).is_absolute():
                 # Relative sink paths are relative to the config file, not to wherever eosctl runs.
-                sink = _replace_path(sink, str((path.parent / sink.duckdb)))
+                sink = _replace_path(sink, str(path.parent / sink.duckdb))
         pipelines[name] = Pipeline(
             name=name,
             cluster=cluster,

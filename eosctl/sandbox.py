@@ -143,13 +143,16 @@ def up(home: Path, port: int | None = None, timeout: float = 30.0) -> tuple[Sand
     if running is not None:
         if port is not None and port != running.port:
             raise EosctlError(
-                f"the sandbox already runs on port {running.port}; run `eosctl sandbox down` first to change it"
+                f"the sandbox already runs on port {running.port}; "
+                "run `eosctl sandbox down` first to change it"
             )
         return running, False
     if port is None:
         port = free_port()
     elif port_open(port):
-        raise EosctlError(f"port {port} is already in use; choose another with --port or omit it for a free one")
+        raise EosctlError(
+            f"port {port} is already in use; choose another with --port or omit it for a free one"
+        )
     data_dir = (home / "broker-data").resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     log_file = home / "broker.log"
@@ -170,7 +173,9 @@ def up(home: Path, port: int | None = None, timeout: float = 30.0) -> tuple[Sand
                 tail = log_file.read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
                 raise EosctlError(f"the sandbox broker exited at start ({tail[0]}); see {log_file}")
             if time.monotonic() > deadline:
-                raise EosctlError(f"the sandbox broker did not open port {port} within {timeout:.0f}s; see {log_file}")
+                raise EosctlError(
+                    f"the sandbox broker did not open port {port} within {timeout:.0f}s; see {log_file}"
+                )
             time.sleep(0.05)
         wait_for_metadata(state.bootstrap, timeout=max(1.0, deadline - time.monotonic()))
     except BaseException:

@@ -56,7 +56,8 @@ def test_good_config_interpolates_secrets_and_resolves_sink_relative_to_file(tmp
         (GOOD.replace('source_topics = ["pay.enriched"]', "source_topics = 3"),
          "pipelines.pay.source_topics must be a non-empty list of strings, got an integer 3"),
         (GOOD.replace('"SASL_SSL"', '"SASL_TLS"'),
-         "clusters.prod.security_protocol must be one of PLAINTEXT, SASL_PLAINTEXT, SASL_SSL, SSL, got 'SASL_TLS'"),
+         "clusters.prod.security_protocol must be one of PLAINTEXT, SASL_PLAINTEXT, SASL_SSL, SSL, "
+         "got 'SASL_TLS'"),
         (GOOD.replace('group = "pay-sink"', 'gruop = "pay-sink"'),
          "unknown key pipelines.pay.gruop (check the spelling)"),
         (GOOD + "\n[spark]\nshuffle_partitions = \"four\"\n",
@@ -118,5 +119,6 @@ def test_cli_reports_bad_config_in_one_line_with_exit_2(tmp_path):
     result = CliRunner().invoke(main, ["lag", "--config", str(path), "--pipeline", "pay"], env={"KPASS": "x"})
     assert result.exit_code == 2, result.output
     lines = result.output.strip().splitlines()
-    assert lines == [f"eosctl: error: {path}: pipelines.pay.source_topics must be a non-empty list of strings, "
+    assert lines == [f"eosctl: error: {path}: pipelines.pay.source_topics must be a non-empty list of "
+                     "strings, "
                      "got a list []"]

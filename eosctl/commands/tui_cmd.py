@@ -1,0 +1,119 @@
+"""`eosctl tui`: the Textual dashboard, live or on a snapshot file. Textual is imported only when it runs.
+
+This is the one place that hands the TUI an audit runner: the TUI depends on the eosctl core only and
+never imports the auditors package itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+
+@click.command("tui")
+@click.option(
+    "-c",
+    "--config",
+    type=click.Path(dir_okay=False),
+    envvar="EOSCTL_CONFIG",
+    help="eosctl config file (env EOSCTL_CONFIG).",
+)
+@click.option("-p", "--pipeline", help="Pipeline in the config (its cluster, topics, group and sink).")
+@click.option("--bootstrap", metavar="HOST:PORT", help="Cluster to watch (overrides the config).")
+@click.option("-t", "--topic", "topics", multiple=True, help="Source topic (default: the pipeline's).")
+@click.option("-g", "--group", help="Consumer group (default: the pipeline's).")
+@click.option(
+    "--refresh",
+    "refresh",
+    type=click.FloatRange(min=0.5),
+    default=5.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Auto-refresh period.",
+)
+@click.option(
+    "--max-age",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="SECONDS",
+    help="An open transaction older than this counts as hanging [default: 900, Kafka's max timeout].",
+)
+@click.option(
+    "--snapshot",
+    "snapshot",
+    type=click.Path(dir_okay=False),
+    help="Open a file written by `eosctl snapshot` instead of a cluster (no cluster needed).",
+)
+def tui(
+    config: str | None,
+    pipeline: str | None,
+    bootstrap: str | None,
+    topics: tuple[str, ...],
+    group: str | None,
+    refresh: float,
+    max_age: float | None,
+    snapshot: str | None,
+) -> None:
+    """Live dashboard: overview, transactions, producers, lag, log, ledger and audit.
+
+    \b
+    Keys: 1-7 views, / filter, r refresh, p pause, ? help, ctrl+p command palette, q quit.
+    With --snapshot FILE it opens an incident snapshot offline, labelled with its capture time.
+    """
+    from pathlib import Path
+
+    from eosctl.errors import EosctlError
+
+    if snapshot:
+        if not Path(snapshot).is_file():
+            raise EosctlError(
+                f"{snapshot}: no such snapshot file (write one with `eosctl snapshot --out FILE`)"
+            )
+        from tui.data import SnapshotSource
+
+        source: Any = SnapshotSource(snapshot)
+        source.fetch()  # a broken file is one line and exit 2, before the screen switches
+    else:
+        from eosctl.target import resolve
+        from tui.data import LiveSource
+
+        target = resolve(config, pipeline, bootstrap, topics, group, need_topics=True)
+        source = LiveSource(target, max_age_s=max_age, run_audit=run_audit)
+    from tui.app import EosApp
+
+    app = EosApp(source, refresh_seconds=refresh)
+    app.run()
+    if app.return_code:
+        raise SystemExit(app.return_code)
+
+
+def run_audit(target: Any, progress: Any) -> Any:
+    """The Spark audit of the target's pipeline; progress(fraction | None, message)."""
+    from auditors import job
+    from auditors import spark as sparks
+
+    sink = target.pipeline.sink
+    conf = target.config.spark if target.config else None
+    inp = job.AuditInput(
+        source=job.KafkaSource(target.cluster),
+        sink=sink,
+        topics=target.topics,
+        cluster=target.cluster,
+        group=target.group,
+    )
+    progress(None, "reading the sink and Kafka metadata")
+    items = job.prepare(inp)
+    progress(None, "starting Spark")
+    remote = conf.remote if conf else None
+    spark = sparks.session(
+        master=conf.master if conf and not remote else None,
+        remote=remote,
+        driver_memory=conf.driver_memory if conf else "2g",
+        shuffle_partitions=conf.shuffle_partitions if conf else 4,
+    )
+
+    def say(what: str, done: int, total: int) -> None:
+        progress(done / total if total else None, what)
+
+    return job.run_audit(spark, inp, items, progress=say)

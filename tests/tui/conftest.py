@@ -1,0 +1,22 @@
+"""Fixtures for the TUI tests: the fixed incident snapshot (reference pipeline with the hanging, zombie and
+duplicate-replay faults, written once by `eosctl snapshot`) and a helper to drive the app headless."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from tuihelp import MANIFEST, SNAPSHOT
+
+
+@pytest.fixture
+def manifest() -> dict:
+    return json.loads(MANIFEST.read_text())
+
+
+@pytest.fixture
+def snapshot_app():
+    from tui.app import EosApp
+    from tui.data import SnapshotSource
+
+    return EosApp(SnapshotSource(str(SNAPSHOT)))

@@ -1,0 +1,85 @@
+"""Smoke check in a real terminal: `eosctl tui --snapshot FILE` in tmux at 80x24, keys in, screen out."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from tuihelp import SNAPSHOT
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+class Tmux:
+    def __init__(self) -> None:
+        self.socket = f"eosctl-test-{uuid.uuid4().hex[:8]}"  # a private server: never touches the user's
+        self.session = "tui"
+
+    def run(self, *args: str) -> str:
+        return subprocess.run(
+            ["tmux", "-L", self.socket, *args], check=True, capture_output=True, text=True
+        ).stdout
+
+    def screen(self) -> str:
+        return self.run("capture-pane", "-p", "-t", self.session)
+
+    def wait_for(self, text: str, timeout: float = 20.0) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if text in screen:
+                return screen
+            time.sleep(0.1)
+        raise AssertionError(f"{text!r} never appeared; the screen shows:\n{self.screen()}")
+
+    def alive(self) -> bool:
+        return (
+            subprocess.run(
+                ["tmux", "-L", self.socket, "has-session", "-t", self.session], capture_output=True
+            ).returncode
+            == 0
+        )
+
+
+@pytest.fixture
+def tmux():
+    t = Tmux()
+    yield t
+    subprocess.run(["tmux", "-L", t.socket, "kill-server"], capture_output=True)
+
+
+def test_snapshot_in_a_real_terminal(tmux, tmp_path: Path):
+    eosctl = Path(sys.executable).with_name("eosctl")
+    env = {**os.environ, "TERM": "xterm-256color"}
+    tmux.run(
+        "new-session",
+        "-d",
+        "-s",
+        tmux.session,
+        "-x",
+        "80",
+        "-y",
+        "24",
+        "-e",
+        f"TERM={env['TERM']}",
+        f"{eosctl} tui --snapshot {SNAPSHOT}; echo EXITED $?; sleep 30",
+    )
+    screen = tmux.wait_for("SNAPSHOT")
+    assert "captured 2026-11-22 04:32:25 UTC" in screen
+    assert "RED because:" in tmux.wait_for("RED because:")
+    tmux.run("send-keys", "-t", tmux.session, "4")
+    screen = tmux.wait_for("blocked by open transactions")
+    assert "tuiref.enriched[0]        146  146  149" in screen
+    tmux.run("send-keys", "-t", tmux.session, "5")
+    screen = tmux.wait_for("146..148")
+    assert "open" in screen.split("146..148", 1)[1].splitlines()[0]
+    for line in screen.splitlines():
+        assert len(line) <= 80
+    tmux.run("send-keys", "-t", tmux.session, "q")
+    assert "EXITED 0" in tmux.wait_for("EXITED")

@@ -1,0 +1,225 @@
+"""Pilot tests of every view on the fixed incident snapshot (no broker needed)."""
+
+from __future__ import annotations
+
+from textual.widgets import Static, TabbedContent
+from tuihelp import cursor_row, rows_of, sync, text_of
+
+
+async def _start(app, pilot):
+    await pilot.pause(0.2)
+    while app.dash is None:
+        await pilot.pause(0.05)
+
+
+@sync
+async def test_snapshot_is_labelled_with_its_capture_time(snapshot_app):
+    app = snapshot_app
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _start(app, pilot)
+        status = text_of(app.query_one("#status", Static))
+        assert status.startswith(" SNAPSHOT  tuiref · captured 2026-11-22 04:32:25 UTC")
+        assert "reference.snap.duckdb" in status
+        await pilot.press("p")  # never refreshed: says so instead of pretending to pause
+        await pilot.pause()
+        assert "PAUSED" not in text_of(app.query_one("#status", Static))
+
+
+@sync
+async def test_overview_is_red_with_reasons_in_words(snapshot_app):
+    app = snapshot_app
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _start(app, pilot)
+        assert rows_of(app, "overview") == [["tuiref", "RED", "-", "0", "1/?", "1", "303"]]
+        reasons = text_of(app.query_one("#overview-reasons", Static))
+        assert "ledger flags 1 sink partition (duplicate)" in reasons
+        assert "1 producer fenced" in reasons
+
+
+@sync
+async def test_number_keys_switch_views_and_tabs_follow(snapshot_app):
+    app = snapshot_app
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _start(app, pilot)
+        for key, pane in zip(
+            "2345671", ["transactions", "producers", "lag", "log", "ledger", "audit", "overview"], strict=True
+        ):
+            await pilot.press(key)
+            await pilot.pause()
+            assert app.query_one(TabbedContent).active == pane
+
+
+@sync
+async def test_transactions_list_the_open_one_and_enter_shows_detail(snapshot_app):
+    app = snapshot_app
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _start(app, pilot)
+        await pilot.press("2")
+        await pilot.pause()
+        rows = rows_of(app, "transactions")
+        assert [r[:4] for r in rows] == [
+            ["tuiref.hanging", "Ongoing", "1002", "0"],
+            ["tuiref.processor", "CompleteCommit", "1001", "1"],
+            ["tuiref.source", "CompleteCommit", "1000", "0"],
+        ]
+        assert rows[0][6] == "tuiref.enriched[0]"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.screen.__class__.__name__ == "DetailScreen"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen.__class__.__name__ != "DetailScreen"
+
+
+@sync
+async def test_producers_mark_the_epoch_bump_and_enter_opens_it_in_the_log(snapshot_app):
+    app = snapshot_app
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _start(app, pilot)
+        await pilot.press("3")
+        await pilot.pause()
+        rows = rows_of(app, "producers")
+        assert rows[0][:4] == ["tuiref.enriched[0]", "1001", "1", "0→1"]
+        assert rows[0][7] == "epoch bump 0→1"
+        assert rows[1][6] == "146"  # the hanging producer's open transaction
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert app.query_one(TabbedContent).active == "log"
+        log = app.view("log").plog
+        assert (log.topic, log.partition) == ("tuiref.enriched", 0)
+
+
+@sync
+async def test_lag_shows_the_partition_blocked_by_the_open_transaction(snapshot_app):
+    app = snapshot_app
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _start(app, pilot)
+        await pilot.press("4")
+        await pilot.pause()
+        rows = rows_of(app, "lag")
+        assert rows[0][:6] == ["tuiref.enriched[0]", "146", "146", "149", "0", "3"]
+        assert rows[0][7] == "OK (txn)"
+        head = text_of(app.query_one("#lag-head", Static))
+        assert "3 blocked by open transactions" in head
+        assert "open transaction pid 1002 at offset 146" in head
+
+
+@sync
+async def test_log_colours_ranges_and_jumps_to_an_offset(snapshot_app):
+    app = snapshot_app
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _start(app, pilot)
+        await pilot.press("5")
+        await pilot.pause(0.3)
+        # Opens on the partition an open transaction holds.
+        summary = text_of(app.query_one("#log-summary", Static))
+        assert summary.startswith("tuiref.enriched[0] start 0 · LSO 146 · HW 149 · 3 behind LSO")
+        rows = rows_of(app, "log")
+        assert rows[-1][1:4] == ["146..148", "3", "open"]
+        kinds = {r[3] for r in rows}
+        assert kinds == {"committed", "marker", "aborted", "open"}
+        await pilot.click("#log-jump")
+        await pilot.press(*"101", "enter")
+        await pilot.pause(0.2)
+        row = cursor_row(app, "log")
+        first, last = (int(x) for x in row[1].split(".."))
+        assert first <= 101 <= last
+
+
+@sync
+async def test_ledger_flags_the_duplicate_and_enter_opens_its_offsets(snapshot_app, manifest):
+    app = snapshot_app
+    dup = manifest["expected_findings"][0]
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _start(app, pilot)
+        await pilot.press("6")
+        await pilot.pause()
+        rows = rows_of(app, "ledger")
+        assert [r[0] for r in rows] == ["tuiref.enriched[0]", "tuiref.enriched[1]", "tuiref.enriched[2]"]
+        assert rows[0][3] == "3"
+        assert rows[0][7].startswith(
+            f"3 extra sink rows for offsets stored more than once at offsets "
+            f"{dup['first_offset']}..{dup['last_offset']}"
+        )
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert app.query_one(TabbedContent).active == "log"
+        row = cursor_row(app, "log")
+        assert row[0] == "▶"
+        first, last = (int(x) for x in row[1].split(".."))
+        assert first <= dup["first_offset"] and dup["last_offset"] <= last
+
+
+@sync
+async def test_filter_narrows_any_table_and_escape_clears_it(snapshot_app):
+    app = snapshot_app
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _start(app, pilot)
+        await pilot.press("6", "slash", *"[2]")
+        await pilot.pause()
+        assert [r[0] for r in rows_of(app, "ledger")] == ["tuiref.enriched[2]"]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert len(rows_of(app, "ledger")) == 3
+
+
+@sync
+async def test_help_and_audit_in_a_snapshot(snapshot_app):
+    app = snapshot_app
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _start(app, pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert app.screen.__class__.__name__ == "HelpScreen"
+        await pilot.press("escape", "7", "a")
+        await pilot.pause()
+        assert not app.view("audit").running  # no cluster: it says why instead of starting
+        assert any("snapshot has no cluster" in n.message for n in app._notifications)
+
+
+@sync
+async def test_no_color_keeps_every_state_in_words(monkeypatch):
+    from tuihelp import SNAPSHOT
+
+    from tui.app import EosApp
+    from tui.data import SnapshotSource
+
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = EosApp(SnapshotSource(str(SNAPSHOT)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _start(app, pilot)
+        assert app.no_color
+        assert rows_of(app, "overview")[0][1] == "RED"
+        await pilot.press("5")
+        await pilot.pause(0.3)
+        assert {r[3] for r in rows_of(app, "log")} == {"committed", "marker", "aborted", "open"}
+
+
+@sync
+async def test_synthetic_audit_finding_opens_the_log_and_pause_stops_refreshes():
+    from tui.app import EosApp
+    from tui.synthetic import SyntheticSource
+
+    source = SyntheticSource(200)
+    app = EosApp(source, refresh_seconds=1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _start(app, pilot)
+        await pilot.press("p")
+        await pilot.pause()
+        rounds = source.round
+        assert "PAUSED" in text_of(app.query_one("#status", Static))
+        await pilot.pause(2.2)
+        assert source.round == rounds
+        await pilot.press("7", "a")
+        while app.view("audit").running or app.view("audit").report is None:
+            await pilot.pause(0.05)
+        assert rows_of(app, "audit")[0][:4] == ["duplicate", "synth.orders", "7", "5..9"]
+        await pilot.press("enter")
+        while app.view("log").plog is None or app.view("log").plog.partition != 7:
+            await pilot.pause(0.05)
+        await pilot.pause(0.1)
+        row = cursor_row(app, "log")
+        assert row[0] == "▶" and row[1] == "0..99"
+        await pilot.press("p", "r")
+        await pilot.pause(0.5)
+        assert source.round > rounds

@@ -1,0 +1,42 @@
+"""Helpers for the TUI tests (imported by the test modules; fixtures live in conftest.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from pathlib import Path
+
+DATA = Path(__file__).parent / "data"
+SNAPSHOT = DATA / "reference.snap.duckdb"
+MANIFEST = DATA / "reference.manifest.json"
+
+
+def text_of(widget) -> str:
+    """Plain text of a Static (what it shows, without colours)."""
+    content = widget.content
+    return content.plain if hasattr(content, "plain") else str(content)
+
+
+def rows_of(app, pane: str) -> list[list[str]]:
+    """The rows the view's table shows, as plain strings."""
+    from tui.table import FilterTable
+
+    table = app.view(pane).query_one(FilterTable).table
+    return [[c.plain for c in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+def cursor_row(app, pane: str) -> list[str]:
+    from tui.table import FilterTable
+
+    table = app.view(pane).query_one(FilterTable).table
+    return [c.plain for c in table.get_row_at(table.cursor_row)]
+
+
+def sync(fn):
+    """Run an async test body (Textual's Pilot is async; no pytest asyncio plugin is installed)."""
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        return asyncio.run(asyncio.wait_for(fn(*args, **kwargs), timeout=60))
+
+    return run

@@ -1,0 +1,365 @@
+"""The eosctl TUI: seven tabs over one Dashboard, refreshed by thread workers so the UI never blocks."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Footer, Static, TabbedContent, TabPane
+from textual.worker import Worker, WorkerState
+
+from tui import fmt
+from tui.data import Dashboard, DataSource
+from tui.screens import HelpScreen
+from tui.views.audit import AuditView
+from tui.views.base import View
+from tui.views.lag import LagView
+from tui.views.ledger import LedgerView
+from tui.views.log import Focus, LogView
+from tui.views.overview import OverviewView
+from tui.views.producers import ProducersView
+from tui.views.transactions import TransactionsView
+
+# (pane id, tab label, view class): the order is the 1-7 keys.
+VIEWS: list[tuple[str, str, type[View]]] = [
+    ("overview", "Overview", OverviewView),
+    ("transactions", "Transactions", TransactionsView),
+    ("producers", "Producers", ProducersView),
+    ("lag", "Lag", LagView),
+    ("log", "Log", LogView),
+    ("ledger", "Ledger", LedgerView),
+    ("audit", "Audit", AuditView),
+]
+
+# After a failed refresh, retry sooner than the refresh period (but never hammer a sick broker).
+RETRY_SECONDS = 3.0
+# A refresh still running after this long gets the "slow broker" banner.
+SLOW_SECONDS = 8.0
+
+
+class EosApp(App[None]):
+    CSS_PATH = "app.tcss"
+    TITLE = "eosctl"
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("r", "refresh_now", "Refresh"),
+        Binding("p", "toggle_pause", "Pause"),
+        Binding("slash", "filter", "Filter", key_display="/"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        *[
+            Binding(str(i + 1), f"show_tab('{pane}')", label, show=False)
+            for i, (pane, label, _) in enumerate(VIEWS)
+        ],
+    ]
+
+    def __init__(
+        self, source: DataSource, refresh_seconds: float = 5.0, clock: Callable[[], float] = time.time
+    ) -> None:
+        super().__init__()
+        self.source = source
+        self.refresh_seconds = max(0.5, refresh_seconds)
+        self.clock = clock
+        self.dash: Dashboard | None = None
+        self.paused = False
+        self.error: str | None = None
+        self.fetching_since: float | None = None
+        self.next_fetch_at = 0.0
+        self.stale: set[str] = set()  # views that have not seen the current Dashboard yet
+        self.last_apply_seconds: float | None = None  # UI-thread time of the last refresh, for the report
+
+    # ---- layout -----------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Static(self._status_text(), id="status")
+        yield Static("", id="banner")
+        with TabbedContent(id="tabs"):
+            for pane, label, cls in VIEWS:
+                with TabPane(label, id=pane):
+                    yield cls(id=f"view-{pane}")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        if self.source.is_snapshot:
+            self.add_class("snapshot")
+        self.fetch()
+        # A cheap 1 s tick decides when to refresh and keeps the status line's clock honest.
+        self.set_interval(1.0, self._tick)
+
+    def views(self) -> list[View]:
+        return [self.query_one(f"#view-{pane}", View) for pane, _, _ in VIEWS]
+
+    def view(self, pane: str) -> View:
+        return self.query_one(f"#view-{pane}", View)
+
+    # ---- refresh ----------------------------------------------------------------------------------
+
+    def _tick(self) -> None:
+        now = self.clock()
+        if self.fetching_since is not None and now - self.fetching_since > SLOW_SECONDS:
+            self._banner(
+                f"the broker is slow: no answer for {now - self.fetching_since:.0f}s "
+                f"(still trying; showing data from {fmt.clock(self.dash.taken_at if self.dash else None)})"
+            )
+        elif (
+            not self.source.is_snapshot
+            and not self.paused
+            and self.fetching_since is None
+            and now >= self.next_fetch_at
+        ):
+            self.fetch()
+        self._status()
+
+    def fetch(self) -> None:
+        if self.fetching_since is not None:
+            return
+        self.fetching_since = self.clock()
+        self._status()
+        self._fetch_worker()
+
+    @work(thread=True, group="fetch", exit_on_error=False)
+    def _fetch_worker(self) -> Dashboard:
+        return self.source.fetch()
+
+    @on(Worker.StateChanged)
+    def _worker_done(self, event: Worker.StateChanged) -> None:
+        worker = event.worker
+        if worker.group == "fetch" and worker.state in (WorkerState.SUCCESS, WorkerState.ERROR):
+            self.fetching_since = None
+            if worker.state is WorkerState.SUCCESS:
+                self.error = None
+                self._banner(None)
+                self.next_fetch_at = self.clock() + self.refresh_seconds
+                self.apply(worker.result)
+            else:
+                self.error = _one_line(worker.error)
+                self.next_fetch_at = self.clock() + min(RETRY_SECONDS, self.refresh_seconds)
+                if self.source.is_snapshot:
+                    self._banner(f"cannot open the snapshot: {self.error}")
+                else:
+                    since = f"; showing data from {fmt.clock(self.dash.taken_at)}" if self.dash else ""
+                    self._banner(
+                        f"{self.error} (retrying every {min(RETRY_SECONDS, self.refresh_seconds):.0f}s"
+                        f"{since})"
+                    )
+            self._status()
+        elif worker.group == "log":
+            self._log_done(worker)
+        elif worker.group == "audit":
+            self._audit_done(worker)
+
+    def apply(self, dash: Dashboard) -> None:
+        """Hand fresh data to every view (UI thread; formatting only, so it stays cheap)."""
+        started = time.perf_counter()
+        self.dash = dash
+        # Only the visible view formats now; the others catch up when their tab is opened, so one refresh
+        # costs one table's worth of UI time however many tabs there are.
+        self.stale = {pane for pane, _, _ in VIEWS}
+        self._show_view(self.query_one(TabbedContent).active or VIEWS[0][0])
+        self._show_view("overview")  # cheap, and the status colour matters everywhere
+        if dash.errors:
+            self._banner("; ".join(f"{k}: {v}" for k, v in sorted(dash.errors.items())), level="warn")
+        self.last_apply_seconds = time.perf_counter() - started
+        self._status()
+
+    def _show_view(self, pane: str) -> None:
+        if self.dash is None or pane not in self.stale:
+            return
+        self.stale.discard(pane)
+        view = self.view(pane)
+        try:
+            view.show(self.dash)
+        except Exception as e:  # one view's bug must not take the dashboard down mid-incident
+            self.log.error(f"{pane} failed to render", e)
+            self.notify(f"{pane}: cannot render ({_one_line(e)})", severity="error")
+
+    @on(TabbedContent.TabActivated)
+    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id:
+            self._show_view(event.pane.id)
+
+    # ---- status line and banner --------------------------------------------------------------------
+
+    def _status_text(self) -> Text:
+        src = self.source
+        t = Text()
+        if src.is_snapshot:
+            t.append(" SNAPSHOT ", style="bold reverse yellow")
+            captured = fmt.stamp(self.dash.taken_at) if self.dash else "?"
+            t.append(
+                f" {self.dash.pipeline if self.dash else src.pipeline} · captured {captured} · {src.label}"
+            )
+            return t
+        t.append(" LIVE ", style="bold reverse green")
+        t.append(f" {src.pipeline} · {src.label}")
+        if self.dash:
+            t.append(f" · at {fmt.clock(self.dash.taken_at)}")
+        if self.fetching_since is not None:
+            t.append(" · refreshing…")
+        elif self.paused:
+            t.append(" · PAUSED (p resumes)", style="bold yellow")
+        else:
+            t.append(f" · every {self.refresh_seconds:g}s")
+        return t
+
+    def _status(self) -> None:
+        self.query_one("#status", Static).update(self._status_text())
+
+    def _banner(self, message: str | None, level: str = "error") -> None:
+        banner = self.query_one("#banner", Static)
+        banner.set_class(message is not None, "shown")
+        banner.set_class(level == "warn", "warn")
+        banner.update(Text(f"! {message}") if message else "")
+
+    # ---- actions ----------------------------------------------------------------------------------
+
+    def action_show_tab(self, pane: str) -> None:
+        self.query_one(TabbedContent).active = pane
+        self._show_view(pane)
+        table = self.view(pane).filter_table()
+        if table is not None:
+            table.table.focus()
+
+    def action_refresh_now(self) -> None:
+        if self.source.is_snapshot and self.dash is not None:
+            self.notify("a snapshot does not change; nothing to refresh")
+            return
+        self.fetch()
+
+    def action_toggle_pause(self) -> None:
+        if self.source.is_snapshot:
+            self.notify("a snapshot is never refreshed")
+            return
+        self.paused = not self.paused
+        if not self.paused:
+            self.next_fetch_at = 0.0
+        self._status()
+
+    def action_filter(self) -> None:
+        table = self.current_view().filter_table()
+        if table is not None:
+            table.start_filter()
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def current_view(self) -> View:
+        return self.view(self.query_one(TabbedContent).active or VIEWS[0][0])
+
+    def get_system_commands(self, screen: Screen) -> Any:
+        yield from super().get_system_commands(screen)
+        for i, (pane, label, _) in enumerate(VIEWS):
+            yield SystemCommand(
+                f"Show {label}",
+                f"Switch to the {label} view (key {i + 1})",
+                lambda pane=pane: self.action_show_tab(pane),
+            )
+        yield SystemCommand("Refresh now", "Read the cluster again (key r)", self.action_refresh_now)
+        yield SystemCommand("Pause / resume auto-refresh", "Key p", self.action_toggle_pause)
+        yield SystemCommand(
+            "Run audit", "Reconcile source offsets with the sink (Audit view, key a)", self._palette_audit
+        )
+
+    def _palette_audit(self) -> None:
+        self.action_show_tab("audit")
+        self.run_audit()
+
+    # ---- log view ---------------------------------------------------------------------------------
+
+    @on(LogView.Wanted)
+    def _log_wanted(self, event: LogView.Wanted) -> None:
+        self.view("log").query_one("#log-summary", Static).update(
+            Text(f"reading {event.topic}[{event.partition}]…", style="italic")
+        )
+        self._log_worker(event.topic, event.partition, event.around)
+
+    @work(thread=True, group="log", exclusive=True, exit_on_error=False)
+    def _log_worker(self, topic: str, partition: int, around: int | None) -> Any:
+        return self.source.partition_log(topic, partition, around)
+
+    def _log_done(self, worker: Worker) -> None:
+        view = self.view("log")
+        assert isinstance(view, LogView)
+        if worker.state is WorkerState.SUCCESS:
+            view.show_log(worker.result)
+        elif worker.state is WorkerState.ERROR:
+            view.query_one("#log-summary", Static).update(
+                Text(f"cannot read the log: {_one_line(worker.error)}", style="bold red")
+            )
+
+    def open_log(self, topic: str, partition: int, first: int, last: int) -> None:
+        self.action_show_tab("log")
+        view = self.view("log")
+        assert isinstance(view, LogView)
+        view.open(topic, partition, Focus(first, last))
+
+    @on(LedgerView.OpenLog)
+    def _open_ledger(self, event: LedgerView.OpenLog) -> None:
+        self.open_log(event.topic, event.partition, event.first, event.last)
+
+    @on(ProducersView.OpenLog)
+    def _open_producer(self, event: ProducersView.OpenLog) -> None:
+        if event.offset is None:
+            self.action_show_tab("log")
+            view = self.view("log")
+            assert isinstance(view, LogView)
+            view.open(event.topic, event.partition)
+        else:
+            self.open_log(event.topic, event.partition, event.offset, event.offset)
+
+    @on(AuditView.OpenLog)
+    def _open_finding(self, event: AuditView.OpenLog) -> None:
+        f = event.finding
+        self.open_log(f.topic, f.partition, f.first_offset, f.last_offset)
+
+    # ---- audit ------------------------------------------------------------------------------------
+
+    @on(AuditView.RunRequested)
+    def run_audit(self) -> None:
+        view = self.view("audit")
+        assert isinstance(view, AuditView)
+        why_not = self.source.can_audit()
+        if why_not:
+            self.notify(why_not, severity="warning")
+            return
+        if view.running:
+            self.notify("an audit is already running")
+            return
+        view.set_running(True, "starting…")
+        self._audit_worker()
+
+    @work(thread=True, group="audit", exclusive=True, exit_on_error=False)
+    def _audit_worker(self) -> Any:
+        view = self.view("audit")
+        assert isinstance(view, AuditView)
+
+        def progress(fraction: float | None, message: str) -> None:
+            self.call_from_thread(view.set_progress, fraction, message)
+
+        return self.source.run_audit(progress)
+
+    def _audit_done(self, worker: Worker) -> None:
+        view = self.view("audit")
+        assert isinstance(view, AuditView)
+        if worker.state is WorkerState.SUCCESS:
+            view.set_running(False)
+            view.set_report(worker.result)
+            if self.dash is not None:
+                self.dash.audit = worker.result
+                self.view("overview").show(self.dash)
+        elif worker.state is WorkerState.ERROR:
+            view.set_error(_one_line(worker.error))
+        elif worker.state is WorkerState.CANCELLED:
+            view.set_running(False)
+
+
+def _one_line(error: BaseException | None) -> str:
+    if error is None:
+        return "unknown error"
+    text = str(error).strip().splitlines()
+    return (text[0] if text else error.__class__.__name__)[:300]

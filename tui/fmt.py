@@ -1,0 +1,61 @@
+"""Formatting for cells: durations, timestamps, counts and text sparklines (no computation of results)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+BARS = "▁▂▃▄▅▆▇█"
+
+
+def duration(seconds: float | None) -> str:
+    """Compact human duration: 45s, 12m, 3h05m, 2d4h."""
+    if seconds is None:
+        return "-"
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s" if s < 600 else f"{s // 60}m"
+    if s < 86400:
+        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+    return f"{s // 86400}d{(s % 86400) // 3600}h"
+
+
+def clock(epoch_seconds: float | None, utc: bool = True) -> str:
+    """A wall-clock time; UTC so a snapshot reads the same on every machine."""
+    if epoch_seconds is None:
+        return "-"
+    t = time.gmtime(epoch_seconds) if utc else time.localtime(epoch_seconds)
+    return time.strftime("%H:%M:%S", t)
+
+
+def stamp(epoch_seconds: float | None) -> str:
+    if epoch_seconds is None:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(epoch_seconds))
+
+
+def ms_stamp(epoch_ms: int | None) -> str:
+    if epoch_ms is None or epoch_ms < 0:
+        return "-"
+    return stamp(epoch_ms / 1000)
+
+
+def count(n: int | None) -> str:
+    return "-" if n is None else f"{n:,}"
+
+
+def sparkline(values: Sequence[float], width: int = 12) -> str:
+    """Unicode block sparkline of the last `width` values, scaled to their max (all zero: a flat floor)."""
+    vals = list(values)[-width:]
+    if not vals:
+        return ""
+    top = max(vals)
+    if top <= 0:
+        return BARS[0] * len(vals)
+    return "".join(BARS[min(len(BARS) - 1, int(v / top * (len(BARS) - 1) + 0.5))] for v in vals)
+
+
+def offsets(first: int, last: int) -> str:
+    return str(first) if first == last else f"{first}..{last}"

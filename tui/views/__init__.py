@@ -1,0 +1,1 @@
+"""One module per tab. Each view turns core dataclasses into table rows (formatting only)."""

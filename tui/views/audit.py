@@ -1,0 +1,143 @@
+"""Audit: run the reconciliation in a background worker and browse its findings (eosctl.findings)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.message import Message
+from textual.widgets import ProgressBar, Static
+
+from eosctl.findings import DESCRIPTIONS, AuditReport, Finding
+from tui import fmt
+from tui.data import Dashboard
+from tui.table import STYLES, Col, FilterTable, Row
+from tui.views.base import View
+
+COLUMNS = [
+    Col("kind"),
+    Col("topic"),
+    Col("part", numeric=True),
+    Col("offsets"),
+    Col("count", numeric=True),
+    Col("detail"),
+]
+
+
+def finding_key(i: int, f: Finding) -> str:
+    return f"f{i}:{f.kind}:{f.topic}:{f.partition}:{f.first_offset}"
+
+
+def finding_rows(report: AuditReport) -> list[Row]:
+    failing = set(report.fail_on)
+    rows = []
+    for i, f in enumerate(report.findings):
+        if f.kind == "key_duplicate":
+            detail = f"key {f.key}: offsets {', '.join(map(str, f.offsets or ()))}"
+        else:
+            detail = f.detail or DESCRIPTIONS.get(f.kind, "")
+        rows.append(
+            Row(
+                finding_key(i, f),
+                (
+                    f.kind,
+                    f.topic,
+                    f.partition,
+                    fmt.offsets(f.first_offset, f.last_offset),
+                    fmt.count(f.count),
+                    detail,
+                ),
+                "bad" if f.kind in failing else "warn",
+            )
+        )
+    return rows
+
+
+def headline(report: AuditReport | None, taken_at: float | None = None) -> Text:
+    if report is None:
+        return Text("no audit yet: press a to run one (it reads the sink and the source log)")
+    t = Text()
+    passed = report.verdict == "pass"
+    t.append(" PASS " if passed else " FAIL ", style="bold reverse green" if passed else "bold reverse red")
+    n = len(report.findings)
+    expected = sum(p.expected_records for p in report.partitions)
+    rows = sum(p.sink_rows for p in report.partitions)
+    t.append(
+        f" {n} finding{'s' if n != 1 else ''} · {len(report.partitions)} partitions · "
+        f"{expected:,} expected · {rows:,} sink rows"
+    )
+    if report.elapsed_seconds is not None:
+        t.append(f" · {report.elapsed_seconds:.1f}s")
+    if report.sink:
+        t.append(f"\nsink {report.sink}", style=STYLES["muted"])
+    return t
+
+
+class AuditView(View):
+    BINDINGS = [("a", "run_audit", "Run audit")]
+
+    class OpenLog(Message):
+        """Enter on a finding: show its offsets in the Log view."""
+
+        def __init__(self, finding: Finding) -> None:
+            super().__init__()
+            self.finding = finding
+
+    class RunRequested(Message):
+        pass
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.report: AuditReport | None = None
+        self.running = False
+        self._by_key: dict[str, Finding] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Static(headline(None), id="audit-head")
+        with Horizontal(id="audit-progress"):
+            yield ProgressBar(total=1.0, show_eta=False, id="audit-bar")
+            yield Static("", id="audit-msg")
+        yield FilterTable(COLUMNS, id="audit-table", empty="no findings")
+
+    def show(self, dash: Dashboard) -> None:
+        if dash.audit is not None and dash.audit is not self.report and not self.running:
+            self.set_report(dash.audit)
+
+    def set_report(self, report: AuditReport) -> None:
+        self.report = report
+        self._by_key = {finding_key(i, f): f for i, f in enumerate(report.findings)}
+        self.query_one("#audit-head", Static).update(headline(report))
+        self.query_one(FilterTable).set_rows(finding_rows(report))
+
+    def set_running(self, running: bool, message: str = "") -> None:
+        self.running = running
+        self.set_class(running, "running")
+        bar = self.query_one("#audit-bar", ProgressBar)
+        if running:
+            bar.update(total=None, progress=0)
+            self.query_one("#audit-head", Static).update(
+                Text("auditing… (the UI stays usable)", style="bold")
+            )
+        self.query_one("#audit-msg", Static).update(message)
+
+    def set_progress(self, fraction: float | None, message: str) -> None:
+        bar = self.query_one("#audit-bar", ProgressBar)
+        if fraction is None:
+            bar.update(total=None)
+        else:
+            bar.update(total=1.0, progress=max(0.0, min(1.0, fraction)))
+        self.query_one("#audit-msg", Static).update(message)
+
+    def set_error(self, message: str) -> None:
+        self.set_running(False)
+        self.query_one("#audit-head", Static).update(Text(f"audit failed: {message}", style=STYLES["bad"]))
+
+    def action_run_audit(self) -> None:
+        self.post_message(self.RunRequested())
+
+    @on(FilterTable.Selected, "#audit-table")
+    def _selected(self, event: FilterTable.Selected) -> None:
+        finding = self._by_key.get(event.key)
+        if finding is not None:
+            self.post_message(self.OpenLog(finding))

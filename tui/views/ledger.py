@@ -1,0 +1,101 @@
+"""Ledger: per source partition, what the sink holds next to what Kafka says (eosctl.ledger.Ledger)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.message import Message
+from textual.widgets import Static
+
+from tui import fmt
+from tui.data import Dashboard
+from tui.table import STYLES, Col, FilterTable, Row
+from tui.views.base import View
+
+COLUMNS = [
+    Col("partition"),
+    Col("rows", numeric=True),
+    Col("offsets"),
+    Col("dup", numeric=True),
+    Col("stored", numeric=True),
+    Col("committed", numeric=True),
+    Col("LSO", numeric=True),
+    Col("flags"),
+]
+
+
+def ledger_key(p) -> str:
+    return f"{p.topic}:{p.partition}"
+
+
+def ledger_rows(ledger) -> list[Row]:
+    rows = []
+    for p in ledger.partitions if ledger is not None else []:
+        span = "-" if p.min_offset is None else fmt.offsets(p.min_offset, p.max_offset)
+        flags = "; ".join(f.message for f in p.flags[:2])
+        if len(p.flags) > 2:
+            flags += f" (+{len(p.flags) - 2} more)"
+        level = "bad" if p.flags else None
+        rows.append(
+            Row(
+                ledger_key(p),
+                (
+                    f"{p.topic}[{p.partition}]",
+                    fmt.count(p.rows),
+                    span,
+                    fmt.count(p.duplicate_rows) if p.duplicate_rows else "",
+                    p.stored_offset,
+                    p.committed_offset,
+                    p.last_stable_offset,
+                    flags or "ok",
+                ),
+                level,
+            )
+        )
+    return rows
+
+
+def headline(ledger, error: str | None) -> Text:
+    if error:
+        return Text(f"ledger unavailable: {error}", style=STYLES["bad"])
+    if ledger is None:
+        return Text("no sink configured for this pipeline (add [pipelines.NAME.sink] to the config)")
+    flagged = sum(1 for p in ledger.partitions if p.flags)
+    rows = sum(p.rows for p in ledger.partitions)
+    t = Text(f"sink {ledger.sink} · {rows:,} rows · {len(ledger.partitions)} partitions · ")
+    t.append(f"{flagged} flagged" if flagged else "no flags", style=STYLES["bad" if flagged else "ok"])
+    if ledger.group:
+        t.append(f" · group {ledger.group}")
+    return t
+
+
+class LedgerView(View):
+    class OpenLog(Message):
+        def __init__(self, topic: str, partition: int, first: int, last: int) -> None:
+            super().__init__()
+            self.topic, self.partition, self.first, self.last = topic, partition, first, last
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self._by_key: dict[str, object] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="ledger-head")
+        yield FilterTable(COLUMNS, id="ledger-table", empty="no sink partitions")
+
+    def show(self, dash: Dashboard) -> None:
+        self.query_one("#ledger-head", Static).update(headline(dash.ledger, dash.errors.get("ledger")))
+        if dash.ledger is not None:
+            self._by_key = {ledger_key(p): p for p in dash.ledger.partitions}
+        self.query_one(FilterTable).set_rows(ledger_rows(dash.ledger))
+
+    @on(FilterTable.Selected, "#ledger-table")
+    def _selected(self, event: FilterTable.Selected) -> None:
+        p = self._by_key.get(event.key)
+        if p is None:
+            return
+        flag = next((f for f in p.flags if f.first_offset is not None), None)
+        first = flag.first_offset if flag else (p.min_offset or 0)
+        last = flag.last_offset if flag and flag.last_offset is not None else first
+        self.post_message(self.OpenLog(p.topic, p.partition, first, last))

@@ -1,0 +1,286 @@
+"""Log: the batch / marker / aborted-range browser for one partition (eosctl.model.PartitionLog)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.message import Message
+from textual.widgets import Input, Select, Static
+
+from eosctl.model import Kind, PartitionLog
+from tui import fmt
+from tui.data import Dashboard
+from tui.table import STYLES, Col, FilterTable, Row
+from tui.views.base import View
+
+LEVEL = {
+    Kind.DATA: "committed",
+    Kind.MARKER: "control",
+    Kind.ABORTED: "aborted",
+    Kind.OPEN: "open",
+    Kind.HOLE: "hole",
+}
+WORD = {
+    Kind.DATA: "committed",
+    Kind.MARKER: "marker",
+    Kind.ABORTED: "aborted",
+    Kind.OPEN: "open",
+    Kind.HOLE: "hole",
+}
+
+COLUMNS = [
+    Col(" ", width=1),
+    Col("offsets"),
+    Col("count", numeric=True),
+    Col("kind"),
+    Col("pid", numeric=True),
+    Col("epoch", numeric=True),
+    Col("detail"),
+]
+
+
+@dataclass(frozen=True)
+class Focus:
+    """Offsets to point at (inclusive), e.g. an audit finding's range."""
+
+    first: int
+    last: int
+
+
+def range_rows(log: PartitionLog, focus: Focus | None = None) -> list[Row]:
+    """One row per range of one kind (committed runs merge across producers, as a consumer sees them)."""
+    by_marker = {t.marker_offset: t for t in log.transactions if t.marker_offset is not None}
+    by_first = {(t.producer_id, t.first_offset): t for t in log.transactions}
+    rows = []
+    for r in log.ranges:
+        detail = ""
+        if r.kind is Kind.MARKER:
+            t = by_marker.get(r.first)
+            detail = f"{t.outcome} of {fmt.offsets(t.first_offset, t.last_offset)}" if t else "control batch"
+        elif r.kind in (Kind.ABORTED, Kind.OPEN):
+            t = by_first.get((r.producer_id, r.first))
+            if t and t.outcome == "OPEN":
+                detail = "open transaction (holds the LSO)" if r.first <= log.last_stable_offset else "open"
+            elif t and t.marker_offset is not None:
+                detail = f"{t.outcome} marker at {t.marker_offset}"
+        elif r.kind is Kind.HOLE:
+            detail = "missing offsets (compaction)"
+        mark = "▶" if focus and r.first <= focus.last and r.last >= focus.first else " "
+        pid = None if r.producer_id < 0 else r.producer_id
+        epoch = None if r.producer_epoch < 0 else r.producer_epoch
+        rows.append(
+            Row(
+                f"r{r.first}",
+                (mark, fmt.offsets(r.first, r.last), fmt.count(r.count), WORD[r.kind], pid, epoch, detail),
+                LEVEL[r.kind],
+            )
+        )
+    return rows
+
+
+def batch_rows(log: PartitionLog, focus: Focus | None = None) -> list[Row]:
+    """One row per record batch, as kafka-dump-log prints them (needs a scan that kept batches)."""
+    rows = []
+    for b in log.batches or []:
+        kind = Kind.MARKER if b.is_control else (log.kind_at(b.base_offset) or Kind.DATA)
+        seq = "" if b.base_sequence < 0 else f"seq {b.base_sequence}..{b.last_sequence}"
+        flags = " ".join(
+            x
+            for x in (
+                b.marker or "",
+                "txn" if b.is_transactional and not b.is_control else "",
+                seq,
+                b.compression if b.compression not in ("none", "") else "",
+                "" if b.contiguous else "sparse",
+            )
+            if x
+        )
+        mark = "▶" if focus and b.base_offset <= focus.last and b.last_offset >= focus.first else " "
+        pid = None if b.producer_id < 0 else b.producer_id
+        epoch = None if b.producer_epoch < 0 else b.producer_epoch
+        rows.append(
+            Row(
+                f"b{b.base_offset}",
+                (
+                    mark,
+                    fmt.offsets(b.base_offset, b.last_offset),
+                    fmt.count(b.record_count),
+                    WORD[kind],
+                    pid,
+                    epoch,
+                    flags,
+                ),
+                LEVEL[kind],
+            )
+        )
+    return rows
+
+
+def summary(log: PartitionLog) -> Text:
+    t = Text()
+    t.append(f"{log.topic}[{log.partition}] ", style="bold")
+    t.append(f"start {log.log_start_offset} · LSO {log.last_stable_offset} · HW {log.high_watermark}")
+    if log.last_stable_offset < log.high_watermark:
+        t.append(f" · {log.high_watermark - log.last_stable_offset} behind LSO", style=STYLES["open"])
+    t.append(f"\nscanned {log.scanned_from}..{log.scanned_to - 1}: ")
+    for kind in (Kind.DATA, Kind.MARKER, Kind.ABORTED, Kind.OPEN, Kind.HOLE):
+        n = log.count(kind)
+        if n or kind is Kind.DATA:
+            t.append(f"{WORD[kind]} {n:,}", style=STYLES[LEVEL[kind]])
+            t.append("  ")
+    for w in log.warnings[:1]:
+        t.append(f"\n! {w}", style=STYLES["warn"])
+    return t
+
+
+class LogView(View):
+    """Pick a partition, read its ranges (or batches, `b`), jump to an offset."""
+
+    BINDINGS = [("b", "toggle_batches", "Batches/ranges")]
+
+    class Wanted(Message):
+        """The view needs this partition's log scanned around an offset (the app does it in a worker)."""
+
+        def __init__(self, topic: str, partition: int, around: int | None) -> None:
+            super().__init__()
+            self.topic, self.partition, self.around = topic, partition, around
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.plog: PartitionLog | None = None
+        self.focus_range: Focus | None = None
+        self.batches = False
+        self._partitions: list[tuple[str, int]] = []
+        self._pending_jump: int | None = None
+        self.current: tuple[str, int] | None = None  # the partition shown or being read
+        self._drawn: tuple[str, int] | None = None  # the partition the table last showed
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="log-bar"):
+            yield Select[tuple[str, int]](
+                [], prompt="partition", id="log-partition", allow_blank=True, compact=True
+            )
+            yield Input(placeholder="jump to offset", id="log-jump", type="integer", compact=True)
+        yield Static("choose a partition", id="log-summary")
+        yield FilterTable(COLUMNS, id="log-table", empty="no offsets scanned")
+
+    def show(self, dash: Dashboard) -> None:
+        parts = sorted({(log.topic, log.partition) for log in dash.logs} | _lag_partitions(dash))
+        if parts != self._partitions:
+            self._partitions = parts
+            select = self.query_one("#log-partition", Select)
+            with self.prevent(Select.Changed):
+                select.set_options([(f"{t}[{p}]", (t, p)) for t, p in parts])
+                if self.current in parts:
+                    select.value = self.current
+        if self.current is None and parts:
+            # Show something at once: a partition an open transaction holds, else the first one.
+            held = [(lg.topic, lg.partition) for lg in dash.logs if lg.last_stable_offset < lg.high_watermark]
+            self.open(*(held or parts)[0])
+
+    # ---- navigation ---------------------------------------------------------------------------------
+
+    def open(self, topic: str, partition: int, focus: Focus | None = None) -> None:
+        """Show this partition, pointing at `focus` (scans around it when it isn't loaded yet)."""
+        self.focus_range = focus
+        self.current = (topic, partition)
+        select = self.query_one("#log-partition", Select)
+        if self.current in self._partitions and select.value != self.current:
+            with self.prevent(Select.Changed):
+                select.value = (topic, partition)
+        around = focus.first if focus else None
+        if (
+            self.plog
+            and (self.plog.topic, self.plog.partition) == (topic, partition)
+            and (around is None or self.plog.scanned_from <= around < max(self.plog.scanned_to, around + 1))
+        ):
+            self._redraw()
+            return
+        self.post_message(self.Wanted(topic, partition, around))
+
+    def show_log(self, log: PartitionLog) -> None:
+        self.plog = log
+        self._redraw()
+
+    def _redraw(self) -> None:
+        log = self.plog
+        if log is None:
+            return
+        self.query_one("#log-summary", Static).update(summary(log))
+        batches = self.batches and log.batches is not None
+        rows = batch_rows(log, self.focus_range) if batches else range_rows(log, self.focus_range)
+        table = self.query_one(FilterTable)
+        table.set_rows(rows)
+        target = (
+            self._pending_jump
+            if self._pending_jump is not None
+            else (self.focus_range.first if self.focus_range else None)
+        )
+        self._pending_jump = None
+        if target is None and (log.topic, log.partition) != self._drawn:
+            # A partition opened without a target: start where it matters, the LSO (an open transaction
+            # holds it) or else the newest offsets.
+            target = (
+                log.last_stable_offset if log.last_stable_offset < log.high_watermark else log.scanned_to - 1
+            )
+        self._drawn = (log.topic, log.partition)
+        if target is not None:
+            self._cursor_to(target, rows)
+
+    def _cursor_to(self, offset: int, rows: list[Row]) -> bool:
+        table = self.query_one(FilterTable)
+        log = self.plog
+        assert log is not None
+        items = log.batches if (self.batches and log.batches is not None) else log.ranges
+        for item, row in zip(items, rows, strict=False):
+            first = getattr(item, "base_offset", getattr(item, "first", 0))
+            last = getattr(item, "last_offset", getattr(item, "last", 0))
+            if first <= offset <= last or first > offset:
+                table.move_to(row.key)
+                return True
+        if rows:
+            table.move_to(rows[-1].key)
+        return False
+
+    def action_toggle_batches(self) -> None:
+        if self.plog is not None and self.plog.batches is None and not self.batches:
+            self.notify("this scan kept no batches (snapshot summaries hold ranges only)", severity="warning")
+            return
+        self.batches = not self.batches
+        self._redraw()
+
+    @on(Select.Changed, "#log-partition")
+    def _partition_chosen(self, event: Select.Changed) -> None:
+        if isinstance(event.value, tuple):
+            self.open(*event.value)
+
+    @on(Input.Submitted, "#log-jump")
+    def _jump(self, event: Input.Submitted) -> None:
+        try:
+            offset = int(event.value)
+        except ValueError:
+            return
+        log = self.plog
+        if log is None:
+            self.notify("choose a partition first", severity="warning")
+            return
+        self.focus_range = Focus(offset, offset)
+        if log.scanned_from <= offset < log.scanned_to:
+            self._redraw()
+            self.query_one(FilterTable).table.focus()
+        else:
+            self._pending_jump = offset
+            self.post_message(self.Wanted(log.topic, log.partition, offset))
+
+
+def _lag_partitions(dash: Dashboard) -> set[tuple[str, int]]:
+    out = set()
+    for row in dash.lag.partitions if dash.lag is not None else []:
+        topic, partition = getattr(row, "topic", None), getattr(row, "partition", None)
+        if topic is not None and partition is not None:
+            out.add((topic, partition))
+    return out

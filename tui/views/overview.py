@@ -1,0 +1,132 @@
+"""Overview: one row per pipeline with red / amber / green and the reason in words.
+
+The colour is only a summary of what the other views show (audit verdict, hanging transactions, lag
+statuses, ledger flags); nothing is measured here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.widgets import Static
+
+from tui.data import Dashboard
+from tui.table import STYLES, Col, FilterTable, Row
+from tui.views.base import View
+from tui.views.producers import bumped
+
+COLUMNS = [
+    Col("pipeline"),
+    Col("health"),
+    Col("audit"),
+    Col("behind", numeric=True),
+    Col("open/hung"),
+    Col("fenced", numeric=True),
+    Col("sink rows", numeric=True),
+]
+LEVEL = {"RED": "bad", "AMBER": "warn", "GREEN": "ok"}
+
+
+@dataclass(frozen=True)
+class Health:
+    colour: str  # RED | AMBER | GREEN
+    reasons: tuple[str, ...]
+
+
+def health(dash: Dashboard) -> Health:
+    red: list[str] = []
+    amber: list[str] = []
+    for h in dash.hanging:
+        red.append(
+            f"hanging transaction pid {h.producer_id} on {h.topic}[{h.partition}] from offset "
+            f"{h.first_offset} ({h.blocked} records blocked)"
+        )
+    if dash.audit is not None and dash.audit.verdict != "pass":
+        kinds = sorted({f.kind for f in dash.audit.failing})
+        red.append(f"audit failed: {len(dash.audit.failing)} findings ({', '.join(kinds)})")
+    flagged = [p for p in (dash.ledger.partitions if dash.ledger else []) if p.flags]
+    if flagged:
+        red.append(
+            f"ledger flags {len(flagged)} sink partition{'s' if len(flagged) != 1 else ''} "
+            f"({', '.join(sorted({f.kind for p in flagged for f in p.flags}))})"
+        )
+    for g, s in sorted(dash.group_statuses.items()):
+        if s.status in ("STOP", "REWIND", "ERR"):
+            red.append(f"group {g} {s}")
+        elif s.status in ("WARN", "STALL"):
+            amber.append(f"group {g} {s}")
+    open_txns = [x for x in dash.transactions if x.active]
+    if open_txns and not dash.hanging:
+        amber.append(f"{len(open_txns)} transaction{'s' if len(open_txns) != 1 else ''} open")
+    fenced = [r for r in dash.producers if bumped(r)]
+    if fenced:
+        amber.append(
+            f"{len(fenced)} producer{'s' if len(fenced) != 1 else ''} fenced (epoch bumped: a zombie "
+            "instance was cut off)"
+        )
+    zombies = sum(r.zombie_writes for r in dash.producers)
+    if zombies:
+        red.append(f"{zombies} zombie write{'s' if zombies != 1 else ''} after fencing")
+    behind = _behind(dash)
+    if behind:
+        amber.append(f"{behind:,} records behind (read_committed, LSO-aware)")
+    for name, why in sorted(dash.errors.items()):
+        amber.append(f"{name}: {why}")
+    if dash.audit is None:
+        amber.append("no audit yet (press 7 then a)")
+    if red:
+        return Health("RED", tuple(red + amber))
+    if amber:
+        return Health("AMBER", tuple(amber))
+    return Health("GREEN", ("audit passed, nothing behind, no open transactions",))
+
+
+def _behind(dash: Dashboard) -> int:
+    return sum(p.records_behind or 0 for p in (dash.lag.partitions if dash.lag else []))
+
+
+def overview_rows(dash: Dashboard) -> list[Row]:
+    h = health(dash)
+    audit = "-" if dash.audit is None else dash.audit.verdict.upper()
+    open_txns = sum(1 for x in dash.transactions if x.active)
+    hung = str(len(dash.hanging)) if dash.hanging_checked else "?"
+    fenced = sum(1 for r in dash.producers if bumped(r))
+    rows = sum(p.rows for p in dash.ledger.partitions) if dash.ledger else None
+    return [
+        Row(
+            f"p:{dash.pipeline}",
+            (
+                dash.pipeline,
+                h.colour,
+                audit,
+                f"{_behind(dash):,}",
+                f"{open_txns}/{hung}",
+                fenced,
+                None if rows is None else f"{rows:,}",
+            ),
+            LEVEL[h.colour],
+        )
+    ]
+
+
+def reasons(dash: Dashboard) -> Text:
+    h = health(dash)
+    t = Text()
+    style = STYLES[LEVEL[h.colour]]
+    t.append(f"{h.colour}", style=f"{style} reverse")
+    t.append(" because:\n" if h.colour != "GREEN" else " ")
+    for r in h.reasons:
+        t.append(f"  • {r}\n" if h.colour != "GREEN" else r, style=style if h.colour != "GREEN" else "")
+    return t
+
+
+class OverviewView(View):
+    def compose(self) -> ComposeResult:
+        yield FilterTable(COLUMNS, id="overview-table", empty="no pipeline")
+        yield Static("", id="overview-reasons")
+
+    def show(self, dash: Dashboard) -> None:
+        self.query_one(FilterTable).set_rows(overview_rows(dash))
+        self.query_one("#overview-reasons", Static).update(reasons(dash))

@@ -1,0 +1,120 @@
+"""Producers: per partition, producer ids with epoch and sequence (eosctl.producers.ProducerRow)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.message import Message
+from textual.widgets import Static
+
+from tui import fmt
+from tui.data import Dashboard
+from tui.table import STYLES, Col, FilterTable, Row
+from tui.views.base import View
+
+COLUMNS = [
+    Col("partition"),
+    Col("pid", numeric=True),
+    Col("epoch", numeric=True),
+    Col("epochs"),
+    Col("last seq", numeric=True),
+    Col("last write"),
+    Col("txn from", numeric=True),
+    Col("fencing"),
+]
+
+
+def bumped(r) -> bool:
+    """Fenced, or at least seen at more than one epoch (the zombie case on brokers that mark the bump)."""
+    return bool(r.fencing_events) or len(r.epochs) > 1
+
+
+def producer_key(r) -> str:
+    return f"{r.topic}:{r.partition}:{r.producer_id}"
+
+
+def producer_rows(dash: Dashboard) -> list[Row]:
+    rows = []
+    for r in sorted(dash.producers, key=lambda r: (r.topic, r.partition, r.producer_id)):
+        marks = []
+        if r.fencing_events:
+            marks.append(f"FENCED x{r.fencing_events}")
+        elif len(r.epochs) > 1:
+            marks.append(f"epoch bump {r.epochs[-2]}→{r.epochs[-1]}")
+        if r.zombie_writes:
+            marks.append(f"{r.zombie_writes} zombie write{'s' if r.zombie_writes != 1 else ''}")
+        epochs = "→".join(map(str, r.epochs)) if len(r.epochs) > 1 else ""
+        level = "bad" if r.zombie_writes else ("warn" if bumped(r) else None)
+        rows.append(
+            Row(
+                producer_key(r),
+                (
+                    f"{r.topic}[{r.partition}]",
+                    r.producer_id,
+                    r.producer_epoch,
+                    epochs,
+                    r.last_sequence,
+                    fmt.clock(r.last_timestamp_ms / 1000) if r.last_timestamp_ms else None,
+                    r.current_txn_start_offset,
+                    " ".join(marks),
+                ),
+                level,
+            )
+        )
+    return rows
+
+
+def headline(dash: Dashboard) -> Text:
+    if "producers" in dash.errors:
+        return Text(f"producers unavailable: {dash.errors['producers']}", style=STYLES["warn"])
+    fenced = sum(1 for r in dash.producers if bumped(r))
+    zombies = sum(r.zombie_writes for r in dash.producers)
+    t = Text(
+        f"{len(dash.producers)} producers on {len({(r.topic, r.partition) for r in dash.producers})} "
+        "partitions · "
+    )
+    t.append(f"{fenced} fenced (epoch bumped)", style=STYLES["warn" if fenced else "ok"])
+    if zombies:
+        t.append(f" · {zombies} zombie writes", style=STYLES["bad"])
+    t.append(" · times UTC")
+    return t
+
+
+class ProducersView(View):
+    class OpenLog(Message):
+        def __init__(self, topic: str, partition: int, offset: int | None) -> None:
+            super().__init__()
+            self.topic, self.partition, self.offset = topic, partition, offset
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self._by_key: dict[str, object] = {}
+        self.dash: Dashboard | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="producers-head")
+        yield FilterTable(COLUMNS, id="producers-table", empty="no producers")
+
+    def show(self, dash: Dashboard) -> None:
+        self.dash = dash
+        self._by_key = {producer_key(r): r for r in dash.producers}
+        self.query_one("#producers-head", Static).update(headline(dash))
+        self.query_one(FilterTable).set_rows(producer_rows(dash))
+
+    @on(FilterTable.Selected, "#producers-table")
+    def _selected(self, event: FilterTable.Selected) -> None:
+        r = self._by_key.get(event.key)
+        if r is not None:
+            self.post_message(self.OpenLog(r.topic, r.partition, self._where(r)))
+
+    def _where(self, r) -> int | None:
+        """The offset worth seeing: the fencing (epoch bump), a zombie write, or the open transaction."""
+        log = self.dash.log_of(r.topic, r.partition) if self.dash else None
+        state = log.producers.get(r.producer_id) if log else None
+        if state is not None:
+            bumps = [b.offset for b in state.epoch_bumps if not b.on_marker]
+            zombies = [z.offset for z in state.zombie_writes]
+            if bumps or zombies:
+                return min(bumps + zombies)
+        return r.current_txn_start_offset
