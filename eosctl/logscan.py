@@ -181,7 +181,7 @@ class _Classifier:
             p.epochs.append(epoch)
             p.epochs.sort()
         if current != -1 and epoch > current:
-            p.epoch_bumps.append(EpochBump(b.base_offset, current, epoch, b.is_control))
+            p.epoch_bumps.append(EpochBump(b.base_offset, current, epoch, b.is_control, b.marker))
         elif current != -1 and epoch < current:
             p.zombie_total += 1
             if len(p.zombie_writes) < MAX_EVENTS:

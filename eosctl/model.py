@@ -139,6 +139,13 @@ class EpochBump:
     old_epoch: int
     new_epoch: int
     on_marker: bool
+    marker: str | None = None  # COMMIT/ABORT when the bump arrived on a control batch
+
+    @property
+    def fencing(self) -> bool:
+        """A new instance took over: the bump came on data, or on the ABORT marker the coordinator writes
+        for the fenced instance's open transaction (a bump on a COMMIT marker is transactions v2)."""
+        return not self.on_marker or self.marker == "ABORT"
 
 
 @dataclass(frozen=True, slots=True)

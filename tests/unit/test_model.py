@@ -186,7 +186,8 @@ def test_recorded_fencing_writes_abort_at_the_new_epoch():
     assert shape(log) == [(0, 1, A), (2, 2, M), (3, 3, OPEN)]
     assert [(t.producer_epoch, t.outcome, t.marker_offset) for t in log.transactions] == [
         (0, "ABORT", 2), (1, "OPEN", None)]
-    assert log.producers[pid].epoch_bumps == [EpochBump(2, 0, 1, True)]
+    assert log.producers[pid].epoch_bumps == [EpochBump(2, 0, 1, True, "ABORT")]
+    assert log.producers[pid].epoch_bumps[0].fencing
     assert log.warnings == []
 
 

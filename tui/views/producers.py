@@ -113,7 +113,7 @@ class ProducersView(View):
         log = self.dash.log_of(r.topic, r.partition) if self.dash else None
         state = log.producers.get(r.producer_id) if log else None
         if state is not None:
-            bumps = [b.offset for b in state.epoch_bumps if not b.on_marker]
+            bumps = [b.offset for b in state.epoch_bumps if b.fencing]
             zombies = [z.offset for z in state.zombie_writes]
             if bumps or zombies:
                 return min(bumps + zombies)
