@@ -89,29 +89,20 @@ def sandbox_status() -> None:
     click.echo(f"sandbox running: bootstrap {state.bootstrap} (pid {state.pid}, data {state.data_dir})")
 
 
-def _mount_optional() -> None:
-    """Mount commands whose modules exist; each module imports its heavy libraries lazily."""
-    import importlib
+# Command modules import their heavy libraries (Kafka clients, DuckDB, Spark, Textual) inside the
+# commands, so mounting them here costs nothing at start-up.
+from eosctl.commands import (  # noqa: E402
+    audit_cmd,
+    demo_cmd,
+    lag_cmd,
+    ledger_cmd,
+    log_cmd,
+    pipeline_cmd,
+    tui_cmd,
+    txns_cmd,
+)
 
-    for module, attr, group in (
-        ("eosctl.commands.pipeline_cmd", "pipeline", sandbox),
-        ("eosctl.commands.demo_cmd", "demo", main),
-        ("eosctl.commands.txns_cmd", "COMMANDS", main),
-        ("eosctl.commands.lag_cmd", "COMMANDS", main),
-        ("eosctl.commands.log_cmd", "COMMANDS", main),
-        ("eosctl.commands.ledger_cmd", "COMMANDS", main),
-        ("eosctl.commands.audit_cmd", "audit", main),
-        ("eosctl.commands.tui_cmd", "tui", main),
-    ):
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as e:
-            if e.name == module:
-                continue
-            raise
-        obj = getattr(mod, attr)
-        for cmd in obj if isinstance(obj, list | tuple) else [obj]:
-            group.add_command(cmd)
-
-
-_mount_optional()
+sandbox.add_command(pipeline_cmd.pipeline)
+for _command in (demo_cmd.demo, *txns_cmd.COMMANDS, *lag_cmd.COMMANDS, *log_cmd.COMMANDS,
+                 *ledger_cmd.COMMANDS, audit_cmd.audit, tui_cmd.tui):
+    main.add_command(_command)
