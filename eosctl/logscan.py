@@ -84,9 +84,10 @@ class _Classifier:
 
     @property
     def settled(self) -> bool:
-        """Past the range, and every transaction begun in it either has its marker or is open per the
-        snapshot's LSO (no open transaction starts below the LSO, so anything at or above it is OPEN)."""
-        return self.done and all(t.first >= self.offsets.last_stable for t in self.open.values())
+        """Past the range, and every transaction begun in it has its marker. The LSO can't settle one
+        early: it is the first offset of the *earliest* open transaction, and a later transaction of
+        another producer may well be committed; only reaching the high watermark makes it OPEN."""
+        return self.done and not self.open
 
     # --- feeding ----------------------------------------------------------------------------------
 

@@ -10,8 +10,9 @@ scanned_to, next offsets exclusive):
 
   meta            one row: captured_at TIMESTAMPTZ, bootstrap, pipeline, group_id, topics (VARCHAR[]),
                   eosctl_version, format_version INTEGER
-  sections        name (logs, transactions, producers, lag, ledger), status ('ok' or the one-line reason
-                  the section is empty, e.g. a broker without ListTransactions), rows
+  sections        name (logs, transactions, producers, lag, hanging, ledger, and audit when one was
+                  stored), status ('ok' or the one-line reason the section is empty, e.g. a broker without
+                  ListTransactions), rows
   partition_logs  topic, partition, log_start_offset, high_watermark, last_stable_offset, scanned_from,
                   scanned_to, data_records, marker_records, aborted_records, open_records, hole_records,
                   transactions, producers, warnings (VARCHAR[]), data (PartitionLog.to_dict() as JSON text)
@@ -35,8 +36,33 @@ scanned_to, next offsets exclusive):
                   records_behind, records_behind_exact, oldest_unconsumed_ms, error, data (JSON,
                   open_txn included)
   lag_groups      group_id, state, taken_ms (the lag poll's time)
+  hanging_check   one row: max_age_s DOUBLE (the --max-age the report used), checked_at_ms BIGINT (the
+                  "now" every age_s is measured from), partitions_checked, describe_producers ('ok',
+                  'unsupported' or the error), producers_returned
+  hanging_candidates  eosctl.txns.Hanging for every transaction either hanging rule matches at ANY age
+                  (the open transaction at each partition's LSO, and producers whose open transaction
+                  their coordinator does not own): topic, partition, producer_id, producer_epoch,
+                  first_offset, age_s DOUBLE, rules (VARCHAR[]), lso, hw, blocked, transactional_id,
+                  coordinator_state, over_max_age BOOLEAN (age_s >= max_age_s)
+  hanging         VIEW: the candidates with over_max_age, i.e. what `eosctl txns hanging --max-age`
+                  would have reported at capture time
+  audit           (only when an audit was stored) one row: verdict, fail_on (VARCHAR[]), findings,
+                  failing_findings, sink, group_id, elapsed_seconds, origin ('run' or the report file
+                  it was read from), data (eosctl.findings.AuditReport.to_json())
+  audit_findings  kind, topic, partition, first_offset, last_offset, count, key, detail
   (transactions / producers / lag get one column per scalar field the rows actually carry: a column
   whose value is null in every row is absent; `data` always holds the complete row)
+
+Why hanging candidates and not just the report: a snapshot is taken during an incident, when the
+transaction that matters may be minutes old, younger than Kafka's 15-minute timeout. So capture runs the
+rules with max-age 0 (every LSO-holding or coordinator-orphaned open transaction, with its age) and
+records which of them pass the requested --max-age; `load_snapshot` returns that report as
+`Snapshot.hanging` (an eosctl.txns.HangingReport, as `txns hanging` returns) and `hanging_at()` re-applies
+another max-age offline. One difference from a live run at that max-age: `rules` lists every rule the
+transaction matches regardless of age (its age_s is the older of the two, as live).
+
+Older files without the hanging tables load with `hanging` None ("not checked"); the format version
+stays 1 because every addition is a new table that older readers ignore.
 """
 
 from __future__ import annotations
@@ -54,6 +80,7 @@ from eosctl import __version__
 from eosctl.config import Sink
 from eosctl.errors import EosctlError, SinkError
 from eosctl.model import Kind, PartitionLog
+from eosctl.txns import DEFAULT_MAX_AGE_S
 
 FORMAT_VERSION = 1
 STORAGE_VERSION = "v1.0.0"
@@ -73,13 +100,25 @@ class Snapshot:
     transactions: list[Any] = field(default_factory=list)  # eosctl.txns.TxnInfo
     producers: list[Any] = field(default_factory=list)  # eosctl.producers.ProducerRow
     lag: Any | None = None  # eosctl.lag.LagSnapshot
+    # The hanging rules at the requested max-age (eosctl.txns.HangingReport), every candidate at any age
+    # (eosctl.txns.Hanging) and the time their ages are measured from; None / [] when not checked.
+    hanging: Any | None = None
+    hanging_candidates: list[Any] = field(default_factory=list)
+    hanging_checked_ms: int | None = None
+    audit: Any | None = None  # eosctl.findings.AuditReport, when one was stored with the snapshot
+    audit_origin: str | None = None  # "run", or the JSON report file it was read from
     # Section name -> "ok", or the one-line reason it is empty (an older broker, no sink, ...).
     sections: dict[str, str] = field(default_factory=dict)
 
 
 def capture(target: Any, sink: Sink | None = None, where: str = "sink", scan: bool = True,
-            progress: Callable[[int, int], None] | None = None) -> Snapshot:
-    """Everything about the target's pipeline, read now. A failing section is recorded, not fatal."""
+            progress: Callable[[int, int], None] | None = None,
+            max_age_s: float = DEFAULT_MAX_AGE_S) -> Snapshot:
+    """Everything about the target's pipeline, read now. A failing section is recorded, not fatal.
+
+    ``max_age_s`` is the hanging rule's threshold for `Snapshot.hanging`; younger open transactions are
+    kept as candidates either way (see the module docs).
+    """
     from eosctl.logscan import scan_partitions
     from eosctl.wire import WireClient
 
@@ -96,9 +135,14 @@ def capture(target: Any, sink: Sink | None = None, where: str = "sink", scan: bo
         prefix = pipe.transactional_id_prefix if pipe else None
         for name, fn in (("transactions", lambda: _transactions(target.cluster, prefix)),
                          ("producers", lambda: _producers(target.cluster, tps, snap.logs)),
-                         ("lag", lambda: _lag(client, target.cluster, target.group, topics))):
+                         ("lag", lambda: _lag(client, target.cluster, target.group, topics)),
+                         ("hanging", lambda: _hanging(client, target.cluster, list(known), max_age_s))):
             try:
-                setattr(snap, name, fn())
+                value = fn()
+                if name == "hanging":
+                    snap.hanging, snap.hanging_candidates, snap.hanging_checked_ms = value
+                else:
+                    setattr(snap, name, value)
                 snap.sections[name] = "ok"
             except EosctlError as e:  # e.g. a broker without ListTransactions: keep the rest
                 snap.sections[name] = f"not captured: {e}"
@@ -147,6 +191,47 @@ def _lag(client: Any, cluster: Any, group: str | None, topics: list[str]) -> Any
                     topics=topics or None)
 
 
+def _hanging(client: Any, cluster: Any, topics: list[str], max_age_s: float) -> tuple[Any, list[Any], int]:
+    """(report at max_age_s, every candidate at any age, the time ages are measured from)."""
+    import time
+
+    from eosctl import txns
+
+    if not topics:
+        raise EosctlError("no topics to check (pass --topic or a pipeline)")
+    now_ms = int(time.time() * 1000)
+    admin = txns.admin_client(cluster)
+    try:
+        every = txns.find_hanging(client, admin, topics, max_age_s=0.0, now_ms=now_ms)
+    finally:
+        admin.close()
+    return over_max_age(every, max_age_s), every.hanging, now_ms
+
+
+def over_max_age(report: Any, max_age_s: float) -> Any:
+    """The report keeping only the findings at least ``max_age_s`` old (the rules' age threshold)."""
+    return dataclasses.replace(report, max_age_s=max_age_s,
+                               hanging=[h for h in report.hanging if _old_enough(h, max_age_s)])
+
+
+def _old_enough(h: Any, max_age_s: float) -> bool:
+    return h.age_s is not None and h.age_s >= max_age_s
+
+
+def hanging_at(snap: Snapshot, max_age_s: float) -> Any:
+    """The snapshot's hanging report re-applied with another max-age (None if hanging wasn't checked)."""
+    if snap.hanging is None:
+        return None
+    every = dataclasses.replace(snap.hanging, hanging=_candidates(snap))
+    return over_max_age(every, max_age_s)
+
+
+def _candidates(snap: Snapshot) -> list[Any]:
+    """Every candidate, plus any report finding missing from them (a hand-built Snapshot)."""
+    extra = [h for h in (snap.hanging.hanging if snap.hanging else []) if h not in snap.hanging_candidates]
+    return sorted([*snap.hanging_candidates, *extra], key=lambda h: (h.topic, h.partition, h.first_offset))
+
+
 def _codecs() -> dict[str, tuple[Callable[[Any], dict], Callable[[dict], Any]]]:
     """Per section: the live dataclass to a JSON-able dict, and back (tuples come back as lists)."""
     from eosctl.lag import OpenTxn, PartitionLag
@@ -192,6 +277,19 @@ _FIXED_SCHEMAS = {
                      ("first_offset", "BIGINT"), ("last_offset", "BIGINT"), ("count", "BIGINT"),
                      ("message", "VARCHAR")],
     "lag_groups": [("group_id", "VARCHAR"), ("state", "VARCHAR"), ("taken_ms", "BIGINT")],
+    "hanging_check": [("max_age_s", "DOUBLE"), ("checked_at_ms", "BIGINT"), ("partitions_checked", "INTEGER"),
+                      ("describe_producers", "VARCHAR"), ("producers_returned", "INTEGER")],
+    "hanging_candidates": [("topic", "VARCHAR"), ("partition", "INTEGER"), ("producer_id", "BIGINT"),
+                           ("producer_epoch", "INTEGER"), ("first_offset", "BIGINT"), ("age_s", "DOUBLE"),
+                           ("rules", "VARCHAR[]"), ("lso", "BIGINT"), ("hw", "BIGINT"), ("blocked", "BIGINT"),
+                           ("transactional_id", "VARCHAR"), ("coordinator_state", "VARCHAR"),
+                           ("over_max_age", "BOOLEAN")],
+    "audit": [("verdict", "VARCHAR"), ("fail_on", "VARCHAR[]"), ("findings", "BIGINT"),
+              ("failing_findings", "BIGINT"), ("sink", "VARCHAR"), ("group_id", "VARCHAR"),
+              ("elapsed_seconds", "DOUBLE"), ("origin", "VARCHAR"), ("data", "VARCHAR")],
+    "audit_findings": [("topic", "VARCHAR"), ("partition", "INTEGER"), ("kind", "VARCHAR"),
+                       ("first_offset", "BIGINT"), ("last_offset", "BIGINT"), ("count", "BIGINT"),
+                       ("key", "VARCHAR"), ("detail", "VARCHAR")],
     "sections": [("name", "VARCHAR"), ("status", "VARCHAR"), ("rows", "BIGINT")],
 }
 
@@ -245,6 +343,9 @@ def write_snapshot(snap: Snapshot, path: str | Path) -> None:
         _write_generic(con, "lag", [codecs["lag"][0](r) for r in lag_rows])
         _insert(con, "lag_groups", [(g, state, snap.lag.taken_ms)
                                     for g, state in (snap.lag.group_states if snap.lag else {}).items()])
+        _write_hanging(con, snap)
+        if snap.audit is not None:
+            _write_audit(con, snap)
         sections = [(name, status, _section_rows(snap, name)) for name, status in snap.sections.items()]
         _insert(con, "sections", sections)
         con.execute("USE memory")
@@ -254,6 +355,28 @@ def write_snapshot(snap: Snapshot, path: str | Path) -> None:
     os.replace(tmp, path)
 
 
+def _write_hanging(con: Any, snap: Snapshot) -> None:
+    rep = snap.hanging
+    _insert(con, "hanging_check", [] if rep is None else [
+        (rep.max_age_s, snap.hanging_checked_ms, rep.partitions_checked, rep.describe_producers,
+         rep.producers_returned)])
+    found = set(rep.hanging) if rep is not None else set()
+    _insert(con, "hanging_candidates", [
+        (h.topic, h.partition, h.producer_id, h.producer_epoch, h.first_offset, h.age_s, list(h.rules), h.lso,
+         h.hw, h.blocked, h.transactional_id, h.coordinator_state, h in found)
+        for h in (_candidates(snap) if rep is not None else [])])
+    con.execute("CREATE VIEW hanging AS SELECT * EXCLUDE (over_max_age) FROM hanging_candidates "
+                "WHERE over_max_age")
+
+
+def _write_audit(con: Any, snap: Snapshot) -> None:
+    a = snap.audit
+    _insert(con, "audit", [(a.verdict, list(a.fail_on), len(a.findings), len(a.failing), a.sink, a.group,
+                            a.elapsed_seconds, snap.audit_origin or "run", a.to_json(indent=None))])
+    _insert(con, "audit_findings", [(f.topic, f.partition, f.kind, f.first_offset, f.last_offset, f.count,
+                                     f.key, f.detail) for f in a.findings])
+
+
 def _section_rows(snap: Snapshot, name: str) -> int:
     if name == "logs":
         return len(snap.logs)
@@ -261,6 +384,10 @@ def _section_rows(snap: Snapshot, name: str) -> int:
         return 0 if snap.ledger is None else len(snap.ledger.partitions)
     if name == "lag":
         return 0 if snap.lag is None else len(snap.lag.partitions)
+    if name == "hanging":
+        return 0 if snap.hanging is None else len(_candidates(snap))
+    if name == "audit":
+        return 0 if snap.audit is None else len(snap.audit.findings)
     return len(getattr(snap, name, []) or [])
 
 
@@ -351,6 +478,34 @@ def load_snapshot(path: str | Path) -> Snapshot:
             groups = con.execute("SELECT group_id, state, taken_ms FROM lag_groups").fetchall()
             taken = groups[0][2] if groups else int(snap.captured_at.timestamp() * 1000)
             snap.lag = LagSnapshot(taken, snap.lag, {g: state for g, state, _ in groups})
+        if snap.sections.get("hanging") == "ok" and "hanging_check" in tables:
+            _load_hanging(con, snap)
+        if snap.sections.get("audit") == "ok" and "audit" in tables:
+            from eosctl.findings import AuditReport
+
+            data, snap.audit_origin = con.execute("SELECT data, origin FROM audit").fetchone()
+            snap.audit = AuditReport.from_dict(json.loads(data))
     finally:
         con.close()
     return snap
+
+
+def _load_hanging(con: Any, snap: Snapshot) -> None:
+    from eosctl.txns import Hanging, HangingReport
+
+    check = con.execute("SELECT max_age_s, checked_at_ms, partitions_checked, describe_producers, "
+                        "producers_returned FROM hanging_check").fetchone()
+    if check is None:
+        return
+    max_age_s, snap.hanging_checked_ms, checked, describe, returned = check
+    found = []
+    for row in con.execute(
+            "SELECT topic, partition, producer_id, producer_epoch, first_offset, age_s, rules, lso, hw, "
+            "transactional_id, coordinator_state, over_max_age FROM hanging_candidates "
+            "ORDER BY topic, partition, first_offset, producer_id").fetchall():
+        *head, rules, lso, hw, txid, state, over = row
+        h = Hanging(*head, tuple(rules or ()), lso, hw, txid, state)
+        snap.hanging_candidates.append(h)
+        if over:
+            found.append(h)
+    snap.hanging = HangingReport(max_age_s, checked, found, returned, describe)

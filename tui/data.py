@@ -235,8 +235,9 @@ class SnapshotSource:
 
     is_snapshot = True
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, max_age_s: float | None = None) -> None:
         self.path = path
+        self.max_age_s = max_age_s  # None: the hanging report as captured (the snapshot's --max-age)
         self.label = f"file {os.path.basename(path)}"
         self.pipeline = "?"
         self._dash: Dashboard | None = None
@@ -245,7 +246,7 @@ class SnapshotSource:
         if self._dash is None:
             from eosctl.snapshot import load_snapshot
 
-            self._dash = from_snapshot(load_snapshot(self.path))
+            self._dash = from_snapshot(load_snapshot(self.path), self.max_age_s)
             self.pipeline = self._dash.pipeline
         return self._dash
 
@@ -262,8 +263,12 @@ class SnapshotSource:
         raise EosctlError(self.can_audit() or "")
 
 
-def from_snapshot(snap: Any) -> Dashboard:
-    """The snapshot module's Snapshot as a Dashboard (the same dataclasses, nothing recomputed)."""
+def from_snapshot(snap: Any, max_age_s: float | None = None) -> Dashboard:
+    """The snapshot module's Snapshot as a Dashboard (the same dataclasses, nothing recomputed).
+
+    With ``max_age_s`` the hanging rule is re-applied to the candidates the snapshot recorded at any age
+    (eosctl.snapshot.hanging_at); without it, the report as captured is shown.
+    """
     dash = Dashboard(
         pipeline=snap.pipeline or ",".join(snap.topics) or "?",
         taken_at=snap.captured_at.timestamp(),
@@ -276,6 +281,10 @@ def from_snapshot(snap: Any) -> Dashboard:
         errors={name: status for name, status in snap.sections.items() if status != "ok"},
     )
     hanging = getattr(snap, "hanging", None)
+    if hanging is not None and max_age_s is not None:
+        from eosctl.snapshot import hanging_at
+
+        hanging = hanging_at(snap, max_age_s)
     if hanging is not None:
         dash.hanging = list(getattr(hanging, "hanging", hanging))
         dash.hanging_checked = True

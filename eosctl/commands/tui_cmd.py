@@ -37,7 +37,8 @@ import click
     type=click.FloatRange(min=0),
     default=None,
     metavar="SECONDS",
-    help="An open transaction older than this counts as hanging [default: 900, Kafka's max timeout].",
+    help="An open transaction older than this counts as hanging [default: 900, Kafka's max timeout; "
+    "with --snapshot: the snapshot's own --max-age].",
 )
 @click.option(
     "--snapshot",
@@ -72,7 +73,7 @@ def tui(
             )
         from tui.data import SnapshotSource
 
-        source: Any = SnapshotSource(snapshot)
+        source: Any = SnapshotSource(snapshot, max_age_s=max_age)
         source.fetch()  # a broken file is one line and exit 2, before the screen switches
     else:
         from eosctl.target import resolve

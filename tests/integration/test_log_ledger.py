@@ -24,6 +24,15 @@ def faulty(cluster, tmp_path_factory) -> tuple[dict, Path]:
     return manifest, workdir
 
 
+@pytest.fixture(scope="module")
+def hanging_run(cluster, tmp_path_factory) -> tuple[dict, Path]:
+    """A run that leaves one transaction open on the output topic (and a duplicate for the audit)."""
+    workdir = tmp_path_factory.mktemp("snapshot-hanging")
+    prefix = "t" + uuid.uuid4().hex[:10]
+    manifest = run_pipeline(cluster, prefix, workdir, faults=["hanging", "duplicate-replay"], records=30)
+    return manifest, workdir
+
+
 def cli(*args: str):
     # rich sizes tables from COLUMNS: wide enough that no cell wraps
     result = CliRunner().invoke(main, list(args), env={"COLUMNS": "200"})
@@ -134,8 +143,10 @@ def test_snapshot_reads_back_with_the_same_numbers(faulty, bootstrap, tmp_path):
     out = tmp_path / "incident.duckdb"
     result = cli("snapshot", "-c", config, "--out", str(out), "--format", "json")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["sections"] == {"logs": "ok", "transactions": "ok", "producers": "ok",
-                                                     "lag": "ok", "ledger": "ok"}
+    doc = json.loads(result.stdout)
+    assert doc["sections"] == {"logs": "ok", "transactions": "ok", "producers": "ok", "lag": "ok",
+                               "hanging": "ok", "ledger": "ok"}
+    assert doc["hanging"]["hanging"] == [] and doc["audit_verdict"] is None
     snap = load_snapshot(out)
     assert snap.pipeline == manifest["prefix"] and snap.group == manifest["groups"]["sink"]
     ledger = json.loads(cli("ledger", "-c", config, "--format", "json").stdout)
@@ -149,4 +160,91 @@ def test_snapshot_reads_back_with_the_same_numbers(faulty, bootstrap, tmp_path):
     assert {t.transactional_id for t in snap.transactions} >= {manifest["transactional_ids"]["processor"]}
     assert {(row.topic, row.partition) for row in snap.lag.partitions} == {(topic, p) for p in range(3)}
     assert all(row.records_behind == 0 for row in snap.lag.partitions)
+    # every transaction of this run ended: nothing hangs and nothing is even open
+    assert (snap.hanging.max_age_s, snap.hanging.hanging, snap.hanging_candidates) == (900.0, [], [])
+    assert snap.hanging.partitions_checked == len(snap.logs) == manifest["partitions"]  # what it captured
     assert cli("snapshot", "-c", config, "--out", str(out)).exit_code == 2  # never overwrites silently
+
+
+def _without_age(d: dict) -> dict:
+    return {k: v for k, v in d.items() if k != "age_s"}
+
+
+def test_snapshot_records_the_open_transaction_and_applies_max_age(hanging_run, tmp_path):
+    from eosctl.snapshot import hanging_at, load_snapshot
+
+    manifest, workdir = hanging_run
+    (h,) = manifest["hanging"]
+    config = str(workdir / "eosctl.toml")
+    # default --max-age 15m: the seconds-old transaction is not hanging yet, but it is recorded
+    result = cli("snapshot", "-c", config, "--out", str(tmp_path / "young.duckdb"))
+    assert result.exit_code == 0, result.output
+    assert ("hanging       ok (0 hanging (open longer than 15m00s), 1 younger open transaction recorded)"
+            in result.stdout)
+    snap = load_snapshot(tmp_path / "young.duckdb")
+    assert (snap.hanging.max_age_s, snap.hanging.hanging) == (900.0, [])
+    (c,) = snap.hanging_candidates
+    got = (c.topic, c.partition, c.first_offset, c.producer_id, c.transactional_id, c.rules, c.lso, c.hw)
+    assert got == (h["topic"], h["partition"], h["first_offset"], h["producer_id"], h["transactional_id"],
+                   ("lso",), h["first_offset"], h["last_offset"] + 1)
+    assert hanging_at(snap, 0).hanging == [c]
+    # --max-age 0: the stored report is what `txns hanging --max-age 0` says live
+    result = cli("snapshot", "-c", config, "--out", str(tmp_path / "now.duckdb"), "--max-age", "0",
+                 "--format", "json")
+    assert result.exit_code == 0, result.output
+    stored = json.loads(result.stdout)["hanging"]
+    live = json.loads(cli("txns", "hanging", "-c", config, "--max-age", "0", "--format", "json").stdout)
+    assert [_without_age(x) for x in stored["hanging"]] == [_without_age(x) for x in live["hanging"]]
+    assert [_without_age(x.to_dict()) for x in load_snapshot(tmp_path / "now.duckdb").hanging.hanging] == [{
+        "topic": h["topic"], "partition": h["partition"], "producer_id": h["producer_id"],
+        "producer_epoch": 0, "first_offset": h["first_offset"], "rules": ["lso"], "lso": h["first_offset"],
+        "hw": h["last_offset"] + 1, "blocked": h["last_offset"] - h["first_offset"] + 1,
+        "transactional_id": h["transactional_id"], "coordinator_state": "Ongoing"}]
+
+
+def test_snapshot_stores_an_audit_report_file_and_refuses_a_bad_one(hanging_run, tmp_path):
+    from eosctl.findings import AuditReport, Finding
+    from eosctl.snapshot import load_snapshot
+
+    manifest, workdir = hanging_run
+    config = str(workdir / "eosctl.toml")
+    dup = next(f for f in manifest["expected_findings"] if f["kind"] == "duplicate")
+    report = AuditReport.build([], [Finding("duplicate", dup["topic"], dup["partition"], dup["first_offset"],
+                                            dup["last_offset"], dup["count"])])
+    (tmp_path / "audit.json").write_text(report.to_json())
+    out = tmp_path / "with-audit.duckdb"
+    result = cli("snapshot", "-c", config, "--out", str(out), "--audit-report", str(tmp_path / "audit.json"))
+    assert result.exit_code == 0, result.output
+    assert "audit         ok (fail, 1 findings)" in result.stdout
+    snap = load_snapshot(out)
+    assert (snap.audit, snap.audit_origin) == (report, str(tmp_path / "audit.json"))
+    (tmp_path / "bad.json").write_text("{}")
+    result = cli("snapshot", "-c", config, "--out", str(tmp_path / "x.duckdb"), "--audit-report",
+                 str(tmp_path / "bad.json"))
+    assert result.exit_code == 2 and not (tmp_path / "x.duckdb").exists()
+    assert result.stderr.startswith(f"eosctl: error: {tmp_path / 'bad.json'} is not an `eosctl audit "
+                                    "--format json` report (KeyError")
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.spark
+def test_snapshot_with_audit_runs_it_and_the_tui_shows_it(hanging_run, spark, tmp_path):
+    from eosctl.snapshot import load_snapshot
+    from tui.data import SnapshotSource
+
+    manifest, workdir = hanging_run
+    out = tmp_path / "audited.duckdb"
+    result = cli("snapshot", "-c", str(workdir / "eosctl.toml"), "--out", str(out), "--with-audit",
+                 "--max-age", "0", "--format", "json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert (doc["sections"]["audit"], doc["audit_verdict"]) == ("ok", "fail")
+    snap = load_snapshot(out)
+    assert [(f.kind, f.topic, f.partition, f.first_offset, f.last_offset, f.count)
+            for f in snap.audit.findings] == [
+        (f["kind"], f["topic"], f["partition"], f["first_offset"], f["last_offset"], f["count"])
+        for f in manifest["expected_findings"]]
+    dash = SnapshotSource(str(out)).fetch()
+    assert dash.audit == snap.audit and dash.hanging_checked
+    assert [(x.partition, x.first_offset) for x in dash.hanging] == [
+        (x["partition"], x["first_offset"]) for x in manifest["hanging"]]

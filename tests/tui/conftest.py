@@ -1,5 +1,6 @@
 """Fixtures for the TUI tests: the fixed incident snapshot (reference pipeline with the hanging, zombie and
-duplicate-replay faults, written once by `eosctl snapshot`) and a helper to drive the app headless."""
+duplicate-replay faults, written by `eosctl snapshot --max-age 0 --with-audit`; regenerate it with
+make_reference.py) and a helper to drive the app headless."""
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -11,7 +12,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from tuihelp import SNAPSHOT
+from tuihelp import CAPTURED, MANIFEST, SNAPSHOT
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -70,15 +71,18 @@ def test_snapshot_in_a_real_terminal(tmux, tmp_path: Path):
         f"TERM={env['TERM']}",
         f"{eosctl} tui --snapshot {SNAPSHOT}; echo EXITED $?; sleep 30",
     )
+    (hang,) = json.loads(MANIFEST.read_text())["hanging"]
+    lso, hw = hang["first_offset"], hang["last_offset"] + 1
+    span = f"{lso}..{hw - 1}"
     screen = tmux.wait_for("SNAPSHOT")
-    assert "captured 2026-11-22 04:32:25 UTC" in screen
+    assert f"captured {CAPTURED}" in screen
     assert "RED because:" in tmux.wait_for("RED because:")
     tmux.run("send-keys", "-t", tmux.session, "4")
     screen = tmux.wait_for("blocked by open transactions")
-    assert "tuiref.enriched[0]        146  146  149" in screen
+    assert f"tuiref.enriched[0]        {lso}  {lso}  {hw}" in screen
     tmux.run("send-keys", "-t", tmux.session, "5")
-    screen = tmux.wait_for("146..148")
-    assert "open" in screen.split("146..148", 1)[1].splitlines()[0]
+    screen = tmux.wait_for(span)
+    assert "open" in screen.split(span, 1)[1].splitlines()[0]
     for line in screen.splitlines():
         assert len(line) <= 80
     tmux.run("send-keys", "-t", tmux.session, "q")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from textual.widgets import Static, TabbedContent
-from tuihelp import cursor_row, rows_of, sync, text_of
+from tuihelp import CAPTURED, cursor_row, rows_of, sync, text_of
 
 
 async def _start(app, pilot):
@@ -18,7 +18,7 @@ async def test_snapshot_is_labelled_with_its_capture_time(snapshot_app):
     async with app.run_test(size=(80, 24)) as pilot:
         await _start(app, pilot)
         status = text_of(app.query_one("#status", Static))
-        assert status.startswith(" SNAPSHOT  tuiref · captured 2026-11-22 04:32:25 UTC")
+        assert status.startswith(f" SNAPSHOT  tuiref · captured {CAPTURED}")
         assert "reference.snap.duckdb" in status
         await pilot.press("p")  # never refreshed: says so instead of pretending to pause
         await pilot.pause()
@@ -26,12 +26,17 @@ async def test_snapshot_is_labelled_with_its_capture_time(snapshot_app):
 
 
 @sync
-async def test_overview_is_red_with_reasons_in_words(snapshot_app):
+async def test_overview_is_red_with_reasons_in_words(snapshot_app, manifest):
     app = snapshot_app
+    (hang,) = manifest["hanging"]
     async with app.run_test(size=(80, 24)) as pilot:
         await _start(app, pilot)
-        assert rows_of(app, "overview") == [["tuiref", "RED", "-", "0", "1/?", "1", "303"]]
+        # the stored audit's verdict, and 1 open transaction of which 1 hanging
+        assert rows_of(app, "overview") == [["tuiref", "RED", "FAIL", "0", "1/1", "1", "303"]]
         reasons = text_of(app.query_one("#overview-reasons", Static))
+        assert (f"hanging transaction pid {hang['producer_id']} on {hang['topic']}[{hang['partition']}] "
+                f"from offset {hang['first_offset']} (3 records blocked)") in reasons
+        assert "audit failed: 1 findings (duplicate)" in reasons
         assert "ledger flags 1 sink partition (duplicate)" in reasons
         assert "1 producer fenced" in reasons
 
@@ -50,29 +55,42 @@ async def test_number_keys_switch_views_and_tabs_follow(snapshot_app):
 
 
 @sync
-async def test_transactions_list_the_open_one_and_enter_shows_detail(snapshot_app):
+async def test_transactions_show_the_hanging_one_in_red_and_how_to_clear_it(snapshot_app, manifest):
+    from tui.table import STYLES, FilterTable
+
     app = snapshot_app
+    (hang,) = manifest["hanging"]
     async with app.run_test(size=(80, 24)) as pilot:
         await _start(app, pilot)
         await pilot.press("2")
         await pilot.pause()
+        head = text_of(app.query_one("#txn-head", Static))
+        assert head == "3 transactional ids · 1 open · 1 HANGING (Enter for the detail)"
         rows = rows_of(app, "transactions")
         assert [r[:4] for r in rows] == [
-            ["tuiref.hanging", "Ongoing", "1002", "0"],
+            [hang["transactional_id"], "HANGING Ongoing", str(hang["producer_id"]), "0"],
             ["tuiref.processor", "CompleteCommit", "1001", "1"],
             ["tuiref.source", "CompleteCommit", "1000", "0"],
         ]
-        assert rows[0][6] == "tuiref.enriched[0]"
+        assert rows[0][6] == f"{hang['topic']}[{hang['partition']}]"
+        table = app.view("transactions").query_one(FilterTable).table
+        assert {str(c.style) for c in table.get_row_at(0)} == {STYLES["bad"]}  # the whole row is red
+        assert {str(c.style) for c in table.get_row_at(1)} == {""}
         await pilot.press("enter")
         await pilot.pause()
         assert app.screen.__class__.__name__ == "DetailScreen"
+        detail = " ".join(text_of(app.screen.query_one(Static)).split())  # labels are padded
+        assert f"HANGING on {hang['topic']}[{hang['partition']}] from offset {hang['first_offset']}" in detail
+        assert f"rules lso LSO / HW {hang['first_offset']} / {hang['last_offset'] + 1} (3 blocked)" in detail
+        assert (f"To clear it: eosctl txns abort --topic {hang['topic']} --partition {hang['partition']} "
+                f"--start-offset {hang['first_offset']}") in detail
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen.__class__.__name__ != "DetailScreen"
 
 
 @sync
-async def test_producers_mark_the_epoch_bump_and_enter_opens_it_in_the_log(snapshot_app):
+async def test_producers_mark_the_epoch_bump_and_enter_opens_it_in_the_log(snapshot_app, manifest):
     app = snapshot_app
     async with app.run_test(size=(80, 24)) as pilot:
         await _start(app, pilot)
@@ -80,8 +98,8 @@ async def test_producers_mark_the_epoch_bump_and_enter_opens_it_in_the_log(snaps
         await pilot.pause()
         rows = rows_of(app, "producers")
         assert rows[0][:4] == ["tuiref.enriched[0]", "1001", "1", "0→1"]
-        assert rows[0][7] == "epoch bump 0→1"
-        assert rows[1][6] == "146"  # the hanging producer's open transaction
+        assert rows[0][7] == "FENCED x1"
+        assert rows[1][6] == str(manifest["hanging"][0]["first_offset"])  # the hanging producer's open txn
         await pilot.press("enter")
         await pilot.pause(0.3)
         assert app.query_one(TabbedContent).active == "log"
@@ -90,32 +108,35 @@ async def test_producers_mark_the_epoch_bump_and_enter_opens_it_in_the_log(snaps
 
 
 @sync
-async def test_lag_shows_the_partition_blocked_by_the_open_transaction(snapshot_app):
+async def test_lag_shows_the_partition_blocked_by_the_open_transaction(snapshot_app, manifest):
     app = snapshot_app
+    lso = manifest["hanging"][0]["first_offset"]
     async with app.run_test(size=(80, 24)) as pilot:
         await _start(app, pilot)
         await pilot.press("4")
         await pilot.pause()
         rows = rows_of(app, "lag")
-        assert rows[0][:6] == ["tuiref.enriched[0]", "146", "146", "149", "0", "3"]
+        assert rows[0][:6] == ["tuiref.enriched[0]", str(lso), str(lso), str(lso + 3), "0", "3"]
         assert rows[0][7] == "OK (txn)"
         head = text_of(app.query_one("#lag-head", Static))
         assert "3 blocked by open transactions" in head
-        assert "open transaction pid 1002 at offset 146" in head
+        assert f"open transaction pid 1002 at offset {lso}" in head
 
 
 @sync
-async def test_log_colours_ranges_and_jumps_to_an_offset(snapshot_app):
+async def test_log_colours_ranges_and_jumps_to_an_offset(snapshot_app, manifest):
     app = snapshot_app
+    hang = manifest["hanging"][0]
+    first, last = hang["first_offset"], hang["last_offset"]
     async with app.run_test(size=(80, 24)) as pilot:
         await _start(app, pilot)
         await pilot.press("5")
         await pilot.pause(0.3)
         # Opens on the partition an open transaction holds.
         summary = text_of(app.query_one("#log-summary", Static))
-        assert summary.startswith("tuiref.enriched[0] start 0 · LSO 146 · HW 149 · 3 behind LSO")
+        assert summary.startswith(f"tuiref.enriched[0] start 0 · LSO {first} · HW {last + 1} · 3 behind LSO")
         rows = rows_of(app, "log")
-        assert rows[-1][1:4] == ["146..148", "3", "open"]
+        assert rows[-1][1:4] == [f"{first}..{last}", "3", "open"]
         kinds = {r[3] for r in rows}
         assert kinds == {"committed", "marker", "aborted", "open"}
         await pilot.click("#log-jump")
@@ -164,14 +185,23 @@ async def test_filter_narrows_any_table_and_escape_clears_it(snapshot_app):
 
 
 @sync
-async def test_help_and_audit_in_a_snapshot(snapshot_app):
+async def test_help_and_the_audit_stored_in_a_snapshot(snapshot_app, manifest):
     app = snapshot_app
+    dup = manifest["expected_findings"][0]
     async with app.run_test(size=(80, 24)) as pilot:
         await _start(app, pilot)
         await pilot.press("question_mark")
         await pilot.pause()
         assert app.screen.__class__.__name__ == "HelpScreen"
-        await pilot.press("escape", "7", "a")
+        await pilot.press("escape", "7")
+        await pilot.pause()
+        head = text_of(app.query_one("#audit-head", Static))
+        assert head.startswith(f" FAIL  1 finding · 3 partitions · {manifest['committed_output_records']} "
+                               f"expected · {manifest['sink_rows']} sink rows · ")
+        assert [r[:5] for r in rows_of(app, "audit")] == [
+            ["duplicate", dup["topic"], str(dup["partition"]),
+             f"{dup['first_offset']}..{dup['last_offset']}", str(dup["count"])]]
+        await pilot.press("a")
         await pilot.pause()
         assert not app.view("audit").running  # no cluster: it says why instead of starting
         assert any("snapshot has no cluster" in n.message for n in app._notifications)

@@ -9,6 +9,8 @@ from pathlib import Path
 DATA = Path(__file__).parent / "data"
 SNAPSHOT = DATA / "reference.snap.duckdb"
 MANIFEST = DATA / "reference.manifest.json"
+# When `make_reference.py` captured SNAPSHOT, as the status bar shows it.
+CAPTURED = "2026-11-22 05:00:45 UTC"
 
 
 def text_of(widget) -> str:

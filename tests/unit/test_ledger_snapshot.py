@@ -107,3 +107,89 @@ def test_load_snapshot_refuses_other_duckdb_files(tmp_path: Path):
     duckdb.connect(str(path)).close()
     with pytest.raises(EosctlError, match="not an eosctl snapshot"):
         load_snapshot(path)
+
+
+def hanging_snapshot(max_age_s: float) -> Snapshot:
+    """An LSO rule match 1200 s old on orders[0] and a 30 s old one on orders[1], both at any age."""
+    from eosctl.snapshot import over_max_age
+    from eosctl.txns import Hanging, HangingReport
+
+    old = Hanging("orders", 0, 1002, 0, 146, 1200.0, ("lso",), 146, 149, "orders.hanging", "Ongoing")
+    young = Hanging("orders", 1, 1003, 2, 40, 30.0, ("lso",), 40, 41, None, None)
+    every = HangingReport(0.0, 3, [old, young], 0, "ok")
+    return Snapshot(datetime(2026, 11, 22, 10, 0, tzinfo=UTC), "127.0.0.1:9092", "orders", "orders.sink",
+                    ["orders"], hanging=over_max_age(every, max_age_s), hanging_candidates=[old, young],
+                    hanging_checked_ms=1_795_000_000_000, sections={"hanging": "ok"})
+
+
+def test_snapshot_keeps_the_hanging_report_and_its_younger_candidates(tmp_path: Path):
+    from eosctl.snapshot import hanging_at
+
+    snap = hanging_snapshot(900.0)
+    assert [h.partition for h in snap.hanging.hanging] == [0]
+    out = tmp_path / "incident.duckdb"
+    write_snapshot(snap, out)
+    back = load_snapshot(out)
+    assert back.hanging == snap.hanging  # the same HangingReport `txns hanging --max-age 15m` returns
+    assert back.hanging.to_dict()["hanging"] == [{
+        "topic": "orders", "partition": 0, "producer_id": 1002, "producer_epoch": 0, "first_offset": 146,
+        "age_s": 1200.0, "rules": ["lso"], "lso": 146, "hw": 149, "blocked": 3,
+        "transactional_id": "orders.hanging", "coordinator_state": "Ongoing"}]
+    assert back.hanging_candidates == snap.hanging_candidates
+    assert back.hanging_checked_ms == 1_795_000_000_000
+    # the reader may apply a stricter rule than the capture did
+    assert [(h.partition, h.first_offset) for h in hanging_at(back, 10).hanging] == [(0, 146), (1, 40)]
+    assert hanging_at(back, 3600).hanging == []
+    con = duckdb.connect(str(out), read_only=True)
+    assert con.execute("SELECT max_age_s, partitions_checked, describe_producers FROM hanging_check"
+                       ).fetchall() == [(900.0, 3, "ok")]
+    assert con.execute("SELECT partition, first_offset, producer_id, blocked, over_max_age "
+                       "FROM hanging_candidates ORDER BY partition").fetchall() == [
+        (0, 146, 1002, 3, True), (1, 40, 1003, 1, False)]
+    assert con.execute("SELECT partition, first_offset, rules FROM hanging").fetchall() == [(0, 146, ["lso"])]
+    assert con.execute("SELECT name, rows FROM sections").fetchall() == [("hanging", 2)]
+    con.close()
+
+
+def test_snapshot_without_a_hanging_check_loads_as_not_checked(tmp_path: Path):
+    from tui.data import from_snapshot
+
+    snap = hanging_snapshot(900.0)
+    snap.hanging, snap.hanging_candidates = None, []
+    snap.sections = {"hanging": "not captured: no topics to check"}
+    write_snapshot(snap, tmp_path / "s.duckdb")
+    back = load_snapshot(tmp_path / "s.duckdb")
+    assert back.hanging is None and back.hanging_candidates == []
+    dash = from_snapshot(back)
+    assert not dash.hanging_checked and dash.errors == {"hanging": "not captured: no topics to check"}
+
+
+def test_tui_shows_the_captured_report_or_reapplies_another_max_age(tmp_path: Path):
+    from tui.data import from_snapshot
+
+    write_snapshot(hanging_snapshot(900.0), tmp_path / "s.duckdb")
+    back = load_snapshot(tmp_path / "s.duckdb")
+    assert [(h.topic, h.partition) for h in from_snapshot(back).hanging] == [("orders", 0)]
+    assert [(h.topic, h.partition) for h in from_snapshot(back, max_age_s=0).hanging] == [
+        ("orders", 0), ("orders", 1)]
+    assert from_snapshot(back, max_age_s=0).hanging_checked
+
+
+def test_snapshot_stores_an_audit_report(tmp_path: Path):
+    from eosctl.findings import AuditReport, Finding, PartitionSummary
+
+    report = AuditReport.build([PartitionSummary("orders", 0, 0, 146, 149, 120, 123)],
+                               [Finding("duplicate", "orders", 0, 22, 24, 3)], sink="/x/sink.duckdb (s)",
+                               group="orders.sink", elapsed_seconds=12.5)
+    snap = hanging_snapshot(900.0)
+    snap.audit, snap.audit_origin = report, "audit.json"
+    snap.sections["audit"] = "ok"
+    write_snapshot(snap, tmp_path / "s.duckdb")
+    back = load_snapshot(tmp_path / "s.duckdb")
+    assert back.audit == report and back.audit_origin == "audit.json"
+    con = duckdb.connect(str(tmp_path / "s.duckdb"), read_only=True)
+    assert con.execute("SELECT verdict, findings, failing_findings, origin FROM audit").fetchall() == [
+        ("fail", 1, 1, "audit.json")]
+    assert con.execute("SELECT kind, partition, first_offset, last_offset, count FROM audit_findings"
+                       ).fetchall() == [("duplicate", 0, 22, 24, 3)]
+    con.close()

@@ -155,11 +155,21 @@ def test_window_starting_at_a_marker_has_a_dataless_transaction():
     assert [(t.first_offset, t.data_records, t.marker_offset) for t in log.transactions] == [(3, 0, 3)]
 
 
-def test_open_transaction_at_the_lso_needs_no_marker_search():
-    log, wire = scan((DATA / "txn_mixed.bin").read_bytes(), Offsets(0, 11, 9), start=9, end=10,
+def test_open_transaction_in_a_window_is_open_only_once_the_hw_is_reached():
+    log, _ = scan((DATA / "txn_mixed.bin").read_bytes(), Offsets(0, 11, 9), start=9, end=10,
                      max_bytes=80)
     assert shape(log) == [(9, 9, OPEN)] and log.transactions[0].outcome == "OPEN"
-    assert len(wire.fetches) == 1  # offset 10 is never fetched: the LSO already says it is open
+    assert log.warnings == []
+
+
+def test_transaction_after_a_hanging_one_is_committed_even_when_the_window_ends_before_its_marker():
+    # pid 1 hangs at offset 0 and pins the LSO there; pid 2 commits offsets 1..2 with its marker at 3.
+    data = (batch([0], 0, pid=1, epoch=0, seq=0, txn=True) + batch([0, 1], 1, pid=2, epoch=0, seq=0, txn=True)
+            + marker(3, 2, 0, commit=True))
+    log, _ = scan(data, Offsets(0, 4, 0), end=3)
+    assert shape(log) == [(0, 0, OPEN), (1, 2, D)]
+    assert [(t.producer_id, t.outcome, t.marker_offset) for t in log.transactions] == [
+        (1, "OPEN", None), (2, "COMMIT", 3)]
 
 
 def test_per_partition_windows():
