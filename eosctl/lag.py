@@ -102,16 +102,6 @@ class LagSnapshot:
 # --- arithmetic on the log model ------------------------------------------------------------------------
 
 
-def data_records(log: PartitionLog, first: int, end: int) -> int:
-    """DATA offsets of ``log`` in [first, end) (``end`` exclusive); only the scanned part counts."""
-    first, end = max(first, log.scanned_from), min(end, log.scanned_to)
-    total = 0
-    for r in log.ranges:
-        if r.kind is Kind.DATA and r.last >= first and r.first < end:
-            total += min(r.last + 1, end) - max(r.first, first)
-    return total
-
-
 def records_behind(log: PartitionLog | None, committed: int, log_start: int, lso: int) -> tuple[int, bool]:
     """(data records in [committed, LSO), exact?) from a scan of part of that window.
 
@@ -123,7 +113,7 @@ def records_behind(log: PartitionLog | None, committed: int, log_start: int, lso
         return 0, True
     if log is None:
         return lso - lo, False
-    known = data_records(log, lo, lso)
+    known = log.data_between(lo, lso)
     covered_from, covered_to = max(lo, log.scanned_from), min(lso, log.scanned_to)
     covered = max(0, covered_to - covered_from)
     unknown = (lso - lo) - covered

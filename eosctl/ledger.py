@@ -17,7 +17,6 @@ from typing import Any
 
 from eosctl.config import Cluster, Sink
 from eosctl.errors import BrokerError
-from eosctl.model import Kind
 
 # A ledger names at most this many flags of one kind per partition; counts stay exact.
 MAX_FLAGS_PER_KIND = 20
@@ -98,12 +97,6 @@ def committed_offsets(cluster: Cluster, group: str, timeout: float = 10.0) -> di
     return group_offsets(confluent_admin(cluster, timeout), [group], timeout)[group]
 
 
-def _data_between(log: Any, a: int, b: int) -> int:
-    """Committed data offsets in [a, b) per the log model (markers and aborted offsets don't count)."""
-    lo, hi = min(a, b), max(a, b)
-    return sum(max(0, min(r.last, hi - 1) - max(r.first, lo) + 1) for r in log.ranges if r.kind is Kind.DATA)
-
-
 class _Clipped:
     """The log as far as the sink claims to have read: DATA past `upto` is pending, not missing."""
 
@@ -141,7 +134,8 @@ def partition_ledger(
     if stored is not None and committed is not None and stored != committed:
         # A sink that stores "last row + 1" and a consumer that committed past the trailing marker agree:
         # only committed data between the two offsets is a real disagreement.
-        between = _data_between(log, stored, committed) if log is not None else abs(stored - committed)
+        lo, hi = min(stored, committed), max(stored, committed)
+        between = log.data_between(lo, hi) if log is not None else hi - lo
         if between:
             side = "ahead of" if stored > committed else "behind"
             flags.append(LedgerFlag(

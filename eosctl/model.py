@@ -192,6 +192,28 @@ class ProducerState:
     def current_epoch(self) -> int:
         return self.epochs[-1] if self.epochs else -1
 
+    @property
+    def fencing_events(self) -> int:
+        """How many times a new instance took over this producer id.
+
+        Apache Kafka's coordinator fences an open transaction with an ABORT marker at epoch+1 and the new
+        instance then writes at epoch+2: two bumps, one event (noida-db writes both at epoch+1). Under
+        transactions v2 (KIP-890) every marker bumps the epoch, COMMIT included: there only a bump on data
+        means a new instance.
+        """
+        bumps = self.epoch_bumps
+        if any(b.on_marker and b.marker == "COMMIT" for b in bumps):
+            return sum(1 for b in bumps if not b.on_marker)
+        events, after_abort_marker = 0, False
+        for b in bumps:
+            if b.on_marker:
+                events += 1
+                after_abort_marker = True
+            else:
+                events += 0 if after_abort_marker else 1
+                after_abort_marker = False
+        return events
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -225,6 +247,16 @@ class PartitionLog:
     @property
     def committed_records(self) -> int:
         return sum(r.count for r in self.ranges if r.kind is Kind.DATA)
+
+    def data_between(self, first: int, end: int) -> int:
+        """Committed data offsets in [first, end) (``end`` exclusive); only the scanned part counts, and
+        markers, aborted and open offsets never do: what a read_committed consumer would still read."""
+        first, end = max(first, self.scanned_from), min(end, self.scanned_to)
+        total = 0
+        for r in self.ranges:
+            if r.kind is Kind.DATA and r.last >= first and r.first < end:
+                total += min(r.last + 1, end) - max(r.first, first)
+        return total
 
     def count(self, kind: Kind) -> int:
         return sum(r.count for r in self.ranges if r.kind is kind)

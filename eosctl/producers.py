@@ -72,7 +72,7 @@ def from_log(log: Any) -> list[ProducerRow]:
     for pid, s in sorted(log.producers.items()):
         rows.append(ProducerRow(log.topic, log.partition, pid, s.current_epoch, s.last_sequence,
                                 s.last_timestamp if s.last_timestamp >= 0 else None, s.open_txn_first_offset,
-                                None, tuple(s.epochs), sum(1 for b in s.epoch_bumps if b.fencing),
+                                None, tuple(s.epochs), s.fencing_events,
                                 s.zombie_total))
     return rows
 

@@ -17,6 +17,7 @@ from eosctl.model import (
     Kind,
     OffsetRange,
     PartitionLog,
+    ProducerState,
     SequenceAnomaly,
     Transaction,
     ZombieWrite,
@@ -318,3 +319,21 @@ def test_kind_at_uses_ranges_after_mutation():
 @pytest.mark.parametrize("kind", list(Kind))
 def test_kind_is_a_plain_string(kind):
     assert json.dumps(kind) == f'"{kind.value}"' and Kind(kind.value) is kind
+
+
+def _producer(*bumps: EpochBump) -> ProducerState:
+    return ProducerState(producer_id=7, epoch_bumps=list(bumps))
+
+
+def test_fencing_is_counted_once_per_new_instance_on_kafka_noida_and_transactions_v2():
+    # Apache Kafka: the coordinator's ABORT at epoch+1, then the new instance's data at epoch+2.
+    assert _producer(EpochBump(10, 0, 1, True, "ABORT"), EpochBump(11, 1, 2, False)).fencing_events == 1
+    # noida-db: ABORT and the new instance both at epoch+1.
+    assert _producer(EpochBump(10, 0, 1, True, "ABORT")).fencing_events == 1
+    # No transaction was open: only the new instance's data shows the bump.
+    assert _producer(EpochBump(10, 0, 1, False)).fencing_events == 1
+    # Transactions v2: every marker bumps, a plain abort included; only data bumps are new instances.
+    v2 = _producer(EpochBump(3, 0, 1, True, "COMMIT"), EpochBump(7, 1, 2, True, "ABORT"),
+                   EpochBump(9, 2, 4, False))
+    assert v2.fencing_events == 1
+    assert _producer().fencing_events == 0
