@@ -5,7 +5,8 @@ parallelism: each task scans its partition's log (raw Fetch, batch headers only)
 sink as offset islands, reconciles the two by range arithmetic (eosctl.reconcile) and yields findings as
 Arrow. Tasks are started with mapInArrow over a range of work-item indexes, which works the same on
 local[*], a cluster and Spark Connect. Key duplicates are the one cross-partition question: committed
-rows are read per partition again (keys only) and grouped by key in a single shuffle.
+rows are read per partition again (keys only; each task gets its partition's committed ranges as its
+input row) and grouped by key in a single shuffle.
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from eosctl.config import Cluster, Sink
-from eosctl.errors import BrokerError, EosctlError, SinkError
+from eosctl.errors import BrokerError, EosctlError, SinkError, first_line
 from eosctl.findings import KINDS, AuditReport, Finding, PartitionSummary
 
 TP = tuple[str, int]
@@ -32,7 +33,7 @@ OUT_SCHEMA = (
     "sink_rows long, unverifiable long, present boolean, detail string"
 )
 _OUT_NAMES = [part.strip().split(" ")[0] for part in OUT_SCHEMA.split(",")]
-KEY_SCHEMA = "key string, topic string, partition int, offset long, error string"
+KEY_SCHEMA = "key string, topic string, partition int, offset long, error string"  # error rows: key null
 
 
 # ---- what the tasks read -------------------------------------------------------------------------
@@ -110,6 +111,10 @@ class WorkItem:
     topic: str
     partition: int
     in_kafka: bool  # False: only the sink names it (a phantom partition or topic)
+    # offset_mismatch needs the log model, which only the task has: the driver ships both sides here.
+    check_offsets: bool = False
+    stored_offset: int | None = None  # the sink's offsets table
+    committed_offset: int | None = None  # the group's commit in Kafka
 
 
 # ---- inside a task -------------------------------------------------------------------------------
@@ -128,61 +133,25 @@ def _open_sink(sink: Sink, settings: TaskSettings) -> Any:
     return reader
 
 
-def _rows_sql(reader: Any, sink: Sink, topic: str, partition: int, with_key: bool = False) -> str:
-    """The sink rows of one partition, columns renamed to o (offset) and k (key)."""
-    from eosctl.sinkdb import ident
-
-    t, p, o = (ident(c) for c in (sink.topic_column, sink.partition_column, sink.offset_column))
-    key = f", CAST({ident(sink.key_column)} AS VARCHAR) AS k" if with_key and sink.key_column else ""
-    topic_lit = "'" + topic.replace("'", "''") + "'"
-    return (f"SELECT CAST({o} AS BIGINT) AS o{key} FROM {reader.relation} "
-            f"WHERE CAST({t} AS VARCHAR) = {topic_lit} AND CAST({p} AS BIGINT) = {int(partition)} "
-            f"AND {o} IS NOT NULL")
-
-
-def islands(reader: Any, sink: Sink, topic: str, partition: int) -> list[tuple[int, int, int]]:
-    """Offset islands (first, last, multiplicity) of one partition, sorted.
-
-    One sort: a run starts where the previous offset isn't o-1 or had another multiplicity, and ends
-    where the next one breaks the same way; starts and ends then pair up in order.
-    """
-    sql = f"""
-        WITH c AS (SELECT o, count(*) AS m FROM ({_rows_sql(reader, sink, topic, partition)}) GROUP BY o),
-        w AS (SELECT o, m,
-                     lag(o) OVER (ORDER BY o) AS po, lag(m) OVER (ORDER BY o) AS pm,
-                     lead(o) OVER (ORDER BY o) AS no, lead(m) OVER (ORDER BY o) AS nm FROM c),
-        b AS (SELECT o, m, (po IS NULL OR po <> o - 1 OR pm <> m) AS s,
-                     (no IS NULL OR no <> o + 1 OR nm <> m) AS e FROM w WHERE s OR e)
-        SELECT o, m, s, e FROM b ORDER BY o"""
-    try:
-        rows = reader.conn.execute(sql).fetchall()
-    except Exception as e:
-        raise SinkError(f"reading {topic}-{partition} from sink {reader.source} failed: "
-                        f"{_first_line(e)}") from None
-    out: list[tuple[int, int, int]] = []
-    start = None
-    for o, m, s, e in rows:
-        if s:
-            start = o
-        if e:
-            out.append((start, o, m))
-    return out
-
-
 def _audit_partition(item: WorkItem, source: Source, sink: Sink, settings: TaskSettings,
-                     want_ranges: bool) -> list[dict[str, Any]]:
+                     want_ranges: bool, group: str | None) -> list[dict[str, Any]]:
     from eosctl.model import Kind
-    from eosctl.reconcile import reconcile_partition, reconcile_unknown
+    from eosctl.reconcile import offset_mismatch, reconcile_partition, reconcile_unknown
 
+    log = source.load(item.topic, item.partition) if item.in_kafka else None
+    # The islands stream out of DuckDB straight into the sweep: never a list of the partition's offsets.
     with _open_sink(sink, settings) as reader:
-        isl = islands(reader, sink, item.topic, item.partition)
-    if not item.in_kafka:
-        summary, findings = reconcile_unknown(item.topic, item.partition, isl)
-        return [_summary_row(summary), *(_finding_row(f) for f in findings)]
-    log = source.load(item.topic, item.partition)
-    summary, findings = reconcile_partition(log, isl)
+        isl = reader.islands(item.topic, item.partition)
+        if log is None:
+            summary, findings = reconcile_unknown(item.topic, item.partition, isl)
+        else:
+            summary, findings = reconcile_partition(log, isl)
+    if item.check_offsets:
+        mismatch = offset_mismatch(item.topic, item.partition, item.stored_offset, item.committed_offset,
+                                   log, group)
+        findings = [*findings, *([mismatch] if mismatch else [])]
     rows = [_summary_row(summary), *(_finding_row(f) for f in findings)]
-    if want_ranges:
+    if log is not None and want_ranges:
         lso, start = log.last_stable_offset, log.log_start_offset
         for r in log.ranges:
             first, last = max(r.first, start), min(r.last, lso - 1)
@@ -219,7 +188,7 @@ def _out_arrow_schema() -> Any:
 
 
 def partition_task(items: list[WorkItem], source: Source, sink: Sink, settings: TaskSettings,
-                   want_ranges: bool) -> Callable[[Iterator[Any]], Iterator[Any]]:
+                   want_ranges: bool, group: str | None = None) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The mapInArrow function: input batches carry work-item indexes (spark.range ids)."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
@@ -228,7 +197,7 @@ def partition_task(items: list[WorkItem], source: Source, sink: Sink, settings: 
             for index in batch.column(0).to_pylist():
                 item = items[index]
                 try:
-                    rows = _audit_partition(item, source, sink, settings, want_ranges)
+                    rows = _audit_partition(item, source, sink, settings, want_ranges, group)
                 except EosctlError as e:
                     # One line travels back to the driver, which raises it: no executor traceback for
                     # an unreachable broker or a locked sink.
@@ -239,9 +208,12 @@ def partition_task(items: list[WorkItem], source: Source, sink: Sink, settings: 
     return run
 
 
-def key_task(items: list[WorkItem], committed: dict[TP, list[tuple[int, int]]], sink: Sink,
-             settings: TaskSettings) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """mapInArrow function for the key phase: (key, topic, partition, offset) of committed rows."""
+def key_task(sink: Sink, settings: TaskSettings) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """mapInArrow function for the key phase: (key, topic, partition, offset) of committed rows.
+
+    Input rows are the work: (topic, partition, rf, rl), the partition's committed ranges as two lists,
+    so each task receives only its own ranges, not every partition's in its closure.
+    """
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -249,29 +221,26 @@ def key_task(items: list[WorkItem], committed: dict[TP, list[tuple[int, int]]], 
         schema = pa.schema([("key", pa.string()), ("topic", pa.string()), ("partition", pa.int32()),
                             ("offset", pa.int64()), ("error", pa.string())])
         for batch in batches:
-            for index in batch.column(0).to_pylist():
-                item = items[index]
-                ranges = committed.get((item.topic, item.partition), [])
-                if not ranges:
-                    continue
+            for i in range(batch.num_rows):
+                topic, partition = batch.column(0)[i].as_py(), batch.column(1)[i].as_py()
+                ranges = pa.table({"rf": batch.column(2)[i].values, "rl": batch.column(3)[i].values})
                 try:
-                    yield from _committed_keys(item, ranges, sink, settings, schema)
+                    yield from _committed_keys(topic, partition, ranges, sink, settings, schema)
                 except EosctlError as e:
-                    yield pa.RecordBatch.from_pylist([{"topic": item.topic, "partition": item.partition,
+                    yield pa.RecordBatch.from_pylist([{"topic": topic, "partition": partition,
                                                        "error": str(e)}], schema=schema)
 
     return run
 
 
-def _committed_keys(item: WorkItem, ranges: list[tuple[int, int]], sink: Sink, settings: TaskSettings,
+def _committed_keys(topic: str, partition: int, committed: Any, sink: Sink, settings: TaskSettings,
                     schema: Any) -> Iterator[Any]:
     import pyarrow as pa
 
-    committed = pa.table({"rf": [r[0] for r in ranges], "rl": [r[1] for r in ranges]})
     with _open_sink(sink, settings) as reader:
         reader.conn.register("committed_ranges", committed)
         # ASOF join: each row meets the last range starting at or before its offset; inside it = committed.
-        rows = _rows_sql(reader, sink, item.topic, item.partition, with_key=True)
+        rows = reader.rows_sql(topic, partition, with_key=True)
         sql = f"""
             SELECT DISTINCT s.k AS key, s.o AS offset FROM ({rows}) s
             ASOF JOIN committed_ranges r ON s.o >= r.rf
@@ -281,12 +250,12 @@ def _committed_keys(item: WorkItem, ranges: list[tuple[int, int]], sink: Sink, s
             for b in arrow:
                 n = b.num_rows
                 yield pa.RecordBatch.from_arrays(
-                    [b.column(0).cast(pa.string()), pa.array([item.topic] * n, pa.string()),
-                     pa.array([item.partition] * n, pa.int32()), b.column(1).cast(pa.int64()),
+                    [b.column(0).cast(pa.string()), pa.array([topic] * n, pa.string()),
+                     pa.array([partition] * n, pa.int32()), b.column(1).cast(pa.int64()),
                      pa.nulls(n, pa.string())], schema=schema)
         except Exception as e:
-            raise SinkError(f"reading keys of {item.topic}-{item.partition} from sink {reader.source} "
-                            f"failed: {_first_line(e)}") from None
+            raise SinkError(f"reading keys of {topic}-{partition} from sink {reader.source} "
+                            f"failed: {first_line(e)}") from None
 
 
 # ---- the driver ----------------------------------------------------------------------------------
@@ -301,21 +270,6 @@ class AuditInput:
     group: str | None = None
     fail_on: tuple[str, ...] = KINDS
     settings: TaskSettings = field(default_factory=TaskSettings)
-
-
-def sink_partitions(sink: Sink) -> dict[TP, int]:
-    """(topic, partition) -> rows, for every partition the sink names (opens and validates the sink)."""
-    from eosctl.sinkdb import ident, open_sink
-
-    with open_sink(sink) as reader:
-        t, p = ident(sink.topic_column), ident(sink.partition_column)
-        sql = (f"SELECT CAST({t} AS VARCHAR), CAST({p} AS BIGINT), count(*) FROM {reader.relation} "
-               "GROUP BY 1, 2")
-        try:
-            rows = reader.conn.execute(sql).fetchall()
-        except Exception as e:
-            raise SinkError(f"query on sink {reader.source} failed: {_first_line(e)}") from None
-    return {(t, int(p)): n for t, p, n in rows if t is not None and p is not None}
 
 
 def plan(source: Source, topics: Iterable[str], in_sink: Iterable[TP]) -> list[WorkItem]:
@@ -337,8 +291,38 @@ def plan(source: Source, topics: Iterable[str], in_sink: Iterable[TP]) -> list[W
 
 
 def prepare(inp: AuditInput) -> list[WorkItem]:
-    """Open and validate the sink, read Kafka metadata, list the work: fails fast, before Spark starts."""
-    return plan(inp.source, inp.topics, sink_partitions(inp.sink))
+    """Open and validate the sink, read Kafka metadata, list the work: fails fast, before Spark starts.
+
+    With a group, each item also carries the sink's stored offset and the group's committed one (both
+    cheap to read here); the task, which has the log model, judges them.
+    """
+    from eosctl.sinkdb import open_sink
+
+    with open_sink(inp.sink) as reader:
+        in_sink = reader.partitions()
+        stored = reader.stored_offsets() if inp.group and inp.cluster is not None else None
+    items = plan(inp.source, inp.topics, in_sink)
+    if stored is None:  # no group to compare with, or the sink stores no offsets
+        return items
+    from eosctl.ledger import committed_offsets
+
+    return with_offsets(items, {(s.topic, s.partition): s.next_offset for s in stored},
+                        committed_offsets(inp.cluster, inp.group), set(inp.topics))
+
+
+def with_offsets(items: list[WorkItem], stored: dict[TP, int], committed: dict[TP, int],
+                 topics: set[str]) -> list[WorkItem]:
+    """Ship each partition of the audited topics its two offsets; a partition only the offsets name
+    becomes an item too (Kafka doesn't have it, the sink has no rows for it), so its mismatch is still
+    reported. Phantom topics (only the sink names them) aren't compared: the group never consumed them."""
+    out = [replace(i, check_offsets=True, stored_offset=stored.get((i.topic, i.partition)),
+                   committed_offset=committed.get((i.topic, i.partition))) if i.topic in topics else i
+           for i in items]
+    known = {(i.topic, i.partition) for i in items}
+    for t, p in sorted((set(stored) | set(committed)) - known):
+        if t in topics:
+            out.append(WorkItem(t, p, False, True, stored.get((t, p)), committed.get((t, p))))
+    return out
 
 
 def run_audit(spark: Any, inp: AuditInput, items: list[WorkItem] | None = None,
@@ -354,7 +338,7 @@ def run_audit(spark: Any, inp: AuditInput, items: list[WorkItem] | None = None,
     want_keys = inp.sink.key_column is not None
 
     say("auditing partitions", 0, len(items))
-    func = partition_task(items, inp.source, inp.sink, inp.settings, want_keys)
+    func = partition_task(items, inp.source, inp.sink, inp.settings, want_keys, inp.group)
     frame = spark.range(0, len(items), 1, max(len(items), 1)).mapInArrow(func, OUT_SCHEMA)
     with _TaskProgress(spark, "auditing partitions", len(items), say):
         rows = _collect(frame)
@@ -371,12 +355,8 @@ def run_audit(spark: Any, inp: AuditInput, items: list[WorkItem] | None = None,
                 tp = (r["topic"], r["partition"])
                 committed.setdefault(tp, []).append((r["first_offset"], r["last_offset"]))
         say("key duplicates (one shuffle by key)", 0, 1)
-        findings += key_duplicates(spark, items, committed, inp.sink, inp.settings)
+        findings += key_duplicates(spark, committed, inp.sink, inp.settings)
         timings["keys_seconds"] = round(time.monotonic() - t1, 3)
-
-    if inp.group and inp.cluster is not None:
-        say("comparing stored offsets with the group's", 0, 1)
-        findings += offset_mismatches(inp.sink, inp.cluster, inp.group, set(inp.topics))
     say("done", 1, 1)
     engine = {**describe(spark), **timings, "tasks": len(items)}
     where = inp.sink.duckdb or inp.sink.parquet
@@ -384,25 +364,39 @@ def run_audit(spark: Any, inp: AuditInput, items: list[WorkItem] | None = None,
                              group=inp.group, engine=engine, elapsed_seconds=time.monotonic() - t0)
 
 
-def key_duplicates(spark: Any, items: list[WorkItem], committed: dict[TP, list[tuple[int, int]]], sink: Sink,
+def key_duplicates(spark: Any, committed: dict[TP, list[tuple[int, int]]], sink: Sink,
                    settings: TaskSettings) -> list[Finding]:
     """One key written from several distinct committed source records: group by key, one shuffle."""
     from pyspark.sql import functions as F
 
-    items = [i for i in items if i.in_kafka]
-    if not items:
+    work = _key_work(committed)
+    if work is None:
         return []
-    func = key_task(items, committed, sink, settings)
-    keyed = spark.range(0, len(items), 1, len(items)).mapInArrow(func, KEY_SCHEMA)
-    errors = keyed.where(F.col("error").isNotNull())
+    keyed = spark.createDataFrame(work).mapInArrow(key_task(sink, settings), KEY_SCHEMA)
     at = F.struct(F.col("topic"), F.col("partition"), F.col("offset"))
-    dups = (keyed.where(F.col("error").isNull())
-            .groupBy("key")
-            .agg(F.count_distinct(at).alias("n"), F.sort_array(F.collect_set(at)).alias("at"))
-            .where(F.col("n") > 1))
-    # Errors are rare and tiny; checking them first keeps the main query a single shuffle.
-    _raise_task_errors({"kind": "SinkError", "detail": r["error"]} for r in _collect(errors.select("error")))
-    return [f for row in _collect(dups) for f in _key_findings(row["key"], row["at"])]
+    # Task errors come back as rows with a null key (real keys are never null), so one aggregation
+    # answers both questions and the tasks run once.
+    out = (keyed.groupBy("key")
+           .agg(F.count_distinct(at).alias("n"), F.sort_array(F.collect_set(at)).alias("at"),
+                F.max("error").alias("error"))
+           .where(F.col("key").isNull() | (F.col("n") > 1)))
+    rows = _collect(out)
+    _raise_task_errors({"kind": "SinkError", "detail": r["error"]} for r in rows
+                       if r["key"] is None and r["error"] is not None)
+    return [f for r in rows if r["key"] is not None for f in _key_findings(r["key"], r["at"])]
+
+
+def _key_work(committed: dict[TP, list[tuple[int, int]]]) -> Any | None:
+    """The key phase's input: one row per partition (topic, partition, rf, rl). Spark spreads the rows
+    over min(partitions, default parallelism) tasks: every core busy, each task holding only its rows."""
+    import pyarrow as pa
+
+    schema = pa.schema([("topic", pa.string()), ("partition", pa.int32()),
+                        ("rf", pa.list_(pa.int64())), ("rl", pa.list_(pa.int64()))])
+    batches = [pa.RecordBatch.from_pylist([{"topic": t, "partition": p, "rf": [r[0] for r in ranges],
+                                            "rl": [r[1] for r in ranges]}], schema=schema)
+               for (t, p), ranges in sorted(committed.items()) if ranges]
+    return pa.Table.from_batches(batches, schema) if batches else None
 
 
 def _key_findings(key: str, at: list[Any]) -> list[Finding]:
@@ -417,30 +411,6 @@ def _key_findings(key: str, at: list[Any]) -> list[Finding]:
         detail = "in " + ", ".join(f"{t}[{p}]@{o}" for t, p, o in places)
     return [Finding("key_duplicate", topic, partition, min(offsets), max(offsets), len(places), key=key,
                     offsets=offsets, detail=detail)]
-
-
-def offset_mismatches(sink: Sink, cluster: Cluster, group: str, topics: set[str]) -> list[Finding]:
-    """The sink's stored next offsets vs the group's committed offsets in Kafka, per partition."""
-    from eosctl.ledger import committed_offsets
-    from eosctl.sinkdb import open_sink
-
-    with open_sink(sink) as reader:
-        stored = reader.stored_offsets()
-    if stored is None:
-        return []
-    sink_next = {(s.topic, s.partition): s.next_offset for s in stored if s.topic in topics}
-    kafka_next = {tp: o for tp, o in committed_offsets(cluster, group).items() if tp[0] in topics}
-    out = []
-    for tp in sorted(set(sink_next) | set(kafka_next)):
-        a, b = sink_next.get(tp), kafka_next.get(tp)
-        if a == b:
-            continue
-        lo, hi = min(x for x in (a, b) if x is not None), max(x for x in (a, b) if x is not None)
-        first = 0 if a is None or b is None else lo
-        detail = (f"sink stored next offset {'none' if a is None else a}, "
-                  f"group {group} committed {'none' if b is None else b}")
-        out.append(Finding("offset_mismatch", tp[0], tp[1], first, hi - 1, hi - first, detail=detail))
-    return out
 
 
 # ---- helpers -------------------------------------------------------------------------------------
@@ -482,11 +452,6 @@ def _finding_from(r: dict[str, Any]) -> Finding:
                    detail=r["detail"])
 
 
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip()
-    return text.splitlines()[0] if text else type(e).__name__
-
-
 class _TaskProgress:
     """Report finished tasks of the running job from Spark's status tracker (absent on Spark Connect)."""
 
@@ -523,5 +488,5 @@ class _TaskProgress:
                 return
 
 
-__all__ = ["AuditInput", "KafkaSource", "ModelSource", "TaskSettings", "WorkItem", "islands",
-           "key_duplicates", "offset_mismatches", "plan", "prepare", "run_audit"]
+__all__ = ["AuditInput", "KafkaSource", "ModelSource", "TaskSettings", "WorkItem", "key_duplicates", "plan",
+           "prepare", "run_audit", "with_offsets"]

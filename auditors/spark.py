@@ -7,13 +7,22 @@ must be in the builder before the first session starts, so this module is the on
 
 from __future__ import annotations
 
+import atexit
 import os
+import re
+import shutil
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
-from eosctl.errors import EosctlError
+from eosctl.errors import EosctlError, first_line
+
+# The packages a task imports; shipped as one zip to executors that don't run this machine's Python.
+_SHIPPED = ("eosctl", "auditors")
+_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 # Spark's own log4j2 defaults print INFO lines and a banner on stderr; the audit's stderr is for progress.
 _LOG4J = """\
@@ -66,16 +75,22 @@ def session(
         existing = active_session()
         if existing is not None:
             return existing
-    # Executors started by this driver (local mode or a cluster on this machine) run our interpreter, so
-    # eosctl and auditors import there exactly as here.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    here = runs_here(master, remote)
+    if here and remote is None:
+        # Executors this driver starts on this machine (local mode, a loopback test cluster) run our
+        # interpreter, so eosctl and auditors import there exactly as here. A real cluster has its own
+        # Python (PYSPARK_PYTHON / spark.pyspark.python in its config): the code is shipped instead.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     try:
         if remote is not None:
             builder = SparkSession.builder.remote(remote)
             # Server-side settings are the server's business; only SQL settings apply per session.
             builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-            return builder.appName(app_name).getOrCreate()
+            spark = builder.appName(app_name).getOrCreate()
+            if not here:
+                spark.addArtifacts(code_zip(), pyfile=True)
+            return spark
         java_opts = f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
         conf = {
             "spark.master": master or "local[*]",
@@ -87,23 +102,25 @@ def session(
             "spark.ui.showConsoleProgress": "false",
             "spark.driver.extraJavaOptions": java_opts,
             "spark.executor.extraJavaOptions": java_opts,
-            "spark.pyspark.python": os.environ["PYSPARK_PYTHON"],
             "spark.python.worker.reuse": "true",
             "spark.sql.adaptive.enabled": "true",
             # Loopback clusters in tests and on laptops: keep the driver reachable from executors.
-            "spark.driver.bindAddress": "127.0.0.1" if _loopback(master) else "0.0.0.0",
+            "spark.driver.bindAddress": "127.0.0.1" if here else "0.0.0.0",
         }
-        if _loopback(master):
+        if here:
+            conf["spark.pyspark.python"] = os.environ["PYSPARK_PYTHON"]
             conf["spark.driver.host"] = "127.0.0.1"
         conf.update(extra or {})
         builder = SparkSession.builder
         for key, value in conf.items():
             builder = builder.config(key, value)
         spark = builder.getOrCreate()
+        if not here:
+            spark.sparkContext.addPyFile(code_zip())
     except EosctlError:
         raise
     except Exception as e:
-        raise EosctlError(f"cannot start Spark ({_spark_where(master, remote)}): {_first_line(e)}; "
+        raise EosctlError(f"cannot start Spark ({_spark_where(master, remote)}): {first_line(e)}; "
                           "check --master/--remote and that Java 17 is on PATH") from None
     spark.sparkContext.setLogLevel("ERROR")
     return spark
@@ -122,14 +139,45 @@ def describe(spark: Any) -> dict[str, Any]:
     return info
 
 
-def _loopback(master: str | None) -> bool:
-    return master is None or master.startswith("local") or "127.0.0.1" in master or "localhost" in master
+def runs_here(master: str | None, remote: str | None = None) -> bool:
+    """Do the executors run on this machine? local / local[N] / local[*] / local-cluster[...], or a
+    standalone master or Spark Connect server on loopback (tests, a laptop cluster)."""
+    if remote is not None:
+        return urlparse(remote).hostname in _LOOPBACK
+    if master is None or re.fullmatch(r"local(\[[^\]]*\])?|local-cluster\[[^\]]*\]", master.strip()):
+        return True
+    return master.startswith("spark://") and urlparse(master).hostname in _LOOPBACK
+
+
+def require_reachable_sink(sink: Any, master: str | None, remote: str | None) -> None:
+    """A DuckDB sink is a file on this machine: executors elsewhere can't open it. Fails before Spark
+    starts."""
+    if sink.duckdb and not runs_here(master, remote):
+        raise EosctlError(f"the DuckDB sink {sink.duckdb} is a file on this machine, which executors on "
+                          f"{_spark_where(master, remote)} can't read: audit a Parquet export on shared "
+                          f"storage (--sink-parquet), or run with --master 'local[*]'")
+
+
+_zip_path: str | None = None
+
+
+def code_zip() -> str:
+    """A zip of the eosctl and auditors packages (sources only), made once per process, for
+    addPyFile / addArtifacts: the classic driver serves it from this path while the session lives."""
+    global _zip_path
+    if _zip_path is None or not os.path.exists(_zip_path):
+        tmp = tempfile.mkdtemp(prefix="eosctl-code-")
+        atexit.register(shutil.rmtree, tmp, True)
+        path = os.path.join(tmp, "eosctl_code.zip")
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+            for package in _SHIPPED:
+                root = Path(__import__(package).__file__).parent
+                for f in sorted(root.rglob("*")):
+                    if f.is_file() and "__pycache__" not in f.parts and f.suffix not in (".pyc", ".pyo"):
+                        z.write(f, f"{package}/{f.relative_to(root).as_posix()}")
+        _zip_path = path
+    return _zip_path
 
 
 def _spark_where(master: str | None, remote: str | None) -> str:
     return f"remote {remote}" if remote else f"master {master or 'local[*]'}"
-
-
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip()
-    return text.splitlines()[0] if text else e.__class__.__name__

@@ -19,3 +19,11 @@ class BrokerError(EosctlError):
 
 class SinkError(EosctlError):
     pass
+
+
+def first_line(e: BaseException | str, default: str | None = None) -> str:
+    """The first non-blank line of an error (library messages often carry SQL or a JVM stack below it)."""
+    text = str(e).strip()
+    if text:
+        return text.splitlines()[0]
+    return default or (type(e).__name__ if isinstance(e, BaseException) else "unknown error")

@@ -75,6 +75,27 @@ def reconcile_unknown(topic: str, partition: int,
     return PartitionSummary(topic, partition, 0, 0, 0, 0, rows, 0, exists=False), findings
 
 
+def offset_mismatch(topic: str, partition: int, stored: int | None, committed: int | None, log: Any | None,
+                    group: str | None = None) -> Finding | None:
+    """The sink's stored next offset vs the group's committed one: a finding only if committed data lies
+    between them.
+
+    A sink that stores "last row + 1" and a consumer that committed past the trailing control marker agree:
+    nothing a read_committed consumer would read lies between. ``log`` is the partition's PartitionLog
+    (None: not scanned, so every offset between counts). A missing side means nothing consumed, from 0.
+    """
+    if stored == committed:
+        return None
+    lo = 0 if stored is None or committed is None else min(stored, committed)
+    hi = max(x for x in (stored, committed) if x is not None)
+    between = log.data_between(lo, hi) if log is not None else hi - lo
+    if not between:
+        return None
+    detail = (f"sink stored next offset {'none' if stored is None else stored}, "
+              f"group {group or '-'} committed {'none' if committed is None else committed}")
+    return Finding("offset_mismatch", topic, partition, lo, hi - 1, between, detail=detail)
+
+
 def islands_from_counts(pairs: Iterable[tuple[int, int]]) -> Iterator[Island]:
     """Turn a sorted stream of (offset, count) into islands (first, last, multiplicity)."""
     cur: list[int] | None = None

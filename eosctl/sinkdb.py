@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from eosctl.config import Sink
-from eosctl.errors import SinkError
+from eosctl.errors import SinkError, first_line
 
 # DuckDB's main header (storage/storage_info.hpp): 8-byte checksum, magic "DUCK", uint64 storage version,
 # 4 uint64 flags, then the writer's library version string (32 bytes, NUL padded).
@@ -145,17 +145,13 @@ def _open_error(path: str, msg: str, table: str, where: str) -> SinkError:
     if "not a valid DuckDB database file" in msg:
         return _not_duckdb(path, where)
     if "Corrupt database file" in msg or "checksum" in msg:
-        return SinkError(f"{path} is corrupt ({_first_line(msg)}); restore it or audit a Parquet export")
-    return SinkError(f"cannot open {path} read-only: {_first_line(msg)}")
+        return SinkError(f"{path} is corrupt ({first_line(msg)}); restore it or audit a Parquet export")
+    return SinkError(f"cannot open {path} read-only: {first_line(msg)}")
 
 
 def _not_duckdb(path: str, where: str) -> SinkError:
     return SinkError(f"{path} is not a DuckDB database file; check [{where}].duckdb (Parquet sinks go "
                      f"in [{where}].parquet)")
-
-
-def _first_line(msg: str) -> str:
-    return msg.strip().splitlines()[0] if msg.strip() else "unknown DuckDB error"
 
 
 def ident(name: str) -> str:
@@ -199,32 +195,65 @@ class SinkReader:
             FROM c GROUP BY t, p ORDER BY t, p"""
         return [PartitionSummary(*row) for row in self._query(sql)]
 
+    def partitions(self) -> dict[tuple[str, int], int]:
+        """(topic, partition) -> rows: which partitions the sink names; one cheap aggregation, unlike
+        summaries(), which counts every offset (~30x slower on 20M rows)."""
+        sql = f"SELECT t, p, count(*) FROM {self._rows} WHERE t IS NOT NULL AND p IS NOT NULL GROUP BY t, p"
+        return {(t, p): n for t, p, n in self._query(sql)}
+
+    def rows_sql(self, topic: str, partition: int, with_key: bool = False) -> str:
+        """SQL for one partition's rows with a non-null offset: column o, and k (the key as text)."""
+        t, p, o = (ident(c) for c in (self.sink.topic_column, self.sink.partition_column,
+                                      self.sink.offset_column))
+        key = f", CAST({ident(self.sink.key_column)} AS VARCHAR) AS k" if with_key and self.sink.key_column \
+            else ""
+        # Filters on the raw columns (not the normalised view) so DuckDB can push them into the scan.
+        return (f"SELECT CAST({o} AS BIGINT) AS o{key} FROM {self.relation} "
+                f"WHERE CAST({t} AS VARCHAR) = {_literal(topic)} AND CAST({p} AS BIGINT) = {int(partition)} "
+                f"AND {o} IS NOT NULL")
+
     def islands(self, topic: str | None = None, partition: int | None = None) -> Iterator[OffsetIsland]:
         """Runs of consecutive offsets with equal multiplicity, ordered by topic, partition, first.
 
         Streamed in Arrow batches, so memory stays bounded by the batch, not by the sink.
         """
-        where = ["o IS NOT NULL"]
-        if topic is not None:
-            where.append(f"t = {_literal(topic)}")
-        if partition is not None:
-            where.append(f"p = {int(partition)}")
-        # Gaps-and-islands: within one multiplicity, offset - row_number() is constant along a run.
+        if topic is not None and partition is not None:
+            # One partition (an audit task): group and sort by offset alone, filtered in the scan; windows
+            # partitioned by (t, p) cost ~1.6x here.
+            counts = (f"SELECT {_literal(topic)} AS t, {int(partition)} AS p, o, count(*) AS m "
+                      f"FROM ({self.rows_sql(topic, partition)}) GROUP BY o")
+            window = "ORDER BY o"
+        else:
+            where = ["o IS NOT NULL"]
+            if topic is not None:
+                where.append(f"t = {_literal(topic)}")
+            if partition is not None:
+                where.append(f"p = {int(partition)}")
+            counts = (f"SELECT t, p, o, count(*) AS m FROM {self._rows} WHERE {' AND '.join(where)} "
+                      "GROUP BY t, p, o")
+            window = "PARTITION BY t, p ORDER BY o"
+        # One sort: an island starts where the previous offset isn't o-1 or has another multiplicity and
+        # ends where the next one breaks the same way; only those border rows leave DuckDB, and starts and
+        # ends pair up in order. (About 2x faster than grouping by offset - row_number().)
         sql = f"""
-            WITH c AS (SELECT t, p, o, count(*) AS m FROM {self._rows}
-                       WHERE {' AND '.join(where)} GROUP BY t, p, o),
-                 g AS (SELECT t, p, o, m, o - row_number() OVER (PARTITION BY t, p, m ORDER BY o) AS grp
-                       FROM c)
-            SELECT t, p, min(o) AS first, max(o) AS last, m FROM g
-            GROUP BY t, p, m, grp ORDER BY t, p, first"""
+            WITH c AS ({counts}),
+                 w AS (SELECT t, p, o, m, lag(o) OVER s AS po, lag(m) OVER s AS pm,
+                              lead(o) OVER s AS no, lead(m) OVER s AS nm FROM c WINDOW s AS ({window})),
+                 b AS (SELECT t, p, o, m, (po IS NULL OR po <> o - 1 OR pm <> m) AS s,
+                              (no IS NULL OR no <> o + 1 OR nm <> m) AS e FROM w)
+            SELECT t, p, o, m, s, e FROM b WHERE s OR e ORDER BY t, p, o"""
         try:
             reader = self.conn.sql(sql).to_arrow_reader(ISLAND_BATCH)
-        except Exception as e:
+            start = None
+            for batch in reader:
+                cols = [batch.column(i).to_pylist() for i in range(6)]
+                for t, p, o, m, s, e in zip(*cols, strict=True):
+                    if s:
+                        start = o
+                    if e:
+                        yield OffsetIsland(t, p, start, o, m)
+        except Exception as e:  # errors surface while streaming too (e.g. a Parquet file gone)
             raise self._query_error(e) from None
-        for batch in reader:
-            cols = [batch.column(i).to_pylist() for i in range(5)]
-            for t, p, first, last, m in zip(*cols, strict=True):
-                yield OffsetIsland(t, p, first, last, m)
 
     def stored_offsets(self) -> list[StoredOffset] | None:
         """The sink's own offsets table (topic, partition, next_offset), or None if it has none."""
@@ -242,7 +271,7 @@ class SinkReader:
             raise self._query_error(e) from None
 
     def _query_error(self, e: Exception) -> SinkError:
-        return SinkError(f"query on sink {self.source} failed: {_first_line(str(e))}")
+        return SinkError(f"query on sink {self.source} failed: {first_line(e)}")
 
 
 def open_sink(
@@ -313,7 +342,7 @@ def _columns(conn: Any, relation: str) -> list[str]:
     try:
         return [r[0] for r in conn.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()]
     except Exception as e:
-        raise SinkError(f"cannot read the columns of {relation}: {_first_line(str(e))}") from None
+        raise SinkError(f"cannot read the columns of {relation}: {first_line(e)}") from None
 
 
 def _check_columns(conn: Any, relation: str, sink: Sink, where: str, what: str) -> None:

@@ -23,11 +23,13 @@ findings, 2: usage, config, connection or sink error.
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import replace
 
 import click
 
+from eosctl.commands.options import sink_of, sink_options, target_options
 from eosctl.findings import DESCRIPTIONS, KINDS, parse_kinds
 
 FORMATS = ("table", "json", "junit")
@@ -41,23 +43,15 @@ def _fail_on(ctx: click.Context, param: click.Parameter, value: str | None) -> t
 
 
 @click.command("audit")
-@click.option("--config", "-c", envvar="EOSCTL_CONFIG", type=click.Path(dir_okay=False),
-              help="eosctl config file (env EOSCTL_CONFIG).")
-@click.option("--pipeline", "-p", help="Pipeline in the config: its cluster, topics, group and sink.")
-@click.option("--bootstrap", help="HOST:PORT of the cluster (overrides the config).")
-@click.option("--topic", "-t", "topics", multiple=True, help="Source topic the sink consumes (repeatable).")
-@click.option("--group", "-g",
-              help="Consumer group whose committed offsets the sink's stored offsets must match.")
-@click.option("--sink-duckdb", type=click.Path(dir_okay=False), help="DuckDB sink file (opened read-only).")
-@click.option("--sink-parquet", help="Parquet sink: a file, directory glob or object-store URL.")
-@click.option("--sink-table", help="Sink table (DuckDB) [default: the pipeline's, or 'sink'].")
+@target_options(formats=FORMATS, format_help="Rich tables, stable JSON, or JUnit XML for CI.")
+@sink_options
 @click.option("--topic-column", help="Column with the source topic [default: src_topic].")
 @click.option("--partition-column", help="Column with the source partition [default: src_partition].")
 @click.option("--offset-column", help="Column with the source offset [default: src_offset].")
 @click.option("--key-column", help="Business-key column: enables key_duplicate.")
 @click.option("--offsets-table",
-              help="Table of offsets stored with the rows (topic, partition, next_offset).")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+              help="Table of offsets stored with the rows (topic, partition, next_offset); with --group, "
+                   "compared with the group's committed offsets.")
 @click.option("--out", "out", type=click.Path(dir_okay=False, writable=True), help="Write the report here.")
 @click.option("--fail-on", callback=_fail_on, metavar="KIND,...",
               help="Finding kinds that fail the audit (exit 1) [default: all].")
@@ -74,8 +68,7 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
           fail_on: tuple[str, ...] = KINDS, master: str | None = None, remote: str | None = None,
           driver_memory: str | None = None) -> None:
     """Reconcile Kafka source offsets with the sink's rows (Spark, one task per partition)."""
-    from eosctl.config import Sink
-    from eosctl.errors import ConfigError
+    from auditors.spark import require_reachable_sink
     from eosctl.target import resolve
 
     fail_on = tuple(fail_on) if fail_on else KINDS  # ctx.invoke (eosctl demo) skips option callbacks
@@ -83,25 +76,35 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
         raise click.UsageError("pass either --master or --remote, not both")
     if sink_duckdb and sink_parquet:
         raise click.UsageError("pass either --sink-duckdb or --sink-parquet, not both")
+    _check_out(out)
     target = resolve(config, pipeline, bootstrap, topics, group, need_topics=True)
-    sink = target.pipeline.sink if target.pipeline and target.pipeline.sink else None
-    if sink is None and not (sink_duckdb or sink_parquet):
-        raise ConfigError("no sink to audit: pass --sink-duckdb FILE (or --sink-parquet GLOB) "
-                          "--sink-table T, or --config FILE --pipeline NAME with a [pipelines.NAME.sink] "
-                          "section")
-    sink = sink or Sink()
-    overrides = {k: v for k, v in (("table", sink_table), ("topic_column", topic_column),
-                                   ("partition_column", partition_column), ("offset_column", offset_column),
-                                   ("key_column", key_column), ("offsets_table", offsets_table)) if v}
-    if sink_duckdb or sink_parquet:
-        overrides.update(duckdb=sink_duckdb, parquet=sink_parquet)
+    sink, _ = sink_of(target, sink_duckdb, sink_parquet, sink_table)
+    overrides = {k: v for k, v in (("topic_column", topic_column), ("partition_column", partition_column),
+                                   ("offset_column", offset_column), ("key_column", key_column),
+                                   ("offsets_table", offsets_table)) if v}
     sink = replace(sink, **overrides)
     spark_conf = target.config.spark if target.config else None
-    _run(target, sink, fmt, out, fail_on,
-         master or (spark_conf.master if spark_conf and not remote else None),
-         remote or (spark_conf.remote if spark_conf and not master else None),
+    master, remote = (master or (spark_conf.master if spark_conf and not remote else None),
+                      remote or (spark_conf.remote if spark_conf and not master else None))
+    require_reachable_sink(sink, master, remote)
+    _run(target, sink, fmt, out, fail_on, master, remote,
          driver_memory or (spark_conf.driver_memory if spark_conf else "2g"),
          spark_conf.shuffle_partitions if spark_conf else 4)
+
+
+def _check_out(out: str | None) -> None:
+    """Before minutes of Spark work, not after: the report's directory must exist and be writable."""
+    from eosctl.errors import EosctlError
+
+    if not out:
+        return
+    parent = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(parent):
+        raise EosctlError(f"cannot write the report to {out}: directory {parent} does not exist; create it "
+                          "or pick another --out")
+    if not os.access(parent, os.W_OK):
+        raise EosctlError(f"cannot write the report to {out}: directory {parent} is not writable; pick "
+                          "another --out")
 
 
 audit.help = "\n".join([
@@ -156,16 +159,21 @@ def _run(target, sink, fmt: str, out: str | None, fail_on: tuple[str, ...], mast
 
 
 def _emit(rendered, fmt: str, out: str | None) -> None:
+    from eosctl.errors import EosctlError
     from eosctl.render import console
 
     if out:
-        with open(out, "w", encoding="utf-8") as f:
-            if isinstance(rendered, str):
-                f.write(rendered if rendered.endswith("\n") else rendered + "\n")
-            else:
-                from rich.console import Console
+        try:
+            with open(out, "w", encoding="utf-8") as f:
+                if isinstance(rendered, str):
+                    f.write(rendered if rendered.endswith("\n") else rendered + "\n")
+                else:
+                    from rich.console import Console
 
-                Console(file=f, width=120, highlight=False, color_system=None).print(rendered)
+                    # A file, not stdout: fixed width, no colour codes.
+                    Console(file=f, width=120, highlight=False, color_system=None).print(rendered)
+        except OSError as e:
+            raise EosctlError(f"cannot write the report to {out}: {e.strerror or e}") from None
         return
     if isinstance(rendered, str):
         click.echo(rendered.rstrip("\n"))

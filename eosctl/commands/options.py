@@ -33,18 +33,26 @@ class Duration(click.ParamType):
 DURATION = Duration()
 
 
-def target_options(f: Callable) -> Callable:
-    """--config/--pipeline/--bootstrap/--format, shared by every inspection command."""
-    for option in reversed((
-        click.option("--config", "-c", envvar="EOSCTL_CONFIG", type=click.Path(dir_okay=False),
-                     help="eosctl config file (env EOSCTL_CONFIG)."),
-        click.option("--pipeline", "-p", help="Pipeline in the config (its cluster, topics and group)."),
-        click.option("--bootstrap", help="HOST:PORT of the cluster (overrides the config)."),
-        click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
-                     help="Rich tables, or stable JSON (see the module docs / README)."),
-    )):
-        f = option(f)
-    return f
+def target_options(f: Callable | None = None, *, formats: tuple[str, ...] = FORMATS,
+                   format_help: str = "Rich tables, or stable JSON (see the module docs / README).") -> Any:
+    """--config/--pipeline/--bootstrap/--format, shared by every inspection command.
+
+    Use bare (``@target_options``) or with other --format choices (``@target_options(formats=...)``).
+    """
+
+    def decorate(f: Callable) -> Callable:
+        for option in reversed((
+            click.option("--config", "-c", envvar="EOSCTL_CONFIG", type=click.Path(dir_okay=False),
+                         help="eosctl config file (env EOSCTL_CONFIG)."),
+            click.option("--pipeline", "-p", help="Pipeline in the config (its cluster, topics and group)."),
+            click.option("--bootstrap", help="HOST:PORT of the cluster (overrides the config)."),
+            click.option("--format", "fmt", type=click.Choice(formats), default=formats[0], show_default=True,
+                         help=format_help),
+        )):
+            f = option(f)
+        return f
+
+    return decorate(f) if f is not None else decorate
 
 
 def age_text(seconds: float | None) -> str:

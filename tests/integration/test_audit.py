@@ -195,24 +195,72 @@ def test_bad_fail_on_is_a_usage_error():
     assert result.exit_code == 2 and "unknown finding kind 'gaps'" in result.stderr
 
 
-def test_stored_offsets_behind_the_group_are_offset_mismatch(runs, spark, tmp_path):
+def _sink_with_stored_offset(manifest: dict, tmp_path: Path, delta: int) -> tuple[Path, str, int]:
+    """A copy of the run's sink with partition 1's stored next offset moved by ``delta``."""
     import duckdb
 
-    _, manifest = runs[CLEAN]
     sink, topic = manifest["sink"], manifest["audited_topics"][0]
     copy = tmp_path / "sink.duckdb"
     shutil.copy(sink["duckdb"], copy)
     with duckdb.connect(str(copy)) as con:
         (stored,) = con.execute(f"SELECT next_offset FROM {sink['offsets_table']} WHERE topic = ? "
                                 f"AND \"partition\" = 1", [topic]).fetchone()
-        con.execute(f"UPDATE {sink['offsets_table']} SET next_offset = next_offset - 2 "
-                    f"WHERE \"partition\" = 1")
-    code, report, err = audit("--bootstrap", manifest["bootstrap"], "--topic", topic, "--sink-duckdb",
-                              str(copy), "--sink-table", sink["table"],
-                              "--offsets-table", sink["offsets_table"], "--group", manifest["groups"]["sink"],
-                              "--format", "json")
+        con.execute(f"UPDATE {sink['offsets_table']} SET next_offset = next_offset + ? "
+                    f"WHERE \"partition\" = 1", [delta])
+    return copy, topic, stored
+
+
+def _audit_offsets(manifest: dict, copy: Path, topic: str) -> tuple[int, dict, str]:
+    sink = manifest["sink"]
+    return audit("--bootstrap", manifest["bootstrap"], "--topic", topic, "--sink-duckdb", str(copy),
+                 "--sink-table", sink["table"], "--offsets-table", sink["offsets_table"],
+                 "--group", manifest["groups"]["sink"], "--format", "json")
+
+
+def test_stored_offsets_behind_the_group_are_offset_mismatch(runs, spark, tmp_path):
+    _, manifest = runs[CLEAN]
+    copy, topic, stored = _sink_with_stored_offset(manifest, tmp_path, -2)
+    code, report, err = _audit_offsets(manifest, copy, topic)
+    # Only committed data between the two offsets counts: the sink stored its position past the trailing
+    # COMMIT marker, which a read_committed consumer never receives.
+    markers = {m["offset"] for m in manifest["markers"] if m["topic"] == topic and m["partition"] == 1}
+    data = sum(1 for o in (stored - 2, stored - 1) if o not in markers)
+    assert data >= 1  # a transaction holds several records: at least one data offset before the marker
     assert code == 1, err
     assert comparable(report["findings"]) == [
-        ("offset_mismatch", topic, 1, stored - 2, stored - 1, 2, None, None)]
+        ("offset_mismatch", topic, 1, stored - 2, stored - 1, data, None, None)]
     assert report["findings"][0]["detail"] == (f"sink stored next offset {stored - 2}, "
                                                f"group {manifest['groups']['sink']} committed {stored}")
+
+
+def test_stored_offset_before_the_trailing_marker_is_not_a_mismatch(runs, spark, tmp_path):
+    # A sink that stores "last row + 1" and a group that committed past the COMMIT marker agree.
+    _, manifest = runs[CLEAN]
+    topic = manifest["audited_topics"][0]
+    copy, _, stored = _sink_with_stored_offset(manifest, tmp_path, -1)
+    markers = {m["offset"] for m in manifest["markers"] if m["topic"] == topic and m["partition"] == 1}
+    assert stored - 1 in markers  # the sink stored its position past the trailing marker
+    code, report, err = _audit_offsets(manifest, copy, topic)
+    assert code == 0, err
+    assert report["findings"] == []
+
+
+def test_out_in_a_missing_directory_exits_2_before_auditing(runs, tmp_path):
+    workdir, _ = runs[CLEAN]
+    out = tmp_path / "missing" / "r.json"
+    result = CliRunner().invoke(main, ["audit", "-c", str(workdir / "eosctl.toml"), "--format", "json",
+                                       "--out", str(out)])
+    assert result.exit_code == 2
+    assert result.stderr == (f"eosctl: error: cannot write the report to {out}: directory {out.parent} "
+                             "does not exist; create it or pick another --out\n")
+    assert result.stdout == ""
+
+
+def test_a_failed_report_write_is_one_line(tmp_path):
+    from eosctl.commands import audit_cmd
+    from eosctl.errors import EosctlError
+
+    out = tmp_path / "r.json"
+    out.mkdir()  # the directory check passes, then open() fails (IsADirectoryError)
+    with pytest.raises(EosctlError, match=f"^cannot write the report to {out}: Is a directory$"):
+        audit_cmd._emit("{}", "json", str(out))

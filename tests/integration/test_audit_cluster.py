@@ -151,3 +151,48 @@ def test_spark_connect_runs_the_audit(faulty_run, tmp_path):
     assert code == 1, err
     assert report["engine"]["master"] == "spark-connect"
     assert _comparable(report["findings"]) == _comparable(manifest["expected_findings"])
+
+
+@pytest.mark.parametrize(("master", "remote", "here"), [
+    (None, None, True), ("local", None, True), ("local[2]", None, True), ("local[*]", None, True),
+    ("spark://127.0.0.1:7077", None, True), ("spark://localhost:7077", None, True),
+    ("spark://spark-master.internal:7077", None, False), ("spark://10.0.0.5:7077", None, False),
+    ("spark://localhost.example.com:7077", None, False), ("yarn", None, False),
+    ("k8s://https://k:6443", None, False),
+    (None, "sc://127.0.0.1:15002", True), (None, "sc://connect.example.com:15002", False),
+])
+def test_which_masters_run_executors_on_this_machine(master, remote, here):
+    from auditors.spark import runs_here
+
+    assert runs_here(master, remote) is here
+
+
+def test_a_duckdb_sink_on_a_remote_master_fails_before_spark_starts():
+    from auditors.spark import require_reachable_sink
+    from eosctl.config import Sink
+    from eosctl.errors import EosctlError
+
+    require_reachable_sink(Sink(duckdb="/data/sink.duckdb"), "local[*]", None)
+    require_reachable_sink(Sink(parquet="s3://bucket/sink/*.parquet"), "yarn", None)
+    with pytest.raises(EosctlError) as e:
+        require_reachable_sink(Sink(duckdb="/data/sink.duckdb"), "yarn", None)
+    assert str(e.value) == ("the DuckDB sink /data/sink.duckdb is a file on this machine, which executors on "
+                            "master yarn can't read: audit a Parquet export on shared storage "
+                            "(--sink-parquet), or run with --master 'local[*]'")
+
+
+def test_the_shipped_code_zip_imports_eosctl_and_auditors(tmp_path):
+    import zipfile
+
+    from auditors.spark import code_zip
+
+    names = zipfile.ZipFile(code_zip()).namelist()
+    assert {"eosctl/__init__.py", "eosctl/reconcile.py", "auditors/__init__.py",
+            "auditors/job.py"} <= set(names)
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+    # What an executor does with addPyFile: put the zip first on sys.path and import from it.
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import auditors.job, eosctl.reconcile; "
+            "print(auditors.job.__file__)")
+    out = subprocess.run([sys.executable, "-I", "-c", code, code_zip()], capture_output=True, text=True,
+                         cwd=tmp_path, check=True).stdout
+    assert out.strip() == os.path.join(code_zip(), "auditors", "job.py")
