@@ -27,8 +27,9 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from eosctl.clients import confluent_admin
 from eosctl.config import Cluster
-from eosctl.lag import confluent_admin, poll
+from eosctl.lag import poll
 from eosctl.wire import WireClient
 
 

@@ -295,10 +295,47 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
     return Config(path=path, clusters=clusters, pipelines=pipelines, spark=spark)
 
 
+BOOTSTRAP_FORM = "expected HOST:PORT[,HOST:PORT...], e.g. localhost:9092"
+
+
+def bootstrap_problem(value: str) -> str | None:
+    """What is wrong with a bootstrap servers string, in a few words; None if every entry is HOST:PORT.
+
+    Checked up front because kafka-python raises a bare ValueError deep inside its client for these.
+    """
+    entries = [e.strip() for e in value.split(",")]
+    for entry in entries:
+        which = f"entry {entry!r}: " if len(entries) > 1 else ""
+        if not entry:
+            return "an empty entry" if len(entries) > 1 else "empty"
+        host, sep, port = entry.rpartition(":")
+        if host.startswith("[") and host.endswith("]"):
+            host = host[1:-1]  # IPv6 literal: [::1]:9092
+        elif ":" in host:
+            return f"{which}more than one ':' (write an IPv6 address as [ADDRESS]:PORT)"
+        if not sep or not port:
+            return f"{which}no port"
+        if not host:
+            return f"{which}no host"
+        if not port.isdigit():
+            return f"{which}port {port!r} is not a number"
+        if not 0 < int(port) < 65536:
+            return f"{which}port {port} is out of range (1-65535)"
+    return None
+
+
+def normalize_bootstrap(value: str) -> str:
+    """The entries without surrounding spaces (kafka-python does not strip them)."""
+    return ",".join(e.strip() for e in value.split(","))
+
+
 def _bootstrap(value: str, where: str, path: Path) -> str:
     """``"sandbox"`` means the broker that `eosctl sandbox up` started, found through its state file."""
     if value != "sandbox":
-        return value
+        problem = bootstrap_problem(value)
+        if problem:
+            raise ConfigError(f"{path}: {where}.bootstrap_servers {value!r}: {problem}; {BOOTSTRAP_FORM}")
+        return normalize_bootstrap(value)
     from eosctl import sandbox
 
     state = sandbox.status(sandbox.state_dir())

@@ -31,7 +31,8 @@ from eosctl.model import Kind, PartitionLog
 
 TP = tuple[str, int]
 DEFAULT_SCAN_LIMIT = 50_000
-# Enough for the first batch at the LSO of almost any topic; a larger first batch is fetched again.
+# Enough for the first batch at the LSO of almost any topic; a partition whose first batch does not fit
+# is fetched again alone, with a growing size if need be (see first_batches).
 OPEN_TXN_FETCH_BYTES = 64 << 10
 
 
@@ -176,21 +177,6 @@ def build_rows(committed: Mapping[str, Mapping[TP, int | None]], offsets: Mappin
 # --- talking to the cluster ----------------------------------------------------------------------------
 
 
-def confluent_admin(cluster: Any, timeout: float = 5.0) -> Any:
-    """A quiet confluent-kafka AdminClient with short timeouts (a dead broker must not hang a command)."""
-    import logging
-
-    from confluent_kafka.admin import AdminClient
-
-    log = logging.getLogger("eosctl.librdkafka")
-    if not log.handlers:
-        log.addHandler(logging.NullHandler())
-    log.propagate = False
-    ms = str(int(timeout * 1000))
-    return AdminClient({**cluster.confluent(), "logger": log, "socket.timeout.ms": ms,
-                        "socket.connection.setup.timeout.ms": ms})
-
-
 def group_offsets(admin: Any, groups: Sequence[str], timeout: float = 5.0) -> dict[str, dict[TP, int]]:
     """Committed offsets of each group (confluent-kafka supports one group per request: all in flight)."""
     from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
@@ -224,24 +210,70 @@ def group_states(admin: Any, timeout: float = 5.0) -> dict[str, str]:
     return {g.group_id: g.state.name for g in result.valid}
 
 
-def first_batches(client: Any, positions: Mapping[TP, int]) -> dict[TP, Any]:
+def first_batches(client: Any, positions: Mapping[TP, int],
+                  max_bytes: int = OPEN_TXN_FETCH_BYTES) -> dict[TP, Any]:
     """The first data batch holding or after each offset: one Fetch per leader for all partitions.
 
+    A partition whose answer holds no complete batch is fetched again alone. Kafka returns an oversized
+    first batch whole only for the first partition of a response (KIP-74) and leaves the others empty or
+    cut short; alone, a partition is the first, and brokers that cut every batch at max_bytes get twice
+    the size each time (up to eosctl.logscan.MAX_FETCH_BYTES, as the log scan does).
     Only the first batch is decoded; brokers that ignore max_bytes (noida-db) may still send more.
     """
-    from eosctl.batches import iter_batches
-
     if not positions:
         return {}
     out: dict[TP, Any] = {}
-    for tp, r in client.fetch_many(positions, OPEN_TXN_FETCH_BYTES).items():
+    again: list[TP] = []
+    results = client.fetch_many(positions, max_bytes)
+    for tp, r in results.items():
         if r.error_code:
             continue
-        for b in iter_batches(r.records):
-            if b.last_offset >= positions[tp] and not b.is_control:
-                out[tp] = b
-                break
+        batch, complete = _first_data_batch(r.records, positions[tp])
+        if batch is not None:
+            out[tp] = batch
+            continue
+        cut_short = bool(r.records) and not complete
+        # Left empty once the response's max_bytes went to other partitions.
+        starved = not r.records and len(results) > 1 and positions[tp] < r.high_watermark
+        if cut_short or starved:
+            again.append(tp)
+    # Alone in its response already: the same size would only bring the same bytes.
+    size = max_bytes if len(results) > 1 else 2 * max_bytes
+    for tp in again:
+        batch = _first_batch_alone(client, tp, positions[tp], size)
+        if batch is not None:
+            out[tp] = batch
     return out
+
+
+def _first_data_batch(records: bytes, position: int) -> tuple[Any, bool]:
+    """(the first non-control batch ending at or after ``position`` or None, whether any batch decoded)."""
+    from eosctl.batches import iter_batches
+
+    complete = False
+    for b in iter_batches(records):
+        complete = True
+        if b.last_offset >= position and not b.is_control:
+            return b, True
+    return None, complete
+
+
+def _first_batch_alone(client: Any, tp: TP, position: int, max_bytes: int) -> Any:
+    from eosctl.errors import BrokerError
+    from eosctl.logscan import MAX_FETCH_BYTES
+
+    size = max_bytes
+    while True:
+        r = client.fetch_raw(tp[0], tp[1], position, size)
+        if r.error_code or not r.records:
+            return None
+        batch, complete = _first_data_batch(r.records, position)
+        if batch is not None or complete:
+            return batch
+        if size >= MAX_FETCH_BYTES:
+            raise BrokerError(f"the batch of {tp[0]}-{tp[1]} at offset {position} is larger than "
+                              f"{MAX_FETCH_BYTES} bytes")
+        size *= 2
 
 
 def open_transactions(client: Any, tps: Iterable[TP], lsos: Mapping[TP, int]) -> dict[TP, OpenTxn]:

@@ -92,7 +92,8 @@ class Ledger:
 
 def committed_offsets(cluster: Cluster, group: str, timeout: float = 10.0) -> dict[tuple[str, int], int]:
     """The group's committed offsets in Kafka ((topic, partition) -> next offset); {} if none."""
-    from eosctl.lag import confluent_admin, group_offsets
+    from eosctl.clients import confluent_admin
+    from eosctl.lag import group_offsets
 
     return group_offsets(confluent_admin(cluster, timeout), [group], timeout)[group]
 

@@ -9,7 +9,7 @@ ProducerState). The report says which source it used.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,34 +77,60 @@ def from_log(log: Any) -> list[ProducerRow]:
     return rows
 
 
+@dataclass
+class Found:
+    """Producers of some partitions, and where they were read from (see ``find``)."""
+
+    rows: list[ProducerRow]
+    source: str  # DESCRIBE_PRODUCERS | LOG_SCAN
+    note: str
+    scanned: dict[TP, tuple[int, int]] = field(default_factory=dict)  # [from, to) per partition, LOG_SCAN
+
+
+def find(client: Any, admin: Any, tps: Sequence[TP], scan_last: int = DEFAULT_SCAN_LAST,
+         logs: Mapping[TP, Any] | None = None) -> Found:
+    """Producers of the partitions: DescribeProducers (one call per leader), else the log.
+
+    ``logs`` are scans the caller already has (PartitionLog per partition); only partitions missing from
+    them are scanned, over their last ``scan_last`` offsets.
+    """
+    from eosctl.txns import describe_producers
+
+    tps = list(tps)
+    answer, status = describe_producers(admin, tps)
+    rows = [from_describe(tp, p) for tp in tps for p in answer.get(tp, [])]
+    if rows:
+        return Found(sorted(rows, key=lambda r: (r.topic, r.partition, r.producer_id)), DESCRIBE_PRODUCERS,
+                     "from the brokers' producer state (DescribeProducers)")
+    why = ("the broker does not support DescribeProducers" if status == "unsupported"
+           else f"DescribeProducers failed ({status})" if status != "ok"
+           else "DescribeProducers returned no producers")
+    scans = dict(logs or {})
+    todo = [tp for tp in tps if tp not in scans]
+    if todo:
+        from eosctl.logscan import scan_partitions
+
+        offsets = client.offsets(todo)
+        starts = {tp: max(offsets[tp].log_start, offsets[tp].high_watermark - scan_last) for tp in todo}
+        scans.update(scan_partitions(client, todo, start=starts))
+    rows = [r for tp in tps for r in from_log(scans[tp])]
+    scanned = {tp: (scans[tp].scanned_from, scans[tp].scanned_to) for tp in tps}
+    cut = [b - a for tp, (a, b) in scanned.items() if a > scans[tp].log_start_offset]
+    span = f"last {max(cut)} offsets" if cut else "whole log"
+    note = f"{why}; read from the log ({span} of each partition)"
+    return Found(rows, LOG_SCAN, note, scanned)
+
+
 def describe(client: Any, admin: Any, topic: str, partitions: Sequence[int] | None = None,
              scan_last: int = DEFAULT_SCAN_LAST) -> ProducersReport:
     """Producers of every partition of ``topic`` (or of ``partitions``), in one DescribeProducers call."""
     from eosctl.errors import EosctlError
-    from eosctl.logscan import scan_partitions
-    from eosctl.txns import describe_producers
 
     known = client.partitions(topic)
     parts = sorted(set(partitions)) if partitions else known
     for p in parts:
         if p not in known:
             raise EosctlError(f"topic {topic!r} has no partition {p} (it has {len(known)})")
-    tps = [(topic, p) for p in parts]
-    answer, status = describe_producers(admin, tps)
-    rows = [from_describe(tp, p) for tp in tps for p in answer.get(tp, [])]
-    if rows:
-        return ProducersReport(topic, parts, DESCRIBE_PRODUCERS,
-                               "from the brokers' producer state (DescribeProducers)",
-                               sorted(rows, key=lambda r: (r.partition, r.producer_id)))
-    why = ("the broker does not support DescribeProducers" if status == "unsupported"
-           else f"DescribeProducers failed ({status})" if status != "ok"
-           else "DescribeProducers returned no producers")
-    offsets = client.offsets(tps)
-    starts = {tp: max(offsets[tp].log_start, offsets[tp].high_watermark - scan_last) for tp in tps}
-    logs = scan_partitions(client, tps, start=starts)
-    rows = [r for tp in tps for r in from_log(logs[tp])]
-    scanned = {tp[1]: (logs[tp].scanned_from, logs[tp].scanned_to) for tp in tps}
-    partial = any(starts[tp] > offsets[tp].log_start for tp in tps)
-    note = f"{why}; read from the log ({'last ' + str(scan_last) + ' offsets' if partial else 'whole log'} " \
-           "of each partition)"
-    return ProducersReport(topic, parts, LOG_SCAN, note, rows, scanned)
+    found = find(client, admin, [(topic, p) for p in parts], scan_last)
+    return ProducersReport(topic, parts, found.source, found.note, found.rows,
+                           {tp[1]: span for tp, span in found.scanned.items()})

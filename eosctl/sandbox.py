@@ -111,10 +111,11 @@ def status(home: Path) -> SandboxState | None:
 
 def wait_for_metadata(bootstrap: str, timeout: float = 30.0) -> None:
     """Block until the broker answers a Metadata request (an open port is not enough)."""
-    from confluent_kafka.admin import AdminClient
+    from eosctl.clients import confluent_admin
+    from eosctl.config import Cluster
 
     deadline = time.monotonic() + timeout
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0, "logger": _quiet_logger()})
+    admin = confluent_admin(Cluster(name="sandbox", bootstrap_servers=bootstrap), timeout=1.0)
     last = None
     while time.monotonic() < deadline:
         try:
@@ -125,15 +126,6 @@ def wait_for_metadata(bootstrap: str, timeout: float = 30.0) -> None:
             last = e
         time.sleep(0.1)
     raise BrokerError(f"broker at {bootstrap} did not answer Metadata within {timeout:.0f}s ({last})")
-
-
-def _quiet_logger():
-    import logging
-
-    log = logging.getLogger("eosctl.librdkafka")
-    log.addHandler(logging.NullHandler())
-    log.propagate = False
-    return log
 
 
 def up(home: Path, port: int | None = None, timeout: float = 30.0) -> tuple[SandboxState, bool]:

@@ -119,6 +119,7 @@ def capture(target: Any, sink: Sink | None = None, where: str = "sink", scan: bo
     ``max_age_s`` is the hanging rule's threshold for `Snapshot.hanging`; younger open transactions are
     kept as candidates either way (see the module docs).
     """
+    from eosctl.clients import Admins
     from eosctl.logscan import scan_partitions
     from eosctl.wire import WireClient
 
@@ -127,16 +128,17 @@ def capture(target: Any, sink: Sink | None = None, where: str = "sink", scan: bo
     topics = list(dict.fromkeys([*target.topics, *output]))
     snap = Snapshot(captured_at=datetime.now(UTC), bootstrap=target.cluster.bootstrap_servers,
                     pipeline=pipe.name if pipe else None, group=target.group, topics=topics)
-    with WireClient(target.cluster) as client:  # unreachable broker: one line, exit 2, no file
+    # unreachable broker: one line, exit 2, no file
+    with WireClient(target.cluster) as client, Admins(target.cluster) as admins:
         known = client.metadata(topics) if topics else {}
         tps = [(t, p) for t, parts in known.items() for p in sorted(parts)]
         snap.logs = scan_partitions(client, tps, progress=progress) if tps else {}
         snap.sections["logs"] = "ok" if topics else "not captured: no topics (pass --topic or a pipeline)"
         prefix = pipe.transactional_id_prefix if pipe else None
-        for name, fn in (("transactions", lambda: _transactions(target.cluster, prefix)),
-                         ("producers", lambda: _producers(target.cluster, tps, snap.logs)),
-                         ("lag", lambda: _lag(client, target.cluster, target.group, topics)),
-                         ("hanging", lambda: _hanging(client, target.cluster, list(known), max_age_s))):
+        for name, fn in (("transactions", lambda: _transactions(admins, prefix)),
+                         ("producers", lambda: _producers(client, admins, tps, snap.logs)),
+                         ("lag", lambda: _lag(client, admins, target.group, topics)),
+                         ("hanging", lambda: _hanging(client, admins, list(known), max_age_s))):
             try:
                 value = fn()
                 if name == "hanging":
@@ -160,38 +162,27 @@ def capture(target: Any, sink: Sink | None = None, where: str = "sink", scan: bo
     return snap
 
 
-def _transactions(cluster: Any, prefix: str | None) -> list[Any]:
+def _transactions(admins: Any, prefix: str | None) -> list[Any]:
     from eosctl import txns
 
-    admin = txns.admin_client(cluster)
-    try:
-        rows = txns.list_transactions(admin)
-    finally:
-        admin.close()
+    rows = txns.list_transactions(admins.kafka)
     return [t for t in rows if not prefix or t.transactional_id.startswith(prefix)]
 
 
-def _producers(cluster: Any, tps: list[TP], logs: dict[TP, PartitionLog]) -> list[Any]:
+def _producers(client: Any, admins: Any, tps: list[TP], logs: dict[TP, PartitionLog]) -> list[Any]:
     """DescribeProducers where the broker answers, else the producer tables of the scans we have."""
-    from eosctl import producers, txns
+    from eosctl import producers
 
-    admin = txns.admin_client(cluster)
-    try:
-        answer, _ = txns.describe_producers(admin, tps)
-    finally:
-        admin.close()
-    rows = [producers.from_describe(tp, p) for tp in tps for p in answer.get(tp, [])]
-    return rows or [r for tp in tps if tp in logs for r in producers.from_log(logs[tp])]
+    return producers.find(client, admins.kafka, tps, logs=logs).rows if tps else []
 
 
-def _lag(client: Any, cluster: Any, group: str | None, topics: list[str]) -> Any:
+def _lag(client: Any, admins: Any, group: str | None, topics: list[str]) -> Any:
     from eosctl import lag
 
-    return lag.poll(client, lag.confluent_admin(cluster), groups=[group] if group else None,
-                    topics=topics or None)
+    return lag.poll(client, admins.confluent, groups=[group] if group else None, topics=topics or None)
 
 
-def _hanging(client: Any, cluster: Any, topics: list[str], max_age_s: float) -> tuple[Any, list[Any], int]:
+def _hanging(client: Any, admins: Any, topics: list[str], max_age_s: float) -> tuple[Any, list[Any], int]:
     """(report at max_age_s, every candidate at any age, the time ages are measured from)."""
     import time
 
@@ -200,11 +191,7 @@ def _hanging(client: Any, cluster: Any, topics: list[str], max_age_s: float) -> 
     if not topics:
         raise EosctlError("no topics to check (pass --topic or a pipeline)")
     now_ms = int(time.time() * 1000)
-    admin = txns.admin_client(cluster)
-    try:
-        every = txns.find_hanging(client, admin, topics, max_age_s=0.0, now_ms=now_ms)
-    finally:
-        admin.close()
+    every = txns.find_hanging(client, admins.kafka, topics, max_age_s=0.0, now_ms=now_ms)
     return over_max_age(every, max_age_s), every.hanging, now_ms
 
 
@@ -294,13 +281,47 @@ _FIXED_SCHEMAS = {
 }
 
 
+def check_writable(path: str | Path) -> None:
+    """EosctlError (one line) unless a snapshot can be written at ``path``; checked before the capture,
+    which can take minutes, rather than failing at its end."""
+    path = Path(path)
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.exists():
+        raise EosctlError(f"cannot write {path}: directory {parent} does not exist; create it or choose "
+                          "another --out")
+    if not parent.is_dir():
+        raise EosctlError(f"cannot write {path}: {parent} is not a directory; choose another --out")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise EosctlError(f"cannot write {path}: no permission to create files in {parent}; choose another "
+                          "--out")
+    if path.is_dir():
+        raise EosctlError(f"cannot write {path}: it is a directory; choose another --out")
+
+
 def write_snapshot(snap: Snapshot, path: str | Path) -> None:
-    """Write the snapshot to a new DuckDB file (atomically: a crash leaves no half-written report)."""
+    """Write the snapshot to a new DuckDB file (atomically: a crash leaves no half-written report).
+
+    Any failure to write (disk full, permissions) is one EosctlError and leaves no file behind.
+    """
     import duckdb
 
     path = Path(path)
+    check_writable(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.unlink(missing_ok=True)
+    try:
+        _write(snap, tmp)
+        os.replace(tmp, path)
+    except (duckdb.Error, OSError) as e:
+        for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
+            leftover.unlink(missing_ok=True)
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise EosctlError(f"cannot write snapshot {path}: {first}") from None
+
+
+def _write(snap: Snapshot, tmp: Path) -> None:
+    import duckdb
+
     con = duckdb.connect()
     try:
         con.execute(f"ATTACH '{_sql_str(str(tmp))}' AS snap (STORAGE_VERSION '{STORAGE_VERSION}')")
@@ -352,7 +373,6 @@ def write_snapshot(snap: Snapshot, path: str | Path) -> None:
         con.execute("DETACH snap")
     finally:
         con.close()
-    os.replace(tmp, path)
 
 
 def _write_hanging(con: Any, snap: Snapshot) -> None:
@@ -430,8 +450,13 @@ def _scalar(v: Any) -> Any:
 def load_snapshot(path: str | Path) -> Snapshot:
     """Read a snapshot file back into the live dataclasses (read-only; the file is never changed)."""
     from eosctl.ledger import Ledger, LedgerFlag, PartitionLedger
-    from eosctl.sinkdb import connect_readonly
+    from eosctl.sinkdb import connect_readonly, read_header
 
+    how = "write one with `eosctl snapshot --out FILE`"
+    if not os.path.isfile(path):
+        raise EosctlError(f"{path}: no such snapshot file ({how})")
+    if read_header(path) is None:
+        raise EosctlError(f"{path} is not an eosctl snapshot file (not a DuckDB database); {how}")
     con = connect_readonly(path, where="snapshot", flag="--snapshot")
     try:
         tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}

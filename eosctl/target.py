@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from eosctl.config import Cluster, Config, Pipeline, load_config
+from eosctl.config import (
+    BOOTSTRAP_FORM,
+    Cluster,
+    Config,
+    Pipeline,
+    bootstrap_problem,
+    load_config,
+    normalize_bootstrap,
+)
 from eosctl.errors import ConfigError
 
 
@@ -29,6 +37,8 @@ def resolve(
     group: str | None = None,
     need_topics: bool = False,
 ) -> Target:
+    if bootstrap is not None:
+        bootstrap = check_bootstrap(bootstrap)
     cfg = load_config(config) if config else None
     pipe = cfg.pipeline(pipeline) if cfg else None
     if pipeline and not cfg:
@@ -59,3 +69,11 @@ def resolve(
     if need_topics and not topics:
         raise ConfigError("no topic given: pass --topic NAME or --config FILE --pipeline NAME")
     return Target(cluster=cluster, pipeline=pipe, config=cfg, topics=topics, group=group)
+
+
+def check_bootstrap(bootstrap: str, flag: str = "--bootstrap") -> str:
+    """The --bootstrap value, normalized; ConfigError (one line) unless it is HOST:PORT[,HOST:PORT...]."""
+    problem = bootstrap_problem(bootstrap)
+    if problem:
+        raise ConfigError(f"{flag} {bootstrap!r}: {problem}; {BOOTSTRAP_FORM}")
+    return normalize_bootstrap(bootstrap)

@@ -115,11 +115,16 @@ class AbortPlan:
     started_ms: int | None
     transactional_id: str | None
     supported: bool  # the broker offers WriteTxnMarkers
+    # The marker's coordinator epoch: the partition leader rejects a marker older than the last one it
+    # saw for the producer, so it is the one DescribeProducers reports, or 0 when unknown (as
+    # kafka-transactions.sh abort does).
+    coordinator_epoch: int = 0
 
     def to_dict(self, now_ms: int) -> dict[str, Any]:
         age = None if self.started_ms is None else max(0.0, (now_ms - self.started_ms) / 1000)
         return {"topic": self.topic, "partition": self.partition, "start_offset": self.start_offset,
-                "producer_id": self.producer_id, "producer_epoch": self.producer_epoch, "lso": self.lso,
+                "producer_id": self.producer_id, "producer_epoch": self.producer_epoch,
+                "coordinator_epoch": self.coordinator_epoch, "lso": self.lso,
                 "hw": self.hw, "blocked": self.hw - self.lso, "age_s": _round(age),
                 "transactional_id": self.transactional_id, "supported": self.supported}
 
@@ -128,20 +133,7 @@ def _round(v: float | None) -> float | None:
     return None if v is None else round(v, 3)
 
 
-# --- the admin client ------------------------------------------------------------------------------------
-
-
-def admin_client(cluster: Any, timeout_ms: int = 5000) -> Any:
-    """kafka-python's KafkaAdminClient with short timeouts; an unreachable cluster is one BrokerError."""
-    import kafka.errors as Errors
-    from kafka.admin import KafkaAdminClient
-
-    try:
-        return KafkaAdminClient(**cluster.kafka_python(), request_timeout_ms=timeout_ms,
-                                bootstrap_timeout_ms=timeout_ms, reconnect_backoff_max_ms=1000)
-    except (Errors.KafkaError, OSError) as e:
-        raise BrokerError(f"cannot reach Kafka at {cluster.bootstrap_servers}: {type(e).__name__}; "
-                          "check --bootstrap / that the broker is up") from None
+# --- the admin client (built by eosctl.clients.kafka_admin) ------------------------------------------
 
 
 def supports(admin: Any, api_key: int) -> bool:
@@ -327,9 +319,11 @@ def plan_abort(client: Any, admin: Any, topic: str, partition: int, start_offset
                           "(see `eosctl txns hanging`)")
     producers, _ = describe_producers(admin, [tp])
     match = [p for p in producers.get(tp, []) if p.current_transaction_start_offset == start_offset]
+    coordinator_epoch = 0
     if match:
         pid, epoch = match[0].producer_id, match[0].producer_epoch
         started = match[0].last_timestamp if match[0].last_timestamp >= 0 else None
+        coordinator_epoch = max(0, match[0].coordinator_epoch)  # -1: no marker yet for this producer
     else:
         from eosctl.lag import first_batches
 
@@ -351,11 +345,11 @@ def plan_abort(client: Any, admin: Any, topic: str, partition: int, start_offset
     coordinator = _coordinator_view(admin, {pid}).get(pid)
     return AbortPlan(topic, partition, start_offset, pid, epoch, o.last_stable, o.high_watermark, started,
                      coordinator.transactional_id if coordinator else None,
-                     supports(admin, WRITE_TXN_MARKERS_API_KEY))
+                     supports(admin, WRITE_TXN_MARKERS_API_KEY), coordinator_epoch)
 
 
 def abort(admin: Any, plan: AbortPlan) -> None:
-    """Write the ABORT marker for the planned transaction (WriteTxnMarkers, coordinator epoch -1)."""
+    """Write the ABORT marker for the planned transaction (WriteTxnMarkers to the partition leader)."""
     from kafka.admin._transactions import AbortTransactionSpec
     from kafka.structs import TopicPartition
 
@@ -363,7 +357,7 @@ def abort(admin: Any, plan: AbortPlan) -> None:
         raise EosctlError("this broker does not support aborting transactions (no WriteTxnMarkers API); "
                           "nothing was changed")
     spec = AbortTransactionSpec(TopicPartition(plan.topic, plan.partition), plan.producer_id,
-                                plan.producer_epoch)
+                                plan.producer_epoch, plan.coordinator_epoch)
     _call(f"aborting the transaction of producer {plan.producer_id}", admin.abort_transaction, spec)
 
 

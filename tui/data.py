@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from eosctl.errors import EosctlError
+from eosctl.errors import BrokerError, EosctlError
 from eosctl.model import PartitionLog
 
 # progress(fraction 0..1 or None, message)
@@ -103,7 +103,11 @@ class LagTracker:
 
 
 class LiveSource:
-    """Reads the cluster (and the sink, read-only) through the eosctl core on every fetch."""
+    """Reads the cluster (and the sink, read-only) through the eosctl core on every fetch.
+
+    The admin clients are built once and kept across refreshes (eosctl.clients.Admins); a connection
+    error drops them so the next refresh reconnects.
+    """
 
     is_snapshot = False
 
@@ -114,6 +118,7 @@ class LiveSource:
         run_audit: AuditRunner | None = None,
         timeout_ms: int = 5_000,
     ) -> None:
+        from eosctl.clients import Admins
         from eosctl.txns import DEFAULT_MAX_AGE_S
 
         self.target = target
@@ -128,8 +133,19 @@ class LiveSource:
         )
         self.tracker = LagTracker()
         self.last_audit: Any = None
+        self.admins = Admins(target.cluster, timeout=timeout_ms / 1000)
 
     def fetch(self) -> Dashboard:
+        try:
+            return self._fetch()
+        except BrokerError:
+            self.admins.reset()  # the broker went away: reconnect on the next refresh
+            raise
+
+    def close(self) -> None:
+        self.admins.close()
+
+    def _fetch(self) -> Dashboard:
         from eosctl.logscan import scan_partitions
         from eosctl.wire import WireClient
 
@@ -143,54 +159,56 @@ class LiveSource:
             starts = {tp: max(o.log_start, o.high_watermark - TAIL_OFFSETS) for tp, o in offsets.items()}
             logs = scan_partitions(client, tps, start=starts) if tps else {}
             dash.logs = [logs[tp] for tp in tps]
-            _section(dash, "lag", lambda: self._lag(client, dash))
-            _section(dash, "transactions", lambda: self._txns(client, dash, tps, logs))
+            self._section(dash, "lag", lambda: self._lag(client, dash))
+            self._section(dash, "transactions", lambda: self._txns(client, dash))
+            self._section(dash, "producers", lambda: self._producers(client, dash, tps, logs))
         if t.pipeline is not None and t.pipeline.sink is not None:
             from eosctl.ledger import collect
 
             def ledger() -> Any:
-                source_logs = {tp: lg for tp, lg in logs.items() if tp[0] in t.topics}
+                # The ledger needs each partition's log from its start; collect scans what is missing.
+                source_logs = whole_logs({tp: lg for tp, lg in logs.items() if tp[0] in t.topics})
                 return collect(
                     t.cluster, t.pipeline.sink, t.topics, t.group, pipeline=t.pipeline.name, logs=source_logs
                 )
 
-            _section(dash, "ledger", lambda: setattr(dash, "ledger", ledger()))
+            self._section(dash, "ledger", lambda: setattr(dash, "ledger", ledger()))
         self.tracker.add(dash)
         return dash
+
+    def _section(self, dash: Dashboard, name: str, fn: Callable[[], Any]) -> None:
+        """`_section`, and a broker error also drops the admin clients (rebuilt on the next refresh)."""
+        if isinstance(_section(dash, name, fn), BrokerError):
+            self.admins.reset()
 
     def _lag(self, client: Any, dash: Dashboard) -> None:
         from eosctl import lag
 
         t = self.target
-        admin = lag.confluent_admin(t.cluster, timeout=self.timeout_ms / 1000)
-        dash.lag = lag.poll(client, admin, groups=[t.group] if t.group else None, topics=t.topics or None)
+        dash.lag = lag.poll(
+            client, self.admins.confluent, groups=[t.group] if t.group else None, topics=t.topics or None
+        )
 
-    def _txns(self, client: Any, dash: Dashboard, tps: list, logs: dict) -> None:
-        from eosctl import producers, txns
+    def _txns(self, client: Any, dash: Dashboard) -> None:
+        from eosctl import txns
 
-        admin = txns.admin_client(self.target.cluster, timeout_ms=self.timeout_ms)
-        try:
-            prefix = self.target.pipeline.transactional_id_prefix if self.target.pipeline else None
-            _section(
-                dash,
-                "transactions",
-                lambda: setattr(
-                    dash,
-                    "transactions",
-                    [
-                        x
-                        for x in txns.list_transactions(admin)
-                        if not prefix or x.transactional_id.startswith(prefix)
-                    ],
-                ),
-            )
-            report = txns.find_hanging(client, admin, self.topics, max_age_s=self.max_age_s)
-            dash.hanging, dash.hanging_checked = report.hanging, True
-            answer, _ = txns.describe_producers(admin, tps)
-            rows = [producers.from_describe(tp, p) for tp in tps for p in answer.get(tp, [])]
-            dash.producers = rows or [r for tp in tps if tp in logs for r in producers.from_log(logs[tp])]
-        finally:
-            admin.close()
+        admin = self.admins.kafka
+        prefix = self.target.pipeline.transactional_id_prefix if self.target.pipeline else None
+
+        def listed() -> None:
+            rows = txns.list_transactions(admin)
+            dash.transactions = [x for x in rows if not prefix or x.transactional_id.startswith(prefix)]
+
+        # A broker without ListTransactions still gets the hanging check (and keeps its clients: `admin`
+        # is used again below).
+        _section(dash, "transactions", listed)
+        report = txns.find_hanging(client, admin, self.topics, max_age_s=self.max_age_s)
+        dash.hanging, dash.hanging_checked = report.hanging, True
+
+    def _producers(self, client: Any, dash: Dashboard, tps: list, logs: dict) -> None:
+        from eosctl import producers
+
+        dash.producers = producers.find(client, self.admins.kafka, tps, logs=logs).rows if tps else []
 
     def partition_log(self, topic: str, partition: int, around: int | None) -> PartitionLog:
         from eosctl.logscan import scan_partition
@@ -219,12 +237,27 @@ class LiveSource:
         return self.last_audit
 
 
-def _section(dash: Dashboard, name: str, fn: Callable[[], Any]) -> None:
-    """Run one section; a problem the user can fix (an old broker, a locked sink) is recorded, not fatal."""
+def _section(dash: Dashboard, name: str, fn: Callable[[], Any]) -> EosctlError | None:
+    """Run one section; a problem the user can fix (an old broker, a locked sink) is recorded, not fatal.
+
+    Returns that problem, if any.
+    """
     try:
         fn()
     except EosctlError as e:
         dash.errors[name] = str(e)
+        return e
+    return None
+
+
+def whole_logs(logs: dict[Any, PartitionLog]) -> dict[Any, PartitionLog]:
+    """The scans that cover their partition's whole log, [log start, HW): the only ones the ledger can
+    use (a tail scan would make every record before it look missing, or hide what is missing there)."""
+    return {
+        tp: lg
+        for tp, lg in logs.items()
+        if lg.scanned_from == lg.log_start_offset and lg.scanned_to == lg.high_watermark
+    }
 
 
 # ---- snapshot ---------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ HELP = """[b]eosctl tui[/b]: what Kafka holds for an exactly-once pipeline, live
 [b]Views[/b] (tabs; click them or press the number)
   1 Overview      health per pipeline: audit verdict, records behind, open/hanging txns, fenced producers
   2 Transactions  transactional ids; hanging ones are red; Enter shows the detail
-  3 Producers     producer ids per partition; epoch bumps (fencing) and zombie writes marked
+  3 Producers     producer ids per partition; fencing and zombie writes marked
   4 Lag           per group/partition: lag to the LSO, records behind, blocked by an open txn, status
   5 Log           ranges (or batches, b) of one partition; type an offset to jump there
   6 Ledger        sink rows per partition vs stored and committed offsets; Enter opens the Log

@@ -69,7 +69,8 @@ def lag(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: st
     polls: OK, WARN (falling behind), STALL (no progress with records to read, or blocked by an open
     transaction: the cause says which), STOP (no active consumer), REWIND (offset went back), ERR.
     """
-    from eosctl.lag import Watch, confluent_admin, poll
+    from eosctl.clients import confluent_admin
+    from eosctl.lag import Watch, poll
     from eosctl.target import resolve
     from eosctl.wire import WireClient
 

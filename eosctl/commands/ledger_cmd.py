@@ -156,6 +156,7 @@ def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, to
 
     if Path(out_path).exists() and not force:
         raise EosctlError(f"{out_path} already exists; choose another --out or pass --force")
+    snap.check_writable(out_path)  # before the capture, which can take minutes
     if with_audit and audit_report:
         raise click.UsageError("pass either --with-audit or --audit-report, not both")
     stored = _read_audit_report(audit_report) if audit_report else None  # a bad file fails before capture

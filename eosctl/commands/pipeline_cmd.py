@@ -1,9 +1,15 @@
-"""`eosctl sandbox pipeline`: run the reference exactly-once pipeline, optionally with planted defects."""
+"""`eosctl sandbox pipeline`: run the reference exactly-once pipeline, optionally with planted defects.
+
+A run deletes and recreates its topics and groups. On the sandbox that is the point; on any other
+cluster it needs --yes (or a yes at the prompt on a terminal), after eosctl has listed what it will do.
+"""
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -23,8 +29,11 @@ from eosctl.pipeline import FAULTS
               help="Orders the source writes.")
 @click.option("--partitions", default=3, show_default=True, type=click.IntRange(min=1),
               help="Partitions of each topic.")
+@click.option("--yes", is_flag=True,
+              help="Needed when --bootstrap is not the sandbox: the run deletes and recreates the prefix's "
+                   "topics and groups there.")
 def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: tuple[str, ...], records: int,
-             partitions: int) -> None:
+             partitions: int, yes: bool) -> None:
     """Run source -> read-process-write -> DuckDB sink once, with the given faults.
 
     \b
@@ -44,7 +53,12 @@ def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: t
         bootstrap = sandbox.bootstrap_or_error(None)
         cluster = Cluster(name="sandbox", bootstrap_servers=bootstrap)
     else:
+        from eosctl.target import check_bootstrap
+
+        bootstrap = check_bootstrap(bootstrap)
         cluster = Cluster(name="cluster", bootstrap_servers=bootstrap)
+        if not _is_sandbox(bootstrap):
+            _confirm_writes(bootstrap, prefix, partitions, records, yes, err)
     workdir = workdir if workdir is not None else sandbox.state_dir() / prefix
     t0 = time.monotonic()
 
@@ -72,3 +86,49 @@ def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: t
     for z in manifest["fencing"]:
         out.print(f"  {'fenced producer':<16} {z['transactional_id']} epoch {z['old_epoch']} -> "
                   f"{z['new_epoch']} (zombie got {z['zombie_error'] or 'through!'})  <- zombie")
+
+
+_LOOPBACK = {"localhost", "127.0.0.1", "::1", "[::1]"}
+
+
+def _addresses(bootstrap: str) -> set[tuple[str, str]]:
+    out = set()
+    for entry in bootstrap.split(","):
+        host, _, port = entry.strip().rpartition(":")
+        out.add(("127.0.0.1" if host.lower() in _LOOPBACK else host.lower(), port))
+    return out
+
+
+def _is_sandbox(bootstrap: str) -> bool:
+    """Does --bootstrap name the running sandbox (the one broker this command may reset unasked)?"""
+    from eosctl import sandbox
+
+    state = sandbox.status(sandbox.state_dir())
+    return state is not None and _addresses(bootstrap) == _addresses(state.bootstrap)
+
+
+def _interactive() -> bool:
+    return sys.stdin.isatty()
+
+
+def _confirm_writes(bootstrap: str, prefix: str, partitions: int, records: int, yes: bool, err: Any) -> None:
+    """List what the run changes on a cluster that is not the sandbox; go on only with --yes or a yes."""
+    from eosctl.errors import EosctlError
+    from eosctl.pipeline.topics import Names
+
+    n = Names(prefix)
+    err.print(f"{bootstrap} is not the sandbox; this run changes it:")
+    err.print(f"  delete and recreate topics  {', '.join(n.topics)} ({partitions} partitions each)")
+    err.print(f"  delete consumer groups      {n.processor_group}, {n.sink_group}")
+    err.print(f"  fence transactional ids     {', '.join(n.transactional_ids)} (aborts their open "
+              "transactions)")
+    err.print(f"  write                       {records} orders to {n.source_topic}, processed into "
+              f"{n.output_topic}")
+    if yes:
+        return
+    if _interactive():
+        if click.confirm("go ahead?", default=False, err=True):
+            return
+        raise EosctlError("nothing changed (answered no)")
+    raise EosctlError(f"{bootstrap} is not the sandbox and this run deletes and recreates topics and groups "
+                      "there; pass --yes to go ahead (nothing changed)")

@@ -84,7 +84,11 @@ def tui(
     from tui.app import EosApp
 
     app = EosApp(source, refresh_seconds=refresh)
-    app.run()
+    try:
+        app.run()
+    finally:
+        if hasattr(source, "close"):  # the live source's admin clients, kept across refreshes
+            source.close()
     if app.return_code:
         raise SystemExit(app.return_code)
 

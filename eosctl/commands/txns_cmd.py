@@ -23,6 +23,7 @@ offsets, ``lso``/``hw`` exclusive):
 `txns abort` ->
 
     {"topic": str, "partition": int, "start_offset": int, "producer_id": int, "producer_epoch": int,
+     "coordinator_epoch": int,                        # of the ABORT marker (DescribeProducers', else 0)
      "lso": int, "hw": int, "blocked": int, "age_s": float|null, "transactional_id": str|null,
      "supported": bool,                               # the broker offers WriteTxnMarkers
      "dry_run": bool, "aborted": bool}
@@ -63,9 +64,9 @@ def _wire(target: Any) -> Any:
 
 
 def _admin(target: Any) -> Any:
-    from eosctl.txns import admin_client
+    from eosctl.clients import kafka_admin
 
-    return admin_client(target.cluster, timeout_ms=TIMEOUT_MS)
+    return kafka_admin(target.cluster, timeout=TIMEOUT_MS / 1000)
 
 
 # --- txns ----------------------------------------------------------------------------------------------

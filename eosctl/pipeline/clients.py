@@ -118,10 +118,9 @@ class Broker:
     def _kafka_admin(self) -> Any:
         if self._admin is None and not self._admin_failed:
             try:
-                from kafka.admin import KafkaAdminClient
+                from eosctl.clients import kafka_admin
 
-                self._admin = KafkaAdminClient(**self.cluster.kafka_python(),
-                                               request_timeout_ms=int(TIMEOUT * 1000))
+                self._admin = kafka_admin(self.cluster, timeout=TIMEOUT)
             except Exception:  # the manifest falls back to producer_id -1 rather than failing the run
                 self._admin_failed = True
         return self._admin

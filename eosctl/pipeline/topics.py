@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from eosctl.clients import confluent_admin
 from eosctl.config import Cluster
 from eosctl.errors import BrokerError
 from eosctl.pipeline.clients import TIMEOUT, Broker, client_conf
@@ -57,7 +58,9 @@ class Names:
 def reset(cluster: Cluster, names: Names, partitions: int, broker: Broker, timeout: float = 30.0) -> None:
     """Delete what an earlier run with this prefix left (open transactions, topics, groups), then create
     the topics and wait until every partition has a leader."""
-    admin = AdminClient(client_conf(cluster))
+    # Topic deletion and creation can take a broker several seconds: a longer socket timeout than the
+    # inspection commands use, so the operation timeout (TIMEOUT) expires first and says what failed.
+    admin = confluent_admin(cluster, timeout=3 * TIMEOUT)
     _abort_open_transactions(cluster, names, broker)
     existing = set(admin.list_topics(timeout=TIMEOUT).topics)
     stale = [t for t in names.topics if t in existing]

@@ -78,8 +78,9 @@ def test_snapshot_in_a_real_terminal(tmux, tmp_path: Path):
     assert f"captured {CAPTURED}" in screen
     assert "RED because:" in tmux.wait_for("RED because:")
     tmux.run("send-keys", "-t", tmux.session, "4")
-    screen = tmux.wait_for("blocked by open transactions")
-    assert f"tuiref.enriched[0]        {lso}  {lso}  {hw}" in screen
+    # The tab header paints before the table rows on a slow machine: wait for the row itself.
+    tmux.wait_for("blocked by open transactions")
+    tmux.wait_for(f"tuiref.enriched[0]        {lso}  {lso}  {hw}")
     tmux.run("send-keys", "-t", tmux.session, "5")
     screen = tmux.wait_for(span)
     assert "open" in screen.split(span, 1)[1].splitlines()[0]

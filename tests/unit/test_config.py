@@ -122,3 +122,51 @@ def test_cli_reports_bad_config_in_one_line_with_exit_2(tmp_path):
     assert lines == [f"eosctl: error: {path}: pipelines.pay.source_topics must be a non-empty list of "
                      "strings, "
                      "got a list []"]
+
+
+FORM = "expected HOST:PORT[,HOST:PORT...], e.g. localhost:9092"
+BAD_BOOTSTRAPS = [
+    ("a:b:c", "more than one ':' (write an IPv6 address as [ADDRESS]:PORT)"),
+    ("127.0.0.1:", "no port"),
+    ("notahost", "no port"),
+    (":9092", "no host"),
+    ("broker:kafka", "port 'kafka' is not a number"),
+    ("broker:70000", "port 70000 is out of range (1-65535)"),
+    ("b1:9092,", "an empty entry"),
+    ("b1:9092,b2", "entry 'b2': no port"),
+]
+
+
+@pytest.mark.parametrize(("bootstrap", "problem"), BAD_BOOTSTRAPS)
+def test_bootstrap_that_is_not_host_port_is_one_line(tmp_path, bootstrap, problem):
+    from eosctl.target import resolve
+
+    with pytest.raises(ConfigError) as e:
+        resolve(None, None, bootstrap)
+    assert str(e.value) == f"--bootstrap {bootstrap!r}: {problem}; {FORM}"
+    path = write(tmp_path, GOOD.replace("b1:9093,b2:9093", bootstrap))
+    with pytest.raises(ConfigError) as e:
+        load_config(path, env={"KPASS": "x"})
+    assert str(e.value) == f"{path}: clusters.prod.bootstrap_servers {bootstrap!r}: {problem}; {FORM}"
+
+
+def test_good_bootstraps_pass_and_lose_their_spaces(tmp_path):
+    from eosctl.target import resolve
+
+    assert resolve(None, None, "[::1]:9092").cluster.bootstrap_servers == "[::1]:9092"
+    assert resolve(None, None, "b1:9092, b2:9093").cluster.bootstrap_servers == "b1:9092,b2:9093"
+    spaced = GOOD.replace("b1:9093,b2:9093", " b1:9093 ,b2:9093")
+    cfg = load_config(write(tmp_path, spaced), env={"KPASS": "x"})
+    assert cfg.clusters["prod"].bootstrap_servers == "b1:9093,b2:9093"
+
+
+@pytest.mark.parametrize("bootstrap", ["a:b:c", "127.0.0.1:", "notahost"])
+def test_cli_bad_bootstrap_exits_2_without_traceback(bootstrap):
+    from eosctl.cli import main
+
+    commands = (["lag"], ["txns", "list"], ["log", "-t", "t", "--partition", "0"], ["tui", "-t", "t"])
+    for command in commands:
+        result = CliRunner().invoke(main, [*command, "--bootstrap", bootstrap])
+        assert result.exit_code == 2, (command, result.output)
+        problem = dict(BAD_BOOTSTRAPS)[bootstrap]
+        assert result.stderr == f"eosctl: error: --bootstrap {bootstrap!r}: {problem}; {FORM}\n"

@@ -179,3 +179,77 @@ def test_group_status_is_its_worst_partition_and_the_window_slides():
         lags = [_lag(200, 0, partition=0), _lag(150, 0, 150, 150, partition=1)]
         watch.add(LagSnapshot(95_000 + i * 1000, lags, {"g": "STABLE"}))
     assert watch.group_status("g").status == "OK"
+
+
+# --- the open transaction at the LSO, whatever the size of its first batch ------------------------------
+
+
+def _raw_batch(base: int, pid: int, value_bytes: int, records: int = 1) -> bytes:
+    import struct
+
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    b = DefaultRecordBatchBuilder(2, 0, True, pid, 0, 0, 1 << 30)
+    for d in range(records):
+        b.append(d, timestamp=5000 + d, key=None, value=bytes(value_bytes), headers=[])
+    raw = bytearray(b.build())
+    struct.pack_into(">q", raw, 0, base)
+    return bytes(raw)
+
+
+class KafkaLikeWire:
+    """Fetch as Kafka answers it (KIP-74): each partition's bytes are cut at max_bytes, except that the
+    first partition of a response always gets its first batch whole. ``cut_all``: even that one is cut
+    (a broker that enforces max_bytes strictly)."""
+
+    def __init__(self, logs: dict[tuple[str, int], bytes], cut_all: bool = False):
+        self.logs, self.cut_all = logs, cut_all
+        self.fetches: list[tuple[list, int]] = []
+
+    def fetch_raw(self, topic, partition, offset, max_bytes, isolation=0):
+        return self.fetch_many({(topic, partition): offset}, max_bytes)[(topic, partition)]
+
+    def fetch_many(self, positions, max_bytes, isolation=0):
+        from eosctl.batches import decode
+        from eosctl.wire import FetchResult
+
+        self.fetches.append((list(positions), max_bytes))
+        out = {}
+        for i, (tp, pos) in enumerate(positions.items()):
+            data = self.logs[tp]
+            first = decode(data).batches[0].size_bytes
+            size = max(max_bytes, first) if i == 0 and not self.cut_all else max_bytes
+            out[tp] = FetchResult(tp[0], tp[1], pos, 0, 10, 0, 0, (), data[:size])
+        return out
+
+
+def test_an_oversized_first_batch_of_the_second_partition_is_fetched_again_alone():
+    from eosctl.lag import OPEN_TXN_FETCH_BYTES, first_batches, open_transactions
+
+    a, b = ("orders", 0), ("orders", 1)
+    wire = KafkaLikeWire({a: _raw_batch(0, 41, 100), b: _raw_batch(0, 42, 100_000)})
+    assert len(wire.logs[b]) > OPEN_TXN_FETCH_BYTES
+    found = first_batches(wire, {a: 0, b: 0})
+    assert {tp: batch.producer_id for tp, batch in found.items()} == {a: 41, b: 42}
+    assert wire.fetches == [([a, b], OPEN_TXN_FETCH_BYTES), ([b], OPEN_TXN_FETCH_BYTES)]
+    txns = open_transactions(wire, [a, b], {a: 0, b: 0})
+    assert txns[b] == OpenTxn(42, 0, 0, 5000)
+
+
+def test_a_broker_that_cuts_every_batch_gets_a_doubled_fetch_size():
+    from eosctl.lag import OPEN_TXN_FETCH_BYTES, first_batches
+
+    big = ("orders", 0)
+    wire = KafkaLikeWire({big: _raw_batch(0, 42, 200_000)}, cut_all=True)
+    assert first_batches(wire, {big: 0})[big].producer_id == 42
+    assert [size for _, size in wire.fetches] == [OPEN_TXN_FETCH_BYTES, 2 * OPEN_TXN_FETCH_BYTES,
+                                                  4 * OPEN_TXN_FETCH_BYTES]
+
+
+def test_complete_batches_without_data_at_the_offset_are_no_reason_to_fetch_again():
+    from eosctl.lag import first_batches
+
+    tp = ("orders", 0)
+    wire = KafkaLikeWire({tp: _raw_batch(0, 41, 10, records=3)})
+    assert first_batches(wire, {tp: 5}) == {}
+    assert len(wire.fetches) == 1

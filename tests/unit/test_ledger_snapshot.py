@@ -193,3 +193,52 @@ def test_snapshot_stores_an_audit_report(tmp_path: Path):
     assert con.execute("SELECT kind, partition, first_offset, last_offset, count FROM audit_findings"
                        ).fetchall() == [("duplicate", 0, 22, 24, 3)]
     con.close()
+
+
+def test_snapshot_into_a_missing_directory_fails_before_the_capture(tmp_path: Path, monkeypatch):
+    from click.testing import CliRunner
+
+    from eosctl import snapshot
+    from eosctl.cli import main
+
+    def no_capture(*a, **kw):
+        raise AssertionError("captured although the file cannot be written")
+
+    monkeypatch.setattr(snapshot, "capture", no_capture)
+    out = tmp_path / "missing" / "s.duckdb"
+    result = CliRunner().invoke(main, ["snapshot", "-o", str(out), "--bootstrap", "127.0.0.1:1", "-t", "t"])
+    assert result.exit_code == 2
+    assert result.stderr == (f"eosctl: error: cannot write {out}: directory {out.parent} does not exist; "
+                             "create it or choose another --out\n")
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(EosctlError, match=r"afile is not a directory; choose another --out$"):
+        write_snapshot(Snapshot(datetime.now(UTC), "b:1", None, None, []), tmp_path / "afile" / "s.duckdb")
+
+
+def test_a_failed_write_is_one_line_and_leaves_no_file(tmp_path: Path, monkeypatch):
+    from eosctl import snapshot
+
+    def disk_full(snap, tmp):
+        tmp.write_bytes(b"half")
+        raise duckdb.IOException("IO Error: could not write file: No space left on device\nmore detail")
+
+    monkeypatch.setattr(snapshot, "_write", disk_full)
+    out = tmp_path / "s.duckdb"
+    with pytest.raises(EosctlError) as e:
+        write_snapshot(Snapshot(datetime.now(UTC), "b:1", None, None, []), out)
+    assert str(e.value) == (f"cannot write snapshot {out}: IO Error: could not write file: No space left on "
+                            "device")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_tui_on_a_file_that_is_not_a_snapshot_says_how_to_make_one(tmp_path: Path):
+    from click.testing import CliRunner
+
+    from eosctl.cli import main
+
+    passwd = tmp_path / "passwd"
+    passwd.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    result = CliRunner().invoke(main, ["tui", "--snapshot", str(passwd)])
+    assert result.exit_code == 2
+    assert result.stderr == (f"eosctl: error: {passwd} is not an eosctl snapshot file (not a DuckDB "
+                             "database); write one with `eosctl snapshot --out FILE`\n")

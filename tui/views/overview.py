@@ -15,7 +15,7 @@ from textual.widgets import Static
 from tui.data import Dashboard
 from tui.table import STYLES, Col, FilterTable, Row
 from tui.views.base import View
-from tui.views.producers import bumped
+from tui.views.producers import fenced
 
 COLUMNS = [
     Col("pipeline"),
@@ -60,11 +60,11 @@ def health(dash: Dashboard) -> Health:
     open_txns = [x for x in dash.transactions if x.active]
     if open_txns and not dash.hanging:
         amber.append(f"{len(open_txns)} transaction{'s' if len(open_txns) != 1 else ''} open")
-    fenced = [r for r in dash.producers if bumped(r)]
-    if fenced:
+    cut_off = [r for r in dash.producers if fenced(r)]
+    if cut_off:
         amber.append(
-            f"{len(fenced)} producer{'s' if len(fenced) != 1 else ''} fenced (epoch bumped: a zombie "
-            "instance was cut off)"
+            f"{len(cut_off)} producer{'s' if len(cut_off) != 1 else ''} fenced (a new instance took over; "
+            "the old one was cut off)"
         )
     zombies = sum(r.zombie_writes for r in dash.producers)
     if zombies:
@@ -92,7 +92,7 @@ def overview_rows(dash: Dashboard) -> list[Row]:
     audit = "-" if dash.audit is None else dash.audit.verdict.upper()
     open_txns = sum(1 for x in dash.transactions if x.active)
     hung = str(len(dash.hanging)) if dash.hanging_checked else "?"
-    fenced = sum(1 for r in dash.producers if bumped(r))
+    fenced_count = sum(1 for r in dash.producers if fenced(r))
     rows = sum(p.rows for p in dash.ledger.partitions) if dash.ledger else None
     return [
         Row(
@@ -103,7 +103,7 @@ def overview_rows(dash: Dashboard) -> list[Row]:
                 audit,
                 f"{_behind(dash):,}",
                 f"{open_txns}/{hung}",
-                fenced,
+                fenced_count,
                 None if rows is None else f"{rows:,}",
             ),
             LEVEL[h.colour],

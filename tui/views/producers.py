@@ -25,9 +25,12 @@ COLUMNS = [
 ]
 
 
-def bumped(r) -> bool:
-    """Fenced, or at least seen at more than one epoch (the zombie case on brokers that mark the bump)."""
-    return bool(r.fencing_events) or len(r.epochs) > 1
+def fenced(r) -> bool:
+    """The core's judgement (ProducerRow.fencing_events): a new instance took this producer id over.
+
+    A higher epoch alone is not fencing: Kafka 4's transactions v2 bumps the epoch on every commit.
+    """
+    return r.fencing_events > 0
 
 
 def producer_key(r) -> str:
@@ -38,14 +41,12 @@ def producer_rows(dash: Dashboard) -> list[Row]:
     rows = []
     for r in sorted(dash.producers, key=lambda r: (r.topic, r.partition, r.producer_id)):
         marks = []
-        if r.fencing_events:
+        if fenced(r):
             marks.append(f"FENCED x{r.fencing_events}")
-        elif len(r.epochs) > 1:
-            marks.append(f"epoch bump {r.epochs[-2]}→{r.epochs[-1]}")
         if r.zombie_writes:
             marks.append(f"{r.zombie_writes} zombie write{'s' if r.zombie_writes != 1 else ''}")
         epochs = "→".join(map(str, r.epochs)) if len(r.epochs) > 1 else ""
-        level = "bad" if r.zombie_writes else ("warn" if bumped(r) else None)
+        level = "bad" if r.zombie_writes else ("warn" if fenced(r) else None)
         rows.append(
             Row(
                 producer_key(r),
@@ -68,13 +69,13 @@ def producer_rows(dash: Dashboard) -> list[Row]:
 def headline(dash: Dashboard) -> Text:
     if "producers" in dash.errors:
         return Text(f"producers unavailable: {dash.errors['producers']}", style=STYLES["warn"])
-    fenced = sum(1 for r in dash.producers if bumped(r))
+    count = sum(1 for r in dash.producers if fenced(r))
     zombies = sum(r.zombie_writes for r in dash.producers)
     t = Text(
         f"{len(dash.producers)} producers on {len({(r.topic, r.partition) for r in dash.producers})} "
         "partitions · "
     )
-    t.append(f"{fenced} fenced (epoch bumped)", style=STYLES["warn" if fenced else "ok"])
+    t.append(f"{count} fenced", style=STYLES["warn" if count else "ok"])
     if zombies:
         t.append(f" · {zombies} zombie writes", style=STYLES["bad"])
     t.append(" · times UTC")

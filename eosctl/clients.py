@@ -1,0 +1,103 @@
+"""The one place that builds Kafka admin clients, with eosctl's timeouts and quiet logging.
+
+Two libraries, because each lacks what the other has: confluent-kafka's AdminClient for consumer groups
+(list / offsets, all groups in flight together) and topic administration; kafka-python's KafkaAdminClient
+for the transaction APIs confluent-kafka does not expose (ListTransactions, DescribeTransactions,
+DescribeProducers, WriteTxnMarkers). Both are imported only when a client is built, so `eosctl --help`
+stays instant.
+
+`Admins` holds one of each for a cluster and reuses them across calls (the TUI refreshes every few
+seconds: building clients each time costs a bootstrap round trip and leaks librdkafka threads);
+`reset()` drops them after a connection error so the next use reconnects.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from eosctl.config import Cluster
+from eosctl.errors import BrokerError
+
+# Short, so a dead broker is one line within seconds instead of a hang.
+DEFAULT_TIMEOUT_S = 5.0
+LOGGER = "eosctl.librdkafka"
+
+
+def quiet_logger(name: str = LOGGER) -> logging.Logger:
+    """A logger that swallows librdkafka's log lines: eosctl turns errors into one-line messages itself."""
+    log = logging.getLogger(name)
+    if not log.handlers:
+        log.addHandler(logging.NullHandler())
+    log.propagate = False
+    return log
+
+
+def confluent_admin(cluster: Cluster, timeout: float = DEFAULT_TIMEOUT_S) -> Any:
+    """confluent-kafka AdminClient; ``timeout`` (seconds) bounds each socket wait and connection setup.
+
+    librdkafka connects lazily: an unreachable cluster shows up on the first request, not here.
+    """
+    from confluent_kafka.admin import AdminClient
+
+    ms = str(int(timeout * 1000))
+    return AdminClient({**cluster.confluent(), "logger": quiet_logger(), "socket.timeout.ms": ms,
+                        "socket.connection.setup.timeout.ms": ms})
+
+
+def kafka_admin(cluster: Cluster, timeout: float = DEFAULT_TIMEOUT_S) -> Any:
+    """kafka-python KafkaAdminClient; it bootstraps at once, so an unreachable cluster is one BrokerError."""
+    import kafka.errors as Errors
+    from kafka.admin import KafkaAdminClient
+
+    ms = int(timeout * 1000)
+    try:
+        return KafkaAdminClient(**cluster.kafka_python(), request_timeout_ms=ms, bootstrap_timeout_ms=ms,
+                                reconnect_backoff_max_ms=1000)
+    except (Errors.KafkaError, OSError) as e:
+        raise BrokerError(f"cannot reach Kafka at {cluster.bootstrap_servers}: {type(e).__name__}; "
+                          "check --bootstrap / that the broker is up") from None
+
+
+class Admins:
+    """One confluent and one kafka-python admin client for a cluster, built on first use and reused.
+
+    Use as a context manager (or call close()); call reset() after a connection error so the next
+    use builds fresh clients instead of retrying on a broken one.
+    """
+
+    def __init__(self, cluster: Cluster, timeout: float = DEFAULT_TIMEOUT_S) -> None:
+        self.cluster = cluster
+        self.timeout = timeout
+        self._confluent: Any = None
+        self._kafka: Any = None
+
+    @property
+    def confluent(self) -> Any:
+        if self._confluent is None:
+            self._confluent = confluent_admin(self.cluster, self.timeout)
+        return self._confluent
+
+    @property
+    def kafka(self) -> Any:
+        if self._kafka is None:
+            self._kafka = kafka_admin(self.cluster, self.timeout)
+        return self._kafka
+
+    def reset(self) -> None:
+        """Drop both clients; the next use reconnects."""
+        self.close()
+
+    def close(self) -> None:
+        kafka, self._kafka, self._confluent = self._kafka, None, None
+        if kafka is not None:
+            try:
+                kafka.close()
+            except Exception:  # closing a client whose broker died must not hide the original error
+                pass
+
+    def __enter__(self) -> Admins:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

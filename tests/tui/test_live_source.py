@@ -1,0 +1,170 @@
+"""The live source without a broker (the core's functions replaced): it keeps its admin clients across
+refreshes and rebuilds them after a connection error, hands the ledger only whole-log scans, and takes
+producers and fencing from the core as they are."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+import eosctl.clients
+import eosctl.ledger
+import eosctl.logscan
+import eosctl.producers
+import eosctl.wire
+from eosctl import lag, txns
+from eosctl.config import Cluster, Pipeline, Sink
+from eosctl.errors import BrokerError
+from eosctl.model import Kind, OffsetRange, PartitionLog
+from eosctl.producers import Found, ProducerRow
+from eosctl.target import Target
+from eosctl.txns import HangingReport
+from eosctl.wire import Offsets
+from tui.data import Dashboard, LiveSource, whole_logs
+from tui.views.overview import health, overview_rows
+from tui.views.producers import headline, producer_rows
+
+CLUSTER = Cluster(name="c", bootstrap_servers="127.0.0.1:1")
+SINK = Sink(duckdb="/s.duckdb", table="orders_sink")
+PIPE = Pipeline("shop", "c", ("shop.orders",), "shop.sink", sink=SINK)
+# shop.orders[0]: log start 0, HW 9000 (longer than the TUI's tail scan); shop.orders[1]: 0..100.
+OFFSETS = {("shop.orders", 0): Offsets(0, 9000, 9000), ("shop.orders", 1): Offsets(0, 100, 100)}
+
+
+def plog(tp: tuple[str, int], start: int, offsets: Offsets) -> PartitionLog:
+    return PartitionLog(tp[0], tp[1], offsets.log_start, offsets.high_watermark, offsets.last_stable, start,
+                        offsets.high_watermark,
+                        [OffsetRange(start, offsets.high_watermark - 1, Kind.DATA, -1, -1)])
+
+
+class FakeWire:
+    def __init__(self, *a, **kw) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    def metadata(self, topics):
+        return {"shop.orders": {0: 1, 1: 1}}
+
+    def offsets(self, tps):
+        return {tp: OFFSETS[tp] for tp in tps}
+
+
+@pytest.fixture
+def live(monkeypatch):
+    """A LiveSource over fakes; returns (source, record) where record counts what was built and passed."""
+    record: dict = {"confluent": 0, "kafka": 0, "closed": 0, "ledger_logs": None, "producer_logs": None,
+                    "fail_lag": False}
+
+    class Admin:
+        def close(self):
+            record["closed"] += 1
+
+    def confluent_admin(cluster, timeout=5.0):
+        record["confluent"] += 1
+        return Admin()
+
+    def kafka_admin(cluster, timeout=5.0):
+        record["kafka"] += 1
+        return Admin()
+
+    def scan_partitions(client, tps, start=None, end=None, **kw):
+        return {tp: plog(tp, start[tp] if start else 0, OFFSETS[tp]) for tp in tps}
+
+    def poll(client, admin, groups=None, topics=None, **kw):
+        if record["fail_lag"]:
+            raise BrokerError("no answer for the committed offsets of group 'shop.sink' within 5s")
+        return lag.LagSnapshot(0, [], {})
+
+    def find(client, admin, tps, scan_last=0, logs=None):
+        record["producer_logs"] = logs
+        return Found([ProducerRow("shop.orders", 0, 7, 1, 3, None, None, epochs=(0, 1), fencing_events=0)],
+                     "log-scan", "")
+
+    def collect(cluster, sink, topics, group, pipeline=None, logs=None, **kw):
+        record["ledger_logs"] = logs
+        return eosctl.ledger.Ledger(pipeline, "s", group, True, [])
+
+    monkeypatch.setattr(eosctl.clients, "confluent_admin", confluent_admin)
+    monkeypatch.setattr(eosctl.clients, "kafka_admin", kafka_admin)
+    monkeypatch.setattr(eosctl.wire, "WireClient", FakeWire)
+    monkeypatch.setattr(eosctl.logscan, "scan_partitions", scan_partitions)
+    monkeypatch.setattr(lag, "poll", poll)
+    monkeypatch.setattr(txns, "list_transactions", lambda admin: [])
+    monkeypatch.setattr(txns, "find_hanging", lambda client, admin, topics, max_age_s: HangingReport(0, 2))
+    monkeypatch.setattr(eosctl.producers, "find", find)
+    monkeypatch.setattr(eosctl.ledger, "collect", collect)
+    target = Target(CLUSTER, PIPE, None, ("shop.orders",), "shop.sink")
+    return LiveSource(target), record
+
+
+def test_admin_clients_are_built_once_and_rebuilt_after_a_broker_error(live):
+    source, record = live
+    for _ in range(3):
+        dash = source.fetch()
+        assert dash.errors == {}
+    assert (record["confluent"], record["kafka"], record["closed"]) == (1, 1, 0)
+    record["fail_lag"] = True
+    dash = source.fetch()
+    assert dash.errors == {"lag": "no answer for the committed offsets of group 'shop.sink' within 5s"}
+    assert record["closed"] == 1  # dropped ...
+    record["fail_lag"] = False
+    source.fetch()
+    assert (record["confluent"], record["kafka"]) == (2, 2)  # ... and built again on the next refresh
+    source.close()
+    assert record["closed"] == 2
+
+
+def test_the_ledger_gets_only_scans_from_the_log_start_and_producers_get_every_scan(live):
+    source, record = live
+    source.fetch()
+    # [0] was scanned from 4000 (its tail): the ledger must scan it whole itself; [1] was scanned whole.
+    assert sorted(record["ledger_logs"]) == [("shop.orders", 1)]
+    assert sorted(record["producer_logs"]) == [("shop.orders", 0), ("shop.orders", 1)]
+
+
+def test_whole_logs_keeps_scans_covering_log_start_to_high_watermark():
+    tp = ("t", 0)
+    whole = plog(tp, 0, Offsets(0, 50, 50))
+    tail = plog(tp, 20, Offsets(0, 50, 50))
+    after_retention = plog(tp, 30, Offsets(30, 50, 50))
+    short = PartitionLog("t", 0, 0, 50, 50, 0, 40, [OffsetRange(0, 39, Kind.DATA, -1, -1)])
+    assert whole_logs({("t", 0): whole, ("t", 1): tail, ("t", 2): after_retention, ("t", 3): short}) == {
+        ("t", 0): whole, ("t", 2): after_retention}
+
+
+def test_a_tail_scan_would_make_the_ledger_under_report():
+    """Why whole_logs exists: with the sink missing offset 10, a tail scan from 20 hides the gap."""
+    from eosctl.ledger import partition_ledger
+    from eosctl.sinkdb import OffsetIsland
+
+    tp = ("t", 0)
+    o = Offsets(0, 50, 50)
+    islands = [OffsetIsland("t", 0, 0, 9, 1), OffsetIsland("t", 0, 11, 49, 1)]
+    gaps = {name: partition_ledger("t", 0, None, islands, 50, 50, o, lg).missing_offsets
+            for name, lg in (("whole", plog(tp, 0, o)), ("tail", plog(tp, 20, o)))}
+    assert gaps["whole"] == 1
+    assert gaps["tail"] != 1
+    assert whole_logs({tp: plog(tp, 20, o)}) == {}
+
+
+def _row(epochs: tuple[int, ...], fencing: int, zombies: int = 0) -> ProducerRow:
+    return ProducerRow("t", 0, 7, epochs[-1], 3, None, None, epochs=epochs, fencing_events=fencing,
+                       zombie_writes=zombies)
+
+
+def test_more_than_one_epoch_without_a_fencing_event_is_not_fenced():
+    """Transactions v2 bumps the epoch on every commit; only the core's fencing_events count."""
+    dash = Dashboard("shop", datetime(2026, 1, 1, tzinfo=UTC).timestamp(),
+                     producers=[_row((0, 1, 2), 0), _row((3, 4), 1)])
+    rows = producer_rows(dash)
+    assert [r.cells[7] for r in rows] == ["", "FENCED x1"]
+    assert [r.level for r in rows] == [None, "warn"]
+    assert "2 producers on 1 partitions · 1 fenced" in headline(dash).plain
+    assert overview_rows(dash)[0].cells[5] == 1
+    assert "1 producer fenced (a new instance took over; the old one was cut off)" in health(dash).reasons

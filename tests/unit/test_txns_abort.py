@@ -1,0 +1,130 @@
+"""`eosctl txns abort`, the one command that writes to a cluster: the exact WriteTxnMarkers request it
+sends with --yes, and that nothing is sent without it (fake broker and admin client)."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+from click.testing import CliRunner
+from kafka.admin._transactions import AbortTransactionSpec
+from kafka.structs import TopicPartition
+
+import eosctl.clients
+import eosctl.wire
+from eosctl.cli import main
+from eosctl.txns import WRITE_TXN_MARKERS_API_KEY
+from eosctl.wire import Offsets
+
+TP = ("shop.enriched", 2)
+# The open transaction holds the LSO at 140; the HW is 146.
+OFFSETS = Offsets(0, 146, 140)
+
+
+class FakeWire:
+    def __init__(self, *a, **kw) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    def leader(self, topic, partition):
+        return 1
+
+    def offsets(self, tps):
+        return {tp: OFFSETS for tp in tps}
+
+
+class FakeAdmin:
+    def __init__(self, coordinator_epoch: int = 4, writes_markers: bool = True) -> None:
+        self.aborted: list[AbortTransactionSpec] = []
+        self.coordinator_epoch = coordinator_epoch
+        self.writes_markers = writes_markers
+        self.closed = False
+
+    def describe_producers(self, tps):
+        assert tps == [TopicPartition(*TP)]
+        open_txn = SimpleNamespace(producer_id=5001, producer_epoch=3, last_sequence=5,
+                                   last_timestamp=1_795_000_000_000, coordinator_epoch=self.coordinator_epoch,
+                                   current_transaction_start_offset=140)
+        done = SimpleNamespace(producer_id=5000, producer_epoch=0, last_sequence=9, last_timestamp=1,
+                               coordinator_epoch=4, current_transaction_start_offset=-1)
+        return {TopicPartition(*TP): SimpleNamespace(active_producers=[done, open_txn])}
+
+    def list_transactions(self, producer_id_filters=None):
+        assert producer_id_filters == [5001]
+        return {1: [SimpleNamespace(transactional_id="shop.hanging")]}
+
+    def describe_transactions(self, ids):
+        return {"shop.hanging": SimpleNamespace(
+            producer_id=5001, producer_epoch=3, state=SimpleNamespace(value="Ongoing"),
+            transaction_timeout_ms=60000, transaction_start_time_ms=1_795_000_000_000, coordinator_id=1,
+            topic_partitions=[TopicPartition(*TP)])}
+
+    def api_versions(self):
+        versions = {18: (0, 3), 61: (0, 0)}
+        if self.writes_markers:
+            versions[WRITE_TXN_MARKERS_API_KEY] = (0, 1)
+        return versions
+
+    def abort_transaction(self, spec):
+        self.aborted.append(spec)
+
+    def close(self):
+        self.closed = True
+
+
+@pytest.fixture
+def admin(monkeypatch) -> FakeAdmin:
+    fake = FakeAdmin()
+    monkeypatch.setattr(eosctl.wire, "WireClient", FakeWire)
+    monkeypatch.setattr(eosctl.clients, "kafka_admin", lambda cluster, timeout=5.0: fake)
+    return fake
+
+
+def abort(*extra: str):
+    return CliRunner().invoke(main, ["txns", "abort", "--bootstrap", "127.0.0.1:9092", "--topic", TP[0],
+                                     "--partition", str(TP[1]), "--start-offset", "140", *extra])
+
+
+def test_yes_sends_one_abort_marker_for_exactly_that_transaction(admin):
+    result = abort("--yes")
+    assert result.exit_code == 0, result.output
+    assert admin.aborted == [AbortTransactionSpec(TopicPartition("shop.enriched", 2), producer_id=5001,
+                                                  producer_epoch=3, coordinator_epoch=4)]
+    assert admin.closed
+    assert result.stdout.splitlines()[-1] == ("aborted: ABORT marker written for producer 5001 epoch 3 "
+                                              "(transactional id shop.hanging) on shop.enriched[2]")
+
+
+def test_without_yes_nothing_is_sent(admin):
+    result = abort()
+    assert result.exit_code == 0, result.output
+    assert admin.aborted == []
+    assert result.stdout.splitlines()[-1] == "dry run: nothing changed; add --yes to write the ABORT marker"
+    result = abort("--format", "json")
+    assert admin.aborted == []
+    shown = json.loads(result.stdout)
+    assert (shown["producer_id"], shown["producer_epoch"], shown["coordinator_epoch"]) == (5001, 3, 4)
+    assert (shown["dry_run"], shown["aborted"], shown["blocked"]) == (True, False, 6)
+
+
+def test_a_producer_without_a_marker_yet_gets_coordinator_epoch_0(admin):
+    # DescribeProducers says -1 before the first marker; the leader would reject -1 once it has seen one,
+    # so 0 is sent, as kafka-transactions.sh does.
+    admin.coordinator_epoch = -1
+    assert abort("--yes").exit_code == 0
+    assert admin.aborted[0].coordinator_epoch == 0
+
+
+def test_a_broker_without_write_txn_markers_is_refused_and_nothing_is_sent(admin):
+    admin.writes_markers = False
+    result = abort("--yes")
+    assert result.exit_code == 2
+    assert admin.aborted == []
+    assert result.stderr == ("eosctl: error: this broker does not support aborting transactions "
+                             "(no WriteTxnMarkers API); nothing was changed\n")
