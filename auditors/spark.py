@@ -158,6 +158,16 @@ def require_reachable_sink(sink: Any, master: str | None, remote: str | None) ->
                           f"storage (--sink-parquet), or run with --master 'local[*]'")
 
 
+def configured_session(conf: Any | None, sink: Any) -> Any:
+    """The session a config's [spark] table asks for (local[*] without one), after checking that its
+    executors can read the sink: for the commands that audit without their own Spark flags."""
+    remote = conf.remote if conf else None
+    master = conf.master if conf and not remote else None
+    require_reachable_sink(sink, master, remote)
+    return session(master=master, remote=remote, driver_memory=conf.driver_memory if conf else "2g",
+                   shuffle_partitions=conf.shuffle_partitions if conf else 4)
+
+
 _zip_path: str | None = None
 
 

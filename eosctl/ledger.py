@@ -132,17 +132,17 @@ def partition_ledger(
         p.last_stable_offset = offsets.last_stable
     flags: list[LedgerFlag] = []
 
-    if stored is not None and committed is not None and stored != committed:
-        # A sink that stores "last row + 1" and a consumer that committed past the trailing marker agree:
-        # only committed data between the two offsets is a real disagreement.
-        lo, hi = min(stored, committed), max(stored, committed)
-        between = log.data_between(lo, hi) if log is not None else hi - lo
-        if between:
+    if stored is not None and committed is not None:
+        from eosctl.reconcile import offset_mismatch
+
+        # The audit's rule, so the ledger and the audit never disagree on what a mismatch is.
+        m = offset_mismatch(topic, partition, stored, committed, log)
+        if m is not None:
             side = "ahead of" if stored > committed else "behind"
             flags.append(LedgerFlag(
-                "offset_mismatch", min(stored, committed), max(stored, committed) - 1, between,
+                "offset_mismatch", m.first_offset, m.last_offset, m.count,
                 f"sink stored next offset {stored}, group committed {committed}: the sink is {side} Kafka "
-                f"by {between} record{'s' if between != 1 else ''}"))
+                f"by {m.count} record{'s' if m.count != 1 else ''}"))
 
     # What the sink claims to have consumed: its own stored offset first (written atomically with its
     # rows), else the group's commit, else just past its highest row.

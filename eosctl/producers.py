@@ -88,16 +88,18 @@ class Found:
 
 
 def find(client: Any, admin: Any, tps: Sequence[TP], scan_last: int = DEFAULT_SCAN_LAST,
-         logs: Mapping[TP, Any] | None = None) -> Found:
+         logs: Mapping[TP, Any] | None = None,
+         described: tuple[dict[TP, list[Any]], str] | None = None) -> Found:
     """Producers of the partitions: DescribeProducers (one call per leader), else the log.
 
     ``logs`` are scans the caller already has (PartitionLog per partition); only partitions missing from
-    them are scanned, over their last ``scan_last`` offsets.
+    them are scanned, over their last ``scan_last`` offsets. ``described``: describe_producers' answer
+    when the caller already has it.
     """
     from eosctl.txns import describe_producers
 
     tps = list(tps)
-    answer, status = describe_producers(admin, tps)
+    answer, status = described or describe_producers(admin, tps)
     rows = [from_describe(tp, p) for tp in tps for p in answer.get(tp, [])]
     if rows:
         return Found(sorted(rows, key=lambda r: (r.topic, r.partition, r.producer_id)), DESCRIBE_PRODUCERS,

@@ -231,8 +231,12 @@ def describe_producers(admin: Any, tps: Iterable[TP]) -> tuple[dict[TP, list[Any
 
 
 def find_hanging(client: Any, admin: Any, topics: Sequence[str], max_age_s: float = DEFAULT_MAX_AGE_S,
-                 now_ms: int | None = None) -> HangingReport:
-    """Apply both rules to every partition of ``topics``; one finding per partition and producer."""
+                 now_ms: int | None = None,
+                 described: tuple[dict[TP, list[Any]], str] | None = None) -> HangingReport:
+    """Apply both rules to every partition of ``topics``; one finding per partition and producer.
+
+    ``described``: describe_producers' answer when the caller already has it (the TUI asks once per refresh).
+    """
     from eosctl.lag import open_transactions
 
     now_ms = _now(now_ms)
@@ -254,7 +258,7 @@ def find_hanging(client: Any, admin: Any, topics: Sequence[str], max_age_s: floa
                                                     o.high_watermark)
 
     # KIP-664 rule
-    producers, report.describe_producers = describe_producers(admin, tps)
+    producers, report.describe_producers = described or describe_producers(admin, tps)
     report.producers_returned = sum(len(v) for v in producers.values())
     candidates = [(tp, p) for tp, ps in producers.items() for p in ps
                   if p.current_transaction_start_offset >= 0 and p.last_timestamp >= 0

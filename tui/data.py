@@ -160,8 +160,9 @@ class LiveSource:
             logs = scan_partitions(client, tps, start=starts) if tps else {}
             dash.logs = [logs[tp] for tp in tps]
             self._section(dash, "lag", lambda: self._lag(client, dash))
-            self._section(dash, "transactions", lambda: self._txns(client, dash))
-            self._section(dash, "producers", lambda: self._producers(client, dash, tps, logs))
+            described: list[Any] = []  # DescribeProducers once per refresh, shared by two sections
+            self._section(dash, "transactions", lambda: self._txns(client, dash, tps, described))
+            self._section(dash, "producers", lambda: self._producers(client, dash, tps, logs, described))
         if t.pipeline is not None and t.pipeline.sink is not None:
             from eosctl.ledger import collect
 
@@ -189,7 +190,14 @@ class LiveSource:
             client, self.admins.confluent, groups=[t.group] if t.group else None, topics=t.topics or None
         )
 
-    def _txns(self, client: Any, dash: Dashboard) -> None:
+    def _described(self, tps: list, described: list) -> Any:
+        from eosctl.txns import describe_producers
+
+        if not described:
+            described.append(describe_producers(self.admins.kafka, tps))
+        return described[0]
+
+    def _txns(self, client: Any, dash: Dashboard, tps: list, described: list) -> None:
         from eosctl import txns
 
         admin = self.admins.kafka
@@ -202,13 +210,15 @@ class LiveSource:
         # A broker without ListTransactions still gets the hanging check (and keeps its clients: `admin`
         # is used again below).
         _section(dash, "transactions", listed)
-        report = txns.find_hanging(client, admin, self.topics, max_age_s=self.max_age_s)
+        report = txns.find_hanging(client, admin, self.topics, max_age_s=self.max_age_s,
+                                   described=self._described(tps, described))
         dash.hanging, dash.hanging_checked = report.hanging, True
 
-    def _producers(self, client: Any, dash: Dashboard, tps: list, logs: dict) -> None:
+    def _producers(self, client: Any, dash: Dashboard, tps: list, logs: dict, described: list) -> None:
         from eosctl import producers
 
-        dash.producers = producers.find(client, self.admins.kafka, tps, logs=logs).rows if tps else []
+        dash.producers = (producers.find(client, self.admins.kafka, tps, logs=logs,
+                                         described=self._described(tps, described)).rows if tps else [])
 
     def partition_log(self, topic: str, partition: int, around: int | None) -> PartitionLog:
         from eosctl.logscan import scan_partition

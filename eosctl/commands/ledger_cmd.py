@@ -240,10 +240,7 @@ def _capture_audit(captured: Any, target: Any, sink: Any) -> None:
     try:
         with err.status("auditing the sink (Spark)") if err.is_terminal else nullcontext():
             items = job.prepare(inp)
-            remote = conf.remote if conf else None
-            spark = sparks.session(master=conf.master if conf and not remote else None, remote=remote,
-                                   driver_memory=conf.driver_memory if conf else "2g",
-                                   shuffle_partitions=conf.shuffle_partitions if conf else 4)
+            spark = sparks.configured_session(conf, sink)
             captured.audit = job.run_audit(spark, inp, items)
         captured.audit_origin = "run"
         captured.sections["audit"] = "ok"

@@ -99,7 +99,6 @@ def run_audit(target: Any, progress: Any) -> Any:
     from auditors import spark as sparks
 
     sink = target.pipeline.sink
-    conf = target.config.spark if target.config else None
     inp = job.AuditInput(
         source=job.KafkaSource(target.cluster),
         sink=sink,
@@ -110,13 +109,7 @@ def run_audit(target: Any, progress: Any) -> Any:
     progress(None, "reading the sink and Kafka metadata")
     items = job.prepare(inp)
     progress(None, "starting Spark")
-    remote = conf.remote if conf else None
-    spark = sparks.session(
-        master=conf.master if conf and not remote else None,
-        remote=remote,
-        driver_memory=conf.driver_memory if conf else "2g",
-        shuffle_partitions=conf.shuffle_partitions if conf else 4,
-    )
+    spark = sparks.configured_session(target.config.spark if target.config else None, sink)
 
     def say(what: str, done: int, total: int) -> None:
         progress(done / total if total else None, what)

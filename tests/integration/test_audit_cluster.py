@@ -181,6 +181,15 @@ def test_a_duckdb_sink_on_a_remote_master_fails_before_spark_starts():
                             "(--sink-parquet), or run with --master 'local[*]'")
 
 
+def test_the_tui_and_snapshot_audits_refuse_a_duckdb_sink_on_a_configured_remote_server():
+    from auditors.spark import configured_session
+    from eosctl.config import Sink, Spark
+    from eosctl.errors import EosctlError
+
+    with pytest.raises(EosctlError, match="executors on remote sc://spark.example.com:15002 can't read"):
+        configured_session(Spark(remote="sc://spark.example.com:15002"), Sink(duckdb="/data/sink.duckdb"))
+
+
 def test_the_shipped_code_zip_imports_eosctl_and_auditors(tmp_path):
     import zipfile
 

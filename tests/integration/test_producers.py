@@ -21,12 +21,13 @@ def test_fenced_producer_counts_one_fencing_event(cluster, unique, tmp_path):
     doc = json.loads(result.output)
     assert doc["source"] == "log-scan"  # the sandbox's DescribeProducers returns nobody
     fenced = [p for p in doc["producers"] if p["producer_id"] == fence["producer_id"]]
-    # Every partition the fenced transaction touched got the coordinator's ABORT at the new epoch:
-    # one fencing event there; partitions it had left alone show the old epoch and no event.
-    touched = [p for p in fenced if fence["new_epoch"] in p["epochs"]]
-    assert touched
+    # A partition the id wrote at both epochs shows the take-over once (the zombie's open transaction
+    # got the coordinator's ABORT at the new epoch there). A partition written at only one epoch shows no
+    # event: which partitions each instance reached depends on how the polls fell (fewer under load).
+    old, new = fence["old_epoch"], fence["new_epoch"]
+    both = [p for p in fenced if p["epochs"] == [old, new]]
+    assert both, fenced  # the zombie flushed its batch before the fence: at least one partition has both
     for p in fenced:
-        if p in touched:
-            assert (p["fencing_events"], p["epochs"]) == (1, [fence["old_epoch"], fence["new_epoch"]]), p
-        else:
-            assert (p["fencing_events"], p["epochs"]) == (0, [fence["old_epoch"]]), p
+        expected = 1 if p in both else 0
+        assert p["epochs"] in ([old, new], [old], [new]), p
+        assert p["fencing_events"] == expected, p

@@ -59,7 +59,7 @@ class FakeWire:
 def live(monkeypatch):
     """A LiveSource over fakes; returns (source, record) where record counts what was built and passed."""
     record: dict = {"confluent": 0, "kafka": 0, "closed": 0, "ledger_logs": None, "producer_logs": None,
-                    "fail_lag": False}
+                    "fail_lag": False, "describe_producers": 0, "described": []}
 
     class Admin:
         def close(self):
@@ -81,8 +81,17 @@ def live(monkeypatch):
             raise BrokerError("no answer for the committed offsets of group 'shop.sink' within 5s")
         return lag.LagSnapshot(0, [], {})
 
-    def find(client, admin, tps, scan_last=0, logs=None):
+    def describe_producers(admin, tps):
+        record["describe_producers"] += 1
+        return {}, "ok"
+
+    def find_hanging(client, admin, topics, max_age_s, described=None):
+        record["described"].append(described)
+        return HangingReport(0, 2)
+
+    def find(client, admin, tps, scan_last=0, logs=None, described=None):
         record["producer_logs"] = logs
+        record["described"].append(described)
         return Found([ProducerRow("shop.orders", 0, 7, 1, 3, None, None, epochs=(0, 1), fencing_events=0)],
                      "log-scan", "")
 
@@ -96,7 +105,8 @@ def live(monkeypatch):
     monkeypatch.setattr(eosctl.logscan, "scan_partitions", scan_partitions)
     monkeypatch.setattr(lag, "poll", poll)
     monkeypatch.setattr(txns, "list_transactions", lambda admin: [])
-    monkeypatch.setattr(txns, "find_hanging", lambda client, admin, topics, max_age_s: HangingReport(0, 2))
+    monkeypatch.setattr(txns, "describe_producers", describe_producers)
+    monkeypatch.setattr(txns, "find_hanging", find_hanging)
     monkeypatch.setattr(eosctl.producers, "find", find)
     monkeypatch.setattr(eosctl.ledger, "collect", collect)
     target = Target(CLUSTER, PIPE, None, ("shop.orders",), "shop.sink")
@@ -118,6 +128,14 @@ def test_admin_clients_are_built_once_and_rebuilt_after_a_broker_error(live):
     assert (record["confluent"], record["kafka"]) == (2, 2)  # ... and built again on the next refresh
     source.close()
     assert record["closed"] == 2
+
+
+def test_one_describe_producers_per_refresh_serves_hanging_and_producers(live):
+    source, record = live
+    source.fetch()
+    source.fetch()
+    assert record["describe_producers"] == 2
+    assert record["described"] == [({}, "ok")] * 4
 
 
 def test_the_ledger_gets_only_scans_from_the_log_start_and_producers_get_every_scan(live):

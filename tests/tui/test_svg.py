@@ -29,6 +29,15 @@ def test_view(snap_compare, key):
         if key == "5":
             while app.view("log").plog is None:
                 await pilot.pause(0.05)
+            # The view opens at the LSO, the table's last row: on a slow machine the scroll to it lands
+            # a few frames after the rows, so wait for it rather than for a fixed time.
+            table = app.view("log").query_one("FilterTable").table
+            for _ in range(400):  # at most 20 s; after that the snapshot comparison shows what is wrong
+                if (table.row_count and table.cursor_row == table.row_count - 1
+                        and table.max_scroll_y and table.scroll_y >= table.max_scroll_y):
+                    break
+                await pilot.pause(0.05)
+        await pilot.wait_for_scheduled_animations()
         await pilot.pause(0.1)
 
     assert snap_compare(_app(), run_before=show, terminal_size=(80, 24))
