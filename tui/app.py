@@ -99,7 +99,13 @@ class EosApp(App[None]):
 
     # ---- refresh ----------------------------------------------------------------------------------
 
+    def _widgets_gone(self) -> bool:
+        """The 1 s tick and a finishing worker can land while the app closes and its widgets are gone."""
+        return not self.query("#tabs")
+
     def _tick(self) -> None:
+        if self._widgets_gone():
+            return
         now = self.clock()
         if self.fetching_since is not None and now - self.fetching_since > SLOW_SECONDS:
             self._banner(
@@ -128,6 +134,8 @@ class EosApp(App[None]):
 
     @on(Worker.StateChanged)
     def _worker_done(self, event: Worker.StateChanged) -> None:
+        if self._widgets_gone():
+            return
         worker = event.worker
         if worker.group == "fetch" and worker.state in (WorkerState.SUCCESS, WorkerState.ERROR):
             self.fetching_since = None

@@ -26,6 +26,18 @@ async def test_snapshot_is_labelled_with_its_capture_time(snapshot_app):
 
 
 @sync
+async def test_a_tick_while_the_app_closes_does_not_crash_it(snapshot_app):
+    """The 1 s tick can fire after the widgets are gone (seen on a loaded CI machine at exit)."""
+    app = snapshot_app
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _start(app, pilot)
+        await app.query_one("#tabs").remove()
+        await app.query_one("#status").remove()
+        app._tick()
+        await pilot.pause()
+
+
+@sync
 async def test_overview_is_red_with_reasons_in_words(snapshot_app, manifest):
     app = snapshot_app
     (hang,) = manifest["hanging"]
