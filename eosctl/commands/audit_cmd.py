@@ -155,6 +155,8 @@ def _run(target, sink, fmt: str, out: str | None, fail_on: tuple[str, ...], mast
     if not err.is_terminal:
         err.print(f"audited {len(items)} partitions in {result.elapsed_seconds:.1f}s", highlight=False)
     _emit(report.render(result, fmt), fmt, out)
+    # For a command that invoked this one (eosctl demo checks the findings against its manifest).
+    click.get_current_context().meta["eosctl.audit_report"] = result
     sys.exit(1 if result.verdict == "fail" else 0)
 
 

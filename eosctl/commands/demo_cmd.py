@@ -61,9 +61,10 @@ def demo(ctx: click.Context, records: int, faults: tuple[str, ...], no_audit: bo
         epochs = f"epoch {z['old_epoch']} -> {z['new_epoch']}"
         out.print(f"  {'fenced producer':<18} {z['transactional_id']} {epochs}  <- zombie")
 
-    audit_ran = False
+    audit_ran = agrees = False
     if not no_audit:
         audit_ran = _run_audit(ctx, config, err)
+        agrees = not audit_ran or _agrees(ctx.meta.get("eosctl.audit_report"), manifest, err)
     out.print("\nnext, try:")
     for cmd in (
         f"eosctl txns hanging -c {config} --max-age 10s",
@@ -76,6 +77,30 @@ def demo(ctx: click.Context, records: int, faults: tuple[str, ...], no_audit: bo
     ):
         out.print(f"  {cmd}")
     err.print(f"\ndemo finished in {time.monotonic() - t0:.0f}s")
+    if audit_ran and not agrees:
+        ctx.exit(1)
+
+
+def _key(f: dict) -> tuple:
+    return (f["kind"], f["topic"], f["partition"], f["first_offset"], f["last_offset"], f["count"],
+            f.get("key"))
+
+
+def _agrees(report, manifest: dict, err) -> bool:
+    """The audit against the manifest's ground truth: the demo is only convincing if they match."""
+    if report is None:
+        return True
+    found = {_key(f.to_dict()) for f in report.findings}
+    planted = {_key(f) for f in manifest["expected_findings"]}
+    if found == planted:
+        err.print(f"[green]✓[/] the audit found exactly the {len(planted)} planted defects, and nothing else")
+        return True
+    for what, keys in (("planted but not found", planted - found),
+                       ("found but not planted", found - planted)):
+        for k in sorted(keys):
+            err.print(f"[red]✗[/] {what}: {k[0]} {k[1]}[{k[2]}] offsets {k[3]}..{k[4]} ({k[5]})")
+    err.print("[red]the audit and the manifest disagree: please report this as an eosctl bug[/]")
+    return False
 
 
 def _run_audit(ctx: click.Context, config, err) -> bool:
