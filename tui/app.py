@@ -99,12 +99,12 @@ class EosApp(App[None]):
 
     # ---- refresh ----------------------------------------------------------------------------------
 
-    def _widgets_gone(self) -> bool:
-        """The 1 s tick and a finishing worker can land while the app closes and its widgets are gone."""
-        return not self.query("#tabs")
+    def _shutting_down(self) -> bool:
+        """The 1 s tick and a finishing worker can land while the app shuts down (widgets going or gone)."""
+        return not self.is_running
 
     def _tick(self) -> None:
-        if self._widgets_gone():
+        if self._shutting_down():
             return
         now = self.clock()
         if self.fetching_since is not None and now - self.fetching_since > SLOW_SECONDS:
@@ -134,7 +134,7 @@ class EosApp(App[None]):
 
     @on(Worker.StateChanged)
     def _worker_done(self, event: Worker.StateChanged) -> None:
-        if self._widgets_gone():
+        if self._shutting_down():
             return
         worker = event.worker
         if worker.group == "fetch" and worker.state in (WorkerState.SUCCESS, WorkerState.ERROR):
