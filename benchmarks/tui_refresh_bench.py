@@ -16,10 +16,12 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "tui")]  # the synthetic source is test support, not shipped
+
+from synthetic import SyntheticSource  # noqa: E402
 
 from tui.app import VIEWS, EosApp  # noqa: E402
-from tui.synthetic import SyntheticSource  # noqa: E402
 
 BASELINE_PARTITIONS = 10
 

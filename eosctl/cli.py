@@ -45,50 +45,6 @@ def main() -> None:
     """
 
 
-# ---- sandbox ---------------------------------------------------------------------------------------
-
-
-@main.group(cls=EosctlGroup, context_settings=CONTEXT)
-def sandbox() -> None:
-    """The embedded sandbox broker (noida-db, Kafka protocol) on a free loopback port.
-
-    Its state (pid, port, data) lives in $EOSCTL_HOME, default ./.eosctl. Configs whose cluster says
-    bootstrap_servers = "sandbox" connect to it.
-    """
-
-
-@sandbox.command("up")
-@click.option("--port", type=int, default=None, help="Loopback port (default: a free one).")
-def sandbox_up(port: int | None) -> None:
-    """Start the sandbox broker (does nothing if it already runs)."""
-    from eosctl import sandbox as sb
-
-    state, started = sb.up(sb.state_dir(), port=port)
-    verb = "started" if started else "already running"
-    click.echo(f"sandbox {verb}: bootstrap {state.bootstrap} (pid {state.pid}, data {state.data_dir})")
-
-
-@sandbox.command("down")
-def sandbox_down() -> None:
-    """Stop the sandbox broker by its recorded pid (data is kept)."""
-    from eosctl import sandbox as sb
-
-    state = sb.down(sb.state_dir())
-    click.echo(f"sandbox stopped (pid {state.pid})" if state else "sandbox was not running")
-
-
-@sandbox.command("status")
-def sandbox_status() -> None:
-    """Say whether the sandbox runs and where; exit 1 if it doesn't."""
-    from eosctl import sandbox as sb
-
-    state = sb.status(sb.state_dir())
-    if state is None:
-        click.echo("sandbox not running (start it with `eosctl sandbox up`)")
-        sys.exit(1)
-    click.echo(f"sandbox running: bootstrap {state.bootstrap} (pid {state.pid}, data {state.data_dir})")
-
-
 # Command modules import their heavy libraries (Kafka clients, DuckDB, Spark, Textual) inside the
 # commands, so mounting them here costs nothing at start-up.
 from eosctl.commands import (  # noqa: E402
@@ -97,12 +53,14 @@ from eosctl.commands import (  # noqa: E402
     lag_cmd,
     ledger_cmd,
     log_cmd,
-    pipeline_cmd,
+    producers_cmd,
+    sandbox_cmd,
+    snapshot_cmd,
     tui_cmd,
     txns_cmd,
 )
 
-sandbox.add_command(pipeline_cmd.pipeline)
-for _command in (demo_cmd.demo, *txns_cmd.COMMANDS, *lag_cmd.COMMANDS, *log_cmd.COMMANDS,
-                 *ledger_cmd.COMMANDS, audit_cmd.audit, tui_cmd.tui):
+for _command in (demo_cmd.demo, sandbox_cmd.sandbox, *txns_cmd.COMMANDS, producers_cmd.producers,
+                 *lag_cmd.COMMANDS, *log_cmd.COMMANDS, *ledger_cmd.COMMANDS, snapshot_cmd.snapshot,
+                 audit_cmd.audit, tui_cmd.tui):
     main.add_command(_command)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 FORMATS = ("table", "json")
@@ -47,3 +49,14 @@ def _cell(v: Any) -> str:
 def emit_json(obj: Any) -> None:
     json.dump(obj, sys.stdout, indent=2, sort_keys=False, default=str)
     sys.stdout.write("\n")
+
+
+@contextmanager
+def scan_progress(what: str = "scanning the log") -> Iterator[Callable[[int, int], None]]:
+    """A transient progress bar on stderr while partitions are scanned (offsets done of total); silent
+    off a terminal, so piped output and CI logs stay clean."""
+    err = console(stderr=True)
+    with Progress(TextColumn(what), BarColumn(), MofNCompleteColumn(), TextColumn("offsets"), console=err,
+                  transient=True, disable=not err.is_terminal) as bar:
+        task = bar.add_task("scan", total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)

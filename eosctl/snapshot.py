@@ -1,65 +1,9 @@
-"""Incident snapshots: everything eosctl sees about a pipeline, frozen into one DuckDB file.
+"""Incident snapshots: one `eosctl.capture.Capture` frozen into a DuckDB file, and read back.
 
-`capture()` reads (never writes) Kafka and the sink; `write_snapshot()` stores it; `load_snapshot()` gives
-back the same dataclasses the live code returns (PartitionLog, Ledger, and the txns / producers / lag
-rows), so the TUI opens a snapshot exactly like a live cluster. The file is written with DuckDB storage
-version v1.0.0 so that older DuckDB releases can open an incident report too.
-
-Tables (every offset column follows Kafka: *_offset / first / last inclusive; high_watermark, LSO,
-scanned_to, next offsets exclusive):
-
-  meta            one row: captured_at TIMESTAMPTZ, bootstrap, pipeline, group_id, topics (VARCHAR[]),
-                  eosctl_version, format_version INTEGER
-  sections        name (logs, transactions, producers, lag, hanging, ledger, and audit when one was
-                  stored), status ('ok' or the one-line reason the section is empty, e.g. a broker without
-                  ListTransactions), rows
-  partition_logs  topic, partition, log_start_offset, high_watermark, last_stable_offset, scanned_from,
-                  scanned_to, data_records, marker_records, aborted_records, open_records, hole_records,
-                  transactions, producers, warnings (VARCHAR[]), data (PartitionLog.to_dict() as JSON text)
-  log_ranges      topic, partition, first, last, kind (DATA|MARKER|ABORTED|OPEN|HOLE), producer_id,
-                  producer_epoch
-  log_transactions topic, partition, producer_id, producer_epoch, first_offset, last_offset, outcome
-                  (COMMIT|ABORT|OPEN), marker_offset, data_records
-  log_producers   topic, partition, producer_id, epochs (INTEGER[]), last_sequence, last_offset,
-                  last_timestamp, batches, records, open_txn_first_offset, epoch_bumps, zombie_writes,
-                  sequence_anomalies (counts)
-  ledger          the ledger's per-partition columns (see eosctl.commands.ledger_cmd) minus flags, plus
-                  pipeline, sink, group_id, scanned
-  ledger_flags    topic, partition, kind, first_offset, last_offset, count, message
-  transactions    eosctl.txns.TxnInfo: transactional_id, producer_id, producer_epoch, state, timeout_ms,
-                  start_time_ms, coordinator_id, data (JSON, partitions included); filtered to the
-                  pipeline's transactional_id_prefix
-  producers       eosctl.producers.ProducerRow: topic, partition, producer_id, producer_epoch,
-                  last_sequence, last_timestamp_ms, current_txn_start_offset, coordinator_epoch,
-                  fencing_events, zombie_writes, data (JSON, epochs included)
-  lag             eosctl.lag.PartitionLag: group, topic, partition, committed, log_start, lso, hw,
-                  records_behind, records_behind_exact, oldest_unconsumed_ms, error, data (JSON,
-                  open_txn included)
-  lag_groups      group_id, state, taken_ms (the lag poll's time)
-  hanging_check   one row: max_age_s DOUBLE (the --max-age the report used), checked_at_ms BIGINT (the
-                  "now" every age_s is measured from), partitions_checked, describe_producers ('ok',
-                  'unsupported' or the error), producers_returned
-  hanging_candidates  eosctl.txns.Hanging for every transaction either hanging rule matches at ANY age
-                  (the open transaction at each partition's LSO, and producers whose open transaction
-                  their coordinator does not own): topic, partition, producer_id, producer_epoch,
-                  first_offset, age_s DOUBLE, rules (VARCHAR[]), lso, hw, blocked, transactional_id,
-                  coordinator_state, over_max_age BOOLEAN (age_s >= max_age_s)
-  hanging         VIEW: the candidates with over_max_age, i.e. what `eosctl txns hanging --max-age`
-                  would have reported at capture time
-  audit           (only when an audit was stored) one row: verdict, fail_on (VARCHAR[]), findings,
-                  failing_findings, sink, group_id, elapsed_seconds, origin ('run' or the report file
-                  it was read from), data (eosctl.findings.AuditReport.to_json())
-  audit_findings  kind, topic, partition, first_offset, last_offset, count, key, detail
-  (transactions / producers / lag get one column per scalar field the rows actually carry: a column
-  whose value is null in every row is absent; `data` always holds the complete row)
-
-Why hanging candidates and not just the report: a snapshot is taken during an incident, when the
-transaction that matters may be minutes old, younger than Kafka's 15-minute timeout. So capture runs the
-rules with max-age 0 (every LSO-holding or coordinator-orphaned open transaction, with its age) and
-records which of them pass the requested --max-age; `load_snapshot` returns that report as
-`Snapshot.hanging` (an eosctl.txns.HangingReport, as `txns hanging` returns) and `hanging_at()` re-applies
-another max-age offline. One difference from a live run at that max-age: `rules` lists every rule the
-transaction matches regardless of age (its age_s is the older of the two, as live).
+`write_snapshot()` stores a Capture; `load_snapshot()` gives back the same Capture (the same dataclasses the
+live code returns), so the TUI opens a snapshot exactly like a live cluster. The file is written with
+DuckDB storage version v1.0.0 so that older DuckDB releases can open an incident report too. Its tables
+are documented in docs/snapshot.md (checked against `TABLES` below by a test).
 
 Older files without the hanging tables load with `hanging` None ("not checked"); the format version
 stays 1 because every addition is a new table that older readers ignore.
@@ -71,160 +15,30 @@ import dataclasses
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import duckdb
+
 from eosctl import __version__
-from eosctl.config import Sink
-from eosctl.errors import EosctlError, SinkError
+from eosctl.capture import Capture, candidates
+from eosctl.errors import EosctlError
+from eosctl.findings import AuditReport
+from eosctl.lag import LagSnapshot, OpenTxn, PartitionLag
+from eosctl.ledger import Ledger, LedgerFlag, PartitionLedger
 from eosctl.model import Kind, PartitionLog
-from eosctl.txns import DEFAULT_MAX_AGE_S
+from eosctl.producers import ProducerRow
+from eosctl.sinkdb import connect_readonly, read_header
+from eosctl.txns import Hanging, HangingReport, TxnInfo
 
 FORMAT_VERSION = 1
 STORAGE_VERSION = "v1.0.0"
 TP = tuple[str, int]
 
 
-@dataclass
-class Snapshot:
-    captured_at: datetime
-    bootstrap: str
-    pipeline: str | None
-    group: str | None
-    topics: list[str]
-    eosctl_version: str = __version__
-    logs: dict[TP, PartitionLog] = field(default_factory=dict)
-    ledger: Any | None = None  # eosctl.ledger.Ledger
-    transactions: list[Any] = field(default_factory=list)  # eosctl.txns.TxnInfo
-    producers: list[Any] = field(default_factory=list)  # eosctl.producers.ProducerRow
-    lag: Any | None = None  # eosctl.lag.LagSnapshot
-    # The hanging rules at the requested max-age (eosctl.txns.HangingReport), every candidate at any age
-    # (eosctl.txns.Hanging) and the time their ages are measured from; None / [] when not checked.
-    hanging: Any | None = None
-    hanging_candidates: list[Any] = field(default_factory=list)
-    hanging_checked_ms: int | None = None
-    audit: Any | None = None  # eosctl.findings.AuditReport, when one was stored with the snapshot
-    audit_origin: str | None = None  # "run", or the JSON report file it was read from
-    # Section name -> "ok", or the one-line reason it is empty (an older broker, no sink, ...).
-    sections: dict[str, str] = field(default_factory=dict)
-
-
-def capture(target: Any, sink: Sink | None = None, where: str = "sink", scan: bool = True,
-            progress: Callable[[int, int], None] | None = None,
-            max_age_s: float = DEFAULT_MAX_AGE_S) -> Snapshot:
-    """Everything about the target's pipeline, read now. A failing section is recorded, not fatal.
-
-    ``max_age_s`` is the hanging rule's threshold for `Snapshot.hanging`; younger open transactions are
-    kept as candidates either way (see the module docs).
-    """
-    from eosctl.clients import Admins
-    from eosctl.logscan import scan_partitions
-    from eosctl.wire import WireClient
-
-    pipe = target.pipeline
-    output = [pipe.output_topic] if pipe and pipe.output_topic else []
-    topics = list(dict.fromkeys([*target.topics, *output]))
-    snap = Snapshot(captured_at=datetime.now(UTC), bootstrap=target.cluster.bootstrap_servers,
-                    pipeline=pipe.name if pipe else None, group=target.group, topics=topics)
-    # unreachable broker: one line, exit 2, no file
-    with WireClient(target.cluster) as client, Admins(target.cluster) as admins:
-        known = client.metadata(topics) if topics else {}
-        tps = [(t, p) for t, parts in known.items() for p in sorted(parts)]
-        snap.logs = scan_partitions(client, tps, progress=progress) if tps else {}
-        snap.sections["logs"] = "ok" if topics else "not captured: no topics (pass --topic or a pipeline)"
-        prefix = pipe.transactional_id_prefix if pipe else None
-        for name, fn in (("transactions", lambda: _transactions(admins, prefix)),
-                         ("producers", lambda: _producers(client, admins, tps, snap.logs)),
-                         ("lag", lambda: _lag(client, admins, target.group, topics)),
-                         ("hanging", lambda: _hanging(client, admins, list(known), max_age_s))):
-            try:
-                value = fn()
-                if name == "hanging":
-                    snap.hanging, snap.hanging_candidates, snap.hanging_checked_ms = value
-                else:
-                    setattr(snap, name, value)
-                snap.sections[name] = "ok"
-            except EosctlError as e:  # e.g. a broker without ListTransactions: keep the rest
-                snap.sections[name] = f"not captured: {e}"
-    if sink is None:
-        snap.sections["ledger"] = "not captured: the pipeline has no sink"
-    else:
-        from eosctl.ledger import collect
-
-        try:
-            snap.ledger = collect(target.cluster, sink, target.topics, target.group, pipeline=snap.pipeline,
-                                  where=where, scan=scan, logs=snap.logs)
-            snap.sections["ledger"] = "ok"
-        except SinkError as e:  # a locked sink must not cost the operator the rest of the snapshot
-            snap.sections["ledger"] = f"not captured: {e}"
-    return snap
-
-
-def _transactions(admins: Any, prefix: str | None) -> list[Any]:
-    from eosctl import txns
-
-    rows = txns.list_transactions(admins.kafka)
-    return [t for t in rows if not prefix or t.transactional_id.startswith(prefix)]
-
-
-def _producers(client: Any, admins: Any, tps: list[TP], logs: dict[TP, PartitionLog]) -> list[Any]:
-    """DescribeProducers where the broker answers, else the producer tables of the scans we have."""
-    from eosctl import producers
-
-    return producers.find(client, admins.kafka, tps, logs=logs).rows if tps else []
-
-
-def _lag(client: Any, admins: Any, group: str | None, topics: list[str]) -> Any:
-    from eosctl import lag
-
-    return lag.poll(client, admins.confluent, groups=[group] if group else None, topics=topics or None)
-
-
-def _hanging(client: Any, admins: Any, topics: list[str], max_age_s: float) -> tuple[Any, list[Any], int]:
-    """(report at max_age_s, every candidate at any age, the time ages are measured from)."""
-    import time
-
-    from eosctl import txns
-
-    if not topics:
-        raise EosctlError("no topics to check (pass --topic or a pipeline)")
-    now_ms = int(time.time() * 1000)
-    every = txns.find_hanging(client, admins.kafka, topics, max_age_s=0.0, now_ms=now_ms)
-    return over_max_age(every, max_age_s), every.hanging, now_ms
-
-
-def over_max_age(report: Any, max_age_s: float) -> Any:
-    """The report keeping only the findings at least ``max_age_s`` old (the rules' age threshold)."""
-    return dataclasses.replace(report, max_age_s=max_age_s,
-                               hanging=[h for h in report.hanging if _old_enough(h, max_age_s)])
-
-
-def _old_enough(h: Any, max_age_s: float) -> bool:
-    return h.age_s is not None and h.age_s >= max_age_s
-
-
-def hanging_at(snap: Snapshot, max_age_s: float) -> Any:
-    """The snapshot's hanging report re-applied with another max-age (None if hanging wasn't checked)."""
-    if snap.hanging is None:
-        return None
-    every = dataclasses.replace(snap.hanging, hanging=_candidates(snap))
-    return over_max_age(every, max_age_s)
-
-
-def _candidates(snap: Snapshot) -> list[Any]:
-    """Every candidate, plus any report finding missing from them (a hand-built Snapshot)."""
-    extra = [h for h in (snap.hanging.hanging if snap.hanging else []) if h not in snap.hanging_candidates]
-    return sorted([*snap.hanging_candidates, *extra], key=lambda h: (h.topic, h.partition, h.first_offset))
-
-
 def _codecs() -> dict[str, tuple[Callable[[Any], dict], Callable[[dict], Any]]]:
     """Per section: the live dataclass to a JSON-able dict, and back (tuples come back as lists)."""
-    from eosctl.lag import OpenTxn, PartitionLag
-    from eosctl.producers import ProducerRow
-    from eosctl.txns import TxnInfo
-
     return {
         "transactions": (dataclasses.asdict, lambda d: TxnInfo(
             **{**d, "partitions": tuple(tuple(tp) for tp in d["partitions"])})),
@@ -236,7 +50,7 @@ def _codecs() -> dict[str, tuple[Callable[[Any], dict], Callable[[dict], Any]]]:
 
 # ---- writing ------------------------------------------------------------------------------------------
 
-_FIXED_SCHEMAS = {
+TABLES = {
     "partition_logs": [("topic", "VARCHAR"), ("partition", "INTEGER"), ("log_start_offset", "BIGINT"),
                        ("high_watermark", "BIGINT"), ("last_stable_offset", "BIGINT"),
                        ("scanned_from", "BIGINT"), ("scanned_to", "BIGINT"), ("data_records", "BIGINT"),
@@ -298,13 +112,11 @@ def check_writable(path: str | Path) -> None:
         raise EosctlError(f"cannot write {path}: it is a directory; choose another --out")
 
 
-def write_snapshot(snap: Snapshot, path: str | Path) -> None:
+def write_snapshot(snap: Capture, path: str | Path) -> None:
     """Write the snapshot to a new DuckDB file (atomically: a crash leaves no half-written report).
 
     Any failure to write (disk full, permissions) is one EosctlError and leaves no file behind.
     """
-    import duckdb
-
     path = Path(path)
     check_writable(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -319,9 +131,7 @@ def write_snapshot(snap: Snapshot, path: str | Path) -> None:
         raise EosctlError(f"cannot write snapshot {path}: {first}") from None
 
 
-def _write(snap: Snapshot, tmp: Path) -> None:
-    import duckdb
-
+def _write(snap: Capture, tmp: Path) -> None:
     con = duckdb.connect()
     try:
         con.execute(f"ATTACH '{_sql_str(str(tmp))}' AS snap (STORAGE_VERSION '{STORAGE_VERSION}')")
@@ -375,7 +185,7 @@ def _write(snap: Snapshot, tmp: Path) -> None:
         con.close()
 
 
-def _write_hanging(con: Any, snap: Snapshot) -> None:
+def _write_hanging(con: Any, snap: Capture) -> None:
     rep = snap.hanging
     _insert(con, "hanging_check", [] if rep is None else [
         (rep.max_age_s, snap.hanging_checked_ms, rep.partitions_checked, rep.describe_producers,
@@ -384,12 +194,12 @@ def _write_hanging(con: Any, snap: Snapshot) -> None:
     _insert(con, "hanging_candidates", [
         (h.topic, h.partition, h.producer_id, h.producer_epoch, h.first_offset, h.age_s, list(h.rules), h.lso,
          h.hw, h.blocked, h.transactional_id, h.coordinator_state, h in found)
-        for h in (_candidates(snap) if rep is not None else [])])
+        for h in (candidates(snap) if rep is not None else [])])
     con.execute("CREATE VIEW hanging AS SELECT * EXCLUDE (over_max_age) FROM hanging_candidates "
                 "WHERE over_max_age")
 
 
-def _write_audit(con: Any, snap: Snapshot) -> None:
+def _write_audit(con: Any, snap: Capture) -> None:
     a = snap.audit
     _insert(con, "audit", [(a.verdict, list(a.fail_on), len(a.findings), len(a.failing), a.sink, a.group,
                             a.elapsed_seconds, snap.audit_origin or "run", a.to_json(indent=None))])
@@ -397,7 +207,7 @@ def _write_audit(con: Any, snap: Snapshot) -> None:
                                      f.key, f.detail) for f in a.findings])
 
 
-def _section_rows(snap: Snapshot, name: str) -> int:
+def _section_rows(snap: Capture, name: str) -> int:
     if name == "logs":
         return len(snap.logs)
     if name == "ledger":
@@ -405,7 +215,7 @@ def _section_rows(snap: Snapshot, name: str) -> int:
     if name == "lag":
         return 0 if snap.lag is None else len(snap.lag.partitions)
     if name == "hanging":
-        return 0 if snap.hanging is None else len(_candidates(snap))
+        return 0 if snap.hanging is None else len(candidates(snap))
     if name == "audit":
         return 0 if snap.audit is None else len(snap.audit.findings)
     return len(getattr(snap, name, []) or [])
@@ -416,7 +226,7 @@ def _sql_str(s: str) -> str:
 
 
 def _insert(con: Any, table: str, rows: list[tuple]) -> None:
-    schema = _FIXED_SCHEMAS[table]
+    schema = TABLES[table]
     cols = ", ".join(f'"{n}" {t}' for n, t in schema)
     con.execute(f'CREATE TABLE "{table}" ({cols})')
     if rows:
@@ -447,11 +257,8 @@ def _scalar(v: Any) -> Any:
 # ---- loading ------------------------------------------------------------------------------------------
 
 
-def load_snapshot(path: str | Path) -> Snapshot:
+def load_snapshot(path: str | Path) -> Capture:
     """Read a snapshot file back into the live dataclasses (read-only; the file is never changed)."""
-    from eosctl.ledger import Ledger, LedgerFlag, PartitionLedger
-    from eosctl.sinkdb import connect_readonly, read_header
-
     how = "write one with `eosctl snapshot --out FILE`"
     if not os.path.isfile(path):
         raise EosctlError(f"{path}: no such snapshot file ({how})")
@@ -471,7 +278,7 @@ def load_snapshot(path: str | Path) -> Snapshot:
         if fmt > FORMAT_VERSION:
             raise EosctlError(f"{path} is snapshot format {fmt}, newer than this eosctl {__version__} reads "
                               f"({FORMAT_VERSION}); upgrade eosctl")
-        snap = Snapshot(captured_at=captured_at, bootstrap=bootstrap, pipeline=pipeline, group=group,
+        snap = Capture(captured_at=captured_at, bootstrap=bootstrap, pipeline=pipeline, group=group,
                         topics=list(topics or []), eosctl_version=version)
         snap.sections = dict(con.execute("SELECT name, status FROM sections").fetchall())
         for (data,) in con.execute("SELECT data FROM partition_logs ORDER BY topic, partition").fetchall():
@@ -482,7 +289,7 @@ def load_snapshot(path: str | Path) -> Snapshot:
             flags: dict[TP, list[LedgerFlag]] = {}
             for t, p, *rest in con.execute("SELECT * FROM ledger_flags").fetchall():
                 flags.setdefault((t, p), []).append(LedgerFlag(*rest))
-            names = [n for n, _ in _FIXED_SCHEMAS["ledger"]]
+            names = [n for n, _ in TABLES["ledger"]]
             parts = []
             head = None
             for row in rows:
@@ -498,16 +305,12 @@ def load_snapshot(path: str | Path) -> Snapshot:
                 data = [json.loads(d) for (d,) in con.execute(f'SELECT data FROM "{name}"').fetchall()]
                 setattr(snap, name, [codecs[name][1](d) for d in data])
         if snap.sections.get("lag") == "ok":
-            from eosctl.lag import LagSnapshot
-
             groups = con.execute("SELECT group_id, state, taken_ms FROM lag_groups").fetchall()
             taken = groups[0][2] if groups else int(snap.captured_at.timestamp() * 1000)
             snap.lag = LagSnapshot(taken, snap.lag, {g: state for g, state, _ in groups})
         if snap.sections.get("hanging") == "ok" and "hanging_check" in tables:
             _load_hanging(con, snap)
         if snap.sections.get("audit") == "ok" and "audit" in tables:
-            from eosctl.findings import AuditReport
-
             data, snap.audit_origin = con.execute("SELECT data, origin FROM audit").fetchone()
             snap.audit = AuditReport.from_dict(json.loads(data))
     finally:
@@ -515,9 +318,7 @@ def load_snapshot(path: str | Path) -> Snapshot:
     return snap
 
 
-def _load_hanging(con: Any, snap: Snapshot) -> None:
-    from eosctl.txns import Hanging, HangingReport
-
+def _load_hanging(con: Any, snap: Capture) -> None:
     check = con.execute("SELECT max_age_s, checked_at_ms, partitions_checked, describe_producers, "
                         "producers_returned FROM hanging_check").fetchone()
     if check is None:

@@ -10,6 +10,8 @@ from typing import Any
 
 import click
 
+from eosctl.commands.options import DURATION
+
 
 @click.command("tui")
 @click.option(
@@ -34,11 +36,10 @@ import click
 )
 @click.option(
     "--max-age",
-    type=click.FloatRange(min=0),
+    type=DURATION,
     default=None,
-    metavar="SECONDS",
-    help="An open transaction older than this counts as hanging [default: 900, Kafka's max timeout; "
-    "with --snapshot: the snapshot's own --max-age].",
+    help="An open transaction older than this counts as hanging, e.g. 90s, 15m [default: 15m, Kafka's "
+    "max timeout; with --snapshot: the snapshot's own --max-age].",
 )
 @click.option(
     "--snapshot",

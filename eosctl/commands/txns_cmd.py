@@ -1,4 +1,4 @@
-"""`eosctl txns ...` (transactions: list, describe, hanging, abort) and `eosctl producers`.
+"""`eosctl txns ...`: transactions (list, describe, hanging, abort).
 
 JSON shapes (`--format json`, stable; times in ms since the epoch, ages in seconds; offsets are Kafka
 offsets, ``lso``/``hw`` exclusive):
@@ -27,15 +27,6 @@ offsets, ``lso``/``hw`` exclusive):
      "lso": int, "hw": int, "blocked": int, "age_s": float|null, "transactional_id": str|null,
      "supported": bool,                               # the broker offers WriteTxnMarkers
      "dry_run": bool, "aborted": bool}
-
-`producers` ->
-
-    {"topic": str, "partitions": [int], "source": "describe-producers"|"log-scan", "note": str,
-     "scanned": [{"partition": int, "from": int, "to": int}],    # log-scan only, [from, to)
-     "producers": [{"topic": str, "partition": int, "producer_id": int, "producer_epoch": int,
-                    "last_sequence": int, "last_timestamp_ms": int|null,
-                    "current_txn_start_offset": int|null, "coordinator_epoch": int|null,
-                    "epochs": [int], "fencing_events": int, "zombie_writes": int}]}   # last 3: log-scan only
 
 Exit status: 0 ok; 1 `txns hanging` found hanging transactions; 2 usage, config or connection error, and
 `txns abort --yes` on a broker without the abort API.
@@ -274,61 +265,4 @@ def txns_abort(config: str | None, pipeline: str | None, bootstrap: str | None, 
                   "so --yes would be refused")
 
 
-# --- producers ---------------------------------------------------------------------------------------------
-
-
-@click.command("producers")
-@target_options
-@click.option("--topic", "-t", help="Topic (default: the pipeline's only source topic).")
-@click.option("--partition", "-P", "partitions", type=int, multiple=True,
-              help="Only these partitions (repeatable; default: all).")
-@click.option("--scan-last", type=click.IntRange(min=1), default=100_000, show_default=True,
-              help="When the broker reports no producers: offsets per partition to read from the log's end.")
-def producers(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: str, topic: str | None,
-              partitions: tuple[int, ...], scan_last: int) -> None:
-    """Producers writing to a topic: id, epoch, last sequence, last timestamp, open transaction start.
-
-    All partitions in one DescribeProducers call per leader; when the broker returns no producers
-    (or lacks the API) they are read from a log scan instead, and the output says which source it used.
-    """
-    from eosctl.errors import ConfigError
-    from eosctl.producers import describe
-    from eosctl.target import resolve
-
-    target = resolve(config, pipeline, bootstrap, (topic,) if topic else (), need_topics=True)
-    if len(target.topics) > 1:
-        raise ConfigError(f"the pipeline has several source topics ({', '.join(target.topics)}); "
-                          "choose one with --topic")
-    with _wire(target) as client:
-        admin = _admin(target)
-        try:
-            report = describe(client, admin, target.topics[0], partitions, scan_last)
-        finally:
-            admin.close()
-    if fmt == "json":
-        from eosctl.render import emit_json
-
-        emit_json(report.to_dict())
-        return
-    from eosctl.render import table
-
-    out = out_console()
-    log = report.source == "log-scan"
-    cols = ["partition", "producer id", "epoch", "last sequence", "last timestamp (UTC)", "open txn from"]
-    if log:
-        cols += ["epochs", "fencing", "zombie writes"]
-    rows = []
-    for r in report.producers:
-        row: list[Any] = [r.partition, r.producer_id, r.producer_epoch, r.last_sequence,
-                          time_text(r.last_timestamp_ms), r.current_txn_start_offset]
-        if log:
-            row += [",".join(map(str, r.epochs)), r.fencing_events, r.zombie_writes]
-        rows.append(row)
-    if rows:
-        out.print(table(f"Producers of {report.topic} ({len(rows)})", cols, rows))
-    else:
-        out.print(f"no producers with a producer id on {report.topic}")
-    out.print(f"source: {report.source} - {report.note}")
-
-
-COMMANDS = [txns, producers]
+COMMANDS = [txns]

@@ -236,8 +236,9 @@ async def test_no_color_keeps_every_state_in_words(monkeypatch):
 
 @sync
 async def test_synthetic_audit_finding_opens_the_log_and_pause_stops_refreshes():
+    from synthetic import SyntheticSource
+
     from tui.app import EosApp
-    from tui.synthetic import SyntheticSource
 
     source = SyntheticSource(200)
     app = EosApp(source, refresh_seconds=1)

@@ -1,4 +1,4 @@
-"""A made-up DataSource with many partitions, built from the core dataclasses.
+"""Test and benchmark support (not shipped): a made-up DataSource with many partitions.
 
 It exists to measure the UI thread's cost of one refresh at scale (1,000 partitions) and to test views
 without a broker. Each fetch moves the offsets on, so a refresh really changes every row.
@@ -7,14 +7,15 @@ without a broker. Each fetch moves the offsets on, so a refresh really changes e
 from __future__ import annotations
 
 import time
-from typing import Any
+from datetime import UTC, datetime
 
+from eosctl.capture import Capture
 from eosctl.findings import AuditReport, Finding, PartitionSummary
 from eosctl.lag import LagSnapshot, OpenTxn, PartitionLag
 from eosctl.ledger import Ledger, LedgerFlag, PartitionLedger
 from eosctl.model import Kind, OffsetRange, PartitionLog, Transaction
 from eosctl.producers import ProducerRow
-from eosctl.txns import TxnInfo
+from eosctl.txns import HangingReport, TxnInfo
 from tui.data import Dashboard, LagTracker, Progress
 
 
@@ -34,23 +35,25 @@ class SyntheticSource:
         self.round += 1
         now = self.clock()
         logs = [self._log(p) for p in range(self.partitions)]
-        dash = Dashboard(pipeline=self.pipeline, taken_at=now, logs=logs, ledger=self._ledger(logs))
-        dash.lag = LagSnapshot(
+        cap = Capture(datetime.fromtimestamp(now, UTC), "synthetic:9092", self.pipeline, "synth.sink",
+                      [self.topic], logs={(lg.topic, lg.partition): lg for lg in logs},
+                      ledger=self._ledger(logs), hanging=HangingReport(900.0, self.partitions))
+        cap.lag = LagSnapshot(
             int(now * 1000), [self._lag(log, now) for log in logs], {"synth.sink": "STABLE"}
         )
-        dash.producers = [
+        cap.producers = [
             ProducerRow(
                 log.topic, log.partition, 1000 + log.partition, 0, log.high_watermark, int(now * 1000), None
             )
             for log in logs
         ]
-        dash.transactions = [
+        cap.transactions = [
             TxnInfo(
                 f"synth.tx{p}", 3000 + p, 0, "Ongoing", 60_000, int(now * 1000) - 5_000, 0, ((self.topic, p),)
             )
             for p in range(0, self.partitions, 10)
         ]
-        dash.hanging_checked = True
+        dash = Dashboard(cap)
         self.tracker.add(dash)
         return dash
 
@@ -129,7 +132,7 @@ class SyntheticSource:
     def can_audit(self) -> str | None:
         return None
 
-    def run_audit(self, progress: Progress) -> Any:
+    def run_audit(self, progress: Progress) -> AuditReport:
         n = self.partitions
         for i in range(0, n, max(1, n // 10)):
             progress(i / n, f"partition {i}/{n}")

@@ -1,0 +1,54 @@
+"""`eosctl sandbox up|down|status|pipeline`: the embedded Kafka-protocol broker and the reference pipeline."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from eosctl.commands import pipeline_cmd
+
+
+@click.group("sandbox")
+def sandbox() -> None:
+    """The embedded sandbox broker (noida-db, Kafka protocol) on a free loopback port.
+
+    Its state (pid, port, data) lives in $EOSCTL_HOME, default ./.eosctl. Configs whose cluster says
+    bootstrap_servers = "sandbox" connect to it.
+    """
+
+
+@sandbox.command("up")
+@click.option("--port", type=click.IntRange(1, 65535), default=None,
+              help="Loopback port (default: a free one).")
+def sandbox_up(port: int | None) -> None:
+    """Start the sandbox broker (does nothing if it already runs)."""
+    from eosctl import sandbox as sb
+
+    state, started = sb.up(sb.state_dir(), port=port)
+    verb = "started" if started else "already running"
+    click.echo(f"sandbox {verb}: bootstrap {state.bootstrap} (pid {state.pid}, data {state.data_dir})")
+
+
+@sandbox.command("down")
+def sandbox_down() -> None:
+    """Stop the sandbox broker by its recorded pid (data is kept)."""
+    from eosctl import sandbox as sb
+
+    state = sb.down(sb.state_dir())
+    click.echo(f"sandbox stopped (pid {state.pid})" if state else "sandbox was not running")
+
+
+@sandbox.command("status")
+def sandbox_status() -> None:
+    """Say whether the sandbox runs and where; exit 1 if it doesn't."""
+    from eosctl import sandbox as sb
+
+    state = sb.status(sb.state_dir())
+    if state is None:
+        click.echo("sandbox not running (start it with `eosctl sandbox up`)")
+        sys.exit(1)
+    click.echo(f"sandbox running: bootstrap {state.bootstrap} (pid {state.pid}, data {state.data_dir})")
+
+
+sandbox.add_command(pipeline_cmd.pipeline)

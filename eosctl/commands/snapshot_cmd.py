@@ -1,0 +1,145 @@
+"""`eosctl snapshot`: capture everything about a pipeline into one DuckDB file, for incident reports.
+
+With `--format json` it prints {"out": path, "captured_at": iso8601, "sections": {name: "ok" | error},
+"hanging": eosctl.txns.HangingReport.to_dict() | null, "audit_verdict": "pass" | "fail" | null}.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from eosctl.commands.ledger_cmd import ledger_options
+from eosctl.commands.options import DURATION, sink_of
+
+
+@click.command("snapshot")
+@ledger_options
+@click.option("--out", "-o", "out_path", required=True, type=click.Path(dir_okay=False),
+              help="DuckDB file to write (must not exist unless --force).")
+@click.option("--force", is_flag=True, help="Overwrite FILE if it exists.")
+@click.option("--max-age", type=DURATION, default="15m", show_default=True,
+              help="Open longer than this counts as hanging (as `txns hanging`); younger open "
+                   "transactions are recorded with their ages anyway.")
+@click.option("--with-audit", is_flag=True,
+              help="Also run the Spark audit of the sink and store its report (takes Spark's start-up).")
+@click.option("--audit-report", type=click.Path(exists=True, dir_okay=False),
+              help="Store this report of `eosctl audit --format json --out FILE` instead of running one.")
+def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, topics: tuple[str, ...],
+             group: str | None, sink_duckdb: str | None, sink_parquet: str | None, sink_table: str | None,
+             scan: bool, out_path: str, force: bool, max_age: float, with_audit: bool,
+             audit_report: str | None, fmt: str) -> None:
+    """Capture everything about a pipeline into one DuckDB file, for incident reports.
+
+    \b
+    Transactions, producers, lag, hanging transactions, per-partition log summaries (ranges,
+    transactions, producers), the sink ledger and optionally an audit report, each with the capture
+    time. Hanging: every open transaction holding an LSO (or orphaned by its coordinator) is stored
+    with its age, and those older than --max-age form the report, so a reader can still judge one
+    that was young at capture time. Open it offline: `eosctl tui --snapshot FILE`, or any DuckDB
+    client (tables documented in docs/snapshot.md). Reads only; writes nothing to Kafka.
+    """
+    from pathlib import Path
+
+    from eosctl import snapshot as snap
+    from eosctl.capture import capture
+    from eosctl.errors import EosctlError
+    from eosctl.render import console, scan_progress
+    from eosctl.target import resolve
+
+    if Path(out_path).exists() and not force:
+        raise EosctlError(f"{out_path} already exists; choose another --out or pass --force")
+    snap.check_writable(out_path)  # before the capture, which can take minutes
+    if with_audit and audit_report:
+        raise click.UsageError("pass either --with-audit or --audit-report, not both")
+    stored = _read_audit_report(audit_report) if audit_report else None  # a bad file fails before capture
+    target = resolve(config, pipeline, bootstrap, topics, group)
+    sink = where = None
+    if (target.pipeline and target.pipeline.sink) or sink_duckdb or sink_parquet:
+        sink, where = sink_of(target, sink_duckdb, sink_parquet, sink_table)
+    with scan_progress() as progress:
+        captured = capture(target, sink=sink, where=where or "sink", scan=scan, progress=progress,
+                                max_age_s=max_age)
+    if stored is not None:
+        captured.audit, captured.audit_origin = stored, audit_report
+        captured.sections["audit"] = "ok"
+    elif with_audit:
+        _capture_audit(captured, target, sink)
+    snap.write_snapshot(captured, out_path)
+    if fmt == "json":
+        from eosctl.render import emit_json
+
+        emit_json({"out": out_path, "captured_at": captured.captured_at.isoformat(),
+                   "sections": captured.sections,
+                   "hanging": captured.hanging.to_dict() if captured.hanging is not None else None,
+                   "audit_verdict": captured.audit.verdict if captured.audit is not None else None})
+        return
+    out = console()
+    when = captured.captured_at.isoformat(timespec="seconds")
+    out.print(f"snapshot written to {out_path} (captured {when})")
+    for name, status in captured.sections.items():
+        text = '[green]ok[/]' if status == 'ok' else '[yellow]' + status + '[/]'
+        if name == "hanging" and captured.hanging is not None:
+            text += f" ({_hanging_summary(captured)})"
+        elif name == "audit" and captured.audit is not None:
+            text += f" ({captured.audit.verdict}, {len(captured.audit.findings)} findings)"
+        out.print(f"  {name:<13} {text}")
+
+
+def _hanging_summary(captured: Any) -> str:
+    from eosctl.commands.options import age_text
+
+    rep = captured.hanging
+    younger = len(captured.hanging_candidates) - len(rep.hanging)
+    return (f"{len(rep.hanging)} hanging (open longer than {age_text(rep.max_age_s)}), "
+            f"{younger} younger open transaction{'s' if younger != 1 else ''} recorded")
+
+
+def _read_audit_report(path: str) -> Any:
+    import json
+
+    from eosctl.errors import EosctlError
+    from eosctl.findings import AuditReport
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            return AuditReport.from_dict(json.load(f))
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise EosctlError(f"{path} is not an `eosctl audit --format json` report ({type(e).__name__}: "
+                          f"{str(e).splitlines()[0] if str(e) else ''}); write one with "
+                          "`eosctl audit --format json --out FILE`") from None
+
+
+def _capture_audit(captured: Any, target: Any, sink: Any) -> None:
+    """Run the Spark audit (auditors is imported here only: the snapshot module never imports it).
+
+    Like every other section, a failure is recorded in the snapshot instead of losing the capture.
+    """
+    from contextlib import nullcontext
+
+    from eosctl.errors import EosctlError
+
+    if sink is None or not target.topics:
+        captured.sections["audit"] = "not captured: no sink and source topics to audit"
+        return
+    from auditors import job
+    from auditors import spark as sparks
+    from eosctl.render import console
+
+    conf = target.config.spark if target.config else None
+    inp = job.AuditInput(source=job.KafkaSource(target.cluster), sink=sink, topics=target.topics,
+                         cluster=target.cluster, group=target.group)
+    err = console(stderr=True)
+    try:
+        with err.status("auditing the sink (Spark)") if err.is_terminal else nullcontext():
+            items = job.prepare(inp)
+            spark = sparks.configured_session(conf, sink)
+            captured.audit = job.run_audit(spark, inp, items)
+        captured.audit_origin = "run"
+        captured.sections["audit"] = "ok"
+    except EosctlError as e:
+        captured.sections["audit"] = f"not captured: {e}"
+
+
+COMMANDS = [snapshot]
