@@ -39,6 +39,7 @@ from eosctl.wire import WireClient
 
 TP = tuple[str, int]
 SECTIONS = ("logs", "transactions", "producers", "lag", "hanging", "ledger")
+NOT_CAPTURED = "not captured: "  # how a section's status starts when it could not be read
 # (scanned offsets, total offsets) while the partition logs are read.
 ScanProgress = Callable[[int, int], None]
 
@@ -75,7 +76,8 @@ class Capture:
 
     def errors(self) -> dict[str, str]:
         """The sections that could not be read, with the reason."""
-        return {name: status for name, status in self.sections.items() if status != "ok"}
+        return {name: status.removeprefix(NOT_CAPTURED) for name, status in self.sections.items()
+                if status != "ok"}
 
 
 def capture(
@@ -113,7 +115,7 @@ def capture(
         if own:
             admins.close()
     if sink is None:
-        cap.sections["ledger"] = "not captured: the pipeline has no sink"
+        cap.sections["ledger"] = f"{NOT_CAPTURED}the pipeline has no sink"
     else:
         # The ledger compares the sink with whole logs only: a tail would make every record before it look
         # missing. It scans the partitions a tail capture left short itself.
@@ -133,7 +135,7 @@ def _read_kafka(cap: Capture, target: Target, client: WireClient, admins: Admins
         offsets = client.offsets(tps)
         starts = {tp: max(o.log_start, o.high_watermark - cap.tail) for tp, o in offsets.items()}
     cap.logs = scan_partitions(client, tps, start=starts, progress=progress) if tps else {}
-    cap.sections["logs"] = "ok" if cap.topics else "not captured: no topics (pass --topic or a pipeline)"
+    cap.sections["logs"] = "ok" if cap.topics else f"{NOT_CAPTURED}no topics (pass --topic or a pipeline)"
     prefix = target.pipeline.transactional_id_prefix if target.pipeline else None
     answers: list[tuple[dict[TP, list[object]], str]] = []
 
@@ -177,7 +179,7 @@ def _section(cap: Capture, name: str, read: Callable[[], object], admins: Admins
         setattr(cap, name, read())
         cap.sections[name] = "ok"
     except errors as e:
-        cap.sections[name] = f"not captured: {e}"
+        cap.sections[name] = f"{NOT_CAPTURED}{e}"
         if isinstance(e, BrokerError):
             admins.reset()  # the broker went away: reconnect on the next use
 

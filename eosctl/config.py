@@ -11,6 +11,9 @@ from typing import Any
 
 from eosctl.errors import ConfigError
 
+# bootstrap_servers = "sandbox": the broker `eosctl sandbox up` started.
+SANDBOX = "sandbox"
+
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # Keys whose values are secrets: an error message never prints them.
 SECRET_KEYS = {"sasl_password", "ssl_key_password", "password"}
@@ -330,21 +333,14 @@ def normalize_bootstrap(value: str) -> str:
 
 
 def _bootstrap(value: str, where: str, path: Path) -> str:
-    """``"sandbox"`` means the broker that `eosctl sandbox up` started, found through its state file."""
-    if value != "sandbox":
-        problem = bootstrap_problem(value)
-        if problem:
-            raise ConfigError(f"{path}: {where}.bootstrap_servers {value!r}: {problem}; {BOOTSTRAP_FORM}")
-        return normalize_bootstrap(value)
-    from eosctl import sandbox
-
-    state = sandbox.status(sandbox.state_dir())
-    if state is None:
-        raise ConfigError(
-            f"{path}: {where}.bootstrap_servers is \"sandbox\", but the sandbox is not running; "
-            "start it with `eosctl sandbox up`"
-        )
-    return state.bootstrap
+    """The value, checked; ``"sandbox"`` stays as it is (eosctl.target resolves it for the chosen cluster
+    only, so a config naming a sandbox cluster still loads while the sandbox is down)."""
+    if value == SANDBOX:
+        return value
+    problem = bootstrap_problem(value)
+    if problem:
+        raise ConfigError(f"{path}: {where}.bootstrap_servers {value!r}: {problem}; {BOOTSTRAP_FORM}")
+    return normalize_bootstrap(value)
 
 
 def _replace_path(sink: Sink, duckdb: str) -> Sink:

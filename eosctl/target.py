@@ -6,10 +6,12 @@ explicit flags win over the config so a user can narrow a pipeline down to one t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from eosctl import sandbox
 from eosctl.config import (
     BOOTSTRAP_FORM,
+    SANDBOX,
     Cluster,
     Config,
     Pipeline,
@@ -47,16 +49,12 @@ def resolve(
         cluster = Cluster(name="cli", bootstrap_servers=bootstrap)
         if cfg and pipe:
             # Keep the config's security settings, only the address changes.
-            from dataclasses import replace
-
             cluster = replace(cfg.cluster_of(pipe), bootstrap_servers=bootstrap)
     elif cfg and pipe:
         cluster = cfg.cluster_of(pipe)
     elif cfg and len(cfg.clusters) == 1:
         cluster = next(iter(cfg.clusters.values()))
     else:
-        from eosctl import sandbox
-
         state = sandbox.status(sandbox.state_dir())
         if state is None:
             raise ConfigError(
@@ -64,6 +62,8 @@ def resolve(
                 "(or start the sandbox with `eosctl sandbox up`)"
             )
         cluster = Cluster(name="sandbox", bootstrap_servers=state.bootstrap)
+    if cluster.bootstrap_servers == SANDBOX:
+        cluster = replace(cluster, bootstrap_servers=_sandbox_bootstrap(config, cluster.name))
     topics = tuple(topics) or (pipe.source_topics if pipe else ())
     group = group or (pipe.group if pipe else None)
     if need_topics and not topics:
@@ -77,3 +77,12 @@ def check_bootstrap(bootstrap: str, flag: str = "--bootstrap") -> str:
     if problem:
         raise ConfigError(f"{flag} {bootstrap!r}: {problem}; {BOOTSTRAP_FORM}")
     return normalize_bootstrap(bootstrap)
+
+
+def _sandbox_bootstrap(config: str | None, cluster: str) -> str:
+    """Where the sandbox broker listens, for a config cluster that says bootstrap_servers = "sandbox"."""
+    state = sandbox.status(sandbox.state_dir())
+    if state is None:
+        raise ConfigError(f"{config}: clusters.{cluster}.bootstrap_servers is \"sandbox\", but the sandbox "
+                          "is not running; start it with `eosctl sandbox up`")
+    return state.bootstrap

@@ -8,12 +8,12 @@ from datetime import UTC, datetime
 
 import pytest
 
+import eosctl.capture
 import eosctl.clients
 import eosctl.ledger
-import eosctl.logscan
 import eosctl.producers
-import eosctl.wire
 from eosctl import lag, txns
+from eosctl.capture import Capture, covers_whole_log
 from eosctl.config import Cluster, Pipeline, Sink
 from eosctl.errors import BrokerError
 from eosctl.model import Kind, OffsetRange, PartitionLog
@@ -21,7 +21,7 @@ from eosctl.producers import Found, ProducerRow
 from eosctl.target import Target
 from eosctl.txns import HangingReport
 from eosctl.wire import Offsets
-from tui.data import Dashboard, LiveSource, whole_logs
+from tui.data import Dashboard, LiveSource
 from tui.views.overview import health, overview_rows
 from tui.views.producers import headline, producer_rows
 
@@ -85,7 +85,7 @@ def live(monkeypatch):
         record["describe_producers"] += 1
         return {}, "ok"
 
-    def find_hanging(client, admin, topics, max_age_s, described=None):
+    def find_hanging(client, admin, topics, max_age_s, now_ms=None, described=None):
         record["described"].append(described)
         return HangingReport(0, 2)
 
@@ -101,14 +101,14 @@ def live(monkeypatch):
 
     monkeypatch.setattr(eosctl.clients, "confluent_admin", confluent_admin)
     monkeypatch.setattr(eosctl.clients, "kafka_admin", kafka_admin)
-    monkeypatch.setattr(eosctl.wire, "WireClient", FakeWire)
-    monkeypatch.setattr(eosctl.logscan, "scan_partitions", scan_partitions)
+    monkeypatch.setattr(eosctl.capture, "WireClient", FakeWire)
+    monkeypatch.setattr(eosctl.capture, "scan_partitions", scan_partitions)
     monkeypatch.setattr(lag, "poll", poll)
     monkeypatch.setattr(txns, "list_transactions", lambda admin: [])
     monkeypatch.setattr(txns, "describe_producers", describe_producers)
     monkeypatch.setattr(txns, "find_hanging", find_hanging)
     monkeypatch.setattr(eosctl.producers, "find", find)
-    monkeypatch.setattr(eosctl.ledger, "collect", collect)
+    monkeypatch.setattr(eosctl.capture, "collect", collect)
     target = Target(CLUSTER, PIPE, None, ("shop.orders",), "shop.sink")
     return LiveSource(target), record
 
@@ -146,18 +146,19 @@ def test_the_ledger_gets_only_scans_from_the_log_start_and_producers_get_every_s
     assert sorted(record["producer_logs"]) == [("shop.orders", 0), ("shop.orders", 1)]
 
 
-def test_whole_logs_keeps_scans_covering_log_start_to_high_watermark():
+def test_only_scans_covering_log_start_to_high_watermark_count_as_whole():
     tp = ("t", 0)
     whole = plog(tp, 0, Offsets(0, 50, 50))
     tail = plog(tp, 20, Offsets(0, 50, 50))
     after_retention = plog(tp, 30, Offsets(30, 50, 50))
     short = PartitionLog("t", 0, 0, 50, 50, 0, 40, [OffsetRange(0, 39, Kind.DATA, -1, -1)])
-    assert whole_logs({("t", 0): whole, ("t", 1): tail, ("t", 2): after_retention, ("t", 3): short}) == {
-        ("t", 0): whole, ("t", 2): after_retention}
+    wholes = [covers_whole_log(lg) for lg in (whole, tail, after_retention, short)]
+    assert wholes == [True, False, True, False]
 
 
 def test_a_tail_scan_would_make_the_ledger_under_report():
-    """Why whole_logs exists: with the sink missing offset 10, a tail scan from 20 hides the gap."""
+    """Why the ledger gets whole logs only: with the sink missing offset 10, a tail scan from 20 hides the
+    gap."""
     from eosctl.ledger import partition_ledger
     from eosctl.sinkdb import OffsetIsland
 
@@ -168,7 +169,7 @@ def test_a_tail_scan_would_make_the_ledger_under_report():
             for name, lg in (("whole", plog(tp, 0, o)), ("tail", plog(tp, 20, o)))}
     assert gaps["whole"] == 1
     assert gaps["tail"] != 1
-    assert whole_logs({tp: plog(tp, 20, o)}) == {}
+    assert not covers_whole_log(plog(tp, 20, o))
 
 
 def _row(epochs: tuple[int, ...], fencing: int, zombies: int = 0) -> ProducerRow:
@@ -178,8 +179,8 @@ def _row(epochs: tuple[int, ...], fencing: int, zombies: int = 0) -> ProducerRow
 
 def test_more_than_one_epoch_without_a_fencing_event_is_not_fenced():
     """Transactions v2 bumps the epoch on every commit; only the core's fencing_events count."""
-    dash = Dashboard("shop", datetime(2026, 1, 1, tzinfo=UTC).timestamp(),
-                     producers=[_row((0, 1, 2), 0), _row((3, 4), 1)])
+    dash = Dashboard(Capture(datetime(2026, 1, 1, tzinfo=UTC), "b:1", "shop", None, [],
+                             producers=[_row((0, 1, 2), 0), _row((3, 4), 1)]))
     rows = producer_rows(dash)
     assert [r.cells[7] for r in rows] == ["", "FENCED x1"]
     assert [r.level for r in rows] == [None, "warn"]

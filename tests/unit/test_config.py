@@ -170,3 +170,45 @@ def test_cli_bad_bootstrap_exits_2_without_traceback(bootstrap):
         assert result.exit_code == 2, (command, result.output)
         problem = dict(BAD_BOOTSTRAPS)[bootstrap]
         assert result.stderr == f"eosctl: error: --bootstrap {bootstrap!r}: {problem}; {FORM}\n"
+
+
+TWO_CLUSTERS = """
+[clusters.local]
+bootstrap_servers = "sandbox"
+
+[clusters.prod]
+bootstrap_servers = "b1:9093"
+
+[pipelines.onprod]
+cluster = "prod"
+source_topics = ["pay.enriched"]
+
+[pipelines.onsandbox]
+cluster = "local"
+source_topics = ["demo.enriched"]
+"""
+
+
+def test_a_config_naming_the_sandbox_loads_while_the_sandbox_is_down(tmp_path, monkeypatch):
+    """The literal "sandbox" is resolved for the chosen cluster only, when a command resolves its target."""
+    from eosctl.target import resolve
+
+    monkeypatch.setenv("EOSCTL_HOME", str(tmp_path / "no-sandbox-here"))
+    path = write(tmp_path, TWO_CLUSTERS)
+    assert load_config(path).clusters["local"].bootstrap_servers == "sandbox"
+    assert resolve(str(path), "onprod", None).cluster.bootstrap_servers == "b1:9093"
+    with pytest.raises(ConfigError, match=r'clusters.local.bootstrap_servers is "sandbox", but the sandbox '
+                                          r"is not running; start it with `eosctl sandbox up`"):
+        resolve(str(path), "onsandbox", None)
+
+
+def test_a_sandbox_cluster_resolves_to_the_running_sandbox(tmp_path, monkeypatch):
+    from eosctl import sandbox
+    from eosctl.target import resolve
+
+    monkeypatch.setenv("EOSCTL_HOME", str(tmp_path))
+    monkeypatch.setattr(sandbox, "status", lambda home: sandbox.SandboxState(
+        pid=1, port=19092, data_dir=str(tmp_path), log_file="", started_at=0.0))
+    target = resolve(str(write(tmp_path, TWO_CLUSTERS)), "onsandbox", None)
+    assert target.cluster.bootstrap_servers == "127.0.0.1:19092"
+    assert target.cluster.name == "local"

@@ -8,11 +8,12 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from eosctl.capture import Capture, hanging_at
 from eosctl.errors import EosctlError
 from eosctl.ledger import Ledger, LedgerFlag, partition_ledger
 from eosctl.model import Kind, OffsetRange, PartitionLog, ProducerState, Transaction
 from eosctl.sinkdb import OffsetIsland, PartitionSummary
-from eosctl.snapshot import Snapshot, load_snapshot, write_snapshot
+from eosctl.snapshot import load_snapshot, write_snapshot
 from eosctl.wire import Offsets
 
 
@@ -82,7 +83,7 @@ def test_snapshot_round_trip(tmp_path: Path):
     led = Ledger("orders", "/x/sink.duckdb (orders_sink)", "orders.sink", True, [
         partition_ledger("orders", 0, summary(10, 10, 0, 14), islands((0, 1, 1), (3, 4, 1), (10, 14, 1)),
                          stored=15, committed=16, offsets=OFFSETS, log=log)])
-    snap = Snapshot(datetime(2026, 11, 22, 10, 0, tzinfo=UTC), "127.0.0.1:9092", "orders", "orders.sink",
+    snap = Capture(datetime(2026, 11, 22, 10, 0, tzinfo=UTC), "127.0.0.1:9092", "orders", "orders.sink",
                     ["orders"], logs={("orders", 0): log}, ledger=led,
                     sections={"logs": "ok", "transactions": "not captured: no API", "ledger": "ok"})
     out = tmp_path / "incident.duckdb"
@@ -109,21 +110,20 @@ def test_load_snapshot_refuses_other_duckdb_files(tmp_path: Path):
         load_snapshot(path)
 
 
-def hanging_snapshot(max_age_s: float) -> Snapshot:
+def hanging_snapshot(max_age_s: float) -> Capture:
     """An LSO rule match 1200 s old on orders[0] and a 30 s old one on orders[1], both at any age."""
-    from eosctl.snapshot import over_max_age
+    from eosctl.capture import over_max_age
     from eosctl.txns import Hanging, HangingReport
 
     old = Hanging("orders", 0, 1002, 0, 146, 1200.0, ("lso",), 146, 149, "orders.hanging", "Ongoing")
     young = Hanging("orders", 1, 1003, 2, 40, 30.0, ("lso",), 40, 41, None, None)
     every = HangingReport(0.0, 3, [old, young], 0, "ok")
-    return Snapshot(datetime(2026, 11, 22, 10, 0, tzinfo=UTC), "127.0.0.1:9092", "orders", "orders.sink",
+    return Capture(datetime(2026, 11, 22, 10, 0, tzinfo=UTC), "127.0.0.1:9092", "orders", "orders.sink",
                     ["orders"], hanging=over_max_age(every, max_age_s), hanging_candidates=[old, young],
                     hanging_checked_ms=1_795_000_000_000, sections={"hanging": "ok"})
 
 
 def test_snapshot_keeps_the_hanging_report_and_its_younger_candidates(tmp_path: Path):
-    from eosctl.snapshot import hanging_at
 
     snap = hanging_snapshot(900.0)
     assert [h.partition for h in snap.hanging.hanging] == [0]
@@ -161,7 +161,7 @@ def test_snapshot_without_a_hanging_check_loads_as_not_checked(tmp_path: Path):
     back = load_snapshot(tmp_path / "s.duckdb")
     assert back.hanging is None and back.hanging_candidates == []
     dash = from_snapshot(back)
-    assert not dash.hanging_checked and dash.errors == {"hanging": "not captured: no topics to check"}
+    assert not dash.hanging_checked and dash.errors == {"hanging": "no topics to check"}
 
 
 def test_tui_shows_the_captured_report_or_reapplies_another_max_age(tmp_path: Path):
@@ -198,13 +198,13 @@ def test_snapshot_stores_an_audit_report(tmp_path: Path):
 def test_snapshot_into_a_missing_directory_fails_before_the_capture(tmp_path: Path, monkeypatch):
     from click.testing import CliRunner
 
-    from eosctl import snapshot
+    from eosctl import capture
     from eosctl.cli import main
 
     def no_capture(*a, **kw):
         raise AssertionError("captured although the file cannot be written")
 
-    monkeypatch.setattr(snapshot, "capture", no_capture)
+    monkeypatch.setattr(capture, "capture", no_capture)
     out = tmp_path / "missing" / "s.duckdb"
     result = CliRunner().invoke(main, ["snapshot", "-o", str(out), "--bootstrap", "127.0.0.1:1", "-t", "t"])
     assert result.exit_code == 2
@@ -212,7 +212,7 @@ def test_snapshot_into_a_missing_directory_fails_before_the_capture(tmp_path: Pa
                              "create it or choose another --out\n")
     (tmp_path / "afile").write_text("x")
     with pytest.raises(EosctlError, match=r"afile is not a directory; choose another --out$"):
-        write_snapshot(Snapshot(datetime.now(UTC), "b:1", None, None, []), tmp_path / "afile" / "s.duckdb")
+        write_snapshot(Capture(datetime.now(UTC), "b:1", None, None, []), tmp_path / "afile" / "s.duckdb")
 
 
 def test_a_failed_write_is_one_line_and_leaves_no_file(tmp_path: Path, monkeypatch):
@@ -225,7 +225,7 @@ def test_a_failed_write_is_one_line_and_leaves_no_file(tmp_path: Path, monkeypat
     monkeypatch.setattr(snapshot, "_write", disk_full)
     out = tmp_path / "s.duckdb"
     with pytest.raises(EosctlError) as e:
-        write_snapshot(Snapshot(datetime.now(UTC), "b:1", None, None, []), out)
+        write_snapshot(Capture(datetime.now(UTC), "b:1", None, None, []), out)
     assert str(e.value) == (f"cannot write snapshot {out}: IO Error: could not write file: No space left on "
                             "device")
     assert list(tmp_path.iterdir()) == []
