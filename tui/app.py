@@ -358,7 +358,7 @@ class EosApp(App[None]):
             view.set_running(False)
             view.set_report(worker.result)
             if self.dash is not None:
-                self.dash.audit = worker.result
+                self.dash.capture.audit = worker.result
                 self.view("overview").show(self.dash)
         elif worker.state is WorkerState.ERROR:
             view.set_error(_one_line(worker.error))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from textual.widgets import Static, TabbedContent
-from tuihelp import cursor_row, rows_of, sync, text_of
+from tuihelp import cursor_row, rows_of, sync, text_of, until
 
 pytestmark = pytest.mark.integration
 
@@ -31,8 +31,7 @@ def reference(bootstrap, tmp_path_factory):
 
 
 async def _data(app, pilot):
-    while app.dash is None:
-        await pilot.pause(0.1)
+    await until(pilot, lambda: app.dash is not None, "the first refresh")
 
 
 @sync
@@ -80,8 +79,7 @@ async def test_enter_on_an_audit_finding_opens_the_log_at_its_offsets(reference)
         await pilot.press("1")  # the UI answers while Spark works
         await pilot.pause()
         assert app.query_one(TabbedContent).active == "overview"
-        while view.running:
-            await pilot.pause(0.2)
+        await until(pilot, lambda: not view.running, "the audit", timeout=300, step=0.2)
         assert view.report is not None and view.report.verdict == "fail"
         await pilot.press("7")
         await pilot.pause()
@@ -94,8 +92,8 @@ async def test_enter_on_an_audit_finding_opens_the_log_at_its_offsets(reference)
             str(dup["count"]),
         ]
         await pilot.press("enter")
-        while app.view("log").plog is None or app.view("log").plog.partition != dup["partition"]:
-            await pilot.pause(0.1)
+        await until(pilot, lambda: app.view("log").plog is not None
+                    and app.view("log").plog.partition == dup["partition"], "the finding's log")
         await pilot.pause(0.2)
         assert app.query_one(TabbedContent).active == "log"
         row = cursor_row(app, "log")
@@ -127,8 +125,8 @@ async def test_broker_stopping_shows_a_banner_and_the_app_keeps_responding(tmp_p
             banner = app.query_one("#banner", Static)
             assert not banner.has_class("shown")
             sandbox.down(tmp_path / "sb")
-            while not (banner.has_class("shown") and "retrying" in text_of(banner)):
-                await pilot.pause(0.2)
+            await until(pilot, lambda: banner.has_class("shown") and "retrying" in text_of(banner),
+                        "the outage banner", timeout=30, step=0.2)
             assert "cannot reach Kafka" in text_of(banner) or "slow" in text_of(banner)
             await pilot.press("5")  # still answering keys
             await pilot.pause()

@@ -4,7 +4,7 @@ reviewed on purpose (`pytest tests/tui/test_svg.py --snapshot-update` after look
 from __future__ import annotations
 
 import pytest
-from tuihelp import SNAPSHOT
+from tuihelp import SNAPSHOT, until
 
 VIEWS = ["1", "2", "3", "4", "5", "6", "7"]
 
@@ -22,13 +22,11 @@ def _app():
 def test_view(snap_compare, key):
     async def show(pilot):
         app = pilot.app
-        while app.dash is None:
-            await pilot.pause(0.05)
+        await until(pilot, lambda: app.dash is not None, "the first data")
         await pilot.press(key)
         await pilot.pause(0.1)
         if key == "5":
-            while app.view("log").plog is None:
-                await pilot.pause(0.05)
+            await until(pilot, lambda: app.view("log").plog is not None, "the log view's scan")
             # The view opens at the LSO, the table's last row: on a slow machine the scroll to it lands
             # a few frames after the rows, so wait for it rather than for a fixed time.
             table = app.view("log").query_one("FilterTable").table
@@ -45,8 +43,7 @@ def test_view(snap_compare, key):
 
 def test_help(snap_compare):
     async def show(pilot):
-        while pilot.app.dash is None:
-            await pilot.pause(0.05)
+        await until(pilot, lambda: pilot.app.dash is not None, "the first data")
         await pilot.press("question_mark")
         await pilot.pause(0.1)
 

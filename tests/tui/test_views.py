@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from textual.widgets import Static, TabbedContent
-from tuihelp import CAPTURED, cursor_row, rows_of, sync, text_of
+from tuihelp import CAPTURED, cursor_row, rows_of, sync, text_of, until
 
 
 async def _start(app, pilot):
     await pilot.pause(0.2)
-    while app.dash is None:
-        await pilot.pause(0.05)
+    await until(pilot, lambda: app.dash is not None, "the first data")
 
 
 @sync
@@ -251,12 +250,12 @@ async def test_synthetic_audit_finding_opens_the_log_and_pause_stops_refreshes()
         await pilot.pause(2.2)
         assert source.round == rounds
         await pilot.press("7", "a")
-        while app.view("audit").running or app.view("audit").report is None:
-            await pilot.pause(0.05)
+        await until(pilot, lambda: not app.view("audit").running and app.view("audit").report is not None,
+                    "the synthetic audit")
         assert rows_of(app, "audit")[0][:4] == ["duplicate", "synth.orders", "7", "5..9"]
         await pilot.press("enter")
-        while app.view("log").plog is None or app.view("log").plog.partition != 7:
-            await pilot.pause(0.05)
+        await until(pilot, lambda: app.view("log").plog is not None and app.view("log").plog.partition == 7,
+                    "the finding's log")
         await pilot.pause(0.1)
         row = cursor_row(app, "log")
         assert row[0] == "▶" and row[1] == "0..99"

@@ -42,3 +42,13 @@ def sync(fn):
         return asyncio.run(asyncio.wait_for(fn(*args, **kwargs), timeout=60))
 
     return run
+
+
+async def until(pilot, condition, what: str, timeout: float = 60.0, step: float = 0.05) -> None:
+    """Pause until ``condition()`` holds; fail naming ``what`` after ``timeout`` seconds (never hang)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}: not within {timeout:.0f} s"
+        await pilot.pause(step)
