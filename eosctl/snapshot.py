@@ -17,7 +17,6 @@ import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import duckdb
 
@@ -37,7 +36,11 @@ STORAGE_VERSION = "v1.0.0"
 TP = tuple[str, int]
 
 
-def _codecs() -> dict[str, tuple[Callable[[Any], dict], Callable[[dict], Any]]]:
+Row = TxnInfo | ProducerRow | PartitionLag
+JSON = dict[str, object]
+
+
+def _codecs() -> dict[str, tuple[Callable[[Row], JSON], Callable[[JSON], Row]]]:
     """Per section: the live dataclass to a JSON-able dict, and back (tuples come back as lists)."""
     return {
         "transactions": (dataclasses.asdict, lambda d: TxnInfo(
@@ -185,7 +188,7 @@ def _write(snap: Capture, tmp: Path) -> None:
         con.close()
 
 
-def _write_hanging(con: Any, snap: Capture) -> None:
+def _write_hanging(con: duckdb.DuckDBPyConnection, snap: Capture) -> None:
     rep = snap.hanging
     _insert(con, "hanging_check", [] if rep is None else [
         (rep.max_age_s, snap.hanging_checked_ms, rep.partitions_checked, rep.describe_producers,
@@ -199,7 +202,7 @@ def _write_hanging(con: Any, snap: Capture) -> None:
                 "WHERE over_max_age")
 
 
-def _write_audit(con: Any, snap: Capture) -> None:
+def _write_audit(con: duckdb.DuckDBPyConnection, snap: Capture) -> None:
     a = snap.audit
     _insert(con, "audit", [(a.verdict, list(a.fail_on), len(a.findings), len(a.failing), a.sink, a.group,
                             a.elapsed_seconds, snap.audit_origin or "run", a.to_json(indent=None))])
@@ -225,7 +228,7 @@ def _sql_str(s: str) -> str:
     return s.replace("'", "''")
 
 
-def _insert(con: Any, table: str, rows: list[tuple]) -> None:
+def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[tuple]) -> None:
     schema = TABLES[table]
     cols = ", ".join(f'"{n}" {t}' for n, t in schema)
     con.execute(f'CREATE TABLE "{table}" ({cols})')
@@ -236,7 +239,7 @@ def _insert(con: Any, table: str, rows: list[tuple]) -> None:
 _SQL_TYPES = {bool: "BOOLEAN", int: "BIGINT", float: "DOUBLE", str: "VARCHAR"}
 
 
-def _write_generic(con: Any, table: str, dicts: list[dict[str, Any]]) -> None:
+def _write_generic(con: duckdb.DuckDBPyConnection, table: str, dicts: list[JSON]) -> None:
     """One column per scalar field of the rows' dataclass, plus `data` (the whole row as JSON)."""
     scalars: dict[str, str] = {}
     for d in dicts:
@@ -250,7 +253,7 @@ def _write_generic(con: Any, table: str, dicts: list[dict[str, Any]]) -> None:
                         [[_scalar(d.get(k)) for k in scalars] + [json.dumps(d, default=str)] for d in dicts])
 
 
-def _scalar(v: Any) -> Any:
+def _scalar(v: object) -> bool | int | float | str | None:
     return v if type(v) in _SQL_TYPES or v is None else None
 
 
@@ -318,7 +321,7 @@ def load_snapshot(path: str | Path) -> Capture:
     return snap
 
 
-def _load_hanging(con: Any, snap: Capture) -> None:
+def _load_hanging(con: duckdb.DuckDBPyConnection, snap: Capture) -> None:
     check = con.execute("SELECT max_age_s, checked_at_ms, partitions_checked, describe_producers, "
                         "producers_returned FROM hanging_check").fetchone()
     if check is None:

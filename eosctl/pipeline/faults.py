@@ -22,8 +22,8 @@ from confluent_kafka import Message, Producer, TopicPartition
 from eosctl.config import Cluster
 from eosctl.errors import BrokerError, EosctlError
 from eosctl.pipeline import FAULTS
-from eosctl.pipeline.clients import TIMEOUT, Broker, client_conf
-from eosctl.pipeline.ledger import COMMITTED, Ledger, Record
+from eosctl.pipeline.broker import TIMEOUT, Broker, client_conf
+from eosctl.pipeline.truth import COMMITTED, GroundTruth, Record
 from eosctl.pipeline.txn import MAX_TRANSACTION_TIMEOUT_MS, Fenced, TransactionalWriter
 
 TARGET_SIZE = 3  # records per duplicate-replay / skip run
@@ -51,7 +51,7 @@ class SinkTarget:
         return msg.partition() == self.partition and self.first_offset <= msg.offset() <= self.last_offset
 
 
-def choose_sink_targets(ledger: Ledger, topic: str, faults: Sequence[str], partitions: int,
+def choose_sink_targets(truth: GroundTruth, topic: str, faults: Sequence[str], partitions: int,
                         avoid_keys: set[str]) -> list[SinkTarget]:
     """Runs inside one committed transaction (no marker, aborted record or other transaction inside),
     in different partitions where possible, away from records other faults plant, so that each
@@ -59,7 +59,7 @@ def choose_sink_targets(ledger: Ledger, topic: str, faults: Sequence[str], parti
     targets: list[SinkTarget] = []
     used: set[tuple[int, int]] = set()  # (partition, first offset) of the transaction slices taken
     for i, fault in enumerate(f for f in ("duplicate-replay", "skip") if f in faults):
-        run = _pick_run(ledger, topic, [(i + j) % partitions for j in range(partitions)], used, avoid_keys)
+        run = _pick_run(truth, topic, [(i + j) % partitions for j in range(partitions)], used, avoid_keys)
         if run is None:
             raise EosctlError(f"fault {fault}: no committed transaction left to plant it in; "
                               "use more --records")
@@ -68,12 +68,12 @@ def choose_sink_targets(ledger: Ledger, topic: str, faults: Sequence[str], parti
     return targets
 
 
-def _pick_run(ledger: Ledger, topic: str, partitions: list[int], used: set[tuple[int, int]],
+def _pick_run(truth: GroundTruth, topic: str, partitions: list[int], used: set[tuple[int, int]],
               avoid_keys: set[str]) -> list[Record] | None:
     # Prefer a run of several records; tiny runs (--records 10) settle for one.
     for min_size in (2, 1):
         for partition in partitions:
-            slices = _committed_slices(ledger, topic, partition)
+            slices = _committed_slices(truth, topic, partition)
             # The first transaction last: a defect mid-partition is the more telling case.
             for sl in slices[1:] + slices[:1]:
                 planted = any(r.key in avoid_keys for r in sl)
@@ -82,12 +82,12 @@ def _pick_run(ledger: Ledger, topic: str, partitions: list[int], used: set[tuple
     return None
 
 
-def _committed_slices(ledger: Ledger, topic: str, partition: int) -> list[list[Record]]:
+def _committed_slices(truth: GroundTruth, topic: str, partition: int) -> list[list[Record]]:
     """Committed records of one partition, split wherever a marker or any other record intervenes."""
-    markers = ledger.markers_at(topic, partition)
+    markers = truth.markers_at(topic, partition)
     slices: list[list[Record]] = []
     prev: Record | None = None
-    for r in (r for r in ledger.of(topic) if r.partition == partition):
+    for r in (r for r in truth.of(topic) if r.partition == partition):
         if r.status != COMMITTED:
             prev = None
             continue
@@ -100,7 +100,7 @@ def _committed_slices(ledger: Ledger, topic: str, partition: int) -> list[list[R
     return slices
 
 
-def upstream_retry(cluster: Cluster, topic: str, order: dict, ledger: Ledger) -> list[Record]:
+def upstream_retry(cluster: Cluster, topic: str, order: dict, truth: GroundTruth) -> list[Record]:
     """A plain producer (no idempotence, no transaction) sends an order, "misses" the ack and sends it
     again: both copies are committed data at two offsets."""
     producer = Producer(client_conf(cluster, **{"enable.idempotence": False, "acks": "all"}))
@@ -117,11 +117,11 @@ def upstream_retry(cluster: Cluster, topic: str, order: dict, ledger: Ledger) ->
         producer.flush(TIMEOUT)  # one at a time: the second send is the retry of the first
     if len(delivered) != 2:
         raise BrokerError(f"upstream-retry: only {len(delivered)} of 2 records were delivered to {topic}")
-    ledger.add(delivered)
+    truth.add(delivered)
     return delivered
 
 
-def fence(zombie: TransactionalWriter, cluster: Cluster, broker: Broker, ledger: Ledger,
+def fence(zombie: TransactionalWriter, cluster: Cluster, broker: Broker, truth: GroundTruth,
           retry: Sequence[tuple[str, str, bytes, int]], offsets: Sequence[TopicPartition],
           group_metadata: Any) -> tuple[TransactionalWriter, dict, list[dict]]:
     """A successor instance starts with the zombie's transactional.id while the zombie has a transaction
@@ -130,7 +130,7 @@ def fence(zombie: TransactionalWriter, cluster: Cluster, broker: Broker, ledger:
     Returns the successor (which carries on processing), the fencing, and the zombie's writes that got
     through."""
     old_pid, old_epoch = zombie.producer_id, zombie.epoch
-    successor = TransactionalWriter(cluster, zombie.transactional_id, broker, ledger)
+    successor = TransactionalWriter(cluster, zombie.transactional_id, broker, truth)
     zombie.fenced_by_successor()  # the coordinator wrote ABORT markers for the zombie's open transaction
     error = None
     try:
@@ -150,10 +150,11 @@ def fence(zombie: TransactionalWriter, cluster: Cluster, broker: Broker, ledger:
     return successor, fencing, writes
 
 
-def hanging(cluster: Cluster, txid: str, topic: str, partition: int, broker: Broker, ledger: Ledger) -> dict:
+def hanging(cluster: Cluster, txid: str, topic: str, partition: int, broker: Broker,
+            truth: GroundTruth) -> dict:
     """Begin a transaction, write a few records to one partition, flush, and walk away. noida-db never
     times transactions out; real Kafka aborts it after transaction.timeout.ms, so ask for the maximum."""
-    writer = TransactionalWriter(cluster, txid, broker, ledger,
+    writer = TransactionalWriter(cluster, txid, broker, truth,
                                  transaction_timeout_ms=MAX_TRANSACTION_TIMEOUT_MS)
     writer.begin()
     for i in range(HANGING_RECORDS):

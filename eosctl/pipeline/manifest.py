@@ -28,7 +28,7 @@ Offsets are inclusive except ``next_offset``-style values.
            # sink_offsets(topic, "partition", next_offset), primary key (topic, "partition")
   "expected_findings": [
     # gap | duplicate | phantom_aborted | key_duplicate, sorted by (kind, topic, partition, first_offset);
-    # run rules in eosctl/pipeline/findings.py. count = missing records (gap), extra rows (duplicate),
+    # run rules in eosctl/pipeline/expected.py. count = missing records (gap), extra rows (duplicate),
     # rows (phantom_aborted), offsets (key_duplicate).
     {"kind": "duplicate", "topic": "demo.enriched", "partition": 0, "first_offset": 12, "last_offset": 14,
      "count": 3, "fault": "duplicate-replay"},

@@ -18,11 +18,11 @@ from confluent_kafka import Message
 
 from eosctl.config import Cluster
 from eosctl.errors import BrokerError
-from eosctl.pipeline.clients import Broker
+from eosctl.pipeline.broker import Broker
 from eosctl.pipeline.faults import fence
-from eosctl.pipeline.ledger import Ledger
 from eosctl.pipeline.reader import Reader, as_tps
 from eosctl.pipeline.topics import Names
+from eosctl.pipeline.truth import GroundTruth
 from eosctl.pipeline.txn import TransactionalWriter
 
 BATCH = 10  # input records per transaction (at most)
@@ -47,12 +47,12 @@ def enrich(msg: Message) -> bytes:
     return json.dumps(order, separators=(",", ":")).encode()
 
 
-def run_process(cluster: Cluster, names: Names, broker: Broker, ledger: Ledger, zombie: bool,
+def run_process(cluster: Cluster, names: Names, broker: Broker, truth: GroundTruth, zombie: bool,
                 progress: Callable[[str], None], timeout: float = 120.0) -> ProcessResult:
     # read_committed: never process aborted or still-open source records. Starts at the offsets the
     # group committed through earlier transactions (none on a fresh run).
     reader = Reader(cluster, names.source_topic, names.processor_group, read_committed=True)
-    result = ProcessResult(TransactionalWriter(cluster, names.processor_txid, broker, ledger))
+    result = ProcessResult(TransactionalWriter(cluster, names.processor_txid, broker, truth))
     attempt = 0
     deadline = time.monotonic() + timeout
     try:
@@ -77,7 +77,7 @@ def run_process(cluster: Cluster, names: Names, broker: Broker, ledger: Ledger, 
                 # The zombie would finish its batch: re-send part of it and commit with the offsets.
                 retry = [(names.output_topic, m.key().decode(), enrich(m), m.partition()) for m in msgs[:2]]
                 offsets = as_tps(reader.topic, reader.next)
-                result.writer, fencing, writes = fence(writer, cluster, broker, ledger, retry, offsets,
+                result.writer, fencing, writes = fence(writer, cluster, broker, truth, retry, offsets,
                                                        reader.group_metadata())
                 result.fencing.append(fencing)
                 result.zombie_writes.extend(writes)

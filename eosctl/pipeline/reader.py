@@ -18,7 +18,7 @@ from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
 from eosctl.config import Cluster
 from eosctl.errors import BrokerError
-from eosctl.pipeline.clients import TIMEOUT, Broker, client_conf
+from eosctl.pipeline.broker import TIMEOUT, Broker, client_conf
 
 
 class Reader:

@@ -14,14 +14,14 @@ from eosctl.config import Cluster
 from eosctl.errors import EosctlError
 from eosctl.pipeline import faults as F
 from eosctl.pipeline import manifest as M
-from eosctl.pipeline.clients import Broker
+from eosctl.pipeline.broker import Broker
 from eosctl.pipeline.configfile import write_config
-from eosctl.pipeline.findings import expected_findings
-from eosctl.pipeline.ledger import COMMITTED, Ledger
+from eosctl.pipeline.expected import expected_findings
 from eosctl.pipeline.process import run_process
 from eosctl.pipeline.sink import OFFSETS_TABLE, TABLE, run_sink
 from eosctl.pipeline.source import make_order, run_source
 from eosctl.pipeline.topics import Names, reset
+from eosctl.pipeline.truth import COMMITTED, GroundTruth
 from eosctl.pipeline.verify import check_processed, check_sink
 
 SINK_FILE = "sink.duckdb"
@@ -43,28 +43,28 @@ def run_pipeline(cluster: Cluster, prefix: str, workdir: Path, faults: Sequence[
 
     t0 = time.monotonic()
     broker = Broker(cluster)
-    ledger = Ledger()
+    truth = GroundTruth()
     try:
         reset(cluster, names, partitions, broker)
         say(f"topics {names.source_topic} and {names.output_topic} ready ({partitions} partitions)")
-        run_source(cluster, names, records, broker, ledger, say)
+        run_source(cluster, names, records, broker, truth, say)
         retried: list[str] = []
         if "upstream-retry" in faults:
-            recs = F.upstream_retry(cluster, names.source_topic, make_order(records), ledger)
+            recs = F.upstream_retry(cluster, names.source_topic, make_order(records), truth)
             retried = [recs[0].key]
             say(f"upstream-retry: {recs[0].key} written twice to {names.source_topic}[{recs[0].partition}] "
                 f"at offsets {recs[0].offset} and {recs[1].offset}")
-        processed = run_process(cluster, names, broker, ledger, "zombie" in faults, say)
-        check_processed(ledger, names.source_topic, names.output_topic)
+        processed = run_process(cluster, names, broker, truth, "zombie" in faults, say)
+        check_processed(truth, names.source_topic, names.output_topic)
         for f in processed.fencing:
             say(f"zombie: {f['transactional_id']} epoch {f['old_epoch']} -> {f['new_epoch']}, "
                 f"the old producer got {f['zombie_error'] or 'no error (not fenced!)'}")
-        targets = F.choose_sink_targets(ledger, names.output_topic, faults, partitions, set(retried))
+        targets = F.choose_sink_targets(truth, names.output_topic, faults, partitions, set(retried))
         sink_result = run_sink(cluster, names, broker, db, targets, "aborted-leak" in faults, say)
-        check_sink(db, TABLE, ledger, names.output_topic, targets, "aborted-leak" in faults)
+        check_sink(db, TABLE, truth, names.output_topic, targets, "aborted-leak" in faults)
         hanging = []
         if "hanging" in faults:
-            hanging.append(F.hanging(cluster, names.hanging_txid, names.output_topic, 0, broker, ledger))
+            hanging.append(F.hanging(cluster, names.hanging_txid, names.output_topic, 0, broker, truth))
             say(f"hanging: {names.hanging_txid} left a transaction open on {names.output_topic}[0] "
                 f"from offset {hanging[0]['first_offset']}")
     finally:
@@ -80,11 +80,11 @@ def run_pipeline(cluster: Cluster, prefix: str, workdir: Path, faults: Sequence[
         source_topic=names.source_topic, output_topic=names.output_topic, audited_topics=[names.output_topic],
         partitions=partitions, groups={"processor": names.processor_group, "sink": names.sink_group},
         transactional_ids=txids, sink=sink,
-        expected_findings=expected_findings(ledger, names.output_topic, targets, "aborted-leak" in faults),
-        aborted_ranges=ledger.aborted_ranges(), markers=ledger.marker_dicts(), hanging=hanging,
+        expected_findings=expected_findings(truth, names.output_topic, targets, "aborted-leak" in faults),
+        aborted_ranges=truth.aborted_ranges(), markers=truth.marker_dicts(), hanging=hanging,
         fencing=processed.fencing, zombie_writes=processed.zombie_writes,
-        source_records=len(ledger.of(names.source_topic, COMMITTED)),
-        committed_output_records=len(ledger.of(names.output_topic, COMMITTED)),
+        source_records=len(truth.of(names.source_topic, COMMITTED)),
+        committed_output_records=len(truth.of(names.output_topic, COMMITTED)),
         sink_rows=sink_result.rows,
     )
     M.write(manifest, workdir)

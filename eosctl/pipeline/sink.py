@@ -19,7 +19,7 @@ from confluent_kafka import Message
 
 from eosctl.config import Cluster
 from eosctl.errors import BrokerError
-from eosctl.pipeline.clients import Broker
+from eosctl.pipeline.broker import Broker
 from eosctl.pipeline.faults import SinkTarget
 from eosctl.pipeline.reader import Reader
 from eosctl.pipeline.topics import Names

@@ -10,9 +10,9 @@ import json
 from collections.abc import Callable
 
 from eosctl.config import Cluster
-from eosctl.pipeline.clients import Broker
-from eosctl.pipeline.ledger import Ledger
+from eosctl.pipeline.broker import Broker
 from eosctl.pipeline.topics import Names
+from eosctl.pipeline.truth import GroundTruth
 from eosctl.pipeline.txn import TransactionalWriter
 
 TXN_SIZE = 5  # records per source transaction
@@ -33,9 +33,9 @@ def encode(value: dict) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode()
 
 
-def run_source(cluster: Cluster, names: Names, records: int, broker: Broker, ledger: Ledger,
+def run_source(cluster: Cluster, names: Names, records: int, broker: Broker, truth: GroundTruth,
                progress: Callable[[str], None]) -> TransactionalWriter:
-    writer = TransactionalWriter(cluster, names.source_txid, broker, ledger)
+    writer = TransactionalWriter(cluster, names.source_txid, broker, truth)
     aborted = 0
     for n, start in enumerate(range(0, records, TXN_SIZE)):
         orders = [make_order(i) for i in range(start, min(start + TXN_SIZE, records))]

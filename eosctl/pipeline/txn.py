@@ -9,8 +9,8 @@ from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
 from eosctl.config import Cluster
 from eosctl.errors import BrokerError
-from eosctl.pipeline.clients import TIMEOUT, Broker, client_conf, kafka_error
-from eosctl.pipeline.ledger import ABORTED, COMMITTED, OPEN, Ledger, Marker, Record
+from eosctl.pipeline.broker import TIMEOUT, Broker, client_conf, kafka_error
+from eosctl.pipeline.truth import ABORTED, COMMITTED, OPEN, GroundTruth, Marker, Record
 
 # Kafka's default transaction.max.timeout.ms: the longest a transaction may stay open on a real broker.
 MAX_TRANSACTION_TIMEOUT_MS = 900_000
@@ -27,14 +27,14 @@ class Fenced(Exception):
 class TransactionalWriter:
     """One producer session (transactional.id + epoch). Use: begin, produce..., flush, commit or abort."""
 
-    def __init__(self, cluster: Cluster, transactional_id: str, broker: Broker, ledger: Ledger,
+    def __init__(self, cluster: Cluster, transactional_id: str, broker: Broker, truth: GroundTruth,
                  transaction_timeout_ms: int | None = None):
         extra: dict[str, Any] = {"transactional.id": transactional_id, "enable.idempotence": True,
                                  "acks": "all", "linger.ms": 2}
         if transaction_timeout_ms is not None:
             extra["transaction.timeout.ms"] = transaction_timeout_ms
         self.transactional_id = transactional_id
-        self.broker, self.ledger = broker, ledger
+        self.broker, self.truth = broker, truth
         self.producer = Producer(client_conf(cluster, **extra))
         # Registers the id with the coordinator: fences any older session and aborts its open transaction.
         self.producer.init_transactions(TIMEOUT)
@@ -98,7 +98,7 @@ class TransactionalWriter:
     def abandon(self) -> list[Record]:
         """Record what was delivered so far as open (no marker will follow) and forget it."""
         records, self._pending = self._pending, []
-        self.ledger.add(records)
+        self.truth.add(records)
         return records
 
     def _settle(self, status: str, marker: str) -> list[Record]:
@@ -106,12 +106,12 @@ class TransactionalWriter:
         for r in self._pending:
             r.status = status
             last[r.topic, r.partition] = max(r.offset, last.get((r.topic, r.partition), -1))
-        self.ledger.add(self._pending)
+        self.truth.add(self._pending)
         # Each partition the transaction wrote to gets one marker; with no concurrent writer it is the
         # first offset after the transaction's last record there.
         for (topic, partition), offset in sorted(last.items()):
             hw = self.broker.wait_high_watermark(topic, partition, offset + 2)
-            self.ledger.markers.append(Marker(topic, partition, hw - 1, marker, self.producer_id))
+            self.truth.markers.append(Marker(topic, partition, hw - 1, marker, self.producer_id))
         records, self._pending = self._pending, []
         return records
 

@@ -1,4 +1,4 @@
-"""Self-checks: the manifest is ground truth only if the pipeline did exactly what the ledger says.
+"""Self-checks: the manifest is ground truth only if the pipeline did exactly what the truth says.
 
 These compare the writers' own records (and the sink's table) with what each stage intended, so a broker
 quirk that silently drops or adds records fails the run loudly instead of producing a wrong manifest.
@@ -14,13 +14,13 @@ import duckdb
 
 from eosctl.errors import EosctlError
 from eosctl.pipeline.faults import SinkTarget
-from eosctl.pipeline.ledger import ABORTED, COMMITTED, Ledger
+from eosctl.pipeline.truth import ABORTED, COMMITTED, GroundTruth
 
 
-def check_processed(ledger: Ledger, source_topic: str, output_topic: str) -> None:
+def check_processed(truth: GroundTruth, source_topic: str, output_topic: str) -> None:
     """Every committed source record became exactly one committed output record."""
-    source = Counter(r.key for r in ledger.of(source_topic, COMMITTED))
-    output = Counter(r.key for r in ledger.of(output_topic, COMMITTED))
+    source = Counter(r.key for r in truth.of(source_topic, COMMITTED))
+    output = Counter(r.key for r in truth.of(output_topic, COMMITTED))
     if source != output:
         missing = sorted((source - output).elements())[:5]
         extra = sorted((output - source).elements())[:5]
@@ -28,20 +28,20 @@ def check_processed(ledger: Ledger, source_topic: str, output_topic: str) -> Non
                           f"{extra}; the broker delivered records differently than committed")
 
 
-def check_sink(path: Path, table: str, ledger: Ledger, topic: str, targets: Sequence[SinkTarget],
+def check_sink(path: Path, table: str, truth: GroundTruth, topic: str, targets: Sequence[SinkTarget],
                aborted_leak: bool) -> None:
     """The sink holds exactly: committed records, minus skipped runs, plus replayed runs once more, plus
     (aborted-leak) every aborted record."""
-    expected = Counter((r.partition, r.offset) for r in ledger.of(topic, COMMITTED))
+    expected = Counter((r.partition, r.offset) for r in truth.of(topic, COMMITTED))
     for t in targets:
-        run = [(r.partition, r.offset) for r in ledger.of(topic, COMMITTED)
+        run = [(r.partition, r.offset) for r in truth.of(topic, COMMITTED)
                if r.partition == t.partition and t.first_offset <= r.offset <= t.last_offset]
         if t.fault == "skip":
             expected.subtract(run)
         else:
             expected.update(run)
     if aborted_leak:
-        expected.update((r.partition, r.offset) for r in ledger.of(topic, ABORTED))
+        expected.update((r.partition, r.offset) for r in truth.of(topic, ABORTED))
     expected = +expected  # drop zero counts
     con = duckdb.connect(str(path), read_only=True)
     try:

@@ -79,7 +79,7 @@ async def test_enter_on_an_audit_finding_opens_the_log_at_its_offsets(reference)
         await pilot.press("1")  # the UI answers while Spark works
         await pilot.pause()
         assert app.query_one(TabbedContent).active == "overview"
-        await until(pilot, lambda: not view.running, "the audit", timeout=300, step=0.2)
+        await until(pilot, lambda: not view.running, "the audit", timeout=150, step=0.2)
         assert view.report is not None and view.report.verdict == "fail"
         await pilot.press("7")
         await pilot.pause()

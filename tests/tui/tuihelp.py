@@ -34,12 +34,16 @@ def cursor_row(app, pane: str) -> list[str]:
     return [c.plain for c in table.get_row_at(table.cursor_row)]
 
 
+# The whole body of one pilot test, Spark start-up on a loaded 2-core machine included.
+TEST_DEADLINE_S = 180
+
+
 def sync(fn):
     """Run an async test body (Textual's Pilot is async; no pytest asyncio plugin is installed)."""
 
     @functools.wraps(fn)
     def run(*args, **kwargs):
-        return asyncio.run(asyncio.wait_for(fn(*args, **kwargs), timeout=60))
+        return asyncio.run(asyncio.wait_for(fn(*args, **kwargs), timeout=TEST_DEADLINE_S))
 
     return run
 

@@ -1,4 +1,5 @@
-"""The ground-truth ledger: every offset the pipeline wrote, as the writers saw it.
+"""The ground truth: every offset the pipeline wrote, as the writers saw it (not to be confused with the
+sink ledger of `eosctl ledger`, which is what the sink holds).
 
 Record offsets come from delivery reports, marker offsets from the high watermark right after a commit or
 abort (nothing else writes concurrently, so the marker is the last offset of each partition the
@@ -37,7 +38,7 @@ class Marker:
 
 
 @dataclass
-class Ledger:
+class GroundTruth:
     records: list[Record] = field(default_factory=list)
     markers: list[Marker] = field(default_factory=list)
 

@@ -1,4 +1,4 @@
-"""Expected findings: what a correct audit of the sink must report, derived from the ledger and from
+"""Expected findings: what a correct audit of the sink must report, derived from the truth and from
 what the sink did on purpose. The run rules are the auditor's:
 
 * gap / duplicate: a run is a maximal sequence of flagged committed-data offsets of one partition with no
@@ -15,13 +15,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from eosctl.pipeline.faults import SinkTarget
-from eosctl.pipeline.ledger import ABORTED, COMMITTED, Ledger
+from eosctl.pipeline.truth import ABORTED, COMMITTED, GroundTruth
 
 
-def expected_findings(ledger: Ledger, topic: str, targets: Sequence[SinkTarget],
+def expected_findings(truth: GroundTruth, topic: str, targets: Sequence[SinkTarget],
                       aborted_leak: bool) -> list[dict]:
-    committed = ledger.of(topic, COMMITTED)
-    partitions = sorted({r.partition for r in ledger.of(topic)})
+    committed = truth.of(topic, COMMITTED)
+    partitions = sorted({r.partition for r in truth.of(topic)})
     findings: list[dict] = []
     missing: set[tuple[int, int]] = set()
     for kind, fault in (("duplicate", "duplicate-replay"), ("gap", "skip")):
@@ -35,8 +35,8 @@ def expected_findings(ledger: Ledger, topic: str, targets: Sequence[SinkTarget],
                 findings.append(_finding(kind, topic, target.partition, run, len(run), fault))
     if aborted_leak:
         for p in partitions:
-            leaked = [r.offset for r in ledger.of(topic, ABORTED) if r.partition == p]
-            markers = ledger.markers_at(topic, p)
+            leaked = [r.offset for r in truth.of(topic, ABORTED) if r.partition == p]
+            markers = truth.markers_at(topic, p)
             # Only markers may sit between two leaked aborted records of one run.
             for run in _joined(leaked, lambda a, b, markers=markers: markers.issuperset(range(a + 1, b))):
                 findings.append(_finding("phantom_aborted", topic, p, run, len(run), "aborted-leak"))
