@@ -40,6 +40,7 @@ from eosctl.wire import WireClient
 TP = tuple[str, int]
 SECTIONS = ("logs", "transactions", "producers", "lag", "hanging", "ledger")
 NOT_CAPTURED = "not captured: "  # how a section's status starts when it could not be read
+SKIPPED = "skipped: "  # ... and when there was nothing to read (no sink, no topics): not an error
 # (scanned offsets, total offsets) while the partition logs are read.
 ScanProgress = Callable[[int, int], None]
 
@@ -75,9 +76,9 @@ class Capture:
         return self.logs.get((topic, partition))
 
     def errors(self) -> dict[str, str]:
-        """The sections that could not be read, with the reason."""
+        """The sections that could not be read, with the reason (not those with nothing to read)."""
         return {name: status.removeprefix(NOT_CAPTURED) for name, status in self.sections.items()
-                if status != "ok"}
+                if status != "ok" and not status.startswith(SKIPPED)}
 
 
 def capture(
@@ -115,7 +116,7 @@ def capture(
         if own:
             admins.close()
     if sink is None:
-        cap.sections["ledger"] = f"{NOT_CAPTURED}the pipeline has no sink"
+        cap.sections["ledger"] = f"{SKIPPED}the pipeline has no sink"
     else:
         # The ledger compares the sink with whole logs only: a tail would make every record before it look
         # missing. It scans the partitions a tail capture left short itself.
@@ -135,7 +136,7 @@ def _read_kafka(cap: Capture, target: Target, client: WireClient, admins: Admins
         offsets = client.offsets(tps)
         starts = {tp: max(o.log_start, o.high_watermark - cap.tail) for tp, o in offsets.items()}
     cap.logs = scan_partitions(client, tps, start=starts, progress=progress) if tps else {}
-    cap.sections["logs"] = "ok" if cap.topics else f"{NOT_CAPTURED}no topics (pass --topic or a pipeline)"
+    cap.sections["logs"] = "ok" if cap.topics else f"{SKIPPED}no topics (pass --topic or a pipeline)"
     prefix = target.pipeline.transactional_id_prefix if target.pipeline else None
     answers: list[tuple[dict[TP, list[object]], str]] = []
 

@@ -171,7 +171,8 @@ def _without_age(d: dict) -> dict:
 
 
 def test_snapshot_records_the_open_transaction_and_applies_max_age(hanging_run, tmp_path):
-    from eosctl.snapshot import hanging_at, load_snapshot
+    from eosctl.capture import hanging_at
+    from eosctl.snapshot import load_snapshot
 
     manifest, workdir = hanging_run
     (h,) = manifest["hanging"]

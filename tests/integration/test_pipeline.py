@@ -279,17 +279,17 @@ def test_hanging_transaction_pins_the_lso(cluster: Cluster, unique: str, tmp_pat
     hw, lso = watermarks(cluster, h["topic"], manifest["partitions"])
     assert lso[p] == h["first_offset"]
     assert hw[p] == h["last_offset"] + 1
+    # The sink finished before the transaction began: its offsets sit exactly at the LSO.
+    assert sink_offsets(manifest)[p] == h["first_offset"]
+    assert check_findings(cluster, manifest) == []
     # Committed data written after the open transaction moves the HW but not the LSO: it stays pinned.
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
-    producer.produce(h["topic"], b"after", partition=p)
+    producer.produce(h["topic"], b"after", key=b"after", partition=p)
     assert producer.flush(10) == 0
     hw_after, lso_after = watermarks(cluster, h["topic"], manifest["partitions"])
     assert (hw_after[p], lso_after[p]) == (hw[p] + 1, h["first_offset"])
-    # The sink finished before the transaction began: its offsets sit exactly at the LSO.
-    assert sink_offsets(manifest)[p] == h["first_offset"]
-    assert check_findings(cluster, manifest) == []
 
 
 def test_all_faults_together(cluster: Cluster, unique: str, tmp_path: Path) -> None:
