@@ -724,3 +724,16 @@ def test_an_undocumented_config_key_is_an_error(section: str, tmp_path: Path) ->
     raw = _config(config_keys(), **{f"{section}__colour": "blue"})
     with pytest.raises(ConfigError, match=r"unknown key .*colour"):
         config_mod.parse_config(raw, tmp_path / "c.toml", {})
+
+
+def test_every_command_with_json_output_has_a_section() -> None:
+    import click
+
+    def walk(cmd: click.Command, name: str) -> list[str]:
+        if isinstance(cmd, click.Group):
+            return [n for sub, c in cmd.commands.items() for n in walk(c, f"{name} {sub}")]
+        fmt = [p for p in cmd.params if "--format" in getattr(p, "opts", [])]
+        return [name] if fmt and "json" in getattr(fmt[0].type, "choices", ()) else []
+
+    headings = {h.strip("`") for h in doc_tables("json.md") if h.startswith("`eosctl ")}
+    assert headings == set(walk(main, "eosctl"))
