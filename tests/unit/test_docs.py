@@ -350,7 +350,8 @@ def capture(full: bool = True) -> Capture:
         cap.transactions = txn_infos()[1:]
         cap.producers = producer_rows()[1:]
         cap.lag = LagSnapshot(NOW_MS, [PartitionLag("g", "orders", 1, None, 0, 4, 4)], {})
-        cap.sections["ledger"] = "not captured: the pipeline has no sink"
+        cap.sections.update(ledger="not captured: the pipeline has no sink",
+                            hanging="not captured: no topics to check (pass --topic or a pipeline)")
     return cap
 
 
