@@ -1,0 +1,740 @@
+"""The reference in docs/ names exactly what the code emits, so the two cannot drift apart.
+
+Each test builds real output offline (no broker, no Spark): the JSON of every `--format json` command, the
+snapshot file's tables and columns, the reference pipeline's manifest and sink schema, and the config keys.
+It compares that with the tables of docs/*.md and fails naming every path that differs: emitted but not
+documented, documented but never emitted, documented as always present but missing from some output (mark it
+"(optional)" in the type column, or fix the code), or marked "(optional)" but present in every output.
+
+A new field the samples below don't produce (say an optional one) shows as "documented but never emitted"
+once documented: then extend the sample that builds that output.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import tomllib
+from collections import defaultdict
+from contextlib import nullcontext
+from dataclasses import fields
+from datetime import UTC, datetime
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import duckdb
+import pytest
+from click.testing import CliRunner
+
+from eosctl import capture as capture_mod
+from eosctl import config as config_mod
+from eosctl.capture import Capture
+from eosctl.cli import main
+from eosctl.commands import txns_cmd
+from eosctl.commands.lag_cmd import lag_document
+from eosctl.commands.log_cmd import log_document
+from eosctl.errors import ConfigError
+from eosctl.findings import KINDS, AuditReport, Finding, PartitionSummary
+from eosctl.lag import LagSnapshot, OpenTxn, PartitionLag, Watch
+from eosctl.ledger import Ledger, LedgerFlag, PartitionLedger
+from eosctl.model import (
+    Batch,
+    EpochBump,
+    Kind,
+    OffsetRange,
+    PartitionLog,
+    ProducerState,
+    SequenceAnomaly,
+    Transaction,
+    ZombieWrite,
+)
+from eosctl.producers import DESCRIBE_PRODUCERS, LOG_SCAN, ProducerRow, ProducersReport
+from eosctl.target import Target
+from eosctl.txns import AbortPlan, Hanging, HangingReport, TxnInfo
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+OPTIONAL = "(optional)"
+NOW_MS = 1_790_000_000_000
+
+
+# ---- reading the docs ------------------------------------------------------------------------------------
+
+
+def doc_tables(name: str) -> dict[str, list[list[list[str]]]]:
+    """{heading: [table, ...]} of docs/NAME; a table is its rows of cells, header row first."""
+    out: dict[str, list[list[list[str]]]] = defaultdict(list)
+    heading, current = "", None
+    for line in (DOCS / name).read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            heading, current = line.lstrip("#").strip(), None
+        elif line.startswith("|"):
+            cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+            if current is None:
+                current = []
+                out[heading].append(current)
+            if not all(set(c) <= set("-: ") for c in cells):  # the |---|---| separator
+                current.append(cells)
+        else:
+            current = None
+    return out
+
+
+def _name(cell: str) -> str:
+    m = re.fullmatch(r"`([^`]+)`", cell)
+    assert m, f"first column must be one name in backticks, got {cell!r}"
+    return m.group(1)
+
+
+def documented(name: str, heading: str, first: str = "field") -> dict[str, tuple[str, bool]]:
+    """{path: (type, optional)} of the one table under ``heading`` whose header starts with ``first``."""
+    tables = [t for t in doc_tables(name).get(heading, []) if t[0][0] == first]
+    assert len(tables) == 1, f"docs/{name}: expected one '{first}' table under heading {heading!r}"
+    out = {}
+    for cells in tables[0][1:]:
+        path = _name(cells[0])
+        assert path not in out, f"docs/{name} § {heading}: {path} listed twice"
+        out[path] = (cells[1].replace(OPTIONAL, "").strip(), OPTIONAL in cells[1])
+    return out
+
+
+def optional_flags(table: dict[str, tuple[str, bool]]) -> dict[str, bool]:
+    return {path: opt for path, (_, opt) in table.items()}
+
+
+# ---- comparing JSON documents with a table ------------------------------------------------------------
+
+
+def key_sets(doc: Any) -> dict[str, list[set[str]]]:
+    """For every object in ``doc``: its path (`a.b`, `a[].b`) -> the key sets of the objects found there."""
+    out: dict[str, list[set[str]]] = defaultdict(list)
+
+    def walk(obj: Any, path: str) -> None:
+        if isinstance(obj, dict):
+            out[path].append(set(obj))
+            for k, v in obj.items():
+                walk(v, f"{path}.{k}" if path else k)
+        elif isinstance(obj, list):
+            for item in obj:
+                walk(item, path + "[]")
+
+    walk(doc, "")
+    return out
+
+
+def _join(parent: str, key: str) -> str:
+    return f"{parent}.{key}" if parent else key
+
+
+def _split(path: str) -> tuple[str, str]:
+    parent, _, key = path.rpartition(".")
+    return parent, key
+
+
+def diff_paths(docs: list[Any], table: dict[str, bool]) -> dict[str, list[str]]:
+    """What differs between the JSON ``docs`` and a documented table {path: optional}."""
+    emitted: set[str] = set()
+    missing: set[str] = set()
+    absent: set[str] = set()  # optional paths seen missing from some object that could have had them
+    for doc in docs:
+        sets = key_sets(doc)
+        emitted |= {_join(parent, k) for parent, many in sets.items() for keys in many for k in keys}
+        for path, optional in table.items():
+            parent, key = _split(path)
+            if any(key not in keys for keys in sets.get(parent, [])):
+                (absent if optional else missing).add(path)
+    optional = {path for path, opt in table.items() if opt}
+    return {"emitted but not documented": sorted(emitted - set(table)),
+            "documented but never emitted": sorted(set(table) - emitted),
+            "documented as always present, missing in some output": sorted(missing),
+            "documented as optional, present in every output": sorted((optional & emitted) - absent)}
+
+
+def assert_same(what: str, problems: dict[str, list[str]]) -> None:
+    bad = {k: v for k, v in problems.items() if v}
+    assert not bad, f"{what} and the code disagree:\n" + "\n".join(
+        f"  {k}:\n" + "\n".join(f"    {p}" for p in v) for k, v in bad.items())
+
+
+def check_json(heading: str, docs: list[Any], extra: dict[str, bool] | None = None) -> None:
+    table = {**optional_flags(documented("json.md", heading)), **(extra or {})}
+    assert_same(f"docs/json.md § {heading}", diff_paths(docs, table))
+
+
+def nested(heading: str, under: str) -> dict[str, bool]:
+    """Another section's fields placed under ``under`` (each transaction of `txns list`: `transactions[]`)."""
+    return {f"{under}.{p}": opt for p, opt in optional_flags(documented("json.md", heading)).items()}
+
+
+def test_the_comparison_names_added_dropped_and_sometimes_missing_fields() -> None:
+    table = {"a": True, "b": True, "c[].x": False, "c": False, "gone": False}
+    problems = diff_paths([{"a": 1, "c": [{"x": 1}, {"y": 2}], "new": {"z": 1}}], table)
+    assert problems == {"emitted but not documented": ["c[].y", "new", "new.z"],
+                        "documented but never emitted": ["b", "gone"],
+                        "documented as always present, missing in some output": ["c[].x", "gone"],
+                        "documented as optional, present in every output": ["a"]}
+    assert not any(diff_paths([{"a": 1, "c": []}, {"c": [{"x": 1}]}], {"a": True, "c": False, "c[].x": False})
+                   .values())
+
+
+# ---- samples of what the code emits -------------------------------------------------------------------
+
+
+def partition_log(batches: bool = True) -> PartitionLog:
+    """0..2 committed, 3 COMMIT, 4..5 aborted, 6 ABORT, 7..8 open; pid 7 fenced once, with a zombie write."""
+    ranges = [OffsetRange(0, 2, Kind.DATA, 7, 0), OffsetRange(3, 3, Kind.MARKER, 7, 0),
+              OffsetRange(4, 5, Kind.ABORTED, 8, 0), OffsetRange(6, 6, Kind.MARKER, 8, 0),
+              OffsetRange(7, 8, Kind.OPEN, 7, 1)]
+    txns = [Transaction(7, 0, 0, 2, "COMMIT", 3, 3), Transaction(8, 0, 4, 5, "ABORT", 6, 2),
+            Transaction(7, 1, 7, 8, "OPEN", None, 2)]
+    producers = {
+        7: ProducerState(7, epochs=[0, 1], last_epoch=1, last_sequence=4, last_offset=8,
+                         last_timestamp=NOW_MS, batches=3, records=5, open_txn_first_offset=7,
+                         epoch_bumps=[EpochBump(7, 0, 1, False)], zombie_writes=[ZombieWrite(8, 0, 1)],
+                         sequence_anomalies=[SequenceAnomaly(8, 1, 1, 3, "gap")], zombie_total=1,
+                         anomaly_total=1),
+        8: ProducerState(8, epochs=[0, 1], last_epoch=1, last_sequence=1, last_offset=6,
+                         last_timestamp=NOW_MS, batches=2, records=3,
+                         epoch_bumps=[EpochBump(6, 0, 1, True, "ABORT")]),
+    }
+    batch_list = [Batch(0, 2, 3, 7, 0, 0, 2, True, False, None, NOW_MS, NOW_MS, "none", 120),
+                  Batch(3, 3, 1, 7, 0, -1, -1, True, True, "COMMIT", NOW_MS, NOW_MS, "none", 78, (3,))]
+    return PartitionLog("orders", 0, 0, 9, 7, 0, 9, ranges, txns, producers,
+                        batch_list if batches else None, ["LSO 7 but the log says 7"])
+
+
+def findings_of_every_kind() -> list[Finding]:
+    out = []
+    for i, kind in enumerate(KINDS):
+        if kind == "key_duplicate":
+            out.append(Finding(kind, "orders", 0, 10, 12, 2, key="o-1", offsets=(10, 12),
+                               detail="in orders[0]@10, orders[1]@12"))
+            out.append(Finding(kind, "orders", 1, 20, 21, 2, key="o-2", offsets=(20, 21)))
+        elif kind == "offset_mismatch":
+            out.append(Finding(kind, "orders", 0, 30, 31, 2, detail="sink stored next offset 30, group g "
+                                                                     "committed 32"))
+        else:
+            out.append(Finding(kind, "orders", 0, i, i, 1))
+    return out
+
+
+def audit_report(engine: dict[str, Any], findings: list[Finding]) -> AuditReport:
+    parts = [PartitionSummary("orders", 0, 0, 40, 41, 35, 36, 1),
+             PartitionSummary("ghost", 0, 0, 0, 0, 0, 2, exists=False)]
+    return AuditReport.build(parts, findings, ("gap", "duplicate"), sink="/s/sink.duckdb (orders_sink)",
+                             group="g", engine=engine, elapsed_seconds=1.2345)
+
+
+def _function(path: Path, name: str) -> ast.FunctionDef:
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return node
+    raise AssertionError(f"no function {name} in {path}: the test reads how the JSON is built there")
+
+
+def _keys(node: ast.Dict) -> list[str]:
+    return [k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+
+
+def literal_keys(func: ast.FunctionDef) -> tuple[set[str], set[str]]:
+    """String keys a function writes: (always: in dict literals or `d["k"] = ...`; sometimes: such an
+    assignment under an if)."""
+    always, sometimes = set(), set()
+
+    def walk(node: ast.AST, in_if: bool) -> None:
+        if isinstance(node, ast.Dict):
+            always.update(_keys(node))
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) \
+                and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+            (sometimes if in_if else always).add(node.slice.value)
+        for child in ast.iter_child_nodes(node):
+            walk(child, in_if or isinstance(node, ast.If))
+
+    walk(func, False)
+    return always, sometimes - always
+
+
+class _Conf:
+    def __init__(self, values: dict[str, str]):
+        self.values = values
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self.values.get(key, default)
+
+
+class _ConnectSpark:
+    """What auditors.spark.describe sees of a Spark Connect session: no SparkContext."""
+
+    version = "4.0.0"
+    conf = _Conf({"spark.sql.shuffle.partitions": "4"})
+
+    @property
+    def sparkContext(self) -> Any:  # noqa: N802 (PySpark's name)
+        raise RuntimeError("not supported in Spark Connect")
+
+
+class _ClassicSpark(_ConnectSpark):
+    sparkContext = SimpleNamespace(getConf=lambda: _Conf({"spark.master": "local[2]",  # noqa: N815
+                                                          "spark.driver.memory": "2g"}))
+
+
+def engines() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The `engine` object with every key it can have, and with only the ones it always has.
+
+    Keys come from auditors.spark.describe (run on stand-ins for a classic and a Spark Connect session)
+    and from the keys auditors.job.run_audit writes itself (read from its source: it needs Spark to run).
+    """
+    from auditors import job
+    from auditors.spark import describe
+
+    classic, connect = describe(_ClassicSpark()), describe(_ConnectSpark())
+    always, sometimes = literal_keys(_function(Path(job.__file__), "run_audit"))
+    assert "tasks" in always, "auditors.job.run_audit no longer names engine's keys; update engines()"
+    full = {**classic, **dict.fromkeys(always | sometimes, 1.0), "tasks": 2}
+    least = {**connect, **dict.fromkeys(always, 1.0), "tasks": 2}
+    return full, least
+
+
+def lag_snapshots() -> list[LagSnapshot]:
+    rows = [PartitionLag("g", "orders", 0, 5, 0, 7, 9, 2, True, NOW_MS - 3000,
+                         OpenTxn(7, 1, 7, NOW_MS - 5000)),
+            PartitionLag("g", "orders", 1, None, 0, 4, 4, None, True),
+            PartitionLag("g", "orders", 2, 12, 0, 9, 9, error="committed offset 12 is beyond the high "
+                                                               "watermark 9")]
+    return [LagSnapshot(NOW_MS - 1000, rows, {"g": "STABLE"}), LagSnapshot(NOW_MS, rows, {"g": "STABLE"})]
+
+
+def txn_infos() -> list[TxnInfo]:
+    return [TxnInfo("demo.processor", 1001, 2, "Ongoing", 60_000, NOW_MS - 4000, 1, (("orders", 0),)),
+            TxnInfo("demo.source", 1000, None, "Empty", None, None, None)]
+
+
+def hanging_report() -> HangingReport:
+    found = [Hanging("orders", 0, 7, 1, 7, 950.0, ("kip664", "lso"), 7, 9, "demo.hanging", "Ongoing"),
+             Hanging("orders", 1, 9, 0, 3, None, ("kip664",))]
+    return HangingReport(900.0, 3, found, 2, "ok")
+
+
+def ledger() -> Ledger:
+    flags = [LedgerFlag("gap", 4, 5, 2, "offsets 4..5 committed but not in the sink"),
+             LedgerFlag("offset_mismatch", None, None, 0, "stored 3, committed 5")]
+    parts = [PartitionLedger("orders", 0, 10, 9, 0, 12, 1, 1, 13, 13, 0, 14, 14, 13, 2, flags),
+             PartitionLedger("orders", 1)]
+    return Ledger("demo", "/s/sink.duckdb (orders_sink)", "g", True, parts)
+
+
+def producer_rows() -> list[ProducerRow]:
+    return [ProducerRow("orders", 0, 7, 1, 4, NOW_MS, 7, 3, (0, 1), 1, 1),
+            ProducerRow("orders", 1, 8, 0, 2, None, None)]
+
+
+def capture(full: bool = True) -> Capture:
+    """A Capture with a value in every field (``full``), or with nulls wherever a field allows one."""
+    cap = Capture(captured_at=datetime.fromtimestamp(NOW_MS / 1000, UTC), bootstrap="h:1", pipeline="demo",
+                  group="g", topics=["orders"])
+    cap.sections = dict.fromkeys(capture_mod.SECTIONS, "ok")
+    if full:
+        cap.logs = {("orders", 0): partition_log(batches=False)}
+        cap.transactions = txn_infos()[:1]
+        cap.producers = producer_rows()[:1]
+        cap.lag = LagSnapshot(NOW_MS, [PartitionLag("g", "orders", 0, 5, 0, 7, 9, 2, True, NOW_MS - 3000,
+                                                    OpenTxn(7, 1, 7, NOW_MS), "leader not available")],
+                              {"g": "STABLE"})
+        cap.hanging = hanging_report()
+        cap.hanging_candidates = [*cap.hanging.hanging, Hanging("orders", 2, 11, 0, 5, 3.0, ("lso",), 5, 6)]
+        cap.hanging_checked_ms = NOW_MS
+        cap.ledger = ledger()
+    else:
+        cap.transactions = txn_infos()[1:]
+        cap.producers = producer_rows()[1:]
+        cap.lag = LagSnapshot(NOW_MS, [PartitionLag("g", "orders", 1, None, 0, 4, 4)], {})
+        cap.sections.update(ledger="not captured: the pipeline has no sink",
+                            hanging="not captured: no topics to check (pass --topic or a pipeline)")
+    return cap
+
+
+# ---- the commands' JSON -------------------------------------------------------------------------------
+
+
+class _Client:
+    """Stands in for eosctl.wire.WireClient: the commands below only open and close it."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        pass
+
+    def __enter__(self) -> _Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+@pytest.fixture
+def offline(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """Commands run for real against stand-ins: a fixed target and clients that do nothing; each test
+    replaces the one core function its command calls."""
+    target = Target(cluster=config_mod.Cluster("t", "h:1"), pipeline=None, config=None, topics=("orders",),
+                    group="g")
+    monkeypatch.setattr("eosctl.target.resolve", lambda *a, **k: target)
+    monkeypatch.setattr("eosctl.wire.WireClient", _Client)
+    monkeypatch.setattr("eosctl.clients.kafka_admin", lambda *a, **k: SimpleNamespace(close=lambda: None))
+    monkeypatch.setattr(txns_cmd, "_wire", lambda target: nullcontext(_Client()))
+    monkeypatch.setattr(txns_cmd, "_admin", lambda target: SimpleNamespace(close=lambda: None))
+    return monkeypatch
+
+
+def run(*args: str) -> Any:
+    """`eosctl ARGS --format json`'s document (exit 0, or 1 for commands that found something)."""
+    result = CliRunner().invoke(main, [*args, "--format", "json"])
+    assert result.exit_code in (0, 1), f"eosctl {' '.join(args)}: exit {result.exit_code}\n{result.output}"
+    return json.loads(result.stdout)
+
+
+def test_audit_json_is_documented() -> None:
+    from auditors.report import render
+
+    full, least = engines()
+    docs = [json.loads(render(audit_report(full, findings_of_every_kind()), "json")),
+            json.loads(render(audit_report(least, []), "json"))]
+    check_json("`eosctl audit`", docs)
+
+
+def test_finding_kinds_table_lists_every_kind_in_order() -> None:
+    tables = [t for t in doc_tables("json.md")["`eosctl audit`"] if t[0][0] == "kind"]
+    assert len(tables) == 1
+    assert [_name(cells[0]) for cells in tables[0][1:]] == list(KINDS)
+
+
+def test_lag_json_is_documented() -> None:
+    first, second = lag_snapshots()
+    watch = Watch(window=5)
+    watch.add(first)
+    watch.add(second)
+    check_json("`eosctl lag`", [lag_document(second), lag_document(second, watch)])
+
+
+def test_txns_json_is_documented(offline: pytest.MonkeyPatch) -> None:
+    import eosctl.txns as txns
+
+    by_id = {i.transactional_id: i for i in txn_infos()}
+    offline.setattr(txns, "list_transactions", lambda *a, **k: txn_infos())
+    offline.setattr(txns, "describe_transaction", lambda admin, txid: by_id[txid])
+    offline.setattr(txns, "find_hanging", lambda *a, **k: hanging_report())
+    offline.setattr(txns, "plan_abort", lambda *a, **k: AbortPlan("orders", 0, 7, 7, 1, 7, 9, NOW_MS - 5000,
+                                                                  "demo.hanging", True, 3))
+    offline.setattr(txns, "abort", lambda admin, plan: None)
+    check_json("`eosctl txns list`", [run("txns", "list")],
+               nested("`eosctl txns describe`", "transactions[]"))
+    check_json("`eosctl txns describe`", [run("txns", "describe", txid) for txid in by_id])
+    check_json("`eosctl txns hanging`", [run("txns", "hanging", "--topic", "orders")])
+    abort = ("txns", "abort", "--topic", "orders", "--partition", "0", "--start-offset", "7")
+    check_json("`eosctl txns abort`", [run(*abort), run(*abort, "--yes")])
+
+
+def test_producers_json_is_documented(offline: pytest.MonkeyPatch) -> None:
+    reports = [ProducersReport("orders", [0], DESCRIBE_PRODUCERS, "from the brokers' producer state",
+                               [ProducerRow("orders", 0, 7, 1, 4, NOW_MS, 7, 3)]),
+               ProducersReport("orders", [0, 1], LOG_SCAN, "DescribeProducers returned no producers; read "
+                               "from the log", producer_rows(), {0: (0, 9), 1: (0, 4)})]
+    docs = []
+    for report in reports:
+        offline.setattr("eosctl.producers.describe", lambda *a, report=report, **k: report)
+        docs.append(run("producers", "--topic", "orders"))
+    check_json("`eosctl producers`", docs)
+
+
+def test_log_json_is_documented() -> None:
+    check_json("`eosctl log`", [log_document(partition_log(), (0, 9, True)),
+                                log_document(partition_log(batches=False), None)])
+
+
+def test_ledger_json_is_documented(offline: pytest.MonkeyPatch) -> None:
+    offline.setattr("eosctl.ledger.collect", lambda *a, **k: ledger())
+    check_json("`eosctl ledger`", [run("ledger", "--sink-duckdb", "sink.duckdb")])
+
+
+def snapshots(offline: pytest.MonkeyPatch, tmp_path: Path) -> list[tuple[Path, Any]]:
+    """`eosctl snapshot` run twice: a full capture with a stored audit, and one with nulls and no audit."""
+    report = tmp_path / "audit.json"
+    report.write_text(audit_report(engines()[0], findings_of_every_kind()).to_json(), encoding="utf-8")
+    out = []
+    for name, full in (("full", True), ("least", False)):
+        offline.setattr(capture_mod, "capture", lambda *a, full=full, **k: capture(full))
+        path = tmp_path / f"{name}.duckdb"
+        audit = ("--audit-report", str(report)) if full else ()
+        out.append((path, run("snapshot", "--out", str(path), *audit)))
+    return out
+
+
+def test_snapshot_json_is_documented(offline: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    docs = [doc for _, doc in snapshots(offline, tmp_path)]
+    check_json("`eosctl snapshot`", docs, nested("`eosctl txns hanging`", "hanging"))
+
+
+# ---- tables of DuckDB files ---------------------------------------------------------------------------
+
+
+def documented_tables(name: str) -> dict[str, tuple[bool, list[tuple[str, str, bool]]]]:
+    """{table: (optional, [(column, type, optional), ...])} of the '`table`' headings of docs/NAME."""
+    out = {}
+    for heading, tables in doc_tables(name).items():
+        m = re.fullmatch(r"`(\w+)`( \(optional\))?", heading)
+        cols = [t for t in tables if t[0][0] == "column"]
+        if m and cols:
+            out[m.group(1)] = (bool(m.group(2)), [
+                (_name(c[0]), c[1].replace(OPTIONAL, "").strip(), OPTIONAL in c[1]) for c in cols[0][1:]])
+    return out
+
+
+def file_tables(path: Path) -> dict[str, list[tuple[str, str]]]:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        rows = con.execute("SELECT table_name, column_name, data_type FROM information_schema.columns "
+                           "ORDER BY table_name, ordinal_position").fetchall()
+    finally:
+        con.close()
+    out: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for table, column, kind in rows:
+        out[table].append((column, kind))
+    return dict(out)
+
+
+def table_problems(docs: dict[str, tuple[bool, list[tuple[str, str, bool]]]],
+                   files: list[dict[str, list[tuple[str, str]]]]) -> dict[str, list[str]]:
+    """What differs between documented tables and the tables of some files (names, columns, types, order)."""
+    seen = {t for f in files for t in f}
+    p: dict[str, list[str]] = {
+        "tables not documented": sorted(seen - set(docs)),
+        "documented tables never written": sorted(set(docs) - seen),
+        "documented as always present, missing in some file": sorted(
+            {t for f in files for t, (opt, _) in docs.items() if not opt and t not in f}),
+        "columns not documented": [], "documented columns never written": [], "wrong types": [],
+        "documented as always present, missing in some file (columns)": [],
+        "documented as optional, present in every file": [], "columns in another order": []}
+    for table, (_, cols) in sorted(docs.items()):
+        want = {c: t for c, t, _ in cols}
+        written = [f[table] for f in files if table in f]
+        got = {c: t for w in written for c, t in w}
+        p["columns not documented"] += [f"{table}.{c}" for c in got if c not in want]
+        p["documented columns never written"] += [f"{table}.{c}" for c in want if c not in got]
+        p["wrong types"] += [f"{table}.{c}: documented {want[c]}, written {t}" for c, t in got.items()
+                             if c in want and want[c] != t]
+        p["documented as always present, missing in some file (columns)"] += sorted(
+            {f"{table}.{c}" for c, _, opt in cols for w in written if not opt and c not in dict(w)})
+        p["documented as optional, present in every file"] += [
+            f"{table}.{c}" for c, _, opt in cols if opt and written and all(c in dict(w) for w in written)]
+        order = [c for c, _, _ in cols]
+        p["columns in another order"] += [f"{table}: documented {[c for c in order if c in dict(w)]}, "
+                                          f"written {[c for c, _ in w]}" for w in written
+                                          if [c for c, _ in w] != [c for c in order if c in dict(w)]
+                                          and set(dict(w)) <= set(order)]
+    return p
+
+
+def test_snapshot_tables_are_documented(offline: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    files = [file_tables(path) for path, _ in snapshots(offline, tmp_path)]
+    assert "audit" in files[0] and "audit" not in files[1]  # both the optional tables and their absence
+    assert_same("docs/snapshot.md", table_problems(documented_tables("snapshot.md"), files))
+
+
+def test_reference_sink_schema_is_documented(tmp_path: Path) -> None:
+    from eosctl.pipeline.sink import DuckSink
+
+    sink = DuckSink(tmp_path / "sink.duckdb", "demo.enriched")
+    sink.con.close()
+    assert_same("docs/manifest.md (sink schema)",
+                table_problems(documented_tables("manifest.md"), [file_tables(tmp_path / "sink.duckdb")]))
+
+
+# ---- the reference pipeline's manifest ----------------------------------------------------------------
+
+
+def _assigned_dict(func: ast.FunctionDef, name: str) -> ast.Dict:
+    """The dict literal assigned to ``name`` in ``func`` (or, for a list comprehension, its element)."""
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
+                                                for t in node.targets):
+            value = node.value.elt if isinstance(node.value, ast.ListComp) else node.value
+            if isinstance(value, ast.Dict):
+                return value
+    raise AssertionError(f"no dict literal assigned to {name} in {func.name}: update the manifest test")
+
+
+def _build_call(func: ast.FunctionDef) -> ast.Call:
+    for node in ast.walk(func):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "build":
+            return node
+    raise AssertionError("run_pipeline no longer calls manifest.build(...): update the manifest test")
+
+
+def manifests() -> list[dict[str, Any]]:
+    """The manifest with every field it can have, and with only those it always has.
+
+    Top-level keys, `sink`, `groups` and `transactional_ids` and the fault dicts are read from the source of
+    eosctl.pipeline.run / faults (writing them needs a broker); `expected_findings`, `aborted_ranges` and
+    `markers` come from the real functions over a hand-built ground-truth ledger.
+    """
+    from eosctl.pipeline import faults, manifest, run
+    from eosctl.pipeline import ledger as pl
+    from eosctl.pipeline.faults import SinkTarget
+    from eosctl.pipeline.findings import expected_findings
+
+    run_pipeline = _function(Path(run.__file__), "run_pipeline")
+    call = _build_call(run_pipeline)
+    kwargs = {k.arg: k.value for k in call.keywords}
+    topic = "demo.enriched"
+    truth = pl.Ledger()
+    # Committed 0..9 (key o-3 again at 8: an upstream retry), aborted 10..11 with its ABORT marker at 12.
+    truth.add(pl.Record(topic, 0, o, f"o-{3 if o == 8 else o}", pl.COMMITTED, 1001) for o in range(10))
+    truth.add(pl.Record(topic, 0, o, f"a-{o}", pl.ABORTED, 1001) for o in (10, 11))
+    truth.markers.append(pl.Marker(topic, 0, 12, "ABORT", 1001))
+    targets = [SinkTarget("duplicate-replay", topic, 0, 1, 2), SinkTarget("skip", topic, 0, 4, 5)]
+    fence = _function(Path(faults.__file__), "fence")
+    hanging = next(n.value for n in ast.walk(_function(Path(faults.__file__), "hanging"))
+                   if isinstance(n, ast.Return) and isinstance(n.value, ast.Dict))
+    txids = set(_keys(_assigned_dict(run_pipeline, "txids")))
+    sometimes = literal_keys(run_pipeline)[1] - txids  # txids["hanging"] = ... with that fault only
+    assert isinstance(kwargs.get("groups"), ast.Dict), "manifest groups are no longer a dict literal"
+    sample: dict[str, Any] = {
+        "sink": dict.fromkeys(_keys(_assigned_dict(run_pipeline, "sink")), "x"),
+        "groups": dict.fromkeys(_keys(kwargs["groups"]), "x"),
+        "transactional_ids": dict.fromkeys(txids | sometimes, "x"),
+        "expected_findings": expected_findings(truth, topic, targets, aborted_leak=True),
+        "aborted_ranges": truth.aborted_ranges(),
+        "markers": truth.marker_dicts(),
+        "hanging": [dict.fromkeys(_keys(hanging), 1)],
+        "fencing": [dict.fromkeys(_keys(_assigned_dict(fence, "fencing")), 1)],
+        "zombie_writes": [dict.fromkeys(_keys(_assigned_dict(fence, "writes")), 1)],
+    }
+    full = manifest.build(**{k: sample.get(k, 1) for k in kwargs})
+    least = {**full, "transactional_ids": dict.fromkeys(txids, "x")}
+    return [json.loads(json.dumps(m)) for m in (full, least)]
+
+
+def test_manifest_is_documented() -> None:
+    docs = manifests()
+    kinds = {f["kind"] for f in docs[0]["expected_findings"]}
+    assert kinds == {"gap", "duplicate", "phantom_aborted", "key_duplicate"}  # the sample covers every kind
+    table = optional_flags(documented("manifest.md", "`manifest.json`"))
+    assert_same("docs/manifest.md § manifest.json", diff_paths(docs, table))
+
+
+# ---- config -----------------------------------------------------------------------------------------------
+
+SECTIONS = {"clusters.NAME": (config_mod.Cluster, {"name"}), "pipelines.NAME": (config_mod.Pipeline,
+                                                                                 {"name", "sink"}),
+            "pipelines.NAME.sink": (config_mod.Sink, set()), "spark": (config_mod.Spark, set())}
+
+
+def config_keys() -> dict[str, dict[str, list[str]]]:
+    """{section: {key: [type, default, meaning]}} of docs/config.md."""
+    out: dict[str, dict[str, list[str]]] = defaultdict(dict)
+    for tables in doc_tables("config.md").values():
+        for table in tables:
+            if table[0][0] != "key":
+                continue
+            for cells in table[1:]:
+                section, _, key = _name(cells[0]).rpartition(".")
+                out[section][key] = cells[1:]
+    return dict(out)
+
+
+def test_config_keys_are_the_dataclass_fields() -> None:
+    docs = config_keys()
+    assert set(docs) == set(SECTIONS)
+    for section, (cls, skip) in SECTIONS.items():
+        code = {f.name for f in fields(cls)} - skip
+        assert_same(f"docs/config.md [{section}]", {"keys not documented": sorted(code - set(docs[section])),
+                                                     "documented keys the code lacks":
+                                                         sorted(set(docs[section]) - code)})
+
+
+VALID = {"bootstrap_servers": "h:1", "security_protocol": "SASL_SSL", "cluster": "c",
+         "duckdb": "/abs/s.duckdb"}
+
+
+def _value(key: str, kind: str) -> Any:
+    if key in VALID:
+        return VALID[key]
+    return {"string": f"v-{key}", "integer": 7, "list of strings": ["t1", "t2"]}[kind]
+
+
+def _config(docs: dict[str, dict[str, list[str]]], drop: str | None = None, **extra: Any) -> dict[str, Any]:
+    """A raw config with every documented key (the sink with duckdb, not parquet), minus ``drop``."""
+    values = {s: {k: _value(k, c[0]) for k, c in keys.items() if f"{s}.{k}" != drop and k != "parquet"}
+              for s, keys in docs.items()}
+    pipeline = {**values["pipelines.NAME"], "sink": values["pipelines.NAME.sink"]}
+    raw = {"clusters": {"c": values["clusters.NAME"]}, "pipelines": {"p": pipeline}, "spark": values["spark"]}
+    for dotted, value in extra.items():
+        *path, key = dotted.split("__")
+        table = raw
+        for part in path:
+            table = table[part]
+        table[key] = value
+    return raw
+
+
+def _objects(cfg: config_mod.Config) -> dict[str, Any]:
+    pipe = cfg.pipelines["p"]
+    return {"clusters.NAME": cfg.clusters["c"], "pipelines.NAME": pipe, "pipelines.NAME.sink": pipe.sink,
+            "spark": cfg.spark}
+
+
+def test_every_documented_config_key_is_read_into_its_field(tmp_path: Path) -> None:
+    docs = config_keys()
+    raw = _config(docs)
+    objects = _objects(config_mod.parse_config(raw, tmp_path / "c.toml", {}))
+    parquet = _config(docs, drop="pipelines.NAME.sink.duckdb", pipelines__p__sink__parquet="/x/*.parquet")
+    objects_pq = _objects(config_mod.parse_config(parquet, tmp_path / "c.toml", {}))
+    for section, keys in docs.items():
+        for key, (kind, _, _) in keys.items():
+            got = getattr((objects_pq if key == "parquet" else objects)[section], key)
+            want = "/x/*.parquet" if key == "parquet" else _value(key, kind)
+            assert got == (tuple(want) if isinstance(want, list) else want), f"{section}.{key}"
+
+
+def test_documented_config_defaults_and_required_keys(tmp_path: Path) -> None:
+    docs = config_keys()
+    minimal = {"clusters": {"c": {"bootstrap_servers": "h:1"}},
+               "pipelines": {"p": {"source_topics": ["t"], "sink": {"duckdb": "/abs/s.duckdb"}}}, "spark": {}}
+    objects = _objects(config_mod.parse_config(minimal, tmp_path / "c.toml", {}))
+    checked = 0
+    for section, keys in docs.items():
+        for key, (_, default, _) in keys.items():
+            literal = re.fullmatch(r"`(.+)`", default)
+            if default == "required":
+                raw = _config(docs, drop=f"{section}.{key}")
+                with pytest.raises(ConfigError, match=rf"missing key {section.replace('NAME', '.*')}\.{key}"):
+                    config_mod.parse_config(raw, tmp_path / "c.toml", {})
+            elif default == "none":
+                if key not in ("duckdb", "parquet"):  # the minimal config needs one of them
+                    assert getattr(objects[section], key) is None, f"{section}.{key}"
+            elif literal:
+                want = tomllib.loads(f"v = {literal.group(1)}")["v"]
+                assert getattr(objects[section], key) == want, f"{section}.{key}: default"
+            else:
+                continue
+            checked += 1
+    assert checked >= 20
+
+
+@pytest.mark.parametrize("section", ["clusters__c", "pipelines__p", "pipelines__p__sink", "spark"])
+def test_an_undocumented_config_key_is_an_error(section: str, tmp_path: Path) -> None:
+    raw = _config(config_keys(), **{f"{section}__colour": "blue"})
+    with pytest.raises(ConfigError, match=r"unknown key .*colour"):
+        config_mod.parse_config(raw, tmp_path / "c.toml", {})
+
+
+def test_every_command_with_json_output_has_a_section() -> None:
+    import click
+
+    def walk(cmd: click.Command, name: str) -> list[str]:
+        if isinstance(cmd, click.Group):
+            return [n for sub, c in cmd.commands.items() for n in walk(c, f"{name} {sub}")]
+        fmt = [p for p in cmd.params if "--format" in getattr(p, "opts", [])]
+        return [name] if fmt and "json" in getattr(fmt[0].type, "choices", ()) else []
+
+    headings = {h.strip("`") for h in doc_tables("json.md") if h.startswith("`eosctl ")}
+    assert headings == set(walk(main, "eosctl"))
