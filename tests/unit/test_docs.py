@@ -577,15 +577,15 @@ def manifests() -> list[dict[str, Any]]:
     `markers` come from the real functions over a hand-built ground-truth ledger.
     """
     from eosctl.pipeline import faults, manifest, run
-    from eosctl.pipeline import ledger as pl
+    from eosctl.pipeline import truth as pl
     from eosctl.pipeline.faults import SinkTarget
-    from eosctl.pipeline.findings import expected_findings
+    from eosctl.pipeline.expected import expected_findings
 
     run_pipeline = _function(Path(run.__file__), "run_pipeline")
     call = _build_call(run_pipeline)
     kwargs = {k.arg: k.value for k in call.keywords}
     topic = "demo.enriched"
-    truth = pl.Ledger()
+    truth = pl.GroundTruth()
     # Committed 0..9 (key o-3 again at 8: an upstream retry), aborted 10..11 with its ABORT marker at 12.
     truth.add(pl.Record(topic, 0, o, f"o-{3 if o == 8 else o}", pl.COMMITTED, 1001) for o in range(10))
     truth.add(pl.Record(topic, 0, o, f"a-{o}", pl.ABORTED, 1001) for o in (10, 11))
