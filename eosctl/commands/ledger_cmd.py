@@ -1,25 +1,6 @@
 """`eosctl ledger`: the sink next to Kafka, per source partition.
 
-`ledger --format json` shape (stable):
-
-    {
-      "pipeline": str|null, "sink": str, "group": str|null,
-      "scanned": bool,                 # holes checked against the log model (false with --no-scan)
-      "flagged_partitions": int,
-      "partitions": [{
-        "topic": str, "partition": int,
-        "rows": int, "distinct_offsets": int, "min_offset": int|null, "max_offset": int|null,
-        "duplicate_rows": int, "duplicate_offsets": int,
-        "stored_offset": int|null,     # next offset in the sink's offsets table
-        "committed_offset": int|null,  # the group's committed offset in Kafka
-        "log_start_offset": int|null, "high_watermark": int|null, "last_stable_offset": int|null,
-        "checked_to": int|null,        # exclusive end of the checked span (stored, else committed offset)
-        "missing_offsets": int|null,   # committed data offsets below checked_to absent from the sink
-        "flags": [{"kind": "offset_mismatch"|"gap"|"duplicate"|"phantom_aborted"|"phantom_marker"|
-                           "phantom_uncommitted"|"phantom_beyond_hw"|"span_missing"|"unexpected_topic",
-                   "first_offset": int|null, "last_offset": int|null, "count": int, "message": str}]
-      }]
-    }
+JSON shapes (`--format json`, stable): docs/json.md.
 
 Exit codes: 0 no flags, 1 flags found, 2 usage/config/connection/sink error.
 """

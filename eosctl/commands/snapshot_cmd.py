@@ -1,7 +1,6 @@
 """`eosctl snapshot`: capture everything about a pipeline into one DuckDB file, for incident reports.
 
-With `--format json` it prints {"out": path, "captured_at": iso8601, "sections": {name: "ok" | error},
-"hanging": eosctl.txns.HangingReport.to_dict() | null, "audit_verdict": "pass" | "fail" | null}.
+JSON shapes (`--format json`, stable): docs/json.md.
 """
 
 from __future__ import annotations

@@ -1,32 +1,6 @@
 """`eosctl txns ...`: transactions (list, describe, hanging, abort).
 
-JSON shapes (`--format json`, stable; times in ms since the epoch, ages in seconds; offsets are Kafka
-offsets, ``lso``/``hw`` exclusive):
-
-`txns list` -> {"transactions": [TXN, ...]}; `txns describe ID` -> TXN, where
-
-    TXN = {"transactional_id": str, "producer_id": int, "producer_epoch": int|null,
-           "state": "Empty"|"Ongoing"|"PrepareCommit"|"PrepareAbort"|"CompleteCommit"|"CompleteAbort"|...,
-           "timeout_ms": int|null, "start_time_ms": int|null,
-           "age_s": float|null,                       # null unless a transaction is running
-           "coordinator_id": int|null, "partitions": [{"topic": str, "partition": int}]}
-
-`txns hanging` ->
-
-    {"max_age_s": float, "partitions_checked": int,
-     "describe_producers": {"status": "ok"|"unsupported"|ERROR_NAME, "producers_returned": int},
-     "hanging": [{"topic": str, "partition": int, "producer_id": int, "producer_epoch": int,
-                  "first_offset": int, "age_s": float|null, "rules": ["kip664"|"lso", ...],
-                  "lso": int|null, "hw": int|null, "blocked": int|null,     # HW - LSO
-                  "transactional_id": str|null, "coordinator_state": str|null}]}
-
-`txns abort` ->
-
-    {"topic": str, "partition": int, "start_offset": int, "producer_id": int, "producer_epoch": int,
-     "coordinator_epoch": int,                        # of the ABORT marker (DescribeProducers', else 0)
-     "lso": int, "hw": int, "blocked": int, "age_s": float|null, "transactional_id": str|null,
-     "supported": bool,                               # the broker offers WriteTxnMarkers
-     "dry_run": bool, "aborted": bool}
+JSON shapes (`--format json`, stable): docs/json.md.
 
 Exit status: 0 ok; 1 `txns hanging` found hanging transactions; 2 usage, config or connection error, and
 `txns abort --yes` on a broker without the abort API.
