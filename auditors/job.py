@@ -304,7 +304,7 @@ def prepare(inp: AuditInput) -> list[WorkItem]:
     items = plan(inp.source, inp.topics, in_sink)
     if stored is None:  # no group to compare with, or the sink stores no offsets
         return items
-    from eosctl.ledger import committed_offsets
+    from eosctl.offsets import committed_offsets
 
     return with_offsets(items, {(s.topic, s.partition): s.next_offset for s in stored},
                         committed_offsets(inp.cluster, inp.group), set(inp.topics))

@@ -27,31 +27,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from eosctl.model import Kind, PartitionLog
+from eosctl.model import TP, Kind, PartitionLog
+from eosctl.offsets import group_offsets, group_states
+from eosctl.opentxn import OpenTxn, open_transactions
 
-TP = tuple[str, int]
 DEFAULT_SCAN_LIMIT = 50_000
-# Enough for the first batch at the LSO of almost any topic; a partition whose first batch does not fit
-# is fetched again alone, with a growing size if need be (see first_batches).
-OPEN_TXN_FETCH_BYTES = 64 << 10
-
-
-@dataclass(frozen=True, slots=True)
-class OpenTxn:
-    """The open transaction at the LSO: what a read_committed consumer waits for."""
-
-    producer_id: int
-    producer_epoch: int
-    first_offset: int
-    started_ms: int | None  # first timestamp of its first batch (producer clock for CreateTime topics)
-
-    def age_s(self, now_ms: int) -> float | None:
-        return None if self.started_ms is None else max(0.0, (now_ms - self.started_ms) / 1000)
-
-    def describe(self, now_ms: int) -> str:
-        age = self.age_s(now_ms)
-        since = "" if age is None else f" for {age:.0f}s"
-        return f"open transaction pid {self.producer_id} at offset {self.first_offset}{since}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,112 +155,6 @@ def build_rows(committed: Mapping[str, Mapping[TP, int | None]], offsets: Mappin
 
 
 # --- talking to the cluster ----------------------------------------------------------------------------
-
-
-def group_offsets(admin: Any, groups: Sequence[str], timeout: float = 5.0) -> dict[str, dict[TP, int]]:
-    """Committed offsets of each group (confluent-kafka supports one group per request: all in flight)."""
-    from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
-
-    from eosctl.errors import BrokerError
-
-    futures = {g: admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g)],
-                                                    request_timeout=timeout)[g] for g in groups}
-    out: dict[str, dict[TP, int]] = {}
-    for g, f in futures.items():
-        try:
-            result = f.result(timeout=timeout + 1)
-        except KafkaException as e:
-            raise BrokerError(f"cannot read committed offsets of group {g!r}: {e.args[0].str()}") from None
-        except TimeoutError:
-            raise BrokerError(f"no answer for the committed offsets of group {g!r} "
-                              f"within {timeout:.0f}s") from None
-        out[g] = {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions if tp.offset >= 0}
-    return out
-
-
-def group_states(admin: Any, timeout: float = 5.0) -> dict[str, str]:
-    from confluent_kafka import KafkaException
-
-    from eosctl.errors import BrokerError
-
-    try:
-        result = admin.list_consumer_groups(request_timeout=timeout).result(timeout=timeout + 1)
-    except (KafkaException, TimeoutError) as e:
-        raise BrokerError(f"cannot list consumer groups: {e}") from None
-    return {g.group_id: g.state.name for g in result.valid}
-
-
-def first_batches(client: Any, positions: Mapping[TP, int],
-                  max_bytes: int = OPEN_TXN_FETCH_BYTES) -> dict[TP, Any]:
-    """The first data batch holding or after each offset: one Fetch per leader for all partitions.
-
-    A partition whose answer holds no complete batch is fetched again alone. Kafka returns an oversized
-    first batch whole only for the first partition of a response (KIP-74) and leaves the others empty or
-    cut short; alone, a partition is the first, and brokers that cut every batch at max_bytes get twice
-    the size each time (up to eosctl.logscan.MAX_FETCH_BYTES, as the log scan does).
-    Only the first batch is decoded; brokers that ignore max_bytes (noida-db) may still send more.
-    """
-    if not positions:
-        return {}
-    out: dict[TP, Any] = {}
-    again: list[TP] = []
-    results = client.fetch_many(positions, max_bytes)
-    for tp, r in results.items():
-        if r.error_code:
-            continue
-        batch, complete = _first_data_batch(r.records, positions[tp])
-        if batch is not None:
-            out[tp] = batch
-            continue
-        cut_short = bool(r.records) and not complete
-        # Left empty once the response's max_bytes went to other partitions.
-        starved = not r.records and len(results) > 1 and positions[tp] < r.high_watermark
-        if cut_short or starved:
-            again.append(tp)
-    # Alone in its response already: the same size would only bring the same bytes.
-    size = max_bytes if len(results) > 1 else 2 * max_bytes
-    for tp in again:
-        batch = _first_batch_alone(client, tp, positions[tp], size)
-        if batch is not None:
-            out[tp] = batch
-    return out
-
-
-def _first_data_batch(records: bytes, position: int) -> tuple[Any, bool]:
-    """(the first non-control batch ending at or after ``position`` or None, whether any batch decoded)."""
-    from eosctl.batches import iter_batches
-
-    complete = False
-    for b in iter_batches(records):
-        complete = True
-        if b.last_offset >= position and not b.is_control:
-            return b, True
-    return None, complete
-
-
-def _first_batch_alone(client: Any, tp: TP, position: int, max_bytes: int) -> Any:
-    from eosctl.errors import BrokerError
-    from eosctl.logscan import MAX_FETCH_BYTES
-
-    size = max_bytes
-    while True:
-        r = client.fetch_raw(tp[0], tp[1], position, size)
-        if r.error_code or not r.records:
-            return None
-        batch, complete = _first_data_batch(r.records, position)
-        if batch is not None or complete:
-            return batch
-        if size >= MAX_FETCH_BYTES:
-            raise BrokerError(f"the batch of {tp[0]}-{tp[1]} at offset {position} is larger than "
-                              f"{MAX_FETCH_BYTES} bytes")
-        size *= 2
-
-
-def open_transactions(client: Any, tps: Iterable[TP], lsos: Mapping[TP, int]) -> dict[TP, OpenTxn]:
-    """The open transaction at the LSO of each blocked partition, from its first batch there."""
-    batches = first_batches(client, {tp: lsos[tp] for tp in tps})
-    return {tp: OpenTxn(b.producer_id, b.producer_epoch, max(b.base_offset, lsos[tp]), b.first_timestamp)
-            for tp, b in batches.items()}
 
 
 def poll(client: Any, admin: Any, groups: Sequence[str] | None = None, topics: Sequence[str] | None = None,

@@ -17,6 +17,7 @@ from typing import Any
 
 from eosctl.config import Cluster, Sink
 from eosctl.errors import BrokerError
+from eosctl.offsets import committed_offsets
 
 # A ledger names at most this many flags of one kind per partition; counts stay exact.
 MAX_FLAGS_PER_KIND = 20
@@ -88,14 +89,6 @@ class Ledger:
     def from_dict(cls, d: dict[str, Any]) -> Ledger:
         return cls(d.get("pipeline"), d["sink"], d.get("group"), bool(d.get("scanned")),
                    [PartitionLedger.from_dict(p) for p in d.get("partitions", [])])
-
-
-def committed_offsets(cluster: Cluster, group: str, timeout: float = 10.0) -> dict[tuple[str, int], int]:
-    """The group's committed offsets in Kafka ((topic, partition) -> next offset); {} if none."""
-    from eosctl.clients import confluent_admin
-    from eosctl.lag import group_offsets
-
-    return group_offsets(confluent_admin(cluster, timeout), [group], timeout)[group]
 
 
 class _Clipped:

@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 NO_PRODUCER = -1
+TP = tuple[str, int]  # (topic, partition)
 
 
 class Kind(StrEnum):

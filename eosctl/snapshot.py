@@ -24,9 +24,10 @@ from eosctl import __version__
 from eosctl.capture import Capture, candidates
 from eosctl.errors import EosctlError
 from eosctl.findings import AuditReport
-from eosctl.lag import LagSnapshot, OpenTxn, PartitionLag
+from eosctl.lag import LagSnapshot, PartitionLag
 from eosctl.ledger import Ledger, LedgerFlag, PartitionLedger
 from eosctl.model import Kind, PartitionLog
+from eosctl.opentxn import OpenTxn
 from eosctl.producers import ProducerRow
 from eosctl.sinkdb import connect_readonly, read_header
 from eosctl.txns import Hanging, HangingReport, TxnInfo

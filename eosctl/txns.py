@@ -237,7 +237,7 @@ def find_hanging(client: Any, admin: Any, topics: Sequence[str], max_age_s: floa
 
     ``described``: describe_producers' answer when the caller already has it (the TUI asks once per refresh).
     """
-    from eosctl.lag import open_transactions
+    from eosctl.opentxn import open_transactions
 
     now_ms = _now(now_ms)
     partitions = client.metadata(topics)
@@ -329,7 +329,7 @@ def plan_abort(client: Any, admin: Any, topic: str, partition: int, start_offset
         started = match[0].last_timestamp if match[0].last_timestamp >= 0 else None
         coordinator_epoch = max(0, match[0].coordinator_epoch)  # -1: no marker yet for this producer
     else:
-        from eosctl.lag import first_batches
+        from eosctl.opentxn import first_batches
 
         batch = first_batches(client, {tp: start_offset}).get(tp)
         if batch is None or batch.base_offset != start_offset:

@@ -11,9 +11,10 @@ from datetime import UTC, datetime
 
 from eosctl.capture import Capture
 from eosctl.findings import AuditReport, Finding, PartitionSummary
-from eosctl.lag import LagSnapshot, OpenTxn, PartitionLag
+from eosctl.lag import LagSnapshot, PartitionLag
 from eosctl.ledger import Ledger, LedgerFlag, PartitionLedger
 from eosctl.model import Kind, OffsetRange, PartitionLog, Transaction
+from eosctl.opentxn import OpenTxn
 from eosctl.producers import ProducerRow
 from eosctl.txns import HangingReport, TxnInfo
 from tui.data import Dashboard, LagTracker, Progress

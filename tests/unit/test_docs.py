@@ -37,7 +37,7 @@ from eosctl.commands.lag_cmd import lag_document
 from eosctl.commands.log_cmd import log_document
 from eosctl.errors import ConfigError
 from eosctl.findings import KINDS, AuditReport, Finding, PartitionSummary
-from eosctl.lag import LagSnapshot, OpenTxn, PartitionLag, Watch
+from eosctl.lag import LagSnapshot, PartitionLag, Watch
 from eosctl.ledger import Ledger, LedgerFlag, PartitionLedger
 from eosctl.model import (
     Batch,
@@ -50,6 +50,7 @@ from eosctl.model import (
     Transaction,
     ZombieWrite,
 )
+from eosctl.opentxn import OpenTxn
 from eosctl.producers import DESCRIBE_PRODUCERS, LOG_SCAN, ProducerRow, ProducersReport
 from eosctl.target import Target
 from eosctl.txns import AbortPlan, Hanging, HangingReport, TxnInfo
@@ -578,8 +579,8 @@ def manifests() -> list[dict[str, Any]]:
     """
     from eosctl.pipeline import faults, manifest, run
     from eosctl.pipeline import truth as pl
-    from eosctl.pipeline.faults import SinkTarget
     from eosctl.pipeline.expected import expected_findings
+    from eosctl.pipeline.faults import SinkTarget
 
     run_pipeline = _function(Path(run.__file__), "run_pipeline")
     call = _build_call(run_pipeline)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from eosctl.lag import (
     LagSnapshot,
-    OpenTxn,
     PartitionLag,
     Watch,
     build_rows,
@@ -14,6 +13,7 @@ from eosctl.lag import (
     scan_windows,
 )
 from eosctl.model import Batch, Kind, OffsetRange, PartitionLog
+from eosctl.opentxn import OpenTxn
 from eosctl.wire import Offsets
 
 T = "orders"
@@ -224,7 +224,7 @@ class KafkaLikeWire:
 
 
 def test_an_oversized_first_batch_of_the_second_partition_is_fetched_again_alone():
-    from eosctl.lag import OPEN_TXN_FETCH_BYTES, first_batches, open_transactions
+    from eosctl.opentxn import OPEN_TXN_FETCH_BYTES, first_batches, open_transactions
 
     a, b = ("orders", 0), ("orders", 1)
     wire = KafkaLikeWire({a: _raw_batch(0, 41, 100), b: _raw_batch(0, 42, 100_000)})
@@ -237,7 +237,7 @@ def test_an_oversized_first_batch_of_the_second_partition_is_fetched_again_alone
 
 
 def test_a_broker_that_cuts_every_batch_gets_a_doubled_fetch_size():
-    from eosctl.lag import OPEN_TXN_FETCH_BYTES, first_batches
+    from eosctl.opentxn import OPEN_TXN_FETCH_BYTES, first_batches
 
     big = ("orders", 0)
     wire = KafkaLikeWire({big: _raw_batch(0, 42, 200_000)}, cut_all=True)
@@ -247,7 +247,7 @@ def test_a_broker_that_cuts_every_batch_gets_a_doubled_fetch_size():
 
 
 def test_complete_batches_without_data_at_the_offset_are_no_reason_to_fetch_again():
-    from eosctl.lag import first_batches
+    from eosctl.opentxn import first_batches
 
     tp = ("orders", 0)
     wire = KafkaLikeWire({tp: _raw_batch(0, 41, 10, records=3)})
