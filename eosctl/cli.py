@@ -93,16 +93,19 @@ def sandbox_status() -> None:
 # commands, so mounting them here costs nothing at start-up.
 from eosctl.commands import (  # noqa: E402
     audit_cmd,
+    completion_cmd,
     demo_cmd,
     lag_cmd,
     ledger_cmd,
     log_cmd,
     pipeline_cmd,
+    report_cmd,
     tui_cmd,
     txns_cmd,
 )
 
 sandbox.add_command(pipeline_cmd.pipeline)
 for _command in (demo_cmd.demo, *txns_cmd.COMMANDS, *lag_cmd.COMMANDS, *log_cmd.COMMANDS,
-                 *ledger_cmd.COMMANDS, audit_cmd.audit, tui_cmd.tui):
+                 *ledger_cmd.COMMANDS, audit_cmd.audit, report_cmd.report, tui_cmd.tui,
+                 completion_cmd.completion):
     main.add_command(_command)
