@@ -190,9 +190,9 @@ def _gap_map(report: AuditReport, by_tp: dict[tuple[str, int], list[Finding]]) -
 
 def _bar_row(p: PartitionSummary, findings: list[Finding], compact: bool) -> str:
     name = f"{p.topic}[{p.partition}]"
-    stats = (f"{_n(p.expected_records)} expected · {_n(p.sink_rows)} rows"
-             + (f" · <b>{len(findings)} finding{'s' * (len(findings) != 1)}</b>" if findings else ""))
-    label = (f'<div class="label"><span class="tp">{escape(name)}</span>'
+    count = f' <b class="nf">{len(findings)} finding{"s" * (len(findings) != 1)}</b>' if findings else ""
+    stats = f"{_n(p.expected_records)} expected · {_n(p.sink_rows)} rows"
+    label = (f'<div class="label"><span class="tp">{escape(name)}{"" if compact else count}</span>'
              + ("" if compact else f'<span class="stats">{stats}</span>') + "</div>")
     return (f'<div class="row{" compact" if compact else ""}" data-tp="{escape(name)}">{label}'
             f"{gap_svg(p, findings, compact)}</div>")
@@ -221,9 +221,13 @@ def gap_svg(p: PartitionSummary, findings: Iterable[Finding], compact: bool = Fa
         if hw > lso:
             out.append(_rect("layer", x(lso), x(hw), band_y, band_h, "PENDING",
                              f"offsets {lso}..{hw - 1}: after the LSO {lso}, not readable yet", 0))
-        for s in p.log_segments or ():
-            out.append(_rect("seg", x(s.first), x(s.last + 1), band_y, band_h, s.kind, _seg_title(s),
-                             MIN_SEGMENT_W))
+        for s in at_scale(p.log_segments or (), x):
+            # A stretch where the kind is only sprinkled (coalesced markers, say) is a low rug along the
+            # band's bottom, so it never hides the committed records between.
+            solid = s.count == s.last - s.first + 1
+            rug = band_h if solid else max(band_h * 0.3, 2)
+            out.append(_rect("seg", x(s.first), x(s.last + 1), band_y + band_h - rug, rug, s.kind,
+                             _seg_title(s), MIN_SEGMENT_W))
     else:
         out.append(f'<rect class="layer nokafka" x="0" y="{band_y}" width="{BAR_W}" height="{band_h}">'
                    "<title>this topic/partition does not exist in Kafka</title></rect>")
@@ -290,14 +294,15 @@ def _axis(p: PartitionSummary, x, main_w: float, beyond: list[Finding]) -> str:
     if not p.exists:
         return ('<text class="ax" x="0" y="48">not in Kafka: every row here is phantom_beyond_hw</text>')
     lo, lso, hw = p.log_start_offset, p.last_stable_offset, p.high_watermark
-    out = [f'<text class="ax" x="0" y="48">log start {lo}</text>',
-           f'<text class="ax" x="{main_w:.2f}" y="48" text-anchor="end">HW {hw}</text>']
+    out = [f'<text class="ax" x="0" y="48">log start {_n(lo)}</text>',
+           f'<text class="ax" x="{main_w:.2f}" y="48" text-anchor="end">HW {_n(hw)}</text>']
     if lo < lso < hw:
         lx = x(lso)
         out.append(f'<line class="lso" x1="{lx:.2f}" x2="{lx:.2f}" y1="2" y2="37"/>')
         anchor = "end" if lx > main_w - 150 else "start"
         dx = -3 if anchor == "end" else 3
-        out.append(f'<text class="ax lsot" x="{lx + dx:.2f}" y="7" text-anchor="{anchor}">LSO {lso}</text>')
+        out.append(f'<text class="ax lsot" x="{lx + dx:.2f}" y="7" text-anchor="{anchor}">'
+                   f"LSO {_n(lso)}</text>")
     if beyond:
         bx = main_w + 6
         out.append(f'<rect class="beyond" x="{bx}" y="15" width="{BEYOND_W}" height="16"><title>beyond the '
@@ -306,12 +311,27 @@ def _axis(p: PartitionSummary, x, main_w: float, beyond: list[Finding]) -> str:
     return "".join(out)
 
 
+def at_scale(segments: Iterable[LogSegment], x) -> list[LogSegment]:
+    """Segments of one kind less than a pixel apart become one: the SVG stays small for any partition."""
+    out: list[LogSegment] = []
+    last_of: dict[str, int] = {}  # kind -> index in out of its latest segment
+    for s in sorted(segments, key=lambda s: s.first):
+        i = last_of.get(s.kind)
+        if i is not None and x(s.first) - x(out[i].last + 1) < 1.0:
+            prev = out[i]
+            out[i] = LogSegment(s.kind, prev.first, s.last, prev.count + s.count)
+        else:
+            last_of[s.kind] = len(out)
+            out.append(s)
+    return out
+
+
 def _seg_title(s: LogSegment) -> str:
     what = {"ABORTED": "aborted records", "MARKER": "transaction markers", "OPEN": "open-transaction records",
             "HOLE": "offsets compacted away"}[s.kind]
     where = f"offset {s.first}" if s.first == s.last else f"offsets {s.first}..{s.last}"
     span = s.last - s.first + 1
-    return f"{where}: {_n(s.count)} {what}" + (" (nearby stretches merged)" if s.count < span else "")
+    return f"{where}: {_n(s.count)} {what}" + (" spread over this stretch" if s.count < span else "")
 
 
 def finding_title(f: Finding) -> str:
@@ -434,11 +454,12 @@ section { background:#fff; border:1px solid var(--line); border-radius:8px; padd
   font-size:12.5px; }
 .legend li.absent { opacity:.38; }
 .legend li[data-layer="HOLE"] i, .legend li[data-layer="PENDING"] i { border:1px solid #bbb; }
-.row { display:grid; grid-template-columns: 210px 1fr; align-items:center; border-top:1px solid #f0f2f4;
+.row { display:grid; grid-template-columns: 250px 1fr; align-items:center; border-top:1px solid #f0f2f4;
   padding:3px 0; }
 .row .label { display:flex; flex-direction:column; font-size:12.5px; overflow:hidden; }
 .row .tp { font-weight:600; white-space:nowrap; text-overflow:ellipsis; overflow:hidden; }
-.row .stats { color:var(--muted); font-size:11.5px; }
+.row .stats { color:var(--muted); font-size:11px; white-space:nowrap; }
+.row .nf { color:var(--fail); font-weight:600; font-size:11.5px; margin-left:6px; }
 .row.compact { padding:0; border:0; }
 .row.compact .tp { font-weight:400; font-size:11px; color:var(--muted); }
 svg.gap { display:block; width:100%; max-width:900px; height:auto; overflow:visible; }
