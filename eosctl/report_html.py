@@ -327,8 +327,10 @@ def at_scale(segments: Iterable[LogSegment], x) -> list[LogSegment]:
 
 
 def _seg_title(s: LogSegment) -> str:
-    what = {"ABORTED": "aborted records", "MARKER": "transaction markers", "OPEN": "open-transaction records",
-            "HOLE": "offsets compacted away"}[s.kind]
+    what = {"ABORTED": "aborted record", "MARKER": "transaction marker", "OPEN": "open-transaction record",
+            "HOLE": "offset compacted away"}[s.kind]
+    if s.count != 1:
+        what = what.replace("record", "records").replace("marker", "markers").replace("offset ", "offsets ")
     where = f"offset {s.first}" if s.first == s.last else f"offsets {s.first}..{s.last}"
     span = s.last - s.first + 1
     return f"{where}: {_n(s.count)} {what}" + (" spread over this stretch" if s.count < span else "")

@@ -31,9 +31,10 @@ def txn_log(topic: str, partition: int, hw: int, every: int = 11, aborted: tuple
 
 
 def summary(log: PartitionLog, sink_rows: int, segments: bool = True) -> PartitionSummary:
+    expected = log.data_between(log.log_start_offset, log.last_stable_offset)
     return PartitionSummary(log.topic, log.partition, log.log_start_offset, log.last_stable_offset,
-                            log.high_watermark, log.data_between(log.log_start_offset, log.last_stable_offset),
-                            sink_rows, 0, True, log_segments(log) if segments else None)
+                            log.high_watermark, expected, sink_rows, 0, True,
+                            log_segments(log) if segments else None)
 
 
 def demo_report() -> AuditReport:

@@ -67,6 +67,9 @@ def _load(source: str):
     try:
         with open(source, encoding="utf-8") as f:
             data = json.load(f)
+        missing = [k for k in ("verdict", "partitions", "findings") if k not in data]
+        if missing:
+            raise KeyError(f"no {missing[0]!r} field")
         audit = AuditReport.from_dict(data)
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
         raise EosctlError(f"{source} is neither an eosctl snapshot nor a JSON audit report "
