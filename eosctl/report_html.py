@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import platform
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -170,7 +171,8 @@ def _gap_map(report: AuditReport, by_tp: dict[tuple[str, int], list[Finding]]) -
         for k in KINDS)
     full = [p for p in report.partitions
             if len(report.partitions) <= FULL_ROWS or (p.topic, p.partition) in by_tp]
-    quiet = [p for p in report.partitions if p not in full]
+    shown = {(p.topic, p.partition) for p in full}
+    quiet = [p for p in report.partitions if (p.topic, p.partition) not in shown]
     rows = "\n".join(_bar_row(p, by_tp.get((p.topic, p.partition), []), compact=False) for p in full)
     # Findings for partitions the report doesn't summarise (shouldn't happen; shown rather than lost).
     known = {(p.topic, p.partition) for p in report.partitions}
@@ -232,20 +234,21 @@ def gap_svg(p: PartitionSummary, findings: Iterable[Finding], compact: bool = Fa
         out.append(f'<rect class="layer nokafka" x="0" y="{band_y}" width="{BAR_W}" height="{band_h}">'
                    "<title>this topic/partition does not exist in Kafka</title></rect>")
     fy, fh = (0, height) if compact else (band_y - 6, band_h + 12)
-    hi_beyond = max((f.last_offset for f in beyond), default=hw)
+    # Offsets past the HW (or of a partition Kafka lacks) have no log to scale by: their own stub, scaled
+    # from the HW (or their first offset) to the last such offset.
+    stub_x, stub_w = (main_w + 6, BEYOND_W) if p.exists else (0, BAR_W)
+    base = hw if p.exists else min((g.first_offset for g in beyond), default=0)
+    stub_span = max(max((f.last_offset for f in beyond), default=base) - base + 1, 1)
+
+    def bx(offset: int) -> float:
+        return stub_x + max(0, min(stub_span, offset - base)) / stub_span * stub_w
+
     for f in findings:
         if id(f) in beyond_ids:
-            bx0 = main_w + 6 if p.exists else 0
-            bw = BEYOND_W if p.exists else BAR_W
-            base = hw if p.exists else min(g.first_offset for g in beyond)
-            width = max(hi_beyond - base + 1, 1)
-
-            def bx(o: int, bx0: float = bx0, bw: float = bw, base: int = base, width: int = width) -> float:
-                return bx0 + max(0, min(width, o - base)) / width * bw
-
             out.append(_finding(f, bx(f.first_offset), bx(f.last_offset + 1), fy, fh))
         elif f.kind == "key_duplicate" and f.offsets:
-            out.append(_ticks(f, [x(o) for o in f.offsets], [x(o + 1) for o in f.offsets], fy, fh))
+            here = _offsets_here(f)
+            out.append(_ticks(f, [x(o) for o in here], [x(o + 1) for o in here], fy, fh))
         else:
             out.append(_finding(f, x(f.first_offset), x(f.last_offset + 1), fy, fh))
     if not compact:
@@ -254,6 +257,16 @@ def gap_svg(p: PartitionSummary, findings: Iterable[Finding], compact: bool = Fa
     return (f'<svg class="gap" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {BAR_W} {height}" '
             f'preserveAspectRatio="xMinYMid meet" role="img" aria-label="gap map of {escape(p.topic)}'
             f'[{p.partition}]">' + "".join(out) + "</svg>")
+
+
+def _offsets_here(f: Finding) -> tuple[int, ...]:
+    """A key duplicate across partitions lists every place in its detail ("in t[p]@o, ..."); only the
+    offsets of the finding's own partition belong on its bar."""
+    if not f.detail or not f.detail.startswith("in "):
+        return f.offsets or ()
+    here = tuple(int(o) for t, n, o in re.findall(r"(\S+)\[(\d+)\]@(\d+)", f.detail)
+                 if (t, int(n)) == (f.topic, f.partition))
+    return here or (f.offsets or ())
 
 
 def _widen(x1: float, x2: float, minimum: float, limit: float) -> tuple[float, float]:

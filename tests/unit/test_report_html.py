@@ -11,7 +11,7 @@ from html.parser import HTMLParser
 
 import pytest
 from click.testing import CliRunner
-from sample_reports import demo_report, many_partitions_report, txn_log
+from sample_reports import TOPIC, demo_report, many_partitions_report, txn_log
 
 from eosctl.cli import main
 from eosctl.findings import KINDS, AuditReport, Finding, LogSegment, PartitionSummary
@@ -215,6 +215,16 @@ def test_two_hundred_partitions_read_like_three():
     quiet = html.split("195 partitions without findings (thin bars)")[1]
     assert quiet.count('class="row compact"') == 195
     assert len(html) < 3_000_000  # ~100 marker segments per partition, merged per pixel
+
+
+def test_a_key_duplicate_across_partitions_marks_only_its_own_partitions_offsets():
+    f = Finding("key_duplicate", TOPIC, 0, 7, 101, 2, key="k1", offsets=(7, 101),
+                detail=f"in {TOPIC}[0]@101, {TOPIC}[2]@7")
+    report = AuditReport.build(demo_report().partitions, [f])
+    (mark,) = marks(svgs(render_html(report))["demo.enriched[0]"])
+    # one mark, at offset 101 of 0..122: x = 900 * 101 / 122
+    assert mark.get("d").count("M") == 1 and mark.get("d").startswith("M745.08 ")
+    assert f"in {TOPIC}[0]@101, {TOPIC}[2]@7" in mark.find(f"{SVG}title").text
 
 
 def test_a_partition_kafka_does_not_have_is_all_phantom():
