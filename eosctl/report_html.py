@@ -163,12 +163,14 @@ def _gap_map(report: AuditReport, by_tp: dict[tuple[str, int], list[Finding]]) -
     present = {f.kind for f in report.findings}
     segs = {s.kind for p in report.partitions for s in (p.log_segments or ())}
     legend = "".join(
-        f'<li data-layer="{k}" class="{"" if k in segs or k in ("COMMITTED", "PENDING") else "absent"}">'
-        f'<i style="background:{c}"></i>{escape(label)}</li>' for k, (c, label, _) in LOG_LAYERS.items())
+        f'<li data-layer="{k}" class="{"" if k in segs or k in ("COMMITTED", "PENDING") else "absent"}" '
+        f'title="{escape(meaning)}"><i style="background:{c}"></i>{escape(label)}</li>'
+        for k, (c, label, meaning) in LOG_LAYERS.items())
+    counts = report.counts()
     legend += "".join(
-        f'<li data-kind="{k}" class="finding{"" if k in present else " absent"}">'
-        f'<i style="background:{FINDING_COLOURS[k]}"></i>{escape(k)} <b>{report.counts()[k]}</b></li>'
-        for k in KINDS)
+        f'<li data-kind="{k}" class="finding{"" if k in present else " absent"}" '
+        f'title="{escape(DESCRIPTIONS[k])}">'
+        f'<i style="background:{FINDING_COLOURS[k]}"></i>{escape(k)} <b>{counts[k]}</b></li>' for k in KINDS)
     full = [p for p in report.partitions
             if len(report.partitions) <= FULL_ROWS or (p.topic, p.partition) in by_tp]
     shown = {(p.topic, p.partition) for p in full}

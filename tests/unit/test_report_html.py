@@ -136,7 +136,8 @@ def test_legend_names_every_finding_kind_with_its_count_and_every_log_layer():
     assert layers == ["COMMITTED", "PENDING", "ABORTED", "MARKER", "OPEN", "HOLE"]
     assert "absent" in [e for e in page.legend if e.get("data-layer") == "HOLE"][0]["class"]
     html = render_html(demo_report())
-    entry = r'data-kind="phantom_aborted" class="finding"><i [^>]*></i>phantom_aborted <b>4</b>'
+    entry = (r'data-kind="phantom_aborted" class="finding" title="sink rows for records of aborted '
+             r'transactions"><i [^>]*></i>phantom_aborted <b>4</b>')
     assert re.search(entry, html)
 
 
