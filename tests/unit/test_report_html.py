@@ -340,27 +340,3 @@ def test_report_help_teaches_both_sources():
     assert "eosctl snapshot -c eosctl.toml --with-audit --out incident.duckdb" in result.output
     assert "eosctl audit -c eosctl.toml --format json --out audit.json" in result.output
     assert "eosctl audit --format html --out FILE" in result.output
-
-
-# ---- shell completion -------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(("shell", "marker"), [
-    ("bash", "complete -o nosort -F _eosctl_completion eosctl"),
-    ("zsh", "compdef _eosctl_completion eosctl"),
-    ("fish", "complete --no-files --command eosctl"),
-])
-def test_completion_prints_the_shell_script(shell, marker):
-    result = CliRunner().invoke(main, ["completion", shell])
-    assert result.exit_code == 0
-    assert marker in result.output and "_EOSCTL_COMPLETE" in result.output
-
-
-def test_completion_answers_for_eosctl_commands():
-    from click.shell_completion import ShellComplete
-
-    names = [c.value for c in ShellComplete(main, {}, "eosctl", "_EOSCTL_COMPLETE").get_completions([], "au")]
-    assert names == ["audit"]
-    formats = [c.value for c in ShellComplete(main, {}, "eosctl", "_EOSCTL_COMPLETE").get_completions(
-        ["audit", "--format"], "")]
-    assert formats == ["table", "json", "junit", "html"]
