@@ -11,6 +11,7 @@ input row) and grouped by key in a single shuffle.
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 import threading
@@ -21,7 +22,7 @@ from typing import Any, Protocol
 
 from eosctl.config import Cluster, Sink
 from eosctl.errors import BrokerError, EosctlError, SinkError, first_line
-from eosctl.findings import KINDS, AuditReport, Finding, PartitionSummary
+from eosctl.findings import KINDS, AuditReport, Finding, LogSegment, PartitionSummary
 
 TP = tuple[str, int]
 Progress = Callable[[str, int, int], None]  # (what, done, total)
@@ -135,6 +136,7 @@ def _open_sink(sink: Sink, settings: TaskSettings) -> Any:
 
 def _audit_partition(item: WorkItem, source: Source, sink: Sink, settings: TaskSettings,
                      want_ranges: bool, group: str | None) -> list[dict[str, Any]]:
+    from eosctl.gapmap import log_segments
     from eosctl.model import Kind
     from eosctl.reconcile import offset_mismatch, reconcile_partition, reconcile_unknown
 
@@ -146,6 +148,7 @@ def _audit_partition(item: WorkItem, source: Source, sink: Sink, settings: TaskS
             summary, findings = reconcile_unknown(item.topic, item.partition, isl)
         else:
             summary, findings = reconcile_partition(log, isl)
+            summary = replace(summary, log_segments=log_segments(log))  # for the HTML gap map
     if item.check_offsets:
         mismatch = offset_mismatch(item.topic, item.partition, item.stored_offset, item.committed_offset,
                                    log, group)
@@ -165,7 +168,9 @@ def _summary_row(s: PartitionSummary) -> dict[str, Any]:
     return {"rec": "summary", "topic": s.topic, "partition": s.partition,
             "log_start_offset": s.log_start_offset, "last_stable_offset": s.last_stable_offset,
             "high_watermark": s.high_watermark, "expected_records": s.expected_records,
-            "sink_rows": s.sink_rows, "unverifiable": s.unverifiable_below, "present": s.exists}
+            "sink_rows": s.sink_rows, "unverifiable": s.unverifiable_below, "present": s.exists,
+            # The summary row's otherwise unused detail column carries the gap map's log segments.
+            "detail": None if s.log_segments is None else json.dumps([g.to_dict() for g in s.log_segments])}
 
 
 def _finding_row(f: Finding) -> dict[str, Any]:
@@ -442,9 +447,11 @@ def _raise_task_errors(errors: Iterable[dict[str, Any]]) -> None:
 
 
 def _summary_from(r: dict[str, Any]) -> PartitionSummary:
+    detail = r.get("detail")
+    segments = None if detail is None else tuple(LogSegment.from_dict(g) for g in json.loads(detail))
     return PartitionSummary(r["topic"], r["partition"], r["log_start_offset"], r["last_stable_offset"],
                             r["high_watermark"], r["expected_records"], r["sink_rows"], r["unverifiable"],
-                            r["present"])
+                            r["present"], segments)
 
 
 def _finding_from(r: dict[str, Any]) -> Finding:

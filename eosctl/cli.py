@@ -49,11 +49,13 @@ def main() -> None:
 # commands, so mounting them here costs nothing at start-up.
 from eosctl.commands import (  # noqa: E402
     audit_cmd,
+    completion_cmd,
     demo_cmd,
     lag_cmd,
     ledger_cmd,
     log_cmd,
     producers_cmd,
+    report_cmd,
     sandbox_cmd,
     snapshot_cmd,
     tui_cmd,
@@ -62,5 +64,5 @@ from eosctl.commands import (  # noqa: E402
 
 for _command in (demo_cmd.demo, sandbox_cmd.sandbox, *txns_cmd.COMMANDS, producers_cmd.producers,
                  *lag_cmd.COMMANDS, *log_cmd.COMMANDS, *ledger_cmd.COMMANDS, snapshot_cmd.snapshot,
-                 audit_cmd.audit, tui_cmd.tui):
+                 audit_cmd.audit, report_cmd.report, tui_cmd.tui, completion_cmd.completion):
     main.add_command(_command)

@@ -83,6 +83,27 @@ class Finding:
         return (self.topic, self.partition, self.first_offset, KINDS.index(self.kind), self.key or "")
 
 
+# Log segments a read_committed consumer never delivers, for the HTML gap map (eosctl.gapmap).
+SEGMENT_KINDS = ("ABORTED", "MARKER", "OPEN", "HOLE")
+
+
+@dataclass(frozen=True)
+class LogSegment:
+    kind: str  # one of SEGMENT_KINDS (eosctl.model.Kind values)
+    first: int
+    last: int  # inclusive
+    # Offsets of this kind inside first..last: less than last - first + 1 once neighbours were coalesced
+    # to keep the list bounded (see eosctl.gapmap.log_segments).
+    count: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "first": self.first, "last": self.last, "count": self.count}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> LogSegment:
+        return cls(d["kind"], int(d["first"]), int(d["last"]), int(d["count"]))
+
+
 @dataclass(frozen=True)
 class PartitionSummary:
     topic: str
@@ -97,9 +118,12 @@ class PartitionSummary:
     unverifiable_below: int = 0
     # False when the topic/partition doesn't exist in Kafka (all its sink rows are phantom_beyond_hw).
     exists: bool = True
+    # Aborted / marker / open / compacted stretches of the log, bounded; None when the audit didn't record
+    # them (older reports, partitions Kafka doesn't have). Only the HTML gap map reads them.
+    log_segments: tuple[LogSegment, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "topic": self.topic,
             "partition": self.partition,
             "log_start_offset": self.log_start_offset,
@@ -110,12 +134,17 @@ class PartitionSummary:
             "unverifiable_below": self.unverifiable_below,
             "exists": self.exists,
         }
+        if self.log_segments is not None:
+            d["log_segments"] = [s.to_dict() for s in self.log_segments]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PartitionSummary:
+        segments = d.get("log_segments")
         return cls(d["topic"], int(d["partition"]), int(d["log_start_offset"]), int(d["last_stable_offset"]),
                    int(d["high_watermark"]), int(d["expected_records"]), int(d["sink_rows"]),
-                   int(d.get("unverifiable_below", 0)), bool(d.get("exists", True)))
+                   int(d.get("unverifiable_below", 0)), bool(d.get("exists", True)),
+                   None if segments is None else tuple(LogSegment.from_dict(s) for s in segments))
 
 
 def parse_kinds(text: str | Iterable[str] | None) -> tuple[str, ...]:

@@ -8,7 +8,9 @@ JSON shape (`--format json`, exactly one object on stdout; names are stable, CI 
       "summary": {"partitions", "expected_records", "sink_rows", "unverifiable_rows",
                   "findings": {kind: int for every kind}, "failing_findings"},
       "partitions": [{"topic", "partition", "log_start_offset", "last_stable_offset", "high_watermark",
-                      "expected_records", "sink_rows", "unverifiable_below", "exists"}],
+                      "expected_records", "sink_rows", "unverifiable_below", "exists",
+                      "log_segments" (optional, for the HTML gap map: [{"kind": ABORTED|MARKER|OPEN|HOLE,
+                      "first", "last", "count"}], at most 100 per kind, neighbours coalesced)}],
       "findings": [{"kind", "topic", "partition", "first_offset", "last_offset", "count",
                     "key" and "offsets" (key_duplicate only), "detail" (when there is one)}],
       "sink": str, "group": str | null,
@@ -32,7 +34,7 @@ import click
 from eosctl.commands.options import sink_of, sink_options, target_options
 from eosctl.findings import DESCRIPTIONS, KINDS, parse_kinds
 
-FORMATS = ("table", "json", "junit")
+FORMATS = ("table", "json", "junit", "html")
 
 
 def _fail_on(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...]:
@@ -43,7 +45,8 @@ def _fail_on(ctx: click.Context, param: click.Parameter, value: str | None) -> t
 
 
 @click.command("audit")
-@target_options(formats=FORMATS, format_help="Rich tables, stable JSON, or JUnit XML for CI.")
+@target_options(formats=FORMATS, format_help="Rich tables, stable JSON or JUnit XML for CI, or one "
+                                             "self-contained HTML sign-off document (with --out).")
 @sink_options
 @click.option("--topic-column", help="Column with the source topic [default: src_topic].")
 @click.option("--partition-column", help="Column with the source partition [default: src_partition].")
@@ -154,10 +157,21 @@ def _run(target, sink, fmt: str, out: str | None, fail_on: tuple[str, ...], mast
         result = job.run_audit(spark, inp, items, progress=say)
     if not err.is_terminal:
         err.print(f"audited {len(items)} partitions in {result.elapsed_seconds:.1f}s", highlight=False)
-    _emit(report.render(result, fmt), fmt, out)
+    _emit(_html(result, target) if fmt == "html" else report.render(result, fmt), fmt, out)
     # For a command that invoked this one (eosctl demo checks the findings against its manifest).
     click.get_current_context().meta["eosctl.audit_report"] = result
     sys.exit(1 if result.verdict == "fail" else 0)
+
+
+def _html(result, target) -> str:
+    from datetime import UTC, datetime
+
+    from eosctl.report_html import AuditContext, render_html
+
+    return render_html(result, AuditContext(
+        bootstrap=target.cluster.bootstrap_servers,
+        pipeline=target.pipeline.name if target.pipeline else None, topics=tuple(target.topics),
+        audited_at=datetime.now(UTC), origin="eosctl audit"))
 
 
 def _emit(rendered, fmt: str, out: str | None) -> None:

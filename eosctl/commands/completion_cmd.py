@@ -1,0 +1,32 @@
+"""`eosctl completion SHELL`: the shell's completion script (click's own; nothing generated here)."""
+
+from __future__ import annotations
+
+import click
+
+SHELLS = ("bash", "zsh", "fish")
+
+
+@click.command("completion")
+@click.argument("shell", type=click.Choice(SHELLS))
+def completion(shell: str) -> None:
+    """Print the completion script for bash, zsh or fish: commands, options and choices complete on TAB.
+
+    \b
+    Load it once in the current shell:
+      bash:  eval "$(eosctl completion bash)"
+      zsh:   eval "$(eosctl completion zsh)"
+      fish:  eosctl completion fish | source
+    \b
+    Or for every new shell:
+      bash:  eosctl completion bash > ~/.local/share/bash-completion/completions/eosctl
+      zsh:   eosctl completion zsh > "${fpath[1]}/_eosctl"
+      fish:  eosctl completion fish > ~/.config/fish/completions/eosctl.fish
+    """
+    from click.shell_completion import get_completion_class
+
+    from eosctl.cli import main
+
+    # The same script `_EOSCTL_COMPLETE=bash_source eosctl` prints; it calls eosctl back on each TAB.
+    cls = get_completion_class(shell)
+    click.echo(cls(main, {}, "eosctl", "_EOSCTL_COMPLETE").source())

@@ -1,0 +1,104 @@
+"""`eosctl report`: the HTML sign-off page from an audit you already have (a snapshot or a JSON report)."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+
+from eosctl.errors import EosctlError
+
+
+@click.command("report")
+@click.argument("source", metavar="SNAPSHOT.duckdb|REPORT.json", type=click.Path(dir_okay=False))
+@click.option("--out", "out", required=True, type=click.Path(dir_okay=False),
+              help="The HTML file to write (one self-contained file: no network, no scripts).")
+def report(source: str, out: str) -> None:
+    """Render an audit as one self-contained HTML file, for sign-off or an incident review.
+
+    \b
+    SOURCE is either
+      a snapshot with an audit   eosctl snapshot -c eosctl.toml --with-audit --out incident.duckdb
+      a JSON audit report        eosctl audit -c eosctl.toml --format json --out audit.json
+    \b
+    Example:
+      eosctl report incident.duckdb --out incident.html
+      eosctl report audit.json --out audit.html
+    \b
+    The page shows the verdict first, what was audited, a gap map per partition (its offsets from log
+    start to high watermark: committed records in the sink, gaps, duplicates, phantoms, aborted ranges,
+    markers and open transactions, each in its own colour), the partition and findings tables, and the
+    JSON report embedded for machines (<script type="application/json" id="eosctl-report">). A live
+    audit writes the same page directly: eosctl audit --format html --out FILE.
+
+    The gap map draws aborted ranges, markers and open transactions from the audit's log segments (audits
+    by this eosctl record them) or, for a snapshot, from its partition logs; an older JSON report without
+    them still shows every finding.
+    """
+    from eosctl.report_html import render_html
+
+    audit, context = _load(source)
+    html = render_html(audit, context)
+    parent = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(parent):
+        raise EosctlError(f"cannot write {out}: directory {parent} does not exist; create it or pick another "
+                          "--out")
+    try:
+        Path(out).write_text(html, encoding="utf-8")
+    except OSError as e:
+        raise EosctlError(f"cannot write {out}: {e.strerror or e}") from None
+    click.echo(f"wrote {out}: {audit.verdict.upper()}, {len(audit.findings)} findings in "
+               f"{len(audit.partitions)} partitions", err=True)
+
+
+def _load(source: str):
+    from eosctl.findings import AuditReport
+    from eosctl.report_html import AuditContext
+    from eosctl.sinkdb import read_header
+
+    if not os.path.isfile(source):
+        raise EosctlError(f"{source}: no such file (pass a snapshot .duckdb or a JSON report from "
+                          "`eosctl audit --format json --out FILE`)")
+    if read_header(source) is not None:
+        return _from_snapshot(source)
+    try:
+        with open(source, encoding="utf-8") as f:
+            data = json.load(f)
+        missing = [k for k in ("verdict", "partitions", "findings") if k not in data]
+        if missing:
+            raise KeyError(f"no {missing[0]!r} field")
+        audit = AuditReport.from_dict(data)
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+        raise EosctlError(f"{source} is neither an eosctl snapshot nor a JSON audit report "
+                          f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'unreadable'}); "
+                          "write one with `eosctl audit --format json --out FILE`") from None
+    written = datetime.fromtimestamp(os.path.getmtime(source), UTC)
+    return audit, AuditContext(origin=f"{source} (JSON report, file written {written:%Y-%m-%d %H:%M:%S} UTC)")
+
+
+def _from_snapshot(source: str):
+    from dataclasses import replace
+
+    from eosctl.gapmap import log_segments
+    from eosctl.report_html import AuditContext
+    from eosctl.snapshot import load_snapshot
+
+    snap = load_snapshot(source)
+    if snap.audit is None:
+        raise EosctlError(f"{source} holds no audit; take a snapshot with one (`eosctl snapshot "
+                          "--with-audit` or `--audit-report FILE`) or render a JSON report instead")
+    audit = snap.audit
+    # Reports from before log segments existed: the snapshot's own partition logs have them.
+    parts = [replace(p, log_segments=log_segments(snap.logs[(p.topic, p.partition)]))
+             if p.log_segments is None and (p.topic, p.partition) in snap.logs else p
+             for p in audit.partitions]
+    audit = replace(audit, partitions=parts)
+    imported = snap.audit_origin not in (None, "run")
+    origin = f"snapshot {source}" + (f" (audit imported from {snap.audit_origin})" if imported else "")
+    # An audit run by the capture happened at capture time; an imported report's time isn't recorded.
+    when = None if imported else snap.captured_at
+    return audit, AuditContext(bootstrap=snap.bootstrap, pipeline=snap.pipeline, topics=tuple(snap.topics),
+                               audited_at=when, eosctl_version=snap.eosctl_version, origin=origin)
