@@ -90,7 +90,10 @@ class Fault:
     topic: str | None = None
     partition: int | None = None
     error: int = NONE
-    no_records: bool = False  # an answer with no records and no error (remote fetch throttled, KIP-405)
+    # An answer with no records and no error below the HW: ReplicaManager.handleOffsetOutOfRangeError,
+    # tiered storage (KIP-405) with remote fetches throttled, answers MemoryRecords.EMPTY with the real HW,
+    # log start and LSO and no exception.
+    no_records: bool = False
     drop: bool = False  # leave the partition out of the answer
     throttle_ms: int = 0  # KIP-219: an empty answer carrying throttle_time_ms
     before: Callable[[], None] | None = None
@@ -335,9 +338,12 @@ class KafkaSim:
         if not error and not p.log_start <= offset <= p.high_watermark:
             error = OFFSET_OUT_OF_RANGE  # UnifiedLog.read / LocalLog.read: OffsetOutOfRangeException
         if error:
-            # ReplicaManager.readFromLog: an exception becomes createLogReadResult(e), whose
-            # highWatermark, leaderLogStartOffset and lastStableOffset are UnifiedLog.UnknownOffset (-1),
-            # with no records.
+            # core/src/main/scala/kafka/server/ReplicaManager.scala (apache/kafka 1eb7644): readFromLog turns
+            # NotLeaderOrFollower / UnknownLeaderEpoch / FencedLeaderEpoch / KafkaStorage exceptions, and
+            # OffsetOutOfRange outside tiered storage (handleOffsetOutOfRangeError), into
+            # createLogReadResult(e): highWatermark and leaderLogStartOffset are UnifiedLog.UnknownOffset
+            # (-1), lastStableOffset None (KafkaApis: FetchResponse.INVALID_LAST_STABLE_OFFSET, -1), and
+            # MemoryRecords.EMPTY.
             return {"partition_index": fp.partition, "error_code": error, "high_watermark": UNKNOWN_OFFSET,
                     "last_stable_offset": UNKNOWN_OFFSET, "log_start_offset": UNKNOWN_OFFSET,
                     "aborted_transactions": [], "records": b""}, 0
