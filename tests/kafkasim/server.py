@@ -384,8 +384,9 @@ class KafkaSim:
                 by_topic.setdefault(topic, []).append(r.OffsetFetchResponsePartition(
                     partition_index=partition, committed_offset=offset, committed_leader_epoch=-1,
                     metadata="", error_code=NONE))
-        # GroupMetadataManager.getOffsets: committed offsets outlive their topic (until offsets
-        # retention), so a deleted topic's offsets are still listed.
+        # A deleted topic's offsets are dropped only when the coordinator's broker applies the deletion
+        # (BrokerMetadataPublisher -> GroupCoordinator.onPartitionsDeleted), so OffsetFetch may still
+        # list them while another broker's Metadata already answers UNKNOWN_TOPIC_OR_PARTITION.
         return {"throttle_time_ms": 0, "error_code": NONE,
                 "topics": [r(name=t, partitions=ps) for t, ps in by_topic.items()]}
 
