@@ -342,7 +342,7 @@ def scan_partitions(client: WireClient, tps: Iterable[TP], start: Bound = None, 
             stall.why = why or "no progress"
             if time.monotonic() - stall.since > RETRY_DEADLINE_S:
                 raise BrokerError(f"cannot read {tp[0]}-{tp[1]} at offset {s.position}: {stall.why} "
-                                  f"for {RETRY_DEADLINE_S:.0f}s ({stall.rounds} attempts); retry later")
+                                  f"for {RETRY_DEADLINE_S:.0f}s; retry later")
             waits.append(max(r.throttle_ms / 1000, min(2.0, 0.05 * 2 ** stall.rounds)))
         if waits:
             time.sleep(max(waits))

@@ -139,7 +139,7 @@ class KafkaSim:
         self.lock = threading.RLock()
         self._servers = [_Server(self, node) for node in range(nodes)]
         for s in self._servers:
-            threading.Thread(target=s.serve_forever, name=f"kafkasim-{s.node}", daemon=True).start()
+            threading.Thread(target=s.serve_forever, args=(0.05,), name=f"kafkasim-{s.node}", daemon=True).start()
 
     # --- declaring the cluster --------------------------------------------------------------------
 
@@ -307,6 +307,7 @@ class KafkaSim:
         if throttle:
             for t in request.topics:
                 for p in t.partitions:
+                    self.fetches.append((node, t.topic, p.partition, p.fetch_offset))
                     self._take("fetch", t.topic, p.partition)
             # KIP-219, FetchContext.getThrottledResponse: a throttled fetch is answered at once with
             # throttle_time_ms and no partitions at all.
