@@ -44,7 +44,7 @@ def ranges(doc: dict) -> list[tuple[int, int, str]]:
 @pytest.fixture
 def short_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     """Give up on a partition that never answers usefully after 1 s instead of 30."""
-    monkeypatch.setattr("eosctl.logscan.RETRY_DEADLINE_S", 1.0)
+    monkeypatch.setattr("eosctl.logscan.RETRY_DEADLINE_S", 1.0, raising=False)
 
 
 # --- case 1: the solo re-fetch's error ---------------------------------------------------------------
@@ -131,12 +131,22 @@ def compacted_log(sim: KafkaSim) -> None:
     p.data(2)
 
 
-def test_throttled_fetches_are_retried(kafka_sim: KafkaSim) -> None:
-    compacted_log(kafka_sim)
-    kafka_sim.inject("fetch", "t", 0, throttle_ms=50, times=2)
-    doc = log_doc(kafka_sim)
-    assert ranges(doc) == [(0, 4, "DATA"), (5, 7, "HOLE"), (8, 9, "DATA")]
-    assert len(kafka_sim.fetches) == 3
+def test_throttled_fetches_are_retried_after_the_throttle_time(kafka_sim: KafkaSim, tmp_path: Path) -> None:
+    """Partition 0, left empty in the two-partition Fetch, is throttled twice when fetched alone (KIP-219:
+    no partitions in the answer). The scan waits throttle_time_ms and asks again."""
+    two_partitions(kafka_sim)
+    sink = sink_with(tmp_path / "sink.duckdb", {0: [0, 1, 2, 8, 9], 1: list(range(10))})
+    kafka_sim.inject("fetch", "t", 0, no_records=True)
+    kafka_sim.inject("fetch", "t", 0, throttle_ms=300, times=2)
+    result = cli("ledger", "--bootstrap", kafka_sim.bootstrap, "--topic", "t", "--sink-duckdb", sink,
+                 "--format", "json")
+    assert result.exit_code == 1, result.output
+    p0 = json.loads(result.stdout)["partitions"][0]
+    assert [(f["kind"], f["first_offset"], f["last_offset"], f["count"]) for f in p0["flags"]] == [
+        ("gap", 3, 7, 5)]
+    assert len(kafka_sim.fetch_times) == 4  # both partitions, p0 alone (throttled twice), p0 alone
+    t = kafka_sim.fetch_times
+    assert t[2] - t[1] >= 0.3 and t[3] - t[2] >= 0.3  # never asked again before the throttle time
 
 
 def test_no_records_below_the_high_watermark_is_retried_not_a_hole(kafka_sim: KafkaSim) -> None:

@@ -13,6 +13,7 @@ import socket
 import socketserver
 import struct
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -134,12 +135,14 @@ class KafkaSim:
         self.faults: list[Fault] = []
         self.requests: list[tuple[int, str, int]] = []  # (node, api name, version), in arrival order
         self.fetches: list[tuple[int, str, int, int]] = []  # (node, topic, partition, fetch offset)
+        self.fetch_times: list[float] = []  # time.monotonic() of each Fetch request
         self.list_offsets: list[tuple[str, int, int, int]] = []  # (topic, partition, timestamp, isolation)
         self.errors: list[str] = []  # handler crashes: a test fixture fails on them
         self.lock = threading.RLock()
         self._servers = [_Server(self, node) for node in range(nodes)]
         for s in self._servers:
-            threading.Thread(target=s.serve_forever, args=(0.05,), name=f"kafkasim-{s.node}", daemon=True).start()
+            threading.Thread(target=s.serve_forever, args=(0.05,), name=f"kafkasim-{s.node}",
+                             daemon=True).start()
 
     # --- declaring the cluster --------------------------------------------------------------------
 
@@ -300,6 +303,7 @@ class KafkaSim:
         return {"throttle_time_ms": 0, "topics": topics}
 
     def _fetch(self, node: int, request: Any, version: int) -> dict[str, Any]:
+        self.fetch_times.append(time.monotonic())
         throttle = max((f.throttle_ms for f in self.faults if f.api == "fetch" and f.throttle_ms
                         and f.after == 0 and any(f.matches("fetch", t.topic, p.partition)
                                                  for t in request.topics for p in t.partitions)),
