@@ -304,17 +304,15 @@ class KafkaSim:
 
     def _fetch(self, node: int, request: Any, version: int) -> dict[str, Any]:
         self.fetch_times.append(time.monotonic())
-        throttle = max((f.throttle_ms for f in self.faults if f.api == "fetch" and f.throttle_ms
-                        and f.after == 0 and any(f.matches("fetch", t.topic, p.partition)
-                                                 for t in request.topics for p in t.partitions)),
-                       default=0)
+        faults = {(t.topic, p.partition): self._take("fetch", t.topic, p.partition)
+                  for t in request.topics for p in t.partitions}
+        throttle = max((f.throttle_ms for f in faults.values() if f is not None), default=0)
+        for t in request.topics:
+            for p in t.partitions:
+                self.fetches.append((node, t.topic, p.partition, p.fetch_offset))
         if throttle:
-            for t in request.topics:
-                for p in t.partitions:
-                    self.fetches.append((node, t.topic, p.partition, p.fetch_offset))
-                    self._take("fetch", t.topic, p.partition)
             # KIP-219, FetchContext.getThrottledResponse: a throttled fetch is answered at once with
-            # throttle_time_ms and no partitions at all.
+            # throttle_time_ms and no partitions at all (the other partitions' faults are spent too).
             return {"throttle_time_ms": throttle, "error_code": NONE, "session_id": 0, "responses": []}
         budget = request.max_bytes
         responses = []
@@ -322,8 +320,7 @@ class KafkaSim:
         for t in request.topics:
             parts = []
             for fp in t.partitions:
-                self.fetches.append((node, t.topic, fp.partition, fp.fetch_offset))
-                fault = self._take("fetch", t.topic, fp.partition)
+                fault = faults[(t.topic, fp.partition)]
                 if fault and fault.drop:
                     continue
                 first = budget == request.max_bytes  # nothing in this answer yet
