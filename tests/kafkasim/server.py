@@ -249,7 +249,13 @@ class KafkaSim:
         r = MetadataResponse
         brokers = [r.MetadataResponseBroker(node_id=s.node, host="127.0.0.1", port=s.port, rack=None)
                    for s in self._servers]
-        names = list(self.topics) if not request.topics else [t.name for t in request.topics]
+        if request.topics:
+            names = [t.name for t in request.topics]
+        else:
+            # KafkaApis.handleTopicMetadataRequest: a request for all topics leaves out the topics the
+            # principal may not describe instead of listing them with an error.
+            names = [t for t in self.topics
+                     if not any(f.matches("metadata", t, None) and f.error for f in self.faults)]
         topics = []
         for name in names:
             fault = self._take("metadata", name)
