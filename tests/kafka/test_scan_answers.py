@@ -89,6 +89,20 @@ def test_ledger_flags_the_gap_when_the_solo_refetch_fails(kafka_sim: KafkaSim, t
         assert (1, "t", 0, 0) in kafka_sim.fetches
 
 
+def test_log_follows_the_leader_moving_before_listoffsets_and_before_fetch(kafka_sim: KafkaSim) -> None:
+    """Kafka answers NOT_LEADER_OR_FOLLOWER from the old leader (ReplicaManager.getPartitionOrException);
+    the scan looks the leader up again (Metadata) and asks the new one."""
+    p = kafka_sim.partition("t", 0)
+    p.data(3)
+    p.txn(5, 0, 2)
+    p.abort(5, 0)
+    kafka_sim.inject("list_offsets", "t", 0, before=lambda: kafka_sim.move_leader("t", 0, node=1))
+    kafka_sim.inject("fetch", "t", 0, before=lambda: kafka_sim.move_leader("t", 0, node=0))
+    doc = log_doc(kafka_sim)
+    assert ranges(doc) == [(0, 2, "DATA"), (3, 4, "ABORTED"), (5, 5, "MARKER")]
+    assert [(node, offset) for node, _, _, offset in kafka_sim.fetches] == [(1, 0), (0, 0)]
+
+
 # --- case 2: retention during the scan ---------------------------------------------------------------
 
 def test_log_start_moving_mid_scan_continues_from_listoffsets_earliest(kafka_sim: KafkaSim) -> None:
