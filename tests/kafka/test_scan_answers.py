@@ -135,6 +135,27 @@ def test_ledger_passes_when_retention_removes_offsets_the_sink_holds(kafka_sim: 
     assert (row["rows"], row["missing_offsets"], row["flags"]) == (20, 0, [])
 
 
+def test_the_audit_task_counts_what_retention_removed_as_unverifiable(kafka_sim: KafkaSim,
+                                                                       tmp_path: Path) -> None:
+    """What one `eosctl audit` Spark task does for a partition (scan, then reconcile with the sink), run
+    in-process: the sink's rows below the moved log start are unverifiable_below, not findings."""
+    from auditors.job import KafkaSource, TaskSettings, WorkItem, _audit_partition
+    from eosctl.config import Cluster, Sink
+
+    p = kafka_sim.partition("t", 0)
+    p.data(10)
+    p.data(10)
+    sink = sink_with(tmp_path / "sink.duckdb", {0: list(range(20))})
+    kafka_sim.inject("fetch", "t", 0, before=lambda: p.delete_before(10))
+    source = KafkaSource(Cluster(name="sim", bootstrap_servers=kafka_sim.bootstrap))
+    settings = TaskSettings(temp_directory=str(tmp_path / "tmp"))
+    rows = _audit_partition(WorkItem("t", 0, True), source, Sink(duckdb=sink), settings, want_ranges=False,
+                            group=None)
+    assert rows == [{"rec": "summary", "topic": "t", "partition": 0, "log_start_offset": 10,
+                     "last_stable_offset": 20, "high_watermark": 20, "expected_records": 10, "sink_rows": 20,
+                     "unverifiable": 10, "present": True}]
+
+
 # --- case 3: throttled and empty answers -------------------------------------------------------------
 
 def compacted_log(sim: KafkaSim) -> None:
