@@ -54,6 +54,10 @@ class FetchResult:
     log_start_offset: int
     aborted: tuple[tuple[int, int], ...]  # (producer_id, first_offset), only sent for read_committed
     records: bytes
+    throttle_ms: int = 0  # the response's throttle_time_ms (KIP-219: don't ask that broker again sooner)
+    # False: the broker's answer left this partition out (a throttled fetch is answered with no
+    # partitions at all, KIP-219); every other field is then a placeholder.
+    answered: bool = True
 
     @property
     def error(self) -> str | None:
@@ -162,23 +166,34 @@ class WireClient:
         each leader gets three requests (earliest; latest uncommitted = HW; latest committed = LSO),
         each carrying all of that leader's partitions and all in flight together.
         """
-        by_leader: dict[int, list[TP]] = defaultdict(list)
-        for tp in dict.fromkeys(tps):
-            by_leader[self.leader(*tp)].append(tp)
         specs = [(OffsetSpec.EARLIEST, READ_UNCOMMITTED), (OffsetSpec.LATEST, READ_UNCOMMITTED),
                  (OffsetSpec.LATEST, READ_COMMITTED)]
-        calls = [(node, _list_offsets(parts, spec, isolation))
-                 for node, parts in by_leader.items() for spec, isolation in specs]
-        got: dict[TP, list[int]] = defaultdict(lambda: [0, 0, 0])
-        for i, response in enumerate(self._send_all(calls)):
-            slot = i % len(specs)
-            for t in response.topics:
-                for p in t.partitions:
-                    if p.error_code:
-                        raise BrokerError(f"ListOffsets for {t.name}-{p.partition_index} failed: "
-                                          f"{Errors.for_code(p.error_code).__name__}")
-                    got[(t.name, p.partition_index)][slot] = p.offset
-        return {tp: Offsets(*got[tp]) for tp in dict.fromkeys(tps)}
+        wanted = list(dict.fromkeys(tps))
+        attempt = 0
+        while True:
+            by_leader: dict[int, list[TP]] = defaultdict(list)
+            for tp in wanted:
+                by_leader[self.leader(*tp)].append(tp)
+            calls = [(node, _list_offsets(parts, spec, isolation))
+                     for node, parts in by_leader.items() for spec, isolation in specs]
+            got: dict[TP, list[int]] = defaultdict(lambda: [0, 0, 0])
+            failed = None
+            for i, response in enumerate(self._send_all(calls)):
+                slot = i % len(specs)
+                for t in response.topics:
+                    for p in t.partitions:
+                        if p.error_code:
+                            failed = (t.name, p.partition_index, Errors.for_code(p.error_code))
+                        got[(t.name, p.partition_index)][slot] = p.offset
+            if failed is None:
+                return {tp: Offsets(*got[tp]) for tp in wanted}
+            topic, partition, error = failed
+            attempt += 1
+            if not getattr(error, "retriable", False) or attempt == METADATA_ATTEMPTS:
+                raise BrokerError(f"ListOffsets for {topic}-{partition} failed: {error.__name__}")
+            # A leader moved (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH...): look it up again.
+            self.forget_leaders()
+            time.sleep(0.1 * 2**attempt)
 
     # --- fetch ------------------------------------------------------------------------------------
 
@@ -197,9 +212,10 @@ class WireClient:
             by_leader[self.leader(*tp)][tp] = offset
         calls = [(node, _fetch_request(parts, max_bytes, isolation)) for node, parts in by_leader.items()]
         out: dict[TP, FetchResult] = {}
-        for response in self._send_all(calls):
+        for (_, request), response in zip(calls, self._send_all(calls), strict=True):
             if response.error_code:
                 raise BrokerError(f"Fetch failed: {Errors.for_code(response.error_code).__name__}")
+            throttle = response.throttle_time_ms or 0
             for t in response.responses:
                 for p in t.partitions:
                     tp = (t.topic, p.partition_index)
@@ -208,8 +224,14 @@ class WireClient:
                         topic=t.topic, partition=p.partition_index, fetch_offset=positions[tp],
                         error_code=p.error_code, high_watermark=p.high_watermark,
                         last_stable_offset=p.last_stable_offset, log_start_offset=p.log_start_offset,
-                        aborted=aborted, records=bytes(p.records or b""),
+                        aborted=aborted, records=bytes(p.records or b""), throttle_ms=throttle,
                     )
+            for t in request.topics:
+                for p in t.partitions:
+                    tp = (t.topic, p.partition)
+                    if tp not in out:
+                        out[tp] = FetchResult(t.topic, p.partition, positions[tp], 0, -1, -1, -1, (), b"",
+                                              throttle_ms=throttle, answered=False)
         return out
 
     def forget_leaders(self) -> None:
