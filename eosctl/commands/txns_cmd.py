@@ -35,7 +35,8 @@ offsets, ``lso``/``hw`` exclusive):
      "producers": [{"topic": str, "partition": int, "producer_id": int, "producer_epoch": int,
                     "last_sequence": int, "last_timestamp_ms": int|null,
                     "current_txn_start_offset": int|null, "coordinator_epoch": int|null,
-                    "epochs": [int], "fencing_events": int, "zombie_writes": int}]}   # last 3: log-scan only
+                    "epochs": [int], "fencing_events": int, "zombie_writes": int,   # these 4: log-scan only
+                    "earlier_epochs": int}]}   # epochs keeps the latest 20; fencing rule: README
 
 Exit status: 0 ok; 1 `txns hanging` found hanging transactions; 2 usage, config or connection error, and
 `txns abort --yes` on a broker without the abort API.
@@ -310,6 +311,7 @@ def producers(config: str | None, pipeline: str | None, bootstrap: str | None, f
 
         emit_json(report.to_dict())
         return
+    from eosctl.producers import epochs_text
     from eosctl.render import table
 
     out = out_console()
@@ -322,7 +324,7 @@ def producers(config: str | None, pipeline: str | None, bootstrap: str | None, f
         row: list[Any] = [r.partition, r.producer_id, r.producer_epoch, r.last_sequence,
                           time_text(r.last_timestamp_ms), r.current_txn_start_offset]
         if log:
-            row += [",".join(map(str, r.epochs)), r.fencing_events, r.zombie_writes]
+            row += [epochs_text(r.epochs, r.earlier_epochs), r.fencing_events, r.zombie_writes]
         rows.append(row)
     if rows:
         out.print(table(f"Producers of {report.topic} ({len(rows)})", cols, rows))
