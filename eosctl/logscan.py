@@ -84,6 +84,7 @@ class _Classifier:
         self.missing = 0
         self._missing_at: dict[int, int] = {}
         self._after_abort: set[int] = set()  # producer ids whose last bump was on an ABORT marker
+        self._plain_bumps: dict[int, int] = {}  # kept bumps that can never mean fencing, per producer id
 
     @property
     def done(self) -> bool:
@@ -265,15 +266,16 @@ class _Classifier:
         bump = EpochBump(b.base_offset, old, b.producer_epoch, b.is_control, b.marker, transactional,
                          after_abort and not b.is_control)
         p.bumps_total += 1
+        telling = _telling(bump)
         if len(p.epoch_bumps) < MAX_EVENTS:
             p.epoch_bumps.append(bump)
-        elif _telling(bump):
+            self._plain_bumps[pid] = self._plain_bumps.get(pid, 0) + (not telling)
+        elif telling and self._plain_bumps.get(pid):
             # Full: a bump that can mean fencing replaces the oldest one that never can (v2 COMMITs).
-            for i, old_bump in enumerate(p.epoch_bumps):
-                if not _telling(old_bump):
-                    del p.epoch_bumps[i]
-                    p.epoch_bumps.append(bump)
-                    break
+            i = next(i for i, old_bump in enumerate(p.epoch_bumps) if not _telling(old_bump))
+            del p.epoch_bumps[i]
+            p.epoch_bumps.append(bump)
+            self._plain_bumps[pid] -= 1
 
     # --- result -----------------------------------------------------------------------------------
 
