@@ -71,12 +71,12 @@ class PartitionLag:
 
     @property
     def lag_to_lso(self) -> int | None:
-        return None if self.committed is None else max(0, self.lso - self.committed)
+        return None if self.committed is None or self.lso < 0 else max(0, self.lso - self.committed)
 
     @property
     def hw_lag(self) -> int | None:
         """What kafka-consumer-groups.sh calls LAG, for comparison."""
-        return None if self.committed is None else max(0, self.hw - self.committed)
+        return None if self.committed is None or self.hw < 0 else max(0, self.hw - self.committed)
 
     @property
     def blocked(self) -> int:
@@ -298,12 +298,13 @@ def poll(client: Any, admin: Any, groups: Sequence[str] | None = None, topics: S
     if not groups:
         by_group = {g: offs for g, offs in by_group.items() if offs}
     group_topics = sorted({tp[0] for offs in by_group.values() for tp in offs} | set(topics or ()))
-    partitions = client.metadata(group_topics) if group_topics else {}
+    partitions, broken = topic_partitions(client, group_topics, set(topics or ()))
     # Every partition of each topic a group committed to, so a partition it never committed shows too.
     committed: dict[str, dict[TP, int | None]] = {}
     for g, offs in by_group.items():
         mine = sorted({tp[0] for tp in offs} | (set(topics) if groups and topics else set()))
-        committed[g] = {(t, p): offs.get((t, p)) for t in mine for p in sorted(partitions[t])}
+        committed[g] = {(t, p): offs.get((t, p))
+                        for t in mine if t in partitions for p in sorted(partitions[t])}
     tps = sorted({tp for offs in committed.values() for tp in offs})
     offsets = client.offsets(tps) if tps else {}
     per_tp: dict[TP, list[int | None]] = defaultdict(list)
@@ -316,8 +317,37 @@ def poll(client: Any, admin: Any, groups: Sequence[str] | None = None, topics: S
     blocked = [tp for tp in tps if offsets[tp].last_stable < offsets[tp].high_watermark]
     txns = open_transactions(client, blocked, {tp: offsets[tp].last_stable for tp in blocked})
     taken = int(time.time() * 1000) if now_ms is None else now_ms
-    return LagSnapshot(taken, build_rows(committed, offsets, logs, txns),
-                       {g: states.get(g, "UNKNOWN") for g in committed})
+    rows = build_rows(committed, offsets, logs, txns) + [
+        PartitionLag(g, t, p, c, -1, -1, -1, error=broken[t])  # -1: unknown, as Kafka says
+        for g, offs in by_group.items() for (t, p), c in sorted(offs.items()) if t in broken]
+    order = {g: i for i, g in enumerate(committed)}
+    rows.sort(key=lambda r: (order[r.group], r.topic, r.partition))
+    return LagSnapshot(taken, rows, {g: states.get(g, "UNKNOWN") for g in committed})
+
+
+def topic_partitions(client: Any, topics: Sequence[str],
+                     required: set[str]) -> tuple[dict[str, dict[int, int]], dict[str, str]]:
+    """(topic -> partition -> leader, topic -> error): a topic a group committed to that was deleted, or that
+    the user may not describe, gets its error instead of failing every group's lag; a ``required`` topic
+    (named by the user) still fails the poll."""
+    from eosctl.errors import BrokerError
+
+    if not topics:
+        return {}, {}
+    try:
+        return client.metadata(topics), {}
+    except BrokerError:
+        pass
+    found: dict[str, dict[int, int]] = {}
+    broken: dict[str, str] = {}
+    for t in topics:
+        try:
+            found.update(client.metadata([t]))
+        except BrokerError as e:
+            if t in required:
+                raise
+            broken[t] = str(e)
+    return found, broken
 
 
 # --- watch: Burrow-style statuses over a sliding window ------------------------------------------------

@@ -35,7 +35,7 @@ from eosctl.model import (
     ZombieWrite,
     merge_ranges,
 )
-from eosctl.wire import DEFAULT_MAX_BYTES, TP, Offsets, WireClient
+from eosctl.wire import DEFAULT_MAX_BYTES, TP, FetchResult, Offsets, WireClient
 
 Progress = Callable[[int, int], None]
 Bound = int | Mapping[TP, int] | None
@@ -48,6 +48,9 @@ _RETRIABLE = {
 }
 _OUT_OF_RANGE = Errors.OffsetOutOfRangeError.errno
 INT32_MAX = 2**31 - 1
+# How long one partition may keep answering without progress (errors, throttling, empty answers) before
+# the scan gives up with one line naming it.
+RETRY_DEADLINE_S = 30.0
 
 
 @dataclass
@@ -279,19 +282,21 @@ class _Classifier:
 
     # --- result -----------------------------------------------------------------------------------
 
-    def skip_to(self, offset: int, why: str) -> None:
-        """Offsets vanished under the scan (retention moved the log start): they are holes now."""
-        upto = min(offset, self.end)
-        if upto > self.next:
-            self._piece(self.next, upto - 1, Kind.HOLE)
-            self.missing += upto - self.next
-            self.warnings.append(f"offsets {self.next}..{upto - 1} disappeared during the scan ({why})")
-            self.next = upto
-        self.position = max(self.position, offset)
+    def retention(self, log_start: int) -> None:
+        """Retention (or DeleteRecords) moved the log start past the scan: what it removed was never read,
+        so it is below the log start now (the audit's unverifiable_below), not a hole and not a gap."""
+        if log_start <= self.offsets.log_start:
+            return
+        self.warnings.append(f"the log start moved from {self.offsets.log_start} to {log_start} during the "
+                             f"scan (retention): offsets below {log_start} can no longer be verified")
+        self.offsets = Offsets(log_start, self.offsets.high_watermark, self.offsets.last_stable)
+        self.missing += max(0, min(log_start, self.end) - self.next)  # sequence gaps they explain
+        self.next = max(self.next, min(log_start, self.end))
+        self.position = max(self.position, log_start)
 
     def finish(self) -> PartitionLog:
-        if self.next < self.end:  # the log ended early: compaction removed the tail batches
-            self._piece(self.next, self.end - 1, Kind.HOLE)
+        if self.next < self.end:  # never classify what was not read (the scan loop does not stop here)
+            self.warnings.append(f"offsets {self.next}..{self.end - 1} were not read")
         for pid, txn in self.open.items():
             for first, last, epoch in txn.spans:
                 self._piece(first, last, Kind.OPEN, pid, epoch)
@@ -300,10 +305,12 @@ class _Classifier:
             if pid in self.producers:
                 self.producers[pid].open_txn_first_offset = txn.first
         self.transactions.sort(key=lambda t: (t.first_offset, t.producer_id))
+        # The log as it stands after the scan: nothing below a log start that moved during it.
+        begin = min(max(self.start, self.offsets.log_start), self.end)
         log = PartitionLog(
             topic=self.topic, partition=self.partition, log_start_offset=self.offsets.log_start,
             high_watermark=self.offsets.high_watermark, last_stable_offset=self.offsets.last_stable,
-            scanned_from=self.start, scanned_to=self.end, ranges=merge_ranges(self.pieces),
+            scanned_from=begin, scanned_to=self.end, ranges=_clip(merge_ranges(self.pieces), begin),
             transactions=self.transactions, producers=self.producers, batches=self.batches,
             warnings=self.warnings,
         )
@@ -329,6 +336,12 @@ class _Classifier:
 def _telling(b: EpochBump) -> bool:
     """Can this bump be fencing under some protocol (an ABORT marker, or transactional data)?"""
     return b.marker == "ABORT" if b.on_marker else b.transactional
+
+
+def _clip(ranges: list[OffsetRange], first: int) -> list[OffsetRange]:
+    """The ranges from ``first`` on (cut where one straddles it)."""
+    return [r if r.first >= first else OffsetRange(first, r.last, r.kind, r.producer_id, r.producer_epoch)
+            for r in ranges if r.last >= first]
 
 
 def _runs(offsets: list[int]) -> Iterable[tuple[int, int]]:
@@ -376,7 +389,7 @@ def scan_partitions(client: WireClient, tps: Iterable[TP], start: Bound = None, 
         scans[tp] = _Classifier(tp[0], tp[1], lo, max(lo, hi), o, keep_batches)
     total = sum(s.end - s.start for s in scans.values())
     sizes = {tp: max_bytes for tp in tps}
-    retries = 0
+    stalls: dict[TP, _Stall] = {}
     while True:
         # After the range, keep reading (markers only) until every transaction that started in it is
         # decided, but never past the high watermark of the snapshot.
@@ -385,40 +398,78 @@ def scan_partitions(client: WireClient, tps: Iterable[TP], start: Bound = None, 
         if not active:
             break
         results = client.fetch_many(active, max(sizes[tp] for tp in active))
-        retry = False
-        for tp, r in results.items():
-            s = scans[tp]
-            if r.error_code in _RETRIABLE:
-                retry = True
-                continue
-            if r.error_code == _OUT_OF_RANGE and r.log_start_offset > s.next:
-                s.skip_to(r.log_start_offset, f"log start moved to {r.log_start_offset}")
-                continue
-            if r.error_code:
-                raise BrokerError(f"fetching {tp[0]}-{tp[1]} at offset {s.position} failed: {r.error}")
-            if not r.records and len(results) > 1:
+        waits = []
+        for tp in active:
+            s, r = scans[tp], results[tp]
+            if not r.records and r.answered and not r.error_code and len(results) > 1:
                 # Kafka may leave partitions empty once the response's max_bytes is used up by others;
-                # ask again alone before concluding the log has nothing more below the high watermark.
+                # ask again alone before concluding anything.
                 r = client.fetch_raw(tp[0], tp[1], s.position, sizes[tp])
-            s.broker_aborted.update(r.aborted)
-            _feed(s, r.records, sizes, tp)
-        if retry:
-            retries += 1
-            if retries > 5:
-                raise BrokerError(f"partitions of {', '.join(sorted({t for t, _ in active}))} keep "
-                                  "moving leaders; retry the scan later")
-            client.forget_leaders()
-            time.sleep(0.2 * retries)
+            before = (s.position, s.next, sizes[tp])
+            why = _take(client, s, r, sizes, tp)
+            if why is None and (s.position, s.next, sizes[tp]) != before:
+                stalls.pop(tp, None)
+                continue
+            stall = stalls.setdefault(tp, _Stall(time.monotonic()))
+            stall.rounds += 1
+            stall.why = why or "no progress"
+            if time.monotonic() - stall.since > RETRY_DEADLINE_S:
+                raise BrokerError(f"cannot read {tp[0]}-{tp[1]} at offset {s.position}: {stall.why} "
+                                  f"for {RETRY_DEADLINE_S:.0f}s; retry later")
+            waits.append(max(r.throttle_ms / 1000, min(2.0, 0.05 * 2 ** stall.rounds)))
+        if waits:
+            time.sleep(max(waits))
         if progress is not None:
             progress(sum(min(s.next, s.end) - s.start for s in scans.values()), total)
     return {tp: s.finish() for tp, s in scans.items()}
+
+
+@dataclass
+class _Stall:
+    """A partition whose answers make no progress: retried with backoff until RETRY_DEADLINE_S."""
+
+    since: float
+    rounds: int = 0
+    why: str = ""
+
+
+def _take(client: WireClient, s: _Classifier, r: FetchResult, sizes: dict[TP, int], tp: TP) -> str | None:
+    """Apply one fetch answer to a scan; a reason when it must be asked again instead.
+
+    Errors come from Kafka's ReplicaManager.readFromLog: leader errors (NOT_LEADER_OR_FOLLOWER,
+    FENCED/UNKNOWN_LEADER_EPOCH, KAFKA_STORAGE_ERROR) and OFFSET_OUT_OF_RANGE are answered with no records
+    and -1 for the high watermark, log start and LSO, so such an answer says nothing about the log.
+    """
+    if not r.answered:
+        return (f"the broker left it out of its answer (throttled {r.throttle_ms} ms)" if r.throttle_ms
+                else "the broker left it out of its answer")
+    if r.error_code in _RETRIABLE:
+        client.forget_leaders()  # the next request looks the leader up again
+        return r.error
+    if r.error_code == _OUT_OF_RANGE:
+        # Kafka sends log_start_offset -1 here; ask for the log start (ListOffsets earliest) instead.
+        log_start = r.log_start_offset
+        if log_start <= s.position:
+            try:
+                log_start = client.offsets([tp])[tp].log_start
+            except BrokerError as e:
+                client.forget_leaders()
+                return f"{r.error}, then {e}"
+        if log_start > s.position:
+            s.retention(log_start)
+            return None
+        return f"{r.error} although the log starts at {log_start}"
+    if r.error_code:
+        raise BrokerError(f"fetching {tp[0]}-{tp[1]} at offset {s.position} failed: {r.error}")
+    s.broker_aborted.update(r.aborted)
+    return _feed(s, r.records, sizes, tp)
 
 
 def _bound(bound: Bound, tp: TP) -> int | None:
     return bound.get(tp) if isinstance(bound, Mapping) else bound
 
 
-def _feed(s: _Classifier, records: bytes, sizes: dict[TP, int], tp: TP) -> None:
+def _feed(s: _Classifier, records: bytes, sizes: dict[TP, int], tp: TP) -> str | None:
     decoded = False
     for batch in iter_batches(records):
         decoded = True
@@ -426,11 +477,15 @@ def _feed(s: _Classifier, records: bytes, sizes: dict[TP, int], tp: TP) -> None:
         if s.settled or s.position >= s.offsets.high_watermark:
             break  # brokers that ignore max_bytes (noida-db) may send far more than the range needs
     if decoded:
-        return
+        return None
     if records:  # the first batch alone is larger than the fetch size: ask for more next time
         if sizes[tp] >= MAX_FETCH_BYTES:
             raise BrokerError(f"a batch of {tp[0]}-{tp[1]} at offset {s.position} is larger than "
                               f"{MAX_FETCH_BYTES} bytes")
         sizes[tp] *= 2
-    else:  # no batches below the high watermark: compaction removed the tail
-        s.skip_to(s.offsets.high_watermark, "no batches below the high watermark")
+        return None
+    # No records and no error below the high watermark proves nothing (tiered storage answers so while
+    # remote fetches are throttled: ReplicaManager.handleOffsetOutOfRangeError). Nor is it a compacted
+    # tail: the cleaner keeps the last batch of every cleaning round, even empty (LogCleaner.cleanInto,
+    # BatchRetention.RETAIN_EMPTY), so only a batch boundary proves a hole.
+    return "no records below the high watermark"

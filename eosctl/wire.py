@@ -54,6 +54,10 @@ class FetchResult:
     log_start_offset: int
     aborted: tuple[tuple[int, int], ...]  # (producer_id, first_offset), only sent for read_committed
     records: bytes
+    throttle_ms: int = 0  # the response's throttle_time_ms (KIP-219: don't ask that broker again sooner)
+    # False: the broker's answer left this partition out (a throttled fetch is answered with no
+    # partitions at all, KIP-219); every other field is then a placeholder.
+    answered: bool = True
 
     @property
     def error(self) -> str | None:
@@ -197,9 +201,10 @@ class WireClient:
             by_leader[self.leader(*tp)][tp] = offset
         calls = [(node, _fetch_request(parts, max_bytes, isolation)) for node, parts in by_leader.items()]
         out: dict[TP, FetchResult] = {}
-        for response in self._send_all(calls):
+        for (_, request), response in zip(calls, self._send_all(calls), strict=True):
             if response.error_code:
                 raise BrokerError(f"Fetch failed: {Errors.for_code(response.error_code).__name__}")
+            throttle = response.throttle_time_ms or 0
             for t in response.responses:
                 for p in t.partitions:
                     tp = (t.topic, p.partition_index)
@@ -208,8 +213,14 @@ class WireClient:
                         topic=t.topic, partition=p.partition_index, fetch_offset=positions[tp],
                         error_code=p.error_code, high_watermark=p.high_watermark,
                         last_stable_offset=p.last_stable_offset, log_start_offset=p.log_start_offset,
-                        aborted=aborted, records=bytes(p.records or b""),
+                        aborted=aborted, records=bytes(p.records or b""), throttle_ms=throttle,
                     )
+            for t in request.topics:
+                for p in t.partitions:
+                    tp = (t.topic, p.partition)
+                    if tp not in out:
+                        out[tp] = FetchResult(t.topic, p.partition, positions[tp], 0, -1, -1, -1, (), b"",
+                                              throttle_ms=throttle, answered=False)
         return out
 
     def forget_leaders(self) -> None:

@@ -11,6 +11,8 @@ import uuid
 
 import pytest
 
+from tests.kafkasim.fixtures import kafka_sim  # noqa: F401  (the scripted Kafka-protocol broker)
+
 
 @pytest.fixture(scope="session")
 def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> str:

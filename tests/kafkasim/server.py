@@ -1,0 +1,529 @@
+"""A scripted Kafka-protocol broker for tests: real wire protocol, scripted answers.
+
+Requests are decoded and responses encoded with kafka-python's own protocol classes (the same
+JSON-schema generated messages Apache Kafka's clients use), so every byte on the socket is the real
+format. One listener per simulated broker node lets leaders move between nodes.
+
+Each scripted behaviour names the Apache Kafka code it imitates (paths under apache/kafka trunk).
+"""
+
+from __future__ import annotations
+
+import socket
+import socketserver
+import struct
+import threading
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka.protocol.admin.groups import (
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+)
+from kafka.protocol.admin.transactions import (
+    DescribeProducersRequest,
+    DescribeProducersResponse,
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+)
+from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
+from kafka.protocol.consumer.group import OffsetFetchRequest, OffsetFetchResponse
+from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
+from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
+from kafka.protocol.producer.transaction import WriteTxnMarkersRequest, WriteTxnMarkersResponse
+
+from tests.kafkasim.log import SimPartition
+
+# Error codes (org.apache.kafka.common.protocol.Errors)
+NONE = 0
+OFFSET_OUT_OF_RANGE = 1
+UNKNOWN_TOPIC_OR_PARTITION = 3
+NOT_LEADER_OR_FOLLOWER = 6
+TOPIC_AUTHORIZATION_FAILED = 29
+UNSUPPORTED_VERSION = 35
+KAFKA_STORAGE_ERROR = 56
+FENCED_LEADER_EPOCH = 74
+UNKNOWN_LEADER_EPOCH = 75
+TRANSACTIONAL_ID_NOT_FOUND = 105
+# UnifiedLog.UnknownOffset / FetchResponse.INVALID_* : what an answer built from an error carries.
+UNKNOWN_OFFSET = -1
+
+EARLIEST, LATEST = -2, -1  # ListOffsetsRequest.EARLIEST_TIMESTAMP / LATEST_TIMESTAMP
+
+# (request class, response class, lowest, highest version we answer). Kept low where a higher version
+# changes the shape (Metadata topic ids from v10, Fetch topic ids from v13, OffsetFetch's batched groups
+# from v8, FindCoordinator's batched keys from v4); flexible versions (compact encodings, tagged
+# fields, request header v2) are included where the clients want them: librdkafka sends ApiVersions v3+.
+APIS: dict[int, tuple[Any, Any, int, int]] = {
+    18: (ApiVersionsRequest, ApiVersionsResponse, 0, 3),
+    3: (MetadataRequest, MetadataResponse, 0, 8),
+    1: (FetchRequest, FetchResponse, 4, 12),
+    2: (ListOffsetsRequest, ListOffsetsResponse, 1, 7),
+    9: (OffsetFetchRequest, OffsetFetchResponse, 1, 7),
+    10: (FindCoordinatorRequest, FindCoordinatorResponse, 0, 3),
+    16: (ListGroupsRequest, ListGroupsResponse, 0, 4),
+    15: (DescribeGroupsRequest, DescribeGroupsResponse, 0, 5),
+    61: (DescribeProducersRequest, DescribeProducersResponse, 0, 0),
+    65: (DescribeTransactionsRequest, DescribeTransactionsResponse, 0, 0),
+    66: (ListTransactionsRequest, ListTransactionsResponse, 0, 1),
+    27: (WriteTxnMarkersRequest, WriteTxnMarkersResponse, 1, 1),
+}
+
+
+@dataclass
+class Fault:
+    """A scripted deviation for the next matching request(s) of one API and partition.
+
+    ``before`` runs on the broker's state just before the answer is built (retention moving the log
+    start, a leader moving): the answer then reflects the new state, as it would on a real broker.
+    """
+
+    api: str
+    topic: str | None = None
+    partition: int | None = None
+    error: int = NONE
+    # An answer with no records and no error below the HW: ReplicaManager.handleOffsetOutOfRangeError,
+    # tiered storage (KIP-405) with remote fetches throttled, answers MemoryRecords.EMPTY with the real HW,
+    # log start and LSO and no exception.
+    no_records: bool = False
+    drop: bool = False  # leave the partition out of the answer
+    throttle_ms: int = 0  # KIP-219: an empty answer carrying throttle_time_ms
+    before: Callable[[], None] | None = None
+    after: int = 0  # let this many matching requests through first
+    times: int | None = 1  # None: every matching request from then on
+
+    def matches(self, api: str, topic: str | None, partition: int | None) -> bool:
+        return (self.api == api and self.topic in (None, topic)
+                and self.partition in (None, partition))
+
+
+@dataclass
+class SimGroup:
+    group_id: str
+    offsets: dict[tuple[str, int], int]
+    state: str = "Empty"  # GroupState name as ListGroups v4 / DescribeGroups spell it
+
+
+@dataclass
+class SimTransaction:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int = 0
+    state: str = "Ongoing"  # TransactionState names: Ongoing, PrepareCommit, CompleteAbort, ...
+    timeout_ms: int = 60_000
+    start_ms: int = -1
+    partitions: list[tuple[str, int]] = field(default_factory=list)
+
+
+class KafkaSim:
+    """The broker. Declare partitions and groups, inject faults, point clients at ``bootstrap``."""
+
+    def __init__(self, nodes: int = 1, cluster_id: str = "kafkasim") -> None:
+        self.cluster_id = cluster_id
+        self.topics: dict[str, dict[int, SimPartition]] = {}
+        self.groups: dict[str, SimGroup] = {}
+        self.transactions: dict[str, SimTransaction] = {}
+        self.faults: list[Fault] = []
+        self.requests: list[tuple[int, str, int]] = []  # (node, api name, version), in arrival order
+        self.fetches: list[tuple[int, str, int, int]] = []  # (node, topic, partition, fetch offset)
+        self.list_offsets: list[tuple[str, int, int, int]] = []  # (topic, partition, timestamp, isolation)
+        self.errors: list[str] = []  # handler crashes: a test fixture fails on them
+        self.lock = threading.RLock()
+        self._servers = [_Server(self, node) for node in range(nodes)]
+        for s in self._servers:
+            threading.Thread(target=s.serve_forever, args=(0.05,), name=f"kafkasim-{s.node}", daemon=True).start()
+
+    # --- declaring the cluster --------------------------------------------------------------------
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self._servers[0].port}"
+
+    def partition(self, topic: str, partition: int = 0, leader: int = 0) -> SimPartition:
+        """The partition (created with its topic on first use)."""
+        with self.lock:
+            parts = self.topics.setdefault(topic, {})
+            if partition not in parts:
+                parts[partition] = SimPartition(topic, partition, leader=leader)
+            return parts[partition]
+
+    def group(self, group_id: str, offsets: dict[tuple[str, int], int], state: str = "Empty") -> SimGroup:
+        with self.lock:
+            self.groups[group_id] = SimGroup(group_id, dict(offsets), state)
+            return self.groups[group_id]
+
+    def transaction(self, transactional_id: str, producer_id: int, **kw: Any) -> SimTransaction:
+        with self.lock:
+            self.transactions[transactional_id] = SimTransaction(transactional_id, producer_id, **kw)
+            return self.transactions[transactional_id]
+
+    def delete_topic(self, topic: str) -> None:
+        with self.lock:
+            self.topics.pop(topic, None)
+
+    def move_leader(self, topic: str, partition: int, node: int) -> None:
+        """The leader moved: the old node answers NOT_LEADER_OR_FOLLOWER, Metadata names the new one."""
+        with self.lock:
+            p = self.topics[topic][partition]
+            p.leader = node
+            p.leader_epoch += 1
+
+    def inject(self, api: str, topic: str | None = None, partition: int | None = None, **kw: Any) -> Fault:
+        """Script the next answer(s): api is 'fetch', 'list_offsets', 'metadata', 'describe_producers'..."""
+        fault = Fault(api, topic, partition, **kw)
+        with self.lock:
+            self.faults.append(fault)
+        return fault
+
+    def close(self) -> None:
+        for s in self._servers:
+            s.shutdown()
+            s.server_close()
+
+    def __enter__(self) -> KafkaSim:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- answering --------------------------------------------------------------------------------
+
+    def answer(self, node: int, payload: bytes) -> bytes | None:
+        api_key, version = struct.unpack_from(">hh", payload, 0)
+        if api_key not in APIS:
+            self.errors.append(f"node {node}: unsupported API key {api_key} v{version}")
+            return None  # Kafka closes the connection on an API it does not know
+        request_cls, response_cls, _, highest = APIS[api_key]
+        if api_key == 18 and version > highest:
+            # ApiVersions above what we know: answer v0 with UNSUPPORTED_VERSION and our ranges
+            # (KIP-511; clients then retry with the highest version we list).
+            correlation_id = struct.unpack_from(">i", payload, 4)[0]
+            response = ApiVersionsResponse(version=0, error_code=UNSUPPORTED_VERSION,
+                                           api_keys=self._api_versions())
+            response.with_header(correlation_id=correlation_id)
+            return bytes(response.encode(header=True, framed=True))
+        request = request_cls.decode(payload, version=version, header=True)
+        handler = getattr(self, "_" + request_cls.__name__.removesuffix("Request").lower())
+        with self.lock:
+            self.requests.append((node, request_cls.__name__.removesuffix("Request"), version))
+            body = handler(node, request, version)
+        response = response_cls(version=version, **body)
+        response.with_header(correlation_id=request.header.correlation_id)
+        return bytes(response.encode(header=True, framed=True))
+
+    def _take(self, api: str, topic: str | None = None, partition: int | None = None) -> Fault | None:
+        for fault in self.faults:
+            if not fault.matches(api, topic, partition):
+                continue
+            if fault.after > 0:
+                fault.after -= 1
+                continue
+            if fault.times is not None:
+                fault.times -= 1
+                if fault.times == 0:
+                    self.faults.remove(fault)
+            if fault.before is not None:
+                fault.before()
+            return fault
+        return None
+
+    def _api_versions(self) -> list[Any]:
+        item = ApiVersionsResponse.ApiVersion
+        return [item(api_key=k, min_version=lo, max_version=hi) for k, (_, _, lo, hi) in sorted(APIS.items())]
+
+    def _apiversions(self, node: int, request: Any, version: int) -> dict[str, Any]:
+        return {"error_code": NONE, "api_keys": self._api_versions(), "throttle_time_ms": 0}
+
+    def _metadata(self, node: int, request: Any, version: int) -> dict[str, Any]:
+        r = MetadataResponse
+        brokers = [r.MetadataResponseBroker(node_id=s.node, host="127.0.0.1", port=s.port, rack=None)
+                   for s in self._servers]
+        names = list(self.topics) if not request.topics else [t.name for t in request.topics]
+        topics = []
+        for name in names:
+            fault = self._take("metadata", name)
+            # KafkaApis.handleTopicMetadataRequest: an unknown topic (or one the principal may not
+            # describe) is listed with its error and no partitions.
+            error = fault.error if fault else (NONE if name in self.topics else UNKNOWN_TOPIC_OR_PARTITION)
+            parts = [] if error else [
+                r.MetadataResponseTopic.MetadataResponsePartition(
+                    error_code=NONE, partition_index=p.partition, leader_id=p.leader,
+                    leader_epoch=p.leader_epoch, replica_nodes=[p.leader], isr_nodes=[p.leader],
+                    offline_replicas=[])
+                for p in self.topics[name].values()]
+            topics.append(r.MetadataResponseTopic(error_code=error, name=name, is_internal=False,
+                                                  partitions=parts))
+        return {"throttle_time_ms": 0, "brokers": brokers, "cluster_id": self.cluster_id,
+                "controller_id": 0, "topics": topics}
+
+    def _partition_error(self, node: int, topic: str, partition: int) -> tuple[SimPartition | None, int]:
+        """ReplicaManager.getPartitionOrException: unknown partition, or this node is not its leader."""
+        p = self.topics.get(topic, {}).get(partition)
+        if p is None:
+            return None, UNKNOWN_TOPIC_OR_PARTITION
+        if p.leader != node:
+            return p, NOT_LEADER_OR_FOLLOWER
+        return p, NONE
+
+    def _listoffsets(self, node: int, request: Any, version: int) -> dict[str, Any]:
+        r = ListOffsetsResponse.ListOffsetsTopicResponse
+        topics = []
+        for t in request.topics:
+            parts = []
+            for rp in t.partitions:
+                fault = self._take("list_offsets", t.name, rp.partition_index)
+                if fault and fault.drop:
+                    continue
+                p, error = self._partition_error(node, t.name, rp.partition_index)
+                error = (fault.error if fault else NONE) or error
+                self.list_offsets.append((t.name, rp.partition_index, rp.timestamp, request.isolation_level))
+                offset = UNKNOWN_OFFSET
+                if not error:
+                    # UnifiedLog.fetchOffsetByTimestamp: EARLIEST is the log start; LATEST is the HW, or
+                    # the LSO for read_committed (ReplicaManager.fetchOffsetForTimestamp).
+                    if rp.timestamp == EARLIEST:
+                        offset = p.log_start
+                    elif rp.timestamp == LATEST:
+                        offset = p.last_stable if request.isolation_level == 1 else p.high_watermark
+                parts.append(r.ListOffsetsPartitionResponse(partition_index=rp.partition_index,
+                                                            error_code=error, timestamp=-1, offset=offset,
+                                                            leader_epoch=p.leader_epoch if p else -1))
+            topics.append(r(name=t.name, partitions=parts))
+        return {"throttle_time_ms": 0, "topics": topics}
+
+    def _fetch(self, node: int, request: Any, version: int) -> dict[str, Any]:
+        throttle = max((f.throttle_ms for f in self.faults if f.api == "fetch" and f.throttle_ms
+                        and f.after == 0 and any(f.matches("fetch", t.topic, p.partition)
+                                                 for t in request.topics for p in t.partitions)),
+                       default=0)
+        if throttle:
+            for t in request.topics:
+                for p in t.partitions:
+                    self.fetches.append((node, t.topic, p.partition, p.fetch_offset))
+                    self._take("fetch", t.topic, p.partition)
+            # KIP-219, FetchContext.getThrottledResponse: a throttled fetch is answered at once with
+            # throttle_time_ms and no partitions at all.
+            return {"throttle_time_ms": throttle, "error_code": NONE, "session_id": 0, "responses": []}
+        budget = request.max_bytes
+        responses = []
+        r = FetchResponse.FetchableTopicResponse
+        for t in request.topics:
+            parts = []
+            for fp in t.partitions:
+                self.fetches.append((node, t.topic, fp.partition, fp.fetch_offset))
+                fault = self._take("fetch", t.topic, fp.partition)
+                if fault and fault.drop:
+                    continue
+                first = budget == request.max_bytes  # nothing in this answer yet
+                data, used = self._read(node, t.topic, fp, request.isolation_level, fault,
+                                        min(budget, fp.partition_max_bytes), first)
+                budget -= used
+                parts.append(r.PartitionData(**data))
+            responses.append(r(topic=t.topic, partitions=parts))
+        return {"throttle_time_ms": 0, "error_code": NONE, "session_id": 0, "responses": responses}
+
+    def _read(self, node: int, topic: str, fp: Any, isolation: int, fault: Fault | None, limit: int,
+              first: bool) -> tuple[dict[str, Any], int]:
+        p, error = self._partition_error(node, topic, fp.partition)
+        if not error and fault and fault.error:
+            error = fault.error
+        offset = fp.fetch_offset
+        if not error and not p.log_start <= offset <= p.high_watermark:
+            error = OFFSET_OUT_OF_RANGE  # UnifiedLog.read / LocalLog.read: OffsetOutOfRangeException
+        if error:
+            # core/src/main/scala/kafka/server/ReplicaManager.scala (apache/kafka 1eb7644): readFromLog turns
+            # NotLeaderOrFollower / UnknownLeaderEpoch / FencedLeaderEpoch / KafkaStorage exceptions, and
+            # OffsetOutOfRange outside tiered storage (handleOffsetOutOfRangeError), into
+            # createLogReadResult(e): highWatermark and leaderLogStartOffset are UnifiedLog.UnknownOffset
+            # (-1), lastStableOffset None (KafkaApis: FetchResponse.INVALID_LAST_STABLE_OFFSET, -1), and
+            # MemoryRecords.EMPTY.
+            return {"partition_index": fp.partition, "error_code": error, "high_watermark": UNKNOWN_OFFSET,
+                    "last_stable_offset": UNKNOWN_OFFSET, "log_start_offset": UNKNOWN_OFFSET,
+                    "aborted_transactions": [], "records": b""}, 0
+        chunks, size, upper = [], 0, offset
+        if not (fault and fault.no_records):
+            for b in p.batches:
+                if b.last_offset < offset:
+                    continue
+                # LogSegment.read: maxSize bytes from the batch holding the offset; only the first
+                # partition of a response gets at least one whole batch (KIP-74, minOneMessage); the
+                # rest may be cut in the middle of a batch.
+                take = b.size if size + b.size <= limit or (size == 0 and first) else max(0, limit - size)
+                if take:
+                    chunks.append(b.data[:take])
+                    size += take
+                    upper = b.last_offset + 1
+                if take < b.size or size >= limit:
+                    break
+        aborted = []
+        if isolation == 1:
+            # UnifiedLog.collectAbortedTransactions: transactions overlapping [fetch offset, upper bound).
+            t = FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction
+            aborted = [t(producer_id=pid, first_offset=start) for pid, start, end in p.aborted_index()
+                       if end >= offset and start < upper]
+        return {"partition_index": fp.partition, "error_code": NONE, "high_watermark": p.high_watermark,
+                "last_stable_offset": p.last_stable, "log_start_offset": p.log_start,
+                "aborted_transactions": aborted, "records": b"".join(chunks)}, size
+
+    def _offsetfetch(self, node: int, request: Any, version: int) -> dict[str, Any]:
+        r = OffsetFetchResponse.OffsetFetchResponseTopic
+        group = self.groups.get(request.group_id)
+        offsets = group.offsets if group else {}
+        wanted = None if request.topics is None else {(t.name, i) for t in request.topics
+                                                      for i in t.partition_indexes}
+        by_topic: dict[str, list[Any]] = {}
+        for (topic, partition), offset in sorted(offsets.items()):
+            if wanted is None or (topic, partition) in wanted:
+                by_topic.setdefault(topic, []).append(r.OffsetFetchResponsePartition(
+                    partition_index=partition, committed_offset=offset, committed_leader_epoch=-1,
+                    metadata="", error_code=NONE))
+        # A deleted topic's offsets are dropped only when the coordinator's broker applies the deletion
+        # (BrokerMetadataPublisher -> GroupCoordinator.onPartitionsDeleted), so OffsetFetch may still
+        # list them while another broker's Metadata already answers UNKNOWN_TOPIC_OR_PARTITION.
+        return {"throttle_time_ms": 0, "error_code": NONE,
+                "topics": [r(name=t, partitions=ps) for t, ps in by_topic.items()]}
+
+    def _findcoordinator(self, node: int, request: Any, version: int) -> dict[str, Any]:
+        s = self._servers[0]
+        return {"throttle_time_ms": 0, "error_code": NONE, "error_message": None, "node_id": s.node,
+                "host": "127.0.0.1", "port": s.port}
+
+    def _listgroups(self, node: int, request: Any, version: int) -> dict[str, Any]:
+        item = ListGroupsResponse.ListedGroup
+        wanted = {s.lower() for s in (getattr(request, "states_filter", None) or [])}
+        groups = [item(group_id=g.group_id, protocol_type="consumer", group_state=g.state)
+                  for g in self.groups.values() if node == 0 and (not wanted or g.state.lower() in wanted)]
+        return {"throttle_time_ms": 0, "error_code": NONE, "groups": groups}
+
+    def _describegroups(self, node: int, request: Any, version: int) -> dict[str, Any]:
+        item = DescribeGroupsResponse.DescribedGroup
+        out = []
+        for gid in request.groups:
+            g = self.groups.get(gid)
+            # GroupCoordinator.handleDescribeGroup: an unknown group is Dead, with no error.
+            out.append(item(error_code=NONE, group_id=gid, group_state=g.state if g else "Dead",
+                            protocol_type="consumer" if g else "", protocol_data="", members=[],
+                            authorized_operations=-2147483648))
+        return {"throttle_time_ms": 0, "groups": out}
+
+    def _describeproducers(self, node: int, request: Any, version: int) -> dict[str, Any]:
+        r = DescribeProducersResponse.TopicResponse
+        topics = []
+        for t in request.topics:
+            parts = []
+            for i in t.partition_indexes:
+                fault = self._take("describe_producers", t.name, i)
+                p, error = self._partition_error(node, t.name, i)
+                error = (fault.error if fault else NONE) or error
+                rows = [] if error else [r.PartitionResponse.ProducerState(
+                    producer_id=row.producer_id, producer_epoch=row.producer_epoch,
+                    last_sequence=row.last_sequence, last_timestamp=row.last_timestamp,
+                    coordinator_epoch=row.coordinator_epoch,
+                    current_txn_start_offset=row.current_txn_start_offset) for row in p.producers()]
+                parts.append(r.PartitionResponse(partition_index=i, error_code=error, error_message=None,
+                                                 active_producers=rows))
+            topics.append(r(name=t.name, partitions=parts))
+        return {"throttle_time_ms": 0, "topics": topics}
+
+    def _listtransactions(self, node: int, request: Any, version: int) -> dict[str, Any]:
+        item = ListTransactionsResponse.TransactionState
+        states = set(request.state_filters or [])
+        pids = set(request.producer_id_filters or [])
+        rows = [item(transactional_id=t.transactional_id, producer_id=t.producer_id,
+                     transaction_state=t.state)
+                for t in self.transactions.values()
+                if node == 0 and (not states or t.state in states) and (not pids or t.producer_id in pids)]
+        return {"throttle_time_ms": 0, "error_code": NONE, "unknown_state_filters": [],
+                "transaction_states": rows}
+
+    def _describetransactions(self, node: int, request: Any, version: int) -> dict[str, Any]:
+        item = DescribeTransactionsResponse.TransactionState
+        out = []
+        for tid in request.transactional_ids:
+            t = self.transactions.get(tid)
+            if t is None:
+                out.append(item(error_code=TRANSACTIONAL_ID_NOT_FOUND, transactional_id=tid,
+                                transaction_state="", transaction_timeout_ms=0, transaction_start_time_ms=-1,
+                                producer_id=-1, producer_epoch=-1, topics=[]))
+                continue
+            by_topic: dict[str, list[int]] = {}
+            for topic, partition in t.partitions:
+                by_topic.setdefault(topic, []).append(partition)
+            out.append(item(error_code=NONE, transactional_id=tid, transaction_state=t.state,
+                            transaction_timeout_ms=t.timeout_ms, transaction_start_time_ms=t.start_ms,
+                            producer_id=t.producer_id, producer_epoch=t.producer_epoch,
+                            topics=[item.TopicData(topic=k, partitions=v) for k, v in by_topic.items()]))
+        return {"throttle_time_ms": 0, "transaction_states": out}
+
+    def _writetxnmarkers(self, node: int, request: Any, version: int) -> dict[str, Any]:
+        r = WriteTxnMarkersResponse.WritableTxnMarkerResult
+        markers = []
+        for m in request.markers:
+            topics = []
+            for t in m.topics:
+                parts = []
+                for i in t.partition_indexes:
+                    p, error = self._partition_error(node, t.name, i)
+                    if not error:
+                        # ReplicaManager.appendRecords of MemoryRecords.withEndTransactionMarker: one
+                        # control batch at the marker's producer id and epoch.
+                        p.marker("COMMIT" if m.transaction_result else "ABORT", m.producer_id,
+                                 m.producer_epoch, coordinator_epoch=m.coordinator_epoch)
+                    parts.append(r.WritableTxnMarkerTopicResult.WritableTxnMarkerPartitionResult(
+                        partition_index=i, error_code=error))
+                topics.append(r.WritableTxnMarkerTopicResult(name=t.name, partitions=parts))
+            markers.append(r(producer_id=m.producer_id, topics=topics))
+        return {"markers": markers}
+
+
+class _Handler(socketserver.BaseRequestHandler):
+    server: _Server
+
+    def handle(self) -> None:
+        sock: socket.socket = self.request
+        while True:
+            head = _recv(sock, 4)
+            if head is None:
+                return
+            payload = _recv(sock, struct.unpack(">i", head)[0])
+            if payload is None:
+                return
+            try:
+                answer = self.server.sim.answer(self.server.node, payload)
+            except Exception:
+                self.server.sim.errors.append(traceback.format_exc())
+                return
+            if answer is None:
+                return
+            sock.sendall(answer)
+
+
+class _Server(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, sim: KafkaSim, node: int) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.sim, self.node = sim, node
+        self.port = self.server_address[1]
+
+
+def _recv(sock: socket.socket, n: int) -> bytes | None:
+    buf = bytearray()
+    while len(buf) < n:
+        try:
+            chunk = sock.recv(n - len(buf))
+        except OSError:
+            return None
+        if not chunk:
+            return None
+        buf += chunk
+    return bytes(buf)
