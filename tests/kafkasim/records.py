@@ -62,7 +62,7 @@ def build_batch(base_offset: int, offsets: Sequence[int], *, last_offset: int | 
     if record_timestamp is not None:
         # The cleaner's rewrite (MemoryRecordsBuilder with a deleteHorizonMs): the base timestamp is the
         # horizon and each record keeps its own time as a delta from it.
-        builder._first_timestamp = timestamp
+        builder._first_timestamp, builder._max_timestamp = timestamp, -1
         timestamp = record_timestamp
     for i, offset in enumerate(offsets):
         if control is not None:
