@@ -68,8 +68,9 @@ def log(config: str | None, pipeline: str | None, bootstrap: str | None, topic: 
     What kafka-dump-log.sh shows from the broker's disk, over the Kafka protocol: batches (offsets,
     producer id/epoch, sequences, transactional/control flags, marker type, timestamps), transactions
     with their outcome (COMMIT / ABORT / OPEN) and marker offset, aborted ranges, each producer's epoch
-    timeline with fencing events (epoch bumps) and zombie writes (an older epoch after a bump), and
-    sequence gaps or duplicates.
+    timeline and zombie writes (an older epoch after a newer one), and sequence gaps or duplicates
+    (gaps over offsets the cleaner removed excepted). An epoch bump is FENCED only where the producer's
+    markers show transactions v1; under transactions v2 (Kafka 4) every commit and abort bumps the epoch.
     """
     from eosctl.errors import ConfigError
     from eosctl.logscan import scan_partition
