@@ -166,23 +166,34 @@ class WireClient:
         each leader gets three requests (earliest; latest uncommitted = HW; latest committed = LSO),
         each carrying all of that leader's partitions and all in flight together.
         """
-        by_leader: dict[int, list[TP]] = defaultdict(list)
-        for tp in dict.fromkeys(tps):
-            by_leader[self.leader(*tp)].append(tp)
         specs = [(OffsetSpec.EARLIEST, READ_UNCOMMITTED), (OffsetSpec.LATEST, READ_UNCOMMITTED),
                  (OffsetSpec.LATEST, READ_COMMITTED)]
-        calls = [(node, _list_offsets(parts, spec, isolation))
-                 for node, parts in by_leader.items() for spec, isolation in specs]
-        got: dict[TP, list[int]] = defaultdict(lambda: [0, 0, 0])
-        for i, response in enumerate(self._send_all(calls)):
-            slot = i % len(specs)
-            for t in response.topics:
-                for p in t.partitions:
-                    if p.error_code:
-                        raise BrokerError(f"ListOffsets for {t.name}-{p.partition_index} failed: "
-                                          f"{Errors.for_code(p.error_code).__name__}")
-                    got[(t.name, p.partition_index)][slot] = p.offset
-        return {tp: Offsets(*got[tp]) for tp in dict.fromkeys(tps)}
+        wanted = list(dict.fromkeys(tps))
+        attempt = 0
+        while True:
+            by_leader: dict[int, list[TP]] = defaultdict(list)
+            for tp in wanted:
+                by_leader[self.leader(*tp)].append(tp)
+            calls = [(node, _list_offsets(parts, spec, isolation))
+                     for node, parts in by_leader.items() for spec, isolation in specs]
+            got: dict[TP, list[int]] = defaultdict(lambda: [0, 0, 0])
+            failed = None
+            for i, response in enumerate(self._send_all(calls)):
+                slot = i % len(specs)
+                for t in response.topics:
+                    for p in t.partitions:
+                        if p.error_code:
+                            failed = (t.name, p.partition_index, Errors.for_code(p.error_code))
+                        got[(t.name, p.partition_index)][slot] = p.offset
+            if failed is None:
+                return {tp: Offsets(*got[tp]) for tp in wanted}
+            topic, partition, error = failed
+            attempt += 1
+            if not getattr(error, "retriable", False) or attempt == METADATA_ATTEMPTS:
+                raise BrokerError(f"ListOffsets for {topic}-{partition} failed: {error.__name__}")
+            # A leader moved (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH...): look it up again.
+            self.forget_leaders()
+            time.sleep(0.1 * 2**attempt)
 
     # --- fetch ------------------------------------------------------------------------------------
 

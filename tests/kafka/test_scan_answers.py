@@ -44,7 +44,7 @@ def ranges(doc: dict) -> list[tuple[int, int, str]]:
 @pytest.fixture
 def short_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     """Give up on a partition that never answers usefully after 1 s instead of 30."""
-    monkeypatch.setattr("eosctl.logscan.RETRY_DEADLINE_S", 1.0)
+    monkeypatch.setattr("eosctl.logscan.RETRY_DEADLINE_S", 1.0, raising=False)
 
 
 # --- case 1: the solo re-fetch's error ---------------------------------------------------------------
@@ -89,6 +89,20 @@ def test_ledger_flags_the_gap_when_the_solo_refetch_fails(kafka_sim: KafkaSim, t
         assert (1, "t", 0, 0) in kafka_sim.fetches
 
 
+def test_log_follows_the_leader_moving_before_listoffsets_and_before_fetch(kafka_sim: KafkaSim) -> None:
+    """Kafka answers NOT_LEADER_OR_FOLLOWER from the old leader (ReplicaManager.getPartitionOrException);
+    the scan looks the leader up again (Metadata) and asks the new one."""
+    p = kafka_sim.partition("t", 0)
+    p.data(3)
+    p.txn(5, 0, 2)
+    p.abort(5, 0)
+    kafka_sim.inject("list_offsets", "t", 0, before=lambda: kafka_sim.move_leader("t", 0, node=1))
+    kafka_sim.inject("fetch", "t", 0, before=lambda: kafka_sim.move_leader("t", 0, node=0))
+    doc = log_doc(kafka_sim)
+    assert ranges(doc) == [(0, 2, "DATA"), (3, 4, "ABORTED"), (5, 5, "MARKER")]
+    assert [(node, offset) for node, _, _, offset in kafka_sim.fetches] == [(1, 0), (0, 0)]
+
+
 # --- case 2: retention during the scan ---------------------------------------------------------------
 
 def test_log_start_moving_mid_scan_continues_from_listoffsets_earliest(kafka_sim: KafkaSim) -> None:
@@ -121,6 +135,27 @@ def test_ledger_passes_when_retention_removes_offsets_the_sink_holds(kafka_sim: 
     assert (row["rows"], row["missing_offsets"], row["flags"]) == (20, 0, [])
 
 
+def test_the_audit_task_counts_what_retention_removed_as_unverifiable(kafka_sim: KafkaSim,
+                                                                       tmp_path: Path) -> None:
+    """What one `eosctl audit` Spark task does for a partition (scan, then reconcile with the sink), run
+    in-process: the sink's rows below the moved log start are unverifiable_below, not findings."""
+    from auditors.job import KafkaSource, TaskSettings, WorkItem, _audit_partition
+    from eosctl.config import Cluster, Sink
+
+    p = kafka_sim.partition("t", 0)
+    p.data(10)
+    p.data(10)
+    sink = sink_with(tmp_path / "sink.duckdb", {0: list(range(20))})
+    kafka_sim.inject("fetch", "t", 0, before=lambda: p.delete_before(10))
+    source = KafkaSource(Cluster(name="sim", bootstrap_servers=kafka_sim.bootstrap))
+    settings = TaskSettings(temp_directory=str(tmp_path / "tmp"))
+    rows = _audit_partition(WorkItem("t", 0, True), source, Sink(duckdb=sink), settings, want_ranges=False,
+                            group=None)
+    assert rows == [{"rec": "summary", "topic": "t", "partition": 0, "log_start_offset": 10,
+                     "last_stable_offset": 20, "high_watermark": 20, "expected_records": 10, "sink_rows": 20,
+                     "unverifiable": 10, "present": True}]
+
+
 # --- case 3: throttled and empty answers -------------------------------------------------------------
 
 def compacted_log(sim: KafkaSim) -> None:
@@ -131,12 +166,22 @@ def compacted_log(sim: KafkaSim) -> None:
     p.data(2)
 
 
-def test_throttled_fetches_are_retried(kafka_sim: KafkaSim) -> None:
-    compacted_log(kafka_sim)
-    kafka_sim.inject("fetch", "t", 0, throttle_ms=50, times=2)
-    doc = log_doc(kafka_sim)
-    assert ranges(doc) == [(0, 4, "DATA"), (5, 7, "HOLE"), (8, 9, "DATA")]
-    assert len(kafka_sim.fetches) == 3
+def test_throttled_fetches_are_retried_after_the_throttle_time(kafka_sim: KafkaSim, tmp_path: Path) -> None:
+    """Partition 0, left empty in the two-partition Fetch, is throttled twice when fetched alone (KIP-219:
+    no partitions in the answer). The scan waits throttle_time_ms and asks again."""
+    two_partitions(kafka_sim)
+    sink = sink_with(tmp_path / "sink.duckdb", {0: [0, 1, 2, 8, 9], 1: list(range(10))})
+    kafka_sim.inject("fetch", "t", 0, no_records=True)
+    kafka_sim.inject("fetch", "t", 0, throttle_ms=300, times=2)
+    result = cli("ledger", "--bootstrap", kafka_sim.bootstrap, "--topic", "t", "--sink-duckdb", sink,
+                 "--format", "json")
+    assert result.exit_code == 1, result.output
+    p0 = json.loads(result.stdout)["partitions"][0]
+    assert [(f["kind"], f["first_offset"], f["last_offset"], f["count"]) for f in p0["flags"]] == [
+        ("gap", 3, 7, 5)]
+    assert len(kafka_sim.fetch_times) == 4  # both partitions, p0 alone (throttled twice), p0 alone
+    t = kafka_sim.fetch_times
+    assert t[2] - t[1] >= 0.3 and t[3] - t[2] >= 0.3  # never asked again before the throttle time
 
 
 def test_no_records_below_the_high_watermark_is_retried_not_a_hole(kafka_sim: KafkaSim) -> None:

@@ -13,6 +13,7 @@ import socket
 import socketserver
 import struct
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -134,12 +135,14 @@ class KafkaSim:
         self.faults: list[Fault] = []
         self.requests: list[tuple[int, str, int]] = []  # (node, api name, version), in arrival order
         self.fetches: list[tuple[int, str, int, int]] = []  # (node, topic, partition, fetch offset)
+        self.fetch_times: list[float] = []  # time.monotonic() of each Fetch request
         self.list_offsets: list[tuple[str, int, int, int]] = []  # (topic, partition, timestamp, isolation)
         self.errors: list[str] = []  # handler crashes: a test fixture fails on them
         self.lock = threading.RLock()
         self._servers = [_Server(self, node) for node in range(nodes)]
         for s in self._servers:
-            threading.Thread(target=s.serve_forever, args=(0.05,), name=f"kafkasim-{s.node}", daemon=True).start()
+            threading.Thread(target=s.serve_forever, args=(0.05,), name=f"kafkasim-{s.node}",
+                             daemon=True).start()
 
     # --- declaring the cluster --------------------------------------------------------------------
 
@@ -246,7 +249,13 @@ class KafkaSim:
         r = MetadataResponse
         brokers = [r.MetadataResponseBroker(node_id=s.node, host="127.0.0.1", port=s.port, rack=None)
                    for s in self._servers]
-        names = list(self.topics) if not request.topics else [t.name for t in request.topics]
+        if request.topics:
+            names = [t.name for t in request.topics]
+        else:
+            # KafkaApis.handleTopicMetadataRequest: a request for all topics leaves out the topics the
+            # principal may not describe instead of listing them with an error.
+            names = [t for t in self.topics
+                     if not any(f.matches("metadata", t, None) and f.error for f in self.faults)]
         topics = []
         for name in names:
             fault = self._take("metadata", name)
@@ -300,17 +309,16 @@ class KafkaSim:
         return {"throttle_time_ms": 0, "topics": topics}
 
     def _fetch(self, node: int, request: Any, version: int) -> dict[str, Any]:
-        throttle = max((f.throttle_ms for f in self.faults if f.api == "fetch" and f.throttle_ms
-                        and f.after == 0 and any(f.matches("fetch", t.topic, p.partition)
-                                                 for t in request.topics for p in t.partitions)),
-                       default=0)
+        self.fetch_times.append(time.monotonic())
+        faults = {(t.topic, p.partition): self._take("fetch", t.topic, p.partition)
+                  for t in request.topics for p in t.partitions}
+        throttle = max((f.throttle_ms for f in faults.values() if f is not None), default=0)
+        for t in request.topics:
+            for p in t.partitions:
+                self.fetches.append((node, t.topic, p.partition, p.fetch_offset))
         if throttle:
-            for t in request.topics:
-                for p in t.partitions:
-                    self.fetches.append((node, t.topic, p.partition, p.fetch_offset))
-                    self._take("fetch", t.topic, p.partition)
             # KIP-219, FetchContext.getThrottledResponse: a throttled fetch is answered at once with
-            # throttle_time_ms and no partitions at all.
+            # throttle_time_ms and no partitions at all (the other partitions' faults are spent too).
             return {"throttle_time_ms": throttle, "error_code": NONE, "session_id": 0, "responses": []}
         budget = request.max_bytes
         responses = []
@@ -318,8 +326,7 @@ class KafkaSim:
         for t in request.topics:
             parts = []
             for fp in t.partitions:
-                self.fetches.append((node, t.topic, fp.partition, fp.fetch_offset))
-                fault = self._take("fetch", t.topic, fp.partition)
+                fault = faults[(t.topic, fp.partition)]
                 if fault and fault.drop:
                     continue
                 first = budget == request.max_bytes  # nothing in this answer yet
