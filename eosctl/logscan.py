@@ -261,13 +261,17 @@ class _Classifier:
         after_abort = pid in self._after_abort
         self._after_abort.discard(pid)
         transactional = b.is_transactional or b.is_control
+        fence_abort = False
         if b.is_control and b.marker == "ABORT":
             p.v1_takeovers += 1
             self._after_abort.add(pid)
+            txn = self.open.get(pid)
+            fence_abort = txn is not None and b.producer_epoch - txn.spans[-1][2] >= 2
+            p.fence_aborts += fence_abort
         elif not b.is_control and transactional and not after_abort:
             p.v1_takeovers += 1
         bump = EpochBump(b.base_offset, old, b.producer_epoch, b.is_control, b.marker, transactional,
-                         after_abort and not b.is_control)
+                         after_abort and not b.is_control, fence_abort)
         p.bumps_total += 1
         telling = _telling(bump)
         if len(p.epoch_bumps) < MAX_EVENTS:

@@ -152,6 +152,10 @@ class EpochBump:
     marker: str | None = None  # COMMIT/ABORT when the bump arrived on a control batch
     transactional: bool = True  # False: an idempotent producer's own bump (KIP-360), never fencing
     after_abort: bool = False  # data right after this id's bump on an ABORT marker: the same take-over
+    # An ABORT two or more epochs above the data it closes: only the coordinator's fencing abort does that
+    # (prepareFenceProducerEpoch, then the transactions-v2 bump of prepareAbortOrCommit, with the cluster's
+    # transaction version: TransactionCoordinator.handleInitProducerId / abortTimedOutTransactions).
+    fence_abort: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +213,7 @@ class ProducerState:
     # Take-overs as transactions v1 reads the bumps: each bump on an ABORT marker or on transactional data,
     # the data bump right after such an ABORT counting with it. Only trusted when ``protocol`` is v1.
     v1_takeovers: int = 0
+    fence_aborts: int = 0  # ABORT markers with ``EpochBump.fence_abort``: fencing in every protocol
 
     @property
     def current_epoch(self) -> int:
@@ -229,10 +234,12 @@ class ProducerState:
         the old epoch) or the coordinator's fencing abort (Kafka writes that ABORT at epoch+1 and hands the
         new instance epoch+2: two bumps, one event; noida-db writes both at epoch+1). Under transactions v2
         every COMMIT and ABORT bumps the epoch, and a partition sees only the transactions that touched it,
-        so a bump proves nothing there. In every protocol a write at an older epoch (a zombie write) proves
-        its epoch was fenced while its writer still ran.
+        so a bump proves nothing there, except an ABORT two epochs above the data it closes: the
+        coordinator's fencing abort on a transactions-v2 cluster (``EpochBump.fence_abort``). In every
+        protocol a write at an older epoch (a zombie write) proves its epoch was fenced while its writer
+        still ran.
         """
-        by_bumps = self.v1_takeovers if self.protocol == V1 else 0
+        by_bumps = self.v1_takeovers if self.protocol == V1 else self.fence_aborts
         return max(by_bumps, len({z.epoch for z in self.zombie_writes}))
 
     def bump_verdict(self, b: EpochBump) -> tuple[bool, str]:
@@ -241,6 +248,8 @@ class ProducerState:
             return False, "idempotent producer bumped its own epoch (KIP-360)"
         if b.on_marker and b.marker != "ABORT":
             return False, f"end of transaction on a {b.marker or 'control'} marker (transactions v2)"
+        if b.fence_abort:
+            return True, "FENCED: the coordinator aborted the old epoch's transaction, two epochs up"
         protocol = self.protocol
         if protocol == V1:
             if b.on_marker:

@@ -21,11 +21,12 @@ JSON shape (`--format json`, stable; offsets inclusive unless named *_to / high_
                      "protocol": "v1"|"v2"|"mixed"|"unknown",  # transaction protocol its markers show
                      "fencing_events": int,                    # see the README's fencing rule
                      "epoch_bumps": [{"offset", "old_epoch", "new_epoch", "on_marker", "marker",
-                                      "transactional", "after_abort", "fencing": bool, "why": str}],
+                                      "transactional", "after_abort", "fence_abort",
+                                      "fencing": bool, "why": str}],
                      "bumps_total": int,                       # epoch_bumps keeps at most 200
                      "zombie_writes": [{"offset", "epoch", "current_epoch"}], "zombie_total",
                      "sequence_anomalies": [{"offset", "epoch", "expected", "got", "kind"}],
-                     "anomaly_total", "v1_markers", "v2_markers", "v1_takeovers"}],
+                     "anomaly_total", "v1_markers", "v2_markers", "v1_takeovers", "fence_aborts"}],
       "batches": [{"base_offset", "last_offset", "record_count", "producer_id", "producer_epoch",
                    "base_sequence", "last_sequence", "is_transactional", "is_control", "marker",
                    "first_timestamp",                        # the first record's, never a delete horizon

@@ -120,6 +120,23 @@ def test_kafka_v1_fencing_is_one_event_and_labelled(kafka_sim: KafkaSim) -> None
     assert [c.strip() for c in row.split("│")[1:-1]][-3:] == ["0,1,2", "1", "0"]  # epochs, fencing, zombies
 
 
+def test_v2_fencing_abort_two_epochs_up_is_the_one_fencing(kafka_sim: KafkaSim) -> None:
+    # A transactions-v2 cluster: InitProducerId of a new instance while epoch 1's transaction is open makes
+    # the coordinator fence (epoch 2) and abort with the v2 bump (epoch 3); the new instance gets epoch 4.
+    p = kafka_sim.partition("t", 0)
+    p.txn(PID, 0, 1)
+    p.commit(PID, 1)
+    p.txn(PID, 1, 1, sequence=0)
+    p.abort(PID, 3)
+    p.txn(PID, 4, 1, sequence=0)
+    p.commit(PID, 5)
+    text = cli("log", "--bootstrap", kafka_sim.bootstrap, "--topic", "t", "--partition", "0", "--no-batches")
+    assert [event for _, _, event in timeline(text.stdout) if "FENCED" in event] == [
+        "epoch 1 -> 3 (FENCED: the coordinator aborted the old epoch's transaction, two epochs up)"]
+    (prod,) = log_doc(kafka_sim)["producers"]
+    assert (prod["protocol"], prod["fencing_events"]) == ("v2", 1)
+
+
 # --- case 5 ----------------------------------------------------------------------------------------------
 
 def test_abort_marker_epoch_is_the_marker_batch_epoch_in_every_window(kafka_sim: KafkaSim) -> None:

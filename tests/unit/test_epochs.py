@@ -81,6 +81,27 @@ def test_v2_zombie_write_is_fencing():
     assert jump_offset(p, None) == 4
 
 
+def test_v2_fencing_abort_two_epochs_up_is_fencing():
+    # On a transactions-v2 cluster the coordinator's fencing abort bumps twice: data at 1, ABORT at 3; the
+    # new instance then writes at 4.
+    data = (txn(0, 0) + marker(1, PID, 1, commit=True) + txn(2, 1) + marker(3, PID, 3, commit=False)
+            + txn(4, 4) + marker(5, PID, 5, commit=True))
+    p = producer(data)
+    assert p.protocol == "v2" and p.fence_aborts == 1 and p.fencing_events == 1
+    assert [(b.offset, b.fence_abort) for b in p.fencing_bumps()] == [(3, True)]
+    assert verdicts(p)[1] == (3, True, "FENCED: the coordinator aborted the old epoch's transaction, two "
+                                       "epochs up")
+    assert jump_offset(p, None) == 3
+
+
+def test_v2_abort_two_epochs_above_an_earlier_transaction_is_not_fencing():
+    # The ABORT closes no transaction seen here (its data lies before the window): the gap proves nothing.
+    data = txn(0, 0) + marker(1, PID, 1, commit=True) + txn(2, 1) + marker(3, PID, 2, commit=True)
+    later = marker(4, PID, 4, commit=False)
+    p = producer(data + later)
+    assert [b.fence_abort for b in p.epoch_bumps] == [False, False, False] and p.fencing_events == 0
+
+
 # --- transactions v1 (and noida-db) -------------------------------------------------------------------
 
 def test_kafka_v1_fencing_abort_then_new_instance_is_one_event():
