@@ -7,6 +7,13 @@ not, so read_committed fetches are never used to classify.)
 
 Memory stays bounded by one fetch response plus the compact result: ranges are merged as they are
 produced, and only transactions still waiting for their marker keep per-batch spans.
+
+A scan never classifies an offset it did not read. Leader errors are retried after a metadata refresh;
+OFFSET_OUT_OF_RANGE asks ListOffsets(earliest) and goes on from the new log start (what retention
+removed is below the log start: unverifiable, never a hole or a gap); throttled answers wait
+throttle_time_ms; an answer with no records and no error below the high watermark is asked again. A
+partition that makes no progress for RETRY_DEADLINE_S fails the scan with one line naming it. Holes
+(compaction) are only ever offsets between or inside batches that were read.
 """
 
 from __future__ import annotations

@@ -145,7 +145,7 @@ class SimPartition:
                 continue
             row = rows.setdefault(b.producer_id, ProducerRow(b.producer_id, b.producer_epoch, -1, -1))
             row.producer_epoch = b.producer_epoch
-            row.last_timestamp = b.first_timestamp
+            row.last_timestamp = b.max_timestamp  # ProducerStateEntry: the last batch's max timestamp
             if not b.control and b.base_sequence >= 0:
                 row.last_sequence = b.base_sequence + b.last_offset - b.base_offset
         for pid, row in rows.items():

@@ -46,6 +46,10 @@ class SimBatch:
     def size(self) -> int:
         return len(self.data)
 
+    @property
+    def max_timestamp(self) -> int:
+        return self.first_timestamp + len(self.offsets) - 1  # build_batch stamps records 1 ms apart
+
 
 def build_batch(base_offset: int, offsets: Sequence[int], *, last_offset: int | None = None,
                 producer_id: int = NO_PRODUCER, producer_epoch: int = -1, base_sequence: int = -1,
