@@ -247,7 +247,7 @@ class ProducerState:
         if not b.on_marker and not b.transactional:
             return False, "idempotent producer bumped its own epoch (KIP-360)"
         if b.on_marker and b.marker != "ABORT":
-            return False, f"end of transaction on a {b.marker or 'control'} marker (transactions v2)"
+            return False, f"transactions v2: a {b.marker or 'control'} marker moved the epoch on"
         if b.fence_abort:
             return True, "FENCED: the coordinator aborted the old epoch's transaction, two epochs up"
         protocol = self.protocol
@@ -258,7 +258,7 @@ class ProducerState:
                 return True, "FENCED: the new instance, after the coordinator's abort"
             return True, "FENCED: a new instance took over"
         if protocol == V2:
-            why = "an ABORT" if b.on_marker else "transactions of this id that skipped this partition"
+            why = "an ABORT marker" if b.on_marker else "transactions of this id that skipped this partition"
             return False, f"transactions v2: {why} moved the epoch on"
         if protocol == MIXED:
             return False, "markers of both transaction protocols: a bump proves no fencing"

@@ -218,8 +218,10 @@ def render_log(out: Any, doc: dict[str, Any]) -> None:
         if more:
             out.print(more)
     rows, more = _capped([(t["producer_id"], t["producer_epoch"], f"{t['first_offset']}..{t['last_offset']}",
-                           t["data_records"], t["outcome"], t["marker_offset"]) for t in doc["transactions"]])
-    out.print(table("Transactions", ["pid", "epoch", "offsets", "records", "outcome", "marker"], rows))
+                           t["data_records"], t["outcome"], t["marker_offset"], t["marker_epoch"])
+                          for t in doc["transactions"]])
+    cols = ["pid", "epoch", "offsets", "records", "outcome", "marker", "marker epoch"]
+    out.print(table("Transactions", cols, rows))
     if more:
         out.print(more)
     rows, more = _capped([(r["first"], r["last"], r["last"] - r["first"] + 1, r["producer_id"],

@@ -68,15 +68,15 @@ def test_log_labels_ordinary_v2_markers_without_fencing(kafka_sim: KafkaSim) -> 
     text = cli("log", "--bootstrap", kafka_sim.bootstrap, "--topic", "t", "--partition", "0", "--no-batches")
     assert text.exit_code == 0, text.output
     assert "FENCED" not in text.stdout
-    v2 = "transactions v2: an ABORT moved the epoch on"
+    v2 = "transactions v2: an ABORT marker moved the epoch on"
     assert timeline(text.stdout) == [
-        ("2", str(PID), "epoch 0 -> 1 (end of transaction on a COMMIT marker (transactions v2))"),
+        ("2", str(PID), "epoch 0 -> 1 (transactions v2: a COMMIT marker moved the epoch on)"),
         ("4", str(PID), f"epoch 1 -> 2 ({v2})"),
         ("6", str(PID), f"epoch 2 -> 3 ({v2})"),
         ("8", str(PID), f"epoch 3 -> 4 ({v2})"),
         ("9", str(PID), "epoch 4 -> 7 (transactions v2: transactions of this id that skipped this partition "
                         "moved the epoch on)"),
-        ("10", str(PID), "epoch 7 -> 8 (end of transaction on a COMMIT marker (transactions v2))"),
+        ("10", str(PID), "epoch 7 -> 8 (transactions v2: a COMMIT marker moved the epoch on)"),
     ]
     (prod,) = log_doc(kafka_sim)["producers"]
     assert (prod["protocol"], prod["fencing_events"], prod["epochs"]) == ("v2", 0, [0, 1, 2, 3, 4, 7, 8])

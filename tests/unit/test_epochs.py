@@ -64,10 +64,10 @@ def test_v2_commits_and_aborts_and_skipped_transactions_are_no_fencing():
     assert p.protocol == "v2" and (p.v1_markers, p.v2_markers) == (0, 2)
     assert p.fencing_events == 0
     assert verdicts(p) == [
-        (1, False, "end of transaction on a COMMIT marker (transactions v2)"),
-        (3, False, "transactions v2: an ABORT moved the epoch on"),
+        (1, False, "transactions v2: a COMMIT marker moved the epoch on"),
+        (3, False, "transactions v2: an ABORT marker moved the epoch on"),
         (4, False, "transactions v2: transactions of this id that skipped this partition moved the epoch on"),
-        (5, False, "end of transaction on a COMMIT marker (transactions v2)"),
+        (5, False, "transactions v2: a COMMIT marker moved the epoch on"),
     ]
     assert jump_offset(p, None) is None  # the TUI has nothing to jump to
 
