@@ -155,6 +155,12 @@ def test_abort_marker_epoch_is_the_marker_batch_epoch_in_every_window(kafka_sim:
     markers = [(r["first"], r["producer_epoch"]) for r in full["ranges"] if r["kind"] == "MARKER"]
     assert markers == [(2, 1), (4, 1)]
     assert full["aborted_ranges"] == [{"first": 0, "last": 1, "producer_id": PID, "producer_epoch": 0}]
+    text = cli("log", "--bootstrap", kafka_sim.bootstrap, "--topic", "t", "--partition", "0", "--no-batches")
+    txn_rows = [[c.strip() for c in line.split("│")[1:-1]] for line in text.stdout.splitlines()
+                if line.startswith("│") and line.count("│") == 8]
+    # pid, epoch (the data's), offsets, records, outcome, marker, marker epoch
+    assert txn_rows == [[str(PID), "0", "0..1", "2", "ABORT", "2", "1"],
+                        [str(PID), "1", "3..3", "1", "COMMIT", "4", "1"]]
     for window in (("--from", "2", "--to", "2"), ("--from", "0", "--to", "1"), ("--from", "1", "--to", "3")):
         doc = log_doc(kafka_sim, *window)
         abort = [m for m in doc["markers"] if m["type"] == "ABORT"]
