@@ -231,7 +231,8 @@ class ProducerState:
         """How many times the producer id's epoch was fenced, counted only on unambiguous evidence.
 
         Under transactions v1 the epoch rises only through InitProducerId (a new instance, which fences
-        the old epoch) or the coordinator's fencing abort (Kafka writes that ABORT at epoch+1 and hands the
+        the old epoch; a producer re-initialising itself after an aborted transaction, KIP-360, fences it
+        the same way) or the coordinator's fencing abort (Kafka writes that ABORT at epoch+1 and hands the
         new instance epoch+2: two bumps, one event; noida-db writes both at epoch+1). Under transactions v2
         every COMMIT and ABORT bumps the epoch, and a partition sees only the transactions that touched it,
         so a bump proves nothing there, except an ABORT two epochs above the data it closes: the
