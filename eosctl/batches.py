@@ -28,6 +28,9 @@ MAGIC_OFFSET = 16  # same position in v0/v1 message sets and v2 batches
 COMPRESSION = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 TRANSACTIONAL_MASK = 0x10
 CONTROL_MASK = 0x20
+# KIP-534: the cleaner sets this bit and stores the delete horizon in the base timestamp field; record
+# timestamps stay base + delta (DefaultRecordBatch.deleteHorizonMs, MemoryRecordsBuilder).
+DELETE_HORIZON_MASK = 0x40
 CONTROL_KEY = struct.Struct(">hh")
 MARKERS = {0: "ABORT", 1: "COMMIT"}
 INT32_MAX = 2**31 - 1
@@ -88,11 +91,15 @@ def decode_batch(raw: bytes | bytearray | memoryview) -> Batch:
     is_control = bool(attributes & CONTROL_MASK)
     marker = None
     offsets: tuple[int, ...] | None = None
-    # Header-only unless the header cannot tell us what we need: compaction holes or the marker type.
-    if is_control or count != last_delta + 1:
-        record_offsets, marker = _decode_records(raw, base_offset, is_control)
+    horizon = first_ts if attributes & DELETE_HORIZON_MASK else None
+    # Header-only unless the header cannot tell us what we need: compaction holes, the marker type, or
+    # the first record's time when the header's first timestamp is a delete horizon.
+    if is_control or count != last_delta + 1 or horizon is not None:
+        record_offsets, marker, first_record_ts = _decode_records(raw, base_offset, is_control)
         if count != last_delta + 1:
             offsets = tuple(record_offsets)
+        if horizon is not None:
+            first_ts = first_record_ts
     return Batch(
         base_offset=base_offset,
         last_offset=base_offset + last_delta,
@@ -109,6 +116,7 @@ def decode_batch(raw: bytes | bytearray | memoryview) -> Batch:
         compression=COMPRESSION.get(attributes & 0x07, f"unknown({attributes & 0x07})"),
         size_bytes=len(raw),
         offsets=offsets,
+        delete_horizon_ms=horizon,
     )
 
 
@@ -133,7 +141,9 @@ def _legacy_batch(raw: bytes | bytearray | memoryview, magic: int) -> Batch:
 
 
 def _decode_records(raw: bytes | bytearray | memoryview, base_offset: int,
-                    is_control: bool) -> tuple[list[int], str | None]:
+                    is_control: bool) -> tuple[list[int], str | None, int]:
+    """Offsets of the records, the marker type of a control batch, and the first record's timestamp
+    (-1, Kafka's NO_TIMESTAMP, when the cleaner left no record)."""
     try:
         records = list(DefaultRecordBatch(bytes(raw)))
     except UnsupportedCodecError as e:
@@ -150,4 +160,4 @@ def _decode_records(raw: bytes | bytearray | memoryview, base_offset: int,
         if key is not None and len(key) >= CONTROL_KEY.size:
             _version, kind = CONTROL_KEY.unpack_from(key)
             marker = MARKERS.get(kind, f"CONTROL({kind})")
-    return [r.offset for r in records], marker
+    return [r.offset for r in records], marker, records[0].timestamp if records else -1

@@ -19,6 +19,7 @@ partition that makes no progress for RETRY_DEADLINE_S fails the scan with one li
 from __future__ import annotations
 
 import time
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -27,6 +28,7 @@ import kafka.errors as Errors
 from eosctl.batches import iter_batches
 from eosctl.errors import BrokerError
 from eosctl.model import (
+    MAX_EPOCHS,
     MAX_EVENTS,
     NO_PRODUCER,
     Batch,
@@ -87,6 +89,12 @@ class _Classifier:
         self.batches: list[Batch] | None = [] if keep_batches else None
         self.broker_aborted: set[tuple[int, int]] = set()
         self.warnings: list[str] = []
+        # Offsets missing between batches so far (compaction or retention removed them), and its value at
+        # each producer's last batch: a sequence gap they can explain is no anomaly.
+        self.missing = 0
+        self._missing_at: dict[int, int] = {}
+        self._after_abort: set[int] = set()  # producer ids whose last bump was on an ABORT marker
+        self._plain_bumps: dict[int, int] = {}  # kept bumps that can never mean fencing, per producer id
 
     @property
     def done(self) -> bool:
@@ -113,6 +121,7 @@ class _Classifier:
             return
         if self.batches is not None:
             self.batches.append(batch)
+        self.missing += max(0, batch.base_offset - self.next)
         present = [o for o in batch.present_offsets() if self.next <= o < self.end]
         upto = min(batch.last_offset + 1, self.end)
         holes_from = self.next
@@ -159,15 +168,21 @@ class _Classifier:
         kind = Kind.DATA if outcome == "COMMIT" else Kind.ABORTED
         if txn is None:
             self.transactions.append(Transaction(pid, marker.producer_epoch, marker.base_offset,
-                                                 marker.base_offset, outcome, marker.base_offset, 0))
+                                                 marker.base_offset, outcome, marker.base_offset, 0,
+                                                 marker.producer_epoch))
             return
         for first, last, epoch in txn.spans:
             self._piece(first, last, kind, pid, epoch)
         self.transactions.append(Transaction(pid, txn.epoch, txn.first, txn.last, outcome,
-                                             marker.base_offset, txn.records))
+                                             marker.base_offset, txn.records, marker.producer_epoch))
         state = self.producers.get(pid)
         if state is not None:
             state.open_txn_first_offset = None
+            data_epoch = txn.spans[-1][2]
+            if marker.producer_epoch == data_epoch:
+                state.v1_markers += 1
+            elif marker.producer_epoch > data_epoch and outcome == "COMMIT":
+                state.v2_markers += 1
 
     def _seek_marker(self, batch: Batch) -> None:
         """Past ``end``: only the markers of transactions that started inside the range matter."""
@@ -188,37 +203,93 @@ class _Classifier:
         if p is None:
             p = self.producers[pid] = ProducerState(pid)
         current = p.current_epoch
-        if epoch not in p.epochs:
-            p.epochs.append(epoch)
-            p.epochs.sort()
+        self._note_epoch(p, epoch)
         if current != -1 and epoch > current:
-            p.epoch_bumps.append(EpochBump(b.base_offset, current, epoch, b.is_control, b.marker))
+            self._bump(p, b, current)
         elif current != -1 and epoch < current:
             p.zombie_total += 1
             if len(p.zombie_writes) < MAX_EVENTS:
                 p.zombie_writes.append(ZombieWrite(b.base_offset, epoch, current))
+        else:
+            self._after_abort.discard(pid)  # another write at the epoch: no longer the abort's take-over
         p.last_epoch = epoch
         p.batches += 1
         p.last_offset = b.last_offset
         p.last_timestamp = max(p.last_timestamp, b.max_timestamp)
+        missing_before, self._missing_at[pid] = self._missing_at.get(pid, self.missing), self.missing
         if b.is_control:
             return
         p.records += b.record_count
         if b.is_transactional and p.open_txn_first_offset is None:
             p.open_txn_first_offset = max(b.base_offset, self.start)
-        if b.base_sequence < 0:
+        if b.base_sequence < 0 or epoch not in p.epochs:
             return
         previous = self.sequences.get((pid, epoch))
         if previous is not None:
             expected = 0 if previous == INT32_MAX else previous + 1
             if b.base_sequence != expected:
                 kind = "duplicate" if _seq_before(b.base_sequence, expected) else "gap"
-                p.anomaly_total += 1
-                if len(p.sequence_anomalies) < MAX_EVENTS:
-                    p.sequence_anomalies.append(SequenceAnomaly(b.base_offset, epoch, expected,
-                                                                b.base_sequence, kind))
+                # The cleaner removes whole batches but keeps each producer's last one (LogCleaner,
+                # "retain the last batch from each producerId"), and Kafka checks sequences only on client
+                # appends, never on what it reads back or replicates (ProducerAppendInfo.append: origin
+                # CLIENT). A gap no longer than the offsets missing since this producer's last batch is
+                # the cleaner's doing.
+                removed = kind == "gap" and (b.base_sequence - expected) % (INT32_MAX + 1) <= \
+                    self.missing - missing_before
+                if not removed:
+                    p.anomaly_total += 1
+                    if len(p.sequence_anomalies) < MAX_EVENTS:
+                        p.sequence_anomalies.append(SequenceAnomaly(b.base_offset, epoch, expected,
+                                                                    b.base_sequence, kind))
         self.sequences[(pid, epoch)] = b.last_sequence
         p.last_sequence = b.last_sequence
+
+    def _note_epoch(self, p: ProducerState, epoch: int) -> None:
+        """Keep ``p.epochs`` sorted, distinct and at most MAX_EPOCHS long, in O(MAX_EPOCHS) per batch."""
+        epochs = p.epochs
+        if epochs and epoch == epochs[-1]:
+            return
+        if not epochs or epoch > epochs[-1]:
+            epochs.append(epoch)
+        else:
+            i = bisect_left(epochs, epoch)
+            if epoch < epochs[0] and p.earlier_epochs:
+                return  # older than the kept history (a zombie write, counted as such)
+            if epochs[i] == epoch:
+                return
+            epochs.insert(i, epoch)
+        if len(epochs) > MAX_EPOCHS:
+            dropped = epochs.pop(0)
+            p.earlier_epochs += 1
+            self.sequences.pop((p.producer_id, dropped), None)
+
+    def _bump(self, p: ProducerState, b: Batch, old: int) -> None:
+        pid = p.producer_id
+        after_abort = pid in self._after_abort
+        self._after_abort.discard(pid)
+        transactional = b.is_transactional or b.is_control
+        fence_abort = False
+        if b.is_control and b.marker == "ABORT":
+            p.v1_takeovers += 1
+            self._after_abort.add(pid)
+            txn = self.open.get(pid)
+            fence_abort = txn is not None and b.producer_epoch - txn.spans[-1][2] >= 2
+            p.fence_aborts += fence_abort
+        elif not b.is_control and transactional and not after_abort:
+            p.v1_takeovers += 1
+        bump = EpochBump(b.base_offset, old, b.producer_epoch, b.is_control, b.marker, transactional,
+                         after_abort and not b.is_control, fence_abort)
+        p.bumps_total += 1
+        telling = _telling(bump)
+        if len(p.epoch_bumps) < MAX_EVENTS:
+            p.epoch_bumps.append(bump)
+            self._plain_bumps[pid] = self._plain_bumps.get(pid, 0) + (not telling)
+        elif telling and self._plain_bumps.get(pid):
+            # Full: a bump that can mean fencing replaces the oldest one that never can (v2 COMMITs).
+            i = next(i for i, old_bump in enumerate(p.epoch_bumps) if not _telling(old_bump))
+            del p.epoch_bumps[i]
+            p.epoch_bumps.append(bump)
+            self._plain_bumps[pid] -= 1
 
     # --- result -----------------------------------------------------------------------------------
 
@@ -230,6 +301,7 @@ class _Classifier:
         self.warnings.append(f"the log start moved from {self.offsets.log_start} to {log_start} during the "
                              f"scan (retention): offsets below {log_start} can no longer be verified")
         self.offsets = Offsets(log_start, self.offsets.high_watermark, self.offsets.last_stable)
+        self.missing += max(0, min(log_start, self.end) - self.next)  # sequence gaps they explain
         self.next = max(self.next, min(log_start, self.end))
         self.position = max(self.position, log_start)
 
@@ -270,6 +342,11 @@ class _Classifier:
             if self.start <= first < self.end and (pid, first) not in aborted:
                 log.warnings.append(f"broker lists an aborted transaction of producer {pid} at {first}, "
                                     "but the markers in the log do not abort one there")
+
+
+def _telling(b: EpochBump) -> bool:
+    """Can this bump be fencing under some protocol (an ABORT marker, or transactional data)?"""
+    return b.marker == "ABORT" if b.on_marker else b.transactional
 
 
 def _clip(ranges: list[OffsetRange], first: int) -> list[OffsetRange]:

@@ -46,6 +46,9 @@ class Batch:
     size_bytes: int
     # None when every offset base..last is present; otherwise the offsets compaction left behind.
     offsets: tuple[int, ...] | None = None
+    # Set by the cleaner (KIP-534, attribute bit 0x40): the batch's base timestamp field then holds this
+    # horizon, so ``first_timestamp`` is read from the first record instead.
+    delete_horizon_ms: int | None = None
 
     @property
     def contiguous(self) -> bool:
@@ -122,6 +125,9 @@ class Transaction:
     outcome: str  # "COMMIT" | "ABORT" | "OPEN"
     marker_offset: int | None
     data_records: int
+    # The marker batch's own epoch: the data's under transactions v1, one above under v2 (KIP-890), and
+    # the new epoch for the coordinator's fencing abort. None while OPEN.
+    marker_epoch: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -133,20 +139,24 @@ class Transaction:
 
 @dataclass(frozen=True, slots=True)
 class EpochBump:
-    """The producer id appeared at a higher epoch: fencing by a new instance (or, with Kafka 4's
-    transaction protocol v2, the bump every marker carries; ``on_marker`` tells them apart)."""
+    """The producer id appeared at a higher epoch than any seen before in this partition.
+
+    What that means depends on the transaction protocol (see ``ProducerState.bump_verdict``): under
+    transactions v1 only InitProducerId (a new instance) and the coordinator's fencing abort raise the
+    epoch; under transactions v2 (KIP-890) every COMMIT or ABORT does.
+    """
 
     offset: int
     old_epoch: int
     new_epoch: int
     on_marker: bool
     marker: str | None = None  # COMMIT/ABORT when the bump arrived on a control batch
-
-    @property
-    def fencing(self) -> bool:
-        """A new instance took over: the bump came on data, or on the ABORT marker the coordinator writes
-        for the fenced instance's open transaction (a bump on a COMMIT marker is transactions v2)."""
-        return not self.on_marker or self.marker == "ABORT"
+    transactional: bool = True  # False: an idempotent producer's own bump (KIP-360), never fencing
+    after_abort: bool = False  # data right after this id's bump on an ABORT marker: the same take-over
+    # An ABORT two or more epochs above the data it closes: only the coordinator's fencing abort does that
+    # (prepareFenceProducerEpoch, then the transactions-v2 bump of prepareAbortOrCommit, with the cluster's
+    # transaction version: TransactionCoordinator.handleInitProducerId / abortTimedOutTransactions).
+    fence_abort: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,12 +180,18 @@ class SequenceAnomaly:
 # Per-producer event lists are capped so one misbehaving producer cannot blow up a scan's memory;
 # the *_total counters keep the true numbers.
 MAX_EVENTS = 200
+# Distinct epochs kept per producer id (the latest ones). Transactions v2 moves to a new epoch with every
+# transaction, so the history must be bounded; ``earlier_epochs`` counts what was dropped.
+MAX_EPOCHS = 20
+
+V1, V2, MIXED, UNKNOWN = "v1", "v2", "mixed", "unknown"
 
 
 @dataclass(slots=True)
 class ProducerState:
     producer_id: int
-    epochs: list[int] = field(default_factory=list)  # sorted, distinct
+    epochs: list[int] = field(default_factory=list)  # sorted, distinct, the latest MAX_EPOCHS
+    earlier_epochs: int = 0  # distinct epochs dropped from the front of ``epochs``
     last_epoch: int = -1
     last_sequence: int = -1
     last_offset: int = -1
@@ -183,37 +199,77 @@ class ProducerState:
     batches: int = 0
     records: int = 0
     open_txn_first_offset: int | None = None
-    epoch_bumps: list[EpochBump] = field(default_factory=list)
+    epoch_bumps: list[EpochBump] = field(default_factory=list)  # at most MAX_EVENTS, see bumps_total
     zombie_writes: list[ZombieWrite] = field(default_factory=list)
     sequence_anomalies: list[SequenceAnomaly] = field(default_factory=list)
     zombie_total: int = 0
     anomaly_total: int = 0
+    bumps_total: int = 0
+    # Which transaction protocol the markers show. A marker at the epoch of the data it closes is
+    # transactions v1; a COMMIT above it is v2, where EndTxn bumps the epoch and the markers carry the new
+    # one (KIP-890; TransactionMetadata.prepareAbortOrCommit, TransactionMarkerChannelManager). An ABORT
+    # above its data's epoch proves neither: v1's fencing abort and every v2 abort look alike.
+    v1_markers: int = 0
+    v2_markers: int = 0
+    # Take-overs as transactions v1 reads the bumps: each bump on an ABORT marker or on transactional data,
+    # the data bump right after such an ABORT counting with it. Only trusted when ``protocol`` is v1.
+    v1_takeovers: int = 0
+    fence_aborts: int = 0  # ABORT markers with ``EpochBump.fence_abort``: fencing in every protocol
 
     @property
     def current_epoch(self) -> int:
         return self.epochs[-1] if self.epochs else -1
 
     @property
-    def fencing_events(self) -> int:
-        """How many times a new instance took over this producer id.
+    def protocol(self) -> str:
+        """v1 / v2 from this producer's markers; mixed or unknown when they show both or neither."""
+        if self.v1_markers and self.v2_markers:
+            return MIXED
+        return V1 if self.v1_markers else V2 if self.v2_markers else UNKNOWN
 
-        Apache Kafka's coordinator fences an open transaction with an ABORT marker at epoch+1 and the new
-        instance then writes at epoch+2: two bumps, one event (noida-db writes both at epoch+1). Under
-        transactions v2 (KIP-890) every marker bumps the epoch, COMMIT included: there only a bump on data
-        means a new instance.
+    @property
+    def fencing_events(self) -> int:
+        """How many times the producer id's epoch was fenced, counted only on unambiguous evidence.
+
+        Under transactions v1 the epoch rises only through InitProducerId (a new instance, which fences
+        the old epoch; a producer re-initialising itself after an aborted transaction, KIP-360, fences it
+        the same way) or the coordinator's fencing abort (Kafka writes that ABORT at epoch+1 and hands the
+        new instance epoch+2: two bumps, one event; noida-db writes both at epoch+1). Under transactions v2
+        every COMMIT and ABORT bumps the epoch, and a partition sees only the transactions that touched it,
+        so a bump proves nothing there, except an ABORT two epochs above the data it closes: the
+        coordinator's fencing abort on a transactions-v2 cluster (``EpochBump.fence_abort``). In every
+        protocol a write at an older epoch (a zombie write) proves its epoch was fenced while its writer
+        still ran.
         """
-        bumps = self.epoch_bumps
-        if any(b.on_marker and b.marker == "COMMIT" for b in bumps):
-            return sum(1 for b in bumps if not b.on_marker)
-        events, after_abort_marker = 0, False
-        for b in bumps:
+        by_bumps = self.v1_takeovers if self.protocol == V1 else self.fence_aborts
+        return max(by_bumps, len({z.epoch for z in self.zombie_writes}))
+
+    def bump_verdict(self, b: EpochBump) -> tuple[bool, str]:
+        """(is it fencing, why) for one of this producer's epoch bumps, by the rule of ``fencing_events``."""
+        if not b.on_marker and not b.transactional:
+            return False, "idempotent producer bumped its own epoch (KIP-360)"
+        if b.on_marker and b.marker != "ABORT":
+            return False, f"transactions v2: a {b.marker or 'control'} marker moved the epoch on"
+        if b.fence_abort:
+            return True, "FENCED: the coordinator aborted the old epoch's transaction, two epochs up"
+        protocol = self.protocol
+        if protocol == V1:
             if b.on_marker:
-                events += 1
-                after_abort_marker = True
-            else:
-                events += 0 if after_abort_marker else 1
-                after_abort_marker = False
-        return events
+                return True, "FENCED: the coordinator aborted the old epoch's transaction"
+            if b.after_abort:
+                return True, "FENCED: the new instance, after the coordinator's abort"
+            return True, "FENCED: a new instance took over"
+        if protocol == V2:
+            why = "an ABORT marker" if b.on_marker else "transactions of this id that skipped this partition"
+            return False, f"transactions v2: {why} moved the epoch on"
+        if protocol == MIXED:
+            return False, "markers of both transaction protocols: a bump proves no fencing"
+        where = "on an ABORT marker" if b.on_marker else "on data"
+        return False, (f"bump {where}: fencing under transactions v1, ordinary under v2; "
+                       "no marker in the scan shows which")
+
+    def fencing_bumps(self) -> list[EpochBump]:
+        return [b for b in self.epoch_bumps if self.bump_verdict(b)[0]]
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

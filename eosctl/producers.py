@@ -33,6 +33,7 @@ class ProducerRow:
     epochs: tuple[int, ...] = ()
     fencing_events: int = 0
     zombie_writes: int = 0
+    earlier_epochs: int = 0  # distinct epochs before ``epochs`` (the log keeps the latest 20)
 
     def to_dict(self) -> dict[str, Any]:
         return {"topic": self.topic, "partition": self.partition, "producer_id": self.producer_id,
@@ -40,7 +41,14 @@ class ProducerRow:
                 "last_timestamp_ms": self.last_timestamp_ms,
                 "current_txn_start_offset": self.current_txn_start_offset,
                 "coordinator_epoch": self.coordinator_epoch, "epochs": list(self.epochs),
-                "fencing_events": self.fencing_events, "zombie_writes": self.zombie_writes}
+                "earlier_epochs": self.earlier_epochs, "fencing_events": self.fencing_events,
+                "zombie_writes": self.zombie_writes}
+
+
+def epochs_text(epochs: Sequence[int], earlier: int = 0) -> str:
+    """"0,1,2", or "(+40 earlier) 41,42" when the history was cut (transactions v2 bumps per transaction)."""
+    text = ",".join(map(str, epochs))
+    return f"(+{earlier} earlier) {text}" if earlier else text
 
 
 @dataclass
@@ -73,7 +81,7 @@ def from_log(log: Any) -> list[ProducerRow]:
         rows.append(ProducerRow(log.topic, log.partition, pid, s.current_epoch, s.last_sequence,
                                 s.last_timestamp if s.last_timestamp >= 0 else None, s.open_txn_first_offset,
                                 None, tuple(s.epochs), s.fencing_events,
-                                s.zombie_total))
+                                s.zombie_total, s.earlier_epochs))
     return rows
 
 

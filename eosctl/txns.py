@@ -6,8 +6,10 @@ either one is enough:
 
 - KIP-664 (what ``kafka-transactions.sh find-hanging`` does): DescribeProducers shows a producer with a
   current transaction on the partition whose last write is older than ``max_age``, and its coordinator
-  has no such transaction for that partition (unknown producer id, another epoch, not Ongoing, or the
-  partition is not in its list).
+  does not list that partition (no transactional id for the producer id, or DescribeTransactions does
+  not name the partition). The coordinator lists a partition while the transaction is Ongoing and until
+  its marker is written (PrepareCommit/PrepareAbort), whatever the epoch: transactions v2 bumps the epoch
+  before the markers go out (TransactionsCommand.FindHangingCommand.filterHangingTransactions).
 - LSO: the partition's LSO is below its HW and the open transaction at the LSO is older than
   ``max_age`` (age = now - first timestamp of its first batch, read from the log). This needs nothing
   but ListOffsets and one Fetch, so it works where DescribeProducers returns nothing (noida-db) and it
@@ -266,9 +268,8 @@ def find_hanging(client: Any, admin: Any, topics: Sequence[str], max_age_s: floa
     coordinator = _coordinator_view(admin, {p.producer_id for _, p in candidates} | {k[2] for k in found})
     for tp, p in candidates:
         info = coordinator.get(p.producer_id)
-        if info is not None and info.state == "Ongoing" and info.producer_epoch == p.producer_epoch \
-                and tp in info.partitions:
-            continue  # the coordinator still owns it: it will time it out (KIP-664)
+        if info is not None and tp in info.partitions:
+            continue  # the coordinator will still end it on this partition (a marker, or its timeout)
         key = (*tp, p.producer_id)
         o = offsets[tp]
         age = (now_ms - p.last_timestamp) / 1000

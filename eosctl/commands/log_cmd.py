@@ -9,18 +9,29 @@ JSON shape (`--format json`, stable; offsets inclusive unless named *_to / high_
       "counts": {"DATA": int, "MARKER": int, "ABORTED": int, "OPEN": int, "HOLE": int},
       "ranges": [{"first", "last", "kind", "producer_id", "producer_epoch"}],
       "transactions": [{"producer_id", "producer_epoch", "first_offset", "last_offset",
-                        "outcome": "COMMIT"|"ABORT"|"OPEN", "marker_offset": int|null, "data_records"}],
+                        "outcome": "COMMIT"|"ABORT"|"OPEN", "marker_offset": int|null, "data_records",
+                        "marker_epoch": int|null}],
       "aborted_ranges": [{"first", "last", "producer_id", "producer_epoch"}],
-      "markers": [{"offset", "type": "COMMIT"|"ABORT", "producer_id", "producer_epoch"}],
-      "producers": [{"producer_id", "epochs": [int], "current_epoch", "last_sequence", "last_offset",
+      "markers": [{"offset", "type": "COMMIT"|"ABORT", "producer_id",
+                   "producer_epoch"}],                      # the marker batch's own epoch
+      "producers": [{"producer_id", "epochs": [int],        # the latest 20 distinct epochs, sorted
+                     "earlier_epochs": int,                    # distinct epochs before those
+                     "current_epoch", "last_sequence", "last_offset",
                      "last_timestamp", "batches", "records", "open_txn_first_offset": int|null,
-                     "epoch_bumps": [{"offset", "old_epoch", "new_epoch", "on_marker"}],
+                     "protocol": "v1"|"v2"|"mixed"|"unknown",  # transaction protocol its markers show
+                     "fencing_events": int,                    # see the README's fencing rule
+                     "epoch_bumps": [{"offset", "old_epoch", "new_epoch", "on_marker", "marker",
+                                      "transactional", "after_abort", "fence_abort",
+                                      "fencing": bool, "why": str}],
+                     "bumps_total": int,                       # epoch_bumps keeps at most 200
                      "zombie_writes": [{"offset", "epoch", "current_epoch"}], "zombie_total",
                      "sequence_anomalies": [{"offset", "epoch", "expected", "got", "kind"}],
-                     "anomaly_total"}],
+                     "anomaly_total", "v1_markers", "v2_markers", "v1_takeovers", "fence_aborts"}],
       "batches": [{"base_offset", "last_offset", "record_count", "producer_id", "producer_epoch",
                    "base_sequence", "last_sequence", "is_transactional", "is_control", "marker",
-                   "first_timestamp", "max_timestamp", "compression", "size_bytes", "offsets"}] | null,
+                   "first_timestamp",                        # the first record's, never a delete horizon
+                   "max_timestamp", "compression", "size_bytes", "offsets",
+                   "delete_horizon_ms": int|null}] | null,
       "batches_window": {"from": int, "to": int, "complete": bool} | null,   # to exclusive
       "warnings": [str]
     }
@@ -58,8 +69,9 @@ def log(config: str | None, pipeline: str | None, bootstrap: str | None, topic: 
     What kafka-dump-log.sh shows from the broker's disk, over the Kafka protocol: batches (offsets,
     producer id/epoch, sequences, transactional/control flags, marker type, timestamps), transactions
     with their outcome (COMMIT / ABORT / OPEN) and marker offset, aborted ranges, each producer's epoch
-    timeline with fencing events (epoch bumps) and zombie writes (an older epoch after a bump), and
-    sequence gaps or duplicates.
+    timeline and zombie writes (an older epoch after a newer one), and sequence gaps or duplicates
+    (gaps over offsets the cleaner removed excepted). An epoch bump is FENCED only where the producer's
+    markers show transactions v1; under transactions v2 (Kafka 4) every commit and abort bumps the epoch.
     """
     from eosctl.errors import ConfigError
     from eosctl.logscan import scan_partition
@@ -145,17 +157,27 @@ def log_document(plog: Any, window: tuple[int, int, bool] | None) -> dict[str, A
         "transactions": d["transactions"],
         "aborted_ranges": [{k: r[k] for k in ("first", "last", "producer_id", "producer_epoch")}
                            for r in d["ranges"] if r["kind"] == Kind.ABORTED.value],
+        # The marker batch's own epoch, as in batches[] and ranges: a fencing ABORT and every v2 marker
+        # carry a newer epoch than the data they close.
         "markers": [{"offset": t.marker_offset, "type": t.outcome, "producer_id": t.producer_id,
-                     "producer_epoch": t.producer_epoch}
+                     "producer_epoch": t.producer_epoch if t.marker_epoch is None else t.marker_epoch}
                     for t in sorted(plog.transactions, key=lambda t: t.marker_offset or -1)
                     if t.marker_offset is not None],
-        "producers": [{**d["producers"][str(pid)], "current_epoch": p.current_epoch}
+        "producers": [_producer_doc(d["producers"][str(pid)], p)
                       for pid, p in sorted(plog.producers.items())],
         "batches": d["batches"],
         "batches_window": None if window is None else {"from": window[0], "to": window[1],
                                                         "complete": window[2]},
         "warnings": d["warnings"],
     }
+
+
+def _producer_doc(d: dict[str, Any], p: Any) -> dict[str, Any]:
+    """A producer's JSON entry: its state plus the verdicts (eosctl.model.ProducerState.fencing_events)."""
+    bumps = [{**b, "fencing": fencing, "why": why}
+             for b, (fencing, why) in zip(d["epoch_bumps"], map(p.bump_verdict, p.epoch_bumps), strict=True)]
+    return {**d, "epoch_bumps": bumps, "current_epoch": p.current_epoch, "protocol": p.protocol,
+            "fencing_events": p.fencing_events}
 
 
 def _ts(ms: int | None, date: bool = True) -> str | None:
@@ -172,6 +194,7 @@ def _capped(rows: list[Any]) -> tuple[list[Any], str | None]:
 
 
 def render_log(out: Any, doc: dict[str, Any]) -> None:
+    from eosctl.producers import epochs_text
     from eosctl.render import table
 
     c = doc["counts"]
@@ -195,8 +218,10 @@ def render_log(out: Any, doc: dict[str, Any]) -> None:
         if more:
             out.print(more)
     rows, more = _capped([(t["producer_id"], t["producer_epoch"], f"{t['first_offset']}..{t['last_offset']}",
-                           t["data_records"], t["outcome"], t["marker_offset"]) for t in doc["transactions"]])
-    out.print(table("Transactions", ["pid", "epoch", "offsets", "records", "outcome", "marker"], rows))
+                           t["data_records"], t["outcome"], t["marker_offset"], t["marker_epoch"])
+                          for t in doc["transactions"]])
+    cols = ["pid", "epoch", "offsets", "records", "outcome", "marker", "marker epoch"]
+    out.print(table("Transactions", cols, rows))
     if more:
         out.print(more)
     rows, more = _capped([(r["first"], r["last"], r["last"] - r["first"] + 1, r["producer_id"],
@@ -205,11 +230,12 @@ def render_log(out: Any, doc: dict[str, Any]) -> None:
     if more:
         out.print(more)
     out.print(table("Producers", ["pid", "epochs", "batches", "records", "last sequence", "last timestamp",
-                                  "open txn from"],
-                    [(p["producer_id"], ",".join(map(str, p["epochs"])), p["batches"], p["records"],
-                      p["last_sequence"], _ts(p["last_timestamp"]), p["open_txn_first_offset"])
+                                  "open txn from", "txn protocol", "fencing"],
+                    [(p["producer_id"], epochs_text(p["epochs"], p["earlier_epochs"]), p["batches"],
+                      p["records"], p["last_sequence"], _ts(p["last_timestamp"]), p["open_txn_first_offset"],
+                      p["protocol"], p["fencing_events"])
                      for p in doc["producers"]]))
-    events = sorted(_events(doc["producers"], doc["markers"]), key=lambda e: (e[0], e[1]))
+    events = sorted(_events(doc["producers"]), key=lambda e: (e[0], e[1]))
     if events:
         rows, more = _capped([(o, pid, text) for o, pid, text in events])
         out.print(table("Epoch timeline and anomalies", ["offset", "pid", "event"], rows))
@@ -219,20 +245,15 @@ def render_log(out: Any, doc: dict[str, Any]) -> None:
         out.print(f"[yellow]warning:[/] {w}")
 
 
-def _events(producers: list[dict[str, Any]], markers: list[dict[str, Any]]) -> list[tuple[int, int, str]]:
-    marker_type = {m["offset"]: m["type"] for m in markers}
+def _events(producers: list[dict[str, Any]]) -> list[tuple[int, int, str]]:
     out = []
     for p in producers:
         pid = p["producer_id"]
         for b in p["epoch_bumps"]:
-            if not b["on_marker"]:
-                why = "FENCED: a new instance took over"
-            elif marker_type.get(b["offset"]) == "ABORT":
-                # The coordinator aborts the fenced instance's transaction at the new epoch.
-                why = "FENCED: the coordinator aborted the old epoch's transaction"
-            else:
-                why = f"bump on a {marker_type.get(b['offset'], 'control')} marker (transactions v2)"
-            out.append((b["offset"], pid, f"epoch {b['old_epoch']} -> {b['new_epoch']} ({why})"))
+            out.append((b["offset"], pid, f"epoch {b['old_epoch']} -> {b['new_epoch']} ({b['why']})"))
+        if p["bumps_total"] > len(p["epoch_bumps"]):
+            out.append((p["epoch_bumps"][-1]["offset"], pid,
+                        f"... {p['bumps_total'] - len(p['epoch_bumps'])} more epoch bumps"))
         for z in p["zombie_writes"]:
             out.append((z["offset"], pid,
                         f"ZOMBIE write at epoch {z['epoch']} after epoch {z['current_epoch']}"))

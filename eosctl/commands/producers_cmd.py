@@ -30,7 +30,7 @@ def producers(config: str | None, pipeline: str | None, bootstrap: str | None, f
     (or lacks the API) they are read from a log scan instead, and the output says which source it used.
     """
     from eosctl.errors import ConfigError
-    from eosctl.producers import describe
+    from eosctl.producers import describe, epochs_text
     from eosctl.target import resolve
 
     target = resolve(config, pipeline, bootstrap, (topic,) if topic else (), need_topics=True)
@@ -63,7 +63,7 @@ def producers(config: str | None, pipeline: str | None, bootstrap: str | None, f
         row: list[Any] = [r.partition, r.producer_id, r.producer_epoch, r.last_sequence,
                           time_text(r.last_timestamp_ms), r.current_txn_start_offset]
         if log:
-            row += [",".join(map(str, r.epochs)), r.fencing_events, r.zombie_writes]
+            row += [epochs_text(r.epochs, r.earlier_epochs), r.fencing_events, r.zombie_writes]
         rows.append(row)
     if rows:
         out.print(table(f"Producers of {report.topic} ({len(rows)})", cols, rows))

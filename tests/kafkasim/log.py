@@ -70,13 +70,14 @@ class SimPartition:
 
     def compacted(self, present: list[int], last_offset: int, *, delete_horizon: bool = False,
                   timestamp: int = 1_700_000_000_000, producer_id: int = NO_PRODUCER, epoch: int = -1,
-                  sequence: int = -1) -> SimBatch:
+                  sequence: int = -1, record_timestamp: int | None = None) -> SimBatch:
         """A batch the cleaner rewrote: only ``present`` offsets survive, lastOffsetDelta still reaches
         ``last_offset`` (LogCleaner keeps the original batch's last offset); with ``delete_horizon`` the
-        batch carries KIP-534's flag and ``timestamp`` is the delete horizon, not a record time."""
+        batch carries KIP-534's flag and ``timestamp`` is the delete horizon, not a record time (the records
+        then keep ``record_timestamp`` + i, stored as deltas from the horizon)."""
         batch = build_batch(self.next_offset, present, last_offset=last_offset, producer_id=producer_id,
                             producer_epoch=epoch, base_sequence=sequence, delete_horizon=delete_horizon,
-                            timestamp=timestamp)
+                            timestamp=timestamp, record_timestamp=record_timestamp)
         return self._add(batch)
 
     def delete_before(self, offset: int) -> None:

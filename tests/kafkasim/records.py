@@ -54,7 +54,8 @@ class SimBatch:
 def build_batch(base_offset: int, offsets: Sequence[int], *, last_offset: int | None = None,
                 producer_id: int = NO_PRODUCER, producer_epoch: int = -1, base_sequence: int = -1,
                 transactional: bool = False, control: str | None = None, timestamp: int = 1_700_000_000_000,
-                delete_horizon: bool = False, value_size: int = 8, coordinator_epoch: int = 0) -> SimBatch:
+                delete_horizon: bool = False, value_size: int = 8, coordinator_epoch: int = 0,
+                record_timestamp: int | None = None) -> SimBatch:
     """A batch holding records at ``offsets`` (absolute); ``last_offset`` defaults to the last of them."""
     if not offsets:
         raise ValueError("a batch holds at least one record")
@@ -62,6 +63,11 @@ def build_batch(base_offset: int, offsets: Sequence[int], *, last_offset: int | 
     builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=transactional,
                                         producer_id=producer_id, producer_epoch=producer_epoch,
                                         base_sequence=base_sequence, batch_size=1 << 30)
+    if record_timestamp is not None:
+        # The cleaner's rewrite (MemoryRecordsBuilder with a deleteHorizonMs): the base timestamp is the
+        # horizon and each record keeps its own time as a delta from it.
+        builder._first_timestamp, builder._max_timestamp = timestamp, -1
+        timestamp = record_timestamp
     for i, offset in enumerate(offsets):
         if control is not None:
             key = _CONTROL_KEY.pack(0, COMMIT if control == "COMMIT" else ABORT)

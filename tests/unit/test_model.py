@@ -17,7 +17,6 @@ from eosctl.model import (
     Kind,
     OffsetRange,
     PartitionLog,
-    ProducerState,
     SequenceAnomaly,
     Transaction,
     ZombieWrite,
@@ -111,8 +110,8 @@ def test_recorded_transactional_log():
     assert [(r.producer_id, r.producer_epoch) for r in log.ranges] == [
         (pid, 0), (pid, 0), (pid, 0), (pid, 0), (-1, -1), (pid, 1)]
     assert log.transactions == [
-        Transaction(pid, 0, 0, 2, "COMMIT", 3, 3),
-        Transaction(pid, 0, 4, 5, "ABORT", 6, 2),
+        Transaction(pid, 0, 0, 2, "COMMIT", 3, 3, 0),
+        Transaction(pid, 0, 4, 5, "ABORT", 6, 2, 0),
         Transaction(pid, 1, 9, 10, "OPEN", None, 2),
     ]
     p = log.producers[pid]
@@ -195,10 +194,12 @@ def test_recorded_fencing_writes_abort_at_the_new_epoch():
     log, _ = scan((DATA / "fenced_open.bin").read_bytes(), Offsets(0, 4, 3))
     pid = log.transactions[0].producer_id
     assert shape(log) == [(0, 1, A), (2, 2, M), (3, 3, OPEN)]
-    assert [(t.producer_epoch, t.outcome, t.marker_offset) for t in log.transactions] == [
-        (0, "ABORT", 2), (1, "OPEN", None)]
-    assert log.producers[pid].epoch_bumps == [EpochBump(2, 0, 1, True, "ABORT")]
-    assert log.producers[pid].epoch_bumps[0].fencing
+    assert [(t.producer_epoch, t.outcome, t.marker_offset, t.marker_epoch) for t in log.transactions] == [
+        (0, "ABORT", 2, 1), (1, "OPEN", None, None)]
+    p = log.producers[pid]
+    assert p.epoch_bumps == [EpochBump(2, 0, 1, True, "ABORT")]
+    # Alone, an ABORT one epoch above its data is a v1 fencing abort or any v2 abort: not counted.
+    assert p.protocol == "unknown" and p.fencing_events == 0 and p.fencing_bumps() == []
     assert log.warnings == []
 
 
@@ -264,7 +265,7 @@ def test_sequence_anomalies_and_zombies():
     assert p.sequence_anomalies == [SequenceAnomaly(2, 0, 2, 5, "gap"),
                                     SequenceAnomaly(3, 0, 6, 3, "duplicate")]
     assert p.anomaly_total == 2
-    assert p.epoch_bumps == [EpochBump(4, 0, 1, False)]
+    assert p.epoch_bumps == [EpochBump(4, 0, 1, False, transactional=False)]
     assert p.zombie_writes == [ZombieWrite(5, 0, 1)] and p.zombie_total == 1
     assert p.epochs == [0, 1] and shape(log) == [(0, 5, D)]
 
@@ -319,21 +320,3 @@ def test_kind_at_uses_ranges_after_mutation():
 @pytest.mark.parametrize("kind", list(Kind))
 def test_kind_is_a_plain_string(kind):
     assert json.dumps(kind) == f'"{kind.value}"' and Kind(kind.value) is kind
-
-
-def _producer(*bumps: EpochBump) -> ProducerState:
-    return ProducerState(producer_id=7, epoch_bumps=list(bumps))
-
-
-def test_fencing_is_counted_once_per_new_instance_on_kafka_noida_and_transactions_v2():
-    # Apache Kafka: the coordinator's ABORT at epoch+1, then the new instance's data at epoch+2.
-    assert _producer(EpochBump(10, 0, 1, True, "ABORT"), EpochBump(11, 1, 2, False)).fencing_events == 1
-    # noida-db: ABORT and the new instance both at epoch+1.
-    assert _producer(EpochBump(10, 0, 1, True, "ABORT")).fencing_events == 1
-    # No transaction was open: only the new instance's data shows the bump.
-    assert _producer(EpochBump(10, 0, 1, False)).fencing_events == 1
-    # Transactions v2: every marker bumps, a plain abort included; only data bumps are new instances.
-    v2 = _producer(EpochBump(3, 0, 1, True, "COMMIT"), EpochBump(7, 1, 2, True, "ABORT"),
-                   EpochBump(9, 2, 4, False))
-    assert v2.fencing_events == 1
-    assert _producer().fencing_events == 0

@@ -46,6 +46,8 @@ def producer_rows(dash: Dashboard) -> list[Row]:
         if r.zombie_writes:
             marks.append(f"{r.zombie_writes} zombie write{'s' if r.zombie_writes != 1 else ''}")
         epochs = "→".join(map(str, r.epochs)) if len(r.epochs) > 1 else ""
+        if epochs and getattr(r, "earlier_epochs", 0):
+            epochs = "…→" + epochs  # the log keeps only the latest epochs (transactions v2: one per txn)
         level = "bad" if r.zombie_writes else ("warn" if fenced(r) else None)
         rows.append(
             Row(
@@ -110,12 +112,18 @@ class ProducersView(View):
             self.post_message(self.OpenLog(r.topic, r.partition, self._where(r)))
 
     def _where(self, r) -> int | None:
-        """The offset worth seeing: the fencing (epoch bump), a zombie write, or the open transaction."""
         log = self.dash.log_of(r.topic, r.partition) if self.dash else None
-        state = log.producers.get(r.producer_id) if log else None
-        if state is not None:
-            bumps = [b.offset for b in state.epoch_bumps if b.fencing]
-            zombies = [z.offset for z in state.zombie_writes]
-            if bumps or zombies:
-                return min(bumps + zombies)
-        return r.current_txn_start_offset
+        return jump_offset(log.producers.get(r.producer_id) if log else None, r.current_txn_start_offset)
+
+
+def jump_offset(state, open_txn_from: int | None) -> int | None:
+    """The offset worth seeing: the first fencing or zombie write, else the open transaction.
+
+    Only bumps the core calls fencing (ProducerState.bump_verdict): under transactions v2 every marker
+    bumps the epoch, and those are ordinary commits and aborts.
+    """
+    if state is not None:
+        marks = [b.offset for b in state.fencing_bumps()] + [z.offset for z in state.zombie_writes]
+        if marks:
+            return min(marks)
+    return open_txn_from
