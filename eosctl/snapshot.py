@@ -160,7 +160,7 @@ def _write(snap: Capture, tmp: Path) -> None:
              t.outcome, t.marker_offset, t.data_records) for lg in logs for t in lg.transactions])
         _insert(con, "log_producers", [
             (lg.topic, lg.partition, p.producer_id, list(p.epochs), p.last_sequence, p.last_offset,
-             p.last_timestamp, p.batches, p.records, p.open_txn_first_offset, len(p.epoch_bumps),
+             p.last_timestamp, p.batches, p.records, p.open_txn_first_offset, p.bumps_total,
              p.zombie_total, p.anomaly_total) for lg in logs for p in lg.producers.values()])
         led = snap.ledger
         parts = led.partitions if led is not None else []
