@@ -203,8 +203,15 @@ def _kind(value: Any) -> str:
 
 def load_config(path: str | Path, env: dict[str, str] | None = None) -> Config:
     """Read and validate a config file; every problem is one ConfigError line naming file and key."""
+    from eosctl.files import CONFIG_MAX_BYTES, input_problem
+
     path = Path(path)
     env = dict(os.environ) if env is None else env
+    # stat before open: /dev/zero would be read forever and a FIFO would block open() itself.
+    problem = input_problem(str(path), CONFIG_MAX_BYTES, must_exist=False)
+    if problem:
+        raise ConfigError(f"{problem}: cannot read config file; pass an eosctl TOML config with "
+                          "--config PATH")
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -29,7 +29,7 @@ from dataclasses import replace
 
 import click
 
-from eosctl.commands.options import sink_of, sink_options, target_options
+from eosctl.commands.options import OutputFile, sink_of, sink_options, target_options
 from eosctl.findings import DESCRIPTIONS, KINDS, parse_kinds
 
 FORMATS = ("table", "json", "junit")
@@ -52,7 +52,7 @@ def _fail_on(ctx: click.Context, param: click.Parameter, value: str | None) -> t
 @click.option("--offsets-table",
               help="Table of offsets stored with the rows (topic, partition, next_offset); with --group, "
                    "compared with the group's committed offsets.")
-@click.option("--out", "out", type=click.Path(dir_okay=False, writable=True), help="Write the report here.")
+@click.option("--out", "out", type=OutputFile(special_ok=True), help="Write the report here.")
 @click.option("--fail-on", callback=_fail_on, metavar="KIND,...",
               help="Finding kinds that fail the audit (exit 1) [default: all].")
 @click.option("--master",

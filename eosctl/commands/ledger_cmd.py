@@ -35,7 +35,14 @@ from typing import Any
 
 import click
 
-from eosctl.commands.options import DURATION, sink_of, sink_options, target_options
+from eosctl.commands.options import (
+    DURATION,
+    OutputFile,
+    report_file,
+    sink_of,
+    sink_options,
+    target_options,
+)
 
 
 def _target_options(f: Any) -> Any:
@@ -123,7 +130,7 @@ class _scan_progress:
 
 @click.command("snapshot")
 @_target_options
-@click.option("--out", "-o", "out_path", required=True, type=click.Path(dir_okay=False),
+@click.option("--out", "-o", "out_path", required=True, type=OutputFile(),
               help="DuckDB file to write (must not exist unless --force).")
 @click.option("--force", is_flag=True, help="Overwrite FILE if it exists.")
 @click.option("--max-age", type=DURATION, default="15m", show_default=True,
@@ -131,7 +138,7 @@ class _scan_progress:
                    "transactions are recorded with their ages anyway.")
 @click.option("--with-audit", is_flag=True,
               help="Also run the Spark audit of the sink and store its report (takes Spark's start-up).")
-@click.option("--audit-report", type=click.Path(exists=True, dir_okay=False),
+@click.option("--audit-report", type=report_file(),
               help="Store this report of `eosctl audit --format json --out FILE` instead of running one.")
 def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, topics: tuple[str, ...],
              group: str | None, sink_duckdb: str | None, sink_parquet: str | None, sink_table: str | None,

@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from eosctl.commands.options import WorkDir
 from eosctl.pipeline import FAULTS
 
 
@@ -21,7 +22,7 @@ from eosctl.pipeline import FAULTS
               help="Kafka bootstrap servers (default: the running sandbox).")
 @click.option("--prefix", default="demo", show_default=True,
               help="Names topics, groups and transactional ids; an earlier run's topics are recreated.")
-@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--workdir", type=WorkDir(), default=None,
               help="Where the DuckDB sink, manifest.json and eosctl.toml go (default: $EOSCTL_HOME/PREFIX).")
 @click.option("--fault", "faults", multiple=True, type=click.Choice(FAULTS),
               help="Plant a defect (repeatable): " + ", ".join(FAULTS) + ".")
