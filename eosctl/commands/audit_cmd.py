@@ -29,7 +29,7 @@ from dataclasses import replace
 
 import click
 
-from eosctl.commands.options import OutputFile, sink_of, sink_options, target_options
+from eosctl.commands.options import OutputFile, check_one_sink, sink_of, sink_options, target_options
 from eosctl.findings import DESCRIPTIONS, KINDS, parse_kinds
 
 FORMATS = ("table", "json", "junit")
@@ -74,8 +74,7 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
     fail_on = tuple(fail_on) if fail_on else KINDS  # ctx.invoke (eosctl demo) skips option callbacks
     if master and remote:
         raise click.UsageError("pass either --master or --remote, not both")
-    if sink_duckdb and sink_parquet:
-        raise click.UsageError("pass either --sink-duckdb or --sink-parquet, not both")
+    check_one_sink(sink_duckdb, sink_parquet)
     _check_out(out)
     target = resolve(config, pipeline, bootstrap, topics, group, need_topics=True)
     sink, _ = sink_of(target, sink_duckdb, sink_parquet, sink_table)

@@ -38,6 +38,7 @@ import click
 from eosctl.commands.options import (
     DURATION,
     OutputFile,
+    check_one_sink,
     report_file,
     sink_of,
     sink_options,
@@ -69,6 +70,7 @@ def ledger(config: str | None, pipeline: str | None, bootstrap: str | None, topi
     from eosctl.render import console
     from eosctl.target import resolve
 
+    check_one_sink(sink_duckdb, sink_parquet)
     target = resolve(config, pipeline, bootstrap, topics, group)
     sink, where = sink_of(target, sink_duckdb, sink_parquet, sink_table)
     with _scan_progress() as progress:
@@ -161,6 +163,7 @@ def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, to
     from eosctl.render import console
     from eosctl.target import resolve
 
+    check_one_sink(sink_duckdb, sink_parquet)
     if Path(out_path).exists() and not force:
         raise EosctlError(f"{out_path} already exists; choose another --out or pass --force")
     snap.check_writable(out_path)  # before the capture, which can take minutes
@@ -188,11 +191,14 @@ def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, to
                    "hanging": captured.hanging.to_dict() if captured.hanging is not None else None,
                    "audit_verdict": captured.audit.verdict if captured.audit is not None else None})
         return
+    from rich.markup import escape
+
     out = console()
     when = captured.captured_at.isoformat(timespec="seconds")
     out.print(f"snapshot written to {out_path} (captured {when})")
     for name, status in captured.sections.items():
-        text = '[green]ok[/]' if status == 'ok' else '[yellow]' + status + '[/]'
+        # escape: a reason naming a config section ("check [pipelines.X.sink].table") is not markup.
+        text = '[green]ok[/]' if status == 'ok' else '[yellow]' + escape(status) + '[/]'
         if name == "hanging" and captured.hanging is not None:
             text += f" ({_hanging_summary(captured)})"
         elif name == "audit" and captured.audit is not None:

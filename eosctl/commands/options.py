@@ -158,6 +158,12 @@ def sink_options(f: Callable) -> Callable:
     return f
 
 
+def check_one_sink(sink_duckdb: str | None, sink_parquet: str | None) -> None:
+    """--sink-duckdb and --sink-parquet name two different sinks: refuse the pair (before any work)."""
+    if sink_duckdb and sink_parquet:
+        raise click.UsageError("pass either --sink-duckdb or --sink-parquet, not both")
+
+
 def sink_of(target: Any, sink_duckdb: str | None, sink_parquet: str | None,
             sink_table: str | None) -> tuple[Any, str]:
     """The pipeline's sink with the command line's overrides, and where it came from (for messages)."""
