@@ -40,10 +40,13 @@ def usage_line(e: click.ClickException) -> str:
 
 
 def one_line(message: str) -> str:
-    """A message that may span lines, as one line (each line's text kept, joined with '; ')."""
-    if "\n" not in message and "\r" not in message:
+    """A message as one line: its lines joined with '; ', and any other character a terminal would not
+    print as itself (a control character from a file name, U+2028, a right-to-left override) escaped."""
+    if "\n" in message or "\r" in message:
+        message = "; ".join(line.strip() for line in message.replace("\r", "\n").split("\n") if line.strip())
+    if message.isprintable():
         return message
-    return "; ".join(line.strip() for line in message.splitlines() if line.strip())
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
 
 
 class EosctlGroup(click.Group):

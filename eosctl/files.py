@@ -28,7 +28,8 @@ _KINDS = (
 
 def shown(path: str, limit: int = 80) -> str:
     """The path for a message: an over-long one is cut in the middle so the message stays one line."""
-    path = path.replace("\n", "\\n").replace("\r", "\\r")
+    if not path.isprintable():  # a control character must not break or spoof the message's line
+        path = "".join(c if c.isprintable() else repr(c)[1:-1] for c in path)
     if len(path) <= limit:
         return path
     return f"{path[:limit // 2]}...{path[-(limit // 2):]} ({len(path)} characters)"

@@ -342,6 +342,14 @@ def _columns(conn: Any, relation: str) -> list[str]:
     try:
         return [r[0] for r in conn.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()]
     except Exception as e:
+        # DuckDB's message for a missing extension breaks its line mid-sentence ("extension 'httpfs:").
+        missing = re.search(r'INSTALL (\w+)"', str(e))
+        if missing:
+            ext = missing.group(1)
+            raise SinkError(f"{relation} needs DuckDB's {ext} extension, which is not "
+                            f"installed (eosctl never downloads one); install it once with "
+                            f"python -c \"import duckdb; duckdb.install_extension('{ext}')\", or copy the "
+                            "files to a local path") from None
         raise SinkError(f"cannot read the columns of {relation}: {first_line(e)}") from None
 
 

@@ -241,3 +241,23 @@ def test_two_sinks_are_refused_the_same_way_everywhere(command, tmp_path, monkey
     assert line == (f"eosctl: error: `main {command[0]}`: pass either --sink-duckdb or --sink-parquet, not "
                     f"both (see `main {command[0]} --help`)")
     assert list(tmp_path.iterdir()) == []
+
+
+def _httpfs_installed() -> bool:
+    import duckdb
+
+    rows = duckdb.connect().execute(
+        "SELECT installed FROM duckdb_extensions() WHERE extension_name = 'httpfs'").fetchall()
+    return bool(rows and rows[0][0])
+
+
+@pytest.mark.skipif(_httpfs_installed(), reason="httpfs is installed here: DuckDB would try S3 instead")
+@pytest.mark.parametrize("command", ["ledger", "audit"])
+def test_a_remote_parquet_sink_names_the_missing_extension_in_full(command):
+    # Before: the hint stopped at "...install the required extension 'httpfs:" (DuckDB breaks its line).
+    line = one_error_line(run(command, "--bootstrap", "127.0.0.1:1", "-t", "t",
+                              "--sink-parquet", "s3://bucket/x/*.parquet"))
+    assert line == ("eosctl: error: read_parquet('s3://bucket/x/*.parquet') needs DuckDB's httpfs extension, "
+                    "which is not installed (eosctl never downloads one); install it once with python -c "
+                    "\"import duckdb; duckdb.install_extension('httpfs')\", or copy the files to a local "
+                    "path")
