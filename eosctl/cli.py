@@ -49,6 +49,10 @@ def one_line(message: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
 
 
+# `eosctl` or `eosctl txns` alone: click shows the help (exit 2), which must stay the help.
+_HELP_ERRORS = (getattr(click.exceptions, "NoArgsIsHelpError", OneLineError),)
+
+
 class EosctlGroup(click.Group):
     """Turns every EosctlError and usage error into one line on stderr and exit 2: no tracebacks, no
     Usage: blocks for user mistakes. --help output is click's own, unchanged."""
@@ -57,13 +61,15 @@ class EosctlGroup(click.Group):
                      **extra: object) -> click.Context:
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
+        except _HELP_ERRORS:
+            raise
         except click.UsageError as e:  # bad options of the group itself (`eosctl --nope`)
             raise OneLineError(usage_line(e), e.exit_code) from None
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except OneLineError:
+        except (OneLineError, *_HELP_ERRORS):
             raise
         except click.UsageError as e:  # a subcommand's parsing, or a click.UsageError from its body
             raise OneLineError(usage_line(e), e.exit_code) from None

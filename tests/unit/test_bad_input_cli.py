@@ -149,6 +149,13 @@ def test_help_is_still_clicks_own():
     assert result.stdout.startswith("Usage: main lag [OPTIONS]\n\n  Consumer lag the way a read_committed")
 
 
+@pytest.mark.parametrize("group", [[], ["txns"], ["sandbox"]])
+def test_a_bare_group_still_shows_its_help(group):
+    result = run(*group)
+    assert result.output.startswith(f"Usage: {' '.join(['main', *group])} [OPTIONS] COMMAND [ARGS]...\n")
+    assert "\nCommands:\n" in result.output and "eosctl: error" not in result.output
+
+
 # ---- item 6: ${VAR} values are never echoed ---------------------------------------------------------
 
 ENV_CONFIG = """\
