@@ -105,3 +105,21 @@ def directory_problem(path: str) -> str | None:
     if st is None or stat.S_ISDIR(st.st_mode):
         return None
     return f"{shown(path)} is {kind_of(st.st_mode)}, not a directory"
+
+
+def glob_problem(pattern: str) -> str | None:
+    """What is wrong with reading every local file a path or glob matches (a FIFO would block DuckDB's
+    open, a device would be read forever); None if each match is a regular file, or if it is a URL."""
+    import glob
+    import re
+
+    if re.match(r"^[a-z0-9]+://", pattern):
+        return None
+    if not glob.has_magic(pattern):
+        return input_problem(pattern, None, must_exist=False)
+    matches = glob.glob(pattern, recursive=True)
+    for match in matches:
+        problem = input_problem(match, None)
+        if problem:
+            return problem
+    return None

@@ -87,6 +87,20 @@ class WorkDir(click.ParamType):
         return Path(value)
 
 
+class ParquetPaths(click.ParamType):
+    """A Parquet path or glob (or a URL): every local file it matches must be a regular file."""
+
+    name = "text"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> str:
+        from eosctl.files import glob_problem
+
+        problem = glob_problem(str(value))
+        if problem:
+            self.fail(problem, param, ctx)
+        return str(value)
+
+
 def config_file() -> InputFile:
     from eosctl.files import CONFIG_MAX_BYTES
 
@@ -151,7 +165,8 @@ def sink_options(f: Callable) -> Callable:
         click.option("--group", "-g", help="Consumer group (default: the pipeline's)."),
         click.option("--sink-duckdb", type=duckdb_file(),
                      help="DuckDB sink file (overrides [pipelines.X.sink].duckdb)."),
-        click.option("--sink-parquet", help="Parquet sink path or glob (overrides the config)."),
+        click.option("--sink-parquet", type=ParquetPaths(),
+                     help="Parquet sink path or glob (overrides the config)."),
         click.option("--sink-table", help="Sink table (overrides [pipelines.X.sink].table)."),
     )):
         f = option(f)

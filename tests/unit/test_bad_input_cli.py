@@ -66,10 +66,25 @@ def test_every_file_option_refuses_a_fifo_without_opening_it(fifo, tmp_path):
         (["snapshot", "--bootstrap", "127.0.0.1:1", "-t", "t", "--out", str(tmp_path / "s.duckdb"),
           "--audit-report", fifo], "'--audit-report'"),
         (["audit", "--bootstrap", "127.0.0.1:1", "-t", "t", "--sink-duckdb", fifo], "'--sink-duckdb'"),
+        (["ledger", "--bootstrap", "127.0.0.1:1", "-t", "t", "--sink-parquet", fifo], "'--sink-parquet'"),
+        (["ledger", "--bootstrap", "127.0.0.1:1", "-t", "t", "--sink-parquet", str(Path(fifo).parent / "p*")],
+         "'--sink-parquet'"),
     ]
     for args, option in cases:
         line = one_error_line(run(*args))
         assert f"{option}: {fifo} is a named pipe (FIFO), not a regular file" in line, line
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("key", ["duckdb", "parquet"])
+def test_a_sink_in_the_config_that_is_a_fifo_is_refused_without_opening_it(fifo, tmp_path, key):
+    config = tmp_path / "c.toml"
+    config.write_text(f'[clusters.c]\nbootstrap_servers = "127.0.0.1:1"\n\n[pipelines.p]\n'
+                      f'source_topics = ["t"]\n\n[pipelines.p.sink]\n{key} = "{fifo}"\n')
+    line = one_error_line(run("ledger", "-c", str(config)))
+    flag = "--sink-duckdb" if key == "duckdb" else "--sink-parquet"
+    assert line == (f"eosctl: error: {fifo} is a named pipe (FIFO), not a regular file; check "
+                    f"[pipelines.p.sink].{key} or {flag}")
 
 
 def test_env_config_is_checked_like_the_option(fifo):
