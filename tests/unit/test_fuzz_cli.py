@@ -29,11 +29,11 @@ from eosctl.cli import main
 from eosctl.errors import EosctlError
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = 600
+EXAMPLES = 1000
 UNREACHABLE = "127.0.0.1:1"
 
 # Placeholders, replaced per run by real paths in the case's sandbox directory.
-FIFO, DIRECTORY, MISSING = "<fifo>", "<directory>", "<missing>"
+FIFO, DIRECTORY, MISSING, CONFIG, SINK = "<fifo>", "<directory>", "<missing>", "<config>", "<sink>"
 HOSTILE = [
     "-1", "-5", "0", "-0.5", "nan", "inf", "-inf", "1e309", "9" * 40, "-" + "9" * 30, "18446744073709551616",
     "", " ", "\t", "x" * 5000, "é𝔘\u202eÅ", "名前", "\U0001f4a5", "%s%n%x", "'; DROP TABLE sink; --",
@@ -41,6 +41,8 @@ HOSTILE = [
     "/dev/zero", "/dev/null", "/dev/stdin", "/proc/self/mem", FIFO, DIRECTORY, MISSING, "x" * 300,
     "127.0.0.1:1", "host:99999", "[::1]", "a:b:c", "1s", "15m", "-3h", "0ms", "9" * 20 + "d",
 ]
+# Plausible values, so that some cases get past parsing and into the commands' own checks.
+BENIGN = ["1", "3", "t", "g", "p", "0.5", "json", CONFIG, SINK, UNREACHABLE]
 # Commands whose refusal may print more than the error line, and why.
 ALLOWED_PREAMBLE = {
     # On a cluster that is not the sandbox it lists what the run would delete before refusing without --yes.
@@ -70,7 +72,8 @@ def value_strategy(option: click.Option) -> st.SearchStrategy[str]:
     hostile = st.sampled_from(HOSTILE)
     if isinstance(option.type, click.Choice):
         return st.one_of(hostile, st.sampled_from([str(c) for c in option.type.choices]))
-    return st.one_of(hostile, st.text(min_size=0, max_size=30).filter(lambda s: "\0" not in s))
+    return st.one_of(hostile, st.sampled_from(BENIGN),
+                     st.text(min_size=0, max_size=30).filter(lambda s: "\0" not in s))
 
 
 @st.composite
@@ -126,7 +129,8 @@ def tree(root: Path) -> set[Path]:
 
 
 def resolve_placeholders(args: list[str], root: Path) -> list[str]:
-    table = {FIFO: str(root / "pipe"), DIRECTORY: str(root / "adir"), MISSING: str(root / "missing" / "f")}
+    table = {FIFO: str(root / "pipe"), DIRECTORY: str(root / "adir"), MISSING: str(root / "missing" / "f"),
+             CONFIG: str(root / "eosctl.toml"), SINK: str(root / "sink.duckdb")}
     return [table.get(a, a) for a in args]
 
 
@@ -165,6 +169,14 @@ def test_hostile_flags_never_crash(tamed, tmp_path_factory):
     cwd.mkdir(parents=True)
     os.mkfifo(root / "pipe")
     (root / "adir").mkdir()
+    import duckdb
+
+    with duckdb.connect(str(root / "sink.duckdb")) as con:
+        con.execute("CREATE TABLE sink (src_topic VARCHAR, src_partition INT, src_offset BIGINT)")
+        con.execute("INSERT INTO sink VALUES ('t', 0, 0), ('t', 0, 1)")
+    (root / "eosctl.toml").write_text(
+        f'[clusters.c]\nbootstrap_servers = "{UNREACHABLE}"\n\n[pipelines.p]\nsource_topics = ["t"]\n'
+        f'group = "g"\n\n[pipelines.p.sink]\nduckdb = "{root / "sink.duckdb"}"\n')
     home = cwd / ".eosctl"
 
     @settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
