@@ -73,6 +73,8 @@ def lag(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: st
     With --watch SECONDS, each partition and group gets a Burrow-style status over a sliding window of
     polls: OK, WARN (falling behind), STALL (no progress with records to read, or blocked by an open
     transaction: the cause says which), STOP (no active consumer), REWIND (offset went back), ERR.
+    A broker outage while watching is ERR with the reason on every partition; the watch reconnects
+    at each poll and carries on when the broker is back.
     """
     from eosctl.clients import confluent_admin
     from eosctl.lag import Watch, poll
