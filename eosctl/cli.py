@@ -16,15 +16,77 @@ from eosctl.errors import EosctlError
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
+class OneLineError(click.ClickException):
+    """A click error already worded as eosctl's one line (what is wrong, how to fix it)."""
+
+    def __init__(self, message: str, exit_code: int = 2):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+    def show(self, file: object = None) -> None:
+        click.echo(f"eosctl: error: {self.message}", err=True)
+
+
+def usage_line(e: click.ClickException) -> str:
+    """click's 3-4 line usage error (Usage: / Try ... / Error: ...) as one line naming the help to read."""
+    message = one_line(e.format_message()).replace(". Did you mean", "; did you mean").rstrip(".")
+    if message[1:2].islower():  # "No such option" -> "no such option"; "DuckDB ..." stays
+        message = message[0].lower() + message[1:]
+    ctx = getattr(e, "ctx", None)
+    if ctx is None:
+        return message
+    path = ctx.command_path
+    return f"`{path}`: {message} (see `{path} --help`)"
+
+
+def one_line(message: str) -> str:
+    """A message as one line: its lines joined with '; ', and any other character a terminal would not
+    print as itself (a control character from a file name, U+2028, a right-to-left override) escaped."""
+    if "\n" in message or "\r" in message:
+        message = "; ".join(line.strip() for line in message.replace("\r", "\n").split("\n") if line.strip())
+    if message.isprintable():
+        return message
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+
+
+# `eosctl` or `eosctl txns` alone: click shows the help (exit 2), which must stay the help.
+_HELP_ERRORS = (getattr(click.exceptions, "NoArgsIsHelpError", OneLineError),)
+
+
 class EosctlGroup(click.Group):
-    """Turns every EosctlError into one line on stderr and exit 2: no tracebacks for user mistakes."""
+    """Turns every EosctlError and usage error into one line on stderr and exit 2: no tracebacks, no
+    Usage: blocks for user mistakes. --help output is click's own, unchanged."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: object) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except _HELP_ERRORS:
+            raise
+        except click.UsageError as e:  # bad options of the group itself (`eosctl --nope`)
+            raise OneLineError(usage_line(e), e.exit_code) from None
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
+        except (OneLineError, *_HELP_ERRORS):
+            raise
+        except click.UsageError as e:  # a subcommand's parsing, or a click.UsageError from its body
+            raise OneLineError(usage_line(e), e.exit_code) from None
+        except click.ClickException as e:
+            raise OneLineError(usage_line(e), e.exit_code) from None
         except EosctlError as e:
-            click.echo(f"eosctl: error: {e}", err=True)
+            click.echo(f"eosctl: error: {one_line(str(e))}", err=True)
             sys.exit(e.exit_code)
+        except OSError as e:
+            # A path the OS refused (a name over its limit, a permission) that no check caught first:
+            # still one line, never a traceback. Other OSErrors are bugs and keep theirs.
+            if e.filename is None:
+                raise
+            from eosctl.files import shown
+
+            click.echo(f"eosctl: error: {shown(str(e.filename))}: {e.strerror}", err=True)
+            sys.exit(2)
         except KeyboardInterrupt:
             click.echo("eosctl: interrupted", err=True)
             sys.exit(130)

@@ -143,6 +143,15 @@ class _Reader:
             raise ConfigError(f"{path}: {where} must be a table, got {_kind(table)}")
         self.path, self.where, self.table, self.env = path, where, table, env
         self.used: set[str] = set()
+        # key -> the ${NAME}s its value came from: such a value is never echoed, whatever the key.
+        self.from_env: dict[str, list[str]] = {}
+
+    def shown(self, key: str, value: Any) -> str:
+        """The value for an error message: its repr, or where it came from if it came from ${NAME}."""
+        names = self.from_env.get(key)
+        if names:
+            return "the value of " + " and ".join(f"${{{n}}}" for n in names) + " (not shown)"
+        return "<secret>" if key in SECRET_KEYS else repr(value)
 
     def _key(self, key: str) -> str:
         return f"{self.where}.{key}" if self.where else key
@@ -157,11 +166,13 @@ class _Reader:
         if not isinstance(value, str):
             shown = "<secret>" if key in SECRET_KEYS else repr(value)
             raise ConfigError(f"{self.path}: {self._key(key)} must be a string, got {_kind(value)} {shown}")
+        names = _ENV.findall(value)
+        if names:
+            self.from_env[key] = names
         value = _interpolate(value, self._key(key), self.path, self.env)
         if choices is not None and value not in choices:
-            raise ConfigError(
-                f"{self.path}: {self._key(key)} must be one of {', '.join(sorted(choices))}, got {value!r}"
-            )
+            raise ConfigError(f"{self.path}: {self._key(key)} must be one of {', '.join(sorted(choices))}, "
+                              f"got {self.shown(key, value)}")
         return value
 
     def int(self, key: str, default: int) -> int:
@@ -206,8 +217,15 @@ def _kind(value: Any) -> str:
 
 def load_config(path: str | Path, env: dict[str, str] | None = None) -> Config:
     """Read and validate a config file; every problem is one ConfigError line naming file and key."""
+    from eosctl.files import CONFIG_MAX_BYTES, input_problem
+
     path = Path(path)
     env = dict(os.environ) if env is None else env
+    # stat before open: /dev/zero would be read forever and a FIFO would block open() itself.
+    problem = input_problem(str(path), CONFIG_MAX_BYTES, must_exist=False)
+    if problem:
+        raise ConfigError(f"{problem}: cannot read config file; pass an eosctl TOML config with "
+                          "--config PATH")
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -230,9 +248,14 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
     for name in ctables.table:
         c = ctables.sub(name)
         assert c is not None
+        servers = c.str("bootstrap_servers")
+        if "bootstrap_servers" in c.from_env and servers != "sandbox" and bootstrap_problem(servers):
+            # The problem text quotes the entries: say only that it is wrong, and where it came from.
+            raise ConfigError(f"{path}: clusters.{name}.bootstrap_servers, "
+                              f"{c.shown('bootstrap_servers', servers)}, is not valid; {BOOTSTRAP_FORM}")
         clusters[name] = Cluster(
             name=name,
-            bootstrap_servers=_bootstrap(c.str("bootstrap_servers"), f"clusters.{name}", path),
+            bootstrap_servers=_bootstrap(servers, f"clusters.{name}", path),
             security_protocol=c.str("security_protocol", "PLAINTEXT", choices=SECURITY_PROTOCOLS),
             sasl_mechanism=c.str("sasl_mechanism", None),
             sasl_username=c.str("sasl_username", None),
@@ -252,7 +275,8 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
         cluster = p.str("cluster", next(iter(clusters)) if len(clusters) == 1 else ...)
         if cluster not in clusters:
             raise ConfigError(
-                f"{path}: pipelines.{name}.cluster is {cluster!r}, but no [clusters.{cluster}] is defined"
+                f"{path}: pipelines.{name}.cluster is {p.shown('cluster', cluster)}, but no such "
+                f"[clusters.NAME] is defined (known: {', '.join(sorted(clusters))})"
             )
         sink = None
         s = p.sub("sink")

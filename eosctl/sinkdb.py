@@ -19,6 +19,7 @@ from typing import Any
 
 from eosctl.config import Sink
 from eosctl.errors import SinkError, first_line
+from eosctl.files import glob_problem, input_problem
 
 # DuckDB's main header (storage/storage_info.hpp): 8-byte checksum, magic "DUCK", uint64 storage version,
 # 4 uint64 flags, then the writer's library version string (32 bytes, NUL padded).
@@ -101,6 +102,9 @@ def connect_readonly(path: str | Path, where: str = "sink", flag: str = "--sink-
     if os.path.isdir(path):
         raise SinkError(f"sink path {path} is a directory, not a DuckDB file; "
                         f"check [{where}].duckdb or {flag}")
+    problem = input_problem(path, None)
+    if problem:  # a FIFO would block read_header's open(), a device would pass for "not DuckDB"
+        raise SinkError(f"{problem}; check [{where}].duckdb or {flag}")
     if read_header(path) is None:
         # Checked before connecting: DuckDB would try to download a scanner for e.g. SQLite files.
         raise _not_duckdb(path, where)
@@ -342,6 +346,14 @@ def _columns(conn: Any, relation: str) -> list[str]:
     try:
         return [r[0] for r in conn.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()]
     except Exception as e:
+        # DuckDB's message for a missing extension breaks its line mid-sentence ("extension 'httpfs:").
+        missing = re.search(r'INSTALL (\w+)"', str(e))
+        if missing:
+            ext = missing.group(1)
+            raise SinkError(f"{relation} needs DuckDB's {ext} extension, which is not "
+                            f"installed (eosctl never downloads one); install it once with "
+                            f"python -c \"import duckdb; duckdb.install_extension('{ext}')\", or copy the "
+                            "files to a local path") from None
         raise SinkError(f"cannot read the columns of {relation}: {first_line(e)}") from None
 
 
@@ -376,4 +388,7 @@ def _parquet_relation(pattern: str, where: str, key: str) -> str:
     # Check the glob ourselves: DuckDB's "No files found" message carries a multi-line SQL excerpt.
     if not globmod.glob(pattern, recursive=True) and not re.match(r"^[a-z0-9]+://", pattern):
         raise SinkError(f"no Parquet files match {pattern}; check [{where}].{key} or --sink-parquet")
+    problem = glob_problem(pattern)
+    if problem:
+        raise SinkError(f"{problem}; check [{where}].{key} or --sink-parquet")
     return f"read_parquet({_literal(pattern)})"

@@ -31,7 +31,7 @@ from dataclasses import replace
 
 import click
 
-from eosctl.commands.options import sink_of, sink_options, target_options
+from eosctl.commands.options import OutputFile, check_one_sink, sink_of, sink_options, target_options
 from eosctl.findings import DESCRIPTIONS, KINDS, parse_kinds
 
 FORMATS = ("table", "json", "junit", "html")
@@ -55,7 +55,7 @@ def _fail_on(ctx: click.Context, param: click.Parameter, value: str | None) -> t
 @click.option("--offsets-table",
               help="Table of offsets stored with the rows (topic, partition, next_offset); with --group, "
                    "compared with the group's committed offsets.")
-@click.option("--out", "out", type=click.Path(dir_okay=False, writable=True), help="Write the report here.")
+@click.option("--out", "out", type=OutputFile(special_ok=True), help="Write the report here.")
 @click.option("--fail-on", callback=_fail_on, metavar="KIND,...",
               help="Finding kinds that fail the audit (exit 1) [default: all].")
 @click.option("--master",
@@ -77,8 +77,7 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
     fail_on = tuple(fail_on) if fail_on else KINDS  # ctx.invoke (eosctl demo) skips option callbacks
     if master and remote:
         raise click.UsageError("pass either --master or --remote, not both")
-    if sink_duckdb and sink_parquet:
-        raise click.UsageError("pass either --sink-duckdb or --sink-parquet, not both")
+    check_one_sink(sink_duckdb, sink_parquet)
     _check_out(out)
     target = resolve(config, pipeline, bootstrap, topics, group, need_topics=True)
     sink, _ = sink_of(target, sink_duckdb, sink_parquet, sink_table)

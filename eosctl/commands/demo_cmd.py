@@ -8,13 +8,18 @@ from pathlib import Path
 
 import click
 
+from eosctl.pipeline import FAULTS
+
 # A mix that shows every kind of defect the tool finds; `hanging` last so the sink has already run.
 DEMO_FAULTS = ("duplicate-replay", "skip", "aborted-leak", "upstream-retry", "zombie", "hanging")
 
 
 @click.command("demo")
-@click.option("--records", default=300, show_default=True, help="Source records the demo pipeline writes.")
-@click.option("--fault", "faults", multiple=True, help="Faults to plant (default: a mix of all of them).")
+# Validated while parsing (ranges, fault names), before the sandbox broker is started.
+@click.option("--records", default=300, show_default=True, type=click.IntRange(min=1),
+              help="Source records the demo pipeline writes.")
+@click.option("--fault", "faults", multiple=True, type=click.Choice(FAULTS),
+              help="Faults to plant (default: a mix of all of them).")
 @click.option("--no-audit", is_flag=True, help="Stop after the pipeline; don't run the Spark audit.")
 @click.pass_context
 def demo(ctx: click.Context, records: int, faults: tuple[str, ...], no_audit: bool) -> None:

@@ -3,6 +3,7 @@
 JSON shape (`--format json`, stable; one document, or with --watch one document per line per poll):
 
     {"taken_ms": int, "taken_at": "YYYY-MM-DDTHH:MM:SSZ",
+     "error": str|null,                                   # --watch: why this poll failed (broker down...)
      "groups": [{"group": str, "state": str,              # STABLE, EMPTY, DEAD, ... (confluent-kafka)
                  "status": str|null, "cause": str|null,   # --watch only: OK WARN STALL STOP REWIND ERR
                  "partitions": [{
@@ -20,7 +21,11 @@ JSON shape (`--format json`, stable; one document, or with --watch one document 
                      "status": str|null, "cause": str|null,
                      "error": str|null}]}]}
 
-Exit status: 0 ok, 2 usage, config or connection error.
+A watch carries on through a broker outage, as Burrow does: a failed poll shows every partition of the
+last good poll with status ERR, the reason as its cause and error, and the top-level "error"; the numbers
+are those of the last good poll. The next polls reconnect, and statuses resume when the broker answers.
+
+Exit status: 0 ok, 2 usage, config or connection error (with --watch: only if the first poll fails).
 """
 
 from __future__ import annotations
@@ -68,6 +73,8 @@ def lag(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: st
     With --watch SECONDS, each partition and group gets a Burrow-style status over a sliding window of
     polls: OK, WARN (falling behind), STALL (no progress with records to read, or blocked by an open
     transaction: the cause says which), STOP (no active consumer), REWIND (offset went back), ERR.
+    A broker outage while watching is ERR with the reason on every partition; the watch reconnects
+    at each poll and carries on when the broker is back.
     """
     from eosctl.clients import confluent_admin
     from eosctl.lag import Watch, poll
@@ -77,22 +84,79 @@ def lag(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: st
     target = resolve(config, pipeline, bootstrap, topics)
     wanted_groups = list(groups) or ([target.group] if target.group else [])
     wanted_topics = list(target.topics)
-    with WireClient(target.cluster, timeout_ms=TIMEOUT_MS) as client:
-        admin = confluent_admin(target.cluster, timeout=TIMEOUT_MS / 1000)
+    if interval is None:
+        with WireClient(target.cluster, timeout_ms=TIMEOUT_MS) as client:
+            admin = confluent_admin(target.cluster, timeout=TIMEOUT_MS / 1000)
+            _emit(poll(client, admin, wanted_groups or None, wanted_topics or None, scan_limit), None, fmt,
+                  wanted_groups, wanted_topics)
+        return
+    with _Reconnecting(target.cluster) as conn:
 
         def measure() -> Any:
-            return poll(client, admin, wanted_groups or None, wanted_topics or None, scan_limit)
+            client, admin = conn.clients()
+            try:
+                client.metadata([])  # is the broker there? (see _Reconnecting for why we ask first)
+                return poll(client, admin, wanted_groups or None, wanted_topics or None, scan_limit)
+            except BaseException:
+                conn.drop()  # a restarted broker needs new connections; the next poll makes them
+                raise
 
-        if interval is None:
-            _emit(measure(), None, fmt, wanted_groups, wanted_topics)
-            return
         _watch(measure, Watch(window), interval, count, fmt, wanted_groups, wanted_topics)
+
+
+class _Reconnecting:
+    """The watch's Kafka clients: the wire client is made on first use and again after any failed poll.
+
+    The confluent-kafka admin client is asked only after the wire client reached the broker, and is
+    replaced only once the broker answers again: librdkafka aborts the whole process when a coordinator
+    request (ListConsumerGroupOffsets) loses its connection, or when an admin client is destroyed in
+    the middle of an outage ("rd_kafka_enq_once_del_source_return: Assertion `eonce->refcnt > 0' failed",
+    confluentinc/librdkafka#3663, #4605). Replaced, because an admin client that lived through a broker
+    restart keeps timing out on the group coordinator.
+    """
+
+    def __init__(self, cluster: Any) -> None:
+        self.cluster = cluster
+        self.client: Any = None
+        self.admin: Any = None
+        self.failed = False
+
+    def clients(self) -> tuple[Any, Any]:
+        from eosctl.clients import confluent_admin
+        from eosctl.wire import WireClient
+
+        if self.client is None:
+            self.client = WireClient(self.cluster, timeout_ms=TIMEOUT_MS)  # raises while the broker is down
+            self.client.metadata([])
+        if self.admin is None or self.failed:
+            self.admin = confluent_admin(self.cluster, timeout=TIMEOUT_MS / 1000)
+            self.failed = False
+        return self.client, self.admin
+
+    def drop(self) -> None:
+        """After a failed poll: a new wire client next time, and a new admin once the broker answers."""
+        if self.client is not None:
+            self.client.close()
+        self.client = None
+        self.failed = True
+
+    def __enter__(self) -> _Reconnecting:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.drop()
 
 
 def _watch(measure: Any, watch: Any, interval: float, count: int | None, fmt: str, groups: list[str],
            topics: list[str]) -> None:
-    """Poll until Ctrl-C (or --count): redraw in place on a terminal, else one table / JSON line per poll."""
+    """Poll until Ctrl-C (or --count): redraw in place on a terminal, else one table / JSON line per poll.
+
+    A failed poll after a good one is shown as an outage (ERR, with the reason) and the watch goes on;
+    a failed first poll is the usual one line and exit 2 (a wrong address should not look like an outage).
+    """
     from contextlib import nullcontext
+
+    from eosctl.errors import EosctlError, first_line
 
     out = out_console()
     live_view = fmt == "table" and out.is_terminal
@@ -103,15 +167,24 @@ def _watch(measure: Any, watch: Any, interval: float, count: int | None, fmt: st
     else:
         context = nullcontext()
     polls = 0
+    last = None
     with context as live:
         while True:
             started = time.monotonic()
-            snapshot = measure()
-            watch.add(snapshot)
-            if live_view:
-                live.update(_renderable(lag_document(snapshot, watch), True, groups, topics), refresh=True)
+            try:
+                snapshot = measure()
+            except EosctlError as e:
+                if last is None:
+                    raise
+                doc = outage_document(lag_document(last, watch), first_line(e))
             else:
-                _emit(snapshot, watch, fmt, groups, topics)
+                watch.add(snapshot)
+                last = snapshot
+                doc = lag_document(snapshot, watch)
+            if live_view:
+                live.update(_renderable(doc, True, groups, topics), refresh=True)
+            else:
+                _emit_document(doc, True, fmt, groups, topics)
             polls += 1
             if count is not None and polls >= count:
                 return
@@ -143,8 +216,20 @@ def lag_document(snapshot: Any, watch: Any = None) -> dict[str, Any]:
         groups.append({"group": g, "state": snapshot.group_states.get(g, "UNKNOWN"),
                        "status": gs.status if gs else None, "cause": (gs.cause or None) if gs else None,
                        "partitions": parts})
-    taken_at = datetime.fromtimestamp(now / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return {"taken_ms": now, "taken_at": taken_at, "groups": groups}
+    return {"taken_ms": now, "taken_at": _iso(now), "error": None, "groups": groups}
+
+
+def outage_document(last: dict[str, Any], reason: str, now_ms: int | None = None) -> dict[str, Any]:
+    """A failed poll: the last good document with every status ERR and the reason (Burrow's ERR)."""
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    err = {"status": "ERR", "cause": reason}
+    groups = [{**g, **err, "partitions": [{**p, **err, "error": reason} for p in g["partitions"]]}
+              for g in last["groups"]]
+    return {"taken_ms": now, "taken_at": _iso(now), "error": reason, "groups": groups}
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _r(v: float | None) -> float | None:
@@ -152,9 +237,13 @@ def _r(v: float | None) -> float | None:
 
 
 def _emit(snapshot: Any, watch: Any, fmt: str, groups: list[str], topics: list[str]) -> None:
-    doc = lag_document(snapshot, watch)
+    _emit_document(lag_document(snapshot, watch), watch is not None, fmt, groups, topics)
+
+
+def _emit_document(doc: dict[str, Any], watching: bool, fmt: str, groups: list[str],
+                   topics: list[str]) -> None:
     if fmt == "json":
-        if watch is not None:  # JSON Lines: one document per poll
+        if watching:  # JSON Lines: one document per poll
             import json
 
             click.echo(json.dumps(doc, separators=(",", ":")))
@@ -163,7 +252,7 @@ def _emit(snapshot: Any, watch: Any, fmt: str, groups: list[str], topics: list[s
 
             emit_json(doc)
         return
-    out_console().print(_renderable(doc, watch is not None, groups, topics))
+    out_console().print(_renderable(doc, watching, groups, topics))
 
 
 def _renderable(doc: dict[str, Any], with_status: bool, groups: list[str], topics: list[str]) -> Any:
@@ -173,6 +262,8 @@ def _renderable(doc: dict[str, Any], with_status: bool, groups: list[str], topic
     from eosctl.render import table
 
     if not doc["groups"]:
+        if doc.get("error"):
+            return Text(f"ERR: {doc['error']} (retrying every poll)", style="bold red")
         what = f" for {', '.join(topics)}" if topics else ""
         return Text(f"no consumer group has committed offsets{what}" if not groups
                     else f"group {', '.join(groups)} has no committed offsets{what}")
@@ -198,7 +289,12 @@ def _renderable(doc: dict[str, Any], with_status: bool, groups: list[str], topic
             if p["error"]:
                 row[-1] = Text(f"ERR: {p['error']}", style="bold red")
             rows.append(row)
-    parts: list[Any] = [table(f"Consumer lag (against the LSO) at {doc['taken_at']}", cols, rows)]
+    title = f"Consumer lag (against the LSO) at {doc['taken_at']}"
+    if doc.get("error"):
+        title = f"Consumer lag (against the LSO) at {doc['taken_at']}: poll failed, last good values shown"
+    parts: list[Any] = [table(title, cols, rows)]
+    if doc.get("error"):
+        parts.insert(0, Text(f"ERR: {doc['error']} (retrying every poll)", style="bold red"))
     if with_status:
         parts += [Text.assemble(f"{g['group']} ({g['state'].lower()}): ",
                                 _status_text(g["status"], g["cause"], Text)) for g in doc["groups"]]

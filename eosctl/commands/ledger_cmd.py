@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from eosctl.commands.options import sink_of, sink_options, target_options
+from eosctl.commands.options import check_one_sink, sink_of, sink_options, target_options
 
 
 def ledger_options(f: Any) -> Any:
@@ -40,6 +40,7 @@ def ledger(config: str | None, pipeline: str | None, bootstrap: str | None, topi
     from eosctl.render import console, scan_progress
     from eosctl.target import resolve
 
+    check_one_sink(sink_duckdb, sink_parquet)
     target = resolve(config, pipeline, bootstrap, topics, group)
     sink, where = sink_of(target, sink_duckdb, sink_parquet, sink_table)
     with scan_progress() as progress:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -33,6 +34,90 @@ class Duration(click.ParamType):
 DURATION = Duration()
 
 
+class InputFile(click.ParamType):
+    """A file eosctl reads: an existing regular file of sane size (refuses /dev/zero, FIFOs, directories,
+    names over the OS limit) before anything opens it. Every file option goes through one of these."""
+
+    name = "file"
+
+    def __init__(self, max_bytes: int | None, must_exist: bool = True, hint: str = ""):
+        self.max_bytes, self.must_exist, self.hint = max_bytes, must_exist, hint
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> str:
+        from eosctl.files import input_problem
+
+        path = os.fspath(value)
+        problem = input_problem(path, self.max_bytes, self.must_exist)
+        if problem:
+            self.fail(f"{problem}{'; ' + self.hint if self.hint else ''}", param, ctx)
+        return path
+
+
+class OutputFile(click.ParamType):
+    """A file eosctl writes: a name the OS accepts, and not a directory or device (unless special_ok)."""
+
+    name = "file"
+
+    def __init__(self, special_ok: bool = False):
+        self.special_ok = special_ok
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> str:
+        from eosctl.files import output_problem
+
+        path = os.fspath(value)
+        problem = output_problem(path, self.special_ok)
+        if problem:
+            self.fail(problem, param, ctx)
+        return path
+
+
+class WorkDir(click.ParamType):
+    """A directory eosctl creates or writes into: a name the OS accepts, and not an existing file."""
+
+    name = "directory"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        from pathlib import Path
+
+        from eosctl.files import directory_problem
+
+        problem = directory_problem(os.fspath(value))
+        if problem:
+            self.fail(problem, param, ctx)
+        return Path(value)
+
+
+class ParquetPaths(click.ParamType):
+    """A Parquet path or glob (or a URL): every local file it matches must be a regular file."""
+
+    name = "text"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> str:
+        from eosctl.files import glob_problem
+
+        problem = glob_problem(str(value))
+        if problem:
+            self.fail(problem, param, ctx)
+        return str(value)
+
+
+def config_file() -> InputFile:
+    from eosctl.files import CONFIG_MAX_BYTES
+
+    return InputFile(CONFIG_MAX_BYTES, hint="pass an eosctl TOML config file")
+
+
+def duckdb_file() -> InputFile:
+    """A DuckDB file (a sink, a snapshot): no size limit, DuckDB reads it a page at a time."""
+    return InputFile(None, must_exist=False)
+
+
+def report_file() -> InputFile:
+    from eosctl.files import REPORT_MAX_BYTES
+
+    return InputFile(REPORT_MAX_BYTES, hint="write one with `eosctl audit --format json --out FILE`")
+
+
 def target_options(f: Callable | None = None, *, formats: tuple[str, ...] = FORMATS,
                    format_help: str = "Rich tables, or stable JSON (see the module docs / README).") -> Any:
     """--config/--pipeline/--bootstrap/--format, shared by every inspection command.
@@ -42,7 +127,7 @@ def target_options(f: Callable | None = None, *, formats: tuple[str, ...] = FORM
 
     def decorate(f: Callable) -> Callable:
         for option in reversed((
-            click.option("--config", "-c", envvar="EOSCTL_CONFIG", type=click.Path(dir_okay=False),
+            click.option("--config", "-c", envvar="EOSCTL_CONFIG", type=config_file(),
                          help="eosctl config file (env EOSCTL_CONFIG)."),
             click.option("--pipeline", "-p", help="Pipeline in the config (its cluster, topics and group)."),
             click.option("--bootstrap", help="HOST:PORT of the cluster (overrides the config)."),
@@ -78,13 +163,20 @@ def sink_options(f: Callable) -> Callable:
         click.option("--topic", "-t", "topics", multiple=True,
                      help="Source topic (default: the pipeline's)."),
         click.option("--group", "-g", help="Consumer group (default: the pipeline's)."),
-        click.option("--sink-duckdb", type=click.Path(dir_okay=False),
+        click.option("--sink-duckdb", type=duckdb_file(),
                      help="DuckDB sink file (overrides [pipelines.X.sink].duckdb)."),
-        click.option("--sink-parquet", help="Parquet sink path or glob (overrides the config)."),
+        click.option("--sink-parquet", type=ParquetPaths(),
+                     help="Parquet sink path or glob (overrides the config)."),
         click.option("--sink-table", help="Sink table (overrides [pipelines.X.sink].table)."),
     )):
         f = option(f)
     return f
+
+
+def check_one_sink(sink_duckdb: str | None, sink_parquet: str | None) -> None:
+    """--sink-duckdb and --sink-parquet name two different sinks: refuse the pair (before any work)."""
+    if sink_duckdb and sink_parquet:
+        raise click.UsageError("pass either --sink-duckdb or --sink-parquet, not both")
 
 
 def sink_of(target: Any, sink_duckdb: str | None, sink_parquet: str | None,

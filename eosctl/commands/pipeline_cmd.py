@@ -6,6 +6,7 @@ cluster it needs --yes (or a yes at the prompt on a terminal), after eosctl has 
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from pathlib import Path
@@ -13,15 +14,31 @@ from typing import Any
 
 import click
 
+from eosctl.commands.options import WorkDir
 from eosctl.pipeline import FAULTS
+
+# Kafka's legal topic characters and length (org.apache.kafka.common.internals.Topic: LEGAL_CHARS
+# "[a-zA-Z0-9._-]", MAX_NAME_LENGTH 249), less the longest suffix eosctl adds (".enriched"). No leading
+# dot: the prefix also names the work directory, and "." or ".." would put it outside $EOSCTL_HOME.
+_PREFIX = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
+_PREFIX_MAX = 249 - len(".enriched")
+
+
+def _check_prefix(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """Checked while parsing, before any directory, topic or group is touched."""
+    if not _PREFIX.fullmatch(value) or len(value) > _PREFIX_MAX:
+        raise click.BadParameter(
+            f"{value[:60]!r} cannot name topics and a directory; use letters, digits, '.', '_' and '-' "
+            f"(not first: '.'), at most {_PREFIX_MAX} characters", ctx, param)
+    return value
 
 
 @click.command("pipeline")
 @click.option("--bootstrap", default=None, metavar="HOST:PORT",
               help="Kafka bootstrap servers (default: the running sandbox).")
-@click.option("--prefix", default="demo", show_default=True,
+@click.option("--prefix", default="demo", show_default=True, callback=_check_prefix,
               help="Names topics, groups and transactional ids; an earlier run's topics are recreated.")
-@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--workdir", type=WorkDir(), default=None,
               help="Where the DuckDB sink, manifest.json and eosctl.toml go (default: $EOSCTL_HOME/PREFIX).")
 @click.option("--fault", "faults", multiple=True, type=click.Choice(FAULTS),
               help="Plant a defect (repeatable): " + ", ".join(FAULTS) + ".")

@@ -10,12 +10,12 @@ from typing import Any
 import click
 
 from eosctl.commands.ledger_cmd import ledger_options
-from eosctl.commands.options import DURATION, sink_of
+from eosctl.commands.options import DURATION, OutputFile, check_one_sink, report_file, sink_of
 
 
 @click.command("snapshot")
 @ledger_options
-@click.option("--out", "-o", "out_path", required=True, type=click.Path(dir_okay=False),
+@click.option("--out", "-o", "out_path", required=True, type=OutputFile(),
               help="DuckDB file to write (must not exist unless --force).")
 @click.option("--force", is_flag=True, help="Overwrite FILE if it exists.")
 @click.option("--max-age", type=DURATION, default="15m", show_default=True,
@@ -23,7 +23,7 @@ from eosctl.commands.options import DURATION, sink_of
                    "transactions are recorded with their ages anyway.")
 @click.option("--with-audit", is_flag=True,
               help="Also run the Spark audit of the sink and store its report (takes Spark's start-up).")
-@click.option("--audit-report", type=click.Path(exists=True, dir_okay=False),
+@click.option("--audit-report", type=report_file(),
               help="Store this report of `eosctl audit --format json --out FILE` instead of running one.")
 def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, topics: tuple[str, ...],
              group: str | None, sink_duckdb: str | None, sink_parquet: str | None, sink_table: str | None,
@@ -47,6 +47,7 @@ def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, to
     from eosctl.render import console, scan_progress
     from eosctl.target import resolve
 
+    check_one_sink(sink_duckdb, sink_parquet)
     if Path(out_path).exists() and not force:
         raise EosctlError(f"{out_path} already exists; choose another --out or pass --force")
     snap.check_writable(out_path)  # before the capture, which can take minutes
@@ -74,11 +75,14 @@ def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, to
                    "hanging": captured.hanging.to_dict() if captured.hanging is not None else None,
                    "audit_verdict": captured.audit.verdict if captured.audit is not None else None})
         return
+    from rich.markup import escape
+
     out = console()
     when = captured.captured_at.isoformat(timespec="seconds")
     out.print(f"snapshot written to {out_path} (captured {when})")
     for name, status in captured.sections.items():
-        text = '[green]ok[/]' if status == 'ok' else '[yellow]' + status + '[/]'
+        # escape: a reason naming a config section ("check [pipelines.X.sink].table") is not markup.
+        text = '[green]ok[/]' if status == 'ok' else '[yellow]' + escape(status) + '[/]'
         if name == "hanging" and captured.hanging is not None:
             text += f" ({_hanging_summary(captured)})"
         elif name == "audit" and captured.audit is not None:

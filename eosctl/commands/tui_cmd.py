@@ -10,14 +10,14 @@ from typing import Any
 
 import click
 
-from eosctl.commands.options import DURATION
+from eosctl.commands.options import DURATION, config_file, duckdb_file
 
 
 @click.command("tui")
 @click.option(
     "-c",
     "--config",
-    type=click.Path(dir_okay=False),
+    type=config_file(),
     envvar="EOSCTL_CONFIG",
     help="eosctl config file (env EOSCTL_CONFIG).",
 )
@@ -44,7 +44,7 @@ from eosctl.commands.options import DURATION
 @click.option(
     "--snapshot",
     "snapshot",
-    type=click.Path(dir_okay=False),
+    type=duckdb_file(),
     help="Open a file written by `eosctl snapshot` instead of a cluster (no cluster needed).",
 )
 def tui(
