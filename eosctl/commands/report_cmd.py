@@ -9,12 +9,13 @@ from pathlib import Path
 
 import click
 
+from eosctl.commands.options import OutputFile, duckdb_file
 from eosctl.errors import EosctlError
 
 
 @click.command("report")
-@click.argument("source", metavar="SNAPSHOT.duckdb|REPORT.json", type=click.Path(dir_okay=False))
-@click.option("--out", "out", required=True, type=click.Path(dir_okay=False),
+@click.argument("source", metavar="SNAPSHOT.duckdb|REPORT.json", type=duckdb_file())
+@click.option("--out", "out", required=True, type=OutputFile(),
               help="The HTML file to write (one self-contained file: no network, no scripts).")
 def report(source: str, out: str) -> None:
     """Render an audit as one self-contained HTML file, for sign-off or an incident review.

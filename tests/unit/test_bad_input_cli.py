@@ -148,7 +148,7 @@ def test_a_name_over_the_os_limit_is_one_line(args):
     (["demo", "--records", "x"],
      "`main demo`: invalid value for '--records': 'x' is not a valid integer range (see `main demo --help`)"),
     (["sandbox", "up", "--port", "x"],
-     "`main sandbox up`: invalid value for '--port': 'x' is not a valid integer "
+     "`main sandbox up`: invalid value for '--port': 'x' is not a valid integer range "
      "(see `main sandbox up --help`)"),
     (["audit", "--master", "a", "--remote", "b"],
      "`main audit`: pass either --master or --remote, not both (see `main audit --help`)"),
