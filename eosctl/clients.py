@@ -71,22 +71,36 @@ class Admins:
         self.timeout = timeout
         self._confluent: Any = None
         self._kafka: Any = None
+        self._stale = False
 
     @property
     def confluent(self) -> Any:
+        self._renew()
         if self._confluent is None:
             self._confluent = confluent_admin(self.cluster, self.timeout)
         return self._confluent
 
     @property
     def kafka(self) -> Any:
+        self._renew()
         if self._kafka is None:
             self._kafka = kafka_admin(self.cluster, self.timeout)
         return self._kafka
 
     def reset(self) -> None:
-        """Drop both clients; the next use reconnects."""
-        self.close()
+        """After a connection error: the next use builds fresh clients.
+
+        The old ones are dropped only then, not now: librdkafka aborts the whole process when an admin
+        client is destroyed in the middle of an outage (confluentinc/librdkafka#3663, #4605), and callers
+        use their clients again only once the broker answers (eosctl.capture reaches it with a WireClient
+        first).
+        """
+        self._stale = True
+
+    def _renew(self) -> None:
+        if self._stale:
+            self._stale = False
+            self.close()
 
     def close(self) -> None:
         kafka, self._kafka, self._confluent = self._kafka, None, None
