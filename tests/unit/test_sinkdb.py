@@ -66,9 +66,9 @@ def test_summaries_islands_and_stored_offsets(sample: Path):
     with open_sink(sink_config(sample), WHERE) as reader:
         assert reader.summaries() == [
             PartitionSummary("orders", 0, rows=12, distinct_offsets=10, min_offset=0, max_offset=11,
-                             duplicate_offsets=2, null_offset_rows=0),
+                             duplicate_offsets=2, invalid_offset_rows=0),
             PartitionSummary("orders", 1, rows=3, distinct_offsets=3, min_offset=0, max_offset=2,
-                             duplicate_offsets=0, null_offset_rows=0),
+                             duplicate_offsets=0, invalid_offset_rows=0),
         ]
         assert reader.summaries()[0].duplicate_rows == 2
         assert list(reader.islands()) == [
@@ -89,7 +89,8 @@ def test_missing_file(tmp_path: Path):
     assert not (tmp_path / "nope.duckdb").exists()  # read-only open never creates the file
 
 
-def test_file_locked_by_a_live_writer(sample: Path):
+def test_file_locked_by_a_live_writer(sample: Path, monkeypatch):
+    monkeypatch.setattr("eosctl.sinkdb.LOCK_WAIT_S", 0.3)  # a writer that never closes: give up soon
     writer = subprocess.Popen(
         [sys.executable, "-c",
          "import duckdb, sys; c = duckdb.connect(sys.argv[1]); print('open', flush=True); sys.stdin.read()",
@@ -101,9 +102,9 @@ def test_file_locked_by_a_live_writer(sample: Path):
         msg = error_of(lambda: open_sink(sink_config(sample), WHERE))
         program = Path(os.path.realpath(f"/proc/{writer.pid}/exe")).name
         assert msg == (
-            f"{sample} is locked by a running writer ({program}, PID {writer.pid}); eosctl opens sinks "
-            "read-only and never blocks the writer, but DuckDB lets nobody read while a writer holds the "
-            "file: wait for the writer to close it, or audit a Parquet export "
+            f"{sample} stayed locked by a running writer ({program}, PID {writer.pid}) for 0.3s; DuckDB lets "
+            "nobody read while a writer holds the file, and eosctl reads it between the writer's "
+            "transactions: have the writer close the file between batches, or audit a Parquet export "
             "(in the writer: COPY orders_sink TO 'sink.parquet') with --sink-parquet"
         )
         assert writer.poll() is None  # the writer is untouched
@@ -117,7 +118,8 @@ def test_file_locked_by_a_live_writer(sample: Path):
 def test_wrong_table_lists_the_tables(sample: Path):
     msg = error_of(lambda: open_sink(sink_config(sample, table="orders"), WHERE))
     assert msg == (f"{sample} has no table 'orders' (tables: orders_sink, sink_offsets); "
-                   "check [pipelines.orders.sink].table")
+                   "check [pipelines.orders.sink].table (schema.table, and double quotes for a name with "
+                   'dots: "my.table")')
 
 
 def test_wrong_columns_names_both_sides(sample: Path):
