@@ -327,8 +327,23 @@ def with_offsets(items: list[WorkItem], stored: dict[TP, int], committed: dict[T
 
 def run_audit(spark: Any, inp: AuditInput, items: list[WorkItem] | None = None,
               progress: Progress | None = None) -> AuditReport:
-    """Run the whole audit and return the report (the verdict follows ``inp.fail_on``)."""
+    """Run the whole audit and return the report (the verdict follows ``inp.fail_on``).
+
+    Every task reads one frozen copy of the sink, taken before any task scans Kafka (eosctl.sinkdb.frozen):
+    a live writer is kept out only while it is copied, and rows it writes meanwhile are neither read nor
+    phantoms."""
+    from auditors.spark import describe, runs_here
+    from eosctl.sinkdb import frozen
+
+    master = describe(spark).get("master")
+    with frozen(inp.sink, local=master != "spark-connect" and runs_here(master)) as fixed:
+        return _run_frozen(spark, replace(inp, sink=fixed), items, progress)
+
+
+def _run_frozen(spark: Any, inp: AuditInput, items: list[WorkItem] | None = None,
+                progress: Progress | None = None) -> AuditReport:
     from auditors.spark import describe
+    from eosctl.sinkdb import invalid_rows, origin
 
     t0 = time.monotonic()
     say = progress or (lambda what, done, total: None)
@@ -345,6 +360,7 @@ def run_audit(spark: Any, inp: AuditInput, items: list[WorkItem] | None = None,
     _raise_task_errors(r for r in rows if r["rec"] == "error")
     summaries = [_summary_from(r) for r in rows if r["rec"] == "summary"]
     findings = [_finding_from(r) for r in rows if r["rec"] == "finding"]
+    findings += invalid_rows(inp.sink)  # rows no partition task can own: one pass on the driver
     timings = {"partitions_seconds": round(time.monotonic() - t0, 3)}
 
     if want_keys:
@@ -359,7 +375,7 @@ def run_audit(spark: Any, inp: AuditInput, items: list[WorkItem] | None = None,
         timings["keys_seconds"] = round(time.monotonic() - t1, 3)
     say("done", 1, 1)
     engine = {**describe(spark), **timings, "tasks": len(items)}
-    where = inp.sink.duckdb or inp.sink.parquet
+    where = origin(inp.sink.duckdb or inp.sink.parquet or "")
     return AuditReport.build(summaries, findings, inp.fail_on, sink=f"{where} ({inp.sink.table})",
                              group=inp.group, engine=engine, elapsed_seconds=time.monotonic() - t0)
 

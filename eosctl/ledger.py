@@ -168,7 +168,7 @@ def partition_ledger(
     # rows), else the group's commit, else just past its highest row.
     upto = stored if stored is not None else committed
     if upto is None and p.max_offset is not None:
-        upto = p.max_offset + 1
+        upto = min(p.max_offset + 1, (1 << 63) - 1)  # a row at 2^63-1: the end must still be an int64
     p.checked_to = upto
 
     if log is not None and upto is not None:
