@@ -296,9 +296,10 @@ def prepare(inp: AuditInput) -> list[WorkItem]:
     With a group, each item also carries the sink's stored offset and the group's committed one (both
     cheap to read here); the task, which has the log model, judges them.
     """
-    from eosctl.sinkdb import open_sink
+    from eosctl.sinkdb import frozen, open_sink
 
-    with open_sink(inp.sink) as reader:
+    # A frozen copy: the pipeline's writer is kept out only while it is copied, not while it is scanned.
+    with frozen(inp.sink) as fixed, open_sink(fixed) as reader:
         in_sink = reader.partitions()
         stored = reader.stored_offsets() if inp.group and inp.cluster is not None else None
     items = plan(inp.source, inp.topics, in_sink)
