@@ -7,7 +7,7 @@
       "scanned": bool,                 # holes checked against the log model (false with --no-scan)
       "flagged_partitions": int,
       "partitions": [{
-        "topic": str, "partition": int,
+        "topic": str|null, "partition": int|null,   # null only on a row of invalid_row flags
         "rows": int, "distinct_offsets": int, "min_offset": int|null, "max_offset": int|null,
         "duplicate_rows": int, "duplicate_offsets": int,
         "stored_offset": int|null,     # next offset in the sink's offsets table
@@ -16,7 +16,8 @@
         "checked_to": int|null,        # exclusive end of the checked span (stored, else committed offset)
         "missing_offsets": int|null,   # committed data offsets below checked_to absent from the sink
         "flags": [{"kind": "offset_mismatch"|"gap"|"duplicate"|"phantom_aborted"|"phantom_marker"|
-                           "phantom_uncommitted"|"phantom_beyond_hw"|"span_missing"|"unexpected_topic",
+                           "phantom_uncommitted"|"phantom_beyond_hw"|"span_missing"|"unexpected_topic"|
+                           "invalid_row",
                    "first_offset": int|null, "last_offset": int|null, "count": int, "message": str}]
       }]
     }

@@ -241,6 +241,11 @@ offsets_table = "sink_offsets"
                            ).fetchone() == (6, 7)
     finally:
         con.close()
+    from eosctl.snapshot import load_snapshot
+
+    loaded = load_snapshot(out)  # what `eosctl tui --snapshot` shows
+    assert sorted((p.topic or "", f.count) for p, f in loaded.ledger.flags if f.kind == "invalid_row") == [
+        ("", 1), ("", 1), (topic, 1), (topic, 1), (topic, 1), (topic, 2)]
 
 
 def test_offsets_beyond_int64_or_not_integers_are_invalid_rows(topic, bootstrap, tmp_path):
