@@ -71,7 +71,7 @@ WRITER = textwrap.dedent('''
         written += 1
         if written == 1:
             print("ready", flush=True)
-        time.sleep(0.005)  # the pipeline polls Kafka between its transactions
+        time.sleep(0.02)  # the pipeline polls Kafka between its transactions
     print(json.dumps({"written": written, "longest_wait_s": max(waits or [0]), "errors": errors,
                       "refused": sum(1 for w in waits if w)}), flush=True)
 ''')
@@ -146,7 +146,8 @@ def test_a_live_writer_is_never_locked_out_and_gives_no_phantoms(live, bootstrap
     assert writer.returncode == 0, stderr
     result = json.loads(stdout.strip().splitlines()[-1])
     assert result["errors"] == []
-    assert result["written"] > 1
+    # it kept writing while the commands read: more rows than the audit's frozen copy held
+    assert result["written"] > part["sink_rows"] > 0
     # The number the README quotes: how long the pipeline's writer was kept out at worst.
     record_property("writer_longest_wait_ms", round(result["longest_wait_s"] * 1000, 1))
     print(f"\nwriter: {result['written']} batches, {result['refused']} refused at first, longest wait "
