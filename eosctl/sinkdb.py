@@ -625,8 +625,9 @@ class FreezeStats:
 last_freeze = FreezeStats()
 
 
-_ACTIVE: dict[Sink, list[Any]] = {}  # sink -> [frozen sink, users]: nested freezes share one copy
-_ACTIVE_LOCK = threading.Lock()
+# Freezes in progress in this thread: sink -> its frozen sink. Nested freezes of one sink share one copy;
+# other threads (the TUI's ledger and audit workers) take their own, so no copy is deleted under a reader.
+_ACTIVE = threading.local()
 
 
 @contextmanager
@@ -647,16 +648,9 @@ def frozen(sink: Sink, where: str = "sink", *, local: bool = True) -> Iterator[S
     phantom. Records committed between the freeze and the scan are missing from the copy: a tail gap, the
     consumer's lag at that moment.
     """
-    with _ACTIVE_LOCK:
-        active = _ACTIVE.get(sink)
-        if active is not None:
-            active[1] += 1
-    if active is not None:
-        try:
-            yield active[0]
-        finally:
-            with _ACTIVE_LOCK:
-                active[1] -= 1
+    active: dict[Sink, Sink] = _ACTIVE.__dict__.setdefault("sinks", {})
+    if sink in active or _is_frozen(sink):  # inside a freeze of this sink, or given a frozen one
+        yield active.get(sink, sink)
         return
     tmp = tempfile.mkdtemp(prefix="eosctl-frozen-")
     made: list[str] = []
@@ -669,26 +663,27 @@ def frozen(sink: Sink, where: str = "sink", *, local: bool = True) -> Iterator[S
             out = replace(sink, duckdb=copy, parquet=None)
         elif sink.parquet and local and not _is_url(sink.parquet):
             data = _link_files(sink.parquet, os.path.join(tmp, "rows"))
-            made.append(data)
-            _ORIGINS[data] = sink.parquet
             offsets = sink.offsets_table
             if offsets and not _is_url(offsets):
                 offsets = _link_files(offsets, os.path.join(tmp, "offsets"))
-                made.append(offsets)
-                _ORIGINS[offsets] = str(sink.offsets_table)
+            for linked, given in ((data, sink.parquet), (offsets, sink.offsets_table)):
+                if linked is not None and linked != given:  # unchanged: nothing matched, open_sink says so
+                    made.append(linked)
+                    _ORIGINS[linked] = str(given)
             out = replace(sink, parquet=data, offsets_table=offsets)
-        with _ACTIVE_LOCK:
-            _ACTIVE[sink] = entry = [out, 1]
+        active[sink] = out
         try:
             yield out
         finally:
-            with _ACTIVE_LOCK:
-                if _ACTIVE.get(sink) is entry:
-                    del _ACTIVE[sink]
+            active.pop(sink, None)
     finally:
         for path in made:
             _ORIGINS.pop(path, None)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _is_frozen(sink: Sink) -> bool:
+    return any(p is not None and p in _ORIGINS for p in (sink.duckdb, sink.parquet))
 
 
 def _copy_duckdb(path: str, where: str, tmp: str) -> str:

@@ -5,6 +5,7 @@ import re
 import struct
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import duckdb
@@ -276,6 +277,14 @@ def test_name_parts_follow_duckdb():
         error_of(lambda bad=bad: name_parts(bad))
 
 
+def _freeze_in_thread(sink: Sink) -> tuple[str, bool]:
+    from eosctl.sinkdb import frozen
+
+    with frozen(sink, WHERE) as fixed:
+        path = fixed.duckdb
+    return path, Path(path).exists()
+
+
 def test_frozen_copy_is_read_and_deleted_on_every_exit(sample: Path):
     from eosctl.sinkdb import frozen, origin
 
@@ -283,8 +292,13 @@ def test_frozen_copy_is_read_and_deleted_on_every_exit(sample: Path):
     with frozen(sink, WHERE) as fixed:
         copy = Path(fixed.duckdb)
         assert copy != sample and copy.exists() and origin(str(copy)) == str(sample)
-        with frozen(sink, WHERE) as again:  # nested: the same copy
-            assert again == fixed
+        with frozen(sink, WHERE) as again, frozen(fixed, WHERE) as same:  # nested: the same copy
+            assert again == fixed == same
+        other: list = []  # another thread (the TUI's workers) gets its own copy, deleted with its block
+        worker = threading.Thread(target=lambda: other.append(_freeze_in_thread(sink)))
+        worker.start()
+        worker.join(timeout=30)
+        assert other and other[0][0] != fixed.duckdb and not other[0][1]
         # the writer can write to the original meanwhile; the copy doesn't change
         con = duckdb.connect(str(sample))
         con.execute("INSERT INTO orders_sink VALUES ('orders', 1, 3, 'o3', 1.0)")
