@@ -299,3 +299,12 @@ def test_audit_with_a_quoted_dotted_table(topic, bootstrap, spark, tmp_path):
     report = json.loads(r.stdout)
     assert [p["sink_rows"] for p in report["partitions"]] == [P0, P1]
     assert report["sink"] == f'{sink} ("my.table")'
+
+
+def test_parquet_on_s3_without_httpfs_is_one_whole_line(topic, bootstrap):
+    r = cli("ledger", "--bootstrap", bootstrap, "--topic", topic, "--sink-parquet", "s3://bucket/sink/*.parquet")
+    assert r.exit_code == 2
+    assert r.stderr.splitlines() == [
+        "eosctl: error: cannot read the columns of read_parquet('s3://bucket/sink/*.parquet'): reading it "
+        "needs DuckDB's httpfs extension, which eosctl never downloads by itself: install it once (python -c "
+        "\"import duckdb; duckdb.install_extension('httpfs')\") or audit a local copy of the files"]
