@@ -301,9 +301,10 @@ def prepare(inp: AuditInput) -> list[WorkItem]:
     With a group, each item also carries the sink's stored offset and the group's committed one (both
     cheap to read here); the task, which has the log model, judges them.
     """
-    from eosctl.sinkdb import open_sink
+    from eosctl.sinkdb import frozen, open_sink
 
-    with open_sink(inp.sink) as reader:
+    # A frozen copy: the pipeline's writer is kept out only while it is copied, not while it is scanned.
+    with frozen(inp.sink) as fixed, open_sink(fixed) as reader:
         in_sink = reader.partitions()
         stored = reader.stored_offsets() if inp.group and inp.cluster is not None else None
     items = plan(inp.source, inp.topics, in_sink)
@@ -332,8 +333,23 @@ def with_offsets(items: list[WorkItem], stored: dict[TP, int], committed: dict[T
 
 def run_audit(spark: Any, inp: AuditInput, items: list[WorkItem] | None = None,
               progress: Progress | None = None) -> AuditReport:
-    """Run the whole audit and return the report (the verdict follows ``inp.fail_on``)."""
+    """Run the whole audit and return the report (the verdict follows ``inp.fail_on``).
+
+    Every task reads one frozen copy of the sink, taken before any task scans Kafka (eosctl.sinkdb.frozen):
+    a live writer is kept out only while it is copied, and rows it writes meanwhile are neither read nor
+    phantoms."""
+    from auditors.spark import describe, runs_here
+    from eosctl.sinkdb import frozen
+
+    master = describe(spark).get("master")
+    with frozen(inp.sink, local=master != "spark-connect" and runs_here(master)) as fixed:
+        return _run_frozen(spark, replace(inp, sink=fixed), items, progress)
+
+
+def _run_frozen(spark: Any, inp: AuditInput, items: list[WorkItem] | None = None,
+                progress: Progress | None = None) -> AuditReport:
     from auditors.spark import describe
+    from eosctl.sinkdb import invalid_rows, origin
 
     t0 = time.monotonic()
     say = progress or (lambda what, done, total: None)
@@ -350,6 +366,7 @@ def run_audit(spark: Any, inp: AuditInput, items: list[WorkItem] | None = None,
     _raise_task_errors(r for r in rows if r["rec"] == "error")
     summaries = [_summary_from(r) for r in rows if r["rec"] == "summary"]
     findings = [_finding_from(r) for r in rows if r["rec"] == "finding"]
+    findings += invalid_rows(inp.sink)  # rows no partition task can own: one pass on the driver
     timings = {"partitions_seconds": round(time.monotonic() - t0, 3)}
 
     if want_keys:
@@ -364,7 +381,7 @@ def run_audit(spark: Any, inp: AuditInput, items: list[WorkItem] | None = None,
         timings["keys_seconds"] = round(time.monotonic() - t1, 3)
     say("done", 1, 1)
     engine = {**describe(spark), **timings, "tasks": len(items)}
-    where = inp.sink.duckdb or inp.sink.parquet
+    where = origin(inp.sink.duckdb or inp.sink.parquet or "")
     return AuditReport.build(summaries, findings, inp.fail_on, sink=f"{where} ({inp.sink.table})",
                              group=inp.group, engine=engine, elapsed_seconds=time.monotonic() - t0)
 

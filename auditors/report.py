@@ -22,6 +22,8 @@ def render(report: AuditReport, fmt: str) -> Any:
 
 
 def _where(f: Finding) -> str:
+    if f.first_offset is None:  # invalid_row: the rows have no usable offset
+        return "-"
     if f.first_offset == f.last_offset:
         return str(f.first_offset)
     return f"{f.first_offset}..{f.last_offset}"
@@ -77,17 +79,20 @@ def junit(report: AuditReport) -> str:
     for f in report.findings:
         by_tp.setdefault((f.topic, f.partition), []).append(f)
     cases = [(p.topic, p.partition) for p in report.partitions]
-    cases += [tp for tp in sorted(by_tp) if tp not in set(cases)]
+    cases += [tp for tp in sorted(by_tp, key=lambda tp: (tp[0] or "", -1 if tp[1] is None else tp[1]))
+              if tp not in set(cases)]
     for topic, partition in cases:
-        case = ET.SubElement(suite, "testcase", classname=topic, name=f"partition {partition}")
+        case = ET.SubElement(suite, "testcase", classname=topic if topic is not None else "(no topic)",
+                             name="(no partition)" if partition is None else f"partition {partition}")
         ignored = []
         for f in by_tp.get((topic, partition), []):
             if f.kind not in report.fail_on:
                 ignored.append(f)
                 continue
             failures += 1
-            el = ET.SubElement(case, "failure", type=f.kind,
-                               message=f"{f.kind} at offsets {_where(f)} ({f.count})")
+            message = (f"{f.kind}: {f.detail} ({f.count} row{'s' if f.count != 1 else ''})"
+                       if f.first_offset is None else f"{f.kind} at offsets {_where(f)} ({f.count})")
+            el = ET.SubElement(case, "failure", type=f.kind, message=message)
             el.text = f"{DESCRIPTIONS[f.kind]}. {_extra(f)}".strip()
         if ignored:
             out = ET.SubElement(case, "system-out")

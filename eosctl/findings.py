@@ -20,6 +20,7 @@ KINDS = (
     "phantom_beyond_hw",
     "key_duplicate",
     "offset_mismatch",
+    "invalid_row",
 )
 
 # One line per kind, for tables, JUnit messages and --help.
@@ -32,6 +33,8 @@ DESCRIPTIONS = {
     "phantom_beyond_hw": "sink rows at offsets the log never had (>= high watermark, or unknown partition)",
     "key_duplicate": "one business key written from several committed source offsets",
     "offset_mismatch": "offsets stored in the sink disagree with the consumer group's committed offsets",
+    "invalid_row": "sink rows no Kafka record can match (NULL topic, partition or offset; offset negative, "
+                   "above 2^63-1 or not an integer)",
 }
 
 PASS, FAIL = "pass", "fail"
@@ -40,10 +43,11 @@ PASS, FAIL = "pass", "fail"
 @dataclass(frozen=True)
 class Finding:
     kind: str
-    topic: str
-    partition: int
-    first_offset: int
-    last_offset: int  # inclusive
+    # None only for invalid_row: the row's topic/partition/offsets, where those are what is wrong with it.
+    topic: str | None
+    partition: int | None
+    first_offset: int | None
+    last_offset: int | None  # inclusive
     count: int
     key: str | None = None
     offsets: tuple[int, ...] | None = None
@@ -74,13 +78,23 @@ class Finding:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Finding:
         offsets = d.get("offsets")
-        return cls(d["kind"], d["topic"], int(d["partition"]), int(d["first_offset"]),
-                   int(d["last_offset"]), int(d["count"]), d.get("key"),
+        return cls(d["kind"], d["topic"], _int(d["partition"]), _int(d["first_offset"]),
+                   _int(d["last_offset"]), int(d["count"]), d.get("key"),
                    None if offsets is None else tuple(offsets), d.get("detail"))
 
     @property
     def sort_key(self) -> tuple:
-        return (self.topic, self.partition, self.first_offset, KINDS.index(self.kind), self.key or "")
+        # Unknown topic/partition/offset (invalid_row) sort first; a tuple never compares None with an int.
+        return ((self.topic is not None, self.topic or ""), _opt(self.partition), _opt(self.first_offset),
+                KINDS.index(self.kind), self.key or "", self.detail or "")
+
+
+def _int(v: Any) -> int | None:
+    return None if v is None else int(v)
+
+
+def _opt(v: int | None) -> tuple[bool, int]:
+    return (v is not None, v or 0)
 
 
 # Log segments a read_committed consumer never delivers, for the HTML gap map (eosctl.gapmap).

@@ -22,7 +22,7 @@ from eosctl.offsets import committed_offsets
 # A ledger names at most this many flags of one kind per partition; counts stay exact.
 MAX_FLAGS_PER_KIND = 20
 FLAG_KINDS = ("offset_mismatch", "gap", "duplicate", "phantom_aborted", "phantom_marker",
-              "phantom_uncommitted", "phantom_beyond_hw", "span_missing", "unexpected_topic")
+              "phantom_uncommitted", "phantom_beyond_hw", "span_missing", "unexpected_topic", "invalid_row")
 
 
 @dataclass(frozen=True)
@@ -36,8 +36,9 @@ class LedgerFlag:
 
 @dataclass
 class PartitionLedger:
-    topic: str
-    partition: int
+    # None only on the row holding invalid_row flags for sink rows whose topic or partition is invalid.
+    topic: str | None
+    partition: int | None
     rows: int = 0
     distinct_offsets: int = 0
     min_offset: int | None = None
@@ -92,12 +93,24 @@ class Ledger:
 
 
 class _Clipped:
-    """The log as far as the sink claims to have read: DATA past `upto` is pending, not missing."""
+    """The log as far as the sink claims to have read: DATA past `upto` is pending, not missing.
 
-    def __init__(self, log: Any, upto: int):
+    A scan older than the sink's freeze (the snapshot and the TUI scan first, `fresh` is the ListOffsets
+    read after the freeze) is bounded by what it saw: offsets it never read, up to the fresh high
+    watermark, and transactions it saw open (since committed or aborted, it can't tell) are not judged,
+    so a row written meanwhile is never a phantom. Rows at or beyond the fresh HW still are.
+    """
+
+    def __init__(self, log: Any, upto: int, fresh: Any | None = None):
+        from eosctl.model import Kind
+
         self.topic, self.partition, self.ranges = log.topic, log.partition, log.ranges
         self.log_start_offset, self.high_watermark = log.log_start_offset, log.high_watermark
         self.last_stable_offset = min(log.last_stable_offset, upto)
+        if fresh is not None and (fresh.high_watermark > log.high_watermark
+                                  or fresh.last_stable > log.last_stable_offset):
+            self.ranges = [r for r in log.ranges if r.kind is not Kind.OPEN]
+            self.high_watermark = max(log.high_watermark, fresh.high_watermark)
 
 
 def partition_ledger(
@@ -109,11 +122,16 @@ def partition_ledger(
     committed: int | None,
     offsets: Any | None,
     log: Any | None,
+    compare_offsets: bool = True,
+    invalid: Iterable[Any] = (),
 ) -> PartitionLedger:
     """One partition's ledger row and flags; pure, so it is tested without Kafka or DuckDB.
 
     `summary` is a sinkdb.PartitionSummary (None: no rows), `islands` its sinkdb.OffsetIslands, `offsets`
-    a wire.Offsets, `log` an eosctl.model.PartitionLog covering [log start, HW) or None (no scan).
+    a wire.Offsets read after the sink, `log` an eosctl.model.PartitionLog covering [log start, HW) or
+    None (no scan). `compare_offsets`: the sink has an offsets table and a group was given (the audit's
+    condition), so stored and committed are compared even when one side is missing. `invalid` are the
+    partition's invalid_row findings (sinkdb.SinkReader.invalid_rows).
     """
     p = PartitionLedger(topic, partition, stored_offset=stored, committed_offset=committed)
     if summary is not None:
@@ -125,29 +143,31 @@ def partition_ledger(
         p.last_stable_offset = offsets.last_stable
     flags: list[LedgerFlag] = []
 
-    if stored is not None and committed is not None:
+    if compare_offsets:
         from eosctl.reconcile import offset_mismatch
 
-        # The audit's rule, so the ledger and the audit never disagree on what a mismatch is.
+        # The audit's function, so the ledger and the audit never disagree on what a mismatch is (a
+        # missing side means nothing consumed, from offset 0).
         m = offset_mismatch(topic, partition, stored, committed, log)
         if m is not None:
-            side = "ahead of" if stored > committed else "behind"
+            side = "ahead of" if (stored or 0) > (committed or 0) else "behind"
             flags.append(LedgerFlag(
                 "offset_mismatch", m.first_offset, m.last_offset, m.count,
-                f"sink stored next offset {stored}, group committed {committed}: the sink is {side} Kafka "
-                f"by {m.count} record{'s' if m.count != 1 else ''}"))
+                f"sink stored next offset {_none(stored)}, group committed {_none(committed)}: the sink is "
+                f"{side} Kafka by {m.count} record{'s' if m.count != 1 else ''}"))
+    flags += invalid_flags(invalid)
 
     # What the sink claims to have consumed: its own stored offset first (written atomically with its
     # rows), else the group's commit, else just past its highest row.
     upto = stored if stored is not None else committed
     if upto is None and p.max_offset is not None:
-        upto = p.max_offset + 1
+        upto = min(p.max_offset + 1, (1 << 63) - 1)  # a row at 2^63-1: the end must still be an int64
     p.checked_to = upto
 
     if log is not None and upto is not None:
         from eosctl.reconcile import reconcile_partition
 
-        _, findings = reconcile_partition(_Clipped(log, upto), islands)
+        _, findings = reconcile_partition(_Clipped(log, upto, offsets), islands)
         p.missing_offsets = sum(f.count for f in findings if f.kind == "gap")
         for kind, group in itertools.groupby(sorted(findings, key=lambda f: FLAG_KINDS.index(f.kind)),
                                              key=lambda f: f.kind):
@@ -185,6 +205,17 @@ def _describe(f: Any) -> str:
     return f"{f.count} {what} at offsets {_span(f.first_offset, f.last_offset)}"
 
 
+def invalid_flags(findings: Iterable[Any]) -> list[LedgerFlag]:
+    """invalid_row findings as ledger flags: no offsets to name, the detail says which column is wrong."""
+    return [LedgerFlag("invalid_row", None, None, f.count,
+                       f"{f.count} sink row{'s' if f.count != 1 else ''} no Kafka record can match: "
+                       f"{f.detail}") for f in findings]
+
+
+def _none(v: int | None) -> str:
+    return "none" if v is None else str(v)
+
+
 def _span(first: int | None, last: int | None) -> str:
     return "-" if first is None else str(first) if first == last else f"{first}..{last}"
 
@@ -207,14 +238,23 @@ def collect(
 
     `logs` are partition scans the caller already has (the snapshot scans once for everything).
     """
-    from eosctl.sinkdb import open_sink
+    from dataclasses import replace
+
+    from eosctl.sinkdb import frozen, open_sink
     from eosctl.wire import WireClient
 
-    with open_sink(sink, where, duckdb_path, parquet) as reader:
+    if duckdb_path or parquet:
+        sink = replace(sink, duckdb=duckdb_path, parquet=parquet)
+    # The sink first, then Kafka: every row read was written from a record Kafka committed before the
+    # offsets and scans below, so a live pipeline shows no phantom (eosctl.sinkdb.frozen). The writer is
+    # kept out only while the file is copied.
+    with frozen(sink, where) as fixed, open_sink(fixed, where) as reader:
         summaries = {(s.topic, s.partition): s for s in reader.summaries()}
-        stored = {(s.topic, s.partition): s.next_offset for s in reader.stored_offsets() or ()}
+        stored_rows = reader.stored_offsets()
+        stored = {(s.topic, s.partition): s.next_offset for s in stored_rows or ()}
         by_partition = itertools.groupby(reader.islands(), key=lambda i: (i.topic, i.partition))
         islands: dict[tuple[str, int], list[Any]] = {tp: list(group) for tp, group in by_partition}
+        invalid = reader.invalid_rows()
         source = reader.source
     expected_topics = list(dict.fromkeys(topics))
     unexpected = sorted({t for t, _ in summaries} - set(expected_topics))
@@ -235,14 +275,25 @@ def collect(
             from eosctl.logscan import scan_partitions
 
             logs.update(scan_partitions(client, todo, progress=progress))
+    # The audit compares offsets under the same condition: a group, and an offsets table in the sink.
+    compare = group is not None and stored_rows is not None
+    by_tp: dict[tuple[str | None, int | None], list[Any]] = {}
+    for f in invalid:
+        by_tp.setdefault((f.topic, f.partition), []).append(f)
     rows = []
     for tp in tps:
         row = partition_ledger(tp[0], tp[1], summaries.get(tp), islands.get(tp, []), stored.get(tp),
-                               committed.get(tp), offsets.get(tp), logs.get(tp))
+                               committed.get(tp), offsets.get(tp), logs.get(tp),
+                               compare_offsets=compare and tp[0] in expected_topics,
+                               invalid=by_tp.pop(tp, ()))
         if tp[0] in unexpected:
             row.flags.insert(0, LedgerFlag("unexpected_topic", row.min_offset, row.max_offset, row.rows,
                                            f"topic {tp[0]} is not a source topic of the pipeline"
                                            + ("" if tp in offsets else " and does not exist in Kafka")))
         rows.append(row)
+    # Rows whose topic or partition is itself invalid (or names a partition nothing else does): one row
+    # each, first, so the table and JSON show them without guessing a partition.
+    rows[:0] = [PartitionLedger(t, p, rows=sum(f.count for f in fs), flags=invalid_flags(fs))
+                for (t, p), fs in sorted(by_tp.items(), key=lambda kv: (kv[0][0] or "", kv[0][1] or -1))]
     return Ledger(pipeline, f"{source} ({sink.table})" if sink.duckdb or duckdb_path else source, group,
                   scan, rows)

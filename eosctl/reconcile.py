@@ -33,7 +33,7 @@ _PENDING = "PENDING"  # DATA at or above the LSO: committed, but not yet readabl
 _UNVERIFIABLE = "UNVERIFIABLE"  # below the log start, compacted away, or not covered by the scan
 _BEYOND = "BEYOND"  # at or beyond the high watermark
 _PHANTOM = {Kind.ABORTED: "phantom_aborted", Kind.MARKER: "phantom_marker", Kind.OPEN: "phantom_uncommitted"}
-_INF = 1 << 62
+_INF = 1 << 63  # beyond every int64 offset: a sink row at 2^63-1 is still "beyond the HW"
 
 Island = tuple[int, int, int]  # first, last (inclusive), multiplicity >= 1
 

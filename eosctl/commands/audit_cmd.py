@@ -19,7 +19,9 @@ JSON shape (`--format json`, exactly one object on stdout; names are stable, CI 
     }
 
 kind is one of gap, duplicate, phantom_aborted, phantom_marker, phantom_uncommitted, phantom_beyond_hw,
-key_duplicate, offset_mismatch; last_offset is inclusive. Exit 0: no failing findings, 1: failing
+key_duplicate, offset_mismatch, invalid_row; last_offset is inclusive. invalid_row (sink rows no Kafka
+record can match) has first_offset and last_offset null, topic and partition null where they are the
+invalid value, count = rows, detail = the column and the problem. Exit 0: no failing findings, 1: failing
 findings, 2: usage, config, connection or sink error.
 """
 

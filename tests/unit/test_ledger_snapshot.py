@@ -65,9 +65,22 @@ def test_offset_mismatch_only_when_committed_data_lies_between():
                                   "Kafka by 3 records")]
 
 
+def test_a_missing_side_is_an_offset_mismatch_as_in_the_audit():
+    # stored 10, the group never committed: a consumer restarting from the group would re-read 0..9
+    p = partition_ledger("orders", 0, summary(10, 10, 0, 14), islands((0, 4, 1), (10, 14, 1)),
+                         stored=10, committed=None, offsets=OFFSETS, log=txn_log())
+    assert [(f.kind, f.first_offset, f.last_offset, f.count) for f in p.flags] == [
+        ("offset_mismatch", 0, 9, 5)]
+    assert p.flags[0].message == ("sink stored next offset 10, group committed none: the sink is ahead of "
+                                  "Kafka by 5 records")
+    p = partition_ledger("orders", 0, None, [], stored=None, committed=10, offsets=OFFSETS, log=txn_log())
+    assert [(f.kind, f.first_offset, f.last_offset, f.count) for f in p.flags[:1]] == [
+        ("offset_mismatch", 0, 9, 5)]
+
+
 def test_without_a_scan_the_span_is_reported_not_judged():
     p = partition_ledger("orders", 0, summary(11, 10, 0, 14, dups=1), islands((0, 4, 2), (10, 14, 1)),
-                         stored=15, committed=None, offsets=OFFSETS, log=None)
+                         stored=15, committed=None, offsets=OFFSETS, log=None, compare_offsets=False)
     assert [(f.kind, f.count) for f in p.flags] == [("duplicate", 5), ("span_missing", 5)]
     assert p.flags[1].message.startswith("offset span 0..14 has 5 missing offsets")
 
@@ -242,3 +255,22 @@ def test_tui_on_a_file_that_is_not_a_snapshot_says_how_to_make_one(tmp_path: Pat
     assert result.exit_code == 2
     assert result.stderr == (f"eosctl: error: {passwd} is not an eosctl snapshot file (not a DuckDB "
                              "database); write one with `eosctl snapshot --out FILE`\n")
+
+
+def test_a_scan_older_than_the_sink_judges_only_what_it_saw():
+    """The snapshot and the TUI scan first; the sink, read later, holds rows of a transaction that was
+    open at the scan and has committed since, and rows past the scan's HW. None of them is a phantom;
+    a row at or beyond the HW Kafka reports after the sink was read still is."""
+    ranges = [OffsetRange(0, 4, Kind.DATA, 7, 0), OffsetRange(5, 5, Kind.MARKER, 7, 0),
+              OffsetRange(6, 10, Kind.OPEN, 8, 0)]
+    scan = PartitionLog("orders", 0, 0, 11, 6, 0, 11, ranges)  # HW 11, LSO 6 (the open txn)
+    fresh = Offsets(0, 20, 20)  # read after the sink: the txn committed, more records came
+    rows = islands((0, 4, 1), (6, 10, 1), (12, 15, 1), (25, 25, 1))
+    p = partition_ledger("orders", 0, summary(15, 15, 0, 25), rows, stored=None, committed=None,
+                         offsets=fresh, log=scan, compare_offsets=False)
+    assert [(f.kind, f.first_offset, f.last_offset, f.count) for f in p.flags] == [
+        ("phantom_beyond_hw", 25, 25, 1)]
+    # the same scan without newer offsets (nothing moved): the rows of the open txn are phantoms
+    p = partition_ledger("orders", 0, summary(10, 10, 0, 10), islands((0, 4, 1), (6, 10, 1)), stored=None,
+                         committed=None, offsets=Offsets(0, 11, 6), log=scan, compare_offsets=False)
+    assert [(f.kind, f.first_offset, f.last_offset) for f in p.flags] == [("phantom_uncommitted", 6, 10)]

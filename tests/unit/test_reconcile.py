@@ -231,3 +231,12 @@ def test_sinkdb_islands_are_accepted():
     _, findings = reconcile_partition(TWO_TXNS, [OffsetIsland("orders", 0, 0, 9, 1),
                                                  OffsetIsland("orders", 0, 11, 19, 1)])
     assert [(f.kind, f.first_offset) for f in findings] == [("gap", 20)]
+
+
+def test_a_row_at_the_largest_int64_offset_is_beyond_the_hw():
+    log = PartitionLog("orders", 0, 0, 3, 3, 0, 3, [OffsetRange(0, 2, Kind.DATA)])
+    big = (1 << 63) - 1
+    summary, findings = reconcile_partition(log, [(0, 2, 1), (1 << 62, (1 << 62) + 1, 1), (big, big, 1)])
+    assert [(f.kind, f.first_offset, f.last_offset, f.count) for f in findings] == [
+        ("phantom_beyond_hw", 1 << 62, big, 3)]
+    assert summary.sink_rows == 6

@@ -5,6 +5,7 @@ import re
 import struct
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import duckdb
@@ -66,9 +67,9 @@ def test_summaries_islands_and_stored_offsets(sample: Path):
     with open_sink(sink_config(sample), WHERE) as reader:
         assert reader.summaries() == [
             PartitionSummary("orders", 0, rows=12, distinct_offsets=10, min_offset=0, max_offset=11,
-                             duplicate_offsets=2, null_offset_rows=0),
+                             duplicate_offsets=2, invalid_offset_rows=0),
             PartitionSummary("orders", 1, rows=3, distinct_offsets=3, min_offset=0, max_offset=2,
-                             duplicate_offsets=0, null_offset_rows=0),
+                             duplicate_offsets=0, invalid_offset_rows=0),
         ]
         assert reader.summaries()[0].duplicate_rows == 2
         assert list(reader.islands()) == [
@@ -89,7 +90,8 @@ def test_missing_file(tmp_path: Path):
     assert not (tmp_path / "nope.duckdb").exists()  # read-only open never creates the file
 
 
-def test_file_locked_by_a_live_writer(sample: Path):
+def test_file_locked_by_a_live_writer(sample: Path, monkeypatch):
+    monkeypatch.setattr("eosctl.sinkdb.LOCK_WAIT_S", 0.3)  # a writer that never closes: give up soon
     writer = subprocess.Popen(
         [sys.executable, "-c",
          "import duckdb, sys; c = duckdb.connect(sys.argv[1]); print('open', flush=True); sys.stdin.read()",
@@ -101,9 +103,9 @@ def test_file_locked_by_a_live_writer(sample: Path):
         msg = error_of(lambda: open_sink(sink_config(sample), WHERE))
         program = Path(os.path.realpath(f"/proc/{writer.pid}/exe")).name
         assert msg == (
-            f"{sample} is locked by a running writer ({program}, PID {writer.pid}); eosctl opens sinks "
-            "read-only and never blocks the writer, but DuckDB lets nobody read while a writer holds the "
-            "file: wait for the writer to close it, or audit a Parquet export "
+            f"{sample} stayed locked by a running writer ({program}, PID {writer.pid}) for 0.3s; DuckDB lets "
+            "nobody read while a writer holds the file, and eosctl reads it between the writer's "
+            "transactions: have the writer close the file between batches, or audit a Parquet export "
             "(in the writer: COPY orders_sink TO 'sink.parquet') with --sink-parquet"
         )
         assert writer.poll() is None  # the writer is untouched
@@ -117,7 +119,8 @@ def test_file_locked_by_a_live_writer(sample: Path):
 def test_wrong_table_lists_the_tables(sample: Path):
     msg = error_of(lambda: open_sink(sink_config(sample, table="orders"), WHERE))
     assert msg == (f"{sample} has no table 'orders' (tables: orders_sink, sink_offsets); "
-                   "check [pipelines.orders.sink].table")
+                   "check [pipelines.orders.sink].table (schema.table, and double quotes for a name with "
+                   'dots: "my.table")')
 
 
 def test_wrong_columns_names_both_sides(sample: Path):
@@ -209,3 +212,156 @@ def test_parquet_glob(sample: Path, tmp_path: Path):
                    "check [pipelines.orders.sink].parquet or --sink-parquet")
     msg = error_of(lambda: open_sink(Sink(parquet=str(out / "part-*.parquet"), offset_column="off"), WHERE))
     assert msg.startswith(f"Parquet files {out / 'part-*.parquet'} lacks column off (offset_column); it has ")
+
+
+# ---- invalid rows, names, frozen copies ---------------------------------------------------------------
+
+
+def typed_sink(path: Path, offset_type: str, offsets: list, partition_type: str = "INTEGER",
+               partitions: list | None = None) -> Sink:
+    con = duckdb.connect(str(path))
+    con.execute(f"CREATE TABLE s (src_topic VARCHAR, src_partition {partition_type}, "
+                f"src_offset {offset_type})")
+    parts = partitions or [0] * len(offsets)
+    con.executemany("INSERT INTO s VALUES ('orders', ?, ?)", list(zip(parts, offsets, strict=True)))
+    con.close()
+    return Sink(duckdb=str(path), table="s")
+
+
+@pytest.mark.parametrize("offset_type, offsets, valid, invalid", [
+    ("DOUBLE", [0.0, 1.0, 1.5, float("nan"), float("inf"), -2.0, 1e30],
+     [(0, 1, 1)], [(1, "src_offset is above 2^63-1 (e.g. 1e+30)"), (1, "src_offset is negative (e.g. -2.0)"),
+                   (3, "src_offset is not an integer (e.g. 1.5)")]),
+    ("UBIGINT", [0, 2, 9223372036854775807, 9223372036854775808],
+     [(0, 0, 1), (2, 2, 1), (9223372036854775807, 9223372036854775807, 1)],
+     [(1, "src_offset is above 2^63-1 (e.g. 9223372036854775808)")]),
+    ("HUGEINT", [5, -1, 1 << 100], [(5, 5, 1)],
+     [(1, "src_offset is above 2^63-1 (e.g. 1267650600228229401496703205376)"),
+      (1, "src_offset is negative (e.g. -1)")]),
+    ("DECIMAL(20,2)", [3, 4.25], [(3, 3, 1)], [(1, "src_offset is not an integer (e.g. 4.25)")]),
+])
+def test_offsets_kafka_cannot_have_are_invalid_rows(tmp_path: Path, offset_type, offsets, valid, invalid):
+    with open_sink(typed_sink(tmp_path / "t.duckdb", offset_type, offsets), WHERE) as reader:
+        assert [(i.first, i.last, i.multiplicity) for i in reader.islands()] == valid
+        assert [(i.first, i.last, i.multiplicity) for i in reader.islands("orders", 0)] == valid
+        found = reader.invalid_rows()
+        assert [(f.count, f.detail) for f in found] == invalid
+        assert {(f.kind, f.topic, f.partition, f.first_offset, f.last_offset) for f in found} == {
+            ("invalid_row", "orders", 0, None, None)}
+        (summary,) = reader.summaries()
+        assert (summary.rows, summary.distinct_offsets, summary.invalid_offset_rows) == (
+            len(offsets), len(valid) if offset_type != "DOUBLE" else 2, sum(n for n, _ in invalid))
+
+
+def test_partitions_kafka_cannot_have_are_invalid_rows(tmp_path: Path):
+    sink = typed_sink(tmp_path / "t.duckdb", "BIGINT", [1, 2, 3, 4], partition_type="BIGINT",
+                      partitions=[0, -1, 1 << 40, None])
+    with open_sink(sink, WHERE) as reader:
+        assert reader.partitions() == {("orders", 0): 1}
+        assert [(f.topic, f.partition, f.count, f.detail) for f in reader.invalid_rows()] == [
+            ("orders", None, 1, "src_partition is NULL"),
+            ("orders", None, 1, "src_partition is above 2^31-1 (e.g. 1099511627776)"),
+            ("orders", None, 1, "src_partition is negative (e.g. -1)")]
+
+
+def test_name_parts_follow_duckdb():
+    from eosctl.sinkdb import ident, name_parts
+
+    assert name_parts("orders") == ["orders"]
+    assert name_parts("main.orders") == ["main", "orders"]
+    assert name_parts('"my.table"') == ["my.table"]
+    assert name_parts('s."my.table"') == ["s", "my.table"]
+    assert name_parts('"a""b"') == ['a"b']
+    assert ident('s."my.table"') == '"s"."my.table"'
+    for bad in ('"open', "a..b", "a.b.c.d", ""):
+        error_of(lambda bad=bad: name_parts(bad))
+
+
+def _freeze_in_thread(sink: Sink) -> tuple[str, bool]:
+    from eosctl.sinkdb import frozen
+
+    with frozen(sink, WHERE) as fixed:
+        path = fixed.duckdb
+    return path, Path(path).exists()
+
+
+def test_frozen_copy_is_read_and_deleted_on_every_exit(sample: Path):
+    from eosctl.sinkdb import frozen, origin
+
+    sink = sink_config(sample)
+    with frozen(sink, WHERE) as fixed:
+        copy = Path(fixed.duckdb)
+        assert copy != sample and copy.exists() and origin(str(copy)) == str(sample)
+        with frozen(sink, WHERE) as again, frozen(fixed, WHERE) as same:  # nested: the same copy
+            assert again == fixed == same
+        other: list = []  # another thread (the TUI's workers) gets its own copy, deleted with its block
+        worker = threading.Thread(target=lambda: other.append(_freeze_in_thread(sink)))
+        worker.start()
+        worker.join(timeout=30)
+        assert other and other[0][0] != fixed.duckdb and not other[0][1]
+        # the writer can write to the original meanwhile; the copy doesn't change
+        con = duckdb.connect(str(sample))
+        con.execute("INSERT INTO orders_sink VALUES ('orders', 1, 3, 'o3', 1.0)")
+        con.close()
+        with open_sink(fixed, WHERE) as reader:
+            assert reader.source == str(sample)  # messages name the user's file
+            assert [s.rows for s in reader.summaries()] == [12, 3]
+    assert not copy.parent.exists()
+    with pytest.raises(RuntimeError), frozen(sink, WHERE) as fixed:
+        copy = Path(fixed.duckdb)
+        raise RuntimeError("boom")
+    assert not copy.parent.exists()
+
+
+def test_frozen_waits_for_a_writer_then_says_who_holds_the_file(sample: Path, monkeypatch):
+    from eosctl.sinkdb import frozen
+
+    monkeypatch.setattr("eosctl.sinkdb.LOCK_WAIT_S", 0.3)
+    writer = subprocess.Popen(
+        [sys.executable, "-c",
+         "import duckdb, sys; c = duckdb.connect(sys.argv[1]); print('open', flush=True); sys.stdin.read()",
+         str(sample)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert writer.stdout.readline().strip() == "open"
+        program = Path(os.path.realpath(f"/proc/{writer.pid}/exe")).name
+
+        def freeze() -> None:
+            with frozen(sink_config(sample), WHERE):
+                pass
+
+        assert error_of(freeze) == (
+            f"{sample} stayed locked by a running writer ({program}, PID {writer.pid}) for 0.3s; DuckDB lets "
+            "nobody read while a writer holds the file, and eosctl reads it between the writer's "
+            "transactions: have the writer close the file between batches, or audit a Parquet export with "
+            "--sink-parquet")
+        assert writer.poll() is None
+    finally:
+        writer.stdin.close()
+        writer.wait(timeout=10)
+
+
+def test_frozen_parquet_file_list(sample: Path, tmp_path: Path):
+    from eosctl.sinkdb import frozen
+
+    out = tmp_path / "export" / "src_partition=0"
+    out.mkdir(parents=True)
+    con = duckdb.connect(str(sample), read_only=True)
+    con.execute(f"COPY (SELECT * EXCLUDE (src_partition) FROM orders_sink WHERE src_partition = 0) "
+                f"TO '{out / 'a.parquet'}'")
+    with frozen(Sink(parquet=str(tmp_path / "export" / "*" / "*.parquet")), WHERE) as fixed:
+        # a file the writer adds after the freeze is not read
+        con.execute(f"COPY (SELECT * EXCLUDE (src_partition) FROM orders_sink WHERE src_partition = 0) "
+                    f"TO '{out / 'b.parquet'}'")
+        with open_sink(fixed, WHERE) as reader:
+            assert [(s.partition, s.rows) for s in reader.summaries()] == [(0, 12)]  # hive column kept
+    con.close()
+    assert not Path(fixed.parquet).parent.parent.exists()
+
+
+def test_parquet_on_s3_says_which_extension_is_missing():
+    msg = error_of(lambda: open_sink(Sink(parquet="s3://bucket/x/*.parquet"), WHERE))
+    assert msg.endswith("reading it needs DuckDB's httpfs extension, which eosctl never downloads by "
+                        "itself: install it once (python -c \"import duckdb; "
+                        "duckdb.install_extension('httpfs')\") or audit a local copy of the files")

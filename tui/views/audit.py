@@ -44,7 +44,7 @@ def finding_rows(report: AuditReport) -> list[Row]:
                     f.kind,
                     f.topic,
                     f.partition,
-                    fmt.offsets(f.first_offset, f.last_offset),
+                    None if f.first_offset is None else fmt.offsets(f.first_offset, f.last_offset),
                     fmt.count(f.count),
                     detail,
                 ),
@@ -139,5 +139,5 @@ class AuditView(View):
     @on(FilterTable.Selected, "#audit-table")
     def _selected(self, event: FilterTable.Selected) -> None:
         finding = self._by_key.get(event.key)
-        if finding is not None:
+        if finding is not None and finding.first_offset is not None:  # invalid_row has no offsets to show
             self.post_message(self.OpenLog(finding))

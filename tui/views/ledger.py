@@ -41,7 +41,7 @@ def ledger_rows(ledger) -> list[Row]:
             Row(
                 ledger_key(p),
                 (
-                    f"{p.topic}[{p.partition}]",
+                    f"{p.topic or '-'}[{'-' if p.partition is None else p.partition}]",  # invalid_row
                     fmt.count(p.rows),
                     span,
                     fmt.count(p.duplicate_rows) if p.duplicate_rows else "",
@@ -93,7 +93,7 @@ class LedgerView(View):
     @on(FilterTable.Selected, "#ledger-table")
     def _selected(self, event: FilterTable.Selected) -> None:
         p = self._by_key.get(event.key)
-        if p is None:
+        if p is None or p.topic is None or p.partition is None:  # rows no partition owns: no log to show
             return
         flag = next((f for f in p.flags if f.first_offset is not None), None)
         first = flag.first_offset if flag else (p.min_offset or 0)
