@@ -36,6 +36,7 @@ FINDING_COLOURS = {
     "phantom_beyond_hw": "#17becf",
     "key_duplicate": "#b5b800",
     "offset_mismatch": "#1f5fbf",
+    "invalid_row": "#111111",  # never on a bar (no offset to place it at): legend and table only
 }
 LOG_LAYERS = {  # (colour, legend label, what it means)
     "COMMITTED": ("#9ad4a5", "committed, in the sink", "committed records between log start and LSO"),
@@ -68,9 +69,11 @@ class AuditContext:
 
 def render_html(report: AuditReport, context: AuditContext | None = None) -> str:
     ctx = context or AuditContext()
+    # Findings placed on the gap map: those at offsets of a topic/partition (an invalid_row has none).
     by_tp: dict[tuple[str, int], list[Finding]] = {}
     for f in report.findings:
-        by_tp.setdefault((f.topic, f.partition), []).append(f)
+        if f.topic is not None and f.partition is not None and f.first_offset is not None:
+            by_tp.setdefault((f.topic, f.partition), []).append(f)
     title = f"eosctl audit: {report.verdict.upper()}"
     body = "\n".join([
         _verdict(report, by_tp),
@@ -399,14 +402,15 @@ def _findings(report: AuditReport) -> str:
                 "is in the sink exactly once, and nothing else is.</p>\n</section>")
     rows = []
     for f in report.findings[:MAX_FINDING_ROWS]:
-        where = (str(f.first_offset) if f.first_offset == f.last_offset
+        where = ("-" if f.first_offset is None else str(f.first_offset) if f.first_offset == f.last_offset
                  else f"{f.first_offset}..{f.last_offset}")
+        part = "-" if f.topic is None else f"{f.topic}[{'-' if f.partition is None else f.partition}]"
         detail = "; ".join(x for x in (
             "at " + ", ".join(map(str, f.offsets)) if f.offsets else "", f.detail or "") if x)
         ignored = "" if f.kind in report.fail_on else ' <span class="muted">(ignored)</span>'
         swatch = f'<i class="sw" style="background:{FINDING_COLOURS[f.kind]}"></i>'
         rows.append(f'<tr data-kind="{f.kind}"><td>{swatch}{escape(f.kind)}{ignored}</td>'
-                    f"<td>{escape(f.topic)}[{f.partition}]</td>"
+                    f"<td>{escape(part)}</td>"
                     f'<td class="n">{where}</td><td class="n">{_n(f.count)}</td>'
                     f"<td>{escape(f.key or '')}</td><td>{escape(detail)}</td></tr>")
     more = len(report.findings) - MAX_FINDING_ROWS

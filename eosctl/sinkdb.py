@@ -107,16 +107,8 @@ def read_header(path: str | Path) -> DuckDBHeader | None:
     return DuckDBHeader(version, library)
 
 
-def connect_readonly(path: str | Path, where: str = "sink", flag: str = "--sink-duckdb",
-                     table: str = "TABLE", wait_s: float | None = None) -> Any:
-    """duckdb.connect(path, read_only=True), with every failure turned into one SinkError line.
-
-    A writer holding the file is waited for, up to ``wait_s``: a pipeline that connects, writes a batch
-    and closes leaves gaps between its transactions, and one of them is all a reader needs.
-    """
-    import duckdb
-
-    path = str(path)
+def check_duckdb_file(path: str, where: str = "sink", flag: str = "--sink-duckdb") -> None:
+    """SinkError (one line) unless ``path`` is a regular DuckDB file; checked before anything opens it."""
     shown = origin(path)  # messages name the user's file, not a frozen copy of it
     if not os.path.exists(path):
         raise SinkError(f"sink file {shown} not found; check [{where}].duckdb or {flag}")
@@ -129,6 +121,20 @@ def connect_readonly(path: str | Path, where: str = "sink", flag: str = "--sink-
     if read_header(path) is None:
         # Checked before connecting: DuckDB would try to download a scanner for e.g. SQLite files.
         raise _not_duckdb(shown, where)
+
+
+def connect_readonly(path: str | Path, where: str = "sink", flag: str = "--sink-duckdb",
+                     table: str = "TABLE", wait_s: float | None = None) -> Any:
+    """duckdb.connect(path, read_only=True), with every failure turned into one SinkError line.
+
+    A writer holding the file is waited for, up to ``wait_s``: a pipeline that connects, writes a batch
+    and closes leaves gaps between its transactions, and one of them is all a reader needs.
+    """
+    import duckdb
+
+    path = str(path)
+    shown = origin(path)
+    check_duckdb_file(path, where, flag)
     wait_s = LOCK_WAIT_S if wait_s is None else wait_s
     deadline, pause = time.monotonic() + wait_s, 0.005
     while True:
@@ -552,14 +558,6 @@ def _columns(conn: Any, relation: str) -> dict[str, str]:
     try:
         return {r[0]: r[1] for r in conn.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()}
     except Exception as e:
-        # DuckDB's message for a missing extension breaks its line mid-sentence ("extension 'httpfs:").
-        missing = re.search(r'INSTALL (\w+)"', str(e))
-        if missing:
-            ext = missing.group(1)
-            raise SinkError(f"{relation} needs DuckDB's {ext} extension, which is not "
-                            f"installed (eosctl never downloads one); install it once with "
-                            f"python -c \"import duckdb; duckdb.install_extension('{ext}')\", or copy the "
-                            "files to a local path") from None
         raise SinkError(f"cannot read the columns of {relation}: {_error_text(e)}") from None
 
 
@@ -709,13 +707,7 @@ def _copy_duckdb(path: str, where: str, tmp: str) -> str:
     state, and the writer is kept out for the copy alone, not for opening a database and querying it
     (which take ~100x longer on a busy machine). The copy is checked and opened like the original.
     """
-    if not os.path.exists(path):
-        raise SinkError(f"sink file {path} not found; check [{where}].duckdb or --sink-duckdb")
-    if os.path.isdir(path):
-        raise SinkError(f"sink path {path} is a directory, not a DuckDB file; "
-                        f"check [{where}].duckdb or --sink-duckdb")
-    if read_header(path) is None:
-        raise _not_duckdb(path, where)
+    check_duckdb_file(path, where)
     dest = os.path.join(tmp, os.path.basename(path))
     copied = 0
     t0 = time.monotonic()

@@ -279,7 +279,7 @@ def test_a_remote_parquet_sink_names_the_missing_extension_in_full(command):
     # Before: the hint stopped at "...install the required extension 'httpfs:" (DuckDB breaks its line).
     line = one_error_line(run(command, "--bootstrap", "127.0.0.1:1", "-t", "t",
                               "--sink-parquet", "s3://bucket/x/*.parquet"))
-    assert line == ("eosctl: error: read_parquet('s3://bucket/x/*.parquet') needs DuckDB's httpfs extension, "
-                    "which is not installed (eosctl never downloads one); install it once with python -c "
-                    "\"import duckdb; duckdb.install_extension('httpfs')\", or copy the files to a local "
-                    "path")
+    assert line == ("eosctl: error: cannot read the columns of read_parquet('s3://bucket/x/*.parquet'): "
+                    "reading it needs DuckDB's httpfs extension, which eosctl never downloads by itself: "
+                    "install it once (python -c \"import duckdb; duckdb.install_extension('httpfs')\") or "
+                    "audit a local copy of the files")
