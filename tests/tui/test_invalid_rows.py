@@ -11,7 +11,7 @@ from eosctl.ledger import Ledger, LedgerFlag, PartitionLedger
 
 @sync
 async def test_audit_view_lists_invalid_rows_and_enter_stays_put():
-    from tui.synthetic import SyntheticSource
+    from synthetic import SyntheticSource
 
     from tui.app import EosApp
 

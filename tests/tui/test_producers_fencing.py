@@ -3,6 +3,9 @@ marked FENCED nor where Enter jumps; Kafka v1's fencing abort is both (issue 9, 
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
+from eosctl.capture import Capture
 from eosctl.logscan import scan_partition
 from eosctl.producers import from_log
 from eosctl.wire import WireClient
@@ -16,7 +19,8 @@ PID = 4000
 def dashboard(sim: KafkaSim) -> Dashboard:
     with WireClient(sim.bootstrap) as client:
         log = scan_partition(client, "t", 0)
-    return Dashboard("p", 0.0, producers=from_log(log), logs=[log])
+    return Dashboard(Capture(datetime.fromtimestamp(0, UTC), sim.bootstrap, "p", None, ["t"],
+                             producers=from_log(log), logs={("t", 0): log}))
 
 
 def jump(dash: Dashboard) -> int | None:
