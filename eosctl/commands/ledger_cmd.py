@@ -33,8 +33,9 @@ def ledger(config: str | None, pipeline: str | None, bootstrap: str | None, topi
     \b
     From the sink (a copy taken under a brief read lock; the writer waits only for the copy): rows,
     distinct offsets, min/max offset, duplicate rows, and the offsets it stored with its rows. From
-    Kafka: the group's committed offset, log start, LSO and HW. Flags: stored != committed (only when committed data lies
-    between them), duplicates, missing committed records, rows at aborted/marker/open offsets.
+    Kafka: the group's committed offset, log start, LSO and HW. Flags: stored != committed (only when
+    committed data lies between them), duplicates, missing committed records, rows at aborted/marker/open
+    offsets, rows no Kafka record can match (invalid_row).
     """
     from eosctl import ledger as ledger_mod
     from eosctl.render import console, scan_progress
