@@ -66,7 +66,25 @@ def table(report: AuditReport) -> Any:
         f"[bold {colour}]{report.verdict.upper()}[/]  {len(report.partitions)} partitions, "
         f"{expected} expected records, {rows_total} sink rows: {summary}"
         + (f"  ({report.elapsed_seconds:.1f}s)" if report.elapsed_seconds is not None else "")))
+    if timing := timings(report.engine):
+        parts.append(Text(timing, style="dim"))
     return Group(*parts)
+
+
+# The engine's phases, in the order they happen; scan and reconcile are summed over the tasks.
+_PHASES = (("prepare_seconds", "metadata"), ("startup_seconds", "start-up"), ("partitions_seconds", "tasks"),
+           ("keys_seconds", "keys"), ("scan_seconds", "log scans"), ("reconcile_seconds", "sink reads"))
+
+
+def timings(engine: dict[str, Any]) -> str:
+    """One line: where the time went, e.g. "spark local[*]: metadata 0.1s, start-up 6.2s, tasks 3.0s, ..."."""
+    if not engine:
+        return ""
+    name = engine.get("name", "spark")
+    where = engine.get("master") if name == "spark" else f"{engine.get('workers')} processes"
+    phases = ", ".join(f"{label} {engine[key]:.1f}s" for key, label in _PHASES
+                       if isinstance(engine.get(key), (int, float)))
+    return f"{name} {where}: {phases} (log scans and sink reads summed over tasks)" if phases else ""
 
 
 def junit(report: AuditReport) -> str:
