@@ -81,6 +81,9 @@ def session(
     # py4j logs every broken connection (a Ctrl-C mid-job, a killed JVM) with a traceback; the audit
     # turns Spark failures into one line of its own.
     logging.getLogger("py4j").setLevel(logging.CRITICAL + 1)
+    # ...and a Ctrl-C in the middle of a call with logging.exception() on the root logger.
+    if _from_py4j not in logging.getLogger().filters:
+        logging.getLogger().addFilter(_from_py4j)
     if remote is None:
         existing = active_session()
         if existing is not None:
@@ -144,6 +147,11 @@ def session(
                           "check --master/--remote and that Java 17 is on PATH") from None
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _from_py4j(record: Any) -> bool:
+    """A root-logger filter: False (drop) for py4j's records."""
+    return f"{os.sep}py4j{os.sep}" not in (record.pathname or "")
 
 
 def describe(spark: Any) -> dict[str, Any]:

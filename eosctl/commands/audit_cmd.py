@@ -106,26 +106,31 @@ class _Terminated(BaseException):
 @contextmanager
 def _signals_stop_the_audit() -> Iterator[None]:
     """Ctrl-C and SIGTERM unwind the audit (its guard kills the JVM or the pool and removes temp files),
-    then print one line: exit 130 for SIGINT, 143 for SIGTERM."""
+    then print one line: exit 130 for SIGINT, 143 for SIGTERM.
+
+    The signal is remembered: a Ctrl-C reaches Spark's Python workers too, and the failed job's error can
+    replace the KeyboardInterrupt on its way up (PySpark asks the JVM for the result in a `finally`)."""
     import signal
     import threading
 
-    def on_term(signum: int, frame: object) -> None:
-        raise _Terminated()
+    got: list[int] = []
+
+    def on_signal(signum: int, frame: object) -> None:
+        got.append(signum)
+        raise KeyboardInterrupt() if signum == signal.SIGINT else _Terminated()
 
     main = threading.current_thread() is threading.main_thread()
-    before = signal.signal(signal.SIGTERM, on_term) if main else None
+    before = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
     try:
         yield
-    except KeyboardInterrupt:
-        click.echo("eosctl: interrupted", err=True)
-        sys.exit(130)
-    except _Terminated:
-        click.echo("eosctl: terminated", err=True)
-        sys.exit(143)
+    except (KeyboardInterrupt, _Terminated, Exception):
+        if not got:
+            raise
+        click.echo("eosctl: interrupted" if got[0] == signal.SIGINT else "eosctl: terminated", err=True)
+        sys.exit(128 + got[0])
     finally:
-        if main:
-            signal.signal(signal.SIGTERM, before)
+        for s, handler in before.items():
+            signal.signal(s, handler)
 
 
 def _check_out(out: str | None) -> None:
