@@ -84,7 +84,7 @@ def _carrying(marker: str) -> list[int]:
 
 
 def _interrupt(config: Path, tmp_path: Path, engine: str, phase: str | None, sig: int,
-               to_group: bool) -> tuple[int, list[str], set[tuple[int, str]], Path]:
+               to_group: bool) -> tuple[int, list[str], dict[tuple[int, str], str], Path]:
     tmpdir = tmp_path / f"tmp-{uuid.uuid4().hex[:6]}"
     tmpdir.mkdir()
     env = {**os.environ, "TMPDIR": str(tmpdir), "EOSCTL_PROGRESS": "lines",
@@ -92,12 +92,13 @@ def _interrupt(config: Path, tmp_path: Path, engine: str, phase: str | None, sig
     proc = subprocess.Popen([sys.executable, "-m", "eosctl", "audit", "-c", str(config), "--engine", engine,
                              "--format", "json"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
                             text=True, start_new_session=True)
-    seen: set[tuple[int, str]] = set()
+    seen: dict[tuple[int, str], str] = {}  # every process below the audit -> its command name
     done = threading.Event()
 
     def watch() -> None:
         while not done.is_set():
-            seen.update(_descendants(proc.pid))
+            for p in _descendants(proc.pid) - set(seen):
+                seen[p] = _comm(p[0])
             done.wait(0.02)
 
     watcher = threading.Thread(target=watch, daemon=True)
@@ -125,10 +126,10 @@ def _interrupt(config: Path, tmp_path: Path, engine: str, phase: str | None, sig
     return code, lines, seen, tmpdir
 
 
-def _wait_for_java(seen: set[tuple[int, str]]) -> None:
+def _wait_for_java(seen: dict[tuple[int, str], str]) -> None:
     """The reported case: Ctrl-C 1.5 s after Spark's JVM appeared, while the session still starts."""
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not any(_comm(pid) == "java" for pid, _ in list(seen)):
+    while time.monotonic() < deadline and "java" not in list(seen.values()):
         time.sleep(0.05)
     time.sleep(1.5)
 
@@ -141,7 +142,7 @@ def _comm(pid: int) -> str:
         return ""
 
 
-def _assert_nothing_left(seen: set[tuple[int, str]], tmpdir: Path) -> None:
+def _assert_nothing_left(seen: dict[tuple[int, str], str], tmpdir: Path) -> None:
     deadline = time.monotonic() + 10  # SIGKILLed processes vanish at once; re-parented ones need a reap
     while time.monotonic() < deadline and ([p for p in seen if _running(p)] or _carrying(str(tmpdir))):
         time.sleep(0.05)
@@ -171,7 +172,7 @@ def test_a_signal_stops_everything_the_audit_started(config, tmp_path, engine, p
     assert lines[-1] == ("eosctl: interrupted" if sig == signal.SIGINT else "eosctl: terminated"), lines
     assert not [ln for ln in lines if "Traceback" in ln or "py4j" in ln.lower()], lines
     if engine == "spark":
-        assert any(_comm(pid) == "java" for pid, _ in seen) or phase != STARTUP, "no JVM seen"
+        assert "java" in seen.values(), "no JVM seen"
     _assert_nothing_left(seen, tmpdir)
 
 
