@@ -80,6 +80,7 @@ from eosctl import __version__
 from eosctl.config import Sink
 from eosctl.errors import EosctlError, SinkError
 from eosctl.model import Kind, PartitionLog
+from eosctl.progress import Progress
 from eosctl.txns import DEFAULT_MAX_AGE_S
 
 FORMAT_VERSION = 1
@@ -112,7 +113,7 @@ class Snapshot:
 
 
 def capture(target: Any, sink: Sink | None = None, where: str = "sink", scan: bool = True,
-            progress: Callable[[int, int], None] | None = None,
+            progress: Progress | None = None,
             max_age_s: float = DEFAULT_MAX_AGE_S) -> Snapshot:
     """Everything about the target's pipeline, read now. A failing section is recorded, not fatal.
 

@@ -16,9 +16,8 @@ from typing import Any, Protocol
 
 from eosctl.errors import BrokerError, EosctlError
 from eosctl.model import PartitionLog
+from eosctl.progress import Progress
 
-# progress(fraction 0..1 or None, message)
-Progress = Callable[[float | None, str], None]
 # run_audit(target, progress) -> eosctl.findings.AuditReport; injected by the CLI (tui never imports auditors)
 AuditRunner = Callable[[Any, Progress], Any]
 LagKey = tuple[str, str, int]  # group, topic, partition

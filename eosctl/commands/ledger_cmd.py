@@ -115,7 +115,7 @@ class _scan_progress:
                             TextColumn("offsets"), console=err, transient=True, disable=not err.is_terminal)
         self.bar.__enter__()
         self.task = self.bar.add_task("scan", total=None)
-        return lambda done, total: self.bar.update(self.task, completed=done, total=total)
+        return lambda step: self.bar.update(self.task, completed=step.done, total=step.total)
 
     def __exit__(self, *exc: object) -> None:
         self.bar.__exit__(*exc)

@@ -95,11 +95,8 @@ def tui(
 
 def run_audit(target: Any, progress: Any) -> Any:
     """The audit of the target's pipeline (local engine unless the config's [audit] engine says spark);
-    progress(fraction | None, message), the TUI's shape."""
+    progress: eosctl.progress.Progress."""
     from auditors import EngineOptions, audit
 
-    def say(step: Any) -> None:
-        progress(step.fraction, step.what)
-
     options = EngineOptions.resolve(target.config, "local")
-    return audit(target, target.pipeline.sink, options=options, progress=say)
+    return audit(target, target.pipeline.sink, options=options, progress=progress)
