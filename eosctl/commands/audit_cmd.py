@@ -87,6 +87,8 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
             raise click.UsageError("pass either --master or --remote, not both")
         if sink_duckdb and sink_parquet:
             raise click.UsageError("pass either --sink-duckdb or --sink-parquet, not both")
+        if engine == "local" and (master or remote or driver_memory):
+            raise click.UsageError("--master, --remote and --driver-memory are for --engine spark")
         _check_out(out)
         target = resolve(config, pipeline, bootstrap, topics, group, need_topics=True)
         sink, _ = sink_of(target, sink_duckdb, sink_parquet, sink_table)
@@ -159,7 +161,8 @@ audit.help = "\n".join([
     "\b",
     *(f"  {k:<20} {v}" for k, v in DESCRIPTIONS.items()),
     "",
-    "Exit status: 0 no failing findings, 1 failing findings, 2 usage, config, connection or sink error.",
+    "Exit status: 0 no failing findings, 1 failing findings, 2 usage, config, connection or sink error,"
+    " 130 Ctrl-C, 143 SIGTERM (after stopping everything the audit started).",
 ])
 
 

@@ -205,7 +205,8 @@ def test_missing_sink_file_and_unknown_topic_exit_2(runs, tmp_path):
     assert code == 2 and "does not exist" in err
 
 
-def test_bad_fail_on_is_a_usage_error():
+@pytest.mark.parametrize("engine", ["local"], indirect=True)
+def test_bad_fail_on_is_a_usage_error(engine):
     result = CliRunner().invoke(main, ["audit", "--bootstrap", "x:1", "--topic", "t", "--sink-duckdb", "f",
                                        "--fail-on", "gaps"])
     assert result.exit_code == 2 and "unknown finding kind 'gaps'" in result.stderr
@@ -272,7 +273,8 @@ def test_out_in_a_missing_directory_exits_2_before_auditing(runs, tmp_path, engi
     assert result.stdout == ""
 
 
-def test_a_failed_report_write_is_one_line(tmp_path):
+@pytest.mark.parametrize("engine", ["local"], indirect=True)
+def test_a_failed_report_write_is_one_line(tmp_path, engine):
     from eosctl.commands import audit_cmd
     from eosctl.errors import EosctlError
 
@@ -359,7 +361,8 @@ def test_table_summary_shows_where_the_time_went(runs, engine, tmp_path):
                         r"\(task time: log scans [\d.]+s, sink [\d.]+s\)", last), last
 
 
-def test_config_audit_engine_is_the_default_and_the_flag_wins(tmp_path):
+@pytest.mark.parametrize("engine", ["local"], indirect=True)
+def test_config_audit_engine_is_the_default_and_the_flag_wins(tmp_path, engine):
     from auditors import EngineOptions
     from eosctl.config import load_config
 
@@ -373,3 +376,11 @@ def test_config_audit_engine_is_the_default_and_the_flag_wins(tmp_path):
     path.write_text('[clusters.c]\nbootstrap_servers = "h:1"\n[audit]\nengine = "dask"\n')
     with pytest.raises(Exception, match=r"audit.engine must be one of local, spark, got 'dask'"):
         load_config(path)
+
+
+@pytest.mark.parametrize("engine", ["local"], indirect=True)
+def test_spark_flags_with_the_local_engine_are_a_usage_error(engine):
+    result = CliRunner().invoke(main, ["audit", "--bootstrap", "x:1", "--topic", "t", "--sink-duckdb", "f",
+                                       "--engine", "local", "--master", "local[2]"])
+    assert result.exit_code == 2
+    assert "--master, --remote and --driver-memory are for --engine spark" in result.stderr
