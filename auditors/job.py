@@ -28,7 +28,7 @@ from eosctl.progress import Progress, Step, silent
 
 TP = tuple[str, int]
 
-# Task output: one row per summary, finding, committed range (for the key phase) or error.
+# Task output: one row per summary, finding, error, or (with a key column) committed row with a key.
 OUT_SCHEMA = (
     "rec string, topic string, partition int, kind string, first_offset long, last_offset long, count long, "
     "log_start_offset long, last_stable_offset long, high_watermark long, expected_records long, "
