@@ -195,6 +195,11 @@ def forget(spark: Any) -> None:
     sc = getattr(spark, "_sc", None)
     if sc is not None:
         sc._jsc = None  # SparkContext.stop() does nothing without it
+        server = getattr(sc, "_accumulatorServer", None)
+        if server is not None:
+            # Its handler threads read from the JVM: when the JVM dies, socketserver would print each
+            # broken connection's traceback on stderr.
+            server.handle_error = lambda request, client_address: None
     SparkContext._gateway = None
     SparkContext._jvm = None
     SparkContext._active_spark_context = None
