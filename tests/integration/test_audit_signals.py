@@ -97,8 +97,10 @@ def _interrupt(config: Path, tmp_path: Path, engine: str, phase: str | None, sig
 
     def watch() -> None:
         while not done.is_set():
-            for p in _descendants(proc.pid) - set(seen):
-                seen[p] = _comm(p[0])
+            for p in _descendants(proc.pid):
+                # Spark's launcher script execs java in the same process: the name changes, the pid not.
+                if seen.get(p) != "java":
+                    seen[p] = _comm(p[0])
             done.wait(0.02)
 
     watcher = threading.Thread(target=watch, daemon=True)
