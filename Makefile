@@ -39,6 +39,7 @@ bench: setup
 	$(BIN)/python benchmarks/lag_bench.py
 	$(BIN)/python benchmarks/logscan_bench.py
 	$(BIN)/python benchmarks/audit_bench.py
+	$(BIN)/python benchmarks/small_audit_bench.py
 	$(BIN)/python benchmarks/tui_refresh_bench.py
 
 clean:

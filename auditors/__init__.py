@@ -1,5 +1,32 @@
-"""Spark jobs that check a sink against what Kafka holds (eosctl audit).
+"""Check a sink against what Kafka holds (eosctl audit), on Spark or on local processes.
 
-`spark` builds the session, `job` runs the audit, `report` renders it. Imported only by the audit
-command and the benchmark, never at eosctl start-up (Spark is slow to import and start).
+`audit` is the one entry point; `engine` runs it (options, timings, clean-up), `job` holds the task
+function both engines run, `local` and `spark` the two engines, `report` renders the result. Imported
+only by the commands that audit and the benchmarks, never at eosctl start-up (Spark is slow to import).
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from auditors.engine import ENGINES, EngineOptions
+from eosctl.findings import KINDS, AuditReport
+from eosctl.progress import Progress, silent
+
+if TYPE_CHECKING:
+    from eosctl.config import Sink
+    from eosctl.target import Target
+
+
+def audit(target: Target, sink: Sink, *, options: EngineOptions, progress: Progress = silent,
+          fail_on: tuple[str, ...] = KINDS, started: float | None = None) -> AuditReport:
+    """Audit ``sink`` against the target's cluster, topics and group (offset_mismatch needs the group and
+    the sink's offsets table). ``started``: time.monotonic() at the command's start, for elapsed_seconds."""
+    from auditors import engine, job
+
+    inp = job.AuditInput(source=job.KafkaSource(target.cluster), sink=sink, topics=target.topics,
+                         cluster=target.cluster, group=target.group, fail_on=fail_on)
+    return engine.run(inp, options, progress, started)
+
+
+__all__ = ["ENGINES", "EngineOptions", "audit"]

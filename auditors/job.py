@@ -1,12 +1,14 @@
-"""The audit job: one Spark task per Kafka partition, one shuffle by business key.
+"""The audit job: one task per Kafka partition, one grouping by business key.
 
 Everything except key duplicates is local to one (topic, partition), so that is the unit of
 parallelism: each task scans its partition's log (raw Fetch, batch headers only), reads its slice of the
 sink as offset islands, reconciles the two by range arithmetic (eosctl.reconcile) and yields findings as
-Arrow. Tasks are started with mapInArrow over a range of work-item indexes, which works the same on
-local[*], a cluster and Spark Connect. Key duplicates are the one cross-partition question: committed
-rows are read per partition again (keys only; each task gets its partition's committed ranges as its
-input row) and grouped by key in a single shuffle.
+Arrow. Key duplicates are the one cross-partition question: the same task also reads the keys of its
+partition's committed rows and yields them; the driver groups them by key.
+
+Two engines run the very same task function (`partition_task`) and key rule (`_key_findings`): Spark
+(mapInArrow over a range of work-item indexes, the same on local[*], a cluster and Spark Connect; the
+grouping by key is a shuffle of the same job) and `auditors.local` (a process pool on this machine).
 """
 
 from __future__ import annotations
@@ -22,19 +24,21 @@ from typing import Any, Protocol
 
 from eosctl.config import Cluster, Sink
 from eosctl.errors import BrokerError, EosctlError, SinkError, first_line
-from eosctl.findings import KINDS, AuditReport, Finding, LogSegment, PartitionSummary
+from eosctl.findings import KINDS, Finding, LogSegment, PartitionSummary
+from eosctl.progress import Progress, Step, silent
 
 TP = tuple[str, int]
-Progress = Callable[[str, int, int], None]  # (what, done, total)
 
-# Task output: one row per summary, finding, committed range (for the key phase) or error.
+# Task output: one row per summary, finding, error, or (with a key column) committed row with a key.
 OUT_SCHEMA = (
     "rec string, topic string, partition int, kind string, first_offset long, last_offset long, count long, "
     "log_start_offset long, last_stable_offset long, high_watermark long, expected_records long, "
-    "sink_rows long, unverifiable long, present boolean, detail string"
+    "sink_rows long, unverifiable long, present boolean, detail string, "
+    # Time the task spent scanning the log and reading + reconciling the sink (summary rows only).
+    "scan_seconds double, reconcile_seconds double, "
+    "key string"  # key rows (rec = "key"): a committed row's business key, its offset in first_offset
 )
 _OUT_NAMES = [part.strip().split(" ")[0] for part in OUT_SCHEMA.split(",")]
-KEY_SCHEMA = "key string, topic string, partition int, offset long, error string"  # error rows: key null
 
 
 # ---- what the tasks read -------------------------------------------------------------------------
@@ -140,7 +144,9 @@ def _audit_partition(item: WorkItem, source: Source, sink: Sink, settings: TaskS
     from eosctl.model import Kind
     from eosctl.reconcile import offset_mismatch, reconcile_partition, reconcile_unknown
 
+    t0 = time.perf_counter()
     log = source.load(item.topic, item.partition) if item.in_kafka else None
+    t1 = time.perf_counter()
     # The islands stream out of DuckDB straight into the sweep: never a list of the partition's offsets.
     with _open_sink(sink, settings) as reader:
         isl = reader.islands(item.topic, item.partition)
@@ -154,6 +160,7 @@ def _audit_partition(item: WorkItem, source: Source, sink: Sink, settings: TaskS
                                    log, group)
         findings = [*findings, *([mismatch] if mismatch else [])]
     rows = [_summary_row(summary), *(_finding_row(f) for f in findings)]
+    rows[0].update(scan_seconds=t1 - t0, reconcile_seconds=time.perf_counter() - t1)
     if log is not None and want_ranges:
         lso, start = log.last_stable_offset, log.log_start_offset
         for r in log.ranges:
@@ -188,13 +195,17 @@ def _to_batch(rows: list[dict[str, Any]], names: list[str], schema: Any) -> Any:
 def _out_arrow_schema() -> Any:
     import pyarrow as pa
 
-    types = {"string": pa.string(), "int": pa.int32(), "long": pa.int64(), "boolean": pa.bool_()}
+    types = {"string": pa.string(), "int": pa.int32(), "long": pa.int64(), "boolean": pa.bool_(),
+             "double": pa.float64()}
     return pa.schema([(part.split()[0], types[part.split()[1]]) for part in OUT_SCHEMA.split(", ")])
 
 
 def partition_task(items: list[WorkItem], source: Source, sink: Sink, settings: TaskSettings,
-                   want_ranges: bool, group: str | None = None) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """The mapInArrow function: input batches carry work-item indexes (spark.range ids)."""
+                   want_keys: bool, group: str | None = None) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The task function of both engines: input batches carry work-item indexes (spark.range ids).
+
+    Per item: the summary and finding rows, then (with want_keys) the keys of the partition's committed
+    rows, read in the same task so that key duplicates cost no second pass over the partitions."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         schema = _out_arrow_schema()
@@ -202,46 +213,41 @@ def partition_task(items: list[WorkItem], source: Source, sink: Sink, settings: 
             for index in batch.column(0).to_pylist():
                 item = items[index]
                 try:
-                    rows = _audit_partition(item, source, sink, settings, want_ranges, group)
+                    rows = _audit_partition(item, source, sink, settings, want_keys, group)
+                    yield _to_batch([r for r in rows if r["rec"] != "committed"], _OUT_NAMES, schema)
+                    committed = [(r["first_offset"], r["last_offset"]) for r in rows
+                                 if r["rec"] == "committed"]
+                    if committed:
+                        yield from _key_rows(item, committed, sink, settings, schema)
                 except EosctlError as e:
                     # One line travels back to the driver, which raises it: no executor traceback for
                     # an unreachable broker or a locked sink.
                     rows = [{"rec": "error", "topic": item.topic, "partition": item.partition,
                              "kind": type(e).__name__, "detail": str(e)}]
-                yield _to_batch(rows, _OUT_NAMES, schema)
+                    yield _to_batch(rows, _OUT_NAMES, schema)
 
     return run
 
 
-def key_task(sink: Sink, settings: TaskSettings) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """mapInArrow function for the key phase: (key, topic, partition, offset) of committed rows.
-
-    Input rows are the work: (topic, partition, rf, rl), the partition's committed ranges as two lists,
-    so each task receives only its own ranges, not every partition's in its closure.
-    """
-
-    def run(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-
-        schema = pa.schema([("key", pa.string()), ("topic", pa.string()), ("partition", pa.int32()),
-                            ("offset", pa.int64()), ("error", pa.string())])
-        for batch in batches:
-            for i in range(batch.num_rows):
-                topic, partition = batch.column(0)[i].as_py(), batch.column(1)[i].as_py()
-                ranges = pa.table({"rf": batch.column(2)[i].values, "rl": batch.column(3)[i].values})
-                try:
-                    yield from _committed_keys(topic, partition, ranges, sink, settings, schema)
-                except EosctlError as e:
-                    yield pa.RecordBatch.from_pylist([{"topic": topic, "partition": partition,
-                                                       "error": str(e)}], schema=schema)
-
-    return run
-
-
-def _committed_keys(topic: str, partition: int, committed: Any, sink: Sink, settings: TaskSettings,
-                    schema: Any) -> Iterator[Any]:
+def _key_rows(item: WorkItem, committed: list[tuple[int, int]], sink: Sink, settings: TaskSettings,
+              schema: Any) -> Iterator[Any]:
+    """Key rows in the task's output schema: rec "key", the key, its offset in first_offset."""
     import pyarrow as pa
 
+    ranges = pa.table({"rf": [c[0] for c in committed], "rl": [c[1] for c in committed]},
+                      schema=pa.schema([("rf", pa.int64()), ("rl", pa.int64())]))
+    for b in _committed_keys(item.topic, item.partition, ranges, sink, settings):
+        n = b.num_rows
+        cols = {"rec": pa.array(["key"] * n, pa.string()), "topic": pa.array([item.topic] * n, pa.string()),
+                "partition": pa.array([item.partition] * n, pa.int32()),
+                "first_offset": b.column(1).cast(pa.int64()), "key": b.column(0).cast(pa.string())}
+        yield pa.RecordBatch.from_arrays([cols[f.name] if f.name in cols else pa.nulls(n, f.type)
+                                          for f in schema], schema=schema)
+
+
+def _committed_keys(topic: str, partition: int, committed: Any, sink: Sink,
+                    settings: TaskSettings) -> Iterator[Any]:
+    """Arrow batches (key, offset) of the partition's distinct committed rows with a key."""
     with _open_sink(sink, settings) as reader:
         reader.conn.register("committed_ranges", committed)
         # ASOF join: each row meets the last range starting at or before its offset; inside it = committed.
@@ -251,13 +257,7 @@ def _committed_keys(topic: str, partition: int, committed: Any, sink: Sink, sett
             ASOF JOIN committed_ranges r ON s.o >= r.rf
             WHERE s.o <= r.rl AND s.k IS NOT NULL"""
         try:
-            arrow = reader.conn.sql(sql).to_arrow_reader(65_536)
-            for b in arrow:
-                n = b.num_rows
-                yield pa.RecordBatch.from_arrays(
-                    [b.column(0).cast(pa.string()), pa.array([topic] * n, pa.string()),
-                     pa.array([partition] * n, pa.int32()), b.column(1).cast(pa.int64()),
-                     pa.nulls(n, pa.string())], schema=schema)
+            yield from reader.conn.sql(sql).to_arrow_reader(65_536)
         except Exception as e:
             raise SinkError(f"reading keys of {topic}-{partition} from sink {reader.source} "
                             f"failed: {first_line(e)}") from None
@@ -331,94 +331,77 @@ def with_offsets(items: list[WorkItem], stored: dict[TP, int], committed: dict[T
     return out
 
 
-def run_audit(spark: Any, inp: AuditInput, items: list[WorkItem] | None = None,
-              progress: Progress | None = None) -> AuditReport:
-    """Run the whole audit and return the report (the verdict follows ``inp.fail_on``).
+@dataclass
+class Outcome:
+    """What an engine found; the entry point (auditors.engine) turns it into the report."""
 
-    Every task reads one frozen copy of the sink, taken before any task scans Kafka (eosctl.sinkdb.frozen):
-    a live writer is kept out only while it is copied, and rows it writes meanwhile are neither read nor
-    phantoms."""
-    from auditors.spark import describe, runs_here
-    from eosctl.sinkdb import frozen
-
-    master = describe(spark).get("master")
-    with frozen(inp.sink, local=master != "spark-connect" and runs_here(master)) as fixed:
-        return _run_frozen(spark, replace(inp, sink=fixed), items, progress)
+    summaries: list[PartitionSummary]
+    findings: list[Finding]
+    timings: dict[str, float]  # partitions_seconds, keys_seconds, scan_seconds, reconcile_seconds
 
 
-def _run_frozen(spark: Any, inp: AuditInput, items: list[WorkItem] | None = None,
-                progress: Progress | None = None) -> AuditReport:
-    from auditors.spark import describe
-    from eosctl.sinkdb import invalid_rows, origin
-
-    t0 = time.monotonic()
-    say = progress or (lambda what, done, total: None)
-    if items is None:
-        say("reading the sink and Kafka metadata", 0, 1)
-        items = prepare(inp)
-    want_keys = inp.sink.key_column is not None
-
-    say("auditing partitions", 0, len(items))
-    func = partition_task(items, inp.source, inp.sink, inp.settings, want_keys, inp.group)
-    frame = spark.range(0, len(items), 1, max(len(items), 1)).mapInArrow(func, OUT_SCHEMA)
-    with _TaskProgress(spark, "auditing partitions", len(items), say):
-        rows = _collect(frame)
+def outcome(rows: Iterable[dict[str, Any]], key_findings: list[Finding], partitions_seconds: float,
+            keys_seconds: float) -> Outcome:
+    """Task output rows (no key rows) and the key rule's findings, from either engine."""
+    rows = list(rows)
     _raise_task_errors(r for r in rows if r["rec"] == "error")
-    summaries = [_summary_from(r) for r in rows if r["rec"] == "summary"]
+    summaries = [r for r in rows if r["rec"] == "summary"]
     findings = [_finding_from(r) for r in rows if r["rec"] == "finding"]
-    findings += invalid_rows(inp.sink)  # rows no partition task can own: one pass on the driver
-    timings = {"partitions_seconds": round(time.monotonic() - t0, 3)}
-
-    if want_keys:
-        t1 = time.monotonic()
-        committed: dict[TP, list[tuple[int, int]]] = {}
-        for r in rows:
-            if r["rec"] == "committed":
-                tp = (r["topic"], r["partition"])
-                committed.setdefault(tp, []).append((r["first_offset"], r["last_offset"]))
-        say("key duplicates (one shuffle by key)", 0, 1)
-        findings += key_duplicates(spark, committed, inp.sink, inp.settings)
-        timings["keys_seconds"] = round(time.monotonic() - t1, 3)
-    say("done", 1, 1)
-    engine = {**describe(spark), **timings, "tasks": len(items)}
-    where = origin(inp.sink.duckdb or inp.sink.parquet or "")
-    return AuditReport.build(summaries, findings, inp.fail_on, sink=f"{where} ({inp.sink.table})",
-                             group=inp.group, engine=engine, elapsed_seconds=time.monotonic() - t0)
+    # Summed over tasks: with several tasks at once they can exceed the phase's wall time.
+    timings = {"partitions_seconds": round(partitions_seconds, 3), "keys_seconds": round(keys_seconds, 3),
+               "scan_seconds": round(sum(r["scan_seconds"] or 0.0 for r in summaries), 3),
+               "reconcile_seconds": round(sum(r["reconcile_seconds"] or 0.0 for r in summaries), 3)}
+    return Outcome([_summary_from(r) for r in summaries], findings + key_findings, timings)
 
 
-def key_duplicates(spark: Any, committed: dict[TP, list[tuple[int, int]]], sink: Sink,
-                   settings: TaskSettings) -> list[Finding]:
-    """One key written from several distinct committed source records: group by key, one shuffle."""
+def run_spark(spark: Any, inp: AuditInput, items: list[WorkItem], progress: Progress = silent) -> Outcome:
+    """The Spark engine: one job. Its first stage runs the tasks; with a key column, a shuffle of the
+    same job groups the key rows by key (task rows pass through it, each in a group of its own)."""
     from pyspark.sql import functions as F
 
-    work = _key_work(committed)
-    if work is None:
-        return []
-    keyed = spark.createDataFrame(work).mapInArrow(key_task(sink, settings), KEY_SCHEMA)
-    at = F.struct(F.col("topic"), F.col("partition"), F.col("offset"))
-    # Task errors come back as rows with a null key (real keys are never null), so one aggregation
-    # answers both questions and the tasks run once.
-    out = (keyed.groupBy("key")
-           .agg(F.count_distinct(at).alias("n"), F.sort_array(F.collect_set(at)).alias("at"),
-                F.max("error").alias("error"))
-           .where(F.col("key").isNull() | (F.col("n") > 1)))
-    rows = _collect(out)
-    _raise_task_errors({"kind": "SinkError", "detail": r["error"]} for r in rows
-                       if r["key"] is None and r["error"] is not None)
-    return [f for r in rows if r["key"] is not None for f in _key_findings(r["key"], r["at"])]
+    want_keys = inp.sink.key_column is not None
+    progress(Step(PHASE_TASKS, 0, len(items)))
+    func = partition_task(items, inp.source, inp.sink, inp.settings, want_keys, inp.group)
+    frame = spark.range(0, len(items), 1, max(len(items), 1)).mapInArrow(func, OUT_SCHEMA)
+    if want_keys:
+        is_key = F.col("rec") == "key"
+        at = F.when(is_key, F.struct(F.col("topic"), F.col("partition"),
+                                     F.col("first_offset").alias("offset")))
+        group = F.when(is_key, F.col("key")).otherwise(F.monotonically_increasing_id().cast("string"))
+        # Key rows are distinct per (key, topic, partition, offset) already (each task selects DISTINCT,
+        # and an offset belongs to one task), so the set's size is the number of distinct places.
+        frame = (frame.select("*", is_key.alias("is_key"), group.alias("g"), at.alias("at"))
+                 .groupBy("is_key", "g")
+                 .agg(F.first(F.struct(*_OUT_NAMES)).alias("row"),
+                      F.sort_array(F.collect_set("at")).alias("at"))
+                 .where(~F.col("is_key") | (F.size("at") > 1)))
+    with _TaskProgress(spark, len(items), want_keys, progress) as phases:
+        rows = _collect(frame)
+    if not want_keys:
+        return outcome(rows, [], phases.tasks_seconds, 0.0)
+    keys = [f for r in rows if r["is_key"] for f in _key_findings(r["g"], r["at"])]
+    return outcome((r["row"] for r in rows if not r["is_key"]), keys, phases.tasks_seconds,
+                   phases.keys_seconds)
 
 
-def _key_work(committed: dict[TP, list[tuple[int, int]]]) -> Any | None:
-    """The key phase's input: one row per partition (topic, partition, rf, rl). Spark spreads the rows
-    over min(partitions, default parallelism) tasks: every core busy, each task holding only its rows."""
-    import pyarrow as pa
+PHASE_TASKS = "auditing partitions"
+PHASE_KEYS = "key duplicates (grouping by key)"
 
-    schema = pa.schema([("topic", pa.string()), ("partition", pa.int32()),
-                        ("rf", pa.list_(pa.int64())), ("rl", pa.list_(pa.int64()))])
-    batches = [pa.RecordBatch.from_pylist([{"topic": t, "partition": p, "rf": [r[0] for r in ranges],
-                                            "rl": [r[1] for r in ranges]}], schema=schema)
-               for (t, p), ranges in sorted(committed.items()) if ranges]
-    return pa.Table.from_batches(batches, schema) if batches else None
+
+def key_findings(keys: Any) -> list[Finding]:
+    """The local engine's grouping of key rows (an Arrow table: key, topic, partition, first_offset),
+    with DuckDB: the same rule as the Spark shuffle, a key at more than one committed place."""
+    import duckdb
+
+    with duckdb.connect() as con:
+        con.execute("SET preserve_insertion_order = false")
+        con.register("keys", keys)
+        groups = con.execute("""
+            SELECT key, list(struct_pack("topic" := topic, "partition" := "partition",
+                                         "offset" := first_offset))
+            FROM keys GROUP BY key
+            HAVING count(DISTINCT (topic, "partition", first_offset)) > 1""").fetchall()
+    return [f for key, at in groups for f in _key_findings(key, at)]
 
 
 def _key_findings(key: str, at: list[Any]) -> list[Finding]:
@@ -477,16 +460,20 @@ def _finding_from(r: dict[str, Any]) -> Finding:
 
 
 class _TaskProgress:
-    """Report finished tasks of the running job from Spark's status tracker (absent on Spark Connect)."""
+    """Report finished tasks of the running job from Spark's status tracker (absent on Spark Connect),
+    and time its two phases: the tasks' stage, then (with keys) the shuffle stage that groups keys."""
 
-    def __init__(self, spark: Any, what: str, total: int, say: Progress) -> None:
-        self.what, self.total, self.say = what, total, say
+    def __init__(self, spark: Any, total: int, want_keys: bool, say: Progress) -> None:
+        self.total, self.want_keys, self.say = total, want_keys, say
         try:
             self.tracker = spark.sparkContext.statusTracker()
         except Exception:
             self.tracker = None
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._poll, daemon=True)
+        self.t0 = time.monotonic()
+        self.keys_from: float | None = None  # when the tasks' stage ended, if seen
+        self.tasks_seconds = self.keys_seconds = 0.0
 
     def __enter__(self) -> _TaskProgress:
         if self.tracker is not None:
@@ -497,20 +484,30 @@ class _TaskProgress:
         self.stop.set()
         if self.thread.is_alive():
             self.thread.join(timeout=1)
-        self.say(self.what, self.total, self.total)
+        end = time.monotonic()
+        split = self.keys_from or end
+        self.tasks_seconds, self.keys_seconds = split - self.t0, end - split
+        if exc[0] is None:
+            self.say(Step(PHASE_KEYS if self.want_keys else PHASE_TASKS, self.total, self.total))
 
     def _poll(self) -> None:
+        first: int | None = None  # the tasks' stage: the job's first
         while not self.stop.wait(0.25):
             try:
-                done = 0
-                for sid in self.tracker.getActiveStageIds():
-                    info = self.tracker.getStageInfo(sid)
+                active = sorted(self.tracker.getActiveStageIds())
+                if first is None and active:
+                    first = active[0]
+                if first is not None and self.want_keys and self.keys_from is None and \
+                        all(sid > first for sid in active) and active:
+                    self.keys_from = time.monotonic()
+                    self.say(Step(PHASE_KEYS, 0, None))
+                if self.keys_from is None and first is not None:
+                    info = self.tracker.getStageInfo(first)
                     if info is not None:
-                        done += info.numCompletedTasks
-                self.say(self.what, min(done, self.total), self.total)
+                        self.say(Step(PHASE_TASKS, min(info.numCompletedTasks, self.total), self.total))
             except Exception:
                 return
 
 
-__all__ = ["AuditInput", "KafkaSource", "ModelSource", "TaskSettings", "WorkItem", "key_duplicates", "plan",
-           "prepare", "run_audit", "with_offsets"]
+__all__ = ["AuditInput", "KafkaSource", "ModelSource", "Outcome", "TaskSettings", "WorkItem", "key_findings",
+           "partition_task", "plan", "prepare", "run_spark", "with_offsets"]

@@ -68,7 +68,33 @@ def table(report: AuditReport) -> Any:
         f"[bold {colour}]{report.verdict.upper()}[/]  {len(report.partitions)} partitions, "
         f"{expected} expected records, {rows_total} sink rows: {summary}"
         + (f"  ({report.elapsed_seconds:.1f}s)" if report.elapsed_seconds is not None else "")))
+    if timing := timings(report.engine):
+        parts.append(Text(timing, style="dim"))
     return Group(*parts)
+
+
+# The engine's phases, one after the other, then the tasks' own time (summed over tasks, which overlap).
+_PHASES = (("prepare_seconds", "metadata"), ("startup_seconds", "start-up"), ("partitions_seconds", "tasks"),
+           ("keys_seconds", "keys"))
+_TASK_TIME = (("scan_seconds", "log scans"), ("reconcile_seconds", "sink"))
+
+
+def timings(engine: dict[str, Any]) -> str:
+    """One line: where the time went, e.g. "spark local[*]: metadata 0.1s, start-up 6.2s, tasks 3.0s,
+    keys 0.2s (task time: log scans 0.3s, sink 0.5s)"."""
+    if not engine:
+        return ""
+
+    def seconds(pairs: tuple[tuple[str, str], ...]) -> str:
+        return ", ".join(f"{label} {engine[key]:.1f}s" for key, label in pairs
+                         if isinstance(engine.get(key), (int, float)))
+
+    name = engine.get("name", "spark")
+    where = engine.get("master") if name == "spark" else f"{engine.get('workers')} processes"
+    phases, task_time = seconds(_PHASES), seconds(_TASK_TIME)
+    if not phases:
+        return ""
+    return f"{name} {where}: {phases}" + (f" (task time: {task_time})" if task_time else "")
 
 
 def junit(report: AuditReport) -> str:

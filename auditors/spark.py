@@ -39,8 +39,8 @@ logger.gateway.level = error
 """
 
 
-def _log4j_file() -> str:
-    path = Path(tempfile.gettempdir()) / "eosctl-spark-log4j2.properties"
+def _log4j_file(directory: str | None = None) -> str:
+    path = Path(directory or tempfile.gettempdir()) / "eosctl-spark-log4j2.properties"
     if not path.exists() or path.read_text() != _LOG4J:
         tmp = path.with_suffix(f".{os.getpid()}")
         tmp.write_text(_LOG4J)
@@ -62,15 +62,28 @@ def session(
     shuffle_partitions: int = 4,
     app_name: str = "eosctl-audit",
     extra: dict[str, str] | None = None,
+    local_dir: str | None = None,
 ) -> Any:
     """Reuse the active session, or start one: local[*] by default, ``master`` (spark://, yarn, k8s://),
-    or Spark Connect with ``remote`` (sc://host:port)."""
+    or Spark Connect with ``remote`` (sc://host:port).
+
+    ``local_dir``: where the driver JVM and local executors write (java.io.tmpdir, spark.local.dir), so
+    that whoever owns that directory can remove everything Spark wrote, even after killing the JVM."""
+    import logging
+    import signal
+    import threading
     import warnings
 
     from pyspark.sql import SparkSession
 
     # pandas 3 works for the Arrow paths used here; PySpark warns about it on every pandas-backed call.
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
+    # py4j logs every broken connection (a Ctrl-C mid-job, a killed JVM) with a traceback; the audit
+    # turns Spark failures into one line of its own.
+    logging.getLogger("py4j").setLevel(logging.CRITICAL + 1)
+    # ...and a Ctrl-C in the middle of a call with logging.exception() on the root logger.
+    if _from_py4j not in logging.getLogger().filters:
+        logging.getLogger().addFilter(_from_py4j)
     if remote is None:
         existing = active_session()
         if existing is not None:
@@ -91,7 +104,9 @@ def session(
             if not here:
                 spark.addArtifacts(code_zip(), pyfile=True)
             return spark
-        java_opts = f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
+        java_opts = f"-Dlog4j2.configurationFile=file:{_log4j_file(local_dir)}"
+        if local_dir:
+            java_opts += f" -Djava.io.tmpdir={local_dir}"
         conf = {
             "spark.master": master or "local[*]",
             "spark.app.name": app_name,
@@ -107,6 +122,8 @@ def session(
             # Loopback clusters in tests and on laptops: keep the driver reachable from executors.
             "spark.driver.bindAddress": "127.0.0.1" if here else "0.0.0.0",
         }
+        if local_dir:
+            conf["spark.local.dir"] = local_dir
         if here:
             conf["spark.pyspark.python"] = os.environ["PYSPARK_PYTHON"]
             conf["spark.driver.host"] = "127.0.0.1"
@@ -114,7 +131,13 @@ def session(
         builder = SparkSession.builder
         for key, value in conf.items():
             builder = builder.config(key, value)
+        main = threading.current_thread() is threading.main_thread()
+        sigint = signal.getsignal(signal.SIGINT) if main else None
         spark = builder.getOrCreate()
+        if main:
+            # SparkContext's own SIGINT handler calls into the JVM (cancelAllJobs) from inside the
+            # signal handler, racing the call it interrupts; the caller's handler stops the JVM instead.
+            signal.signal(signal.SIGINT, sigint)
         if not here:
             spark.sparkContext.addPyFile(code_zip())
     except EosctlError:
@@ -124,6 +147,11 @@ def session(
                           "check --master/--remote and that Java 17 is on PATH") from None
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _from_py4j(record: Any) -> bool:
+    """A root-logger filter: False (drop) for py4j's records."""
+    return f"{os.sep}py4j{os.sep}" not in (record.pathname or "")
 
 
 def describe(spark: Any) -> dict[str, Any]:
@@ -158,14 +186,25 @@ def require_reachable_sink(sink: Any, master: str | None, remote: str | None) ->
                           f"storage (--sink-parquet), or run with --master 'local[*]'")
 
 
-def configured_session(conf: Any | None, sink: Any) -> Any:
-    """The session a config's [spark] table asks for (local[*] without one), after checking that its
-    executors can read the sink: for the commands that audit without their own Spark flags."""
-    remote = conf.remote if conf else None
-    master = conf.master if conf and not remote else None
-    require_reachable_sink(sink, master, remote)
-    return session(master=master, remote=remote, driver_memory=conf.driver_memory if conf else "2g",
-                   shuffle_partitions=conf.shuffle_partitions if conf else 4)
+def forget(spark: Any) -> None:
+    """After the JVM this process started was killed: drop PySpark's handles to it, so nothing calls a
+    dead gateway (SparkContext's atexit stop) and a later session in this process starts a new JVM."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    sc = getattr(spark, "_sc", None)
+    if sc is not None:
+        sc._jsc = None  # SparkContext.stop() does nothing without it
+        server = getattr(sc, "_accumulatorServer", None)
+        if server is not None:
+            # Its handler threads read from the JVM: when the JVM dies, socketserver would print each
+            # broken connection's traceback on stderr.
+            server.handle_error = lambda request, client_address: None
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    SparkContext._active_spark_context = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
 
 
 _zip_path: str | None = None

@@ -1,4 +1,4 @@
-"""Benchmark: the Spark auditor vs the same reconciliation as plain DuckDB SQL, in one run.
+"""Benchmark: the audit's two engines vs the same reconciliation as plain DuckDB SQL, in one run.
 
     python benchmarks/audit_bench.py [SIZES] [--workdir DIR] [--driver-memory 2g]
 
@@ -7,10 +7,14 @@ Synthetic source: 4 partitions of transactions (50-150 records + a commit marker
 transactions), i.e. ~1% markers/aborted, given to the job as PartitionLog range models (no broker).
 Synthetic sink: every committed offset once, except 0.1% missing and 0.1% stored twice.
 
-Timed: the Spark audit on an already started session (start-up printed separately), and the DuckDB SQL
-(full outer join of the per-offset expected list with the sink's offset counts, then runs) on a fresh
-connection. Both read the same DuckDB file. Peak RSS is the sum over this process and all of its
-descendants (Spark's JVM and Python workers, DuckDB in-process), sampled every 0.2 s.
+Timed, per size, all through auditors.engine.run (what `eosctl audit` runs):
+- spark cold: in a fresh process, the audit from its start to its report, Spark's start-up included;
+- spark warm: the same audit repeated on that process's session, once its first job has run;
+- local: the local engine (process pool, no JVM);
+- duckdb: the DuckDB SQL baseline (full outer join of the per-offset expected list with the sink's offset
+  counts, then runs) on a fresh connection.
+All read the same DuckDB file. Peak RSS is the sum over the process and all of its descendants (Spark's
+JVM and Python workers, the local pool, DuckDB in-process), sampled every 0.2 s.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+_T0 = time.monotonic()  # the "cold" Spark measurement counts from here (the child process's start)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 TOPIC = "bench"
@@ -172,62 +177,133 @@ def parse_size(text: str) -> int:
     return int(float(text.rstrip("KMG")) * scale)
 
 
+def _audit(inp, options, started: float | None = None):
+    from auditors import engine
+
+    return engine.run(inp, options, started=started)
+
+
+def _counts(report) -> dict[str, int]:
+    counts = {"gap": 0, "duplicate": 0}
+    for f in report.findings:
+        counts[f.kind] = counts.get(f.kind, 0) + f.count
+    return counts
+
+
+def _input(path: Path, size: int, task_memory: str):
+    from auditors import job
+    from eosctl.config import Sink
+
+    return job.AuditInput(source=SyntheticSource(size), sink=Sink(duckdb=str(path), table="sink"),
+                          topics=(TOPIC,), settings=job.TaskSettings(duckdb_memory=task_memory))
+
+
+def cold(args: argparse.Namespace) -> None:
+    """The child process of a Spark measurement: one audit from nothing (Spark starts inside it, as in
+    `eosctl audit`), then the same audit twice more on the now warm session; prints its numbers."""
+    import json
+
+    from auditors import spark as sparks
+    from auditors.engine import EngineOptions
+
+    inp = _input(Path(args.cold), parse_size(args.sizes), args.task_memory)
+    options = EngineOptions("spark", master="local[*]", driver_memory=args.driver_memory)
+    first = _audit(inp, options, _T0)  # starts Spark and stops it again, like the command
+    out = {**_counts(first), "startup": first.engine["startup_seconds"], "first": first.elapsed_seconds}
+    sparks.session(master="local[*]", driver_memory=args.driver_memory, shuffle_partitions=4)
+    _audit(inp, options)  # the session's first job and Python workers: not "warm" yet
+    t = time.monotonic()
+    again = _audit(inp, options)
+    out["warm"] = time.monotonic() - t
+    print(json.dumps({**out, "agree_warm": _counts(again) == _counts(first)}))
+
+
+def spark_run(path: Path, size: int, args: argparse.Namespace) -> tuple[float, dict, int]:
+    """(seconds from the child's start to its first report, the child's numbers, the tree's peak RSS)."""
+    import json
+    import subprocess
+
+    cmd = [sys.executable, __file__, str(size), "--cold", str(path), "--driver-memory", args.driver_memory,
+           "--task-memory", args.task_memory]
+    t = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    peak = 0
+    while proc.poll() is None:
+        peak = max(peak, tree_rss(proc.pid))
+        time.sleep(0.2)
+    total = time.monotonic() - t
+    if proc.returncode != 0:
+        raise SystemExit(f"the Spark run failed (exit {proc.returncode})")
+    out = json.loads(proc.stdout.read().strip().splitlines()[-1])
+    return total, out, peak
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("sizes", nargs="?", default="1M,10M")
     ap.add_argument("--workdir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "eosctl-bench"))
     ap.add_argument("--driver-memory", default="2g")
     ap.add_argument("--duckdb-memory", default="4GB", help="memory_limit of the DuckDB baseline")
-    ap.add_argument("--task-memory", default="1GB", help="memory_limit of DuckDB inside each Spark task")
+    ap.add_argument("--task-memory", default="1GB", help="memory_limit of DuckDB inside each task")
+    ap.add_argument("--cold", help=argparse.SUPPRESS)  # internal: the child process of a cold run
     args = ap.parse_args()
+    if args.cold:
+        cold(args)
+        return
 
-    from auditors import job
-    from auditors import spark as sparks
-    from eosctl.config import Sink
+    import pyarrow.compute  # noqa: F401  (imported before timing: the DuckDB baseline's duckdb is, too)
 
+    from auditors.engine import EngineOptions
+    from auditors.local import _preload
+
+    _preload()
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    t = time.monotonic()
-    spark = sparks.session(master="local[*]", driver_memory=args.driver_memory, shuffle_partitions=4)
-    print(f"spark session start: {time.monotonic() - t:.1f}s", flush=True)
-
     results = []
     for size in (parse_size(s) for s in args.sizes.split(",")):
-        source = SyntheticSource(size)
         path = workdir / f"bench_{size}.duckdb"
         t = time.monotonic()
-        truth = build(path, source)
+        truth = build(path, SyntheticSource(size))
         print(f"\n{size:,} offsets: built in {time.monotonic() - t:.1f}s ({truth})", flush=True)
+        want = {"gap": truth["gap_records"], "duplicate": truth["duplicate_rows"]}
+        inp = _input(path, size, args.task_memory)
+        row: dict[str, object] = {"size": size}
+        agree = True
 
-        inp = job.AuditInput(source=source, sink=Sink(duckdb=str(path), table="sink"), topics=(TOPIC,),
-                             settings=job.TaskSettings(duckdb_memory=args.task_memory))
-        with PeakRSS() as spark_rss:
+        secs, out, peak = spark_run(path, size, args)
+        # cold: process start to the first report (interpreter, imports, Spark start-up, the audit).
+        row.update(cold=out["first"], startup=out["startup"], warm=out["warm"], spark_rss=peak)
+        agree &= {k: out[k] for k in want} == want and out["agree_warm"]
+        print(f"  spark cold  {row['cold']:7.1f}s (start-up {out['startup']:.1f}s)  warm {out['warm']:.1f}s  "
+              f"peak {peak / 2**30:.2f} GB  (child process total {secs:.1f}s)", flush=True)
+        with PeakRSS() as rss:
             t = time.monotonic()
-            report = job.run_audit(spark, inp)
-            spark_s = time.monotonic() - t
-        with PeakRSS() as duck_rss:
+            report = _audit(inp, EngineOptions("local"))
+            row["local"], row["local_rss"] = time.monotonic() - t, rss.peak
+        agree &= _counts(report) == want
+        print(f"  local       {row['local']:7.1f}s  peak {rss.peak / 2**30:.2f} GB", flush=True)
+        with PeakRSS() as rss:
             t = time.monotonic()
             rows = duckdb_reconcile(path, args.duckdb_memory)
-            duck_s = time.monotonic() - t
-
-        counts = {"gap": 0, "duplicate": 0}
-        for f in report.findings:
-            counts[f.kind] = counts.get(f.kind, 0) + f.count
-        duck_counts = {"gap": 0, "duplicate": 0}
+            row["duckdb"], row["duckdb_rss"] = time.monotonic() - t, rss.peak
+        duck = {"gap": 0, "duplicate": 0}
         for kind, *_, n in rows:
-            duck_counts[kind] = duck_counts.get(kind, 0) + n
-        agree = (counts == duck_counts and counts["gap"] == truth["gap_records"]
-                 and counts["duplicate"] == truth["duplicate_rows"])
-        line = (f"{size:>12,}  spark {spark_s:7.1f}s  duckdb {duck_s:7.1f}s  ratio {spark_s / duck_s:5.2f}x  "
-                f"peak RSS spark {spark_rss.peak / 2**30:5.2f} GB  duckdb {duck_rss.peak / 2**30:5.2f} GB  "
-                f"findings {'agree' if agree else f'DIFFER spark={counts} duckdb={duck_counts}'}")
-        print(line, flush=True)
-        results.append(line)
+            duck[kind] = duck.get(kind, 0) + n
+        agree &= duck == want
+        print(f"  duckdb      {row['duckdb']:7.1f}s  peak {rss.peak / 2**30:.2f} GB", flush=True)
+        row["agree"] = agree
+        results.append(row)
         path.unlink()
 
-    print("\n        size  results (Spark audit excludes session start-up)")
-    for line in results:
-        print(line)
+    print("\n        size  spark cold  spark warm   local  duckdb | warm/local local/duckdb cold/local "
+          "| peak GB: spark local duckdb | findings")
+    for r in results:
+        gb = " ".join(f"{r[k] / 2**30:5.2f}" for k in ("spark_rss", "local_rss", "duckdb_rss"))
+        print(f"{r['size']:>12,}  {r['cold']:9.1f}s  {r['warm']:9.1f}s  {r['local']:6.1f}s  "
+              f"{r['duckdb']:6.1f}s | {r['warm'] / r['local']:9.2f}x {r['local'] / r['duckdb']:11.2f}x "
+              f"{r['cold'] / r['local']:9.1f}x |       {gb} | {'agree' if r['agree'] else 'DIFFER'}")
+    print("cold: a fresh process's start to its report, Spark's start-up included; warm: a repeat audit on a "
+          "used session;\nlocal: the local engine; peak RSS: the process tree of each measurement")
 
 
 if __name__ == "__main__":

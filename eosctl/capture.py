@@ -33,6 +33,7 @@ from eosctl.ledger import Ledger, collect
 from eosctl.logscan import scan_partitions
 from eosctl.model import PartitionLog
 from eosctl.producers import ProducerRow
+from eosctl.progress import Progress
 from eosctl.target import Target
 from eosctl.txns import DEFAULT_MAX_AGE_S, Hanging, HangingReport, TxnInfo
 from eosctl.wire import WireClient
@@ -41,8 +42,6 @@ TP = tuple[str, int]
 SECTIONS = ("logs", "transactions", "producers", "lag", "hanging", "ledger")
 NOT_CAPTURED = "not captured: "  # how a section's status starts when it could not be read
 SKIPPED = "skipped: "  # ... and when there was nothing to read (no sink, no topics): not an error
-# (scanned offsets, total offsets) while the partition logs are read.
-ScanProgress = Callable[[int, int], None]
 
 
 @dataclass
@@ -91,7 +90,7 @@ def capture(
     max_age_s: float = DEFAULT_MAX_AGE_S,
     admins: Admins | None = None,
     timeout_ms: int = 10_000,
-    progress: ScanProgress | None = None,
+    progress: Progress | None = None,
 ) -> Capture:
     """Everything about the target's pipeline, read now. A failing section is recorded, not fatal.
 
@@ -128,7 +127,7 @@ def capture(
 
 
 def _read_kafka(cap: Capture, target: Target, client: WireClient, admins: Admins, max_age_s: float,
-                progress: ScanProgress | None) -> None:
+                progress: Progress | None) -> None:
     known = client.metadata(cap.topics) if cap.topics else {}
     tps = [(t, p) for t, parts in known.items() for p in sorted(parts)]
     starts = None

@@ -107,6 +107,7 @@ class Config:
     clusters: dict[str, Cluster]
     pipelines: dict[str, Pipeline]
     spark: Spark = field(default_factory=Spark)
+    audit_engine: str | None = None  # [audit] engine: "spark" | "local"; None: each command's default
 
     def pipeline(self, name: str | None) -> Pipeline:
         if name is None:
@@ -318,8 +319,12 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
             shuffle_partitions=sp.int("shuffle_partitions", 4),
         )
         sp.done()
+    au = root.sub("audit")
+    audit_engine = au.str("engine", None, choices={"spark", "local"}) if au is not None else None
+    if au is not None:
+        au.done()
     root.done()
-    return Config(path=path, clusters=clusters, pipelines=pipelines, spark=spark)
+    return Config(path=path, clusters=clusters, pipelines=pipelines, spark=spark, audit_engine=audit_engine)
 
 
 BOOTSTRAP_FORM = "expected HOST:PORT[,HOST:PORT...], e.g. localhost:9092"

@@ -11,13 +11,14 @@ says how many offsets its span lacks and leaves the exact answer to `eosctl audi
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from eosctl.config import Cluster, Sink
 from eosctl.errors import BrokerError
 from eosctl.offsets import committed_offsets
+from eosctl.progress import Progress
 
 # A ledger names at most this many flags of one kind per partition; counts stay exact.
 MAX_FLAGS_PER_KIND = 20
@@ -232,7 +233,7 @@ def collect(
     parquet: str | None = None,
     scan: bool = True,
     logs: dict[tuple[str, int], Any] | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> Ledger:
     """Read the sink (read-only) and Kafka, and build the ledger for `topics` and the sink's own topics.
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import kafka.errors as Errors
@@ -42,9 +42,9 @@ from eosctl.model import (
     ZombieWrite,
     merge_ranges,
 )
+from eosctl.progress import Progress, Step
 from eosctl.wire import DEFAULT_MAX_BYTES, TP, FetchResult, Offsets, WireClient
 
-Progress = Callable[[int, int], None]
 Bound = int | Mapping[TP, int] | None
 # Largest per-partition fetch size we grow to when a single batch does not fit in max_bytes.
 MAX_FETCH_BYTES = 64 << 20
@@ -431,7 +431,8 @@ def scan_partitions(client: WireClient, tps: Iterable[TP], start: Bound = None, 
         if waits:
             time.sleep(max(waits))
         if progress is not None:
-            progress(sum(min(s.next, s.end) - s.start for s in scans.values()), total)
+            done = sum(min(s.next, s.end) - s.start for s in scans.values())
+            progress(Step("scanning the log", done, total))
     return {tp: s.finish() for tp, s in scans.items()}
 
 

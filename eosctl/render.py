@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
+from rich.progress import Progress as RichProgress
 from rich.table import Table
+
+from eosctl.progress import Progress
 
 FORMATS = ("table", "json")
 
@@ -52,11 +55,11 @@ def emit_json(obj: Any) -> None:
 
 
 @contextmanager
-def scan_progress(what: str = "scanning the log") -> Iterator[Callable[[int, int], None]]:
+def scan_progress() -> Iterator[Progress]:
     """A transient progress bar on stderr while partitions are scanned (offsets done of total); silent
     off a terminal, so piped output and CI logs stay clean."""
     err = console(stderr=True)
-    with Progress(TextColumn(what), BarColumn(), MofNCompleteColumn(), TextColumn("offsets"), console=err,
-                  transient=True, disable=not err.is_terminal) as bar:
-        task = bar.add_task("scan", total=None)
-        yield lambda done, total: bar.update(task, completed=done, total=total)
+    with RichProgress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TextColumn("offsets"), console=err, transient=True, disable=not err.is_terminal) as bar:
+        task = bar.add_task("scanning the log", total=None)
+        yield lambda step: bar.update(task, description=step.what, completed=step.done, total=step.total)

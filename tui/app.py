@@ -14,6 +14,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
+from eosctl.progress import Step
 from tui import fmt
 from tui.data import Dashboard, DataSource
 from tui.screens import HelpScreen
@@ -346,8 +347,8 @@ class EosApp(App[None]):
         view = self.view("audit")
         assert isinstance(view, AuditView)
 
-        def progress(fraction: float | None, message: str) -> None:
-            self.call_from_thread(view.set_progress, fraction, message)
+        def progress(step: Step) -> None:
+            self.call_from_thread(view.set_progress, step.fraction, step.what)
 
         return self.source.run_audit(progress)
 

@@ -24,13 +24,12 @@ from eosctl.ledger import Ledger
 from eosctl.logscan import scan_partition
 from eosctl.model import PartitionLog
 from eosctl.producers import ProducerRow
+from eosctl.progress import Progress
 from eosctl.snapshot import load_snapshot
 from eosctl.target import Target
 from eosctl.txns import DEFAULT_MAX_AGE_S, Hanging, TxnInfo
 from eosctl.wire import WireClient
 
-# progress(fraction 0..1 or None, message)
-Progress = Callable[[float | None, str], None]
 # run_audit(target, progress) -> the report; injected by the CLI (tui never imports auditors)
 AuditRunner = Callable[[Target, Progress], AuditReport]
 LagKey = tuple[str, str, int]  # group, topic, partition

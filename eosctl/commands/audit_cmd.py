@@ -14,27 +14,35 @@ JSON shape (`--format json`, exactly one object on stdout; names are stable, CI 
       "findings": [{"kind", "topic", "partition", "first_offset", "last_offset", "count",
                     "key" and "offsets" (key_duplicate only), "detail" (when there is one)}],
       "sink": str, "group": str | null,
-      "engine": {"spark_version", "master", "shuffle_partitions", "tasks", "partitions_seconds", ...},
-      "elapsed_seconds": float
+      "engine": {"name": "spark" | "local", "tasks",
+                 "prepare_seconds", "startup_seconds", "partitions_seconds", "scan_seconds",
+                 "reconcile_seconds", "keys_seconds",
+                 spark: "spark_version", "master", "driver_memory", "shuffle_partitions"; local: "workers"},
+      "elapsed_seconds": float (from the command's start to the report, engine start-up included)
     }
 
 kind is one of gap, duplicate, phantom_aborted, phantom_marker, phantom_uncommitted, phantom_beyond_hw,
 key_duplicate, offset_mismatch, invalid_row; last_offset is inclusive. invalid_row (sink rows no Kafka
 record can match) has first_offset and last_offset null, topic and partition null where they are the
 invalid value, count = rows, detail = the column and the problem. Exit 0: no failing findings, 1: failing
-findings, 2: usage, config, connection or sink error.
+findings, 2: usage, config, connection or sink error, 130: Ctrl-C, 143: SIGTERM (both after stopping
+everything the audit started).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 
 import click
 
 from eosctl.commands.options import OutputFile, check_one_sink, sink_of, sink_options, target_options
 from eosctl.findings import DESCRIPTIONS, KINDS, parse_kinds
+from eosctl.progress import Progress, Step
 
 FORMATS = ("table", "json", "junit", "html")
 
@@ -60,6 +68,9 @@ def _fail_on(ctx: click.Context, param: click.Parameter, value: str | None) -> t
 @click.option("--out", "out", type=OutputFile(special_ok=True), help="Write the report here.")
 @click.option("--fail-on", callback=_fail_on, metavar="KIND,...",
               help="Finding kinds that fail the audit (exit 1) [default: all].")
+@click.option("--engine", type=click.Choice(["spark", "local"]),
+              help="spark: a Spark job (local[*], a cluster or Spark Connect); local: the same tasks in "
+                   "processes on this machine, no JVM [default: the config's [audit] engine, or spark].")
 @click.option("--master",
               help="Spark master: local[N], spark://HOST:PORT, yarn, k8s://... [default: local[*]].")
 @click.option("--remote", help="Spark Connect server, sc://HOST:PORT (instead of --master).")
@@ -69,31 +80,63 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
           sink_parquet: str | None = None, sink_table: str | None = None, topic_column: str | None = None,
           partition_column: str | None = None, offset_column: str | None = None,
           key_column: str | None = None, offsets_table: str | None = None, fmt: str = "table",
-          out: str | None = None,
-          fail_on: tuple[str, ...] = KINDS, master: str | None = None, remote: str | None = None,
-          driver_memory: str | None = None) -> None:
-    """Reconcile Kafka source offsets with the sink's rows (Spark, one task per partition)."""
-    from auditors.spark import require_reachable_sink
-    from eosctl.target import resolve
+          out: str | None = None, fail_on: tuple[str, ...] = KINDS, engine: str | None = None,
+          master: str | None = None, remote: str | None = None, driver_memory: str | None = None) -> None:
+    """Reconcile Kafka source offsets with the sink's rows (one task per partition)."""
+    started = time.monotonic()
+    with _signals_stop_the_audit():
+        from auditors import EngineOptions
+        from eosctl.target import resolve
 
-    fail_on = tuple(fail_on) if fail_on else KINDS  # ctx.invoke (eosctl demo) skips option callbacks
-    if master and remote:
-        raise click.UsageError("pass either --master or --remote, not both")
-    check_one_sink(sink_duckdb, sink_parquet)
-    _check_out(out)
-    target = resolve(config, pipeline, bootstrap, topics, group, need_topics=True)
-    sink, _ = sink_of(target, sink_duckdb, sink_parquet, sink_table)
-    overrides = {k: v for k, v in (("topic_column", topic_column), ("partition_column", partition_column),
-                                   ("offset_column", offset_column), ("key_column", key_column),
-                                   ("offsets_table", offsets_table)) if v}
-    sink = replace(sink, **overrides)
-    spark_conf = target.config.spark if target.config else None
-    master, remote = (master or (spark_conf.master if spark_conf and not remote else None),
-                      remote or (spark_conf.remote if spark_conf and not master else None))
-    require_reachable_sink(sink, master, remote)
-    _run(target, sink, fmt, out, fail_on, master, remote,
-         driver_memory or (spark_conf.driver_memory if spark_conf else "2g"),
-         spark_conf.shuffle_partitions if spark_conf else 4)
+        if master and remote:
+            raise click.UsageError("pass either --master or --remote, not both")
+        check_one_sink(sink_duckdb, sink_parquet)
+        if engine == "local" and (master or remote or driver_memory):
+            raise click.UsageError("--master, --remote and --driver-memory are for --engine spark")
+        _check_out(out)
+        target = resolve(config, pipeline, bootstrap, topics, group, need_topics=True)
+        sink, _ = sink_of(target, sink_duckdb, sink_parquet, sink_table)
+        overrides = {k: v for k, v in (("topic_column", topic_column), ("partition_column", partition_column),
+                                       ("offset_column", offset_column), ("key_column", key_column),
+                                       ("offsets_table", offsets_table)) if v}
+        sink = replace(sink, **overrides)
+        options = EngineOptions.resolve(target.config, "spark", engine=engine, master=master, remote=remote,
+                                        driver_memory=driver_memory)
+        _run(target, sink, fmt, out, fail_on, options, started)
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread like KeyboardInterrupt, so the audit's clean-up runs."""
+
+
+@contextmanager
+def _signals_stop_the_audit() -> Iterator[None]:
+    """Ctrl-C and SIGTERM unwind the audit (its guard kills the JVM or the pool and removes temp files),
+    then print one line: exit 130 for SIGINT, 143 for SIGTERM.
+
+    The signal is remembered: a Ctrl-C reaches Spark's Python workers too, and the failed job's error can
+    replace the KeyboardInterrupt on its way up (PySpark asks the JVM for the result in a `finally`)."""
+    import signal
+    import threading
+
+    got: list[int] = []
+
+    def on_signal(signum: int, frame: object) -> None:
+        got.append(signum)
+        raise KeyboardInterrupt() if signum == signal.SIGINT else _Terminated()
+
+    main = threading.current_thread() is threading.main_thread()
+    before = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
+    try:
+        yield
+    except (KeyboardInterrupt, _Terminated, Exception):
+        if not got:
+            raise
+        click.echo("eosctl: interrupted" if got[0] == signal.SIGINT else "eosctl: terminated", err=True)
+        sys.exit(128 + got[0])
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
 
 
 def _check_out(out: str | None) -> None:
@@ -112,7 +155,8 @@ def _check_out(out: str | None) -> None:
 
 
 audit.help = "\n".join([
-    "Reconcile Kafka source offsets with the sink's rows (Spark, one task per partition).",
+    "Reconcile Kafka source offsets with the sink's rows (one task per partition, on Spark or local "
+    "processes).",
     "",
     "Per (topic, partition), expected = committed data records between the log start offset and the LSO."
     " Markers, aborted records, open transactions and compaction holes are not expected; rows below the"
@@ -121,46 +165,23 @@ audit.help = "\n".join([
     "\b",
     *(f"  {k:<20} {v}" for k, v in DESCRIPTIONS.items()),
     "",
-    "Exit status: 0 no failing findings, 1 failing findings, 2 usage, config, connection or sink error.",
+    "Exit status: 0 no failing findings, 1 failing findings, 2 usage, config, connection or sink error,"
+    " 130 Ctrl-C, 143 SIGTERM (after stopping everything the audit started).",
 ])
 
 
-def _run(target, sink, fmt: str, out: str | None, fail_on: tuple[str, ...], master: str | None,
-         remote: str | None, driver_memory: str, shuffle_partitions: int) -> None:
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        SpinnerColumn,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
-    from auditors import job, report
-    from auditors import spark as sparks
+def _run(target, sink, fmt: str, out: str | None, fail_on: tuple[str, ...], options, started: float) -> None:
+    from auditors import audit as run_audit
+    from auditors import report
     from eosctl.render import console
 
-    inp = job.AuditInput(source=job.KafkaSource(target.cluster), sink=sink, topics=target.topics,
-                         cluster=target.cluster, group=target.group, fail_on=fail_on)
     err = console(stderr=True)
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as bar:
-        task = bar.add_task("reading the sink and Kafka metadata", total=None)
-        items = job.prepare(inp)  # sink and broker errors surface here, before Spark's start-up
-        where = f"remote {remote}" if remote else (master or "local[*]")
-        bar.update(task, description=f"starting Spark ({where})")
-        spark = sparks.session(master=master, remote=remote, driver_memory=driver_memory,
-                               shuffle_partitions=shuffle_partitions)
-
-        def say(what: str, done: int, total: int) -> None:
-            bar.update(task, description=what, completed=done, total=total)
-
-        result = job.run_audit(spark, inp, items, progress=say)
+    with _progress_display(err) as show:
+        result = run_audit(target, sink, options=options, progress=show, fail_on=fail_on, started=started)
     if not err.is_terminal:
-        err.print(f"audited {len(items)} partitions in {result.elapsed_seconds:.1f}s", highlight=False)
+        err.print(f"audited {len(result.partitions)} partitions in {result.elapsed_seconds:.1f}s",
+                  highlight=False)
     _emit(_html(result, target) if fmt == "html" else report.render(result, fmt), fmt, out)
-    # For a command that invoked this one (eosctl demo checks the findings against its manifest).
-    click.get_current_context().meta["eosctl.audit_report"] = result
     sys.exit(1 if result.verdict == "fail" else 0)
 
 
@@ -173,6 +194,38 @@ def _html(result, target) -> str:
         bootstrap=target.cluster.bootstrap_servers,
         pipeline=target.pipeline.name if target.pipeline else None, topics=tuple(target.topics),
         audited_at=datetime.now(UTC), origin="eosctl audit"))
+
+
+@contextmanager
+def _progress_display(err) -> Iterator[Progress]:
+    """A transient bar on a terminal. Off a terminal, silent, unless EOSCTL_PROGRESS=lines: then one line
+    per phase (for CI logs of long audits, and for the signal tests, which act on phases)."""
+    from eosctl.progress import silent
+
+    if not err.is_terminal:
+        if os.environ.get("EOSCTL_PROGRESS") != "lines":
+            yield silent
+            return
+        seen: list[str] = []
+
+        def line(step: Step) -> None:
+            if not seen or seen[-1] != step.what:
+                seen.append(step.what)
+                click.echo(f"eosctl: {step.what}", err=True)
+
+        yield line
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress as Bar
+
+    with Bar(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+             TimeElapsedColumn(), console=err, transient=True) as bar:
+        task = bar.add_task("", total=None)
+
+        def update(step: Step) -> None:
+            bar.update(task, description=step.what, completed=step.done, total=step.total)
+
+        yield update
 
 
 def _emit(rendered, fmt: str, out: str | None) -> None:

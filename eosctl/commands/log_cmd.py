@@ -48,6 +48,7 @@ from typing import Any
 import click
 
 from eosctl.commands.options import target_options
+from eosctl.progress import Step
 
 TABLE_ROWS = 200  # rows per section in table output; JSON is always complete
 
@@ -132,8 +133,8 @@ class _progress:
         self.task = self.bar.add_task("scan", total=None)
         return self.update
 
-    def update(self, done: int, total: int) -> None:
-        self.bar.update(self.task, completed=done, total=total)
+    def update(self, step: Step) -> None:
+        self.bar.update(self.task, completed=step.done, total=step.total)
 
     def __exit__(self, *exc: object) -> None:
         self.bar.__exit__(*exc)

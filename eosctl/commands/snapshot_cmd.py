@@ -5,12 +5,17 @@ JSON shapes (`--format json`, stable): docs/json.md.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from eosctl.commands.ledger_cmd import ledger_options
 from eosctl.commands.options import DURATION, OutputFile, check_one_sink, report_file, sink_of
+
+if TYPE_CHECKING:  # the command imports the core lazily, for a fast `eosctl --help`
+    from eosctl.capture import Capture
+    from eosctl.config import Sink
+    from eosctl.target import Target
 
 
 @click.command("snapshot")
@@ -22,7 +27,8 @@ from eosctl.commands.options import DURATION, OutputFile, check_one_sink, report
               help="Open longer than this counts as hanging (as `txns hanging`); younger open "
                    "transactions are recorded with their ages anyway.")
 @click.option("--with-audit", is_flag=True,
-              help="Also run the Spark audit of the sink and store its report (takes Spark's start-up).")
+              help="Also audit the sink and store the report (local engine unless the config's [audit] "
+                   "engine says spark).")
 @click.option("--audit-report", type=report_file(),
               help="Store this report of `eosctl audit --format json --out FILE` instead of running one.")
 def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, topics: tuple[str, ...],
@@ -114,8 +120,9 @@ def _read_audit_report(path: str) -> Any:
                           "`eosctl audit --format json --out FILE`") from None
 
 
-def _capture_audit(captured: Any, target: Any, sink: Any) -> None:
-    """Run the Spark audit (auditors is imported here only: the snapshot module never imports it).
+def _capture_audit(captured: Capture, target: Target, sink: Sink | None) -> None:
+    """Run the audit (auditors is imported here only: the snapshot module never imports it), on the
+    local engine unless the config's [audit] engine says otherwise.
 
     Like every other section, a failure is recorded in the snapshot instead of losing the capture.
     """
@@ -126,19 +133,14 @@ def _capture_audit(captured: Any, target: Any, sink: Any) -> None:
     if sink is None or not target.topics:
         captured.sections["audit"] = "not captured: no sink and source topics to audit"
         return
-    from auditors import job
-    from auditors import spark as sparks
+    from auditors import EngineOptions, audit
     from eosctl.render import console
 
-    conf = target.config.spark if target.config else None
-    inp = job.AuditInput(source=job.KafkaSource(target.cluster), sink=sink, topics=target.topics,
-                         cluster=target.cluster, group=target.group)
     err = console(stderr=True)
     try:
-        with err.status("auditing the sink (Spark)") if err.is_terminal else nullcontext():
-            items = job.prepare(inp)
-            spark = sparks.configured_session(conf, sink)
-            captured.audit = job.run_audit(spark, inp, items)
+        options = EngineOptions.resolve(target.config, "local")
+        with err.status(f"auditing the sink ({options.where()})") if err.is_terminal else nullcontext():
+            captured.audit = audit(target, sink, options=options)
         captured.audit_origin = "run"
         captured.sections["audit"] = "ok"
     except EosctlError as e:

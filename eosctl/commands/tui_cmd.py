@@ -95,24 +95,9 @@ def tui(
 
 
 def run_audit(target: Any, progress: Any) -> Any:
-    """The Spark audit of the target's pipeline; progress(fraction | None, message)."""
-    from auditors import job
-    from auditors import spark as sparks
+    """The audit of the target's pipeline (local engine unless the config's [audit] engine says spark);
+    progress: eosctl.progress.Progress."""
+    from auditors import EngineOptions, audit
 
-    sink = target.pipeline.sink
-    inp = job.AuditInput(
-        source=job.KafkaSource(target.cluster),
-        sink=sink,
-        topics=target.topics,
-        cluster=target.cluster,
-        group=target.group,
-    )
-    progress(None, "reading the sink and Kafka metadata")
-    items = job.prepare(inp)
-    progress(None, "starting Spark")
-    spark = sparks.configured_session(target.config.spark if target.config else None, sink)
-
-    def say(what: str, done: int, total: int) -> None:
-        progress(done / total if total else None, what)
-
-    return job.run_audit(spark, inp, items, progress=say)
+    options = EngineOptions.resolve(target.config, "local")
+    return audit(target, target.pipeline.sink, options=options, progress=progress)

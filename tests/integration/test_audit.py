@@ -1,12 +1,14 @@
 """`eosctl audit` on the reference pipeline: each fault mode gives exactly its manifest's findings.
 
 The pipelines run once per module (one per fault mode plus a clean run) on the session's broker; the
-audits go through the CLI (CliRunner, --format json) on the session's one SparkSession.
+audits go through the CLI (CliRunner, --format json), every test once per engine: Spark (the session's
+one SparkSession) and local (a process pool). test_engines_agree compares the two reports directly.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import uuid
 import xml.etree.ElementTree as ET
@@ -46,8 +48,21 @@ def runs(cluster, tmp_path_factory) -> Runs:
     return Runs(cluster, tmp_path_factory)
 
 
+ENGINES = ("spark", "local")
+_engine = {"name": "spark"}
+
+
+@pytest.fixture(autouse=True, params=ENGINES)
+def engine(request) -> str:
+    """Every audit of a test runs on this engine (the helper passes --engine)."""
+    if request.param == "spark":
+        request.getfixturevalue("spark")  # the suite's session, which the audit borrows
+    _engine["name"] = request.param
+    return request.param
+
+
 def audit(*args: str) -> tuple[int, dict | None, str]:
-    result = CliRunner().invoke(main, ["audit", *args])
+    result = CliRunner().invoke(main, ["audit", "--engine", _engine["name"], *args])
     if result.exception and not isinstance(result.exception, SystemExit):
         raise result.exception
     try:
@@ -114,9 +129,10 @@ def test_flag_form_table_output_and_out_file(runs, spark, tmp_path):
     assert f"{gap['first_offset']}..{gap['last_offset']}" in text or str(gap["first_offset"]) in text
 
 
-def test_junit_report(runs, spark):
+def test_junit_report(runs, engine):
     workdir, manifest = runs["aborted-leak"]
-    result = CliRunner().invoke(main, ["audit", "-c", str(workdir / "eosctl.toml"), "--format", "junit"])
+    result = CliRunner().invoke(main, ["audit", "-c", str(workdir / "eosctl.toml"), "--format", "junit",
+                                       "--engine", engine])
     assert result.exit_code == 1, result.stderr
     suite = ET.fromstring(result.stdout)
     assert int(suite.get("failures")) == len(manifest["expected_findings"])
@@ -189,7 +205,8 @@ def test_missing_sink_file_and_unknown_topic_exit_2(runs, tmp_path):
     assert code == 2 and "does not exist" in err
 
 
-def test_bad_fail_on_is_a_usage_error():
+@pytest.mark.parametrize("engine", ["local"], indirect=True)
+def test_bad_fail_on_is_a_usage_error(engine):
     result = CliRunner().invoke(main, ["audit", "--bootstrap", "x:1", "--topic", "t", "--sink-duckdb", "f",
                                        "--fail-on", "gaps"])
     assert result.exit_code == 2 and "unknown finding kind 'gaps'" in result.stderr
@@ -245,18 +262,19 @@ def test_stored_offset_before_the_trailing_marker_is_not_a_mismatch(runs, spark,
     assert report["findings"] == []
 
 
-def test_out_in_a_missing_directory_exits_2_before_auditing(runs, tmp_path):
+def test_out_in_a_missing_directory_exits_2_before_auditing(runs, tmp_path, engine):
     workdir, _ = runs[CLEAN]
     out = tmp_path / "missing" / "r.json"
     result = CliRunner().invoke(main, ["audit", "-c", str(workdir / "eosctl.toml"), "--format", "json",
-                                       "--out", str(out)])
+                                       "--out", str(out), "--engine", engine])
     assert result.exit_code == 2
     assert result.stderr == (f"eosctl: error: cannot write the report to {out}: directory {out.parent} "
                              "does not exist; create it or pick another --out\n")
     assert result.stdout == ""
 
 
-def test_a_failed_report_write_is_one_line(tmp_path):
+@pytest.mark.parametrize("engine", ["local"], indirect=True)
+def test_a_failed_report_write_is_one_line(tmp_path, engine):
     from eosctl.commands import audit_cmd
     from eosctl.errors import EosctlError
 
@@ -264,3 +282,105 @@ def test_a_failed_report_write_is_one_line(tmp_path):
     out.mkdir()  # the directory check passes, then open() fails (IsADirectoryError)
     with pytest.raises(EosctlError, match=f"^cannot write the report to {out}: Is a directory$"):
         audit_cmd._emit("{}", "json", str(out))
+
+
+def _same(report: dict) -> dict:
+    keys = ("verdict", "fail_on", "summary", "partitions", "findings", "sink", "group")
+    return {k: report[k] for k in keys}
+
+
+@pytest.mark.parametrize("engine", ["spark"], indirect=True)
+@pytest.mark.parametrize("mode", [CLEAN, *FAULTS])
+def test_engines_agree(runs, mode, engine):
+    """Spark and local return the identical report (everything but the engine and its timings), with the
+    key column and the offsets table of the reference pipeline's config."""
+    workdir, manifest = runs[mode]
+    args = ("-c", str(workdir / "eosctl.toml"), "--format", "json")
+    _, on_spark, err = audit(*args)
+    _engine["name"] = "local"
+    _, on_local, err2 = audit(*args)
+    assert on_spark is not None and on_local is not None, err + err2
+    assert _same(on_local) == _same(on_spark)
+    assert (on_spark["engine"]["name"], on_local["engine"]["name"]) == ("spark", "local")
+    assert comparable(on_local["findings"]) == comparable(manifest["expected_findings"])
+
+
+@pytest.mark.parametrize("engine", ["spark"], indirect=True)
+def test_engines_agree_on_the_edge_cases(runs, tmp_path, engine):
+    """Phantom partitions and topics, offsets behind the group and the key rule across partitions."""
+    import duckdb
+
+    _, manifest = runs["duplicate-replay"]
+    sink, topic = manifest["sink"], manifest["audited_topics"][0]
+    copy = tmp_path / "sink.duckdb"
+    shutil.copy(sink["duckdb"], copy)
+    table = sink["table"]
+    with duckdb.connect(str(copy)) as con:
+        (key,) = con.execute(f"SELECT order_id FROM {table} WHERE src_partition = 0 LIMIT 1").fetchone()
+        con.execute(f"INSERT INTO {sink['table']} (src_topic, src_partition, src_offset, order_id) VALUES "
+                    f"('{topic}', 7, 3, 'x'), ('no-such-topic-{uuid.uuid4().hex[:6]}', 0, 0, 'y')")
+        # The same business key on a committed record of another partition: a cross-partition duplicate.
+        (row,) = con.execute(f"SELECT min(src_offset) FROM {table} WHERE src_partition = 1").fetchone()
+        con.execute(f"UPDATE {sink['table']} SET order_id = ? WHERE src_partition = 1 AND src_offset = ?",
+                    [key, row])
+        con.execute(f"UPDATE {sink['offsets_table']} SET next_offset = next_offset - 2 "
+                    "WHERE \"partition\" = 2")
+    args = ("--bootstrap", manifest["bootstrap"], "--topic", topic, "--sink-duckdb", str(copy),
+            "--sink-table", sink["table"], "--key-column", "order_id", "--offsets-table",
+            sink["offsets_table"], "--group", manifest["groups"]["sink"], "--format", "json")
+    _, on_spark, err = audit(*args)
+    _engine["name"] = "local"
+    _, on_local, err2 = audit(*args)
+    assert on_spark is not None and on_local is not None, err + err2
+    assert _same(on_local) == _same(on_spark)
+    kinds = {f["kind"] for f in on_spark["findings"]}
+    assert {"phantom_beyond_hw", "offset_mismatch", "key_duplicate"} <= kinds
+    cross = [f for f in on_spark["findings"] if f["kind"] == "key_duplicate" and f["key"] == key]
+    assert len(cross) == 1 and cross[0]["detail"].startswith("in ")
+
+
+def test_the_engine_and_its_timings_are_in_the_report(runs, engine):
+    workdir, _ = runs[CLEAN]
+    _, report, err = audit("-c", str(workdir / "eosctl.toml"), "--format", "json")
+    e = report["engine"]
+    assert e["name"] == engine and e["tasks"] == 3
+    phases = ("prepare_seconds", "startup_seconds", "partitions_seconds", "keys_seconds", "scan_seconds",
+              "reconcile_seconds")
+    assert all(e[k] >= 0 for k in phases)
+    # elapsed counts from the command's start: it covers every phase that ran one after the other.
+    assert report["elapsed_seconds"] >= e["prepare_seconds"] + e["startup_seconds"] + e["partitions_seconds"]
+
+
+def test_table_summary_shows_where_the_time_went(runs, engine, tmp_path):
+    workdir, _ = runs[CLEAN]
+    out = tmp_path / "report.txt"
+    code, _, _ = audit("-c", str(workdir / "eosctl.toml"), "--out", str(out))
+    assert code == 0
+    last = out.read_text().strip().splitlines()[-1]
+    assert re.fullmatch(rf"{engine} .+: metadata [\d.]+s, start-up [\d.]+s, tasks [\d.]+s, keys [\d.]+s "
+                        r"\(task time: log scans [\d.]+s, sink [\d.]+s\)", last), last
+
+
+@pytest.mark.parametrize("engine", ["local"], indirect=True)
+def test_config_audit_engine_is_the_default_and_the_flag_wins(tmp_path, engine):
+    from auditors import EngineOptions
+    from eosctl.config import load_config
+
+    path = tmp_path / "c.toml"
+    path.write_text('[clusters.c]\nbootstrap_servers = "h:1"\n[audit]\nengine = "local"\n'
+                    '[spark]\nmaster = "local[2]"\n')
+    conf = load_config(path)
+    assert EngineOptions.resolve(conf, "spark").engine == "local"
+    assert EngineOptions.resolve(conf, "spark", engine="spark").master == "local[2]"
+    assert EngineOptions.resolve(None, "local") == EngineOptions(engine="local", master="local[*]")
+    path.write_text('[clusters.c]\nbootstrap_servers = "h:1"\n[audit]\nengine = "dask"\n')
+    with pytest.raises(Exception, match=r"audit.engine must be one of local, spark, got 'dask'"):
+        load_config(path)
+
+
+@pytest.mark.parametrize("engine", ["local"], indirect=True)
+def test_spark_flags_with_the_local_engine_are_a_usage_error(engine):
+    result = CliRunner().invoke(main, ["audit", "--bootstrap", "x:1", "--topic", "t", "--sink-duckdb", "f",
+                                       "--engine", "local", "--master", "local[2]"])
+    assert result.exit_code == 2
+    assert "--master, --remote and --driver-memory are for --engine spark" in result.stderr

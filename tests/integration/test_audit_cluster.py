@@ -181,13 +181,19 @@ def test_a_duckdb_sink_on_a_remote_master_fails_before_spark_starts():
                             "(--sink-parquet), or run with --master 'local[*]'")
 
 
-def test_the_tui_and_snapshot_audits_refuse_a_duckdb_sink_on_a_configured_remote_server():
-    from auditors.spark import configured_session
-    from eosctl.config import Sink, Spark
+def test_every_audit_refuses_a_duckdb_sink_on_a_configured_remote_server(tmp_path):
+    from auditors import EngineOptions, engine, job
+    from eosctl.config import Config, Sink, Spark
     from eosctl.errors import EosctlError
 
+    # The config of `snapshot --with-audit` and the TUI: [audit] engine = "spark" and a remote server.
+    config = Config(path=tmp_path / "c.toml", clusters={}, pipelines={},
+                    spark=Spark(remote="sc://spark.example.com:15002"), audit_engine="spark")
+    options = EngineOptions.resolve(config, "local")
+    assert (options.engine, options.remote, options.master) == ("spark", "sc://spark.example.com:15002", None)
+    inp = job.AuditInput(source=job.ModelSource({}), sink=Sink(duckdb="/data/sink.duckdb"), topics=("t",))
     with pytest.raises(EosctlError, match="executors on remote sc://spark.example.com:15002 can't read"):
-        configured_session(Spark(remote="sc://spark.example.com:15002"), Sink(duckdb="/data/sink.duckdb"))
+        engine.run(inp, options)
 
 
 def test_the_shipped_code_zip_imports_eosctl_and_auditors(tmp_path):

@@ -16,8 +16,9 @@ from eosctl.ledger import Ledger, LedgerFlag, PartitionLedger
 from eosctl.model import Kind, OffsetRange, PartitionLog, Transaction
 from eosctl.opentxn import OpenTxn
 from eosctl.producers import ProducerRow
+from eosctl.progress import Progress, Step
 from eosctl.txns import HangingReport, TxnInfo
-from tui.data import Dashboard, LagTracker, Progress
+from tui.data import Dashboard, LagTracker
 
 
 class SyntheticSource:
@@ -136,7 +137,7 @@ class SyntheticSource:
     def run_audit(self, progress: Progress) -> AuditReport:
         n = self.partitions
         for i in range(0, n, max(1, n // 10)):
-            progress(i / n, f"partition {i}/{n}")
+            progress(Step(f"partition {i}/{n}", i, n))
         findings = [Finding("duplicate", self.topic, p, 5, 9, 5) for p in range(7, n, 50)]
         parts = [PartitionSummary(self.topic, p, 0, 1000, 1000, 990, 990) for p in range(n)]
         return AuditReport.build(parts, findings, sink="synthetic.duckdb (orders_sink)")

@@ -134,7 +134,7 @@ def test_small_fetches_give_the_same_answer_and_report_progress():
     seen: list[tuple[int, int]] = []
     # 60 bytes is smaller than every batch: the scan must grow the fetch size, not loop forever.
     log, wire = scan(data, Offsets(0, 11, 9), max_bytes=60, keep_batches=True,
-                     progress=lambda d, t: seen.append((d, t)))
+                     progress=lambda step: seen.append((step.done, step.total)))
     assert log.ranges == whole.ranges and log.transactions == whole.transactions
     assert len(wire.fetches) > 5
     assert [b.base_offset for b in log.batches] == [0, 3, 4, 6, 7, 8, 9]

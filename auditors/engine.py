@@ -1,0 +1,150 @@
+"""The one way an audit runs: read the sink and Kafka metadata, start an engine, run the job, report.
+
+Every caller (`eosctl audit`, `snapshot --with-audit`, the TUI, the demo, the benchmarks) comes through
+`run` (or `auditors.audit`, which builds its input from a target), so the engine choice, the timings and
+the clean-up of everything the audit started live in one place.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+from auditors import guard, job
+from auditors.job import AuditInput
+from eosctl.config import Config, Spark
+from eosctl.errors import EosctlError
+from eosctl.findings import AuditReport
+from eosctl.progress import Progress, Step, silent
+from eosctl.sinkdb import frozen, invalid_rows, origin
+
+ENGINES = ("spark", "local")
+PHASE_PREPARE = "reading the sink and Kafka metadata"
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    engine: str = "spark"  # "spark" | "local"
+    master: str | None = None  # Spark master; None: local[*]
+    remote: str | None = None  # Spark Connect server (instead of master)
+    driver_memory: str = "2g"
+    shuffle_partitions: int = 4
+    workers: int | None = None  # the local engine's processes; None: one per core
+
+    @classmethod
+    def resolve(cls, config: Config | None, default_engine: str, *, engine: str | None = None,
+                master: str | None = None, remote: str | None = None,
+                driver_memory: str | None = None) -> EngineOptions:
+        """Flags first, then the config ([audit] engine, [spark] ...), then the caller's default engine.
+
+        A --master flag overrides a configured remote server and vice versa."""
+        if master and remote:
+            raise EosctlError("pass either --master or --remote, not both")
+        conf = config.spark if config is not None else Spark()
+        if not master and not remote:
+            remote = conf.remote
+            master = conf.master if not remote else None
+        chosen = engine or (config.audit_engine if config is not None else None) or default_engine
+        if chosen not in ENGINES:
+            raise EosctlError(f"unknown audit engine {chosen!r}; use one of {', '.join(ENGINES)}")
+        return cls(chosen, master, remote, driver_memory or conf.driver_memory, conf.shuffle_partitions)
+
+    def where(self) -> str:
+        if self.engine == "local":
+            return "local processes"
+        return f"Spark, remote {self.remote}" if self.remote else f"Spark, {self.master or 'local[*]'}"
+
+
+def run(inp: AuditInput, options: EngineOptions, progress: Progress = silent,
+        started: float | None = None) -> AuditReport:
+    """The audit's report. ``started`` (time.monotonic()) is when the command started: the report's
+    elapsed_seconds counts from there, Spark's start-up included. Whatever the audit started on this
+    machine (JVM, Python workers, the local pool, temp files) is gone when this returns or raises."""
+    from auditors.spark import require_reachable_sink, runs_here
+
+    t_start = started if started is not None else time.monotonic()
+    if options.engine == "spark":
+        require_reachable_sink(inp.sink, options.master, options.remote)
+    progress(Step(PHASE_PREPARE))
+    # The sink is read first, from one frozen copy taken before any task scans Kafka: a live writer is kept
+    # out only while it is copied, and rows it writes meanwhile are neither read nor phantoms.
+    here = options.engine == "local" or runs_here(options.master, options.remote)
+    with frozen(inp.sink, local=here) as fixed:
+        inp = replace(inp, sink=fixed)
+        t = time.monotonic()
+        items = job.prepare(inp)  # sink and broker errors surface here, before any engine starts
+        timings: dict[str, float] = {"prepare_seconds": round(time.monotonic() - t, 3)}
+        invalid = invalid_rows(inp.sink)  # rows no partition task can own: one pass here
+        result, startup, info = _run_engine(inp, items, options, progress)
+        shown = origin(inp.sink.duckdb or inp.sink.parquet or "")
+    progress(Step("done", 1, 1))
+    engine = {**info, "tasks": len(items), **timings, "startup_seconds": round(startup, 3), **result.timings}
+    return AuditReport.build(result.summaries, result.findings + invalid, inp.fail_on,
+                             sink=f"{shown} ({inp.sink.table})", group=inp.group, engine=engine,
+                             elapsed_seconds=time.monotonic() - t_start)
+
+
+def _run_engine(inp: AuditInput, items: list[job.WorkItem], options: EngineOptions,
+                progress: Progress) -> tuple[job.Outcome, float, dict[str, Any]]:
+    """(what the engine found, its start-up seconds, what it was); everything it started is gone after."""
+    from auditors.spark import runs_here
+
+    with guard.Owned() as owned:
+        if options.engine == "local" or runs_here(options.master, options.remote):
+            # DuckDB's spill files go where the guard cleans up, not to a shared directory.
+            inp = replace(inp, settings=replace(inp.settings, temp_directory=owned.path("duckdb")))
+        if options.engine == "local":
+            from auditors.local import default_workers, run_local
+
+            workers = options.workers or default_workers()
+            result, startup = run_local(inp, items, workers, progress)
+            return result, startup, {"name": "local", "workers": min(workers, len(items))}
+        progress(Step(f"starting {options.where()}"))
+        t = time.monotonic()
+        spark, mine = _start_spark(options, owned.dir)
+        startup = time.monotonic() - t
+        ok = False
+        try:
+            result = job.run_spark(spark, inp, items, progress)
+            info = {"name": "spark", **_describe(spark)}
+            ok = True
+        finally:
+            _stop_spark(spark, mine, ok)
+        return result, startup, info
+
+
+def _start_spark(options: EngineOptions, local_dir: str) -> tuple[Any, bool]:
+    """The session and whether this call started it (a test suite's or a notebook's is only borrowed)."""
+    from auditors import spark as sparks
+
+    mine = options.remote is not None or sparks.active_session() is None
+    spark = sparks.session(master=options.master, remote=options.remote, driver_memory=options.driver_memory,
+                           shuffle_partitions=options.shuffle_partitions, local_dir=local_dir)
+    return spark, mine
+
+
+def _stop_spark(spark: Any, mine: bool, ok: bool) -> None:
+    """A borrowed session loses only this audit's jobs; a session this audit started is stopped, and its
+    JVM killed by the guard after this (the JVM outlives SparkSession.stop() in PySpark)."""
+    from auditors import spark as sparks
+
+    if not mine:
+        try:
+            spark.sparkContext.cancelAllJobs()
+        except Exception:
+            pass
+        return
+    if ok:  # a healthy session stops cleanly; after an error or a signal, no more calls into the JVM
+        try:
+            spark.stop()
+        except Exception:
+            pass
+    if hasattr(spark, "_sc"):  # classic Spark: this process's JVM; Spark Connect's server isn't ours
+        sparks.forget(spark)
+
+
+def _describe(spark: Any) -> dict[str, Any]:
+    from auditors.spark import describe
+
+    return describe(spark)

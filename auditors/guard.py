@@ -1,0 +1,101 @@
+"""What one audit starts on this machine, stopped on every way out (success, error, Ctrl-C, SIGTERM).
+
+An audit starts processes it doesn't hold handles to: Spark's launcher script, its JVM and the Python
+workers the JVM forks, or the local engine's pool. They are found as the process tree under every child
+of this process that appeared after the guard was entered, and killed together (frozen first, so a
+dying parent can't fork a new child meanwhile). Killing with SIGKILL is safe because whatever they write
+to disk goes below the guard's own temp directory (Spark's java.io.tmpdir and spark.local.dir, DuckDB's
+spill files), which the guard removes itself: no shutdown hook has to run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+import time
+
+Proc = tuple[int, int]  # (pid, start time in clock ticks): a pid alone may be reused
+
+
+class Owned:
+    def __init__(self) -> None:
+        self.before = set(_children(os.getpid()))
+        self.dir = tempfile.mkdtemp(prefix="eosctl-audit-")
+
+    def path(self, name: str) -> str:
+        return os.path.join(self.dir, name)
+
+    def __enter__(self) -> Owned:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def started(self) -> list[Proc]:
+        """Every live process this audit started: new children and all their descendants."""
+        tree = _tree()
+        roots = [c for c in _children(os.getpid(), tree) if c not in self.before]
+        out: list[Proc] = []
+        while roots:
+            proc = roots.pop()
+            out.append(proc)
+            roots.extend(_children(proc[0], tree))
+        return out
+
+    def stop(self, timeout: float = 5.0) -> None:
+        procs = self.started()
+        for _ in range(3):  # a process may fork between the listing and the SIGSTOP: list again
+            for pid, _start in procs:
+                _signal(pid, signal.SIGSTOP)
+            again = self.started()
+            if set(again) <= set(procs):
+                break
+            procs = list(set(procs) | set(again))
+        for pid, _start in procs:
+            _signal(pid, signal.SIGKILL)
+        mine = {pid for pid, _ in _children(os.getpid())}
+        deadline = time.monotonic() + timeout
+        for pid, _start in procs:
+            # Our own children are reaped here; the others were re-parented and their new parent reaps.
+            while pid in mine and time.monotonic() < deadline:
+                try:
+                    if os.waitpid(pid, os.WNOHANG)[0]:
+                        break
+                except ChildProcessError:
+                    break
+                time.sleep(0.02)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _tree() -> dict[int, list[Proc]]:
+    """parent pid -> its children, from /proc (Linux). Elsewhere empty: nothing found, nothing killed."""
+    out: dict[int, list[Proc]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return out
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] == "Z":  # a zombie is gone already; only its parent's wait is missing
+            continue
+        out.setdefault(int(fields[1]), []).append((int(entry), int(fields[19])))
+    return out
+
+
+def _children(pid: int, tree: dict[int, list[Proc]] | None = None) -> list[Proc]:
+    return (tree if tree is not None else _tree()).get(pid, [])
