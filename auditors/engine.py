@@ -79,10 +79,28 @@ def run(inp: AuditInput, options: EngineOptions, progress: Progress = silent,
         result, startup, info = _run_engine(inp, items, options, progress)
         shown = origin(inp.sink.duckdb or inp.sink.parquet or "")
     progress(Step("done", 1, 1))
-    engine = {**info, "tasks": len(items), **timings, "startup_seconds": round(startup, 3), **result.timings}
+    engine = engine_facts(info, len(items), timings["prepare_seconds"], startup, result.timings)
     return AuditReport.build(result.summaries, result.findings + invalid, inp.fail_on,
                              sink=f"{shown} ({inp.sink.table})", group=inp.group, engine=engine,
                              elapsed_seconds=time.monotonic() - t_start)
+
+
+def engine_facts(info: dict[str, Any], tasks: int, prepare_s: float, startup_s: float,
+                 timings: dict[str, float]) -> dict[str, Any]:
+    """The report's `engine` object: what ran (``info``), its work items and where the time went
+    (docs/json.md documents every key; tests/unit/test_docs.py builds it through here)."""
+    return {**info, "tasks": tasks, "prepare_seconds": round(prepare_s, 3),
+            "startup_seconds": round(startup_s, 3), **timings}
+
+
+def local_info(workers: int, tasks: int) -> dict[str, Any]:
+    return {"name": "local", "workers": min(workers, tasks)}
+
+
+def spark_info(spark: Any) -> dict[str, Any]:
+    from auditors.spark import describe
+
+    return {"name": "spark", **describe(spark)}
 
 
 def _run_engine(inp: AuditInput, items: list[job.WorkItem], options: EngineOptions,
@@ -99,7 +117,7 @@ def _run_engine(inp: AuditInput, items: list[job.WorkItem], options: EngineOptio
 
             workers = options.workers or default_workers()
             result, startup = run_local(inp, items, workers, progress)
-            return result, startup, {"name": "local", "workers": min(workers, len(items))}
+            return result, startup, local_info(workers, len(items))
         progress(Step(f"starting {options.where()}"))
         t = time.monotonic()
         spark, mine = _start_spark(options, owned.dir)
@@ -107,7 +125,7 @@ def _run_engine(inp: AuditInput, items: list[job.WorkItem], options: EngineOptio
         ok = False
         try:
             result = job.run_spark(spark, inp, items, progress)
-            info = {"name": "spark", **_describe(spark)}
+            info = spark_info(spark)
             ok = True
         finally:
             _stop_spark(spark, mine, ok)
@@ -142,9 +160,3 @@ def _stop_spark(spark: Any, mine: bool, ok: bool) -> None:
             pass
     if hasattr(spark, "_sc"):  # classic Spark: this process's JVM; Spark Connect's server isn't ours
         sparks.forget(spark)
-
-
-def _describe(spark: Any) -> dict[str, Any]:
-    from auditors.spark import describe
-
-    return describe(spark)

@@ -284,17 +284,18 @@ class _ClassicSpark(_ConnectSpark):
 def engines() -> tuple[dict[str, Any], dict[str, Any]]:
     """The `engine` object with every key it can have, and with only the ones it always has.
 
-    Keys come from auditors.spark.describe (run on stand-ins for a classic and a Spark Connect session)
-    and from the keys auditors.job.run_audit writes itself (read from its source: it needs Spark to run).
+    Built by the code that builds it for a report (auditors.engine.engine_facts), for Spark on stand-ins
+    of a classic and a Spark Connect session, and for the local engine; the timings are the ones
+    auditors.job.outcome reports for either engine.
     """
-    from auditors import job
-    from auditors.spark import describe
+    from auditors import engine, job
 
-    classic, connect = describe(_ClassicSpark()), describe(_ConnectSpark())
-    always, sometimes = literal_keys(_function(Path(job.__file__), "run_audit"))
-    assert "tasks" in always, "auditors.job.run_audit no longer names engine's keys; update engines()"
-    full = {**classic, **dict.fromkeys(always | sometimes, 1.0), "tasks": 2}
-    least = {**connect, **dict.fromkeys(always, 1.0), "tasks": 2}
+    timings = job.outcome([], [], 1.0, 1.0).timings
+    variants = [engine.engine_facts(info, 2, 1.0, 1.0, timings)
+                for info in (engine.spark_info(_ClassicSpark()), engine.spark_info(_ConnectSpark()),
+                             engine.local_info(4, 2))]
+    full = {k: v for facts in variants for k, v in facts.items()}
+    least = {k: v for k, v in variants[1].items() if all(k in facts for facts in variants)}
     return full, least
 
 
