@@ -40,6 +40,7 @@ bench: setup
 	$(BIN)/python benchmarks/logscan_bench.py
 	$(BIN)/python benchmarks/audit_bench.py
 	$(BIN)/python benchmarks/small_audit_bench.py
+	$(BIN)/python benchmarks/epoch_history_bench.py
 	$(BIN)/python benchmarks/tui_refresh_bench.py
 
 clean:

@@ -98,7 +98,7 @@ def cases(draw: st.DrawFn) -> tuple[tuple[str, ...], list[str]]:
 @pytest.fixture(scope="module")
 def tamed(tmp_path_factory: pytest.TempPathFactory):
     """What a valid command line would start for real is replaced by one EosctlError line; timeouts short."""
-    from auditors import spark
+    from auditors import engine, local, spark
     from eosctl import clients, pipeline, sandbox, wire
     from tui import app
 
@@ -112,7 +112,8 @@ def tamed(tmp_path_factory: pytest.TempPathFactory):
     mp.setattr(sandbox, "up", refuse("the sandbox broker"))
     mp.setattr(pipeline, "run_pipeline", refuse("the reference pipeline"))
     mp.setattr(spark, "session", refuse("Spark"))
-    mp.setattr(spark, "configured_session", refuse("Spark"))
+    mp.setattr(engine, "_start_spark", refuse("Spark"))
+    mp.setattr(local, "run_local", refuse("the local audit engine"))
     mp.setattr(app.EosApp, "run", lambda self, *a, **kw: None)
     init = wire.WireClient.__init__
     mp.setattr(wire.WireClient, "__init__", lambda self, target, *, timeout_ms=10_000, **kw: init(
