@@ -112,7 +112,6 @@ def tamed(tmp_path_factory: pytest.TempPathFactory):
     mp.setattr(sandbox, "up", refuse("the sandbox broker"))
     mp.setattr(pipeline, "run_pipeline", refuse("the reference pipeline"))
     mp.setattr(spark, "session", refuse("Spark"))
-    mp.setattr(spark, "configured_session", refuse("Spark"))
     mp.setattr(app.EosApp, "run", lambda self, *a, **kw: None)
     init = wire.WireClient.__init__
     mp.setattr(wire.WireClient, "__init__", lambda self, target, *, timeout_ms=10_000, **kw: init(
