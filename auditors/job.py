@@ -25,9 +25,8 @@ from typing import Any, Protocol
 from eosctl.config import Cluster, Sink
 from eosctl.errors import BrokerError, EosctlError, SinkError, first_line
 from eosctl.findings import KINDS, Finding, LogSegment, PartitionSummary
+from eosctl.model import TP
 from eosctl.progress import Progress, Step, silent
-
-TP = tuple[str, int]
 
 # Task output: one row per summary, finding, error, or (with a key column) committed row with a key.
 OUT_SCHEMA = (

@@ -31,14 +31,13 @@ from eosctl.findings import AuditReport
 from eosctl.lag import LagSnapshot
 from eosctl.ledger import Ledger, collect
 from eosctl.logscan import scan_partitions
-from eosctl.model import PartitionLog
+from eosctl.model import TP, PartitionLog
 from eosctl.producers import ProducerRow
 from eosctl.progress import Progress
 from eosctl.target import Target
 from eosctl.txns import DEFAULT_MAX_AGE_S, Hanging, HangingReport, TxnInfo
 from eosctl.wire import WireClient
 
-TP = tuple[str, int]
 SECTIONS = ("logs", "transactions", "producers", "lag", "hanging", "ledger")
 NOT_CAPTURED = "not captured: "  # how a section's status starts when it could not be read
 SKIPPED = "skipped: "  # ... and when there was nothing to read (no sink, no topics): not an error

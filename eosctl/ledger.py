@@ -17,6 +17,7 @@ from typing import Any
 
 from eosctl.config import Cluster, Sink
 from eosctl.errors import BrokerError
+from eosctl.model import TP
 from eosctl.offsets import committed_offsets
 from eosctl.progress import Progress
 
@@ -232,7 +233,7 @@ def collect(
     duckdb_path: str | None = None,
     parquet: str | None = None,
     scan: bool = True,
-    logs: dict[tuple[str, int], Any] | None = None,
+    logs: dict[TP, Any] | None = None,
     progress: Progress | None = None,
 ) -> Ledger:
     """Read the sink (read-only) and Kafka, and build the ledger for `topics` and the sink's own topics.
@@ -254,7 +255,7 @@ def collect(
         stored_rows = reader.stored_offsets()
         stored = {(s.topic, s.partition): s.next_offset for s in stored_rows or ()}
         by_partition = itertools.groupby(reader.islands(), key=lambda i: (i.topic, i.partition))
-        islands: dict[tuple[str, int], list[Any]] = {tp: list(group) for tp, group in by_partition}
+        islands: dict[TP, list[Any]] = {tp: list(group) for tp, group in by_partition}
         invalid = reader.invalid_rows()
         source = reader.source
     expected_topics = list(dict.fromkeys(topics))

@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-TP = tuple[str, int]
+from eosctl.model import TP
+
 DEFAULT_SCAN_LAST = 100_000
 DESCRIBE_PRODUCERS = "describe-producers"
 LOG_SCAN = "log-scan"

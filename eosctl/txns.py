@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eosctl.errors import BrokerError, EosctlError
+from eosctl.model import TP
 
-TP = tuple[str, int]
 # Kafka's default transaction.max.timeout.ms: after it the coordinator aborts a transaction by itself.
 DEFAULT_MAX_AGE_S = 900.0
 ACTIVE_STATES = {"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"}

@@ -21,6 +21,7 @@ from kafka.protocol.metadata import MetadataRequest
 
 from eosctl.config import Cluster
 from eosctl.errors import BrokerError
+from eosctl.model import TP
 
 READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
@@ -33,7 +34,6 @@ RECEIVE_MAX_BYTES = 128 << 20
 
 METADATA_ATTEMPTS = 5
 
-TP = tuple[str, int]
 
 
 @dataclass(frozen=True, slots=True)

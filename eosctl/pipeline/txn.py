@@ -9,6 +9,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
 from eosctl.config import Cluster
 from eosctl.errors import BrokerError
+from eosctl.model import TP
 from eosctl.pipeline.broker import TIMEOUT, Broker, client_conf, kafka_error
 from eosctl.pipeline.truth import ABORTED, COMMITTED, OPEN, GroundTruth, Marker, Record
 
@@ -102,7 +103,7 @@ class TransactionalWriter:
         return records
 
     def _settle(self, status: str, marker: str) -> list[Record]:
-        last: dict[tuple[str, int], int] = {}
+        last: dict[TP, int] = {}
         for r in self._pending:
             r.status = status
             last[r.topic, r.partition] = max(r.offset, last.get((r.topic, r.partition), -1))
