@@ -129,7 +129,7 @@ def partition_ledger(
 ) -> PartitionLedger:
     """One partition's ledger row and flags; pure, so it is tested without Kafka or DuckDB.
 
-    `summary` is a sinkdb.PartitionSummary (None: no rows), `islands` its sinkdb.OffsetIslands, `offsets`
+    `summary` is a sinkdb.SinkPartition (None: no rows), `islands` its sinkdb.OffsetIslands, `offsets`
     a wire.Offsets read after the sink, `log` an eosctl.model.PartitionLog covering [log start, HW) or
     None (no scan). `compare_offsets`: the sink has an offsets table and a group was given (the audit's
     condition), so stored and committed are compared even when one side is missing. `invalid` are the

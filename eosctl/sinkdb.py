@@ -48,7 +48,10 @@ _INEXACT = ("FLOAT", "DOUBLE", "DECIMAL", "REAL")
 
 
 @dataclass(frozen=True)
-class PartitionSummary:
+class SinkPartition:
+    """The sink's row counts for one partition (the audit's per-partition verdict is
+    eosctl.findings.PartitionSummary)."""
+
     topic: str
     partition: int
     rows: int
@@ -330,7 +333,7 @@ class SinkReader:
     def close(self) -> None:
         self.conn.close()
 
-    def summaries(self) -> list[PartitionSummary]:
+    def summaries(self) -> list[SinkPartition]:
         """Per partition the sink names validly; rows with an invalid offset are counted, not summarised."""
         sql = f"""
             WITH c AS (SELECT t, p, o, count(*) AS m FROM {self._rows}
@@ -339,7 +342,7 @@ class SinkReader:
                    count(*) FILTER (WHERE m > 1 AND o IS NOT NULL),
                    coalesce(sum(m) FILTER (WHERE o IS NULL), 0)::BIGINT
             FROM c GROUP BY t, p ORDER BY t, p"""
-        return [PartitionSummary(*row) for row in self._query(sql)]
+        return [SinkPartition(*row) for row in self._query(sql)]
 
     def partitions(self) -> dict[TP, int]:
         """(topic, partition) -> rows: which partitions the sink names; one cheap aggregation, unlike
