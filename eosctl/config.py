@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from eosctl.errors import ConfigError
+from eosctl.files import CONFIG_MAX_BYTES, input_problem
 
 # bootstrap_servers = "sandbox": the broker `eosctl sandbox up` started.
 SANDBOX = "sandbox"
@@ -218,8 +219,6 @@ def _kind(value: Any) -> str:
 
 def load_config(path: str | Path, env: dict[str, str] | None = None) -> Config:
     """Read and validate a config file; every problem is one ConfigError line naming file and key."""
-    from eosctl.files import CONFIG_MAX_BYTES, input_problem
-
     path = Path(path)
     env = dict(os.environ) if env is None else env
     # stat before open: /dev/zero would be read forever and a FIFO would block open() itself.
@@ -373,6 +372,4 @@ def _bootstrap(value: str, where: str, path: Path) -> str:
 
 
 def _replace_path(sink: Sink, duckdb: str) -> Sink:
-    from dataclasses import replace
-
     return replace(sink, duckdb=duckdb)

@@ -27,6 +27,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from eosctl.errors import BrokerError
+from eosctl.logscan import scan_partitions
 from eosctl.model import TP, Kind, PartitionLog
 from eosctl.offsets import group_offsets, group_states
 from eosctl.opentxn import OpenTxn, open_transactions
@@ -161,8 +163,6 @@ def poll(client: Any, admin: Any, groups: Sequence[str] | None = None, topics: S
          scan_limit: int = DEFAULT_SCAN_LIMIT, now_ms: int | None = None) -> LagSnapshot:
     """One lag measurement for the given groups (default: every group with committed offsets for
     ``topics``; every group when no topic is given either)."""
-    from eosctl.logscan import scan_partitions
-
     states = group_states(admin)
     wanted = list(groups) if groups else sorted(states)
     by_group = group_offsets(admin, wanted) if wanted else {}
@@ -204,8 +204,6 @@ def topic_partitions(client: Any, topics: Sequence[str],
     """(topic -> partition -> leader, topic -> error): a topic a group committed to that was deleted, or that
     the user may not describe, gets its error instead of failing every group's lag; a ``required`` topic
     (named by the user) still fails the poll."""
-    from eosctl.errors import BrokerError
-
     if not topics:
         return {}, {}
     try:

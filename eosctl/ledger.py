@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from eosctl.config import Cluster, Sink
 from eosctl.errors import BrokerError
-from eosctl.model import TP
+from eosctl.logscan import scan_partitions
+from eosctl.model import TP, Kind
 from eosctl.offsets import committed_offsets
 from eosctl.progress import Progress
+from eosctl.reconcile import offset_mismatch, reconcile_partition
+from eosctl.sinkdb import frozen, open_sink
+from eosctl.wire import WireClient
 
 # A ledger names at most this many flags of one kind per partition; counts stay exact.
 MAX_FLAGS_PER_KIND = 20
@@ -104,8 +108,6 @@ class _Clipped:
     """
 
     def __init__(self, log: Any, upto: int, fresh: Any | None = None):
-        from eosctl.model import Kind
-
         self.topic, self.partition, self.ranges = log.topic, log.partition, log.ranges
         self.log_start_offset, self.high_watermark = log.log_start_offset, log.high_watermark
         self.last_stable_offset = min(log.last_stable_offset, upto)
@@ -146,8 +148,6 @@ def partition_ledger(
     flags: list[LedgerFlag] = []
 
     if compare_offsets:
-        from eosctl.reconcile import offset_mismatch
-
         # The audit's function, so the ledger and the audit never disagree on what a mismatch is (a
         # missing side means nothing consumed, from offset 0).
         m = offset_mismatch(topic, partition, stored, committed, log)
@@ -167,8 +167,6 @@ def partition_ledger(
     p.checked_to = upto
 
     if log is not None and upto is not None:
-        from eosctl.reconcile import reconcile_partition
-
         _, findings = reconcile_partition(_Clipped(log, upto, offsets), islands)
         p.missing_offsets = sum(f.count for f in findings if f.kind == "gap")
         for kind, group in itertools.groupby(sorted(findings, key=lambda f: FLAG_KINDS.index(f.kind)),
@@ -240,11 +238,6 @@ def collect(
 
     `logs` are partition scans the caller already has (the snapshot scans once for everything).
     """
-    from dataclasses import replace
-
-    from eosctl.sinkdb import frozen, open_sink
-    from eosctl.wire import WireClient
-
     if duckdb_path or parquet:
         sink = replace(sink, duckdb=duckdb_path, parquet=parquet)
     # The sink first, then Kafka: every row read was written from a record Kafka committed before the
@@ -274,8 +267,6 @@ def collect(
         logs = dict(logs or {})
         todo = [tp for tp in in_kafka if tp not in logs]
         if scan and todo:
-            from eosctl.logscan import scan_partitions
-
             logs.update(scan_partitions(client, todo, progress=progress))
     # The audit compares offsets under the same condition: a group, and an offsets table in the sink.
     compare = group is not None and stored_rows is not None

@@ -13,7 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from eosctl.errors import EosctlError
+from eosctl.logscan import scan_partitions
 from eosctl.model import TP
+from eosctl.txns import describe_producers
 
 DEFAULT_SCAN_LAST = 100_000
 DESCRIBE_PRODUCERS = "describe-producers"
@@ -105,8 +108,6 @@ def find(client: Any, admin: Any, tps: Sequence[TP], scan_last: int = DEFAULT_SC
     them are scanned, over their last ``scan_last`` offsets. ``described``: describe_producers' answer
     when the caller already has it.
     """
-    from eosctl.txns import describe_producers
-
     tps = list(tps)
     answer, status = described or describe_producers(admin, tps)
     rows = [from_describe(tp, p) for tp in tps for p in answer.get(tp, [])]
@@ -119,8 +120,6 @@ def find(client: Any, admin: Any, tps: Sequence[TP], scan_last: int = DEFAULT_SC
     scans = dict(logs or {})
     todo = [tp for tp in tps if tp not in scans]
     if todo:
-        from eosctl.logscan import scan_partitions
-
         offsets = client.offsets(todo)
         starts = {tp: max(offsets[tp].log_start, offsets[tp].high_watermark - scan_last) for tp in todo}
         scans.update(scan_partitions(client, todo, start=starts))
@@ -135,8 +134,6 @@ def find(client: Any, admin: Any, tps: Sequence[TP], scan_last: int = DEFAULT_SC
 def describe(client: Any, admin: Any, topic: str, partitions: Sequence[int] | None = None,
              scan_last: int = DEFAULT_SCAN_LAST) -> ProducersReport:
     """Producers of every partition of ``topic`` (or of ``partitions``), in one DescribeProducers call."""
-    from eosctl.errors import EosctlError
-
     known = client.partitions(topic)
     parts = sorted(set(partitions)) if partitions else known
     for p in parts:

@@ -134,6 +134,7 @@ def connect_readonly(path: str | Path, where: str = "sink", flag: str = "--sink-
     A writer holding the file is waited for, up to ``wait_s``: a pipeline that connects, writes a batch
     and closes leaves gaps between its transactions, and one of them is all a reader needs.
     """
+    # Here, not at the top (0.1 s): `eosctl report FILE.json` imports this module for read_header only.
     import duckdb
 
     path = str(path)

@@ -21,11 +21,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+import kafka.errors as Errors
+from kafka.admin import AbortTransactionSpec
+from kafka.structs import TopicPartition
+
 from eosctl.errors import BrokerError, EosctlError
+from eosctl.logscan import scan_partition
 from eosctl.model import TP
+from eosctl.opentxn import first_batches, open_transactions
 
 # Kafka's default transaction.max.timeout.ms: after it the coordinator aborts a transaction by itself.
 DEFAULT_MAX_AGE_S = 900.0
@@ -144,8 +150,6 @@ def supports(admin: Any, api_key: int) -> bool:
 
 def _call(what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
     """Run one admin call; protocol errors become one line naming what failed."""
-    import kafka.errors as Errors
-
     try:
         return fn(*args, **kwargs)
     except Errors.IncompatibleBrokerVersion:
@@ -194,8 +198,6 @@ def list_transactions(admin: Any, states: Sequence[str] = (), min_age_s: float |
 
 
 def describe_transaction(admin: Any, transactional_id: str) -> TxnInfo:
-    import kafka.errors as Errors
-
     try:
         described = admin.describe_transactions([transactional_id])
     except Errors.TransactionalIdNotFoundError:
@@ -217,9 +219,6 @@ def describe_producers(admin: Any, tps: Iterable[TP]) -> tuple[dict[TP, list[Any
 
     Returns (active producers per partition, status) where status is "ok", "unsupported" or the error.
     """
-    import kafka.errors as Errors
-    from kafka.structs import TopicPartition
-
     tps = list(tps)
     if not tps:
         return {}, "ok"
@@ -239,8 +238,6 @@ def find_hanging(client: Any, admin: Any, topics: Sequence[str], max_age_s: floa
 
     ``described``: describe_producers' answer when the caller already has it (the TUI asks once per refresh).
     """
-    from eosctl.opentxn import open_transactions
-
     now_ms = _now(now_ms)
     partitions = client.metadata(topics)
     tps = [(t, p) for t in topics for p in sorted(partitions[t])]
@@ -297,8 +294,6 @@ def _coordinator_view(admin: Any, producer_ids: set[int]) -> dict[int, TxnInfo]:
 
 
 def _with_coordinator(h: Hanging, info: TxnInfo) -> Hanging:
-    from dataclasses import replace
-
     return replace(h, transactional_id=info.transactional_id, coordinator_state=info.state)
 
 
@@ -312,8 +307,6 @@ def plan_abort(client: Any, admin: Any, topic: str, partition: int, start_offset
     the offset must be transactional data, and its transaction must still be open (it holds the LSO, or
     a scan up to the HW finds no marker for it).
     """
-    from eosctl.logscan import scan_partition
-
     tp = (topic, partition)
     client.leader(topic, partition)
     o = client.offsets([tp])[tp]
@@ -330,8 +323,6 @@ def plan_abort(client: Any, admin: Any, topic: str, partition: int, start_offset
         started = match[0].last_timestamp if match[0].last_timestamp >= 0 else None
         coordinator_epoch = max(0, match[0].coordinator_epoch)  # -1: no marker yet for this producer
     else:
-        from eosctl.opentxn import first_batches
-
         batch = first_batches(client, {tp: start_offset}).get(tp)
         if batch is None or batch.base_offset != start_offset:
             raise EosctlError(f"offset {start_offset} of {where} is not the first offset of a batch; "
@@ -355,9 +346,6 @@ def plan_abort(client: Any, admin: Any, topic: str, partition: int, start_offset
 
 def abort(admin: Any, plan: AbortPlan) -> None:
     """Write the ABORT marker for the planned transaction (WriteTxnMarkers to the partition leader)."""
-    from kafka.admin._transactions import AbortTransactionSpec
-    from kafka.structs import TopicPartition
-
     if not plan.supported:
         raise EosctlError("this broker does not support aborting transactions (no WriteTxnMarkers API); "
                           "nothing was changed")

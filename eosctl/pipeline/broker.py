@@ -12,6 +12,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from eosctl.clients import kafka_admin
 from eosctl.config import Cluster
 from eosctl.errors import BrokerError
 
@@ -118,8 +119,6 @@ class Broker:
     def _kafka_admin(self) -> Any:
         if self._admin is None and not self._admin_failed:
             try:
-                from eosctl.clients import kafka_admin
-
                 self._admin = kafka_admin(self.cluster, timeout=TIMEOUT)
             except Exception:  # the manifest falls back to producer_id -1 rather than failing the run
                 self._admin_failed = True
