@@ -148,7 +148,7 @@ class _Reader:
         # key -> the ${NAME}s its value came from: such a value is never echoed, whatever the key.
         self.from_env: dict[str, list[str]] = {}
 
-    def shown(self, key: str, value: Any) -> str:
+    def shown(self, key: str, value: object) -> str:
         """The value for an error message: its repr, or where it came from if it came from ${NAME}."""
         names = self.from_env.get(key)
         if names:
@@ -212,7 +212,7 @@ class _Reader:
             raise ConfigError(f"{self.path}: unknown key {self._key(unknown[0])} (check the spelling)")
 
 
-def _kind(value: Any) -> str:
+def _kind(value: object) -> str:
     return {dict: "a table", list: "a list", str: "a string", int: "an integer", bool: "a boolean",
             float: "a number"}.get(type(value), type(value).__name__)
 

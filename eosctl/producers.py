@@ -13,10 +13,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka.admin import KafkaAdminClient
+
 from eosctl.errors import EosctlError
 from eosctl.logscan import scan_partitions
-from eosctl.model import TP
-from eosctl.txns import describe_producers
+from eosctl.model import TP, PartitionLog
+from eosctl.txns import ActiveProducer, Described, describe_producers
+from eosctl.wire import WireClient
 
 DEFAULT_SCAN_LAST = 100_000
 DESCRIBE_PRODUCERS = "describe-producers"
@@ -71,14 +74,14 @@ class ProducersReport:
                 "producers": [p.to_dict() for p in self.producers]}
 
 
-def from_describe(tp: TP, p: Any) -> ProducerRow:
+def from_describe(tp: TP, p: ActiveProducer) -> ProducerRow:
     start = p.current_transaction_start_offset
     return ProducerRow(tp[0], tp[1], p.producer_id, p.producer_epoch, p.last_sequence,
                        p.last_timestamp if p.last_timestamp >= 0 else None, start if start >= 0 else None,
                        p.coordinator_epoch)
 
 
-def from_log(log: Any) -> list[ProducerRow]:
+def from_log(log: PartitionLog) -> list[ProducerRow]:
     """Rows from a scanned PartitionLog's ProducerState table."""
     rows = []
     for pid, s in sorted(log.producers.items()):
@@ -99,9 +102,8 @@ class Found:
     scanned: dict[TP, tuple[int, int]] = field(default_factory=dict)  # [from, to) per partition, LOG_SCAN
 
 
-def find(client: Any, admin: Any, tps: Sequence[TP], scan_last: int = DEFAULT_SCAN_LAST,
-         logs: Mapping[TP, Any] | None = None,
-         described: tuple[dict[TP, list[Any]], str] | None = None) -> Found:
+def find(client: WireClient, admin: KafkaAdminClient, tps: Sequence[TP], scan_last: int = DEFAULT_SCAN_LAST,
+         logs: Mapping[TP, PartitionLog] | None = None, described: Described | None = None) -> Found:
     """Producers of the partitions: DescribeProducers (one call per leader), else the log.
 
     ``logs`` are scans the caller already has (PartitionLog per partition); only partitions missing from
@@ -131,7 +133,7 @@ def find(client: Any, admin: Any, tps: Sequence[TP], scan_last: int = DEFAULT_SC
     return Found(rows, LOG_SCAN, note, scanned)
 
 
-def describe(client: Any, admin: Any, topic: str, partitions: Sequence[int] | None = None,
+def describe(client: WireClient, admin: KafkaAdminClient, topic: str, partitions: Sequence[int] | None = None,
              scan_last: int = DEFAULT_SCAN_LAST) -> ProducersReport:
     """Producers of every partition of ``topic`` (or of ``partitions``), in one DescribeProducers call."""
     known = client.partitions(topic)
