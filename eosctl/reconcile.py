@@ -41,9 +41,10 @@ _INF = 1 << 63  # beyond every int64 offset: a sink row at 2^63-1 is still "beyo
 Island = tuple[int, int, int]  # first, last (inclusive), multiplicity >= 1
 
 
-class LogView(Protocol):
-    """What reconciling reads of a partition's log: an eosctl.model.PartitionLog, or the ledger's view of
-    one clipped at the offset the sink consumed up to. ``ranges`` are sorted and do not overlap."""
+class LogSide(Protocol):
+    """The source side, what reconciling reads of a partition's log: an eosctl.model.PartitionLog, or the
+    ledger's view of one clipped at the offset the sink consumed up to. ``ranges`` are sorted and do not
+    overlap."""
 
     @property
     def topic(self) -> str: ...
@@ -59,7 +60,7 @@ class LogView(Protocol):
     def ranges(self) -> Sequence[OffsetRange]: ...
 
 
-def reconcile_partition(log: LogView,
+def reconcile_partition(log: LogSide,
                         islands: Iterable[Island | OffsetIsland]) -> tuple[PartitionSummary, list[Finding]]:
     """Findings and summary for one partition.
 
@@ -149,7 +150,7 @@ def _islands(islands: Iterable[Island | OffsetIsland]) -> Iterator[Island]:
         yield first, last, mult
 
 
-def _segments(log: LogView) -> Iterator[tuple[int, int, str]]:
+def _segments(log: LogSide) -> Iterator[tuple[int, int, str]]:
     """The whole offset line, in order, as (first, last, kind): below start, the log, beyond the HW."""
     start, lso, hw = log.log_start_offset, log.last_stable_offset, log.high_watermark
     lso = min(max(lso, start), hw)
