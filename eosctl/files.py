@@ -8,9 +8,7 @@ and every file eosctl reads whole goes through here first.
 from __future__ import annotations
 
 import errno
-import glob
 import os
-import re
 import stat
 
 MB = 1024 * 1024
@@ -112,6 +110,10 @@ def directory_problem(path: str) -> str | None:
 def glob_problem(pattern: str) -> str | None:
     """What is wrong with reading every local file a path or glob matches (a FIFO would block DuckDB's
     open, a device would be read forever); None if each match is a regular file, or if it is a URL."""
+    # Here, not at the top: `eosctl --help` imports this module and needs neither.
+    import glob
+    import re
+
     if re.match(r"^[a-z0-9]+://", pattern):
         return None
     if not glob.has_magic(pattern):
