@@ -20,14 +20,16 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from eosctl.config import Cluster, Sink
 from eosctl.errors import BrokerError, EosctlError, SinkError, first_line
 from eosctl.findings import KINDS, Finding, LogSegment, PartitionSummary
+from eosctl.model import TP, PartitionLog
 from eosctl.progress import Progress, Step, silent
 
-TP = tuple[str, int]
+if TYPE_CHECKING:
+    from eosctl.sinkdb import SinkReader
 
 # Task output: one row per summary, finding, error, or (with a key column) committed row with a key.
 OUT_SCHEMA = (
@@ -49,7 +51,7 @@ class Source(Protocol):
 
     def partitions(self, topics: Iterable[str]) -> dict[str, list[int]]: ...
 
-    def load(self, topic: str, partition: int) -> Any: ...  # eosctl.model.PartitionLog
+    def load(self, topic: str, partition: int) -> PartitionLog: ...
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,7 @@ class KafkaSource:
         with WireClient(self.cluster) as client:
             return {t: sorted(leaders) for t, leaders in client.metadata().items()}
 
-    def load(self, topic: str, partition: int) -> Any:
+    def load(self, topic: str, partition: int) -> PartitionLog:
         from eosctl.logscan import scan_partition
         from eosctl.wire import WireClient
 
@@ -82,7 +84,7 @@ class KafkaSource:
 class ModelSource:
     """Log models given up front (tests, benchmarks, replays of a saved scan): {(topic, partition): log}."""
 
-    logs: dict[TP, Any]
+    logs: dict[TP, PartitionLog]
 
     def partitions(self, topics: Iterable[str]) -> dict[str, list[int]]:
         wanted = set(topics)
@@ -98,7 +100,7 @@ class ModelSource:
     def existing_topics(self) -> dict[str, list[int]]:
         return self.partitions({t for t, _ in self.logs})
 
-    def load(self, topic: str, partition: int) -> Any:
+    def load(self, topic: str, partition: int) -> PartitionLog:
         return self.logs[(topic, partition)]
 
 
@@ -125,7 +127,7 @@ class WorkItem:
 # ---- inside a task -------------------------------------------------------------------------------
 
 
-def _open_sink(sink: Sink, settings: TaskSettings) -> Any:
+def _open_sink(sink: Sink, settings: TaskSettings) -> SinkReader:
     from eosctl.sinkdb import open_sink
 
     reader = open_sink(sink)

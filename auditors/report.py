@@ -6,6 +6,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from eosctl.findings import DESCRIPTIONS, KINDS, PASS, AuditReport, Finding
+from eosctl.model import TP
 
 FORMATS = ("table", "json", "junit")
 
@@ -101,7 +102,7 @@ def junit(report: AuditReport) -> str:
     """One testsuite; one testcase per partition; each failing finding is a <failure>."""
     suite = ET.Element("testsuite", name="eosctl audit")
     failures = 0
-    by_tp: dict[tuple[str, int], list[Finding]] = {}
+    by_tp: dict[TP, list[Finding]] = {}
     for f in report.findings:
         by_tp.setdefault((f.topic, f.partition), []).append(f)
     cases = [(p.topic, p.partition) for p in report.partitions]

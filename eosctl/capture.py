@@ -31,14 +31,13 @@ from eosctl.findings import AuditReport
 from eosctl.lag import LagSnapshot
 from eosctl.ledger import Ledger, collect
 from eosctl.logscan import scan_partitions
-from eosctl.model import PartitionLog
+from eosctl.model import TP, PartitionLog
 from eosctl.producers import ProducerRow
 from eosctl.progress import Progress
 from eosctl.target import Target
-from eosctl.txns import DEFAULT_MAX_AGE_S, Hanging, HangingReport, TxnInfo
+from eosctl.txns import DEFAULT_MAX_AGE_S, Described, Hanging, HangingReport, TxnInfo
 from eosctl.wire import WireClient
 
-TP = tuple[str, int]
 SECTIONS = ("logs", "transactions", "producers", "lag", "hanging", "ledger")
 NOT_CAPTURED = "not captured: "  # how a section's status starts when it could not be read
 SKIPPED = "skipped: "  # ... and when there was nothing to read (no sink, no topics): not an error
@@ -137,9 +136,9 @@ def _read_kafka(cap: Capture, target: Target, client: WireClient, admins: Admins
     cap.logs = scan_partitions(client, tps, start=starts, progress=progress) if tps else {}
     cap.sections["logs"] = "ok" if cap.topics else f"{SKIPPED}no topics (pass --topic or a pipeline)"
     prefix = target.pipeline.transactional_id_prefix if target.pipeline else None
-    answers: list[tuple[dict[TP, list[object]], str]] = []
+    answers: list[Described] = []
 
-    def described() -> tuple[dict[TP, list[object]], str]:
+    def described() -> Described:
         # DescribeProducers once, for both the hanging rules and the producers table; inside a section, so
         # a broker that fails it costs only those sections.
         if not answers:

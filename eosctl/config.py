@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from eosctl.errors import ConfigError
+from eosctl.files import CONFIG_MAX_BYTES, input_problem
 
 # bootstrap_servers = "sandbox": the broker `eosctl sandbox up` started.
 SANDBOX = "sandbox"
@@ -147,7 +148,7 @@ class _Reader:
         # key -> the ${NAME}s its value came from: such a value is never echoed, whatever the key.
         self.from_env: dict[str, list[str]] = {}
 
-    def shown(self, key: str, value: Any) -> str:
+    def shown(self, key: str, value: object) -> str:
         """The value for an error message: its repr, or where it came from if it came from ${NAME}."""
         names = self.from_env.get(key)
         if names:
@@ -211,15 +212,13 @@ class _Reader:
             raise ConfigError(f"{self.path}: unknown key {self._key(unknown[0])} (check the spelling)")
 
 
-def _kind(value: Any) -> str:
+def _kind(value: object) -> str:
     return {dict: "a table", list: "a list", str: "a string", int: "an integer", bool: "a boolean",
             float: "a number"}.get(type(value), type(value).__name__)
 
 
 def load_config(path: str | Path, env: dict[str, str] | None = None) -> Config:
     """Read and validate a config file; every problem is one ConfigError line naming file and key."""
-    from eosctl.files import CONFIG_MAX_BYTES, input_problem
-
     path = Path(path)
     env = dict(os.environ) if env is None else env
     # stat before open: /dev/zero would be read forever and a FIFO would block open() itself.
@@ -373,6 +372,4 @@ def _bootstrap(value: str, where: str, path: Path) -> str:
 
 
 def _replace_path(sink: Sink, duckdb: str) -> Sink:
-    from dataclasses import replace
-
     return replace(sink, duckdb=duckdb)

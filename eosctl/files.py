@@ -110,6 +110,7 @@ def directory_problem(path: str) -> str | None:
 def glob_problem(pattern: str) -> str | None:
     """What is wrong with reading every local file a path or glob matches (a FIFO would block DuckDB's
     open, a device would be read forever); None if each match is a regular file, or if it is a URL."""
+    # Here, not at the top: `eosctl --help` imports this module and needs neither.
     import glob
     import re
 

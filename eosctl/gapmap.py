@@ -10,15 +10,15 @@ Runs inside the audit's per-partition task (pure Python, no I/O).
 from __future__ import annotations
 
 import heapq
-from typing import Any
 
 from eosctl.findings import SEGMENT_KINDS, LogSegment
+from eosctl.model import PartitionLog
 
 PER_KIND = 100  # at most 4 x 100 segments per partition: ~20 kB of JSON, a few hundred SVG rects
 
 
-def log_segments(log: Any, per_kind: int = PER_KIND) -> tuple[LogSegment, ...]:
-    """``log`` is an eosctl.model.PartitionLog; only offsets between its log start and HW are kept.
+def log_segments(log: PartitionLog, per_kind: int = PER_KIND) -> tuple[LogSegment, ...]:
+    """Only offsets between the log's start and HW are kept.
 
     One pass over the ranges and, per kind with too many runs, a selection
     of the largest distances: cheap next to the reconciliation itself even for 10M offsets.

@@ -25,11 +25,15 @@ import time
 from collections import defaultdict, deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from confluent_kafka.admin import AdminClient
+
+from eosctl.errors import BrokerError
+from eosctl.logscan import scan_partitions
 from eosctl.model import TP, Kind, PartitionLog
 from eosctl.offsets import group_offsets, group_states
 from eosctl.opentxn import OpenTxn, open_transactions
+from eosctl.wire import Offsets, WireClient
 
 DEFAULT_SCAN_LIMIT = 50_000
 
@@ -116,7 +120,7 @@ def oldest_unconsumed_ms(log: PartitionLog | None, committed: int, lso: int) -> 
     return None
 
 
-def scan_windows(committed: Mapping[TP, Iterable[int | None]], offsets: Mapping[TP, Any],
+def scan_windows(committed: Mapping[TP, Iterable[int | None]], offsets: Mapping[TP, Offsets],
                  scan_limit: int) -> dict[TP, tuple[int, int]]:
     """Per partition, the one window [from, to) that answers every group: from the lowest committed
     offset still below the LSO, at most ``scan_limit`` offsets."""
@@ -130,7 +134,7 @@ def scan_windows(committed: Mapping[TP, Iterable[int | None]], offsets: Mapping[
     return windows
 
 
-def build_rows(committed: Mapping[str, Mapping[TP, int | None]], offsets: Mapping[TP, Any],
+def build_rows(committed: Mapping[str, Mapping[TP, int | None]], offsets: Mapping[TP, Offsets],
                logs: Mapping[TP, PartitionLog], open_txns: Mapping[TP, OpenTxn]) -> list[PartitionLag]:
     """One PartitionLag per group and partition from what a poll gathered (pure: no I/O)."""
     rows = []
@@ -157,12 +161,11 @@ def build_rows(committed: Mapping[str, Mapping[TP, int | None]], offsets: Mappin
 # --- talking to the cluster ----------------------------------------------------------------------------
 
 
-def poll(client: Any, admin: Any, groups: Sequence[str] | None = None, topics: Sequence[str] | None = None,
-         scan_limit: int = DEFAULT_SCAN_LIMIT, now_ms: int | None = None) -> LagSnapshot:
+def poll(client: WireClient, admin: AdminClient, groups: Sequence[str] | None = None,
+         topics: Sequence[str] | None = None, scan_limit: int = DEFAULT_SCAN_LIMIT,
+         now_ms: int | None = None) -> LagSnapshot:
     """One lag measurement for the given groups (default: every group with committed offsets for
     ``topics``; every group when no topic is given either)."""
-    from eosctl.logscan import scan_partitions
-
     states = group_states(admin)
     wanted = list(groups) if groups else sorted(states)
     by_group = group_offsets(admin, wanted) if wanted else {}
@@ -199,13 +202,11 @@ def poll(client: Any, admin: Any, groups: Sequence[str] | None = None, topics: S
     return LagSnapshot(taken, rows, {g: states.get(g, "UNKNOWN") for g in committed})
 
 
-def topic_partitions(client: Any, topics: Sequence[str],
+def topic_partitions(client: WireClient, topics: Sequence[str],
                      required: set[str]) -> tuple[dict[str, dict[int, int]], dict[str, str]]:
     """(topic -> partition -> leader, topic -> error): a topic a group committed to that was deleted, or that
     the user may not describe, gets its error instead of failing every group's lag; a ``required`` topic
     (named by the user) still fails the poll."""
-    from eosctl.errors import BrokerError
-
     if not topics:
         return {}, {}
     try:

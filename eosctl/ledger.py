@@ -12,13 +12,19 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from eosctl.config import Cluster, Sink
 from eosctl.errors import BrokerError
+from eosctl.findings import Finding
+from eosctl.logscan import scan_partitions
+from eosctl.model import TP, Kind, PartitionLog
 from eosctl.offsets import committed_offsets
 from eosctl.progress import Progress
+from eosctl.reconcile import offset_mismatch, reconcile_partition
+from eosctl.sinkdb import OffsetIsland, SinkPartition, frozen, open_sink
+from eosctl.wire import Offsets, WireClient
 
 # A ledger names at most this many flags of one kind per partition; counts stay exact.
 MAX_FLAGS_PER_KIND = 20
@@ -102,9 +108,7 @@ class _Clipped:
     so a row written meanwhile is never a phantom. Rows at or beyond the fresh HW still are.
     """
 
-    def __init__(self, log: Any, upto: int, fresh: Any | None = None):
-        from eosctl.model import Kind
-
+    def __init__(self, log: PartitionLog, upto: int, fresh: Offsets | None = None):
         self.topic, self.partition, self.ranges = log.topic, log.partition, log.ranges
         self.log_start_offset, self.high_watermark = log.log_start_offset, log.high_watermark
         self.last_stable_offset = min(log.last_stable_offset, upto)
@@ -117,22 +121,21 @@ class _Clipped:
 def partition_ledger(
     topic: str,
     partition: int,
-    summary: Any | None,
-    islands: list[Any],
+    summary: SinkPartition | None,
+    islands: list[OffsetIsland],
     stored: int | None,
     committed: int | None,
-    offsets: Any | None,
-    log: Any | None,
+    offsets: Offsets | None,
+    log: PartitionLog | None,
     compare_offsets: bool = True,
-    invalid: Iterable[Any] = (),
+    invalid: Iterable[Finding] = (),
 ) -> PartitionLedger:
     """One partition's ledger row and flags; pure, so it is tested without Kafka or DuckDB.
 
-    `summary` is a sinkdb.PartitionSummary (None: no rows), `islands` its sinkdb.OffsetIslands, `offsets`
-    a wire.Offsets read after the sink, `log` an eosctl.model.PartitionLog covering [log start, HW) or
-    None (no scan). `compare_offsets`: the sink has an offsets table and a group was given (the audit's
-    condition), so stored and committed are compared even when one side is missing. `invalid` are the
-    partition's invalid_row findings (sinkdb.SinkReader.invalid_rows).
+    `summary` is None when the sink has no rows, `islands` are the sink's, `offsets` were read after the
+    sink, `log` covers [log start, HW) or is None (no scan). `compare_offsets`: the sink has an offsets
+    table and a group was given (the audit's condition), so stored and committed are compared even when
+    one side is missing. `invalid` are the partition's invalid_row findings (sinkdb.SinkReader.invalid_rows).
     """
     p = PartitionLedger(topic, partition, stored_offset=stored, committed_offset=committed)
     if summary is not None:
@@ -145,8 +148,6 @@ def partition_ledger(
     flags: list[LedgerFlag] = []
 
     if compare_offsets:
-        from eosctl.reconcile import offset_mismatch
-
         # The audit's function, so the ledger and the audit never disagree on what a mismatch is (a
         # missing side means nothing consumed, from offset 0).
         m = offset_mismatch(topic, partition, stored, committed, log)
@@ -166,8 +167,6 @@ def partition_ledger(
     p.checked_to = upto
 
     if log is not None and upto is not None:
-        from eosctl.reconcile import reconcile_partition
-
         _, findings = reconcile_partition(_Clipped(log, upto, offsets), islands)
         p.missing_offsets = sum(f.count for f in findings if f.kind == "gap")
         for kind, group in itertools.groupby(sorted(findings, key=lambda f: FLAG_KINDS.index(f.kind)),
@@ -201,12 +200,12 @@ _WHAT = {
 }
 
 
-def _describe(f: Any) -> str:
+def _describe(f: Finding) -> str:
     what = _WHAT[f.kind].format(s="" if f.count == 1 else "s")
     return f"{f.count} {what} at offsets {_span(f.first_offset, f.last_offset)}"
 
 
-def invalid_flags(findings: Iterable[Any]) -> list[LedgerFlag]:
+def invalid_flags(findings: Iterable[Finding]) -> list[LedgerFlag]:
     """invalid_row findings as ledger flags: no offsets to name, the detail says which column is wrong."""
     return [LedgerFlag("invalid_row", None, None, f.count,
                        f"{f.count} sink row{'s' if f.count != 1 else ''} no Kafka record can match: "
@@ -232,18 +231,13 @@ def collect(
     duckdb_path: str | None = None,
     parquet: str | None = None,
     scan: bool = True,
-    logs: dict[tuple[str, int], Any] | None = None,
+    logs: dict[TP, PartitionLog] | None = None,
     progress: Progress | None = None,
 ) -> Ledger:
     """Read the sink (read-only) and Kafka, and build the ledger for `topics` and the sink's own topics.
 
     `logs` are partition scans the caller already has (the snapshot scans once for everything).
     """
-    from dataclasses import replace
-
-    from eosctl.sinkdb import frozen, open_sink
-    from eosctl.wire import WireClient
-
     if duckdb_path or parquet:
         sink = replace(sink, duckdb=duckdb_path, parquet=parquet)
     # The sink first, then Kafka: every row read was written from a record Kafka committed before the
@@ -254,7 +248,7 @@ def collect(
         stored_rows = reader.stored_offsets()
         stored = {(s.topic, s.partition): s.next_offset for s in stored_rows or ()}
         by_partition = itertools.groupby(reader.islands(), key=lambda i: (i.topic, i.partition))
-        islands: dict[tuple[str, int], list[Any]] = {tp: list(group) for tp, group in by_partition}
+        islands: dict[TP, list[OffsetIsland]] = {tp: list(group) for tp, group in by_partition}
         invalid = reader.invalid_rows()
         source = reader.source
     expected_topics = list(dict.fromkeys(topics))
@@ -273,12 +267,10 @@ def collect(
         logs = dict(logs or {})
         todo = [tp for tp in in_kafka if tp not in logs]
         if scan and todo:
-            from eosctl.logscan import scan_partitions
-
             logs.update(scan_partitions(client, todo, progress=progress))
     # The audit compares offsets under the same condition: a group, and an offsets table in the sink.
     compare = group is not None and stored_rows is not None
-    by_tp: dict[tuple[str | None, int | None], list[Any]] = {}
+    by_tp: dict[tuple[str | None, int | None], list[Finding]] = {}
     for f in invalid:
         by_tp.setdefault((f.topic, f.partition), []).append(f)
     rows = []

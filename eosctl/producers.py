@@ -13,7 +13,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-TP = tuple[str, int]
+from kafka.admin import KafkaAdminClient
+
+from eosctl.errors import EosctlError
+from eosctl.logscan import scan_partitions
+from eosctl.model import TP, PartitionLog
+from eosctl.txns import ActiveProducer, Described, describe_producers
+from eosctl.wire import WireClient
+
 DEFAULT_SCAN_LAST = 100_000
 DESCRIBE_PRODUCERS = "describe-producers"
 LOG_SCAN = "log-scan"
@@ -67,14 +74,14 @@ class ProducersReport:
                 "producers": [p.to_dict() for p in self.producers]}
 
 
-def from_describe(tp: TP, p: Any) -> ProducerRow:
+def from_describe(tp: TP, p: ActiveProducer) -> ProducerRow:
     start = p.current_transaction_start_offset
     return ProducerRow(tp[0], tp[1], p.producer_id, p.producer_epoch, p.last_sequence,
                        p.last_timestamp if p.last_timestamp >= 0 else None, start if start >= 0 else None,
                        p.coordinator_epoch)
 
 
-def from_log(log: Any) -> list[ProducerRow]:
+def from_log(log: PartitionLog) -> list[ProducerRow]:
     """Rows from a scanned PartitionLog's ProducerState table."""
     rows = []
     for pid, s in sorted(log.producers.items()):
@@ -95,17 +102,14 @@ class Found:
     scanned: dict[TP, tuple[int, int]] = field(default_factory=dict)  # [from, to) per partition, LOG_SCAN
 
 
-def find(client: Any, admin: Any, tps: Sequence[TP], scan_last: int = DEFAULT_SCAN_LAST,
-         logs: Mapping[TP, Any] | None = None,
-         described: tuple[dict[TP, list[Any]], str] | None = None) -> Found:
+def find(client: WireClient, admin: KafkaAdminClient, tps: Sequence[TP], scan_last: int = DEFAULT_SCAN_LAST,
+         logs: Mapping[TP, PartitionLog] | None = None, described: Described | None = None) -> Found:
     """Producers of the partitions: DescribeProducers (one call per leader), else the log.
 
     ``logs`` are scans the caller already has (PartitionLog per partition); only partitions missing from
     them are scanned, over their last ``scan_last`` offsets. ``described``: describe_producers' answer
     when the caller already has it.
     """
-    from eosctl.txns import describe_producers
-
     tps = list(tps)
     answer, status = described or describe_producers(admin, tps)
     rows = [from_describe(tp, p) for tp in tps for p in answer.get(tp, [])]
@@ -118,8 +122,6 @@ def find(client: Any, admin: Any, tps: Sequence[TP], scan_last: int = DEFAULT_SC
     scans = dict(logs or {})
     todo = [tp for tp in tps if tp not in scans]
     if todo:
-        from eosctl.logscan import scan_partitions
-
         offsets = client.offsets(todo)
         starts = {tp: max(offsets[tp].log_start, offsets[tp].high_watermark - scan_last) for tp in todo}
         scans.update(scan_partitions(client, todo, start=starts))
@@ -131,11 +133,9 @@ def find(client: Any, admin: Any, tps: Sequence[TP], scan_last: int = DEFAULT_SC
     return Found(rows, LOG_SCAN, note, scanned)
 
 
-def describe(client: Any, admin: Any, topic: str, partitions: Sequence[int] | None = None,
+def describe(client: WireClient, admin: KafkaAdminClient, topic: str, partitions: Sequence[int] | None = None,
              scan_last: int = DEFAULT_SCAN_LAST) -> ProducersReport:
     """Producers of every partition of ``topic`` (or of ``partitions``), in one DescribeProducers call."""
-    from eosctl.errors import EosctlError
-
     known = client.partitions(topic)
     parts = sorted(set(partitions)) if partitions else known
     for p in parts:

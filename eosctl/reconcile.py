@@ -21,11 +21,14 @@ counted in PartitionSummary.unverifiable_below, never reported as findings.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from eosctl.findings import Finding, PartitionSummary
-from eosctl.model import Kind
+from eosctl.model import Kind, OffsetRange, PartitionLog
+
+if TYPE_CHECKING:
+    from eosctl.sinkdb import OffsetIsland  # a type only: this pure module never loads the sink reader
 
 # Pseudo-kinds for the sweep besides model.Kind.
 _EXPECTED = "EXPECTED"  # DATA below the LSO: what the sink must hold exactly once
@@ -38,12 +41,30 @@ _INF = 1 << 63  # beyond every int64 offset: a sink row at 2^63-1 is still "beyo
 Island = tuple[int, int, int]  # first, last (inclusive), multiplicity >= 1
 
 
-def reconcile_partition(log: Any, islands: Iterable[Any]) -> tuple[PartitionSummary, list[Finding]]:
+class LogSide(Protocol):
+    """The source side, what reconciling reads of a partition's log: an eosctl.model.PartitionLog, or the
+    ledger's view of one clipped at the offset the sink consumed up to. ``ranges`` are sorted and do not
+    overlap."""
+
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def log_start_offset(self) -> int: ...
+    @property
+    def last_stable_offset(self) -> int: ...
+    @property
+    def high_watermark(self) -> int: ...
+    @property
+    def ranges(self) -> Sequence[OffsetRange]: ...
+
+
+def reconcile_partition(log: LogSide,
+                        islands: Iterable[Island | OffsetIsland]) -> tuple[PartitionSummary, list[Finding]]:
     """Findings and summary for one partition.
 
-    ``log`` is an eosctl.model.PartitionLog (anything with topic, partition, log_start_offset,
-    last_stable_offset, high_watermark and sorted non-overlapping ``ranges``). ``islands`` is sorted by
-    first offset: (first, last, multiplicity) tuples or objects with those attributes (sinkdb.OffsetIsland).
+    ``islands`` is sorted by first offset: (first, last, multiplicity) tuples or sinkdb.OffsetIslands.
     """
     acc = _Runs(log.topic, log.partition)
     for first, last, kind, mult in _pieces(_segments(log), _islands(islands)):
@@ -63,7 +84,7 @@ def reconcile_partition(log: Any, islands: Iterable[Any]) -> tuple[PartitionSumm
 
 
 def reconcile_unknown(topic: str, partition: int,
-                      islands: Iterable[Any]) -> tuple[PartitionSummary, list[Finding]]:
+                      islands: Iterable[Island | OffsetIsland]) -> tuple[PartitionSummary, list[Finding]]:
     """Sink rows naming a topic/partition Kafka doesn't have: all of them are phantom_beyond_hw."""
     rows, lo, hi = 0, None, None
     for first, last, mult in _islands(islands):
@@ -75,8 +96,8 @@ def reconcile_unknown(topic: str, partition: int,
     return PartitionSummary(topic, partition, 0, 0, 0, 0, rows, 0, exists=False), findings
 
 
-def offset_mismatch(topic: str, partition: int, stored: int | None, committed: int | None, log: Any | None,
-                    group: str | None = None) -> Finding | None:
+def offset_mismatch(topic: str, partition: int, stored: int | None, committed: int | None,
+                    log: PartitionLog | None, group: str | None = None) -> Finding | None:
     """The sink's stored next offset vs the group's committed one: a finding only if committed data lies
     between them.
 
@@ -114,7 +135,7 @@ def islands_from_counts(pairs: Iterable[tuple[int, int]]) -> Iterator[Island]:
         yield cur[0], cur[1], cur[2]
 
 
-def _islands(islands: Iterable[Any]) -> Iterator[Island]:
+def _islands(islands: Iterable[Island | OffsetIsland]) -> Iterator[Island]:
     prev = None
     for isl in islands:
         if isinstance(isl, tuple):
@@ -129,7 +150,7 @@ def _islands(islands: Iterable[Any]) -> Iterator[Island]:
         yield first, last, mult
 
 
-def _segments(log: Any) -> Iterator[tuple[int, int, str]]:
+def _segments(log: LogSide) -> Iterator[tuple[int, int, str]]:
     """The whole offset line, in order, as (first, last, kind): below start, the log, beyond the HW."""
     start, lso, hw = log.log_start_offset, log.last_stable_offset, log.high_watermark
     lso = min(max(lso, start), hw)

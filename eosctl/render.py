@@ -26,7 +26,7 @@ def console(stderr: bool = False) -> Console:
     return out
 
 
-def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]], **kw: Any) -> Table:
+def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[object]], **kw: Any) -> Table:
     t = Table(title=title, title_justify="left", header_style="bold", **kw)
     for c in columns:
         t.add_column(c, justify="right" if c.isupper() is False and c.lower() in _NUMERIC else "left")
@@ -41,7 +41,7 @@ _NUMERIC = {
 }
 
 
-def _cell(v: Any) -> str:
+def _cell(v: object) -> str:
     if v is None:
         return "-"
     if isinstance(v, float):
@@ -49,7 +49,7 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
-def emit_json(obj: Any) -> None:
+def emit_json(obj: object) -> None:
     json.dump(obj, sys.stdout, indent=2, sort_keys=False, default=str)
     sys.stdout.write("\n")
 

@@ -22,6 +22,7 @@ from html import escape
 
 from eosctl import __version__
 from eosctl.findings import DESCRIPTIONS, KINDS, PASS, AuditReport, Finding, LogSegment, PartitionSummary
+from eosctl.model import TP
 
 FULL_ROWS = 12  # up to this many partitions, every one gets a full gap-map bar and table row
 MAX_FINDING_ROWS = 2000  # the findings table stops here; the embedded JSON keeps every finding
@@ -70,7 +71,7 @@ class AuditContext:
 def render_html(report: AuditReport, context: AuditContext | None = None) -> str:
     ctx = context or AuditContext()
     # Findings placed on the gap map: those at offsets of a topic/partition (an invalid_row has none).
-    by_tp: dict[tuple[str, int], list[Finding]] = {}
+    by_tp: dict[TP, list[Finding]] = {}
     for f in report.findings:
         if f.topic is not None and f.partition is not None and f.first_offset is not None:
             by_tp.setdefault((f.topic, f.partition), []).append(f)
@@ -93,7 +94,7 @@ def render_html(report: AuditReport, context: AuditContext | None = None) -> str
 # ---- sections ------------------------------------------------------------------------------------------
 
 
-def _verdict(report: AuditReport, by_tp: dict[tuple[str, int], list[Finding]]) -> str:
+def _verdict(report: AuditReport, by_tp: dict[TP, list[Finding]]) -> str:
     failing = len(report.failing)
     ignored = len(report.findings) - failing
     parts = len(report.partitions)
@@ -162,7 +163,7 @@ def _engine(engine: dict[str, object]) -> str:
     return " · ".join(out)
 
 
-def _gap_map(report: AuditReport, by_tp: dict[tuple[str, int], list[Finding]]) -> str:
+def _gap_map(report: AuditReport, by_tp: dict[TP, list[Finding]]) -> str:
     present = {f.kind for f in report.findings}
     segs = {s.kind for p in report.partitions for s in (p.log_segments or ())}
     legend = "".join(
@@ -367,7 +368,7 @@ def finding_title(f: Finding) -> str:
     return text
 
 
-def _partitions(report: AuditReport, by_tp: dict[tuple[str, int], list[Finding]]) -> str:
+def _partitions(report: AuditReport, by_tp: dict[TP, list[Finding]]) -> str:
     head = ("<tr><th>topic</th><th>partition</th><th>log start</th><th>LSO</th><th>HW</th>"
             "<th>expected</th><th>sink rows</th><th>unverifiable</th><th>findings</th></tr>")
 

@@ -15,6 +15,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from eosctl.clients import confluent_admin
+from eosctl.config import Cluster
 from eosctl.errors import BrokerError, EosctlError
 
 STATE_FILE = "sandbox.json"
@@ -111,9 +113,6 @@ def status(home: Path) -> SandboxState | None:
 
 def wait_for_metadata(bootstrap: str, timeout: float = 30.0) -> None:
     """Block until the broker answers a Metadata request (an open port is not enough)."""
-    from eosctl.clients import confluent_admin
-    from eosctl.config import Cluster
-
     deadline = time.monotonic() + timeout
     admin = confluent_admin(Cluster(name="sandbox", bootstrap_servers=bootstrap), timeout=1.0)
     last = None

@@ -21,12 +21,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from eosctl.config import Sink
 from eosctl.errors import SinkError, first_line
 from eosctl.files import glob_problem, input_problem
 from eosctl.findings import Finding
+from eosctl.model import TP
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 # DuckDB's main header (storage/storage_info.hpp): 8-byte checksum, magic "DUCK", uint64 storage version,
 # 4 uint64 flags, then the writer's library version string (32 bytes, NUL padded).
@@ -47,7 +51,10 @@ _INEXACT = ("FLOAT", "DOUBLE", "DECIMAL", "REAL")
 
 
 @dataclass(frozen=True)
-class PartitionSummary:
+class SinkPartition:
+    """The sink's row counts for one partition (the audit's per-partition verdict is
+    eosctl.findings.PartitionSummary)."""
+
     topic: str
     partition: int
     rows: int
@@ -124,12 +131,13 @@ def check_duckdb_file(path: str, where: str = "sink", flag: str = "--sink-duckdb
 
 
 def connect_readonly(path: str | Path, where: str = "sink", flag: str = "--sink-duckdb",
-                     table: str = "TABLE", wait_s: float | None = None) -> Any:
+                     table: str = "TABLE", wait_s: float | None = None) -> DuckDBPyConnection:
     """duckdb.connect(path, read_only=True), with every failure turned into one SinkError line.
 
     A writer holding the file is waited for, up to ``wait_s``: a pipeline that connects, writes a batch
     and closes leaves gaps between its transactions, and one of them is all a reader needs.
     """
+    # Here, not at the top (0.1 s): `eosctl report FILE.json` imports this module for read_header only.
     import duckdb
 
     path = str(path)
@@ -294,8 +302,9 @@ def _topic_column(col: str) -> _IntColumn:
 class SinkReader:
     """Read-only queries over one sink relation. Use as a context manager, or call close()."""
 
-    def __init__(self, conn: Any, relation: str, sink: Sink, source: str, offsets_relation: str | None,
-                 types: dict[str, str] | None = None, offsets_types: dict[str, str] | None = None):
+    def __init__(self, conn: DuckDBPyConnection, relation: str, sink: Sink, source: str,
+                 offsets_relation: str | None, types: dict[str, str] | None = None,
+                 offsets_types: dict[str, str] | None = None):
         self.conn = conn
         self.relation = relation  # SQL for FROM: a quoted table or read_parquet([...])
         self.sink = sink
@@ -329,7 +338,7 @@ class SinkReader:
     def close(self) -> None:
         self.conn.close()
 
-    def summaries(self) -> list[PartitionSummary]:
+    def summaries(self) -> list[SinkPartition]:
         """Per partition the sink names validly; rows with an invalid offset are counted, not summarised."""
         sql = f"""
             WITH c AS (SELECT t, p, o, count(*) AS m FROM {self._rows}
@@ -338,9 +347,9 @@ class SinkReader:
                    count(*) FILTER (WHERE m > 1 AND o IS NOT NULL),
                    coalesce(sum(m) FILTER (WHERE o IS NULL), 0)::BIGINT
             FROM c GROUP BY t, p ORDER BY t, p"""
-        return [PartitionSummary(*row) for row in self._query(sql)]
+        return [SinkPartition(*row) for row in self._query(sql)]
 
-    def partitions(self) -> dict[tuple[str, int], int]:
+    def partitions(self) -> dict[TP, int]:
         """(topic, partition) -> rows: which partitions the sink names; one cheap aggregation, unlike
         summaries(), which counts every offset (~30x slower on 20M rows)."""
         sql = f"SELECT t, p, count(*) FROM {self._rows} WHERE t IS NOT NULL AND p IS NOT NULL GROUP BY t, p"
@@ -516,7 +525,7 @@ def invalid_rows(sink: Sink) -> list[Finding]:
         return reader.invalid_rows()
 
 
-def _tables(conn: Any) -> list[tuple[str, str, str]]:
+def _tables(conn: DuckDBPyConnection) -> list[tuple[str, str, str]]:
     """(catalog, schema, table) of every table and view the file holds."""
     return conn.execute(
         "SELECT table_catalog, table_schema, table_name FROM information_schema.tables ORDER BY 2, 3"
@@ -534,7 +543,7 @@ def _find_table(tables: list[tuple[str, str, str]], parts: list[str]) -> bool:
     return False
 
 
-def _duckdb_relations(conn: Any, sink: Sink, where: str, shown: str) -> tuple[str, str | None]:
+def _duckdb_relations(conn: DuckDBPyConnection, sink: Sink, where: str, shown: str) -> tuple[str, str | None]:
     tables = _tables(conn)
     for name, key in ((sink.table, "table"), (sink.offsets_table, "offsets_table")):
         if name is not None and not _find_table(tables, name_parts(name)):
@@ -553,7 +562,7 @@ def _table_name(schema: str, table: str) -> str:
     return ".".join(f'"{p}"' if "." in p or '"' in p else p for p in parts)
 
 
-def _columns(conn: Any, relation: str) -> dict[str, str]:
+def _columns(conn: DuckDBPyConnection, relation: str) -> dict[str, str]:
     """Column name -> DuckDB type, in the relation's order."""
     try:
         return {r[0]: r[1] for r in conn.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()}
@@ -561,7 +570,8 @@ def _columns(conn: Any, relation: str) -> dict[str, str]:
         raise SinkError(f"cannot read the columns of {relation}: {_error_text(e)}") from None
 
 
-def _check_columns(conn: Any, relation: str, sink: Sink, where: str, what: str) -> dict[str, str]:
+def _check_columns(conn: DuckDBPyConnection, relation: str, sink: Sink, where: str,
+                   what: str) -> dict[str, str]:
     have = _columns(conn, relation)
     lowered = {c.lower() for c in have}
     missing = [
@@ -578,7 +588,7 @@ def _check_columns(conn: Any, relation: str, sink: Sink, where: str, what: str) 
     return have
 
 
-def _check_offsets_columns(conn: Any, relation: str, where: str, what: str) -> dict[str, str]:
+def _check_offsets_columns(conn: DuckDBPyConnection, relation: str, where: str, what: str) -> dict[str, str]:
     have = _columns(conn, relation)
     missing = [c for c in OFFSETS_COLUMNS if c not in {h.lower() for h in have}]
     if missing:

@@ -26,7 +26,7 @@ from eosctl.errors import EosctlError
 from eosctl.findings import AuditReport
 from eosctl.lag import LagSnapshot, PartitionLag
 from eosctl.ledger import Ledger, LedgerFlag, PartitionLedger
-from eosctl.model import Kind, PartitionLog
+from eosctl.model import TP, Kind, PartitionLog
 from eosctl.opentxn import OpenTxn
 from eosctl.producers import ProducerRow
 from eosctl.sinkdb import connect_readonly, read_header
@@ -34,7 +34,6 @@ from eosctl.txns import Hanging, HangingReport, TxnInfo
 
 FORMAT_VERSION = 1
 STORAGE_VERSION = "v1.0.0"
-TP = tuple[str, int]
 
 
 Row = TxnInfo | ProducerRow | PartitionLag

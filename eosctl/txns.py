@@ -20,17 +20,28 @@ either one is enough:
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
+
+import kafka.errors as Errors
+from kafka.admin import AbortTransactionSpec, KafkaAdminClient, TransactionDescription
+from kafka.admin import ProducerState as ActiveProducer
+from kafka.structs import TopicPartition
 
 from eosctl.errors import BrokerError, EosctlError
+from eosctl.logscan import scan_partition
+from eosctl.model import TP
+from eosctl.opentxn import first_batches, open_transactions
+from eosctl.wire import WireClient
 
-TP = tuple[str, int]
 # Kafka's default transaction.max.timeout.ms: after it the coordinator aborts a transaction by itself.
 DEFAULT_MAX_AGE_S = 900.0
 ACTIVE_STATES = {"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"}
 WRITE_TXN_MARKERS_API_KEY = 27
+# DescribeProducers' answer: the active producers per partition, and "ok" / "unsupported" / the error.
+Described = tuple[dict[TP, list[ActiveProducer]], str]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,14 +149,12 @@ def _round(v: float | None) -> float | None:
 # --- the admin client (built by eosctl.clients.kafka_admin) ------------------------------------------
 
 
-def supports(admin: Any, api_key: int) -> bool:
+def supports(admin: KafkaAdminClient, api_key: int) -> bool:
     return api_key in {int(k) for k in admin.api_versions()}
 
 
-def _call(what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+def _call(what: str, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
     """Run one admin call; protocol errors become one line naming what failed."""
-    import kafka.errors as Errors
-
     try:
         return fn(*args, **kwargs)
     except Errors.IncompatibleBrokerVersion:
@@ -157,7 +166,7 @@ def _call(what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
 # --- list / describe -------------------------------------------------------------------------------------
 
 
-def _info(txid: str, d: Any) -> TxnInfo:
+def _info(txid: str, d: TransactionDescription) -> TxnInfo:
     return TxnInfo(
         transactional_id=txid, producer_id=d.producer_id, producer_epoch=d.producer_epoch,
         state=d.state.value, timeout_ms=d.transaction_timeout_ms,
@@ -167,7 +176,7 @@ def _info(txid: str, d: Any) -> TxnInfo:
     )
 
 
-def list_transactions(admin: Any, states: Sequence[str] = (), min_age_s: float | None = None,
+def list_transactions(admin: KafkaAdminClient, states: Sequence[str] = (), min_age_s: float | None = None,
                       producer_ids: Sequence[int] = (), now_ms: int | None = None) -> list[TxnInfo]:
     """Every transactional id the coordinators know, described (state, epoch, timeout, start, partitions).
 
@@ -193,9 +202,7 @@ def list_transactions(admin: Any, states: Sequence[str] = (), min_age_s: float |
     return out
 
 
-def describe_transaction(admin: Any, transactional_id: str) -> TxnInfo:
-    import kafka.errors as Errors
-
+def describe_transaction(admin: KafkaAdminClient, transactional_id: str) -> TxnInfo:
     try:
         described = admin.describe_transactions([transactional_id])
     except Errors.TransactionalIdNotFoundError:
@@ -212,14 +219,11 @@ def describe_transaction(admin: Any, transactional_id: str) -> TxnInfo:
 # --- hanging ---------------------------------------------------------------------------------------------
 
 
-def describe_producers(admin: Any, tps: Iterable[TP]) -> tuple[dict[TP, list[Any]], str]:
+def describe_producers(admin: KafkaAdminClient, tps: Iterable[TP]) -> Described:
     """DescribeProducers for the partitions (kafka-python sends one request per leader).
 
     Returns (active producers per partition, status) where status is "ok", "unsupported" or the error.
     """
-    import kafka.errors as Errors
-    from kafka.structs import TopicPartition
-
     tps = list(tps)
     if not tps:
         return {}, "ok"
@@ -232,15 +236,13 @@ def describe_producers(admin: Any, tps: Iterable[TP]) -> tuple[dict[TP, list[Any
     return {(tp.topic, tp.partition): list(s.active_producers) for tp, s in result.items()}, "ok"
 
 
-def find_hanging(client: Any, admin: Any, topics: Sequence[str], max_age_s: float = DEFAULT_MAX_AGE_S,
-                 now_ms: int | None = None,
-                 described: tuple[dict[TP, list[Any]], str] | None = None) -> HangingReport:
+def find_hanging(client: WireClient, admin: KafkaAdminClient, topics: Sequence[str],
+                 max_age_s: float = DEFAULT_MAX_AGE_S, now_ms: int | None = None,
+                 described: Described | None = None) -> HangingReport:
     """Apply both rules to every partition of ``topics``; one finding per partition and producer.
 
     ``described``: describe_producers' answer when the caller already has it (the TUI asks once per refresh).
     """
-    from eosctl.opentxn import open_transactions
-
     now_ms = _now(now_ms)
     partitions = client.metadata(topics)
     tps = [(t, p) for t in topics for p in sorted(partitions[t])]
@@ -285,7 +287,7 @@ def find_hanging(client: Any, admin: Any, topics: Sequence[str], max_age_s: floa
     return report
 
 
-def _coordinator_view(admin: Any, producer_ids: set[int]) -> dict[int, TxnInfo]:
+def _coordinator_view(admin: KafkaAdminClient, producer_ids: set[int]) -> dict[int, TxnInfo]:
     """What the coordinators say about these producer ids (empty if the broker can't say)."""
     if not producer_ids:
         return {}
@@ -297,23 +299,20 @@ def _coordinator_view(admin: Any, producer_ids: set[int]) -> dict[int, TxnInfo]:
 
 
 def _with_coordinator(h: Hanging, info: TxnInfo) -> Hanging:
-    from dataclasses import replace
-
     return replace(h, transactional_id=info.transactional_id, coordinator_state=info.state)
 
 
 # --- abort -----------------------------------------------------------------------------------------------
 
 
-def plan_abort(client: Any, admin: Any, topic: str, partition: int, start_offset: int) -> AbortPlan:
+def plan_abort(client: WireClient, admin: KafkaAdminClient, topic: str, partition: int,
+               start_offset: int) -> AbortPlan:
     """Find the open transaction that starts at ``start_offset``; EosctlError if there is none.
 
     DescribeProducers names it where the broker fills it in; otherwise the log does: the first batch at
     the offset must be transactional data, and its transaction must still be open (it holds the LSO, or
     a scan up to the HW finds no marker for it).
     """
-    from eosctl.logscan import scan_partition
-
     tp = (topic, partition)
     client.leader(topic, partition)
     o = client.offsets([tp])[tp]
@@ -330,8 +329,6 @@ def plan_abort(client: Any, admin: Any, topic: str, partition: int, start_offset
         started = match[0].last_timestamp if match[0].last_timestamp >= 0 else None
         coordinator_epoch = max(0, match[0].coordinator_epoch)  # -1: no marker yet for this producer
     else:
-        from eosctl.opentxn import first_batches
-
         batch = first_batches(client, {tp: start_offset}).get(tp)
         if batch is None or batch.base_offset != start_offset:
             raise EosctlError(f"offset {start_offset} of {where} is not the first offset of a batch; "
@@ -353,11 +350,8 @@ def plan_abort(client: Any, admin: Any, topic: str, partition: int, start_offset
                      supports(admin, WRITE_TXN_MARKERS_API_KEY), coordinator_epoch)
 
 
-def abort(admin: Any, plan: AbortPlan) -> None:
+def abort(admin: KafkaAdminClient, plan: AbortPlan) -> None:
     """Write the ABORT marker for the planned transaction (WriteTxnMarkers to the partition leader)."""
-    from kafka.admin._transactions import AbortTransactionSpec
-    from kafka.structs import TopicPartition
-
     if not plan.supported:
         raise EosctlError("this broker does not support aborting transactions (no WriteTxnMarkers API); "
                           "nothing was changed")

@@ -10,17 +10,19 @@ from __future__ import annotations
 import socket
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import kafka.errors as Errors
 from kafka.net.compat import KafkaNetClient
+from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest, OffsetSpec
 from kafka.protocol.metadata import MetadataRequest
 
 from eosctl.config import Cluster
 from eosctl.errors import BrokerError
+from eosctl.model import TP
 
 READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
@@ -32,8 +34,9 @@ DEFAULT_MAX_BYTES = 1 << 20
 RECEIVE_MAX_BYTES = 128 << 20
 
 METADATA_ATTEMPTS = 5
+# A broker id, or kafka-python's "bootstrap-N" for a bootstrap server before metadata names the brokers.
+NodeId = int | str
 
-TP = tuple[str, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,14 +243,15 @@ class WireClient:
 
     # --- plumbing ---------------------------------------------------------------------------------
 
-    def _any_node(self) -> Any:
+    def _any_node(self) -> NodeId:
         node = self._client.least_loaded_node(bootstrap_fallback=True)
         if node is None:
             raise BrokerError(f"no broker of {self.bootstrap} is reachable right now; check that it is up")
         return node
 
-    def _send_all(self, calls: list[tuple[Any, Any]]) -> list[Any]:
-        """Send every (node, request) before waiting for any, and return responses in order."""
+    def _send_all(self, calls: Sequence[tuple[NodeId, ApiMessage]]) -> list[Any]:
+        """Send every (node, request) before waiting for any, and return responses in order (each of its
+        request's response class, read by attribute)."""
         try:
             for node in dict.fromkeys(node for node, _ in calls):
                 self._client.await_ready(node, timeout_ms=self.timeout_ms)
@@ -267,8 +271,8 @@ class WireClient:
         return responses
 
 
-def _list_offsets(parts: list[TP], spec: int, isolation: int) -> Any:
-    by_topic: dict[str, list[Any]] = defaultdict(list)
+def _list_offsets(parts: list[TP], spec: int, isolation: int) -> ListOffsetsRequest:
+    by_topic: dict[str, list[ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition]] = defaultdict(list)
     for topic, partition in parts:
         by_topic[topic].append(ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
             partition_index=partition, current_leader_epoch=-1, timestamp=int(spec)))
@@ -279,9 +283,9 @@ def _list_offsets(parts: list[TP], spec: int, isolation: int) -> Any:
     )
 
 
-def _fetch_request(parts: Mapping[TP, int], max_bytes: int, isolation: int) -> Any:
+def _fetch_request(parts: Mapping[TP, int], max_bytes: int, isolation: int) -> FetchRequest:
     fetch_topic = FetchRequest.FetchTopic
-    by_topic: dict[str, list[Any]] = defaultdict(list)
+    by_topic: dict[str, list[FetchRequest.FetchTopic.FetchPartition]] = defaultdict(list)
     for (topic, partition), offset in parts.items():
         by_topic[topic].append(fetch_topic.FetchPartition(
             partition=partition, current_leader_epoch=-1, fetch_offset=offset, log_start_offset=-1,

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from eosctl.clients import kafka_admin
 from eosctl.config import Cluster
 from eosctl.errors import BrokerError
+
+if TYPE_CHECKING:
+    from kafka.admin import KafkaAdminClient
 
 # Seconds to wait for one broker round trip (metadata, watermarks, commits).
 TIMEOUT = 10.0
@@ -50,7 +54,7 @@ class Broker:
     def __init__(self, cluster: Cluster):
         self.cluster = cluster
         self._consumers: dict[str, Consumer] = {}
-        self._admin: Any = None
+        self._admin: KafkaAdminClient | None = None
         self._admin_failed = False
 
     def high_watermark(self, topic: str, partition: int) -> int:
@@ -115,11 +119,9 @@ class Broker:
             return None
         return str(getattr(desc.state, "value", desc.state))
 
-    def _kafka_admin(self) -> Any:
+    def _kafka_admin(self) -> KafkaAdminClient | None:
         if self._admin is None and not self._admin_failed:
             try:
-                from eosctl.clients import kafka_admin
-
                 self._admin = kafka_admin(self.cluster, timeout=TIMEOUT)
             except Exception:  # the manifest falls back to producer_id -1 rather than failing the run
                 self._admin_failed = True

@@ -15,16 +15,15 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from confluent_kafka import Message, Producer, TopicPartition
+from confluent_kafka import KafkaError, Message, Producer, TopicPartition
 
 from eosctl.config import Cluster
 from eosctl.errors import BrokerError, EosctlError
 from eosctl.pipeline import FAULTS
 from eosctl.pipeline.broker import TIMEOUT, Broker, client_conf
 from eosctl.pipeline.truth import COMMITTED, GroundTruth, Record
-from eosctl.pipeline.txn import MAX_TRANSACTION_TIMEOUT_MS, Fenced, TransactionalWriter
+from eosctl.pipeline.txn import MAX_TRANSACTION_TIMEOUT_MS, Fenced, GroupMetadata, TransactionalWriter
 
 TARGET_SIZE = 3  # records per duplicate-replay / skip run
 HANGING_RECORDS = 3
@@ -106,7 +105,7 @@ def upstream_retry(cluster: Cluster, topic: str, order: dict, truth: GroundTruth
     producer = Producer(client_conf(cluster, **{"enable.idempotence": False, "acks": "all"}))
     delivered: list[Record] = []
 
-    def on_delivery(err: Any, msg: Any) -> None:
+    def on_delivery(err: KafkaError | None, msg: Message) -> None:
         if err is None:
             delivered.append(Record(msg.topic(), msg.partition(), msg.offset(), msg.key().decode(),
                                     COMMITTED))
@@ -123,7 +122,7 @@ def upstream_retry(cluster: Cluster, topic: str, order: dict, truth: GroundTruth
 
 def fence(zombie: TransactionalWriter, cluster: Cluster, broker: Broker, truth: GroundTruth,
           retry: Sequence[tuple[str, str, bytes, int]], offsets: Sequence[TopicPartition],
-          group_metadata: Any) -> tuple[TransactionalWriter, dict, list[dict]]:
+          group_metadata: GroupMetadata) -> tuple[TransactionalWriter, dict, list[dict]]:
     """A successor instance starts with the zombie's transactional.id while the zombie has a transaction
     open (records flushed). init_transactions bumps the epoch and aborts the open transaction; the zombie,
     unaware, then tries to finish its batch: ``retry`` records (topic, key, value, partition) and offsets.

@@ -19,6 +19,7 @@ from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 from eosctl.config import Cluster
 from eosctl.errors import BrokerError
 from eosctl.pipeline.broker import TIMEOUT, Broker, client_conf
+from eosctl.pipeline.txn import GroupMetadata
 
 
 class Reader:
@@ -85,7 +86,7 @@ class Reader:
                 return False
         return True
 
-    def group_metadata(self):
+    def group_metadata(self) -> GroupMetadata:
         return self.consumer.consumer_group_metadata()
 
     def commit(self, offsets: dict[int, int]) -> None:

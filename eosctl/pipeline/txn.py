@@ -5,12 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from eosctl.config import Cluster
 from eosctl.errors import BrokerError
+from eosctl.model import TP
 from eosctl.pipeline.broker import TIMEOUT, Broker, client_conf, kafka_error
 from eosctl.pipeline.truth import ABORTED, COMMITTED, OPEN, GroundTruth, Marker, Record
+
+# What Consumer.consumer_group_metadata() returns: an opaque object, untyped in confluent-kafka.
+GroupMetadata = Any
 
 # Kafka's default transaction.max.timeout.ms: the longest a transaction may stay open on a real broker.
 MAX_TRANSACTION_TIMEOUT_MS = 900_000
@@ -52,7 +56,7 @@ class TransactionalWriter:
             kwargs["partition"] = partition
         self.producer.produce(topic, **kwargs)
 
-    def _delivered(self, err: Any, msg: Any) -> None:
+    def _delivered(self, err: KafkaError | None, msg: Message) -> None:
         if err is not None:
             self._errors.append(str(err))
             return
@@ -70,7 +74,8 @@ class TransactionalWriter:
                               f"({'; '.join(self._errors[:3]) or 'timeout'})")
         return list(self._pending)
 
-    def commit(self, offsets: Sequence[TopicPartition] = (), group_metadata: Any = None) -> list[Record]:
+    def commit(self, offsets: Sequence[TopicPartition] = (),
+               group_metadata: GroupMetadata = None) -> list[Record]:
         """Commit the records and, in the same transaction, the consumer offsets that produced them."""
         self.flush()
         try:
@@ -102,7 +107,7 @@ class TransactionalWriter:
         return records
 
     def _settle(self, status: str, marker: str) -> list[Record]:
-        last: dict[tuple[str, int], int] = {}
+        last: dict[TP, int] = {}
         for r in self._pending:
             r.status = status
             last[r.topic, r.partition] = max(r.offset, last.get((r.topic, r.partition), -1))

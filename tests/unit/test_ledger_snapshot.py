@@ -12,7 +12,7 @@ from eosctl.capture import Capture, hanging_at
 from eosctl.errors import EosctlError
 from eosctl.ledger import Ledger, LedgerFlag, partition_ledger
 from eosctl.model import Kind, OffsetRange, PartitionLog, ProducerState, Transaction
-from eosctl.sinkdb import OffsetIsland, PartitionSummary
+from eosctl.sinkdb import OffsetIsland, SinkPartition
 from eosctl.snapshot import load_snapshot, write_snapshot
 from eosctl.wire import Offsets
 
@@ -32,8 +32,8 @@ def islands(*runs: tuple[int, int, int]) -> list[OffsetIsland]:
     return [OffsetIsland("orders", 0, a, b, m) for a, b, m in runs]
 
 
-def summary(rows: int, distinct: int, lo: int, hi: int, dups: int = 0) -> PartitionSummary:
-    return PartitionSummary("orders", 0, rows, distinct, lo, hi, dups, 0)
+def summary(rows: int, distinct: int, lo: int, hi: int, dups: int = 0) -> SinkPartition:
+    return SinkPartition("orders", 0, rows, distinct, lo, hi, dups, 0)
 
 
 OFFSETS = Offsets(0, 16, 16)

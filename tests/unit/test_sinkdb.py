@@ -13,7 +13,7 @@ import pytest
 
 from eosctl.config import Sink
 from eosctl.errors import SinkError
-from eosctl.sinkdb import OffsetIsland, PartitionSummary, StoredOffset, open_sink, read_header
+from eosctl.sinkdb import OffsetIsland, SinkPartition, StoredOffset, open_sink, read_header
 
 WHERE = "pipelines.orders.sink"
 
@@ -66,10 +66,10 @@ def sample(tmp_path: Path) -> Path:
 def test_summaries_islands_and_stored_offsets(sample: Path):
     with open_sink(sink_config(sample), WHERE) as reader:
         assert reader.summaries() == [
-            PartitionSummary("orders", 0, rows=12, distinct_offsets=10, min_offset=0, max_offset=11,
-                             duplicate_offsets=2, invalid_offset_rows=0),
-            PartitionSummary("orders", 1, rows=3, distinct_offsets=3, min_offset=0, max_offset=2,
-                             duplicate_offsets=0, invalid_offset_rows=0),
+            SinkPartition("orders", 0, rows=12, distinct_offsets=10, min_offset=0, max_offset=11,
+                          duplicate_offsets=2, invalid_offset_rows=0),
+            SinkPartition("orders", 1, rows=3, distinct_offsets=3, min_offset=0, max_offset=2,
+                          duplicate_offsets=0, invalid_offset_rows=0),
         ]
         assert reader.summaries()[0].duplicate_rows == 2
         assert list(reader.islands()) == [

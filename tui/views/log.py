@@ -11,7 +11,7 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Input, Select, Static
 
-from eosctl.model import Kind, PartitionLog
+from eosctl.model import TP, Kind, PartitionLog
 from tui import fmt
 from tui.data import Dashboard
 from tui.table import STYLES, Col, FilterTable, Row
@@ -154,14 +154,14 @@ class LogView(View):
         self.plog: PartitionLog | None = None
         self.focus_range: Focus | None = None
         self.batches = False
-        self._partitions: list[tuple[str, int]] = []
+        self._partitions: list[TP] = []
         self._pending_jump: int | None = None
-        self.current: tuple[str, int] | None = None  # the partition shown or being read
-        self._drawn: tuple[str, int] | None = None  # the partition the table last showed
+        self.current: TP | None = None  # the partition shown or being read
+        self._drawn: TP | None = None  # the partition the table last showed
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="log-bar"):
-            yield Select[tuple[str, int]](
+            yield Select[TP](
                 [], prompt="partition", id="log-partition", allow_blank=True, compact=True
             )
             yield Input(placeholder="jump to offset", id="log-jump", type="integer", compact=True)
@@ -277,7 +277,7 @@ class LogView(View):
             self.post_message(self.Wanted(log.topic, log.partition, offset))
 
 
-def _lag_partitions(dash: Dashboard) -> set[tuple[str, int]]:
+def _lag_partitions(dash: Dashboard) -> set[TP]:
     out = set()
     for row in dash.lag.partitions if dash.lag is not None else []:
         topic, partition = getattr(row, "topic", None), getattr(row, "partition", None)

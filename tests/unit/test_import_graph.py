@@ -1,0 +1,238 @@
+"""The import graph of eosctl, auditors and tui, read from the source with ast (nothing is imported).
+
+Layering: the core (``eosctl.*`` but the command line, ``eosctl.cli`` and ``eosctl.commands.*``, which
+wires everything together) is what the auditors and the TUI build on, so it never imports them; the
+auditors and the TUI are two independent front ends, so neither imports the other. These hold for
+imports at any depth (inside functions, under TYPE_CHECKING): a lazy import is still a dependency.
+
+No cycle among top-level imports: those that run when a module is imported (imports inside functions
+and under ``if TYPE_CHECKING:`` do not), so any module can be imported first.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("eosctl", "auditors", "tui")
+COMMAND_LINE = ("eosctl.cli", "eosctl.__main__", "eosctl.commands")
+
+
+@dataclass(frozen=True)
+class Edge:
+    source: str  # the importing module
+    target: str  # the imported module (x.y for `from x import y` when y is a submodule)
+    line: int
+    top_level: bool  # runs when the source module is imported
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.line} imports {self.target}"
+
+
+def modules(root: Path, packages: tuple[str, ...] = PACKAGES) -> dict[str, Path]:
+    """Module name -> file, for every .py file of the packages (a package is its __init__.py)."""
+    found = {}
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = path.relative_to(root).with_suffix("").parts
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def edges(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[Edge]:
+    """Every import statement of the packages' modules, as edges to the modules it names."""
+    known = modules(root, packages)
+    out = []
+    for name, path in known.items():
+        is_package = path.name == "__init__.py"
+        tree = ast.parse(path.read_text(), str(path))
+        for node, top in _imports(tree.body, top=True):
+            for target in _targets(node, name, is_package, known):
+                out.append(Edge(name, target, node.lineno, top))
+    return out
+
+
+def _imports(body: list[ast.stmt], top: bool) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Import statements at any depth; ``top`` stays True only through module-level statements that run
+    at import time (if / try / with blocks), not through functions, classes' methods or TYPE_CHECKING."""
+    for stmt in body:
+        if isinstance(stmt, ast.Import | ast.ImportFrom):
+            yield stmt, top
+            continue
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+            inner_top = False
+        elif isinstance(stmt, ast.If) and _is_type_checking(stmt.test):
+            yield from _imports(stmt.body, False)
+            yield from _imports(stmt.orelse, top)
+            continue
+        else:
+            inner_top = top
+        for child in ast.iter_child_nodes(stmt):
+            if isinstance(child, ast.stmt):
+                yield from _imports([child], inner_top)
+            else:
+                yield from _nested(child, inner_top)
+
+
+def _nested(node: ast.AST, top: bool) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Statements hidden inside expression-level nodes (except handlers, match cases, ...)."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.stmt):
+            yield from _imports([child], top)
+        else:
+            yield from _nested(child, top)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _targets(node: ast.Import | ast.ImportFrom, module: str, is_package: bool,
+             known: dict[str, Path]) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    base = node.module or ""
+    if node.level:
+        # Relative to the importing module's package: its own name for an __init__, else its parent.
+        package = module.split(".") if is_package else module.split(".")[:-1]
+        anchor = package[:len(package) - (node.level - 1)] if node.level > 1 else package
+        base = ".".join([*anchor, *([base] if base else [])])
+    targets = []
+    for alias in node.names:
+        sub = f"{base}.{alias.name}"
+        targets.append(sub if sub in known else base)
+    return list(dict.fromkeys(targets))
+
+
+def layer(module: str) -> str:
+    """"core", "cli", "auditors", "tui", or the top-level name of a module outside the project."""
+    top = module.split(".")[0]
+    if top != "eosctl":
+        return top
+    return "cli" if any(module == m or module.startswith(m + ".") for m in COMMAND_LINE) else "core"
+
+
+def crossings(all_edges: list[Edge], source: str, forbidden: set[str]) -> list[str]:
+    """The imports from layer ``source`` into any of the ``forbidden`` layers."""
+    return [str(e) for e in all_edges if layer(e.source) == source and layer(e.target) in forbidden]
+
+
+def cycles(all_edges: list[Edge], layers: set[str]) -> list[list[str]]:
+    """Cycles among the modules of ``layers`` through top-level imports (Tarjan's strongly connected
+    components with more than one module, or a module importing itself), each sorted."""
+    graph: dict[str, set[str]] = {}
+    for e in all_edges:
+        if e.top_level and layer(e.source) in layers and layer(e.target) in layers:
+            graph.setdefault(e.source, set()).add(e.target)
+            graph.setdefault(e.target, set())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1 or v in graph[v]:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+# --- the project ---------------------------------------------------------------------------------------
+
+
+def test_the_graph_sees_the_project() -> None:
+    """The parser finds the modules and the imports it must judge (else the checks below pass vacuously)."""
+    all_edges = edges(ROOT)
+    names = {(e.source, e.target) for e in all_edges}
+    assert ("eosctl.capture", "eosctl.wire") in names  # from eosctl.wire import WireClient
+    assert ("eosctl.capture", "eosctl.lag") in names  # from eosctl import lag as lag_mod (a submodule)
+    assert ("tui.data", "eosctl.capture") in names
+    assert ("eosctl.commands.tui_cmd", "tui.app") in names  # inside a function: the command line may
+    assert {layer(e.source) for e in all_edges} == {"core", "cli", "auditors", "tui"}
+
+
+def test_the_core_never_imports_the_auditors_or_the_tui() -> None:
+    assert crossings(edges(ROOT), "core", {"auditors", "tui", "cli"}) == []
+
+
+def test_the_auditors_and_the_tui_never_import_each_other() -> None:
+    all_edges = edges(ROOT)
+    assert crossings(all_edges, "auditors", {"tui"}) == []
+    assert crossings(all_edges, "tui", {"auditors"}) == []
+
+
+def test_the_core_has_no_import_cycle() -> None:
+    assert cycles(edges(ROOT), {"core"}) == []
+
+
+def test_the_whole_project_has_no_import_cycle() -> None:
+    assert cycles(edges(ROOT), {"core", "cli", "auditors", "tui"}) == []
+
+
+# --- the checks themselves, on planted trees -----------------------------------------------------------
+
+
+def plant(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def test_a_lazy_or_type_checking_import_of_the_tui_is_a_crossing(tmp_path: Path) -> None:
+    root = plant(tmp_path, {
+        "eosctl/__init__.py": "",
+        "eosctl/a.py": "def f():\n    from tui import app\n",
+        "eosctl/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import auditors.job\n",
+        "eosctl/c.py": "from . import a\n",
+        "eosctl/cli.py": "from tui import app\n",  # the command line may
+        "eosctl/d.py": "from .commands import x_cmd\n",
+        "eosctl/commands/__init__.py": "", "eosctl/commands/x_cmd.py": "",
+        "tui/__init__.py": "", "tui/app.py": "",
+        "auditors/__init__.py": "", "auditors/job.py": "from ..tui import app\n",
+    })
+    all_edges = edges(root)
+    assert crossings(all_edges, "core", {"auditors", "tui", "cli"}) == [
+        "eosctl.a:2 imports tui.app", "eosctl.b:3 imports auditors.job",
+        "eosctl.d:1 imports eosctl.commands.x_cmd"]
+    assert crossings(all_edges, "auditors", {"tui"}) == ["auditors.job:1 imports tui.app"]
+    assert crossings(all_edges, "tui", {"auditors"}) == []
+
+
+def test_a_cycle_through_top_level_imports_is_named(tmp_path: Path) -> None:
+    root = plant(tmp_path, {
+        "eosctl/__init__.py": "",
+        "eosctl/a.py": "from eosctl import b\n",  # b is a submodule: eosctl.b
+        "eosctl/b.py": "try:\n    from .sub.c import x\nexcept ImportError:\n    pass\n",
+        "eosctl/sub/__init__.py": "",
+        "eosctl/sub/c.py": "import eosctl.a\n",
+        "eosctl/d.py": "def f():\n    import eosctl.e\n",  # lazy: d <-> e is no cycle
+        "eosctl/e.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from eosctl import d\n",
+    })
+    assert cycles(edges(root), {"core"}) == [["eosctl.a", "eosctl.b", "eosctl.sub.c"]]
