@@ -1,32 +1,9 @@
 """`eosctl audit`: did every committed source record land in the sink exactly once, and nothing else?
 
-JSON shape (`--format json`, exactly one object on stdout; names are stable, CI parses them):
+JSON shape (`--format json`, stable; CI parses it): docs/json.md.
 
-    {
-      "verdict": "pass" | "fail",
-      "fail_on": [kind, ...],
-      "summary": {"partitions", "expected_records", "sink_rows", "unverifiable_rows",
-                  "findings": {kind: int for every kind}, "failing_findings"},
-      "partitions": [{"topic", "partition", "log_start_offset", "last_stable_offset", "high_watermark",
-                      "expected_records", "sink_rows", "unverifiable_below", "exists",
-                      "log_segments" (optional, for the HTML gap map: [{"kind": ABORTED|MARKER|OPEN|HOLE,
-                      "first", "last", "count"}], at most 100 per kind, neighbours coalesced)}],
-      "findings": [{"kind", "topic", "partition", "first_offset", "last_offset", "count",
-                    "key" and "offsets" (key_duplicate only), "detail" (when there is one)}],
-      "sink": str, "group": str | null,
-      "engine": {"name": "spark" | "local", "tasks",
-                 "prepare_seconds", "startup_seconds", "partitions_seconds", "scan_seconds",
-                 "reconcile_seconds", "keys_seconds",
-                 spark: "spark_version", "master", "driver_memory", "shuffle_partitions"; local: "workers"},
-      "elapsed_seconds": float (from the command's start to the report, engine start-up included)
-    }
-
-kind is one of gap, duplicate, phantom_aborted, phantom_marker, phantom_uncommitted, phantom_beyond_hw,
-key_duplicate, offset_mismatch, invalid_row; last_offset is inclusive. invalid_row (sink rows no Kafka
-record can match) has first_offset and last_offset null, topic and partition null where they are the
-invalid value, count = rows, detail = the column and the problem. Exit 0: no failing findings, 1: failing
-findings, 2: usage, config, connection or sink error, 130: Ctrl-C, 143: SIGTERM (both after stopping
-everything the audit started).
+Exit 0: no failing findings, 1: failing findings, 2: usage, config, connection or sink error, 130: Ctrl-C,
+143: SIGTERM (both after stopping everything the audit started).
 """
 
 from __future__ import annotations

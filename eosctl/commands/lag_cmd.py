@@ -1,25 +1,6 @@
 """`eosctl lag`: consumer lag against the LSO, what is blocked by open transactions, and --watch statuses.
 
-JSON shape (`--format json`, stable; one document, or with --watch one document per line per poll):
-
-    {"taken_ms": int, "taken_at": "YYYY-MM-DDTHH:MM:SSZ",
-     "error": str|null,                                   # --watch: why this poll failed (broker down...)
-     "groups": [{"group": str, "state": str,              # STABLE, EMPTY, DEAD, ... (confluent-kafka)
-                 "status": str|null, "cause": str|null,   # --watch only: OK WARN STALL STOP REWIND ERR
-                 "partitions": [{
-                     "topic": str, "partition": int,
-                     "committed": int|null,               # null: the group never committed here
-                     "log_start": int, "lso": int, "hw": int,
-                     "lag_to_lso": int|null,              # LSO - committed
-                     "hw_lag": int|null,                  # HW - committed (kafka-consumer-groups' LAG)
-                     "records_behind": int|null,          # data records in [committed, LSO): markers excluded
-                     "records_behind_exact": bool,        # false: window > --scan-limit, an upper bound
-                     "blocked": int,                      # HW - LSO
-                     "open_transaction": {"producer_id": int, "producer_epoch": int, "first_offset": int,
-                                          "started_ms": int|null, "age_s": float|null} | null,
-                     "time_lag_s": float|null,            # age of the oldest unconsumed committed record
-                     "status": str|null, "cause": str|null,
-                     "error": str|null}]}]}
+JSON shape (`--format json`, stable; CI parses it): docs/json.md.
 
 A watch carries on through a broker outage, as Burrow does: a failed poll shows every partition of the
 last good poll with status ERR, the reason as its cause and error, and the top-level "error"; the numbers

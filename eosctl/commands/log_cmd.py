@@ -1,43 +1,8 @@
 """`eosctl log`: the remote dump-log of one partition, read over the Kafka protocol.
 
-JSON shape (`--format json`, stable; offsets inclusive unless named *_to / high_watermark / lso):
-
-    {
-      "topic": str, "partition": int,
-      "log_start_offset": int, "high_watermark": int, "last_stable_offset": int,
-      "scanned_from": int, "scanned_to": int,          # [from, to) actually classified
-      "counts": {"DATA": int, "MARKER": int, "ABORTED": int, "OPEN": int, "HOLE": int},
-      "ranges": [{"first", "last", "kind", "producer_id", "producer_epoch"}],
-      "transactions": [{"producer_id", "producer_epoch", "first_offset", "last_offset",
-                        "outcome": "COMMIT"|"ABORT"|"OPEN", "marker_offset": int|null, "data_records",
-                        "marker_epoch": int|null}],
-      "aborted_ranges": [{"first", "last", "producer_id", "producer_epoch"}],
-      "markers": [{"offset", "type": "COMMIT"|"ABORT", "producer_id",
-                   "producer_epoch"}],                      # the marker batch's own epoch
-      "producers": [{"producer_id", "epochs": [int],        # the latest 20 distinct epochs, sorted
-                     "earlier_epochs": int,                    # distinct epochs before those
-                     "current_epoch", "last_sequence", "last_offset",
-                     "last_timestamp", "batches", "records", "open_txn_first_offset": int|null,
-                     "protocol": "v1"|"v2"|"mixed"|"unknown",  # transaction protocol its markers show
-                     "fencing_events": int,                    # see the README's fencing rule
-                     "epoch_bumps": [{"offset", "old_epoch", "new_epoch", "on_marker", "marker",
-                                      "transactional", "after_abort", "fence_abort",
-                                      "fencing": bool, "why": str}],
-                     "bumps_total": int,                       # epoch_bumps keeps at most 200
-                     "zombie_writes": [{"offset", "epoch", "current_epoch"}], "zombie_total",
-                     "sequence_anomalies": [{"offset", "epoch", "expected", "got", "kind"}],
-                     "anomaly_total", "v1_markers", "v2_markers", "v1_takeovers", "fence_aborts"}],
-      "batches": [{"base_offset", "last_offset", "record_count", "producer_id", "producer_epoch",
-                   "base_sequence", "last_sequence", "is_transactional", "is_control", "marker",
-                   "first_timestamp",                        # the first record's, never a delete horizon
-                   "max_timestamp", "compression", "size_bytes", "offsets",
-                   "delete_horizon_ms": int|null}] | null,
-      "batches_window": {"from": int, "to": int, "complete": bool} | null,   # to exclusive
-      "warnings": [str]
-    }
-
-`batches` is null with --no-batches; otherwise it covers `batches_window`, at most --limit offsets from
-the scan start (so memory stays bounded whatever the range): page on with --from.
+JSON shape (`--format json`, stable; CI parses it): docs/json.md. `batches` is null with --no-batches;
+otherwise it covers `batches_window`, at most --limit offsets from the scan start (so memory stays bounded
+whatever the range): page on with --from.
 """
 
 from __future__ import annotations

@@ -222,7 +222,11 @@ def findings_of_every_kind() -> list[Finding]:
 
 
 def audit_report(engine: dict[str, Any], findings: list[Finding]) -> AuditReport:
-    parts = [PartitionSummary("orders", 0, 0, 40, 41, 35, 36, 1),
+    from eosctl.findings import LogSegment
+
+    # The log segments only when there are findings: the sample without findings must show them optional.
+    segments = (LogSegment("ABORTED", 10, 19, 10), LogSegment("MARKER", 20, 20, 1)) if findings else None
+    parts = [PartitionSummary("orders", 0, 0, 40, 41, 35, 36, 1, log_segments=segments),
              PartitionSummary("ghost", 0, 0, 0, 0, 0, 2, exists=False)]
     return AuditReport.build(parts, findings, ("gap", "duplicate"), sink="/s/sink.duckdb (orders_sink)",
                              group="g", engine=engine, elapsed_seconds=1.2345)
