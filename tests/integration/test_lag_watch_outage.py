@@ -13,11 +13,11 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from brokerhelp import committed_group
 
 pytestmark = pytest.mark.integration
 
@@ -34,26 +34,6 @@ def private_broker(tmp_path_factory: pytest.TempPathFactory):
         yield home, state
     finally:
         sandbox.down(home)
-
-
-def _committed_group(bootstrap: str) -> tuple[str, str]:
-    """A topic with 5 records and a group that committed all of them (so its status is OK)."""
-    from confluent_kafka import Consumer, Producer, TopicPartition
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    topic, group = f"out-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=30)
-    producer = Producer({"bootstrap.servers": bootstrap})
-    for i in range(5):
-        producer.produce(topic, key=str(i), value=b"v")
-    assert producer.flush(30) == 0
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        consumer.commit(offsets=[TopicPartition(topic, 0, 5)], asynchronous=False)
-    finally:
-        consumer.close()
-    return topic, group
 
 
 class Watcher:
@@ -113,7 +93,7 @@ def test_lag_watch_shows_the_outage_and_recovers(private_broker):
     from eosctl import sandbox
 
     home, state = private_broker
-    topic, group = _committed_group(state.bootstrap)
+    topic, group = committed_group(state.bootstrap)
     target = ["--bootstrap", state.bootstrap, "-t", topic, "-g", group]
     as_json = Watcher(*target, "--format", "json")
     as_table = Watcher(*target)

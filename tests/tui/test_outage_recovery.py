@@ -8,39 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 
 import pytest
+from brokerhelp import committed_group
 from textual.widgets import Static
-from tuihelp import text_of
+from tuihelp import text_of, until
 
 pytestmark = pytest.mark.integration
-
-
-def _committed_group(bootstrap: str) -> tuple[str, str]:
-    from confluent_kafka import Consumer, Producer, TopicPartition
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    topic, group = f"tuiout-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: a destroyed client fails its futures
-    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
-    producer = Producer({"bootstrap.servers": bootstrap})
-    for i in range(3):
-        producer.produce(topic, key=str(i), value=b"v")
-    assert producer.flush(30) == 0
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        consumer.commit(offsets=[TopicPartition(topic, 0, 3)], asynchronous=False)
-    finally:
-        consumer.close()
-    return topic, group
-
-
-async def _until(pilot, condition, what: str, timeout: float = 40.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"no {what} within {timeout:.0f}s"
-        await pilot.pause(0.2)
 
 
 @pytest.mark.timeout(180)
@@ -54,7 +28,7 @@ def test_the_banner_goes_away_when_the_broker_is_back(tmp_path):
     home = tmp_path / "sb"
     state, _ = sandbox.up(home)
     try:
-        topic, group = _committed_group(state.bootstrap)
+        topic, group = committed_group(state.bootstrap, "tuiout", 3)
         cluster = Cluster(name="throwaway", bootstrap_servers=state.bootstrap)
         target = Target(cluster=cluster, pipeline=None, config=None, topics=(topic,), group=group)
         source = LiveSource(target, timeout_ms=2000)
@@ -63,14 +37,14 @@ def test_the_banner_goes_away_when_the_broker_is_back(tmp_path):
             app = EosApp(source, refresh_seconds=1)
             async with app.run_test(size=(100, 30)) as pilot:
                 banner = app.query_one("#banner", Static)
-                await _until(pilot, lambda: app.dash is not None and app.dash.lag is not None, "first data")
+                await until(pilot, lambda: app.dash is not None and app.dash.lag is not None, "first data")
                 assert [(p.topic, p.committed) for p in app.dash.lag.partitions] == [(topic, 3)]
                 sandbox.down(home)
-                await _until(pilot, lambda: banner.has_class("shown") and "retrying" in text_of(banner),
+                await until(pilot, lambda: banner.has_class("shown") and "retrying" in text_of(banner),
                              "outage banner")
                 sandbox.up(home, port=state.port)
                 back = time.time()
-                await _until(pilot, lambda: not banner.has_class("shown") and app.dash.taken_at > back
+                await until(pilot, lambda: not banner.has_class("shown") and app.dash.taken_at > back
                              and "lag" not in app.dash.errors and app.dash.lag is not None,
                              "fresh data after the outage", timeout=50)
                 lag = app.dash.lag.partitions
