@@ -29,12 +29,20 @@ def test_view(snap_compare, key):
             await until(pilot, lambda: app.view("log").plog is not None, "the log view's scan")
             # The view opens at the LSO, the table's last row: on a slow machine the scroll to it lands
             # a few frames after the rows, so wait for it rather than for a fixed time.
+            # The scrollbar is drawn a frame or two after the scroll itself, so the state must hold for
+            # half a second before the screenshot (under load a single check once caught the old thumb).
             table = app.view("log").query_one("FilterTable").table
-            for _ in range(400):  # at most 20 s; after that the snapshot comparison shows what is wrong
-                if (table.row_count and table.cursor_row == table.row_count - 1
-                        and table.max_scroll_y and table.scroll_y >= table.max_scroll_y):
+
+            def at_the_lso() -> bool:
+                return bool(table.row_count and table.cursor_row == table.row_count - 1
+                            and table.max_scroll_y and table.scroll_y >= table.max_scroll_y)
+
+            stable = 0
+            for _ in range(300):  # at most 30 s; after that the snapshot comparison shows what is wrong
+                stable = stable + 1 if at_the_lso() else 0
+                if stable >= 5:
                     break
-                await pilot.pause(0.05)
+                await pilot.pause(0.1)
         await pilot.wait_for_scheduled_animations()
         await pilot.pause(0.1)
 
