@@ -76,7 +76,7 @@ def run(inp: AuditInput, options: EngineOptions, progress: Progress = silent,
         items = job.prepare(inp)  # sink and broker errors surface here, before any engine starts
         timings: dict[str, float] = {"prepare_seconds": round(time.monotonic() - t, 3)}
         invalid = invalid_rows(inp.sink)  # rows no partition task can own: one pass here
-        result, startup, info = _run_engine(inp, items, options, progress)
+        result, startup, info = _run_engine(inp, items, options, here, progress)
         shown = origin(inp.sink.duckdb or inp.sink.parquet or "")
     progress(Step("done", 1, 1))
     engine = engine_facts(info, len(items), timings["prepare_seconds"], startup, result.timings)
@@ -103,13 +103,12 @@ def spark_info(spark: Any) -> dict[str, Any]:
     return {"name": "spark", **describe(spark)}
 
 
-def _run_engine(inp: AuditInput, items: list[job.WorkItem], options: EngineOptions,
+def _run_engine(inp: AuditInput, items: list[job.WorkItem], options: EngineOptions, here: bool,
                 progress: Progress) -> tuple[job.Outcome, float, dict[str, Any]]:
-    """(what the engine found, its start-up seconds, what it was); everything it started is gone after."""
-    from auditors.spark import runs_here
-
+    """(what the engine found, its start-up seconds, what it was); everything it started is gone after.
+    ``here``: the engine's processes run on this machine."""
     with guard.Owned() as owned:
-        if options.engine == "local" or runs_here(options.master, options.remote):
+        if here:
             # DuckDB's spill files go where the guard cleans up, not to a shared directory.
             inp = replace(inp, settings=replace(inp.settings, temp_directory=owned.path("duckdb")))
         if options.engine == "local":

@@ -245,3 +245,21 @@ class AuditReport:
     @classmethod
     def from_json(cls, text: str) -> AuditReport:
         return cls.from_dict(json.loads(text))
+
+
+def read_report(path: str) -> AuditReport:
+    """The report `eosctl audit --format json --out FILE` wrote.
+
+    ValueError with the reason ("KeyError: no 'verdict' field") when the file is not one; each command
+    words its own one-line error around it.
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        missing = [k for k in ("verdict", "partitions", "findings") if k not in data]
+        if missing:
+            raise KeyError(f"no {missing[0]!r} field")
+        return AuditReport.from_dict(data)
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+        why = str(e).splitlines()[0] if str(e) else "unreadable"
+        raise ValueError(f"{type(e).__name__}: {why}") from None

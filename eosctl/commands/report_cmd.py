@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,7 +55,7 @@ def report(source: str, out: str) -> None:
 
 
 def _load(source: str):
-    from eosctl.findings import AuditReport
+    from eosctl.findings import read_report
     from eosctl.report_html import AuditContext
     from eosctl.sinkdb import read_header
 
@@ -66,15 +65,9 @@ def _load(source: str):
     if read_header(source) is not None:
         return _from_snapshot(source)
     try:
-        with open(source, encoding="utf-8") as f:
-            data = json.load(f)
-        missing = [k for k in ("verdict", "partitions", "findings") if k not in data]
-        if missing:
-            raise KeyError(f"no {missing[0]!r} field")
-        audit = AuditReport.from_dict(data)
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
-        raise EosctlError(f"{source} is neither an eosctl snapshot nor a JSON audit report "
-                          f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'unreadable'}); "
+        audit = read_report(source)
+    except ValueError as e:
+        raise EosctlError(f"{source} is neither an eosctl snapshot nor a JSON audit report ({e}); "
                           "write one with `eosctl audit --format json --out FILE`") from None
     written = datetime.fromtimestamp(os.path.getmtime(source), UTC)
     return audit, AuditContext(origin=f"{source} (JSON report, file written {written:%Y-%m-%d %H:%M:%S} UTC)")

@@ -15,6 +15,7 @@ from eosctl.commands.options import DURATION, OutputFile, check_one_sink, report
 if TYPE_CHECKING:  # the command imports the core lazily, for a fast `eosctl --help`
     from eosctl.capture import Capture
     from eosctl.config import Sink
+    from eosctl.findings import AuditReport
     from eosctl.target import Target
 
 
@@ -105,18 +106,14 @@ def _hanging_summary(captured: Any) -> str:
             f"{younger} younger open transaction{'s' if younger != 1 else ''} recorded")
 
 
-def _read_audit_report(path: str) -> Any:
-    import json
-
+def _read_audit_report(path: str) -> AuditReport:
     from eosctl.errors import EosctlError
-    from eosctl.findings import AuditReport
+    from eosctl.findings import read_report
 
     try:
-        with open(path, encoding="utf-8") as f:
-            return AuditReport.from_dict(json.load(f))
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise EosctlError(f"{path} is not an `eosctl audit --format json` report ({type(e).__name__}: "
-                          f"{str(e).splitlines()[0] if str(e) else ''}); write one with "
+        return read_report(path)
+    except ValueError as e:
+        raise EosctlError(f"{path} is not an `eosctl audit --format json` report ({e}); write one with "
                           "`eosctl audit --format json --out FILE`") from None
 
 
