@@ -29,7 +29,7 @@ def chromium() -> str:
     if path:
         return path
     if os.geteuid() == 0:
-        pytest.fail("chromium is missing: run `make chromium` (apt-get install -y chromium); `make test` "
+        pytest.fail("chromium is missing: run `make system-deps` (apt-get install -y chromium); `make test` "
                     "does this itself")
     pytest.skip("chromium is not installed and we are not root to install it: "
                 "`sudo apt-get install -y chromium` (or `sudo make chromium`)")
