@@ -288,5 +288,5 @@ def collect(
     # each, first, so the table and JSON show them without guessing a partition.
     rows[:0] = [PartitionLedger(t, p, rows=sum(f.count for f in fs), flags=invalid_flags(fs))
                 for (t, p), fs in sorted(by_tp.items(), key=lambda kv: (kv[0][0] or "", kv[0][1] or -1))]
-    return Ledger(pipeline, f"{source} ({sink.table})" if sink.duckdb or duckdb_path else source, group,
+    return Ledger(pipeline, f"{source} ({sink.table})" if not (parquet or sink.parquet) else source, group,
                   scan, rows)

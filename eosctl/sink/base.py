@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from eosctl.config import Sink
 from eosctl.findings import Finding
@@ -19,7 +20,7 @@ from eosctl.model import TP
 if TYPE_CHECKING:
     import pyarrow as pa
 
-KINDS = ("duckdb", "parquet")
+KINDS = ("duckdb", "parquet", "postgres")
 # Kafka's limits (org.apache.kafka.common.record: offsets are int64, partitions int32): a sink value
 # outside them, or not an integer, can't name a Kafka record.
 MAX_OFFSET = (1 << 63) - 1
@@ -137,4 +138,20 @@ def shown(sink: Sink) -> str:
     """The sink as the user named it: the original of a frozen copy."""
     given = sink.frozen_from or sink
     kind = kind_of(given)
+    if kind == "postgres":
+        return redact_uri(given.postgres or "")
     return getattr(given, kind) if kind else ""
+
+
+def redact_uri(uri: str) -> str:
+    """A connection URI without its password (in the authority or as a query parameter)."""
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return uri.split("://", 1)[0] + "://..." if "://" in uri else "(not a URI)"
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, host = netloc.rsplit("@", 1)
+        netloc = userinfo.split(":", 1)[0] + "@" + host
+    query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k.lower() != "password"], safe="/")
+    return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
