@@ -670,8 +670,10 @@ def _value(key: str, kind: str) -> Any:
 
 
 def _config(docs: dict[str, dict[str, list[str]]], drop: str | None = None, **extra: Any) -> dict[str, Any]:
-    """A raw config with every documented key (the sink with duckdb, not parquet), minus ``drop``."""
-    values = {s: {k: _value(k, c[0]) for k, c in keys.items() if f"{s}.{k}" != drop and k != "parquet"}
+    """A raw config with every documented key (the sink with duckdb, not parquet or postgres), minus
+    ``drop``."""
+    values = {s: {k: _value(k, c[0]) for k, c in keys.items()
+                  if f"{s}.{k}" != drop and k not in ("parquet", "postgres")}
               for s, keys in docs.items()}
     pipeline = {**values["pipelines.NAME"], "sink": values["pipelines.NAME.sink"]}
     raw = {"clusters": {"c": values["clusters.NAME"]}, "pipelines": {"p": pipeline}, "spark": values["spark"]}
@@ -694,12 +696,14 @@ def test_every_documented_config_key_is_read_into_its_field(tmp_path: Path) -> N
     docs = config_keys()
     raw = _config(docs)
     objects = _objects(config_mod.parse_config(raw, tmp_path / "c.toml", {}))
-    parquet = _config(docs, drop="pipelines.NAME.sink.duckdb", pipelines__p__sink__parquet="/x/*.parquet")
-    objects_pq = _objects(config_mod.parse_config(parquet, tmp_path / "c.toml", {}))
+    other = {"parquet": "/x/*.parquet", "postgres": "postgresql://u@h/db"}  # the sink kinds besides duckdb
+    objects_of = {kind: _objects(config_mod.parse_config(
+        _config(docs, drop="pipelines.NAME.sink.duckdb", **{f"pipelines__p__sink__{kind}": value}),
+        tmp_path / "c.toml", {})) for kind, value in other.items()}
     for section, keys in docs.items():
         for key, (kind, _, _) in keys.items():
-            got = getattr((objects_pq if key == "parquet" else objects)[section], key)
-            want = "/x/*.parquet" if key == "parquet" else _value(key, kind)
+            got = getattr(objects_of.get(key, objects)[section], key)
+            want = other.get(key) or _value(key, kind)
             assert got == (tuple(want) if isinstance(want, list) else want), f"{section}.{key}"
 
 
