@@ -89,7 +89,19 @@ class ReadPoint:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ReadPoint:
         rest = {k: v for k, v in d.items() if k not in ("kind", "source")}
-        return cls(str(d["kind"]), str(d["source"]), rest)
+        return cls(str(d.get("kind", "")), str(d.get("source", "")), rest)
+
+    def describe(self) -> str:
+        """For people: e.g. "PostgreSQL 15.18, snapshot 00000003-0000001B-1", "a copy taken at ..."."""
+        at = self.at
+        if self.kind == "postgres":
+            return f"PostgreSQL {at.get('server_version', '?')}, snapshot {at.get('snapshot', '?')}"
+        if self.kind == "duckdb":
+            return f"a copy taken at {at['copied_at']}" if "copied_at" in at else "the file in place"
+        if self.kind == "parquet":
+            return f"the files listed at {at['files_listed_at']}" if "files_listed_at" in at \
+                else "the files in place"
+        return ", ".join(f"{k} {v}" for k, v in at.items()) or "in place"
 
 
 @dataclass(frozen=True)

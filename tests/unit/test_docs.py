@@ -221,7 +221,8 @@ def findings_of_every_kind() -> list[Finding]:
     return out
 
 
-def audit_report(engine: dict[str, Any], findings: list[Finding]) -> AuditReport:
+def audit_report(engine: dict[str, Any], findings: list[Finding],
+                 read_point: dict[str, Any] | None = None) -> AuditReport:
     from eosctl.findings import LogSegment
 
     # The log segments only when there are findings: the sample without findings must show them optional.
@@ -229,7 +230,7 @@ def audit_report(engine: dict[str, Any], findings: list[Finding]) -> AuditReport
     parts = [PartitionSummary("orders", 0, 0, 40, 41, 35, 36, 1, log_segments=segments),
              PartitionSummary("ghost", 0, 0, 0, 0, 0, 2, exists=False)]
     return AuditReport.build(parts, findings, ("gap", "duplicate"), sink="/s/sink.duckdb (orders_sink)",
-                             group="g", engine=engine, elapsed_seconds=1.2345)
+                             sink_read_point=read_point, group="g", engine=engine, elapsed_seconds=1.2345)
 
 
 def _function(path: Path, name: str) -> ast.FunctionDef:
@@ -400,10 +401,17 @@ def run(*args: str) -> Any:
 
 def test_audit_json_is_documented() -> None:
     from eosctl.output.audit import render
+    from eosctl.sink.base import ReadPoint
 
     full, least = engines()
-    docs = [json.loads(render(audit_report(full, findings_of_every_kind()), "json")),
-            json.loads(render(audit_report(least, []), "json"))]
+    points = [ReadPoint("postgres", "postgresql://u@h/db", {"snapshot": "00000003-0000001B-1",
+                                                            "server_version": "15.18"}),
+              ReadPoint("duckdb", "/s/sink.duckdb", {"copied_at": "2026-11-24T10:00:00.000Z"}),
+              ReadPoint("parquet", "/s/*.parquet", {"files_listed_at": "2026-11-24T10:00:00.000Z"}),
+              ReadPoint("parquet", "s3://b/*.parquet")]
+    docs = [json.loads(render(audit_report(full, findings_of_every_kind(), points[0].to_dict()), "json")),
+            json.loads(render(audit_report(least, []), "json")),
+            *(json.loads(render(audit_report(least, [], p.to_dict()), "json")) for p in points[1:])]
     check_json("`eosctl audit`", docs)
 
 
