@@ -850,3 +850,32 @@ def _link_files(pattern: str, into: str) -> str:
         except OSError:
             os.symlink(os.path.abspath(f), dest)
     return os.path.join(into, rest)
+
+
+def change_token(sink: Sink) -> tuple | None:
+    """Something that changes whenever the sink's content may have (None: can't tell, read it again).
+
+    DuckDB: the file's and its WAL's size and modification time, and the file's headers (a checkpoint
+    writes a new database header with a higher iteration); Parquet: every matching file's path, size and
+    modification time. Read without any lock: a torn read only makes the sink look changed.
+    """
+    def stat(path: str) -> tuple[int, int] | None:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        return st.st_size, st.st_mtime_ns
+
+    if sink.duckdb:
+        path = str(sink.duckdb)
+        try:
+            with open(path, "rb") as f:
+                headers = f.read(3 * 4096)
+        except OSError:
+            return None
+        return stat(path), stat(path + ".wal"), headers
+    if sink.parquet and not _is_url(sink.parquet):
+        files = [sink.parquet] + ([sink.offsets_table] if sink.offsets_table else [])
+        return tuple((f, stat(f)) for pattern in files if not _is_url(pattern)
+                     for f in sorted(globmod.glob(pattern, recursive=True)))
+    return None

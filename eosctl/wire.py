@@ -80,6 +80,9 @@ class WireClient:
             self.bootstrap = target
         self.timeout_ms = timeout_ms
         self._leaders: dict[str, dict[int, int]] = {}
+        # Topic name -> its id (Metadata v10+, KIP-516), None where the broker names no id: a topic
+        # deleted and created again under the same name gets a new id.
+        self.topic_ids: dict[str, str | None] = {}
         self._closed = False
         self._client = KafkaNetClient(receive_message_max_bytes=receive_max_bytes,
                                       request_timeout_ms=timeout_ms, **conf)
@@ -128,6 +131,7 @@ class WireClient:
                     raise BrokerError(f"metadata for topic {t.name!r} failed: {error.__name__}")
                 else:
                     found[t.name] = {p.partition_index: p.leader_id for p in t.partitions}
+                    self.topic_ids[t.name] = _topic_id(getattr(t, "topic_id", None))
             if not transient or attempt == METADATA_ATTEMPTS - 1:
                 break
             time.sleep(0.1 * 2**attempt)
@@ -269,6 +273,12 @@ class WireClient:
                 raise BrokerError(f"request to Kafka at {self.bootstrap} failed: {f.exception}")
             responses.append(f.value)
         return responses
+
+
+def _topic_id(value: object) -> str | None:
+    """A topic id as text; None for none (older Metadata versions) or the all-zero id (Uuid.ZERO_UUID)."""
+    text = str(value) if value is not None else ""
+    return text if text.strip("0-") else None
 
 
 def _list_offsets(parts: list[TP], spec: int, isolation: int) -> ListOffsetsRequest:
