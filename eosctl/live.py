@@ -83,6 +83,9 @@ class _Partition:
     scan: LogScan
     log: PartitionLog | None = None
     topic_id: str | None = None
+    # Bytes of the log outside the scan (before its start), from the leader's log size at the first
+    # reading: the size must stay at least this plus the bytes scanned, or records were removed.
+    outside: int | None = None
 
 
 class LiveModel:
@@ -177,15 +180,43 @@ class LiveModel:
             else:
                 self.rescans += part is not None
                 fresh.append(tp)
-        starts = {tp: self._first_offset(tp, offsets[tp]) for tp in fresh}
-        for tp, scan in open_scans(client, fresh, start=starts, offsets=offsets).items():
-            self._parts[tp] = _Partition(scan, topic_id=client.topic_ids.get(tp[0]))
-            resumed[tp] = scan
-        self.bytes_read = run_scans(client, resumed)
-        for tp in resumed:
-            self._parts[tp].log = self._parts[tp].scan.finish()
+        # Sizes after the offsets: each log then holds at least what the scans will read up to the HW.
+        sizes = client.log_sizes(tps) if tps else {}
+        self.bytes_read = self._scan(client, fresh, resumed, offsets)
+        changed = [tp for tp in tps if self._parts[tp].scan.changed or self._shrank(self._parts[tp], sizes)]
+        if changed:
+            # What was read is no longer this log (compacted below the scanned point, or recreated):
+            # read those partitions afresh.
+            self.rescans += len(changed)
+            self.bytes_read += self._scan(client, changed, {}, offsets)
+        for tp in tps:
+            part = self._parts[tp]
+            size = sizes.get(tp)
+            if part.outside is None and size is not None:
+                part.outside = size - part.scan.bytes_added
         cap.logs = {tp: self._parts[tp].log for tp in tps}
         cap.sections["logs"] = "ok"
+
+    def _scan(self, client: WireClient, fresh: list[TP], resumed: dict[TP, LogScan],
+              offsets: dict[TP, Offsets]) -> int:
+        """Read the resumed scans on and the fresh ones from their start; returns the bytes read."""
+        starts = {tp: self._first_offset(tp, offsets[tp]) for tp in fresh}
+        todo = dict(resumed)
+        for tp, scan in open_scans(client, fresh, start=starts, offsets=offsets).items():
+            self._parts[tp] = _Partition(scan, topic_id=client.topic_ids.get(tp[0]))
+            todo[tp] = scan
+        read = run_scans(client, todo)
+        for tp, scan in todo.items():
+            self._parts[tp].log = scan.finish()
+        return read
+
+    @staticmethod
+    def _shrank(part: _Partition, sizes: dict[TP, int]) -> bool:
+        """The leader's log is smaller than what the scan read of it: records were removed below the
+        scanned point (the cleaner compacted it) or it is another log now. Retention is caught before
+        (the log start moves), and a log growing meanwhile only makes it larger."""
+        size = sizes.get((part.scan.topic, part.scan.partition))
+        return size is not None and part.outside is not None and size < part.outside + part.scan.bytes_added
 
     def _first_offset(self, tp: TP, o: Offsets) -> int:
         whole = self.tail is None or (self.sink is not None and tp[0] in self.target.topics)

@@ -95,6 +95,12 @@ class _Classifier:
         self._missing_at: dict[int, int] = {}
         self._after_abort: set[int] = set()  # producer ids whose last bump was on an ABORT marker
         self._plain_bumps: dict[int, int] = {}  # kept bumps that can never mean fencing, per producer id
+        # For scans that go on later (extend): the last batch read, its bytes so far, and whether that
+        # batch read again differed (the log under the scan is no longer the one it read).
+        self.last_batch: Batch | None = None
+        self.bytes_added = 0
+        self.changed = False
+        self.verify = False  # read the last batch again before settling
 
     @property
     def done(self) -> bool:
@@ -111,8 +117,13 @@ class _Classifier:
 
     def add(self, batch: Batch) -> None:
         self.position = max(self.position, batch.last_offset + 1)
+        if self.verify:  # the first batch after extend() must be the last one read before
+            self.verify = False
+            self.changed |= batch != self.last_batch
         if batch.last_offset < self.next:
             return  # a fetch from inside a batch returns the whole batch again
+        self.last_batch = batch
+        self.bytes_added += batch.size_bytes
         if batch.base_offset >= self.end:
             if self.next < self.end:  # batches up to end were removed by compaction
                 self._piece(self.next, self.end - 1, Kind.HOLE)
@@ -307,10 +318,13 @@ class _Classifier:
 
     def extend(self, offsets: Offsets) -> None:
         """Go on to a new high watermark (the live model): the scan resumes where it stopped, so its
-        transactions still waiting for their marker are decided when the marker arrives."""
+        transactions still waiting for their marker are decided when the marker arrives. It reads its
+        last batch again on the way: a different one there sets ``changed`` (the topic was recreated)."""
         self.offsets = offsets
         self.end = max(self.end, offsets.high_watermark)
-        self.position = self.next
+        last = self.last_batch
+        self.verify = last is not None and last.last_offset + 1 == self.next
+        self.position = last.last_offset if self.verify else self.next
 
     def finish(self) -> PartitionLog:
         """The log as scanned so far. It leaves the scan as it was (copies what it adds to), so a scan
@@ -440,7 +454,7 @@ def run_scans(client: WireClient, scans: Mapping[TP, LogScan], progress: Progres
         # After the range, keep reading (markers only) until every transaction that started in it is
         # decided, but never past the high watermark of the snapshot.
         active = {tp: s.position for tp, s in scans.items()
-                  if not s.settled and s.position < s.offsets.high_watermark}
+                  if (not s.settled or s.verify) and s.position < s.offsets.high_watermark}
         if not active:
             break
         results = client.fetch_many(active, max(sizes[tp] for tp in active))

@@ -16,6 +16,7 @@ from typing import Any
 
 import kafka.errors as Errors
 from kafka.net.compat import KafkaNetClient
+from kafka.protocol.admin import DescribeLogDirsRequest
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest, OffsetSpec
 from kafka.protocol.metadata import MetadataRequest
@@ -201,6 +202,37 @@ class WireClient:
             # A leader moved (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH...): look it up again.
             self.forget_leaders()
             time.sleep(0.1 * 2**attempt)
+
+    def log_sizes(self, tps: Iterable[TP]) -> dict[TP, int]:
+        """Bytes of each partition's log on its leader (DescribeLogDirs, KIP-113: the sum of its segment
+        files, log start to log end); {} where the broker does not answer it (unsupported, not allowed)."""
+        by_leader: dict[int, list[TP]] = defaultdict(list)
+        for tp in dict.fromkeys(tps):
+            by_leader[self.leader(*tp)].append(tp)
+        calls = []
+        for node, parts in by_leader.items():
+            by_topic: dict[str, list[int]] = defaultdict(list)
+            for topic, partition in parts:
+                by_topic[topic].append(partition)
+            calls.append((node, DescribeLogDirsRequest(topics=[
+                DescribeLogDirsRequest.DescribableLogDirTopic(topic=t, partitions=ps)
+                for t, ps in by_topic.items()])))
+        try:
+            responses = self._send_all(calls)
+        except BrokerError:
+            return {}
+        sizes: dict[TP, int] = {}
+        for (node, _), response in zip(calls, responses, strict=True):
+            led = set(by_leader[node])
+            for result in response.results:
+                if result.error_code:
+                    continue
+                for t in result.topics:
+                    for p in t.partitions:
+                        tp = (t.name, p.partition_index)
+                        if tp in led and not p.is_future_key:
+                            sizes[tp] = p.partition_size
+        return sizes
 
     # --- fetch ------------------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka.protocol.admin import DescribeLogDirsRequest, DescribeLogDirsResponse
 from kafka.protocol.admin.groups import (
     DescribeGroupsRequest,
     DescribeGroupsResponse,
@@ -76,6 +77,7 @@ APIS: dict[int, tuple[Any, Any, int, int]] = {
     65: (DescribeTransactionsRequest, DescribeTransactionsResponse, 0, 0),
     66: (ListTransactionsRequest, ListTransactionsResponse, 0, 1),
     27: (WriteTxnMarkersRequest, WriteTxnMarkersResponse, 1, 1),
+    35: (DescribeLogDirsRequest, DescribeLogDirsResponse, 1, 2),
 }
 
 
@@ -439,6 +441,22 @@ class KafkaSim:
                                                  active_producers=rows))
             topics.append(r(name=t.name, partitions=parts))
         return {"throttle_time_ms": 0, "topics": topics}
+
+    def _describelogdirs(self, node: int, request: Any, version: int) -> dict[str, Any]:
+        """ReplicaManager.describeLogDirs: this node's replicas of the named topics (all topics when
+        none are named), each with the bytes of its log segments (UnifiedLog.size); one log dir."""
+        r = DescribeLogDirsResponse.DescribeLogDirsResult
+        wanted = {t.topic: set(t.partitions) for t in request.topics} if request.topics is not None \
+            else {t: set(parts) for t, parts in self.topics.items()}
+        topics = []
+        for name, indexes in wanted.items():
+            parts = [r.DescribeLogDirsTopic.DescribeLogDirsPartition(
+                partition_index=p.partition, partition_size=sum(b.size for b in p.batches), offset_lag=0,
+                is_future_key=False)
+                for i, p in sorted(self.topics.get(name, {}).items()) if i in indexes and p.leader == node]
+            if parts:
+                topics.append(r.DescribeLogDirsTopic(name=name, partitions=parts))
+        return {"throttle_time_ms": 0, "results": [r(error_code=NONE, log_dir="/kafkasim", topics=topics)]}
 
     def _listtransactions(self, node: int, request: Any, version: int) -> dict[str, Any]:
         item = ListTransactionsResponse.TransactionState
