@@ -183,7 +183,7 @@ class LiveModel:
         # Sizes after the offsets: each log then holds at least what the scans will read up to the HW.
         sizes = client.log_sizes(tps) if tps else {}
         self.bytes_read = self._scan(client, fresh, resumed, offsets)
-        changed = [tp for tp in tps if self._parts[tp].scan.changed or self._shrank(self._parts[tp], sizes)]
+        changed = [tp for tp in tps if self._parts[tp].scan.changed or self._shrank(self._parts[tp], sizes.get(tp))]
         if changed:
             # What was read is no longer this log (compacted below the scanned point, or recreated):
             # read those partitions afresh.
@@ -211,11 +211,10 @@ class LiveModel:
         return read
 
     @staticmethod
-    def _shrank(part: _Partition, sizes: dict[TP, int]) -> bool:
+    def _shrank(part: _Partition, size: int | None) -> bool:
         """The leader's log is smaller than what the scan read of it: records were removed below the
         scanned point (the cleaner compacted it) or it is another log now. Retention is caught before
         (the log start moves), and a log growing meanwhile only makes it larger."""
-        size = sizes.get((part.scan.topic, part.scan.partition))
         return size is not None and part.outside is not None and size < part.outside + part.scan.bytes_added
 
     def _first_offset(self, tp: TP, o: Offsets) -> int:

@@ -48,6 +48,9 @@ class FakeWire:
     def close(self) -> None:
         pass
 
+    def log_sizes(self, tps):
+        return {}
+
     def __enter__(self):
         return self
 
@@ -83,6 +86,7 @@ def live(monkeypatch):
         def __init__(self, tp, start):
             self.tp, self.start, self.offsets, self.done = tp, start, OFFSETS[tp], True
             self.end = self.offsets.high_watermark
+            self.changed, self.bytes_added = False, 0
 
         def finish(self):
             return plog(self.tp, self.start, self.offsets)
