@@ -183,7 +183,8 @@ class LiveModel:
         # Sizes after the offsets: each log then holds at least what the scans will read up to the HW.
         sizes = client.log_sizes(tps) if tps else {}
         self.bytes_read = self._scan(client, fresh, resumed, offsets)
-        changed = [tp for tp in tps if self._parts[tp].scan.changed or self._shrank(self._parts[tp], sizes.get(tp))]
+        changed = [tp for tp in tps
+                   if self._parts[tp].scan.changed or self._shrank(self._parts[tp], sizes.get(tp))]
         if changed:
             # What was read is no longer this log (compacted below the scanned point, or recreated):
             # read those partitions afresh.
