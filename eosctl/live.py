@@ -35,7 +35,7 @@ from eosctl.ledger import SinkSide, ledger_of, read_sink
 from eosctl.logscan import LogScan, open_scans, run_scans
 from eosctl.model import TP, PartitionLog
 from eosctl.offsets import group_offsets
-from eosctl.sinkdb import change_token
+from eosctl.sink.change import change_token
 from eosctl.target import Target
 from eosctl.txns import DEFAULT_MAX_AGE_S
 from eosctl.wire import Offsets, WireClient
