@@ -35,7 +35,9 @@ from eosctl.ledger import SinkSide, ledger_of, read_sink
 from eosctl.logscan import LogScan, open_scans, run_scans
 from eosctl.model import TP, PartitionLog
 from eosctl.offsets import group_offsets
+from eosctl.sink import shown
 from eosctl.sink.change import change_token
+from eosctl.sink.tail import DuckDBTail
 from eosctl.target import Target
 from eosctl.txns import DEFAULT_MAX_AGE_S
 from eosctl.wire import Offsets, WireClient
@@ -44,6 +46,9 @@ LagKey = tuple[str, str, int]  # group, topic, partition
 # Lag samples kept per partition for the sparklines (and the Burrow-style window).
 HISTORY = 20
 DEFAULT_TIMEOUT_MS = 5_000
+# How long one refresh reads a sink's new rows at most (in slices that each keep its writer out ~0.2 s);
+# a sink not caught up by then shows its last complete state and goes on at the next refresh.
+SINK_BUDGET_S = 20.0
 
 
 @dataclass
@@ -127,6 +132,7 @@ class LiveModel:
         self._sink_token: object = None
         self._sink_read_at = 0.0  # time.monotonic() of the last sink read
         self._sink_error: str | None = None
+        self._tail: DuckDBTail | None | bool = None  # False: the sink can't be read incrementally
 
     @property
     def current(self) -> Capture | None:
@@ -244,12 +250,33 @@ class LiveModel:
         try:
             token = change_token(self.sink)
             if self._sink_side is None or token is None or token != self._sink_token:
-                self._sink_side = read_sink(self.sink)
+                self._sink_side = self._sink_now()
             self._sink_token, self._sink_read_at, self._sink_error = token, now, None
             self._ok_at["sink"] = time.time()
         except (EosctlError, SinkError) as e:
             self._sink_side, self._sink_error = None, first_line(e)
             self.refresh_errors["sink"] = self.refresh_errors.get("sink", 0) + 1
+
+    def _sink_now(self) -> SinkSide | None:
+        """The sink's side as it is now: a DuckDB file read on from the rows read before (the writer waits
+        at most one short slice, eosctl.sink.tail), other sinks read whole. None: not caught up yet."""
+        if self.sink.duckdb and self._tail is not False:
+            if self._tail is None:
+                self._tail = DuckDBTail(self.sink)
+            try:
+                if not self._tail.read(budget_s=SINK_BUDGET_S):
+                    return self._sink_side  # the rows read so far are not yet a state of the sink
+            except SinkError:
+                if self._tail.slices > 1:
+                    raise
+                self._tail = False  # e.g. a view, which has no rowid: read whole from now on
+                return read_sink(self.sink)
+            tail = self._tail
+            stored = None if tail.state.stored is None else {
+                (s.topic, s.partition): s.next_offset for s in tail.state.stored}
+            return SinkSide(tail.summaries(), stored, {tp: i for tp, i in tail.state.islands.items() if i},
+                            tail.invalid_rows(), f"{shown(self.sink)} ({self.sink.table})")
+        return read_sink(self.sink)
 
     def _ledger(self, cap: Capture, client: WireClient, offsets: dict[TP, Offsets]) -> None:
         if self.sink is None:
