@@ -17,13 +17,17 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
 import pytest
 
+from eosctl.capture import Capture
+from eosctl.snapshot import write_snapshot
 from tests.kafkasim import KafkaSim
 from tests.prochelp import Proc, assert_nothing_left, descendants
+from tests.sample_reports import TOPIC, demo_report
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -112,13 +116,13 @@ def assert_one_line(run: Run, code: int, sig: int) -> None:
     assert run.lines == ["eosctl: interrupted" if sig == signal.SIGINT else "eosctl: terminated"]
 
 
-SIGNALS = [(signal.SIGTERM, False), (signal.SIGINT, False), (signal.SIGINT, True)]
-IDS = ["SIGTERM", "SIGINT", "ctrl-c-to-group"]
+CASES = [("ledger", "sink", signal.SIGTERM, False), ("ledger", "sink", signal.SIGINT, True),
+         ("ledger", "scan", signal.SIGINT, False), ("snapshot", "sink", signal.SIGTERM, False),
+         ("snapshot", "scan", signal.SIGTERM, False), ("snapshot", "scan", signal.SIGINT, True)]
 
 
-@pytest.mark.parametrize(("sig", "to_group"), SIGNALS, ids=IDS)
-@pytest.mark.parametrize("phase", ["sink", "scan"])
-@pytest.mark.parametrize("command", ["ledger", "snapshot"])
+@pytest.mark.parametrize(("command", "phase", "sig", "to_group"), CASES,
+                         ids=[f"{c}-{p}-{'ctrl-c' if g else s.name}" for c, p, s, g in CASES])
 def test_a_signal_leaves_no_frozen_copy_and_no_out(pipeline, tmp_path, command, phase, sig, to_group):
     """sink: eosctl waits for the sink's write lock (a writer holds it), its frozen copy's directory made;
     scan: the broker holds its Fetch."""
@@ -172,16 +176,11 @@ def test_a_signal_during_the_snapshots_audit_stops_its_pool(pipeline, tmp_path, 
 
 @pytest.mark.parametrize(("sig", "to_group"), [(signal.SIGTERM, False), (signal.SIGINT, True)],
                          ids=["SIGTERM", "ctrl-c-to-group"])
-def test_a_signal_while_report_waits_for_its_snapshot(pipeline, tmp_path, sig, to_group):
+def test_a_signal_while_report_waits_for_its_snapshot(tmp_path, sig, to_group):
     """`report` on a snapshot another process holds open for writing waits for it: the signal ends it."""
-    sim, sink = pipeline
     snap = tmp_path / "snap.duckdb"
-    done = subprocess.run([sys.executable, "-m", "eosctl", "snapshot", "--bootstrap", sim.bootstrap,
-                           "-t", "t", "-g", "g", "--sink-duckdb", str(sink), "--with-audit",
-                           "--out", str(snap)],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert done.returncode == 0, done.stderr
+    write_snapshot(Capture(captured_at=datetime.now(UTC), bootstrap="b:9092", pipeline=None, group=None,
+                           topics=[TOPIC], audit=demo_report(), sections={"audit": "ok"}), snap)
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     html = tmp_path / "report.html"
@@ -193,3 +192,118 @@ def test_a_signal_while_report_waits_for_its_snapshot(pipeline, tmp_path, sig, t
     assert_one_line(run, code, sig)
     assert_nothing_left(run.seen, tmpdir)
     assert not html.exists() and not list(tmp_path.glob(".report.html*"))
+
+
+class Pty:
+    """`python -m eosctl ARGS` on a pseudo-terminal (the TUI's real home), its output collected."""
+
+    def __init__(self, args: list[str], tmpdir: Path, cwd: Path) -> None:
+        import pty
+
+        env = {**os.environ, "TMPDIR": str(tmpdir), "TERM": "xterm-256color", "COLUMNS": "100", "LINES": "30",
+               "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child: its own session already (pty.fork), the pty its terminal
+            try:
+                os.chdir(cwd)
+                os.execve(sys.executable, [sys.executable, "-m", "eosctl", *args], env)
+            finally:
+                os._exit(127)
+        self.out = b""
+        self.seen: set[Proc] = set()
+
+    def read_until(self, wanted: Callable[[bytes], bool], deadline_s: float = 60) -> None:
+        import select
+
+        deadline = time.monotonic() + deadline_s
+        while not wanted(self.out):
+            assert time.monotonic() < deadline, f"never seen; last output: {self.out[-2000:]!r}"
+            self.seen |= descendants(self.pid)
+            ready, _, _ = select.select([self.fd], [], [], 0.05)
+            if ready:
+                try:
+                    chunk = os.read(self.fd, 65536)
+                except OSError:  # EIO: the child is gone
+                    chunk = b""
+                assert chunk, f"exited first: {self.out[-2000:]!r}"
+                self.out += chunk
+
+    def send(self, keys: bytes) -> None:
+        os.write(self.fd, keys)
+
+    def finish(self, timeout: float = 30) -> int:
+        import select
+
+        deadline = time.monotonic() + timeout
+        try:
+            while time.monotonic() < deadline:
+                done, status = os.waitpid(self.pid, os.WNOHANG)
+                ready, _, _ = select.select([self.fd], [], [], 0.05)
+                if ready:
+                    try:
+                        self.out += os.read(self.fd, 65536)
+                    except OSError:
+                        pass
+                if done:
+                    return os.waitstatus_to_exitcode(status)
+            raise AssertionError(f"still running: {self.out[-2000:]!r}")
+        finally:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.close(self.fd)
+
+
+LEAVE_ALT_SCREEN = b"\x1b[?1049l"
+
+
+@pytest.mark.parametrize(("sig", "to_group"), [(signal.SIGTERM, False), (signal.SIGINT, True)],
+                         ids=["SIGTERM", "ctrl-c-to-group"])
+def test_a_signal_to_the_tui_restores_the_terminal(tmp_path, sig, to_group):
+    snapshot = ROOT / "tests" / "tui" / "data" / "reference.snap.duckdb"
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    tui = Pty(["tui", "--snapshot", str(snapshot)], tmpdir, tmp_path)
+    tui.read_until(lambda out: b"Overview" in out)
+    shown = len(tui.out)
+    (os.killpg if to_group else os.kill)(tui.pid, sig)
+    code = tui.finish()
+    after = tui.out[shown:]
+    assert code == 128 + sig, after
+    assert LEAVE_ALT_SCREEN in after  # the terminal is the user's again
+    assert after.rstrip().endswith(b"eosctl: interrupted" if sig == signal.SIGINT else b"eosctl: terminated")
+    assert_nothing_left(tui.seen, tmpdir)
+
+
+def test_a_signal_to_the_tui_during_an_audit_stops_its_pool(pipeline, tmp_path):
+    """The TUI's audit runs in a thread worker, which the app's loop waits for: its pool is stopped when
+    the app unmounts (on `q` too)."""
+    sim, sink = pipeline
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    config = tmp_path / "eosctl.toml"
+    config.write_text(f'[clusters.c]\nbootstrap_servers = "{sim.bootstrap}"\n\n'
+                      '[pipelines.p]\ncluster = "c"\nsource_topics = ["t"]\ngroup = "g"\n\n'
+                      f'[pipelines.p.sink]\nduckdb = "{sink}"\ntable = "sink"\n')
+    gate = FetchGate(sim, when=lambda: any(tmpdir.glob("eosctl-audit-*")))
+    tui = Pty(["tui", "-c", str(config), "-p", "p"], tmpdir, tmp_path)
+    try:
+        tui.read_until(lambda out: b"Overview" in out)
+        tui.send(b"7")
+        time.sleep(0.5)
+        tui.send(b"a")
+        deadline = time.monotonic() + 60
+        while not gate.arrived.is_set():
+            assert time.monotonic() < deadline, tui.out[-2000:]
+            tui.read_until(lambda out: True)
+            tui.seen |= descendants(tui.pid)
+            time.sleep(0.05)
+        tui.seen |= descendants(tui.pid)
+        assert tui.seen  # the pool's workers run
+        os.kill(tui.pid, signal.SIGTERM)
+        code = tui.finish()
+    finally:
+        gate.released.set()
+    assert code == 143, tui.out[-2000:]
+    assert_nothing_left(tui.seen, tmpdir)
