@@ -13,6 +13,7 @@ from typing import Any
 
 from auditors import guard, job
 from auditors.job import AuditInput
+from eosctl.causes import explain_finding
 from eosctl.config import Config, Spark
 from eosctl.errors import EosctlError
 from eosctl.findings import AuditReport
@@ -75,7 +76,8 @@ def run(inp: AuditInput, options: EngineOptions, progress: Progress = silent,
         t = time.monotonic()
         items = job.prepare(inp)  # sink and broker errors surface here, before any engine starts
         timings: dict[str, float] = {"prepare_seconds": round(time.monotonic() - t, 3)}
-        invalid = invalid_rows(inp.sink)  # rows no partition task can own: one pass here
+        # Rows no partition task can own: one pass here.
+        invalid = [explain_finding(f) for f in invalid_rows(inp.sink)]
         result, startup, info = _run_engine(inp, items, options, here, progress)
         shown = origin(inp.sink.duckdb or inp.sink.parquet or "")
     progress(Step("done", 1, 1))
