@@ -31,7 +31,8 @@ from auditors.job import (
 from eosctl.config import Sink
 from eosctl.progress import Progress, Step, silent
 
-KEY_COLUMNS = ["key", "topic", "partition", "first_offset"]
+KEY_COLUMNS = ["key", "topic", "partition", "first_offset", "producer_id", "producer_epoch",
+               "marker_offset"]
 
 
 def default_workers() -> int:

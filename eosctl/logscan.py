@@ -81,6 +81,8 @@ class _Classifier:
         self.position = start  # next offset to fetch; runs past ``end`` while looking for markers
         self.pieces: list[OffsetRange] = []
         self._compact_at = 1024
+        self.writes: list[OffsetRange] = []  # DATA runs per producer session (PartitionLog.writes)
+        self._compact_writes_at = 1024
         self.open: dict[int, _OpenTxn] = {}
         self.transactions: list[Transaction] = []
         self.producers: dict[int, ProducerState] = {}
@@ -155,6 +157,7 @@ class _Classifier:
             self._piece(first, last, Kind.MARKER, pid, epoch)
         elif not batch.is_transactional:
             self._piece(first, last, Kind.DATA, pid, epoch)
+            self._write(first, last, pid, epoch)
         else:
             txn = self.open.get(pid)
             if txn is None:
@@ -184,6 +187,8 @@ class _Classifier:
             return
         for first, last, epoch in txn.spans:
             self._piece(first, last, kind, pid, epoch)
+            if kind is Kind.DATA:
+                self._write(first, last, pid, epoch)
         self.transactions.append(Transaction(pid, txn.epoch, txn.first, txn.last, outcome,
                                              marker.base_offset, txn.records, marker.producer_epoch))
         state = self.producers.get(pid)
@@ -205,6 +210,16 @@ class _Classifier:
         if len(self.pieces) >= self._compact_at:
             self.pieces = merge_ranges(self.pieces)
             self._compact_at = max(1024, 2 * len(self.pieces))
+
+    def _write(self, first: int, last: int, pid: int, epoch: int) -> None:
+        w = self.writes[-1] if self.writes else None
+        if w is not None and w.last + 1 == first and (w.producer_id, w.producer_epoch) == (pid, epoch):
+            self.writes[-1] = OffsetRange(w.first, last, Kind.DATA, pid, epoch)
+        else:
+            self.writes.append(OffsetRange(first, last, Kind.DATA, pid, epoch))
+            if len(self.writes) >= self._compact_writes_at:
+                self.writes = merge_ranges(self.writes, by_producer=True)
+                self._compact_writes_at = max(1024, 2 * len(self.writes))
 
     # --- producers --------------------------------------------------------------------------------
 
@@ -350,6 +365,7 @@ class _Classifier:
             scanned_from=begin, scanned_to=self.end, ranges=_clip(merge_ranges(pieces), begin),
             transactions=transactions, producers=producers,
             batches=None if self.batches is None else list(self.batches), warnings=warnings,
+            writes=_clip(merge_ranges(self.writes, by_producer=True), begin),
         )
         self._cross_check(log)
         return log
