@@ -13,6 +13,7 @@ from typing import Any
 
 from auditors import guard, job
 from auditors.job import AuditInput
+from eosctl.causes import explain_finding
 from eosctl.config import Config, Spark
 from eosctl.errors import EosctlError
 from eosctl.findings import AuditReport
@@ -76,7 +77,7 @@ def run(inp: AuditInput, options: EngineOptions, progress: Progress = silent,
         items = job.prepare(inp)  # sink and broker errors surface here, before any engine starts
         timings: dict[str, float] = {"prepare_seconds": round(time.monotonic() - t, 3)}
         with open_reader(inp.sink) as reader:  # rows no partition task can own: one pass here
-            invalid, point = reader.invalid_rows(), reader.read_point
+            invalid, point = [explain_finding(f) for f in reader.invalid_rows()], reader.read_point
         result, startup, info = _run_engine(inp, items, options, here, progress)
     progress(Step("done", 1, 1))
     engine = engine_facts(info, len(items), timings["prepare_seconds"], startup, result.timings)

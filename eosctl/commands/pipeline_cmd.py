@@ -91,6 +91,10 @@ def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: t
     postgres = _sandbox_postgres(progress) if sink_kind == "postgres" else None
     manifest = run_pipeline(cluster, prefix, workdir, faults=faults, records=records, partitions=partitions,
                             progress=progress, postgres=postgres)
+    if _is_sandbox(bootstrap):
+        from eosctl.pipeline.configfile import FILE, point_at_sandbox
+
+        point_at_sandbox(Path(workdir) / FILE, bootstrap)
     where = manifest["sink"]["duckdb"] or manifest["sink"]["postgres"]
     out.print(f"\nsink      {where}  (table {manifest['sink']['table']}, {manifest['sink_rows']} rows)")
     out.print(f"manifest  {Path(workdir).resolve() / 'manifest.json'}")

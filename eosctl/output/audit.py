@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from eosctl.findings import PASS, AuditReport, Finding
+from eosctl.findings import PASS, AuditReport
+from eosctl.output.finding import extra, where
 
 
 def render(report: AuditReport, fmt: str) -> Any:
@@ -18,25 +19,6 @@ def render(report: AuditReport, fmt: str) -> Any:
     if fmt == "table":
         return table(report)
     raise ValueError(f"unknown format {fmt!r}")
-
-
-def where(f: Finding) -> str:
-    if f.first_offset is None:  # invalid_row: the rows have no usable offset
-        return "-"
-    if f.first_offset == f.last_offset:
-        return str(f.first_offset)
-    return f"{f.first_offset}..{f.last_offset}"
-
-
-def extra(f: Finding) -> str:
-    parts = []
-    if f.key is not None:
-        parts.append(f"key {f.key}")
-    if f.offsets is not None:
-        parts.append("offsets " + ", ".join(map(str, f.offsets)))
-    if f.detail:
-        parts.append(f.detail)
-    return "; ".join(parts)
 
 
 def table(report: AuditReport) -> Any:

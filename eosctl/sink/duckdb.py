@@ -164,15 +164,22 @@ def open_duckdb(sink: Sink, where: str = "sink") -> DuckDBReader:
     name = shown(sink)
     conn = connect_readonly(sink.duckdb, where, table=sink.table, name=name)
     try:
-        relation, offsets = _relations(conn, sink, where, name)
-        types = check_columns(columns(conn, relation), sink, where, f"table {sink.table} in {name}")
-        offsets_types = columns(conn, offsets) if offsets else None
+        relation, offsets, types, offsets_types = relations_of(conn, sink, where)
     except BaseException:
         conn.close()
         raise
     at = {"copied_at": sink.at} if sink.at else {}
     return DuckDBReader(conn, relation, sink, name, offsets, ReadPoint("duckdb", name, at), types,
                           offsets_types)
+
+
+def relations_of(conn: DuckDBPyConnection, sink: Sink,
+                 where: str) -> tuple[str, str | None, dict[str, str], dict[str, str] | None]:
+    """(sink table, offsets table or None, their column types) in an open file, checked."""
+    name = shown(sink)
+    relation, offsets = _relations(conn, sink, where, name)
+    types = check_columns(columns(conn, relation), sink, where, f"table {sink.table} in {name}")
+    return relation, offsets, types, columns(conn, offsets) if offsets else None
 
 
 def _tables(conn: DuckDBPyConnection) -> list[tuple[str, str, str]]:

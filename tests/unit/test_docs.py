@@ -207,18 +207,40 @@ def partition_log(batches: bool = True) -> PartitionLog:
 
 
 def findings_of_every_kind() -> list[Finding]:
+    """One finding of every kind over partition_log()'s offsets, each with the cause the audit gives it
+    (eosctl.causes), and one cause with more transactions than it lists."""
+    from dataclasses import replace
+
+    from eosctl.causes import Writer, explain_finding, explain_partition, key_cause
+    from eosctl.reconcile import SinkFacts
+
+    at = {"gap": (0, 0), "duplicate": (1, 1), "phantom_aborted": (4, 5), "phantom_marker": (3, 3),
+          "phantom_uncommitted": (7, 8), "phantom_beyond_hw": (9, 9)}
     out = []
-    for i, kind in enumerate(KINDS):
+    for kind in KINDS:
         if kind == "key_duplicate":
-            out.append(Finding(kind, "orders", 0, 10, 12, 2, key="o-1", offsets=(10, 12),
-                               detail="in orders[0]@10, orders[1]@12"))
-            out.append(Finding(kind, "orders", 1, 20, 21, 2, key="o-2", offsets=(20, 21)))
+            writers = [Writer("orders", 0, 10, 7, 0, 13), Writer("orders", 1, 12, -1, -1, None)]
+            f = Finding(kind, "orders", 0, 10, 12, 2, key="o-1", offsets=(10, 12),
+                        detail="in orders[0]@10, orders[1]@12")
+            out.append(replace(f, cause=key_cause(f, writers)))
+            f = Finding(kind, "orders", 1, 20, 21, 2, key="o-2", offsets=(20, 21))
+            out.append(replace(f, cause=key_cause(f, [Writer("orders", 1, 20, 7, 0, 22),
+                                                      Writer("orders", 1, 21, 7, 0, 22)])))
         elif kind == "offset_mismatch":
             out.append(Finding(kind, "orders", 0, 30, 31, 2, detail="sink stored next offset 30, group g "
                                                                      "committed 32"))
+        elif kind == "invalid_row":
+            out.append(explain_finding(Finding(kind, "orders", None, None, None, 1,
+                                               detail="src_partition is NULL")))
         else:
-            out.append(Finding(kind, "orders", 0, i, i, 1))
-    return out
+            out.append(Finding(kind, "orders", 0, *at[kind], 1))
+    facts = SinkFacts(gaps={0: (None, 1)}, duplicates={1: (2, 3)})
+    explained = [f if f.cause is not None else explain_partition(partition_log(), [f], facts, 40, 32, "g")[0]
+                 for f in out]
+    aborted = next(f for f in explained if f.kind == "phantom_aborted")
+    assert aborted.cause is not None
+    many = replace(aborted.cause, omitted=3)
+    return [*explained, replace(aborted, first_offset=6, last_offset=6, cause=many)]
 
 
 def audit_report(engine: dict[str, Any], findings: list[Finding],
@@ -413,6 +435,14 @@ def test_audit_json_is_documented() -> None:
             json.loads(render(audit_report(least, []), "json")),
             *(json.loads(render(audit_report(least, [], p.to_dict()), "json")) for p in points[1:])]
     check_json("`eosctl audit`", docs)
+
+
+def test_root_cause_rules_table_lists_every_rule_in_order() -> None:
+    from eosctl.findings import ROOT_RULES
+
+    tables = [t for t in doc_tables("json.md")["`eosctl audit`"] if t[0][0] == "rule"]
+    assert len(tables) == 1
+    assert [_name(cells[0]) for cells in tables[0][1:]] == list(ROOT_RULES)
 
 
 def test_finding_kinds_table_lists_every_kind_in_order() -> None:
