@@ -75,6 +75,7 @@ class Sink:
     duckdb: str | None = None
     parquet: str | None = None
     postgres: str | None = None  # postgresql://USER@HOST:PORT/DB (a password only through ${NAME})
+    delta: str | None = None  # a Delta Lake table's path or URI
     table: str = "sink"
     topic_column: str = "src_topic"
     partition_column: str = "src_partition"
@@ -290,6 +291,7 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
                 duckdb=s.str("duckdb", None),
                 parquet=s.str("parquet", None),
                 postgres=s.str("postgres", None),
+                delta=s.str("delta", None),
                 table=s.str("table", "sink"),
                 topic_column=s.str("topic_column", "src_topic"),
                 partition_column=s.str("partition_column", "src_partition"),
@@ -298,12 +300,14 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
                 offsets_table=s.str("offsets_table", None),
             )
             s.done()
-            if sum(v is not None for v in (sink.duckdb, sink.parquet, sink.postgres)) != 1:
-                raise ConfigError(f"{path}: pipelines.{name}.sink needs exactly one of duckdb, parquet or "
-                                  f"postgres")
+            if sum(v is not None for v in (sink.duckdb, sink.parquet, sink.postgres, sink.delta)) != 1:
+                raise ConfigError(f"{path}: pipelines.{name}.sink needs exactly one of duckdb, parquet, "
+                                  f"postgres or delta")
             if sink.duckdb is not None and not Path(sink.duckdb).is_absolute():
                 # Relative sink paths are relative to the config file, not to wherever eosctl runs.
                 sink = _replace_path(sink, str(path.parent / sink.duckdb))
+            if sink.delta is not None and "://" not in sink.delta and not Path(sink.delta).is_absolute():
+                sink = replace(sink, delta=str(path.parent / sink.delta))
         pipelines[name] = Pipeline(
             name=name,
             cluster=cluster,
