@@ -185,13 +185,82 @@ class PgSink:
         self.con.close()
 
 
-def open_store(where: Path | PgPlace, topic: str) -> DuckSink | PgSink:
+@dataclass(frozen=True)
+class DeltaPlace:
+    """A run's Delta Lake sink: the table's directory, and how many partitions the topic has (where the
+    sink looks for its stored offsets on a restart)."""
+
+    path: Path
+    partitions: int
+
+
+class DeltaSink:
+    """DuckSink's twin on Delta Lake: each batch is one table commit holding the rows and, as the commit's
+    application transactions (txn actions, what Spark's foreachBatch uses for idempotent Delta writes),
+    the next offset of each partition: both land or neither does."""
+
+    APP = "eosctl-sink"
+
+    def __init__(self, place: DeltaPlace, topic: str):
+        import shutil
+
+        shutil.rmtree(place.path, ignore_errors=True)  # a fresh run
+        self.path, self.partitions, self.topic, self.batches = str(place.path), place.partitions, topic, 0
+
+    def _app(self, partition: int) -> str:
+        return f"{self.APP}:{self.topic}:{partition}"
+
+    def stored_offsets(self) -> dict[int, int]:
+        from deltalake import DeltaTable
+
+        if not DeltaTable.is_deltatable(self.path):
+            return {}
+        table = DeltaTable(self.path)
+        versions = {p: table.transaction_version(self._app(p)) for p in range(self.partitions)}
+        return {p: int(v) for p, v in versions.items() if v is not None}
+
+    def write(self, msgs: Sequence[Message], offsets: dict[int, int]) -> None:
+        import pyarrow as pa
+        from deltalake import CommitProperties, Transaction, write_deltalake
+
+        if not msgs and not offsets:
+            return
+        self.batches += 1
+        cols = list(zip(*(_row(m, self.batches) for m in msgs), strict=True)) or [()] * 8
+        names = ["src_topic", "src_partition", "src_offset", "order_id", "customer", "amount", "total",
+                 "sink_batch"]
+        types = [pa.string(), pa.int32(), pa.int64(), pa.string(), pa.string(), pa.float64(), pa.float64(),
+                 pa.int32()]
+        rows = pa.table([pa.array(c, t) for c, t in zip(cols, types, strict=True)], names=names)
+        txns = [Transaction(self._app(p), o) for p, o in sorted(offsets.items())]
+        write_deltalake(self.path, rows, mode="append",
+                        commit_properties=CommitProperties(app_transactions=txns))
+
+    def row_count(self) -> int:
+        from deltalake import DeltaTable
+
+        return DeltaTable(self.path).to_pyarrow_dataset().count_rows() if self.batches else 0
+
+    def close(self) -> None:
+        pass
+
+
+def open_store(where: Path | PgPlace | DeltaPlace, topic: str) -> DuckSink | PgSink | DeltaSink:
+    if isinstance(where, DeltaPlace):
+        return DeltaSink(where, topic)
     return PgSink(where, topic) if isinstance(where, PgPlace) else DuckSink(where, topic)
 
 
-def rows_in(where: Path | PgPlace, topic: str) -> Counter[tuple[Any, ...]]:
+def rows_in(where: Path | PgPlace | DeltaPlace, topic: str) -> Counter[tuple[Any, ...]]:
     """(partition, offset) -> rows, read back for the run's self-check."""
     sql = f"SELECT src_partition, src_offset FROM {TABLE} WHERE src_topic = ?"
+    if isinstance(where, DeltaPlace):
+        from deltalake import DeltaTable
+
+        table = DeltaTable(str(where.path)).to_pyarrow_table(
+            columns=["src_topic", "src_partition", "src_offset"])
+        return Counter((p, o) for t, p, o in zip(*(c.to_pylist() for c in table.columns), strict=True)
+                       if t == topic)
     if isinstance(where, PgPlace):
         import psycopg
 
@@ -220,7 +289,7 @@ def next_offsets(msgs: Sequence[Message]) -> dict[int, int]:
     return out
 
 
-def run_sink(cluster: Cluster, names: Names, broker: Broker, where: Path | PgPlace,
+def run_sink(cluster: Cluster, names: Names, broker: Broker, where: Path | PgPlace | DeltaPlace,
              targets: Sequence[SinkTarget], read_uncommitted: bool, progress: Callable[[str], None],
              timeout: float = 120.0) -> SinkResult:
     topic = names.output_topic
@@ -278,13 +347,13 @@ def run_sink(cluster: Cluster, names: Names, broker: Broker, where: Path | PgPla
         if reader is not None:
             reader.close()
         sink.close()  # other tools open the file read-only afterwards
-    name, kind = ((f"schema {where.schema}", "PostgreSQL") if isinstance(where, PgPlace)
-                  else (where.name, "DuckDB"))
+    name, kind = (f"schema {where.schema}", "PostgreSQL") if isinstance(where, PgPlace) else \
+        (where.path.name, "Delta") if isinstance(where, DeltaPlace) else (where.name, "DuckDB")
     progress(f"sink: {rows} rows in {name} ({sink.batches} {kind} transactions, {crashes} simulated crashes)")
     return SinkResult(rows, sink.batches, crashes)
 
 
-def _commit(sink: DuckSink | PgSink, reader: Reader, msgs: Sequence[Message],
+def _commit(sink: DuckSink | PgSink | DeltaSink, reader: Reader, msgs: Sequence[Message],
             offsets: dict[int, int]) -> None:
     """Rows and offsets into the sink in one transaction, then the same offsets to Kafka."""
     sink.write(msgs, offsets)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from eosctl.errors import EosctlError
 from eosctl.pipeline.faults import SinkTarget
-from eosctl.pipeline.sink import PgPlace, rows_in
+from eosctl.pipeline.sink import DeltaPlace, PgPlace, rows_in
 from eosctl.pipeline.truth import ABORTED, COMMITTED, GroundTruth
 
 
@@ -27,8 +27,8 @@ def check_processed(truth: GroundTruth, source_topic: str, output_topic: str) ->
                           f"{extra}; the broker delivered records differently than committed")
 
 
-def check_sink(where: Path | PgPlace, truth: GroundTruth, topic: str, targets: Sequence[SinkTarget],
-               aborted_leak: bool) -> None:
+def check_sink(where: Path | PgPlace | DeltaPlace, truth: GroundTruth, topic: str,
+               targets: Sequence[SinkTarget], aborted_leak: bool) -> None:
     """The sink holds exactly: committed records, minus skipped runs, plus replayed runs once more, plus
     (aborted-leak) every aborted record."""
     expected = Counter((r.partition, r.offset) for r in truth.of(topic, COMMITTED))
