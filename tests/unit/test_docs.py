@@ -431,7 +431,9 @@ def test_audit_json_is_documented() -> None:
               ReadPoint("duckdb", "/s/sink.duckdb", {"copied_at": "2026-11-24T10:00:00.000Z"}),
               ReadPoint("parquet", "/s/*.parquet", {"files_listed_at": "2026-11-24T10:00:00.000Z"}),
               ReadPoint("parquet", "s3://b/*.parquet"),
-              ReadPoint("delta", "/s/orders", {"version": 7, "offsets_version": 3})]
+              ReadPoint("delta", "/s/orders", {"version": 7, "offsets_version": 3}),
+              ReadPoint("iceberg", "cat.ns.orders", {"snapshot_id": "2031503060490796608",
+                                                     "offsets_snapshot_id": "1091317149685680103"})]
     docs = [json.loads(render(audit_report(full, findings_of_every_kind(), points[0].to_dict()), "json")),
             json.loads(render(audit_report(least, []), "json")),
             *(json.loads(render(audit_report(least, [], p.to_dict()), "json")) for p in points[1:])]
@@ -712,7 +714,7 @@ def _config(docs: dict[str, dict[str, list[str]]], drop: str | None = None, **ex
     """A raw config with every documented key (the sink with duckdb, no other kind), minus
     ``drop``."""
     values = {s: {k: _value(k, c[0]) for k, c in keys.items()
-                  if f"{s}.{k}" != drop and k not in ("parquet", "postgres", "delta")}
+                  if f"{s}.{k}" != drop and k not in ("parquet", "postgres", "delta", "iceberg")}
               for s, keys in docs.items()}
     pipeline = {**values["pipelines.NAME"], "sink": values["pipelines.NAME.sink"]}
     raw = {"clusters": {"c": values["clusters.NAME"]}, "pipelines": {"p": pipeline}, "spark": values["spark"]}
@@ -736,7 +738,8 @@ def test_every_documented_config_key_is_read_into_its_field(tmp_path: Path) -> N
     raw = _config(docs)
     objects = _objects(config_mod.parse_config(raw, tmp_path / "c.toml", {}))
     # the sink kinds besides duckdb
-    other = {"parquet": "/x/*.parquet", "postgres": "postgresql://u@h/db", "delta": "/x/delta"}
+    other = {"parquet": "/x/*.parquet", "postgres": "postgresql://u@h/db", "delta": "/x/delta",
+             "iceberg": "cat.ns.t"}
     objects_of = {kind: _objects(config_mod.parse_config(
         _config(docs, drop="pipelines.NAME.sink.duckdb", **{f"pipelines__p__sink__{kind}": value}),
         tmp_path / "c.toml", {})) for kind, value in other.items()}
