@@ -46,11 +46,13 @@ def _check_prefix(ctx: click.Context, param: click.Parameter, value: str) -> str
               help="Orders the source writes.")
 @click.option("--partitions", default=3, show_default=True, type=click.IntRange(min=1),
               help="Partitions of each topic.")
-@click.option("--sink", "sink_kind", type=click.Choice(["duckdb", "postgres", "delta"]), default="duckdb",
+@click.option("--sink", "sink_kind", type=click.Choice(["duckdb", "postgres", "delta", "iceberg"]),
+              default="duckdb",
               show_default=True,
               help="Where the sink stage writes: sink.duckdb in the work directory; the sandbox's PostgreSQL "
-                   "(started on a Unix socket in $EOSCTL_HOME when it isn't running), schema PREFIX; or a "
-                   "Delta table, sink_delta/ in the work directory.")
+                   "(started on a Unix socket in $EOSCTL_HOME when it isn't running), schema PREFIX; a "
+                   "Delta table, sink_delta/ in the work directory; or an Iceberg table in a SQL catalog "
+                   "on SQLite, sink_iceberg/.")
 @click.option("--yes", is_flag=True,
               help="Needed when --bootstrap is not the sandbox: the run deletes and recreates the prefix's "
                    "topics and groups there.")
@@ -90,12 +92,14 @@ def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: t
 
     postgres = _sandbox_postgres(progress) if sink_kind == "postgres" else None
     manifest = run_pipeline(cluster, prefix, workdir, faults=faults, records=records, partitions=partitions,
-                            progress=progress, postgres=postgres, delta=sink_kind == "delta")
+                            progress=progress, postgres=postgres, delta=sink_kind == "delta",
+                            iceberg=sink_kind == "iceberg")
     if _is_sandbox(bootstrap):
         from eosctl.pipeline.configfile import FILE, point_at_sandbox
 
         point_at_sandbox(Path(workdir) / FILE, bootstrap)
-    where = manifest["sink"]["duckdb"] or manifest["sink"]["postgres"] or manifest["sink"]["delta"]
+    sink = manifest["sink"]
+    where = next(sink[k] for k in ("duckdb", "postgres", "delta", "iceberg") if sink[k])
     out.print(f"\nsink      {where}  (table {manifest['sink']['table']}, {manifest['sink_rows']} rows)")
     out.print(f"manifest  {Path(workdir).resolve() / 'manifest.json'}")
     out.print(f"config    {Path(workdir).resolve() / 'eosctl.toml'}  "

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
 
 from eosctl.errors import EosctlError
 from eosctl.pipeline.faults import SinkTarget
-from eosctl.pipeline.sink import DeltaPlace, PgPlace, rows_in
+from eosctl.pipeline.sink import Place, rows_in
 from eosctl.pipeline.truth import ABORTED, COMMITTED, GroundTruth
 
 
@@ -27,7 +26,7 @@ def check_processed(truth: GroundTruth, source_topic: str, output_topic: str) ->
                           f"{extra}; the broker delivered records differently than committed")
 
 
-def check_sink(where: Path | PgPlace | DeltaPlace, truth: GroundTruth, topic: str,
+def check_sink(where: Place, truth: GroundTruth, topic: str,
                targets: Sequence[SinkTarget], aborted_leak: bool) -> None:
     """The sink holds exactly: committed records, minus skipped runs, plus replayed runs once more, plus
     (aborted-leak) every aborted record."""
