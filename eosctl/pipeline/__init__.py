@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 # Here rather than in faults.py so that `eosctl --help` lists them without importing the Kafka clients.
-FAULTS = ("duplicate-replay", "skip", "aborted-leak", "zombie", "hanging", "upstream-retry")
+FAULTS = ("duplicate-replay", "skip", "aborted-leak", "zombie", "hanging", "upstream-retry",
+          "stage-replay", "stage-skip", "stage-read-uncommitted")
 
 if TYPE_CHECKING:
     from eosctl.pipeline.run import run_pipeline
