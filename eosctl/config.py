@@ -81,6 +81,14 @@ class Sink:
     key_column: str | None = None
     # Table where the sink stores the source offsets it committed with its rows (optional).
     offsets_table: str | None = None
+    # A Kafka topic as the sink: the output of a consume-transform-produce stage (eosctl.sink.kafka_topic),
+    # its lineage ("headers" or "value:PATH") and header names; the cluster it lives on (default: the
+    # pipeline's; set by eosctl.target, which resolves "sandbox").
+    kafka_topic: str | None = None
+    lineage: str = "headers"
+    lineage_headers: tuple[str, str, str] = ("eos.source.topic", "eos.source.partition", "eos.source.offset")
+    kafka_cluster_name: str | None = None
+    kafka_cluster: Cluster | None = None
     # Set by eosctl.sink.frozen() only, never by a config: the sink as configured, where this one names
     # a frozen copy of it, and the read point pinned for the command (a copy's time, a snapshot id).
     frozen_from: Sink | None = None
@@ -96,6 +104,9 @@ class Pipeline:
     transactional_id_prefix: str | None = None
     output_topic: str | None = None
     sink: Sink | None = None
+    # The pipelines audited, in order, as the hops of this one (`eosctl audit -p NAME` audits each):
+    # e.g. ["orders-stage", "orders-sink"]. Empty: the pipeline is one hop.
+    hops: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -294,10 +305,18 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
                 offset_column=s.str("offset_column", "src_offset"),
                 key_column=s.str("key_column", None),
                 offsets_table=s.str("offsets_table", None),
+                kafka_topic=s.str("kafka_topic", None),
+                lineage=s.str("lineage", "headers"),
+                lineage_headers=_three(s.str_list("lineage_headers") if "lineage_headers" in s.table
+                                       else Sink.lineage_headers, path, name),
+                kafka_cluster_name=s.str("cluster", None),
             )
             s.done()
-            if (sink.duckdb is None) == (sink.parquet is None):
-                raise ConfigError(f"{path}: pipelines.{name}.sink needs exactly one of duckdb or parquet")
+            kinds = [k for k in ("duckdb", "parquet", "kafka_topic") if getattr(sink, k) is not None]
+            if len(kinds) != 1:
+                raise ConfigError(f"{path}: pipelines.{name}.sink needs exactly one of duckdb, parquet or "
+                                  f"kafka_topic")
+            _check_hop_sink(sink, path, name, clusters)
             if sink.duckdb is not None and not Path(sink.duckdb).is_absolute():
                 # Relative sink paths are relative to the config file, not to wherever eosctl runs.
                 sink = _replace_path(sink, str(path.parent / sink.duckdb))
@@ -309,8 +328,17 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
             transactional_id_prefix=p.str("transactional_id_prefix", None),
             output_topic=p.str("output_topic", None),
             sink=sink,
+            hops=p.str_list("hops") if "hops" in p.table else (),
         )
         p.done()
+    for name, pipe in pipelines.items():
+        unknown = [h for h in pipe.hops if h not in pipelines]
+        if unknown:
+            raise ConfigError(f"{path}: pipelines.{name}.hops names {unknown[0]!r}, which is not a "
+                              f"[pipelines.NAME] (known: {', '.join(sorted(pipelines))})")
+        if any(pipelines[h].hops for h in pipe.hops if h != name):
+            raise ConfigError(f"{path}: pipelines.{name}.hops names a pipeline that has hops of its own; "
+                              f"list every hop in one pipeline")
 
     spark = Spark()
     sp = root.sub("spark")
@@ -328,6 +356,26 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
         au.done()
     root.done()
     return Config(path=path, clusters=clusters, pipelines=pipelines, spark=spark, audit_engine=audit_engine)
+
+
+def _three(names: tuple[str, ...], path: Path, pipeline: str) -> tuple[str, str, str]:
+    if len(names) != 3:
+        raise ConfigError(f"{path}: pipelines.{pipeline}.sink.lineage_headers needs three header names "
+                          f"(topic, partition, offset), got {len(names)}")
+    return (names[0], names[1], names[2])
+
+
+def _check_hop_sink(sink: Sink, path: Path, pipeline: str, clusters: dict[str, Cluster]) -> None:
+    from eosctl.sink.kafka_topic import check_lineage
+
+    if sink.kafka_topic is None:
+        return
+    problem = check_lineage(sink.lineage)
+    if problem:
+        raise ConfigError(f"{path}: pipelines.{pipeline}.sink.lineage {sink.lineage!r}: {problem}")
+    if sink.kafka_cluster_name is not None and sink.kafka_cluster_name not in clusters:
+        raise ConfigError(f"{path}: pipelines.{pipeline}.sink.cluster {sink.kafka_cluster_name!r} is not a "
+                          f"[clusters.NAME] (known: {', '.join(sorted(clusters))})")
 
 
 BOOTSTRAP_FORM = "expected HOST:PORT[,HOST:PORT...], e.g. localhost:9092"

@@ -19,7 +19,7 @@ from eosctl.model import TP
 if TYPE_CHECKING:
     import pyarrow as pa
 
-KINDS = ("duckdb", "parquet")
+KINDS = ("duckdb", "parquet", "kafka_topic")
 # Kafka's limits (org.apache.kafka.common.record: offsets are int64, partitions int32): a sink value
 # outside them, or not an integer, can't name a Kafka record.
 MAX_OFFSET = (1 << 63) - 1

@@ -170,9 +170,13 @@ def open_duckdb(sink: Sink, where: str = "sink") -> RelationReader:
     except BaseException:
         conn.close()
         raise
-    at = {"copied_at": sink.at} if sink.at else {}
-    return RelationReader(conn, relation, sink, name, offsets, ReadPoint("duckdb", name, at), types,
-                          offsets_types)
+    if sink.frozen_from is not None and sink.frozen_from.kafka_topic is not None:
+        from eosctl.sink.kafka_topic import read_point
+
+        point = read_point(sink)  # a hop's output topic, read into this file by the freeze
+    else:
+        point = ReadPoint("duckdb", name, {"copied_at": sink.at} if sink.at else {})
+    return RelationReader(conn, relation, sink, name, offsets, point, types, offsets_types)
 
 
 def _tables(conn: DuckDBPyConnection) -> list[tuple[str, str, str]]:
