@@ -323,7 +323,9 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
         pipelines[name] = Pipeline(
             name=name,
             cluster=cluster,
-            source_topics=p.str_list("source_topics"),
+            # A pipeline audited hop by hop reads through its hops: it needs no topics of its own.
+            source_topics=(p.str_list("source_topics") if "source_topics" in p.table or "hops" not in p.table
+                           else ()),
             group=p.str("group", None),
             transactional_id_prefix=p.str("transactional_id_prefix", None),
             output_topic=p.str("output_topic", None),
