@@ -88,7 +88,7 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
                  fmt, out, fail_on, options, started)
             return
         sink, _ = sink_of(target, sink_duckdb, sink_parquet, sink_table)
-        _run([(None, target, replace(sink, **overrides))], fmt, out, fail_on, options, started)
+        _run([(pipeline or "", target, replace(sink, **overrides))], fmt, out, fail_on, options, started)
 
 
 class _Terminated(BaseException):
@@ -166,23 +166,16 @@ def _has_hops(config: str | None, pipeline: str | None) -> bool:
     return bool(pipe and pipe.hops)
 
 
-def _run(hops: list[tuple[str | None, Any, Any]], fmt: str, out: str | None, fail_on: tuple[str, ...],
+def _run(hops: list[tuple[str, Any, Any]], fmt: str, out: str | None, fail_on: tuple[str, ...],
          options, started: float) -> None:
-    """Audit each hop (target, sink) in order: one hop's report as it is, several merged into one."""
-    from auditors import audit as run_audit
-    from eosctl.findings import merge_hops
+    from auditors import audit_hops
     from eosctl.output.audit import render
     from eosctl.output.terminal import console
 
     err = console(stderr=True)
-    reports = []
     with _progress_display(err) as show:
-        for name, target, sink in hops:
-            reports.append((name, run_audit(target, sink, options=options, progress=show, fail_on=fail_on,
-                                            started=started)))
+        result = audit_hops(hops, options=options, progress=show, fail_on=fail_on, started=started)
     target = hops[-1][1]
-    result = reports[0][1] if len(reports) == 1 else merge_hops(
-        [(n or "", r) for n, r in reports], [t.topics for _, t, _ in hops], time.monotonic() - started)
     if not err.is_terminal:
         err.print(f"audited {len(result.partitions)} partitions in {result.elapsed_seconds:.1f}s",
                   highlight=False)

@@ -111,7 +111,8 @@ def _agrees(report, manifest: dict, err) -> bool:
     if report is None:
         return True
     found = {_key(f.to_dict()) for f in report.findings}
-    planted = {_key(f) for f in manifest["expected_findings"]}
+    # Both hops: the process stage (orders -> enriched) and the sink (enriched -> DuckDB).
+    planted = {_key(f) for hop in manifest["hops"] for f in hop["expected_findings"]}
     if found == planted:
         err.print(f"[green]✓[/] the audit found exactly the {len(planted)} planted defects, and nothing else")
         return True
@@ -126,16 +127,17 @@ def _agrees(report, manifest: dict, err) -> bool:
 def _run_audit(config, err, out):
     """The audit `eosctl audit -c CONFIG` runs (same engine), its table printed: None if not in this build."""
     try:
-        from auditors import EngineOptions, audit
+        from auditors import EngineOptions, audit_hops
     except ModuleNotFoundError:
         err.print("[yellow]the audit is not part of this build yet; skipping it[/]")
         return None
     from eosctl.output.audit import table
     from eosctl.target import resolve
 
-    target = resolve(str(config), "demo", None, (), None, need_topics=True)
-    options = EngineOptions.resolve(target.config, "spark")
-    err.print(f"\nauditing the sink against Kafka ({options.where()})...")
-    report = audit(target, target.pipeline.sink, options=options, started=time.monotonic())
+    hops = [resolve(str(config), name, None, (), None, need_topics=True) for name in ("demo.process", "demo")]
+    options = EngineOptions.resolve(hops[0].config, "spark")
+    err.print(f"\nauditing both hops, the process stage and the sink, against Kafka ({options.where()})...")
+    report = audit_hops([(t.pipeline.name, t, t.pipeline.sink) for t in hops], options=options,
+                        started=time.monotonic())
     out.print(table(report))
     return report
