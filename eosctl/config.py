@@ -87,7 +87,7 @@ class Sink:
     kafka_topic: str | None = None
     lineage: str = "headers"
     lineage_headers: tuple[str, str, str] = ("eos.source.topic", "eos.source.partition", "eos.source.offset")
-    kafka_cluster_name: str | None = None
+    cluster: str | None = None
     kafka_cluster: Cluster | None = None
     # Set by eosctl.sink.frozen() only, never by a config: the sink as configured, where this one names
     # a frozen copy of it, and the read point pinned for the command (a copy's time, a snapshot id).
@@ -309,7 +309,7 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
                 lineage=s.str("lineage", "headers"),
                 lineage_headers=_three(s.str_list("lineage_headers") if "lineage_headers" in s.table
                                        else Sink.lineage_headers, path, name),
-                kafka_cluster_name=s.str("cluster", None),
+                cluster=s.str("cluster", None),
             )
             s.done()
             kinds = [k for k in ("duckdb", "parquet", "kafka_topic") if getattr(sink, k) is not None]
@@ -375,8 +375,8 @@ def _check_hop_sink(sink: Sink, path: Path, pipeline: str, clusters: dict[str, C
     problem = check_lineage(sink.lineage)
     if problem:
         raise ConfigError(f"{path}: pipelines.{pipeline}.sink.lineage {sink.lineage!r}: {problem}")
-    if sink.kafka_cluster_name is not None and sink.kafka_cluster_name not in clusters:
-        raise ConfigError(f"{path}: pipelines.{pipeline}.sink.cluster {sink.kafka_cluster_name!r} is not a "
+    if sink.cluster is not None and sink.cluster not in clusters:
+        raise ConfigError(f"{path}: pipelines.{pipeline}.sink.cluster {sink.cluster!r} is not a "
                           f"[clusters.NAME] (known: {', '.join(sorted(clusters))})")
 
 

@@ -68,8 +68,8 @@ def resolve(
     group = group or (pipe.group if pipe else None)
     if pipe and pipe.sink and pipe.sink.kafka_topic and pipe.sink.kafka_cluster is None:
         hop_cluster = cluster
-        if cfg and pipe.sink.kafka_cluster_name and pipe.sink.kafka_cluster_name != cluster.name:
-            hop_cluster = cfg.clusters[pipe.sink.kafka_cluster_name]
+        if cfg and pipe.sink.cluster and pipe.sink.cluster != cluster.name:
+            hop_cluster = cfg.clusters[pipe.sink.cluster]
             if hop_cluster.bootstrap_servers == SANDBOX:
                 hop_bootstrap = _sandbox_bootstrap(config, hop_cluster.name)
                 hop_cluster = replace(hop_cluster, bootstrap_servers=hop_bootstrap)

@@ -9,6 +9,8 @@ from pathlib import Path
 import click
 
 from eosctl.pipeline import FAULTS
+from eosctl.pipeline.manifest import planted as planted_findings
+from eosctl.pipeline.manifest import planted_lines
 
 # A mix that shows every kind of defect the tool finds; `hanging` last so the sink has already run.
 DEMO_FAULTS = ("duplicate-replay", "skip", "aborted-leak", "upstream-retry", "zombie", "hanging")
@@ -57,16 +59,8 @@ def demo(ctx: click.Context, records: int, faults: tuple[str, ...], no_audit: bo
     out.print(f"manifest  {workdir / 'manifest.json'}  (the planted defects: ground truth)")
     out.print(f"config    {config}")
     out.print("\nplanted defects:")
-    for f in manifest["expected_findings"]:
-        where = f"{f['topic']}[{f['partition']}] offsets {f['first_offset']}..{f['last_offset']}"
-        extra = f" key {f['key']}" if f.get("key") else ""
-        out.print(f"  {f['kind']:<18} {where} ({f['count']}){extra}  <- {f['fault']}")
-    for h in manifest.get("hanging", []):
-        out.print(f"  {'hanging txn':<18} {h['topic']}[{h['partition']}] from offset {h['first_offset']}"
-                  f"  <- hanging")
-    for z in manifest.get("fencing", []):
-        epochs = f"epoch {z['old_epoch']} -> {z['new_epoch']}"
-        out.print(f"  {'fenced producer':<18} {z['transactional_id']} {epochs}  <- zombie")
+    for line in planted_lines(manifest):
+        out.print(line, highlight=False)
 
     audit_ran = agrees = False
     if not no_audit:
@@ -112,7 +106,7 @@ def _agrees(report, manifest: dict, err) -> bool:
         return True
     found = {_key(f.to_dict()) for f in report.findings}
     # Both hops: the process stage (orders -> enriched) and the sink (enriched -> DuckDB).
-    planted = {_key(f) for hop in manifest["hops"] for f in hop["expected_findings"]}
+    planted = {_key(f) for f in planted_findings(manifest)}
     if found == planted:
         err.print(f"[green]✓[/] the audit found exactly the {len(planted)} planted defects, and nothing else")
         return True

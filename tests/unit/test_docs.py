@@ -222,14 +222,17 @@ def findings_of_every_kind() -> list[Finding]:
 
 
 def audit_report(engine: dict[str, Any], findings: list[Finding]) -> AuditReport:
-    from eosctl.findings import LogSegment
+    from eosctl.findings import Hop, LogSegment
 
     # The log segments only when there are findings: the sample without findings must show them optional.
     segments = (LogSegment("ABORTED", 10, 19, 10), LogSegment("MARKER", 20, 20, 1)) if findings else None
     parts = [PartitionSummary("orders", 0, 0, 40, 41, 35, 36, 1, log_segments=segments),
              PartitionSummary("ghost", 0, 0, 0, 0, 0, 2, exists=False)]
+    # The full sample is a pipeline audited hop by hop (stage, then sink); the other one hop.
+    hops = [Hop("p.stage", ("raw",), "orders (hop_rows)", "stage", "pass", 0, 0),
+            Hop("p", ("orders", "ghost"), "/s/sink.duckdb (orders_sink)", "g", "fail", len(findings), 1)]
     return AuditReport.build(parts, findings, ("gap", "duplicate"), sink="/s/sink.duckdb (orders_sink)",
-                             group="g", engine=engine, elapsed_seconds=1.2345)
+                             group="g", engine=engine, elapsed_seconds=1.2345, hops=hops if findings else [])
 
 
 def _function(path: Path, name: str) -> ast.FunctionDef:
@@ -613,6 +616,8 @@ def manifests() -> list[dict[str, Any]]:
         "hanging": [dict.fromkeys(_keys(hanging), 1)],
         "fencing": [dict.fromkeys(_keys(_assigned_dict(fence, "fencing")), 1)],
         "zombie_writes": [dict.fromkeys(_keys(_assigned_dict(fence, "writes")), 1)],
+        # One object per hop, each a dict literal in run_pipeline's hops=[...] (their keys differ).
+        "hops": [{**dict.fromkeys(_keys(hop), "x"), "expected_findings": []} for hop in kwargs["hops"].elts],
     }
     full = manifest.build(**{k: sample.get(k, 1) for k in kwargs})
     least = {**full, "transactional_ids": dict.fromkeys(txids, "x")}
@@ -632,7 +637,8 @@ def test_manifest_is_documented() -> None:
 SECTIONS = {"clusters.NAME": (config_mod.Cluster, {"name"}), "pipelines.NAME": (config_mod.Pipeline,
                                                                                  {"name", "sink"}),
             # frozen_from and at are set by eosctl.sink.frozen(), never by a config
-            "pipelines.NAME.sink": (config_mod.Sink, {"frozen_from", "at"}),
+            # kafka_cluster is the resolved [clusters.NAME] of a kafka_topic sink's `cluster` (eosctl.target)
+            "pipelines.NAME.sink": (config_mod.Sink, {"frozen_from", "at", "kafka_cluster"}),
             "spark": (config_mod.Spark, set())}
 
 
@@ -660,7 +666,10 @@ def test_config_keys_are_the_dataclass_fields() -> None:
 
 
 VALID = {"bootstrap_servers": "h:1", "security_protocol": "SASL_SSL", "cluster": "c",
-         "duckdb": "/abs/s.duckdb"}
+         "duckdb": "/abs/s.duckdb", "lineage": "value:src", "lineage_headers": ["a", "b", "c"], "hops": ["p"]}
+# Sink kinds: a config names exactly one, so the all-keys config keeps duckdb and each other kind is
+# checked in a config of its own.
+OTHER_KINDS = {"parquet": "/x/*.parquet", "kafka_topic": "out-topic"}
 
 
 def _value(key: str, kind: str) -> Any:
@@ -671,7 +680,7 @@ def _value(key: str, kind: str) -> Any:
 
 def _config(docs: dict[str, dict[str, list[str]]], drop: str | None = None, **extra: Any) -> dict[str, Any]:
     """A raw config with every documented key (the sink with duckdb, not parquet), minus ``drop``."""
-    values = {s: {k: _value(k, c[0]) for k, c in keys.items() if f"{s}.{k}" != drop and k != "parquet"}
+    values = {s: {k: _value(k, c[0]) for k, c in keys.items() if f"{s}.{k}" != drop and k not in OTHER_KINDS}
               for s, keys in docs.items()}
     pipeline = {**values["pipelines.NAME"], "sink": values["pipelines.NAME.sink"]}
     raw = {"clusters": {"c": values["clusters.NAME"]}, "pipelines": {"p": pipeline}, "spark": values["spark"]}
@@ -694,12 +703,13 @@ def test_every_documented_config_key_is_read_into_its_field(tmp_path: Path) -> N
     docs = config_keys()
     raw = _config(docs)
     objects = _objects(config_mod.parse_config(raw, tmp_path / "c.toml", {}))
-    parquet = _config(docs, drop="pipelines.NAME.sink.duckdb", pipelines__p__sink__parquet="/x/*.parquet")
-    objects_pq = _objects(config_mod.parse_config(parquet, tmp_path / "c.toml", {}))
+    other = {kind: _objects(config_mod.parse_config(
+        _config(docs, drop="pipelines.NAME.sink.duckdb", **{f"pipelines__p__sink__{kind}": value}),
+        tmp_path / "c.toml", {})) for kind, value in OTHER_KINDS.items()}
     for section, keys in docs.items():
         for key, (kind, _, _) in keys.items():
-            got = getattr((objects_pq if key == "parquet" else objects)[section], key)
-            want = "/x/*.parquet" if key == "parquet" else _value(key, kind)
+            got = getattr((other[key] if key in OTHER_KINDS else objects)[section], key)
+            want = OTHER_KINDS[key] if key in OTHER_KINDS else _value(key, kind)
             assert got == (tuple(want) if isinstance(want, list) else want), f"{section}.{key}"
 
 
@@ -717,7 +727,7 @@ def test_documented_config_defaults_and_required_keys(tmp_path: Path) -> None:
                 with pytest.raises(ConfigError, match=rf"missing key {section.replace('NAME', '.*')}\.{key}"):
                     config_mod.parse_config(raw, tmp_path / "c.toml", {})
             elif default == "none":
-                if key not in ("duckdb", "parquet"):  # the minimal config needs one of them
+                if key not in ("duckdb", *OTHER_KINDS):  # the minimal config needs one of them
                     assert getattr(objects[section], key) is None, f"{section}.{key}"
             elif literal:
                 want = tomllib.loads(f"v = {literal.group(1)}")["v"]
