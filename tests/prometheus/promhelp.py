@@ -1,0 +1,77 @@
+"""Helpers of the Prometheus tests: Debian's prometheus tools, a free port, a client of the HTTP API."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+RULES = REPO / "sample_configs" / "eosctl.rules.yml"
+JOB = "eosctl"
+
+
+def tool(name: str) -> str:
+    """/usr/bin/NAME of Debian's prometheus package; skip (with the fix) only where `make test` couldn't
+    have installed it."""
+    path = shutil.which(name) or (f"/usr/bin/{name}" if os.access(f"/usr/bin/{name}", os.X_OK) else None)
+    if path:
+        return path
+    if os.geteuid() == 0:
+        pytest.fail(f"{name} is missing: run `make system-deps` (apt-get install -y prometheus); `make test` "
+                    "does this itself")
+    pytest.skip(f"{name} is not installed and we are not root to install it: `sudo apt-get install -y "
+                "prometheus`")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Prometheus:
+    def __init__(self, url: str, targets: Path) -> None:
+        self.url, self.targets = url, targets
+
+    def scrape(self, *addresses: str) -> None:
+        """Scrape these exporters (job "eosctl") from now on; written atomically, Prometheus watches it."""
+        tmp = self.targets.with_suffix(".tmp")
+        tmp.write_text(json.dumps([{"targets": list(addresses), "labels": {}}]))
+        tmp.replace(self.targets)
+
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        """An instant query's result: [{"metric": {...}, "value": [time, "text"]}, ...]."""
+        url = f"{self.url}/api/v1/query?{urllib.parse.urlencode({'query': expr})}"
+        with urllib.request.urlopen(url, timeout=10) as r:
+            doc = json.load(r)
+        assert doc["status"] == "success", doc
+        return doc["data"]["result"]
+
+    def wait_for(self, expr: str, ok: Callable[[list[dict[str, Any]]], bool], what: str,
+                 timeout: float = 60.0) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        result: list[dict[str, Any]] = []
+        while time.monotonic() < deadline:
+            result = self.query(expr)
+            if ok(result):
+                return result
+            time.sleep(0.5)
+        raise AssertionError(f"no {what} within {timeout:.0f}s: {expr} = {result}")
+
+
+def get_status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return r.status
+    except OSError:
+        return 0
