@@ -158,6 +158,8 @@ class _Families:
 
     def metrics(self) -> Iterator[Metric]:
         for name, series in self.values.items():
+            if not series:  # nothing to say (no audit yet, no open transaction): no HELP/TYPE lines either
+                continue
             spec = SPECS[name]
             cls = CounterMetricFamily if spec.type == COUNTER else GaugeMetricFamily
             family = cls(name, spec.help, labels=self.label_names(spec))
