@@ -33,8 +33,6 @@ from eosctl import config as config_mod
 from eosctl.capture import Capture
 from eosctl.cli import main
 from eosctl.commands import txns_cmd
-from eosctl.commands.lag_cmd import lag_document
-from eosctl.commands.log_cmd import log_document
 from eosctl.errors import ConfigError
 from eosctl.findings import KINDS, AuditReport, Finding, PartitionSummary
 from eosctl.lag import LagSnapshot, PartitionLag, Watch
@@ -51,6 +49,8 @@ from eosctl.model import (
     ZombieWrite,
 )
 from eosctl.opentxn import OpenTxn
+from eosctl.output.lag import lag_document
+from eosctl.output.log import log_document
 from eosctl.producers import DESCRIBE_PRODUCERS, LOG_SCAN, ProducerRow, ProducersReport
 from eosctl.target import Target
 from eosctl.txns import AbortPlan, Hanging, HangingReport, TxnInfo
@@ -399,7 +399,7 @@ def run(*args: str) -> Any:
 
 
 def test_audit_json_is_documented() -> None:
-    from auditors.report import render
+    from eosctl.output.audit import render
 
     full, least = engines()
     docs = [json.loads(render(audit_report(full, findings_of_every_kind()), "json")),
