@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import queue
+import re
 import shutil
+import signal
 import socket
+import subprocess
+import sys
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -14,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 REPO = Path(__file__).resolve().parents[2]
 RULES = REPO / "sample_configs" / "eosctl.rules.yml"
@@ -75,3 +82,63 @@ def get_status(url: str) -> int:
             return r.status
     except OSError:
         return 0
+
+
+class Exporter:
+    """`eosctl exporter` in a subprocess; its address is read from the line it prints at start."""
+
+    def __init__(self, *args: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "eosctl", "exporter", *args],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                                     env={**os.environ, "PYTHONPATH": str(REPO)})
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.put(line)
+
+    def wait_for(self, pattern: str, timeout: float = 60.0) -> re.Match[str]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, f"the exporter quit (exit {self.proc.returncode}): {self.seen}"
+            try:
+                line = self.lines.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            self.seen.append(line)
+            m = re.search(pattern, line)
+            if m:
+                return m
+        raise AssertionError(f"no line matching {pattern!r} within {timeout:.0f}s: {self.seen}")
+
+    def metrics(self, address: str) -> dict[str, list[tuple[dict[str, str], float]]]:
+        """One scrape of /metrics: {sample name: [(labels, value), ...]}."""
+        with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as r:
+            text = r.read().decode()
+        out: dict[str, list[tuple[dict[str, str], float]]] = {}
+        for family in text_string_to_metric_families(text):
+            for s in family.samples:
+                out.setdefault(s.name, []).append((s.labels, s.value))
+        return out
+
+    def stop(self, signum: int = signal.SIGTERM) -> int:
+        """Send ``signum`` and wait for the exit status."""
+        self.proc.send_signal(signum)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        return self.proc.returncode
+
+    def rest_of_stderr(self) -> list[str]:
+        """After stop(): the lines not read by wait_for."""
+        self.reader.join(timeout=10)
+        rest = []
+        while not self.lines.empty():
+            rest.append(self.lines.get())
+        return rest

@@ -14,24 +14,20 @@ from __future__ import annotations
 
 import json
 import os
-import queue
-import re
 import subprocess
 import sys
-import threading
-import time
 import uuid
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from promhelp import REPO, Exporter
 
 from eosctl.findings import KINDS
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[2]
 DEMO_FAULTS = ("duplicate-replay", "skip", "aborted-leak", "upstream-retry", "zombie", "hanging")
 
 
@@ -71,46 +67,6 @@ def _config(path: Path, bootstrap: str, consumed: dict, reader: str, demo: dict)
     lines += [f"{key} = {q(sink[key])}" for key in ("duckdb", "table", "topic_column", "partition_column",
                                                      "offset_column", "key_column", "offsets_table")]
     path.write_text("\n".join(lines) + "\n")
-
-
-class Exporter:
-    """`eosctl exporter` in a subprocess; its address is read from the line it prints at start."""
-
-    def __init__(self, *args: str) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "eosctl", "exporter", *args],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
-                                     env={**os.environ, "PYTHONPATH": str(REPO)})
-        self.lines: queue.Queue[str] = queue.Queue()
-        self.seen: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.lines.put(line)
-
-    def wait_for(self, pattern: str, timeout: float = 60.0) -> re.Match[str]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, f"the exporter quit (exit {self.proc.returncode}): {self.seen}"
-            try:
-                line = self.lines.get(timeout=0.5)
-            except queue.Empty:
-                continue
-            self.seen.append(line)
-            m = re.search(pattern, line)
-            if m:
-                return m
-        raise AssertionError(f"no line matching {pattern!r} within {timeout:.0f}s: {self.seen}")
-
-    def stop(self) -> int:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-        return self.proc.returncode
 
 
 @pytest.fixture(scope="module")
