@@ -65,8 +65,8 @@ def test_outage_keeps_the_last_values_and_recovers(private_broker):
         assert value(down, "eosctl_partition_high_watermark", topic=topic, partition="0") == 5
         assert value(down, "eosctl_consumer_lag_records", group=group, topic=topic) == 0
         assert value(down, "eosctl_consumer_group_status", group=group, status="ERR") == 1
-        older = wait_scrape(exporter, address, lambda s: value(s, "eosctl_section_age_seconds", section="lag") > 2,
-                            "an aging section")
+        aging = lambda s: value(s, "eosctl_section_age_seconds", section="lag") > 2  # noqa: E731
+        older = wait_scrape(exporter, address, aging, "an aging section")
         assert value(older, "eosctl_refresh_errors_total", section="logs") >= 1
 
         sandbox.up(home, port=state.port)  # back on the same port, same data

@@ -12,8 +12,8 @@ from eosctl.cli import main
 REFUSED = "127.0.0.1:1"
 
 
-def run(*args: str, env: dict[str, str | None] | None = None) -> tuple[int, str]:
-    result = CliRunner().invoke(main, ["exporter", *args], prog_name="eosctl", env={"EOSCTL_CONFIG": None, **(env or {})})
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["exporter", *args], prog_name="eosctl", env={"EOSCTL_CONFIG": None})
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     assert result.stdout == ""
     lines = result.stderr.splitlines()
@@ -53,7 +53,8 @@ def test_bad_config_and_unknown_pipeline(tmp_path):
     assert run("-c", str(bad)) == (2, f"eosctl: error: {bad}: not valid TOML: Invalid value (at line 1, "
                                       "column 4)")
     good = tmp_path / "eosctl.toml"
-    good.write_text(f'[clusters.c]\nbootstrap_servers = "{REFUSED}"\n\n[pipelines.p]\nsource_topics = ["t"]\n')
+    good.write_text(f'[clusters.c]\nbootstrap_servers = "{REFUSED}"\n\n'
+                    '[pipelines.p]\nsource_topics = ["t"]\n')
     assert run("-c", str(good), "-p", "nope") == (2, f"eosctl: error: {good}: no pipeline named 'nope' "
                                                      "(known: p)")
 
