@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 DEFAULT_LISTEN = "127.0.0.1:9308"  # kafka_exporter's port: where lag dashboards expect an exporter
 # After a stop request, how long a running audit may take to finish before its processes are killed.
 AUDIT_GRACE_S = 2.0
+OPENMETRICS = "application/openmetrics-text; version=1.0.0"
 
 
 @click.command("exporter")
@@ -98,6 +99,7 @@ def exporter(config: str | None, pipelines: tuple[str, ...], bootstrap: str | No
             from eosctl.metrics import Exposition
 
             exposition = Exposition(sources, partition_metrics == "on")
+            exposition.render(OPENMETRICS)  # what Prometheus asks for: its first scrape is served as fast
             server.exposition = exposition  # type: ignore[attr-defined]
             threading.Thread(target=server.serve_forever, name="metrics-http", daemon=True).start()
             bound = server.server_address
