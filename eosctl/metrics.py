@@ -117,12 +117,12 @@ class Source:
 
     def refreshed(self, cap: Capture | None) -> None:
         """Take in a new reading (or a failed one: ``None``)."""
-        if cap is not None:
+        if cap is not None:  # new dicts, not updates: a scrape may be reading the old ones meanwhile
+            fencing, zombies = dict(self.fencing), dict(self.zombies)
             for tp, log in cap.logs.items():
-                fenced = sum(p.fencing_events for p in log.producers.values())
-                zombies = sum(p.zombie_total for p in log.producers.values())
-                self.fencing[tp] = max(self.fencing.get(tp, 0), fenced)
-                self.zombies[tp] = max(self.zombies.get(tp, 0), zombies)
+                fencing[tp] = max(fencing.get(tp, 0), sum(p.fencing_events for p in log.producers.values()))
+                zombies[tp] = max(zombies.get(tp, 0), sum(p.zombie_total for p in log.producers.values()))
+            self.fencing, self.zombies = fencing, zombies
         self.version += 1
 
     def audited(self, report: AuditReport | None, duration_s: float, error: str | None = None) -> None:
