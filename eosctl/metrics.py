@@ -16,6 +16,7 @@ and dashboards work either way.
 
 from __future__ import annotations
 
+import gzip
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -284,7 +285,13 @@ class Live:
 
 class Exposition:
     """What /metrics and --textfile serve: the state families rendered once per change, the live ones per
-    scrape, in the format the client asked for (Prometheus text or OpenMetrics)."""
+    scrape, in the format the client asked for (Prometheus text or OpenMetrics), gzip-compressed if it
+    accepts that (Prometheus does: 10k partitions are 10 MB of text, 0.5 MB compressed).
+
+    A body is two parts sent one after the other: the cached state and the live families. Compressed,
+    each is its own gzip member; a gzip stream may hold several (RFC 1952 2.2), and Prometheus' reader
+    (Go's compress/gzip) reads them all, as every gzip reader does.
+    """
 
     def __init__(self, sources: list[Source], partition_metrics: bool = True) -> None:
         self.sources = sources
@@ -293,27 +300,38 @@ class Exposition:
         self.live = CollectorRegistry(auto_describe=False)
         self.live.register(Live(sources))
         self._lock = threading.Lock()
-        self._cache: dict[str, tuple[tuple[int, ...], bytes]] = {}  # content type -> (versions, body)
+        # (content type, gzip) -> (the sources' versions it was rendered at, the state part)
+        self._cache: dict[tuple[str, bool], tuple[tuple[int, ...], bytes]] = {}
 
-    def render(self, accept: str | None = None) -> tuple[bytes, str]:
-        """(body, content type) for an Accept header (None: the Prometheus text format)."""
+    def parts(self, accept: str | None = None, gzipped: bool = False) -> tuple[list[bytes], str]:
+        """([state, live], content type) for an Accept header (None: the Prometheus text format)."""
         encoder, content_type = choose_encoder(accept or "")
         versions = tuple(s.version for s in self.sources)
+        key = (content_type, gzipped)
         with self._lock:  # one render per change, however many scrapes arrive meanwhile
-            cached = self._cache.get(content_type)
+            cached = self._cache.get(key)
             if cached is None or cached[0] != versions:
-                cached = (versions, encoder(self.state))
-                self._cache[content_type] = cached
-        state = cached[1]
+                state = encoder(self.state).removesuffix(EOF)  # OpenMetrics: one EOF, at the very end
+                cached = (versions, _gzip(state) if gzipped else state)
+                self._cache[key] = cached
         live = encoder(self.live)
-        eof = b"# EOF\n"
-        if state.endswith(eof):  # OpenMetrics: one EOF, at the very end
-            state = state[:-len(eof)]
-        return state + live, content_type
+        return [cached[1], _gzip(live) if gzipped else live], content_type
+
+    def render(self, accept: str | None = None) -> tuple[bytes, str]:
+        """(body, content type), uncompressed."""
+        parts, content_type = self.parts(accept)
+        return b"".join(parts), content_type
 
     def warm(self) -> None:
         """Render again, after a change, every format served so far (so no scrape pays for it)."""
         with self._lock:
             served = list(self._cache)
-        for content_type in served:
-            self.render(content_type if "openmetrics" in content_type else None)
+        for content_type, gzipped in served:
+            self.parts(content_type if "openmetrics" in content_type else None, gzipped)
+
+
+EOF = b"# EOF\n"
+
+
+def _gzip(data: bytes) -> bytes:
+    return gzip.compress(data, compresslevel=1, mtime=0)  # level 1: a tenth of the size, quickly

@@ -17,12 +17,13 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 REPO = Path(__file__).resolve().parents[2]
+T = TypeVar("T")
 RULES = REPO / "sample_configs" / "eosctl.rules.yml"
 JOB = "eosctl"
 
@@ -66,14 +67,20 @@ class Prometheus:
 
     def wait_for(self, expr: str, ok: Callable[[list[dict[str, Any]]], bool], what: str,
                  timeout: float = 60.0) -> list[dict[str, Any]]:
-        deadline = time.monotonic() + timeout
-        result: list[dict[str, Any]] = []
-        while time.monotonic() < deadline:
-            result = self.query(expr)
-            if ok(result):
-                return result
-            time.sleep(0.5)
-        raise AssertionError(f"no {what} within {timeout:.0f}s: {expr} = {result}")
+        return poll(lambda: self.query(expr), ok, f"{what} ({expr})", timeout)
+
+
+def poll(read: Callable[[], T], ok: Callable[[T], bool], what: str, timeout: float = 60.0) -> T:
+    """``read()`` every 0.3 s until ``ok`` says yes; AssertionError naming ``what`` and the last answer after
+    ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = read()
+        if ok(result):
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {what} within {timeout:.0f}s; last: {result}")
+        time.sleep(0.3)
 
 
 def get_status(url: str) -> int:

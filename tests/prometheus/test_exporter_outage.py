@@ -1,31 +1,19 @@
 """`eosctl exporter` runs for weeks: a broker outage sets eosctl_up 0 and keeps serving the last values with
 their ages, the cluster coming back sets it to 1 again, and SIGTERM / Ctrl-C stop it with one line.
 
-The outage needs a broker of its own: a PRIVATE sandbox with its own state directory, never the session's.
+The outage needs a broker of its own (the private_broker fixture), never the session's.
 """
 
 from __future__ import annotations
 
 import signal
-import time
+from collections.abc import Callable
 
 import pytest
 from brokerhelp import committed_group
-from promhelp import Exporter
+from promhelp import Exporter, poll
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def private_broker(tmp_path_factory: pytest.TempPathFactory):
-    from eosctl import sandbox
-
-    home = tmp_path_factory.mktemp("exporter-outage")
-    state, _ = sandbox.up(home)
-    try:
-        yield home, state
-    finally:
-        sandbox.down(home)
 
 
 def value(scrape: dict, name: str, **labels: str) -> float:
@@ -33,15 +21,8 @@ def value(scrape: dict, name: str, **labels: str) -> float:
     return found
 
 
-def wait_scrape(exporter: Exporter, address: str, ok, what: str, timeout: float = 60.0) -> dict:
-    deadline = time.monotonic() + timeout
-    scrape: dict = {}
-    while time.monotonic() < deadline:
-        scrape = exporter.metrics(address)
-        if ok(scrape):
-            return scrape
-        time.sleep(0.3)
-    raise AssertionError(f"no {what} within {timeout:.0f}s: eosctl_up {scrape.get('eosctl_up')}")
+def wait_scrape(exporter: Exporter, address: str, ok: Callable[[dict], bool], what: str) -> dict:
+    return poll(lambda: exporter.metrics(address), ok, what)
 
 
 @pytest.mark.timeout(300)

@@ -110,6 +110,15 @@ def test_openmetrics_by_content_negotiation():
     assert content_type.startswith("text/plain") and b"# EOF" not in plain
 
 
+def test_gzip_body_is_two_members_any_gzip_reader_reads_whole():
+    import gzip
+
+    exposition = Exposition([source()])
+    parts, _ = exposition.parts(PROMETHEUS_ACCEPT, gzipped=True)
+    assert len(parts) == 2 and all(p[:2] == b"\x1f\x8b" for p in parts)
+    assert gzip.decompress(b"".join(parts)) == exposition.render(PROMETHEUS_ACCEPT)[0]
+
+
 def test_the_state_is_rendered_once_per_change_and_ages_at_every_scrape():
     src = source()
     exposition = Exposition([src])
