@@ -23,13 +23,13 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from eosctl.config import Cluster, Sink
-from eosctl.errors import BrokerError, EosctlError, SinkError, first_line
+from eosctl.errors import BrokerError, EosctlError, SinkError
 from eosctl.findings import KINDS, Finding, LogSegment, PartitionSummary
 from eosctl.model import TP, PartitionLog
 from eosctl.progress import Progress, Step, silent
 
 if TYPE_CHECKING:
-    from eosctl.sinkdb import SinkReader
+    from eosctl.sink import SinkReader
 
 # Task output: one row per summary, finding, error, or (with a key column) committed row with a key.
 OUT_SCHEMA = (
@@ -128,16 +128,10 @@ class WorkItem:
 
 
 def _open_sink(sink: Sink, settings: TaskSettings) -> SinkReader:
-    from eosctl.sinkdb import open_sink
+    from eosctl.sink import Limits, open_reader
 
-    reader = open_sink(sink)
-    os.makedirs(settings.temp_directory, exist_ok=True)
-    conn = reader.conn
-    conn.execute(f"SET threads = {int(settings.duckdb_threads)}")
-    conn.execute(f"SET memory_limit = '{settings.duckdb_memory}'")
-    conn.execute(f"SET temp_directory = '{settings.temp_directory}'")
-    conn.execute("SET preserve_insertion_order = false")
-    return reader
+    return open_reader(sink, limits=Limits(settings.duckdb_threads, settings.duckdb_memory,
+                                           settings.temp_directory))
 
 
 def _audit_partition(item: WorkItem, source: Source, sink: Sink, settings: TaskSettings,
@@ -236,9 +230,7 @@ def _key_rows(item: WorkItem, committed: list[tuple[int, int]], sink: Sink, sett
     """Key rows in the task's output schema: rec "key", the key, its offset in first_offset."""
     import pyarrow as pa
 
-    ranges = pa.table({"rf": [c[0] for c in committed], "rl": [c[1] for c in committed]},
-                      schema=pa.schema([("rf", pa.int64()), ("rl", pa.int64())]))
-    for b in _committed_keys(item.topic, item.partition, ranges, sink, settings):
+    for b in _committed_keys(item.topic, item.partition, committed, sink, settings):
         n = b.num_rows
         cols = {"rec": pa.array(["key"] * n, pa.string()), "topic": pa.array([item.topic] * n, pa.string()),
                 "partition": pa.array([item.partition] * n, pa.int32()),
@@ -247,22 +239,11 @@ def _key_rows(item: WorkItem, committed: list[tuple[int, int]], sink: Sink, sett
                                           for f in schema], schema=schema)
 
 
-def _committed_keys(topic: str, partition: int, committed: Any, sink: Sink,
+def _committed_keys(topic: str, partition: int, committed: list[tuple[int, int]], sink: Sink,
                     settings: TaskSettings) -> Iterator[Any]:
     """Arrow batches (key, offset) of the partition's distinct committed rows with a key."""
     with _open_sink(sink, settings) as reader:
-        reader.conn.register("committed_ranges", committed)
-        # ASOF join: each row meets the last range starting at or before its offset; inside it = committed.
-        rows = reader.rows_sql(topic, partition, with_key=True)
-        sql = f"""
-            SELECT DISTINCT s.k AS key, s.o AS offset FROM ({rows}) s
-            ASOF JOIN committed_ranges r ON s.o >= r.rf
-            WHERE s.o <= r.rl AND s.k IS NOT NULL"""
-        try:
-            yield from reader.conn.sql(sql).to_arrow_reader(65_536)
-        except Exception as e:
-            raise SinkError(f"reading keys of {topic}-{partition} from sink {reader.source} "
-                            f"failed: {first_line(e)}") from None
+        yield from reader.committed_keys(topic, partition, committed)
 
 
 # ---- the driver ----------------------------------------------------------------------------------
@@ -301,12 +282,12 @@ def prepare(inp: AuditInput) -> list[WorkItem]:
     """Open and validate the sink, read Kafka metadata, list the work: fails fast, before Spark starts.
 
     With a group, each item also carries the sink's stored offset and the group's committed one (both
-    cheap to read here); the task, which has the log model, judges them.
+    cheap to read here); the task, which has the log model, judges them. ``inp.sink`` is the one the
+    command froze (eosctl.sink.frozen, in auditors.engine.run): the tasks read the same read point.
     """
-    from eosctl.sinkdb import frozen, open_sink
+    from eosctl.sink import open_reader
 
-    # A frozen copy: the pipeline's writer is kept out only while it is copied, not while it is scanned.
-    with frozen(inp.sink) as fixed, open_sink(fixed) as reader:
+    with open_reader(inp.sink) as reader:
         in_sink = reader.partitions()
         stored = reader.stored_offsets() if inp.group and inp.cluster is not None else None
     items = plan(inp.source, inp.topics, in_sink)
