@@ -235,7 +235,7 @@ def load_config(path: str | Path, env: dict[str, str] | None = None) -> Config:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: config file not found (pass --config PATH)") from None
-    except (PermissionError, IsADirectoryError, UnicodeDecodeError) as e:
+    except (OSError, UnicodeDecodeError) as e:  # a permission, a directory, /proc/self/mem (EIO)
         raise ConfigError(f"{path}: cannot read config file ({e.__class__.__name__})") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: not valid TOML: {e}") from None

@@ -788,3 +788,53 @@ def test_every_command_with_json_output_has_a_section() -> None:
 
     headings = {h.strip("`") for h in doc_tables("json.md") if h.startswith("`eosctl ")}
     assert headings == set(walk(main, "eosctl"))
+
+
+# ---- docs/metrics.md: every metric `eosctl exporter` emits ----------------------------------------------
+
+
+def documented_metrics() -> dict[str, tuple[str, frozenset[str]]]:
+    """{name: (type, labels beyond cluster and pipeline)} of every `metric` table in docs/metrics.md."""
+    out: dict[str, tuple[str, frozenset[str]]] = {}
+    for heading, tables in doc_tables("metrics.md").items():
+        for table in (t for t in tables if t[0][0] == "metric"):
+            for name, kind, labels, _meaning in table[1:]:
+                name = _name(name)
+                assert name not in out, f"docs/metrics.md § {heading}: {name} listed twice"
+                names = (_name(label.strip()) for label in labels.split(",") if label.strip())
+                out[name] = (kind, frozenset(names))
+    return out
+
+
+def emitted_metrics(partition_metrics: bool = True) -> dict[str, tuple[str, frozenset[str]]]:
+    """The same, read from what the exporter serves for a pipeline state that has every family."""
+    from metricsample import source
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from eosctl.metrics import Exposition
+
+    body, _ = Exposition([source()], partition_metrics).render()
+    out: dict[str, tuple[str, frozenset[str]]] = {}
+    for family in text_string_to_metric_families(body.decode()):
+        name = family.name + ("_total" if family.type == "counter" else "")
+        labels = {k for s in family.samples for k in s.labels}
+        assert {"cluster", "pipeline"} <= labels, name
+        out[name] = (family.type, frozenset(labels - {"cluster", "pipeline"}))
+    return out
+
+
+def test_metrics_doc_matches_what_the_exporter_emits() -> None:
+    from eosctl.metrics import METRICS
+
+    docs, emitted = documented_metrics(), emitted_metrics()
+    assert sorted(set(emitted) - set(docs)) == [], "emitted but not documented in docs/metrics.md"
+    assert sorted(set(docs) - set(emitted)) == [], "documented in docs/metrics.md but never emitted"
+    wrong = {n: (docs[n], emitted[n]) for n in docs if docs[n] != emitted[n]}
+    assert wrong == {}, "docs/metrics.md: (documented, emitted) type and labels differ"
+    assert {s.name for s in METRICS} == set(docs)
+
+
+def test_partition_metrics_off_drops_only_the_partition_label() -> None:
+    on, off = emitted_metrics(), emitted_metrics(partition_metrics=False)
+    assert set(on) == set(off)
+    assert {n: (t, labels - {"partition"}) for n, (t, labels) in on.items()} == off
