@@ -136,8 +136,13 @@ def txns_hanging(config: str | None, pipeline: str | None, bootstrap: str | None
       kip664  DescribeProducers shows an open transaction older than --max-age that its coordinator
               does not list for the partition (what kafka-transactions.sh find-hanging checks);
       lso     the partition's LSO is below its HW and the open transaction at the LSO is older than
-              --max-age (age from its first batch's timestamp); works where DescribeProducers
-              returns nothing.
+              --max-age; works where DescribeProducers returns nothing.
+
+    Ages come from the coordinator's start time (DescribeTransactions) where it runs the transaction,
+    else from the broker's clock on a LogAppendTime topic. A transaction dated only by its producer's
+    record timestamps (CreateTime) is listed, marked *, but does not make the exit status 1 (with
+    --max-age 0 its age does not matter). Offsets are ListOffsets cross-checked against Fetch; when the
+    broker contradicts itself and nothing is found, exit 2 naming it instead of "no hanging".
     """
     from eosctl.target import resolve
     from eosctl.txns import find_hanging
@@ -164,8 +169,13 @@ def txns_hanging(config: str | None, pipeline: str | None, bootstrap: str | None
         emit_json(report.to_dict())
     else:
         _render_hanging(report, wanted)
-    if report.hanging:
+    if report.counted:
         sys.exit(1)
+    if report.offsets_disagreements:
+        from eosctl.errors import BrokerError
+
+        # Never "no hanging transactions" on offsets the broker itself contradicts.
+        raise BrokerError(f"cannot rule out hanging transactions: {report.offsets_disagreements[0]}")
 
 
 def _render_hanging(report: Any, topics: list[str]) -> None:
@@ -176,18 +186,36 @@ def _render_hanging(report: Any, topics: list[str]) -> None:
     source = (f"DescribeProducers returned {report.producers_returned} producers" if dp == "ok"
               else f"DescribeProducers {dp}")
     checked = f"{report.partitions_checked} partitions of {', '.join(topics)}; {source}"
+    for line in report.offsets_disagreements:
+        out.print(f"warning: {line}", markup=False, highlight=False)
     if not report.hanging:
-        out.print(f"no hanging transactions (older than {age_text(report.max_age_s)}) in {checked}")
+        if not report.offsets_disagreements:
+            out.print(f"no hanging transactions (older than {age_text(report.max_age_s)}) in {checked}")
         return
-    rows = [(h.topic, h.partition, h.producer_id, h.producer_epoch, h.first_offset, age_text(h.age_s),
+    rows = [(h.topic, h.partition, h.producer_id, h.producer_epoch, h.first_offset, _age(h),
              h.blocked, h.transactional_id, h.coordinator_state, "+".join(h.rules)) for h in report.hanging]
-    out.print(table(f"Hanging transactions ({len(rows)}, open longer than {age_text(report.max_age_s)})",
-                    ["topic", "partition", "producer id", "epoch", "first offset", "age", "blocked",
-                     "transactional id", "coordinator", "rule"], rows))
+    counted = report.counted
+    title = (f"Hanging transactions ({len(counted)}, open longer than {age_text(report.max_age_s)})"
+             if counted else f"Open transactions dated only by producer timestamps ({len(rows)})")
+    out.print(table(title, ["topic", "partition", "producer id", "epoch", "first offset", "age", "blocked",
+                            "transactional id", "coordinator state", "rule"], rows))
     out.print(f"checked {checked}. blocked = HW - LSO: offsets read_committed consumers cannot reach.")
-    first = report.hanging[0]
+    unsure = len(rows) - len(counted)
+    if unsure:
+        out.print(f"{unsure} look older than {age_text(report.max_age_s)} only by their producers' record "
+                  "timestamps (CreateTime, set by the client; * above), and neither the coordinator nor the "
+                  "broker's clock dates them: not counted as hanging. `eosctl txns describe ID` shows the "
+                  "coordinator's start time where it has one.")
+    if not counted:
+        return
+    first = counted[0]
     out.print(f"to abort one: eosctl txns abort --topic {first.topic} --partition {first.partition} "
               f"--start-offset {first.first_offset}")
+
+
+def _age(h: Any) -> str:
+    """The age, marked * when only the producer's record timestamps date it."""
+    return age_text(h.age_s) + ("" if h.age_trusted else "*")
 
 
 @txns.command("abort")
