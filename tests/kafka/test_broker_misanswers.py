@@ -33,6 +33,10 @@ def cli(*args: str):
     return result
 
 
+def watch_once(sim: KafkaSim):
+    return cli("lag", "--bootstrap", sim.bootstrap, "--format", "json", "--watch", "1", "--count", "1")
+
+
 def blocked_partition(sim: KafkaSim, *, timestamp: int | None = None) -> None:
     """t-0: ten committed records (one batch), then producer PID's transaction of five records left open
     at offset 10: HW 15, LSO 10. Tansu's ListOffsets answers 11 (the last batch's base + 1) and 0."""
@@ -59,7 +63,7 @@ def test_lag_uses_the_offsets_a_consumer_is_served_and_never_says_ok(kafka_sim: 
     blocked_partition(kafka_sim)
     lie_about_offsets(kafka_sim)
     kafka_sim.group("billing", {("t", 0): 5}, state="Stable")
-    result = cli("lag", "--bootstrap", kafka_sim.bootstrap, "--format", "json", "--watch", "1", "--count", "1")
+    result = watch_once(kafka_sim)
     assert result.exit_code == 0, result.output
     p = json.loads(result.stdout)["groups"][0]["partitions"][0]
     # Trusting ListOffsets gave lag 0 (LSO 0) and status OK for a consumer blocked behind PID's transaction.
@@ -75,8 +79,8 @@ def test_txns_hanging_finds_the_open_transaction_the_lie_hid(kafka_sim: KafkaSim
                  "--format", "json")
     assert result.exit_code == 1, result.output
     doc = json.loads(result.stdout)
-    assert [(h["producer_id"], h["first_offset"], h["lso"], h["hw"], h["counted"]) for h in doc["hanging"]] == [
-        (PID, 10, 10, 15, True)]
+    found = [(h["producer_id"], h["first_offset"], h["lso"], h["hw"], h["counted"]) for h in doc["hanging"]]
+    assert found == [(PID, 10, 10, 15, True)]
     assert doc["offsets_disagreements"] == [LIE]
 
 
@@ -88,11 +92,11 @@ def test_txns_hanging_never_says_none_on_offsets_that_disagree(kafka_sim: KafkaS
     result = cli("txns", "hanging", "--bootstrap", kafka_sim.bootstrap, "--topic", "t", "--max-age", "0")
     assert result.exit_code == 2
     assert "no hanging transactions" not in result.stdout
-    assert result.stderr == ("eosctl: error: cannot rule out hanging transactions: the broker disagrees "
-                             "with itself on t-0: ListOffsets answers high watermark 11, but a Fetch already "
-                             "showed 15; ListOffsets answers LSO 11, but a Fetch already showed 15: ListOffsets "
-                             "is wrong (these offsets never go back); a read_committed consumer is served the "
-                             "Fetch's\n")
+    assert result.stderr == (
+        "eosctl: error: cannot rule out hanging transactions: the broker disagrees with itself on t-0: "
+        "ListOffsets answers high watermark 11, but a Fetch already showed 15; ListOffsets answers LSO 11, "
+        "but a Fetch already showed 15: ListOffsets is wrong (these offsets never go back); a read_committed "
+        "consumer is served the Fetch's\n")
 
 
 def test_log_names_the_wrong_listoffsets_answer(kafka_sim: KafkaSim) -> None:
@@ -124,8 +128,8 @@ def test_audit_refuses_on_offsets_the_broker_contradicts(kafka_sim: KafkaSim, tm
     db = sink(tmp_path / "sink.duckdb", [0, 1, 2, 3, 5, 6, 7, 8, 9])  # offset 4 is missing
     honest = audit(kafka_sim, db)
     assert honest.exit_code == 1, honest.output
-    assert [(f["kind"], f["first_offset"], f["last_offset"]) for f in json.loads(honest.stdout)["findings"]] == [
-        ("gap", 4, 4)]
+    findings = json.loads(honest.stdout)["findings"]
+    assert [(f["kind"], f["first_offset"], f["last_offset"]) for f in findings] == [("gap", 4, 4)]
     lie_about_offsets(kafka_sim)
     lied = audit(kafka_sim, db)
     # Trusting ListOffsets' LSO 0 made expected 0 and printed PASS over the gap.
@@ -152,8 +156,8 @@ def test_a_broker_that_answers_nothing_without_a_wait_is_read(kafka_sim: KafkaSi
     assert time.monotonic() - started < eosctl.logscan.RETRY_DEADLINE_S  # it never waited for the deadline
 
 
-def test_a_broker_that_never_answers_is_one_line_saying_what_was_tried(kafka_sim: KafkaSim,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_broker_that_never_answers_is_one_line_saying_what_was_tried(
+        kafka_sim: KafkaSim, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(eosctl.logscan, "RETRY_DEADLINE_S", 0.5)
     kafka_sim.partition("t", 0).data(3)
     kafka_sim.inject("fetch", "t", 0, drop=True, times=None)
@@ -187,7 +191,7 @@ def test_the_coordinators_start_time_dates_a_transaction_not_its_records(kafka_s
     assert (h["age_source"], h["counted"], h["transactional_id"]) == ("coordinator", True, "replayer")
     assert 17 * 60 <= h["age_s"] < 18 * 60
     kafka_sim.group("billing", {("t", 0): 10})
-    lag = cli("lag", "--bootstrap", kafka_sim.bootstrap, "--format", "json", "--watch", "1", "--count", "1")
+    lag = watch_once(kafka_sim)
     txn = json.loads(lag.stdout)["groups"][0]["partitions"][0]["open_transaction"]
     assert txn["age_source"] == "coordinator" and 17 * 60 <= txn["age_s"] < 18 * 60
     assert json.loads(lag.stdout)["groups"][0]["partitions"][0]["cause"].endswith(f"for {txn['age_s']:.0f}s")
@@ -238,5 +242,6 @@ def test_last_timestamp_is_the_last_data_batch_not_the_marker(kafka_sim: KafkaSi
     result = cli("producers", "--bootstrap", kafka_sim.bootstrap, "--topic", "t", "--format", "json")
     assert result.exit_code == 0, result.output
     assert [r["last_timestamp_ms"] for r in json.loads(result.stdout)["producers"]] == [1_700_000_000_002]
-    log = cli("log", "--bootstrap", kafka_sim.bootstrap, "--topic", "t", "--partition", "0", "--format", "json")
+    log = cli("log", "--bootstrap", kafka_sim.bootstrap, "--topic", "t", "--partition", "0", "--format",
+              "json")
     assert [pr["last_timestamp"] for pr in json.loads(log.stdout)["producers"]] == [1_700_000_000_002]

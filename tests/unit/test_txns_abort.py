@@ -52,7 +52,8 @@ _COORDINATOR = {
     "FindCoordinatorRequest": SimpleNamespace(error_code=0, node_id=1),
     "DescribeTransactionsRequest": SimpleNamespace(transaction_states=[SimpleNamespace(
         error_code=0, transactional_id="shop.hanging", producer_id=5001, producer_epoch=3,
-        transaction_state="Ongoing", transaction_timeout_ms=60000, transaction_start_time_ms=1_795_000_000_000,
+        transaction_state="Ongoing", transaction_timeout_ms=60000,
+        transaction_start_time_ms=1_795_000_000_000,
         topics=[SimpleNamespace(topic=TP[0], partitions=[TP[1]])])]),
 }
 
