@@ -146,6 +146,9 @@ def _audit_partition(item: WorkItem, source: Source, sink: Sink, settings: TaskS
 
     t0 = time.perf_counter()
     log = source.load(item.topic, item.partition) if item.in_kafka else None
+    if log is not None and log.offsets_disagreement:
+        # Never a verdict on offsets the broker itself contradicts: the audit refuses, naming it.
+        raise BrokerError(f"cannot audit {item.topic}-{item.partition}: {log.offsets_disagreement}")
     t1 = time.perf_counter()
     # The islands stream out of DuckDB straight into the sweep: never a list of the partition's offsets.
     facts = SinkFacts()
