@@ -125,14 +125,17 @@ class Config:
     pipelines: dict[str, Pipeline]
     spark: Spark = field(default_factory=Spark)
     audit_engine: str | None = None  # [audit] engine: "spark" | "local"; None: each command's default
+    default_pipeline: str | None = None  # used when --pipeline is not given and there are several
 
     def pipeline(self, name: str | None) -> Pipeline:
         if name is None:
             if len(self.pipelines) == 1:
                 return next(iter(self.pipelines.values()))
+            if self.default_pipeline is not None:
+                return self.pipelines[self.default_pipeline]
             raise ConfigError(
                 f"{self.path}: several pipelines ({', '.join(sorted(self.pipelines))}); "
-                "choose one with --pipeline"
+                "choose one with --pipeline (or set default_pipeline at the top of the file)"
             )
         if name not in self.pipelines:
             known = ", ".join(sorted(self.pipelines)) or "none"
@@ -359,8 +362,14 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
     audit_engine = au.str("engine", None, choices={"spark", "local"}) if au is not None else None
     if au is not None:
         au.done()
+    default = root.str("default_pipeline", None)
+    if default is not None and default not in pipelines:
+        known = ", ".join(sorted(pipelines)) or "none"
+        raise ConfigError(f"{path}: default_pipeline is {root.shown('default_pipeline', default)}, but no "
+                          f"such [pipelines.NAME] is defined (known: {known})")
     root.done()
-    return Config(path=path, clusters=clusters, pipelines=pipelines, spark=spark, audit_engine=audit_engine)
+    return Config(path=path, clusters=clusters, pipelines=pipelines, spark=spark, audit_engine=audit_engine,
+                  default_pipeline=default)
 
 
 def _three(names: tuple[str, ...], path: Path, pipeline: str) -> tuple[str, str, str]:
@@ -370,9 +379,19 @@ def _three(names: tuple[str, ...], path: Path, pipeline: str) -> tuple[str, str,
     return (names[0], names[1], names[2])
 
 
-def _check_hop_sink(sink: Sink, path: Path, pipeline: str, clusters: dict[str, Cluster]) -> None:
-    from eosctl.sink.kafka_topic import check_lineage
+LINEAGE_MODES = ("headers", "value:PATH")
 
+
+def check_lineage(value: str) -> str | None:
+    """What is wrong with a kafka_topic sink's `lineage` (eosctl.sink.kafka_topic); None if it is usable."""
+    if value == "headers":
+        return None
+    if value.startswith("value:") and all(value.removeprefix("value:").split(".")):
+        return None
+    return f"expected one of {', '.join(LINEAGE_MODES)} (e.g. value:source)"
+
+
+def _check_hop_sink(sink: Sink, path: Path, pipeline: str, clusters: dict[str, Cluster]) -> None:
     if sink.kafka_topic is None:
         return
     problem = check_lineage(sink.lineage)

@@ -20,6 +20,8 @@ def _q(value: str) -> str:
 def write_config(cluster: Cluster, names: Names, sink: dict, workdir: Path) -> Path:
     cname = cluster.name or "default"
     lines = [f"# Written by the eosctl reference pipeline (prefix {names.prefix!r}).", "",
+             "# The sink hop; the process stage and the whole pipeline hop by hop are pipelines below.",
+             f"default_pipeline = {_q(names.prefix)}", "",
              f"[clusters.{_q(cname)}]", f"bootstrap_servers = {_q(cluster.bootstrap_servers)}"]
     if cluster.security_protocol != "PLAINTEXT":
         lines.append(f"security_protocol = {_q(cluster.security_protocol)}")

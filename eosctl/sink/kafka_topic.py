@@ -30,17 +30,7 @@ from eosctl.model import TP
 from eosctl.sink.base import ReadPoint
 
 TABLE = "hop_rows"
-LINEAGE_MODES = ("headers", "value:PATH")
 POLL_TIMEOUT_S = 30.0  # no progress for this long while below the end offsets: one line, exit 2
-
-
-def check_lineage(value: str) -> str | None:
-    """What is wrong with a `lineage` setting; None if it is usable."""
-    if value == "headers":
-        return None
-    if value.startswith("value:") and all(value.removeprefix("value:").split(".")):
-        return None
-    return f"expected one of {', '.join(LINEAGE_MODES)} (e.g. value:source)"
 
 
 def freeze(sink: Sink, cluster: Cluster, directory: str) -> Sink:
