@@ -52,7 +52,7 @@ def freeze(sink: Sink, cluster: Cluster, directory: str) -> Sink:
         con.execute(f"CREATE TABLE {TABLE} AS SELECT * FROM hop_arrow")
     finally:
         con.close()
-    at = json.dumps({"end_offsets": {f"{t}[{p}]": o for (t, p), o in sorted(ends.items())},
+    at = json.dumps({"end_offsets": [{"partition": p, "offset": o} for (_, p), o in sorted(ends.items())],
                      "read_at": read_at})
     return replace(sink, duckdb=path, kafka_topic=None, table=TABLE, topic_column="src_topic",
                    partition_column="src_partition", offset_column="src_offset",

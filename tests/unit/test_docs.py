@@ -434,7 +434,10 @@ def test_audit_json_is_documented() -> None:
                                                             "server_version": "15.18"}),
               ReadPoint("duckdb", "/s/sink.duckdb", {"copied_at": "2026-11-24T10:00:00.000Z"}),
               ReadPoint("parquet", "/s/*.parquet", {"files_listed_at": "2026-11-24T10:00:00.000Z"}),
-              ReadPoint("parquet", "s3://b/*.parquet")]
+              ReadPoint("parquet", "s3://b/*.parquet"),
+              ReadPoint("kafka_topic", "orders.enriched",
+                        {"lineage": "headers", "read_at": "2026-11-24T10:00:00Z",
+                         "end_offsets": [{"partition": 0, "offset": 42}]})]
     docs = [json.loads(render(audit_report(full, findings_of_every_kind(), points[0].to_dict()), "json")),
             json.loads(render(audit_report(least, []), "json")),
             *(json.loads(render(audit_report(least, [], p.to_dict()), "json")) for p in points[1:])]
