@@ -81,6 +81,18 @@ class LagHistory:
         return {k: list(v) for k, v in self.series.items()}
 
 
+class _Clock:
+    """Seconds since the previous call, recorded under each step's name."""
+
+    def __init__(self, into: dict[str, float]) -> None:
+        self.into, self.last = into, time.monotonic()
+        into.clear()
+
+    def __call__(self, step: str) -> None:
+        now = time.monotonic()
+        self.into[step], self.last = now - self.last, now
+
+
 @dataclass
 class _Partition:
     """One partition's scan, kept between refreshes, and the log it last gave."""
@@ -124,6 +136,7 @@ class LiveModel:
         self.refresh_errors: dict[str, int] = {name: 0 for name in SECTIONS}
         self.last_refresh_seconds = 0.0
         self.bytes_read = 0  # record bytes the last refresh fetched
+        self.timings: dict[str, float] = {}  # seconds per step of the last refresh (benchmarks, --debug)
         self.rescans = 0  # partitions scanned afresh after their first reading (retention, recreation...)
         self.up = False
         self.lag_history = LagHistory()
@@ -147,14 +160,20 @@ class LiveModel:
         try:
             # The sink first, then Kafka (see eosctl.ledger.read_sink): every row read was written from a
             # record Kafka committed before the reads below.
+            clock = _Clock(self.timings)
             self._read_sink()
+            clock("sink")
             client = self._connect()
             known = client.metadata(self.topics) if self.topics else {}
             tps = [(t, p) for t, parts in known.items() for p in sorted(parts)]
             offsets = client.offsets(tps) if tps else {}
+            clock("offsets")
             self._read_logs(cap, client, tps, offsets)
+            clock("logs")
             read_sections(cap, self.target, client, self.admins, known, self.max_age_s, offsets)
+            clock("sections")
             self._ledger(cap, client, offsets)
+            clock("ledger")
         except BrokerError:
             self.up = False
             self._disconnect()
@@ -283,7 +302,10 @@ class LiveModel:
             cap.sections["ledger"] = f"{SKIPPED}the pipeline has no sink"
             return
         if self._sink_side is None:
-            cap.sections["ledger"] = f"{NOT_CAPTURED}{self._sink_error}"
+            tail = self._tail
+            why = self._sink_error or (f"reading the sink: {tail.state.rows_read:,} rows so far"
+                                       if isinstance(tail, DuckDBTail) else "the sink was not read yet")
+            cap.sections["ledger"] = f"{NOT_CAPTURED}{why}"
             return
         group = self.target.group
         whole = {tp: lg for tp, lg in cap.logs.items() if tp[0] in self.target.topics
