@@ -243,7 +243,7 @@ def read_sink(sink: Sink, where: str = "sink") -> SinkSide:
         invalid = reader.invalid_rows()
         source = reader.source
     stored = None if stored_rows is None else {(s.topic, s.partition): s.next_offset for s in stored_rows}
-    shown = f"{source} ({sink.table})" if sink.duckdb else source
+    shown = source if sink.parquet else f"{source} ({sink.table})"  # a table names its rows; a glob, files
     return SinkSide(summaries, stored, islands, invalid, shown)
 
 

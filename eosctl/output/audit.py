@@ -49,6 +49,9 @@ def table(report: AuditReport) -> Any:
         f"[bold {colour}]{report.verdict.upper()}[/]  {len(report.partitions)} partitions, "
         f"{expected} expected records, {rows_total} sink rows: {summary}"
         + (f"  ({report.elapsed_seconds:.1f}s)" if report.elapsed_seconds is not None else "")))
+    if report.sink and report.sink_read_point:
+        parts.append(Text(f"sink {report.sink} read at {read_point_text(report.sink_read_point)}",
+                          style="dim"))
     if timing := timings(report.engine):
         parts.append(Text(timing, style="dim"))
     return Group(*parts)
@@ -58,6 +61,12 @@ def table(report: AuditReport) -> Any:
 _PHASES = (("prepare_seconds", "metadata"), ("startup_seconds", "start-up"), ("partitions_seconds", "tasks"),
            ("keys_seconds", "keys"))
 _TASK_TIME = (("scan_seconds", "log scans"), ("reconcile_seconds", "sink"))
+
+
+def read_point_text(point: dict[str, Any]) -> str:
+    from eosctl.sink.base import ReadPoint
+
+    return ReadPoint.from_dict(point).describe()
 
 
 def timings(engine: dict[str, Any]) -> str:

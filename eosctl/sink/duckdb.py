@@ -21,7 +21,7 @@ from eosctl.files import input_problem
 from eosctl.sink.base import ReadPoint, shown
 from eosctl.sink.relation import (
     NO_EXTENSION_DOWNLOADS,
-    RelationReader,
+    DuckDBReader,
     check_columns,
     check_offsets_columns,
     columns,
@@ -158,7 +158,7 @@ def _not_duckdb(path: str, where: str) -> SinkError:
                      f"in [{where}].parquet)")
 
 
-def open_duckdb(sink: Sink, where: str = "sink") -> RelationReader:
+def open_duckdb(sink: Sink, where: str = "sink") -> DuckDBReader:
     """A reader of the sink's table in its DuckDB file (or the frozen copy the sink names)."""
     assert sink.duckdb is not None
     name = shown(sink)
@@ -169,7 +169,7 @@ def open_duckdb(sink: Sink, where: str = "sink") -> RelationReader:
         conn.close()
         raise
     at = {"copied_at": sink.at} if sink.at else {}
-    return RelationReader(conn, relation, sink, name, offsets, ReadPoint("duckdb", name, at), types,
+    return DuckDBReader(conn, relation, sink, name, offsets, ReadPoint("duckdb", name, at), types,
                           offsets_types)
 
 

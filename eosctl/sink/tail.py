@@ -23,7 +23,7 @@ from eosctl.findings import Finding
 from eosctl.model import TP
 from eosctl.sink.base import OffsetIsland, ReadPoint, SinkPartition, StoredOffset, shown
 from eosctl.sink.duckdb import check_duckdb_file, connect_readonly, relations_of
-from eosctl.sink.relation import RelationReader
+from eosctl.sink.relation import DuckDBReader
 from eosctl.sink.sql import ident
 
 # Each slice keeps the writer out for about this long (the first rows of a slice are counted by time).
@@ -90,7 +90,7 @@ class DuckDBTail:
                 self._relations = relations_of(conn, self.sink, self.where)
             _, offsets, types, offsets_types = self._relations
             name = shown(self.sink)
-            reader = RelationReader(conn, f"(SELECT * FROM {table} WHERE rowid >= {lo} AND rowid < {hi})",
+            reader = DuckDBReader(conn, f"(SELECT * FROM {table} WHERE rowid >= {lo} AND rowid < {hi})",
                                     self.sink, name, offsets, ReadPoint("duckdb", name), types, offsets_types)
             if hi > lo:
                 self._add(reader, conn, table, lo, hi)
@@ -122,7 +122,7 @@ class DuckDBTail:
             return False
         return _row_at(conn, self.sink, table, s.rows_read - 1) == s.last_row
 
-    def _add(self, reader: RelationReader, conn, table: str, lo: int, hi: int) -> None:
+    def _add(self, reader: DuckDBReader, conn, table: str, lo: int, hi: int) -> None:
         s = self.state
         for summary in reader.summaries():
             tp = (summary.topic, summary.partition)
