@@ -75,6 +75,7 @@ class Sink:
     duckdb: str | None = None
     parquet: str | None = None
     postgres: str | None = None  # postgresql://USER@HOST:PORT/DB (a password only through ${NAME})
+    delta: str | None = None  # a Delta Lake table's path or URI
     table: str = "sink"
     topic_column: str = "src_topic"
     partition_column: str = "src_partition"
@@ -304,6 +305,7 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
                 duckdb=s.str("duckdb", None),
                 parquet=s.str("parquet", None),
                 postgres=s.str("postgres", None),
+                delta=s.str("delta", None),
                 table=s.str("table", "sink"),
                 topic_column=s.str("topic_column", "src_topic"),
                 partition_column=s.str("partition_column", "src_partition"),
@@ -317,15 +319,17 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
                 cluster=s.str("cluster", None),
             )
             s.done()
-            kinds = ("duckdb", "parquet", "postgres", "kafka_topic")
+            kinds = ("duckdb", "parquet", "postgres", "delta", "kafka_topic")
             named = [k for k in kinds if getattr(sink, k) is not None]
             if len(named) != 1:
                 raise ConfigError(f"{path}: pipelines.{name}.sink needs exactly one of duckdb, parquet, "
-                                  f"postgres or kafka_topic")
+                                  f"postgres, delta or kafka_topic")
             _check_hop_sink(sink, path, name, clusters)
             if sink.duckdb is not None and not Path(sink.duckdb).is_absolute():
                 # Relative sink paths are relative to the config file, not to wherever eosctl runs.
                 sink = _replace_path(sink, str(path.parent / sink.duckdb))
+            if sink.delta is not None and "://" not in sink.delta and not Path(sink.delta).is_absolute():
+                sink = replace(sink, delta=str(path.parent / sink.delta))
         pipelines[name] = Pipeline(
             name=name,
             cluster=cluster,

@@ -20,7 +20,7 @@ from eosctl.model import TP
 if TYPE_CHECKING:
     import pyarrow as pa
 
-KINDS = ("duckdb", "parquet", "postgres", "kafka_topic")
+KINDS = ("duckdb", "parquet", "postgres", "delta", "kafka_topic")
 # Kafka's limits (org.apache.kafka.common.record: offsets are int64, partitions int32): a sink value
 # outside them, or not an integer, can't name a Kafka record.
 MAX_OFFSET = (1 << 63) - 1
@@ -98,6 +98,9 @@ class ReadPoint:
             return f"PostgreSQL {at.get('server_version', '?')}, snapshot {at.get('snapshot', '?')}"
         if self.kind == "duckdb":
             return f"a copy taken at {at['copied_at']}" if "copied_at" in at else "the file in place"
+        if self.kind == "delta":
+            return f"version {at.get('version', '?')}" + (
+                f" (offsets table version {at['offsets_version']})" if "offsets_version" in at else "")
         if self.kind == "parquet":
             return f"the files listed at {at['files_listed_at']}" if "files_listed_at" in at \
                 else "the files in place"
