@@ -25,6 +25,7 @@ from eosctl.sink.base import (
     ReadPoint,
     SinkPartition,
     StoredOffset,
+    as_given,
 )
 from eosctl.sink.sql import IntColumn, ident, int_column, literal, short, topic_column
 
@@ -200,7 +201,7 @@ class RelationReader:
             yield from self.conn.sql(sql).to_arrow_reader(ISLAND_BATCH)
         except Exception as e:
             raise SinkError(f"reading keys of {topic}-{partition} from sink {self.source} "
-                            f"failed: {first_line(e)}") from None
+                            f"failed: {as_given(self.sink, first_line(e))}") from None
 
     def stored_offsets(self) -> list[StoredOffset] | None:
         """The sink's own offsets table (topic, partition, next_offset), or None if it has none. Rows
@@ -219,7 +220,7 @@ class RelationReader:
             raise self._query_error(e) from None
 
     def _query_error(self, e: Exception) -> SinkError:
-        return SinkError(f"query on sink {self.source} failed: {first_line(e)}")
+        return SinkError(f"query on sink {self.source} failed: {as_given(self.sink, first_line(e))}")
 
 
 def islands_sql(counts: str, window: str) -> str:
