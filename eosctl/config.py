@@ -74,6 +74,7 @@ class Cluster:
 class Sink:
     duckdb: str | None = None
     parquet: str | None = None
+    postgres: str | None = None  # postgresql://USER@HOST:PORT/DB (a password only through ${NAME})
     table: str = "sink"
     topic_column: str = "src_topic"
     partition_column: str = "src_partition"
@@ -237,7 +238,7 @@ def load_config(path: str | Path, env: dict[str, str] | None = None) -> Config:
         raise ConfigError(f"{shown(str(path))}: not valid TOML: arrays or tables nested too deeply") from None
     except FileNotFoundError:
         raise ConfigError(f"{path}: config file not found (pass --config PATH)") from None
-    except (PermissionError, IsADirectoryError, UnicodeDecodeError) as e:
+    except (OSError, UnicodeDecodeError) as e:  # a permission, a directory, /proc/self/mem (EIO)
         raise ConfigError(f"{path}: cannot read config file ({e.__class__.__name__})") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: not valid TOML: {e}") from None
@@ -291,6 +292,7 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
             sink = Sink(
                 duckdb=s.str("duckdb", None),
                 parquet=s.str("parquet", None),
+                postgres=s.str("postgres", None),
                 table=s.str("table", "sink"),
                 topic_column=s.str("topic_column", "src_topic"),
                 partition_column=s.str("partition_column", "src_partition"),
@@ -299,8 +301,9 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
                 offsets_table=s.str("offsets_table", None),
             )
             s.done()
-            if (sink.duckdb is None) == (sink.parquet is None):
-                raise ConfigError(f"{path}: pipelines.{name}.sink needs exactly one of duckdb or parquet")
+            if sum(v is not None for v in (sink.duckdb, sink.parquet, sink.postgres)) != 1:
+                raise ConfigError(f"{path}: pipelines.{name}.sink needs exactly one of duckdb, parquet or "
+                                  f"postgres")
             if sink.duckdb is not None and not Path(sink.duckdb).is_absolute():
                 # Relative sink paths are relative to the config file, not to wherever eosctl runs.
                 sink = _replace_path(sink, str(path.parent / sink.duckdb))

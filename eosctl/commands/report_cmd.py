@@ -79,10 +79,8 @@ def _load(source: str):
 
 def _say(source: str, notes: list[str]) -> None:
     """A report whose own verdict disagrees with its findings: one line each, and the page says it too."""
-    from eosctl.cli import one_line
-
     for note in notes:
-        click.echo(f"eosctl: warning: {one_line(shown(source) + ': ' + note)}", err=True)
+        click.echo(f"eosctl: warning: {shown(source)}: {note}", err=True)
 
 
 def _from_snapshot(source: str):
