@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from eosctl.errors import ConfigError
-from eosctl.files import CONFIG_MAX_BYTES, input_problem
+from eosctl.files import CONFIG_MAX_BYTES, input_problem, shown
 
 # bootstrap_servers = "sandbox": the broker `eosctl sandbox up` started.
 SANDBOX = "sandbox"
@@ -247,7 +247,10 @@ def load_config(path: str | Path, env: dict[str, str] | None = None) -> Config:
         raise ConfigError(f"{problem}: cannot read config file; pass an eosctl TOML config with "
                           "--config PATH")
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        # utf-8-sig: a byte-order mark (Windows editors write one) is not "Invalid statement" at 1:1.
+        raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))
+    except RecursionError:  # tomllib recurses once per nesting level: 50k `[` or `{` in a 100 KB file
+        raise ConfigError(f"{shown(str(path))}: not valid TOML: arrays or tables nested too deeply") from None
     except FileNotFoundError:
         raise ConfigError(f"{path}: config file not found (pass --config PATH)") from None
     except (OSError, UnicodeDecodeError) as e:  # a permission, a directory, /proc/self/mem (EIO)

@@ -8,6 +8,7 @@ version), so a report can say what was audited.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -161,6 +162,21 @@ def shown(sink: Sink) -> str:
     if kind == "postgres":
         return redact_uri(given.postgres or "")
     return getattr(given, kind) if kind else ""
+
+
+def as_given(sink: Sink, text: str) -> str:
+    """``text`` (an error from reading a frozen sink) naming the user's files, not the frozen copy's: the
+    copy keeps the layout below the given path's fixed part, so the two differ only in that root."""
+    given = sink.frozen_from
+    if given is None:
+        return text
+    for key in ("duckdb", "parquet", "offsets_table"):
+        copy, original = getattr(sink, key), getattr(given, key)
+        if not copy or not original or copy == original:
+            continue
+        common = len(os.path.commonprefix([copy[::-1], original[::-1]]))
+        text = text.replace(copy[:len(copy) - common], original[:len(original) - common])
+    return text
 
 
 def redact_uri(uri: str) -> str:

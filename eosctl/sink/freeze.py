@@ -22,6 +22,7 @@ from pathlib import Path
 
 from eosctl.config import Sink
 from eosctl.errors import SinkError
+from eosctl.files import glob_paths
 from eosctl.sink import duckdb as duck
 from eosctl.sink.parquet import is_url
 
@@ -189,7 +190,7 @@ def _copy_file(src: str, dst: str) -> int:
 def _link_files(pattern: str, into: str) -> str:
     """Link the files matching `pattern` under `into`, keeping their paths below the pattern's fixed
     prefix; returns the same pattern rooted at `into` (it matches exactly the linked files)."""
-    files = sorted(f for f in globmod.glob(pattern, recursive=True) if os.path.isfile(f))
+    files = [f for f in glob_paths(pattern) if os.path.isfile(f)]
     if not files:
         return pattern  # opening the sink says "no Parquet files match" with the user's pattern
     parts = pattern.split(os.sep)
