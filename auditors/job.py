@@ -23,13 +23,13 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from eosctl.config import Cluster, Sink
-from eosctl.errors import BrokerError, EosctlError, SinkError, first_line
+from eosctl.errors import BrokerError, EosctlError, SinkError
 from eosctl.findings import KINDS, Cause, Finding, LogSegment, PartitionSummary
 from eosctl.model import TP, PartitionLog
 from eosctl.progress import Progress, Step, silent
 
 if TYPE_CHECKING:
-    from eosctl.sinkdb import SinkReader
+    from eosctl.sink import SinkReader
 
 # Task output: one row per summary, finding, error, or (with a key column) committed row with a key.
 OUT_SCHEMA = (
@@ -132,16 +132,10 @@ class WorkItem:
 
 
 def _open_sink(sink: Sink, settings: TaskSettings) -> SinkReader:
-    from eosctl.sinkdb import open_sink
+    from eosctl.sink import Limits, open_reader
 
-    reader = open_sink(sink)
-    os.makedirs(settings.temp_directory, exist_ok=True)
-    conn = reader.conn
-    conn.execute(f"SET threads = {int(settings.duckdb_threads)}")
-    conn.execute(f"SET memory_limit = '{settings.duckdb_memory}'")
-    conn.execute(f"SET temp_directory = '{settings.temp_directory}'")
-    conn.execute("SET preserve_insertion_order = false")
-    return reader
+    return open_reader(sink, limits=Limits(settings.duckdb_threads, settings.duckdb_memory,
+                                           settings.temp_directory))
 
 
 def _audit_partition(item: WorkItem, source: Source, sink: Sink, settings: TaskSettings,
@@ -243,40 +237,31 @@ def partition_task(items: list[WorkItem], source: Source, sink: Sink, settings: 
 
 def _key_rows(item: WorkItem, committed: list[dict[str, Any]], sink: Sink, settings: TaskSettings,
               schema: Any) -> Iterator[Any]:
-    """Key rows in the task's output schema: rec "key", the key, its offset in first_offset, its writer."""
+    """Key rows in the task's output schema: rec "key", the key, its offset in first_offset, its writer
+    (the committed run it lies in: ``committed`` is sorted and disjoint)."""
+    import numpy as np
     import pyarrow as pa
 
-    columns = {"rf": ("first_offset", "int64"), "rl": ("last_offset", "int64"),
-               **{name: (name, t) for name, t in _WRITER_TYPES}}
-    ranges = pa.table({col: pa.array([c[name] for c in committed], getattr(pa, t)())
-                       for col, (name, t) in columns.items()})
+    firsts = np.array([c["first_offset"] for c in committed], dtype=np.int64)
+    writers = {name: pa.array([c[name] for c in committed], getattr(pa, t)()) for name, t in _WRITER_TYPES}
+    ranges = [(c["first_offset"], c["last_offset"]) for c in committed]
     for b in _committed_keys(item.topic, item.partition, ranges, sink, settings):
         n = b.num_rows
+        offsets = b.column(1).cast(pa.int64())
+        run = pa.array(np.searchsorted(firsts, offsets.to_numpy(), side="right") - 1)
         cols = {"rec": pa.array(["key"] * n, pa.string()), "topic": pa.array([item.topic] * n, pa.string()),
                 "partition": pa.array([item.partition] * n, pa.int32()),
-                "first_offset": b.column(1).cast(pa.int64()), "key": b.column(0).cast(pa.string()),
-                **{name: b.column(name) for name, _ in _WRITER_TYPES}}
+                "first_offset": offsets, "key": b.column(0).cast(pa.string()),
+                **{name: column.take(run) for name, column in writers.items()}}
         yield pa.RecordBatch.from_arrays([cols[f.name] if f.name in cols else pa.nulls(n, f.type)
                                           for f in schema], schema=schema)
 
 
-def _committed_keys(topic: str, partition: int, committed: Any, sink: Sink,
+def _committed_keys(topic: str, partition: int, committed: list[tuple[int, int]], sink: Sink,
                     settings: TaskSettings) -> Iterator[Any]:
     """Arrow batches (key, offset) of the partition's distinct committed rows with a key."""
     with _open_sink(sink, settings) as reader:
-        reader.conn.register("committed_ranges", committed)
-        # ASOF join: each row meets the last range starting at or before its offset; inside it = committed.
-        rows = reader.rows_sql(topic, partition, with_key=True)
-        sql = f"""
-            SELECT DISTINCT s.k AS key, s.o AS offset, r.producer_id, r.producer_epoch, r.marker_offset
-            FROM ({rows}) s
-            ASOF JOIN committed_ranges r ON s.o >= r.rf
-            WHERE s.o <= r.rl AND s.k IS NOT NULL"""
-        try:
-            yield from reader.conn.sql(sql).to_arrow_reader(65_536)
-        except Exception as e:
-            raise SinkError(f"reading keys of {topic}-{partition} from sink {reader.source} "
-                            f"failed: {first_line(e)}") from None
+        yield from reader.committed_keys(topic, partition, committed)
 
 
 # ---- the driver ----------------------------------------------------------------------------------
@@ -315,12 +300,12 @@ def prepare(inp: AuditInput) -> list[WorkItem]:
     """Open and validate the sink, read Kafka metadata, list the work: fails fast, before Spark starts.
 
     With a group, each item also carries the sink's stored offset and the group's committed one (both
-    cheap to read here); the task, which has the log model, judges them.
+    cheap to read here); the task, which has the log model, judges them. ``inp.sink`` is the one the
+    command froze (eosctl.sink.frozen, in auditors.engine.run): the tasks read the same read point.
     """
-    from eosctl.sinkdb import frozen, open_sink
+    from eosctl.sink import open_reader
 
-    # A frozen copy: the pipeline's writer is kept out only while it is copied, not while it is scanned.
-    with frozen(inp.sink) as fixed, open_sink(fixed) as reader:
+    with open_reader(inp.sink) as reader:
         in_sink = reader.partitions()
         stored = reader.stored_offsets() if inp.group and inp.cluster is not None else None
     items = plan(inp.source, inp.topics, in_sink)

@@ -57,7 +57,7 @@ def report(source: str, out: str) -> None:
 def _load(source: str):
     from eosctl.findings import read_report
     from eosctl.output.html import AuditContext
-    from eosctl.sinkdb import read_header
+    from eosctl.sink.duckdb import read_header
 
     if not os.path.isfile(source):
         raise EosctlError(f"{source}: no such file (pass a snapshot .duckdb or a JSON report from "

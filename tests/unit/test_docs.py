@@ -661,7 +661,9 @@ def test_manifest_is_documented() -> None:
 
 SECTIONS = {"clusters.NAME": (config_mod.Cluster, {"name"}), "pipelines.NAME": (config_mod.Pipeline,
                                                                                  {"name", "sink"}),
-            "pipelines.NAME.sink": (config_mod.Sink, set()), "spark": (config_mod.Spark, set())}
+            # frozen_from and at are set by eosctl.sink.frozen(), never by a config
+            "pipelines.NAME.sink": (config_mod.Sink, {"frozen_from", "at"}),
+            "spark": (config_mod.Spark, set())}
 
 
 def config_keys() -> dict[str, dict[str, list[str]]]:
