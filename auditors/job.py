@@ -237,22 +237,24 @@ def partition_task(items: list[WorkItem], source: Source, sink: Sink, settings: 
 
 def _key_rows(item: WorkItem, committed: list[dict[str, Any]], sink: Sink, settings: TaskSettings,
               schema: Any) -> Iterator[Any]:
-    """Key rows in the task's output schema: rec "key", the key, its offset in first_offset, its writer
-    (the committed run it lies in: ``committed`` is sorted and disjoint)."""
+    """Key rows in the task's output schema: rec "key", the key, its offset in first_offset, its writer."""
     import numpy as np
     import pyarrow as pa
 
-    firsts = np.array([c["first_offset"] for c in committed], dtype=np.int64)
+    # The sink answers (key, offset) for offsets inside the committed ranges; each row's writer is the
+    # range's it falls in (sorted, disjoint): found by binary search, not by the sink.
+    starts = np.array([c["first_offset"] for c in committed], dtype=np.int64)
     writers = {name: pa.array([c[name] for c in committed], getattr(pa, t)()) for name, t in _WRITER_TYPES}
-    ranges = [(c["first_offset"], c["last_offset"]) for c in committed]
-    for b in _committed_keys(item.topic, item.partition, ranges, sink, settings):
+    spans = [(c["first_offset"], c["last_offset"]) for c in committed]
+    for b in _committed_keys(item.topic, item.partition, spans, sink, settings):
+        at = pa.array(np.searchsorted(starts, b.column(1).to_numpy(), side="right") - 1)
+        found = [b.column(0), b.column(1), *(writers[n].take(at) for n, _ in _WRITER_TYPES)]
+        b = pa.RecordBatch.from_arrays(found, names=["key", "offset", *(n for n, _ in _WRITER_TYPES)])
         n = b.num_rows
-        offsets = b.column(1).cast(pa.int64())
-        run = pa.array(np.searchsorted(firsts, offsets.to_numpy(), side="right") - 1)
         cols = {"rec": pa.array(["key"] * n, pa.string()), "topic": pa.array([item.topic] * n, pa.string()),
                 "partition": pa.array([item.partition] * n, pa.int32()),
-                "first_offset": offsets, "key": b.column(0).cast(pa.string()),
-                **{name: column.take(run) for name, column in writers.items()}}
+                "first_offset": b.column(1).cast(pa.int64()), "key": b.column(0).cast(pa.string()),
+                **{name: b.column(name) for name, _ in _WRITER_TYPES}}
         yield pa.RecordBatch.from_arrays([cols[f.name] if f.name in cols else pa.nulls(n, f.type)
                                           for f in schema], schema=schema)
 

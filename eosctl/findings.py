@@ -380,6 +380,9 @@ class AuditReport:
     findings: list[Finding]
     fail_on: tuple[str, ...] = KINDS
     sink: str | None = None  # what was audited, for people: file or glob and table
+    # The one state of the sink the audit read (eosctl.sink.ReadPoint.to_dict(): kind, source, and e.g.
+    # copied_at, or a PostgreSQL snapshot and server_version).
+    sink_read_point: dict[str, Any] | None = None
     group: str | None = None  # consumer group checked for offset_mismatch, if any
     engine: dict[str, Any] = field(default_factory=dict)  # Spark master/remote, timings
     elapsed_seconds: float | None = None
@@ -421,6 +424,7 @@ class AuditReport:
             "findings": [f.to_dict() for f in self.findings],
             "root_causes": [r.to_dict() for r in root_causes(self.findings)],
             "sink": self.sink,
+            "sink_read_point": self.sink_read_point,
             "group": self.group,
             "engine": self.engine,
             "elapsed_seconds": None if self.elapsed_seconds is None else round(self.elapsed_seconds, 3),
@@ -437,6 +441,7 @@ class AuditReport:
             findings=[Finding.from_dict(f) for f in d.get("findings", [])],
             fail_on=tuple(d.get("fail_on", KINDS)),
             sink=d.get("sink"),
+            sink_read_point=d.get("sink_read_point"),
             group=d.get("group"),
             engine=dict(d.get("engine") or {}),
             elapsed_seconds=d.get("elapsed_seconds"),

@@ -163,9 +163,10 @@ def build_rows(committed: Mapping[str, Mapping[TP, int | None]], offsets: Mappin
 
 def poll(client: WireClient, admin: AdminClient, groups: Sequence[str] | None = None,
          topics: Sequence[str] | None = None, scan_limit: int = DEFAULT_SCAN_LIMIT,
-         now_ms: int | None = None) -> LagSnapshot:
+         now_ms: int | None = None, offsets: Mapping[TP, Offsets] | None = None) -> LagSnapshot:
     """One lag measurement for the given groups (default: every group with committed offsets for
-    ``topics``; every group when no topic is given either)."""
+    ``topics``; every group when no topic is given either). ``offsets``: partitions' offsets the caller
+    read a moment ago (the live model), used where they cover the groups' partitions."""
     states = group_states(admin)
     wanted = list(groups) if groups else sorted(states)
     by_group = group_offsets(admin, wanted) if wanted else {}
@@ -183,7 +184,9 @@ def poll(client: WireClient, admin: AdminClient, groups: Sequence[str] | None = 
         committed[g] = {(t, p): offs.get((t, p))
                         for t in mine if t in partitions for p in sorted(partitions[t])}
     tps = sorted({tp for offs in committed.values() for tp in offs})
-    offsets = client.offsets(tps) if tps else {}
+    known = offsets or {}
+    offsets = {tp: known[tp] for tp in tps} if all(tp in known for tp in tps) else \
+        client.offsets(tps) if tps else {}
     per_tp: dict[TP, list[int | None]] = defaultdict(list)
     for offs in committed.values():
         for tp, c in offs.items():

@@ -23,6 +23,7 @@ import duckdb
 from eosctl import __version__
 from eosctl.capture import Capture, candidates
 from eosctl.errors import EosctlError
+from eosctl.files import replacing
 from eosctl.findings import AuditReport
 from eosctl.lag import LagSnapshot, PartitionLag
 from eosctl.ledger import Ledger, LedgerFlag, PartitionLedger
@@ -118,18 +119,15 @@ def check_writable(path: str | Path) -> None:
 def write_snapshot(snap: Capture, path: str | Path) -> None:
     """Write the snapshot to a new DuckDB file (atomically: a crash leaves no half-written report).
 
-    Any failure to write (disk full, permissions) is one EosctlError and leaves no file behind.
+    Any failure to write (disk full, permissions) is one EosctlError; it, Ctrl-C and SIGTERM leave no file
+    behind.
     """
     path = Path(path)
     check_writable(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.unlink(missing_ok=True)
     try:
-        _write(snap, tmp)
-        os.replace(tmp, path)
+        with replacing(str(path), also=(".wal",)) as tmp:
+            _write(snap, Path(tmp))
     except (duckdb.Error, OSError) as e:
-        for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
-            leftover.unlink(missing_ok=True)
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise EosctlError(f"cannot write snapshot {path}: {first}") from None
 

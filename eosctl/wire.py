@@ -16,6 +16,7 @@ from typing import Any
 
 import kafka.errors as Errors
 from kafka.net.compat import KafkaNetClient
+from kafka.protocol.admin import DescribeLogDirsRequest
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest, OffsetSpec
 from kafka.protocol.metadata import MetadataRequest
@@ -32,6 +33,10 @@ FETCH_MAX_VERSION = 12
 DEFAULT_MAX_BYTES = 1 << 20
 # Kafka refuses more than this per response by default; the socket limit must allow one full fetch.
 RECEIVE_MAX_BYTES = 128 << 20
+# Partitions one Fetch request names at most. Kafka bounds an answer by the request's max_bytes, but some
+# Kafka-compatible brokers ignore every size limit (noida-db answers a multi-partition Fetch of a 3M-record
+# topic with one 200 MB frame); an answer over RECEIVE_MAX_BYTES halves this for the client, down to one.
+MAX_FETCH_PARTITIONS = 256
 
 METADATA_ATTEMPTS = 5
 # A broker id, or kafka-python's "bootstrap-N" for a bootstrap server before metadata names the brokers.
@@ -79,7 +84,12 @@ class WireClient:
             conf = {"bootstrap_servers": target.split(",")}
             self.bootstrap = target
         self.timeout_ms = timeout_ms
+        self.receive_max_bytes = receive_max_bytes
+        self.max_fetch_partitions = MAX_FETCH_PARTITIONS  # halved on an oversized answer (fetch_many)
         self._leaders: dict[str, dict[int, int]] = {}
+        # Topic name -> its id (Metadata v10+, KIP-516), None where the broker names no id: a topic
+        # deleted and created again under the same name gets a new id.
+        self.topic_ids: dict[str, str | None] = {}
         self._closed = False
         self._client = KafkaNetClient(receive_message_max_bytes=receive_max_bytes,
                                       request_timeout_ms=timeout_ms, **conf)
@@ -128,6 +138,7 @@ class WireClient:
                     raise BrokerError(f"metadata for topic {t.name!r} failed: {error.__name__}")
                 else:
                     found[t.name] = {p.partition_index: p.leader_id for p in t.partitions}
+                    self.topic_ids[t.name] = _topic_id(getattr(t, "topic_id", None))
             if not transient or attempt == METADATA_ATTEMPTS - 1:
                 break
             time.sleep(0.1 * 2**attempt)
@@ -198,6 +209,37 @@ class WireClient:
             self.forget_leaders()
             time.sleep(0.1 * 2**attempt)
 
+    def log_sizes(self, tps: Iterable[TP]) -> dict[TP, int]:
+        """Bytes of each partition's log on its leader (DescribeLogDirs, KIP-113: the sum of its segment
+        files, log start to log end); {} where the broker does not answer it (unsupported, not allowed)."""
+        by_leader: dict[int, list[TP]] = defaultdict(list)
+        for tp in dict.fromkeys(tps):
+            by_leader[self.leader(*tp)].append(tp)
+        calls = []
+        for node, parts in by_leader.items():
+            by_topic: dict[str, list[int]] = defaultdict(list)
+            for topic, partition in parts:
+                by_topic[topic].append(partition)
+            calls.append((node, DescribeLogDirsRequest(topics=[
+                DescribeLogDirsRequest.DescribableLogDirTopic(topic=t, partitions=ps)
+                for t, ps in by_topic.items()])))
+        try:
+            responses = self._send_all(calls)
+        except BrokerError:
+            return {}
+        sizes: dict[TP, int] = {}
+        for (node, _), response in zip(calls, responses, strict=True):
+            led = set(by_leader[node])
+            for result in response.results:
+                if result.error_code:
+                    continue
+                for t in result.topics:
+                    for p in t.partitions:
+                        tp = (t.name, p.partition_index)
+                        if tp in led and not p.is_future_key:
+                            sizes[tp] = p.partition_size
+        return sizes
+
     # --- fetch ------------------------------------------------------------------------------------
 
     def fetch_raw(self, topic: str, partition: int, offset: int, max_bytes: int = DEFAULT_MAX_BYTES,
@@ -206,16 +248,42 @@ class WireClient:
 
     def fetch_many(self, positions: Mapping[TP, int], max_bytes: int = DEFAULT_MAX_BYTES,
                    isolation: int = READ_UNCOMMITTED) -> dict[TP, FetchResult]:
-        """Fetch each partition from its offset: one Fetch request per leader, all in flight together.
+        """Fetch each partition from its offset: Fetch requests of at most ``max_fetch_partitions``
+        partitions per leader, all in flight together.
 
-        ``max_bytes`` is per partition; the broker may cut the last batch short (see batches.Chunk).
+        ``max_bytes`` is per partition; the broker may cut the last batch short (see batches.Chunk). An
+        answer larger than the client may receive (a broker that ignores size limits) is asked again in
+        smaller requests: the limit halves, and stays halved for this client.
         """
+        while True:
+            try:
+                return self._fetch_many(positions, max_bytes, isolation)
+            except _Oversized as e:
+                if e.partitions <= 1:
+                    raise BrokerError(
+                        f"Kafka at {self.bootstrap} answered a Fetch of one partition with more than "
+                        f"{self.receive_max_bytes:,} bytes although it was asked for {max_bytes:,}; the "
+                        "broker ignores fetch size limits") from None
+                self.max_fetch_partitions = e.partitions // 2
+
+    def _fetch_many(self, positions: Mapping[TP, int], max_bytes: int,
+                    isolation: int) -> dict[TP, FetchResult]:
         by_leader: dict[int, dict[TP, int]] = defaultdict(dict)
         for tp, offset in positions.items():
             by_leader[self.leader(*tp)][tp] = offset
-        calls = [(node, _fetch_request(parts, max_bytes, isolation)) for node, parts in by_leader.items()]
+        calls = []
+        for node, parts in by_leader.items():
+            items = list(parts.items())
+            for i in range(0, len(items), self.max_fetch_partitions):
+                calls.append((node, _fetch_request(dict(items[i:i + self.max_fetch_partitions]), max_bytes,
+                                                   isolation)))
+        try:
+            responses = self._send_all(calls)
+        except _Oversized as e:
+            e.partitions = max(sum(len(t.partitions) for t in r.topics) for _, r in calls)
+            raise
         out: dict[TP, FetchResult] = {}
-        for (_, request), response in zip(calls, self._send_all(calls), strict=True):
+        for (_, request), response in zip(calls, responses, strict=True):
             if response.error_code:
                 raise BrokerError(f"Fetch failed: {Errors.for_code(response.error_code).__name__}")
             throttle = response.throttle_time_ms or 0
@@ -259,6 +327,8 @@ class WireClient:
             for f in futures:
                 if not f.is_done:
                     self._client.poll(timeout_ms=self.timeout_ms, future=f)
+        except Errors.InvalidReceiveError:
+            raise _Oversized() from None
         except Errors.KafkaError as e:
             raise BrokerError(f"request to Kafka at {self.bootstrap} failed: {e}") from None
         responses = []
@@ -266,9 +336,23 @@ class WireClient:
             if not f.is_done:
                 raise BrokerError(f"Kafka at {self.bootstrap} did not answer within {self.timeout_ms} ms")
             if f.failed():
+                if isinstance(f.exception, Errors.InvalidReceiveError):
+                    raise _Oversized()
                 raise BrokerError(f"request to Kafka at {self.bootstrap} failed: {f.exception}")
             responses.append(f.value)
         return responses
+
+
+class _Oversized(BrokerError):
+    """An answer larger than the client may receive (kafka-python closed the connection)."""
+
+    partitions = 0  # in the largest request sent
+
+
+def _topic_id(value: object) -> str | None:
+    """A topic id as text; None for none (older Metadata versions) or the all-zero id (Uuid.ZERO_UUID)."""
+    text = str(value) if value is not None else ""
+    return text if text.strip("0-") else None
 
 
 def _list_offsets(parts: list[TP], spec: int, isolation: int) -> ListOffsetsRequest:

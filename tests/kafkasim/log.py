@@ -80,6 +80,22 @@ class SimPartition:
                             timestamp=timestamp, record_timestamp=record_timestamp)
         return self._add(batch)
 
+    def compact(self, remove: set[int]) -> None:
+        """The cleaner ran below the scanned point: records at ``remove`` are gone. Each batch keeps its
+        last offset (LogCleaner keeps the original batch's last offset) unless all its records went, and
+        the last batch stays whole ("retain the last batch"); markers are never removed here."""
+        kept = []
+        for i, b in enumerate(self.batches):
+            present = [o for o in b.offsets if o not in remove]
+            if b.control or i == len(self.batches) - 1 or present == list(b.offsets):
+                kept.append(b)
+            elif present:
+                kept.append(build_batch(b.base_offset, present, last_offset=b.last_offset,
+                                        producer_id=b.producer_id, producer_epoch=b.producer_epoch,
+                                        base_sequence=b.base_sequence, transactional=b.transactional,
+                                        timestamp=b.first_timestamp))
+        self.batches = kept
+
     def delete_before(self, offset: int) -> None:
         """Retention / DeleteRecords moved the log start (UnifiedLog.maybeIncrementLogStartOffset)."""
         self.log_start = max(self.log_start, offset)

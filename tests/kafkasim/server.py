@@ -15,10 +15,12 @@ import struct
 import threading
 import time
 import traceback
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka.protocol.admin import DescribeLogDirsRequest, DescribeLogDirsResponse
 from kafka.protocol.admin.groups import (
     DescribeGroupsRequest,
     DescribeGroupsResponse,
@@ -54,18 +56,20 @@ KAFKA_STORAGE_ERROR = 56
 FENCED_LEADER_EPOCH = 74
 UNKNOWN_LEADER_EPOCH = 75
 TRANSACTIONAL_ID_NOT_FOUND = 105
+ZERO_ID = uuid.UUID(int=0)  # Uuid.ZERO_UUID: what Kafka names an unknown topic's id
 # UnifiedLog.UnknownOffset / FetchResponse.INVALID_* : what an answer built from an error carries.
 UNKNOWN_OFFSET = -1
 
 EARLIEST, LATEST = -2, -1  # ListOffsetsRequest.EARLIEST_TIMESTAMP / LATEST_TIMESTAMP
 
 # (request class, response class, lowest, highest version we answer). Kept low where a higher version
-# changes the shape (Metadata topic ids from v10, Fetch topic ids from v13, OffsetFetch's batched groups
-# from v8, FindCoordinator's batched keys from v4); flexible versions (compact encodings, tagged
-# fields, request header v2) are included where the clients want them: librdkafka sends ApiVersions v3+.
+# changes the shape (Metadata to v10, which names topic ids; Fetch topic ids from v13, OffsetFetch's
+# batched groups from v8, FindCoordinator's batched keys from v4); flexible versions (compact
+# encodings, tagged fields, request header v2) are included where the clients want them: librdkafka
+# sends ApiVersions v3+.
 APIS: dict[int, tuple[Any, Any, int, int]] = {
     18: (ApiVersionsRequest, ApiVersionsResponse, 0, 3),
-    3: (MetadataRequest, MetadataResponse, 0, 8),
+    3: (MetadataRequest, MetadataResponse, 0, 10),
     1: (FetchRequest, FetchResponse, 4, 12),
     2: (ListOffsetsRequest, ListOffsetsResponse, 1, 7),
     9: (OffsetFetchRequest, OffsetFetchResponse, 1, 7),
@@ -76,6 +80,7 @@ APIS: dict[int, tuple[Any, Any, int, int]] = {
     65: (DescribeTransactionsRequest, DescribeTransactionsResponse, 0, 0),
     66: (ListTransactionsRequest, ListTransactionsResponse, 0, 1),
     27: (WriteTxnMarkersRequest, WriteTxnMarkersResponse, 1, 1),
+    35: (DescribeLogDirsRequest, DescribeLogDirsResponse, 1, 2),
 }
 
 
@@ -130,6 +135,8 @@ class KafkaSim:
     def __init__(self, nodes: int = 1, cluster_id: str = "kafkasim") -> None:
         self.cluster_id = cluster_id
         self.topics: dict[str, dict[int, SimPartition]] = {}
+        # Metadata v10+ names each topic's id (KIP-516): a topic created again gets a new one.
+        self.topic_ids: dict[str, uuid.UUID] = {}
         self.groups: dict[str, SimGroup] = {}
         self.transactions: dict[str, SimTransaction] = {}
         self.faults: list[Fault] = []
@@ -153,6 +160,8 @@ class KafkaSim:
     def partition(self, topic: str, partition: int = 0, leader: int = 0) -> SimPartition:
         """The partition (created with its topic on first use)."""
         with self.lock:
+            if topic not in self.topics:
+                self.topic_ids[topic] = uuid.uuid4()
             parts = self.topics.setdefault(topic, {})
             if partition not in parts:
                 parts[partition] = SimPartition(topic, partition, leader=leader)
@@ -268,8 +277,9 @@ class KafkaSim:
                     leader_epoch=p.leader_epoch, replica_nodes=[p.leader], isr_nodes=[p.leader],
                     offline_replicas=[])
                 for p in self.topics[name].values()]
-            topics.append(r.MetadataResponseTopic(error_code=error, name=name, is_internal=False,
-                                                  partitions=parts))
+            topics.append(r.MetadataResponseTopic(
+                error_code=error, name=name, is_internal=False, partitions=parts,
+                topic_id=self.topic_ids.get(name, ZERO_ID)))
         return {"throttle_time_ms": 0, "brokers": brokers, "cluster_id": self.cluster_id,
                 "controller_id": 0, "topics": topics}
 
@@ -439,6 +449,22 @@ class KafkaSim:
                                                  active_producers=rows))
             topics.append(r(name=t.name, partitions=parts))
         return {"throttle_time_ms": 0, "topics": topics}
+
+    def _describelogdirs(self, node: int, request: Any, version: int) -> dict[str, Any]:
+        """ReplicaManager.describeLogDirs: this node's replicas of the named topics (all topics when
+        none are named), each with the bytes of its log segments (UnifiedLog.size); one log dir."""
+        r = DescribeLogDirsResponse.DescribeLogDirsResult
+        wanted = {t.topic: set(t.partitions) for t in request.topics} if request.topics is not None \
+            else {t: set(parts) for t, parts in self.topics.items()}
+        topics = []
+        for name, indexes in wanted.items():
+            parts = [r.DescribeLogDirsTopic.DescribeLogDirsPartition(
+                partition_index=p.partition, partition_size=sum(b.size for b in p.batches), offset_lag=0,
+                is_future_key=False)
+                for i, p in sorted(self.topics.get(name, {}).items()) if i in indexes and p.leader == node]
+            if parts:
+                topics.append(r.DescribeLogDirsTopic(name=name, partitions=parts))
+        return {"throttle_time_ms": 0, "results": [r(error_code=NONE, log_dir="/kafkasim", topics=topics)]}
 
     def _listtransactions(self, node: int, request: Any, version: int) -> dict[str, Any]:
         item = ListTransactionsResponse.TransactionState

@@ -243,7 +243,8 @@ def findings_of_every_kind() -> list[Finding]:
     return [*explained, replace(aborted, first_offset=6, last_offset=6, cause=many)]
 
 
-def audit_report(engine: dict[str, Any], findings: list[Finding]) -> AuditReport:
+def audit_report(engine: dict[str, Any], findings: list[Finding],
+                 read_point: dict[str, Any] | None = None) -> AuditReport:
     from eosctl.findings import LogSegment
 
     # The log segments only when there are findings: the sample without findings must show them optional.
@@ -251,7 +252,7 @@ def audit_report(engine: dict[str, Any], findings: list[Finding]) -> AuditReport
     parts = [PartitionSummary("orders", 0, 0, 40, 41, 35, 36, 1, log_segments=segments),
              PartitionSummary("ghost", 0, 0, 0, 0, 0, 2, exists=False)]
     return AuditReport.build(parts, findings, ("gap", "duplicate"), sink="/s/sink.duckdb (orders_sink)",
-                             group="g", engine=engine, elapsed_seconds=1.2345)
+                             sink_read_point=read_point, group="g", engine=engine, elapsed_seconds=1.2345)
 
 
 def _function(path: Path, name: str) -> ast.FunctionDef:
@@ -422,10 +423,17 @@ def run(*args: str) -> Any:
 
 def test_audit_json_is_documented() -> None:
     from eosctl.output.audit import render
+    from eosctl.sink.base import ReadPoint
 
     full, least = engines()
-    docs = [json.loads(render(audit_report(full, findings_of_every_kind()), "json")),
-            json.loads(render(audit_report(least, []), "json"))]
+    points = [ReadPoint("postgres", "postgresql://u@h/db", {"snapshot": "00000003-0000001B-1",
+                                                            "server_version": "15.18"}),
+              ReadPoint("duckdb", "/s/sink.duckdb", {"copied_at": "2026-11-24T10:00:00.000Z"}),
+              ReadPoint("parquet", "/s/*.parquet", {"files_listed_at": "2026-11-24T10:00:00.000Z"}),
+              ReadPoint("parquet", "s3://b/*.parquet")]
+    docs = [json.loads(render(audit_report(full, findings_of_every_kind(), points[0].to_dict()), "json")),
+            json.loads(render(audit_report(least, []), "json")),
+            *(json.loads(render(audit_report(least, [], p.to_dict()), "json")) for p in points[1:])]
     check_json("`eosctl audit`", docs)
 
 
@@ -700,8 +708,10 @@ def _value(key: str, kind: str) -> Any:
 
 
 def _config(docs: dict[str, dict[str, list[str]]], drop: str | None = None, **extra: Any) -> dict[str, Any]:
-    """A raw config with every documented key (the sink with duckdb, not parquet), minus ``drop``."""
-    values = {s: {k: _value(k, c[0]) for k, c in keys.items() if f"{s}.{k}" != drop and k != "parquet"}
+    """A raw config with every documented key (the sink with duckdb, not parquet or postgres), minus
+    ``drop``."""
+    values = {s: {k: _value(k, c[0]) for k, c in keys.items()
+                  if f"{s}.{k}" != drop and k not in ("parquet", "postgres")}
               for s, keys in docs.items()}
     pipeline = {**values["pipelines.NAME"], "sink": values["pipelines.NAME.sink"]}
     raw = {"clusters": {"c": values["clusters.NAME"]}, "pipelines": {"p": pipeline}, "spark": values["spark"]}
@@ -724,12 +734,14 @@ def test_every_documented_config_key_is_read_into_its_field(tmp_path: Path) -> N
     docs = config_keys()
     raw = _config(docs)
     objects = _objects(config_mod.parse_config(raw, tmp_path / "c.toml", {}))
-    parquet = _config(docs, drop="pipelines.NAME.sink.duckdb", pipelines__p__sink__parquet="/x/*.parquet")
-    objects_pq = _objects(config_mod.parse_config(parquet, tmp_path / "c.toml", {}))
+    other = {"parquet": "/x/*.parquet", "postgres": "postgresql://u@h/db"}  # the sink kinds besides duckdb
+    objects_of = {kind: _objects(config_mod.parse_config(
+        _config(docs, drop="pipelines.NAME.sink.duckdb", **{f"pipelines__p__sink__{kind}": value}),
+        tmp_path / "c.toml", {})) for kind, value in other.items()}
     for section, keys in docs.items():
         for key, (kind, _, _) in keys.items():
-            got = getattr((objects_pq if key == "parquet" else objects)[section], key)
-            want = "/x/*.parquet" if key == "parquet" else _value(key, kind)
+            got = getattr(objects_of.get(key, objects)[section], key)
+            want = other.get(key) or _value(key, kind)
             assert got == (tuple(want) if isinstance(want, list) else want), f"{section}.{key}"
 
 
