@@ -6,7 +6,8 @@ import xml.etree.ElementTree as ET
 
 from eosctl.findings import DESCRIPTIONS, AuditReport, Finding
 from eosctl.model import TP
-from eosctl.output.finding import extra, where
+from eosctl.output.finding import extra, short_cause, where
+from eosctl.safetext import xml as xml_text
 
 
 def junit(report: AuditReport) -> str:
@@ -30,8 +31,11 @@ def junit(report: AuditReport) -> str:
             failures += 1
             message = (f"{f.kind}: {f.detail} ({f.count} row{'s' if f.count != 1 else ''})"
                        if f.first_offset is None else f"{f.kind} at offsets {where(f)} ({f.count})")
-            el = ET.SubElement(case, "failure", type=f.kind, message=message)
-            el.text = f"{DESCRIPTIONS[f.kind]}. {extra(f)}".strip()
+            if f.cause is not None:
+                message += f": {short_cause(f)}"
+            el = ET.SubElement(case, "failure", type=f.kind, message=xml_text(message))
+            el.text = xml_text(f"{DESCRIPTIONS[f.kind]}. {extra(f)}".strip()
+                          + (f"\n{f.cause.summary}" if f.cause is not None else ""))
         if ignored:
             out = ET.SubElement(case, "system-out")
             out.text = "\n".join(f"{f.kind} at offsets {where(f)} ({f.count}) (not in --fail-on)"
