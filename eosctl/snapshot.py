@@ -28,7 +28,7 @@ from eosctl.findings import AuditReport, root_rule
 from eosctl.lag import LagSnapshot, PartitionLag
 from eosctl.ledger import Ledger, LedgerFlag, PartitionLedger
 from eosctl.model import TP, Kind, PartitionLog
-from eosctl.opentxn import OpenTxn
+from eosctl.opentxn import PRODUCER_CLOCK, OpenTxn
 from eosctl.producers import ProducerRow
 from eosctl.sink.duckdb import connect_readonly, read_header
 from eosctl.txns import Hanging, HangingReport, TxnInfo
@@ -88,7 +88,7 @@ TABLES = {
                            ("producer_epoch", "INTEGER"), ("first_offset", "BIGINT"), ("age_s", "DOUBLE"),
                            ("rules", "VARCHAR[]"), ("lso", "BIGINT"), ("hw", "BIGINT"), ("blocked", "BIGINT"),
                            ("transactional_id", "VARCHAR"), ("coordinator_state", "VARCHAR"),
-                           ("over_max_age", "BOOLEAN")],
+                           ("over_max_age", "BOOLEAN"), ("age_source", "VARCHAR")],
     "audit": [("verdict", "VARCHAR"), ("fail_on", "VARCHAR[]"), ("findings", "BIGINT"),
               ("failing_findings", "BIGINT"), ("sink", "VARCHAR"), ("group_id", "VARCHAR"),
               ("elapsed_seconds", "DOUBLE"), ("origin", "VARCHAR"), ("data", "VARCHAR")],
@@ -195,7 +195,7 @@ def _write_hanging(con: duckdb.DuckDBPyConnection, snap: Capture) -> None:
     found = set(rep.hanging) if rep is not None else set()
     _insert(con, "hanging_candidates", [
         (h.topic, h.partition, h.producer_id, h.producer_epoch, h.first_offset, h.age_s, list(h.rules), h.lso,
-         h.hw, h.blocked, h.transactional_id, h.coordinator_state, h in found)
+         h.hw, h.blocked, h.transactional_id, h.coordinator_state, h in found, h.age_source)
         for h in (candidates(snap) if rep is not None else [])])
     con.execute("CREATE VIEW hanging AS SELECT * EXCLUDE (over_max_age) FROM hanging_candidates "
                 "WHERE over_max_age")
@@ -328,12 +328,16 @@ def _load_hanging(con: duckdb.DuckDBPyConnection, snap: Capture) -> None:
         return
     max_age_s, snap.hanging_checked_ms, checked, describe, returned = check
     found = []
+    # Files written before age_source existed: their ages came from the records' timestamps.
+    columns = {c for (c,) in con.execute("SELECT column_name FROM information_schema.columns "
+                                         "WHERE table_name = 'hanging_candidates'").fetchall()}
+    source = "age_source" if "age_source" in columns else f"'{PRODUCER_CLOCK}'"
     for row in con.execute(
             "SELECT topic, partition, producer_id, producer_epoch, first_offset, age_s, rules, lso, hw, "
-            "transactional_id, coordinator_state, over_max_age FROM hanging_candidates "
+            f"transactional_id, coordinator_state, over_max_age, {source} FROM hanging_candidates "
             "ORDER BY topic, partition, first_offset, producer_id").fetchall():
-        *head, rules, lso, hw, txid, state, over = row
-        h = Hanging(*head, tuple(rules or ()), lso, hw, txid, state)
+        *head, rules, lso, hw, txid, state, over, age_source = row
+        h = Hanging(*head, tuple(rules or ()), lso, hw, txid, state, age_source)
         snap.hanging_candidates.append(h)
         if over:
             found.append(h)

@@ -29,6 +29,11 @@ def table(report: AuditReport) -> Any:
     from eosctl.output.terminal import table as rich_table
 
     parts: list[Any] = []
+    if report.hops:
+        hrows = [(h.name, ", ".join(h.topics), h.sink or "", h.group or "", h.verdict.upper(), h.findings)
+                 for h in report.hops]
+        columns = ["hop", "reads", "writes to", "group", "verdict", "findings"]
+        parts.append(rich_table("hops, in order", columns, hrows))
     rows = []
     for p in report.partitions:
         status = "not in Kafka" if not p.exists else ""

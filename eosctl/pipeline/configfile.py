@@ -20,6 +20,8 @@ def _q(value: str) -> str:
 def write_config(cluster: Cluster, names: Names, sink: dict, workdir: Path) -> Path:
     cname = cluster.name or "default"
     lines = [f"# Written by the eosctl reference pipeline (prefix {names.prefix!r}).", "",
+             "# The sink hop; the process stage and the whole pipeline hop by hop are pipelines below.",
+             f"default_pipeline = {_q(names.prefix)}", "",
              f"[clusters.{_q(cname)}]", f"bootstrap_servers = {_q(cluster.bootstrap_servers)}"]
     if cluster.security_protocol != "PLAINTEXT":
         lines.append(f"security_protocol = {_q(cluster.security_protocol)}")
@@ -41,6 +43,15 @@ def write_config(cluster: Cluster, names: Names, sink: dict, workdir: Path) -> P
     for key in ("duckdb", "table", "topic_column", "partition_column", "offset_column", "key_column",
                 "offsets_table"):
         lines.append(f"{key} = {_q(str(sink[key]))}")
+    # The process stage as a hop of its own (its output topic is its sink, lineage in headers), and the
+    # whole pipeline hop by hop: `eosctl audit -p PREFIX.pipeline`.
+    stage, whole = f"pipelines.{_q(names.stage_pipeline)}", f"pipelines.{_q(names.whole_pipeline)}"
+    lines += ["", f"[{stage}]", f"cluster = {_q(cname)}", f"source_topics = [{_q(names.source_topic)}]",
+              f"group = {_q(names.processor_group)}", f"transactional_id_prefix = {_q(names.prefix + '.')}",
+              "", f"[{stage}.sink]", f"kafka_topic = {_q(names.output_topic)}", 'lineage = "headers"',
+              'key_column = "key"',
+              "", f"[{whole}]", f"cluster = {_q(cname)}",
+              f"hops = [{_q(names.stage_pipeline)}, {_q(names.prefix)}]"]
     path = workdir / FILE
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path

@@ -66,6 +66,12 @@ def frozen(sink: Sink, where: str = "sink", *, local: bool = True) -> Iterator[S
             if offsets and not is_url(offsets):
                 offsets = _link_files(offsets, os.path.join(tmp, "offsets"))
             out = replace(sink, parquet=data, offsets_table=offsets, frozen_from=sink, at=at)
+        elif sink.kafka_topic:
+            from eosctl.sink import kafka_topic
+
+            if sink.kafka_cluster is None:
+                raise SinkError(f"[{where}] kafka_topic {sink.kafka_topic!r}: no cluster to read it from")
+            out = kafka_topic.freeze(sink, sink.kafka_cluster, tmp)
         yield out
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
