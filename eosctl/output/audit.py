@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from eosctl import safetext
-from eosctl.findings import PASS, AuditReport
-from eosctl.output.finding import extra, where
+from eosctl.findings import PASS, AuditReport, root_causes
+from eosctl.output.finding import extra, short_cause, where
+from eosctl.safetext import text
 
 
 def render(report: AuditReport, fmt: str) -> Any:
@@ -42,9 +43,10 @@ def table(report: AuditReport) -> Any:
     parts.append(rich_table("partitions", ["topic", "partition", "log start", "lso", "hw", "expected",
                                            "sink rows", "unverifiable", "note"], rows))
     if report.findings:
+        parts.append(causes_table(report))
         frows = [(f.kind + ("" if f.kind in report.fail_on else " (ignored)"), f.topic, f.partition,
-                  where(f), f.count, extra(f)) for f in report.findings]
-        columns = ["kind", "topic", "partition", "offsets", "count", "detail"]
+                  where(f), f.count, extra(f), text(short_cause(f))) for f in report.findings]
+        columns = ["kind", "topic", "partition", "offsets", "count", "detail", "cause"]
         parts.append(rich_table("findings", columns, frows))
     counts = report.counts()
     summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "no findings"
@@ -61,6 +63,18 @@ def table(report: AuditReport) -> Any:
     if timing := timings(report.engine):
         parts.append(Text(timing, style="dim"))
     return Group(*parts)
+
+
+def causes_table(report: AuditReport) -> Any:
+    """What explains the findings, one row per root cause (eosctl.findings.root_causes)."""
+    from eosctl.output.terminal import table as rich_table
+
+    rows = []
+    for r in root_causes(report.findings):
+        where_ = ", ".join(f"{t}[{p}]" for t, p in r.partitions[:3]) + (
+            f" +{len(r.partitions) - 3}" if len(r.partitions) > 3 else "")
+        rows.append((r.rule, len(r.findings), text(where_), text(r.summary.split(": ", 1)[-1])))
+    return rich_table("root causes", ["root cause", "findings", "partitions", "what explains them"], rows)
 
 
 # The engine's phases, one after the other, then the tasks' own time (summed over tasks, which overlap).

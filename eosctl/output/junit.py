@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 from eosctl import safetext
 from eosctl.findings import DESCRIPTIONS, AuditReport, Finding
 from eosctl.model import TP
-from eosctl.output.finding import extra, where
+from eosctl.output.finding import extra, short_cause, where
 
 
 def junit(report: AuditReport) -> str:
@@ -56,8 +56,11 @@ def _suite(report: AuditReport, name: str, topics: set[str] | None) -> ET.Elemen
             failures += 1
             message = (f"{f.kind}: {f.detail} ({f.count} row{'s' if f.count != 1 else ''})"
                        if f.first_offset is None else f"{f.kind} at offsets {where(f)} ({f.count})")
+            if f.cause is not None:
+                message += f": {short_cause(f)}"
             el = ET.SubElement(case, "failure", type=f.kind, message=safetext.xml(message))
-            el.text = safetext.xml(f"{DESCRIPTIONS[f.kind]}. {extra(f)}".strip())
+            el.text = safetext.xml(f"{DESCRIPTIONS[f.kind]}. {extra(f)}".strip()
+                                   + (f"\n{f.cause.summary}" if f.cause is not None else ""))
         if ignored:
             out = ET.SubElement(case, "system-out")
             out.text = safetext.xml("\n".join(f"{f.kind} at offsets {where(f)} ({f.count}) (not in --fail-on)"

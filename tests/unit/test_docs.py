@@ -502,6 +502,42 @@ def test_log_json_is_documented() -> None:
                                 log_document(partition_log(batches=False), None)])
 
 
+def explain_documents() -> list[Any]:
+    """`eosctl explain --offset` documents: an aborted record with everything known about it (batch,
+    a fenced transaction, epoch history, group, sink with a key seen elsewhere), a zombie's
+    non-transactional write, and an offset beyond the HW with nothing but the log."""
+    from eosctl.explain import Facts, SinkAt, offset_document
+    from eosctl.wire import Offsets
+    from tests.unit.test_causes import LOG
+    from tests.unit.test_model import batch, scan
+
+    log, _ = scan(LOG, Offsets(0, 10, 8))
+    aborted = Batch(2, 3, 2, 6, 0, 0, 1, True, False, None, NOW_MS, NOW_MS, "none", 90)
+    zombie, _ = scan(batch([0], 0, pid=5, epoch=1, seq=0) + batch([0], 1, pid=5, epoch=0, seq=1),
+                     Offsets(0, 2, 2))
+    return [offset_document(Facts(log, 2, aborted, "g", 8, SinkAt(1, ("o-1",), (("orders", 0, 6),
+                                                                              ("orders", 1, 4)), 8, "s",
+                                                                   "order_id"))),
+            offset_document(Facts(zombie, 1, None, "g", None, SinkAt(0))),
+            offset_document(Facts(log, 12))]
+
+
+def test_explain_json_is_documented() -> None:
+    from eosctl.output.explain import report_document
+
+    batch_fields = {p.replace("batches[].", "batch.", 1): opt
+                    for p, opt in optional_flags(documented("json.md", "`eosctl log`")).items()
+                    if p.startswith("batches[].")}
+    check_json("`eosctl explain` (one offset)", explain_documents(), batch_fields)
+    audit_fields = {"root_causes[]." + p: opt
+                    for p, opt in optional_flags(documented("json.md", "`eosctl audit`")).items()
+                    if p.startswith("findings[].")}
+    report = audit_report(engines()[0], findings_of_every_kind())
+    check_json("`eosctl explain` (a report)", [report_document(report, "r.json"),
+                                              report_document(audit_report(engines()[1], []), "r.json")],
+               audit_fields)
+
+
 def test_ledger_json_is_documented(offline: pytest.MonkeyPatch) -> None:
     offline.setattr("eosctl.ledger.collect", lambda *a, **k: ledger())
     check_json("`eosctl ledger`", [run("ledger", "--sink-duckdb", "sink.duckdb")])
@@ -798,7 +834,8 @@ def test_every_command_with_json_output_has_a_section() -> None:
         fmt = [p for p in cmd.params if "--format" in getattr(p, "opts", [])]
         return [name] if fmt and "json" in getattr(fmt[0].type, "choices", ()) else []
 
-    headings = {h.strip("`") for h in doc_tables("json.md") if h.startswith("`eosctl ")}
+    # A command with several documents has one heading per document: "`eosctl explain` (a report)".
+    headings = {h.split("`")[1] for h in doc_tables("json.md") if h.startswith("`eosctl ")}
     assert headings == set(walk(main, "eosctl"))
 
 
