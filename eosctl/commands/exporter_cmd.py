@@ -74,7 +74,6 @@ def exporter(config: str | None, pipelines: tuple[str, ...], bootstrap: str | No
     Every metric is described in docs/metrics.md; sample_configs/eosctl.rules.yml has alert rules.
     A scrape serves the state of the last refresh and never reads the cluster itself.
     """
-
     if once != (textfile is not None):
         raise click.UsageError("--once and --textfile go together: --once --textfile FILE")
     if interval <= 0:
@@ -110,9 +109,8 @@ def exporter(config: str | None, pipelines: tuple[str, ...], bootstrap: str | No
             server.shutdown()
     finally:
         server.server_close()
-    signum = stop.signum  # type: ignore[attr-defined]
-    click.echo("eosctl: interrupted" if signum == signal.SIGINT else "eosctl: terminated", err=True)
-    raise SystemExit(130 if signum == signal.SIGINT else 143)
+    click.echo("eosctl: interrupted" if stop.signum == signal.SIGINT else "eosctl: terminated", err=True)
+    raise SystemExit(130 if stop.signum == signal.SIGINT else 143)
 
 
 # ---- set-up -------------------------------------------------------------------------------------------
@@ -278,15 +276,20 @@ def _auditing(sources: list[Source], targets: list[Target], options: Any, every:
         thread.join(30)
 
 
+class _Stop(threading.Event):
+    """Set by SIGINT or SIGTERM; ``signum`` says which."""
+
+    signum: int | None = None
+
+
 @contextmanager
-def _signals() -> Iterator[threading.Event]:
+def _signals() -> Iterator[_Stop]:
     """SIGINT and SIGTERM set the event (the loops end, everything is closed in order); the handlers
     before are restored on the way out."""
-    stop = threading.Event()
-    stop.signum = None  # type: ignore[attr-defined]
+    stop = _Stop()
 
     def on_signal(signum: int, frame: object) -> None:
-        stop.signum = signum  # type: ignore[attr-defined]
+        stop.signum = signum
         stop.set()
 
     before = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
