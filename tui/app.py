@@ -15,6 +15,7 @@ from textual.widgets import Footer, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
 from eosctl.progress import Step
+from eosctl.safetext import term
 from tui import fmt
 from tui.data import Dashboard, DataSource
 from tui.screens import HelpScreen
@@ -72,6 +73,9 @@ class EosApp(App[None]):
         self.fetching_since: float | None = None
         self.next_fetch_at = 0.0
         self.stale: set[str] = set()  # views that have not seen the current Dashboard yet
+        self.prepared: dict[str, Any] = {}  # pane -> what its view's `prepare` made of self.dash
+        self.active = VIEWS[0][0]  # the visible tab, readable from the fetch worker
+        self._views: dict[str, View] = {}
         self.last_apply_seconds: float | None = None  # UI-thread time of the last refresh, for the report
 
     # ---- layout -----------------------------------------------------------------------------------
@@ -86,6 +90,7 @@ class EosApp(App[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        self._views = {pane: self.query_one(f"#view-{pane}", View) for pane, _, _ in VIEWS}
         if self.source.is_snapshot:
             self.add_class("snapshot")
         self.fetch()
@@ -93,10 +98,10 @@ class EosApp(App[None]):
         self.set_interval(1.0, self._tick)
 
     def views(self) -> list[View]:
-        return [self.query_one(f"#view-{pane}", View) for pane, _, _ in VIEWS]
+        return [self.view(pane) for pane, _, _ in VIEWS]
 
     def view(self, pane: str) -> View:
-        return self.query_one(f"#view-{pane}", View)
+        return self._views.get(pane) or self.query_one(f"#view-{pane}", View)
 
     # ---- refresh ----------------------------------------------------------------------------------
 
@@ -130,8 +135,14 @@ class EosApp(App[None]):
         self._fetch_worker()
 
     @work(thread=True, group="fetch", exit_on_error=False)
-    def _fetch_worker(self) -> Dashboard:
-        return self.source.fetch()
+    def _fetch_worker(self) -> tuple[Dashboard, dict[str, Any]]:
+        dash = self.source.fetch()
+        return dash, self.prepare(dash)
+
+    def prepare(self, dash: Dashboard) -> dict[str, Any]:
+        """Format `dash` for the visible tab and the Overview (the fetch worker's job: at 10k partitions
+        formatting a table's rows costs more than the UI thread may spend on a refresh)."""
+        return {pane: self._views[pane].prepare(dash) for pane in dict.fromkeys((self.active, "overview"))}
 
     @on(Worker.StateChanged)
     def _worker_done(self, event: Worker.StateChanged) -> None:
@@ -144,7 +155,7 @@ class EosApp(App[None]):
                 self.error = None
                 self._banner(None)
                 self.next_fetch_at = self.clock() + self.refresh_seconds
-                self.apply(worker.result)
+                self.apply(*worker.result)
             else:
                 self.error = _one_line(worker.error)
                 self.next_fetch_at = self.clock() + min(RETRY_SECONDS, self.refresh_seconds)
@@ -162,10 +173,11 @@ class EosApp(App[None]):
         elif worker.group == "audit":
             self._audit_done(worker)
 
-    def apply(self, dash: Dashboard) -> None:
-        """Hand fresh data to every view (UI thread; formatting only, so it stays cheap)."""
+    def apply(self, dash: Dashboard, prepared: dict[str, Any] | None = None) -> None:
+        """Hand fresh data to the views (UI thread: what `prepare` made of it is swapped in)."""
         started = time.perf_counter()
         self.dash = dash
+        self.prepared = prepared or {}
         # Only the visible view formats now; the others catch up when their tab is opened, so one refresh
         # costs one table's worth of UI time however many tabs there are.
         self.stale = {pane for pane, _, _ in VIEWS}
@@ -182,14 +194,18 @@ class EosApp(App[None]):
         self.stale.discard(pane)
         view = self.view(pane)
         try:
-            view.show(self.dash)
+            if pane in self.prepared:
+                view.present(self.prepared.pop(pane))
+            else:  # a tab opened between refreshes formats here, once
+                view.show(self.dash)
         except Exception as e:  # one view's bug must not take the dashboard down mid-incident
             self.log.error(f"{pane} failed to render", e)
-            self.notify(f"{pane}: cannot render ({_one_line(e)})", severity="error")
+            self.notify(f"{pane}: cannot render ({_one_line(e)})", severity="error", markup=False)
 
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         if event.pane.id:
+            self.active = event.pane.id
             self._show_view(event.pane.id)
 
     # ---- status line and banner --------------------------------------------------------------------
@@ -201,11 +217,12 @@ class EosApp(App[None]):
             t.append(" SNAPSHOT ", style="bold reverse yellow")
             captured = fmt.stamp(self.dash.taken_at) if self.dash else "?"
             t.append(
-                f" {self.dash.pipeline if self.dash else src.pipeline} · captured {captured} · {src.label}"
+                f" {term(self.dash.pipeline if self.dash else src.pipeline)} · captured {captured} · "
+                f"{term(src.label)}"
             )
             return t
         t.append(" LIVE ", style="bold reverse green")
-        t.append(f" {src.pipeline} · {src.label}")
+        t.append(f" {term(src.pipeline)} · {term(src.label)}")
         if self.dash:
             t.append(f" · at {fmt.clock(self.dash.taken_at)}")
         if self.fetching_since is not None:
@@ -223,12 +240,13 @@ class EosApp(App[None]):
         banner = self.query_one("#banner", Static)
         banner.set_class(message is not None, "shown")
         banner.set_class(level == "warn", "warn")
-        banner.update(Text(f"! {message}") if message else "")
+        banner.update(Text(f"! {term(message)}") if message else "")  # errors quote names from the cluster
 
     # ---- actions ----------------------------------------------------------------------------------
 
     def action_show_tab(self, pane: str) -> None:
         self.query_one(TabbedContent).active = pane
+        self.active = pane
         self._show_view(pane)
         table = self.view(pane).filter_table()
         if table is not None:
@@ -283,7 +301,7 @@ class EosApp(App[None]):
     @on(LogView.Wanted)
     def _log_wanted(self, event: LogView.Wanted) -> None:
         self.view("log").query_one("#log-summary", Static).update(
-            Text(f"reading {event.topic}[{event.partition}]…", style="italic")
+            Text(f"reading {term(event.topic)}[{event.partition}]…", style="italic")
         )
         self._log_worker(event.topic, event.partition, event.around)
 
@@ -298,7 +316,7 @@ class EosApp(App[None]):
             view.show_log(worker.result)
         elif worker.state is WorkerState.ERROR:
             view.query_one("#log-summary", Static).update(
-                Text(f"cannot read the log: {_one_line(worker.error)}", style="bold red")
+                Text(f"cannot read the log: {term(_one_line(worker.error))}", style="bold red")
             )
 
     def open_log(self, topic: str, partition: int, first: int, last: int) -> None:
@@ -334,7 +352,7 @@ class EosApp(App[None]):
         assert isinstance(view, AuditView)
         why_not = self.source.can_audit()
         if why_not:
-            self.notify(why_not, severity="warning")
+            self.notify(why_not, severity="warning", markup=False)
             return
         if view.running:
             self.notify("an audit is already running")
@@ -350,16 +368,17 @@ class EosApp(App[None]):
         def progress(step: Step) -> None:
             self.call_from_thread(view.set_progress, step.fraction, step.what)
 
-        return self.source.run_audit(progress)
+        # The findings are formatted here too: 100k of them take the UI thread no time.
+        return view.prepare_source(self.source.run_audit(progress))
 
     def _audit_done(self, worker: Worker) -> None:
         view = self.view("audit")
         assert isinstance(view, AuditView)
         if worker.state is WorkerState.SUCCESS:
             view.set_running(False)
-            view.set_report(worker.result)
+            view.present(worker.result)
             if self.dash is not None:
-                self.dash.capture.audit = worker.result
+                self.dash.capture.audit = worker.result.source
                 self.view("overview").show(self.dash)
         elif worker.state is WorkerState.ERROR:
             view.set_error(_one_line(worker.error))
@@ -371,4 +390,4 @@ def _one_line(error: BaseException | None) -> str:
     if error is None:
         return "unknown error"
     text = str(error).strip().splitlines()
-    return (text[0] if text else error.__class__.__name__)[:300]
+    return term((text[0] if text else error.__class__.__name__)[:300])  # errors quote names from the cluster

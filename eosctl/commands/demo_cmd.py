@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import time
-from pathlib import Path
 
 import click
 
@@ -35,6 +33,7 @@ def demo(ctx: click.Context, records: int, faults: tuple[str, ...], no_audit: bo
     from eosctl.config import Cluster
     from eosctl.output.terminal import console
     from eosctl.pipeline import run_pipeline
+    from eosctl.pipeline.configfile import point_at_sandbox
 
     err = console(stderr=True)
     out = console()
@@ -52,7 +51,7 @@ def demo(ctx: click.Context, records: int, faults: tuple[str, ...], no_audit: bo
     err.print(f"[green]✓[/] pipeline done: {manifest['sink_rows']} sink rows from "
               f"{manifest['committed_output_records']} committed records "
               f"({time.monotonic() - t0:.0f}s)")
-    config = _point_at_sandbox(workdir / "eosctl.toml", state.bootstrap)
+    config = point_at_sandbox(workdir / "eosctl.toml", state.bootstrap)
     out.print(f"\nsink      {manifest['sink']['duckdb']}")
     out.print(f"manifest  {workdir / 'manifest.json'}  (the planted defects: ground truth)")
     out.print(f"config    {config}")
@@ -88,17 +87,6 @@ def demo(ctx: click.Context, records: int, faults: tuple[str, ...], no_audit: bo
     err.print(f"\ndemo finished in {time.monotonic() - t0:.0f}s")
     if audit_ran and not agrees:
         ctx.exit(1)
-
-
-def _point_at_sandbox(config: Path, bootstrap: str) -> Path:
-    """The pipeline wrote today's port into its config; the demo's config says "sandbox" instead, so every
-    command it suggests keeps working after `eosctl sandbox down` / `up` picks another port."""
-    text = config.read_text(encoding="utf-8")
-    pinned = f"bootstrap_servers = {json.dumps(bootstrap)}\n"
-    if text.count(pinned) != 1:  # a config this code didn't write: leave it as it is
-        return config
-    config.write_text(text.replace(pinned, 'bootstrap_servers = "sandbox"\n'), encoding="utf-8")
-    return config
 
 
 def _key(f: dict) -> tuple:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from datetime import UTC, datetime
-from pathlib import Path
 
 import click
 
@@ -38,6 +37,7 @@ def report(source: str, out: str) -> None:
     by this eosctl record them) or, for a snapshot, from its partition logs; an older JSON report without
     them still shows every finding.
     """
+    from eosctl.files import write_replacing
     from eosctl.output.html import render_html
 
     audit, context = _load(source)
@@ -47,7 +47,7 @@ def report(source: str, out: str) -> None:
         raise EosctlError(f"cannot write {out}: directory {parent} does not exist; create it or pick another "
                           "--out")
     try:
-        Path(out).write_text(html, encoding="utf-8")
+        write_replacing(out, html)
     except OSError as e:
         raise EosctlError(f"cannot write {out}: {e.strerror or e}") from None
     click.echo(f"wrote {out}: {audit.verdict.upper()}, {len(audit.findings)} findings in "

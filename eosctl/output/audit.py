@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from eosctl.findings import PASS, AuditReport, Finding
+from eosctl.findings import PASS, AuditReport
+from eosctl.output.finding import extra, where
 
 
 def render(report: AuditReport, fmt: str) -> Any:
@@ -18,25 +19,6 @@ def render(report: AuditReport, fmt: str) -> Any:
     if fmt == "table":
         return table(report)
     raise ValueError(f"unknown format {fmt!r}")
-
-
-def where(f: Finding) -> str:
-    if f.first_offset is None:  # invalid_row: the rows have no usable offset
-        return "-"
-    if f.first_offset == f.last_offset:
-        return str(f.first_offset)
-    return f"{f.first_offset}..{f.last_offset}"
-
-
-def extra(f: Finding) -> str:
-    parts = []
-    if f.key is not None:
-        parts.append(f"key {f.key}")
-    if f.offsets is not None:
-        parts.append("offsets " + ", ".join(map(str, f.offsets)))
-    if f.detail:
-        parts.append(f.detail)
-    return "; ".join(parts)
 
 
 def table(report: AuditReport) -> Any:
@@ -67,6 +49,9 @@ def table(report: AuditReport) -> Any:
         f"[bold {colour}]{report.verdict.upper()}[/]  {len(report.partitions)} partitions, "
         f"{expected} expected records, {rows_total} sink rows: {summary}"
         + (f"  ({report.elapsed_seconds:.1f}s)" if report.elapsed_seconds is not None else "")))
+    if report.sink and report.sink_read_point:
+        parts.append(Text(f"sink {report.sink} read at {read_point_text(report.sink_read_point)}",
+                          style="dim"))
     if timing := timings(report.engine):
         parts.append(Text(timing, style="dim"))
     return Group(*parts)
@@ -76,6 +61,12 @@ def table(report: AuditReport) -> Any:
 _PHASES = (("prepare_seconds", "metadata"), ("startup_seconds", "start-up"), ("partitions_seconds", "tasks"),
            ("keys_seconds", "keys"))
 _TASK_TIME = (("scan_seconds", "log scans"), ("reconcile_seconds", "sink"))
+
+
+def read_point_text(point: dict[str, Any]) -> str:
+    from eosctl.sink.base import ReadPoint
+
+    return ReadPoint.from_dict(point).describe()
 
 
 def timings(engine: dict[str, Any]) -> str:

@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 
 from eosctl.findings import DESCRIPTIONS, AuditReport, Finding
 from eosctl.model import TP
-from eosctl.output.audit import extra, where
+from eosctl.output.finding import extra, where
 
 
 def junit(report: AuditReport) -> str:

@@ -36,7 +36,8 @@ def frozen(sink: Sink, where: str = "sink", *, local: bool = True) -> Iterator[S
     allows, else symbolic links, in the same directory layout so hive partitions still parse); files
     written later are not read. With ``local=False`` (executors on other machines, which can't see this
     machine's temp dir) Parquet sinks are read in place. The copy is deleted on every way out of the
-    block. A sink frozen already is yielded as it is.
+    block. A PostgreSQL sink is pinned at a snapshot exported for the block (eosctl.sink.postgres). A sink
+    frozen already is yielded as it is.
 
     Rows written after the freeze are not seen. Every row in the copy was written from a record Kafka
     had committed before the freeze, so the Kafka scan that follows sees it: a live pipeline gives no
@@ -45,6 +46,12 @@ def frozen(sink: Sink, where: str = "sink", *, local: bool = True) -> Iterator[S
     """
     if sink.frozen_from is not None:
         yield sink
+        return
+    if sink.postgres:
+        from eosctl.sink.postgres import exported
+
+        with exported(sink, where) as pinned:
+            yield pinned
         return
     tmp = tempfile.mkdtemp(prefix="eosctl-frozen-")
     try:

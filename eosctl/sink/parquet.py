@@ -11,7 +11,7 @@ from eosctl.files import glob_problem
 from eosctl.sink.base import ReadPoint, shown
 from eosctl.sink.relation import (
     NO_EXTENSION_DOWNLOADS,
-    RelationReader,
+    DuckDBReader,
     check_columns,
     check_offsets_columns,
     columns,
@@ -23,7 +23,7 @@ def is_url(pattern: str) -> bool:
     return bool(re.match(r"^[a-z0-9]+://", pattern))
 
 
-def open_parquet(sink: Sink, where: str = "sink") -> RelationReader:
+def open_parquet(sink: Sink, where: str = "sink") -> DuckDBReader:
     """A reader of the Parquet files the sink's glob matches (or the frozen file list the sink names)."""
     import duckdb
 
@@ -44,7 +44,7 @@ def open_parquet(sink: Sink, where: str = "sink") -> RelationReader:
         conn.close()
         raise
     at = {"files_listed_at": sink.at} if sink.at else {}
-    return RelationReader(conn, relation, sink, name, offsets, ReadPoint("parquet", name, at), types,
+    return DuckDBReader(conn, relation, sink, name, offsets, ReadPoint("parquet", name, at), types,
                           offsets_types)
 
 

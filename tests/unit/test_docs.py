@@ -207,21 +207,44 @@ def partition_log(batches: bool = True) -> PartitionLog:
 
 
 def findings_of_every_kind() -> list[Finding]:
+    """One finding of every kind over partition_log()'s offsets, each with the cause the audit gives it
+    (eosctl.causes), and one cause with more transactions than it lists."""
+    from dataclasses import replace
+
+    from eosctl.causes import Writer, explain_finding, explain_partition, key_cause
+    from eosctl.reconcile import SinkFacts
+
+    at = {"gap": (0, 0), "duplicate": (1, 1), "phantom_aborted": (4, 5), "phantom_marker": (3, 3),
+          "phantom_uncommitted": (7, 8), "phantom_beyond_hw": (9, 9)}
     out = []
-    for i, kind in enumerate(KINDS):
+    for kind in KINDS:
         if kind == "key_duplicate":
-            out.append(Finding(kind, "orders", 0, 10, 12, 2, key="o-1", offsets=(10, 12),
-                               detail="in orders[0]@10, orders[1]@12"))
-            out.append(Finding(kind, "orders", 1, 20, 21, 2, key="o-2", offsets=(20, 21)))
+            writers = [Writer("orders", 0, 10, 7, 0, 13), Writer("orders", 1, 12, -1, -1, None)]
+            f = Finding(kind, "orders", 0, 10, 12, 2, key="o-1", offsets=(10, 12),
+                        detail="in orders[0]@10, orders[1]@12")
+            out.append(replace(f, cause=key_cause(f, writers)))
+            f = Finding(kind, "orders", 1, 20, 21, 2, key="o-2", offsets=(20, 21))
+            out.append(replace(f, cause=key_cause(f, [Writer("orders", 1, 20, 7, 0, 22),
+                                                      Writer("orders", 1, 21, 7, 0, 22)])))
         elif kind == "offset_mismatch":
             out.append(Finding(kind, "orders", 0, 30, 31, 2, detail="sink stored next offset 30, group g "
                                                                      "committed 32"))
+        elif kind == "invalid_row":
+            out.append(explain_finding(Finding(kind, "orders", None, None, None, 1,
+                                               detail="src_partition is NULL")))
         else:
-            out.append(Finding(kind, "orders", 0, i, i, 1))
-    return out
+            out.append(Finding(kind, "orders", 0, *at[kind], 1))
+    facts = SinkFacts(gaps={0: (None, 1)}, duplicates={1: (2, 3)})
+    explained = [f if f.cause is not None else explain_partition(partition_log(), [f], facts, 40, 32, "g")[0]
+                 for f in out]
+    aborted = next(f for f in explained if f.kind == "phantom_aborted")
+    assert aborted.cause is not None
+    many = replace(aborted.cause, omitted=3)
+    return [*explained, replace(aborted, first_offset=6, last_offset=6, cause=many)]
 
 
-def audit_report(engine: dict[str, Any], findings: list[Finding]) -> AuditReport:
+def audit_report(engine: dict[str, Any], findings: list[Finding],
+                 read_point: dict[str, Any] | None = None) -> AuditReport:
     from eosctl.findings import LogSegment
 
     # The log segments only when there are findings: the sample without findings must show them optional.
@@ -229,7 +252,7 @@ def audit_report(engine: dict[str, Any], findings: list[Finding]) -> AuditReport
     parts = [PartitionSummary("orders", 0, 0, 40, 41, 35, 36, 1, log_segments=segments),
              PartitionSummary("ghost", 0, 0, 0, 0, 0, 2, exists=False)]
     return AuditReport.build(parts, findings, ("gap", "duplicate"), sink="/s/sink.duckdb (orders_sink)",
-                             group="g", engine=engine, elapsed_seconds=1.2345)
+                             sink_read_point=read_point, group="g", engine=engine, elapsed_seconds=1.2345)
 
 
 def _function(path: Path, name: str) -> ast.FunctionDef:
@@ -400,11 +423,26 @@ def run(*args: str) -> Any:
 
 def test_audit_json_is_documented() -> None:
     from eosctl.output.audit import render
+    from eosctl.sink.base import ReadPoint
 
     full, least = engines()
-    docs = [json.loads(render(audit_report(full, findings_of_every_kind()), "json")),
-            json.loads(render(audit_report(least, []), "json"))]
+    points = [ReadPoint("postgres", "postgresql://u@h/db", {"snapshot": "00000003-0000001B-1",
+                                                            "server_version": "15.18"}),
+              ReadPoint("duckdb", "/s/sink.duckdb", {"copied_at": "2026-11-24T10:00:00.000Z"}),
+              ReadPoint("parquet", "/s/*.parquet", {"files_listed_at": "2026-11-24T10:00:00.000Z"}),
+              ReadPoint("parquet", "s3://b/*.parquet")]
+    docs = [json.loads(render(audit_report(full, findings_of_every_kind(), points[0].to_dict()), "json")),
+            json.loads(render(audit_report(least, []), "json")),
+            *(json.loads(render(audit_report(least, [], p.to_dict()), "json")) for p in points[1:])]
     check_json("`eosctl audit`", docs)
+
+
+def test_root_cause_rules_table_lists_every_rule_in_order() -> None:
+    from eosctl.findings import ROOT_RULES
+
+    tables = [t for t in doc_tables("json.md")["`eosctl audit`"] if t[0][0] == "rule"]
+    assert len(tables) == 1
+    assert [_name(cells[0]) for cells in tables[0][1:]] == list(ROOT_RULES)
 
 
 def test_finding_kinds_table_lists_every_kind_in_order() -> None:
@@ -670,8 +708,10 @@ def _value(key: str, kind: str) -> Any:
 
 
 def _config(docs: dict[str, dict[str, list[str]]], drop: str | None = None, **extra: Any) -> dict[str, Any]:
-    """A raw config with every documented key (the sink with duckdb, not parquet), minus ``drop``."""
-    values = {s: {k: _value(k, c[0]) for k, c in keys.items() if f"{s}.{k}" != drop and k != "parquet"}
+    """A raw config with every documented key (the sink with duckdb, not parquet or postgres), minus
+    ``drop``."""
+    values = {s: {k: _value(k, c[0]) for k, c in keys.items()
+                  if f"{s}.{k}" != drop and k not in ("parquet", "postgres")}
               for s, keys in docs.items()}
     pipeline = {**values["pipelines.NAME"], "sink": values["pipelines.NAME.sink"]}
     raw = {"clusters": {"c": values["clusters.NAME"]}, "pipelines": {"p": pipeline}, "spark": values["spark"]}
@@ -694,12 +734,14 @@ def test_every_documented_config_key_is_read_into_its_field(tmp_path: Path) -> N
     docs = config_keys()
     raw = _config(docs)
     objects = _objects(config_mod.parse_config(raw, tmp_path / "c.toml", {}))
-    parquet = _config(docs, drop="pipelines.NAME.sink.duckdb", pipelines__p__sink__parquet="/x/*.parquet")
-    objects_pq = _objects(config_mod.parse_config(parquet, tmp_path / "c.toml", {}))
+    other = {"parquet": "/x/*.parquet", "postgres": "postgresql://u@h/db"}  # the sink kinds besides duckdb
+    objects_of = {kind: _objects(config_mod.parse_config(
+        _config(docs, drop="pipelines.NAME.sink.duckdb", **{f"pipelines__p__sink__{kind}": value}),
+        tmp_path / "c.toml", {})) for kind, value in other.items()}
     for section, keys in docs.items():
         for key, (kind, _, _) in keys.items():
-            got = getattr((objects_pq if key == "parquet" else objects)[section], key)
-            want = "/x/*.parquet" if key == "parquet" else _value(key, kind)
+            got = getattr(objects_of.get(key, objects)[section], key)
+            want = other.get(key) or _value(key, kind)
             assert got == (tuple(want) if isinstance(want, list) else want), f"{section}.{key}"
 
 

@@ -12,6 +12,7 @@ from textual.message import Message
 from textual.widgets import Input, Select, Static
 
 from eosctl.model import TP, Kind, PartitionLog
+from eosctl.safetext import term
 from tui import fmt
 from tui.data import Dashboard
 from tui.table import STYLES, Col, FilterTable, Row
@@ -122,7 +123,7 @@ def batch_rows(log: PartitionLog, focus: Focus | None = None) -> list[Row]:
 
 def summary(log: PartitionLog) -> Text:
     t = Text()
-    t.append(f"{log.topic}[{log.partition}] ", style="bold")
+    t.append(f"{term(log.topic)}[{log.partition}] ", style="bold")
     t.append(f"start {log.log_start_offset} · LSO {log.last_stable_offset} · HW {log.high_watermark}")
     if log.last_stable_offset < log.high_watermark:
         t.append(f" · {log.high_watermark - log.last_stable_offset} behind LSO", style=STYLES["open"])
@@ -133,7 +134,7 @@ def summary(log: PartitionLog) -> Text:
             t.append(f"{WORD[kind]} {n:,}", style=STYLES[LEVEL[kind]])
             t.append("  ")
     for w in log.warnings[:1]:
-        t.append(f"\n! {w}", style=STYLES["warn"])
+        t.append(f"\n! {term(w)}", style=STYLES["warn"])
     return t
 
 
@@ -168,13 +169,18 @@ class LogView(View):
         yield Static("choose a partition", id="log-summary")
         yield FilterTable(COLUMNS, id="log-table", empty="no offsets scanned")
 
-    def show(self, dash: Dashboard) -> None:
+    def prepare(self, dash: Dashboard) -> tuple[Dashboard, list[TP]]:
         parts = sorted({(log.topic, log.partition) for log in dash.logs} | _lag_partitions(dash))
+        return dash, parts
+
+    def present(self, prepared: tuple[Dashboard, list[TP]]) -> None:
+        dash, parts = prepared
         if parts != self._partitions:
             self._partitions = parts
             select = self.query_one("#log-partition", Select)
             with self.prevent(Select.Changed):
-                select.set_options([(f"{t}[{p}]", (t, p)) for t, p in parts])
+                # Text, not str: a Select parses a str prompt as markup, and topics come from the cluster.
+                select.set_options([(Text(f"{term(t)}[{p}]"), (t, p)) for t, p in parts])
                 if self.current in parts:
                     select.value = self.current
         if self.current is None and parts:

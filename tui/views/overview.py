@@ -9,12 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.widgets import Static
 
+from eosctl.safetext import term
 from tui.data import Dashboard
-from tui.table import STYLES, Col, FilterTable, Row
-from tui.views.base import View
+from tui.table import STYLES, Col, Row
+from tui.views.base import TableView
 from tui.views.producers import fenced
 
 COLUMNS = [
@@ -118,15 +117,20 @@ def reasons(dash: Dashboard) -> Text:
     t.append(f"{h.colour}", style=f"{style} reverse")
     t.append(" because:\n" if h.colour != "GREEN" else " ")
     for r in h.reasons:
+        r = term(r)  # topics, groups and errors come from the cluster
         t.append(f"  • {r}\n" if h.colour != "GREEN" else r, style=style if h.colour != "GREEN" else "")
     return t
 
 
-class OverviewView(View):
-    def compose(self) -> ComposeResult:
-        yield FilterTable(COLUMNS, id="overview-table", empty="no pipeline")
-        yield Static("", id="overview-reasons")
+class OverviewView(TableView):
+    NAME = "overview"
+    COLUMNS = COLUMNS
+    EMPTY = "no pipeline"
+    HEAD = "reasons"
+    HEAD_BELOW = True
 
-    def show(self, dash: Dashboard) -> None:
-        self.query_one(FilterTable).set_rows(overview_rows(dash))
-        self.query_one("#overview-reasons", Static).update(reasons(dash))
+    def rows(self, dash: Dashboard) -> list[Row]:
+        return overview_rows(dash)
+
+    def headline(self, dash: Dashboard) -> Text:
+        return reasons(dash)

@@ -5,15 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from rich.text import Text
-from textual import on
-from textual.app import ComposeResult
-from textual.widgets import Static
 
+from eosctl.safetext import term
+from eosctl.txns import TxnInfo
 from tui import fmt
 from tui.data import Dashboard
 from tui.screens import DetailScreen
-from tui.table import STYLES, Col, FilterTable, Row
-from tui.views.base import View
+from tui.table import STYLES, Col, Row
+from tui.views.base import TableView
 
 COLUMNS = [
     Col("transactional id"),
@@ -35,12 +34,25 @@ def hanging_of(txn: Any, hanging: list[Any]) -> list[Any]:
     ]
 
 
+def _hanging_index(hanging: list[Any]) -> tuple[dict[str, list[Any]], dict[int, list[Any]]]:
+    """Hanging transactions by transactional id and (when the id is unknown) by producer id."""
+    by_id: dict[str, list[Any]] = {}
+    by_pid: dict[int, list[Any]] = {}
+    for h in hanging:
+        if h.transactional_id is not None:
+            by_id.setdefault(h.transactional_id, []).append(h)
+        else:
+            by_pid.setdefault(h.producer_id, []).append(h)
+    return by_id, by_pid
+
+
 def txn_rows(dash: Dashboard) -> list[Row]:
     now_ms = int(dash.taken_at * 1000)
     rows = []
     matched: set[int] = set()
+    by_id, by_pid = _hanging_index(dash.hanging)  # 10k transactional ids x hanging ones: no nested loop
     for x in dash.transactions:
-        hs = hanging_of(x, dash.hanging)
+        hs = by_id.get(x.transactional_id, []) + by_pid.get(x.producer_id, [])
         matched.update(id(h) for h in hs)
         parts = ", ".join(f"{t}[{p}]" for t, p in x.partitions)
         state = f"HANGING {x.state}" if hs else x.state
@@ -59,6 +71,7 @@ def txn_rows(dash: Dashboard) -> list[Row]:
                     parts,
                 ),
                 level,
+                x,
             )
         )
     for h in dash.hanging:  # hanging on a partition, but its coordinator lists no such transaction
@@ -76,6 +89,7 @@ def txn_rows(dash: Dashboard) -> list[Row]:
                         f"{h.topic}[{h.partition}]",
                     ),
                     "bad",
+                    h,
                 )
             )
     return rows
@@ -83,7 +97,7 @@ def txn_rows(dash: Dashboard) -> list[Row]:
 
 def headline(dash: Dashboard) -> Text:
     if "transactions" in dash.errors:
-        return Text(f"transactions unavailable: {dash.errors['transactions']}", style=STYLES["warn"])
+        return Text(f"transactions unavailable: {term(dash.errors['transactions'])}", style=STYLES["warn"])
     active = sum(1 for x in dash.transactions if x.active)
     t = Text(f"{len(dash.transactions)} transactional ids · {active} open · ")
     if not dash.hanging_checked:
@@ -96,12 +110,11 @@ def headline(dash: Dashboard) -> Text:
     return t
 
 
-def detail(dash: Dashboard, key: str) -> DetailScreen | None:
+def detail(dash: Dashboard, item: Any) -> DetailScreen | None:
+    """The detail of a row's item: a TxnInfo, or a Hanging no coordinator lists."""
     now_ms = int(dash.taken_at * 1000)
-    if key.startswith("t:"):
-        x = next((x for x in dash.transactions if x.transactional_id == key[2:]), None)
-        if x is None:
-            return None
+    if isinstance(item, TxnInfo):
+        x = item
         hs = hanging_of(x, dash.hanging)
         pairs: list[tuple[str, object]] = [
             ("transactional id", x.transactional_id),
@@ -116,7 +129,7 @@ def detail(dash: Dashboard, key: str) -> DetailScreen | None:
         ]
         title = x.transactional_id
     else:
-        hs = [h for h in dash.hanging if f"h:{h.topic}:{h.partition}:{h.producer_id}" == key]
+        hs = [item]
         pairs, title = [], "hanging transaction"
     for h in hs:
         pairs += [
@@ -130,28 +143,23 @@ def detail(dash: Dashboard, key: str) -> DetailScreen | None:
     if hs:
         h = hs[0]
         note = Text(
-            f"To clear it: eosctl txns abort --topic {h.topic} --partition {h.partition} "
+            f"To clear it: eosctl txns abort --topic {term(h.topic)} --partition {h.partition} "
             f"--start-offset {h.first_offset}",
             style=STYLES["warn"],
         )
     return DetailScreen(title, pairs, note)
 
 
-class TransactionsView(View):
-    def __init__(self, **kw) -> None:
-        super().__init__(**kw)
-        self.dash: Dashboard | None = None
+class TransactionsView(TableView):
+    NAME = "txn"
+    COLUMNS = COLUMNS
+    EMPTY = "no transactional ids"
 
-    def compose(self) -> ComposeResult:
-        yield Static("", id="txn-head")
-        yield FilterTable(COLUMNS, id="txn-table", empty="no transactional ids")
+    def rows(self, dash: Dashboard) -> list[Row]:
+        return txn_rows(dash)
 
-    def show(self, dash: Dashboard) -> None:
-        self.dash = dash
-        self.query_one("#txn-head", Static).update(headline(dash))
-        self.query_one(FilterTable).set_rows(txn_rows(dash))
+    def headline(self, dash: Dashboard) -> Text:
+        return headline(dash)
 
-    @on(FilterTable.Selected, "#txn-table")
-    def _selected(self, event: FilterTable.Selected) -> None:
-        if self.dash is not None and (screen := detail(self.dash, event.key)) is not None:
-            self.app.push_screen(screen)
+    def detail(self, item: Any) -> DetailScreen | None:
+        return detail(self.source, item)
