@@ -14,10 +14,8 @@ first refresh: one line, exit 2.
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -256,7 +254,7 @@ def _auditing(sources: list[Source], targets: list[Target], options: Any, every:
     if options is None or not any(t.pipeline and t.pipeline.sink for t in targets):
         yield
         return
-    from auditors.guard import Owned
+    from auditors import guard
 
     def loop() -> None:
         while not stop.is_set():
@@ -264,7 +262,6 @@ def _auditing(sources: list[Source], targets: list[Target], options: Any, every:
             exposition.warm()
             stop.wait(every)
 
-    owned = Owned()  # every process started from here on is the audit's
     thread = threading.Thread(target=loop, name="audit", daemon=True)
     thread.start()
     try:
@@ -272,7 +269,7 @@ def _auditing(sources: list[Source], targets: list[Target], options: Any, every:
     finally:
         stop.set()
         thread.join(AUDIT_GRACE_S)
-        owned.stop()  # a running audit's workers: its pool breaks, the audit unwinds and cleans up
+        guard.stop_all()  # a running audit's workers: its pool breaks, the audit unwinds and cleans up
         thread.join(30)
 
 
@@ -331,18 +328,11 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def write_textfile(path: str, body: bytes) -> None:
-    """Write ``body`` to ``path`` atomically: a temp file in the same directory, then a rename, so
-    node_exporter never reads half a file."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".eosctl-", suffix=".prom.tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(body)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    """Write ``body`` beside ``path`` and rename it there: node_exporter never reads half a file."""
+    from eosctl.files import replacing
+
+    with replacing(path) as tmp, open(tmp, "wb") as f:
+        f.write(body)
 
 
 COMMANDS = [exporter]
