@@ -32,8 +32,6 @@ if TYPE_CHECKING:
     from eosctl.target import Target
 
 DEFAULT_LISTEN = "127.0.0.1:9308"  # kafka_exporter's port: where lag dashboards expect an exporter
-# After a stop request, how long a running audit may take to finish before its processes are killed.
-AUDIT_GRACE_S = 2.0
 OPENMETRICS = "application/openmetrics-text; version=1.0.0"
 
 
@@ -238,11 +236,14 @@ def _audit_all(sources: list[Source], targets: list[Target], options: Any,
         started = time.monotonic()
         try:
             report = auditors.audit(t, sink, options=options, started=started)
-        except (EosctlError, OSError) as e:
-            s.audited(None, time.monotonic() - started, first_line(e))
-            if stop is None or not stop.is_set():
-                click.echo(f"eosctl exporter: {term(s.pipeline)}: audit failed: {term(first_line(e))}",
-                           err=True)
+        except Exception as e:  # noqa: BLE001 - an audit that fails must not end the exporter
+            if stop is not None and stop.is_set():
+                return  # stopped under it (its workers killed): not a failure
+            why = first_line(e)
+            if not isinstance(e, EosctlError | OSError):  # a crash, not a sink or broker problem: name it
+                why = f"{type(e).__name__}: {why}"
+            s.audited(None, time.monotonic() - started, why)
+            click.echo(f"eosctl exporter: {term(s.pipeline)}: audit failed: {term(why)}", err=True)
             continue
         s.audited(report, time.monotonic() - started)
 
@@ -268,8 +269,7 @@ def _auditing(sources: list[Source], targets: list[Target], options: Any, every:
         yield
     finally:
         stop.set()
-        thread.join(AUDIT_GRACE_S)
-        guard.stop_all()  # a running audit's workers: its pool breaks, the audit unwinds and cleans up
+        guard.stop_all()  # a running audit's workers killed: its pool breaks, the audit unwinds, cleans up
         thread.join(30)
 
 
