@@ -6,9 +6,9 @@ transactions and the hanging rules from eosctl.txns, fencing and zombie writes f
 Names and labels are listed once in ``METRICS`` (docs/metrics.md documents each, tests/unit/test_docs.py
 checks both against what is emitted).
 
-A scrape must not cost a reading, and at 10k partitions rendering the per-partition families takes the
-better part of a second, so `Exposition` renders them once per model change (``State``) and a scrape
-only renders the few families that change with the clock (``Live``: section ages, up, errors).
+A scrape must not cost a reading, and at 10k partitions rendering the per-partition families takes
+seconds, so `Exposition` renders them (and compresses them) once per model change (``State``) and a
+scrape only renders the few families that change with the clock (``Live``: section ages, up, errors).
 With ``partition_metrics`` off, per-partition series are summed per topic (ages: the maximum), so a
 cluster with many partitions keeps a few series per topic and group; the names stay the same, so rules
 and dashboards work either way.
@@ -151,7 +151,6 @@ class _Families:
     def __init__(self, names: Iterable[str], partition_metrics: bool) -> None:
         self.partition_metrics = partition_metrics
         self.values: dict[str, dict[tuple[str, ...], float]] = {n: {} for n in names}
-        self.folds: dict[str, Callable[[float, float], float]] = {}
 
     def add(self, name: str, labels: dict[str, str | int], value: float | None,
             fold: Callable[[float, float], float] = float.__add__) -> None:
@@ -176,10 +175,6 @@ class _Families:
             for key, value in series.items():
                 family.add_metric(list(key), value)
             yield family
-
-
-def _max(a: float, b: float) -> float:
-    return max(a, b)
 
 
 class State:
@@ -228,7 +223,7 @@ def _hanging(out: _Families, base: dict[str, str], cap: Capture) -> None:
         if h.age_s is not None:
             out.add("eosctl_partition_open_transaction_age_seconds",
                     {**base, "topic": h.topic, "partition": h.partition, "producer_id": h.producer_id},
-                    h.age_s, _max)
+                    h.age_s, max)
 
 
 def _consumers(out: _Families, base: dict[str, str], cap: Capture, src: Source) -> None:
@@ -241,7 +236,7 @@ def _consumers(out: _Families, base: dict[str, str], cap: Capture, src: Source) 
         labels = {**base, "group": p.group, "topic": p.topic, "partition": p.partition}
         out.add("eosctl_consumer_lag_records", labels, p.records_behind)
         out.add("eosctl_consumer_lag_offsets", labels, p.hw_lag)
-        out.add("eosctl_consumer_lag_seconds", labels, p.time_lag_s(snap.taken_ms), _max)
+        out.add("eosctl_consumer_lag_seconds", labels, p.time_lag_s(snap.taken_ms), max)
     statuses = src.model.lag_history.group_statuses
     for group in snap.groups():
         # A failed reading is ERR for every group, as lag --watch shows an outage; the last values stay.
