@@ -23,13 +23,13 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from eosctl.config import Cluster, Sink
-from eosctl.errors import BrokerError, EosctlError, SinkError, first_line
-from eosctl.findings import KINDS, Finding, LogSegment, PartitionSummary
+from eosctl.errors import BrokerError, EosctlError, SinkError
+from eosctl.findings import KINDS, Cause, Finding, LogSegment, PartitionSummary
 from eosctl.model import TP, PartitionLog
 from eosctl.progress import Progress, Step, silent
 
 if TYPE_CHECKING:
-    from eosctl.sinkdb import SinkReader
+    from eosctl.sink import SinkReader
 
 # Task output: one row per summary, finding, error, or (with a key column) committed row with a key.
 OUT_SCHEMA = (
@@ -38,8 +38,12 @@ OUT_SCHEMA = (
     "sink_rows long, unverifiable long, present boolean, detail string, "
     # Time the task spent scanning the log and reading + reconciling the sink (summary rows only).
     "scan_seconds double, reconcile_seconds double, "
-    "key string"  # key rows (rec = "key"): a committed row's business key, its offset in first_offset
+    "key string, "  # key rows (rec = "key"): a committed row's business key, its offset in first_offset
+    # key rows: who wrote the offset (eosctl.causes.Writer); marker_offset null when non-transactional
+    "producer_id long, producer_epoch int, marker_offset long, "
+    "cause string"  # finding rows: the finding's cause, as its JSON object (eosctl.findings.Cause)
 )
+_WRITER_TYPES = (("producer_id", "int64"), ("producer_epoch", "int32"), ("marker_offset", "int64"))
 _OUT_NAMES = [part.strip().split(" ")[0] for part in OUT_SCHEMA.split(",")]
 
 
@@ -128,49 +132,53 @@ class WorkItem:
 
 
 def _open_sink(sink: Sink, settings: TaskSettings) -> SinkReader:
-    from eosctl.sinkdb import open_sink
+    from eosctl.sink import Limits, open_reader
 
-    reader = open_sink(sink)
-    os.makedirs(settings.temp_directory, exist_ok=True)
-    conn = reader.conn
-    conn.execute(f"SET threads = {int(settings.duckdb_threads)}")
-    conn.execute(f"SET memory_limit = '{settings.duckdb_memory}'")
-    conn.execute(f"SET temp_directory = '{settings.temp_directory}'")
-    conn.execute("SET preserve_insertion_order = false")
-    return reader
+    return open_reader(sink, limits=Limits(settings.duckdb_threads, settings.duckdb_memory,
+                                           settings.temp_directory))
 
 
 def _audit_partition(item: WorkItem, source: Source, sink: Sink, settings: TaskSettings,
                      want_ranges: bool, group: str | None) -> list[dict[str, Any]]:
+    from eosctl.causes import explain_partition
     from eosctl.gapmap import log_segments
-    from eosctl.model import Kind
-    from eosctl.reconcile import offset_mismatch, reconcile_partition, reconcile_unknown
+    from eosctl.reconcile import SinkFacts, offset_mismatch, reconcile_partition, reconcile_unknown
 
     t0 = time.perf_counter()
     log = source.load(item.topic, item.partition) if item.in_kafka else None
+    if log is not None and log.offsets_disagreement:
+        # Never a verdict on offsets the broker itself contradicts: the audit refuses, naming it.
+        raise BrokerError(f"cannot audit {item.topic}-{item.partition}: {log.offsets_disagreement}")
     t1 = time.perf_counter()
     # The islands stream out of DuckDB straight into the sweep: never a list of the partition's offsets.
+    facts = SinkFacts()
     with _open_sink(sink, settings) as reader:
         isl = reader.islands(item.topic, item.partition)
         if log is None:
             summary, findings = reconcile_unknown(item.topic, item.partition, isl)
         else:
-            summary, findings = reconcile_partition(log, isl)
+            summary, findings = reconcile_partition(log, isl, facts)
             summary = replace(summary, log_segments=log_segments(log))  # for the HTML gap map
     if item.check_offsets:
         mismatch = offset_mismatch(item.topic, item.partition, item.stored_offset, item.committed_offset,
                                    log, group)
         findings = [*findings, *([mismatch] if mismatch else [])]
+    findings = explain_partition(log, findings, facts, item.stored_offset, item.committed_offset, group)
     rows = [_summary_row(summary), *(_finding_row(f) for f in findings)]
     rows[0].update(scan_seconds=t1 - t0, reconcile_seconds=time.perf_counter() - t1)
     if log is not None and want_ranges:
-        lso, start = log.last_stable_offset, log.log_start_offset
-        for r in log.ranges:
-            first, last = max(r.first, start), min(r.last, lso - 1)
-            if Kind(r.kind) == Kind.DATA and first <= last:
-                rows.append({"rec": "committed", "topic": item.topic, "partition": item.partition,
-                             "first_offset": first, "last_offset": last})
+        rows += _committed_rows(item, log)
     return rows
+
+
+def _committed_rows(item: WorkItem, log: PartitionLog) -> list[dict[str, Any]]:
+    """The committed offsets [log start, LSO) by writer, for the key query: each key row then carries
+    who wrote it, and a key_duplicate's cause can name them."""
+    from eosctl.causes import committed_writers
+
+    return [{"rec": "committed", "topic": item.topic, "partition": item.partition, "first_offset": first,
+             "last_offset": last, "producer_id": pid, "producer_epoch": epoch, "marker_offset": marker}
+            for first, last, pid, epoch, marker in committed_writers(log)]
 
 
 def _summary_row(s: PartitionSummary) -> dict[str, Any]:
@@ -185,7 +193,7 @@ def _summary_row(s: PartitionSummary) -> dict[str, Any]:
 def _finding_row(f: Finding) -> dict[str, Any]:
     return {"rec": "finding", "topic": f.topic, "partition": f.partition, "kind": f.kind,
             "first_offset": f.first_offset, "last_offset": f.last_offset, "count": f.count,
-            "detail": f.detail}
+            "detail": f.detail, "cause": None if f.cause is None else json.dumps(f.cause.to_dict())}
 
 
 def _to_batch(rows: list[dict[str, Any]], names: list[str], schema: Any) -> Any:
@@ -217,8 +225,7 @@ def partition_task(items: list[WorkItem], source: Source, sink: Sink, settings: 
                 try:
                     rows = _audit_partition(item, source, sink, settings, want_keys, group)
                     yield _to_batch([r for r in rows if r["rec"] != "committed"], _OUT_NAMES, schema)
-                    committed = [(r["first_offset"], r["last_offset"]) for r in rows
-                                 if r["rec"] == "committed"]
+                    committed = [r for r in rows if r["rec"] == "committed"]
                     if committed:
                         yield from _key_rows(item, committed, sink, settings, schema)
                 except EosctlError as e:
@@ -231,38 +238,35 @@ def partition_task(items: list[WorkItem], source: Source, sink: Sink, settings: 
     return run
 
 
-def _key_rows(item: WorkItem, committed: list[tuple[int, int]], sink: Sink, settings: TaskSettings,
+def _key_rows(item: WorkItem, committed: list[dict[str, Any]], sink: Sink, settings: TaskSettings,
               schema: Any) -> Iterator[Any]:
-    """Key rows in the task's output schema: rec "key", the key, its offset in first_offset."""
+    """Key rows in the task's output schema: rec "key", the key, its offset in first_offset, its writer."""
+    import numpy as np
     import pyarrow as pa
 
-    ranges = pa.table({"rf": [c[0] for c in committed], "rl": [c[1] for c in committed]},
-                      schema=pa.schema([("rf", pa.int64()), ("rl", pa.int64())]))
-    for b in _committed_keys(item.topic, item.partition, ranges, sink, settings):
+    # The sink answers (key, offset) for offsets inside the committed ranges; each row's writer is the
+    # range's it falls in (sorted, disjoint): found by binary search, not by the sink.
+    starts = np.array([c["first_offset"] for c in committed], dtype=np.int64)
+    writers = {name: pa.array([c[name] for c in committed], getattr(pa, t)()) for name, t in _WRITER_TYPES}
+    spans = [(c["first_offset"], c["last_offset"]) for c in committed]
+    for b in _committed_keys(item.topic, item.partition, spans, sink, settings):
+        at = pa.array(np.searchsorted(starts, b.column(1).to_numpy(), side="right") - 1)
+        found = [b.column(0), b.column(1), *(writers[n].take(at) for n, _ in _WRITER_TYPES)]
+        b = pa.RecordBatch.from_arrays(found, names=["key", "offset", *(n for n, _ in _WRITER_TYPES)])
         n = b.num_rows
         cols = {"rec": pa.array(["key"] * n, pa.string()), "topic": pa.array([item.topic] * n, pa.string()),
                 "partition": pa.array([item.partition] * n, pa.int32()),
-                "first_offset": b.column(1).cast(pa.int64()), "key": b.column(0).cast(pa.string())}
+                "first_offset": b.column(1).cast(pa.int64()), "key": b.column(0).cast(pa.string()),
+                **{name: b.column(name) for name, _ in _WRITER_TYPES}}
         yield pa.RecordBatch.from_arrays([cols[f.name] if f.name in cols else pa.nulls(n, f.type)
                                           for f in schema], schema=schema)
 
 
-def _committed_keys(topic: str, partition: int, committed: Any, sink: Sink,
+def _committed_keys(topic: str, partition: int, committed: list[tuple[int, int]], sink: Sink,
                     settings: TaskSettings) -> Iterator[Any]:
     """Arrow batches (key, offset) of the partition's distinct committed rows with a key."""
     with _open_sink(sink, settings) as reader:
-        reader.conn.register("committed_ranges", committed)
-        # ASOF join: each row meets the last range starting at or before its offset; inside it = committed.
-        rows = reader.rows_sql(topic, partition, with_key=True)
-        sql = f"""
-            SELECT DISTINCT s.k AS key, s.o AS offset FROM ({rows}) s
-            ASOF JOIN committed_ranges r ON s.o >= r.rf
-            WHERE s.o <= r.rl AND s.k IS NOT NULL"""
-        try:
-            yield from reader.conn.sql(sql).to_arrow_reader(65_536)
-        except Exception as e:
-            raise SinkError(f"reading keys of {topic}-{partition} from sink {reader.source} "
-                            f"failed: {first_line(e)}") from None
+        yield from reader.committed_keys(topic, partition, committed)
 
 
 # ---- the driver ----------------------------------------------------------------------------------
@@ -301,12 +305,12 @@ def prepare(inp: AuditInput) -> list[WorkItem]:
     """Open and validate the sink, read Kafka metadata, list the work: fails fast, before Spark starts.
 
     With a group, each item also carries the sink's stored offset and the group's committed one (both
-    cheap to read here); the task, which has the log model, judges them.
+    cheap to read here); the task, which has the log model, judges them. ``inp.sink`` is the one the
+    command froze (eosctl.sink.frozen, in auditors.engine.run): the tasks read the same read point.
     """
-    from eosctl.sinkdb import frozen, open_sink
+    from eosctl.sink import open_reader
 
-    # A frozen copy: the pipeline's writer is kept out only while it is copied, not while it is scanned.
-    with frozen(inp.sink) as fixed, open_sink(fixed) as reader:
+    with open_reader(inp.sink) as reader:
         in_sink = reader.partitions()
         stored = reader.stored_offsets() if inp.group and inp.cluster is not None else None
     items = plan(inp.source, inp.topics, in_sink)
@@ -368,7 +372,8 @@ def run_spark(spark: Any, inp: AuditInput, items: list[WorkItem], progress: Prog
     if want_keys:
         is_key = F.col("rec") == "key"
         at = F.when(is_key, F.struct(F.col("topic"), F.col("partition"),
-                                     F.col("first_offset").alias("offset")))
+                                     F.col("first_offset").alias("offset"),
+                                     *(F.col(name) for name, _ in _WRITER_TYPES)))
         group = F.when(is_key, F.col("key")).otherwise(F.monotonically_increasing_id().cast("string"))
         # Key rows are distinct per (key, topic, partition, offset) already (each task selects DISTINCT,
         # and an offset belongs to one task), so the set's size is the number of distinct places.
@@ -400,7 +405,9 @@ def key_findings(keys: Any) -> list[Finding]:
         con.register("keys", keys)
         groups = con.execute("""
             SELECT key, list(struct_pack("topic" := topic, "partition" := "partition",
-                                         "offset" := first_offset))
+                                         "offset" := first_offset, "producer_id" := producer_id,
+                                         "producer_epoch" := producer_epoch,
+                                         "marker_offset" := marker_offset))
             FROM keys GROUP BY key
             HAVING count(DISTINCT (topic, "partition", first_offset)) > 1""").fetchall()
     return [f for key, at in groups for f in _key_findings(key, at)]
@@ -408,16 +415,22 @@ def key_findings(keys: Any) -> list[Finding]:
 
 def _key_findings(key: str, at: list[Any]) -> list[Finding]:
     """One finding per key: the topic/partition of its first place, first/last = min/max offset,
-    count = distinct committed source records carrying the key, offsets = their offsets."""
-    dicts = (x if isinstance(x, dict) else x.asDict() for x in at)
-    places = sorted((a["topic"], a["partition"], a["offset"]) for a in dicts)
-    offsets = tuple(o for _, _, o in places)
-    topic, partition = places[0][0], places[0][1]
+    count = distinct committed source records carrying the key, offsets = their offsets; its cause from
+    the places' writers."""
+    from eosctl.causes import Writer, key_cause
+
+    dicts = [x if isinstance(x, dict) else x.asDict() for x in at]
+    writers = sorted((Writer(a["topic"], a["partition"], a["offset"], a["producer_id"], a["producer_epoch"],
+                             a["marker_offset"]) for a in dicts),
+                     key=lambda w: (w.topic, w.partition, w.offset))
+    offsets = tuple(w.offset for w in writers)
+    topic, partition = writers[0].topic, writers[0].partition
     detail = None
-    if len({(t, p) for t, p, _ in places}) > 1:
-        detail = "in " + ", ".join(f"{t}[{p}]@{o}" for t, p, o in places)
-    return [Finding("key_duplicate", topic, partition, min(offsets), max(offsets), len(places), key=key,
-                    offsets=offsets, detail=detail)]
+    if len({(w.topic, w.partition) for w in writers}) > 1:
+        detail = "in " + ", ".join(f"{w.topic}[{w.partition}]@{w.offset}" for w in writers)
+    f = Finding("key_duplicate", topic, partition, min(offsets), max(offsets), len(writers), key=key,
+                offsets=offsets, detail=detail)
+    return [replace(f, cause=key_cause(f, writers))]
 
 
 # ---- helpers -------------------------------------------------------------------------------------
@@ -457,8 +470,10 @@ def _summary_from(r: dict[str, Any]) -> PartitionSummary:
 
 
 def _finding_from(r: dict[str, Any]) -> Finding:
+    cause = r.get("cause")
     return Finding(r["kind"], r["topic"], r["partition"], r["first_offset"], r["last_offset"], r["count"],
-                   detail=r["detail"])
+                   detail=r["detail"],
+                   cause=None if cause is None else Cause.from_dict(r["kind"], json.loads(cause)))
 
 
 class _TaskProgress:

@@ -31,7 +31,8 @@ from auditors.job import (
 from eosctl.config import Sink
 from eosctl.progress import Progress, Step, silent
 
-KEY_COLUMNS = ["key", "topic", "partition", "first_offset"]
+KEY_COLUMNS = ["key", "topic", "partition", "first_offset", "producer_id", "producer_epoch",
+               "marker_offset"]
 
 
 def default_workers() -> int:
@@ -92,9 +93,16 @@ def _run_item(item: WorkItem, source: Source, sink: Sink, settings: TaskSettings
 def _preload() -> None:
     """Import what a task imports before forking: each worker would otherwise pay it (half a second on a
     busy laptop, most of a small audit)."""
+    # pyarrow too: importing it in a worker forked from a parent with threads running (Spark's gateway,
+    # librdkafka) crashed workers with SIGSEGV inside pyarrow's import.
+    import duckdb  # noqa: F401
+    import pyarrow  # noqa: F401
+
     import eosctl.logscan
     import eosctl.reconcile
-    import eosctl.sinkdb
+    import eosctl.sink
+    import eosctl.sink.duckdb
+    import eosctl.sink.parquet
     import eosctl.wire  # noqa: F401
 
 

@@ -36,7 +36,7 @@ from eosctl.producers import ProducerRow
 from eosctl.progress import Progress
 from eosctl.target import Target
 from eosctl.txns import DEFAULT_MAX_AGE_S, Described, Hanging, HangingReport, TxnInfo
-from eosctl.wire import WireClient
+from eosctl.wire import Offsets, WireClient
 
 SECTIONS = ("logs", "transactions", "producers", "lag", "hanging", "ledger")
 NOT_CAPTURED = "not captured: "  # how a section's status starts when it could not be read
@@ -135,6 +135,15 @@ def _read_kafka(cap: Capture, target: Target, client: WireClient, admins: Admins
         starts = {tp: max(o.log_start, o.high_watermark - cap.tail) for tp, o in offsets.items()}
     cap.logs = scan_partitions(client, tps, start=starts, progress=progress) if tps else {}
     cap.sections["logs"] = "ok" if cap.topics else f"{SKIPPED}no topics (pass --topic or a pipeline)"
+    read_sections(cap, target, client, admins, known, max_age_s)
+
+
+def read_sections(cap: Capture, target: Target, client: WireClient, admins: Admins,
+                  known: dict[str, dict[int, int]], max_age_s: float,
+                  offsets: dict[TP, Offsets] | None = None) -> None:
+    """The sections besides the logs and the ledger (transactions, producers, lag, hanging), each one
+    failing on its own; ``cap.logs`` is read already. ``offsets``: the partitions' offsets if just read."""
+    tps = [(t, p) for t, parts in known.items() for p in sorted(parts)]
     prefix = target.pipeline.transactional_id_prefix if target.pipeline else None
     answers: list[Described] = []
 
@@ -155,7 +164,7 @@ def _read_kafka(cap: Capture, target: Target, client: WireClient, admins: Admins
 
     def lag() -> LagSnapshot:
         return lag_mod.poll(client, admins.confluent, groups=[target.group] if target.group else None,
-                            topics=list(target.topics) or None)
+                            topics=list(target.topics) or None, offsets=offsets)
 
     def hanging() -> HangingReport:
         if not known:

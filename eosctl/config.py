@@ -74,6 +74,7 @@ class Cluster:
 class Sink:
     duckdb: str | None = None
     parquet: str | None = None
+    postgres: str | None = None  # postgresql://USER@HOST:PORT/DB (a password only through ${NAME})
     table: str = "sink"
     topic_column: str = "src_topic"
     partition_column: str = "src_partition"
@@ -81,6 +82,10 @@ class Sink:
     key_column: str | None = None
     # Table where the sink stores the source offsets it committed with its rows (optional).
     offsets_table: str | None = None
+    # Set by eosctl.sink.frozen() only, never by a config: the sink as configured, where this one names
+    # a frozen copy of it, and the read point pinned for the command (a copy's time, a snapshot id).
+    frozen_from: Sink | None = None
+    at: str | None = None
 
 
 @dataclass(frozen=True)
@@ -230,7 +235,7 @@ def load_config(path: str | Path, env: dict[str, str] | None = None) -> Config:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: config file not found (pass --config PATH)") from None
-    except (PermissionError, IsADirectoryError, UnicodeDecodeError) as e:
+    except (OSError, UnicodeDecodeError) as e:  # a permission, a directory, /proc/self/mem (EIO)
         raise ConfigError(f"{path}: cannot read config file ({e.__class__.__name__})") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: not valid TOML: {e}") from None
@@ -284,6 +289,7 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
             sink = Sink(
                 duckdb=s.str("duckdb", None),
                 parquet=s.str("parquet", None),
+                postgres=s.str("postgres", None),
                 table=s.str("table", "sink"),
                 topic_column=s.str("topic_column", "src_topic"),
                 partition_column=s.str("partition_column", "src_partition"),
@@ -292,8 +298,9 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
                 offsets_table=s.str("offsets_table", None),
             )
             s.done()
-            if (sink.duckdb is None) == (sink.parquet is None):
-                raise ConfigError(f"{path}: pipelines.{name}.sink needs exactly one of duckdb or parquet")
+            if sum(v is not None for v in (sink.duckdb, sink.parquet, sink.postgres)) != 1:
+                raise ConfigError(f"{path}: pipelines.{name}.sink needs exactly one of duckdb, parquet or "
+                                  f"postgres")
             if sink.duckdb is not None and not Path(sink.duckdb).is_absolute():
                 # Relative sink paths are relative to the config file, not to wherever eosctl runs.
                 sink = _replace_path(sink, str(path.parent / sink.duckdb))

@@ -10,6 +10,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from eosctl.safetext import term
 
@@ -125,3 +127,43 @@ def glob_problem(pattern: str) -> str | None:
         if problem:
             return problem
     return None
+
+
+@contextmanager
+def replacing(path: str, also: tuple[str, ...] = ()) -> Iterator[str]:
+    """A temporary name beside ``path`` to write to; it replaces ``path`` when the block ends normally.
+
+    On any other way out (an error, Ctrl-C, SIGTERM) the temporary file, and the files named by it plus
+    each suffix of ``also`` (DuckDB's ``.wal``), are removed: a reader never sees half a report and nothing
+    is left beside it. A device or FIFO (``--out /dev/stdout``) is written directly."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        yield path
+        return
+    head, name = os.path.split(path)
+    tmp = os.path.join(head, f".{name}.{os.getpid()}.tmp")
+    leftovers = [tmp, *(tmp + suffix for suffix in also)]
+    for leftover in leftovers:
+        _remove(leftover)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        for leftover in leftovers:
+            _remove(leftover)
+
+
+def write_replacing(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` through `replacing` (UTF-8)."""
+    with replacing(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:  # gone already, or not ours to remove: nothing to clean
+        pass

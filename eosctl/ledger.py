@@ -1,7 +1,7 @@
 """The sink ledger: per source partition, what the sink holds next to what Kafka says.
 
 For each partition: sink rows, distinct offsets, min/max offset and duplicate rows (from the sink, opened
-read-only through eosctl.sinkdb); the next offset the sink stored with its rows (its offsets table); the
+read-only through eosctl.sink); the next offset the sink stored with its rows (its offsets table); the
 consumer group's committed offset, log start, HW and LSO (from Kafka). With a log scan (the default) the
 sink's offset islands are reconciled against the log model up to the offset the sink claims to have
 consumed, so a marker or aborted offset is never mistaken for a lost record; without it the ledger only
@@ -23,7 +23,7 @@ from eosctl.model import TP, Kind, PartitionLog
 from eosctl.offsets import committed_offsets
 from eosctl.progress import Progress
 from eosctl.reconcile import offset_mismatch, reconcile_partition
-from eosctl.sinkdb import OffsetIsland, SinkPartition, frozen, open_sink
+from eosctl.sink import OffsetIsland, SinkPartition, frozen, open_reader
 from eosctl.wire import Offsets, WireClient
 
 # A ledger names at most this many flags of one kind per partition; counts stay exact.
@@ -135,7 +135,7 @@ def partition_ledger(
     `summary` is None when the sink has no rows, `islands` are the sink's, `offsets` were read after the
     sink, `log` covers [log start, HW) or is None (no scan). `compare_offsets`: the sink has an offsets
     table and a group was given (the audit's condition), so stored and committed are compared even when
-    one side is missing. `invalid` are the partition's invalid_row findings (sinkdb.SinkReader.invalid_rows).
+    one side is missing. `invalid` are the partition's invalid_row findings (SinkReader.invalid_rows).
     """
     p = PartitionLedger(topic, partition, stored_offset=stored, committed_offset=committed)
     if summary is not None:
@@ -220,6 +220,33 @@ def _span(first: int | None, last: int | None) -> str:
     return "-" if first is None else str(first) if first == last else f"{first}..{last}"
 
 
+@dataclass
+class SinkSide:
+    """What the ledger reads from the sink, per source partition (read first, before Kafka)."""
+
+    summaries: dict[TP, SinkPartition]
+    stored: dict[TP, int] | None  # None: the sink has no offsets table
+    islands: dict[TP, list[OffsetIsland]]
+    invalid: list[Finding]
+    shown: str  # the sink as the ledger names it
+
+
+def read_sink(sink: Sink, where: str = "sink") -> SinkSide:
+    """The sink's side of the ledger, read now. The sink first, then Kafka: every row read was written
+    from a record Kafka committed before the offsets and scans that follow, so a live pipeline shows no
+    phantom (eosctl.sink.frozen). The writer is kept out only while the file is copied."""
+    with frozen(sink, where) as fixed, open_reader(fixed, where) as reader:
+        summaries = {(s.topic, s.partition): s for s in reader.summaries()}
+        stored_rows = reader.stored_offsets()
+        by_partition = itertools.groupby(reader.islands(), key=lambda i: (i.topic, i.partition))
+        islands: dict[TP, list[OffsetIsland]] = {tp: list(group) for tp, group in by_partition}
+        invalid = reader.invalid_rows()
+        source = reader.source
+    stored = None if stored_rows is None else {(s.topic, s.partition): s.next_offset for s in stored_rows}
+    shown = source if sink.parquet else f"{source} ({sink.table})"  # a table names its rows; a glob, files
+    return SinkSide(summaries, stored, islands, invalid, shown)
+
+
 def collect(
     cluster: Cluster,
     sink: Sink,
@@ -240,36 +267,49 @@ def collect(
     """
     if duckdb_path or parquet:
         sink = replace(sink, duckdb=duckdb_path, parquet=parquet)
-    # The sink first, then Kafka: every row read was written from a record Kafka committed before the
-    # offsets and scans below, so a live pipeline shows no phantom (eosctl.sinkdb.frozen). The writer is
-    # kept out only while the file is copied.
-    with frozen(sink, where) as fixed, open_sink(fixed, where) as reader:
-        summaries = {(s.topic, s.partition): s for s in reader.summaries()}
-        stored_rows = reader.stored_offsets()
-        stored = {(s.topic, s.partition): s.next_offset for s in stored_rows or ()}
-        by_partition = itertools.groupby(reader.islands(), key=lambda i: (i.topic, i.partition))
-        islands: dict[TP, list[OffsetIsland]] = {tp: list(group) for tp, group in by_partition}
-        invalid = reader.invalid_rows()
-        source = reader.source
+    side = read_sink(sink, where)
+    with WireClient(cluster) as client:
+        return ledger_of(client, side, topics, group, committed_offsets(cluster, group) if group else {},
+                         pipeline=pipeline, scan=scan, logs=logs, progress=progress)
+
+
+def ledger_of(
+    client: WireClient,
+    side: SinkSide,
+    topics: Iterable[str],
+    group: str | None,
+    committed: dict[TP, int],
+    *,
+    pipeline: str | None = None,
+    scan: bool = True,
+    logs: dict[TP, PartitionLog] | None = None,
+    offsets: dict[TP, Offsets] | None = None,
+    progress: Progress | None = None,
+) -> Ledger:
+    """The ledger from the sink's side read before, and Kafka now (the group's ``committed`` offsets).
+    ``logs``: whole-log scans the caller has (the rest are scanned here when ``scan``); ``offsets``: the
+    partitions' offsets if the caller just read them."""
+    summaries, islands, invalid = side.summaries, side.islands, side.invalid
+    stored = side.stored or {}
     expected_topics = list(dict.fromkeys(topics))
     unexpected = sorted({t for t, _ in summaries} - set(expected_topics))
-    with WireClient(cluster) as client:
-        known = client.metadata(expected_topics) if expected_topics else {}
-        for t in unexpected:
-            try:
-                known.update(client.metadata([t]))
-            except BrokerError:
-                pass  # rows naming a topic Kafka lacks: flagged below
-        tps = sorted({(t, p) for t, parts in known.items() for p in parts} | set(summaries) | set(stored))
-        in_kafka = [tp for tp in tps if tp[0] in known and tp[1] in known[tp[0]]]
-        offsets = client.offsets(in_kafka) if in_kafka else {}
-        committed = committed_offsets(cluster, group) if group else {}
-        logs = dict(logs or {})
-        todo = [tp for tp in in_kafka if tp not in logs]
-        if scan and todo:
-            logs.update(scan_partitions(client, todo, progress=progress))
+    known = client.metadata(expected_topics) if expected_topics else {}
+    for t in unexpected:
+        try:
+            known.update(client.metadata([t]))
+        except BrokerError:
+            pass  # rows naming a topic Kafka lacks: flagged below
+    tps = sorted({(t, p) for t, parts in known.items() for p in parts} | set(summaries) | set(stored))
+    in_kafka = [tp for tp in tps if tp[0] in known and tp[1] in known[tp[0]]]
+    offsets = dict(offsets or {})
+    if any(tp not in offsets for tp in in_kafka):
+        offsets = client.offsets(in_kafka)
+    logs = dict(logs or {})
+    todo = [tp for tp in in_kafka if tp not in logs]
+    if scan and todo:
+        logs.update(scan_partitions(client, todo, progress=progress))
     # The audit compares offsets under the same condition: a group, and an offsets table in the sink.
-    compare = group is not None and stored_rows is not None
+    compare = group is not None and side.stored is not None
     by_tp: dict[tuple[str | None, int | None], list[Finding]] = {}
     for f in invalid:
         by_tp.setdefault((f.topic, f.partition), []).append(f)
@@ -288,5 +328,4 @@ def collect(
     # each, first, so the table and JSON show them without guessing a partition.
     rows[:0] = [PartitionLedger(t, p, rows=sum(f.count for f in fs), flags=invalid_flags(fs))
                 for (t, p), fs in sorted(by_tp.items(), key=lambda kv: (kv[0][0] or "", kv[0][1] or -1))]
-    return Ledger(pipeline, f"{source} ({sink.table})" if sink.duckdb or duckdb_path else source, group,
-                  scan, rows)
+    return Ledger(pipeline, side.shown, group, scan, rows)

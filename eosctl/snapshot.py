@@ -23,13 +23,14 @@ import duckdb
 from eosctl import __version__
 from eosctl.capture import Capture, candidates
 from eosctl.errors import EosctlError
+from eosctl.files import replacing
 from eosctl.findings import AuditReport
 from eosctl.lag import LagSnapshot, PartitionLag
 from eosctl.ledger import Ledger, LedgerFlag, PartitionLedger
 from eosctl.model import TP, Kind, PartitionLog
-from eosctl.opentxn import OpenTxn
+from eosctl.opentxn import PRODUCER_CLOCK, OpenTxn
 from eosctl.producers import ProducerRow
-from eosctl.sinkdb import connect_readonly, read_header
+from eosctl.sink.duckdb import connect_readonly, read_header
 from eosctl.txns import Hanging, HangingReport, TxnInfo
 
 FORMAT_VERSION = 1
@@ -87,7 +88,7 @@ TABLES = {
                            ("producer_epoch", "INTEGER"), ("first_offset", "BIGINT"), ("age_s", "DOUBLE"),
                            ("rules", "VARCHAR[]"), ("lso", "BIGINT"), ("hw", "BIGINT"), ("blocked", "BIGINT"),
                            ("transactional_id", "VARCHAR"), ("coordinator_state", "VARCHAR"),
-                           ("over_max_age", "BOOLEAN")],
+                           ("over_max_age", "BOOLEAN"), ("age_source", "VARCHAR")],
     "audit": [("verdict", "VARCHAR"), ("fail_on", "VARCHAR[]"), ("findings", "BIGINT"),
               ("failing_findings", "BIGINT"), ("sink", "VARCHAR"), ("group_id", "VARCHAR"),
               ("elapsed_seconds", "DOUBLE"), ("origin", "VARCHAR"), ("data", "VARCHAR")],
@@ -118,18 +119,15 @@ def check_writable(path: str | Path) -> None:
 def write_snapshot(snap: Capture, path: str | Path) -> None:
     """Write the snapshot to a new DuckDB file (atomically: a crash leaves no half-written report).
 
-    Any failure to write (disk full, permissions) is one EosctlError and leaves no file behind.
+    Any failure to write (disk full, permissions) is one EosctlError; it, Ctrl-C and SIGTERM leave no file
+    behind.
     """
     path = Path(path)
     check_writable(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.unlink(missing_ok=True)
     try:
-        _write(snap, tmp)
-        os.replace(tmp, path)
+        with replacing(str(path), also=(".wal",)) as tmp:
+            _write(snap, Path(tmp))
     except (duckdb.Error, OSError) as e:
-        for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
-            leftover.unlink(missing_ok=True)
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise EosctlError(f"cannot write snapshot {path}: {first}") from None
 
@@ -196,7 +194,7 @@ def _write_hanging(con: duckdb.DuckDBPyConnection, snap: Capture) -> None:
     found = set(rep.hanging) if rep is not None else set()
     _insert(con, "hanging_candidates", [
         (h.topic, h.partition, h.producer_id, h.producer_epoch, h.first_offset, h.age_s, list(h.rules), h.lso,
-         h.hw, h.blocked, h.transactional_id, h.coordinator_state, h in found)
+         h.hw, h.blocked, h.transactional_id, h.coordinator_state, h in found, h.age_source)
         for h in (candidates(snap) if rep is not None else [])])
     con.execute("CREATE VIEW hanging AS SELECT * EXCLUDE (over_max_age) FROM hanging_candidates "
                 "WHERE over_max_age")
@@ -328,12 +326,16 @@ def _load_hanging(con: duckdb.DuckDBPyConnection, snap: Capture) -> None:
         return
     max_age_s, snap.hanging_checked_ms, checked, describe, returned = check
     found = []
+    # Files written before age_source existed: their ages came from the records' timestamps.
+    columns = {c for (c,) in con.execute("SELECT column_name FROM information_schema.columns "
+                                         "WHERE table_name = 'hanging_candidates'").fetchall()}
+    source = "age_source" if "age_source" in columns else f"'{PRODUCER_CLOCK}'"
     for row in con.execute(
             "SELECT topic, partition, producer_id, producer_epoch, first_offset, age_s, rules, lso, hw, "
-            "transactional_id, coordinator_state, over_max_age FROM hanging_candidates "
+            f"transactional_id, coordinator_state, over_max_age, {source} FROM hanging_candidates "
             "ORDER BY topic, partition, first_offset, producer_id").fetchall():
-        *head, rules, lso, hw, txid, state, over = row
-        h = Hanging(*head, tuple(rules or ()), lso, hw, txid, state)
+        *head, rules, lso, hw, txid, state, over, age_source = row
+        h = Hanging(*head, tuple(rules or ()), lso, hw, txid, state, age_source)
         snap.hanging_candidates.append(h)
         if over:
             found.append(h)

@@ -19,9 +19,8 @@ import click
 
 from eosctl.commands.options import OutputFile, check_one_sink, sink_of, sink_options, target_options
 from eosctl.findings import DESCRIPTIONS, KINDS, parse_kinds
+from eosctl.output import FORMATS
 from eosctl.progress import Progress, Step
-
-FORMATS = ("table", "json", "junit", "html")
 
 
 def _fail_on(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...]:
@@ -60,60 +59,26 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
           out: str | None = None, fail_on: tuple[str, ...] = KINDS, engine: str | None = None,
           master: str | None = None, remote: str | None = None, driver_memory: str | None = None) -> None:
     """Reconcile Kafka source offsets with the sink's rows (one task per partition)."""
+    # Ctrl-C and SIGTERM unwind through the audit's guard (eosctl.cli.unwind_on_signals).
     started = time.monotonic()
-    with _signals_stop_the_audit():
-        from auditors import EngineOptions
-        from eosctl.target import resolve
+    from auditors import EngineOptions
+    from eosctl.target import resolve
 
-        if master and remote:
-            raise click.UsageError("pass either --master or --remote, not both")
-        check_one_sink(sink_duckdb, sink_parquet)
-        if engine == "local" and (master or remote or driver_memory):
-            raise click.UsageError("--master, --remote and --driver-memory are for --engine spark")
-        _check_out(out)
-        target = resolve(config, pipeline, bootstrap, topics, group, need_topics=True)
-        sink, _ = sink_of(target, sink_duckdb, sink_parquet, sink_table)
-        overrides = {k: v for k, v in (("topic_column", topic_column), ("partition_column", partition_column),
-                                       ("offset_column", offset_column), ("key_column", key_column),
-                                       ("offsets_table", offsets_table)) if v}
-        sink = replace(sink, **overrides)
-        options = EngineOptions.resolve(target.config, "spark", engine=engine, master=master, remote=remote,
-                                        driver_memory=driver_memory)
-        _run(target, sink, fmt, out, fail_on, options, started)
-
-
-class _Terminated(BaseException):
-    """SIGTERM, raised in the main thread like KeyboardInterrupt, so the audit's clean-up runs."""
-
-
-@contextmanager
-def _signals_stop_the_audit() -> Iterator[None]:
-    """Ctrl-C and SIGTERM unwind the audit (its guard kills the JVM or the pool and removes temp files),
-    then print one line: exit 130 for SIGINT, 143 for SIGTERM.
-
-    The signal is remembered: a Ctrl-C reaches Spark's Python workers too, and the failed job's error can
-    replace the KeyboardInterrupt on its way up (PySpark asks the JVM for the result in a `finally`)."""
-    import signal
-    import threading
-
-    got: list[int] = []
-
-    def on_signal(signum: int, frame: object) -> None:
-        got.append(signum)
-        raise KeyboardInterrupt() if signum == signal.SIGINT else _Terminated()
-
-    main = threading.current_thread() is threading.main_thread()
-    before = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
-    try:
-        yield
-    except (KeyboardInterrupt, _Terminated, Exception):
-        if not got:
-            raise
-        click.echo("eosctl: interrupted" if got[0] == signal.SIGINT else "eosctl: terminated", err=True)
-        sys.exit(128 + got[0])
-    finally:
-        for s, handler in before.items():
-            signal.signal(s, handler)
+    if master and remote:
+        raise click.UsageError("pass either --master or --remote, not both")
+    check_one_sink(sink_duckdb, sink_parquet)
+    if engine == "local" and (master or remote or driver_memory):
+        raise click.UsageError("--master, --remote and --driver-memory are for --engine spark")
+    _check_out(out)
+    target = resolve(config, pipeline, bootstrap, topics, group, need_topics=True)
+    sink, _ = sink_of(target, sink_duckdb, sink_parquet, sink_table)
+    overrides = {k: v for k, v in (("topic_column", topic_column), ("partition_column", partition_column),
+                                   ("offset_column", offset_column), ("key_column", key_column),
+                                   ("offsets_table", offsets_table)) if v}
+    sink = replace(sink, **overrides)
+    options = EngineOptions.resolve(target.config, "spark", engine=engine, master=master, remote=remote,
+                                    driver_memory=driver_memory)
+    _run(target, sink, fmt, out, fail_on, options, started)
 
 
 def _check_out(out: str | None) -> None:
@@ -149,8 +114,8 @@ audit.help = "\n".join([
 
 def _run(target, sink, fmt: str, out: str | None, fail_on: tuple[str, ...], options, started: float) -> None:
     from auditors import audit as run_audit
-    from auditors import report
-    from eosctl.render import console
+    from eosctl.output.audit import render
+    from eosctl.output.terminal import console
 
     err = console(stderr=True)
     with _progress_display(err) as show:
@@ -158,14 +123,14 @@ def _run(target, sink, fmt: str, out: str | None, fail_on: tuple[str, ...], opti
     if not err.is_terminal:
         err.print(f"audited {len(result.partitions)} partitions in {result.elapsed_seconds:.1f}s",
                   highlight=False)
-    _emit(_html(result, target) if fmt == "html" else report.render(result, fmt), fmt, out)
+    _emit(_html(result, target) if fmt == "html" else render(result, fmt), fmt, out)
     sys.exit(1 if result.verdict == "fail" else 0)
 
 
 def _html(result, target) -> str:
     from datetime import UTC, datetime
 
-    from eosctl.report_html import AuditContext, render_html
+    from eosctl.output.html import AuditContext, render_html
 
     return render_html(result, AuditContext(
         bootstrap=target.cluster.bootstrap_servers,
@@ -207,11 +172,13 @@ def _progress_display(err) -> Iterator[Progress]:
 
 def _emit(rendered, fmt: str, out: str | None) -> None:
     from eosctl.errors import EosctlError
-    from eosctl.render import console
+    from eosctl.output.terminal import console
 
     if out:
+        from eosctl.files import replacing
+
         try:
-            with open(out, "w", encoding="utf-8") as f:
+            with replacing(out) as tmp, open(tmp, "w", encoding="utf-8") as f:
                 if isinstance(rendered, str):
                     f.write(rendered if rendered.endswith("\n") else rendered + "\n")
                 else:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import time
-from pathlib import Path
 
 import click
 
@@ -33,8 +31,9 @@ def demo(ctx: click.Context, records: int, faults: tuple[str, ...], no_audit: bo
     """
     from eosctl import sandbox
     from eosctl.config import Cluster
+    from eosctl.output.terminal import console
     from eosctl.pipeline import run_pipeline
-    from eosctl.render import console
+    from eosctl.pipeline.configfile import point_at_sandbox
 
     err = console(stderr=True)
     out = console()
@@ -52,7 +51,7 @@ def demo(ctx: click.Context, records: int, faults: tuple[str, ...], no_audit: bo
     err.print(f"[green]✓[/] pipeline done: {manifest['sink_rows']} sink rows from "
               f"{manifest['committed_output_records']} committed records "
               f"({time.monotonic() - t0:.0f}s)")
-    config = _point_at_sandbox(workdir / "eosctl.toml", state.bootstrap)
+    config = point_at_sandbox(workdir / "eosctl.toml", state.bootstrap)
     out.print(f"\nsink      {manifest['sink']['duckdb']}")
     out.print(f"manifest  {workdir / 'manifest.json'}  (the planted defects: ground truth)")
     out.print(f"config    {config}")
@@ -90,17 +89,6 @@ def demo(ctx: click.Context, records: int, faults: tuple[str, ...], no_audit: bo
         ctx.exit(1)
 
 
-def _point_at_sandbox(config: Path, bootstrap: str) -> Path:
-    """The pipeline wrote today's port into its config; the demo's config says "sandbox" instead, so every
-    command it suggests keeps working after `eosctl sandbox down` / `up` picks another port."""
-    text = config.read_text(encoding="utf-8")
-    pinned = f"bootstrap_servers = {json.dumps(bootstrap)}\n"
-    if text.count(pinned) != 1:  # a config this code didn't write: leave it as it is
-        return config
-    config.write_text(text.replace(pinned, 'bootstrap_servers = "sandbox"\n'), encoding="utf-8")
-    return config
-
-
 def _key(f: dict) -> tuple:
     return (f["kind"], f["topic"], f["partition"], f["first_offset"], f["last_offset"], f["count"],
             f.get("key"))
@@ -127,10 +115,10 @@ def _run_audit(config, err, out):
     """The audit `eosctl audit -c CONFIG` runs (same engine), its table printed: None if not in this build."""
     try:
         from auditors import EngineOptions, audit
-        from auditors.report import table
     except ModuleNotFoundError:
         err.print("[yellow]the audit is not part of this build yet; skipping it[/]")
         return None
+    from eosctl.output.audit import table
     from eosctl.target import resolve
 
     target = resolve(str(config), "demo", None, (), None, need_topics=True)

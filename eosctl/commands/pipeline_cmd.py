@@ -84,6 +84,10 @@ def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: t
 
     manifest = run_pipeline(cluster, prefix, workdir, faults=faults, records=records, partitions=partitions,
                             progress=progress)
+    if _is_sandbox(bootstrap):
+        from eosctl.pipeline.configfile import FILE, point_at_sandbox
+
+        point_at_sandbox(Path(workdir) / FILE, bootstrap)
     out.print(f"\nsink      {manifest['sink']['duckdb']}  (table {manifest['sink']['table']}, "
               f"{manifest['sink_rows']} rows)")
     out.print(f"manifest  {Path(workdir).resolve() / 'manifest.json'}")

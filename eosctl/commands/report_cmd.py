@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from datetime import UTC, datetime
-from pathlib import Path
 
 import click
 
@@ -38,7 +37,8 @@ def report(source: str, out: str) -> None:
     by this eosctl record them) or, for a snapshot, from its partition logs; an older JSON report without
     them still shows every finding.
     """
-    from eosctl.report_html import render_html
+    from eosctl.files import write_replacing
+    from eosctl.output.html import render_html
 
     audit, context = _load(source)
     html = render_html(audit, context)
@@ -47,7 +47,7 @@ def report(source: str, out: str) -> None:
         raise EosctlError(f"cannot write {out}: directory {parent} does not exist; create it or pick another "
                           "--out")
     try:
-        Path(out).write_text(html, encoding="utf-8")
+        write_replacing(out, html)
     except OSError as e:
         raise EosctlError(f"cannot write {out}: {e.strerror or e}") from None
     click.echo(f"wrote {out}: {audit.verdict.upper()}, {len(audit.findings)} findings in "
@@ -56,8 +56,8 @@ def report(source: str, out: str) -> None:
 
 def _load(source: str):
     from eosctl.findings import read_report
-    from eosctl.report_html import AuditContext
-    from eosctl.sinkdb import read_header
+    from eosctl.output.html import AuditContext
+    from eosctl.sink.duckdb import read_header
 
     if not os.path.isfile(source):
         raise EosctlError(f"{source}: no such file (pass a snapshot .duckdb or a JSON report from "
@@ -77,7 +77,7 @@ def _from_snapshot(source: str):
     from dataclasses import replace
 
     from eosctl.gapmap import log_segments
-    from eosctl.report_html import AuditContext
+    from eosctl.output.html import AuditContext
     from eosctl.snapshot import load_snapshot
 
     snap = load_snapshot(source)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from eosctl.config import Cluster
+from eosctl.config import SANDBOX, Cluster
 from eosctl.pipeline.topics import Names
 
 FILE = "eosctl.toml"
@@ -44,3 +44,14 @@ def write_config(cluster: Cluster, names: Names, sink: dict, workdir: Path) -> P
     path = workdir / FILE
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def point_at_sandbox(config: Path, bootstrap: str) -> Path:
+    """A config written for the sandbox says ``bootstrap_servers = "sandbox"`` instead of today's port, so
+    the commands using it keep working after `eosctl sandbox down` / `up` picks another port."""
+    text = config.read_text(encoding="utf-8")
+    pinned = f"bootstrap_servers = {_q(bootstrap)}\n"
+    if text.count(pinned) != 1:  # a config this code didn't write: leave it as it is
+        return config
+    config.write_text(text.replace(pinned, f"bootstrap_servers = {_q(SANDBOX)}\n"), encoding="utf-8")
+    return config

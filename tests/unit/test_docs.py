@@ -33,8 +33,6 @@ from eosctl import config as config_mod
 from eosctl.capture import Capture
 from eosctl.cli import main
 from eosctl.commands import txns_cmd
-from eosctl.commands.lag_cmd import lag_document
-from eosctl.commands.log_cmd import log_document
 from eosctl.errors import ConfigError
 from eosctl.findings import KINDS, AuditReport, Finding, PartitionSummary
 from eosctl.lag import LagSnapshot, PartitionLag, Watch
@@ -51,6 +49,8 @@ from eosctl.model import (
     ZombieWrite,
 )
 from eosctl.opentxn import OpenTxn
+from eosctl.output.lag import lag_document
+from eosctl.output.log import log_document
 from eosctl.producers import DESCRIBE_PRODUCERS, LOG_SCAN, ProducerRow, ProducersReport
 from eosctl.target import Target
 from eosctl.txns import AbortPlan, Hanging, HangingReport, TxnInfo
@@ -207,21 +207,44 @@ def partition_log(batches: bool = True) -> PartitionLog:
 
 
 def findings_of_every_kind() -> list[Finding]:
+    """One finding of every kind over partition_log()'s offsets, each with the cause the audit gives it
+    (eosctl.causes), and one cause with more transactions than it lists."""
+    from dataclasses import replace
+
+    from eosctl.causes import Writer, explain_finding, explain_partition, key_cause
+    from eosctl.reconcile import SinkFacts
+
+    at = {"gap": (0, 0), "duplicate": (1, 1), "phantom_aborted": (4, 5), "phantom_marker": (3, 3),
+          "phantom_uncommitted": (7, 8), "phantom_beyond_hw": (9, 9)}
     out = []
-    for i, kind in enumerate(KINDS):
+    for kind in KINDS:
         if kind == "key_duplicate":
-            out.append(Finding(kind, "orders", 0, 10, 12, 2, key="o-1", offsets=(10, 12),
-                               detail="in orders[0]@10, orders[1]@12"))
-            out.append(Finding(kind, "orders", 1, 20, 21, 2, key="o-2", offsets=(20, 21)))
+            writers = [Writer("orders", 0, 10, 7, 0, 13), Writer("orders", 1, 12, -1, -1, None)]
+            f = Finding(kind, "orders", 0, 10, 12, 2, key="o-1", offsets=(10, 12),
+                        detail="in orders[0]@10, orders[1]@12")
+            out.append(replace(f, cause=key_cause(f, writers)))
+            f = Finding(kind, "orders", 1, 20, 21, 2, key="o-2", offsets=(20, 21))
+            out.append(replace(f, cause=key_cause(f, [Writer("orders", 1, 20, 7, 0, 22),
+                                                      Writer("orders", 1, 21, 7, 0, 22)])))
         elif kind == "offset_mismatch":
             out.append(Finding(kind, "orders", 0, 30, 31, 2, detail="sink stored next offset 30, group g "
                                                                      "committed 32"))
+        elif kind == "invalid_row":
+            out.append(explain_finding(Finding(kind, "orders", None, None, None, 1,
+                                               detail="src_partition is NULL")))
         else:
-            out.append(Finding(kind, "orders", 0, i, i, 1))
-    return out
+            out.append(Finding(kind, "orders", 0, *at[kind], 1))
+    facts = SinkFacts(gaps={0: (None, 1)}, duplicates={1: (2, 3)})
+    explained = [f if f.cause is not None else explain_partition(partition_log(), [f], facts, 40, 32, "g")[0]
+                 for f in out]
+    aborted = next(f for f in explained if f.kind == "phantom_aborted")
+    assert aborted.cause is not None
+    many = replace(aborted.cause, omitted=3)
+    return [*explained, replace(aborted, first_offset=6, last_offset=6, cause=many)]
 
 
-def audit_report(engine: dict[str, Any], findings: list[Finding]) -> AuditReport:
+def audit_report(engine: dict[str, Any], findings: list[Finding],
+                 read_point: dict[str, Any] | None = None) -> AuditReport:
     from eosctl.findings import LogSegment
 
     # The log segments only when there are findings: the sample without findings must show them optional.
@@ -229,7 +252,7 @@ def audit_report(engine: dict[str, Any], findings: list[Finding]) -> AuditReport
     parts = [PartitionSummary("orders", 0, 0, 40, 41, 35, 36, 1, log_segments=segments),
              PartitionSummary("ghost", 0, 0, 0, 0, 0, 2, exists=False)]
     return AuditReport.build(parts, findings, ("gap", "duplicate"), sink="/s/sink.duckdb (orders_sink)",
-                             group="g", engine=engine, elapsed_seconds=1.2345)
+                             sink_read_point=read_point, group="g", engine=engine, elapsed_seconds=1.2345)
 
 
 def _function(path: Path, name: str) -> ast.FunctionDef:
@@ -399,12 +422,27 @@ def run(*args: str) -> Any:
 
 
 def test_audit_json_is_documented() -> None:
-    from auditors.report import render
+    from eosctl.output.audit import render
+    from eosctl.sink.base import ReadPoint
 
     full, least = engines()
-    docs = [json.loads(render(audit_report(full, findings_of_every_kind()), "json")),
-            json.loads(render(audit_report(least, []), "json"))]
+    points = [ReadPoint("postgres", "postgresql://u@h/db", {"snapshot": "00000003-0000001B-1",
+                                                            "server_version": "15.18"}),
+              ReadPoint("duckdb", "/s/sink.duckdb", {"copied_at": "2026-11-24T10:00:00.000Z"}),
+              ReadPoint("parquet", "/s/*.parquet", {"files_listed_at": "2026-11-24T10:00:00.000Z"}),
+              ReadPoint("parquet", "s3://b/*.parquet")]
+    docs = [json.loads(render(audit_report(full, findings_of_every_kind(), points[0].to_dict()), "json")),
+            json.loads(render(audit_report(least, []), "json")),
+            *(json.loads(render(audit_report(least, [], p.to_dict()), "json")) for p in points[1:])]
     check_json("`eosctl audit`", docs)
+
+
+def test_root_cause_rules_table_lists_every_rule_in_order() -> None:
+    from eosctl.findings import ROOT_RULES
+
+    tables = [t for t in doc_tables("json.md")["`eosctl audit`"] if t[0][0] == "rule"]
+    assert len(tables) == 1
+    assert [_name(cells[0]) for cells in tables[0][1:]] == list(ROOT_RULES)
 
 
 def test_finding_kinds_table_lists_every_kind_in_order() -> None:
@@ -631,7 +669,9 @@ def test_manifest_is_documented() -> None:
 
 SECTIONS = {"clusters.NAME": (config_mod.Cluster, {"name"}), "pipelines.NAME": (config_mod.Pipeline,
                                                                                  {"name", "sink"}),
-            "pipelines.NAME.sink": (config_mod.Sink, set()), "spark": (config_mod.Spark, set())}
+            # frozen_from and at are set by eosctl.sink.frozen(), never by a config
+            "pipelines.NAME.sink": (config_mod.Sink, {"frozen_from", "at"}),
+            "spark": (config_mod.Spark, set())}
 
 
 def config_keys() -> dict[str, dict[str, list[str]]]:
@@ -668,8 +708,10 @@ def _value(key: str, kind: str) -> Any:
 
 
 def _config(docs: dict[str, dict[str, list[str]]], drop: str | None = None, **extra: Any) -> dict[str, Any]:
-    """A raw config with every documented key (the sink with duckdb, not parquet), minus ``drop``."""
-    values = {s: {k: _value(k, c[0]) for k, c in keys.items() if f"{s}.{k}" != drop and k != "parquet"}
+    """A raw config with every documented key (the sink with duckdb, not parquet or postgres), minus
+    ``drop``."""
+    values = {s: {k: _value(k, c[0]) for k, c in keys.items()
+                  if f"{s}.{k}" != drop and k not in ("parquet", "postgres")}
               for s, keys in docs.items()}
     pipeline = {**values["pipelines.NAME"], "sink": values["pipelines.NAME.sink"]}
     raw = {"clusters": {"c": values["clusters.NAME"]}, "pipelines": {"p": pipeline}, "spark": values["spark"]}
@@ -692,12 +734,14 @@ def test_every_documented_config_key_is_read_into_its_field(tmp_path: Path) -> N
     docs = config_keys()
     raw = _config(docs)
     objects = _objects(config_mod.parse_config(raw, tmp_path / "c.toml", {}))
-    parquet = _config(docs, drop="pipelines.NAME.sink.duckdb", pipelines__p__sink__parquet="/x/*.parquet")
-    objects_pq = _objects(config_mod.parse_config(parquet, tmp_path / "c.toml", {}))
+    other = {"parquet": "/x/*.parquet", "postgres": "postgresql://u@h/db"}  # the sink kinds besides duckdb
+    objects_of = {kind: _objects(config_mod.parse_config(
+        _config(docs, drop="pipelines.NAME.sink.duckdb", **{f"pipelines__p__sink__{kind}": value}),
+        tmp_path / "c.toml", {})) for kind, value in other.items()}
     for section, keys in docs.items():
         for key, (kind, _, _) in keys.items():
-            got = getattr((objects_pq if key == "parquet" else objects)[section], key)
-            want = "/x/*.parquet" if key == "parquet" else _value(key, kind)
+            got = getattr(objects_of.get(key, objects)[section], key)
+            want = other.get(key) or _value(key, kind)
             assert got == (tuple(want) if isinstance(want, list) else want), f"{section}.{key}"
 
 
@@ -744,3 +788,53 @@ def test_every_command_with_json_output_has_a_section() -> None:
 
     headings = {h.strip("`") for h in doc_tables("json.md") if h.startswith("`eosctl ")}
     assert headings == set(walk(main, "eosctl"))
+
+
+# ---- docs/metrics.md: every metric `eosctl exporter` emits ----------------------------------------------
+
+
+def documented_metrics() -> dict[str, tuple[str, frozenset[str]]]:
+    """{name: (type, labels beyond cluster and pipeline)} of every `metric` table in docs/metrics.md."""
+    out: dict[str, tuple[str, frozenset[str]]] = {}
+    for heading, tables in doc_tables("metrics.md").items():
+        for table in (t for t in tables if t[0][0] == "metric"):
+            for name, kind, labels, _meaning in table[1:]:
+                name = _name(name)
+                assert name not in out, f"docs/metrics.md § {heading}: {name} listed twice"
+                names = (_name(label.strip()) for label in labels.split(",") if label.strip())
+                out[name] = (kind, frozenset(names))
+    return out
+
+
+def emitted_metrics(partition_metrics: bool = True) -> dict[str, tuple[str, frozenset[str]]]:
+    """The same, read from what the exporter serves for a pipeline state that has every family."""
+    from metricsample import source
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from eosctl.metrics import Exposition
+
+    body, _ = Exposition([source()], partition_metrics).render()
+    out: dict[str, tuple[str, frozenset[str]]] = {}
+    for family in text_string_to_metric_families(body.decode()):
+        name = family.name + ("_total" if family.type == "counter" else "")
+        labels = {k for s in family.samples for k in s.labels}
+        assert {"cluster", "pipeline"} <= labels, name
+        out[name] = (family.type, frozenset(labels - {"cluster", "pipeline"}))
+    return out
+
+
+def test_metrics_doc_matches_what_the_exporter_emits() -> None:
+    from eosctl.metrics import METRICS
+
+    docs, emitted = documented_metrics(), emitted_metrics()
+    assert sorted(set(emitted) - set(docs)) == [], "emitted but not documented in docs/metrics.md"
+    assert sorted(set(docs) - set(emitted)) == [], "documented in docs/metrics.md but never emitted"
+    wrong = {n: (docs[n], emitted[n]) for n in docs if docs[n] != emitted[n]}
+    assert wrong == {}, "docs/metrics.md: (documented, emitted) type and labels differ"
+    assert {s.name for s in METRICS} == set(docs)
+
+
+def test_partition_metrics_off_drops_only_the_partition_label() -> None:
+    on, off = emitted_metrics(), emitted_metrics(partition_metrics=False)
+    assert set(on) == set(off)
+    assert {n: (t, labels - {"partition"}) for n, (t, labels) in on.items()} == off

@@ -10,6 +10,7 @@ from textual.widgets import ProgressBar, Static
 
 from eosctl.findings import DESCRIPTIONS, AuditReport, Finding
 from eosctl.safetext import term
+from eosctl.sink.base import ReadPoint
 from tui import fmt
 from tui.data import Dashboard
 from tui.table import STYLES, Col, Row
@@ -72,6 +73,9 @@ def headline(report: AuditReport | None, taken_at: float | None = None) -> Text:
         t.append(f" · {report.elapsed_seconds:.1f}s")
     if report.sink:
         t.append(f"\nsink {term(report.sink)}", style=STYLES["muted"])
+        if report.sink_read_point:
+            t.append(f" · read at {term(ReadPoint.from_dict(report.sink_read_point).describe())}",
+                     style=STYLES["muted"])
     return t
 
 

@@ -23,6 +23,7 @@ from html import escape
 from eosctl import __version__
 from eosctl.findings import DESCRIPTIONS, KINDS, PASS, AuditReport, Finding, LogSegment, PartitionSummary
 from eosctl.model import TP
+from eosctl.sink.base import ReadPoint
 
 FULL_ROWS = 12  # up to this many partitions, every one gets a full gap-map bar and table row
 MAX_FINDING_ROWS = 2000  # the findings table stops here; the embedded JSON keeps every finding
@@ -135,6 +136,8 @@ def _audited(report: AuditReport, ctx: AuditContext) -> str:
         ("topics", ", ".join(topics) or "-"),
         ("consumer group", report.group or "- (offsets not compared)"),
         ("sink", report.sink or "not recorded"),
+        *([("sink read at", ReadPoint.from_dict(report.sink_read_point).describe())]
+          if report.sink_read_point else []),
         ("engine", _engine(engine)),
         ("versions", " · ".join(versions)),
         ("audited at", when),
