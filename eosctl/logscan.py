@@ -43,7 +43,7 @@ from eosctl.model import (
     merge_ranges,
 )
 from eosctl.progress import Progress, Step
-from eosctl.wire import DEFAULT_MAX_BYTES, TP, FetchResult, Offsets, WireClient
+from eosctl.wire import DEFAULT_MAX_BYTES, FETCH_WAITS_MS, TP, FetchResult, Offsets, WireClient
 
 Bound = int | Mapping[TP, int] | None
 # Largest per-partition fetch size we grow to when a single batch does not fit in max_bytes.
@@ -241,10 +241,10 @@ class _Classifier:
         p.last_epoch = epoch
         p.batches += 1
         p.last_offset = b.last_offset
-        p.last_timestamp = max(p.last_timestamp, b.max_timestamp)
         missing_before, self._missing_at[pid] = self._missing_at.get(pid, self.missing), self.missing
         if b.is_control:
-            return
+            return  # a marker's time is when the coordinator ended the transaction, not a producer write
+        p.last_timestamp = max(p.last_timestamp, b.max_timestamp)
         p.records += b.record_count
         if b.is_transactional and p.open_txn_first_offset is None:
             p.open_txn_first_offset = max(b.base_offset, self.start)
@@ -326,7 +326,7 @@ class _Classifier:
             return
         self.warnings.append(f"the log start moved from {self.offsets.log_start} to {log_start} during the "
                              f"scan (retention): offsets below {log_start} can no longer be verified")
-        self.offsets = Offsets(log_start, self.offsets.high_watermark, self.offsets.last_stable)
+        self.offsets = replace(self.offsets, log_start=log_start)
         self.missing += max(0, min(log_start, self.end) - self.next)  # sequence gaps they explain
         self.next = max(self.next, min(log_start, self.end))
         self.position = max(self.position, log_start)
@@ -366,12 +366,16 @@ class _Classifier:
             transactions=transactions, producers=producers,
             batches=None if self.batches is None else list(self.batches), warnings=warnings,
             writes=_clip(merge_ranges(self.writes, by_producer=True), begin),
+            offsets_disagreement=self.offsets.disagreement,
         )
         self._cross_check(log)
         return log
 
     def _cross_check(self, log: PartitionLog) -> None:
         hw, lso = log.high_watermark, log.last_stable_offset
+        listed = self.offsets.listed
+        if self.offsets.disagreement:
+            log.warnings.append(self.offsets.disagreement)
         if log.scanned_to == hw and self.start <= lso:
             open_firsts = [t.first_offset for t in log.transactions if t.outcome == "OPEN"]
             expected = min(open_firsts, default=hw)
@@ -379,6 +383,10 @@ class _Classifier:
                 log.warnings.append(
                     f"broker LSO is {lso} but the log says {expected} (first offset of an open transaction, "
                     "or the high watermark); a transaction may have ended while the scan ran")
+            elif listed is not None and listed[2] != lso:
+                log.warnings.append(
+                    f"the log agrees with the Fetch's LSO {lso}, not with ListOffsets' {listed[2]}: the "
+                    "broker's ListOffsets answer is wrong")
         aborted = {(t.producer_id, t.first_offset) for t in log.transactions if t.outcome == "ABORT"}
         for pid, first in sorted(self.broker_aborted):
             if self.start <= first < self.end and (pid, first) not in aborted:
@@ -523,8 +531,11 @@ def _take(client: WireClient, s: _Classifier, r: FetchResult, sizes: dict[TP, in
     and -1 for the high watermark, log start and LSO, so such an answer says nothing about the log.
     """
     if not r.answered:
-        return (f"the broker left it out of its answer (throttled {r.throttle_ms} ms)" if r.throttle_ms
-                else "the broker left it out of its answer")
+        if r.throttle_ms:
+            return f"the broker left it out of its answer (throttled {r.throttle_ms} ms)"
+        tried = [w for w in FETCH_WAITS_MS if w <= r.max_wait_ms] or [r.max_wait_ms]
+        return ("the broker left it out of every answer (Fetch with min_bytes 0 and max_wait_ms "
+                f"{', '.join(map(str, tried))}, each retried)")
     if r.error_code in _RETRIABLE:
         client.forget_leaders()  # the next request looks the leader up again
         return r.error
@@ -533,7 +544,7 @@ def _take(client: WireClient, s: _Classifier, r: FetchResult, sizes: dict[TP, in
         log_start = r.log_start_offset
         if log_start <= s.position:
             try:
-                log_start = client.offsets([tp])[tp].log_start
+                log_start = client.list_offsets([tp])[tp].log_start
             except BrokerError as e:
                 client.forget_leaders()
                 return f"{r.error}, then {e}"

@@ -49,6 +49,9 @@ class Batch:
     # Set by the cleaner (KIP-534, attribute bit 0x40): the batch's base timestamp field then holds this
     # horizon, so ``first_timestamp`` is read from the first record instead.
     delete_horizon_ms: int | None = None
+    # The topic stamps LogAppendTime (attribute bit 0x08): the timestamps are the broker's append time
+    # (every record's is ``max_timestamp``); otherwise CreateTime, set by the producer's clock.
+    log_append_time: bool = False
 
     @property
     def contiguous(self) -> bool:
@@ -301,6 +304,9 @@ class PartitionLog:
     batches: list[Batch] | None = None
     # Disagreements between what the log shows and what the broker reports (LSO, aborted list).
     warnings: list[str] = field(default_factory=list)
+    # The broker's ListOffsets and Fetch answers disagreed on this partition's offsets (eosctl.wire.Offsets):
+    # the offsets above are the Fetch's, and no verdict may rest on them.
+    offsets_disagreement: str | None = None
     # Who wrote the DATA offsets: ``ranges`` merge committed data of several producers (a consumer reads it
     # the same), these keep each producer id and epoch apart, so a finding over data can name its writers.
     # Sorted, disjoint, DATA only; adjacent runs of one producer session merged. Empty when not recorded.

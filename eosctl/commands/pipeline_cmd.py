@@ -108,16 +108,10 @@ def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: t
         out.print("\nno faults planted: the sink must match the committed output exactly")
         return
     out.print(f"\nplanted defects ({', '.join(manifest['faults'])}):")
-    for f in manifest["expected_findings"]:
-        where = f"{f['topic']}[{f['partition']}] offsets {f['first_offset']}..{f['last_offset']}"
-        key = f" key {f['key']}" if f.get("key") else ""
-        out.print(f"  {f['kind']:<16} {where} (count {f['count']}){key}  <- {f['fault']}")
-    for h in manifest["hanging"]:
-        out.print(f"  {'hanging txn':<16} {h['topic']}[{h['partition']}] offsets {h['first_offset']}.."
-                  f"{h['last_offset']}: LSO stuck at {h['first_offset']}  <- hanging")
-    for z in manifest["fencing"]:
-        out.print(f"  {'fenced producer':<16} {z['transactional_id']} epoch {z['old_epoch']} -> "
-                  f"{z['new_epoch']} (zombie got {z['zombie_error'] or 'through!'})  <- zombie")
+    from eosctl.pipeline.manifest import planted_lines
+
+    for line in planted_lines(manifest):
+        out.print(line, highlight=False)
 
 
 def _sandbox_postgres(progress: Any) -> str:

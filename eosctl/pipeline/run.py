@@ -16,7 +16,7 @@ from eosctl.pipeline import faults as F
 from eosctl.pipeline import manifest as M
 from eosctl.pipeline.broker import Broker
 from eosctl.pipeline.configfile import write_config
-from eosctl.pipeline.expected import expected_findings
+from eosctl.pipeline.expected import expected_findings, expected_hop_findings
 from eosctl.pipeline.process import run_process
 from eosctl.pipeline.sink import OFFSETS_TABLE, TABLE, DeltaPlace, IcebergPlace, PgPlace, run_sink
 from eosctl.pipeline.source import make_order, run_source
@@ -70,8 +70,9 @@ def run_pipeline(cluster: Cluster, prefix: str, workdir: Path, faults: Sequence[
             retried = [recs[0].key]
             say(f"upstream-retry: {recs[0].key} written twice to {names.source_topic}[{recs[0].partition}] "
                 f"at offsets {recs[0].offset} and {recs[1].offset}")
-        processed = run_process(cluster, names, broker, truth, "zombie" in faults, say)
-        check_processed(truth, names.source_topic, names.output_topic)
+        processed = run_process(cluster, names, broker, truth, faults, say)
+        check_processed(truth, names.source_topic, names.output_topic, processed.planted,
+                        "stage-read-uncommitted" in faults)
         for f in processed.fencing:
             say(f"zombie: {f['transactional_id']} epoch {f['old_epoch']} -> {f['new_epoch']}, "
                 f"the old producer got {f['zombie_error'] or 'no error (not fenced!)'}")
@@ -101,14 +102,20 @@ def run_pipeline(cluster: Cluster, prefix: str, workdir: Path, faults: Sequence[
     txids = {"source": names.source_txid, "processor": names.processor_txid}
     if "hanging" in faults:
         txids["hanging"] = names.hanging_txid
+    sink_expected = expected_findings(truth, names.output_topic, targets, "aborted-leak" in faults)
     manifest = M.build(
         prefix=prefix, bootstrap=cluster.bootstrap_servers, faults=list(faults),
         source_topic=names.source_topic, output_topic=names.output_topic, audited_topics=[names.output_topic],
         partitions=partitions, groups={"processor": names.processor_group, "sink": names.sink_group},
         transactional_ids=txids, sink=sink,
-        expected_findings=expected_findings(truth, names.output_topic, targets, "aborted-leak" in faults),
+        expected_findings=sink_expected,
         aborted_ranges=truth.aborted_ranges(), markers=truth.marker_dicts(), hanging=hanging,
         fencing=processed.fencing, zombie_writes=processed.zombie_writes,
+        hops=[{"name": "process", "input_topic": names.source_topic, "output_topic": names.output_topic,
+               "group": names.processor_group, "lineage": "headers", "planted": processed.planted,
+               "expected_findings": expected_hop_findings(truth, names.source_topic, names.output_topic)},
+              {"name": "sink", "input_topic": names.output_topic, "sink": "duckdb", "group": names.sink_group,
+               "expected_findings": sink_expected}],
         source_records=len(truth.of(names.source_topic, COMMITTED)),
         committed_output_records=len(truth.of(names.output_topic, COMMITTED)),
         sink_rows=sink_result.rows,

@@ -15,10 +15,19 @@ from eosctl.pipeline.sink import Place, rows_in
 from eosctl.pipeline.truth import ABORTED, COMMITTED, GroundTruth
 
 
-def check_processed(truth: GroundTruth, source_topic: str, output_topic: str) -> None:
-    """Every committed source record became exactly one committed output record."""
-    source = Counter(r.key for r in truth.of(source_topic, COMMITTED))
-    output = Counter(r.key for r in truth.of(output_topic, COMMITTED))
+def check_processed(truth: GroundTruth, source_topic: str, output_topic: str, planted: Sequence[dict] = (),
+                    read_uncommitted: bool = False) -> None:
+    """Every committed source record became exactly one committed output record, but for what the stage
+    faults planted on purpose: skipped records none, replayed ones two, aborted ones (read uncommitted) one.
+    Compared by input offset, through the outputs' lineage."""
+    source = Counter((r.partition, r.offset) for r in truth.of(source_topic, COMMITTED))
+    for p in planted:
+        for o in p["offsets"]:
+            source[(p["partition"], o)] += 1 if p["fault"] == "stage-replay" else -1
+    if read_uncommitted:
+        source.update((r.partition, r.offset) for r in truth.of(source_topic, ABORTED))
+    source = +source
+    output = Counter(r.source[1:] for r in truth.of(output_topic, COMMITTED) if r.source is not None)
     if source != output:
         missing = sorted((source - output).elements())[:5]
         extra = sorted((output - source).elements())[:5]

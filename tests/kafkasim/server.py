@@ -103,12 +103,22 @@ class Fault:
     drop: bool = False  # leave the partition out of the answer
     throttle_ms: int = 0  # KIP-219: an empty answer carrying throttle_time_ms
     before: Callable[[], None] | None = None
+    # ListOffsets answered by this function of (partition, timestamp spec, isolation level) instead of
+    # Kafka's rule: a broker whose ListOffsets disagrees with its Fetch (see tansu_list_offsets).
+    offset: Callable[[SimPartition, int, int], int] | None = None
+    # A Fetch with max_wait_ms=0 is answered with no topics at all; any wait from 1 ms on is answered
+    # normally. Measured on Tansu 0.6.0 (2026-11-24); Kafka answers at once whatever the wait when
+    # min_bytes is 0 (ReplicaManager.fetchMessages).
+    empty_without_wait: bool = False
+    # eosctl cross-checks ListOffsets with a 1-byte Fetch at the high watermark (eosctl.wire.PROBE_BYTES).
+    # Fetch faults are meant for the log scan and leave that probe alone; True: only the probe, None: both.
+    probe: bool | None = False
     after: int = 0  # let this many matching requests through first
     times: int | None = 1  # None: every matching request from then on
 
-    def matches(self, api: str, topic: str | None, partition: int | None) -> bool:
+    def matches(self, api: str, topic: str | None, partition: int | None, probe: bool = False) -> bool:
         return (self.api == api and self.topic in (None, topic)
-                and self.partition in (None, partition))
+                and self.partition in (None, partition) and self.probe in (None, probe))
 
 
 @dataclass
@@ -143,6 +153,9 @@ class KafkaSim:
         self.requests: list[tuple[int, str, int]] = []  # (node, api name, version), in arrival order
         self.fetches: list[tuple[int, str, int, int]] = []  # (node, topic, partition, fetch offset)
         self.fetch_times: list[float] = []  # time.monotonic() of each Fetch request
+        # (node, topic, partition, offset) of eosctl's offset cross-check Fetches (1 byte each, at the HW),
+        # kept apart from ``fetches`` and ``fetch_times``, which are the log scan's.
+        self.probes: list[tuple[int, str, int, int]] = []
         self.list_offsets: list[tuple[str, int, int, int]] = []  # (topic, partition, timestamp, isolation)
         self.errors: list[str] = []  # handler crashes: a test fixture fails on them
         self.lock = threading.RLock()
@@ -231,9 +244,10 @@ class KafkaSim:
         response.with_header(correlation_id=request.header.correlation_id)
         return bytes(response.encode(header=True, framed=True))
 
-    def _take(self, api: str, topic: str | None = None, partition: int | None = None) -> Fault | None:
+    def _take(self, api: str, topic: str | None = None, partition: int | None = None,
+              probe: bool = False) -> Fault | None:
         for fault in self.faults:
-            if not fault.matches(api, topic, partition):
+            if not fault.matches(api, topic, partition, probe):
                 continue
             if fault.after > 0:
                 fault.after -= 1
@@ -308,7 +322,9 @@ class KafkaSim:
                 if not error:
                     # UnifiedLog.fetchOffsetByTimestamp: EARLIEST is the log start; LATEST is the HW, or
                     # the LSO for read_committed (ReplicaManager.fetchOffsetForTimestamp).
-                    if rp.timestamp == EARLIEST:
+                    if fault and fault.offset:
+                        offset = fault.offset(p, rp.timestamp, request.isolation_level)
+                    elif rp.timestamp == EARLIEST:
                         offset = p.log_start
                     elif rp.timestamp == LATEST:
                         offset = p.last_stable if request.isolation_level == 1 else p.high_watermark
@@ -319,13 +335,21 @@ class KafkaSim:
         return {"throttle_time_ms": 0, "topics": topics}
 
     def _fetch(self, node: int, request: Any, version: int) -> dict[str, Any]:
-        self.fetch_times.append(time.monotonic())
-        faults = {(t.topic, p.partition): self._take("fetch", t.topic, p.partition)
+        probe = all(p.partition_max_bytes <= 1 for t in request.topics for p in t.partitions)
+        if probe:
+            self.probes.extend((node, t.topic, p.partition, p.fetch_offset)
+                               for t in request.topics for p in t.partitions)
+        else:
+            self.fetch_times.append(time.monotonic())
+        faults = {(t.topic, p.partition): self._take("fetch", t.topic, p.partition, probe)
                   for t in request.topics for p in t.partitions}
         throttle = max((f.throttle_ms for f in faults.values() if f is not None), default=0)
+        if request.max_wait_ms == 0 and any(f and f.empty_without_wait for f in faults.values()):
+            return {"throttle_time_ms": 0, "error_code": NONE, "session_id": 0, "responses": []}
         for t in request.topics:
             for p in t.partitions:
-                self.fetches.append((node, t.topic, p.partition, p.fetch_offset))
+                if not probe:
+                    self.fetches.append((node, t.topic, p.partition, p.fetch_offset))
         if throttle:
             # KIP-219, FetchContext.getThrottledResponse: a throttled fetch is answered at once with
             # throttle_time_ms and no partitions at all (the other partitions' faults are spent too).
@@ -515,6 +539,17 @@ class KafkaSim:
                 topics.append(r.WritableTxnMarkerTopicResult(name=t.name, partitions=parts))
             markers.append(r(producer_id=m.producer_id, topics=topics))
         return {"markers": markers}
+
+
+def tansu_list_offsets(p: SimPartition, timestamp: int, isolation: int) -> int:
+    """ListOffsets as Tansu 0.6.0 answers it (measured 2026-11-24, where its Fetch answers showed the true
+    offsets): latest is the last batch's base offset + 1 (1 where the HW was 2,880), and read_committed
+    latest is 0 while a transaction is open; earliest is the log start."""
+    if timestamp == EARLIEST:
+        return p.log_start
+    if isolation == 1 and p.open_transactions():
+        return 0
+    return p.batches[-1].base_offset + 1 if p.batches else p.log_start
 
 
 class _Handler(socketserver.BaseRequestHandler):
