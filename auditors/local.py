@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import time
+import warnings
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
@@ -127,6 +128,11 @@ def _context(sink: Sink | None = None) -> Any:
     # use; there (and where fork doesn't exist) workers are spawned. So they are for a Delta sink: the
     # deltalake library's runtime (tokio), started here by the freeze, refuses to run in a forked child.
     delta = sink is not None and sink.delta is not None
-    if not delta and sys.platform != "darwin" and "fork" in multiprocessing.get_all_start_methods():
+    if delta:
+        # Spawning starts multiprocessing's resource tracker, which the audit's guard stops with the
+        # workers; the next audit in this process (the TUI, tests) relaunches it: no warning for that.
+        warnings.filterwarnings("ignore", message="resource_tracker: process died unexpectedly")
+        return multiprocessing.get_context("spawn")
+    if sys.platform != "darwin" and "fork" in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context("spawn")
