@@ -6,22 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 
 from eosctl.config import Sink
 from eosctl.errors import SinkError
-from eosctl.sink import OffsetIsland, SinkPartition, StoredOffset, frozen, open_reader
+from eosctl.sink import frozen, open_reader
+from tests.unit.sinksample import SAMPLE, STORED, arrow_offsets, assert_sample_answers
+from tests.unit.sinksample import arrow_rows as rows
 
 WHERE = "pipelines.orders.sink"
-SAMPLE = {("orders", 0): [0, 1, 2, 3, 4, 5, 5, 6, 6, 7, 10, 11], ("orders", 1): [0, 1, 2]}
-
-
-def rows(offsets: dict[tuple[str, int], list[int]]) -> pa.Table:
-    flat = [(t, p, o) for (t, p), offs in offsets.items() for o in offs]
-    return pa.table({"src_topic": pa.array([r[0] for r in flat], pa.string()),
-                     "src_partition": pa.array([r[1] for r in flat], pa.int32()),
-                     "src_offset": pa.array([r[2] for r in flat], pa.int64())})
 
 
 @pytest.fixture
@@ -34,8 +27,7 @@ def sample(tmp_path: Path):
     table = catalog.create_table("shop.orders", schema=rows({}).schema)
     for tp, offs in SAMPLE.items():  # one commit per partition
         table.append(rows({tp: offs}))
-    offsets = pa.table({"topic": ["orders", "orders"], "partition": pa.array([0, 1], pa.int32()),
-                        "next_offset": pa.array([12, 3], pa.int64())})
+    offsets = arrow_offsets(STORED)
     catalog.create_table("shop.offsets", schema=offsets.schema).append(offsets)
     sink = Sink(iceberg="local.shop.orders", catalog_uri=uri, warehouse=warehouse, table="orders",
                 offsets_table="shop.offsets")
@@ -45,13 +37,7 @@ def sample(tmp_path: Path):
 def test_same_answers_as_duckdb(sample):
     sink, table = sample
     with open_reader(sink, WHERE) as reader:
-        assert reader.summaries() == [
-            SinkPartition("orders", 0, rows=12, distinct_offsets=10, min_offset=0, max_offset=11,
-                          duplicate_offsets=2, invalid_offset_rows=0),
-            SinkPartition("orders", 1, rows=3, distinct_offsets=3, min_offset=0, max_offset=2,
-                          duplicate_offsets=0, invalid_offset_rows=0)]
-        assert list(reader.islands("orders", 1)) == [OffsetIsland("orders", 1, 0, 2, 1)]
-        assert reader.stored_offsets() == [StoredOffset("orders", 0, 12), StoredOffset("orders", 1, 3)]
+        assert_sample_answers(reader)
         assert reader.read_point.to_dict()["snapshot_id"] == str(table.current_snapshot().snapshot_id)
 
 
