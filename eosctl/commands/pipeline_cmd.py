@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -90,10 +92,10 @@ def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: t
     def progress(msg: str) -> None:
         err.print(f"[dim]{time.monotonic() - t0:5.1f}s[/] {msg}")
 
-    postgres = _sandbox_postgres(progress) if sink_kind == "postgres" else None
-    manifest = run_pipeline(cluster, prefix, workdir, faults=faults, records=records, partitions=partitions,
-                            progress=progress, postgres=postgres, delta=sink_kind == "delta",
-                            iceberg=sink_kind == "iceberg")
+    with _sandbox_postgres(sink_kind == "postgres", progress) as postgres:
+        manifest = run_pipeline(cluster, prefix, workdir, faults=faults, records=records,
+                                partitions=partitions, progress=progress, postgres=postgres,
+                                delta=sink_kind == "delta", iceberg=sink_kind == "iceberg")
     if _is_sandbox(bootstrap):
         from eosctl.pipeline.configfile import FILE, point_at_sandbox
 
@@ -114,17 +116,34 @@ def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: t
         out.print(line, highlight=False)
 
 
-def _sandbox_postgres(progress: Any) -> str:
-    """The URI of the sandbox's PostgreSQL, started (in $EOSCTL_HOME; `sandbox down` stops it) if needed."""
+@contextmanager
+def _sandbox_postgres(wanted: bool, progress: Any) -> Iterator[str | None]:
+    """The URI of the sandbox's PostgreSQL, started (in $EOSCTL_HOME) if needed. It keeps running after a
+    run, for the other commands, until `sandbox down`; a run that fails stops a server it started and
+    removes what it made."""
+    if not wanted:
+        yield None
+        return
+    import shutil
+
     from eosctl import sandbox
     from eosctl.sink import pgserver
 
     home = sandbox.state_dir()
     server = pgserver.running(home)
-    if server is None:
-        server = pgserver.start(home)
-        progress(f"PostgreSQL started on a Unix socket in {server.root} (pid {server.pid})")
-    return server.uri()
+    if server is not None:
+        yield server.uri()
+        return
+    made = [p for p in (home, home / "postgres") if not p.exists()]
+    server = pgserver.start(home)
+    progress(f"PostgreSQL started on a Unix socket in {server.root} (pid {server.pid})")
+    try:
+        yield server.uri()
+    except BaseException:
+        pgserver.stop(server, home)
+        for path in made:
+            shutil.rmtree(path, ignore_errors=True)
+        raise
 
 
 _LOOPBACK = {"localhost", "127.0.0.1", "::1", "[::1]"}
