@@ -91,6 +91,9 @@ class Sink:
     lineage_headers: tuple[str, str, str] = ("eos.source.topic", "eos.source.partition", "eos.source.offset")
     cluster: str | None = None
     kafka_cluster: Cluster | None = None
+    # The stage's consumer group and the cluster it commits on (the pipeline's): set by eosctl.target too.
+    stage_group: str | None = None
+    stage_cluster: Cluster | None = None
     # Set by eosctl.sink.frozen() only, never by a config: the sink as configured, where this one names
     # a frozen copy of it, and the read point pinned for the command (a copy's time, a snapshot id).
     frozen_from: Sink | None = None

@@ -39,6 +39,10 @@ def freeze(sink: Sink, cluster: Cluster, directory: str) -> Sink:
     import pyarrow as pa
 
     assert sink.kafka_topic is not None
+    # What the stage has committed to have processed, BEFORE its output is read: every input record below
+    # it has its outputs committed by now (offsets and outputs commit together), so none is a false gap;
+    # outputs committed later are past it, pending, never judged.
+    promised = _committed(sink)
     ends = end_offsets(cluster, sink.kafka_topic)
     read_at = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     rows = _read(cluster, sink, ends)
@@ -53,7 +57,8 @@ def freeze(sink: Sink, cluster: Cluster, directory: str) -> Sink:
     finally:
         con.close()
     at = json.dumps({"end_offsets": [{"partition": p, "offset": o} for (_, p), o in sorted(ends.items())],
-                     "read_at": read_at})
+                     "read_at": read_at,
+                     "committed": [[t, p, o] for (t, p), o in sorted(promised.items())]})
     return replace(sink, duckdb=path, kafka_topic=None, table=TABLE, topic_column="src_topic",
                    partition_column="src_partition", offset_column="src_offset",
                    key_column="key" if sink.key_column else None, offsets_table=None, frozen_from=sink, at=at)
@@ -63,7 +68,24 @@ def read_point(sink: Sink) -> ReadPoint:
     """What a frozen hop read: the output topic up to these end offsets (exclusive), at this time."""
     given = sink.frozen_from or sink
     at: dict[str, Any] = json.loads(sink.at) if sink.at else {}
+    at.pop("committed", None)
     return ReadPoint("kafka_topic", given.kafka_topic or "", {"lineage": given.lineage, **at})
+
+
+def committed_before(sink: Sink) -> dict[TP, int] | None:
+    """The stage group's committed offsets the freeze read before the output (None: not a frozen hop)."""
+    given = sink.frozen_from
+    if given is None or given.kafka_topic is None or not sink.at:
+        return None
+    return {(t, p): o for t, p, o in json.loads(sink.at).get("committed", [])}
+
+
+def _committed(sink: Sink) -> dict[TP, int]:
+    from eosctl.offsets import committed_offsets
+
+    if sink.stage_group is None or sink.stage_cluster is None:
+        return {}
+    return committed_offsets(sink.stage_cluster, sink.stage_group)
 
 
 def end_offsets(cluster: Cluster, topic: str) -> dict[TP, int]:
