@@ -116,6 +116,24 @@ def test_log_names_the_wrong_listoffsets_answer(kafka_sim: KafkaSim) -> None:
                                     "broker's ListOffsets answer is wrong"]
 
 
+def test_a_listoffsets_beyond_the_log_is_named_and_the_log_read_to_its_real_end(kafka_sim: KafkaSim) -> None:
+    """ListOffsets latest 20 where the log ends at 15: the Fetch there is OFFSET_OUT_OF_RANGE; one at the
+    log start carries the real offsets."""
+    blocked_partition(kafka_sim)
+    kafka_sim.inject("list_offsets", "t", 0, times=None,
+                     offset=lambda p, ts, iso: p.log_start if ts == -2 else p.high_watermark + 5)
+    result = cli("log", "--bootstrap", kafka_sim.bootstrap, "--topic", "t", "--partition", "0", "--format",
+                 "json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert (doc["high_watermark"], doc["last_stable_offset"]) == (15, 10)
+    assert [(r["first"], r["last"], r["kind"]) for r in doc["ranges"]] == [(0, 9, "DATA"), (10, 14, "OPEN")]
+    assert doc["warnings"][0] == (
+        "the broker disagrees with itself on t-0: a Fetch shows high watermark 15, after ListOffsets "
+        "answered 20; a Fetch shows LSO 10, after ListOffsets answered 20: one of its ListOffsets or Fetch "
+        "answers is wrong (these offsets never go back); a read_committed consumer is served the Fetch's")
+
+
 def sink(path: Path, offsets: list[int]) -> Path:
     with duckdb.connect(str(path)) as con:
         con.execute("CREATE TABLE orders_sink (src_topic VARCHAR, src_partition INTEGER, src_offset BIGINT)")
