@@ -118,6 +118,12 @@ class _Clipped:
             self.high_watermark = max(log.high_watermark, fresh.high_watermark)
 
 
+def clipped(log: PartitionLog, upto: int) -> _Clipped:
+    """The log as far as a reader promised to have processed it (``upto``, its committed offset): data
+    records from there on are pending, not missing (a stage's lag, never a gap)."""
+    return _Clipped(log, upto)
+
+
 def partition_ledger(
     topic: str,
     partition: int,

@@ -31,6 +31,20 @@ def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 @pytest.fixture
+def private_broker(tmp_path_factory: pytest.TempPathFactory):
+    """(home, state) of a sandbox of the test's own, for tests that stop the broker (outages): never the
+    session's."""
+    from eosctl import sandbox
+
+    home = tmp_path_factory.mktemp("private-sandbox")
+    state, _ = sandbox.up(home)
+    try:
+        yield home, state
+    finally:
+        sandbox.down(home)
+
+
+@pytest.fixture
 def unique() -> str:
     """A short unique prefix, so tests sharing one broker never share topics or groups."""
     return "t" + uuid.uuid4().hex[:10]

@@ -24,18 +24,6 @@ pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def private_broker(tmp_path_factory: pytest.TempPathFactory):
-    from eosctl import sandbox
-
-    home = tmp_path_factory.mktemp("outage-sandbox")
-    state, _ = sandbox.up(home)
-    try:
-        yield home, state
-    finally:
-        sandbox.down(home)
-
-
 class Watcher:
     """`eosctl lag --watch 1` in a subprocess; its stdout lines arrive on a queue (a reader thread)."""
 

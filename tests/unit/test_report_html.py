@@ -71,7 +71,8 @@ def svgs(html: str) -> dict[str, ET.Element]:
 
 
 def marks(svg: ET.Element) -> list[ET.Element]:
-    return [e for e in svg if e.get("class") == "f"]
+    """The finding marks, each a link to its row (<a href="#finding-N">) or bare."""
+    return [e for e in svg.iter() if e.get("class") == "f"]
 
 
 def test_every_finding_is_one_mark_titled_with_its_offsets():
@@ -101,7 +102,7 @@ def test_log_segments_are_drawn_under_the_findings_with_their_offsets():
     assert ("ABORTED", "offsets 44..53: 10 aborted records") in layers
     assert ("MARKER", "offset 54: 1 transaction marker") in layers
     assert ("OPEN", "offsets 119..121: 3 open-transaction records") in layers
-    first_mark = next(i for i, e in enumerate(svg) if e.get("class") == "f")
+    first_mark = next(i for i, e in enumerate(svg) if e.get("class") == "f" or e.tag == f"{SVG}a")
     assert all(i < first_mark for i, e in enumerate(svg) if e.get("class") in ("seg", "layer"))
     texts = [t.text for t in svg.iter(f"{SVG}text")]
     assert texts[:3] == ["log start 0", "HW 122", "LSO 119"]
@@ -199,7 +200,8 @@ def test_self_contained_no_network_no_scripts_to_run():
     html = render_html(many_partitions_report())
     page = Page(html)
     assert not [a for t, a in page.tags if t in ("link", "img", "iframe", "object", "embed")]
-    assert not [a for t, a in page.tags if "src" in a or "href" in a]
+    # Links only inside the page (a gap-map mark to its finding's row), never to a resource.
+    assert not [a for t, a in page.tags if "src" in a or not (a.get("href") or "#").startswith("#")]
     assert all(a.get("type") == "application/json" for t, a in page.tags if t == "script")
     assert re.findall(r"https?://[^\s\"']+", html) == ["http://www.w3.org/2000/svg"] * html.count("<svg")
     assert "@import" not in html and "url(" not in html

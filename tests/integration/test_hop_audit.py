@@ -1,0 +1,120 @@
+"""A Kafka-to-Kafka hop audited like a sink: the reference pipeline's process stage (orders -> enriched).
+
+One pipeline run per module plants the stage's three classic failures at once (stage-replay: duplicates,
+stage-skip: a gap, stage-read-uncommitted: outputs derived from aborted input); the manifest knows their
+exact input offsets from the stage's own delivery reports, never from reading the log back. Each audit goes
+through the CLI on both engines.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from eosctl.cli import main
+from eosctl.pipeline import run_pipeline
+
+pytestmark = [pytest.mark.integration]
+
+STAGE_FAULTS = ["stage-replay", "stage-skip", "stage-read-uncommitted"]
+
+
+@pytest.fixture(scope="module")
+def run(cluster, tmp_path_factory) -> tuple[Path, dict]:
+    workdir = tmp_path_factory.mktemp("hops")
+    prefix = f"h{uuid.uuid4().hex[:8]}"
+    # upstream-retry too: a key written twice upstream is a key_duplicate on both hops.
+    return workdir, run_pipeline(cluster, prefix, workdir, faults=[*STAGE_FAULTS, "upstream-retry"],
+                                 records=120)
+
+
+def audit(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, ["audit", *args])
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def comparable(findings: list[dict]) -> list[tuple]:
+    return sorted((f["kind"], f["topic"], f["partition"], f["first_offset"], f["last_offset"], f["count"],
+                   f.get("key")) for f in findings)
+
+
+def _stage(manifest: dict) -> dict:
+    return next(h for h in manifest["hops"] if h["name"] == "process")
+
+
+def test_the_run_planted_every_stage_fault(run):
+    _, manifest = run
+    planted = {p["fault"] for p in _stage(manifest)["planted"]}
+    assert planted == {"stage-replay", "stage-skip"}  # read-uncommitted is the whole run, not a batch
+    kinds = {f["kind"]: f["fault"] for f in _stage(manifest)["expected_findings"]}
+    assert kinds == {"duplicate": "stage-replay", "gap": "stage-skip",
+                     "phantom_aborted": "stage-read-uncommitted", "key_duplicate": "upstream-retry"}
+
+
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_the_stage_hop_finds_exactly_what_the_stage_planted(run, engine, request):
+    if engine == "spark":
+        request.getfixturevalue("spark")  # the suite's session, which the audit borrows
+    workdir, manifest = run
+    prefix = manifest["prefix"]
+    code, out, err = audit("-c", str(workdir / "eosctl.toml"), "-p", f"{prefix}.process", "--engine", engine,
+                           "--format", "json")
+    assert code == 1, err
+    report = json.loads(out)
+    assert comparable(report["findings"]) == comparable(_stage(manifest)["expected_findings"])
+    # The replayed batch is a duplicate at its exact input offsets; the skipped one a gap at its own.
+    replayed = next(p for p in _stage(manifest)["planted"] if p["fault"] == "stage-replay")
+    dup = next(f for f in report["findings"] if f["kind"] == "duplicate")
+    assert dup["partition"] == replayed["partition"]
+    assert replayed["offsets"][0] <= dup["first_offset"] <= dup["last_offset"] <= replayed["offsets"][-1]
+    assert report["sink_read_point"]["kind"] == "kafka_topic"
+    assert report["sink_read_point"]["source"] == manifest["output_topic"]
+
+
+def test_value_lineage_gives_the_same_findings(run, tmp_path):
+    workdir, manifest = run
+    prefix = manifest["prefix"]
+    config = (workdir / "eosctl.toml").read_text()
+    (tmp_path / "eosctl.toml").write_text(config.replace('lineage = "headers"', 'lineage = "value:source"'))
+    code, out, err = audit("-c", str(tmp_path / "eosctl.toml"), "-p", f"{prefix}.process",
+                           "--engine", "local", "--format", "json")
+    assert code == 1, err
+    assert comparable(json.loads(out)["findings"]) == comparable(_stage(manifest)["expected_findings"])
+
+
+def test_the_whole_pipeline_hop_by_hop(run):
+    workdir, manifest = run
+    prefix = manifest["prefix"]
+    args = ("-c", str(workdir / "eosctl.toml"), "-p", f"{prefix}.pipeline", "--engine", "local")
+    code, out, err = audit(*args, "--format", "json")
+    assert code == 1, err
+    report = json.loads(out)
+    assert [h["name"] for h in report["hops"]] == [f"{prefix}.process", prefix]
+    assert [h["topics"] for h in report["hops"]] == [[manifest["source_topic"]], [manifest["output_topic"]]]
+    every = [f for hop in manifest["hops"] for f in hop["expected_findings"]]
+    assert comparable(report["findings"]) == comparable(every)
+    assert [h["findings"] for h in report["hops"]] == [len(h["expected_findings"]) for h in manifest["hops"]]
+    # JUnit: one suite per hop, in order, each with its own failures.
+    code, xml, _ = audit(*args, "--format", "junit")
+    suites = ET.fromstring(xml).findall("testsuite")
+    names = [f"eosctl audit: hop {prefix}.process", f"eosctl audit: hop {prefix}"]
+    assert [s.get("name") for s in suites] == names
+    assert [int(s.get("failures")) for s in suites] == [len(h["expected_findings"]) for h in manifest["hops"]]
+
+
+def test_a_hop_sink_with_bad_lineage_is_one_line(run, tmp_path):
+    workdir, manifest = run
+    config = (workdir / "eosctl.toml").read_text().replace('lineage = "headers"', 'lineage = "offsets"')
+    (tmp_path / "eosctl.toml").write_text(config)
+    code, out, err = audit("-c", str(tmp_path / "eosctl.toml"), "-p", f"{manifest['prefix']}.process",
+                           "--engine", "local")
+    assert code == 2
+    assert err.strip().count("\n") == 0
+    assert "lineage 'offsets'" in err and "value:PATH" in err
