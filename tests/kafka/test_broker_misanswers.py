@@ -239,6 +239,16 @@ def test_producer_timestamps_alone_never_make_hanging_exit_1(kafka_sim: KafkaSim
     assert hanging(kafka_sim, "0").exit_code == 1
 
 
+def test_a_snapshot_does_not_count_what_producer_timestamps_alone_date(kafka_sim: KafkaSim,
+                                                                       tmp_path: Path) -> None:
+    blocked_partition(kafka_sim, timestamp=int(time.time() * 1000) - 2 * HOUR_MS)
+    result = cli("snapshot", "--bootstrap", kafka_sim.bootstrap, "--topic", "t", "--out",
+                 str(tmp_path / "s.duckdb"))
+    assert result.exit_code == 0, result.output
+    assert ("hanging       ok (0 hanging (open longer than 15m00s), 1 older only by producer timestamps, "
+            "0 younger open transactions recorded)") in result.stdout
+
+
 def test_a_logappendtime_topic_is_dated_by_the_brokers_clock(kafka_sim: KafkaSim) -> None:
     """The producer's clock runs an hour ahead; the broker appended the batch 20 minutes ago."""
     now = int(time.time() * 1000)
