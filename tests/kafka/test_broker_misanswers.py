@@ -161,6 +161,23 @@ def test_audit_refuses_on_offsets_the_broker_contradicts(kafka_sim: KafkaSim, tm
     assert lied.stderr == f"eosctl: error: cannot audit t-0: {LIE}\n"
 
 
+def test_ledger_gives_no_clean_bill_on_offsets_the_broker_contradicts(kafka_sim: KafkaSim,
+                                                                      tmp_path: Path) -> None:
+    blocked_partition(kafka_sim)
+    kafka_sim.group("g", {("t", 0): 10})
+    db = sink(tmp_path / "sink.duckdb", list(range(10)))
+
+    def ledger():
+        return cli("ledger", "--bootstrap", kafka_sim.bootstrap, "--topic", "t", "--group", "g",
+                   "--sink-duckdb", str(db), "--sink-table", "orders_sink")
+
+    assert ledger().exit_code == 0
+    lie_about_offsets(kafka_sim)
+    lied = ledger()
+    assert lied.exit_code == 2, lied.output
+    assert lied.stderr == f"eosctl: error: cannot vouch for the ledger: {LIE}\n"
+
+
 # --- max_wait_ms -------------------------------------------------------------------------------------
 
 
