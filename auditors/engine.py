@@ -109,6 +109,10 @@ def _run_engine(inp: AuditInput, items: list[job.WorkItem], options: EngineOptio
                 progress: Progress) -> tuple[job.Outcome, float, dict[str, Any]]:
     """(what the engine found, its start-up seconds, what it was); everything it started is gone after.
     ``here``: the engine's processes run on this machine."""
+    if options.engine == "local":
+        from auditors.local import prepare_context
+
+        prepare_context(inp.sink)  # a process that outlives the audit starts before the guard looks
     with guard.Owned() as owned:
         if here:
             # DuckDB's spill files go where the guard cleans up, not to a shared directory.

@@ -14,7 +14,6 @@ import os
 import signal
 import sys
 import time
-import warnings
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
@@ -122,6 +121,17 @@ def _worker_init() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+def prepare_context(sink: Sink) -> None:
+    """Spawned workers (a Delta sink, see _context) need multiprocessing's resource tracker, a process of
+    its own that lives as long as this one (it exits when this process does). Started here, before the
+    audit's guard takes stock of this process's children: stopped by the guard with the workers, it left
+    the pool's semaphores unregistered and printed a traceback for each."""
+    if _context(sink).get_start_method() == "spawn":
+        from multiprocessing import resource_tracker
+
+        resource_tracker.ensure_running()
+
+
 def _context(sink: Sink | None = None) -> Any:
     # fork: the workers start in milliseconds with eosctl, DuckDB and Arrow already imported (the audit
     # of a small pipeline must take about a second). macOS can't fork safely after Objective-C runtime
@@ -129,9 +139,6 @@ def _context(sink: Sink | None = None) -> Any:
     # deltalake library's runtime (tokio), started here by the freeze, refuses to run in a forked child.
     delta = sink is not None and sink.delta is not None
     if delta:
-        # Spawning starts multiprocessing's resource tracker, which the audit's guard stops with the
-        # workers; the next audit in this process (the TUI, tests) relaunches it: no warning for that.
-        warnings.filterwarnings("ignore", message="resource_tracker: process died unexpectedly")
         return multiprocessing.get_context("spawn")
     if sys.platform != "darwin" and "fork" in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("fork")

@@ -15,7 +15,9 @@ Timed, per size, all through auditors.engine.run (what `eosctl audit` runs):
   counts, then runs) on a fresh connection;
 - postgres: the local engine on the same rows in a PostgreSQL table (a local server this script starts,
   or --postgres-uri; an index on topic, partition, offset as a JDBC sink's key has), read at one exported
-  snapshot; next to `local` on the DuckDB file. --no-postgres skips it.
+  snapshot; next to `local` on the DuckDB file. --no-postgres skips it;
+- delta: the same on the same rows in a Delta table (one version), written by `deltalake` (--no-delta).
+--sinks-only measures local, postgres and delta alone (no Spark, no DuckDB baseline).
 All but postgres read the same DuckDB file. Peak RSS is the sum over the process and all of its descendants
 (Spark's JVM and Python workers, the local pool, DuckDB in-process), sampled every 0.2 s.
 """
@@ -223,6 +225,20 @@ def load_postgres(path: Path, uri: str) -> float:
     return time.monotonic() - t
 
 
+def load_delta(path: Path, table: Path) -> float:
+    """The DuckDB file's sink rows into a new Delta table (one commit); seconds taken."""
+    import shutil
+
+    import duckdb
+    from deltalake import write_deltalake
+
+    t = time.monotonic()
+    shutil.rmtree(table, ignore_errors=True)
+    with duckdb.connect(str(path), read_only=True) as con:
+        write_deltalake(str(table), con.sql("SELECT * FROM sink").fetch_record_batch(1 << 20))
+    return time.monotonic() - t
+
+
 def cold(args: argparse.Namespace) -> None:
     """The child process of a Spark measurement: one audit from nothing (Spark starts inside it, as in
     `eosctl audit`), then the same audit twice more on the now warm session; prints its numbers."""
@@ -271,6 +287,8 @@ def main() -> None:
     ap.add_argument("--duckdb-memory", default="4GB", help="memory_limit of the DuckDB baseline")
     ap.add_argument("--task-memory", default="1GB", help="memory_limit of DuckDB inside each task")
     ap.add_argument("--no-postgres", action="store_true", help="skip the PostgreSQL sink's row")
+    ap.add_argument("--no-delta", action="store_true", help="skip the Delta sink's row")
+    ap.add_argument("--sinks-only", action="store_true", help="only the local engine per sink kind")
     ap.add_argument("--postgres-uri", help="a database to load the sink into (default: a local server "
                                            "this script starts and stops)")
     ap.add_argument("--cold", help=argparse.SUPPRESS)  # internal: the child process of a cold run
@@ -313,45 +331,72 @@ def _run_sizes(args: argparse.Namespace, workdir: Path, pg_uri: str | None) -> l
         row: dict[str, object] = {"size": size}
         agree = True
 
-        secs, out, peak = spark_run(path, size, args)
-        # cold: process start to the first report (interpreter, imports, Spark start-up, the audit).
-        row.update(cold=out["first"], startup=out["startup"], warm=out["warm"], spark_rss=peak)
-        agree &= {k: out[k] for k in want} == want and out["agree_warm"]
-        print(f"  spark cold  {row['cold']:7.1f}s (start-up {out['startup']:.1f}s)  warm {out['warm']:.1f}s  "
-              f"peak {peak / 2**30:.2f} GB  (child process total {secs:.1f}s)", flush=True)
+        if not args.sinks_only:
+            secs, out, peak = spark_run(path, size, args)
+            # cold: process start to the first report (interpreter, imports, Spark start-up, the audit).
+            row.update(cold=out["first"], startup=out["startup"], warm=out["warm"], spark_rss=peak)
+            agree &= {k: out[k] for k in want} == want and out["agree_warm"]
+            print(f"  spark cold  {row['cold']:7.1f}s (start-up {out['startup']:.1f}s)  warm "
+                  f"{out['warm']:.1f}s  peak {peak / 2**30:.2f} GB  (child process total {secs:.1f}s)",
+                  flush=True)
         with PeakRSS() as rss:
             t = time.monotonic()
             report = _audit(inp, EngineOptions("local"))
             row["local"], row["local_rss"] = time.monotonic() - t, rss.peak
         agree &= _counts(report) == want
         print(f"  local       {row['local']:7.1f}s  peak {rss.peak / 2**30:.2f} GB", flush=True)
-        with PeakRSS() as rss:
-            t = time.monotonic()
-            rows = duckdb_reconcile(path, args.duckdb_memory)
-            row["duckdb"], row["duckdb_rss"] = time.monotonic() - t, rss.peak
-        duck = {"gap": 0, "duplicate": 0}
-        for kind, *_, n in rows:
-            duck[kind] = duck.get(kind, 0) + n
-        agree &= duck == want
-        print(f"  duckdb      {row['duckdb']:7.1f}s  peak {rss.peak / 2**30:.2f} GB", flush=True)
-        if pg_uri:
-            loaded = load_postgres(path, pg_uri)
-            pg_inp = _input(path, size, args.task_memory, Sink(postgres=pg_uri, table="bench_sink"))
+        if not args.sinks_only:
             with PeakRSS() as rss:
                 t = time.monotonic()
-                report = _audit(pg_inp, EngineOptions("local"))
-                row["postgres"] = time.monotonic() - t
+                rows = duckdb_reconcile(path, args.duckdb_memory)
+                row["duckdb"], row["duckdb_rss"] = time.monotonic() - t, rss.peak
+            duck = {"gap": 0, "duplicate": 0}
+            for kind, *_, n in rows:
+                duck[kind] = duck.get(kind, 0) + n
+            agree &= duck == want
+            print(f"  duckdb      {row['duckdb']:7.1f}s  peak {rss.peak / 2**30:.2f} GB", flush=True)
+        kinds = []
+        if pg_uri:
+            kinds.append(("postgres", load_postgres, pg_uri, Sink(postgres=pg_uri, table="bench_sink"),
+                          "the server's not counted; "))
+        if not args.no_delta:
+            delta = workdir / f"bench_{size}_delta"
+            kinds.append(("delta", load_delta, delta, Sink(delta=str(delta), table="sink"), ""))
+        for name, load, into, sink, note in kinds:
+            loaded = load(path, into)
+            with PeakRSS() as rss:
+                t = time.monotonic()
+                report = _audit(_input(path, size, args.task_memory, sink), EngineOptions("local"))
+                row[name] = time.monotonic() - t
             agree &= _counts(report) == want
-            print(f"  postgres    {row['postgres']:7.1f}s  (local engine; this process tree's peak "
-                  f"{rss.peak / 2**30:.2f} GB, the server's not counted; loaded in {loaded:.1f}s)  "
-                  f"{row['postgres'] / row['local']:.2f}x the DuckDB file", flush=True)
+            print(f"  {name:<11} {row[name]:7.1f}s  (local engine; this process tree's peak "
+                  f"{rss.peak / 2**30:.2f} GB, {note}loaded in {loaded:.1f}s)  "
+                  f"{row[name] / row['local']:.2f}x the DuckDB file", flush=True)
         row["agree"] = agree
         results.append(row)
         path.unlink()
+        if not args.no_delta:
+            import shutil
+
+            shutil.rmtree(workdir / f"bench_{size}_delta", ignore_errors=True)
     return results
 
 
 def _print_table(results: list[dict]) -> None:
+    if any("cold" in r for r in results):
+        _print_engines([r for r in results if "cold" in r])
+    kinds = [k for k in ("postgres", "delta") if any(k in r for r in results)]
+    if kinds:
+        print("\n        size  local (DuckDB file)" + "".join(f"  local ({k})" for k in kinds) + "  "
+              + "  ".join(f"{k}/duckdb-file" for k in kinds) + "  findings")
+        for r in results:
+            times = "".join(f"  {r.get(k, float('nan')):>{len(k) + 8}.1f}s" for k in kinds)
+            ratios = "  ".join(f"{r.get(k, float('nan')) / r['local']:>{len(k) + 11}.2f}x" for k in kinds)
+            print(f"{r['size']:>12,}  {r['local']:18.1f}s{times}  {ratios}  "
+                  f"{'agree' if r['agree'] else 'DIFFER'}")
+
+
+def _print_engines(results: list[dict]) -> None:
     print("\n        size  spark cold  spark warm   local  duckdb | warm/local local/duckdb cold/local "
           "| peak GB: spark local duckdb | findings")
     for r in results:
@@ -361,12 +406,6 @@ def _print_table(results: list[dict]) -> None:
               f"{r['cold'] / r['local']:9.1f}x |       {gb} | {'agree' if r['agree'] else 'DIFFER'}")
     print("cold: a fresh process's start to its report, Spark's start-up included; warm: a repeat audit on a "
           "used session;\nlocal: the local engine; peak RSS: the process tree of each measurement")
-    if any("postgres" in r for r in results):
-        print("\n        size  local (DuckDB file)  local (PostgreSQL)  postgres/duckdb-file")
-        for r in results:
-            if "postgres" in r:
-                print(f"{r['size']:>12,}  {r['local']:18.1f}s  {r['postgres']:17.1f}s  "
-                      f"{r['postgres'] / r['local']:19.2f}x")
 
 
 if __name__ == "__main__":
