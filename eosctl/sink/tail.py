@@ -28,7 +28,7 @@ from eosctl.sink.sql import ident
 
 # Each slice keeps the writer out for about this long (the first rows of a slice are counted by time).
 SLICE_S = 0.2
-FIRST_CHUNK_ROWS = 1 << 20
+FIRST_CHUNK_ROWS = 1 << 16  # grows (x2 at most) while slices stay short
 
 
 @dataclass
@@ -80,7 +80,8 @@ class DuckDBTail:
         conn = connect_readonly(path, self.where, table=self.sink.table, name=shown(self.sink))
         try:
             table = ident(self.sink.table)
-            total, top = conn.execute(f"SELECT count(*), coalesce(max(rowid) + 1, 0) FROM {table}").fetchone()
+            [(total, top)] = conn.execute(f"SELECT count(*), coalesce(max(rowid) + 1, 0) FROM {table}"
+                                          ).fetchall()
             s = self.state
             if check and not self._only_appended(conn, table, total, top):
                 self.restarts += 1
@@ -124,23 +125,26 @@ class DuckDBTail:
 
     def _add(self, reader: DuckDBReader, conn, table: str, lo: int, hi: int) -> None:
         s = self.state
-        for summary in reader.summaries():
-            tp = (summary.topic, summary.partition)
-            if summary.invalid_offset_rows:
-                s.bad_offsets[tp] = s.bad_offsets.get(tp, 0) + summary.invalid_offset_rows
-            s.islands.setdefault(tp, [])
+        offset_problem = self.sink.offset_column + " "
+        for f in reader.invalid_rows():
+            if f.detail.startswith("offsets table"):
+                continue
+            _merge_invalid(s.invalid, f)
+            if f.topic is not None and f.partition is not None and f.detail.startswith(offset_problem):
+                # a row of a valid partition with an invalid offset: in its summary, in no island
+                tp = (f.topic, f.partition)
+                s.bad_offsets[tp] = s.bad_offsets.get(tp, 0) + f.count
+        [(count,)] = conn.execute(f"SELECT count(*) FROM {table} WHERE rowid >= {lo} AND rowid < {hi}"
+                                  ).fetchall()
+        last_row = _row_at(conn, self.sink, table, hi - 1)
         new: dict[TP, list[OffsetIsland]] = {}
-        for island in reader.islands():
+        for island in reader.islands():  # last: it streams its result
             new.setdefault((island.topic, island.partition), []).append(island)
         for tp, islands in new.items():
             s.islands[tp] = merge_islands(s.islands.get(tp, []), islands)
-        for f in reader.invalid_rows():
-            if not f.detail.startswith("offsets table"):
-                _merge_invalid(s.invalid, f)
-        s.count += conn.execute(f"SELECT count(*) FROM {table} WHERE rowid >= {lo} AND rowid < {hi}"
-                                ).fetchone()[0]
+        s.count += count
         s.rows_read = hi
-        s.last_row = _row_at(conn, self.sink, table, hi - 1)
+        s.last_row = last_row
 
     # --- what the ledger reads ----------------------------------------------------------------------
 
@@ -165,7 +169,8 @@ class DuckDBTail:
 def _row_at(conn, sink: Sink, table: str, rowid: int) -> tuple | None:
     """(topic, partition, offset) of the row at ``rowid`` (None: deleted, or none)."""
     cols = ", ".join(ident(c) for c in (sink.topic_column, sink.partition_column, sink.offset_column))
-    return conn.execute(f"SELECT {cols} FROM {table} WHERE rowid = {int(rowid)}").fetchone()
+    rows = conn.execute(f"SELECT {cols} FROM {table} WHERE rowid = {int(rowid)}").fetchall()
+    return rows[0] if rows else None
 
 
 def merge_islands(a: list[OffsetIsland], b: list[OffsetIsland]) -> list[OffsetIsland]:
