@@ -237,9 +237,10 @@ def run_cell(cell: Cell, refreshes: int, interval: float, workdir: Path) -> Cell
         ends = conn.recv()
         cell.first_baseline_s = plain_read(bootstrap, dict.fromkeys(ends, 0), ends)
         with LiveModel(target, timeout_ms=60_000) as model:  # the sink at its own cadence (30 s)
-            t, cpu = time.monotonic(), time.process_time()
+            t = time.monotonic()
             model.refresh()
             cell.first_s, cell.bytes_first = time.monotonic() - t, model.bytes_read
+            first = ", ".join(f"{k} {v:.2f}s" for k, v in model.timings.items())
             steady, cpus, news, sizes = [], [], [], []
             for _ in range(refreshes):
                 conn.send(("hws", None))
@@ -256,7 +257,10 @@ def run_cell(cell: Cell, refreshes: int, interval: float, workdir: Path) -> Cell
                 sizes.append(model.bytes_read)
             cell.steady_s, cell.new_baseline_s = statistics.median(steady), statistics.median(news)
             cell.bytes_steady = int(statistics.median(sizes))
-            cell.note = (f"steady refresh CPU here {statistics.median(cpus):.3f}s; last one: "
+            tail = model._tail
+            hold = f"{tail.longest_hold_s:.3f}s in {tail.slices} slices" if tail else "-"
+            cell.note = (f"first refresh: {first}; sink read holding the file at most {hold}\n"
+                         f"    steady refresh CPU in this process {statistics.median(cpus):.3f}s; last: "
                          + ", ".join(f"{k} {v:.3f}s" for k, v in model.timings.items()))
             cell.writer_wait_s = _stop(w, stop, waits)  # before the capture, which copies the file
         t = time.monotonic()
@@ -310,8 +314,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.quick:
         args.partitions, args.records, args.refreshes = "100,1000", "1e5", 2
-    grid = [(int(p), int(float(r)), int(t)) for p in args.partitions.split(",")
-            for r in args.records.split(",") for t in args.traffic.split(",")]
+    grid = [(int(p), int(float(r)), int(t)) for r in args.records.split(",")
+            for p in args.partitions.split(",") for t in args.traffic.split(",")]  # the small cells first
     print(f"scale_bench: {len(grid)} cells, {args.refreshes} steady refreshes each, {os.cpu_count()} cores "
           "(shared machines give noisy figures; ratios are measured in the same run)", flush=True)
     with tempfile.TemporaryDirectory(prefix="eosctl-scale-") as tmp:
