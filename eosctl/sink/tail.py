@@ -72,7 +72,10 @@ class DuckDBTail:
                 return False
 
     def _slice(self, check: bool) -> bool:
-        import duckdb  # noqa: F401  (imported before the file is held: the writer need not wait for it)
+        # Imported before the file is held (the first import of each takes seconds on a busy machine):
+        import duckdb  # noqa: F401
+        import numpy  # noqa: F401
+        import pyarrow  # noqa: F401
 
         path = str(self.sink.duckdb)
         check_duckdb_file(path, self.where, name=shown(self.sink))
