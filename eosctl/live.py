@@ -189,13 +189,22 @@ class LiveModel:
             if "ledger" in self.sections:
                 self._ledger(cap, client, offsets)
             clock("ledger")
-        except BrokerError:
+        except BrokerError as e:
+            error = e
             self.up = False
+            reused = self._client is not None
             self._disconnect()
+            if reused:
+                # A connection kept from an earlier refresh broke: say whether the broker is still there
+                # in the words of a first connection ("cannot reach Kafka at ...: connection refused").
+                try:
+                    self._connect()
+                except BrokerError as again:
+                    error = again
             for name in self.sections:
                 if name != "ledger" or self.sink is not None:
                     self.refresh_errors[name] += 1
-            raise
+            raise error from None
         finally:
             self.last_refresh_seconds = time.monotonic() - started
         self._settle(cap)
