@@ -82,6 +82,9 @@ class DuckDBTail:
         started = time.monotonic()
         conn = connect_readonly(path, self.where, table=self.sink.table, name=shown(self.sink))
         try:
+            # One thread: a slice is small, and on a busy machine waiting for DuckDB's other threads to be
+            # scheduled is what made slices long.
+            conn.execute("SET threads = 1")
             table = ident(self.sink.table)
             [(total, top)] = conn.execute(f"SELECT count(*), coalesce(max(rowid) + 1, 0) FROM {table}"
                                           ).fetchall()
@@ -113,11 +116,11 @@ class DuckDBTail:
             held = time.monotonic() - started
             self.longest_hold_s = max(self.longest_hold_s, held)
             self.slices += 1
-        # Rows per slice: what the rows' own rate fits in what the slice's fixed part (opening the file,
-        # the checks) leaves of slice_s, at least half of it; growing at most 4x a slice (one fast slice
-        # on a busy machine says little about the next).
+        # Rows per slice: what the rows' own rate fits in half of what the slice's fixed part (opening the
+        # file, the checks) leaves of slice_s; growing at most 4x a slice (one fast slice on a busy machine
+        # says little about the next).
         if hi - lo == self.chunk and rows_s > 0:
-            room = max(self.slice_s - (held - rows_s), self.slice_s / 2)
+            room = max(self.slice_s - (held - rows_s), self.slice_s / 2) / 2  # half: the next may be slower
             self.chunk = max(1024, min(4 * self.chunk, int((hi - lo) / rows_s * room)))
         return caught_up
 
