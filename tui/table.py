@@ -75,12 +75,18 @@ class Row:
 
 def display(value: Any) -> str:
     """What a cell shows: '-' for nothing, and never a raw control character (eosctl.safetext)."""
+    if type(value) is int:  # most cells: offsets, counts, ids
+        return str(value)
     if isinstance(value, Text):
         value = value.plain
     if value is None or value == "":
         return "-"
     s = value if isinstance(value, str) else str(value)
     return s if s.isprintable() else term(s)
+
+
+def _width(s: str) -> int:
+    return len(s) if s.isascii() else cell_len(s)
 
 
 def plain(value: Any) -> str:
@@ -112,14 +118,13 @@ class TableData:
             if i is not None and previous is not None and previous.rows[i] == r:
                 t, h = previous.texts[i], previous.hay[i]
             else:
-                t = tuple(display(v) for v in r.cells[:n])
+                t = tuple(map(display, r.cells[:n]))
                 if len(t) < n:
                     t += ("",) * (n - len(t))
                 h = " ".join(t).lower()
             texts.append(t)
             hay.append(h)
-            for c in range(n):
-                w = cell_len(t[c])
+            for c, w in enumerate(map(_width, t)):
                 if w > widths[c]:
                     widths[c] = w
         return cls(rows, texts, hay, widths, {r.key: i for i, r in enumerate(rows)})
