@@ -81,7 +81,10 @@ def headline(report: AuditReport | None, taken_at: float | None = None) -> Text:
 
 class AuditView(TableView):
     """The findings of the last audit. Rows are drawn on demand (tui.table), so 100k findings cost what
-    the screen shows; formatting them runs in the audit worker (or the fetch worker), not the UI thread."""
+    the screen shows; formatting them runs in the audit worker (or the fetch worker), not the UI thread.
+
+    To show something else per row (e.g. findings grouped by root cause), return other rows from `rows`
+    with the object Enter should open as each Row's item, and dispatch on its type in `selected`."""
 
     NAME = "audit"
     COLUMNS = COLUMNS
