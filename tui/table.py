@@ -14,6 +14,7 @@ markup. Here a row is a tuple of strings; rendering one line is a handful of seg
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -142,7 +143,13 @@ class TableData:
         return keys
 
 
+# A duration as tui.fmt.duration writes it: 45s, 12m, 3h05m, 2d4h.
+_DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+
+
 def _sort_key(s: str, numeric: bool) -> tuple[int, Any]:
+    """Numbers ("1,234", "5+"), offset ranges ("5..9", by their first offset) and durations sort as
+    numbers in a numeric column; '-' (nothing) first; anything else as text."""
     if s == "-":
         return (0, 0)
     if numeric:
@@ -153,6 +160,10 @@ def _sort_key(s: str, numeric: bool) -> tuple[int, Any]:
         head = s.split("..", 1)[0].replace(",", "")
         if head.lstrip("-").isdigit():
             return (1, float(head))
+        m = _DURATION.fullmatch(s)
+        if m and any(m.groups()):
+            d, h, mi, sec = (int(x or 0) for x in m.groups())
+            return (1, float(((d * 24 + h) * 60 + mi) * 60 + sec))
     return (2, s.lower())
 
 
