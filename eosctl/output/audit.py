@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from eosctl.findings import PASS, AuditReport
-from eosctl.output.finding import extra, where
+from eosctl import safetext
+from eosctl.findings import PASS, AuditReport, root_causes
+from eosctl.output.finding import extra, short_cause, where
+from eosctl.safetext import text
 
 
 def render(report: AuditReport, fmt: str) -> Any:
@@ -28,6 +30,11 @@ def table(report: AuditReport) -> Any:
     from eosctl.output.terminal import table as rich_table
 
     parts: list[Any] = []
+    if report.hops:
+        hrows = [(h.name, ", ".join(h.topics), h.sink or "", h.group or "", h.verdict.upper(), h.findings)
+                 for h in report.hops]
+        columns = ["hop", "reads", "writes to", "group", "verdict", "findings"]
+        parts.append(rich_table("hops, in order", columns, hrows))
     rows = []
     for p in report.partitions:
         status = "not in Kafka" if not p.exists else ""
@@ -36,9 +43,10 @@ def table(report: AuditReport) -> Any:
     parts.append(rich_table("partitions", ["topic", "partition", "log start", "lso", "hw", "expected",
                                            "sink rows", "unverifiable", "note"], rows))
     if report.findings:
+        parts.append(causes_table(report))
         frows = [(f.kind + ("" if f.kind in report.fail_on else " (ignored)"), f.topic, f.partition,
-                  where(f), f.count, extra(f)) for f in report.findings]
-        columns = ["kind", "topic", "partition", "offsets", "count", "detail"]
+                  where(f), f.count, extra(f), text(short_cause(f))) for f in report.findings]
+        columns = ["kind", "topic", "partition", "offsets", "count", "detail", "cause"]
         parts.append(rich_table("findings", columns, frows))
     counts = report.counts()
     summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "no findings"
@@ -50,11 +58,23 @@ def table(report: AuditReport) -> Any:
         f"{expected} expected records, {rows_total} sink rows: {summary}"
         + (f"  ({report.elapsed_seconds:.1f}s)" if report.elapsed_seconds is not None else "")))
     if report.sink and report.sink_read_point:
-        parts.append(Text(f"sink {report.sink} read at {read_point_text(report.sink_read_point)}",
-                          style="dim"))
+        parts.append(safetext.text(f"sink {report.sink} read at {read_point_text(report.sink_read_point)}",
+                                   style="dim"))
     if timing := timings(report.engine):
         parts.append(Text(timing, style="dim"))
     return Group(*parts)
+
+
+def causes_table(report: AuditReport) -> Any:
+    """What explains the findings, one row per root cause (eosctl.findings.root_causes)."""
+    from eosctl.output.terminal import table as rich_table
+
+    rows = []
+    for r in root_causes(report.findings):
+        where_ = ", ".join(f"{t}[{p}]" for t, p in r.partitions[:3]) + (
+            f" +{len(r.partitions) - 3}" if len(r.partitions) > 3 else "")
+        rows.append((r.rule, len(r.findings), text(where_), text(r.summary.split(": ", 1)[-1])))
+    return rich_table("root causes", ["root cause", "findings", "partitions", "what explains them"], rows)
 
 
 # The engine's phases, one after the other, then the tasks' own time (summed over tasks, which overlap).
