@@ -89,7 +89,6 @@ class AuditView(TableView):
     NAME = "audit"
     COLUMNS = COLUMNS
     EMPTY = "no findings"
-    BINDINGS = [("a", "run_audit", "Run audit")]
 
     class OpenLog(Message):
         """Enter on a finding: show its offsets in the Log view."""
@@ -97,9 +96,6 @@ class AuditView(TableView):
         def __init__(self, finding: Finding) -> None:
             super().__init__()
             self.finding = finding
-
-    class RunRequested(Message):
-        pass
 
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
@@ -161,9 +157,6 @@ class AuditView(TableView):
         self.query_one("#audit-head", Static).update(
             Text(f"audit failed: {term(message)}", style=STYLES["bad"])
         )
-
-    def action_run_audit(self) -> None:
-        self.post_message(self.RunRequested())
 
     def selected(self, finding: Finding) -> None:
         if finding.first_offset is not None:  # invalid_row has no offsets to show
