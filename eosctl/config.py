@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from eosctl.errors import ConfigError
-from eosctl.files import CONFIG_MAX_BYTES, input_problem
+from eosctl.files import CONFIG_MAX_BYTES, input_problem, shown
 
 # bootstrap_servers = "sandbox": the broker `eosctl sandbox up` started.
 SANDBOX = "sandbox"
@@ -75,6 +75,7 @@ class Sink:
     duckdb: str | None = None
     parquet: str | None = None
     postgres: str | None = None  # postgresql://USER@HOST:PORT/DB (a password only through ${NAME})
+    delta: str | None = None  # a Delta Lake table's path or URI
     table: str = "sink"
     topic_column: str = "src_topic"
     partition_column: str = "src_partition"
@@ -246,7 +247,10 @@ def load_config(path: str | Path, env: dict[str, str] | None = None) -> Config:
         raise ConfigError(f"{problem}: cannot read config file; pass an eosctl TOML config with "
                           "--config PATH")
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        # utf-8-sig: a byte-order mark (Windows editors write one) is not "Invalid statement" at 1:1.
+        raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))
+    except RecursionError:  # tomllib recurses once per nesting level: 50k `[` or `{` in a 100 KB file
+        raise ConfigError(f"{shown(str(path))}: not valid TOML: arrays or tables nested too deeply") from None
     except FileNotFoundError:
         raise ConfigError(f"{path}: config file not found (pass --config PATH)") from None
     except (OSError, UnicodeDecodeError) as e:  # a permission, a directory, /proc/self/mem (EIO)
@@ -304,6 +308,7 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
                 duckdb=s.str("duckdb", None),
                 parquet=s.str("parquet", None),
                 postgres=s.str("postgres", None),
+                delta=s.str("delta", None),
                 table=s.str("table", "sink"),
                 topic_column=s.str("topic_column", "src_topic"),
                 partition_column=s.str("partition_column", "src_partition"),
@@ -317,15 +322,17 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
                 cluster=s.str("cluster", None),
             )
             s.done()
-            kinds = ("duckdb", "parquet", "postgres", "kafka_topic")
+            kinds = ("duckdb", "parquet", "postgres", "delta", "kafka_topic")
             named = [k for k in kinds if getattr(sink, k) is not None]
             if len(named) != 1:
                 raise ConfigError(f"{path}: pipelines.{name}.sink needs exactly one of duckdb, parquet, "
-                                  f"postgres or kafka_topic")
+                                  f"postgres, delta or kafka_topic")
             _check_hop_sink(sink, path, name, clusters)
             if sink.duckdb is not None and not Path(sink.duckdb).is_absolute():
                 # Relative sink paths are relative to the config file, not to wherever eosctl runs.
                 sink = _replace_path(sink, str(path.parent / sink.duckdb))
+            if sink.delta is not None and "://" not in sink.delta and not Path(sink.delta).is_absolute():
+                sink = replace(sink, delta=str(path.parent / sink.delta))
         pipelines[name] = Pipeline(
             name=name,
             cluster=cluster,

@@ -121,12 +121,32 @@ def glob_problem(pattern: str) -> str | None:
         return None
     if not glob.has_magic(pattern):
         return input_problem(pattern, None, must_exist=False)
-    matches = glob.glob(pattern, recursive=True)
-    for match in matches:
+    for match in glob_paths(pattern):
         problem = input_problem(match, None)
         if problem:
             return problem
     return None
+
+
+def glob_paths(pattern: str) -> list[str]:
+    """The local paths a glob matches, sorted, as DuckDB's own glob finds them: ``**`` never descends into
+    a symbolically linked directory. (Python's glob.glob(recursive=True) does, so a link loop such as
+    ``d/up -> ..`` is walked until memory runs out.)"""
+    import glob
+    from pathlib import Path
+
+    if not glob.has_magic(pattern):
+        return [pattern] if os.path.lexists(pattern) else []
+    parts = pattern.split(os.sep)
+    fixed = 0
+    while fixed < len(parts) - 1 and not glob.has_magic(parts[fixed]):
+        fixed += 1
+    base = os.sep.join(parts[:fixed]) or (os.sep if pattern.startswith(os.sep) else ".")
+    rest = os.sep.join(parts[fixed:])
+    head = os.sep.join(parts[:fixed])
+    # pathlib: `**` does not follow symlinks to directories. Paths keep the pattern's own head ("./").
+    return sorted(os.path.join(head, str(p.relative_to(base))) if head else str(p)
+                  for p in Path(base).glob(rest))
 
 
 @contextmanager

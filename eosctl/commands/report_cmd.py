@@ -9,6 +9,7 @@ import click
 
 from eosctl.commands.options import OutputFile, duckdb_file
 from eosctl.errors import EosctlError
+from eosctl.files import shown
 
 
 @click.command("report")
@@ -65,13 +66,22 @@ def load_audit(source: str):
                           "`eosctl audit --format json --out FILE`)")
     if read_header(source) is not None:
         return _from_snapshot(source)
+    notes: list[str] = []
     try:
-        audit = read_report(source)
+        audit = read_report(source, notes)
     except ValueError as e:
-        raise EosctlError(f"{source} is neither an eosctl snapshot nor a JSON audit report ({e}); "
+        raise EosctlError(f"{shown(source)} is neither an eosctl snapshot nor a JSON audit report ({e}); "
                           "write one with `eosctl audit --format json --out FILE`") from None
+    _say(source, notes)
     written = datetime.fromtimestamp(os.path.getmtime(source), UTC)
-    return audit, AuditContext(origin=f"{source} (JSON report, file written {written:%Y-%m-%d %H:%M:%S} UTC)")
+    return audit, AuditContext(origin=f"{source} (JSON report, file written {written:%Y-%m-%d %H:%M:%S} UTC"
+                                      + "".join(f"; {n}" for n in notes) + ")")
+
+
+def _say(source: str, notes: list[str]) -> None:
+    """A report whose own verdict disagrees with its findings: one line each, and the page says it too."""
+    for note in notes:
+        click.echo(f"eosctl: warning: {shown(source)}: {note}", err=True)
 
 
 def _from_snapshot(source: str):
@@ -81,7 +91,9 @@ def _from_snapshot(source: str):
     from eosctl.output.html import AuditContext
     from eosctl.snapshot import load_snapshot
 
-    snap = load_snapshot(source)
+    notes: list[str] = []
+    snap = load_snapshot(source, notes)
+    _say(source, notes)
     if snap.audit is None:
         raise EosctlError(f"{source} holds no audit; take a snapshot with one (`eosctl snapshot "
                           "--with-audit` or `--audit-report FILE`) or render a JSON report instead")
@@ -92,7 +104,8 @@ def _from_snapshot(source: str):
              for p in audit.partitions]
     audit = replace(audit, partitions=parts)
     imported = snap.audit_origin not in (None, "run")
-    origin = f"snapshot {source}" + (f" (audit imported from {snap.audit_origin})" if imported else "")
+    origin = (f"snapshot {source}" + (f" (audit imported from {snap.audit_origin})" if imported else "")
+              + "".join(f"; {n}" for n in notes))
     # An audit run by the capture happened at capture time; an imported report's time isn't recorded.
     when = None if imported else snap.captured_at
     return audit, AuditContext(bootstrap=snap.bootstrap, pipeline=snap.pipeline, topics=tuple(snap.topics),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from eosctl import safetext
 from eosctl.findings import PASS, AuditReport, root_causes
 from eosctl.output.finding import extra, short_cause, where
 from eosctl.safetext import text
@@ -57,8 +58,8 @@ def table(report: AuditReport) -> Any:
         f"{expected} expected records, {rows_total} sink rows: {summary}"
         + (f"  ({report.elapsed_seconds:.1f}s)" if report.elapsed_seconds is not None else "")))
     if report.sink and report.sink_read_point:
-        parts.append(Text(f"sink {report.sink} read at {read_point_text(report.sink_read_point)}",
-                          style="dim"))
+        parts.append(safetext.text(f"sink {report.sink} read at {read_point_text(report.sink_read_point)}",
+                                   style="dim"))
     if timing := timings(report.engine):
         parts.append(Text(timing, style="dim"))
     return Group(*parts)

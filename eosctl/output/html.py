@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from html import escape
 
-from eosctl import __version__
+from eosctl import __version__, safetext
 from eosctl.findings import (
     DESCRIPTIONS,
     KINDS,
@@ -101,7 +101,7 @@ def render_html(report: AuditReport, context: AuditContext | None = None) -> str
     return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
             f'<meta name="generator" content="eosctl {escape(__version__)}">\n'
-            f"<title>{escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n<main>\n{body}\n"
+            f"<title>{escape(safetext.term(title))}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n<main>\n{body}\n"
             f"</main>\n</body>\n</html>\n")
 
 
@@ -159,7 +159,7 @@ def _audited(report: AuditReport, ctx: AuditContext) -> str:
     ]
     if ctx.origin:
         rows.append(("rendered from", ctx.origin))
-    cells = "".join(f"<dt>{escape(k)}</dt><dd>{escape(str(v))}</dd>" for k, v in rows)
+    cells = "".join(f"<dt>{escape(k)}</dt><dd>{escape(safetext.term(str(v)))}</dd>" for k, v in rows)
     return f'<section id="audited">\n<h2>What was audited</h2>\n<dl class="facts">{cells}</dl>\n</section>'
 
 
@@ -236,7 +236,7 @@ def _bar_row(p: PartitionSummary, findings: list[Finding], compact: bool,
     name = f"{p.topic}[{p.partition}]"
     count = f' <b class="nf">{len(findings)} finding{"s" * (len(findings) != 1)}</b>' if findings else ""
     stats = f"{_n(p.expected_records)} expected · {_n(p.sink_rows)} rows"
-    label = (f'<div class="label"><span class="tp">{escape(name)}{"" if compact else count}</span>'
+    label = (f'<div class="label"><span class="tp">{_t(name)}{"" if compact else count}</span>'
              + ("" if compact else f'<span class="stats">{stats}</span>') + "</div>")
     return (f'<div class="row{" compact" if compact else ""}" data-tp="{escape(name)}">{label}'
             f"{gap_svg(p, findings, compact, links)}</div>")
@@ -410,6 +410,22 @@ def finding_title(f: Finding) -> str:
     return text
 
 
+# A name or value longer than this is cut in the middle in a table cell (the whole is its tooltip), so a
+# 20,000-character topic can't push the number columns off the page.
+CELL_CHARS = 120
+
+
+def _t(s: str) -> str:
+    """Text from a cluster or a sink for a table cell: control and bidi characters shown as escapes (as
+    on a terminal), HTML-escaped, and a very long one cut with its length said."""
+    s = safetext.term(s)
+    if len(s) <= CELL_CHARS:
+        return escape(s)
+    cut = f"{s[:CELL_CHARS * 2 // 3]}…{s[-CELL_CHARS // 4:]}"
+    return (f'<span title="{escape(s)}">{escape(cut)} <span class="muted">({len(s):,} characters)</span>'
+            "</span>")
+
+
 def _partitions(report: AuditReport, by_tp: dict[TP, list[Finding]]) -> str:
     head = ("<tr><th>topic</th><th>partition</th><th>log start</th><th>LSO</th><th>HW</th>"
             "<th>expected</th><th>sink rows</th><th>unverifiable</th><th>findings</th></tr>")
@@ -418,7 +434,7 @@ def _partitions(report: AuditReport, by_tp: dict[TP, list[Finding]]) -> str:
         n = len(by_tp.get((p.topic, p.partition), []))
         note = "" if p.exists else ' <span class="muted">(not in Kafka)</span>'
         cls = ' class="bad"' if n else ""
-        return (f"<tr{cls}><td>{escape(p.topic)}{note}</td><td>{p.partition}</td>"
+        return (f"<tr{cls}><td>{_t(p.topic)}{note}</td><td>{p.partition}</td>"
                 + "".join(f"<td>{_n(v)}</td>" for v in (p.log_start_offset, p.last_stable_offset,
                                                         p.high_watermark, p.expected_records, p.sink_rows))
                 + f"<td>{_n(p.unverifiable_below) if p.unverifiable_below else ''}</td>"
@@ -452,12 +468,12 @@ def _findings(report: AuditReport) -> str:
             "at " + ", ".join(map(str, f.offsets)) if f.offsets else "", f.detail or "") if x)
         ignored = "" if f.kind in report.fail_on else ' <span class="muted">(ignored)</span>'
         swatch = f'<i class="sw" style="background:{FINDING_COLOURS[f.kind]}"></i>'
-        cause = "" if f.cause is None else (f"<b>{escape(short_cause(f))}</b>"
-                                            f'<div class="why">{escape(f.cause.summary)}</div>')
+        cause = "" if f.cause is None else (f"<b>{_t(short_cause(f))}</b>"
+                                            f'<div class="why">{_t(f.cause.summary)}</div>')
         rows.append(f'<tr id="finding-{i}" data-kind="{f.kind}"><td>{swatch}{escape(f.kind)}{ignored}</td>'
-                    f"<td>{escape(part)}</td>"
+                    f"<td>{_t(part)}</td>"
                     f'<td class="n">{where}</td><td class="n">{_n(f.count)}</td>'
-                    f"<td>{escape(f.key or '')}</td><td>{escape(detail)}</td><td>{cause}</td></tr>")
+                    f"<td>{_t(f.key or '')}</td><td>{_t(detail)}</td><td>{cause}</td></tr>")
     more = len(report.findings) - MAX_FINDING_ROWS
     tail = (f'<p class="note">{_n(more)} more findings are in the embedded JSON report.</p>' if more > 0
             else "")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from eosctl import safetext
 from eosctl.findings import DESCRIPTIONS, AuditReport, Finding
 from eosctl.model import TP
 from eosctl.output.finding import extra, short_cause, where
-from eosctl.safetext import xml as xml_text
 
 
 def junit(report: AuditReport) -> str:
@@ -43,7 +43,10 @@ def _suite(report: AuditReport, name: str, topics: set[str] | None) -> ET.Elemen
     cases += [tp for tp in sorted(by_tp, key=lambda tp: (tp[0] or "", -1 if tp[1] is None else tp[1]))
               if tp not in set(cases)]
     for topic, partition in cases:
-        case = ET.SubElement(suite, "testcase", classname=topic if topic is not None else "(no topic)",
+        # xml(): a topic, key or detail from the sink may hold characters XML 1.0 forbids (ESC, NUL):
+        # written raw, the report would not parse.
+        classname = safetext.xml(topic) if topic is not None else "(no topic)"
+        case = ET.SubElement(suite, "testcase", classname=classname,
                              name="(no partition)" if partition is None else f"partition {partition}")
         ignored = []
         for f in by_tp.get((topic, partition), []):
@@ -55,13 +58,13 @@ def _suite(report: AuditReport, name: str, topics: set[str] | None) -> ET.Elemen
                        if f.first_offset is None else f"{f.kind} at offsets {where(f)} ({f.count})")
             if f.cause is not None:
                 message += f": {short_cause(f)}"
-            el = ET.SubElement(case, "failure", type=f.kind, message=xml_text(message))
-            el.text = xml_text(f"{DESCRIPTIONS[f.kind]}. {extra(f)}".strip()
-                          + (f"\n{f.cause.summary}" if f.cause is not None else ""))
+            el = ET.SubElement(case, "failure", type=f.kind, message=safetext.xml(message))
+            el.text = safetext.xml(f"{DESCRIPTIONS[f.kind]}. {extra(f)}".strip()
+                                   + (f"\n{f.cause.summary}" if f.cause is not None else ""))
         if ignored:
             out = ET.SubElement(case, "system-out")
-            out.text = "\n".join(f"{f.kind} at offsets {where(f)} ({f.count}) (not in --fail-on)"
-                                 for f in ignored)
+            out.text = safetext.xml("\n".join(f"{f.kind} at offsets {where(f)} ({f.count}) (not in --fail-on)"
+                                 for f in ignored))
     suite.set("tests", str(len(cases)))
     suite.set("failures", str(failures))
     suite.set("errors", "0")

@@ -67,10 +67,10 @@ def lag_renderable(doc: dict[str, Any], with_status: bool, groups: list[str], to
 
     if not doc["groups"]:
         if doc.get("error"):
-            return Text(f"ERR: {doc['error']} (retrying every poll)", style="bold red")
+            return safetext.text(f"ERR: {doc['error']} (retrying every poll)", style="bold red")
         what = f" for {', '.join(topics)}" if topics else ""
-        return Text(f"no consumer group has committed offsets{what}" if not groups
-                    else f"group {', '.join(groups)} has no committed offsets{what}")
+        return safetext.text(f"no consumer group has committed offsets{what}" if not groups
+                             else f"group {', '.join(groups)} has no committed offsets{what}")
     cols = ["group", "topic", "partition", "committed", "lso", "hw", "lag", "records behind", "blocked",
             "open transaction", "time lag", "hw lag"]
     if with_status:
@@ -92,7 +92,7 @@ def lag_renderable(doc: dict[str, Any], with_status: bool, groups: list[str], to
             if with_status:
                 row.append(_status_text(p["status"], p["cause"] if p["status"] != "OK" else None, Text))
             if p["error"]:
-                row[-1] = Text(f"ERR: {p['error']}", style="bold red")
+                row[-1] = safetext.text(f"ERR: {p['error']}", style="bold red")
             rows.append(row)
     title = f"Consumer lag (against the LSO) at {doc['taken_at']}"
     if doc.get("error"):
@@ -106,9 +106,9 @@ def lag_renderable(doc: dict[str, Any], with_status: bool, groups: list[str], to
                            if p.get("offsets_warning"))
     parts += [safetext.text(f"warning: {w}", style="bold red") for w in warned]
     if doc.get("error"):
-        parts.insert(0, Text(f"ERR: {doc['error']} (retrying every poll)", style="bold red"))
+        parts.insert(0, safetext.text(f"ERR: {doc['error']} (retrying every poll)", style="bold red"))
     if with_status:
-        parts += [Text.assemble(f"{g['group']} ({g['state'].lower()}): ",
+        parts += [Text.assemble(safetext.text(f"{g['group']} ({g['state'].lower()}): "),
                                 _status_text(g["status"], g["cause"], Text)) for g in doc["groups"]]
     return Group(*parts)
 
@@ -116,4 +116,5 @@ def lag_renderable(doc: dict[str, Any], with_status: bool, groups: list[str], to
 def _status_text(status: str | None, cause: str | None, text_cls: Any) -> Any:
     if status is None:
         return "-"
-    return text_cls(f"{status}: {cause}" if cause else status, style=STATUS_STYLE.get(status, ""))
+    return text_cls(safetext.term(f"{status}: {cause}" if cause else status),
+                    style=STATUS_STYLE.get(status, ""))

@@ -13,7 +13,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
 from rich.progress import Progress as RichProgress
 from rich.table import Table
+from rich.text import Text
 
+from eosctl import safetext
 from eosctl.progress import Progress
 
 
@@ -26,11 +28,15 @@ def console(stderr: bool = False) -> Console:
 
 
 def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[object]], **kw: Any) -> Table:
-    t = Table(title=title, title_justify="left", header_style="bold", **kw)
+    """A rich table whose title and cells are text, never markup: they hold names and values from a
+    cluster or a sink (a `[/x]` would raise, a `[link=...]` would become a link, an ESC would reach the
+    terminal). A cell that is already a rich Text is kept (a styled status)."""
+    t = Table(title=None if title is None else safetext.text(title), title_justify="left",
+              header_style="bold", **kw)
     for c in columns:
         t.add_column(c, justify="right" if c.isupper() is False and c.lower() in _NUMERIC else "left")
     for r in rows:
-        t.add_row(*[_cell(v) for v in r])
+        t.add_row(*[v if isinstance(v, Text) else safetext.text(_cell(v)) for v in r])
     return t
 
 

@@ -10,10 +10,9 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-import duckdb
-
 from eosctl.errors import EosctlError
 from eosctl.pipeline.faults import SinkTarget
+from eosctl.pipeline.sink import PgPlace, rows_in
 from eosctl.pipeline.truth import ABORTED, COMMITTED, GroundTruth
 
 
@@ -37,7 +36,7 @@ def check_processed(truth: GroundTruth, source_topic: str, output_topic: str, pl
                           f"{extra}; the broker delivered records differently than committed")
 
 
-def check_sink(path: Path, table: str, truth: GroundTruth, topic: str, targets: Sequence[SinkTarget],
+def check_sink(where: Path | PgPlace, truth: GroundTruth, topic: str, targets: Sequence[SinkTarget],
                aborted_leak: bool) -> None:
     """The sink holds exactly: committed records, minus skipped runs, plus replayed runs once more, plus
     (aborted-leak) every aborted record."""
@@ -52,12 +51,7 @@ def check_sink(path: Path, table: str, truth: GroundTruth, topic: str, targets: 
     if aborted_leak:
         expected.update((r.partition, r.offset) for r in truth.of(topic, ABORTED))
     expected = +expected  # drop zero counts
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        actual = Counter(tuple(row) for row in con.execute(
-            f"SELECT src_partition, src_offset FROM {table} WHERE src_topic = ?", [topic]).fetchall())
-    finally:
-        con.close()
+    actual = rows_in(where, topic)
     if actual != expected:
         raise EosctlError(f"pipeline self-check failed: the sink has {sum(actual.values())} rows, expected "
                           f"{sum(expected.values())}; differing (partition, offset): "

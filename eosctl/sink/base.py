@@ -8,6 +8,7 @@ version), so a report can say what was audited.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -20,7 +21,7 @@ from eosctl.model import TP
 if TYPE_CHECKING:
     import pyarrow as pa
 
-KINDS = ("duckdb", "parquet", "postgres", "kafka_topic")
+KINDS = ("duckdb", "parquet", "postgres", "delta", "kafka_topic")
 # Kafka's limits (org.apache.kafka.common.record: offsets are int64, partitions int32): a sink value
 # outside them, or not an integer, can't name a Kafka record.
 MAX_OFFSET = (1 << 63) - 1
@@ -98,6 +99,9 @@ class ReadPoint:
             return f"PostgreSQL {at.get('server_version', '?')}, snapshot {at.get('snapshot', '?')}"
         if self.kind == "duckdb":
             return f"a copy taken at {at['copied_at']}" if "copied_at" in at else "the file in place"
+        if self.kind == "delta":
+            return f"version {at.get('version', '?')}" + (
+                f" (offsets table version {at['offsets_version']})" if "offsets_version" in at else "")
         if self.kind == "parquet":
             return f"the files listed at {at['files_listed_at']}" if "files_listed_at" in at \
                 else "the files in place"
@@ -158,6 +162,21 @@ def shown(sink: Sink) -> str:
     if kind == "postgres":
         return redact_uri(given.postgres or "")
     return getattr(given, kind) if kind else ""
+
+
+def as_given(sink: Sink, text: str) -> str:
+    """``text`` (an error from reading a frozen sink) naming the user's files, not the frozen copy's: the
+    copy keeps the layout below the given path's fixed part, so the two differ only in that root."""
+    given = sink.frozen_from
+    if given is None:
+        return text
+    for key in ("duckdb", "parquet", "offsets_table"):
+        copy, original = getattr(sink, key), getattr(given, key)
+        if not copy or not original or copy == original:
+            continue
+        common = len(os.path.commonprefix([copy[::-1], original[::-1]]))
+        text = text.replace(copy[:len(copy) - common], original[:len(original) - common])
+    return text
 
 
 def redact_uri(uri: str) -> str:

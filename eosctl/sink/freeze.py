@@ -22,6 +22,7 @@ from pathlib import Path
 
 from eosctl.config import Sink
 from eosctl.errors import SinkError
+from eosctl.files import glob_paths
 from eosctl.sink import duckdb as duck
 from eosctl.sink.parquet import is_url
 
@@ -36,7 +37,8 @@ def frozen(sink: Sink, where: str = "sink", *, local: bool = True) -> Iterator[S
     allows, else symbolic links, in the same directory layout so hive partitions still parse); files
     written later are not read. With ``local=False`` (executors on other machines, which can't see this
     machine's temp dir) Parquet sinks are read in place. The copy is deleted on every way out of the
-    block. A PostgreSQL sink is pinned at a snapshot exported for the block (eosctl.sink.postgres). A sink
+    block. A PostgreSQL sink is pinned at a snapshot exported for the block (eosctl.sink.postgres), a Delta
+table at its current version (eosctl.sink.delta). A sink
     frozen already is yielded as it is.
 
     Rows written after the freeze are not seen. Every row in the copy was written from a record Kafka
@@ -47,10 +49,11 @@ def frozen(sink: Sink, where: str = "sink", *, local: bool = True) -> Iterator[S
     if sink.frozen_from is not None:
         yield sink
         return
-    if sink.postgres:
+    if sink.postgres or sink.delta:
+        from eosctl.sink.delta import pinned as delta_pinned
         from eosctl.sink.postgres import exported
 
-        with exported(sink, where) as pinned:
+        with (exported if sink.postgres else delta_pinned)(sink, where) as pinned:
             yield pinned
         return
     tmp = tempfile.mkdtemp(prefix="eosctl-frozen-")
@@ -187,7 +190,7 @@ def _copy_file(src: str, dst: str) -> int:
 def _link_files(pattern: str, into: str) -> str:
     """Link the files matching `pattern` under `into`, keeping their paths below the pattern's fixed
     prefix; returns the same pattern rooted at `into` (it matches exactly the linked files)."""
-    files = sorted(f for f in globmod.glob(pattern, recursive=True) if os.path.isfile(f))
+    files = [f for f in glob_paths(pattern) if os.path.isfile(f)]
     if not files:
         return pattern  # opening the sink says "no Parquet files match" with the user's pattern
     parts = pattern.split(os.sep)

@@ -28,6 +28,7 @@ from eosctl.sink.base import (
     ReadPoint,
     SinkPartition,
     StoredOffset,
+    as_given,
 )
 from eosctl.sink.sql import IntColumn, ident, int_column, literal, short, topic_column
 
@@ -197,7 +198,7 @@ class SqlReader:
         return [StoredOffset(*row) for row in self._query(sql)]
 
     def _query_error(self, e: Exception) -> SinkError:
-        return SinkError(f"query on sink {self.source} failed: {first_line(e)}")
+        return SinkError(f"query on sink {self.source} failed: {as_given(self.sink, first_line(e))}")
 
 
 class DuckDBReader(SqlReader):
@@ -239,7 +240,7 @@ class DuckDBReader(SqlReader):
             yield from self.conn.sql(sql).to_arrow_reader(ISLAND_BATCH)
         except Exception as e:
             raise SinkError(f"reading keys of {topic}-{partition} from sink {self.source} "
-                            f"failed: {first_line(e)}") from None
+                            f"failed: {as_given(self.sink, first_line(e))}") from None
 
     def _query(self, sql: str) -> list[tuple]:
         try:
