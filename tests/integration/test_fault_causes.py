@@ -5,9 +5,9 @@ topic after the sink stopped (a tail gap: the sink has not consumed them); audit
 engine (tests/integration/test_audit.py::test_engines_agree checks Spark returns the identical report,
 causes and root causes included).
 
-Not checked here: the upstream-retry duplicate followed through the process stage's lineage to the
-non-idempotent writes in PREFIX.orders (issue 18: eosctl cannot follow a stage's lineage yet). The cause
-names the enriched topic's writer of both offsets, the process stage's transactional producer.
+The upstream retry is followed through the process stage: audited hop by hop (pipeline
+PREFIX.pipeline), the stage hop finds the key twice in PREFIX.orders, written without a producer id
+(non_idempotent), and the sink hop's duplicate of that key takes that cause.
 """
 
 from __future__ import annotations
@@ -168,3 +168,25 @@ def test_explain_a_report_lists_its_root_causes(run, tmp_path):
         range(len(report["findings"])))
     table = CliRunner().invoke(main, ["explain", str(path)], env={"COLUMNS": "200"})
     assert table.exit_code == 0 and "sink_reads_aborted" in table.stdout
+
+
+def test_the_upstream_retry_is_followed_through_the_stage_to_its_non_idempotent_writes(run):
+    workdir, manifest, _ = run
+    result = CliRunner().invoke(main, ["audit", "--engine", "local", "-c", str(workdir / "eosctl.toml"),
+                                       "-p", f"{manifest['prefix']}.pipeline", "--format", "json"])
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.stdout)
+    (planted,) = [e for hop in manifest["hops"] for e in hop["expected_findings"]
+                  if e["fault"] == "upstream-retry" and e["topic"] == manifest["source_topic"]]
+    keys = {f["topic"]: f for f in of(report, "key_duplicate")}
+    source, output = keys[manifest["source_topic"]], keys[manifest["output_topic"]]
+    assert source["cause"]["rule"] == "non_idempotent"
+    writers = [(t["topic"], t["first_offset"], t["producer_id"], t["outcome"])
+               for t in source["cause"]["transactions"]]
+    assert writers == [(manifest["source_topic"], o, -1, "non_transactional") for o in planted["offsets"]]
+    assert output["cause"]["rule"] == "non_idempotent"
+    assert "copied it faithfully" in output["cause"]["summary"]
+    assert {t["topic"] for t in output["cause"]["transactions"]} == {manifest["source_topic"],
+                                                                     manifest["output_topic"]}
+    upstream = next(r for r in report["root_causes"] if r["rule"] == "upstream_retry")
+    assert {report["findings"].index(source), report["findings"].index(output)} <= set(upstream["findings"])
