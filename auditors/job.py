@@ -320,10 +320,12 @@ def prepare(inp: AuditInput) -> list[WorkItem]:
         stored = reader.stored_offsets() if inp.group and inp.cluster is not None else None
     items = plan(inp.source, inp.topics, in_sink)
     from eosctl.offsets import committed_offsets
+    from eosctl.sink.kafka_topic import committed_before
 
-    if inp.sink.frozen_from is not None and inp.sink.frozen_from.kafka_topic is not None:
-        # A stage promised (committed) to have processed its input up to here; beyond is its lag.
-        done = committed_offsets(inp.cluster, inp.group) if inp.group and inp.cluster is not None else {}
+    done = committed_before(inp.sink)
+    if done is not None:
+        # A stage promised (committed) to have processed its input up to here; beyond is its lag. Read
+        # by the freeze before the output, so an output committed meanwhile is never a false gap.
         return [replace(i, expected_upto=done.get((i.topic, i.partition), 0)) if i.topic in inp.topics else i
                 for i in items]
     if stored is None:  # no group to compare with, or the sink stores no offsets

@@ -91,6 +91,11 @@ class Sink:
     lineage_headers: tuple[str, str, str] = ("eos.source.topic", "eos.source.partition", "eos.source.offset")
     cluster: str | None = None
     kafka_cluster: Cluster | None = None
+    # The stage's consumer group, the cluster it commits on and its input topics (the pipeline's): set by
+    # eosctl.target too.
+    stage_group: str | None = None
+    stage_cluster: Cluster | None = None
+    stage_topics: tuple[str, ...] = ()
     # Set by eosctl.sink.frozen() only, never by a config: the sink as configured, where this one names
     # a frozen copy of it, and the read point pinned for the command (a copy's time, a snapshot id).
     frozen_from: Sink | None = None
@@ -386,12 +391,12 @@ def _three(names: tuple[str, ...], path: Path, pipeline: str) -> tuple[str, str,
     return (names[0], names[1], names[2])
 
 
-LINEAGE_MODES = ("headers", "value:PATH")
+LINEAGE_MODES = ("headers", "value:PATH", "key")
 
 
 def check_lineage(value: str) -> str | None:
     """What is wrong with a kafka_topic sink's `lineage` (eosctl.sink.kafka_topic); None if it is usable."""
-    if value == "headers":
+    if value in ("headers", "key"):
         return None
     if value.startswith("value:") and all(value.removeprefix("value:").split(".")):
         return None

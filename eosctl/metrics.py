@@ -218,7 +218,7 @@ def _partitions(out: _Families, base: dict[str, str], cap: Capture) -> None:
 
 def _hanging(out: _Families, base: dict[str, str], cap: Capture) -> None:
     if cap.hanging is not None:
-        out.add("eosctl_hanging_transactions", base, len(cap.hanging.hanging))
+        out.add("eosctl_hanging_transactions", base, len(cap.hanging.counted))
     for h in cap.hanging_candidates:  # every open transaction holding an LSO, at any age
         if h.age_s is not None:
             out.add("eosctl_partition_open_transaction_age_seconds",

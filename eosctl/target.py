@@ -73,7 +73,8 @@ def resolve(
             if hop_cluster.bootstrap_servers == SANDBOX:
                 hop_bootstrap = _sandbox_bootstrap(config, hop_cluster.name)
                 hop_cluster = replace(hop_cluster, bootstrap_servers=hop_bootstrap)
-        pipe = replace(pipe, sink=replace(pipe.sink, kafka_cluster=hop_cluster))
+        pipe = replace(pipe, sink=replace(pipe.sink, kafka_cluster=hop_cluster, stage_group=group,
+                                          stage_cluster=cluster, stage_topics=tuple(topics)))
     if need_topics and not topics:
         raise ConfigError("no topic given: pass --topic NAME or --config FILE --pipeline NAME")
     return Target(cluster=cluster, pipeline=pipe, config=cfg, topics=topics, group=group)

@@ -213,20 +213,25 @@ class WireClient:
         ahead = [tp for tp in wanted if _served(probes[tp]) and
                  any(f > f1 for f, f1 in zip(_served(probes[tp]), first[tp].triple, strict=True))]
         second = self.list_offsets(ahead) if ahead else {}
+        # A listed high watermark beyond the log is out of range: its log start still gets an answer.
+        beyond = [tp for tp in wanted if probes[tp].error_code == _OUT_OF_RANGE_CODE]
+        if beyond:
+            probes.update(self.fetch_many({tp: first[tp].log_start for tp in beyond}, PROBE_BYTES,
+                                          READ_COMMITTED))
         out = {}
         for tp in wanted:
             served = _served(probes[tp])
             listed = first[tp]
-            if served is None:
-                if probes[tp].error_code == _OUT_OF_RANGE_CODE:
-                    out[tp] = replace(listed, disagreement=(
-                        f"ListOffsets gives {tp[0]}-{tp[1]} a high watermark of {listed.high_watermark}, but "
-                        "a Fetch there is answered OFFSET_OUT_OF_RANGE: the broker's ListOffsets or Fetch "
-                        "is wrong"), listed=listed.triple)
-                else:
-                    out[tp] = listed
-                continue
-            out[tp] = _checked(tp, listed, second.get(tp), served)
+            if served is not None:
+                out[tp] = _checked(tp, listed, second.get(tp), served)
+            elif tp in beyond:
+                out[tp] = replace(listed, disagreement=(
+                    f"ListOffsets gives {tp[0]}-{tp[1]} a high watermark of {listed.high_watermark}, but a "
+                    "Fetch there is answered OFFSET_OUT_OF_RANGE: the broker's ListOffsets or Fetch is "
+                    "wrong"),
+                    listed=listed.triple)
+            else:
+                out[tp] = listed
         return out
 
     def list_offsets(self, tps: Iterable[TP]) -> dict[TP, Offsets]:

@@ -91,6 +91,7 @@ def render_html(report: AuditReport, context: AuditContext | None = None) -> str
     rows = {id(f): i for i, f in enumerate(report.findings[:MAX_FINDING_ROWS])}
     body = "\n".join([
         _verdict(report, by_tp),
+        _hops(report),
         _root_causes(report),
         _audited(report, ctx),
         _gap_map(report, by_tp, rows),
@@ -196,6 +197,20 @@ def _root_causes(report: AuditReport) -> str:
             "</section>")
 
 
+def _hops(report: AuditReport) -> str:
+    """A pipeline audited hop by hop: each hop in order, what it reads and writes, its own verdict."""
+    if not report.hops:
+        return ""
+    rows = "".join(
+        f'<tr class="{escape(h.verdict)}"><td>{i}</td><td>{_t(h.name)}</td><td>{_t(", ".join(h.topics))}</td>'
+        f'<td>{_t(h.sink or "")}</td><td>{_t(h.group or "")}</td><td>{escape(h.verdict.upper())}</td>'
+        f'<td class="n">{_n(h.findings)}</td></tr>' for i, h in enumerate(report.hops, 1))
+    return ('<section id="hops">\n<h2>Hops</h2>\n<p class="note">The pipeline audited hop by hop, in order: '
+            "a stage's output topic is the audited side of its hop; the verdict above is the pipeline's."
+            '</p>\n<table><thead><tr><th>#</th><th>hop</th><th>reads</th><th>writes to</th><th>group</th>'
+            f'<th>verdict</th><th>findings</th></tr></thead><tbody>{rows}</tbody></table>\n</section>')
+
+
 def _gap_map(report: AuditReport, by_tp: dict[TP, list[Finding]], links: dict[int, int]) -> str:
     present = {f.kind for f in report.findings}
     segs = {s.kind for p in report.partitions for s in (p.log_segments or ())}
@@ -213,7 +228,10 @@ def _gap_map(report: AuditReport, by_tp: dict[TP, list[Finding]], links: dict[in
     shown = {(p.topic, p.partition) for p in full}
     quiet = [p for p in report.partitions if (p.topic, p.partition) not in shown]
     rows = "\n".join(_bar_row(p, by_tp.get((p.topic, p.partition), []), compact=False, links=links)
-                     for p in full)
+                     for p in full) if not report.hops else "\n".join(
+        f'<h3 class="hop">hop {_t(h.name)}: {_t(", ".join(h.topics))} → {_t(h.sink or "")}</h3>\n'
+        + "\n".join(_bar_row(p, by_tp.get((p.topic, p.partition), []), compact=False, links=links)
+                    for p in full if p.topic in h.topics) for h in report.hops)
     # Findings for partitions the report doesn't summarise (shouldn't happen; shown rather than lost).
     known = {(p.topic, p.partition) for p in report.partitions}
     for (t, n), fs in sorted(by_tp.items()):

@@ -344,3 +344,22 @@ def test_report_help_teaches_both_sources():
     assert "eosctl snapshot -c eosctl.toml --with-audit --out incident.duckdb" in result.output
     assert "eosctl audit -c eosctl.toml --format json --out audit.json" in result.output
     assert "eosctl audit --format html --out FILE" in result.output
+
+
+def test_a_pipeline_audited_hop_by_hop_has_a_hops_section_and_a_gap_map_per_hop():
+    from eosctl.findings import Hop, merge_hops
+
+    sink_hop = demo_report()
+    stage = AuditReport.build([PartitionSummary("demo.orders", 0, 0, 50, 50, 40, 40)],
+                              [Finding("gap", "demo.orders", 0, 7, 9, 3)], sink="demo.enriched (hop_rows)",
+                              group="demo.processor")
+    report = merge_hops([("demo.process", stage), ("demo", sink_hop)], [("demo.orders",), (TOPIC,)])
+    assert [h.name for h in report.hops] == ["demo.process", "demo"]
+    assert report.hops[0] == Hop("demo.process", ("demo.orders",), "demo.enriched (hop_rows)",
+                                 "demo.processor", "fail", 1, 1)
+    page = render_html(report)
+    hops = page[page.index('<section id="hops">'):page.index("</section>", page.index('<section id="hops">'))]
+    assert hops.index("demo.process") < hops.index("demo.enriched (hop_rows)") < hops.index(">demo<")
+    gap_map = page[page.index('<section id="gapmap">'):]
+    first, second = gap_map.index("hop demo.process: demo.orders"), gap_map.index(f"hop demo: {TOPIC}")
+    assert first < gap_map.index('data-tp="demo.orders[0]"') < second  # each hop's bars under its heading
