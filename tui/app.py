@@ -324,11 +324,11 @@ class EosApp(App[None]):
                 Text(f"cannot read the log: {term(_one_line(worker.error))}", style="bold red")
             )
 
-    def open_log(self, topic: str, partition: int, first: int, last: int) -> None:
+    def open_log(self, topic: str, partition: int, first: int, last: int, why: Text | None = None) -> None:
         self.action_show_tab("log")
         view = self.view("log")
         assert isinstance(view, LogView)
-        view.open(topic, partition, Focus(first, last))
+        view.open(topic, partition, Focus(first, last), why)
 
     @on(LedgerView.OpenLog)
     def _open_ledger(self, event: LedgerView.OpenLog) -> None:
@@ -347,7 +347,8 @@ class EosApp(App[None]):
     @on(AuditView.OpenLog)
     def _open_finding(self, event: AuditView.OpenLog) -> None:
         f = event.finding
-        self.open_log(f.topic, f.partition, f.first_offset, f.last_offset)
+        why = None if f.cause is None else Text(term(f"cause: {f.cause.summary}"), style="yellow")
+        self.open_log(f.topic, f.partition, f.first_offset, f.last_offset, why)
 
     # ---- audit ------------------------------------------------------------------------------------
 
