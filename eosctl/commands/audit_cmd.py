@@ -143,6 +143,7 @@ def _progress_display(err) -> Iterator[Progress]:
     """A transient bar on a terminal. Off a terminal, silent, unless EOSCTL_PROGRESS=lines: then one line
     per phase (for CI logs of long audits, and for the signal tests, which act on phases)."""
     from eosctl.progress import silent
+    from eosctl.safetext import term
 
     if not err.is_terminal:
         if os.environ.get("EOSCTL_PROGRESS") != "lines":
@@ -153,19 +154,19 @@ def _progress_display(err) -> Iterator[Progress]:
         def line(step: Step) -> None:
             if not seen or seen[-1] != step.what:
                 seen.append(step.what)
-                click.echo(f"eosctl: {step.what}", err=True)
+                click.echo(f"eosctl: {term(step.what)}", err=True)
 
         yield line
         return
     from rich.progress import BarColumn, MofNCompleteColumn, SpinnerColumn, TextColumn, TimeElapsedColumn
     from rich.progress import Progress as Bar
 
-    with Bar(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-             TimeElapsedColumn(), console=err, transient=True) as bar:
+    with Bar(SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(),
+             MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True) as bar:
         task = bar.add_task("", total=None)
 
         def update(step: Step) -> None:
-            bar.update(task, description=step.what, completed=step.done, total=step.total)
+            bar.update(task, description=term(step.what), completed=step.done, total=step.total)
 
         yield update
 

@@ -12,13 +12,13 @@ collapsed <details> once there are more than FULL_ROWS partitions, so 200 partit
 
 from __future__ import annotations
 
+import html
 import json
 import platform
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from html import escape
 
 from eosctl import __version__, safetext
 from eosctl.findings import DESCRIPTIONS, KINDS, PASS, AuditReport, Finding, LogSegment, PartitionSummary
@@ -88,7 +88,7 @@ def render_html(report: AuditReport, context: AuditContext | None = None) -> str
     return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
             f'<meta name="generator" content="eosctl {escape(__version__)}">\n'
-            f"<title>{escape(safetext.term(title))}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n<main>\n{body}\n"
+            f"<title>{escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n<main>\n{body}\n"
             f"</main>\n</body>\n</html>\n")
 
 
@@ -146,7 +146,7 @@ def _audited(report: AuditReport, ctx: AuditContext) -> str:
     ]
     if ctx.origin:
         rows.append(("rendered from", ctx.origin))
-    cells = "".join(f"<dt>{escape(k)}</dt><dd>{escape(safetext.term(str(v)))}</dd>" for k, v in rows)
+    cells = "".join(f"<dt>{escape(k)}</dt><dd>{escape(str(v))}</dd>" for k, v in rows)
     return f'<section id="audited">\n<h2>What was audited</h2>\n<dl class="facts">{cells}</dl>\n</section>'
 
 
@@ -371,6 +371,12 @@ def finding_title(f: Finding) -> str:
     return text
 
 
+def escape(s: str) -> str:
+    """Text for the page: HTML-escaped, and control and bidi characters shown as escapes, as on a
+    terminal (a browser would hide an ESC and reorder a line at a U+202E)."""
+    return html.escape(safetext.term(s))
+
+
 # A name or value longer than this is cut in the middle in a table cell (the whole is its tooltip), so a
 # 20,000-character topic can't push the number columns off the page.
 CELL_CHARS = 120
@@ -381,7 +387,7 @@ def _t(s: str) -> str:
     on a terminal), HTML-escaped, and a very long one cut with its length said."""
     s = safetext.term(s)
     if len(s) <= CELL_CHARS:
-        return escape(s)
+        return html.escape(s)
     cut = f"{s[:CELL_CHARS * 2 // 3]}…{s[-CELL_CHARS // 4:]}"
     return (f'<span title="{escape(s)}">{escape(cut)} <span class="muted">({len(s):,} characters)</span>'
             "</span>")
