@@ -22,6 +22,7 @@ from datetime import datetime
 
 from eosctl import __version__, safetext
 from eosctl.findings import DESCRIPTIONS, KINDS, PASS, AuditReport, Finding, LogSegment, PartitionSummary
+from eosctl.gapmap import DensityRun, density_runs
 from eosctl.model import TP
 from eosctl.sink.base import ReadPoint
 
@@ -54,6 +55,11 @@ LOG_LAYERS = {  # (colour, legend label, what it means)
 BAR_W = 900
 BEYOND_W = 56  # stub after the HW for phantom_beyond_hw rows
 MIN_FINDING_W = 5.0
+# Up to this many findings in one partition, each is its own mark (widened to MIN_FINDING_W, outlined).
+# Beyond it, marks would overlap into one white-outlined smear and the SVG would grow by ~180 bytes per
+# finding: the partition's findings are drawn as density instead (gapmap.density_runs), a bounded number
+# of marks however many findings there are.
+MAX_MARKS = 200
 MIN_SEGMENT_W = 1.5
 
 
@@ -252,6 +258,12 @@ def gap_svg(p: PartitionSummary, findings: Iterable[Finding], compact: bool = Fa
     def bx(offset: int) -> float:
         return stub_x + max(0, min(stub_span, offset - base)) / stub_span * stub_w
 
+    dense = len(findings) > MAX_MARKS
+    if dense:
+        on_bar = [f for f in findings if id(f) not in beyond_ids and f.first_offset is not None]
+        for run in density_runs(on_bar, lo, span, main_w):
+            out.append(_density(run, fy, fh))
+        findings = [f for f in findings if id(f) in beyond_ids][:MAX_MARKS]
     for f in findings:
         if id(f) in beyond_ids:
             out.append(_finding(f, bx(f.first_offset), bx(f.last_offset + 1), fy, fh))
@@ -262,6 +274,9 @@ def gap_svg(p: PartitionSummary, findings: Iterable[Finding], compact: bool = Fa
             out.append(_finding(f, x(f.first_offset), x(f.last_offset + 1), fy, fh))
     if not compact:
         out.append(_axis(p, x, main_w, beyond))
+        if dense:
+            out.append(f'<text class="ax" x="{main_w / 2:.2f}" y="48" text-anchor="middle">'
+                       f"{_n(len(on_bar))} findings, drawn by density: the darker, the more offsets</text>")
     # Scales with the page (viewBox); at the usual width one unit is about one CSS pixel.
     return (f'<svg class="gap" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {BAR_W} {height}" '
             f'preserveAspectRatio="xMinYMid meet" role="img" aria-label="gap map of {escape(p.topic)}'
@@ -299,6 +314,18 @@ def _finding(f: Finding, x1: float, x2: float, y: float, h: float) -> str:
     return (f'<rect class="f" data-kind="{f.kind}" data-first="{f.first_offset}" data-last="{f.last_offset}" '
             f'x="{x:.2f}" y="{y}" width="{w:.2f}" height="{h}" fill="{FINDING_COLOURS[f.kind]}">'
             f"<title>{escape(finding_title(f))}</title></rect>")
+
+
+def _density(run: DensityRun, y: float, h: float) -> str:
+    """A stretch of one kind's findings, drawn at its density: the share of the stretch's offsets they
+    hold sets the opacity (solid where every offset is affected), never less than a visible tint."""
+    x, w = _widen(run.x1, run.x2, 1.0, BAR_W)
+    opacity = max(0.35, min(1.0, run.offsets / max(run.last - run.first + 1, 1)))
+    title = (f"{_n(run.findings)} {run.kind} finding{'s' * (run.findings != 1)} in this stretch "
+             f"(offsets {run.first}..{run.last}): {_n(run.offsets)} offsets, {opacity:.0%} of the stretch")
+    return (f'<rect class="fd" data-kind="{run.kind}" data-findings="{run.findings}" x="{x:.2f}" y="{y}" '
+            f'width="{w:.2f}" height="{h}" fill="{FINDING_COLOURS[run.kind]}" fill-opacity="{opacity:.2f}">'
+            f"<title>{escape(title)}</title></rect>")
 
 
 def _ticks(f: Finding, starts: list[float], ends: list[float], y: float, h: float) -> str:
