@@ -186,11 +186,23 @@ def _emit(rendered, fmt: str, out: str | None) -> None:
                     from rich.console import Console
 
                     # A file, not stdout: fixed width, no colour codes.
-                    Console(file=f, width=120, highlight=False, color_system=None).print(rendered)
+                    _print_parts(Console(file=f, width=120, highlight=False, color_system=None), rendered)
         except OSError as e:
             raise EosctlError(f"cannot write the report to {out}: {e.strerror or e}") from None
         return
     if isinstance(rendered, str):
         click.echo(rendered.rstrip("\n"))
     else:
-        console().print(rendered)
+        _print_parts(console(), rendered)
+
+
+def _print_parts(out, rendered) -> None:
+    """Part by part (a big findings list is many chunks of aligned lines): the console writes as it goes,
+    and lines are not re-wrapped."""
+    from rich.text import Text
+
+    for part in getattr(rendered, "renderables", [rendered]):
+        if isinstance(part, Text) and not part.spans and not part.style:
+            out.file.write(part.plain + "\n")  # plain lines, already escaped: no layout to do
+        else:
+            out.print(part, soft_wrap=isinstance(part, Text))
