@@ -8,6 +8,7 @@ come back to this process and are grouped with DuckDB by the same rule as Spark'
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import signal
@@ -71,6 +72,7 @@ def run_local(inp: AuditInput, items: list[WorkItem], workers: int | None = None
                     done += 1
                 progress(Step(PHASE_TASKS, done, len(items)))
         finally:
+            gc.unfreeze()  # the workers are forked (all of them at the first submit)
             # On an error or a signal: don't wait for running tasks; the caller's guard kills the workers.
             pool.shutdown(wait=False, cancel_futures=True)
     t1 = time.monotonic()
@@ -104,6 +106,12 @@ def _preload() -> None:
     import eosctl.sink.duckdb
     import eosctl.sink.parquet
     import eosctl.wire  # noqa: F401
+
+    # A forked worker must never finalize this process's objects: garbage it inherits (e.g. a closed
+    # PostgreSQL connection's C objects) crashed workers in their first garbage collection. Frozen
+    # objects are out of every collection until gc.unfreeze(), here once the workers are forked.
+    gc.collect()
+    gc.freeze()
 
 
 def _worker_init() -> None:

@@ -12,9 +12,12 @@ Timed, per size, all through auditors.engine.run (what `eosctl audit` runs):
 - spark warm: the same audit repeated on that process's session, once its first job has run;
 - local: the local engine (process pool, no JVM);
 - duckdb: the DuckDB SQL baseline (full outer join of the per-offset expected list with the sink's offset
-  counts, then runs) on a fresh connection.
-All read the same DuckDB file. Peak RSS is the sum over the process and all of its descendants (Spark's
-JVM and Python workers, the local pool, DuckDB in-process), sampled every 0.2 s.
+  counts, then runs) on a fresh connection;
+- postgres: the local engine on the same rows in a PostgreSQL table (a local server this script starts,
+  or --postgres-uri; an index on topic, partition, offset as a JDBC sink's key has), read at one exported
+  snapshot; next to `local` on the DuckDB file. --no-postgres skips it.
+All but postgres read the same DuckDB file. Peak RSS is the sum over the process and all of its descendants
+(Spark's JVM and Python workers, the local pool, DuckDB in-process), sampled every 0.2 s.
 """
 
 from __future__ import annotations
@@ -190,12 +193,34 @@ def _counts(report) -> dict[str, int]:
     return counts
 
 
-def _input(path: Path, size: int, task_memory: str):
+def _input(path: Path, size: int, task_memory: str, sink=None):
     from auditors import job
     from eosctl.config import Sink
 
-    return job.AuditInput(source=SyntheticSource(size), sink=Sink(duckdb=str(path), table="sink"),
+    return job.AuditInput(source=SyntheticSource(size), sink=sink or Sink(duckdb=str(path), table="sink"),
                           topics=(TOPIC,), settings=job.TaskSettings(duckdb_memory=task_memory))
+
+
+def load_postgres(path: Path, uri: str) -> float:
+    """The DuckDB file's sink rows into table bench_sink (COPY through a CSV stream); seconds taken."""
+    import duckdb
+    import psycopg
+
+    t = time.monotonic()
+    csv = path.with_suffix(".csv")
+    with duckdb.connect(str(path), read_only=True) as con:
+        con.execute(f"COPY sink TO '{csv}' (HEADER false)")
+    with psycopg.connect(uri, autocommit=True) as pg:
+        pg.execute("DROP TABLE IF EXISTS bench_sink")
+        pg.execute("CREATE UNLOGGED TABLE bench_sink (src_topic TEXT, src_partition INT, src_offset BIGINT)")
+        with pg.cursor() as cur, cur.copy("COPY bench_sink FROM STDIN (FORMAT csv)") as copy, \
+                open(csv, "rb") as f:
+            while block := f.read(1 << 20):
+                copy.write(block)
+        pg.execute("CREATE INDEX ON bench_sink (src_topic, src_partition, src_offset)")
+        pg.execute("VACUUM ANALYZE bench_sink")
+    csv.unlink()
+    return time.monotonic() - t
 
 
 def cold(args: argparse.Namespace) -> None:
@@ -245,6 +270,9 @@ def main() -> None:
     ap.add_argument("--driver-memory", default="2g")
     ap.add_argument("--duckdb-memory", default="4GB", help="memory_limit of the DuckDB baseline")
     ap.add_argument("--task-memory", default="1GB", help="memory_limit of DuckDB inside each task")
+    ap.add_argument("--no-postgres", action="store_true", help="skip the PostgreSQL sink's row")
+    ap.add_argument("--postgres-uri", help="a database to load the sink into (default: a local server "
+                                           "this script starts and stops)")
     ap.add_argument("--cold", help=argparse.SUPPRESS)  # internal: the child process of a cold run
     args = ap.parse_args()
     if args.cold:
@@ -253,12 +281,27 @@ def main() -> None:
 
     import pyarrow.compute  # noqa: F401  (imported before timing: the DuckDB baseline's duckdb is, too)
 
-    from auditors.engine import EngineOptions
-    from auditors.local import _preload
+    from eosctl.sink import pgserver
 
-    _preload()
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
+    server = None
+    if not args.no_postgres and not args.postgres_uri:
+        server = pgserver.start()
+    try:
+        results = _run_sizes(args, workdir, server.uri() if server else args.postgres_uri)
+    finally:
+        if server is not None:
+            pgserver.stop(server)
+    _print_table(results)
+
+
+def _run_sizes(args: argparse.Namespace, workdir: Path, pg_uri: str | None) -> list[dict]:
+    from auditors.engine import EngineOptions
+    from auditors.local import _preload
+    from eosctl.config import Sink
+
+    _preload()
     results = []
     for size in (parse_size(s) for s in args.sizes.split(",")):
         path = workdir / f"bench_{size}.duckdb"
@@ -291,10 +334,24 @@ def main() -> None:
             duck[kind] = duck.get(kind, 0) + n
         agree &= duck == want
         print(f"  duckdb      {row['duckdb']:7.1f}s  peak {rss.peak / 2**30:.2f} GB", flush=True)
+        if pg_uri:
+            loaded = load_postgres(path, pg_uri)
+            pg_inp = _input(path, size, args.task_memory, Sink(postgres=pg_uri, table="bench_sink"))
+            with PeakRSS() as rss:
+                t = time.monotonic()
+                report = _audit(pg_inp, EngineOptions("local"))
+                row["postgres"] = time.monotonic() - t
+            agree &= _counts(report) == want
+            print(f"  postgres    {row['postgres']:7.1f}s  (local engine; this process tree's peak "
+                  f"{rss.peak / 2**30:.2f} GB, the server's not counted; loaded in {loaded:.1f}s)  "
+                  f"{row['postgres'] / row['local']:.2f}x the DuckDB file", flush=True)
         row["agree"] = agree
         results.append(row)
         path.unlink()
+    return results
 
+
+def _print_table(results: list[dict]) -> None:
     print("\n        size  spark cold  spark warm   local  duckdb | warm/local local/duckdb cold/local "
           "| peak GB: spark local duckdb | findings")
     for r in results:
@@ -304,6 +361,12 @@ def main() -> None:
               f"{r['cold'] / r['local']:9.1f}x |       {gb} | {'agree' if r['agree'] else 'DIFFER'}")
     print("cold: a fresh process's start to its report, Spark's start-up included; warm: a repeat audit on a "
           "used session;\nlocal: the local engine; peak RSS: the process tree of each measurement")
+    if any("postgres" in r for r in results):
+        print("\n        size  local (DuckDB file)  local (PostgreSQL)  postgres/duckdb-file")
+        for r in results:
+            if "postgres" in r:
+                print(f"{r['size']:>12,}  {r['local']:18.1f}s  {r['postgres']:17.1f}s  "
+                      f"{r['postgres'] / r['local']:19.2f}x")
 
 
 if __name__ == "__main__":

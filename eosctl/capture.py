@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -140,9 +140,13 @@ def _read_kafka(cap: Capture, target: Target, client: WireClient, admins: Admins
 
 def read_sections(cap: Capture, target: Target, client: WireClient, admins: Admins,
                   known: dict[str, dict[int, int]], max_age_s: float,
-                  offsets: dict[TP, Offsets] | None = None) -> None:
+                  offsets: dict[TP, Offsets] | None = None, only: Collection[str] = SECTIONS,
+                  lag_groups: Sequence[str] | None = None,
+                  scan_limit: int = lag_mod.DEFAULT_SCAN_LIMIT) -> None:
     """The sections besides the logs and the ledger (transactions, producers, lag, hanging), each one
-    failing on its own; ``cap.logs`` is read already. ``offsets``: the partitions' offsets if just read."""
+    failing on its own; ``cap.logs`` is read already. ``offsets``: the partitions' offsets if just read;
+    ``only``: the sections wanted; ``lag_groups``: the groups whose lag is measured (default: the
+    target's group, else every group of the topics)."""
     tps = [(t, p) for t, parts in known.items() for p in sorted(parts)]
     prefix = target.pipeline.transactional_id_prefix if target.pipeline else None
     answers: list[Described] = []
@@ -163,8 +167,9 @@ def read_sections(cap: Capture, target: Target, client: WireClient, admins: Admi
             if tps else []
 
     def lag() -> LagSnapshot:
-        return lag_mod.poll(client, admins.confluent, groups=[target.group] if target.group else None,
-                            topics=list(target.topics) or None, offsets=offsets)
+        groups = list(lag_groups) if lag_groups else [target.group] if target.group else None
+        return lag_mod.poll(client, admins.confluent, groups=groups, topics=list(target.topics) or None,
+                            scan_limit=scan_limit, offsets=offsets)
 
     def hanging() -> HangingReport:
         if not known:
@@ -177,7 +182,8 @@ def read_sections(cap: Capture, target: Target, client: WireClient, admins: Admi
 
     for name, read in (("transactions", transactions), ("producers", producers), ("lag", lag),
                        ("hanging", hanging)):
-        _section(cap, name, read, admins)
+        if name in only:
+            _section(cap, name, read, admins)
 
 
 def _section(cap: Capture, name: str, read: Callable[[], object], admins: Admins,

@@ -160,6 +160,7 @@ from eosctl.commands import (  # noqa: E402
     audit_cmd,
     completion_cmd,
     demo_cmd,
+    explain_cmd,
     exporter_cmd,
     lag_cmd,
     ledger_cmd,
@@ -174,6 +175,7 @@ from eosctl.commands import (  # noqa: E402
 
 for _command in (demo_cmd.demo, sandbox_cmd.sandbox, *txns_cmd.COMMANDS, producers_cmd.producers,
                  *lag_cmd.COMMANDS, *log_cmd.COMMANDS, *ledger_cmd.COMMANDS, snapshot_cmd.snapshot,
-                 audit_cmd.audit, report_cmd.report, tui_cmd.tui, *exporter_cmd.COMMANDS,
+                 audit_cmd.audit, report_cmd.report, *explain_cmd.COMMANDS, tui_cmd.tui,
+                 *exporter_cmd.COMMANDS,
                  completion_cmd.completion):
     main.add_command(_command)

@@ -75,6 +75,7 @@ class Sink:
     duckdb: str | None = None
     parquet: str | None = None
     postgres: str | None = None  # postgresql://USER@HOST:PORT/DB (a password only through ${NAME})
+    delta: str | None = None  # a Delta Lake table's path or URI
     table: str = "sink"
     topic_column: str = "src_topic"
     partition_column: str = "src_partition"
@@ -82,6 +83,19 @@ class Sink:
     key_column: str | None = None
     # Table where the sink stores the source offsets it committed with its rows (optional).
     offsets_table: str | None = None
+    # A Kafka topic as the sink: the output of a consume-transform-produce stage (eosctl.sink.kafka_topic),
+    # its lineage ("headers" or "value:PATH") and header names; the cluster it lives on (default: the
+    # pipeline's; set by eosctl.target, which resolves "sandbox").
+    kafka_topic: str | None = None
+    lineage: str = "headers"
+    lineage_headers: tuple[str, str, str] = ("eos.source.topic", "eos.source.partition", "eos.source.offset")
+    cluster: str | None = None
+    kafka_cluster: Cluster | None = None
+    # The stage's consumer group, the cluster it commits on and its input topics (the pipeline's): set by
+    # eosctl.target too.
+    stage_group: str | None = None
+    stage_cluster: Cluster | None = None
+    stage_topics: tuple[str, ...] = ()
     # Set by eosctl.sink.frozen() only, never by a config: the sink as configured, where this one names
     # a frozen copy of it, and the read point pinned for the command (a copy's time, a snapshot id).
     frozen_from: Sink | None = None
@@ -97,6 +111,9 @@ class Pipeline:
     transactional_id_prefix: str | None = None
     output_topic: str | None = None
     sink: Sink | None = None
+    # The pipelines audited, in order, as the hops of this one (`eosctl audit -p NAME` audits each):
+    # e.g. ["orders-stage", "orders-sink"]. Empty: the pipeline is one hop.
+    hops: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -114,14 +131,17 @@ class Config:
     pipelines: dict[str, Pipeline]
     spark: Spark = field(default_factory=Spark)
     audit_engine: str | None = None  # [audit] engine: "spark" | "local"; None: each command's default
+    default_pipeline: str | None = None  # used when --pipeline is not given and there are several
 
     def pipeline(self, name: str | None) -> Pipeline:
         if name is None:
             if len(self.pipelines) == 1:
                 return next(iter(self.pipelines.values()))
+            if self.default_pipeline is not None:
+                return self.pipelines[self.default_pipeline]
             raise ConfigError(
                 f"{self.path}: several pipelines ({', '.join(sorted(self.pipelines))}); "
-                "choose one with --pipeline"
+                "choose one with --pipeline (or set default_pipeline at the top of the file)"
             )
         if name not in self.pipelines:
             known = ", ".join(sorted(self.pipelines)) or "none"
@@ -293,30 +313,52 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
                 duckdb=s.str("duckdb", None),
                 parquet=s.str("parquet", None),
                 postgres=s.str("postgres", None),
+                delta=s.str("delta", None),
                 table=s.str("table", "sink"),
                 topic_column=s.str("topic_column", "src_topic"),
                 partition_column=s.str("partition_column", "src_partition"),
                 offset_column=s.str("offset_column", "src_offset"),
                 key_column=s.str("key_column", None),
                 offsets_table=s.str("offsets_table", None),
+                kafka_topic=s.str("kafka_topic", None),
+                lineage=s.str("lineage", "headers"),
+                lineage_headers=_three(s.str_list("lineage_headers") if "lineage_headers" in s.table
+                                       else Sink.lineage_headers, path, name),
+                cluster=s.str("cluster", None),
             )
             s.done()
-            if sum(v is not None for v in (sink.duckdb, sink.parquet, sink.postgres)) != 1:
-                raise ConfigError(f"{path}: pipelines.{name}.sink needs exactly one of duckdb, parquet or "
-                                  f"postgres")
+            kinds = ("duckdb", "parquet", "postgres", "delta", "kafka_topic")
+            named = [k for k in kinds if getattr(sink, k) is not None]
+            if len(named) != 1:
+                raise ConfigError(f"{path}: pipelines.{name}.sink needs exactly one of duckdb, parquet, "
+                                  f"postgres, delta or kafka_topic")
+            _check_hop_sink(sink, path, name, clusters)
             if sink.duckdb is not None and not Path(sink.duckdb).is_absolute():
                 # Relative sink paths are relative to the config file, not to wherever eosctl runs.
                 sink = _replace_path(sink, str(path.parent / sink.duckdb))
+            if sink.delta is not None and "://" not in sink.delta and not Path(sink.delta).is_absolute():
+                sink = replace(sink, delta=str(path.parent / sink.delta))
         pipelines[name] = Pipeline(
             name=name,
             cluster=cluster,
-            source_topics=p.str_list("source_topics"),
+            # A pipeline audited hop by hop reads through its hops: it needs no topics of its own.
+            source_topics=(p.str_list("source_topics") if "source_topics" in p.table or "hops" not in p.table
+                           else ()),
             group=p.str("group", None),
             transactional_id_prefix=p.str("transactional_id_prefix", None),
             output_topic=p.str("output_topic", None),
             sink=sink,
+            hops=p.str_list("hops") if "hops" in p.table else (),
         )
         p.done()
+    for name, pipe in pipelines.items():
+        unknown = [h for h in pipe.hops if h not in pipelines]
+        if unknown:
+            raise ConfigError(f"{path}: pipelines.{name}.hops names {unknown[0]!r}, which is not a "
+                              f"[pipelines.NAME] (known: {', '.join(sorted(pipelines))})")
+        if any(pipelines[h].hops for h in pipe.hops if h != name):
+            raise ConfigError(f"{path}: pipelines.{name}.hops names a pipeline that has hops of its own; "
+                              f"list every hop in one pipeline")
 
     spark = Spark()
     sp = root.sub("spark")
@@ -332,8 +374,44 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
     audit_engine = au.str("engine", None, choices={"spark", "local"}) if au is not None else None
     if au is not None:
         au.done()
+    default = root.str("default_pipeline", None)
+    if default is not None and default not in pipelines:
+        known = ", ".join(sorted(pipelines)) or "none"
+        raise ConfigError(f"{path}: default_pipeline is {root.shown('default_pipeline', default)}, but no "
+                          f"such [pipelines.NAME] is defined (known: {known})")
     root.done()
-    return Config(path=path, clusters=clusters, pipelines=pipelines, spark=spark, audit_engine=audit_engine)
+    return Config(path=path, clusters=clusters, pipelines=pipelines, spark=spark, audit_engine=audit_engine,
+                  default_pipeline=default)
+
+
+def _three(names: tuple[str, ...], path: Path, pipeline: str) -> tuple[str, str, str]:
+    if len(names) != 3:
+        raise ConfigError(f"{path}: pipelines.{pipeline}.sink.lineage_headers needs three header names "
+                          f"(topic, partition, offset), got {len(names)}")
+    return (names[0], names[1], names[2])
+
+
+LINEAGE_MODES = ("headers", "value:PATH", "key")
+
+
+def check_lineage(value: str) -> str | None:
+    """What is wrong with a kafka_topic sink's `lineage` (eosctl.sink.kafka_topic); None if it is usable."""
+    if value in ("headers", "key"):
+        return None
+    if value.startswith("value:") and all(value.removeprefix("value:").split(".")):
+        return None
+    return f"expected one of {', '.join(LINEAGE_MODES)} (e.g. value:source)"
+
+
+def _check_hop_sink(sink: Sink, path: Path, pipeline: str, clusters: dict[str, Cluster]) -> None:
+    if sink.kafka_topic is None:
+        return
+    problem = check_lineage(sink.lineage)
+    if problem:
+        raise ConfigError(f"{path}: pipelines.{pipeline}.sink.lineage {sink.lineage!r}: {problem}")
+    if sink.cluster is not None and sink.cluster not in clusters:
+        raise ConfigError(f"{path}: pipelines.{pipeline}.sink.cluster {sink.cluster!r} is not a "
+                          f"[clusters.NAME] (known: {', '.join(sorted(clusters))})")
 
 
 BOOTSTRAP_FORM = "expected HOST:PORT[,HOST:PORT...], e.g. localhost:9092"

@@ -373,6 +373,42 @@ def parse_kinds(text: str | Iterable[str] | None) -> tuple[str, ...]:
     return tuple(k for k in KINDS if k in names)
 
 
+@dataclass(frozen=True)
+class Hop:
+    """One hop of a pipeline audited hop by hop: which pipeline of the config, what it reads and where its
+    output lands. Its findings and partitions are the report's whose topic is one of ``topics``."""
+
+    name: str
+    topics: tuple[str, ...]
+    sink: str | None
+    group: str | None
+    verdict: str
+    findings: int
+    failing_findings: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "topics": list(self.topics), "sink": self.sink, "group": self.group,
+                "verdict": self.verdict, "findings": self.findings, "failing_findings": self.failing_findings}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Hop:
+        return cls(str(d["name"]), tuple(d.get("topics") or ()), d.get("sink"), d.get("group"),
+                   str(d["verdict"]), int(d.get("findings", 0)), int(d.get("failing_findings", 0)))
+
+
+def merge_hops(reports: list[tuple[str, AuditReport]], topics: list[tuple[str, ...]],
+               elapsed_seconds: float | None = None) -> AuditReport:
+    """One pipeline's report from its hops' reports, in hop order: every partition and finding (a hop's
+    are those of its input topics), ``hops`` says which is which, and the verdict is the pipeline's."""
+    first = reports[0][1]
+    hops = [Hop(name, tuple(t), r.sink, r.group, r.verdict, len(r.findings), len(r.failing))
+            for (name, r), t in zip(reports, topics, strict=True)]
+    return AuditReport.build([p for _, r in reports for p in r.partitions],
+                               [f for _, r in reports for f in r.findings], first.fail_on,
+                               sink=reports[-1][1].sink, group=reports[-1][1].group, engine=first.engine,
+                               elapsed_seconds=elapsed_seconds, hops=hops)
+
+
 @dataclass
 class AuditReport:
     verdict: str  # "pass" | "fail"
@@ -386,6 +422,7 @@ class AuditReport:
     group: str | None = None  # consumer group checked for offset_mismatch, if any
     engine: dict[str, Any] = field(default_factory=dict)  # Spark master/remote, timings
     elapsed_seconds: float | None = None
+    hops: list[Hop] = field(default_factory=list)  # a pipeline audited hop by hop; [] for one hop
 
     @classmethod
     def build(cls, partitions: Iterable[PartitionSummary], findings: Iterable[Finding],
@@ -428,6 +465,7 @@ class AuditReport:
             "group": self.group,
             "engine": self.engine,
             "elapsed_seconds": None if self.elapsed_seconds is None else round(self.elapsed_seconds, 3),
+            "hops": [h.to_dict() for h in self.hops],
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -445,6 +483,7 @@ class AuditReport:
             group=d.get("group"),
             engine=dict(d.get("engine") or {}),
             elapsed_seconds=d.get("elapsed_seconds"),
+            hops=[Hop.from_dict(h) for h in d.get("hops") or []],
         )
 
     @classmethod

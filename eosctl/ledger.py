@@ -78,6 +78,8 @@ class Ledger:
     group: str | None
     scanned: bool  # True when holes were checked against the log model
     partitions: list[PartitionLedger]
+    # Partitions whose ListOffsets and Fetch answers disagreed (eosctl.wire.Offsets): no clean bill on them.
+    offsets_disagreements: list[str] = field(default_factory=list)
 
     @property
     def flags(self) -> list[tuple[PartitionLedger, LedgerFlag]]:
@@ -116,6 +118,12 @@ class _Clipped:
                                   or fresh.last_stable > log.last_stable_offset):
             self.ranges = [r for r in log.ranges if r.kind is not Kind.OPEN]
             self.high_watermark = max(log.high_watermark, fresh.high_watermark)
+
+
+def clipped(log: PartitionLog, upto: int) -> _Clipped:
+    """The log as far as a reader promised to have processed it (``upto``, its committed offset): data
+    records from there on are pending, not missing (a stage's lag, never a gap)."""
+    return _Clipped(log, upto)
 
 
 def partition_ledger(
@@ -328,4 +336,5 @@ def ledger_of(
     # each, first, so the table and JSON show them without guessing a partition.
     rows[:0] = [PartitionLedger(t, p, rows=sum(f.count for f in fs), flags=invalid_flags(fs))
                 for (t, p), fs in sorted(by_tp.items(), key=lambda kv: (kv[0][0] or "", kv[0][1] or -1))]
-    return Ledger(pipeline, side.shown, group, scan, rows)
+    return Ledger(pipeline, side.shown, group, scan, rows,
+                  [o.disagreement for tp, o in sorted(offsets.items()) if o.disagreement])

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -30,7 +31,7 @@ from eosctl.capture import NOT_CAPTURED, SECTIONS, SKIPPED, Capture, read_sectio
 from eosctl.clients import Admins
 from eosctl.config import Sink
 from eosctl.errors import BrokerError, EosctlError, SinkError, first_line
-from eosctl.lag import LagSnapshot, Status, Watch
+from eosctl.lag import DEFAULT_SCAN_LIMIT, LagSnapshot, Status, Watch
 from eosctl.ledger import SinkSide, ledger_of, read_sink
 from eosctl.logscan import LogScan, open_scans, run_scans
 from eosctl.model import TP, PartitionLog
@@ -81,6 +82,18 @@ class LagHistory:
         return {k: list(v) for k, v in self.series.items()}
 
 
+class _Clock:
+    """Seconds since the previous call, recorded under each step's name."""
+
+    def __init__(self, into: dict[str, float]) -> None:
+        self.into, self.last = into, time.monotonic()
+        into.clear()
+
+    def __call__(self, step: str) -> None:
+        now = time.monotonic()
+        self.into[step], self.last = now - self.last, now
+
+
 @dataclass
 class _Partition:
     """One partition's scan, kept between refreshes, and the log it last gave."""
@@ -101,13 +114,19 @@ class LiveModel:
     partitions of a pipeline with a sink are always read whole: the ledger needs them.
     ``sink_every_s``: how often the sink is read again, at most (only when it changed).
     ``admins``: clients to share; otherwise the model builds its own and closes them in close().
+    ``sections``: what to read (`lag --watch` reads only "lag"); ``lag_groups`` and ``scan_limit``: whose
+    lag, and how far its records behind are counted (eosctl.lag.poll).
     An unreachable cluster makes refresh() raise BrokerError; ``current`` then keeps the last good state.
     """
 
     def __init__(self, target: Target, *, sink: Sink | None = None, tail: int | None = None,
                  sink_every_s: float = 30.0, max_age_s: float = DEFAULT_MAX_AGE_S,
-                 admins: Admins | None = None, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> None:
+                 admins: Admins | None = None, timeout_ms: int = DEFAULT_TIMEOUT_MS,
+                 sections: Collection[str] = SECTIONS, lag_groups: Sequence[str] | None = None,
+                 scan_limit: int = DEFAULT_SCAN_LIMIT) -> None:
         self.target = target
+        self.sections = tuple(sections)
+        self.lag_groups, self.scan_limit = lag_groups, scan_limit
         pipe = target.pipeline
         self.sink = sink if sink is not None else (pipe.sink if pipe else None)
         self.tail = tail
@@ -124,6 +143,7 @@ class LiveModel:
         self.refresh_errors: dict[str, int] = {name: 0 for name in SECTIONS}
         self.last_refresh_seconds = 0.0
         self.bytes_read = 0  # record bytes the last refresh fetched
+        self.timings: dict[str, float] = {}  # seconds per step of the last refresh (benchmarks, --debug)
         self.rescans = 0  # partitions scanned afresh after their first reading (retention, recreation...)
         self.up = False
         self.lag_history = LagHistory()
@@ -147,18 +167,31 @@ class LiveModel:
         try:
             # The sink first, then Kafka (see eosctl.ledger.read_sink): every row read was written from a
             # record Kafka committed before the reads below.
-            self._read_sink()
+            clock = _Clock(self.timings)
+            if "ledger" in self.sections:
+                self._read_sink()
+            clock("sink")
             client = self._connect()
-            known = client.metadata(self.topics) if self.topics else {}
+            # Asked even for no topic: the admin clients below are used only once the broker answered
+            # (librdkafka aborts the process when a coordinator request loses its connection, see
+            # eosctl.clients.Admins.reset).
+            known = client.metadata(self.topics)
             tps = [(t, p) for t, parts in known.items() for p in sorted(parts)]
             offsets = client.offsets(tps) if tps else {}
-            self._read_logs(cap, client, tps, offsets)
-            read_sections(cap, self.target, client, self.admins, known, self.max_age_s, offsets)
-            self._ledger(cap, client, offsets)
+            clock("offsets")
+            if "logs" in self.sections:
+                self._read_logs(cap, client, tps, offsets)
+            clock("logs")
+            read_sections(cap, self.target, client, self.admins, known, self.max_age_s, offsets,
+                          only=self.sections, lag_groups=self.lag_groups, scan_limit=self.scan_limit)
+            clock("sections")
+            if "ledger" in self.sections:
+                self._ledger(cap, client, offsets)
+            clock("ledger")
         except BrokerError:
             self.up = False
             self._disconnect()
-            for name in SECTIONS:
+            for name in self.sections:
                 if name != "ledger" or self.sink is not None:
                     self.refresh_errors[name] += 1
             raise
@@ -283,7 +316,10 @@ class LiveModel:
             cap.sections["ledger"] = f"{SKIPPED}the pipeline has no sink"
             return
         if self._sink_side is None:
-            cap.sections["ledger"] = f"{NOT_CAPTURED}{self._sink_error}"
+            tail = self._tail
+            why = self._sink_error or (f"reading the sink: {tail.state.rows_read:,} rows so far"
+                                       if isinstance(tail, DuckDBTail) else "the sink was not read yet")
+            cap.sections["ledger"] = f"{NOT_CAPTURED}{why}"
             return
         group = self.target.group
         whole = {tp: lg for tp, lg in cap.logs.items() if tp[0] in self.target.topics
@@ -310,6 +346,10 @@ class LiveModel:
             self._client.close()
             self._client = None
         self.admins.reset()
+
+    def reconnect(self) -> None:
+        """New connections at the next refresh (after a failed read: the broker may have restarted)."""
+        self._disconnect()
 
     def _settle(self, cap: Capture) -> None:
         """Record what this reading says about each section, and keep it as the current state."""

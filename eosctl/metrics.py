@@ -6,9 +6,9 @@ transactions and the hanging rules from eosctl.txns, fencing and zombie writes f
 Names and labels are listed once in ``METRICS`` (docs/metrics.md documents each, tests/unit/test_docs.py
 checks both against what is emitted).
 
-A scrape must not cost a reading, and at 10k partitions rendering the per-partition families takes the
-better part of a second, so `Exposition` renders them once per model change (``State``) and a scrape
-only renders the few families that change with the clock (``Live``: section ages, up, errors).
+A scrape must not cost a reading, and at 10k partitions rendering the per-partition families takes
+seconds, so `Exposition` renders them (and compresses them) once per model change (``State``) and a
+scrape only renders the few families that change with the clock (``Live``: section ages, up, errors).
 With ``partition_metrics`` off, per-partition series are summed per topic (ages: the maximum), so a
 cluster with many partitions keeps a few series per topic and group; the names stay the same, so rules
 and dashboards work either way.
@@ -112,6 +112,10 @@ class Source:
     audit: AuditState = field(default_factory=AuditState)
     # Bumped whenever what ``State`` renders changes (a refresh, an audit).
     version: int = 0
+    # Per section, the newest reading in which it was read (a section that fails keeps its last values, as
+    # a whole refresh that fails does; eosctl_section_age_seconds says how old they are).
+    good: dict[str, Capture] = field(default_factory=dict)
+    failing: frozenset[str] = frozenset()  # sections the latest reading could not read
     # Counters must not go down when old segments leave the log: the highest value seen per series.
     fencing: dict[tuple[str, int], int] = field(default_factory=dict)
     zombies: dict[tuple[str, int], int] = field(default_factory=dict)
@@ -119,11 +123,16 @@ class Source:
     def refreshed(self, cap: Capture | None) -> None:
         """Take in a new reading (or a failed one: ``None``)."""
         if cap is not None:  # new dicts, not updates: a scrape may be reading the old ones meanwhile
-            fencing, zombies = dict(self.fencing), dict(self.zombies)
-            for tp, log in cap.logs.items():
-                fencing[tp] = max(fencing.get(tp, 0), sum(p.fencing_events for p in log.producers.values()))
-                zombies[tp] = max(zombies.get(tp, 0), sum(p.zombie_total for p in log.producers.values()))
-            self.fencing, self.zombies = fencing, zombies
+            failing = cap.errors()
+            self.good = {**self.good, **{name: cap for name in cap.sections if name not in failing}}
+            self.failing = frozenset(failing)
+            if "logs" not in failing:
+                fencing, zombies = dict(self.fencing), dict(self.zombies)
+                for tp, log in cap.logs.items():
+                    producers = log.producers.values()
+                    fencing[tp] = max(fencing.get(tp, 0), sum(p.fencing_events for p in producers))
+                    zombies[tp] = max(zombies.get(tp, 0), sum(p.zombie_total for p in producers))
+                self.fencing, self.zombies = fencing, zombies
         self.version += 1
 
     def audited(self, report: AuditReport | None, duration_s: float, error: str | None = None) -> None:
@@ -142,7 +151,6 @@ class _Families:
     def __init__(self, names: Iterable[str], partition_metrics: bool) -> None:
         self.partition_metrics = partition_metrics
         self.values: dict[str, dict[tuple[str, ...], float]] = {n: {} for n in names}
-        self.folds: dict[str, Callable[[float, float], float]] = {}
 
     def add(self, name: str, labels: dict[str, str | int], value: float | None,
             fold: Callable[[float, float], float] = float.__add__) -> None:
@@ -169,10 +177,6 @@ class _Families:
             yield family
 
 
-def _max(a: float, b: float) -> float:
-    return max(a, b)
-
-
 class State:
     """prometheus_client collector: the families read from each source's model and audit."""
 
@@ -184,11 +188,15 @@ class State:
         out = _Families((s.name for s in METRICS if s.name not in LIVE), self.partition_metrics)
         for src in self.sources:
             base = {"cluster": src.cluster, "pipeline": src.pipeline}
-            cap = src.model.current
-            if cap is not None:
-                _partitions(out, base, cap)
-                _consumers(out, base, cap, src.model)
-                _transactions(out, base, cap)
+            good = src.good
+            if "logs" in good:
+                _partitions(out, base, good["logs"])
+            if "lag" in good:
+                _consumers(out, base, good["lag"], src)
+            if "transactions" in good:
+                _transactions(out, base, good["transactions"])
+            if "hanging" in good:
+                _hanging(out, base, good["hanging"])
             for (topic, partition), n in src.fencing.items():
                 out.add("eosctl_producer_fencing_events_total",
                         {**base, "topic": topic, "partition": partition}, n)
@@ -206,30 +214,33 @@ def _partitions(out: _Families, base: dict[str, str], cap: Capture) -> None:
         out.add("eosctl_partition_log_start_offset", labels, log.log_start_offset)
         blocked = max(0, log.high_watermark - log.last_stable_offset)
         out.add("eosctl_partition_blocked_offsets", labels, blocked)
+
+
+def _hanging(out: _Families, base: dict[str, str], cap: Capture) -> None:
+    if cap.hanging is not None:
+        out.add("eosctl_hanging_transactions", base, len(cap.hanging.counted))
     for h in cap.hanging_candidates:  # every open transaction holding an LSO, at any age
         if h.age_s is not None:
             out.add("eosctl_partition_open_transaction_age_seconds",
                     {**base, "topic": h.topic, "partition": h.partition, "producer_id": h.producer_id},
-                    h.age_s, _max)
+                    h.age_s, max)
 
 
-def _consumers(out: _Families, base: dict[str, str], cap: Capture, model: LiveModel) -> None:
+def _consumers(out: _Families, base: dict[str, str], cap: Capture, src: Source) -> None:
     snap = cap.lag
-    if snap is not None:
-        for p in snap.partitions:
-            if p.error:
-                continue
-            labels = {**base, "group": p.group, "topic": p.topic, "partition": p.partition}
-            out.add("eosctl_consumer_lag_records", labels, p.records_behind)
-            out.add("eosctl_consumer_lag_offsets", labels, p.hw_lag)
-            out.add("eosctl_consumer_lag_seconds", labels, p.time_lag_s(snap.taken_ms), _max)
-        groups = snap.groups()
-    else:
-        groups = [cap.group] if cap.group else []
-    statuses = model.lag_history.group_statuses
-    for group in groups:
-        # An outage is ERR for every group, as lag --watch shows it; the last values stay.
-        current = statuses.get(group) if model.up else None
+    if snap is None:
+        return
+    for p in snap.partitions:
+        if p.error:
+            continue
+        labels = {**base, "group": p.group, "topic": p.topic, "partition": p.partition}
+        out.add("eosctl_consumer_lag_records", labels, p.records_behind)
+        out.add("eosctl_consumer_lag_offsets", labels, p.hw_lag)
+        out.add("eosctl_consumer_lag_seconds", labels, p.time_lag_s(snap.taken_ms), max)
+    statuses = src.model.lag_history.group_statuses
+    for group in snap.groups():
+        # A failed reading is ERR for every group, as lag --watch shows an outage; the last values stay.
+        current = statuses.get(group) if src.model.up and "lag" not in src.failing else None
         now = current.status if current is not None else "ERR"
         for status in STATUSES:
             out.add("eosctl_consumer_group_status", {**base, "group": group, "status": status},
@@ -237,14 +248,11 @@ def _consumers(out: _Families, base: dict[str, str], cap: Capture, model: LiveMo
 
 
 def _transactions(out: _Families, base: dict[str, str], cap: Capture) -> None:
-    if cap.sections.get("transactions") == "ok":
-        states = dict.fromkeys(TXN_STATES, 0)
-        for t in cap.transactions:
-            states[t.state] = states.get(t.state, 0) + 1
-        for state, n in states.items():
-            out.add("eosctl_transactions", {**base, "state": state}, n)
-    if cap.hanging is not None:
-        out.add("eosctl_hanging_transactions", base, len(cap.hanging.hanging))
+    states = dict.fromkeys(TXN_STATES, 0)
+    for t in cap.transactions:
+        states[t.state] = states.get(t.state, 0) + 1
+    for state, n in states.items():
+        out.add("eosctl_transactions", {**base, "state": state}, n)
 
 
 def _audit(out: _Families, base: dict[str, str], audit: AuditState) -> None:

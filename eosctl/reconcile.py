@@ -243,6 +243,7 @@ class _Runs:
         self.facts = facts
         self.last_row: int | None = None  # the highest offset the sink holds so far
         self.gap_before: int | None = None  # last_row when the open gap began
+        self.gap_after: int | None = None  # the first offset held after the open gap's last missing one
         self.awaiting: list[int] = []  # closed gaps (first offsets) waiting for the next offset held
         self.rows: tuple[int, int] | None = None  # (min, max) multiplicity of the open duplicate run
 
@@ -252,8 +253,10 @@ class _Runs:
             self.findings.append(Finding(kind, self.topic, self.partition, run.first, run.last, run.count))
             self.runs[kind] = _Run()
             if self.facts is not None and kind == "gap":
-                self.facts.gaps[run.first] = (self.gap_before, None)
-                self.awaiting.append(run.first)
+                self.facts.gaps[run.first] = (self.gap_before, self.gap_after)
+                if self.gap_after is None:
+                    self.awaiting.append(run.first)
+                self.gap_after = None
             elif self.facts is not None and kind == "duplicate" and self.rows is not None:
                 self.facts.duplicates[run.first] = self.rows
                 self.rows = None
@@ -271,13 +274,17 @@ class _Runs:
 
     def _note(self, first: int, last: int, kind: str, mult: int) -> None:
         """_feed, noting the sink's neighbours of each gap and the rows per offset of each duplicate."""
-        if mult == 0 and kind == _EXPECTED and self.runs["gap"].first is None:
-            self.gap_before = self.last_row
+        if mult == 0 and kind == _EXPECTED:
+            if self.runs["gap"].first is None:
+                self.gap_before = self.last_row
+            self.gap_after = None  # the gap goes on: what the sink held before is inside it
         if mult > 1 and kind in (_EXPECTED, _PENDING):
             self.rows = (mult, mult) if self.rows is None else (min(self.rows[0], mult),
                                                                  max(self.rows[1], mult))
         self._feed(first, last, kind, mult)
         if mult and self.facts is not None:
+            if self.runs["gap"].first is not None and self.gap_after is None:
+                self.gap_after = first
             for gap in self.awaiting:
                 self.facts.gaps[gap] = (self.facts.gaps[gap][0], first)
             self.awaiting.clear()

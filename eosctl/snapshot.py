@@ -25,7 +25,7 @@ from eosctl import __version__
 from eosctl.capture import Capture, candidates
 from eosctl.errors import EosctlError
 from eosctl.files import replacing
-from eosctl.findings import report_from_data
+from eosctl.findings import report_from_data, root_rule
 from eosctl.lag import LagSnapshot, PartitionLag
 from eosctl.ledger import Ledger, LedgerFlag, PartitionLedger
 from eosctl.model import TP, Kind, PartitionLog
@@ -95,7 +95,8 @@ TABLES = {
               ("elapsed_seconds", "DOUBLE"), ("origin", "VARCHAR"), ("data", "VARCHAR")],
     "audit_findings": [("topic", "VARCHAR"), ("partition", "INTEGER"), ("kind", "VARCHAR"),
                        ("first_offset", "BIGINT"), ("last_offset", "BIGINT"), ("count", "BIGINT"),
-                       ("key", "VARCHAR"), ("detail", "VARCHAR")],
+                       ("key", "VARCHAR"), ("detail", "VARCHAR"), ("root_cause", "VARCHAR"),
+                       ("cause", "VARCHAR")],
     "sections": [("name", "VARCHAR"), ("status", "VARCHAR"), ("rows", "BIGINT")],
 }
 
@@ -206,7 +207,8 @@ def _write_audit(con: duckdb.DuckDBPyConnection, snap: Capture) -> None:
     _insert(con, "audit", [(a.verdict, list(a.fail_on), len(a.findings), len(a.failing), a.sink, a.group,
                             a.elapsed_seconds, snap.audit_origin or "run", a.to_json(indent=None))])
     _insert(con, "audit_findings", [(f.topic, f.partition, f.kind, f.first_offset, f.last_offset, f.count,
-                                     f.key, f.detail) for f in a.findings])
+                                     f.key, f.detail, root_rule(f), f.cause and f.cause.summary)
+                                    for f in a.findings])
 
 
 def _section_rows(snap: Capture, name: str) -> int:

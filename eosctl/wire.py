@@ -37,6 +37,8 @@ RECEIVE_MAX_BYTES = 128 << 20
 # Kafka-compatible brokers ignore every size limit (noida-db answers a multi-partition Fetch of a 3M-record
 # topic with one 200 MB frame); an answer over RECEIVE_MAX_BYTES halves this for the client, down to one.
 MAX_FETCH_PARTITIONS = 256
+# Requests in flight per connection at once (kafka-python's max_in_flight_requests_per_connection is 5).
+IN_FLIGHT = 4
 
 METADATA_ATTEMPTS = 5
 _OUT_OF_RANGE_CODE = Errors.OffsetOutOfRangeError.errno
@@ -211,20 +213,25 @@ class WireClient:
         ahead = [tp for tp in wanted if _served(probes[tp]) and
                  any(f > f1 for f, f1 in zip(_served(probes[tp]), first[tp].triple, strict=True))]
         second = self.list_offsets(ahead) if ahead else {}
+        # A listed high watermark beyond the log is out of range: its log start still gets an answer.
+        beyond = [tp for tp in wanted if probes[tp].error_code == _OUT_OF_RANGE_CODE]
+        if beyond:
+            probes.update(self.fetch_many({tp: first[tp].log_start for tp in beyond}, PROBE_BYTES,
+                                          READ_COMMITTED))
         out = {}
         for tp in wanted:
             served = _served(probes[tp])
             listed = first[tp]
-            if served is None:
-                if probes[tp].error_code == _OUT_OF_RANGE_CODE:
-                    out[tp] = replace(listed, disagreement=(
-                        f"ListOffsets gives {tp[0]}-{tp[1]} a high watermark of {listed.high_watermark}, but "
-                        "a Fetch there is answered OFFSET_OUT_OF_RANGE: the broker's ListOffsets or Fetch "
-                        "is wrong"), listed=listed.triple)
-                else:
-                    out[tp] = listed
-                continue
-            out[tp] = _checked(tp, listed, second.get(tp), served)
+            if served is not None:
+                out[tp] = _checked(tp, listed, second.get(tp), served)
+            elif tp in beyond:
+                out[tp] = replace(listed, disagreement=(
+                    f"ListOffsets gives {tp[0]}-{tp[1]} a high watermark of {listed.high_watermark}, but a "
+                    "Fetch there is answered OFFSET_OUT_OF_RANGE: the broker's ListOffsets or Fetch is "
+                    "wrong"),
+                    listed=listed.triple)
+            else:
+                out[tp] = listed
         return out
 
     def list_offsets(self, tps: Iterable[TP]) -> dict[TP, Offsets]:
@@ -315,6 +322,8 @@ class WireClient:
             try:
                 return self._fetch_many(positions, max_bytes, isolation, max_wait_ms)
             except _Oversized as e:
+                if e.partitions <= 1 and not e.too_large:
+                    raise BrokerError(str(e)) from None
                 if e.partitions <= 1:
                     raise BrokerError(
                         f"Kafka at {self.bootstrap} answered a Fetch of one partition with more than "
@@ -337,6 +346,8 @@ class WireClient:
             responses = self._send_all(calls)
         except _Oversized as e:
             e.partitions = max(sum(len(t.partitions) for t in r.topics) for _, r in calls)
+            for node in by_leader:  # answers may still be arriving there: start those connections afresh
+                self._client.close(node)
             raise
         out: dict[TP, FetchResult] = {}
         for (_, request), response in zip(calls, responses, strict=True):
@@ -390,7 +401,23 @@ class WireClient:
 
     def _send_all(self, calls: Sequence[tuple[NodeId, ApiMessage]]) -> list[Any]:
         """Send every (node, request) before waiting for any, and return responses in order (each of its
-        request's response class, read by attribute)."""
+        request's response class, read by attribute). A node gets at most IN_FLIGHT requests at a time
+        (kafka-python refuses more per connection): the rest go in later waves."""
+        waves: list[list[int]] = []
+        per_node: dict[NodeId, int] = defaultdict(int)
+        for i, (node, _) in enumerate(calls):
+            wave = per_node[node] // IN_FLIGHT
+            per_node[node] += 1
+            if wave == len(waves):
+                waves.append([])
+            waves[wave].append(i)
+        responses: list[Any] = [None] * len(calls)
+        for wave in waves:
+            for i, response in zip(wave, self._send_wave([calls[i] for i in wave]), strict=True):
+                responses[i] = response
+        return responses
+
+    def _send_wave(self, calls: Sequence[tuple[NodeId, ApiMessage]]) -> list[Any]:
         try:
             for node in dict.fromkeys(node for node, _ in calls):
                 self._client.await_ready(node, timeout_ms=self.timeout_ms)
@@ -398,26 +425,36 @@ class WireClient:
             for f in futures:
                 if not f.is_done:
                     self._client.poll(timeout_ms=self.timeout_ms, future=f)
-        except Errors.InvalidReceiveError:
-            raise _Oversized() from None
+        except Errors.InvalidReceiveError as e:
+            raise _Oversized(f"request to Kafka at {self.bootstrap} failed: {e}", too_large=True) from None
+        except Errors.KafkaTimeoutError as e:
+            raise _Oversized(f"request to Kafka at {self.bootstrap} failed: {e}") from None
         except Errors.KafkaError as e:
             raise BrokerError(f"request to Kafka at {self.bootstrap} failed: {e}") from None
         responses = []
         for f in futures:
             if not f.is_done:
-                raise BrokerError(f"Kafka at {self.bootstrap} did not answer within {self.timeout_ms} ms")
+                raise _Oversized(f"Kafka at {self.bootstrap} did not answer within {self.timeout_ms} ms")
             if f.failed():
+                error = f"request to Kafka at {self.bootstrap} failed: {f.exception}"
                 if isinstance(f.exception, Errors.InvalidReceiveError):
-                    raise _Oversized()
-                raise BrokerError(f"request to Kafka at {self.bootstrap} failed: {f.exception}")
+                    raise _Oversized(error, too_large=True)
+                if isinstance(f.exception, Errors.KafkaTimeoutError | Errors.RequestTimedOutError):
+                    raise _Oversized(error)
+                raise BrokerError(error)
             responses.append(f.value)
         return responses
 
 
 class _Oversized(BrokerError):
-    """An answer larger than the client may receive (kafka-python closed the connection)."""
+    """An answer larger than the client may receive (kafka-python closed the connection), or one that did
+    not arrive in time (a huge answer on a busy machine): a Fetch asks again in smaller requests."""
 
     partitions = 0  # in the largest request sent
+
+    def __init__(self, message: str, too_large: bool = False) -> None:
+        super().__init__(message)
+        self.too_large = too_large
 
 
 def _topic_id(value: object) -> str | None:

@@ -74,7 +74,7 @@ class EosApp(App[None]):
         self.next_fetch_at = 0.0
         self.stale: set[str] = set()  # views that have not seen the current Dashboard yet
         self.prepared: dict[str, Any] = {}  # pane -> what its view's `prepare` made of self.dash
-        self.active = VIEWS[0][0]  # the visible tab, readable from the fetch worker
+        self.active = VIEWS[0][0]  # the visible tab
         self._views: dict[str, View] = {}
         self.last_apply_seconds: float | None = None  # UI-thread time of the last refresh, for the report
 
@@ -140,9 +140,10 @@ class EosApp(App[None]):
         return dash, self.prepare(dash)
 
     def prepare(self, dash: Dashboard) -> dict[str, Any]:
-        """Format `dash` for the visible tab and the Overview (the fetch worker's job: at 10k partitions
-        formatting a table's rows costs more than the UI thread may spend on a refresh)."""
-        return {pane: self._views[pane].prepare(dash) for pane in dict.fromkeys((self.active, "overview"))}
+        """Format `dash` for every tab: the fetch worker's job, since at 10k partitions (or 100k findings)
+        formatting a table costs more than the UI thread may spend on a refresh; so a tab opened between
+        refreshes shows at once too. Rows that did not change reuse their formatted text."""
+        return {pane: view.prepare(dash) for pane, view in self._views.items()}
 
     @on(Worker.StateChanged)
     def _worker_done(self, event: Worker.StateChanged) -> None:

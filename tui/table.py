@@ -222,6 +222,9 @@ class RowTable(ScrollView, can_focus=True):
         self._widths: list[int] = [0] * len(self.columns)
         self._scroll_pending = False  # the cursor wants to be in view once the table has a size
 
+    def on_mount(self) -> None:
+        self._layout()  # the header and "nothing to show" before any data
+
     # ---- data -------------------------------------------------------------------------------------
 
     @property
@@ -517,8 +520,9 @@ class FilterTable(Vertical):
 
     def _subtitle(self) -> None:
         table = self.table
-        shown = f"{table.row_count}/{len(table.data.rows)} rows"
-        table.border_subtitle = shown if table.filter_text else None
+        subtitle = f"{table.row_count}/{len(table.data.rows)} rows" if table.filter_text else None
+        if table.border_subtitle != subtitle:  # setting it, even to the same text, repaints every line
+            table.border_subtitle = subtitle
 
     def cursor_key(self) -> str | None:
         return self.table.cursor_key()

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from typing import Any
 
 import click
 
@@ -70,15 +71,33 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
     if engine == "local" and (master or remote or driver_memory):
         raise click.UsageError("--master, --remote and --driver-memory are for --engine spark")
     _check_out(out)
-    target = resolve(config, pipeline, bootstrap, topics, group, need_topics=True)
-    sink, _ = sink_of(target, sink_duckdb, sink_parquet, sink_table)
+    target = resolve(config, pipeline, bootstrap, topics, group, need_topics=not _has_hops(config, pipeline))
     overrides = {k: v for k, v in (("topic_column", topic_column), ("partition_column", partition_column),
                                    ("offset_column", offset_column), ("key_column", key_column),
                                    ("offsets_table", offsets_table)) if v}
-    sink = replace(sink, **overrides)
+    hops = target.pipeline.hops if target.pipeline else ()
+    if hops and (topics or group or sink_duckdb or sink_parquet or sink_table or overrides):
+        raise click.UsageError(f"pipeline {pipeline} is audited hop by hop ({', '.join(hops)}): --topic, "
+                               f"--group and the sink options name one hop; pass -p HOP for one of them")
     options = EngineOptions.resolve(target.config, "spark", engine=engine, master=master, remote=remote,
                                     driver_memory=driver_memory)
-    _run(target, sink, fmt, out, fail_on, options, started)
+    if hops:
+        runs = [resolve(config, hop, bootstrap, need_topics=True) for hop in hops]
+        _run([(hop, t, sink_of(t, None, None, None)[0]) for hop, t in zip(hops, runs, strict=True)],
+             fmt, out, fail_on, options, started)
+        return
+    sink, _ = sink_of(target, sink_duckdb, sink_parquet, sink_table)
+    _run([(pipeline or "", target, replace(sink, **overrides))], fmt, out, fail_on, options, started)
+
+
+def _has_hops(config: str | None, pipeline: str | None) -> bool:
+    """Whether the named pipeline is audited hop by hop (then it needs no topics of its own)."""
+    if not (config and pipeline):
+        return False
+    from eosctl.config import load_config
+
+    pipe = load_config(config).pipelines.get(pipeline)
+    return bool(pipe and pipe.hops)
 
 
 def _check_out(out: str | None) -> None:
@@ -112,14 +131,17 @@ audit.help = "\n".join([
 ])
 
 
-def _run(target, sink, fmt: str, out: str | None, fail_on: tuple[str, ...], options, started: float) -> None:
-    from auditors import audit as run_audit
+def _run(hops: list[tuple[str, Any, Any]], fmt: str, out: str | None, fail_on: tuple[str, ...],
+         options, started: float) -> None:
+    """Audit each hop (name, target, sink) in order: one hop's report as it is, several merged into one."""
+    from auditors import audit_hops
     from eosctl.output.audit import render
     from eosctl.output.terminal import console
 
     err = console(stderr=True)
     with _progress_display(err) as show:
-        result = run_audit(target, sink, options=options, progress=show, fail_on=fail_on, started=started)
+        result = audit_hops(hops, options=options, progress=show, fail_on=fail_on, started=started)
+    target = hops[-1][1]
     if not err.is_terminal:
         err.print(f"audited {len(result.partitions)} partitions in {result.elapsed_seconds:.1f}s",
                   highlight=False)

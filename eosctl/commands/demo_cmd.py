@@ -7,6 +7,8 @@ import time
 import click
 
 from eosctl.pipeline import FAULTS
+from eosctl.pipeline.manifest import planted as planted_findings
+from eosctl.pipeline.manifest import planted_lines
 
 # A mix that shows every kind of defect the tool finds; `hanging` last so the sink has already run.
 DEMO_FAULTS = ("duplicate-replay", "skip", "aborted-leak", "upstream-retry", "zombie", "hanging")
@@ -56,16 +58,8 @@ def demo(ctx: click.Context, records: int, faults: tuple[str, ...], no_audit: bo
     out.print(f"manifest  {workdir / 'manifest.json'}  (the planted defects: ground truth)")
     out.print(f"config    {config}")
     out.print("\nplanted defects:")
-    for f in manifest["expected_findings"]:
-        where = f"{f['topic']}[{f['partition']}] offsets {f['first_offset']}..{f['last_offset']}"
-        extra = f" key {f['key']}" if f.get("key") else ""
-        out.print(f"  {f['kind']:<18} {where} ({f['count']}){extra}  <- {f['fault']}")
-    for h in manifest.get("hanging", []):
-        out.print(f"  {'hanging txn':<18} {h['topic']}[{h['partition']}] from offset {h['first_offset']}"
-                  f"  <- hanging")
-    for z in manifest.get("fencing", []):
-        epochs = f"epoch {z['old_epoch']} -> {z['new_epoch']}"
-        out.print(f"  {'fenced producer':<18} {z['transactional_id']} {epochs}  <- zombie")
+    for line in planted_lines(manifest):
+        out.print(line, highlight=False)
 
     audit_ran = agrees = False
     if not no_audit:
@@ -99,7 +93,8 @@ def _agrees(report, manifest: dict, err) -> bool:
     if report is None:
         return True
     found = {_key(f.to_dict()) for f in report.findings}
-    planted = {_key(f) for f in manifest["expected_findings"]}
+    # Both hops: the process stage (orders -> enriched) and the sink (enriched -> DuckDB).
+    planted = {_key(f) for f in planted_findings(manifest)}
     if found == planted:
         err.print(f"[green]✓[/] the audit found exactly the {len(planted)} planted defects, and nothing else")
         return True
@@ -114,16 +109,17 @@ def _agrees(report, manifest: dict, err) -> bool:
 def _run_audit(config, err, out):
     """The audit `eosctl audit -c CONFIG` runs (same engine), its table printed: None if not in this build."""
     try:
-        from auditors import EngineOptions, audit
+        from auditors import EngineOptions, audit_hops
     except ModuleNotFoundError:
         err.print("[yellow]the audit is not part of this build yet; skipping it[/]")
         return None
     from eosctl.output.audit import table
     from eosctl.target import resolve
 
-    target = resolve(str(config), "demo", None, (), None, need_topics=True)
-    options = EngineOptions.resolve(target.config, "spark")
-    err.print(f"\nauditing the sink against Kafka ({options.where()})...")
-    report = audit(target, target.pipeline.sink, options=options, started=time.monotonic())
+    hops = [resolve(str(config), name, None, (), None, need_topics=True) for name in ("demo.process", "demo")]
+    options = EngineOptions.resolve(hops[0].config, "spark")
+    err.print(f"\nauditing both hops, the process stage and the sink, against Kafka ({options.where()})...")
+    report = audit_hops([(t.pipeline.name, t, t.pipeline.sink) for t in hops], options=options,
+                        started=time.monotonic())
     out.print(table(report))
     return report

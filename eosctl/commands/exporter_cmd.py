@@ -14,10 +14,8 @@ first refresh: one line, exit 2.
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -34,8 +32,6 @@ if TYPE_CHECKING:
     from eosctl.target import Target
 
 DEFAULT_LISTEN = "127.0.0.1:9308"  # kafka_exporter's port: where lag dashboards expect an exporter
-# After a stop request, how long a running audit may take to finish before its processes are killed.
-AUDIT_GRACE_S = 2.0
 OPENMETRICS = "application/openmetrics-text; version=1.0.0"
 
 
@@ -74,7 +70,6 @@ def exporter(config: str | None, pipelines: tuple[str, ...], bootstrap: str | No
     Every metric is described in docs/metrics.md; sample_configs/eosctl.rules.yml has alert rules.
     A scrape serves the state of the last refresh and never reads the cluster itself.
     """
-
     if once != (textfile is not None):
         raise click.UsageError("--once and --textfile go together: --once --textfile FILE")
     if interval <= 0:
@@ -110,9 +105,8 @@ def exporter(config: str | None, pipelines: tuple[str, ...], bootstrap: str | No
             server.shutdown()
     finally:
         server.server_close()
-    signum = stop.signum  # type: ignore[attr-defined]
-    click.echo("eosctl: interrupted" if signum == signal.SIGINT else "eosctl: terminated", err=True)
-    raise SystemExit(130 if signum == signal.SIGINT else 143)
+    click.echo("eosctl: interrupted" if stop.signum == signal.SIGINT else "eosctl: terminated", err=True)
+    raise SystemExit(130 if stop.signum == signal.SIGINT else 143)
 
 
 # ---- set-up -------------------------------------------------------------------------------------------
@@ -242,11 +236,14 @@ def _audit_all(sources: list[Source], targets: list[Target], options: Any,
         started = time.monotonic()
         try:
             report = auditors.audit(t, sink, options=options, started=started)
-        except (EosctlError, OSError) as e:
-            s.audited(None, time.monotonic() - started, first_line(e))
-            if stop is None or not stop.is_set():
-                click.echo(f"eosctl exporter: {term(s.pipeline)}: audit failed: {term(first_line(e))}",
-                           err=True)
+        except Exception as e:  # noqa: BLE001 - an audit that fails must not end the exporter
+            if stop is not None and stop.is_set():
+                return  # stopped under it (its workers killed): not a failure
+            why = first_line(e)
+            if not isinstance(e, EosctlError | OSError):  # a crash, not a sink or broker problem: name it
+                why = f"{type(e).__name__}: {why}"
+            s.audited(None, time.monotonic() - started, why)
+            click.echo(f"eosctl exporter: {term(s.pipeline)}: audit failed: {term(why)}", err=True)
             continue
         s.audited(report, time.monotonic() - started)
 
@@ -258,7 +255,7 @@ def _auditing(sources: list[Source], targets: list[Target], options: Any, every:
     if options is None or not any(t.pipeline and t.pipeline.sink for t in targets):
         yield
         return
-    from auditors.guard import Owned
+    from auditors import guard
 
     def loop() -> None:
         while not stop.is_set():
@@ -266,27 +263,30 @@ def _auditing(sources: list[Source], targets: list[Target], options: Any, every:
             exposition.warm()
             stop.wait(every)
 
-    owned = Owned()  # every process started from here on is the audit's
     thread = threading.Thread(target=loop, name="audit", daemon=True)
     thread.start()
     try:
         yield
     finally:
         stop.set()
-        thread.join(AUDIT_GRACE_S)
-        owned.stop()  # a running audit's workers: its pool breaks, the audit unwinds and cleans up
+        guard.stop_all()  # a running audit's workers killed: its pool breaks, the audit unwinds, cleans up
         thread.join(30)
 
 
+class _Stop(threading.Event):
+    """Set by SIGINT or SIGTERM; ``signum`` says which."""
+
+    signum: int | None = None
+
+
 @contextmanager
-def _signals() -> Iterator[threading.Event]:
+def _signals() -> Iterator[_Stop]:
     """SIGINT and SIGTERM set the event (the loops end, everything is closed in order); the handlers
     before are restored on the way out."""
-    stop = threading.Event()
-    stop.signum = None  # type: ignore[attr-defined]
+    stop = _Stop()
 
     def on_signal(signum: int, frame: object) -> None:
-        stop.signum = signum  # type: ignore[attr-defined]
+        stop.signum = signum
         stop.set()
 
     before = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -328,18 +328,11 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def write_textfile(path: str, body: bytes) -> None:
-    """Write ``body`` to ``path`` atomically: a temp file in the same directory, then a rename, so
-    node_exporter never reads half a file."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".eosctl-", suffix=".prom.tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(body)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    """Write ``body`` beside ``path`` and rename it there: node_exporter never reads half a file."""
+    from eosctl.files import replacing
+
+    with replacing(path) as tmp, open(tmp, "wb") as f:
+        f.write(body)
 
 
 COMMANDS = [exporter]

@@ -46,16 +46,22 @@ def _check_prefix(ctx: click.Context, param: click.Parameter, value: str) -> str
               help="Orders the source writes.")
 @click.option("--partitions", default=3, show_default=True, type=click.IntRange(min=1),
               help="Partitions of each topic.")
+@click.option("--sink", "sink_kind", type=click.Choice(["duckdb", "postgres"]), default="duckdb",
+              show_default=True,
+              help="Where the sink stage writes: sink.duckdb in the work directory, or the sandbox's "
+                   "PostgreSQL (started on a Unix socket in $EOSCTL_HOME when it isn't running), "
+                   "schema PREFIX.")
 @click.option("--yes", is_flag=True,
               help="Needed when --bootstrap is not the sandbox: the run deletes and recreates the prefix's "
                    "topics and groups there.")
 def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: tuple[str, ...], records: int,
-             partitions: int, yes: bool) -> None:
-    """Run source -> read-process-write -> DuckDB sink once, with the given faults.
+             partitions: int, sink_kind: str, yes: bool) -> None:
+    """Run source -> read-process-write -> sink (DuckDB or PostgreSQL) once, with the given faults.
 
     \b
-    Writes the sink (sink.duckdb), the ground truth of what was planted where (manifest.json) and a
-    config for the other eosctl commands (eosctl.toml) into the work directory.
+    Writes the sink (sink.duckdb, or schema PREFIX in the sandbox's PostgreSQL), the ground truth of
+    what was planted where (manifest.json) and a config for the other eosctl commands (eosctl.toml)
+    into the work directory.
     """
     from rich.console import Console
 
@@ -82,14 +88,15 @@ def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: t
     def progress(msg: str) -> None:
         err.print(f"[dim]{time.monotonic() - t0:5.1f}s[/] {msg}")
 
+    postgres = _sandbox_postgres(progress) if sink_kind == "postgres" else None
     manifest = run_pipeline(cluster, prefix, workdir, faults=faults, records=records, partitions=partitions,
-                            progress=progress)
+                            progress=progress, postgres=postgres)
     if _is_sandbox(bootstrap):
         from eosctl.pipeline.configfile import FILE, point_at_sandbox
 
         point_at_sandbox(Path(workdir) / FILE, bootstrap)
-    out.print(f"\nsink      {manifest['sink']['duckdb']}  (table {manifest['sink']['table']}, "
-              f"{manifest['sink_rows']} rows)")
+    where = manifest["sink"]["duckdb"] or manifest["sink"]["postgres"]
+    out.print(f"\nsink      {where}  (table {manifest['sink']['table']}, {manifest['sink_rows']} rows)")
     out.print(f"manifest  {Path(workdir).resolve() / 'manifest.json'}")
     out.print(f"config    {Path(workdir).resolve() / 'eosctl.toml'}  "
               f"(eosctl ... --config it --pipeline {prefix})")
@@ -97,16 +104,23 @@ def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: t
         out.print("\nno faults planted: the sink must match the committed output exactly")
         return
     out.print(f"\nplanted defects ({', '.join(manifest['faults'])}):")
-    for f in manifest["expected_findings"]:
-        where = f"{f['topic']}[{f['partition']}] offsets {f['first_offset']}..{f['last_offset']}"
-        key = f" key {f['key']}" if f.get("key") else ""
-        out.print(f"  {f['kind']:<16} {where} (count {f['count']}){key}  <- {f['fault']}")
-    for h in manifest["hanging"]:
-        out.print(f"  {'hanging txn':<16} {h['topic']}[{h['partition']}] offsets {h['first_offset']}.."
-                  f"{h['last_offset']}: LSO stuck at {h['first_offset']}  <- hanging")
-    for z in manifest["fencing"]:
-        out.print(f"  {'fenced producer':<16} {z['transactional_id']} epoch {z['old_epoch']} -> "
-                  f"{z['new_epoch']} (zombie got {z['zombie_error'] or 'through!'})  <- zombie")
+    from eosctl.pipeline.manifest import planted_lines
+
+    for line in planted_lines(manifest):
+        out.print(line, highlight=False)
+
+
+def _sandbox_postgres(progress: Any) -> str:
+    """The URI of the sandbox's PostgreSQL, started (in $EOSCTL_HOME; `sandbox down` stops it) if needed."""
+    from eosctl import sandbox
+    from eosctl.sink import pgserver
+
+    home = sandbox.state_dir()
+    server = pgserver.running(home)
+    if server is None:
+        server = pgserver.start(home)
+        progress(f"PostgreSQL started on a Unix socket in {server.root} (pid {server.pid})")
+    return server.uri()
 
 
 _LOOPBACK = {"localhost", "127.0.0.1", "::1", "[::1]"}

@@ -41,7 +41,7 @@ def report(source: str, out: str) -> None:
     from eosctl.files import write_replacing
     from eosctl.output.html import render_html
 
-    audit, context = _load(source)
+    audit, context = load_audit(source)
     html = render_html(audit, context)
     parent = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(parent):
@@ -55,7 +55,8 @@ def report(source: str, out: str) -> None:
                f"{len(audit.partitions)} partitions", err=True)
 
 
-def _load(source: str):
+def load_audit(source: str):
+    """The audit of a snapshot or a JSON report, and where it came from (also `eosctl explain`)."""
     from eosctl.findings import read_report
     from eosctl.output.html import AuditContext
     from eosctl.sink.duckdb import read_header

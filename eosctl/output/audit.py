@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from eosctl import safetext
-from eosctl.findings import PASS, AuditReport
-from eosctl.output.finding import extra, where
+from eosctl.findings import PASS, AuditReport, root_causes
+from eosctl.output.finding import extra, short_cause, where
+from eosctl.safetext import text
 
 
 def render(report: AuditReport, fmt: str) -> Any:
@@ -29,6 +30,11 @@ def table(report: AuditReport) -> Any:
     from eosctl.output.terminal import table as rich_table
 
     parts: list[Any] = []
+    if report.hops:
+        hrows = [(h.name, ", ".join(h.topics), h.sink or "", h.group or "", h.verdict.upper(), h.findings)
+                 for h in report.hops]
+        columns = ["hop", "reads", "writes to", "group", "verdict", "findings"]
+        parts.append(rich_table("hops, in order", columns, hrows))
     rows = []
     for p in report.partitions:
         status = "not in Kafka" if not p.exists else ""
@@ -37,9 +43,10 @@ def table(report: AuditReport) -> Any:
     parts.append(rich_table("partitions", ["topic", "partition", "log start", "lso", "hw", "expected",
                                            "sink rows", "unverifiable", "note"], rows))
     if report.findings:
+        parts.append(causes_table(report))
         frows = [(f.kind + ("" if f.kind in report.fail_on else " (ignored)"), f.topic, f.partition,
-                  where(f), f.count, extra(f)) for f in report.findings]
-        columns = ["kind", "topic", "partition", "offsets", "count", "detail"]
+                  where(f), f.count, extra(f), text(short_cause(f))) for f in report.findings]
+        columns = ["kind", "topic", "partition", "offsets", "count", "detail", "cause"]
         if len(frows) <= TABLE_ROWS:
             parts.append(rich_table("findings", columns, frows))
         else:
@@ -90,6 +97,18 @@ def aligned(title: str, columns: list[str], rows: list[tuple]) -> list[Any]:
     for i in range(0, len(cells), CHUNK_ROWS):
         chunks.append(Text("\n".join(line(r) for r in cells[i:i + CHUNK_ROWS]), no_wrap=True))
     return chunks
+
+
+def causes_table(report: AuditReport) -> Any:
+    """What explains the findings, one row per root cause (eosctl.findings.root_causes)."""
+    from eosctl.output.terminal import table as rich_table
+
+    rows = []
+    for r in root_causes(report.findings):
+        where_ = ", ".join(f"{t}[{p}]" for t, p in r.partitions[:3]) + (
+            f" +{len(r.partitions) - 3}" if len(r.partitions) > 3 else "")
+        rows.append((r.rule, len(r.findings), text(where_), text(r.summary.split(": ", 1)[-1])))
+    return rich_table("root causes", ["root cause", "findings", "partitions", "what explains them"], rows)
 
 
 # The engine's phases, one after the other, then the tasks' own time (summed over tasks, which overlap).

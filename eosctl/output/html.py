@@ -21,9 +21,19 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from eosctl import __version__, safetext
-from eosctl.findings import DESCRIPTIONS, KINDS, PASS, AuditReport, Finding, LogSegment, PartitionSummary
+from eosctl.findings import (
+    DESCRIPTIONS,
+    KINDS,
+    PASS,
+    AuditReport,
+    Finding,
+    LogSegment,
+    PartitionSummary,
+    root_causes,
+)
 from eosctl.gapmap import DensityRun, density_runs
 from eosctl.model import TP
+from eosctl.output.finding import short_cause
 from eosctl.sink.base import ReadPoint
 
 FULL_ROWS = 12  # up to this many partitions, every one gets a full gap-map bar and table row
@@ -83,10 +93,14 @@ def render_html(report: AuditReport, context: AuditContext | None = None) -> str
         if f.topic is not None and f.partition is not None and f.first_offset is not None:
             by_tp.setdefault((f.topic, f.partition), []).append(f)
     title = f"eosctl audit: {report.verdict.upper()}"
+    # A finding's gap-map mark links to its row of the findings table (rows stop at MAX_FINDING_ROWS).
+    rows = {id(f): i for i, f in enumerate(report.findings[:MAX_FINDING_ROWS])}
     body = "\n".join([
         _verdict(report, by_tp),
+        _hops(report),
+        _root_causes(report),
         _audited(report, ctx),
-        _gap_map(report, by_tp),
+        _gap_map(report, by_tp, rows),
         _partitions(report, by_tp),
         _findings(report),
         _machine(report, ctx),
@@ -172,7 +186,38 @@ def _engine(engine: dict[str, object]) -> str:
     return " · ".join(out)
 
 
-def _gap_map(report: AuditReport, by_tp: dict[TP, list[Finding]]) -> str:
+def _root_causes(report: AuditReport) -> str:
+    """What explains the findings, before everything else: one entry per root cause, with links to its
+    first findings' rows."""
+    causes = root_causes(report.findings)
+    if not causes:
+        return ""
+    items = []
+    for r in causes:
+        links = " ".join(f'<a href="#finding-{i}">#{i + 1}</a>' for i in r.findings[:12]
+                         if i < MAX_FINDING_ROWS)
+        more = f" and {_n(len(r.findings) - 12)} more" if len(r.findings) > 12 else ""
+        items.append(f'<li data-rule="{escape(r.rule)}"><b>{escape(r.rule)}</b>: {escape(r.summary)}'
+                     f'<div class="note">findings {links}{more}</div></li>')
+    return (f'<section id="root-causes">\n<h2>Root causes</h2>\n<ol class="causes">{"".join(items)}</ol>\n'
+            "</section>")
+
+
+def _hops(report: AuditReport) -> str:
+    """A pipeline audited hop by hop: each hop in order, what it reads and writes, its own verdict."""
+    if not report.hops:
+        return ""
+    rows = "".join(
+        f'<tr class="{escape(h.verdict)}"><td>{i}</td><td>{_t(h.name)}</td><td>{_t(", ".join(h.topics))}</td>'
+        f'<td>{_t(h.sink or "")}</td><td>{_t(h.group or "")}</td><td>{escape(h.verdict.upper())}</td>'
+        f'<td class="n">{_n(h.findings)}</td></tr>' for i, h in enumerate(report.hops, 1))
+    return ('<section id="hops">\n<h2>Hops</h2>\n<p class="note">The pipeline audited hop by hop, in order: '
+            "a stage's output topic is the audited side of its hop; the verdict above is the pipeline's."
+            '</p>\n<table><thead><tr><th>#</th><th>hop</th><th>reads</th><th>writes to</th><th>group</th>'
+            f'<th>verdict</th><th>findings</th></tr></thead><tbody>{rows}</tbody></table>\n</section>')
+
+
+def _gap_map(report: AuditReport, by_tp: dict[TP, list[Finding]], links: dict[int, int]) -> str:
     present = {f.kind for f in report.findings}
     segs = {s.kind for p in report.partitions for s in (p.log_segments or ())}
     legend = "".join(
@@ -188,12 +233,17 @@ def _gap_map(report: AuditReport, by_tp: dict[TP, list[Finding]]) -> str:
             if len(report.partitions) <= FULL_ROWS or (p.topic, p.partition) in by_tp]
     shown = {(p.topic, p.partition) for p in full}
     quiet = [p for p in report.partitions if (p.topic, p.partition) not in shown]
-    rows = "\n".join(_bar_row(p, by_tp.get((p.topic, p.partition), []), compact=False) for p in full)
+    rows = "\n".join(_bar_row(p, by_tp.get((p.topic, p.partition), []), compact=False, links=links)
+                     for p in full) if not report.hops else "\n".join(
+        f'<h3 class="hop">hop {_t(h.name)}: {_t(", ".join(h.topics))} → {_t(h.sink or "")}</h3>\n'
+        + "\n".join(_bar_row(p, by_tp.get((p.topic, p.partition), []), compact=False, links=links)
+                    for p in full if p.topic in h.topics) for h in report.hops)
     # Findings for partitions the report doesn't summarise (shouldn't happen; shown rather than lost).
     known = {(p.topic, p.partition) for p in report.partitions}
     for (t, n), fs in sorted(by_tp.items()):
         if (t, n) not in known:
-            rows += "\n" + _bar_row(PartitionSummary(t, n, 0, 0, 0, 0, 0, exists=False), fs, compact=False)
+            rows += "\n" + _bar_row(PartitionSummary(t, n, 0, 0, 0, 0, 0, exists=False), fs, compact=False,
+                                     links=links)
     if quiet:
         thin = "\n".join(_bar_row(p, [], compact=True) for p in quiet)
         rows += (f'\n<details class="quiet"><summary>{_n(len(quiet))} partitions without findings '
@@ -205,18 +255,21 @@ def _gap_map(report: AuditReport, by_tp: dict[TP, list[Finding]]) -> str:
             f'<ul class="legend">{legend}</ul>\n<div class="bars">\n{rows}\n</div>\n</section>')
 
 
-def _bar_row(p: PartitionSummary, findings: list[Finding], compact: bool) -> str:
+def _bar_row(p: PartitionSummary, findings: list[Finding], compact: bool,
+             links: dict[int, int] | None = None) -> str:
     name = f"{p.topic}[{p.partition}]"
     count = f' <b class="nf">{len(findings)} finding{"s" * (len(findings) != 1)}</b>' if findings else ""
     stats = f"{_n(p.expected_records)} expected · {_n(p.sink_rows)} rows"
     label = (f'<div class="label"><span class="tp">{_t(name)}{"" if compact else count}</span>'
              + ("" if compact else f'<span class="stats">{stats}</span>') + "</div>")
     return (f'<div class="row{" compact" if compact else ""}" data-tp="{escape(name)}">{label}'
-            f"{gap_svg(p, findings, compact)}</div>")
+            f"{gap_svg(p, findings, compact, links)}</div>")
 
 
-def gap_svg(p: PartitionSummary, findings: Iterable[Finding], compact: bool = False) -> str:
-    """One partition's bar: log layers underneath, one <rect class="f"> (or <path>) per finding on top."""
+def gap_svg(p: PartitionSummary, findings: Iterable[Finding], compact: bool = False,
+            links: dict[int, int] | None = None) -> str:
+    """One partition's bar: log layers underneath, one <rect class="f"> (or <path>) per finding on top;
+    ``links`` (id of a finding -> its row in the findings table) makes each mark a link to its row."""
     findings = list(findings)
     band_y, band_h = (1, 8) if compact else (15, 16)
     height = 10 if compact else 52
@@ -266,12 +319,14 @@ def gap_svg(p: PartitionSummary, findings: Iterable[Finding], compact: bool = Fa
         findings = [f for f in findings if id(f) in beyond_ids][:MAX_MARKS]
     for f in findings:
         if id(f) in beyond_ids:
-            out.append(_finding(f, bx(f.first_offset), bx(f.last_offset + 1), fy, fh))
+            mark = _finding(f, bx(f.first_offset), bx(f.last_offset + 1), fy, fh)
         elif f.kind == "key_duplicate" and f.offsets:
             here = _offsets_here(f)
-            out.append(_ticks(f, [x(o) for o in here], [x(o + 1) for o in here], fy, fh))
+            mark = _ticks(f, [x(o) for o in here], [x(o + 1) for o in here], fy, fh)
         else:
-            out.append(_finding(f, x(f.first_offset), x(f.last_offset + 1), fy, fh))
+            mark = _finding(f, x(f.first_offset), x(f.last_offset + 1), fy, fh)
+        row = None if links is None else links.get(id(f))
+        out.append(mark if row is None else f'<a href="#finding-{row}">{mark}</a>')
     if not compact:
         out.append(_axis(p, x, main_w, beyond))
         if dense:
@@ -395,6 +450,8 @@ def finding_title(f: Finding) -> str:
         text += ", at " + ", ".join(map(str, f.offsets))
     if f.detail:
         text += f" ({f.detail})"
+    if f.cause is not None:
+        text += f". {f.cause.summary}"
     return text
 
 
@@ -454,7 +511,7 @@ def _findings(report: AuditReport) -> str:
         return ('<section id="findings">\n<h2>Findings</h2>\n<p class="none">None: every committed record '
                 "is in the sink exactly once, and nothing else is.</p>\n</section>")
     rows = []
-    for f in report.findings[:MAX_FINDING_ROWS]:
+    for i, f in enumerate(report.findings[:MAX_FINDING_ROWS]):
         where = ("-" if f.first_offset is None else str(f.first_offset) if f.first_offset == f.last_offset
                  else f"{f.first_offset}..{f.last_offset}")
         part = "-" if f.topic is None else f"{f.topic}[{'-' if f.partition is None else f.partition}]"
@@ -462,10 +519,12 @@ def _findings(report: AuditReport) -> str:
             "at " + ", ".join(map(str, f.offsets)) if f.offsets else "", f.detail or "") if x)
         ignored = "" if f.kind in report.fail_on else ' <span class="muted">(ignored)</span>'
         swatch = f'<i class="sw" style="background:{FINDING_COLOURS[f.kind]}"></i>'
-        rows.append(f'<tr data-kind="{f.kind}"><td>{swatch}{escape(f.kind)}{ignored}</td>'
+        cause = "" if f.cause is None else (f"<b>{_t(short_cause(f))}</b>"
+                                            f'<div class="why">{_t(f.cause.summary)}</div>')
+        rows.append(f'<tr id="finding-{i}" data-kind="{f.kind}"><td>{swatch}{escape(f.kind)}{ignored}</td>'
                     f"<td>{_t(part)}</td>"
                     f'<td class="n">{where}</td><td class="n">{_n(f.count)}</td>'
-                    f"<td>{_t(f.key or '')}</td><td>{_t(detail)}</td></tr>")
+                    f"<td>{_t(f.key or '')}</td><td>{_t(detail)}</td><td>{cause}</td></tr>")
     more = len(report.findings) - MAX_FINDING_ROWS
     tail = (f'<p class="note">{_n(more)} more findings are in the embedded JSON report.</p>' if more > 0
             else "")
@@ -473,7 +532,7 @@ def _findings(report: AuditReport) -> str:
                     for k in KINDS if any(f.kind == k for f in report.findings))
     return (f'<section id="findings">\n<h2>Findings</h2>\n<ul class="kinds">{kinds}</ul>\n'
             "<table><tr><th>kind</th><th>partition</th><th>offsets</th><th>count</th><th>key</th>"
-            f"<th>detail</th></tr>{''.join(rows)}</table>\n{tail}</section>")
+            f"<th>detail</th><th>cause</th></tr>{''.join(rows)}</table>\n{tail}</section>")
 
 
 def _machine(report: AuditReport, ctx: AuditContext) -> str:
@@ -553,6 +612,9 @@ tr.bad td { background:#fff5f4; }
 .muted { color:var(--muted); }
 .kinds { margin:0 0 6px; padding-left:18px; color:var(--muted); font-size:12.5px; }
 .none { font-size:15px; color:var(--pass); }
+.why { color:var(--muted); font-size:11.5px; }
+ol.causes { margin:0; padding-left:22px; } ol.causes li { margin:4px 0; }
+tr:target td { background:#fff3c4; }
 code { font-size:12px; background:#f0f2f4; padding:0 3px; border-radius:3px; }
 @media print { body { background:#fff; } section { break-inside: avoid-page; } details { display:block; } }
 """

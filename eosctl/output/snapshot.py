@@ -28,5 +28,8 @@ def render_snapshot(out: Any, captured: Any, out_path: str) -> None:
 def _hanging_summary(captured: Any) -> str:
     rep = captured.hanging
     younger = len(captured.hanging_candidates) - len(rep.hanging)
-    return (f"{len(rep.hanging)} hanging (open longer than {age_text(rep.max_age_s)}), "
-            f"{younger} younger open transaction{'s' if younger != 1 else ''} recorded")
+    # Older only by producer-set record timestamps: listed, not counted (eosctl.txns.Hanging.counts).
+    unsure = len(rep.hanging) - len(rep.counted)
+    return (f"{len(rep.counted)} hanging (open longer than {age_text(rep.max_age_s)}), "
+            + (f"{unsure} older only by producer timestamps, " if unsure else "")
+            + f"{younger} younger open transaction{'s' if younger != 1 else ''} recorded")

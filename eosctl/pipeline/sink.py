@@ -1,4 +1,4 @@
-"""Sink stage: Kafka -> DuckDB with the consumed offsets stored in the same DuckDB transaction as the rows.
+"""Sink stage: Kafka -> DuckDB or PostgreSQL, the consumed offsets stored in the same transaction as the rows.
 
 The seeds' rule for exactly-once into an external system: commit state changes and offsets together. On
 start (and after a crash) the sink seeks to the offsets in ``sink_offsets``, not to Kafka's; after each
@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import duckdb
 from confluent_kafka import Message
@@ -48,6 +50,46 @@ CREATE TABLE IF NOT EXISTS {OFFSETS_TABLE} (
     PRIMARY KEY (topic, "partition")
 );
 """
+
+
+# The same tables in PostgreSQL, in a schema of the run's own (PgPlace.schema).
+PG_SCHEMA = """
+CREATE TABLE {schema}.orders_sink (
+    src_topic TEXT NOT NULL,
+    src_partition INTEGER NOT NULL,
+    src_offset BIGINT NOT NULL,
+    order_id TEXT,
+    customer TEXT,
+    amount DOUBLE PRECISION,
+    total DOUBLE PRECISION,
+    sink_batch INTEGER,
+    written_at TIMESTAMPTZ DEFAULT now()
+);
+CREATE TABLE {schema}.sink_offsets (
+    topic TEXT NOT NULL,
+    "partition" INTEGER NOT NULL,
+    next_offset BIGINT NOT NULL,
+    PRIMARY KEY (topic, "partition")
+);
+"""
+
+
+@dataclass(frozen=True)
+class PgPlace:
+    """Where a run's PostgreSQL sink goes: a database (URI) and a schema named after the run."""
+
+    uri: str
+    schema: str
+
+    @property
+    def has_password(self) -> bool:
+        from psycopg.conninfo import conninfo_to_dict
+
+        return "password" in conninfo_to_dict(self.uri)
+
+    @property
+    def quoted(self) -> str:
+        return '"' + self.schema.replace('"', '""') + '"'
 
 
 @dataclass
@@ -98,6 +140,73 @@ class DuckSink:
         self.con.close()
 
 
+class PgSink:
+    """DuckSink's twin on PostgreSQL: rows and offsets in one PostgreSQL transaction."""
+
+    def __init__(self, place: PgPlace, topic: str):
+        import psycopg
+
+        # autocommit: a read is one statement; each write is an explicit transaction (con.transaction()).
+        self.con = psycopg.connect(place.uri, autocommit=True)
+        self.schema = place.quoted
+        self.topic = topic
+        self.batches = 0
+        with self.con.transaction():
+            self.con.execute(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE")  # a fresh run
+            self.con.execute(f"CREATE SCHEMA {self.schema}")
+            self.con.execute(PG_SCHEMA.format(schema=self.schema))
+
+    def stored_offsets(self) -> dict[int, int]:
+        rows = self.con.execute(f'SELECT "partition", next_offset FROM {self.schema}.{OFFSETS_TABLE} '
+                                "WHERE topic = %s", (self.topic,)).fetchall()
+        return {int(p): int(o) for p, o in rows}
+
+    def write(self, msgs: Sequence[Message], offsets: dict[int, int]) -> None:
+        if not msgs and not offsets:
+            return
+        self.batches += 1
+        with self.con.transaction(), self.con.cursor() as cur:
+            if msgs:
+                cur.executemany(
+                    f"INSERT INTO {self.schema}.{TABLE} (src_topic, src_partition, src_offset, order_id, "
+                    "customer, amount, total, sink_batch) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                    [_row(m, self.batches) for m in msgs])
+            if offsets:
+                cur.executemany(
+                    f'INSERT INTO {self.schema}.{OFFSETS_TABLE} (topic, "partition", next_offset) '
+                    'VALUES (%s, %s, %s) ON CONFLICT (topic, "partition") '
+                    "DO UPDATE SET next_offset = excluded.next_offset",
+                    [(self.topic, p, o) for p, o in sorted(offsets.items())])
+
+    def row_count(self) -> int:
+        return int(self.con.execute(f"SELECT count(*) FROM {self.schema}.{TABLE}").fetchone()[0])
+
+    def close(self) -> None:
+        self.con.close()
+
+
+def open_store(where: Path | PgPlace, topic: str) -> DuckSink | PgSink:
+    return PgSink(where, topic) if isinstance(where, PgPlace) else DuckSink(where, topic)
+
+
+def rows_in(where: Path | PgPlace, topic: str) -> Counter[tuple[Any, ...]]:
+    """(partition, offset) -> rows, read back for the run's self-check."""
+    sql = f"SELECT src_partition, src_offset FROM {TABLE} WHERE src_topic = ?"
+    if isinstance(where, PgPlace):
+        import psycopg
+
+        with psycopg.connect(where.uri) as con:
+            rows = con.execute(sql.replace(TABLE, f"{where.quoted}.{TABLE}").replace("?", "%s"),
+                               (topic,)).fetchall()
+    else:
+        con = duckdb.connect(str(where), read_only=True)
+        try:
+            rows = con.execute(sql, [topic]).fetchall()
+        finally:
+            con.close()
+    return Counter(tuple(row) for row in rows)
+
+
 def _row(m: Message, batch: int) -> tuple:
     order = json.loads(m.value())
     return (m.topic(), m.partition(), m.offset(), order.get("order_id"), order.get("customer"),
@@ -111,10 +220,11 @@ def next_offsets(msgs: Sequence[Message]) -> dict[int, int]:
     return out
 
 
-def run_sink(cluster: Cluster, names: Names, broker: Broker, path: Path, targets: Sequence[SinkTarget],
-             read_uncommitted: bool, progress: Callable[[str], None], timeout: float = 120.0) -> SinkResult:
+def run_sink(cluster: Cluster, names: Names, broker: Broker, where: Path | PgPlace,
+             targets: Sequence[SinkTarget], read_uncommitted: bool, progress: Callable[[str], None],
+             timeout: float = 120.0) -> SinkResult:
     topic = names.output_topic
-    sink = DuckSink(path, topic)
+    sink = open_store(where, topic)
     reader: Reader | None = None
     done: set[SinkTarget] = set()
     held: dict[SinkTarget, list[Message]] = {}  # target records read so far, not yet written
@@ -168,12 +278,14 @@ def run_sink(cluster: Cluster, names: Names, broker: Broker, path: Path, targets
         if reader is not None:
             reader.close()
         sink.close()  # other tools open the file read-only afterwards
-    progress(f"sink: {rows} rows in {path.name} ({sink.batches} DuckDB transactions, "
-             f"{crashes} simulated crashes)")
+    name, kind = ((f"schema {where.schema}", "PostgreSQL") if isinstance(where, PgPlace)
+                  else (where.name, "DuckDB"))
+    progress(f"sink: {rows} rows in {name} ({sink.batches} {kind} transactions, {crashes} simulated crashes)")
     return SinkResult(rows, sink.batches, crashes)
 
 
-def _commit(sink: DuckSink, reader: Reader, msgs: Sequence[Message], offsets: dict[int, int]) -> None:
-    """Rows and offsets into DuckDB in one transaction, then the same offsets to Kafka."""
+def _commit(sink: DuckSink | PgSink, reader: Reader, msgs: Sequence[Message],
+            offsets: dict[int, int]) -> None:
+    """Rows and offsets into the sink in one transaction, then the same offsets to Kafka."""
     sink.write(msgs, offsets)
     reader.commit(offsets)

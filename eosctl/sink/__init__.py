@@ -38,6 +38,10 @@ def open_reader(sink: Sink, where: str = "sink", limits: Limits | None = None) -
         from eosctl.sink.parquet import open_parquet
 
         reader = open_parquet(sink, where)
+    elif kind == "delta":
+        from eosctl.sink.delta import open_delta
+
+        reader = open_delta(sink, where)
     elif kind == "postgres":
         from eosctl.sink.postgres import open_postgres
 

@@ -21,7 +21,7 @@ from eosctl.model import TP
 if TYPE_CHECKING:
     import pyarrow as pa
 
-KINDS = ("duckdb", "parquet", "postgres")
+KINDS = ("duckdb", "parquet", "postgres", "delta", "kafka_topic")
 # Kafka's limits (org.apache.kafka.common.record: offsets are int64, partitions int32): a sink value
 # outside them, or not an integer, can't name a Kafka record.
 MAX_OFFSET = (1 << 63) - 1
@@ -99,9 +99,17 @@ class ReadPoint:
             return f"PostgreSQL {at.get('server_version', '?')}, snapshot {at.get('snapshot', '?')}"
         if self.kind == "duckdb":
             return f"a copy taken at {at['copied_at']}" if "copied_at" in at else "the file in place"
+        if self.kind == "delta":
+            return f"version {at.get('version', '?')}" + (
+                f" (offsets table version {at['offsets_version']})" if "offsets_version" in at else "")
         if self.kind == "parquet":
             return f"the files listed at {at['files_listed_at']}" if "files_listed_at" in at \
                 else "the files in place"
+        if self.kind == "kafka_topic":
+            ends = at.get("end_offsets") or []
+            shown = ", ".join(f"[{e['partition']}] {e['offset']}" for e in ends[:8])
+            more = f" and {len(ends) - 8} more" if len(ends) > 8 else ""
+            return f"read_committed up to end offsets {shown}{more} at {at.get('read_at', '?')}"
         return ", ".join(f"{k} {v}" for k, v in at.items()) or "in place"
 
 

@@ -168,9 +168,13 @@ def open_duckdb(sink: Sink, where: str = "sink") -> DuckDBReader:
     except BaseException:
         conn.close()
         raise
-    at = {"copied_at": sink.at} if sink.at else {}
-    return DuckDBReader(conn, relation, sink, name, offsets, ReadPoint("duckdb", name, at), types,
-                          offsets_types)
+    if sink.frozen_from is not None and sink.frozen_from.kafka_topic is not None:
+        from eosctl.sink.kafka_topic import read_point
+
+        point = read_point(sink)  # a hop's output topic, read into this file by the freeze
+    else:
+        point = ReadPoint("duckdb", name, {"copied_at": sink.at} if sink.at else {})
+    return DuckDBReader(conn, relation, sink, name, offsets, point, types, offsets_types)
 
 
 def relations_of(conn: DuckDBPyConnection, sink: Sink,

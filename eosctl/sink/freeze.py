@@ -37,7 +37,8 @@ def frozen(sink: Sink, where: str = "sink", *, local: bool = True) -> Iterator[S
     allows, else symbolic links, in the same directory layout so hive partitions still parse); files
     written later are not read. With ``local=False`` (executors on other machines, which can't see this
     machine's temp dir) Parquet sinks are read in place. The copy is deleted on every way out of the
-    block. A PostgreSQL sink is pinned at a snapshot exported for the block (eosctl.sink.postgres). A sink
+    block. A PostgreSQL sink is pinned at a snapshot exported for the block (eosctl.sink.postgres), a Delta
+table at its current version (eosctl.sink.delta). A sink
     frozen already is yielded as it is.
 
     Rows written after the freeze are not seen. Every row in the copy was written from a record Kafka
@@ -48,10 +49,11 @@ def frozen(sink: Sink, where: str = "sink", *, local: bool = True) -> Iterator[S
     if sink.frozen_from is not None:
         yield sink
         return
-    if sink.postgres:
+    if sink.postgres or sink.delta:
+        from eosctl.sink.delta import pinned as delta_pinned
         from eosctl.sink.postgres import exported
 
-        with exported(sink, where) as pinned:
+        with (exported if sink.postgres else delta_pinned)(sink, where) as pinned:
             yield pinned
         return
     tmp = tempfile.mkdtemp(prefix="eosctl-frozen-")
@@ -67,6 +69,12 @@ def frozen(sink: Sink, where: str = "sink", *, local: bool = True) -> Iterator[S
             if offsets and not is_url(offsets):
                 offsets = _link_files(offsets, os.path.join(tmp, "offsets"))
             out = replace(sink, parquet=data, offsets_table=offsets, frozen_from=sink, at=at)
+        elif sink.kafka_topic:
+            from eosctl.sink import kafka_topic
+
+            if sink.kafka_cluster is None:
+                raise SinkError(f"[{where}] kafka_topic {sink.kafka_topic!r}: no cluster to read it from")
+            out = kafka_topic.freeze(sink, sink.kafka_cluster, tmp)
         yield out
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

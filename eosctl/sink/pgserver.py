@@ -90,17 +90,20 @@ def start(home: Path | None = None, *, password: str | None = None, timeout: flo
     proc = None
     try:
         auth = ["--auth=trust"]
-        if password is not None:
+        if (data / "PG_VERSION").exists():
+            pass  # a cluster an earlier start() made here (the sandbox keeps its data across down/up)
+        elif password is not None:
             pwfile.write_text(password + "\n")
             if run_as:
                 os.chown(pwfile, run_as["user"], run_as["group"])
             auth = ["--auth=scram-sha-256", f"--pwfile={pwfile}"]
-        done = subprocess.run([str(binaries / "initdb"), "-D", str(data), "-U", USER, "-E", "UTF8",
-                               "--locale=C", "--no-sync", *auth], capture_output=True, text=True,
-                              timeout=timeout, **run_as)
-        pwfile.unlink(missing_ok=True)
-        if done.returncode != 0:
-            raise EosctlError(f"initdb failed: {(done.stderr or done.stdout).strip().splitlines()[-1]}")
+        if not (data / "PG_VERSION").exists():
+            done = subprocess.run([str(binaries / "initdb"), "-D", str(data), "-U", USER, "-E", "UTF8",
+                                   "--locale=C", "--no-sync", *auth], capture_output=True, text=True,
+                                  timeout=timeout, **run_as)
+            pwfile.unlink(missing_ok=True)
+            if done.returncode != 0:
+                raise EosctlError(f"initdb failed: {(done.stderr or done.stdout).strip().splitlines()[-1]}")
         with open(log, "ab") as out:
             if run_as:
                 os.chown(log, run_as["user"], run_as["group"])
@@ -117,7 +120,8 @@ def start(home: Path | None = None, *, password: str | None = None, timeout: flo
         if proc is not None:
             _stop_pid(proc.pid)
             proc.wait(timeout=5)
-        shutil.rmtree(root if owned else data, ignore_errors=True)
+        if owned:
+            shutil.rmtree(root, ignore_errors=True)
         raise
     if home is not None:
         Path(home).mkdir(parents=True, exist_ok=True)

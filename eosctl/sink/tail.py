@@ -107,10 +107,10 @@ class DuckDBTail:
             held = time.monotonic() - started
             self.longest_hold_s = max(self.longest_hold_s, held)
             self.slices += 1
-        # Rows per slice follow the time a slice took, so each keeps the writer out about slice_s.
-        if hi > lo:
-            rate = (hi - lo) / max(held, 1e-3)
-            self.chunk = max(1024, min(int(rate * self.slice_s), 4 * self.chunk))
+        # Rows per slice follow the time the last slice took, so each keeps the writer out about slice_s
+        # (at most doubling: one fast slice on a busy machine says little about the next).
+        if hi - lo == self.chunk:
+            self.chunk = max(1024, int(self.chunk * min(2.0, max(0.25, self.slice_s / max(held, 1e-3)))))
         return caught_up
 
     def _only_appended(self, conn, table: str, total: int, top: int) -> bool:

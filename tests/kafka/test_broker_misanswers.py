@@ -116,6 +116,24 @@ def test_log_names_the_wrong_listoffsets_answer(kafka_sim: KafkaSim) -> None:
                                     "broker's ListOffsets answer is wrong"]
 
 
+def test_a_listoffsets_beyond_the_log_is_named_and_the_log_read_to_its_real_end(kafka_sim: KafkaSim) -> None:
+    """ListOffsets latest 20 where the log ends at 15: the Fetch there is OFFSET_OUT_OF_RANGE; one at the
+    log start carries the real offsets."""
+    blocked_partition(kafka_sim)
+    kafka_sim.inject("list_offsets", "t", 0, times=None,
+                     offset=lambda p, ts, iso: p.log_start if ts == -2 else p.high_watermark + 5)
+    result = cli("log", "--bootstrap", kafka_sim.bootstrap, "--topic", "t", "--partition", "0", "--format",
+                 "json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert (doc["high_watermark"], doc["last_stable_offset"]) == (15, 10)
+    assert [(r["first"], r["last"], r["kind"]) for r in doc["ranges"]] == [(0, 9, "DATA"), (10, 14, "OPEN")]
+    assert doc["warnings"][0] == (
+        "the broker disagrees with itself on t-0: a Fetch shows high watermark 15, after ListOffsets "
+        "answered 20; a Fetch shows LSO 10, after ListOffsets answered 20: one of its ListOffsets or Fetch "
+        "answers is wrong (these offsets never go back); a read_committed consumer is served the Fetch's")
+
+
 def sink(path: Path, offsets: list[int]) -> Path:
     with duckdb.connect(str(path)) as con:
         con.execute("CREATE TABLE orders_sink (src_topic VARCHAR, src_partition INTEGER, src_offset BIGINT)")
@@ -141,6 +159,23 @@ def test_audit_refuses_on_offsets_the_broker_contradicts(kafka_sim: KafkaSim, tm
     assert lied.exit_code == 2
     assert "PASS" not in lied.stdout
     assert lied.stderr == f"eosctl: error: cannot audit t-0: {LIE}\n"
+
+
+def test_ledger_gives_no_clean_bill_on_offsets_the_broker_contradicts(kafka_sim: KafkaSim,
+                                                                      tmp_path: Path) -> None:
+    blocked_partition(kafka_sim)
+    kafka_sim.group("g", {("t", 0): 10})
+    db = sink(tmp_path / "sink.duckdb", list(range(10)))
+
+    def ledger():
+        return cli("ledger", "--bootstrap", kafka_sim.bootstrap, "--topic", "t", "--group", "g",
+                   "--sink-duckdb", str(db), "--sink-table", "orders_sink")
+
+    assert ledger().exit_code == 0
+    lie_about_offsets(kafka_sim)
+    lied = ledger()
+    assert lied.exit_code == 2, lied.output
+    assert lied.stderr == f"eosctl: error: cannot vouch for the ledger: {LIE}\n"
 
 
 # --- max_wait_ms -------------------------------------------------------------------------------------
@@ -219,6 +254,16 @@ def test_producer_timestamps_alone_never_make_hanging_exit_1(kafka_sim: KafkaSim
     assert "not counted as hanging" in " ".join(text.stdout.split())
     # With --max-age 0 any age is enough: the open transaction counts whatever its timestamps say.
     assert hanging(kafka_sim, "0").exit_code == 1
+
+
+def test_a_snapshot_does_not_count_what_producer_timestamps_alone_date(kafka_sim: KafkaSim,
+                                                                       tmp_path: Path) -> None:
+    blocked_partition(kafka_sim, timestamp=int(time.time() * 1000) - 2 * HOUR_MS)
+    result = cli("snapshot", "--bootstrap", kafka_sim.bootstrap, "--topic", "t", "--out",
+                 str(tmp_path / "s.duckdb"))
+    assert result.exit_code == 0, result.output
+    assert ("hanging       ok (0 hanging (open longer than 15m00s), 1 older only by producer timestamps, "
+            "0 younger open transactions recorded)") in result.stdout
 
 
 def test_a_logappendtime_topic_is_dated_by_the_brokers_clock(kafka_sim: KafkaSim) -> None:

@@ -174,7 +174,7 @@ RETENTION_AND_SINK = [("sink_add", 0, 3), ("txn", 0, 7, 3), ("refresh",), ("rete
                       ("hole", 0, 2), ("refresh",)]
 
 
-@settings(max_examples=4, deadline=None, derandomize=True,
+@settings(max_examples=3, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(ops=st.lists(OPS, min_size=1, max_size=16))
 @example(ops=COMPACTED_BELOW)

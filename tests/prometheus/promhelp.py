@@ -94,10 +94,10 @@ def get_status(url: str) -> int:
 class Exporter:
     """`eosctl exporter` in a subprocess; its address is read from the line it prints at start."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen([sys.executable, "-m", "eosctl", "exporter", *args],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
-                                     env={**os.environ, "PYTHONPATH": str(REPO)})
+                                     env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
         self.lines: queue.Queue[str] = queue.Queue()
         self.seen: list[str] = []
         self.reader = threading.Thread(target=self._read, daemon=True)

@@ -7,7 +7,9 @@ The outage needs a broker of its own (the private_broker fixture), never the ses
 from __future__ import annotations
 
 import signal
+import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from brokerhelp import committed_group
@@ -70,3 +72,32 @@ def test_ctrl_c_stops_it_with_one_line(bootstrap):
     assert value(exporter.metrics(address), "eosctl_up") == 1
     assert exporter.stop(signal.SIGINT) == 130
     assert exporter.rest_of_stderr() == ["eosctl: interrupted\n"]
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry.name))
+    return out
+
+
+def test_sigterm_during_an_audit_kills_its_workers_and_leaves_nothing(cluster, tmp_path):
+    from eosctl.pipeline import run_pipeline
+
+    run_pipeline(cluster, "x" + uuid.uuid4().hex[:8], tmp_path / "run", records=30)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    exporter = Exporter("-c", str(tmp_path / "run" / "eosctl.toml"), "--listen", "127.0.0.1:0", "--interval",
+                        "1", "--audit-every", "0.1", env={"TMPDIR": str(tmp)})
+    exporter.wait_for(r"serving http://")
+    workers = poll(lambda: _children(exporter.proc.pid), bool, "the audit's worker processes")
+    assert exporter.stop() == 143
+    assert exporter.rest_of_stderr() == ["eosctl: terminated\n"]  # no traceback from the audit thread
+    assert [pid for pid in workers if Path(f"/proc/{pid}").exists()] == []
+    assert list(tmp.iterdir()) == []  # the audit's temp directory and the sink's frozen copy are gone

@@ -59,7 +59,8 @@ def capture() -> Capture:
         PartitionLag(GROUP, TOPIC, 1, committed=12, log_start=2, lso=17, hw=20, records_behind=5,
                      oldest_unconsumed_ms=NOW_MS - 30_000, open_txn=txn),
     ], {GROUP: "STABLE"})
-    hanging = Hanging(TOPIC, 1, 7, 0, 17, 1200.0, ("lso",), lso=17, hw=20, transactional_id="app-1")
+    hanging = Hanging(TOPIC, 1, 7, 0, 17, 1200.0, ("lso",), lso=17, hw=20, transactional_id="app-1",
+                      age_source="coordinator")
     cap = Capture(captured_at=datetime.fromtimestamp(NOW_MS / 1000, UTC), bootstrap="b:9092",
                   pipeline="payments", group=GROUP, topics=[TOPIC], logs=logs,
                   transactions=[TxnInfo("app-1", 7, 0, "Ongoing", 60_000, NOW_MS - 1_200_000, 1),

@@ -245,14 +245,18 @@ def findings_of_every_kind() -> list[Finding]:
 
 def audit_report(engine: dict[str, Any], findings: list[Finding],
                  read_point: dict[str, Any] | None = None) -> AuditReport:
-    from eosctl.findings import LogSegment
+    from eosctl.findings import Hop, LogSegment
 
     # The log segments only when there are findings: the sample without findings must show them optional.
     segments = (LogSegment("ABORTED", 10, 19, 10), LogSegment("MARKER", 20, 20, 1)) if findings else None
     parts = [PartitionSummary("orders", 0, 0, 40, 41, 35, 36, 1, log_segments=segments),
              PartitionSummary("ghost", 0, 0, 0, 0, 0, 2, exists=False)]
+    # The full sample is a pipeline audited hop by hop (stage, then sink); the other one hop.
+    hops = [Hop("p.stage", ("raw",), "orders (hop_rows)", "stage", "pass", 0, 0),
+            Hop("p", ("orders", "ghost"), "/s/sink.duckdb (orders_sink)", "g", "fail", len(findings), 1)]
     return AuditReport.build(parts, findings, ("gap", "duplicate"), sink="/s/sink.duckdb (orders_sink)",
-                             sink_read_point=read_point, group="g", engine=engine, elapsed_seconds=1.2345)
+                             sink_read_point=read_point, group="g", engine=engine, elapsed_seconds=1.2345,
+                             hops=hops if findings else [])
 
 
 def _function(path: Path, name: str) -> ast.FunctionDef:
@@ -430,7 +434,11 @@ def test_audit_json_is_documented() -> None:
                                                             "server_version": "15.18"}),
               ReadPoint("duckdb", "/s/sink.duckdb", {"copied_at": "2026-11-24T10:00:00.000Z"}),
               ReadPoint("parquet", "/s/*.parquet", {"files_listed_at": "2026-11-24T10:00:00.000Z"}),
-              ReadPoint("parquet", "s3://b/*.parquet")]
+              ReadPoint("parquet", "s3://b/*.parquet"),
+              ReadPoint("kafka_topic", "orders.enriched",
+                        {"lineage": "headers", "read_at": "2026-11-24T10:00:00Z",
+                         "end_offsets": [{"partition": 0, "offset": 42}]}),
+              ReadPoint("delta", "/s/orders", {"version": 7, "offsets_version": 3})]
     docs = [json.loads(render(audit_report(full, findings_of_every_kind(), points[0].to_dict()), "json")),
             json.loads(render(audit_report(least, []), "json")),
             *(json.loads(render(audit_report(least, [], p.to_dict()), "json")) for p in points[1:])]
@@ -492,6 +500,42 @@ def test_producers_json_is_documented(offline: pytest.MonkeyPatch) -> None:
 def test_log_json_is_documented() -> None:
     check_json("`eosctl log`", [log_document(partition_log(), (0, 9, True)),
                                 log_document(partition_log(batches=False), None)])
+
+
+def explain_documents() -> list[Any]:
+    """`eosctl explain --offset` documents: an aborted record with everything known about it (batch,
+    a fenced transaction, epoch history, group, sink with a key seen elsewhere), a zombie's
+    non-transactional write, and an offset beyond the HW with nothing but the log."""
+    from eosctl.explain import Facts, SinkAt, offset_document
+    from eosctl.wire import Offsets
+    from tests.unit.test_causes import LOG
+    from tests.unit.test_model import batch, scan
+
+    log, _ = scan(LOG, Offsets(0, 10, 8))
+    aborted = Batch(2, 3, 2, 6, 0, 0, 1, True, False, None, NOW_MS, NOW_MS, "none", 90)
+    zombie, _ = scan(batch([0], 0, pid=5, epoch=1, seq=0) + batch([0], 1, pid=5, epoch=0, seq=1),
+                     Offsets(0, 2, 2))
+    return [offset_document(Facts(log, 2, aborted, "g", 8, SinkAt(1, ("o-1",), (("orders", 0, 6),
+                                                                              ("orders", 1, 4)), 8, "s",
+                                                                   "order_id"))),
+            offset_document(Facts(zombie, 1, None, "g", None, SinkAt(0))),
+            offset_document(Facts(log, 12))]
+
+
+def test_explain_json_is_documented() -> None:
+    from eosctl.output.explain import report_document
+
+    batch_fields = {p.replace("batches[].", "batch.", 1): opt
+                    for p, opt in optional_flags(documented("json.md", "`eosctl log`")).items()
+                    if p.startswith("batches[].")}
+    check_json("`eosctl explain` (one offset)", explain_documents(), batch_fields)
+    audit_fields = {"root_causes[]." + p: opt
+                    for p, opt in optional_flags(documented("json.md", "`eosctl audit`")).items()
+                    if p.startswith("findings[].")}
+    report = audit_report(engines()[0], findings_of_every_kind())
+    check_json("`eosctl explain` (a report)", [report_document(report, "r.json"),
+                                              report_document(audit_report(engines()[1], []), "r.json")],
+               audit_fields)
 
 
 def test_ledger_json_is_documented(offline: pytest.MonkeyPatch) -> None:
@@ -651,6 +695,8 @@ def manifests() -> list[dict[str, Any]]:
         "hanging": [dict.fromkeys(_keys(hanging), 1)],
         "fencing": [dict.fromkeys(_keys(_assigned_dict(fence, "fencing")), 1)],
         "zombie_writes": [dict.fromkeys(_keys(_assigned_dict(fence, "writes")), 1)],
+        # One object per hop, each a dict literal in run_pipeline's hops=[...] (their keys differ).
+        "hops": [{**dict.fromkeys(_keys(hop), "x"), "expected_findings": []} for hop in kwargs["hops"].elts],
     }
     full = manifest.build(**{k: sample.get(k, 1) for k in kwargs})
     least = {**full, "transactional_ids": dict.fromkeys(txids, "x")}
@@ -670,7 +716,9 @@ def test_manifest_is_documented() -> None:
 SECTIONS = {"clusters.NAME": (config_mod.Cluster, {"name"}), "pipelines.NAME": (config_mod.Pipeline,
                                                                                  {"name", "sink"}),
             # frozen_from and at are set by eosctl.sink.frozen(), never by a config
-            "pipelines.NAME.sink": (config_mod.Sink, {"frozen_from", "at"}),
+            # kafka_cluster is the resolved [clusters.NAME] of a kafka_topic sink's `cluster` (eosctl.target)
+            "pipelines.NAME.sink": (config_mod.Sink, {"frozen_from", "at", "kafka_cluster", "stage_group",
+                                                      "stage_cluster", "stage_topics"}),
             "spark": (config_mod.Spark, set())}
 
 
@@ -698,7 +746,11 @@ def test_config_keys_are_the_dataclass_fields() -> None:
 
 
 VALID = {"bootstrap_servers": "h:1", "security_protocol": "SASL_SSL", "cluster": "c",
-         "duckdb": "/abs/s.duckdb"}
+         "duckdb": "/abs/s.duckdb", "lineage": "value:src", "lineage_headers": ["a", "b", "c"], "hops": ["p"]}
+# Sink kinds: a config names exactly one, so the all-keys config keeps duckdb and each other kind is
+# checked in a config of its own.
+OTHER_KINDS = {"parquet": "/x/*.parquet", "postgres": "postgresql://u@h/db", "delta": "/x/delta",
+               "kafka_topic": "out-topic"}
 
 
 def _value(key: str, kind: str) -> Any:
@@ -708,10 +760,8 @@ def _value(key: str, kind: str) -> Any:
 
 
 def _config(docs: dict[str, dict[str, list[str]]], drop: str | None = None, **extra: Any) -> dict[str, Any]:
-    """A raw config with every documented key (the sink with duckdb, not parquet or postgres), minus
-    ``drop``."""
-    values = {s: {k: _value(k, c[0]) for k, c in keys.items()
-                  if f"{s}.{k}" != drop and k not in ("parquet", "postgres")}
+    """A raw config with every documented key (the sink with duckdb, no other kind), minus ``drop``."""
+    values = {s: {k: _value(k, c[0]) for k, c in keys.items() if f"{s}.{k}" != drop and k not in OTHER_KINDS}
               for s, keys in docs.items()}
     pipeline = {**values["pipelines.NAME"], "sink": values["pipelines.NAME.sink"]}
     raw = {"clusters": {"c": values["clusters.NAME"]}, "pipelines": {"p": pipeline}, "spark": values["spark"]}
@@ -734,14 +784,13 @@ def test_every_documented_config_key_is_read_into_its_field(tmp_path: Path) -> N
     docs = config_keys()
     raw = _config(docs)
     objects = _objects(config_mod.parse_config(raw, tmp_path / "c.toml", {}))
-    other = {"parquet": "/x/*.parquet", "postgres": "postgresql://u@h/db"}  # the sink kinds besides duckdb
-    objects_of = {kind: _objects(config_mod.parse_config(
+    other = {kind: _objects(config_mod.parse_config(
         _config(docs, drop="pipelines.NAME.sink.duckdb", **{f"pipelines__p__sink__{kind}": value}),
-        tmp_path / "c.toml", {})) for kind, value in other.items()}
+        tmp_path / "c.toml", {})) for kind, value in OTHER_KINDS.items()}
     for section, keys in docs.items():
         for key, (kind, _, _) in keys.items():
-            got = getattr(objects_of.get(key, objects)[section], key)
-            want = other.get(key) or _value(key, kind)
+            got = getattr((other[key] if key in OTHER_KINDS else objects)[section], key)
+            want = OTHER_KINDS[key] if key in OTHER_KINDS else _value(key, kind)
             assert got == (tuple(want) if isinstance(want, list) else want), f"{section}.{key}"
 
 
@@ -759,7 +808,7 @@ def test_documented_config_defaults_and_required_keys(tmp_path: Path) -> None:
                 with pytest.raises(ConfigError, match=rf"missing key {section.replace('NAME', '.*')}\.{key}"):
                     config_mod.parse_config(raw, tmp_path / "c.toml", {})
             elif default == "none":
-                if key not in ("duckdb", "parquet"):  # the minimal config needs one of them
+                if key not in ("duckdb", *OTHER_KINDS):  # the minimal config needs one of them
                     assert getattr(objects[section], key) is None, f"{section}.{key}"
             elif literal:
                 want = tomllib.loads(f"v = {literal.group(1)}")["v"]
@@ -786,7 +835,8 @@ def test_every_command_with_json_output_has_a_section() -> None:
         fmt = [p for p in cmd.params if "--format" in getattr(p, "opts", [])]
         return [name] if fmt and "json" in getattr(fmt[0].type, "choices", ()) else []
 
-    headings = {h.strip("`") for h in doc_tables("json.md") if h.startswith("`eosctl ")}
+    # A command with several documents has one heading per document: "`eosctl explain` (a report)".
+    headings = {h.split("`")[1] for h in doc_tables("json.md") if h.startswith("`eosctl ")}
     assert headings == set(walk(main, "eosctl"))
 
 

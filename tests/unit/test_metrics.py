@@ -123,14 +123,32 @@ def test_the_state_is_rendered_once_per_change_and_ages_at_every_scrape():
     src = source()
     exposition = Exposition([src])
     first, _ = exposition.render()
-    src.model.current = None  # were the state read again, the per-partition series would be gone
+    src.model.current.logs[(TOPIC, 0)].high_watermark = 99  # changed, but no new reading was taken in
     src.model.ages["logs"] = 9.0
     second, _ = exposition.render()
-    assert b'eosctl_partition_high_watermark{cluster="prod",partition="0"' in second
-    assert b'section="logs"} 9.0' in second and b'section="logs"} 1.5' in first
-    src.refreshed(None)  # a new reading: rendered again
-    third, _ = exposition.render()
-    assert b"eosctl_partition_high_watermark" not in third
+    hw0 = b'eosctl_partition_high_watermark{cluster="prod",partition="0",pipeline="payments",topic="orders"}'
+    assert hw0 + b" 11.0" in second  # the state as rendered at the last reading
+    assert b'section="logs"} 9.0' in second and b'section="logs"} 1.5' in first  # ages: at every scrape
+    src.refreshed(src.model.current)  # a new reading: rendered again
+    assert hw0 + b" 99.0" in exposition.render()[0]
+
+
+def test_a_section_that_fails_keeps_its_last_values_and_its_group_is_err():
+    import dataclasses
+
+    from eosctl.capture import NOT_CAPTURED
+
+    src = source()
+    broken = dataclasses.replace(src.model.current, lag=None, logs={},
+                                 sections={**src.model.current.sections, "lag": NOT_CAPTURED + "timed out",
+                                           "logs": NOT_CAPTURED + "timed out"})
+    src.refreshed(broken)
+    got = samples([src])
+    assert got["eosctl_consumer_lag_records"] == {lag(0): 0, lag(1): 5}
+    assert got["eosctl_partition_high_watermark"] == {part(0): 11, part(1): 20}
+    status = {dict(k)["status"]: v for k, v in got["eosctl_consumer_group_status"].items()}
+    assert (status["ERR"], status["OK"]) == (1, 0)
+    assert got["eosctl_up"] == {(): 1}  # the cluster answered; two of its sections did not
 
 
 def test_label_values_from_the_cluster_are_escaped():

@@ -101,6 +101,7 @@ class AuditView(TableView):
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
         self.running = False
+        self._prepared: Prepared | None = None  # the last report formatted by `prepare`
 
     @property
     def report(self) -> AuditReport | None:
@@ -125,7 +126,10 @@ class AuditView(TableView):
         report = dash.audit
         if report is None or report is self.source or self.running:
             return None
-        return self.prepare_source(report)
+        cached = self._prepared
+        if cached is None or cached.source is not report:  # formatted once, not on every refresh
+            cached = self._prepared = self.prepare_source(report)
+        return cached
 
     def set_report(self, report: AuditReport) -> None:
         self.present(self.prepare_source(report))

@@ -67,6 +67,7 @@ class TableView(View):
         super().__init__(**kw)
         self.source: Any = None
         self._data: TableData | None = None  # the last data formatted, reused for rows that did not change
+        self._head: Text | None = None
 
     def compose(self) -> ComposeResult:
         head = Static("", id=f"{self.NAME}-{self.HEAD}", classes="head")
@@ -112,8 +113,23 @@ class TableView(View):
             return
         self.source = prepared.source
         self._data = prepared.data
-        self.query_one(f"#{self.NAME}-{self.HEAD}", Static).update(prepared.head)
+        self._set_head(prepared.head)
         self.table.set_data(prepared.data)
+
+    def _set_head(self, head: Text) -> None:
+        """Update the headline; without a layout pass when it keeps its height (a layout pass repaints
+        every line of the table below it, not only the lines that changed)."""
+        static = self.query_one(f"#{self.NAME}-{self.HEAD}", Static)
+        old = self._head
+        if head == old:
+            return
+        width = static.content_size.width
+        same_height = (
+            old is not None and width > 0
+            and len(head.wrap(self.app.console, width)) == len(old.wrap(self.app.console, width))
+        )
+        static.update(head, layout=not same_height)
+        self._head = head
 
     @property
     def table(self) -> FilterTable:
