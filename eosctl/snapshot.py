@@ -32,6 +32,7 @@ from eosctl.model import TP, Kind, PartitionLog
 from eosctl.opentxn import PRODUCER_CLOCK, OpenTxn
 from eosctl.producers import ProducerRow
 from eosctl.sink.duckdb import connect_readonly, read_header
+from eosctl.sink.sql import literal
 from eosctl.txns import Hanging, HangingReport, TxnInfo
 
 FORMAT_VERSION = 1
@@ -137,7 +138,7 @@ def write_snapshot(snap: Capture, path: str | Path) -> None:
 def _write(snap: Capture, tmp: Path) -> None:
     con = duckdb.connect()
     try:
-        con.execute(f"ATTACH '{_sql_str(str(tmp))}' AS snap (STORAGE_VERSION '{STORAGE_VERSION}')")
+        con.execute(f"ATTACH {literal(str(tmp))} AS snap (STORAGE_VERSION '{STORAGE_VERSION}')")
         con.execute("USE snap")
         con.execute("CREATE TABLE meta (captured_at TIMESTAMPTZ, bootstrap VARCHAR, pipeline VARCHAR, "
                     "group_id VARCHAR, topics VARCHAR[], eosctl_version VARCHAR, format_version INTEGER)")
@@ -223,10 +224,6 @@ def _section_rows(snap: Capture, name: str) -> int:
     if name == "audit":
         return 0 if snap.audit is None else len(snap.audit.findings)
     return len(getattr(snap, name, []) or [])
-
-
-def _sql_str(s: str) -> str:
-    return s.replace("'", "''")
 
 
 def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[tuple]) -> None:
