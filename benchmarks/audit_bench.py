@@ -7,7 +7,8 @@ Synthetic source: 4 partitions of transactions (50-150 records + a commit marker
 transactions), i.e. ~1% markers/aborted, given to the job as PartitionLog range models (no broker).
 Synthetic sink: every committed offset once, except 0.1% missing and 0.1% stored twice.
 
-Timed, per size, all through auditors.engine.run (what `eosctl audit` runs):
+Timed, per size, all through auditors.engine.run (what `eosctl audit` runs), and what explaining the
+findings (their causes, eosctl.causes) adds to the local audit (explain_cost):
 - spark cold: in a fresh process, the audit from its start to its report, Spark's start-up included;
 - spark warm: the same audit repeated on that process's session, once its first job has run;
 - local: the local engine (process pool, no JVM);
@@ -314,6 +315,44 @@ def main() -> None:
     _print_table(results)
 
 
+def explain_cost(path: Path, size: int, repeat: int = 3) -> tuple[float, float]:
+    """(seconds explaining adds, seconds reconciling) over every partition, best of ``repeat``: the
+    reconciliation sweep alone vs the sweep noting the sink's facts plus every finding's cause
+    (eosctl.causes), on the same log models and the sink's islands read once beforehand. What the task
+    does besides (the scan, reading the sink) is the same with and without causes; the writer runs the
+    scan records and the key rows' writers are not in this synthetic audit (no broker, no key column)."""
+    from eosctl.causes import explain_partition
+    from eosctl.config import Sink
+    from eosctl.reconcile import SinkFacts, reconcile_partition
+    from eosctl.sink import open_reader
+
+    seed = SyntheticSource(size).seed
+    logs = [synthetic_log(TOPIC, p, size // PARTITIONS, seed) for p in range(PARTITIONS)]
+    with open_reader(Sink(duckdb=str(path), table="sink")) as reader:
+        islands = [list(reader.islands(TOPIC, p)) for p in range(PARTITIONS)]
+
+    def best(run) -> float:
+        times = []
+        for _ in range(repeat):
+            t = time.perf_counter()
+            run()
+            times.append(time.perf_counter() - t)
+        return min(times)
+
+    def plain() -> None:
+        for log, isl in zip(logs, islands, strict=True):
+            reconcile_partition(log, isl)
+
+    def explained() -> None:
+        for log, isl in zip(logs, islands, strict=True):
+            facts = SinkFacts()
+            _, findings = reconcile_partition(log, isl, facts)
+            explain_partition(log, findings, facts)
+
+    base = best(plain)
+    return max(0.0, best(explained) - base), base
+
+
 def _run_sizes(args: argparse.Namespace, workdir: Path, pg_uri: str | None) -> list[dict]:
     from auditors.engine import EngineOptions
     from auditors.local import _preload
@@ -346,6 +385,9 @@ def _run_sizes(args: argparse.Namespace, workdir: Path, pg_uri: str | None) -> l
         agree &= _counts(report) == want
         print(f"  local       {row['local']:7.1f}s  peak {rss.peak / 2**30:.2f} GB", flush=True)
         if not args.sinks_only:
+            row["explain"], row["reconcile"] = explain_cost(path, size)
+            print(f"  explaining  {row['explain']:7.2f}s on top of reconciling ({row['reconcile']:.2f}s): "
+                  f"{row['explain'] / row['local']:.1%} of the local audit", flush=True)
             with PeakRSS() as rss:
                 t = time.monotonic()
                 rows = duckdb_reconcile(path, args.duckdb_memory)
@@ -406,6 +448,10 @@ def _print_engines(results: list[dict]) -> None:
               f"{r['cold'] / r['local']:9.1f}x |       {gb} | {'agree' if r['agree'] else 'DIFFER'}")
     print("cold: a fresh process's start to its report, Spark's start-up included; warm: a repeat audit on a "
           "used session;\nlocal: the local engine; peak RSS: the process tree of each measurement")
+    print("\n        size  local  explaining adds  explaining/local (target <= 10%)")
+    for r in results:
+        share = r["explain"] / r["local"]
+        print(f"{r['size']:>12,}  {r['local']:5.1f}s  {r['explain']:14.2f}s  {share:16.1%}")
 
 
 if __name__ == "__main__":

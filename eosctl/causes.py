@@ -127,9 +127,10 @@ class _Index:
         self.markers = {t.marker_offset: t for t in log.transactions if t.marker_offset is not None}
 
     def ranges(self, first: int, last: int, kinds: tuple[Kind, ...]) -> list[OffsetRange]:
-        i = max(bisect_right(self.range_firsts, first) - 1, 0)
+        ranges = self.log.ranges
         out = []
-        for r in self.log.ranges[i:]:
+        for i in range(max(bisect_right(self.range_firsts, first) - 1, 0), len(ranges)):  # no list copy
+            r = ranges[i]
             if r.first > last:
                 break
             if r.last >= first and r.kind in kinds:

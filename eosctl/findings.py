@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 KINDS = (
@@ -396,6 +396,31 @@ class Hop:
                    str(d["verdict"]), int(d.get("findings", 0)), int(d.get("failing_findings", 0)))
 
 
+def follow_stages(hops: list[list[Finding]]) -> list[Finding]:
+    """The hops' findings, in hop order, where a key duplicate a stage copied faithfully is blamed on its
+    input: a later hop's key_duplicate whose key is duplicated in an earlier hop (the stage's input topic,
+    whose sink rows are the stage's output records, traced back by their lineage) takes that cause's rule
+    and writers after its own."""
+    out: list[Finding] = []
+    upstream: dict[str, Finding] = {}  # key -> the earliest hop's key_duplicate with a cause
+    for findings in hops:
+        here = []
+        for f in findings:
+            source = upstream.get(f.key or "") if f.kind == "key_duplicate" else None
+            if source is not None and source.cause is not None and f.cause is not None:
+                c = source.cause
+                f = replace(f, cause=replace(
+                    f.cause, rule=c.rule, transactions=f.cause.transactions + c.transactions,
+                    summary=f"{f.cause.summary.split(': ', 1)[0]}: the stage copied it faithfully from its "
+                            f"input, where {c.summary[0].lower()}{c.summary[1:]}"))
+            here.append(f)
+        for f in here:
+            if f.kind == "key_duplicate" and f.key is not None and f.cause is not None:
+                upstream.setdefault(f.key, f)
+        out += here
+    return out
+
+
 def merge_hops(reports: list[tuple[str, AuditReport]], topics: list[tuple[str, ...]],
                elapsed_seconds: float | None = None) -> AuditReport:
     """One pipeline's report from its hops' reports, in hop order: every partition and finding (a hop's
@@ -404,7 +429,7 @@ def merge_hops(reports: list[tuple[str, AuditReport]], topics: list[tuple[str, .
     hops = [Hop(name, tuple(t), r.sink, r.group, r.verdict, len(r.findings), len(r.failing))
             for (name, r), t in zip(reports, topics, strict=True)]
     return AuditReport.build([p for _, r in reports for p in r.partitions],
-                               [f for _, r in reports for f in r.findings], first.fail_on,
+                               follow_stages([r.findings for _, r in reports]), first.fail_on,
                                sink=reports[-1][1].sink, group=reports[-1][1].group, engine=first.engine,
                                elapsed_seconds=elapsed_seconds, hops=hops)
 

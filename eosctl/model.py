@@ -355,9 +355,9 @@ class PartitionLog:
         """The ``writes`` overlapping first..last (inclusive), clipped to it."""
         if self._writes_index is None or self._writes_index[:2] != (id(self.writes), len(self.writes)):
             self._writes_index = (id(self.writes), len(self.writes), [w.first for w in self.writes])
-        i = max(bisect_right(self._writes_index[2], first) - 1, 0)
         out = []
-        for w in self.writes[i:]:
+        for i in range(max(bisect_right(self._writes_index[2], first) - 1, 0), len(self.writes)):
+            w = self.writes[i]
             if w.first > last:
                 break
             if w.last >= first:

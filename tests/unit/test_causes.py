@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 
 from rich.console import Console
 
@@ -144,3 +145,19 @@ def test_html_lists_root_causes_first_and_links_each_mark_to_its_row():
     assert f'<tr id="finding-{i}" data-kind="phantom_aborted">' in html
     assert re.search(rf'<a href="#finding-{i}"><rect class="f" data-kind="phantom_aborted"', html)
     assert "pid 6 e0 ABORT@5" in html
+
+
+def test_a_stage_copying_a_duplicate_faithfully_is_blamed_on_its_input():
+    from eosctl.findings import follow_stages
+
+    source = Finding("key_duplicate", "orders", 0, 1, 2, 2, key="k", offsets=(1, 2))
+    source = replace(source, cause=key_cause(source, [Writer("orders", 0, 1, -1, -1, None),
+                                                      Writer("orders", 0, 2, -1, -1, None)]))
+    copy = Finding("key_duplicate", "enriched", 0, 5, 6, 2, key="k", offsets=(5, 6))
+    copy = replace(copy, cause=key_cause(copy, [Writer("enriched", 0, 5, 9, 0, 7),
+                                                Writer("enriched", 0, 6, 9, 0, 7)]))
+    other = replace(copy, key="other")
+    _, followed, alone = follow_stages([[source], [copy, other]])
+    assert followed.cause.rule == "non_idempotent" and "copied it faithfully" in followed.cause.summary
+    assert [t.topic for t in followed.cause.transactions] == ["enriched", "orders", "orders"]
+    assert alone.cause.rule == "same_transaction"

@@ -8,7 +8,8 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import ProgressBar, Static
 
-from eosctl.findings import DESCRIPTIONS, AuditReport, Finding
+from eosctl.findings import DESCRIPTIONS, AuditReport, Finding, root_causes
+from eosctl.output.finding import short_cause
 from eosctl.safetext import term
 from eosctl.sink.base import ReadPoint
 from tui import fmt
@@ -31,10 +32,21 @@ def finding_key(i: int, f: Finding) -> str:
 
 
 def finding_rows(report: AuditReport) -> list[Row]:
+    """One row per finding, grouped by root cause (the groups in the order of their first finding); a
+    finding with a cause shows its root cause and cause as its detail (Enter opens the whole sentence
+    next to its offsets in the Log view)."""
     failing = set(report.fail_on)
+    rule = {i: r.rule for r in root_causes(report.findings) for i in r.findings}
+    first: dict[str | None, int] = {}
+    for i in range(len(report.findings)):
+        first.setdefault(rule.get(i), i)
+    order = sorted(range(len(report.findings)), key=lambda i: (first[rule.get(i)], i))
     rows = []
-    for i, f in enumerate(report.findings):
-        if f.kind == "key_duplicate":
+    for i in order:
+        f = report.findings[i]
+        if f.cause is not None:
+            detail = f"{rule[i]}: {short_cause(f)}"
+        elif f.kind == "key_duplicate":
             detail = f"key {f.key}: offsets {', '.join(map(str, f.offsets or ()))}"
         else:
             detail = f.detail or DESCRIPTIONS.get(f.kind, "")
@@ -81,12 +93,14 @@ def headline(report: AuditReport | None, taken_at: float | None = None) -> Text:
 
 class AuditView(TableView):
     """The findings of the last audit. Rows are drawn on demand (tui.table), so 100k findings cost what
-    the screen shows; formatting them runs in the audit worker (or the fetch worker), not the UI thread."""
+    the screen shows; formatting them runs in the audit worker (or the fetch worker), not the UI thread.
+
+    To show something else per row (e.g. findings grouped by root cause), return other rows from `rows`
+    with the object Enter should open as each Row's item, and dispatch on its type in `selected`."""
 
     NAME = "audit"
     COLUMNS = COLUMNS
     EMPTY = "no findings"
-    BINDINGS = [("a", "run_audit", "Run audit")]
 
     class OpenLog(Message):
         """Enter on a finding: show its offsets in the Log view."""
@@ -94,9 +108,6 @@ class AuditView(TableView):
         def __init__(self, finding: Finding) -> None:
             super().__init__()
             self.finding = finding
-
-    class RunRequested(Message):
-        pass
 
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
@@ -158,9 +169,6 @@ class AuditView(TableView):
         self.query_one("#audit-head", Static).update(
             Text(f"audit failed: {term(message)}", style=STYLES["bad"])
         )
-
-    def action_run_audit(self) -> None:
-        self.post_message(self.RunRequested())
 
     def selected(self, finding: Finding) -> None:
         if finding.first_offset is not None:  # invalid_row has no offsets to show

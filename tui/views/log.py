@@ -159,6 +159,7 @@ class LogView(View):
         self._pending_jump: int | None = None
         self.current: TP | None = None  # the partition shown or being read
         self._drawn: TP | None = None  # the partition the table last showed
+        self.why: Text | None = None  # an audit finding's cause, shown under the summary (Enter in Audit)
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="log-bar"):
@@ -190,9 +191,10 @@ class LogView(View):
 
     # ---- navigation ---------------------------------------------------------------------------------
 
-    def open(self, topic: str, partition: int, focus: Focus | None = None) -> None:
-        """Show this partition, pointing at `focus` (scans around it when it isn't loaded yet)."""
-        self.focus_range = focus
+    def open(self, topic: str, partition: int, focus: Focus | None = None, why: Text | None = None) -> None:
+        """Show this partition, pointing at `focus` (scans around it when it isn't loaded yet); `why`: the
+        cause of the finding that asked for it."""
+        self.focus_range, self.why = focus, why
         self.current = (topic, partition)
         select = self.query_one("#log-partition", Select)
         if self.current in self._partitions and select.value != self.current:
@@ -216,7 +218,9 @@ class LogView(View):
         log = self.plog
         if log is None:
             return
-        self.query_one("#log-summary", Static).update(summary(log))
+        head = summary(log)
+        self.query_one("#log-summary", Static).update(head if self.why is None else
+                                                      Text.assemble(head, "\n", self.why))
         batches = self.batches and log.batches is not None
         rows = batch_rows(log, self.focus_range) if batches else range_rows(log, self.focus_range)
         table = self.query_one(FilterTable)
