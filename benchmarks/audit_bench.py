@@ -236,7 +236,7 @@ def load_delta(path: Path, table: Path) -> float:
     t = time.monotonic()
     shutil.rmtree(table, ignore_errors=True)
     with duckdb.connect(str(path), read_only=True) as con:
-        write_deltalake(str(table), con.sql("SELECT * FROM sink").fetch_record_batch(1 << 20))
+        write_deltalake(str(table), con.sql("SELECT * FROM sink").to_arrow_reader(1 << 20))
     return time.monotonic() - t
 
 

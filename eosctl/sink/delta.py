@@ -62,9 +62,21 @@ def pinned(sink: Sink, where: str = "sink") -> Iterator[Sink]:
     yield replace(sink, frozen_from=sink, at=at)
 
 
-def _dataset(table: DeltaTable, uri: str) -> Any:
+def _register(conn: Any, name: str, table: DeltaTable, uri: str) -> None:
+    """``name`` in ``conn``: the version's rows. Where the version's files are all there is to it (no
+    partition columns, deletion vectors or column mapping) and local, DuckDB scans them itself (~2x faster
+    than through an Arrow dataset); otherwise deltalake's dataset applies what the log says."""
+    from eosctl.sink.sql import literal
+
     try:
-        return table.to_pyarrow_dataset()
+        features = set(table.protocol().reader_features or ())
+        files = [f.removeprefix("file://") for f in table.file_uris()]
+        if files and not any("://" in f for f in files) and not table.metadata().partition_columns and \
+                not features & {"deletionVectors", "columnMapping"}:
+            listed = ", ".join(map(literal, files))
+            conn.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet([{listed}])")
+        else:
+            conn.register(name, table.to_pyarrow_dataset())
     except Exception as e:  # e.g. a reader feature this deltalake can't apply to a plain file scan
         raise SinkError(f"cannot read Delta table {uri} at version {table.version()}: "
                         f"{first_line(e)}") from None
@@ -81,12 +93,12 @@ def open_delta(sink: Sink, where: str = "sink") -> DuckDBReader:
     at: dict[str, Any] = {"version": rows.version()}
     conn = duckdb.connect(config=NO_EXTENSION_DOWNLOADS)
     try:
-        conn.register("delta_rows", _dataset(rows, name))
+        _register(conn, "delta_rows", rows, name)
         types = check_columns(columns(conn, "delta_rows"), sink, where, f"Delta table {name}")
         offsets = offsets_types = None
         if sink.offsets_table:
             table = _table(sink.offsets_table, offsets_version, where, "offsets_table")
-            conn.register("delta_offsets", _dataset(table, sink.offsets_table))
+            _register(conn, "delta_offsets", table, sink.offsets_table)
             offsets = "delta_offsets"
             offsets_types = check_offsets_columns(columns(conn, offsets), where,
                                                   f"Delta table {sink.offsets_table}")
