@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import time
+import warnings
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
@@ -55,7 +56,7 @@ def run_local(inp: AuditInput, items: list[WorkItem], workers: int | None = None
     if items:
         _preload()
         n = max(1, min(workers or default_workers(), len(items)))
-        pool = ProcessPoolExecutor(max_workers=n, mp_context=_context(), initializer=_worker_init)
+        pool = ProcessPoolExecutor(max_workers=n, mp_context=_context(inp.sink), initializer=_worker_init)
         try:
             pending: set[Future[list[Any]]] = {
                 pool.submit(_run_item, item, inp.source, inp.sink, inp.settings, want_keys, inp.group)
@@ -81,7 +82,8 @@ def run_local(inp: AuditInput, items: list[WorkItem], workers: int | None = None
         progress(Step(PHASE_KEYS, 0, None))
         table = pa.Table.from_batches(keys) if keys else None
         found = key_findings(table) if table is not None and table.num_rows else []
-    return outcome(rows, found, t1 - t0, time.monotonic() - t1 if want_keys else 0.0), startup
+    # The tasks' wall time after the pool started: start-up is its own phase (elapsed covers both).
+    return outcome(rows, found, t1 - t0 - startup, time.monotonic() - t1 if want_keys else 0.0), startup
 
 
 def _run_item(item: WorkItem, source: Source, sink: Sink, settings: TaskSettings, want_keys: bool,
@@ -121,10 +123,17 @@ def _worker_init() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _context() -> Any:
+def _context(sink: Sink | None = None) -> Any:
     # fork: the workers start in milliseconds with eosctl, DuckDB and Arrow already imported (the audit
     # of a small pipeline must take about a second). macOS can't fork safely after Objective-C runtime
-    # use; there (and where fork doesn't exist) workers are spawned.
+    # use; there (and where fork doesn't exist) workers are spawned. So they are for a Delta sink: the
+    # deltalake library's runtime (tokio), started here by the freeze, refuses to run in a forked child.
+    delta = sink is not None and sink.delta is not None
+    if delta:
+        # Spawning starts multiprocessing's resource tracker, which the audit's guard stops with the
+        # workers; the next audit in this process (the TUI, tests) relaunches it: no warning for that.
+        warnings.filterwarnings("ignore", message="resource_tracker: process died unexpectedly")
+        return multiprocessing.get_context("spawn")
     if sys.platform != "darwin" and "fork" in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context("spawn")

@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -225,6 +226,7 @@ def main() -> None:
     ap.add_argument("--bootstrap", help="a cluster to use instead of a private sandbox")
     ap.add_argument("--soak", type=float, metavar="MINUTES", help="run the soak instead")
     args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind: the exporter and the broker stop too
     sizes = [int(s) for s in args.sizes.split(",")]
     if args.bootstrap:
         run(args.bootstrap, sizes, args.soak)

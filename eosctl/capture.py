@@ -176,7 +176,7 @@ def read_sections(cap: Capture, target: Target, client: WireClient, admins: Admi
             raise EosctlError("no topics to check (pass --topic or a pipeline)")
         cap.hanging_checked_ms = int(time.time() * 1000)
         every = txns_mod.find_hanging(client, admins.kafka, list(known), max_age_s=0.0,
-                                      now_ms=cap.hanging_checked_ms, described=described())
+                                      now_ms=cap.hanging_checked_ms, described=described(), known=offsets)
         cap.hanging_candidates = every.hanging
         return over_max_age(every, max_age_s)
 

@@ -76,6 +76,9 @@ class Sink:
     parquet: str | None = None
     postgres: str | None = None  # postgresql://USER@HOST:PORT/DB (a password only through ${NAME})
     delta: str | None = None  # a Delta Lake table's path or URI
+    iceberg: str | None = None  # an Iceberg table: CATALOG.NAMESPACE.TABLE
+    catalog_uri: str | None = None  # the Iceberg catalog's uri (else pyiceberg's own configuration)
+    warehouse: str | None = None  # the Iceberg catalog's warehouse
     table: str = "sink"
     topic_column: str = "src_topic"
     partition_column: str = "src_partition"
@@ -314,6 +317,9 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
                 parquet=s.str("parquet", None),
                 postgres=s.str("postgres", None),
                 delta=s.str("delta", None),
+                iceberg=s.str("iceberg", None),
+                catalog_uri=s.str("catalog_uri", None),
+                warehouse=s.str("warehouse", None),
                 table=s.str("table", "sink"),
                 topic_column=s.str("topic_column", "src_topic"),
                 partition_column=s.str("partition_column", "src_partition"),
@@ -327,11 +333,11 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
                 cluster=s.str("cluster", None),
             )
             s.done()
-            kinds = ("duckdb", "parquet", "postgres", "delta", "kafka_topic")
+            kinds = ("duckdb", "parquet", "postgres", "delta", "iceberg", "kafka_topic")
             named = [k for k in kinds if getattr(sink, k) is not None]
             if len(named) != 1:
                 raise ConfigError(f"{path}: pipelines.{name}.sink needs exactly one of duckdb, parquet, "
-                                  f"postgres, delta or kafka_topic")
+                                  f"postgres, delta, iceberg or kafka_topic")
             _check_hop_sink(sink, path, name, clusters)
             if sink.duckdb is not None and not Path(sink.duckdb).is_absolute():
                 # Relative sink paths are relative to the config file, not to wherever eosctl runs.

@@ -47,9 +47,10 @@ LagKey = tuple[str, str, int]  # group, topic, partition
 # Lag samples kept per partition for the sparklines (and the Burrow-style window).
 HISTORY = 20
 DEFAULT_TIMEOUT_MS = 5_000
-# How long one refresh reads a sink's new rows at most (in slices that each keep its writer out ~0.2 s);
-# a sink not caught up by then shows its last complete state and goes on at the next refresh.
-SINK_BUDGET_S = 20.0
+# How long one refresh reads a sink's new rows at most (in slices that each keep its writer out < 0.5 s);
+# a sink not caught up by then shows its last complete state (the ledger says how far the first read got)
+# and the next refresh goes on, so a huge sink never holds up the Kafka sections.
+SINK_BUDGET_S = 2.0
 
 
 @dataclass
@@ -188,13 +189,22 @@ class LiveModel:
             if "ledger" in self.sections:
                 self._ledger(cap, client, offsets)
             clock("ledger")
-        except BrokerError:
+        except BrokerError as e:
+            error = e
             self.up = False
+            reused = self._client is not None
             self._disconnect()
+            if reused:
+                # A connection kept from an earlier refresh broke: say whether the broker is still there
+                # in the words of a first connection ("cannot reach Kafka at ...: connection refused").
+                try:
+                    self._connect()
+                except BrokerError as again:
+                    error = again
             for name in self.sections:
                 if name != "ledger" or self.sink is not None:
                     self.refresh_errors[name] += 1
-            raise
+            raise error from None
         finally:
             self.last_refresh_seconds = time.monotonic() - started
         self._settle(cap)

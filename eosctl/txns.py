@@ -43,7 +43,7 @@ from eosctl.opentxn import (
     first_batches,
     open_transactions,
 )
-from eosctl.wire import WireClient
+from eosctl.wire import Offsets, WireClient
 
 # Kafka's default transaction.max.timeout.ms: after it the coordinator aborts a transaction by itself.
 DEFAULT_MAX_AGE_S = 900.0
@@ -267,15 +267,18 @@ def describe_producers(admin: KafkaAdminClient, tps: Iterable[TP]) -> Described:
 
 def find_hanging(client: WireClient, admin: KafkaAdminClient, topics: Sequence[str],
                  max_age_s: float = DEFAULT_MAX_AGE_S, now_ms: int | None = None,
-                 described: Described | None = None) -> HangingReport:
+                 described: Described | None = None,
+                 known: Mapping[TP, Offsets] | None = None) -> HangingReport:
     """Apply both rules to every partition of ``topics``; one finding per partition and producer.
 
-    ``described``: describe_producers' answer when the caller already has it (the TUI asks once per refresh).
+    ``described``: describe_producers' answer when the caller already has it (the TUI asks once per refresh);
+    ``known``: the partitions' offsets read a moment ago (the live model), used if they cover them.
     """
     now_ms = _now(now_ms)
     partitions = client.metadata(topics)
     tps = [(t, p) for t in topics for p in sorted(partitions[t])]
-    offsets = client.offsets(tps)
+    offsets = {tp: known[tp] for tp in tps} if known and all(tp in known for tp in tps) \
+        else client.offsets(tps)
     report = HangingReport(max_age_s=max_age_s, partitions_checked=len(tps))
     found: dict[tuple[str, int, int], Hanging] = {}
 

@@ -54,6 +54,8 @@ class EosApp(App[None]):
         Binding("p", "toggle_pause", "Pause"),
         Binding("slash", "filter", "Filter", key_display="/"),
         Binding("question_mark", "help", "Help", key_display="?"),
+        # An app binding (shown on the Audit tab only), so `a` right after `7` works before focus moves.
+        Binding("a", "run_audit", "Run audit"),
         *[
             Binding(str(i + 1), f"show_tab('{pane}')", label, show=False)
             for i, (pane, label, _) in enumerate(VIEWS)
@@ -207,6 +209,7 @@ class EosApp(App[None]):
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         if event.pane.id:
             self.active = event.pane.id
+            self.refresh_bindings()
             self._show_view(event.pane.id)
 
     # ---- status line and banner --------------------------------------------------------------------
@@ -248,6 +251,7 @@ class EosApp(App[None]):
     def action_show_tab(self, pane: str) -> None:
         self.query_one(TabbedContent).active = pane
         self.active = pane
+        self.refresh_bindings()
         self._show_view(pane)
         table = self.view(pane).filter_table()
         if table is not None:
@@ -348,7 +352,14 @@ class EosApp(App[None]):
 
     # ---- audit ------------------------------------------------------------------------------------
 
-    @on(AuditView.RunRequested)
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "run_audit":
+            return self.active == "audit"
+        return True
+
+    def action_run_audit(self) -> None:
+        self.run_audit()
+
     def run_audit(self) -> None:
         view = self.view("audit")
         assert isinstance(view, AuditView)

@@ -14,6 +14,7 @@ markup. Here a row is a tuple of strings; rendering one line is a handful of seg
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -75,12 +76,18 @@ class Row:
 
 def display(value: Any) -> str:
     """What a cell shows: '-' for nothing, and never a raw control character (eosctl.safetext)."""
+    if type(value) is int:  # most cells: offsets, counts, ids
+        return str(value)
     if isinstance(value, Text):
         value = value.plain
     if value is None or value == "":
         return "-"
     s = value if isinstance(value, str) else str(value)
     return s if s.isprintable() else term(s)
+
+
+def _width(s: str) -> int:
+    return len(s) if s.isascii() else cell_len(s)
 
 
 def plain(value: Any) -> str:
@@ -112,14 +119,13 @@ class TableData:
             if i is not None and previous is not None and previous.rows[i] == r:
                 t, h = previous.texts[i], previous.hay[i]
             else:
-                t = tuple(display(v) for v in r.cells[:n])
+                t = tuple(map(display, r.cells[:n]))
                 if len(t) < n:
                     t += ("",) * (n - len(t))
                 h = " ".join(t).lower()
             texts.append(t)
             hay.append(h)
-            for c in range(n):
-                w = cell_len(t[c])
+            for c, w in enumerate(map(_width, t)):
                 if w > widths[c]:
                     widths[c] = w
         return cls(rows, texts, hay, widths, {r.key: i for i, r in enumerate(rows)})
@@ -137,7 +143,13 @@ class TableData:
         return keys
 
 
+# A duration as tui.fmt.duration writes it: 45s, 12m, 3h05m, 2d4h.
+_DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+
+
 def _sort_key(s: str, numeric: bool) -> tuple[int, Any]:
+    """Numbers ("1,234", "5+"), offset ranges ("5..9", by their first offset) and durations sort as
+    numbers in a numeric column; '-' (nothing) first; anything else as text."""
     if s == "-":
         return (0, 0)
     if numeric:
@@ -148,6 +160,10 @@ def _sort_key(s: str, numeric: bool) -> tuple[int, Any]:
         head = s.split("..", 1)[0].replace(",", "")
         if head.lstrip("-").isdigit():
             return (1, float(head))
+        m = _DURATION.fullmatch(s)
+        if m and any(m.groups()):
+            d, h, mi, sec = (int(x or 0) for x in m.groups())
+            return (1, float(((d * 24 + h) * 60 + mi) * 60 + sec))
     return (2, s.lower())
 
 

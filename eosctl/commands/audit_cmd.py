@@ -165,6 +165,7 @@ def _progress_display(err) -> Iterator[Progress]:
     """A transient bar on a terminal. Off a terminal, silent, unless EOSCTL_PROGRESS=lines: then one line
     per phase (for CI logs of long audits, and for the signal tests, which act on phases)."""
     from eosctl.progress import silent
+    from eosctl.safetext import term
 
     if not err.is_terminal:
         if os.environ.get("EOSCTL_PROGRESS") != "lines":
@@ -175,19 +176,19 @@ def _progress_display(err) -> Iterator[Progress]:
         def line(step: Step) -> None:
             if not seen or seen[-1] != step.what:
                 seen.append(step.what)
-                click.echo(f"eosctl: {step.what}", err=True)
+                click.echo(f"eosctl: {term(step.what)}", err=True)
 
         yield line
         return
     from rich.progress import BarColumn, MofNCompleteColumn, SpinnerColumn, TextColumn, TimeElapsedColumn
     from rich.progress import Progress as Bar
 
-    with Bar(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-             TimeElapsedColumn(), console=err, transient=True) as bar:
+    with Bar(SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(),
+             MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True) as bar:
         task = bar.add_task("", total=None)
 
         def update(step: Step) -> None:
-            bar.update(task, description=step.what, completed=step.done, total=step.total)
+            bar.update(task, description=term(step.what), completed=step.done, total=step.total)
 
         yield update
 
@@ -207,11 +208,23 @@ def _emit(rendered, fmt: str, out: str | None) -> None:
                     from rich.console import Console
 
                     # A file, not stdout: fixed width, no colour codes.
-                    Console(file=f, width=120, highlight=False, color_system=None).print(rendered)
+                    _print_parts(Console(file=f, width=120, highlight=False, color_system=None), rendered)
         except OSError as e:
             raise EosctlError(f"cannot write the report to {out}: {e.strerror or e}") from None
         return
     if isinstance(rendered, str):
         click.echo(rendered.rstrip("\n"))
     else:
-        console().print(rendered)
+        _print_parts(console(), rendered)
+
+
+def _print_parts(out, rendered) -> None:
+    """Part by part (a big findings list is many chunks of aligned lines): the console writes as it goes,
+    and lines are not re-wrapped."""
+    from rich.text import Text
+
+    for part in getattr(rendered, "renderables", [rendered]):
+        if isinstance(part, Text) and not part.spans and not part.style:
+            out.file.write(part.plain + "\n")  # plain lines, already escaped: no layout to do
+        else:
+            out.print(part, soft_wrap=isinstance(part, Text))

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,11 +48,13 @@ def _check_prefix(ctx: click.Context, param: click.Parameter, value: str) -> str
               help="Orders the source writes.")
 @click.option("--partitions", default=3, show_default=True, type=click.IntRange(min=1),
               help="Partitions of each topic.")
-@click.option("--sink", "sink_kind", type=click.Choice(["duckdb", "postgres"]), default="duckdb",
+@click.option("--sink", "sink_kind", type=click.Choice(["duckdb", "postgres", "delta", "iceberg"]),
+              default="duckdb",
               show_default=True,
-              help="Where the sink stage writes: sink.duckdb in the work directory, or the sandbox's "
-                   "PostgreSQL (started on a Unix socket in $EOSCTL_HOME when it isn't running), "
-                   "schema PREFIX.")
+              help="Where the sink stage writes: sink.duckdb in the work directory; the sandbox's PostgreSQL "
+                   "(started on a Unix socket in $EOSCTL_HOME when it isn't running), schema PREFIX; a "
+                   "Delta table, sink_delta/ in the work directory; or an Iceberg table in a SQL catalog "
+                   "on SQLite, sink_iceberg/.")
 @click.option("--yes", is_flag=True,
               help="Needed when --bootstrap is not the sandbox: the run deletes and recreates the prefix's "
                    "topics and groups there.")
@@ -88,14 +92,16 @@ def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: t
     def progress(msg: str) -> None:
         err.print(f"[dim]{time.monotonic() - t0:5.1f}s[/] {msg}")
 
-    postgres = _sandbox_postgres(progress) if sink_kind == "postgres" else None
-    manifest = run_pipeline(cluster, prefix, workdir, faults=faults, records=records, partitions=partitions,
-                            progress=progress, postgres=postgres)
+    with _sandbox_postgres(sink_kind == "postgres", progress) as postgres:
+        manifest = run_pipeline(cluster, prefix, workdir, faults=faults, records=records,
+                                partitions=partitions, progress=progress, postgres=postgres,
+                                delta=sink_kind == "delta", iceberg=sink_kind == "iceberg")
     if _is_sandbox(bootstrap):
         from eosctl.pipeline.configfile import FILE, point_at_sandbox
 
         point_at_sandbox(Path(workdir) / FILE, bootstrap)
-    where = manifest["sink"]["duckdb"] or manifest["sink"]["postgres"]
+    sink = manifest["sink"]
+    where = next(sink[k] for k in ("duckdb", "postgres", "delta", "iceberg") if sink[k])
     out.print(f"\nsink      {where}  (table {manifest['sink']['table']}, {manifest['sink_rows']} rows)")
     out.print(f"manifest  {Path(workdir).resolve() / 'manifest.json'}")
     out.print(f"config    {Path(workdir).resolve() / 'eosctl.toml'}  "
@@ -110,17 +116,34 @@ def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: t
         out.print(line, highlight=False)
 
 
-def _sandbox_postgres(progress: Any) -> str:
-    """The URI of the sandbox's PostgreSQL, started (in $EOSCTL_HOME; `sandbox down` stops it) if needed."""
+@contextmanager
+def _sandbox_postgres(wanted: bool, progress: Any) -> Iterator[str | None]:
+    """The URI of the sandbox's PostgreSQL, started (in $EOSCTL_HOME) if needed. It keeps running after a
+    run, for the other commands, until `sandbox down`; a run that fails stops a server it started and
+    removes what it made."""
+    if not wanted:
+        yield None
+        return
+    import shutil
+
     from eosctl import sandbox
     from eosctl.sink import pgserver
 
     home = sandbox.state_dir()
     server = pgserver.running(home)
-    if server is None:
-        server = pgserver.start(home)
-        progress(f"PostgreSQL started on a Unix socket in {server.root} (pid {server.pid})")
-    return server.uri()
+    if server is not None:
+        yield server.uri()
+        return
+    made = [p for p in (home, home / "postgres") if not p.exists()]
+    server = pgserver.start(home)
+    progress(f"PostgreSQL started on a Unix socket in {server.root} (pid {server.pid})")
+    try:
+        yield server.uri()
+    except BaseException:
+        pgserver.stop(server, home)
+        for path in made:
+            shutil.rmtree(path, ignore_errors=True)
+        raise
 
 
 _LOOPBACK = {"localhost", "127.0.0.1", "::1", "[::1]"}

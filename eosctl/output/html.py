@@ -12,13 +12,13 @@ collapsed <details> once there are more than FULL_ROWS partitions, so 200 partit
 
 from __future__ import annotations
 
+import html
 import json
 import platform
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from html import escape
 
 from eosctl import __version__, safetext
 from eosctl.findings import (
@@ -31,6 +31,7 @@ from eosctl.findings import (
     PartitionSummary,
     root_causes,
 )
+from eosctl.gapmap import DensityRun, density_runs
 from eosctl.model import TP
 from eosctl.output.finding import short_cause
 from eosctl.sink.base import ReadPoint
@@ -64,6 +65,11 @@ LOG_LAYERS = {  # (colour, legend label, what it means)
 BAR_W = 900
 BEYOND_W = 56  # stub after the HW for phantom_beyond_hw rows
 MIN_FINDING_W = 5.0
+# Up to this many findings in one partition, each is its own mark (widened to MIN_FINDING_W, outlined).
+# Beyond it, marks would overlap into one white-outlined smear and the SVG would grow by ~180 bytes per
+# finding: the partition's findings are drawn as density instead (gapmap.density_runs), a bounded number
+# of marks however many findings there are.
+MAX_MARKS = 200
 MIN_SEGMENT_W = 1.5
 
 
@@ -102,7 +108,7 @@ def render_html(report: AuditReport, context: AuditContext | None = None) -> str
     return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
             f'<meta name="generator" content="eosctl {escape(__version__)}">\n'
-            f"<title>{escape(safetext.term(title))}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n<main>\n{body}\n"
+            f"<title>{escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n<main>\n{body}\n"
             f"</main>\n</body>\n</html>\n")
 
 
@@ -160,7 +166,7 @@ def _audited(report: AuditReport, ctx: AuditContext) -> str:
     ]
     if ctx.origin:
         rows.append(("rendered from", ctx.origin))
-    cells = "".join(f"<dt>{escape(k)}</dt><dd>{escape(safetext.term(str(v)))}</dd>" for k, v in rows)
+    cells = "".join(f"<dt>{escape(k)}</dt><dd>{escape(str(v))}</dd>" for k, v in rows)
     return f'<section id="audited">\n<h2>What was audited</h2>\n<dl class="facts">{cells}</dl>\n</section>'
 
 
@@ -305,6 +311,12 @@ def gap_svg(p: PartitionSummary, findings: Iterable[Finding], compact: bool = Fa
     def bx(offset: int) -> float:
         return stub_x + max(0, min(stub_span, offset - base)) / stub_span * stub_w
 
+    dense = len(findings) > MAX_MARKS
+    if dense:
+        on_bar = [f for f in findings if id(f) not in beyond_ids and f.first_offset is not None]
+        for run in density_runs(on_bar, lo, span, main_w):
+            out.append(_density(run, fy, fh))
+        findings = [f for f in findings if id(f) in beyond_ids][:MAX_MARKS]
     for f in findings:
         if id(f) in beyond_ids:
             mark = _finding(f, bx(f.first_offset), bx(f.last_offset + 1), fy, fh)
@@ -317,6 +329,9 @@ def gap_svg(p: PartitionSummary, findings: Iterable[Finding], compact: bool = Fa
         out.append(mark if row is None else f'<a href="#finding-{row}">{mark}</a>')
     if not compact:
         out.append(_axis(p, x, main_w, beyond))
+        if dense:
+            out.append(f'<text class="ax" x="{main_w / 2:.2f}" y="48" text-anchor="middle">'
+                       f"{_n(len(on_bar))} findings, drawn by density: the darker, the more offsets</text>")
     # Scales with the page (viewBox); at the usual width one unit is about one CSS pixel.
     return (f'<svg class="gap" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {BAR_W} {height}" '
             f'preserveAspectRatio="xMinYMid meet" role="img" aria-label="gap map of {escape(p.topic)}'
@@ -354,6 +369,18 @@ def _finding(f: Finding, x1: float, x2: float, y: float, h: float) -> str:
     return (f'<rect class="f" data-kind="{f.kind}" data-first="{f.first_offset}" data-last="{f.last_offset}" '
             f'x="{x:.2f}" y="{y}" width="{w:.2f}" height="{h}" fill="{FINDING_COLOURS[f.kind]}">'
             f"<title>{escape(finding_title(f))}</title></rect>")
+
+
+def _density(run: DensityRun, y: float, h: float) -> str:
+    """A stretch of one kind's findings, drawn at its density: the share of the stretch's offsets they
+    hold sets the opacity (solid where every offset is affected), never less than a visible tint."""
+    x, w = _widen(run.x1, run.x2, 1.0, BAR_W)
+    opacity = max(0.35, min(1.0, run.offsets / max(run.last - run.first + 1, 1)))
+    title = (f"{_n(run.findings)} {run.kind} finding{'s' * (run.findings != 1)} in this stretch "
+             f"(offsets {run.first}..{run.last}): {_n(run.offsets)} offsets, {opacity:.0%} of the stretch")
+    return (f'<rect class="fd" data-kind="{run.kind}" data-findings="{run.findings}" x="{x:.2f}" y="{y}" '
+            f'width="{w:.2f}" height="{h}" fill="{FINDING_COLOURS[run.kind]}" fill-opacity="{opacity:.2f}">'
+            f"<title>{escape(title)}</title></rect>")
 
 
 def _ticks(f: Finding, starts: list[float], ends: list[float], y: float, h: float) -> str:
@@ -428,6 +455,12 @@ def finding_title(f: Finding) -> str:
     return text
 
 
+def escape(s: str) -> str:
+    """Text for the page: HTML-escaped, and control and bidi characters shown as escapes, as on a
+    terminal (a browser would hide an ESC and reorder a line at a U+202E)."""
+    return html.escape(safetext.term(s))
+
+
 # A name or value longer than this is cut in the middle in a table cell (the whole is its tooltip), so a
 # 20,000-character topic can't push the number columns off the page.
 CELL_CHARS = 120
@@ -438,7 +471,7 @@ def _t(s: str) -> str:
     on a terminal), HTML-escaped, and a very long one cut with its length said."""
     s = safetext.term(s)
     if len(s) <= CELL_CHARS:
-        return escape(s)
+        return html.escape(s)
     cut = f"{s[:CELL_CHARS * 2 // 3]}…{s[-CELL_CHARS // 4:]}"
     return (f'<span title="{escape(s)}">{escape(cut)} <span class="muted">({len(s):,} characters)</span>'
             "</span>")

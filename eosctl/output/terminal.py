@@ -64,10 +64,12 @@ def scan_progress() -> Iterator[Progress]:
     """A transient progress bar on stderr while partitions are scanned (offsets done of total); silent
     off a terminal, so piped output and CI logs stay clean."""
     err = console(stderr=True)
-    with RichProgress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+    # The description names a topic: text, not markup.
+    with RichProgress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                       TextColumn("offsets"), console=err, transient=True, disable=not err.is_terminal) as bar:
         task = bar.add_task("scanning the log", total=None)
-        yield lambda step: bar.update(task, description=step.what, completed=step.done, total=step.total)
+        yield lambda step: bar.update(task, description=safetext.term(step.what), completed=step.done,
+                                      total=step.total)
 
 
 def age_text(seconds: float | None) -> str:

@@ -18,7 +18,7 @@ from eosctl.pipeline.broker import Broker
 from eosctl.pipeline.configfile import write_config
 from eosctl.pipeline.expected import expected_findings, expected_hop_findings
 from eosctl.pipeline.process import run_process
-from eosctl.pipeline.sink import OFFSETS_TABLE, TABLE, PgPlace, run_sink
+from eosctl.pipeline.sink import OFFSETS_TABLE, TABLE, DeltaPlace, IcebergPlace, PgPlace, run_sink
 from eosctl.pipeline.source import make_order, run_source
 from eosctl.pipeline.topics import Names, reset
 from eosctl.pipeline.truth import COMMITTED, GroundTruth
@@ -26,15 +26,20 @@ from eosctl.pipeline.verify import check_processed, check_sink
 
 SINK_FILE = "sink.duckdb"
 PG_NAME_MAX = 63  # PostgreSQL's NAMEDATALEN - 1
+DELTA_DIR = "sink_delta"
+ICEBERG_DIR = "sink_iceberg"
 
 
 def run_pipeline(cluster: Cluster, prefix: str, workdir: Path, faults: Sequence[str] = (), records: int = 300,
                  partitions: int = 3, progress: Callable[[str], None] | None = None,
-                 postgres: str | None = None) -> dict:
+                 postgres: str | None = None, delta: bool = False, iceberg: bool = False) -> dict:
     """Run source -> process -> sink with the given faults; return the manifest (also in workdir).
 
     ``postgres``: a database URI; the sink goes there, into schema PREFIX (recreated), instead of
-    sink.duckdb."""
+    sink.duckdb. ``delta``: the sink is a Delta table, sink_delta/ in the work directory (its stored
+    offsets are the commits' application transactions: no offsets table). ``iceberg``: the sink is an
+    Iceberg table in a SQL catalog on a SQLite file, sink_iceberg/ in the work directory (its stored
+    offsets are in each snapshot's summary: no offsets table)."""
     from eosctl.sink.base import redact_uri
 
     faults = F.validate(faults)
@@ -72,7 +77,8 @@ def run_pipeline(cluster: Cluster, prefix: str, workdir: Path, faults: Sequence[
             say(f"zombie: {f['transactional_id']} epoch {f['old_epoch']} -> {f['new_epoch']}, "
                 f"the old producer got {f['zombie_error'] or 'no error (not fenced!)'}")
         targets = F.choose_sink_targets(truth, names.output_topic, faults, partitions, set(retried))
-        where = place or db
+        where = place or (DeltaPlace(workdir / DELTA_DIR, partitions) if delta else
+                          IcebergPlace(workdir / ICEBERG_DIR) if iceberg else db)
         sink_result = run_sink(cluster, names, broker, where, targets, "aborted-leak" in faults, say)
         check_sink(where, truth, names.output_topic, targets, "aborted-leak" in faults)
         hanging = []
@@ -84,9 +90,14 @@ def run_pipeline(cluster: Cluster, prefix: str, workdir: Path, faults: Sequence[
         broker.close()
 
     schema = f"{place.quoted}." if place else ""
-    sink = {"duckdb": str(db) if place is None else None,
+    ice = IcebergPlace(workdir / ICEBERG_DIR) if iceberg else None
+    sink = {"duckdb": str(db) if place is None and not delta and not iceberg else None,
             "postgres": redact_uri(place.uri) if place else None,  # a password only from the environment
-            "table": schema + TABLE, "offsets_table": schema + OFFSETS_TABLE, "topic_column": "src_topic",
+            "delta": str(workdir / DELTA_DIR) if delta else None,
+            "iceberg": f"{ice.catalog}.{ice.name}" if ice else None,
+            "catalog_uri": ice.uri if ice else None, "warehouse": ice.warehouse if ice else None,
+            "table": schema + TABLE, "offsets_table": None if delta or iceberg else schema + OFFSETS_TABLE,
+            "topic_column": "src_topic",
             "partition_column": "src_partition", "offset_column": "src_offset", "key_column": "order_id"}
     txids = {"source": names.source_txid, "processor": names.processor_txid}
     if "hanging" in faults:

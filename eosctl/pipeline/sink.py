@@ -185,13 +185,158 @@ class PgSink:
         self.con.close()
 
 
-def open_store(where: Path | PgPlace, topic: str) -> DuckSink | PgSink:
+@dataclass(frozen=True)
+class DeltaPlace:
+    """A run's Delta Lake sink: the table's directory, and how many partitions the topic has (where the
+    sink looks for its stored offsets on a restart)."""
+
+    path: Path
+    partitions: int
+
+
+class DeltaSink:
+    """DuckSink's twin on Delta Lake: each batch is one table commit holding the rows and, as the commit's
+    application transactions (txn actions, what Spark's foreachBatch uses for idempotent Delta writes),
+    the next offset of each partition: both land or neither does."""
+
+    APP = "eosctl-sink"
+
+    def __init__(self, place: DeltaPlace, topic: str):
+        import shutil
+
+        shutil.rmtree(place.path, ignore_errors=True)  # a fresh run
+        self.path, self.partitions, self.topic, self.batches = str(place.path), place.partitions, topic, 0
+
+    def _app(self, partition: int) -> str:
+        return f"{self.APP}:{self.topic}:{partition}"
+
+    def stored_offsets(self) -> dict[int, int]:
+        from deltalake import DeltaTable
+
+        if not DeltaTable.is_deltatable(self.path):
+            return {}
+        table = DeltaTable(self.path)
+        versions = {p: table.transaction_version(self._app(p)) for p in range(self.partitions)}
+        return {p: int(v) for p, v in versions.items() if v is not None}
+
+    def write(self, msgs: Sequence[Message], offsets: dict[int, int]) -> None:
+        from deltalake import CommitProperties, Transaction, write_deltalake
+
+        if not msgs and not offsets:
+            return
+        self.batches += 1
+        rows = _arrow_rows(msgs, self.batches)
+        txns = [Transaction(self._app(p), o) for p, o in sorted(offsets.items())]
+        write_deltalake(self.path, rows, mode="append",
+                        commit_properties=CommitProperties(app_transactions=txns))
+
+    def row_count(self) -> int:
+        from deltalake import DeltaTable
+
+        return DeltaTable(self.path).to_pyarrow_dataset().count_rows() if self.batches else 0
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class IcebergPlace:
+    """A run's Iceberg sink: a SQL catalog on a SQLite file and its warehouse, in one directory."""
+
+    root: Path
+    catalog: str = "pipeline"
+    namespace: str = "eosctl"
+
+    @property
+    def uri(self) -> str:
+        return f"sqlite:///{self.root / 'catalog.db'}"
+
+    @property
+    def warehouse(self) -> str:
+        return f"file://{self.root / 'warehouse'}"
+
+    @property
+    def name(self) -> str:
+        return f"{self.namespace}.{TABLE}"
+
+    def load(self) -> Any:
+        from pyiceberg.catalog import load_catalog
+
+        return load_catalog(self.catalog, uri=self.uri, warehouse=self.warehouse)
+
+
+class IcebergSink:
+    """DuckSink's twin on Iceberg: each batch is one table commit (a snapshot) holding the rows and, in the
+    snapshot's summary properties, the next offset of every partition: both land or neither does."""
+
+    KEY = "eosctl.sink.next-offset."
+
+    def __init__(self, place: IcebergPlace, topic: str):
+        import shutil
+
+        shutil.rmtree(place.root, ignore_errors=True)  # a fresh run
+        place.root.mkdir(parents=True)
+        catalog = place.load()
+        catalog.create_namespace(place.namespace)
+        self.table = catalog.create_table(place.name, schema=_arrow_rows([], 0).schema)
+        self.topic, self.batches = topic, 0
+
+    def stored_offsets(self) -> dict[int, int]:
+        current = self.table.current_snapshot()
+        props = current.summary.additional_properties if current is not None else {}
+        prefix = f"{self.KEY}{self.topic}."
+        return {int(k[len(prefix):]): int(v) for k, v in props.items() if k.startswith(prefix)}
+
+    def write(self, msgs: Sequence[Message], offsets: dict[int, int]) -> None:
+        if not msgs and not offsets:
+            return
+        self.batches += 1
+        every = {**self.stored_offsets(), **offsets}  # a snapshot's summary holds all partitions' offsets
+        props = {f"{self.KEY}{self.topic}.{p}": str(o) for p, o in every.items()}
+        self.table.append(_arrow_rows(msgs, self.batches), snapshot_properties=props)
+
+    def row_count(self) -> int:
+        return self.table.scan().to_arrow().num_rows
+
+    def close(self) -> None:
+        pass
+
+
+def _arrow_rows(msgs: Sequence[Message], batch: int) -> Any:
+    import pyarrow as pa
+
+    cols = list(zip(*(_row(m, batch) for m in msgs), strict=True)) or [()] * 8
+    names = ["src_topic", "src_partition", "src_offset", "order_id", "customer", "amount", "total",
+             "sink_batch"]
+    types = [pa.string(), pa.int32(), pa.int64(), pa.string(), pa.string(), pa.float64(), pa.float64(),
+             pa.int32()]
+    return pa.table([pa.array(c, t) for c, t in zip(cols, types, strict=True)], names=names)
+
+
+Place = Path | PgPlace | DeltaPlace | IcebergPlace
+
+
+def open_store(where: Place, topic: str) -> DuckSink | PgSink | DeltaSink | IcebergSink:
+    if isinstance(where, IcebergPlace):
+        return IcebergSink(where, topic)
+    if isinstance(where, DeltaPlace):
+        return DeltaSink(where, topic)
     return PgSink(where, topic) if isinstance(where, PgPlace) else DuckSink(where, topic)
 
 
-def rows_in(where: Path | PgPlace, topic: str) -> Counter[tuple[Any, ...]]:
+def rows_in(where: Place, topic: str) -> Counter[tuple[Any, ...]]:
     """(partition, offset) -> rows, read back for the run's self-check."""
     sql = f"SELECT src_partition, src_offset FROM {TABLE} WHERE src_topic = ?"
+    if isinstance(where, DeltaPlace | IcebergPlace):
+        columns = ["src_topic", "src_partition", "src_offset"]
+        if isinstance(where, IcebergPlace):
+            table = where.load().load_table(where.name).scan(selected_fields=tuple(columns)).to_arrow()
+        else:
+            from deltalake import DeltaTable
+
+            table = DeltaTable(str(where.path)).to_pyarrow_table(columns=columns)
+        return Counter((p, o) for t, p, o in zip(*(c.to_pylist() for c in table.columns), strict=True)
+                       if t == topic)
     if isinstance(where, PgPlace):
         import psycopg
 
@@ -220,7 +365,7 @@ def next_offsets(msgs: Sequence[Message]) -> dict[int, int]:
     return out
 
 
-def run_sink(cluster: Cluster, names: Names, broker: Broker, where: Path | PgPlace,
+def run_sink(cluster: Cluster, names: Names, broker: Broker, where: Place,
              targets: Sequence[SinkTarget], read_uncommitted: bool, progress: Callable[[str], None],
              timeout: float = 120.0) -> SinkResult:
     topic = names.output_topic
@@ -278,13 +423,14 @@ def run_sink(cluster: Cluster, names: Names, broker: Broker, where: Path | PgPla
         if reader is not None:
             reader.close()
         sink.close()  # other tools open the file read-only afterwards
-    name, kind = ((f"schema {where.schema}", "PostgreSQL") if isinstance(where, PgPlace)
-                  else (where.name, "DuckDB"))
+    name, kind = (f"schema {where.schema}", "PostgreSQL") if isinstance(where, PgPlace) else \
+        (where.path.name, "Delta") if isinstance(where, DeltaPlace) else \
+        (where.name, "Iceberg") if isinstance(where, IcebergPlace) else (where.name, "DuckDB")
     progress(f"sink: {rows} rows in {name} ({sink.batches} {kind} transactions, {crashes} simulated crashes)")
     return SinkResult(rows, sink.batches, crashes)
 
 
-def _commit(sink: DuckSink | PgSink, reader: Reader, msgs: Sequence[Message],
+def _commit(sink: DuckSink | PgSink | DeltaSink | IcebergSink, reader: Reader, msgs: Sequence[Message],
             offsets: dict[int, int]) -> None:
     """Rows and offsets into the sink in one transaction, then the same offsets to Kafka."""
     sink.write(msgs, offsets)

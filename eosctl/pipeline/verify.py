@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
 
 from eosctl.errors import EosctlError
 from eosctl.pipeline.faults import SinkTarget
-from eosctl.pipeline.sink import PgPlace, rows_in
+from eosctl.pipeline.sink import Place, rows_in
 from eosctl.pipeline.truth import ABORTED, COMMITTED, GroundTruth
 
 
@@ -36,8 +35,8 @@ def check_processed(truth: GroundTruth, source_topic: str, output_topic: str, pl
                           f"{extra}; the broker delivered records differently than committed")
 
 
-def check_sink(where: Path | PgPlace, truth: GroundTruth, topic: str, targets: Sequence[SinkTarget],
-               aborted_leak: bool) -> None:
+def check_sink(where: Place, truth: GroundTruth, topic: str,
+               targets: Sequence[SinkTarget], aborted_leak: bool) -> None:
     """The sink holds exactly: committed records, minus skipped runs, plus replayed runs once more, plus
     (aborted-leak) every aborted record."""
     expected = Counter((r.partition, r.offset) for r in truth.of(topic, COMMITTED))

@@ -38,6 +38,10 @@ def open_reader(sink: Sink, where: str = "sink", limits: Limits | None = None) -
         from eosctl.sink.parquet import open_parquet
 
         reader = open_parquet(sink, where)
+    elif kind == "iceberg":
+        from eosctl.sink.iceberg import open_iceberg
+
+        reader = open_iceberg(sink, where)
     elif kind == "delta":
         from eosctl.sink.delta import open_delta
 

@@ -21,7 +21,7 @@ from eosctl.model import TP
 if TYPE_CHECKING:
     import pyarrow as pa
 
-KINDS = ("duckdb", "parquet", "postgres", "delta", "kafka_topic")
+KINDS = ("duckdb", "parquet", "postgres", "delta", "iceberg", "kafka_topic")
 # Kafka's limits (org.apache.kafka.common.record: offsets are int64, partitions int32): a sink value
 # outside them, or not an integer, can't name a Kafka record.
 MAX_OFFSET = (1 << 63) - 1
@@ -102,6 +102,10 @@ class ReadPoint:
         if self.kind == "delta":
             return f"version {at.get('version', '?')}" + (
                 f" (offsets table version {at['offsets_version']})" if "offsets_version" in at else "")
+        if self.kind == "iceberg":
+            offsets = at.get("offsets_snapshot_id")
+            return f"snapshot {at.get('snapshot_id', '?')}" + (
+                f" (offsets table snapshot {offsets})" if offsets else "")
         if self.kind == "parquet":
             return f"the files listed at {at['files_listed_at']}" if "files_listed_at" in at \
                 else "the files in place"

@@ -38,8 +38,9 @@ def frozen(sink: Sink, where: str = "sink", *, local: bool = True) -> Iterator[S
     written later are not read. With ``local=False`` (executors on other machines, which can't see this
     machine's temp dir) Parquet sinks are read in place. The copy is deleted on every way out of the
     block. A PostgreSQL sink is pinned at a snapshot exported for the block (eosctl.sink.postgres), a Delta
-table at its current version (eosctl.sink.delta). A sink
-    frozen already is yielded as it is.
+    table at its current version (eosctl.sink.delta), an Iceberg table at its current snapshot
+    (eosctl.sink.iceberg), a Kafka topic at its end offsets (eosctl.sink.kafka_topic). A sink frozen
+    already is yielded as it is.
 
     Rows written after the freeze are not seen. Every row in the copy was written from a record Kafka
     had committed before the freeze, so the Kafka scan that follows sees it: a live pipeline gives no
@@ -49,11 +50,11 @@ table at its current version (eosctl.sink.delta). A sink
     if sink.frozen_from is not None:
         yield sink
         return
-    if sink.postgres or sink.delta:
-        from eosctl.sink.delta import pinned as delta_pinned
-        from eosctl.sink.postgres import exported
+    if sink.postgres or sink.delta or sink.iceberg:
+        from eosctl.sink import delta, iceberg, postgres
 
-        with (exported if sink.postgres else delta_pinned)(sink, where) as pinned:
+        pin = postgres.exported if sink.postgres else delta.pinned if sink.delta else iceberg.pinned
+        with pin(sink, where) as pinned:
             yield pinned
         return
     tmp = tempfile.mkdtemp(prefix="eosctl-frozen-")

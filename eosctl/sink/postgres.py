@@ -217,7 +217,8 @@ def _join(conn: psycopg.Connection, snapshot: str, name: str) -> str:
     try:
         conn.execute(f"SET TRANSACTION SNAPSHOT {literal(snapshot)}")
     except Exception as e:
-        raise SinkError(f"cannot read {name} at snapshot {snapshot} (the command that pinned it has ended?): "
+        raise SinkError(f"cannot read {name} at snapshot {snapshot} (the command that pinned it has ended, "
+                        f"or the server's idle_in_transaction_session_timeout ended its transaction): "
                         f"{first_line(e)}") from None
     return snapshot
 

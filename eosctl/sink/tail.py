@@ -26,9 +26,9 @@ from eosctl.sink.duckdb import check_duckdb_file, connect_readonly, relations_of
 from eosctl.sink.relation import DuckDBReader
 from eosctl.sink.sql import ident
 
-# Each slice keeps the writer out for about this long (the first rows of a slice are counted by time).
-SLICE_S = 0.2
-FIRST_CHUNK_ROWS = 1 << 20
+# Each slice keeps the writer out for about this long (under the 0.5 s the writer may wait).
+SLICE_S = 0.4
+FIRST_CHUNK_ROWS = 1 << 16  # grows (x2 at most) while slices stay short
 
 
 @dataclass
@@ -72,15 +72,22 @@ class DuckDBTail:
                 return False
 
     def _slice(self, check: bool) -> bool:
-        import duckdb  # noqa: F401  (imported before the file is held: the writer need not wait for it)
+        # Imported before the file is held (the first import of each takes seconds on a busy machine):
+        import duckdb  # noqa: F401
+        import numpy  # noqa: F401
+        import pyarrow  # noqa: F401
 
         path = str(self.sink.duckdb)
         check_duckdb_file(path, self.where, name=shown(self.sink))
         started = time.monotonic()
         conn = connect_readonly(path, self.where, table=self.sink.table, name=shown(self.sink))
         try:
+            # One thread: a slice is small, and on a busy machine waiting for DuckDB's other threads to be
+            # scheduled is what made slices long.
+            conn.execute("SET threads = 1")
             table = ident(self.sink.table)
-            total, top = conn.execute(f"SELECT count(*), coalesce(max(rowid) + 1, 0) FROM {table}").fetchone()
+            [(total, top)] = conn.execute(f"SELECT count(*), coalesce(max(rowid) + 1, 0) FROM {table}"
+                                          ).fetchall()
             s = self.state
             if check and not self._only_appended(conn, table, total, top):
                 self.restarts += 1
@@ -92,8 +99,10 @@ class DuckDBTail:
             name = shown(self.sink)
             reader = DuckDBReader(conn, f"(SELECT * FROM {table} WHERE rowid >= {lo} AND rowid < {hi})",
                                     self.sink, name, offsets, ReadPoint("duckdb", name), types, offsets_types)
+            rows_s = time.monotonic()
             if hi > lo:
                 self._add(reader, conn, table, lo, hi)
+            rows_s = time.monotonic() - rows_s
             caught_up = hi >= top
             if caught_up:
                 s.stored = reader.stored_offsets()
@@ -107,10 +116,12 @@ class DuckDBTail:
             held = time.monotonic() - started
             self.longest_hold_s = max(self.longest_hold_s, held)
             self.slices += 1
-        # Rows per slice follow the time the last slice took, so each keeps the writer out about slice_s
-        # (at most doubling: one fast slice on a busy machine says little about the next).
-        if hi - lo == self.chunk:
-            self.chunk = max(1024, int(self.chunk * min(2.0, max(0.25, self.slice_s / max(held, 1e-3)))))
+        # Rows per slice: what the rows' own rate fits in half of what the slice's fixed part (opening the
+        # file, the checks) leaves of slice_s; growing at most 4x a slice (one fast slice on a busy machine
+        # says little about the next).
+        if hi - lo == self.chunk and rows_s > 0:
+            room = max(self.slice_s - (held - rows_s), self.slice_s / 2) / 2  # half: the next may be slower
+            self.chunk = max(1024, min(4 * self.chunk, int((hi - lo) / rows_s * room)))
         return caught_up
 
     def _only_appended(self, conn, table: str, total: int, top: int) -> bool:
@@ -124,23 +135,23 @@ class DuckDBTail:
 
     def _add(self, reader: DuckDBReader, conn, table: str, lo: int, hi: int) -> None:
         s = self.state
-        for summary in reader.summaries():
-            tp = (summary.topic, summary.partition)
-            if summary.invalid_offset_rows:
-                s.bad_offsets[tp] = s.bad_offsets.get(tp, 0) + summary.invalid_offset_rows
-            s.islands.setdefault(tp, [])
-        new: dict[TP, list[OffsetIsland]] = {}
-        for island in reader.islands():
-            new.setdefault((island.topic, island.partition), []).append(island)
-        for tp, islands in new.items():
-            s.islands[tp] = merge_islands(s.islands.get(tp, []), islands)
+        offset_problem = self.sink.offset_column + " "
         for f in reader.invalid_rows():
-            if not f.detail.startswith("offsets table"):
-                _merge_invalid(s.invalid, f)
-        s.count += conn.execute(f"SELECT count(*) FROM {table} WHERE rowid >= {lo} AND rowid < {hi}"
-                                ).fetchone()[0]
+            if f.detail.startswith("offsets table"):
+                continue
+            _merge_invalid(s.invalid, f)
+            if f.topic is not None and f.partition is not None and f.detail.startswith(offset_problem):
+                # a row of a valid partition with an invalid offset: in its summary, in no island
+                tp = (f.topic, f.partition)
+                s.bad_offsets[tp] = s.bad_offsets.get(tp, 0) + f.count
+        [(count,)] = conn.execute(f"SELECT count(*) FROM {table} WHERE rowid >= {lo} AND rowid < {hi}"
+                                  ).fetchall()
+        last_row = _row_at(conn, self.sink, table, hi - 1)
+        for tp, islands in _islands(conn, reader).items():
+            s.islands[tp] = merge_islands(s.islands.get(tp, []), islands)
+        s.count += count
         s.rows_read = hi
-        s.last_row = _row_at(conn, self.sink, table, hi - 1)
+        s.last_row = last_row
 
     # --- what the ledger reads ----------------------------------------------------------------------
 
@@ -162,10 +173,33 @@ class DuckDBTail:
         return sorted([*self.state.invalid.values(), *self.state.offsets_invalid], key=lambda f: f.sort_key)
 
 
+def _islands(conn, reader: DuckDBReader) -> dict[TP, list[OffsetIsland]]:
+    """The slice's islands per partition: its valid offsets fetched as one list per partition and run-length
+    encoded with numpy (a slice is small; the SQL islands query sorts with a window, ~8x slower here)."""
+    import numpy as np
+
+    sql = (f"SELECT t, p, list(o) AS os FROM {reader._rows} "
+           "WHERE o IS NOT NULL AND t IS NOT NULL AND p IS NOT NULL GROUP BY t, p")
+    table = conn.sql(sql).to_arrow_table()
+    lists = table.column("os").combine_chunks()
+    values, bounds = lists.values.to_numpy(), lists.offsets.to_numpy()
+    out: dict[TP, list[OffsetIsland]] = {}
+    for i, (topic, partition) in enumerate(zip(table.column("t").to_pylist(), table.column("p").to_pylist(),
+                                               strict=True)):
+        offsets, counts = np.unique(values[bounds[i]:bounds[i + 1]], return_counts=True)
+        breaks = np.flatnonzero((np.diff(offsets) != 1) | (np.diff(counts) != 0)) + 1
+        firsts, lasts = np.r_[0, breaks], np.r_[breaks - 1, len(offsets) - 1]
+        out[(topic, partition)] = [
+            OffsetIsland(topic, partition, int(offsets[f]), int(offsets[last]), int(counts[f]))
+            for f, last in zip(firsts.tolist(), lasts.tolist(), strict=True)]
+    return out
+
+
 def _row_at(conn, sink: Sink, table: str, rowid: int) -> tuple | None:
     """(topic, partition, offset) of the row at ``rowid`` (None: deleted, or none)."""
     cols = ", ".join(ident(c) for c in (sink.topic_column, sink.partition_column, sink.offset_column))
-    return conn.execute(f"SELECT {cols} FROM {table} WHERE rowid = {int(rowid)}").fetchone()
+    rows = conn.execute(f"SELECT {cols} FROM {table} WHERE rowid = {int(rowid)}").fetchall()
+    return rows[0] if rows else None
 
 
 def merge_islands(a: list[OffsetIsland], b: list[OffsetIsland]) -> list[OffsetIsland]:

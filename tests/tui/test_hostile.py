@@ -52,7 +52,8 @@ def hostile_dashboard():
     cap.lag.partitions = [dataclasses.replace(p, group=GROUP) for p in cap.lag.partitions]
     cap.lag.group_states = {GROUP: "STABLE"}
     cap.ledger = dataclasses.replace(cap.ledger, sink=SINK, group=GROUP)
-    cap.hanging = HangingReport(900.0, 3, [Hanging(TOPIC, 0, 77, 0, 5, 1000.0, ("lso",), 5, 9, TXN_IDS[0])])
+    hanging = Hanging(TOPIC, 0, 77, 0, 5, 1000.0, ("kip664", "lso"), 5, 9, TXN_IDS[0])
+    cap.hanging = HangingReport(900.0, 3, [hanging])
     cap.audit = AuditReport.build(
         [PartitionSummary(TOPIC, p, 0, 10, 10, 10, 10) for p in range(3)],
         [

@@ -103,7 +103,7 @@ def live(monkeypatch):
         record["describe_producers"] += 1
         return {}, "ok"
 
-    def find_hanging(client, admin, topics, max_age_s, now_ms=None, described=None):
+    def find_hanging(client, admin, topics, max_age_s, now_ms=None, described=None, **kw):
         record["described"].append(described)
         return HangingReport(0, 2)
 

@@ -24,6 +24,9 @@ def test_rows_that_did_not_change_reuse_their_text():
                                                             ("w", "5..9")]])
     order = sorted(range(4), key=data.sort_keys(1, numeric=True).__getitem__)
     assert [data.rows[i].key for i in order] == ["z", "w", "y", "x"]
+    times = TableData.of(cols, [Row(v, ("t", v)) for v in ["1m00s", "45s", "2d4h", "3h05m", "12m"]])
+    order = sorted(range(5), key=times.sort_keys(1, numeric=True).__getitem__)
+    assert [times.rows[i].key for i in order] == ["45s", "1m00s", "12m", "3h05m", "2d4h"]
 
 
 @sync

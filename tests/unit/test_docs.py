@@ -438,7 +438,9 @@ def test_audit_json_is_documented() -> None:
               ReadPoint("kafka_topic", "orders.enriched",
                         {"lineage": "headers", "read_at": "2026-11-24T10:00:00Z",
                          "end_offsets": [{"partition": 0, "offset": 42}]}),
-              ReadPoint("delta", "/s/orders", {"version": 7, "offsets_version": 3})]
+              ReadPoint("delta", "/s/orders", {"version": 7, "offsets_version": 3}),
+              ReadPoint("iceberg", "cat.ns.orders", {"snapshot_id": "2031503060490796608",
+                                                     "offsets_snapshot_id": "1091317149685680103"})]
     docs = [json.loads(render(audit_report(full, findings_of_every_kind(), points[0].to_dict()), "json")),
             json.loads(render(audit_report(least, []), "json")),
             *(json.loads(render(audit_report(least, [], p.to_dict()), "json")) for p in points[1:])]
@@ -750,7 +752,7 @@ VALID = {"bootstrap_servers": "h:1", "security_protocol": "SASL_SSL", "cluster":
 # Sink kinds: a config names exactly one, so the all-keys config keeps duckdb and each other kind is
 # checked in a config of its own.
 OTHER_KINDS = {"parquet": "/x/*.parquet", "postgres": "postgresql://u@h/db", "delta": "/x/delta",
-               "kafka_topic": "out-topic"}
+               "iceberg": "cat.ns.t", "kafka_topic": "out-topic"}
 
 
 def _value(key: str, kind: str) -> Any:

@@ -50,3 +50,11 @@ def test_an_interrupted_write_keeps_the_old_file_and_leaves_no_tmp(tmp_path: Pat
 def test_a_device_is_written_directly(tmp_path: Path) -> None:
     write_replacing("/dev/null", "x")
     assert os.listdir(tmp_path) == []
+
+
+def test_a_snapshot_path_with_a_quote_is_a_literal(tmp_path: Path) -> None:
+    out = tmp_path / "it's'; COPY (SELECT 1) TO 'pwned.csv'; --.duckdb"
+    cap = Capture(captured_at=datetime.now(UTC), bootstrap="b:9092", pipeline=None, group=None, topics=[])
+    snapshot.write_snapshot(cap, out)
+    assert os.listdir(tmp_path) == [out.name] and not os.path.exists("pwned.csv")
+    assert snapshot.load_snapshot(out).bootstrap == "b:9092"

@@ -6,23 +6,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from eosctl.config import Sink
 from eosctl.errors import SinkError
-from eosctl.sink import OffsetIsland, SinkPartition, StoredOffset, frozen, open_reader
+from eosctl.sink import frozen, open_reader
+from tests.unit.sinksample import SAMPLE, STORED, arrow_offsets, assert_sample_answers
+from tests.unit.sinksample import arrow_rows as rows
 
 WHERE = "pipelines.orders.sink"
-SAMPLE = {("orders", 0): [0, 1, 2, 3, 4, 5, 5, 6, 6, 7, 10, 11], ("orders", 1): [0, 1, 2]}
-
-
-def rows(offsets: dict[tuple[str, int], list[int]]) -> pa.Table:
-    flat = [(t, p, o) for (t, p), offs in offsets.items() for o in offs]
-    return pa.table({"src_topic": [r[0] for r in flat],
-                     "src_partition": pa.array([r[1] for r in flat], pa.int32()),
-                     "src_offset": pa.array([r[2] for r in flat], pa.int64())})
 
 
 @pytest.fixture
@@ -30,23 +23,13 @@ def sample(tmp_path: Path) -> Sink:
     data, offsets = tmp_path / "orders", tmp_path / "offsets"
     for (t, p), offs in SAMPLE.items():  # one commit (one file) per partition, as a streaming sink makes
         write_deltalake(str(data), rows({(t, p): offs}), mode="append")
-    write_deltalake(str(offsets), pa.table({"topic": ["orders", "orders"],
-                                            "partition": pa.array([0, 1], pa.int32()),
-                                            "next_offset": pa.array([12, 3], pa.int64())}))
+    write_deltalake(str(offsets), arrow_offsets(STORED))
     return Sink(delta=str(data), table="orders", offsets_table=str(offsets))
 
 
 def test_same_answers_as_duckdb(sample: Sink):
     with open_reader(sample, WHERE) as reader:
-        assert reader.summaries() == [
-            SinkPartition("orders", 0, rows=12, distinct_offsets=10, min_offset=0, max_offset=11,
-                          duplicate_offsets=2, invalid_offset_rows=0),
-            SinkPartition("orders", 1, rows=3, distinct_offsets=3, min_offset=0, max_offset=2,
-                          duplicate_offsets=0, invalid_offset_rows=0)]
-        assert list(reader.islands("orders", 0)) == [
-            OffsetIsland("orders", 0, 0, 4, 1), OffsetIsland("orders", 0, 5, 6, 2),
-            OffsetIsland("orders", 0, 7, 7, 1), OffsetIsland("orders", 0, 10, 11, 1)]
-        assert reader.stored_offsets() == [StoredOffset("orders", 0, 12), StoredOffset("orders", 1, 3)]
+        assert_sample_answers(reader)
         assert reader.read_point.to_dict() == {"kind": "delta", "source": sample.delta, "version": 1,
                                                "offsets_version": 0}
 

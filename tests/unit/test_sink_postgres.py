@@ -13,10 +13,10 @@ from click.testing import CliRunner
 
 from eosctl.config import Sink
 from eosctl.errors import SinkError
-from eosctl.sink import OffsetIsland, SinkPartition, StoredOffset, frozen, open_reader
+from eosctl.sink import OffsetIsland, StoredOffset, frozen, open_reader
+from tests.unit.sinksample import SAMPLE, STORED, assert_sample_answers
 
 WHERE = "pipelines.orders.sink"
-SAMPLE = {("orders", 0): [0, 1, 2, 3, 4, 5, 5, 6, 6, 7, 10, 11], ("orders", 1): [0, 1, 2]}
 
 
 def fill(uri: str, offsets: dict[tuple[str, int], list[int]], stored: dict[tuple[str, int], int],
@@ -47,25 +47,13 @@ def error_of(fn) -> str:
 
 @pytest.fixture
 def sample(pg_db: str) -> str:
-    fill(pg_db, SAMPLE, {("orders", 0): 12, ("orders", 1): 3})
+    fill(pg_db, SAMPLE, STORED)
     return pg_db
 
 
 def test_same_answers_as_duckdb(sample: str, postgres):
     with open_reader(sink_of(sample, key_column="order_id"), WHERE) as reader:
-        assert reader.summaries() == [
-            SinkPartition("orders", 0, rows=12, distinct_offsets=10, min_offset=0, max_offset=11,
-                          duplicate_offsets=2, invalid_offset_rows=0),
-            SinkPartition("orders", 1, rows=3, distinct_offsets=3, min_offset=0, max_offset=2,
-                          duplicate_offsets=0, invalid_offset_rows=0)]
-        assert list(reader.islands()) == [
-            OffsetIsland("orders", 0, 0, 4, 1), OffsetIsland("orders", 0, 5, 6, 2),
-            OffsetIsland("orders", 0, 7, 7, 1), OffsetIsland("orders", 0, 10, 11, 1),
-            OffsetIsland("orders", 1, 0, 2, 1)]
-        assert list(reader.islands("orders", 1)) == [OffsetIsland("orders", 1, 0, 2, 1)]
-        assert reader.partitions() == {("orders", 0): 12, ("orders", 1): 3}
-        assert reader.stored_offsets() == [StoredOffset("orders", 0, 12), StoredOffset("orders", 1, 3)]
-        assert reader.invalid_rows() == []
+        assert_sample_answers(reader)
         keys = [b.to_pylist() for b in reader.committed_keys("orders", 0, [(0, 4), (10, 11)])]
         assert sorted((r["key"], r["offset"]) for batch in keys for r in batch) == [
             ("k0", 0), ("k0", 10), ("k1", 1), ("k1", 11), ("k2", 2), ("k3", 3), ("k4", 4)]

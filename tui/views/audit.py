@@ -93,12 +93,14 @@ def headline(report: AuditReport | None, taken_at: float | None = None) -> Text:
 
 class AuditView(TableView):
     """The findings of the last audit. Rows are drawn on demand (tui.table), so 100k findings cost what
-    the screen shows; formatting them runs in the audit worker (or the fetch worker), not the UI thread."""
+    the screen shows; formatting them runs in the audit worker (or the fetch worker), not the UI thread.
+
+    To show something else per row (e.g. findings grouped by root cause), return other rows from `rows`
+    with the object Enter should open as each Row's item, and dispatch on its type in `selected`."""
 
     NAME = "audit"
     COLUMNS = COLUMNS
     EMPTY = "no findings"
-    BINDINGS = [("a", "run_audit", "Run audit")]
 
     class OpenLog(Message):
         """Enter on a finding: show its offsets in the Log view."""
@@ -106,9 +108,6 @@ class AuditView(TableView):
         def __init__(self, finding: Finding) -> None:
             super().__init__()
             self.finding = finding
-
-    class RunRequested(Message):
-        pass
 
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
@@ -170,9 +169,6 @@ class AuditView(TableView):
         self.query_one("#audit-head", Static).update(
             Text(f"audit failed: {term(message)}", style=STYLES["bad"])
         )
-
-    def action_run_audit(self) -> None:
-        self.post_message(self.RunRequested())
 
     def selected(self, finding: Finding) -> None:
         if finding.first_offset is not None:  # invalid_row has no offsets to show

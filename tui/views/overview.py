@@ -15,6 +15,7 @@ from tui.data import Dashboard
 from tui.table import STYLES, Col, Row
 from tui.views.base import TableView
 from tui.views.producers import fenced
+from tui.views.transactions import counted
 
 COLUMNS = [
     Col("pipeline"),
@@ -37,11 +38,16 @@ class Health:
 def health(dash: Dashboard) -> Health:
     red: list[str] = []
     amber: list[str] = []
-    for h in dash.hanging:
+    hung = counted(dash)
+    for h in hung:
         red.append(
             f"hanging transaction pid {h.producer_id} on {h.topic}[{h.partition}] from offset "
             f"{h.first_offset} ({h.blocked} records blocked)"
         )
+    unsure = len(dash.hanging) - len(hung)
+    if unsure:
+        amber.append(f"{unsure} open transaction{'s' if unsure != 1 else ''} old only by producer timestamps "
+                     "(not counted as hanging; see Transactions)")
     if dash.audit is not None and dash.audit.verdict != "pass":
         kinds = sorted({f.kind for f in dash.audit.failing})
         red.append(f"audit failed: {len(dash.audit.failing)} findings ({', '.join(kinds)})")
@@ -57,7 +63,7 @@ def health(dash: Dashboard) -> Health:
         elif s.status in ("WARN", "STALL"):
             amber.append(f"group {g} {s}")
     open_txns = [x for x in dash.transactions if x.active]
-    if open_txns and not dash.hanging:
+    if open_txns and not hung:
         amber.append(f"{len(open_txns)} transaction{'s' if len(open_txns) != 1 else ''} open")
     cut_off = [r for r in dash.producers if fenced(r)]
     if cut_off:
@@ -90,7 +96,7 @@ def overview_rows(dash: Dashboard) -> list[Row]:
     h = health(dash)
     audit = "-" if dash.audit is None else dash.audit.verdict.upper()
     open_txns = sum(1 for x in dash.transactions if x.active)
-    hung = str(len(dash.hanging)) if dash.hanging_checked else "?"
+    hung = str(len(counted(dash))) if dash.hanging_checked else "?"
     fenced_count = sum(1 for r in dash.producers if fenced(r))
     rows = sum(p.rows for p in dash.ledger.partitions) if dash.ledger else None
     return [

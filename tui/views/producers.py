@@ -100,9 +100,13 @@ class ProducersView(TableView):
         return headline(dash)
 
     def selected(self, r) -> None:
-        log = self.source.log_of(r.topic, r.partition) if self.source else None
-        where = jump_offset(log.producers.get(r.producer_id) if log else None, r.current_txn_start_offset)
-        self.post_message(self.OpenLog(r.topic, r.partition, where))
+        self.post_message(self.OpenLog(r.topic, r.partition, where(self.source, r)))
+
+
+def where(dash: Dashboard | None, r) -> int | None:
+    """Where Enter on producer row `r` opens the Log (see jump_offset)."""
+    log = dash.log_of(r.topic, r.partition) if dash is not None else None
+    return jump_offset(log.producers.get(r.producer_id) if log else None, r.current_txn_start_offset)
 
 
 def jump_offset(state, open_txn_from: int | None) -> int | None:

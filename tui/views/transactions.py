@@ -34,6 +34,13 @@ def hanging_of(txn: Any, hanging: list[Any]) -> list[Any]:
     ]
 
 
+def counted(dash: Dashboard) -> list[Any]:
+    """The hanging transactions `txns hanging` counts (HangingReport.counted): not those older than the
+    max age only by a producer-set record timestamp."""
+    report = dash.capture.hanging
+    return report.counted if report is not None else []
+
+
 def _hanging_index(hanging: list[Any]) -> tuple[dict[str, list[Any]], dict[int, list[Any]]]:
     """Hanging transactions by transactional id and (when the id is unknown) by producer id."""
     by_id: dict[str, list[Any]] = {}
@@ -51,13 +58,15 @@ def txn_rows(dash: Dashboard) -> list[Row]:
     rows = []
     matched: set[int] = set()
     by_id, by_pid = _hanging_index(dash.hanging)  # 10k transactional ids x hanging ones: no nested loop
+    counts = {id(h) for h in counted(dash)}
     for x in dash.transactions:
         hs = by_id.get(x.transactional_id, []) + by_pid.get(x.producer_id, [])
         matched.update(id(h) for h in hs)
         parts = ", ".join(f"{t}[{p}]" for t, p in x.partitions)
-        state = f"HANGING {x.state}" if hs else x.state
+        hung = any(id(h) in counts for h in hs)
+        state = f"HANGING {x.state}" if hung else (f"{x.state} (old*)" if hs else x.state)
         timeout = None if x.timeout_ms is None else fmt.duration(x.timeout_ms / 1000)
-        level = "bad" if hs else ("warn" if x.active else None)
+        level = "bad" if hung else ("warn" if x.active else None)
         rows.append(
             Row(
                 f"t:{x.transactional_id}",
@@ -81,14 +90,14 @@ def txn_rows(dash: Dashboard) -> list[Row]:
                     f"h:{h.topic}:{h.partition}:{h.producer_id}",
                     (
                         h.transactional_id or "(unknown to the coordinator)",
-                        "HANGING",
+                        "HANGING" if id(h) in counts else "open (old*)",
                         h.producer_id,
                         h.producer_epoch,
-                        fmt.duration(h.age_s),
+                        fmt.duration(h.age_s) + ("" if h.age_trusted else "*"),
                         None,
                         f"{h.topic}[{h.partition}]",
                     ),
-                    "bad",
+                    "bad" if id(h) in counts else "warn",
                     h,
                 )
             )
@@ -102,11 +111,16 @@ def headline(dash: Dashboard) -> Text:
     t = Text(f"{len(dash.transactions)} transactional ids · {active} open · ")
     if not dash.hanging_checked:
         t.append("hanging not checked (this snapshot has no hanging check)", style=STYLES["muted"])
-    elif dash.hanging:
-        t.append(f"{len(dash.hanging)} HANGING", style=STYLES["bad"])
-        t.append(" (Enter for the detail)")
     else:
-        t.append("none hanging", style=STYLES["ok"])
+        hung = counted(dash)
+        if hung:
+            t.append(f"{len(hung)} HANGING", style=STYLES["bad"])
+            t.append(" (Enter for the detail)")
+        else:
+            t.append("none hanging", style=STYLES["ok"])
+        unsure = len(dash.hanging) - len(hung)
+        if unsure:
+            t.append(f" · {unsure} old only by producer timestamps (*, not counted)", style=STYLES["warn"])
     return t
 
 
@@ -136,7 +150,7 @@ def detail(dash: Dashboard, item: Any) -> DetailScreen | None:
             ("HANGING on", f"{h.topic}[{h.partition}] from offset {h.first_offset}"),
             ("  rules", ", ".join(h.rules)),
             ("  LSO / HW", f"{h.lso} / {h.hw} ({h.blocked} blocked)"),
-            ("  age", fmt.duration(h.age_s)),
+            ("  age", fmt.duration(h.age_s) + ("" if h.age_trusted else f" (by {h.age_source}: *)")),
             ("  coordinator says", h.coordinator_state),
         ]
     note = None

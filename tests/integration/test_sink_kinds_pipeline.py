@@ -1,9 +1,10 @@
-"""The reference pipeline into PostgreSQL (`run_pipeline(postgres=...)`, what `sandbox pipeline --sink
-postgres` runs) and `eosctl audit`, `ledger` and `snapshot` on it, against the session's real server.
+"""The reference pipeline into PostgreSQL, Delta Lake and Iceberg (`run_pipeline(postgres=..., delta=...,
+iceberg=...)`, what `sandbox pipeline --sink postgres|delta|iceberg` runs) and `eosctl audit`, `ledger` and
+`snapshot` on them, against the session's real server and real Delta and Iceberg tables.
 
-Each fault mode planted into PostgreSQL gives exactly the manifest's findings, the ones the DuckDB sink gives
-for the same mode (tests/integration/test_audit.py): on the local engine, and one mode on Spark. A writer
-committing rows throughout the commands is never blocked and causes no false finding.
+Each fault mode planted into either gives exactly the manifest's findings, the ones the DuckDB sink gives
+for the same mode (tests/integration/test_audit.py): on the local engine, and one mode on Spark (Postgres).
+A writer committing rows to PostgreSQL throughout the commands is never blocked and causes no false finding.
 """
 
 from __future__ import annotations
@@ -26,21 +27,25 @@ from eosctl.pipeline import run_pipeline
 pytestmark = [pytest.mark.integration]
 
 MODES = ("duplicate-replay", "skip", "aborted-leak", "upstream-retry")
+# Delta and Iceberg commit a table version per batch (slow): the two modes that plant gaps and key duplicates.
+CASES = [("postgres", m) for m in MODES] + [("delta", "skip"), ("delta", "upstream-retry"),
+                                            ("iceberg", "upstream-retry")]
 
 
 @pytest.fixture(scope="module")
 def runs(cluster, postgres, tmp_path_factory):
-    """mode -> (workdir, manifest), each run on first use."""
-    done: dict[str, tuple[Path, dict]] = {}
+    """(kind, mode) -> (workdir, manifest), each run on first use."""
+    done: dict[tuple[str, str], tuple[Path, dict]] = {}
 
-    def run(mode: str) -> tuple[Path, dict]:
-        if mode not in done:
-            prefix = f"pg{uuid.uuid4().hex[:8]}{mode.replace('-', '')[:6]}"
-            workdir = tmp_path_factory.mktemp(f"pg-{mode}")
+    def run(mode: str, kind: str = "postgres") -> tuple[Path, dict]:
+        if (kind, mode) not in done:
+            prefix = f"{kind[:2]}{uuid.uuid4().hex[:8]}{mode.replace('-', '')[:6]}"
+            workdir = tmp_path_factory.mktemp(f"{kind}-{mode}")
             manifest = run_pipeline(cluster, prefix, workdir, faults=[mode], records=60,
-                                    postgres=postgres.uri())
-            done[mode] = (workdir, manifest)
-        return done[mode]
+                                    postgres=postgres.uri() if kind == "postgres" else None,
+                                    delta=kind == "delta", iceberg=kind == "iceberg")
+            done[(kind, mode)] = (workdir, manifest)
+        return done[(kind, mode)]
 
     return run
 
@@ -59,10 +64,11 @@ def comparable(findings: list[dict]) -> list[tuple]:
                   for f in findings)
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_fault_modes_into_postgres_give_the_manifests_findings(runs, postgres, mode):
-    workdir, manifest = runs(mode)
-    assert manifest["sink"]["duckdb"] is None and postgres.password not in json.dumps(manifest)
+@pytest.mark.parametrize(("kind", "mode"), CASES)
+def test_fault_modes_into_each_sink_kind_give_the_manifests_findings(runs, postgres, kind, mode):
+    workdir, manifest = runs(mode, kind)
+    assert manifest["sink"]["duckdb"] is None and manifest["sink"][kind]
+    assert postgres.password not in json.dumps(manifest)
     assert not (workdir / "sink.duckdb").exists()
     result = cli(postgres, "audit", "-c", str(workdir / "eosctl.toml"), "--engine", "local",
                  "--format", "json")
@@ -70,7 +76,9 @@ def test_fault_modes_into_postgres_give_the_manifests_findings(runs, postgres, m
     assert result.exit_code == 1 and report["verdict"] == "fail"
     assert comparable(report["findings"]) == comparable(manifest["expected_findings"])
     point = report["sink_read_point"]
-    assert point["kind"] == "postgres" and point["snapshot"] and point["server_version"]
+    assert point["kind"] == kind
+    assert {"postgres": ("snapshot", "server_version"), "delta": ("version",),
+            "iceberg": ("snapshot_id",)}[kind] == tuple(k for k in point if k not in ("kind", "source"))
 
 
 def test_spark_on_postgres_agrees(runs, postgres, spark):
