@@ -113,12 +113,16 @@ def _sink_at(sink: Any, where: str, topic: str, partition: int, offset: int) -> 
         if fixed.key_column and rows:
             keys = tuple(dict.fromkeys(k for b in reader.committed_keys(topic, partition, [(offset, offset)])
                                        for k in b.column(0).to_pylist() if k is not None))
-            wanted = set(keys)
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            wanted = pa.array(keys, pa.string())
             for t, p in sorted(tp for tp in reader.partitions() if tp[0] == topic):
                 for b in reader.committed_keys(t, p, [_ALL]):
-                    same += [(t, p, o) for k, o in zip(b.column(0).to_pylist(), b.column(1).to_pylist(),
-                                                       strict=True)
-                             if k in wanted and (t, p, o) != (topic, partition, offset)]
+                    # Filtered in Arrow: only the matching rows become Python objects.
+                    hit = b.filter(pc.is_in(b.column(0).cast(pa.string()), value_set=wanted))
+                    same += [(t, p, o) for o in hit.column(1).to_pylist() if (t, p, o) != (topic, partition,
+                                                                                             offset)]
         stored = next((s.next_offset for s in reader.stored_offsets() or []
                        if (s.topic, s.partition) == (topic, partition)), None)
     return SinkAt(rows, keys, tuple(sorted(same)), stored, shown(sink), sink.key_column)
