@@ -36,9 +36,17 @@ def stop_all() -> None:
 class Owned:
     def __init__(self) -> None:
         self.before = set(_children(os.getpid()))
-        self.dir = tempfile.mkdtemp(prefix="eosctl-audit-")
-        with _LOCK:
-            _ACTIVE.add(self)
+        # Ctrl-C and SIGTERM are held until the directory is registered: a signal in between would leave
+        # it behind (the `with` that stops this guard has not begun yet; stop_all() finds it once registered).
+        mask = getattr(signal, "pthread_sigmask", None)
+        held = mask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM}) if mask else None
+        try:
+            self.dir = tempfile.mkdtemp(prefix="eosctl-audit-")
+            with _LOCK:
+                _ACTIVE.add(self)
+        finally:
+            if mask:
+                mask(signal.SIG_SETMASK, held)
 
     def path(self, name: str) -> str:
         return os.path.join(self.dir, name)

@@ -131,6 +131,10 @@ def unwind_on_signals() -> Iterator[None]:
     except BaseException:
         if not got:
             raise
+        # An audit whose guard was made but not yet entered when the signal came: stop it here too.
+        guard = sys.modules.get("auditors.guard")
+        if guard is not None:
+            guard.stop_all()
         first = got[0][0]
         click.echo("eosctl: interrupted" if first == signal.SIGINT else "eosctl: terminated", err=True)
         sys.exit(128 + first)

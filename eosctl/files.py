@@ -187,3 +187,30 @@ def _remove(path: str) -> None:
         os.unlink(path)
     except OSError:  # gone already, or not ours to remove: nothing to clean
         pass
+
+
+@contextmanager
+def temp_dir(prefix: str) -> Iterator[str]:
+    """A new temporary directory, removed on every way out of the block.
+
+    Ctrl-C and SIGTERM are held while it is made: one arriving between the mkdir and the block's `try`
+    would otherwise leave the directory behind (a test that signals as soon as it appears caught that).
+    A held signal is delivered when the block starts, inside it."""
+    import shutil
+    import signal
+    import tempfile
+
+    held = {signal.SIGINT, signal.SIGTERM}
+    mask = getattr(signal, "pthread_sigmask", None)
+    before = mask(signal.SIG_BLOCK, held) if mask else None
+    try:
+        path = tempfile.mkdtemp(prefix=prefix)
+        try:
+            if mask:
+                mask(signal.SIG_SETMASK, before)
+            yield path
+        finally:
+            shutil.rmtree(path, ignore_errors=True)
+    finally:
+        if mask:
+            mask(signal.SIG_SETMASK, before)

@@ -12,7 +12,6 @@ import glob as globmod
 import os
 import shutil
 import struct
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,7 +21,7 @@ from pathlib import Path
 
 from eosctl.config import Sink
 from eosctl.errors import SinkError
-from eosctl.files import glob_paths
+from eosctl.files import glob_paths, temp_dir
 from eosctl.sink import duckdb as duck
 from eosctl.sink.parquet import is_url
 
@@ -57,8 +56,7 @@ def frozen(sink: Sink, where: str = "sink", *, local: bool = True) -> Iterator[S
         with pin(sink, where) as pinned:
             yield pinned
         return
-    tmp = tempfile.mkdtemp(prefix="eosctl-frozen-")
-    try:
+    with temp_dir("eosctl-frozen-") as tmp:
         out = sink
         if sink.duckdb:
             copy = _copy_duckdb(str(sink.duckdb), where, tmp)
@@ -77,8 +75,6 @@ def frozen(sink: Sink, where: str = "sink", *, local: bool = True) -> Iterator[S
                 raise SinkError(f"[{where}] kafka_topic {sink.kafka_topic!r}: no cluster to read it from")
             out = kafka_topic.freeze(sink, sink.kafka_cluster, tmp)
         yield out
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _now() -> str:
