@@ -8,7 +8,8 @@ checks both against what is emitted).
 
 A scrape must not cost a reading, and at 10k partitions rendering the per-partition families takes
 seconds, so `Exposition` renders them (and compresses them) once per model change (``State``) and a
-scrape only renders the few families that change with the clock (``Live``: section ages, up, errors).
+scrape only renders the few families that change with the clock or with up (``Live``: section ages, up,
+errors, group status: read at one moment, so `eosctl_up 0` never comes with a stale OK).
 With ``partition_metrics`` off, per-partition series are summed per topic (ages: the maximum), so a
 cluster with many partitions keeps a few series per topic and group; the names stay the same, so rules
 and dashboards work either way.
@@ -27,7 +28,7 @@ from prometheus_client.exposition import choose_encoder
 
 from eosctl.capture import SECTIONS, Capture
 from eosctl.findings import AuditReport
-from eosctl.lag import STATUSES
+from eosctl.lag import STATUSES, Status
 from eosctl.live import LiveModel
 
 BASE = ("cluster", "pipeline")
@@ -87,8 +88,8 @@ METRICS = (
 )
 SPECS = {s.name: s for s in METRICS}
 # Families that change only when the model or the audit does (rendered once per change), and the rest.
-LIVE = ("eosctl_up", "eosctl_refresh_duration_seconds", "eosctl_refresh_errors_total",
-        "eosctl_section_age_seconds")
+LIVE = ("eosctl_up", "eosctl_consumer_group_status", "eosctl_refresh_duration_seconds",
+        "eosctl_refresh_errors_total", "eosctl_section_age_seconds")
 
 
 @dataclass
@@ -116,12 +117,14 @@ class Source:
     # a whole refresh that fails does; eosctl_section_age_seconds says how old they are).
     good: dict[str, Capture] = field(default_factory=dict)
     failing: frozenset[str] = frozenset()  # sections the latest reading could not read
+    up: bool = False  # the latest reading reached the cluster (set with the rest, unlike model.up)
     # Counters must not go down when old segments leave the log: the highest value seen per series.
     fencing: dict[tuple[str, int], int] = field(default_factory=dict)
     zombies: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def refreshed(self, cap: Capture | None) -> None:
         """Take in a new reading (or a failed one: ``None``)."""
+        self.up = cap is not None
         if cap is not None:  # new dicts, not updates: a scrape may be reading the old ones meanwhile
             failing = cap.errors()
             self.good = {**self.good, **{name: cap for name in cap.sections if name not in failing}}
@@ -192,7 +195,7 @@ class State:
             if "logs" in good:
                 _partitions(out, base, good["logs"])
             if "lag" in good:
-                _consumers(out, base, good["lag"], src)
+                _consumers(out, base, good["lag"])
             if "transactions" in good:
                 _transactions(out, base, good["transactions"])
             if "hanging" in good:
@@ -226,7 +229,7 @@ def _hanging(out: _Families, base: dict[str, str], cap: Capture) -> None:
                     h.age_s, max)
 
 
-def _consumers(out: _Families, base: dict[str, str], cap: Capture, src: Source) -> None:
+def _consumers(out: _Families, base: dict[str, str], cap: Capture) -> None:
     snap = cap.lag
     if snap is None:
         return
@@ -237,14 +240,6 @@ def _consumers(out: _Families, base: dict[str, str], cap: Capture, src: Source) 
         out.add("eosctl_consumer_lag_records", labels, p.records_behind)
         out.add("eosctl_consumer_lag_offsets", labels, p.hw_lag)
         out.add("eosctl_consumer_lag_seconds", labels, p.time_lag_s(snap.taken_ms), max)
-    statuses = src.model.lag_history.group_statuses
-    for group in snap.groups():
-        # A failed reading is ERR for every group, as lag --watch shows an outage; the last values stay.
-        current = statuses.get(group) if src.model.up and "lag" not in src.failing else None
-        now = current.status if current is not None else "ERR"
-        for status in STATUSES:
-            out.add("eosctl_consumer_group_status", {**base, "group": group, "status": status},
-                    1 if status == now else 0)
 
 
 def _transactions(out: _Families, base: dict[str, str], cap: Capture) -> None:
@@ -281,7 +276,11 @@ class Live:
         for src in self.sources:
             base = {"cluster": src.cluster, "pipeline": src.pipeline}
             model = src.model
-            out.add("eosctl_up", base, 1 if model.up else 0)
+            up, failing, lag = src.up, src.failing, src.good.get("lag")  # one moment for both
+            out.add("eosctl_up", base, 1 if up else 0)
+            if lag is not None and lag.lag is not None:
+                _group_status(out, base, lag.lag.groups(), model.lag_history.group_statuses,
+                              up and "lag" not in failing)
             out.add("eosctl_refresh_duration_seconds", base, model.last_refresh_seconds)
             errors = dict(model.refresh_errors)
             for section in SECTIONS:
@@ -289,6 +288,18 @@ class Live:
                 out.add("eosctl_refresh_errors_total", labels, errors.get(section, 0))
                 out.add("eosctl_section_age_seconds", labels, model.section_age(section, now))
         yield from out.metrics()
+
+
+def _group_status(out: _Families, base: dict[str, str], groups: list[str], statuses: dict[str, Status],
+                  answered: bool) -> None:
+    """One series per status, 1 for the current; a failed reading is ERR for every group, as lag --watch
+    shows an outage (the last lag values stay)."""
+    for group in groups:
+        current = statuses.get(group) if answered else None
+        now = current.status if current is not None else "ERR"
+        for status in STATUSES:
+            out.add("eosctl_consumer_group_status", {**base, "group": group, "status": status},
+                    1 if status == now else 0)
 
 
 class Exposition:
