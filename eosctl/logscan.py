@@ -383,14 +383,16 @@ def scan_partition(client: WireClient, topic: str, partition: int, start: int | 
 
 def scan_partitions(client: WireClient, tps: Iterable[TP], start: Bound = None, end: Bound = None,
                     keep_batches: bool = False, progress: Progress | None = None,
-                    max_bytes: int = DEFAULT_MAX_BYTES) -> dict[TP, PartitionLog]:
+                    max_bytes: int = DEFAULT_MAX_BYTES,
+                    snapshot: Mapping[TP, Offsets] | None = None) -> dict[TP, PartitionLog]:
     """Scan many partitions together: each round is one Fetch per leader covering all of them.
 
     ``start``/``end`` may be one offset for all partitions or a per-partition mapping (lag scans each
-    partition's own [committed, LSO) window in the same fetches).
+    partition's own [committed, LSO) window in the same fetches). ``snapshot``: offsets already read for
+    every partition (an audit's driver reads them once for all tasks); otherwise ListOffsets asks here.
     """
     tps = list(dict.fromkeys(tps))
-    snapshot = client.offsets(tps)
+    snapshot = client.offsets(tps) if snapshot is None else snapshot
     scans: dict[TP, _Classifier] = {}
     for tp in tps:
         o = snapshot[tp]

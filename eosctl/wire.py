@@ -237,6 +237,12 @@ class WireClient:
                                               throttle_ms=throttle, answered=False)
         return out
 
+    def know_leaders(self, leaders: Mapping[TP, int]) -> None:
+        """Take leaders someone already asked for (an audit's driver, for all partitions at once), so
+        requests go straight to them; a NOT_LEADER answer still makes the client ask again."""
+        for (topic, partition), leader in leaders.items():
+            self._leaders.setdefault(topic, {})[partition] = leader
+
     def forget_leaders(self) -> None:
         """Drop cached leaders (after NOT_LEADER errors) so the next request looks them up again."""
         self._leaders.clear()
