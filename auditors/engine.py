@@ -17,7 +17,7 @@ from eosctl.config import Config, Spark
 from eosctl.errors import EosctlError
 from eosctl.findings import AuditReport
 from eosctl.progress import Progress, Step, silent
-from eosctl.sinkdb import frozen, invalid_rows, origin
+from eosctl.sink import frozen, invalid_rows, shown
 
 ENGINES = ("spark", "local")
 PHASE_PREPARE = "reading the sink and Kafka metadata"
@@ -77,11 +77,10 @@ def run(inp: AuditInput, options: EngineOptions, progress: Progress = silent,
         timings: dict[str, float] = {"prepare_seconds": round(time.monotonic() - t, 3)}
         invalid = invalid_rows(inp.sink)  # rows no partition task can own: one pass here
         result, startup, info = _run_engine(inp, items, options, here, progress)
-        shown = origin(inp.sink.duckdb or inp.sink.parquet or "")
     progress(Step("done", 1, 1))
     engine = engine_facts(info, result.tasks, timings["prepare_seconds"], startup, result.timings)
     return AuditReport.build(result.summaries, result.findings + invalid, inp.fail_on,
-                             sink=f"{shown} ({inp.sink.table})", group=inp.group, engine=engine,
+                             sink=f"{shown(inp.sink)} ({inp.sink.table})", group=inp.group, engine=engine,
                              elapsed_seconds=time.monotonic() - t_start)
 
 

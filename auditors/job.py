@@ -22,16 +22,17 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import groupby
 from typing import TYPE_CHECKING, Any, Protocol
 
 from eosctl.config import Cluster, Sink
-from eosctl.errors import BrokerError, EosctlError, SinkError, first_line
+from eosctl.errors import BrokerError, EosctlError, SinkError
 from eosctl.findings import KINDS, Finding, LogSegment, PartitionSummary
 from eosctl.model import TP, PartitionLog
 from eosctl.progress import Progress, Step, silent
 
 if TYPE_CHECKING:
-    from eosctl.sinkdb import SinkReader
+    from eosctl.sink import SinkReader
 
 # Task output: one row per summary, finding, error, task (its timings) or (with a key column) committed
 # row with a key.
@@ -192,16 +193,10 @@ class WorkItem:
 
 
 def _open_sink(sink: Sink, settings: TaskSettings) -> SinkReader:
-    from eosctl.sinkdb import open_sink
+    from eosctl.sink import Limits, open_reader
 
-    reader = open_sink(sink)
-    os.makedirs(settings.temp_directory, exist_ok=True)
-    conn = reader.conn
-    conn.execute(f"SET threads = {int(settings.duckdb_threads)}")
-    conn.execute(f"SET memory_limit = '{settings.duckdb_memory}'")
-    conn.execute(f"SET temp_directory = '{settings.temp_directory}'")
-    conn.execute("SET preserve_insertion_order = false")
-    return reader
+    return open_reader(sink, limits=Limits(settings.duckdb_threads, settings.duckdb_memory,
+                                           settings.temp_directory))
 
 
 @dataclass
@@ -245,10 +240,13 @@ def audit_group(items: Sequence[WorkItem], source: Source, reader: SinkReader, w
 
 
 def _group_islands(reader: SinkReader, items: Sequence[WorkItem]) -> Iterator[tuple[WorkItem, Any]]:
-    """Each item with its partition's islands from one reader (the islands stream out of DuckDB straight
-    into the sweep: never a list of a partition's offsets)."""
-    for item in items:
-        yield item, reader.islands(item.topic, item.partition)
+    """Each item with its partition's islands, all from one query of the group's partitions (the islands
+    stream out of the sink straight into the sweep: never a list of a partition's offsets)."""
+    todo = {i.tp: i for i in items}
+    for tp, islands in groupby(reader.islands_in(list(todo)), key=lambda isl: (isl.topic, isl.partition)):
+        yield todo.pop(tp), islands
+    for item in todo.values():  # no rows in the sink
+        yield item, iter(())
 
 
 def _committed_ranges(log: PartitionLog) -> list[tuple[int, int]]:
@@ -327,37 +325,13 @@ def _key_rows(reader: SinkReader, committed: dict[TP, list[tuple[int, int]]], sc
     """Key rows in the task's output schema: rec "key", the key, its offset in first_offset."""
     import pyarrow as pa
 
-    for (topic, partition), ranges in committed.items():
-        for b in _committed_keys(reader, topic, partition, ranges):
-            n = b.num_rows
-            cols = {"rec": pa.array(["key"] * n, pa.string()), "topic": pa.array([topic] * n, pa.string()),
-                    "partition": pa.array([partition] * n, pa.int32()),
-                    "first_offset": b.column(1).cast(pa.int64()), "key": b.column(0).cast(pa.string())}
-            yield pa.RecordBatch.from_arrays([cols[f.name] if f.name in cols else pa.nulls(n, f.type)
-                                              for f in schema], schema=schema)
-
-
-def _committed_keys(reader: SinkReader, topic: str, partition: int,
-                    committed: list[tuple[int, int]]) -> Iterator[Any]:
-    """Arrow batches (key, offset) of the partition's distinct committed rows with a key."""
-    import pyarrow as pa
-
-    ranges = pa.table({"rf": [c[0] for c in committed], "rl": [c[1] for c in committed]},
-                      schema=pa.schema([("rf", pa.int64()), ("rl", pa.int64())]))
-    reader.conn.register("committed_ranges", ranges)
-    # ASOF join: each row meets the last range starting at or before its offset; inside it = committed.
-    rows = reader.rows_sql(topic, partition, with_key=True)
-    sql = f"""
-        SELECT DISTINCT s.k AS key, s.o AS offset FROM ({rows}) s
-        ASOF JOIN committed_ranges r ON s.o >= r.rf
-        WHERE s.o <= r.rl AND s.k IS NOT NULL"""
-    try:
-        yield from reader.conn.sql(sql).to_arrow_reader(65_536)
-    except Exception as e:
-        raise SinkError(f"reading keys of {topic}-{partition} from sink {reader.source} "
-                        f"failed: {first_line(e)}") from None
-    finally:
-        reader.conn.unregister("committed_ranges")
+    for b in reader.committed_keys_in(committed):
+        n = b.num_rows
+        cols = {"rec": pa.array(["key"] * n, pa.string()), "topic": b.column(1).cast(pa.string()),
+                "partition": b.column(2).cast(pa.int32()), "first_offset": b.column(3).cast(pa.int64()),
+                "key": b.column(0).cast(pa.string())}
+        yield pa.RecordBatch.from_arrays([cols[f.name] if f.name in cols else pa.nulls(n, f.type)
+                                          for f in schema], schema=schema)
 
 
 # ---- the driver ----------------------------------------------------------------------------------
@@ -395,15 +369,16 @@ def plan(source: Source, topics: Iterable[str], in_sink: dict[TP, int]) -> list[
 
 
 def prepare(inp: AuditInput) -> list[WorkItem]:
-    """Open and validate the sink, read Kafka metadata, list the work: fails fast, before Spark starts.
+    """Open and validate the sink, read Kafka metadata and every partition's offsets (once, for all tasks),
+    list the work: fails fast, before Spark starts.
 
     With a group, each item also carries the sink's stored offset and the group's committed one (both
-    cheap to read here); the task, which has the log model, judges them.
+    cheap to read here); the task, which has the log model, judges them. ``inp.sink`` is the one the
+    command froze (eosctl.sink.frozen, in auditors.engine.run): the tasks read the same read point.
     """
-    from eosctl.sinkdb import frozen, open_sink
+    from eosctl.sink import open_reader
 
-    # A frozen copy: the pipeline's writer is kept out only while it is copied, not while it is scanned.
-    with frozen(inp.sink) as fixed, open_sink(fixed) as reader:
+    with open_reader(inp.sink) as reader:
         in_sink = reader.partitions()
         stored = reader.stored_offsets() if inp.group and inp.cluster is not None else None
     items = plan(inp.source, inp.topics, in_sink)

@@ -98,7 +98,9 @@ def _preload() -> None:
     busy laptop, most of a small audit)."""
     import eosctl.logscan
     import eosctl.reconcile
-    import eosctl.sinkdb
+    import eosctl.sink
+    import eosctl.sink.duckdb
+    import eosctl.sink.parquet
     import eosctl.wire  # noqa: F401
 
 

@@ -12,6 +12,7 @@ import click
 
 from eosctl import __version__
 from eosctl.errors import EosctlError
+from eosctl.safetext import term
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -44,9 +45,7 @@ def one_line(message: str) -> str:
     print as itself (a control character from a file name, U+2028, a right-to-left override) escaped."""
     if "\n" in message or "\r" in message:
         message = "; ".join(line.strip() for line in message.replace("\r", "\n").split("\n") if line.strip())
-    if message.isprintable():
-        return message
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+    return term(message)
 
 
 # `eosctl` or `eosctl txns` alone: click shows the help (exit 2), which must stay the help.

@@ -81,6 +81,10 @@ class Sink:
     key_column: str | None = None
     # Table where the sink stores the source offsets it committed with its rows (optional).
     offsets_table: str | None = None
+    # Set by eosctl.sink.frozen() only, never by a config: the sink as configured, where this one names
+    # a frozen copy of it, and the read point pinned for the command (a copy's time, a snapshot id).
+    frozen_from: Sink | None = None
+    at: str | None = None
 
 
 @dataclass(frozen=True)

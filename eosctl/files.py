@@ -11,6 +11,8 @@ import errno
 import os
 import stat
 
+from eosctl.safetext import term
+
 MB = 1024 * 1024
 # Read whole into memory: a config is a few KB; anything near this is not a config.
 CONFIG_MAX_BYTES = 4 * MB
@@ -28,8 +30,7 @@ _KINDS = (
 
 def shown(path: str, limit: int = 80) -> str:
     """The path for a message: an over-long one is cut in the middle so the message stays one line."""
-    if not path.isprintable():  # a control character must not break or spoof the message's line
-        path = "".join(c if c.isprintable() else repr(c)[1:-1] for c in path)
+    path = term(path)  # a control character must not break or spoof the message's line
     if len(path) <= limit:
         return path
     return f"{path[:limit // 2]}...{path[-(limit // 2):]} ({len(path)} characters)"

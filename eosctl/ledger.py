@@ -1,7 +1,7 @@
 """The sink ledger: per source partition, what the sink holds next to what Kafka says.
 
 For each partition: sink rows, distinct offsets, min/max offset and duplicate rows (from the sink, opened
-read-only through eosctl.sinkdb); the next offset the sink stored with its rows (its offsets table); the
+read-only through eosctl.sink); the next offset the sink stored with its rows (its offsets table); the
 consumer group's committed offset, log start, HW and LSO (from Kafka). With a log scan (the default) the
 sink's offset islands are reconciled against the log model up to the offset the sink claims to have
 consumed, so a marker or aborted offset is never mistaken for a lost record; without it the ledger only
@@ -23,7 +23,7 @@ from eosctl.model import TP, Kind, PartitionLog
 from eosctl.offsets import committed_offsets
 from eosctl.progress import Progress
 from eosctl.reconcile import offset_mismatch, reconcile_partition
-from eosctl.sinkdb import OffsetIsland, SinkPartition, frozen, open_sink
+from eosctl.sink import OffsetIsland, SinkPartition, frozen, open_reader
 from eosctl.wire import Offsets, WireClient
 
 # A ledger names at most this many flags of one kind per partition; counts stay exact.
@@ -135,7 +135,7 @@ def partition_ledger(
     `summary` is None when the sink has no rows, `islands` are the sink's, `offsets` were read after the
     sink, `log` covers [log start, HW) or is None (no scan). `compare_offsets`: the sink has an offsets
     table and a group was given (the audit's condition), so stored and committed are compared even when
-    one side is missing. `invalid` are the partition's invalid_row findings (sinkdb.SinkReader.invalid_rows).
+    one side is missing. `invalid` are the partition's invalid_row findings (SinkReader.invalid_rows).
     """
     p = PartitionLedger(topic, partition, stored_offset=stored, committed_offset=committed)
     if summary is not None:
@@ -241,9 +241,9 @@ def collect(
     if duckdb_path or parquet:
         sink = replace(sink, duckdb=duckdb_path, parquet=parquet)
     # The sink first, then Kafka: every row read was written from a record Kafka committed before the
-    # offsets and scans below, so a live pipeline shows no phantom (eosctl.sinkdb.frozen). The writer is
+    # offsets and scans below, so a live pipeline shows no phantom (eosctl.sink.frozen). The writer is
     # kept out only while the file is copied.
-    with frozen(sink, where) as fixed, open_sink(fixed, where) as reader:
+    with frozen(sink, where) as fixed, open_reader(fixed, where) as reader:
         summaries = {(s.topic, s.partition): s for s in reader.summaries()}
         stored_rows = reader.stored_offsets()
         stored = {(s.topic, s.partition): s.next_offset for s in stored_rows or ()}

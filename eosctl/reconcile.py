@@ -28,7 +28,7 @@ from eosctl.findings import Finding, PartitionSummary
 from eosctl.model import Kind, OffsetRange, PartitionLog
 
 if TYPE_CHECKING:
-    from eosctl.sinkdb import OffsetIsland  # a type only: this pure module never loads the sink reader
+    from eosctl.sink import OffsetIsland  # a type only: this pure module never loads the sink reader
 
 # Pseudo-kinds for the sweep besides model.Kind.
 _EXPECTED = "EXPECTED"  # DATA below the LSO: what the sink must hold exactly once
@@ -64,7 +64,7 @@ def reconcile_partition(log: LogSide,
                         islands: Iterable[Island | OffsetIsland]) -> tuple[PartitionSummary, list[Finding]]:
     """Findings and summary for one partition.
 
-    ``islands`` is sorted by first offset: (first, last, multiplicity) tuples or sinkdb.OffsetIslands.
+    ``islands`` is sorted by first offset: (first, last, multiplicity) tuples or eosctl.sink.OffsetIslands.
     """
     acc = _Runs(log.topic, log.partition)
     for first, last, kind, mult in _pieces(_segments(log), _islands(islands)):

@@ -29,7 +29,7 @@ from eosctl.ledger import Ledger, LedgerFlag, PartitionLedger
 from eosctl.model import TP, Kind, PartitionLog
 from eosctl.opentxn import OpenTxn
 from eosctl.producers import ProducerRow
-from eosctl.sinkdb import connect_readonly, read_header
+from eosctl.sink.duckdb import connect_readonly, read_header
 from eosctl.txns import Hanging, HangingReport, TxnInfo
 
 FORMAT_VERSION = 1

@@ -1,26 +1,26 @@
 """Where the TUI's data comes from: the live cluster or a snapshot file, both as an eosctl Capture.
 
 Every method of a DataSource may block (broker, DuckDB, the audit), so the app only calls them from
-Textual thread workers. Live, each refresh is `eosctl.capture.capture(tail=...)`; a snapshot file is a
-Capture loaded from disk. A `Dashboard` is that Capture plus what only a watcher keeps between refreshes
-(the lag history and the Burrow-style statuses); the views format it and never recompute what the core
-computes (lag, hanging rules, ledger flags, statuses).
+Textual thread workers. Live, each refresh is `eosctl.live.LiveModel.refresh()` (the same model `lag
+--watch` and the exporter read); a snapshot file is a Capture loaded from disk. A `Dashboard` is that
+Capture plus what only a watcher keeps between refreshes (the lag history, the Burrow-style statuses and
+each section's age); the views format it and never recompute what the core computes (lag, hanging
+rules, ledger flags, statuses).
 """
 
 from __future__ import annotations
 
 import os
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from eosctl.capture import Capture, capture, hanging_at
-from eosctl.clients import Admins
+from eosctl.capture import Capture, hanging_at
 from eosctl.errors import EosctlError
 from eosctl.findings import AuditReport
-from eosctl.lag import LagSnapshot, Status, Watch
+from eosctl.lag import LagSnapshot, Status
 from eosctl.ledger import Ledger
+from eosctl.live import LagHistory, LagKey, LiveModel
 from eosctl.logscan import scan_partition
 from eosctl.model import PartitionLog
 from eosctl.producers import ProducerRow
@@ -32,15 +32,12 @@ from eosctl.wire import WireClient
 
 # run_audit(target, progress) -> the report; injected by the CLI (tui never imports auditors)
 AuditRunner = Callable[[Target, Progress], AuditReport]
-LagKey = tuple[str, str, int]  # group, topic, partition
 
 # The live view scans at most this many offsets at the end of each partition per refresh, so a huge topic
 # costs the same as a small one; older offsets are read on demand in the Log view.
 TAIL_OFFSETS = 5_000
 # Log view: offsets scanned around the one asked for.
 LOG_WINDOW = 2_000
-# Lag samples kept per partition for the sparklines (and the Burrow-style window).
-HISTORY = 20
 
 
 @dataclass
@@ -51,6 +48,8 @@ class Dashboard:
     lag_history: dict[LagKey, list[int]] = field(default_factory=dict)  # records behind, oldest first
     statuses: dict[LagKey, Status] = field(default_factory=dict)  # per partition
     group_statuses: dict[str, Status] = field(default_factory=dict)
+    # Section name -> seconds since it was last read successfully (live only; None: never).
+    section_ages: dict[str, float | None] = field(default_factory=dict)
 
     @property
     def pipeline(self) -> str:
@@ -121,38 +120,32 @@ class DataSource(Protocol):
 
 
 class LagTracker:
-    """Feeds each lag poll to eosctl.lag.Watch (statuses) and keeps the recent series for sparklines."""
+    """A lag history for Dashboards built outside a LiveModel (snapshot files, synthetic sources)."""
 
-    def __init__(self, window: int = HISTORY) -> None:
-        self.watch = Watch(window=window)
-        self.history: dict[LagKey, deque[int]] = {}
+    def __init__(self) -> None:
+        self.history = LagHistory()
 
     def add(self, dash: Dashboard) -> None:
-        snap = dash.lag
-        if snap is None:
-            return
-        self.watch.add(snap)
-        seen = set()
-        for p in snap.partitions:
-            key = (p.group, p.topic, p.partition)
-            seen.add(key)
-            value = p.records_behind if p.records_behind is not None else (p.lag_to_lso or 0)
-            self.history.setdefault(key, deque(maxlen=HISTORY)).append(value)
-            dash.statuses[key] = self.watch.partition_status(*key)
-        for key in set(self.history) - seen:
-            del self.history[key]
-        dash.lag_history = {k: list(v) for k, v in self.history.items()}
-        dash.group_statuses = {g: self.watch.group_status(g) for g in snap.groups()}
+        if dash.lag is not None:
+            self.history.add(dash.lag)
+        with_history(dash, self.history)
+
+
+def with_history(dash: Dashboard, history: LagHistory) -> Dashboard:
+    dash.lag_history = history.lists()
+    dash.statuses = dict(history.statuses)
+    dash.group_statuses = dict(history.group_statuses)
+    return dash
 
 
 # ---- live -------------------------------------------------------------------------------------------
 
 
 class LiveSource:
-    """A fresh capture of the cluster (and the sink, read-only) on every fetch, tail-scanned.
+    """The cluster (and the sink, read-only) through one eosctl.live.LiveModel, tail-scanned.
 
-    The admin clients are built once and kept across refreshes (eosctl.clients.Admins); a connection
-    error drops them so the next refresh reconnects.
+    The model keeps its admin clients across refreshes; a connection error drops them so the next
+    refresh reconnects.
     """
 
     is_snapshot = False
@@ -171,22 +164,20 @@ class LiveSource:
         pipe = target.pipeline
         self.pipeline = pipe.name if pipe else ",".join(target.topics) or "cluster"
         self.label = f"live {target.cluster.bootstrap_servers}"
-        self.tracker = LagTracker()
         self.last_audit: AuditReport | None = None
-        self.admins = Admins(target.cluster, timeout=timeout_ms / 1000)
+        self.model = LiveModel(target, tail=TAIL_OFFSETS, max_age_s=self.max_age_s, timeout_ms=timeout_ms)
 
     def fetch(self) -> Dashboard:
         # An unreachable broker fails the whole fetch (BrokerError: the app shows the banner and retries).
-        cap = capture(self.target, tail=TAIL_OFFSETS, max_age_s=self.max_age_s, admins=self.admins,
-                      timeout_ms=self.timeout_ms)
+        cap = self.model.refresh()
         if self.last_audit is not None:
             cap.audit, cap.audit_origin = self.last_audit, "run"
-        dash = Dashboard(cap)
-        self.tracker.add(dash)
+        dash = with_history(Dashboard(cap), self.model.lag_history)
+        dash.section_ages = {name: self.model.section_age(name) for name in cap.sections}
         return dash
 
     def close(self) -> None:
-        self.admins.close()
+        self.model.close()
 
     def partition_log(self, topic: str, partition: int, around: int | None) -> PartitionLog:
         with WireClient(self.target.cluster, timeout_ms=self.timeout_ms) as client:

@@ -19,9 +19,8 @@ import click
 
 from eosctl.commands.options import OutputFile, check_one_sink, sink_of, sink_options, target_options
 from eosctl.findings import DESCRIPTIONS, KINDS, parse_kinds
+from eosctl.output import FORMATS
 from eosctl.progress import Progress, Step
-
-FORMATS = ("table", "json", "junit", "html")
 
 
 def _fail_on(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...]:
@@ -149,8 +148,8 @@ audit.help = "\n".join([
 
 def _run(target, sink, fmt: str, out: str | None, fail_on: tuple[str, ...], options, started: float) -> None:
     from auditors import audit as run_audit
-    from auditors import report
-    from eosctl.render import console
+    from eosctl.output.audit import render
+    from eosctl.output.terminal import console
 
     err = console(stderr=True)
     with _progress_display(err) as show:
@@ -158,14 +157,14 @@ def _run(target, sink, fmt: str, out: str | None, fail_on: tuple[str, ...], opti
     if not err.is_terminal:
         err.print(f"audited {len(result.partitions)} partitions in {result.elapsed_seconds:.1f}s",
                   highlight=False)
-    _emit(_html(result, target) if fmt == "html" else report.render(result, fmt), fmt, out)
+    _emit(_html(result, target) if fmt == "html" else render(result, fmt), fmt, out)
     sys.exit(1 if result.verdict == "fail" else 0)
 
 
 def _html(result, target) -> str:
     from datetime import UTC, datetime
 
-    from eosctl.report_html import AuditContext, render_html
+    from eosctl.output.html import AuditContext, render_html
 
     return render_html(result, AuditContext(
         bootstrap=target.cluster.bootstrap_servers,
@@ -207,7 +206,7 @@ def _progress_display(err) -> Iterator[Progress]:
 
 def _emit(rendered, fmt: str, out: str | None) -> None:
     from eosctl.errors import EosctlError
-    from eosctl.render import console
+    from eosctl.output.terminal import console
 
     if out:
         try:

@@ -33,8 +33,8 @@ def demo(ctx: click.Context, records: int, faults: tuple[str, ...], no_audit: bo
     """
     from eosctl import sandbox
     from eosctl.config import Cluster
+    from eosctl.output.terminal import console
     from eosctl.pipeline import run_pipeline
-    from eosctl.render import console
 
     err = console(stderr=True)
     out = console()
@@ -127,10 +127,10 @@ def _run_audit(config, err, out):
     """The audit `eosctl audit -c CONFIG` runs (same engine), its table printed: None if not in this build."""
     try:
         from auditors import EngineOptions, audit
-        from auditors.report import table
     except ModuleNotFoundError:
         err.print("[yellow]the audit is not part of this build yet; skipping it[/]")
         return None
+    from eosctl.output.audit import table
     from eosctl.target import resolve
 
     target = resolve(str(config), "demo", None, (), None, need_topics=True)

@@ -12,16 +12,13 @@ Exit status: 0 ok, 2 usage, config or connection error (with --watch: only if th
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 import click
 
-from eosctl.commands.options import TIMEOUT_MS, age_text, target_options
-from eosctl.render import console as out_console
-
-STATUS_STYLE = {"OK": "green", "WARN": "yellow", "STALL": "red", "STOP": "red", "REWIND": "magenta",
-                "ERR": "bold red"}
+from eosctl.commands.options import TIMEOUT_MS, target_options
+from eosctl.output.lag import lag_document, lag_renderable, outage_document
+from eosctl.output.terminal import console as out_console
 
 
 @click.command("lag")
@@ -163,58 +160,13 @@ def _watch(measure: Any, watch: Any, interval: float, count: int | None, fmt: st
                 last = snapshot
                 doc = lag_document(snapshot, watch)
             if live_view:
-                live.update(_renderable(doc, True, groups, topics), refresh=True)
+                live.update(lag_renderable(doc, True, groups, topics), refresh=True)
             else:
                 _emit_document(doc, True, fmt, groups, topics)
             polls += 1
             if count is not None and polls >= count:
                 return
             time.sleep(max(0.0, interval - (time.monotonic() - started)))
-
-
-def lag_document(snapshot: Any, watch: Any = None) -> dict[str, Any]:
-    now = snapshot.taken_ms
-    groups = []
-    for g in snapshot.groups():
-        gs = watch.group_status(g) if watch else None
-        parts = []
-        for p in (p for p in snapshot.partitions if p.group == g):
-            ps = watch.partition_status(g, p.topic, p.partition) if watch else None
-            txn = p.open_txn
-            parts.append({
-                "topic": p.topic, "partition": p.partition, "committed": p.committed,
-                "log_start": p.log_start, "lso": p.lso, "hw": p.hw, "lag_to_lso": p.lag_to_lso,
-                "hw_lag": p.hw_lag, "records_behind": p.records_behind,
-                "records_behind_exact": p.records_behind_exact, "blocked": p.blocked,
-                "open_transaction": None if txn is None else {
-                    "producer_id": txn.producer_id, "producer_epoch": txn.producer_epoch,
-                    "first_offset": txn.first_offset, "started_ms": txn.started_ms,
-                    "age_s": _r(txn.age_s(now))},
-                "time_lag_s": _r(p.time_lag_s(now)),
-                "status": ps.status if ps else None, "cause": (ps.cause or None) if ps else None,
-                "error": p.error,
-            })
-        groups.append({"group": g, "state": snapshot.group_states.get(g, "UNKNOWN"),
-                       "status": gs.status if gs else None, "cause": (gs.cause or None) if gs else None,
-                       "partitions": parts})
-    return {"taken_ms": now, "taken_at": _iso(now), "error": None, "groups": groups}
-
-
-def outage_document(last: dict[str, Any], reason: str, now_ms: int | None = None) -> dict[str, Any]:
-    """A failed poll: the last good document with every status ERR and the reason (Burrow's ERR)."""
-    now = int(time.time() * 1000) if now_ms is None else now_ms
-    err = {"status": "ERR", "cause": reason}
-    groups = [{**g, **err, "partitions": [{**p, **err, "error": reason} for p in g["partitions"]]}
-              for g in last["groups"]]
-    return {"taken_ms": now, "taken_at": _iso(now), "error": reason, "groups": groups}
-
-
-def _iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _r(v: float | None) -> float | None:
-    return None if v is None else round(v, 3)
 
 
 def _emit(snapshot: Any, watch: Any, fmt: str, groups: list[str], topics: list[str]) -> None:
@@ -229,63 +181,11 @@ def _emit_document(doc: dict[str, Any], watching: bool, fmt: str, groups: list[s
 
             click.echo(json.dumps(doc, separators=(",", ":")))
         else:
-            from eosctl.render import emit_json
+            from eosctl.output.terminal import emit_json
 
             emit_json(doc)
         return
-    out_console().print(_renderable(doc, watching, groups, topics))
-
-
-def _renderable(doc: dict[str, Any], with_status: bool, groups: list[str], topics: list[str]) -> Any:
-    from rich.console import Group
-    from rich.text import Text
-
-    from eosctl.render import table
-
-    if not doc["groups"]:
-        if doc.get("error"):
-            return Text(f"ERR: {doc['error']} (retrying every poll)", style="bold red")
-        what = f" for {', '.join(topics)}" if topics else ""
-        return Text(f"no consumer group has committed offsets{what}" if not groups
-                    else f"group {', '.join(groups)} has no committed offsets{what}")
-    cols = ["group", "topic", "partition", "committed", "lso", "hw", "lag", "records behind", "blocked",
-            "open transaction", "time lag", "hw lag"]
-    if with_status:
-        cols.append("status")
-    rows = []
-    for g in doc["groups"]:
-        for p in g["partitions"]:
-            txn = p["open_transaction"]
-            behind = p["records_behind"]
-            row: list[Any] = [
-                g["group"], p["topic"], p["partition"], p["committed"], p["lso"], p["hw"], p["lag_to_lso"],
-                None if behind is None else (str(behind) if p["records_behind_exact"] else f"<={behind}"),
-                p["blocked"] or 0,
-                None if txn is None else f"pid {txn['producer_id']} @{txn['first_offset']} "
-                                         f"({age_text(txn['age_s'])})",
-                None if p["time_lag_s"] is None else age_text(p["time_lag_s"]), p["hw_lag"],
-            ]
-            if with_status:
-                row.append(_status_text(p["status"], p["cause"] if p["status"] != "OK" else None, Text))
-            if p["error"]:
-                row[-1] = Text(f"ERR: {p['error']}", style="bold red")
-            rows.append(row)
-    title = f"Consumer lag (against the LSO) at {doc['taken_at']}"
-    if doc.get("error"):
-        title = f"Consumer lag (against the LSO) at {doc['taken_at']}: poll failed, last good values shown"
-    parts: list[Any] = [table(title, cols, rows)]
-    if doc.get("error"):
-        parts.insert(0, Text(f"ERR: {doc['error']} (retrying every poll)", style="bold red"))
-    if with_status:
-        parts += [Text.assemble(f"{g['group']} ({g['state'].lower()}): ",
-                                _status_text(g["status"], g["cause"], Text)) for g in doc["groups"]]
-    return Group(*parts)
-
-
-def _status_text(status: str | None, cause: str | None, text_cls: Any) -> Any:
-    if status is None:
-        return "-"
-    return text_cls(f"{status}: {cause}" if cause else status, style=STATUS_STYLE.get(status, ""))
+    out_console().print(lag_renderable(doc, watching, groups, topics))
 
 
 COMMANDS = [lag]

@@ -38,7 +38,8 @@ def ledger(config: str | None, pipeline: str | None, bootstrap: str | None, topi
     offsets, rows no Kafka record can match (invalid_row).
     """
     from eosctl import ledger as ledger_mod
-    from eosctl.render import console, scan_progress
+    from eosctl.output.ledger import render_ledger
+    from eosctl.output.terminal import console, scan_progress
     from eosctl.target import resolve
 
     check_one_sink(sink_duckdb, sink_parquet)
@@ -49,37 +50,13 @@ def ledger(config: str | None, pipeline: str | None, bootstrap: str | None, topi
                                     pipeline=target.pipeline.name if target.pipeline else None, where=where,
                                     scan=scan, progress=progress)
     if fmt == "json":
-        from eosctl.render import emit_json
+        from eosctl.output.terminal import emit_json
 
         emit_json(result.to_dict())
     else:
         render_ledger(console(), result)
     if result.flags:
         sys.exit(1)
-
-
-def render_ledger(out: Any, result: Any) -> None:
-    from eosctl.render import table
-
-    out.print(f"sink {result.sink}   group {result.group or '-'}   "
-              f"{'checked against the log' if result.scanned else 'not checked against the log (--no-scan)'}")
-    out.print(table("Ledger", ["topic", "partition", "rows", "distinct", "min", "max", "dup rows", "stored",
-                               "committed", "log start", "lso", "hw", "missing", "flags"],
-                    [(p.topic, p.partition, p.rows, p.distinct_offsets, p.min_offset, p.max_offset,
-                      p.duplicate_rows, p.stored_offset, p.committed_offset, p.log_start_offset,
-                      p.last_stable_offset, p.high_watermark, p.missing_offsets, len(p.flags) or "")
-                     for p in result.partitions]))
-    flagged = result.flags
-    if not flagged:
-        out.print("[green]no flags[/]: the sink agrees with Kafka")
-        return
-    out.print(table(f"Flags ({len(flagged)})", ["topic", "partition", "kind", "offsets", "count", "what"],
-                    [(p.topic, p.partition, f.kind, _span(f.first_offset, f.last_offset), f.count, f.message)
-                     for p, f in flagged]))
-
-
-def _span(first: int | None, last: int | None) -> str:
-    return "-" if first is None else str(first) if first == last else f"{first}..{last}"
 
 
 COMMANDS = [ledger]

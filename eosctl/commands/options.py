@@ -5,12 +5,11 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import click
 
-from eosctl.render import FORMATS
+from eosctl.output import INSPECT_FORMATS
 
 # Short, so an unreachable broker is one line within a few seconds, not a hang.
 TIMEOUT_MS = 3000
@@ -118,7 +117,7 @@ def report_file() -> InputFile:
     return InputFile(REPORT_MAX_BYTES, hint="write one with `eosctl audit --format json --out FILE`")
 
 
-def target_options(f: Callable | None = None, *, formats: tuple[str, ...] = FORMATS,
+def target_options(f: Callable | None = None, *, formats: tuple[str, ...] = INSPECT_FORMATS,
                    format_help: str = "Rich tables, or stable JSON (see the module docs / README).") -> Any:
     """--config/--pipeline/--bootstrap/--format, shared by every inspection command.
 
@@ -138,23 +137,6 @@ def target_options(f: Callable | None = None, *, formats: tuple[str, ...] = FORM
         return f
 
     return decorate(f) if f is not None else decorate
-
-
-def age_text(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    s = int(seconds)
-    if s < 120:
-        return f"{seconds:.0f}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s // 3600}h{s % 3600 // 60:02d}m"
-
-
-def time_text(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def sink_options(f: Callable) -> Callable:

@@ -7,12 +7,10 @@ Exit status: 0 ok; 2 usage, config or connection error.
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
-from eosctl.commands.options import TIMEOUT_MS, target_options, time_text
-from eosctl.render import console as out_console
+from eosctl.commands.options import TIMEOUT_MS, target_options
+from eosctl.output.terminal import console as out_console
 
 
 @click.command("producers")
@@ -30,7 +28,7 @@ def producers(config: str | None, pipeline: str | None, bootstrap: str | None, f
     (or lacks the API) they are read from a log scan instead, and the output says which source it used.
     """
     from eosctl.errors import ConfigError
-    from eosctl.producers import describe, epochs_text
+    from eosctl.producers import describe
     from eosctl.target import resolve
 
     target = resolve(config, pipeline, bootstrap, (topic,) if topic else (), need_topics=True)
@@ -47,26 +45,10 @@ def producers(config: str | None, pipeline: str | None, bootstrap: str | None, f
         finally:
             admin.close()
     if fmt == "json":
-        from eosctl.render import emit_json
+        from eosctl.output.terminal import emit_json
 
         emit_json(report.to_dict())
         return
-    from eosctl.render import table
+    from eosctl.output.producers import render_producers
 
-    out = out_console()
-    log = report.source == "log-scan"
-    cols = ["partition", "producer id", "epoch", "last sequence", "last timestamp (UTC)", "open txn from"]
-    if log:
-        cols += ["epochs", "fencing", "zombie writes"]
-    rows = []
-    for r in report.producers:
-        row: list[Any] = [r.partition, r.producer_id, r.producer_epoch, r.last_sequence,
-                          time_text(r.last_timestamp_ms), r.current_txn_start_offset]
-        if log:
-            row += [epochs_text(r.epochs, r.earlier_epochs), r.fencing_events, r.zombie_writes]
-        rows.append(row)
-    if rows:
-        out.print(table(f"Producers of {report.topic} ({len(rows)})", cols, rows))
-    else:
-        out.print(f"no producers with a producer id on {report.topic}")
-    out.print(f"source: {report.source} - {report.note}")
+    render_producers(out_console(), report)

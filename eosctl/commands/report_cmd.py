@@ -38,7 +38,7 @@ def report(source: str, out: str) -> None:
     by this eosctl record them) or, for a snapshot, from its partition logs; an older JSON report without
     them still shows every finding.
     """
-    from eosctl.report_html import render_html
+    from eosctl.output.html import render_html
 
     audit, context = _load(source)
     html = render_html(audit, context)
@@ -56,8 +56,8 @@ def report(source: str, out: str) -> None:
 
 def _load(source: str):
     from eosctl.findings import read_report
-    from eosctl.report_html import AuditContext
-    from eosctl.sinkdb import read_header
+    from eosctl.output.html import AuditContext
+    from eosctl.sink.duckdb import read_header
 
     if not os.path.isfile(source):
         raise EosctlError(f"{source}: no such file (pass a snapshot .duckdb or a JSON report from "
@@ -77,7 +77,7 @@ def _from_snapshot(source: str):
     from dataclasses import replace
 
     from eosctl.gapmap import log_segments
-    from eosctl.report_html import AuditContext
+    from eosctl.output.html import AuditContext
     from eosctl.snapshot import load_snapshot
 
     snap = load_snapshot(source)

@@ -5,7 +5,7 @@ JSON shapes (`--format json`, stable): docs/json.md.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -51,7 +51,7 @@ def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, to
     from eosctl import snapshot as snap
     from eosctl.capture import capture
     from eosctl.errors import EosctlError
-    from eosctl.render import console, scan_progress
+    from eosctl.output.terminal import console, scan_progress
     from eosctl.target import resolve
 
     check_one_sink(sink_duckdb, sink_parquet)
@@ -75,35 +75,16 @@ def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, to
         _capture_audit(captured, target, sink)
     snap.write_snapshot(captured, out_path)
     if fmt == "json":
-        from eosctl.render import emit_json
+        from eosctl.output.terminal import emit_json
 
         emit_json({"out": out_path, "captured_at": captured.captured_at.isoformat(),
                    "sections": captured.sections,
                    "hanging": captured.hanging.to_dict() if captured.hanging is not None else None,
                    "audit_verdict": captured.audit.verdict if captured.audit is not None else None})
         return
-    from rich.markup import escape
+    from eosctl.output.snapshot import render_snapshot
 
-    out = console()
-    when = captured.captured_at.isoformat(timespec="seconds")
-    out.print(f"snapshot written to {out_path} (captured {when})")
-    for name, status in captured.sections.items():
-        # escape: a reason naming a config section ("check [pipelines.X.sink].table") is not markup.
-        text = '[green]ok[/]' if status == 'ok' else '[yellow]' + escape(status) + '[/]'
-        if name == "hanging" and captured.hanging is not None:
-            text += f" ({_hanging_summary(captured)})"
-        elif name == "audit" and captured.audit is not None:
-            text += f" ({captured.audit.verdict}, {len(captured.audit.findings)} findings)"
-        out.print(f"  {name:<13} {text}")
-
-
-def _hanging_summary(captured: Any) -> str:
-    from eosctl.commands.options import age_text
-
-    rep = captured.hanging
-    younger = len(captured.hanging_candidates) - len(rep.hanging)
-    return (f"{len(rep.hanging)} hanging (open longer than {age_text(rep.max_age_s)}), "
-            f"{younger} younger open transaction{'s' if younger != 1 else ''} recorded")
+    render_snapshot(console(), captured, out_path)
 
 
 def _read_audit_report(path: str) -> AuditReport:
@@ -131,7 +112,7 @@ def _capture_audit(captured: Capture, target: Target, sink: Sink | None) -> None
         captured.sections["audit"] = "not captured: no sink and source topics to audit"
         return
     from auditors import EngineOptions, audit
-    from eosctl.render import console
+    from eosctl.output.terminal import console
 
     err = console(stderr=True)
     try:

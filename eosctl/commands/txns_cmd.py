@@ -14,8 +14,8 @@ from typing import Any
 
 import click
 
-from eosctl.commands.options import DURATION, TIMEOUT_MS, age_text, target_options, time_text
-from eosctl.render import console as out_console
+from eosctl.commands.options import DURATION, TIMEOUT_MS, target_options
+from eosctl.output.terminal import console as out_console
 
 
 def _now_ms() -> int:
@@ -68,25 +68,13 @@ def txns_list(config: str | None, pipeline: str | None, bootstrap: str | None, f
     if prefix:
         infos = [i for i in infos if i.transactional_id.startswith(prefix)]
     if fmt == "json":
-        from eosctl.render import emit_json
+        from eosctl.output.terminal import emit_json
 
         emit_json({"transactions": [i.to_dict(now) for i in infos]})
         return
-    from eosctl.render import table
+    from eosctl.output.txns import render_txns
 
-    rows = [(i.transactional_id, i.producer_id, i.producer_epoch, i.state, i.timeout_ms,
-             time_text(i.start_time_ms) if i.active else "-", age_text(i.age_s(now)), _parts(i.partitions))
-            for i in infos]
-    out = out_console()
-    if not rows:
-        out.print("no transactions" + (" match" if states or min_age is not None else ""))
-        return
-    out.print(table(f"Transactions ({len(rows)})", ["transactional id", "producer id", "epoch", "state",
-                                                    "timeout", "started (UTC)", "age", "partitions"], rows))
-
-
-def _parts(tps: Any) -> str:
-    return ", ".join(f"{t}[{p}]" for t, p in tps) or "-"
+    render_txns(out_console(), infos, now, filtered=bool(states) or min_age is not None)
 
 
 @txns.command("describe")
@@ -107,18 +95,13 @@ def txns_describe(config: str | None, pipeline: str | None, bootstrap: str | Non
         finally:
             admin.close()
     if fmt == "json":
-        from eosctl.render import emit_json
+        from eosctl.output.terminal import emit_json
 
         emit_json(info.to_dict(now))
         return
-    from eosctl.render import table
+    from eosctl.output.txns import render_txn
 
-    rows = [("transactional id", info.transactional_id), ("coordinator", info.coordinator_id),
-            ("producer id", info.producer_id), ("epoch", info.producer_epoch), ("state", info.state),
-            ("timeout", f"{info.timeout_ms} ms" if info.timeout_ms is not None else None),
-            ("started (UTC)", time_text(info.start_time_ms) if info.active else "-"),
-            ("age", age_text(info.age_s(now))), ("partitions", _parts(info.partitions))]
-    out_console().print(table(None, ["field", "value"], rows, show_header=False))
+    render_txn(out_console(), info, now)
 
 
 @txns.command("hanging")
@@ -159,35 +142,15 @@ def txns_hanging(config: str | None, pipeline: str | None, bootstrap: str | None
         click.echo("no topics to check")
         return
     if fmt == "json":
-        from eosctl.render import emit_json
+        from eosctl.output.terminal import emit_json
 
         emit_json(report.to_dict())
     else:
-        _render_hanging(report, wanted)
+        from eosctl.output.txns import render_hanging
+
+        render_hanging(out_console(), report, wanted)
     if report.hanging:
         sys.exit(1)
-
-
-def _render_hanging(report: Any, topics: list[str]) -> None:
-    from eosctl.render import table
-
-    out = out_console()
-    dp = report.describe_producers
-    source = (f"DescribeProducers returned {report.producers_returned} producers" if dp == "ok"
-              else f"DescribeProducers {dp}")
-    checked = f"{report.partitions_checked} partitions of {', '.join(topics)}; {source}"
-    if not report.hanging:
-        out.print(f"no hanging transactions (older than {age_text(report.max_age_s)}) in {checked}")
-        return
-    rows = [(h.topic, h.partition, h.producer_id, h.producer_epoch, h.first_offset, age_text(h.age_s),
-             h.blocked, h.transactional_id, h.coordinator_state, "+".join(h.rules)) for h in report.hanging]
-    out.print(table(f"Hanging transactions ({len(rows)}, open longer than {age_text(report.max_age_s)})",
-                    ["topic", "partition", "producer id", "epoch", "first offset", "age", "blocked",
-                     "transactional id", "coordinator", "rule"], rows))
-    out.print(f"checked {checked}. blocked = HW - LSO: offsets read_committed consumers cannot reach.")
-    first = report.hanging[0]
-    out.print(f"to abort one: eosctl txns abort --topic {first.topic} --partition {first.partition} "
-              f"--start-offset {first.first_offset}")
 
 
 @txns.command("abort")
@@ -218,25 +181,13 @@ def txns_abort(config: str | None, pipeline: str | None, bootstrap: str | None, 
         finally:
             admin.close()
     if fmt == "json":
-        from eosctl.render import emit_json
+        from eosctl.output.terminal import emit_json
 
         emit_json({**plan.to_dict(now), "dry_run": not yes, "aborted": yes})
         return
-    out = out_console()
-    who = f"producer {plan.producer_id} epoch {plan.producer_epoch}"
-    if plan.transactional_id:
-        who += f" (transactional id {plan.transactional_id})"
-    age = plan.to_dict(now)["age_s"]
-    out.print(f"open transaction on {topic}[{partition}] from offset {start_offset}: {who}, "
-              f"open for {age_text(age)}; LSO {plan.lso}, HW {plan.hw}, "
-              f"blocking {plan.hw - plan.lso} offsets")
-    if yes:
-        out.print(f"aborted: ABORT marker written for {who} on {topic}[{partition}]")
-    elif plan.supported:
-        out.print("dry run: nothing changed; add --yes to write the ABORT marker")
-    else:
-        out.print("dry run: nothing changed; this broker has no WriteTxnMarkers API, "
-                  "so --yes would be refused")
+    from eosctl.output.txns import render_abort
+
+    render_abort(out_console(), plan, now, yes)
 
 
 COMMANDS = [txns]

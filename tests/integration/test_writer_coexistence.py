@@ -3,7 +3,7 @@
 A separate process plays the pipeline: it produces one record, and once Kafka has acknowledged it, writes
 its sink row (connect, insert, close), in a loop. DuckDB lets one process write or several read, never
 both: the writer retries its connect while eosctl holds the read lock, and records how long it waited.
-eosctl holds the lock only to copy the file (eosctl.sinkdb.frozen), so the writer never fails, every
+eosctl holds the lock only to copy the file (eosctl.sink.frozen), so the writer never fails, every
 command finishes, and rows written mid-audit never become phantoms.
 """
 

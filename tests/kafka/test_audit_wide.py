@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 import pytest
 
 from tests.kafkasim import KafkaSim
@@ -67,9 +68,13 @@ def build_sink(path: Path) -> str:
             rows.append((TOPIC, p, o, "dup" if (p, o) in {(10, 0), (20, 0)} else f"{p}:{o}"))
     rows += [(TOPIC, 333, 2, "333:2"), (TOPIC, 150, 4, "a"), (TOPIC, 150, 5, "b"), (TOPIC, 900, 3, "m"),
              (TOPIC, OPEN, 4, "u"), (TOPIC, 1100, 50, "h"), (TOPIC, 5000, 0, "x")]
+    types = (pa.string(), pa.int32(), pa.int64(), pa.string())
+    columns = zip(*rows, strict=True)
+    table = pa.table([pa.array(column, ty) for column, ty in zip(columns, types, strict=True)],
+                     names=["src_topic", "src_partition", "src_offset", "k"])
     with duckdb.connect(str(path)) as con:
-        con.execute("create table sink (src_topic varchar, src_partition int, src_offset bigint, k varchar)")
-        con.executemany("insert into sink values (?, ?, ?, ?)", rows)
+        con.register("rows", table)
+        con.execute("create table sink as select * from rows")
     return str(path)
 
 

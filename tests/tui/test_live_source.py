@@ -160,7 +160,7 @@ def test_a_tail_scan_would_make_the_ledger_under_report():
     """Why the ledger gets whole logs only: with the sink missing offset 10, a tail scan from 20 hides the
     gap."""
     from eosctl.ledger import partition_ledger
-    from eosctl.sinkdb import OffsetIsland
+    from eosctl.sink import OffsetIsland
 
     tp = ("t", 0)
     o = Offsets(0, 50, 50)

@@ -33,8 +33,6 @@ from eosctl import config as config_mod
 from eosctl.capture import Capture
 from eosctl.cli import main
 from eosctl.commands import txns_cmd
-from eosctl.commands.lag_cmd import lag_document
-from eosctl.commands.log_cmd import log_document
 from eosctl.errors import ConfigError
 from eosctl.findings import KINDS, AuditReport, Finding, PartitionSummary
 from eosctl.lag import LagSnapshot, PartitionLag, Watch
@@ -51,6 +49,8 @@ from eosctl.model import (
     ZombieWrite,
 )
 from eosctl.opentxn import OpenTxn
+from eosctl.output.lag import lag_document
+from eosctl.output.log import log_document
 from eosctl.producers import DESCRIBE_PRODUCERS, LOG_SCAN, ProducerRow, ProducersReport
 from eosctl.target import Target
 from eosctl.txns import AbortPlan, Hanging, HangingReport, TxnInfo
@@ -399,7 +399,7 @@ def run(*args: str) -> Any:
 
 
 def test_audit_json_is_documented() -> None:
-    from auditors.report import render
+    from eosctl.output.audit import render
 
     full, least = engines()
     docs = [json.loads(render(audit_report(full, findings_of_every_kind()), "json")),
@@ -631,7 +631,9 @@ def test_manifest_is_documented() -> None:
 
 SECTIONS = {"clusters.NAME": (config_mod.Cluster, {"name"}), "pipelines.NAME": (config_mod.Pipeline,
                                                                                  {"name", "sink"}),
-            "pipelines.NAME.sink": (config_mod.Sink, set()), "spark": (config_mod.Spark, set())}
+            # frozen_from and at are set by eosctl.sink.frozen(), never by a config
+            "pipelines.NAME.sink": (config_mod.Sink, {"frozen_from", "at"}),
+            "spark": (config_mod.Spark, set())}
 
 
 def config_keys() -> dict[str, dict[str, list[str]]]:

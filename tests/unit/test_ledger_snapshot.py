@@ -12,7 +12,7 @@ from eosctl.capture import Capture, hanging_at
 from eosctl.errors import EosctlError
 from eosctl.ledger import Ledger, LedgerFlag, partition_ledger
 from eosctl.model import Kind, OffsetRange, PartitionLog, ProducerState, Transaction
-from eosctl.sinkdb import OffsetIsland, SinkPartition
+from eosctl.sink import OffsetIsland, SinkPartition
 from eosctl.snapshot import load_snapshot, write_snapshot
 from eosctl.wire import Offsets
 

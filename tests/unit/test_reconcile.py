@@ -225,8 +225,8 @@ def test_unsorted_islands_are_rejected():
         reconcile_partition(TWO_TXNS, [(5, 9, 1), (0, 3, 1)])
 
 
-def test_sinkdb_islands_are_accepted():
-    from eosctl.sinkdb import OffsetIsland
+def test_sink_islands_are_accepted():
+    from eosctl.sink import OffsetIsland
 
     _, findings = reconcile_partition(TWO_TXNS, [OffsetIsland("orders", 0, 0, 9, 1),
                                                  OffsetIsland("orders", 0, 11, 19, 1)])

@@ -17,7 +17,7 @@ from eosctl.cli import main
 from eosctl.findings import KINDS, AuditReport, Finding, LogSegment, PartitionSummary
 from eosctl.gapmap import log_segments
 from eosctl.model import Kind, OffsetRange, PartitionLog
-from eosctl.report_html import MIN_FINDING_W, AuditContext, render_html
+from eosctl.output.html import MIN_FINDING_W, AuditContext, render_html
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -1,4 +1,4 @@
-"""Output helpers shared by the commands: rich tables for people, stable JSON for machines."""
+"""The terminal side shared by every command: the console, rich tables, JSON to stdout, progress, times."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import json
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import Console
@@ -14,8 +15,6 @@ from rich.progress import Progress as RichProgress
 from rich.table import Table
 
 from eosctl.progress import Progress
-
-FORMATS = ("table", "json")
 
 
 def console(stderr: bool = False) -> Console:
@@ -63,3 +62,20 @@ def scan_progress() -> Iterator[Progress]:
                       TextColumn("offsets"), console=err, transient=True, disable=not err.is_terminal) as bar:
         task = bar.add_task("scanning the log", total=None)
         yield lambda step: bar.update(task, description=step.what, completed=step.done, total=step.total)
+
+
+def age_text(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    s = int(seconds)
+    if s < 120:
+        return f"{seconds:.0f}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def time_text(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")

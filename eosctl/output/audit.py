@@ -1,14 +1,10 @@
-"""Render an AuditReport: a rich table for people, one JSON object or JUnit XML for CI."""
+"""An AuditReport for people: a rich table; ``render`` picks the format (table, JSON or JUnit XML)."""
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from typing import Any
 
-from eosctl.findings import DESCRIPTIONS, KINDS, PASS, AuditReport, Finding
-from eosctl.model import TP
-
-FORMATS = ("table", "json", "junit")
+from eosctl.findings import PASS, AuditReport, Finding
 
 
 def render(report: AuditReport, fmt: str) -> Any:
@@ -16,13 +12,15 @@ def render(report: AuditReport, fmt: str) -> Any:
     if fmt == "json":
         return report.to_json()
     if fmt == "junit":
+        from eosctl.output.junit import junit
+
         return junit(report)
     if fmt == "table":
         return table(report)
     raise ValueError(f"unknown format {fmt!r}")
 
 
-def _where(f: Finding) -> str:
+def where(f: Finding) -> str:
     if f.first_offset is None:  # invalid_row: the rows have no usable offset
         return "-"
     if f.first_offset == f.last_offset:
@@ -30,7 +28,7 @@ def _where(f: Finding) -> str:
     return f"{f.first_offset}..{f.last_offset}"
 
 
-def _extra(f: Finding) -> str:
+def extra(f: Finding) -> str:
     parts = []
     if f.key is not None:
         parts.append(f"key {f.key}")
@@ -45,7 +43,7 @@ def table(report: AuditReport) -> Any:
     from rich.console import Group
     from rich.text import Text
 
-    from eosctl.render import table as rich_table
+    from eosctl.output.terminal import table as rich_table
 
     parts: list[Any] = []
     rows = []
@@ -57,7 +55,7 @@ def table(report: AuditReport) -> Any:
                                            "sink rows", "unverifiable", "note"], rows))
     if report.findings:
         frows = [(f.kind + ("" if f.kind in report.fail_on else " (ignored)"), f.topic, f.partition,
-                  _where(f), f.count, _extra(f)) for f in report.findings]
+                  where(f), f.count, extra(f)) for f in report.findings]
         columns = ["kind", "topic", "partition", "offsets", "count", "detail"]
         parts.append(rich_table("findings", columns, frows))
     counts = report.counts()
@@ -96,42 +94,3 @@ def timings(engine: dict[str, Any]) -> str:
     if not phases:
         return ""
     return f"{name} {where}: {phases}" + (f" (task time: {task_time})" if task_time else "")
-
-
-def junit(report: AuditReport) -> str:
-    """One testsuite; one testcase per partition; each failing finding is a <failure>."""
-    suite = ET.Element("testsuite", name="eosctl audit")
-    failures = 0
-    by_tp: dict[TP, list[Finding]] = {}
-    for f in report.findings:
-        by_tp.setdefault((f.topic, f.partition), []).append(f)
-    cases = [(p.topic, p.partition) for p in report.partitions]
-    cases += [tp for tp in sorted(by_tp, key=lambda tp: (tp[0] or "", -1 if tp[1] is None else tp[1]))
-              if tp not in set(cases)]
-    for topic, partition in cases:
-        case = ET.SubElement(suite, "testcase", classname=topic if topic is not None else "(no topic)",
-                             name="(no partition)" if partition is None else f"partition {partition}")
-        ignored = []
-        for f in by_tp.get((topic, partition), []):
-            if f.kind not in report.fail_on:
-                ignored.append(f)
-                continue
-            failures += 1
-            message = (f"{f.kind}: {f.detail} ({f.count} row{'s' if f.count != 1 else ''})"
-                       if f.first_offset is None else f"{f.kind} at offsets {_where(f)} ({f.count})")
-            el = ET.SubElement(case, "failure", type=f.kind, message=message)
-            el.text = f"{DESCRIPTIONS[f.kind]}. {_extra(f)}".strip()
-        if ignored:
-            out = ET.SubElement(case, "system-out")
-            out.text = "\n".join(f"{f.kind} at offsets {_where(f)} ({f.count}) (not in --fail-on)"
-                                 for f in ignored)
-    suite.set("tests", str(len(cases)))
-    suite.set("failures", str(failures))
-    suite.set("errors", "0")
-    if report.elapsed_seconds is not None:
-        suite.set("time", f"{report.elapsed_seconds:.3f}")
-    ET.indent(suite)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
-
-
-__all__ = ["FORMATS", "KINDS", "render", "table", "junit"]

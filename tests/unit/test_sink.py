@@ -5,7 +5,6 @@ import re
 import struct
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import duckdb
@@ -13,7 +12,8 @@ import pytest
 
 from eosctl.config import Sink
 from eosctl.errors import SinkError
-from eosctl.sinkdb import OffsetIsland, SinkPartition, StoredOffset, open_sink, read_header
+from eosctl.sink import OffsetIsland, SinkPartition, StoredOffset, open_reader
+from eosctl.sink.duckdb import read_header
 
 WHERE = "pipelines.orders.sink"
 
@@ -64,7 +64,7 @@ def sample(tmp_path: Path) -> Path:
 
 
 def test_summaries_islands_and_stored_offsets(sample: Path):
-    with open_sink(sink_config(sample), WHERE) as reader:
+    with open_reader(sink_config(sample), WHERE) as reader:
         assert reader.summaries() == [
             SinkPartition("orders", 0, rows=12, distinct_offsets=10, min_offset=0, max_offset=11,
                           duplicate_offsets=2, invalid_offset_rows=0),
@@ -84,14 +84,14 @@ def test_summaries_islands_and_stored_offsets(sample: Path):
 
 
 def test_missing_file(tmp_path: Path):
-    msg = error_of(lambda: open_sink(sink_config(tmp_path / "nope.duckdb"), WHERE))
+    msg = error_of(lambda: open_reader(sink_config(tmp_path / "nope.duckdb"), WHERE))
     assert msg == (f"sink file {tmp_path / 'nope.duckdb'} not found; "
                    f"check [pipelines.orders.sink].duckdb or --sink-duckdb")
     assert not (tmp_path / "nope.duckdb").exists()  # read-only open never creates the file
 
 
 def test_file_locked_by_a_live_writer(sample: Path, monkeypatch):
-    monkeypatch.setattr("eosctl.sinkdb.LOCK_WAIT_S", 0.3)  # a writer that never closes: give up soon
+    monkeypatch.setattr("eosctl.sink.duckdb.LOCK_WAIT_S", 0.3)  # a writer that never closes: give up soon
     writer = subprocess.Popen(
         [sys.executable, "-c",
          "import duckdb, sys; c = duckdb.connect(sys.argv[1]); print('open', flush=True); sys.stdin.read()",
@@ -100,7 +100,7 @@ def test_file_locked_by_a_live_writer(sample: Path, monkeypatch):
     )
     try:
         assert writer.stdout.readline().strip() == "open"
-        msg = error_of(lambda: open_sink(sink_config(sample), WHERE))
+        msg = error_of(lambda: open_reader(sink_config(sample), WHERE))
         program = Path(os.path.realpath(f"/proc/{writer.pid}/exe")).name
         assert msg == (
             f"{sample} stayed locked by a running writer ({program}, PID {writer.pid}) for 0.3s; DuckDB lets "
@@ -112,12 +112,12 @@ def test_file_locked_by_a_live_writer(sample: Path, monkeypatch):
     finally:
         writer.stdin.close()
         writer.wait(timeout=10)
-    with open_sink(sink_config(sample), WHERE) as reader:  # and readable once the writer is gone
+    with open_reader(sink_config(sample), WHERE) as reader:  # and readable once the writer is gone
         assert reader.summaries()[0].rows == 12
 
 
 def test_wrong_table_lists_the_tables(sample: Path):
-    msg = error_of(lambda: open_sink(sink_config(sample, table="orders"), WHERE))
+    msg = error_of(lambda: open_reader(sink_config(sample, table="orders"), WHERE))
     assert msg == (f"{sample} has no table 'orders' (tables: orders_sink, sink_offsets); "
                    "check [pipelines.orders.sink].table (schema.table, and double quotes for a name with "
                    'dots: "my.table")')
@@ -125,12 +125,12 @@ def test_wrong_table_lists_the_tables(sample: Path):
 
 def test_wrong_columns_names_both_sides(sample: Path):
     bad = sink_config(sample, offset_column="offset", key_column="order_id")
-    msg = error_of(lambda: open_sink(bad, WHERE))
+    msg = error_of(lambda: open_reader(bad, WHERE))
     assert msg == (f"table orders_sink in {sample} lacks column offset (offset_column); it has src_topic, "
                    "src_partition, src_offset, order_id, amount; "
                    "set the column names in [pipelines.orders.sink]")
     bad = sink_config(sample, topic_column="topic", partition_column="part")
-    msg = error_of(lambda: open_sink(bad, WHERE))
+    msg = error_of(lambda: open_reader(bad, WHERE))
     assert "lacks columns topic (topic_column), part (partition_column); it has src_topic," in msg
 
 
@@ -158,7 +158,7 @@ def test_storage_version_newer_than_installed_duckdb(tmp_path: Path):
     path = make_sink(tmp_path / "new.duckdb", {("orders", 0): [0]})
     fake_storage_version(path, 1000, "v2.9.0")
     assert read_header(path).storage_version == 1000 and read_header(path).library == "v2.9.0"
-    msg = error_of(lambda: open_sink(sink_config(path), WHERE))
+    msg = error_of(lambda: open_reader(sink_config(path), WHERE))
     assert msg == (
         f"{path} was written by DuckDB v2.9.0 (storage version 1000), newer than the installed duckdb "
         f"{duckdb.__version__} can read (storage versions 64-69); upgrade duckdb (pip install -U duckdb), or "
@@ -169,7 +169,7 @@ def test_storage_version_newer_than_installed_duckdb(tmp_path: Path):
 def test_storage_version_older_than_installed_duckdb(tmp_path: Path):
     path = make_sink(tmp_path / "old.duckdb", {("orders", 0): [0]})
     fake_storage_version(path, 39, "")
-    msg = error_of(lambda: open_sink(sink_config(path), WHERE))
+    msg = error_of(lambda: open_reader(sink_config(path), WHERE))
     assert msg == (
         f"{path} was written by another DuckDB version (storage version 39), older than the installed duckdb "
         f"{duckdb.__version__} can read (storage versions 64-69); convert it with the DuckDB that wrote it "
@@ -180,7 +180,7 @@ def test_storage_version_older_than_installed_duckdb(tmp_path: Path):
 def test_v1_storage_file_reads_and_header_says_so(tmp_path: Path):
     path = make_sink(tmp_path / "v1.duckdb", {("orders", 0): [0, 1]}, storage_version="v1.0.0")
     assert read_header(path).storage_version == 64
-    with open_sink(sink_config(path), WHERE) as reader:
+    with open_reader(sink_config(path), WHERE) as reader:
         assert [s.rows for s in reader.summaries()] == [2]
 
 
@@ -188,7 +188,7 @@ def test_not_a_duckdb_file(tmp_path: Path):
     path = tmp_path / "sink.duckdb"
     path.write_bytes(b"SQLite format 3\0" + b"\0" * 5000)
     assert read_header(path) is None
-    msg = error_of(lambda: open_sink(sink_config(path), WHERE))
+    msg = error_of(lambda: open_reader(sink_config(path), WHERE))
     assert msg == (f"{path} is not a DuckDB database file; check [pipelines.orders.sink].duckdb "
                    "(Parquet sinks go in [pipelines.orders.sink].parquet)")
 
@@ -202,15 +202,15 @@ def test_parquet_glob(sample: Path, tmp_path: Path):
     con.execute(f"COPY sink_offsets TO '{out / 'offsets.parquet'}'")
     con.close()
     sink = Sink(parquet=str(out / "part-*.parquet"), offsets_table=str(out / "offsets.parquet"))
-    with open_sink(sink, WHERE) as reader:
+    with open_reader(sink, WHERE) as reader:
         summary = [(s.partition, s.rows, s.distinct_offsets) for s in reader.summaries()]
         assert summary == [(0, 12, 10), (1, 3, 3)]
         assert list(reader.islands("orders", 0))[1] == OffsetIsland("orders", 0, 5, 6, 2)
         assert reader.stored_offsets() == [StoredOffset("orders", 0, 12), StoredOffset("orders", 1, 3)]
-    msg = error_of(lambda: open_sink(Sink(parquet=str(out / "nothing-*.parquet")), WHERE))
+    msg = error_of(lambda: open_reader(Sink(parquet=str(out / "nothing-*.parquet")), WHERE))
     assert msg == (f"no Parquet files match {out / 'nothing-*.parquet'}; "
                    "check [pipelines.orders.sink].parquet or --sink-parquet")
-    msg = error_of(lambda: open_sink(Sink(parquet=str(out / "part-*.parquet"), offset_column="off"), WHERE))
+    msg = error_of(lambda: open_reader(Sink(parquet=str(out / "part-*.parquet"), offset_column="off"), WHERE))
     assert msg.startswith(f"Parquet files {out / 'part-*.parquet'} lacks column off (offset_column); it has ")
 
 
@@ -241,7 +241,7 @@ def typed_sink(path: Path, offset_type: str, offsets: list, partition_type: str 
     ("DECIMAL(20,2)", [3, 4.25], [(3, 3, 1)], [(1, "src_offset is not an integer (e.g. 4.25)")]),
 ])
 def test_offsets_kafka_cannot_have_are_invalid_rows(tmp_path: Path, offset_type, offsets, valid, invalid):
-    with open_sink(typed_sink(tmp_path / "t.duckdb", offset_type, offsets), WHERE) as reader:
+    with open_reader(typed_sink(tmp_path / "t.duckdb", offset_type, offsets), WHERE) as reader:
         assert [(i.first, i.last, i.multiplicity) for i in reader.islands()] == valid
         assert [(i.first, i.last, i.multiplicity) for i in reader.islands("orders", 0)] == valid
         found = reader.invalid_rows()
@@ -256,7 +256,7 @@ def test_offsets_kafka_cannot_have_are_invalid_rows(tmp_path: Path, offset_type,
 def test_partitions_kafka_cannot_have_are_invalid_rows(tmp_path: Path):
     sink = typed_sink(tmp_path / "t.duckdb", "BIGINT", [1, 2, 3, 4], partition_type="BIGINT",
                       partitions=[0, -1, 1 << 40, None])
-    with open_sink(sink, WHERE) as reader:
+    with open_reader(sink, WHERE) as reader:
         assert reader.partitions() == {("orders", 0): 1}
         assert [(f.topic, f.partition, f.count, f.detail) for f in reader.invalid_rows()] == [
             ("orders", None, 1, "src_partition is NULL"),
@@ -265,7 +265,7 @@ def test_partitions_kafka_cannot_have_are_invalid_rows(tmp_path: Path):
 
 
 def test_name_parts_follow_duckdb():
-    from eosctl.sinkdb import ident, name_parts
+    from eosctl.sink.sql import ident, name_parts
 
     assert name_parts("orders") == ["orders"]
     assert name_parts("main.orders") == ["main", "orders"]
@@ -277,34 +277,23 @@ def test_name_parts_follow_duckdb():
         error_of(lambda bad=bad: name_parts(bad))
 
 
-def _freeze_in_thread(sink: Sink) -> tuple[str, bool]:
-    from eosctl.sinkdb import frozen
-
-    with frozen(sink, WHERE) as fixed:
-        path = fixed.duckdb
-    return path, Path(path).exists()
-
-
 def test_frozen_copy_is_read_and_deleted_on_every_exit(sample: Path):
-    from eosctl.sinkdb import frozen, origin
+    from eosctl.sink import frozen
 
     sink = sink_config(sample)
     with frozen(sink, WHERE) as fixed:
         copy = Path(fixed.duckdb)
-        assert copy != sample and copy.exists() and origin(str(copy)) == str(sample)
-        with frozen(sink, WHERE) as again, frozen(fixed, WHERE) as same:  # nested: the same copy
-            assert again == fixed == same
-        other: list = []  # another thread (the TUI's workers) gets its own copy, deleted with its block
-        worker = threading.Thread(target=lambda: other.append(_freeze_in_thread(sink)))
-        worker.start()
-        worker.join(timeout=30)
-        assert other and other[0][0] != fixed.duckdb and not other[0][1]
+        assert copy != sample and copy.exists() and fixed.frozen_from == sink
+        with frozen(fixed, WHERE) as same:  # a frozen sink is read as it is
+            assert same == fixed
         # the writer can write to the original meanwhile; the copy doesn't change
         con = duckdb.connect(str(sample))
         con.execute("INSERT INTO orders_sink VALUES ('orders', 1, 3, 'o3', 1.0)")
         con.close()
-        with open_sink(fixed, WHERE) as reader:
+        with open_reader(fixed, WHERE) as reader:
             assert reader.source == str(sample)  # messages name the user's file
+            assert reader.read_point.to_dict() == {"kind": "duckdb", "source": str(sample),
+                                                   "copied_at": fixed.at}
             assert [s.rows for s in reader.summaries()] == [12, 3]
     assert not copy.parent.exists()
     with pytest.raises(RuntimeError), frozen(sink, WHERE) as fixed:
@@ -314,9 +303,9 @@ def test_frozen_copy_is_read_and_deleted_on_every_exit(sample: Path):
 
 
 def test_frozen_waits_for_a_writer_then_says_who_holds_the_file(sample: Path, monkeypatch):
-    from eosctl.sinkdb import frozen
+    from eosctl.sink import frozen
 
-    monkeypatch.setattr("eosctl.sinkdb.LOCK_WAIT_S", 0.3)
+    monkeypatch.setattr("eosctl.sink.duckdb.LOCK_WAIT_S", 0.3)
     writer = subprocess.Popen(
         [sys.executable, "-c",
          "import duckdb, sys; c = duckdb.connect(sys.argv[1]); print('open', flush=True); sys.stdin.read()",
@@ -343,7 +332,7 @@ def test_frozen_waits_for_a_writer_then_says_who_holds_the_file(sample: Path, mo
 
 
 def test_frozen_parquet_file_list(sample: Path, tmp_path: Path):
-    from eosctl.sinkdb import frozen
+    from eosctl.sink import frozen
 
     out = tmp_path / "export" / "src_partition=0"
     out.mkdir(parents=True)
@@ -354,14 +343,14 @@ def test_frozen_parquet_file_list(sample: Path, tmp_path: Path):
         # a file the writer adds after the freeze is not read
         con.execute(f"COPY (SELECT * EXCLUDE (src_partition) FROM orders_sink WHERE src_partition = 0) "
                     f"TO '{out / 'b.parquet'}'")
-        with open_sink(fixed, WHERE) as reader:
+        with open_reader(fixed, WHERE) as reader:
             assert [(s.partition, s.rows) for s in reader.summaries()] == [(0, 12)]  # hive column kept
     con.close()
     assert not Path(fixed.parquet).parent.parent.exists()
 
 
 def test_parquet_on_s3_says_which_extension_is_missing():
-    msg = error_of(lambda: open_sink(Sink(parquet="s3://bucket/x/*.parquet"), WHERE))
+    msg = error_of(lambda: open_reader(Sink(parquet="s3://bucket/x/*.parquet"), WHERE))
     assert msg.endswith("reading it needs DuckDB's httpfs extension, which eosctl never downloads by "
                         "itself: install it once (python -c \"import duckdb; "
                         "duckdb.install_extension('httpfs')\") or audit a local copy of the files")

@@ -1,0 +1,22 @@
+"""Everything eosctl prints or writes for people and machines, in one place.
+
+The models keep their own JSON form (``to_dict``, next to the data); everything shaped for output lives
+here, one module per subject:
+
+    terminal    the console, the table primitive, JSON to stdout, the scan progress bar, ages and times
+    txns        `txns list | describe | hanging | abort` tables
+    producers   the `producers` table
+    lag         the `lag` JSON document (also one line per --watch poll) and its table
+    log         the `log` JSON document (a remote dump-log) and its tables
+    ledger      the `ledger` tables
+    snapshot    what `snapshot` says it captured
+    audit       an audit report as a table; ``render`` picks the format
+    junit       an audit report as JUnit XML
+    html        an audit report as one self-contained HTML page (`audit --format html`, `report`)
+"""
+
+from __future__ import annotations
+
+# Every output format. The inspection commands print the first two; `audit` writes all of them.
+FORMATS = ("table", "json", "junit", "html")
+INSPECT_FORMATS = FORMATS[:2]

@@ -1,0 +1,139 @@
+"""`eosctl log`: its JSON document (a remote dump-log of one partition) and its tables.
+
+`batches` is null with --no-batches; otherwise it covers `batches_window`, at most --limit offsets from
+the scan start (so memory stays bounded whatever the range): page on with --from.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+TABLE_ROWS = 200  # rows per section in table output; JSON is always complete
+
+
+def log_document(plog: Any, window: tuple[int, int, bool] | None) -> dict[str, Any]:
+    """The stable JSON form of a scanned partition (see the module docstring)."""
+    from eosctl.model import Kind
+
+    d = plog.to_dict()
+    return {
+        "topic": plog.topic,
+        "partition": plog.partition,
+        "log_start_offset": plog.log_start_offset,
+        "high_watermark": plog.high_watermark,
+        "last_stable_offset": plog.last_stable_offset,
+        "scanned_from": plog.scanned_from,
+        "scanned_to": plog.scanned_to,
+        "counts": {k.value: plog.count(k) for k in Kind},
+        "ranges": d["ranges"],
+        "transactions": d["transactions"],
+        "aborted_ranges": [{k: r[k] for k in ("first", "last", "producer_id", "producer_epoch")}
+                           for r in d["ranges"] if r["kind"] == Kind.ABORTED.value],
+        # The marker batch's own epoch, as in batches[] and ranges: a fencing ABORT and every v2 marker
+        # carry a newer epoch than the data they close.
+        "markers": [{"offset": t.marker_offset, "type": t.outcome, "producer_id": t.producer_id,
+                     "producer_epoch": t.producer_epoch if t.marker_epoch is None else t.marker_epoch}
+                    for t in sorted(plog.transactions, key=lambda t: t.marker_offset or -1)
+                    if t.marker_offset is not None],
+        "producers": [_producer_doc(d["producers"][str(pid)], p)
+                      for pid, p in sorted(plog.producers.items())],
+        "batches": d["batches"],
+        "batches_window": None if window is None else {"from": window[0], "to": window[1],
+                                                        "complete": window[2]},
+        "warnings": d["warnings"],
+    }
+
+
+def _producer_doc(d: dict[str, Any], p: Any) -> dict[str, Any]:
+    """A producer's JSON entry: its state plus the verdicts (eosctl.model.ProducerState.fencing_events)."""
+    bumps = [{**b, "fencing": fencing, "why": why}
+             for b, (fencing, why) in zip(d["epoch_bumps"], map(p.bump_verdict, p.epoch_bumps), strict=True)]
+    return {**d, "epoch_bumps": bumps, "current_epoch": p.current_epoch, "protocol": p.protocol,
+            "fencing_events": p.fencing_events}
+
+
+def _ts(ms: int | None, date: bool = True) -> str | None:
+    if ms is None or ms < 0:
+        return None
+    fmt = "%Y-%m-%d %H:%M:%S.%f" if date else "%H:%M:%S.%f"
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime(fmt)[:-3]
+
+
+def _capped(rows: list[Any]) -> tuple[list[Any], str | None]:
+    if len(rows) <= TABLE_ROWS:
+        return rows, None
+    return rows[:TABLE_ROWS], f"... {len(rows) - TABLE_ROWS} more (use --format json, or narrow --from/--to)"
+
+
+def render_log(out: Any, doc: dict[str, Any]) -> None:
+    from eosctl.output.terminal import table
+    from eosctl.producers import epochs_text
+
+    c = doc["counts"]
+    out.print(f"[bold]{doc['topic']}-{doc['partition']}[/]  log start {doc['log_start_offset']}  "
+              f"LSO {doc['last_stable_offset']}  HW {doc['high_watermark']}  "
+              f"scanned {doc['scanned_from']}..{doc['scanned_to'] - 1}: {c['DATA']} data, "
+              f"{c['MARKER']} markers, {c['ABORTED']} aborted, {c['OPEN']} open, {c['HOLE']} holes")
+    if doc["batches"] is not None:
+        rows, more = _capped([
+            (f"{b['base_offset']}..{b['last_offset']}", b["record_count"], b["producer_id"],
+             b["producer_epoch"],
+             "-" if b["base_sequence"] < 0 else f"{b['base_sequence']}..{b['last_sequence']}",
+             "yes" if b["is_transactional"] else "no", "yes" if b["is_control"] else "no", b["marker"],
+             _ts(b["first_timestamp"], date=False), _ts(b["max_timestamp"], date=False))
+            for b in doc["batches"]])
+        w = doc["batches_window"]
+        title = "Batches" + ("" if w["complete"] else f" (offsets {w['from']}..{w['to'] - 1} only; "
+                                                      f"page with --from {w['to']})")
+        out.print(table(title, ["offsets", "count", "pid", "epoch", "sequence", "txn", "ctrl", "marker",
+                                "first ts (UTC)", "max ts"], rows))
+        if more:
+            out.print(more)
+    rows, more = _capped([(t["producer_id"], t["producer_epoch"], f"{t['first_offset']}..{t['last_offset']}",
+                           t["data_records"], t["outcome"], t["marker_offset"], t["marker_epoch"])
+                          for t in doc["transactions"]])
+    cols = ["pid", "epoch", "offsets", "records", "outcome", "marker", "marker epoch"]
+    out.print(table("Transactions", cols, rows))
+    if more:
+        out.print(more)
+    rows, more = _capped([(r["first"], r["last"], r["last"] - r["first"] + 1, r["producer_id"],
+                           r["producer_epoch"]) for r in doc["aborted_ranges"]])
+    out.print(table("Aborted ranges", ["first", "last", "count", "pid", "epoch"], rows))
+    if more:
+        out.print(more)
+    out.print(table("Producers", ["pid", "epochs", "batches", "records", "last sequence", "last timestamp",
+                                  "open txn from", "txn protocol", "fencing"],
+                    [(p["producer_id"], epochs_text(p["epochs"], p["earlier_epochs"]), p["batches"],
+                      p["records"], p["last_sequence"], _ts(p["last_timestamp"]), p["open_txn_first_offset"],
+                      p["protocol"], p["fencing_events"])
+                     for p in doc["producers"]]))
+    events = sorted(_events(doc["producers"]), key=lambda e: (e[0], e[1]))
+    if events:
+        rows, more = _capped([(o, pid, text) for o, pid, text in events])
+        out.print(table("Epoch timeline and anomalies", ["offset", "pid", "event"], rows))
+        if more:
+            out.print(more)
+    for w in doc["warnings"]:
+        out.print(f"[yellow]warning:[/] {w}")
+
+
+def _events(producers: list[dict[str, Any]]) -> list[tuple[int, int, str]]:
+    out = []
+    for p in producers:
+        pid = p["producer_id"]
+        for b in p["epoch_bumps"]:
+            out.append((b["offset"], pid, f"epoch {b['old_epoch']} -> {b['new_epoch']} ({b['why']})"))
+        if p["bumps_total"] > len(p["epoch_bumps"]):
+            out.append((p["epoch_bumps"][-1]["offset"], pid,
+                        f"... {p['bumps_total'] - len(p['epoch_bumps'])} more epoch bumps"))
+        for z in p["zombie_writes"]:
+            out.append((z["offset"], pid,
+                        f"ZOMBIE write at epoch {z['epoch']} after epoch {z['current_epoch']}"))
+        if p["zombie_total"] > len(p["zombie_writes"]):
+            out.append((p["zombie_writes"][-1]["offset"], pid,
+                        f"... {p['zombie_total'] - len(p['zombie_writes'])} more zombie writes"))
+        for s in p["sequence_anomalies"]:
+            out.append((s["offset"], pid, f"sequence {s['kind']} at epoch {s['epoch']}: expected "
+                                          f"{s['expected']}, got {s['got']}"))
+    return out

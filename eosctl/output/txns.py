@@ -1,0 +1,68 @@
+"""`eosctl txns ...`: the tables and lines of list, describe, hanging and abort (the JSON forms are
+eosctl.txns' to_dict)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eosctl.output.terminal import age_text, table, time_text
+
+
+def render_txns(out: Any, infos: list[Any], now: int, filtered: bool) -> None:
+    rows = [(i.transactional_id, i.producer_id, i.producer_epoch, i.state, i.timeout_ms,
+             time_text(i.start_time_ms) if i.active else "-", age_text(i.age_s(now)), _parts(i.partitions))
+            for i in infos]
+    if not rows:
+        out.print("no transactions" + (" match" if filtered else ""))
+        return
+    out.print(table(f"Transactions ({len(rows)})", ["transactional id", "producer id", "epoch", "state",
+                                                    "timeout", "started (UTC)", "age", "partitions"], rows))
+
+
+def _parts(tps: Any) -> str:
+    return ", ".join(f"{t}[{p}]" for t, p in tps) or "-"
+
+
+def render_txn(out: Any, info: Any, now: int) -> None:
+    rows = [("transactional id", info.transactional_id), ("coordinator", info.coordinator_id),
+            ("producer id", info.producer_id), ("epoch", info.producer_epoch), ("state", info.state),
+            ("timeout", f"{info.timeout_ms} ms" if info.timeout_ms is not None else None),
+            ("started (UTC)", time_text(info.start_time_ms) if info.active else "-"),
+            ("age", age_text(info.age_s(now))), ("partitions", _parts(info.partitions))]
+    out.print(table(None, ["field", "value"], rows, show_header=False))
+
+
+def render_hanging(out: Any, report: Any, topics: list[str]) -> None:
+    dp = report.describe_producers
+    source = (f"DescribeProducers returned {report.producers_returned} producers" if dp == "ok"
+              else f"DescribeProducers {dp}")
+    checked = f"{report.partitions_checked} partitions of {', '.join(topics)}; {source}"
+    if not report.hanging:
+        out.print(f"no hanging transactions (older than {age_text(report.max_age_s)}) in {checked}")
+        return
+    rows = [(h.topic, h.partition, h.producer_id, h.producer_epoch, h.first_offset, age_text(h.age_s),
+             h.blocked, h.transactional_id, h.coordinator_state, "+".join(h.rules)) for h in report.hanging]
+    out.print(table(f"Hanging transactions ({len(rows)}, open longer than {age_text(report.max_age_s)})",
+                    ["topic", "partition", "producer id", "epoch", "first offset", "age", "blocked",
+                     "transactional id", "coordinator", "rule"], rows))
+    out.print(f"checked {checked}. blocked = HW - LSO: offsets read_committed consumers cannot reach.")
+    first = report.hanging[0]
+    out.print(f"to abort one: eosctl txns abort --topic {first.topic} --partition {first.partition} "
+              f"--start-offset {first.first_offset}")
+
+
+def render_abort(out: Any, plan: Any, now: int, yes: bool) -> None:
+    who = f"producer {plan.producer_id} epoch {plan.producer_epoch}"
+    if plan.transactional_id:
+        who += f" (transactional id {plan.transactional_id})"
+    age = plan.to_dict(now)["age_s"]
+    out.print(f"open transaction on {plan.topic}[{plan.partition}] from offset {plan.start_offset}: {who}, "
+              f"open for {age_text(age)}; LSO {plan.lso}, HW {plan.hw}, "
+              f"blocking {plan.hw - plan.lso} offsets")
+    if yes:
+        out.print(f"aborted: ABORT marker written for {who} on {plan.topic}[{plan.partition}]")
+    elif plan.supported:
+        out.print("dry run: nothing changed; add --yes to write the ABORT marker")
+    else:
+        out.print("dry run: nothing changed; this broker has no WriteTxnMarkers API, "
+                  "so --yes would be refused")

@@ -1,0 +1,60 @@
+"""Reading a pipeline's sink: one reader interface (eosctl.sink.base), one module per kind of sink.
+
+``open_reader(sink)`` picks the module by the sink's kind; ``frozen(sink)`` pins one read point for a
+command (read the sink first, then Kafka). Kind-specific SQL lives only in this package.
+"""
+
+from __future__ import annotations
+
+from eosctl.config import Sink
+from eosctl.errors import SinkError
+from eosctl.findings import Finding
+from eosctl.sink.base import (
+    KINDS,
+    Limits,
+    OffsetIsland,
+    ReadPoint,
+    SinkPartition,
+    SinkReader,
+    StoredOffset,
+    kind_of,
+    shown,
+)
+from eosctl.sink.freeze import frozen
+
+
+def open_reader(sink: Sink, where: str = "sink", limits: Limits | None = None) -> SinkReader:
+    """Open the pipeline's sink read-only and check its table and columns exist.
+
+    ``where`` names the config section in messages (e.g. "pipelines.orders.sink"); ``limits`` caps what
+    the reader may use (a worker of the audit).
+    """
+    kind = kind_of(sink)
+    if kind == "duckdb":
+        from eosctl.sink.duckdb import open_duckdb
+
+        reader = open_duckdb(sink, where)
+    elif kind == "parquet":
+        from eosctl.sink.parquet import open_parquet
+
+        reader = open_parquet(sink, where)
+    else:
+        raise SinkError(f"[{where}] names no sink; set one of {', '.join(KINDS)}, or pass --sink-duckdb or "
+                        f"--sink-parquet")
+    if limits is not None:
+        try:
+            reader.limit(limits)
+        except BaseException:
+            reader.close()
+            raise
+    return reader
+
+
+def invalid_rows(sink: Sink) -> list[Finding]:
+    """The sink's invalid_row findings (SinkReader.invalid_rows), for a caller that has no reader open."""
+    with open_reader(sink) as reader:
+        return reader.invalid_rows()
+
+
+__all__ = ["KINDS", "Limits", "OffsetIsland", "ReadPoint", "SinkPartition", "SinkReader", "StoredOffset",
+           "frozen", "invalid_rows", "kind_of", "open_reader", "shown"]

@@ -1,0 +1,146 @@
+"""What every sink reader returns, whatever the kind of sink: the model and the reader's protocol.
+
+A reader answers in offset *islands* (runs of consecutive offsets that occur the same number of times) and
+per-partition summaries, so callers reconcile with range arithmetic instead of per-offset lists; and it
+names its *read point*, the one consistent state of the sink it read (a frozen copy, a snapshot, a table
+version), so a report can say what was audited.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from eosctl.config import Sink
+from eosctl.findings import Finding
+from eosctl.model import TP
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+KINDS = ("duckdb", "parquet")
+# Kafka's limits (org.apache.kafka.common.record: offsets are int64, partitions int32): a sink value
+# outside them, or not an integer, can't name a Kafka record.
+MAX_OFFSET = (1 << 63) - 1
+MAX_PARTITION = (1 << 31) - 1
+OFFSETS_COLUMNS = ("topic", "partition", "next_offset")
+ISLAND_BATCH = 65_536
+
+
+@dataclass(frozen=True)
+class SinkPartition:
+    """The sink's row counts for one partition (the audit's per-partition verdict is
+    eosctl.findings.PartitionSummary)."""
+
+    topic: str
+    partition: int
+    rows: int
+    distinct_offsets: int
+    min_offset: int | None
+    max_offset: int | None
+    duplicate_offsets: int  # offsets stored more than once
+    invalid_offset_rows: int  # rows whose offset is NULL, negative, too large or not an integer
+
+    @property
+    def duplicate_rows(self) -> int:
+        """Rows beyond the first per offset (what a dedup would delete)."""
+        return self.rows - self.invalid_offset_rows - self.distinct_offsets
+
+
+@dataclass(frozen=True)
+class OffsetIsland:
+    """Offsets first..last (inclusive) are all present, each exactly `multiplicity` times."""
+
+    topic: str
+    partition: int
+    first: int
+    last: int
+    multiplicity: int
+
+    @property
+    def count(self) -> int:
+        return self.last - self.first + 1
+
+
+@dataclass(frozen=True)
+class StoredOffset:
+    """The next source offset the sink recorded, atomically with its rows."""
+
+    topic: str
+    partition: int
+    next_offset: int
+
+
+@dataclass(frozen=True)
+class ReadPoint:
+    """The one state of the sink a reader read: its kind, the sink as the user named it (never a
+    password), and what the kind pins (``at``: e.g. copied_at for a DuckDB file; snapshot and
+    server_version for PostgreSQL). JSON-able as to_dict()."""
+
+    kind: str
+    source: str
+    at: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "source": self.source, **self.at}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ReadPoint:
+        rest = {k: v for k, v in d.items() if k not in ("kind", "source")}
+        return cls(str(d["kind"]), str(d["source"]), rest)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one reader may use where it runs inside a worker (outside Spark's memory accounting)."""
+
+    threads: int = 1
+    memory: str = "1GB"
+    temp_directory: str | None = None
+
+
+class SinkReader(Protocol):
+    """Read-only queries over one sink at one read point. Use as a context manager, or call close()."""
+
+    source: str  # the sink as the user named it, for messages
+    read_point: ReadPoint
+
+    def summaries(self) -> list[SinkPartition]: ...
+
+    def partitions(self) -> dict[TP, int]: ...
+
+    def islands(self, topic: str | None = None, partition: int | None = None) -> Iterator[OffsetIsland]: ...
+
+    def invalid_rows(self) -> list[Finding]: ...
+
+    def committed_keys(self, topic: str, partition: int,
+                       committed: list[tuple[int, int]]) -> Iterator[pa.RecordBatch]: ...
+
+    # For these partitions at once (an audit task's group): one query instead of one per partition.
+    def islands_in(self, tps: Sequence[TP]) -> Iterator[OffsetIsland]: ...
+
+    def committed_keys_in(self,
+                          committed: Mapping[TP, list[tuple[int, int]]]) -> Iterator[pa.RecordBatch]: ...
+
+    def stored_offsets(self) -> list[StoredOffset] | None: ...
+
+    def limit(self, limits: Limits) -> None: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> SinkReader: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+def kind_of(sink: Sink) -> str | None:
+    """Which kind of sink the config names (None: none)."""
+    return next((k for k in KINDS if getattr(sink, k) is not None), None)
+
+
+def shown(sink: Sink) -> str:
+    """The sink as the user named it: the original of a frozen copy."""
+    given = sink.frozen_from or sink
+    kind = kind_of(given)
+    return getattr(given, kind) if kind else ""

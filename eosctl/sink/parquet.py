@@ -1,0 +1,58 @@
+"""Parquet files matching a glob (local, or a URL DuckDB has the extension for), read through DuckDB."""
+
+from __future__ import annotations
+
+import glob as globmod
+import re
+
+from eosctl.config import Sink
+from eosctl.errors import SinkError
+from eosctl.files import glob_problem
+from eosctl.sink.base import ReadPoint, shown
+from eosctl.sink.relation import (
+    NO_EXTENSION_DOWNLOADS,
+    RelationReader,
+    check_columns,
+    check_offsets_columns,
+    columns,
+)
+from eosctl.sink.sql import literal
+
+
+def is_url(pattern: str) -> bool:
+    return bool(re.match(r"^[a-z0-9]+://", pattern))
+
+
+def open_parquet(sink: Sink, where: str = "sink") -> RelationReader:
+    """A reader of the Parquet files the sink's glob matches (or the frozen file list the sink names)."""
+    import duckdb
+
+    assert sink.parquet is not None
+    name = shown(sink)
+    given = sink.frozen_from or sink
+    conn = duckdb.connect(config=NO_EXTENSION_DOWNLOADS)
+    try:
+        relation = _relation(sink.parquet, where, "parquet", name)
+        offsets = (_relation(sink.offsets_table, where, "offsets_table", given.offsets_table or "")
+                   if sink.offsets_table else None)
+        types = check_columns(columns(conn, relation), sink, where, f"Parquet files {name}")
+        offsets_types = None
+        if offsets:
+            offsets_types = check_offsets_columns(columns(conn, offsets), where,
+                                                  f"Parquet files {given.offsets_table or ''}")
+    except BaseException:
+        conn.close()
+        raise
+    at = {"files_listed_at": sink.at} if sink.at else {}
+    return RelationReader(conn, relation, sink, name, offsets, ReadPoint("parquet", name, at), types,
+                          offsets_types)
+
+
+def _relation(pattern: str, where: str, key: str, name: str) -> str:
+    # Check the glob ourselves: DuckDB's "No files found" message carries a multi-line SQL excerpt.
+    if not globmod.glob(pattern, recursive=True) and not is_url(pattern):
+        raise SinkError(f"no Parquet files match {name}; check [{where}].{key} or --sink-parquet")
+    problem = glob_problem(pattern)
+    if problem:
+        raise SinkError(f"{problem}; check [{where}].{key} or --sink-parquet")
+    return f"read_parquet({literal(pattern)})"
