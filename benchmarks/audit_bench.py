@@ -273,7 +273,8 @@ def child(args: argparse.Namespace) -> None:
         t = time.monotonic()
         report = engine.run(inp, EngineOptions("local"))
         seconds = time.monotonic() - t
-        print(json.dumps({**_counts(report), "seconds": seconds, "tasks": report.engine["tasks"]}))
+        print(json.dumps({**_counts(report), "seconds": seconds, "tasks": report.engine["tasks"],
+                          "engine": report.engine}))
         return
     options = EngineOptions("spark", master="local[*]", driver_memory=cell["driver_memory"])
     first = engine.run(inp, options, started=_T0)  # starts Spark and stops it again, like the command
@@ -332,12 +333,20 @@ class PeakRSS:
                 return
 
 
-def _secs(value: float | None, timeout: float) -> str:
-    return f">{timeout:.0f}s" if value is None else f"{value:.1f}s"
+TIMED_OUT = "timed out"
 
 
-def _ratio(a: float | None, b: float | None) -> str:
-    return "-" if a is None or b is None or b == 0 else f"{a / b:.2f}x"
+def _secs(value: float | str | None, timeout: float) -> str:
+    """A measurement: seconds, ">N s" when it ran out of time, "-" when not run."""
+    if value is None:
+        return "-"
+    return f">{timeout:.0f}s" if value == TIMED_OUT else f"{value:.1f}s"
+
+
+def _ratio(a: float | str | None, b: float | str | None) -> str:
+    if not isinstance(a, float) or not isinstance(b, float) or b == 0:
+        return "-"
+    return f"{a / b:.2f}x"
 
 
 def main() -> None:
@@ -398,7 +407,9 @@ def main() -> None:
             if "spark" in engines:
                 out, peak = run_child({**cell, "engine": "spark"}, args.timeout)
                 row["spark_rss"] = peak
-                if out is not None:
+                if out is None:
+                    row.update(cold=TIMED_OUT, warm=TIMED_OUT)
+                else:
                     row.update(cold=out["first"], startup=out["startup"], warm=out["warm"],
                                spark_tasks=out["tasks"])
                     agree &= {k: out[k] for k in want} == want and out["agree_warm"]
@@ -408,8 +419,11 @@ def main() -> None:
             if "local" in engines:
                 out, peak = run_child({**cell, "engine": "local"}, args.timeout)
                 row["local_rss"] = peak
-                if out is not None:
+                if out is None:
+                    row["local"] = TIMED_OUT
+                else:
                     row.update(local=out["seconds"], local_tasks=out["tasks"])
+                    print(f"  local engine: {out['engine']}", flush=True)
                     agree &= {k: out[k] for k in want} == want
                 print(f"  local       {_secs(row.get('local'), args.timeout):>8}  "
                       f"tasks {row.get('local_tasks', '-')}  peak {peak / 2**30:.2f} GB", flush=True)
