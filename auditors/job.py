@@ -472,8 +472,9 @@ def run_spark(spark: Any, inp: AuditInput, items: list[WorkItem], progress: Prog
 
 
 def spark_slots(spark: Any) -> int:
-    """How many tasks the session runs at once: its executors' cores (Spark Connect has no SparkContext:
-    the server's spark.default.parallelism, else a small cluster's guess)."""
+    """How many tasks the session runs at once: its executors' cores (defaultParallelism, which
+    auditors.spark leaves at Spark's default); Spark Connect has no SparkContext: the server's
+    spark.default.parallelism, else a small cluster's guess."""
     try:
         return max(1, int(spark.sparkContext.defaultParallelism))
     except Exception:

@@ -463,6 +463,7 @@ def report(results: list[dict], timeout: float) -> None:
               f"{r['duckdb']:5.1f}s | "
               f"{_ratio(r.get('local'), r['duckdb']):>12} {_ratio(r.get('warm'), r['duckdb']):>11} | "
               f"{vs:>31} | {'agree' if r['agree'] else 'DIFFER'}"
+              f"{' (of those that finished)' if TIMED_OUT in (r.get('local'), r.get('warm')) else ''}"
               f"{'  (sandbox)' if r['real'] else ''}")
     print("cold: a fresh process's start to its report, Spark's start-up included;\n"
           "warm: a repeat audit on a used session; local: the local engine;\n"
