@@ -47,6 +47,7 @@ bench: setup
 	$(BIN)/python benchmarks/small_audit_bench.py
 	$(BIN)/python benchmarks/epoch_history_bench.py
 	$(BIN)/python benchmarks/tui_refresh_bench.py
+	$(BIN)/python benchmarks/exporter_bench.py
 
 clean:
 	-$(BIN)/eosctl sandbox down

@@ -29,4 +29,20 @@ def audit(target: Target, sink: Sink, *, options: EngineOptions, progress: Progr
     return engine.run(inp, options, progress, started)
 
 
-__all__ = ["ENGINES", "EngineOptions", "audit"]
+def audit_hops(hops: list[tuple[str, Target, Sink]], *, options: EngineOptions, progress: Progress = silent,
+               fail_on: tuple[str, ...] = KINDS, started: float | None = None) -> AuditReport:
+    """A pipeline audited hop by hop, in order ((name, target, sink) each): one report with ``hops``, its
+    verdict the pipeline's. One hop: that hop's report as it is."""
+    import time
+
+    from eosctl.findings import merge_hops
+
+    t0 = started if started is not None else time.monotonic()
+    reports = [(name, audit(target, sink, options=options, progress=progress, fail_on=fail_on, started=t0))
+               for name, target, sink in hops]
+    if len(reports) == 1:
+        return reports[0][1]
+    return merge_hops(reports, [target.topics for _, target, _ in hops], time.monotonic() - t0)
+
+
+__all__ = ["ENGINES", "EngineOptions", "audit", "audit_hops"]

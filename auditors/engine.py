@@ -13,11 +13,12 @@ from typing import Any
 
 from auditors import guard, job
 from auditors.job import AuditInput
+from eosctl.causes import explain_finding
 from eosctl.config import Config, Spark
 from eosctl.errors import EosctlError
 from eosctl.findings import AuditReport
 from eosctl.progress import Progress, Step, silent
-from eosctl.sink import frozen, invalid_rows, shown
+from eosctl.sink import frozen, open_reader, shown
 
 ENGINES = ("spark", "local")
 PHASE_PREPARE = "reading the sink and Kafka metadata"
@@ -75,12 +76,14 @@ def run(inp: AuditInput, options: EngineOptions, progress: Progress = silent,
         t = time.monotonic()
         items = job.prepare(inp)  # sink and broker errors surface here, before any engine starts
         timings: dict[str, float] = {"prepare_seconds": round(time.monotonic() - t, 3)}
-        invalid = invalid_rows(inp.sink)  # rows no partition task can own: one pass here
+        with open_reader(inp.sink) as reader:  # rows no partition task can own: one pass here
+            invalid, point = [explain_finding(f) for f in reader.invalid_rows()], reader.read_point
         result, startup, info = _run_engine(inp, items, options, here, progress)
     progress(Step("done", 1, 1))
     engine = engine_facts(info, result.tasks, timings["prepare_seconds"], startup, result.timings)
     return AuditReport.build(result.summaries, result.findings + invalid, inp.fail_on,
-                             sink=f"{shown(inp.sink)} ({inp.sink.table})", group=inp.group, engine=engine,
+                             sink=f"{shown(inp.sink)} ({inp.sink.table})",
+                             sink_read_point=point.to_dict(), group=inp.group, engine=engine,
                              elapsed_seconds=time.monotonic() - t_start)
 
 

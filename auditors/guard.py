@@ -14,15 +14,31 @@ import os
 import shutil
 import signal
 import tempfile
+import threading
 import time
 
 Proc = tuple[int, int]  # (pid, start time in clock ticks): a pid alone may be reused
+
+# Guards not yet stopped, so that a caller whose audit runs in another thread (the TUI's worker, which
+# outlives a quit or a signal) can stop it on its own way out: stop_all().
+_ACTIVE: set[Owned] = set()
+_LOCK = threading.Lock()
+
+
+def stop_all() -> None:
+    """Stop what every audit still running in this process started (from any thread)."""
+    with _LOCK:
+        active = list(_ACTIVE)
+    for owned in active:
+        owned.stop()
 
 
 class Owned:
     def __init__(self) -> None:
         self.before = set(_children(os.getpid()))
         self.dir = tempfile.mkdtemp(prefix="eosctl-audit-")
+        with _LOCK:
+            _ACTIVE.add(self)
 
     def path(self, name: str) -> str:
         return os.path.join(self.dir, name)
@@ -67,6 +83,8 @@ class Owned:
                     break
                 time.sleep(0.02)
         shutil.rmtree(self.dir, ignore_errors=True)
+        with _LOCK:
+            _ACTIVE.discard(self)
 
 
 def _signal(pid: int, sig: int) -> None:

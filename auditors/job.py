@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from eosctl.config import Cluster, Sink
 from eosctl.errors import BrokerError, EosctlError, SinkError
-from eosctl.findings import KINDS, Finding, LogSegment, PartitionSummary
+from eosctl.findings import KINDS, Cause, Finding, LogSegment, PartitionSummary
 from eosctl.model import TP, PartitionLog
 from eosctl.progress import Progress, Step, silent
 
@@ -42,8 +42,12 @@ OUT_SCHEMA = (
     "sink_rows long, unverifiable long, present boolean, detail string, "
     # Time the task spent scanning the log and reading + reconciling the sink (task rows only).
     "scan_seconds double, reconcile_seconds double, "
-    "key string"  # key rows (rec = "key"): a committed row's business key, its offset in first_offset
+    "key string, "  # key rows (rec = "key"): a committed row's business key, its offset in first_offset
+    # key rows: who wrote the offset (eosctl.causes.Writer); marker_offset null when non-transactional
+    "producer_id long, producer_epoch int, marker_offset long, "
+    "cause string"  # finding rows: the finding's cause, as its JSON object (eosctl.findings.Cause)
 )
+_WRITER_TYPES = (("producer_id", "int64"), ("producer_epoch", "int32"), ("marker_offset", "int64"))
 _OUT_NAMES = [part.strip().split(" ")[0] for part in OUT_SCHEMA.split(",")]
 # A task scans its partitions in rounds of at most this many records (as the driver's offsets count them)
 # and partitions: brokers that ignore fetch size limits (noida-db) answer a multi-partition Fetch with
@@ -66,6 +70,9 @@ class Placement:
     log_start: int
     high_watermark: int
     last_stable: int
+    # eosctl.wire.Offsets' cross-check of ListOffsets with Fetch: what the broker contradicted, if anything
+    disagreement: str | None = None
+    listed: tuple[int, int, int] | None = None
 
 
 class Source(Protocol):
@@ -95,7 +102,7 @@ class KafkaSource:
         with WireClient(self.cluster) as client:
             leaders = client.metadata(list(topics))
             offsets = client.offsets([(t, p) for t, ps in leaders.items() for p in sorted(ps)])
-        return {t: {p: Placement(leaders[t][p], *_offsets_of(offsets[(t, p)])) for p in sorted(leaders[t])}
+        return {t: {p: _placement(leaders[t][p], offsets[(t, p)]) for p in sorted(leaders[t])}
                 for t in leaders}
 
     def existing_topics(self) -> dict[str, list[int]]:
@@ -112,13 +119,15 @@ class KafkaSource:
         with WireClient(self.cluster) as client:
             client.know_leaders({tp: pl.leader for tp, pl in parts})
             for chunk in _scan_rounds(parts):
-                snapshot = {tp: Offsets(pl.log_start, pl.high_watermark, pl.last_stable) for tp, pl in chunk}
-                out.update(scan_partitions(client, [tp for tp, _ in chunk], snapshot=snapshot))
+                snapshot = {tp: Offsets(pl.log_start, pl.high_watermark, pl.last_stable, pl.disagreement,
+                                        pl.listed) for tp, pl in chunk}
+                out.update(scan_partitions(client, [tp for tp, _ in chunk], offsets=snapshot))
         return out
 
 
-def _offsets_of(o: Any) -> tuple[int, int, int]:
-    return o.log_start, o.high_watermark, o.last_stable
+def _placement(leader: int, o: Any) -> Placement:
+    """A partition's Placement from its leader and its eosctl.wire.Offsets."""
+    return Placement(leader, o.log_start, o.high_watermark, o.last_stable, o.disagreement, o.listed)
 
 
 def _scan_rounds(parts: Sequence[tuple[TP, Placement]]) -> Iterator[list[tuple[TP, Placement]]]:
@@ -183,6 +192,8 @@ class WorkItem:
     check_offsets: bool = False
     stored_offset: int | None = None  # the sink's offsets table
     committed_offset: int | None = None  # the group's commit in Kafka
+    # A Kafka-to-Kafka hop: the stage's committed offset; input beyond it is the stage's lag, not missing.
+    expected_upto: int | None = None
     placement: Placement | None = None  # leader and offsets, read once by the driver
     sink_rows: int = 0  # the sink's rows for it (sizes the task)
 
@@ -204,37 +215,47 @@ def _open_sink(sink: Sink, settings: TaskSettings) -> SinkReader:
 @dataclass
 class GroupResult:
     """What a task found for its group: output rows (summaries, findings, its timings) and, per partition
-    with committed data, the committed ranges whose keys the key rule reads."""
+    with committed data, its committed ranges by writer (first_offset, last_offset, producer_id,
+    producer_epoch, marker_offset), whose keys the key rule reads."""
 
     rows: list[dict[str, Any]]
-    committed: dict[TP, list[tuple[int, int]]]
+    committed: dict[TP, list[dict[str, Any]]]
 
 
 def audit_group(items: Sequence[WorkItem], source: Source, reader: SinkReader, want_ranges: bool,
                 group: str | None) -> GroupResult:
     """Audit a group of partitions: one scan of their logs (one connection), then each partition
     reconciled as its islands stream out of ``reader``, the task's one sink reader."""
+    from eosctl.causes import explain_partition
     from eosctl.gapmap import log_segments
-    from eosctl.reconcile import offset_mismatch, reconcile_partition, reconcile_unknown
+    from eosctl.ledger import clipped
+    from eosctl.reconcile import SinkFacts, offset_mismatch, reconcile_partition, reconcile_unknown
 
     t0 = time.perf_counter()
     logs = source.scan([(i.tp, i.placement) for i in items if i.in_kafka and i.placement is not None])
+    for tp, log in logs.items():
+        if log.offsets_disagreement:
+            # Never a verdict on offsets the broker itself contradicts: the audit refuses, naming it.
+            raise BrokerError(f"cannot audit {tp[0]}-{tp[1]}: {log.offsets_disagreement}")
     t1 = time.perf_counter()
     rows: list[dict[str, Any]] = []
-    committed: dict[TP, list[tuple[int, int]]] = {}
+    committed: dict[TP, list[dict[str, Any]]] = {}
     for item, islands in _group_islands(reader, items):
         log = logs.get(item.tp)
+        facts = SinkFacts()
         if log is None:
             summary, findings = reconcile_unknown(item.topic, item.partition, islands)
         else:
-            summary, findings = reconcile_partition(log, islands)
+            side = log if item.expected_upto is None else clipped(log, item.expected_upto)
+            summary, findings = reconcile_partition(side, islands, facts)
             summary = replace(summary, log_segments=log_segments(log))  # for the HTML gap map
             if want_ranges:
-                committed[item.tp] = _committed_ranges(log)
+                committed[item.tp] = _committed_rows(item, log)
         if item.check_offsets:
             mismatch = offset_mismatch(item.topic, item.partition, item.stored_offset, item.committed_offset,
                                        log, group)
             findings = [*findings, *([mismatch] if mismatch else [])]
+        findings = explain_partition(log, findings, facts, item.stored_offset, item.committed_offset, group)
         rows.append(_summary_row(summary))
         rows.extend(_finding_row(f) for f in findings)
     rows.append({"rec": "task", "scan_seconds": t1 - t0, "reconcile_seconds": time.perf_counter() - t1})
@@ -256,17 +277,23 @@ def _group_islands(reader: SinkReader, items: Sequence[WorkItem]) -> Iterator[tu
         yield item, iter(())
 
 
-def _committed_ranges(log: PartitionLog) -> list[tuple[int, int]]:
-    """The committed data ranges of a partition between its log start and its LSO."""
-    from eosctl.model import Kind
+def _committed_rows(item: WorkItem, log: PartitionLog) -> list[dict[str, Any]]:
+    """The committed offsets [log start, LSO) by writer, for the key query: each key row then carries
+    who wrote it, and a key_duplicate's cause can name them."""
+    from eosctl.causes import committed_writers
 
-    lso, start = log.last_stable_offset, log.log_start_offset
-    out = []
-    for r in log.ranges:
-        first, last = max(r.first, start), min(r.last, lso - 1)
-        if Kind(r.kind) == Kind.DATA and first <= last:
-            out.append((first, last))
-    return out
+    return [{"first_offset": first, "last_offset": last, "producer_id": pid, "producer_epoch": epoch,
+             "marker_offset": marker} for first, last, pid, epoch, marker in committed_writers(log)]
+
+
+def _committed_rows(item: WorkItem, log: PartitionLog) -> list[dict[str, Any]]:
+    """The committed offsets [log start, LSO) by writer, for the key query: each key row then carries
+    who wrote it, and a key_duplicate's cause can name them."""
+    from eosctl.causes import committed_writers
+
+    return [{"rec": "committed", "topic": item.topic, "partition": item.partition, "first_offset": first,
+             "last_offset": last, "producer_id": pid, "producer_epoch": epoch, "marker_offset": marker}
+            for first, last, pid, epoch, marker in committed_writers(log)]
 
 
 def _summary_row(s: PartitionSummary) -> dict[str, Any]:
@@ -281,7 +308,7 @@ def _summary_row(s: PartitionSummary) -> dict[str, Any]:
 def _finding_row(f: Finding) -> dict[str, Any]:
     return {"rec": "finding", "topic": f.topic, "partition": f.partition, "kind": f.kind,
             "first_offset": f.first_offset, "last_offset": f.last_offset, "count": f.count,
-            "detail": f.detail}
+            "detail": f.detail, "cause": None if f.cause is None else json.dumps(f.cause.to_dict())}
 
 
 def _to_batch(rows: list[dict[str, Any]], names: list[str], schema: Any) -> Any:
@@ -328,17 +355,38 @@ def group_task(tasks: Sequence[Sequence[WorkItem]], source: Source, sink: Sink, 
     return run
 
 
-def _key_rows(reader: SinkReader, committed: dict[TP, list[tuple[int, int]]], schema: Any) -> Iterator[Any]:
-    """Key rows in the task's output schema: rec "key", the key, its offset in first_offset."""
+def _key_rows(reader: SinkReader, committed: dict[TP, list[dict[str, Any]]], schema: Any) -> Iterator[Any]:
+    """Key rows in the task's output schema: rec "key", the key, its offset in first_offset, its writer."""
+    import numpy as np
     import pyarrow as pa
 
-    for b in reader.committed_keys_in(committed):
-        n = b.num_rows
-        cols = {"rec": pa.array(["key"] * n, pa.string()), "topic": b.column(1).cast(pa.string()),
-                "partition": b.column(2).cast(pa.int32()), "first_offset": b.column(3).cast(pa.int64()),
-                "key": b.column(0).cast(pa.string())}
-        yield pa.RecordBatch.from_arrays([cols[f.name] if f.name in cols else pa.nulls(n, f.type)
-                                          for f in schema], schema=schema)
+    # The sink answers (key, topic, partition, offset) for offsets inside the committed ranges; each
+    # row's writer is the range's it falls in (sorted, disjoint per partition): found by binary search.
+    starts = {tp: np.array([c["first_offset"] for c in cs], dtype=np.int64) for tp, cs in committed.items()}
+    writers = {tp: {name: pa.array([c[name] for c in cs], getattr(pa, t)()) for name, t in _WRITER_TYPES}
+               for tp, cs in committed.items()}
+    spans = {tp: [(c["first_offset"], c["last_offset"]) for c in cs] for tp, cs in committed.items()}
+    for b in reader.committed_keys_in(spans):
+        for tp, part in _by_partition(b):
+            at = pa.array(np.searchsorted(starts[tp], part.column(3).to_numpy(), side="right") - 1)
+            n = part.num_rows
+            cols = {"rec": pa.array(["key"] * n, pa.string()), "topic": pa.array([tp[0]] * n, pa.string()),
+                    "partition": pa.array([tp[1]] * n, pa.int32()),
+                    "first_offset": part.column(3).cast(pa.int64()), "key": part.column(0).cast(pa.string()),
+                    **{name: writers[tp][name].take(at) for name, _ in _WRITER_TYPES}}
+            yield pa.RecordBatch.from_arrays([cols[f.name] if f.name in cols else pa.nulls(n, f.type)
+                                              for f in schema], schema=schema)
+
+
+def _by_partition(batch: Any) -> Iterator[tuple[TP, Any]]:
+    """The rows of a (key, topic, partition, offset) batch per partition."""
+    import pyarrow as pa
+
+    at: dict[TP, list[int]] = {}
+    for i, tp in enumerate(zip(batch.column(1).to_pylist(), batch.column(2).to_pylist(), strict=True)):
+        at.setdefault(tp, []).append(i)
+    for tp, rows in at.items():
+        yield tp, batch.take(pa.array(rows, pa.int64()))
 
 
 # ---- the driver ----------------------------------------------------------------------------------
@@ -389,9 +437,17 @@ def prepare(inp: AuditInput) -> list[WorkItem]:
         in_sink = reader.partitions()
         stored = reader.stored_offsets() if inp.group and inp.cluster is not None else None
     items = plan(inp.source, inp.topics, in_sink)
+    from eosctl.offsets import committed_offsets
+    from eosctl.sink.kafka_topic import committed_before
+
+    done = committed_before(inp.sink)
+    if done is not None:
+        # A stage promised (committed) to have processed its input up to here; beyond is its lag. Read
+        # by the freeze before the output, so an output committed meanwhile is never a false gap.
+        return [replace(i, expected_upto=done.get((i.topic, i.partition), 0)) if i.topic in inp.topics else i
+                for i in items]
     if stored is None:  # no group to compare with, or the sink stores no offsets
         return items
-    from eosctl.offsets import committed_offsets
 
     return with_offsets(items, {(s.topic, s.partition): s.next_offset for s in stored},
                         committed_offsets(inp.cluster, inp.group), set(inp.topics))
@@ -453,7 +509,8 @@ def run_spark(spark: Any, inp: AuditInput, items: list[WorkItem], progress: Prog
     if want_keys:
         is_key = F.col("rec") == "key"
         at = F.when(is_key, F.struct(F.col("topic"), F.col("partition"),
-                                     F.col("first_offset").alias("offset")))
+                                     F.col("first_offset").alias("offset"),
+                                     *(F.col(name) for name, _ in _WRITER_TYPES)))
         group = F.when(is_key, F.col("key")).otherwise(F.monotonically_increasing_id().cast("string"))
         # Key rows are distinct per (key, topic, partition, offset) already (each task selects DISTINCT,
         # and an offset belongs to one task), so the set's size is the number of distinct places.
@@ -498,7 +555,9 @@ def key_findings(keys: Any) -> list[Finding]:
         con.register("keys", keys)
         groups = con.execute("""
             SELECT key, list(struct_pack("topic" := topic, "partition" := "partition",
-                                         "offset" := first_offset))
+                                         "offset" := first_offset, "producer_id" := producer_id,
+                                         "producer_epoch" := producer_epoch,
+                                         "marker_offset" := marker_offset))
             FROM keys GROUP BY key
             HAVING count(DISTINCT (topic, "partition", first_offset)) > 1""").fetchall()
     return [f for key, at in groups for f in _key_findings(key, at)]
@@ -506,16 +565,22 @@ def key_findings(keys: Any) -> list[Finding]:
 
 def _key_findings(key: str, at: list[Any]) -> list[Finding]:
     """One finding per key: the topic/partition of its first place, first/last = min/max offset,
-    count = distinct committed source records carrying the key, offsets = their offsets."""
-    dicts = (x if isinstance(x, dict) else x.asDict() for x in at)
-    places = sorted((a["topic"], a["partition"], a["offset"]) for a in dicts)
-    offsets = tuple(o for _, _, o in places)
-    topic, partition = places[0][0], places[0][1]
+    count = distinct committed source records carrying the key, offsets = their offsets; its cause from
+    the places' writers."""
+    from eosctl.causes import Writer, key_cause
+
+    dicts = [x if isinstance(x, dict) else x.asDict() for x in at]
+    writers = sorted((Writer(a["topic"], a["partition"], a["offset"], a["producer_id"], a["producer_epoch"],
+                             a["marker_offset"]) for a in dicts),
+                     key=lambda w: (w.topic, w.partition, w.offset))
+    offsets = tuple(w.offset for w in writers)
+    topic, partition = writers[0].topic, writers[0].partition
     detail = None
-    if len({(t, p) for t, p, _ in places}) > 1:
-        detail = "in " + ", ".join(f"{t}[{p}]@{o}" for t, p, o in places)
-    return [Finding("key_duplicate", topic, partition, min(offsets), max(offsets), len(places), key=key,
-                    offsets=offsets, detail=detail)]
+    if len({(w.topic, w.partition) for w in writers}) > 1:
+        detail = "in " + ", ".join(f"{w.topic}[{w.partition}]@{w.offset}" for w in writers)
+    f = Finding("key_duplicate", topic, partition, min(offsets), max(offsets), len(writers), key=key,
+                offsets=offsets, detail=detail)
+    return [replace(f, cause=key_cause(f, writers))]
 
 
 # ---- helpers -------------------------------------------------------------------------------------
@@ -555,8 +620,10 @@ def _summary_from(r: dict[str, Any]) -> PartitionSummary:
 
 
 def _finding_from(r: dict[str, Any]) -> Finding:
+    cause = r.get("cause")
     return Finding(r["kind"], r["topic"], r["partition"], r["first_offset"], r["last_offset"], r["count"],
-                   detail=r["detail"])
+                   detail=r["detail"],
+                   cause=None if cause is None else Cause.from_dict(r["kind"], json.loads(cause)))
 
 
 class _TaskProgress:

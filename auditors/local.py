@@ -9,11 +9,13 @@ DuckDB by the same rule as Spark's shuffle.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import signal
 import sys
 import time
+import warnings
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
@@ -33,7 +35,8 @@ from auditors.job import (
 from eosctl.config import Sink
 from eosctl.progress import Progress, Step, silent
 
-KEY_COLUMNS = ["key", "topic", "partition", "first_offset"]
+KEY_COLUMNS = ["key", "topic", "partition", "first_offset", "producer_id", "producer_epoch",
+               "marker_offset"]
 
 
 def default_workers() -> int:
@@ -57,7 +60,7 @@ def run_local(inp: AuditInput, items: list[WorkItem], workers: int | None = None
     if tasks:
         _preload()
         n = max(1, min(workers, len(tasks)))
-        pool = ProcessPoolExecutor(max_workers=n, mp_context=_context(), initializer=_worker_init)
+        pool = ProcessPoolExecutor(max_workers=n, mp_context=_context(inp.sink), initializer=_worker_init)
         try:
             pending: set[Future[list[Any]]] = {
                 pool.submit(_run_task, task, inp.source, inp.sink, inp.settings, want_keys, inp.group)
@@ -74,6 +77,7 @@ def run_local(inp: AuditInput, items: list[WorkItem], workers: int | None = None
                     done += 1
                 progress(Step(PHASE_TASKS, done, len(tasks)))
         finally:
+            gc.unfreeze()  # the workers are forked (all of them at the first submit)
             # On an error or a signal: don't wait for running tasks; the caller's guard kills the workers.
             pool.shutdown(wait=False, cancel_futures=True)
     t1 = time.monotonic()
@@ -82,7 +86,9 @@ def run_local(inp: AuditInput, items: list[WorkItem], workers: int | None = None
         progress(Step(PHASE_KEYS, 0, None))
         table = pa.Table.from_batches(keys) if keys else None
         found = key_findings(table) if table is not None and table.num_rows else []
-    return outcome(rows, found, t1 - t0, time.monotonic() - t1 if want_keys else 0.0, len(tasks)), startup
+    # The tasks' wall time after the pool started: start-up is its own phase (elapsed covers both).
+    return outcome(rows, found, t1 - t0 - startup, time.monotonic() - t1 if want_keys else 0.0,
+                   len(tasks)), startup
 
 
 def _run_task(items: tuple[WorkItem, ...], source: Source, sink: Sink, settings: TaskSettings,
@@ -96,12 +102,23 @@ def _run_task(items: tuple[WorkItem, ...], source: Source, sink: Sink, settings:
 def _preload() -> None:
     """Import what a task imports before forking: each worker would otherwise pay it (half a second on a
     busy laptop, most of a small audit)."""
+    # pyarrow too: importing it in a worker forked from a parent with threads running (Spark's gateway,
+    # librdkafka) crashed workers with SIGSEGV inside pyarrow's import.
+    import duckdb  # noqa: F401
+    import pyarrow  # noqa: F401
+
     import eosctl.logscan
     import eosctl.reconcile
     import eosctl.sink
     import eosctl.sink.duckdb
     import eosctl.sink.parquet
     import eosctl.wire  # noqa: F401
+
+    # A forked worker must never finalize this process's objects: garbage it inherits (e.g. a closed
+    # PostgreSQL connection's C objects) crashed workers in their first garbage collection. Frozen
+    # objects are out of every collection until gc.unfreeze(), here once the workers are forked.
+    gc.collect()
+    gc.freeze()
 
 
 def _worker_init() -> None:
@@ -111,10 +128,17 @@ def _worker_init() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _context() -> Any:
+def _context(sink: Sink | None = None) -> Any:
     # fork: the workers start in milliseconds with eosctl, DuckDB and Arrow already imported (the audit
     # of a small pipeline must take about a second). macOS can't fork safely after Objective-C runtime
-    # use; there (and where fork doesn't exist) workers are spawned.
+    # use; there (and where fork doesn't exist) workers are spawned. So they are for a Delta sink: the
+    # deltalake library's runtime (tokio), started here by the freeze, refuses to run in a forked child.
+    delta = sink is not None and sink.delta is not None
+    if delta:
+        # Spawning starts multiprocessing's resource tracker, which the audit's guard stops with the
+        # workers; the next audit in this process (the TUI, tests) relaunches it: no warning for that.
+        warnings.filterwarnings("ignore", message="resource_tracker: process died unexpectedly")
+        return multiprocessing.get_context("spawn")
     if sys.platform != "darwin" and "fork" in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context("spawn")

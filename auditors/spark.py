@@ -14,6 +14,8 @@ import shutil
 import sys
 import tempfile
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -104,9 +106,9 @@ def session(
             if not here:
                 spark.addArtifacts(code_zip(), pyfile=True)
             return spark
-        java_opts = f"-Dlog4j2.configurationFile=file:{_log4j_file(local_dir)}"
+        java_opts = java_option("log4j2.configurationFile", Path(_log4j_file(local_dir)).as_uri())
         if local_dir:
-            java_opts += f" -Djava.io.tmpdir={local_dir}"
+            java_opts += " " + java_option("java.io.tmpdir", local_dir)
         conf = {
             "spark.master": master or "local[*]",
             "spark.app.name": app_name,
@@ -133,7 +135,8 @@ def session(
             builder = builder.config(key, value)
         main = threading.current_thread() is threading.main_thread()
         sigint = signal.getsignal(signal.SIGINT) if main else None
-        spark = builder.getOrCreate()
+        with _without_jvm_notices():
+            spark = builder.getOrCreate()
         if main:
             # SparkContext's own SIGINT handler calls into the JVM (cancelAllJobs) from inside the
             # signal handler, racing the call it interrupts; the caller's handler stops the JVM instead.
@@ -147,6 +150,49 @@ def session(
                           "check --master/--remote and that Java 17 is on PATH") from None
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def java_option(name: str, value: str) -> str:
+    """-Dname=value for spark.*.extraJavaOptions, which Spark splits like a shell (the launcher's
+    CommandBuilderUtils.parseOptionString): every character but the plainest escaped with a backslash,
+    so a TMPDIR with a space or a quote stays one option."""
+    return "-D" + name + "=" + re.sub(r"([^A-Za-z0-9_./:%=+-])", r"\\\1", value)
+
+
+# What the JVM says on stderr at start-up that is no news to the user (Spark 4 resolves an incubator
+# module; the JDK warns about it on every start).
+_JVM_NOTICES = (b"WARNING: Using incubator modules",)
+
+
+@contextmanager
+def _without_jvm_notices() -> Iterator[None]:
+    """While the JVM starts, its stderr (inherited from ours) goes through a pipe that drops the
+    start-up notices and passes everything else on, for as long as the JVM and its workers live."""
+    import threading
+
+    try:
+        saved = os.dup(2)
+        read, write = os.pipe()
+    except OSError:
+        yield
+        return
+
+    def forward() -> None:
+        with os.fdopen(read, "rb") as pipe:
+            for line in pipe:
+                if not line.startswith(_JVM_NOTICES):
+                    os.write(saved, line)
+        os.close(saved)
+
+    sys.stderr.flush()
+    os.dup2(write, 2)
+    os.close(write)
+    threading.Thread(target=forward, name="eosctl-jvm-stderr", daemon=True).start()
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)  # the JVM keeps the pipe; we write to the terminal again
 
 
 def _from_py4j(record: Any) -> bool:

@@ -1,40 +1,31 @@
 """Benchmark: the audit's two engines vs the same reconciliation as plain DuckDB SQL, in one run.
 
-    python benchmarks/audit_bench.py [CELLS] [--workdir DIR] [--driver-memory 2g] [--timeout 900]
-    python benchmarks/audit_bench.py --partitions-dimension      # the cells of issue 21
+    python benchmarks/audit_bench.py [SIZES] [--workdir DIR] [--driver-memory 2g]
 
-CELLS are comma separated, each TOTAL or TOTALxPARTITIONS: source offsets in all, over that many
-partitions (default 4). Default 1M,10M; the partitions dimension (a fixed total over ever more partitions)
-is 10Mx8,10Mx1000,10Mx10000,20kx1000,20kx10000.
+SIZES are total source offsets, comma separated (default 1M,10M; the issue's full set is 1M,10M,50M).
+Synthetic source: 4 partitions of transactions (50-150 records + a commit marker; 5% are short aborted
+transactions), i.e. ~1% markers/aborted, given to the job as PartitionLog range models (no broker).
+Synthetic sink: every committed offset once, except 0.1% missing and 0.1% stored twice.
 
-Source, by size:
-- totals of --real-io-below (1M) and more: synthetic range models given to the job (no broker):
-  transactions of 50-150 records + a commit marker, 5% short aborted transactions (~1% markers/aborted);
-- smaller totals: real I/O on the sandbox broker (noida-db, started here): a topic of that many partitions
-  written by a transactional producer (transactions of 1,000 records over all partitions, 5% aborted), then
-  audited by scanning the broker, as `eosctl audit` does.
-Sink: every committed offset once, except 0.1% missing and 0.1% stored twice (a DuckDB file).
-
-Timed, per cell, each in a child process of its own (peak RSS: that process and its descendants, Spark's
-JVM and Python workers or the local pool included), all through auditors.engine.run (what `eosctl audit`
-runs):
-- spark cold: the child's start to its first report, Spark's start-up included;
-- spark warm: the same audit again on that child's session, once its first job has run;
-- local: the local engine (process pool, no JVM), the audit from its start to its report;
+Timed, per size, all through auditors.engine.run (what `eosctl audit` runs), and what explaining the
+findings (their causes, eosctl.causes) adds to the local audit (explain_cost):
+- spark cold: in a fresh process, the audit from its start to its report, Spark's start-up included;
+- spark warm: the same audit repeated on that process's session, once its first job has run;
+- local: the local engine (process pool, no JVM);
 - duckdb: the DuckDB SQL baseline (full outer join of the per-offset expected list with the sink's offset
-  counts, then runs) on a fresh connection; for real-I/O cells it is handed the log's ranges (the scan of
-  the broker is not in its time).
-A measurement that takes longer than --timeout is stopped and shown as ">N s".
+  counts, then runs) on a fresh connection;
+- postgres: the local engine on the same rows in a PostgreSQL table (a local server this script starts,
+  or --postgres-uri; an index on topic, partition, offset as a JDBC sink's key has), read at one exported
+  snapshot; next to `local` on the DuckDB file. --no-postgres skips it.
+All but postgres read the same DuckDB file. Peak RSS is the sum over the process and all of its descendants
+(Spark's JVM and Python workers, the local pool, DuckDB in-process), sampled every 0.2 s.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
-import signal
-import subprocess
 import sys
 import threading
 import time
@@ -46,41 +37,29 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 TOPIC = "bench"
 PARTITIONS = 4
-DIMENSION = "10Mx8,10Mx1000,10Mx10000,20kx1000,20kx10000"
-TXN_RECORDS = 1000  # records per transaction of the real-I/O producer
 
 
 @dataclass(frozen=True)
 class SyntheticSource:
-    """Deterministic range models, rebuilt inside each task (only the seed and sizes travel)."""
+    """Deterministic range models, rebuilt inside each Spark task (only the seed and size travel)."""
 
     total: int
-    partition_count: int = PARTITIONS
     seed: int = 7
 
-    def _size(self, partition: int) -> int:
-        base, extra = divmod(self.total, self.partition_count)
-        return base + (partition < extra)
-
-    # The job's Source protocol (auditors.job.Source).
     def survey(self, topics):
         from auditors.job import Placement
 
-        return {t: {p: Placement(0, 0, self._size(p), self._size(p)) for p in range(self.partition_count)}
-                for t in topics}
+        n = self.total // PARTITIONS
+        return {t: {p: Placement(0, 0, n, n) for p in range(PARTITIONS)} for t in topics}
 
     def scan(self, parts):
-        return {(t, p): synthetic_log(t, p, self._size(p), self.seed) for (t, p), _ in parts}
+        return {tp: self.load(*tp) for tp, _ in parts}
 
     def existing_topics(self):
-        return {TOPIC: list(range(self.partition_count))}
-
-    # What the job asked before issue 21 (one task per partition): kept so the same script measures main.
-    def partitions(self, topics):
-        return {t: list(range(self.partition_count)) for t in topics}
+        return {TOPIC: list(range(PARTITIONS))}
 
     def load(self, topic: str, partition: int):
-        return synthetic_log(topic, partition, self._size(partition), self.seed)
+        return synthetic_log(topic, partition, self.total // PARTITIONS, self.seed)
 
 
 def synthetic_log(topic: str, partition: int, n: int, seed: int):
@@ -99,52 +78,7 @@ def synthetic_log(topic: str, partition: int, n: int, seed: int):
     return PartitionLog(topic, partition, 0, n, n, 0, n, ranges)
 
 
-# ---- real I/O: a topic on the sandbox ------------------------------------------------------------
-
-
-def produce(bootstrap: str, topic: str, total: int, partitions: int, seed: int = 7) -> None:
-    """``total`` records over ``partitions`` partitions in transactions of TXN_RECORDS, 5% aborted."""
-    from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for f in admin.create_topics([NewTopic(topic, partitions, 1)], operation_timeout=60).values():
-        f.result()
-    rng = random.Random(seed)
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{topic}.bench",
-                         "linger.ms": 20, "log_level": 3})
-    producer.init_transactions(30)
-    value = b"x" * 100
-    for first in range(0, total, TXN_RECORDS):
-        producer.begin_transaction()
-        for i in range(first, min(first + TXN_RECORDS, total)):
-            producer.produce(topic, value=value, key=str(i).encode(), partition=i % partitions)
-        if rng.random() < 0.05:
-            producer.abort_transaction(30)
-        else:
-            producer.commit_transaction(30)
-    producer.flush(30)
-
-
-def scanned_ranges(bootstrap: str, topic: str, partitions: int) -> dict[tuple[str, int], list]:
-    """The log's ranges per partition, read the way the audit reads them (untimed: for the sink and the
-    DuckDB baseline)."""
-    from eosctl.logscan import scan_partitions
-    from eosctl.wire import WireClient
-
-    tps = [(topic, p) for p in range(partitions)]
-    out = {}
-    with WireClient(bootstrap) as client:
-        for i in range(0, len(tps), 500):  # noida-db ignores fetch size limits: a few partitions at a time
-            for tp, log in scan_partitions(client, tps[i:i + 500]).items():
-                out[tp] = log.ranges
-    return out
-
-
-# ---- the sink and the DuckDB baseline ------------------------------------------------------------
-
-
-def build(path: Path, ranges_of: dict[tuple[str, int], list]) -> dict[str, int]:
+def build(path: Path, source: SyntheticSource) -> dict[str, int]:
     """Write ranges, the per-offset expected list (for the DuckDB baseline) and the sink table."""
     import duckdb
     import pyarrow as pa
@@ -152,9 +86,9 @@ def build(path: Path, ranges_of: dict[tuple[str, int], list]) -> dict[str, int]:
     if path.exists():
         path.unlink()
     cols: dict[str, list] = {"t": [], "p": [], "first": [], "last": [], "kind": []}
-    for (t, p), ranges in ranges_of.items():
-        for r in ranges:
-            cols["t"].append(t)
+    for p in range(PARTITIONS):
+        for r in source.load(TOPIC, p).ranges:
+            cols["t"].append(TOPIC)
             cols["p"].append(p)
             cols["first"].append(r.first)
             cols["last"].append(r.last)
@@ -201,7 +135,27 @@ def duckdb_reconcile(path: Path, memory_limit: str) -> list[tuple]:
         return con.execute(DUCKDB_SQL).fetchall()
 
 
-# ---- measuring -----------------------------------------------------------------------------------
+class PeakRSS:
+    """Peak of the summed RSS of this process tree, sampled in a thread."""
+
+    def __init__(self) -> None:
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> PeakRSS:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            self.peak = max(self.peak, tree_rss(os.getpid()))
+            if self._stop.wait(0.2):
+                return
 
 
 def tree_rss(root: int) -> int:
@@ -233,9 +187,10 @@ def parse_size(text: str) -> int:
     return int(float(text.rstrip("KMG")) * scale)
 
 
-def parse_cell(text: str) -> tuple[int, int]:
-    total, _, partitions = text.lower().partition("x")
-    return parse_size(total), int(partitions or PARTITIONS)
+def _audit(inp, options, started: float | None = None):
+    from auditors import engine
+
+    return engine.run(inp, options, started=started)
 
 
 def _counts(report) -> dict[str, int]:
@@ -245,232 +200,232 @@ def _counts(report) -> dict[str, int]:
     return counts
 
 
-def _input(cell: dict):
+def _input(path: Path, size: int, task_memory: str, sink=None):
     from auditors import job
-    from eosctl.config import Cluster, Sink
+    from eosctl.config import Sink
 
-    if cell.get("bootstrap"):
-        source = job.KafkaSource(Cluster(name="bench", bootstrap_servers=cell["bootstrap"]))
-    else:
-        source = SyntheticSource(cell["total"], cell["partitions"])
-    return job.AuditInput(source=source, sink=Sink(duckdb=cell["path"], table="sink"),
-                          topics=(cell["topic"],),
-                          settings=job.TaskSettings(duckdb_memory=cell["task_memory"]))
+    return job.AuditInput(source=SyntheticSource(size), sink=sink or Sink(duckdb=str(path), table="sink"),
+                          topics=(TOPIC,), settings=job.TaskSettings(duckdb_memory=task_memory))
 
 
-def child(args: argparse.Namespace) -> None:
-    """One measurement in a process of its own; prints its numbers as one JSON line."""
-    from auditors import engine
+def load_postgres(path: Path, uri: str) -> float:
+    """The DuckDB file's sink rows into table bench_sink (COPY through a CSV stream); seconds taken."""
+    import duckdb
+    import psycopg
+
+    t = time.monotonic()
+    csv = path.with_suffix(".csv")
+    with duckdb.connect(str(path), read_only=True) as con:
+        con.execute(f"COPY sink TO '{csv}' (HEADER false)")
+    with psycopg.connect(uri, autocommit=True) as pg:
+        pg.execute("DROP TABLE IF EXISTS bench_sink")
+        pg.execute("CREATE UNLOGGED TABLE bench_sink (src_topic TEXT, src_partition INT, src_offset BIGINT)")
+        with pg.cursor() as cur, cur.copy("COPY bench_sink FROM STDIN (FORMAT csv)") as copy, \
+                open(csv, "rb") as f:
+            while block := f.read(1 << 20):
+                copy.write(block)
+        pg.execute("CREATE INDEX ON bench_sink (src_topic, src_partition, src_offset)")
+        pg.execute("VACUUM ANALYZE bench_sink")
+    csv.unlink()
+    return time.monotonic() - t
+
+
+def cold(args: argparse.Namespace) -> None:
+    """The child process of a Spark measurement: one audit from nothing (Spark starts inside it, as in
+    `eosctl audit`), then the same audit twice more on the now warm session; prints its numbers."""
+    import json
+
     from auditors import spark as sparks
     from auditors.engine import EngineOptions
 
-    cell = json.loads(args.child)
-    inp = _input(cell)
-    if cell["engine"] == "local":
-        from auditors.local import _preload
-
-        _preload()  # what `eosctl audit` has imported by the time it audits
-        t = time.monotonic()
-        report = engine.run(inp, EngineOptions("local"))
-        seconds = time.monotonic() - t
-        print(json.dumps({**_counts(report), "seconds": seconds, "tasks": report.engine["tasks"],
-                          "engine": report.engine}))
-        return
-    options = EngineOptions("spark", master="local[*]", driver_memory=cell["driver_memory"])
-    first = engine.run(inp, options, started=_T0)  # starts Spark and stops it again, like the command
-    out = {**_counts(first), "startup": first.engine["startup_seconds"], "first": first.elapsed_seconds,
-           "tasks": first.engine["tasks"]}
-    sparks.session(master="local[*]", driver_memory=cell["driver_memory"], shuffle_partitions=4)
-    engine.run(inp, options)  # the session's first job and Python workers: not "warm" yet
+    inp = _input(Path(args.cold), parse_size(args.sizes), args.task_memory)
+    options = EngineOptions("spark", master="local[*]", driver_memory=args.driver_memory)
+    first = _audit(inp, options, _T0)  # starts Spark and stops it again, like the command
+    out = {**_counts(first), "startup": first.engine["startup_seconds"], "first": first.elapsed_seconds}
+    sparks.session(master="local[*]", driver_memory=args.driver_memory, shuffle_partitions=4)
+    _audit(inp, options)  # the session's first job and Python workers: not "warm" yet
     t = time.monotonic()
-    again = engine.run(inp, options)
+    again = _audit(inp, options)
     out["warm"] = time.monotonic() - t
     print(json.dumps({**out, "agree_warm": _counts(again) == _counts(first)}))
 
 
-def run_child(cell: dict, timeout: float) -> tuple[dict | None, int]:
-    """(the child's numbers, or None when it ran out of time; the peak RSS of its process tree)."""
-    cmd = [sys.executable, __file__, "--child", json.dumps(cell)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, start_new_session=True)
-    peak, deadline = 0, time.monotonic() + timeout
-    try:
-        while proc.poll() is None:
-            if time.monotonic() > deadline:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-                return None, peak
-            peak = max(peak, tree_rss(proc.pid))
-            time.sleep(0.2)
-    except BaseException:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        raise
+def spark_run(path: Path, size: int, args: argparse.Namespace) -> tuple[float, dict, int]:
+    """(seconds from the child's start to its first report, the child's numbers, the tree's peak RSS)."""
+    import json
+    import subprocess
+
+    cmd = [sys.executable, __file__, str(size), "--cold", str(path), "--driver-memory", args.driver_memory,
+           "--task-memory", args.task_memory]
+    t = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    peak = 0
+    while proc.poll() is None:
+        peak = max(peak, tree_rss(proc.pid))
+        time.sleep(0.2)
+    total = time.monotonic() - t
     if proc.returncode != 0:
-        raise SystemExit(f"the {cell['engine']} run failed (exit {proc.returncode})")
-    return json.loads(proc.stdout.read().strip().splitlines()[-1]), peak
-
-
-class PeakRSS:
-    """Peak of the summed RSS of this process tree, sampled in a thread."""
-
-    def __init__(self) -> None:
-        self.peak = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> PeakRSS:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _run(self) -> None:
-        while True:
-            self.peak = max(self.peak, tree_rss(os.getpid()))
-            if self._stop.wait(0.2):
-                return
-
-
-TIMED_OUT = "timed out"
-
-
-def _secs(value: float | str | None, timeout: float) -> str:
-    """A measurement: seconds, ">N s" when it ran out of time, "-" when not run."""
-    if value is None:
-        return "-"
-    return f">{timeout:.0f}s" if value == TIMED_OUT else f"{value:.1f}s"
-
-
-def _ratio(a: float | str | None, b: float | str | None) -> str:
-    if not isinstance(a, float) or not isinstance(b, float) or b == 0:
-        return "-"
-    return f"{a / b:.2f}x"
+        raise SystemExit(f"the Spark run failed (exit {proc.returncode})")
+    out = json.loads(proc.stdout.read().strip().splitlines()[-1])
+    return total, out, peak
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("cells", nargs="?", default="1M,10M")
-    ap.add_argument("--partitions-dimension", action="store_true", help=f"run the cells {DIMENSION}")
+    ap.add_argument("sizes", nargs="?", default="1M,10M")
     ap.add_argument("--workdir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "eosctl-bench"))
     ap.add_argument("--driver-memory", default="2g")
     ap.add_argument("--duckdb-memory", default="4GB", help="memory_limit of the DuckDB baseline")
     ap.add_argument("--task-memory", default="1GB", help="memory_limit of DuckDB inside each task")
-    ap.add_argument("--real-io-below", default="1M", help="totals below this are produced to the sandbox")
-    ap.add_argument("--timeout", type=float, default=900.0, help="seconds per measurement")
-    ap.add_argument("--engines", default="spark,local")
-    ap.add_argument("--child", help=argparse.SUPPRESS)  # internal: one measurement
-    args = ap.parse_args()
-    if args.child:
-        child(args)
+    ap.add_argument("--no-postgres", action="store_true", help="skip the PostgreSQL sink's row")
+    ap.add_argument("--postgres-uri", help="a database to load the sink into (default: a local server "
+                                           "this script starts and stops)")
+    ap.add_argument("--partitions-dimension", action="store_true",
+                    help="the partitions dimension instead (benchmarks/audit_partitions_bench.py)")
+    ap.add_argument("--cold", help=argparse.SUPPRESS)  # internal: the child process of a cold run
+    args, rest = ap.parse_known_args()
+    if args.partitions_dimension:  # a fixed total over 8 to 10,000 partitions, real I/O for small totals
+        here = Path(__file__).resolve().parent / "audit_partitions_bench.py"
+        os.execv(sys.executable, [sys.executable, str(here), "--partitions-dimension", *rest])
+    if rest:
+        ap.error(f"unrecognized arguments: {' '.join(rest)}")
+    if args.cold:
+        cold(args)
         return
 
-    import tempfile
+    import pyarrow.compute  # noqa: F401  (imported before timing: the DuckDB baseline's duckdb is, too)
+
+    from eosctl.sink import pgserver
 
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    cells = [parse_cell(c) for c in (DIMENSION if args.partitions_dimension else args.cells).split(",")]
-    real_below = parse_size(args.real_io_below)
-    engines = args.engines.split(",")
-    home = None
-    if any(total < real_below for total, _ in cells):
-        from eosctl import sandbox
-
-        home = Path(tempfile.mkdtemp(prefix="eosctl-bench-sandbox-"))
-        state, _ = sandbox.up(home)
-        bootstrap = state.bootstrap
-    results = []
+    server = None
+    if not args.no_postgres and not args.postgres_uri:
+        server = pgserver.start()
     try:
-        for n, (total, partitions) in enumerate(cells):
-            path = workdir / f"bench_{total}x{partitions}.duckdb"
-            real = total < real_below
-            topic = f"bench{n}x{partitions}" if real else TOPIC
+        results = _run_sizes(args, workdir, server.uri() if server else args.postgres_uri)
+    finally:
+        if server is not None:
+            pgserver.stop(server)
+    _print_table(results)
+
+
+def explain_cost(path: Path, size: int, repeat: int = 3) -> tuple[float, float]:
+    """(seconds explaining adds, seconds reconciling) over every partition, best of ``repeat``: the
+    reconciliation sweep alone vs the sweep noting the sink's facts plus every finding's cause
+    (eosctl.causes), on the same log models and the sink's islands read once beforehand. What the task
+    does besides (the scan, reading the sink) is the same with and without causes; the writer runs the
+    scan records and the key rows' writers are not in this synthetic audit (no broker, no key column)."""
+    from eosctl.causes import explain_partition
+    from eosctl.config import Sink
+    from eosctl.reconcile import SinkFacts, reconcile_partition
+    from eosctl.sink import open_reader
+
+    seed = SyntheticSource(size).seed
+    logs = [synthetic_log(TOPIC, p, size // PARTITIONS, seed) for p in range(PARTITIONS)]
+    with open_reader(Sink(duckdb=str(path), table="sink")) as reader:
+        islands = [list(reader.islands(TOPIC, p)) for p in range(PARTITIONS)]
+
+    def best(run) -> float:
+        times = []
+        for _ in range(repeat):
+            t = time.perf_counter()
+            run()
+            times.append(time.perf_counter() - t)
+        return min(times)
+
+    def plain() -> None:
+        for log, isl in zip(logs, islands, strict=True):
+            reconcile_partition(log, isl)
+
+    def explained() -> None:
+        for log, isl in zip(logs, islands, strict=True):
+            facts = SinkFacts()
+            _, findings = reconcile_partition(log, isl, facts)
+            explain_partition(log, findings, facts)
+
+    base = best(plain)
+    return max(0.0, best(explained) - base), base
+
+
+def _run_sizes(args: argparse.Namespace, workdir: Path, pg_uri: str | None) -> list[dict]:
+    from auditors.engine import EngineOptions
+    from auditors.local import _preload
+    from eosctl.config import Sink
+
+    _preload()
+    results = []
+    for size in (parse_size(s) for s in args.sizes.split(",")):
+        path = workdir / f"bench_{size}.duckdb"
+        t = time.monotonic()
+        truth = build(path, SyntheticSource(size))
+        print(f"\n{size:,} offsets: built in {time.monotonic() - t:.1f}s ({truth})", flush=True)
+        want = {"gap": truth["gap_records"], "duplicate": truth["duplicate_rows"]}
+        inp = _input(path, size, args.task_memory)
+        row: dict[str, object] = {"size": size}
+        agree = True
+
+        secs, out, peak = spark_run(path, size, args)
+        # cold: process start to the first report (interpreter, imports, Spark start-up, the audit).
+        row.update(cold=out["first"], startup=out["startup"], warm=out["warm"], spark_rss=peak)
+        agree &= {k: out[k] for k in want} == want and out["agree_warm"]
+        print(f"  spark cold  {row['cold']:7.1f}s (start-up {out['startup']:.1f}s)  warm {out['warm']:.1f}s  "
+              f"peak {peak / 2**30:.2f} GB  (child process total {secs:.1f}s)", flush=True)
+        with PeakRSS() as rss:
             t = time.monotonic()
-            if real:
-                produce(bootstrap, topic, total, partitions)
-                ranges_of = scanned_ranges(bootstrap, topic, partitions)
-            else:
-                source = SyntheticSource(total, partitions)
-                ranges_of = {(TOPIC, p): source.load(TOPIC, p).ranges for p in range(partitions)}
-            truth = build(path, ranges_of)
-            del ranges_of
-            where = "sandbox" if real else "range models"
-            print(f"\n{total:,} offsets over {partitions:,} partitions ({where}): built in "
-                  f"{time.monotonic() - t:.1f}s ({truth})", flush=True)
-            want = {"gap": truth["gap_records"], "duplicate": truth["duplicate_rows"]}
-            cell = {"path": str(path), "total": total, "partitions": partitions, "topic": topic,
-                    "bootstrap": bootstrap if real else None, "task_memory": args.task_memory,
-                    "driver_memory": args.driver_memory}
-            row: dict[str, object] = {"total": total, "partitions": partitions, "real": real}
-            agree = True
-            if "spark" in engines:
-                out, peak = run_child({**cell, "engine": "spark"}, args.timeout)
-                row["spark_rss"] = peak
-                if out is None:
-                    row.update(cold=TIMED_OUT, warm=TIMED_OUT)
-                else:
-                    row.update(cold=out["first"], startup=out["startup"], warm=out["warm"],
-                               spark_tasks=out["tasks"])
-                    agree &= {k: out[k] for k in want} == want and out["agree_warm"]
-                print(f"  spark cold  {_secs(row.get('cold'), args.timeout):>8} "
-                      f"warm {_secs(row.get('warm'), args.timeout):>8}  tasks {row.get('spark_tasks', '-')}  "
-                      f"peak {peak / 2**30:.2f} GB", flush=True)
-            if "local" in engines:
-                out, peak = run_child({**cell, "engine": "local"}, args.timeout)
-                row["local_rss"] = peak
-                if out is None:
-                    row["local"] = TIMED_OUT
-                else:
-                    row.update(local=out["seconds"], local_tasks=out["tasks"])
-                    print(f"  local engine: {out['engine']}", flush=True)
-                    agree &= {k: out[k] for k in want} == want
-                print(f"  local       {_secs(row.get('local'), args.timeout):>8}  "
-                      f"tasks {row.get('local_tasks', '-')}  peak {peak / 2**30:.2f} GB", flush=True)
+            report = _audit(inp, EngineOptions("local"))
+            row["local"], row["local_rss"] = time.monotonic() - t, rss.peak
+        agree &= _counts(report) == want
+        print(f"  local       {row['local']:7.1f}s  peak {rss.peak / 2**30:.2f} GB", flush=True)
+        row["explain"], row["reconcile"] = explain_cost(path, size)
+        print(f"  explaining  {row['explain']:7.2f}s on top of reconciling ({row['reconcile']:.2f}s): "
+              f"{row['explain'] / row['local']:.1%} of the local audit", flush=True)
+        with PeakRSS() as rss:
+            t = time.monotonic()
+            rows = duckdb_reconcile(path, args.duckdb_memory)
+            row["duckdb"], row["duckdb_rss"] = time.monotonic() - t, rss.peak
+        duck = {"gap": 0, "duplicate": 0}
+        for kind, *_, n in rows:
+            duck[kind] = duck.get(kind, 0) + n
+        agree &= duck == want
+        print(f"  duckdb      {row['duckdb']:7.1f}s  peak {rss.peak / 2**30:.2f} GB", flush=True)
+        if pg_uri:
+            loaded = load_postgres(path, pg_uri)
+            pg_inp = _input(path, size, args.task_memory, Sink(postgres=pg_uri, table="bench_sink"))
             with PeakRSS() as rss:
                 t = time.monotonic()
-                rows = duckdb_reconcile(path, args.duckdb_memory)
-                row["duckdb"], row["duckdb_rss"] = time.monotonic() - t, rss.peak
-            duck = {"gap": 0, "duplicate": 0}
-            for kind, *_, count in rows:
-                duck[kind] = duck.get(kind, 0) + count
-            agree &= duck == want
-            print(f"  duckdb      {row['duckdb']:7.1f}s  peak {rss.peak / 2**30:.2f} GB", flush=True)
-            row["agree"] = agree
-            results.append(row)
-            path.unlink()
-    finally:
-        if home is not None:
-            from eosctl import sandbox
-
-            sandbox.down(home)
-    report(results, args.timeout)
+                report = _audit(pg_inp, EngineOptions("local"))
+                row["postgres"] = time.monotonic() - t
+            agree &= _counts(report) == want
+            print(f"  postgres    {row['postgres']:7.1f}s  (local engine; this process tree's peak "
+                  f"{rss.peak / 2**30:.2f} GB, the server's not counted; loaded in {loaded:.1f}s)  "
+                  f"{row['postgres'] / row['local']:.2f}x the DuckDB file", flush=True)
+        row["agree"] = agree
+        results.append(row)
+        path.unlink()
+    return results
 
 
-def report(results: list[dict], timeout: float) -> None:
-    print("\n       total  partitions  spark cold  spark warm    local  duckdb | local/duckdb warm/duckdb "
-          "| vs fewest partitions: local warm | findings")
-    fewest: dict[int, dict] = {}
+def _print_table(results: list[dict]) -> None:
+    print("\n        size  spark cold  spark warm   local  duckdb | warm/local local/duckdb cold/local "
+          "| peak GB: spark local duckdb | findings")
     for r in results:
-        if r["total"] not in fewest or r["partitions"] < fewest[r["total"]]["partitions"]:
-            fewest[r["total"]] = r
+        gb = " ".join(f"{r[k] / 2**30:5.2f}" for k in ("spark_rss", "local_rss", "duckdb_rss"))
+        print(f"{r['size']:>12,}  {r['cold']:9.1f}s  {r['warm']:9.1f}s  {r['local']:6.1f}s  "
+              f"{r['duckdb']:6.1f}s | {r['warm'] / r['local']:9.2f}x {r['local'] / r['duckdb']:11.2f}x "
+              f"{r['cold'] / r['local']:9.1f}x |       {gb} | {'agree' if r['agree'] else 'DIFFER'}")
+    print("cold: a fresh process's start to its report, Spark's start-up included; warm: a repeat audit on a "
+          "used session;\nlocal: the local engine; peak RSS: the process tree of each measurement")
+    print("\n        size  local  explaining adds  explaining/local (target <= 10%)")
     for r in results:
-        base = fewest[r["total"]]
-        vs = (f"{_ratio(r.get('local'), base.get('local')):>6} {_ratio(r.get('warm'), base.get('warm')):>6}"
-              if base is not r else f"{'(base)':>13}")
-        print(f"{r['total']:>12,}  {r['partitions']:>10,}  {_secs(r.get('cold'), timeout):>10}  "
-              f"{_secs(r.get('warm'), timeout):>10}  {_secs(r.get('local'), timeout):>7}  "
-              f"{r['duckdb']:5.1f}s | "
-              f"{_ratio(r.get('local'), r['duckdb']):>12} {_ratio(r.get('warm'), r['duckdb']):>11} | "
-              f"{vs:>31} | {'agree' if r['agree'] else 'DIFFER'}"
-              f"{' (of those that finished)' if TIMED_OUT in (r.get('local'), r.get('warm')) else ''}"
-              f"{'  (sandbox)' if r['real'] else ''}")
-    print("cold: a fresh process's start to its report, Spark's start-up included;\n"
-          "warm: a repeat audit on a used session; local: the local engine;\n"
-          "duckdb: the SQL baseline on the same sink (for sandbox cells given the log's ranges, without the "
-          "broker scan);\nvs fewest partitions: the same total over the fewest partitions measured in this "
-          "run.\nTargets (issue 21): 10,000 partitions at most 2x the cost of 8 at a fixed total; 20k "
-          "offsets over 10,000 partitions under 10 s on the local engine.")
+        share = r["explain"] / r["local"]
+        print(f"{r['size']:>12,}  {r['local']:5.1f}s  {r['explain']:14.2f}s  {share:16.1%}")
+    if any("postgres" in r for r in results):
+        print("\n        size  local (DuckDB file)  local (PostgreSQL)  postgres/duckdb-file")
+        for r in results:
+            if "postgres" in r:
+                print(f"{r['size']:>12,}  {r['local']:18.1f}s  {r['postgres']:17.1f}s  "
+                      f"{r['postgres'] / r['local']:19.2f}x")
 
 
 if __name__ == "__main__":

@@ -31,6 +31,9 @@ CONTROL_MASK = 0x20
 # KIP-534: the cleaner sets this bit and stores the delete horizon in the base timestamp field; record
 # timestamps stay base + delta (DefaultRecordBatch.deleteHorizonMs, MemoryRecordsBuilder).
 DELETE_HORIZON_MASK = 0x40
+# The broker overwrote the timestamps with its append time (LogValidator, message.timestamp.type=
+# LogAppendTime): records then all carry the batch's max timestamp (DefaultRecordBatch.timestampType).
+LOG_APPEND_TIME_MASK = 0x08
 CONTROL_KEY = struct.Struct(">hh")
 MARKERS = {0: "ABORT", 1: "COMMIT"}
 INT32_MAX = 2**31 - 1
@@ -92,6 +95,7 @@ def decode_batch(raw: bytes | bytearray | memoryview) -> Batch:
     marker = None
     offsets: tuple[int, ...] | None = None
     horizon = first_ts if attributes & DELETE_HORIZON_MASK else None
+    log_append_time = bool(attributes & LOG_APPEND_TIME_MASK)
     # Header-only unless the header cannot tell us what we need: compaction holes, the marker type, or
     # the first record's time when the header's first timestamp is a delete horizon.
     if is_control and count == 1 and last_delta == 0 and not attributes & 0x07 and horizon is None:
@@ -102,6 +106,8 @@ def decode_batch(raw: bytes | bytearray | memoryview) -> Batch:
             offsets = tuple(record_offsets)
         if horizon is not None:
             first_ts = first_record_ts
+    if log_append_time:
+        first_ts = max_ts
     return Batch(
         base_offset=base_offset,
         last_offset=base_offset + last_delta,
@@ -119,6 +125,7 @@ def decode_batch(raw: bytes | bytearray | memoryview) -> Batch:
         size_bytes=len(raw),
         offsets=offsets,
         delete_horizon_ms=horizon,
+        log_append_time=log_append_time,
     )
 
 

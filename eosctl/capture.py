@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -36,7 +36,7 @@ from eosctl.producers import ProducerRow
 from eosctl.progress import Progress
 from eosctl.target import Target
 from eosctl.txns import DEFAULT_MAX_AGE_S, Described, Hanging, HangingReport, TxnInfo
-from eosctl.wire import WireClient
+from eosctl.wire import Offsets, WireClient
 
 SECTIONS = ("logs", "transactions", "producers", "lag", "hanging", "ledger")
 NOT_CAPTURED = "not captured: "  # how a section's status starts when it could not be read
@@ -135,6 +135,19 @@ def _read_kafka(cap: Capture, target: Target, client: WireClient, admins: Admins
         starts = {tp: max(o.log_start, o.high_watermark - cap.tail) for tp, o in offsets.items()}
     cap.logs = scan_partitions(client, tps, start=starts, progress=progress) if tps else {}
     cap.sections["logs"] = "ok" if cap.topics else f"{SKIPPED}no topics (pass --topic or a pipeline)"
+    read_sections(cap, target, client, admins, known, max_age_s)
+
+
+def read_sections(cap: Capture, target: Target, client: WireClient, admins: Admins,
+                  known: dict[str, dict[int, int]], max_age_s: float,
+                  offsets: dict[TP, Offsets] | None = None, only: Collection[str] = SECTIONS,
+                  lag_groups: Sequence[str] | None = None,
+                  scan_limit: int = lag_mod.DEFAULT_SCAN_LIMIT) -> None:
+    """The sections besides the logs and the ledger (transactions, producers, lag, hanging), each one
+    failing on its own; ``cap.logs`` is read already. ``offsets``: the partitions' offsets if just read;
+    ``only``: the sections wanted; ``lag_groups``: the groups whose lag is measured (default: the
+    target's group, else every group of the topics)."""
+    tps = [(t, p) for t, parts in known.items() for p in sorted(parts)]
     prefix = target.pipeline.transactional_id_prefix if target.pipeline else None
     answers: list[Described] = []
 
@@ -154,21 +167,23 @@ def _read_kafka(cap: Capture, target: Target, client: WireClient, admins: Admins
             if tps else []
 
     def lag() -> LagSnapshot:
-        return lag_mod.poll(client, admins.confluent, groups=[target.group] if target.group else None,
-                            topics=list(target.topics) or None)
+        groups = list(lag_groups) if lag_groups else [target.group] if target.group else None
+        return lag_mod.poll(client, admins.confluent, groups=groups, topics=list(target.topics) or None,
+                            scan_limit=scan_limit, offsets=offsets)
 
     def hanging() -> HangingReport:
         if not known:
             raise EosctlError("no topics to check (pass --topic or a pipeline)")
         cap.hanging_checked_ms = int(time.time() * 1000)
         every = txns_mod.find_hanging(client, admins.kafka, list(known), max_age_s=0.0,
-                                      now_ms=cap.hanging_checked_ms, described=described())
+                                      now_ms=cap.hanging_checked_ms, described=described(), known=offsets)
         cap.hanging_candidates = every.hanging
         return over_max_age(every, max_age_s)
 
     for name, read in (("transactions", transactions), ("producers", producers), ("lag", lag),
                        ("hanging", hanging)):
-        _section(cap, name, read, admins)
+        if name in only:
+            _section(cap, name, read, admins)
 
 
 def _section(cap: Capture, name: str, read: Callable[[], object], admins: Admins,

@@ -6,7 +6,12 @@ Spark, Textual and the Kafka clients are imported inside the commands that need 
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import click
 
@@ -67,7 +72,8 @@ class EosctlGroup(click.Group):
 
     def invoke(self, ctx: click.Context):
         try:
-            return super().invoke(ctx)
+            with unwind_on_signals():
+                return super().invoke(ctx)
         except (OneLineError, *_HELP_ERRORS):
             raise
         except click.UsageError as e:  # a subcommand's parsing, or a click.UsageError from its body
@@ -91,6 +97,48 @@ class EosctlGroup(click.Group):
             sys.exit(130)
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread like KeyboardInterrupt, so every `finally` and `with` on the way
+    out runs: the audit's guard kills the JVM or the pool, a frozen sink copy and a half-written --out are
+    removed."""
+
+
+# A second signal while the first one unwinds is ignored for this long, so that it can't cut short the
+# clean-up (killing a JVM, removing a copy); after it, it raises again (the first may have been swallowed).
+_UNWIND_GRACE_S = 3.0
+
+
+@contextmanager
+def unwind_on_signals() -> Iterator[None]:
+    """Ctrl-C (SIGINT) and SIGTERM unwind the command, then print one line and exit 130 or 143.
+
+    The signal is remembered: whatever error it causes on the way up (a Ctrl-C also reaches Spark's Python
+    workers; DuckDB turns it into its own INTERRUPT error; PySpark asks the JVM for the result in a
+    `finally`) is not reported instead of it."""
+    got: list[tuple[int, float]] = []
+
+    def on_signal(signum: int, frame: object) -> None:
+        now = time.monotonic()
+        if got and now - got[-1][1] < _UNWIND_GRACE_S:
+            return
+        got.append((signum, now))
+        raise KeyboardInterrupt() if signum == signal.SIGINT else Terminated()
+
+    main_thread = threading.current_thread() is threading.main_thread()
+    before = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)} if main_thread else {}
+    try:
+        yield
+    except BaseException:
+        if not got:
+            raise
+        first = got[0][0]
+        click.echo("eosctl: interrupted" if first == signal.SIGINT else "eosctl: terminated", err=True)
+        sys.exit(128 + first)
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+
+
 @click.group(cls=EosctlGroup, context_settings=CONTEXT)
 @click.version_option(__version__, prog_name="eosctl")
 def main() -> None:
@@ -112,6 +160,8 @@ from eosctl.commands import (  # noqa: E402
     audit_cmd,
     completion_cmd,
     demo_cmd,
+    explain_cmd,
+    exporter_cmd,
     lag_cmd,
     ledger_cmd,
     log_cmd,
@@ -125,5 +175,7 @@ from eosctl.commands import (  # noqa: E402
 
 for _command in (demo_cmd.demo, sandbox_cmd.sandbox, *txns_cmd.COMMANDS, producers_cmd.producers,
                  *lag_cmd.COMMANDS, *log_cmd.COMMANDS, *ledger_cmd.COMMANDS, snapshot_cmd.snapshot,
-                 audit_cmd.audit, report_cmd.report, tui_cmd.tui, completion_cmd.completion):
+                 audit_cmd.audit, report_cmd.report, *explain_cmd.COMMANDS, tui_cmd.tui,
+                 *exporter_cmd.COMMANDS,
+                 completion_cmd.completion):
     main.add_command(_command)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from eosctl.errors import ConfigError
-from eosctl.files import CONFIG_MAX_BYTES, input_problem
+from eosctl.files import CONFIG_MAX_BYTES, input_problem, shown
 
 # bootstrap_servers = "sandbox": the broker `eosctl sandbox up` started.
 SANDBOX = "sandbox"
@@ -74,6 +74,11 @@ class Cluster:
 class Sink:
     duckdb: str | None = None
     parquet: str | None = None
+    postgres: str | None = None  # postgresql://USER@HOST:PORT/DB (a password only through ${NAME})
+    delta: str | None = None  # a Delta Lake table's path or URI
+    iceberg: str | None = None  # an Iceberg table: CATALOG.NAMESPACE.TABLE
+    catalog_uri: str | None = None  # the Iceberg catalog's uri (else pyiceberg's own configuration)
+    warehouse: str | None = None  # the Iceberg catalog's warehouse
     table: str = "sink"
     topic_column: str = "src_topic"
     partition_column: str = "src_partition"
@@ -81,6 +86,19 @@ class Sink:
     key_column: str | None = None
     # Table where the sink stores the source offsets it committed with its rows (optional).
     offsets_table: str | None = None
+    # A Kafka topic as the sink: the output of a consume-transform-produce stage (eosctl.sink.kafka_topic),
+    # its lineage ("headers" or "value:PATH") and header names; the cluster it lives on (default: the
+    # pipeline's; set by eosctl.target, which resolves "sandbox").
+    kafka_topic: str | None = None
+    lineage: str = "headers"
+    lineage_headers: tuple[str, str, str] = ("eos.source.topic", "eos.source.partition", "eos.source.offset")
+    cluster: str | None = None
+    kafka_cluster: Cluster | None = None
+    # The stage's consumer group, the cluster it commits on and its input topics (the pipeline's): set by
+    # eosctl.target too.
+    stage_group: str | None = None
+    stage_cluster: Cluster | None = None
+    stage_topics: tuple[str, ...] = ()
     # Set by eosctl.sink.frozen() only, never by a config: the sink as configured, where this one names
     # a frozen copy of it, and the read point pinned for the command (a copy's time, a snapshot id).
     frozen_from: Sink | None = None
@@ -96,6 +114,9 @@ class Pipeline:
     transactional_id_prefix: str | None = None
     output_topic: str | None = None
     sink: Sink | None = None
+    # The pipelines audited, in order, as the hops of this one (`eosctl audit -p NAME` audits each):
+    # e.g. ["orders-stage", "orders-sink"]. Empty: the pipeline is one hop.
+    hops: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -113,14 +134,17 @@ class Config:
     pipelines: dict[str, Pipeline]
     spark: Spark = field(default_factory=Spark)
     audit_engine: str | None = None  # [audit] engine: "spark" | "local"; None: each command's default
+    default_pipeline: str | None = None  # used when --pipeline is not given and there are several
 
     def pipeline(self, name: str | None) -> Pipeline:
         if name is None:
             if len(self.pipelines) == 1:
                 return next(iter(self.pipelines.values()))
+            if self.default_pipeline is not None:
+                return self.pipelines[self.default_pipeline]
             raise ConfigError(
                 f"{self.path}: several pipelines ({', '.join(sorted(self.pipelines))}); "
-                "choose one with --pipeline"
+                "choose one with --pipeline (or set default_pipeline at the top of the file)"
             )
         if name not in self.pipelines:
             known = ", ".join(sorted(self.pipelines)) or "none"
@@ -231,10 +255,13 @@ def load_config(path: str | Path, env: dict[str, str] | None = None) -> Config:
         raise ConfigError(f"{problem}: cannot read config file; pass an eosctl TOML config with "
                           "--config PATH")
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        # utf-8-sig: a byte-order mark (Windows editors write one) is not "Invalid statement" at 1:1.
+        raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))
+    except RecursionError:  # tomllib recurses once per nesting level: 50k `[` or `{` in a 100 KB file
+        raise ConfigError(f"{shown(str(path))}: not valid TOML: arrays or tables nested too deeply") from None
     except FileNotFoundError:
         raise ConfigError(f"{path}: config file not found (pass --config PATH)") from None
-    except (PermissionError, IsADirectoryError, UnicodeDecodeError) as e:
+    except (OSError, UnicodeDecodeError) as e:  # a permission, a directory, /proc/self/mem (EIO)
         raise ConfigError(f"{path}: cannot read config file ({e.__class__.__name__})") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: not valid TOML: {e}") from None
@@ -288,29 +315,56 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
             sink = Sink(
                 duckdb=s.str("duckdb", None),
                 parquet=s.str("parquet", None),
+                postgres=s.str("postgres", None),
+                delta=s.str("delta", None),
+                iceberg=s.str("iceberg", None),
+                catalog_uri=s.str("catalog_uri", None),
+                warehouse=s.str("warehouse", None),
                 table=s.str("table", "sink"),
                 topic_column=s.str("topic_column", "src_topic"),
                 partition_column=s.str("partition_column", "src_partition"),
                 offset_column=s.str("offset_column", "src_offset"),
                 key_column=s.str("key_column", None),
                 offsets_table=s.str("offsets_table", None),
+                kafka_topic=s.str("kafka_topic", None),
+                lineage=s.str("lineage", "headers"),
+                lineage_headers=_three(s.str_list("lineage_headers") if "lineage_headers" in s.table
+                                       else Sink.lineage_headers, path, name),
+                cluster=s.str("cluster", None),
             )
             s.done()
-            if (sink.duckdb is None) == (sink.parquet is None):
-                raise ConfigError(f"{path}: pipelines.{name}.sink needs exactly one of duckdb or parquet")
+            kinds = ("duckdb", "parquet", "postgres", "delta", "iceberg", "kafka_topic")
+            named = [k for k in kinds if getattr(sink, k) is not None]
+            if len(named) != 1:
+                raise ConfigError(f"{path}: pipelines.{name}.sink needs exactly one of duckdb, parquet, "
+                                  f"postgres, delta, iceberg or kafka_topic")
+            _check_hop_sink(sink, path, name, clusters)
             if sink.duckdb is not None and not Path(sink.duckdb).is_absolute():
                 # Relative sink paths are relative to the config file, not to wherever eosctl runs.
                 sink = _replace_path(sink, str(path.parent / sink.duckdb))
+            if sink.delta is not None and "://" not in sink.delta and not Path(sink.delta).is_absolute():
+                sink = replace(sink, delta=str(path.parent / sink.delta))
         pipelines[name] = Pipeline(
             name=name,
             cluster=cluster,
-            source_topics=p.str_list("source_topics"),
+            # A pipeline audited hop by hop reads through its hops: it needs no topics of its own.
+            source_topics=(p.str_list("source_topics") if "source_topics" in p.table or "hops" not in p.table
+                           else ()),
             group=p.str("group", None),
             transactional_id_prefix=p.str("transactional_id_prefix", None),
             output_topic=p.str("output_topic", None),
             sink=sink,
+            hops=p.str_list("hops") if "hops" in p.table else (),
         )
         p.done()
+    for name, pipe in pipelines.items():
+        unknown = [h for h in pipe.hops if h not in pipelines]
+        if unknown:
+            raise ConfigError(f"{path}: pipelines.{name}.hops names {unknown[0]!r}, which is not a "
+                              f"[pipelines.NAME] (known: {', '.join(sorted(pipelines))})")
+        if any(pipelines[h].hops for h in pipe.hops if h != name):
+            raise ConfigError(f"{path}: pipelines.{name}.hops names a pipeline that has hops of its own; "
+                              f"list every hop in one pipeline")
 
     spark = Spark()
     sp = root.sub("spark")
@@ -326,8 +380,44 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
     audit_engine = au.str("engine", None, choices={"spark", "local"}) if au is not None else None
     if au is not None:
         au.done()
+    default = root.str("default_pipeline", None)
+    if default is not None and default not in pipelines:
+        known = ", ".join(sorted(pipelines)) or "none"
+        raise ConfigError(f"{path}: default_pipeline is {root.shown('default_pipeline', default)}, but no "
+                          f"such [pipelines.NAME] is defined (known: {known})")
     root.done()
-    return Config(path=path, clusters=clusters, pipelines=pipelines, spark=spark, audit_engine=audit_engine)
+    return Config(path=path, clusters=clusters, pipelines=pipelines, spark=spark, audit_engine=audit_engine,
+                  default_pipeline=default)
+
+
+def _three(names: tuple[str, ...], path: Path, pipeline: str) -> tuple[str, str, str]:
+    if len(names) != 3:
+        raise ConfigError(f"{path}: pipelines.{pipeline}.sink.lineage_headers needs three header names "
+                          f"(topic, partition, offset), got {len(names)}")
+    return (names[0], names[1], names[2])
+
+
+LINEAGE_MODES = ("headers", "value:PATH", "key")
+
+
+def check_lineage(value: str) -> str | None:
+    """What is wrong with a kafka_topic sink's `lineage` (eosctl.sink.kafka_topic); None if it is usable."""
+    if value in ("headers", "key"):
+        return None
+    if value.startswith("value:") and all(value.removeprefix("value:").split(".")):
+        return None
+    return f"expected one of {', '.join(LINEAGE_MODES)} (e.g. value:source)"
+
+
+def _check_hop_sink(sink: Sink, path: Path, pipeline: str, clusters: dict[str, Cluster]) -> None:
+    if sink.kafka_topic is None:
+        return
+    problem = check_lineage(sink.lineage)
+    if problem:
+        raise ConfigError(f"{path}: pipelines.{pipeline}.sink.lineage {sink.lineage!r}: {problem}")
+    if sink.cluster is not None and sink.cluster not in clusters:
+        raise ConfigError(f"{path}: pipelines.{pipeline}.sink.cluster {sink.cluster!r} is not a "
+                          f"[clusters.NAME] (known: {', '.join(sorted(clusters))})")
 
 
 BOOTSTRAP_FORM = "expected HOST:PORT[,HOST:PORT...], e.g. localhost:9092"

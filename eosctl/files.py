@@ -10,6 +10,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from eosctl.safetext import term
 
@@ -119,9 +121,69 @@ def glob_problem(pattern: str) -> str | None:
         return None
     if not glob.has_magic(pattern):
         return input_problem(pattern, None, must_exist=False)
-    matches = glob.glob(pattern, recursive=True)
-    for match in matches:
+    for match in glob_paths(pattern):
         problem = input_problem(match, None)
         if problem:
             return problem
     return None
+
+
+def glob_paths(pattern: str) -> list[str]:
+    """The local paths a glob matches, sorted, as DuckDB's own glob finds them: ``**`` never descends into
+    a symbolically linked directory. (Python's glob.glob(recursive=True) does, so a link loop such as
+    ``d/up -> ..`` is walked until memory runs out.)"""
+    import glob
+    from pathlib import Path
+
+    if not glob.has_magic(pattern):
+        return [pattern] if os.path.lexists(pattern) else []
+    parts = pattern.split(os.sep)
+    fixed = 0
+    while fixed < len(parts) - 1 and not glob.has_magic(parts[fixed]):
+        fixed += 1
+    base = os.sep.join(parts[:fixed]) or (os.sep if pattern.startswith(os.sep) else ".")
+    rest = os.sep.join(parts[fixed:])
+    head = os.sep.join(parts[:fixed])
+    # pathlib: `**` does not follow symlinks to directories. Paths keep the pattern's own head ("./").
+    return sorted(os.path.join(head, str(p.relative_to(base))) if head else str(p)
+                  for p in Path(base).glob(rest))
+
+
+@contextmanager
+def replacing(path: str, also: tuple[str, ...] = ()) -> Iterator[str]:
+    """A temporary name beside ``path`` to write to; it replaces ``path`` when the block ends normally.
+
+    On any other way out (an error, Ctrl-C, SIGTERM) the temporary file, and the files named by it plus
+    each suffix of ``also`` (DuckDB's ``.wal``), are removed: a reader never sees half a report and nothing
+    is left beside it. A device or FIFO (``--out /dev/stdout``) is written directly."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        yield path
+        return
+    head, name = os.path.split(path)
+    tmp = os.path.join(head, f".{name}.{os.getpid()}.tmp")
+    leftovers = [tmp, *(tmp + suffix for suffix in also)]
+    for leftover in leftovers:
+        _remove(leftover)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        for leftover in leftovers:
+            _remove(leftover)
+
+
+def write_replacing(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` through `replacing` (UTF-8)."""
+    with replacing(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:  # gone already, or not ours to remove: nothing to clean
+        pass

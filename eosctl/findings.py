@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 KINDS = (
@@ -39,6 +39,200 @@ DESCRIPTIONS = {
 
 PASS, FAIL = "pass", "fail"
 
+# cause.transactions[].outcome
+COMMITTED, ABORTED, OPEN, NON_TRANSACTIONAL = "committed", "aborted", "open", "non_transactional"
+# cause.passed_by of a gap: what is already beyond its last offset.
+STORED_OFFSETS, COMMITTED_OFFSETS = "stored_offsets", "committed_offsets"
+# cause.rule of a key_duplicate: why nothing could deduplicate the second write.
+KEY_RULES = ("non_idempotent", "producer_sessions", "same_session", "same_transaction")
+MAX_LISTED = 100  # transactions or markers listed per cause; ``omitted`` counts the rest
+
+
+@dataclass(frozen=True)
+class TxnCause:
+    """One transaction (or run of non-transactional batches) that wrote offsets of a finding."""
+
+    producer_id: int
+    producer_epoch: int
+    first_offset: int  # the finding's offsets inside it
+    last_offset: int
+    outcome: str  # COMMITTED, ABORTED, OPEN or NON_TRANSACTIONAL
+    marker_offset: int | None  # its COMMIT/ABORT marker; None when open or non-transactional
+    fenced: bool = False  # aborted by the coordinator because a newer epoch of the producer took over
+    # key_duplicate only: its offsets may lie in several partitions
+    topic: str | None = None
+    partition: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"producer_id": self.producer_id, "producer_epoch": self.producer_epoch,
+                             "first_offset": self.first_offset, "last_offset": self.last_offset,
+                             "outcome": self.outcome, "marker_offset": self.marker_offset,
+                             "fenced": self.fenced}
+        if self.topic is not None:
+            d.update(topic=self.topic, partition=self.partition)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TxnCause:
+        return cls(int(d["producer_id"]), int(d["producer_epoch"]), int(d["first_offset"]),
+                   int(d["last_offset"]), d["outcome"], _int(d.get("marker_offset")), bool(d.get("fenced")),
+                   d.get("topic"), _int(d.get("partition")))
+
+
+@dataclass(frozen=True)
+class MarkerCause:
+    offset: int
+    type: str  # COMMIT | ABORT
+    producer_id: int
+    producer_epoch: int  # the marker batch's own epoch
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"offset": self.offset, "type": self.type, "producer_id": self.producer_id,
+                "producer_epoch": self.producer_epoch}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> MarkerCause:
+        return cls(int(d["offset"]), d["type"], int(d["producer_id"]), int(d["producer_epoch"]))
+
+
+@dataclass(frozen=True)
+class Cause:
+    """Why a finding happened, from the log model and the sink the audit read (eosctl.causes).
+
+    Which fields a finding's JSON carries depends on its kind (docs/json.md): ``transactions`` for findings
+    over data records, ``markers`` for phantom_marker, ``sink_before``/``sink_after``/``passed_by`` for a
+    gap, ``rows_per_offset`` for a duplicate, ``rule`` for a key_duplicate."""
+
+    kind: str  # the finding's kind
+    summary: str  # one plain sentence for an incident ticket
+    transactions: tuple[TxnCause, ...] = ()
+    markers: tuple[MarkerCause, ...] = ()
+    omitted: int = 0  # transactions or markers beyond MAX_LISTED
+    sink_before: int | None = None
+    sink_after: int | None = None
+    passed_by: str | None = None
+    rows_min: int | None = None
+    rows_max: int | None = None
+    rule: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"summary": self.summary}
+        if self.kind in _WITH_TRANSACTIONS:
+            d["transactions"] = [t.to_dict() for t in self.transactions]
+        if self.kind == "phantom_marker":
+            d["markers"] = [m.to_dict() for m in self.markers]
+        if self.omitted:
+            d["omitted"] = self.omitted
+        if self.kind == "gap":
+            d.update(sink_before=self.sink_before, sink_after=self.sink_after, passed_by=self.passed_by)
+        if self.kind == "duplicate":
+            d["rows_per_offset"] = {"min": self.rows_min, "max": self.rows_max}
+        if self.kind == "key_duplicate":
+            d["rule"] = self.rule
+        return d
+
+    @classmethod
+    def from_dict(cls, kind: str, d: dict[str, Any]) -> Cause:
+        rows = d.get("rows_per_offset") or {}
+        return cls(kind, d["summary"], tuple(TxnCause.from_dict(t) for t in d.get("transactions", ())),
+                   tuple(MarkerCause.from_dict(m) for m in d.get("markers", ())), int(d.get("omitted", 0)),
+                   _int(d.get("sink_before")), _int(d.get("sink_after")), d.get("passed_by"),
+                   _int(rows.get("min")), _int(rows.get("max")), d.get("rule"))
+
+
+_WITH_TRANSACTIONS = ("gap", "phantom_aborted", "phantom_uncommitted", "key_duplicate")
+
+# The detail of the phantom_beyond_hw finding for a topic-partition Kafka doesn't have.
+NOT_IN_KAFKA = "partition does not exist in Kafka"
+
+# Root causes (report.root_causes[].rule), in the order a report lists them, with what explains them.
+ROOT_RULES = {
+    "sink_reads_aborted": "the sink holds records of aborted or still-open transactions (or their markers): "
+                          "it consumes read_uncommitted, or writes before the commit",
+    "sink_skipped": "the sink passed over committed records: its offsets were stored or committed apart "
+                    "from its results (a crash between the two, or a seek past them)",
+    "replay": "the sink wrote records again: results committed before their offsets were stored, then "
+              "replayed after a crash or a rebalance",
+    "upstream_retry": "one business key was written twice where idempotence cannot catch it (a producer "
+                      "without idempotence, or a retry across producer sessions)",
+    "application_resend": "the application sent one business key twice within one producer session",
+    "offsets_disagree": "the offsets stored with the sink's rows and the group's committed offsets "
+                        "disagree: offsets kept in two places drift apart",
+    "invalid_rows": "the sink wrote rows without valid source coordinates",
+    "unknown_partitions": "the sink holds rows for topic-partitions Kafka does not have (a deleted or "
+                          "recreated topic, or rows from another cluster)",
+    "beyond_high_watermark": "the sink holds rows at offsets the log never had (a recreated topic, or "
+                             "records lost to an unclean leader election)",
+    "not_yet_consumed": "committed records the sink's consumer had not reached when the sink was read "
+                        "(its lag)",
+    "unexplained": "findings without a recorded cause (a report from before causes existed)",
+}
+
+
+@dataclass(frozen=True)
+class RootCause:
+    rule: str  # a key of ROOT_RULES
+    summary: str
+    findings: tuple[int, ...]  # indexes into the report's findings
+    partitions: tuple[tuple[str, int], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule, "summary": self.summary, "findings": list(self.findings),
+                "partitions": [{"topic": t, "partition": p} for t, p in self.partitions]}
+
+
+def root_rule(f: Finding) -> str:
+    """Which root cause explains a finding."""
+    c = f.cause
+    if f.kind in ("phantom_aborted", "phantom_uncommitted", "phantom_marker"):
+        return "sink_reads_aborted"
+    if f.kind == "gap":
+        if c is None:
+            return "unexplained"
+        return "sink_skipped" if c.passed_by or c.sink_after is not None else "not_yet_consumed"
+    if f.kind == "key_duplicate":
+        if c is None or c.rule is None:
+            return "unexplained"
+        return "upstream_retry" if c.rule in ("non_idempotent", "producer_sessions") else "application_resend"
+    if f.kind == "phantom_beyond_hw":
+        return "unknown_partitions" if f.detail == NOT_IN_KAFKA else "beyond_high_watermark"
+    return _BY_KIND[f.kind]
+
+
+_BY_KIND = {"duplicate": "replay", "offset_mismatch": "offsets_disagree", "invalid_row": "invalid_rows"}
+
+
+def root_causes(findings: list[Finding]) -> list[RootCause]:
+    """The findings grouped by what explains them, in ROOT_RULES order."""
+    groups: dict[str, list[int]] = {}
+    for i, f in enumerate(findings):
+        groups.setdefault(root_rule(f), []).append(i)
+    out = []
+    for rule in ROOT_RULES:
+        if rule not in groups:
+            continue
+        members = [findings[i] for i in groups[rule]]
+        parts = tuple(dict.fromkeys((f.topic, f.partition) for f in members
+                                    if f.topic is not None and f.partition is not None))
+        out.append(RootCause(rule, _root_summary(rule, members, len(parts)), tuple(groups[rule]), parts))
+    return out
+
+
+def _root_summary(rule: str, members: list[Finding], partitions: int) -> str:
+    n = len(members)
+    where = f" in {partitions} partition{'s' * (partitions != 1)}" if partitions else ""
+    text = f"{n} finding{'s' * (n != 1)}{where}: {ROOT_RULES[rule]}"
+    txns = {(t.topic or f.topic, t.partition if t.topic else f.partition, t.producer_id, t.first_offset)
+            for f in members if f.cause for t in f.cause.transactions}
+    if rule == "sink_reads_aborted" and txns:
+        fenced = sum(1 for f in members if f.cause for t in f.cause.transactions if t.fenced)
+        text += (f"; {len(txns)} transaction{'s' * (len(txns) != 1)}"
+                 + (f", {fenced} of them aborted by fencing (a zombie producer)" if fenced else ""))
+    elif rule == "upstream_retry" and txns:
+        producers = sorted({t[2] for t in txns})
+        text += f"; written by producer{'s' * (len(producers) != 1)} " + ", ".join(map(str, producers))
+    return text + "."
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -53,6 +247,8 @@ class Finding:
     offsets: tuple[int, ...] | None = None
     # Free text for people (e.g. both sides of an offset_mismatch); not part of the comparison key.
     detail: str | None = None
+    # Why it happened (eosctl.causes); None in reports from before causes existed.
+    cause: Cause | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -73,14 +269,17 @@ class Finding:
             d["offsets"] = list(self.offsets)
         if self.detail is not None:
             d["detail"] = self.detail
+        if self.cause is not None:
+            d["cause"] = self.cause.to_dict()
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Finding:
-        offsets = d.get("offsets")
+        offsets, cause = d.get("offsets"), d.get("cause")
         return cls(d["kind"], d["topic"], _int(d["partition"]), _int(d["first_offset"]),
                    _int(d["last_offset"]), int(d["count"]), d.get("key"),
-                   None if offsets is None else tuple(offsets), d.get("detail"))
+                   None if offsets is None else tuple(offsets), d.get("detail"),
+                   None if cause is None else Cause.from_dict(d["kind"], cause))
 
     @property
     def sort_key(self) -> tuple:
@@ -174,6 +373,67 @@ def parse_kinds(text: str | Iterable[str] | None) -> tuple[str, ...]:
     return tuple(k for k in KINDS if k in names)
 
 
+@dataclass(frozen=True)
+class Hop:
+    """One hop of a pipeline audited hop by hop: which pipeline of the config, what it reads and where its
+    output lands. Its findings and partitions are the report's whose topic is one of ``topics``."""
+
+    name: str
+    topics: tuple[str, ...]
+    sink: str | None
+    group: str | None
+    verdict: str
+    findings: int
+    failing_findings: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "topics": list(self.topics), "sink": self.sink, "group": self.group,
+                "verdict": self.verdict, "findings": self.findings, "failing_findings": self.failing_findings}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Hop:
+        return cls(str(d["name"]), tuple(d.get("topics") or ()), d.get("sink"), d.get("group"),
+                   str(d["verdict"]), int(d.get("findings", 0)), int(d.get("failing_findings", 0)))
+
+
+def follow_stages(hops: list[list[Finding]]) -> list[Finding]:
+    """The hops' findings, in hop order, where a key duplicate a stage copied faithfully is blamed on its
+    input: a later hop's key_duplicate whose key is duplicated in an earlier hop (the stage's input topic,
+    whose sink rows are the stage's output records, traced back by their lineage) takes that cause's rule
+    and writers after its own."""
+    out: list[Finding] = []
+    upstream: dict[str, Finding] = {}  # key -> the earliest hop's key_duplicate with a cause
+    for findings in hops:
+        here = []
+        for f in findings:
+            source = upstream.get(f.key or "") if f.kind == "key_duplicate" else None
+            if source is not None and source.cause is not None and f.cause is not None:
+                c = source.cause
+                f = replace(f, cause=replace(
+                    f.cause, rule=c.rule, transactions=f.cause.transactions + c.transactions,
+                    summary=f"{f.cause.summary.split(': ', 1)[0]}: the stage copied it faithfully from its "
+                            f"input, where {c.summary[0].lower()}{c.summary[1:]}"))
+            here.append(f)
+        for f in here:
+            if f.kind == "key_duplicate" and f.key is not None and f.cause is not None:
+                upstream.setdefault(f.key, f)
+        out += here
+    return out
+
+
+def merge_hops(reports: list[tuple[str, AuditReport]], topics: list[tuple[str, ...]],
+               elapsed_seconds: float | None = None) -> AuditReport:
+    """One pipeline's report from its hops' reports, in hop order: every partition and finding (a hop's
+    are those of its input topics), ``hops`` says which is which, and the verdict is the pipeline's."""
+    first = reports[0][1]
+    hops = [Hop(name, tuple(t), r.sink, r.group, r.verdict, len(r.findings), len(r.failing))
+            for (name, r), t in zip(reports, topics, strict=True)]
+    return AuditReport.build([p for _, r in reports for p in r.partitions],
+                               follow_stages([r.findings for _, r in reports]), first.fail_on,
+                               sink=reports[-1][1].sink, group=reports[-1][1].group, engine=first.engine,
+                               elapsed_seconds=elapsed_seconds, hops=hops)
+
+
 @dataclass
 class AuditReport:
     verdict: str  # "pass" | "fail"
@@ -181,9 +441,13 @@ class AuditReport:
     findings: list[Finding]
     fail_on: tuple[str, ...] = KINDS
     sink: str | None = None  # what was audited, for people: file or glob and table
+    # The one state of the sink the audit read (eosctl.sink.ReadPoint.to_dict(): kind, source, and e.g.
+    # copied_at, or a PostgreSQL snapshot and server_version).
+    sink_read_point: dict[str, Any] | None = None
     group: str | None = None  # consumer group checked for offset_mismatch, if any
     engine: dict[str, Any] = field(default_factory=dict)  # Spark master/remote, timings
     elapsed_seconds: float | None = None
+    hops: list[Hop] = field(default_factory=list)  # a pipeline audited hop by hop; [] for one hop
 
     @classmethod
     def build(cls, partitions: Iterable[PartitionSummary], findings: Iterable[Finding],
@@ -220,10 +484,13 @@ class AuditReport:
             },
             "partitions": [p.to_dict() for p in self.partitions],
             "findings": [f.to_dict() for f in self.findings],
+            "root_causes": [r.to_dict() for r in root_causes(self.findings)],
             "sink": self.sink,
+            "sink_read_point": self.sink_read_point,
             "group": self.group,
             "engine": self.engine,
             "elapsed_seconds": None if self.elapsed_seconds is None else round(self.elapsed_seconds, 3),
+            "hops": [h.to_dict() for h in self.hops],
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -237,9 +504,11 @@ class AuditReport:
             findings=[Finding.from_dict(f) for f in d.get("findings", [])],
             fail_on=tuple(d.get("fail_on", KINDS)),
             sink=d.get("sink"),
+            sink_read_point=d.get("sink_read_point"),
             group=d.get("group"),
             engine=dict(d.get("engine") or {}),
             elapsed_seconds=d.get("elapsed_seconds"),
+            hops=[Hop.from_dict(h) for h in d.get("hops") or []],
         )
 
     @classmethod
@@ -247,19 +516,70 @@ class AuditReport:
         return cls.from_dict(json.loads(text))
 
 
-def read_report(path: str) -> AuditReport:
-    """The report `eosctl audit --format json --out FILE` wrote.
+def read_report(path: str, notes: list[str] | None = None) -> AuditReport:
+    """The report `eosctl audit --format json --out FILE` wrote, checked (see `report_from_data`).
 
-    ValueError with the reason ("KeyError: no 'verdict' field") when the file is not one; each command
-    words its own one-line error around it.
+    ValueError with the reason ("no 'verdict' field", "findings[3].topic: expected a string or null, got
+    int 5") when the file is not one; each command words its own one-line error around it. A byte-order
+    mark is fine; NaN, Infinity and nesting deeper than any report are not.
     """
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-        missing = [k for k in ("verdict", "partitions", "findings") if k not in data]
-        if missing:
-            raise KeyError(f"no {missing[0]!r} field")
-        return AuditReport.from_dict(data)
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+        with open(path, encoding="utf-8-sig") as f:
+            data = json.load(f, parse_constant=_no_constant)
+    except RecursionError:
+        raise ValueError("nested too deeply to be a report") from None
+    except (OSError, UnicodeDecodeError, ValueError) as e:
         why = str(e).splitlines()[0] if str(e) else "unreadable"
         raise ValueError(f"{type(e).__name__}: {why}") from None
+    return report_from_data(data, notes)
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a number a report holds")
+
+
+def report_from_data(data: Any, notes: list[str] | None = None) -> AuditReport:
+    """An AuditReport from its JSON form, every field's type checked, and its verdict recomputed from its
+    findings and fail_on: a file saying "pass" over failing findings is FAIL, and the disagreement is
+    appended to ``notes`` in one line. ValueError naming the first wrong field otherwise."""
+    from eosctl.typecheck import check
+
+    if not isinstance(data, dict):
+        raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+    missing = [k for k in ("verdict", "partitions", "findings") if k not in data]
+    if missing:
+        raise ValueError(f"no {missing[0]!r} field")
+    claimed = data["verdict"]
+    if claimed not in (PASS, FAIL):
+        raise ValueError(f"verdict: expected \"pass\" or \"fail\", got {json.dumps(claimed)[:40]}")
+    for name in ("partitions", "findings", "fail_on"):
+        if name in data and not isinstance(data[name], list):
+            raise ValueError(f"{name}: expected a list, got {type(data[name]).__name__}")
+    for name in ("partitions", "findings"):
+        for i, item in enumerate(data[name]):
+            if not isinstance(item, dict):
+                raise ValueError(f"{name}[{i}]: expected an object, got {type(item).__name__}")
+    if not isinstance(data.get("engine") or {}, dict):
+        raise ValueError(f"engine: expected an object, got {type(data['engine']).__name__}")
+    try:
+        report = AuditReport.from_dict(data)
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
+        why = f"no {e} field" if isinstance(e, KeyError) else str(e).splitlines()[0] if str(e) else ""
+        raise ValueError(f"{type(e).__name__}: {why}" if not isinstance(e, KeyError) else why) from None
+    check(report)
+    for i, f in enumerate(report.findings):
+        if f.count < 0 or (f.first_offset is not None and f.last_offset is not None
+                           and f.first_offset > f.last_offset):
+            raise ValueError(f"findings[{i}]: count below 0 or first_offset after last_offset")
+    bad_kinds = [k for k in report.fail_on if k not in KINDS]
+    if bad_kinds:
+        raise ValueError(f"fail_on: unknown finding kind {bad_kinds[0]!r}")
+    verdict = FAIL if report.failing else PASS
+    if verdict != claimed:
+        if notes is not None:
+            notes.append(f"the report says {claimed.upper()}, but {len(report.failing)} of its findings are "
+                         f"of kinds it fails on: the verdict is {verdict.upper()}" if verdict == FAIL else
+                         f"the report says {claimed.upper()}, but none of its findings is of a kind it fails "
+                         f"on: the verdict is {verdict.upper()}")
+        report.verdict = verdict
+    return report

@@ -33,6 +33,7 @@ from eosctl.logscan import scan_partitions
 from eosctl.model import TP, Kind, PartitionLog
 from eosctl.offsets import group_offsets, group_states
 from eosctl.opentxn import OpenTxn, open_transactions
+from eosctl.txns import coordinator_view, dated
 from eosctl.wire import Offsets, WireClient
 
 DEFAULT_SCAN_LIMIT = 50_000
@@ -52,6 +53,9 @@ class PartitionLag:
     oldest_unconsumed_ms: int | None = None
     open_txn: OpenTxn | None = None
     error: str | None = None
+    # The broker's ListOffsets and Fetch answers disagreed (eosctl.wire.Offsets): the offsets are the
+    # Fetch's, what a read_committed consumer is served, and no status may say OK on them.
+    offsets_warning: str | None = None
 
     @property
     def lag_to_lso(self) -> int | None:
@@ -142,7 +146,8 @@ def build_rows(committed: Mapping[str, Mapping[TP, int | None]], offsets: Mappin
         for tp, c in sorted(tps.items()):
             o = offsets[tp]
             base = dict(group=group, topic=tp[0], partition=tp[1], committed=c, log_start=o.log_start,
-                        lso=o.last_stable, hw=o.high_watermark, open_txn=open_txns.get(tp))
+                        lso=o.last_stable, hw=o.high_watermark, open_txn=open_txns.get(tp),
+                        offsets_warning=o.disagreement)
             if c is None:
                 rows.append(PartitionLag(**base))
                 continue
@@ -163,9 +168,10 @@ def build_rows(committed: Mapping[str, Mapping[TP, int | None]], offsets: Mappin
 
 def poll(client: WireClient, admin: AdminClient, groups: Sequence[str] | None = None,
          topics: Sequence[str] | None = None, scan_limit: int = DEFAULT_SCAN_LIMIT,
-         now_ms: int | None = None) -> LagSnapshot:
+         now_ms: int | None = None, offsets: Mapping[TP, Offsets] | None = None) -> LagSnapshot:
     """One lag measurement for the given groups (default: every group with committed offsets for
-    ``topics``; every group when no topic is given either)."""
+    ``topics``; every group when no topic is given either). ``offsets``: partitions' offsets the caller
+    read a moment ago (the live model), used where they cover the groups' partitions."""
     states = group_states(admin)
     wanted = list(groups) if groups else sorted(states)
     by_group = group_offsets(admin, wanted) if wanted else {}
@@ -183,7 +189,9 @@ def poll(client: WireClient, admin: AdminClient, groups: Sequence[str] | None = 
         committed[g] = {(t, p): offs.get((t, p))
                         for t in mine if t in partitions for p in sorted(partitions[t])}
     tps = sorted({tp for offs in committed.values() for tp in offs})
-    offsets = client.offsets(tps) if tps else {}
+    known = offsets or {}
+    offsets = {tp: known[tp] for tp in tps} if all(tp in known for tp in tps) else \
+        client.offsets(tps) if tps else {}
     per_tp: dict[TP, list[int | None]] = defaultdict(list)
     for offs in committed.values():
         for tp, c in offs.items():
@@ -193,6 +201,8 @@ def poll(client: WireClient, admin: AdminClient, groups: Sequence[str] | None = 
                            end={tp: w[1] for tp, w in windows.items()}, keep_batches=True) if windows else {}
     blocked = [tp for tp in tps if offsets[tp].last_stable < offsets[tp].high_watermark]
     txns = open_transactions(client, blocked, {tp: offsets[tp].last_stable for tp in blocked})
+    # Aged as `txns hanging` ages them: by the coordinator's start time where it has one.
+    txns = dated(txns, coordinator_view(client, {t.producer_id for t in txns.values()}))
     taken = int(time.time() * 1000) if now_ms is None else now_ms
     rows = build_rows(committed, offsets, logs, txns) + [
         PartitionLag(g, t, p, c, -1, -1, -1, error=broken[t])  # -1: unknown, as Kafka says
@@ -249,7 +259,7 @@ def evaluate(samples: Sequence[tuple[int, PartitionLag]], group_active: bool) ->
     """Status of one partition from its window of (poll time ms, lag) samples, oldest first.
 
     Rules, first match wins (Burrow's, read against the LSO instead of the HW):
-    ERR    the latest poll failed for this partition;
+    ERR    the latest poll failed for this partition, or the broker's offsets contradict each other;
     REWIND the committed offset went backwards inside the window;
     STALL  nothing left to read below the LSO, and the same open transaction held the LSO at every poll
            (the cause names it: the consumer is not at fault);
@@ -263,6 +273,8 @@ def evaluate(samples: Sequence[tuple[int, PartitionLag]], group_active: bool) ->
     now, last = samples[-1]
     if last.error:
         return Status("ERR", last.error)
+    if last.offsets_warning:
+        return Status("ERR", last.offsets_warning)
     commits = [lag.committed for _, lag in samples if lag.committed is not None]
     if any(b < a for a, b in zip(commits, commits[1:], strict=False)):
         return Status("REWIND", f"committed offset went back from {max(commits[:-1])} to {commits[-1]}")

@@ -78,6 +78,8 @@ class Ledger:
     group: str | None
     scanned: bool  # True when holes were checked against the log model
     partitions: list[PartitionLedger]
+    # Partitions whose ListOffsets and Fetch answers disagreed (eosctl.wire.Offsets): no clean bill on them.
+    offsets_disagreements: list[str] = field(default_factory=list)
 
     @property
     def flags(self) -> list[tuple[PartitionLedger, LedgerFlag]]:
@@ -116,6 +118,12 @@ class _Clipped:
                                   or fresh.last_stable > log.last_stable_offset):
             self.ranges = [r for r in log.ranges if r.kind is not Kind.OPEN]
             self.high_watermark = max(log.high_watermark, fresh.high_watermark)
+
+
+def clipped(log: PartitionLog, upto: int) -> _Clipped:
+    """The log as far as a reader promised to have processed it (``upto``, its committed offset): data
+    records from there on are pending, not missing (a stage's lag, never a gap)."""
+    return _Clipped(log, upto)
 
 
 def partition_ledger(
@@ -220,6 +228,33 @@ def _span(first: int | None, last: int | None) -> str:
     return "-" if first is None else str(first) if first == last else f"{first}..{last}"
 
 
+@dataclass
+class SinkSide:
+    """What the ledger reads from the sink, per source partition (read first, before Kafka)."""
+
+    summaries: dict[TP, SinkPartition]
+    stored: dict[TP, int] | None  # None: the sink has no offsets table
+    islands: dict[TP, list[OffsetIsland]]
+    invalid: list[Finding]
+    shown: str  # the sink as the ledger names it
+
+
+def read_sink(sink: Sink, where: str = "sink") -> SinkSide:
+    """The sink's side of the ledger, read now. The sink first, then Kafka: every row read was written
+    from a record Kafka committed before the offsets and scans that follow, so a live pipeline shows no
+    phantom (eosctl.sink.frozen). The writer is kept out only while the file is copied."""
+    with frozen(sink, where) as fixed, open_reader(fixed, where) as reader:
+        summaries = {(s.topic, s.partition): s for s in reader.summaries()}
+        stored_rows = reader.stored_offsets()
+        by_partition = itertools.groupby(reader.islands(), key=lambda i: (i.topic, i.partition))
+        islands: dict[TP, list[OffsetIsland]] = {tp: list(group) for tp, group in by_partition}
+        invalid = reader.invalid_rows()
+        source = reader.source
+    stored = None if stored_rows is None else {(s.topic, s.partition): s.next_offset for s in stored_rows}
+    shown = source if sink.parquet else f"{source} ({sink.table})"  # a table names its rows; a glob, files
+    return SinkSide(summaries, stored, islands, invalid, shown)
+
+
 def collect(
     cluster: Cluster,
     sink: Sink,
@@ -240,36 +275,49 @@ def collect(
     """
     if duckdb_path or parquet:
         sink = replace(sink, duckdb=duckdb_path, parquet=parquet)
-    # The sink first, then Kafka: every row read was written from a record Kafka committed before the
-    # offsets and scans below, so a live pipeline shows no phantom (eosctl.sink.frozen). The writer is
-    # kept out only while the file is copied.
-    with frozen(sink, where) as fixed, open_reader(fixed, where) as reader:
-        summaries = {(s.topic, s.partition): s for s in reader.summaries()}
-        stored_rows = reader.stored_offsets()
-        stored = {(s.topic, s.partition): s.next_offset for s in stored_rows or ()}
-        by_partition = itertools.groupby(reader.islands(), key=lambda i: (i.topic, i.partition))
-        islands: dict[TP, list[OffsetIsland]] = {tp: list(group) for tp, group in by_partition}
-        invalid = reader.invalid_rows()
-        source = reader.source
+    side = read_sink(sink, where)
+    with WireClient(cluster) as client:
+        return ledger_of(client, side, topics, group, committed_offsets(cluster, group) if group else {},
+                         pipeline=pipeline, scan=scan, logs=logs, progress=progress)
+
+
+def ledger_of(
+    client: WireClient,
+    side: SinkSide,
+    topics: Iterable[str],
+    group: str | None,
+    committed: dict[TP, int],
+    *,
+    pipeline: str | None = None,
+    scan: bool = True,
+    logs: dict[TP, PartitionLog] | None = None,
+    offsets: dict[TP, Offsets] | None = None,
+    progress: Progress | None = None,
+) -> Ledger:
+    """The ledger from the sink's side read before, and Kafka now (the group's ``committed`` offsets).
+    ``logs``: whole-log scans the caller has (the rest are scanned here when ``scan``); ``offsets``: the
+    partitions' offsets if the caller just read them."""
+    summaries, islands, invalid = side.summaries, side.islands, side.invalid
+    stored = side.stored or {}
     expected_topics = list(dict.fromkeys(topics))
     unexpected = sorted({t for t, _ in summaries} - set(expected_topics))
-    with WireClient(cluster) as client:
-        known = client.metadata(expected_topics) if expected_topics else {}
-        for t in unexpected:
-            try:
-                known.update(client.metadata([t]))
-            except BrokerError:
-                pass  # rows naming a topic Kafka lacks: flagged below
-        tps = sorted({(t, p) for t, parts in known.items() for p in parts} | set(summaries) | set(stored))
-        in_kafka = [tp for tp in tps if tp[0] in known and tp[1] in known[tp[0]]]
-        offsets = client.offsets(in_kafka) if in_kafka else {}
-        committed = committed_offsets(cluster, group) if group else {}
-        logs = dict(logs or {})
-        todo = [tp for tp in in_kafka if tp not in logs]
-        if scan and todo:
-            logs.update(scan_partitions(client, todo, progress=progress))
+    known = client.metadata(expected_topics) if expected_topics else {}
+    for t in unexpected:
+        try:
+            known.update(client.metadata([t]))
+        except BrokerError:
+            pass  # rows naming a topic Kafka lacks: flagged below
+    tps = sorted({(t, p) for t, parts in known.items() for p in parts} | set(summaries) | set(stored))
+    in_kafka = [tp for tp in tps if tp[0] in known and tp[1] in known[tp[0]]]
+    offsets = dict(offsets or {})
+    if any(tp not in offsets for tp in in_kafka):
+        offsets = client.offsets(in_kafka)
+    logs = dict(logs or {})
+    todo = [tp for tp in in_kafka if tp not in logs]
+    if scan and todo:
+        logs.update(scan_partitions(client, todo, progress=progress))
     # The audit compares offsets under the same condition: a group, and an offsets table in the sink.
-    compare = group is not None and stored_rows is not None
+    compare = group is not None and side.stored is not None
     by_tp: dict[tuple[str | None, int | None], list[Finding]] = {}
     for f in invalid:
         by_tp.setdefault((f.topic, f.partition), []).append(f)
@@ -288,5 +336,5 @@ def collect(
     # each, first, so the table and JSON show them without guessing a partition.
     rows[:0] = [PartitionLedger(t, p, rows=sum(f.count for f in fs), flags=invalid_flags(fs))
                 for (t, p), fs in sorted(by_tp.items(), key=lambda kv: (kv[0][0] or "", kv[0][1] or -1))]
-    return Ledger(pipeline, f"{source} ({sink.table})" if sink.duckdb or duckdb_path else source, group,
-                  scan, rows)
+    return Ledger(pipeline, side.shown, group, scan, rows,
+                  [o.disagreement for tp, o in sorted(offsets.items()) if o.disagreement])

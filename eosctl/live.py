@@ -5,26 +5,52 @@ A `LiveModel` holds the latest `Capture` plus what only a watcher keeps between 
 section was last read successfully, how often each failed, whether the cluster answered, and the lag
 history with its Burrow-style statuses. `refresh()` brings it up to date and returns the current state;
 `capture()` stays the one-shot reading, and a snapshot is `model.current` at one moment.
+
+A refresh costs what changed, not all of history:
+- each partition's log is read from where the last refresh stopped to the new high watermark: the
+  scan itself is kept (eosctl.logscan.LogScan), so a transaction open at the tail is decided when its
+  marker arrives. A partition is scanned afresh when what was scanned may no longer be the log: the log
+  start moved past the scanned start (retention, DeleteRecords), the high watermark went backwards
+  (truncation), the topic's id changed (deleted and created again, KIP-516), or the log shrank by more
+  than retention explains (compaction, see `_Drift`);
+- the ledger is built from these logs (no whole-log rescan of its own) and the sink's side, which is
+  read at its own cadence (``sink_every_s``) and only when the sink changed;
+- the other sections (transactions, producers, lag, hanging) are per-partition requests, not history.
+Every refresh is equal to a fresh `capture()` at the same moment (tests/kafka/test_live_model.py).
 """
 
 from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
-from eosctl.capture import SECTIONS, Capture, capture
+from eosctl.capture import NOT_CAPTURED, SECTIONS, SKIPPED, Capture, read_sections
 from eosctl.clients import Admins
 from eosctl.config import Sink
-from eosctl.errors import BrokerError
-from eosctl.lag import LagSnapshot, Status, Watch
+from eosctl.errors import BrokerError, EosctlError, SinkError, first_line
+from eosctl.lag import DEFAULT_SCAN_LIMIT, LagSnapshot, Status, Watch
+from eosctl.ledger import SinkSide, ledger_of, read_sink
+from eosctl.logscan import LogScan, open_scans, run_scans
+from eosctl.model import TP, PartitionLog
+from eosctl.offsets import group_offsets
+from eosctl.sink import shown
+from eosctl.sink.change import change_token
+from eosctl.sink.tail import DuckDBTail
 from eosctl.target import Target
 from eosctl.txns import DEFAULT_MAX_AGE_S
+from eosctl.wire import Offsets, WireClient
 
 LagKey = tuple[str, str, int]  # group, topic, partition
 # Lag samples kept per partition for the sparklines (and the Burrow-style window).
 HISTORY = 20
 DEFAULT_TIMEOUT_MS = 5_000
+# How long one refresh reads a sink's new rows at most (in slices that each keep its writer out < 0.5 s);
+# a sink not caught up by then shows its last complete state (the ledger says how far the first read got)
+# and the next refresh goes on, so a huge sink never holds up the Kafka sections.
+SINK_BUDGET_S = 2.0
 
 
 @dataclass
@@ -57,33 +83,77 @@ class LagHistory:
         return {k: list(v) for k, v in self.series.items()}
 
 
+class _Clock:
+    """Seconds since the previous call, recorded under each step's name."""
+
+    def __init__(self, into: dict[str, float]) -> None:
+        self.into, self.last = into, time.monotonic()
+        into.clear()
+
+    def __call__(self, step: str) -> None:
+        now = time.monotonic()
+        self.into[step], self.last = now - self.last, now
+
+
+@dataclass
+class _Partition:
+    """One partition's scan, kept between refreshes, and the log it last gave."""
+
+    scan: LogScan
+    log: PartitionLog | None = None
+    topic_id: str | None = None
+    # Bytes of the log outside the scan (before its start), from the leader's log size at the first
+    # reading: the size must stay at least this plus the bytes scanned, or records were removed.
+    outside: int | None = None
+
+
 class LiveModel:
     """The pipeline as last read, refreshed in place.
 
-    ``tail``: keep at most the last N offsets of each partition's log (None: whole logs).
-    ``sink_every_s``: how often the sink is read again (it may be huge; Kafka is read every refresh).
+    ``tail``: the first reading of a partition starts at most N offsets before its end (None: at the log
+    start); from then on the model keeps everything from there (the log only grows at the end). Source
+    partitions of a pipeline with a sink are always read whole: the ledger needs them.
+    ``sink_every_s``: how often the sink is read again, at most (only when it changed).
     ``admins``: clients to share; otherwise the model builds its own and closes them in close().
+    ``sections``: what to read (`lag --watch` reads only "lag"); ``lag_groups`` and ``scan_limit``: whose
+    lag, and how far its records behind are counted (eosctl.lag.poll).
     An unreachable cluster makes refresh() raise BrokerError; ``current`` then keeps the last good state.
     """
 
     def __init__(self, target: Target, *, sink: Sink | None = None, tail: int | None = None,
                  sink_every_s: float = 30.0, max_age_s: float = DEFAULT_MAX_AGE_S,
-                 admins: Admins | None = None, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> None:
+                 admins: Admins | None = None, timeout_ms: int = DEFAULT_TIMEOUT_MS,
+                 sections: Collection[str] = SECTIONS, lag_groups: Sequence[str] | None = None,
+                 scan_limit: int = DEFAULT_SCAN_LIMIT) -> None:
         self.target = target
+        self.sections = tuple(sections)
+        self.lag_groups, self.scan_limit = lag_groups, scan_limit
         pipe = target.pipeline
         self.sink = sink if sink is not None else (pipe.sink if pipe else None)
         self.tail = tail
         self.sink_every_s = sink_every_s
         self.max_age_s = max_age_s
         self.timeout_ms = timeout_ms
+        output = [pipe.output_topic] if pipe and pipe.output_topic else []
+        self.topics = list(dict.fromkeys([*target.topics, *output]))
         self._own_admins = admins is None
         self.admins = admins or Admins(target.cluster, timeout=timeout_ms / 1000)
+        self._client: WireClient | None = None
         self._current: Capture | None = None
         self._ok_at: dict[str, float] = {}  # section -> time.time() of its last good read
         self.refresh_errors: dict[str, int] = {name: 0 for name in SECTIONS}
         self.last_refresh_seconds = 0.0
+        self.bytes_read = 0  # record bytes the last refresh fetched
+        self.timings: dict[str, float] = {}  # seconds per step of the last refresh (benchmarks, --debug)
+        self.rescans = 0  # partitions scanned afresh after their first reading (retention, recreation...)
         self.up = False
         self.lag_history = LagHistory()
+        self._parts: dict[TP, _Partition] = {}
+        self._sink_side: SinkSide | None = None
+        self._sink_token: object = None
+        self._sink_read_at = 0.0  # time.monotonic() of the last sink read
+        self._sink_error: str | None = None
+        self._tail: DuckDBTail | None | bool = None  # False: the sink can't be read incrementally
 
     @property
     def current(self) -> Capture | None:
@@ -91,20 +161,205 @@ class LiveModel:
 
     def refresh(self) -> Capture:
         started = time.monotonic()
+        pipe = self.target.pipeline
+        cap = Capture(captured_at=datetime.now(UTC), bootstrap=self.target.cluster.bootstrap_servers,
+                      pipeline=pipe.name if pipe else None, group=self.target.group, topics=self.topics,
+                      tail=self.tail)
         try:
-            cap = capture(self.target, sink=self.sink, tail=self.tail, max_age_s=self.max_age_s,
-                          admins=self.admins, timeout_ms=self.timeout_ms)
-        except BrokerError:
+            # The sink first, then Kafka (see eosctl.ledger.read_sink): every row read was written from a
+            # record Kafka committed before the reads below.
+            clock = _Clock(self.timings)
+            if "ledger" in self.sections:
+                self._read_sink()
+            clock("sink")
+            client = self._connect()
+            # Asked even for no topic: the admin clients below are used only once the broker answered
+            # (librdkafka aborts the process when a coordinator request loses its connection, see
+            # eosctl.clients.Admins.reset).
+            known = client.metadata(self.topics)
+            tps = [(t, p) for t, parts in known.items() for p in sorted(parts)]
+            offsets = client.offsets(tps) if tps else {}
+            clock("offsets")
+            if "logs" in self.sections:
+                self._read_logs(cap, client, tps, offsets)
+            clock("logs")
+            read_sections(cap, self.target, client, self.admins, known, self.max_age_s, offsets,
+                          only=self.sections, lag_groups=self.lag_groups, scan_limit=self.scan_limit)
+            clock("sections")
+            if "ledger" in self.sections:
+                self._ledger(cap, client, offsets)
+            clock("ledger")
+        except BrokerError as e:
+            error = e
             self.up = False
-            for name in SECTIONS:
+            reused = self._client is not None
+            self._disconnect()
+            if reused:
+                # A connection kept from an earlier refresh broke: say whether the broker is still there
+                # in the words of a first connection ("cannot reach Kafka at ...: connection refused").
+                try:
+                    self._connect()
+                except BrokerError as again:
+                    error = again
+            for name in self.sections:
                 if name != "ledger" or self.sink is not None:
                     self.refresh_errors[name] += 1
-            self.admins.reset()
-            raise
+            raise error from None
         finally:
             self.last_refresh_seconds = time.monotonic() - started
         self._settle(cap)
         return cap
+
+    # --- logs -------------------------------------------------------------------------------------
+
+    def _read_logs(self, cap: Capture, client: WireClient, tps: list[TP], offsets: dict[TP, Offsets]) -> None:
+        if not self.topics:
+            cap.sections["logs"] = f"{SKIPPED}no topics (pass --topic or a pipeline)"
+            return
+        for tp in set(self._parts) - set(tps):
+            del self._parts[tp]  # its topic is gone, or has fewer partitions now
+        resumed: dict[TP, LogScan] = {}
+        fresh: list[TP] = []
+        for tp in tps:
+            part, o = self._parts.get(tp), offsets[tp]
+            if part is not None and self._still_the_log(part, o, client.topic_ids.get(tp[0])):
+                if o != part.scan.offsets or not part.scan.done:
+                    part.scan.extend(o)
+                    resumed[tp] = part.scan
+            else:
+                self.rescans += part is not None
+                fresh.append(tp)
+        # Sizes after the offsets: each log then holds at least what the scans will read up to the HW.
+        sizes = client.log_sizes(tps) if tps else {}
+        self.bytes_read = self._scan(client, fresh, resumed, offsets)
+        changed = [tp for tp in tps
+                   if self._parts[tp].scan.changed or self._shrank(self._parts[tp], sizes.get(tp))]
+        if changed:
+            # What was read is no longer this log (compacted below the scanned point, or recreated):
+            # read those partitions afresh.
+            self.rescans += len(changed)
+            self.bytes_read += self._scan(client, changed, {}, offsets)
+        for tp in tps:
+            part = self._parts[tp]
+            size = sizes.get(tp)
+            if part.outside is None and size is not None:
+                part.outside = size - part.scan.bytes_added
+        cap.logs = {tp: self._parts[tp].log for tp in tps}
+        cap.sections["logs"] = "ok"
+
+    def _scan(self, client: WireClient, fresh: list[TP], resumed: dict[TP, LogScan],
+              offsets: dict[TP, Offsets]) -> int:
+        """Read the resumed scans on and the fresh ones from their start; returns the bytes read."""
+        starts = {tp: self._first_offset(tp, offsets[tp]) for tp in fresh}
+        todo = dict(resumed)
+        for tp, scan in open_scans(client, fresh, start=starts, offsets=offsets).items():
+            self._parts[tp] = _Partition(scan, topic_id=client.topic_ids.get(tp[0]))
+            todo[tp] = scan
+        read = run_scans(client, todo)
+        for tp, scan in todo.items():
+            self._parts[tp].log = scan.finish()
+        return read
+
+    @staticmethod
+    def _shrank(part: _Partition, size: int | None) -> bool:
+        """The leader's log is smaller than what the scan read of it: records were removed below the
+        scanned point (the cleaner compacted it) or it is another log now. Retention is caught before
+        (the log start moves), and a log growing meanwhile only makes it larger."""
+        return size is not None and part.outside is not None and size < part.outside + part.scan.bytes_added
+
+    def _first_offset(self, tp: TP, o: Offsets) -> int:
+        whole = self.tail is None or (self.sink is not None and tp[0] in self.target.topics)
+        return o.log_start if whole else max(o.log_start, o.high_watermark - self.tail)
+
+    def _still_the_log(self, part: _Partition, o: Offsets, topic_id: str | None) -> bool:
+        """Whether what the scan read is still this partition's log, so it may go on from where it is."""
+        scan = part.scan
+        if topic_id != part.topic_id:
+            return False  # deleted and created again (or the broker started naming ids)
+        if o.high_watermark < scan.end or o.log_start < scan.offsets.log_start:
+            return False  # truncated, or a new log under the same id
+        # A fresh reading starts at the log start: one that moved past the scan's start changes it.
+        return o.log_start <= scan.start if self.tail is not None else o.log_start == scan.offsets.log_start
+
+    # --- sink and ledger --------------------------------------------------------------------------
+
+    def _read_sink(self) -> None:
+        """The sink's side of the ledger, again when it is due and the sink changed."""
+        if self.sink is None:
+            return
+        now = time.monotonic()
+        if self._sink_side is not None and now - self._sink_read_at < self.sink_every_s:
+            return
+        try:
+            token = change_token(self.sink)
+            if self._sink_side is None or token is None or token != self._sink_token:
+                self._sink_side = self._sink_now()
+            self._sink_token, self._sink_read_at, self._sink_error = token, now, None
+            self._ok_at["sink"] = time.time()
+        except (EosctlError, SinkError) as e:
+            self._sink_side, self._sink_error = None, first_line(e)
+            self.refresh_errors["sink"] = self.refresh_errors.get("sink", 0) + 1
+
+    def _sink_now(self) -> SinkSide | None:
+        """The sink's side as it is now: a DuckDB file read on from the rows read before (the writer waits
+        at most one short slice, eosctl.sink.tail), other sinks read whole. None: not caught up yet."""
+        if self.sink.duckdb and self._tail is not False:
+            if self._tail is None:
+                self._tail = DuckDBTail(self.sink)
+            try:
+                if not self._tail.read(budget_s=SINK_BUDGET_S):
+                    return self._sink_side  # the rows read so far are not yet a state of the sink
+            except SinkError:
+                if self._tail.slices > 1:
+                    raise
+                self._tail = False  # e.g. a view, which has no rowid: read whole from now on
+                return read_sink(self.sink)
+            tail = self._tail
+            stored = None if tail.state.stored is None else {
+                (s.topic, s.partition): s.next_offset for s in tail.state.stored}
+            return SinkSide(tail.summaries(), stored, {tp: i for tp, i in tail.state.islands.items() if i},
+                            tail.invalid_rows(), f"{shown(self.sink)} ({self.sink.table})")
+        return read_sink(self.sink)
+
+    def _ledger(self, cap: Capture, client: WireClient, offsets: dict[TP, Offsets]) -> None:
+        if self.sink is None:
+            cap.sections["ledger"] = f"{SKIPPED}the pipeline has no sink"
+            return
+        if self._sink_side is None:
+            tail = self._tail
+            why = self._sink_error or (f"reading the sink: {tail.state.rows_read:,} rows so far"
+                                       if isinstance(tail, DuckDBTail) else "the sink was not read yet")
+            cap.sections["ledger"] = f"{NOT_CAPTURED}{why}"
+            return
+        group = self.target.group
+        whole = {tp: lg for tp, lg in cap.logs.items() if tp[0] in self.target.topics
+                 and lg.scanned_from == lg.log_start_offset and lg.scanned_to == lg.high_watermark}
+        try:
+            committed = group_offsets(self.admins.confluent, [group])[group] if group else {}
+            cap.ledger = ledger_of(client, self._sink_side, self.target.topics, group, committed,
+                                   pipeline=cap.pipeline, logs=whole, offsets=offsets)
+            cap.sections["ledger"] = "ok"
+        except EosctlError as e:
+            cap.sections["ledger"] = f"{NOT_CAPTURED}{e}"
+            if isinstance(e, BrokerError):
+                self.admins.reset()
+
+    # --- plumbing ---------------------------------------------------------------------------------
+
+    def _connect(self) -> WireClient:
+        if self._client is None:
+            self._client = WireClient(self.target.cluster, timeout_ms=self.timeout_ms)
+        return self._client
+
+    def _disconnect(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        self.admins.reset()
+
+    def reconnect(self) -> None:
+        """New connections at the next refresh (after a failed read: the broker may have restarted)."""
+        self._disconnect()
 
     def _settle(self, cap: Capture) -> None:
         """Record what this reading says about each section, and keep it as the current state."""
@@ -121,13 +376,15 @@ class LiveModel:
         self._current = cap
 
     def section_age(self, name: str, now: float | None = None) -> float | None:
-        """Seconds since the section was last read successfully (None: never)."""
+        """Seconds since the section was last read successfully (None: never). Besides the Capture's
+        sections, "sink": since the sink was last read, or found unchanged (the ledger's sink side)."""
         at = self._ok_at.get(name)
         if at is None:
             return None
         return max(0.0, (time.time() if now is None else now) - at)
 
     def close(self) -> None:
+        self._disconnect()
         if self._own_admins:
             self.admins.close()
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import kafka.errors as Errors
 
@@ -43,7 +43,7 @@ from eosctl.model import (
     merge_ranges,
 )
 from eosctl.progress import Progress, Step
-from eosctl.wire import DEFAULT_MAX_BYTES, TP, FetchResult, Offsets, WireClient
+from eosctl.wire import DEFAULT_MAX_BYTES, FETCH_WAITS_MS, TP, FetchResult, Offsets, WireClient
 
 Bound = int | Mapping[TP, int] | None
 # Largest per-partition fetch size we grow to when a single batch does not fit in max_bytes.
@@ -81,6 +81,8 @@ class _Classifier:
         self.position = start  # next offset to fetch; runs past ``end`` while looking for markers
         self.pieces: list[OffsetRange] = []
         self._compact_at = 1024
+        self.writes: list[OffsetRange] = []  # DATA runs per producer session (PartitionLog.writes)
+        self._compact_writes_at = 1024
         self.open: dict[int, _OpenTxn] = {}
         self.transactions: list[Transaction] = []
         self.producers: dict[int, ProducerState] = {}
@@ -95,6 +97,12 @@ class _Classifier:
         self._missing_at: dict[int, int] = {}
         self._after_abort: set[int] = set()  # producer ids whose last bump was on an ABORT marker
         self._plain_bumps: dict[int, int] = {}  # kept bumps that can never mean fencing, per producer id
+        # For scans that go on later (extend): the last batch read, its bytes so far, and whether that
+        # batch read again differed (the log under the scan is no longer the one it read).
+        self.last_batch: Batch | None = None
+        self.bytes_added = 0
+        self.changed = False
+        self.verify = False  # read the last batch again before settling
 
     @property
     def done(self) -> bool:
@@ -111,8 +119,13 @@ class _Classifier:
 
     def add(self, batch: Batch) -> None:
         self.position = max(self.position, batch.last_offset + 1)
+        if self.verify:  # the first batch after extend() must be the last one read before
+            self.verify = False
+            self.changed |= batch != self.last_batch
         if batch.last_offset < self.next:
             return  # a fetch from inside a batch returns the whole batch again
+        self.last_batch = batch
+        self.bytes_added += batch.size_bytes
         if batch.base_offset >= self.end:
             if self.next < self.end:  # batches up to end were removed by compaction
                 self._piece(self.next, self.end - 1, Kind.HOLE)
@@ -144,6 +157,7 @@ class _Classifier:
             self._piece(first, last, Kind.MARKER, pid, epoch)
         elif not batch.is_transactional:
             self._piece(first, last, Kind.DATA, pid, epoch)
+            self._write(first, last, pid, epoch)
         else:
             txn = self.open.get(pid)
             if txn is None:
@@ -173,6 +187,8 @@ class _Classifier:
             return
         for first, last, epoch in txn.spans:
             self._piece(first, last, kind, pid, epoch)
+            if kind is Kind.DATA:
+                self._write(first, last, pid, epoch)
         self.transactions.append(Transaction(pid, txn.epoch, txn.first, txn.last, outcome,
                                              marker.base_offset, txn.records, marker.producer_epoch))
         state = self.producers.get(pid)
@@ -195,6 +211,16 @@ class _Classifier:
             self.pieces = merge_ranges(self.pieces)
             self._compact_at = max(1024, 2 * len(self.pieces))
 
+    def _write(self, first: int, last: int, pid: int, epoch: int) -> None:
+        w = self.writes[-1] if self.writes else None
+        if w is not None and w.last + 1 == first and (w.producer_id, w.producer_epoch) == (pid, epoch):
+            self.writes[-1] = OffsetRange(w.first, last, Kind.DATA, pid, epoch)
+        else:
+            self.writes.append(OffsetRange(first, last, Kind.DATA, pid, epoch))
+            if len(self.writes) >= self._compact_writes_at:
+                self.writes = merge_ranges(self.writes, by_producer=True)
+                self._compact_writes_at = max(1024, 2 * len(self.writes))
+
     # --- producers --------------------------------------------------------------------------------
 
     def _track_producer(self, b: Batch) -> None:
@@ -215,10 +241,10 @@ class _Classifier:
         p.last_epoch = epoch
         p.batches += 1
         p.last_offset = b.last_offset
-        p.last_timestamp = max(p.last_timestamp, b.max_timestamp)
         missing_before, self._missing_at[pid] = self._missing_at.get(pid, self.missing), self.missing
         if b.is_control:
-            return
+            return  # a marker's time is when the coordinator ended the transaction, not a producer write
+        p.last_timestamp = max(p.last_timestamp, b.max_timestamp)
         p.records += b.record_count
         if b.is_transactional and p.open_txn_first_offset is None:
             p.open_txn_first_offset = max(b.base_offset, self.start)
@@ -300,36 +326,56 @@ class _Classifier:
             return
         self.warnings.append(f"the log start moved from {self.offsets.log_start} to {log_start} during the "
                              f"scan (retention): offsets below {log_start} can no longer be verified")
-        self.offsets = Offsets(log_start, self.offsets.high_watermark, self.offsets.last_stable)
+        self.offsets = replace(self.offsets, log_start=log_start)
         self.missing += max(0, min(log_start, self.end) - self.next)  # sequence gaps they explain
         self.next = max(self.next, min(log_start, self.end))
         self.position = max(self.position, log_start)
 
+    def extend(self, offsets: Offsets) -> None:
+        """Go on to a new high watermark (the live model): the scan resumes where it stopped, so its
+        transactions still waiting for their marker are decided when the marker arrives. It reads its
+        last batch again on the way: a different one there sets ``changed`` (the topic was recreated)."""
+        self.offsets = offsets
+        self.end = max(self.end, offsets.high_watermark)
+        last = self.last_batch
+        self.verify = last is not None and last.last_offset + 1 == self.next
+        self.position = last.last_offset if self.verify else self.next
+
     def finish(self) -> PartitionLog:
+        """The log as scanned so far. It leaves the scan as it was (copies what it adds to), so a scan
+        can be extended and finished again."""
+        warnings = list(self.warnings)
         if self.next < self.end:  # never classify what was not read (the scan loop does not stop here)
-            self.warnings.append(f"offsets {self.next}..{self.end - 1} were not read")
+            warnings.append(f"offsets {self.next}..{self.end - 1} were not read")
+        self.pieces = merge_ranges(self.pieces)
+        pieces = list(self.pieces)
+        transactions = list(self.transactions)
+        producers = {pid: _copy_producer(p) for pid, p in self.producers.items()}
         for pid, txn in self.open.items():
-            for first, last, epoch in txn.spans:
-                self._piece(first, last, Kind.OPEN, pid, epoch)
-            self.transactions.append(Transaction(pid, txn.epoch, txn.first, txn.last, "OPEN", None,
-                                                 txn.records))
-            if pid in self.producers:
-                self.producers[pid].open_txn_first_offset = txn.first
-        self.transactions.sort(key=lambda t: (t.first_offset, t.producer_id))
+            pieces += [OffsetRange(first, last, Kind.OPEN, pid, epoch) for first, last, epoch in txn.spans]
+            transactions.append(Transaction(pid, txn.epoch, txn.first, txn.last, "OPEN", None, txn.records))
+            if pid in producers:
+                producers[pid].open_txn_first_offset = txn.first
+        transactions.sort(key=lambda t: (t.first_offset, t.producer_id))
         # The log as it stands after the scan: nothing below a log start that moved during it.
         begin = min(max(self.start, self.offsets.log_start), self.end)
         log = PartitionLog(
             topic=self.topic, partition=self.partition, log_start_offset=self.offsets.log_start,
             high_watermark=self.offsets.high_watermark, last_stable_offset=self.offsets.last_stable,
-            scanned_from=begin, scanned_to=self.end, ranges=_clip(merge_ranges(self.pieces), begin),
-            transactions=self.transactions, producers=self.producers, batches=self.batches,
-            warnings=self.warnings,
+            scanned_from=begin, scanned_to=self.end, ranges=_clip(merge_ranges(pieces), begin),
+            transactions=transactions, producers=producers,
+            batches=None if self.batches is None else list(self.batches), warnings=warnings,
+            writes=_clip(merge_ranges(self.writes, by_producer=True), begin),
+            offsets_disagreement=self.offsets.disagreement,
         )
         self._cross_check(log)
         return log
 
     def _cross_check(self, log: PartitionLog) -> None:
         hw, lso = log.high_watermark, log.last_stable_offset
+        listed = self.offsets.listed
+        if self.offsets.disagreement:
+            log.warnings.append(self.offsets.disagreement)
         if log.scanned_to == hw and self.start <= lso:
             open_firsts = [t.first_offset for t in log.transactions if t.outcome == "OPEN"]
             expected = min(open_firsts, default=hw)
@@ -337,11 +383,21 @@ class _Classifier:
                 log.warnings.append(
                     f"broker LSO is {lso} but the log says {expected} (first offset of an open transaction, "
                     "or the high watermark); a transaction may have ended while the scan ran")
+            elif listed is not None and listed[2] != lso:
+                log.warnings.append(
+                    f"the log agrees with the Fetch's LSO {lso}, not with ListOffsets' {listed[2]}: the "
+                    "broker's ListOffsets answer is wrong")
         aborted = {(t.producer_id, t.first_offset) for t in log.transactions if t.outcome == "ABORT"}
         for pid, first in sorted(self.broker_aborted):
             if self.start <= first < self.end and (pid, first) not in aborted:
                 log.warnings.append(f"broker lists an aborted transaction of producer {pid} at {first}, "
                                     "but the markers in the log do not abort one there")
+
+
+def _copy_producer(p: ProducerState) -> ProducerState:
+    """A copy a finished log can keep while the scan goes on updating its own."""
+    return replace(p, epochs=list(p.epochs), epoch_bumps=list(p.epoch_bumps),
+                   zombie_writes=list(p.zombie_writes), sequence_anomalies=list(p.sequence_anomalies))
 
 
 def _telling(b: EpochBump) -> bool:
@@ -384,30 +440,47 @@ def scan_partition(client: WireClient, topic: str, partition: int, start: int | 
 def scan_partitions(client: WireClient, tps: Iterable[TP], start: Bound = None, end: Bound = None,
                     keep_batches: bool = False, progress: Progress | None = None,
                     max_bytes: int = DEFAULT_MAX_BYTES,
-                    snapshot: Mapping[TP, Offsets] | None = None) -> dict[TP, PartitionLog]:
+                    offsets: Mapping[TP, Offsets] | None = None) -> dict[TP, PartitionLog]:
     """Scan many partitions together: each round is one Fetch per leader covering all of them.
 
     ``start``/``end`` may be one offset for all partitions or a per-partition mapping (lag scans each
-    partition's own [committed, LSO) window in the same fetches). ``snapshot``: offsets already read for
-    every partition (an audit's driver reads them once for all tasks); otherwise ListOffsets asks here.
+    partition's own [committed, LSO) window in the same fetches). ``offsets``: already read for every
+    partition (an audit's driver reads them once for all tasks); otherwise ListOffsets asks here.
     """
+    scans = open_scans(client, tps, start, end, keep_batches, offsets)
+    run_scans(client, scans, progress, max_bytes)
+    return {tp: s.finish() for tp, s in scans.items()}
+
+
+def open_scans(client: WireClient, tps: Iterable[TP], start: Bound = None, end: Bound = None,
+               keep_batches: bool = False, offsets: Mapping[TP, Offsets] | None = None) -> dict[TP, LogScan]:
+    """One scan per partition over [max(start, log start), min(end, HW)), nothing read yet. ``offsets``:
+    the partitions' offsets if the caller just read them (else one ListOffsets round here)."""
     tps = list(dict.fromkeys(tps))
-    snapshot = client.offsets(tps) if snapshot is None else snapshot
-    scans: dict[TP, _Classifier] = {}
+    snapshot = offsets if offsets is not None else client.offsets(tps)
+    scans: dict[TP, LogScan] = {}
     for tp in tps:
         o = snapshot[tp]
         first, stop = _bound(start, tp), _bound(end, tp)
         lo = o.log_start if first is None else max(first, o.log_start)
         hi = o.high_watermark if stop is None else min(stop, o.high_watermark)
         scans[tp] = _Classifier(tp[0], tp[1], lo, max(lo, hi), o, keep_batches)
+    return scans
+
+
+def run_scans(client: WireClient, scans: Mapping[TP, LogScan], progress: Progress | None = None,
+              max_bytes: int = DEFAULT_MAX_BYTES) -> int:
+    """Read until every scan reached its end (and the markers it waits for); returns the record bytes
+    read."""
     total = sum(s.end - s.start for s in scans.values())
-    sizes = {tp: max_bytes for tp in tps}
+    sizes = {tp: max_bytes for tp in scans}
     stalls: dict[TP, _Stall] = {}
+    read = 0
     while True:
         # After the range, keep reading (markers only) until every transaction that started in it is
         # decided, but never past the high watermark of the snapshot.
         active = {tp: s.position for tp, s in scans.items()
-                  if not s.settled and s.position < s.offsets.high_watermark}
+                  if (not s.settled or s.verify) and s.position < s.offsets.high_watermark}
         if not active:
             break
         results = client.fetch_many(active, max(sizes[tp] for tp in active))
@@ -418,6 +491,7 @@ def scan_partitions(client: WireClient, tps: Iterable[TP], start: Bound = None, 
                 # Kafka may leave partitions empty once the response's max_bytes is used up by others;
                 # ask again alone before concluding anything.
                 r = client.fetch_raw(tp[0], tp[1], s.position, sizes[tp])
+            read += len(r.records)
             before = (s.position, s.next, sizes[tp])
             why = _take(client, s, r, sizes, tp)
             if why is None and (s.position, s.next, sizes[tp]) != before:
@@ -435,7 +509,11 @@ def scan_partitions(client: WireClient, tps: Iterable[TP], start: Bound = None, 
         if progress is not None:
             done = sum(min(s.next, s.end) - s.start for s in scans.values())
             progress(Step("scanning the log", done, total))
-    return {tp: s.finish() for tp, s in scans.items()}
+    return read
+
+
+# One partition's resumable scan, for callers that keep scans between reads (eosctl.live).
+LogScan = _Classifier
 
 
 @dataclass
@@ -455,8 +533,11 @@ def _take(client: WireClient, s: _Classifier, r: FetchResult, sizes: dict[TP, in
     and -1 for the high watermark, log start and LSO, so such an answer says nothing about the log.
     """
     if not r.answered:
-        return (f"the broker left it out of its answer (throttled {r.throttle_ms} ms)" if r.throttle_ms
-                else "the broker left it out of its answer")
+        if r.throttle_ms:
+            return f"the broker left it out of its answer (throttled {r.throttle_ms} ms)"
+        tried = [w for w in FETCH_WAITS_MS if w <= r.max_wait_ms] or [r.max_wait_ms]
+        return ("the broker left it out of every answer (Fetch with min_bytes 0 and max_wait_ms "
+                f"{', '.join(map(str, tried))}, each retried)")
     if r.error_code in _RETRIABLE:
         client.forget_leaders()  # the next request looks the leader up again
         return r.error
@@ -465,7 +546,7 @@ def _take(client: WireClient, s: _Classifier, r: FetchResult, sizes: dict[TP, in
         log_start = r.log_start_offset
         if log_start <= s.position:
             try:
-                log_start = client.offsets([tp])[tp].log_start
+                log_start = client.list_offsets([tp])[tp].log_start
             except BrokerError as e:
                 client.forget_leaders()
                 return f"{r.error}, then {e}"

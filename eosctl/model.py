@@ -49,6 +49,9 @@ class Batch:
     # Set by the cleaner (KIP-534, attribute bit 0x40): the batch's base timestamp field then holds this
     # horizon, so ``first_timestamp`` is read from the first record instead.
     delete_horizon_ms: int | None = None
+    # The topic stamps LogAppendTime (attribute bit 0x08): the timestamps are the broker's append time
+    # (every record's is ``max_timestamp``); otherwise CreateTime, set by the producer's clock.
+    log_append_time: bool = False
 
     @property
     def contiguous(self) -> bool:
@@ -90,20 +93,23 @@ class OffsetRange:
                    d.get("producer_epoch", -1))
 
 
-def _mergeable(a: OffsetRange, b: OffsetRange) -> bool:
+def _mergeable(a: OffsetRange, b: OffsetRange, by_producer: bool = False) -> bool:
     if a.kind != b.kind or a.last + 1 != b.first:
         return False
+    if by_producer:
+        return (a.producer_id, a.producer_epoch) == (b.producer_id, b.producer_epoch)
     # Committed data from several producers reads the same to a consumer, so DATA (and HOLE, which has
     # no producer) stays compact; everything else keeps one producer per range so auditors can blame it.
     return a.kind in (Kind.DATA, Kind.HOLE) or (a.producer_id, a.producer_epoch) == (b.producer_id,
                                                                                       b.producer_epoch)
 
 
-def merge_ranges(ranges: Iterable[OffsetRange]) -> list[OffsetRange]:
-    """Sort and merge adjacent ranges; input ranges must not overlap."""
+def merge_ranges(ranges: Iterable[OffsetRange], by_producer: bool = False) -> list[OffsetRange]:
+    """Sort and merge adjacent ranges; input ranges must not overlap. ``by_producer``: only ranges of one
+    producer id and epoch merge, whatever their kind (PartitionLog.writes)."""
     out: list[OffsetRange] = []
     for r in sorted(ranges, key=lambda r: r.first):
-        if out and _mergeable(out[-1], r):
+        if out and _mergeable(out[-1], r, by_producer):
             prev = out[-1]
             same = (prev.producer_id, prev.producer_epoch) == (r.producer_id, r.producer_epoch)
             out[-1] = OffsetRange(prev.first, r.last, r.kind,
@@ -298,8 +304,17 @@ class PartitionLog:
     batches: list[Batch] | None = None
     # Disagreements between what the log shows and what the broker reports (LSO, aborted list).
     warnings: list[str] = field(default_factory=list)
+    # The broker's ListOffsets and Fetch answers disagreed on this partition's offsets (eosctl.wire.Offsets):
+    # the offsets above are the Fetch's, and no verdict may rest on them.
+    offsets_disagreement: str | None = None
+    # Who wrote the DATA offsets: ``ranges`` merge committed data of several producers (a consumer reads it
+    # the same), these keep each producer id and epoch apart, so a finding over data can name its writers.
+    # Sorted, disjoint, DATA only; adjacent runs of one producer session merged. Empty when not recorded.
+    writes: list[OffsetRange] = field(default_factory=list)
     # bisect index over ``ranges``, rebuilt when ``ranges`` is replaced (treat the list as immutable)
     _index: tuple[int, int, list[int]] | None = field(default=None, init=False, repr=False, compare=False)
+    _writes_index: tuple[int, int, list[int]] | None = field(default=None, init=False, repr=False,
+                                                             compare=False)
 
     @property
     def committed_records(self) -> int:
@@ -336,6 +351,20 @@ class PartitionLog:
             return self.ranges[i]
         return None
 
+    def writes_between(self, first: int, last: int) -> list[OffsetRange]:
+        """The ``writes`` overlapping first..last (inclusive), clipped to it."""
+        if self._writes_index is None or self._writes_index[:2] != (id(self.writes), len(self.writes)):
+            self._writes_index = (id(self.writes), len(self.writes), [w.first for w in self.writes])
+        out = []
+        for i in range(max(bisect_right(self._writes_index[2], first) - 1, 0), len(self.writes)):
+            w = self.writes[i]
+            if w.first > last:
+                break
+            if w.last >= first:
+                out.append(OffsetRange(max(w.first, first), min(w.last, last), w.kind, w.producer_id,
+                                       w.producer_epoch))
+        return out
+
     def kind_at(self, offset: int) -> Kind | None:
         """Kind of one offset; None outside the scanned range."""
         r = self.range_at(offset)
@@ -357,6 +386,7 @@ class PartitionLog:
             "producers": {str(pid): p.to_dict() for pid, p in self.producers.items()},
             "batches": None if self.batches is None else [b.to_dict() for b in self.batches],
             "warnings": list(self.warnings),
+            "writes": [w.to_dict() for w in self.writes],
         }
 
     @classmethod
@@ -375,4 +405,5 @@ class PartitionLog:
             producers={int(pid): ProducerState.from_dict(p) for pid, p in d.get("producers", {}).items()},
             batches=None if batches is None else [Batch.from_dict(b) for b in batches],
             warnings=list(d.get("warnings", [])),
+            writes=[OffsetRange.from_dict(w) for w in d.get("writes", [])],
         )

@@ -21,6 +21,16 @@ from eosctl.wire import WireClient
 OPEN_TXN_FETCH_BYTES = 64 << 10
 
 
+# Whose clock an open transaction's start time comes from, most trusted first: its coordinator's
+# (DescribeTransactions' transaction start time), the partition leader's (the first batch's timestamp on
+# a LogAppendTime topic), or only the producer's (a CreateTime record timestamp, which a client may set to
+# anything: stream processors keep their input's timestamps, so a replayed backlog looks hours old).
+COORDINATOR_CLOCK = "coordinator"
+BROKER_CLOCK = "log-append-time"
+PRODUCER_CLOCK = "producer-timestamp"
+TRUSTED_CLOCKS = (COORDINATOR_CLOCK, BROKER_CLOCK)
+
+
 @dataclass(frozen=True, slots=True)
 class OpenTxn:
     """The open transaction at the LSO: what a read_committed consumer waits for."""
@@ -28,7 +38,12 @@ class OpenTxn:
     producer_id: int
     producer_epoch: int
     first_offset: int
-    started_ms: int | None  # first timestamp of its first batch (producer clock for CreateTime topics)
+    started_ms: int | None
+    age_source: str = PRODUCER_CLOCK  # whose clock ``started_ms`` is (see TRUSTED_CLOCKS)
+
+    @property
+    def age_trusted(self) -> bool:
+        return self.age_source in TRUSTED_CLOCKS
 
     def age_s(self, now_ms: int) -> float | None:
         return None if self.started_ms is None else max(0.0, (now_ms - self.started_ms) / 1000)
@@ -36,6 +51,8 @@ class OpenTxn:
     def describe(self, now_ms: int) -> str:
         age = self.age_s(now_ms)
         since = "" if age is None else f" for {age:.0f}s"
+        if age is not None and not self.age_trusted:
+            since += " by its producer's record timestamps"
         return f"open transaction pid {self.producer_id} at offset {self.first_offset}{since}"
 
 
@@ -103,5 +120,6 @@ def _first_batch_alone(client: WireClient, tp: TP, position: int, max_bytes: int
 def open_transactions(client: WireClient, tps: Iterable[TP], lsos: Mapping[TP, int]) -> dict[TP, OpenTxn]:
     """The open transaction at the LSO of each blocked partition, from its first batch there."""
     batches = first_batches(client, {tp: lsos[tp] for tp in tps})
-    return {tp: OpenTxn(b.producer_id, b.producer_epoch, max(b.base_offset, lsos[tp]), b.first_timestamp)
+    return {tp: OpenTxn(b.producer_id, b.producer_epoch, max(b.base_offset, lsos[tp]), b.first_timestamp,
+                        BROKER_CLOCK if b.log_append_time else PRODUCER_CLOCK)
             for tp, b in batches.items()}

@@ -22,9 +22,10 @@ counted in PartitionSummary.unverifiable_below, never reported as findings.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from eosctl.findings import Finding, PartitionSummary
+from eosctl.findings import NOT_IN_KAFKA, Finding, PartitionSummary
 from eosctl.model import Kind, OffsetRange, PartitionLog
 
 if TYPE_CHECKING:
@@ -60,13 +61,23 @@ class LogSide(Protocol):
     def ranges(self) -> Sequence[OffsetRange]: ...
 
 
-def reconcile_partition(log: LogSide,
-                        islands: Iterable[Island | OffsetIsland]) -> tuple[PartitionSummary, list[Finding]]:
-    """Findings and summary for one partition.
+@dataclass
+class SinkFacts:
+    """What the sink holds around the findings, noted during the same sweep (eosctl.causes reads it)."""
+
+    # gap first offset -> (the nearest offsets the sink holds below and above it, None if none)
+    gaps: dict[int, tuple[int | None, int | None]] = field(default_factory=dict)
+    # duplicate first offset -> (fewest, most) rows per offset of the run
+    duplicates: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+
+def reconcile_partition(log: LogSide, islands: Iterable[Island | OffsetIsland],
+                        facts: SinkFacts | None = None) -> tuple[PartitionSummary, list[Finding]]:
+    """Findings and summary for one partition; ``facts``, when given, is filled in for the causes.
 
     ``islands`` is sorted by first offset: (first, last, multiplicity) tuples or eosctl.sink.OffsetIslands.
     """
-    acc = _Runs(log.topic, log.partition)
+    acc = _Runs(log.topic, log.partition, facts)
     for first, last, kind, mult in _pieces(_segments(log), _islands(islands)):
         acc.feed(first, last, kind, mult)
     acc.close_all()
@@ -92,7 +103,7 @@ def reconcile_unknown(topic: str, partition: int,
         lo = first if lo is None else lo
         hi = last
     findings = [] if lo is None else [Finding("phantom_beyond_hw", topic, partition, lo, hi, rows,
-                                              detail="partition does not exist in Kafka")]
+                                              detail=NOT_IN_KAFKA)]
     return PartitionSummary(topic, partition, 0, 0, 0, 0, rows, 0, exists=False), findings
 
 
@@ -224,17 +235,31 @@ class _Run:
 class _Runs:
     """Open runs per finding kind while the sweep moves along the offsets."""
 
-    def __init__(self, topic: str, partition: int) -> None:
+    def __init__(self, topic: str, partition: int, facts: SinkFacts | None = None) -> None:
         self.topic, self.partition = topic, partition
         self.findings: list[Finding] = []
         self.expected = self.sink_rows = self.unverifiable = 0
         self.runs = {k: _Run() for k in ("gap", "duplicate", *_PHANTOM.values(), "phantom_beyond_hw")}
+        self.facts = facts
+        self.last_row: int | None = None  # the highest offset the sink holds so far
+        self.gap_before: int | None = None  # last_row when the open gap began
+        self.gap_after: int | None = None  # the first offset held after the open gap's last missing one
+        self.awaiting: list[int] = []  # closed gaps (first offsets) waiting for the next offset held
+        self.rows: tuple[int, int] | None = None  # (min, max) multiplicity of the open duplicate run
 
     def close(self, kind: str) -> None:
         run = self.runs[kind]
         if run.first is not None:
             self.findings.append(Finding(kind, self.topic, self.partition, run.first, run.last, run.count))
             self.runs[kind] = _Run()
+            if self.facts is not None and kind == "gap":
+                self.facts.gaps[run.first] = (self.gap_before, self.gap_after)
+                if self.gap_after is None:
+                    self.awaiting.append(run.first)
+                self.gap_after = None
+            elif self.facts is not None and kind == "duplicate" and self.rows is not None:
+                self.facts.duplicates[run.first] = self.rows
+                self.rows = None
 
     def close_phantoms(self, keep: str | None = None) -> None:
         for kind in _PHANTOM.values():
@@ -242,6 +267,30 @@ class _Runs:
                 self.close(kind)
 
     def feed(self, first: int, last: int, kind: str, mult: int) -> None:
+        if self.facts is not None:
+            self._note(first, last, kind, mult)
+        else:
+            self._feed(first, last, kind, mult)
+
+    def _note(self, first: int, last: int, kind: str, mult: int) -> None:
+        """_feed, noting the sink's neighbours of each gap and the rows per offset of each duplicate."""
+        if mult == 0 and kind == _EXPECTED:
+            if self.runs["gap"].first is None:
+                self.gap_before = self.last_row
+            self.gap_after = None  # the gap goes on: what the sink held before is inside it
+        if mult > 1 and kind in (_EXPECTED, _PENDING):
+            self.rows = (mult, mult) if self.rows is None else (min(self.rows[0], mult),
+                                                                 max(self.rows[1], mult))
+        self._feed(first, last, kind, mult)
+        if mult and self.facts is not None:
+            if self.runs["gap"].first is not None and self.gap_after is None:
+                self.gap_after = first
+            for gap in self.awaiting:
+                self.facts.gaps[gap] = (self.facts.gaps[gap][0], first)
+            self.awaiting.clear()
+            self.last_row = last
+
+    def _feed(self, first: int, last: int, kind: str, mult: int) -> None:
         n = last - first + 1
         self.sink_rows += n * mult
         if kind in (_EXPECTED, _PENDING):

@@ -46,12 +46,15 @@ def text(s: str, style: str = "") -> Text:
 # What XML 1.0 forbids (https://www.w3.org/TR/xml/#charsets: C0 controls but tab, LF and CR; lone
 # surrogates; U+FFFE, U+FFFF), plus DEL and the C1 controls it discourages: they would still reach a
 # terminal when someone cats the report.
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+# Also the bidi overrides and isolates, which XML allows: a CI page showing the report would reorder the
+# line (Trojan Source, CVE-2021-42574).
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069"
+                      "\ud800-\udfff\ufffe\uffff]")
 
 
 def xml(s: str) -> str:
-    """`s` with every character XML 1.0 forbids (and DEL and the C1 controls) shown as its escape, so the
-    document stays well-formed; the writer still does the usual `&`, `<`, `"` escaping."""
+    """`s` with every character XML 1.0 forbids (and DEL, the C1 controls and the bidi overrides) shown as
+    its escape, so the document stays well-formed; the writer still does the usual `&`, `<`, `"` escaping."""
     if not isinstance(s, str):
         s = str(s)
     return _NOT_XML.sub(lambda m: _escaped(m.group()), s)

@@ -14,7 +14,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -23,13 +24,15 @@ import duckdb
 from eosctl import __version__
 from eosctl.capture import Capture, candidates
 from eosctl.errors import EosctlError
-from eosctl.findings import AuditReport
+from eosctl.files import replacing
+from eosctl.findings import report_from_data, root_rule
 from eosctl.lag import LagSnapshot, PartitionLag
 from eosctl.ledger import Ledger, LedgerFlag, PartitionLedger
 from eosctl.model import TP, Kind, PartitionLog
-from eosctl.opentxn import OpenTxn
+from eosctl.opentxn import PRODUCER_CLOCK, OpenTxn
 from eosctl.producers import ProducerRow
 from eosctl.sink.duckdb import connect_readonly, read_header
+from eosctl.sink.sql import literal
 from eosctl.txns import Hanging, HangingReport, TxnInfo
 
 FORMAT_VERSION = 1
@@ -87,13 +90,14 @@ TABLES = {
                            ("producer_epoch", "INTEGER"), ("first_offset", "BIGINT"), ("age_s", "DOUBLE"),
                            ("rules", "VARCHAR[]"), ("lso", "BIGINT"), ("hw", "BIGINT"), ("blocked", "BIGINT"),
                            ("transactional_id", "VARCHAR"), ("coordinator_state", "VARCHAR"),
-                           ("over_max_age", "BOOLEAN")],
+                           ("over_max_age", "BOOLEAN"), ("age_source", "VARCHAR")],
     "audit": [("verdict", "VARCHAR"), ("fail_on", "VARCHAR[]"), ("findings", "BIGINT"),
               ("failing_findings", "BIGINT"), ("sink", "VARCHAR"), ("group_id", "VARCHAR"),
               ("elapsed_seconds", "DOUBLE"), ("origin", "VARCHAR"), ("data", "VARCHAR")],
     "audit_findings": [("topic", "VARCHAR"), ("partition", "INTEGER"), ("kind", "VARCHAR"),
                        ("first_offset", "BIGINT"), ("last_offset", "BIGINT"), ("count", "BIGINT"),
-                       ("key", "VARCHAR"), ("detail", "VARCHAR")],
+                       ("key", "VARCHAR"), ("detail", "VARCHAR"), ("root_cause", "VARCHAR"),
+                       ("cause", "VARCHAR")],
     "sections": [("name", "VARCHAR"), ("status", "VARCHAR"), ("rows", "BIGINT")],
 }
 
@@ -118,18 +122,15 @@ def check_writable(path: str | Path) -> None:
 def write_snapshot(snap: Capture, path: str | Path) -> None:
     """Write the snapshot to a new DuckDB file (atomically: a crash leaves no half-written report).
 
-    Any failure to write (disk full, permissions) is one EosctlError and leaves no file behind.
+    Any failure to write (disk full, permissions) is one EosctlError; it, Ctrl-C and SIGTERM leave no file
+    behind.
     """
     path = Path(path)
     check_writable(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.unlink(missing_ok=True)
     try:
-        _write(snap, tmp)
-        os.replace(tmp, path)
+        with replacing(str(path), also=(".wal",)) as tmp:
+            _write(snap, Path(tmp))
     except (duckdb.Error, OSError) as e:
-        for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
-            leftover.unlink(missing_ok=True)
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise EosctlError(f"cannot write snapshot {path}: {first}") from None
 
@@ -137,7 +138,7 @@ def write_snapshot(snap: Capture, path: str | Path) -> None:
 def _write(snap: Capture, tmp: Path) -> None:
     con = duckdb.connect()
     try:
-        con.execute(f"ATTACH '{_sql_str(str(tmp))}' AS snap (STORAGE_VERSION '{STORAGE_VERSION}')")
+        con.execute(f"ATTACH {literal(str(tmp))} AS snap (STORAGE_VERSION '{STORAGE_VERSION}')")
         con.execute("USE snap")
         con.execute("CREATE TABLE meta (captured_at TIMESTAMPTZ, bootstrap VARCHAR, pipeline VARCHAR, "
                     "group_id VARCHAR, topics VARCHAR[], eosctl_version VARCHAR, format_version INTEGER)")
@@ -196,7 +197,7 @@ def _write_hanging(con: duckdb.DuckDBPyConnection, snap: Capture) -> None:
     found = set(rep.hanging) if rep is not None else set()
     _insert(con, "hanging_candidates", [
         (h.topic, h.partition, h.producer_id, h.producer_epoch, h.first_offset, h.age_s, list(h.rules), h.lso,
-         h.hw, h.blocked, h.transactional_id, h.coordinator_state, h in found)
+         h.hw, h.blocked, h.transactional_id, h.coordinator_state, h in found, h.age_source)
         for h in (candidates(snap) if rep is not None else [])])
     con.execute("CREATE VIEW hanging AS SELECT * EXCLUDE (over_max_age) FROM hanging_candidates "
                 "WHERE over_max_age")
@@ -207,7 +208,8 @@ def _write_audit(con: duckdb.DuckDBPyConnection, snap: Capture) -> None:
     _insert(con, "audit", [(a.verdict, list(a.fail_on), len(a.findings), len(a.failing), a.sink, a.group,
                             a.elapsed_seconds, snap.audit_origin or "run", a.to_json(indent=None))])
     _insert(con, "audit_findings", [(f.topic, f.partition, f.kind, f.first_offset, f.last_offset, f.count,
-                                     f.key, f.detail) for f in a.findings])
+                                     f.key, f.detail, root_rule(f), f.cause and f.cause.summary)
+                                    for f in a.findings])
 
 
 def _section_rows(snap: Capture, name: str) -> int:
@@ -224,16 +226,30 @@ def _section_rows(snap: Capture, name: str) -> int:
     return len(getattr(snap, name, []) or [])
 
 
-def _sql_str(s: str) -> str:
-    return s.replace("'", "''")
-
-
 def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[tuple]) -> None:
     schema = TABLES[table]
     cols = ", ".join(f'"{n}" {t}' for n, t in schema)
     con.execute(f'CREATE TABLE "{table}" ({cols})')
-    if rows:
-        con.executemany(f'INSERT INTO "{table}" VALUES ({", ".join("?" * len(schema))})', rows)
+    _bulk(con, table, len(schema), rows)
+
+
+def _bulk(con: duckdb.DuckDBPyConnection, table: str, width: int, rows: list) -> None:
+    """Insert through one Arrow table: executemany costs ~8 ms a row into an attached file (100k audit
+    findings took minutes); DuckDB casts each column to the table's type."""
+    if not rows:
+        return
+    import pyarrow as pa
+
+    try:
+        data = pa.table({f"c{i}": pa.array([r[i] for r in rows]) for i in range(width)})
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # a column of mixed Python types: row by row
+        con.executemany(f'INSERT INTO "{table}" VALUES ({", ".join("?" * width)})', rows)
+        return
+    con.register("eosctl_rows", data)
+    try:
+        con.execute(f'INSERT INTO "{table}" SELECT * FROM eosctl_rows')
+    finally:
+        con.unregister("eosctl_rows")
 
 
 _SQL_TYPES = {bool: "BOOLEAN", int: "BIGINT", float: "DOUBLE", str: "VARCHAR"}
@@ -248,9 +264,8 @@ def _write_generic(con: duckdb.DuckDBPyConnection, table: str, dicts: list[JSON]
                 scalars[k] = _SQL_TYPES[type(v)]
     cols = [*(f'"{k}" {t}' for k, t in scalars.items()), "data VARCHAR"]
     con.execute(f'CREATE TABLE "{table}" ({", ".join(cols)})')
-    if dicts:
-        con.executemany(f'INSERT INTO "{table}" VALUES ({", ".join("?" * (len(scalars) + 1))})',
-                        [[_scalar(d.get(k)) for k in scalars] + [json.dumps(d, default=str)] for d in dicts])
+    _bulk(con, table, len(scalars) + 1,
+          [[_scalar(d.get(k)) for k in scalars] + [json.dumps(d, default=str)] for d in dicts])
 
 
 def _scalar(v: object) -> bool | int | float | str | None:
@@ -260,65 +275,155 @@ def _scalar(v: object) -> bool | int | float | str | None:
 # ---- loading ------------------------------------------------------------------------------------------
 
 
-def load_snapshot(path: str | Path) -> Capture:
-    """Read a snapshot file back into the live dataclasses (read-only; the file is never changed)."""
+# The tables each section needs when its status is "ok" (meta and sections: always). Files from before the
+# hanging check have no hanging tables: they load with hanging None, "not checked".
+SECTION_TABLES = {
+    "logs": ("partition_logs",), "ledger": ("ledger", "ledger_flags"), "transactions": ("transactions",),
+    "producers": ("producers",), "lag": ("lag", "lag_groups"), "audit": ("audit",),
+}
+_DAMAGE = (duckdb.Error, ValueError, TypeError, KeyError, AttributeError, IndexError, OverflowError,
+           RecursionError)
+
+
+def load_snapshot(path: str | Path, notes: list[str] | None = None) -> Capture:
+    """Read a snapshot file back into the live dataclasses (read-only; the file is never changed).
+
+    Everything read is checked first: a table or column missing, a value of the wrong type, JSON that
+    does not parse or does not fit its dataclass is one EosctlError naming the table (and field). The
+    stored audit's verdict is recomputed from its findings (see findings.report_from_data); a
+    disagreement is appended to ``notes``.
+    """
+    from eosctl.files import shown
+    from eosctl.typecheck import WrongType, check
+
     how = "write one with `eosctl snapshot --out FILE`"
+    name = shown(str(path))
     if not os.path.isfile(path):
-        raise EosctlError(f"{path}: no such snapshot file ({how})")
+        raise EosctlError(f"{name}: no such snapshot file ({how})")
     if read_header(path) is None:
-        raise EosctlError(f"{path} is not an eosctl snapshot file (not a DuckDB database); {how}")
+        raise EosctlError(f"{name} is not an eosctl snapshot file (not a DuckDB database); {how}")
     con = connect_readonly(path, where="snapshot", flag="--snapshot")
     try:
-        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-        if "meta" not in tables or "sections" not in tables:
-            raise EosctlError(f"{path} is a DuckDB file but not an eosctl snapshot (no meta table); "
-                              "write one with `eosctl snapshot --out FILE`")
+        columns: dict[str, set[str]] = {}
+        for table, column in con.execute("SELECT table_name, column_name FROM information_schema.columns "
+                                         "WHERE table_schema = 'main'").fetchall():
+            columns.setdefault(table, set()).add(column)
+        if "meta" not in columns or "sections" not in columns:
+            raise EosctlError(f"{name} is a DuckDB file but not an eosctl snapshot (no meta table); {how}")
+        snap = _load(con, columns, name, notes)
+        audit, snap.audit = snap.audit, None  # checked already (report_from_data): not twice at 100k
+        check(snap, "snapshot")
+        snap.audit = audit
+    except WrongType as e:
+        raise EosctlError(f"{name} is a damaged snapshot: {e}; take a new one with `eosctl snapshot`"
+                          ) from None
+    finally:
+        con.close()
+    return snap
+
+
+@contextmanager
+def _reading(name: str, table: str) -> Iterator[None]:
+    """Whatever a damaged table raises while it is read, as one EosctlError naming the table."""
+    try:
+        yield
+    except _DAMAGE as e:
+        if isinstance(e, EosctlError):
+            raise
+        why = "nested too deeply" if isinstance(e, RecursionError) else (
+            str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__)
+        raise EosctlError(f"{name} is a damaged snapshot: table {table}: {why}; take a new one with "
+                          "`eosctl snapshot`") from None
+
+
+def _load(con: duckdb.DuckDBPyConnection, columns: dict[str, set[str]], name: str,
+          notes: list[str] | None) -> Capture:
+    with _reading(name, "meta"):
+        wanted = ["captured_at", "bootstrap", "pipeline", "group_id", "topics", "eosctl_version",
+                  "format_version"]
+        _need(columns, "meta", wanted)
         # epoch_us: fetching a TIMESTAMPTZ into Python would need pytz.
-        micros, bootstrap, pipeline, group, topics, version, fmt = con.execute(
-            "SELECT epoch_us(captured_at), bootstrap, pipeline, group_id, topics, eosctl_version, "
-            "format_version FROM meta").fetchone()
+        row = con.execute(f"SELECT epoch_us(captured_at), {', '.join(wanted[1:])} FROM meta").fetchone()
+        if row is None:
+            raise ValueError("no row")
+        micros, bootstrap, pipeline, group, topics, version, fmt = row
         captured_at = datetime.fromtimestamp(micros / 1e6, UTC)
+        if not isinstance(topics, list | None):
+            raise ValueError(f"topics: expected a list, got {type(topics).__name__}")
         if fmt > FORMAT_VERSION:
-            raise EosctlError(f"{path} is snapshot format {fmt}, newer than this eosctl {__version__} reads "
+            raise EosctlError(f"{name} is snapshot format {fmt}, newer than this eosctl {__version__} reads "
                               f"({FORMAT_VERSION}); upgrade eosctl")
         snap = Capture(captured_at=captured_at, bootstrap=bootstrap, pipeline=pipeline, group=group,
-                        topics=list(topics or []), eosctl_version=version)
+                       topics=list(topics or []), eosctl_version=version)
+    with _reading(name, "sections"):
+        _need(columns, "sections", ["name", "status"])
         snap.sections = dict(con.execute("SELECT name, status FROM sections").fetchall())
-        for (data,) in con.execute("SELECT data FROM partition_logs ORDER BY topic, partition").fetchall():
-            log = PartitionLog.from_dict(json.loads(data))
-            snap.logs[(log.topic, log.partition)] = log
-        rows = con.execute("SELECT * FROM ledger ORDER BY topic, partition").fetchall()
-        if snap.sections.get("ledger") == "ok":
-            flags: dict[TP, list[LedgerFlag]] = {}
-            for t, p, *rest in con.execute("SELECT * FROM ledger_flags").fetchall():
-                flags.setdefault((t, p), []).append(LedgerFlag(*rest))
+        for section, status in snap.sections.items():
+            for table in SECTION_TABLES.get(section, ()) if status == "ok" else ():
+                if table not in columns:
+                    raise ValueError(f"section {section} is ok but its table {table} is missing")
+    if snap.sections.get("logs") == "ok":
+        with _reading(name, "partition_logs"):
+            _need(columns, "partition_logs", ["topic", "partition", "data"])
+            query = "SELECT data FROM partition_logs ORDER BY topic, partition"
+            for (data,) in con.execute(query).fetchall():
+                log = PartitionLog.from_dict(json.loads(data))
+                snap.logs[(log.topic, log.partition)] = log
+    if snap.sections.get("ledger") == "ok":
+        with _reading(name, "ledger"):
             names = [n for n, _ in TABLES["ledger"]]
+            _need(columns, "ledger", names)
+            _need(columns, "ledger_flags", [n for n, _ in TABLES["ledger_flags"]])
+            flags: dict[TP, list[LedgerFlag]] = {}
+            flag_names = ", ".join(f'"{n}"' for n, _ in TABLES["ledger_flags"])
+            for t, p, *rest in con.execute(f"SELECT {flag_names} FROM ledger_flags").fetchall():
+                flags.setdefault((t, p), []).append(LedgerFlag(*rest))
             parts = []
             head = None
-            for row in rows:
+            cols = ", ".join(f'"{n}"' for n in names)
+            for row in con.execute(f"SELECT {cols} FROM ledger ORDER BY topic, partition").fetchall():
                 d = dict(zip(names, row, strict=True))
                 head = d
                 parts.append(PartitionLedger(**{k: d[k] for k in names[4:]},
                                              flags=flags.get((d["topic"], d["partition"]), [])))
             meta = head or {"pipeline": pipeline, "sink": "", "group_id": group, "scanned": False}
             snap.ledger = Ledger(meta["pipeline"], meta["sink"], meta["group_id"], meta["scanned"], parts)
-        codecs = _codecs()
-        for name in ("transactions", "producers", "lag"):
-            if snap.sections.get(name) == "ok":
-                data = [json.loads(d) for (d,) in con.execute(f'SELECT data FROM "{name}"').fetchall()]
-                setattr(snap, name, [codecs[name][1](d) for d in data])
-        if snap.sections.get("lag") == "ok":
+    codecs = _codecs()
+    for section in ("transactions", "producers", "lag"):
+        if snap.sections.get(section) == "ok":
+            with _reading(name, section):
+                _need(columns, section, ["data"])
+                data = [json.loads(d) for (d,) in con.execute(f'SELECT data FROM "{section}"').fetchall()]
+                setattr(snap, section, [codecs[section][1](d) for d in data])
+    if snap.sections.get("lag") == "ok":
+        with _reading(name, "lag_groups"):
+            _need(columns, "lag_groups", ["group_id", "state", "taken_ms"])
             groups = con.execute("SELECT group_id, state, taken_ms FROM lag_groups").fetchall()
             taken = groups[0][2] if groups else int(snap.captured_at.timestamp() * 1000)
             snap.lag = LagSnapshot(taken, snap.lag, {g: state for g, state, _ in groups})
-        if snap.sections.get("hanging") == "ok" and "hanging_check" in tables:
+    if snap.sections.get("hanging") == "ok" and "hanging_check" in columns:
+        with _reading(name, "hanging_candidates"):
+            _need(columns, "hanging_check", [n for n, _ in TABLES["hanging_check"]])
+            # age_source came later: older files have the rest.
+            _need(columns, "hanging_candidates", [n for n, _ in TABLES["hanging_candidates"]][:-1])
             _load_hanging(con, snap)
-        if snap.sections.get("audit") == "ok" and "audit" in tables:
-            data, snap.audit_origin = con.execute("SELECT data, origin FROM audit").fetchone()
-            snap.audit = AuditReport.from_dict(json.loads(data))
-    finally:
-        con.close()
+    if snap.sections.get("audit") == "ok":
+        with _reading(name, "audit"):
+            _need(columns, "audit", ["data", "origin"])
+            row = con.execute("SELECT data, origin FROM audit").fetchone()
+            if row is None:
+                raise ValueError("no row")
+            data, snap.audit_origin = row
+            snap.audit = report_from_data(json.loads(data), notes)
     return snap
+
+
+def _need(columns: dict[str, set[str]], table: str, names: list[str]) -> None:
+    if table not in columns:
+        raise ValueError("the table is missing")
+    missing = [n for n in names if n not in columns[table]]
+    if missing:
+        raise ValueError(f"no column {missing[0]}")
 
 
 def _load_hanging(con: duckdb.DuckDBPyConnection, snap: Capture) -> None:
@@ -328,12 +433,18 @@ def _load_hanging(con: duckdb.DuckDBPyConnection, snap: Capture) -> None:
         return
     max_age_s, snap.hanging_checked_ms, checked, describe, returned = check
     found = []
+    # Files written before age_source existed: their ages came from the records' timestamps.
+    columns = {c for (c,) in con.execute("SELECT column_name FROM information_schema.columns "
+                                         "WHERE table_name = 'hanging_candidates'").fetchall()}
+    source = "age_source" if "age_source" in columns else f"'{PRODUCER_CLOCK}'"
     for row in con.execute(
             "SELECT topic, partition, producer_id, producer_epoch, first_offset, age_s, rules, lso, hw, "
-            "transactional_id, coordinator_state, over_max_age FROM hanging_candidates "
+            f"transactional_id, coordinator_state, over_max_age, {source} FROM hanging_candidates "
             "ORDER BY topic, partition, first_offset, producer_id").fetchall():
-        *head, rules, lso, hw, txid, state, over = row
-        h = Hanging(*head, tuple(rules or ()), lso, hw, txid, state)
+        *head, rules, lso, hw, txid, state, over, age_source = row
+        if not isinstance(rules, list | None):
+            raise ValueError(f"rules: expected a list, got {type(rules).__name__}")
+        h = Hanging(*head, tuple(rules or ()), lso, hw, txid, state, age_source)
         snap.hanging_candidates.append(h)
         if over:
             found.append(h)

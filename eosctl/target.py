@@ -66,6 +66,15 @@ def resolve(
         cluster = replace(cluster, bootstrap_servers=_sandbox_bootstrap(config, cluster.name))
     topics = tuple(topics) or (pipe.source_topics if pipe else ())
     group = group or (pipe.group if pipe else None)
+    if pipe and pipe.sink and pipe.sink.kafka_topic and pipe.sink.kafka_cluster is None:
+        hop_cluster = cluster
+        if cfg and pipe.sink.cluster and pipe.sink.cluster != cluster.name:
+            hop_cluster = cfg.clusters[pipe.sink.cluster]
+            if hop_cluster.bootstrap_servers == SANDBOX:
+                hop_bootstrap = _sandbox_bootstrap(config, hop_cluster.name)
+                hop_cluster = replace(hop_cluster, bootstrap_servers=hop_bootstrap)
+        pipe = replace(pipe, sink=replace(pipe.sink, kafka_cluster=hop_cluster, stage_group=group,
+                                          stage_cluster=cluster, stage_topics=tuple(topics)))
     if need_topics and not topics:
         raise ConfigError("no topic given: pass --topic NAME or --config FILE --pipeline NAME")
     return Target(cluster=cluster, pipeline=pipe, config=cfg, topics=topics, group=group)

@@ -20,20 +20,30 @@ either one is enough:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 import kafka.errors as Errors
 from kafka.admin import AbortTransactionSpec, KafkaAdminClient, TransactionDescription
 from kafka.admin import ProducerState as ActiveProducer
+from kafka.protocol.admin.transactions import DescribeTransactionsRequest, ListTransactionsRequest
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 from kafka.structs import TopicPartition
 
 from eosctl.errors import BrokerError, EosctlError
 from eosctl.logscan import scan_partition
 from eosctl.model import TP
-from eosctl.opentxn import first_batches, open_transactions
-from eosctl.wire import WireClient
+from eosctl.opentxn import (
+    COORDINATOR_CLOCK,
+    PRODUCER_CLOCK,
+    TRUSTED_CLOCKS,
+    OpenTxn,
+    first_batches,
+    open_transactions,
+)
+from eosctl.wire import Offsets, WireClient
 
 # Kafka's default transaction.max.timeout.ms: after it the coordinator aborts a transaction by itself.
 DEFAULT_MAX_AGE_S = 900.0
@@ -88,17 +98,28 @@ class Hanging:
     hw: int | None = None
     transactional_id: str | None = None
     coordinator_state: str | None = None
+    age_source: str = PRODUCER_CLOCK  # whose clock dates it (eosctl.opentxn.TRUSTED_CLOCKS)
 
     @property
     def blocked(self) -> int | None:
         return None if self.lso is None or self.hw is None else self.hw - self.lso
+
+    @property
+    def age_trusted(self) -> bool:
+        return self.age_source in TRUSTED_CLOCKS
+
+    def counts(self, max_age_s: float) -> bool:
+        """Does it make `txns hanging` exit 1? Not when only a producer-set record timestamp makes it
+        older than ``max_age_s``: its coordinator's orphaned partition (kip664) or a broker's clock must
+        say so (or any age is enough: max-age 0)."""
+        return "kip664" in self.rules or self.age_trusted or max_age_s <= 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"topic": self.topic, "partition": self.partition, "producer_id": self.producer_id,
                 "producer_epoch": self.producer_epoch, "first_offset": self.first_offset,
                 "age_s": _round(self.age_s), "rules": list(self.rules), "lso": self.lso, "hw": self.hw,
                 "blocked": self.blocked, "transactional_id": self.transactional_id,
-                "coordinator_state": self.coordinator_state}
+                "coordinator_state": self.coordinator_state, "age_source": self.age_source}
 
 
 @dataclass
@@ -108,12 +129,20 @@ class HangingReport:
     hanging: list[Hanging] = field(default_factory=list)
     producers_returned: int = 0  # by DescribeProducers, over all checked partitions
     describe_producers: str = "ok"  # "ok" | "unsupported" | an error name
+    # The broker's ListOffsets and Fetch answers disagreed on these partitions (eosctl.wire.Offsets).
+    offsets_disagreements: list[str] = field(default_factory=list)
+
+    @property
+    def counted(self) -> list[Hanging]:
+        """The findings that make `txns hanging` exit 1 (see Hanging.counts)."""
+        return [h for h in self.hanging if h.counts(self.max_age_s)]
 
     def to_dict(self) -> dict[str, Any]:
         return {"max_age_s": self.max_age_s, "partitions_checked": self.partitions_checked,
                 "describe_producers": {"status": self.describe_producers,
                                        "producers_returned": self.producers_returned},
-                "hanging": [h.to_dict() for h in self.hanging]}
+                "offsets_disagreements": self.offsets_disagreements,
+                "hanging": [{**h.to_dict(), "counted": h.counts(self.max_age_s)} for h in self.hanging]}
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,36 +267,43 @@ def describe_producers(admin: KafkaAdminClient, tps: Iterable[TP]) -> Described:
 
 def find_hanging(client: WireClient, admin: KafkaAdminClient, topics: Sequence[str],
                  max_age_s: float = DEFAULT_MAX_AGE_S, now_ms: int | None = None,
-                 described: Described | None = None) -> HangingReport:
+                 described: Described | None = None,
+                 known: Mapping[TP, Offsets] | None = None) -> HangingReport:
     """Apply both rules to every partition of ``topics``; one finding per partition and producer.
 
-    ``described``: describe_producers' answer when the caller already has it (the TUI asks once per refresh).
+    ``described``: describe_producers' answer when the caller already has it (the TUI asks once per refresh);
+    ``known``: the partitions' offsets read a moment ago (the live model), used if they cover them.
     """
     now_ms = _now(now_ms)
     partitions = client.metadata(topics)
     tps = [(t, p) for t in topics for p in sorted(partitions[t])]
-    offsets = client.offsets(tps)
+    offsets = {tp: known[tp] for tp in tps} if known and all(tp in known for tp in tps) \
+        else client.offsets(tps)
     report = HangingReport(max_age_s=max_age_s, partitions_checked=len(tps))
     found: dict[tuple[str, int, int], Hanging] = {}
 
-    # LSO rule
-    blocked = [tp for tp in tps if offsets[tp].last_stable < offsets[tp].high_watermark]
-    at_lso = open_transactions(client, blocked, {tp: offsets[tp].last_stable for tp in blocked})
-    for tp, txn in at_lso.items():
-        age = txn.age_s(now_ms)
-        if age is not None and age >= max_age_s:
-            o = offsets[tp]
-            found[(*tp, txn.producer_id)] = Hanging(tp[0], tp[1], txn.producer_id, txn.producer_epoch,
-                                                    txn.first_offset, age, ("lso",), o.last_stable,
-                                                    o.high_watermark)
-
-    # KIP-664 rule
+    report.offsets_disagreements = [o.disagreement for o in offsets.values() if o.disagreement]
     producers, report.describe_producers = described or describe_producers(admin, tps)
     report.producers_returned = sum(len(v) for v in producers.values())
     candidates = [(tp, p) for tp, ps in producers.items() for p in ps
                   if p.current_transaction_start_offset >= 0 and p.last_timestamp >= 0
                   and (now_ms - p.last_timestamp) / 1000 >= max_age_s]
-    coordinator = _coordinator_view(admin, {p.producer_id for _, p in candidates} | {k[2] for k in found})
+    blocked = [tp for tp in tps if offsets[tp].last_stable < offsets[tp].high_watermark]
+    at_lso = open_transactions(client, blocked, {tp: offsets[tp].last_stable for tp in blocked})
+    coordinator = coordinator_view(client, {p.producer_id for _, p in candidates} |
+                                   {t.producer_id for t in at_lso.values()})
+
+    # LSO rule, aged by the coordinator's start time where it has one
+    for tp, txn in dated(at_lso, coordinator).items():
+        age = txn.age_s(now_ms)
+        if age is not None and age >= max_age_s:
+            o = offsets[tp]
+            found[(*tp, txn.producer_id)] = Hanging(tp[0], tp[1], txn.producer_id, txn.producer_epoch,
+                                                    txn.first_offset, age, ("lso",), o.last_stable,
+                                                    o.high_watermark, age_source=txn.age_source)
+
+    # KIP-664 rule (its age is DescribeProducers' last timestamp: the last batch's max timestamp,
+    # ProducerAppendInfo.appendDataBatch, so the producer's clock on a CreateTime topic)
     for tp, p in candidates:
         info = coordinator.get(p.producer_id)
         if info is not None and tp in info.partitions:
@@ -276,9 +312,14 @@ def find_hanging(client: WireClient, admin: KafkaAdminClient, topics: Sequence[s
         o = offsets[tp]
         age = (now_ms - p.last_timestamp) / 1000
         prior = found.get(key)
+        if prior is not None and prior.age_trusted:
+            age, source = prior.age_s or 0.0, prior.age_source
+        else:
+            age, source = max(age, prior.age_s or 0) if prior else age, PRODUCER_CLOCK
         found[key] = Hanging(tp[0], tp[1], p.producer_id, p.producer_epoch,
-                             p.current_transaction_start_offset, max(age, prior.age_s or 0) if prior else age,
-                             ("kip664", "lso") if prior else ("kip664",), o.last_stable, o.high_watermark)
+                             p.current_transaction_start_offset, age,
+                             ("kip664", "lso") if prior else ("kip664",), o.last_stable, o.high_watermark,
+                             age_source=source)
     for key, h in found.items():
         info = coordinator.get(h.producer_id)
         if info is not None:
@@ -287,15 +328,55 @@ def find_hanging(client: WireClient, admin: KafkaAdminClient, topics: Sequence[s
     return report
 
 
-def _coordinator_view(admin: KafkaAdminClient, producer_ids: set[int]) -> dict[int, TxnInfo]:
-    """What the coordinators say about these producer ids (empty if the broker can't say)."""
-    if not producer_ids:
+def dated(txns: Mapping[TP, OpenTxn], coordinator: Mapping[int, TxnInfo]) -> dict[TP, OpenTxn]:
+    """Each open transaction aged by its coordinator's start time (DescribeTransactions) when the
+    coordinator runs that transaction on that partition; otherwise as the log dates it."""
+    out = {}
+    for tp, txn in txns.items():
+        info = coordinator.get(txn.producer_id)
+        if info is not None and info.active and info.start_time_ms is not None and tp in info.partitions:
+            txn = replace(txn, started_ms=info.start_time_ms, age_source=COORDINATOR_CLOCK)
+        out[tp] = txn
+    return out
+
+
+def coordinator_view(client: WireClient, producer_ids: Iterable[int]) -> dict[int, TxnInfo]:
+    """What the transaction coordinators say about these producer ids: ListTransactions (filtered by
+    producer id) to every broker, FindCoordinator and DescribeTransactions for the ids it names, as
+    ``kafka-transactions.sh`` does. Empty where the broker can't say (no such APIs, an error): the caller
+    then has only the log to go by. Raw requests on the wire client, so `lag` needs no other client."""
+    pids = sorted(set(producer_ids))
+    if not pids:
         return {}
     try:
-        infos = list_transactions(admin, producer_ids=sorted(producer_ids))
-    except EosctlError:
+        nodes = client.brokers()
+        listed = client.request_all([(n, ListTransactionsRequest(state_filters=[], producer_id_filters=pids))
+                                     for n in nodes])
+        ids = sorted({t.transactional_id for r in listed if not r.error_code for t in r.transaction_states
+                      if t.producer_id in pids})
+        found = client.request_all([(nodes[0], FindCoordinatorRequest(key=i, key_type=1, max_version=3))
+                                    for i in ids])
+        by_node: dict[int, list[str]] = defaultdict(list)
+        for i, f in zip(ids, found, strict=True):
+            if not f.error_code:
+                by_node[f.node_id].append(i)
+        described = client.request_all([(n, DescribeTransactionsRequest(transactional_ids=tids))
+                                        for n, tids in by_node.items()])
+    except (EosctlError, Errors.KafkaError):
         return {}
-    return {i.producer_id: i for i in infos if i.producer_id in producer_ids}
+    out: dict[int, TxnInfo] = {}
+    for node, response in zip(by_node, described, strict=True):
+        for t in response.transaction_states:
+            if t.error_code or t.producer_id not in pids:
+                continue
+            out[t.producer_id] = TxnInfo(
+                transactional_id=t.transactional_id, producer_id=t.producer_id,
+                producer_epoch=t.producer_epoch, state=t.transaction_state,
+                timeout_ms=t.transaction_timeout_ms,
+                start_time_ms=t.transaction_start_time_ms if t.transaction_start_time_ms >= 0 else None,
+                coordinator_id=node,
+                partitions=tuple(sorted((x.topic, p) for x in t.topics for p in x.partitions)))
+    return out
 
 
 def _with_coordinator(h: Hanging, info: TxnInfo) -> Hanging:
@@ -344,7 +425,7 @@ def plan_abort(client: WireClient, admin: KafkaAdminClient, topic: str, partitio
                                   "is not open (it has a marker)")
     if pid < 0:
         raise EosctlError(f"offset {start_offset} of {where} is not transactional data")
-    coordinator = _coordinator_view(admin, {pid}).get(pid)
+    coordinator = coordinator_view(client, {pid}).get(pid)
     return AbortPlan(topic, partition, start_offset, pid, epoch, o.last_stable, o.high_watermark, started,
                      coordinator.transactional_id if coordinator else None,
                      supports(admin, WRITE_TXN_MARKERS_API_KEY), coordinator_epoch)

@@ -11,11 +11,12 @@ import socket
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import kafka.errors as Errors
 from kafka.net.compat import KafkaNetClient
+from kafka.protocol.admin import DescribeLogDirsRequest
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest, OffsetSpec
 from kafka.protocol.metadata import MetadataRequest
@@ -32,11 +33,28 @@ FETCH_MAX_VERSION = 12
 DEFAULT_MAX_BYTES = 1 << 20
 # Kafka refuses more than this per response by default; the socket limit must allow one full fetch.
 RECEIVE_MAX_BYTES = 128 << 20
+# Partitions one Fetch request names at most. Kafka bounds an answer by the request's max_bytes, but some
+# Kafka-compatible brokers ignore every size limit (noida-db answers a multi-partition Fetch of a 3M-record
+# topic with one 200 MB frame); an answer over RECEIVE_MAX_BYTES halves this for the client, down to one.
+MAX_FETCH_PARTITIONS = 256
+# Requests in flight per connection at once (kafka-python's max_in_flight_requests_per_connection is 5).
+IN_FLIGHT = 4
 
 METADATA_ATTEMPTS = 5
+_OUT_OF_RANGE_CODE = Errors.OffsetOutOfRangeError.errno
 # A broker id, or kafka-python's "bootstrap-N" for a bootstrap server before metadata names the brokers.
 NodeId = int | str
 
+
+
+# Fetch's max_wait_ms: a small wait, as consumers use (fetch.max.wait.ms), instead of 0. With min_bytes 0
+# Kafka answers at once whatever the wait (ReplicaManager.fetchMessages: bytesReadable >= minBytes);
+# Tansu 0.6.0 answers a Fetch at max_wait_ms=0 with no topics at all (measured 2026-11-24), and any wait
+# from 1 ms on is answered. A partition left out of an answer is asked again with the next, longer wait.
+FETCH_WAITS_MS = (20, 100, 500)
+# The cross-check's Fetch at the listed high watermark only needs the offsets its answer carries.
+PROBE_BYTES = 1
+OFFSET_NAMES = ("log start", "high watermark", "LSO")
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +62,15 @@ class Offsets:
     log_start: int
     high_watermark: int
     last_stable: int
+    # Set when ListOffsets and the offsets a Fetch answer carries disagree: which broker answer is wrong.
+    # The three offsets are then the Fetch answer's (what a read_committed consumer is served), and no
+    # verdict may rest on them (see WireClient.offsets).
+    disagreement: str | None = None
+    listed: tuple[int, int, int] | None = None  # ListOffsets' own answer, when it was found wrong
+
+    @property
+    def triple(self) -> tuple[int, int, int]:
+        return self.log_start, self.high_watermark, self.last_stable
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +88,7 @@ class FetchResult:
     # False: the broker's answer left this partition out (a throttled fetch is answered with no
     # partitions at all, KIP-219); every other field is then a placeholder.
     answered: bool = True
+    max_wait_ms: int = 0  # the wait this answer was asked with (the last of FETCH_WAITS_MS tried)
 
     @property
     def error(self) -> str | None:
@@ -79,7 +107,12 @@ class WireClient:
             conf = {"bootstrap_servers": target.split(",")}
             self.bootstrap = target
         self.timeout_ms = timeout_ms
+        self.receive_max_bytes = receive_max_bytes
+        self.max_fetch_partitions = MAX_FETCH_PARTITIONS  # halved on an oversized answer (fetch_many)
         self._leaders: dict[str, dict[int, int]] = {}
+        # Topic name -> its id (Metadata v10+, KIP-516), None where the broker names no id: a topic
+        # deleted and created again under the same name gets a new id.
+        self.topic_ids: dict[str, str | None] = {}
         self._closed = False
         self._client = KafkaNetClient(receive_message_max_bytes=receive_max_bytes,
                                       request_timeout_ms=timeout_ms, **conf)
@@ -128,6 +161,7 @@ class WireClient:
                     raise BrokerError(f"metadata for topic {t.name!r} failed: {error.__name__}")
                 else:
                     found[t.name] = {p.partition_index: p.leader_id for p in t.partitions}
+                    self.topic_ids[t.name] = _topic_id(getattr(t, "topic_id", None))
             if not transient or attempt == METADATA_ATTEMPTS - 1:
                 break
             time.sleep(0.1 * 2**attempt)
@@ -163,7 +197,45 @@ class WireClient:
     # --- offsets ----------------------------------------------------------------------------------
 
     def offsets(self, tps: Iterable[TP]) -> dict[TP, Offsets]:
-        """Log start, high watermark and LSO of each partition.
+        """Log start, high watermark and LSO of each partition, from ListOffsets cross-checked against the
+        same three offsets every Fetch answer carries.
+
+        Some brokers answer ListOffsets wrongly (Tansu 0.6.0: latest = the last batch's base offset + 1,
+        and 0 for read_committed while a transaction is open, where its Fetch shows the true HW and LSO).
+        All three offsets only ever grow, so: ListOffsets (L1), then a Fetch at L1's high watermark (F),
+        and, when F shows more than L1 somewhere, ListOffsets again (L2). Honest answers give
+        L1 <= F <= L2; otherwise ``disagreement`` names the answer that is wrong and the offsets are F's,
+        which is what a read_committed consumer is served. A partition the Fetch did not answer keeps L1.
+        """
+        wanted = list(dict.fromkeys(tps))
+        first = self.list_offsets(wanted)
+        probes = self.fetch_many({tp: first[tp].high_watermark for tp in wanted}, PROBE_BYTES, READ_COMMITTED)
+        ahead = [tp for tp in wanted if _served(probes[tp]) and
+                 any(f > f1 for f, f1 in zip(_served(probes[tp]), first[tp].triple, strict=True))]
+        second = self.list_offsets(ahead) if ahead else {}
+        # A listed high watermark beyond the log is out of range: its log start still gets an answer.
+        beyond = [tp for tp in wanted if probes[tp].error_code == _OUT_OF_RANGE_CODE]
+        if beyond:
+            probes.update(self.fetch_many({tp: first[tp].log_start for tp in beyond}, PROBE_BYTES,
+                                          READ_COMMITTED))
+        out = {}
+        for tp in wanted:
+            served = _served(probes[tp])
+            listed = first[tp]
+            if served is not None:
+                out[tp] = _checked(tp, listed, second.get(tp), served)
+            elif tp in beyond:
+                out[tp] = replace(listed, disagreement=(
+                    f"ListOffsets gives {tp[0]}-{tp[1]} a high watermark of {listed.high_watermark}, but a "
+                    "Fetch there is answered OFFSET_OUT_OF_RANGE: the broker's ListOffsets or Fetch is "
+                    "wrong"),
+                    listed=listed.triple)
+            else:
+                out[tp] = listed
+        return out
+
+    def list_offsets(self, tps: Iterable[TP]) -> dict[TP, Offsets]:
+        """ListOffsets' answer alone (see offsets() for the cross-checked one).
 
         ListOffsets takes one isolation level per request and Kafka rejects a partition listed twice, so
         each leader gets three requests (earliest; latest uncommitted = HW; latest committed = LSO),
@@ -198,6 +270,37 @@ class WireClient:
             self.forget_leaders()
             time.sleep(0.1 * 2**attempt)
 
+    def log_sizes(self, tps: Iterable[TP]) -> dict[TP, int]:
+        """Bytes of each partition's log on its leader (DescribeLogDirs, KIP-113: the sum of its segment
+        files, log start to log end); {} where the broker does not answer it (unsupported, not allowed)."""
+        by_leader: dict[int, list[TP]] = defaultdict(list)
+        for tp in dict.fromkeys(tps):
+            by_leader[self.leader(*tp)].append(tp)
+        calls = []
+        for node, parts in by_leader.items():
+            by_topic: dict[str, list[int]] = defaultdict(list)
+            for topic, partition in parts:
+                by_topic[topic].append(partition)
+            calls.append((node, DescribeLogDirsRequest(topics=[
+                DescribeLogDirsRequest.DescribableLogDirTopic(topic=t, partitions=ps)
+                for t, ps in by_topic.items()])))
+        try:
+            responses = self._send_all(calls)
+        except BrokerError:
+            return {}
+        sizes: dict[TP, int] = {}
+        for (node, _), response in zip(calls, responses, strict=True):
+            led = set(by_leader[node])
+            for result in response.results:
+                if result.error_code:
+                    continue
+                for t in result.topics:
+                    for p in t.partitions:
+                        tp = (t.name, p.partition_index)
+                        if tp in led and not p.is_future_key:
+                            sizes[tp] = p.partition_size
+        return sizes
+
     # --- fetch ------------------------------------------------------------------------------------
 
     def fetch_raw(self, topic: str, partition: int, offset: int, max_bytes: int = DEFAULT_MAX_BYTES,
@@ -205,17 +308,49 @@ class WireClient:
         return self.fetch_many({(topic, partition): offset}, max_bytes, isolation)[(topic, partition)]
 
     def fetch_many(self, positions: Mapping[TP, int], max_bytes: int = DEFAULT_MAX_BYTES,
-                   isolation: int = READ_UNCOMMITTED) -> dict[TP, FetchResult]:
-        """Fetch each partition from its offset: one Fetch request per leader, all in flight together.
+                   isolation: int = READ_UNCOMMITTED,
+                   max_wait_ms: int = FETCH_WAITS_MS[0]) -> dict[TP, FetchResult]:
+        """Fetch each partition from its offset: Fetch requests of at most ``max_fetch_partitions``
+        partitions per leader, all in flight together.
 
-        ``max_bytes`` is per partition; the broker may cut the last batch short (see batches.Chunk).
+        ``max_bytes`` is per partition; the broker may cut the last batch short (see batches.Chunk). An
+        answer larger than the client may receive (a broker that ignores size limits) is asked again in
+        smaller requests: the limit halves, and stays halved for this client. Partitions an unthrottled
+        answer leaves out are asked again with the next longer FETCH_WAITS_MS.
         """
+        while True:
+            try:
+                return self._fetch_many(positions, max_bytes, isolation, max_wait_ms)
+            except _Oversized as e:
+                if e.partitions <= 1 and not e.too_large:
+                    raise BrokerError(str(e)) from None
+                if e.partitions <= 1:
+                    raise BrokerError(
+                        f"Kafka at {self.bootstrap} answered a Fetch of one partition with more than "
+                        f"{self.receive_max_bytes:,} bytes although it was asked for {max_bytes:,}; the "
+                        "broker ignores fetch size limits") from None
+                self.max_fetch_partitions = e.partitions // 2
+
+    def _fetch_many(self, positions: Mapping[TP, int], max_bytes: int, isolation: int,
+                    max_wait_ms: int) -> dict[TP, FetchResult]:
         by_leader: dict[int, dict[TP, int]] = defaultdict(dict)
         for tp, offset in positions.items():
             by_leader[self.leader(*tp)][tp] = offset
-        calls = [(node, _fetch_request(parts, max_bytes, isolation)) for node, parts in by_leader.items()]
+        calls = []
+        for node, parts in by_leader.items():
+            items = list(parts.items())
+            for i in range(0, len(items), self.max_fetch_partitions):
+                calls.append((node, _fetch_request(dict(items[i:i + self.max_fetch_partitions]), max_bytes,
+                                                   isolation, max_wait_ms)))
+        try:
+            responses = self._send_all(calls)
+        except _Oversized as e:
+            e.partitions = max(sum(len(t.partitions) for t in r.topics) for _, r in calls)
+            for node in by_leader:  # answers may still be arriving there: start those connections afresh
+                self._client.close(node)
+            raise
         out: dict[TP, FetchResult] = {}
-        for (_, request), response in zip(calls, self._send_all(calls), strict=True):
+        for (_, request), response in zip(calls, responses, strict=True):
             if response.error_code:
                 raise BrokerError(f"Fetch failed: {Errors.for_code(response.error_code).__name__}")
             throttle = response.throttle_time_ms or 0
@@ -228,13 +363,18 @@ class WireClient:
                         error_code=p.error_code, high_watermark=p.high_watermark,
                         last_stable_offset=p.last_stable_offset, log_start_offset=p.log_start_offset,
                         aborted=aborted, records=bytes(p.records or b""), throttle_ms=throttle,
+                        max_wait_ms=max_wait_ms,
                     )
             for t in request.topics:
                 for p in t.partitions:
                     tp = (t.topic, p.partition)
                     if tp not in out:
                         out[tp] = FetchResult(t.topic, p.partition, positions[tp], 0, -1, -1, -1, (), b"",
-                                              throttle_ms=throttle, answered=False)
+                                              throttle_ms=throttle, answered=False, max_wait_ms=max_wait_ms)
+        left = {tp: positions[tp] for tp, r in out.items() if not r.answered and not r.throttle_ms}
+        longer = [w for w in FETCH_WAITS_MS if w > max_wait_ms]
+        if left and longer:
+            out.update(self.fetch_many(left, max_bytes, isolation, longer[0]))
         return out
 
     def know_leaders(self, leaders: Mapping[TP, int]) -> None:
@@ -242,6 +382,16 @@ class WireClient:
         requests go straight to them; a NOT_LEADER answer still makes the client ask again."""
         for (topic, partition), leader in leaders.items():
             self._leaders.setdefault(topic, {})[partition] = leader
+
+    def brokers(self) -> list[int]:
+        """Node ids of every broker the last metadata named."""
+        if not self._leaders:
+            self.metadata()
+        return sorted(b.node_id for b in self._client.cluster.brokers())
+
+    def request_all(self, calls: Sequence[tuple[NodeId, ApiMessage]]) -> list[Any]:
+        """Send each (node, request) together; the responses in order (BrokerError on no answer)."""
+        return self._send_all(calls)
 
     def forget_leaders(self) -> None:
         """Drop cached leaders (after NOT_LEADER errors) so the next request looks them up again."""
@@ -257,7 +407,23 @@ class WireClient:
 
     def _send_all(self, calls: Sequence[tuple[NodeId, ApiMessage]]) -> list[Any]:
         """Send every (node, request) before waiting for any, and return responses in order (each of its
-        request's response class, read by attribute)."""
+        request's response class, read by attribute). A node gets at most IN_FLIGHT requests at a time
+        (kafka-python refuses more per connection): the rest go in later waves."""
+        waves: list[list[int]] = []
+        per_node: dict[NodeId, int] = defaultdict(int)
+        for i, (node, _) in enumerate(calls):
+            wave = per_node[node] // IN_FLIGHT
+            per_node[node] += 1
+            if wave == len(waves):
+                waves.append([])
+            waves[wave].append(i)
+        responses: list[Any] = [None] * len(calls)
+        for wave in waves:
+            for i, response in zip(wave, self._send_wave([calls[i] for i in wave]), strict=True):
+                responses[i] = response
+        return responses
+
+    def _send_wave(self, calls: Sequence[tuple[NodeId, ApiMessage]]) -> list[Any]:
         try:
             for node in dict.fromkeys(node for node, _ in calls):
                 self._client.await_ready(node, timeout_ms=self.timeout_ms)
@@ -265,16 +431,42 @@ class WireClient:
             for f in futures:
                 if not f.is_done:
                     self._client.poll(timeout_ms=self.timeout_ms, future=f)
+        except Errors.InvalidReceiveError as e:
+            raise _Oversized(f"request to Kafka at {self.bootstrap} failed: {e}", too_large=True) from None
+        except Errors.KafkaTimeoutError as e:
+            raise _Oversized(f"request to Kafka at {self.bootstrap} failed: {e}") from None
         except Errors.KafkaError as e:
             raise BrokerError(f"request to Kafka at {self.bootstrap} failed: {e}") from None
         responses = []
         for f in futures:
             if not f.is_done:
-                raise BrokerError(f"Kafka at {self.bootstrap} did not answer within {self.timeout_ms} ms")
+                raise _Oversized(f"Kafka at {self.bootstrap} did not answer within {self.timeout_ms} ms")
             if f.failed():
-                raise BrokerError(f"request to Kafka at {self.bootstrap} failed: {f.exception}")
+                error = f"request to Kafka at {self.bootstrap} failed: {f.exception}"
+                if isinstance(f.exception, Errors.InvalidReceiveError):
+                    raise _Oversized(error, too_large=True)
+                if isinstance(f.exception, Errors.KafkaTimeoutError | Errors.RequestTimedOutError):
+                    raise _Oversized(error)
+                raise BrokerError(error)
             responses.append(f.value)
         return responses
+
+
+class _Oversized(BrokerError):
+    """An answer larger than the client may receive (kafka-python closed the connection), or one that did
+    not arrive in time (a huge answer on a busy machine): a Fetch asks again in smaller requests."""
+
+    partitions = 0  # in the largest request sent
+
+    def __init__(self, message: str, too_large: bool = False) -> None:
+        super().__init__(message)
+        self.too_large = too_large
+
+
+def _topic_id(value: object) -> str | None:
+    """A topic id as text; None for none (older Metadata versions) or the all-zero id (Uuid.ZERO_UUID)."""
+    text = str(value) if value is not None else ""
+    return text if text.strip("0-") else None
 
 
 def _list_offsets(parts: list[TP], spec: int, isolation: int) -> ListOffsetsRequest:
@@ -289,7 +481,7 @@ def _list_offsets(parts: list[TP], spec: int, isolation: int) -> ListOffsetsRequ
     )
 
 
-def _fetch_request(parts: Mapping[TP, int], max_bytes: int, isolation: int) -> FetchRequest:
+def _fetch_request(parts: Mapping[TP, int], max_bytes: int, isolation: int, max_wait_ms: int) -> FetchRequest:
     fetch_topic = FetchRequest.FetchTopic
     by_topic: dict[str, list[FetchRequest.FetchTopic.FetchPartition]] = defaultdict(list)
     for (topic, partition), offset in parts.items():
@@ -297,13 +489,38 @@ def _fetch_request(parts: Mapping[TP, int], max_bytes: int, isolation: int) -> F
             partition=partition, current_leader_epoch=-1, fetch_offset=offset, log_start_offset=-1,
             partition_max_bytes=max_bytes))
     return FetchRequest(
-        replica_id=-1, max_wait_ms=0, min_bytes=0,
+        replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=0,
         max_bytes=min(max_bytes * len(parts), RECEIVE_MAX_BYTES // 2),
         isolation_level=isolation, session_id=0, session_epoch=-1,
         topics=[fetch_topic(topic=t, partitions=ps) for t, ps in by_topic.items()],
         min_version=max(4, FetchRequest.min_version_for_isolation_level(isolation)),
         max_version=FETCH_MAX_VERSION,
     )
+
+
+def _served(r: FetchResult) -> tuple[int, int, int] | None:
+    """(log start, HW, LSO) as a Fetch answer carries them; None when it has none (an error, left out)."""
+    if not r.answered or r.error_code or min(r.log_start_offset, r.high_watermark, r.last_stable_offset) < 0:
+        return None
+    return r.log_start_offset, r.high_watermark, r.last_stable_offset
+
+
+def _checked(tp: TP, first: Offsets, second: Offsets | None, served: tuple[int, int, int]) -> Offsets:
+    """The partition's offsets after the cross-check (see WireClient.offsets)."""
+    wrong = []
+    for name, f, l1, l2 in zip(OFFSET_NAMES, served, first.triple, (second or first).triple, strict=True):
+        if second is not None and f > l2:
+            wrong.append(f"ListOffsets answers {name} {l2}, but a Fetch already showed {f}")
+        elif f < l1:
+            wrong.append(f"a Fetch shows {name} {f}, after ListOffsets answered {l1}")
+    if not wrong:
+        return Offsets(*served)
+    culprit = ("ListOffsets is wrong (these offsets never go back)" if all(w.startswith("ListOffsets")
+               for w in wrong) else "one of its ListOffsets or Fetch answers is wrong (these offsets never "
+               "go back)")
+    return Offsets(*served, disagreement=f"the broker disagrees with itself on {tp[0]}-{tp[1]}: "
+                   f"{'; '.join(wrong)}: {culprit}; a read_committed consumer is served the Fetch's",
+                   listed=(second or first).triple)
 
 
 def _why_unreachable(bootstrap: str, error: Exception) -> str:

@@ -15,6 +15,7 @@ from textual.widgets import Footer, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
 from eosctl.progress import Step
+from eosctl.safetext import term
 from tui import fmt
 from tui.data import Dashboard, DataSource
 from tui.screens import HelpScreen
@@ -53,6 +54,8 @@ class EosApp(App[None]):
         Binding("p", "toggle_pause", "Pause"),
         Binding("slash", "filter", "Filter", key_display="/"),
         Binding("question_mark", "help", "Help", key_display="?"),
+        # An app binding (shown on the Audit tab only), so `a` right after `7` works before focus moves.
+        Binding("a", "run_audit", "Run audit"),
         *[
             Binding(str(i + 1), f"show_tab('{pane}')", label, show=False)
             for i, (pane, label, _) in enumerate(VIEWS)
@@ -72,6 +75,9 @@ class EosApp(App[None]):
         self.fetching_since: float | None = None
         self.next_fetch_at = 0.0
         self.stale: set[str] = set()  # views that have not seen the current Dashboard yet
+        self.prepared: dict[str, Any] = {}  # pane -> what its view's `prepare` made of self.dash
+        self.active = VIEWS[0][0]  # the visible tab
+        self._views: dict[str, View] = {}
         self.last_apply_seconds: float | None = None  # UI-thread time of the last refresh, for the report
 
     # ---- layout -----------------------------------------------------------------------------------
@@ -86,6 +92,7 @@ class EosApp(App[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        self._views = {pane: self.query_one(f"#view-{pane}", View) for pane, _, _ in VIEWS}
         if self.source.is_snapshot:
             self.add_class("snapshot")
         self.fetch()
@@ -93,10 +100,10 @@ class EosApp(App[None]):
         self.set_interval(1.0, self._tick)
 
     def views(self) -> list[View]:
-        return [self.query_one(f"#view-{pane}", View) for pane, _, _ in VIEWS]
+        return [self.view(pane) for pane, _, _ in VIEWS]
 
     def view(self, pane: str) -> View:
-        return self.query_one(f"#view-{pane}", View)
+        return self._views.get(pane) or self.query_one(f"#view-{pane}", View)
 
     # ---- refresh ----------------------------------------------------------------------------------
 
@@ -130,8 +137,15 @@ class EosApp(App[None]):
         self._fetch_worker()
 
     @work(thread=True, group="fetch", exit_on_error=False)
-    def _fetch_worker(self) -> Dashboard:
-        return self.source.fetch()
+    def _fetch_worker(self) -> tuple[Dashboard, dict[str, Any]]:
+        dash = self.source.fetch()
+        return dash, self.prepare(dash)
+
+    def prepare(self, dash: Dashboard) -> dict[str, Any]:
+        """Format `dash` for every tab: the fetch worker's job, since at 10k partitions (or 100k findings)
+        formatting a table costs more than the UI thread may spend on a refresh; so a tab opened between
+        refreshes shows at once too. Rows that did not change reuse their formatted text."""
+        return {pane: view.prepare(dash) for pane, view in self._views.items()}
 
     @on(Worker.StateChanged)
     def _worker_done(self, event: Worker.StateChanged) -> None:
@@ -144,7 +158,7 @@ class EosApp(App[None]):
                 self.error = None
                 self._banner(None)
                 self.next_fetch_at = self.clock() + self.refresh_seconds
-                self.apply(worker.result)
+                self.apply(*worker.result)
             else:
                 self.error = _one_line(worker.error)
                 self.next_fetch_at = self.clock() + min(RETRY_SECONDS, self.refresh_seconds)
@@ -162,10 +176,11 @@ class EosApp(App[None]):
         elif worker.group == "audit":
             self._audit_done(worker)
 
-    def apply(self, dash: Dashboard) -> None:
-        """Hand fresh data to every view (UI thread; formatting only, so it stays cheap)."""
+    def apply(self, dash: Dashboard, prepared: dict[str, Any] | None = None) -> None:
+        """Hand fresh data to the views (UI thread: what `prepare` made of it is swapped in)."""
         started = time.perf_counter()
         self.dash = dash
+        self.prepared = prepared or {}
         # Only the visible view formats now; the others catch up when their tab is opened, so one refresh
         # costs one table's worth of UI time however many tabs there are.
         self.stale = {pane for pane, _, _ in VIEWS}
@@ -182,14 +197,19 @@ class EosApp(App[None]):
         self.stale.discard(pane)
         view = self.view(pane)
         try:
-            view.show(self.dash)
+            if pane in self.prepared:
+                view.present(self.prepared.pop(pane))
+            else:  # a tab opened between refreshes formats here, once
+                view.show(self.dash)
         except Exception as e:  # one view's bug must not take the dashboard down mid-incident
             self.log.error(f"{pane} failed to render", e)
-            self.notify(f"{pane}: cannot render ({_one_line(e)})", severity="error")
+            self.notify(f"{pane}: cannot render ({_one_line(e)})", severity="error", markup=False)
 
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         if event.pane.id:
+            self.active = event.pane.id
+            self.refresh_bindings()
             self._show_view(event.pane.id)
 
     # ---- status line and banner --------------------------------------------------------------------
@@ -201,11 +221,12 @@ class EosApp(App[None]):
             t.append(" SNAPSHOT ", style="bold reverse yellow")
             captured = fmt.stamp(self.dash.taken_at) if self.dash else "?"
             t.append(
-                f" {self.dash.pipeline if self.dash else src.pipeline} · captured {captured} · {src.label}"
+                f" {term(self.dash.pipeline if self.dash else src.pipeline)} · captured {captured} · "
+                f"{term(src.label)}"
             )
             return t
         t.append(" LIVE ", style="bold reverse green")
-        t.append(f" {src.pipeline} · {src.label}")
+        t.append(f" {term(src.pipeline)} · {term(src.label)}")
         if self.dash:
             t.append(f" · at {fmt.clock(self.dash.taken_at)}")
         if self.fetching_since is not None:
@@ -223,12 +244,14 @@ class EosApp(App[None]):
         banner = self.query_one("#banner", Static)
         banner.set_class(message is not None, "shown")
         banner.set_class(level == "warn", "warn")
-        banner.update(Text(f"! {message}") if message else "")
+        banner.update(Text(f"! {term(message)}") if message else "")  # errors quote names from the cluster
 
     # ---- actions ----------------------------------------------------------------------------------
 
     def action_show_tab(self, pane: str) -> None:
         self.query_one(TabbedContent).active = pane
+        self.active = pane
+        self.refresh_bindings()
         self._show_view(pane)
         table = self.view(pane).filter_table()
         if table is not None:
@@ -283,7 +306,7 @@ class EosApp(App[None]):
     @on(LogView.Wanted)
     def _log_wanted(self, event: LogView.Wanted) -> None:
         self.view("log").query_one("#log-summary", Static).update(
-            Text(f"reading {event.topic}[{event.partition}]…", style="italic")
+            Text(f"reading {term(event.topic)}[{event.partition}]…", style="italic")
         )
         self._log_worker(event.topic, event.partition, event.around)
 
@@ -298,14 +321,14 @@ class EosApp(App[None]):
             view.show_log(worker.result)
         elif worker.state is WorkerState.ERROR:
             view.query_one("#log-summary", Static).update(
-                Text(f"cannot read the log: {_one_line(worker.error)}", style="bold red")
+                Text(f"cannot read the log: {term(_one_line(worker.error))}", style="bold red")
             )
 
-    def open_log(self, topic: str, partition: int, first: int, last: int) -> None:
+    def open_log(self, topic: str, partition: int, first: int, last: int, why: Text | None = None) -> None:
         self.action_show_tab("log")
         view = self.view("log")
         assert isinstance(view, LogView)
-        view.open(topic, partition, Focus(first, last))
+        view.open(topic, partition, Focus(first, last), why)
 
     @on(LedgerView.OpenLog)
     def _open_ledger(self, event: LedgerView.OpenLog) -> None:
@@ -324,17 +347,25 @@ class EosApp(App[None]):
     @on(AuditView.OpenLog)
     def _open_finding(self, event: AuditView.OpenLog) -> None:
         f = event.finding
-        self.open_log(f.topic, f.partition, f.first_offset, f.last_offset)
+        why = None if f.cause is None else Text(term(f"cause: {f.cause.summary}"), style="yellow")
+        self.open_log(f.topic, f.partition, f.first_offset, f.last_offset, why)
 
     # ---- audit ------------------------------------------------------------------------------------
 
-    @on(AuditView.RunRequested)
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "run_audit":
+            return self.active == "audit"
+        return True
+
+    def action_run_audit(self) -> None:
+        self.run_audit()
+
     def run_audit(self) -> None:
         view = self.view("audit")
         assert isinstance(view, AuditView)
         why_not = self.source.can_audit()
         if why_not:
-            self.notify(why_not, severity="warning")
+            self.notify(why_not, severity="warning", markup=False)
             return
         if view.running:
             self.notify("an audit is already running")
@@ -350,16 +381,17 @@ class EosApp(App[None]):
         def progress(step: Step) -> None:
             self.call_from_thread(view.set_progress, step.fraction, step.what)
 
-        return self.source.run_audit(progress)
+        # The findings are formatted here too: 100k of them take the UI thread no time.
+        return view.prepare_source(self.source.run_audit(progress))
 
     def _audit_done(self, worker: Worker) -> None:
         view = self.view("audit")
         assert isinstance(view, AuditView)
         if worker.state is WorkerState.SUCCESS:
             view.set_running(False)
-            view.set_report(worker.result)
+            view.present(worker.result)
             if self.dash is not None:
-                self.dash.capture.audit = worker.result
+                self.dash.capture.audit = worker.result.source
                 self.view("overview").show(self.dash)
         elif worker.state is WorkerState.ERROR:
             view.set_error(_one_line(worker.error))
@@ -371,4 +403,4 @@ def _one_line(error: BaseException | None) -> str:
     if error is None:
         return "unknown error"
     text = str(error).strip().splitlines()
-    return (text[0] if text else error.__class__.__name__)[:300]
+    return term((text[0] if text else error.__class__.__name__)[:300])  # errors quote names from the cluster

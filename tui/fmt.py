@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from functools import lru_cache
 
 BARS = "▁▂▃▄▅▆▇█"
 
@@ -48,13 +49,18 @@ def count(n: int | None) -> str:
 
 def sparkline(values: Sequence[float], width: int = 12) -> str:
     """Unicode block sparkline of the last `width` values, scaled to their max (all zero: a flat floor)."""
-    vals = list(values)[-width:]
+    return _sparkline(tuple(values[-width:]) if isinstance(values, list | tuple) else tuple(values)[-width:])
+
+
+@lru_cache(maxsize=16_384)  # 10k partitions whose lag did not move draw the same lines every refresh
+def _sparkline(vals: tuple[float, ...]) -> str:
     if not vals:
         return ""
     top = max(vals)
     if top <= 0:
         return BARS[0] * len(vals)
-    return "".join(BARS[min(len(BARS) - 1, int(v / top * (len(BARS) - 1) + 0.5))] for v in vals)
+    scale = (len(BARS) - 1) / top
+    return "".join(BARS[min(len(BARS) - 1, int(v * scale + 0.5))] for v in vals)
 
 
 def offsets(first: int, last: int) -> str:

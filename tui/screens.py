@@ -11,6 +11,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from eosctl.safetext import term
+
 HELP = """[b]eosctl tui[/b]: what Kafka holds for an exactly-once pipeline, live or from a snapshot.
 
 [b]Views[/b] (tabs; click them or press the number)
@@ -24,6 +26,7 @@ HELP = """[b]eosctl tui[/b]: what Kafka holds for an exactly-once pipeline, live
 
 [b]Keys[/b]
   /  filter the table (Esc clears)    r  refresh now        p  pause auto-refresh
+  s  sort by the next column (S reverses; or click a column's header)
   ctrl+p  command palette             ?  this help          q  quit
   arrows / pgup / pgdn / home / end move; Enter selects; the mouse works too.
 
@@ -55,11 +58,12 @@ class DetailScreen(ModalScreen[None]):
         self.note = note
 
     def compose(self) -> ComposeResult:
-        t = Text(self.title_text + "\n\n", style="bold")
+        # Titles and values hold names from the cluster: shown escaped, never as markup.
+        t = Text(term(self.title_text) + "\n\n", style="bold")
         width = max((len(k) for k, _ in self.pairs), default=0)
         for k, v in self.pairs:
             t.append(f"{k:<{width}}  ", style="bold")
-            t.append(f"{'-' if v is None or v == '' else v}\n")
+            t.append(f"{'-' if v is None or v == '' else term(str(v))}\n")
         if self.note:
             t.append("\n")
             t.append(self.note if isinstance(self.note, Text) else Text(self.note))

@@ -1,24 +1,40 @@
-"""A DataTable with a `/` filter and cheap refreshes: the one table widget every view uses.
+"""The one table every view shows: rows drawn with Textual's line API, so a refresh costs what is on screen.
 
-Views hand it plain `Row`s (a stable key, the cell values, a level that colours the whole row); the widget
-keeps the cursor on the same key across refreshes, so an operator reading row 700 of 1,000 partitions is
-not thrown back to the top every few seconds.
+Views hand it plain `Row`s (a stable key, the cell values, a level that colours the whole row). They are
+turned into `TableData` (display strings made safe for a terminal, column widths, filter text), which is
+pure and may be built in a worker thread; the widget then swaps it in on the UI thread, keeps the cursor
+on the same key (an operator reading row 700 of 10,000 partitions is not thrown back to the top every few
+seconds) and repaints only the visible lines whose text changed.
+
+Why not Textual's DataTable or textual-fastdatatable: DataTable measures and stores every cell of every
+row (10k partitions: ~1 s of UI time per rebuild), and textual-fastdatatable keeps its data in an Arrow
+table whose `update_cell` rebuilds a whole column per cell, has no per-row colours and renders strings as
+markup. Here a row is a tuple of strings; rendering one line is a handful of segments.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, ClassVar
 
+from rich.cells import cell_len, set_cell_size
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.geometry import Region, Size
 from textual.message import Message
-from textual.widgets import DataTable, Input
-from textual.widgets.data_table import CellKey, ColumnKey, RowKey
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widgets import Input
+
+from eosctl.safetext import term
 
 # Row levels -> rich styles. Levels that matter (bad/warn) are also bold so they survive NO_COLOR.
 STYLES: dict[str | None, str] = {
@@ -36,6 +52,11 @@ STYLES: dict[str | None, str] = {
     "focus": "bold reverse",
 }
 
+# A cell wider than this is cut with "…" (a 20k-character topic must not push the other columns off
+# screen); the filter still searches the whole text and a view's detail shows it.
+MAX_COL_WIDTH = 48
+PAD = 1  # blank cells either side of a column
+
 
 @dataclass(frozen=True)
 class Col:
@@ -49,57 +70,420 @@ class Row:
     key: str
     cells: tuple[Any, ...]
     level: str | None = None
+    # What the row shows (a partition's lag, a finding...), handed back when the row is selected.
+    item: Any = field(default=None, compare=False, repr=False)
 
 
-def cell(value: Any, style: str = "", numeric: bool = False) -> Text:
+def display(value: Any) -> str:
+    """What a cell shows: '-' for nothing, and never a raw control character (eosctl.safetext)."""
+    if type(value) is int:  # most cells: offsets, counts, ids
+        return str(value)
     if isinstance(value, Text):
-        text = value.copy()
-        if style:
-            text.stylize(style)
-    else:
-        text = Text("-" if value is None or value == "" else str(value), style=style)
-    if numeric:
-        text.justify = "right"
-    return text
+        value = value.plain
+    if value is None or value == "":
+        return "-"
+    s = value if isinstance(value, str) else str(value)
+    return s if s.isprintable() else term(s)
+
+
+def _width(s: str) -> int:
+    return len(s) if s.isascii() else cell_len(s)
 
 
 def plain(value: Any) -> str:
     return value.plain if isinstance(value, Text) else ("" if value is None else str(value))
 
 
-class Table(DataTable[Text]):
-    """DataTable plus one bulk cell update.
+@dataclass(eq=False)
+class TableData:
+    """Rows ready to draw. Pure data: `of` may run in a worker thread; the widget only reads it."""
 
-    DataTable.update_cell repaints per call (~30 µs); a refresh that touches thousands of cells must
-    repaint once. This does what update_cell does (textual 8's DataTable) for many cells at a time.
+    rows: list[Row]
+    texts: list[tuple[str, ...]]  # display strings, one tuple per row
+    hay: list[str]  # lower-cased text of each row, for the filter
+    widths: list[int]  # widest cell per column (before the MAX_COL_WIDTH cap)
+    index: dict[str, int]  # row key -> position in rows
+    _sort_keys: dict[int, list[Any]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, columns: Sequence[Col], rows: Sequence[Row], previous: TableData | None = None) -> TableData:
+        """Format `rows`; a row equal to the one with its key in `previous` reuses that row's strings."""
+        n = len(columns)
+        rows = list(rows)
+        texts: list[tuple[str, ...]] = []
+        hay: list[str] = []
+        widths = [0] * n
+        old_index = previous.index if previous is not None else {}
+        for r in rows:
+            i = old_index.get(r.key)
+            if i is not None and previous is not None and previous.rows[i] == r:
+                t, h = previous.texts[i], previous.hay[i]
+            else:
+                t = tuple(map(display, r.cells[:n]))
+                if len(t) < n:
+                    t += ("",) * (n - len(t))
+                h = " ".join(t).lower()
+            texts.append(t)
+            hay.append(h)
+            for c, w in enumerate(map(_width, t)):
+                if w > widths[c]:
+                    widths[c] = w
+        return cls(rows, texts, hay, widths, {r.key: i for i, r in enumerate(rows)})
+
+    @classmethod
+    def empty(cls, columns: Sequence[Col]) -> TableData:
+        return cls([], [], [], [0] * len(columns), {})
+
+    def sort_keys(self, column: int, numeric: bool) -> list[Any]:
+        """One comparable key per row for `column` (numbers as numbers; '-' first), computed once."""
+        keys = self._sort_keys.get(column)
+        if keys is None:
+            keys = [_sort_key(t[column], numeric) for t in self.texts]
+            self._sort_keys[column] = keys
+        return keys
+
+
+# A duration as tui.fmt.duration writes it: 45s, 12m, 3h05m, 2d4h.
+_DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+
+
+def _sort_key(s: str, numeric: bool) -> tuple[int, Any]:
+    """Numbers ("1,234", "5+"), offset ranges ("5..9", by their first offset) and durations sort as
+    numbers in a numeric column; '-' (nothing) first; anything else as text."""
+    if s == "-":
+        return (0, 0)
+    if numeric:
+        try:
+            return (1, float(s.replace(",", "").rstrip("+")))
+        except ValueError:
+            pass
+        head = s.split("..", 1)[0].replace(",", "")
+        if head.lstrip("-").isdigit():
+            return (1, float(head))
+        m = _DURATION.fullmatch(s)
+        if m and any(m.groups()):
+            d, h, mi, sec = (int(x or 0) for x in m.groups())
+            return (1, float(((d * 24 + h) * 60 + mi) * 60 + sec))
+    return (2, s.lower())
+
+
+@lru_cache(maxsize=64)
+def _style(spec: str) -> Style:
+    return Style.parse(spec) if spec else Style()
+
+
+class RowTable(ScrollView, can_focus=True):
+    """A header line and one line per row, drawn on demand (Textual's line API)."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"rowtable--header", "rowtable--cursor", "rowtable--empty"}
+    DEFAULT_CSS = """
+    RowTable {
+        background: $surface;
+        color: $foreground;
+        height: 1fr;
+        & > .rowtable--header { text-style: bold; background: $panel; color: $foreground; }
+        &:ansi > .rowtable--header { background: ansi_bright_blue; color: ansi_default; }
+        & > .rowtable--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+            text-style: $block-cursor-blurred-text-style;
+        }
+        &:focus {
+            background-tint: $foreground 5%;
+            & > .rowtable--cursor {
+                background: $block-cursor-background;
+                color: $block-cursor-foreground;
+                text-style: $block-cursor-text-style;
+            }
+        }
+        & > .rowtable--empty { color: $text-muted; text-style: italic; }
+    }
     """
+    BINDINGS: ClassVar = [
+        Binding("up", "cursor(-1)", "Up", show=False),
+        Binding("down", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "cursor_to(0)", "First", show=False),
+        Binding("end", "cursor_to(-1)", "Last", show=False),
+        Binding("enter", "select", "Select", show=False),
+        Binding("s", "sort", "Sort"),
+        Binding("S", "reverse", "Reverse sort", show=False),
+    ]
 
-    def update_cells(self, cells: list[tuple[str, ColumnKey, Text, bool]]) -> None:
-        if not hasattr(self, "_data") or not hasattr(self, "_updated_cells"):  # another textual: slow path
-            for row, col, value, wider in cells:
-                self.update_cell(row, col, value, update_width=wider)
+    class Selected(Message):
+        """Enter (or a click on the highlighted row): carries the row's key."""
+
+        def __init__(self, table: RowTable, key: str) -> None:
+            super().__init__()
+            self.table = table
+            self.key = key
+
+        @property
+        def control(self) -> RowTable:
+            return self.table
+
+    def __init__(
+        self, columns: Sequence[Col], *, empty: str = "nothing to show", id: str | None = None
+    ) -> None:
+        super().__init__(id=id)
+        self.columns = list(columns)
+        self.empty = empty
+        self.data = TableData.empty(self.columns)
+        self.order: list[int] = []  # positions in data.rows, as shown (filtered, sorted)
+        self.cursor_row = 0
+        self.filter_text = ""
+        self.sort_column: int | None = None
+        self.sort_reverse = False
+        self._widths: list[int] = [0] * len(self.columns)
+        self._scroll_pending = False  # the cursor wants to be in view once the table has a size
+
+    def on_mount(self) -> None:
+        self._layout()  # the header and "nothing to show" before any data
+
+    # ---- data -------------------------------------------------------------------------------------
+
+    @property
+    def row_count(self) -> int:
+        return len(self.order)
+
+    def set_data(self, data: TableData) -> None:
+        """Show `data`: same cursor key, same place on screen; repaint only the lines that changed."""
+        old, old_order = self.data, self.order
+        keep = self.cursor_key()
+        screen_line = self.cursor_row - int(self.scroll_y)
+        self.data = data
+        order = self._ordered()
+        self.order = order
+        cursor = data.index.get(keep) if keep is not None else None
+        if cursor is not None and (self.filter_text or self.sort_column is not None):
+            cursor = order.index(cursor) if cursor in order else None
+        self.cursor_row = min(cursor if cursor is not None else self.cursor_row, max(0, len(order) - 1))
+        layout = self._layout()
+        if layout or len(order) != len(old_order) or self.cursor_row - int(self.scroll_y) != screen_line:
+            self.scroll_to(y=max(0, self.cursor_row - screen_line), animate=False, force=True)
+            self.refresh()
             return
-        for row, col, value, wider in cells:
-            row_key = RowKey(row)
-            self._data[row_key][col] = value
-            if wider:
-                self._updated_cells.add(CellKey(row_key, col))
-                self._require_update_dimensions = True
-        self._update_count += 1
+        # Same size and place: repaint the visible lines whose row (or its text) is not the one drawn.
+        top = int(self.scroll_y)
+        for line in range(max(0, self.scrollable_content_region.height - 1)):
+            i = top + line
+            if i >= len(order):
+                break
+            a, b = old_order[i], order[i]
+            if old.rows[a].key != data.rows[b].key or old.texts[a] != data.texts[b] or (
+                old.rows[a].level != data.rows[b].level
+            ):
+                self.refresh(Region(0, line + 1, self.size.width, 1))
+
+    def _ordered(self) -> list[int]:
+        data = self.data
+        needle = self.filter_text.lower()
+        if needle:
+            order = [i for i, h in enumerate(data.hay) if needle in h]
+        else:
+            order = list(range(len(data.rows)))
+        if self.sort_column is not None:
+            keys = data.sort_keys(self.sort_column, self.columns[self.sort_column].numeric)
+            order.sort(key=keys.__getitem__, reverse=self.sort_reverse)
+        return order
+
+    def _layout(self) -> bool:
+        """Column widths from the data (capped); True when they changed (then everything is redrawn)."""
+        widths = [
+            c.width
+            if c.width is not None
+            else min(MAX_COL_WIDTH, max(cell_len(c.label) + (2 if i == self.sort_column else 0), w))
+            for i, (c, w) in enumerate(zip(self.columns, self.data.widths, strict=True))
+        ]
+        height = len(self.order) + 1 + (1 if not self.order else 0)
+        size = Size(sum(widths) + 2 * PAD * len(widths), height)
+        changed = widths != self._widths or size != self.virtual_size
+        self._widths = widths
+        self.virtual_size = size
+        return changed
+
+    def reorder(self) -> None:
+        """Filter or sort changed: recompute the shown order, keeping the cursor on its row if shown."""
+        keep = self.cursor_key()
+        self.order = self._ordered()
+        pos = {i: n for n, i in enumerate(self.order)} if keep is not None else {}
+        index = self.data.index.get(keep) if keep is not None else None
+        self.cursor_row = pos.get(index, 0) if index is not None else 0
+        self._layout()
+        self._scroll_to_cursor(center=True)
         self.refresh()
+
+    def cursor_key(self) -> str | None:
+        if not self.order or self.cursor_row >= len(self.order):
+            return None
+        return self.data.rows[self.order[self.cursor_row]].key
+
+    def row_at(self, index: int) -> Row:
+        return self.data.rows[self.order[index]]
+
+    def get_row_at(self, index: int) -> list[Text]:
+        """The shown row at `index` as styled Texts (what a test or a copy would read)."""
+        i = self.order[index]
+        style = STYLES.get(self.data.rows[i].level, self.data.rows[i].level or "")
+        return [Text(t, style=style) for t in self.data.texts[i]]
+
+    # ---- cursor -----------------------------------------------------------------------------------
+
+    def move_cursor(self, row: int, center: bool = False) -> None:
+        if not self.order:
+            return
+        old = self.cursor_row
+        self.cursor_row = max(0, min(row, len(self.order) - 1))
+        self._scroll_to_cursor(center)
+        for r in (old, self.cursor_row):
+            self._refresh_row(r)
+
+    def _visible_rows(self) -> int:
+        return max(1, self.scrollable_content_region.height - 1)
+
+    def _scroll_to_cursor(self, center: bool = False) -> None:
+        if self.scrollable_content_region.height <= 1:  # not laid out yet (a hidden tab): on resize
+            self._scroll_pending = True
+            return
+        top, visible = int(self.scroll_y), self._visible_rows()
+        if top <= self.cursor_row < top + visible and not center:
+            return
+        if center:
+            y = self.cursor_row - visible // 2
+        elif self.cursor_row < top:
+            y = self.cursor_row
+        else:
+            y = self.cursor_row - visible + 1
+        self.scroll_to(y=max(0, y), animate=False, force=True)
+
+    def _on_resize(self, event: events.Resize) -> None:
+        # Keep the cursor in view when the table shrinks (a headline grew) or first gets its size.
+        center, self._scroll_pending = self._scroll_pending, False
+        self.call_after_refresh(self._scroll_to_cursor, center)
+
+    def _refresh_row(self, index: int) -> None:
+        line = index - int(self.scroll_y) + 1
+        if 1 <= line < self.size.height:
+            self.refresh(Region(0, line, self.size.width, 1))
+
+    def action_cursor(self, delta: int) -> None:
+        self.move_cursor(self.cursor_row + delta)
+
+    def action_page(self, direction: int) -> None:
+        self.move_cursor(self.cursor_row + direction * self._visible_rows())
+
+    def action_cursor_to(self, row: int) -> None:
+        self.move_cursor(row if row >= 0 else len(self.order) - 1)
+
+    def action_select(self) -> None:
+        key = self.cursor_key()
+        if key is not None:
+            self.post_message(self.Selected(self, key))
+
+    # ---- sorting ----------------------------------------------------------------------------------
+
+    def sort_by(self, column: int | None, reverse: bool = False) -> None:
+        self.sort_column, self.sort_reverse = column, reverse
+        self.reorder()
+
+    def action_sort(self) -> None:
+        """s: sort by the next column; after the last one, back to the view's own order."""
+        nxt = 0 if self.sort_column is None else self.sort_column + 1
+        self.sort_by(nxt if nxt < len(self.columns) else None)
+
+    def action_reverse(self) -> None:
+        if self.sort_column is not None:
+            self.sort_by(self.sort_column, not self.sort_reverse)
+
+    # ---- mouse ------------------------------------------------------------------------------------
+
+    def _on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        if offset.y == 0:  # the header: sort by this column, again to reverse
+            x = offset.x + int(self.scroll_x)
+            for c, w in enumerate(self._widths):
+                x -= w + 2 * PAD
+                if x < 0:
+                    self.sort_by(c, not self.sort_reverse if self.sort_column == c else False)
+                    break
+            return
+        row = int(self.scroll_y) + offset.y - 1
+        if row < len(self.order):
+            if row == self.cursor_row:
+                self.action_select()
+            else:
+                self.move_cursor(row)
+
+    def _on_focus(self, event: events.Focus) -> None:
+        super()._on_focus(event)
+        self.refresh()
+
+    def _on_blur(self, event: events.Blur) -> None:
+        super()._on_blur(event)
+        self.refresh()
+
+    # ---- drawing ----------------------------------------------------------------------------------
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        base = self.rich_style
+        scroll_x = int(self.scroll_x)
+        if y == 0:
+            style = base + self.get_component_rich_style("rowtable--header")
+            labels = []
+            for c, col in enumerate(self.columns):
+                mark = "" if c != self.sort_column else (" ▼" if self.sort_reverse else " ▲")
+                labels.append(col.label + mark)
+            return self._strip(labels, style, width, scroll_x)
+        index = int(self.scroll_y) + y - 1
+        if index >= len(self.order):
+            if index == 0:
+                return self._strip([self.empty], base + self.get_component_rich_style("rowtable--empty"),
+                                   width, scroll_x, plain_line=True)
+            return Strip.blank(width, base)
+        i = self.order[index]
+        row = self.data.rows[i]
+        style = base + _style(STYLES.get(row.level, row.level or ""))
+        if index == self.cursor_row:
+            style += self.get_component_rich_style("rowtable--cursor")
+        return self._strip(self.data.texts[i], style, width, scroll_x)
+
+    def _strip(self, cells: Sequence[str], style: Style, width: int, scroll_x: int,
+               plain_line: bool = False) -> Strip:
+        if plain_line:
+            text = " " * PAD + cells[0]
+            return Strip([Segment(set_cell_size(text, width), style)], width)
+        segments = []
+        pad = " " * PAD
+        for text, w, col in zip(cells, self._widths, self.columns, strict=False):
+            if cell_len(text) > w:
+                text = set_cell_size(text, max(0, w - 1)) + "…"
+            elif col.numeric:
+                text = " " * (w - cell_len(text)) + text
+            else:
+                text = set_cell_size(text, w)
+            segments.append(Segment(pad + text + pad, style))
+        total = sum(self._widths) + 2 * PAD * len(self._widths)
+        strip = Strip(segments, total)
+        if scroll_x:
+            strip = strip.crop(scroll_x, scroll_x + width)
+        return strip.extend_cell_length(width, style)
 
 
 class FilterTable(Vertical):
-    """DataTable + a hidden filter Input (shown by `/`; Esc clears it)."""
+    """A RowTable + a hidden filter Input (shown by `/`; Esc clears it)."""
 
     DEFAULT_CSS = """
     FilterTable { height: 1fr; }
     FilterTable > Input { display: none; height: 1; border: none; padding: 0 1; }
     FilterTable.filtering > Input { display: block; }
-    FilterTable > DataTable { height: 1fr; }
+    FilterTable > RowTable { height: 1fr; }
     """
 
-    BINDINGS = [Binding("escape", "clear_filter", "Clear filter", show=False)]
+    BINDINGS: ClassVar = [Binding("escape", "clear_filter", "Clear filter", show=False)]
 
     class Selected(Message):
         """Enter (or click) on a row: carries the row's key."""
@@ -118,110 +502,57 @@ class FilterTable(Vertical):
     ) -> None:
         super().__init__(id=id)
         self.columns = list(columns)
-        self.rows: list[Row] = []
-        self.shown: list[Row] = []
-        self.filter_text = ""
         self.empty = empty
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="filter rows (Enter keeps it, Esc clears)")
-        table = Table(cursor_type="row", zebra_stripes=False)
-        yield table
+        yield RowTable(self.columns, empty=self.empty)
 
     @property
-    def table(self) -> Table:
-        return self.query_one(Table)
+    def table(self) -> RowTable:
+        return self.query_one(RowTable)
 
-    def on_mount(self) -> None:
-        for i, c in enumerate(self.columns):
-            self.table.add_column(
-                Text(c.label, justify="right" if c.numeric else "left"), key=str(i), width=c.width
-            )
+    @property
+    def rows(self) -> list[Row]:
+        return self.table.data.rows
+
+    @property
+    def shown(self) -> list[Row]:
+        table = self.table
+        return [table.data.rows[i] for i in table.order]
+
+    @property
+    def filter_text(self) -> str:
+        return self.table.filter_text
 
     # ---- data -------------------------------------------------------------------------------------
 
     def set_rows(self, rows: Sequence[Row]) -> None:
-        self.rows = list(rows)
-        self._show()
+        self.set_data(TableData.of(self.columns, rows, self.table.data))
 
-    def _show(self) -> None:
-        needle = self.filter_text.lower()
-        shown = [r for r in self.rows if needle in _haystack(r)] if needle else self.rows
+    def set_data(self, data: TableData) -> None:
+        self.table.set_data(data)
+        self._subtitle()
+
+    def _subtitle(self) -> None:
         table = self.table
-        if (
-            len(shown) == len(self.shown)
-            and table.row_count == len(shown)
-            and all(a.key == b.key for a, b in zip(shown, self.shown, strict=True))
-        ):
-            self._patch(shown)
-        else:
-            self._rebuild(shown)
-        self.shown = shown
-        table.border_subtitle = f"{len(shown)}/{len(self.rows)} rows" if needle else None
-
-    def _patch(self, shown: list[Row]) -> None:
-        """Same rows in the same order: rewrite only the cells that changed.
-
-        DataTable measures every cell of every added row; at 1,000 partitions a rebuild costs ~250 ms of
-        UI time per table, while patching the few cells a refresh changes costs a few milliseconds.
-        """
-        table = self.table
-        widths = {c.key: c.content_width for c in table.ordered_columns}
-        keys = [c.key for c in table.ordered_columns]
-        updates = []
-        for new, old in zip(shown, self.shown, strict=True):
-            if new == old:
-                continue
-            cells = self._cells(new)
-            restyled = new.level != old.level
-            for i, (value, key) in enumerate(zip(cells, keys, strict=False)):
-                if not restyled and i < len(old.cells) and new.cells[i] == old.cells[i]:
-                    continue
-                # Only a cell wider than its column asks DataTable to re-measure (columns never shrink here).
-                wider = value.cell_len > widths[key]
-                if wider:
-                    widths[key] = value.cell_len
-                updates.append((new.key, key, value, wider))
-        if updates:
-            table.update_cells(updates)
-
-    def _rebuild(self, shown: list[Row]) -> None:
-        table = self.table
-        keep = self.cursor_key()
-        scroll_y = table.scroll_y
-        table.clear()
-        for r in shown:
-            table.add_row(*self._cells(r), key=r.key)
-        if keep is not None:
-            index = next((i for i, r in enumerate(shown) if r.key == keep), None)
-            if index is not None:
-                table.move_cursor(row=index, animate=False, scroll=False)
-        table.scroll_to(y=scroll_y, animate=False, immediate=True)
-
-    def _cells(self, r: Row) -> list[Text]:
-        style = STYLES.get(r.level, r.level or "")
-        return [cell(v, style, c.numeric) for v, c in zip(r.cells, self.columns, strict=False)]
-
-    # ---- cursor -----------------------------------------------------------------------------------
+        subtitle = f"{table.row_count}/{len(table.data.rows)} rows" if table.filter_text else None
+        if table.border_subtitle != subtitle:  # setting it, even to the same text, repaints every line
+            table.border_subtitle = subtitle
 
     def cursor_key(self) -> str | None:
-        table = self.table
-        if not self.shown or table.cursor_row >= len(self.shown):
-            return None
-        return self.shown[table.cursor_row].key
+        return self.table.cursor_key()
 
     def move_to(self, key: str) -> bool:
         """Put the cursor on the row with this key (clearing a filter that hides it)."""
-        if not any(r.key == key for r in self.shown) and self.filter_text:
-            self.filter_text = ""
-            self.query_one(Input).value = ""
-            self.remove_class("filtering")
-            self._show()
-        for i, r in enumerate(self.shown):
-            if r.key == key:
-                self.table.move_cursor(row=i, animate=False)
-                return True
-        return False
+        table = self.table
+        index = table.data.index.get(key)
+        if index is None:
+            return False
+        if index not in table.order and table.filter_text:
+            self._set_filter("")
+        table.move_cursor(table.order.index(index), center=True)
+        return True
 
     # ---- filter -----------------------------------------------------------------------------------
 
@@ -229,34 +560,38 @@ class FilterTable(Vertical):
         self.add_class("filtering")
         self.query_one(Input).focus()
 
+    def _set_filter(self, text: str) -> None:
+        if text == "":
+            self.query_one(Input).value = ""
+            self.remove_class("filtering")
+        self.table.filter_text = text
+        self.table.reorder()
+        self._subtitle()
+
     def action_clear_filter(self) -> None:
-        if not self.has_class("filtering") and not self.filter_text:
+        if not self.has_class("filtering") and not self.table.filter_text:
             return
-        self.query_one(Input).value = ""
-        self.filter_text = ""
-        self.remove_class("filtering")
-        self._show()
+        with self.prevent(Input.Changed):
+            self._set_filter("")
         self.table.focus()
 
     @on(Input.Changed)
     def _filter_changed(self, event: Input.Changed) -> None:
         event.stop()
-        self.filter_text = event.value.strip()
-        self._show()
+        text = event.value.strip()
+        if text != self.table.filter_text:
+            self.table.filter_text = text
+            self.table.reorder()
+            self._subtitle()
 
     @on(Input.Submitted)
     def _filter_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        if not self.filter_text:
+        if not self.table.filter_text:
             self.remove_class("filtering")
         self.table.focus()
 
-    @on(DataTable.RowSelected)
-    def _row_selected(self, event: DataTable.RowSelected) -> None:
+    @on(RowTable.Selected)
+    def _row_selected(self, event: RowTable.Selected) -> None:
         event.stop()
-        if event.row_key.value is not None:
-            self.post_message(self.Selected(self, event.row_key.value))
-
-
-def _haystack(r: Row) -> str:
-    return " ".join(plain(v) for v in r.cells).lower()
+        self.post_message(self.Selected(self, event.key))

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from typing import Any
 
 import click
 
@@ -59,60 +60,44 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
           out: str | None = None, fail_on: tuple[str, ...] = KINDS, engine: str | None = None,
           master: str | None = None, remote: str | None = None, driver_memory: str | None = None) -> None:
     """Reconcile Kafka source offsets with the sink's rows (one task per partition)."""
+    # Ctrl-C and SIGTERM unwind through the audit's guard (eosctl.cli.unwind_on_signals).
     started = time.monotonic()
-    with _signals_stop_the_audit():
-        from auditors import EngineOptions
-        from eosctl.target import resolve
+    from auditors import EngineOptions
+    from eosctl.target import resolve
 
-        if master and remote:
-            raise click.UsageError("pass either --master or --remote, not both")
-        check_one_sink(sink_duckdb, sink_parquet)
-        if engine == "local" and (master or remote or driver_memory):
-            raise click.UsageError("--master, --remote and --driver-memory are for --engine spark")
-        _check_out(out)
-        target = resolve(config, pipeline, bootstrap, topics, group, need_topics=True)
-        sink, _ = sink_of(target, sink_duckdb, sink_parquet, sink_table)
-        overrides = {k: v for k, v in (("topic_column", topic_column), ("partition_column", partition_column),
-                                       ("offset_column", offset_column), ("key_column", key_column),
-                                       ("offsets_table", offsets_table)) if v}
-        sink = replace(sink, **overrides)
-        options = EngineOptions.resolve(target.config, "spark", engine=engine, master=master, remote=remote,
-                                        driver_memory=driver_memory)
-        _run(target, sink, fmt, out, fail_on, options, started)
+    if master and remote:
+        raise click.UsageError("pass either --master or --remote, not both")
+    check_one_sink(sink_duckdb, sink_parquet)
+    if engine == "local" and (master or remote or driver_memory):
+        raise click.UsageError("--master, --remote and --driver-memory are for --engine spark")
+    _check_out(out)
+    target = resolve(config, pipeline, bootstrap, topics, group, need_topics=not _has_hops(config, pipeline))
+    overrides = {k: v for k, v in (("topic_column", topic_column), ("partition_column", partition_column),
+                                   ("offset_column", offset_column), ("key_column", key_column),
+                                   ("offsets_table", offsets_table)) if v}
+    hops = target.pipeline.hops if target.pipeline else ()
+    if hops and (topics or group or sink_duckdb or sink_parquet or sink_table or overrides):
+        raise click.UsageError(f"pipeline {pipeline} is audited hop by hop ({', '.join(hops)}): --topic, "
+                               f"--group and the sink options name one hop; pass -p HOP for one of them")
+    options = EngineOptions.resolve(target.config, "spark", engine=engine, master=master, remote=remote,
+                                    driver_memory=driver_memory)
+    if hops:
+        runs = [resolve(config, hop, bootstrap, need_topics=True) for hop in hops]
+        _run([(hop, t, sink_of(t, None, None, None)[0]) for hop, t in zip(hops, runs, strict=True)],
+             fmt, out, fail_on, options, started)
+        return
+    sink, _ = sink_of(target, sink_duckdb, sink_parquet, sink_table)
+    _run([(pipeline or "", target, replace(sink, **overrides))], fmt, out, fail_on, options, started)
 
 
-class _Terminated(BaseException):
-    """SIGTERM, raised in the main thread like KeyboardInterrupt, so the audit's clean-up runs."""
+def _has_hops(config: str | None, pipeline: str | None) -> bool:
+    """Whether the named pipeline is audited hop by hop (then it needs no topics of its own)."""
+    if not (config and pipeline):
+        return False
+    from eosctl.config import load_config
 
-
-@contextmanager
-def _signals_stop_the_audit() -> Iterator[None]:
-    """Ctrl-C and SIGTERM unwind the audit (its guard kills the JVM or the pool and removes temp files),
-    then print one line: exit 130 for SIGINT, 143 for SIGTERM.
-
-    The signal is remembered: a Ctrl-C reaches Spark's Python workers too, and the failed job's error can
-    replace the KeyboardInterrupt on its way up (PySpark asks the JVM for the result in a `finally`)."""
-    import signal
-    import threading
-
-    got: list[int] = []
-
-    def on_signal(signum: int, frame: object) -> None:
-        got.append(signum)
-        raise KeyboardInterrupt() if signum == signal.SIGINT else _Terminated()
-
-    main = threading.current_thread() is threading.main_thread()
-    before = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
-    try:
-        yield
-    except (KeyboardInterrupt, _Terminated, Exception):
-        if not got:
-            raise
-        click.echo("eosctl: interrupted" if got[0] == signal.SIGINT else "eosctl: terminated", err=True)
-        sys.exit(128 + got[0])
-    finally:
-        for s, handler in before.items():
-            signal.signal(s, handler)
+    pipe = load_config(config).pipelines.get(pipeline)
+    return bool(pipe and pipe.hops)
 
 
 def _check_out(out: str | None) -> None:
@@ -146,14 +131,17 @@ audit.help = "\n".join([
 ])
 
 
-def _run(target, sink, fmt: str, out: str | None, fail_on: tuple[str, ...], options, started: float) -> None:
-    from auditors import audit as run_audit
+def _run(hops: list[tuple[str, Any, Any]], fmt: str, out: str | None, fail_on: tuple[str, ...],
+         options, started: float) -> None:
+    """Audit each hop (name, target, sink) in order: one hop's report as it is, several merged into one."""
+    from auditors import audit_hops
     from eosctl.output.audit import render
     from eosctl.output.terminal import console
 
     err = console(stderr=True)
     with _progress_display(err) as show:
-        result = run_audit(target, sink, options=options, progress=show, fail_on=fail_on, started=started)
+        result = audit_hops(hops, options=options, progress=show, fail_on=fail_on, started=started)
+    target = hops[-1][1]
     if not err.is_terminal:
         err.print(f"audited {len(result.partitions)} partitions in {result.elapsed_seconds:.1f}s",
                   highlight=False)
@@ -177,6 +165,7 @@ def _progress_display(err) -> Iterator[Progress]:
     """A transient bar on a terminal. Off a terminal, silent, unless EOSCTL_PROGRESS=lines: then one line
     per phase (for CI logs of long audits, and for the signal tests, which act on phases)."""
     from eosctl.progress import silent
+    from eosctl.safetext import term
 
     if not err.is_terminal:
         if os.environ.get("EOSCTL_PROGRESS") != "lines":
@@ -187,19 +176,19 @@ def _progress_display(err) -> Iterator[Progress]:
         def line(step: Step) -> None:
             if not seen or seen[-1] != step.what:
                 seen.append(step.what)
-                click.echo(f"eosctl: {step.what}", err=True)
+                click.echo(f"eosctl: {term(step.what)}", err=True)
 
         yield line
         return
     from rich.progress import BarColumn, MofNCompleteColumn, SpinnerColumn, TextColumn, TimeElapsedColumn
     from rich.progress import Progress as Bar
 
-    with Bar(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-             TimeElapsedColumn(), console=err, transient=True) as bar:
+    with Bar(SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(),
+             MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True) as bar:
         task = bar.add_task("", total=None)
 
         def update(step: Step) -> None:
-            bar.update(task, description=step.what, completed=step.done, total=step.total)
+            bar.update(task, description=term(step.what), completed=step.done, total=step.total)
 
         yield update
 
@@ -209,19 +198,33 @@ def _emit(rendered, fmt: str, out: str | None) -> None:
     from eosctl.output.terminal import console
 
     if out:
+        from eosctl.files import replacing
+
         try:
-            with open(out, "w", encoding="utf-8") as f:
+            with replacing(out) as tmp, open(tmp, "w", encoding="utf-8") as f:
                 if isinstance(rendered, str):
                     f.write(rendered if rendered.endswith("\n") else rendered + "\n")
                 else:
                     from rich.console import Console
 
                     # A file, not stdout: fixed width, no colour codes.
-                    Console(file=f, width=120, highlight=False, color_system=None).print(rendered)
+                    _print_parts(Console(file=f, width=120, highlight=False, color_system=None), rendered)
         except OSError as e:
             raise EosctlError(f"cannot write the report to {out}: {e.strerror or e}") from None
         return
     if isinstance(rendered, str):
         click.echo(rendered.rstrip("\n"))
     else:
-        console().print(rendered)
+        _print_parts(console(), rendered)
+
+
+def _print_parts(out, rendered) -> None:
+    """Part by part (a big findings list is many chunks of aligned lines): the console writes as it goes,
+    and lines are not re-wrapped."""
+    from rich.text import Text
+
+    for part in getattr(rendered, "renderables", [rendered]):
+        if isinstance(part, Text) and not part.spans and not part.style:
+            out.file.write(part.plain + "\n")  # plain lines, already escaped: no layout to do
+        else:
+            out.print(part, soft_wrap=isinstance(part, Text))

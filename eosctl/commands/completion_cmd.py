@@ -25,8 +25,8 @@ def completion(shell: str) -> None:
     """
     from click.shell_completion import get_completion_class
 
-    from eosctl.cli import main
-
-    # The same script `_EOSCTL_COMPLETE=bash_source eosctl` prints; it calls eosctl back on each TAB.
+    # The same script `_EOSCTL_COMPLETE=bash_source eosctl` prints; it calls eosctl back on each TAB. The
+    # root command comes from the context, not from eosctl.cli (which imports this module).
+    main = click.get_current_context().find_root().command
     cls = get_completion_class(shell)
     click.echo(cls(main, {}, "eosctl", "_EOSCTL_COMPLETE").source())

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import time
-from pathlib import Path
 
 import click
 
 from eosctl.pipeline import FAULTS
+from eosctl.pipeline.manifest import planted as planted_findings
+from eosctl.pipeline.manifest import planted_lines
 
 # A mix that shows every kind of defect the tool finds; `hanging` last so the sink has already run.
 DEMO_FAULTS = ("duplicate-replay", "skip", "aborted-leak", "upstream-retry", "zombie", "hanging")
@@ -35,6 +35,7 @@ def demo(ctx: click.Context, records: int, faults: tuple[str, ...], no_audit: bo
     from eosctl.config import Cluster
     from eosctl.output.terminal import console
     from eosctl.pipeline import run_pipeline
+    from eosctl.pipeline.configfile import point_at_sandbox
 
     err = console(stderr=True)
     out = console()
@@ -52,21 +53,13 @@ def demo(ctx: click.Context, records: int, faults: tuple[str, ...], no_audit: bo
     err.print(f"[green]✓[/] pipeline done: {manifest['sink_rows']} sink rows from "
               f"{manifest['committed_output_records']} committed records "
               f"({time.monotonic() - t0:.0f}s)")
-    config = _point_at_sandbox(workdir / "eosctl.toml", state.bootstrap)
+    config = point_at_sandbox(workdir / "eosctl.toml", state.bootstrap)
     out.print(f"\nsink      {manifest['sink']['duckdb']}")
     out.print(f"manifest  {workdir / 'manifest.json'}  (the planted defects: ground truth)")
     out.print(f"config    {config}")
     out.print("\nplanted defects:")
-    for f in manifest["expected_findings"]:
-        where = f"{f['topic']}[{f['partition']}] offsets {f['first_offset']}..{f['last_offset']}"
-        extra = f" key {f['key']}" if f.get("key") else ""
-        out.print(f"  {f['kind']:<18} {where} ({f['count']}){extra}  <- {f['fault']}")
-    for h in manifest.get("hanging", []):
-        out.print(f"  {'hanging txn':<18} {h['topic']}[{h['partition']}] from offset {h['first_offset']}"
-                  f"  <- hanging")
-    for z in manifest.get("fencing", []):
-        epochs = f"epoch {z['old_epoch']} -> {z['new_epoch']}"
-        out.print(f"  {'fenced producer':<18} {z['transactional_id']} {epochs}  <- zombie")
+    for line in planted_lines(manifest):
+        out.print(line, highlight=False)
 
     audit_ran = agrees = False
     if not no_audit:
@@ -90,17 +83,6 @@ def demo(ctx: click.Context, records: int, faults: tuple[str, ...], no_audit: bo
         ctx.exit(1)
 
 
-def _point_at_sandbox(config: Path, bootstrap: str) -> Path:
-    """The pipeline wrote today's port into its config; the demo's config says "sandbox" instead, so every
-    command it suggests keeps working after `eosctl sandbox down` / `up` picks another port."""
-    text = config.read_text(encoding="utf-8")
-    pinned = f"bootstrap_servers = {json.dumps(bootstrap)}\n"
-    if text.count(pinned) != 1:  # a config this code didn't write: leave it as it is
-        return config
-    config.write_text(text.replace(pinned, 'bootstrap_servers = "sandbox"\n'), encoding="utf-8")
-    return config
-
-
 def _key(f: dict) -> tuple:
     return (f["kind"], f["topic"], f["partition"], f["first_offset"], f["last_offset"], f["count"],
             f.get("key"))
@@ -111,7 +93,8 @@ def _agrees(report, manifest: dict, err) -> bool:
     if report is None:
         return True
     found = {_key(f.to_dict()) for f in report.findings}
-    planted = {_key(f) for f in manifest["expected_findings"]}
+    # Both hops: the process stage (orders -> enriched) and the sink (enriched -> DuckDB).
+    planted = {_key(f) for f in planted_findings(manifest)}
     if found == planted:
         err.print(f"[green]✓[/] the audit found exactly the {len(planted)} planted defects, and nothing else")
         return True
@@ -126,16 +109,17 @@ def _agrees(report, manifest: dict, err) -> bool:
 def _run_audit(config, err, out):
     """The audit `eosctl audit -c CONFIG` runs (same engine), its table printed: None if not in this build."""
     try:
-        from auditors import EngineOptions, audit
+        from auditors import EngineOptions, audit_hops
     except ModuleNotFoundError:
         err.print("[yellow]the audit is not part of this build yet; skipping it[/]")
         return None
     from eosctl.output.audit import table
     from eosctl.target import resolve
 
-    target = resolve(str(config), "demo", None, (), None, need_topics=True)
-    options = EngineOptions.resolve(target.config, "spark")
-    err.print(f"\nauditing the sink against Kafka ({options.where()})...")
-    report = audit(target, target.pipeline.sink, options=options, started=time.monotonic())
+    hops = [resolve(str(config), name, None, (), None, need_topics=True) for name in ("demo.process", "demo")]
+    options = EngineOptions.resolve(hops[0].config, "spark")
+    err.print(f"\nauditing both hops, the process stage and the sink, against Kafka ({options.where()})...")
+    report = audit_hops([(t.pipeline.name, t, t.pipeline.sink) for t in hops], options=options,
+                        started=time.monotonic())
     out.print(table(report))
     return report

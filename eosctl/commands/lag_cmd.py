@@ -55,7 +55,9 @@ def lag(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: st
     at each poll and carries on when the broker is back.
     """
     from eosctl.clients import confluent_admin
-    from eosctl.lag import Watch, poll
+    from eosctl.errors import EosctlError
+    from eosctl.lag import poll
+    from eosctl.live import LagHistory, LiveModel
     from eosctl.target import resolve
     from eosctl.wire import WireClient
 
@@ -68,61 +70,24 @@ def lag(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: st
             _emit(poll(client, admin, wanted_groups or None, wanted_topics or None, scan_limit), None, fmt,
                   wanted_groups, wanted_topics)
         return
-    with _Reconnecting(target.cluster) as conn:
+    # The watch reads the live model every interactive reader shares (eosctl.live), its lag section only.
+    # The model asks the admin clients only after its wire client reached the broker, and replaces them
+    # after a failed poll: librdkafka aborts the whole process when a coordinator request
+    # (ListConsumerGroupOffsets) loses its connection, or when an admin client is destroyed in the middle
+    # of an outage (confluentinc/librdkafka#3663, #4605), and an admin client that lived through a broker
+    # restart keeps timing out on the group coordinator.
+    with LiveModel(target, sections=("lag",), lag_groups=wanted_groups or None, scan_limit=scan_limit,
+                   timeout_ms=TIMEOUT_MS) as model:
+        model.lag_history = LagHistory(window)
 
         def measure() -> Any:
-            client, admin = conn.clients()
-            try:
-                client.metadata([])  # is the broker there? (see _Reconnecting for why we ask first)
-                return poll(client, admin, wanted_groups or None, wanted_topics or None, scan_limit)
-            except BaseException:
-                conn.drop()  # a restarted broker needs new connections; the next poll makes them
-                raise
+            cap = model.refresh()
+            if cap.sections.get("lag") != "ok":
+                model.reconnect()  # a restarted broker needs new connections; the next poll makes them
+                raise EosctlError(cap.errors().get("lag", "the lag could not be read"))
+            return cap.lag
 
-        _watch(measure, Watch(window), interval, count, fmt, wanted_groups, wanted_topics)
-
-
-class _Reconnecting:
-    """The watch's Kafka clients: the wire client is made on first use and again after any failed poll.
-
-    The confluent-kafka admin client is asked only after the wire client reached the broker, and is
-    replaced only once the broker answers again: librdkafka aborts the whole process when a coordinator
-    request (ListConsumerGroupOffsets) loses its connection, or when an admin client is destroyed in
-    the middle of an outage ("rd_kafka_enq_once_del_source_return: Assertion `eonce->refcnt > 0' failed",
-    confluentinc/librdkafka#3663, #4605). Replaced, because an admin client that lived through a broker
-    restart keeps timing out on the group coordinator.
-    """
-
-    def __init__(self, cluster: Any) -> None:
-        self.cluster = cluster
-        self.client: Any = None
-        self.admin: Any = None
-        self.failed = False
-
-    def clients(self) -> tuple[Any, Any]:
-        from eosctl.clients import confluent_admin
-        from eosctl.wire import WireClient
-
-        if self.client is None:
-            self.client = WireClient(self.cluster, timeout_ms=TIMEOUT_MS)  # raises while the broker is down
-            self.client.metadata([])
-        if self.admin is None or self.failed:
-            self.admin = confluent_admin(self.cluster, timeout=TIMEOUT_MS / 1000)
-            self.failed = False
-        return self.client, self.admin
-
-    def drop(self) -> None:
-        """After a failed poll: a new wire client next time, and a new admin once the broker answers."""
-        if self.client is not None:
-            self.client.close()
-        self.client = None
-        self.failed = True
-
-    def __enter__(self) -> _Reconnecting:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.drop()
+        _watch(measure, model.lag_history.watch, interval, count, fmt, wanted_groups, wanted_topics)
 
 
 def _watch(measure: Any, watch: Any, interval: float, count: int | None, fmt: str, groups: list[str],
@@ -155,8 +120,7 @@ def _watch(measure: Any, watch: Any, interval: float, count: int | None, fmt: st
                 if last is None:
                     raise
                 doc = outage_document(lag_document(last, watch), first_line(e))
-            else:
-                watch.add(snapshot)
+            else:  # measure() fed the snapshot to the watch already (the model's lag history)
                 last = snapshot
                 doc = lag_document(snapshot, watch)
             if live_view:

@@ -57,6 +57,10 @@ def ledger(config: str | None, pipeline: str | None, bootstrap: str | None, topi
         render_ledger(console(), result)
     if result.flags:
         sys.exit(1)
+    if result.offsets_disagreements:
+        from eosctl.errors import BrokerError
+
+        raise BrokerError(f"cannot vouch for the ledger: {result.offsets_disagreements[0]}")
 
 
 COMMANDS = [ledger]

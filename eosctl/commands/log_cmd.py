@@ -89,9 +89,12 @@ class _progress:
         from eosctl.output.terminal import console
 
         err = console(stderr=True)
-        self.bar = Progress(TextColumn(f"scanning {self.what}"), BarColumn(), MofNCompleteColumn(),
-                            TextColumn("offsets"), TimeRemainingColumn(), console=err, transient=True,
-                            disable=not err.is_terminal)
+        from eosctl.safetext import term
+
+        # The topic is text, not markup, and its control characters are shown, not sent.
+        self.bar = Progress(TextColumn(f"scanning {term(self.what)}", markup=False), BarColumn(),
+                            MofNCompleteColumn(), TextColumn("offsets"), TimeRemainingColumn(), console=err,
+                            transient=True, disable=not err.is_terminal)
         self.bar.__enter__()
         self.task = self.bar.add_task("scan", total=None)
         return self.update

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,16 +48,24 @@ def _check_prefix(ctx: click.Context, param: click.Parameter, value: str) -> str
               help="Orders the source writes.")
 @click.option("--partitions", default=3, show_default=True, type=click.IntRange(min=1),
               help="Partitions of each topic.")
+@click.option("--sink", "sink_kind", type=click.Choice(["duckdb", "postgres", "delta", "iceberg"]),
+              default="duckdb",
+              show_default=True,
+              help="Where the sink stage writes: sink.duckdb in the work directory; the sandbox's PostgreSQL "
+                   "(started on a Unix socket in $EOSCTL_HOME when it isn't running), schema PREFIX; a "
+                   "Delta table, sink_delta/ in the work directory; or an Iceberg table in a SQL catalog "
+                   "on SQLite, sink_iceberg/.")
 @click.option("--yes", is_flag=True,
               help="Needed when --bootstrap is not the sandbox: the run deletes and recreates the prefix's "
                    "topics and groups there.")
 def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: tuple[str, ...], records: int,
-             partitions: int, yes: bool) -> None:
-    """Run source -> read-process-write -> DuckDB sink once, with the given faults.
+             partitions: int, sink_kind: str, yes: bool) -> None:
+    """Run source -> read-process-write -> sink (DuckDB or PostgreSQL) once, with the given faults.
 
     \b
-    Writes the sink (sink.duckdb), the ground truth of what was planted where (manifest.json) and a
-    config for the other eosctl commands (eosctl.toml) into the work directory.
+    Writes the sink (sink.duckdb, or schema PREFIX in the sandbox's PostgreSQL), the ground truth of
+    what was planted where (manifest.json) and a config for the other eosctl commands (eosctl.toml)
+    into the work directory.
     """
     from rich.console import Console
 
@@ -82,10 +92,17 @@ def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: t
     def progress(msg: str) -> None:
         err.print(f"[dim]{time.monotonic() - t0:5.1f}s[/] {msg}")
 
-    manifest = run_pipeline(cluster, prefix, workdir, faults=faults, records=records, partitions=partitions,
-                            progress=progress)
-    out.print(f"\nsink      {manifest['sink']['duckdb']}  (table {manifest['sink']['table']}, "
-              f"{manifest['sink_rows']} rows)")
+    with _sandbox_postgres(sink_kind == "postgres", progress) as postgres:
+        manifest = run_pipeline(cluster, prefix, workdir, faults=faults, records=records,
+                                partitions=partitions, progress=progress, postgres=postgres,
+                                delta=sink_kind == "delta", iceberg=sink_kind == "iceberg")
+    if _is_sandbox(bootstrap):
+        from eosctl.pipeline.configfile import FILE, point_at_sandbox
+
+        point_at_sandbox(Path(workdir) / FILE, bootstrap)
+    sink = manifest["sink"]
+    where = next(sink[k] for k in ("duckdb", "postgres", "delta", "iceberg") if sink[k])
+    out.print(f"\nsink      {where}  (table {manifest['sink']['table']}, {manifest['sink_rows']} rows)")
     out.print(f"manifest  {Path(workdir).resolve() / 'manifest.json'}")
     out.print(f"config    {Path(workdir).resolve() / 'eosctl.toml'}  "
               f"(eosctl ... --config it --pipeline {prefix})")
@@ -93,16 +110,40 @@ def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: t
         out.print("\nno faults planted: the sink must match the committed output exactly")
         return
     out.print(f"\nplanted defects ({', '.join(manifest['faults'])}):")
-    for f in manifest["expected_findings"]:
-        where = f"{f['topic']}[{f['partition']}] offsets {f['first_offset']}..{f['last_offset']}"
-        key = f" key {f['key']}" if f.get("key") else ""
-        out.print(f"  {f['kind']:<16} {where} (count {f['count']}){key}  <- {f['fault']}")
-    for h in manifest["hanging"]:
-        out.print(f"  {'hanging txn':<16} {h['topic']}[{h['partition']}] offsets {h['first_offset']}.."
-                  f"{h['last_offset']}: LSO stuck at {h['first_offset']}  <- hanging")
-    for z in manifest["fencing"]:
-        out.print(f"  {'fenced producer':<16} {z['transactional_id']} epoch {z['old_epoch']} -> "
-                  f"{z['new_epoch']} (zombie got {z['zombie_error'] or 'through!'})  <- zombie")
+    from eosctl.pipeline.manifest import planted_lines
+
+    for line in planted_lines(manifest):
+        out.print(line, highlight=False)
+
+
+@contextmanager
+def _sandbox_postgres(wanted: bool, progress: Any) -> Iterator[str | None]:
+    """The URI of the sandbox's PostgreSQL, started (in $EOSCTL_HOME) if needed. It keeps running after a
+    run, for the other commands, until `sandbox down`; a run that fails stops a server it started and
+    removes what it made."""
+    if not wanted:
+        yield None
+        return
+    import shutil
+
+    from eosctl import sandbox
+    from eosctl.sink import pgserver
+
+    home = sandbox.state_dir()
+    server = pgserver.running(home)
+    if server is not None:
+        yield server.uri()
+        return
+    made = [p for p in (home, home / "postgres") if not p.exists()]
+    server = pgserver.start(home)
+    progress(f"PostgreSQL started on a Unix socket in {server.root} (pid {server.pid})")
+    try:
+        yield server.uri()
+    except BaseException:
+        pgserver.stop(server, home)
+        for path in made:
+            shutil.rmtree(path, ignore_errors=True)
+        raise
 
 
 _LOOPBACK = {"localhost", "127.0.0.1", "::1", "[::1]"}

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 from datetime import UTC, datetime
-from pathlib import Path
 
 import click
 
 from eosctl.commands.options import OutputFile, duckdb_file
 from eosctl.errors import EosctlError
+from eosctl.files import shown
 
 
 @click.command("report")
@@ -38,23 +38,25 @@ def report(source: str, out: str) -> None:
     by this eosctl record them) or, for a snapshot, from its partition logs; an older JSON report without
     them still shows every finding.
     """
+    from eosctl.files import write_replacing
     from eosctl.output.html import render_html
 
-    audit, context = _load(source)
+    audit, context = load_audit(source)
     html = render_html(audit, context)
     parent = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(parent):
         raise EosctlError(f"cannot write {out}: directory {parent} does not exist; create it or pick another "
                           "--out")
     try:
-        Path(out).write_text(html, encoding="utf-8")
+        write_replacing(out, html)
     except OSError as e:
         raise EosctlError(f"cannot write {out}: {e.strerror or e}") from None
     click.echo(f"wrote {out}: {audit.verdict.upper()}, {len(audit.findings)} findings in "
                f"{len(audit.partitions)} partitions", err=True)
 
 
-def _load(source: str):
+def load_audit(source: str):
+    """The audit of a snapshot or a JSON report, and where it came from (also `eosctl explain`)."""
     from eosctl.findings import read_report
     from eosctl.output.html import AuditContext
     from eosctl.sink.duckdb import read_header
@@ -64,13 +66,22 @@ def _load(source: str):
                           "`eosctl audit --format json --out FILE`)")
     if read_header(source) is not None:
         return _from_snapshot(source)
+    notes: list[str] = []
     try:
-        audit = read_report(source)
+        audit = read_report(source, notes)
     except ValueError as e:
-        raise EosctlError(f"{source} is neither an eosctl snapshot nor a JSON audit report ({e}); "
+        raise EosctlError(f"{shown(source)} is neither an eosctl snapshot nor a JSON audit report ({e}); "
                           "write one with `eosctl audit --format json --out FILE`") from None
+    _say(source, notes)
     written = datetime.fromtimestamp(os.path.getmtime(source), UTC)
-    return audit, AuditContext(origin=f"{source} (JSON report, file written {written:%Y-%m-%d %H:%M:%S} UTC)")
+    return audit, AuditContext(origin=f"{source} (JSON report, file written {written:%Y-%m-%d %H:%M:%S} UTC"
+                                      + "".join(f"; {n}" for n in notes) + ")")
+
+
+def _say(source: str, notes: list[str]) -> None:
+    """A report whose own verdict disagrees with its findings: one line each, and the page says it too."""
+    for note in notes:
+        click.echo(f"eosctl: warning: {shown(source)}: {note}", err=True)
 
 
 def _from_snapshot(source: str):
@@ -80,7 +91,9 @@ def _from_snapshot(source: str):
     from eosctl.output.html import AuditContext
     from eosctl.snapshot import load_snapshot
 
-    snap = load_snapshot(source)
+    notes: list[str] = []
+    snap = load_snapshot(source, notes)
+    _say(source, notes)
     if snap.audit is None:
         raise EosctlError(f"{source} holds no audit; take a snapshot with one (`eosctl snapshot "
                           "--with-audit` or `--audit-report FILE`) or render a JSON report instead")
@@ -91,7 +104,8 @@ def _from_snapshot(source: str):
              for p in audit.partitions]
     audit = replace(audit, partitions=parts)
     imported = snap.audit_origin not in (None, "run")
-    origin = f"snapshot {source}" + (f" (audit imported from {snap.audit_origin})" if imported else "")
+    origin = (f"snapshot {source}" + (f" (audit imported from {snap.audit_origin})" if imported else "")
+              + "".join(f"; {n}" for n in notes))
     # An audit run by the capture happened at capture time; an imported report's time isn't recorded.
     when = None if imported else snap.captured_at
     return audit, AuditContext(bootstrap=snap.bootstrap, pipeline=snap.pipeline, topics=tuple(snap.topics),

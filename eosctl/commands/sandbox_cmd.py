@@ -32,11 +32,17 @@ def sandbox_up(port: int | None) -> None:
 
 @sandbox.command("down")
 def sandbox_down() -> None:
-    """Stop the sandbox broker by its recorded pid (data is kept)."""
+    """Stop the sandbox broker by its recorded pid (data is kept), and its PostgreSQL if one runs."""
     from eosctl import sandbox as sb
+    from eosctl.sink import pgserver
 
-    state = sb.down(sb.state_dir())
+    home = sb.state_dir()
+    state = sb.down(home)
     click.echo(f"sandbox stopped (pid {state.pid})" if state else "sandbox was not running")
+    pg = pgserver.running(home)
+    if pg is not None:
+        pgserver.stop(pg, home)
+        click.echo(f"sandbox PostgreSQL stopped (pid {pg.pid})")
 
 
 @sandbox.command("status")

@@ -89,13 +89,18 @@ def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, to
 
 def _read_audit_report(path: str) -> AuditReport:
     from eosctl.errors import EosctlError
+    from eosctl.files import shown
     from eosctl.findings import read_report
 
+    notes: list[str] = []
     try:
-        return read_report(path)
+        report = read_report(path, notes)
     except ValueError as e:
-        raise EosctlError(f"{path} is not an `eosctl audit --format json` report ({e}); write one with "
-                          "`eosctl audit --format json --out FILE`") from None
+        raise EosctlError(f"{shown(path)} is not an `eosctl audit --format json` report ({e}); write one "
+                          "with `eosctl audit --format json --out FILE`") from None
+    for note in notes:  # stored with the recomputed verdict
+        click.echo(f"eosctl: warning: {shown(path)}: {note}", err=True)
+    return report
 
 
 def _capture_audit(captured: Capture, target: Target, sink: Sink | None) -> None:

@@ -6,6 +6,9 @@ never imports the auditors package itself.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -84,14 +87,66 @@ def tui(
         source = LiveSource(target, max_age_s=max_age, run_audit=run_audit)
     from tui.app import EosApp
 
-    app = EosApp(source, refresh_seconds=refresh)
+    class Tui(EosApp):
+        CSS_PATH = Path(sys.modules[EosApp.__module__].__file__).with_name(EosApp.CSS_PATH)  # not ours
+
+        def on_unmount(self) -> None:
+            # An audit the user started runs in a thread worker, which neither `q` nor a signal stops,
+            # and the app's loop waits for that thread before it returns: stop what the audit started
+            # (its pool or JVM) first, so that the worker fails at once.
+            _stop_audits()
+
+    app = Tui(source, refresh_seconds=refresh)
     try:
-        app.run()
+        with _signals_quit(app):
+            app.run()
     finally:
+        _stop_audits()
         if hasattr(source, "close"):  # the live source's admin clients, kept across refreshes
             source.close()
     if app.return_code:
         raise SystemExit(app.return_code)
+
+
+def _stop_audits() -> None:
+    guard = sys.modules.get("auditors.guard")  # imported when an audit ran
+    if guard is not None:
+        guard.stop_all()
+
+
+@contextmanager
+def _signals_quit(app: Any) -> Iterator[None]:
+    """Ctrl-C and SIGTERM quit the app as `q` does, then count as the signal (one line, 130 or 143).
+
+    Raised inside Textual's event loop, the KeyboardInterrupt eosctl's other commands unwind with would
+    land in whichever callback runs (a traceback, or a hang with the terminal still raw). So the signal
+    asks the loop to exit the app; once the terminal is restored, it is raised again for eosctl's own
+    handler (eosctl.cli.unwind_on_signals)."""
+    import asyncio
+    import signal
+
+    got: list[int] = []
+
+    def on_signal(signum: int, frame: Any) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # before the app's loop runs or after it ended: unwind as any command
+            handler = before[signum]
+            if callable(handler):
+                handler(signum, frame)
+            raise KeyboardInterrupt() from None
+        if not got:
+            got.append(signum)
+            loop.call_soon_threadsafe(app.exit)
+
+    before = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+    if got:
+        signal.raise_signal(got[0])
 
 
 def run_audit(target: Any, progress: Any) -> Any:

@@ -119,8 +119,13 @@ def txns_hanging(config: str | None, pipeline: str | None, bootstrap: str | None
       kip664  DescribeProducers shows an open transaction older than --max-age that its coordinator
               does not list for the partition (what kafka-transactions.sh find-hanging checks);
       lso     the partition's LSO is below its HW and the open transaction at the LSO is older than
-              --max-age (age from its first batch's timestamp); works where DescribeProducers
-              returns nothing.
+              --max-age; works where DescribeProducers returns nothing.
+
+    Ages come from the coordinator's start time (DescribeTransactions) where it runs the transaction,
+    else from the broker's clock on a LogAppendTime topic. A transaction dated only by its producer's
+    record timestamps (CreateTime) is listed, marked *, but does not make the exit status 1 (with
+    --max-age 0 its age does not matter). Offsets are ListOffsets cross-checked against Fetch; when the
+    broker contradicts itself and nothing is found, exit 2 naming it instead of "no hanging".
     """
     from eosctl.target import resolve
     from eosctl.txns import find_hanging
@@ -149,8 +154,13 @@ def txns_hanging(config: str | None, pipeline: str | None, bootstrap: str | None
         from eosctl.output.txns import render_hanging
 
         render_hanging(out_console(), report, wanted)
-    if report.hanging:
+    if report.counted:
         sys.exit(1)
+    if report.offsets_disagreements:
+        from eosctl.errors import BrokerError
+
+        # Never "no hanging transactions" on offsets the broker itself contradicts.
+        raise BrokerError(f"cannot rule out hanging transactions: {report.offsets_disagreements[0]}")
 
 
 @txns.command("abort")

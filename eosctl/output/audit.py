@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from eosctl.findings import PASS, AuditReport, Finding
+from eosctl import safetext
+from eosctl.findings import PASS, AuditReport, root_causes
+from eosctl.output.finding import extra, short_cause, where
+from eosctl.safetext import text
 
 
 def render(report: AuditReport, fmt: str) -> Any:
@@ -20,25 +23,6 @@ def render(report: AuditReport, fmt: str) -> Any:
     raise ValueError(f"unknown format {fmt!r}")
 
 
-def where(f: Finding) -> str:
-    if f.first_offset is None:  # invalid_row: the rows have no usable offset
-        return "-"
-    if f.first_offset == f.last_offset:
-        return str(f.first_offset)
-    return f"{f.first_offset}..{f.last_offset}"
-
-
-def extra(f: Finding) -> str:
-    parts = []
-    if f.key is not None:
-        parts.append(f"key {f.key}")
-    if f.offsets is not None:
-        parts.append("offsets " + ", ".join(map(str, f.offsets)))
-    if f.detail:
-        parts.append(f.detail)
-    return "; ".join(parts)
-
-
 def table(report: AuditReport) -> Any:
     from rich.console import Group
     from rich.text import Text
@@ -46,6 +30,11 @@ def table(report: AuditReport) -> Any:
     from eosctl.output.terminal import table as rich_table
 
     parts: list[Any] = []
+    if report.hops:
+        hrows = [(h.name, ", ".join(h.topics), h.sink or "", h.group or "", h.verdict.upper(), h.findings)
+                 for h in report.hops]
+        columns = ["hop", "reads", "writes to", "group", "verdict", "findings"]
+        parts.append(rich_table("hops, in order", columns, hrows))
     rows = []
     for p in report.partitions:
         status = "not in Kafka" if not p.exists else ""
@@ -54,10 +43,14 @@ def table(report: AuditReport) -> Any:
     parts.append(rich_table("partitions", ["topic", "partition", "log start", "lso", "hw", "expected",
                                            "sink rows", "unverifiable", "note"], rows))
     if report.findings:
+        parts.append(causes_table(report))
         frows = [(f.kind + ("" if f.kind in report.fail_on else " (ignored)"), f.topic, f.partition,
-                  where(f), f.count, extra(f)) for f in report.findings]
-        columns = ["kind", "topic", "partition", "offsets", "count", "detail"]
-        parts.append(rich_table("findings", columns, frows))
+                  where(f), f.count, extra(f), text(short_cause(f))) for f in report.findings]
+        columns = ["kind", "topic", "partition", "offsets", "count", "detail", "cause"]
+        if len(frows) <= TABLE_ROWS:
+            parts.append(rich_table("findings", columns, frows))
+        else:
+            parts += aligned(f"findings ({len(frows)})", columns, frows)
     counts = report.counts()
     summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "no findings"
     colour = "green" if report.verdict == PASS else "red"
@@ -67,15 +60,67 @@ def table(report: AuditReport) -> Any:
         f"[bold {colour}]{report.verdict.upper()}[/]  {len(report.partitions)} partitions, "
         f"{expected} expected records, {rows_total} sink rows: {summary}"
         + (f"  ({report.elapsed_seconds:.1f}s)" if report.elapsed_seconds is not None else "")))
+    if report.sink and report.sink_read_point:
+        parts.append(safetext.text(f"sink {report.sink} read at {read_point_text(report.sink_read_point)}",
+                                   style="dim"))
     if timing := timings(report.engine):
         parts.append(Text(timing, style="dim"))
     return Group(*parts)
+
+
+# Up to this many findings, a rich table; beyond it, aligned lines (a rich table costs ~1 ms a row to lay
+# out: 100k findings took minutes and 600 MB), printed in chunks.
+TABLE_ROWS = 1000
+CHUNK_ROWS = 5000
+MAX_CELL = 60  # characters of a cell other than the last; longer ones are cut with …
+
+
+def aligned(title: str, columns: list[str], rows: list[tuple]) -> list[Any]:
+    """The rows as aligned plain lines (every value through safetext: text, never markup), a rich Text
+    per chunk of CHUNK_ROWS lines, so the console writes as it goes."""
+    from rich.text import Text
+
+    def cell(v: object) -> str:
+        s = "-" if v is None else safetext.term(str(v))
+        return s if len(s) <= MAX_CELL else s[:MAX_CELL - 1] + "…"
+
+    cells = [[cell(v) for v in r] for r in rows]
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    numeric = {"partition", "count"}
+
+    def line(values: list[str]) -> str:
+        out = [v.rjust(w) if name in numeric else v.ljust(w)
+               for name, v, w in zip(columns[:-1], values[:-1], widths[:-1], strict=True)]
+        return "  ".join([*out, values[-1]]).rstrip()
+
+    chunks: list[Any] = [Text(title, style="italic"), Text(line(columns), style="bold")]
+    for i in range(0, len(cells), CHUNK_ROWS):
+        chunks.append(Text("\n".join(line(r) for r in cells[i:i + CHUNK_ROWS]), no_wrap=True))
+    return chunks
+
+
+def causes_table(report: AuditReport) -> Any:
+    """What explains the findings, one row per root cause (eosctl.findings.root_causes)."""
+    from eosctl.output.terminal import table as rich_table
+
+    rows = []
+    for r in root_causes(report.findings):
+        where_ = ", ".join(f"{t}[{p}]" for t, p in r.partitions[:3]) + (
+            f" +{len(r.partitions) - 3}" if len(r.partitions) > 3 else "")
+        rows.append((r.rule, len(r.findings), text(where_), text(r.summary.split(": ", 1)[-1])))
+    return rich_table("root causes", ["root cause", "findings", "partitions", "what explains them"], rows)
 
 
 # The engine's phases, one after the other, then the tasks' own time (summed over tasks, which overlap).
 _PHASES = (("prepare_seconds", "metadata"), ("startup_seconds", "start-up"), ("partitions_seconds", "tasks"),
            ("keys_seconds", "keys"))
 _TASK_TIME = (("scan_seconds", "log scans"), ("reconcile_seconds", "sink"))
+
+
+def read_point_text(point: dict[str, Any]) -> str:
+    from eosctl.sink.base import ReadPoint
+
+    return ReadPoint.from_dict(point).describe()
 
 
 def timings(engine: dict[str, Any]) -> str:

@@ -12,17 +12,29 @@ collapsed <details> once there are more than FULL_ROWS partitions, so 200 partit
 
 from __future__ import annotations
 
+import html
 import json
 import platform
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from html import escape
 
-from eosctl import __version__
-from eosctl.findings import DESCRIPTIONS, KINDS, PASS, AuditReport, Finding, LogSegment, PartitionSummary
+from eosctl import __version__, safetext
+from eosctl.findings import (
+    DESCRIPTIONS,
+    KINDS,
+    PASS,
+    AuditReport,
+    Finding,
+    LogSegment,
+    PartitionSummary,
+    root_causes,
+)
+from eosctl.gapmap import DensityRun, density_runs
 from eosctl.model import TP
+from eosctl.output.finding import short_cause
+from eosctl.sink.base import ReadPoint
 
 FULL_ROWS = 12  # up to this many partitions, every one gets a full gap-map bar and table row
 MAX_FINDING_ROWS = 2000  # the findings table stops here; the embedded JSON keeps every finding
@@ -53,6 +65,11 @@ LOG_LAYERS = {  # (colour, legend label, what it means)
 BAR_W = 900
 BEYOND_W = 56  # stub after the HW for phantom_beyond_hw rows
 MIN_FINDING_W = 5.0
+# Up to this many findings in one partition, each is its own mark (widened to MIN_FINDING_W, outlined).
+# Beyond it, marks would overlap into one white-outlined smear and the SVG would grow by ~180 bytes per
+# finding: the partition's findings are drawn as density instead (gapmap.density_runs), a bounded number
+# of marks however many findings there are.
+MAX_MARKS = 200
 MIN_SEGMENT_W = 1.5
 
 
@@ -76,10 +93,14 @@ def render_html(report: AuditReport, context: AuditContext | None = None) -> str
         if f.topic is not None and f.partition is not None and f.first_offset is not None:
             by_tp.setdefault((f.topic, f.partition), []).append(f)
     title = f"eosctl audit: {report.verdict.upper()}"
+    # A finding's gap-map mark links to its row of the findings table (rows stop at MAX_FINDING_ROWS).
+    rows = {id(f): i for i, f in enumerate(report.findings[:MAX_FINDING_ROWS])}
     body = "\n".join([
         _verdict(report, by_tp),
+        _hops(report),
+        _root_causes(report),
         _audited(report, ctx),
-        _gap_map(report, by_tp),
+        _gap_map(report, by_tp, rows),
         _partitions(report, by_tp),
         _findings(report),
         _machine(report, ctx),
@@ -135,6 +156,8 @@ def _audited(report: AuditReport, ctx: AuditContext) -> str:
         ("topics", ", ".join(topics) or "-"),
         ("consumer group", report.group or "- (offsets not compared)"),
         ("sink", report.sink or "not recorded"),
+        *([("sink read at", ReadPoint.from_dict(report.sink_read_point).describe())]
+          if report.sink_read_point else []),
         ("engine", _engine(engine)),
         ("versions", " · ".join(versions)),
         ("audited at", when),
@@ -163,7 +186,38 @@ def _engine(engine: dict[str, object]) -> str:
     return " · ".join(out)
 
 
-def _gap_map(report: AuditReport, by_tp: dict[TP, list[Finding]]) -> str:
+def _root_causes(report: AuditReport) -> str:
+    """What explains the findings, before everything else: one entry per root cause, with links to its
+    first findings' rows."""
+    causes = root_causes(report.findings)
+    if not causes:
+        return ""
+    items = []
+    for r in causes:
+        links = " ".join(f'<a href="#finding-{i}">#{i + 1}</a>' for i in r.findings[:12]
+                         if i < MAX_FINDING_ROWS)
+        more = f" and {_n(len(r.findings) - 12)} more" if len(r.findings) > 12 else ""
+        items.append(f'<li data-rule="{escape(r.rule)}"><b>{escape(r.rule)}</b>: {escape(r.summary)}'
+                     f'<div class="note">findings {links}{more}</div></li>')
+    return (f'<section id="root-causes">\n<h2>Root causes</h2>\n<ol class="causes">{"".join(items)}</ol>\n'
+            "</section>")
+
+
+def _hops(report: AuditReport) -> str:
+    """A pipeline audited hop by hop: each hop in order, what it reads and writes, its own verdict."""
+    if not report.hops:
+        return ""
+    rows = "".join(
+        f'<tr class="{escape(h.verdict)}"><td>{i}</td><td>{_t(h.name)}</td><td>{_t(", ".join(h.topics))}</td>'
+        f'<td>{_t(h.sink or "")}</td><td>{_t(h.group or "")}</td><td>{escape(h.verdict.upper())}</td>'
+        f'<td class="n">{_n(h.findings)}</td></tr>' for i, h in enumerate(report.hops, 1))
+    return ('<section id="hops">\n<h2>Hops</h2>\n<p class="note">The pipeline audited hop by hop, in order: '
+            "a stage's output topic is the audited side of its hop; the verdict above is the pipeline's."
+            '</p>\n<table><thead><tr><th>#</th><th>hop</th><th>reads</th><th>writes to</th><th>group</th>'
+            f'<th>verdict</th><th>findings</th></tr></thead><tbody>{rows}</tbody></table>\n</section>')
+
+
+def _gap_map(report: AuditReport, by_tp: dict[TP, list[Finding]], links: dict[int, int]) -> str:
     present = {f.kind for f in report.findings}
     segs = {s.kind for p in report.partitions for s in (p.log_segments or ())}
     legend = "".join(
@@ -179,12 +233,17 @@ def _gap_map(report: AuditReport, by_tp: dict[TP, list[Finding]]) -> str:
             if len(report.partitions) <= FULL_ROWS or (p.topic, p.partition) in by_tp]
     shown = {(p.topic, p.partition) for p in full}
     quiet = [p for p in report.partitions if (p.topic, p.partition) not in shown]
-    rows = "\n".join(_bar_row(p, by_tp.get((p.topic, p.partition), []), compact=False) for p in full)
+    rows = "\n".join(_bar_row(p, by_tp.get((p.topic, p.partition), []), compact=False, links=links)
+                     for p in full) if not report.hops else "\n".join(
+        f'<h3 class="hop">hop {_t(h.name)}: {_t(", ".join(h.topics))} → {_t(h.sink or "")}</h3>\n'
+        + "\n".join(_bar_row(p, by_tp.get((p.topic, p.partition), []), compact=False, links=links)
+                    for p in full if p.topic in h.topics) for h in report.hops)
     # Findings for partitions the report doesn't summarise (shouldn't happen; shown rather than lost).
     known = {(p.topic, p.partition) for p in report.partitions}
     for (t, n), fs in sorted(by_tp.items()):
         if (t, n) not in known:
-            rows += "\n" + _bar_row(PartitionSummary(t, n, 0, 0, 0, 0, 0, exists=False), fs, compact=False)
+            rows += "\n" + _bar_row(PartitionSummary(t, n, 0, 0, 0, 0, 0, exists=False), fs, compact=False,
+                                     links=links)
     if quiet:
         thin = "\n".join(_bar_row(p, [], compact=True) for p in quiet)
         rows += (f'\n<details class="quiet"><summary>{_n(len(quiet))} partitions without findings '
@@ -196,18 +255,21 @@ def _gap_map(report: AuditReport, by_tp: dict[TP, list[Finding]]) -> str:
             f'<ul class="legend">{legend}</ul>\n<div class="bars">\n{rows}\n</div>\n</section>')
 
 
-def _bar_row(p: PartitionSummary, findings: list[Finding], compact: bool) -> str:
+def _bar_row(p: PartitionSummary, findings: list[Finding], compact: bool,
+             links: dict[int, int] | None = None) -> str:
     name = f"{p.topic}[{p.partition}]"
     count = f' <b class="nf">{len(findings)} finding{"s" * (len(findings) != 1)}</b>' if findings else ""
     stats = f"{_n(p.expected_records)} expected · {_n(p.sink_rows)} rows"
-    label = (f'<div class="label"><span class="tp">{escape(name)}{"" if compact else count}</span>'
+    label = (f'<div class="label"><span class="tp">{_t(name)}{"" if compact else count}</span>'
              + ("" if compact else f'<span class="stats">{stats}</span>') + "</div>")
     return (f'<div class="row{" compact" if compact else ""}" data-tp="{escape(name)}">{label}'
-            f"{gap_svg(p, findings, compact)}</div>")
+            f"{gap_svg(p, findings, compact, links)}</div>")
 
 
-def gap_svg(p: PartitionSummary, findings: Iterable[Finding], compact: bool = False) -> str:
-    """One partition's bar: log layers underneath, one <rect class="f"> (or <path>) per finding on top."""
+def gap_svg(p: PartitionSummary, findings: Iterable[Finding], compact: bool = False,
+            links: dict[int, int] | None = None) -> str:
+    """One partition's bar: log layers underneath, one <rect class="f"> (or <path>) per finding on top;
+    ``links`` (id of a finding -> its row in the findings table) makes each mark a link to its row."""
     findings = list(findings)
     band_y, band_h = (1, 8) if compact else (15, 16)
     height = 10 if compact else 52
@@ -249,16 +311,27 @@ def gap_svg(p: PartitionSummary, findings: Iterable[Finding], compact: bool = Fa
     def bx(offset: int) -> float:
         return stub_x + max(0, min(stub_span, offset - base)) / stub_span * stub_w
 
+    dense = len(findings) > MAX_MARKS
+    if dense:
+        on_bar = [f for f in findings if id(f) not in beyond_ids and f.first_offset is not None]
+        for run in density_runs(on_bar, lo, span, main_w):
+            out.append(_density(run, fy, fh))
+        findings = [f for f in findings if id(f) in beyond_ids][:MAX_MARKS]
     for f in findings:
         if id(f) in beyond_ids:
-            out.append(_finding(f, bx(f.first_offset), bx(f.last_offset + 1), fy, fh))
+            mark = _finding(f, bx(f.first_offset), bx(f.last_offset + 1), fy, fh)
         elif f.kind == "key_duplicate" and f.offsets:
             here = _offsets_here(f)
-            out.append(_ticks(f, [x(o) for o in here], [x(o + 1) for o in here], fy, fh))
+            mark = _ticks(f, [x(o) for o in here], [x(o + 1) for o in here], fy, fh)
         else:
-            out.append(_finding(f, x(f.first_offset), x(f.last_offset + 1), fy, fh))
+            mark = _finding(f, x(f.first_offset), x(f.last_offset + 1), fy, fh)
+        row = None if links is None else links.get(id(f))
+        out.append(mark if row is None else f'<a href="#finding-{row}">{mark}</a>')
     if not compact:
         out.append(_axis(p, x, main_w, beyond))
+        if dense:
+            out.append(f'<text class="ax" x="{main_w / 2:.2f}" y="48" text-anchor="middle">'
+                       f"{_n(len(on_bar))} findings, drawn by density: the darker, the more offsets</text>")
     # Scales with the page (viewBox); at the usual width one unit is about one CSS pixel.
     return (f'<svg class="gap" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {BAR_W} {height}" '
             f'preserveAspectRatio="xMinYMid meet" role="img" aria-label="gap map of {escape(p.topic)}'
@@ -296,6 +369,18 @@ def _finding(f: Finding, x1: float, x2: float, y: float, h: float) -> str:
     return (f'<rect class="f" data-kind="{f.kind}" data-first="{f.first_offset}" data-last="{f.last_offset}" '
             f'x="{x:.2f}" y="{y}" width="{w:.2f}" height="{h}" fill="{FINDING_COLOURS[f.kind]}">'
             f"<title>{escape(finding_title(f))}</title></rect>")
+
+
+def _density(run: DensityRun, y: float, h: float) -> str:
+    """A stretch of one kind's findings, drawn at its density: the share of the stretch's offsets they
+    hold sets the opacity (solid where every offset is affected), never less than a visible tint."""
+    x, w = _widen(run.x1, run.x2, 1.0, BAR_W)
+    opacity = max(0.35, min(1.0, run.offsets / max(run.last - run.first + 1, 1)))
+    title = (f"{_n(run.findings)} {run.kind} finding{'s' * (run.findings != 1)} in this stretch "
+             f"(offsets {run.first}..{run.last}): {_n(run.offsets)} offsets, {opacity:.0%} of the stretch")
+    return (f'<rect class="fd" data-kind="{run.kind}" data-findings="{run.findings}" x="{x:.2f}" y="{y}" '
+            f'width="{w:.2f}" height="{h}" fill="{FINDING_COLOURS[run.kind]}" fill-opacity="{opacity:.2f}">'
+            f"<title>{escape(title)}</title></rect>")
 
 
 def _ticks(f: Finding, starts: list[float], ends: list[float], y: float, h: float) -> str:
@@ -365,7 +450,31 @@ def finding_title(f: Finding) -> str:
         text += ", at " + ", ".join(map(str, f.offsets))
     if f.detail:
         text += f" ({f.detail})"
+    if f.cause is not None:
+        text += f". {f.cause.summary}"
     return text
+
+
+def escape(s: str) -> str:
+    """Text for the page: HTML-escaped, and control and bidi characters shown as escapes, as on a
+    terminal (a browser would hide an ESC and reorder a line at a U+202E)."""
+    return html.escape(safetext.term(s))
+
+
+# A name or value longer than this is cut in the middle in a table cell (the whole is its tooltip), so a
+# 20,000-character topic can't push the number columns off the page.
+CELL_CHARS = 120
+
+
+def _t(s: str) -> str:
+    """Text from a cluster or a sink for a table cell: control and bidi characters shown as escapes (as
+    on a terminal), HTML-escaped, and a very long one cut with its length said."""
+    s = safetext.term(s)
+    if len(s) <= CELL_CHARS:
+        return html.escape(s)
+    cut = f"{s[:CELL_CHARS * 2 // 3]}…{s[-CELL_CHARS // 4:]}"
+    return (f'<span title="{escape(s)}">{escape(cut)} <span class="muted">({len(s):,} characters)</span>'
+            "</span>")
 
 
 def _partitions(report: AuditReport, by_tp: dict[TP, list[Finding]]) -> str:
@@ -376,7 +485,7 @@ def _partitions(report: AuditReport, by_tp: dict[TP, list[Finding]]) -> str:
         n = len(by_tp.get((p.topic, p.partition), []))
         note = "" if p.exists else ' <span class="muted">(not in Kafka)</span>'
         cls = ' class="bad"' if n else ""
-        return (f"<tr{cls}><td>{escape(p.topic)}{note}</td><td>{p.partition}</td>"
+        return (f"<tr{cls}><td>{_t(p.topic)}{note}</td><td>{p.partition}</td>"
                 + "".join(f"<td>{_n(v)}</td>" for v in (p.log_start_offset, p.last_stable_offset,
                                                         p.high_watermark, p.expected_records, p.sink_rows))
                 + f"<td>{_n(p.unverifiable_below) if p.unverifiable_below else ''}</td>"
@@ -402,7 +511,7 @@ def _findings(report: AuditReport) -> str:
         return ('<section id="findings">\n<h2>Findings</h2>\n<p class="none">None: every committed record '
                 "is in the sink exactly once, and nothing else is.</p>\n</section>")
     rows = []
-    for f in report.findings[:MAX_FINDING_ROWS]:
+    for i, f in enumerate(report.findings[:MAX_FINDING_ROWS]):
         where = ("-" if f.first_offset is None else str(f.first_offset) if f.first_offset == f.last_offset
                  else f"{f.first_offset}..{f.last_offset}")
         part = "-" if f.topic is None else f"{f.topic}[{'-' if f.partition is None else f.partition}]"
@@ -410,10 +519,12 @@ def _findings(report: AuditReport) -> str:
             "at " + ", ".join(map(str, f.offsets)) if f.offsets else "", f.detail or "") if x)
         ignored = "" if f.kind in report.fail_on else ' <span class="muted">(ignored)</span>'
         swatch = f'<i class="sw" style="background:{FINDING_COLOURS[f.kind]}"></i>'
-        rows.append(f'<tr data-kind="{f.kind}"><td>{swatch}{escape(f.kind)}{ignored}</td>'
-                    f"<td>{escape(part)}</td>"
+        cause = "" if f.cause is None else (f"<b>{_t(short_cause(f))}</b>"
+                                            f'<div class="why">{_t(f.cause.summary)}</div>')
+        rows.append(f'<tr id="finding-{i}" data-kind="{f.kind}"><td>{swatch}{escape(f.kind)}{ignored}</td>'
+                    f"<td>{_t(part)}</td>"
                     f'<td class="n">{where}</td><td class="n">{_n(f.count)}</td>'
-                    f"<td>{escape(f.key or '')}</td><td>{escape(detail)}</td></tr>")
+                    f"<td>{_t(f.key or '')}</td><td>{_t(detail)}</td><td>{cause}</td></tr>")
     more = len(report.findings) - MAX_FINDING_ROWS
     tail = (f'<p class="note">{_n(more)} more findings are in the embedded JSON report.</p>' if more > 0
             else "")
@@ -421,7 +532,7 @@ def _findings(report: AuditReport) -> str:
                     for k in KINDS if any(f.kind == k for f in report.findings))
     return (f'<section id="findings">\n<h2>Findings</h2>\n<ul class="kinds">{kinds}</ul>\n'
             "<table><tr><th>kind</th><th>partition</th><th>offsets</th><th>count</th><th>key</th>"
-            f"<th>detail</th></tr>{''.join(rows)}</table>\n{tail}</section>")
+            f"<th>detail</th><th>cause</th></tr>{''.join(rows)}</table>\n{tail}</section>")
 
 
 def _machine(report: AuditReport, ctx: AuditContext) -> str:
@@ -501,6 +612,9 @@ tr.bad td { background:#fff5f4; }
 .muted { color:var(--muted); }
 .kinds { margin:0 0 6px; padding-left:18px; color:var(--muted); font-size:12.5px; }
 .none { font-size:15px; color:var(--pass); }
+.why { color:var(--muted); font-size:11.5px; }
+ol.causes { margin:0; padding-left:22px; } ol.causes li { margin:4px 0; }
+tr:target td { background:#fff3c4; }
 code { font-size:12px; background:#f0f2f4; padding:0 3px; border-radius:3px; }
 @media print { body { background:#fff; } section { break-inside: avoid-page; } details { display:block; } }
 """

@@ -4,23 +4,49 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from eosctl import safetext
 from eosctl.findings import DESCRIPTIONS, AuditReport, Finding
 from eosctl.model import TP
-from eosctl.output.audit import extra, where
+from eosctl.output.finding import extra, short_cause, where
 
 
 def junit(report: AuditReport) -> str:
-    """One testsuite; one testcase per partition; each failing finding is a <failure>."""
-    suite = ET.Element("testsuite", name="eosctl audit")
+    """One testsuite (a pipeline audited hop by hop: one per hop, in <testsuites>); one testcase per
+    partition; each failing finding is a <failure>."""
+    if not report.hops:
+        root = _suite(report, "eosctl audit", None)
+    else:
+        root = ET.Element("testsuites", name="eosctl audit")
+        for hop in report.hops:
+            root.append(_suite(report, f"eosctl audit: hop {hop.name}", set(hop.topics)))
+        root.set("tests", str(sum(int(s.get("tests", 0)) for s in root)))
+        root.set("failures", str(sum(int(s.get("failures", 0)) for s in root)))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _suite(report: AuditReport, name: str, topics: set[str] | None) -> ET.Element:
+    """The testsuite of the report's partitions and findings whose topic is in ``topics`` (None: all;
+    findings without a topic belong to the last hop, the one whose sink they were read from)."""
+    last = report.hops[-1].topics if report.hops else ()
+
+    def mine(topic: str | None) -> bool:
+        return topics is None or topic in topics or (topic is None and set(last) == topics)
+
+    suite = ET.Element("testsuite", name=name)
     failures = 0
     by_tp: dict[TP, list[Finding]] = {}
     for f in report.findings:
-        by_tp.setdefault((f.topic, f.partition), []).append(f)
-    cases = [(p.topic, p.partition) for p in report.partitions]
+        if mine(f.topic):
+            by_tp.setdefault((f.topic, f.partition), []).append(f)
+    cases = [(p.topic, p.partition) for p in report.partitions if mine(p.topic)]
     cases += [tp for tp in sorted(by_tp, key=lambda tp: (tp[0] or "", -1 if tp[1] is None else tp[1]))
               if tp not in set(cases)]
     for topic, partition in cases:
-        case = ET.SubElement(suite, "testcase", classname=topic if topic is not None else "(no topic)",
+        # xml(): a topic, key or detail from the sink may hold characters XML 1.0 forbids (ESC, NUL):
+        # written raw, the report would not parse.
+        classname = safetext.xml(topic) if topic is not None else "(no topic)"
+        case = ET.SubElement(suite, "testcase", classname=classname,
                              name="(no partition)" if partition is None else f"partition {partition}")
         ignored = []
         for f in by_tp.get((topic, partition), []):
@@ -30,16 +56,18 @@ def junit(report: AuditReport) -> str:
             failures += 1
             message = (f"{f.kind}: {f.detail} ({f.count} row{'s' if f.count != 1 else ''})"
                        if f.first_offset is None else f"{f.kind} at offsets {where(f)} ({f.count})")
-            el = ET.SubElement(case, "failure", type=f.kind, message=message)
-            el.text = f"{DESCRIPTIONS[f.kind]}. {extra(f)}".strip()
+            if f.cause is not None:
+                message += f": {short_cause(f)}"
+            el = ET.SubElement(case, "failure", type=f.kind, message=safetext.xml(message))
+            el.text = safetext.xml(f"{DESCRIPTIONS[f.kind]}. {extra(f)}".strip()
+                                   + (f"\n{f.cause.summary}" if f.cause is not None else ""))
         if ignored:
             out = ET.SubElement(case, "system-out")
-            out.text = "\n".join(f"{f.kind} at offsets {where(f)} ({f.count}) (not in --fail-on)"
-                                 for f in ignored)
+            out.text = safetext.xml("\n".join(f"{f.kind} at offsets {where(f)} ({f.count}) (not in --fail-on)"
+                                 for f in ignored))
     suite.set("tests", str(len(cases)))
     suite.set("failures", str(failures))
     suite.set("errors", "0")
-    if report.elapsed_seconds is not None:
+    if report.elapsed_seconds is not None and topics is None:
         suite.set("time", f"{report.elapsed_seconds:.3f}")
-    ET.indent(suite)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
+    return suite

@@ -6,6 +6,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from eosctl import safetext
 from eosctl.output.terminal import age_text
 
 STATUS_STYLE = {"OK": "green", "WARN": "yellow", "STALL": "red", "STOP": "red", "REWIND": "magenta",
@@ -29,10 +30,10 @@ def lag_document(snapshot: Any, watch: Any = None) -> dict[str, Any]:
                 "open_transaction": None if txn is None else {
                     "producer_id": txn.producer_id, "producer_epoch": txn.producer_epoch,
                     "first_offset": txn.first_offset, "started_ms": txn.started_ms,
-                    "age_s": _r(txn.age_s(now))},
+                    "age_s": _r(txn.age_s(now)), "age_source": txn.age_source},
                 "time_lag_s": _r(p.time_lag_s(now)),
                 "status": ps.status if ps else None, "cause": (ps.cause or None) if ps else None,
-                "error": p.error,
+                "error": p.error, "offsets_warning": p.offsets_warning,
             })
         groups.append({"group": g, "state": snapshot.group_states.get(g, "UNKNOWN"),
                        "status": gs.status if gs else None, "cause": (gs.cause or None) if gs else None,
@@ -61,14 +62,15 @@ def lag_renderable(doc: dict[str, Any], with_status: bool, groups: list[str], to
     from rich.console import Group
     from rich.text import Text
 
+    from eosctl.opentxn import TRUSTED_CLOCKS
     from eosctl.output.terminal import table
 
     if not doc["groups"]:
         if doc.get("error"):
-            return Text(f"ERR: {doc['error']} (retrying every poll)", style="bold red")
+            return safetext.text(f"ERR: {doc['error']} (retrying every poll)", style="bold red")
         what = f" for {', '.join(topics)}" if topics else ""
-        return Text(f"no consumer group has committed offsets{what}" if not groups
-                    else f"group {', '.join(groups)} has no committed offsets{what}")
+        return safetext.text(f"no consumer group has committed offsets{what}" if not groups
+                             else f"group {', '.join(groups)} has no committed offsets{what}")
     cols = ["group", "topic", "partition", "committed", "lso", "hw", "lag", "records behind", "blocked",
             "open transaction", "time lag", "hw lag"]
     if with_status:
@@ -83,22 +85,30 @@ def lag_renderable(doc: dict[str, Any], with_status: bool, groups: list[str], to
                 None if behind is None else (str(behind) if p["records_behind_exact"] else f"<={behind}"),
                 p["blocked"] or 0,
                 None if txn is None else f"pid {txn['producer_id']} @{txn['first_offset']} "
-                                         f"({age_text(txn['age_s'])})",
+                                         f"({age_text(txn['age_s'])}"
+                                         f"{'' if txn['age_source'] in TRUSTED_CLOCKS else '*'})",
                 None if p["time_lag_s"] is None else age_text(p["time_lag_s"]), p["hw_lag"],
             ]
             if with_status:
                 row.append(_status_text(p["status"], p["cause"] if p["status"] != "OK" else None, Text))
             if p["error"]:
-                row[-1] = Text(f"ERR: {p['error']}", style="bold red")
+                row[-1] = safetext.text(f"ERR: {p['error']}", style="bold red")
             rows.append(row)
     title = f"Consumer lag (against the LSO) at {doc['taken_at']}"
     if doc.get("error"):
         title = f"Consumer lag (against the LSO) at {doc['taken_at']}: poll failed, last good values shown"
     parts: list[Any] = [table(title, cols, rows)]
+    if any(p["open_transaction"] and p["open_transaction"]["age_source"] not in TRUSTED_CLOCKS
+           for g in doc["groups"] for p in g["partitions"]):
+        parts.append(Text("* dated only by the producer's record timestamps (CreateTime): the coordinator "
+                          "and the broker's clock do not date it"))
+    warned = dict.fromkeys(p["offsets_warning"] for g in doc["groups"] for p in g["partitions"]
+                           if p.get("offsets_warning"))
+    parts += [safetext.text(f"warning: {w}", style="bold red") for w in warned]
     if doc.get("error"):
-        parts.insert(0, Text(f"ERR: {doc['error']} (retrying every poll)", style="bold red"))
+        parts.insert(0, safetext.text(f"ERR: {doc['error']} (retrying every poll)", style="bold red"))
     if with_status:
-        parts += [Text.assemble(f"{g['group']} ({g['state'].lower()}): ",
+        parts += [Text.assemble(safetext.text(f"{g['group']} ({g['state'].lower()}): "),
                                 _status_text(g["status"], g["cause"], Text)) for g in doc["groups"]]
     return Group(*parts)
 
@@ -106,4 +116,5 @@ def lag_renderable(doc: dict[str, Any], with_status: bool, groups: list[str], to
 def _status_text(status: str | None, cause: str | None, text_cls: Any) -> Any:
     if status is None:
         return "-"
-    return text_cls(f"{status}: {cause}" if cause else status, style=STATUS_STYLE.get(status, ""))
+    return text_cls(safetext.term(f"{status}: {cause}" if cause else status),
+                    style=STATUS_STYLE.get(status, ""))

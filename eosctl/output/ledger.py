@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from eosctl import safetext
+
 
 def render_ledger(out: Any, result: Any) -> None:
     from eosctl.output.terminal import table
 
-    out.print(f"sink {result.sink}   group {result.group or '-'}   "
-              f"{'checked against the log' if result.scanned else 'not checked against the log (--no-scan)'}")
+    out.print(safetext.text(
+        f"sink {result.sink}   group {result.group or '-'}   "
+        f"{'checked against the log' if result.scanned else 'not checked against the log (--no-scan)'}"))
     out.print(table("Ledger", ["topic", "partition", "rows", "distinct", "min", "max", "dup rows", "stored",
                                "committed", "log start", "lso", "hw", "missing", "flags"],
                     [(p.topic, p.partition, p.rows, p.distinct_offsets, p.min_offset, p.max_offset,

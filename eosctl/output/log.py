@@ -67,14 +67,19 @@ def _capped(rows: list[Any]) -> tuple[list[Any], str | None]:
 
 
 def render_log(out: Any, doc: dict[str, Any]) -> None:
+    from rich.text import Text
+
+    from eosctl import safetext
     from eosctl.output.terminal import table
     from eosctl.producers import epochs_text
 
     c = doc["counts"]
-    out.print(f"[bold]{doc['topic']}-{doc['partition']}[/]  log start {doc['log_start_offset']}  "
-              f"LSO {doc['last_stable_offset']}  HW {doc['high_watermark']}  "
-              f"scanned {doc['scanned_from']}..{doc['scanned_to'] - 1}: {c['DATA']} data, "
-              f"{c['MARKER']} markers, {c['ABORTED']} aborted, {c['OPEN']} open, {c['HOLE']} holes")
+    out.print(Text.assemble(
+        safetext.text(f"{doc['topic']}-{doc['partition']}", style="bold"),
+        f"  log start {doc['log_start_offset']}  "
+        f"LSO {doc['last_stable_offset']}  HW {doc['high_watermark']}  "
+        f"scanned {doc['scanned_from']}..{doc['scanned_to'] - 1}: {c['DATA']} data, "
+        f"{c['MARKER']} markers, {c['ABORTED']} aborted, {c['OPEN']} open, {c['HOLE']} holes"))
     if doc["batches"] is not None:
         rows, more = _capped([
             (f"{b['base_offset']}..{b['last_offset']}", b["record_count"], b["producer_id"],
@@ -115,7 +120,7 @@ def render_log(out: Any, doc: dict[str, Any]) -> None:
         if more:
             out.print(more)
     for w in doc["warnings"]:
-        out.print(f"[yellow]warning:[/] {w}")
+        out.print(Text.assemble(("warning:", "yellow"), " ", safetext.text(w)))
 
 
 def _events(producers: list[dict[str, Any]]) -> list[tuple[int, int, str]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from eosctl import safetext
 from eosctl.output.terminal import table, time_text
 
 
@@ -24,5 +25,5 @@ def render_producers(out: Any, report: Any) -> None:
     if rows:
         out.print(table(f"Producers of {report.topic} ({len(rows)})", cols, rows))
     else:
-        out.print(f"no producers with a producer id on {report.topic}")
-    out.print(f"source: {report.source} - {report.note}")
+        out.print(safetext.text(f"no producers with a producer id on {report.topic}"))
+    out.print(safetext.text(f"source: {report.source} - {report.note}"))

@@ -4,26 +4,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.markup import escape
+from rich.text import Text
 
+from eosctl import safetext
 from eosctl.output.terminal import age_text
 
 
 def render_snapshot(out: Any, captured: Any, out_path: str) -> None:
     when = captured.captured_at.isoformat(timespec="seconds")
-    out.print(f"snapshot written to {out_path} (captured {when})")
+    out.print(safetext.text(f"snapshot written to {out_path} (captured {when})"))
     for name, status in captured.sections.items():
-        # escape: a reason naming a config section ("check [pipelines.X.sink].table") is not markup.
-        text = '[green]ok[/]' if status == 'ok' else '[yellow]' + escape(status) + '[/]'
+        # Text, not markup: a reason names a config section ("check [pipelines.X.sink].table") or a
+        # broker's error text.
+        style = "green" if status == "ok" else "yellow"
+        text = Text.assemble(f"  {name:<13} ", safetext.text(status, style=style))
         if name == "hanging" and captured.hanging is not None:
-            text += f" ({_hanging_summary(captured)})"
+            text.append(f" ({_hanging_summary(captured)})")
         elif name == "audit" and captured.audit is not None:
-            text += f" ({captured.audit.verdict}, {len(captured.audit.findings)} findings)"
-        out.print(f"  {name:<13} {text}")
+            text.append(f" ({captured.audit.verdict}, {len(captured.audit.findings)} findings)")
+        out.print(text)
 
 
 def _hanging_summary(captured: Any) -> str:
     rep = captured.hanging
     younger = len(captured.hanging_candidates) - len(rep.hanging)
-    return (f"{len(rep.hanging)} hanging (open longer than {age_text(rep.max_age_s)}), "
-            f"{younger} younger open transaction{'s' if younger != 1 else ''} recorded")
+    # Older only by producer-set record timestamps: listed, not counted (eosctl.txns.Hanging.counts).
+    unsure = len(rep.hanging) - len(rep.counted)
+    return (f"{len(rep.counted)} hanging (open longer than {age_text(rep.max_age_s)}), "
+            + (f"{unsure} older only by producer timestamps, " if unsure else "")
+            + f"{younger} younger open transaction{'s' if younger != 1 else ''} recorded")

@@ -13,7 +13,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
 from rich.progress import Progress as RichProgress
 from rich.table import Table
+from rich.text import Text
 
+from eosctl import safetext
 from eosctl.progress import Progress
 
 
@@ -26,11 +28,15 @@ def console(stderr: bool = False) -> Console:
 
 
 def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[object]], **kw: Any) -> Table:
-    t = Table(title=title, title_justify="left", header_style="bold", **kw)
+    """A rich table whose title and cells are text, never markup: they hold names and values from a
+    cluster or a sink (a `[/x]` would raise, a `[link=...]` would become a link, an ESC would reach the
+    terminal). A cell that is already a rich Text is kept (a styled status)."""
+    t = Table(title=None if title is None else safetext.text(title), title_justify="left",
+              header_style="bold", **kw)
     for c in columns:
         t.add_column(c, justify="right" if c.isupper() is False and c.lower() in _NUMERIC else "left")
     for r in rows:
-        t.add_row(*[_cell(v) for v in r])
+        t.add_row(*[v if isinstance(v, Text) else safetext.text(_cell(v)) for v in r])
     return t
 
 
@@ -58,10 +64,12 @@ def scan_progress() -> Iterator[Progress]:
     """A transient progress bar on stderr while partitions are scanned (offsets done of total); silent
     off a terminal, so piped output and CI logs stay clean."""
     err = console(stderr=True)
-    with RichProgress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+    # The description names a topic: text, not markup.
+    with RichProgress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                       TextColumn("offsets"), console=err, transient=True, disable=not err.is_terminal) as bar:
         task = bar.add_task("scanning the log", total=None)
-        yield lambda step: bar.update(task, description=step.what, completed=step.done, total=step.total)
+        yield lambda step: bar.update(task, description=safetext.term(step.what), completed=step.done,
+                                      total=step.total)
 
 
 def age_text(seconds: float | None) -> str:

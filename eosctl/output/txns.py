@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from eosctl import safetext
 from eosctl.output.terminal import age_text, table, time_text
 
 
@@ -37,18 +38,34 @@ def render_hanging(out: Any, report: Any, topics: list[str]) -> None:
     source = (f"DescribeProducers returned {report.producers_returned} producers" if dp == "ok"
               else f"DescribeProducers {dp}")
     checked = f"{report.partitions_checked} partitions of {', '.join(topics)}; {source}"
+    for line in report.offsets_disagreements:
+        out.print(safetext.text(f"warning: {line}"))
     if not report.hanging:
-        out.print(f"no hanging transactions (older than {age_text(report.max_age_s)}) in {checked}")
+        if not report.offsets_disagreements:  # never "none" on offsets the broker contradicts
+            out.print(safetext.text(f"no hanging transactions (older than {age_text(report.max_age_s)}) in "
+                                    f"{checked}"))
         return
-    rows = [(h.topic, h.partition, h.producer_id, h.producer_epoch, h.first_offset, age_text(h.age_s),
-             h.blocked, h.transactional_id, h.coordinator_state, "+".join(h.rules)) for h in report.hanging]
-    out.print(table(f"Hanging transactions ({len(rows)}, open longer than {age_text(report.max_age_s)})",
-                    ["topic", "partition", "producer id", "epoch", "first offset", "age", "blocked",
-                     "transactional id", "coordinator", "rule"], rows))
-    out.print(f"checked {checked}. blocked = HW - LSO: offsets read_committed consumers cannot reach.")
-    first = report.hanging[0]
-    out.print(f"to abort one: eosctl txns abort --topic {first.topic} --partition {first.partition} "
-              f"--start-offset {first.first_offset}")
+    rows = [(h.topic, h.partition, h.producer_id, h.producer_epoch, h.first_offset,
+             age_text(h.age_s) + ("" if h.age_trusted else "*"), h.blocked, h.transactional_id,
+             h.coordinator_state, "+".join(h.rules)) for h in report.hanging]
+    counted = report.counted
+    title = (f"Hanging transactions ({len(counted)}, open longer than {age_text(report.max_age_s)})"
+             if counted else f"Open transactions dated only by producer timestamps ({len(rows)})")
+    out.print(table(title, ["topic", "partition", "producer id", "epoch", "first offset", "age", "blocked",
+                            "transactional id", "coordinator state", "rule"], rows))
+    out.print(safetext.text(f"checked {checked}. blocked = HW - LSO: offsets read_committed consumers "
+                            "cannot reach."))
+    unsure = len(rows) - len(counted)
+    if unsure:
+        out.print(f"{unsure} look older than {age_text(report.max_age_s)} only by their producers' record "
+                  "timestamps (CreateTime, set by the client; * above), and neither the coordinator nor the "
+                  "broker's clock dates them: not counted as hanging. `eosctl txns describe ID` shows the "
+                  "coordinator's start time where it has one.")
+    if not counted:
+        return
+    first = counted[0]
+    out.print(safetext.text(f"to abort one: eosctl txns abort --topic {first.topic} --partition "
+                            f"{first.partition} --start-offset {first.first_offset}"))
 
 
 def render_abort(out: Any, plan: Any, now: int, yes: bool) -> None:
@@ -56,11 +73,11 @@ def render_abort(out: Any, plan: Any, now: int, yes: bool) -> None:
     if plan.transactional_id:
         who += f" (transactional id {plan.transactional_id})"
     age = plan.to_dict(now)["age_s"]
-    out.print(f"open transaction on {plan.topic}[{plan.partition}] from offset {plan.start_offset}: {who}, "
-              f"open for {age_text(age)}; LSO {plan.lso}, HW {plan.hw}, "
-              f"blocking {plan.hw - plan.lso} offsets")
+    out.print(safetext.text(f"open transaction on {plan.topic}[{plan.partition}] from offset "
+                            f"{plan.start_offset}: {who}, open for {age_text(age)}; LSO {plan.lso}, "
+                            f"HW {plan.hw}, blocking {plan.hw - plan.lso} offsets"))
     if yes:
-        out.print(f"aborted: ABORT marker written for {who} on {plan.topic}[{plan.partition}]")
+        out.print(safetext.text(f"aborted: ABORT marker written for {who} on {plan.topic}[{plan.partition}]"))
     elif plan.supported:
         out.print("dry run: nothing changed; add --yes to write the ABORT marker")
     else:

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-# Here rather than in faults.py so that `eosctl --help` lists them without importing the Kafka clients.
-FAULTS = ("duplicate-replay", "skip", "aborted-leak", "zombie", "hanging", "upstream-retry")
+from eosctl.pipeline.modes import FAULTS
 
 if TYPE_CHECKING:
     from eosctl.pipeline.run import run_pipeline

@@ -46,14 +46,53 @@ def expected_findings(truth: GroundTruth, topic: str, targets: Sequence[SinkTarg
     for r in committed:
         if (r.partition, r.offset) not in missing:
             by_key.setdefault(r.key, []).append((r.partition, r.offset))
+    findings.extend(_key_duplicates(topic, by_key))
+    return sorted(findings, key=lambda f: (f["kind"], f["topic"], f["partition"], f["first_offset"]))
+
+
+def expected_hop_findings(truth: GroundTruth, input_topic: str, output_topic: str) -> list[dict]:
+    """What an audit of the process stage as a hop must report: its input is the sink's source, its committed
+    output records (through their lineage) are the sink's rows. The stage commits its final position, so
+    every committed input record is expected. Same run rules as above."""
+    committed = truth.of(input_topic, COMMITTED)
+    status = {(r.partition, r.offset): r.status for r in truth.of(input_topic)}
+    rows: dict[tuple[int, int], int] = {}
+    for r in truth.of(output_topic, COMMITTED):
+        if r.source is not None and r.source[0] == input_topic:
+            rows[r.source[1:]] = rows.get(r.source[1:], 0) + 1
+    findings: list[dict] = []
+    for p in sorted({r.partition for r in truth.of(input_topic)}):
+        order = [r.offset for r in committed if r.partition == p]
+        missing = {o for o in order if (p, o) not in rows}
+        for run in _runs(order, missing):
+            findings.append(_finding("gap", input_topic, p, run, len(run), "stage-skip"))
+        extra = {o: rows[(p, o)] - 1 for o in order if rows.get((p, o), 0) > 1}
+        for run in _runs(order, set(extra)):
+            findings.append(_finding("duplicate", input_topic, p, run, sum(extra[o] for o in run),
+                                     "stage-replay"))
+        leaked = [o for (q, o) in rows if q == p and status.get((p, o)) == ABORTED]
+        markers = truth.markers_at(input_topic, p)
+        for run in _joined(leaked, lambda a, b, markers=markers: markers.issuperset(range(a + 1, b))):
+            findings.append(_finding("phantom_aborted", input_topic, p, run, sum(rows[(p, o)] for o in run),
+                                     "stage-read-uncommitted"))
+    by_key: dict[str, list[tuple[int, int]]] = {}
+    for r in committed:
+        if (r.partition, r.offset) in rows:
+            by_key.setdefault(r.key, []).append((r.partition, r.offset))
+    findings.extend(_key_duplicates(input_topic, by_key))
+    return sorted(findings, key=lambda f: (f["kind"], f["topic"], f["partition"], f["first_offset"]))
+
+
+def _key_duplicates(topic: str, by_key: dict[str, list[tuple[int, int]]]) -> list[dict]:
+    out = []
     for key, places in sorted(by_key.items()):
         if len(places) > 1:
             places.sort()
             offsets = [o for _, o in places]
             f = _finding("key_duplicate", topic, places[0][0], offsets, len(offsets), "upstream-retry")
             f.update(first_offset=min(offsets), last_offset=max(offsets), key=key, offsets=offsets)
-            findings.append(f)
-    return sorted(findings, key=lambda f: (f["kind"], f["topic"], f["partition"], f["first_offset"]))
+            out.append(f)
+    return out
 
 
 def _finding(kind: str, topic: str, partition: int, run: list[int], count: int, fault: str) -> dict:

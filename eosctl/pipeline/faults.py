@@ -20,8 +20,8 @@ from confluent_kafka import KafkaError, Message, Producer, TopicPartition
 
 from eosctl.config import Cluster
 from eosctl.errors import BrokerError, EosctlError
-from eosctl.pipeline import FAULTS
 from eosctl.pipeline.broker import TIMEOUT, Broker, client_conf
+from eosctl.pipeline.modes import FAULTS
 from eosctl.pipeline.truth import COMMITTED, GroundTruth, Record
 from eosctl.pipeline.txn import MAX_TRANSACTION_TIMEOUT_MS, Fenced, GroupMetadata, TransactionalWriter
 

@@ -41,3 +41,28 @@ def write(manifest: dict, workdir: Path) -> Path:
 
 def read(workdir: Path) -> dict:
     return json.loads((workdir / FILE).read_text(encoding="utf-8"))
+
+
+def planted(manifest: dict) -> list[dict]:
+    """Every finding a correct audit of the whole pipeline reports: each hop's, in hop order (a manifest
+    from before hops: the sink's)."""
+    hops = manifest.get("hops") or [{"expected_findings": manifest["expected_findings"]}]
+    return [f for hop in hops for f in hop["expected_findings"]]
+
+
+def planted_lines(manifest: dict) -> list[str]:
+    """The planted defects, one line each, per hop: what `sandbox pipeline` and `demo` print."""
+    lines = []
+    for hop in manifest.get("hops") or [{"name": "sink", "expected_findings": manifest["expected_findings"]}]:
+        for f in hop["expected_findings"]:
+            where = f"{f['topic']}[{f['partition']}] offsets {f['first_offset']}..{f['last_offset']}"
+            key = f" key {f['key']}" if f.get("key") else ""
+            what = f"{f['kind']:<16} {where} (count {f['count']}){key}"
+            lines.append(f"  {hop['name']:<8} {what}  <- {f['fault']}")
+    for h in manifest.get("hanging", []):
+        lines.append(f"  {'':<8} {'hanging txn':<16} {h['topic']}[{h['partition']}] offsets "
+                     f"{h['first_offset']}..{h['last_offset']}: LSO stuck at {h['first_offset']}  <- hanging")
+    for z in manifest.get("fencing", []):
+        lines.append(f"  {'':<8} {'fenced producer':<16} {z['transactional_id']} epoch {z['old_epoch']} -> "
+                     f"{z['new_epoch']} (zombie got {z['zombie_error'] or 'through!'})  <- zombie")
+    return lines

@@ -47,6 +47,16 @@ class Names:
         return f"{self.prefix}.hanging"
 
     @property
+    def stage_pipeline(self) -> str:
+        """The config's pipeline for the process stage as a hop (orders -> enriched)."""
+        return f"{self.prefix}.process"
+
+    @property
+    def whole_pipeline(self) -> str:
+        """The config's pipeline that audits both hops in order."""
+        return f"{self.prefix}.pipeline"
+
+    @property
     def topics(self) -> tuple[str, str]:
         return self.source_topic, self.output_topic
 

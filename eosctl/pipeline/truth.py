@@ -26,6 +26,8 @@ class Record:
     status: str
     producer_id: int = -1
     transactional_id: str | None = None
+    # For a stage's output record: the input record it was derived from (topic, partition, offset).
+    source: tuple[str, int, int] | None = None
 
 
 @dataclass(frozen=True)

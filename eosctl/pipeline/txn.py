@@ -20,6 +20,15 @@ GroupMetadata = Any
 MAX_TRANSACTION_TIMEOUT_MS = 900_000
 
 
+# Where each output record names its input: eosctl's default lineage headers (`lineage = "headers"`).
+SOURCE_HEADERS = ("eos.source.topic", "eos.source.partition", "eos.source.offset")
+
+
+def lineage_headers(topic: str, partition: int, offset: int) -> list[tuple[str, bytes]]:
+    return list(zip(SOURCE_HEADERS, (topic.encode(), str(partition).encode(), str(offset).encode()),
+                    strict=True))
+
+
 class Fenced(Exception):
     """A newer producer with the same transactional.id took over; this one may never write again."""
 
@@ -50,18 +59,25 @@ class TransactionalWriter:
         self._pending, self._errors = [], []
         self.producer.begin_transaction()
 
-    def produce(self, topic: str, key: str, value: bytes, partition: int | None = None) -> None:
-        kwargs: dict[str, Any] = {"key": key.encode(), "value": value, "on_delivery": self._delivered}
+    def produce(self, topic: str, key: str, value: bytes, partition: int | None = None,
+                source: tuple[str, int, int] | None = None) -> None:
+        """``source``: the input record this one is derived from; it travels in lineage headers."""
+        def delivered(err: KafkaError | None, msg: Message) -> None:
+            self._delivered(err, msg, source)
+
+        kwargs: dict[str, Any] = {"key": key.encode(), "value": value, "on_delivery": delivered}
         if partition is not None:
             kwargs["partition"] = partition
+        if source is not None:
+            kwargs["headers"] = lineage_headers(*source)
         self.producer.produce(topic, **kwargs)
 
-    def _delivered(self, err: KafkaError | None, msg: Message) -> None:
+    def _delivered(self, err: KafkaError | None, msg: Message, source: tuple[str, int, int] | None) -> None:
         if err is not None:
             self._errors.append(str(err))
             return
         self._pending.append(Record(msg.topic(), msg.partition(), msg.offset(), msg.key().decode(), OPEN,
-                                    self.producer_id, self.transactional_id))
+                                    self.producer_id, self.transactional_id, source))
 
     def flush(self) -> list[Record]:
         """Wait for every record of the transaction to be in the log (still uncommitted)."""

@@ -8,19 +8,26 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
-
-import duckdb
 
 from eosctl.errors import EosctlError
 from eosctl.pipeline.faults import SinkTarget
+from eosctl.pipeline.sink import Place, rows_in
 from eosctl.pipeline.truth import ABORTED, COMMITTED, GroundTruth
 
 
-def check_processed(truth: GroundTruth, source_topic: str, output_topic: str) -> None:
-    """Every committed source record became exactly one committed output record."""
-    source = Counter(r.key for r in truth.of(source_topic, COMMITTED))
-    output = Counter(r.key for r in truth.of(output_topic, COMMITTED))
+def check_processed(truth: GroundTruth, source_topic: str, output_topic: str, planted: Sequence[dict] = (),
+                    read_uncommitted: bool = False) -> None:
+    """Every committed source record became exactly one committed output record, but for what the stage
+    faults planted on purpose: skipped records none, replayed ones two, aborted ones (read uncommitted) one.
+    Compared by input offset, through the outputs' lineage."""
+    source = Counter((r.partition, r.offset) for r in truth.of(source_topic, COMMITTED))
+    for p in planted:
+        for o in p["offsets"]:
+            source[(p["partition"], o)] += 1 if p["fault"] == "stage-replay" else -1
+    if read_uncommitted:
+        source.update((r.partition, r.offset) for r in truth.of(source_topic, ABORTED))
+    source = +source
+    output = Counter(r.source[1:] for r in truth.of(output_topic, COMMITTED) if r.source is not None)
     if source != output:
         missing = sorted((source - output).elements())[:5]
         extra = sorted((output - source).elements())[:5]
@@ -28,8 +35,8 @@ def check_processed(truth: GroundTruth, source_topic: str, output_topic: str) ->
                           f"{extra}; the broker delivered records differently than committed")
 
 
-def check_sink(path: Path, table: str, truth: GroundTruth, topic: str, targets: Sequence[SinkTarget],
-               aborted_leak: bool) -> None:
+def check_sink(where: Place, truth: GroundTruth, topic: str,
+               targets: Sequence[SinkTarget], aborted_leak: bool) -> None:
     """The sink holds exactly: committed records, minus skipped runs, plus replayed runs once more, plus
     (aborted-leak) every aborted record."""
     expected = Counter((r.partition, r.offset) for r in truth.of(topic, COMMITTED))
@@ -43,12 +50,7 @@ def check_sink(path: Path, table: str, truth: GroundTruth, topic: str, targets: 
     if aborted_leak:
         expected.update((r.partition, r.offset) for r in truth.of(topic, ABORTED))
     expected = +expected  # drop zero counts
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        actual = Counter(tuple(row) for row in con.execute(
-            f"SELECT src_partition, src_offset FROM {table} WHERE src_topic = ?", [topic]).fetchall())
-    finally:
-        con.close()
+    actual = rows_in(where, topic)
     if actual != expected:
         raise EosctlError(f"pipeline self-check failed: the sink has {sum(actual.values())} rows, expected "
                           f"{sum(expected.values())}; differing (partition, offset): "

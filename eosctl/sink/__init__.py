@@ -38,8 +38,20 @@ def open_reader(sink: Sink, where: str = "sink", limits: Limits | None = None) -
         from eosctl.sink.parquet import open_parquet
 
         reader = open_parquet(sink, where)
+    elif kind == "iceberg":
+        from eosctl.sink.iceberg import open_iceberg
+
+        reader = open_iceberg(sink, where)
+    elif kind == "delta":
+        from eosctl.sink.delta import open_delta
+
+        reader = open_delta(sink, where)
+    elif kind == "postgres":
+        from eosctl.sink.postgres import open_postgres
+
+        reader = open_postgres(sink, where)
     else:
-        raise SinkError(f"[{where}] names no sink; set one of {', '.join(KINDS)}, or pass --sink-duckdb or "
+        raise SinkError(f"[{where}] has no sink; set one of {', '.join(KINDS)}, or pass --sink-duckdb or "
                         f"--sink-parquet")
     if limits is not None:
         try:

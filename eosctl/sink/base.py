@@ -8,9 +8,11 @@ version), so a report can say what was audited.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from eosctl.config import Sink
 from eosctl.findings import Finding
@@ -19,7 +21,7 @@ from eosctl.model import TP
 if TYPE_CHECKING:
     import pyarrow as pa
 
-KINDS = ("duckdb", "parquet")
+KINDS = ("duckdb", "parquet", "postgres", "delta", "iceberg", "kafka_topic")
 # Kafka's limits (org.apache.kafka.common.record: offsets are int64, partitions int32): a sink value
 # outside them, or not an integer, can't name a Kafka record.
 MAX_OFFSET = (1 << 63) - 1
@@ -88,7 +90,31 @@ class ReadPoint:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ReadPoint:
         rest = {k: v for k, v in d.items() if k not in ("kind", "source")}
-        return cls(str(d["kind"]), str(d["source"]), rest)
+        return cls(str(d.get("kind", "")), str(d.get("source", "")), rest)
+
+    def describe(self) -> str:
+        """For people: e.g. "PostgreSQL 15.18, snapshot 00000003-0000001B-1", "a copy taken at ..."."""
+        at = self.at
+        if self.kind == "postgres":
+            return f"PostgreSQL {at.get('server_version', '?')}, snapshot {at.get('snapshot', '?')}"
+        if self.kind == "duckdb":
+            return f"a copy taken at {at['copied_at']}" if "copied_at" in at else "the file in place"
+        if self.kind == "delta":
+            return f"version {at.get('version', '?')}" + (
+                f" (offsets table version {at['offsets_version']})" if "offsets_version" in at else "")
+        if self.kind == "iceberg":
+            offsets = at.get("offsets_snapshot_id")
+            return f"snapshot {at.get('snapshot_id', '?')}" + (
+                f" (offsets table snapshot {offsets})" if offsets else "")
+        if self.kind == "parquet":
+            return f"the files listed at {at['files_listed_at']}" if "files_listed_at" in at \
+                else "the files in place"
+        if self.kind == "kafka_topic":
+            ends = at.get("end_offsets") or []
+            shown = ", ".join(f"[{e['partition']}] {e['offset']}" for e in ends[:8])
+            more = f" and {len(ends) - 8} more" if len(ends) > 8 else ""
+            return f"read_committed up to end offsets {shown}{more} at {at.get('read_at', '?')}"
+        return ", ".join(f"{k} {v}" for k, v in at.items()) or "in place"
 
 
 @dataclass(frozen=True)
@@ -143,4 +169,35 @@ def shown(sink: Sink) -> str:
     """The sink as the user named it: the original of a frozen copy."""
     given = sink.frozen_from or sink
     kind = kind_of(given)
+    if kind == "postgres":
+        return redact_uri(given.postgres or "")
     return getattr(given, kind) if kind else ""
+
+
+def as_given(sink: Sink, text: str) -> str:
+    """``text`` (an error from reading a frozen sink) naming the user's files, not the frozen copy's: the
+    copy keeps the layout below the given path's fixed part, so the two differ only in that root."""
+    given = sink.frozen_from
+    if given is None:
+        return text
+    for key in ("duckdb", "parquet", "offsets_table"):
+        copy, original = getattr(sink, key), getattr(given, key)
+        if not copy or not original or copy == original:
+            continue
+        common = len(os.path.commonprefix([copy[::-1], original[::-1]]))
+        text = text.replace(copy[:len(copy) - common], original[:len(original) - common])
+    return text
+
+
+def redact_uri(uri: str) -> str:
+    """A connection URI without its password (in the authority or as a query parameter)."""
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return uri.split("://", 1)[0] + "://..." if "://" in uri else "(not a URI)"
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, host = netloc.rsplit("@", 1)
+        netloc = userinfo.split(":", 1)[0] + "@" + host
+    query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k.lower() != "password"], safe="/")
+    return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")

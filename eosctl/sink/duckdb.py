@@ -21,7 +21,7 @@ from eosctl.files import input_problem
 from eosctl.sink.base import ReadPoint, shown
 from eosctl.sink.relation import (
     NO_EXTENSION_DOWNLOADS,
-    RelationReader,
+    DuckDBReader,
     check_columns,
     check_offsets_columns,
     columns,
@@ -158,21 +158,32 @@ def _not_duckdb(path: str, where: str) -> SinkError:
                      f"in [{where}].parquet)")
 
 
-def open_duckdb(sink: Sink, where: str = "sink") -> RelationReader:
+def open_duckdb(sink: Sink, where: str = "sink") -> DuckDBReader:
     """A reader of the sink's table in its DuckDB file (or the frozen copy the sink names)."""
     assert sink.duckdb is not None
     name = shown(sink)
     conn = connect_readonly(sink.duckdb, where, table=sink.table, name=name)
     try:
-        relation, offsets = _relations(conn, sink, where, name)
-        types = check_columns(columns(conn, relation), sink, where, f"table {sink.table} in {name}")
-        offsets_types = columns(conn, offsets) if offsets else None
+        relation, offsets, types, offsets_types = relations_of(conn, sink, where)
     except BaseException:
         conn.close()
         raise
-    at = {"copied_at": sink.at} if sink.at else {}
-    return RelationReader(conn, relation, sink, name, offsets, ReadPoint("duckdb", name, at), types,
-                          offsets_types)
+    if sink.frozen_from is not None and sink.frozen_from.kafka_topic is not None:
+        from eosctl.sink.kafka_topic import read_point
+
+        point = read_point(sink)  # a hop's output topic, read into this file by the freeze
+    else:
+        point = ReadPoint("duckdb", name, {"copied_at": sink.at} if sink.at else {})
+    return DuckDBReader(conn, relation, sink, name, offsets, point, types, offsets_types)
+
+
+def relations_of(conn: DuckDBPyConnection, sink: Sink,
+                 where: str) -> tuple[str, str | None, dict[str, str], dict[str, str] | None]:
+    """(sink table, offsets table or None, their column types) in an open file, checked."""
+    name = shown(sink)
+    relation, offsets = _relations(conn, sink, where, name)
+    types = check_columns(columns(conn, relation), sink, where, f"table {sink.table} in {name}")
+    return relation, offsets, types, columns(conn, offsets) if offsets else None
 
 
 def _tables(conn: DuckDBPyConnection) -> list[tuple[str, str, str]]:

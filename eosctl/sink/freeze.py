@@ -22,6 +22,7 @@ from pathlib import Path
 
 from eosctl.config import Sink
 from eosctl.errors import SinkError
+from eosctl.files import glob_paths
 from eosctl.sink import duckdb as duck
 from eosctl.sink.parquet import is_url
 
@@ -36,7 +37,10 @@ def frozen(sink: Sink, where: str = "sink", *, local: bool = True) -> Iterator[S
     allows, else symbolic links, in the same directory layout so hive partitions still parse); files
     written later are not read. With ``local=False`` (executors on other machines, which can't see this
     machine's temp dir) Parquet sinks are read in place. The copy is deleted on every way out of the
-    block. A sink frozen already is yielded as it is.
+    block. A PostgreSQL sink is pinned at a snapshot exported for the block (eosctl.sink.postgres), a Delta
+    table at its current version (eosctl.sink.delta), an Iceberg table at its current snapshot
+    (eosctl.sink.iceberg), a Kafka topic at its end offsets (eosctl.sink.kafka_topic). A sink frozen
+    already is yielded as it is.
 
     Rows written after the freeze are not seen. Every row in the copy was written from a record Kafka
     had committed before the freeze, so the Kafka scan that follows sees it: a live pipeline gives no
@@ -45,6 +49,13 @@ def frozen(sink: Sink, where: str = "sink", *, local: bool = True) -> Iterator[S
     """
     if sink.frozen_from is not None:
         yield sink
+        return
+    if sink.postgres or sink.delta or sink.iceberg:
+        from eosctl.sink import delta, iceberg, postgres
+
+        pin = postgres.exported if sink.postgres else delta.pinned if sink.delta else iceberg.pinned
+        with pin(sink, where) as pinned:
+            yield pinned
         return
     tmp = tempfile.mkdtemp(prefix="eosctl-frozen-")
     try:
@@ -59,6 +70,12 @@ def frozen(sink: Sink, where: str = "sink", *, local: bool = True) -> Iterator[S
             if offsets and not is_url(offsets):
                 offsets = _link_files(offsets, os.path.join(tmp, "offsets"))
             out = replace(sink, parquet=data, offsets_table=offsets, frozen_from=sink, at=at)
+        elif sink.kafka_topic:
+            from eosctl.sink import kafka_topic
+
+            if sink.kafka_cluster is None:
+                raise SinkError(f"[{where}] kafka_topic {sink.kafka_topic!r}: no cluster to read it from")
+            out = kafka_topic.freeze(sink, sink.kafka_cluster, tmp)
         yield out
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -174,7 +191,7 @@ def _copy_file(src: str, dst: str) -> int:
 def _link_files(pattern: str, into: str) -> str:
     """Link the files matching `pattern` under `into`, keeping their paths below the pattern's fixed
     prefix; returns the same pattern rooted at `into` (it matches exactly the linked files)."""
-    files = sorted(f for f in globmod.glob(pattern, recursive=True) if os.path.isfile(f))
+    files = [f for f in glob_paths(pattern) if os.path.isfile(f)]
     if not files:
         return pattern  # opening the sink says "no Parquet files match" with the user's pattern
     parts = pattern.split(os.sep)

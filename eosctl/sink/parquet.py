@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import glob as globmod
 import re
 
 from eosctl.config import Sink
 from eosctl.errors import SinkError
-from eosctl.files import glob_problem
-from eosctl.sink.base import ReadPoint, shown
+from eosctl.files import glob_paths, glob_problem
+from eosctl.sink.base import ReadPoint, as_given, shown
 from eosctl.sink.relation import (
     NO_EXTENSION_DOWNLOADS,
-    RelationReader,
+    DuckDBReader,
     check_columns,
     check_offsets_columns,
     columns,
@@ -23,7 +22,7 @@ def is_url(pattern: str) -> bool:
     return bool(re.match(r"^[a-z0-9]+://", pattern))
 
 
-def open_parquet(sink: Sink, where: str = "sink") -> RelationReader:
+def open_parquet(sink: Sink, where: str = "sink") -> DuckDBReader:
     """A reader of the Parquet files the sink's glob matches (or the frozen file list the sink names)."""
     import duckdb
 
@@ -40,17 +39,20 @@ def open_parquet(sink: Sink, where: str = "sink") -> RelationReader:
         if offsets:
             offsets_types = check_offsets_columns(columns(conn, offsets), where,
                                                   f"Parquet files {given.offsets_table or ''}")
+    except SinkError as e:
+        conn.close()
+        raise SinkError(as_given(sink, str(e))) from None
     except BaseException:
         conn.close()
         raise
     at = {"files_listed_at": sink.at} if sink.at else {}
-    return RelationReader(conn, relation, sink, name, offsets, ReadPoint("parquet", name, at), types,
+    return DuckDBReader(conn, relation, sink, name, offsets, ReadPoint("parquet", name, at), types,
                           offsets_types)
 
 
 def _relation(pattern: str, where: str, key: str, name: str) -> str:
     # Check the glob ourselves: DuckDB's "No files found" message carries a multi-line SQL excerpt.
-    if not globmod.glob(pattern, recursive=True) and not is_url(pattern):
+    if not is_url(pattern) and not glob_paths(pattern):
         raise SinkError(f"no Parquet files match {name}; check [{where}].{key} or --sink-parquet")
     problem = glob_problem(pattern)
     if problem:

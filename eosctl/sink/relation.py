@@ -1,7 +1,10 @@
-"""Read-only queries over one relation through DuckDB: a table of a DuckDB file, or read_parquet(...).
+"""Read-only SQL over one sink relation: what every SQL-speaking kind answers, and its DuckDB engine.
 
-The DuckDB and Parquet kinds differ only in how they open the relation (eosctl.sink.duckdb,
-eosctl.sink.parquet); everything they answer is computed here.
+``SqlReader`` builds the queries (summaries, islands, invalid rows, stored offsets) from the sink's
+column names and types; a subclass runs them. ``DuckDBReader`` runs them in DuckDB, over a table of a
+DuckDB file or read_parquet(...): the DuckDB and Parquet kinds differ only in how they open the relation
+(eosctl.sink.duckdb, eosctl.sink.parquet). PostgreSQL runs the same SQL on its server
+(eosctl.sink.postgres).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from eosctl.sink.base import (
     ReadPoint,
     SinkPartition,
     StoredOffset,
+    as_given,
 )
 from eosctl.sink.sql import IntColumn, ident, int_column, literal, short, topic_column
 
@@ -36,13 +40,17 @@ if TYPE_CHECKING:
 NO_EXTENSION_DOWNLOADS = {"autoinstall_known_extensions": False}
 
 
-class RelationReader:
-    """Read-only queries over one sink relation. Use as a context manager, or call close()."""
+class SqlReader:
+    """Read-only queries over one sink relation. Use as a context manager, or call close().
 
-    def __init__(self, conn: DuckDBPyConnection, relation: str, sink: Sink, source: str,
-                 offsets_relation: str | None, read_point: ReadPoint, types: dict[str, str] | None = None,
+    A subclass runs the SQL: _query (all rows), _stream (batches: Arrow, or lists of row tuples),
+    close, limit, committed_keys; and may type the columns its own way (_int_column)."""
+
+    _int_column = staticmethod(int_column)
+
+    def __init__(self, relation: str, sink: Sink, source: str, offsets_relation: str | None,
+                 read_point: ReadPoint, types: dict[str, str] | None = None,
                  offsets_types: dict[str, str] | None = None):
-        self.conn = conn
         self.relation = relation  # SQL for FROM: a quoted table or read_parquet([...])
         self.sink = sink
         self.source = source  # what to name in messages: the file or glob
@@ -55,35 +63,63 @@ class RelationReader:
         # One normalised view of the valid rows: later SQL never repeats the user's column names, and a
         # row no Kafka record can match (invalid_rows) never reaches an island or a summary.
         self._rows = (f"(SELECT {self._t.value} AS t, {self._p.value} AS p, {self._o.value} AS o "
-                      f"FROM {relation})")
+                      f"FROM {relation}) AS r")
 
-    @staticmethod
-    def _columns(types: dict[str, str], topic: str, partition: str,
+    def _columns(self, types: dict[str, str], topic: str, partition: str,
                  offset: str) -> tuple[IntColumn, IntColumn, IntColumn]:
         def type_of(name: str) -> str:
             return types.get(name.lower(), "VARCHAR")
 
         return (topic_column(ident(topic)),
-                int_column(ident(partition), type_of(partition), MAX_PARTITION, "2^31-1", "INTEGER"),
-                int_column(ident(offset), type_of(offset), MAX_OFFSET, "2^63-1", "BIGINT"))
+                self._int_column(ident(partition), type_of(partition), MAX_PARTITION, "2^31-1", "INTEGER"),
+                self._int_column(ident(offset), type_of(offset), MAX_OFFSET, "2^63-1", "BIGINT"))
 
-    def __enter__(self) -> RelationReader:
+    def __enter__(self) -> SqlReader:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
-        self.conn.close()
+        raise NotImplementedError
 
     def limit(self, limits: Limits) -> None:
-        """Cap DuckDB inside a worker: it is outside Spark's memory accounting."""
-        self.conn.execute(f"SET threads = {int(limits.threads)}")
-        self.conn.execute(f"SET memory_limit = {literal(limits.memory)}")
-        if limits.temp_directory:
-            os.makedirs(limits.temp_directory, exist_ok=True)
-            self.conn.execute(f"SET temp_directory = {literal(limits.temp_directory)}")
-        self.conn.execute("SET preserve_insertion_order = false")
+        raise NotImplementedError
+
+    def committed_keys(self, topic: str, partition: int,
+                       committed: list[tuple[int, int]]) -> Iterator[pa.RecordBatch]:
+        raise NotImplementedError
+
+    def committed_keys_in(self, committed: Mapping[TP, list[tuple[int, int]]]) -> Iterator[pa.RecordBatch]:
+        """Arrow batches (key, topic, partition, offset): committed_keys() of several partitions (an audit
+        task's group); here one query per partition, DuckDBReader asks once."""
+        import pyarrow as pa
+
+        for (topic, partition), ranges in committed.items():
+            for b in self.committed_keys(topic, partition, ranges):
+                n = b.num_rows
+                yield pa.RecordBatch.from_arrays(
+                    [b.column(0), pa.array([topic] * n, pa.string()), pa.array([partition] * n, pa.int32()),
+                     b.column(1)], names=["key", "topic", "partition", "offset"])
+
+    def islands_in(self, tps: Sequence[TP]) -> Iterator[OffsetIsland]:
+        """islands() of these partitions (an audit task's group) in one query, ordered by topic,
+        partition, first."""
+        if len(tps) <= 1:  # one partition: its own query sorts by offset alone
+            for topic, partition in tps:
+                yield from self.islands(topic, partition)
+            return
+        wanted = ", ".join(f"({literal(t)}, {int(p)})" for t, p in tps)
+        counts = (f"SELECT r.t, r.p, r.o, count(*) AS m FROM {self._rows} "
+                  f"JOIN (VALUES {wanted}) AS w(t, p) ON r.t = w.t AND r.p = w.p "
+                  "WHERE r.o IS NOT NULL GROUP BY r.t, r.p, r.o")
+        yield from islands_from(self._stream(islands_sql(counts, "PARTITION BY t, p ORDER BY o")))
+
+    def _query(self, sql: str) -> list[tuple]:
+        raise NotImplementedError
+
+    def _stream(self, sql: str) -> Iterator[Any]:
+        raise NotImplementedError
 
     def summaries(self) -> list[SinkPartition]:
         """Per partition the sink names validly; rows with an invalid offset are counted, not summarised."""
@@ -163,7 +199,7 @@ class RelationReader:
             # One partition (an audit task): group and sort by offset alone, filtered in the scan; windows
             # partitioned by (t, p) cost ~1.6x here.
             counts = (f"SELECT {literal(topic)} AS t, {int(partition)} AS p, o, count(*) AS m "
-                      f"FROM ({self._rows_sql(topic, partition)}) GROUP BY o")
+                      f"FROM ({self._rows_sql(topic, partition)}) AS r GROUP BY o")
             window = "ORDER BY o"
         else:
             where = ["o IS NOT NULL", "t IS NOT NULL", "p IS NOT NULL"]
@@ -174,13 +210,42 @@ class RelationReader:
             counts = (f"SELECT t, p, o, count(*) AS m FROM {self._rows} WHERE {' AND '.join(where)} "
                       "GROUP BY t, p, o")
             window = "PARTITION BY t, p ORDER BY o"
-        try:
-            reader = self.conn.sql(islands_sql(counts, window)).to_arrow_reader(ISLAND_BATCH)
-            yield from islands_from(reader)
-        except SinkError:
-            raise
-        except Exception as e:  # errors surface while streaming too (e.g. a Parquet file gone)
-            raise self._query_error(e) from None
+        yield from islands_from(self._stream(islands_sql(counts, window)))
+
+    def stored_offsets(self) -> list[StoredOffset] | None:
+        """The sink's own offsets table (topic, partition, next_offset), or None if it has none. Rows
+        with an invalid topic, partition or next offset are left out here: invalid_rows() reports them."""
+        if self.offsets_relation is None:
+            return None
+        t, p, n = self._columns(self._offsets_types, *OFFSETS_COLUMNS)
+        sql = (f"SELECT {t.value}, {p.value}, {n.value} FROM {self.offsets_relation} "
+               f"WHERE {t.valid} AND {p.valid} AND {n.valid} ORDER BY 1, 2")
+        return [StoredOffset(*row) for row in self._query(sql)]
+
+    def _query_error(self, e: Exception) -> SinkError:
+        return SinkError(f"query on sink {self.source} failed: {as_given(self.sink, first_line(e))}")
+
+
+class DuckDBReader(SqlReader):
+    """The SQL run in DuckDB: a DuckDB file's table or Parquet files."""
+
+    def __init__(self, conn: DuckDBPyConnection, relation: str, sink: Sink, source: str,
+                 offsets_relation: str | None, read_point: ReadPoint, types: dict[str, str] | None = None,
+                 offsets_types: dict[str, str] | None = None):
+        super().__init__(relation, sink, source, offsets_relation, read_point, types, offsets_types)
+        self.conn = conn
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def limit(self, limits: Limits) -> None:
+        """Cap DuckDB inside a worker: it is outside Spark's memory accounting."""
+        self.conn.execute(f"SET threads = {int(limits.threads)}")
+        self.conn.execute(f"SET memory_limit = {literal(limits.memory)}")
+        if limits.temp_directory:
+            os.makedirs(limits.temp_directory, exist_ok=True)
+            self.conn.execute(f"SET temp_directory = {literal(limits.temp_directory)}")
+        self.conn.execute("SET preserve_insertion_order = false")
 
     def committed_keys(self, topic: str, partition: int,
                        committed: list[tuple[int, int]]) -> Iterator[pa.RecordBatch]:
@@ -200,43 +265,23 @@ class RelationReader:
             yield from self.conn.sql(sql).to_arrow_reader(ISLAND_BATCH)
         except Exception as e:
             raise SinkError(f"reading keys of {topic}-{partition} from sink {self.source} "
-                            f"failed: {first_line(e)}") from None
-
-    def islands_in(self, tps: Sequence[TP]) -> Iterator[OffsetIsland]:
-        """islands() of these partitions, in one query (ordered by topic, partition, first)."""
-        if len(tps) == 1:  # the one-partition query sorts by offset alone
-            yield from self.islands(*tps[0])
-            return
-        if not tps:
-            return
-        self._register_partitions(tps)
-        counts = (f"SELECT r.t, r.p, r.o, count(*) AS m FROM {self._rows} r "
-                  "SEMI JOIN audit_partitions w ON r.t = w.t AND r.p = w.p WHERE r.o IS NOT NULL "
-                  "GROUP BY r.t, r.p, r.o")
-        try:
-            sql = islands_sql(counts, "PARTITION BY t, p ORDER BY o")
-            yield from islands_from(self.conn.sql(sql).to_arrow_reader(ISLAND_BATCH))
-        except SinkError:
-            raise
-        except Exception as e:
-            raise self._query_error(e) from None
+                            f"failed: {as_given(self.sink, first_line(e))}") from None
 
     def committed_keys_in(self, committed: Mapping[TP, list[tuple[int, int]]]) -> Iterator[pa.RecordBatch]:
         """Arrow batches (key, topic, partition, offset) of the distinct rows with a key whose offset lies
-        in one of their partition's ``committed`` ranges (first, last inclusive, sorted, disjoint)."""
+        in one of their partition's ``committed`` ranges: one query for all the partitions."""
         import pyarrow as pa
 
         ranges = [(t, p, first, last) for (t, p), rs in committed.items() for first, last in rs]
-        table = pa.table([pa.array([r[i] for r in ranges], ty) for i, ty in
-                          enumerate((pa.string(), pa.int32(), pa.int64(), pa.int64()))],
-                         names=["t", "p", "rf", "rl"])
-        self.conn.register("committed_ranges", table)
+        types = (pa.string(), pa.int32(), pa.int64(), pa.int64())
+        columns = [pa.array([r[i] for r in ranges], ty) for i, ty in enumerate(types)]
+        self.conn.register("committed_ranges", pa.table(columns, names=["t", "p", "rf", "rl"]))
         key = ident(self.sink.key_column or "")
         rows = (f"SELECT {self._t.value} AS t, {self._p.value} AS p, {self._o.value} AS o, "
                 f"CAST({key} AS VARCHAR) AS k FROM {self.relation} "
                 f"WHERE {self._o.valid} AND {key} IS NOT NULL")
-        # ASOF join: each row meets its partition's last range starting at or before its offset; inside
-        # it = committed. Rows of other partitions meet none.
+        # ASOF join: each row meets its partition's last range starting at or before its offset; inside it
+        # = committed. Rows of other partitions meet none.
         sql = f"""
             SELECT DISTINCT s.k AS key, s.t AS topic, s.p AS partition, s.o AS offset FROM ({rows}) s
             ASOF JOIN committed_ranges r ON s.t = r.t AND s.p = r.p AND s.o >= r.rf
@@ -244,24 +289,8 @@ class RelationReader:
         try:
             yield from self.conn.sql(sql).to_arrow_reader(ISLAND_BATCH)
         except Exception as e:
-            raise SinkError(f"reading keys from sink {self.source} failed: {first_line(e)}") from None
-
-    def _register_partitions(self, tps: Sequence[TP]) -> None:
-        import pyarrow as pa
-
-        self.conn.register("audit_partitions", pa.table([pa.array([t for t, _ in tps], pa.string()),
-                                                         pa.array([p for _, p in tps], pa.int32())],
-                                                        names=["t", "p"]))
-
-    def stored_offsets(self) -> list[StoredOffset] | None:
-        """The sink's own offsets table (topic, partition, next_offset), or None if it has none. Rows
-        with an invalid topic, partition or next offset are left out here: invalid_rows() reports them."""
-        if self.offsets_relation is None:
-            return None
-        t, p, n = self._columns(self._offsets_types, *OFFSETS_COLUMNS)
-        sql = (f"SELECT {t.value}, {p.value}, {n.value} FROM {self.offsets_relation} "
-               f"WHERE {t.valid} AND {p.valid} AND {n.valid} ORDER BY 1, 2")
-        return [StoredOffset(*row) for row in self._query(sql)]
+            raise SinkError(f"reading keys from sink {self.source} failed: "
+                            f"{as_given(self.sink, first_line(e))}") from None
 
     def _query(self, sql: str) -> list[tuple]:
         try:
@@ -269,8 +298,11 @@ class RelationReader:
         except Exception as e:
             raise self._query_error(e) from None
 
-    def _query_error(self, e: Exception) -> SinkError:
-        return SinkError(f"query on sink {self.source} failed: {first_line(e)}")
+    def _stream(self, sql: str) -> Iterator[Any]:
+        try:
+            yield from self.conn.sql(sql).to_arrow_reader(ISLAND_BATCH)
+        except Exception as e:  # errors surface while streaming too (e.g. a Parquet file gone)
+            raise self._query_error(e) from None
 
 
 def islands_sql(counts: str, window: str) -> str:

@@ -108,3 +108,28 @@ def topic_column(col: str) -> IntColumn:
     text = f"CAST({col} AS VARCHAR)"
     return IntColumn(f"CASE WHEN {text} <> '' THEN {text} END", f"({text} <> '')",
                      f"CASE WHEN {col} IS NULL THEN 'is NULL' WHEN {text} = '' THEN 'is empty' END")
+
+
+def pg_int_column(col: str, type_: str, limit: int, limit_text: str, sql_type: str) -> IntColumn:
+    """int_column for PostgreSQL: its integer types checked as DuckDB's; any other type through numeric
+    (arbitrary precision: nothing overflows), each cast guarded by a CASE, since PostgreSQL evaluates
+    the terms of an AND in any order and a failed cast would end the query."""
+    base = type_.upper().split("(")[0]
+    if base in ("SMALLINT", "INTEGER", "BIGINT"):
+        return int_column(col, base, limit, limit_text, sql_type)
+    if base in ("NUMERIC", "DECIMAL", "REAL", "DOUBLE PRECISION"):
+        whole = f"{col}::text NOT IN ('NaN', 'Infinity', '-Infinity')"
+        v = f"(CASE WHEN {whole} THEN {col}::numeric END)"
+        not_int = f"NOT ({whole}) OR {v} <> trunc({v})"
+    else:
+        text = f"btrim({col}::text)"
+        whole = f"{text} ~ '^[+-]?[0-9]+$'"
+        v = f"(CASE WHEN {whole} THEN {text}::numeric END)"
+        not_int = f"NOT ({whole})"
+    conds = [(not_int, "is not an integer"), (f"{v} < 0", "is negative"),
+             (f"{v} > {limit}", f"is above {limit_text}")]
+    problem = f"CASE WHEN {col} IS NULL THEN 'is NULL' " + \
+        "".join(f"WHEN {c} THEN '{why}' " for c, why in conds) + "END"
+    # coalesce: a condition that is NULL (the value isn't a number at all) makes the row invalid.
+    valid = " AND ".join([f"{col} IS NOT NULL", *(f"NOT coalesce({c}, true)" for c, _ in conds)])
+    return IntColumn(f"CASE WHEN {valid} THEN {v}::{sql_type} END", f"({valid})", problem, col, False)

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from eosctl.pipeline import run_pipeline
+from tests.prochelp import assert_nothing_left, comm, descendants
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -35,52 +36,6 @@ def config(cluster, tmp_path_factory) -> Path:
     workdir = tmp_path_factory.mktemp("signals")
     run_pipeline(cluster, f"s{uuid.uuid4().hex[:8]}", workdir, faults=[], records=300)
     return workdir / "eosctl.toml"
-
-
-def _stat(pid: int) -> list[str] | None:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-
-
-def _descendants(root: int) -> set[tuple[int, str]]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and (st := _stat(int(entry))) is not None:
-            children.setdefault(int(st[1]), []).append(int(entry))
-    out, todo = set(), list(children.get(root, []))
-    while todo:
-        pid = todo.pop()
-        if (st := _stat(pid)) is not None:
-            out.add((pid, st[19]))  # (pid, start time): a reused pid is another process
-        todo.extend(children.get(pid, []))
-    return out
-
-
-def _running(proc: tuple[int, str]) -> bool:
-    st = _stat(proc[0])
-    return st is not None and st[19] == proc[1] and st[0] != "Z"
-
-
-def _carrying(marker: str) -> list[int]:
-    """Live processes whose command line or environment names ``marker``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                text = f.read()
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                text += f.read()
-        except OSError:
-            continue
-        st = _stat(int(entry))
-        if marker.encode() in text and st is not None and st[0] != "Z":
-            found.append(int(entry))
-    return found
 
 
 def _interrupt(config: Path, tmp_path: Path, engine: str, phase: str | None, sig: int,
@@ -97,10 +52,10 @@ def _interrupt(config: Path, tmp_path: Path, engine: str, phase: str | None, sig
 
     def watch() -> None:
         while not done.is_set():
-            for p in _descendants(proc.pid):
+            for p in descendants(proc.pid):
                 # Spark's launcher script execs java in the same process: the name changes, the pid not.
                 if seen.get(p) != "java":
-                    seen[p] = _comm(p[0])
+                    seen[p] = comm(p[0])
             done.wait(0.02)
 
     watcher = threading.Thread(target=watch, daemon=True)
@@ -136,23 +91,6 @@ def _wait_for_java(seen: dict[tuple[int, str], str]) -> None:
     time.sleep(1.5)
 
 
-def _comm(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip()
-    except OSError:
-        return ""
-
-
-def _assert_nothing_left(seen: dict[tuple[int, str], str], tmpdir: Path) -> None:
-    deadline = time.monotonic() + 10  # SIGKILLed processes vanish at once; re-parented ones need a reap
-    while time.monotonic() < deadline and ([p for p in seen if _running(p)] or _carrying(str(tmpdir))):
-        time.sleep(0.05)
-    assert [p for p in seen if _running(p)] == []
-    assert _carrying(str(tmpdir)) == []
-    assert sorted(os.listdir(tmpdir)) == []
-
-
 # SIGINT goes to the process group (a terminal's Ctrl-C: Spark's Python workers get it too), SIGTERM to
 # eosctl alone (a supervisor's stop).
 CASES = [
@@ -175,7 +113,7 @@ def test_a_signal_stops_everything_the_audit_started(config, tmp_path, engine, p
     assert not [ln for ln in lines if "Traceback" in ln or "py4j" in ln.lower()], lines
     if engine == "spark":
         assert "java" in seen.values(), "no JVM seen"
-    _assert_nothing_left(seen, tmpdir)
+    assert_nothing_left(seen, tmpdir)
 
 
 @pytest.mark.parametrize("engine", ["spark", "local"])
@@ -183,4 +121,4 @@ def test_a_finished_audit_leaves_nothing_behind(config, tmp_path, engine):
     code, lines, seen, tmpdir = _interrupt(config, tmp_path, engine, None, signal.SIGINT, False)
     assert code == 0, lines
     assert seen  # the JVM or the pool ran
-    _assert_nothing_left(seen, tmpdir)
+    assert_nothing_left(seen, tmpdir)

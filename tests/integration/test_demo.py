@@ -28,10 +28,12 @@ def test_demo_ends_with_an_audit_that_finds_exactly_the_planted_defects(tmp_path
         sandbox.down(tmp_path)
     assert result.exit_code == 0, result.output + result.stderr
     manifest = json.loads((tmp_path / "demo" / "manifest.json").read_text())
-    planted = manifest["expected_findings"]
+    planted = [f for hop in manifest["hops"] for f in hop["expected_findings"]]  # both hops
     assert {f["fault"] for f in planted} == {"duplicate-replay", "skip", "aborted-leak", "upstream-retry"}
+    assert {f["topic"] for f in planted} == {"demo.orders", "demo.enriched"}
     assert f"the audit found exactly the {len(planted)} planted defects, and nothing else" in result.stderr
-    assert "FAIL  3 partitions" in result.stdout  # the audit's own verdict line, findings shown
+    assert "FAIL  6 partitions" in result.stdout  # the audit's own verdict line, both hops, findings shown
+    assert "hops, in order" in result.stdout and "demo.process" in result.stdout
     assert f"eosctl tui -c {tmp_path / 'demo' / 'eosctl.toml'}" in result.stdout
 
 

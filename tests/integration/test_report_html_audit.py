@@ -39,7 +39,7 @@ def test_audit_writes_an_html_report_of_the_demo_faults(cluster, spark, tmp_path
     drawn, layers = [], set()
     for svg_text in re.findall(r'<svg class="gap".*?</svg>', html, re.S):
         svg = ET.fromstring(svg_text)
-        for e in svg:
+        for e in svg.iter():  # a finding's mark is wrapped in a link to its row
             if e.get("class") == "f":
                 drawn.append((e.get("data-kind"), int(e.get("data-first")), int(e.get("data-last"))))
                 assert f"{e.get('data-first')}" in e.find(f"{SVG}title").text

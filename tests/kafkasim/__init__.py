@@ -24,6 +24,16 @@ throttled), ``drop=True`` (partition left out), ``throttle_ms=N`` (KIP-219 empty
 (change the state first: retention, leader moves), ``after=N`` (let N matching requests through first),
 ``times=N`` (None: for ever). Faults apply in the order injected. Point clients at ``kafka_sim.bootstrap``;
 ``kafka_sim.requests``, ``.fetches``, ``.fetch_times`` and ``.list_offsets`` record what was asked.
+
+Misbehaviours of real brokers (issue 19), each naming where it was measured:
+
+    kafka_sim.inject("list_offsets", "t", 0, offset=tansu_list_offsets, times=None)  # ListOffsets vs Fetch
+    kafka_sim.inject("fetch", empty_without_wait=True, probe=None, times=None)  # nothing at max_wait_ms=0
+    p.txn(7, 0, 5, timestamp=now - 2 * 3_600_000)      # CreateTime set by the client, hours in the past
+    p.log_append_time = True; p.data(3, append_time=T)  # a LogAppendTime topic: the broker's clock
+
+eosctl cross-checks ListOffsets with a 1-byte Fetch at the high watermark: fetch faults leave that probe
+alone unless ``probe=True`` (only it) or ``probe=None`` (both); ``kafka_sim.probes`` records them apart.
 """
 
 from tests.kafkasim.log import ProducerRow, SimPartition
@@ -39,10 +49,11 @@ from tests.kafkasim.server import (
     KafkaSim,
     SimGroup,
     SimTransaction,
+    tansu_list_offsets,
 )
 
 __all__ = [
     "FENCED_LEADER_EPOCH", "KAFKA_STORAGE_ERROR", "NOT_LEADER_OR_FOLLOWER", "OFFSET_OUT_OF_RANGE",
     "TOPIC_AUTHORIZATION_FAILED", "UNKNOWN_LEADER_EPOCH", "UNKNOWN_TOPIC_OR_PARTITION", "Fault", "KafkaSim",
-    "ProducerRow", "SimGroup", "SimPartition", "SimTransaction",
+    "ProducerRow", "SimGroup", "SimPartition", "SimTransaction", "tansu_list_offsets",
 ]

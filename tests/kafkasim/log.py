@@ -8,6 +8,7 @@ as (producer id, first offset, marker offset).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from tests.kafkasim.records import NO_PRODUCER, SimBatch, build_batch
@@ -36,6 +37,9 @@ class SimPartition:
     leader_epoch: int = 0
     # Explicit DescribeProducers rows; None: derived from the batches like the broker's producer state.
     producer_rows: list[ProducerRow] | None = None
+    # message.timestamp.type=LogAppendTime: each appended batch is stamped with the broker's clock (the
+    # ``append_time`` given to the builder, default now) instead of keeping the producer's timestamps.
+    log_append_time: bool = False
     _sequences: dict[int, int] = field(default_factory=dict)
 
     # --- builder ----------------------------------------------------------------------------------
@@ -61,7 +65,8 @@ class SimPartition:
         """A control batch with one EndTransactionMarker record (what WriteTxnMarkers appends)."""
         batch = build_batch(self.next_offset, [self.next_offset], producer_id=producer_id,
                             producer_epoch=epoch, transactional=True, control=kind,
-                            coordinator_epoch=coordinator_epoch, timestamp=timestamp)
+                            coordinator_epoch=coordinator_epoch, timestamp=timestamp,
+                            log_append_time=self._append_time(None))
         return self._add(batch)
 
     def skip(self, offsets: int) -> None:
@@ -80,13 +85,30 @@ class SimPartition:
                             timestamp=timestamp, record_timestamp=record_timestamp)
         return self._add(batch)
 
+    def compact(self, remove: set[int]) -> None:
+        """The cleaner ran below the scanned point: records at ``remove`` are gone. Each batch keeps its
+        last offset (LogCleaner keeps the original batch's last offset) unless all its records went, and
+        the last batch stays whole ("retain the last batch"); markers are never removed here."""
+        kept = []
+        for i, b in enumerate(self.batches):
+            present = [o for o in b.offsets if o not in remove]
+            if b.control or i == len(self.batches) - 1 or present == list(b.offsets):
+                kept.append(b)
+            elif present:
+                kept.append(build_batch(b.base_offset, present, last_offset=b.last_offset,
+                                        producer_id=b.producer_id, producer_epoch=b.producer_epoch,
+                                        base_sequence=b.base_sequence, transactional=b.transactional,
+                                        timestamp=b.first_timestamp))
+        self.batches = kept
+
     def delete_before(self, offset: int) -> None:
         """Retention / DeleteRecords moved the log start (UnifiedLog.maybeIncrementLogStartOffset)."""
         self.log_start = max(self.log_start, offset)
         self.batches = [b for b in self.batches if b.last_offset >= self.log_start]
 
     def _append(self, records: int, producer_id: int, epoch: int, sequence: int | None, *,
-                transactional: bool, timestamp: int = 1_700_000_000_000, value_size: int = 8) -> SimBatch:
+                transactional: bool, timestamp: int = 1_700_000_000_000, value_size: int = 8,
+                append_time: int | None = None) -> SimBatch:
         if sequence is None and producer_id != NO_PRODUCER:
             sequence = self._sequences.get(producer_id, 0)
         seq = -1 if sequence is None else sequence
@@ -95,8 +117,14 @@ class SimPartition:
         first = self.next_offset
         batch = build_batch(first, list(range(first, first + records)), producer_id=producer_id,
                             producer_epoch=epoch, base_sequence=seq, transactional=transactional,
-                            timestamp=timestamp, value_size=value_size)
+                            timestamp=timestamp, value_size=value_size,
+                            log_append_time=self._append_time(append_time))
         return self._add(batch)
+
+    def _append_time(self, given: int | None) -> int | None:
+        if not self.log_append_time:
+            return None
+        return int(time.time() * 1000) if given is None else given
 
     def _add(self, batch: SimBatch) -> SimBatch:
         self.batches.append(batch)

@@ -19,10 +19,11 @@ NO_PRODUCER = -1
 CONTROL_FLAG = 0x20
 # KIP-534: the cleaner sets this bit and stores the delete horizon in the batch's first-timestamp field.
 DELETE_HORIZON_FLAG = 0x40
+LOG_APPEND_TIME_FLAG = 0x08  # the timestamp-type bit LogValidator sets for LogAppendTime topics
 ABORT, COMMIT = 0, 1  # ControlRecordType in org.apache.kafka.common.record.ControlRecordType
 
 _BASE_OFFSET = struct.Struct(">q")
-_ATTRIBUTES_AT, _LAST_DELTA_AT, _CRC_AT = 21, 23, 17
+_ATTRIBUTES_AT, _LAST_DELTA_AT, _CRC_AT, _MAX_TIMESTAMP_AT = 21, 23, 17, 35
 _CONTROL_KEY = struct.Struct(">hh")  # version, type
 _CONTROL_VALUE = struct.Struct(">hi")  # version, coordinator epoch (EndTransactionMarker)
 
@@ -41,6 +42,7 @@ class SimBatch:
     first_timestamp: int
     data: bytes
     offsets: tuple[int, ...]  # offsets of the records present (compaction may have removed some)
+    log_append_time: int | None = None  # the broker's append time, on a LogAppendTime topic
 
     @property
     def size(self) -> int:
@@ -48,6 +50,8 @@ class SimBatch:
 
     @property
     def max_timestamp(self) -> int:
+        if self.log_append_time is not None:
+            return self.log_append_time
         return self.first_timestamp + len(self.offsets) - 1  # build_batch stamps records 1 ms apart
 
 
@@ -55,8 +59,12 @@ def build_batch(base_offset: int, offsets: Sequence[int], *, last_offset: int | 
                 producer_id: int = NO_PRODUCER, producer_epoch: int = -1, base_sequence: int = -1,
                 transactional: bool = False, control: str | None = None, timestamp: int = 1_700_000_000_000,
                 delete_horizon: bool = False, value_size: int = 8, coordinator_epoch: int = 0,
-                record_timestamp: int | None = None) -> SimBatch:
-    """A batch holding records at ``offsets`` (absolute); ``last_offset`` defaults to the last of them."""
+                record_timestamp: int | None = None, log_append_time: int | None = None) -> SimBatch:
+    """A batch holding records at ``offsets`` (absolute); ``last_offset`` defaults to the last of them.
+
+    ``log_append_time``: the topic stamps LogAppendTime and the broker appended the batch then
+    (LogValidator.assignOffsetsNonCompressed: setMaxTimestamp(LOG_APPEND_TIME, now) sets the timestamp-type
+    bit and the max timestamp; the producer's first timestamp stays in the header)."""
     if not offsets:
         raise ValueError("a batch holds at least one record")
     last = offsets[-1] if last_offset is None else last_offset
@@ -79,8 +87,11 @@ def build_batch(base_offset: int, offsets: Sequence[int], *, last_offset: int | 
     _BASE_OFFSET.pack_into(data, 0, base_offset)
     attributes = struct.unpack_from(">h", data, _ATTRIBUTES_AT)[0]
     attributes |= (CONTROL_FLAG if control else 0) | (DELETE_HORIZON_FLAG if delete_horizon else 0)
+    if log_append_time is not None:
+        attributes |= LOG_APPEND_TIME_FLAG
+        struct.pack_into(">q", data, _MAX_TIMESTAMP_AT, log_append_time)
     struct.pack_into(">h", data, _ATTRIBUTES_AT, attributes)
     struct.pack_into(">i", data, _LAST_DELTA_AT, last - base_offset)
     struct.pack_into(">I", data, _CRC_AT, calc_crc32c(memoryview(data)[_ATTRIBUTES_AT:]))
     return SimBatch(base_offset, last, producer_id, producer_epoch, base_sequence, transactional, control,
-                    timestamp, bytes(data), tuple(offsets))
+                    timestamp, bytes(data), tuple(offsets), log_append_time)

@@ -15,10 +15,12 @@ import struct
 import threading
 import time
 import traceback
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka.protocol.admin import DescribeLogDirsRequest, DescribeLogDirsResponse
 from kafka.protocol.admin.groups import (
     DescribeGroupsRequest,
     DescribeGroupsResponse,
@@ -54,18 +56,20 @@ KAFKA_STORAGE_ERROR = 56
 FENCED_LEADER_EPOCH = 74
 UNKNOWN_LEADER_EPOCH = 75
 TRANSACTIONAL_ID_NOT_FOUND = 105
+ZERO_ID = uuid.UUID(int=0)  # Uuid.ZERO_UUID: what Kafka names an unknown topic's id
 # UnifiedLog.UnknownOffset / FetchResponse.INVALID_* : what an answer built from an error carries.
 UNKNOWN_OFFSET = -1
 
 EARLIEST, LATEST = -2, -1  # ListOffsetsRequest.EARLIEST_TIMESTAMP / LATEST_TIMESTAMP
 
 # (request class, response class, lowest, highest version we answer). Kept low where a higher version
-# changes the shape (Metadata topic ids from v10, Fetch topic ids from v13, OffsetFetch's batched groups
-# from v8, FindCoordinator's batched keys from v4); flexible versions (compact encodings, tagged
-# fields, request header v2) are included where the clients want them: librdkafka sends ApiVersions v3+.
+# changes the shape (Metadata to v10, which names topic ids; Fetch topic ids from v13, OffsetFetch's
+# batched groups from v8, FindCoordinator's batched keys from v4); flexible versions (compact
+# encodings, tagged fields, request header v2) are included where the clients want them: librdkafka
+# sends ApiVersions v3+.
 APIS: dict[int, tuple[Any, Any, int, int]] = {
     18: (ApiVersionsRequest, ApiVersionsResponse, 0, 3),
-    3: (MetadataRequest, MetadataResponse, 0, 8),
+    3: (MetadataRequest, MetadataResponse, 0, 10),
     1: (FetchRequest, FetchResponse, 4, 12),
     2: (ListOffsetsRequest, ListOffsetsResponse, 1, 7),
     9: (OffsetFetchRequest, OffsetFetchResponse, 1, 7),
@@ -76,6 +80,7 @@ APIS: dict[int, tuple[Any, Any, int, int]] = {
     65: (DescribeTransactionsRequest, DescribeTransactionsResponse, 0, 0),
     66: (ListTransactionsRequest, ListTransactionsResponse, 0, 1),
     27: (WriteTxnMarkersRequest, WriteTxnMarkersResponse, 1, 1),
+    35: (DescribeLogDirsRequest, DescribeLogDirsResponse, 1, 2),
 }
 
 
@@ -98,12 +103,22 @@ class Fault:
     drop: bool = False  # leave the partition out of the answer
     throttle_ms: int = 0  # KIP-219: an empty answer carrying throttle_time_ms
     before: Callable[[], None] | None = None
+    # ListOffsets answered by this function of (partition, timestamp spec, isolation level) instead of
+    # Kafka's rule: a broker whose ListOffsets disagrees with its Fetch (see tansu_list_offsets).
+    offset: Callable[[SimPartition, int, int], int] | None = None
+    # A Fetch with max_wait_ms=0 is answered with no topics at all; any wait from 1 ms on is answered
+    # normally. Measured on Tansu 0.6.0 (2026-11-24); Kafka answers at once whatever the wait when
+    # min_bytes is 0 (ReplicaManager.fetchMessages).
+    empty_without_wait: bool = False
+    # eosctl cross-checks ListOffsets with a 1-byte Fetch at the high watermark (eosctl.wire.PROBE_BYTES).
+    # Fetch faults are meant for the log scan and leave that probe alone; True: only the probe, None: both.
+    probe: bool | None = False
     after: int = 0  # let this many matching requests through first
     times: int | None = 1  # None: every matching request from then on
 
-    def matches(self, api: str, topic: str | None, partition: int | None) -> bool:
+    def matches(self, api: str, topic: str | None, partition: int | None, probe: bool = False) -> bool:
         return (self.api == api and self.topic in (None, topic)
-                and self.partition in (None, partition))
+                and self.partition in (None, partition) and self.probe in (None, probe))
 
 
 @dataclass
@@ -130,12 +145,17 @@ class KafkaSim:
     def __init__(self, nodes: int = 1, cluster_id: str = "kafkasim") -> None:
         self.cluster_id = cluster_id
         self.topics: dict[str, dict[int, SimPartition]] = {}
+        # Metadata v10+ names each topic's id (KIP-516): a topic created again gets a new one.
+        self.topic_ids: dict[str, uuid.UUID] = {}
         self.groups: dict[str, SimGroup] = {}
         self.transactions: dict[str, SimTransaction] = {}
         self.faults: list[Fault] = []
         self.requests: list[tuple[int, str, int]] = []  # (node, api name, version), in arrival order
         self.fetches: list[tuple[int, str, int, int]] = []  # (node, topic, partition, fetch offset)
         self.fetch_times: list[float] = []  # time.monotonic() of each Fetch request
+        # (node, topic, partition, offset) of eosctl's offset cross-check Fetches (1 byte each, at the HW),
+        # kept apart from ``fetches`` and ``fetch_times``, which are the log scan's.
+        self.probes: list[tuple[int, str, int, int]] = []
         self.list_offsets: list[tuple[str, int, int, int]] = []  # (topic, partition, timestamp, isolation)
         self.errors: list[str] = []  # handler crashes: a test fixture fails on them
         self.lock = threading.RLock()
@@ -153,6 +173,8 @@ class KafkaSim:
     def partition(self, topic: str, partition: int = 0, leader: int = 0) -> SimPartition:
         """The partition (created with its topic on first use)."""
         with self.lock:
+            if topic not in self.topics:
+                self.topic_ids[topic] = uuid.uuid4()
             parts = self.topics.setdefault(topic, {})
             if partition not in parts:
                 parts[partition] = SimPartition(topic, partition, leader=leader)
@@ -222,9 +244,10 @@ class KafkaSim:
         response.with_header(correlation_id=request.header.correlation_id)
         return bytes(response.encode(header=True, framed=True))
 
-    def _take(self, api: str, topic: str | None = None, partition: int | None = None) -> Fault | None:
+    def _take(self, api: str, topic: str | None = None, partition: int | None = None,
+              probe: bool = False) -> Fault | None:
         for fault in self.faults:
-            if not fault.matches(api, topic, partition):
+            if not fault.matches(api, topic, partition, probe):
                 continue
             if fault.after > 0:
                 fault.after -= 1
@@ -268,8 +291,9 @@ class KafkaSim:
                     leader_epoch=p.leader_epoch, replica_nodes=[p.leader], isr_nodes=[p.leader],
                     offline_replicas=[])
                 for p in self.topics[name].values()]
-            topics.append(r.MetadataResponseTopic(error_code=error, name=name, is_internal=False,
-                                                  partitions=parts))
+            topics.append(r.MetadataResponseTopic(
+                error_code=error, name=name, is_internal=False, partitions=parts,
+                topic_id=self.topic_ids.get(name, ZERO_ID)))
         return {"throttle_time_ms": 0, "brokers": brokers, "cluster_id": self.cluster_id,
                 "controller_id": 0, "topics": topics}
 
@@ -298,7 +322,9 @@ class KafkaSim:
                 if not error:
                     # UnifiedLog.fetchOffsetByTimestamp: EARLIEST is the log start; LATEST is the HW, or
                     # the LSO for read_committed (ReplicaManager.fetchOffsetForTimestamp).
-                    if rp.timestamp == EARLIEST:
+                    if fault and fault.offset:
+                        offset = fault.offset(p, rp.timestamp, request.isolation_level)
+                    elif rp.timestamp == EARLIEST:
                         offset = p.log_start
                     elif rp.timestamp == LATEST:
                         offset = p.last_stable if request.isolation_level == 1 else p.high_watermark
@@ -309,13 +335,21 @@ class KafkaSim:
         return {"throttle_time_ms": 0, "topics": topics}
 
     def _fetch(self, node: int, request: Any, version: int) -> dict[str, Any]:
-        self.fetch_times.append(time.monotonic())
-        faults = {(t.topic, p.partition): self._take("fetch", t.topic, p.partition)
+        probe = all(p.partition_max_bytes <= 1 for t in request.topics for p in t.partitions)
+        if probe:
+            self.probes.extend((node, t.topic, p.partition, p.fetch_offset)
+                               for t in request.topics for p in t.partitions)
+        else:
+            self.fetch_times.append(time.monotonic())
+        faults = {(t.topic, p.partition): self._take("fetch", t.topic, p.partition, probe)
                   for t in request.topics for p in t.partitions}
         throttle = max((f.throttle_ms for f in faults.values() if f is not None), default=0)
+        if request.max_wait_ms == 0 and any(f and f.empty_without_wait for f in faults.values()):
+            return {"throttle_time_ms": 0, "error_code": NONE, "session_id": 0, "responses": []}
         for t in request.topics:
             for p in t.partitions:
-                self.fetches.append((node, t.topic, p.partition, p.fetch_offset))
+                if not probe:
+                    self.fetches.append((node, t.topic, p.partition, p.fetch_offset))
         if throttle:
             # KIP-219, FetchContext.getThrottledResponse: a throttled fetch is answered at once with
             # throttle_time_ms and no partitions at all (the other partitions' faults are spent too).
@@ -440,6 +474,22 @@ class KafkaSim:
             topics.append(r(name=t.name, partitions=parts))
         return {"throttle_time_ms": 0, "topics": topics}
 
+    def _describelogdirs(self, node: int, request: Any, version: int) -> dict[str, Any]:
+        """ReplicaManager.describeLogDirs: this node's replicas of the named topics (all topics when
+        none are named), each with the bytes of its log segments (UnifiedLog.size); one log dir."""
+        r = DescribeLogDirsResponse.DescribeLogDirsResult
+        wanted = {t.topic: set(t.partitions) for t in request.topics} if request.topics is not None \
+            else {t: set(parts) for t, parts in self.topics.items()}
+        topics = []
+        for name, indexes in wanted.items():
+            parts = [r.DescribeLogDirsTopic.DescribeLogDirsPartition(
+                partition_index=p.partition, partition_size=sum(b.size for b in p.batches), offset_lag=0,
+                is_future_key=False)
+                for i, p in sorted(self.topics.get(name, {}).items()) if i in indexes and p.leader == node]
+            if parts:
+                topics.append(r.DescribeLogDirsTopic(name=name, partitions=parts))
+        return {"throttle_time_ms": 0, "results": [r(error_code=NONE, log_dir="/kafkasim", topics=topics)]}
+
     def _listtransactions(self, node: int, request: Any, version: int) -> dict[str, Any]:
         item = ListTransactionsResponse.TransactionState
         states = set(request.state_filters or [])
@@ -489,6 +539,17 @@ class KafkaSim:
                 topics.append(r.WritableTxnMarkerTopicResult(name=t.name, partitions=parts))
             markers.append(r(producer_id=m.producer_id, topics=topics))
         return {"markers": markers}
+
+
+def tansu_list_offsets(p: SimPartition, timestamp: int, isolation: int) -> int:
+    """ListOffsets as Tansu 0.6.0 answers it (measured 2026-11-24, where its Fetch answers showed the true
+    offsets): latest is the last batch's base offset + 1 (1 where the HW was 2,880), and read_committed
+    latest is 0 while a transaction is open; earliest is the log start."""
+    if timestamp == EARLIEST:
+        return p.log_start
+    if isolation == 1 and p.open_transactions():
+        return 0
+    return p.batches[-1].base_offset + 1 if p.batches else p.log_start
 
 
 class _Handler(socketserver.BaseRequestHandler):

@@ -5,9 +5,10 @@ make_reference.py) and a helper to drive the app headless."""
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
-from tuihelp import MANIFEST, SNAPSHOT
+from tuihelp import MANIFEST, SNAPSHOT, Tmux
 
 
 @pytest.fixture
@@ -21,3 +22,10 @@ def snapshot_app():
     from tui.data import SnapshotSource
 
     return EosApp(SnapshotSource(str(SNAPSHOT)))
+
+
+@pytest.fixture
+def tmux():
+    t = Tmux()
+    yield t
+    subprocess.run(["tmux", "-L", t.socket, "kill-server"], capture_output=True)

@@ -24,8 +24,15 @@ from tui.data import Dashboard, LagTracker
 class SyntheticSource:
     is_snapshot = False
 
-    def __init__(self, partitions: int = 1000, topic: str = "synth.orders", clock=time.time) -> None:
+    def __init__(
+        self,
+        partitions: int = 1000,
+        topic: str = "synth.orders",
+        clock=time.time,
+        findings: int | None = None,
+    ) -> None:
         self.partitions = partitions
+        self.findings = findings  # how many findings run_audit reports (None: one per 50 partitions)
         self.topic = topic
         self.label = f"synthetic {partitions} partitions"
         self.pipeline = "synthetic"
@@ -138,7 +145,13 @@ class SyntheticSource:
         n = self.partitions
         for i in range(0, n, max(1, n // 10)):
             progress(Step(f"partition {i}/{n}", i, n))
-        findings = [Finding("duplicate", self.topic, p, 5, 9, 5) for p in range(7, n, 50)]
+        if self.findings is None:
+            findings = [Finding("duplicate", self.topic, p, 5, 9, 5) for p in range(7, n, 50)]
+        else:  # e.g. 100k findings: a sink that duplicated every other offset
+            findings = [
+                Finding("duplicate", self.topic, i % n, 2 * (i // n), 2 * (i // n), 1)
+                for i in range(self.findings)
+            ]
         parts = [PartitionSummary(self.topic, p, 0, 1000, 1000, 990, 990) for p in range(n)]
         return AuditReport.build(parts, findings, sink="synthetic.duckdb (orders_sink)")
 

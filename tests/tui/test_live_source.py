@@ -1,6 +1,6 @@
-"""The live source without a broker (the core's functions replaced): it keeps its admin clients across
-refreshes and rebuilds them after a connection error, hands the ledger only whole-log scans, and takes
-producers and fencing from the core as they are."""
+"""The live source without a broker (the core's functions replaced): through its LiveModel it keeps its
+admin clients across refreshes and rebuilds them after a connection error, hands the ledger only
+whole-log scans, and takes producers and fencing from the core as they are."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 import eosctl.capture
 import eosctl.clients
 import eosctl.ledger
+import eosctl.live
 import eosctl.producers
 from eosctl import lag, txns
 from eosctl.capture import Capture, covers_whole_log
@@ -39,8 +40,16 @@ def plog(tp: tuple[str, int], start: int, offsets: Offsets) -> PartitionLog:
 
 
 class FakeWire:
+    topic_ids: dict = {}
+
     def __init__(self, *a, **kw) -> None:
         pass
+
+    def close(self) -> None:
+        pass
+
+    def log_sizes(self, tps):
+        return {}
 
     def __enter__(self):
         return self
@@ -73,8 +82,17 @@ def live(monkeypatch):
         record["kafka"] += 1
         return Admin()
 
-    def scan_partitions(client, tps, start=None, end=None, **kw):
-        return {tp: plog(tp, start[tp] if start else 0, OFFSETS[tp]) for tp in tps}
+    class Scan:
+        def __init__(self, tp, start):
+            self.tp, self.start, self.offsets, self.done = tp, start, OFFSETS[tp], True
+            self.end = self.offsets.high_watermark
+            self.changed, self.bytes_added = False, 0
+
+        def finish(self):
+            return plog(self.tp, self.start, self.offsets)
+
+    def open_scans(client, tps, start=None, end=None, **kw):
+        return {tp: Scan(tp, start[tp] if start else 0) for tp in tps}
 
     def poll(client, admin, groups=None, topics=None, **kw):
         if record["fail_lag"]:
@@ -85,7 +103,7 @@ def live(monkeypatch):
         record["describe_producers"] += 1
         return {}, "ok"
 
-    def find_hanging(client, admin, topics, max_age_s, now_ms=None, described=None):
+    def find_hanging(client, admin, topics, max_age_s, now_ms=None, described=None, **kw):
         record["described"].append(described)
         return HangingReport(0, 2)
 
@@ -95,20 +113,24 @@ def live(monkeypatch):
         return Found([ProducerRow("shop.orders", 0, 7, 1, 3, None, None, epochs=(0, 1), fencing_events=0)],
                      "log-scan", "")
 
-    def collect(cluster, sink, topics, group, pipeline=None, logs=None, **kw):
+    def ledger_of(client, side, topics, group, committed, pipeline=None, logs=None, **kw):
         record["ledger_logs"] = logs
         return eosctl.ledger.Ledger(pipeline, "s", group, True, [])
 
     monkeypatch.setattr(eosctl.clients, "confluent_admin", confluent_admin)
     monkeypatch.setattr(eosctl.clients, "kafka_admin", kafka_admin)
-    monkeypatch.setattr(eosctl.capture, "WireClient", FakeWire)
-    monkeypatch.setattr(eosctl.capture, "scan_partitions", scan_partitions)
+    monkeypatch.setattr(eosctl.live, "WireClient", FakeWire)
+    monkeypatch.setattr(eosctl.live, "open_scans", open_scans)
+    monkeypatch.setattr(eosctl.live, "run_scans", lambda client, scans: 0)
+    monkeypatch.setattr(eosctl.live, "read_sink", lambda sink: eosctl.ledger.SinkSide({}, None, {}, [], "s"))
+    monkeypatch.setattr(eosctl.live, "change_token", lambda sink: None)
+    monkeypatch.setattr(eosctl.live, "group_offsets", lambda admin, groups: {g: {} for g in groups})
     monkeypatch.setattr(lag, "poll", poll)
     monkeypatch.setattr(txns, "list_transactions", lambda admin: [])
     monkeypatch.setattr(txns, "describe_producers", describe_producers)
     monkeypatch.setattr(txns, "find_hanging", find_hanging)
     monkeypatch.setattr(eosctl.producers, "find", find)
-    monkeypatch.setattr(eosctl.capture, "collect", collect)
+    monkeypatch.setattr(eosctl.live, "ledger_of", ledger_of)
     target = Target(CLUSTER, PIPE, None, ("shop.orders",), "shop.sink")
     return LiveSource(target), record
 
@@ -138,12 +160,22 @@ def test_one_describe_producers_per_refresh_serves_hanging_and_producers(live):
     assert record["described"] == [({}, "ok")] * 4
 
 
-def test_the_ledger_gets_only_scans_from_the_log_start_and_producers_get_every_scan(live):
+def test_with_a_sink_the_source_partitions_are_read_whole_and_the_ledger_gets_them(live):
     source, record = live
     source.fetch()
-    # [0] was scanned from 4000 (its tail): the ledger must scan it whole itself; [1] was scanned whole.
-    assert sorted(record["ledger_logs"]) == [("shop.orders", 1)]
+    # [0] is longer than the TUI's tail, but the ledger needs whole logs: the model reads source
+    # partitions from the log start when there is a sink, and the ledger scans nothing itself.
+    assert {tp: lg.scanned_from for tp, lg in record["ledger_logs"].items()} == {
+        ("shop.orders", 0): 0, ("shop.orders", 1): 0}
     assert sorted(record["producer_logs"]) == [("shop.orders", 0), ("shop.orders", 1)]
+
+
+def test_without_a_sink_a_partition_longer_than_the_tail_is_read_from_its_tail(live):
+    source, record = live
+    source.model.sink = None
+    dash = source.fetch()
+    assert {(lg.topic, lg.partition): lg.scanned_from for lg in dash.logs} == {
+        ("shop.orders", 0): 4000, ("shop.orders", 1): 0}
 
 
 def test_only_scans_covering_log_start_to_high_watermark_count_as_whole():

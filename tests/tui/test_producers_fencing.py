@@ -11,7 +11,7 @@ from eosctl.producers import from_log
 from eosctl.wire import WireClient
 from tests.kafkasim import KafkaSim
 from tui.data import Dashboard
-from tui.views.producers import ProducersView, producer_rows
+from tui.views.producers import producer_rows, where
 
 PID = 4000
 
@@ -24,9 +24,7 @@ def dashboard(sim: KafkaSim) -> Dashboard:
 
 
 def jump(dash: Dashboard) -> int | None:
-    view = ProducersView()
-    view.dash = dash
-    return view._where(dash.producers[0])
+    return where(dash, dash.producers[0])
 
 
 def test_v2_markers_are_not_fencing_and_enter_opens_the_open_transaction(kafka_sim: KafkaSim) -> None:

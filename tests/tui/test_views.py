@@ -262,3 +262,28 @@ async def test_synthetic_audit_finding_opens_the_log_and_pause_stops_refreshes()
         await pilot.press("p", "r")
         await pilot.pause(0.5)
         assert source.round > rounds
+
+
+def test_only_counted_hanging_transactions_are_called_hanging():
+    """An open transaction older than the max age only by a producer-set timestamp is not hanging
+    (HangingReport.counted): the TUI says so apart, with a *, as `txns hanging` does."""
+    from synthetic import SyntheticSource
+
+    from eosctl.txns import Hanging, HangingReport
+    from tui.views.overview import health, overview_rows
+    from tui.views.transactions import headline, txn_rows
+
+    dash = SyntheticSource(20).fetch()
+    sure = Hanging("synth.orders", 0, 3000, 0, 5, 1000.0, ("kip664", "lso"), 5, 9, "synth.tx0")
+    unsure = Hanging("synth.orders", 10, 3010, 0, 5, 1000.0, ("lso",), 5, 9, "synth.tx10")
+    dash.capture.hanging = HangingReport(900.0, 20, [sure, unsure])
+    assert headline(dash).plain.endswith(
+        "1 HANGING (Enter for the detail) · 1 old only by producer timestamps (*, not counted)")
+    rows = {r.cells[0]: r for r in txn_rows(dash)}
+    assert rows["synth.tx0"].cells[1] == "HANGING Ongoing" and rows["synth.tx0"].level == "bad"
+    assert rows["synth.tx10"].cells[1] == "Ongoing (old*)" and rows["synth.tx10"].level == "warn"
+    reasons = health(dash).reasons
+    assert sum("hanging transaction pid" in r for r in reasons) == 1
+    assert ("1 open transaction old only by producer timestamps (not counted as hanging; see Transactions)"
+            in reasons)
+    assert overview_rows(dash)[0].cells[4] == "2/1"  # open / hanging

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import io
+import re
+import subprocess
+import time
+import uuid
 from pathlib import Path
 
 DATA = Path(__file__).parent / "data"
@@ -56,3 +61,63 @@ async def until(pilot, condition, what: str, timeout: float = 60.0, step: float 
     while not condition():
         assert time.monotonic() < deadline, f"{what}: not within {timeout:.0f} s"
         await pilot.pause(step)
+
+
+# What a terminal must never receive from data: C0 controls (but newline), DEL, C1 controls, and the
+# bidi marks, embeddings, overrides and isolates that reorder a line.
+UNSAFE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# The only escape sequences Textual itself writes for a screen: colours (SGR) and "go to row;column".
+OWN_SEQUENCES = re.compile(r"\x1b\[[0-9;]*m|\x1b\[[0-9]+;[0-9]+H")
+
+
+def terminal_output(app) -> tuple[str, list[str]]:
+    """What the terminal receives for the current screen (escape sequences included) and its lines of
+    text, as Textual writes them (the same render as App.export_screenshot, without the SVG)."""
+    from rich.console import Console
+
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True,
+                      color_system="truecolor", record=True, legacy_windows=False, safe_box=False)
+    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    return console.file.getvalue(), console.export_text(styles=False).splitlines()
+
+
+class Tmux:
+    def __init__(self) -> None:
+        self.socket = f"eosctl-test-{uuid.uuid4().hex[:8]}"  # a private server: never touches the user's
+        self.session = "tui"
+
+    def run(self, *args: str) -> str:
+        return subprocess.run(
+            ["tmux", "-L", self.socket, *args], check=True, capture_output=True, text=True
+        ).stdout
+
+    def screen(self) -> str:
+        return self.run("capture-pane", "-p", "-t", self.session)
+
+    def wait_for(self, text: str, timeout: float = 20.0) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if text in screen:
+                return screen
+            time.sleep(0.1)
+        raise AssertionError(f"{text!r} never appeared; the screen shows:\n{self.screen()}")
+
+    def wait_until(self, holds, what: str, timeout: float = 20.0) -> str:
+        """The screen, once `holds(screen)` is true (fails naming `what` after `timeout` seconds)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if holds(screen):
+                return screen
+            time.sleep(0.1)
+        raise AssertionError(f"{what}: not within {timeout:.0f} s; the screen shows:\n{self.screen()}")
+
+    def alive(self) -> bool:
+        return (
+            subprocess.run(
+                ["tmux", "-L", self.socket, "has-session", "-t", self.session], capture_output=True
+            ).returncode
+            == 0
+        )

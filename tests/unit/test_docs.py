@@ -207,29 +207,56 @@ def partition_log(batches: bool = True) -> PartitionLog:
 
 
 def findings_of_every_kind() -> list[Finding]:
+    """One finding of every kind over partition_log()'s offsets, each with the cause the audit gives it
+    (eosctl.causes), and one cause with more transactions than it lists."""
+    from dataclasses import replace
+
+    from eosctl.causes import Writer, explain_finding, explain_partition, key_cause
+    from eosctl.reconcile import SinkFacts
+
+    at = {"gap": (0, 0), "duplicate": (1, 1), "phantom_aborted": (4, 5), "phantom_marker": (3, 3),
+          "phantom_uncommitted": (7, 8), "phantom_beyond_hw": (9, 9)}
     out = []
-    for i, kind in enumerate(KINDS):
+    for kind in KINDS:
         if kind == "key_duplicate":
-            out.append(Finding(kind, "orders", 0, 10, 12, 2, key="o-1", offsets=(10, 12),
-                               detail="in orders[0]@10, orders[1]@12"))
-            out.append(Finding(kind, "orders", 1, 20, 21, 2, key="o-2", offsets=(20, 21)))
+            writers = [Writer("orders", 0, 10, 7, 0, 13), Writer("orders", 1, 12, -1, -1, None)]
+            f = Finding(kind, "orders", 0, 10, 12, 2, key="o-1", offsets=(10, 12),
+                        detail="in orders[0]@10, orders[1]@12")
+            out.append(replace(f, cause=key_cause(f, writers)))
+            f = Finding(kind, "orders", 1, 20, 21, 2, key="o-2", offsets=(20, 21))
+            out.append(replace(f, cause=key_cause(f, [Writer("orders", 1, 20, 7, 0, 22),
+                                                      Writer("orders", 1, 21, 7, 0, 22)])))
         elif kind == "offset_mismatch":
             out.append(Finding(kind, "orders", 0, 30, 31, 2, detail="sink stored next offset 30, group g "
                                                                      "committed 32"))
+        elif kind == "invalid_row":
+            out.append(explain_finding(Finding(kind, "orders", None, None, None, 1,
+                                               detail="src_partition is NULL")))
         else:
-            out.append(Finding(kind, "orders", 0, i, i, 1))
-    return out
+            out.append(Finding(kind, "orders", 0, *at[kind], 1))
+    facts = SinkFacts(gaps={0: (None, 1)}, duplicates={1: (2, 3)})
+    explained = [f if f.cause is not None else explain_partition(partition_log(), [f], facts, 40, 32, "g")[0]
+                 for f in out]
+    aborted = next(f for f in explained if f.kind == "phantom_aborted")
+    assert aborted.cause is not None
+    many = replace(aborted.cause, omitted=3)
+    return [*explained, replace(aborted, first_offset=6, last_offset=6, cause=many)]
 
 
-def audit_report(engine: dict[str, Any], findings: list[Finding]) -> AuditReport:
-    from eosctl.findings import LogSegment
+def audit_report(engine: dict[str, Any], findings: list[Finding],
+                 read_point: dict[str, Any] | None = None) -> AuditReport:
+    from eosctl.findings import Hop, LogSegment
 
     # The log segments only when there are findings: the sample without findings must show them optional.
     segments = (LogSegment("ABORTED", 10, 19, 10), LogSegment("MARKER", 20, 20, 1)) if findings else None
     parts = [PartitionSummary("orders", 0, 0, 40, 41, 35, 36, 1, log_segments=segments),
              PartitionSummary("ghost", 0, 0, 0, 0, 0, 2, exists=False)]
+    # The full sample is a pipeline audited hop by hop (stage, then sink); the other one hop.
+    hops = [Hop("p.stage", ("raw",), "orders (hop_rows)", "stage", "pass", 0, 0),
+            Hop("p", ("orders", "ghost"), "/s/sink.duckdb (orders_sink)", "g", "fail", len(findings), 1)]
     return AuditReport.build(parts, findings, ("gap", "duplicate"), sink="/s/sink.duckdb (orders_sink)",
-                             group="g", engine=engine, elapsed_seconds=1.2345)
+                             sink_read_point=read_point, group="g", engine=engine, elapsed_seconds=1.2345,
+                             hops=hops if findings else [])
 
 
 def _function(path: Path, name: str) -> ast.FunctionDef:
@@ -400,11 +427,32 @@ def run(*args: str) -> Any:
 
 def test_audit_json_is_documented() -> None:
     from eosctl.output.audit import render
+    from eosctl.sink.base import ReadPoint
 
     full, least = engines()
-    docs = [json.loads(render(audit_report(full, findings_of_every_kind()), "json")),
-            json.loads(render(audit_report(least, []), "json"))]
+    points = [ReadPoint("postgres", "postgresql://u@h/db", {"snapshot": "00000003-0000001B-1",
+                                                            "server_version": "15.18"}),
+              ReadPoint("duckdb", "/s/sink.duckdb", {"copied_at": "2026-11-24T10:00:00.000Z"}),
+              ReadPoint("parquet", "/s/*.parquet", {"files_listed_at": "2026-11-24T10:00:00.000Z"}),
+              ReadPoint("parquet", "s3://b/*.parquet"),
+              ReadPoint("kafka_topic", "orders.enriched",
+                        {"lineage": "headers", "read_at": "2026-11-24T10:00:00Z",
+                         "end_offsets": [{"partition": 0, "offset": 42}]}),
+              ReadPoint("delta", "/s/orders", {"version": 7, "offsets_version": 3}),
+              ReadPoint("iceberg", "cat.ns.orders", {"snapshot_id": "2031503060490796608",
+                                                     "offsets_snapshot_id": "1091317149685680103"})]
+    docs = [json.loads(render(audit_report(full, findings_of_every_kind(), points[0].to_dict()), "json")),
+            json.loads(render(audit_report(least, []), "json")),
+            *(json.loads(render(audit_report(least, [], p.to_dict()), "json")) for p in points[1:])]
     check_json("`eosctl audit`", docs)
+
+
+def test_root_cause_rules_table_lists_every_rule_in_order() -> None:
+    from eosctl.findings import ROOT_RULES
+
+    tables = [t for t in doc_tables("json.md")["`eosctl audit`"] if t[0][0] == "rule"]
+    assert len(tables) == 1
+    assert [_name(cells[0]) for cells in tables[0][1:]] == list(ROOT_RULES)
 
 
 def test_finding_kinds_table_lists_every_kind_in_order() -> None:
@@ -454,6 +502,42 @@ def test_producers_json_is_documented(offline: pytest.MonkeyPatch) -> None:
 def test_log_json_is_documented() -> None:
     check_json("`eosctl log`", [log_document(partition_log(), (0, 9, True)),
                                 log_document(partition_log(batches=False), None)])
+
+
+def explain_documents() -> list[Any]:
+    """`eosctl explain --offset` documents: an aborted record with everything known about it (batch,
+    a fenced transaction, epoch history, group, sink with a key seen elsewhere), a zombie's
+    non-transactional write, and an offset beyond the HW with nothing but the log."""
+    from eosctl.explain import Facts, SinkAt, offset_document
+    from eosctl.wire import Offsets
+    from tests.unit.test_causes import LOG
+    from tests.unit.test_model import batch, scan
+
+    log, _ = scan(LOG, Offsets(0, 10, 8))
+    aborted = Batch(2, 3, 2, 6, 0, 0, 1, True, False, None, NOW_MS, NOW_MS, "none", 90)
+    zombie, _ = scan(batch([0], 0, pid=5, epoch=1, seq=0) + batch([0], 1, pid=5, epoch=0, seq=1),
+                     Offsets(0, 2, 2))
+    return [offset_document(Facts(log, 2, aborted, "g", 8, SinkAt(1, ("o-1",), (("orders", 0, 6),
+                                                                              ("orders", 1, 4)), 8, "s",
+                                                                   "order_id"))),
+            offset_document(Facts(zombie, 1, None, "g", None, SinkAt(0))),
+            offset_document(Facts(log, 12))]
+
+
+def test_explain_json_is_documented() -> None:
+    from eosctl.output.explain import report_document
+
+    batch_fields = {p.replace("batches[].", "batch.", 1): opt
+                    for p, opt in optional_flags(documented("json.md", "`eosctl log`")).items()
+                    if p.startswith("batches[].")}
+    check_json("`eosctl explain` (one offset)", explain_documents(), batch_fields)
+    audit_fields = {"root_causes[]." + p: opt
+                    for p, opt in optional_flags(documented("json.md", "`eosctl audit`")).items()
+                    if p.startswith("findings[].")}
+    report = audit_report(engines()[0], findings_of_every_kind())
+    check_json("`eosctl explain` (a report)", [report_document(report, "r.json"),
+                                              report_document(audit_report(engines()[1], []), "r.json")],
+               audit_fields)
 
 
 def test_ledger_json_is_documented(offline: pytest.MonkeyPatch) -> None:
@@ -613,6 +697,8 @@ def manifests() -> list[dict[str, Any]]:
         "hanging": [dict.fromkeys(_keys(hanging), 1)],
         "fencing": [dict.fromkeys(_keys(_assigned_dict(fence, "fencing")), 1)],
         "zombie_writes": [dict.fromkeys(_keys(_assigned_dict(fence, "writes")), 1)],
+        # One object per hop, each a dict literal in run_pipeline's hops=[...] (their keys differ).
+        "hops": [{**dict.fromkeys(_keys(hop), "x"), "expected_findings": []} for hop in kwargs["hops"].elts],
     }
     full = manifest.build(**{k: sample.get(k, 1) for k in kwargs})
     least = {**full, "transactional_ids": dict.fromkeys(txids, "x")}
@@ -632,7 +718,9 @@ def test_manifest_is_documented() -> None:
 SECTIONS = {"clusters.NAME": (config_mod.Cluster, {"name"}), "pipelines.NAME": (config_mod.Pipeline,
                                                                                  {"name", "sink"}),
             # frozen_from and at are set by eosctl.sink.frozen(), never by a config
-            "pipelines.NAME.sink": (config_mod.Sink, {"frozen_from", "at"}),
+            # kafka_cluster is the resolved [clusters.NAME] of a kafka_topic sink's `cluster` (eosctl.target)
+            "pipelines.NAME.sink": (config_mod.Sink, {"frozen_from", "at", "kafka_cluster", "stage_group",
+                                                      "stage_cluster", "stage_topics"}),
             "spark": (config_mod.Spark, set())}
 
 
@@ -660,7 +748,11 @@ def test_config_keys_are_the_dataclass_fields() -> None:
 
 
 VALID = {"bootstrap_servers": "h:1", "security_protocol": "SASL_SSL", "cluster": "c",
-         "duckdb": "/abs/s.duckdb"}
+         "duckdb": "/abs/s.duckdb", "lineage": "value:src", "lineage_headers": ["a", "b", "c"], "hops": ["p"]}
+# Sink kinds: a config names exactly one, so the all-keys config keeps duckdb and each other kind is
+# checked in a config of its own.
+OTHER_KINDS = {"parquet": "/x/*.parquet", "postgres": "postgresql://u@h/db", "delta": "/x/delta",
+               "iceberg": "cat.ns.t", "kafka_topic": "out-topic"}
 
 
 def _value(key: str, kind: str) -> Any:
@@ -670,8 +762,8 @@ def _value(key: str, kind: str) -> Any:
 
 
 def _config(docs: dict[str, dict[str, list[str]]], drop: str | None = None, **extra: Any) -> dict[str, Any]:
-    """A raw config with every documented key (the sink with duckdb, not parquet), minus ``drop``."""
-    values = {s: {k: _value(k, c[0]) for k, c in keys.items() if f"{s}.{k}" != drop and k != "parquet"}
+    """A raw config with every documented key (the sink with duckdb, no other kind), minus ``drop``."""
+    values = {s: {k: _value(k, c[0]) for k, c in keys.items() if f"{s}.{k}" != drop and k not in OTHER_KINDS}
               for s, keys in docs.items()}
     pipeline = {**values["pipelines.NAME"], "sink": values["pipelines.NAME.sink"]}
     raw = {"clusters": {"c": values["clusters.NAME"]}, "pipelines": {"p": pipeline}, "spark": values["spark"]}
@@ -694,12 +786,13 @@ def test_every_documented_config_key_is_read_into_its_field(tmp_path: Path) -> N
     docs = config_keys()
     raw = _config(docs)
     objects = _objects(config_mod.parse_config(raw, tmp_path / "c.toml", {}))
-    parquet = _config(docs, drop="pipelines.NAME.sink.duckdb", pipelines__p__sink__parquet="/x/*.parquet")
-    objects_pq = _objects(config_mod.parse_config(parquet, tmp_path / "c.toml", {}))
+    other = {kind: _objects(config_mod.parse_config(
+        _config(docs, drop="pipelines.NAME.sink.duckdb", **{f"pipelines__p__sink__{kind}": value}),
+        tmp_path / "c.toml", {})) for kind, value in OTHER_KINDS.items()}
     for section, keys in docs.items():
         for key, (kind, _, _) in keys.items():
-            got = getattr((objects_pq if key == "parquet" else objects)[section], key)
-            want = "/x/*.parquet" if key == "parquet" else _value(key, kind)
+            got = getattr((other[key] if key in OTHER_KINDS else objects)[section], key)
+            want = OTHER_KINDS[key] if key in OTHER_KINDS else _value(key, kind)
             assert got == (tuple(want) if isinstance(want, list) else want), f"{section}.{key}"
 
 
@@ -717,7 +810,7 @@ def test_documented_config_defaults_and_required_keys(tmp_path: Path) -> None:
                 with pytest.raises(ConfigError, match=rf"missing key {section.replace('NAME', '.*')}\.{key}"):
                     config_mod.parse_config(raw, tmp_path / "c.toml", {})
             elif default == "none":
-                if key not in ("duckdb", "parquet"):  # the minimal config needs one of them
+                if key not in ("duckdb", *OTHER_KINDS):  # the minimal config needs one of them
                     assert getattr(objects[section], key) is None, f"{section}.{key}"
             elif literal:
                 want = tomllib.loads(f"v = {literal.group(1)}")["v"]
@@ -744,5 +837,56 @@ def test_every_command_with_json_output_has_a_section() -> None:
         fmt = [p for p in cmd.params if "--format" in getattr(p, "opts", [])]
         return [name] if fmt and "json" in getattr(fmt[0].type, "choices", ()) else []
 
-    headings = {h.strip("`") for h in doc_tables("json.md") if h.startswith("`eosctl ")}
+    # A command with several documents has one heading per document: "`eosctl explain` (a report)".
+    headings = {h.split("`")[1] for h in doc_tables("json.md") if h.startswith("`eosctl ")}
     assert headings == set(walk(main, "eosctl"))
+
+
+# ---- docs/metrics.md: every metric `eosctl exporter` emits ----------------------------------------------
+
+
+def documented_metrics() -> dict[str, tuple[str, frozenset[str]]]:
+    """{name: (type, labels beyond cluster and pipeline)} of every `metric` table in docs/metrics.md."""
+    out: dict[str, tuple[str, frozenset[str]]] = {}
+    for heading, tables in doc_tables("metrics.md").items():
+        for table in (t for t in tables if t[0][0] == "metric"):
+            for name, kind, labels, _meaning in table[1:]:
+                name = _name(name)
+                assert name not in out, f"docs/metrics.md § {heading}: {name} listed twice"
+                names = (_name(label.strip()) for label in labels.split(",") if label.strip())
+                out[name] = (kind, frozenset(names))
+    return out
+
+
+def emitted_metrics(partition_metrics: bool = True) -> dict[str, tuple[str, frozenset[str]]]:
+    """The same, read from what the exporter serves for a pipeline state that has every family."""
+    from metricsample import source
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from eosctl.metrics import Exposition
+
+    body, _ = Exposition([source()], partition_metrics).render()
+    out: dict[str, tuple[str, frozenset[str]]] = {}
+    for family in text_string_to_metric_families(body.decode()):
+        name = family.name + ("_total" if family.type == "counter" else "")
+        labels = {k for s in family.samples for k in s.labels}
+        assert {"cluster", "pipeline"} <= labels, name
+        out[name] = (family.type, frozenset(labels - {"cluster", "pipeline"}))
+    return out
+
+
+def test_metrics_doc_matches_what_the_exporter_emits() -> None:
+    from eosctl.metrics import METRICS
+
+    docs, emitted = documented_metrics(), emitted_metrics()
+    assert sorted(set(emitted) - set(docs)) == [], "emitted but not documented in docs/metrics.md"
+    assert sorted(set(docs) - set(emitted)) == [], "documented in docs/metrics.md but never emitted"
+    wrong = {n: (docs[n], emitted[n]) for n in docs if docs[n] != emitted[n]}
+    assert wrong == {}, "docs/metrics.md: (documented, emitted) type and labels differ"
+    assert {s.name for s in METRICS} == set(docs)
+
+
+def test_partition_metrics_off_drops_only_the_partition_label() -> None:
+    on, off = emitted_metrics(), emitted_metrics(partition_metrics=False)
+    assert set(on) == set(off)
+    assert {n: (t, labels - {"partition"}) for n, (t, labels) in on.items()} == off

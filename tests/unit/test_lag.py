@@ -13,7 +13,7 @@ from eosctl.lag import (
     scan_windows,
 )
 from eosctl.model import Batch, Kind, OffsetRange, PartitionLog
-from eosctl.opentxn import OpenTxn
+from eosctl.opentxn import COORDINATOR_CLOCK, OpenTxn
 from eosctl.wire import Offsets
 
 T = "orders"
@@ -104,7 +104,7 @@ def test_rows_per_group_with_hw_lag_for_comparison():
 
 # --- watch ----------------------------------------------------------------------------------------------
 
-TXN = OpenTxn(producer_id=7, producer_epoch=0, first_offset=120, started_ms=0)
+TXN = OpenTxn(producer_id=7, producer_epoch=0, first_offset=120, started_ms=0, age_source=COORDINATOR_CLOCK)
 
 
 def _lag(committed: int | None, behind: int | None, lso: int = 200, hw: int = 200, txn: OpenTxn | None = None,

@@ -29,6 +29,9 @@ def runs(monkeypatch: pytest.MonkeyPatch) -> list:
 
     def fake_run(cluster, prefix, workdir, **kw):
         calls.append((cluster.bootstrap_servers, prefix))
+        # what the real run writes for the cluster it ran on (eosctl.pipeline.configfile.write_config)
+        pinned = f'bootstrap_servers = "{cluster.bootstrap_servers}"'
+        (workdir / "eosctl.toml").write_text(f"[clusters.c]\n{pinned}\n")
         return MANIFEST
 
     monkeypatch.setattr(eosctl.pipeline, "run_pipeline", fake_run)
@@ -76,6 +79,15 @@ def test_the_sandbox_needs_no_confirmation(runs, tmp_path, bootstrap):
     assert result.exit_code == 0, result.output
     assert "not the sandbox" not in result.stderr
     assert runs == [(bootstrap or "127.0.0.1:4242", "shop")]
+
+
+@pytest.mark.parametrize("bootstrap, written", [(None, "sandbox"), ("localhost:4242", "sandbox"),
+                                                ("10.0.0.7:9092", "10.0.0.7:9092")])
+def test_the_config_names_the_sandbox_not_its_port(runs, tmp_path, bootstrap, written):
+    """So its commands keep working after `eosctl sandbox down` / `up` picks another port."""
+    result = invoke(tmp_path, *(["--bootstrap", bootstrap, "--yes"] if bootstrap else []))
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "eosctl.toml").read_text().splitlines()[1] == f'bootstrap_servers = "{written}"'
 
 
 def test_another_port_on_the_sandbox_host_is_another_cluster(runs, tmp_path):

@@ -71,7 +71,8 @@ def svgs(html: str) -> dict[str, ET.Element]:
 
 
 def marks(svg: ET.Element) -> list[ET.Element]:
-    return [e for e in svg if e.get("class") == "f"]
+    """The finding marks, each a link to its row (<a href="#finding-N">) or bare."""
+    return [e for e in svg.iter() if e.get("class") == "f"]
 
 
 def test_every_finding_is_one_mark_titled_with_its_offsets():
@@ -101,7 +102,7 @@ def test_log_segments_are_drawn_under_the_findings_with_their_offsets():
     assert ("ABORTED", "offsets 44..53: 10 aborted records") in layers
     assert ("MARKER", "offset 54: 1 transaction marker") in layers
     assert ("OPEN", "offsets 119..121: 3 open-transaction records") in layers
-    first_mark = next(i for i, e in enumerate(svg) if e.get("class") == "f")
+    first_mark = next(i for i, e in enumerate(svg) if e.get("class") == "f" or e.tag == f"{SVG}a")
     assert all(i < first_mark for i, e in enumerate(svg) if e.get("class") in ("seg", "layer"))
     texts = [t.text for t in svg.iter(f"{SVG}text")]
     assert texts[:3] == ["log start 0", "HW 122", "LSO 119"]
@@ -199,7 +200,8 @@ def test_self_contained_no_network_no_scripts_to_run():
     html = render_html(many_partitions_report())
     page = Page(html)
     assert not [a for t, a in page.tags if t in ("link", "img", "iframe", "object", "embed")]
-    assert not [a for t, a in page.tags if "src" in a or "href" in a]
+    # Links only inside the page (a gap-map mark to its finding's row), never to a resource.
+    assert not [a for t, a in page.tags if "src" in a or not (a.get("href") or "#").startswith("#")]
     assert all(a.get("type") == "application/json" for t, a in page.tags if t == "script")
     assert re.findall(r"https?://[^\s\"']+", html) == ["http://www.w3.org/2000/svg"] * html.count("<svg")
     assert "@import" not in html and "url(" not in html
@@ -342,3 +344,22 @@ def test_report_help_teaches_both_sources():
     assert "eosctl snapshot -c eosctl.toml --with-audit --out incident.duckdb" in result.output
     assert "eosctl audit -c eosctl.toml --format json --out audit.json" in result.output
     assert "eosctl audit --format html --out FILE" in result.output
+
+
+def test_a_pipeline_audited_hop_by_hop_has_a_hops_section_and_a_gap_map_per_hop():
+    from eosctl.findings import Hop, merge_hops
+
+    sink_hop = demo_report()
+    stage = AuditReport.build([PartitionSummary("demo.orders", 0, 0, 50, 50, 40, 40)],
+                              [Finding("gap", "demo.orders", 0, 7, 9, 3)], sink="demo.enriched (hop_rows)",
+                              group="demo.processor")
+    report = merge_hops([("demo.process", stage), ("demo", sink_hop)], [("demo.orders",), (TOPIC,)])
+    assert [h.name for h in report.hops] == ["demo.process", "demo"]
+    assert report.hops[0] == Hop("demo.process", ("demo.orders",), "demo.enriched (hop_rows)",
+                                 "demo.processor", "fail", 1, 1)
+    page = render_html(report)
+    hops = page[page.index('<section id="hops">'):page.index("</section>", page.index('<section id="hops">'))]
+    assert hops.index("demo.process") < hops.index("demo.enriched (hop_rows)") < hops.index(">demo<")
+    gap_map = page[page.index('<section id="gapmap">'):]
+    first, second = gap_map.index("hop demo.process: demo.orders"), gap_map.index(f"hop demo: {TOPIC}")
+    assert first < gap_map.index('data-tp="demo.orders[0]"') < second  # each hop's bars under its heading

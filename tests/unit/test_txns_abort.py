@@ -38,6 +38,25 @@ class FakeWire:
     def offsets(self, tps):
         return {tp: OFFSETS for tp in tps}
 
+    def brokers(self):
+        return [1]
+
+    def request_all(self, calls):
+        """The coordinator's answers (eosctl.txns.coordinator_view asks them raw)."""
+        return [_COORDINATOR[type(request).__name__] for _, request in calls]
+
+
+_COORDINATOR = {
+    "ListTransactionsRequest": SimpleNamespace(error_code=0, transaction_states=[
+        SimpleNamespace(transactional_id="shop.hanging", producer_id=5001)]),
+    "FindCoordinatorRequest": SimpleNamespace(error_code=0, node_id=1),
+    "DescribeTransactionsRequest": SimpleNamespace(transaction_states=[SimpleNamespace(
+        error_code=0, transactional_id="shop.hanging", producer_id=5001, producer_epoch=3,
+        transaction_state="Ongoing", transaction_timeout_ms=60000,
+        transaction_start_time_ms=1_795_000_000_000,
+        topics=[SimpleNamespace(topic=TP[0], partitions=[TP[1]])])]),
+}
+
 
 class FakeAdmin:
     def __init__(self, coordinator_epoch: int = 4, writes_markers: bool = True) -> None:
@@ -54,16 +73,6 @@ class FakeAdmin:
         done = SimpleNamespace(producer_id=5000, producer_epoch=0, last_sequence=9, last_timestamp=1,
                                coordinator_epoch=4, current_transaction_start_offset=-1)
         return {TopicPartition(*TP): SimpleNamespace(active_producers=[done, open_txn])}
-
-    def list_transactions(self, producer_id_filters=None):
-        assert producer_id_filters == [5001]
-        return {1: [SimpleNamespace(transactional_id="shop.hanging")]}
-
-    def describe_transactions(self, ids):
-        return {"shop.hanging": SimpleNamespace(
-            producer_id=5001, producer_epoch=3, state=SimpleNamespace(value="Ongoing"),
-            transaction_timeout_ms=60000, transaction_start_time_ms=1_795_000_000_000, coordinator_id=1,
-            topic_partitions=[TopicPartition(*TP)])}
 
     def api_versions(self):
         versions = {18: (0, 3), 61: (0, 0)}

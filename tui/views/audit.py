@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import ProgressBar, Static
 
-from eosctl.findings import DESCRIPTIONS, AuditReport, Finding
+from eosctl.findings import DESCRIPTIONS, AuditReport, Finding, root_causes
+from eosctl.output.finding import short_cause
+from eosctl.safetext import term
+from eosctl.sink.base import ReadPoint
 from tui import fmt
 from tui.data import Dashboard
-from tui.table import STYLES, Col, FilterTable, Row
-from tui.views.base import View
+from tui.table import STYLES, Col, Row
+from tui.views.base import Prepared, TableView
 
 COLUMNS = [
     Col("kind"),
@@ -30,10 +32,21 @@ def finding_key(i: int, f: Finding) -> str:
 
 
 def finding_rows(report: AuditReport) -> list[Row]:
+    """One row per finding, grouped by root cause (the groups in the order of their first finding); a
+    finding with a cause shows its root cause and cause as its detail (Enter opens the whole sentence
+    next to its offsets in the Log view)."""
     failing = set(report.fail_on)
+    rule = {i: r.rule for r in root_causes(report.findings) for i in r.findings}
+    first: dict[str | None, int] = {}
+    for i in range(len(report.findings)):
+        first.setdefault(rule.get(i), i)
+    order = sorted(range(len(report.findings)), key=lambda i: (first[rule.get(i)], i))
     rows = []
-    for i, f in enumerate(report.findings):
-        if f.kind == "key_duplicate":
+    for i in order:
+        f = report.findings[i]
+        if f.cause is not None:
+            detail = f"{rule[i]}: {short_cause(f)}"
+        elif f.kind == "key_duplicate":
             detail = f"key {f.key}: offsets {', '.join(map(str, f.offsets or ()))}"
         else:
             detail = f.detail or DESCRIPTIONS.get(f.kind, "")
@@ -49,6 +62,7 @@ def finding_rows(report: AuditReport) -> list[Row]:
                     detail,
                 ),
                 "bad" if f.kind in failing else "warn",
+                f,
             )
         )
     return rows
@@ -70,12 +84,23 @@ def headline(report: AuditReport | None, taken_at: float | None = None) -> Text:
     if report.elapsed_seconds is not None:
         t.append(f" · {report.elapsed_seconds:.1f}s")
     if report.sink:
-        t.append(f"\nsink {report.sink}", style=STYLES["muted"])
+        t.append(f"\nsink {term(report.sink)}", style=STYLES["muted"])
+        if report.sink_read_point:
+            t.append(f" · read at {term(ReadPoint.from_dict(report.sink_read_point).describe())}",
+                     style=STYLES["muted"])
     return t
 
 
-class AuditView(View):
-    BINDINGS = [("a", "run_audit", "Run audit")]
+class AuditView(TableView):
+    """The findings of the last audit. Rows are drawn on demand (tui.table), so 100k findings cost what
+    the screen shows; formatting them runs in the audit worker (or the fetch worker), not the UI thread.
+
+    To show something else per row (e.g. findings grouped by root cause), return other rows from `rows`
+    with the object Enter should open as each Row's item, and dispatch on its type in `selected`."""
+
+    NAME = "audit"
+    COLUMNS = COLUMNS
+    EMPTY = "no findings"
 
     class OpenLog(Message):
         """Enter on a finding: show its offsets in the Log view."""
@@ -84,31 +109,41 @@ class AuditView(View):
             super().__init__()
             self.finding = finding
 
-    class RunRequested(Message):
-        pass
-
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
-        self.report: AuditReport | None = None
         self.running = False
-        self._by_key: dict[str, Finding] = {}
+        self._prepared: Prepared | None = None  # the last report formatted by `prepare`
 
-    def compose(self) -> ComposeResult:
-        yield Static(headline(None), id="audit-head")
+    @property
+    def report(self) -> AuditReport | None:
+        return self.source
+
+    def compose_extra(self) -> ComposeResult:
         with Horizontal(id="audit-progress"):
             yield ProgressBar(total=1.0, show_eta=False, id="audit-bar")
             yield Static("", id="audit-msg")
-        yield FilterTable(COLUMNS, id="audit-table", empty="no findings")
 
-    def show(self, dash: Dashboard) -> None:
-        if dash.audit is not None and dash.audit is not self.report and not self.running:
-            self.set_report(dash.audit)
+    def on_mount(self) -> None:
+        self.query_one("#audit-head", Static).update(headline(None))
+
+    def rows(self, report: AuditReport) -> list[Row]:
+        return finding_rows(report)
+
+    def headline(self, report: AuditReport) -> Text:
+        return headline(report)
+
+    def prepare(self, dash: Dashboard) -> Prepared | None:
+        """A new report in the data (a snapshot's stored audit); None keeps what is shown."""
+        report = dash.audit
+        if report is None or report is self.source or self.running:
+            return None
+        cached = self._prepared
+        if cached is None or cached.source is not report:  # formatted once, not on every refresh
+            cached = self._prepared = self.prepare_source(report)
+        return cached
 
     def set_report(self, report: AuditReport) -> None:
-        self.report = report
-        self._by_key = {finding_key(i, f): f for i, f in enumerate(report.findings)}
-        self.query_one("#audit-head", Static).update(headline(report))
-        self.query_one(FilterTable).set_rows(finding_rows(report))
+        self.present(self.prepare_source(report))
 
     def set_running(self, running: bool, message: str = "") -> None:
         self.running = running
@@ -119,7 +154,7 @@ class AuditView(View):
             self.query_one("#audit-head", Static).update(
                 Text("auditing… (the UI stays usable)", style="bold")
             )
-        self.query_one("#audit-msg", Static).update(message)
+        self.query_one("#audit-msg", Static).update(Text(term(message)))
 
     def set_progress(self, fraction: float | None, message: str) -> None:
         bar = self.query_one("#audit-bar", ProgressBar)
@@ -127,17 +162,14 @@ class AuditView(View):
             bar.update(total=None)
         else:
             bar.update(total=1.0, progress=max(0.0, min(1.0, fraction)))
-        self.query_one("#audit-msg", Static).update(message)
+        self.query_one("#audit-msg", Static).update(Text(term(message)))
 
     def set_error(self, message: str) -> None:
         self.set_running(False)
-        self.query_one("#audit-head", Static).update(Text(f"audit failed: {message}", style=STYLES["bad"]))
+        self.query_one("#audit-head", Static).update(
+            Text(f"audit failed: {term(message)}", style=STYLES["bad"])
+        )
 
-    def action_run_audit(self) -> None:
-        self.post_message(self.RunRequested())
-
-    @on(FilterTable.Selected, "#audit-table")
-    def _selected(self, event: FilterTable.Selected) -> None:
-        finding = self._by_key.get(event.key)
-        if finding is not None and finding.first_offset is not None:  # invalid_row has no offsets to show
+    def selected(self, finding: Finding) -> None:
+        if finding.first_offset is not None:  # invalid_row has no offsets to show
             self.post_message(self.OpenLog(finding))

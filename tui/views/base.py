@@ -1,21 +1,143 @@
-"""What every tab has in common: it takes a Dashboard and may own a filterable table."""
+"""What every tab has in common, and the one base of the table views (a headline, a table, a detail).
+
+A refresh is split in two so the UI thread only swaps data in: `prepare` formats a Dashboard (pure; the
+app runs it in the fetch worker for the visible tab) and `present` shows the result on the UI thread.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import Static
 
 from tui.data import Dashboard
-from tui.table import FilterTable
+from tui.table import Col, FilterTable, Row, TableData
 
 
 class View(Vertical):
-    """A tab's content. `show` is called on the UI thread with fresh data; it must only format."""
+    """A tab's content."""
 
     DEFAULT_CSS = "View { height: 1fr; }"
 
-    def show(self, dash: Dashboard) -> None:
+    def prepare(self, dash: Dashboard) -> Any:
+        """Format `dash` for this view. Reads no widget: the app may call it from a worker thread."""
+        return dash
+
+    def present(self, prepared: Any) -> None:
+        """Show what `prepare` returned (UI thread; swapping data in, no formatting)."""
         raise NotImplementedError
+
+    def show(self, dash: Dashboard) -> None:
+        self.present(self.prepare(dash))
 
     def filter_table(self) -> FilterTable | None:
         tables = self.query(FilterTable)
         return tables.first() if tables else None
+
+
+@dataclass(frozen=True)
+class Prepared:
+    head: Text
+    data: TableData
+    source: Any  # what the rows were made from (the Dashboard, an audit report), kept for details
+
+
+class TableView(View):
+    """A headline over a filterable table; Enter on a row calls `selected` with the row's item.
+
+    A subclass names its widgets (`NAME`: ids NAME-head and NAME-table), gives its `COLUMNS` and writes
+    `rows` and `headline`, both pure functions of the source; `detail` (a screen for Enter) or `selected`
+    (anything else Enter does) is optional.
+    """
+
+    NAME: ClassVar[str]
+    COLUMNS: ClassVar[Sequence[Col]]
+    EMPTY: ClassVar[str] = "nothing to show"
+    HEAD: ClassVar[str] = "head"  # the headline's id is NAME-HEAD
+    HEAD_BELOW: ClassVar[bool] = False  # the headline under the table (the Overview's reasons)
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.source: Any = None
+        self._data: TableData | None = None  # the last data formatted, reused for rows that did not change
+        self._head: Text | None = None
+
+    def compose(self) -> ComposeResult:
+        head = Static("", id=f"{self.NAME}-{self.HEAD}", classes="head")
+        if not self.HEAD_BELOW:
+            yield head
+        yield from self.compose_extra()
+        yield FilterTable(self.COLUMNS, id=f"{self.NAME}-table", empty=self.EMPTY)
+        if self.HEAD_BELOW:
+            yield head
+
+    def compose_extra(self) -> ComposeResult:
+        """Widgets between the headline and the table (the Audit view's progress bar)."""
+        yield from ()
+
+    # ---- what a subclass writes --------------------------------------------------------------------
+
+    def rows(self, source: Any) -> list[Row]:
+        raise NotImplementedError
+
+    def headline(self, source: Any) -> Text:
+        raise NotImplementedError
+
+    def detail(self, item: Any) -> Screen | None:
+        """The screen Enter opens for a row's item (None: nothing to open)."""
+        return None
+
+    def selected(self, item: Any) -> None:
+        screen = self.detail(item)
+        if screen is not None:
+            self.app.push_screen(screen)
+
+    # ---- refresh ----------------------------------------------------------------------------------
+
+    def prepare(self, dash: Any) -> Prepared | None:
+        return self.prepare_source(dash)
+
+    def prepare_source(self, source: Any) -> Prepared:
+        data = TableData.of(self.COLUMNS, self.rows(source), self._data)
+        return Prepared(self.headline(source), data, source)
+
+    def present(self, prepared: Prepared | None) -> None:
+        if prepared is None:  # nothing new to show
+            return
+        self.source = prepared.source
+        self._data = prepared.data
+        self._set_head(prepared.head)
+        self.table.set_data(prepared.data)
+
+    def _set_head(self, head: Text) -> None:
+        """Update the headline; without a layout pass when it keeps its height (a layout pass repaints
+        every line of the table below it, not only the lines that changed)."""
+        static = self.query_one(f"#{self.NAME}-{self.HEAD}", Static)
+        old = self._head
+        if head == old:
+            return
+        width = static.content_size.width
+        same_height = (
+            old is not None and width > 0
+            and len(head.wrap(self.app.console, width)) == len(old.wrap(self.app.console, width))
+        )
+        static.update(head, layout=not same_height)
+        self._head = head
+
+    @property
+    def table(self) -> FilterTable:
+        return self.query_one(f"#{self.NAME}-table", FilterTable)
+
+    @on(FilterTable.Selected)
+    def _row_selected(self, event: FilterTable.Selected) -> None:
+        data = self._data
+        index = data.index.get(event.key) if data is not None else None
+        if index is not None:
+            self.selected(data.rows[index].item)

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual import on
-from textual.app import ComposeResult
-from textual.widgets import Static
 
+from eosctl.safetext import term
 from tui import fmt
 from tui.data import Dashboard, LagKey
 from tui.screens import DetailScreen
-from tui.table import STYLES, Col, FilterTable, Row
-from tui.views.base import View
+from tui.table import STYLES, Col, Row
+from tui.views.base import TableView
 
 COLUMNS = [
     Col("partition"),
@@ -37,10 +35,11 @@ def lag_rows(dash: Dashboard) -> list[Row]:
         return []
     now_ms = dash.lag.taken_ms
     several = len(dash.lag.groups()) > 1
+    statuses, history = dash.statuses, dash.lag_history
     rows = []
     for p in dash.lag.partitions:
         key: LagKey = (p.group, p.topic, p.partition)
-        status = dash.statuses.get(key)
+        status = statuses.get(key)
         word = status.status if status else "-"
         if p.open_txn is not None and word == "OK":
             word = "OK (txn)"
@@ -62,9 +61,10 @@ def lag_rows(dash: Dashboard) -> list[Row]:
                     p.blocked or "",
                     fmt.duration(p.time_lag_s(now_ms)),
                     word,
-                    fmt.sparkline(dash.lag_history.get(key, [])),
+                    fmt.sparkline(history.get(key, ())),
                 ),
                 "bad" if p.error else STATUS_LEVEL.get(status.status if status else "OK"),
+                p,
             )
         )
     return rows
@@ -72,31 +72,31 @@ def lag_rows(dash: Dashboard) -> list[Row]:
 
 def headline(dash: Dashboard) -> Text:
     if "lag" in dash.errors:
-        return Text(f"lag unavailable: {dash.errors['lag']}", style=STYLES["warn"])
+        return Text(f"lag unavailable: {term(dash.errors['lag'])}", style=STYLES["warn"])
     if dash.lag is None or not dash.lag.partitions:
         return Text("no consumer group to measure (pass --group or a pipeline with a group)")
+    behind: dict[str, int] = {}
+    blocked: dict[str, int] = {}
+    for p in dash.lag.partitions:  # one pass: 10k partitions x several groups adds up
+        behind[p.group] = behind.get(p.group, 0) + (p.records_behind or 0)
+        blocked[p.group] = blocked.get(p.group, 0) + p.blocked
     t = Text()
-    for i, g in enumerate(dash.lag.groups()):
+    for i, g in enumerate(behind):
         status = dash.group_statuses.get(g)
-        rows = [p for p in dash.lag.partitions if p.group == g]
-        behind = sum(p.records_behind or 0 for p in rows)
-        blocked = sum(p.blocked for p in rows)
         if i:
             t.append("\n")
-        t.append(f"group {g} ({dash.lag.group_states.get(g, '?').lower()}): {behind:,} records behind")
-        if blocked:
-            t.append(f" · {blocked:,} blocked by open transactions", style=STYLES["warn"])
+        state = dash.lag.group_states.get(g, "?").lower()
+        t.append(f"group {term(g)} ({term(state)}): {behind[g]:,} records behind")
+        if blocked[g]:
+            t.append(f" · {blocked[g]:,} blocked by open transactions", style=STYLES["warn"])
         if status is not None:
             t.append(" · ")
-            t.append(str(status), style=STYLES[STATUS_LEVEL.get(status.status) or "ok"])
+            t.append(term(str(status)), style=STYLES[STATUS_LEVEL.get(status.status) or "ok"])
     return t
 
 
-def detail(dash: Dashboard, key: str) -> DetailScreen | None:
-    p = next((p for p in (dash.lag.partitions if dash.lag else []) if lag_key(p) == key), None)
-    if p is None:
-        return None
-    now_ms = dash.lag.taken_ms
+def detail(dash: Dashboard, p) -> DetailScreen:
+    now_ms = dash.lag.taken_ms if dash.lag else 0
     status = dash.statuses.get((p.group, p.topic, p.partition))
     behind = (
         None
@@ -127,21 +127,16 @@ def detail(dash: Dashboard, key: str) -> DetailScreen | None:
     return DetailScreen(f"lag of {p.group} on {p.topic}[{p.partition}]", pairs)
 
 
-class LagView(View):
-    def __init__(self, **kw) -> None:
-        super().__init__(**kw)
-        self.dash: Dashboard | None = None
+class LagView(TableView):
+    NAME = "lag"
+    COLUMNS = COLUMNS
+    EMPTY = "no lag rows"
 
-    def compose(self) -> ComposeResult:
-        yield Static("", id="lag-head")
-        yield FilterTable(COLUMNS, id="lag-table", empty="no lag rows")
+    def rows(self, dash: Dashboard) -> list[Row]:
+        return lag_rows(dash)
 
-    def show(self, dash: Dashboard) -> None:
-        self.dash = dash
-        self.query_one("#lag-head", Static).update(headline(dash))
-        self.query_one(FilterTable).set_rows(lag_rows(dash))
+    def headline(self, dash: Dashboard) -> Text:
+        return headline(dash)
 
-    @on(FilterTable.Selected, "#lag-table")
-    def _selected(self, event: FilterTable.Selected) -> None:
-        if self.dash is not None and (screen := detail(self.dash, event.key)) is not None:
-            self.app.push_screen(screen)
+    def detail(self, p) -> DetailScreen | None:
+        return detail(self.source, p)

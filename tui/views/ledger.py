@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual import on
-from textual.app import ComposeResult
 from textual.message import Message
-from textual.widgets import Static
 
+from eosctl.safetext import term
 from tui import fmt
 from tui.data import Dashboard
-from tui.table import STYLES, Col, FilterTable, Row
-from tui.views.base import View
+from tui.table import STYLES, Col, Row
+from tui.views.base import TableView
 
 COLUMNS = [
     Col("partition"),
@@ -51,6 +49,7 @@ def ledger_rows(ledger) -> list[Row]:
                     flags or "ok",
                 ),
                 level,
+                p,
             )
         )
     return rows
@@ -58,42 +57,36 @@ def ledger_rows(ledger) -> list[Row]:
 
 def headline(ledger, error: str | None) -> Text:
     if error:
-        return Text(f"ledger unavailable: {error}", style=STYLES["bad"])
+        return Text(f"ledger unavailable: {term(error)}", style=STYLES["bad"])
     if ledger is None:
         return Text("no sink configured for this pipeline (add [pipelines.NAME.sink] to the config)")
     flagged = sum(1 for p in ledger.partitions if p.flags)
     rows = sum(p.rows for p in ledger.partitions)
-    t = Text(f"sink {ledger.sink} · {rows:,} rows · {len(ledger.partitions)} partitions · ")
+    t = Text(f"sink {term(ledger.sink)} · {rows:,} rows · {len(ledger.partitions)} partitions · ")
     t.append(f"{flagged} flagged" if flagged else "no flags", style=STYLES["bad" if flagged else "ok"])
     if ledger.group:
-        t.append(f" · group {ledger.group}")
+        t.append(f" · group {term(ledger.group)}")
     return t
 
 
-class LedgerView(View):
+class LedgerView(TableView):
+    NAME = "ledger"
+    COLUMNS = COLUMNS
+    EMPTY = "no sink partitions"
+
     class OpenLog(Message):
         def __init__(self, topic: str, partition: int, first: int, last: int) -> None:
             super().__init__()
             self.topic, self.partition, self.first, self.last = topic, partition, first, last
 
-    def __init__(self, **kw) -> None:
-        super().__init__(**kw)
-        self._by_key: dict[str, object] = {}
+    def rows(self, dash: Dashboard) -> list[Row]:
+        return ledger_rows(dash.ledger)
 
-    def compose(self) -> ComposeResult:
-        yield Static("", id="ledger-head")
-        yield FilterTable(COLUMNS, id="ledger-table", empty="no sink partitions")
+    def headline(self, dash: Dashboard) -> Text:
+        return headline(dash.ledger, dash.errors.get("ledger"))
 
-    def show(self, dash: Dashboard) -> None:
-        self.query_one("#ledger-head", Static).update(headline(dash.ledger, dash.errors.get("ledger")))
-        if dash.ledger is not None:
-            self._by_key = {ledger_key(p): p for p in dash.ledger.partitions}
-        self.query_one(FilterTable).set_rows(ledger_rows(dash.ledger))
-
-    @on(FilterTable.Selected, "#ledger-table")
-    def _selected(self, event: FilterTable.Selected) -> None:
-        p = self._by_key.get(event.key)
-        if p is None or p.topic is None or p.partition is None:  # rows no partition owns: no log to show
+    def selected(self, p) -> None:
+        if p.topic is None or p.partition is None:  # rows no partition owns: no log to show
             return
         flag = next((f for f in p.flags if f.first_offset is not None), None)
         first = flag.first_offset if flag else (p.min_offset or 0)

@@ -12,6 +12,7 @@ from textual.message import Message
 from textual.widgets import Input, Select, Static
 
 from eosctl.model import TP, Kind, PartitionLog
+from eosctl.safetext import term
 from tui import fmt
 from tui.data import Dashboard
 from tui.table import STYLES, Col, FilterTable, Row
@@ -122,7 +123,7 @@ def batch_rows(log: PartitionLog, focus: Focus | None = None) -> list[Row]:
 
 def summary(log: PartitionLog) -> Text:
     t = Text()
-    t.append(f"{log.topic}[{log.partition}] ", style="bold")
+    t.append(f"{term(log.topic)}[{log.partition}] ", style="bold")
     t.append(f"start {log.log_start_offset} · LSO {log.last_stable_offset} · HW {log.high_watermark}")
     if log.last_stable_offset < log.high_watermark:
         t.append(f" · {log.high_watermark - log.last_stable_offset} behind LSO", style=STYLES["open"])
@@ -133,7 +134,7 @@ def summary(log: PartitionLog) -> Text:
             t.append(f"{WORD[kind]} {n:,}", style=STYLES[LEVEL[kind]])
             t.append("  ")
     for w in log.warnings[:1]:
-        t.append(f"\n! {w}", style=STYLES["warn"])
+        t.append(f"\n! {term(w)}", style=STYLES["warn"])
     return t
 
 
@@ -158,6 +159,7 @@ class LogView(View):
         self._pending_jump: int | None = None
         self.current: TP | None = None  # the partition shown or being read
         self._drawn: TP | None = None  # the partition the table last showed
+        self.why: Text | None = None  # an audit finding's cause, shown under the summary (Enter in Audit)
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="log-bar"):
@@ -168,13 +170,18 @@ class LogView(View):
         yield Static("choose a partition", id="log-summary")
         yield FilterTable(COLUMNS, id="log-table", empty="no offsets scanned")
 
-    def show(self, dash: Dashboard) -> None:
+    def prepare(self, dash: Dashboard) -> tuple[Dashboard, list[TP]]:
         parts = sorted({(log.topic, log.partition) for log in dash.logs} | _lag_partitions(dash))
+        return dash, parts
+
+    def present(self, prepared: tuple[Dashboard, list[TP]]) -> None:
+        dash, parts = prepared
         if parts != self._partitions:
             self._partitions = parts
             select = self.query_one("#log-partition", Select)
             with self.prevent(Select.Changed):
-                select.set_options([(f"{t}[{p}]", (t, p)) for t, p in parts])
+                # Text, not str: a Select parses a str prompt as markup, and topics come from the cluster.
+                select.set_options([(Text(f"{term(t)}[{p}]"), (t, p)) for t, p in parts])
                 if self.current in parts:
                     select.value = self.current
         if self.current is None and parts:
@@ -184,9 +191,10 @@ class LogView(View):
 
     # ---- navigation ---------------------------------------------------------------------------------
 
-    def open(self, topic: str, partition: int, focus: Focus | None = None) -> None:
-        """Show this partition, pointing at `focus` (scans around it when it isn't loaded yet)."""
-        self.focus_range = focus
+    def open(self, topic: str, partition: int, focus: Focus | None = None, why: Text | None = None) -> None:
+        """Show this partition, pointing at `focus` (scans around it when it isn't loaded yet); `why`: the
+        cause of the finding that asked for it."""
+        self.focus_range, self.why = focus, why
         self.current = (topic, partition)
         select = self.query_one("#log-partition", Select)
         if self.current in self._partitions and select.value != self.current:
@@ -210,7 +218,9 @@ class LogView(View):
         log = self.plog
         if log is None:
             return
-        self.query_one("#log-summary", Static).update(summary(log))
+        head = summary(log)
+        self.query_one("#log-summary", Static).update(head if self.why is None else
+                                                      Text.assemble(head, "\n", self.why))
         batches = self.batches and log.batches is not None
         rows = batch_rows(log, self.focus_range) if batches else range_rows(log, self.focus_range)
         table = self.query_one(FilterTable)

@@ -9,13 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.widgets import Static
 
+from eosctl.safetext import term
 from tui.data import Dashboard
-from tui.table import STYLES, Col, FilterTable, Row
-from tui.views.base import View
+from tui.table import STYLES, Col, Row
+from tui.views.base import TableView
 from tui.views.producers import fenced
+from tui.views.transactions import counted
 
 COLUMNS = [
     Col("pipeline"),
@@ -38,11 +38,16 @@ class Health:
 def health(dash: Dashboard) -> Health:
     red: list[str] = []
     amber: list[str] = []
-    for h in dash.hanging:
+    hung = counted(dash)
+    for h in hung:
         red.append(
             f"hanging transaction pid {h.producer_id} on {h.topic}[{h.partition}] from offset "
             f"{h.first_offset} ({h.blocked} records blocked)"
         )
+    unsure = len(dash.hanging) - len(hung)
+    if unsure:
+        amber.append(f"{unsure} open transaction{'s' if unsure != 1 else ''} old only by producer timestamps "
+                     "(not counted as hanging; see Transactions)")
     if dash.audit is not None and dash.audit.verdict != "pass":
         kinds = sorted({f.kind for f in dash.audit.failing})
         red.append(f"audit failed: {len(dash.audit.failing)} findings ({', '.join(kinds)})")
@@ -58,7 +63,7 @@ def health(dash: Dashboard) -> Health:
         elif s.status in ("WARN", "STALL"):
             amber.append(f"group {g} {s}")
     open_txns = [x for x in dash.transactions if x.active]
-    if open_txns and not dash.hanging:
+    if open_txns and not hung:
         amber.append(f"{len(open_txns)} transaction{'s' if len(open_txns) != 1 else ''} open")
     cut_off = [r for r in dash.producers if fenced(r)]
     if cut_off:
@@ -91,7 +96,7 @@ def overview_rows(dash: Dashboard) -> list[Row]:
     h = health(dash)
     audit = "-" if dash.audit is None else dash.audit.verdict.upper()
     open_txns = sum(1 for x in dash.transactions if x.active)
-    hung = str(len(dash.hanging)) if dash.hanging_checked else "?"
+    hung = str(len(counted(dash))) if dash.hanging_checked else "?"
     fenced_count = sum(1 for r in dash.producers if fenced(r))
     rows = sum(p.rows for p in dash.ledger.partitions) if dash.ledger else None
     return [
@@ -118,15 +123,20 @@ def reasons(dash: Dashboard) -> Text:
     t.append(f"{h.colour}", style=f"{style} reverse")
     t.append(" because:\n" if h.colour != "GREEN" else " ")
     for r in h.reasons:
+        r = term(r)  # topics, groups and errors come from the cluster
         t.append(f"  • {r}\n" if h.colour != "GREEN" else r, style=style if h.colour != "GREEN" else "")
     return t
 
 
-class OverviewView(View):
-    def compose(self) -> ComposeResult:
-        yield FilterTable(COLUMNS, id="overview-table", empty="no pipeline")
-        yield Static("", id="overview-reasons")
+class OverviewView(TableView):
+    NAME = "overview"
+    COLUMNS = COLUMNS
+    EMPTY = "no pipeline"
+    HEAD = "reasons"
+    HEAD_BELOW = True
 
-    def show(self, dash: Dashboard) -> None:
-        self.query_one(FilterTable).set_rows(overview_rows(dash))
-        self.query_one("#overview-reasons", Static).update(reasons(dash))
+    def rows(self, dash: Dashboard) -> list[Row]:
+        return overview_rows(dash)
+
+    def headline(self, dash: Dashboard) -> Text:
+        return reasons(dash)

@@ -5,15 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from rich.text import Text
-from textual import on
-from textual.app import ComposeResult
-from textual.widgets import Static
 
+from eosctl.safetext import term
+from eosctl.txns import TxnInfo
 from tui import fmt
 from tui.data import Dashboard
 from tui.screens import DetailScreen
-from tui.table import STYLES, Col, FilterTable, Row
-from tui.views.base import View
+from tui.table import STYLES, Col, Row
+from tui.views.base import TableView
 
 COLUMNS = [
     Col("transactional id"),
@@ -35,17 +34,39 @@ def hanging_of(txn: Any, hanging: list[Any]) -> list[Any]:
     ]
 
 
+def counted(dash: Dashboard) -> list[Any]:
+    """The hanging transactions `txns hanging` counts (HangingReport.counted): not those older than the
+    max age only by a producer-set record timestamp."""
+    report = dash.capture.hanging
+    return report.counted if report is not None else []
+
+
+def _hanging_index(hanging: list[Any]) -> tuple[dict[str, list[Any]], dict[int, list[Any]]]:
+    """Hanging transactions by transactional id and (when the id is unknown) by producer id."""
+    by_id: dict[str, list[Any]] = {}
+    by_pid: dict[int, list[Any]] = {}
+    for h in hanging:
+        if h.transactional_id is not None:
+            by_id.setdefault(h.transactional_id, []).append(h)
+        else:
+            by_pid.setdefault(h.producer_id, []).append(h)
+    return by_id, by_pid
+
+
 def txn_rows(dash: Dashboard) -> list[Row]:
     now_ms = int(dash.taken_at * 1000)
     rows = []
     matched: set[int] = set()
+    by_id, by_pid = _hanging_index(dash.hanging)  # 10k transactional ids x hanging ones: no nested loop
+    counts = {id(h) for h in counted(dash)}
     for x in dash.transactions:
-        hs = hanging_of(x, dash.hanging)
+        hs = by_id.get(x.transactional_id, []) + by_pid.get(x.producer_id, [])
         matched.update(id(h) for h in hs)
         parts = ", ".join(f"{t}[{p}]" for t, p in x.partitions)
-        state = f"HANGING {x.state}" if hs else x.state
+        hung = any(id(h) in counts for h in hs)
+        state = f"HANGING {x.state}" if hung else (f"{x.state} (old*)" if hs else x.state)
         timeout = None if x.timeout_ms is None else fmt.duration(x.timeout_ms / 1000)
-        level = "bad" if hs else ("warn" if x.active else None)
+        level = "bad" if hung else ("warn" if x.active else None)
         rows.append(
             Row(
                 f"t:{x.transactional_id}",
@@ -59,6 +80,7 @@ def txn_rows(dash: Dashboard) -> list[Row]:
                     parts,
                 ),
                 level,
+                x,
             )
         )
     for h in dash.hanging:  # hanging on a partition, but its coordinator lists no such transaction
@@ -68,14 +90,15 @@ def txn_rows(dash: Dashboard) -> list[Row]:
                     f"h:{h.topic}:{h.partition}:{h.producer_id}",
                     (
                         h.transactional_id or "(unknown to the coordinator)",
-                        "HANGING",
+                        "HANGING" if id(h) in counts else "open (old*)",
                         h.producer_id,
                         h.producer_epoch,
-                        fmt.duration(h.age_s),
+                        fmt.duration(h.age_s) + ("" if h.age_trusted else "*"),
                         None,
                         f"{h.topic}[{h.partition}]",
                     ),
-                    "bad",
+                    "bad" if id(h) in counts else "warn",
+                    h,
                 )
             )
     return rows
@@ -83,25 +106,29 @@ def txn_rows(dash: Dashboard) -> list[Row]:
 
 def headline(dash: Dashboard) -> Text:
     if "transactions" in dash.errors:
-        return Text(f"transactions unavailable: {dash.errors['transactions']}", style=STYLES["warn"])
+        return Text(f"transactions unavailable: {term(dash.errors['transactions'])}", style=STYLES["warn"])
     active = sum(1 for x in dash.transactions if x.active)
     t = Text(f"{len(dash.transactions)} transactional ids · {active} open · ")
     if not dash.hanging_checked:
         t.append("hanging not checked (this snapshot has no hanging check)", style=STYLES["muted"])
-    elif dash.hanging:
-        t.append(f"{len(dash.hanging)} HANGING", style=STYLES["bad"])
-        t.append(" (Enter for the detail)")
     else:
-        t.append("none hanging", style=STYLES["ok"])
+        hung = counted(dash)
+        if hung:
+            t.append(f"{len(hung)} HANGING", style=STYLES["bad"])
+            t.append(" (Enter for the detail)")
+        else:
+            t.append("none hanging", style=STYLES["ok"])
+        unsure = len(dash.hanging) - len(hung)
+        if unsure:
+            t.append(f" · {unsure} old only by producer timestamps (*, not counted)", style=STYLES["warn"])
     return t
 
 
-def detail(dash: Dashboard, key: str) -> DetailScreen | None:
+def detail(dash: Dashboard, item: Any) -> DetailScreen | None:
+    """The detail of a row's item: a TxnInfo, or a Hanging no coordinator lists."""
     now_ms = int(dash.taken_at * 1000)
-    if key.startswith("t:"):
-        x = next((x for x in dash.transactions if x.transactional_id == key[2:]), None)
-        if x is None:
-            return None
+    if isinstance(item, TxnInfo):
+        x = item
         hs = hanging_of(x, dash.hanging)
         pairs: list[tuple[str, object]] = [
             ("transactional id", x.transactional_id),
@@ -116,42 +143,37 @@ def detail(dash: Dashboard, key: str) -> DetailScreen | None:
         ]
         title = x.transactional_id
     else:
-        hs = [h for h in dash.hanging if f"h:{h.topic}:{h.partition}:{h.producer_id}" == key]
+        hs = [item]
         pairs, title = [], "hanging transaction"
     for h in hs:
         pairs += [
             ("HANGING on", f"{h.topic}[{h.partition}] from offset {h.first_offset}"),
             ("  rules", ", ".join(h.rules)),
             ("  LSO / HW", f"{h.lso} / {h.hw} ({h.blocked} blocked)"),
-            ("  age", fmt.duration(h.age_s)),
+            ("  age", fmt.duration(h.age_s) + ("" if h.age_trusted else f" (by {h.age_source}: *)")),
             ("  coordinator says", h.coordinator_state),
         ]
     note = None
     if hs:
         h = hs[0]
         note = Text(
-            f"To clear it: eosctl txns abort --topic {h.topic} --partition {h.partition} "
+            f"To clear it: eosctl txns abort --topic {term(h.topic)} --partition {h.partition} "
             f"--start-offset {h.first_offset}",
             style=STYLES["warn"],
         )
     return DetailScreen(title, pairs, note)
 
 
-class TransactionsView(View):
-    def __init__(self, **kw) -> None:
-        super().__init__(**kw)
-        self.dash: Dashboard | None = None
+class TransactionsView(TableView):
+    NAME = "txn"
+    COLUMNS = COLUMNS
+    EMPTY = "no transactional ids"
 
-    def compose(self) -> ComposeResult:
-        yield Static("", id="txn-head")
-        yield FilterTable(COLUMNS, id="txn-table", empty="no transactional ids")
+    def rows(self, dash: Dashboard) -> list[Row]:
+        return txn_rows(dash)
 
-    def show(self, dash: Dashboard) -> None:
-        self.dash = dash
-        self.query_one("#txn-head", Static).update(headline(dash))
-        self.query_one(FilterTable).set_rows(txn_rows(dash))
+    def headline(self, dash: Dashboard) -> Text:
+        return headline(dash)
 
-    @on(FilterTable.Selected, "#txn-table")
-    def _selected(self, event: FilterTable.Selected) -> None:
-        if self.dash is not None and (screen := detail(self.dash, event.key)) is not None:
-            self.app.push_screen(screen)
+    def detail(self, item: Any) -> DetailScreen | None:
+        return detail(self.source, item)

@@ -1,0 +1,353 @@
+"""Why each finding happened, from what the audit already read: the partition's log model and the sink.
+
+Runs inside the audit's per-partition task, right after the reconciliation (no second scan of Kafka or the
+sink): the log model says which producer id and epoch wrote each offset, in which transaction, closed by
+which marker, and whether an abort was the coordinator fencing a zombie; the sweep noted what the sink holds
+around each gap and how many rows each duplicated offset has (eosctl.reconcile.SinkFacts). Key duplicates
+span partitions: their tasks send each committed key row's writer along, and ``key_cause`` judges them
+where the rows are grouped by key. Every cause ends in one plain sentence (``Cause.summary``).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+from eosctl.findings import (
+    ABORTED,
+    COMMITTED,
+    COMMITTED_OFFSETS,
+    MAX_LISTED,
+    NON_TRANSACTIONAL,
+    NOT_IN_KAFKA,
+    OPEN,
+    STORED_OFFSETS,
+    Cause,
+    Finding,
+    MarkerCause,
+    TxnCause,
+)
+from eosctl.model import NO_PRODUCER, V1, Kind, OffsetRange, PartitionLog, ProducerState, Transaction
+from eosctl.reconcile import SinkFacts
+
+_OUTCOME = {"COMMIT": COMMITTED, "ABORT": ABORTED, "OPEN": OPEN}
+
+
+def explain_partition(log: PartitionLog | None, findings: Iterable[Finding], facts: SinkFacts | None = None,
+                      stored: int | None = None, committed: int | None = None,
+                      group: str | None = None) -> list[Finding]:
+    """The findings of one partition's task, each with its cause. ``stored``/``committed``: the sink's
+    stored next offset and the group's committed offset, when the audit read them."""
+    index = _Index(log) if log is not None else None
+    return [replace(f, cause=_cause(f, index, facts, stored, committed, group)) for f in findings]
+
+
+def explain_finding(f: Finding) -> Finding:
+    """A finding whose cause needs no log (an invalid_row, found where the driver reads the sink)."""
+    return replace(f, cause=_cause(f, None, None, None, None, None))
+
+
+def committed_writers(log: PartitionLog) -> list[tuple[int, int, int, int, int | None]]:
+    """(first, last, producer id, epoch, COMMIT marker offset or None) for the committed data in
+    [log start, LSO): what the key query joins each committed row with."""
+    index = _Index(log)
+    start, lso = log.log_start_offset, log.last_stable_offset
+    out = []
+    for w in index.data(start, lso - 1) if lso > start else ():
+        t = index.transaction(w.producer_id, w.first) if w.producer_id != NO_PRODUCER else None
+        out.append((w.first, w.last, w.producer_id, w.producer_epoch, None if t is None else t.marker_offset))
+    return out
+
+
+def fenced(t: Transaction, producer: ProducerState | None) -> bool:
+    """Was this transaction aborted by its coordinator because a newer epoch of the producer took over?
+
+    The fencing ABORT carries a newer epoch than the data it closes: two or more epochs up is fencing in
+    every protocol (the coordinator's bump, then the transactions-v2 bump); one up is fencing under
+    transactions v1, where an ordinary ABORT keeps the data's epoch, and an ordinary abort under v2 (KIP-890),
+    so it counts only where the producer's markers show v1 (eosctl.model.ProducerState.bump_verdict)."""
+    if t.outcome != "ABORT" or t.marker_epoch is None or t.marker_epoch <= t.producer_epoch:
+        return False
+    return t.marker_epoch - t.producer_epoch >= 2 or (producer is not None and producer.protocol == V1)
+
+
+@dataclass(frozen=True)
+class Writer:
+    """Who wrote one committed offset (what a key row carries to the grouping by key)."""
+
+    topic: str
+    partition: int
+    offset: int
+    producer_id: int
+    producer_epoch: int
+    marker_offset: int | None  # the COMMIT marker of its transaction; None: non-transactional
+    txn_first: int | None = None  # its transaction's first offset (None: non-transactional)
+
+
+def key_cause(f: Finding, writers: Sequence[Writer]) -> Cause:
+    """A key_duplicate's cause from the writers of its offsets."""
+    writers = sorted(writers, key=lambda w: (w.topic, w.partition, w.offset))
+    txns: dict[tuple, TxnCause] = {}
+    for w in writers:
+        outcome = NON_TRANSACTIONAL if w.marker_offset is None else COMMITTED
+        key = (w.topic, w.partition, w.producer_id, w.producer_epoch, w.marker_offset, w.offset
+               if w.marker_offset is None else None)
+        t = txns.get(key)
+        txns[key] = TxnCause(w.producer_id, w.producer_epoch, w.offset if t is None else t.first_offset,
+                             w.offset, outcome, w.marker_offset, False, w.topic, w.partition)
+    sessions = {(w.producer_id, w.producer_epoch) for w in writers}
+    if any(w.producer_id == NO_PRODUCER for w in writers):
+        rule = "non_idempotent"
+    elif len(sessions) > 1:
+        rule = "producer_sessions"
+    elif len({(w.topic, w.partition, w.marker_offset) for w in writers}) == 1 and writers[0].marker_offset \
+            is not None:
+        rule = "same_transaction"
+    else:
+        rule = "same_session"
+    listed = list(txns.values())
+    return Cause("key_duplicate", _key_summary(f, writers, rule), tuple(listed[:MAX_LISTED]),
+                 omitted=max(0, len(listed) - MAX_LISTED), rule=rule)
+
+
+# ---- per kind -------------------------------------------------------------------------------------------
+
+
+class _Index:
+    """Bisect indexes over one partition's log, built once for all its findings."""
+
+    def __init__(self, log: PartitionLog) -> None:
+        self.log = log
+        self.range_firsts = [r.first for r in log.ranges]
+        self.by_producer: dict[int, list[Transaction]] = {}
+        for t in sorted(log.transactions, key=lambda t: t.first_offset):
+            self.by_producer.setdefault(t.producer_id, []).append(t)
+        self.firsts = {pid: [t.first_offset for t in ts] for pid, ts in self.by_producer.items()}
+        self.markers = {t.marker_offset: t for t in log.transactions if t.marker_offset is not None}
+
+    def ranges(self, first: int, last: int, kinds: tuple[Kind, ...]) -> list[OffsetRange]:
+        ranges = self.log.ranges
+        out = []
+        for i in range(max(bisect_right(self.range_firsts, first) - 1, 0), len(ranges)):  # no list copy
+            r = ranges[i]
+            if r.first > last:
+                break
+            if r.last >= first and r.kind in kinds:
+                out.append(OffsetRange(max(r.first, first), min(r.last, last), r.kind, r.producer_id,
+                                       r.producer_epoch))
+        return out
+
+    def data(self, first: int, last: int) -> list[OffsetRange]:
+        """DATA offsets of first..last by writer; a log without ``writes`` (built by hand) has only the
+        ranges' producer, where one producer wrote a whole range."""
+        if self.log.writes:
+            return self.log.writes_between(first, last)
+        return self.ranges(first, last, (Kind.DATA,))
+
+    def transaction(self, pid: int, offset: int) -> Transaction | None:
+        """The transaction of ``pid`` whose offsets span ``offset``, if any."""
+        firsts = self.firsts.get(pid)
+        if not firsts:
+            return None
+        i = bisect_right(firsts, offset) - 1
+        t = self.by_producer[pid][i] if i >= 0 else None
+        return t if t is not None and t.first_offset <= offset <= t.last_offset and t.data_records else None
+
+
+def _transactions(index: _Index, pieces: list[OffsetRange]) -> tuple[tuple[TxnCause, ...], int]:
+    """One TxnCause per transaction (or run of one producer session's non-transactional batches) writing
+    the pieces, in order of their first offset there."""
+    out: dict[tuple, TxnCause] = {}
+    previous: tuple | None = None
+    for p in pieces:
+        t = index.transaction(p.producer_id, p.first) if p.producer_id != NO_PRODUCER else None
+        if t is not None:
+            key: tuple = ("txn", p.producer_id, t.first_offset)
+            outcome, marker = _OUTCOME[t.outcome], t.marker_offset
+            is_fenced = fenced(t, index.log.producers.get(p.producer_id))
+            epoch = t.producer_epoch
+        else:
+            # Non-transactional: consecutive pieces of one producer session are one run.
+            key = ("plain", p.producer_id, p.producer_epoch, p.first)
+            if previous is not None and previous[:3] == ("plain", p.producer_id, p.producer_epoch):
+                key = previous
+            outcome = {Kind.ABORTED: ABORTED, Kind.OPEN: OPEN}.get(p.kind, NON_TRANSACTIONAL)
+            marker, is_fenced, epoch = None, False, p.producer_epoch
+        previous = key
+        have = out.get(key)
+        first = p.first if have is None else min(have.first_offset, p.first)
+        last = p.last if have is None else max(have.last_offset, p.last)
+        out[key] = TxnCause(p.producer_id, epoch, first, last, outcome, marker, is_fenced)
+    listed = sorted(out.values(), key=lambda t: t.first_offset)
+    return tuple(listed[:MAX_LISTED]), max(0, len(listed) - MAX_LISTED)
+
+
+def _markers(index: _Index, first: int, last: int) -> tuple[tuple[MarkerCause, ...], int]:
+    out = []
+    for r in index.ranges(first, last, (Kind.MARKER,)):
+        for offset in range(r.first, r.last + 1):
+            t = index.markers.get(offset)
+            out.append(MarkerCause(offset, t.outcome if t is not None else "UNKNOWN", r.producer_id,
+                                   r.producer_epoch))
+            if len(out) > MAX_LISTED:
+                break
+    return tuple(out[:MAX_LISTED]), max(0, len(out) - MAX_LISTED)
+
+
+def _cause(f: Finding, index: _Index | None, facts: SinkFacts | None, stored: int | None,
+           committed: int | None, group: str | None) -> Cause | None:
+    k = f.kind
+    where = _where(f)
+    if k in ("phantom_aborted", "phantom_uncommitted", "gap") and index is not None:
+        assert f.first_offset is not None and f.last_offset is not None
+        if k == "gap":
+            pieces = index.data(f.first_offset, f.last_offset)
+        else:
+            kind = Kind.ABORTED if k == "phantom_aborted" else Kind.OPEN
+            pieces = index.ranges(f.first_offset, f.last_offset, (kind,))
+        txns, omitted = _transactions(index, pieces)
+        if k == "gap":
+            return _gap(f, txns, omitted, facts, stored, committed, group)
+        return Cause(k, _phantom_summary(f, where, txns, omitted), txns, omitted=omitted)
+    if k == "phantom_marker" and index is not None:
+        assert f.first_offset is not None and f.last_offset is not None
+        markers, omitted = _markers(index, f.first_offset, f.last_offset)
+        return Cause(k, _marker_summary(f, where, markers), markers=markers, omitted=omitted)
+    if k == "duplicate":
+        lo, hi = (facts.duplicates.get(f.first_offset, (None, None)) if facts is not None
+                  and f.first_offset is not None else (None, None))
+        times = f"{hi} times" if hi is not None and lo == hi else (
+            f"{lo} to {hi} times" if hi is not None else "more than once")
+        return Cause(k, f"The sink holds {_tp(f)} {where} {times} ({f.count} extra rows): it wrote these "
+                        "records again, a replay after a crash or a rebalance, its results committed before "
+                        "their offsets were stored.", rows_min=lo, rows_max=hi)
+    if k == "phantom_beyond_hw":
+        if f.detail == NOT_IN_KAFKA or index is None:
+            return Cause(k, f"The sink holds {f.count} rows for {_tp(f)}, which Kafka does not have: the "
+                            "topic was deleted or recreated, or the rows came from another cluster.")
+        return Cause(k, f"The sink holds {f.count} rows at {_tp(f)} {where}, at or beyond the high "
+                        f"watermark {index.log.high_watermark}: the log never had these offsets (a recreated "
+                        "topic, or records lost to an unclean leader election).")
+    if k == "offset_mismatch":
+        return Cause(k, f"On {_tp(f)} the sink stored next offset {_opt(stored)} while group "
+                        f"{group or '-'} committed {_opt(committed)}, with {f.count} committed records "
+                        "between them: the offsets are kept in two places and drifted apart (a restart "
+                        "resumes from one of them and skips or replays the difference).")
+    if k == "invalid_row":
+        what = f" ({f.detail})" if f.detail else ""
+        return Cause(k, f"{f.count} sink row{'s' * (f.count != 1)}{what} have no valid source "
+                        "coordinates: no Kafka record can match them; the sink wrote rows without checking "
+                        "the record's topic, partition and offset.")
+    return None  # key_duplicate: key_cause, where its places are grouped
+
+
+def _gap(f: Finding, txns: tuple[TxnCause, ...], omitted: int, facts: SinkFacts | None,
+         stored: int | None, committed: int | None, group: str | None) -> Cause:
+    assert f.first_offset is not None and f.last_offset is not None
+    before, after = (facts.gaps.get(f.first_offset, (None, None)) if facts is not None else (None, None))
+    passed_by = (STORED_OFFSETS if stored is not None and stored > f.last_offset else
+                 COMMITTED_OFFSETS if committed is not None and committed > f.last_offset else None)
+    written = _written_by(txns, omitted)
+    missing = f"{f.count} committed record{'s' * (f.count != 1)} at {_tp(f)} {_where(f)}{written}"
+    if passed_by == STORED_OFFSETS:
+        why = (f" are missing although the sink's stored offsets are already past them (next offset "
+               f"{stored}): the sink skipped them, its offsets stored apart from its rows (a crash after "
+               "storing the offsets, before writing the rows).")
+    elif passed_by == COMMITTED_OFFSETS:
+        why = (f" are missing although group {group or '-'} committed offset {committed}, past them: the "
+               "sink skipped them, its offsets committed apart from its rows.")
+    elif after is not None:
+        why = (f" are missing although the sink holds offset {after} after them: the sink passed over "
+               "them.")
+    else:
+        why = " are not in the sink yet: its consumer had not reached them when the sink was read (lag)."
+    return Cause("gap", missing + why, txns, omitted=omitted, sink_before=before, sink_after=after,
+                 passed_by=passed_by)
+
+
+# ---- sentences ------------------------------------------------------------------------------------------
+
+
+def _phantom_summary(f: Finding, where: str, txns: tuple[TxnCause, ...], omitted: int) -> str:
+    rows = f"{f.count} row{'s' * (f.count != 1)}"
+    text = f"The sink holds {rows} for {_tp(f)} {where}, records of {_txn_list(txns, omitted)}"
+    if f.kind == "phantom_aborted":
+        if any(t.fenced for t in txns):
+            text += ", aborted when a newer epoch of the producer fenced it (a zombie's transaction)"
+        text += ": the sink consumes read_uncommitted, or writes before the commit."
+    else:
+        text += ": the sink writes records before their transaction commits (read_uncommitted)."
+    return text
+
+
+def _txn_list(txns: tuple[TxnCause, ...], omitted: int) -> str:
+    if not txns:
+        return "transactions the scan did not see"
+    parts = []
+    for t in txns[:3]:
+        marker = f", {t.outcome.replace('aborted', 'ABORT').replace('committed', 'COMMIT')} marker at " \
+                 f"{t.marker_offset}" if t.marker_offset is not None else ""
+        state = "open transaction" if t.outcome == OPEN else (
+            "non-transactional writes" if t.outcome == NON_TRANSACTIONAL else "transaction")
+        parts.append(f"producer {t.producer_id} epoch {t.producer_epoch}'s {state} "
+                     f"({_span(t.first_offset, t.last_offset)}{marker})")
+    more = len(txns) - 3 + omitted
+    return "; ".join(parts) + (f" and {more} more" if more > 0 else "")
+
+
+def _written_by(txns: tuple[TxnCause, ...], omitted: int) -> str:
+    if not txns:
+        return ""
+    return f" (written by {_txn_list(txns, omitted)})"
+
+
+def _marker_summary(f: Finding, where: str, markers: tuple[MarkerCause, ...]) -> str:
+    names = "; ".join(f"{m.type} marker of producer {m.producer_id} epoch {m.producer_epoch} at {m.offset}"
+                      for m in markers[:3])
+    more = f" and {len(markers) - 3} more" if len(markers) > 3 else ""
+    return (f"The sink holds {f.count} row{'s' * (f.count != 1)} at {_tp(f)} {where}, offsets of "
+            f"transaction markers ({names or 'markers the scan did not see'}{more}): the sink turns control "
+            "records into rows (it reads raw batches, or numbers rows itself instead of using the record's "
+            "offset).")
+
+
+def _key_summary(f: Finding, writers: Sequence[Writer], rule: str) -> str:
+    places = ", ".join(f"{w.topic}[{w.partition}]@{w.offset} by producer {w.producer_id} epoch "
+                       f"{w.producer_epoch}" + (" (no idempotence)" if w.producer_id == NO_PRODUCER else
+                                                " (non-transactional)" if w.marker_offset is None else
+                                                f" (COMMIT at {w.marker_offset})")
+                       for w in writers[:4])
+    more = f" and {len(writers) - 4} more" if len(writers) > 4 else ""
+    why = {
+        "non_idempotent": "written without a producer id, so nothing could deduplicate a retry: an "
+                          "upstream retry",
+        "producer_sessions": "written by different producer sessions, whose idempotence cannot catch a "
+                             "retry across them: an upstream retry across a restart",
+        "same_session": "written twice within one producer session: the application (or a stage copying "
+                        "its input faithfully) sent it twice",
+        "same_transaction": "written twice in one transaction: the application (or a stage copying its "
+                            "input faithfully) sent it twice",
+    }[rule]
+    return f"Key {f.key} is at {places}{more}: {why}."
+
+
+def _tp(f: Finding) -> str:
+    if f.topic is None:
+        return "(no topic)"
+    return f"{f.topic}[{'-' if f.partition is None else f.partition}]"
+
+
+def _where(f: Finding) -> str:
+    if f.first_offset is None or f.last_offset is None:
+        return ""
+    return f"offset {f.first_offset}" if f.first_offset == f.last_offset else \
+        f"offsets {f.first_offset}..{f.last_offset}"
+
+
+def _span(first: int, last: int) -> str:
+    return f"offset {first}" if first == last else f"offsets {first}..{last}"
+
+
+def _opt(v: int | None) -> str:
+    return "none" if v is None else str(v)

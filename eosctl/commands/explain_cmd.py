@@ -1,0 +1,127 @@
+"""`eosctl explain`: everything eosctl knows about one offset, or a report's findings by root cause.
+
+JSON shapes (`--format json`, stable): docs/json.md. Reads only: the sink first (a frozen copy), then
+the partition's log, then the group's committed offset.
+
+Exit status: 0 ok; 2 usage, config, connection or sink error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from eosctl.commands.options import check_one_sink, duckdb_file, sink_of, sink_options, target_options
+
+_ALL = (0, (1 << 63) - 1)  # every offset, for the rows with the same key
+
+
+@click.command("explain")
+@click.argument("source", required=False, metavar="[REPORT.json|SNAPSHOT.duckdb]", type=duckdb_file())
+@target_options
+@sink_options
+@click.option("--partition", "-P", type=click.IntRange(min=0), help="Partition of the offset.")
+@click.option("--offset", type=click.IntRange(min=0), help="The offset to explain.")
+def explain(source: str | None, config: str | None, pipeline: str | None, bootstrap: str | None,
+            topics: tuple[str, ...], group: str | None, sink_duckdb: str | None, sink_parquet: str | None,
+            sink_table: str | None, partition: int | None, offset: int | None, fmt: str) -> None:
+    """Explain one offset, or the findings of an audit by their root causes.
+
+    \b
+    eosctl explain -c eosctl.toml --topic T --partition P --offset N
+        its batch, producer id and epoch, transaction, outcome and marker, the producer's epoch
+        history around it (fencing), the LSO and HW, the group's committed offset relative to it, and
+        what the sink holds for it: rows, key, other offsets with the same key
+    eosctl explain REPORT.json | SNAPSHOT.duckdb
+        the audit's root causes, each with its findings and their causes
+    """
+    from eosctl.output.terminal import console, emit_json
+
+    if source is not None:
+        if partition is not None or offset is not None:
+            raise click.UsageError("pass either a report or snapshot, or --partition and --offset, not both")
+        doc, shown = _from_report(source, fmt)
+    else:
+        if partition is None or offset is None:
+            raise click.UsageError("pass a report or snapshot to explain, or --partition P --offset N "
+                                   "(with --topic T)")
+        check_one_sink(sink_duckdb, sink_parquet)
+        doc = _offset(config, pipeline, bootstrap, topics, group, sink_duckdb, sink_parquet, sink_table,
+                      partition, offset)
+        if fmt != "json":
+            from eosctl.output.explain import offset_table
+
+            shown = offset_table(doc)
+    if fmt == "json":
+        emit_json(doc)
+    else:
+        console().print(shown)
+
+
+def _from_report(source: str, fmt: str) -> tuple[dict[str, Any], Any]:
+    from eosctl.commands.report_cmd import load_audit
+    from eosctl.output.explain import report_document, report_table
+
+    audit, context = load_audit(source)
+    origin = context.origin or source
+    return report_document(audit, origin), (None if fmt == "json" else report_table(audit, origin))
+
+
+def _offset(config: str | None, pipeline: str | None, bootstrap: str | None, topics: tuple[str, ...],
+            group: str | None, sink_duckdb: str | None, sink_parquet: str | None, sink_table: str | None,
+            partition: int, offset: int) -> dict[str, Any]:
+    from eosctl.errors import ConfigError
+    from eosctl.explain import Facts, offset_document
+    from eosctl.logscan import scan_partition
+    from eosctl.target import resolve
+    from eosctl.wire import WireClient
+
+    target = resolve(config, pipeline, bootstrap, topics, group, need_topics=True)
+    if len(target.topics) > 1:
+        raise ConfigError(f"the pipeline has several source topics ({', '.join(target.topics)}); "
+                          "choose one with --topic")
+    topic = target.topics[0]
+    sink_at = None
+    if (target.pipeline and target.pipeline.sink) or sink_duckdb or sink_parquet:
+        sink, where = sink_of(target, sink_duckdb, sink_parquet, sink_table)
+        sink_at = _sink_at(sink, where, topic, partition, offset)  # the sink first, then Kafka
+    with WireClient(target.cluster) as client:
+        client.leader(topic, partition)  # a missing topic or partition is one clear line
+        log = scan_partition(client, topic, partition)
+        batch = None
+        if log.log_start_offset <= offset < log.high_watermark:
+            window = scan_partition(client, topic, partition, offset, offset + 1, keep_batches=True)
+            batch = next((b for b in window.batches or [] if b.base_offset <= offset <= b.last_offset), None)
+    committed = None
+    if target.group:
+        from eosctl.offsets import committed_offsets
+
+        committed = committed_offsets(target.cluster, target.group).get((topic, partition))
+    return offset_document(Facts(log, offset, batch, target.group, committed, sink_at))
+
+
+def _sink_at(sink: Any, where: str, topic: str, partition: int, offset: int) -> Any:
+    from eosctl.explain import SinkAt
+    from eosctl.sink import frozen, open_reader, shown
+
+    with frozen(sink, where) as fixed, open_reader(fixed, where) as reader:
+        rows = next((isl.multiplicity for isl in reader.islands(topic, partition)
+                     if isl.first <= offset <= isl.last), 0)
+        keys: tuple[str, ...] = ()
+        same: list[tuple[str, int, int]] = []
+        if fixed.key_column and rows:
+            keys = tuple(dict.fromkeys(k for b in reader.committed_keys(topic, partition, [(offset, offset)])
+                                       for k in b.column(0).to_pylist() if k is not None))
+            wanted = set(keys)
+            for t, p in sorted(tp for tp in reader.partitions() if tp[0] == topic):
+                for b in reader.committed_keys(t, p, [_ALL]):
+                    same += [(t, p, o) for k, o in zip(b.column(0).to_pylist(), b.column(1).to_pylist(),
+                                                       strict=True)
+                             if k in wanted and (t, p, o) != (topic, partition, offset)]
+        stored = next((s.next_offset for s in reader.stored_offsets() or []
+                       if (s.topic, s.partition) == (topic, partition)), None)
+    return SinkAt(rows, keys, tuple(sorted(same)), stored, shown(sink), sink.key_column)
+
+
+COMMANDS = [explain]

@@ -1,0 +1,77 @@
+"""One finding as text, shared by the audit's renderers (table, JUnit)."""
+
+from __future__ import annotations
+
+from eosctl.findings import Finding
+
+
+def where(f: Finding) -> str:
+    if f.first_offset is None:  # invalid_row: the rows have no usable offset
+        return "-"
+    if f.first_offset == f.last_offset:
+        return str(f.first_offset)
+    return f"{f.first_offset}..{f.last_offset}"
+
+
+def extra(f: Finding) -> str:
+    parts = []
+    if f.key is not None:
+        parts.append(f"key {f.key}")
+    if f.offsets is not None:
+        parts.append("offsets " + ", ".join(map(str, f.offsets)))
+    if f.detail:
+        parts.append(f.detail)
+    return "; ".join(parts)
+
+
+def short_cause(f: Finding) -> str:
+    """The finding's cause in a few words, for a table cell or a JUnit message ("" without a cause);
+    ``f.cause.summary`` is the whole sentence."""
+    c = f.cause
+    if c is None:
+        return ""
+    if f.kind in ("phantom_aborted", "phantom_uncommitted") or (f.kind == "gap" and c.transactions):
+        writers = _writers(c.transactions, c.omitted)
+    else:
+        writers = ""
+    if f.kind == "phantom_aborted":
+        fenced = " (fenced zombie)" if any(t.fenced for t in c.transactions) else ""
+        return f"sink read aborted data{fenced}: {writers}"
+    if f.kind == "phantom_uncommitted":
+        return f"sink read uncommitted data: {writers}"
+    if f.kind == "phantom_marker":
+        return "sink wrote markers as rows: " + ", ".join(
+            f"{m.type}@{m.offset} pid {m.producer_id}" for m in c.markers[:3]) + _more(len(c.markers) - 3)
+    if f.kind == "gap":
+        how = {"stored_offsets": "skipped: sink's stored offsets are past it",
+               "committed_offsets": "skipped: group's committed offset is past it"}.get(c.passed_by or "")
+        if how is None:
+            how = f"skipped: sink holds offset {c.sink_after} after it" if c.sink_after is not None else \
+                "not yet consumed (lag)"
+        return how + (f"; written by {writers}" if writers else "")
+    if f.kind == "duplicate":
+        rows = f"{c.rows_max} rows per offset" if c.rows_min == c.rows_max else \
+            f"{c.rows_min}-{c.rows_max} rows per offset"
+        return f"replay: {rows}"
+    if f.kind == "key_duplicate":
+        sessions = ", ".join(dict.fromkeys(f"pid {t.producer_id} e{t.producer_epoch}"
+                                           for t in c.transactions))
+        return f"{(c.rule or '').replace('_', ' ')}: {sessions}"
+    if f.kind == "phantom_beyond_hw":
+        return "rows the log never had"
+    if f.kind == "offset_mismatch":
+        return "stored and committed offsets disagree"
+    return "rows without valid source coordinates"
+
+
+def _writers(txns: tuple, omitted: int) -> str:
+    parts = []
+    for t in txns[:2]:
+        marker = f" {'ABORT' if t.outcome == 'aborted' else 'COMMIT'}@{t.marker_offset}" \
+            if t.marker_offset is not None else f" {t.outcome.replace('_', '-')}"
+        parts.append(f"pid {t.producer_id} e{t.producer_epoch}{marker}")
+    return ", ".join(parts) + _more(len(txns) - 2 + omitted)
+
+
+def _more(n: int) -> str:
+    return f" +{n} more" if n > 0 else ""

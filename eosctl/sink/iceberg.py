@@ -1,0 +1,122 @@
+"""An Apache Iceberg table, read at one snapshot.
+
+``iceberg = "CATALOG.NAMESPACE.TABLE"``: the catalog is pyiceberg's (its own configuration, ~/.pyiceberg.yaml
+or PYICEBERG_CATALOG__NAME__* variables), or given by the sink's ``catalog_uri`` (e.g. a SQL catalog on a
+SQLite file, sqlite:///path/catalog.db) and ``warehouse``. pyiceberg plans the snapshot's scan (its
+manifests list the live data files; delete files are applied), DuckDB runs the shared SQL of
+eosctl.sink.relation over the result. A command pins the snapshot once (``pinned``); every reader of the
+command opens that snapshot, so appends and compactions during the audit change nothing. An
+``offsets_table`` is a second table of the same catalog (NAMESPACE.TABLE), pinned the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from eosctl.config import Sink
+from eosctl.errors import SinkError, first_line
+from eosctl.sink.base import ReadPoint
+from eosctl.sink.relation import (
+    NO_EXTENSION_DOWNLOADS,
+    DuckDBReader,
+    check_columns,
+    check_offsets_columns,
+    columns,
+)
+
+if TYPE_CHECKING:
+    from pyiceberg.table import Table
+
+NO_SNAPSHOT = "empty"  # a table nothing was ever committed to
+
+
+def _catalog_and_name(sink: Sink, where: str) -> tuple[Any, str, str]:
+    from pyiceberg.catalog import load_catalog
+
+    assert sink.iceberg is not None
+    catalog, _, table = sink.iceberg.partition(".")
+    if not catalog or "." not in table:
+        raise SinkError(f"[{where}].iceberg {sink.iceberg!r} is not CATALOG.NAMESPACE.TABLE")
+    props = {k: v for k, v in (("uri", sink.catalog_uri), ("warehouse", sink.warehouse)) if v}
+    try:
+        return load_catalog(catalog, **props), catalog, table
+    except Exception as e:
+        raise SinkError(f"cannot load Iceberg catalog {catalog!r}: {first_line(e)}; set "
+                        f"[{where}].catalog_uri (and warehouse) or configure the catalog for "
+                        f"pyiceberg") from None
+
+
+def _table(catalog: Any, name: str, where: str, key: str) -> Table:
+    try:
+        return catalog.load_table(name)
+    except Exception as e:
+        raise SinkError(f"Iceberg catalog has no table {name!r} ({first_line(e)}); check [{where}].{key}") \
+            from None
+
+
+def _snapshot(table: Table) -> str:
+    current = table.current_snapshot()
+    return NO_SNAPSHOT if current is None else str(current.snapshot_id)
+
+
+def _pins(sink: Sink) -> tuple[str | None, str | None]:
+    if not sink.at:
+        return None, None
+    rows, _, offsets = sink.at.partition(",")
+    return rows, offsets or None
+
+
+@contextmanager
+def pinned(sink: Sink, where: str = "sink") -> Iterator[Sink]:
+    """The sink at the tables' current snapshots, for the block."""
+    catalog, _, name = _catalog_and_name(sink, where)
+    at = _snapshot(_table(catalog, name, where, "iceberg"))
+    if sink.offsets_table:
+        at += "," + _snapshot(_table(catalog, sink.offsets_table, where, "offsets_table"))
+    yield replace(sink, frozen_from=sink, at=at)
+
+
+def _arrow(table: Table, snapshot: str | None, name: str) -> Any:
+    """The rows of ``snapshot`` (None: the current one), deletes applied."""
+    try:
+        if snapshot == NO_SNAPSHOT or (snapshot is None and table.current_snapshot() is None):
+            import pyarrow as pa
+            from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+            return pa.Table.from_pylist([], schema=schema_to_pyarrow(table.schema()))
+        scan = table.scan() if snapshot is None else table.scan(snapshot_id=int(snapshot))
+        return scan.to_arrow()
+    except Exception as e:
+        at = "" if snapshot is None else f" at snapshot {snapshot}"
+        raise SinkError(f"cannot read Iceberg table {name}{at}: {first_line(e)}") from None
+
+
+def open_iceberg(sink: Sink, where: str = "sink") -> DuckDBReader:
+    import duckdb
+
+    assert sink.iceberg is not None
+    name = (sink.frozen_from or sink).iceberg or ""
+    catalog, _, table_name = _catalog_and_name(sink, where)
+    rows_at, offsets_at = _pins(sink)
+    rows = _table(catalog, table_name, where, "iceberg")
+    at: dict[str, Any] = {"snapshot_id": rows_at or _snapshot(rows)}
+    conn = duckdb.connect(config=NO_EXTENSION_DOWNLOADS)
+    try:
+        conn.register("iceberg_rows", _arrow(rows, rows_at, name))
+        types = check_columns(columns(conn, "iceberg_rows"), sink, where, f"Iceberg table {name}")
+        offsets = offsets_types = None
+        if sink.offsets_table:
+            table = _table(catalog, sink.offsets_table, where, "offsets_table")
+            conn.register("iceberg_offsets", _arrow(table, offsets_at, sink.offsets_table))
+            offsets = "iceberg_offsets"
+            offsets_types = check_offsets_columns(columns(conn, offsets), where,
+                                                  f"Iceberg table {sink.offsets_table}")
+            at["offsets_snapshot_id"] = offsets_at or _snapshot(table)
+    except BaseException:
+        conn.close()
+        raise
+    return DuckDBReader(conn, "iceberg_rows", sink, name, offsets, ReadPoint("iceberg", name, at), types,
+                        offsets_types)

@@ -1,0 +1,253 @@
+"""A Kafka topic as the audited side of a hop: the output of a consume-transform-produce stage.
+
+A stage that reads input topics and writes an output topic (Kafka Streams, Flink's Kafka sink, a
+read-process-write loop) is a sink whose "rows" are its committed output records and whose lineage
+names the input record each was derived from. Freezing it reads the output topic read_committed up to
+end offsets taken first (the live-pipeline rule: the output's read point, then the input's scan) and
+writes one row per committed output record into a DuckDB file, so the same per-partition
+reconciliation, both engines, the ledger, snapshots and reports apply unchanged.
+
+Lineage (``[pipelines.X.sink] lineage``):
+- ``headers``: the record's headers name its input (default `eos.source.topic`, `eos.source.partition`,
+  `eos.source.offset`; `lineage_headers` renames them);
+- ``value:PATH``: a JSON object at PATH in the record's value has `topic`, `partition` and `offset`
+  (e.g. `value:source`).
+- ``key``: no lineage in the records (most Kafka Streams apps): outputs are paired with committed inputs
+  by key, in order (see _key_lineage), and the same reconciliation reports what stays unpaired.
+A record whose lineage is missing or unreadable becomes a row with NULL lineage: an invalid_row finding.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+from eosctl.config import Cluster, Sink
+from eosctl.errors import BrokerError, SinkError
+from eosctl.model import TP
+from eosctl.sink.base import ReadPoint
+
+TABLE = "hop_rows"
+POLL_TIMEOUT_S = 30.0  # no progress for this long while below the end offsets: one line, exit 2
+
+
+def freeze(sink: Sink, cluster: Cluster, directory: str) -> Sink:
+    """Read the output topic as it is now into a DuckDB file under ``directory``; the pinned sink."""
+    import duckdb
+    import pyarrow as pa
+
+    assert sink.kafka_topic is not None
+    # What the stage has committed to have processed, BEFORE its output is read: every input record below
+    # it has its outputs committed by now (offsets and outputs commit together), so none is a false gap;
+    # outputs committed later are past it, pending, never judged.
+    promised = _committed(sink)
+    ends = end_offsets(cluster, sink.kafka_topic)
+    read_at = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    if sink.lineage == "key":
+        rows = _key_lineage(cluster, sink, ends, promised)
+    else:
+        rows = _read(cluster, sink, ends)
+    path = os.path.join(directory, "hop.duckdb")
+    table = pa.table(rows, schema=pa.schema([
+        ("src_topic", pa.string()), ("src_partition", pa.int64()), ("src_offset", pa.int64()),
+        ("key", pa.string()), ("out_partition", pa.int32()), ("out_offset", pa.int64())]))
+    con = duckdb.connect(path)
+    try:
+        con.register("hop_arrow", table)
+        con.execute(f"CREATE TABLE {TABLE} AS SELECT * FROM hop_arrow")
+    finally:
+        con.close()
+    at = json.dumps({"end_offsets": [{"partition": p, "offset": o} for (_, p), o in sorted(ends.items())],
+                     "read_at": read_at,
+                     "committed": [[t, p, o] for (t, p), o in sorted(promised.items())]})
+    return replace(sink, duckdb=path, kafka_topic=None, table=TABLE, topic_column="src_topic",
+                   partition_column="src_partition", offset_column="src_offset",
+                   key_column="key" if sink.key_column else None, offsets_table=None, frozen_from=sink, at=at)
+
+
+def read_point(sink: Sink) -> ReadPoint:
+    """What a frozen hop read: the output topic up to these end offsets (exclusive), at this time."""
+    given = sink.frozen_from or sink
+    at: dict[str, Any] = json.loads(sink.at) if sink.at else {}
+    at.pop("committed", None)
+    return ReadPoint("kafka_topic", given.kafka_topic or "", {"lineage": given.lineage, **at})
+
+
+def committed_before(sink: Sink) -> dict[TP, int] | None:
+    """The stage group's committed offsets the freeze read before the output (None: not a frozen hop)."""
+    given = sink.frozen_from
+    if given is None or given.kafka_topic is None or not sink.at:
+        return None
+    return {(t, p): o for t, p, o in json.loads(sink.at).get("committed", [])}
+
+
+def _committed(sink: Sink) -> dict[TP, int]:
+    from eosctl.offsets import committed_offsets
+
+    if sink.stage_group is None or sink.stage_cluster is None:
+        return {}
+    return committed_offsets(sink.stage_cluster, sink.stage_group)
+
+
+def end_offsets(cluster: Cluster, topic: str) -> dict[TP, int]:
+    """Where a read_committed consumer of ``topic`` stops now: each partition's last stable offset."""
+    from eosctl.wire import WireClient
+
+    with WireClient(cluster) as client:
+        parts = client.metadata([topic]).get(topic)
+        if parts is None:
+            raise SinkError(f"the hop's output topic {topic!r} does not exist on "
+                            f"{cluster.bootstrap_servers}; check [pipelines.NAME.sink].kafka_topic")
+        offsets = client.offsets([(topic, p) for p in sorted(parts)])
+    return {tp: o.last_stable for tp, o in offsets.items()}
+
+
+COLUMNS = ("src_topic", "src_partition", "src_offset", "key", "out_partition", "out_offset")
+
+
+def _read(cluster: Cluster, sink: Sink, ends: dict[TP, int]) -> dict[str, list]:
+    """Every committed record below the end offsets, as columns (lineage, key, where it sits)."""
+    cols: dict[str, list] = {n: [] for n in COLUMNS}
+    lineage = _lineage(sink)
+    for m in _records(cluster, ends, read_committed=True, what="the hop's output"):
+        src = lineage(m)
+        for name, value in zip(COLUMNS, (*src, _key(m), m.partition(), m.offset()), strict=True):
+            cols[name].append(value)
+    return cols
+
+
+def _records(cluster: Cluster, ends: dict[TP, int], *, read_committed: bool, what: str) -> Iterator[Any]:
+    """The records below ``ends`` (per partition, exclusive) as a consumer with that isolation sees them."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    from eosctl.clients import quiet_logger
+
+    pending = {tp: end for tp, end in ends.items() if end > 0}
+    if not pending:
+        return
+    # assign() and no commits: the group id is required by librdkafka but never joined or written.
+    consumer = Consumer({**cluster.confluent(), "logger": quiet_logger(), "group.id": "eosctl-hop-reader",
+                         "enable.auto.commit": False,
+                         "isolation.level": "read_committed" if read_committed else "read_uncommitted",
+                         "auto.offset.reset": "earliest", "enable.partition.eof": True})
+    try:
+        # From the log start: the sandbox mis-hands aborted data to read_committed consumers that start
+        # past an ABORT marker (/work/shared/notes/brokers.md); on Kafka this only re-reads the start.
+        consumer.assign([TopicPartition(t, p, -2) for (t, p) in pending])
+        last_progress = time.monotonic()
+        while pending:
+            msgs = consumer.consume(10_000, 0.5)
+            if msgs:
+                last_progress = time.monotonic()
+            for m in msgs:
+                tp = (m.topic(), m.partition())
+                err = m.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        pending.pop(tp, None)  # nothing more to read there now: the end is behind us
+                        continue
+                    raise BrokerError(f"reading {what} {tp[0]}[{tp[1]}]: {err.str()}")
+                if tp not in pending or m.offset() >= pending[tp]:
+                    pending.pop(tp, None)
+                    continue
+                yield m
+                if m.offset() + 1 >= pending[tp]:
+                    del pending[tp]
+            if pending and time.monotonic() - last_progress > POLL_TIMEOUT_S:
+                shown = ", ".join(f"{t}[{p}] (end {e})" for (t, p), e in sorted(pending.items())[:3])
+                raise BrokerError(f"reading {what} made no progress for {POLL_TIMEOUT_S:.0f}s below its end "
+                                  f"offsets: {shown}; retry later")
+    finally:
+        consumer.close()
+
+
+def _key(m: Any) -> str | None:
+    key = m.key()
+    return key.decode("utf-8", "backslashreplace") if key is not None else None
+
+
+def _key_lineage(cluster: Cluster, sink: Sink, ends: dict[TP, int],
+                 promised: dict[TP, int]) -> dict[str, list]:
+    """`lineage = "key"`: no output names its input, so outputs are paired with inputs by key, in order
+    (as Kafka's own transactions test checks a copier): the i-th committed output of a key with the i-th
+    committed input of that key below the stage's committed offsets. What stays unpaired is the finding:
+    an input without its output a gap (a lost key), an output beyond its key's inputs a duplicate at the
+    key's last input, an output whose key only aborted or open input had a phantom at that input's offset,
+    an output whose key no input had an invalid_row (NULL lineage)."""
+    outputs: dict[str | None, list[tuple[int, int]]] = {}
+    for m in _records(cluster, ends, read_committed=True, what="the hop's output"):
+        outputs.setdefault(_key(m), []).append((m.partition(), m.offset()))
+    upto = {tp: o for tp, o in promised.items() if tp[0] in sink.stage_topics}
+    committed: dict[str | None, list[tuple[str, int, int]]] = {}
+    for m in _records(cluster, upto, read_committed=True, what="the hop's input"):
+        committed.setdefault(_key(m), []).append((m.topic(), m.partition(), m.offset()))
+    seen = {(t, p, o) for places in committed.values() for t, p, o in places}
+    other: dict[str | None, list[tuple[str, int, int]]] = {}  # aborted or still-open input
+    for m in _records(cluster, upto, read_committed=False, what="the hop's input"):
+        if (m.topic(), m.partition(), m.offset()) not in seen:
+            other.setdefault(_key(m), []).append((m.topic(), m.partition(), m.offset()))
+    cols: dict[str, list] = {n: [] for n in COLUMNS}
+    for key, outs in outputs.items():
+        ins = sorted(committed.get(key, [])) if key is not None else []
+        for i, (p, o) in enumerate(sorted(outs)):
+            if ins:
+                src: Lineage = ins[min(i, len(ins) - 1)]
+            elif key is not None and other.get(key):
+                src = min(other[key])
+            else:
+                src = (None, None, None)
+            for name, value in zip(COLUMNS, (*src, key, p, o), strict=True):
+                cols[name].append(value)
+    return cols
+
+
+Lineage = tuple[str | None, int | None, int | None]
+
+
+def _lineage(sink: Sink) -> Any:
+    if sink.lineage == "headers":
+        names = sink.lineage_headers
+
+        def from_headers(m: Any) -> Lineage:
+            h = {k: v for k, v in (m.headers() or [])}
+            topic, part, off = (h.get(n) for n in names)
+            return (_text(topic), _int(part), _int(off))
+
+        return from_headers
+    path = sink.lineage.removeprefix("value:").split(".")
+
+    def from_value(m: Any) -> Lineage:
+        try:
+            node: Any = json.loads(m.value())
+            for step in path:
+                node = node[step]
+            return (_text(node.get("topic")), _int(node.get("partition")), _int(node.get("offset")))
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return (None, None, None)
+
+    return from_value
+
+
+def _text(v: Any) -> str | None:
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "backslashreplace")
+    return v if isinstance(v, str) else None
+
+
+def _int(v: Any) -> int | None:
+    """An integer lineage value, else None (an invalid row). Kafka's limits are checked by the reader."""
+    if isinstance(v, bytes):
+        v = v.decode("ascii", "replace")
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v if -(1 << 63) <= v < (1 << 63) else None
+    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+        n = int(v)
+        return n if -(1 << 63) <= n < (1 << 63) else None
+    return None

@@ -1,0 +1,280 @@
+"""A PostgreSQL table, read at one snapshot.
+
+Every reader is one connection in one ``REPEATABLE READ READ ONLY`` transaction: it sees one committed
+state of the sink and, under MVCC, never blocks the pipeline's writer (nor waits for it). A command pins
+that state once (``exported``: a transaction held open for the command that exports its snapshot with
+pg_export_snapshot()); every reader of the command, the local pool's workers and Spark's tasks included,
+starts its transaction with ``SET TRANSACTION SNAPSHOT`` to it, so every partition is judged at one point.
+The queries are the shared SQL of eosctl.sink.relation, run on the server: a partition's filter is pushed
+down with them.
+
+Connection failures (a bad URI, a server that isn't there, wrong credentials, a missing database, table
+or column) are one SinkError line each; a password is never shown.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from eosctl.config import Sink
+from eosctl.errors import SinkError, first_line
+from eosctl.sink.base import ISLAND_BATCH, Limits, ReadPoint, redact_uri, shown
+from eosctl.sink.relation import SqlReader, check_columns, check_offsets_columns
+from eosctl.sink.sql import ident, literal, name_parts, pg_int_column
+
+if TYPE_CHECKING:
+    import psycopg
+    import pyarrow as pa
+
+CONNECT_TIMEOUT_S = 10
+URI_FORM = "postgresql://USER@HOST:PORT/DB, or postgresql://USER@/DB?host=/socket/dir for a Unix socket"
+# pg_export_snapshot()'s identifiers: hex transaction parts and a counter (e.g. 00000003-0000001B-1).
+_SNAPSHOT_ID = re.compile(r"^[0-9A-Fa-f]+-[0-9A-Fa-f]+(-[0-9]+)?$")
+_cursors = itertools.count()
+
+
+def conninfo(uri: str, where: str) -> dict[str, Any]:
+    """The URI's connection parameters, checked; SinkError (never echoing the URI) if it isn't one."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    scheme = uri.split("://", 1)[0] if "://" in uri else ""
+    if scheme not in ("postgresql", "postgres"):
+        raise SinkError(f"[{where}].postgres is not a PostgreSQL URI; write {URI_FORM} (a password goes in "
+                        f"from the environment: postgresql://USER:${{PGPASSWORD}}@HOST/DB)")
+    try:
+        info = conninfo_to_dict(uri)
+    except Exception as e:
+        raise SinkError(f"[{where}].postgres {redact_uri(uri)} is not a valid PostgreSQL URI "
+                        f"({_scrub(first_line(e), uri)}); write {URI_FORM}") from None
+    port = str(info.get("port", "5432"))
+    if not all(p.isdigit() and 0 < int(p) < 65536 for p in port.split(",")):
+        raise SinkError(f"[{where}].postgres {redact_uri(uri)}: port {port!r} is not a number in 1-65535")
+    return info
+
+
+def connect(uri: str, where: str) -> psycopg.Connection:
+    """A connection (autocommit off: the first statement opens the transaction), or one SinkError line."""
+    import psycopg
+
+    info = conninfo(uri, where)
+    name = redact_uri(uri)
+    try:
+        return psycopg.connect(uri, connect_timeout=CONNECT_TIMEOUT_S, application_name="eosctl")
+    except psycopg.Error as e:
+        raise _connect_error(_scrub(str(e), uri, info.get("password")), name, info, where) from None
+
+
+def _scrub(text: str, uri: str, password: str | None = None) -> str:
+    text = text.replace(uri, redact_uri(uri))
+    return text.replace(password, "***") if password else text
+
+
+def _connect_error(msg: str, name: str, info: dict[str, Any], where: str) -> SinkError:
+    """libpq's "connection to server ... failed: REASON" as one line that says what to do."""
+    reason = first_line(msg).rsplit("failed: ", 1)[-1].replace("FATAL:", "").strip()
+    user = info.get("user", "")
+    if "password authentication failed" in reason:
+        return SinkError(f"PostgreSQL at {name} refused the password of user {user}; check the password "
+                         f"in [{where}].postgres (e.g. from ${{PGPASSWORD}})")
+    if "no password supplied" in reason:
+        return SinkError(f"PostgreSQL at {name} wants a password and [{where}].postgres has none; add it "
+                         f"from the environment: postgresql://{user or 'USER'}:${{PGPASSWORD}}@HOST/DB")
+    if re.search(r'role ".*" does not exist', reason):
+        return SinkError(f"PostgreSQL at {name} has no user {user}; check [{where}].postgres")
+    if re.search(r'database ".*" does not exist', reason):
+        return SinkError(f"PostgreSQL at {name} has no database {info.get('dbname', '')}; check "
+                         f"[{where}].postgres")
+    return SinkError(f"cannot connect to PostgreSQL at {name}: {reason}; check [{where}].postgres and that "
+                     f"the server is running")
+
+
+def _begin(conn: psycopg.Connection) -> None:
+    """The next statement opens a REPEATABLE READ READ ONLY transaction: one snapshot, no writes."""
+    from psycopg import IsolationLevel
+
+    conn.isolation_level = IsolationLevel.REPEATABLE_READ
+    conn.read_only = True
+
+
+def server_version(conn: psycopg.Connection) -> str:
+    v = conn.info.server_version  # e.g. 150018 for 15.18 (PostgreSQL 10 and later)
+    return f"{v // 10000}.{v % 10000}"
+
+
+@contextmanager
+def exported(sink: Sink, where: str = "sink") -> Iterator[Sink]:
+    """The sink pinned at one snapshot for the block: a transaction held open that exports it; readers
+    of the pinned sink join it. The transaction ends (and the snapshot with it) when the block does."""
+    assert sink.postgres is not None
+    conn = connect(sink.postgres, where)
+    try:
+        _begin(conn)
+        try:
+            snapshot = conn.execute("SELECT pg_export_snapshot()").fetchone()[0]
+        except Exception as e:
+            raise SinkError(f"cannot pin a snapshot of {shown(sink)}: {first_line(e)}") from None
+        yield replace(sink, frozen_from=sink, at=snapshot)
+    finally:
+        conn.close()
+
+
+class PostgresReader(SqlReader):
+    """The shared SQL run on the PostgreSQL server, in this reader's one transaction."""
+
+    _int_column = staticmethod(pg_int_column)
+
+    def __init__(self, conn: psycopg.Connection, relation: str, sink: Sink, source: str,
+                 offsets_relation: str | None, read_point: ReadPoint, types: dict[str, str] | None = None,
+                 offsets_types: dict[str, str] | None = None):
+        super().__init__(relation, sink, source, offsets_relation, read_point, types, offsets_types)
+        self.conn = conn
+
+    def close(self) -> None:
+        self.conn.close()  # ends the read-only transaction
+
+    def limit(self, limits: Limits) -> None:
+        """Nothing to cap here: the server does the work, within its own settings."""
+
+    def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple]:
+        try:
+            return self.conn.execute(sql, params or None).fetchall()
+        except Exception as e:
+            raise self._query_error(e) from None
+
+    def _stream(self, sql: str, params: tuple[Any, ...] = ()) -> Iterator[list[tuple]]:
+        """Row batches from a server-side cursor: memory bounded by the batch, not by the sink."""
+        try:
+            with self.conn.cursor(name=f"eosctl_{next(_cursors)}") as cur:
+                cur.execute(sql, params or None)
+                while rows := cur.fetchmany(ISLAND_BATCH):
+                    yield rows
+        except Exception as e:
+            raise self._query_error(e) from None
+
+    def committed_keys(self, topic: str, partition: int,
+                       committed: list[tuple[int, int]]) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        rows = self._rows_sql(topic, partition, with_key=True)
+        if self.conn.info.server_version >= 140000:
+            # A multirange: one containment test per row, by binary search over the ranges.
+            ranges = "{" + ",".join(f"[{a},{b}]" for a, b in committed) + "}"
+            sql = (f"SELECT DISTINCT s.k, s.o FROM ({rows}) s WHERE s.k IS NOT NULL "
+                   f"AND s.o <@ %s::int8multirange")
+            params: tuple[Any, ...] = (ranges,)
+        else:
+            sql = (f"SELECT DISTINCT s.k, s.o FROM ({rows}) s JOIN unnest(%s::bigint[], %s::bigint[]) "
+                   f"AS r(rf, rl) ON s.o BETWEEN r.rf AND r.rl WHERE s.k IS NOT NULL")
+            params = ([a for a, _ in committed], [b for _, b in committed])
+        schema = pa.schema([("key", pa.string()), ("offset", pa.int64())])
+        try:
+            for batch in self._stream(sql, params):
+                keys, offsets = zip(*batch, strict=True)
+                yield pa.RecordBatch.from_arrays([pa.array(keys, pa.string()), pa.array(offsets, pa.int64())],
+                                                 schema=schema)
+        except SinkError as e:
+            raise SinkError(f"reading keys of {topic}-{partition} from sink {self.source} failed: "
+                            f"{str(e).split(': ', 1)[-1]}") from None
+
+
+def open_postgres(sink: Sink, where: str = "sink") -> PostgresReader:
+    """A reader of the sink's table in its own read-only transaction, at the sink's pinned snapshot
+    (sink.at, from ``exported``) or, unpinned, at a snapshot of its own."""
+    assert sink.postgres is not None
+    name = shown(sink)
+    conn = connect(sink.postgres, where)
+    try:
+        _begin(conn)
+        if sink.at is not None:
+            snapshot = _join(conn, sink.at, name)
+        else:
+            snapshot = conn.execute("SELECT pg_export_snapshot()").fetchone()[0]
+        schema, table = _find_table(conn, sink.table, where, "table", name)
+        have = _column_types(conn, schema, table)
+        check_columns(have, sink, where, f"table {sink.table} in {name}")
+        sink = _actual_columns(sink, have)
+        offsets = offsets_types = None
+        if sink.offsets_table:
+            o_schema, o_table = _find_table(conn, sink.offsets_table, where, "offsets_table", name)
+            offsets_types = check_offsets_columns(_column_types(conn, o_schema, o_table), where,
+                                                  f"table {sink.offsets_table} in {name}")
+            offsets = _qualified(o_schema, o_table)
+        point = ReadPoint("postgres", name, {"snapshot": snapshot, "server_version": server_version(conn)})
+    except BaseException:
+        conn.close()
+        raise
+    return PostgresReader(conn, _qualified(schema, table), sink, name, offsets, point, have, offsets_types)
+
+
+def _join(conn: psycopg.Connection, snapshot: str, name: str) -> str:
+    if not _SNAPSHOT_ID.match(snapshot):
+        raise SinkError(f"{snapshot!r} is not a PostgreSQL snapshot identifier")
+    try:
+        conn.execute(f"SET TRANSACTION SNAPSHOT {literal(snapshot)}")
+    except Exception as e:
+        raise SinkError(f"cannot read {name} at snapshot {snapshot} (the command that pinned it has ended, "
+                        f"or the server's idle_in_transaction_session_timeout ended its transaction): "
+                        f"{first_line(e)}") from None
+    return snapshot
+
+
+def _qualified(schema: str, table: str) -> str:
+    return ident('"' + schema.replace('"', '""') + '"."' + table.replace('"', '""') + '"')
+
+
+def _find_table(conn: psycopg.Connection, name: str, where: str, key: str, shown_as: str) -> tuple[str, str]:
+    """(schema, table) that ``name`` (table, schema.table or db.schema.table) names: exactly, else
+    case-insensitively (a name written unquoted folds to lower case in PostgreSQL)."""
+    parts = name_parts(name)
+    rows = conn.execute(
+        "SELECT n.nspname, c.relname, array_position(current_schemas(false), n.nspname), current_database() "
+        "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE c.relkind IN ('r', 'v', 'm', 'p', 'f') "
+        "AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%' "
+        "ORDER BY 3 NULLS LAST, 1, 2").fetchall()
+
+    def matches(fold: Any) -> list[tuple[str, str]]:
+        out = []
+        for schema, table, position, db in rows:
+            names = {1: [table] if position is not None else None, 2: [schema, table],
+                     3: [db, schema, table]}[len(parts)]
+            if names is not None and [fold(n) for n in names] == [fold(p) for p in parts]:
+                out.append((schema, table))
+        return out
+
+    found = matches(lambda s: s) or matches(str.lower)
+    if not found:
+        known = ", ".join(t if pos is not None else f"{s}.{t}" for s, t, pos, _ in rows[:20]) or "none"
+        raise SinkError(f"{shown_as} has no table {name!r} (tables: {known}); check [{where}].{key} "
+                        f"(schema.table, and double quotes for a name with dots: \"my.table\")")
+    return found[0]
+
+
+def _column_types(conn: psycopg.Connection, schema: str, table: str) -> dict[str, str]:
+    return {r[0]: r[1] for r in conn.execute(
+        "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
+        "JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0 AND NOT a.attisdropped "
+        "ORDER BY a.attnum", (schema, table)).fetchall()}
+
+
+def _actual_columns(sink: Sink, have: dict[str, str]) -> Sink:
+    """The sink with its column names as the table spells them (the SQL quotes every name, and PostgreSQL
+    compares quoted names exactly)."""
+    def actual(name: str | None) -> str | None:
+        if name is None:
+            return None
+        real = name if name in have else next((c for c in have if c.lower() == name.lower()), name)
+        return '"' + real.replace('"', '""') + '"' if "." in real or '"' in real else real
+
+    return replace(sink, topic_column=actual(sink.topic_column),
+                   partition_column=actual(sink.partition_column), offset_column=actual(sink.offset_column),
+                   key_column=actual(sink.key_column))
+
+
+__all__ = ["PostgresReader", "connect", "exported", "open_postgres"]

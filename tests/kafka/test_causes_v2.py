@@ -1,0 +1,75 @@
+"""Causes under transactions v2 (KIP-890), against the scripted broker: every COMMIT/ABORT marker is one
+epoch above its data (TransactionMetadata.prepareAbortOrCommit bumps, TransactionMarkerChannelManager writes
+the markers at the new epoch), so an ordinary abort is no fencing; the coordinator's fencing abort is two
+epochs up (prepareFenceProducerEpoch, then the v2 bump: TransactionCoordinator.abortTimedOutTransactions)."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from eosctl.causes import explain_partition
+from eosctl.cli import main
+from eosctl.config import Cluster
+from eosctl.logscan import scan_partition
+from eosctl.reconcile import SinkFacts, reconcile_partition
+from eosctl.wire import WireClient
+from tests.kafkasim import KafkaSim
+
+PID = 4100
+
+
+def v2_log(sim: KafkaSim) -> None:
+    """0..1 committed (COMMIT at 2, epoch 1); 3..4 aborted at epoch 1 (ABORT at 5, epoch 2: ordinary);
+    6..7 aborted at epoch 2 (ABORT at 8, epoch 4: the coordinator fenced it); 9 committed (COMMIT at 10)."""
+    p = sim.partition("t", 0)
+    p.txn(PID, 0, 2)
+    p.commit(PID, 1)
+    p.txn(PID, 1, 2, sequence=0)
+    p.abort(PID, 2)
+    p.txn(PID, 2, 2, sequence=0)
+    p.abort(PID, 4)
+    p.txn(PID, 5, 1, sequence=0)
+    p.commit(PID, 6)
+
+
+def test_phantoms_name_ordinary_v2_aborts_and_the_fencing_one(kafka_sim: KafkaSim) -> None:
+    v2_log(kafka_sim)
+    with WireClient(Cluster("sim", kafka_sim.bootstrap)) as client:
+        log = scan_partition(client, "t", 0)
+    assert log.producers[PID].protocol == "v2"
+    facts = SinkFacts()
+    # The sink holds every offset once, markers excluded: the aborted records are phantoms.
+    _, findings = reconcile_partition(log, [(0, 1, 1), (3, 4, 1), (6, 7, 1), (9, 9, 1)], facts)
+    (phantom,) = explain_partition(log, findings, facts)
+    assert phantom.kind == "phantom_aborted" and (phantom.first_offset, phantom.last_offset) == (3, 7)
+    assert phantom.cause is not None
+    assert [t.to_dict() for t in phantom.cause.transactions] == [
+        {"producer_id": PID, "producer_epoch": 1, "first_offset": 3, "last_offset": 4, "outcome": "aborted",
+         "marker_offset": 5, "fenced": False},
+        {"producer_id": PID, "producer_epoch": 2, "first_offset": 6, "last_offset": 7, "outcome": "aborted",
+         "marker_offset": 8, "fenced": True}]
+
+
+def test_explain_an_offset_of_each_v2_transaction(kafka_sim: KafkaSim) -> None:
+    v2_log(kafka_sim)
+
+    def explain(offset: int) -> dict:
+        result = CliRunner().invoke(main, ["explain", "--bootstrap", kafka_sim.bootstrap, "--topic", "t",
+                                           "--partition", "0", "--offset", str(offset), "--format", "json"])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    committed, ordinary, fenced, marker = explain(0), explain(3), explain(7), explain(8)
+    assert (committed["kind"], committed["transaction"]["marker_offset"]) == ("DATA", 2)
+    assert committed["transaction"]["marker_epoch"] == 1 and committed["producer"]["protocol"] == "v2"
+    assert (ordinary["kind"], ordinary["transaction"]["fenced"]) == ("ABORTED", False)
+    assert (fenced["kind"], fenced["transaction"]["fenced"]) == ("ABORTED", True)
+    assert "fenced it" in fenced["summary"]
+    assert (marker["kind"], marker["transaction"]["outcome"], marker["batch"]["producer_epoch"]) == (
+        "MARKER", "ABORT", 4)
+    # Around offset 7: the ordinary v2 bumps before it, the fencing ABORT two epochs up after it.
+    assert [(e["offset"], e["old_epoch"], e["new_epoch"], e["fencing"])
+            for e in fenced["producer"]["epoch_history"]] == [
+        (2, 0, 1, False), (5, 1, 2, False), (8, 2, 4, True), (9, 4, 5, False), (10, 5, 6, False)]

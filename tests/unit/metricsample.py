@@ -1,0 +1,89 @@
+"""A pipeline state, built by hand, that makes the exporter emit every metric family (eosctl.metrics).
+
+Used by test_metrics.py (exact values) and test_docs.py (docs/metrics.md against what is emitted). The
+model is a stand-in with the attributes of eosctl.live.LiveModel that the metrics read (contract 2): the
+state is fixed, and ``refresh`` fails the test, so a test also proves a scrape never reads the cluster.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from eosctl.capture import SECTIONS, Capture
+from eosctl.findings import AuditReport, Finding, PartitionSummary
+from eosctl.lag import LagSnapshot, PartitionLag
+from eosctl.live import LagHistory
+from eosctl.metrics import Source
+from eosctl.model import PartitionLog, ProducerState
+from eosctl.opentxn import OpenTxn
+from eosctl.txns import Hanging, HangingReport, TxnInfo
+
+NOW_MS = 1_790_000_000_000
+TOPIC = "orders"
+GROUP = "billing"
+
+
+class Model:
+    """What eosctl.metrics reads of a LiveModel, with a fixed state."""
+
+    def __init__(self, cap: Capture, history: LagHistory) -> None:
+        self.current = cap
+        self.lag_history = history
+        self.up = True
+        self.last_refresh_seconds = 0.25
+        self.refresh_errors = dict.fromkeys(SECTIONS, 0) | {"lag": 2}
+        self.ages = dict.fromkeys(SECTIONS, 1.5)
+
+    def section_age(self, name: str, now: float | None = None) -> float | None:
+        return self.ages.get(name)
+
+    def refresh(self) -> Capture:
+        raise AssertionError("a scrape must never read the cluster")
+
+    def close(self) -> None:
+        pass
+
+
+def capture() -> Capture:
+    """orders[0]: fully consumed, the last offset a COMMIT marker (HW 11, committed 10); a fencing event and
+    two zombie batches in its log. orders[1]: an open transaction of producer 7 from offset 17 holds the LSO
+    (HW 20), the group is 5 records behind."""
+    fenced = ProducerState(producer_id=3, v1_markers=1, v1_takeovers=1, zombie_total=2)
+    logs = {
+        (TOPIC, 0): PartitionLog(TOPIC, 0, 0, 11, 11, 0, 11, producers={3: fenced}),
+        (TOPIC, 1): PartitionLog(TOPIC, 1, 2, 20, 17, 2, 20),
+    }
+    txn = OpenTxn(7, 0, 17, NOW_MS - 1_200_000)
+    lag = LagSnapshot(NOW_MS, [
+        PartitionLag(GROUP, TOPIC, 0, committed=10, log_start=0, lso=11, hw=11, records_behind=0),
+        PartitionLag(GROUP, TOPIC, 1, committed=12, log_start=2, lso=17, hw=20, records_behind=5,
+                     oldest_unconsumed_ms=NOW_MS - 30_000, open_txn=txn),
+    ], {GROUP: "STABLE"})
+    hanging = Hanging(TOPIC, 1, 7, 0, 17, 1200.0, ("lso",), lso=17, hw=20, transactional_id="app-1",
+                      age_source="coordinator")
+    cap = Capture(captured_at=datetime.fromtimestamp(NOW_MS / 1000, UTC), bootstrap="b:9092",
+                  pipeline="payments", group=GROUP, topics=[TOPIC], logs=logs,
+                  transactions=[TxnInfo("app-1", 7, 0, "Ongoing", 60_000, NOW_MS - 1_200_000, 1),
+                                TxnInfo("app-2", 8, 3, "CompleteCommit", 60_000, None, 1)],
+                  lag=lag, hanging=HangingReport(900.0, 2, [hanging]), hanging_candidates=[hanging],
+                  hanging_checked_ms=NOW_MS)
+    cap.sections = dict.fromkeys(SECTIONS, "ok")
+    return cap
+
+
+def audit() -> AuditReport:
+    return AuditReport.build(
+        [PartitionSummary(TOPIC, 0, 0, 11, 11, 10, 11), PartitionSummary(TOPIC, 1, 2, 17, 20, 12, 9)],
+        [Finding("gap", TOPIC, 1, 4, 6, 3), Finding("duplicate", TOPIC, 0, 2, 2, 1)])
+
+
+def source(with_audit: bool = True) -> Source:
+    cap = capture()
+    history = LagHistory()
+    history.add(cap.lag)
+    src = Source("prod", "payments", Model(cap, history))  # type: ignore[arg-type]
+    src.refreshed(cap)
+    if with_audit:
+        src.audited(audit(), 2.5)
+        src.audit.finished_at = NOW_MS / 1000
+    return src

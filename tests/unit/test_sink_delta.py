@@ -1,0 +1,63 @@
+"""The Delta Lake sink against real tables written by `deltalake`: the DuckDB reader's answers, one table
+version per command (appends, deletes and compactions after it change nothing), and the files a
+compaction removed never counted again (what a Parquet glob over the table's directory gets wrong)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable, write_deltalake
+
+from eosctl.config import Sink
+from eosctl.errors import SinkError
+from eosctl.sink import frozen, open_reader
+from tests.unit.sinksample import SAMPLE, STORED, arrow_offsets, assert_sample_answers
+from tests.unit.sinksample import arrow_rows as rows
+
+WHERE = "pipelines.orders.sink"
+
+
+@pytest.fixture
+def sample(tmp_path: Path) -> Sink:
+    data, offsets = tmp_path / "orders", tmp_path / "offsets"
+    for (t, p), offs in SAMPLE.items():  # one commit (one file) per partition, as a streaming sink makes
+        write_deltalake(str(data), rows({(t, p): offs}), mode="append")
+    write_deltalake(str(offsets), arrow_offsets(STORED))
+    return Sink(delta=str(data), table="orders", offsets_table=str(offsets))
+
+
+def test_same_answers_as_duckdb(sample: Sink):
+    with open_reader(sample, WHERE) as reader:
+        assert_sample_answers(reader)
+        assert reader.read_point.to_dict() == {"kind": "delta", "source": sample.delta, "version": 1,
+                                               "offsets_version": 0}
+
+
+def test_one_version_per_command_appends_deletes_and_compaction_change_nothing(sample: Sink):
+    with frozen(sample, WHERE) as pinned:
+        assert pinned.at == "1,0"
+        write_deltalake(sample.delta, rows({("orders", 1): [3, 4]}), mode="append")  # the writer goes on
+        table = DeltaTable(sample.delta)
+        table.delete("src_partition = 0 AND src_offset = 5")
+        DeltaTable(sample.delta).optimize.compact()  # rewrites the files into one, removing the old ones
+        assert DeltaTable(sample.delta).version() == 4
+        with open_reader(pinned, WHERE) as reader:  # every reader of the command: version 1
+            assert [(s.partition, s.rows) for s in reader.summaries()] == [(0, 12), (1, 3)]
+            assert reader.read_point.at["version"] == 1
+    with open_reader(sample, WHERE) as now:  # the next command: the compacted latest version
+        # both rows of offset 5 deleted, offset 6 still twice
+        assert [(s.partition, s.rows, s.duplicate_offsets) for s in now.summaries()] == [(0, 10, 1),
+                                                                                         (1, 5, 0)]
+        assert now.read_point.at["version"] == 4
+    # A glob over the table's directory reads the removed files too: every row counted twice, and more.
+    with open_reader(Sink(parquet=f"{sample.delta}/*.parquet"), WHERE) as glob:
+        assert sum(s.rows for s in glob.summaries()) > 2 * (10 + 5)
+
+
+def test_not_a_delta_table_is_one_line(tmp_path: Path):
+    with pytest.raises(SinkError) as info:
+        open_reader(Sink(delta=str(tmp_path)), WHERE)
+    assert str(info.value) == (f"{tmp_path} is not a Delta table (no _delta_log with a commit); check "
+                               f"[{WHERE}].delta")
+    assert info.value.exit_code == 2

@@ -1,0 +1,67 @@
+"""The Iceberg sink against real tables written by pyiceberg through a SQL catalog on a local SQLite file:
+the DuckDB reader's answers, one snapshot per command (appends, deletes and a rewrite after it change
+nothing), and one line for a table the catalog doesn't have."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from eosctl.config import Sink
+from eosctl.errors import SinkError
+from eosctl.sink import frozen, open_reader
+from tests.unit.sinksample import SAMPLE, STORED, arrow_offsets, assert_sample_answers
+from tests.unit.sinksample import arrow_rows as rows
+
+WHERE = "pipelines.orders.sink"
+
+
+@pytest.fixture
+def sample(tmp_path: Path):
+    from pyiceberg.catalog import load_catalog
+
+    uri, warehouse = f"sqlite:///{tmp_path / 'catalog.db'}", f"file://{tmp_path / 'warehouse'}"
+    catalog = load_catalog("local", uri=uri, warehouse=warehouse)
+    catalog.create_namespace("shop")
+    table = catalog.create_table("shop.orders", schema=rows({}).schema)
+    for tp, offs in SAMPLE.items():  # one commit per partition
+        table.append(rows({tp: offs}))
+    offsets = arrow_offsets(STORED)
+    catalog.create_table("shop.offsets", schema=offsets.schema).append(offsets)
+    sink = Sink(iceberg="local.shop.orders", catalog_uri=uri, warehouse=warehouse, table="orders",
+                offsets_table="shop.offsets")
+    return sink, table
+
+
+def test_same_answers_as_duckdb(sample):
+    sink, table = sample
+    with open_reader(sink, WHERE) as reader:
+        assert_sample_answers(reader)
+        assert reader.read_point.to_dict()["snapshot_id"] == str(table.current_snapshot().snapshot_id)
+
+
+def test_one_snapshot_per_command_appends_deletes_and_rewrites_change_nothing(sample):
+    sink, table = sample
+    with frozen(sink, WHERE) as pinned:
+        first = str(table.current_snapshot().snapshot_id)
+        assert pinned.at.split(",")[0] == first
+        table.append(rows({("orders", 1): [3, 4]}))  # the writer goes on
+        table.delete("src_partition == 0 and src_offset == 5")  # rewrites a data file without those rows
+        table.overwrite(table.scan().to_arrow())  # a compaction: every file rewritten, the old ones removed
+        with open_reader(pinned, WHERE) as reader:
+            assert [(s.partition, s.rows) for s in reader.summaries()] == [(0, 12), (1, 3)]
+            assert reader.read_point.at["snapshot_id"] == first
+    with open_reader(sink, WHERE) as now:
+        assert [(s.partition, s.rows, s.duplicate_offsets) for s in now.summaries()] == [(0, 10, 1),
+                                                                                         (1, 5, 0)]
+
+
+def test_missing_table_is_one_line(sample):
+    sink, _ = sample
+    from dataclasses import replace
+
+    with pytest.raises(SinkError) as info:
+        open_reader(replace(sink, iceberg="local.shop.nope"), WHERE)
+    assert str(info.value).startswith("Iceberg catalog has no table 'shop.nope' (")
+    assert str(info.value).endswith(f"); check [{WHERE}].iceberg") and info.value.exit_code == 2
