@@ -78,17 +78,18 @@ def synthetic_log(topic: str, partition: int, n: int, seed: int):
     return PartitionLog(topic, partition, 0, n, n, 0, n, ranges)
 
 
-def build(path: Path, source: SyntheticSource) -> dict[str, int]:
-    """Write ranges, the per-offset expected list (for the DuckDB baseline) and the sink table."""
+def build(path: Path, ranges_of: dict[tuple[str, int], list]) -> dict[str, int]:
+    """Write the log's ranges per (topic, partition), the per-offset expected list (for the DuckDB
+    baseline) and the sink table."""
     import duckdb
     import pyarrow as pa
 
     if path.exists():
         path.unlink()
     cols: dict[str, list] = {"t": [], "p": [], "first": [], "last": [], "kind": []}
-    for p in range(PARTITIONS):
-        for r in source.load(TOPIC, p).ranges:
-            cols["t"].append(TOPIC)
+    for (t, p), ranges in ranges_of.items():
+        for r in ranges:
+            cols["t"].append(t)
             cols["p"].append(p)
             cols["first"].append(r.first)
             cols["last"].append(r.last)
@@ -133,6 +134,19 @@ def duckdb_reconcile(path: Path, memory_limit: str) -> list[tuple]:
     with duckdb.connect(str(path), read_only=True) as con:
         con.execute(f"SET memory_limit = '{memory_limit}'")
         return con.execute(DUCKDB_SQL).fetchall()
+
+
+def measure_duckdb(path: Path, memory_limit: str) -> tuple[float, int, dict[str, int]]:
+    """The DuckDB baseline once: (seconds, peak RSS, records per finding kind); prints its line."""
+    with PeakRSS() as rss:
+        t = time.monotonic()
+        rows = duckdb_reconcile(path, memory_limit)
+        seconds = time.monotonic() - t
+    counts = {"gap": 0, "duplicate": 0}
+    for kind, *_, n in rows:
+        counts[kind] = counts.get(kind, 0) + n
+    print(f"  duckdb      {seconds:7.1f}s  peak {rss.peak / 2**30:.2f} GB", flush=True)
+    return seconds, rss.peak, counts
 
 
 class PeakRSS:
@@ -358,7 +372,8 @@ def _run_sizes(args: argparse.Namespace, workdir: Path, pg_uri: str | None) -> l
     for size in (parse_size(s) for s in args.sizes.split(",")):
         path = workdir / f"bench_{size}.duckdb"
         t = time.monotonic()
-        truth = build(path, SyntheticSource(size))
+        source = SyntheticSource(size)
+        truth = build(path, {(TOPIC, p): source.load(TOPIC, p).ranges for p in range(PARTITIONS)})
         print(f"\n{size:,} offsets: built in {time.monotonic() - t:.1f}s ({truth})", flush=True)
         want = {"gap": truth["gap_records"], "duplicate": truth["duplicate_rows"]}
         inp = _input(path, size, args.task_memory)
@@ -380,15 +395,8 @@ def _run_sizes(args: argparse.Namespace, workdir: Path, pg_uri: str | None) -> l
         row["explain"], row["reconcile"] = explain_cost(path, size)
         print(f"  explaining  {row['explain']:7.2f}s on top of reconciling ({row['reconcile']:.2f}s): "
               f"{row['explain'] / row['local']:.1%} of the local audit", flush=True)
-        with PeakRSS() as rss:
-            t = time.monotonic()
-            rows = duckdb_reconcile(path, args.duckdb_memory)
-            row["duckdb"], row["duckdb_rss"] = time.monotonic() - t, rss.peak
-        duck = {"gap": 0, "duplicate": 0}
-        for kind, *_, n in rows:
-            duck[kind] = duck.get(kind, 0) + n
+        row["duckdb"], row["duckdb_rss"], duck = measure_duckdb(path, args.duckdb_memory)
         agree &= duck == want
-        print(f"  duckdb      {row['duckdb']:7.1f}s  peak {rss.peak / 2**30:.2f} GB", flush=True)
         if pg_uri:
             loaded = load_postgres(path, pg_uri)
             pg_inp = _input(path, size, args.task_memory, Sink(postgres=pg_uri, table="bench_sink"))

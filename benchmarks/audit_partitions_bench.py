@@ -37,13 +37,14 @@ import random
 import signal
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 _T0 = time.monotonic()  # the "cold" Spark measurement counts from here (the child process's start)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from audit_bench import build, measure_duckdb, parse_size, synthetic_log, tree_rss  # noqa: E402
 
 TOPIC = "bench"
 PARTITIONS = 4
@@ -82,22 +83,6 @@ class SyntheticSource:
 
     def load(self, topic: str, partition: int):
         return synthetic_log(topic, partition, self._size(partition), self.seed)
-
-
-def synthetic_log(topic: str, partition: int, n: int, seed: int):
-    from eosctl.model import Kind, OffsetRange, PartitionLog
-
-    rng = random.Random(seed * 1000 + partition)
-    ranges, o, pid = [], 0, 1000 + partition
-    while o < n:
-        aborted = rng.random() < 0.05
-        k = min(rng.randint(1, 5) if aborted else rng.randint(50, 150), n - o)
-        ranges.append(OffsetRange(o, o + k - 1, Kind.ABORTED if aborted else Kind.DATA, pid, 0))
-        o += k
-        if o < n:
-            ranges.append(OffsetRange(o, o, Kind.MARKER, pid, 0))
-            o += 1
-    return PartitionLog(topic, partition, 0, n, n, 0, n, ranges)
 
 
 # ---- real I/O: a topic on the sandbox ------------------------------------------------------------
@@ -142,96 +127,7 @@ def scanned_ranges(bootstrap: str, topic: str, partitions: int) -> dict[tuple[st
     return out
 
 
-# ---- the sink and the DuckDB baseline ------------------------------------------------------------
-
-
-def build(path: Path, ranges_of: dict[tuple[str, int], list]) -> dict[str, int]:
-    """Write ranges, the per-offset expected list (for the DuckDB baseline) and the sink table."""
-    import duckdb
-    import pyarrow as pa
-
-    if path.exists():
-        path.unlink()
-    cols: dict[str, list] = {"t": [], "p": [], "first": [], "last": [], "kind": []}
-    for (t, p), ranges in ranges_of.items():
-        for r in ranges:
-            cols["t"].append(t)
-            cols["p"].append(p)
-            cols["first"].append(r.first)
-            cols["last"].append(r.last)
-            cols["kind"].append(r.kind.value)
-    ranges = pa.table(cols)
-    with duckdb.connect(str(path)) as con:
-        con.register("ranges_arrow", ranges)
-        con.execute("CREATE TABLE ranges AS SELECT * FROM ranges_arrow")
-        con.execute("CREATE TABLE src AS SELECT t, p, unnest(range(first, last + 1)) AS o FROM ranges "
-                    "WHERE kind = 'DATA'")
-        # 0.1% missing (h = 0), 0.1% twice (h = 1): a fixed hash, so both engines see the same sink.
-        con.execute("""CREATE TABLE sink AS
-            WITH h AS (SELECT t, p, o, hash(o * 7 + p) % 1000 AS h FROM src)
-            SELECT t AS src_topic, p AS src_partition, o AS src_offset FROM h WHERE h <> 0
-            UNION ALL SELECT t, p, o FROM h WHERE h = 1""")
-        expected = con.execute("SELECT count(*) FROM src").fetchone()[0]
-        rows = con.execute("SELECT count(*) FROM sink").fetchone()[0]
-        gaps = con.execute("SELECT count(*) FROM src WHERE hash(o * 7 + p) % 1000 = 0").fetchone()[0]
-        dups = con.execute("SELECT count(*) FROM src WHERE hash(o * 7 + p) % 1000 = 1").fetchone()[0]
-    return {"expected": expected, "sink_rows": rows, "gap_records": gaps, "duplicate_rows": dups}
-
-
-DUCKDB_SQL = """
-WITH s AS (SELECT src_topic AS t, src_partition AS p, src_offset AS o, count(*) AS c FROM sink GROUP BY ALL),
-j AS (SELECT coalesce(e.t, s.t) AS t, coalesce(e.p, s.p) AS p, coalesce(e.o, s.o) AS o,
-             e.o IS NOT NULL AS expected, coalesce(s.c, 0) AS c
-      FROM src e FULL OUTER JOIN s ON e.t = s.t AND e.p = s.p AND e.o = s.o
-      WHERE e.o IS NULL OR s.o IS NULL OR s.c > 1),
-k AS (SELECT j.*, CASE WHEN expected AND c = 0 THEN 'gap' WHEN expected THEN 'duplicate'
-                       ELSE 'phantom_' || lower(coalesce(r.kind, 'beyond_hw')) END AS kind
-      FROM j ASOF LEFT JOIN ranges r ON j.t = r.t AND j.p = r.p AND j.o >= r.first),
-g AS (SELECT *, o - row_number() OVER (PARTITION BY kind, t, p ORDER BY o) AS grp FROM k)
-SELECT kind, t, p, min(o), max(o),
-       sum(CASE WHEN kind = 'gap' THEN 1 WHEN kind = 'duplicate' THEN c - 1 ELSE c END)
-FROM g GROUP BY kind, t, p, grp ORDER BY t, p, 4
-"""
-
-
-def duckdb_reconcile(path: Path, memory_limit: str) -> list[tuple]:
-    import duckdb
-
-    with duckdb.connect(str(path), read_only=True) as con:
-        con.execute(f"SET memory_limit = '{memory_limit}'")
-        return con.execute(DUCKDB_SQL).fetchall()
-
-
 # ---- measuring -----------------------------------------------------------------------------------
-
-
-def tree_rss(root: int) -> int:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        todo.extend(children.get(pid, []))
-        try:
-            with open(f"/proc/{pid}/statm") as f:
-                total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-        except (OSError, IndexError, ValueError):
-            pass
-    return total
-
-
-def parse_size(text: str) -> int:
-    text = text.strip().upper()
-    scale = {"K": 10**3, "M": 10**6, "G": 10**9}.get(text[-1:], 1)
-    return int(float(text.rstrip("KMG")) * scale)
 
 
 def parse_cell(text: str) -> tuple[int, int]:
@@ -309,29 +205,6 @@ def run_child(cell: dict, timeout: float) -> tuple[dict | None, int]:
     if proc.returncode != 0:
         raise SystemExit(f"the {cell['engine']} run failed (exit {proc.returncode})")
     return json.loads(proc.stdout.read().strip().splitlines()[-1]), peak
-
-
-class PeakRSS:
-    """Peak of the summed RSS of this process tree, sampled in a thread."""
-
-    def __init__(self) -> None:
-        self.peak = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> PeakRSS:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _run(self) -> None:
-        while True:
-            self.peak = max(self.peak, tree_rss(os.getpid()))
-            if self._stop.wait(0.2):
-                return
 
 
 TIMED_OUT = "timed out"
@@ -428,15 +301,8 @@ def main() -> None:
                     agree &= {k: out[k] for k in want} == want
                 print(f"  local       {_secs(row.get('local'), args.timeout):>8}  "
                       f"tasks {row.get('local_tasks', '-')}  peak {peak / 2**30:.2f} GB", flush=True)
-            with PeakRSS() as rss:
-                t = time.monotonic()
-                rows = duckdb_reconcile(path, args.duckdb_memory)
-                row["duckdb"], row["duckdb_rss"] = time.monotonic() - t, rss.peak
-            duck = {"gap": 0, "duplicate": 0}
-            for kind, *_, count in rows:
-                duck[kind] = duck.get(kind, 0) + count
+            row["duckdb"], row["duckdb_rss"], duck = measure_duckdb(path, args.duckdb_memory)
             agree &= duck == want
-            print(f"  duckdb      {row['duckdb']:7.1f}s  peak {rss.peak / 2**30:.2f} GB", flush=True)
             row["agree"] = agree
             results.append(row)
             path.unlink()
