@@ -80,7 +80,7 @@ def run(inp: AuditInput, options: EngineOptions, progress: Progress = silent,
             invalid, point = [explain_finding(f) for f in reader.invalid_rows()], reader.read_point
         result, startup, info = _run_engine(inp, items, options, here, progress)
     progress(Step("done", 1, 1))
-    engine = engine_facts(info, len(items), timings["prepare_seconds"], startup, result.timings)
+    engine = engine_facts(info, result.tasks, timings["prepare_seconds"], startup, result.timings)
     return AuditReport.build(result.summaries, result.findings + invalid, inp.fail_on,
                              sink=f"{shown(inp.sink)} ({inp.sink.table})",
                              sink_read_point=point.to_dict(), group=inp.group, engine=engine,
@@ -89,7 +89,7 @@ def run(inp: AuditInput, options: EngineOptions, progress: Progress = silent,
 
 def engine_facts(info: dict[str, Any], tasks: int, prepare_s: float, startup_s: float,
                  timings: dict[str, float]) -> dict[str, Any]:
-    """The report's `engine` object: what ran (``info``), its work items and where the time went
+    """The report's `engine` object: what ran (``info``), its tasks and where the time went
     (docs/json.md documents every key; tests/unit/test_docs.py builds it through here)."""
     return {**info, "tasks": tasks, "prepare_seconds": round(prepare_s, 3),
             "startup_seconds": round(startup_s, 3), **timings}
@@ -122,7 +122,7 @@ def _run_engine(inp: AuditInput, items: list[job.WorkItem], options: EngineOptio
 
             workers = options.workers or default_workers()
             result, startup = run_local(inp, items, workers, progress)
-            return result, startup, local_info(workers, len(items))
+            return result, startup, local_info(workers, result.tasks)
         progress(Step(f"starting {options.where()}"))
         t = time.monotonic()
         spark, mine = _start_spark(options, owned.dir)

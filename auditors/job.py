@@ -1,14 +1,16 @@
-"""The audit job: one task per Kafka partition, one grouping by business key.
+"""The audit job: tasks over groups of Kafka partitions, one grouping by business key.
 
-Everything except key duplicates is local to one (topic, partition), so that is the unit of
-parallelism: each task scans its partition's log (raw Fetch, batch headers only), reads its slice of the
-sink as offset islands, reconciles the two by range arithmetic (eosctl.reconcile) and yields findings as
-Arrow. Key duplicates are the one cross-partition question: the same task also reads the keys of its
-partition's committed rows and yields them; the driver groups them by key.
+Everything except key duplicates is local to one (topic, partition); a task audits a group of partitions
+(auditors.grouping: by leader, sized by records) with one Kafka connection and one sink reader: it scans
+its partitions' logs together (raw multi-partition Fetch, batch headers only; leaders and offsets come
+with the plan, asked once by the driver), reads the group's slice of the sink as offset islands,
+reconciles each partition by range arithmetic (eosctl.reconcile) and yields findings as Arrow. Key
+duplicates are the one cross-partition question: the same task also reads the keys of its partitions'
+committed rows and yields them; the driver groups them by key.
 
-Two engines run the very same task function (`partition_task`) and key rule (`_key_findings`): Spark
-(mapInArrow over a range of work-item indexes, the same on local[*], a cluster and Spark Connect; the
-grouping by key is a shuffle of the same job) and `auditors.local` (a process pool on this machine).
+Two engines run the very same task function (`group_task`) and key rule (`_key_findings`): Spark
+(mapInArrow over a range of task indexes, the same on local[*], a cluster and Spark Connect; the grouping
+by key is a shuffle of the same job) and `auditors.local` (a process pool on this machine).
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import groupby
 from typing import TYPE_CHECKING, Any, Protocol
 
 from eosctl.config import Cluster, Sink
@@ -31,12 +34,13 @@ from eosctl.progress import Progress, Step, silent
 if TYPE_CHECKING:
     from eosctl.sink import SinkReader
 
-# Task output: one row per summary, finding, error, or (with a key column) committed row with a key.
+# Task output: one row per summary, finding, error, task (its timings) or (with a key column) committed
+# row with a key.
 OUT_SCHEMA = (
     "rec string, topic string, partition int, kind string, first_offset long, last_offset long, count long, "
     "log_start_offset long, last_stable_offset long, high_watermark long, expected_records long, "
     "sink_rows long, unverifiable long, present boolean, detail string, "
-    # Time the task spent scanning the log and reading + reconciling the sink (summary rows only).
+    # Time the task spent scanning the log and reading + reconciling the sink (task rows only).
     "scan_seconds double, reconcile_seconds double, "
     "key string, "  # key rows (rec = "key"): a committed row's business key, its offset in first_offset
     # key rows: who wrote the offset (eosctl.causes.Writer); marker_offset null when non-transactional
@@ -45,17 +49,45 @@ OUT_SCHEMA = (
 )
 _WRITER_TYPES = (("producer_id", "int64"), ("producer_epoch", "int32"), ("marker_offset", "int64"))
 _OUT_NAMES = [part.strip().split(" ")[0] for part in OUT_SCHEMA.split(",")]
+# A task scans its partitions in rounds of at most this many records (as the driver's offsets count them)
+# and partitions: brokers that ignore fetch size limits (noida-db) answer a multi-partition Fetch with
+# everything up to the high watermark, so a round's answer stays bounded by what it asks for.
+SCAN_RECORDS = 50_000
+SCAN_PARTITIONS = 2_000
+# A partition with this many sink rows is read from the sink by a query of its own (_group_islands).
+OWN_QUERY_ROWS = 100_000
 
 
 # ---- what the tasks read -------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Placement:
+    """What the driver learnt of one partition, asked once for all of them and shipped with the plan: its
+    leader and its offsets (log start, high watermark, last stable offset)."""
+
+    leader: int
+    log_start: int
+    high_watermark: int
+    last_stable: int
+    # eosctl.wire.Offsets' cross-check of ListOffsets with Fetch: what the broker contradicted, if anything
+    disagreement: str | None = None
+    listed: tuple[int, int, int] | None = None
+
+
 class Source(Protocol):
-    """Where a task gets its partition's log model from. Must pickle: it is shipped to executors."""
+    """Where the driver learns the partitions and a task gets their log models. Must pickle: it is shipped
+    to executors."""
 
-    def partitions(self, topics: Iterable[str]) -> dict[str, list[int]]: ...
+    def survey(self, topics: Iterable[str]) -> dict[str, dict[int, Placement]]:
+        """Every partition of ``topics`` with its leader and offsets (the driver, once)."""
+        ...
 
-    def load(self, topic: str, partition: int) -> PartitionLog: ...
+    def existing_topics(self) -> dict[str, list[int]]: ...
+
+    def scan(self, parts: Sequence[tuple[TP, Placement]]) -> dict[TP, PartitionLog]:
+        """The log models of one task's partitions, from the offsets the driver read (one connection)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -64,11 +96,14 @@ class KafkaSource:
 
     cluster: Cluster
 
-    def partitions(self, topics: Iterable[str]) -> dict[str, list[int]]:
+    def survey(self, topics: Iterable[str]) -> dict[str, dict[int, Placement]]:
         from eosctl.wire import WireClient
 
         with WireClient(self.cluster) as client:
-            return {t: sorted(leaders) for t, leaders in client.metadata(list(topics)).items()}
+            leaders = client.metadata(list(topics))
+            offsets = client.offsets([(t, p) for t, ps in leaders.items() for p in sorted(ps)])
+        return {t: {p: _placement(leaders[t][p], offsets[(t, p)]) for p in sorted(leaders[t])}
+                for t in leaders}
 
     def existing_topics(self) -> dict[str, list[int]]:
         from eosctl.wire import WireClient
@@ -76,12 +111,39 @@ class KafkaSource:
         with WireClient(self.cluster) as client:
             return {t: sorted(leaders) for t, leaders in client.metadata().items()}
 
-    def load(self, topic: str, partition: int) -> PartitionLog:
-        from eosctl.logscan import scan_partition
-        from eosctl.wire import WireClient
+    def scan(self, parts: Sequence[tuple[TP, Placement]]) -> dict[TP, PartitionLog]:
+        from eosctl.logscan import scan_partitions
+        from eosctl.wire import Offsets, WireClient
 
+        out: dict[TP, PartitionLog] = {}
         with WireClient(self.cluster) as client:
-            return scan_partition(client, topic, partition)
+            client.know_leaders({tp: pl.leader for tp, pl in parts})
+            for chunk in _scan_rounds(parts):
+                snapshot = {tp: Offsets(pl.log_start, pl.high_watermark, pl.last_stable, pl.disagreement,
+                                        pl.listed) for tp, pl in chunk}
+                out.update(scan_partitions(client, [tp for tp, _ in chunk], offsets=snapshot))
+        return out
+
+
+def _placement(leader: int, o: Any) -> Placement:
+    """A partition's Placement from its leader and its eosctl.wire.Offsets."""
+    return Placement(leader, o.log_start, o.high_watermark, o.last_stable, o.disagreement, o.listed)
+
+
+def _scan_rounds(parts: Sequence[tuple[TP, Placement]]) -> Iterator[list[tuple[TP, Placement]]]:
+    """The parts in runs of at most SCAN_RECORDS records and SCAN_PARTITIONS partitions (a bigger partition
+    is a run of its own)."""
+    run: list[tuple[TP, Placement]] = []
+    records = 0
+    for tp, pl in parts:
+        size = max(0, pl.high_watermark - pl.log_start)
+        if run and (records + size > SCAN_RECORDS or len(run) >= SCAN_PARTITIONS):
+            yield run
+            run, records = [], 0
+        run.append((tp, pl))
+        records += size
+    if run:
+        yield run
 
 
 @dataclass(frozen=True)
@@ -90,22 +152,23 @@ class ModelSource:
 
     logs: dict[TP, PartitionLog]
 
-    def partitions(self, topics: Iterable[str]) -> dict[str, list[int]]:
+    def survey(self, topics: Iterable[str]) -> dict[str, dict[int, Placement]]:
         wanted = set(topics)
-        out: dict[str, list[int]] = {}
-        for topic, partition in sorted(self.logs):
+        out: dict[str, dict[int, Placement]] = {}
+        for (topic, partition), log in sorted(self.logs.items()):
             if topic in wanted:
-                out.setdefault(topic, []).append(partition)
+                out.setdefault(topic, {})[partition] = Placement(0, log.log_start_offset, log.high_watermark,
+                                                                 log.last_stable_offset)
         missing = wanted - set(out)
         if missing:
             raise BrokerError(f"topic {sorted(missing)[0]!r} is not in the source model")
         return out
 
     def existing_topics(self) -> dict[str, list[int]]:
-        return self.partitions({t for t, _ in self.logs})
+        return {t: sorted(ps) for t, ps in self.survey({t for t, _ in self.logs}).items()}
 
-    def load(self, topic: str, partition: int) -> PartitionLog:
-        return self.logs[(topic, partition)]
+    def scan(self, parts: Sequence[tuple[TP, Placement]]) -> dict[TP, PartitionLog]:
+        return {tp: self.logs[tp] for tp, _ in parts}
 
 
 @dataclass(frozen=True)
@@ -119,6 +182,9 @@ class TaskSettings:
 
 @dataclass(frozen=True)
 class WorkItem:
+    """One partition to audit, with what the driver knows of it. ``placement`` is None for a partition
+    only the sink names (a phantom partition or topic: ``in_kafka`` False)."""
+
     topic: str
     partition: int
     in_kafka: bool  # False: only the sink names it (a phantom partition or topic)
@@ -128,6 +194,12 @@ class WorkItem:
     committed_offset: int | None = None  # the group's commit in Kafka
     # A Kafka-to-Kafka hop: the stage's committed offset; input beyond it is the stage's lag, not missing.
     expected_upto: int | None = None
+    placement: Placement | None = None  # leader and offsets, read once by the driver
+    sink_rows: int = 0  # the sink's rows for it (sizes the task)
+
+    @property
+    def tp(self) -> TP:
+        return self.topic, self.partition
 
 
 # ---- inside a task -------------------------------------------------------------------------------
@@ -140,40 +212,78 @@ def _open_sink(sink: Sink, settings: TaskSettings) -> SinkReader:
                                            settings.temp_directory))
 
 
-def _audit_partition(item: WorkItem, source: Source, sink: Sink, settings: TaskSettings,
-                     want_ranges: bool, group: str | None) -> list[dict[str, Any]]:
+@dataclass
+class GroupResult:
+    """What a task found for its group: output rows (summaries, findings, its timings) and, per partition
+    with committed data, its committed ranges by writer (first_offset, last_offset, producer_id,
+    producer_epoch, marker_offset), whose keys the key rule reads."""
+
+    rows: list[dict[str, Any]]
+    committed: dict[TP, list[dict[str, Any]]]
+
+
+def audit_group(items: Sequence[WorkItem], source: Source, reader: SinkReader, want_ranges: bool,
+                group: str | None) -> GroupResult:
+    """Audit a group of partitions: one scan of their logs (one connection), then each partition
+    reconciled as its islands stream out of ``reader``, the task's one sink reader."""
     from eosctl.causes import explain_partition
     from eosctl.gapmap import log_segments
+    from eosctl.ledger import clipped
     from eosctl.reconcile import SinkFacts, offset_mismatch, reconcile_partition, reconcile_unknown
 
     t0 = time.perf_counter()
-    log = source.load(item.topic, item.partition) if item.in_kafka else None
-    if log is not None and log.offsets_disagreement:
-        # Never a verdict on offsets the broker itself contradicts: the audit refuses, naming it.
-        raise BrokerError(f"cannot audit {item.topic}-{item.partition}: {log.offsets_disagreement}")
+    logs = source.scan([(i.tp, i.placement) for i in items if i.in_kafka and i.placement is not None])
+    for tp, log in logs.items():
+        if log.offsets_disagreement:
+            # Never a verdict on offsets the broker itself contradicts: the audit refuses, naming it.
+            raise BrokerError(f"cannot audit {tp[0]}-{tp[1]}: {log.offsets_disagreement}")
     t1 = time.perf_counter()
-    # The islands stream out of DuckDB straight into the sweep: never a list of the partition's offsets.
-    facts = SinkFacts()
-    with _open_sink(sink, settings) as reader:
-        isl = reader.islands(item.topic, item.partition)
+    rows: list[dict[str, Any]] = []
+    committed: dict[TP, list[dict[str, Any]]] = {}
+    for item, islands in _group_islands(reader, items):
+        log = logs.get(item.tp)
+        facts = SinkFacts()
         if log is None:
-            summary, findings = reconcile_unknown(item.topic, item.partition, isl)
+            summary, findings = reconcile_unknown(item.topic, item.partition, islands)
         else:
-            from eosctl.ledger import clipped
-
             side = log if item.expected_upto is None else clipped(log, item.expected_upto)
-            summary, findings = reconcile_partition(side, isl, facts)
+            summary, findings = reconcile_partition(side, islands, facts)
             summary = replace(summary, log_segments=log_segments(log))  # for the HTML gap map
-    if item.check_offsets:
-        mismatch = offset_mismatch(item.topic, item.partition, item.stored_offset, item.committed_offset,
-                                   log, group)
-        findings = [*findings, *([mismatch] if mismatch else [])]
-    findings = explain_partition(log, findings, facts, item.stored_offset, item.committed_offset, group)
-    rows = [_summary_row(summary), *(_finding_row(f) for f in findings)]
-    rows[0].update(scan_seconds=t1 - t0, reconcile_seconds=time.perf_counter() - t1)
-    if log is not None and want_ranges:
-        rows += _committed_rows(item, log)
-    return rows
+            if want_ranges:
+                committed[item.tp] = _committed_rows(item, log)
+        if item.check_offsets:
+            mismatch = offset_mismatch(item.topic, item.partition, item.stored_offset, item.committed_offset,
+                                       log, group)
+            findings = [*findings, *([mismatch] if mismatch else [])]
+        findings = explain_partition(log, findings, facts, item.stored_offset, item.committed_offset, group)
+        rows.append(_summary_row(summary))
+        rows.extend(_finding_row(f) for f in findings)
+    rows.append({"rec": "task", "scan_seconds": t1 - t0, "reconcile_seconds": time.perf_counter() - t1})
+    return GroupResult(rows, {tp: c for tp, c in committed.items() if c})
+
+
+def _group_islands(reader: SinkReader, items: Sequence[WorkItem]) -> Iterator[tuple[WorkItem, Any]]:
+    """Each item with its partition's islands: one query for all of the group's partitions, except that a
+    partition of OWN_QUERY_ROWS sink rows or more gets a query of its own (sorting by offset alone beats
+    a window over many partitions, ~1.6x, and its own query's fixed cost is nothing next to its rows).
+    The islands stream out of the sink straight into the sweep: never a list of a partition's offsets."""
+    big = [i for i in items if i.sink_rows >= OWN_QUERY_ROWS]
+    for item in big:
+        yield item, reader.islands(item.topic, item.partition)
+    todo = {i.tp: i for i in items if i.sink_rows < OWN_QUERY_ROWS}
+    for tp, islands in groupby(reader.islands_in(list(todo)), key=lambda isl: (isl.topic, isl.partition)):
+        yield todo.pop(tp), islands
+    for item in todo.values():  # no rows in the sink
+        yield item, iter(())
+
+
+def _committed_rows(item: WorkItem, log: PartitionLog) -> list[dict[str, Any]]:
+    """The committed offsets [log start, LSO) by writer, for the key query: each key row then carries
+    who wrote it, and a key_duplicate's cause can name them."""
+    from eosctl.causes import committed_writers
+
+    return [{"first_offset": first, "last_offset": last, "producer_id": pid, "producer_epoch": epoch,
+             "marker_offset": marker} for first, last, pid, epoch, marker in committed_writers(log)]
 
 
 def _committed_rows(item: WorkItem, log: PartitionLog) -> list[dict[str, Any]]:
@@ -215,63 +325,68 @@ def _out_arrow_schema() -> Any:
     return pa.schema([(part.split()[0], types[part.split()[1]]) for part in OUT_SCHEMA.split(", ")])
 
 
-def partition_task(items: list[WorkItem], source: Source, sink: Sink, settings: TaskSettings,
-                   want_keys: bool, group: str | None = None) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """The task function of both engines: input batches carry work-item indexes (spark.range ids).
+def group_task(tasks: Sequence[Sequence[WorkItem]], source: Source, sink: Sink, settings: TaskSettings,
+               want_keys: bool, group: str | None = None) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The task function of both engines: input batches carry task indexes (spark.range ids), each the
+    index of a group of work items in ``tasks``.
 
-    Per item: the summary and finding rows, then (with want_keys) the keys of the partition's committed
-    rows, read in the same task so that key duplicates cost no second pass over the partitions."""
+    Per group: the summary and finding rows of its partitions and a row with its timings, then (with
+    want_keys) the keys of its partitions' committed rows, read in the same task so that key duplicates
+    cost no second pass over the partitions."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         schema = _out_arrow_schema()
         for batch in batches:
             for index in batch.column(0).to_pylist():
-                item = items[index]
+                items = tasks[index]
                 try:
-                    rows = _audit_partition(item, source, sink, settings, want_keys, group)
-                    yield _to_batch([r for r in rows if r["rec"] != "committed"], _OUT_NAMES, schema)
-                    committed = [r for r in rows if r["rec"] == "committed"]
-                    if committed:
-                        yield from _key_rows(item, committed, sink, settings, schema)
+                    with _open_sink(sink, settings) as reader:
+                        result = audit_group(items, source, reader, want_keys, group)
+                        yield _to_batch(result.rows, _OUT_NAMES, schema)
+                        if result.committed:
+                            yield from _key_rows(reader, result.committed, schema)
                 except EosctlError as e:
                     # One line travels back to the driver, which raises it: no executor traceback for
                     # an unreachable broker or a locked sink.
-                    rows = [{"rec": "error", "topic": item.topic, "partition": item.partition,
+                    rows = [{"rec": "error", "topic": items[0].topic, "partition": items[0].partition,
                              "kind": type(e).__name__, "detail": str(e)}]
                     yield _to_batch(rows, _OUT_NAMES, schema)
 
     return run
 
 
-def _key_rows(item: WorkItem, committed: list[dict[str, Any]], sink: Sink, settings: TaskSettings,
-              schema: Any) -> Iterator[Any]:
+def _key_rows(reader: SinkReader, committed: dict[TP, list[dict[str, Any]]], schema: Any) -> Iterator[Any]:
     """Key rows in the task's output schema: rec "key", the key, its offset in first_offset, its writer."""
     import numpy as np
     import pyarrow as pa
 
-    # The sink answers (key, offset) for offsets inside the committed ranges; each row's writer is the
-    # range's it falls in (sorted, disjoint): found by binary search, not by the sink.
-    starts = np.array([c["first_offset"] for c in committed], dtype=np.int64)
-    writers = {name: pa.array([c[name] for c in committed], getattr(pa, t)()) for name, t in _WRITER_TYPES}
-    spans = [(c["first_offset"], c["last_offset"]) for c in committed]
-    for b in _committed_keys(item.topic, item.partition, spans, sink, settings):
-        at = pa.array(np.searchsorted(starts, b.column(1).to_numpy(), side="right") - 1)
-        found = [b.column(0), b.column(1), *(writers[n].take(at) for n, _ in _WRITER_TYPES)]
-        b = pa.RecordBatch.from_arrays(found, names=["key", "offset", *(n for n, _ in _WRITER_TYPES)])
-        n = b.num_rows
-        cols = {"rec": pa.array(["key"] * n, pa.string()), "topic": pa.array([item.topic] * n, pa.string()),
-                "partition": pa.array([item.partition] * n, pa.int32()),
-                "first_offset": b.column(1).cast(pa.int64()), "key": b.column(0).cast(pa.string()),
-                **{name: b.column(name) for name, _ in _WRITER_TYPES}}
-        yield pa.RecordBatch.from_arrays([cols[f.name] if f.name in cols else pa.nulls(n, f.type)
-                                          for f in schema], schema=schema)
+    # The sink answers (key, topic, partition, offset) for offsets inside the committed ranges; each
+    # row's writer is the range's it falls in (sorted, disjoint per partition): found by binary search.
+    starts = {tp: np.array([c["first_offset"] for c in cs], dtype=np.int64) for tp, cs in committed.items()}
+    writers = {tp: {name: pa.array([c[name] for c in cs], getattr(pa, t)()) for name, t in _WRITER_TYPES}
+               for tp, cs in committed.items()}
+    spans = {tp: [(c["first_offset"], c["last_offset"]) for c in cs] for tp, cs in committed.items()}
+    for b in reader.committed_keys_in(spans):
+        for tp, part in _by_partition(b):
+            at = pa.array(np.searchsorted(starts[tp], part.column(3).to_numpy(), side="right") - 1)
+            n = part.num_rows
+            cols = {"rec": pa.array(["key"] * n, pa.string()), "topic": pa.array([tp[0]] * n, pa.string()),
+                    "partition": pa.array([tp[1]] * n, pa.int32()),
+                    "first_offset": part.column(3).cast(pa.int64()), "key": part.column(0).cast(pa.string()),
+                    **{name: writers[tp][name].take(at) for name, _ in _WRITER_TYPES}}
+            yield pa.RecordBatch.from_arrays([cols[f.name] if f.name in cols else pa.nulls(n, f.type)
+                                              for f in schema], schema=schema)
 
 
-def _committed_keys(topic: str, partition: int, committed: list[tuple[int, int]], sink: Sink,
-                    settings: TaskSettings) -> Iterator[Any]:
-    """Arrow batches (key, offset) of the partition's distinct committed rows with a key."""
-    with _open_sink(sink, settings) as reader:
-        yield from reader.committed_keys(topic, partition, committed)
+def _by_partition(batch: Any) -> Iterator[tuple[TP, Any]]:
+    """The rows of a (key, topic, partition, offset) batch per partition."""
+    import pyarrow as pa
+
+    at: dict[TP, list[int]] = {}
+    for i, tp in enumerate(zip(batch.column(1).to_pylist(), batch.column(2).to_pylist(), strict=True)):
+        at.setdefault(tp, []).append(i)
+    for tp, rows in at.items():
+        yield tp, batch.take(pa.array(rows, pa.int64()))
 
 
 # ---- the driver ----------------------------------------------------------------------------------
@@ -288,26 +403,29 @@ class AuditInput:
     settings: TaskSettings = field(default_factory=TaskSettings)
 
 
-def plan(source: Source, topics: Iterable[str], in_sink: Iterable[TP]) -> list[WorkItem]:
-    """Every partition of the audited topics, plus sink partitions Kafka doesn't have.
+def plan(source: Source, topics: Iterable[str], in_sink: dict[TP, int]) -> list[WorkItem]:
+    """Every partition of the audited topics with its leader and offsets (asked once, here), plus sink
+    partitions Kafka doesn't have. ``in_sink``: the sink's rows per partition.
 
     Sink rows for another topic that exists in Kafka are not audited (the sink may consume several
     topics and the user narrowed it with --topic); for a topic Kafka doesn't have, they are phantoms.
     """
     topics = tuple(dict.fromkeys(topics))
-    audited = source.partitions(topics)
-    items = [WorkItem(t, p, True) for t in topics for p in audited[t]]
+    audited = source.survey(topics)
+    items = [WorkItem(t, p, True, placement=pl, sink_rows=in_sink.get((t, p), 0))
+             for t in topics for p, pl in audited[t].items()]
     known = {(i.topic, i.partition) for i in items}
     others = {tp for tp in in_sink if tp not in known}
     existing = source.existing_topics() if any(t not in audited for t, _ in others) else {}
     for t, p in sorted(others):
         if t in audited or t not in existing:
-            items.append(WorkItem(t, p, False))
+            items.append(WorkItem(t, p, False, sink_rows=in_sink[(t, p)]))
     return items
 
 
 def prepare(inp: AuditInput) -> list[WorkItem]:
-    """Open and validate the sink, read Kafka metadata, list the work: fails fast, before Spark starts.
+    """Open and validate the sink, read Kafka metadata and every partition's offsets (once, for all tasks),
+    list the work: fails fast, before Spark starts.
 
     With a group, each item also carries the sink's stored offset and the group's committed one (both
     cheap to read here); the task, which has the log model, judges them. ``inp.sink`` is the one the
@@ -357,31 +475,37 @@ class Outcome:
     summaries: list[PartitionSummary]
     findings: list[Finding]
     timings: dict[str, float]  # partitions_seconds, keys_seconds, scan_seconds, reconcile_seconds
+    tasks: int = 0  # the tasks the engine ran (groups of partitions)
 
 
 def outcome(rows: Iterable[dict[str, Any]], key_findings: list[Finding], partitions_seconds: float,
-            keys_seconds: float) -> Outcome:
+            keys_seconds: float, tasks: int = 0) -> Outcome:
     """Task output rows (no key rows) and the key rule's findings, from either engine."""
     rows = list(rows)
     _raise_task_errors(r for r in rows if r["rec"] == "error")
     summaries = [r for r in rows if r["rec"] == "summary"]
     findings = [_finding_from(r) for r in rows if r["rec"] == "finding"]
+    spent = [r for r in rows if r["rec"] == "task"]
     # Summed over tasks: with several tasks at once they can exceed the phase's wall time.
     timings = {"partitions_seconds": round(partitions_seconds, 3), "keys_seconds": round(keys_seconds, 3),
-               "scan_seconds": round(sum(r["scan_seconds"] or 0.0 for r in summaries), 3),
-               "reconcile_seconds": round(sum(r["reconcile_seconds"] or 0.0 for r in summaries), 3)}
-    return Outcome([_summary_from(r) for r in summaries], findings + key_findings, timings)
+               "scan_seconds": round(sum(r["scan_seconds"] or 0.0 for r in spent), 3),
+               "reconcile_seconds": round(sum(r["reconcile_seconds"] or 0.0 for r in spent), 3)}
+    return Outcome([_summary_from(r) for r in summaries], findings + key_findings, timings, tasks)
 
 
 def run_spark(spark: Any, inp: AuditInput, items: list[WorkItem], progress: Progress = silent) -> Outcome:
-    """The Spark engine: one job. Its first stage runs the tasks; with a key column, a shuffle of the
-    same job groups the key rows by key (task rows pass through it, each in a group of its own)."""
+    """The Spark engine: one job. Its first stage runs the tasks, as many as the executors have cores
+    (auditors.grouping); with a key column, a shuffle of the same job groups the key rows by key (task
+    rows pass through it, each in a group of its own)."""
     from pyspark.sql import functions as F
 
+    from auditors.grouping import tasks as group_items
+
     want_keys = inp.sink.key_column is not None
-    progress(Step(PHASE_TASKS, 0, len(items)))
-    func = partition_task(items, inp.source, inp.sink, inp.settings, want_keys, inp.group)
-    frame = spark.range(0, len(items), 1, max(len(items), 1)).mapInArrow(func, OUT_SCHEMA)
+    tasks = group_items(items, spark_slots(spark))
+    progress(Step(PHASE_TASKS, 0, len(tasks)))
+    func = group_task(tasks, inp.source, inp.sink, inp.settings, want_keys, inp.group)
+    frame = spark.range(0, len(tasks), 1, max(len(tasks), 1)).mapInArrow(func, OUT_SCHEMA)
     if want_keys:
         is_key = F.col("rec") == "key"
         at = F.when(is_key, F.struct(F.col("topic"), F.col("partition"),
@@ -395,13 +519,26 @@ def run_spark(spark: Any, inp: AuditInput, items: list[WorkItem], progress: Prog
                  .agg(F.first(F.struct(*_OUT_NAMES)).alias("row"),
                       F.sort_array(F.collect_set("at")).alias("at"))
                  .where(~F.col("is_key") | (F.size("at") > 1)))
-    with _TaskProgress(spark, len(items), want_keys, progress) as phases:
+    with _TaskProgress(spark, len(tasks), want_keys, progress) as phases:
         rows = _collect(frame)
     if not want_keys:
-        return outcome(rows, [], phases.tasks_seconds, 0.0)
+        return outcome(rows, [], phases.tasks_seconds, 0.0, len(tasks))
     keys = [f for r in rows if r["is_key"] for f in _key_findings(r["g"], r["at"])]
     return outcome((r["row"] for r in rows if not r["is_key"]), keys, phases.tasks_seconds,
-                   phases.keys_seconds)
+                   phases.keys_seconds, len(tasks))
+
+
+def spark_slots(spark: Any) -> int:
+    """How many tasks the session runs at once: its executors' cores (defaultParallelism, which
+    auditors.spark leaves at Spark's default); Spark Connect has no SparkContext: the server's
+    spark.default.parallelism, else a small cluster's guess."""
+    try:
+        return max(1, int(spark.sparkContext.defaultParallelism))
+    except Exception:
+        try:
+            return max(1, int(spark.conf.get("spark.default.parallelism")))
+        except Exception:
+            return 8
 
 
 PHASE_TASKS = "auditing partitions"
@@ -539,5 +676,5 @@ class _TaskProgress:
                 return
 
 
-__all__ = ["AuditInput", "KafkaSource", "ModelSource", "Outcome", "TaskSettings", "WorkItem", "key_findings",
-           "partition_task", "plan", "prepare", "run_spark", "with_offsets"]
+__all__ = ["AuditInput", "KafkaSource", "ModelSource", "Outcome", "Placement", "TaskSettings", "WorkItem",
+           "audit_group", "group_task", "key_findings", "plan", "prepare", "run_spark", "with_offsets"]

@@ -2,8 +2,9 @@
 
 For the audits that don't need a cluster (the TUI in an incident, a snapshot, a CI gate on a small
 pipeline) Spark's fixed cost (JVM start, first job, first Python worker: seconds) dwarfs the work. Here
-each work item runs `job.partition_task` in a forked worker, exactly as in a Spark task; the key rows
-come back to this process and are grouped with DuckDB by the same rule as Spark's shuffle.
+the same groups of partitions as on Spark (auditors.grouping, one per worker) each run `job.group_task` in
+a forked worker, exactly as in a Spark task; the key rows come back to this process and are grouped with
+DuckDB by the same rule as Spark's shuffle.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
+from auditors.grouping import tasks as group_items
 from auditors.job import (
     PHASE_KEYS,
     PHASE_TASKS,
@@ -25,9 +27,9 @@ from auditors.job import (
     Source,
     TaskSettings,
     WorkItem,
+    group_task,
     key_findings,
     outcome,
-    partition_task,
 )
 from eosctl.config import Sink
 from eosctl.progress import Progress, Step, silent
@@ -47,19 +49,21 @@ def run_local(inp: AuditInput, items: list[WorkItem], workers: int | None = None
     import pyarrow.compute as pc
 
     want_keys = inp.sink.key_column is not None
-    progress(Step(PHASE_TASKS, 0, len(items)))
+    workers = workers or default_workers()
+    tasks = group_items(items, workers)
+    progress(Step(PHASE_TASKS, 0, len(tasks)))
     t0 = time.monotonic()
     rows: list[dict[str, Any]] = []
     keys: list[Any] = []
     startup = 0.0
-    if items:
+    if tasks:
         _preload()
-        n = max(1, min(workers or default_workers(), len(items)))
+        n = max(1, min(workers, len(tasks)))
         pool = ProcessPoolExecutor(max_workers=n, mp_context=_context(inp.sink), initializer=_worker_init)
         try:
             pending: set[Future[list[Any]]] = {
-                pool.submit(_run_item, item, inp.source, inp.sink, inp.settings, want_keys, inp.group)
-                for item in items}
+                pool.submit(_run_task, task, inp.source, inp.sink, inp.settings, want_keys, inp.group)
+                for task in tasks}
             startup = time.monotonic() - t0  # the first submit forks the workers
             done = 0
             while pending:
@@ -70,7 +74,7 @@ def run_local(inp: AuditInput, items: list[WorkItem], workers: int | None = None
                         keys.append(batch.filter(is_key).select(KEY_COLUMNS))
                         rows.extend(batch.filter(pc.invert(is_key)).to_pylist())
                     done += 1
-                progress(Step(PHASE_TASKS, done, len(items)))
+                progress(Step(PHASE_TASKS, done, len(tasks)))
         finally:
             gc.unfreeze()  # the workers are forked (all of them at the first submit)
             # On an error or a signal: don't wait for running tasks; the caller's guard kills the workers.
@@ -82,15 +86,16 @@ def run_local(inp: AuditInput, items: list[WorkItem], workers: int | None = None
         table = pa.Table.from_batches(keys) if keys else None
         found = key_findings(table) if table is not None and table.num_rows else []
     # The tasks' wall time after the pool started: start-up is its own phase (elapsed covers both).
-    return outcome(rows, found, t1 - t0 - startup, time.monotonic() - t1 if want_keys else 0.0), startup
+    return outcome(rows, found, t1 - t0 - startup, time.monotonic() - t1 if want_keys else 0.0,
+                   len(tasks)), startup
 
 
-def _run_item(item: WorkItem, source: Source, sink: Sink, settings: TaskSettings, want_keys: bool,
-              group: str | None) -> list[Any]:
+def _run_task(items: tuple[WorkItem, ...], source: Source, sink: Sink, settings: TaskSettings,
+              want_keys: bool, group: str | None) -> list[Any]:
     import pyarrow as pa
 
-    task = partition_task([item], source, sink, settings, want_keys, group)
-    return list(task(iter([pa.record_batch([pa.array([0], pa.int64())], names=["id"])])))
+    run = group_task([items], source, sink, settings, want_keys, group)
+    return list(run(iter([pa.record_batch([pa.array([0], pa.int64())], names=["id"])])))
 
 
 def _preload() -> None:

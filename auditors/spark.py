@@ -114,7 +114,7 @@ def session(
             "spark.app.name": app_name,
             "spark.driver.memory": driver_memory,
             "spark.sql.shuffle.partitions": str(shuffle_partitions),
-            "spark.default.parallelism": str(max(shuffle_partitions, 2)),
+            # spark.default.parallelism stays Spark's: the executors' cores, which the audit's tasks match.
             "spark.ui.enabled": "false",
             "spark.ui.showConsoleProgress": "false",
             "spark.driver.extraJavaOptions": java_opts,

@@ -48,8 +48,14 @@ class SyntheticSource:
     total: int
     seed: int = 7
 
-    def partitions(self, topics):
-        return {t: list(range(PARTITIONS)) for t in topics}
+    def survey(self, topics):
+        from auditors.job import Placement
+
+        n = self.total // PARTITIONS
+        return {t: {p: Placement(0, 0, n, n) for p in range(PARTITIONS)} for t in topics}
+
+    def scan(self, parts):
+        return {tp: self.load(*tp) for tp, _ in parts}
 
     def existing_topics(self):
         return {TOPIC: list(range(PARTITIONS))}
@@ -74,17 +80,18 @@ def synthetic_log(topic: str, partition: int, n: int, seed: int):
     return PartitionLog(topic, partition, 0, n, n, 0, n, ranges)
 
 
-def build(path: Path, source: SyntheticSource) -> dict[str, int]:
-    """Write ranges, the per-offset expected list (for the DuckDB baseline) and the sink table."""
+def build(path: Path, ranges_of: dict[tuple[str, int], list]) -> dict[str, int]:
+    """Write the log's ranges per (topic, partition), the per-offset expected list (for the DuckDB
+    baseline) and the sink table."""
     import duckdb
     import pyarrow as pa
 
     if path.exists():
         path.unlink()
     cols: dict[str, list] = {"t": [], "p": [], "first": [], "last": [], "kind": []}
-    for p in range(PARTITIONS):
-        for r in source.load(TOPIC, p).ranges:
-            cols["t"].append(TOPIC)
+    for (t, p), ranges in ranges_of.items():
+        for r in ranges:
+            cols["t"].append(t)
             cols["p"].append(p)
             cols["first"].append(r.first)
             cols["last"].append(r.last)
@@ -129,6 +136,19 @@ def duckdb_reconcile(path: Path, memory_limit: str) -> list[tuple]:
     with duckdb.connect(str(path), read_only=True) as con:
         con.execute(f"SET memory_limit = '{memory_limit}'")
         return con.execute(DUCKDB_SQL).fetchall()
+
+
+def measure_duckdb(path: Path, memory_limit: str) -> tuple[float, int, dict[str, int]]:
+    """The DuckDB baseline once: (seconds, peak RSS, records per finding kind); prints its line."""
+    with PeakRSS() as rss:
+        t = time.monotonic()
+        rows = duckdb_reconcile(path, memory_limit)
+        seconds = time.monotonic() - t
+    counts = {"gap": 0, "duplicate": 0}
+    for kind, *_, n in rows:
+        counts[kind] = counts.get(kind, 0) + n
+    print(f"  duckdb      {seconds:7.1f}s  peak {rss.peak / 2**30:.2f} GB", flush=True)
+    return seconds, rss.peak, counts
 
 
 class PeakRSS:
@@ -292,8 +312,15 @@ def main() -> None:
     ap.add_argument("--sinks-only", action="store_true", help="only the local engine per sink kind")
     ap.add_argument("--postgres-uri", help="a database to load the sink into (default: a local server "
                                            "this script starts and stops)")
+    ap.add_argument("--partitions-dimension", action="store_true",
+                    help="the partitions dimension instead (benchmarks/audit_partitions_bench.py)")
     ap.add_argument("--cold", help=argparse.SUPPRESS)  # internal: the child process of a cold run
-    args = ap.parse_args()
+    args, rest = ap.parse_known_args()
+    if args.partitions_dimension:  # a fixed total over 8 to 10,000 partitions, real I/O for small totals
+        here = Path(__file__).resolve().parent / "audit_partitions_bench.py"
+        os.execv(sys.executable, [sys.executable, str(here), "--partitions-dimension", *rest])
+    if rest:
+        ap.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.cold:
         cold(args)
         return
@@ -363,7 +390,8 @@ def _run_sizes(args: argparse.Namespace, workdir: Path, pg_uri: str | None) -> l
     for size in (parse_size(s) for s in args.sizes.split(",")):
         path = workdir / f"bench_{size}.duckdb"
         t = time.monotonic()
-        truth = build(path, SyntheticSource(size))
+        source = SyntheticSource(size)
+        truth = build(path, {(TOPIC, p): source.load(TOPIC, p).ranges for p in range(PARTITIONS)})
         print(f"\n{size:,} offsets: built in {time.monotonic() - t:.1f}s ({truth})", flush=True)
         want = {"gap": truth["gap_records"], "duplicate": truth["duplicate_rows"]}
         inp = _input(path, size, args.task_memory)

@@ -98,7 +98,9 @@ def decode_batch(raw: bytes | bytearray | memoryview) -> Batch:
     log_append_time = bool(attributes & LOG_APPEND_TIME_MASK)
     # Header-only unless the header cannot tell us what we need: compaction holes, the marker type, or
     # the first record's time when the header's first timestamp is a delete horizon.
-    if is_control or count != last_delta + 1 or horizon is not None:
+    if is_control and count == 1 and last_delta == 0 and not attributes & 0x07 and horizon is None:
+        marker = _marker(raw)  # the usual marker batch, read without building the record
+    if marker is None and (is_control or count != last_delta + 1 or horizon is not None):
         record_offsets, marker, first_record_ts = _decode_records(raw, base_offset, is_control)
         if count != last_delta + 1:
             offsets = tuple(record_offsets)
@@ -125,6 +127,41 @@ def decode_batch(raw: bytes | bytearray | memoryview) -> Batch:
         delete_horizon_ms=horizon,
         log_append_time=log_append_time,
     )
+
+
+def _marker(raw: bytes | bytearray | memoryview) -> str | None:
+    """The marker type of an uncompressed control batch of one record (how Kafka writes every marker:
+    MemoryRecords.withEndTransactionMarker), from the record's key; None if it isn't laid out so.
+
+    Record (DefaultRecord): length, attributes (1 byte), timestampDelta, offsetDelta, keyLength, key;
+    the key of an end-transaction marker is version (int16) and type (int16)."""
+    pos = HEADER_SIZE
+    try:
+        _, pos = _varint(raw, pos)  # length
+        pos += 1  # attributes
+        for _ in range(2):  # timestampDelta, offsetDelta
+            _, pos = _varint(raw, pos)
+        key_length, pos = _varint(raw, pos)
+        if key_length < CONTROL_KEY.size or pos + key_length > len(raw):
+            return None
+        _version, kind = CONTROL_KEY.unpack_from(raw, pos)
+    except (IndexError, struct.error):
+        return None
+    return MARKERS.get(kind, f"CONTROL({kind})")
+
+
+def _varint(raw: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
+    """A zigzag varint (Kafka's ByteUtils.readVarlong) at ``pos``: (value, position after it)."""
+    shift = result = 0
+    while True:
+        b = raw[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+        if shift > 63:
+            raise IndexError("varint too long")
 
 
 def _legacy_batch(raw: bytes | bytearray | memoryview, magic: int) -> Batch:

@@ -439,13 +439,15 @@ def scan_partition(client: WireClient, topic: str, partition: int, start: int | 
 
 def scan_partitions(client: WireClient, tps: Iterable[TP], start: Bound = None, end: Bound = None,
                     keep_batches: bool = False, progress: Progress | None = None,
-                    max_bytes: int = DEFAULT_MAX_BYTES) -> dict[TP, PartitionLog]:
+                    max_bytes: int = DEFAULT_MAX_BYTES,
+                    offsets: Mapping[TP, Offsets] | None = None) -> dict[TP, PartitionLog]:
     """Scan many partitions together: each round is one Fetch per leader covering all of them.
 
     ``start``/``end`` may be one offset for all partitions or a per-partition mapping (lag scans each
-    partition's own [committed, LSO) window in the same fetches).
+    partition's own [committed, LSO) window in the same fetches). ``offsets``: already read for every
+    partition (an audit's driver reads them once for all tasks); otherwise ListOffsets asks here.
     """
-    scans = open_scans(client, tps, start, end, keep_batches)
+    scans = open_scans(client, tps, start, end, keep_batches, offsets)
     run_scans(client, scans, progress, max_bytes)
     return {tp: s.finish() for tp, s in scans.items()}
 

@@ -377,6 +377,12 @@ class WireClient:
             out.update(self.fetch_many(left, max_bytes, isolation, longer[0]))
         return out
 
+    def know_leaders(self, leaders: Mapping[TP, int]) -> None:
+        """Take leaders someone already asked for (an audit's driver, for all partitions at once), so
+        requests go straight to them; a NOT_LEADER answer still makes the client ask again."""
+        for (topic, partition), leader in leaders.items():
+            self._leaders.setdefault(topic, {})[partition] = leader
+
     def brokers(self) -> list[int]:
         """Node ids of every broker the last metadata named."""
         if not self._leaders:

@@ -9,7 +9,7 @@ version), so a report can say what was audited.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -142,6 +142,12 @@ class SinkReader(Protocol):
 
     def committed_keys(self, topic: str, partition: int,
                        committed: list[tuple[int, int]]) -> Iterator[pa.RecordBatch]: ...
+
+    # For these partitions at once (an audit task's group): one query instead of one per partition.
+    def islands_in(self, tps: Sequence[TP]) -> Iterator[OffsetIsland]: ...
+
+    def committed_keys_in(self,
+                          committed: Mapping[TP, list[tuple[int, int]]]) -> Iterator[pa.RecordBatch]: ...
 
     def stored_offsets(self) -> list[StoredOffset] | None: ...
 

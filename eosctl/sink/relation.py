@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from eosctl.config import Sink
@@ -89,6 +89,31 @@ class SqlReader:
     def committed_keys(self, topic: str, partition: int,
                        committed: list[tuple[int, int]]) -> Iterator[pa.RecordBatch]:
         raise NotImplementedError
+
+    def committed_keys_in(self, committed: Mapping[TP, list[tuple[int, int]]]) -> Iterator[pa.RecordBatch]:
+        """Arrow batches (key, topic, partition, offset): committed_keys() of several partitions (an audit
+        task's group); here one query per partition, DuckDBReader asks once."""
+        import pyarrow as pa
+
+        for (topic, partition), ranges in committed.items():
+            for b in self.committed_keys(topic, partition, ranges):
+                n = b.num_rows
+                yield pa.RecordBatch.from_arrays(
+                    [b.column(0), pa.array([topic] * n, pa.string()), pa.array([partition] * n, pa.int32()),
+                     b.column(1)], names=["key", "topic", "partition", "offset"])
+
+    def islands_in(self, tps: Sequence[TP]) -> Iterator[OffsetIsland]:
+        """islands() of these partitions (an audit task's group) in one query, ordered by topic,
+        partition, first."""
+        if len(tps) <= 1:  # one partition: its own query sorts by offset alone
+            for topic, partition in tps:
+                yield from self.islands(topic, partition)
+            return
+        wanted = ", ".join(f"({literal(t)}, {int(p)})" for t, p in tps)
+        counts = (f"SELECT r.t, r.p, r.o, count(*) AS m FROM {self._rows} "
+                  f"JOIN (VALUES {wanted}) AS w(t, p) ON r.t = w.t AND r.p = w.p "
+                  "WHERE r.o IS NOT NULL GROUP BY r.t, r.p, r.o")
+        yield from islands_from(self._stream(islands_sql(counts, "PARTITION BY t, p ORDER BY o")))
 
     def _query(self, sql: str) -> list[tuple]:
         raise NotImplementedError
@@ -241,6 +266,31 @@ class DuckDBReader(SqlReader):
         except Exception as e:
             raise SinkError(f"reading keys of {topic}-{partition} from sink {self.source} "
                             f"failed: {as_given(self.sink, first_line(e))}") from None
+
+    def committed_keys_in(self, committed: Mapping[TP, list[tuple[int, int]]]) -> Iterator[pa.RecordBatch]:
+        """Arrow batches (key, topic, partition, offset) of the distinct rows with a key whose offset lies
+        in one of their partition's ``committed`` ranges: one query for all the partitions."""
+        import pyarrow as pa
+
+        ranges = [(t, p, first, last) for (t, p), rs in committed.items() for first, last in rs]
+        types = (pa.string(), pa.int32(), pa.int64(), pa.int64())
+        columns = [pa.array([r[i] for r in ranges], ty) for i, ty in enumerate(types)]
+        self.conn.register("committed_ranges", pa.table(columns, names=["t", "p", "rf", "rl"]))
+        key = ident(self.sink.key_column or "")
+        rows = (f"SELECT {self._t.value} AS t, {self._p.value} AS p, {self._o.value} AS o, "
+                f"CAST({key} AS VARCHAR) AS k FROM {self.relation} "
+                f"WHERE {self._o.valid} AND {key} IS NOT NULL")
+        # ASOF join: each row meets its partition's last range starting at or before its offset; inside it
+        # = committed. Rows of other partitions meet none.
+        sql = f"""
+            SELECT DISTINCT s.k AS key, s.t AS topic, s.p AS partition, s.o AS offset FROM ({rows}) s
+            ASOF JOIN committed_ranges r ON s.t = r.t AND s.p = r.p AND s.o >= r.rf
+            WHERE s.o <= r.rl"""
+        try:
+            yield from self.conn.sql(sql).to_arrow_reader(ISLAND_BATCH)
+        except Exception as e:
+            raise SinkError(f"reading keys from sink {self.source} failed: "
+                            f"{as_given(self.sink, first_line(e))}") from None
 
     def _query(self, sql: str) -> list[tuple]:
         try:

@@ -137,24 +137,24 @@ def test_ledger_passes_when_retention_removes_offsets_the_sink_holds(kafka_sim: 
 
 def test_the_audit_task_counts_what_retention_removed_as_unverifiable(kafka_sim: KafkaSim,
                                                                        tmp_path: Path) -> None:
-    """What one `eosctl audit` Spark task does for a partition (scan, then reconcile with the sink), run
+    """What one `eosctl audit` task does for its partitions (scan, then reconcile with the sink), run
     in-process: the sink's rows below the moved log start are unverifiable_below, not findings."""
-    from auditors.job import KafkaSource, TaskSettings, WorkItem, _audit_partition
+    from auditors.job import KafkaSource, TaskSettings, _open_sink, audit_group, plan
     from eosctl.config import Cluster, Sink
 
     p = kafka_sim.partition("t", 0)
     p.data(10)
     p.data(10)
     sink = sink_with(tmp_path / "sink.duckdb", {0: list(range(20))})
-    kafka_sim.inject("fetch", "t", 0, before=lambda: p.delete_before(10))
     source = KafkaSource(Cluster(name="sim", bootstrap_servers=kafka_sim.bootstrap))
+    items = plan(source, ["t"], {("t", 0): 20})  # the driver: leaders and offsets, before any task
+    kafka_sim.inject("fetch", "t", 0, before=lambda: p.delete_before(10))
     settings = TaskSettings(temp_directory=str(tmp_path / "tmp"))
-    rows = _audit_partition(WorkItem("t", 0, True), source, Sink(duckdb=sink), settings, want_ranges=False,
-                            group=None)
-    (row,) = rows  # one summary, no findings; `detail` carries the gap map's log segments
-    assert row["scan_seconds"] >= 0 and row["reconcile_seconds"] >= 0  # the task's own timings
-    timings = {"detail", "scan_seconds", "reconcile_seconds"}
-    assert {k: v for k, v in row.items() if k not in timings} == {
+    with _open_sink(Sink(duckdb=sink), settings) as reader:
+        rows = audit_group(items, source, reader, want_ranges=False, group=None).rows
+    row, task = rows  # one summary, no findings; `detail` carries the gap map's log segments
+    assert task["rec"] == "task" and task["scan_seconds"] >= 0 and task["reconcile_seconds"] >= 0
+    assert {k: v for k, v in row.items() if k != "detail"} == {
         "rec": "summary", "topic": "t", "partition": 0, "log_start_offset": 10, "last_stable_offset": 20,
         "high_watermark": 20, "expected_records": 10, "sink_rows": 20, "unverifiable": 10, "present": True}
 
