@@ -79,8 +79,8 @@ class DuckDBTail:
 
         path = str(self.sink.duckdb)
         check_duckdb_file(path, self.where, name=shown(self.sink))
-        started = time.monotonic()
         conn = connect_readonly(path, self.where, table=self.sink.table, name=shown(self.sink))
+        started = time.monotonic()  # the file is held from here (connecting may wait for the writer first)
         try:
             # One thread: a slice is small, and on a busy machine waiting for DuckDB's other threads to be
             # scheduled is what made slices long.
