@@ -225,7 +225,7 @@ def test_snapshot_stores_an_audit_report_file_and_refuses_a_bad_one(hanging_run,
                  str(tmp_path / "bad.json"))
     assert result.exit_code == 2 and not (tmp_path / "x.duckdb").exists()
     assert result.stderr.startswith(f"eosctl: error: {tmp_path / 'bad.json'} is not an `eosctl audit "
-                                    "--format json` report (KeyError")
+                                    "--format json` report (no 'verdict' field)")
     assert len(result.stderr.strip().splitlines()) == 1
 
 
