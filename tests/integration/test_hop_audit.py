@@ -194,27 +194,18 @@ def test_a_stage_running_during_the_audit_gives_no_false_finding(cluster, tmp_pa
     assert processed_during < total  # the stage was still running when the audit read it
 
 
-def test_key_lineage_pairs_outputs_with_inputs_by_key(run, tmp_path):
-    """No lineage in the records: outputs paired with committed inputs by key. The skipped batch is the
-    same gap at the same input offsets; the replayed batch a duplicate there; an output derived from an
-    aborted input whose order was retried is one output too many for its key: a duplicate at the
-    committed copy (key lineage can't tell the copies apart), never a false gap."""
-    workdir, manifest = run
+def test_key_lineage_pairs_outputs_with_inputs_by_key(cluster, tmp_path):
+    """No lineage in the records: outputs paired with committed inputs by key, in order. Without
+    read-uncommitted input (whose aborted copies share their key with the retried ones, which key lineage
+    can't tell apart), key lineage finds exactly what offset lineage finds: the skipped batch as the same
+    gap, the replayed one as the same duplicate, the upstream retry as the same key duplicate."""
+    workdir = tmp_path / "run"
+    manifest = run_pipeline(cluster, f"k{uuid.uuid4().hex[:8]}", workdir,
+                            faults=["stage-replay", "stage-skip", "upstream-retry"], records=120)
     config = (workdir / "eosctl.toml").read_text().replace('lineage = "headers"', 'lineage = "key"')
     (tmp_path / "eosctl.toml").write_text(config)
     code, out, err = audit("-c", str(tmp_path / "eosctl.toml"), "-p", f"{manifest['prefix']}.process",
                            "--engine", "local", "--format", "json")
     assert code == 1, err
-    found = json.loads(out)["findings"]
-    expected = _stage(manifest)["expected_findings"]
-
-    def of(kind: str, findings: list[dict]) -> list[tuple]:
-        return comparable([f for f in findings if f["kind"] == kind])
-
-    assert of("gap", found) == of("gap", expected)
-    assert of("key_duplicate", found) == of("key_duplicate", expected)
-    assert {f["kind"] for f in found} == {"gap", "duplicate", "key_duplicate"}
-    r = next(f for f in expected if f["kind"] == "duplicate")  # the replayed batch
-    assert any(f["kind"] == "duplicate" and f["partition"] == r["partition"]
-               and f["first_offset"] <= r["first_offset"] <= r["last_offset"] <= f["last_offset"]
-               for f in found)
+    assert comparable(json.loads(out)["findings"]) == comparable(_stage(manifest)["expected_findings"])
+    assert {f["kind"] for f in _stage(manifest)["expected_findings"]} == {"gap", "duplicate", "key_duplicate"}
