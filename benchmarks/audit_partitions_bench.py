@@ -44,6 +44,9 @@ from pathlib import Path
 _T0 = time.monotonic()  # the "cold" Spark measurement counts from here (the child process's start)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# Spark's Python workers unpickle the synthetic source, whose code comes from audit_bench: let them import it.
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(Path(__file__).resolve().parent),
+                                                       os.environ.get("PYTHONPATH")) if p)
 from audit_bench import build, measure_duckdb, parse_size, synthetic_log, tree_rss  # noqa: E402
 
 TOPIC = "bench"
