@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from eosctl import procs
 from eosctl.clients import confluent_admin
 from eosctl.config import Cluster
 from eosctl.errors import BrokerError, EosctlError
@@ -66,24 +66,9 @@ def port_open(port: int, host: str = "127.0.0.1") -> bool:
         return s.connect_ex((host, port)) == 0
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie child of ours still answers kill(0); it is not a running broker.
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
 def _is_our_broker(state: SandboxState) -> bool:
     """The pid is alive and is the broker for this data dir (pids are reused after a crash)."""
-    if not _pid_alive(state.pid):
+    if not procs.alive(state.pid):
         return False
     try:
         cmdline = Path(f"/proc/{state.pid}/cmdline").read_bytes().split(b"\0")
@@ -170,35 +155,10 @@ def up(home: Path, port: int | None = None, timeout: float = 30.0) -> tuple[Sand
             time.sleep(0.05)
         wait_for_metadata(state.bootstrap, timeout=max(1.0, deadline - time.monotonic()))
     except BaseException:
-        _stop_pid(proc.pid)
+        procs.stop(proc.pid)
         raise
     (home / STATE_FILE).write_text(json.dumps(asdict(state), indent=2))
     return state, True
-
-
-def _stop_pid(pid: int, timeout: float = 10.0) -> None:
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        _reap(pid)
-        if not _pid_alive(pid):
-            return
-        time.sleep(0.05)
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        return
-    _reap(pid)
-
-
-def _reap(pid: int) -> None:
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
 
 
 def down(home: Path) -> SandboxState | None:
@@ -206,7 +166,7 @@ def down(home: Path) -> SandboxState | None:
     state = status(home)
     if state is None:
         return None
-    _stop_pid(state.pid)
+    procs.stop(state.pid)
     (home / STATE_FILE).unlink(missing_ok=True)
     return state
 

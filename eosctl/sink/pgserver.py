@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+from eosctl import procs
 from eosctl.errors import EosctlError
 
 STATE_FILE = "postgres.json"
@@ -118,7 +119,7 @@ def start(home: Path | None = None, *, password: str | None = None, timeout: flo
         _wait_ready(server, proc, log, timeout)
     except BaseException:
         if proc is not None:
-            _stop_pid(proc.pid)
+            procs.stop(proc.pid, signal.SIGINT)
             proc.wait(timeout=5)
         if owned:
             shutil.rmtree(root, ignore_errors=True)
@@ -160,50 +161,14 @@ def running(home: Path) -> LocalPostgres | None:
         server = LocalPostgres(**json.loads((Path(home) / STATE_FILE).read_text()))
     except (OSError, ValueError, TypeError):
         return None
-    return server if _alive(server.pid) and Path(server.root, "data").is_dir() else None
+    return server if procs.alive(server.pid) and Path(server.root, "data").is_dir() else None
 
 
 def stop(server: LocalPostgres, home: Path | None = None, timeout: float = 10.0) -> None:
     """Fast shutdown (SIGINT: running transactions are rolled back), SIGKILL after ``timeout``."""
-    _stop_pid(server.pid, timeout)
+    procs.stop(server.pid, signal.SIGINT, timeout)
     if server.owned_root:
         shutil.rmtree(server.root, ignore_errors=True)
     if home is not None:
         (Path(home) / STATE_FILE).unlink(missing_ok=True)
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie (our own child, not yet reaped) is not a running server
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
-def _stop_pid(pid: int, timeout: float = 10.0) -> None:
-    try:
-        os.kill(pid, signal.SIGINT)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + timeout
-    while _alive(pid) and time.monotonic() < deadline:
-        _reap(pid)
-        time.sleep(0.05)
-    if _alive(pid):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    _reap(pid)
-
-
-def _reap(pid: int) -> None:
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 NO_EXTENSION_DOWNLOADS = {"autoinstall_known_extensions": False}
 
 
-class SqlReader:
+class SqlReader(ABC):
     """Read-only queries over one sink relation. Use as a context manager, or call close().
 
     A subclass runs the SQL: _query (all rows), _stream (batches: Arrow, or lists of row tuples),
@@ -80,15 +81,18 @@ class SqlReader:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @abstractmethod
     def close(self) -> None:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def limit(self, limits: Limits) -> None:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def committed_keys(self, topic: str, partition: int,
                        committed: list[tuple[int, int]]) -> Iterator[pa.RecordBatch]:
-        raise NotImplementedError
+        ...
 
     def committed_keys_in(self, committed: Mapping[TP, list[tuple[int, int]]]) -> Iterator[pa.RecordBatch]:
         """Arrow batches (key, topic, partition, offset): committed_keys() of several partitions (an audit
@@ -115,11 +119,13 @@ class SqlReader:
                   "WHERE r.o IS NOT NULL GROUP BY r.t, r.p, r.o")
         yield from islands_from(self._stream(islands_sql(counts, "PARTITION BY t, p ORDER BY o")))
 
+    @abstractmethod
     def _query(self, sql: str) -> list[tuple]:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _stream(self, sql: str) -> Iterator[Any]:
-        raise NotImplementedError
+        ...
 
     def summaries(self) -> list[SinkPartition]:
         """Per partition the sink names validly; rows with an invalid offset are counted, not summarised."""

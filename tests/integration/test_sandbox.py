@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from eosctl import sandbox
+from eosctl import procs, sandbox
 
 pytestmark = pytest.mark.integration
 
@@ -34,7 +34,7 @@ def test_up_status_down_and_up_twice(tmp_path):
     finally:
         down = eosctl(tmp_path, "sandbox", "down")
     assert down.stdout.strip() == f"sandbox stopped (pid {state['pid']})"
-    assert not sandbox._pid_alive(state["pid"])
+    assert not procs.alive(state["pid"])
     assert not sandbox.port_open(state["port"])
     status = eosctl(tmp_path, "sandbox", "status")
     assert status.returncode == 1 and "not running" in status.stdout

@@ -1,0 +1,49 @@
+"""Servers eosctl starts for the user (the sandbox broker, a local PostgreSQL): is one alive, stop it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs. A zombie (our own child, not yet reaped) still answers kill(0): not running."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def stop(pid: int, sig: int = signal.SIGTERM, timeout: float = 10.0) -> None:
+    """Ask with ``sig`` (each server's own clean shutdown signal), then SIGKILL after ``timeout``; reap it."""
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        reap(pid)
+        if not alive(pid):
+            return
+        time.sleep(0.05)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    reap(pid)
+
+
+def reap(pid: int) -> None:
+    """Collect ``pid``'s exit status if it is our child (so it leaves no zombie); otherwise nothing."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
