@@ -142,11 +142,13 @@ def read_sections(cap: Capture, target: Target, client: WireClient, admins: Admi
                   known: dict[str, dict[int, int]], max_age_s: float,
                   offsets: dict[TP, Offsets] | None = None, only: Collection[str] = SECTIONS,
                   lag_groups: Sequence[str] | None = None,
-                  scan_limit: int = lag_mod.DEFAULT_SCAN_LIMIT) -> None:
+                  scan_limit: int = lag_mod.DEFAULT_SCAN_LIMIT,
+                  describe: Callable[[list[TP]], Described] | None = None) -> None:
     """The sections besides the logs and the ledger (transactions, producers, lag, hanging), each one
     failing on its own; ``cap.logs`` is read already. ``offsets``: the partitions' offsets if just read;
     ``only``: the sections wanted; ``lag_groups``: the groups whose lag is measured (default: the
-    target's group, else every group of the topics)."""
+    target's group, else every group of the topics); ``describe``: DescribeProducers for partitions (the
+    live model's asks only where the log changed)."""
     tps = [(t, p) for t, parts in known.items() for p in sorted(parts)]
     prefix = target.pipeline.transactional_id_prefix if target.pipeline else None
     answers: list[Described] = []
@@ -155,7 +157,8 @@ def read_sections(cap: Capture, target: Target, client: WireClient, admins: Admi
         # DescribeProducers once, for both the hanging rules and the producers table; inside a section, so
         # a broker that fails it costs only those sections.
         if not answers:
-            answers.append(txns_mod.describe_producers(admins.kafka, tps) if tps else ({}, "ok"))
+            ask = describe or (lambda parts: txns_mod.describe_producers(admins.kafka, parts))
+            answers.append(ask(tps) if tps else ({}, "ok"))
         return answers[0]
 
     def transactions() -> list[TxnInfo]:

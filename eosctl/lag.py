@@ -198,7 +198,8 @@ def poll(client: WireClient, admin: AdminClient, groups: Sequence[str] | None = 
             per_tp[tp].append(c)
     windows = scan_windows(per_tp, offsets, scan_limit)
     logs = scan_partitions(client, list(windows), start={tp: w[0] for tp, w in windows.items()},
-                           end={tp: w[1] for tp, w in windows.items()}, keep_batches=True) if windows else {}
+                           end={tp: w[1] for tp, w in windows.items()}, keep_batches=True,
+                           offsets=offsets) if windows else {}
     blocked = [tp for tp in tps if offsets[tp].last_stable < offsets[tp].high_watermark]
     txns = open_transactions(client, blocked, {tp: offsets[tp].last_stable for tp in blocked})
     # Aged as `txns hanging` ages them: by the coordinator's start time where it has one.
@@ -330,14 +331,16 @@ class Watch:
 
     def group_status(self, group: str) -> Status:
         """The worst partition's status, naming that partition."""
-        worst: tuple[Status, str] | None = None
-        for g, topic, partition in self._samples:
-            if g != group:
-                continue
-            s = self.partition_status(g, topic, partition)
-            if worst is None or s.severity > worst[0].severity:
-                worst = (s, f"{topic}[{partition}]")
-        if worst is None:
-            return Status("ERR", "no partitions")
-        status, where = worst
-        return Status(status.status, f"{where} {status.cause}" if status.cause else "")
+        return worst_of(group, {key: self.partition_status(*key) for key in self._samples if key[0] == group})
+
+
+def worst_of(group: str, statuses: Mapping[tuple[str, str, int], Status]) -> Status:
+    """A group's status from its partitions' (keyed group, topic, partition): the worst, naming where."""
+    worst: tuple[Status, str] | None = None
+    for (g, topic, partition), s in statuses.items():
+        if g == group and (worst is None or s.severity > worst[0].severity):
+            worst = (s, f"{topic}[{partition}]")
+    if worst is None:
+        return Status("ERR", "no partitions")
+    status, where = worst
+    return Status(status.status, f"{where} {status.cause}" if status.cause else "")

@@ -31,7 +31,7 @@ from eosctl.capture import NOT_CAPTURED, SECTIONS, SKIPPED, Capture, read_sectio
 from eosctl.clients import Admins
 from eosctl.config import Sink
 from eosctl.errors import BrokerError, EosctlError, SinkError, first_line
-from eosctl.lag import DEFAULT_SCAN_LIMIT, LagSnapshot, Status, Watch
+from eosctl.lag import DEFAULT_SCAN_LIMIT, LagSnapshot, Status, Watch, worst_of
 from eosctl.ledger import SinkSide, ledger_of, read_sink
 from eosctl.logscan import LogScan, open_scans, run_scans
 from eosctl.model import TP, PartitionLog
@@ -40,7 +40,7 @@ from eosctl.sink import shown
 from eosctl.sink.change import change_token
 from eosctl.sink.tail import DuckDBTail
 from eosctl.target import Target
-from eosctl.txns import DEFAULT_MAX_AGE_S
+from eosctl.txns import DEFAULT_MAX_AGE_S, Described, describe_producers
 from eosctl.wire import Offsets, WireClient
 
 LagKey = tuple[str, str, int]  # group, topic, partition
@@ -51,6 +51,15 @@ DEFAULT_TIMEOUT_MS = 5_000
 # a sink not caught up by then shows its last complete state (the ledger says how far the first read got)
 # and the next refresh goes on, so a huge sink never holds up the Kafka sections.
 SINK_BUDGET_S = 2.0
+# Between two full readings of the offsets (ListOffsets cross-checked against a Fetch, WireClient.offsets), a
+# refresh takes them from one Fetch at the high watermarks it last saw: a quarter of the requests. The full
+# reading still runs at the first refresh, every OFFSETS_EVERY_S, and at every refresh while the broker's
+# answers disagree, so a broker that misanswers is named as soon as and for as long as a capture would.
+OFFSETS_EVERY_S = 60.0
+# DescribeProducers is asked again only for partitions whose offsets moved (a producer's state changes only
+# with what it appends, and with retention), and for all of them every PRODUCERS_EVERY_S: producer ids also
+# expire with time alone (producer.id.expiration.ms, a day by default).
+PRODUCERS_EVERY_S = 60.0
 
 
 @dataclass
@@ -77,7 +86,8 @@ class LagHistory:
         for key in set(self.series) - seen:
             del self.series[key]
         self.statuses = {key: self.watch.partition_status(*key) for key in self.series}
-        self.group_statuses = {g: self.watch.group_status(g) for g in snap.groups()}
+        # From the statuses just computed: asking the watch again evaluates every partition twice.
+        self.group_statuses = {g: worst_of(g, self.statuses) for g in snap.groups()}
 
     def lists(self) -> dict[LagKey, list[int]]:
         return {k: list(v) for k, v in self.series.items()}
@@ -124,7 +134,8 @@ class LiveModel:
                  sink_every_s: float = 30.0, max_age_s: float = DEFAULT_MAX_AGE_S,
                  admins: Admins | None = None, timeout_ms: int = DEFAULT_TIMEOUT_MS,
                  sections: Collection[str] = SECTIONS, lag_groups: Sequence[str] | None = None,
-                 scan_limit: int = DEFAULT_SCAN_LIMIT) -> None:
+                 scan_limit: int = DEFAULT_SCAN_LIMIT, offsets_every_s: float = OFFSETS_EVERY_S,
+                 producers_every_s: float = PRODUCERS_EVERY_S) -> None:
         self.target = target
         self.sections = tuple(sections)
         self.lag_groups, self.scan_limit = lag_groups, scan_limit
@@ -134,6 +145,7 @@ class LiveModel:
         self.sink_every_s = sink_every_s
         self.max_age_s = max_age_s
         self.timeout_ms = timeout_ms
+        self.offsets_every_s, self.producers_every_s = offsets_every_s, producers_every_s
         output = [pipe.output_topic] if pipe and pipe.output_topic else []
         self.topics = list(dict.fromkeys([*target.topics, *output]))
         self._own_admins = admins is None
@@ -154,6 +166,10 @@ class LiveModel:
         self._sink_read_at = 0.0  # time.monotonic() of the last sink read
         self._sink_error: str | None = None
         self._tail: DuckDBTail | None | bool = None  # False: the sink can't be read incrementally
+        self._offsets: dict[TP, Offsets] = {}  # as the last refresh read them
+        self._offsets_checked_at: float | None = None  # time.monotonic() of the last full reading
+        self._described: dict[TP, tuple[tuple[int, int, int], list]] = {}  # offsets when asked, producers
+        self._described_all_at: float | None = None
 
     @property
     def current(self) -> Capture | None:
@@ -173,22 +189,24 @@ class LiveModel:
                 self._read_sink()
             clock("sink")
             client = self._connect()
-            # Asked even for no topic: the admin clients below are used only once the broker answered
-            # (librdkafka aborts the process when a coordinator request loses its connection, see
-            # eosctl.clients.Admins.reset).
-            known = client.metadata(self.topics)
-            tps = [(t, p) for t, parts in known.items() for p in sorted(parts)]
-            offsets = client.offsets(tps) if tps else {}
-            clock("offsets")
-            if "logs" in self.sections:
-                self._read_logs(cap, client, tps, offsets)
-            clock("logs")
-            read_sections(cap, self.target, client, self.admins, known, self.max_age_s, offsets,
-                          only=self.sections, lag_groups=self.lag_groups, scan_limit=self.scan_limit)
-            clock("sections")
-            if "ledger" in self.sections:
-                self._ledger(cap, client, offsets)
-            clock("ledger")
+            with client.hold_metadata():
+                # Asked even for no topic: the admin clients below are used only once the broker answered
+                # (librdkafka aborts the process when a coordinator request loses its connection, see
+                # eosctl.clients.Admins.reset).
+                known = client.metadata(self.topics)
+                tps = [(t, p) for t, parts in known.items() for p in sorted(parts)]
+                offsets = self._read_offsets(client, tps)
+                clock("offsets")
+                if "logs" in self.sections:
+                    self._read_logs(cap, client, tps, offsets)
+                clock("logs")
+                read_sections(cap, self.target, client, self.admins, known, self.max_age_s, offsets,
+                              only=self.sections, lag_groups=self.lag_groups, scan_limit=self.scan_limit,
+                              describe=lambda parts: self._describe(client, parts, offsets))
+                clock("sections")
+                if "ledger" in self.sections:
+                    self._ledger(cap, client, offsets)
+                clock("ledger")
         except BrokerError as e:
             error = e
             self.up = False
@@ -209,6 +227,49 @@ class LiveModel:
             self.last_refresh_seconds = time.monotonic() - started
         self._settle(cap)
         return cap
+
+    # --- offsets and producers ----------------------------------------------------------------------
+
+    def _read_offsets(self, client: WireClient, tps: list[TP]) -> dict[TP, Offsets]:
+        """Every partition's log start, HW and LSO (see OFFSETS_EVERY_S)."""
+        if not tps:
+            return {}
+        now = time.monotonic()
+        full = (self._offsets_checked_at is None or now - self._offsets_checked_at >= self.offsets_every_s
+                or any(o.disagreement for o in self._offsets.values()))
+        if full:
+            out = client.offsets(tps)
+            self._offsets_checked_at = now
+        else:
+            out = client.served_offsets({tp: self._offsets[tp].high_watermark
+                                         for tp in tps if tp in self._offsets})
+            rest = [tp for tp in tps if tp not in out]
+            if rest:  # new partitions, or ones truncated or emptied by retention since
+                out.update(client.offsets(rest))
+            out = {tp: out[tp] for tp in tps}
+        self._offsets = out
+        return out
+
+    def _describe(self, client: WireClient, tps: list[TP], offsets: dict[TP, Offsets]) -> Described:
+        """DescribeProducers' answer for ``tps``, asked only where it may have changed (PRODUCERS_EVERY_S)."""
+        now = time.monotonic()
+        every = self._described_all_at is None or now - self._described_all_at >= self.producers_every_s
+        ask = [tp for tp in tps if every or tp not in self._described
+               or self._described[tp][0] != offsets[tp].triple]
+        if ask:
+            answer, status = describe_producers(self.admins.kafka, ask,
+                                                leaders={tp: client.leader(*tp) for tp in ask})
+            if status != "ok":
+                self._described.clear()
+                self._described_all_at = None
+                return answer, status
+            for tp in ask:
+                self._described[tp] = (offsets[tp].triple, answer.get(tp, []))
+        if every:
+            self._described_all_at = now
+        for tp in set(self._described) - set(tps):
+            del self._described[tp]
+        return {tp: self._described[tp][1] for tp in tps}, "ok"
 
     # --- logs -------------------------------------------------------------------------------------
 
