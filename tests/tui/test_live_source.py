@@ -4,6 +4,7 @@ whole-log scans, and takes producers and fencing from the core as they are."""
 
 from __future__ import annotations
 
+import contextlib
 from datetime import UTC, datetime
 
 import pytest
@@ -63,12 +64,21 @@ class FakeWire:
     def offsets(self, tps):
         return {tp: OFFSETS[tp] for tp in tps}
 
+    def served_offsets(self, positions):
+        return {tp: OFFSETS[tp] for tp in positions}
+
+    def hold_metadata(self):
+        return contextlib.nullcontext()
+
+    def leader(self, topic, partition):
+        return 1
+
 
 @pytest.fixture
 def live(monkeypatch):
     """A LiveSource over fakes; returns (source, record) where record counts what was built and passed."""
     record: dict = {"confluent": 0, "kafka": 0, "closed": 0, "ledger_logs": None, "producer_logs": None,
-                    "fail_lag": False, "describe_producers": 0, "described": []}
+                    "fail_lag": False, "describe_producers": 0, "described": [], "asked": []}
 
     class Admin:
         def close(self):
@@ -99,9 +109,10 @@ def live(monkeypatch):
             raise BrokerError("no answer for the committed offsets of group 'shop.sink' within 5s")
         return lag.LagSnapshot(0, [], {})
 
-    def describe_producers(admin, tps):
+    def describe_producers(admin, tps, leaders=None):
         record["describe_producers"] += 1
-        return {}, "ok"
+        record["asked"].append(sorted(tps))
+        return {tp: [] for tp in tps}, "ok"
 
     def find_hanging(client, admin, topics, max_age_s, now_ms=None, described=None, **kw):
         record["described"].append(described)
@@ -155,9 +166,17 @@ def test_admin_clients_are_built_once_and_rebuilt_after_a_broker_error(live):
 def test_one_describe_producers_per_refresh_serves_hanging_and_producers(live):
     source, record = live
     source.fetch()
+    answer = ({("shop.orders", 0): [], ("shop.orders", 1): []}, "ok")
+    assert record["described"] == [answer] * 2
+    # Offsets unchanged: nothing asked again (a producer's state changes only with what it appends) ...
     source.fetch()
-    assert record["describe_producers"] == 2
-    assert record["described"] == [({}, "ok")] * 4
+    assert record["describe_producers"] == 1
+    assert record["described"] == [answer] * 4
+    # ... but every partition again once producers_every_s has passed (producer ids also expire with time).
+    source.model.producers_every_s = 0
+    source.fetch()
+    assert record["asked"] == [[("shop.orders", 0), ("shop.orders", 1)]] * 2
+    assert record["described"] == [answer] * 6
 
 
 def test_with_a_sink_the_source_partitions_are_read_whole_and_the_ledger_gets_them(live):
