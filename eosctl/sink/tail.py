@@ -77,7 +77,9 @@ class DuckDBTail:
         # Imported before the file is held (the first import of each takes seconds on a busy machine):
         import duckdb  # noqa: F401
         import numpy  # noqa: F401
+        import pandas  # noqa: F401  (DuckDB's Arrow export imports it on first use)
         import pyarrow  # noqa: F401
+        import pyarrow.compute  # noqa: F401
 
         path = str(self.sink.duckdb)
         check_duckdb_file(path, self.where, name=shown(self.sink))
@@ -150,7 +152,11 @@ class DuckDBTail:
                                   ).fetchall()
         last_row = _row_at(conn, self.sink, table, hi - 1)
         for tp, islands in _islands(conn, reader).items():
-            s.islands[tp] = merge_islands(s.islands.get(tp, []), islands)
+            held = s.islands.get(tp)
+            if held and islands[0].first > held[-1].last:
+                _append(held, islands)  # the usual case: rows past the ones read (in place: O(new rows))
+            else:
+                s.islands[tp] = merge_islands(held or [], islands)
         s.count += count
         s.rows_read = hi
         s.last_row = last_row
@@ -235,12 +241,18 @@ def merge_islands(a: list[OffsetIsland], b: list[OffsetIsland]) -> list[OffsetIs
 
 def _maximal(islands: list[OffsetIsland]) -> list[OffsetIsland]:
     out: list[OffsetIsland] = []
-    for i in islands:
-        if out and out[-1].last + 1 == i.first and out[-1].multiplicity == i.multiplicity:
-            out[-1] = replace(out[-1], last=i.last)
-        else:
-            out.append(i)
+    _append(out, islands)
     return out
+
+
+def _append(into: list[OffsetIsland], islands: list[OffsetIsland]) -> None:
+    """Append islands past the last of ``into``, joining neighbours of equal multiplicity."""
+    for i in islands:
+        last = into[-1] if into else None
+        if last is not None and last.last + 1 == i.first and last.multiplicity == i.multiplicity:
+            into[-1] = OffsetIsland(last.topic, last.partition, last.first, i.last, last.multiplicity)
+        else:
+            into.append(i)
 
 
 def _merge_invalid(into: dict[tuple, Finding], f: Finding) -> None:
