@@ -293,10 +293,13 @@ def ledger_of(
     logs: dict[TP, PartitionLog] | None = None,
     offsets: dict[TP, Offsets] | None = None,
     progress: Progress | None = None,
+    memo: dict[TP, tuple[tuple, PartitionLedger]] | None = None,
 ) -> Ledger:
     """The ledger from the sink's side read before, and Kafka now (the group's ``committed`` offsets).
     ``logs``: whole-log scans the caller has (the rest are scanned here when ``scan``); ``offsets``: the
-    partitions' offsets if the caller just read them."""
+    partitions' offsets if the caller just read them. ``memo``: kept by a caller that asks again and again
+    (the live model): a partition whose inputs are the same as last time (its log the same object) keeps
+    its row, so a refresh reconciles only the partitions that changed."""
     summaries, islands, invalid = side.summaries, side.islands, side.invalid
     stored = side.stored or {}
     expected_topics = list(dict.fromkeys(topics))
@@ -323,10 +326,15 @@ def ledger_of(
         by_tp.setdefault((f.topic, f.partition), []).append(f)
     rows = []
     for tp in tps:
-        row = partition_ledger(tp[0], tp[1], summaries.get(tp), islands.get(tp, []), stored.get(tp),
-                               committed.get(tp), offsets.get(tp), logs.get(tp),
-                               compare_offsets=compare and tp[0] in expected_topics,
-                               invalid=by_tp.pop(tp, ()))
+        args = (summaries.get(tp), islands.get(tp, []), stored.get(tp), committed.get(tp), offsets.get(tp),
+                logs.get(tp), compare and tp[0] in expected_topics, tuple(by_tp.pop(tp, ())))
+        kept = memo.get(tp) if memo is not None and tp[0] not in unexpected else None
+        if kept is not None and kept[0][5] is args[5] and kept[0][:5] == args[:5] and kept[0][6:] == args[6:]:
+            rows.append(kept[1])
+            continue
+        row = partition_ledger(tp[0], tp[1], *args[:6], compare_offsets=args[6], invalid=args[7])
+        if memo is not None and tp[0] not in unexpected:
+            memo[tp] = (args, row)
         if tp[0] in unexpected:
             row.flags.insert(0, LedgerFlag("unexpected_topic", row.min_offset, row.max_offset, row.rows,
                                            f"topic {tp[0]} is not a source topic of the pipeline"
@@ -334,6 +342,9 @@ def ledger_of(
         rows.append(row)
     # Rows whose topic or partition is itself invalid (or names a partition nothing else does): one row
     # each, first, so the table and JSON show them without guessing a partition.
+    if memo is not None:
+        for tp in set(memo) - set(tps):
+            del memo[tp]
     rows[:0] = [PartitionLedger(t, p, rows=sum(f.count for f in fs), flags=invalid_flags(fs))
                 for (t, p), fs in sorted(by_tp.items(), key=lambda kv: (kv[0][0] or "", kv[0][1] or -1))]
     return Ledger(pipeline, side.shown, group, scan, rows,

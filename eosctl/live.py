@@ -171,6 +171,7 @@ class LiveModel:
         self._offsets_checked_at: float | None = None  # time.monotonic() of the last full reading
         self._described: dict[TP, tuple[tuple[int, int, int], list]] = {}  # offsets when asked, producers
         self._described_all_at: float | None = None
+        self._ledger_rows: dict = {}  # eosctl.ledger.ledger_of's rows by what they were computed from
 
     @property
     def current(self) -> Capture | None:
@@ -379,8 +380,10 @@ class LiveModel:
             tail = self._tail
             stored = None if tail.state.stored is None else {
                 (s.topic, s.partition): s.next_offset for s in tail.state.stored}
-            return SinkSide(tail.summaries(), stored, {tp: i for tp, i in tail.state.islands.items() if i},
-                            tail.invalid_rows(), f"{shown(self.sink)} ({self.sink.table})")
+            # Copies: the tail appends to its lists in place while a later read is under way.
+            islands = {tp: list(i) for tp, i in tail.state.islands.items() if i}
+            return SinkSide(tail.summaries(), stored, islands, tail.invalid_rows(),
+                            f"{shown(self.sink)} ({self.sink.table})")
         return read_sink(self.sink)
 
     def _ledger(self, cap: Capture, client: WireClient, offsets: dict[TP, Offsets]) -> None:
@@ -401,7 +404,7 @@ class LiveModel:
             if committed is None:
                 committed = group_offsets(self.admins.confluent, [group])[group]
             cap.ledger = ledger_of(client, self._sink_side, self.target.topics, group, committed,
-                                   pipeline=cap.pipeline, logs=whole, offsets=offsets)
+                                   pipeline=cap.pipeline, logs=whole, offsets=offsets, memo=self._ledger_rows)
             cap.sections["ledger"] = "ok"
         except EosctlError as e:
             cap.sections["ledger"] = f"{NOT_CAPTURED}{e}"
