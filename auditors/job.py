@@ -240,6 +240,7 @@ def audit_group(items: Sequence[WorkItem], source: Source, reader: SinkReader, w
     t1 = time.perf_counter()
     rows: list[dict[str, Any]] = []
     committed: dict[TP, list[dict[str, Any]]] = {}
+    done: list[tuple[WorkItem, PartitionSummary, list[Finding]]] = []
     for item, islands in _group_islands(reader, items):
         log = logs.get(item.tp)
         facts = SinkFacts()
@@ -256,10 +257,28 @@ def audit_group(items: Sequence[WorkItem], source: Source, reader: SinkReader, w
                                        log, group)
             findings = [*findings, *([mismatch] if mismatch else [])]
         findings = explain_partition(log, findings, facts, item.stored_offset, item.committed_offset, group)
+        done.append((item, summary, findings))
+    # Once the islands' stream is drained: a DuckDB connection runs one query at a time.
+    for item, summary, findings in done:
         rows.append(_summary_row(summary))
-        rows.extend(_finding_row(f) for f in findings)
+        rows.extend(_finding_row(f) for f in _with_write_order(reader, item, findings))
     rows.append({"rec": "task", "scan_seconds": t1 - t0, "reconcile_seconds": time.perf_counter() - t1})
     return GroupResult(rows, {tp: c for tp, c in committed.items() if c})
+
+
+def _with_write_order(reader: SinkReader, item: WorkItem, findings: list[Finding]) -> list[Finding]:
+    """Duplicates with when the sink wrote them first and again (sink.order_column): one query for the
+    partition's duplicates, and none where it has no duplicate or the sink no order column."""
+    from eosctl.causes import with_write_order
+
+    column = reader.sink.order_column
+    ranges = [(f.first_offset, f.last_offset) for f in findings if f.kind == "duplicate"
+              and f.first_offset is not None and f.last_offset is not None]
+    if not column or not ranges:
+        return findings
+    order = reader.write_order(item.topic, item.partition, ranges)
+    return [with_write_order(f, column, order[f.first_offset]) if f.kind == "duplicate"
+            and f.first_offset in order else f for f in findings]
 
 
 def _group_islands(reader: SinkReader, items: Sequence[WorkItem]) -> Iterator[tuple[WorkItem, Any]]:
@@ -275,15 +294,6 @@ def _group_islands(reader: SinkReader, items: Sequence[WorkItem]) -> Iterator[tu
         yield todo.pop(tp), islands
     for item in todo.values():  # no rows in the sink
         yield item, iter(())
-
-
-def _committed_rows(item: WorkItem, log: PartitionLog) -> list[dict[str, Any]]:
-    """The committed offsets [log start, LSO) by writer, for the key query: each key row then carries
-    who wrote it, and a key_duplicate's cause can name them."""
-    from eosctl.causes import committed_writers
-
-    return [{"first_offset": first, "last_offset": last, "producer_id": pid, "producer_epoch": epoch,
-             "marker_offset": marker} for first, last, pid, epoch, marker in committed_writers(log)]
 
 
 def _committed_rows(item: WorkItem, log: PartitionLog) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from eosctl.findings import (
     ABORTED,
@@ -41,6 +42,22 @@ def explain_partition(log: PartitionLog | None, findings: Iterable[Finding], fac
     stored next offset and the group's committed offset, when the audit read them."""
     index = _Index(log) if log is not None else None
     return [replace(f, cause=_cause(f, index, facts, stored, committed, group)) for f in findings]
+
+
+def with_write_order(f: Finding, column: str, order: tuple[Any, Any, Any, Any]) -> Finding:
+    """A duplicate whose cause also says when the sink wrote its rows first and again, from the sink's
+    ``order_column`` ((min, max) of each offset's first write, then of its last repeated write)."""
+    if f.cause is None:
+        return f
+    first, again = (order[0], order[1]), (order[2], order[3])
+    summary = (f"{f.cause.summary} By {column}, the first writes were at {_between(first)} and they were "
+               f"written again at {_between(again)}.")
+    return replace(f, cause=replace(f.cause, summary=summary, order_column=column, first_write=first,
+                                    repeated_write=again))
+
+
+def _between(span: tuple[Any, Any]) -> str:
+    return str(span[0]) if span[0] == span[1] else f"{span[0]}..{span[1]}"
 
 
 def explain_finding(f: Finding) -> Finding:

@@ -84,6 +84,9 @@ class Sink:
     partition_column: str = "src_partition"
     offset_column: str = "src_offset"
     key_column: str | None = None
+    # A column the sink writes in write order (an ingestion time or a sequence): a duplicate's cause then says
+    # when its first and its repeated writes happened.
+    order_column: str | None = None
     # Table where the sink stores the source offsets it committed with its rows (optional).
     offsets_table: str | None = None
     # A Kafka topic as the sink: the output of a consume-transform-produce stage (eosctl.sink.kafka_topic),
@@ -325,6 +328,7 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
                 partition_column=s.str("partition_column", "src_partition"),
                 offset_column=s.str("offset_column", "src_offset"),
                 key_column=s.str("key_column", None),
+                order_column=s.str("order_column", None),
                 offsets_table=s.str("offsets_table", None),
                 kafka_topic=s.str("kafka_topic", None),
                 lineage=s.str("lineage", "headers"),

@@ -114,6 +114,11 @@ class Cause:
     rows_min: int | None = None
     rows_max: int | None = None
     rule: str | None = None
+    # A duplicate's write order (sink.order_column): the column, then (min, max) of its first writes and of
+    # its repeated writes over the finding's offsets.
+    order_column: str | None = None
+    first_write: tuple[Any, Any] | None = None
+    repeated_write: tuple[Any, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"summary": self.summary}
@@ -127,6 +132,10 @@ class Cause:
             d.update(sink_before=self.sink_before, sink_after=self.sink_after, passed_by=self.passed_by)
         if self.kind == "duplicate":
             d["rows_per_offset"] = {"min": self.rows_min, "max": self.rows_max}
+            if self.order_column is not None:
+                d["write_order"] = {"column": self.order_column,
+                                    "first_write": _span_dict(self.first_write),
+                                    "repeated_write": _span_dict(self.repeated_write)}
         if self.kind == "key_duplicate":
             d["rule"] = self.rule
         return d
@@ -134,10 +143,21 @@ class Cause:
     @classmethod
     def from_dict(cls, kind: str, d: dict[str, Any]) -> Cause:
         rows = d.get("rows_per_offset") or {}
+        order = d.get("write_order") or {}
         return cls(kind, d["summary"], tuple(TxnCause.from_dict(t) for t in d.get("transactions", ())),
                    tuple(MarkerCause.from_dict(m) for m in d.get("markers", ())), int(d.get("omitted", 0)),
                    _int(d.get("sink_before")), _int(d.get("sink_after")), d.get("passed_by"),
-                   _int(rows.get("min")), _int(rows.get("max")), d.get("rule"))
+                   _int(rows.get("min")), _int(rows.get("max")), d.get("rule"),
+                   order.get("column"), _span_of(order.get("first_write")),
+                   _span_of(order.get("repeated_write")))
+
+
+def _span_dict(span: tuple[Any, Any] | None) -> dict[str, Any] | None:
+    return None if span is None else {"min": span[0], "max": span[1]}
+
+
+def _span_of(d: Any) -> tuple[Any, Any] | None:
+    return (d.get("min"), d.get("max")) if isinstance(d, dict) else None
 
 
 _WITH_TRANSACTIONS = ("gap", "phantom_aborted", "phantom_uncommitted", "key_duplicate")

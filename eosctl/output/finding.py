@@ -52,7 +52,11 @@ def short_cause(f: Finding) -> str:
     if f.kind == "duplicate":
         rows = f"{c.rows_max} rows per offset" if c.rows_min == c.rows_max else \
             f"{c.rows_min}-{c.rows_max} rows per offset"
-        return f"replay: {rows}"
+        when = ""
+        if c.order_column is not None and c.repeated_write is not None:
+            lo, hi = c.repeated_write
+            when = f", again at {c.order_column} {lo if lo == hi else f'{lo}..{hi}'}"
+        return f"replay: {rows}{when}"
     if f.kind == "key_duplicate":
         sessions = ", ".join(dict.fromkeys(f"pid {t.producer_id} e{t.producer_epoch}"
                                            for t in c.transactions))

@@ -44,7 +44,7 @@ def write_config(cluster: Cluster, names: Names, sink: dict, workdir: Path,
               f"output_topic = {_q(names.output_topic)}",
               "", f"[{p}.sink]"]
     for key in ("duckdb", "postgres", "delta", "iceberg", "catalog_uri", "warehouse", "table", "topic_column",
-                "partition_column", "offset_column", "key_column", "offsets_table"):
+                "partition_column", "offset_column", "key_column", "order_column", "offsets_table"):
         value = sink.get(key)
         if key == "postgres" and value and sink_password:
             value = value.replace("@", f":${{{SINK_PASSWORD_ENV}}}@", 1)

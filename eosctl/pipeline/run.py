@@ -98,7 +98,8 @@ def run_pipeline(cluster: Cluster, prefix: str, workdir: Path, faults: Sequence[
             "catalog_uri": ice.uri if ice else None, "warehouse": ice.warehouse if ice else None,
             "table": schema + TABLE, "offsets_table": None if delta or iceberg else schema + OFFSETS_TABLE,
             "topic_column": "src_topic",
-            "partition_column": "src_partition", "offset_column": "src_offset", "key_column": "order_id"}
+            "partition_column": "src_partition", "offset_column": "src_offset", "key_column": "order_id",
+            "order_column": "sink_batch"}
     txids = {"source": names.source_txid, "processor": names.processor_txid}
     if "hanging" in faults:
         txids["hanging"] = names.hanging_txid

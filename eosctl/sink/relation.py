@@ -218,6 +218,23 @@ class SqlReader(ABC):
             window = "PARTITION BY t, p ORDER BY o"
         yield from islands_from(self._stream(islands_sql(counts, window)))
 
+    def write_order(self, topic: str, partition: int,
+                    ranges: Sequence[tuple[int, int]]) -> dict[int, tuple[Any, Any, Any, Any]]:
+        """For each duplicated range (keyed by its first offset), the sink's ``order_column`` values of its
+        first writes (each offset's smallest) and of its repeated writes (each offset's largest), each as
+        (min, max) over the range's offsets: when a replay wrote them again. {} without an order column."""
+        if not self.sink.order_column or not ranges:
+            return {}
+        order = ident(self.sink.order_column)
+        wanted = ", ".join(f"({int(a)}, {int(b)})" for a, b in ranges)
+        t = ident(self.sink.topic_column)
+        sql = (f"SELECT w.a, min(r.f), max(r.f), min(r.l), max(r.l) FROM ("
+               f"SELECT {self._o.value} AS o, min({order}) AS f, max({order}) AS l FROM {self.relation} "
+               f"WHERE CAST({t} AS VARCHAR) = {literal(topic)} AND {self._p.equals(int(partition))} "
+               f"AND {self._o.valid} GROUP BY 1 HAVING count(*) > 1) AS r "
+               f"JOIN (VALUES {wanted}) AS w(a, b) ON r.o BETWEEN w.a AND w.b GROUP BY w.a")
+        return {int(row[0]): tuple(_plain(v) for v in row[1:]) for row in self._query(sql)}
+
     def stored_offsets(self) -> list[StoredOffset] | None:
         """The sink's own offsets table (topic, partition, next_offset), or None if it has none. Rows
         with an invalid topic, partition or next offset are left out here: invalid_rows() reports them."""
@@ -355,7 +372,8 @@ def check_columns(have: dict[str, str], sink: Sink, where: str, what: str) -> di
     missing = [
         f"{name} ({key})"
         for key, name in (("topic_column", sink.topic_column), ("partition_column", sink.partition_column),
-                          ("offset_column", sink.offset_column), ("key_column", sink.key_column))
+                          ("offset_column", sink.offset_column), ("key_column", sink.key_column),
+                          ("order_column", sink.order_column))
         if name is not None and name.lower() not in lowered
     ]
     if missing:
@@ -364,6 +382,15 @@ def check_columns(have: dict[str, str], sink: Sink, where: str, what: str) -> di
             f"{', '.join(have)}; set the column names in [{where}]"
         )
     return have
+
+
+def _plain(value: Any) -> Any:
+    """A sink value as JSON carries it: numbers as they are, times in ISO 8601, anything else as text."""
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return str(value)
 
 
 def check_offsets_columns(have: dict[str, str], where: str, what: str) -> dict[str, str]:

@@ -125,6 +125,27 @@ def test_the_replay_and_the_upstream_retry(run):
                                                           "not_yet_consumed"}
 
 
+def test_the_replay_says_which_sink_batches_wrote_it_first_and_again(run):
+    """sink.order_column (the reference sink's sink_batch): the duplicate's cause names, over its offsets,
+    the batches of the first writes and of the repeated writes, as the sink's rows have them."""
+    import duckdb
+
+    _, manifest, report = run
+    (dup,) = of(report, "duplicate")
+    with duckdb.connect(manifest["sink"]["duckdb"], read_only=True) as con:
+        rows = con.execute(
+            "SELECT min(sink_batch), max(sink_batch) FROM orders_sink WHERE src_topic = ? "
+            "AND src_partition = ? AND src_offset BETWEEN ? AND ? GROUP BY src_offset",
+            [dup["topic"], dup["partition"], dup["first_offset"], dup["last_offset"]]).fetchall()
+    firsts, agains = zip(*rows, strict=True)
+    assert dup["cause"]["write_order"] == {
+        "column": "sink_batch", "first_write": {"min": min(firsts), "max": max(firsts)},
+        "repeated_write": {"min": min(agains), "max": max(agains)}}
+    assert max(firsts) < min(agains)  # the replay came after the first writes
+    first = f"{min(firsts)}" if min(firsts) == max(firsts) else f"{min(firsts)}..{max(firsts)}"
+    assert f"By sink_batch, the first writes were at {first}" in dup["cause"]["summary"]
+
+
 def test_explain_an_aborted_offset_a_marker_an_open_one_a_gap_and_a_duplicate(run):
     workdir, manifest, report = run
     phantom = of(report, "phantom_aborted")[0]

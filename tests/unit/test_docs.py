@@ -211,7 +211,7 @@ def findings_of_every_kind() -> list[Finding]:
     (eosctl.causes), and one cause with more transactions than it lists."""
     from dataclasses import replace
 
-    from eosctl.causes import Writer, explain_finding, explain_partition, key_cause
+    from eosctl.causes import Writer, explain_finding, explain_partition, key_cause, with_write_order
     from eosctl.reconcile import SinkFacts
 
     at = {"gap": (0, 0), "duplicate": (1, 1), "phantom_aborted": (4, 5), "phantom_marker": (3, 3),
@@ -240,7 +240,9 @@ def findings_of_every_kind() -> list[Finding]:
     aborted = next(f for f in explained if f.kind == "phantom_aborted")
     assert aborted.cause is not None
     many = replace(aborted.cause, omitted=3)
-    return [*explained, replace(aborted, first_offset=6, last_offset=6, cause=many)]
+    duplicate = next(f for f in explained if f.kind == "duplicate")
+    ordered = with_write_order(duplicate, "sink_batch", (4, 4, 9, 9))  # with sink.order_column
+    return [*explained, replace(aborted, first_offset=6, last_offset=6, cause=many), ordered]
 
 
 def audit_report(engine: dict[str, Any], findings: list[Finding],
