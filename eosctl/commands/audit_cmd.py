@@ -87,7 +87,24 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
              fmt, out, fail_on, options, started)
         return
     sink, _ = sink_of(target, sink_duckdb, sink_parquet, sink_table)
-    _run([(pipeline or "", target, replace(sink, **overrides))], fmt, out, fail_on, options, started)
+    _run([(pipeline or "", target, replace(sink, **overrides))], fmt, out, fail_on, options, started,
+         upstream=_upstream(config, target, bootstrap))
+
+
+def _upstream(config: str | None, target, bootstrap: str | None):
+    """(the stage's sink, the cluster of its output, that of its input) when the config names the Kafka stage
+    that writes the audited topic (eosctl.upstream): key duplicates are followed back through it."""
+    from eosctl.target import resolve
+    from eosctl.upstream import upstream_stage
+
+    if target.config is None or target.pipeline is None:
+        return None
+    name = upstream_stage(target.config, target.topics, target.pipeline.name)
+    if name is None:
+        return None
+    stage = resolve(config, name, bootstrap)
+    sink = stage.pipeline.sink
+    return sink, sink.kafka_cluster or stage.cluster, stage.cluster
 
 
 def _has_hops(config: str | None, pipeline: str | None) -> bool:
@@ -132,8 +149,9 @@ audit.help = "\n".join([
 
 
 def _run(hops: list[tuple[str, Any, Any]], fmt: str, out: str | None, fail_on: tuple[str, ...],
-         options, started: float) -> None:
-    """Audit each hop (name, target, sink) in order: one hop's report as it is, several merged into one."""
+         options, started: float, upstream: tuple | None = None) -> None:
+    """Audit each hop (name, target, sink) in order: one hop's report as it is, several merged into one;
+    ``upstream``: the stage writing a lone hop's topic, whose lineage key duplicates are followed through."""
     from auditors import audit_hops
     from eosctl.output.audit import render
     from eosctl.output.terminal import console
@@ -141,6 +159,11 @@ def _run(hops: list[tuple[str, Any, Any]], fmt: str, out: str | None, fail_on: t
     err = console(stderr=True)
     with _progress_display(err) as show:
         result = audit_hops(hops, options=options, progress=show, fail_on=fail_on, started=started)
+        if upstream is not None:
+            from eosctl.upstream import follow_upstream
+
+            show(Step("following key duplicates through the stage's lineage", 0, None))
+            result = follow_upstream(result, *upstream)
     target = hops[-1][1]
     if not err.is_terminal:
         err.print(f"audited {len(result.partitions)} partitions in {result.elapsed_seconds:.1f}s",

@@ -113,7 +113,7 @@ COLUMNS = ("src_topic", "src_partition", "src_offset", "key", "out_partition", "
 def _read(cluster: Cluster, sink: Sink, ends: dict[TP, int]) -> dict[str, list]:
     """Every committed record below the end offsets, as columns (lineage, key, where it sits)."""
     cols: dict[str, list] = {n: [] for n in COLUMNS}
-    lineage = _lineage(sink)
+    lineage = lineage_reader(sink)
     for m in _records(cluster, ends, read_committed=True, what="the hop's output"):
         src = lineage(m)
         for name, value in zip(COLUMNS, (*src, _key(m), m.partition(), m.offset()), strict=True):
@@ -209,7 +209,9 @@ def _key_lineage(cluster: Cluster, sink: Sink, ends: dict[TP, int],
 Lineage = tuple[str | None, int | None, int | None]
 
 
-def _lineage(sink: Sink) -> Any:
+def lineage_reader(sink: Sink) -> Any:
+    """A function giving a record's input (topic, partition, offset) by the sink's lineage (Nones where it
+    is unreadable)."""
     if sink.lineage == "headers":
         names = sink.lineage_headers
 

@@ -161,3 +161,33 @@ def test_a_stage_copying_a_duplicate_faithfully_is_blamed_on_its_input():
     assert followed.cause.rule == "non_idempotent" and "copied it faithfully" in followed.cause.summary
     assert [t.topic for t in followed.cause.transactions] == ["enriched", "orders", "orders"]
     assert alone.cause.rule == "same_transaction"
+
+
+def test_a_key_duplicate_followed_through_the_stages_lineage():
+    """eosctl.upstream: copies of two input records carrying the key take the input writers' rule; copies
+    of one input record are the stage's own replay; an unreadable lineage proves nothing."""
+    from eosctl.causes import Writer, key_cause
+    from eosctl.findings import Finding
+    from eosctl.upstream import _followed
+
+    f = Finding("key_duplicate", "out", 1, 38, 39, 2, key="o-60", offsets=(38, 39))
+    f = replace(f, cause=key_cause(f, [Writer("out", 1, 38, 1001, 1, 40), Writer("out", 1, 39, 1001, 1, 40)]))
+    assert f.cause.rule == "same_transaction"
+    writers = {("in", 0, 36): Writer("in", 0, 36, -1, -1, None),
+               ("in", 2, 7): Writer("in", 2, 7, -1, -1, None)}
+
+    copied = _followed(f, [("in", 0, 36), ("in", 2, 7)], writers)
+    assert copied.cause.rule == "non_idempotent"
+    assert [(t.topic, t.partition, t.first_offset, t.producer_id) for t in copied.cause.transactions] == [
+        ("out", 1, 38, 1001), ("in", 0, 36, -1), ("in", 2, 7, -1)]
+    assert copied.cause.summary.startswith(
+        "Key o-60 is at out[1]@38 by producer 1001 epoch 1 (COMMIT at 40), out[1]@39 by producer 1001 "
+        "epoch 1 (COMMIT at 40): the stage copied it faithfully from its input, where key o-60 is at "
+        "in[0]@36")
+
+    replayed = _followed(f, [("in", 0, 36), ("in", 0, 36)], writers)
+    assert replayed.cause.rule == "same_transaction"
+    assert replayed.cause.summary.endswith("Every copy derives from the one input record in[0]@36: the stage "
+                                           "wrote it more than once (a replay of the stage).")
+    assert _followed(f, [("in", 0, 36), None], writers) == f and _followed(f, [("in", 0, 36), None],
+                                                                           writers).cause == f.cause
