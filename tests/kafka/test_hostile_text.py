@@ -195,3 +195,47 @@ def test_the_html_report_renders_the_names_as_text(clusters, tmp_path) -> None:
     dom = browser.dump_dom(page)  # headless Chromium renders it
     assert "[link=http://evil.example]richlink[/link]" in dom and 'href="http://evil.example' not in dom
     assert "(20,000 characters)" in dom  # the long topic is cut in its cell
+
+
+def test_invalid_utf8_keys_are_shown_as_text(tmp_path) -> None:
+    """Keys are bytes nobody checked: a sink's BLOB key column holding invalid UTF-8 and a terminal command,
+    at two offsets (a key_duplicate), through the audit's every format, the ledger and explain; shown as
+    escapes (\\xFF), never raw, with the plain key's exit codes. A Kafka record's key (a stage's output,
+    eosctl.sink.kafka_topic) decodes the same way."""
+    from types import SimpleNamespace
+
+    from eosctl.sink.kafka_topic import _key
+
+    raw = b"\xff\xfe\x1b]52;c;cHduZWQ=\x07k\x9b2J"
+    assert _key(SimpleNamespace(key=lambda: raw)) == "\\xff\\xfe\x1b]52;c;cHduZWQ=\x07k\\x9b2J"
+    with KafkaSim(nodes=1) as sim:
+        sim.partition("orders", 0).data(5, producer_id=-1, epoch=-1)
+        sink = tmp_path / "sink.duckdb"
+        with duckdb.connect(str(sink)) as con:
+            con.execute("CREATE TABLE sink (src_topic VARCHAR, src_partition INT, src_offset BIGINT, k BLOB)")
+            con.executemany("INSERT INTO sink VALUES ('orders', 0, ?, ?)",
+                            [(o, raw if o in (1, 3) else f"k{o}".encode()) for o in range(5)])
+        config = tmp_path / "eosctl.toml"
+        config.write_text(f'[clusters.c]\nbootstrap_servers = "{sim.bootstrap}"\n'
+                          '[pipelines.p]\ncluster = "c"\nsource_topics = ["orders"]\n'
+                          f'[pipelines.p.sink]\nduckdb = "{sink}"\ntable = "sink"\nkey_column = "k"\n')
+        c = ["-c", str(config)]
+        outputs = {}
+        for fmt in ("table", "json", "junit", "html"):
+            for terminal in (False, True):
+                result = run(["audit", *c, "--engine", "local", "--format", fmt], terminal)
+                assert result.exit_code == 1, result.output[-2000:]  # the key duplicate
+                assert_clean(result.stdout)
+                assert_clean(result.stderr)
+                outputs[fmt] = result.stdout
+        (key,) = [f for f in json.loads(outputs["json"])["findings"] if f["kind"] == "key_duplicate"]
+        shown = "\\xFF\\xFE\\x1B]52;c;cHduZWQ=\\x07k\\x9B2J"  # DuckDB's text for the bytes
+        assert (key["key"], key["offsets"]) == (shown, [1, 3])
+        assert ET.fromstring(outputs["junit"].encode()).get("failures") == "1"
+        for args in (["ledger", *c], ["explain", *c, "--partition", "0", "--offset", "3"]):
+            result = run(args, terminal=True)
+            assert result.exit_code in (0, 1), result.output[-2000:]
+            assert_clean(result.stdout)
+        explained = run(["explain", *c, "--partition", "0", "--offset", "3", "--format", "json"], False)
+        doc = json.loads(explained.stdout)["sink"]
+        assert (doc["keys"], [o["offset"] for o in doc["same_key"]]) == ([shown], [1])
