@@ -48,6 +48,7 @@ bench: setup
 	$(BIN)/python benchmarks/epoch_history_bench.py
 	$(BIN)/python benchmarks/tui_refresh_bench.py
 	$(BIN)/python benchmarks/exporter_bench.py
+	$(BIN)/python benchmarks/sandbox_refresh_bench.py
 
 clean:
 	-$(BIN)/eosctl sandbox down
