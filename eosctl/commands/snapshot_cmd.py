@@ -5,6 +5,8 @@ JSON shapes (`--format json`, stable): docs/json.md.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING
 
 import click
@@ -65,14 +67,17 @@ def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, to
     sink = where = None
     if (target.pipeline and target.pipeline.sink) or sink_duckdb or sink_parquet:
         sink, where = sink_of(target, sink_duckdb, sink_parquet, sink_table)
-    with scan_progress() as progress:
-        captured = capture(target, sink=sink, where=where or "sink", scan=scan, progress=progress,
-                                max_age_s=max_age)
-    if stored is not None:
-        captured.audit, captured.audit_origin = stored, audit_report
-        captured.sections["audit"] = "ok"
-    elif with_audit:
-        _capture_audit(captured, target, sink)
+    with _frozen_for_both(sink, where, target) if with_audit else nullcontext(sink) as fixed:
+        # With --with-audit the ledger and the audit read one frozen state of the sink (one copy, one
+        # snapshot or version), both before Kafka: they can't disagree on what the sink held.
+        with scan_progress() as progress:
+            captured = capture(target, sink=fixed, where=where or "sink", scan=scan, progress=progress,
+                               max_age_s=max_age)
+        if stored is not None:
+            captured.audit, captured.audit_origin = stored, audit_report
+            captured.sections["audit"] = "ok"
+        elif with_audit:
+            _capture_audit(captured, target, fixed)
     snap.write_snapshot(captured, out_path)
     if fmt == "json":
         from eosctl.output.terminal import emit_json
@@ -103,14 +108,31 @@ def _read_audit_report(path: str) -> AuditReport:
     return report
 
 
+@contextmanager
+def _frozen_for_both(sink: Sink | None, where: str | None, target: Target) -> Iterator[Sink | None]:
+    """The sink frozen once for the capture and the audit, where the audit's engine reads this machine's
+    files (on a remote Spark cluster the audit freezes its own, readable by the executors)."""
+    if sink is None:
+        yield None
+        return
+    from auditors import EngineOptions
+    from auditors.spark import runs_here
+    from eosctl.sink import frozen
+
+    options = EngineOptions.resolve(target.config, "local")
+    if options.engine != "local" and not runs_here(options.master, options.remote):
+        yield sink
+        return
+    with frozen(sink, where or "sink") as fixed:
+        yield fixed
+
+
 def _capture_audit(captured: Capture, target: Target, sink: Sink | None) -> None:
     """Run the audit (auditors is imported here only: the snapshot module never imports it), on the
     local engine unless the config's [audit] engine says otherwise.
 
     Like every other section, a failure is recorded in the snapshot instead of losing the capture.
     """
-    from contextlib import nullcontext
-
     from eosctl.errors import EosctlError
 
     if sink is None or not target.topics:
