@@ -205,11 +205,11 @@ class WorkItem:
 # ---- inside a task -------------------------------------------------------------------------------
 
 
-def _open_sink(sink: Sink, settings: TaskSettings) -> SinkReader:
+def _open_sink(sink: Sink, settings: TaskSettings, items: Sequence[WorkItem]) -> SinkReader:
     from eosctl.sink import Limits, open_reader
 
     return open_reader(sink, limits=Limits(settings.duckdb_threads, settings.duckdb_memory,
-                                           settings.temp_directory))
+                                           settings.temp_directory), partitions=[i.tp for i in items])
 
 
 @dataclass
@@ -350,7 +350,7 @@ def group_task(tasks: Sequence[Sequence[WorkItem]], source: Source, sink: Sink, 
             for index in batch.column(0).to_pylist():
                 items = tasks[index]
                 try:
-                    with _open_sink(sink, settings) as reader:
+                    with _open_sink(sink, settings, items) as reader:
                         result = audit_group(items, source, reader, want_keys, group)
                         yield _to_batch(result.rows, _OUT_NAMES, schema)
                         if result.committed:

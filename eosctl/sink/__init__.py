@@ -6,9 +6,12 @@ command (read the sink first, then Kafka). Kind-specific SQL lives only in this 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from eosctl.config import Sink
 from eosctl.errors import SinkError
 from eosctl.findings import Finding
+from eosctl.model import TP
 from eosctl.sink.base import (
     KINDS,
     Limits,
@@ -23,11 +26,14 @@ from eosctl.sink.base import (
 from eosctl.sink.freeze import frozen
 
 
-def open_reader(sink: Sink, where: str = "sink", limits: Limits | None = None) -> SinkReader:
+def open_reader(sink: Sink, where: str = "sink", limits: Limits | None = None,
+                partitions: Sequence[TP] | None = None) -> SinkReader:
     """Open the pipeline's sink read-only and check its table and columns exist.
 
     ``where`` names the config section in messages (e.g. "pipelines.orders.sink"); ``limits`` caps what
-    the reader may use (a worker of the audit).
+    the reader may use (a worker of the audit); ``partitions``: the only ones the caller will ask about (an
+    audit task's), for kinds that must load rows before querying them (Iceberg); other kinds push each
+    query's partition down as it is asked.
     """
     kind = kind_of(sink)
     if kind == "duckdb":
@@ -41,7 +47,7 @@ def open_reader(sink: Sink, where: str = "sink", limits: Limits | None = None) -
     elif kind == "iceberg":
         from eosctl.sink.iceberg import open_iceberg
 
-        reader = open_iceberg(sink, where)
+        reader = open_iceberg(sink, where, partitions)
     elif kind == "delta":
         from eosctl.sink.delta import open_delta
 

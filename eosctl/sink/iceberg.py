@@ -11,13 +11,14 @@ command opens that snapshot, so appends and compactions during the audit change 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from eosctl.config import Sink
 from eosctl.errors import SinkError, first_line
+from eosctl.model import TP
 from eosctl.sink.base import ReadPoint
 from eosctl.sink.relation import (
     NO_EXTENSION_DOWNLOADS,
@@ -47,6 +48,23 @@ def _catalog_and_name(sink: Sink, where: str) -> tuple[Any, str, str]:
         raise SinkError(f"cannot load Iceberg catalog {catalog!r}: {first_line(e)}; set "
                         f"[{where}].catalog_uri (and warehouse) or configure the catalog for "
                         f"pyiceberg") from None
+
+
+def _only(sink: Sink, schema: dict[str, str], partitions: Sequence[TP] | None) -> Any:
+    """A pyiceberg filter keeping ``partitions``' rows, or None (all rows)."""
+    if not partitions:
+        return None
+    types = {k.lower(): v for k, v in schema.items()}
+    if types.get(sink.topic_column.lower()) != "string" or \
+            types.get(sink.partition_column.lower()) not in ("int", "long"):
+        return None
+    from pyiceberg.expressions import And, EqualTo, In, Or
+
+    by_topic: dict[str, set[int]] = {}
+    for topic, partition in partitions:
+        by_topic.setdefault(topic, set()).add(int(partition))
+    terms = [And(EqualTo(sink.topic_column, t), In(sink.partition_column, ps)) for t, ps in by_topic.items()]
+    return terms[0] if len(terms) == 1 else Or(*terms)
 
 
 def _table(catalog: Any, name: str, where: str, key: str) -> Table:
@@ -79,22 +97,33 @@ def pinned(sink: Sink, where: str = "sink") -> Iterator[Sink]:
     yield replace(sink, frozen_from=sink, at=at)
 
 
-def _arrow(table: Table, snapshot: str | None, name: str) -> Any:
-    """The rows of ``snapshot`` (None: the current one), deletes applied."""
+def _arrow(table: Table, snapshot: str | None, name: str, fields: tuple[str, ...] = ("*",),
+           row_filter: Any = None) -> Any:
+    """The rows of ``snapshot`` (None: the current one), deletes applied: only ``fields``, only the rows
+    ``row_filter`` keeps (pyiceberg prunes the files and row groups that can't hold them)."""
     try:
         if snapshot == NO_SNAPSHOT or (snapshot is None and table.current_snapshot() is None):
             import pyarrow as pa
             from pyiceberg.io.pyarrow import schema_to_pyarrow
 
-            return pa.Table.from_pylist([], schema=schema_to_pyarrow(table.schema()))
-        scan = table.scan() if snapshot is None else table.scan(snapshot_id=int(snapshot))
-        return scan.to_arrow()
+            empty = pa.Table.from_pylist([], schema=schema_to_pyarrow(table.schema()))
+            return empty if fields == ("*",) else empty.select(
+                [c for c in empty.column_names if c.lower() in {f.lower() for f in fields}])
+        kw: dict[str, Any] = {"selected_fields": fields, "case_sensitive": False}
+        if row_filter is not None:
+            kw["row_filter"] = row_filter
+        if snapshot is not None:
+            kw["snapshot_id"] = int(snapshot)
+        return table.scan(**kw).to_arrow()
     except Exception as e:
         at = "" if snapshot is None else f" at snapshot {snapshot}"
         raise SinkError(f"cannot read Iceberg table {name}{at}: {first_line(e)}") from None
 
 
-def open_iceberg(sink: Sink, where: str = "sink") -> DuckDBReader:
+def open_iceberg(sink: Sink, where: str = "sink", partitions: Sequence[TP] | None = None) -> DuckDBReader:
+    """The table at its pinned snapshot, its columns the sink names only; ``partitions``: only those
+    partitions' rows (an audit task's), where the topic and partition columns can be filtered as text and
+    integers (otherwise every row: the reader's own queries still select the task's)."""
     import duckdb
 
     assert sink.iceberg is not None
@@ -103,9 +132,14 @@ def open_iceberg(sink: Sink, where: str = "sink") -> DuckDBReader:
     rows_at, offsets_at = _pins(sink)
     rows = _table(catalog, table_name, where, "iceberg")
     at: dict[str, Any] = {"snapshot_id": rows_at or _snapshot(rows)}
+    schema = {f.name: str(f.field_type) for f in rows.schema().fields}
+    check_columns(schema, sink, where, f"Iceberg table {name}")
+    wanted = (sink.topic_column, sink.partition_column, sink.offset_column, sink.key_column,
+              sink.order_column)
+    fields = tuple(dict.fromkeys(c for c in wanted if c is not None))
     conn = duckdb.connect(config=NO_EXTENSION_DOWNLOADS)
     try:
-        conn.register("iceberg_rows", _arrow(rows, rows_at, name))
+        conn.register("iceberg_rows", _arrow(rows, rows_at, name, fields, _only(sink, schema, partitions)))
         types = check_columns(columns(conn, "iceberg_rows"), sink, where, f"Iceberg table {name}")
         offsets = offsets_types = None
         if sink.offsets_table:

@@ -65,3 +65,27 @@ def test_missing_table_is_one_line(sample):
         open_reader(replace(sink, iceberg="local.shop.nope"), WHERE)
     assert str(info.value).startswith("Iceberg catalog has no table 'shop.nope' (")
     assert str(info.value).endswith(f"); check [{WHERE}].iceberg") and info.value.exit_code == 2
+
+
+def test_an_audit_task_loads_only_its_partitions_rows(sample, monkeypatch):
+    """A task's reader (open_reader(partitions=...)) has pyiceberg read only those partitions' rows and only
+    the columns the sink names: what the audit's tasks hold in memory is their share of the table."""
+    import eosctl.sink.iceberg as ice
+
+    sink, _ = sample
+    loaded = []
+    real = ice._arrow
+
+    def counted(*args, **kw):
+        table = real(*args, **kw)
+        loaded.append((table.num_rows, table.column_names))
+        return table
+
+    monkeypatch.setattr(ice, "_arrow", counted)
+    with open_reader(sink, WHERE, partitions=[("orders", 1)]) as reader:
+        assert [(s.partition, s.rows) for s in reader.summaries()] == [(1, 3)]
+        assert [(i.first, i.last) for i in reader.islands("orders", 1)] == [(0, 2)]
+    assert loaded[0] == (3, ["src_topic", "src_partition", "src_offset"])
+    with open_reader(sink, WHERE) as reader:  # the driver's reader (invalid rows): every row
+        assert [(s.partition, s.rows) for s in reader.summaries()] == [(0, 12), (1, 3)]
+    assert loaded[2][0] == 15
