@@ -17,8 +17,10 @@ findings (their causes, eosctl.causes) adds to the local audit (explain_cost):
 - postgres: the local engine on the same rows in a PostgreSQL table (a local server this script starts,
   or --postgres-uri; an index on topic, partition, offset as a JDBC sink's key has), read at one exported
   snapshot; next to `local` on the DuckDB file. --no-postgres skips it;
-- delta: the same on the same rows in a Delta table (one version), written by `deltalake` (--no-delta).
---sinks-only measures local, postgres and delta alone (no Spark, no DuckDB baseline).
+- delta: the same on the same rows in a Delta table (one version), written by `deltalake` (--no-delta);
+- iceberg: the same in an Iceberg table (one snapshot) in a SQL catalog on a SQLite file, written by
+  `pyiceberg` (--no-iceberg).
+--sinks-only measures local, postgres, delta and iceberg alone (no Spark, no DuckDB baseline).
 All but postgres read the same DuckDB file. Peak RSS is the sum over the process and all of its descendants
 (Spark's JVM and Python workers, the local pool, DuckDB in-process), sampled every 0.2 s.
 """
@@ -309,6 +311,7 @@ def main() -> None:
     ap.add_argument("--task-memory", default="1GB", help="memory_limit of DuckDB inside each task")
     ap.add_argument("--no-postgres", action="store_true", help="skip the PostgreSQL sink's row")
     ap.add_argument("--no-delta", action="store_true", help="skip the Delta sink's row")
+    ap.add_argument("--no-iceberg", action="store_true", help="skip the Iceberg sink's row")
     ap.add_argument("--sinks-only", action="store_true", help="only the local engine per sink kind")
     ap.add_argument("--postgres-uri", help="a database to load the sink into (default: a local server "
                                            "this script starts and stops)")
@@ -378,6 +381,31 @@ def explain_cost(path: Path, size: int, repeat: int = 3) -> tuple[float, float]:
     return max(0.0, best(explained) - base), base
 
 
+def load_iceberg(path: Path, root: Path) -> float:
+    """The DuckDB file's sink rows into a new Iceberg table (one snapshot) of a SQL catalog in ``root``."""
+    import shutil
+
+    import duckdb
+    from pyiceberg.catalog import load_catalog
+
+    t = time.monotonic()
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    catalog = load_catalog("bench", uri=f"sqlite:///{root / 'catalog.db'}", warehouse=f"file://{root}")
+    catalog.create_namespace("bench")
+    with duckdb.connect(str(path), read_only=True) as con:
+        rows = con.sql("SELECT * FROM sink").to_arrow_table()
+    catalog.create_table("bench.sink", schema=rows.schema).append(rows)
+    return time.monotonic() - t
+
+
+def _iceberg_sink(root: Path):
+    from eosctl.config import Sink
+
+    return Sink(iceberg="bench.bench.sink", catalog_uri=f"sqlite:///{root / 'catalog.db'}",
+                warehouse=f"file://{root}", table="sink")
+
+
 def _run_sizes(args: argparse.Namespace, workdir: Path, pg_uri: str | None) -> list[dict]:
     from auditors.engine import EngineOptions
     from auditors.local import _preload
@@ -430,6 +458,9 @@ def _run_sizes(args: argparse.Namespace, workdir: Path, pg_uri: str | None) -> l
         if not args.no_delta:
             delta = workdir / f"bench_{size}_delta"
             kinds.append(("delta", load_delta, delta, Sink(delta=str(delta), table="sink"), ""))
+        if not args.no_iceberg:
+            ice = workdir / f"bench_{size}_iceberg"
+            kinds.append(("iceberg", load_iceberg, ice, _iceberg_sink(ice), ""))
         for name, load, into, sink, note in kinds:
             loaded = load(path, into)
             with PeakRSS() as rss:
@@ -443,17 +474,17 @@ def _run_sizes(args: argparse.Namespace, workdir: Path, pg_uri: str | None) -> l
         row["agree"] = agree
         results.append(row)
         path.unlink()
-        if not args.no_delta:
-            import shutil
+        import shutil
 
-            shutil.rmtree(workdir / f"bench_{size}_delta", ignore_errors=True)
+        for kind in ("delta", "iceberg"):
+            shutil.rmtree(workdir / f"bench_{size}_{kind}", ignore_errors=True)
     return results
 
 
 def _print_table(results: list[dict]) -> None:
     if any("cold" in r for r in results):
         _print_engines([r for r in results if "cold" in r])
-    kinds = [k for k in ("postgres", "delta") if any(k in r for r in results)]
+    kinds = [k for k in ("postgres", "delta", "iceberg") if any(k in r for r in results)]
     if kinds:
         print("\n        size  local (DuckDB file)" + "".join(f"  local ({k})" for k in kinds) + "  "
               + "  ".join(f"{k}/duckdb-file" for k in kinds) + "  findings")
