@@ -79,13 +79,16 @@ def test_the_stage_hop_finds_exactly_what_the_stage_planted(run, engine, request
     assert report["sink_read_point"]["source"] == manifest["output_topic"]
 
 
-def test_value_lineage_gives_the_same_findings(run, tmp_path):
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_value_lineage_gives_the_same_findings(run, tmp_path, engine, request):
+    if engine == "spark":
+        request.getfixturevalue("spark")
     workdir, manifest = run
     prefix = manifest["prefix"]
     config = (workdir / "eosctl.toml").read_text()
     (tmp_path / "eosctl.toml").write_text(config.replace('lineage = "headers"', 'lineage = "value:source"'))
     code, out, err = audit("-c", str(tmp_path / "eosctl.toml"), "-p", f"{prefix}.process",
-                           "--engine", "local", "--format", "json")
+                           "--engine", engine, "--format", "json")
     assert code == 1, err
     assert comparable(json.loads(out)["findings"]) == comparable(_stage(manifest)["expected_findings"])
 
@@ -194,7 +197,7 @@ def test_a_stage_running_during_the_audit_gives_no_false_finding(cluster, tmp_pa
     assert processed_during < total  # the stage was still running when the audit read it
 
 
-def test_key_lineage_pairs_outputs_with_inputs_by_key(cluster, tmp_path):
+def test_key_lineage_pairs_outputs_with_inputs_by_key(cluster, tmp_path, request):
     """No lineage in the records: outputs paired with committed inputs by key, in order. Without
     read-uncommitted input (whose aborted copies share their key with the retried ones, which key lineage
     can't tell apart), key lineage finds exactly what offset lineage finds: the skipped batch as the same
@@ -204,8 +207,12 @@ def test_key_lineage_pairs_outputs_with_inputs_by_key(cluster, tmp_path):
                             faults=["stage-replay", "stage-skip", "upstream-retry"], records=120)
     config = (workdir / "eosctl.toml").read_text().replace('lineage = "headers"', 'lineage = "key"')
     (tmp_path / "eosctl.toml").write_text(config)
-    code, out, err = audit("-c", str(tmp_path / "eosctl.toml"), "-p", f"{manifest['prefix']}.process",
-                           "--engine", "local", "--format", "json")
-    assert code == 1, err
-    assert comparable(json.loads(out)["findings"]) == comparable(_stage(manifest)["expected_findings"])
+    expected = comparable(_stage(manifest)["expected_findings"])
+    for engine in ("local", "spark"):
+        if engine == "spark":
+            request.getfixturevalue("spark")
+        code, out, err = audit("-c", str(tmp_path / "eosctl.toml"), "-p", f"{manifest['prefix']}.process",
+                               "--engine", engine, "--format", "json")
+        assert code == 1, err
+        assert comparable(json.loads(out)["findings"]) == expected, engine
     assert {f["kind"] for f in _stage(manifest)["expected_findings"]} == {"gap", "duplicate", "key_duplicate"}

@@ -39,3 +39,42 @@ async def test_findings_grouped_by_root_cause_and_enter_opens_the_cause_by_the_l
         await pilot.pause(0.1)
         summary = text_of(app.query_one("#log-summary", Static))
         assert "cause: " + first.cause.summary[:40] in summary.replace("\n", " ")
+
+
+def hop_report():
+    """A pipeline audited hop by hop (eosctl.findings.merge_hops): the stage's hop, then the sink's."""
+    from eosctl.findings import AuditReport, Finding, PartitionSummary, merge_hops
+
+    def hop(topic: str, findings: list) -> AuditReport:
+        return AuditReport.build([PartitionSummary(topic, 0, 0, 100, 100, 98, 99)], findings,
+                                 sink=f"{topic} sink")
+
+    stage = hop("shop.orders", [Finding("gap", "shop.orders", 0, 7, 8, 2)])
+    sink = hop("shop.enriched", [Finding("duplicate", "shop.enriched", 0, 3, 3, 1),
+                                 Finding("gap", "shop.enriched", 0, 50, 50, 1)])
+    return merge_hops([("shop.process", stage), ("shop", sink)], [("shop.orders",), ("shop.enriched",)])
+
+
+class Hops(SyntheticSource):
+    def run_audit(self, progress):
+        return hop_report()
+
+
+@sync
+async def test_a_pipeline_audited_hop_by_hop_shows_each_hop_and_its_findings_under_it():
+    from tui.app import EosApp
+
+    app = EosApp(Hops(4), refresh_seconds=1)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await pilot.pause(0.2)
+        await until(pilot, lambda: app.dash is not None, "the first data")
+        await pilot.press("7", "a")
+        await until(pilot, lambda: not app.view("audit").running and app.view("audit").report is not None,
+                    "the audit")
+        head = text_of(app.query_one("#audit-head", Static))
+        assert " FAIL  hop shop.process: shop.orders -> shop.orders sink · 1 finding (1 failing)" in head
+        assert " FAIL  hop shop: shop.enriched -> shop.enriched sink · 2 findings (2 failing)" in head
+        rows = rows_of(app, "audit")
+        assert [(r[0], r[1], r[5].split(" · ")[0]) for r in rows] == [
+            ("gap", "shop.orders", "hop shop.process"), ("duplicate", "shop.enriched", "hop shop"),
+            ("gap", "shop.enriched", "hop shop")]

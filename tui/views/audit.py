@@ -31,16 +31,23 @@ def finding_key(i: int, f: Finding) -> str:
     return f"f{i}:{f.kind}:{f.topic}:{f.partition}:{f.first_offset}"
 
 
+def hop_of(report: AuditReport) -> dict[str, int]:
+    """A pipeline audited hop by hop: each input topic's hop (its index in ``report.hops``)."""
+    return {t: i for i, hop in enumerate(report.hops) for t in hop.topics}
+
+
 def finding_rows(report: AuditReport) -> list[Row]:
-    """One row per finding, grouped by root cause (the groups in the order of their first finding); a
-    finding with a cause shows its root cause and cause as its detail (Enter opens the whole sentence
-    next to its offsets in the Log view)."""
+    """One row per finding, grouped by hop (a pipeline audited hop by hop, in hop order), then by root
+    cause (the groups in the order of their first finding); a finding with a cause shows its root cause
+    and cause as its detail (Enter opens the whole sentence next to its offsets in the Log view)."""
     failing = set(report.fail_on)
     rule = {i: r.rule for r in root_causes(report.findings) for i in r.findings}
+    hops = hop_of(report)
     first: dict[str | None, int] = {}
     for i in range(len(report.findings)):
         first.setdefault(rule.get(i), i)
-    order = sorted(range(len(report.findings)), key=lambda i: (first[rule.get(i)], i))
+    order = sorted(range(len(report.findings)),
+                   key=lambda i: (hops.get(report.findings[i].topic or "", len(hops)), first[rule.get(i)], i))
     rows = []
     for i in order:
         f = report.findings[i]
@@ -50,6 +57,8 @@ def finding_rows(report: AuditReport) -> list[Row]:
             detail = f"key {f.key}: offsets {', '.join(map(str, f.offsets or ()))}"
         else:
             detail = f.detail or DESCRIPTIONS.get(f.kind, "")
+        if hops and f.topic in hops:
+            detail = f"hop {report.hops[hops[f.topic]].name} · {detail}"
         rows.append(
             Row(
                 finding_key(i, f),
@@ -83,6 +92,13 @@ def headline(report: AuditReport | None, taken_at: float | None = None) -> Text:
     )
     if report.elapsed_seconds is not None:
         t.append(f" · {report.elapsed_seconds:.1f}s")
+    for hop in report.hops:  # a pipeline audited hop by hop: each hop's own verdict, in order
+        ok = hop.verdict == "pass"
+        t.append("\n")
+        t.append(" PASS " if ok else " FAIL ", style="green" if ok else "red")
+        t.append(f" hop {term(hop.name)}: {term(', '.join(hop.topics))} -> {term(hop.sink or '-')} · "
+                 f"{hop.findings} finding{'s' if hop.findings != 1 else ''}"
+                 f" ({hop.failing_findings} failing)")
     if report.sink:
         t.append(f"\nsink {term(report.sink)}", style=STYLES["muted"])
         if report.sink_read_point:
