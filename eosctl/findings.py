@@ -21,7 +21,14 @@ KINDS = (
     "key_duplicate",
     "offset_mismatch",
     "invalid_row",
+    # A Kafka stage audited with `lineage = "key"` (its outputs paired with its inputs by key): what the
+    # reconciliation found, named for keys, with the outputs' offsets (eosctl.sink.kafka_topic.key_findings).
+    "lost_key",
+    "duplicate_key",
+    "phantom_key",
 )
+# The reconciliation's kind each key-lineage kind renames: causes and root causes are that kind's.
+KEY_KINDS = {"lost_key": "gap", "duplicate_key": "duplicate", "phantom_key": "phantom_aborted"}
 
 # One line per kind, for tables, JUnit messages and --help.
 DESCRIPTIONS = {
@@ -35,6 +42,9 @@ DESCRIPTIONS = {
     "offset_mismatch": "offsets stored in the sink disagree with the consumer group's committed offsets",
     "invalid_row": "sink rows no Kafka record can match (NULL topic, partition or offset; offset negative, "
                    "above 2^63-1 or not an integer)",
+    "lost_key": "key lineage: committed input records whose key has no output left to pair with them",
+    "duplicate_key": "key lineage: more outputs of a key than committed inputs carry it (count = extra)",
+    "phantom_key": "key lineage: outputs whose key only aborted or still-open input records had",
 }
 
 PASS, FAIL = "pass", "fail"
@@ -204,9 +214,10 @@ class RootCause:
 def root_rule(f: Finding) -> str:
     """Which root cause explains a finding."""
     c = f.cause
-    if f.kind in ("phantom_aborted", "phantom_uncommitted", "phantom_marker"):
+    kind = KEY_KINDS.get(f.kind, f.kind)
+    if kind in ("phantom_aborted", "phantom_uncommitted", "phantom_marker"):
         return "sink_reads_aborted"
-    if f.kind == "gap":
+    if kind == "gap":
         if c is None:
             return "unexplained"
         return "sink_skipped" if c.passed_by or c.sink_after is not None else "not_yet_consumed"
@@ -216,7 +227,7 @@ def root_rule(f: Finding) -> str:
         return "upstream_retry" if c.rule in ("non_idempotent", "producer_sessions") else "application_resend"
     if f.kind == "phantom_beyond_hw":
         return "unknown_partitions" if f.detail == NOT_IN_KAFKA else "beyond_high_watermark"
-    return _BY_KIND[f.kind]
+    return _BY_KIND[kind]
 
 
 _BY_KIND = {"duplicate": "replay", "offset_mismatch": "offsets_disagree", "invalid_row": "invalid_rows"}
@@ -299,7 +310,7 @@ class Finding:
         return cls(d["kind"], d["topic"], _int(d["partition"]), _int(d["first_offset"]),
                    _int(d["last_offset"]), int(d["count"]), d.get("key"),
                    None if offsets is None else tuple(offsets), d.get("detail"),
-                   None if cause is None else Cause.from_dict(d["kind"], cause))
+                   None if cause is None else Cause.from_dict(KEY_KINDS.get(d["kind"], d["kind"]), cause))
 
     @property
     def sort_key(self) -> tuple:

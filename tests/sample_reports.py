@@ -37,7 +37,7 @@ def summary(log: PartitionLog, sink_rows: int, segments: bool = True) -> Partiti
                             log_segments(log) if segments else None)
 
 
-def demo_report(invalid_rows: bool = False) -> AuditReport:
+def demo_report(invalid_rows: bool = False, key_kinds: bool = False) -> AuditReport:
     """Three partitions like the demo's: aborted leaks, a duplicate, a gap, a key duplicate, a hanging
     transaction, plus one finding of every other kind so every colour is on the page."""
     logs = [txn_log(TOPIC, 0, 122, aborted=(0, 44, 88), open_from=119),
@@ -57,6 +57,10 @@ def demo_report(invalid_rows: bool = False) -> AuditReport:
                 detail="sink stored next offset 150, group demo.sink committed 165"),
         Finding("phantom_aborted", TOPIC, 2, 77, 86, 10),
     ]
+    if key_kinds:  # the kinds a Kafka stage audited by key lineage reports
+        findings += [Finding("lost_key", TOPIC, 2, 10, 12, 3, detail="no output"),
+                     Finding("duplicate_key", TOPIC, 1, 60, 60, 1, detail="key o-60; outputs out[1]@60"),
+                     Finding("phantom_key", TOPIC, 2, 40, 41, 2, detail="key o-40; outputs out[2]@40")]
     if invalid_rows:  # rows no record can match: in the legend and the table, never on a bar
         findings.append(Finding("invalid_row", TOPIC, 2, None, None, 2, detail="src_offset is NULL"))
     parts = [summary(lg, rows) for lg, rows in zip(logs, (111, 167, 149), strict=True)]

@@ -30,26 +30,27 @@ def short_cause(f: Finding) -> str:
     c = f.cause
     if c is None:
         return ""
-    if f.kind in ("phantom_aborted", "phantom_uncommitted") or (f.kind == "gap" and c.transactions):
+    kind = c.kind  # a key-lineage kind (lost_key, ...) is explained as the reconciliation's kind it renames
+    if kind in ("phantom_aborted", "phantom_uncommitted") or (kind == "gap" and c.transactions):
         writers = _writers(c.transactions, c.omitted)
     else:
         writers = ""
-    if f.kind == "phantom_aborted":
+    if kind == "phantom_aborted":
         fenced = " (fenced zombie)" if any(t.fenced for t in c.transactions) else ""
         return f"sink read aborted data{fenced}: {writers}"
-    if f.kind == "phantom_uncommitted":
+    if kind == "phantom_uncommitted":
         return f"sink read uncommitted data: {writers}"
-    if f.kind == "phantom_marker":
+    if kind == "phantom_marker":
         return "sink wrote markers as rows: " + ", ".join(
             f"{m.type}@{m.offset} pid {m.producer_id}" for m in c.markers[:3]) + _more(len(c.markers) - 3)
-    if f.kind == "gap":
+    if kind == "gap":
         how = {"stored_offsets": "skipped: sink's stored offsets are past it",
                "committed_offsets": "skipped: group's committed offset is past it"}.get(c.passed_by or "")
         if how is None:
             how = f"skipped: sink holds offset {c.sink_after} after it" if c.sink_after is not None else \
                 "not yet consumed (lag)"
         return how + (f"; written by {writers}" if writers else "")
-    if f.kind == "duplicate":
+    if kind == "duplicate":
         rows = f"{c.rows_max} rows per offset" if c.rows_min == c.rows_max else \
             f"{c.rows_min}-{c.rows_max} rows per offset"
         when = ""
@@ -57,13 +58,13 @@ def short_cause(f: Finding) -> str:
             lo, hi = c.repeated_write
             when = f", again at {c.order_column} {lo if lo == hi else f'{lo}..{hi}'}"
         return f"replay: {rows}{when}"
-    if f.kind == "key_duplicate":
+    if kind == "key_duplicate":
         sessions = ", ".join(dict.fromkeys(f"pid {t.producer_id} e{t.producer_epoch}"
                                            for t in c.transactions))
         return f"{(c.rule or '').replace('_', ' ')}: {sessions}"
-    if f.kind == "phantom_beyond_hw":
+    if kind == "phantom_beyond_hw":
         return "rows the log never had"
-    if f.kind == "offset_mismatch":
+    if kind == "offset_mismatch":
         return "stored and committed offsets disagree"
     return "rows without valid source coordinates"
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from eosctl.config import Cluster, Sink
 from eosctl.errors import BrokerError, SinkError
+from eosctl.findings import Finding
 from eosctl.model import TP
 from eosctl.sink.base import ReadPoint
 
@@ -178,7 +179,14 @@ def _key_lineage(cluster: Cluster, sink: Sink, ends: dict[TP, int],
     committed input of that key below the stage's committed offsets. What stays unpaired is the finding:
     an input without its output a gap (a lost key), an output beyond its key's inputs a duplicate at the
     key's last input, an output whose key only aborted or open input had a phantom at that input's offset,
-    an output whose key no input had an invalid_row (NULL lineage)."""
+    an output whose key no input had an invalid_row (NULL lineage).
+
+    A stage reading its input read_uncommitted turns an aborted input into an output too, with the key of
+    the input's retried, committed copy. When a key has exactly as many outputs as inputs of any outcome
+    (committed, aborted or open), the stage consumed each once: outputs and inputs are paired in order on
+    both sides (partition, offset), so the output of the aborted copy is its phantom and the retried
+    copy's output is not a duplicate. Any other count keeps the committed-only pairing above (an
+    aborted copy then shows as a duplicate of its retry: key lineage can't tell them apart)."""
     outputs: dict[str | None, list[tuple[int, int]]] = {}
     for m in _records(cluster, ends, read_committed=True, what="the hop's output"):
         outputs.setdefault(_key(m), []).append((m.partition(), m.offset()))
@@ -194,6 +202,9 @@ def _key_lineage(cluster: Cluster, sink: Sink, ends: dict[TP, int],
     cols: dict[str, list] = {n: [] for n in COLUMNS}
     for key, outs in outputs.items():
         ins = sorted(committed.get(key, [])) if key is not None else []
+        every = sorted(ins + other.get(key, [])) if key is not None else []
+        if other.get(key) and len(every) == len(outs):
+            ins = every  # one output per input, aborted ones included: pair them in order
         for i, (p, o) in enumerate(sorted(outs)):
             if ins:
                 src: Lineage = ins[min(i, len(ins) - 1)]
@@ -207,6 +218,39 @@ def _key_lineage(cluster: Cluster, sink: Sink, ends: dict[TP, int],
 
 
 Lineage = tuple[str | None, int | None, int | None]
+
+# The reconciliation's kinds as key lineage names them (eosctl.findings.KEY_KINDS, the other way round).
+_KEY_KIND = {"gap": "lost_key", "duplicate": "duplicate_key", "phantom_aborted": "phantom_key",
+             "phantom_uncommitted": "phantom_key"}
+
+
+def key_findings(frozen: Sink, findings: list[Finding]) -> list[Finding]:
+    """A `lineage = "key"` hop's findings named for keys, each with the outputs paired with its input
+    offsets (read from the frozen hop rows, so while ``frozen`` exists): lost_key, duplicate_key and
+    phantom_key, with exact offsets on both sides (input: the finding's; output: its detail)."""
+    import duckdb
+
+    out = []
+    con = duckdb.connect(str(frozen.duckdb), read_only=True)
+    try:
+        for f in findings:
+            kind = _KEY_KIND.get(f.kind)
+            if kind is None or f.first_offset is None:
+                out.append(f)
+                continue
+            rows = con.execute(
+                f"SELECT DISTINCT key, out_partition, out_offset FROM {TABLE} WHERE src_topic = ? AND "
+                "src_partition = ? AND src_offset BETWEEN ? AND ? ORDER BY 2, 3",
+                [f.topic, f.partition, f.first_offset, f.last_offset]).fetchall()
+            keys = sorted({k for k, _, _ in rows if k is not None})
+            outs = ", ".join(f"[{p}]@{o}" for _, p, o in rows[:20]) + (" ..." if len(rows) > 20 else "")
+            topic = (frozen.frozen_from or frozen).kafka_topic
+            detail = (f"key{'s' * (len(keys) != 1)} {', '.join(keys[:5])}" if keys else "") + (
+                f"; outputs {topic}{outs}" if rows else "; no output")
+            out.append(replace(f, kind=kind, detail=detail.lstrip("; ")))
+    finally:
+        con.close()
+    return out
 
 
 def lineage_reader(sink: Sink) -> Any:

@@ -212,6 +212,7 @@ def findings_of_every_kind() -> list[Finding]:
     from dataclasses import replace
 
     from eosctl.causes import Writer, explain_finding, explain_partition, key_cause, with_write_order
+    from eosctl.findings import KEY_KINDS
     from eosctl.reconcile import SinkFacts
 
     at = {"gap": (0, 0), "duplicate": (1, 1), "phantom_aborted": (4, 5), "phantom_marker": (3, 3),
@@ -232,11 +233,15 @@ def findings_of_every_kind() -> list[Finding]:
         elif kind == "invalid_row":
             out.append(explain_finding(Finding(kind, "orders", None, None, None, 1,
                                                detail="src_partition is NULL")))
+        elif kind in KEY_KINDS:  # key lineage renames what the reconciliation found, cause and all
+            out.append(Finding(KEY_KINDS[kind], "orders", 0, *at[KEY_KINDS[kind]], 1, detail=kind))
         else:
             out.append(Finding(kind, "orders", 0, *at[kind], 1))
     facts = SinkFacts(gaps={0: (None, 1)}, duplicates={1: (2, 3)})
     explained = [f if f.cause is not None else explain_partition(partition_log(), [f], facts, 40, 32, "g")[0]
                  for f in out]
+    explained = [replace(f, kind=f.detail, detail="key o-1; outputs out[0]@3") if f.detail in KEY_KINDS else f
+                 for f in explained]
     aborted = next(f for f in explained if f.kind == "phantom_aborted")
     assert aborted.cause is not None
     many = replace(aborted.cause, omitted=3)

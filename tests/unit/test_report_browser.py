@@ -33,7 +33,7 @@ def shoot(tmp_path, report: AuditReport, height: int) -> tuple[dict[tuple[int, i
 
 
 def test_demo_report_renders_with_its_colours_and_verdict(tmp_path):
-    report = demo_report(invalid_rows=True)
+    report = demo_report(invalid_rows=True, key_kinds=True)
     seen, dom = shoot(tmp_path, report, 1500)
     # Not blank: the page's own colours are on screen, each over a real area, not a stray pixel.
     wanted = {"verdict red": rgb("#c5221f"), "committed green": rgb(LOG_LAYERS["COMMITTED"][0]),
@@ -44,7 +44,7 @@ def test_demo_report_renders_with_its_colours_and_verdict(tmp_path):
     assert len([c for c, n in seen.items() if n >= 20]) >= 12
     # The DOM after rendering: the verdict first, with its counts, and the report for machines.
     assert re.search(r'<section class="verdict fail" id="verdict">\s*<div class="word">FAIL</div>', dom)
-    assert "12 failing findings in 3 of 3 partitions" in dom
+    assert "15 failing findings in 3 of 3 partitions" in dom
     body = re.search(r'<script type="application/json" id="eosctl-report">(.*?)</script>', dom, re.S).group(1)
     assert json.loads(body) == json.loads(report.to_json())
 
