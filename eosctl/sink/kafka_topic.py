@@ -182,11 +182,12 @@ def _key_lineage(cluster: Cluster, sink: Sink, ends: dict[TP, int],
     an output whose key no input had an invalid_row (NULL lineage).
 
     A stage reading its input read_uncommitted turns an aborted input into an output too, with the key of
-    the input's retried, committed copy. When a key has exactly as many outputs as inputs of any outcome
-    (committed, aborted or open), the stage consumed each once: outputs and inputs are paired in order on
-    both sides (partition, offset), so the output of the aborted copy is its phantom and the retried
-    copy's output is not a duplicate. Any other count keeps the committed-only pairing above (an
-    aborted copy then shows as a duplicate of its retry: key lineage can't tell them apart)."""
+    the input's retried, committed copy. When most keys that had aborted or open input have exactly as
+    many outputs as inputs of any outcome, the stage reads uncommitted: those keys' outputs and inputs are
+    paired in order on both sides (partition, offset), so the output of the aborted copy is its phantom
+    and the retried copy's output is not a duplicate. Otherwise, and for keys whose counts differ (a
+    replay or a loss of the same key too), the committed-only pairing above holds: an aborted copy then
+    shows as a duplicate of its retry, which key lineage alone can't tell apart."""
     outputs: dict[str | None, list[tuple[int, int]]] = {}
     for m in _records(cluster, ends, read_committed=True, what="the hop's output"):
         outputs.setdefault(_key(m), []).append((m.partition(), m.offset()))
@@ -199,11 +200,18 @@ def _key_lineage(cluster: Cluster, sink: Sink, ends: dict[TP, int],
     for m in _records(cluster, upto, read_committed=False, what="the hop's input"):
         if (m.topic(), m.partition(), m.offset()) not in seen:
             other.setdefault(_key(m), []).append((m.topic(), m.partition(), m.offset()))
+    # Does the stage turn aborted input into output (it reads read_uncommitted)? Then most keys that had
+    # aborted or open input have one output per input of any outcome; a stage reading committed input has
+    # fewer (none for a key only aborted input had).
+    # (At least two such keys: one replayed key can match by chance.)
+    touched = [k for k in other if k is not None]
+    matching = sum(len(outputs.get(k, ())) == len(committed.get(k, ())) + len(other[k]) for k in touched)
+    reads_aborted = matching >= 2 and matching * 2 > len(touched)
     cols: dict[str, list] = {n: [] for n in COLUMNS}
     for key, outs in outputs.items():
         ins = sorted(committed.get(key, [])) if key is not None else []
         every = sorted(ins + other.get(key, [])) if key is not None else []
-        if other.get(key) and len(every) == len(outs):
+        if reads_aborted and other.get(key) and len(every) == len(outs):
             ins = every  # one output per input, aborted ones included: pair them in order
         for i, (p, o) in enumerate(sorted(outs)):
             if ins:
