@@ -30,6 +30,7 @@ from typing import Any
 from eosctl.config import Cluster, Sink
 from eosctl.errors import BrokerError, SinkError
 from eosctl.model import TP
+from eosctl.safetext import decode
 from eosctl.sink.base import ReadPoint
 
 TABLE = "hop_rows"
@@ -168,7 +169,7 @@ def _records(cluster: Cluster, ends: dict[TP, int], *, read_committed: bool, wha
 
 def _key(m: Any) -> str | None:
     key = m.key()
-    return key.decode("utf-8", "backslashreplace") if key is not None else None
+    return decode(key) if key is not None else None
 
 
 def _key_lineage(cluster: Cluster, sink: Sink, ends: dict[TP, int],
@@ -237,7 +238,7 @@ def lineage_reader(sink: Sink) -> Any:
 
 def _text(v: Any) -> str | None:
     if isinstance(v, bytes):
-        return v.decode("utf-8", "backslashreplace")
+        return decode(v)
     return v if isinstance(v, str) else None
 
 
