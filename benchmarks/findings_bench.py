@@ -8,8 +8,11 @@ Each size N is a partition pattern with every other offset missing, so an audit 
 - html: render_html to a file, its size and its SVG's, then headless Chromium loading it (--dump-dom,
   process start to exit; the 100-finding run is the browser's own start-up);
 - snapshot: `python -m eosctl snapshot --with-audit` (local engine) against the scripted Kafka broker
-  (tests/kafkasim) and a DuckDB sink, process start to exit, next to the same snapshot without the audit.
-Ratios are against the 100-finding run measured in the same process. TUI figures: the tui helper's bench.
+  (tests/kafkasim) and a DuckDB sink, process start to exit, next to the same snapshot without the audit;
+- tui: the TUI's Audit view with N findings at 200x60 (benchmarks/tui_refresh_bench.py's audit_costs: the
+  worker formatting the findings, the view appearing on the UI thread, a filter keystroke, clearing it).
+Ratios are against the 100-finding run measured in the same process; the load average is printed with
+each row (the machine may be shared).
 """
 
 from __future__ import annotations
@@ -101,10 +104,20 @@ def snapshot_seconds(n: int, work: Path) -> tuple[float, float, int]:
     return times[0], times[1], stored
 
 
+def tui_figures(n: int) -> dict[str, float]:
+    import asyncio
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from tui_refresh_bench import audit_costs
+
+    return asyncio.run(audit_costs(n, (200, 60)))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="100,100000,250000")
     ap.add_argument("--no-snapshot", action="store_true")
+    ap.add_argument("--no-tui", action="store_true")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     rows = []
@@ -115,12 +128,16 @@ def main() -> None:
             table_s = table_seconds(rep, work / f"table-{n}.txt")
             render_s, html_b, svg_b, load_s = html_figures(rep, work / f"report-{n}.html")
             snap = snapshot_seconds(n, work) if not args.no_snapshot else (None, None, None)
-            rows.append((n, table_s, render_s, html_b, svg_b, load_s, *snap))
+            tui = tui_figures(n) if not args.no_tui else None
+            rows.append((n, table_s, render_s, html_b, svg_b, load_s, *snap, tui))
             print(f"{n:>8} findings: table {table_s:6.2f}s  html {render_s:5.2f}s {html_b / 1e6:6.1f} MB "
                   f"(svg {svg_b / 1e3:6.1f} kB)  chromium load {load_s:5.2f}s"
                   + ("" if snap[0] is None else
-                     f"  snapshot {snap[0]:5.1f}s, --with-audit {snap[1]:5.1f}s ({snap[2]} findings stored)"),
-                  flush=True)
+                     f"  snapshot {snap[0]:5.1f}s, --with-audit {snap[1]:5.1f}s ({snap[2]} findings stored)")
+                  + f"  (load {os.getloadavg()[0]:.1f})", flush=True)
+            if tui is not None:
+                shown = ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in tui.items())
+                print(f"          tui audit view: {shown}", flush=True)
     base = rows[0]
     print(f"\nratios against {base[0]} findings (same run):")
     for r in rows[1:]:
@@ -128,6 +145,10 @@ def main() -> None:
                 f"svg x{r[4] / base[4]:.1f}, chromium load x{r[5] / base[5]:.1f}")
         if r[6] is not None:
             line += f", snapshot --with-audit x{r[7] / base[7]:.1f} (without the audit x{r[6] / base[6]:.1f})"
+        if r[9] is not None:
+            appears, keystroke = "view appears (UI)", "filter keystroke"
+            line += (f", tui audit view appears x{r[9][appears] / base[9][appears]:.1f}"
+                     f", filter keystroke x{r[9][keystroke] / base[9][keystroke]:.1f}")
         print(line)
 
 

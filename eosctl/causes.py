@@ -33,6 +33,8 @@ from eosctl.model import NO_PRODUCER, V1, Kind, OffsetRange, PartitionLog, Produ
 from eosctl.reconcile import SinkFacts
 
 _OUTCOME = {"COMMIT": COMMITTED, "ABORT": ABORTED, "OPEN": OPEN}
+_PLAIN_OUTCOME = {Kind.ABORTED: ABORTED, Kind.OPEN: OPEN}  # pieces outside a transaction the scan saw
+_MARKER_WORD = {ABORTED: "ABORT", COMMITTED: "COMMIT"}
 
 
 def explain_partition(log: PartitionLog | None, findings: Iterable[Finding], facts: SinkFacts | None = None,
@@ -41,7 +43,17 @@ def explain_partition(log: PartitionLog | None, findings: Iterable[Finding], fac
     """The findings of one partition's task, each with its cause. ``stored``/``committed``: the sink's
     stored next offset and the group's committed offset, when the audit read them."""
     index = _Index(log) if log is not None else None
-    return [replace(f, cause=_cause(f, index, facts, stored, committed, group)) for f in findings]
+    return [_with_cause(f, _cause(f, index, facts, stored, committed, group)) for f in findings]
+
+
+def _with_cause(f: Finding, cause: Cause | None) -> Finding:
+    """``replace(f, cause=cause)`` without re-running the constructor: ``f`` was checked when it was made,
+    and dataclasses.replace was a tenth of explaining 100k findings (issue 20)."""
+    out = object.__new__(Finding)
+    fields = dict(f.__dict__)
+    fields["cause"] = cause
+    object.__setattr__(out, "__dict__", fields)
+    return out
 
 
 def with_write_order(f: Finding, column: str, order: tuple[Any, Any, Any, Any]) -> Finding:
@@ -142,6 +154,16 @@ class _Index:
             self.by_producer.setdefault(t.producer_id, []).append(t)
         self.firsts = {pid: [t.first_offset for t in ts] for pid, ts in self.by_producer.items()}
         self.markers = {t.marker_offset: t for t in log.transactions if t.marker_offset is not None}
+        self._judged: dict[int, tuple[int, str, int | None, bool]] = {}
+
+    def judged(self, t: Transaction) -> tuple[int, str, int | None, bool]:
+        """(epoch, outcome, marker offset, fenced) of a transaction of this log, worked out once: many
+        findings of a partition fall in the same few transactions."""
+        got = self._judged.get(id(t))
+        if got is None:
+            got = self._judged[id(t)] = (t.producer_epoch, _OUTCOME[t.outcome], t.marker_offset,
+                                         fenced(t, self.log.producers.get(t.producer_id)))
+        return got
 
     def ranges(self, first: int, last: int, kinds: tuple[Kind, ...]) -> list[OffsetRange]:
         ranges = self.log.ranges
@@ -175,21 +197,28 @@ class _Index:
 def _transactions(index: _Index, pieces: list[OffsetRange]) -> tuple[tuple[TxnCause, ...], int]:
     """One TxnCause per transaction (or run of one producer session's non-transactional batches) writing
     the pieces, in order of their first offset there."""
+    if len(pieces) == 1:  # most findings: no merging or sorting to do
+        p = pieces[0]
+        t = index.transaction(p.producer_id, p.first) if p.producer_id != NO_PRODUCER else None
+        if t is not None:
+            epoch, outcome, marker, is_fenced = index.judged(t)
+        else:
+            epoch, marker, is_fenced = p.producer_epoch, None, False
+            outcome = _PLAIN_OUTCOME.get(p.kind, NON_TRANSACTIONAL)
+        return (TxnCause(p.producer_id, epoch, p.first, p.last, outcome, marker, is_fenced),), 0
     out: dict[tuple, TxnCause] = {}
     previous: tuple | None = None
     for p in pieces:
         t = index.transaction(p.producer_id, p.first) if p.producer_id != NO_PRODUCER else None
         if t is not None:
             key: tuple = ("txn", p.producer_id, t.first_offset)
-            outcome, marker = _OUTCOME[t.outcome], t.marker_offset
-            is_fenced = fenced(t, index.log.producers.get(p.producer_id))
-            epoch = t.producer_epoch
+            epoch, outcome, marker, is_fenced = index.judged(t)
         else:
             # Non-transactional: consecutive pieces of one producer session are one run.
             key = ("plain", p.producer_id, p.producer_epoch, p.first)
             if previous is not None and previous[:3] == ("plain", p.producer_id, p.producer_epoch):
                 key = previous
-            outcome = {Kind.ABORTED: ABORTED, Kind.OPEN: OPEN}.get(p.kind, NON_TRANSACTIONAL)
+            outcome = _PLAIN_OUTCOME.get(p.kind, NON_TRANSACTIONAL)
             marker, is_fenced, epoch = None, False, p.producer_epoch
         previous = key
         have = out.get(key)
@@ -303,8 +332,8 @@ def _txn_list(txns: tuple[TxnCause, ...], omitted: int) -> str:
         return "transactions the scan did not see"
     parts = []
     for t in txns[:3]:
-        marker = f", {t.outcome.replace('aborted', 'ABORT').replace('committed', 'COMMIT')} marker at " \
-                 f"{t.marker_offset}" if t.marker_offset is not None else ""
+        marker = f", {_MARKER_WORD.get(t.outcome, t.outcome)} marker at {t.marker_offset}" \
+            if t.marker_offset is not None else ""
         state = "open transaction" if t.outcome == OPEN else (
             "non-transactional writes" if t.outcome == NON_TRANSACTIONAL else "transaction")
         parts.append(f"producer {t.producer_id} epoch {t.producer_epoch}'s {state} "

@@ -10,10 +10,19 @@ symbols and the ASCII space, in any script); every other one (C0/C1 controls, DE
 separators, format characters such as the bidi overrides and isolates, lone surrogates left by invalid
 UTF-8, unassigned code points) is shown as its escape, e.g. ``\\x1b`` or ``\\u202e``. Long strings are
 left to the caller, which knows how much room it has.
+
+Bytes (a Kafka record's key or value, a sink's BLOB key) become text once, by ``decode``: UTF-8 where it is
+valid, and each byte that is not part of valid UTF-8 as ``\\xNN`` with upper-case hex, e.g. ``\\xFF``: the
+form DuckDB gives a BLOB key column's bytes (DuckDB writes every byte outside printable ASCII so, even in
+valid UTF-8, and the audit compares a DuckDB sink's keys in that form). The result is then escaped for its
+destination like any other string (an ESC in a valid key is a character, shown as ``\\x1b`` on a
+terminal). A valid key spelling the four characters ``\\xFF`` reads the same as the byte 0xFF: keys are
+compared as this text, so two such keys in one sink would be reported as one key.
 """
 
 from __future__ import annotations
 
+import codecs
 import re
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -25,6 +34,22 @@ if TYPE_CHECKING:  # imported when used: eosctl's one-line errors use term() and
 @lru_cache(maxsize=4096)
 def _escaped(c: str) -> str:
     return repr(c)[1:-1]
+
+
+def _hex_bytes(e: UnicodeError) -> tuple[str, int]:
+    assert isinstance(e, UnicodeDecodeError)
+    return "".join(f"\\x{b:02X}" for b in e.object[e.start:e.end]), e.end
+
+
+codecs.register_error("eosctl.hex", _hex_bytes)
+
+
+def decode(b: bytes) -> str:
+    """Bytes as text: UTF-8 where valid, every other byte as ``\\xNN`` (upper-case hex); never raises."""
+    try:
+        return b.decode("utf-8")
+    except UnicodeDecodeError:
+        return b.decode("utf-8", "eosctl.hex")
 
 
 def term(s: str) -> str:

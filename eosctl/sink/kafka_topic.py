@@ -31,6 +31,7 @@ from eosctl.config import Cluster, Sink
 from eosctl.errors import BrokerError, SinkError
 from eosctl.findings import Finding
 from eosctl.model import TP
+from eosctl.safetext import decode
 from eosctl.sink.base import ReadPoint
 
 TABLE = "hop_rows"
@@ -169,7 +170,7 @@ def _records(cluster: Cluster, ends: dict[TP, int], *, read_committed: bool, wha
 
 def _key(m: Any) -> str | None:
     key = m.key()
-    return key.decode("utf-8", "backslashreplace") if key is not None else None
+    return decode(key) if key is not None else None
 
 
 def _key_lineage(cluster: Cluster, sink: Sink, ends: dict[TP, int],
@@ -289,7 +290,7 @@ def lineage_reader(sink: Sink) -> Any:
 
 def _text(v: Any) -> str | None:
     if isinstance(v, bytes):
-        return v.decode("utf-8", "backslashreplace")
+        return decode(v)
     return v if isinstance(v, str) else None
 
 

@@ -231,3 +231,29 @@ def test_hostile_snapshot_in_a_real_terminal(tmux, tmp_path: Path):
     assert tmux.run("display-message", "-p", "-t", tmux.session, "#{pane_title}") == title
     tmux.run("send-keys", "-t", tmux.session, "q")
     assert "EXITED 0" in tmux.wait_for("EXITED")
+
+
+@sync
+async def test_a_key_that_is_not_utf8_is_shown_as_escapes():
+    """A key_duplicate whose key's bytes are not UTF-8 (eosctl.safetext.decode: \\xNN) and hold an OSC 52
+    and a C1 CSI, and one holding a lone surrogate (what a surrogateescape decoder leaves): the Audit view
+    keeps its layout and shows both as escapes."""
+    from eosctl.safetext import decode
+    from tui.app import EosApp
+
+    key = decode(b"\xff\xfe\x1b]52;c;ZXZpbA==\x07k\xc2\x9b2J")
+    assert key == "\\xFF\\xFE\x1b]52;c;ZXZpbA==\x07k\x9b2J"
+    dash = hostile_dashboard()
+    cap = dash.capture
+    cap.audit = AuditReport.build(cap.audit.partitions, [
+        Finding("key_duplicate", "orders", 0, 1, 2, 2, key=key, offsets=(1, 2)),
+        Finding("key_duplicate", "orders", 1, 3, 4, 2, key="s\udcffx", offsets=(3, 4)),
+    ], sink=SINK)
+    app = EosApp(FixedSource(dash))
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await pilot.press("7")
+        await pilot.pause(0.1)
+        screen = "\n".join(check_screen(app, "audit"))
+        assert "key \\xFF\\xFE\\x1b]52;c;ZXZpbA==\\x07k\\x9b2J" in screen
+        assert "key s\\udcffx" in screen
