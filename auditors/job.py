@@ -205,11 +205,12 @@ class WorkItem:
 # ---- inside a task -------------------------------------------------------------------------------
 
 
-def _open_sink(sink: Sink, settings: TaskSettings, items: Sequence[WorkItem]) -> SinkReader:
+def _open_sink(sink: Sink, settings: TaskSettings, items: Sequence[WorkItem] = ()) -> SinkReader:
+    """The task's reader; ``items``: its partitions, the only ones it asks about (none: any)."""
     from eosctl.sink import Limits, open_reader
 
     return open_reader(sink, limits=Limits(settings.duckdb_threads, settings.duckdb_memory,
-                                           settings.temp_directory), partitions=[i.tp for i in items])
+                                           settings.temp_directory), partitions=[i.tp for i in items] or None)
 
 
 @dataclass
