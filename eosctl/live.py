@@ -431,6 +431,8 @@ class LiveModel:
             self._client.close()
             self._client = None
         self.admins.reset()
+        # The broker may come back as another (restarted, failed over): read everything in full again.
+        self._offsets_checked_at = self._described_all_at = None
 
     def reconnect(self) -> None:
         """New connections at the next refresh (after a failed read: the broker may have restarted)."""
