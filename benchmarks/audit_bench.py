@@ -20,7 +20,8 @@ findings (their causes, eosctl.causes) adds to the local audit (explain_cost):
 - delta: the same on the same rows in a Delta table (one version), written by `deltalake` (--no-delta);
 - iceberg: the same in an Iceberg table (one snapshot) in a SQL catalog on a SQLite file, written by
   `pyiceberg` (--no-iceberg).
---sinks-only measures local, postgres, delta and iceberg alone (no Spark, no DuckDB baseline).
+--sinks-only measures local, postgres, delta and iceberg alone (no Spark, no DuckDB baseline); otherwise the
+warm Spark audit runs on each sink kind too, next to the DuckDB file.
 All but postgres read the same DuckDB file. Peak RSS is the sum over the process and all of its descendants
 (Spark's JVM and Python workers, the local pool, DuckDB in-process), sampled every 0.2 s.
 """
@@ -279,16 +280,30 @@ def cold(args: argparse.Namespace) -> None:
     t = time.monotonic()
     again = _audit(inp, options)
     out["warm"] = time.monotonic() - t
-    print(json.dumps({**out, "agree_warm": _counts(again) == _counts(first)}))
+    agree = _counts(again) == _counts(first)
+    from dataclasses import fields
+
+    from eosctl.config import Sink
+
+    names = {f.name for f in fields(Sink)}
+    for kind, spec in json.loads(args.cold_sinks or "{}").items():  # the same rows in other sink kinds
+        sink = Sink(**{k: v for k, v in spec.items() if k in names})
+        t = time.monotonic()
+        report = _audit(_input(Path(args.cold), parse_size(args.sizes), args.task_memory, sink), options)
+        out[f"warm_{kind}"] = time.monotonic() - t
+        agree &= _counts(report) == _counts(first)
+    print(json.dumps({**out, "agree_warm": agree}))
 
 
-def spark_run(path: Path, size: int, args: argparse.Namespace) -> tuple[float, dict, int]:
-    """(seconds from the child's start to its first report, the child's numbers, the tree's peak RSS)."""
+def spark_run(path: Path, size: int, args: argparse.Namespace,
+              sinks: dict | None = None) -> tuple[float, dict, int]:
+    """(seconds from the child's start to its first report, the child's numbers, the tree's peak RSS).
+    ``sinks``: kind -> the Sink's fields of the same rows loaded elsewhere, audited warm in the child too."""
     import json
     import subprocess
 
     cmd = [sys.executable, __file__, str(size), "--cold", str(path), "--driver-memory", args.driver_memory,
-           "--task-memory", args.task_memory]
+           "--task-memory", args.task_memory, "--cold-sinks", json.dumps(sinks or {})]
     t = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     peak = 0
@@ -318,6 +333,7 @@ def main() -> None:
     ap.add_argument("--partitions-dimension", action="store_true",
                     help="the partitions dimension instead (benchmarks/audit_partitions_bench.py)")
     ap.add_argument("--cold", help=argparse.SUPPRESS)  # internal: the child process of a cold run
+    ap.add_argument("--cold-sinks", help=argparse.SUPPRESS)  # internal: other sink kinds for that child
     if "--partitions-dimension" in sys.argv[1:]:  # a fixed total over 8 to 10,000 partitions
         here = Path(__file__).resolve().parent / "audit_partitions_bench.py"
         os.execv(sys.executable, [sys.executable, str(here), *sys.argv[1:]])
@@ -423,15 +439,33 @@ def _run_sizes(args: argparse.Namespace, workdir: Path, pg_uri: str | None) -> l
         inp = _input(path, size, args.task_memory)
         row: dict[str, object] = {"size": size}
         agree = True
+        kinds = []  # the same rows in the other sink kinds, loaded before any engine runs
+        if pg_uri:
+            kinds.append(("postgres", load_postgres, pg_uri, Sink(postgres=pg_uri, table="bench_sink"),
+                          "the server's not counted; "))
+        if not args.no_delta:
+            delta = workdir / f"bench_{size}_delta"
+            kinds.append(("delta", load_delta, delta, Sink(delta=str(delta), table="sink"), ""))
+        if not args.no_iceberg:
+            ice = workdir / f"bench_{size}_iceberg"
+            kinds.append(("iceberg", load_iceberg, ice, _iceberg_sink(ice), ""))
+        loaded = {name: load(path, into) for name, load, into, _, _ in kinds}
 
         if not args.sinks_only:
-            secs, out, peak = spark_run(path, size, args)
+            from dataclasses import asdict
+
+            specs = {name: asdict(sink) for name, _, _, sink, _ in kinds}
+            secs, out, peak = spark_run(path, size, args, specs)
             # cold: process start to the first report (interpreter, imports, Spark start-up, the audit).
             row.update(cold=out["first"], startup=out["startup"], warm=out["warm"], spark_rss=peak)
             agree &= {k: out[k] for k in want} == want and out["agree_warm"]
             print(f"  spark cold  {row['cold']:7.1f}s (start-up {out['startup']:.1f}s)  warm "
                   f"{out['warm']:.1f}s  peak {peak / 2**30:.2f} GB  (child process total {secs:.1f}s)",
                   flush=True)
+            for name, *_ in kinds:
+                row[f"spark_{name}"] = out[f"warm_{name}"]
+                print(f"  spark warm on {name:<9} {out[f'warm_{name}']:7.1f}s  "
+                      f"{out[f'warm_{name}'] / out['warm']:.2f}x the DuckDB file", flush=True)
         with PeakRSS() as rss:
             t = time.monotonic()
             report = _audit(inp, EngineOptions("local"))
@@ -451,25 +485,14 @@ def _run_sizes(args: argparse.Namespace, workdir: Path, pg_uri: str | None) -> l
                 duck[kind] = duck.get(kind, 0) + n
             agree &= duck == want
             print(f"  duckdb      {row['duckdb']:7.1f}s  peak {rss.peak / 2**30:.2f} GB", flush=True)
-        kinds = []
-        if pg_uri:
-            kinds.append(("postgres", load_postgres, pg_uri, Sink(postgres=pg_uri, table="bench_sink"),
-                          "the server's not counted; "))
-        if not args.no_delta:
-            delta = workdir / f"bench_{size}_delta"
-            kinds.append(("delta", load_delta, delta, Sink(delta=str(delta), table="sink"), ""))
-        if not args.no_iceberg:
-            ice = workdir / f"bench_{size}_iceberg"
-            kinds.append(("iceberg", load_iceberg, ice, _iceberg_sink(ice), ""))
-        for name, load, into, sink, note in kinds:
-            loaded = load(path, into)
+        for name, _, _, sink, note in kinds:
             with PeakRSS() as rss:
                 t = time.monotonic()
                 report = _audit(_input(path, size, args.task_memory, sink), EngineOptions("local"))
                 row[name] = time.monotonic() - t
             agree &= _counts(report) == want
             print(f"  {name:<11} {row[name]:7.1f}s  (local engine; this process tree's peak "
-                  f"{rss.peak / 2**30:.2f} GB, {note}loaded in {loaded:.1f}s)  "
+                  f"{rss.peak / 2**30:.2f} GB, {note}loaded in {loaded[name]:.1f}s)  "
                   f"{row[name] / row['local']:.2f}x the DuckDB file", flush=True)
         row["agree"] = agree
         results.append(row)
@@ -493,6 +516,14 @@ def _print_table(results: list[dict]) -> None:
             ratios = "  ".join(f"{r.get(k, float('nan')) / r['local']:>{len(k) + 11}.2f}x" for k in kinds)
             print(f"{r['size']:>12,}  {r['local']:18.1f}s{times}  {ratios}  "
                   f"{'agree' if r['agree'] else 'DIFFER'}")
+        if any("warm" in r for r in results):
+            print("\n        size  spark warm (DuckDB file)" + "".join(f"  spark ({k})" for k in kinds)
+                  + "  " + "  ".join(f"{k}/duckdb-file" for k in kinds))
+            for r in (r for r in results if "warm" in r):
+                times = "".join(f"  {r.get('spark_' + k, float('nan')):>{len(k) + 8}.1f}s" for k in kinds)
+                ratios = "  ".join(f"{r.get('spark_' + k, float('nan')) / r['warm']:>{len(k) + 11}.2f}x"
+                                   for k in kinds)
+                print(f"{r['size']:>12,}  {r['warm']:23.1f}s{times}  {ratios}")
 
 
 def _print_engines(results: list[dict]) -> None:

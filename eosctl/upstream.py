@@ -12,6 +12,7 @@ the stage.
 
 from __future__ import annotations
 
+import time
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Iterable
@@ -25,9 +26,11 @@ from eosctl.logscan import scan_partitions
 from eosctl.model import TP
 from eosctl.wire import WireClient
 
-# Copies read back at most (a few per key duplicate); past it the rest keep the audited topic's cause.
+# Copies read back at most (a few per key duplicate), and for how long in all; past either, the rest keep the
+# audited topic's cause.
 MAX_PLACES = 2_000
-READ_TIMEOUT_S = 10.0
+READ_TIMEOUT_S = 2.0  # one copy (a record that is gone: compacted, deleted)
+TOTAL_TIMEOUT_S = 30.0
 
 Place = tuple[str, int, int]
 
@@ -88,8 +91,11 @@ def _lineage_of(cluster: Cluster, stage: Sink, places: list[Place]) -> dict[Plac
     # starting past an ABORT marker (the sandbox: /work/shared/notes/brokers.md).
     consumer = Consumer({**cluster.confluent(), "logger": quiet_logger(), "group.id": "eosctl-lineage-reader",
                          "enable.auto.commit": False, "isolation.level": "read_uncommitted"})
+    deadline = time.monotonic() + TOTAL_TIMEOUT_S
     try:
         for place in places:
+            if time.monotonic() > deadline:
+                break
             topic, partition, offset = place
             consumer.assign([TopicPartition(topic, partition, offset)])
             msgs = consumer.consume(1, READ_TIMEOUT_S)
