@@ -15,6 +15,15 @@ class Explained(SyntheticSource):
         return report()
 
 
+async def audited(app, pilot) -> None:
+    """The first data, then the Audit view (7) and an audit run in it (a)."""
+    await pilot.pause(0.2)
+    await until(pilot, lambda: app.dash is not None, "the first data")
+    await pilot.press("7", "a")
+    await until(pilot, lambda: not app.view("audit").running and app.view("audit").report is not None,
+                "the audit")
+
+
 @sync
 async def test_findings_grouped_by_root_cause_and_enter_opens_the_cause_by_the_log():
     from tui.app import EosApp
@@ -22,11 +31,7 @@ async def test_findings_grouped_by_root_cause_and_enter_opens_the_cause_by_the_l
     app = EosApp(Explained(4), refresh_seconds=1)
     expected = report()
     async with app.run_test(size=(120, 30)) as pilot:
-        await pilot.pause(0.2)
-        await until(pilot, lambda: app.dash is not None, "the first data")
-        await pilot.press("7", "a")
-        await until(pilot, lambda: not app.view("audit").running and app.view("audit").report is not None,
-                    "the audit")
+        await audited(app, pilot)
         rows = rows_of(app, "audit")
         rules = [r[5].split(":")[0] for r in rows]
         assert len(rows) == len(expected.findings)
@@ -66,11 +71,7 @@ async def test_a_pipeline_audited_hop_by_hop_shows_each_hop_and_its_findings_und
 
     app = EosApp(Hops(4), refresh_seconds=1)
     async with app.run_test(size=(160, 30)) as pilot:
-        await pilot.pause(0.2)
-        await until(pilot, lambda: app.dash is not None, "the first data")
-        await pilot.press("7", "a")
-        await until(pilot, lambda: not app.view("audit").running and app.view("audit").report is not None,
-                    "the audit")
+        await audited(app, pilot)
         head = text_of(app.query_one("#audit-head", Static))
         assert " FAIL  hop shop.process: shop.orders -> shop.orders sink · 1 finding (1 failing)" in head
         assert " FAIL  hop shop: shop.enriched -> shop.enriched sink · 2 findings (2 failing)" in head
