@@ -207,18 +207,20 @@ def keyed(findings: list[dict]) -> list[tuple]:
 
 @pytest.fixture(scope="module")
 def uncommitted(cluster, tmp_path_factory) -> tuple[Path, dict]:
-    """A stage reading its input read_uncommitted, and losing a batch: nothing else."""
+    """A stage reading its input read_uncommitted: nothing else (a loss or a replay of the same keys is
+    what key lineage can't tell from an aborted copy: docs/audit.md; lost_key and duplicate_key are
+    test_key_lineage_pairs_outputs_with_inputs_by_key's)."""
     workdir = tmp_path_factory.mktemp("keyhops")
     return workdir, run_pipeline(cluster, f"u{uuid.uuid4().hex[:8]}", workdir,
-                                 faults=["stage-read-uncommitted", "stage-skip"], records=120)
+                                 faults=["stage-read-uncommitted"], records=120)
 
 
 @pytest.mark.parametrize("engine", ["local", "spark"])
 def test_key_lineage_names_the_stage_faults_for_keys_with_outputs_on_both_sides(uncommitted, tmp_path, engine,
                                                                                  request):
-    """Audited by key alone: the stage's loss is a lost_key, each output derived from an aborted input a
-    phantom_key at that input's offset (the key's outputs and its inputs of any outcome are as many: paired
-    in order), exactly where offset lineage finds the gap and the phantoms; outputs named in detail."""
+    """Audited by key alone, each output derived from an aborted input is a phantom_key at that input's
+    offset (the key's outputs and its inputs of any outcome are as many: paired in order), exactly where
+    offset lineage finds the phantoms, not a duplicate of the retried copy; outputs named in detail."""
     if engine == "spark":
         request.getfixturevalue("spark")
     workdir, manifest = uncommitted
@@ -230,13 +232,11 @@ def test_key_lineage_names_the_stage_faults_for_keys_with_outputs_on_both_sides(
     assert code == 1, err
     report = json.loads(out)
     assert keyed(report["findings"]) == keyed(_stage(manifest)["expected_findings"])
-    assert {f["kind"] for f in report["findings"]} == {"lost_key", "phantom_key"}
-    for f in report["findings"]:
-        assert f["detail"] == "no output" if f["kind"] == "lost_key" else \
-            f"; outputs {manifest['output_topic']}[" in f["detail"]
-    # --fail-on leaves dropped inputs (a filtering stage's lost keys) out of the verdict.
-    code, out, _ = audit(*args, "--fail-on", "duplicate_key,phantom_key")
-    assert code == 1 and json.loads(out)["fail_on"] == ["duplicate_key", "phantom_key"]
+    assert {f["kind"] for f in report["findings"]} == {"phantom_key"}
+    assert all(f"; outputs {manifest['output_topic']}[" in f["detail"] for f in report["findings"])
+    # --fail-on can leave the phantoms out of the verdict (as it can a filtering stage's lost keys).
+    code, out, _ = audit(*args, "--fail-on", "lost_key,duplicate_key")
+    assert code == 0 and json.loads(out)["fail_on"] == ["lost_key", "duplicate_key"]
 
 
 def test_key_lineage_pairs_outputs_with_inputs_by_key(cluster, tmp_path, request):
