@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from eosctl.config import Sink
 from eosctl.errors import SinkError, first_line
-from eosctl.sink.base import ISLAND_BATCH, Limits, ReadPoint, redact_uri, shown
+from eosctl.model import TP
+from eosctl.sink.base import ISLAND_BATCH, MAX_PARTITION, Limits, OffsetIsland, ReadPoint, redact_uri, shown
 from eosctl.sink.relation import SqlReader, check_columns, check_offsets_columns
 from eosctl.sink.sql import ident, literal, name_parts, pg_int_column
 
@@ -32,10 +33,15 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 CONNECT_TIMEOUT_S = 10
+# A reader's sorts (islands, keys) stay in memory up to here instead of spilling at the default 4MB (2-3x
+# faster at a few million rows a partition); JIT is off: compiling costs ~0.1 s a query and these queries are
+# many and simple (one a partition at 10k partitions).
+READER_SETTINGS = {"work_mem": "64MB", "jit": "off"}
 URI_FORM = "postgresql://USER@HOST:PORT/DB, or postgresql://USER@/DB?host=/socket/dir for a Unix socket"
 # pg_export_snapshot()'s identifiers: hex transaction parts and a counter (e.g. 00000003-0000001B-1).
 _SNAPSHOT_ID = re.compile(r"^[0-9A-Fa-f]+-[0-9A-Fa-f]+(-[0-9]+)?$")
 _cursors = itertools.count()
+_TEXT_TYPES = ("text", "character varying", "character")
 
 
 def conninfo(uri: str, where: str) -> dict[str, Any]:
@@ -99,6 +105,8 @@ def _begin(conn: psycopg.Connection) -> None:
 
     conn.isolation_level = IsolationLevel.REPEATABLE_READ
     conn.read_only = True
+    for name, value in READER_SETTINGS.items():  # SET isn't a query: SET TRANSACTION SNAPSHOT may follow
+        conn.execute(f"SET {name} = {literal(value)}")
 
 
 def server_version(conn: psycopg.Connection) -> str:
@@ -130,9 +138,42 @@ class PostgresReader(SqlReader):
 
     def __init__(self, conn: psycopg.Connection, relation: str, sink: Sink, source: str,
                  offsets_relation: str | None, read_point: ReadPoint, types: dict[str, str] | None = None,
-                 offsets_types: dict[str, str] | None = None):
+                 offsets_types: dict[str, str] | None = None, indexed: bool = False):
         super().__init__(relation, sink, source, offsets_relation, read_point, types, offsets_types)
         self.conn = conn
+        self.indexed = indexed
+        self._t_text = (types or {}).get(_unquoted(sink.topic_column), "").split("(")[0] in _TEXT_TYPES
+
+    def partitions(self) -> dict[TP, int]:
+        """With an index leading with (topic, partition) of text and integer types: the partitions by a
+        loose index scan (one index probe a partition, not a scan of every row: 1 s saved at 10M rows),
+        each with an estimate of its rows (the table's row estimate shared out: it only sizes tasks)."""
+        if not (self.indexed and self._t_text and self._p.exact):
+            return super().partitions()
+        t, p = ident(self.sink.topic_column), ident(self.sink.partition_column)
+        sql = f"""
+            WITH RECURSIVE d(t, p) AS (
+                (SELECT {t}, {p} FROM {self.relation} WHERE {t} IS NOT NULL AND {p} IS NOT NULL
+                 ORDER BY {t}, {p} LIMIT 1)
+                UNION ALL
+                SELECT n.t, n.p FROM d CROSS JOIN LATERAL (
+                    SELECT {t} AS t, {p} AS p FROM {self.relation} WHERE ({t}, {p}) > (d.t, d.p)
+                    ORDER BY {t}, {p} LIMIT 1) AS n)
+            SELECT t, p FROM d WHERE t <> '' AND p BETWEEN 0 AND {MAX_PARTITION}"""
+        found = [(str(t), int(p)) for t, p in self._query(sql)]
+        estimate = self._query(f"SELECT greatest(reltuples, 0)::bigint FROM pg_class "
+                               f"WHERE oid = {literal(self.relation)}::regclass")[0][0]
+        return {tp: estimate // max(len(found), 1) for tp in found}
+
+    def islands_in(self, tps: Sequence[TP]) -> Iterator[OffsetIsland]:
+        """With an index on (topic, partition, ...), one query a partition: each reads its rows in the
+        index's order and groups them without a sort (5x faster than one query sorting the group's rows);
+        without one, one scan for the whole group."""
+        if not self.indexed:
+            yield from super().islands_in(tps)
+            return
+        for topic, partition in sorted(tps):
+            yield from self.islands(topic, partition)
 
     def close(self) -> None:
         self.conn.close()  # ends the read-only transaction
@@ -205,10 +246,12 @@ def open_postgres(sink: Sink, where: str = "sink") -> PostgresReader:
                                                   f"table {sink.offsets_table} in {name}")
             offsets = _qualified(o_schema, o_table)
         point = ReadPoint("postgres", name, {"snapshot": snapshot, "server_version": server_version(conn)})
+        indexed = _partition_indexed(conn, schema, table, sink.topic_column, sink.partition_column)
     except BaseException:
         conn.close()
         raise
-    return PostgresReader(conn, _qualified(schema, table), sink, name, offsets, point, have, offsets_types)
+    return PostgresReader(conn, _qualified(schema, table), sink, name, offsets, point, have, offsets_types,
+                          indexed)
 
 
 def _join(conn: psycopg.Connection, snapshot: str, name: str) -> str:
@@ -253,6 +296,24 @@ def _find_table(conn: psycopg.Connection, name: str, where: str, key: str, shown
         raise SinkError(f"{shown_as} has no table {name!r} (tables: {known}); check [{where}].{key} "
                         f"(schema.table, and double quotes for a name with dots: \"my.table\")")
     return found[0]
+
+
+def _partition_indexed(conn: psycopg.Connection, schema: str, table: str, topic: str, partition: str) -> bool:
+    """Whether a btree index leads with the topic and partition columns (a JDBC sink's primary key with
+    pk.mode=kafka does), so one partition's rows can be read in the index's order."""
+    leading = conn.execute(
+        "SELECT (SELECT array_agg(a.attname ORDER BY k.n) FROM unnest(i.indkey[0:1]) WITH ORDINALITY k(a, n) "
+        "        JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.a) "
+        "FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_am am ON am.oid = ic.relam "
+        "WHERE n.nspname = %s AND c.relname = %s AND am.amname = 'btree' AND i.indpred IS NULL",
+        (schema, table)).fetchall()
+    want = [_unquoted(topic), _unquoted(partition)]
+    return any(cols == want for (cols,) in leading)
+
+
+def _unquoted(name: str) -> str:
+    return name[1:-1].replace('""', '"') if name.startswith('"') and name.endswith('"') else name
 
 
 def _column_types(conn: psycopg.Connection, schema: str, table: str) -> dict[str, str]:

@@ -176,7 +176,9 @@ class SqlReader(ABC):
                        CASE WHEN {t.problem} IS NOT NULL THEN NULL
                             WHEN {p.problem} IS NOT NULL THEN CAST({raw[1]} AS VARCHAR)
                             ELSE CAST({raw[2]} AS VARCHAR) END AS v
-                FROM {relation})
+                FROM {relation}
+                -- the cheap checks first: the CASEs above only for the (few) rows that fail one
+                WHERE NOT coalesce({t.valid} AND {p.valid} AND {o.valid}, false))
             SELECT t, p, c, why, count(*), min(v) FROM b WHERE why IS NOT NULL
             GROUP BY t, p, c, why ORDER BY t NULLS FIRST, p NULLS FIRST, c, why"""
         out = []
@@ -192,7 +194,7 @@ class SqlReader(ABC):
             else ""
         # Filters on the raw columns (not the normalised view) so DuckDB can push them into the scan.
         t = ident(self.sink.topic_column)
-        return (f"SELECT {self._o.value} AS o{key} FROM {self.relation} "
+        return (f"SELECT {self._o.checked or self._o.value} AS o{key} FROM {self.relation} "
                 f"WHERE CAST({t} AS VARCHAR) = {literal(topic)} AND {self._p.equals(int(partition))} "
                 f"AND {self._o.valid}")
 
@@ -329,33 +331,34 @@ class DuckDBReader(SqlReader):
 
 
 def islands_sql(counts: str, window: str) -> str:
-    """Island borders from ``counts`` (t, p, o, m: each offset's multiplicity), ordered by t, p, o.
+    """Island ends from ``counts`` (t, p, o, m: each offset's multiplicity), ordered by t, p, o.
 
-    One sort: an island starts where the previous offset isn't o-1 or has another multiplicity and ends
-    where the next one breaks the same way; only those border rows leave the database, and starts and
-    ends pair up in order (islands_from). About 2x faster than grouping by offset - row_number(). Offsets
-    are >= 0 here, so `no - 1` can't overflow where `o + 1` would at 2^63-1.
+    One sort and two lead()s: an island ends where the next offset isn't o+1 or has another multiplicity,
+    and that next row (no, nm) is where the following island starts; the window's first row starts the
+    first island (f). Only those rows leave the database and islands_from pairs them in order. About 2x
+    faster than grouping by offset - row_number(), and 1.5x faster on PostgreSQL than also lag()ging for
+    the starts. Offsets are >= 0 here, so `no - 1` can't overflow where `o + 1` would at 2^63-1.
     """
     return f"""
         WITH c AS ({counts}),
-             w AS (SELECT t, p, o, m, lag(o) OVER s AS po, lag(m) OVER s AS pm,
-                          lead(o) OVER s AS no, lead(m) OVER s AS nm FROM c WINDOW s AS ({window})),
-             b AS (SELECT t, p, o, m, (po IS NULL OR po <> o - 1 OR pm <> m) AS s,
-                          (no IS NULL OR no - 1 <> o OR nm <> m) AS e FROM w)
-        SELECT t, p, o, m, s, e FROM b WHERE s OR e ORDER BY t, p, o"""
+             w AS (SELECT t, p, o, m, row_number() OVER s = 1 AS f, lead(o) OVER s AS no,
+                          lead(m) OVER s AS nm FROM c WINDOW s AS ({window})),
+             b AS (SELECT t, p, o, m, f, (no IS NULL OR no - 1 <> o OR nm <> m) AS e, no FROM w)
+        SELECT t, p, o, m, f, e, no FROM b WHERE f OR e ORDER BY t, p, o"""
 
 
 def islands_from(batches: Any) -> Iterator[OffsetIsland]:
-    """Pair the border rows of islands_sql (Arrow batches, or lists of row tuples) into islands."""
+    """Pair the rows of islands_sql (Arrow batches, or lists of row tuples) into islands."""
     start = None
     for batch in batches:
-        rows = zip(*(batch.column(i).to_pylist() for i in range(6)), strict=True) \
+        rows = zip(*(batch.column(i).to_pylist() for i in range(7)), strict=True) \
             if hasattr(batch, "column") else batch
-        for t, p, o, m, s, e in rows:
-            if s:
+        for t, p, o, m, f, e, no in rows:
+            if f:
                 start = o
             if e:
                 yield OffsetIsland(t, p, start, o, m)
+                start = no
 
 
 def columns(conn: DuckDBPyConnection, relation: str) -> dict[str, str]:

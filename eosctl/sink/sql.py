@@ -64,6 +64,7 @@ class IntColumn:
     problem: str  # NULL if valid, else e.g. 'is NULL' or 'is negative'
     raw: str = ""  # the column itself
     exact: bool = False  # an integer type: `raw = n` (n valid) holds only for valid values
+    checked: str = ""  # the value where `valid` is known to hold: no CASE, so an index's order can serve it
 
     def equals(self, n: int) -> str:
         """A filter on one valid value; on the raw column where that is exact, so DuckDB pushes it into
@@ -100,7 +101,7 @@ def int_column(col: str, type_: str, limit: int, limit_text: str, sql_type: str)
     valid = " AND ".join([f"{col} IS NOT NULL", *(f"NOT ({c})" for c, _ in conds)])
     value = f"CAST({v} AS {sql_type})" if not conds else f"CASE WHEN {valid} THEN CAST({v} AS {sql_type}) END"
     exact = base in _SIGNED_INTS or base in _UNSIGNED_INTS
-    return IntColumn(value, f"({valid})", problem, col, exact)
+    return IntColumn(value, f"({valid})", problem, col, exact, f"CAST({v} AS {sql_type})")
 
 
 def topic_column(col: str) -> IntColumn:
@@ -132,4 +133,5 @@ def pg_int_column(col: str, type_: str, limit: int, limit_text: str, sql_type: s
         "".join(f"WHEN {c} THEN '{why}' " for c, why in conds) + "END"
     # coalesce: a condition that is NULL (the value isn't a number at all) makes the row invalid.
     valid = " AND ".join([f"{col} IS NOT NULL", *(f"NOT coalesce({c}, true)" for c, _ in conds)])
-    return IntColumn(f"CASE WHEN {valid} THEN {v}::{sql_type} END", f"({valid})", problem, col, False)
+    return IntColumn(f"CASE WHEN {valid} THEN {v}::{sql_type} END", f"({valid})", problem, col, False,
+                     f"{v}::{sql_type}")

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from eosctl.config import Sink
 from eosctl.errors import SinkError
 from eosctl.sink import OffsetIsland, StoredOffset, frozen, open_reader
+from tests.unit.sinksample import ISLANDS as ISLANDS_OF_SAMPLE
 from tests.unit.sinksample import SAMPLE, STORED, assert_sample_answers
 
 WHERE = "pipelines.orders.sink"
@@ -61,6 +62,28 @@ def test_same_answers_as_duckdb(sample: str, postgres):
         point = reader.read_point.to_dict()
         assert point["kind"] == "postgres" and point["server_version"].split(".")[0].isdigit()
         assert postgres.password not in point["source"] and "@/" in point["source"]
+
+
+def test_an_index_on_topic_and_partition_gives_the_same_answers(sample: str):
+    """A JDBC sink's key (topic, partition, offset): partitions found by probing the index, islands read
+    one partition at a time in its order; the answers are the unindexed table's, rows Kafka can't have
+    included (they name no partition)."""
+    with psycopg.connect(sample, autocommit=True) as con:
+        con.execute("INSERT INTO orders_sink VALUES ('', 0, 1, NULL), ('orders', -1, 1, NULL), "
+                    "(NULL, 2, 1, NULL), ('orders', NULL, 1, NULL), ('orders', 1, -5, NULL)")
+    tps = [("orders", 0), ("orders", 1)]
+    with open_reader(sink_of(sample), WHERE) as plain:
+        assert not plain.indexed
+        want = (set(plain.partitions()), list(plain.islands_in(tps)), plain.invalid_rows())
+    with psycopg.connect(sample, autocommit=True) as con:
+        con.execute("CREATE INDEX ON orders_sink (src_topic, src_partition, src_offset)")
+        con.execute("ANALYZE orders_sink")
+    with open_reader(sink_of(sample), WHERE) as reader:
+        assert reader.indexed
+        assert (set(reader.partitions()), list(reader.islands_in(tps)), reader.invalid_rows()) == want
+    assert want[0] == {("orders", 0), ("orders", 1)}
+    assert want[1] == ISLANDS_OF_SAMPLE
+    assert len(want[2]) == 5
 
 
 @pytest.mark.parametrize("offset_type, offsets, valid, invalid", [
