@@ -67,7 +67,8 @@ def run(bootstrap: str, args: argparse.Namespace) -> None:
           f"{time.monotonic() - t:.0f}s", flush=True)
     commit_at_end(bootstrap, P)
     target = Target(Cluster("c", bootstrap), Pipeline("bench", "c", (TOPIC,), GROUP), None, (TOPIC,), GROUP)
-    with LiveModel(target, timeout_ms=60_000) as model, WireClient(bootstrap, timeout_ms=60_000) as plain:
+    with LiveModel(target, timeout_ms=60_000, long_lived=True) as model, \
+            WireClient(bootstrap, timeout_ms=60_000) as plain:
         t = time.monotonic()
         model.refresh()
         print(f"first refresh {time.monotonic() - t:.2f}s: " + steps(model), flush=True)

@@ -32,6 +32,7 @@ from eosctl.capture import NOT_CAPTURED, SECTIONS, SKIPPED, Capture, read_sectio
 from eosctl.clients import Admins
 from eosctl.config import Sink
 from eosctl.errors import BrokerError, EosctlError, SinkError, first_line
+from eosctl.heap import LongLived
 from eosctl.lag import DEFAULT_SCAN_LIMIT, LagSnapshot, Status, Watch, worst_of
 from eosctl.ledger import SinkSide, ledger_of, read_sink
 from eosctl.logscan import LogScan, open_scans, run_scans
@@ -128,6 +129,8 @@ class LiveModel:
     ``admins``: clients to share; otherwise the model builds its own and closes them in close().
     ``sections``: what to read (`lag --watch` reads only "lag"); ``lag_groups`` and ``scan_limit``: whose
     lag, and how far its records behind are counted (eosctl.lag.poll).
+    ``long_lived``: the process is there for this model (eosctl.heap: its state is kept out of the garbage
+    collector's walks until close()).
     An unreachable cluster makes refresh() raise BrokerError; ``current`` then keeps the last good state.
     """
 
@@ -136,7 +139,7 @@ class LiveModel:
                  admins: Admins | None = None, timeout_ms: int = DEFAULT_TIMEOUT_MS,
                  sections: Collection[str] = SECTIONS, lag_groups: Sequence[str] | None = None,
                  scan_limit: int = DEFAULT_SCAN_LIMIT, offsets_every_s: float = OFFSETS_EVERY_S,
-                 producers_every_s: float = PRODUCERS_EVERY_S) -> None:
+                 producers_every_s: float = PRODUCERS_EVERY_S, long_lived: bool = False) -> None:
         self.target = target
         self.sections = tuple(sections)
         self.lag_groups, self.scan_limit = lag_groups, scan_limit
@@ -172,12 +175,21 @@ class LiveModel:
         self._described: dict[TP, tuple[tuple[int, int, int], list]] = {}  # offsets when asked, producers
         self._described_all_at: float | None = None
         self._ledger_rows: dict = {}  # eosctl.ledger.ledger_of's rows by what they were computed from
+        # The process lives for this model (the TUI, `lag --watch`, the exporter): its state is kept out of
+        # the garbage collector's walks between refreshes (eosctl.heap).
+        self._heap = LongLived() if long_lived else None
 
     @property
     def current(self) -> Capture | None:
         return self._current
 
     def refresh(self) -> Capture:
+        if self._heap is None:
+            return self._refresh()
+        with self._heap.refreshing():
+            return self._refresh()
+
+    def _refresh(self) -> Capture:
         started = time.monotonic()
         pipe = self.target.pipeline
         cap = Capture(captured_at=datetime.now(UTC), bootstrap=self.target.cluster.bootstrap_servers,
@@ -461,6 +473,8 @@ class LiveModel:
         return max(0.0, (time.time() if now is None else now) - at)
 
     def close(self) -> None:
+        if self._heap is not None:
+            self._heap.release()
         self._disconnect()
         if self._own_admins:
             self.admins.close()

@@ -165,7 +165,8 @@ class LiveSource:
         self.pipeline = pipe.name if pipe else ",".join(target.topics) or "cluster"
         self.label = f"live {target.cluster.bootstrap_servers}"
         self.last_audit: AuditReport | None = None
-        self.model = LiveModel(target, tail=TAIL_OFFSETS, max_age_s=self.max_age_s, timeout_ms=timeout_ms)
+        self.model = LiveModel(target, tail=TAIL_OFFSETS, max_age_s=self.max_age_s, timeout_ms=timeout_ms,
+                               long_lived=True)
 
     def fetch(self) -> Dashboard:
         # An unreachable broker fails the whole fetch (BrokerError: the app shows the banner and retries).

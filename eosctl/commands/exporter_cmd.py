@@ -178,7 +178,7 @@ def _sources(targets: list[Target], max_age: float) -> Iterator[list[Source]]:
     sources: list[Source] = []
     try:
         for t in targets:
-            model = LiveModel(t, max_age_s=max_age)
+            model = LiveModel(t, max_age_s=max_age, long_lived=True)
             sources.append(Source(t.cluster.name, t.pipeline.name if t.pipeline else "", model))
         yield sources
     finally:

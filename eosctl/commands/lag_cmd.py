@@ -77,7 +77,7 @@ def lag(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: st
     # of an outage (confluentinc/librdkafka#3663, #4605), and an admin client that lived through a broker
     # restart keeps timing out on the group coordinator.
     with LiveModel(target, sections=("lag",), lag_groups=wanted_groups or None, scan_limit=scan_limit,
-                   timeout_ms=TIMEOUT_MS) as model:
+                   timeout_ms=TIMEOUT_MS, long_lived=True) as model:
         model.lag_history = LagHistory(window)
 
         def measure() -> Any:
