@@ -6,9 +6,13 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# A venv of its own for the Quix Streams stage the tests run (tests/quix): quixstreams pins a confluent-kafka
+# older than the project's, so it can't share .venv.
+QUIX_VENV  ?= .venv-quix
+QUIX_STAMP := $(QUIX_VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: setup demo test lint bench clean system-deps
+.PHONY: setup demo test lint bench clean system-deps quix-venv
 
 setup: $(STAMP)
 
@@ -18,13 +22,20 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
+quix-venv: $(QUIX_STAMP)
+
+$(QUIX_STAMP): tests/quix/requirements.txt
+	$(PYTHON) -m venv $(QUIX_VENV)
+	$(QUIX_VENV)/bin/python -m pip install -q -r tests/quix/requirements.txt
+	touch $(QUIX_STAMP)
+
 demo: setup
 	$(BIN)/eosctl demo
 
 lint: setup
 	$(BIN)/ruff check eosctl auditors tui tests benchmarks
 
-test: lint system-deps
+test: lint system-deps $(QUIX_STAMP)
 	$(BIN)/python -m pytest -q
 
 # Debian packages the tests start for real: chromium (the HTML report), postgresql (initdb/postgres for the
