@@ -12,6 +12,7 @@ Quix runs from .venv-quix (`make test` builds it; quixstreams pins an older conf
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
@@ -68,6 +69,11 @@ def quix_python() -> Path:
     return QUIX_VENV / "bin" / "python"
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL it if pytest dies without running its finalizers (Linux)."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 class Stage:
     """One run of the Quix app as a subprocess of its own session (so a kill reaches all it started)."""
 
@@ -77,7 +83,7 @@ class Stage:
             out.write(f"--- start: {' '.join(args)}\n".encode())
             out.flush()
             self.proc = subprocess.Popen([str(python), str(APP), *args], stdout=out, stderr=subprocess.STDOUT,
-                                         start_new_session=True, cwd=log.parent)
+                                         start_new_session=True, cwd=log.parent, preexec_fn=_die_with_parent)
 
     def signal(self, sig: signal.Signals) -> None:
         os.killpg(self.proc.pid, sig)

@@ -7,8 +7,8 @@ project's), never the project's:
         [--guarantee exactly-once|at-least-once] [--commit-interval SECONDS] [--delay SECONDS]
 
 Topics must exist (auto_create_topics=False: the stage never creates or reconfigures them). The stage keeps
-no state: its state directory stays empty and it has no changelog topics. It prints `processed N` to stdout after each record so
-a test can tell it is under way without reading the output topic.
+no state: its state directory stays empty and it has no changelog topics. It prints `processed N` to stdout
+after each record, so a log shows how far a run got.
 """
 
 from __future__ import annotations
