@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from eosctl.config import Sink
@@ -359,6 +359,65 @@ def islands_from(batches: Any) -> Iterator[OffsetIsland]:
             if e:
                 yield OffsetIsland(t, p, start, o, m)
                 start = no
+
+
+def breaks_sql(rows: str) -> str:
+    """Where a partition's offsets (``rows``: column o, duplicates included) stop running o, o+1, ...: each
+    row whose next offset isn't o+1, with that next one (NULL after the last). One lead() over the rows in
+    an index's order, no grouping: half the cost of islands_sql on PostgreSQL; islands_from_breaks reads
+    it."""
+    return (f"SELECT o, no FROM (SELECT o, lead(o) OVER (ORDER BY o) AS no FROM ({rows}) AS r) AS w "
+            f"WHERE no IS NULL OR no - 1 <> o ORDER BY o")
+
+
+def islands_from_breaks(topic: str, partition: int, first: int | None,
+                        batches: Iterable[Sequence[tuple[int, int | None]]]) -> Iterator[OffsetIsland]:
+    """Islands from breaks_sql's rows and the partition's first offset.
+
+    The offsets are chains [start, end] of consecutive offsets, once each: the first starts at ``first``,
+    each break ends one at o and the next starts at no. Chains follow each other in order (the next starts
+    at or after the last one's end), so a chain's inner offsets are its own and only its ends can be shared,
+    with neighbours that end or start on the same offset: a duplicate. Memory: one island at a time.
+    """
+    island: list[int] | None = None  # first, last, multiplicity of the island being built
+    point: list[int] | None = None  # a chain end whose multiplicity may still grow, and its count
+
+    def emit(a: int, b: int, m: int) -> Iterator[OffsetIsland]:
+        nonlocal island
+        if island is not None and a == island[1] + 1 and m == island[2]:
+            island[1] = b
+            return
+        if island is not None:
+            yield OffsetIsland(topic, partition, *island)
+        island = [a, b, m]
+
+    def flush() -> Iterator[OffsetIsland]:
+        nonlocal point
+        if point is not None:
+            (offset, count), point = point, None
+            yield from emit(offset, offset, count)
+
+    def end_at(offset: int) -> Iterator[OffsetIsland]:
+        nonlocal point
+        if point is not None and point[0] == offset:
+            point[1] += 1
+            return
+        yield from flush()
+        point = [offset, 1]
+
+    start = first
+    for batch in batches:
+        for o, no in batch:
+            yield from end_at(start)
+            if o > start:
+                if o > start + 1:
+                    yield from flush()
+                    yield from emit(start + 1, o - 1, 1)
+                yield from end_at(o)
+            start = no
+    yield from flush()
+    if island is not None:
+        yield OffsetIsland(topic, partition, *island)
 
 
 def columns(conn: DuckDBPyConnection, relation: str) -> dict[str, str]:

@@ -354,3 +354,24 @@ def test_parquet_on_s3_says_which_extension_is_missing():
     assert msg.endswith("reading it needs DuckDB's httpfs extension, which eosctl never downloads by "
                         "itself: install it once (python -c \"import duckdb; "
                         "duckdb.install_extension('httpfs')\") or audit a local copy of the files")
+
+
+def test_islands_from_breaks_equal_islands_from_counted_offsets():
+    """The PostgreSQL reader's islands from where offsets break (duplicates, gaps, runs of any
+    multiplicity, batches cut anywhere) are those of the offsets counted one by one."""
+    import random
+    from collections import Counter
+
+    from eosctl.reconcile import islands_from_counts
+    from eosctl.sink.relation import islands_from_breaks
+
+    rng = random.Random(7)
+    for _ in range(3000):
+        offsets = sorted(o + rng.choice([0, 0, 1, 2]) for o in range(rng.randint(0, 25))
+                         for _ in range(rng.choice([1, 1, 2, 3])) if rng.random() > 0.2)
+        breaks = [(o, offsets[i + 1] if i + 1 < len(offsets) else None) for i, o in enumerate(offsets)
+                  if i + 1 == len(offsets) or offsets[i + 1] - 1 != o]
+        cut = rng.randint(0, len(breaks))
+        got = islands_from_breaks("t", 3, offsets[0] if offsets else None, [breaks[:cut], breaks[cut:]])
+        assert [(i.first, i.last, i.multiplicity) for i in got] == \
+            list(islands_from_counts(sorted(Counter(offsets).items()))), offsets
