@@ -27,10 +27,8 @@ from eosctl.model import TP
 from eosctl.sink.base import ISLAND_BATCH, MAX_PARTITION, Limits, OffsetIsland, ReadPoint, redact_uri, shown
 from eosctl.sink.relation import (
     SqlReader,
-    breaks_sql,
     check_columns,
     check_offsets_columns,
-    islands_from_breaks,
 )
 from eosctl.sink.sql import ident, literal, name_parts, pg_int_column
 
@@ -171,21 +169,10 @@ class PostgresReader(SqlReader):
                                f"WHERE oid = {literal(self.relation)}::regclass")[0][0]
         return {tp: estimate // max(len(found), 1) for tp in found}
 
-    def islands(self, topic: str | None = None, partition: int | None = None) -> Iterator[OffsetIsland]:
-        """One partition of an indexed table of integer offsets: from where its offsets break, read in the
-        index's order (breaks_sql: 2x faster here than the window over counted offsets)."""
-        if not (self.indexed and self._o.exact and topic is not None and partition is not None):
-            yield from super().islands(topic, partition)
-            return
-        rows = self._rows_sql(topic, partition)
-        [(first,)] = self._query(f"SELECT min(o) FROM ({rows}) AS r")  # the index's first entry
-        if first is not None:
-            yield from islands_from_breaks(topic, partition, first, self._stream(breaks_sql(rows)))
-
     def islands_in(self, tps: Sequence[TP]) -> Iterator[OffsetIsland]:
         """With an index on (topic, partition, ...), one query a partition: each reads its rows in the
-        index's order and groups them without a sort (5x faster than one query sorting the group's rows);
-        without one, one scan for the whole group."""
+        index's order, no sort (5x faster than one query sorting the group's rows); without one, one scan
+        for the whole group."""
         if not self.indexed:
             yield from super().islands_in(tps)
             return

@@ -201,23 +201,25 @@ class SqlReader(ABC):
     def islands(self, topic: str | None = None, partition: int | None = None) -> Iterator[OffsetIsland]:
         """Runs of consecutive offsets with equal multiplicity, ordered by topic, partition, first.
 
-        Streamed in Arrow batches, so memory stays bounded by the batch, not by the sink.
+        Memory stays bounded by a batch, not by the sink (one partition: by its breaks, about one for each
+        gap and each duplicated row).
         """
         if topic is not None and partition is not None:
-            # One partition (an audit task): group and sort by offset alone, filtered in the scan; windows
-            # partitioned by (t, p) cost ~1.6x here.
-            counts = (f"SELECT {literal(topic)} AS t, {int(partition)} AS p, o, count(*) AS m "
-                      f"FROM ({self._rows_sql(topic, partition)}) AS r GROUP BY o")
-            window = "ORDER BY o"
-        else:
-            where = ["o IS NOT NULL", "t IS NOT NULL", "p IS NOT NULL"]
-            if topic is not None:
-                where.append(f"t = {literal(topic)}")
-            if partition is not None:
-                where.append(f"p = {int(partition)}")
-            counts = (f"SELECT t, p, o, count(*) AS m FROM {self._rows} WHERE {' AND '.join(where)} "
-                      "GROUP BY t, p, o")
-            window = "PARTITION BY t, p ORDER BY o"
+            # One partition (an audit task): where its offsets break, from one lead() over its rows sorted
+            # by offset (3-5x faster than counting each offset and windowing over the counts; 1.6x slower
+            # where nearly every row is a duplicate), and its first offset.
+            rows = self._rows_sql(topic, partition)
+            [(first,)] = self._query(f"SELECT min(o) FROM ({rows}) AS r")
+            yield from islands_from_breaks(topic, partition, first, self._stream(breaks_sql(rows)))
+            return
+        where = ["o IS NOT NULL", "t IS NOT NULL", "p IS NOT NULL"]
+        if topic is not None:
+            where.append(f"t = {literal(topic)}")
+        if partition is not None:
+            where.append(f"p = {int(partition)}")
+        counts = (f"SELECT t, p, o, count(*) AS m FROM {self._rows} WHERE {' AND '.join(where)} "
+                  "GROUP BY t, p, o")
+        window = "PARTITION BY t, p ORDER BY o"
         yield from islands_from(self._stream(islands_sql(counts, window)))
 
     def write_order(self, topic: str, partition: int,
@@ -370,54 +372,53 @@ def breaks_sql(rows: str) -> str:
             f"WHERE no IS NULL OR no - 1 <> o ORDER BY o")
 
 
-def islands_from_breaks(topic: str, partition: int, first: int | None,
-                        batches: Iterable[Sequence[tuple[int, int | None]]]) -> Iterator[OffsetIsland]:
-    """Islands from breaks_sql's rows and the partition's first offset.
+def islands_from_breaks(topic: str, partition: int, first: int | None, batches: Iterable[Any]) \
+        -> Iterator[OffsetIsland]:
+    """Islands from breaks_sql's rows (Arrow batches, or lists of row tuples) and the partition's first
+    offset, with numpy: a sink of many duplicates has a break at nearly every row.
 
     The offsets are chains [start, end] of consecutive offsets, once each: the first starts at ``first``,
     each break ends one at o and the next starts at no. Chains follow each other in order (the next starts
-    at or after the last one's end), so a chain's inner offsets are its own and only its ends can be shared,
-    with neighbours that end or start on the same offset: a duplicate. Memory: one island at a time.
+    at or after the last one's end), so a chain's inner offsets are its own (multiplicity 1) and only its
+    ends can be shared, with neighbours that end or start on the same offset: a duplicate.
     """
-    island: list[int] | None = None  # first, last, multiplicity of the island being built
-    point: list[int] | None = None  # a chain end whose multiplicity may still grow, and its count
+    import numpy as np
 
-    def emit(a: int, b: int, m: int) -> Iterator[OffsetIsland]:
-        nonlocal island
-        if island is not None and a == island[1] + 1 and m == island[2]:
-            island[1] = b
-            return
-        if island is not None:
-            yield OffsetIsland(topic, partition, *island)
-        island = [a, b, m]
-
-    def flush() -> Iterator[OffsetIsland]:
-        nonlocal point
-        if point is not None:
-            (offset, count), point = point, None
-            yield from emit(offset, offset, count)
-
-    def end_at(offset: int) -> Iterator[OffsetIsland]:
-        nonlocal point
-        if point is not None and point[0] == offset:
-            point[1] += 1
-            return
-        yield from flush()
-        point = [offset, 1]
-
-    start = first
+    if first is None:
+        return
+    ends, nexts = [], []
     for batch in batches:
-        for o, no in batch:
-            yield from end_at(start)
-            if o > start:
-                if o > start + 1:
-                    yield from flush()
-                    yield from emit(start + 1, o - 1, 1)
-                yield from end_at(o)
-            start = no
-    yield from flush()
-    if island is not None:
-        yield OffsetIsland(topic, partition, *island)
+        if hasattr(batch, "column"):
+            ends.append(batch.column(0).to_numpy(zero_copy_only=False))
+            nexts.append(batch.column(1).fill_null(-1).to_numpy(zero_copy_only=False))
+        elif batch:
+            o, no = zip(*batch, strict=True)
+            ends.append(np.array(o, dtype=np.int64))
+            nexts.append(np.array([-1 if n is None else n for n in no], dtype=np.int64))
+    if not ends:
+        return
+    e = np.concatenate(ends).astype(np.int64)
+    s = np.concatenate(([first], np.concatenate(nexts)[:-1])).astype(np.int64)
+    # Chain ends, in order: each start, and each end beyond its start; equal neighbours are one offset.
+    points = np.empty(2 * len(s), dtype=np.int64)
+    points[0::2], points[1::2] = s, e
+    keep = np.ones(2 * len(s), dtype=bool)
+    keep[1::2] = e > s
+    points = points[keep]
+    values, counts = np.unique(points, return_counts=True)  # points never decrease: runs of equals
+    inner = e - s > 1  # (not e > s + 1: an offset may be 2^63-1, and s + 1 would wrap)
+    a = np.concatenate((values, s[inner] + 1))
+    b = np.concatenate((values, e[inner] - 1))
+    m = np.concatenate((counts, np.ones(int(inner.sum()), dtype=np.int64)))
+    order = np.argsort(a, kind="stable")
+    a, b, m = a[order], b[order], m[order]
+    # Atoms that continue the one before (next offset, same multiplicity) join its island.
+    joins = np.zeros(len(a), dtype=bool)
+    joins[1:] = (a[1:] - 1 == b[:-1]) & (m[1:] == m[:-1])
+    heads = np.flatnonzero(~joins)
+    tails = np.append(heads[1:] - 1, len(a) - 1)
+    for f, last, mult in zip(a[heads].tolist(), b[tails].tolist(), m[heads].tolist(), strict=True):
+        yield OffsetIsland(topic, partition, f, last, mult)
 
 
 def columns(conn: DuckDBPyConnection, relation: str) -> dict[str, str]:
