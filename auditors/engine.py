@@ -8,6 +8,7 @@ the clean-up of everything the audit started live in one place.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -73,12 +74,15 @@ def run(inp: AuditInput, options: EngineOptions, progress: Progress = silent,
     here = options.engine == "local" or runs_here(options.master, options.remote)
     with frozen(inp.sink, local=here) as fixed:
         inp = replace(inp, sink=fixed)
-        t = time.monotonic()
-        items = job.prepare(inp)  # sink and broker errors surface here, before any engine starts
-        timings: dict[str, float] = {"prepare_seconds": round(time.monotonic() - t, 3)}
-        with open_reader(inp.sink) as reader:  # rows no partition task can own: one pass here
-            invalid, point = [explain_finding(f) for f in reader.invalid_rows()], reader.read_point
-        result, startup, info = _run_engine(inp, items, options, here, progress)
+        # The driver's one reader of the sink: the plan's partitions, then (while the tasks run: the driver
+        # only waits for them) the rows no partition task can own.
+        with open_reader(inp.sink) as reader:
+            t = time.monotonic()
+            items = job.prepare(inp, reader)  # sink and broker errors surface here, before any engine starts
+            timings: dict[str, float] = {"prepare_seconds": round(time.monotonic() - t, 3)}
+            driver = Beside(lambda: ([explain_finding(f) for f in reader.invalid_rows()], reader.read_point))
+            result, startup, info = _run_engine(inp, items, options, here, progress, driver)
+            invalid, point = driver.result()
         findings = result.findings
         given = fixed.frozen_from or fixed
         if given.kafka_topic and given.lineage == "key":  # named for keys, while the hop rows exist
@@ -111,8 +115,23 @@ def spark_info(spark: Any) -> dict[str, Any]:
     return {"name": "spark", **describe(spark)}
 
 
+class Beside:
+    """The driver's own work, done while an engine's tasks run (once; result() does it if nobody did)."""
+
+    def __init__(self, work: Callable[[], Any]) -> None:
+        self.work, self.done, self.value = work, False, None
+
+    def __call__(self) -> None:
+        if not self.done:
+            self.value, self.done = self.work(), True
+
+    def result(self) -> Any:
+        self()
+        return self.value
+
+
 def _run_engine(inp: AuditInput, items: list[job.WorkItem], options: EngineOptions, here: bool,
-                progress: Progress) -> tuple[job.Outcome, float, dict[str, Any]]:
+                progress: Progress, beside: Beside) -> tuple[job.Outcome, float, dict[str, Any]]:
     """(what the engine found, its start-up seconds, what it was); everything it started is gone after.
     ``here``: the engine's processes run on this machine."""
     if options.engine == "local":
@@ -127,7 +146,7 @@ def _run_engine(inp: AuditInput, items: list[job.WorkItem], options: EngineOptio
             from auditors.local import default_workers, run_local
 
             workers = options.workers or default_workers()
-            result, startup = run_local(inp, items, workers, progress)
+            result, startup = run_local(inp, items, workers, progress, beside)
             return result, startup, local_info(workers, result.tasks)
         progress(Step(f"starting {options.where()}"))
         t = time.monotonic()

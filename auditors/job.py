@@ -434,17 +434,20 @@ def plan(source: Source, topics: Iterable[str], in_sink: dict[TP, int]) -> list[
     return items
 
 
-def prepare(inp: AuditInput) -> list[WorkItem]:
+def prepare(inp: AuditInput, reader: SinkReader | None = None) -> list[WorkItem]:
     """Open and validate the sink, read Kafka metadata and every partition's offsets (once, for all tasks),
     list the work: fails fast, before Spark starts.
 
     With a group, each item also carries the sink's stored offset and the group's committed one (both
     cheap to read here); the task, which has the log model, judges them. ``inp.sink`` is the one the
     command froze (eosctl.sink.frozen, in auditors.engine.run): the tasks read the same read point.
+    ``reader``: the driver's reader of it, if it has one open (a lakehouse table is loaded once).
     """
+    from contextlib import nullcontext
+
     from eosctl.sink import open_reader
 
-    with open_reader(inp.sink) as reader:
+    with open_reader(inp.sink) if reader is None else nullcontext(reader) as reader:
         in_sink = reader.partitions()
         stored = reader.stored_offsets() if inp.group and inp.cluster is not None else None
     items = plan(inp.source, inp.topics, in_sink)

@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
@@ -43,8 +44,9 @@ def default_workers() -> int:
 
 
 def run_local(inp: AuditInput, items: list[WorkItem], workers: int | None = None,
-              progress: Progress = silent) -> tuple[Outcome, float]:
-    """The outcome and the pool's start-up time (forking the workers)."""
+              progress: Progress = silent, beside: Callable[[], None] | None = None) -> tuple[Outcome, float]:
+    """The outcome and the pool's start-up time (forking the workers). ``beside``: the driver's own work,
+    done once the workers are forked (never before: a forked worker would inherit it half done)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -65,6 +67,8 @@ def run_local(inp: AuditInput, items: list[WorkItem], workers: int | None = None
                 pool.submit(_run_task, task, inp.source, inp.sink, inp.settings, want_keys, inp.group)
                 for task in tasks}
             startup = time.monotonic() - t0  # the first submit forks the workers
+            if beside is not None:
+                beside()
             done = 0
             while pending:
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)

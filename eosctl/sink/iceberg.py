@@ -34,13 +34,19 @@ if TYPE_CHECKING:
 NO_SNAPSHOT = "empty"  # a table nothing was ever committed to
 
 
-def _catalog_and_name(sink: Sink, where: str) -> tuple[Any, str, str]:
-    from pyiceberg.catalog import load_catalog
-
+def _name(sink: Sink, where: str) -> tuple[str, str]:
+    """(catalog, NAMESPACE.TABLE) of the sink's ``iceberg``, or one SinkError line."""
     assert sink.iceberg is not None
     catalog, _, table = sink.iceberg.partition(".")
     if not catalog or "." not in table:
         raise SinkError(f"[{where}].iceberg {sink.iceberg!r} is not CATALOG.NAMESPACE.TABLE")
+    return catalog, table
+
+
+def _catalog_and_name(sink: Sink, where: str) -> tuple[Any, str, str]:
+    from pyiceberg.catalog import load_catalog
+
+    catalog, table = _name(sink, where)
     props = {k: v for k, v in (("uri", sink.catalog_uri), ("warehouse", sink.warehouse)) if v}
     try:
         return load_catalog(catalog, **props), catalog, table
@@ -75,6 +81,25 @@ def _table(catalog: Any, name: str, where: str, key: str) -> Table:
             from None
 
 
+# Tables loaded in this process, by catalog and name. A command's readers (its pool's forked workers and
+# Spark's reused Python workers too) read at the snapshot the command pinned, which a table loaded at or
+# after the pin lists: loading it again costs ~0.4 s in a fresh process (the catalog's engine, the metadata).
+_loaded: dict[tuple[str | None, str | None, str, str], Table] = {}
+
+
+def _table_at(sink: Sink, name: str, snapshot: str | None, where: str, key: str) -> Table:
+    """The table ``name`` of the sink's catalog, as loaded before if that lists ``snapshot`` (None: load
+    it now: the current snapshot is wanted)."""
+    assert sink.iceberg is not None
+    cache = (sink.catalog_uri, sink.warehouse, sink.iceberg.partition(".")[0], name)
+    table = _loaded.get(cache)
+    if table is not None and snapshot is not None and (
+            snapshot == NO_SNAPSHOT or table.snapshot_by_id(int(snapshot)) is not None):
+        return table
+    table = _loaded[cache] = _table(_catalog_and_name(sink, where)[0], name, where, key)
+    return table
+
+
 def _snapshot(table: Table) -> str:
     current = table.current_snapshot()
     return NO_SNAPSHOT if current is None else str(current.snapshot_id)
@@ -90,10 +115,10 @@ def _pins(sink: Sink) -> tuple[str | None, str | None]:
 @contextmanager
 def pinned(sink: Sink, where: str = "sink") -> Iterator[Sink]:
     """The sink at the tables' current snapshots, for the block."""
-    catalog, _, name = _catalog_and_name(sink, where)
-    at = _snapshot(_table(catalog, name, where, "iceberg"))
+    _, name = _name(sink, where)
+    at = _snapshot(_table_at(sink, name, None, where, "iceberg"))
     if sink.offsets_table:
-        at += "," + _snapshot(_table(catalog, sink.offsets_table, where, "offsets_table"))
+        at += "," + _snapshot(_table_at(sink, sink.offsets_table, None, where, "offsets_table"))
     yield replace(sink, frozen_from=sink, at=at)
 
 
@@ -128,9 +153,9 @@ def open_iceberg(sink: Sink, where: str = "sink", partitions: Sequence[TP] | Non
 
     assert sink.iceberg is not None
     name = (sink.frozen_from or sink).iceberg or ""
-    catalog, _, table_name = _catalog_and_name(sink, where)
+    _, table_name = _name(sink, where)
     rows_at, offsets_at = _pins(sink)
-    rows = _table(catalog, table_name, where, "iceberg")
+    rows = _table_at(sink, table_name, rows_at, where, "iceberg")
     at: dict[str, Any] = {"snapshot_id": rows_at or _snapshot(rows)}
     schema = {f.name: str(f.field_type) for f in rows.schema().fields}
     check_columns(schema, sink, where, f"Iceberg table {name}")
@@ -143,7 +168,7 @@ def open_iceberg(sink: Sink, where: str = "sink", partitions: Sequence[TP] | Non
         types = check_columns(columns(conn, "iceberg_rows"), sink, where, f"Iceberg table {name}")
         offsets = offsets_types = None
         if sink.offsets_table:
-            table = _table(catalog, sink.offsets_table, where, "offsets_table")
+            table = _table_at(sink, sink.offsets_table, offsets_at, where, "offsets_table")
             conn.register("iceberg_offsets", _arrow(table, offsets_at, sink.offsets_table))
             offsets = "iceberg_offsets"
             offsets_types = check_offsets_columns(columns(conn, offsets), where,
