@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from eosctl.config import Cluster, Sink
 from eosctl.errors import BrokerError, EosctlError, SinkError
-from eosctl.findings import KINDS, Cause, Finding, LogSegment, PartitionSummary
+from eosctl.findings import KINDS, Finding, LogSegment, PartitionSummary
 from eosctl.model import TP, PartitionLog
 from eosctl.progress import Progress, Step, silent
 
@@ -45,7 +45,9 @@ OUT_SCHEMA = (
     "key string, "  # key rows (rec = "key"): a committed row's business key, its offset in first_offset
     # key rows: who wrote the offset (eosctl.causes.Writer); marker_offset null when non-transactional
     "producer_id long, producer_epoch int, marker_offset long, "
-    "cause string"  # finding rows: the finding's cause, as its JSON object (eosctl.findings.Cause)
+    "cause string, "  # finding rows: the finding's cause, as its JSON object (eosctl.findings.Cause)
+    # finding rows: what the driver reads of every cause without decoding it (eosctl.causejson.EAGER)
+    "cause_summary string, cause_passed_by string, cause_sink_after long, cause_rule string"
 )
 _WRITER_TYPES = (("producer_id", "int64"), ("producer_epoch", "int32"), ("marker_offset", "int64"))
 _OUT_NAMES = [part.strip().split(" ")[0] for part in OUT_SCHEMA.split(",")]
@@ -215,12 +217,13 @@ def _open_sink(sink: Sink, settings: TaskSettings, items: Sequence[WorkItem] = (
 
 @dataclass
 class GroupResult:
-    """What a task found for its group: output rows (summaries, findings, its timings) and, per partition
-    with committed data, its committed ranges by writer (first_offset, last_offset, producer_id,
+    """What a task found for its group: output rows (summaries, its timings), its findings and, per
+    partition with committed data, its committed ranges by writer (first_offset, last_offset, producer_id,
     producer_epoch, marker_offset), whose keys the key rule reads."""
 
     rows: list[dict[str, Any]]
     committed: dict[TP, list[dict[str, Any]]]
+    findings: list[Finding] = field(default_factory=list)
 
 
 def audit_group(items: Sequence[WorkItem], source: Source, reader: SinkReader, want_ranges: bool,
@@ -240,6 +243,7 @@ def audit_group(items: Sequence[WorkItem], source: Source, reader: SinkReader, w
             raise BrokerError(f"cannot audit {tp[0]}-{tp[1]}: {log.offsets_disagreement}")
     t1 = time.perf_counter()
     rows: list[dict[str, Any]] = []
+    found: list[Finding] = []
     committed: dict[TP, list[dict[str, Any]]] = {}
     done: list[tuple[WorkItem, PartitionSummary, list[Finding]]] = []
     for item, islands in _group_islands(reader, items):
@@ -262,9 +266,9 @@ def audit_group(items: Sequence[WorkItem], source: Source, reader: SinkReader, w
     # Once the islands' stream is drained: a DuckDB connection runs one query at a time.
     for item, summary, findings in done:
         rows.append(_summary_row(summary))
-        rows.extend(_finding_row(f) for f in _with_write_order(reader, item, findings))
+        found.extend(_with_write_order(reader, item, findings))
     rows.append({"rec": "task", "scan_seconds": t1 - t0, "reconcile_seconds": time.perf_counter() - t1})
-    return GroupResult(rows, {tp: c for tp, c in committed.items() if c})
+    return GroupResult(rows, {tp: c for tp, c in committed.items() if c}, found)
 
 
 def _with_write_order(reader: SinkReader, item: WorkItem, findings: list[Finding]) -> list[Finding]:
@@ -316,16 +320,22 @@ def _summary_row(s: PartitionSummary) -> dict[str, Any]:
             "detail": None if s.log_segments is None else json.dumps([g.to_dict() for g in s.log_segments])}
 
 
-def _finding_row(f: Finding) -> dict[str, Any]:
-    return {"rec": "finding", "topic": f.topic, "partition": f.partition, "kind": f.kind,
-            "first_offset": f.first_offset, "last_offset": f.last_offset, "count": f.count,
-            "detail": f.detail, "cause": None if f.cause is None else json.dumps(f.cause.to_dict())}
-
-
 def _to_batch(rows: list[dict[str, Any]], names: list[str], schema: Any) -> Any:
     import pyarrow as pa
 
     return pa.RecordBatch.from_pylist([{n: r.get(n) for n in names} for r in rows], schema=schema)
+
+
+def _finding_batch(findings: Sequence[Finding], schema: Any) -> Any:
+    """The findings as rows of the task output, built column by column (auditors.findingrows)."""
+    import pyarrow as pa
+
+    from auditors.findingrows import finding_columns
+
+    cols = finding_columns(findings)
+    n = len(findings)
+    return pa.RecordBatch.from_arrays([pa.array(cols[f.name], f.type) if f.name in cols
+                                       else pa.nulls(n, f.type) for f in schema], schema=schema)
 
 
 def _out_arrow_schema() -> Any:
@@ -354,6 +364,8 @@ def group_task(tasks: Sequence[Sequence[WorkItem]], source: Source, sink: Sink, 
                     with _open_sink(sink, settings, items) as reader:
                         result = audit_group(items, source, reader, want_keys, group)
                         yield _to_batch(result.rows, _OUT_NAMES, schema)
+                        if result.findings:
+                            yield _finding_batch(result.findings, schema)
                         if result.committed:
                             yield from _key_rows(reader, result.committed, schema)
                 except EosctlError as e:
@@ -493,12 +505,15 @@ class Outcome:
 
 
 def outcome(rows: Iterable[dict[str, Any]], key_findings: list[Finding], partitions_seconds: float,
-            keys_seconds: float, tasks: int = 0) -> Outcome:
-    """Task output rows (no key rows) and the key rule's findings, from either engine."""
+            keys_seconds: float, tasks: int = 0, found: Sequence[Finding] = ()) -> Outcome:
+    """Task output rows (no key rows) and the key rule's findings, from either engine; ``found``: the
+    tasks' findings where the engine made them from the rows already (auditors.findingrows)."""
+    from auditors.findingrows import findings_from_rows
+
     rows = list(rows)
     _raise_task_errors(r for r in rows if r["rec"] == "error")
     summaries = [r for r in rows if r["rec"] == "summary"]
-    findings = [_finding_from(r) for r in rows if r["rec"] == "finding"]
+    findings = [*found, *findings_from_rows(r for r in rows if r["rec"] == "finding")]
     spent = [r for r in rows if r["rec"] == "task"]
     # Summed over tasks: with several tasks at once they can exceed the phase's wall time.
     timings = {"partitions_seconds": round(partitions_seconds, 3), "keys_seconds": round(keys_seconds, 3),
@@ -631,13 +646,6 @@ def _summary_from(r: dict[str, Any]) -> PartitionSummary:
     return PartitionSummary(r["topic"], r["partition"], r["log_start_offset"], r["last_stable_offset"],
                             r["high_watermark"], r["expected_records"], r["sink_rows"], r["unverifiable"],
                             r["present"], segments)
-
-
-def _finding_from(r: dict[str, Any]) -> Finding:
-    cause = r.get("cause")
-    return Finding(r["kind"], r["topic"], r["partition"], r["first_offset"], r["last_offset"], r["count"],
-                   detail=r["detail"],
-                   cause=None if cause is None else Cause.from_dict(r["kind"], json.loads(cause)))
 
 
 class _TaskProgress:

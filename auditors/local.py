@@ -19,6 +19,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
+from auditors.findingrows import findings_from_arrow
 from auditors.grouping import tasks as group_items
 from auditors.job import (
     PHASE_KEYS,
@@ -57,6 +58,7 @@ def run_local(inp: AuditInput, items: list[WorkItem], workers: int | None = None
     t0 = time.monotonic()
     rows: list[dict[str, Any]] = []
     keys: list[Any] = []
+    findings: list[Any] = []  # the finding rows, made Findings column by column (auditors.findingrows)
     startup = 0.0
     if tasks:
         _preload()
@@ -74,15 +76,18 @@ def run_local(inp: AuditInput, items: list[WorkItem], workers: int | None = None
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in finished:
                     for batch in fut.result():
-                        is_key = pc.equal(batch.column("rec"), "key")
+                        rec = batch.column("rec")
+                        is_key, is_finding = pc.equal(rec, "key"), pc.equal(rec, "finding")
                         keys.append(batch.filter(is_key).select(KEY_COLUMNS))
-                        rows.extend(batch.filter(pc.invert(is_key)).to_pylist())
+                        findings.append(batch.filter(is_finding))
+                        rows.extend(batch.filter(pc.invert(pc.or_(is_key, is_finding))).to_pylist())
                     done += 1
                 progress(Step(PHASE_TASKS, done, len(tasks)))
         finally:
             gc.unfreeze()  # the workers are forked (all of them at the first submit)
             # On an error or a signal: don't wait for running tasks; the caller's guard kills the workers.
             pool.shutdown(wait=False, cancel_futures=True)
+    tasks_found = findings_from_arrow(pa.Table.from_batches(findings)) if findings else []
     t1 = time.monotonic()
     found = []
     if want_keys:
@@ -91,7 +96,7 @@ def run_local(inp: AuditInput, items: list[WorkItem], workers: int | None = None
         found = key_findings(table) if table is not None and table.num_rows else []
     # The tasks' wall time after the pool started: start-up is its own phase (elapsed covers both).
     return outcome(rows, found, t1 - t0 - startup, time.monotonic() - t1 if want_keys else 0.0,
-                   len(tasks)), startup
+                   len(tasks), tasks_found), startup
 
 
 def _run_task(items: tuple[WorkItem, ...], source: Source, sink: Sink, settings: TaskSettings,

@@ -501,7 +501,8 @@ class AuditReport:
             out[f.kind] += 1
         return out
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, findings: bool = True) -> dict[str, Any]:
+        """The report's JSON form; ``findings`` False leaves them None (eosctl.reportjson writes them)."""
         return {
             "verdict": self.verdict,
             "fail_on": list(self.fail_on),
@@ -514,7 +515,7 @@ class AuditReport:
                 "failing_findings": len(self.failing),
             },
             "partitions": [p.to_dict() for p in self.partitions],
-            "findings": [f.to_dict() for f in self.findings],
+            "findings": [f.to_dict() for f in self.findings] if findings else None,
             "root_causes": [r.to_dict() for r in root_causes(self.findings)],
             "sink": self.sink,
             "sink_read_point": self.sink_read_point,
@@ -525,6 +526,10 @@ class AuditReport:
         }
 
     def to_json(self, indent: int | None = 2) -> str:
+        if indent is None:  # what a snapshot stores: written without a dict per finding
+            from eosctl.reportjson import report_json
+
+            return report_json(self)
         return json.dumps(self.to_dict(), indent=indent)
 
     @classmethod

@@ -1,0 +1,84 @@
+"""A finding's cause as the JSON text its audit task wrote, decoded only where something reads it.
+
+An audit task explains its findings and sends each cause to the driver as JSON (auditors.job). Decoding
+100k of them back into Cause and TxnCause objects cost the driver about a second, and encoding them again
+for the report another: the snapshot, which stores the report and each finding's summary, reads neither.
+An ``EncodedCause`` keeps the text and the few fields the driver reads for every finding (the summary, and
+what eosctl.findings.root_rule asks); any other field decodes the whole cause once, exactly as
+``Cause.from_dict`` always did, and the report's JSON splices the text in as it is (eosctl.reportjson).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from eosctl.findings import Cause
+
+# Read without decoding: kept beside the text (auditors.job ships them as columns of their own).
+EAGER = ("kind", "summary", "passed_by", "sink_after", "rule")
+
+
+def encode(cause: Cause) -> str:
+    """The cause's JSON text: the very bytes `json.dumps(cause.to_dict())` gives (a report splices it)."""
+    if isinstance(cause, EncodedCause):
+        return cause.text
+    return json.dumps(cause.to_dict())
+
+
+class EncodedCause(Cause):
+    """A Cause read from its JSON text on first use of a field beyond EAGER. It equals, hashes, pickles and
+    `dataclasses.replace`s as the decoded Cause (replace gives a plain Cause)."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        # dataclasses.replace() calls the class with every field: that makes the plain Cause.
+        if args or kwargs:
+            return Cause(*args, **kwargs)
+        return object.__new__(cls)
+
+    @classmethod
+    def of(cls, kind: str, text: str, summary: str, passed_by: str | None = None,
+           sink_after: int | None = None, rule: str | None = None) -> EncodedCause:
+        out = object.__new__(cls)
+        object.__setattr__(out, "__dict__", {"kind": kind, "summary": summary, "passed_by": passed_by,
+                                             "sink_after": sink_after, "rule": rule, "text": text})
+        return out
+
+    def decoded(self) -> Cause:
+        """The plain Cause, decoded once."""
+        full = self.__dict__.get("_decoded")
+        if full is None:
+            full = Cause.from_dict(self.kind, json.loads(self.text))
+            self.__dict__["_decoded"] = full
+        return full
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.decoded().to_dict()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, EncodedCause):
+            return self.decoded() == other.decoded()
+        return self.decoded() == other if isinstance(other, Cause) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.decoded())
+
+    def __repr__(self) -> str:
+        return repr(self.decoded())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        d = self.__dict__
+        return _rebuild, (d["kind"], d["text"], d["summary"], d["passed_by"], d["sink_after"], d["rule"])
+
+
+def _rebuild(*args: Any) -> EncodedCause:
+    return EncodedCause.of(*args)
+
+
+def _lazy(name: str) -> property:
+    return property(lambda self: getattr(self.decoded(), name), doc=f"Cause.{name}, decoded on first use")
+
+
+for _name in Cause.__dataclass_fields__:
+    if _name not in EAGER:
+        setattr(EncodedCause, _name, _lazy(_name))

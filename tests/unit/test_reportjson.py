@@ -1,0 +1,80 @@
+"""Findings carried as columns with their causes' JSON text (auditors.findingrows, eosctl.causejson) and the
+report's compact JSON written by hand (eosctl.reportjson): byte for byte what the dicts gave, for every
+kind of finding and cause, hostile text included, and the same findings once decoded."""
+
+from __future__ import annotations
+
+import copy
+import json
+import pickle
+from dataclasses import replace
+
+import pyarrow as pa
+
+from auditors.findingrows import finding_columns, findings_from_arrow, findings_from_rows
+from eosctl.causejson import EncodedCause
+from eosctl.causes import Writer, explain_finding, key_cause, with_write_order
+from eosctl.findings import AuditReport, Finding, PartitionSummary, root_causes, root_rule
+from tests.unit.test_causes import explained
+
+HOSTILE = "[/x]\x1b[2J\u202eé\x00\"\\</script>\U0001f600"
+
+
+def corpus() -> list[Finding]:
+    """Findings of every kind with their causes, some over a hostile topic, a key and offsets."""
+    found = list(explained().values()) + list(explained(stored=None, committed=9).values())
+    dup = next(f for f in found if f.kind == "duplicate")
+    found.append(with_write_order(dup, "ingested_at", ("2024-01-01 00:00:00", "2024-01-01 00:00:01", 7, 9.5)))
+    found += [replace(f, topic=HOSTILE, detail=HOSTILE) for f in found]
+    found.append(explain_finding(Finding("invalid_row", None, None, None, None, 3, detail="NULL topic")))
+    kd = Finding("key_duplicate", "orders", 0, 1, 9, 2, key=HOSTILE, offsets=(1, 9), detail="in a, b")
+    writers = [Writer("orders", 0, 1, 5, 0, 4), Writer("orders", 0, 9, 6, 1, None)]
+    found.append(replace(kd, cause=key_cause(kd, writers)))
+    found.append(Finding("gap", "orders", 3, 10, 12, 3))  # no cause (a report from before causes)
+    return found
+
+
+def tasks_findings() -> list[Finding]:
+    """What an audit task finds: no key duplicates (the driver finds those, grouping keys)."""
+    return [f for f in corpus() if f.key is None]
+
+
+def carried(findings: list[Finding]) -> list[Finding]:
+    """The findings as an audit task sends them and the driver makes them again (the local engine)."""
+    cols = finding_columns(findings)
+    return findings_from_arrow(pa.table({k: v for k, v in cols.items() if k != "rec"}))
+
+
+def test_the_compact_json_is_what_json_dumps_gives() -> None:
+    part = PartitionSummary(HOSTILE, 0, 0, 10, 10, 8, 9)
+    report = AuditReport.build([part], corpus(), engine={"x": 1.5})
+    assert report.to_json(indent=None) == json.dumps(report.to_dict())
+    findings = tasks_findings()
+    report = AuditReport.build([part], findings, engine={"x": 1.5})
+    again = AuditReport.build(report.partitions, carried(findings), engine={"x": 1.5})
+    assert again.to_json(indent=None) == json.dumps(report.to_dict())
+    assert again.to_json() == report.to_json()  # indented: decoded, as before
+
+
+def test_carried_findings_equal_the_originals_and_decode_the_same() -> None:
+    findings = tasks_findings()
+    back = carried(findings)
+    assert back == findings
+    assert [f.to_dict() for f in back] == [f.to_dict() for f in findings]
+    assert [f.cause for f in back] == [f.cause for f in findings]
+    assert [root_rule(f) for f in back] == [root_rule(f) for f in findings]
+    assert [r.to_dict() for r in root_causes(back)] == [r.to_dict() for r in root_causes(findings)]
+    rows = [dict(zip(finding_columns(findings), r, strict=True))
+            for r in zip(*finding_columns(findings).values(), strict=True)]
+    assert findings_from_rows(rows) == findings  # Spark's collected rows
+
+
+def test_an_encoded_cause_pickles_copies_and_replaces_as_a_cause() -> None:
+    f = next(f for f in carried(tasks_findings()) if f.kind == "gap" and f.cause is not None)
+    c = f.cause
+    assert isinstance(c, EncodedCause)
+    assert pickle.loads(pickle.dumps(c)) == c and copy.copy(c) == c
+    assert "_decoded" not in pickle.loads(pickle.dumps(c)).__dict__  # still the text only
+    changed = replace(c, summary="other")
+    assert type(changed).__name__ == "Cause" and changed.summary == "other"
+    assert changed.transactions == c.transactions and hash(c) == hash(c.decoded())
