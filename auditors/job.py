@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from eosctl.config import Cluster, Sink
 from eosctl.errors import BrokerError, EosctlError, SinkError
 from eosctl.findings import KINDS, Finding, LogSegment, PartitionSummary
+from eosctl.gcpause import paused
 from eosctl.model import TP, PartitionLog
 from eosctl.progress import Progress, Step, silent
 
@@ -362,10 +363,12 @@ def group_task(tasks: Sequence[Sequence[WorkItem]], source: Source, sink: Sink, 
                 items = tasks[index]
                 try:
                     with _open_sink(sink, settings, items) as reader:
-                        result = audit_group(items, source, reader, want_keys, group)
-                        yield _to_batch(result.rows, _OUT_NAMES, schema)
-                        if result.findings:
-                            yield _finding_batch(result.findings, schema)
+                        with paused():  # findings by the hundred thousand, no cycles among them
+                            result = audit_group(items, source, reader, want_keys, group)
+                            out = [_to_batch(result.rows, _OUT_NAMES, schema)]
+                            if result.findings:
+                                out.append(_finding_batch(result.findings, schema))
+                        yield from out
                         if result.committed:
                             yield from _key_rows(reader, result.committed, schema)
                 except EosctlError as e:

@@ -253,6 +253,9 @@ def _root_summary(rule: str, members: list[Finding], partitions: int) -> str:
     n = len(members)
     where = f" in {partitions} partition{'s' * (partitions != 1)}" if partitions else ""
     text = f"{n} finding{'s' * (n != 1)}{where}: {ROOT_RULES[rule]}"
+    if rule not in ("sink_reads_aborted", "upstream_retry"):
+        return text + "."
+    # Only these two name transactions: reading them for 100k gaps decoded every cause (eosctl.causejson).
     txns = {(t.topic or f.topic, t.partition if t.topic else f.partition, t.producer_id, t.first_offset)
             for f in members if f.cause for t in f.cause.transactions}
     if rule == "sink_reads_aborted" and txns:
