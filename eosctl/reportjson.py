@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 from json.encoder import encode_basestring_ascii as _string  # type: ignore[attr-defined]
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from eosctl.causejson import encode
+from eosctl.causejson import encode, value
 
 if TYPE_CHECKING:
     from eosctl.findings import AuditReport, Finding
@@ -30,28 +30,16 @@ def report_json(report: AuditReport) -> str:
 
 def finding_json(f: Finding) -> str:
     """``json.dumps(f.to_dict())``."""
-    out = [f'{{"kind": {_value(f.kind)}, "topic": {_value(f.topic)}, "partition": {_value(f.partition)}, '
-           f'"first_offset": {_value(f.first_offset)}, "last_offset": {_value(f.last_offset)}, '
-           f'"count": {_value(f.count)}']
+    out = [f'{{"kind": {value(f.kind)}, "topic": {value(f.topic)}, "partition": {value(f.partition)}, '
+           f'"first_offset": {value(f.first_offset)}, "last_offset": {value(f.last_offset)}, '
+           f'"count": {value(f.count)}']
     if f.key is not None:
-        out.append(f', "key": {_value(f.key)}')
+        out.append(f', "key": {value(f.key)}')
     if f.offsets is not None:
         out.append(f', "offsets": {json.dumps(list(f.offsets))}')
     if f.detail is not None:
-        out.append(f', "detail": {_value(f.detail)}')
+        out.append(f', "detail": {value(f.detail)}')
     if f.cause is not None:
         out.append(f', "cause": {encode(f.cause)}')
     out.append("}")
     return "".join(out)
-
-
-def _value(v: Any) -> str:
-    """One scalar as json.dumps writes it; anything but a plain str, int or None goes through json.dumps."""
-    if v is None:
-        return "null"
-    t = type(v)
-    if t is str:
-        return _string(v)
-    if t is int:
-        return int.__repr__(v)
-    return json.dumps(v)

@@ -14,7 +14,7 @@ import pyarrow as pa
 from auditors.findingrows import finding_columns, findings_from_arrow, findings_from_rows
 from eosctl.causejson import EncodedCause
 from eosctl.causes import Writer, explain_finding, key_cause, with_write_order
-from eosctl.findings import AuditReport, Finding, PartitionSummary, root_causes, root_rule
+from eosctl.findings import AuditReport, Cause, Finding, PartitionSummary, TxnCause, root_causes, root_rule
 from tests.unit.test_causes import explained
 
 HOSTILE = "[/x]\x1b[2J\u202eé\x00\"\\</script>\U0001f600"
@@ -31,6 +31,9 @@ def corpus() -> list[Finding]:
     writers = [Writer("orders", 0, 1, 5, 0, 4), Writer("orders", 0, 9, 6, 1, None)]
     found.append(replace(kd, cause=key_cause(kd, writers)))
     found.append(Finding("gap", "orders", 3, 10, 12, 3))  # no cause (a report from before causes)
+    many = Cause("gap", HOSTILE, (TxnCause(7, 2, 20, 20, "open", None, False, HOSTILE, 3),), omitted=150,
+                 sink_before=None, sink_after=21, passed_by="stored_offsets")
+    found.append(Finding("gap", "orders", 3, 20, 320, 300, cause=many))
     return found
 
 
