@@ -529,10 +529,6 @@ class AuditReport:
         }
 
     def to_json(self, indent: int | None = 2) -> str:
-        if indent is None:  # what a snapshot stores: written without a dict per finding
-            from eosctl.reportjson import report_json
-
-            return report_json(self)
         return json.dumps(self.to_dict(), indent=indent)
 
     @classmethod

@@ -32,6 +32,7 @@ from eosctl.ledger import Ledger, LedgerFlag, PartitionLedger
 from eosctl.model import TP, Kind, PartitionLog
 from eosctl.opentxn import PRODUCER_CLOCK, OpenTxn
 from eosctl.producers import ProducerRow
+from eosctl.reportjson import report_json  # a.to_json(indent=None), without a dict per finding
 from eosctl.sink.duckdb import connect_readonly, read_header
 from eosctl.sink.sql import literal
 from eosctl.txns import Hanging, HangingReport, TxnInfo
@@ -208,10 +209,13 @@ def _write_hanging(con: duckdb.DuckDBPyConnection, snap: Capture) -> None:
 def _write_audit(con: duckdb.DuckDBPyConnection, snap: Capture) -> None:
     a = snap.audit
     _insert(con, "audit", [(a.verdict, list(a.fail_on), len(a.findings), len(a.failing), a.sink, a.group,
-                            a.elapsed_seconds, snap.audit_origin or "run", a.to_json(indent=None))])
-    _insert(con, "audit_findings", [(f.topic, f.partition, f.kind, f.first_offset, f.last_offset, f.count,
-                                     f.key, f.detail, root_rule(f), f.cause and f.cause.summary)
-                                    for f in a.findings])
+                            a.elapsed_seconds, snap.audit_origin or "run", report_json(a))])
+    # Column by column: a tuple per finding, then one list per column of them, cost as much again.
+    fs = a.findings
+    _insert_columns(con, "audit_findings", [
+        [f.topic for f in fs], [f.partition for f in fs], [f.kind for f in fs], [f.first_offset for f in fs],
+        [f.last_offset for f in fs], [f.count for f in fs], [f.key for f in fs], [f.detail for f in fs],
+        [root_rule(f) for f in fs], [None if f.cause is None else f.cause.summary for f in fs]])
 
 
 def _section_rows(snap: Capture, name: str) -> int:
@@ -229,23 +233,29 @@ def _section_rows(snap: Capture, name: str) -> int:
 
 
 def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[tuple]) -> None:
-    schema = TABLES[table]
-    cols = ", ".join(f'"{n}" {t}' for n, t in schema)
+    _insert_columns(con, table, [[r[i] for r in rows] for i in range(len(TABLES[table]))])
+
+
+def _insert_columns(con: duckdb.DuckDBPyConnection, table: str, columns: list[list]) -> None:
+    """_insert, given the rows' columns."""
+    cols = ", ".join(f'"{n}" {t}' for n, t in TABLES[table])
     con.execute(f'CREATE TABLE "{table}" ({cols})')
-    _bulk(con, table, len(schema), rows)
+    _bulk(con, table, columns)
 
 
-def _bulk(con: duckdb.DuckDBPyConnection, table: str, width: int, rows: list) -> None:
-    """Insert through one Arrow table: executemany costs ~8 ms a row into an attached file (100k audit
-    findings took minutes); DuckDB casts each column to the table's type."""
-    if not rows:
+def _bulk(con: duckdb.DuckDBPyConnection, table: str, columns: list[list]) -> None:
+    """Insert the rows (given column by column) through one Arrow table: executemany costs ~8 ms a row
+    into an attached file (100k audit findings took minutes); DuckDB casts each column to the table's
+    type."""
+    if not columns or not columns[0]:
         return
     import pyarrow as pa
 
     try:
-        data = pa.table({f"c{i}": pa.array([r[i] for r in rows]) for i in range(width)})
+        data = pa.table({f"c{i}": pa.array(col) for i, col in enumerate(columns)})
     except (pa.ArrowInvalid, pa.ArrowTypeError):  # a column of mixed Python types: row by row
-        con.executemany(f'INSERT INTO "{table}" VALUES ({", ".join("?" * width)})', rows)
+        con.executemany(f'INSERT INTO "{table}" VALUES ({", ".join("?" * len(columns))})',
+                        list(zip(*columns, strict=True)))
         return
     con.register("eosctl_rows", data)
     try:
@@ -266,8 +276,8 @@ def _write_generic(con: duckdb.DuckDBPyConnection, table: str, dicts: list[JSON]
                 scalars[k] = _SQL_TYPES[type(v)]
     cols = [*(f'"{k}" {t}' for k, t in scalars.items()), "data VARCHAR"]
     con.execute(f'CREATE TABLE "{table}" ({", ".join(cols)})')
-    _bulk(con, table, len(scalars) + 1,
-          [[_scalar(d.get(k)) for k in scalars] + [json.dumps(d, default=str)] for d in dicts])
+    _bulk(con, table, [*([_scalar(d.get(k)) for d in dicts] for k in scalars),
+                       [json.dumps(d, default=str) for d in dicts]])
 
 
 def _scalar(v: object) -> bool | int | float | str | None:
