@@ -49,7 +49,6 @@ def run_local(inp: AuditInput, items: list[WorkItem], workers: int | None = None
     """The outcome and the pool's start-up time (forking the workers). ``beside``: the driver's own work,
     done once the workers are forked (never before: a forked worker would inherit it half done)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     want_keys = inp.sink.key_column is not None
     workers = workers or default_workers()
@@ -76,11 +75,7 @@ def run_local(inp: AuditInput, items: list[WorkItem], workers: int | None = None
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in finished:
                     for batch in fut.result():
-                        rec = batch.column("rec")
-                        is_key, is_finding = pc.equal(rec, "key"), pc.equal(rec, "finding")
-                        keys.append(batch.filter(is_key).select(KEY_COLUMNS))
-                        findings.append(batch.filter(is_finding))
-                        rows.extend(batch.filter(pc.invert(pc.or_(is_key, is_finding))).to_pylist())
+                        _sort_batch(batch, rows, keys, findings)
                     done += 1
                 progress(Step(PHASE_TASKS, done, len(tasks)))
         finally:
@@ -99,6 +94,23 @@ def run_local(inp: AuditInput, items: list[WorkItem], workers: int | None = None
                    len(tasks), tasks_found), startup
 
 
+def _sort_batch(batch: Any, rows: list[dict[str, Any]], keys: list[Any], findings: list[Any]) -> None:
+    """A task's output batch to key rows, finding rows or other rows (as dicts). A task yields each kind in
+    batches of its own: those are passed on whole, not filtered (100k findings' text copied again)."""
+    import pyarrow.compute as pc
+
+    rec = batch.column("rec")
+    is_key, is_finding = pc.equal(rec, "key"), pc.equal(rec, "finding")
+    if pc.all(is_finding).as_py():
+        findings.append(batch)
+    elif pc.all(is_key).as_py():
+        keys.append(batch.select(KEY_COLUMNS))
+    else:
+        keys.append(batch.filter(is_key).select(KEY_COLUMNS))
+        findings.append(batch.filter(is_finding))
+        rows.extend(batch.filter(pc.invert(pc.or_(is_key, is_finding))).to_pylist())
+
+
 def _run_task(items: tuple[WorkItem, ...], source: Source, sink: Sink, settings: TaskSettings,
               want_keys: bool, group: str | None) -> list[Any]:
     import pyarrow as pa
@@ -113,7 +125,11 @@ def _preload() -> None:
     # pyarrow too: importing it in a worker forked from a parent with threads running (Spark's gateway,
     # librdkafka) crashed workers with SIGSEGV inside pyarrow's import.
     import duckdb  # noqa: F401
-    import pyarrow  # noqa: F401
+    import pyarrow
+
+    # pyarrow imports pandas at its first conversion of Python objects (a quarter to half a second):
+    # once here, not in every worker.
+    pyarrow.array(["x"])
 
     import eosctl.logscan
     import eosctl.reconcile
