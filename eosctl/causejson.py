@@ -40,7 +40,22 @@ def encode(cause: Cause) -> str:
     return "".join(out)
 
 
+# An outcome's JSON, for the few outcomes there are.
+_OUTCOMES = {o: _string(o) for o in ("committed", "aborted", "open", "non_transactional")}
+
+
 def _txn(t: TxnCause) -> str:
+    d = t.__dict__
+    pid, epoch, first, last, marker = (d["producer_id"], d["producer_epoch"], d["first_offset"],
+                                       d["last_offset"], d["marker_offset"])
+    if (type(pid) is int and type(epoch) is int and type(first) is int and type(last) is int
+            and (marker is None or type(marker) is int) and d["outcome"] in _OUTCOMES
+            and d["topic"] is None and type(d["fenced"]) is bool):
+        # What nearly every transaction is: plain ints, as json.dumps writes them.
+        return (f'{{"producer_id": {pid}, "producer_epoch": {epoch}, "first_offset": {first}, '
+                f'"last_offset": {last}, "outcome": {_OUTCOMES[d["outcome"]]}, '
+                f'"marker_offset": {"null" if marker is None else marker}, '
+                f'"fenced": {"true" if d["fenced"] else "false"}}}')
     text = (f'{{"producer_id": {value(t.producer_id)}, "producer_epoch": {value(t.producer_epoch)}, '
             f'"first_offset": {value(t.first_offset)}, "last_offset": {value(t.last_offset)}, '
             f'"outcome": {value(t.outcome)}, "marker_offset": {value(t.marker_offset)}, '

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from eosctl.findings import (
@@ -50,9 +50,33 @@ def _with_cause(f: Finding, cause: Cause | None) -> Finding:
     """``replace(f, cause=cause)`` without re-running the constructor: ``f`` was checked when it was made,
     and dataclasses.replace was a tenth of explaining 100k findings (issue 20)."""
     out = object.__new__(Finding)
-    fields = dict(f.__dict__)
-    fields["cause"] = cause
-    object.__setattr__(out, "__dict__", fields)
+    values = dict(f.__dict__)
+    values["cause"] = cause
+    object.__setattr__(out, "__dict__", values)
+    return out
+
+
+# The fields of a Cause with their defaults, in order: _cause_of and _txn_of make the frozen dataclasses
+# without their generated __init__ (an object.__setattr__ a field: a fifth of explaining a gap).
+_CAUSE_DEFAULTS = {f.name: f.default for f in fields(Cause)}
+
+
+def _cause_of(kind: str, summary: str, transactions: tuple[TxnCause, ...] = (), **rest: Any) -> Cause:
+    """``Cause(kind, summary, transactions, **rest)``."""
+    out = object.__new__(Cause)
+    object.__setattr__(out, "__dict__", {**_CAUSE_DEFAULTS, "kind": kind, "summary": summary,
+                                         "transactions": transactions, **rest})
+    return out
+
+
+def _txn_of(producer_id: int, producer_epoch: int, first_offset: int, last_offset: int, outcome: str,
+            marker_offset: int | None, fenced: bool) -> TxnCause:
+    """``TxnCause(...)`` of one partition's transaction (no topic or partition of its own)."""
+    out = object.__new__(TxnCause)
+    object.__setattr__(out, "__dict__", {
+        "producer_id": producer_id, "producer_epoch": producer_epoch, "first_offset": first_offset,
+        "last_offset": last_offset, "outcome": outcome, "marker_offset": marker_offset, "fenced": fenced,
+        "topic": None, "partition": None})
     return out
 
 
@@ -205,7 +229,7 @@ def _transactions(index: _Index, pieces: list[OffsetRange]) -> tuple[tuple[TxnCa
         else:
             epoch, marker, is_fenced = p.producer_epoch, None, False
             outcome = _PLAIN_OUTCOME.get(p.kind, NON_TRANSACTIONAL)
-        return (TxnCause(p.producer_id, epoch, p.first, p.last, outcome, marker, is_fenced),), 0
+        return (_txn_of(p.producer_id, epoch, p.first, p.last, outcome, marker, is_fenced),), 0
     out: dict[tuple, TxnCause] = {}
     previous: tuple | None = None
     for p in pieces:
@@ -224,7 +248,7 @@ def _transactions(index: _Index, pieces: list[OffsetRange]) -> tuple[tuple[TxnCa
         have = out.get(key)
         first = p.first if have is None else min(have.first_offset, p.first)
         last = p.last if have is None else max(have.last_offset, p.last)
-        out[key] = TxnCause(p.producer_id, epoch, first, last, outcome, marker, is_fenced)
+        out[key] = _txn_of(p.producer_id, epoch, first, last, outcome, marker, is_fenced)
     listed = sorted(out.values(), key=lambda t: t.first_offset)
     return tuple(listed[:MAX_LISTED]), max(0, len(listed) - MAX_LISTED)
 
@@ -255,7 +279,7 @@ def _cause(f: Finding, index: _Index | None, facts: SinkFacts | None, stored: in
         txns, omitted = _transactions(index, pieces)
         if k == "gap":
             return _gap(f, txns, omitted, facts, stored, committed, group)
-        return Cause(k, _phantom_summary(f, where, txns, omitted), txns, omitted=omitted)
+        return _cause_of(k, _phantom_summary(f, where, txns, omitted), txns, omitted=omitted)
     if k == "phantom_marker" and index is not None:
         assert f.first_offset is not None and f.last_offset is not None
         markers, omitted = _markers(index, f.first_offset, f.last_offset)
@@ -308,8 +332,8 @@ def _gap(f: Finding, txns: tuple[TxnCause, ...], omitted: int, facts: SinkFacts 
                "them.")
     else:
         why = " are not in the sink yet: its consumer had not reached them when the sink was read (lag)."
-    return Cause("gap", missing + why, txns, omitted=omitted, sink_before=before, sink_after=after,
-                 passed_by=passed_by)
+    return _cause_of("gap", missing + why, txns, omitted=omitted, sink_before=before, sink_after=after,
+                     passed_by=passed_by)
 
 
 # ---- sentences ------------------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ _PENDING = "PENDING"  # DATA at or above the LSO: committed, but not yet readabl
 _UNVERIFIABLE = "UNVERIFIABLE"  # below the log start, compacted away, or not covered by the scan
 _BEYOND = "BEYOND"  # at or beyond the high watermark
 _PHANTOM = {Kind.ABORTED: "phantom_aborted", Kind.MARKER: "phantom_marker", Kind.OPEN: "phantom_uncommitted"}
+_PHANTOM_KINDS = tuple(_PHANTOM.values())
 _INF = 1 << 63  # beyond every int64 offset: a sink row at 2^63-1 is still "beyond the HW"
 
 Island = tuple[int, int, int]  # first, last (inclusive), multiplicity >= 1
@@ -262,8 +263,9 @@ class _Runs:
                 self.rows = None
 
     def close_phantoms(self, keep: str | None = None) -> None:
-        for kind in _PHANTOM.values():
-            if kind != keep:
+        runs = self.runs
+        for kind in _PHANTOM_KINDS:  # the open runs only: this runs for every piece of the sweep
+            if kind != keep and runs[kind].first is not None:
                 self.close(kind)
 
     def feed(self, first: int, last: int, kind: str, mult: int) -> None:
@@ -297,13 +299,14 @@ class _Runs:
             self.close_phantoms()
             if kind == _EXPECTED:
                 self.expected += n
+            runs = self.runs
             if mult == 0 and kind == _EXPECTED:
-                self.runs["gap"].extend(first, last, n)
-            else:
+                runs["gap"].extend(first, last, n)
+            elif runs["gap"].first is not None:
                 self.close("gap")
             if mult > 1:
-                self.runs["duplicate"].extend(first, last, n * (mult - 1))
-            else:
+                runs["duplicate"].extend(first, last, n * (mult - 1))
+            elif runs["duplicate"].first is not None:
                 self.close("duplicate")
         elif kind == Kind.MARKER:
             # A marker sits between an aborted transaction's records and whatever follows: it splits
