@@ -318,16 +318,17 @@ class Finding:
     @property
     def sort_key(self) -> tuple:
         # Unknown topic/partition/offset (invalid_row) sort first; a tuple never compares None with an int.
-        return ((self.topic is not None, self.topic or ""), _opt(self.partition), _opt(self.first_offset),
-                KINDS.index(self.kind), self.key or "", self.detail or "")
+        # Written out (no helper calls): every report and every partition's sweep sorts by it.
+        t, p, o = self.topic, self.partition, self.first_offset
+        return ((t is not None, t or ""), (p is not None, p or 0), (o is not None, o or 0),
+                _KIND_ORDER[self.kind], self.key or "", self.detail or "")
+
+
+_KIND_ORDER = {k: i for i, k in enumerate(KINDS)}
 
 
 def _int(v: Any) -> int | None:
     return None if v is None else int(v)
-
-
-def _opt(v: int | None) -> tuple[bool, int]:
-    return (v is not None, v or 0)
 
 
 # Log segments a read_committed consumer never delivers, for the HTML gap map (eosctl.gapmap).
