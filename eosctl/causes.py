@@ -268,17 +268,15 @@ def _markers(index: _Index, first: int, last: int) -> tuple[tuple[MarkerCause, .
 def _cause(f: Finding, index: _Index | None, facts: SinkFacts | None, stored: int | None,
            committed: int | None, group: str | None) -> Cause | None:
     k = f.kind
-    where = _where(f)
-    if k in ("phantom_aborted", "phantom_uncommitted", "gap") and index is not None:
+    if k == "gap" and index is not None:  # most findings, by far: straight to its sentence
         assert f.first_offset is not None and f.last_offset is not None
-        if k == "gap":
-            pieces = index.data(f.first_offset, f.last_offset)
-        else:
-            kind = Kind.ABORTED if k == "phantom_aborted" else Kind.OPEN
-            pieces = index.ranges(f.first_offset, f.last_offset, (kind,))
-        txns, omitted = _transactions(index, pieces)
-        if k == "gap":
-            return _gap(f, txns, omitted, facts, stored, committed, group)
+        txns, omitted = _transactions(index, index.data(f.first_offset, f.last_offset))
+        return _gap(f, txns, omitted, facts, stored, committed, group)
+    where = _where(f)
+    if k in ("phantom_aborted", "phantom_uncommitted") and index is not None:
+        assert f.first_offset is not None and f.last_offset is not None
+        kind = Kind.ABORTED if k == "phantom_aborted" else Kind.OPEN
+        txns, omitted = _transactions(index, index.ranges(f.first_offset, f.last_offset, (kind,)))
         return _cause_of(k, _phantom_summary(f, where, txns, omitted), txns, omitted=omitted)
     if k == "phantom_marker" and index is not None:
         assert f.first_offset is not None and f.last_offset is not None
