@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -129,7 +130,7 @@ def main() -> None:
             render_s, html_b, svg_b, load_s = html_figures(rep, work / f"report-{n}.html")
             snap = snapshot_seconds(n, work) if not args.no_snapshot else (None, None, None)
             tui = tui_figures(n) if not args.no_tui else None
-            rows.append((n, table_s, render_s, html_b, svg_b, load_s, *snap, tui))
+            rows.append((n, table_s, render_s, html_b, svg_b, load_s, *snap, tui, os.getloadavg()[0]))
             print(f"{n:>8} findings: table {table_s:6.2f}s  html {render_s:5.2f}s {html_b / 1e6:6.1f} MB "
                   f"(svg {svg_b / 1e3:6.1f} kB)  chromium load {load_s:5.2f}s"
                   + ("" if snap[0] is None else
@@ -138,6 +139,7 @@ def main() -> None:
             if tui is not None:
                 shown = ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in tui.items())
                 print(f"          tui audit view: {shown}", flush=True)
+    print_table(rows)
     base = rows[0]
     print(f"\nratios against {base[0]} findings (same run):")
     for r in rows[1:]:
@@ -150,6 +152,26 @@ def main() -> None:
             line += (f", tui audit view appears x{r[9][appears] / base[9][appears]:.1f}"
                      f", filter keystroke x{r[9][keystroke] / base[9][keystroke]:.1f}")
         print(line)
+
+
+def print_table(rows: list[tuple]) -> None:
+    """Every figure side by side, one column per size: each row of the benchmark at every size."""
+    figures: list[tuple[str, Callable[[tuple], str]]] = [
+        ("table output (s)", lambda r: f"{r[1]:.2f}"),
+        ("html render (s)", lambda r: f"{r[2]:.2f}"),
+        ("html size (MB)", lambda r: f"{r[3] / 1e6:.1f}"),
+        ("gap-map svg (kB)", lambda r: f"{r[4] / 1e3:.1f}"),
+        ("chromium load (s)", lambda r: f"{r[5]:.2f}"),
+        ("snapshot (s)", lambda r: "-" if r[6] is None else f"{r[6]:.1f}"),
+        ("snapshot --with-audit (s)", lambda r: "-" if r[7] is None else f"{r[7]:.1f}"),
+    ]
+    if rows[0][9] is not None:
+        figures += [(f"tui: {name} (ms)", lambda r, name=name: f"{r[9][name] * 1000:.0f}")
+                    for name in rows[0][9]]
+    figures.append(("load average", lambda r: f"{r[10]:.1f}"))
+    print(f"\n{'findings':<44}" + "".join(f"{r[0]:>12}" for r in rows))
+    for name, cell in figures:
+        print(f"{name:<44}" + "".join(f"{cell(r):>12}" for r in rows))
 
 
 if __name__ == "__main__":
