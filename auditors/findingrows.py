@@ -16,7 +16,7 @@ from eosctl.findings import KINDS, Finding
 
 # The finding rows' columns of the task output, in the order finding_columns() gives them.
 COLUMNS = ("rec", "topic", "partition", "kind", "first_offset", "last_offset", "count", "detail", "cause",
-           "cause_summary", "cause_passed_by", "cause_sink_after", "cause_rule")
+           "cause_passed_by", "cause_sink_after", "cause_rule")
 
 
 def finding_columns(findings: Sequence[Finding]) -> dict[str, list[Any]]:
@@ -34,7 +34,6 @@ def finding_columns(findings: Sequence[Finding]) -> dict[str, list[Any]]:
         "count": [f.count for f in findings],
         "detail": [f.detail for f in findings],
         "cause": [None if c is None else encode(c) for c in causes],
-        "cause_summary": [None if c is None else c.summary for c in causes],
         "cause_passed_by": [None if c is None else c.passed_by for c in causes],
         "cause_sink_after": [None if c is None else c.sink_after for c in causes],
         "cause_rule": [None if c is None else c.rule for c in causes],
@@ -55,7 +54,7 @@ def findings_from_rows(rows: Iterable[dict[str, Any]]) -> list[Finding]:
 def _findings(rows: Iterable[tuple]) -> list[Finding]:
     out = []
     new = object.__new__
-    for topic, partition, kind, first, last, count, detail, text, summary, passed_by, after, rule in rows:
+    for topic, partition, kind, first, last, count, detail, text, passed_by, after, rule in rows:
         if kind not in KINDS:
             raise ValueError(f"unknown finding kind {kind!r}")
         f = new(Finding)
@@ -63,6 +62,6 @@ def _findings(rows: Iterable[tuple]) -> list[Finding]:
         object.__setattr__(f, "__dict__", {
             "kind": kind, "topic": topic, "partition": partition, "first_offset": first, "last_offset": last,
             "count": count, "key": None, "offsets": None, "detail": detail,
-            "cause": None if text is None else EncodedCause.of(kind, text, summary, passed_by, after, rule)})
+            "cause": None if text is None else EncodedCause.of(kind, text, passed_by, after, rule)})
         out.append(f)
     return out

@@ -48,7 +48,7 @@ OUT_SCHEMA = (
     "producer_id long, producer_epoch int, marker_offset long, "
     "cause string, "  # finding rows: the finding's cause, as its JSON object (eosctl.findings.Cause)
     # finding rows: what the driver reads of every cause without decoding it (eosctl.causejson.EAGER)
-    "cause_summary string, cause_passed_by string, cause_sink_after long, cause_rule string"
+    "cause_passed_by string, cause_sink_after long, cause_rule string"
 )
 _WRITER_TYPES = (("producer_id", "int64"), ("producer_epoch", "int32"), ("marker_offset", "int64"))
 _OUT_NAMES = [part.strip().split(" ")[0] for part in OUT_SCHEMA.split(",")]

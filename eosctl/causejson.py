@@ -3,21 +3,26 @@
 An audit task explains its findings and sends each cause to the driver as JSON (auditors.job). Decoding
 100k of them back into Cause and TxnCause objects cost the driver about a second, and encoding them again
 for the report another: the snapshot, which stores the report and each finding's summary, reads neither.
-An ``EncodedCause`` keeps the text and the few fields the driver reads for every finding (the summary, and
-what eosctl.findings.root_rule asks); any other field decodes the whole cause once, exactly as
-``Cause.from_dict`` always did, and the report's JSON splices the text in as it is (eosctl.reportjson).
+An ``EncodedCause`` keeps the text and the few fields the driver reads for every finding (what
+eosctl.findings.root_rule asks; the summary, the text's first field, is read out of the text alone); any
+other field decodes the whole cause once, exactly as ``Cause.from_dict`` always did, and the report's JSON
+splices the text in as it is (eosctl.reportjson).
 """
 
 from __future__ import annotations
 
 import json
+from json.decoder import scanstring  # type: ignore[attr-defined]
 from json.encoder import encode_basestring_ascii as _string  # type: ignore[attr-defined]
 from typing import Any
 
 from eosctl.findings import Cause, TxnCause
 
-# Read without decoding: kept beside the text (auditors.job ships them as columns of their own).
-EAGER = ("kind", "summary", "passed_by", "sink_after", "rule")
+# Read without decoding: kept beside the text (auditors.job ships them as columns of their own); and the
+# summary, read out of the text (every cause's JSON starts with it: Cause.to_dict).
+EAGER = ("kind", "passed_by", "sink_after", "rule")
+_SUMMARY = '{"summary": "'
+
 # The kinds found by the hundred thousand, written here by hand; the others through json.dumps.
 _BY_HAND = ("gap", "phantom_aborted", "phantom_uncommitted")
 
@@ -91,12 +96,23 @@ class EncodedCause(Cause):
         return object.__new__(cls)
 
     @classmethod
-    def of(cls, kind: str, text: str, summary: str, passed_by: str | None = None,
-           sink_after: int | None = None, rule: str | None = None) -> EncodedCause:
+    def of(cls, kind: str, text: str, passed_by: str | None = None, sink_after: int | None = None,
+           rule: str | None = None) -> EncodedCause:
         out = object.__new__(cls)
-        object.__setattr__(out, "__dict__", {"kind": kind, "summary": summary, "passed_by": passed_by,
-                                             "sink_after": sink_after, "rule": rule, "text": text})
+        object.__setattr__(out, "__dict__", {"kind": kind, "passed_by": passed_by, "sink_after": sink_after,
+                                             "rule": rule, "text": text})
         return out
+
+    @property
+    def summary(self) -> str:  # type: ignore[override]
+        """The cause's sentence, read out of the text (its first field) without decoding the rest."""
+        d = self.__dict__
+        got = d.get("_summary")
+        if got is None:
+            text = d["text"]
+            got = scanstring(text, len(_SUMMARY))[0] if text.startswith(_SUMMARY) else self.decoded().summary
+            d["_summary"] = got
+        return got
 
     def decoded(self) -> Cause:
         """The plain Cause, decoded once."""
@@ -122,7 +138,7 @@ class EncodedCause(Cause):
 
     def __reduce__(self) -> tuple[Any, ...]:
         d = self.__dict__
-        return _rebuild, (d["kind"], d["text"], d["summary"], d["passed_by"], d["sink_after"], d["rule"])
+        return _rebuild, (d["kind"], d["text"], d["passed_by"], d["sink_after"], d["rule"])
 
 
 def _rebuild(*args: Any) -> EncodedCause:
@@ -134,5 +150,5 @@ def _lazy(name: str) -> property:
 
 
 for _name in Cause.__dataclass_fields__:
-    if _name not in EAGER:
+    if _name not in EAGER and _name != "summary":
         setattr(EncodedCause, _name, _lazy(_name))

@@ -73,6 +73,18 @@ def test_carried_findings_equal_the_originals_and_decode_the_same() -> None:
     assert findings_from_rows(rows) == findings  # Spark's collected rows
 
 
+def test_what_a_snapshot_reads_of_a_cause_needs_no_decoding() -> None:
+    findings = tasks_findings()
+    back = carried(findings)
+    assert [f.cause.summary for f in back if f.cause] == [f.cause.summary for f in findings if f.cause]
+    assert [root_rule(f) for f in back] == [root_rule(f) for f in findings]
+    report_json(AuditReport.build([], back))
+    # Only the root causes naming transactions read them (phantoms: their transactions are counted).
+    decoded = {root_rule(f) for f in back if f.cause and "_decoded" in f.cause.__dict__}
+    assert decoded == {"sink_reads_aborted"}
+    assert any(f.kind == "gap" for f in back)
+
+
 def test_an_encoded_cause_pickles_copies_and_replaces_as_a_cause() -> None:
     f = next(f for f in carried(tasks_findings()) if f.kind == "gap" and f.cause is not None)
     c = f.cause
