@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -65,8 +66,10 @@ def run(inp: AuditInput, options: EngineOptions, progress: Progress = silent,
     elapsed_seconds counts from there, Spark's start-up included. Whatever the audit started on this
     machine (JVM, Python workers, the local pool, temp files) is gone when this returns or raises."""
     t_start = started if started is not None else time.monotonic()
-    # Findings by the hundred thousand on their way to the report, no cycles among them (eosctl.gcpause).
-    with paused():
+    # Findings by the hundred thousand on their way to the report, no cycles among them (eosctl.gcpause):
+    # the local engine's whole run (its forked workers inherit the pause); a Spark job's only from its
+    # collected rows on (auditors.job.run_spark, and the report below), not while the cluster works.
+    with paused() if options.engine == "local" else nullcontext():
         return _audit(inp, options, progress, t_start)
 
 
@@ -95,13 +98,15 @@ def _audit(inp: AuditInput, options: EngineOptions, progress: Progress, t_start:
         if given.kafka_topic and given.lineage == "key":  # named for keys, while the hop rows exist
             from eosctl.sink.kafka_topic import key_findings
 
-            findings = key_findings(fixed, findings)
+            with paused():
+                findings = key_findings(fixed, findings)
     progress(Step("done", 1, 1))
     engine = engine_facts(info, result.tasks, timings["prepare_seconds"], startup, result.timings)
-    return AuditReport.build(result.summaries, findings + invalid, inp.fail_on,
-                             sink=f"{shown(inp.sink)} ({inp.sink.table})",
-                             sink_read_point=point.to_dict(), group=inp.group, engine=engine,
-                             elapsed_seconds=time.monotonic() - t_start)
+    with paused():
+        return AuditReport.build(result.summaries, findings + invalid, inp.fail_on,
+                                 sink=f"{shown(inp.sink)} ({inp.sink.table})",
+                                 sink_read_point=point.to_dict(), group=inp.group, engine=engine,
+                                 elapsed_seconds=time.monotonic() - t_start)
 
 
 def engine_facts(info: dict[str, Any], tasks: int, prepare_s: float, startup_s: float,

@@ -552,12 +552,14 @@ def run_spark(spark: Any, inp: AuditInput, items: list[WorkItem], progress: Prog
                       F.sort_array(F.collect_set("at")).alias("at"))
                  .where(~F.col("is_key") | (F.size("at") > 1)))
     with _TaskProgress(spark, len(tasks), want_keys, progress) as phases:
-        rows = _collect(frame)
-    if not want_keys:
-        return outcome(rows, [], phases.tasks_seconds, 0.0, len(tasks))
-    keys = [f for r in rows if r["is_key"] for f in _key_findings(r["g"], r["at"])]
-    return outcome((r["row"] for r in rows if not r["is_key"]), keys, phases.tasks_seconds,
-                   phases.keys_seconds, len(tasks))
+        table = _collect(frame)
+    with paused():  # a row and a finding each for 100k findings, no cycles among them (eosctl.gcpause)
+        rows = table.to_pylist()
+        if not want_keys:
+            return outcome(rows, [], phases.tasks_seconds, 0.0, len(tasks))
+        keys = [f for r in rows if r["is_key"] for f in _key_findings(r["g"], r["at"])]
+        return outcome((r["row"] for r in rows if not r["is_key"]), keys, phases.tasks_seconds,
+                       phases.keys_seconds, len(tasks))
 
 
 def spark_slots(spark: Any) -> int:
@@ -618,9 +620,10 @@ def _key_findings(key: str, at: list[Any]) -> list[Finding]:
 # ---- helpers -------------------------------------------------------------------------------------
 
 
-def _collect(frame: Any) -> list[dict[str, Any]]:
+def _collect(frame: Any) -> Any:
+    """The job's output as an Arrow table (running the job)."""
     try:
-        return frame.toArrow().to_pylist()
+        return frame.toArrow()
     except EosctlError:
         raise
     except Exception as e:
