@@ -176,8 +176,11 @@ def partition_ledger(
     p.checked_to = upto
 
     if log is not None and upto is not None:
-        _, findings = reconcile_partition(_Clipped(log, upto, offsets), islands)
-        p.missing_offsets = sum(f.count for f in findings if f.kind == "gap")
+        counts: dict[str, int] = {}
+        # The first MAX_FLAGS_PER_KIND findings of each kind, and every gap's count: not 100k Findings.
+        _, findings = reconcile_partition(_Clipped(log, upto, offsets), islands, keep=MAX_FLAGS_PER_KIND,
+                                          counts=counts)
+        p.missing_offsets = counts.get("gap", 0)
         for kind, group in itertools.groupby(sorted(findings, key=lambda f: FLAG_KINDS.index(f.kind)),
                                              key=lambda f: f.kind):
             for f in list(group)[:MAX_FLAGS_PER_KIND]:

@@ -73,12 +73,15 @@ class SinkFacts:
 
 
 def reconcile_partition(log: LogSide, islands: Iterable[Island | OffsetIsland],
-                        facts: SinkFacts | None = None) -> tuple[PartitionSummary, list[Finding]]:
+                        facts: SinkFacts | None = None, keep: int | None = None,
+                        counts: dict[str, int] | None = None) -> tuple[PartitionSummary, list[Finding]]:
     """Findings and summary for one partition; ``facts``, when given, is filled in for the causes.
 
     ``islands`` is sorted by first offset: (first, last, multiplicity) tuples or eosctl.sink.OffsetIslands.
+    ``keep``: only the first (lowest) ``keep`` findings of each kind are made, and ``counts`` (given with
+    it) sums the counts of all of them per kind: the ledger lists a few of 100k gaps and counts them all.
     """
-    acc = _Runs(log.topic, log.partition, facts)
+    acc = _Runs(log.topic, log.partition, facts, keep, counts)
     for first, last, kind, mult in _pieces(_segments(log), _islands(islands)):
         acc.feed(first, last, kind, mult)
     acc.close_all()
@@ -236,9 +239,12 @@ class _Run:
 class _Runs:
     """Open runs per finding kind while the sweep moves along the offsets."""
 
-    def __init__(self, topic: str, partition: int, facts: SinkFacts | None = None) -> None:
+    def __init__(self, topic: str, partition: int, facts: SinkFacts | None = None, keep: int | None = None,
+                 counts: dict[str, int] | None = None) -> None:
         self.topic, self.partition = topic, partition
         self.findings: list[Finding] = []
+        self.keep, self.counts = keep, counts
+        self.made = dict.fromkeys(("gap", "duplicate", *_PHANTOM.values(), "phantom_beyond_hw"), 0)
         self.expected = self.sink_rows = self.unverifiable = 0
         self.runs = {k: _Run() for k in ("gap", "duplicate", *_PHANTOM.values(), "phantom_beyond_hw")}
         self.facts = facts
@@ -251,7 +257,13 @@ class _Runs:
     def close(self, kind: str) -> None:
         run = self.runs[kind]
         if run.first is not None:
-            self.findings.append(Finding(kind, self.topic, self.partition, run.first, run.last, run.count))
+            if self.counts is not None:
+                self.counts[kind] = self.counts.get(kind, 0) + run.count
+            # A kind's runs close in offset order: the first ``keep`` are its lowest.
+            if self.keep is None or self.made[kind] < self.keep:
+                self.findings.append(Finding(kind, self.topic, self.partition, run.first, run.last,
+                                             run.count))
+                self.made[kind] += 1
             self.runs[kind] = _Run()
             if self.facts is not None and kind == "gap":
                 self.facts.gaps[run.first] = (self.gap_before, self.gap_after)
