@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from eosctl.config import Cluster, Sink
 from eosctl.errors import BrokerError, EosctlError, SinkError
 from eosctl.findings import KINDS, Finding, LogSegment, PartitionSummary
-from eosctl.gcpause import paused
+from eosctl.heap import paused
 from eosctl.model import TP, PartitionLog
 from eosctl.progress import Progress, Step, silent
 
@@ -553,7 +553,7 @@ def run_spark(spark: Any, inp: AuditInput, items: list[WorkItem], progress: Prog
                  .where(~F.col("is_key") | (F.size("at") > 1)))
     with _TaskProgress(spark, len(tasks), want_keys, progress) as phases:
         table = _collect(frame)
-    with paused():  # a row and a finding each for 100k findings, no cycles among them (eosctl.gcpause)
+    with paused():  # a row and a finding each for 100k findings, no cycles among them (eosctl.heap)
         rows = table.to_pylist()
         if not want_keys:
             return outcome(rows, [], phases.tasks_seconds, 0.0, len(tasks))

@@ -1,13 +1,17 @@
-"""The cyclic garbage collector in a process that keeps a large live model (the TUI, `lag --watch`, the
-exporter).
+"""Python's cyclic garbage collector where eosctl makes or keeps objects by the hundred thousand.
 
-A live model of 10k partitions holds millions of objects that live for many refreshes, and each refresh
-makes a few hundred thousand more. Python's collector walks every object it tracks in each full
-collection, and the 25% growth a refresh brings starts one: 0.5 s of a 3.5 s refresh at 10k partitions
-(measured with gc.callbacks in benchmarks/scale_bench.py's setting). So during a refresh the collector
-waits, and after it the state the refresh built is frozen (gc.freeze: left out of later walks; reference
-counting still frees whatever is dropped). Cycles among frozen objects would wait for ever: every
-SWEEP_S the heap is unfrozen and collected once, and release() (the model's close) unfreezes it for good.
+Every 700 new container objects start a collection, and the older generations' collections walk every
+object alive. Two cases here, neither with cycles worth collecting meanwhile (reference counting still frees
+everything as usual; only cycles wait for the collector):
+
+- ``paused()``: a phase that makes objects by the hundred thousand (100k findings, a ledger's islands) that
+  live until it ends: making 100k findings spent two thirds of its time in the collector (issue 20).
+- ``LongLived``: a process that keeps a large live model (the TUI, `lag --watch`, the exporter). A model of
+  10k partitions holds millions of objects for many refreshes, and the 25% growth a refresh brings starts a
+  full collection: 0.3-0.45 s of a refresh at 10k partitions (measured with gc.callbacks in
+  benchmarks/scale_bench.py's setting). So during a refresh the collector waits, and after it the state the
+  refresh built is frozen (gc.freeze: left out of later walks). Cycles among frozen objects would wait for
+  ever: every SWEEP_S the heap is unfrozen and collected once, and release() (the model's close) unfreezes it.
 """
 
 from __future__ import annotations
@@ -20,6 +24,18 @@ from contextlib import contextmanager
 SWEEP_S = 300.0
 
 
+@contextmanager
+def paused() -> Iterator[None]:
+    """The collector off for the block, back on after (unless someone else had turned it off)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 class LongLived:
     """The collector's schedule for one long-lived model; see the module's text."""
 
@@ -30,14 +46,11 @@ class LongLived:
 
     @contextmanager
     def refreshing(self) -> Iterator[None]:
-        """The collector off for the block (unless someone had turned it off), the new state settled after."""
-        was = gc.isenabled()
-        gc.disable()
+        """The collector off for the block (paused()), the new state settled after."""
         try:
-            yield
+            with paused():
+                yield
         finally:
-            if was:
-                gc.enable()
             self.settle()
 
     def settle(self) -> None:
