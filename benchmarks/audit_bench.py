@@ -288,8 +288,12 @@ def cold(args: argparse.Namespace) -> None:
     names = {f.name for f in fields(Sink)}
     for kind, spec in json.loads(args.cold_sinks or "{}").items():  # the same rows in other sink kinds
         sink = Sink(**{k: v for k, v in spec.items() if k in names})
+        kind_input = _input(Path(args.cold), parse_size(args.sizes), args.task_memory, sink)
+        # Warm as the DuckDB file's row is: once before, so the Python workers have met this kind (its
+        # library imported, e.g. pyiceberg's ~0.7 s) and only the audit itself is timed.
+        _audit(kind_input, options)
         t = time.monotonic()
-        report = _audit(_input(Path(args.cold), parse_size(args.sizes), args.task_memory, sink), options)
+        report = _audit(kind_input, options)
         out[f"warm_{kind}"] = time.monotonic() - t
         agree &= _counts(report) == _counts(first)
     print(json.dumps({**out, "agree_warm": agree}))
