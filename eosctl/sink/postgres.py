@@ -24,12 +24,8 @@ from typing import TYPE_CHECKING, Any
 from eosctl.config import Sink
 from eosctl.errors import SinkError, first_line
 from eosctl.model import TP
-from eosctl.sink.base import ISLAND_BATCH, MAX_PARTITION, Limits, OffsetIsland, ReadPoint, redact_uri, shown
-from eosctl.sink.relation import (
-    SqlReader,
-    check_columns,
-    check_offsets_columns,
-)
+from eosctl.sink.base import ISLAND_BATCH, Limits, OffsetIsland, ReadPoint, redact_uri, shown
+from eosctl.sink.relation import SqlReader, check_columns, check_offsets_columns
 from eosctl.sink.sql import ident, literal, name_parts, pg_int_column
 
 if TYPE_CHECKING:
@@ -155,15 +151,16 @@ class PostgresReader(SqlReader):
         if not (self.indexed and self._t_text and self._p.exact):
             return super().partitions()
         t, p = ident(self.sink.topic_column), ident(self.sink.partition_column)
+        # d keeps the columns' own names, so the rows are judged by the same checks as everywhere else.
         sql = f"""
-            WITH RECURSIVE d(t, p) AS (
+            WITH RECURSIVE d AS (
                 (SELECT {t}, {p} FROM {self.relation} WHERE {t} IS NOT NULL AND {p} IS NOT NULL
                  ORDER BY {t}, {p} LIMIT 1)
                 UNION ALL
-                SELECT n.t, n.p FROM d CROSS JOIN LATERAL (
-                    SELECT {t} AS t, {p} AS p FROM {self.relation} WHERE ({t}, {p}) > (d.t, d.p)
+                SELECT n.* FROM d CROSS JOIN LATERAL (
+                    SELECT {t}, {p} FROM {self.relation} WHERE ({t}, {p}) > (d.{t}, d.{p})
                     ORDER BY {t}, {p} LIMIT 1) AS n)
-            SELECT t, p FROM d WHERE t <> '' AND p BETWEEN 0 AND {MAX_PARTITION}"""
+            SELECT {self._t.value}, {self._p.value} FROM d WHERE {self._t.valid} AND {self._p.valid}"""
         found = [(str(t), int(p)) for t, p in self._query(sql)]
         estimate = self._query(f"SELECT greatest(reltuples, 0)::bigint FROM pg_class "
                                f"WHERE oid = {literal(self.relation)}::regclass")[0][0]
