@@ -184,11 +184,12 @@ def _key_lineage(cluster: Cluster, sink: Sink, ends: dict[TP, int],
 
     A stage reading its input read_uncommitted turns an aborted input into an output too, with the key of
     the input's retried, committed copy. When most keys that had aborted or open input have exactly as
-    many outputs as inputs of any outcome, the stage reads uncommitted: those keys' outputs and inputs are
-    paired in order on both sides (partition, offset), so the output of the aborted copy is its phantom
-    and the retried copy's output is not a duplicate. Otherwise, and for keys whose counts differ (a
-    replay or a loss of the same key too), the committed-only pairing above holds: an aborted copy then
-    shows as a duplicate of its retry, which key lineage alone can't tell apart."""
+    many outputs as inputs of any outcome, and most keys with more outputs than committed inputs are such
+    keys (a replay's extra outputs are on keys of every kind), the stage reads uncommitted: those keys'
+    outputs and inputs are paired in order on both sides (partition, offset), so the output of the aborted
+    copy is its phantom and the retried copy's output is not a duplicate. Otherwise, and for keys whose
+    counts differ (a replay or a loss of the same key too), the committed-only pairing above holds: an
+    aborted copy then shows as a duplicate of its retry, which key lineage alone can't tell apart."""
     outputs: dict[str | None, list[tuple[int, int]]] = {}
     for m in _records(cluster, ends, read_committed=True, what="the hop's output"):
         outputs.setdefault(_key(m), []).append((m.partition(), m.offset()))
@@ -205,9 +206,14 @@ def _key_lineage(cluster: Cluster, sink: Sink, ends: dict[TP, int],
     # aborted or open input have one output per input of any outcome; a stage reading committed input has
     # fewer (none for a key only aborted input had).
     # (At least two such keys: one replayed key can match by chance.)
+    # And the keys with more outputs than committed inputs are mostly those keys: a replay of committed
+    # input also gives a key with an aborted copy one output per input, but its extra outputs fall on keys
+    # of every kind.
     touched = [k for k in other if k is not None]
     matching = sum(len(outputs.get(k, ())) == len(committed.get(k, ())) + len(other[k]) for k in touched)
-    reads_aborted = matching >= 2 and matching * 2 > len(touched)
+    extra = [k for k, outs in outputs.items() if k is not None and len(outs) > len(committed.get(k, ()))]
+    reads_aborted = (matching >= 2 and matching * 2 > len(touched)
+                     and sum(k in other for k in extra) * 2 > len(extra))
     cols: dict[str, list] = {n: [] for n in COLUMNS}
     for key, outs in outputs.items():
         ins = sorted(committed.get(key, [])) if key is not None else []

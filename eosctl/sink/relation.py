@@ -367,9 +367,10 @@ def breaks_sql(rows: str) -> str:
     """Where a partition's offsets (``rows``: column o, duplicates included) stop running o, o+1, ...: each
     row whose next offset isn't o+1, with that next one (NULL after the last). One lead() over the rows in
     an index's order, no grouping: half the cost of islands_sql on PostgreSQL; islands_from_breaks reads
-    it."""
+    it. Rows of one duplicated offset keep their order by ``no`` (o itself, then the next offset, then
+    NULL), as they stand in the partition: ordering by o alone could put the last one first."""
     return (f"SELECT o, no FROM (SELECT o, lead(o) OVER (ORDER BY o) AS no FROM ({rows}) AS r) AS w "
-            f"WHERE no IS NULL OR no - 1 <> o ORDER BY o")
+            f"WHERE no IS NULL OR no - 1 <> o ORDER BY o, no NULLS LAST")
 
 
 def islands_from_breaks(topic: str, partition: int, first: int | None, batches: Iterable[Any]) \

@@ -375,3 +375,4 @@ def test_islands_from_breaks_equal_islands_from_counted_offsets():
         got = islands_from_breaks("t", 3, offsets[0] if offsets else None, [breaks[:cut], breaks[cut:]])
         assert [(i.first, i.last, i.multiplicity) for i in got] == \
             list(islands_from_counts(sorted(Counter(offsets).items()))), offsets
+
