@@ -396,10 +396,40 @@ def islands_from_breaks(topic: str, partition: int, first: int | None, batches: 
             o, no = zip(*batch, strict=True)
             ends.append(np.array(o, dtype=np.int64))
             nexts.append(np.array([-1 if n is None else n for n in no], dtype=np.int64))
-    if not ends:
+    if ends:
+        yield from _islands_of_breaks(topic, partition, first, np.concatenate(ends), np.concatenate(nexts))
+
+
+def islands_from_offsets(topic: str, partition: int, chunks: Iterable[Any]) -> Iterator[OffsetIsland]:
+    """Islands from a partition's offsets themselves, in order, duplicates included (numpy int64 arrays,
+    each following the one before): where they break is found here, as breaks_sql finds it on a server."""
+    import numpy as np
+
+    first = last = None
+    ends, nexts = [], []
+    for chunk in chunks:
+        if not len(chunk):
+            continue
+        run = chunk if last is None else np.concatenate(([last], chunk))
+        at = np.flatnonzero(run[1:] - run[:-1] != 1)  # offsets are >= 0: no difference wraps
+        ends.append(run[at])
+        nexts.append(run[at + 1])
+        first = int(chunk[0]) if first is None else first
+        last = chunk[-1]
+    if first is None:
         return
-    e = np.concatenate(ends).astype(np.int64)
-    s = np.concatenate(([first], np.concatenate(nexts)[:-1])).astype(np.int64)
+    ends.append(np.array([last], dtype=np.int64))
+    nexts.append(np.array([-1], dtype=np.int64))
+    yield from _islands_of_breaks(topic, partition, first, np.concatenate(ends), np.concatenate(nexts))
+
+
+def _islands_of_breaks(topic: str, partition: int, first: int, ends: Any, nexts: Any) \
+        -> Iterator[OffsetIsland]:
+    """islands_from_breaks's islands, from the breaks as two arrays (-1: no next offset)."""
+    import numpy as np
+
+    e = ends.astype(np.int64)
+    s = np.concatenate(([first], nexts[:-1])).astype(np.int64)
     # Chain ends, in order: each start, and each end beyond its start; equal neighbours are one offset.
     points = np.empty(2 * len(s), dtype=np.int64)
     points[0::2], points[1::2] = s, e

@@ -357,13 +357,15 @@ def test_parquet_on_s3_says_which_extension_is_missing():
 
 
 def test_islands_from_breaks_equal_islands_from_counted_offsets():
-    """The PostgreSQL reader's islands from where offsets break (duplicates, gaps, runs of any
+    """The SQL readers' islands from where offsets break (duplicates, gaps, runs of any
     multiplicity, batches cut anywhere) are those of the offsets counted one by one."""
     import random
     from collections import Counter
 
+    import numpy as np
+
     from eosctl.reconcile import islands_from_counts
-    from eosctl.sink.relation import islands_from_breaks
+    from eosctl.sink.relation import islands_from_breaks, islands_from_offsets
 
     rng = random.Random(7)
     for _ in range(3000):
@@ -373,6 +375,12 @@ def test_islands_from_breaks_equal_islands_from_counted_offsets():
                   if i + 1 == len(offsets) or offsets[i + 1] - 1 != o]
         cut = rng.randint(0, len(breaks))
         got = islands_from_breaks("t", 3, offsets[0] if offsets else None, [breaks[:cut], breaks[cut:]])
-        assert [(i.first, i.last, i.multiplicity) for i in got] == \
-            list(islands_from_counts(sorted(Counter(offsets).items()))), offsets
+        want = list(islands_from_counts(sorted(Counter(offsets).items())))
+        assert [(i.first, i.last, i.multiplicity) for i in got] == want, offsets
+        # The same from the offsets themselves (PostgreSQL's pages of offsets), chunks cut anywhere.
+        cuts = sorted(rng.randint(0, len(offsets)) for _ in range(rng.randint(0, 3)))
+        chunks = [np.array(offsets[a:b], dtype=np.int64) for a, b in
+                  zip([0, *cuts], [*cuts, len(offsets)], strict=True)]
+        got = islands_from_offsets("t", 3, chunks)
+        assert [(i.first, i.last, i.multiplicity) for i in got] == want, (offsets, cuts)
 

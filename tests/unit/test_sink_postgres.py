@@ -86,6 +86,25 @@ def test_an_index_on_topic_and_partition_gives_the_same_answers(sample: str):
     assert len(want[2]) == 5
 
 
+def test_offsets_read_in_pages_of_the_index_give_the_same_islands(pg_db: str, monkeypatch):
+    """With the offset third in the index, a partition's offsets come in pages: a duplicated offset
+    across a page's end, and a page that holds one offset only, still give its exact islands."""
+    import eosctl.sink.postgres as pg
+
+    offsets = [0, 1, 1, 2, 3, 3, 3, 3, 3, 3, 3, 4, 6, 7, 7, 8, 9, 9, 12]
+    fill(pg_db, {("orders", 0): offsets, ("orders", 1): [5]}, {})
+    with psycopg.connect(pg_db, autocommit=True) as con:
+        con.execute("CREATE INDEX ON orders_sink (src_topic, src_partition, src_offset)")
+    monkeypatch.setattr(pg, "OFFSET_CHUNK", 3)
+    with open_reader(sink_of(pg_db), WHERE) as reader:
+        assert reader.ordered
+        got = [(i.first, i.last, i.multiplicity) for i in reader.islands("orders", 0)]
+        reader.ordered = False  # the same partition through the server's lead()
+        assert [(i.first, i.last, i.multiplicity) for i in reader.islands("orders", 0)] == got
+    assert got == [(0, 0, 1), (1, 1, 2), (2, 2, 1), (3, 3, 7), (4, 4, 1), (6, 6, 1), (7, 7, 2), (8, 8, 1),
+                   (9, 9, 2), (12, 12, 1)]
+
+
 @pytest.mark.parametrize("offset_type, offsets, valid, invalid", [
     ("DOUBLE PRECISION", [0.0, 1.0, 1.5, float("nan"), float("inf"), -2.0, 1e30],
      [(0, 1, 1)], [(1, "src_offset is above 2^63-1 (e.g. 1e+30)"), (1, "src_offset is negative (e.g. -2)"),
