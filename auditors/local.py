@@ -35,6 +35,7 @@ from auditors.job import (
 )
 from eosctl.config import Sink
 from eosctl.progress import Progress, Step, silent
+from eosctl.sink.delta import library_needed
 
 KEY_COLUMNS = ["key", "topic", "partition", "first_offset", "producer_id", "producer_epoch",
                "marker_offset"]
@@ -168,10 +169,10 @@ def prepare_context(sink: Sink) -> None:
 def _context(sink: Sink | None = None) -> Any:
     # fork: the workers start in milliseconds with eosctl, DuckDB and Arrow already imported (the audit
     # of a small pipeline must take about a second). macOS can't fork safely after Objective-C runtime
-    # use; there (and where fork doesn't exist) workers are spawned. So they are for a Delta sink: the
-    # deltalake library's runtime (tokio), started here by the freeze, refuses to run in a forked child.
-    delta = sink is not None and sink.delta is not None
-    if delta:
+    # use; there (and where fork doesn't exist) workers are spawned. So they are for a Delta sink its
+    # workers open with deltalake (not its pinned files): the library's runtime (tokio), started here by
+    # the freeze, refuses to run in a forked child.
+    if sink is not None and library_needed(sink):
         return multiprocessing.get_context("spawn")
     if sys.platform != "darwin" and "fork" in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("fork")

@@ -106,6 +106,11 @@ class Sink:
     # a frozen copy of it, and the read point pinned for the command (a copy's time, a snapshot id).
     frozen_from: Sink | None = None
     at: str | None = None
+    # Also set by frozen() only: a Delta or Iceberg table whose pinned version is exactly the rows of its
+    # data files (local Parquet, no deletes, nothing renamed): those files, for the rows and the offsets
+    # table, so every reader scans them with DuckDB and none opens the table's library again.
+    files: tuple[str, ...] | None = None
+    offsets_files: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

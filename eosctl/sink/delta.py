@@ -23,6 +23,7 @@ from eosctl.sink.relation import (
     check_columns,
     check_offsets_columns,
     columns,
+    register_files,
 )
 
 if TYPE_CHECKING:
@@ -54,57 +55,96 @@ def _versions(sink: Sink) -> tuple[int | None, int | None]:
 
 @contextmanager
 def pinned(sink: Sink, where: str = "sink") -> Iterator[Sink]:
-    """The sink at the tables' current versions, for the block."""
+    """The sink at the tables' current versions, for the block; with the versions' files where those are
+    all there is to them (plain_files)."""
     assert sink.delta is not None
-    at = str(_table(sink.delta, None, where, "delta").version())
+    version, files = _pin(sink.delta, where, "delta")
+    at, offsets_files = str(version), None
     if sink.offsets_table:
-        at += f",{_table(sink.offsets_table, None, where, 'offsets_table').version()}"
-    yield replace(sink, frozen_from=sink, at=at)
+        version, offsets_files = _pin(sink.offsets_table, where, "offsets_table")
+        at += f",{version}"
+    yield replace(sink, frozen_from=sink, at=at, files=files, offsets_files=offsets_files)
 
 
-def _register(conn: Any, name: str, table: DeltaTable, uri: str) -> None:
-    """``name`` in ``conn``: the version's rows. Where the version's files are all there is to it (no
-    partition columns, deletion vectors or column mapping) and local, DuckDB scans them itself (~2x faster
-    than through an Arrow dataset); otherwise deltalake's dataset applies what the log says."""
-    from eosctl.sink.sql import literal
+def _pin(uri: str, where: str, key: str) -> tuple[int, tuple[str, ...] | None]:
+    """(current version, its plain files) of a table, which is let go of here: a worker forked later never
+    holds deltalake's objects."""
+    table = _table(uri, None, where, key)
+    return table.version(), plain_files(table)
 
+
+def plain_files(table: DeltaTable) -> tuple[str, ...] | None:
+    """The version's data files where they are all there is to it (no partition columns, deletion vectors
+    or column mapping) and local: DuckDB scans them itself (~2x faster than through an Arrow dataset, and a
+    reader needs no deltalake); None where deltalake must apply what the log says."""
     try:
         features = set(table.protocol().reader_features or ())
-        files = [f.removeprefix("file://") for f in table.file_uris()]
-        if files and not any("://" in f for f in files) and not table.metadata().partition_columns and \
-                not features & {"deletionVectors", "columnMapping"}:
-            listed = ", ".join(map(literal, files))
-            conn.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet([{listed}])")
+        files = tuple(f.removeprefix("file://") for f in table.file_uris())
+        plain = not table.metadata().partition_columns and not features & {"deletionVectors", "columnMapping"}
+    except Exception:  # e.g. a reader feature this deltalake can't list files for: the dataset decides
+        return None
+    return files if files and plain and not any("://" in f for f in files) else None
+
+
+def library_needed(sink: Sink) -> bool:
+    """Whether a reader of the sink opens its tables with deltalake (whose runtime refuses to run in a
+    process forked from one that started it)."""
+    return sink.delta is not None and (sink.files is None or bool(sink.offsets_table and
+                                                                   sink.offsets_files is None))
+
+
+def _register(conn: Any, name: str, table: DeltaTable, uri: str, files: tuple[str, ...] | None) -> None:
+    """``name`` in ``conn``: the version's rows: its plain files read by DuckDB, else deltalake's dataset."""
+    try:
+        if files:
+            register_files(conn, name, files)
         else:
             conn.register(name, table.to_pyarrow_dataset())
-    except Exception as e:  # e.g. a reader feature this deltalake can't apply to a plain file scan
+    except Exception as e:  # e.g. a reader feature this deltalake can't apply
         raise SinkError(f"cannot read Delta table {uri} at version {table.version()}: "
                         f"{first_line(e)}") from None
 
 
 def open_delta(sink: Sink, where: str = "sink") -> DuckDBReader:
-    """A reader of the Delta table at its pinned version (or the latest)."""
+    """A reader of the Delta table at its pinned version (or the latest): its pinned files where it has
+    them, without opening the table."""
     import duckdb
 
     assert sink.delta is not None
     name = shown(sink)
     version, offsets_version = _versions(sink)
-    rows = _table(sink.delta, version, where, "delta")
-    at: dict[str, Any] = {"version": rows.version()}
     conn = duckdb.connect(config=NO_EXTENSION_DOWNLOADS)
     try:
-        _register(conn, "delta_rows", rows, name)
+        at: dict[str, Any] = {}
+        if sink.files and version is not None:
+            _files(conn, "delta_rows", sink.files, name, version)
+            at["version"] = version
+        else:
+            rows = _table(sink.delta, version, where, "delta")
+            _register(conn, "delta_rows", rows, name, plain_files(rows))
+            at["version"] = rows.version()
         types = check_columns(columns(conn, "delta_rows"), sink, where, f"Delta table {name}")
         offsets = offsets_types = None
         if sink.offsets_table:
-            table = _table(sink.offsets_table, offsets_version, where, "offsets_table")
-            _register(conn, "delta_offsets", table, sink.offsets_table)
+            if sink.offsets_files and offsets_version is not None:
+                _files(conn, "delta_offsets", sink.offsets_files, sink.offsets_table, offsets_version)
+                at["offsets_version"] = offsets_version
+            else:
+                table = _table(sink.offsets_table, offsets_version, where, "offsets_table")
+                _register(conn, "delta_offsets", table, sink.offsets_table, plain_files(table))
+                at["offsets_version"] = table.version()
             offsets = "delta_offsets"
             offsets_types = check_offsets_columns(columns(conn, offsets), where,
                                                   f"Delta table {sink.offsets_table}")
-            at["offsets_version"] = table.version()
     except BaseException:
         conn.close()
         raise
     return DuckDBReader(conn, "delta_rows", sink, name, offsets, ReadPoint("delta", name, at), types,
                         offsets_types)
+
+
+def _files(conn: Any, name: str, files: tuple[str, ...], uri: str, version: int) -> None:
+    try:
+        register_files(conn, name, files)
+    except Exception as e:  # a file gone since the pin (a vacuum removed it)
+        raise SinkError(f"cannot read Delta table {uri} at version {version}: {first_line(e)}") from None

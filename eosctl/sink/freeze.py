@@ -38,8 +38,8 @@ def frozen(sink: Sink, where: str = "sink", *, local: bool = True) -> Iterator[S
     machine's temp dir) Parquet sinks are read in place. The copy is deleted on every way out of the
     block. A PostgreSQL sink is pinned at a snapshot exported for the block (eosctl.sink.postgres), a Delta
     table at its current version (eosctl.sink.delta), an Iceberg table at its current snapshot
-    (eosctl.sink.iceberg), a Kafka topic at its end offsets (eosctl.sink.kafka_topic). A sink frozen
-    already is yielded as it is.
+    (eosctl.sink.iceberg), each with its data files where they are all there is to it, a Kafka topic at
+    its end offsets (eosctl.sink.kafka_topic). A sink frozen already is yielded as it is.
 
     Rows written after the freeze are not seen. Every row in the copy was written from a record Kafka
     had committed before the freeze, so the Kafka scan that follows sees it: a live pipeline gives no

@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING, Any
 from eosctl.config import Sink
 from eosctl.errors import SinkError, first_line
 from eosctl.model import TP
-from eosctl.sink.base import ReadPoint
+from eosctl.sink.base import OFFSETS_COLUMNS, ReadPoint
 from eosctl.sink.relation import (
     NO_EXTENSION_DOWNLOADS,
     DuckDBReader,
     check_columns,
     check_offsets_columns,
     columns,
+    register_files,
 )
 
 if TYPE_CHECKING:
@@ -114,12 +115,45 @@ def _pins(sink: Sink) -> tuple[str | None, str | None]:
 
 @contextmanager
 def pinned(sink: Sink, where: str = "sink") -> Iterator[Sink]:
-    """The sink at the tables' current snapshots, for the block."""
+    """The sink at the tables' current snapshots, for the block; with the snapshots' data files where
+    those are all there is to them (plain_files)."""
     _, name = _name(sink, where)
-    at = _snapshot(_table_at(sink, name, None, where, "iceberg"))
+    rows = _table_at(sink, name, None, where, "iceberg")
+    at, files, offsets_files = _snapshot(rows), plain_files(rows, _columns(sink)), None
     if sink.offsets_table:
-        at += "," + _snapshot(_table_at(sink, sink.offsets_table, None, where, "offsets_table"))
-    yield replace(sink, frozen_from=sink, at=at)
+        offsets = _table_at(sink, sink.offsets_table, None, where, "offsets_table")
+        at += "," + _snapshot(offsets)
+        offsets_files = plain_files(offsets, OFFSETS_COLUMNS)
+    yield replace(sink, frozen_from=sink, at=at, files=files, offsets_files=offsets_files)
+
+
+def _columns(sink: Sink) -> tuple[str, ...]:
+    """The columns of the rows table the audit reads."""
+    wanted = (sink.topic_column, sink.partition_column, sink.offset_column, sink.key_column,
+              sink.order_column)
+    return tuple(dict.fromkeys(c for c in wanted if c is not None))
+
+
+def plain_files(table: Table, columns: Sequence[str]) -> tuple[str, ...] | None:
+    """The current snapshot's data files where their rows are exactly its rows as ``columns`` name them:
+    local Parquet, no delete files, one schema ever (no column renamed or added since a file was
+    written) and none of the columns an identity partition's (a file may leave those to the manifest).
+    DuckDB then scans them itself and a reader needs no pyiceberg; None where pyiceberg must apply what
+    the metadata says."""
+    try:
+        if table.current_snapshot() is None or len(table.metadata.schemas) != 1:
+            return None
+        schema = table.schema()
+        identity = {schema.find_field(f.source_id).name.lower() for spec in table.specs().values()
+                    for f in spec.fields if str(f.transform) == "identity"}
+        if identity & {c.lower() for c in columns}:
+            return None
+        tasks = list(table.scan().plan_files())
+        files = tuple(t.file.file_path.removeprefix("file://") for t in tasks)
+        plain = all(not t.delete_files and str(t.file.file_format).upper().endswith("PARQUET") for t in tasks)
+    except Exception:  # what pyiceberg can't plan here, its own scan reports
+        return None
+    return files if files and plain and not any("://" in f for f in files) else None
 
 
 def _arrow(table: Table, snapshot: str | None, name: str, fields: tuple[str, ...] = ("*",),
@@ -146,36 +180,51 @@ def _arrow(table: Table, snapshot: str | None, name: str, fields: tuple[str, ...
 
 
 def open_iceberg(sink: Sink, where: str = "sink", partitions: Sequence[TP] | None = None) -> DuckDBReader:
-    """The table at its pinned snapshot, its columns the sink names only; ``partitions``: only those
-    partitions' rows (an audit task's), where the topic and partition columns can be filtered as text and
-    integers (otherwise every row: the reader's own queries still select the task's)."""
+    """The table at its pinned snapshot: its pinned files where it has them (no catalog or table loaded),
+    else its columns the sink names as pyiceberg reads them; ``partitions``: only those partitions' rows
+    (an audit task's), where the topic and partition columns can be filtered as text and integers
+    (otherwise every row: the reader's own queries still select the task's)."""
     import duckdb
 
     assert sink.iceberg is not None
     name = (sink.frozen_from or sink).iceberg or ""
     _, table_name = _name(sink, where)
     rows_at, offsets_at = _pins(sink)
-    rows = _table_at(sink, table_name, rows_at, where, "iceberg")
-    at: dict[str, Any] = {"snapshot_id": rows_at or _snapshot(rows)}
-    schema = {f.name: str(f.field_type) for f in rows.schema().fields}
-    check_columns(schema, sink, where, f"Iceberg table {name}")
-    wanted = (sink.topic_column, sink.partition_column, sink.offset_column, sink.key_column,
-              sink.order_column)
-    fields = tuple(dict.fromkeys(c for c in wanted if c is not None))
     conn = duckdb.connect(config=NO_EXTENSION_DOWNLOADS)
     try:
-        conn.register("iceberg_rows", _arrow(rows, rows_at, name, fields, _only(sink, schema, partitions)))
+        if sink.files and rows_at is not None:
+            _files(conn, "iceberg_rows", sink.files, name, rows_at)
+            at: dict[str, Any] = {"snapshot_id": rows_at}
+        else:
+            rows = _table_at(sink, table_name, rows_at, where, "iceberg")
+            at = {"snapshot_id": rows_at or _snapshot(rows)}
+            schema = {f.name: str(f.field_type) for f in rows.schema().fields}
+            check_columns(schema, sink, where, f"Iceberg table {name}")
+            conn.register("iceberg_rows", _arrow(rows, rows_at, name, _columns(sink),
+                                                 _only(sink, schema, partitions)))
         types = check_columns(columns(conn, "iceberg_rows"), sink, where, f"Iceberg table {name}")
         offsets = offsets_types = None
         if sink.offsets_table:
-            table = _table_at(sink, sink.offsets_table, offsets_at, where, "offsets_table")
-            conn.register("iceberg_offsets", _arrow(table, offsets_at, sink.offsets_table))
+            if sink.offsets_files and offsets_at is not None:
+                _files(conn, "iceberg_offsets", sink.offsets_files, sink.offsets_table, offsets_at)
+                at["offsets_snapshot_id"] = offsets_at
+            else:
+                table = _table_at(sink, sink.offsets_table, offsets_at, where, "offsets_table")
+                conn.register("iceberg_offsets", _arrow(table, offsets_at, sink.offsets_table))
+                at["offsets_snapshot_id"] = offsets_at or _snapshot(table)
             offsets = "iceberg_offsets"
             offsets_types = check_offsets_columns(columns(conn, offsets), where,
                                                   f"Iceberg table {sink.offsets_table}")
-            at["offsets_snapshot_id"] = offsets_at or _snapshot(table)
     except BaseException:
         conn.close()
         raise
     return DuckDBReader(conn, "iceberg_rows", sink, name, offsets, ReadPoint("iceberg", name, at), types,
                         offsets_types)
+
+
+def _files(conn: Any, name: str, files: tuple[str, ...], table: str, snapshot: str) -> None:
+    try:
+        register_files(conn, name, files)
+    except Exception as e:  # a file gone since the pin (expired and cleaned up)
+        raise SinkError(f"cannot read Iceberg table {table} at snapshot {snapshot}: "
+                        f"{first_line(e)}") from None

@@ -452,6 +452,11 @@ def _islands_of_breaks(topic: str, partition: int, first: int, ends: Any, nexts:
         yield OffsetIsland(topic, partition, f, last, mult)
 
 
+def register_files(conn: DuckDBPyConnection, name: str, files: Sequence[str]) -> None:
+    """``name`` in ``conn``: the rows of these Parquet files (a lakehouse table's pinned version)."""
+    conn.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet([{', '.join(map(literal, files))}])")
+
+
 def columns(conn: DuckDBPyConnection, relation: str) -> dict[str, str]:
     """Column name -> DuckDB type, in the relation's order."""
     try:

@@ -724,10 +724,11 @@ def test_manifest_is_documented() -> None:
 
 SECTIONS = {"clusters.NAME": (config_mod.Cluster, {"name"}), "pipelines.NAME": (config_mod.Pipeline,
                                                                                  {"name", "sink"}),
-            # frozen_from and at are set by eosctl.sink.frozen(), never by a config
+            # frozen_from, at, files and offsets_files are set by eosctl.sink.frozen(), never by a config
             # kafka_cluster is the resolved [clusters.NAME] of a kafka_topic sink's `cluster` (eosctl.target)
-            "pipelines.NAME.sink": (config_mod.Sink, {"frozen_from", "at", "kafka_cluster", "stage_group",
-                                                      "stage_cluster", "stage_topics"}),
+            "pipelines.NAME.sink": (config_mod.Sink, {"frozen_from", "at", "files", "offsets_files",
+                                                      "kafka_cluster", "stage_group", "stage_cluster",
+                                                      "stage_topics"}),
             "spark": (config_mod.Spark, set())}
 
 

@@ -61,3 +61,34 @@ def test_not_a_delta_table_is_one_line(tmp_path: Path):
     assert str(info.value) == (f"{tmp_path} is not a Delta table (no _delta_log with a commit); check "
                                f"[{WHERE}].delta")
     assert info.value.exit_code == 2
+
+
+def test_a_pinned_version_of_plain_files_is_read_without_deltalake(sample: Sink, monkeypatch):
+    """The pin lists the version's files; every reader of the command scans them itself (no table opened,
+    so the local engine's workers are forked, not spawned), with the same answers."""
+    import eosctl.sink.delta as delta
+    from auditors.local import _context
+
+    with frozen(sample, WHERE) as pinned:
+        assert len(pinned.files) == 2 and len(pinned.offsets_files) == 1
+        assert _context(pinned).get_start_method() == "fork"
+
+        def no_table(*args, **kw):
+            raise AssertionError("the table was opened again")
+
+        monkeypatch.setattr(delta, "_table", no_table)
+        with open_reader(pinned, WHERE) as reader:
+            assert_sample_answers(reader)
+            assert reader.read_point.at == {"version": 1, "offsets_version": 0}
+
+
+def test_a_partitioned_table_is_read_through_deltalake(tmp_path: Path):
+    """Partition values live in the log, not in the files: the pin lists no files and deltalake reads."""
+    from auditors.local import _context
+
+    data = tmp_path / "orders"
+    write_deltalake(str(data), rows(SAMPLE), partition_by=["src_partition"])
+    sink = Sink(delta=str(data), table="orders")
+    with frozen(sink, WHERE) as pinned, open_reader(pinned, WHERE) as reader:
+        assert pinned.files is None and _context(pinned).get_start_method() == "spawn"
+        assert [(s.partition, s.rows) for s in reader.summaries()] == [(0, 12), (1, 3)]

@@ -89,3 +89,44 @@ def test_an_audit_task_loads_only_its_partitions_rows(sample, monkeypatch):
     with open_reader(sink, WHERE) as reader:  # the driver's reader (invalid rows): every row
         assert [(s.partition, s.rows) for s in reader.summaries()] == [(0, 12), (1, 3)]
     assert loaded[2][0] == 15
+
+
+def test_a_pinned_snapshot_of_plain_files_is_read_without_pyiceberg(sample, monkeypatch):
+    """The pin plans the snapshot's files once; every reader of the command (a Spark task's or a forked
+    worker's) scans them itself, loading no catalog or table, with the same answers."""
+    import eosctl.sink.iceberg as ice
+
+    sink, table = sample
+    with frozen(sink, WHERE) as pinned:
+        assert len(pinned.files) == 2 and len(pinned.offsets_files) == 1
+
+        def no_table(*args, **kw):
+            raise AssertionError("the table was loaded again")
+
+        monkeypatch.setattr(ice, "_table_at", no_table)
+        with open_reader(pinned, WHERE) as reader:
+            assert_sample_answers(reader)
+            assert reader.read_point.at["snapshot_id"] == str(table.current_snapshot().snapshot_id)
+
+
+def test_files_pyiceberg_must_interpret_are_read_through_it(sample, tmp_path: Path):
+    """A column added since files were written (they lack it), and an identity partition on a column the
+    audit reads (its value may live in the manifest only): the pin lists no files, pyiceberg reads."""
+    from pyiceberg.catalog import load_catalog
+    from pyiceberg.types import StringType
+
+    sink, table = sample
+    with table.update_schema() as update:
+        update.add_column("note", StringType())
+    with frozen(sink, WHERE) as pinned, open_reader(pinned, WHERE) as reader:
+        assert pinned.files is None
+        assert [(s.partition, s.rows) for s in reader.summaries()] == [(0, 12), (1, 3)]
+    catalog = load_catalog("local", uri=sink.catalog_uri, warehouse=sink.warehouse)
+    by_partition = catalog.create_table("shop.by_partition", schema=rows({}).schema)
+    with by_partition.update_spec() as spec:
+        spec.add_identity("src_partition")
+    by_partition.append(rows(SAMPLE))
+    other = Sink(iceberg="local.shop.by_partition", catalog_uri=sink.catalog_uri, warehouse=sink.warehouse)
+    with frozen(other, WHERE) as pinned, open_reader(pinned, WHERE) as reader:
+        assert pinned.files is None
+        assert [(s.partition, s.rows) for s in reader.summaries()] == [(0, 12), (1, 3)]
