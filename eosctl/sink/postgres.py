@@ -24,7 +24,16 @@ from typing import TYPE_CHECKING, Any
 from eosctl.config import Sink
 from eosctl.errors import SinkError, first_line
 from eosctl.model import TP
-from eosctl.sink.base import ISLAND_BATCH, MAX_OFFSET, Limits, OffsetIsland, ReadPoint, redact_uri, shown
+from eosctl.sink.base import (
+    ISLAND_BATCH,
+    MAX_OFFSET,
+    MAX_PARTITION,
+    Limits,
+    OffsetIsland,
+    ReadPoint,
+    redact_uri,
+    shown,
+)
 from eosctl.sink.relation import SqlReader, check_columns, check_offsets_columns, islands_from_offsets
 from eosctl.sink.sql import ident, literal, name_parts, pg_int_column
 
@@ -156,21 +165,54 @@ class PostgresReader(SqlReader):
         each with an estimate of its rows (the table's row estimate shared out: it only sizes tasks)."""
         if not (self.indexed and self._t_text and self._p.exact):
             return super().partitions()
-        t, p = ident(self.sink.topic_column), ident(self.sink.partition_column)
-        # d keeps the columns' own names, so the rows are judged by the same checks as everywhere else.
-        sql = f"""
-            WITH RECURSIVE d AS (
-                (SELECT {t}, {p} FROM {self.relation} WHERE {t} IS NOT NULL AND {p} IS NOT NULL
-                 ORDER BY {t}, {p} LIMIT 1)
-                UNION ALL
-                SELECT n.* FROM d CROSS JOIN LATERAL (
-                    SELECT {t}, {p} FROM {self.relation} WHERE ({t}, {p}) > (d.{t}, d.{p})
-                    ORDER BY {t}, {p} LIMIT 1) AS n)
+        sql = f"""WITH RECURSIVE {self._loose_scans()}
             SELECT {self._t.value}, {self._p.value} FROM d WHERE {self._t.valid} AND {self._p.valid}"""
         found = [(str(t), int(p)) for t, p in self._query(sql)]
         estimate = self._query(f"SELECT greatest(reltuples, 0)::bigint FROM pg_class "
                                f"WHERE oid = {literal(self.relation)}::regclass")[0][0]
         return {tp: estimate // max(len(found), 1) for tp in found}
+
+    def _maybe_invalid(self) -> str:
+        """With topic, partition and offset leading an index, and of text and integer types: only the rows
+        that can be invalid, each found by probing the index (a NULL or empty topic; per topic a NULL,
+        negative or too large partition; per partition a NULL, negative or too large offset), not by a
+        pass over the whole table, whose other columns (a JDBC sink's payload) may be most of its size.
+        The branches are disjoint, so no row is counted twice."""
+        if not (self.ordered and self._t_text and self._p.exact and self._o.exact):
+            return super()._maybe_invalid()
+        t, p, o = (ident(c) for c in (self.sink.topic_column, self.sink.partition_column,
+                                        self.sink.offset_column))
+        rel = self.relation
+
+        def probes(keys: str, match: str, col: str, limit: int) -> list[str]:
+            """A branch for each way ``col`` can be wrong, probed once for each row of ``keys`` (x)."""
+            return [f"SELECT r.* FROM {keys} AS x CROSS JOIN LATERAL "
+                    f"(SELECT * FROM {rel} WHERE {match} AND {wrong}) AS r"
+                    for wrong in (f"{col} IS NULL", f"{col} < 0", f"{col} > {limit}")]
+
+        branches = [f"SELECT * FROM {rel} WHERE {t} IS NULL", f"SELECT * FROM {rel} WHERE {t} = ''",
+                    *probes(f"(SELECT * FROM tt WHERE {self._t.valid})", f"{t} = x.{t}", p, MAX_PARTITION),
+                    *probes(f"(SELECT * FROM d WHERE {self._t.valid} AND {self._p.valid})",
+                            f"{t} = x.{t} AND {p} = x.{p}", o, MAX_OFFSET)]
+        return f"""(WITH RECURSIVE {self._loose_scans()}
+            {" UNION ALL ".join(branches)}) AS maybe_invalid"""
+
+    def _loose_scans(self) -> str:
+        """Two recursive CTEs over the index: tt, the distinct topics, and d, the distinct (topic, partition)
+        pairs, one index probe each (not a pass over every row). Both keep the columns' own names, so the
+        same checks judge them as the rows."""
+        t, p, rel = ident(self.sink.topic_column), ident(self.sink.partition_column), self.relation
+        return f"""
+            tt AS ((SELECT {t} FROM {rel} WHERE {t} IS NOT NULL ORDER BY {t} LIMIT 1)
+                   UNION ALL
+                   SELECT n.* FROM tt CROSS JOIN LATERAL (
+                       SELECT {t} FROM {rel} WHERE {t} > tt.{t} ORDER BY {t} LIMIT 1) AS n),
+            d AS ((SELECT {t}, {p} FROM {rel} WHERE {t} IS NOT NULL AND {p} IS NOT NULL
+                   ORDER BY {t}, {p} LIMIT 1)
+                  UNION ALL
+                  SELECT n.* FROM d CROSS JOIN LATERAL (
+                      SELECT {t}, {p} FROM {rel} WHERE ({t}, {p}) > (d.{t}, d.{p}) ORDER BY {t}, {p} LIMIT 1)
+                      AS n)"""
 
     def islands_in(self, tps: Sequence[TP]) -> Iterator[OffsetIsland]:
         """With an index on (topic, partition, ...), one query a partition: each reads its rows in the

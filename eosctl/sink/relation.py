@@ -151,7 +151,7 @@ class SqlReader(ABC):
         valid, the offsets are None (there is no offset to name) and count is the number of rows.
         """
         cols = self.sink.topic_column, self.sink.partition_column, self.sink.offset_column
-        findings = self._invalid(self.relation, (self._t, self._p, self._o), cols, "")
+        findings = self._invalid(self._maybe_invalid(), (self._t, self._p, self._o), cols, "")
         if self.offsets_relation is not None:
             t, p, o = self._columns(self._offsets_types, *OFFSETS_COLUMNS)
             name = self.sink.offsets_table or "offsets"
@@ -160,6 +160,10 @@ class SqlReader(ABC):
             findings += self._invalid(self.offsets_relation, (t, p, o), OFFSETS_COLUMNS,
                                       f"offsets table {name}: ")
         return sorted(findings, key=lambda f: f.sort_key)
+
+    def _maybe_invalid(self) -> str:
+        """SQL for FROM: rows of the sink table among which every invalid one is (here all of them)."""
+        return self.relation
 
     def _invalid(self, relation: str, checks: tuple[IntColumn, IntColumn, IntColumn],
                  names: tuple[str, ...], prefix: str) -> list[Finding]:

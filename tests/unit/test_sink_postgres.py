@@ -66,11 +66,13 @@ def test_same_answers_as_duckdb(sample: str, postgres):
 
 def test_an_index_on_topic_and_partition_gives_the_same_answers(sample: str):
     """A JDBC sink's key (topic, partition, offset): partitions found by probing the index, islands read
-    one partition at a time in its order; the answers are the unindexed table's, rows Kafka can't have
-    included (they name no partition)."""
+    one partition at a time in its order, the rows Kafka can't have found by probing it too (each counted
+    once, under its first bad column); the answers are the unindexed table's."""
     with psycopg.connect(sample, autocommit=True) as con:
         con.execute("INSERT INTO orders_sink VALUES ('', 0, 1, NULL), ('orders', -1, 1, NULL), "
-                    "(NULL, 2, 1, NULL), ('orders', NULL, 1, NULL), ('orders', 1, -5, NULL)")
+                    "(NULL, 2, 1, NULL), ('orders', NULL, 1, NULL), ('orders', 1, -5, NULL), "
+                    "('orders', 0, NULL, NULL), ('', -1, NULL, NULL), ('orders', -2, -2, NULL), "
+                    "('other', NULL, NULL, NULL)")
     tps = [("orders", 0), ("orders", 1)]
     with open_reader(sink_of(sample), WHERE) as plain:
         assert not plain.indexed
@@ -83,7 +85,13 @@ def test_an_index_on_topic_and_partition_gives_the_same_answers(sample: str):
         assert (set(reader.partitions()), list(reader.islands_in(tps)), reader.invalid_rows()) == want
     assert want[0] == {("orders", 0), ("orders", 1)}
     assert want[1] == ISLANDS_OF_SAMPLE
-    assert len(want[2]) == 5
+    # each row once, under its first bad column; the partition named where it is valid
+    assert [(f.topic, f.partition, f.count, f.detail) for f in want[2]] == [
+        (None, None, 1, "src_topic is empty"), (None, 0, 1, "src_topic is empty"),
+        (None, 2, 1, "src_topic is NULL"), ("orders", None, 1, "src_partition is NULL"),
+        ("orders", None, 2, "src_partition is negative (e.g. -1)"),
+        ("orders", 0, 1, "src_offset is NULL"), ("orders", 1, 1, "src_offset is negative (e.g. -5)"),
+        ("other", None, 1, "src_partition is NULL")]
 
 
 def test_offsets_read_in_pages_of_the_index_give_the_same_islands(pg_db: str, monkeypatch):
