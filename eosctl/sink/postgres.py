@@ -157,6 +157,7 @@ class PostgresReader(SqlReader):
         self.conn = conn
         self.indexed = indexed  # a btree index leads with (topic, partition)
         self.ordered = ordered  # ... and then the offset
+        self.scans_all_per_partition = not indexed
         self._t_text = (types or {}).get(_unquoted(sink.topic_column), "").split("(")[0] in _TEXT_TYPES
 
     def partitions(self) -> dict[TP, int]:

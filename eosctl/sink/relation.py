@@ -48,6 +48,7 @@ class SqlReader(ABC):
     close, limit, committed_keys; and may type the columns its own way (_int_column)."""
 
     _int_column = staticmethod(int_column)
+    scans_all_per_partition = False  # DuckDB skips row groups by their statistics
 
     def __init__(self, relation: str, sink: Sink, source: str, offsets_relation: str | None,
                  read_point: ReadPoint, types: dict[str, str] | None = None,
