@@ -287,9 +287,9 @@ def _cause(f: Finding, index: _Index | None, facts: SinkFacts | None, stored: in
                   and f.first_offset is not None else (None, None))
         times = f"{hi} times" if hi is not None and lo == hi else (
             f"{lo} to {hi} times" if hi is not None else "more than once")
-        return Cause(k, f"The sink holds {_tp(f)} {where} {times} ({f.count} extra rows): it wrote these "
-                        "records again, a replay after a crash or a rebalance, its results committed before "
-                        "their offsets were stored.", rows_min=lo, rows_max=hi)
+        return _cause_of(k, f"The sink holds {_tp(f)} {where} {times} ({f.count} extra rows): it wrote these "
+                            "records again, a replay after a crash or a rebalance, its results committed "
+                            "before their offsets were stored.", rows_min=lo, rows_max=hi)
     if k == "phantom_beyond_hw":
         if f.detail == NOT_IN_KAFKA or index is None:
             return Cause(k, f"The sink holds {f.count} rows for {_tp(f)}, which Kafka does not have: the "

@@ -288,6 +288,12 @@ class _Runs:
 
     def _note(self, first: int, last: int, kind: str, mult: int) -> None:
         """_feed, noting the sink's neighbours of each gap and the rows per offset of each duplicate."""
+        if mult == 1 and not self.awaiting and self.runs["gap"].first is None:
+            # Most pieces: rows held once, no gap open or waiting for its neighbour: nothing to note
+            # but the highest offset held (a third of explaining's cost at 10M offsets).
+            self._feed(first, last, kind, mult)
+            self.last_row = last
+            return
         if mult == 0 and kind == _EXPECTED:
             if self.runs["gap"].first is None:
                 self.gap_before = self.last_row
