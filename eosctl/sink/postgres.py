@@ -159,6 +159,8 @@ class PostgresReader(SqlReader):
         self.ordered = ordered  # ... and then the offset
         self.scans_all_per_partition = not indexed
         self._t_text = (types or {}).get(_unquoted(sink.topic_column), "").split("(")[0] in _TEXT_TYPES
+        # The index seeks a partition's rows by the columns themselves: text, then integers.
+        self._seekable = ordered and self._t_text and self._p.exact and self._o.exact
 
     def partitions(self) -> dict[TP, int]:
         """With an index leading with (topic, partition) of text and integer types: the partitions by a
@@ -179,7 +181,7 @@ class PostgresReader(SqlReader):
         negative or too large partition; per partition a NULL, negative or too large offset), not by a
         pass over the whole table, whose other columns (a JDBC sink's payload) may be most of its size.
         The branches are disjoint, so no row is counted twice."""
-        if not (self.ordered and self._t_text and self._p.exact and self._o.exact):
+        if not self._seekable:
             return super()._maybe_invalid()
         t, p, o = (ident(c) for c in (self.sink.topic_column, self.sink.partition_column,
                                         self.sink.offset_column))
@@ -226,22 +228,27 @@ class PostgresReader(SqlReader):
             yield from self.islands(topic, partition)
 
     def islands(self, topic: str | None = None, partition: int | None = None) -> Iterator[OffsetIsland]:
-        """One partition's islands from its offsets in the index's order (OFFSET_CHUNK)."""
-        if not (self.ordered and topic is not None and partition is not None):
+        """One partition's islands from its offsets in the index's order (OFFSET_CHUNK), where the offset
+        column is an integer one (its order is the index's, and a page starts where the index can seek)."""
+        if not (self._seekable and topic is not None and partition is not None):
             yield from super().islands(topic, partition)
             return
-        yield from islands_from_offsets(topic, partition, self._offsets(self._rows_sql(topic, partition)))
+        yield from islands_from_offsets(topic, partition, self._offsets(topic, partition))
 
-    def _offsets(self, rows: str) -> Iterator[np.ndarray]:
-        """The offsets of ``rows`` in order, OFFSET_CHUNK rows at a time (keyset pages: each starts at the
-        last offset of the page before, whose rows it reads again, so no offset's rows are split)."""
+    def _offsets(self, topic: str, partition: int) -> Iterator[np.ndarray]:
+        """The partition's valid offsets in order, OFFSET_CHUNK rows at a time (keyset pages: each starts
+        at the last offset of the page before, whose rows it reads again, so no offset's rows are split).
+        Filtered and ordered by the columns themselves, as the index holds them."""
         import numpy as np
 
+        o = self._o.raw
+        rows = (f"FROM {self.relation} WHERE {ident(self.sink.topic_column)} = {literal(topic)} "
+                f"AND {self._p.equals(int(partition))} AND {self._o.valid}")
         low: int | None = None
         while True:
-            where = "" if low is None else f" WHERE r.o >= {low}"
-            page = self._one(f"SELECT array_send(array_agg(o)) FROM (SELECT r.o FROM ({rows}) AS r{where} "
-                             f"ORDER BY r.o LIMIT {OFFSET_CHUNK}) AS c")
+            after = "" if low is None else f" AND {o} >= {low}"
+            page = self._one(f"SELECT array_send(array_agg(o)) FROM (SELECT CAST({o} AS BIGINT) AS o {rows}"
+                             f"{after} ORDER BY {o} LIMIT {OFFSET_CHUNK}) AS c")
             if page is None:
                 return
             n = int.from_bytes(page[12:16], "big")  # array_send: ndim, flags, type, then size and lbound
@@ -259,8 +266,7 @@ class PostgresReader(SqlReader):
                 low = last
                 continue
             # A whole page of one offset: its rows counted, the next page after it.
-            many = self._one(f"SELECT count(*) FROM ({rows}) AS r WHERE r.o = {last}")
-            yield np.full(many, last, dtype=np.int64)
+            yield np.full(self._one(f"SELECT count(*) {rows} AND {o} = {last}"), last, dtype=np.int64)
             if last == MAX_OFFSET:
                 return
             low = last + 1
