@@ -268,3 +268,19 @@ def test_without_an_index_a_task_reads_its_partitions_in_one_pass(pg_db: str, mo
                for item, islands in job._group_islands(reader, items)}
     assert calls == [("islands", 7), ("islands_in", 7)]
     assert got == {p: [(0, len(offs) - 1, 1)] for (_, p), offs in offsets.items()}
+
+
+def test_only_an_index_on_the_columns_themselves_is_counted_on(sample: str):
+    """An expression between topic and partition, or a partial index, can't seek a partition's rows: the
+    reader doesn't count on them (a query that did would pass over the whole table for every page)."""
+    with psycopg.connect(sample, autocommit=True) as con:
+        con.execute("CREATE INDEX ON orders_sink (src_topic, lower(order_id), src_partition, src_offset)")
+        con.execute("CREATE INDEX ON orders_sink (src_topic, src_partition, src_offset) WHERE src_offset > 0")
+    with open_reader(sink_of(sample), WHERE) as reader:
+        assert (reader.indexed, reader.ordered) == (False, False)
+        assert list(reader.islands_in([("orders", 0), ("orders", 1)])) == ISLANDS_OF_SAMPLE
+    with psycopg.connect(sample, autocommit=True) as con:
+        con.execute("CREATE INDEX ON orders_sink (src_topic, src_partition, src_offset)")
+    with open_reader(sink_of(sample), WHERE) as reader:
+        assert (reader.indexed, reader.ordered) == (True, True)
+        assert list(reader.islands_in([("orders", 0), ("orders", 1)])) == ISLANDS_OF_SAMPLE
