@@ -166,6 +166,13 @@ class SinkReader(Protocol):
     def __exit__(self, *exc: object) -> None: ...
 
 
+def read_columns(sink: Sink) -> tuple[str, ...]:
+    """The columns of the sink's rows table that readers use."""
+    wanted = (sink.topic_column, sink.partition_column, sink.offset_column, sink.key_column,
+              sink.order_column)
+    return tuple(dict.fromkeys(c for c in wanted if c is not None))
+
+
 def kind_of(sink: Sink) -> str | None:
     """Which kind of sink the config names (None: none)."""
     return next((k for k in KINDS if getattr(sink, k) is not None), None)

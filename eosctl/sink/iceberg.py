@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from eosctl.config import Sink
 from eosctl.errors import SinkError, first_line
 from eosctl.model import TP
-from eosctl.sink.base import OFFSETS_COLUMNS, ReadPoint
+from eosctl.sink.base import OFFSETS_COLUMNS, ReadPoint, read_columns
 from eosctl.sink.relation import (
     NO_EXTENSION_DOWNLOADS,
     DuckDBReader,
@@ -119,19 +119,12 @@ def pinned(sink: Sink, where: str = "sink") -> Iterator[Sink]:
     those are all there is to them (plain_files)."""
     _, name = _name(sink, where)
     rows = _table_at(sink, name, None, where, "iceberg")
-    at, files, offsets_files = _snapshot(rows), plain_files(rows, _columns(sink)), None
+    at, files, offsets_files = _snapshot(rows), plain_files(rows, read_columns(sink)), None
     if sink.offsets_table:
         offsets = _table_at(sink, sink.offsets_table, None, where, "offsets_table")
         at += "," + _snapshot(offsets)
         offsets_files = plain_files(offsets, OFFSETS_COLUMNS)
     yield replace(sink, frozen_from=sink, at=at, files=files, offsets_files=offsets_files)
-
-
-def _columns(sink: Sink) -> tuple[str, ...]:
-    """The columns of the rows table the audit reads."""
-    wanted = (sink.topic_column, sink.partition_column, sink.offset_column, sink.key_column,
-              sink.order_column)
-    return tuple(dict.fromkeys(c for c in wanted if c is not None))
 
 
 def plain_files(table: Table, columns: Sequence[str]) -> tuple[str, ...] | None:
@@ -200,7 +193,7 @@ def open_iceberg(sink: Sink, where: str = "sink", partitions: Sequence[TP] | Non
             at = {"snapshot_id": rows_at or _snapshot(rows)}
             schema = {f.name: str(f.field_type) for f in rows.schema().fields}
             check_columns(schema, sink, where, f"Iceberg table {name}")
-            conn.register("iceberg_rows", _arrow(rows, rows_at, name, _columns(sink),
+            conn.register("iceberg_rows", _arrow(rows, rows_at, name, read_columns(sink),
                                                  _only(sink, schema, partitions)))
         types = check_columns(columns(conn, "iceberg_rows"), sink, where, f"Iceberg table {name}")
         offsets = offsets_types = None

@@ -12,7 +12,7 @@ from deltalake import DeltaTable, write_deltalake
 from eosctl.config import Sink
 from eosctl.errors import SinkError
 from eosctl.sink import frozen, open_reader
-from tests.unit.sinksample import SAMPLE, STORED, arrow_offsets, assert_sample_answers
+from tests.unit.sinksample import ISLANDS, SAMPLE, STORED, arrow_offsets, assert_sample_answers
 from tests.unit.sinksample import arrow_rows as rows
 
 WHERE = "pipelines.orders.sink"
@@ -82,13 +82,23 @@ def test_a_pinned_version_of_plain_files_is_read_without_deltalake(sample: Sink,
             assert reader.read_point.at == {"version": 1, "offsets_version": 0}
 
 
-def test_a_partitioned_table_is_read_through_deltalake(tmp_path: Path):
-    """Partition values live in the log, not in the files: the pin lists no files and deltalake reads."""
+def test_a_table_partitioned_by_a_column_the_audit_reads_is_read_through_deltalake(tmp_path: Path):
+    """Partition values live in the log, not in the files: partitioned by the source partition, the pin
+    lists no files and deltalake reads; partitioned by a day (a column the audit doesn't read), the files
+    hold every column it reads and are scanned as they are."""
+    import pyarrow as pa
+
     from auditors.local import _context
 
-    data = tmp_path / "orders"
-    write_deltalake(str(data), rows(SAMPLE), partition_by=["src_partition"])
-    sink = Sink(delta=str(data), table="orders")
-    with frozen(sink, WHERE) as pinned, open_reader(pinned, WHERE) as reader:
-        assert pinned.files is None and _context(pinned).get_start_method() == "spawn"
-        assert [(s.partition, s.rows) for s in reader.summaries()] == [(0, 12), (1, 3)]
+    for by, plain in (("src_partition", False), ("day", True)):
+        data = tmp_path / by
+        table = rows(SAMPLE)
+        table = table.append_column("day", pa.array(["2026-11-2" + str(o % 2) for o in
+                                                     table.column("src_offset").to_pylist()]))
+        write_deltalake(str(data), table, partition_by=[by])
+        sink = Sink(delta=str(data), table="orders")
+        with frozen(sink, WHERE) as pinned, open_reader(pinned, WHERE) as reader:
+            assert (pinned.files is not None) is plain
+            assert _context(pinned).get_start_method() == ("fork" if plain else "spawn")
+            assert [(s.partition, s.rows) for s in reader.summaries()] == [(0, 12), (1, 3)]
+            assert list(reader.islands()) == ISLANDS
