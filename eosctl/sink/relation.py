@@ -458,8 +458,10 @@ def _islands_of_breaks(topic: str, partition: int, first: int, ends: Any, nexts:
 
 
 def register_files(conn: DuckDBPyConnection, name: str, files: Sequence[str]) -> None:
-    """``name`` in ``conn``: the rows of these Parquet files (a lakehouse table's pinned version)."""
-    conn.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet([{', '.join(map(literal, files))}])")
+    """``name`` in ``conn``: the rows of these Parquet files (a lakehouse table's pinned version). Their
+    columns only: a directory named like col=value (a partitioned table's) adds none."""
+    conn.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet([{', '.join(map(literal, files))}], "
+                 f"hive_partitioning = false)")
 
 
 def columns(conn: DuckDBPyConnection, relation: str) -> dict[str, str]:
