@@ -102,3 +102,20 @@ def test_a_table_partitioned_by_a_column_the_audit_reads_is_read_through_deltala
             assert _context(pinned).get_start_method() == ("fork" if plain else "spawn")
             assert [(s.partition, s.rows) for s in reader.summaries()] == [(0, 12), (1, 3)]
             assert list(reader.islands()) == ISLANDS
+
+
+def test_a_column_added_after_some_files_were_written_is_read_through_deltalake(tmp_path: Path):
+    """The audit's order column added later (schema evolution): the files written before lack it, where
+    deltalake reads NULLs, so the pin lists no files and deltalake reads."""
+    import pyarrow as pa
+
+    data = tmp_path / "orders"
+    write_deltalake(str(data), rows({("orders", 0): [0, 1, 2]}))
+    later = rows({("orders", 0): [3, 4]}).append_column("written_at", pa.array([10, 11], pa.int64()))
+    write_deltalake(str(data), later, mode="append", schema_mode="merge")
+    with frozen(Sink(delta=str(data), table="orders"), WHERE) as pinned:
+        assert pinned.files is not None  # without the order column the files hold all it reads
+    sink = Sink(delta=str(data), table="orders", order_column="written_at")
+    with frozen(sink, WHERE) as pinned, open_reader(pinned, WHERE) as reader:
+        assert pinned.files is None
+        assert [(i.first, i.last, i.multiplicity) for i in reader.islands()] == [(0, 4, 1)]
