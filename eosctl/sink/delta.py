@@ -121,11 +121,11 @@ def library_needed(sink: Sink) -> bool:
 
 def _register(conn: Any, name: str, table: DeltaTable, uri: str, files: tuple[str, ...] | None) -> None:
     """``name`` in ``conn``: the version's rows: its plain files read by DuckDB, else deltalake's dataset."""
+    if files:
+        register_files(conn, name, files, f"Delta table {uri} at version {table.version()}")
+        return
     try:
-        if files:
-            register_files(conn, name, files)
-        else:
-            conn.register(name, table.to_pyarrow_dataset())
+        conn.register(name, table.to_pyarrow_dataset())
     except Exception as e:  # e.g. a reader feature this deltalake can't apply
         raise SinkError(f"cannot read Delta table {uri} at version {table.version()}: "
                         f"{first_line(e)}") from None
@@ -143,7 +143,7 @@ def open_delta(sink: Sink, where: str = "sink") -> DuckDBReader:
     try:
         at: dict[str, Any] = {}
         if sink.files and version is not None:
-            _files(conn, "delta_rows", sink.files, name, version)
+            register_files(conn, "delta_rows", sink.files, f"Delta table {name} at version {version}")
             at["version"] = version
         else:
             rows = _table(sink.delta, version, where, "delta")
@@ -153,7 +153,8 @@ def open_delta(sink: Sink, where: str = "sink") -> DuckDBReader:
         offsets = offsets_types = None
         if sink.offsets_table:
             if sink.offsets_files and offsets_version is not None:
-                _files(conn, "delta_offsets", sink.offsets_files, sink.offsets_table, offsets_version)
+                register_files(conn, "delta_offsets", sink.offsets_files,
+                               f"Delta table {sink.offsets_table} at version {offsets_version}")
                 at["offsets_version"] = offsets_version
             else:
                 table = _table(sink.offsets_table, offsets_version, where, "offsets_table")
@@ -169,9 +170,3 @@ def open_delta(sink: Sink, where: str = "sink") -> DuckDBReader:
     return DuckDBReader(conn, "delta_rows", sink, name, offsets, ReadPoint("delta", name, at), types,
                         offsets_types)
 
-
-def _files(conn: Any, name: str, files: tuple[str, ...], uri: str, version: int) -> None:
-    try:
-        register_files(conn, name, files)
-    except Exception as e:  # a file gone since the pin (a vacuum removed it)
-        raise SinkError(f"cannot read Delta table {uri} at version {version}: {first_line(e)}") from None

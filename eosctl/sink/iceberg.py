@@ -186,7 +186,7 @@ def open_iceberg(sink: Sink, where: str = "sink", partitions: Sequence[TP] | Non
     conn = duckdb.connect(config=NO_EXTENSION_DOWNLOADS)
     try:
         if sink.files and rows_at is not None:
-            _files(conn, "iceberg_rows", sink.files, name, rows_at)
+            register_files(conn, "iceberg_rows", sink.files, f"Iceberg table {name} at snapshot {rows_at}")
             at: dict[str, Any] = {"snapshot_id": rows_at}
         else:
             rows = _table_at(sink, table_name, rows_at, where, "iceberg")
@@ -199,7 +199,8 @@ def open_iceberg(sink: Sink, where: str = "sink", partitions: Sequence[TP] | Non
         offsets = offsets_types = None
         if sink.offsets_table:
             if sink.offsets_files and offsets_at is not None:
-                _files(conn, "iceberg_offsets", sink.offsets_files, sink.offsets_table, offsets_at)
+                register_files(conn, "iceberg_offsets", sink.offsets_files,
+                               f"Iceberg table {sink.offsets_table} at snapshot {offsets_at}")
                 at["offsets_snapshot_id"] = offsets_at
             else:
                 table = _table_at(sink, sink.offsets_table, offsets_at, where, "offsets_table")
@@ -214,10 +215,3 @@ def open_iceberg(sink: Sink, where: str = "sink", partitions: Sequence[TP] | Non
     return DuckDBReader(conn, "iceberg_rows", sink, name, offsets, ReadPoint("iceberg", name, at), types,
                         offsets_types)
 
-
-def _files(conn: Any, name: str, files: tuple[str, ...], table: str, snapshot: str) -> None:
-    try:
-        register_files(conn, name, files)
-    except Exception as e:  # a file gone since the pin (expired and cleaned up)
-        raise SinkError(f"cannot read Iceberg table {table} at snapshot {snapshot}: "
-                        f"{first_line(e)}") from None

@@ -457,11 +457,15 @@ def _islands_of_breaks(topic: str, partition: int, first: int, ends: Any, nexts:
         yield OffsetIsland(topic, partition, f, last, mult)
 
 
-def register_files(conn: DuckDBPyConnection, name: str, files: Sequence[str]) -> None:
-    """``name`` in ``conn``: the rows of these Parquet files (a lakehouse table's pinned version). Their
-    columns only: a directory named like col=value (a partitioned table's) adds none."""
-    conn.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet([{', '.join(map(literal, files))}], "
-                 f"hive_partitioning = false)")
+def register_files(conn: DuckDBPyConnection, name: str, files: Sequence[str], what: str) -> None:
+    """``name`` in ``conn``: the rows of these Parquet files, ``what`` (a lakehouse table's version) in a
+    SinkError if they can't be read (a file gone since the pin). Their columns only: a directory named like
+    col=value (a partitioned table's) adds none."""
+    try:
+        conn.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet([{', '.join(map(literal, files))}], "
+                     f"hive_partitioning = false)")
+    except Exception as e:
+        raise SinkError(f"cannot read {what}: {error_text(e)}") from None
 
 
 def columns(conn: DuckDBPyConnection, relation: str) -> dict[str, str]:
