@@ -348,7 +348,7 @@ def main() -> None:
 
     import pyarrow.compute  # noqa: F401  (imported before timing: the DuckDB baseline's duckdb is, too)
 
-    from eosctl.sink import pgserver
+    from eosctl.sandbox import pgserver
 
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)

@@ -252,10 +252,10 @@ def main() -> None:
     engines = args.engines.split(",")
     home = None
     if any(total < real_below for total, _ in cells):
-        from eosctl import sandbox
+        from eosctl.sandbox import noida
 
         home = Path(tempfile.mkdtemp(prefix="eosctl-bench-sandbox-"))
-        state, _ = sandbox.up(home)
+        state, _ = noida.up(home)
         bootstrap = state.bootstrap
     results = []
     try:
@@ -311,9 +311,9 @@ def main() -> None:
             path.unlink()
     finally:
         if home is not None:
-            from eosctl import sandbox
+            from eosctl.sandbox import noida
 
-            sandbox.down(home)
+            noida.down(home)
     report(results, args.timeout)
 
 

@@ -231,14 +231,14 @@ def main() -> None:
     if args.bootstrap:
         run(args.bootstrap, sizes, args.soak)
         return
-    from eosctl import sandbox
+    from eosctl.sandbox import noida
 
     with tempfile.TemporaryDirectory(prefix="eosctl-exporter-bench-broker-") as home:
-        state, _ = sandbox.up(Path(home))
+        state, _ = noida.up(Path(home))
         try:
             run(state.bootstrap, sizes, args.soak)
         finally:
-            sandbox.down(Path(home))
+            noida.down(Path(home))
 
 
 def run(bootstrap: str, sizes: list[int], soak_minutes: float | None) -> None:

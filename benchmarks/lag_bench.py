@@ -101,10 +101,10 @@ def main() -> None:
     args = ap.parse_args()
     home = None
     if args.bootstrap is None:
-        from eosctl import sandbox
+        from eosctl.sandbox import noida
 
         home = Path(tempfile.mkdtemp(prefix="lag-bench-"))
-        state, _ = sandbox.up(home)
+        state, _ = noida.up(home)
         args.bootstrap = state.bootstrap
     try:
         cluster = Cluster("bench", args.bootstrap)
@@ -131,9 +131,9 @@ def main() -> None:
         print(f"ratio naive / eosctl: {ratio:.1f}x  (total lag to LSO, both: {results['eosctl poll']})")
     finally:
         if home is not None:
-            from eosctl import sandbox
+            from eosctl.sandbox import noida
 
-            sandbox.down(home)
+            noida.down(home)
 
 
 if __name__ == "__main__":

@@ -88,10 +88,10 @@ def main() -> None:
     home = None
     bootstrap = args.bootstrap
     if bootstrap is None:
-        from eosctl import sandbox
+        from eosctl.sandbox import noida
 
         home = Path(tempfile.mkdtemp(prefix="eosctl-bench-"))
-        bootstrap = sandbox.up(home)[0].bootstrap
+        bootstrap = noida.up(home)[0].bootstrap
     try:
         topic = f"bench.{uuid.uuid4().hex[:8]}"
         t0 = time.perf_counter()
@@ -111,9 +111,9 @@ def main() -> None:
               f"{(eos[0] / eos[1]) / (ru[0] / ru[1]):.2f}x (read_uncommitted)")
     finally:
         if home is not None:
-            from eosctl import sandbox
+            from eosctl.sandbox import noida
 
-            sandbox.down(home)
+            noida.down(home)
 
 
 if __name__ == "__main__":

@@ -27,9 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-from eosctl import sandbox  # noqa: E402
 from eosctl.config import Cluster, Pipeline  # noqa: E402
 from eosctl.live import LiveModel  # noqa: E402
+from eosctl.sandbox import noida  # noqa: E402
 from eosctl.target import Target  # noqa: E402
 from eosctl.wire import WireClient  # noqa: E402
 
@@ -45,11 +45,11 @@ def main() -> None:
     ap.add_argument("--interval", type=float, default=1.0)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="eosctl-sandbox-bench-") as home:
-        state, _ = sandbox.up(Path(home))
+        state, _ = noida.up(Path(home))
         try:
             run(state.bootstrap, args)
         finally:
-            sandbox.down(Path(home))
+            noida.down(Path(home))
 
 
 def run(bootstrap: str, args: argparse.Namespace) -> None:

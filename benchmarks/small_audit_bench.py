@@ -42,12 +42,12 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
 
-    from eosctl import sandbox
     from eosctl.config import Cluster
-    from eosctl.pipeline import run_pipeline
+    from eosctl.sandbox import noida
+    from eosctl.sandbox.pipeline import run_pipeline
 
     with tempfile.TemporaryDirectory(prefix="eosctl-small-bench-") as home:
-        state, _ = sandbox.up(Path(home))
+        state, _ = noida.up(Path(home))
         try:
             t = time.monotonic()
             manifest = run_pipeline(Cluster(name="sandbox", bootstrap_servers=state.bootstrap), "bench",
@@ -68,7 +68,7 @@ def main() -> None:
                           f" start-up {e['startup_seconds']:.1f}s, tasks {e['partitions_seconds']:.1f}s, "
                           f"keys {e['keys_seconds']:.1f}s)", flush=True)
         finally:
-            sandbox.down(Path(home))
+            noida.down(Path(home))
     same = all(reports["local"][k] == reports["spark"][k] for k in ("findings", "partitions", "summary"))
     local, spark = statistics.median(results["local"]), statistics.median(results["spark"])
     print(f"\nmedian of {args.runs}, process start to exit: local {local:.2f}s, spark {spark:.2f}s "

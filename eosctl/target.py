@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from eosctl import sandbox
+from eosctl import sandboxstate
 from eosctl.config import (
     BOOTSTRAP_FORM,
     SANDBOX,
@@ -55,7 +55,7 @@ def resolve(
     elif cfg and len(cfg.clusters) == 1:
         cluster = next(iter(cfg.clusters.values()))
     else:
-        state = sandbox.status(sandbox.state_dir())
+        state = sandboxstate.status(sandboxstate.state_dir())
         if state is None:
             raise ConfigError(
                 "no cluster given: pass --bootstrap HOST:PORT or --config FILE --pipeline NAME "
@@ -90,7 +90,7 @@ def check_bootstrap(bootstrap: str, flag: str = "--bootstrap") -> str:
 
 def _sandbox_bootstrap(config: str | None, cluster: str) -> str:
     """Where the sandbox broker listens, for a config cluster that says bootstrap_servers = "sandbox"."""
-    state = sandbox.status(sandbox.state_dir())
+    state = sandboxstate.status(sandboxstate.state_dir())
     if state is None:
         raise ConfigError(f"{config}: clusters.{cluster}.bootstrap_servers is \"sandbox\", but the sandbox "
                           "is not running; start it with `eosctl sandbox up`")

@@ -20,28 +20,28 @@ def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> str:
     if external:
         yield external
         return
-    from eosctl import sandbox
+    from eosctl.sandbox import noida
 
     home = tmp_path_factory.mktemp("sandbox")
-    state, _ = sandbox.up(home)
+    state, _ = noida.up(home)
     try:
         yield state.bootstrap
     finally:
-        sandbox.down(home)
+        noida.down(home)
 
 
 @pytest.fixture
 def private_broker(tmp_path_factory: pytest.TempPathFactory):
     """(home, state) of a sandbox of the test's own, for tests that stop the broker (outages): never the
     session's."""
-    from eosctl import sandbox
+    from eosctl.sandbox import noida
 
     home = tmp_path_factory.mktemp("private-sandbox")
-    state, _ = sandbox.up(home)
+    state, _ = noida.up(home)
     try:
         yield home, state
     finally:
-        sandbox.down(home)
+        noida.down(home)
 
 
 @pytest.fixture
@@ -74,7 +74,7 @@ def postgres():
     import atexit
 
     from eosctl.errors import EosctlError
-    from eosctl.sink import pgserver
+    from eosctl.sandbox import pgserver
 
     try:
         pgserver.bin_dir()

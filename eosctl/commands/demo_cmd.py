@@ -6,9 +6,9 @@ import time
 
 import click
 
-from eosctl.pipeline import FAULTS
-from eosctl.pipeline.manifest import planted as planted_findings
-from eosctl.pipeline.manifest import planted_lines
+from eosctl.sandbox.pipeline import FAULTS
+from eosctl.sandbox.pipeline.manifest import planted as planted_findings
+from eosctl.sandbox.pipeline.manifest import planted_lines
 
 # A mix that shows every kind of defect the tool finds; `hanging` last so the sink has already run.
 DEMO_FAULTS = ("duplicate-replay", "skip", "aborted-leak", "upstream-retry", "zombie", "hanging")
@@ -31,18 +31,18 @@ def demo(ctx: click.Context, records: int, faults: tuple[str, ...], no_audit: bo
        with duplicate-replay, skip, aborted-leak, upstream-retry, zombie and hanging faults
     3. `eosctl audit` of the sink against Kafka, which must find exactly the planted defects
     """
-    from eosctl import sandbox
     from eosctl.config import Cluster
     from eosctl.output.terminal import console
-    from eosctl.pipeline import run_pipeline
-    from eosctl.pipeline.configfile import point_at_sandbox
+    from eosctl.sandbox import noida
+    from eosctl.sandbox.pipeline import run_pipeline
+    from eosctl.sandbox.pipeline.configfile import point_at_sandbox
 
     err = console(stderr=True)
     out = console()
     t0 = time.monotonic()
-    home = sandbox.state_dir()
+    home = noida.state_dir()
     with err.status("starting the sandbox broker..."):
-        state, started = sandbox.up(home)
+        state, started = noida.up(home)
     err.print(f"[green]✓[/] sandbox {'started' if started else 'already running'} at {state.bootstrap}")
 
     workdir = home / "demo"

@@ -16,8 +16,9 @@ from typing import Any
 
 import click
 
+from eosctl import sandboxstate
 from eosctl.commands.options import WorkDir
-from eosctl.pipeline import FAULTS
+from eosctl.sandbox.pipeline import FAULTS
 
 # Kafka's legal topic characters and length (org.apache.kafka.common.internals.Topic: LEGAL_CHARS
 # "[a-zA-Z0-9._-]", MAX_NAME_LENGTH 249), less the longest suffix eosctl adds (".enriched"). No leading
@@ -69,15 +70,15 @@ def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: t
     """
     from rich.console import Console
 
-    from eosctl import sandbox
     from eosctl.config import Cluster
-    from eosctl.pipeline import run_pipeline
+    from eosctl.sandbox import noida
+    from eosctl.sandbox.pipeline import run_pipeline
 
     # soft_wrap: long paths stay on one line (copy-pasteable) whatever the terminal width.
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     out = Console(highlight=False, soft_wrap=True)
     if bootstrap is None:
-        bootstrap = sandbox.bootstrap_or_error(None)
+        bootstrap = noida.bootstrap_or_error(None)
         cluster = Cluster(name="sandbox", bootstrap_servers=bootstrap)
     else:
         from eosctl.target import check_bootstrap
@@ -86,7 +87,7 @@ def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: t
         cluster = Cluster(name="cluster", bootstrap_servers=bootstrap)
         if not _is_sandbox(bootstrap):
             _confirm_writes(bootstrap, prefix, partitions, records, yes, err)
-    workdir = workdir if workdir is not None else sandbox.state_dir() / prefix
+    workdir = workdir if workdir is not None else noida.state_dir() / prefix
     t0 = time.monotonic()
 
     def progress(msg: str) -> None:
@@ -97,7 +98,7 @@ def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: t
                                 partitions=partitions, progress=progress, postgres=postgres,
                                 delta=sink_kind == "delta", iceberg=sink_kind == "iceberg")
     if _is_sandbox(bootstrap):
-        from eosctl.pipeline.configfile import FILE, point_at_sandbox
+        from eosctl.sandbox.pipeline.configfile import FILE, point_at_sandbox
 
         point_at_sandbox(Path(workdir) / FILE, bootstrap)
     sink = manifest["sink"]
@@ -110,7 +111,7 @@ def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: t
         out.print("\nno faults planted: the sink must match the committed output exactly")
         return
     out.print(f"\nplanted defects ({', '.join(manifest['faults'])}):")
-    from eosctl.pipeline.manifest import planted_lines
+    from eosctl.sandbox.pipeline.manifest import planted_lines
 
     for line in planted_lines(manifest):
         out.print(line, highlight=False)
@@ -126,10 +127,9 @@ def _sandbox_postgres(wanted: bool, progress: Any) -> Iterator[str | None]:
         return
     import shutil
 
-    from eosctl import sandbox
-    from eosctl.sink import pgserver
+    from eosctl.sandbox import noida, pgserver
 
-    home = sandbox.state_dir()
+    home = noida.state_dir()
     server = pgserver.running(home)
     if server is not None:
         yield server.uri()
@@ -159,9 +159,9 @@ def _addresses(bootstrap: str) -> set[tuple[str, str]]:
 
 def _is_sandbox(bootstrap: str) -> bool:
     """Does --bootstrap name the running sandbox (the one broker this command may reset unasked)?"""
-    from eosctl import sandbox
+    from eosctl.sandbox import noida
 
-    state = sandbox.status(sandbox.state_dir())
+    state = sandboxstate.status(noida.state_dir())
     return state is not None and _addresses(bootstrap) == _addresses(state.bootstrap)
 
 
@@ -172,7 +172,7 @@ def _interactive() -> bool:
 def _confirm_writes(bootstrap: str, prefix: str, partitions: int, records: int, yes: bool, err: Any) -> None:
     """List what the run changes on a cluster that is not the sandbox; go on only with --yes or a yes."""
     from eosctl.errors import EosctlError
-    from eosctl.pipeline.topics import Names
+    from eosctl.sandbox.pipeline.topics import Names
 
     n = Names(prefix)
     err.print(f"{bootstrap} is not the sandbox; this run changes it:")

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from eosctl import sandboxstate
 from eosctl.commands import pipeline_cmd
 
 
@@ -23,7 +24,7 @@ def sandbox() -> None:
               help="Loopback port (default: a free one).")
 def sandbox_up(port: int | None) -> None:
     """Start the sandbox broker (does nothing if it already runs)."""
-    from eosctl import sandbox as sb
+    from eosctl.sandbox import noida as sb
 
     state, started = sb.up(sb.state_dir(), port=port)
     verb = "started" if started else "already running"
@@ -33,8 +34,8 @@ def sandbox_up(port: int | None) -> None:
 @sandbox.command("down")
 def sandbox_down() -> None:
     """Stop the sandbox broker by its recorded pid (data is kept), and its PostgreSQL if one runs."""
-    from eosctl import sandbox as sb
-    from eosctl.sink import pgserver
+    from eosctl.sandbox import noida as sb
+    from eosctl.sandbox import pgserver
 
     home = sb.state_dir()
     state = sb.down(home)
@@ -48,9 +49,9 @@ def sandbox_down() -> None:
 @sandbox.command("status")
 def sandbox_status() -> None:
     """Say whether the sandbox runs and where; exit 1 if it doesn't."""
-    from eosctl import sandbox as sb
+    from eosctl.sandbox import noida as sb
 
-    state = sb.status(sb.state_dir())
+    state = sandboxstate.status(sb.state_dir())
     if state is None:
         click.echo("sandbox not running (start it with `eosctl sandbox up`)")
         sys.exit(1)

@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from eosctl.cli import main
-from eosctl.pipeline import FAULTS, run_pipeline
+from eosctl.sandbox.pipeline import FAULTS, run_pipeline
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

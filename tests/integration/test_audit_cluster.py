@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from eosctl.pipeline import run_pipeline
-from eosctl.sandbox import free_port, port_open
+from eosctl.sandbox.noida import free_port, port_open
+from eosctl.sandbox.pipeline import run_pipeline
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

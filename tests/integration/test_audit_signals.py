@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from eosctl.pipeline import run_pipeline
+from eosctl.sandbox.pipeline import run_pipeline
 from tests.prochelp import assert_nothing_left, comm, descendants
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from eosctl import sandbox
 from eosctl.cli import main
 from eosctl.commands.demo_cmd import _agrees
 from eosctl.findings import Finding
+from eosctl.sandbox import noida
 
 pytestmark = pytest.mark.integration
 
@@ -25,7 +25,7 @@ def test_demo_ends_with_an_audit_that_finds_exactly_the_planted_defects(tmp_path
     try:
         result = CliRunner().invoke(main, ["demo", "--records", "120"])
     finally:
-        sandbox.down(tmp_path)
+        noida.down(tmp_path)
     assert result.exit_code == 0, result.output + result.stderr
     manifest = json.loads((tmp_path / "demo" / "manifest.json").read_text())
     planted = [f for hop in manifest["hops"] for f in hop["expected_findings"]]  # both hops

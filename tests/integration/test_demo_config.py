@@ -7,8 +7,9 @@ import socket
 import pytest
 from click.testing import CliRunner
 
-from eosctl import sandbox
+from eosctl import sandboxstate
 from eosctl.cli import main
+from eosctl.sandbox import noida
 
 pytestmark = pytest.mark.integration
 
@@ -26,18 +27,18 @@ def test_demo_config_says_sandbox_and_keeps_working_after_the_port_changes(tmp_p
     try:
         demo = runner.invoke(main, ["demo", "--records", "60", "--no-audit"])
         assert demo.exit_code == 0, demo.output
-        first = sandbox.status(tmp_path).bootstrap
+        first = sandboxstate.status(tmp_path).bootstrap
         text = config.read_text()
         assert 'bootstrap_servers = "sandbox"' in text and first not in text
         page = tmp_path / "demo" / "report.html"
         assert f"eosctl audit -c {config} --format html --out {page}" in demo.stdout
 
-        sandbox.down(tmp_path)
+        noida.down(tmp_path)
         port = free_port()
-        sandbox.up(tmp_path, port=port)
-        assert sandbox.status(tmp_path).bootstrap.endswith(f":{port}") and first != f"127.0.0.1:{port}"
+        noida.up(tmp_path, port=port)
+        assert sandboxstate.status(tmp_path).bootstrap.endswith(f":{port}") and first != f"127.0.0.1:{port}"
         ledger = runner.invoke(main, ["ledger", "-c", str(config), "--format", "json"])
         assert ledger.exit_code in (0, 1), ledger.stderr
         assert '"demo.enriched"' in ledger.stdout
     finally:
-        sandbox.down(tmp_path)
+        noida.down(tmp_path)

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from confluent_kafka import Producer
 
 from eosctl.cli import main
-from eosctl.pipeline import run_pipeline
+from eosctl.sandbox.pipeline import run_pipeline
 
 pytestmark = [pytest.mark.integration]
 

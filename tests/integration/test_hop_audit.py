@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from eosctl.cli import main
-from eosctl.pipeline import run_pipeline
+from eosctl.sandbox.pipeline import run_pipeline
 
 pytestmark = [pytest.mark.integration]
 

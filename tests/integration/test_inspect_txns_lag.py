@@ -18,7 +18,7 @@ def run(cluster, tmp_path_factory):
     """One pipeline run for the module: manifest and config path."""
     import uuid
 
-    from eosctl.pipeline import run_pipeline
+    from eosctl.sandbox.pipeline import run_pipeline
 
     prefix = "t" + uuid.uuid4().hex[:10]
     workdir = tmp_path_factory.mktemp("txnslag")

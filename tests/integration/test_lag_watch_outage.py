@@ -78,7 +78,7 @@ def _status(line: str) -> tuple[str | None, str | None]:
 
 @pytest.mark.timeout(300)
 def test_lag_watch_shows_the_outage_and_recovers(private_broker):
-    from eosctl import sandbox
+    from eosctl.sandbox import noida
 
     home, state = private_broker
     topic, group = committed_group(state.bootstrap)
@@ -91,7 +91,7 @@ def test_lag_watch_shows_the_outage_and_recovers(private_broker):
         assert (partition["committed"], partition["lso"], partition["error"]) == (5, 5, None)
         as_table.wait_for(lambda line: f"{group} (empty): OK" in line, "an OK table")
 
-        sandbox.down(home)  # the broker process is gone; the port refuses connections
+        noida.down(home)  # the broker process is gone; the port refuses connections
         line = as_json.wait_for(lambda line: _status(line)[0] == "ERR", "an ERR poll during the outage")
         doc = _doc(line)
         reason = doc["error"]
@@ -106,7 +106,7 @@ def test_lag_watch_shows_the_outage_and_recovers(private_broker):
         as_json.wait_for(lambda line: "connection refused" in (_status(line)[1] or ""), "a refused poll")
         as_table.wait_for(lambda line: f"{group} (empty): ERR: " in line, "an ERR table")
 
-        sandbox.up(home, port=state.port)  # back on the same port, same data
+        noida.up(home, port=state.port)  # back on the same port, same data
         line = as_json.wait_for(lambda line: _status(line) == ("OK", None), "an OK poll after the outage")
         (p,) = _doc(line)["groups"][0]["partitions"]
         assert (p["committed"], p["lso"], p["error"], p["status"]) == (5, 5, None, "OK")

@@ -19,7 +19,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from eosctl.config import Cluster, load_config
 from eosctl.errors import EosctlError
-from eosctl.pipeline import FAULTS, run_pipeline
+from eosctl.sandbox.pipeline import FAULTS, run_pipeline
 
 pytestmark = pytest.mark.integration
 

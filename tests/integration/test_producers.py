@@ -11,7 +11,7 @@ pytestmark = pytest.mark.integration
 
 
 def test_fenced_producer_counts_one_fencing_event(cluster, unique, tmp_path):
-    from eosctl.pipeline import run_pipeline
+    from eosctl.sandbox.pipeline import run_pipeline
 
     manifest = run_pipeline(cluster, unique, tmp_path, faults=["zombie"], records=40)
     (fence,) = manifest["fencing"]

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from eosctl.cli import main
 from eosctl.commands.demo_cmd import DEMO_FAULTS
-from eosctl.pipeline import run_pipeline
+from eosctl.sandbox.pipeline import run_pipeline
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 SVG = "{http://www.w3.org/2000/svg}"

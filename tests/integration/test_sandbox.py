@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from eosctl import procs, sandbox
+from eosctl import procs, sandboxstate
+from eosctl.sandbox import noida
 
 pytestmark = pytest.mark.integration
 
@@ -30,12 +31,12 @@ def test_up_status_down_and_up_twice(tmp_path):
         assert again.stdout.startswith(f"sandbox already running: bootstrap 127.0.0.1:{state['port']}")
         status = eosctl(tmp_path, "sandbox", "status")
         assert status.returncode == 0 and f"pid {state['pid']}" in status.stdout
-        sandbox.wait_for_metadata(f"127.0.0.1:{state['port']}", timeout=5)
+        noida.wait_for_metadata(f"127.0.0.1:{state['port']}", timeout=5)
     finally:
         down = eosctl(tmp_path, "sandbox", "down")
     assert down.stdout.strip() == f"sandbox stopped (pid {state['pid']})"
     assert not procs.alive(state["pid"])
-    assert not sandbox.port_open(state["port"])
+    assert not noida.port_open(state["port"])
     status = eosctl(tmp_path, "sandbox", "status")
     assert status.returncode == 1 and "not running" in status.stdout
     assert eosctl(tmp_path, "sandbox", "down").stdout.strip() == "sandbox was not running"
@@ -47,16 +48,16 @@ def test_stale_pid_file_is_replaced(tmp_path):
     dead.wait()
     (tmp_path / "sandbox.json").write_text(json.dumps({
         "pid": dead.pid, "port": 1, "data_dir": str(tmp_path / "gone"), "log_file": "x", "started_at": 0}))
-    assert sandbox.status(tmp_path) is None
+    assert sandboxstate.status(tmp_path) is None
     assert not (tmp_path / "sandbox.json").exists()
     # The recorded pid is alive but is some other program (pid reuse): never signal it.
     (tmp_path / "sandbox.json").write_text(json.dumps({
         "pid": os.getpid(), "port": 1, "data_dir": str(tmp_path / "gone"), "log_file": "x", "started_at": 0}))
-    state, started = sandbox.up(tmp_path)
+    state, started = noida.up(tmp_path)
     try:
         assert started and state.pid != os.getpid()
     finally:
-        sandbox.down(tmp_path)
+        noida.down(tmp_path)
 
 
 def test_port_in_use_is_one_clear_line(tmp_path):

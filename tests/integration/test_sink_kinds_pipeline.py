@@ -24,7 +24,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from eosctl.cli import main
 from eosctl.commands.demo_cmd import DEMO_FAULTS
-from eosctl.pipeline import run_pipeline
+from eosctl.sandbox.pipeline import run_pipeline
 
 pytestmark = [pytest.mark.integration]
 
@@ -167,7 +167,7 @@ def test_a_live_writer_is_never_blocked_and_gives_no_false_findings(bootstrap, p
 
 
 def test_sandbox_pipeline_starts_its_postgres_and_sandbox_down_stops_it(bootstrap, tmp_path, monkeypatch):
-    from eosctl.sink import pgserver
+    from eosctl.sandbox import pgserver
 
     home = tmp_path / "home"
     monkeypatch.setenv("EOSCTL_HOME", str(home))

@@ -29,7 +29,7 @@ def wait_scrape(exporter: Exporter, address: str, ok: Callable[[dict], bool], wh
 
 @pytest.mark.timeout(300)
 def test_outage_keeps_the_last_values_and_recovers(private_broker):
-    from eosctl import sandbox
+    from eosctl.sandbox import noida
 
     home, state = private_broker
     topic, group = committed_group(state.bootstrap)
@@ -42,7 +42,7 @@ def test_outage_keeps_the_last_values_and_recovers(private_broker):
         assert value(before, "eosctl_partition_high_watermark", topic=topic, partition="0") == 5
         assert value(before, "eosctl_consumer_lag_records", group=group, topic=topic) == 0
 
-        sandbox.down(home)
+        noida.down(home)
         down = wait_scrape(exporter, address, lambda s: value(s, "eosctl_up") == 0, "eosctl_up 0")
         exporter.wait_for(r"refresh failed, serving the last values \(eosctl_up 0\): ")
         assert value(down, "eosctl_partition_high_watermark", topic=topic, partition="0") == 5
@@ -52,7 +52,7 @@ def test_outage_keeps_the_last_values_and_recovers(private_broker):
         older = wait_scrape(exporter, address, aging, "an aging section")
         assert value(older, "eosctl_refresh_errors_total", section="logs") >= 1
 
-        sandbox.up(home, port=state.port)  # back on the same port, same data
+        noida.up(home, port=state.port)  # back on the same port, same data
         wait_scrape(exporter, address, lambda s: value(s, "eosctl_up") == 1, "eosctl_up 1 after the outage")
         exporter.wait_for("the cluster answers again")
         back = exporter.metrics(address)
@@ -88,7 +88,7 @@ def _children(pid: int) -> list[int]:
 
 
 def test_sigterm_during_an_audit_kills_its_workers_and_leaves_nothing(cluster, tmp_path):
-    from eosctl.pipeline import run_pipeline
+    from eosctl.sandbox.pipeline import run_pipeline
 
     run_pipeline(cluster, "x" + uuid.uuid4().hex[:8], tmp_path / "run", records=30)
     tmp = tmp_path / "tmp"

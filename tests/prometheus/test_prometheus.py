@@ -72,7 +72,7 @@ def _config(path: Path, bootstrap: str, consumed: dict, reader: str, demo: dict)
 @pytest.fixture(scope="module")
 def served(cluster, bootstrap, prometheus, tmp_path_factory):
     """(manifests, config, address): two pipeline runs, one exporter serving both, scraped by Prometheus."""
-    from eosctl.pipeline import run_pipeline
+    from eosctl.sandbox.pipeline import run_pipeline
 
     home = tmp_path_factory.mktemp("exporter")
     consumed = run_pipeline(cluster, "x" + uuid.uuid4().hex[:8], home / "consumed", records=30)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from eosctl.sandbox import free_port, port_open
+from eosctl.sandbox.noida import free_port, port_open
 
 START_DEADLINE_S = 15.0
 

@@ -27,9 +27,9 @@ FAULTS = ["duplicate-replay", "zombie", "hanging"]
 
 
 def main() -> None:
-    from eosctl import sandbox
     from eosctl.config import Cluster
-    from eosctl.pipeline import run_pipeline
+    from eosctl.sandbox import noida
+    from eosctl.sandbox.pipeline import run_pipeline
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "eosctl-tuiref")
@@ -37,7 +37,7 @@ def main() -> None:
     workdir: Path = args.workdir
     shutil.rmtree(workdir, ignore_errors=True)
     home = workdir / "sandbox"
-    state, _ = sandbox.up(home)
+    state, _ = noida.up(home)
     try:
         cluster = Cluster(name="sandbox", bootstrap_servers=state.bootstrap)
         run_pipeline(cluster, "tuiref", workdir / "ref", faults=FAULTS, records=300, partitions=3,
@@ -49,7 +49,7 @@ def main() -> None:
         shutil.copyfile(out, DATA / "reference.snap.duckdb")
         shutil.copyfile(workdir / "ref" / "manifest.json", DATA / "reference.manifest.json")
     finally:
-        sandbox.down(home)
+        noida.down(home)
     print(f"wrote {DATA / 'reference.snap.duckdb'} and {DATA / 'reference.manifest.json'}")
 
 

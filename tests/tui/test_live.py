@@ -16,7 +16,7 @@ def reference(bootstrap, tmp_path_factory):
     import uuid
 
     from eosctl.config import Cluster
-    from eosctl.pipeline import run_pipeline
+    from eosctl.sandbox.pipeline import run_pipeline
     from eosctl.target import resolve
 
     prefix = "tui" + uuid.uuid4().hex[:8]
@@ -103,13 +103,13 @@ async def test_enter_on_an_audit_finding_opens_the_log_at_its_offsets(reference)
 
 @sync
 async def test_broker_stopping_shows_a_banner_and_the_app_keeps_responding(tmp_path, unique):
-    from eosctl import sandbox
     from eosctl.config import Cluster
+    from eosctl.sandbox import noida
     from eosctl.target import Target
     from tui.app import EosApp
     from tui.data import LiveSource
 
-    state, _ = sandbox.up(tmp_path / "sb")  # a throwaway broker: the shared one must keep running
+    state, _ = noida.up(tmp_path / "sb")  # a throwaway broker: the shared one must keep running
     try:
         from confluent_kafka import Producer
 
@@ -123,7 +123,7 @@ async def test_broker_stopping_shows_a_banner_and_the_app_keeps_responding(tmp_p
             await _data(app, pilot)
             banner = app.query_one("#banner", Static)
             assert not banner.has_class("shown")
-            sandbox.down(tmp_path / "sb")
+            noida.down(tmp_path / "sb")
             await until(pilot, lambda: banner.has_class("shown") and "retrying" in text_of(banner),
                         "the outage banner", timeout=30, step=0.2)
             assert "cannot reach Kafka" in text_of(banner) or "slow" in text_of(banner)
@@ -132,4 +132,4 @@ async def test_broker_stopping_shows_a_banner_and_the_app_keeps_responding(tmp_p
             assert app.query_one(TabbedContent).active == "log"
             assert app.dash is not None  # the last good data stays on screen
     finally:
-        sandbox.down(tmp_path / "sb")
+        noida.down(tmp_path / "sb")

@@ -19,14 +19,14 @@ pytestmark = pytest.mark.integration
 
 @pytest.mark.timeout(180)
 def test_the_banner_goes_away_when_the_broker_is_back(tmp_path):
-    from eosctl import sandbox
     from eosctl.config import Cluster
+    from eosctl.sandbox import noida
     from eosctl.target import Target
     from tui.app import EosApp
     from tui.data import LiveSource
 
     home = tmp_path / "sb"
-    state, _ = sandbox.up(home)
+    state, _ = noida.up(home)
     try:
         topic, group = committed_group(state.bootstrap, "tuiout", 3)
         cluster = Cluster(name="throwaway", bootstrap_servers=state.bootstrap)
@@ -39,10 +39,10 @@ def test_the_banner_goes_away_when_the_broker_is_back(tmp_path):
                 banner = app.query_one("#banner", Static)
                 await until(pilot, lambda: app.dash is not None and app.dash.lag is not None, "first data")
                 assert [(p.topic, p.committed) for p in app.dash.lag.partitions] == [(topic, 3)]
-                sandbox.down(home)
+                noida.down(home)
                 await until(pilot, lambda: banner.has_class("shown") and "retrying" in text_of(banner),
                              "outage banner")
-                sandbox.up(home, port=state.port)
+                noida.up(home, port=state.port)
                 back = time.time()
                 await until(pilot, lambda: not banner.has_class("shown") and app.dash.taken_at > back
                              and "lag" not in app.dash.errors and app.dash.lag is not None,
@@ -53,4 +53,4 @@ def test_the_banner_goes_away_when_the_broker_is_back(tmp_path):
         asyncio.run(asyncio.wait_for(body(), timeout=150))
         source.close()
     finally:
-        sandbox.down(home)
+        noida.down(home)

@@ -218,12 +218,13 @@ def test_literal_values_are_still_shown(tmp_path):
 
 
 def test_pipeline_prefix_that_escapes_creates_nothing(tmp_path, monkeypatch):
-    from eosctl import sandbox
+    from eosctl import sandboxstate
+    from eosctl.sandbox import noida
 
     home = tmp_path / "home" / ".eosctl"
     # A "running" sandbox nobody listens on: before the fix, the run made ../../escape, then failed.
-    state = sandbox.SandboxState(pid=1, port=1, data_dir="/d", log_file="/l", started_at=0.0)
-    monkeypatch.setattr(sandbox, "status", lambda home: state)
+    state = noida.SandboxState(pid=1, port=1, data_dir="/d", log_file="/l", started_at=0.0)
+    monkeypatch.setattr(sandboxstate, "status", lambda home: state)
     result = run("sandbox", "pipeline", "--prefix", "../../escape", env={"EOSCTL_HOME": str(home)})
     line = one_error_line(result)
     assert "invalid value for '--prefix': '../../escape' cannot name topics and a directory" in line
@@ -242,10 +243,10 @@ def test_pipeline_prefixes_kafka_or_the_file_system_would_refuse(prefix):
     (["--fault", "nope"], "invalid value for '--fault': 'nope' is not one of"),
 ])
 def test_demo_validates_before_starting_the_broker(monkeypatch, args, problem):
-    from eosctl import sandbox
+    from eosctl.sandbox import noida
 
     started = []
-    monkeypatch.setattr(sandbox, "up", lambda *a, **kw: started.append(a) or (_ for _ in ()).throw(
+    monkeypatch.setattr(noida, "up", lambda *a, **kw: started.append(a) or (_ for _ in ()).throw(
         AssertionError("the broker must not start")))
     line = one_error_line(run("demo", *args))
     assert problem in line

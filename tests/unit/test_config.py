@@ -203,11 +203,12 @@ def test_a_config_naming_the_sandbox_loads_while_the_sandbox_is_down(tmp_path, m
 
 
 def test_a_sandbox_cluster_resolves_to_the_running_sandbox(tmp_path, monkeypatch):
-    from eosctl import sandbox
+    from eosctl import sandboxstate
+    from eosctl.sandbox import noida
     from eosctl.target import resolve
 
     monkeypatch.setenv("EOSCTL_HOME", str(tmp_path))
-    monkeypatch.setattr(sandbox, "status", lambda home: sandbox.SandboxState(
+    monkeypatch.setattr(sandboxstate, "status", lambda home: noida.SandboxState(
         pid=1, port=19092, data_dir=str(tmp_path), log_file="", started_at=0.0))
     target = resolve(str(write(tmp_path, TWO_CLUSTERS)), "onsandbox", None)
     assert target.cluster.bootstrap_servers == "127.0.0.1:19092"

@@ -637,7 +637,7 @@ def test_snapshot_tables_are_documented(offline: pytest.MonkeyPatch, tmp_path: P
 
 
 def test_reference_sink_schema_is_documented(tmp_path: Path) -> None:
-    from eosctl.pipeline.sink import DuckSink
+    from eosctl.sandbox.pipeline.sink_writer import DuckSink
 
     sink = DuckSink(tmp_path / "sink.duckdb", "demo.enriched")
     sink.con.close()
@@ -670,13 +670,13 @@ def manifests() -> list[dict[str, Any]]:
     """The manifest with every field it can have, and with only those it always has.
 
     Top-level keys, `sink`, `groups` and `transactional_ids` and the fault dicts are read from the source of
-    eosctl.pipeline.run / faults (writing them needs a broker); `expected_findings`, `aborted_ranges` and
-    `markers` come from the real functions over a hand-built ground-truth ledger.
+    eosctl.sandbox.pipeline.run / faults (writing them needs a broker); `expected_findings`, `aborted_ranges`
+    and `markers` come from the real functions over a hand-built ground-truth ledger.
     """
-    from eosctl.pipeline import faults, manifest, run
-    from eosctl.pipeline import truth as pl
-    from eosctl.pipeline.expected import expected_findings
-    from eosctl.pipeline.faults import SinkTarget
+    from eosctl.sandbox.pipeline import faults, manifest, run
+    from eosctl.sandbox.pipeline import truth as pl
+    from eosctl.sandbox.pipeline.expected import expected_findings
+    from eosctl.sandbox.pipeline.faults import SinkTarget
 
     run_pipeline = _function(Path(run.__file__), "run_pipeline")
     call = _build_call(run_pipeline)

@@ -99,7 +99,8 @@ def cases(draw: st.DrawFn) -> tuple[tuple[str, ...], list[str]]:
 def tamed(tmp_path_factory: pytest.TempPathFactory):
     """What a valid command line would start for real is replaced by one EosctlError line; timeouts short."""
     from auditors import engine, local, spark
-    from eosctl import clients, pipeline, sandbox, wire
+    from eosctl import clients, wire
+    from eosctl.sandbox import noida, pipeline
     from tui import app
 
     mp = pytest.MonkeyPatch()
@@ -109,7 +110,7 @@ def tamed(tmp_path_factory: pytest.TempPathFactory):
             raise EosctlError(f"fuzz: {what} is not started in this test")
         return fail
 
-    mp.setattr(sandbox, "up", refuse("the sandbox broker"))
+    mp.setattr(noida, "up", refuse("the sandbox broker"))
     mp.setattr(pipeline, "run_pipeline", refuse("the reference pipeline"))
     mp.setattr(spark, "session", refuse("Spark"))
     mp.setattr(engine, "_start_spark", refuse("Spark"))

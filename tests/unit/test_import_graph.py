@@ -20,6 +20,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("eosctl", "auditors", "tui")
 COMMAND_LINE = ("eosctl.cli", "eosctl.__main__", "eosctl.commands")
+# The servers eosctl starts (brokers, PostgreSQL) and the reference pipeline: built on the core, wired in by
+# the command line, never imported by the core, the auditors or the TUI.
+SANDBOX = "eosctl.sandbox"
 
 
 @dataclass(frozen=True)
@@ -115,10 +118,12 @@ def _targets(node: ast.Import | ast.ImportFrom, module: str, is_package: bool,
 
 
 def layer(module: str) -> str:
-    """"core", "cli", "auditors", "tui", or the top-level name of a module outside the project."""
+    """"core", "cli", "sandbox", "auditors", "tui", or the top-level name of a module outside the project."""
     top = module.split(".")[0]
     if top != "eosctl":
         return top
+    if module == SANDBOX or module.startswith(SANDBOX + "."):
+        return "sandbox"
     return "cli" if any(module == m or module.startswith(m + ".") for m in COMMAND_LINE) else "core"
 
 
@@ -180,11 +185,19 @@ def test_the_graph_sees_the_project() -> None:
     assert ("eosctl.capture", "eosctl.lag") in names  # from eosctl import lag as lag_mod (a submodule)
     assert ("tui.data", "eosctl.capture") in names
     assert ("eosctl.commands.tui_cmd", "tui.app") in names  # inside a function: the command line may
-    assert {layer(e.source) for e in all_edges} == {"core", "cli", "auditors", "tui"}
+    assert ("eosctl.commands.sandbox_cmd", "eosctl.sandbox.noida") in names
+    assert {layer(e.source) for e in all_edges} == {"core", "cli", "sandbox", "auditors", "tui"}
 
 
-def test_the_core_never_imports_the_auditors_or_the_tui() -> None:
-    assert crossings(edges(ROOT), "core", {"auditors", "tui", "cli"}) == []
+def test_the_core_never_imports_the_auditors_the_tui_or_the_sandbox() -> None:
+    assert crossings(edges(ROOT), "core", {"auditors", "tui", "cli", "sandbox"}) == []
+
+
+def test_the_sandbox_builds_on_the_core_only() -> None:
+    assert crossings(edges(ROOT), "sandbox", {"auditors", "tui", "cli"}) == []
+    all_edges = edges(ROOT)
+    assert crossings(all_edges, "auditors", {"sandbox"}) == []
+    assert crossings(all_edges, "tui", {"sandbox"}) == []
 
 
 def test_the_auditors_and_the_tui_never_import_each_other() -> None:
@@ -198,13 +211,13 @@ def test_the_core_has_no_import_cycle() -> None:
 
 
 def test_the_whole_project_has_no_import_cycle() -> None:
-    assert cycles(edges(ROOT), {"core", "cli", "auditors", "tui"}) == []
+    assert cycles(edges(ROOT), {"core", "cli", "sandbox", "auditors", "tui"}) == []
 
 
 def test_no_cycle_either_through_imports_inside_functions() -> None:
     """A lazy import only hides a cycle from the interpreter (e.g. the command line's completion asking
     eosctl.cli, which imports it, for the root command)."""
-    assert cycles(edges(ROOT), {"core", "cli", "auditors", "tui"}, lazy=True) == []
+    assert cycles(edges(ROOT), {"core", "cli", "sandbox", "auditors", "tui"}, lazy=True) == []
 
 
 # --- the checks themselves, on planted trees -----------------------------------------------------------

@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-import eosctl.pipeline
-from eosctl import sandbox
+import eosctl.sandbox.pipeline
+from eosctl import sandboxstate
 from eosctl.cli import main
 from eosctl.commands import pipeline_cmd
+from eosctl.sandbox import noida
 
 MANIFEST = {"sink": {"duckdb": "/w/sink.duckdb", "table": "orders_sink"}, "sink_rows": 0}
 LISTING = [
@@ -29,14 +30,14 @@ def runs(monkeypatch: pytest.MonkeyPatch) -> list:
 
     def fake_run(cluster, prefix, workdir, **kw):
         calls.append((cluster.bootstrap_servers, prefix))
-        # what the real run writes for the cluster it ran on (eosctl.pipeline.configfile.write_config)
+        # what the real run writes for the cluster it ran on (eosctl.sandbox.pipeline.configfile.write_config)
         pinned = f'bootstrap_servers = "{cluster.bootstrap_servers}"'
         (workdir / "eosctl.toml").write_text(f"[clusters.c]\n{pinned}\n")
         return MANIFEST
 
-    monkeypatch.setattr(eosctl.pipeline, "run_pipeline", fake_run)
-    state = sandbox.SandboxState(pid=1, port=4242, data_dir="/d", log_file="/l", started_at=0.0)
-    monkeypatch.setattr(sandbox, "status", lambda home: state)
+    monkeypatch.setattr(eosctl.sandbox.pipeline, "run_pipeline", fake_run)
+    state = noida.SandboxState(pid=1, port=4242, data_dir="/d", log_file="/l", started_at=0.0)
+    monkeypatch.setattr(sandboxstate, "status", lambda home: state)
     return calls
 
 

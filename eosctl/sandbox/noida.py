@@ -1,45 +1,25 @@
 """The embedded sandbox broker: noida-db (Kafka protocol only) on a free loopback port.
 
-State lives in a project state directory (``$EOSCTL_HOME`` or ``./.eosctl``): ``sandbox.json`` records the
-pid, port and data directory so other commands and the demo config find the broker.
+Its state file (``eosctl.sandboxstate``) records the pid, port and data directory so other commands and the
+demo config find the broker.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
-from eosctl import procs
+from eosctl import procs, sandboxstate
 from eosctl.clients import confluent_admin
 from eosctl.config import Cluster
 from eosctl.errors import BrokerError, EosctlError
+from eosctl.sandboxstate import STATE_FILE, SandboxState, bootstrap_or_error, state_dir
 
-STATE_FILE = "sandbox.json"
-
-
-@dataclass(frozen=True)
-class SandboxState:
-    pid: int
-    port: int
-    data_dir: str
-    log_file: str
-    started_at: float
-
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-
-def state_dir(explicit: str | Path | None = None) -> Path:
-    if explicit is not None:
-        return Path(explicit)
-    return Path(os.environ.get("EOSCTL_HOME") or Path.cwd() / ".eosctl")
-
+__all__ = ["SandboxState", "bootstrap_or_error", "state_dir", "up", "down", "free_port", "port_open"]
 
 def broker_binary() -> Path:
     try:
@@ -66,36 +46,6 @@ def port_open(port: int, host: str = "127.0.0.1") -> bool:
         return s.connect_ex((host, port)) == 0
 
 
-def _is_our_broker(state: SandboxState) -> bool:
-    """The pid is alive and is the broker for this data dir (pids are reused after a crash)."""
-    if not procs.alive(state.pid):
-        return False
-    try:
-        cmdline = Path(f"/proc/{state.pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return True  # no /proc (not Linux): trust the pid
-    return state.data_dir.encode() in cmdline
-
-
-def read_state(home: Path) -> SandboxState | None:
-    path = home / STATE_FILE
-    try:
-        return SandboxState(**json.loads(path.read_text()))
-    except (OSError, ValueError, TypeError):
-        return None
-
-
-def status(home: Path) -> SandboxState | None:
-    """The running sandbox, or None; a stale state file (dead or reused pid) is removed."""
-    state = read_state(home)
-    if state is None:
-        return None
-    if _is_our_broker(state):
-        return state
-    (home / STATE_FILE).unlink(missing_ok=True)
-    return None
-
-
 def wait_for_metadata(bootstrap: str, timeout: float = 30.0) -> None:
     """Block until the broker answers a Metadata request (an open port is not enough)."""
     deadline = time.monotonic() + timeout
@@ -115,7 +65,7 @@ def wait_for_metadata(bootstrap: str, timeout: float = 30.0) -> None:
 def up(home: Path, port: int | None = None, timeout: float = 30.0) -> tuple[SandboxState, bool]:
     """Start the sandbox (or return the one already running). Returns (state, started_now)."""
     home.mkdir(parents=True, exist_ok=True)
-    running = status(home)
+    running = sandboxstate.status(home)
     if running is not None:
         if port is not None and port != running.port:
             raise EosctlError(
@@ -163,16 +113,9 @@ def up(home: Path, port: int | None = None, timeout: float = 30.0) -> tuple[Sand
 
 def down(home: Path) -> SandboxState | None:
     """Stop the sandbox by its recorded pid. Returns what was stopped, or None if nothing ran."""
-    state = status(home)
+    state = sandboxstate.status(home)
     if state is None:
         return None
     procs.stop(state.pid)
     (home / STATE_FILE).unlink(missing_ok=True)
     return state
-
-
-def bootstrap_or_error(home: Path | None = None) -> str:
-    state = status(state_dir(home))
-    if state is None:
-        raise EosctlError("the sandbox broker is not running; start it with `eosctl sandbox up`")
-    return state.bootstrap

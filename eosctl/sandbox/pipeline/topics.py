@@ -11,7 +11,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from eosctl.clients import confluent_admin
 from eosctl.config import Cluster
 from eosctl.errors import BrokerError
-from eosctl.pipeline.broker import TIMEOUT, Broker, client_conf
+from eosctl.sandbox.pipeline.broker import TIMEOUT, Broker, client_conf
 
 
 @dataclass(frozen=True)

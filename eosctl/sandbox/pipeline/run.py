@@ -12,17 +12,24 @@ from pathlib import Path
 
 from eosctl.config import Cluster
 from eosctl.errors import EosctlError
-from eosctl.pipeline import faults as F
-from eosctl.pipeline import manifest as M
-from eosctl.pipeline.broker import Broker
-from eosctl.pipeline.configfile import write_config
-from eosctl.pipeline.expected import expected_findings, expected_hop_findings
-from eosctl.pipeline.process import run_process
-from eosctl.pipeline.sink import OFFSETS_TABLE, TABLE, DeltaPlace, IcebergPlace, PgPlace, run_sink
-from eosctl.pipeline.source import make_order, run_source
-from eosctl.pipeline.topics import Names, reset
-from eosctl.pipeline.truth import COMMITTED, GroundTruth
-from eosctl.pipeline.verify import check_processed, check_sink
+from eosctl.sandbox.pipeline import faults as F
+from eosctl.sandbox.pipeline import manifest as M
+from eosctl.sandbox.pipeline.broker import Broker
+from eosctl.sandbox.pipeline.configfile import write_config
+from eosctl.sandbox.pipeline.expected import expected_findings, expected_hop_findings
+from eosctl.sandbox.pipeline.process import run_process
+from eosctl.sandbox.pipeline.sink_writer import (
+    OFFSETS_TABLE,
+    TABLE,
+    DeltaPlace,
+    IcebergPlace,
+    PgPlace,
+    run_sink,
+)
+from eosctl.sandbox.pipeline.source import make_order, run_source
+from eosctl.sandbox.pipeline.topics import Names, reset
+from eosctl.sandbox.pipeline.truth import COMMITTED, GroundTruth
+from eosctl.sandbox.pipeline.verify import check_processed, check_sink
 
 SINK_FILE = "sink.duckdb"
 PG_NAME_MAX = 63  # PostgreSQL's NAMEDATALEN - 1

@@ -10,9 +10,9 @@ from collections import Counter
 from collections.abc import Sequence
 
 from eosctl.errors import EosctlError
-from eosctl.pipeline.faults import SinkTarget
-from eosctl.pipeline.sink import Place, rows_in
-from eosctl.pipeline.truth import ABORTED, COMMITTED, GroundTruth
+from eosctl.sandbox.pipeline.faults import SinkTarget
+from eosctl.sandbox.pipeline.sink_writer import Place, rows_in
+from eosctl.sandbox.pipeline.truth import ABORTED, COMMITTED, GroundTruth
 
 
 def check_processed(truth: GroundTruth, source_topic: str, output_topic: str, planted: Sequence[dict] = (),

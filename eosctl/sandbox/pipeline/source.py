@@ -10,10 +10,10 @@ import json
 from collections.abc import Callable
 
 from eosctl.config import Cluster
-from eosctl.pipeline.broker import Broker
-from eosctl.pipeline.topics import Names
-from eosctl.pipeline.truth import GroundTruth
-from eosctl.pipeline.txn import TransactionalWriter
+from eosctl.sandbox.pipeline.broker import Broker
+from eosctl.sandbox.pipeline.topics import Names
+from eosctl.sandbox.pipeline.truth import GroundTruth
+from eosctl.sandbox.pipeline.txn import TransactionalWriter
 
 TXN_SIZE = 5  # records per source transaction
 ABORT_EVERY = 6  # the 3rd, 9th, 15th... transaction is aborted once, then retried

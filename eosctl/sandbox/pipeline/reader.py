@@ -18,8 +18,8 @@ from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
 from eosctl.config import Cluster
 from eosctl.errors import BrokerError
-from eosctl.pipeline.broker import TIMEOUT, Broker, client_conf
-from eosctl.pipeline.txn import GroupMetadata
+from eosctl.sandbox.pipeline.broker import TIMEOUT, Broker, client_conf
+from eosctl.sandbox.pipeline.txn import GroupMetadata
 
 
 class Reader:

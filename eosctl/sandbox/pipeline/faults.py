@@ -20,10 +20,10 @@ from confluent_kafka import KafkaError, Message, Producer, TopicPartition
 
 from eosctl.config import Cluster
 from eosctl.errors import BrokerError, EosctlError
-from eosctl.pipeline.broker import TIMEOUT, Broker, client_conf
-from eosctl.pipeline.modes import FAULTS
-from eosctl.pipeline.truth import COMMITTED, GroundTruth, Record
-from eosctl.pipeline.txn import MAX_TRANSACTION_TIMEOUT_MS, Fenced, GroupMetadata, TransactionalWriter
+from eosctl.sandbox.pipeline.broker import TIMEOUT, Broker, client_conf
+from eosctl.sandbox.pipeline.modes import FAULTS
+from eosctl.sandbox.pipeline.truth import COMMITTED, GroundTruth, Record
+from eosctl.sandbox.pipeline.txn import MAX_TRANSACTION_TIMEOUT_MS, Fenced, GroupMetadata, TransactionalWriter
 
 TARGET_SIZE = 3  # records per duplicate-replay / skip run
 HANGING_RECORDS = 3

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from eosctl.pipeline.faults import SinkTarget
-from eosctl.pipeline.truth import ABORTED, COMMITTED, GroundTruth
+from eosctl.sandbox.pipeline.faults import SinkTarget
+from eosctl.sandbox.pipeline.truth import ABORTED, COMMITTED, GroundTruth
 
 
 def expected_findings(truth: GroundTruth, topic: str, targets: Sequence[SinkTarget],

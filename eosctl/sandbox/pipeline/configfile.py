@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from eosctl.config import SANDBOX, Cluster
-from eosctl.pipeline.topics import Names
+from eosctl.sandbox.pipeline.topics import Names
 
 FILE = "eosctl.toml"
 # Secrets never go into the file: it refers to environment variables instead (see eosctl/config.py).

@@ -21,10 +21,10 @@ from confluent_kafka import Message
 
 from eosctl.config import Cluster
 from eosctl.errors import BrokerError
-from eosctl.pipeline.broker import Broker
-from eosctl.pipeline.faults import SinkTarget
-from eosctl.pipeline.reader import Reader
-from eosctl.pipeline.topics import Names
+from eosctl.sandbox.pipeline.broker import Broker
+from eosctl.sandbox.pipeline.faults import SinkTarget
+from eosctl.sandbox.pipeline.reader import Reader
+from eosctl.sandbox.pipeline.topics import Names
 
 TABLE = "orders_sink"
 OFFSETS_TABLE = "sink_offsets"

@@ -2,25 +2,25 @@
 
 source (transactional producer) -> ``{prefix}.orders`` -> process (read-process-write, offsets in the
 transaction) -> ``{prefix}.enriched`` -> sink (DuckDB rows + offsets in one DuckDB transaction).
-``run_pipeline`` runs it once and returns the manifest (format: eosctl/pipeline/manifest.py); the fault
-modes are described in eosctl/pipeline/faults.py.
+``run_pipeline`` runs it once and returns the manifest (format: eosctl/sandbox/pipeline/manifest.py); the
+fault modes are described in eosctl/sandbox/pipeline/faults.py.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from eosctl.pipeline.modes import FAULTS
+from eosctl.sandbox.pipeline.modes import FAULTS
 
 if TYPE_CHECKING:
-    from eosctl.pipeline.run import run_pipeline
+    from eosctl.sandbox.pipeline.run import run_pipeline
 
 __all__ = ["FAULTS", "run_pipeline"]
 
 
 def __getattr__(name: str) -> Any:
     if name == "run_pipeline":
-        from eosctl.pipeline.run import run_pipeline
+        from eosctl.sandbox.pipeline.run import run_pipeline
 
         return run_pipeline
-    raise AttributeError(f"module 'eosctl.pipeline' has no attribute {name!r}")
+    raise AttributeError(f"module 'eosctl.sandbox.pipeline' has no attribute {name!r}")

@@ -26,7 +26,7 @@ TIMEOUT = 10.0
 def quiet_logger() -> logging.Logger:
     """librdkafka logs fatal errors (e.g. the fenced zombie, which we provoke on purpose) to stderr;
     the stages turn errors into exceptions, so its log lines are only noise on the terminal."""
-    log = logging.getLogger("eosctl.pipeline.librdkafka")
+    log = logging.getLogger("eosctl.sandbox.pipeline.librdkafka")
     if not log.handlers:
         log.addHandler(logging.NullHandler())
     log.propagate = False
@@ -70,7 +70,7 @@ class Broker:
         if isolation not in self._consumers:
             # Never subscribes, so the group is never joined; librdkafka only insists that one is set.
             self._consumers[isolation] = Consumer(client_conf(self.cluster, **{
-                "group.id": "eosctl.pipeline.watermarks", "isolation.level": isolation}))
+                "group.id": "eosctl.sandbox.pipeline.watermarks", "isolation.level": isolation}))
         tp = TopicPartition(topic, partition)
         for attempt in range(5):
             try:

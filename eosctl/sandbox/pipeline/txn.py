@@ -10,8 +10,8 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer, Topic
 from eosctl.config import Cluster
 from eosctl.errors import BrokerError
 from eosctl.model import TP
-from eosctl.pipeline.broker import TIMEOUT, Broker, client_conf, kafka_error
-from eosctl.pipeline.truth import ABORTED, COMMITTED, OPEN, GroundTruth, Marker, Record
+from eosctl.sandbox.pipeline.broker import TIMEOUT, Broker, client_conf, kafka_error
+from eosctl.sandbox.pipeline.truth import ABORTED, COMMITTED, OPEN, GroundTruth, Marker, Record
 
 # What Consumer.consumer_group_metadata() returns: an opaque object, untyped in confluent-kafka.
 GroupMetadata = Any

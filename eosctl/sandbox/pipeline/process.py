@@ -24,12 +24,12 @@ from confluent_kafka import Message
 
 from eosctl.config import Cluster
 from eosctl.errors import BrokerError
-from eosctl.pipeline.broker import Broker
-from eosctl.pipeline.faults import fence
-from eosctl.pipeline.reader import Reader, as_tps
-from eosctl.pipeline.topics import Names
-from eosctl.pipeline.truth import GroundTruth
-from eosctl.pipeline.txn import TransactionalWriter
+from eosctl.sandbox.pipeline.broker import Broker
+from eosctl.sandbox.pipeline.faults import fence
+from eosctl.sandbox.pipeline.reader import Reader, as_tps
+from eosctl.sandbox.pipeline.topics import Names
+from eosctl.sandbox.pipeline.truth import GroundTruth
+from eosctl.sandbox.pipeline.txn import TransactionalWriter
 
 BATCH = 10  # input records per transaction (at most)
 ABORT_EVERY = 4  # attempts 1, 5, 9, ... fail after flush and are retried
