@@ -12,7 +12,7 @@ QUIX_VENV  ?= .venv-quix
 QUIX_STAMP := $(QUIX_VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: setup demo test lint bench clean system-deps quix-venv
+.PHONY: setup demo test lint bench clean system-deps quix-venv jars
 
 setup: $(STAMP)
 
@@ -35,13 +35,21 @@ demo: setup
 lint: setup
 	$(BIN)/ruff check eosctl auditors tui tests benchmarks
 
-test: lint system-deps $(QUIX_STAMP)
+test: lint system-deps $(QUIX_STAMP) jars
 	$(BIN)/python -m pytest -q
+
+# Apache Kafka (the suite's reference broker, 4.x and 3.9) from Maven Central, by the project's pom
+# (eosctl/sandbox/jvm/kafka.pom.xml) into ~/.cache/eosctl/jars: once per machine, reused afterwards.
+KAFKA_VERSIONS ?= 4.4.0 3.9.1
+jars: setup system-deps
+	@for v in $(KAFKA_VERSIONS); do $(BIN)/python -c "from eosctl.sandbox import maven; maven.jars('kafka', '$$v')" \
+		|| exit 1; done
 
 # Debian packages the tests start for real: chromium (the HTML report), postgresql (initdb/postgres for the
 # PostgreSQL sink), prometheus (server and promtool for the exporter). Installed only when missing and we are
 # root (a fresh CI machine or container); otherwise the tests that need one say how to install it.
-SYSTEM_DEPS := chromium:$(CHROMIUM) postgresql:/usr/lib/postgresql prometheus:/usr/bin/promtool
+SYSTEM_DEPS := chromium:$(CHROMIUM) postgresql:/usr/lib/postgresql prometheus:/usr/bin/promtool \
+	maven:/usr/bin/mvn openjdk-17-jdk-headless:/usr/lib/jvm/java-17-openjdk-amd64/bin/java
 system-deps:
 	@missing=""; for dep in $(SYSTEM_DEPS); do pkg=$${dep%%:*}; path=$${dep#*:}; \
 		[ -e "$$path" ] || missing="$$missing $$pkg"; done; \

@@ -1,7 +1,11 @@
 """Session-wide fixtures: one broker per test session.
 
-With EOSCTL_TEST_BOOTSTRAP=host:port the suite runs against that cluster (e.g. real Apache Kafka);
-otherwise it starts the noida-db sandbox on a free loopback port with its own state directory.
+The reference broker is Apache Kafka: one KRaft node from Maven Central jars
+(``eosctl.sandbox.apache_kafka``), started once per session and stopped on every exit path (its JVM also
+dies with the test process).
+EOSCTL_TEST_BOOTSTRAP=host:port runs the suite against another cluster; EOSCTL_TEST_BROKER=sandbox against
+the noida-db sandbox instead. Tests that need the embedded sandbox itself use ``sandbox_bootstrap``; those
+that need three brokers ``kafka_cluster3`` (started only when such a test runs).
 """
 
 from __future__ import annotations
@@ -14,12 +18,44 @@ import pytest
 from tests.kafkasim.fixtures import kafka_sim  # noqa: F401  (the scripted Kafka-protocol broker)
 
 
+def _start_kafka(tmp_path_factory: pytest.TempPathFactory, name: str, nodes: int, **kw):
+    import atexit
+
+    from eosctl.sandbox import apache_kafka
+
+    cluster = apache_kafka.start(tmp_path_factory.mktemp(name), nodes=nodes, die_with_parent=True, **kw)
+    atexit.register(apache_kafka.stop, cluster)
+    return cluster
+
+
 @pytest.fixture(scope="session")
-def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> str:
-    external = os.environ.get("EOSCTL_TEST_BOOTSTRAP")
-    if external:
-        yield external
-        return
+def apache_kafka(tmp_path_factory: pytest.TempPathFactory):
+    """ONE single-node Apache Kafka (the newest 4.x the pom names) for the session: the KafkaCluster, for
+    tests that read its server.log, run Kafka's own tools against it or restart it."""
+    from eosctl.sandbox import apache_kafka as ak
+
+    cluster = _start_kafka(tmp_path_factory, "apache-kafka", 1)
+    try:
+        yield cluster
+    finally:
+        ak.stop(cluster)
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster3(tmp_path_factory: pytest.TempPathFactory):
+    """ONE three-node Apache Kafka cluster (RF 3, min ISR 2), only for the tests that need several brokers."""
+    from eosctl.sandbox import apache_kafka as ak
+
+    cluster = _start_kafka(tmp_path_factory, "apache-kafka-3", 3)
+    try:
+        yield cluster
+    finally:
+        ak.stop(cluster)
+
+
+@pytest.fixture(scope="session")
+def sandbox_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The noida-db sandbox, for tests of the sandbox itself and where only it is fast."""
     from eosctl.sandbox import noida
 
     home = tmp_path_factory.mktemp("sandbox")
@@ -28,6 +64,17 @@ def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> str:
         yield state.bootstrap
     finally:
         noida.down(home)
+
+
+@pytest.fixture(scope="session")
+def bootstrap(request: pytest.FixtureRequest) -> str:
+    """The session's broker: Apache Kafka unless EOSCTL_TEST_BOOTSTRAP or EOSCTL_TEST_BROKER=sandbox say."""
+    external = os.environ.get("EOSCTL_TEST_BOOTSTRAP")
+    if external:
+        return external
+    if os.environ.get("EOSCTL_TEST_BROKER") == "sandbox":
+        return request.getfixturevalue("sandbox_bootstrap")
+    return request.getfixturevalue("apache_kafka").bootstrap
 
 
 @pytest.fixture

@@ -7,19 +7,18 @@ demo config find the broker.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import time
 from dataclasses import asdict
 from pathlib import Path
 
 from eosctl import procs, sandboxstate
-from eosctl.clients import confluent_admin
-from eosctl.config import Cluster
-from eosctl.errors import BrokerError, EosctlError
+from eosctl.errors import EosctlError
+from eosctl.sandbox.net import free_port, port_open, wait_for_metadata
 from eosctl.sandboxstate import STATE_FILE, SandboxState, bootstrap_or_error, state_dir
 
 __all__ = ["SandboxState", "bootstrap_or_error", "state_dir", "up", "down", "free_port", "port_open"]
+
 
 def broker_binary() -> Path:
     try:
@@ -32,34 +31,6 @@ def broker_binary() -> Path:
     if not binary.exists():
         raise EosctlError(f"noida-db is installed but its binary is missing at {binary}; reinstall noida-db")
     return binary
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def port_open(port: int, host: str = "127.0.0.1") -> bool:
-    with socket.socket() as s:
-        s.settimeout(0.2)
-        return s.connect_ex((host, port)) == 0
-
-
-def wait_for_metadata(bootstrap: str, timeout: float = 30.0) -> None:
-    """Block until the broker answers a Metadata request (an open port is not enough)."""
-    deadline = time.monotonic() + timeout
-    admin = confluent_admin(Cluster(name="sandbox", bootstrap_servers=bootstrap), timeout=1.0)
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            md = admin.list_topics(timeout=1.0)
-            if md.brokers:
-                return
-        except Exception as e:  # librdkafka raises KafkaException while the port is still closed
-            last = e
-        time.sleep(0.1)
-    raise BrokerError(f"broker at {bootstrap} did not answer Metadata within {timeout:.0f}s ({last})")
 
 
 def up(home: Path, port: int | None = None, timeout: float = 30.0) -> tuple[SandboxState, bool]:
