@@ -8,6 +8,7 @@ committed: a fresh machine resolves everything from Central on first use.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -18,7 +19,8 @@ from pathlib import Path
 from eosctl.errors import EosctlError
 
 POMS = Path(__file__).parent / "jvm"
-# Each pom's version property and its default (what ``version=None`` resolves).
+# The poms whose main version can be chosen (``version=``): the property that sets it. Other poms resolve
+# what they name, cached under their content's hash.
 VERSION_PROPERTY = {"kafka": "kafka.version"}
 _COMPLETE = ".complete"
 
@@ -35,7 +37,10 @@ def pom(name: str) -> Path:
 
 
 def default_version(name: str) -> str:
-    """The version a pom resolves unless told (its ``<VERSION_PROPERTY>`` property)."""
+    """The version a pom resolves unless told (its ``<VERSION_PROPERTY>`` property), or for a pom without
+    one a hash of its text (a changed pom resolves anew)."""
+    if name not in VERSION_PROPERTY:
+        return "pom-" + hashlib.sha256(pom(name).read_bytes()).hexdigest()[:12]
     prop = VERSION_PROPERTY[name]
     found = re.search(rf"<{re.escape(prop)}>([^<]+)</{re.escape(prop)}>", pom(name).read_text())
     if not found:
@@ -63,7 +68,10 @@ def java() -> str:
 
 
 def jars(name: str, version: str | None = None, progress=None) -> Path:
-    """The directory holding every runtime jar of pom ``name`` at ``version`` (resolved on first use)."""
+    """The directory holding every runtime jar of pom ``name`` (``jvm/NAME.pom.xml``) at ``version``
+    (resolved on first use). Its ``.complete`` file holds the version."""
+    if version is not None and name not in VERSION_PROPERTY:
+        raise EosctlError(f"the {name} pom has no version to choose")
     version = version or default_version(name)
     dest = cache_root() / f"{name}-{version}"
     if (dest / _COMPLETE).exists():
@@ -80,7 +88,9 @@ def jars(name: str, version: str | None = None, progress=None) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}-{version}-", dir=dest.parent))
     try:
         cmd = [mvn, "-q", "-B", "-f", str(pom(name)), "dependency:copy-dependencies",
-               "-DincludeScope=runtime", f"-DoutputDirectory={tmp}", f"-D{VERSION_PROPERTY[name]}={version}"]
+               "-DincludeScope=runtime", f"-DoutputDirectory={tmp}"]
+        if name in VERSION_PROPERTY:
+            cmd.append(f"-D{VERSION_PROPERTY[name]}={version}")
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL)
         if done.returncode != 0:
             lines = [ln for ln in (done.stdout + done.stderr).splitlines() if "ERROR" in ln] or ["no output"]
