@@ -161,6 +161,10 @@ class AbortPlan:
     # saw for the producer, so it is the one DescribeProducers reports, or 0 when unknown (as
     # kafka-transactions.sh abort does).
     coordinator_epoch: int = 0
+    # The coordinator's state for the transactional id (DescribeTransactions), None when unknown. The ABORT
+    # marker goes to the partition leader only: a coordinator still "Ongoing" is not told, so a live
+    # producer of the id goes on and commits its later records without the aborted ones.
+    coordinator_state: str | None = None
 
     def to_dict(self, now_ms: int) -> dict[str, Any]:
         age = None if self.started_ms is None else max(0.0, (now_ms - self.started_ms) / 1000)
@@ -168,7 +172,12 @@ class AbortPlan:
                 "producer_id": self.producer_id, "producer_epoch": self.producer_epoch,
                 "coordinator_epoch": self.coordinator_epoch, "lso": self.lso,
                 "hw": self.hw, "blocked": self.hw - self.lso, "age_s": _round(age),
-                "transactional_id": self.transactional_id, "supported": self.supported}
+                "transactional_id": self.transactional_id, "coordinator_state": self.coordinator_state,
+                "supported": self.supported}
+
+    @property
+    def producer_may_be_alive(self) -> bool:
+        return self.coordinator_state == "Ongoing"
 
 
 def _round(v: float | None) -> float | None:
@@ -179,7 +188,20 @@ def _round(v: float | None) -> float | None:
 
 
 def supports(admin: KafkaAdminClient, api_key: int) -> bool:
-    return api_key in {int(k) for k in admin.api_versions()}
+    """Whether the broker lists ``api_key`` in its ApiVersions answer.
+
+    Read from the raw answer, never through ``admin.api_versions()``: kafka-python 3 turns every key the
+    broker lists into its ApiKey enum and raises ValueError on one it lacks (Apache Kafka 4.4 lists key 93),
+    and newer brokers will list more.
+    """
+    data = getattr(getattr(admin, "_manager", None), "broker_version_data", None)
+    listed = getattr(data, "api_versions", None)
+    if listed is None:
+        try:
+            listed = admin.api_versions()
+        except ValueError:
+            return False
+    return api_key in {int(k) for k in listed}
 
 
 def _call(what: str, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
@@ -449,7 +471,8 @@ def plan_abort(client: WireClient, admin: KafkaAdminClient, topic: str, partitio
     coordinator = coordinator_view(client, {pid}).get(pid)
     return AbortPlan(topic, partition, start_offset, pid, epoch, o.last_stable, o.high_watermark, started,
                      coordinator.transactional_id if coordinator else None,
-                     supports(admin, WRITE_TXN_MARKERS_API_KEY), coordinator_epoch)
+                     supports(admin, WRITE_TXN_MARKERS_API_KEY), coordinator_epoch,
+                     coordinator.state if coordinator else None)
 
 
 def abort(admin: KafkaAdminClient, plan: AbortPlan) -> None:

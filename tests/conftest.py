@@ -15,7 +15,31 @@ import uuid
 
 import pytest
 
+from tests import txnguard
 from tests.kafkasim.fixtures import kafka_sim  # noqa: F401  (the scripted Kafka-protocol broker)
+
+
+def _record_pipeline_prefixes() -> None:
+    """Every reference-pipeline run records its prefix (see tests/txnguard.py); done at import, before the
+    test modules bind ``run_pipeline``."""
+    from eosctl.sandbox.pipeline import run as pipeline_run
+
+    original = pipeline_run.run_pipeline
+    if getattr(original, "_txnguard", False):
+        return
+
+    def run_pipeline(cluster, prefix, *args, **kwargs):
+        txnguard.register(prefix)
+        return original(cluster, prefix, *args, **kwargs)
+
+    run_pipeline._txnguard = True  # type: ignore[attr-defined]
+    run_pipeline.__doc__ = original.__doc__
+    pipeline_run.run_pipeline = run_pipeline
+
+
+_record_pipeline_prefixes()
+# The session broker's address once a test asked for it: the module and session checks below use it.
+_SESSION_BOOTSTRAP: list[str] = []
 
 
 def _start_kafka(tmp_path_factory: pytest.TempPathFactory, name: str, nodes: int, **kw):
@@ -67,14 +91,35 @@ def sandbox_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 @pytest.fixture(scope="session")
-def bootstrap(request: pytest.FixtureRequest) -> str:
+def bootstrap(request: pytest.FixtureRequest):
     """The session's broker: Apache Kafka unless EOSCTL_TEST_BOOTSTRAP or EOSCTL_TEST_BROKER=sandbox say."""
     external = os.environ.get("EOSCTL_TEST_BOOTSTRAP")
     if external:
-        return external
-    if os.environ.get("EOSCTL_TEST_BROKER") == "sandbox":
-        return request.getfixturevalue("sandbox_bootstrap")
-    return request.getfixturevalue("apache_kafka").bootstrap
+        address = external
+    elif os.environ.get("EOSCTL_TEST_BROKER") == "sandbox":
+        address = request.getfixturevalue("sandbox_bootstrap")
+    else:
+        address = request.getfixturevalue("apache_kafka").bootstrap
+    _SESSION_BOOTSTRAP.append(address)
+    yield address
+    # The session's end: nothing this session began may stay open (a shared cluster keeps it for
+    # transaction.timeout.ms, up to 15 minutes, holding every read_committed reader of the partition).
+    left = txnguard.still_ongoing(address)
+    if left:
+        txnguard.end_ongoing(address)  # leave the cluster clean, then say which test forgot to
+        raise AssertionError(f"the session left open transactions on {address}: "
+                             + ", ".join(f"{t} ({s})" for t, s in left))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _end_open_transactions():
+    """A module's teardown ends the open transactions its tests began (the `hanging` fault leaves one on
+    purpose, with the broker's maximum timeout)."""
+    before = set(txnguard.prefixes())
+    yield
+    mine = [p for p in txnguard.prefixes() if p not in before]
+    if mine and _SESSION_BOOTSTRAP:
+        txnguard.end_ongoing(_SESSION_BOOTSTRAP[0], mine)
 
 
 @pytest.fixture
@@ -94,7 +139,7 @@ def private_broker(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture
 def unique() -> str:
     """A short unique prefix, so tests sharing one broker never share topics or groups."""
-    return "t" + uuid.uuid4().hex[:10]
+    return txnguard.register("t" + uuid.uuid4().hex[:10])
 
 
 @pytest.fixture(scope="session")

@@ -76,6 +76,13 @@ def render_abort(out: Any, plan: Any, now: int, yes: bool) -> None:
     out.print(safetext.text(f"open transaction on {plan.topic}[{plan.partition}] from offset "
                             f"{plan.start_offset}: {who}, open for {age_text(age)}; LSO {plan.lso}, "
                             f"HW {plan.hw}, blocking {plan.hw - plan.lso} offsets"))
+    if plan.producer_may_be_alive:
+        # Kafka's WriteTxnMarkers reaches the partition leader only (KIP-664): the coordinator keeps the
+        # transaction Ongoing, and a producer that is still alive commits what it writes next.
+        out.print(safetext.text(
+            f"note: the coordinator still has {plan.transactional_id} Ongoing; it is not told of this abort: "
+            "if that producer is alive it will go on and commit its later records without these; "
+            "stop it first"))
     if yes:
         out.print(safetext.text(f"aborted: ABORT marker written for {who} on {plan.topic}[{plan.partition}]"))
     elif plan.supported:

@@ -162,21 +162,6 @@ def test_abort_not_at_an_open_transaction_is_one_line(run):
     assert len(result.stderr.splitlines()) == 1
 
 
-def test_abort_yes_is_refused_where_the_broker_lacks_the_api(run):
-    manifest, config = run
-    h = manifest["hanging"][0]
-    plan = json.loads(eosctl("txns", "abort", "-c", config, "--topic", h["topic"], "--partition",
-                             str(h["partition"]), "--start-offset", str(h["first_offset"]), "--format",
-                             "json").stdout)
-    if plan["supported"]:
-        pytest.skip("this broker can abort; not aborting the shared run's transaction")
-    result = eosctl("txns", "abort", "-c", config, "--topic", h["topic"], "--partition", str(h["partition"]),
-                    "--start-offset", str(h["first_offset"]), "--yes")
-    assert result.exit_code == 2
-    assert result.stderr == ("eosctl: error: this broker does not support aborting transactions "
-                             "(no WriteTxnMarkers API); nothing was changed\n")
-
-
 @pytest.mark.parametrize("args", [("txns", "list"), ("lag", "-g", "g", "-t", "t"), ("producers", "-t", "t")])
 def test_unreachable_bootstrap_is_one_line_and_exit_2(args):
     with socket.socket() as s:

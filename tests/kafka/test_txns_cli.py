@@ -138,3 +138,38 @@ def test_txns_abort_writes_the_marker_and_the_log_shows_it(kafka_sim: KafkaSim) 
         (5, PID, 2, "ABORT")]
     code, found = hanging(kafka_sim)
     assert (code, found) == (0, [])
+
+
+def _open_txn_to_abort(kafka_sim: KafkaSim) -> list[str]:
+    p = kafka_sim.partition("t", 0)
+    p.data(3)
+    p.txn(PID, 2, 2)
+    return ["txns", "abort", "--bootstrap", kafka_sim.bootstrap, "--topic", "t", "--partition", "0",
+            "--start-offset", "3"]
+
+
+def test_txns_abort_works_whatever_api_keys_the_broker_lists(kafka_sim: KafkaSim) -> None:
+    """Apache Kafka 4.4 lists API key 93, which kafka-python 3's ApiKey enum lacks (its api_versions() raised
+    ValueError); newer brokers will list more."""
+    kafka_sim.extra_api_keys.update({93: (0, 0), 94: (0, 1), 1000: (0, 3)})
+    args = _open_txn_to_abort(kafka_sim)
+    dry = cli(*args, "--format", "json")
+    assert dry.exit_code == 0, dry.output
+    assert json.loads(dry.stdout)["supported"] is True
+    done = cli(*args, "--yes")
+    assert done.exit_code == 0, done.output
+    assert done.stdout.splitlines()[-1] == f"aborted: ABORT marker written for producer {PID} epoch 2 on t[0]"
+
+
+def test_abort_yes_is_refused_where_the_broker_lacks_the_api(kafka_sim: KafkaSim) -> None:
+    kafka_sim.unlisted_api_keys.add(27)  # WriteTxnMarkers
+    args = _open_txn_to_abort(kafka_sim)
+    dry = cli(*args)
+    assert dry.exit_code == 0, dry.output
+    assert dry.stdout.splitlines()[-1] == (
+        "dry run: nothing changed; this broker has no WriteTxnMarkers API, so --yes would be refused")
+    result = cli(*args, "--yes")
+    assert result.exit_code == 2
+    assert result.stderr == ("eosctl: error: this broker does not support aborting transactions "
+                             "(no WriteTxnMarkers API); nothing was changed\n")
+    assert not any(api == "WriteTxnMarkers" for _, api, _ in kafka_sim.requests)

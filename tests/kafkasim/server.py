@@ -158,6 +158,11 @@ class KafkaSim:
         self.probes: list[tuple[int, str, int, int]] = []
         self.list_offsets: list[tuple[str, int, int, int]] = []  # (topic, partition, timestamp, isolation)
         self.errors: list[str] = []  # handler crashes: a test fixture fails on them
+        # ApiVersions as a given broker answers it: keys it lists beyond what the sim serves (Apache Kafka
+        # 4.4 lists key 93, newer brokers more: RequestContext/ApiVersionsResponse list every ApiKeys entry
+        # the listener enables) and keys it leaves out (a broker without the abort API).
+        self.extra_api_keys: dict[int, tuple[int, int]] = {}
+        self.unlisted_api_keys: set[int] = set()
         self.lock = threading.RLock()
         self._servers = [_Server(self, node) for node in range(nodes)]
         for s in self._servers:
@@ -263,7 +268,9 @@ class KafkaSim:
 
     def _api_versions(self) -> list[Any]:
         item = ApiVersionsResponse.ApiVersion
-        return [item(api_key=k, min_version=lo, max_version=hi) for k, (_, _, lo, hi) in sorted(APIS.items())]
+        listed = {k: (lo, hi) for k, (_, _, lo, hi) in APIS.items() if k not in self.unlisted_api_keys}
+        listed.update(self.extra_api_keys)
+        return [item(api_key=k, min_version=lo, max_version=hi) for k, (lo, hi) in sorted(listed.items())]
 
     def _apiversions(self, node: int, request: Any, version: int) -> dict[str, Any]:
         return {"error_code": NONE, "api_keys": self._api_versions(), "throttle_time_ms": 0}
