@@ -78,6 +78,27 @@ def kafka_cluster3(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="session")
+def kafka39(tmp_path_factory: pytest.TempPathFactory):
+    """ONE single-node Apache Kafka 3.9.1 (transactions v1 only), only for the version set's tests."""
+    from eosctl.sandbox import apache_kafka as ak
+
+    cluster = _start_kafka(tmp_path_factory, "apache-kafka-39", 1, version="3.9.1")
+    try:
+        yield cluster
+    finally:
+        ak.stop(cluster)
+
+
+@pytest.fixture(params=["4.4", "3.9"])
+def kafka_version(request: pytest.FixtureRequest):
+    """The version set: the test runs on the session's Apache Kafka 4.4 and on a 3.9.1 broker of its own
+    (where behaviour differs by version: transactions v1 vs v2, the abort API)."""
+    if request.param == "3.9":
+        return request.getfixturevalue("kafka39")
+    return request.getfixturevalue("apache_kafka")
+
+
+@pytest.fixture(scope="session")
 def sandbox_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> str:
     """The noida-db sandbox, for tests of the sandbox itself and where only it is fast."""
     from eosctl.sandbox import noida
