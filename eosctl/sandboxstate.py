@@ -1,8 +1,9 @@
 """Where a running sandbox broker listens, read from the state file ``eosctl sandbox up`` leaves.
 
 The state lives in a project state directory (``$EOSCTL_HOME`` or ``./.eosctl``): ``sandbox.json`` records
-the pid, port and data directory. The core reads it to resolve ``bootstrap_servers = "sandbox"``; starting
-and stopping the broker is ``eosctl.sandbox``'s.
+the pid, port, data directory and which broker runs (the embedded noida-db, or Apache Kafka from Maven
+Central jars with `eosctl sandbox up --broker kafka`). The core reads it to resolve
+``bootstrap_servers = "sandbox"``; starting and stopping the broker is ``eosctl.sandbox``'s.
 """
 
 from __future__ import annotations
@@ -25,6 +26,12 @@ class SandboxState:
     data_dir: str
     log_file: str
     started_at: float
+    broker: str = "noida"  # or "kafka" (Apache Kafka, one KRaft node)
+    version: str | None = None  # Apache Kafka's version; None for noida-db
+
+    @property
+    def describe(self) -> str:
+        return f"Apache Kafka {self.version}" if self.broker == "kafka" else "noida-db"
 
     @property
     def bootstrap(self) -> str:
@@ -45,7 +52,8 @@ def _is_our_broker(state: SandboxState) -> bool:
         cmdline = Path(f"/proc/{state.pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return True  # no /proc (not Linux): trust the pid
-    return state.data_dir.encode() in cmdline
+    # noida-db names its data dir as an argument; Kafka's JVM names files under it (its server.properties).
+    return any(state.data_dir.encode() in arg for arg in cmdline)
 
 
 def read_state(home: Path) -> SandboxState | None:

@@ -21,16 +21,20 @@ DEMO_FAULTS = ("duplicate-replay", "skip", "aborted-leak", "upstream-retry", "zo
 @click.option("--fault", "faults", multiple=True, type=click.Choice(FAULTS),
               help="Faults to plant (default: a mix of all of them).")
 @click.option("--no-audit", is_flag=True, help="Stop after the pipeline; don't run the Spark audit.")
+@click.option("--broker", type=click.Choice(["noida", "kafka"]), default="noida", show_default=True,
+              help="The sandbox broker: the embedded noida-db, or Apache Kafka from Maven Central jars.")
 @click.pass_context
-def demo(ctx: click.Context, records: int, faults: tuple[str, ...], no_audit: bool) -> None:
+def demo(ctx: click.Context, records: int, faults: tuple[str, ...], no_audit: bool, broker: str) -> None:
     """Start the sandbox broker, run the demo pipeline with planted defects, and audit it.
 
     \b
-    1. `eosctl sandbox up`: a Kafka-protocol broker (noida-db) on a free loopback port
+    1. `eosctl sandbox up`: a Kafka-protocol broker (noida-db; --broker kafka: Apache Kafka) on a free
+       loopback port
     2. the reference exactly-once pipeline (source -> read-process-write -> DuckDB sink),
        with duplicate-replay, skip, aborted-leak, upstream-retry, zombie and hanging faults
     3. `eosctl audit` of the sink against Kafka, which must find exactly the planted defects
     """
+    from eosctl.commands.sandbox_cmd import start_broker
     from eosctl.config import Cluster
     from eosctl.output.terminal import console
     from eosctl.sandbox import noida
@@ -41,9 +45,10 @@ def demo(ctx: click.Context, records: int, faults: tuple[str, ...], no_audit: bo
     out = console()
     t0 = time.monotonic()
     home = noida.state_dir()
-    with err.status("starting the sandbox broker..."):
-        state, started = noida.up(home)
-    err.print(f"[green]✓[/] sandbox {'started' if started else 'already running'} at {state.bootstrap}")
+    with err.status("starting the sandbox broker...") as status:
+        state, started = start_broker(broker, progress=status.update)
+    err.print(f"[green]✓[/] sandbox ({state.describe}) {'started' if started else 'already running'} at "
+              f"{state.bootstrap}")
 
     workdir = home / "demo"
     cluster = Cluster(name="sandbox", bootstrap_servers=state.bootstrap)

@@ -12,7 +12,8 @@ from eosctl.commands import pipeline_cmd
 
 @click.group("sandbox")
 def sandbox() -> None:
-    """The embedded sandbox broker (noida-db, Kafka protocol) on a free loopback port.
+    """The sandbox broker on a free loopback port: the embedded noida-db (Kafka protocol, the default) or
+    Apache Kafka from Maven Central jars (`up --broker kafka`, needs Java 17+).
 
     Its state (pid, port, data) lives in $EOSCTL_HOME, default ./.eosctl. Configs whose cluster says
     bootstrap_servers = "sandbox" connect to it.
@@ -22,13 +23,33 @@ def sandbox() -> None:
 @sandbox.command("up")
 @click.option("--port", type=click.IntRange(1, 65535), default=None,
               help="Loopback port (default: a free one).")
-def sandbox_up(port: int | None) -> None:
+@click.option("--broker", type=click.Choice(["noida", "kafka"]), default="noida", show_default=True,
+              help="noida: the embedded broker; kafka: Apache Kafka (one KRaft node) from Maven Central "
+              "jars.")
+def sandbox_up(port: int | None, broker: str) -> None:
     """Start the sandbox broker (does nothing if it already runs)."""
+    state, started = start_broker(broker, port)
+    verb = "started" if started else "already running"
+    click.echo(f"sandbox {verb}: {state.describe}, bootstrap {state.bootstrap} (pid {state.pid}, "
+               f"data {state.data_dir})")
+
+
+def start_broker(broker: str, port: int | None = None,
+                 progress=None) -> tuple[sandboxstate.SandboxState, bool]:
+    """The sandbox of the kind asked for, started unless one of that kind already runs."""
     from eosctl.sandbox import noida as sb
 
-    state, started = sb.up(sb.state_dir(), port=port)
-    verb = "started" if started else "already running"
-    click.echo(f"sandbox {verb}: bootstrap {state.bootstrap} (pid {state.pid}, data {state.data_dir})")
+    if broker == "kafka":
+        from eosctl.sandbox import kafka_sandbox
+
+        return kafka_sandbox.up(sb.state_dir(), port=port, progress=progress)
+    running = sandboxstate.status(sb.state_dir())
+    if running is not None and running.broker != "noida":
+        from eosctl.errors import EosctlError
+
+        raise EosctlError(f"the {running.describe} sandbox already runs at {running.bootstrap}; "
+                          "run `eosctl sandbox down` first to start noida-db instead")
+    return sb.up(sb.state_dir(), port=port)
 
 
 @sandbox.command("down")
@@ -55,7 +76,8 @@ def sandbox_status() -> None:
     if state is None:
         click.echo("sandbox not running (start it with `eosctl sandbox up`)")
         sys.exit(1)
-    click.echo(f"sandbox running: bootstrap {state.bootstrap} (pid {state.pid}, data {state.data_dir})")
+    click.echo(f"sandbox running: {state.describe}, bootstrap {state.bootstrap} (pid {state.pid}, "
+               f"data {state.data_dir})")
 
 
 sandbox.add_command(pipeline_cmd.pipeline)

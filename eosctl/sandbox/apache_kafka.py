@@ -163,9 +163,10 @@ def tool(cluster: KafkaCluster, main: str, *args: str, timeout: float = 120.0,
 
 def start(home: Path, nodes: int = 1, version: str | None = None, properties: dict[str, str] | None = None,
           heap: str = HEAP, die_with_parent: bool = False, timeout: float = 90.0,
-          progress=None) -> KafkaCluster:
+          progress=None, port: int | None = None) -> KafkaCluster:
     """Format and start ``nodes`` combined broker+controller nodes under ``home``; wait until every broker
-    answers Metadata. ``properties`` are added to (and override) ``default_properties``."""
+    answers Metadata. ``properties`` are added to (and override) ``default_properties``; ``port`` is the
+    first node's client port (default: a free one)."""
     home = Path(home).resolve()
     home.mkdir(parents=True, exist_ok=True)
     jar_dir = maven.jars("kafka", version, progress=progress)
@@ -176,7 +177,8 @@ def start(home: Path, nodes: int = 1, version: str | None = None, properties: di
         node_home = home / f"node{i}"
         node_home.mkdir(parents=True, exist_ok=True)
         cluster.nodes.append(KafkaNode(
-            node_id=i, port=free_port(), controller_port=free_port(), log_dir=str(node_home / "data"),
+            node_id=i, port=port if (port and i == 1) else free_port(), controller_port=free_port(),
+            log_dir=str(node_home / "data"),
             properties=str(node_home / "data" / ".." / "server.properties"),
             log_file=str(node_home / "server.log")))
     voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in cluster.nodes)

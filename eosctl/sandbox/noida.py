@@ -87,6 +87,7 @@ def down(home: Path) -> SandboxState | None:
     state = sandboxstate.status(home)
     if state is None:
         return None
-    procs.stop(state.pid)
+    # Apache Kafka's controlled shutdown (SIGTERM) takes longer than noida-db's.
+    procs.stop(state.pid, timeout=30.0 if state.broker == "kafka" else 10.0)
     (home / STATE_FILE).unlink(missing_ok=True)
     return state
