@@ -1,7 +1,8 @@
 """eosctl's answers against Apache Kafka's own tools, run from the same jars on the session's broker:
 ``TransactionsCommand`` (kafka-transactions.sh: list, describe, describe-producers, find-hanging),
 ``DumpLogSegments --deep-iteration`` on the partition's segment files, and ``ConsumerGroupCommand
---describe`` (kafka-consumer-groups.sh: the group offsets the Java AdminClient reports).
+--describe`` (kafka-consumer-groups.sh: the group offsets the Java AdminClient reports). Each runs on the
+session's Apache Kafka 4.4 and, as part of the version set, on a 3.9.1 broker.
 
 The module writes one topic: on partition 0 a committed transaction, an aborted one, and (a second instance
 of the same transactional id, epoch 1) another committed one; on partition 1 a transaction left open by a
@@ -40,12 +41,19 @@ def table(stdout: str) -> list[dict[str, str]]:
     return [dict(zip(header, (c.strip() for c in ln.split("\t")), strict=False)) for ln in lines[1:]]
 
 
+@pytest.fixture(scope="module", params=["4.4", "3.9"])
+def broker(request: pytest.FixtureRequest):
+    """The session's Apache Kafka 4.4 and, as the version set, a 3.9.1 broker (transactions v1 only; its
+    tools are the 3.9 classes)."""
+    return request.getfixturevalue("kafka39" if request.param == "3.9" else "apache_kafka")
+
+
 @pytest.fixture(scope="module")
-def written(apache_kafka):
+def written(broker):
     from confluent_kafka import Consumer, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    bs = apache_kafka.bootstrap
+    bs = broker.bootstrap
     prefix = txnguard.register("t" + uuid.uuid4().hex[:10])
     topic, group = f"{prefix}.oracle", f"{prefix}.group"
     done_id, open_id = f"{prefix}.done", f"{prefix}.open"
@@ -90,12 +98,12 @@ def written(apache_kafka):
         txnguard.end_ongoing(bs, [prefix])
 
 
-def test_transactions_list_and_describe_match_kafkas(apache_kafka, written) -> None:
+def test_transactions_list_and_describe_match_kafkas(broker, written) -> None:
     from eosctl.sandbox import apache_kafka as ak
 
     bs = written["bs"]
     ours = {t["transactional_id"]: t for t in eosctl("txns", "list", "--bootstrap", bs)["transactions"]}
-    listed = table(ak.tool(apache_kafka, TXN, "--bootstrap-server", bs, "list").stdout)
+    listed = table(ak.tool(broker, TXN, "--bootstrap-server", bs, "list").stdout)
     kafka = {r["TransactionalId"]: r for r in listed if r["TransactionalId"].startswith(written["prefix"])}
     assert sorted(kafka) == sorted(i for i in ours if i.startswith(written["prefix"])) == sorted(
         [written["done_id"], written["open_id"]])
@@ -103,7 +111,7 @@ def test_transactions_list_and_describe_match_kafkas(apache_kafka, written) -> N
         assert (ours[txid]["producer_id"], ours[txid]["state"], ours[txid]["coordinator_id"]) == (
             int(row["ProducerId"]), row["TransactionState"], int(row["Coordinator"]))
     for txid in kafka:
-        (d,) = table(ak.tool(apache_kafka, TXN, "--bootstrap-server", bs, "describe", "--transactional-id",
+        (d,) = table(ak.tool(broker, TXN, "--bootstrap-server", bs, "describe", "--transactional-id",
                              txid).stdout)
         mine = eosctl("txns", "describe", "--bootstrap", bs, txid)
         start = None if d["CurrentTransactionStartTimeMs"] in ("None", "-1") else int(
@@ -118,14 +126,14 @@ def test_transactions_list_and_describe_match_kafkas(apache_kafka, written) -> N
     assert ours[written["done_id"]]["producer_epoch"] == 1
 
 
-def test_producers_match_describe_producers(apache_kafka, written) -> None:
+def test_producers_match_describe_producers(broker, written) -> None:
     from eosctl.sandbox import apache_kafka as ak
 
     bs, topic = written["bs"], written["topic"]
     ours = eosctl("producers", "--bootstrap", bs, "--topic", topic)
     assert ours["source"] == "describe-producers"
     for partition in (0, 1):
-        rows = table(ak.tool(apache_kafka, TXN, "--bootstrap-server", bs, "describe-producers", "--topic",
+        rows = table(ak.tool(broker, TXN, "--bootstrap-server", bs, "describe-producers", "--topic",
                              topic, "--partition", str(partition)).stdout)
         kafka = sorted((int(r["ProducerId"]), int(r["ProducerEpoch"]), int(r["LastSequence"]),
                         int(r["LastTimestamp"]), int(r["LatestCoordinatorEpoch"]),
@@ -138,14 +146,14 @@ def test_producers_match_describe_producers(apache_kafka, written) -> None:
     assert [p["current_txn_start_offset"] for p in ours["producers"] if p["partition"] == 1] == [0]
 
 
-def test_hanging_agrees_with_find_hanging(apache_kafka, written) -> None:
+def test_hanging_agrees_with_find_hanging(broker, written) -> None:
     """find-hanging reports only what KIP-664 calls hanging (the coordinator does not hold the partition in
     the producer's transaction); the open transaction here is young and its coordinator knows it: Kafka's
     tool finds nothing, and eosctl finds it only under its LSO rule (--max-age 0), never under kip664."""
     from eosctl.sandbox import apache_kafka as ak
 
     bs, topic = written["bs"], written["topic"]
-    kafka = table(ak.tool(apache_kafka, TXN, "--bootstrap-server", bs, "find-hanging", "--topic", topic,
+    kafka = table(ak.tool(broker, TXN, "--bootstrap-server", bs, "find-hanging", "--topic", topic,
                           "--max-transaction-timeout", "0").stdout)
     doc = eosctl("txns", "hanging", "--bootstrap", bs, "--topic", topic, "--max-age", "0")
     assert [(h["partition"], h["first_offset"]) for h in doc["hanging"] if "kip664" in h["rules"]] == [
@@ -196,10 +204,10 @@ def aborted_ranges(batches: list[tuple]) -> list[tuple[int, int, int]]:
     return out
 
 
-def test_log_matches_dump_log_segments(apache_kafka, written) -> None:
+def test_log_matches_dump_log_segments(broker, written) -> None:
     bs, topic = written["bs"], written["topic"]
-    partition_dir = Path(apache_kafka.nodes[0].log_dir) / f"{topic}-0"
-    kafka = dump_log_segments(apache_kafka, partition_dir)
+    partition_dir = Path(broker.nodes[0].log_dir) / f"{topic}-0"
+    kafka = dump_log_segments(broker, partition_dir)
     doc = eosctl("log", "--bootstrap", bs, "--topic", topic, "--partition", "0")
     mine = [(b["base_offset"], b["record_count"], b["producer_id"], b["producer_epoch"],
              b["is_transactional"], b["is_control"], b["marker"]) for b in doc["batches"]]
@@ -212,11 +220,11 @@ def test_log_matches_dump_log_segments(apache_kafka, written) -> None:
         (4, 0, "COMMIT"), (8, 0, "ABORT"), (11, 1, "COMMIT")]
 
 
-def test_lag_matches_consumer_group_command(apache_kafka, written) -> None:
+def test_lag_matches_consumer_group_command(broker, written) -> None:
     from eosctl.sandbox import apache_kafka as ak
 
     bs, group = written["bs"], written["group"]
-    out = ak.tool(apache_kafka, GROUPS, "--bootstrap-server", bs, "--describe", "--group", group).stdout
+    out = ak.tool(broker, GROUPS, "--bootstrap-server", bs, "--describe", "--group", group).stdout
     lines = [ln.split() for ln in out.splitlines() if ln.strip() and not ln.startswith("Consumer group")]
     rows = [dict(zip(lines[0], cells, strict=True)) for cells in lines[1:]]
     kafka = sorted((r["TOPIC"], int(r["PARTITION"]), int(r["CURRENT-OFFSET"]), int(r["LOG-END-OFFSET"]),

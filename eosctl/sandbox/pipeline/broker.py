@@ -113,11 +113,24 @@ class Broker:
         admin = self._kafka_admin()
         if admin is None:
             return None
-        try:
-            desc = admin.describe_transactions([transactional_id])[transactional_id]
-        except Exception:  # unknown id (never used) or unsupported API
-            return None
-        return str(getattr(desc.state, "value", desc.state))
+        from kafka import errors as Errors
+
+        # A freshly started Apache Kafka answers COORDINATOR_LOAD_IN_PROGRESS (and NOT_COORDINATOR while
+        # the coordinator moves) for a while: asked again until TIMEOUT, else an open transaction of an
+        # earlier run would be taken for none and its late ABORT would land in the recreated topics.
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            try:
+                desc = admin.describe_transactions([transactional_id])[transactional_id]
+            except (Errors.CoordinatorLoadInProgressError, Errors.NotCoordinatorError,
+                    Errors.CoordinatorNotAvailableError):
+                if time.monotonic() > deadline:
+                    return None
+                time.sleep(0.2)
+                continue
+            except Exception:  # unknown id (never used) or unsupported API
+                return None
+            return str(getattr(desc.state, "value", desc.state))
 
     def _kafka_admin(self) -> KafkaAdminClient | None:
         if self._admin is None and not self._admin_failed:
