@@ -100,7 +100,7 @@ def tamed(tmp_path_factory: pytest.TempPathFactory):
     """What a valid command line would start for real is replaced by one EosctlError line; timeouts short."""
     from auditors import engine, local, spark
     from eosctl import clients, wire
-    from eosctl.sandbox import noida, pipeline
+    from eosctl.sandbox import kafka_sandbox, noida, pipeline
     from tui import app
 
     mp = pytest.MonkeyPatch()
@@ -111,6 +111,7 @@ def tamed(tmp_path_factory: pytest.TempPathFactory):
         return fail
 
     mp.setattr(noida, "up", refuse("the sandbox broker"))
+    mp.setattr(kafka_sandbox, "up", refuse("the sandbox broker"))
     mp.setattr(pipeline, "run_pipeline", refuse("the reference pipeline"))
     mp.setattr(spark, "session", refuse("Spark"))
     mp.setattr(engine, "_start_spark", refuse("Spark"))
