@@ -19,11 +19,10 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 import time
 import uuid
-from pathlib import Path
 
+from benchbroker import broker  # benchmarks/ is on the path: run as python benchmarks/NAME.py
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -98,15 +97,11 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=64)
     ap.add_argument("--transactions", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--broker", choices=["noida", "kafka"], default="noida",
+                    help="without --bootstrap: the broker started for the run")
     args = ap.parse_args()
-    home = None
-    if args.bootstrap is None:
-        from eosctl.sandbox import noida
-
-        home = Path(tempfile.mkdtemp(prefix="lag-bench-"))
-        state, _ = noida.up(home)
-        args.bootstrap = state.bootstrap
-    try:
+    with broker(args.broker, args.bootstrap) as (args.bootstrap, name):
+        print(f"broker: {name}")
         cluster = Cluster("bench", args.bootstrap)
         topic = "lagbench." + uuid.uuid4().hex[:8]
         t0 = time.perf_counter()
@@ -116,24 +111,19 @@ def main() -> None:
         times: dict[str, list[float]] = {"eosctl poll": [], "naive per-partition": []}
         results = {}
         for _ in range(args.rounds):
-            for name, fn in (("eosctl poll", lambda: fast(cluster, topic, groups)),
+            for what, fn in (("eosctl poll", lambda: fast(cluster, topic, groups)),
                              ("naive per-partition",
                               lambda: naive(args.bootstrap, topic, args.partitions, groups))):
                 t = time.perf_counter()
-                results[name] = fn()
-                times[name].append(time.perf_counter() - t)
+                results[what] = fn()
+                times[what].append(time.perf_counter() - t)
         if results["eosctl poll"] != results["naive per-partition"]:
             print(f"WARNING: total lag differs: {results}", file=sys.stderr)
-        for name, ts in times.items():
+        for what, ts in times.items():
             rounds = ", ".join(f"{t:.3f}" for t in ts)
-            print(f"{name:<22} median {statistics.median(ts):7.3f}s  (rounds: {rounds})")
+            print(f"{what:<22} median {statistics.median(ts):7.3f}s  (rounds: {rounds})")
         ratio = statistics.median(times["naive per-partition"]) / statistics.median(times["eosctl poll"])
         print(f"ratio naive / eosctl: {ratio:.1f}x  (total lag to LSO, both: {results['eosctl poll']})")
-    finally:
-        if home is not None:
-            from eosctl.sandbox import noida
-
-            noida.down(home)
 
 
 if __name__ == "__main__":

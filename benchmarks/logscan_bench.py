@@ -12,10 +12,10 @@ Without --bootstrap it starts a private sandbox broker (noida-db) and stops it a
 from __future__ import annotations
 
 import argparse
-import tempfile
 import time
 import uuid
-from pathlib import Path
+
+from benchbroker import broker  # benchmarks/ is on the path: run as python benchmarks/NAME.py
 
 
 def produce(bootstrap: str, topic: str, records: int, txn_size: int) -> None:
@@ -83,16 +83,12 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=200_000)
     ap.add_argument("--txn", type=int, default=100, help="records per transaction")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--broker", choices=["noida", "kafka"], default="noida",
+                    help="without --bootstrap: the broker started for the run")
     args = ap.parse_args()
 
-    home = None
-    bootstrap = args.bootstrap
-    if bootstrap is None:
-        from eosctl.sandbox import noida
-
-        home = Path(tempfile.mkdtemp(prefix="eosctl-bench-"))
-        bootstrap = noida.up(home)[0].bootstrap
-    try:
+    with broker(args.broker, args.bootstrap) as (bootstrap, name):
+        print(f"broker: {name}")
         topic = f"bench.{uuid.uuid4().hex[:8]}"
         t0 = time.perf_counter()
         produce(bootstrap, topic, args.records, args.txn)
@@ -105,15 +101,10 @@ def main() -> None:
                  key=lambda r: r[1])
         print(f"{'eosctl.logscan':<25} {eos[0]:>9} offsets in {eos[1]:6.3f} s = "
               f"{eos[0] / eos[1]:>12,.0f} offsets/s   {eos[2]}")
-        for name, (n, s) in (("consumer read_committed", rc), ("consumer read_uncommitted", ru)):
-            print(f"{name:<25} {n:>9} offsets in {s:6.3f} s = {n / s:>12,.0f} offsets/s")
+        for what, (n, s) in (("consumer read_committed", rc), ("consumer read_uncommitted", ru)):
+            print(f"{what:<25} {n:>9} offsets in {s:6.3f} s = {n / s:>12,.0f} offsets/s")
         print(f"ratio logscan / consumer: {(eos[0] / eos[1]) / (rc[0] / rc[1]):.2f}x (read_committed), "
               f"{(eos[0] / eos[1]) / (ru[0] / ru[1]):.2f}x (read_uncommitted)")
-    finally:
-        if home is not None:
-            from eosctl.sandbox import noida
-
-            noida.down(home)
 
 
 if __name__ == "__main__":
