@@ -30,8 +30,13 @@ def sandbox_up(port: int | None, broker: str) -> None:
     """Start the sandbox broker (does nothing if it already runs)."""
     state, started = start_broker(broker, port)
     verb = "started" if started else "already running"
-    click.echo(f"sandbox {verb}: {state.describe}, bootstrap {state.bootstrap} (pid {state.pid}, "
+    click.echo(f"sandbox {verb}: {_kind(state)}bootstrap {state.bootstrap} (pid {state.pid}, "
                f"data {state.data_dir})")
+
+
+def _kind(state: sandboxstate.SandboxState) -> str:
+    """Apache Kafka says so; the embedded default's lines stay as they were."""
+    return f"{state.describe}, " if state.broker == "kafka" else ""
 
 
 def start_broker(broker: str, port: int | None = None,
@@ -76,7 +81,7 @@ def sandbox_status() -> None:
     if state is None:
         click.echo("sandbox not running (start it with `eosctl sandbox up`)")
         sys.exit(1)
-    click.echo(f"sandbox running: {state.describe}, bootstrap {state.bootstrap} (pid {state.pid}, "
+    click.echo(f"sandbox running: {_kind(state)}bootstrap {state.bootstrap} (pid {state.pid}, "
                f"data {state.data_dir})")
 
 
