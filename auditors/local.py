@@ -2,7 +2,7 @@
 
 For the audits that don't need a cluster (the TUI in an incident, a snapshot, a CI gate on a small
 pipeline) Spark's fixed cost (JVM start, first job, first Python worker: seconds) dwarfs the work. Here
-the same groups of partitions as on Spark (auditors.grouping, one per worker) each run `job.group_task` in
+the same groups of partitions as on Spark (auditors.grouping, one per worker) each run `task.group_task` in
 a forked worker, exactly as in a Spark task; the key rows come back to this process and are grouped with
 DuckDB by the same rule as Spark's shuffle.
 """
@@ -21,19 +21,13 @@ from typing import Any
 
 from auditors.findingrows import findings_from_arrow
 from auditors.grouping import tasks as group_items
-from auditors.job import (
-    PHASE_KEYS,
-    PHASE_TASKS,
-    AuditInput,
-    Outcome,
-    Source,
-    TaskSettings,
-    WorkItem,
-    group_task,
-    key_findings,
-    outcome,
-)
+from auditors.outcome import Outcome, outcome
+from auditors.plan import AuditInput, TaskSettings, WorkItem
+from auditors.sources import Source
+from auditors.task import PHASE_KEYS, PHASE_TASKS, group_task
+from eosctl.audit.rule import key_finding
 from eosctl.config import Sink
+from eosctl.findings import Finding
 from eosctl.progress import Progress, Step, silent
 from eosctl.sink.delta import library_needed
 
@@ -132,8 +126,8 @@ def _preload() -> None:
     # once here, not in every worker.
     pyarrow.array(["x"])
 
+    import eosctl.audit.reconcile
     import eosctl.logscan
-    import eosctl.reconcile
     import eosctl.sink
     import eosctl.sink.duckdb
     import eosctl.sink.parquet
@@ -177,3 +171,21 @@ def _context(sink: Sink | None = None) -> Any:
     if sys.platform != "darwin" and "fork" in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context("spawn")
+
+
+def key_findings(keys: Any) -> list[Finding]:
+    """The local engine's grouping of key rows (an Arrow table: key, topic, partition, first_offset),
+    with DuckDB: the same rule as the Spark shuffle, a key at more than one committed place."""
+    import duckdb
+
+    with duckdb.connect() as con:
+        con.execute("SET preserve_insertion_order = false")
+        con.register("keys", keys)
+        groups = con.execute("""
+            SELECT key, list(struct_pack("topic" := topic, "partition" := "partition",
+                                         "offset" := first_offset, "producer_id" := producer_id,
+                                         "producer_epoch" := producer_epoch,
+                                         "marker_offset" := marker_offset))
+            FROM keys GROUP BY key
+            HAVING count(DISTINCT (topic, "partition", first_offset)) > 1""").fetchall()
+    return [f for key, at in groups for f in [key_finding(key, at)]]

@@ -107,7 +107,7 @@ class MarkerCause:
 
 @dataclass(frozen=True)
 class Cause:
-    """Why a finding happened, from the log model and the sink the audit read (eosctl.causes).
+    """Why a finding happened, from the log model and the sink the audit read (eosctl.audit.causes).
 
     Which fields a finding's JSON carries depends on its kind (docs/json.md): ``transactions`` for findings
     over data records, ``markers`` for phantom_marker, ``sink_before``/``sink_after``/``passed_by`` for a
@@ -255,7 +255,8 @@ def _root_summary(rule: str, members: list[Finding], partitions: int) -> str:
     text = f"{n} finding{'s' * (n != 1)}{where}: {ROOT_RULES[rule]}"
     if rule not in ("sink_reads_aborted", "upstream_retry"):
         return text + "."
-    # Only these two name transactions: reading them for 100k gaps decoded every cause (eosctl.causejson).
+    # Only these two name transactions: reading them for 100k gaps decoded every cause
+    # (eosctl.audit.causejson).
     txns = {(t.topic or f.topic, t.partition if t.topic else f.partition, t.producer_id, t.first_offset)
             for f in members if f.cause for t in f.cause.transactions}
     if rule == "sink_reads_aborted" and txns:
@@ -281,7 +282,7 @@ class Finding:
     offsets: tuple[int, ...] | None = None
     # Free text for people (e.g. both sides of an offset_mismatch); not part of the comparison key.
     detail: str | None = None
-    # Why it happened (eosctl.causes); None in reports from before causes existed.
+    # Why it happened (eosctl.audit.causes); None in reports from before causes existed.
     cause: Cause | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:

@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import replace
 
-from eosctl.causes import Writer, committed_writers, key_cause
+from eosctl.audit.causes import Writer, committed_writers, key_cause
 from eosctl.config import Cluster, Config, Sink
 from eosctl.errors import BrokerError
 from eosctl.findings import AuditReport, Finding

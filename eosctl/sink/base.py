@@ -132,7 +132,7 @@ class SinkReader(Protocol):
     source: str  # the sink as the user named it, for messages
     read_point: ReadPoint
     # A query of one partition passes over every row of the sink (a PostgreSQL table with no index to
-    # find a partition's rows by): a task then reads its partitions together (auditors.job).
+    # find a partition's rows by): a task then reads its partitions together (auditors.task).
     scans_all_per_partition: bool
 
     def summaries(self) -> list[SinkPartition]: ...

@@ -208,12 +208,12 @@ def partition_log(batches: bool = True) -> PartitionLog:
 
 def findings_of_every_kind() -> list[Finding]:
     """One finding of every kind over partition_log()'s offsets, each with the cause the audit gives it
-    (eosctl.causes), and one cause with more transactions than it lists."""
+    (eosctl.audit.causes), and one cause with more transactions than it lists."""
     from dataclasses import replace
 
-    from eosctl.causes import Writer, explain_finding, explain_partition, key_cause, with_write_order
+    from eosctl.audit.causes import Writer, explain_finding, explain_partition, key_cause, with_write_order
+    from eosctl.audit.reconcile import SinkFacts
     from eosctl.findings import KEY_KINDS
-    from eosctl.reconcile import SinkFacts
 
     at = {"gap": (0, 0), "duplicate": (1, 1), "phantom_aborted": (4, 5), "phantom_marker": (3, 3),
           "phantom_uncommitted": (7, 8), "phantom_beyond_hw": (9, 9)}
@@ -324,11 +324,12 @@ def engines() -> tuple[dict[str, Any], dict[str, Any]]:
 
     Built by the code that builds it for a report (auditors.engine.engine_facts), for Spark on stand-ins
     of a classic and a Spark Connect session, and for the local engine; the timings are the ones
-    auditors.job.outcome reports for either engine.
+    auditors.outcome.outcome reports for either engine.
     """
-    from auditors import engine, job
+    from auditors import engine
+    from auditors.outcome import outcome
 
-    timings = job.outcome([], [], 1.0, 1.0).timings
+    timings = outcome([], [], 1.0, 1.0).timings
     variants = [engine.engine_facts(info, 2, 1.0, 1.0, timings)
                 for info in (engine.spark_info(_ClassicSpark()), engine.spark_info(_ConnectSpark()),
                              engine.local_info(4, 2))]
