@@ -93,8 +93,11 @@ def read_records(bootstrap: str, topic: str, isolation: str, seconds: float = 60
 
 
 def group_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int]:
-    """The group's committed offsets of ``topic`` (negative: nothing committed)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    """The group's committed offsets of ``topic`` (negative: nothing committed). read_uncommitted: the
+    offsets committed so far, even while a transaction holds newer ones pending (read_committed asks for
+    stable offsets and waits for that transaction)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "isolation.level": "read_uncommitted"})
     try:
         tps = consumer.committed([TopicPartition(topic, p) for p in partitions_of(bootstrap, topic)], 10)
     finally:
@@ -195,3 +198,37 @@ def no_fencing(report: dict) -> bool:
     """No finding's cause blames a fencing (a per-transaction epoch bump is no zombie)."""
     return not any(t.get("fenced") for f in report["findings"] for t in (f.get("cause") or {}).get(
         "transactions", ())) and "fenc" not in json.dumps(report.get("root_causes", []))
+
+
+def write_input(bootstrap: str, topic: str, batches: int, batch: int) -> tuple[dict, dict]:
+    """Committed and aborted transactions interleaved in ``topic`` (every third batch aborted), unique keys
+    `k{b}-{i}`: an output of an aborted one's key is derived from aborted input. Returns the committed and
+    the aborted records' {(partition, offset): key}, from the delivery reports."""
+    from confluent_kafka import Producer
+
+    producers = {kind: Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{topic}.{kind}"})
+                 for kind in ("source", "aborter")}
+    for producer in producers.values():
+        producer.init_transactions(30)
+    committed: dict[tuple[int, int], bytes] = {}
+    aborted: dict[tuple[int, int], bytes] = {}
+    for b in range(batches):
+        is_aborted = b % 3 == 1
+        producer = producers["aborter" if is_aborted else "source"]
+        delivered: dict[tuple[int, int], bytes] = {}
+
+        def report(err, msg, into=delivered) -> None:
+            assert err is None, err
+            into[(msg.partition(), msg.offset())] = msg.key()
+
+        producer.begin_transaction()
+        for i in range(batch):
+            producer.produce(topic, key=f"k{b}-{i}".encode(), value=f"v{b}-{i}".encode(), on_delivery=report)
+        assert producer.flush(30) == 0
+        if is_aborted:
+            producer.abort_transaction(30)
+            aborted.update(delivered)
+        else:
+            producer.commit_transaction(30)
+            committed.update(delivered)
+    return committed, aborted
