@@ -316,10 +316,10 @@ def key_findings(frozen: Sink, findings: list[Finding]) -> list[Finding]:
 
 
 def _outputs(frozen: Sink, places: list[tuple[int, int]]) -> str:
-    """``N output(s) TOPIC[p]@o, ...`` (the first 20)."""
+    """``outputs TOPIC[p]@o, ...`` (the first 20)."""
     topic = (frozen.frozen_from or frozen).kafka_topic
     shown = ", ".join(f"[{p}]@{o}" for p, o in places[:20]) + (" ..." if len(places) > 20 else "")
-    return f"output{'s' * (len(places) != 1)} {topic}{shown}"
+    return f"outputs {topic}{shown}"
 
 
 def _replayed(f: Finding, extra: int) -> Finding:

@@ -237,7 +237,7 @@ def findings_of_every_kind() -> list[Finding]:
             from eosctl.findings import Cause
 
             said = "The stage wrote 1 output of 1 input record of orders[0] past its group's commit ..."
-            detail = "output out[0]@4; group g committed offset 7"
+            detail = "outputs out[0]@4; group g committed offset 7"
             out.append(Finding(kind, "orders", 0, 8, 8, 1, detail=detail, cause=Cause(kind, said)))
         elif kind in KEY_KINDS:  # key lineage renames what the reconciliation found, cause and all
             out.append(Finding(KEY_KINDS[kind], "orders", 0, *at[KEY_KINDS[kind]], 1, detail=kind))
