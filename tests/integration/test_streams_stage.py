@@ -152,21 +152,29 @@ def test_streams_at_least_once_killed_then_restarted_names_ahead_of_commit_then_
     n = len(s.committed)
     first = s.start("1000")
 
-    def ahead() -> bool:
-        """Some input committed, and outputs of input past the committed offsets."""
+    first_aborted = {p: min(o for q, o in s.aborted if q == p) for p in range(PARTITIONS)}
+
+    def past_and_leaked() -> tuple[set, set]:
+        """From the test's own reads: committed inputs past the group's offsets that have an output, and
+        aborted inputs that have one."""
         done = s.offsets()
-        if not any(o > 0 for o in done.values()):
+        keys = {k for _, _, k, _ in read_records(s.bootstrap, s.topics.output, "read_uncommitted")}
+        return ({po for po, k in s.committed.items() if po[1] >= done[po[0]] and k in keys},
+                {po for po, k in s.aborted.items() if k in keys})
+
+    def ahead() -> bool:
+        """Input committed past an aborted input transaction (the stage read it), and outputs of committed
+        input past the committed offsets."""
+        if not any(o > first_aborted[p] for p, o in s.offsets().items()):
             return False
-        below = sum(1 for p, o in {**s.committed, **s.aborted} if o < done[p])
-        return sum(ends(s.bootstrap, s.topics.output, "read_uncommitted").values()) > below
+        past, leaked = past_and_leaked()
+        return bool(past and leaked)
 
     kill_when(first, "outputs past the committed offsets", ahead)
 
     # Right after the kill, from the test's own reads: which inputs are past the commit and have an output.
-    done = s.offsets()
+    past, leaked = past_and_leaked()
     out_keys = Counter(k for _, _, k, _ in read_records(s.bootstrap, s.topics.output, "read_uncommitted"))
-    past = {po for po, k in s.committed.items() if po[1] >= done[po[0]] and k in out_keys}
-    leaked = {po for po, k in s.aborted.items() if k in out_keys}
     assert past and leaked and all(c == 1 for c in out_keys.values())
     code, report, err = s.audit("killed")
     assert code == 1, err
