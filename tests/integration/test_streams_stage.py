@@ -150,30 +150,30 @@ def test_streams_exactly_once_v2_killed_mid_transaction_and_restarted_audits_cle
 def test_streams_at_least_once_killed_then_restarted_names_ahead_of_commit_then_exact_replays(streams):
     s = streams("at_least_once")
     n = len(s.committed)
-    first = s.start("1000")
+    first = s.start("2000")  # a wide replay: aborted input past the commit too
 
     first_aborted = {p: min(o for q, o in s.aborted if q == p) for p in range(PARTITIONS)}
 
-    def past_and_leaked() -> tuple[set, set]:
-        """From the test's own reads: committed inputs past the group's offsets that have an output, and
-        aborted inputs that have one."""
+    def past_and_leaked() -> tuple[set, set, set]:
+        """From the test's own reads: committed inputs past the group's offsets that have an output, aborted
+        inputs that have one, and those of them past the group's offsets (the restart writes them again)."""
         done = s.offsets()
         keys = {k for _, _, k, _ in read_records(s.bootstrap, s.topics.output, "read_uncommitted")}
-        return ({po for po, k in s.committed.items() if po[1] >= done[po[0]] and k in keys},
-                {po for po, k in s.aborted.items() if k in keys})
+        leaked = {po for po, k in s.aborted.items() if k in keys}
+        return ({po for po, k in s.committed.items() if po[1] >= done[po[0]] and k in keys}, leaked,
+                {po for po in leaked if po[1] >= done[po[0]]})
 
     def ahead() -> bool:
         """Input committed past an aborted input transaction (the stage read it), and outputs of committed
-        input past the committed offsets."""
+        and of aborted input past the committed offsets."""
         if not any(o > first_aborted[p] for p, o in s.offsets().items()):
             return False
-        past, leaked = past_and_leaked()
-        return bool(past and leaked)
+        return all(past_and_leaked())
 
     kill_when(first, "outputs past the committed offsets", ahead)
 
     # Right after the kill, from the test's own reads: which inputs are past the commit and have an output.
-    past, leaked = past_and_leaked()
+    past, leaked, _ = past_and_leaked()
     out_keys = Counter(k for _, _, k, _ in read_records(s.bootstrap, s.topics.output, "read_uncommitted"))
     assert past and leaked and all(c == 1 for c in out_keys.values())
     code, report, err = s.audit("killed")
