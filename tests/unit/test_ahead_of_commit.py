@@ -10,6 +10,7 @@ import pytest
 
 from eosctl.config import Cluster, Sink
 from eosctl.findings import Finding, root_causes
+from eosctl.output.finding import short_cause
 from eosctl.sink import kafka_topic
 
 STAGE = Sink(kafka_topic="out", lineage="key", stage_group="g", stage_topics=("in",))
@@ -45,6 +46,7 @@ def test_outputs_past_the_offsets_committed_after_the_read_are_ahead_of_commit_c
     assert found[0].detail == "outputs out[1]@1, [1]@2, [0]@2; group g committed offset 3"
     assert found[0].cause is not None and "writes before it commits" in found[0].cause.summary
     assert [r.rule for r in root_causes(found)] == ["written_before_commit"]
+    assert short_cause(found[0]) == "written before the stage's commit: a restart writes them again"
 
 
 def test_a_commit_between_the_two_reads_is_lag_not_ahead_of_commit(freeze):
