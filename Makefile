@@ -38,12 +38,14 @@ lint: setup
 test: lint system-deps $(QUIX_STAMP) jars
 	$(BIN)/python -m pytest -q
 
-# Apache Kafka (the suite's reference broker, 4.x and 3.9) from Maven Central, by the project's pom
+# Apache Kafka (the suite's reference broker, 4.x and 3.9) and Flink from Maven Central, by the project's pom
 # (eosctl/sandbox/jvm/kafka.pom.xml) into ~/.cache/eosctl/jars: once per machine, reused afterwards.
 KAFKA_VERSIONS ?= 4.4.0 3.9.1
 jars: setup system-deps
 	@for v in $(KAFKA_VERSIONS); do $(BIN)/python -c "from eosctl.sandbox import maven; maven.jars('kafka', '$$v')" \
 		|| exit 1; done
+	@# Flink 2.2 and its Kafka connector (eosctl/sandbox/jvm/flink.pom.xml), for tests/integration/test_flink_stage.py.
+	@$(BIN)/python -c "from eosctl.sandbox import maven; maven.jars('flink')"
 
 # Debian packages the tests start for real: chromium (the HTML report), postgresql (initdb/postgres for the
 # PostgreSQL sink), prometheus (server and promtool for the exporter). Installed only when missing and we are

@@ -96,11 +96,13 @@ def _audit(inp: AuditInput, options: EngineOptions, progress: Progress, t_start:
             invalid, point = driver.result()
         findings = result.findings
         given = fixed.frozen_from or fixed
-        if given.kafka_topic and given.lineage == "key":  # named for keys, while the hop rows exist
-            from eosctl.sink.kafka_topic import key_findings
+        if given.kafka_topic:  # while the hop rows exist
+            from eosctl.sink.kafka_topic import ahead_of_commit, key_findings
 
             with paused():
-                findings = key_findings(fixed, findings)
+                if given.lineage == "key":  # named for keys
+                    findings = key_findings(fixed, findings)
+                findings = findings + ahead_of_commit(fixed, findings + invalid)
     progress(Step("done", 1, 1))
     engine = engine_facts(info, result.tasks, timings["prepare_seconds"], startup, result.timings)
     with paused():

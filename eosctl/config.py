@@ -406,12 +406,12 @@ def _three(names: tuple[str, ...], path: Path, pipeline: str) -> tuple[str, str,
     return (names[0], names[1], names[2])
 
 
-LINEAGE_MODES = ("headers", "value:PATH", "key")
+LINEAGE_MODES = ("headers", "value:PATH", "key", "value")
 
 
 def check_lineage(value: str) -> str | None:
     """What is wrong with a kafka_topic sink's `lineage` (eosctl.sink.kafka_topic); None if it is usable."""
-    if value in ("headers", "key"):
+    if value in ("headers", "key", "value"):
         return None
     if value.startswith("value:") and all(value.removeprefix("value:").split(".")):
         return None

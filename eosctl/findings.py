@@ -26,6 +26,8 @@ KINDS = (
     "lost_key",
     "duplicate_key",
     "phantom_key",
+    # A Kafka stage's outputs of input past its group's committed offsets (eosctl.sink.kafka_topic).
+    "ahead_of_commit",
 )
 # The reconciliation's kind each key-lineage kind renames: causes and root causes are that kind's.
 KEY_KINDS = {"lost_key": "gap", "duplicate_key": "duplicate", "phantom_key": "phantom_aborted"}
@@ -44,7 +46,10 @@ DESCRIPTIONS = {
                    "above 2^63-1 or not an integer)",
     "lost_key": "key lineage: committed input records whose key has no output left to pair with them",
     "duplicate_key": "key lineage: more outputs of a key than committed inputs carry it (count = extra)",
-    "phantom_key": "key lineage: outputs whose key only aborted or still-open input records had",
+    "phantom_key": "key lineage: input records of aborted or open transactions whose key has outputs "
+                   "(count = input records, outputs in detail)",
+    "ahead_of_commit": "a stage's outputs of input past its group's committed offsets: written before the "
+                       "commit, written again on restart (count = input records, outputs in detail)",
 }
 
 PASS, FAIL = "pass", "fail"
@@ -195,6 +200,8 @@ ROOT_RULES = {
                              "records lost to an unclean leader election)",
     "not_yet_consumed": "committed records the sink's consumer had not reached when the sink was read "
                         "(its lag)",
+    "written_before_commit": "a stage wrote outputs of input it has not committed to have processed: it "
+                             "writes before it commits (at-least-once), and a restart writes them again",
     "unexplained": "findings without a recorded cause (a report from before causes existed)",
 }
 
@@ -230,7 +237,8 @@ def root_rule(f: Finding) -> str:
     return _BY_KIND[kind]
 
 
-_BY_KIND = {"duplicate": "replay", "offset_mismatch": "offsets_disagree", "invalid_row": "invalid_rows"}
+_BY_KIND = {"duplicate": "replay", "offset_mismatch": "offsets_disagree", "invalid_row": "invalid_rows",
+            "ahead_of_commit": "written_before_commit"}
 
 
 def root_causes(findings: list[Finding]) -> list[RootCause]:

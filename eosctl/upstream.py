@@ -40,7 +40,8 @@ def upstream_stage(config: Config, topics: Iterable[str], pipeline: str | None) 
     wanted = set(topics)
     for name, other in config.pipelines.items():
         sink = other.sink
-        if name != pipeline and sink is not None and sink.kafka_topic in wanted and sink.lineage != "key":
+        paired = sink is not None and sink.lineage in ("key", "value")  # no record names its input
+        if name != pipeline and sink is not None and sink.kafka_topic in wanted and not paired:
             return name
     return None
 

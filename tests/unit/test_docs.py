@@ -233,6 +233,12 @@ def findings_of_every_kind() -> list[Finding]:
         elif kind == "invalid_row":
             out.append(explain_finding(Finding(kind, "orders", None, None, None, 1,
                                                detail="src_partition is NULL")))
+        elif kind == "ahead_of_commit":  # made where a hop's rows are read (eosctl.sink.kafka_topic)
+            from eosctl.findings import Cause
+
+            said = "The stage wrote 1 output of 1 input record of orders[0] past its group's commit ..."
+            detail = "outputs out[0]@4; group g committed offset 7"
+            out.append(Finding(kind, "orders", 0, 8, 8, 1, detail=detail, cause=Cause(kind, said)))
         elif kind in KEY_KINDS:  # key lineage renames what the reconciliation found, cause and all
             out.append(Finding(KEY_KINDS[kind], "orders", 0, *at[KEY_KINDS[kind]], 1, detail=kind))
         else:
