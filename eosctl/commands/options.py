@@ -87,14 +87,15 @@ class WorkDir(click.ParamType):
 
 
 class ParquetPaths(click.ParamType):
-    """A Parquet path or glob (or a URL): every local file it matches must be a regular file."""
+    """A Parquet path or glob (or a URL): every local file it matches must be a regular file; or a directory
+    (its table as Spark reads it)."""
 
     name = "text"
 
     def convert(self, value: Any, param: Any, ctx: Any) -> str:
-        from eosctl.files import glob_problem
+        from eosctl.sink.parquet import path_problem
 
-        problem = glob_problem(str(value))
+        problem = path_problem(str(value))
         if problem:
             self.fail(problem, param, ctx)
         return str(value)

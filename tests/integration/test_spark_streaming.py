@@ -1,0 +1,320 @@
+"""Spark Structured Streaming sinks audited as Spark wrote them (tests/streaming/spark_job.py, a process of
+its own on the project's PySpark with spark-sql-kafka 4.2.0 from Maven Central).
+
+Two queries read one transactional topic (committed, aborted and a still-open transaction, tests/
+streaminghelp.py) into Parquet file sinks, each with its checkpoint: one with
+`kafka.isolation.level=read_committed`, one with Spark's default (the Java consumer's read_uncommitted). The
+job is SIGKILLed mid-batch (a batch planned in the checkpoint's offsets log, not committed) and restarted on
+the same checkpoints. Expected results come from the test's own reads: the topic with a read_committed and a
+read_uncommitted consumer, the tables with Spark's own reader (the suite's `spark` session), which lists only
+the files the sink's `_spark_metadata` log committed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from eosctl.cli import main
+from tests.streaminghelp import TxnTopic
+
+pytestmark = [pytest.mark.integration]
+
+ROOT = Path(__file__).resolve().parents[2]
+JOB = ROOT / "tests" / "streaming" / "spark_job.py"
+MAX_OFFSETS = 40  # records a batch: several batches, so the kill lands between two of them
+RUN_S = 420  # one run of the job, Spark's start included, on a busy machine
+
+
+def spark_jars(*poms: str) -> str:
+    """The jars of the poms (eosctl/sandbox/jvm) PySpark doesn't bundle itself, for spark.jars: a second
+    copy of an artifact Spark has (Hadoop, Scala, log4j) would shadow or clash with its own."""
+    import pyspark
+
+    from eosctl.sandbox import maven
+
+    def artifact(jar: str) -> str:
+        return re.sub(r"-[0-9][^-]*\.jar$", "", jar)
+
+    own = {artifact(j) for j in os.listdir(Path(pyspark.__file__).parent / "jars")}
+    out = []
+    for name in poms:
+        directory = maven.jars(name)
+        out += [str(directory / j) for j in sorted(os.listdir(directory))
+                if j.endswith(".jar") and artifact(j) not in own]
+    return ",".join(out)
+
+
+def _die_with_parent() -> None:
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+class Job:
+    """One run of spark_job.py, in a process group of its own (a kill reaches its JVM too)."""
+
+    def __init__(self, log: Path, args: list[str]) -> None:
+        self.log = log
+        with log.open("ab") as out:
+            out.write(f"--- start: {' '.join(args)}\n".encode())
+            out.flush()
+            env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+            self.proc = subprocess.Popen([sys.executable, str(JOB), *args], stdout=out,
+                                         stderr=subprocess.STDOUT, start_new_session=True, env=env,
+                                         preexec_fn=_die_with_parent)
+
+    def wait_until(self, what: str, ready: Callable[[], bool], seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while not ready():
+            if self.proc.poll() is not None:
+                pytest.fail(f"the Spark job exited ({self.proc.returncode}) before {what}:\n{self.tail()}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"no {what} within {seconds:.0f} s\n{self.tail()}")
+            time.sleep(0.02)
+
+    def finish(self) -> None:
+        try:
+            self.proc.wait(RUN_S)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            pytest.fail(f"the Spark job did not finish within {RUN_S} s\n{self.tail()}")
+        assert self.proc.returncode == 0, self.tail()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(30)
+
+    def tail(self) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-30:])
+
+
+def batches(checkpoint: Path, log: str) -> set[int]:
+    """The batch ids in one of the checkpoint's logs (offsets: planned; commits: done)."""
+    d = checkpoint / log
+    return {int(n) for n in os.listdir(d) if n.isdigit()} if d.is_dir() else set()
+
+
+def mid_batch(checkpoint: Path) -> bool:
+    """A batch after the first is planned (its offsets written) and not committed: the job is inside it."""
+    planned, done = batches(checkpoint, "offsets"), batches(checkpoint, "commits")
+    return bool(done) and any(n >= 1 and n not in done for n in planned)
+
+
+class Streams:
+    """The topic, the queries' directories and the job runs."""
+
+    def __init__(self, bootstrap: str, home: Path, jars: str) -> None:
+        self.topic = TxnTopic(bootstrap, "spark")
+        self.home, self.jars, self.bootstrap = home, jars, bootstrap
+        self.jobs: list[Job] = []
+        self.out = {q: home / q / "out" for q in ("committed", "default")}
+        self.checkpoint = {q: home / q / "checkpoint" for q in ("committed", "default")}
+
+    def start(self, *queries: str, max_offsets: int = MAX_OFFSETS) -> Job:
+        args = ["--bootstrap", self.bootstrap, "--topic", self.topic.name, "--jars", self.jars,
+                "--max-offsets", str(max_offsets)]
+        for q in queries:
+            name, _, checkpoint = q.partition(":")
+            isolation = "read_committed" if name == "committed" else "default"
+            args += ["--query", f"parquet,{isolation},{self.out[name]},{checkpoint or self.checkpoint[name]}"]
+        job = Job(self.home / "job.log", args)
+        self.jobs.append(job)
+        return job
+
+    def config(self, query: str, sink: str | Path | None = None) -> Path:
+        """The config of docs/audit.md's Spark section, naming the query's directory (or `sink`) and its
+        checkpoint."""
+        path = self.home / f"{query}-{uuid.uuid4().hex[:6]}.toml"
+        text = (documented_config().replace('["orders"]', f'["{self.topic.name}"]')
+                .replace("/data/orders", str(sink or self.out[query]))
+                .replace("/checkpoints/orders", str(self.checkpoint[query])))
+        path.write_text(f'[clusters.local]\nbootstrap_servers = "{self.bootstrap}"\n\n{text}')
+        return path
+
+
+def documented_config() -> str:
+    """The TOML block of docs/audit.md's Spark Structured Streaming section."""
+    doc = (ROOT / "docs" / "audit.md").read_text()
+    section = doc.split("## Spark Structured Streaming", 1)[1].split("\n## ", 1)[0]
+    return section.split("```toml\n", 1)[1].split("```", 1)[0]
+
+
+@pytest.fixture(scope="module")
+def streams(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Streams]:
+    """Both queries run, SIGKILLed mid-batch, then restarted on their checkpoints and run to the end."""
+    s = Streams(bootstrap, tmp_path_factory.mktemp("spark-streams"), spark_jars("spark-kafka"))
+    try:
+        first = s.start("committed", "default")
+        first.wait_until("a batch in progress", lambda: mid_batch(s.checkpoint["committed"]), RUN_S)
+        first.kill()
+        s.killed_at = max(batches(s.checkpoint["committed"], "offsets"))
+        s.start("committed", "default").finish()
+        yield s
+    finally:
+        for job in s.jobs:
+            job.kill()
+        s.topic.close()
+
+
+def audit(config: Path, *extra: str) -> tuple[int, dict]:
+    result = CliRunner().invoke(main, ["audit", "-c", str(config), "--engine", "local", "--format", "json",
+                                       *extra])
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    assert result.exit_code in (0, 1), result.output
+    return result.exit_code, json.loads(result.stdout)
+
+
+def table(spark, directory: Path) -> Counter:
+    """(partition, offset) -> rows, as Spark reads the sink's directory (its _spark_metadata log)."""
+    return Counter((r["partition"], r["offset"]) for r in
+                   spark.read.parquet(str(directory)).select("partition", "offset").collect())
+
+
+def ranges(offsets: set[tuple[int, int]]) -> list[tuple[int, int, int]]:
+    """(partition, first, last) of each run of consecutive offsets."""
+    out: list[tuple[int, int, int]] = []
+    for p, o in sorted(offsets):
+        if out and out[-1][0] == p and out[-1][2] == o - 1:
+            out[-1] = (p, out[-1][1], o)
+        else:
+            out.append((p, o, o))
+    return out
+
+
+def found(report: dict, kind: str) -> list[tuple[int, int, int]]:
+    return sorted((f["partition"], f["first_offset"], f["last_offset"]) for f in report["findings"]
+                  if f["kind"] == kind)
+
+
+def test_read_committed_query_killed_and_restarted_audits_clean_and_stray_files_change_nothing(streams,
+                                                                                                spark):
+    committed = streams.topic.read("read_committed")
+    assert committed == set(streams.topic.committed)
+    out = streams.out["committed"]
+    assert table(spark, out) == Counter(committed)  # every committed record once, as Spark reads it
+
+    code, report = audit(streams.config("committed"))
+    assert (code, report["findings"]) == (0, [])
+    assert sum(p["sink_rows"] for p in report["partitions"]) == len(committed)
+
+    # A stray part file (what a killed batch leaves, here a copy of a committed one) is not in Spark's table
+    # and not in the audit of the directory; a glob over the directory reads its rows twice.
+    part = next(p for p in sorted(out.glob("part-*.parquet")))
+    shutil.copy(part, out / "part-99999-stray-c000.snappy.parquet")
+    assert table(spark, out) == Counter(committed)
+    assert audit(streams.config("committed"))[0] == 0
+    code, report = audit(streams.config("committed", f"{out}/*.parquet"))
+    stray = {(r["partition"], r["offset"]) for r in
+             spark.read.parquet(str(out / "part-99999-stray-c000.snappy.parquet")).collect()}
+    assert (code, found(report, "duplicate")) == (1, ranges(stray))
+
+
+def test_default_isolation_lands_aborted_records_found_as_phantoms_naming_the_spark_option(streams, spark,
+                                                                                           apache_kafka,
+                                                                                           tmp_path):
+    rows = table(spark, streams.out["default"])
+    held = set(rows)
+    aborted = held & set(streams.topic.aborted)
+    still_open = held & set(streams.topic.open)
+    assert aborted and still_open and set(rows.values()) == {1}
+    assert held - aborted - still_open == streams.topic.read("read_committed")
+
+    code, report = audit(streams.config("default"))
+    assert code == 1
+    assert found(report, "phantom_aborted") == ranges(aborted)
+    assert found(report, "phantom_uncommitted") == ranges(still_open)
+    assert {f["kind"] for f in report["findings"]} == {"phantom_aborted", "phantom_uncommitted"}
+
+    # The cause names the transaction (its producer id, from Kafka's own TransactionsCommand) and its marker:
+    # the offset after the aborted run that no read_uncommitted consumer is served.
+    from eosctl.sandbox.apache_kafka import tool
+
+    described = tool(apache_kafka, "org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server",
+                     apache_kafka.bootstrap, "describe", "--transactional-id",
+                     f"{streams.topic.name}.aborter")
+    header, values = described.stdout.strip().splitlines()[:2]
+    producer_id = dict(zip(header.split(), values.split(), strict=False))["ProducerId"]
+    everything = streams.topic.read("read_uncommitted")
+    for f in report["findings"]:
+        if f["kind"] != "phantom_aborted":
+            continue
+        marker = f["last_offset"] + 1
+        assert (f["partition"], marker) not in everything
+        assert f"producer {producer_id} epoch 0's transaction" in f["cause"]["summary"]
+        assert f"ABORT marker at {marker}" in f["cause"]["summary"]
+        assert "kafka.isolation.level=read_committed" in f["cause"]["summary"]
+
+    saved = tmp_path / "report.json"
+    saved.write_text(json.dumps(report))
+    explained = CliRunner().invoke(main, ["explain", str(saved)], terminal_width=400)
+    assert explained.exit_code == 0, explained.output
+    assert "option kafka.isolation.level=read_committed" in " ".join(explained.output.split())
+
+
+def test_checkpoint_offsets_are_the_stored_offsets_a_gap_is_explained_by(streams, spark, tmp_path):
+    """A file lost from the table (its entry dropped from a copy of the log): the gap is below the offsets
+    the checkpoint kept, so its cause says the sink's stored offsets passed it; `ledger` shows them."""
+    out = streams.out["committed"]
+    copy = tmp_path / "out"
+    shutil.copytree(out / "_spark_metadata", copy / "_spark_metadata")
+    first = copy / "_spark_metadata" / "0"
+    header, lost, *rest = first.read_text().splitlines()
+    first.write_text("\n".join([header, *rest]) + "\n")
+    lost_path = json.loads(lost)["path"].removeprefix("file://")
+    missing = {(r["partition"], r["offset"]) for r in spark.read.parquet(lost_path).collect()}
+    assert table(spark, copy) == table(spark, out) - Counter(missing)
+
+    # The checkpoint's own record of where the last committed batch ended: offsets/N of the highest
+    # commits/N, its third line the Kafka source's {topic: {partition: next offset}}.
+    checkpoint = streams.checkpoint["committed"]
+    last = max(batches(checkpoint, "commits"))
+    ends = json.loads((checkpoint / "offsets" / str(last)).read_text().splitlines()[2])[streams.topic.name]
+    assert all(ends[str(p)] > o for p, o in missing)
+
+    code, report = audit(streams.config("committed", copy))
+    assert code == 1 and {f["kind"] for f in report["findings"]} == {"gap"}
+    assert sum(f["count"] for f in report["findings"]) == len(missing)
+    for f in report["findings"]:
+        assert f"stored offsets are already past them (next offset {ends[str(f['partition'])]})" in \
+            f["cause"]["summary"]
+
+    result = CliRunner().invoke(main, ["ledger", "-c", str(streams.config("committed", copy)),
+                                       "--format", "json"])
+    assert result.exit_code == 1, result.output
+    ledger = json.loads(result.stdout)
+    assert {p["partition"]: p["stored_offset"] for p in ledger["partitions"]} == \
+        {int(p): o for p, o in ends.items()}
+    assert sum(p["missing_offsets"] for p in ledger["partitions"]) == len(missing)
+
+
+def test_fresh_checkpoint_replays_into_the_table_found_as_duplicates(streams, spark):
+    """A restart without the checkpoint reads from the earliest offset again. The file sink's log skips the
+    batch ids it already holds; the new query's later batches write their records a second time."""
+    before = table(spark, streams.out["committed"])
+    # Smaller batches than the first query's: more batch ids than the log holds, so some are written.
+    fresh = streams.home / "fresh-checkpoint"
+    streams.start(f"committed:{fresh}", max_offsets=MAX_OFFSETS // 3).finish()
+    after = table(spark, streams.out["committed"])
+    twice = {po for po, n in after.items() if n == 2}
+    assert twice and set(after) == set(before) and set(after.values()) == {1, 2}
+
+    code, report = audit(streams.config("committed"))
+    assert code == 1
+    assert found(report, "duplicate") == ranges(twice)
+    assert {f["kind"] for f in report["findings"]} == {"duplicate"}
