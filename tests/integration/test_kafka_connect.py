@@ -210,13 +210,19 @@ def audit(config: Path) -> tuple[int, dict]:
     return result.exit_code, json.loads(result.stdout)
 
 
-def ranges(offsets: set[tuple[int, int]]) -> list[tuple[int, int, int]]:
-    out: list[tuple[int, int, int]] = []
-    for p, o in sorted(offsets):
-        if out and out[-1][0] == p and out[-1][2] == o - 1:
-            out[-1] = (p, out[-1][1], o)
-        else:
-            out.append((p, o, o))
+def offsets_found(report: dict, kind: str, held: set[tuple[int, int]]) -> set[tuple[int, int]]:
+    """The offsets of ``held`` the report's findings of ``kind`` cover; each finding's count is the number
+    of them it covers and its range starts and ends on one (no finding is wider than what it names). A
+    range may span offsets that hold no committed record (markers, aborted records): they are not in
+    ``held``."""
+    out: set[tuple[int, int]] = set()
+    for f in report["findings"]:
+        if f["kind"] != kind:
+            continue
+        p = f["partition"]
+        mine = {(p, o) for o in range(f["first_offset"], f["last_offset"] + 1) if (p, o) in held}
+        assert (p, f["first_offset"]) in mine and (p, f["last_offset"]) in mine, f
+        out |= mine
     return out
 
 
@@ -236,8 +242,8 @@ def test_insert_without_key_writes_the_replay_twice_found_at_its_offsets(connect
     code, report = audit(connect.config("insert"))
     assert code == 1
     assert {f["kind"] for f in report["findings"]} == {"duplicate"}
-    assert sorted((f["partition"], f["first_offset"], f["last_offset"]) for f in report["findings"]) == \
-        ranges(twice)
+    assert offsets_found(report, "duplicate", set(connect.topic.committed)) == twice
+    assert sum(f["count"] for f in report["findings"]) == len(twice)
 
 
 def test_lag_and_ledger_show_the_worker_committed_next_to_the_table(connect):
@@ -259,3 +265,34 @@ def test_lag_and_ledger_show_the_worker_committed_next_to_the_table(connect):
     assert group["group"] == f"connect-{connect.names['insert']}"
     assert {p["partition"]: p["committed"] for p in group["partitions"]} == committed
     assert all(p["records_behind"] == 0 for p in group["partitions"])
+
+
+def test_tui_ledger_shows_the_worker_committed_next_to_the_table(connect):
+    """The TUI's ledger pane on the connector's group: the table's rows, span and duplicates next to the
+    offsets the worker committed."""
+    from eosctl.target import resolve
+    from tests.tui.tuihelp import rows_of, sync, until
+    from tui.app import EosApp
+    from tui.data import LiveSource
+
+    committed = connect.committed("insert")
+    rows = connect.rows("insert")
+    name = connect.names["insert"]
+
+    @sync
+    async def run() -> None:
+        app = EosApp(LiveSource(resolve(str(connect.config("insert")), name, None)), refresh_seconds=60)
+        async with app.run_test(size=(160, 30)) as pilot:
+            await until(pilot, lambda: app.dash is not None, "the first refresh", timeout=120)
+            await pilot.press("6")
+            await pilot.pause()
+            shown = {r[0]: r for r in rows_of(app, "ledger")}
+            for p in range(PARTITIONS):
+                mine = {o: n for (q, o), n in rows.items() if q == p}
+                row = shown[f"{connect.topic.name}[{p}]"]
+                assert row[1] == f"{sum(mine.values()):,}"
+                assert row[2] == f"{min(mine)}..{max(mine)}"
+                assert row[3] == f"{sum(n - 1 for n in mine.values()):,}"
+                assert row[5] == str(committed[p])
+
+    run()
