@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 import uuid
+from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 PARTITIONS = 2
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "audit.md"
 SCHEMA = {"type": "struct", "name": "order", "optional": False,
           "fields": [{"field": "id", "type": "string", "optional": False},
                      {"field": "n", "type": "int32", "optional": False}]}
@@ -98,3 +100,9 @@ class TxnTopic:
         finally:
             consumer.close()
         return seen
+
+
+def documented_config(section: str) -> str:
+    """The TOML block of docs/audit.md's section ``section`` (the config a user copies)."""
+    text = DOCS.read_text().split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    return text.split("```toml\n", 1)[1].split("```", 1)[0]

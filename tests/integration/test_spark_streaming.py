@@ -29,7 +29,7 @@ import pytest
 from click.testing import CliRunner
 
 from eosctl.cli import main
-from tests.streaminghelp import TxnTopic
+from tests.streaminghelp import TxnTopic, documented_config
 
 pytestmark = [pytest.mark.integration]
 
@@ -140,18 +140,12 @@ class Streams:
         """The config of docs/audit.md's Spark section, naming the query's directory (or `sink`) and its
         checkpoint."""
         path = self.home / f"{query}-{uuid.uuid4().hex[:6]}.toml"
-        text = (documented_config().replace('["orders"]', f'["{self.topic.name}"]')
+        text = (documented_config("Spark Structured Streaming")
+                .replace('["orders"]', f'["{self.topic.name}"]')
                 .replace("/data/orders", str(sink or self.out[query]))
                 .replace("/checkpoints/orders", str(self.checkpoint[query])))
         path.write_text(f'[clusters.local]\nbootstrap_servers = "{self.bootstrap}"\n\n{text}')
         return path
-
-
-def documented_config() -> str:
-    """The TOML block of docs/audit.md's Spark Structured Streaming section."""
-    doc = (ROOT / "docs" / "audit.md").read_text()
-    section = doc.split("## Spark Structured Streaming", 1)[1].split("\n## ", 1)[0]
-    return section.split("```toml\n", 1)[1].split("```", 1)[0]
 
 
 @pytest.fixture(scope="module")
@@ -281,42 +275,6 @@ def test_default_isolation_lands_aborted_records_found_as_phantoms_naming_the_sp
     assert "option kafka.isolation.level=read_committed" in " ".join(explained.output.split())
 
 
-def test_checkpoint_offsets_are_the_stored_offsets_a_gap_is_explained_by(streams, spark, tmp_path):
-    """A file lost from the table (its entry dropped from a copy of the log): the gap is below the offsets
-    the checkpoint kept, so its cause says the sink's stored offsets passed it; `ledger` shows them."""
-    out = streams.out["committed"]
-    copy = tmp_path / "out"
-    shutil.copytree(out / "_spark_metadata", copy / "_spark_metadata")
-    first = copy / "_spark_metadata" / "0"
-    header, lost, *rest = first.read_text().splitlines()
-    first.write_text("\n".join([header, *rest]) + "\n")
-    lost_path = json.loads(lost)["path"].removeprefix("file://")
-    missing = {(r["partition"], r["offset"]) for r in spark.read.parquet(lost_path).collect()}
-    assert table(spark, copy) == table(spark, out) - Counter(missing)
-
-    # The checkpoint's own record of where the last committed batch ended: offsets/N of the highest
-    # commits/N, its third line the Kafka source's {topic: {partition: next offset}}.
-    checkpoint = streams.checkpoint["committed"]
-    last = max(batches(checkpoint, "commits"))
-    ends = json.loads((checkpoint / "offsets" / str(last)).read_text().splitlines()[2])[streams.topic.name]
-    assert all(ends[str(p)] > o for p, o in missing)
-
-    code, report = audit(streams.config("committed", copy))
-    assert code == 1 and {f["kind"] for f in report["findings"]} == {"gap"}
-    assert sum(f["count"] for f in report["findings"]) == len(missing)
-    for f in report["findings"]:
-        assert f"stored offsets are already past them (next offset {ends[str(f['partition'])]})" in \
-            f["cause"]["summary"]
-
-    result = CliRunner().invoke(main, ["ledger", "-c", str(streams.config("committed", copy)),
-                                       "--format", "json"])
-    assert result.exit_code == 1, result.output
-    ledger = json.loads(result.stdout)
-    assert {p["partition"]: p["stored_offset"] for p in ledger["partitions"]} == \
-        {int(p): o for p, o in ends.items()}
-    assert sum(p["missing_offsets"] for p in ledger["partitions"]) == len(missing)
-
-
 def test_fresh_checkpoint_replays_into_the_table_found_as_duplicates(streams, spark):
     """A restart without the checkpoint reads from the earliest offset again. The file sink's log skips the
     batch ids it already holds; the new query's later batches write their records a second time."""
@@ -333,3 +291,42 @@ def test_fresh_checkpoint_replays_into_the_table_found_as_duplicates(streams, sp
     assert offsets_found(report, "duplicate", set(streams.topic.committed)) == twice
     assert sum(f["count"] for f in report["findings"]) == len(twice)
     assert {f["kind"] for f in report["findings"]} == {"duplicate"}
+
+
+def test_checkpoint_offsets_are_the_stored_offsets_a_gap_is_explained_by(streams, spark):
+    """A file lost from the default query's table (its entry dropped from the log, so Spark's reader lacks
+    it too): its committed records are a gap below the offsets the checkpoint kept, so the cause says the
+    sink's stored offsets passed them; `ledger` shows those offsets. (Last: it changes that table.)"""
+    out = streams.out["default"]
+    before = table(spark, out)
+    first = out / "_spark_metadata" / "0"
+    header, lost, *rest = first.read_text().splitlines()
+    first.write_text("\n".join([header, *rest]) + "\n")
+    (out / "_spark_metadata" / ".0.crc").unlink(missing_ok=True)  # Hadoop's checksum of the old text
+    lost_rows = {(r["partition"], r["offset"]) for r in
+                 spark.read.parquet(json.loads(lost)["path"].removeprefix("file://")).collect()}
+    assert table(spark, out) == before - Counter(lost_rows)
+    missing = lost_rows & set(streams.topic.committed)
+    assert missing
+
+    # The checkpoint's own record of where the last committed batch ended: offsets/N of the highest
+    # commits/N, its third line the Kafka source's {topic: {partition: next offset}}.
+    checkpoint = streams.checkpoint["default"]
+    last = max(batches(checkpoint, "commits"))
+    ends = json.loads((checkpoint / "offsets" / str(last)).read_text().splitlines()[2])[streams.topic.name]
+    assert all(ends[str(p)] > o for p, o in missing)
+
+    code, report = audit(streams.config("default"))
+    assert code == 1
+    assert offsets_found(report, "gap", set(streams.topic.committed)) == missing
+    for f in report["findings"]:
+        if f["kind"] == "gap":
+            assert f"stored offsets are already past them (next offset {ends[str(f['partition'])]})" in \
+                f["cause"]["summary"]
+
+    result = CliRunner().invoke(main, ["ledger", "-c", str(streams.config("default")), "--format", "json"])
+    assert result.exit_code == 1, result.output
+    ledger = json.loads(result.stdout)
+    assert {p["partition"]: p["stored_offset"] for p in ledger["partitions"]} == \
+        {int(p): o for p, o in ends.items()}
+    assert sum(p["missing_offsets"] for p in ledger["partitions"]) == len(missing)
