@@ -93,9 +93,10 @@ class ParquetPaths(click.ParamType):
     name = "text"
 
     def convert(self, value: Any, param: Any, ctx: Any) -> str:
-        from eosctl.sink.parquet import path_problem
+        from eosctl.files import glob_problem
+        from eosctl.sink.spark_files import is_table_dir
 
-        problem = path_problem(str(value))
+        problem = None if is_table_dir(str(value)) else glob_problem(str(value))
         if problem:
             self.fail(problem, param, ctx)
         return str(value)

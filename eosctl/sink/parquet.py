@@ -52,11 +52,6 @@ def open_parquet(sink: Sink, where: str = "sink") -> DuckDBReader:
                           offsets_types)
 
 
-def path_problem(pattern: str) -> str | None:
-    """What is wrong with reading the sink's path or glob (glob_problem); a directory is a table."""
-    return None if is_table_dir(pattern) else glob_problem(pattern)
-
-
 def _relation(pattern: str, where: str, key: str, name: str) -> str:
     if is_table_dir(pattern):
         files = table_files(pattern)
