@@ -3,11 +3,12 @@ or a Delta table. Run as a process of its own by tests/integration/test_spark_st
 SIGKILLed mid-batch); several queries share its one SparkSession (one JVM start for all of them):
 
     python spark_job.py --bootstrap B --topic T --jars a.jar,b.jar [--max-offsets N]
-                        --query FORMAT,ISOLATION,OUT,CHECKPOINT [--query ...]
+                        --query FORMAT,ISOLATION,OUT,CHECKPOINT[,MAX_OFFSETS] [--query ...]
 
 FORMAT is parquet or delta; ISOLATION is read_committed, or `default` for Spark's own (the Java consumer's
 read_uncommitted). Each query reads the topic from the earliest offset and processes what it holds now
-(Trigger.AvailableNow, at most N records a batch); the process exits 0 when every query is done.
+(Trigger.AvailableNow, at most N records a batch, or the query's own MAX_OFFSETS); the process exits 0
+when every query is done.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def main() -> None:
     ap.add_argument("--max-offsets", type=int, default=0)
     ap.add_argument("--query", action="append", required=True)
     a = ap.parse_args()
-    queries = [q.split(",", 3) for q in a.query]
+    queries = [(q.split(",") + [""])[:5] for q in a.query]
 
     builder = (SparkSession.builder.master("local[1]").appName("eosctl-test-stream")
                .config("spark.driver.memory", "768m")
@@ -36,19 +37,19 @@ def main() -> None:
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "1"))
-    if any(fmt == "delta" for fmt, *_ in queries):
+    if any(q[0] == "delta" for q in queries):
         for key, value in DELTA.items():
             builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     started = []
-    for fmt, isolation, out, checkpoint in queries:
+    for fmt, isolation, out, checkpoint, rate in queries:
         reader = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", a.bootstrap)
                   .option("subscribe", a.topic).option("startingOffsets", "earliest"))
         if isolation != "default":
             reader = reader.option("kafka.isolation.level", isolation)
-        if a.max_offsets:
-            reader = reader.option("maxOffsetsPerTrigger", str(a.max_offsets))
+        if rate or a.max_offsets:
+            reader = reader.option("maxOffsetsPerTrigger", rate or str(a.max_offsets))
         rows = reader.load().selectExpr("topic", "partition", "offset", "CAST(key AS STRING) AS key",
                                         "CAST(value AS STRING) AS value")
         started.append(rows.writeStream.format(fmt).option("checkpointLocation", checkpoint)
