@@ -123,19 +123,19 @@ class Streams:
         self.topic = TxnTopic(bootstrap, "spark")
         self.home, self.jars, self.bootstrap = home, jars, bootstrap
         self.jobs: list[Job] = []
-        queries = ("committed", "default", "fresh")
-        self.out = {q: home / q / "out" for q in queries}
-        self.checkpoint = {q: home / q / "checkpoint" for q in queries}
+        self.out = {q: home / q / "out" for q in ("committed", "default")}
+        self.checkpoint = {q: home / q / "checkpoint" for q in ("committed", "default")}
+        # The committed query restarted without its checkpoint: a new one, and smaller batches than its
+        # first run's, so it runs to more batch ids than the sink's log holds.
+        self.out["fresh"], self.checkpoint["fresh"] = self.out["committed"], home / "fresh-checkpoint"
 
     def start(self, *queries: str) -> Job:
-        """One job running the named queries, each on its checkpoint (changed by start() before)."""
+        """One job running the named queries, each on its checkpoint."""
         args = ["--bootstrap", self.bootstrap, "--topic", self.topic.name, "--jars", self.jars,
                 "--max-offsets", str(MAX_OFFSETS)]
         for name in queries:
             isolation = "default" if name == "default" else "read_committed"
-            # The fresh query's restart: a new checkpoint, and smaller batches than its first run's, so it
-            # runs to more batch ids than the sink's log holds.
-            rate = f",{MAX_OFFSETS * 2 // 3}" if self.checkpoint[name].name == "checkpoint2" else ""
+            rate = f",{MAX_OFFSETS * 2 // 3}" if name == "fresh" else ""
             args += ["--query", f"parquet,{isolation},{self.out[name]},{self.checkpoint[name]}{rate}"]
         job = Job(self.home / "job.log", args)
         self.jobs.append(job)
@@ -155,17 +155,14 @@ class Streams:
 
 @pytest.fixture(scope="module")
 def streams(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Streams]:
-    """The queries run in one job, SIGKILLed mid-batch; restarted, two on their checkpoints, the fresh one on
-    a new checkpoint, and run to the end."""
+    """Both queries run in one job, SIGKILLed mid-batch, then restarted on their checkpoints and run to the
+    end."""
     s = Streams(bootstrap, tmp_path_factory.mktemp("spark-streams"), spark_jars("spark-kafka"))
     try:
-        first = s.start("committed", "default", "fresh")
-        first.wait_until("a batch in progress after a committed one",
-                         lambda: mid_batch(s.checkpoint["committed"]) and bool(
-                             batches(s.checkpoint["fresh"], "commits")), RUN_S)
+        first = s.start("committed", "default")
+        first.wait_until("a batch in progress", lambda: mid_batch(s.checkpoint["committed"]), RUN_S)
         first.kill()
-        s.checkpoint["fresh"] = s.home / "fresh" / "checkpoint2"
-        s.start("committed", "default", "fresh").finish()
+        s.start("committed", "default").finish()
         yield s
     finally:
         for job in s.jobs:
@@ -251,7 +248,7 @@ def test_read_committed_query_killed_and_restarted_audits_clean_and_stray_files_
     left = [f for f in out.glob("part-*.parquet") if str(f) not in listed and f != planted]
     if any(f.stat().st_size < 12 or f.read_bytes()[-4:] != b"PAR1" for f in left):
         # a file the kill cut short: a glob can't even be read, the directory audits clean
-        assert code == 2 and "too small to be a Parquet file" in report["error"]
+        assert code == 2 and any(f.name in report["error"] for f in left), report["error"]
     else:
         stray = {(r["partition"], r["offset"]) for f in [planted, *left]
                  for r in spark.read.parquet(str(f)).collect()}
@@ -297,11 +294,13 @@ def test_default_isolation_lands_aborted_records_found_as_phantoms_naming_the_sp
 def test_fresh_checkpoint_replays_into_the_table_found_as_duplicates(streams, spark):
     """A restart without the checkpoint reads from the earliest offset again. The file sink's log skips the
     batch ids it already holds; the new query's later batches write their records a second time."""
-    after = table(spark, streams.out["fresh"])
+    before = table(spark, streams.out["committed"])
+    streams.start("fresh").finish()
+    after = table(spark, streams.out["committed"])
     twice = {po for po, n in after.items() if n == 2}
-    assert twice and set(after) == set(streams.topic.committed) and set(after.values()) == {1, 2}
+    assert twice and set(after) == set(before) and set(after.values()) == {1, 2}
 
-    code, report = audit(streams.config("fresh"))
+    code, report = audit(streams.config("committed"))
     assert code == 1
     assert offsets_found(report, "duplicate", set(streams.topic.committed)) == twice
     assert sum(f["count"] for f in report["findings"]) == len(twice)
