@@ -23,6 +23,7 @@ from eosctl.config import Sink
 from eosctl.errors import SinkError
 from eosctl.files import glob_paths, temp_dir
 from eosctl.sink import duckdb as duck
+from eosctl.sink import spark_checkpoint
 from eosctl.sink.parquet import is_url
 from eosctl.sink.spark_files import is_table_dir, table_files
 
@@ -49,6 +50,15 @@ def frozen(sink: Sink, where: str = "sink", *, local: bool = True) -> Iterator[S
     """
     if sink.frozen_from is not None:
         yield sink
+        return
+    if sink.spark_checkpoint is not None:
+        # Its offsets first: a batch's commit is written after the sink committed its rows, so offsets read
+        # before the rows never claim rows the frozen sink lacks (a live query's tail is never a false gap).
+        with temp_dir("eosctl-checkpoint-") as tmp:
+            copy = spark_checkpoint.freeze(sink.spark_checkpoint, tmp, where)
+            with frozen(replace(sink, spark_checkpoint=None), where, local=local) as out:
+                given = replace(out.frozen_from or sink, spark_checkpoint=sink.spark_checkpoint)
+                yield replace(out, spark_checkpoint=copy, frozen_from=given)
         return
     if sink.postgres or sink.delta or sink.iceberg:
         from eosctl.sink import delta, iceberg, postgres

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 
 from eosctl.errors import SinkError
 from eosctl.sink.base import MAX_OFFSET, MAX_PARTITION, StoredOffset
@@ -29,13 +30,37 @@ def _batches(directory: str) -> set[int]:
         raise SinkError(f"cannot read Spark checkpoint directory {directory}: {e.strerror or e}") from None
 
 
-def stored_offsets(checkpoint: str, where: str = "sink") -> list[StoredOffset]:
-    """Per Kafka partition, the next offset after the query's last committed batch (none: no batch
-    committed yet); every Kafka source of the query counts."""
+def freeze(checkpoint: str, into: str, where: str = "sink") -> str:
+    """A checkpoint of the last committed batch alone, copied under ``into`` now (its offsets and commit
+    files): what the command reads, however far the query goes meanwhile."""
+    offsets = _offsets_dir(checkpoint, where)
+    done = _batches(os.path.join(checkpoint, "commits")) & _batches(offsets)
+    copy = os.path.join(into, "checkpoint")
+    for d in ("offsets", "commits"):
+        os.makedirs(os.path.join(copy, d))
+    if done:
+        last = str(max(done))
+        for d in ("offsets", "commits"):
+            try:
+                shutil.copyfile(os.path.join(checkpoint, d, last), os.path.join(copy, d, last))
+            except OSError as e:
+                raise SinkError(f"cannot read {os.path.join(checkpoint, d, last)} of the Spark checkpoint: "
+                                f"{e.strerror or e}") from None
+    return copy
+
+
+def _offsets_dir(checkpoint: str, where: str) -> str:
     offsets = os.path.join(checkpoint, "offsets")
     if not os.path.isdir(offsets):
         raise SinkError(f"{checkpoint} is not a Spark checkpoint (it has no offsets directory); check "
                         f"[{where}].spark_checkpoint (the query's checkpointLocation)")
+    return offsets
+
+
+def stored_offsets(checkpoint: str, where: str = "sink") -> list[StoredOffset]:
+    """Per Kafka partition, the next offset after the query's last committed batch (none: no batch
+    committed yet); every Kafka source of the query counts."""
+    offsets = _offsets_dir(checkpoint, where)
     done = _batches(os.path.join(checkpoint, "commits")) & _batches(offsets)
     if not done:
         return []

@@ -131,3 +131,18 @@ def test_checkpoint_offsets_are_the_last_committed_batchs_end(tmp_path):
     with pytest.raises(SinkError, match=r"is not a Spark checkpoint \(it has no offsets directory\); check "
                                         r"\[sink\]\.spark_checkpoint"):
         stored_offsets(str(tmp_path))
+
+
+def test_a_frozen_sink_keeps_the_checkpoint_as_it_was(tmp_path):
+    out, files = table(tmp_path)
+    ck = checkpoint(tmp_path, {0: [{"t": {"0": 5}}], 1: [{"t": {"0": 9}}]}, commits=[0, 1])
+    sink = Sink(parquet=str(out), spark_checkpoint=str(ck), **COLUMNS)
+    with frozen(sink, WHERE) as fixed:
+        # the query goes on: batch 2 commits after the freeze
+        (ck / "offsets" / "2").write_text((ck / "offsets" / "1").read_text().replace("9", "30"))
+        (ck / "commits" / "2").write_text("v1\n{}")
+        with open_reader(fixed, WHERE) as reader:
+            assert reader.stored_offsets() == [StoredOffset("t", 0, 9)]
+        assert fixed.frozen_from.spark_checkpoint == str(ck)
+    with open_reader(sink, WHERE) as reader:
+        assert reader.stored_offsets() == [StoredOffset("t", 0, 30)]
