@@ -95,7 +95,9 @@ def prepare(inp: AuditInput, reader: SinkReader | None = None) -> list[WorkItem]
 
     with open_reader(inp.sink) if reader is None else nullcontext(reader) as reader:
         in_sink = reader.partitions()
-        stored = reader.stored_offsets() if inp.group and inp.cluster is not None else None
+        # A Spark query keeps no group: its checkpoint's offsets still tell a gap it passed.
+        offsets_kept = inp.group or inp.sink.spark_checkpoint
+        stored = reader.stored_offsets() if offsets_kept and inp.cluster is not None else None
     items = plan(inp.source, inp.topics, in_sink)
     from eosctl.offsets import committed_offsets
     from eosctl.sink.kafka_topic import committed_before
@@ -110,14 +112,19 @@ def prepare(inp: AuditInput, reader: SinkReader | None = None) -> list[WorkItem]
         return items
 
     return with_offsets(items, {(s.topic, s.partition): s.next_offset for s in stored},
-                        committed_offsets(inp.cluster, inp.group), set(inp.topics))
+                        committed_offsets(inp.cluster, inp.group) if inp.group else None, set(inp.topics))
 
 
-def with_offsets(items: list[WorkItem], stored: dict[TP, int], committed: dict[TP, int],
+def with_offsets(items: list[WorkItem], stored: dict[TP, int], committed: dict[TP, int] | None,
                  topics: set[str]) -> list[WorkItem]:
     """Ship each partition of the audited topics its two offsets; a partition only the offsets name
     becomes an item too (Kafka doesn't have it, the sink has no rows for it), so its mismatch is still
-    reported. Phantom topics (only the sink names them) aren't compared: the group never consumed them."""
+    reported. Phantom topics (only the sink names them) aren't compared: the group never consumed them.
+    ``committed`` None (no group: a Spark query's checkpoint is all it keeps): the stored offsets only
+    explain gaps, there is nothing to compare them with."""
+    if committed is None:
+        return [replace(i, stored_offset=stored.get((i.topic, i.partition))) if i.topic in topics else i
+                for i in items]
     out = [replace(i, check_offsets=True, stored_offset=stored.get((i.topic, i.partition)),
                    committed_offset=committed.get((i.topic, i.partition))) if i.topic in topics else i
            for i in items]

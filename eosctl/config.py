@@ -89,6 +89,8 @@ class Sink:
     order_column: str | None = None
     # Table where the sink stores the source offsets it committed with its rows (optional).
     offsets_table: str | None = None
+    # A Spark Structured Streaming query's checkpoint: its Kafka offsets are the sink's stored offsets.
+    spark_checkpoint: str | None = None
     # A Kafka topic as the sink: the output of a consume-transform-produce stage (eosctl.sink.kafka_topic),
     # its lineage ("headers" or "value:PATH") and header names; the cluster it lives on (default: the
     # pipeline's; set by eosctl.target, which resolves "sandbox").
@@ -335,6 +337,7 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
                 key_column=s.str("key_column", None),
                 order_column=s.str("order_column", None),
                 offsets_table=s.str("offsets_table", None),
+                spark_checkpoint=s.str("spark_checkpoint", None),
                 kafka_topic=s.str("kafka_topic", None),
                 lineage=s.str("lineage", "headers"),
                 lineage_headers=_three(s.str_list("lineage_headers") if "lineage_headers" in s.table
@@ -353,6 +356,8 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
                 sink = _replace_path(sink, str(path.parent / sink.duckdb))
             if sink.delta is not None and "://" not in sink.delta and not Path(sink.delta).is_absolute():
                 sink = replace(sink, delta=str(path.parent / sink.delta))
+            if sink.spark_checkpoint is not None and not Path(sink.spark_checkpoint).is_absolute():
+                sink = replace(sink, spark_checkpoint=str(path.parent / sink.spark_checkpoint))
         pipelines[name] = Pipeline(
             name=name,
             cluster=cluster,

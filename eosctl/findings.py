@@ -175,6 +175,12 @@ def _span_of(d: Any) -> tuple[Any, Any] | None:
     return (d.get("min"), d.get("max")) if isinstance(d, dict) else None
 
 
+# The fix of a sink that reads aborted or open transactions, as each framework spells it: Spark's Kafka source
+# and Kafka Connect's sink tasks read with the Java consumer's default, read_uncommitted, unless told.
+READ_COMMITTED_FIX = ("consume with isolation.level=read_committed (a Spark Structured Streaming job: "
+                      "option kafka.isolation.level=read_committed, which Spark's Kafka source does not set; "
+                      "Kafka Connect: consumer.override.isolation.level=read_committed)")
+
 _WITH_TRANSACTIONS = ("gap", "phantom_aborted", "phantom_uncommitted", "key_duplicate")
 
 # The detail of the phantom_beyond_hw finding for a topic-partition Kafka doesn't have.
@@ -183,7 +189,7 @@ NOT_IN_KAFKA = "partition does not exist in Kafka"
 # Root causes (report.root_causes[].rule), in the order a report lists them, with what explains them.
 ROOT_RULES = {
     "sink_reads_aborted": "the sink holds records of aborted or still-open transactions (or their markers): "
-                          "it consumes read_uncommitted, or writes before the commit",
+                          f"it consumes read_uncommitted, or writes before the commit; {READ_COMMITTED_FIX}",
     "sink_skipped": "the sink passed over committed records: its offsets were stored or committed apart "
                     "from its results (a crash between the two, or a seek past them)",
     "replay": "the sink wrote records again: results committed before their offsets were stored, then "

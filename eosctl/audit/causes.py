@@ -24,6 +24,7 @@ from eosctl.findings import (
     NON_TRANSACTIONAL,
     NOT_IN_KAFKA,
     OPEN,
+    READ_COMMITTED_FIX,
     STORED_OFFSETS,
     Cause,
     Finding,
@@ -343,10 +344,10 @@ def _phantom_summary(f: Finding, where: str, txns: tuple[TxnCause, ...], omitted
     if f.kind == "phantom_aborted":
         if any(t.fenced for t in txns):
             text += ", aborted when a newer epoch of the producer fenced it (a zombie's transaction)"
-        text += ": the sink consumes read_uncommitted, or writes before the commit."
+        text += ": the sink consumes read_uncommitted, or writes before the commit"
     else:
-        text += ": the sink writes records before their transaction commits (read_uncommitted)."
-    return text
+        text += ": the sink writes records before their transaction commits (read_uncommitted)"
+    return text + f"; {READ_COMMITTED_FIX}."
 
 
 def _txn_list(txns: tuple[TxnCause, ...], omitted: int) -> str:

@@ -87,14 +87,16 @@ class WorkDir(click.ParamType):
 
 
 class ParquetPaths(click.ParamType):
-    """A Parquet path or glob (or a URL): every local file it matches must be a regular file."""
+    """A Parquet path or glob (or a URL): every local file it matches must be a regular file; or a directory
+    (its table as Spark reads it)."""
 
     name = "text"
 
     def convert(self, value: Any, param: Any, ctx: Any) -> str:
         from eosctl.files import glob_problem
+        from eosctl.sink.spark_files import is_table_dir
 
-        problem = glob_problem(str(value))
+        problem = None if is_table_dir(str(value)) else glob_problem(str(value))
         if problem:
             self.fail(problem, param, ctx)
         return str(value)

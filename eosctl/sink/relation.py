@@ -246,7 +246,12 @@ class SqlReader(ABC):
 
     def stored_offsets(self) -> list[StoredOffset] | None:
         """The sink's own offsets table (topic, partition, next_offset), or None if it has none. Rows
-        with an invalid topic, partition or next offset are left out here: invalid_rows() reports them."""
+        with an invalid topic, partition or next offset are left out here: invalid_rows() reports them.
+        A Spark query's sink stores them in its checkpoint (eosctl.sink.spark_checkpoint)."""
+        if self.sink.spark_checkpoint is not None:
+            from eosctl.sink.spark_checkpoint import stored_offsets
+
+            return stored_offsets(self.sink.spark_checkpoint)
         if self.offsets_relation is None:
             return None
         t, p, n = self._columns(self._offsets_types, *OFFSETS_COLUMNS)

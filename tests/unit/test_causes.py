@@ -56,6 +56,10 @@ def test_each_kind_names_its_writers_markers_and_the_sink_around_it():
         {"producer_id": 6, "producer_epoch": 0, "first_offset": 2, "last_offset": 3, "outcome": "aborted",
          "marker_offset": 5, "fenced": True}]
     assert "fenced" in cause(found["phantom_aborted@2"])["summary"]
+    # The fix, as the frameworks that read read_uncommitted by default spell it (docs/audit.md).
+    for phantom in ("phantom_aborted@2", "phantom_uncommitted@8"):
+        assert "option kafka.isolation.level=read_committed" in cause(found[phantom])["summary"]
+        assert "consumer.override.isolation.level=read_committed" in cause(found[phantom])["summary"]
     assert cause(found["phantom_uncommitted@8"])["transactions"] == [
         {"producer_id": 5, "producer_epoch": 0, "first_offset": 8, "last_offset": 8, "outcome": "open",
          "marker_offset": None, "fenced": False}]

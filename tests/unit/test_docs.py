@@ -763,7 +763,8 @@ def test_config_keys_are_the_dataclass_fields() -> None:
 
 
 VALID = {"bootstrap_servers": "h:1", "security_protocol": "SASL_SSL", "cluster": "c",
-         "duckdb": "/abs/s.duckdb", "lineage": "value:src", "lineage_headers": ["a", "b", "c"], "hops": ["p"]}
+         "duckdb": "/abs/s.duckdb", "spark_checkpoint": "/abs/checkpoint", "lineage": "value:src",
+         "lineage_headers": ["a", "b", "c"], "hops": ["p"]}
 # Sink kinds: a config names exactly one, so the all-keys config keeps duckdb and each other kind is
 # checked in a config of its own.
 OTHER_KINDS = {"parquet": "/x/*.parquet", "postgres": "postgresql://u@h/db", "delta": "/x/delta",

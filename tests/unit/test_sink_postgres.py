@@ -212,7 +212,7 @@ def test_bad_uri_credentials_table_and_column_are_one_line(sample: str, postgres
     secret = postgres.password
     good = sample.replace(f":{secret}@", ":${PGPW}@")
     wrong = {"PGPW": "not-" + secret}
-    socket = postgres.socket_dir
+    socket, port = postgres.socket_dir, postgres.port  # the socket file is named for the port
     cases = [
         (f'postgres = "mysql://u:{secret}@h/db"\ntable = "orders_sink"', {},
          "[pipelines.orders.sink].postgres is not a PostgreSQL URI; write postgresql://USER@HOST:PORT/DB, or "
@@ -221,9 +221,9 @@ def test_bad_uri_credentials_table_and_column_are_one_line(sample: str, postgres
         (f'postgres = "{good}"\ntable = "orders_sink"', wrong,
          f"PostgreSQL at {good.replace(':${PGPW}', '')} refused the password of user eosctl; check the "
          "password in [pipelines.orders.sink].postgres (e.g. from ${PGPASSWORD})"),
-        (f'postgres = "postgresql://eosctl:${{PGPW}}@/nodb?host={socket}&port=5432"\ntable = "orders_sink"',
+        (f'postgres = "postgresql://eosctl:${{PGPW}}@/nodb?host={socket}&port={port}"\ntable = "orders_sink"',
          {"PGPW": secret},
-         f"PostgreSQL at postgresql://eosctl@/nodb?host={socket}&port=5432 has no database nodb; check "
+         f"PostgreSQL at postgresql://eosctl@/nodb?host={socket}&port={port} has no database nodb; check "
          "[pipelines.orders.sink].postgres"),
         (f'postgres = "postgresql://eosctl:${{PGPW}}@/x?host={tmp_path}&port=5432"', {"PGPW": secret},
          f"cannot connect to PostgreSQL at postgresql://eosctl@/x?host={tmp_path}&port=5432: No such file or "
