@@ -55,10 +55,12 @@ OPENMETRICS = "application/openmetrics-text; version=1.0.0"
               help="off: per-topic and per-group sums instead of one series per partition.")
 @click.option("--once", is_flag=True, help="Read once, write --textfile and exit (cron, node_exporter).")
 @click.option("--textfile", type=OutputFile(),
-              help="With --once: the file to write, atomically (node_exporter's textfile collector).")
+              help="With --once: the file to write, atomically (node_exporter's textfile collector); it "
+                   "replaces an earlier reading of eosctl's, any other file only with --force.")
+@click.option("--force", is_flag=True, help="Replace --textfile even if it is not an earlier reading.")
 def exporter(config: str | None, pipelines: tuple[str, ...], bootstrap: str | None, topics: tuple[str, ...],
              group: str | None, listen: str, interval: float, audit_every: float, max_age: float,
-             partition_metrics: str, once: bool, textfile: str | None) -> None:
+             partition_metrics: str, once: bool, textfile: str | None, force: bool = False) -> None:
     """Serve Prometheus metrics: transaction-aware lag, open and hanging transactions, fencing, audits.
 
     \b
@@ -79,13 +81,15 @@ def exporter(config: str | None, pipelines: tuple[str, ...], bootstrap: str | No
     options = _audit_options(targets) if audit_every > 0 else None
     if once:
         assert textfile is not None
+        reads = _reads(config, targets)
+        check_textfile(textfile, reads, force)
         with _sources(targets, max_age) as sources:
             _first_refresh(sources)
             if options is not None:
                 _audit_all(sources, targets, options)
             from eosctl.metrics import Exposition
 
-            write_textfile(textfile, Exposition(sources, partition_metrics == "on").render()[0])
+            write_textfile(textfile, Exposition(sources, partition_metrics == "on").render()[0], reads, force)
         return
     server = bind(host, port)
     try:
@@ -327,12 +331,44 @@ class _Handler(BaseHTTPRequestHandler):
         pass  # one line per scrape would flood the log of a process that runs for weeks
 
 
-def write_textfile(path: str, body: bytes) -> None:
-    """Write ``body`` beside ``path`` and rename it there: node_exporter never reads half a file."""
-    from eosctl.files import replacing
+def _reads(config: str | None, targets: list[Target]) -> tuple[str, ...]:
+    """Every local file the exporter reads: the config and each pipeline's sink."""
+    from eosctl.sink.base import local_files
 
-    with replacing(path) as tmp, open(tmp, "wb") as f:
-        f.write(body)
+    sinks = [t.pipeline.sink for t in targets if t.pipeline is not None]
+    return (*([config] if config else []), *(f for s in sinks for f in local_files(s)))
+
+
+def earlier_reading(path: str) -> bool:
+    """Whether ``path`` holds an exposition eosctl wrote (its first line a HELP or TYPE of an eosctl_
+    metric): the reading a cron job replaces every run, which needs no --force."""
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(200)
+    except OSError:
+        return False
+    return first.startswith((b"# HELP eosctl_", b"# TYPE eosctl_"))
+
+
+def check_textfile(path: str, reads: tuple[str, ...], force: bool) -> None:
+    from eosctl.files import check_output
+
+    check_output(path, reads, force, "--textfile", earlier_reading)
+
+
+def write_textfile(path: str, body: bytes, reads: tuple[str, ...] = (), force: bool = False) -> None:
+    """Write ``body`` beside ``path`` and rename it there: node_exporter never reads half a file. A full
+    disk is one line (the temporary file is removed, the earlier reading stays)."""
+    from eosctl.errors import EosctlError
+    from eosctl.files import shown, writing_output
+
+    try:
+        with writing_output(path, reads, force, "--textfile", ours=earlier_reading) as tmp, \
+                open(tmp, "wb") as f:
+            f.write(body)
+    except OSError as e:
+        raise EosctlError(f"cannot write --textfile {shown(path)}: {e.strerror or e}; the earlier reading "
+                          "is kept") from None
 
 
 COMMANDS = [exporter]
