@@ -385,6 +385,14 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
             shuffle_partitions=sp.int("shuffle_partitions", 4),
         )
         sp.done()
+        # Checked here, not by Spark: a JVM that refuses them prints a page of its own output first.
+        for key, problem in (("master", spark_master_problem(spark.master)),
+                             ("driver_memory", memory_problem(spark.driver_memory))):
+            if problem:
+                raise ConfigError(f"{path}: spark.{key} is {sp.shown(key, getattr(spark, key))}: {problem}")
+        if spark.shuffle_partitions < 1:
+            raise ConfigError(f"{path}: spark.shuffle_partitions must be at least 1, got "
+                              f"{spark.shuffle_partitions}")
     au = root.sub("audit")
     audit_engine = au.str("engine", None, choices={"spark", "local"}) if au is not None else None
     if au is not None:
@@ -429,6 +437,26 @@ def _check_hop_sink(sink: Sink, path: Path, pipeline: str, clusters: dict[str, C
                           f"[clusters.NAME] (known: {', '.join(sorted(clusters))})")
 
 
+_MASTER = re.compile(r"local|local\[(\*|[1-9][0-9]*)(,[1-9][0-9]*)?\]|local-cluster\[[1-9][0-9]*,[1-9][0-9]*,"
+                     r"[1-9][0-9]*\]|yarn|(spark|k8s|mesos)://\S+", re.ASCII)
+# Spark's JavaUtils.byteStringAs: a number and an optional unit (b, k, kb, m, mb, g, gb, t, tb, p, pb).
+_MEMORY = re.compile(r"[1-9][0-9]*([kmgtp]b?|b)?", re.ASCII | re.IGNORECASE)
+
+
+def spark_master_problem(master: str) -> str | None:
+    """What is wrong with a Spark master URL, in a few words; None if Spark would take it."""
+    if _MASTER.fullmatch(master):
+        return None
+    return "expected local[N] (N at least 1), local[*], spark://HOST:PORT, yarn or k8s://URL"
+
+
+def memory_problem(size: str) -> str | None:
+    """What is wrong with a JVM memory size such as 2g, in a few words; None if Spark would take it."""
+    if _MEMORY.fullmatch(size):
+        return None
+    return "expected a size such as 512m or 2g"
+
+
 BOOTSTRAP_FORM = "expected HOST:PORT[,HOST:PORT...], e.g. localhost:9092"
 
 
@@ -451,7 +479,7 @@ def bootstrap_problem(value: str) -> str | None:
             return f"{which}no port"
         if not host:
             return f"{which}no host"
-        if not port.isdigit():
+        if not (port.isascii() and port.isdigit()):
             return f"{which}port {port!r} is not a number"
         if not 0 < int(port) < 65536:
             return f"{which}port {port} is out of range (1-65535)"

@@ -257,7 +257,9 @@ def temp_dir(prefix: str) -> Iterator[str]:
     import signal
     import tempfile
 
-    held = {signal.SIGINT, signal.SIGTERM}
+    from eosctl.stopsignals import STOP_SIGNALS
+
+    held = set(STOP_SIGNALS)
     mask = getattr(signal, "pthread_sigmask", None)
     before = mask(signal.SIG_BLOCK, held) if mask else None
     try:

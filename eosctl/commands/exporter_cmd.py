@@ -109,8 +109,10 @@ def exporter(config: str | None, pipelines: tuple[str, ...], bootstrap: str | No
             server.shutdown()
     finally:
         server.server_close()
-    click.echo("eosctl: interrupted" if stop.signum == signal.SIGINT else "eosctl: terminated", err=True)
-    raise SystemExit(130 if stop.signum == signal.SIGINT else 143)
+    from eosctl.stopsignals import exit_code, say_stopped
+
+    say_stopped(stop.signum)
+    raise SystemExit(exit_code(stop.signum))
 
 
 # ---- set-up -------------------------------------------------------------------------------------------
@@ -120,7 +122,7 @@ def parse_listen(listen: str) -> tuple[str, int]:
     """--listen HOST:PORT ([::1]:PORT for IPv6) as (host, port)."""
     host, sep, port = listen.rpartition(":")
     host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    if not sep or not host or not port.isdigit() or int(port) > 65535:
+    if not sep or not host or not (port.isascii() and port.isdigit()) or int(port) > 65535:
         raise click.BadParameter(f"{listen!r} is not HOST:PORT (e.g. {DEFAULT_LISTEN}, 0.0.0.0:9308, "
                                  "[::1]:9308)", param_hint="'--listen'")
     return host, int(port)
@@ -293,7 +295,9 @@ def _signals() -> Iterator[_Stop]:
         stop.signum = signum
         stop.set()
 
-    before = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    from eosctl.stopsignals import STOP_SIGNALS
+
+    before = {s: signal.signal(s, on_signal) for s in STOP_SIGNALS}
     try:
         yield stop
     finally:

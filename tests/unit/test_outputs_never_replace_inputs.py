@@ -150,15 +150,16 @@ def test_exporter_textfile_naming_the_sink_is_refused(config, sink):
 def test_exporter_textfile_replaces_another_file_only_with_force(config, tmp_path):
     out = tmp_path / "notes.prom"
     out.write_text("my notes\n")
-    line = one_line(run("exporter", "-c", str(config), "--once", "--textfile", str(out), "--audit-every", "0"))
+    line = one_line(run("exporter", "-c", str(config), "--once", "--textfile", str(out),
+                        "--audit-every", "0"))
     assert line == (f"eosctl: error: --textfile {out} already exists; pass --force to replace it or pick "
                     "another --textfile")
     assert out.read_text() == "my notes\n"
 
 
 def test_exporter_textfile_replaces_its_own_earlier_reading(tmp_path):
-    from eosctl.files import output_refusal
     from eosctl.commands.exporter_cmd import earlier_reading
+    from eosctl.files import output_refusal
 
     out = tmp_path / "eosctl.prom"
     out.write_text("# HELP eosctl_up Whether the last refresh reached the cluster.\neosctl_up 1\n")
