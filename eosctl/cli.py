@@ -113,6 +113,17 @@ class EosctlGroup(click.Group):
                 _output_failed(e)
             raise
 
+    def _main_shell_completion(self, ctx_args: Any, prog_name: str, complete_var: str | None = None) -> None:
+        # Click reads COMP_WORDS/COMP_CWORD itself and raises KeyError or ValueError when a shell (or a
+        # user) calls it without them: one line instead.
+        try:
+            super()._main_shell_completion(ctx_args, prog_name, complete_var)
+        except (KeyError, ValueError, IndexError) as e:
+            what = f"{e.args[0]} is not set" if isinstance(e, KeyError) else "COMP_CWORD is not a word index"
+            click.echo(f"eosctl: error: shell completion called without its variables ({term(str(what))}); "
+                       "load the script from `eosctl completion bash|zsh|fish` instead", err=True)
+            sys.exit(2)
+
     def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
                      **extra: object) -> click.Context:
         try:
