@@ -26,6 +26,11 @@ from eosctl.stopsignals import STOP_SIGNALS, exit_code, say_stopped
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
+def _redact(message: str) -> str:
+    config = sys.modules.get("eosctl.config")  # loaded only if a config was read: nothing to hide before
+    return config.redact(message) if config is not None else message
+
+
 class OneLineError(click.ClickException):
     """A click error already worded as eosctl's one line (what is wrong, how to fix it)."""
 
@@ -34,7 +39,7 @@ class OneLineError(click.ClickException):
         self.exit_code = exit_code
 
     def show(self, file: object = None) -> None:
-        click.echo(f"eosctl: error: {self.message}", err=True)
+        click.echo(f"eosctl: error: {_redact(self.message)}", err=True)
 
 
 def usage_line(e: click.ClickException) -> str:
@@ -51,7 +56,9 @@ def usage_line(e: click.ClickException) -> str:
 
 def one_line(message: str) -> str:
     """A message as one line: its lines joined with '; ', and any other character a terminal would not
-    print as itself (a control character from a file name, U+2028, a right-to-left override) escaped."""
+    print as itself (a control character from a file name, U+2028, a right-to-left override) escaped.
+    A value substituted for a ${NAME} of the config is never in it (eosctl.config.redact)."""
+    message = _redact(message)
     if "\n" in message or "\r" in message:
         message = "; ".join(line.strip() for line in message.replace("\r", "\n").split("\n") if line.strip())
     return term(message)

@@ -163,14 +163,43 @@ class Config:
         return self.clusters[pipeline.cluster]
 
 
+# Every value substituted for a ${NAME} in a config this process read -> NAME. A message is built from
+# such values far from here (a broker address, a sink's path or table, a topic, a URI), so redaction
+# follows the value, not the key: `redact` runs over every error and warning line eosctl prints.
+_SUBSTITUTED: dict[str, str] = {}
+# A value this short is also an ordinary word of a message: it is hidden only where it stands alone.
+_SHORT = 4
+
+
 def _interpolate(value: str, where: str, path: Path, env: dict[str, str]) -> str:
     def sub(m: re.Match[str]) -> str:
         name = m.group(1)
         if name not in env:
             raise ConfigError(f"{path}: {where} refers to ${{{name}}}, which is not set; export {name} first")
+        if env[name]:
+            _SUBSTITUTED.setdefault(env[name], name)
         return env[name]
 
     return _ENV.sub(sub, value)
+
+
+def redact(message: str) -> str:
+    """``message`` with every value that came from a ${NAME} in a config (also as repr() or URL-quoted
+    shows it) replaced by ``[the value of ${NAME}]``: a secret never reaches a terminal or a log."""
+    if not _SUBSTITUTED or not message:
+        return message
+    from urllib.parse import quote
+
+    for value, name in sorted(_SUBSTITUTED.items(), key=lambda kv: -len(kv[0])):
+        shown = f"[the value of ${{{name}}}]"
+        for form in dict.fromkeys((value, repr(value)[1:-1], quote(value, safe=""))):
+            if form not in message:
+                continue
+            if len(form) >= _SHORT:
+                message = message.replace(form, shown)
+            else:
+                message = re.sub(rf"(?<![A-Za-z0-9_.-]){re.escape(form)}(?![A-Za-z0-9_.-])", shown, message)
+    return message
 
 
 class _Reader:
@@ -277,6 +306,7 @@ def load_config(path: str | Path, env: dict[str, str] | None = None) -> Config:
 
 
 def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config:
+    _SUBSTITUTED.clear()  # this config's values are the ones to hide (a process may read another before)
     root = _Reader(path, "", raw, env)
     clusters: dict[str, Cluster] = {}
     ctables = root.sub("clusters")

@@ -217,8 +217,8 @@ def _refresh_loop(sources: list[Source], exposition: Exposition, interval: float
                 s.refreshed(None)
                 if i not in down:
                     down[i] = first_line(e)
-                    click.echo(f"eosctl exporter: {term(s.pipeline or s.cluster)}: refresh failed, serving "
-                               f"the last values (eosctl_up 0): {term(down[i])}", err=True)
+                    _log(f"eosctl exporter: {term(s.pipeline or s.cluster)}: refresh failed, serving "
+                         f"the last values (eosctl_up 0): {term(down[i])}")
                 continue
             s.refreshed(cap)
             if down.pop(i, None) is not None:
@@ -228,14 +228,25 @@ def _refresh_loop(sources: list[Source], exposition: Exposition, interval: float
         stop.wait(max(0.0, interval - (time.monotonic() - started)))
 
 
+def _log(message: str) -> None:
+    """One line of the exporter's log on stderr: no value substituted from the config's ${NAME}s."""
+    from eosctl.config import redact
+
+    click.echo(redact(message), err=True)
+
+
 def _audit_all(sources: list[Source], targets: list[Target], options: Any,
-               stop: threading.Event | None = None) -> None:
-    """One audit per pipeline with a sink; a failed one counts in eosctl_audit_errors_total."""
+               stop: threading.Event | None = None, failing: dict[int, str] | None = None) -> None:
+    """One audit per pipeline with a sink; a failed one counts in eosctl_audit_errors_total.
+
+    ``failing``: source index -> the reason its audits fail, kept across runs so that an outage is logged
+    when it starts, when its reason changes and when it ends, not at every --audit-every."""
+    failing = {} if failing is None else failing
     import auditors
     from eosctl.errors import EosctlError, first_line
     from eosctl.safetext import term
 
-    for s, t in zip(sources, targets, strict=True):
+    for i, (s, t) in enumerate(zip(sources, targets, strict=True)):
         sink = t.pipeline.sink if t.pipeline else None
         if sink is None or (stop is not None and stop.is_set()):
             continue
@@ -249,9 +260,14 @@ def _audit_all(sources: list[Source], targets: list[Target], options: Any,
             if not isinstance(e, EosctlError | OSError):  # a crash, not a sink or broker problem: name it
                 why = f"{type(e).__name__}: {why}"
             s.audited(None, time.monotonic() - started, why)
-            click.echo(f"eosctl exporter: {term(s.pipeline)}: audit failed: {term(why)}", err=True)
+            if failing.get(i) != why:
+                failing[i] = why
+                _log(f"eosctl exporter: {term(s.pipeline)}: audit failed: {term(why)} (said once until it "
+                     "changes; eosctl_audit_errors_total counts each)")
             continue
         s.audited(report, time.monotonic() - started)
+        if failing.pop(i, None) is not None:
+            _log(f"eosctl exporter: {term(s.pipeline)}: the audit runs again")
 
 
 @contextmanager
@@ -264,8 +280,9 @@ def _auditing(sources: list[Source], targets: list[Target], options: Any, every:
     from auditors import guard
 
     def loop() -> None:
+        failing: dict[int, str] = {}
         while not stop.is_set():
-            _audit_all(sources, targets, options, stop)
+            _audit_all(sources, targets, options, stop, failing)
             exposition.warm()
             stop.wait(every)
 

@@ -100,6 +100,7 @@ def _matches(parquet: str | None) -> list[str]:
 
 
 def _read_audit_report(path: str) -> AuditReport:
+    from eosctl.config import redact
     from eosctl.errors import EosctlError
     from eosctl.files import shown
     from eosctl.findings import read_report
@@ -111,7 +112,7 @@ def _read_audit_report(path: str) -> AuditReport:
         raise EosctlError(f"{shown(path)} is not an `eosctl audit --format json` report ({e}); write one "
                           "with `eosctl audit --format json --out FILE`") from None
     for note in notes:  # stored with the recomputed verdict
-        click.echo(f"eosctl: warning: {shown(path)}: {note}", err=True)
+        click.echo(redact(f"eosctl: warning: {shown(path)}: {note}"), err=True)
     return report
 
 
