@@ -150,6 +150,9 @@ class Config:
                 return next(iter(self.pipelines.values()))
             if self.default_pipeline is not None:
                 return self.pipelines[self.default_pipeline]
+            if not self.pipelines:
+                raise ConfigError(f"{self.path}: no [pipelines.NAME] defined; add one (see "
+                                  "sample_configs/demo.toml) or pass --bootstrap and --topic")
             raise ConfigError(
                 f"{self.path}: several pipelines ({', '.join(sorted(self.pipelines))}); "
                 "choose one with --pipeline (or set default_pipeline at the top of the file)"
@@ -329,9 +332,9 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
             sasl_mechanism=c.str("sasl_mechanism", None),
             sasl_username=c.str("sasl_username", None),
             sasl_password=c.str("sasl_password", None),
-            ssl_ca_location=c.str("ssl_ca_location", None),
-            ssl_certificate_location=c.str("ssl_certificate_location", None),
-            ssl_key_location=c.str("ssl_key_location", None),
+            ssl_ca_location=local_path(c.str("ssl_ca_location", None), path),
+            ssl_certificate_location=local_path(c.str("ssl_certificate_location", None), path),
+            ssl_key_location=local_path(c.str("ssl_key_location", None), path),
             ssl_key_password=c.str("ssl_key_password", None),
         )
         c.done()
@@ -378,11 +381,10 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
                 raise ConfigError(f"{path}: pipelines.{name}.sink needs exactly one of duckdb, parquet, "
                                   f"postgres, delta, iceberg or kafka_topic")
             _check_hop_sink(sink, path, name, clusters)
-            if sink.duckdb is not None and not Path(sink.duckdb).is_absolute():
-                # Relative sink paths are relative to the config file, not to wherever eosctl runs.
-                sink = _replace_path(sink, str(path.parent / sink.duckdb))
-            if sink.delta is not None and "://" not in sink.delta and not Path(sink.delta).is_absolute():
-                sink = replace(sink, delta=str(path.parent / sink.delta))
+            # Relative sink paths (a Parquet glob too) are relative to the config file, not to wherever
+            # eosctl runs; `~` is the user's home, as in a shell.
+            sink = replace(sink, **{k: local_path(getattr(sink, k), path)
+                                    for k in ("duckdb", "parquet", "delta") if getattr(sink, k) is not None})
         pipelines[name] = Pipeline(
             name=name,
             cluster=cluster,
@@ -401,6 +403,12 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
         if unknown:
             raise ConfigError(f"{path}: pipelines.{name}.hops names {unknown[0]!r}, which is not a "
                               f"[pipelines.NAME] (known: {', '.join(sorted(pipelines))})")
+        if name in pipe.hops:
+            raise ConfigError(f"{path}: pipelines.{name}.hops names the pipeline itself; list the pipelines "
+                              "it is made of")
+        repeated = next((h for i, h in enumerate(pipe.hops) if h in pipe.hops[:i]), None)
+        if repeated is not None:
+            raise ConfigError(f"{path}: pipelines.{name}.hops names {repeated!r} twice; list each hop once")
         if any(pipelines[h].hops for h in pipe.hops if h != name):
             raise ConfigError(f"{path}: pipelines.{name}.hops names a pipeline that has hops of its own; "
                               f"list every hop in one pipeline")
@@ -532,5 +540,10 @@ def _bootstrap(value: str, where: str, path: Path) -> str:
     return normalize_bootstrap(value)
 
 
-def _replace_path(sink: Sink, duckdb: str) -> Sink:
-    return replace(sink, duckdb=duckdb)
+def local_path(value: str | None, config: Path) -> str | None:
+    """A path the config names, as eosctl opens it: `~` expanded, a relative one against the config's
+    directory; a URL (``s3://...``) as it is."""
+    if value is None or "://" in value:
+        return value
+    expanded = os.path.expanduser(value)
+    return expanded if Path(expanded).is_absolute() else str(config.parent / expanded)

@@ -62,7 +62,7 @@ def lag(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: st
     from eosctl.wire import WireClient
 
     target = resolve(config, pipeline, bootstrap, topics)
-    wanted_groups = list(groups) or ([target.group] if target.group else [])
+    wanted_groups = list(groups) or target.lag_groups()
     wanted_topics = list(target.topics)
     if interval is None:
         with WireClient(target.cluster, timeout_ms=TIMEOUT_MS) as client:
