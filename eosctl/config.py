@@ -325,6 +325,8 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
             # The problem text quotes the entries: say only that it is wrong, and where it came from.
             raise ConfigError(f"{path}: clusters.{name}.bootstrap_servers, "
                               f"{c.shown('bootstrap_servers', servers)}, is not valid; {BOOTSTRAP_FORM}")
+        for key in ("ssl_ca_location", "ssl_certificate_location", "ssl_key_location"):
+            _check_pem(c, key, path)
         clusters[name] = Cluster(
             name=name,
             bootstrap_servers=_bootstrap(servers, f"clusters.{name}", path),
@@ -538,6 +540,26 @@ def _bootstrap(value: str, where: str, path: Path) -> str:
     if problem:
         raise ConfigError(f"{path}: {where}.bootstrap_servers {value!r}: {problem}; {BOOTSTRAP_FORM}")
     return normalize_bootstrap(value)
+
+
+# A CA bundle, a certificate or a key: a few KB; a file far larger is not one.
+PEM_MAX_BYTES = 1024 * 1024
+
+
+def _check_pem(c: _Reader, key: str, path: Path) -> None:
+    """A certificate or key file is checked for its kind before a Kafka client opens it: a FIFO blocked
+    the client's open() (and SIGTERM with it), /dev/zero was read until the handshake gave up."""
+    value = c.table.get(key)
+    if not isinstance(value, str):
+        return
+    where = local_path(_interpolate(value, c._key(key), path, c.env), path)
+    problem = input_problem(where, PEM_MAX_BYTES, must_exist=False) if where else None
+    if problem:
+        names = _ENV.findall(value)
+        shown_value = ("the value of " + " and ".join(f"${{{n}}}" for n in names) + " (not shown)" if names
+                       else shown(where))
+        raise ConfigError(f"{path}: {c._key(key)} ({shown_value}): {problem.replace(where, 'it')}; name a "
+                          "PEM file")
 
 
 def local_path(value: str | None, config: Path) -> str | None:

@@ -129,3 +129,24 @@ def test_shell_completion_without_its_variables_is_one_line(cword):
                           capture_output=True, text=True, timeout=60, cwd=REPO, env=env)
     assert proc.returncode == 2, proc.stderr
     assert one_line(proc.stderr).startswith("eosctl: error: shell completion called without its variables")
+
+
+# ---- item 9: a certificate file is checked for its kind before a client opens it -------------------------
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_an_ssl_file_that_is_a_fifo_or_device_is_one_line(tmp_path, kind):
+    target = "/dev/zero"
+    if kind == "fifo":
+        target = str(tmp_path / "ca.pem")
+        os.mkfifo(target)
+    config = tmp_path / "c.toml"
+    config.write_text('[clusters.a]\nbootstrap_servers = "127.0.0.1:1"\nsecurity_protocol = "SSL"\n'
+                      f'ssl_ca_location = "{target}"\n[pipelines.p]\nsource_topics = ["t"]\n')
+    # A subprocess: before the fix the client's open() of the FIFO blocked for ever.
+    proc = eosctl("lag", "-c", str(config))
+    assert proc.returncode == 2, proc.stderr
+    what = "a named pipe (FIFO)" if kind == "fifo" else "a character device"
+    assert one_line(proc.stderr) == (f"eosctl: error: {config}: clusters.a.ssl_ca_location ({target}): it is "
+                                     f"{what}, not a regular file; name a PEM file")
