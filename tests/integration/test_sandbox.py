@@ -71,3 +71,39 @@ def test_port_in_use_is_one_clear_line(tmp_path):
         f"eosctl: error: port {port} is already in use; choose another with --port or omit it for a free one"
     )
     assert not (tmp_path / "sandbox.json").exists()
+
+
+def test_up_after_down_keeps_the_port(tmp_path):
+    """Issue 34, item 10: a config, TUI, exporter or `lag --watch` on bootstrap_servers = "sandbox" keeps
+    finding the broker after `down` and `up` (before, `up` took a new free port each time)."""
+    first = eosctl(tmp_path, "sandbox", "up")
+    assert first.returncode == 0, first.stderr
+    port = json.loads((tmp_path / "sandbox.json").read_text())["port"]
+    try:
+        assert eosctl(tmp_path, "sandbox", "down").returncode == 0
+        again = eosctl(tmp_path, "sandbox", "up")
+        assert again.returncode == 0, again.stderr
+        assert again.stdout.startswith(f"sandbox started: bootstrap 127.0.0.1:{port} ")
+    finally:
+        eosctl(tmp_path, "sandbox", "down")
+    assert not noida.port_open(port)
+
+
+def test_racing_ups_start_one_broker_and_all_succeed(tmp_path):
+    """Issue 34, item 16: before, the losers exited 2 with the broker's own "already running"."""
+    env = dict(os.environ, EOSCTL_HOME=str(tmp_path))
+    racers = [subprocess.Popen([sys.executable, "-m", "eosctl", "sandbox", "up"], env=env, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(3)]
+    try:
+        results = [(p.wait(timeout=90), *p.communicate(timeout=10)) for p in racers]
+    finally:
+        for p in racers:
+            if p.poll() is None:
+                p.kill()
+        state = sandboxstate.read_state(tmp_path)
+        eosctl(tmp_path, "sandbox", "down")
+    assert [code for code, _, _ in results] == [0, 0, 0], results
+    verbs = sorted(out.split(":")[0] for _, out, _ in results)
+    assert verbs == ["sandbox already running", "sandbox already running", "sandbox started"], results
+    assert state is not None and all(f"pid {state.pid}" in out for _, out, _ in results)
+    assert not procs.alive(state.pid)
