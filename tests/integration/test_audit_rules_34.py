@@ -12,7 +12,9 @@ One topic per module: partition 0 holds offsets 0..99 (plain produce, no transac
 from __future__ import annotations
 
 import json
+import os
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -132,3 +134,63 @@ def test_a_substituted_topic_is_not_echoed_when_missing(bootstrap, tmp_path):
     assert r.exit_code == 2, r.output
     assert secret not in r.output
     assert "[the value of ${T}]" in r.stderr
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 64 KB tmpfs filled up: a real ENOSPC (root only; skipped where mounting is not allowed)."""
+    import subprocess
+
+    where = tmp_path / "full"
+    where.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(where)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        fd = os.open(where / "filler", os.O_WRONLY | os.O_CREAT)
+        try:
+            while os.write(fd, b"x" * 4096):
+                pass
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True)
+
+
+def test_a_textfile_on_a_full_disk_is_one_line_and_keeps_nothing(bootstrap, topic, full_disk):
+    """Issue 34, item 15: before, a traceback."""
+    out = full_disk / "eosctl.prom"
+    r = cli("exporter", "--bootstrap", bootstrap, "-t", topic, "--once", "--textfile", str(out),
+            "--audit-every", "0")
+    assert r.exit_code == 2, r.output
+    assert r.stderr.splitlines() == [f"eosctl: error: cannot write --textfile {out}: No space left on "
+                                     "device; the earlier reading is kept"]
+    assert sorted(os.listdir(full_disk)) == ["filler"]
+
+
+def test_a_pipeline_on_a_full_disk_is_one_line_and_leaves_no_sink(bootstrap, full_disk):
+    """Issue 34, item 15: before, a traceback and an empty sink.duckdb left behind."""
+    work = full_disk / "work"
+    r = cli("sandbox", "pipeline", "--bootstrap", bootstrap, "--yes", "--prefix",
+            "full" + uuid.uuid4().hex[:6], "--records", "20", "--workdir", str(work))
+    assert r.exit_code == 2, r.output
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("eosctl: ")]
+    assert len(lines) == 1 and lines[0].startswith("eosctl: error: the pipeline could not write"), r.stderr
+    assert "Traceback" not in r.output
+    assert not (work / "sink.duckdb").exists() and not (work / "sink.duckdb.wal").exists()
+
+
+def test_an_empty_offset_is_shown_as_an_empty_string(bootstrap, topic, tmp_path):
+    """A smaller item of issue 34: before, "(e.g. )"."""
+    con = duckdb.connect(str(tmp_path / "s.duckdb"))
+    con.execute("CREATE TABLE s (src_topic VARCHAR, src_partition INTEGER, src_offset VARCHAR)")
+    con.executemany("INSERT INTO s VALUES (?, 0, ?)", [(topic, str(o)) for o in range(N)] + [(topic, "")])
+    con.close()
+    r = cli("audit", "--bootstrap", bootstrap, "--topic", topic, "--sink-duckdb", str(tmp_path / "s.duckdb"),
+            "--sink-table", "s", "--engine", "local", "--format", "json")
+    assert r.exit_code == 1, r.output
+    (invalid,) = [f for f in json.loads(r.stdout)["findings"] if f["kind"] == "invalid_row"]
+    assert invalid["detail"] == "src_offset is not an integer (e.g. '')"
