@@ -31,6 +31,20 @@ def _redact(message: str) -> str:
     return config.redact(message) if config is not None else message
 
 
+@contextmanager
+def _redacted_streams() -> Iterator[None]:
+    """stdout and stderr through eosctl.config.Redacting for the command: tables, JSON, progress and log
+    lines alike, whichever code writes them, never show a value substituted from the config's ${NAME}s."""
+    from eosctl.config import Redacting
+
+    before = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = Redacting(sys.stdout), Redacting(sys.stderr)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = before
+
+
 class OneLineError(click.ClickException):
     """A click error already worded as eosctl's one line (what is wrong, how to fix it)."""
 
@@ -146,7 +160,7 @@ class EosctlGroup(click.Group):
 
     def invoke(self, ctx: click.Context):
         try:
-            with unwind_on_signals():
+            with unwind_on_signals(), _redacted_streams():
                 return super().invoke(ctx)
         except (OneLineError, *_HELP_ERRORS):
             raise

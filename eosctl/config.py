@@ -186,22 +186,55 @@ def _interpolate(value: str, where: str, path: Path, env: dict[str, str]) -> str
     return _ENV.sub(sub, value)
 
 
-def redact(message: str) -> str:
-    """``message`` with every value that came from a ${NAME} in a config (also as repr() or URL-quoted
-    shows it) replaced by ``[the value of ${NAME}]``: a secret never reaches a terminal or a log."""
-    if not _SUBSTITUTED or not message:
-        return message
+_forms: list[tuple[str, str]] = []  # (a form of a value, what is shown instead), longest first
+_forms_of: dict[str, str] = {}  # the _SUBSTITUTED the forms were made from
+
+
+def _redactions() -> list[tuple[str, str]]:
     from urllib.parse import quote
 
-    for value, name in sorted(_SUBSTITUTED.items(), key=lambda kv: -len(kv[0])):
-        shown = f"[the value of ${{{name}}}]"
-        for form in dict.fromkeys((value, repr(value)[1:-1], quote(value, safe=""))):
-            if form not in message:
-                continue
-            if len(form) >= _SHORT:
-                message = message.replace(form, shown)
-            else:
-                message = re.sub(rf"(?<![A-Za-z0-9_.-]){re.escape(form)}(?![A-Za-z0-9_.-])", shown, message)
+    if _forms_of != _SUBSTITUTED:
+        forms = {}
+        for value, name in _SUBSTITUTED.items():
+            for form in (value, repr(value)[1:-1], quote(value, safe=""), value.replace('"', '\\"')):
+                forms.setdefault(form, f"[the value of ${{{name}}}]")
+        _forms[:] = sorted(forms.items(), key=lambda kv: -len(kv[0]))
+        _forms_of.clear()
+        _forms_of.update(_SUBSTITUTED)
+    return _forms
+
+
+class Redacting:
+    """A text stream (stdout, stderr, an --out file) through `redact`: whatever code writes to it."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(redact(text) if isinstance(text, str) else text)
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def redact(message: str) -> str:
+    """``message`` with every value that came from a ${NAME} in a config (also as repr(), JSON or
+    URL-quoting shows it) replaced by ``[the value of ${NAME}]``: a secret never reaches a terminal, a log
+    or a pipe (eosctl.cli puts every line eosctl prints through here)."""
+    if not _SUBSTITUTED or not message:
+        return message
+    for form, hidden in _redactions():
+        if form not in message:
+            continue
+        if len(form) >= _SHORT:
+            message = message.replace(form, hidden)
+        else:
+            message = re.sub(rf"(?<![A-Za-z0-9_.-]){re.escape(form)}(?![A-Za-z0-9_.-])", hidden, message)
     return message
 
 

@@ -254,8 +254,11 @@ def _emit(rendered, fmt: str, written: Written) -> None:
         from eosctl.files import writing_output
 
         try:
+            from eosctl.config import Redacting
+
             with writing_output(out, written.reads, written.force) as tmp, \
-                    open(tmp, "w", encoding="utf-8") as f:
+                    open(tmp, "w", encoding="utf-8") as raw:
+                f = Redacting(raw)  # a report is an output too: no value from the config's ${NAME}s
                 if isinstance(rendered, str):
                     f.write(rendered if rendered.endswith("\n") else rendered + "\n")
                 else:

@@ -194,3 +194,26 @@ def test_an_empty_offset_is_shown_as_an_empty_string(bootstrap, topic, tmp_path)
     assert r.exit_code == 1, r.output
     (invalid,) = [f for f in json.loads(r.stdout)["findings"] if f["kind"] == "invalid_row"]
     assert invalid["detail"] == "src_offset is not an integer (e.g. '')"
+
+
+def test_substituted_values_are_on_no_output_of_a_run(bootstrap, topic, tmp_path):
+    """Issue 34, item 6: a topic and a sink path from ${NAME}s are in neither the JSON on stdout, nor the
+    report written with --out, nor stderr; the JSON still parses and names where each came from."""
+    db = sink(tmp_path / "secret-sink.duckdb", topic, [*range(N), 3])
+    config = tmp_path / "c.toml"
+    config.write_text(f'[clusters.c]\nbootstrap_servers = "{bootstrap}"\n'
+                      '[pipelines.p]\nsource_topics = ["${T}"]\n'
+                      '[pipelines.p.sink]\nduckdb = "${DB}"\ntable = "s"\n')
+    env = {"T": topic, "DB": str(db)}
+    r = cli("audit", "-c", str(config), "-p", "p", "--engine", "local", "--format", "json", env=env)
+    assert r.exit_code == 1, r.output
+    assert topic not in r.output and str(db) not in r.output
+    report = json.loads(r.stdout)
+    assert report["findings"][0]["topic"] == "[the value of ${T}]"
+    out = tmp_path / "r.json"
+    r = cli("audit", "-c", str(config), "-p", "p", "--engine", "local", "--format", "json", "--out", str(out),
+            env=env)
+    assert r.exit_code == 1, r.output
+    assert topic not in out.read_text() and str(db) not in out.read_text()
+    r = cli("ledger", "-c", str(config), "-p", "p", env=env)
+    assert topic not in r.output and str(db) not in r.output
