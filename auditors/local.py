@@ -38,6 +38,7 @@ from eosctl.config import Sink
 from eosctl.errors import EosctlError
 from eosctl.progress import Progress, Step, silent
 from eosctl.sink.delta import library_needed
+from eosctl.stopsignals import STOP_SIGNALS
 
 KEY_COLUMNS = ["key", "topic", "partition", "first_offset", "producer_id", "producer_epoch",
                "marker_offset"]
@@ -91,9 +92,19 @@ def _run_pool(pool: ProcessPoolExecutor, tasks: list, inp: AuditInput, want_keys
     """Run every task on the pool, sorting each result into (rows, keys, findings); the pool's start-up
     time. A worker that dies raises BrokenProcessPool here, from a submit or a result."""
     rows, keys, findings = into
-    pending: set[Future[list[Any]]] = {
-        pool.submit(_run_task, task, inp.source, inp.sink, inp.settings, want_keys, inp.group)
-        for task in tasks}
+    # The workers are forked by these submits. A Ctrl-C or SIGHUP to the process group between a fork and
+    # the worker's _worker_init would hit the worker with Python's own handlers (a KeyboardInterrupt
+    # traceback per worker): the stop signals are held until the workers ignore them, and reach this
+    # process right after, where they unwind the audit.
+    mask = getattr(signal, "pthread_sigmask", None)
+    held = mask(signal.SIG_BLOCK, set(STOP_SIGNALS)) if mask else None
+    try:
+        pending: set[Future[list[Any]]] = {
+            pool.submit(_run_task, task, inp.source, inp.sink, inp.settings, want_keys, inp.group)
+            for task in tasks}
+    finally:
+        if mask:
+            mask(signal.SIG_SETMASK, held)
     startup = time.monotonic() - t0  # the first submit forks the workers
     if beside is not None:
         beside()
@@ -186,6 +197,8 @@ def _worker_init() -> None:
     # A closed terminal's SIGHUP reaches the workers too: the parent handles it (kills the pool, removes
     # its temp dirs). A worker dying of it on its own broke the pool's queues under the parent.
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):  # held by the parent while it forked this worker (_run_pool)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, set(STOP_SIGNALS))
 
 
 def prepare_context(sink: Sink) -> None:
