@@ -174,3 +174,4 @@ def test_sandbox_pipeline_refuses_a_workdir_with_files(tmp_path, sink):
     assert line.endswith("pass --force")
     assert (tmp_path / "eosctl.toml").read_text() == "mine"
     assert duckdb.connect(str(sink), read_only=True).execute("SELECT answer FROM mine").fetchone() == (42,)
+
