@@ -17,11 +17,12 @@ from auditors import guard
 from auditors.outcome import Outcome
 from auditors.plan import AuditInput, WorkItem, prepare
 from eosctl.audit.causes import explain_finding
-from eosctl.config import Config, Spark
+from eosctl.config import Config, Spark, memory_problem, spark_master_problem
 from eosctl.errors import EosctlError
 from eosctl.findings import AuditReport
 from eosctl.heap import paused
 from eosctl.progress import Progress, Step, silent
+from eosctl.safetext import term
 from eosctl.sink import frozen, open_reader, shown
 
 ENGINES = ("spark", "local")
@@ -46,6 +47,11 @@ class EngineOptions:
         A --master flag overrides a configured remote server and vice versa."""
         if master and remote:
             raise EosctlError("pass either --master or --remote, not both")
+        for flag, value, check in (("--master", master, spark_master_problem),
+                                   ("--driver-memory", driver_memory, memory_problem)):
+            problem = check(value) if value else None
+            if problem:
+                raise EosctlError(f"{flag} {term(value)!r}: {problem}")
         conf = config.spark if config is not None else Spark()
         if not master and not remote:
             remote = conf.remote

@@ -105,10 +105,17 @@ def prepare(inp: AuditInput, reader: SinkReader | None = None) -> list[WorkItem]
     done = committed_before(inp.sink)
     if done is not None:
         # A stage promised (committed) to have processed its input up to here; beyond is its lag. Read
-        # by the freeze before the output, so an output committed meanwhile is never a false gap.
-        return [replace(i, expected_upto=done.get((i.topic, i.partition), 0)) if i.topic in inp.topics else i
+        # by the freeze before the output, so an output committed meanwhile is never a false gap. Below it,
+        # a gap is one the stage committed past: its cause says so (committed_offset).
+        return [replace(i, expected_upto=done.get(i.tp, 0), committed_offset=done.get(i.tp))
+                if i.topic in inp.topics else i for i in items]
+    if stored is None and inp.group and inp.cluster is not None:
+        # No offsets table (Kafka Connect's JDBC sink keeps its offsets in the group): nothing to compare
+        # (no offset_mismatch), but a gap the group committed past was skipped, not lag.
+        committed = committed_offsets(inp.cluster, inp.group)
+        return [replace(i, committed_offset=committed.get(i.tp)) if i.topic in inp.topics else i
                 for i in items]
-    if stored is None:  # no group to compare with, or the sink stores no offsets
+    if stored is None:  # no group to compare with
         return items
 
     return with_offsets(items, {(s.topic, s.partition): s.next_offset for s in stored},

@@ -16,7 +16,8 @@ Run rules (what makes two offsets belong to the same finding):
 - phantom_marker: a run of consecutive marker offsets present in the sink.
 - phantom_beyond_hw: every row at or beyond the high watermark of the partition, one finding.
 Rows below the log start offset (retention) or at offsets compaction removed can't be verified: they are
-counted in PartitionSummary.unverifiable_below, never reported as findings.
+counted in PartitionSummary.unverifiable_below and never reported as gaps or phantoms; but two rows for one
+such offset are a duplicate all the same (the sink alone proves it).
 """
 
 from __future__ import annotations
@@ -299,7 +300,7 @@ class _Runs:
             if self.runs["gap"].first is None:
                 self.gap_before = self.last_row
             self.gap_after = None  # the gap goes on: what the sink held before is inside it
-        if mult > 1 and kind in (_EXPECTED, _PENDING):
+        if mult > 1 and kind in (_EXPECTED, _PENDING, _UNVERIFIABLE):
             self.rows = (mult, mult) if self.rows is None else (min(self.rows[0], mult),
                                                                  max(self.rows[1], mult))
         self._feed(first, last, kind, mult)
@@ -345,6 +346,12 @@ class _Runs:
             if mult:
                 self.unverifiable += n * mult
             self.close_phantoms()
+            # Whether these offsets were committed can't be told any more, but two rows for one offset are
+            # a duplicate whatever retention or compaction did: the sink alone proves it.
+            if mult > 1:
+                self.runs["duplicate"].extend(first, last, n * (mult - 1))
+            elif mult == 1 and self.runs["duplicate"].first is not None:
+                self.close("duplicate")
         elif kind == _BEYOND and mult:
             self.close_phantoms()
             self.runs["phantom_beyond_hw"].extend(first, last, n * mult)

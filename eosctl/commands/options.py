@@ -24,13 +24,29 @@ class Duration(click.ParamType):
     def convert(self, value: Any, param: Any, ctx: Any) -> float:
         if isinstance(value, int | float):
             return float(value)
-        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*", str(value))
+        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*", str(value), re.ASCII)
         if not m:
             self.fail(f"{value!r} is not a duration (examples: 30, 90s, 15m, 2h)", param, ctx)
         return float(m.group(1)) * self._UNITS[m.group(2) or "s"]
 
 
 DURATION = Duration()
+
+
+class Seconds(click.FloatRange):
+    """A number of seconds from ``min`` to a day: `inf` and `nan` are numbers to float(), not waits (a
+    sleep of `inf` raised OverflowError)."""
+
+    name = "seconds"
+
+    def __init__(self, min: float) -> None:  # noqa: A002 (click's name)
+        super().__init__(min=min, max=86_400.0)
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        rv = super().convert(value, param, ctx)
+        if rv != rv:  # NaN passes every comparison of FloatRange
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        return rv
 
 
 class InputFile(click.ParamType):

@@ -178,6 +178,24 @@ def kind_of(sink: Sink) -> str | None:
     return next((k for k in KINDS if getattr(sink, k) is not None), None)
 
 
+def local_files(sink: Sink | None) -> list[str]:
+    """The files on this machine a command reads for this sink (a DuckDB file and its WAL, every Parquet
+    file a glob matches, a Delta table's files): what an output must never replace (eosctl.files)."""
+    if sink is None:
+        return []
+    from eosctl.files import glob_paths
+
+    found: list[str] = []
+    if sink.duckdb:
+        found += [sink.duckdb, sink.duckdb + ".wal"]
+    if sink.parquet and "://" not in sink.parquet:
+        found += glob_paths(os.path.expanduser(sink.parquet))
+    if sink.delta and "://" not in sink.delta and os.path.isdir(sink.delta):
+        for folder, _, names in os.walk(sink.delta):
+            found += [os.path.join(folder, n) for n in names]
+    return found
+
+
 def shown(sink: Sink) -> str:
     """The sink as the user named it: the original of a frozen copy."""
     given = sink.frozen_from or sink

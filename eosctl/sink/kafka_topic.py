@@ -426,7 +426,7 @@ def _int(v: Any) -> int | None:
         return None
     if isinstance(v, int):
         return v if -(1 << 63) <= v < (1 << 63) else None
-    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+    if isinstance(v, str) and v.strip().lstrip("-").isascii() and v.strip().lstrip("-").isdigit():
         n = int(v)
         return n if -(1 << 63) <= n < (1 << 63) else None
     return None

@@ -764,7 +764,10 @@ def test_config_keys_are_the_dataclass_fields() -> None:
 
 VALID = {"bootstrap_servers": "h:1", "security_protocol": "SASL_SSL", "cluster": "c",
          "duckdb": "/abs/s.duckdb", "spark_checkpoint": "/abs/checkpoint", "lineage": "value:src",
-         "lineage_headers": ["a", "b", "c"], "hops": ["p"]}
+         "lineage_headers": ["a", "b", "c"], "hops": ["q"],
+         # Paths as given only when absolute (a relative one resolves against the config's directory).
+         "ssl_ca_location": "/abs/ca.pem", "ssl_certificate_location": "/abs/cert.pem",
+         "ssl_key_location": "/abs/key.pem", "master": "local[2]", "driver_memory": "1g"}
 # Sink kinds: a config names exactly one, so the all-keys config keeps duckdb and each other kind is
 # checked in a config of its own.
 OTHER_KINDS = {"parquet": "/x/*.parquet", "postgres": "postgresql://u@h/db", "delta": "/x/delta",
@@ -782,7 +785,9 @@ def _config(docs: dict[str, dict[str, list[str]]], drop: str | None = None, **ex
     values = {s: {k: _value(k, c[0]) for k, c in keys.items() if f"{s}.{k}" != drop and k not in OTHER_KINDS}
               for s, keys in docs.items()}
     pipeline = {**values["pipelines.NAME"], "sink": values["pipelines.NAME.sink"]}
-    raw = {"clusters": {"c": values["clusters.NAME"]}, "pipelines": {"p": pipeline}, "spark": values["spark"]}
+    # q: the hop p names (a pipeline's hops are other pipelines).
+    raw = {"clusters": {"c": values["clusters.NAME"]},
+           "pipelines": {"p": pipeline, "q": {"source_topics": ["t"]}}, "spark": values["spark"]}
     for dotted, value in extra.items():
         *path, key = dotted.split("__")
         table = raw
