@@ -27,7 +27,14 @@ HEAP = "768m"
 
 def up(home: Path, port: int | None = None, progress=None) -> tuple[SandboxState, bool]:
     """Start Apache Kafka as the sandbox (or return the one running). Returns (state, started_now)."""
+    from eosctl.sandbox.noida import _locked  # one `up`/`down` of a home at a time, whichever broker
+
     home.mkdir(parents=True, exist_ok=True)
+    with _locked(home, 150.0):
+        return _up(home, port, progress)
+
+
+def _up(home: Path, port: int | None, progress) -> tuple[SandboxState, bool]:
     running = sandboxstate.status(home)
     if running is not None:
         if running.broker != "kafka":
