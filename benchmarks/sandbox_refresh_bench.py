@@ -1,7 +1,7 @@
-"""The live model's steady refresh on a compiled broker: the sandbox (noida-db) with 10k partitions.
+"""The live model's steady refresh on a compiled broker (noida-db or Apache Kafka) with 10k partitions.
 
     python benchmarks/sandbox_refresh_bench.py [--partitions 10000] [--records-per-partition 10]
-                                               [--traffic 5000] [--refreshes 5]
+                                               [--traffic 5000] [--refreshes 5] [--broker noida|kafka]
 
 scale_bench.py measures the sizes (100M records) on the scripted broker, which is Python: answering one
 Fetch of 10k partitions costs it ~0.5 s, so its steady refreshes are mostly the broker's time. Here the
@@ -18,18 +18,17 @@ import argparse
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchbroker import broker  # noqa: E402  benchmarks/ is on the path: run as python benchmarks/NAME.py
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from eosctl.config import Cluster, Pipeline  # noqa: E402
 from eosctl.live import LiveModel  # noqa: E402
-from eosctl.sandbox import noida  # noqa: E402
 from eosctl.target import Target  # noqa: E402
 from eosctl.wire import WireClient  # noqa: E402
 
@@ -43,13 +42,12 @@ def main() -> None:
     ap.add_argument("--traffic", type=int, default=5000, help="new records per second of interval")
     ap.add_argument("--refreshes", type=int, default=5)
     ap.add_argument("--interval", type=float, default=1.0)
+    ap.add_argument("--broker", choices=["noida", "sandbox", "kafka"], default="noida",
+                    help="the broker started for the run (sandbox = noida)")
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory(prefix="eosctl-sandbox-bench-") as home:
-        state, _ = noida.up(Path(home))
-        try:
-            run(state.bootstrap, args)
-        finally:
-            noida.down(Path(home))
+    with broker(args.broker) as (bootstrap, name):
+        print(f"broker: {name}", flush=True)
+        run(bootstrap, args)
 
 
 def run(bootstrap: str, args: argparse.Namespace) -> None:
@@ -63,7 +61,7 @@ def run(bootstrap: str, args: argparse.Namespace) -> None:
         if i % 10_000 == 0:
             producer.poll(0)
     producer.flush(300)
-    print(f"sandbox: {P} partitions x {args.records_per_partition} records written in "
+    print(f"{P} partitions x {args.records_per_partition} records written in "
           f"{time.monotonic() - t:.0f}s", flush=True)
     commit_at_end(bootstrap, P)
     target = Target(Cluster("c", bootstrap), Pipeline("bench", "c", (TOPIC,), GROUP), None, (TOPIC,), GROUP)
