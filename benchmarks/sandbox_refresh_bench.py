@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchbroker import broker  # noqa: E402  benchmarks/ is on the path: run as python benchmarks/NAME.py
-from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from eosctl.config import Cluster, Pipeline  # noqa: E402
@@ -53,8 +53,13 @@ def main() -> None:
 def run(bootstrap: str, args: argparse.Namespace) -> None:
     P = args.partitions
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(TOPIC, P, 1)])[TOPIC].result(120)
+    create_topic(admin, P)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True})
+    deadline = time.monotonic() + 120  # the producer's metadata must know every partition before it writes
+    while len(producer.list_topics(TOPIC, timeout=30).topics[TOPIC].partitions) < P:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the broker still does not list {P} partitions of {TOPIC}")
+        time.sleep(1)
     t = time.monotonic()
     for i in range(P * args.records_per_partition):
         producer.produce(TOPIC, value=b"x" * 20, partition=i % P)
@@ -92,6 +97,22 @@ def run(bootstrap: str, args: argparse.Namespace) -> None:
               f"({wall / base:.2f}x reading just the new records {base:.3f}s) | client CPU "
               f"{statistics.median(cpus):.3f}s | last: {steps(model)} | load average "
               f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
+
+
+def create_topic(admin: AdminClient, partitions: int) -> None:
+    """Apache Kafka's controller refuses one operation of more than 10,000 records (a topic of 10k
+    partitions is 10,001): there the topic is made with 5,000 partitions and grown 5,000 at a time."""
+    from confluent_kafka.admin import NewPartitions
+
+    try:
+        admin.create_topics([NewTopic(TOPIC, partitions, 1)])[TOPIC].result(120)
+        return
+    except KafkaException as e:
+        if e.args[0].code() != KafkaError.POLICY_VIOLATION:
+            raise
+    admin.create_topics([NewTopic(TOPIC, min(partitions, 5000), 1)])[TOPIC].result(120)
+    for n in range(10_000, partitions + 5000, 5000):
+        admin.create_partitions([NewPartitions(TOPIC, min(n, partitions))])[TOPIC].result(120)
 
 
 def steps(model: LiveModel) -> str:
