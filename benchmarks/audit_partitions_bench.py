@@ -11,7 +11,7 @@ is 10Mx8,10Mx1000,10Mx10000,20kx1000,20kx10000.
 Source, by size:
 - totals of --real-io-below (1M) and more: synthetic range models given to the job (no broker):
   transactions of 50-150 records + a commit marker, 5% short aborted transactions (~1% markers/aborted);
-- smaller totals: real I/O on the sandbox broker (noida-db, started here): a topic of that many partitions
+- smaller totals: real I/O on a broker started here (noida-db, or Apache Kafka with --broker kafka): a topic of that many partitions
   written by a transactional producer (transactions of 1,000 records over all partitions, 5% aborted), then
   audited by scanning the broker, as `eosctl audit` does.
 Sink: every committed offset once, except 0.1% missing and 0.1% stored twice (a DuckDB file).
@@ -235,7 +235,9 @@ def main() -> None:
     ap.add_argument("--driver-memory", default="2g")
     ap.add_argument("--duckdb-memory", default="4GB", help="memory_limit of the DuckDB baseline")
     ap.add_argument("--task-memory", default="1GB", help="memory_limit of DuckDB inside each task")
-    ap.add_argument("--real-io-below", default="1M", help="totals below this are produced to the sandbox")
+    ap.add_argument("--real-io-below", default="1M", help="totals below this are produced to the broker")
+    ap.add_argument("--broker", choices=["noida", "sandbox", "kafka"], default="noida",
+                    help="the broker real-I/O cells are produced to (sandbox = noida; kafka = Apache Kafka)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per measurement")
     ap.add_argument("--engines", default="spark,local")
     ap.add_argument("--child", help=argparse.SUPPRESS)  # internal: one measurement
@@ -244,22 +246,19 @@ def main() -> None:
         child(args)
         return
 
-    import tempfile
+    from contextlib import ExitStack
+
+    from benchbroker import broker
 
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     cells = [parse_cell(c) for c in (DIMENSION if args.partitions_dimension else args.cells).split(",")]
     real_below = parse_size(args.real_io_below)
     engines = args.engines.split(",")
-    home = None
-    if any(total < real_below for total, _ in cells):
-        from eosctl.sandbox import noida
-
-        home = Path(tempfile.mkdtemp(prefix="eosctl-bench-sandbox-"))
-        state, _ = noida.up(home)
-        bootstrap = state.bootstrap
-    results = []
-    try:
+    results, stack, bootstrap, name = [], ExitStack(), None, "range models"
+    with stack:  # the broker, if one is started, is stopped on every exit path
+        if any(total < real_below for total, _ in cells):
+            bootstrap, name = stack.enter_context(broker(args.broker))
         for n, (total, partitions) in enumerate(cells):
             path = workdir / f"bench_{total}x{partitions}.duckdb"
             real = total < real_below
@@ -267,13 +266,14 @@ def main() -> None:
             t = time.monotonic()
             if real:
                 produce(bootstrap, topic, total, partitions)
+                print(f"{total:,} records produced to {name} in {time.monotonic() - t:.1f}s", flush=True)
                 ranges_of = scanned_ranges(bootstrap, topic, partitions)
             else:
                 source = SyntheticSource(total, partitions)
                 ranges_of = {(TOPIC, p): source.load(TOPIC, p).ranges for p in range(partitions)}
             truth = build(path, ranges_of)
             del ranges_of
-            where = "sandbox" if real else "range models"
+            where = name if real else "range models"
             print(f"\n{total:,} offsets over {partitions:,} partitions ({where}): built in "
                   f"{time.monotonic() - t:.1f}s ({truth})", flush=True)
             want = {"gap": truth["gap_records"], "duplicate": truth["duplicate_rows"]}
@@ -310,11 +310,6 @@ def main() -> None:
             row["agree"] = agree
             results.append(row)
             path.unlink()
-    finally:
-        if home is not None:
-            from eosctl.sandbox import noida
-
-            noida.down(home)
     report(results, args.timeout)
 
 
