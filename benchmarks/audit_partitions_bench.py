@@ -11,8 +11,9 @@ is 10Mx8,10Mx1000,10Mx10000,20kx1000,20kx10000.
 Source, by size:
 - totals of --real-io-below (1M) and more: synthetic range models given to the job (no broker):
   transactions of 50-150 records + a commit marker, 5% short aborted transactions (~1% markers/aborted);
-- smaller totals: real I/O on a broker started here (noida-db, or Apache Kafka with --broker kafka): a topic of that many partitions
-  written by a transactional producer (transactions of 1,000 records over all partitions, 5% aborted), then
+- smaller totals: real I/O on a broker started here (noida-db, or Apache Kafka with --broker kafka): a
+  topic of that many partitions written by a transactional producer (transactions of 1,000 records over
+  all partitions, 5% aborted), then
   audited by scanning the broker, as `eosctl audit` does.
 Sink: every committed offset once, except 0.1% missing and 0.1% stored twice (a DuckDB file).
 
