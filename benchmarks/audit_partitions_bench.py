@@ -110,6 +110,9 @@ def produce(bootstrap: str, topic: str, total: int, partitions: int, seed: int =
         for i in range(first, min(first + TXN_RECORDS, total)):
             producer.produce(topic, value=value, key=str(i).encode(), partition=i % partitions)
         if rng.random() < 0.05:
+            # the records reach the log before the abort (else librdkafka purges them, and Apache Kafka 4.4
+            # answers the EndTxn of the empty transaction with INVALID_TXN_STATE, fatal to the producer)
+            producer.flush(30)
             producer.abort_transaction(30)
         else:
             producer.commit_transaction(30)
