@@ -89,7 +89,7 @@ class SyntheticSource:
         return synthetic_log(topic, partition, self._size(partition), self.seed)
 
 
-# ---- real I/O: a topic on the sandbox ------------------------------------------------------------
+# ---- real I/O: a topic on a broker ---------------------------------------------------------------
 
 
 def produce(bootstrap: str, topic: str, total: int, partitions: int, seed: int = 7) -> None:
@@ -284,7 +284,7 @@ def main() -> None:
             cell = {"path": str(path), "total": total, "partitions": partitions, "topic": topic,
                     "bootstrap": bootstrap if real else None, "task_memory": args.task_memory,
                     "driver_memory": args.driver_memory}
-            row: dict[str, object] = {"total": total, "partitions": partitions, "real": real}
+            row: dict[str, object] = {"total": total, "partitions": partitions, "real": real, "broker": name}
             agree = True
             if "spark" in engines:
                 out, peak = run_child({**cell, "engine": "spark"}, args.timeout)
@@ -334,10 +334,10 @@ def report(results: list[dict], timeout: float) -> None:
               f"{_ratio(r.get('local'), r['duckdb']):>12} {_ratio(r.get('warm'), r['duckdb']):>11} | "
               f"{vs:>31} | {'agree' if r['agree'] else 'DIFFER'}"
               f"{' (of those that finished)' if TIMED_OUT in (r.get('local'), r.get('warm')) else ''}"
-              f"{'  (sandbox)' if r['real'] else ''}")
+              f"{'  (real I/O: ' + r['broker'] + ')' if r['real'] else ''}")
     print("cold: a fresh process's start to its report, Spark's start-up included;\n"
           "warm: a repeat audit on a used session; local: the local engine;\n"
-          "duckdb: the SQL baseline on the same sink (for sandbox cells given the log's ranges, without the "
+          "duckdb: the SQL baseline on the same sink (for real-I/O cells given the log's ranges, without the "
           "broker scan);\nvs fewest partitions: the same total over the fewest partitions measured in this "
           "run.\nTargets (issue 21): 10,000 partitions at most 2x the cost of 8 at a fixed total; 20k "
           "offsets over 10,000 partitions under 10 s on the local engine.")
