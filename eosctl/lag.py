@@ -13,8 +13,9 @@ an open transaction holds back. Here, per group and partition:
 - ``time_lag_s`` = age of the oldest unconsumed committed record (its batch's first timestamp).
 
 One poll is: one ListOffsets round per leader for every partition (eosctl.wire), the groups' committed
-offsets (confluent-kafka AdminClient, all groups in flight together), one batched scan of the partitions
-whose committed offset is below the LSO, and one batched Fetch at the LSO of the blocked partitions.
+offsets (eosctl.offsets: FindCoordinator and OffsetFetch, all groups in flight together), one batched
+scan of the partitions whose committed offset is below the LSO, and one batched Fetch at the LSO of the
+blocked partitions.
 
 ``Watch`` keeps a sliding window of polls and gives each partition and group a Burrow-style status.
 """
@@ -25,8 +26,6 @@ import time
 from collections import defaultdict, deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-
-from confluent_kafka.admin import AdminClient
 
 from eosctl.errors import BrokerError
 from eosctl.logscan import scan_partitions
@@ -166,15 +165,15 @@ def build_rows(committed: Mapping[str, Mapping[TP, int | None]], offsets: Mappin
 # --- talking to the cluster ----------------------------------------------------------------------------
 
 
-def poll(client: WireClient, admin: AdminClient, groups: Sequence[str] | None = None,
+def poll(client: WireClient, groups: Sequence[str] | None = None,
          topics: Sequence[str] | None = None, scan_limit: int = DEFAULT_SCAN_LIMIT,
          now_ms: int | None = None, offsets: Mapping[TP, Offsets] | None = None) -> LagSnapshot:
     """One lag measurement for the given groups (default: every group with committed offsets for
     ``topics``; every group when no topic is given either). ``offsets``: partitions' offsets the caller
     read a moment ago (the live model), used where they cover the groups' partitions."""
-    states = group_states(admin)
+    states = group_states(client)
     wanted = list(groups) if groups else sorted(states)
-    by_group = group_offsets(admin, wanted) if wanted else {}
+    by_group = group_offsets(client, wanted) if wanted else {}
     topic_filter = set(topics) if topics else None
     by_group = {g: {tp: c for tp, c in offs.items() if topic_filter is None or tp[0] in topic_filter}
                 for g, offs in by_group.items()}

@@ -204,9 +204,7 @@ class LiveModel:
             clock("sink")
             client = self._connect()
             with client.hold_metadata():
-                # Asked even for no topic: the admin clients below are used only once the broker answered
-                # (librdkafka aborts the process when a coordinator request loses its connection, see
-                # eosctl.clients.Admins.reset).
+                # Asked even for no topic: the admin client below is used only once the broker answered.
                 known = client.metadata(self.topics)
                 tps = [(t, p) for t, parts in known.items() for p in sorted(parts)]
                 offsets = self._read_offsets(client, tps)
@@ -414,7 +412,7 @@ class LiveModel:
         try:
             committed = self._committed_in_lag(cap, group) if group else {}
             if committed is None:
-                committed = group_offsets(self.admins.confluent, [group])[group]
+                committed = group_offsets(client, [group])[group]
             cap.ledger = ledger_of(client, self._sink_side, self.target.topics, group, committed,
                                    pipeline=cap.pipeline, logs=whole, offsets=offsets, memo=self._ledger_rows)
             cap.sections["ledger"] = "ok"

@@ -117,6 +117,7 @@ class WireClient:
         # Topic name -> its id (Metadata v10+, KIP-516), None where the broker names no id: a topic
         # deleted and created again under the same name gets a new id.
         self.topic_ids: dict[str, str | None] = {}
+        self._brokers_stale = False
         self._closed = False
         self._client = KafkaNetClient(receive_message_max_bytes=receive_max_bytes,
                                       request_timeout_ms=timeout_ms, **conf)
@@ -412,9 +413,25 @@ class WireClient:
 
     def brokers(self) -> list[int]:
         """Node ids of every broker the last metadata named."""
-        if not self._leaders:
-            self.metadata()
+        if self._brokers_stale or not self._client.cluster.brokers():
+            # Metadata for no topic names just the brokers (all topics could be thousands of partitions).
+            request = MetadataRequest(topics=[], allow_auto_topic_creation=False)
+            self._client.cluster.update_metadata(self._send_all([(self._any_node(), request)])[0])
+            self._brokers_stale = False
         return sorted(b.node_id for b in self._client.cluster.brokers())
+
+    def forget_brokers(self) -> None:
+        """The next brokers() asks for them again (a coordinator named a broker the last metadata did not)."""
+        self._brokers_stale = True
+
+    def address(self, node: NodeId) -> str:
+        """HOST:PORT of a broker, for messages (the bootstrap address where metadata names none)."""
+        b = self._client.cluster.broker_metadata(node)
+        return f"{b.host}:{b.port}" if b is not None else self.bootstrap
+
+    def any_node(self) -> NodeId:
+        """A broker to send a request any broker answers (FindCoordinator, Metadata)."""
+        return self._any_node()
 
     def request_all(self, calls: Sequence[tuple[NodeId, ApiMessage]]) -> list[Any]:
         """Send each (node, request) together; the responses in order (BrokerError on no answer)."""
