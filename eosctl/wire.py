@@ -201,7 +201,9 @@ class WireClient:
             raise BrokerError(f"topic {topic!r} has no partition {partition} (it has {len(leaders)})")
         leader = leaders[partition]
         if leader < 0:
-            raise BrokerError(f"{topic}-{partition} has no leader right now; retry in a few seconds")
+            raise BrokerError(f"{topic}-{partition} has no leader on {self.bootstrap} right now "
+                              "(LEADER_NOT_AVAILABLE: its broker is down or restarting); "
+                              "try again in a few seconds")
         return leader
 
     def _no_such_topic(self, topic: str) -> str:

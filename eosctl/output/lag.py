@@ -38,16 +38,18 @@ def lag_document(snapshot: Any, watch: Any = None) -> dict[str, Any]:
         groups.append({"group": g, "state": snapshot.group_states.get(g, "UNKNOWN"),
                        "status": gs.status if gs else None, "cause": (gs.cause or None) if gs else None,
                        "partitions": parts})
-    return {"taken_ms": now, "taken_at": _iso(now), "error": None, "groups": groups}
+    return {"taken_ms": now, "taken_at": _iso(now), "error": None, "stale_since": None, "groups": groups}
 
 
 def outage_document(last: dict[str, Any], reason: str, now_ms: int | None = None) -> dict[str, Any]:
-    """A failed poll: the last good document with every status ERR and the reason (Burrow's ERR)."""
+    """A failed poll: the last good document with every status ERR and the reason (Burrow's ERR), marked
+    stale since that poll was taken."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
     err = {"status": "ERR", "cause": reason}
     groups = [{**g, **err, "partitions": [{**p, **err, "error": reason} for p in g["partitions"]]}
               for g in last["groups"]]
-    return {"taken_ms": now, "taken_at": _iso(now), "error": reason, "groups": groups}
+    return {"taken_ms": now, "taken_at": _iso(now), "error": reason,
+            "stale_since": last.get("stale_since") or last["taken_at"], "groups": groups}
 
 
 def _iso(ms: int) -> str:
@@ -96,7 +98,8 @@ def lag_renderable(doc: dict[str, Any], with_status: bool, groups: list[str], to
             rows.append(row)
     title = f"Consumer lag (against the LSO) at {doc['taken_at']}"
     if doc.get("error"):
-        title = f"Consumer lag (against the LSO) at {doc['taken_at']}: poll failed, last good values shown"
+        title = (f"Consumer lag (against the LSO) at {doc['taken_at']}: poll failed, values stale since "
+                 f"{doc.get('stale_since') or 'the last good poll'}")
     parts: list[Any] = [table(title, cols, rows)]
     if any(p["open_transaction"] and p["open_transaction"]["age_source"] not in TRUSTED_CLOCKS
            for g in doc["groups"] for p in g["partitions"]):
