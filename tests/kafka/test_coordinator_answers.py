@@ -68,8 +68,8 @@ def test_a_coordinator_loading_past_the_deadline_is_one_line_naming_it(sim: Kafk
     with WireClient(sim.bootstrap, timeout_ms=2000) as client, pytest.raises(BrokerError) as e:
         group_offsets(client, ["billing"], timeout=1.0)
     assert time.monotonic() - started < 10  # its own deadline, not a hang
-    assert str(e.value) == (f"cannot read committed offsets of group 'billing' from Kafka at {sim.bootstrap}: "
-                            f"the group coordinator at {sim.bootstrap} is loading "
+    assert str(e.value) == (f"cannot read committed offsets of group 'billing' from Kafka at "
+                            f"{sim.bootstrap}: the group coordinator at {sim.bootstrap} is loading "
                             "(COORDINATOR_LOAD_IN_PROGRESS); try again in a few seconds")
 
 
@@ -128,8 +128,8 @@ def test_lag_on_a_leaderless_partition_exits_2_with_one_line(sim: KafkaSim) -> N
     sim.move_leader("orders", 0, node=-1)
     result = lag(sim, "--group", "billing")
     assert (result.exit_code, result.stderr) == (2, (
-        f"eosctl: error: orders-0 has no leader on {sim.bootstrap} right now (LEADER_NOT_AVAILABLE: its broker "
-        "is down or restarting); try again in a few seconds\n"))
+        f"eosctl: error: orders-0 has no leader on {sim.bootstrap} right now (LEADER_NOT_AVAILABLE: its "
+        "broker is down or restarting); try again in a few seconds\n"))
 
 
 def test_lag_reads_through_the_coordinator_answers_it_can_wait_for(sim: KafkaSim) -> None:
