@@ -13,8 +13,10 @@ coordinator has not taken the __consumer_offsets partitions back. rd_kafka_handl
 ``rd_kafka_cgrp_op(rk->rk_cgrp, ..., RD_KAFKA_OP_COORD_QUERY)``; an admin client has no consumer group
 handle (rk_cgrp is NULL), so rd_kafka_cgrp_op reads rkcg->rkcg_ops at address 0x58 (core dump of
 `eosctl lag` on Apache Kafka 4.4.0, gdb: rd_kafka_cgrp_op <- rd_kafka_handle_OffsetFetch <-
-rd_kafka_ListConsumerGroupOffsetsResponse_parse, si_addr 0x58). Nothing a caller does can avoid it, so
-no librdkafka handle reads group offsets here; the coordinator's errors are retried below instead.
+rd_kafka_ListConsumerGroupOffsetsResponse_parse, si_addr 0x58; the same stack with err=NOT_COORDINATOR is
+confluentinc/librdkafka#5040, open). No release fixes it: confluent-kafka 2.16.1 is the newest on PyPI,
+and librdkafka's master (July 2026) still makes that call unguarded. Nothing a caller does can avoid it,
+so no librdkafka handle reads group offsets here; the coordinator's errors are retried below instead.
 
 Each call has one deadline (the wire client's timeout unless given): NOT_COORDINATOR and
 COORDINATOR_NOT_AVAILABLE look the coordinator up again, COORDINATOR_LOAD_IN_PROGRESS asks the same one

@@ -29,9 +29,12 @@ ROOT = Path(__file__).resolve().parents[1]
 WATCHED, BIG, GROUP = "watched", "big", "g-watched"
 # A single node restarted on its own data: the controller forgets the old incarnation's registration only
 # after broker.session.timeout.ms (9 s by default: "DuplicateBrokerRegistrationException" until then), and
-# recovery after a SIGKILL reads every partition's last segment (two threads instead of one).
+# recovery after a SIGKILL reads every partition from its recovery point (two threads instead of one; the
+# setup's few records flushed and checkpointed at once, so the recovery point is the log end). The
+# coordinators still load __consumer_offsets and __transaction_state after the logs, as in production.
 PROPERTIES = {"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500",
-              "num.recovery.threads.per.data.dir": "2"}
+              "num.recovery.threads.per.data.dir": "2", "log.flush.interval.messages": "1",
+              "log.flush.offset.checkpoint.interval.ms": "1000"}
 
 
 def build_state(bootstrap: str, partitions: int = 1500, txn_ids: int = 200, groups: int = 300) -> None:
@@ -147,6 +150,7 @@ class Counts:
     tui_banners: int = 0  # screens showing the error banner
     exits: Counter = field(default_factory=Counter)  # one-shot `lag --format json` exit statuses
     multi_line: list[str] = field(default_factory=list)  # one-shot failures that were not one line
+    reasons: Counter = field(default_factory=Counter)  # one-shot exit-2 lines, addresses left out
     died: dict[str, int | None] = field(default_factory=dict)  # watcher -> its exit status
 
     def line(self) -> str:
@@ -154,8 +158,8 @@ class Counts:
         return (f"restarts {self.restarts}; lag --watch polls {self.polls} ({self.stale_polls} stale);"
                 " "
                 f"exporter scrapes {self.scrapes} ({self.scrapes_down} with eosctl_up 0, "
-                f"{self.scrape_failures} unanswered); TUI screens {self.tui_screens} ({self.tui_banners} with "
-                f"the banner); one-shot lag exits {{{exits}}}; watchers dead: {self.died or 'none'}")
+                f"{self.scrape_failures} unanswered); TUI screens {self.tui_screens} ({self.tui_banners} "
+                f"with the banner); one-shot lag exits {{{exits}}}; watchers dead: {self.died or 'none'}")
 
 
 class Watchers:
@@ -204,6 +208,8 @@ class Watchers:
             self.counts.exits[done.returncode] += 1
             if done.returncode != 0 and len(done.stderr.strip().splitlines()) != 1:
                 self.counts.multi_line.append(done.stderr[-500:])
+            elif done.returncode == 2:
+                self.counts.reasons[re.sub(r"\d+\.\d+\.\d+\.\d+:\d+", "HOST:PORT", done.stderr.strip())] += 1
             self._stop.wait(0.5)
 
     def _observe(self) -> None:

@@ -37,6 +37,8 @@ def test_three_hard_restarts_leave_every_watcher_alive_and_fresh(tmp_path: Path)
         counts = watchers.close() if watchers is not None else None
         ak.stop(cluster)
     print(f"\nApache Kafka {cluster.version}: {counts.line()}")
+    for reason, n in counts.reasons.most_common():
+        print(f"  {n} x {reason}")
     assert counts.died == {}
     assert counts.restarts == 3
     assert set(counts.exits) <= {0, 2}, counts.exits
