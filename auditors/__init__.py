@@ -25,7 +25,8 @@ def audit(target: Target, sink: Sink, *, options: EngineOptions, progress: Progr
     from auditors import engine, job
 
     inp = job.AuditInput(source=job.KafkaSource(target.cluster), sink=sink, topics=target.topics,
-                         cluster=target.cluster, group=target.group, fail_on=fail_on)
+                         cluster=target.cluster, group=target.group, fail_on=fail_on,
+                         content_check=options.content_check)
     return engine.run(inp, options, progress, started)
 
 

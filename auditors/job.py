@@ -91,7 +91,8 @@ class Source(Protocol):
     def existing_topics(self) -> dict[str, list[int]]: ...
 
     def scan(self, parts: Sequence[tuple[TP, Placement]]) -> dict[TP, PartitionLog]:
-        """The log models of one task's partitions, from the offsets the driver read (one connection)."""
+        """The log models of one task's partitions, from the offsets the driver read (one connection).
+        A source that can also read the records' keys (the content check) takes ``keys=True``."""
         ...
 
 
@@ -116,7 +117,7 @@ class KafkaSource:
         with WireClient(self.cluster) as client:
             return {t: sorted(leaders) for t, leaders in client.metadata().items()}
 
-    def scan(self, parts: Sequence[tuple[TP, Placement]]) -> dict[TP, PartitionLog]:
+    def scan(self, parts: Sequence[tuple[TP, Placement]], keys: bool = False) -> dict[TP, PartitionLog]:
         from eosctl.logscan import scan_partitions
         from eosctl.wire import Offsets, WireClient
 
@@ -126,7 +127,7 @@ class KafkaSource:
             for chunk in _scan_rounds(parts):
                 snapshot = {tp: Offsets(pl.log_start, pl.high_watermark, pl.last_stable, pl.disagreement,
                                         pl.listed) for tp, pl in chunk}
-                out.update(scan_partitions(client, [tp for tp, _ in chunk], offsets=snapshot))
+                out.update(scan_partitions(client, [tp for tp, _ in chunk], offsets=snapshot, keys=keys))
         return out
 
 
@@ -172,8 +173,8 @@ class ModelSource:
     def existing_topics(self) -> dict[str, list[int]]:
         return {t: sorted(ps) for t, ps in self.survey({t for t, _ in self.logs}).items()}
 
-    def scan(self, parts: Sequence[tuple[TP, Placement]]) -> dict[TP, PartitionLog]:
-        return {tp: self.logs[tp] for tp, _ in parts}
+    def scan(self, parts: Sequence[tuple[TP, Placement]], keys: bool = False) -> dict[TP, PartitionLog]:
+        return {tp: self.logs[tp] for tp, _ in parts}  # keys: the models' own record_keys, if any
 
 
 @dataclass(frozen=True)
@@ -230,16 +231,19 @@ class GroupResult:
 
 
 def audit_group(items: Sequence[WorkItem], source: Source, reader: SinkReader, want_ranges: bool,
-                group: str | None) -> GroupResult:
+                group: str | None, content: bool = False) -> GroupResult:
     """Audit a group of partitions: one scan of their logs (one connection), then each partition
-    reconciled as its islands stream out of ``reader``, the task's one sink reader."""
+    reconciled as its islands stream out of ``reader``, the task's one sink reader. ``content``: also
+    compare each sink row's key with its record's (auditors.contentcheck; the sink names a key column)."""
     from eosctl.causes import explain_partition
     from eosctl.gapmap import log_segments
     from eosctl.ledger import clipped
     from eosctl.reconcile import SinkFacts, offset_mismatch, reconcile_partition, reconcile_unknown
 
     t0 = time.perf_counter()
-    logs = source.scan([(i.tp, i.placement) for i in items if i.in_kafka and i.placement is not None])
+    parts = [(i.tp, i.placement) for i in items if i.in_kafka and i.placement is not None]
+    content = content and reader.sink.key_column is not None
+    logs = source.scan(parts, keys=True) if content else source.scan(parts)
     for tp, log in logs.items():
         if log.offsets_disagreement:
             # Never a verdict on offsets the broker itself contradicts: the audit refuses, naming it.
@@ -249,9 +253,12 @@ def audit_group(items: Sequence[WorkItem], source: Source, reader: SinkReader, w
     found: list[Finding] = []
     committed: dict[TP, list[dict[str, Any]]] = {}
     done: list[tuple[WorkItem, PartitionSummary, list[Finding]]] = []
+    kept: dict[TP, list[tuple[int, int, int]]] = {}  # the content check's partitions' islands
     for item, islands in _group_islands(reader, items):
         log = logs.get(item.tp)
         facts = SinkFacts()
+        if content and log is not None:
+            islands = kept[item.tp] = [(i.first, i.last, i.multiplicity) for i in islands]
         if log is None:
             summary, findings = reconcile_unknown(item.topic, item.partition, islands)
         else:
@@ -267,6 +274,10 @@ def audit_group(items: Sequence[WorkItem], source: Source, reader: SinkReader, w
         findings = explain_partition(log, findings, facts, item.stored_offset, item.committed_offset, group)
         done.append((item, summary, findings))
     # Once the islands' stream is drained: a DuckDB connection runs one query at a time.
+    if content:
+        from auditors.contentcheck import with_content
+
+        done = with_content(reader, done, logs, kept, group)
     for item, summary, findings in done:
         rows.append(_summary_row(summary))
         found.extend(_with_write_order(reader, item, findings))
@@ -358,7 +369,8 @@ def _out_arrow_schema() -> Any:
 
 
 def group_task(tasks: Sequence[Sequence[WorkItem]], source: Source, sink: Sink, settings: TaskSettings,
-               want_keys: bool, group: str | None = None) -> Callable[[Iterator[Any]], Iterator[Any]]:
+               want_keys: bool, group: str | None = None,
+               content: bool = False) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The task function of both engines: input batches carry task indexes (spark.range ids), each the
     index of a group of work items in ``tasks``.
 
@@ -374,7 +386,7 @@ def group_task(tasks: Sequence[Sequence[WorkItem]], source: Source, sink: Sink, 
                 try:
                     with _open_sink(sink, settings, items) as reader:
                         with paused():  # findings by the hundred thousand, no cycles among them
-                            result = audit_group(items, source, reader, want_keys, group)
+                            result = audit_group(items, source, reader, want_keys, group, content)
                             out = [_to_batch(result.rows, _OUT_NAMES, schema)]
                             if result.findings:
                                 out.append(_finding_batch(result.findings, schema))
@@ -437,6 +449,9 @@ class AuditInput:
     group: str | None = None
     fail_on: tuple[str, ...] = KINDS
     settings: TaskSettings = field(default_factory=TaskSettings)
+    # Compare each sink row's key with the key of the record at its offset (content_mismatch); only where
+    # the sink names a key column.
+    content_check: bool = False
 
 
 def plan(source: Source, topics: Iterable[str], in_sink: dict[TP, int]) -> list[WorkItem]:
@@ -546,7 +561,7 @@ def run_spark(spark: Any, inp: AuditInput, items: list[WorkItem], progress: Prog
     want_keys = inp.sink.key_column is not None
     tasks = group_items(items, spark_slots(spark))
     progress(Step(PHASE_TASKS, 0, len(tasks)))
-    func = group_task(tasks, inp.source, inp.sink, inp.settings, want_keys, inp.group)
+    func = group_task(tasks, inp.source, inp.sink, inp.settings, want_keys, inp.group, inp.content_check)
     frame = spark.range(0, len(tasks), 1, max(len(tasks), 1)).mapInArrow(func, OUT_SCHEMA)
     if want_keys:
         is_key = F.col("rec") == "key"

@@ -66,7 +66,8 @@ def run_local(inp: AuditInput, items: list[WorkItem], workers: int | None = None
         pool = ProcessPoolExecutor(max_workers=n, mp_context=_context(inp.sink), initializer=_worker_init)
         try:
             pending: set[Future[list[Any]]] = {
-                pool.submit(_run_task, task, inp.source, inp.sink, inp.settings, want_keys, inp.group)
+                pool.submit(_run_task, task, inp.source, inp.sink, inp.settings, want_keys, inp.group,
+                            inp.content_check)
                 for task in tasks}
             startup = time.monotonic() - t0  # the first submit forks the workers
             if beside is not None:
@@ -113,10 +114,10 @@ def _sort_batch(batch: Any, rows: list[dict[str, Any]], keys: list[Any], finding
 
 
 def _run_task(items: tuple[WorkItem, ...], source: Source, sink: Sink, settings: TaskSettings,
-              want_keys: bool, group: str | None) -> list[Any]:
+              want_keys: bool, group: str | None, content: bool = False) -> list[Any]:
     import pyarrow as pa
 
-    run = group_task([items], source, sink, settings, want_keys, group)
+    run = group_task([items], source, sink, settings, want_keys, group, content)
     return list(run(iter([pa.record_batch([pa.array([0], pa.int64())], names=["id"])])))
 
 
