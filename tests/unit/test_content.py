@@ -25,8 +25,8 @@ def log_of(keys: list[str | None], epochs: list[int], control: set[int] = frozen
 
 def check(log: PartitionLog, rows: list[tuple[int, str]]):
     keys = [k for _, k in rows]
-    return check_partition(log, np.array([o for o, _ in rows], np.int64), hash_bytes(k.encode() for k in keys),
-                           keys)
+    offsets = np.array([o for o, _ in rows], np.int64)
+    return check_partition(log, offsets, hash_bytes(k.encode() for k in keys), keys)
 
 
 def found(result) -> list[tuple]:

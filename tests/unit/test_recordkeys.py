@@ -69,7 +69,8 @@ def test_collector_skips_what_it_read_and_stops_at_the_end() -> None:
 
 
 def test_hash_tells_apart_lengths_trailing_zeros_and_null() -> None:
-    keys = [None, b"", b"\x00", b"\x00\x00", b"a", b"a\x00", b"abcdefgh", b"abcdefgh\x00", b"abcdefghi", "é".encode()]
+    keys = [None, b"", b"\x00", b"\x00\x00", b"a", b"a\x00", b"abcdefgh", b"abcdefgh\x00", b"abcdefghi",
+            "é".encode()]
     h = hash_bytes(keys).tolist()
     assert len(set(h)) == len(keys)
     import pyarrow as pa
