@@ -23,18 +23,27 @@ ALL_OFFSETS = (0, (1 << 63) - 1)
 
 
 def sink_keys(reader: SinkReader, tps: Sequence[TP]) -> dict[TP, tuple[Any, Any]]:
-    """Per partition, the sink's rows with a key: (offsets as int64 numpy, keys as an Arrow array)."""
+    """Per partition, the sink's rows with a key: (offsets as int64 numpy, keys as an Arrow array). A
+    reader with ``row_keys`` (DuckDB: files and tables) reads each partition's rows once as they are; the
+    others answer the key rule's query over all offsets (distinct (key, offset) pairs)."""
     import numpy as np
     import pyarrow as pa
 
     got: dict[TP, list[Any]] = {}
-    for b in reader.committed_keys_in({tp: [ALL_OFFSETS] for tp in tps}):
-        for tp, part in _by_partition(b):
-            got.setdefault(tp, []).append(part)
+    if hasattr(reader, "row_keys"):
+        for tp in tps:
+            got[tp] = [pa.RecordBatch.from_arrays([b.column(1), b.column(0)], names=["key", "offset"])
+                       for b in reader.row_keys(*tp)]
+    else:
+        for b in reader.committed_keys_in({tp: [ALL_OFFSETS] for tp in tps}):
+            for tp, part in _by_partition(b):
+                got.setdefault(tp, []).append(part.select([0, 3]))
     out = {}
     for tp, parts in got.items():
+        if not parts:
+            continue
         table = pa.Table.from_batches(parts)
-        out[tp] = (table.column(3).to_numpy().astype(np.int64),
+        out[tp] = (table.column(1).to_numpy().astype(np.int64),
                    table.column(0).cast(pa.string()).combine_chunks())
     return out
 

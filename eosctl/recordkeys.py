@@ -15,7 +15,7 @@ the key are read; ``length`` jumps to the next record.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,20 +43,34 @@ class RecordKeys:
 
 class KeyCollector:
     """Collects the keys of one partition's records in [start, end) as a scan reads them (each fetch answer's
-    bytes, in log order; a batch fetched again from inside it is skipped by offset)."""
+    bytes, in log order). Answers are decoded FLUSH_BYTES at a time: the lock step is as wide as the
+    batches decoded together, and one answer holds only a few of a partition's batches."""
+
+    FLUSH_BYTES = 32 << 20
 
     def __init__(self, start: int, end: int) -> None:
         self.next, self.end = start, end
         self.parts: list[tuple[np.ndarray, ...]] = []
+        self.pending: list[bytes | bytearray | memoryview] = []
+        self.pending_bytes = 0
 
     def add(self, data: bytes | bytearray | memoryview) -> None:
-        if self.next >= self.end:
+        if self.next >= self.end or not len(data):
             return
-        part = decode_keys(data)
+        self.pending.append(data)
+        self.pending_bytes += len(data)
+        if self.pending_bytes >= self.FLUSH_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        answers, self.pending, self.pending_bytes = self.pending, [], 0
+        part = decode_keys(answers)
         if part is None:
             return
         offsets, epochs, control, keys = part
-        keep = (offsets >= self.next) & (offsets < self.end)
+        # A fetch from inside a batch returns the whole batch again: keep each offset's first reading.
+        before = np.maximum.accumulate(np.concatenate([[self.next - 1], offsets[:-1]]))
+        keep = (offsets > before) & (offsets < self.end)
         if not keep.all():
             idx = np.flatnonzero(keep)
             if not len(idx):
@@ -66,6 +80,8 @@ class KeyCollector:
         self.next = int(offsets[-1]) + 1
 
     def result(self) -> RecordKeys:
+        if self.pending:
+            self.flush()
         if not self.parts:
             return RecordKeys(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, bool),
                               np.zeros(0, np.uint64))
@@ -74,13 +90,30 @@ class KeyCollector:
         return RecordKeys(*self.parts[0])
 
 
-def decode_keys(data: bytes | bytearray | memoryview) -> tuple[np.ndarray, ...] | None:
-    """(offsets, leader epochs, control flags, keys) of every record of the complete v2 batches in
-    ``data``, in log order; None if there are none."""
-    view = memoryview(data)
+def decode_keys(answers: Sequence[bytes | bytearray | memoryview] | bytes) -> tuple[np.ndarray, ...] | None:
+    """(offsets, leader epochs, control flags, keys) of every record of the complete v2 batches in the
+    fetch ``answers`` (each answer's trailing partial batch is left out), in their order; None if there
+    are none."""
     segments: list[Any] = []  # the records' bytes of each batch (decompressed where compressed)
-    bases, epochs, counts, controls = [], [], [], []
-    pos, end, size = 0, len(view), 0
+    bases: list[int] = []
+    epochs: list[int] = []
+    counts: list[int] = []
+    controls: list[bool] = []
+    for data in [answers] if isinstance(answers, bytes | bytearray | memoryview) else answers:
+        _batches(memoryview(data), segments, bases, epochs, counts, controls)
+    if not segments or not sum(counts):
+        return None
+    buf = np.frombuffer(b"".join([*segments, bytes(_PAD)]), dtype=np.uint8)
+    starts = np.zeros(len(segments), np.int64)
+    np.cumsum([len(s) for s in segments[:-1]], out=starts[1:])
+    return _records(buf, starts, np.array(bases, np.int64), np.array(epochs, np.int32),
+                    np.array(counts, np.int64), np.array(controls, bool))
+
+
+def _batches(view: memoryview, segments: list[Any], bases: list[int], epochs: list[int], counts: list[int],
+             controls: list[bool]) -> None:
+    """Each complete batch's records (decompressed) and header fields, appended to the lists."""
+    pos, end = 0, len(view)
     while end - pos >= LOG_OVERHEAD:
         (length,) = struct.unpack_from(">i", view, pos + 8)
         total = LOG_OVERHEAD + length
@@ -98,15 +131,7 @@ def decode_keys(data: bytes | bytearray | memoryview) -> tuple[np.ndarray, ...] 
         epochs.append(epoch)
         counts.append(count)
         controls.append(bool(attributes & CONTROL_MASK))
-        size += len(records)
         pos += total
-    if not segments or not sum(counts):
-        return None
-    buf = np.frombuffer(b"".join([*segments, bytes(_PAD)]), dtype=np.uint8)
-    starts = np.zeros(len(segments), np.int64)
-    np.cumsum([len(s) for s in segments[:-1]], out=starts[1:])
-    return _records(buf, starts, np.array(bases, np.int64), np.array(epochs, np.int32),
-                    np.array(counts, np.int64), np.array(controls, bool))
 
 
 def _records(buf: np.ndarray, starts: np.ndarray, bases: np.ndarray, epochs: np.ndarray, counts: np.ndarray,
