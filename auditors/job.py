@@ -107,6 +107,7 @@ class KafkaSource:
 
         with WireClient(self.cluster) as client:
             leaders = client.metadata(list(topics))
+            _check_leaders(leaders)
             offsets = client.offsets([(t, p) for t, ps in leaders.items() for p in sorted(ps)])
         return {t: {p: _placement(leaders[t][p], offsets[(t, p)]) for p in sorted(leaders[t])}
                 for t in leaders}
@@ -129,6 +130,18 @@ class KafkaSource:
                                         pl.listed) for tp, pl in chunk}
                 out.update(scan_partitions(client, [tp for tp, _ in chunk], offsets=snapshot, keys=keys))
         return out
+
+
+def _check_leaders(leaders: dict[str, dict[int, int]]) -> None:
+    """Every audited partition has a leader, or the audit refuses with one line naming all that have none
+    (their replicas' brokers are down): a verdict needs every partition read."""
+    dark = [f"{t}-{p}" for t, ps in leaders.items() for p, leader in sorted(ps.items()) if leader < 0]
+    if dark:
+        shown = ", ".join(dark[:20]) + (f" and {len(dark) - 20} more" if len(dark) > 20 else "")
+        total = sum(len(ps) for ps in leaders.values())
+        raise BrokerError(f"cannot audit: {len(dark)} of {total} partitions have no leader (the brokers "
+                          f"holding their replicas are down): {shown}; the others could be read; audit "
+                          "again once they have a leader, or narrow --topic")
 
 
 def _placement(leader: int, o: Any) -> Placement:
