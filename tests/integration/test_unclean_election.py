@@ -1,12 +1,12 @@
 """An unclean leader election, for real (issue 31 item 4), on a three-node Apache Kafka cluster of its own.
 
-Partition 0 of the topic lives on nodes 1 (leader) and 2, min.insync.replicas 1. Two committed transactions
-reach both (offsets 0..3, marker 4, 5..8, marker 9); node 2 stops; two more reach node 1 alone (10..13,
+Partition 0 of the topic has two replicas, min.insync.replicas 1. Two committed transactions reach both
+(offsets 0..3, marker 4, 5..8, marker 9); the follower stops; two more reach the leader alone (10..13,
 marker 14, 15..18, marker 19), and a consumer group reads all of them into the sink and commits 20. Then
-node 1 dies, stale node 2 comes back and is elected leader by an unclean election (Admin API), and a new
-transaction is written: new records at 10..13 (marker 14, high watermark 15). The sink's rows at 10..13
-belong to records that are gone (content findings caused by the leader epoch change), its rows at 15..18
-are beyond the new high watermark, and the group's committed 20 is beyond it too.
+the leader dies, the stale follower comes back and is elected by an unclean election (Admin API), and a
+new transaction is written: new records at 10..13 (marker 14, high watermark 15). The sink's rows at
+10..13 belong to records that are gone (content findings caused by the leader epoch change), its rows at
+15..18 are beyond the new high watermark, and the group's committed 20 is beyond it too.
 """
 
 from __future__ import annotations
@@ -46,14 +46,14 @@ def write(bootstrap: str, txid: str, txns: list[list[str]]) -> None:
         p.commit_transaction(60)
 
 
-def wait(what: str, check, timeout: float = 90.0):
+def wait(what: str, check, timeout: float = 90.0, show=None):
     deadline = time.monotonic() + timeout
     while True:
         got = check()
         if got:
             return got
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
+            raise AssertionError(f"timed out waiting for {what}" + (f" (now: {show()})" if show else ""))
         time.sleep(0.3)
 
 
@@ -115,23 +115,26 @@ def unclean(tmp_path: Path):
     try:
         full = cluster.bootstrap
         admin = AdminClient({"bootstrap.servers": full})
-        admin.create_topics([NewTopic(TOPIC, replica_assignment=[[1, 2]],
-                                      config={"min.insync.replicas": "1"})])[TOPIC].result(30)
-        wait("leader 1 with ISR [1, 2]", lambda: partition_state(full) == (1, [1, 2]))
+        admin.create_topics([NewTopic(TOPIC, 1, 2, config={"min.insync.replicas": "1"})])[TOPIC].result(30)
+        leader, isr = wait("a leader with two replicas in sync", lambda: (
+            (state := partition_state(full))[0] >= 0 and len(state[1]) == 2 and state))
+        follower = next(n for n in isr if n != leader)
+        other = next(n.node_id for n in cluster.nodes if n.node_id not in isr)
         write(full, "tx-a", [["a0", "a1", "a2", "a3"], ["a5", "a6", "a7", "a8"]])
         wait("both replicas to hold 0..9", lambda: high_watermark(full) == 10)
-        apache_kafka.stop_node(cluster, 2)  # the follower stops (a controlled shutdown)
-        wait("ISR [1]", lambda: partition_state(full)[1] == [1])
+        apache_kafka.stop_node(cluster, follower)  # the follower stops (a controlled shutdown)
+        wait("the leader alone in sync", lambda: partition_state(full)[1] == [leader])
         write(full, "tx-b", [["b10", "b11", "b12", "b13"], ["b15", "b16", "b17", "b18"]])
-        wait("node 1 alone to hold 0..19", lambda: high_watermark(full) == 20)
+        wait("the leader alone to hold 0..19", lambda: high_watermark(full) == 20,
+             show=lambda: (high_watermark(full), partition_state(full)))
         sink = tmp_path / "sink.duckdb"
         rows = consume_into_sink(full, sink, 18)
         assert [o for o, _ in rows] == [0, 1, 2, 3, 5, 6, 7, 8, 10, 11, 12, 13, 15, 16, 17, 18]
-        apache_kafka.kill_node(cluster, 1)  # the leader dies; its last two transactions with it
-        apache_kafka.restart_node(cluster, 2)  # the stale follower comes back
-        live = f"{cluster.node(2).bootstrap},{cluster.node(3).bootstrap}"
+        apache_kafka.kill_node(cluster, leader)  # the leader dies; its last two transactions with it
+        apache_kafka.restart_node(cluster, follower)  # the stale follower comes back
+        live = f"{cluster.node(follower).bootstrap},{cluster.node(other).bootstrap}"
         live_admin = AdminClient({"bootstrap.servers": live})
-        wait("node 1 fenced: no leader", lambda: partition_state(live)[0] == -1)
+        wait("the dead leader fenced: no leader", lambda: partition_state(live)[0] == -1)
         # No leader: the audit can't read the partition and says so in one line, exit 2
         dark = cli("audit", "--bootstrap", live, "--topic", TOPIC, "--sink-duckdb", str(sink), "--sink-table",
                    "orders_sink", "--engine", "local")
@@ -140,12 +143,12 @@ def unclean(tmp_path: Path):
             try:
                 live_admin.elect_leaders(ElectionType.UNCLEAN, [TopicPartition(TOPIC, 0)]).result(20)
             except Exception:
-                pass  # node 1 not fenced yet: its leadership stands until its session times out
-            return partition_state(live)[0] == 2
+                pass  # the dead leader not fenced yet: its leadership stands until its session times out
+            return partition_state(live)[0] == follower
 
-        wait("node 2 elected by an unclean election", elected)
+        wait("the stale follower elected by an unclean election", elected)
         write(live, "tx-c", [["c10", "c11", "c12", "c13"]])
-        wait("the new transaction on node 2", lambda: high_watermark(live) == 15)
+        wait("the new transaction on the new leader", lambda: high_watermark(live) == 15)
         yield live, sink, dark
     finally:
         apache_kafka.stop(cluster)
