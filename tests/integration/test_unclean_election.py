@@ -123,12 +123,13 @@ def unclean(tmp_path: Path):
         write(full, "tx-a", [["a0", "a1", "a2", "a3"], ["a5", "a6", "a7", "a8"]])
         wait("both replicas to hold 0..9", lambda: high_watermark(full) == 10)
         apache_kafka.stop_node(cluster, follower)  # the follower stops (a controlled shutdown)
-        wait("the leader alone in sync", lambda: partition_state(full)[1] == [leader])
-        write(full, "tx-b", [["b10", "b11", "b12", "b13"], ["b15", "b16", "b17", "b18"]])
-        wait("the leader alone to hold 0..19", lambda: high_watermark(full) == 20,
-             show=lambda: (high_watermark(full), partition_state(full)))
+        up = f"{cluster.node(leader).bootstrap},{cluster.node(other).bootstrap}"
+        wait("the leader alone in sync", lambda: partition_state(up)[1] == [leader])
+        write(up, "tx-b", [["b10", "b11", "b12", "b13"], ["b15", "b16", "b17", "b18"]])
+        wait("the leader alone to hold 0..19", lambda: high_watermark(up) == 20,
+             show=lambda: (high_watermark(up), partition_state(up)))
         sink = tmp_path / "sink.duckdb"
-        rows = consume_into_sink(full, sink, 18)
+        rows = consume_into_sink(up, sink, 18)
         assert [o for o, _ in rows] == [0, 1, 2, 3, 5, 6, 7, 8, 10, 11, 12, 13, 15, 16, 17, 18]
         apache_kafka.kill_node(cluster, leader)  # the leader dies; its last two transactions with it
         apache_kafka.restart_node(cluster, follower)  # the stale follower comes back
