@@ -15,6 +15,9 @@ A row whose key differs is explained, in this order:
   newer than every epoch of the records the sink's rows before it matched: the log was truncated and
   rewritten there (an unclean election, a replica that lost its disk).
 - ``different_record``: neither.
+
+A partition where no row holds the key of any record at or near its offset is not judged: its key column
+is not the records' key (a business key read from the value, or a key serialized differently).
 """
 
 from __future__ import annotations
@@ -49,6 +52,9 @@ class ContentResult:
     findings: list[Finding]
     shifts: list[Shift]
     rows_checked: int
+    # False: no row's key is the key of a record at or near its offset, so the sink's key column does not
+    # hold the records' keys and the partition was not judged.
+    comparable: bool = True
 
 
 def check_partition(log: PartitionLog, offsets: np.ndarray, hashes: np.ndarray,
@@ -74,6 +80,10 @@ def check_partition(log: PartitionLog, offsets: np.ndarray, hashes: np.ndarray,
     for d in SHIFTS:
         i, found = rec.at(so - d)
         md[d] = found & ~rk.control[i] & (rk.keys[i] == sh)
+    if not m0.any() and not any(m.any() for m in md.values()):
+        # No row holds the key of any record near its offset: the column is not the records' key (a
+        # business key read from the value, or a key serialized otherwise), so nothing can be judged.
+        return ContentResult([], [], n, comparable=False)
     chosen = np.zeros(n, np.int64)
     for d in reversed(SHIFTS):  # the nearest shift wins
         chosen[mismatch & md[d]] = d

@@ -77,3 +77,13 @@ def test_neighbours_swapped_name_their_shifts_and_rows_far_apart_do_not() -> Non
                                       (10, 10, 1, "different_record", None, 0, None, None),
                                       (18, 18, 1, "different_record", None, 0, None, None)]
     assert found(check(log, list(enumerate(keys)))) == []
+
+
+def test_a_key_column_that_is_not_the_records_key_is_not_judged() -> None:
+    """A sink whose key column holds a business key from the value: no row matches any record near it."""
+    log = log_of([f"customer-{o % 3}" for o in range(10)], [0] * 10)
+    result = check(log, [(o, f"order-{o}") for o in range(10)])
+    assert (found(result), result.comparable) == ([], False)
+    # one row that matches is enough to judge the others
+    result = check(log, [(0, "customer-0")] + [(o, f"order-{o}") for o in range(1, 10)])
+    assert result.comparable and found(result) == [(1, 9, 9, "different_record", None, 0, None, None)]
