@@ -90,11 +90,19 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
         options = replace(options, content_check=content_check)
     if hops:
         runs = [resolve(config, hop, bootstrap, need_topics=True) for hop in hops]
-        _run([(hop, t, sink_of(t, None, None, None)[0]) for hop, t in zip(hops, runs, strict=True)],
+        sinks = [sink_of(t, None, None, None)[0] for t in runs]
+        if content_check and not any(s.key_column for s in sinks):
+            raise click.UsageError("--content-check compares each row's key with its record's: name the key "
+                                   "column in a hop's sink (key_column)")
+        _run([(hop, t, s) for hop, t, s in zip(hops, runs, sinks, strict=True)],
              fmt, out, fail_on, options, started)
         return
     sink, _ = sink_of(target, sink_duckdb, sink_parquet, sink_table)
-    _run([(pipeline or "", target, replace(sink, **overrides))], fmt, out, fail_on, options, started,
+    sink = replace(sink, **overrides)
+    if content_check and not sink.key_column:
+        raise click.UsageError("--content-check compares each row's key with its record's: name the key "
+                               "column (--key-column, or key_column in the config's sink)")
+    _run([(pipeline or "", target, sink)], fmt, out, fail_on, options, started,
          upstream=_upstream(config, target, bootstrap))
 
 

@@ -87,3 +87,19 @@ def test_a_key_column_that_is_not_the_records_key_is_not_judged() -> None:
     # one row that matches is enough to judge the others
     result = check(log, [(0, "customer-0")] + [(o, f"order-{o}") for o in range(1, 10)])
     assert result.comparable and found(result) == [(1, 9, 9, "different_record", None, 0, None, None)]
+
+
+def test_content_check_without_a_key_column_is_one_line_and_exit_2(tmp_path) -> None:
+    import duckdb
+    from click.testing import CliRunner
+
+    from eosctl.cli import main
+
+    sink = tmp_path / "s.duckdb"
+    duckdb.connect(str(sink)).close()
+    r = CliRunner().invoke(main, ["audit", "--bootstrap", "127.0.0.1:1", "--topic", "t", "--sink-duckdb",
+                                  str(sink), "--content-check", "--engine", "local"])
+    assert r.exit_code == 2
+    assert "--content-check compares each row's key with its record's: name the key column (--key-column, " \
+           "or key_column in the config's sink)" in " ".join(r.stderr.split())
+    assert "Traceback" not in r.stderr
