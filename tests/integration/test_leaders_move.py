@@ -161,7 +161,7 @@ def test_answers_stay_clean_while_leaders_move(moving, spark, tmp_path):
     assert leaders(cluster, topic) != before
 
 
-def test_answers_with_one_broker_down(moving, tmp_path):
+def test_answers_with_one_broker_down(moving, spark, tmp_path):
     from eosctl.sandbox import apache_kafka
 
     cluster, topic, group, sink = moving
@@ -176,6 +176,6 @@ def test_answers_with_one_broker_down(moving, tmp_path):
         while any(leader in (victim, -1) for leader in leaders(up, topic).values()):
             assert time.monotonic() < deadline, "the dead broker's partitions got no new leader"
             time.sleep(0.5)
-        clean_answers(up, topic, group, sink, ("local",))
+        clean_answers(up, topic, group, sink, ("local", "spark"))
     finally:
         apache_kafka.restart_node(cluster, victim)

@@ -58,10 +58,15 @@ def wait(what: str, check, timeout: float = 90.0, show=None):
 
 
 def partition_state(bootstrap: str) -> tuple[int, list[int]]:
+    """(leader, ISR) of partition 0; (-2, []) while the cluster can't say (its metadata quorum forming
+    again after a node died): the caller's wait asks again until its own deadline."""
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    desc = admin.describe_topics(_topics([TOPIC]))[TOPIC].result(20)
+    try:
+        desc = admin.describe_topics(_topics([TOPIC]), request_timeout=10)[TOPIC].result(15)
+    except Exception:
+        return -2, []
     p = desc.partitions[0]
     return (p.leader.id if p.leader is not None else -1), sorted(n.id for n in p.isr)
 
