@@ -9,14 +9,13 @@ offsets its rows really hold: the gaps and phantoms the shift made up go, the re
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from eosctl.findings import Finding, PartitionSummary
 from eosctl.model import TP, PartitionLog
 
 if TYPE_CHECKING:
-    from auditors.job import WorkItem
+    from auditors.plan import WorkItem
     from eosctl.sink import SinkReader
 
 ALL_OFFSETS = (0, (1 << 63) - 1)
@@ -87,19 +86,12 @@ def with_content(reader: SinkReader, done: list[tuple[WorkItem, PartitionSummary
 
 def _reconciled(item: WorkItem, log: PartitionLog, islands: list[tuple[int, int, int]], shifts: Sequence[Any],
                 group: str | None) -> tuple[PartitionSummary, list[Finding]]:
-    """The partition reconciled with the shifted rows at the offsets they hold (as audit_group does)."""
-    from eosctl.causes import explain_partition
+    """The partition reconciled with the shifted rows at the offsets they hold (eosctl.audit.rule, as
+    audit_group does)."""
+    from eosctl.audit.rule import audit_partition
     from eosctl.content import shifted_islands
-    from eosctl.gapmap import log_segments
-    from eosctl.ledger import clipped
-    from eosctl.reconcile import SinkFacts, offset_mismatch, reconcile_partition
 
-    facts = SinkFacts()
-    side = log if item.expected_upto is None else clipped(log, item.expected_upto)
-    summary, findings = reconcile_partition(side, shifted_islands(islands, shifts), facts)
-    summary = replace(summary, log_segments=log_segments(log))
-    if item.check_offsets:
-        mismatch = offset_mismatch(item.topic, item.partition, item.stored_offset, item.committed_offset,
-                                   log, group)
-        findings = [*findings, *([mismatch] if mismatch else [])]
-    return summary, explain_partition(log, findings, facts, item.stored_offset, item.committed_offset, group)
+    return audit_partition(item.topic, item.partition, log, shifted_islands(islands, shifts),
+                           expected_upto=item.expected_upto, check_offsets=item.check_offsets,
+                           stored_offset=item.stored_offset, committed_offset=item.committed_offset,
+                           group=group)

@@ -66,14 +66,15 @@ def build_sink(path: Path, topic: str, records: int, partitions: int, per: int) 
 
 def run(bootstrap: str, topic: str, sink: Path, engine: str, content: bool, key: bool = True):
     from auditors import engine as engines
-    from auditors import job
     from auditors.engine import EngineOptions
+    from auditors.plan import AuditInput
+    from auditors.sources import KafkaSource
     from eosctl.config import Cluster, Sink
 
     cluster = Cluster(name="bench", bootstrap_servers=bootstrap)
-    inp = job.AuditInput(source=job.KafkaSource(cluster), sink=Sink(duckdb=str(sink), table="sink",
-                                                                     key_column="order_id" if key else None),
-                         topics=(topic,), cluster=cluster, content_check=content)
+    inp = AuditInput(source=KafkaSource(cluster), sink=Sink(duckdb=str(sink), table="sink",
+                                                             key_column="order_id" if key else None),
+                     topics=(topic,), cluster=cluster, content_check=content)
     t0 = time.monotonic()
     report = engines.run(inp, EngineOptions(engine=engine, content_check=content), started=t0)
     return time.monotonic() - t0, report
