@@ -131,7 +131,8 @@ def unclean(tmp_path: Path):
         up = f"{cluster.node(leader).bootstrap},{cluster.node(other).bootstrap}"
         wait("the leader alone in sync", lambda: partition_state(up)[1] == [leader])
         write(up, "tx-b", [["b10", "b11", "b12", "b13"], ["b15", "b16", "b17", "b18"]])
-        wait("the leader alone to hold 0..19", lambda: high_watermark(up) == 20,
+        # >= : a control record the coordinator adds after 19 (seen once under load) changes nothing below
+        wait("the leader alone to hold 0..19", lambda: high_watermark(up) >= 20,
              show=lambda: (high_watermark(up), partition_state(up)))
         sink = tmp_path / "sink.duckdb"
         rows = consume_into_sink(up, sink, 18)
