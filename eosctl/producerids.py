@@ -60,3 +60,11 @@ def settle(logs: Iterable[PartitionLog]) -> None:
                     p.own_aborts_settled.append(b.new_epoch)
                 elif not elsewhere and pid in v1 and b.new_epoch not in p.takeovers_settled:
                     p.takeovers_settled.append(b.new_epoch)
+
+
+def ambiguous(log: PartitionLog) -> bool:
+    """Does the log hold an ABORT-then-new-epoch pair only the id's other partitions can read?"""
+    return any(b.on_marker and b.marker == "ABORT" and b.next_offset is not None and not b.fence_abort
+               and p.protocol != V1 and b.new_epoch not in p.takeovers_settled
+               and b.new_epoch not in p.own_aborts_settled
+               for p in log.producers.values() for b in p.epoch_bumps)
