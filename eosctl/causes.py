@@ -122,6 +122,12 @@ def fenced(t: Transaction, producer: ProducerState | None) -> bool:
     so it counts only where the producer's markers show v1 (eosctl.model.ProducerState.bump_verdict)."""
     if t.outcome != "ABORT" or t.marker_epoch is None or t.marker_epoch <= t.producer_epoch:
         return False
+    if producer is not None:
+        # Its bump, where listed, carries the whole story (a timeout is no take-over; a transactions-v2
+        # pair settled from the id's other partitions is)
+        for b in producer.epoch_bumps:
+            if b.on_marker and b.offset == t.marker_offset:
+                return producer.bump_verdict(b)[0]
     return t.marker_epoch - t.producer_epoch >= 2 or (producer is not None and producer.protocol == V1)
 
 

@@ -448,6 +448,7 @@ def _copy_producer(p: ProducerState) -> ProducerState:
     q = copy.copy(p)
     q.epochs, q.epoch_bumps = list(p.epochs), list(p.epoch_bumps)
     q.zombie_writes, q.sequence_anomalies = list(p.zombie_writes), list(p.sequence_anomalies)
+    q.takeovers_settled, q.own_aborts_settled = list(p.takeovers_settled), list(p.own_aborts_settled)
     return q
 
 

@@ -313,7 +313,8 @@ class ProducerState:
                 return True, "FENCED: the new instance, after the coordinator's abort"
             return True, "FENCED: a new instance took over"
         if protocol == V2:
-            return False, "transactions v2: transactions of this id that skipped this partition moved the epoch on"
+            return False, ("transactions v2: transactions of this id that skipped this partition moved the "
+                           "epoch on")
         if protocol == MIXED:
             return False, "markers of both transaction protocols: a bump proves no fencing"
         return False, ("bump on data: fencing under transactions v1, ordinary under v2; "

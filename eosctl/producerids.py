@@ -68,3 +68,19 @@ def ambiguous(log: PartitionLog) -> bool:
                and p.protocol != V1 and b.new_epoch not in p.takeovers_settled
                and b.new_epoch not in p.own_aborts_settled
                for p in log.producers.values() for b in p.epoch_bumps)
+
+
+def read_one(client: WireClient, log: PartitionLog, scan_last: int = 100_000) -> None:
+    """For a command that scanned one partition (``log``, ``explain``): its producers' transactional ids
+    and timeouts, and a transactions-v2 pair it can't read settled from the topic's other partitions
+    (their last ``scan_last`` offsets), read only when there is one."""
+    from eosctl.logscan import scan_partitions
+
+    identify(client, [log])
+    if not ambiguous(log):
+        return
+    others = [(log.topic, p) for p in client.partitions(log.topic) if p != log.partition]
+    if others:
+        offsets = client.offsets(others)
+        starts = {tp: max(o.log_start, o.high_watermark - scan_last) for tp, o in offsets.items()}
+        settle([log, *scan_partitions(client, others, start=starts, offsets=offsets).values()])

@@ -67,7 +67,9 @@ def log(config: str | None, pipeline: str | None, bootstrap: str | None, topic: 
                 # The batch table only for its window: a second, bounded scan keeps memory flat.
                 plog.batches = scan_partition(client, topic, partition, window[0], window[1],
                                               keep_batches=True).batches
-        _settle(client, plog)
+        from eosctl.producerids import read_one
+
+        read_one(client, plog)
     doc = log_document(plog, window)
     if fmt == "json":
         from eosctl.output.terminal import emit_json
@@ -75,24 +77,6 @@ def log(config: str | None, pipeline: str | None, bootstrap: str | None, topic: 
         emit_json(doc)
     else:
         render_log(console(), doc)
-
-
-def _settle(client: Any, plog: Any) -> None:
-    """The id's transactional id and timeout from the coordinator; a transactions-v2 pair this partition
-    can't read (take-over, or the id's own abort) settled from the topic's other partitions (their last
-    DEFAULT_SCAN_LAST offsets), read only when there is one."""
-    from eosctl.logscan import scan_partitions
-    from eosctl.producerids import ambiguous, identify, settle
-    from eosctl.producers import DEFAULT_SCAN_LAST
-
-    identify(client, [plog])
-    if not ambiguous(plog):
-        return
-    others = [(plog.topic, p) for p in client.partitions(plog.topic) if p != plog.partition]
-    if others:
-        offsets = client.offsets(others)
-        starts = {tp: max(o.log_start, o.high_watermark - DEFAULT_SCAN_LAST) for tp, o in offsets.items()}
-        settle([plog, *scan_partitions(client, others, start=starts, offsets=offsets).values()])
 
 
 class _progress:

@@ -134,13 +134,14 @@ def routine_text(p: dict[str, Any], routine: list[dict[str, Any]]) -> str | None
     commits = p.get("commit_bumps", 0)
     if not (commits or aborts or skipped or others):
         return None
-    epochs = [e for b in routine for e in (b["old_epoch"], b["new_epoch"])] + list(p.get("routine_epochs") or ())
+    epochs = [e for b in routine for e in (b["old_epoch"], b["new_epoch"])]
+    epochs += list(p.get("routine_epochs") or ())
     parts = [f"{n} {what}{'s' * (n != 1)}" for n, what in ((commits, "commit"), (aborts, "abort"),
                                                             (others, "ABORT marker")) if n]
     text = f"transactions v2: {' and '.join(parts)}" if parts else "transactions v2:"
     if skipped:
-        text += f"{',' if parts else ''} {skipped} bump{'s' * (skipped != 1)} on data (transactions of this id " \
-                "that skipped this partition)"
+        text += (f"{',' if parts else ''} {skipped} bump{'s' * (skipped != 1)} on data (transactions of "
+                 "this id that skipped this partition)")
     return f"{text} moved the epoch {min(epochs)} -> {max(epochs)} (routine, never fencing)"
 
 
@@ -148,11 +149,12 @@ def _events(producers: list[dict[str, Any]]) -> list[tuple[int, int, str]]:
     out = []
     for p in producers:
         pid = p["producer_id"]
-        routine = [b for b in p["epoch_bumps"] if not b["fencing"] and b["why"].startswith("transactions v2:")]
+        routine = [b for b in p["epoch_bumps"]
+                   if not b["fencing"] and b["why"].startswith("transactions v2:")]
         text = routine_text(p, routine)
         if text:
-            first = [b["offset"] for b in routine] + ([p["routine_offset"]] if p.get("routine_offset", -1) >= 0
-                                                      else [])
+            first = [b["offset"] for b in routine]
+            first += [p["routine_offset"]] if p.get("routine_offset", -1) >= 0 else []
             out.append((min(first), pid, text))
         for b in p["epoch_bumps"]:
             if b in routine:

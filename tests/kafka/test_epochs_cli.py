@@ -113,7 +113,8 @@ def test_kafka_v1_fencing_is_one_event_and_labelled(kafka_sim: KafkaSim) -> None
     text = cli("log", "--bootstrap", kafka_sim.bootstrap, "--topic", "t", "--partition", "0", "--no-batches")
     (row,) = timeline(text.stdout)  # one event: the coordinator's ABORT and the new instance's data
     assert row[:2] == ("4", str(PID)) and row[2].startswith(
-        "epoch 0 -> 1 -> 2 (FENCED: a new instance took the id over and the coordinator aborted the old one's "
+        "epoch 0 -> 1 -> 2 (FENCED: a new instance took the id over and the coordinator aborted the old "
+        "one's "
         "transaction at offsets 3..3")
     result = cli("producers", "--bootstrap", kafka_sim.bootstrap, "--topic", "t")
     row = next(line for line in result.stdout.splitlines() if f" {PID} │" in line)
@@ -132,7 +133,8 @@ def test_v2_fencing_abort_two_epochs_up_is_the_one_fencing(kafka_sim: KafkaSim) 
     p.commit(PID, 5)
     text = cli("log", "--bootstrap", kafka_sim.bootstrap, "--topic", "t", "--partition", "0", "--no-batches")
     assert [event for _, _, event in timeline(text.stdout) if "FENCED" in event] == [
-        "epoch 1 -> 3 -> 4 (FENCED: a new instance took the id over and the coordinator aborted the old one's "
+        "epoch 1 -> 3 -> 4 (FENCED: a new instance took the id over and the coordinator aborted the old "
+        "one's "
         "transaction at offsets 2..2, two epochs up; the new instance wrote at epoch 4"]
     (prod,) = log_doc(kafka_sim)["producers"]
     assert (prod["protocol"], prod["fencing_events"]) == ("v2", 1)

@@ -70,7 +70,8 @@ def test_v2_commits_and_aborts_and_skipped_transactions_are_no_fencing():
     assert p.fencing_events == 0 and (p.commit_bumps, p.bumps_total) == (2, 3)
     # The ABORT then data three epochs up: one event, which this partition alone can't read.
     (abort,) = p.epoch_bumps
-    assert (abort.offset, abort.txn_first, abort.txn_last, abort.next_offset, abort.next_epoch) == (3, 2, 2, 4, 5)
+    assert (abort.offset, abort.txn_first, abort.txn_last, abort.next_offset, abort.next_epoch) == (
+        3, 2, 2, 4, 5)
     fencing, why = p.bump_verdict(abort)
     assert not fencing and why.startswith("TAKEOVER?: a new instance took the id over and the coordinator "
                                           "aborted the old one's transaction at offsets 2..2; the new "
@@ -166,9 +167,9 @@ def test_kafka_v1_fencing_abort_then_new_instance_is_one_event():
     assert p.protocol == "v1" and p.fencing_events == 1
     assert p.epoch_bumps == [EpochBump(3, 0, 1, True, "ABORT", txn_first=2, txn_last=2, txn_first_ts=1000,
                                        marker_ts=2000, next_offset=4, next_epoch=2)]
-    assert verdicts(p) == [(3, True, "FENCED: a new instance took the id over and the coordinator aborted the "
-                                     "old one's transaction at offsets 2..2; the new instance wrote at epoch "
-                                     "2 from offset 4")]
+    assert verdicts(p) == [(3, True, "FENCED: a new instance took the id over and the coordinator aborted "
+                                     "the old one's transaction at offsets 2..2; the new instance wrote at "
+                                     "epoch 2 from offset 4")]
     assert jump_offset(p, None) == 3
 
 
@@ -178,8 +179,8 @@ def test_noida_fencing_abort_at_the_new_epoch_is_one_event():
     data = (txn(0, 0) + marker(1, PID, 1, commit=False) + txn(2, 1) + marker(3, PID, 1, commit=True))
     p = producer(data)
     assert p.protocol == "v1" and p.fencing_events == 1
-    assert verdicts(p) == [(1, True, "FENCED: a new instance took the id over and the coordinator aborted the "
-                                     "old one's transaction at offsets 0..0")]
+    assert verdicts(p) == [(1, True, "FENCED: a new instance took the id over and the coordinator aborted "
+                                     "the old one's transaction at offsets 0..0")]
 
 
 def test_v1_new_instances_without_open_transactions_count_each():
