@@ -359,6 +359,42 @@ class ProducerState:
         return False, ("bump on an ABORT marker: fencing under transactions v1, ordinary under v2; "
                        "no marker in the scan shows which")
 
+    def abort_cause(self, marker_offset: int | None) -> str | None:
+        """Who ended the transaction whose ABORT is at ``marker_offset``, where its bump tells: "takeover"
+        (a new instance; the coordinator aborted the old one's transaction), "timeout" (the coordinator, on
+        the transaction's timeout), "takeover?" (transactions v2: a take-over or the id's own abort)."""
+        for b in self.epoch_bumps:
+            if b.on_marker and b.offset == marker_offset and b.marker == "ABORT":
+                fencing, why = self.bump_verdict(b)
+                return ("timeout" if why.startswith("TIMEOUT") else "takeover" if fencing
+                        else "takeover?" if why.startswith("TAKEOVER?") else None)
+        return None
+
+    def routine(self, b: EpochBump) -> bool:
+        """A transactions-v2 bump of the id's own making (a commit, its own abort, transactions that
+        skipped the partition): counted in ``routine_summary``, not told one by one."""
+        fencing, why = self.bump_verdict(b)
+        return not fencing and why.startswith("transactions v2:")
+
+    def routine_summary(self) -> str | None:
+        """One line for all routine bumps: the epoch timeline keeps what is not routine."""
+        routine = [b for b in self.epoch_bumps if self.routine(b)]
+        listed_own = sum(1 for b in routine if b.continued)
+        aborts = self.own_aborts - sum(1 for b in self.epoch_bumps if b.continued) + listed_own
+        skipped = sum(1 for b in routine if not b.on_marker)
+        others = sum(1 for b in routine if b.on_marker and not b.continued)
+        commits = self.commit_bumps
+        if not (commits or aborts or skipped or others):
+            return None
+        epochs = [e for b in routine for e in (b.old_epoch, b.new_epoch)] + list(self.routine_epochs or ())
+        parts = [f"{n} {what}{'s' * (n != 1)}" for n, what in ((commits, "commit"), (aborts, "abort"),
+                                                                (others, "ABORT marker")) if n]
+        text = f"transactions v2: {' and '.join(parts)}" if parts else "transactions v2:"
+        if skipped:
+            text += (f"{',' if parts else ''} {skipped} bump{'s' * (skipped != 1)} on data (transactions of "
+                     "this id that skipped this partition)")
+        return f"{text} moved the epoch {min(epochs)} -> {max(epochs)} (routine, never fencing)"
+
     def fencing_bumps(self) -> list[EpochBump]:
         return [b for b in self.epoch_bumps if self.bump_verdict(b)[0]]
 

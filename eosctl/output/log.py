@@ -47,10 +47,11 @@ def log_document(plog: Any, window: tuple[int, int, bool] | None) -> dict[str, A
 
 def _producer_doc(d: dict[str, Any], p: Any) -> dict[str, Any]:
     """A producer's JSON entry: its state plus the verdicts (eosctl.model.ProducerState.fencing_events)."""
-    bumps = [{**b, "fencing": fencing, "why": why}
-             for b, (fencing, why) in zip(d["epoch_bumps"], map(p.bump_verdict, p.epoch_bumps), strict=True)]
+    bumps = [{**b, "fencing": fencing, "why": why, "routine": p.routine(bump)}
+             for b, bump, (fencing, why) in zip(d["epoch_bumps"], p.epoch_bumps, map(p.bump_verdict, p.epoch_bumps),
+                                                strict=True)]
     return {**d, "epoch_bumps": bumps, "current_epoch": p.current_epoch, "protocol": p.protocol,
-            "fencing_events": p.fencing_events, "timeouts": p.timeouts}
+            "fencing_events": p.fencing_events, "timeouts": p.timeouts, "routine": p.routine_summary()}
 
 
 def _ts(ms: int | None, date: bool = True) -> str | None:
@@ -124,34 +125,12 @@ def render_log(out: Any, doc: dict[str, Any]) -> None:
         out.print(Text.assemble(("warning:", "yellow"), " ", safetext.text(w)))
 
 
-def routine_text(p: dict[str, Any], routine: list[dict[str, Any]]) -> str | None:
-    """One line for a producer's routine transactions-v2 bumps (its COMMITs, its own ABORTs, transactions
-    that skipped the partition), counted rather than listed: the timeline keeps what is not routine."""
-    listed_own = sum(1 for b in routine if b.get("continued"))
-    aborts = p.get("own_aborts", 0) - sum(1 for b in p["epoch_bumps"] if b.get("continued")) + listed_own
-    skipped = sum(1 for b in routine if not b["on_marker"])
-    others = sum(1 for b in routine if b["on_marker"] and not b.get("continued"))
-    commits = p.get("commit_bumps", 0)
-    if not (commits or aborts or skipped or others):
-        return None
-    epochs = [e for b in routine for e in (b["old_epoch"], b["new_epoch"])]
-    epochs += list(p.get("routine_epochs") or ())
-    parts = [f"{n} {what}{'s' * (n != 1)}" for n, what in ((commits, "commit"), (aborts, "abort"),
-                                                            (others, "ABORT marker")) if n]
-    text = f"transactions v2: {' and '.join(parts)}" if parts else "transactions v2:"
-    if skipped:
-        text += (f"{',' if parts else ''} {skipped} bump{'s' * (skipped != 1)} on data (transactions of "
-                 "this id that skipped this partition)")
-    return f"{text} moved the epoch {min(epochs)} -> {max(epochs)} (routine, never fencing)"
-
-
 def _events(producers: list[dict[str, Any]]) -> list[tuple[int, int, str]]:
     out = []
     for p in producers:
         pid = p["producer_id"]
-        routine = [b for b in p["epoch_bumps"]
-                   if not b["fencing"] and b["why"].startswith("transactions v2:")]
-        text = routine_text(p, routine)
+        routine = [b for b in p["epoch_bumps"] if b["routine"]]
+        text = p.get("routine")
         if text:
             first = [b["offset"] for b in routine]
             first += [p["routine_offset"]] if p.get("routine_offset", -1) >= 0 else []
