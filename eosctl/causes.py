@@ -348,8 +348,8 @@ def _phantom_summary(f: Finding, where: str, txns: tuple[TxnCause, ...], omitted
     text = f"The sink holds {rows} for {_tp(f)} {where}, records of {_txn_list(txns, omitted)}"
     if f.kind == "phantom_aborted":
         if any(t.fenced for t in txns):
-            text += (", aborted when a new instance took the id over and the coordinator aborted the old one's "
-                     "transaction (a zombie's transaction)")
+            text += (", aborted when a new instance took the id over and the coordinator aborted the old "
+                     "one's transaction (a zombie's transaction)")
         text += ": the sink consumes read_uncommitted, or writes before the commit."
     else:
         text += ": the sink writes records before their transaction commits (read_uncommitted)."

@@ -47,9 +47,9 @@ def log_document(plog: Any, window: tuple[int, int, bool] | None) -> dict[str, A
 
 def _producer_doc(d: dict[str, Any], p: Any) -> dict[str, Any]:
     """A producer's JSON entry: its state plus the verdicts (eosctl.model.ProducerState.fencing_events)."""
+    verdicts = map(p.bump_verdict, p.epoch_bumps)
     bumps = [{**b, "fencing": fencing, "why": why, "routine": p.routine(bump)}
-             for b, bump, (fencing, why) in zip(d["epoch_bumps"], p.epoch_bumps, map(p.bump_verdict, p.epoch_bumps),
-                                                strict=True)]
+             for b, bump, (fencing, why) in zip(d["epoch_bumps"], p.epoch_bumps, verdicts, strict=True)]
     return {**d, "epoch_bumps": bumps, "current_epoch": p.current_epoch, "protocol": p.protocol,
             "fencing_events": p.fencing_events, "timeouts": p.timeouts, "routine": p.routine_summary()}
 
