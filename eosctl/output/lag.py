@@ -29,8 +29,8 @@ def lag_document(snapshot: Any, watch: Any = None) -> dict[str, Any]:
                 "records_behind_exact": p.records_behind_exact, "blocked": p.blocked,
                 "open_transaction": None if txn is None else {
                     "producer_id": txn.producer_id, "producer_epoch": txn.producer_epoch,
-                    "transactional_id": txn.transactional_id, "first_offset": txn.first_offset, "started_ms": txn.started_ms,
-                    "age_s": _r(txn.age_s(now)), "age_source": txn.age_source},
+                    "transactional_id": txn.transactional_id, "first_offset": txn.first_offset,
+                    "started_ms": txn.started_ms, "age_s": _r(txn.age_s(now)), "age_source": txn.age_source},
                 "time_lag_s": _r(p.time_lag_s(now)),
                 "status": ps.status if ps else None, "cause": (ps.cause or None) if ps else None,
                 "error": p.error, "offsets_warning": p.offsets_warning,
