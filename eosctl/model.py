@@ -313,8 +313,8 @@ class ProducerState:
                 return True, "FENCED: the new instance, after the coordinator's abort"
             return True, "FENCED: a new instance took over"
         if protocol == V2:
-            return False, ("transactions v2: transactions of this id that skipped this partition moved the "
-                           "epoch on")
+            return False, ("transactions v2: transactions of this id that skipped this partition (or a "
+                           "restart of the id) moved the epoch on")
         if protocol == MIXED:
             return False, "markers of both transaction protocols: a bump proves no fencing"
         return False, ("bump on data: fencing under transactions v1, ordinary under v2; "
@@ -392,7 +392,7 @@ class ProducerState:
         text = f"transactions v2: {' and '.join(parts)}" if parts else "transactions v2:"
         if skipped:
             text += (f"{',' if parts else ''} {skipped} bump{'s' * (skipped != 1)} on data (transactions of "
-                     "this id that skipped this partition)")
+                     "this id that skipped this partition, or restarts)")
         return f"{text} moved the epoch {min(epochs)} -> {max(epochs)} (routine, never fencing)"
 
     def fencing_bumps(self) -> list[EpochBump]:
