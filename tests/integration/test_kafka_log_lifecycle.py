@@ -115,15 +115,16 @@ def test_producer_the_broker_forgot_is_still_read_from_the_log(short_lived, java
     # The log keeps telling its story: the epochs and the routine commits.
     doc = jdoc("log", "--bootstrap", bs, "--topic", topic, "--partition", "0")
     p = next(p for p in doc["producers"] if p["producer_id"] == pid)
-    assert (p["epochs"], p["commit_bumps"], p["fencing_events"], p["transactional_id"]) == ([0, 1, 2], 2, 0, txid)
+    assert (p["epochs"], p["commit_bumps"], p["fencing_events"], p["transactional_id"]) == (
+        [0, 1, 2], 2, 0, txid)
 
 
 def _described(cluster, topic: str) -> list[str]:
     """Kafka's own kafka-transactions.sh describe-producers rows for the partition (the oracle)."""
     from eosctl.sandbox import apache_kafka as ak
 
-    out = ak.tool(cluster, "org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server", cluster.bootstrap,
-                  "describe-producers", "--topic", topic, "--partition", "0").stdout
+    out = ak.tool(cluster, "org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server",
+                  cluster.bootstrap, "describe-producers", "--topic", topic, "--partition", "0").stdout
     return [line for line in out.splitlines()[1:] if line.strip()]
 
 
@@ -152,10 +153,11 @@ def test_delete_records_through_an_open_transaction(short_lived, java, tmp_path)
         jvmhelp.stop(proc, signal.SIGKILL)
     # The coordinator aborts it on its timeout: its records left in the log are aborted, nothing open.
     deadline = time.monotonic() + 90
-    while (doc := jdoc("log", "--bootstrap", bs, "--topic", topic, "--partition", "0"))["last_stable_offset"] < 6:
+    while (doc := jdoc("log", "--bootstrap", bs, "-t", topic, "-P", "0"))["last_stable_offset"] < 6:
         assert time.monotonic() < deadline, "the coordinator never aborted the transaction"
         time.sleep(1)
-    assert [(r["first"], r["last"], r["kind"]) for r in doc["ranges"]] == [(3, 4, "ABORTED"), (5, 5, "MARKER")]
+    assert [(r["first"], r["last"], r["kind"]) for r in doc["ranges"]] == [
+        (3, 4, "ABORTED"), (5, 5, "MARKER")]
     # The audit: nothing expected (the one committed record is below the log start); a sink's row for it is
     # unverifiable, its row for an aborted one a phantom.
     audit = _audit(bs, topic, tmp_path, [(topic, 0, 0), (topic, 0, 4)])

@@ -59,8 +59,8 @@ def test_log_shows_the_zombie_epoch_bump(faulty, bootstrap):
     for p in range(manifest["partitions"]):
         for prod in log_json(bootstrap, topic, p)["producers"]:
             if prod["producer_id"] == fence["producer_id"]:
-                bumps.update({(p, b["offset"]): (b["old_epoch"], b["next_epoch"] or b["new_epoch"], b["fencing"])
-                              for b in prod["epoch_bumps"]})
+                bumps.update({(p, b["offset"]): (b["old_epoch"], b["next_epoch"] or b["new_epoch"],
+                                                 b["fencing"]) for b in prod["epoch_bumps"]})
                 aborts += [(p, b) for b in prod["epoch_bumps"] if b["marker"] == "ABORT"]
                 # one event where the partition saw both instances, none where it saw one
                 assert prod["fencing_events"] == len(prod["epoch_bumps"]) <= 1, prod
