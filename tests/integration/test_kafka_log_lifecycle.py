@@ -71,10 +71,10 @@ def new_topic(bootstrap: str, partitions: int = 1, **configs: str) -> str:
     return name
 
 
-def idempotent_write(bootstrap: str, topic: str, n: int) -> None:
+def idempotent_write(bootstrap: str, topic: str, n: int, key: str = "i") -> None:
     p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 0})
     for i in range(n):
-        p.produce(topic, key=f"i{i}".encode(), value=b"v", partition=0)
+        p.produce(topic, key=f"{key}{i}".encode(), value=b"v", partition=0)
     assert p.flush(30) == 0
 
 
@@ -186,6 +186,7 @@ def _commit(bootstrap: str, group: str, topic: str, offset: int) -> None:
 def _audit(bootstrap: str, topic: str, tmp_path: Path, rows: list[tuple], code: int = 1) -> dict:
     import duckdb
 
+    tmp_path.mkdir(parents=True, exist_ok=True)
     sink = tmp_path / "sink.duckdb"
     con = duckdb.connect(str(sink))
     con.execute("CREATE TABLE out (src_topic VARCHAR, src_partition INTEGER, src_offset BIGINT)")
@@ -195,3 +196,83 @@ def _audit(bootstrap: str, topic: str, tmp_path: Path, rows: list[tuple], code: 
     cfg.write_text(f'[clusters.k]\nbootstrap_servers = "{bootstrap}"\n\n[pipelines.p]\ncluster = "k"\n'
                    f'source_topics = ["{topic}"]\n\n[pipelines.p.sink]\nduckdb = "{sink}"\ntable = "out"\n')
     return jdoc("audit", "-c", str(cfg), "-p", "p", "--engine", "local", code=code)
+
+
+def test_compacted_transactional_topic_after_the_cleaner(short_lived, java, tmp_path):
+    bs = short_lived.bootstrap
+    topic = new_topic(bs, **{"cleanup.policy": "compact", "segment.ms": "500",
+                             "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "2000",
+                             "min.compaction.lag.ms": "0"})
+    txid = f"{topic}-java"
+    # One id, one process each (each run is a segment: segment.ms): keys k<txn>-0.
+    java.run(bs, topic, txid, "commit", 2)  # 0 k0-0, COMMIT 1, 2 k1-0, COMMIT 3
+    java.run(bs, topic, txid, "abort", 2)  # 4 k0-0, ABORT 5, 6 k1-0, ABORT 7
+    java.run(bs, topic, txid, "commit", 1)  # 8 k0-0 (overwrites 0), COMMIT 9
+    proc = java.start(bs, topic, txid, "open", 1, timeout_ms=10_000)  # 10 k0-0, open: cleaning stops there
+    before = {0: "DATA", 1: "MARKER", 2: "DATA", 3: "MARKER", 4: "ABORTED", 5: "MARKER", 6: "ABORTED",
+              7: "MARKER", 8: "DATA", 9: "MARKER", 10: "OPEN"}
+    try:
+        # The first pass drops the overwritten record and the aborted ones at once; the markers stay until
+        # their delete horizon (delete.retention.ms, KIP-534) has passed and a later pass runs.
+        first = [(0, 0, "HOLE"), (1, 1, "MARKER"), (2, 2, "DATA"), (3, 3, "MARKER"), (4, 4, "HOLE"),
+                 (5, 5, "MARKER"), (6, 6, "HOLE"), (7, 7, "MARKER"), (8, 8, "DATA"), (9, 9, "MARKER"),
+                 (10, 10, "OPEN")]
+        doc = _until(bs, topic, lambda ranges: ranges == first, before, "the cleaner's first pass")
+        assert (doc["last_stable_offset"], doc["high_watermark"], doc["counts"]["HOLE"]) == (10, 11, 3)
+        p = doc["producers"][0]
+        assert (p["fencing_events"], p["sequence_anomalies"], p["transactional_id"]) == (0, [], txid)
+        # The audit expects the committed records still there: 2 and 8 (0 is a hole now: unverifiable).
+        audit = _audit(bs, topic, tmp_path / "a", [(topic, 0, 0), (topic, 0, 2), (topic, 0, 8)], code=0)
+        (part,) = audit["partitions"]
+        assert (part["expected_records"], part["unverifiable_below"], audit["findings"]) == (2, 1, [])
+        missing = _audit(bs, topic, tmp_path / "m", [(topic, 0, 2)], code=1)
+        assert [(f["kind"], f["first_offset"], f["last_offset"]) for f in missing["findings"]] == [
+            ("gap", 8, 8)]
+    finally:
+        jvmhelp.stop(proc, signal.SIGKILL)
+    # The open transaction times out (ABORT at 11); new keys from another producer make the log dirty again,
+    # and later passes remove the emptied ABORT markers past their horizon, and the aborted record 10.
+    deadline = time.monotonic() + 90
+    while (doc := jdoc("log", "--bootstrap", bs, "-t", topic, "-P", "0"))["last_stable_offset"] < 12:
+        assert time.monotonic() < deadline, "the coordinator never aborted the transaction"
+        time.sleep(1)
+    before.update({10: "ABORTED", 11: "MARKER"})
+    writes = iter(range(1000))
+
+    def later(ranges: list) -> bool:
+        idempotent_write(bs, topic, 1, key=f"new{next(writes)}")
+        return (5, 5, "HOLE") in _single(ranges) and (7, 7, "HOLE") in _single(ranges) and \
+            (10, 10, "HOLE") in _single(ranges)
+
+    doc = _until(bs, topic, later, before, "the markers' removal after their delete horizon")
+    kinds = _kinds(doc)
+    assert [kinds[o] for o in (2, 3, 8, 9)] == ["DATA", "MARKER", "DATA", "MARKER"]
+    assert doc["last_stable_offset"] == doc["high_watermark"] and doc["warnings"] == []
+    audit = _audit(bs, topic, tmp_path / "b", [(topic, 0, 2), (topic, 0, 8)], code=1)
+    assert {f["kind"] for f in audit["findings"]} == {"gap"}  # only the new keys, written past the sink
+    assert all(f["first_offset"] > 11 for f in audit["findings"])
+
+
+def _kinds(doc: dict) -> dict[int, str]:
+    return {o: r["kind"] for r in doc["ranges"] for o in range(r["first"], r["last"] + 1)}
+
+
+def _single(ranges: list) -> list:
+    return [(o, o, k) for a, b, k in ranges for o in range(a, b + 1)]
+
+
+def _until(bs: str, topic: str, done, before: dict[int, str], what: str) -> dict:
+    """Read the log until ``done(ranges)``; every read must show each offset as it was or as a hole."""
+    deadline = time.monotonic() + 120
+    seen = []
+    while True:
+        doc = jdoc("log", "--bootstrap", bs, "-t", topic, "-P", "0")
+        ranges = [(r["first"], r["last"], r["kind"]) for r in doc["ranges"]]
+        assert all(k in (before.get(o, "DATA"), "HOLE") for o, k in _kinds(doc).items()), str(ranges)
+        assert doc["warnings"] == [], doc["warnings"]
+        if not seen or seen[-1] != ranges:
+            seen.append(ranges)
+        if done(ranges):
+            return doc
+        assert time.monotonic() < deadline, f"{what} never came: {seen}"
+        time.sleep(1)
