@@ -94,6 +94,18 @@ def fencing_metric(bootstrap: str, topic: str, tmp_path: Path) -> dict[int, floa
     return got
 
 
+def tui(bootstrap: str, topic: str):
+    """The TUI's Producers rows and each partition's Log rows, from one capture of the topic."""
+    from eosctl.capture import capture
+    from eosctl.target import resolve
+    from tui.data import Dashboard
+    from tui.views.log import range_rows
+    from tui.views.producers import producer_rows
+
+    cap = capture(resolve(None, None, bootstrap, (topic,), None, need_topics=True))
+    return producer_rows(Dashboard(cap)), {tp[1]: range_rows(log) for tp, log in cap.logs.items()}
+
+
 def confluent(bootstrap: str, txid: str, **conf) -> Producer:
     p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txid, "linger.ms": 0, **conf})
     p.init_transactions(30)
@@ -150,6 +162,10 @@ def test_v2_commits_are_counted_not_listed_beside_confluent_kafkas_v1(kafka, jav
     assert ex["kind"] == "MARKER" and ex["producer"]["epoch_history"] == []
     assert (ex["producer"]["routine"], ex["producer"]["fencing_events"]) == (j["routine"], 0)
     assert fencing_metric(kafka, topic, tmp_path) == {0: 0.0, 1: 0.0}
+    rows, _ = tui(kafka, topic)  # the TUI's Producers view: nobody FENCED, the ids beside the pids
+    ids = ((java_pid, f"{topic}-java"), (c["producer_id"], f"{topic}-librdkafka"))
+    assert sorted((r.cells[1], r.cells[7], r.cells[8]) for r in rows) == sorted(
+        (pid, "", tid) for pid, tid in ids for _ in (0, 1))
 
 
 # --- a take-over under each client ------------------------------------------------------------------------
@@ -231,6 +247,11 @@ def test_confluent_kafka_takeover_is_one_fencing_event_everywhere(kafka, tmp_pat
                   for r in prod["producers"])
     assert rows == [(0, fenced[0], 1, [0, 1, 2]), (1, fenced[1], 1, [0, 1, 2])]
     assert fencing_metric(kafka, topic, tmp_path) == {0: 1.0, 1: 1.0}
+    rows, logs = tui(kafka, topic)
+    assert [(r.cells[7], r.cells[8]) for r in rows] == [("FENCED x1", txid)] * 2
+    for part in (0, 1):
+        (aborted,) = [r for r in logs[part] if r.cells[3] == "aborted"]
+        assert aborted.cells[6].endswith("(a new instance took the id over: the coordinator's abort)")
 
 
 # --- the transaction timeout ------------------------------------------------------------------------------
@@ -277,6 +298,9 @@ def test_timed_out_transaction_is_the_coordinators_abort(kafka, java, tmp_path):
     assert (b["fencing"], p["fencing_events"], p["timeouts"]) == (False, 0, 1)
     ex = jdoc("explain", "--bootstrap", kafka, "--topic", topic, "--partition", "0", "--offset", "3")
     assert ex["transaction"]["aborted_by"] == "timeout" and "timed out" in ex["summary"]
+    _, logs = tui(kafka, topic)
+    (aborted,) = [r for r in logs[0] if r.cells[3] == "aborted"]
+    assert aborted.cells[6] == "ABORT marker at 5 (the coordinator's abort: transaction timed out)"
     # Lag drains: nothing left to read past the aborted records and the marker.
     (row,) = jdoc("lag", "--bootstrap", kafka, "-t", topic, "-g", group)["groups"][0]["partitions"]
     assert (row["blocked"], row["records_behind"], row["open_transaction"]) == (0, 0, None)
