@@ -27,9 +27,9 @@ def identify(client: WireClient, logs: Iterable[PartitionLog]) -> None:
     from eosctl.txns import coordinator_view
 
     logs = list(logs)
+    # Transactional producers only (markers, an open transaction, epoch bumps): O(producers) per refresh.
     pids = {pid for log in logs for pid, p in log.producers.items() if p.epoch_bumps or p.bumps_total
             or p.open_txn_first_offset is not None or p.v1_markers or p.v2_markers}
-    pids |= {t.producer_id for log in logs for t in log.transactions}
     view = coordinator_view(client, pids)
     for log in logs:
         for pid, p in log.producers.items():
@@ -41,13 +41,16 @@ def identify(client: WireClient, logs: Iterable[PartitionLog]) -> None:
 def settle(logs: Iterable[PartitionLog]) -> None:
     """Settle each producer's ambiguous ABORT-then-new-epoch pairs from its other partitions (in place)."""
     logs = list(logs)
+    pending = {pid for log in logs if ambiguous(log) for pid in log.producers}
+    if not pending:
+        return  # nothing to settle: no walk over the transactions (the live model refreshes often)
     data_epochs: dict[int, dict[int, list[tuple[str, int]]]] = defaultdict(lambda: defaultdict(list))
     v1: set[int] = set()
     for log in logs:
         for t in log.transactions:
-            if t.data_records:
+            if t.data_records and t.producer_id in pending:
                 data_epochs[t.producer_id][t.producer_epoch].append((log.topic, log.partition))
-        v1 |= {pid for pid, p in log.producers.items() if p.protocol == V1}
+        v1 |= {pid for pid, p in log.producers.items() if pid in pending and p.protocol == V1}
     for log in logs:
         for pid, p in log.producers.items():
             for b in p.epoch_bumps:
