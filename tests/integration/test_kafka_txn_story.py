@@ -310,6 +310,9 @@ def test_timed_out_transaction_is_the_coordinators_abort(kafka, java, tmp_path):
     assert part["expected_records"] == 1
     assert [(f["kind"], f["first_offset"], f["last_offset"]) for f in audit["findings"]] == [
         ("phantom_aborted", 2, 4)]
+    # its cause: the transaction, aborted on its timeout, not fenced by a new instance
+    (txn,) = audit["findings"][0]["cause"]["transactions"]
+    assert (txn["outcome"], txn["fenced"]) == ("aborted", False)
 
 
 def _commit_group(bootstrap: str, group: str, topic: str, offset: int) -> None:
@@ -334,3 +337,33 @@ def _audit(bootstrap: str, topic: str, tmp_path: Path, rows: list[tuple]) -> dic
     cfg.write_text(f'[clusters.k]\nbootstrap_servers = "{bootstrap}"\n\n[pipelines.p]\ncluster = "k"\n'
                    f'source_topics = ["{topic}"]\n\n[pipelines.p.sink]\nduckdb = "{sink}"\ntable = "out"\n')
     return jdoc("audit", "-c", str(cfg), "-p", "p", "--engine", "local", code=1)
+
+
+def test_confluent_kafkas_timed_out_transaction_is_no_fencing(kafka, tmp_path):
+    # Under transactions v1 the coordinator's ABORT one epoch up reads as fencing, unless it came the id's
+    # transaction.timeout.ms after the transaction's first record: then it is the timeout's.
+    topic = new_topic(kafka, 1)
+    txid = f"{topic}-librdkafka"
+    p = confluent(kafka, txid, **{"transaction.timeout.ms": 3000})
+    confluent_txn(p, topic, 1)  # 0 data, COMMIT 1 at the data's epoch: v1
+    p.begin_transaction()
+    for _ in range(2):
+        p.produce(topic, key=b"k", value=b"abandoned", partition=0)
+    p.flush(30)  # 2..3, then the producer walks away
+    deadline = time.monotonic() + 60
+    while (doc := jdoc("log", "--bootstrap", kafka, "-t", topic, "-P", "0"))["last_stable_offset"] < 5:
+        assert time.monotonic() < deadline, "the coordinator never aborted the timed-out transaction"
+        time.sleep(1)
+    (prod,) = doc["producers"]
+    (b,) = prod["epoch_bumps"]
+    assert (prod["protocol"], b["marker"], b["old_epoch"], b["new_epoch"]) == ("v1", "ABORT", 0, 1)
+    assert b["why"].startswith("TIMEOUT: the coordinator aborted the transaction at offsets 2..3 ")
+    assert (b["fencing"], prod["fencing_events"], prod["timeouts"]) == (False, 0, 1)
+    (row,) = jdoc("producers", "--bootstrap", kafka, "--topic", topic)["producers"]
+    assert (row["fencing_events"], row["transactional_id"]) == (0, txid)
+    assert fencing_metric(kafka, topic, tmp_path) == {0: 0.0}
+    audit = _audit(kafka, topic, tmp_path, [(topic, 0, 0), (topic, 0, 2)])
+    (finding,) = audit["findings"]
+    assert (finding["kind"], finding["first_offset"]) == ("phantom_aborted", 2)
+    assert [t["fenced"] for t in finding["cause"]["transactions"]] == [False]
+    del p
