@@ -23,9 +23,10 @@ import org.apache.kafka.clients.producer.*;
 import org.apache.kafka.common.serialization.StringSerializer;
 
 public class TxnProducer {
-    // args: bootstrap topic txnId mode count partitions timeoutMs
+    // args: bootstrap topic txnId mode count partitions timeoutMs [script]
     //   commit N: N transactions committed; abort N: N aborted; open N: one transaction of N records per
-    //   partition left open (prints OPEN, then sleeps until killed)
+    //   partition left open (prints OPEN, then sleeps until killed); script: one process runs the
+    //   transactions "commit:0,1;abort:1" (outcome:partitions, one record per partition)
     public static void main(String[] a) throws Exception {
         Properties p = new Properties();
         p.put("bootstrap.servers", a[0]);
@@ -40,6 +41,20 @@ public class TxnProducer {
         producer.initTransactions();
         System.out.println("INIT");
         System.out.flush();
+        if (mode.equals("script")) {
+            int t = 0;
+            for (String step : a[7].split(";")) {
+                String[] sp = step.split(":");
+                producer.beginTransaction();
+                for (String part : sp[1].split(","))
+                    producer.send(new ProducerRecord<>(a[1], Integer.parseInt(part), "s" + t, sp[0])).get();
+                if (sp[0].equals("commit")) producer.commitTransaction(); else producer.abortTransaction();
+                t++;
+            }
+            System.out.println("DONE");
+            producer.close();
+            return;
+        }
         int txns = mode.equals("open") ? 1 : n, per = mode.equals("open") ? n : 1;
         for (int t = 0; t < txns; t++) {
             producer.beginTransaction();
@@ -67,14 +82,15 @@ class TxnJava:
         self.classes = jvmhelp.compile_java(workdir / "txnjava", "TxnProducer", SOURCE, self.jars)
 
     def _args(self, bootstrap: str, topic: str, txn_id: str, mode: str, count: int, partitions: int,
-              timeout_ms: int) -> list[str]:
-        return [bootstrap, topic, txn_id, mode, str(count), str(partitions), str(timeout_ms)]
+              timeout_ms: int, script: str = "") -> list[str]:
+        return [bootstrap, topic, txn_id, mode, str(count), str(partitions), str(timeout_ms), script]
 
-    def run(self, bootstrap: str, topic: str, txn_id: str, mode: str, count: int, partitions: int = 1,
-            timeout_ms: int = 60_000) -> None:
+    def run(self, bootstrap: str, topic: str, txn_id: str, mode: str, count: int = 1, partitions: int = 1,
+            timeout_ms: int = 60_000, script: str = "") -> None:
+        """Run to the end (``mode`` "script": the transactions ``script`` names, in one process)."""
         done = jvmhelp.run_java(self.classes, "TxnProducer", [self.jars],
-                                self._args(bootstrap, topic, txn_id, mode, count, partitions, timeout_ms),
-                                heap="128m")
+                                self._args(bootstrap, topic, txn_id, mode, count, partitions, timeout_ms,
+                                           script), heap="128m")
         assert done.returncode == 0 and "DONE" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
 
     def start(self, bootstrap: str, topic: str, txn_id: str, mode: str, count: int, partitions: int = 1,

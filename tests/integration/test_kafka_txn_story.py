@@ -212,6 +212,27 @@ def test_java_takeover_is_one_event_the_partition_alone_cannot_settle(kafka, jav
     assert fencing_metric(kafka, topic, tmp_path) == {0: 0.0, 1: 0.0}
 
 
+def test_v2_abort_then_transactions_elsewhere_is_settled_by_the_other_partition(kafka, java, tmp_path):
+    # One Java process: an aborted transaction on both partitions (ABORT at E+1), a commit on partition 1
+    # only (its data at E+1), then one on both (data at E+2). Partition 0 alone reads like a take-over;
+    # partition 1's data at E+1 says the id went on by itself.
+    topic = new_topic(kafka, 2)
+    txid = f"{topic}-java"
+    java.run(kafka, topic, txid, "script", script="abort:0,1;commit:1;commit:0,1")
+    doc = jdoc("log", "--bootstrap", kafka, "--topic", topic, "--partition", "0")
+    (p,) = doc["producers"]
+    (b,) = [b for b in p["epoch_bumps"] if b["marker"] == "ABORT"]
+    assert (b["offset"], b["txn_first"], b["txn_last"], b["next_offset"]) == (1, 0, 0, 2)
+    assert (b["next_epoch"] - b["new_epoch"], p["own_aborts_settled"], p["fencing_events"]) == (
+        1, [b["new_epoch"]], 0)
+    assert b["why"] == ("transactions v2: the id aborted its transaction at offsets 0..0 itself; its other "
+                        f"partitions hold its transactions at epoch {b['new_epoch']}")
+    assert b["routine"] and "TAKEOVER" not in cli("log", "--bootstrap", kafka, "-t", topic, "-P", "0").stdout
+    prod = jdoc("producers", "--bootstrap", kafka, "--topic", topic)
+    assert [(r["partition"], r["fencing_events"], r["transactional_id"]) for r in prod["producers"]] == [
+        (0, 0, txid), (1, 0, txid)]
+
+
 def test_confluent_kafka_takeover_is_one_fencing_event_everywhere(kafka, tmp_path):
     topic = new_topic(kafka, 2)
     txid = f"{topic}-librdkafka"
