@@ -170,7 +170,7 @@ def read_sections(cap: Capture, target: Target, client: WireClient, admins: Admi
             if tps else []
 
     def lag() -> LagSnapshot:
-        groups = list(lag_groups) if lag_groups else [target.group] if target.group else None
+        groups = list(lag_groups) if lag_groups else target.lag_groups() or None
         return lag_mod.poll(client, admins.confluent, groups=groups, topics=list(target.topics) or None,
                             scan_limit=scan_limit, offsets=offsets)
 

@@ -29,6 +29,16 @@ class Target:
     config: Config | None
     topics: tuple[str, ...]
     group: str | None
+    # A pipeline audited hop by hop has no group of its own: its hops' groups, so that lag and the
+    # exporter's series cover them and not every group of the cluster.
+    groups: tuple[str, ...] = ()
+    # The cluster is the sandbox (`bootstrap_servers = "sandbox"`, or no cluster given): a long-lived
+    # reader follows it to the port of its next `eosctl sandbox up` (eosctl.live).
+    sandbox: bool = False
+
+    def lag_groups(self) -> list[str]:
+        """The consumer groups whose lag is this target's (empty: every group on its topics)."""
+        return [self.group] if self.group else list(self.groups)
 
 
 def resolve(
@@ -45,6 +55,7 @@ def resolve(
     pipe = cfg.pipeline(pipeline) if cfg else None
     if pipeline and not cfg:
         raise ConfigError("--pipeline needs --config FILE (or set EOSCTL_CONFIG)")
+    found_sandbox = False
     if bootstrap:
         cluster = Cluster(name="cli", bootstrap_servers=bootstrap)
         if cfg and pipe:
@@ -62,10 +73,15 @@ def resolve(
                 "(or start the sandbox with `eosctl sandbox up`)"
             )
         cluster = Cluster(name="sandbox", bootstrap_servers=state.bootstrap)
+        found_sandbox = True
+    on_sandbox = cluster.bootstrap_servers == SANDBOX or found_sandbox
     if cluster.bootstrap_servers == SANDBOX:
         cluster = replace(cluster, bootstrap_servers=_sandbox_bootstrap(config, cluster.name))
-    topics = tuple(topics) or (pipe.source_topics if pipe else ())
+    hops = [cfg.pipelines[h] for h in pipe.hops] if cfg and pipe and pipe.hops else []
+    topics = tuple(topics) or (pipe.source_topics if pipe else ()) or tuple(
+        dict.fromkeys(t for h in hops for t in h.source_topics))
     group = group or (pipe.group if pipe else None)
+    groups = () if group else tuple(dict.fromkeys(h.group for h in hops if h.group))
     if pipe and pipe.sink and pipe.sink.kafka_topic and pipe.sink.kafka_cluster is None:
         hop_cluster = cluster
         if cfg and pipe.sink.cluster and pipe.sink.cluster != cluster.name:
@@ -77,7 +93,8 @@ def resolve(
                                           stage_cluster=cluster, stage_topics=tuple(topics)))
     if need_topics and not topics:
         raise ConfigError("no topic given: pass --topic NAME or --config FILE --pipeline NAME")
-    return Target(cluster=cluster, pipeline=pipe, config=cfg, topics=topics, group=group)
+    return Target(cluster=cluster, pipeline=pipe, config=cfg, topics=topics, group=group, groups=groups,
+                  sandbox=on_sandbox)
 
 
 def check_bootstrap(bootstrap: str, flag: str = "--bootstrap") -> str:
