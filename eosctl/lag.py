@@ -168,10 +168,12 @@ def build_rows(committed: Mapping[str, Mapping[TP, int | None]], offsets: Mappin
 
 def poll(client: WireClient, admin: AdminClient, groups: Sequence[str] | None = None,
          topics: Sequence[str] | None = None, scan_limit: int = DEFAULT_SCAN_LIMIT,
-         now_ms: int | None = None, offsets: Mapping[TP, Offsets] | None = None) -> LagSnapshot:
+         now_ms: int | None = None, offsets: Mapping[TP, Offsets] | None = None,
+         per_group: Mapping[str, Sequence[str]] | None = None) -> LagSnapshot:
     """One lag measurement for the given groups (default: every group with committed offsets for
     ``topics``; every group when no topic is given either). ``offsets``: partitions' offsets the caller
-    read a moment ago (the live model), used where they cover the groups' partitions."""
+    read a moment ago (the live model), used where they cover the groups' partitions. ``per_group``:
+    the topics of each group where groups read different topics (a pipeline's hops)."""
     states = group_states(admin)
     wanted = list(groups) if groups else sorted(states)
     by_group = group_offsets(admin, wanted) if wanted else {}
@@ -186,6 +188,8 @@ def poll(client: WireClient, admin: AdminClient, groups: Sequence[str] | None = 
     committed: dict[str, dict[TP, int | None]] = {}
     for g, offs in by_group.items():
         mine = sorted({tp[0] for tp in offs} | (set(topics) if groups and topics else set()))
+        if per_group and g in per_group:
+            mine = [t for t in mine if t in per_group[g]]
         committed[g] = {(t, p): offs.get((t, p))
                         for t in mine if t in partitions for p in sorted(partitions[t])}
     tps = sorted({tp for offs in committed.values() for tp in offs})

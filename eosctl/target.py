@@ -29,6 +29,37 @@ class Target:
     config: Config | None
     topics: tuple[str, ...]
     group: str | None
+    # A pipeline audited hop by hop has no topics or group of its own: its hops' (see scope()). ``groups``
+    # is every group whose lag and offsets are the pipeline's; ``outputs`` the topics it writes.
+    groups: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
+    txn_prefixes: tuple[str, ...] = ()
+    # Each group's own topics where the groups read different ones (a pipeline's hops).
+    group_topics: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @property
+    def watched(self) -> tuple[str, ...]:
+        """Every topic the pipeline reads or writes: where its transactions and producers are."""
+        return tuple(dict.fromkeys([*self.topics, *self.outputs]))
+
+    @property
+    def lag_groups(self) -> tuple[str, ...]:
+        return self.groups or ((self.group,) if self.group else ())
+
+    def args(self) -> str:
+        """The options that point another eosctl command at this target, for hints printed to be copied:
+        the config file (absolute, so the hint works from any directory) and pipeline, else the address."""
+        import shlex
+
+        if self.config is not None and self.pipeline is not None:
+            return f"-c {shlex.quote(str(self.config.path.resolve()))} -p {shlex.quote(self.pipeline.name)}"
+        return f"--bootstrap {shlex.quote(self.cluster.bootstrap_servers)}"
+
+    def owns_txn(self, transactional_id: str | None) -> bool:
+        """Whether a transactional id is the pipeline's (every id when the pipeline names no prefix)."""
+        prefixes = self.txn_prefixes or ((self.pipeline.transactional_id_prefix,)
+                                         if self.pipeline and self.pipeline.transactional_id_prefix else ())
+        return not prefixes or any((transactional_id or "").startswith(p) for p in prefixes)
 
 
 def resolve(
@@ -64,8 +95,20 @@ def resolve(
         cluster = Cluster(name="sandbox", bootstrap_servers=state.bootstrap)
     if cluster.bootstrap_servers == SANDBOX:
         cluster = replace(cluster, bootstrap_servers=_sandbox_bootstrap(config, cluster.name))
+    hops_scope = scope(cfg, pipe) if cfg and pipe and pipe.hops else None
+    explicit_topics = bool(topics)
     topics = tuple(topics) or (pipe.source_topics if pipe else ())
     group = group or (pipe.group if pipe else None)
+    outputs: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+    prefixes: tuple[str, ...] = ()
+    group_topics: tuple = ()
+    if hops_scope is not None:
+        hop_topics, outputs, groups, prefixes, group_topics = hops_scope
+        topics = topics if explicit_topics else hop_topics
+        groups = (group,) if group else groups
+    elif pipe:
+        outputs = tuple(t for t in _writes(pipe) if t not in topics)
     if pipe and pipe.sink and pipe.sink.kafka_topic and pipe.sink.kafka_cluster is None:
         hop_cluster = cluster
         if cfg and pipe.sink.cluster and pipe.sink.cluster != cluster.name:
@@ -77,7 +120,30 @@ def resolve(
                                           stage_cluster=cluster, stage_topics=tuple(topics)))
     if need_topics and not topics:
         raise ConfigError("no topic given: pass --topic NAME or --config FILE --pipeline NAME")
-    return Target(cluster=cluster, pipeline=pipe, config=cfg, topics=topics, group=group)
+    return Target(cluster=cluster, pipeline=pipe, config=cfg, topics=topics, group=group, groups=groups,
+                  outputs=outputs, txn_prefixes=prefixes, group_topics=() if group else group_topics)
+
+
+def scope(cfg: Config, pipe: Pipeline) -> tuple:
+    """A pipeline audited hop by hop, seen as one: its hops' input topics, output topics (an output topic or
+    a Kafka topic a hop writes), groups and transactional id prefixes, in hop order. Never "every topic":
+    the pipeline is exactly what its hops read and write."""
+    hops = [cfg.pipelines[h] for h in pipe.hops]
+    per_group: dict[str, tuple[str, ...]] = {}
+    for h in hops:
+        if h.group:
+            per_group[h.group] = tuple(dict.fromkeys([*per_group.get(h.group, ()), *h.source_topics]))
+    topics = tuple(dict.fromkeys(t for h in hops for t in h.source_topics))
+    outputs = tuple(dict.fromkeys(t for h in hops for t in _writes(h) if t not in topics))
+    groups = tuple(dict.fromkeys(h.group for h in hops if h.group))
+    prefixes = tuple(dict.fromkeys(h.transactional_id_prefix for h in hops if h.transactional_id_prefix))
+    return topics, outputs, groups, prefixes, tuple(per_group.items())
+
+
+def _writes(pipe: Pipeline) -> tuple[str, ...]:
+    """The topics a pipeline writes: its output topic, and the Kafka topic a stage's sink is."""
+    kafka = pipe.sink.kafka_topic if pipe.sink else None
+    return tuple(dict.fromkeys(t for t in (pipe.output_topic, kafka) if t))
 
 
 def check_bootstrap(bootstrap: str, flag: str = "--bootstrap") -> str:

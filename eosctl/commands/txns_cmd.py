@@ -64,9 +64,8 @@ def txns_list(config: str | None, pipeline: str | None, bootstrap: str | None, f
             infos = list_transactions(admin, states, min_age, now_ms=now)
         finally:
             admin.close()
-    prefix = target.pipeline.transactional_id_prefix if target.pipeline else None
-    if prefix:
-        infos = [i for i in infos if i.transactional_id.startswith(prefix)]
+    if target.pipeline:
+        infos = [i for i in infos if target.owns_txn(i.transactional_id)]
     if fmt == "json":
         from eosctl.output.terminal import emit_json
 
@@ -133,8 +132,7 @@ def txns_hanging(config: str | None, pipeline: str | None, bootstrap: str | None
     target = resolve(config, pipeline, bootstrap, topics)
     wanted = list(topics)
     if not wanted and target.pipeline:
-        p = target.pipeline
-        wanted = list(dict.fromkeys([*p.source_topics, *([p.output_topic] if p.output_topic else [])]))
+        wanted = list(target.watched)  # a named pipeline is never "every topic"
     with _wire(target) as client:
         if not wanted:
             wanted = sorted(t for t in client.metadata() if not t.startswith("__"))
@@ -153,7 +151,7 @@ def txns_hanging(config: str | None, pipeline: str | None, bootstrap: str | None
     else:
         from eosctl.output.txns import render_hanging
 
-        render_hanging(out_console(), report, wanted)
+        render_hanging(out_console(), report, wanted, target.args())
     if report.counted:
         sys.exit(1)
     if report.offsets_disagreements:

@@ -33,7 +33,9 @@ def render_txn(out: Any, info: Any, now: int) -> None:
     out.print(table(None, ["field", "value"], rows, show_header=False))
 
 
-def render_hanging(out: Any, report: Any, topics: list[str]) -> None:
+def render_hanging(out: Any, report: Any, topics: list[str], args: str = "") -> None:
+    """``args``: the options pointing at the target (eosctl.target.Target.args), so the printed hint is a
+    command that works copied as printed."""
     dp = report.describe_producers
     source = (f"DescribeProducers returned {report.producers_returned} producers" if dp == "ok"
               else f"DescribeProducers {dp}")
@@ -64,8 +66,17 @@ def render_hanging(out: Any, report: Any, topics: list[str]) -> None:
     if not counted:
         return
     first = counted[0]
-    out.print(safetext.text(f"to abort one: eosctl txns abort --topic {first.topic} --partition "
-                            f"{first.partition} --start-offset {first.first_offset}"))
+    hint = abort_command(first.topic, first.partition, first.first_offset, args)
+    out.print(safetext.text(f"to abort one: {hint}"))
+
+
+def abort_command(topic: str, partition: int, start_offset: int, args: str) -> str:
+    """`eosctl txns abort` for one open transaction, as a shell command that works copied as printed."""
+    import shlex
+
+    where = f"{args} " if args else ""
+    return (f"eosctl txns abort {where}--topic {shlex.quote(topic)} --partition {partition} "
+            f"--start-offset {start_offset}")
 
 
 def render_abort(out: Any, plan: Any, now: int, yes: bool) -> None:

@@ -6,6 +6,7 @@ from typing import Any
 
 from rich.text import Text
 
+from eosctl.output.txns import abort_command
 from eosctl.safetext import term
 from eosctl.txns import TxnInfo
 from tui import fmt
@@ -156,11 +157,8 @@ def detail(dash: Dashboard, item: Any) -> DetailScreen | None:
     note = None
     if hs:
         h = hs[0]
-        note = Text(
-            f"To clear it: eosctl txns abort --topic {term(h.topic)} --partition {h.partition} "
-            f"--start-offset {h.first_offset}",
-            style=STYLES["warn"],
-        )
+        hint = abort_command(h.topic, h.partition, h.first_offset, dash.command_args)
+        note = Text(f"To clear it: {term(hint)}", style=STYLES["warn"])
     return DetailScreen(title, pairs, note)
 
 
