@@ -207,8 +207,12 @@ def covers_whole_log(log: PartitionLog) -> bool:
 
 def over_max_age(report: HangingReport, max_age_s: float) -> HangingReport:
     """The report keeping only the findings at least ``max_age_s`` old (the rules' age threshold)."""
+    young = [h for h in report.hanging if not _old_enough(h, max_age_s) and h.lso == h.first_offset]
     return dataclasses.replace(report, max_age_s=max_age_s,
-                               hanging=[h for h in report.hanging if _old_enough(h, max_age_s)])
+                               hanging=[h for h in report.hanging if _old_enough(h, max_age_s)],
+                               blocking=sorted({(h.topic, h.partition, h.producer_id): h
+                                                for h in [*report.blocking, *young]}.values(),
+                                               key=lambda h: (h.topic, h.partition, h.first_offset)))
 
 
 def _old_enough(h: Hanging, max_age_s: float) -> bool:

@@ -87,20 +87,26 @@ def txns_describe(config: str | None, pipeline: str | None, bootstrap: str | Non
 
     target = resolve(config, pipeline, bootstrap)
     now = _now_ms()
-    with _wire(target):
+    safeties = []
+    with _wire(target) as client:
         admin = _admin(target)
         try:
             info = describe_transaction(admin, transactional_id)
+            if info.active and info.partitions:
+                safeties = _safeties(client, admin, target, info, now)
         finally:
             admin.close()
     if fmt == "json":
         from eosctl.output.terminal import emit_json
 
-        emit_json(info.to_dict(now))
+        doc = info.to_dict(now)
+        if info.active:  # "safe to abort?" for each partition of the running transaction
+            doc["safety"] = [{"topic": s.tp[0], "partition": s.tp[1], **s.to_dict()} for s in safeties]
+        emit_json(doc)
         return
     from eosctl.output.txns import render_txn
 
-    render_txn(out_console(), info, now)
+    render_txn(out_console(), info, now, safeties)
 
 
 @txns.command("hanging")
@@ -180,22 +186,43 @@ def txns_abort(config: str | None, pipeline: str | None, bootstrap: str | None, 
 
     target = resolve(config, pipeline, bootstrap, (topic,))
     now = _now_ms()
+    safety = None
     with _wire(target) as client:
         admin = _admin(target)
         try:
             plan = plan_abort(client, admin, topic, partition, start_offset)
             if yes:
                 abort(admin, plan)
+            else:
+                safety = _safety(client, admin, target, (topic, partition), plan.producer_id, plan.lso,
+                                 plan.hw, now)
         finally:
             admin.close()
     if fmt == "json":
         from eosctl.output.terminal import emit_json
 
-        emit_json({**plan.to_dict(now), "dry_run": not yes, "aborted": yes})
+        emit_json({**plan.to_dict(now), "dry_run": not yes, "aborted": yes,
+                   "safety": safety.to_dict() if safety else None})
         return
     from eosctl.output.txns import render_abort
 
-    render_abort(out_console(), plan, now, yes)
+    render_abort(out_console(), plan, now, yes, safety)
+
+
+def _safeties(client: Any, admin: Any, target: Any, info: Any, now: int) -> list[Any]:
+    offsets = client.offsets(list(info.partitions))
+    return [_safety(client, admin, target, tp, info.producer_id, o.last_stable, o.high_watermark, now)
+            for tp, o in sorted(offsets.items())]
+
+
+def _safety(client: Any, admin: Any, target: Any, tp: Any, producer_id: int, lso: int, hw: int,
+            now: int) -> Any:
+    """Is it safe to abort (eosctl.abortsafety), with the facts read now."""
+    from eosctl.abortsafety import gather
+    from eosctl.clients import confluent_admin
+
+    return gather(client, admin, confluent_admin(target.cluster, timeout=TIMEOUT_MS / 1000), tp, producer_id,
+                  lso, hw, now, target.lag_groups)
 
 
 COMMANDS = [txns]

@@ -73,14 +73,10 @@ def scan_progress() -> Iterator[Progress]:
 
 
 def age_text(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    s = int(seconds)
-    if s < 120:
-        return f"{seconds:.0f}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    """A duration in the one style of every view (eosctl.durations)."""
+    from eosctl.durations import human
+
+    return human(seconds)
 
 
 def time_text(ms: int | None) -> str:

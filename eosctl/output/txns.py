@@ -10,7 +10,7 @@ from eosctl.output.terminal import age_text, table, time_text
 
 
 def render_txns(out: Any, infos: list[Any], now: int, filtered: bool) -> None:
-    rows = [(i.transactional_id, i.producer_id, i.producer_epoch, i.state, i.timeout_ms,
+    rows = [(i.transactional_id, i.producer_id, i.producer_epoch, i.state, _timeout(i.timeout_ms),
              time_text(i.start_time_ms) if i.active else "-", age_text(i.age_s(now)), _parts(i.partitions))
             for i in infos]
     if not rows:
@@ -20,16 +20,23 @@ def render_txns(out: Any, infos: list[Any], now: int, filtered: bool) -> None:
                                                     "timeout", "started (UTC)", "age", "partitions"], rows))
 
 
+def _timeout(ms: int | None) -> str | None:
+    return None if ms is None else age_text(ms / 1000)
+
+
 def _parts(tps: Any) -> str:
     return ", ".join(f"{t}[{p}]" for t, p in tps) or "-"
 
 
-def render_txn(out: Any, info: Any, now: int) -> None:
+def render_txn(out: Any, info: Any, now: int, safeties: list[Any] = ()) -> None:
     rows = [("transactional id", info.transactional_id), ("coordinator", info.coordinator_id),
             ("producer id", info.producer_id), ("epoch", info.producer_epoch), ("state", info.state),
-            ("timeout", f"{info.timeout_ms} ms" if info.timeout_ms is not None else None),
+            ("timeout", _timeout(info.timeout_ms)),
             ("started (UTC)", time_text(info.start_time_ms) if info.active else "-"),
             ("age", age_text(info.age_s(now))), ("partitions", _parts(info.partitions))]
+    for s in safeties:
+        rows += [(f"{label} ({s.tp[0]}[{s.tp[1]}])" if i == 0 else f"  {label}", value)
+                 for i, (label, value) in enumerate(s.rows())]
     out.print(table(None, ["field", "value"], rows, show_header=False))
 
 
@@ -46,6 +53,7 @@ def render_hanging(out: Any, report: Any, topics: list[str], args: str = "") -> 
         if not report.offsets_disagreements:  # never "none" on offsets the broker contradicts
             out.print(safetext.text(f"no hanging transactions (older than {age_text(report.max_age_s)}) in "
                                     f"{checked}"))
+        _blocking(out, report)
         return
     rows = [(h.topic, h.partition, h.producer_id, h.producer_epoch, h.first_offset,
              age_text(h.age_s) + ("" if h.age_trusted else "*"), h.blocked, h.transactional_id,
@@ -63,11 +71,28 @@ def render_hanging(out: Any, report: Any, topics: list[str], args: str = "") -> 
                   "timestamps (CreateTime, set by the client; * above), and neither the coordinator nor the "
                   "broker's clock dates them: not counted as hanging. `eosctl txns describe ID` shows the "
                   "coordinator's start time where it has one.")
+    _blocking(out, report)
     if not counted:
         return
     first = counted[0]
     hint = abort_command(first.topic, first.partition, first.first_offset, args)
     out.print(safetext.text(f"to abort one: {hint}"))
+
+
+def _blocking(out: Any, report: Any) -> None:
+    """The open transactions that hold an LSO now without being hanging (younger than --max-age): what a
+    read_committed consumer waits for, named apart from the hanging ones."""
+    if not report.blocking:
+        return
+    rows = [(h.topic, h.partition, h.producer_id, h.producer_epoch, h.transactional_id, h.first_offset,
+             age_text(h.age_s) + ("" if h.age_trusted else "*"), h.blocked, h.coordinator_state)
+            for h in report.blocking]
+    out.print(table(f"Open transactions blocking an LSO now ({len(rows)}, not hanging: younger than "
+                    f"{age_text(report.max_age_s)})",
+                    ["topic", "partition", "producer id", "epoch", "transactional id", "first offset", "age",
+                     "blocked", "coordinator state"], rows))
+    out.print("read_committed consumers of these partitions wait at the LSO until each commits, aborts or "
+              "times out; `eosctl txns describe ID` says when its timeout ends it.")
 
 
 def abort_command(topic: str, partition: int, start_offset: int, args: str) -> str:
@@ -79,7 +104,7 @@ def abort_command(topic: str, partition: int, start_offset: int, args: str) -> s
             f"--start-offset {start_offset}")
 
 
-def render_abort(out: Any, plan: Any, now: int, yes: bool) -> None:
+def render_abort(out: Any, plan: Any, now: int, yes: bool, safety: Any = None) -> None:
     who = f"producer {plan.producer_id} epoch {plan.producer_epoch}"
     if plan.transactional_id:
         who += f" (transactional id {plan.transactional_id})"
@@ -89,7 +114,10 @@ def render_abort(out: Any, plan: Any, now: int, yes: bool) -> None:
                             f"HW {plan.hw}, blocking {plan.hw - plan.lso} offsets"))
     if yes:
         out.print(safetext.text(f"aborted: ABORT marker written for {who} on {plan.topic}[{plan.partition}]"))
-    elif plan.supported:
+        return
+    if safety is not None:
+        out.print(table(None, ["field", "value"], safety.rows(), show_header=False))
+    if plan.supported:
         out.print("dry run: nothing changed; add --yes to write the ABORT marker")
     else:
         out.print("dry run: nothing changed; this broker has no WriteTxnMarkers API, "

@@ -90,8 +90,10 @@ async def test_transactions_show_the_hanging_one_in_red_and_how_to_clear_it(snap
         detail = " ".join(text_of(app.screen.query_one(Static)).split())  # labels are padded
         assert f"HANGING on {hang['topic']}[{hang['partition']}] from offset {hang['first_offset']}" in detail
         assert f"rules lso LSO / HW {hang['first_offset']} / {hang['last_offset'] + 1} (3 blocked)" in detail
-        assert (f"To clear it: eosctl txns abort --topic {hang['topic']} --partition {hang['partition']} "
-                f"--start-offset {hang['first_offset']}") in detail
+        # A command that works copied as printed: it names the broker the snapshot was taken from.
+        bootstrap = app.source.fetch().capture.bootstrap
+        assert (f"To clear it: eosctl txns abort --bootstrap {bootstrap} --topic {hang['topic']} --partition "
+                f"{hang['partition']} --start-offset {hang['first_offset']}") in detail
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen.__class__.__name__ != "DetailScreen"

@@ -354,7 +354,8 @@ def txn_infos() -> list[TxnInfo]:
 def hanging_report() -> HangingReport:
     found = [Hanging("orders", 0, 7, 1, 7, 950.0, ("kip664", "lso"), 7, 9, "demo.hanging", "Ongoing"),
              Hanging("orders", 1, 9, 0, 3, None, ("kip664",))]
-    return HangingReport(900.0, 3, found, 2, "ok")
+    young = [Hanging("orders", 2, 11, 0, 5, 30.0, ("lso",), 5, 8, "demo.processor", "Ongoing", "coordinator")]
+    return HangingReport(900.0, 3, found, 2, "ok", blocking=young)
 
 
 def ledger() -> Ledger:
@@ -486,8 +487,15 @@ def test_txns_json_is_documented(offline: pytest.MonkeyPatch) -> None:
     offline.setattr(txns, "plan_abort", lambda *a, **k: AbortPlan("orders", 0, 7, 7, 1, 7, 9, NOW_MS - 5000,
                                                                   "demo.hanging", True, 3))
     offline.setattr(txns, "abort", lambda admin, plan: None)
+    from eosctl.abortsafety import assess
+
+    safety = assess(("orders", 0), 1001, 7, 9, by_id["demo.processor"], NOW_MS - 1000, {"demo.sink": 7},
+                    NOW_MS)
+    offline.setattr(txns_cmd, "_safety", lambda *a, **k: safety)
+    offline.setattr(txns_cmd, "_safeties", lambda *a, **k: [safety])
+    described = nested("`eosctl txns describe`", "transactions[]")
     check_json("`eosctl txns list`", [run("txns", "list")],
-               nested("`eosctl txns describe`", "transactions[]"))
+               {k: v for k, v in described.items() if not k.startswith("transactions[].safety")})
     check_json("`eosctl txns describe`", [run("txns", "describe", txid) for txid in by_id])
     check_json("`eosctl txns hanging`", [run("txns", "hanging", "--topic", "orders")])
     abort = ("txns", "abort", "--topic", "orders", "--partition", "0", "--start-offset", "7")
