@@ -23,7 +23,8 @@ def render_producers(out: Any, report: Any) -> None:
             row += [epochs_text(r.epochs, r.earlier_epochs), r.fencing_events, r.zombie_writes]
         rows.append(row)
     if rows:
-        out.print(table(f"Producers of {report.topic} ({len(rows)})", cols, rows))
+        out.print(table(f"Producers of {report.topic} ({len(rows)})", cols, rows,
+                        drop=("last sequence", "zombie writes", "epochs", "last timestamp (UTC)")))
     else:
         out.print(safetext.text(f"no producers with a producer id on {report.topic}"))
     out.print(safetext.text(f"source: {report.source} - {report.note}"))

@@ -17,7 +17,8 @@ def render_txns(out: Any, infos: list[Any], now: int, filtered: bool) -> None:
         out.print("no transactions" + (" match" if filtered else ""))
         return
     out.print(table(f"Transactions ({len(rows)})", ["transactional id", "producer id", "epoch", "state",
-                                                    "timeout", "started (UTC)", "age", "partitions"], rows))
+                                                    "timeout", "started (UTC)", "age", "partitions"], rows,
+                    drop=("started (UTC)", "timeout", "epoch", "age", "partitions")))
 
 
 def _timeout(ms: int | None) -> str | None:
@@ -62,7 +63,8 @@ def render_hanging(out: Any, report: Any, topics: list[str], args: str = "") -> 
     title = (f"Hanging transactions ({len(counted)}, open longer than {age_text(report.max_age_s)})"
              if counted else f"Open transactions dated only by producer timestamps ({len(rows)})")
     out.print(table(title, ["topic", "partition", "producer id", "epoch", "first offset", "age", "blocked",
-                            "transactional id", "coordinator state", "rule"], rows))
+                            "transactional id", "coordinator state", "rule"], rows,
+                    drop=("rule", "coordinator state", "epoch", "first offset")))
     out.print(safetext.text(f"checked {checked}. blocked = HW - LSO: offsets read_committed consumers "
                             "cannot reach."))
     unsure = len(rows) - len(counted)
@@ -90,7 +92,8 @@ def _blocking(out: Any, report: Any) -> None:
     out.print(table(f"Open transactions blocking an LSO now ({len(rows)}, not hanging: younger than "
                     f"{age_text(report.max_age_s)})",
                     ["topic", "partition", "producer id", "epoch", "transactional id", "first offset", "age",
-                     "blocked", "coordinator state"], rows))
+                     "blocked", "coordinator state"], rows,
+                    drop=("coordinator state", "epoch", "first offset")))
     out.print("read_committed consumers of these partitions wait at the LSO until each commits, aborts or "
               "times out; `eosctl txns describe ID` says when its timeout ends it.")
 
