@@ -22,9 +22,11 @@ def audit(target: Target, sink: Sink, *, options: EngineOptions, progress: Progr
           fail_on: tuple[str, ...] = KINDS, started: float | None = None) -> AuditReport:
     """Audit ``sink`` against the target's cluster, topics and group (offset_mismatch needs the group and
     the sink's offsets table). ``started``: time.monotonic() at the command's start, for elapsed_seconds."""
-    from auditors import engine, job
+    from auditors import engine
+    from auditors.plan import AuditInput
+    from auditors.sources import KafkaSource
 
-    inp = job.AuditInput(source=job.KafkaSource(target.cluster), sink=sink, topics=target.topics,
+    inp = AuditInput(source=KafkaSource(target.cluster), sink=sink, topics=target.topics,
                          cluster=target.cluster, group=target.group, fail_on=fail_on)
     return engine.run(inp, options, progress, started)
 

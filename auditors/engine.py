@@ -13,14 +13,16 @@ from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
 
-from auditors import guard, job
-from auditors.job import AuditInput
-from eosctl.causes import explain_finding
-from eosctl.config import Config, Spark
+from auditors import guard
+from auditors.outcome import Outcome
+from auditors.plan import AuditInput, WorkItem, prepare
+from eosctl.audit.causes import explain_finding
+from eosctl.config import Config, Spark, memory_problem, spark_master_problem
 from eosctl.errors import EosctlError
 from eosctl.findings import AuditReport
 from eosctl.heap import paused
 from eosctl.progress import Progress, Step, silent
+from eosctl.safetext import term
 from eosctl.sink import frozen, open_reader, shown
 
 ENGINES = ("spark", "local")
@@ -45,6 +47,11 @@ class EngineOptions:
         A --master flag overrides a configured remote server and vice versa."""
         if master and remote:
             raise EosctlError("pass either --master or --remote, not both")
+        for flag, value, check in (("--master", master, spark_master_problem),
+                                   ("--driver-memory", driver_memory, memory_problem)):
+            problem = check(value) if value else None
+            if problem:
+                raise EosctlError(f"{flag} {term(value)!r}: {problem}")
         conf = config.spark if config is not None else Spark()
         if not master and not remote:
             remote = conf.remote
@@ -68,7 +75,7 @@ def run(inp: AuditInput, options: EngineOptions, progress: Progress = silent,
     t_start = started if started is not None else time.monotonic()
     # Findings by the hundred thousand on their way to the report, no cycles among them (eosctl.heap):
     # the local engine's whole run (its forked workers inherit the pause); a Spark job's only from its
-    # collected rows on (auditors.job.run_spark, and the report below), not while the cluster works.
+    # collected rows on (auditors.spark_job.run_spark, and the report below), not while the cluster works.
     with paused() if options.engine == "local" else nullcontext():
         return _audit(inp, options, progress, t_start)
 
@@ -88,18 +95,20 @@ def _audit(inp: AuditInput, options: EngineOptions, progress: Progress, t_start:
         # only waits for them) the rows no partition task can own.
         with open_reader(inp.sink) as reader:
             t = time.monotonic()
-            items = job.prepare(inp, reader)  # sink and broker errors surface here, before any engine starts
+            items = prepare(inp, reader)  # sink and broker errors surface here, before any engine starts
             timings: dict[str, float] = {"prepare_seconds": round(time.monotonic() - t, 3)}
             driver = Beside(lambda: ([explain_finding(f) for f in reader.invalid_rows()], reader.read_point))
             result, startup, info = _run_engine(inp, items, options, here, progress, driver)
             invalid, point = driver.result()
         findings = result.findings
         given = fixed.frozen_from or fixed
-        if given.kafka_topic and given.lineage == "key":  # named for keys, while the hop rows exist
-            from eosctl.sink.kafka_topic import key_findings
+        if given.kafka_topic:  # while the hop rows exist
+            from eosctl.sink.kafka_topic import ahead_of_commit, key_findings
 
             with paused():
-                findings = key_findings(fixed, findings)
+                if given.lineage == "key":  # named for keys
+                    findings = key_findings(fixed, findings)
+                findings = findings + ahead_of_commit(fixed, findings + invalid)
     progress(Step("done", 1, 1))
     engine = engine_facts(info, result.tasks, timings["prepare_seconds"], startup, result.timings)
     with paused():
@@ -142,8 +151,8 @@ class Beside:
         return self.value
 
 
-def _run_engine(inp: AuditInput, items: list[job.WorkItem], options: EngineOptions, here: bool,
-                progress: Progress, beside: Beside) -> tuple[job.Outcome, float, dict[str, Any]]:
+def _run_engine(inp: AuditInput, items: list[WorkItem], options: EngineOptions, here: bool,
+                progress: Progress, beside: Beside) -> tuple[Outcome, float, dict[str, Any]]:
     """(what the engine found, its start-up seconds, what it was); everything it started is gone after.
     ``here``: the engine's processes run on this machine."""
     if options.engine == "local":
@@ -166,7 +175,9 @@ def _run_engine(inp: AuditInput, items: list[job.WorkItem], options: EngineOptio
         startup = time.monotonic() - t
         ok = False
         try:
-            result = job.run_spark(spark, inp, items, progress)
+            from auditors.spark_job import run_spark
+
+            result = run_spark(spark, inp, items, progress)
             info = spark_info(spark)
             ok = True
         finally:

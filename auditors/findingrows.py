@@ -1,8 +1,8 @@
 """Findings between an audit task and the driver: Arrow columns one way, Finding objects the other.
 
-A task's findings travel as rows of the task output (auditors.job.OUT_SCHEMA, rec "finding"): built here
+A task's findings travel as rows of the task output (auditors.task.OUT_SCHEMA, rec "finding"): built here
 column by column rather than a dict per finding, each cause as its JSON text plus the few fields the driver
-reads for every finding (eosctl.causejson.EAGER), so that the driver makes each Finding without decoding
+reads for every finding (eosctl.audit.causejson.EAGER), so that the driver makes each Finding without decoding
 its cause. At 100k findings the dicts, the decoding and the encoding again were most of the audit.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from eosctl.causejson import EncodedCause, encode
+from eosctl.audit.causejson import EncodedCause, encode
 from eosctl.findings import KINDS, Finding
 
 # The finding rows' columns of the task output, in the order finding_columns() gives them.

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from auditors.job import WorkItem
+    from auditors.plan import WorkItem
 
 # What one partition costs in a task beyond its records (a scan round's share, a reconcile, its rows out),
 # in records: measured on the local engine, a partition of a few records costs about what 500 records do.

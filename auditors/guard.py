@@ -17,6 +17,8 @@ import tempfile
 import threading
 import time
 
+from eosctl.stopsignals import STOP_SIGNALS
+
 Proc = tuple[int, int]  # (pid, start time in clock ticks): a pid alone may be reused
 
 # Guards not yet stopped, so that a caller whose audit runs in another thread (the TUI's worker, which
@@ -39,7 +41,7 @@ class Owned:
         # Ctrl-C and SIGTERM are held until the directory is registered: a signal in between would leave
         # it behind (the `with` that stops this guard has not begun yet; stop_all() finds it once registered).
         mask = getattr(signal, "pthread_sigmask", None)
-        held = mask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM}) if mask else None
+        held = mask(signal.SIG_BLOCK, set(STOP_SIGNALS)) if mask else None
         try:
             self.dir = tempfile.mkdtemp(prefix="eosctl-audit-")
             with _LOCK:

@@ -2,7 +2,7 @@
 
 For the audits that don't need a cluster (the TUI in an incident, a snapshot, a CI gate on a small
 pipeline) Spark's fixed cost (JVM start, first job, first Python worker: seconds) dwarfs the work. Here
-the same groups of partitions as on Spark (auditors.grouping, one per worker) each run `job.group_task` in
+the same groups of partitions as on Spark (auditors.grouping, one per worker) each run `task.group_task` in
 a forked worker, exactly as in a Spark task; the key rows come back to this process and are grouped with
 DuckDB by the same rule as Spark's shuffle.
 """
@@ -17,25 +17,22 @@ import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from auditors.findingrows import findings_from_arrow
 from auditors.grouping import tasks as group_items
-from auditors.job import (
-    PHASE_KEYS,
-    PHASE_TASKS,
-    AuditInput,
-    Outcome,
-    Source,
-    TaskSettings,
-    WorkItem,
-    group_task,
-    key_findings,
-    outcome,
-)
+from auditors.outcome import Outcome, outcome
+from auditors.plan import AuditInput, TaskSettings, WorkItem
+from auditors.sources import Source
+from auditors.task import PHASE_KEYS, PHASE_TASKS, group_task
+from eosctl.audit.rule import key_finding
 from eosctl.config import Sink
+from eosctl.errors import EosctlError
+from eosctl.findings import Finding
 from eosctl.progress import Progress, Step, silent
 from eosctl.sink.delta import library_needed
+from eosctl.stopsignals import STOP_SIGNALS
 
 KEY_COLUMNS = ["key", "topic", "partition", "first_offset", "producer_id", "producer_epoch",
                "marker_offset"]
@@ -65,20 +62,9 @@ def run_local(inp: AuditInput, items: list[WorkItem], workers: int | None = None
         n = max(1, min(workers, len(tasks)))
         pool = ProcessPoolExecutor(max_workers=n, mp_context=_context(inp.sink), initializer=_worker_init)
         try:
-            pending: set[Future[list[Any]]] = {
-                pool.submit(_run_task, task, inp.source, inp.sink, inp.settings, want_keys, inp.group)
-                for task in tasks}
-            startup = time.monotonic() - t0  # the first submit forks the workers
-            if beside is not None:
-                beside()
-            done = 0
-            while pending:
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    for batch in fut.result():
-                        _sort_batch(batch, rows, keys, findings)
-                    done += 1
-                progress(Step(PHASE_TASKS, done, len(tasks)))
+            startup = _run_pool(pool, tasks, inp, want_keys, progress, beside, (rows, keys, findings), t0)
+        except BrokenProcessPool:
+            raise EosctlError(_died(pool)) from None
         finally:
             gc.unfreeze()  # the workers are forked (all of them at the first submit)
             # On an error or a signal: don't wait for running tasks; the caller's guard kills the workers.
@@ -93,6 +79,55 @@ def run_local(inp: AuditInput, items: list[WorkItem], workers: int | None = None
     # The tasks' wall time after the pool started: start-up is its own phase (elapsed covers both).
     return outcome(rows, found, t1 - t0 - startup, time.monotonic() - t1 if want_keys else 0.0,
                    len(tasks), tasks_found), startup
+
+
+def _run_pool(pool: ProcessPoolExecutor, tasks: list, inp: AuditInput, want_keys: bool, progress: Progress,
+              beside: Callable[[], None] | None, into: tuple[list, list, list], t0: float) -> float:
+    """Run every task on the pool, sorting each result into (rows, keys, findings); the pool's start-up
+    time. A worker that dies raises BrokenProcessPool here, from a submit or a result."""
+    rows, keys, findings = into
+    # The workers are forked by these submits. A Ctrl-C or SIGHUP to the process group between a fork and
+    # the worker's _worker_init would hit the worker with Python's own handlers (a KeyboardInterrupt
+    # traceback per worker): the stop signals are held until the workers ignore them, and reach this
+    # process right after, where they unwind the audit.
+    mask = getattr(signal, "pthread_sigmask", None)
+    held = mask(signal.SIG_BLOCK, set(STOP_SIGNALS)) if mask else None
+    try:
+        pending: set[Future[list[Any]]] = {
+            pool.submit(_run_task, task, inp.source, inp.sink, inp.settings, want_keys, inp.group)
+            for task in tasks}
+    finally:
+        if mask:
+            mask(signal.SIG_SETMASK, held)
+    startup = time.monotonic() - t0  # the first submit forks the workers
+    if beside is not None:
+        beside()
+    done = 0
+    while pending:
+        finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+        for fut in finished:
+            for batch in fut.result():
+                _sort_batch(batch, rows, keys, findings)
+            done += 1
+        progress(Step(PHASE_TASKS, done, len(tasks)))
+    return startup
+
+
+def _died(pool: ProcessPoolExecutor) -> str:
+    """The one line for a worker that died mid-task (the OOM killer's SIGKILL, a crash in a library): which
+    signal, when the pool still knows, and what to do. The caller's guard then kills the other workers."""
+    codes = [p.exitcode for p in list((getattr(pool, "_processes", None) or {}).values()) if p.exitcode]
+    # The pool SIGTERMs the other workers once one died: the odd one out is the one that died first.
+    codes.sort(key=lambda c: c == -signal.SIGTERM)
+    how = ""
+    if codes:
+        code = codes[0]
+        try:
+            how = f" (killed by {signal.Signals(-code).name})" if code < 0 else f" (exit code {code})"
+        except ValueError:
+            how = f" (exit code {code})"
+    return (f"a worker of the local engine died during the audit{how}; no verdict. If it ran out of memory, "
+            "run with fewer partitions per worker or `--engine spark`, then audit again")
 
 
 def _sort_batch(batch: Any, rows: list[dict[str, Any]], keys: list[Any], findings: list[Any]) -> None:
@@ -132,8 +167,8 @@ def _preload() -> None:
     # once here, not in every worker.
     pyarrow.array(["x"])
 
+    import eosctl.audit.reconcile
     import eosctl.logscan
-    import eosctl.reconcile
     import eosctl.sink
     import eosctl.sink.duckdb
     import eosctl.sink.parquet
@@ -153,6 +188,11 @@ def _worker_init() -> None:
     # workers that raised KeyboardInterrupt too would each print a traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # A closed terminal's SIGHUP reaches the workers too: the parent handles it (kills the pool, removes
+    # its temp dirs). A worker dying of it on its own broke the pool's queues under the parent.
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):  # held by the parent while it forked this worker (_run_pool)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, set(STOP_SIGNALS))
 
 
 def prepare_context(sink: Sink) -> None:
@@ -177,3 +217,21 @@ def _context(sink: Sink | None = None) -> Any:
     if sys.platform != "darwin" and "fork" in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context("spawn")
+
+
+def key_findings(keys: Any) -> list[Finding]:
+    """The local engine's grouping of key rows (an Arrow table: key, topic, partition, first_offset),
+    with DuckDB: the same rule as the Spark shuffle, a key at more than one committed place."""
+    import duckdb
+
+    with duckdb.connect() as con:
+        con.execute("SET preserve_insertion_order = false")
+        con.register("keys", keys)
+        groups = con.execute("""
+            SELECT key, list(struct_pack("topic" := topic, "partition" := "partition",
+                                         "offset" := first_offset, "producer_id" := producer_id,
+                                         "producer_epoch" := producer_epoch,
+                                         "marker_offset" := marker_offset))
+            FROM keys GROUP BY key
+            HAVING count(DISTINCT (topic, "partition", first_offset)) > 1""").fetchall()
+    return [f for key, at in groups for f in [key_finding(key, at)]]

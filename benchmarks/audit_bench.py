@@ -8,7 +8,7 @@ transactions), i.e. ~1% markers/aborted, given to the job as PartitionLog range 
 Synthetic sink: every committed offset once, except 0.1% missing and 0.1% stored twice.
 
 Timed, per size, all through auditors.engine.run (what `eosctl audit` runs), and what explaining the
-findings (their causes, eosctl.causes) adds to the local audit (explain_cost):
+findings (their causes, eosctl.audit.causes) adds to the local audit (explain_cost):
 - spark cold: in a fresh process, the audit from its start to its report, Spark's start-up included;
 - spark warm: the same audit repeated on that process's session, once its first job has run;
 - local: the local engine (process pool, no JVM);
@@ -52,7 +52,7 @@ class SyntheticSource:
     seed: int = 7
 
     def survey(self, topics):
-        from auditors.job import Placement
+        from auditors.sources import Placement
 
         n = self.total // PARTITIONS
         return {t: {p: Placement(0, 0, n, n) for p in range(PARTITIONS)} for t in topics}
@@ -220,11 +220,11 @@ def _counts(report) -> dict[str, int]:
 
 
 def _input(path: Path, size: int, task_memory: str, sink=None):
-    from auditors import job
+    from auditors.plan import AuditInput, TaskSettings
     from eosctl.config import Sink
 
-    return job.AuditInput(source=SyntheticSource(size), sink=sink or Sink(duckdb=str(path), table="sink"),
-                          topics=(TOPIC,), settings=job.TaskSettings(duckdb_memory=task_memory))
+    return AuditInput(source=SyntheticSource(size), sink=sink or Sink(duckdb=str(path), table="sink"),
+                          topics=(TOPIC,), settings=TaskSettings(duckdb_memory=task_memory))
 
 
 def load_postgres(path: Path, uri: str) -> float:
@@ -366,12 +366,12 @@ def main() -> None:
 def explain_cost(path: Path, size: int, repeat: int = 3) -> tuple[float, float]:
     """(seconds explaining adds, seconds reconciling) over every partition, best of ``repeat``: the
     reconciliation sweep alone vs the sweep noting the sink's facts plus every finding's cause
-    (eosctl.causes), on the same log models and the sink's islands read once beforehand. What the task
+    (eosctl.audit.causes), on the same log models and the sink's islands read once beforehand. What the task
     does besides (the scan, reading the sink) is the same with and without causes; the writer runs the
     scan records and the key rows' writers are not in this synthetic audit (no broker, no key column)."""
-    from eosctl.causes import explain_partition
+    from eosctl.audit.causes import explain_partition
+    from eosctl.audit.reconcile import SinkFacts, reconcile_partition
     from eosctl.config import Sink
-    from eosctl.reconcile import SinkFacts, reconcile_partition
     from eosctl.sink import open_reader
 
     seed = SyntheticSource(size).seed

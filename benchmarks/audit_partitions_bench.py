@@ -67,9 +67,9 @@ class SyntheticSource:
         base, extra = divmod(self.total, self.partition_count)
         return base + (partition < extra)
 
-    # The job's Source protocol (auditors.job.Source).
+    # The job's Source protocol (auditors.sources.Source).
     def survey(self, topics):
-        from auditors.job import Placement
+        from auditors.sources import Placement
 
         return {t: {p: Placement(0, 0, self._size(p), self._size(p)) for p in range(self.partition_count)}
                 for t in topics}
@@ -146,16 +146,17 @@ def _counts(report) -> dict[str, int]:
 
 
 def _input(cell: dict):
-    from auditors import job
+    from auditors.plan import AuditInput, TaskSettings
+    from auditors.sources import KafkaSource
     from eosctl.config import Cluster, Sink
 
     if cell.get("bootstrap"):
-        source = job.KafkaSource(Cluster(name="bench", bootstrap_servers=cell["bootstrap"]))
+        source = KafkaSource(Cluster(name="bench", bootstrap_servers=cell["bootstrap"]))
     else:
         source = SyntheticSource(cell["total"], cell["partitions"])
-    return job.AuditInput(source=source, sink=Sink(duckdb=cell["path"], table="sink"),
+    return AuditInput(source=source, sink=Sink(duckdb=cell["path"], table="sink"),
                           topics=(cell["topic"],),
-                          settings=job.TaskSettings(duckdb_memory=cell["task_memory"]))
+                          settings=TaskSettings(duckdb_memory=cell["task_memory"]))
 
 
 def child(args: argparse.Namespace) -> None:

@@ -168,7 +168,7 @@ def read_sections(cap: Capture, target: Target, client: WireClient, admins: Admi
             if tps else []
 
     def lag() -> LagSnapshot:
-        groups = list(lag_groups or target.lag_groups) or None
+        groups = list(lag_groups) if lag_groups else target.lag_groups() or None
         return lag_mod.poll(client, admins.confluent, groups=groups, topics=list(target.topics) or None,
                             scan_limit=scan_limit, offsets=offsets,
                             per_group=None if lag_groups else dict(target.group_topics))

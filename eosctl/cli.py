@@ -6,20 +6,43 @@ Spark, Textual and the Kafka clients are imported inside the commands that need 
 
 from __future__ import annotations
 
+import errno
+import os
 import signal
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any, NoReturn
 
 import click
 
 from eosctl import __version__
 from eosctl.errors import EosctlError
 from eosctl.safetext import term
+from eosctl.stopsignals import STOP_SIGNALS, exit_code, say_stopped
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def _redact(message: str) -> str:
+    config = sys.modules.get("eosctl.config")  # loaded only if a config was read: nothing to hide before
+    return config.redact(message) if config is not None else message
+
+
+@contextmanager
+def _redacted_streams() -> Iterator[None]:
+    """stdout and stderr through eosctl.config.Redacting for the command: tables, JSON, progress and log
+    lines alike, whichever code writes them, never show a value substituted from the config's ${NAME}s."""
+    from eosctl.config import Redacting
+
+    before = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = Redacting(sys.stdout), Redacting(sys.stderr)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = before
 
 
 class OneLineError(click.ClickException):
@@ -30,7 +53,7 @@ class OneLineError(click.ClickException):
         self.exit_code = exit_code
 
     def show(self, file: object = None) -> None:
-        click.echo(f"eosctl: error: {self.message}", err=True)
+        click.echo(f"eosctl: error: {_redact(self.message)}", err=True)
 
 
 def usage_line(e: click.ClickException) -> str:
@@ -47,7 +70,9 @@ def usage_line(e: click.ClickException) -> str:
 
 def one_line(message: str) -> str:
     """A message as one line: its lines joined with '; ', and any other character a terminal would not
-    print as itself (a control character from a file name, U+2028, a right-to-left override) escaped."""
+    print as itself (a control character from a file name, U+2028, a right-to-left override) escaped.
+    A value substituted for a ${NAME} of the config is never in it (eosctl.config.redact)."""
+    message = _redact(message)
     if "\n" in message or "\r" in message:
         message = "; ".join(line.strip() for line in message.replace("\r", "\n").split("\n") if line.strip())
     return term(message)
@@ -57,9 +82,68 @@ def one_line(message: str) -> str:
 _HELP_ERRORS = (getattr(click.exceptions, "NoArgsIsHelpError", OneLineError),)
 
 
+# What a write to stdout fails with when the output can't take it: a full disk (`> /dev/full`), a quota,
+# a file over its size limit, a closed pipe (`| head`), a terminal that went away.
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EPIPE, errno.EIO, errno.EBADF}
+
+
+def _output_failed(e: OSError) -> NoReturn:
+    """A write to stdout failed: one line on stderr (if stderr still takes one) and exit 2, never 1 (CI
+    reads 1 as findings). stdout is pointed at /dev/null first, so that the interpreter's own flush at exit
+    doesn't fail again with "Exception ignored" and exit 120."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+    reason = e.strerror or type(e).__name__
+    hint = ("whatever read it stopped reading" if e.errno == errno.EPIPE else
+            "free some space or write somewhere else (--out FILE)")
+    try:
+        sys.stderr.write(f"eosctl: error: cannot write the output: {reason}; {hint}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    sys.exit(2)
+
+
+def _is_output_error(e: BaseException) -> bool:
+    return isinstance(e, OSError) and e.filename is None and e.errno in _WRITE_ERRNOS
+
+
 class EosctlGroup(click.Group):
     """Turns every EosctlError and usage error into one line on stderr and exit 2: no tracebacks, no
-    Usage: blocks for user mistakes. --help output is click's own, unchanged."""
+    Usage: blocks for user mistakes. --help output is click's own, unchanged. A write to stdout that
+    fails (`> /dev/full`, `--help` too) is one line and exit 2 as well: this is where the CLI ends."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().main(*args, **kwargs)
+        except SystemExit:
+            # What is still buffered for stdout is written now, where its failure can be reported.
+            try:
+                sys.stdout.flush()
+            except OSError as e:
+                if _is_output_error(e):
+                    _output_failed(e)
+                raise
+            raise
+        except OSError as e:
+            if _is_output_error(e):
+                _output_failed(e)
+            raise
+
+    def _main_shell_completion(self, ctx_args: Any, prog_name: str, complete_var: str | None = None) -> None:
+        # Click reads COMP_WORDS/COMP_CWORD itself and raises KeyError or ValueError when a shell (or a
+        # user) calls it without them: one line instead.
+        try:
+            super()._main_shell_completion(ctx_args, prog_name, complete_var)
+        except (KeyError, ValueError, IndexError) as e:
+            what = f"{e.args[0]} is not set" if isinstance(e, KeyError) else "COMP_CWORD is not a word index"
+            click.echo(f"eosctl: error: shell completion called without its variables ({term(str(what))}); "
+                       "load the script from `eosctl completion bash|zsh|fish` instead", err=True)
+            sys.exit(2)
 
     def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
                      **extra: object) -> click.Context:
@@ -69,10 +153,14 @@ class EosctlGroup(click.Group):
             raise
         except click.UsageError as e:  # bad options of the group itself (`eosctl --nope`)
             raise OneLineError(usage_line(e), e.exit_code) from None
+        except OSError as e:  # `eosctl --help > /dev/full`: before click turns EPIPE into exit 1
+            if _is_output_error(e):
+                _output_failed(e)
+            raise
 
     def invoke(self, ctx: click.Context):
         try:
-            with unwind_on_signals():
+            with unwind_on_signals(), _redacted_streams():
                 return super().invoke(ctx)
         except (OneLineError, *_HELP_ERRORS):
             raise
@@ -84,6 +172,8 @@ class EosctlGroup(click.Group):
             click.echo(f"eosctl: error: {one_line(str(e))}", err=True)
             sys.exit(e.exit_code)
         except OSError as e:
+            if _is_output_error(e):
+                _output_failed(e)
             # A path the OS refused (a name over its limit, a permission) that no check caught first:
             # still one line, never a traceback. Other OSErrors are bugs and keep theirs.
             if e.filename is None:
@@ -110,7 +200,8 @@ _UNWIND_GRACE_S = 3.0
 
 @contextmanager
 def unwind_on_signals() -> Iterator[None]:
-    """Ctrl-C (SIGINT) and SIGTERM unwind the command, then print one line and exit 130 or 143.
+    """Ctrl-C (SIGINT), SIGTERM and SIGHUP (a closed terminal) unwind the command, then print one line and
+    exit 130, 143 or 129 (eosctl.stopsignals).
 
     The signal is remembered: whatever error it causes on the way up (a Ctrl-C also reaches Spark's Python
     workers; DuckDB turns it into its own INTERRUPT error; PySpark asks the JVM for the result in a
@@ -125,7 +216,7 @@ def unwind_on_signals() -> Iterator[None]:
         raise KeyboardInterrupt() if signum == signal.SIGINT else Terminated()
 
     main_thread = threading.current_thread() is threading.main_thread()
-    before = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)} if main_thread else {}
+    before = {s: signal.signal(s, on_signal) for s in STOP_SIGNALS} if main_thread else {}
     try:
         yield
     except BaseException:
@@ -136,8 +227,8 @@ def unwind_on_signals() -> Iterator[None]:
         if guard is not None:
             guard.stop_all()
         first = got[0][0]
-        click.echo("eosctl: interrupted" if first == signal.SIGINT else "eosctl: terminated", err=True)
-        sys.exit(128 + first)
+        say_stopped(first)
+        sys.exit(exit_code(first))
     finally:
         for s, handler in before.items():
             signal.signal(s, handler)

@@ -89,6 +89,8 @@ class Sink:
     order_column: str | None = None
     # Table where the sink stores the source offsets it committed with its rows (optional).
     offsets_table: str | None = None
+    # A Spark Structured Streaming query's checkpoint: its Kafka offsets are the sink's stored offsets.
+    spark_checkpoint: str | None = None
     # A Kafka topic as the sink: the output of a consume-transform-produce stage (eosctl.sink.kafka_topic),
     # its lineage ("headers" or "value:PATH") and header names; the cluster it lives on (default: the
     # pipeline's; set by eosctl.target, which resolves "sandbox").
@@ -150,6 +152,9 @@ class Config:
                 return next(iter(self.pipelines.values()))
             if self.default_pipeline is not None:
                 return self.pipelines[self.default_pipeline]
+            if not self.pipelines:
+                raise ConfigError(f"{self.path}: no [pipelines.NAME] defined; add one (see "
+                                  "sample_configs/demo.toml) or pass --bootstrap and --topic")
             raise ConfigError(
                 f"{self.path}: several pipelines ({', '.join(sorted(self.pipelines))}); "
                 "choose one with --pipeline (or set default_pipeline at the top of the file)"
@@ -163,14 +168,76 @@ class Config:
         return self.clusters[pipeline.cluster]
 
 
+# Every value substituted for a ${NAME} in a config this process read -> NAME. A message is built from
+# such values far from here (a broker address, a sink's path or table, a topic, a URI), so redaction
+# follows the value, not the key: `redact` runs over every error and warning line eosctl prints.
+_SUBSTITUTED: dict[str, str] = {}
+# A value this short is also an ordinary word of a message: it is hidden only where it stands alone.
+_SHORT = 4
+
+
 def _interpolate(value: str, where: str, path: Path, env: dict[str, str]) -> str:
     def sub(m: re.Match[str]) -> str:
         name = m.group(1)
         if name not in env:
             raise ConfigError(f"{path}: {where} refers to ${{{name}}}, which is not set; export {name} first")
+        if env[name]:
+            _SUBSTITUTED.setdefault(env[name], name)
         return env[name]
 
     return _ENV.sub(sub, value)
+
+
+_forms: list[tuple[str, str]] = []  # (a form of a value, what is shown instead), longest first
+_forms_of: dict[str, str] = {}  # the _SUBSTITUTED the forms were made from
+
+
+def _redactions() -> list[tuple[str, str]]:
+    from urllib.parse import quote
+
+    if _forms_of != _SUBSTITUTED:
+        forms = {}
+        for value, name in _SUBSTITUTED.items():
+            for form in (value, repr(value)[1:-1], quote(value, safe=""), value.replace('"', '\\"')):
+                forms.setdefault(form, f"[the value of ${{{name}}}]")
+        _forms[:] = sorted(forms.items(), key=lambda kv: -len(kv[0]))
+        _forms_of.clear()
+        _forms_of.update(_SUBSTITUTED)
+    return _forms
+
+
+class Redacting:
+    """A text stream (stdout, stderr, an --out file) through `redact`: whatever code writes to it."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(redact(text) if isinstance(text, str) else text)
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def redact(message: str) -> str:
+    """``message`` with every value that came from a ${NAME} in a config (also as repr(), JSON or
+    URL-quoting shows it) replaced by ``[the value of ${NAME}]``: a secret never reaches a terminal, a log
+    or a pipe (eosctl.cli puts every line eosctl prints through here)."""
+    if not _SUBSTITUTED or not message:
+        return message
+    for form, hidden in _redactions():
+        if form not in message:
+            continue
+        if len(form) >= _SHORT:
+            message = message.replace(form, hidden)
+        else:
+            message = re.sub(rf"(?<![A-Za-z0-9_.-]){re.escape(form)}(?![A-Za-z0-9_.-])", hidden, message)
+    return message
 
 
 class _Reader:
@@ -277,6 +344,7 @@ def load_config(path: str | Path, env: dict[str, str] | None = None) -> Config:
 
 
 def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config:
+    _SUBSTITUTED.clear()  # this config's values are the ones to hide (a process may read another before)
     root = _Reader(path, "", raw, env)
     clusters: dict[str, Cluster] = {}
     ctables = root.sub("clusters")
@@ -292,6 +360,8 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
             # The problem text quotes the entries: say only that it is wrong, and where it came from.
             raise ConfigError(f"{path}: clusters.{name}.bootstrap_servers, "
                               f"{c.shown('bootstrap_servers', servers)}, is not valid; {BOOTSTRAP_FORM}")
+        for key in ("ssl_ca_location", "ssl_certificate_location", "ssl_key_location"):
+            _check_pem(c, key, path)
         clusters[name] = Cluster(
             name=name,
             bootstrap_servers=_bootstrap(servers, f"clusters.{name}", path),
@@ -299,9 +369,9 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
             sasl_mechanism=c.str("sasl_mechanism", None),
             sasl_username=c.str("sasl_username", None),
             sasl_password=c.str("sasl_password", None),
-            ssl_ca_location=c.str("ssl_ca_location", None),
-            ssl_certificate_location=c.str("ssl_certificate_location", None),
-            ssl_key_location=c.str("ssl_key_location", None),
+            ssl_ca_location=local_path(c.str("ssl_ca_location", None), path),
+            ssl_certificate_location=local_path(c.str("ssl_certificate_location", None), path),
+            ssl_key_location=local_path(c.str("ssl_key_location", None), path),
             ssl_key_password=c.str("ssl_key_password", None),
         )
         c.done()
@@ -335,6 +405,7 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
                 key_column=s.str("key_column", None),
                 order_column=s.str("order_column", None),
                 offsets_table=s.str("offsets_table", None),
+                spark_checkpoint=s.str("spark_checkpoint", None),
                 kafka_topic=s.str("kafka_topic", None),
                 lineage=s.str("lineage", "headers"),
                 lineage_headers=_three(s.str_list("lineage_headers") if "lineage_headers" in s.table
@@ -348,11 +419,11 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
                 raise ConfigError(f"{path}: pipelines.{name}.sink needs exactly one of duckdb, parquet, "
                                   f"postgres, delta, iceberg or kafka_topic")
             _check_hop_sink(sink, path, name, clusters)
-            if sink.duckdb is not None and not Path(sink.duckdb).is_absolute():
-                # Relative sink paths are relative to the config file, not to wherever eosctl runs.
-                sink = _replace_path(sink, str(path.parent / sink.duckdb))
-            if sink.delta is not None and "://" not in sink.delta and not Path(sink.delta).is_absolute():
-                sink = replace(sink, delta=str(path.parent / sink.delta))
+            # Relative sink paths (a Parquet glob too) are relative to the config file, not to wherever
+            # eosctl runs; `~` is the user's home, as in a shell.
+            sink = replace(sink, **{k: local_path(getattr(sink, k), path)
+                                    for k in ("duckdb", "parquet", "delta", "spark_checkpoint")
+                                    if getattr(sink, k) is not None})
         pipelines[name] = Pipeline(
             name=name,
             cluster=cluster,
@@ -371,6 +442,12 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
         if unknown:
             raise ConfigError(f"{path}: pipelines.{name}.hops names {unknown[0]!r}, which is not a "
                               f"[pipelines.NAME] (known: {', '.join(sorted(pipelines))})")
+        if name in pipe.hops:
+            raise ConfigError(f"{path}: pipelines.{name}.hops names the pipeline itself; list the pipelines "
+                              "it is made of")
+        repeated = next((h for i, h in enumerate(pipe.hops) if h in pipe.hops[:i]), None)
+        if repeated is not None:
+            raise ConfigError(f"{path}: pipelines.{name}.hops names {repeated!r} twice; list each hop once")
         if any(pipelines[h].hops for h in pipe.hops if h != name):
             raise ConfigError(f"{path}: pipelines.{name}.hops names a pipeline that has hops of its own; "
                               f"list every hop in one pipeline")
@@ -385,6 +462,14 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
             shuffle_partitions=sp.int("shuffle_partitions", 4),
         )
         sp.done()
+        # Checked here, not by Spark: a JVM that refuses them prints a page of its own output first.
+        for key, problem in (("master", spark_master_problem(spark.master)),
+                             ("driver_memory", memory_problem(spark.driver_memory))):
+            if problem:
+                raise ConfigError(f"{path}: spark.{key} is {sp.shown(key, getattr(spark, key))}: {problem}")
+        if spark.shuffle_partitions < 1:
+            raise ConfigError(f"{path}: spark.shuffle_partitions must be at least 1, got "
+                              f"{spark.shuffle_partitions}")
     au = root.sub("audit")
     audit_engine = au.str("engine", None, choices={"spark", "local"}) if au is not None else None
     if au is not None:
@@ -406,12 +491,12 @@ def _three(names: tuple[str, ...], path: Path, pipeline: str) -> tuple[str, str,
     return (names[0], names[1], names[2])
 
 
-LINEAGE_MODES = ("headers", "value:PATH", "key")
+LINEAGE_MODES = ("headers", "value:PATH", "key", "value")
 
 
 def check_lineage(value: str) -> str | None:
     """What is wrong with a kafka_topic sink's `lineage` (eosctl.sink.kafka_topic); None if it is usable."""
-    if value in ("headers", "key"):
+    if value in ("headers", "key", "value"):
         return None
     if value.startswith("value:") and all(value.removeprefix("value:").split(".")):
         return None
@@ -427,6 +512,26 @@ def _check_hop_sink(sink: Sink, path: Path, pipeline: str, clusters: dict[str, C
     if sink.cluster is not None and sink.cluster not in clusters:
         raise ConfigError(f"{path}: pipelines.{pipeline}.sink.cluster {sink.cluster!r} is not a "
                           f"[clusters.NAME] (known: {', '.join(sorted(clusters))})")
+
+
+_MASTER = re.compile(r"local|local\[(\*|[1-9][0-9]*)(,[1-9][0-9]*)?\]|local-cluster\[[1-9][0-9]*,[1-9][0-9]*,"
+                     r"[1-9][0-9]*\]|yarn|(spark|k8s|mesos)://\S+", re.ASCII)
+# Spark's JavaUtils.byteStringAs: a number and an optional unit (b, k, kb, m, mb, g, gb, t, tb, p, pb).
+_MEMORY = re.compile(r"[1-9][0-9]*([kmgtp]b?|b)?", re.ASCII | re.IGNORECASE)
+
+
+def spark_master_problem(master: str) -> str | None:
+    """What is wrong with a Spark master URL, in a few words; None if Spark would take it."""
+    if _MASTER.fullmatch(master):
+        return None
+    return "expected local[N] (N at least 1), local[*], spark://HOST:PORT, yarn or k8s://URL"
+
+
+def memory_problem(size: str) -> str | None:
+    """What is wrong with a JVM memory size such as 2g, in a few words; None if Spark would take it."""
+    if _MEMORY.fullmatch(size):
+        return None
+    return "expected a size such as 512m or 2g"
 
 
 BOOTSTRAP_FORM = "expected HOST:PORT[,HOST:PORT...], e.g. localhost:9092"
@@ -451,7 +556,7 @@ def bootstrap_problem(value: str) -> str | None:
             return f"{which}no port"
         if not host:
             return f"{which}no host"
-        if not port.isdigit():
+        if not (port.isascii() and port.isdigit()):
             return f"{which}port {port!r} is not a number"
         if not 0 < int(port) < 65536:
             return f"{which}port {port} is out of range (1-65535)"
@@ -474,5 +579,30 @@ def _bootstrap(value: str, where: str, path: Path) -> str:
     return normalize_bootstrap(value)
 
 
-def _replace_path(sink: Sink, duckdb: str) -> Sink:
-    return replace(sink, duckdb=duckdb)
+# A CA bundle, a certificate or a key: a few KB; a file far larger is not one.
+PEM_MAX_BYTES = 1024 * 1024
+
+
+def _check_pem(c: _Reader, key: str, path: Path) -> None:
+    """A certificate or key file is checked for its kind before a Kafka client opens it: a FIFO blocked
+    the client's open() (and SIGTERM with it), /dev/zero was read until the handshake gave up."""
+    value = c.table.get(key)
+    if not isinstance(value, str):
+        return
+    where = local_path(_interpolate(value, c._key(key), path, c.env), path)
+    problem = input_problem(where, PEM_MAX_BYTES, must_exist=False) if where else None
+    if problem:
+        names = _ENV.findall(value)
+        shown_value = ("the value of " + " and ".join(f"${{{n}}}" for n in names) + " (not shown)" if names
+                       else shown(where))
+        raise ConfigError(f"{path}: {c._key(key)} ({shown_value}): {problem.replace(where, 'it')}; name a "
+                          "PEM file")
+
+
+def local_path(value: str | None, config: Path) -> str | None:
+    """A path the config names, as eosctl opens it: `~` expanded, a relative one against the config's
+    directory; a URL (``s3://...``) as it is."""
+    if value is None or "://" in value:
+        return value
+    expanded = os.path.expanduser(value)
+    return expanded if Path(expanded).is_absolute() else str(config.parent / expanded)

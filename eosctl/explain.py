@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from eosctl.causes import fenced
+from eosctl.audit.causes import fenced
 from eosctl.model import NO_PRODUCER, Batch, Kind, PartitionLog
 
 EPOCH_CONTEXT = 3  # epoch bumps listed on each side of the offset

@@ -10,7 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 from eosctl.safetext import term
@@ -149,6 +149,63 @@ def glob_paths(pattern: str) -> list[str]:
                   for p in Path(base).glob(rest))
 
 
+def same_file(a: str, b: str) -> bool:
+    """Whether two paths name one file (the same inode: a hard link, a symlink, ``./x`` and ``x`` alike)."""
+    try:
+        sa, sb = os.stat(a), os.stat(b)
+    except (OSError, ValueError):
+        return False
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+def output_refusal(path: str, reads: Iterable[str | None] = (), force: bool = False,
+                   option: str = "--out", ours: Callable[[str], bool] | None = None) -> str | None:
+    """Why eosctl must not write ``path``, in one line; None if it may.
+
+    The one rule for every output (`audit --out`, `report --out`, `snapshot --out`, `exporter --textfile`,
+    the files `sandbox pipeline` writes): an output never replaces a file the command reads (``reads``:
+    its config, sink, report or snapshot; compared by inode, so a link or another spelling is caught too),
+    whatever --force says; and it replaces an existing file only with ``force``, or when ``ours`` says
+    the command itself wrote it (the textfile a cron job rewrites every minute). A device or FIFO
+    (``/dev/stdout``, ``/dev/null``) is written like a shell redirection and replaces nothing."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None  # nothing there (or a name output_problem already refused): nothing to replace
+    for read in reads:
+        if read and same_file(path, read):
+            what = "" if read == path else f" ({shown(read)})"
+            return (f"{option} {shown(path)} is a file this command reads{what}; an output never replaces "
+                    f"an input: pick another {option}")
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    if not force and not (ours is not None and ours(path)):
+        return f"{option} {shown(path)} already exists; pass --force to replace it or pick another {option}"
+    return None
+
+
+def check_output(path: str | None, reads: Iterable[str | None] = (), force: bool = False,
+                 option: str = "--out", ours: Callable[[str], bool] | None = None) -> None:
+    """`output_refusal` as the CLI's one-line error (exit 2); nothing to check without a path."""
+    if path is None:
+        return
+    problem = output_refusal(path, reads, force, option, ours)
+    if problem:
+        from eosctl.errors import EosctlError
+
+        raise EosctlError(problem)
+
+
+@contextmanager
+def writing_output(path: str, reads: Iterable[str | None] = (), force: bool = False, option: str = "--out",
+                   also: tuple[str, ...] = (), ours: Callable[[str], bool] | None = None) -> Iterator[str]:
+    """`check_output` again (a file may have appeared, or become an input, while the command worked), then
+    `replacing`: a temporary name beside ``path`` that replaces it only when the block ends normally."""
+    check_output(path, reads, force, option, ours)
+    with replacing(path, also) as tmp:
+        yield tmp
+
+
 @contextmanager
 def replacing(path: str, also: tuple[str, ...] = ()) -> Iterator[str]:
     """A temporary name beside ``path`` to write to; it replaces ``path`` when the block ends normally.
@@ -200,7 +257,9 @@ def temp_dir(prefix: str) -> Iterator[str]:
     import signal
     import tempfile
 
-    held = {signal.SIGINT, signal.SIGTERM}
+    from eosctl.stopsignals import STOP_SIGNALS
+
+    held = set(STOP_SIGNALS)
     mask = getattr(signal, "pthread_sigmask", None)
     before = mask(signal.SIG_BLOCK, held) if mask else None
     try:

@@ -26,6 +26,8 @@ KINDS = (
     "lost_key",
     "duplicate_key",
     "phantom_key",
+    # A Kafka stage's outputs of input past its group's committed offsets (eosctl.sink.kafka_topic).
+    "ahead_of_commit",
 )
 # The reconciliation's kind each key-lineage kind renames: causes and root causes are that kind's.
 KEY_KINDS = {"lost_key": "gap", "duplicate_key": "duplicate", "phantom_key": "phantom_aborted"}
@@ -44,7 +46,10 @@ DESCRIPTIONS = {
                    "above 2^63-1 or not an integer)",
     "lost_key": "key lineage: committed input records whose key has no output left to pair with them",
     "duplicate_key": "key lineage: more outputs of a key than committed inputs carry it (count = extra)",
-    "phantom_key": "key lineage: outputs whose key only aborted or still-open input records had",
+    "phantom_key": "key lineage: input records of aborted or open transactions whose key has outputs "
+                   "(count = input records, outputs in detail)",
+    "ahead_of_commit": "a stage's outputs of input past its group's committed offsets: written before the "
+                       "commit, written again on restart (count = input records, outputs in detail)",
 }
 
 PASS, FAIL = "pass", "fail"
@@ -107,7 +112,7 @@ class MarkerCause:
 
 @dataclass(frozen=True)
 class Cause:
-    """Why a finding happened, from the log model and the sink the audit read (eosctl.causes).
+    """Why a finding happened, from the log model and the sink the audit read (eosctl.audit.causes).
 
     Which fields a finding's JSON carries depends on its kind (docs/json.md): ``transactions`` for findings
     over data records, ``markers`` for phantom_marker, ``sink_before``/``sink_after``/``passed_by`` for a
@@ -170,6 +175,12 @@ def _span_of(d: Any) -> tuple[Any, Any] | None:
     return (d.get("min"), d.get("max")) if isinstance(d, dict) else None
 
 
+# The fix of a sink that reads aborted or open transactions, as each framework spells it: Spark's Kafka source
+# and Kafka Connect's sink tasks read with the Java consumer's default, read_uncommitted, unless told.
+READ_COMMITTED_FIX = ("consume with isolation.level=read_committed (a Spark Structured Streaming job: "
+                      "option kafka.isolation.level=read_committed, which Spark's Kafka source does not set; "
+                      "Kafka Connect: consumer.override.isolation.level=read_committed)")
+
 _WITH_TRANSACTIONS = ("gap", "phantom_aborted", "phantom_uncommitted", "key_duplicate")
 
 # The detail of the phantom_beyond_hw finding for a topic-partition Kafka doesn't have.
@@ -178,7 +189,7 @@ NOT_IN_KAFKA = "partition does not exist in Kafka"
 # Root causes (report.root_causes[].rule), in the order a report lists them, with what explains them.
 ROOT_RULES = {
     "sink_reads_aborted": "the sink holds records of aborted or still-open transactions (or their markers): "
-                          "it consumes read_uncommitted, or writes before the commit",
+                          f"it consumes read_uncommitted, or writes before the commit; {READ_COMMITTED_FIX}",
     "sink_skipped": "the sink passed over committed records: its offsets were stored or committed apart "
                     "from its results (a crash between the two, or a seek past them)",
     "replay": "the sink wrote records again: results committed before their offsets were stored, then "
@@ -195,6 +206,8 @@ ROOT_RULES = {
                              "records lost to an unclean leader election)",
     "not_yet_consumed": "committed records the sink's consumer had not reached when the sink was read "
                         "(its lag)",
+    "written_before_commit": "a stage wrote outputs of input it has not committed to have processed: it "
+                             "writes before it commits (at-least-once), and a restart writes them again",
     "unexplained": "findings without a recorded cause (a report from before causes existed)",
 }
 
@@ -230,7 +243,8 @@ def root_rule(f: Finding) -> str:
     return _BY_KIND[kind]
 
 
-_BY_KIND = {"duplicate": "replay", "offset_mismatch": "offsets_disagree", "invalid_row": "invalid_rows"}
+_BY_KIND = {"duplicate": "replay", "offset_mismatch": "offsets_disagree", "invalid_row": "invalid_rows",
+            "ahead_of_commit": "written_before_commit"}
 
 
 def root_causes(findings: list[Finding]) -> list[RootCause]:
@@ -255,7 +269,8 @@ def _root_summary(rule: str, members: list[Finding], partitions: int) -> str:
     text = f"{n} finding{'s' * (n != 1)}{where}: {ROOT_RULES[rule]}"
     if rule not in ("sink_reads_aborted", "upstream_retry"):
         return text + "."
-    # Only these two name transactions: reading them for 100k gaps decoded every cause (eosctl.causejson).
+    # Only these two name transactions: reading them for 100k gaps decoded every cause
+    # (eosctl.audit.causejson).
     txns = {(t.topic or f.topic, t.partition if t.topic else f.partition, t.producer_id, t.first_offset)
             for f in members if f.cause for t in f.cause.transactions}
     if rule == "sink_reads_aborted" and txns:
@@ -281,7 +296,7 @@ class Finding:
     offsets: tuple[int, ...] | None = None
     # Free text for people (e.g. both sides of an offset_mismatch); not part of the comparison key.
     detail: str | None = None
-    # Why it happened (eosctl.causes); None in reports from before causes existed.
+    # Why it happened (eosctl.audit.causes); None in reports from before causes existed.
     cause: Cause | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:

@@ -15,15 +15,15 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from eosctl.audit.reconcile import Clipped, offset_mismatch, reconcile_partition
 from eosctl.config import Cluster, Sink
 from eosctl.errors import BrokerError
 from eosctl.findings import Finding
 from eosctl.heap import paused
 from eosctl.logscan import scan_partitions
-from eosctl.model import TP, Kind, PartitionLog
+from eosctl.model import TP, PartitionLog
 from eosctl.offsets import committed_offsets
 from eosctl.progress import Progress
-from eosctl.reconcile import offset_mismatch, reconcile_partition
 from eosctl.sink import OffsetIsland, SinkPartition, frozen, open_reader
 from eosctl.wire import Offsets, WireClient
 
@@ -102,31 +102,6 @@ class Ledger:
                    [PartitionLedger.from_dict(p) for p in d.get("partitions", [])])
 
 
-class _Clipped:
-    """The log as far as the sink claims to have read: DATA past `upto` is pending, not missing.
-
-    A scan older than the sink's freeze (the snapshot and the TUI scan first, `fresh` is the ListOffsets
-    read after the freeze) is bounded by what it saw: offsets it never read, up to the fresh high
-    watermark, and transactions it saw open (since committed or aborted, it can't tell) are not judged,
-    so a row written meanwhile is never a phantom. Rows at or beyond the fresh HW still are.
-    """
-
-    def __init__(self, log: PartitionLog, upto: int, fresh: Offsets | None = None):
-        self.topic, self.partition, self.ranges = log.topic, log.partition, log.ranges
-        self.log_start_offset, self.high_watermark = log.log_start_offset, log.high_watermark
-        self.last_stable_offset = min(log.last_stable_offset, upto)
-        if fresh is not None and (fresh.high_watermark > log.high_watermark
-                                  or fresh.last_stable > log.last_stable_offset):
-            self.ranges = [r for r in log.ranges if r.kind is not Kind.OPEN]
-            self.high_watermark = max(log.high_watermark, fresh.high_watermark)
-
-
-def clipped(log: PartitionLog, upto: int) -> _Clipped:
-    """The log as far as a reader promised to have processed it (``upto``, its committed offset): data
-    records from there on are pending, not missing (a stage's lag, never a gap)."""
-    return _Clipped(log, upto)
-
-
 def partition_ledger(
     topic: str,
     partition: int,
@@ -178,7 +153,7 @@ def partition_ledger(
     if log is not None and upto is not None:
         counts: dict[str, int] = {}
         # The first MAX_FLAGS_PER_KIND findings of each kind, and every gap's count: not 100k Findings.
-        _, findings = reconcile_partition(_Clipped(log, upto, offsets), islands, keep=MAX_FLAGS_PER_KIND,
+        _, findings = reconcile_partition(Clipped(log, upto, offsets), islands, keep=MAX_FLAGS_PER_KIND,
                                           counts=counts)
         p.missing_offsets = counts.get("gap", 0)
         for kind, group in itertools.groupby(sorted(findings, key=lambda f: FLAG_KINDS.index(f.kind)),

@@ -442,8 +442,25 @@ class LiveModel:
             self._client.close()
             self._client = None
         self.admins.reset()
+        self._follow_sandbox()
         # The broker may come back as another (restarted, failed over): read everything in full again.
         self._offsets_checked_at = self._described_all_at = None
+
+    def _follow_sandbox(self) -> None:
+        """The sandbox restarted on another port (`down`, then `up` while its port was taken): the next
+        connections go there, instead of retrying the old port for ever."""
+        if not self.target.sandbox:
+            return
+        from dataclasses import replace
+
+        from eosctl import sandboxstate
+
+        state = sandboxstate.status(sandboxstate.state_dir())
+        if state is None or state.bootstrap == self.target.cluster.bootstrap_servers:
+            return
+        cluster = replace(self.target.cluster, bootstrap_servers=state.bootstrap)
+        self.target = replace(self.target, cluster=cluster)
+        self.admins.cluster = cluster
 
     def reconnect(self) -> None:
         """New connections at the next refresh (after a failed read: the broker may have restarted)."""

@@ -324,7 +324,7 @@ class Exposition:
 
     def parts(self, accept: str | None = None, gzipped: bool = False) -> tuple[list[bytes], str]:
         """([state, live], content type) for an Accept header (None: the Prometheus text format)."""
-        encoder, content_type = choose_encoder(accept or "")
+        encoder, content_type = choose_encoder(negotiate(accept) or "")
         versions = tuple(s.version for s in self.sources)
         key = (content_type, gzipped)
         with self._lock:  # one render per change, however many scrapes arrive meanwhile
@@ -350,6 +350,51 @@ class Exposition:
 
 
 EOF = b"# EOF\n"
+OPENMETRICS = "application/openmetrics-text; version=1.0.0"
+# The OpenMetrics versions served; any other asked for gets the Prometheus text format.
+_OPENMETRICS_VERSIONS = ("1.0.0",)
+
+
+def negotiate(accept: str | None) -> str | None:
+    """What to hand prometheus_client for a client's Accept header: exactly OPENMETRICS when the client
+    accepts a version served (q above 0), else None (the Prometheus text format). prometheus_client copies
+    the asked version into Content-Type (`version=9.9.9` came back as if served), and each distinct header
+    would be a cache entry of its own."""
+    for media_range in (accept or "").split(","):
+        media, *params = (x.strip() for x in media_range.split(";"))
+        if media.lower() != "application/openmetrics-text":
+            continue
+        args = {k.strip().lower(): v.strip() for k, _, v in (p.partition("=") for p in params)}
+        if _q(args.get("q")) > 0 and args.get("version", _OPENMETRICS_VERSIONS[0]) in _OPENMETRICS_VERSIONS:
+            return OPENMETRICS
+    return None
+
+
+def _q(value: str | None) -> float:
+    """An HTTP quality value (RFC 9110 12.4.2); absent: 1, unreadable: 0."""
+    if value is None:
+        return 1.0
+    try:
+        q = float(value)
+    except ValueError:
+        return 0.0
+    return q if 0 <= q <= 1 else 0.0
+
+
+def accepts_gzip(accept_encoding: str | None) -> bool:
+    """Whether an Accept-Encoding header takes gzip: named (or `*`) with q above 0 (`gzip;q=0` refuses it,
+    RFC 9110 12.5.3)."""
+    gzip_q = star_q = None
+    for coding in (accept_encoding or "").split(","):
+        name, *params = (x.strip() for x in coding.split(";"))
+        args = {k.strip().lower(): v.strip() for k, _, v in (p.partition("=") for p in params)}
+        q = _q(args.get("q"))
+        if name.lower() in ("gzip", "x-gzip"):
+            gzip_q = q
+        elif name == "*":
+            star_q = q
+    chosen = gzip_q if gzip_q is not None else star_q
+    return chosen is not None and chosen > 0
 
 
 def _gzip(data: bytes) -> bytes:

@@ -2,7 +2,7 @@
 
 `json.dumps(report.to_dict())` builds a dict for every finding and its cause, then encodes them: about two
 seconds for 100k findings, most of a snapshot's audit. Here each finding is written directly, its cause
-spliced in as the text the audit task encoded (eosctl.causejson), and the result is byte for byte what
+spliced in as the text the audit task encoded (eosctl.audit.causejson), and the result is byte for byte what
 `json.dumps(report.to_dict())` gives (tests/unit/test_reportjson.py compares them).
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from json.encoder import encode_basestring_ascii as _string  # type: ignore[attr-defined]
 from typing import TYPE_CHECKING
 
-from eosctl.causejson import encode, value
+from eosctl.audit.causejson import encode, value
 
 if TYPE_CHECKING:
     from eosctl.findings import AuditReport, Finding

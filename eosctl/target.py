@@ -42,9 +42,13 @@ class Target:
         """Every topic the pipeline reads or writes: where its transactions and producers are."""
         return tuple(dict.fromkeys([*self.topics, *self.outputs]))
 
-    @property
-    def lag_groups(self) -> tuple[str, ...]:
-        return self.groups or ((self.group,) if self.group else ())
+    # The cluster is the sandbox (`bootstrap_servers = "sandbox"`, or no cluster given): a long-lived
+    # reader follows it to the port of its next `eosctl sandbox up` (eosctl.live).
+    sandbox: bool = False
+
+    def lag_groups(self) -> list[str]:
+        """The consumer groups whose lag is this target's (empty: every group on its topics)."""
+        return [self.group] if self.group else list(self.groups)
 
     def args(self) -> str:
         """The options that point another eosctl command at this target, for hints printed to be copied:
@@ -76,6 +80,7 @@ def resolve(
     pipe = cfg.pipeline(pipeline) if cfg else None
     if pipeline and not cfg:
         raise ConfigError("--pipeline needs --config FILE (or set EOSCTL_CONFIG)")
+    found_sandbox = False
     if bootstrap:
         cluster = Cluster(name="cli", bootstrap_servers=bootstrap)
         if cfg and pipe:
@@ -93,6 +98,8 @@ def resolve(
                 "(or start the sandbox with `eosctl sandbox up`)"
             )
         cluster = Cluster(name="sandbox", bootstrap_servers=state.bootstrap)
+        found_sandbox = True
+    on_sandbox = cluster.bootstrap_servers == SANDBOX or found_sandbox
     if cluster.bootstrap_servers == SANDBOX:
         cluster = replace(cluster, bootstrap_servers=_sandbox_bootstrap(config, cluster.name))
     hops_scope = scope(cfg, pipe) if cfg and pipe and pipe.hops else None
@@ -106,7 +113,7 @@ def resolve(
     if hops_scope is not None:
         hop_topics, outputs, groups, prefixes, group_topics = hops_scope
         topics = topics if explicit_topics else hop_topics
-        groups = (group,) if group else groups
+        groups = () if group else groups
     elif pipe:
         outputs = tuple(t for t in _writes(pipe) if t not in topics)
     if pipe and pipe.sink and pipe.sink.kafka_topic and pipe.sink.kafka_cluster is None:
@@ -121,7 +128,8 @@ def resolve(
     if need_topics and not topics:
         raise ConfigError("no topic given: pass --topic NAME or --config FILE --pipeline NAME")
     return Target(cluster=cluster, pipeline=pipe, config=cfg, topics=topics, group=group, groups=groups,
-                  outputs=outputs, txn_prefixes=prefixes, group_topics=() if group else group_topics)
+                  outputs=outputs, txn_prefixes=prefixes, group_topics=() if group else group_topics,
+                  sandbox=on_sandbox)
 
 
 def scope(cfg: Config, pipe: Pipeline) -> tuple:

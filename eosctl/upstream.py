@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import replace
 
-from eosctl.causes import Writer, committed_writers, key_cause
+from eosctl.audit.causes import Writer, committed_writers, key_cause
 from eosctl.config import Cluster, Config, Sink
 from eosctl.errors import BrokerError
 from eosctl.findings import AuditReport, Finding
@@ -40,7 +40,8 @@ def upstream_stage(config: Config, topics: Iterable[str], pipeline: str | None) 
     wanted = set(topics)
     for name, other in config.pipelines.items():
         sink = other.sink
-        if name != pipeline and sink is not None and sink.kafka_topic in wanted and sink.lineage != "key":
+        paired = sink is not None and sink.lineage in ("key", "value")  # no record names its input
+        if name != pipeline and sink is not None and sink.kafka_topic in wanted and not paired:
             return name
     return None
 

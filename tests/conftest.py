@@ -117,17 +117,19 @@ def spark():
 @pytest.fixture(scope="session")
 def postgres():
     """ONE PostgreSQL server for the whole suite: initdb in a temp dir, postgres on a Unix socket there
-    (password auth), stopped at the end of the session and, as a backstop, at interpreter exit."""
+    (password auth) and on a TCP port of 127.0.0.1 (`.tcp_port`, for JDBC clients such as Kafka Connect's
+    sink), stopped at the end of the session and, as a backstop, at interpreter exit."""
     import atexit
 
     from eosctl.errors import EosctlError
     from eosctl.sandbox import pgserver
+    from eosctl.sandbox.net import free_port
 
     try:
         pgserver.bin_dir()
     except EosctlError as e:
         pytest.skip(str(e))
-    server = pgserver.start(password="pw-" + uuid.uuid4().hex[:12])
+    server = pgserver.start(password="pw-" + uuid.uuid4().hex[:12], tcp_port=free_port())
     atexit.register(pgserver.stop, server)
     try:
         yield server

@@ -43,6 +43,10 @@ def _pdeathsig() -> None:
         pass
 
 
+# For a process a test starts itself: its own session, and SIGKILLed if the test process dies first.
+die_with_test = _pdeathsig
+
+
 def java_cmd(classes: Path | None, main: str, *jar_dirs: Path, heap: str = "384m",
              props: dict[str, str] | None = None) -> list[str]:
     cp = os.pathsep.join(([str(classes)] if classes else []) + [maven.classpath(d) for d in jar_dirs])

@@ -158,7 +158,7 @@ def _sort_key(s: str, numeric: bool) -> tuple[int, Any]:
         except ValueError:
             pass
         head = s.split("..", 1)[0].replace(",", "")
-        if head.lstrip("-").isdigit():
+        if head.lstrip("-").isascii() and head.lstrip("-").isdigit():
             return (1, float(head))
         m = _DURATION.fullmatch(s)
         if m and any(m.groups()):

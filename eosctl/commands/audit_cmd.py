@@ -13,12 +13,13 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import click
 
 from eosctl.commands.options import OutputFile, check_one_sink, sink_of, sink_options, target_options
+from eosctl.files import check_output, shown
 from eosctl.findings import DESCRIPTIONS, KINDS, parse_kinds
 from eosctl.output import FORMATS
 from eosctl.progress import Progress, Step
@@ -42,7 +43,9 @@ def _fail_on(ctx: click.Context, param: click.Parameter, value: str | None) -> t
 @click.option("--offsets-table",
               help="Table of offsets stored with the rows (topic, partition, next_offset); with --group, "
                    "compared with the group's committed offsets.")
-@click.option("--out", "out", type=OutputFile(special_ok=True), help="Write the report here.")
+@click.option("--out", "out", type=OutputFile(special_ok=True),
+              help="Write the report here (must not exist unless --force; never a file the audit reads).")
+@click.option("--force", is_flag=True, help="Replace --out if it exists.")
 @click.option("--fail-on", callback=_fail_on, metavar="KIND,...",
               help="Finding kinds that fail the audit (exit 1) [default: all].")
 @click.option("--engine", type=click.Choice(["spark", "local"]),
@@ -57,8 +60,9 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
           sink_parquet: str | None = None, sink_table: str | None = None, topic_column: str | None = None,
           partition_column: str | None = None, offset_column: str | None = None,
           key_column: str | None = None, offsets_table: str | None = None, fmt: str = "table",
-          out: str | None = None, fail_on: tuple[str, ...] = KINDS, engine: str | None = None,
-          master: str | None = None, remote: str | None = None, driver_memory: str | None = None) -> None:
+          out: str | None = None, force: bool = False, fail_on: tuple[str, ...] = KINDS,
+          engine: str | None = None, master: str | None = None, remote: str | None = None,
+          driver_memory: str | None = None) -> None:
     """Reconcile Kafka source offsets with the sink's rows (one task per partition)."""
     # Ctrl-C and SIGTERM unwind through the audit's guard (eosctl.cli.unwind_on_signals).
     started = time.monotonic()
@@ -71,6 +75,7 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
     if engine == "local" and (master or remote or driver_memory):
         raise click.UsageError("--master, --remote and --driver-memory are for --engine spark")
     _check_out(out)
+    check_output(out, (config,), force)  # before the config is even read: `--out c.toml` must not be
     target = resolve(config, pipeline, bootstrap, topics, group, need_topics=not _has_hops(config, pipeline))
     overrides = {k: v for k, v in (("topic_column", topic_column), ("partition_column", partition_column),
                                    ("offset_column", offset_column), ("key_column", key_column),
@@ -83,12 +88,36 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
                                     driver_memory=driver_memory)
     if hops:
         runs = [resolve(config, hop, bootstrap, need_topics=True) for hop in hops]
-        _run([(hop, t, sink_of(t, None, None, None)[0]) for hop, t in zip(hops, runs, strict=True)],
-             fmt, out, fail_on, options, started)
+        audited = [(hop, t, sink_of(t, None, None, None)[0]) for hop, t in zip(hops, runs, strict=True)]
+        written = Written(out, _reads(config, [s for _, _, s in audited]), force)
+        written.check()
+        _run(audited, fmt, written, fail_on, options, started)
         return
     sink, _ = sink_of(target, sink_duckdb, sink_parquet, sink_table)
-    _run([(pipeline or "", target, replace(sink, **overrides))], fmt, out, fail_on, options, started,
-         upstream=_upstream(config, target, bootstrap))
+    upstream = _upstream(config, target, bootstrap)
+    written = Written(out, _reads(config, [sink, upstream[0] if upstream else None]), force)
+    written.check()
+    _run([(pipeline or "", target, replace(sink, **overrides))], fmt, written, fail_on, options, started,
+         upstream=upstream)
+
+
+@dataclass(frozen=True)
+class Written:
+    """Where the report goes and what it must never replace (eosctl.files.output_refusal)."""
+
+    out: str | None
+    reads: tuple[str, ...]
+    force: bool
+
+    def check(self) -> None:
+        check_output(self.out, self.reads, self.force)
+
+
+def _reads(config: str | None, sinks: list) -> tuple[str, ...]:
+    """Every local file the audit reads: its config and each sink's files."""
+    from eosctl.sink.base import local_files
+
+    return (*([config] if config else []), *(f for s in sinks for f in local_files(s)))
 
 
 def _upstream(config: str | None, target, bootstrap: str | None):
@@ -148,7 +177,7 @@ audit.help = "\n".join([
 ])
 
 
-def _run(hops: list[tuple[str, Any, Any]], fmt: str, out: str | None, fail_on: tuple[str, ...],
+def _run(hops: list[tuple[str, Any, Any]], fmt: str, out: Written, fail_on: tuple[str, ...],
          options, started: float, upstream: tuple | None = None) -> None:
     """Audit each hop (name, target, sink) in order: one hop's report as it is, several merged into one;
     ``upstream``: the stage writing a lone hop's topic, whose lineage key duplicates are followed through."""
@@ -216,15 +245,20 @@ def _progress_display(err) -> Iterator[Progress]:
         yield update
 
 
-def _emit(rendered, fmt: str, out: str | None) -> None:
+def _emit(rendered, fmt: str, written: Written) -> None:
     from eosctl.errors import EosctlError
     from eosctl.output.terminal import console
 
+    out = written.out
     if out:
-        from eosctl.files import replacing
+        from eosctl.files import writing_output
 
         try:
-            with replacing(out) as tmp, open(tmp, "w", encoding="utf-8") as f:
+            from eosctl.config import Redacting
+
+            with writing_output(out, written.reads, written.force) as tmp, \
+                    open(tmp, "w", encoding="utf-8") as raw:
+                f = Redacting(raw)  # a report is an output too: no value from the config's ${NAME}s
                 if isinstance(rendered, str):
                     f.write(rendered if rendered.endswith("\n") else rendered + "\n")
                 else:
@@ -233,7 +267,7 @@ def _emit(rendered, fmt: str, out: str | None) -> None:
                     # A file, not stdout: fixed width, no colour codes.
                     _print_parts(Console(file=f, width=120, highlight=False, color_system=None), rendered)
         except OSError as e:
-            raise EosctlError(f"cannot write the report to {out}: {e.strerror or e}") from None
+            raise EosctlError(f"cannot write the report to {shown(out)}: {e.strerror or e}") from None
         return
     if isinstance(rendered, str):
         click.echo(rendered.rstrip("\n"))

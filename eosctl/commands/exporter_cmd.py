@@ -32,7 +32,11 @@ if TYPE_CHECKING:
     from eosctl.target import Target
 
 DEFAULT_LISTEN = "127.0.0.1:9308"  # kafka_exporter's port: where lag dashboards expect an exporter
-OPENMETRICS = "application/openmetrics-text; version=1.0.0"
+OPENMETRICS = "application/openmetrics-text; version=1.0.0"  # eosctl.metrics.OPENMETRICS (imported late)
+# The HTTP server's bounds: connections served at once (each a thread), and how long one socket operation
+# of a request may wait (reading the request line and headers, writing the body).
+MAX_CONNECTIONS = 64
+REQUEST_TIMEOUT_S = 10.0
 
 
 @click.command("exporter")
@@ -55,10 +59,12 @@ OPENMETRICS = "application/openmetrics-text; version=1.0.0"
               help="off: per-topic and per-group sums instead of one series per partition.")
 @click.option("--once", is_flag=True, help="Read once, write --textfile and exit (cron, node_exporter).")
 @click.option("--textfile", type=OutputFile(),
-              help="With --once: the file to write, atomically (node_exporter's textfile collector).")
+              help="With --once: the file to write, atomically (node_exporter's textfile collector); it "
+                   "replaces an earlier reading of eosctl's, any other file only with --force.")
+@click.option("--force", is_flag=True, help="Replace --textfile even if it is not an earlier reading.")
 def exporter(config: str | None, pipelines: tuple[str, ...], bootstrap: str | None, topics: tuple[str, ...],
              group: str | None, listen: str, interval: float, audit_every: float, max_age: float,
-             partition_metrics: str, once: bool, textfile: str | None) -> None:
+             partition_metrics: str, once: bool, textfile: str | None, force: bool = False) -> None:
     """Serve Prometheus metrics: transaction-aware lag, open and hanging transactions, fencing, audits.
 
     \b
@@ -79,13 +85,15 @@ def exporter(config: str | None, pipelines: tuple[str, ...], bootstrap: str | No
     options = _audit_options(targets) if audit_every > 0 else None
     if once:
         assert textfile is not None
+        reads = _reads(config, targets)
+        check_textfile(textfile, reads, force)
         with _sources(targets, max_age) as sources:
             _first_refresh(sources)
             if options is not None:
                 _audit_all(sources, targets, options)
             from eosctl.metrics import Exposition
 
-            write_textfile(textfile, Exposition(sources, partition_metrics == "on").render()[0])
+            write_textfile(textfile, Exposition(sources, partition_metrics == "on").render()[0], reads, force)
         return
     server = bind(host, port)
     try:
@@ -105,8 +113,10 @@ def exporter(config: str | None, pipelines: tuple[str, ...], bootstrap: str | No
             server.shutdown()
     finally:
         server.server_close()
-    click.echo("eosctl: interrupted" if stop.signum == signal.SIGINT else "eosctl: terminated", err=True)
-    raise SystemExit(130 if stop.signum == signal.SIGINT else 143)
+    from eosctl.stopsignals import exit_code, say_stopped
+
+    say_stopped(stop.signum)
+    raise SystemExit(exit_code(stop.signum))
 
 
 # ---- set-up -------------------------------------------------------------------------------------------
@@ -116,7 +126,7 @@ def parse_listen(listen: str) -> tuple[str, int]:
     """--listen HOST:PORT ([::1]:PORT for IPv6) as (host, port)."""
     host, sep, port = listen.rpartition(":")
     host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    if not sep or not host or not port.isdigit() or int(port) > 65535:
+    if not sep or not host or not (port.isascii() and port.isdigit()) or int(port) > 65535:
         raise click.BadParameter(f"{listen!r} is not HOST:PORT (e.g. {DEFAULT_LISTEN}, 0.0.0.0:9308, "
                                  "[::1]:9308)", param_hint="'--listen'")
     return host, int(port)
@@ -135,6 +145,42 @@ def bind(host: str, port: int) -> ThreadingHTTPServer:
     class Server(ThreadingHTTPServer):
         address_family = family
         daemon_threads = True
+        request_queue_size = MAX_CONNECTIONS  # the listen backlog
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+
+        def process_request(self, request: Any, client_address: Any) -> None:
+            # At most MAX_CONNECTIONS threads: one more connection is closed at once, unanswered (3,000
+            # idle ones each held a thread and wedged the exporter). A scrape retries at its next interval.
+            if not self.slots.acquire(blocking=False):
+                self.shutdown_request(request)
+                return
+            try:
+                super().process_request(request, client_address)
+            except BaseException:
+                self.slots.release()
+                raise
+
+        def process_request_thread(self, request: Any, client_address: Any) -> None:
+            try:
+                super().process_request_thread(request, client_address)
+            finally:
+                self.slots.release()
+
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            # A client that went away (a scrape timeout, `curl | head`) or never finished its request is
+            # not the exporter's error: nothing to say. Anything else: one line, no traceback.
+            import sys
+
+            e = sys.exc_info()[1]
+            if isinstance(e, ConnectionError | TimeoutError):
+                return
+            from eosctl.safetext import term
+
+            click.echo(f"eosctl exporter: a request from {term(str(client_address[0]))} failed: "
+                       f"{term(type(e).__name__)}: {term(str(e))[:200]}", err=True)
 
     try:
         return Server((host, port), _Handler)
@@ -211,8 +257,8 @@ def _refresh_loop(sources: list[Source], exposition: Exposition, interval: float
                 s.refreshed(None)
                 if i not in down:
                     down[i] = first_line(e)
-                    click.echo(f"eosctl exporter: {term(s.pipeline or s.cluster)}: refresh failed, serving "
-                               f"the last values (eosctl_up 0): {term(down[i])}", err=True)
+                    _log(f"eosctl exporter: {term(s.pipeline or s.cluster)}: refresh failed, serving "
+                         f"the last values (eosctl_up 0): {term(down[i])}")
                 continue
             s.refreshed(cap)
             if down.pop(i, None) is not None:
@@ -222,14 +268,25 @@ def _refresh_loop(sources: list[Source], exposition: Exposition, interval: float
         stop.wait(max(0.0, interval - (time.monotonic() - started)))
 
 
+def _log(message: str) -> None:
+    """One line of the exporter's log on stderr: no value substituted from the config's ${NAME}s."""
+    from eosctl.config import redact
+
+    click.echo(redact(message), err=True)
+
+
 def _audit_all(sources: list[Source], targets: list[Target], options: Any,
-               stop: threading.Event | None = None) -> None:
-    """One audit per pipeline with a sink; a failed one counts in eosctl_audit_errors_total."""
+               stop: threading.Event | None = None, failing: dict[int, str] | None = None) -> None:
+    """One audit per pipeline with a sink; a failed one counts in eosctl_audit_errors_total.
+
+    ``failing``: source index -> the reason its audits fail, kept across runs so that an outage is logged
+    when it starts, when its reason changes and when it ends, not at every --audit-every."""
+    failing = {} if failing is None else failing
     import auditors
     from eosctl.errors import EosctlError, first_line
     from eosctl.safetext import term
 
-    for s, t in zip(sources, targets, strict=True):
+    for i, (s, t) in enumerate(zip(sources, targets, strict=True)):
         sink = t.pipeline.sink if t.pipeline else None
         if sink is None or (stop is not None and stop.is_set()):
             continue
@@ -243,9 +300,14 @@ def _audit_all(sources: list[Source], targets: list[Target], options: Any,
             if not isinstance(e, EosctlError | OSError):  # a crash, not a sink or broker problem: name it
                 why = f"{type(e).__name__}: {why}"
             s.audited(None, time.monotonic() - started, why)
-            click.echo(f"eosctl exporter: {term(s.pipeline)}: audit failed: {term(why)}", err=True)
+            if failing.get(i) != why:
+                failing[i] = why
+                _log(f"eosctl exporter: {term(s.pipeline)}: audit failed: {term(why)} (said once until it "
+                     "changes; eosctl_audit_errors_total counts each)")
             continue
         s.audited(report, time.monotonic() - started)
+        if failing.pop(i, None) is not None:
+            _log(f"eosctl exporter: {term(s.pipeline)}: the audit runs again")
 
 
 @contextmanager
@@ -258,8 +320,9 @@ def _auditing(sources: list[Source], targets: list[Target], options: Any, every:
     from auditors import guard
 
     def loop() -> None:
+        failing: dict[int, str] = {}
         while not stop.is_set():
-            _audit_all(sources, targets, options, stop)
+            _audit_all(sources, targets, options, stop, failing)
             exposition.warm()
             stop.wait(every)
 
@@ -289,7 +352,9 @@ def _signals() -> Iterator[_Stop]:
         stop.signum = signum
         stop.set()
 
-    before = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    from eosctl.stopsignals import STOP_SIGNALS
+
+    before = {s: signal.signal(s, on_signal) for s in STOP_SIGNALS}
     try:
         yield stop
     finally:
@@ -299,27 +364,43 @@ def _signals() -> Iterator[_Stop]:
 
 class _Handler(BaseHTTPRequestHandler):
     server_version = "eosctl-exporter"
+    # Per socket operation: a client idle or sending its request slowly is dropped after this long instead
+    # of holding its thread for ever (Prometheus' default scrape timeout is 10 s).
+    timeout = REQUEST_TIMEOUT_S
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        self._answer(body=True)
+
+    def do_HEAD(self) -> None:  # noqa: N802 (http.server's name)
+        self._answer(body=False)
+
+    def _answer(self, body: bool) -> None:
+        from eosctl.metrics import accepts_gzip
+
         path = self.path.split("?", 1)[0]
         if path == "/metrics":
             exposition: Exposition | None = getattr(self.server, "exposition", None)
             if exposition is None:
-                return self._send(503, [b"not ready\n"], "text/plain; charset=utf-8")
-            gzipped = "gzip" in self.headers.get("Accept-Encoding", "")
+                return self._send(503, [b"not ready\n"], "text/plain; charset=utf-8", body=body)
+            gzipped = accepts_gzip(self.headers.get("Accept-Encoding"))
             parts, content_type = exposition.parts(self.headers.get("Accept"), gzipped)
-            return self._send(200, parts, content_type, "gzip" if gzipped else None)
+            return self._send(200, parts, content_type, "gzip" if gzipped else None, body=body)
         if path == "/":
-            return self._send(200, [b"eosctl exporter: metrics at /metrics\n"], "text/plain; charset=utf-8")
-        self._send(404, [b"not found: metrics are at /metrics\n"], "text/plain; charset=utf-8")
+            return self._send(200, [b"eosctl exporter: metrics at /metrics\n"], "text/plain; charset=utf-8",
+                              body=body)
+        self._send(404, [b"not found: metrics are at /metrics\n"], "text/plain; charset=utf-8", body=body)
 
-    def _send(self, code: int, parts: list[bytes], content_type: str, encoding: str | None = None) -> None:
+    def _send(self, code: int, parts: list[bytes], content_type: str, encoding: str | None = None,
+              body: bool = True) -> None:
         self.send_response(code)
         self.send_header("Content-Type", content_type)
         if encoding:
             self.send_header("Content-Encoding", encoding)
+        self.send_header("Vary", "Accept, Accept-Encoding")
         self.send_header("Content-Length", str(sum(len(p) for p in parts)))
         self.end_headers()
+        if not body:  # HEAD: the headers a GET would get, no body
+            return
         for part in parts:  # not joined: no copy of a 10 MB body per scrape
             self.wfile.write(part)
 
@@ -327,12 +408,44 @@ class _Handler(BaseHTTPRequestHandler):
         pass  # one line per scrape would flood the log of a process that runs for weeks
 
 
-def write_textfile(path: str, body: bytes) -> None:
-    """Write ``body`` beside ``path`` and rename it there: node_exporter never reads half a file."""
-    from eosctl.files import replacing
+def _reads(config: str | None, targets: list[Target]) -> tuple[str, ...]:
+    """Every local file the exporter reads: the config and each pipeline's sink."""
+    from eosctl.sink.base import local_files
 
-    with replacing(path) as tmp, open(tmp, "wb") as f:
-        f.write(body)
+    sinks = [t.pipeline.sink for t in targets if t.pipeline is not None]
+    return (*([config] if config else []), *(f for s in sinks for f in local_files(s)))
+
+
+def earlier_reading(path: str) -> bool:
+    """Whether ``path`` holds an exposition eosctl wrote (its first line a HELP or TYPE of an eosctl_
+    metric): the reading a cron job replaces every run, which needs no --force."""
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(200)
+    except OSError:
+        return False
+    return first.startswith((b"# HELP eosctl_", b"# TYPE eosctl_"))
+
+
+def check_textfile(path: str, reads: tuple[str, ...], force: bool) -> None:
+    from eosctl.files import check_output
+
+    check_output(path, reads, force, "--textfile", earlier_reading)
+
+
+def write_textfile(path: str, body: bytes, reads: tuple[str, ...] = (), force: bool = False) -> None:
+    """Write ``body`` beside ``path`` and rename it there: node_exporter never reads half a file. A full
+    disk is one line (the temporary file is removed, the earlier reading stays)."""
+    from eosctl.errors import EosctlError
+    from eosctl.files import shown, writing_output
+
+    try:
+        with writing_output(path, reads, force, "--textfile", ours=earlier_reading) as tmp, \
+                open(tmp, "wb") as f:
+            f.write(body)
+    except OSError as e:
+        raise EosctlError(f"cannot write --textfile {shown(path)}: {e.strerror or e}; the earlier reading "
+                          "is kept") from None
 
 
 COMMANDS = [exporter]

@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from eosctl.commands.options import TIMEOUT_MS, target_options
+from eosctl.commands.options import TIMEOUT_MS, Seconds, target_options
 from eosctl.output.lag import lag_document, lag_renderable, outage_document
 from eosctl.output.terminal import console as out_console
 
@@ -28,7 +28,7 @@ from eosctl.output.terminal import console as out_console
                    "committed offsets for the topics).")
 @click.option("--topic", "-t", "topics", multiple=True,
               help="Topic (repeatable; default: the pipeline's source topics, else all the groups' topics).")
-@click.option("--watch", "interval", type=click.FloatRange(min=0.1), default=None, metavar="SECONDS",
+@click.option("--watch", "interval", type=Seconds(min=0.1), default=None, metavar="SECONDS",
               help="Poll every SECONDS and show a status per partition and group.")
 @click.option("--window", type=click.IntRange(min=2), default=10, show_default=True,
               help="Polls in the --watch sliding window.")
@@ -62,7 +62,7 @@ def lag(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: st
     from eosctl.wire import WireClient
 
     target = resolve(config, pipeline, bootstrap, topics)
-    wanted_groups = list(groups) or list(target.lag_groups)
+    wanted_groups = list(groups) or target.lag_groups()
     wanted_topics = list(target.topics)
     if interval is None:
         with WireClient(target.cluster, timeout_ms=TIMEOUT_MS) as client:

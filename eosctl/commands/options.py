@@ -24,13 +24,29 @@ class Duration(click.ParamType):
     def convert(self, value: Any, param: Any, ctx: Any) -> float:
         if isinstance(value, int | float):
             return float(value)
-        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*", str(value))
+        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*", str(value), re.ASCII)
         if not m:
             self.fail(f"{value!r} is not a duration (examples: 30, 90s, 15m, 2h)", param, ctx)
         return float(m.group(1)) * self._UNITS[m.group(2) or "s"]
 
 
 DURATION = Duration()
+
+
+class Seconds(click.FloatRange):
+    """A number of seconds from ``min`` to a day: `inf` and `nan` are numbers to float(), not waits (a
+    sleep of `inf` raised OverflowError)."""
+
+    name = "seconds"
+
+    def __init__(self, min: float) -> None:  # noqa: A002 (click's name)
+        super().__init__(min=min, max=86_400.0)
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        rv = super().convert(value, param, ctx)
+        if rv != rv:  # NaN passes every comparison of FloatRange
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        return rv
 
 
 class InputFile(click.ParamType):
@@ -87,14 +103,16 @@ class WorkDir(click.ParamType):
 
 
 class ParquetPaths(click.ParamType):
-    """A Parquet path or glob (or a URL): every local file it matches must be a regular file."""
+    """A Parquet path or glob (or a URL): every local file it matches must be a regular file; or a directory
+    (its table as Spark reads it)."""
 
     name = "text"
 
     def convert(self, value: Any, param: Any, ctx: Any) -> str:
         from eosctl.files import glob_problem
+        from eosctl.sink.spark_files import is_table_dir
 
-        problem = glob_problem(str(value))
+        problem = None if is_table_dir(str(value)) else glob_problem(str(value))
         if problem:
             self.fail(problem, param, ctx)
         return str(value)

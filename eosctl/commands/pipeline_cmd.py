@@ -6,6 +6,7 @@ cluster it needs --yes (or a yes at the prompt on a terminal), after eosctl has 
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import time
@@ -42,7 +43,11 @@ def _check_prefix(ctx: click.Context, param: click.Parameter, value: str) -> str
 @click.option("--prefix", default="demo", show_default=True, callback=_check_prefix,
               help="Names topics, groups and transactional ids; an earlier run's topics are recreated.")
 @click.option("--workdir", type=WorkDir(), default=None,
-              help="Where the DuckDB sink, manifest.json and eosctl.toml go (default: $EOSCTL_HOME/PREFIX).")
+              help="Where the DuckDB sink, manifest.json and eosctl.toml go (default: $EOSCTL_HOME/PREFIX); "
+                   "must be empty or new unless --force.")
+@click.option("--force", is_flag=True,
+              help="Let the run replace the sink, manifest.json and eosctl.toml in a --workdir that has "
+                   "files already.")
 @click.option("--fault", "faults", multiple=True, type=click.Choice(FAULTS),
               help="Plant a defect (repeatable): " + ", ".join(FAULTS) + ".")
 @click.option("--records", default=300, show_default=True, type=click.IntRange(min=1),
@@ -60,7 +65,7 @@ def _check_prefix(ctx: click.Context, param: click.Parameter, value: str) -> str
               help="Needed when --bootstrap is not the sandbox: the run deletes and recreates the prefix's "
                    "topics and groups there.")
 def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: tuple[str, ...], records: int,
-             partitions: int, sink_kind: str, yes: bool) -> None:
+             partitions: int, sink_kind: str, yes: bool, force: bool = False) -> None:
     """Run source -> read-process-write -> sink (DuckDB or PostgreSQL) once, with the given faults.
 
     \b
@@ -77,6 +82,8 @@ def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: t
     # soft_wrap: long paths stay on one line (copy-pasteable) whatever the terminal width.
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     out = Console(highlight=False, soft_wrap=True)
+    if workdir is not None:
+        _check_workdir(workdir, force)  # before any question or change
     if bootstrap is None:
         bootstrap = noida.bootstrap_or_error(None)
         cluster = Cluster(name="sandbox", bootstrap_servers=bootstrap)
@@ -87,13 +94,14 @@ def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: t
         cluster = Cluster(name="cluster", bootstrap_servers=bootstrap)
         if not _is_sandbox(bootstrap):
             _confirm_writes(bootstrap, prefix, partitions, records, yes, err)
+    # The default work directory is eosctl's own ($EOSCTL_HOME/PREFIX): each run replaces the last.
     workdir = workdir if workdir is not None else noida.state_dir() / prefix
     t0 = time.monotonic()
 
     def progress(msg: str) -> None:
         err.print(f"[dim]{time.monotonic() - t0:5.1f}s[/] {msg}")
 
-    with _sandbox_postgres(sink_kind == "postgres", progress) as postgres:
+    with _sandbox_postgres(sink_kind == "postgres", progress) as postgres, _no_half_sink(Path(workdir)):
         manifest = run_pipeline(cluster, prefix, workdir, faults=faults, records=records,
                                 partitions=partitions, progress=progress, postgres=postgres,
                                 delta=sink_kind == "delta", iceberg=sink_kind == "iceberg")
@@ -115,6 +123,56 @@ def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: t
 
     for line in planted_lines(manifest):
         out.print(line, highlight=False)
+
+
+def _check_workdir(workdir: Path, force: bool) -> None:
+    """A --workdir with files in it is the user's: the run would replace its eosctl.toml, manifest.json and
+    sink.duckdb (and every table in it), so it needs --force."""
+    from eosctl.errors import EosctlError
+    from eosctl.files import shown
+
+    try:
+        entries = sorted(os.listdir(workdir)) if workdir.is_dir() else []
+    except OSError as e:
+        raise EosctlError(f"--workdir {shown(str(workdir))}: {e.strerror or e}") from None
+    if entries and not force:
+        raise EosctlError(f"--workdir {shown(str(workdir))} is not empty ({len(entries)} entries, e.g. "
+                          f"{shown(entries[0])}); the run would replace its sink, manifest.json and "
+                          "eosctl.toml: pick an empty directory or pass --force")
+
+
+@contextmanager
+def _no_half_sink(workdir: Path) -> Iterator[None]:
+    """A run that fails (a full disk, Ctrl-C) leaves no half-written sink.duckdb: run_pipeline removed the
+    last one before it started, so whatever is there now is this run's."""
+    from eosctl.errors import EosctlError
+    from eosctl.files import shown
+    from eosctl.sandbox.pipeline.run import SINK_FILE
+
+    def clean() -> None:
+        for name in (SINK_FILE, SINK_FILE + ".wal"):
+            try:
+                (workdir / name).unlink()
+            except OSError:
+                pass
+
+    try:
+        yield
+    except OSError as e:
+        clean()
+        raise EosctlError(f"the pipeline could not write to {shown(str(e.filename or workdir))}: "
+                          f"{e.strerror or e}") from None
+    except Exception as e:
+        clean()
+        if "duckdb" in type(e).__module__ and "IO" in type(e).__name__:
+            from eosctl.errors import first_line
+
+            raise EosctlError(f"the pipeline could not write its sink in {shown(str(workdir))}: "
+                              f"{first_line(e)}") from None
+        raise
+    except BaseException:
+        clean()
+        raise
 
 
 @contextmanager

@@ -15,8 +15,10 @@ from eosctl.files import shown
 @click.command("report")
 @click.argument("source", metavar="SNAPSHOT.duckdb|REPORT.json", type=duckdb_file())
 @click.option("--out", "out", required=True, type=OutputFile(),
-              help="The HTML file to write (one self-contained file: no network, no scripts).")
-def report(source: str, out: str) -> None:
+              help="The HTML file to write (one self-contained file: no network, no scripts); must not "
+                   "exist unless --force, and is never SOURCE itself.")
+@click.option("--force", is_flag=True, help="Replace --out if it exists.")
+def report(source: str, out: str, force: bool) -> None:
     """Render an audit as one self-contained HTML file, for sign-off or an incident review.
 
     \b
@@ -38,20 +40,22 @@ def report(source: str, out: str) -> None:
     by this eosctl record them) or, for a snapshot, from its partition logs; an older JSON report without
     them still shows every finding.
     """
-    from eosctl.files import write_replacing
+    from eosctl.files import check_output, writing_output
     from eosctl.output.html import render_html
 
+    check_output(out, (source,), force)
     audit, context = load_audit(source)
     html = render_html(audit, context)
     parent = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(parent):
-        raise EosctlError(f"cannot write {out}: directory {parent} does not exist; create it or pick another "
-                          "--out")
+        raise EosctlError(f"cannot write {shown(out)}: directory {shown(parent)} does not exist; create it "
+                          "or pick another --out")
     try:
-        write_replacing(out, html)
+        with writing_output(out, (source,), force) as tmp, open(tmp, "w", encoding="utf-8") as f:
+            f.write(html)
     except OSError as e:
-        raise EosctlError(f"cannot write {out}: {e.strerror or e}") from None
-    click.echo(f"wrote {out}: {audit.verdict.upper()}, {len(audit.findings)} findings in "
+        raise EosctlError(f"cannot write {shown(out)}: {e.strerror or e}") from None
+    click.echo(f"wrote {shown(out)}: {audit.verdict.upper()}, {len(audit.findings)} findings in "
                f"{len(audit.partitions)} partitions", err=True)
 
 
@@ -80,8 +84,10 @@ def load_audit(source: str):
 
 def _say(source: str, notes: list[str]) -> None:
     """A report whose own verdict disagrees with its findings: one line each, and the page says it too."""
+    from eosctl.config import redact
+
     for note in notes:
-        click.echo(f"eosctl: warning: {shown(source)}: {note}", err=True)
+        click.echo(redact(f"eosctl: warning: {shown(source)}: {note}"), err=True)
 
 
 def _from_snapshot(source: str):

@@ -48,17 +48,15 @@ def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, to
     that was young at capture time. Open it offline: `eosctl tui --snapshot FILE`, or any DuckDB
     client (tables documented in docs/snapshot.md). Reads only; writes nothing to Kafka.
     """
-    from pathlib import Path
-
     from eosctl import snapshot as snap
     from eosctl.capture import capture
-    from eosctl.errors import EosctlError
+    from eosctl.files import check_output
     from eosctl.output.terminal import console, scan_progress
+    from eosctl.sink.base import local_files
     from eosctl.target import resolve
 
     check_one_sink(sink_duckdb, sink_parquet)
-    if Path(out_path).exists() and not force:
-        raise EosctlError(f"{out_path} already exists; choose another --out or pass --force")
+    check_output(out_path, (config, audit_report, sink_duckdb, *_matches(sink_parquet)), force)
     snap.check_writable(out_path)  # before the capture, which can take minutes
     if with_audit and audit_report:
         raise click.UsageError("pass either --with-audit or --audit-report, not both")
@@ -67,6 +65,8 @@ def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, to
     sink = where = None
     if (target.pipeline and target.pipeline.sink) or sink_duckdb or sink_parquet:
         sink, where = sink_of(target, sink_duckdb, sink_parquet, sink_table)
+    reads = (config, audit_report, *local_files(sink))
+    check_output(out_path, reads, force)  # the sink is known now: `--out` naming it is refused here
     with _frozen_for_both(sink, where, target) if with_audit else nullcontext(sink) as fixed:
         # With --with-audit the ledger and the audit read one frozen state of the sink (one copy, one
         # snapshot or version), both before Kafka: they can't disagree on what the sink held.
@@ -78,6 +78,7 @@ def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, to
             captured.sections["audit"] = "ok"
         elif with_audit:
             _capture_audit(captured, target, fixed)
+    check_output(out_path, reads, force)  # again: the file may have appeared during the capture
     snap.write_snapshot(captured, out_path)
     if fmt == "json":
         from eosctl.output.terminal import emit_json
@@ -92,7 +93,14 @@ def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, to
     render_snapshot(console(), captured, out_path)
 
 
+def _matches(parquet: str | None) -> list[str]:
+    from eosctl.files import glob_paths
+
+    return glob_paths(parquet) if parquet and "://" not in parquet else []
+
+
 def _read_audit_report(path: str) -> AuditReport:
+    from eosctl.config import redact
     from eosctl.errors import EosctlError
     from eosctl.files import shown
     from eosctl.findings import read_report
@@ -104,7 +112,7 @@ def _read_audit_report(path: str) -> AuditReport:
         raise EosctlError(f"{shown(path)} is not an `eosctl audit --format json` report ({e}); write one "
                           "with `eosctl audit --format json --out FILE`") from None
     for note in notes:  # stored with the recomputed verdict
-        click.echo(f"eosctl: warning: {shown(path)}: {note}", err=True)
+        click.echo(redact(f"eosctl: warning: {shown(path)}: {note}"), err=True)
     return report
 
 

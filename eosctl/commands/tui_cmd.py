@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from eosctl.commands.options import DURATION, config_file, duckdb_file
+from eosctl.commands.options import DURATION, Seconds, config_file, duckdb_file
 
 
 @click.command("tui")
@@ -31,7 +31,7 @@ from eosctl.commands.options import DURATION, config_file, duckdb_file
 @click.option(
     "--refresh",
     "refresh",
-    type=click.FloatRange(min=0.5),
+    type=Seconds(min=0.5),
     default=5.0,
     show_default=True,
     metavar="SECONDS",
@@ -116,7 +116,8 @@ def _stop_audits() -> None:
 
 @contextmanager
 def _signals_quit(app: Any) -> Iterator[None]:
-    """Ctrl-C and SIGTERM quit the app as `q` does, then count as the signal (one line, 130 or 143).
+    """Ctrl-C, SIGTERM and SIGHUP quit the app as `q` does, then count as the signal (one line, 130, 143 or
+    129).
 
     Raised inside Textual's event loop, the KeyboardInterrupt eosctl's other commands unwind with would
     land in whichever callback runs (a traceback, or a hang with the terminal still raw). So the signal
@@ -139,7 +140,9 @@ def _signals_quit(app: Any) -> Iterator[None]:
             got.append(signum)
             loop.call_soon_threadsafe(app.exit)
 
-    before = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    from eosctl.stopsignals import STOP_SIGNALS
+
+    before = {s: signal.signal(s, on_signal) for s in STOP_SIGNALS}
     try:
         yield
     finally:

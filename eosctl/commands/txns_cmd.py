@@ -222,7 +222,7 @@ def _safety(client: Any, admin: Any, target: Any, tp: Any, producer_id: int, lso
     from eosctl.clients import confluent_admin
 
     return gather(client, admin, confluent_admin(target.cluster, timeout=TIMEOUT_MS / 1000), tp, producer_id,
-                  lso, hw, now, target.lag_groups)
+                  lso, hw, now, tuple(target.lag_groups()))
 
 
 COMMANDS = [txns]

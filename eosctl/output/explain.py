@@ -74,6 +74,11 @@ def report_document(report: AuditReport, origin: str) -> dict[str, Any]:
                             for r in root_causes(report.findings)]}
 
 
+# Findings listed per root cause in the table: a person reads the first ones; all of them are in
+# `--format json` (a table of a million rows took minutes to lay out).
+TABLE_FINDINGS = 100
+
+
 def report_table(report: AuditReport, origin: str) -> Any:
     parts: list[Any] = [text(f"{origin}: {report.verdict.upper()}, {len(report.findings)} findings",
                              style="bold")]
@@ -82,7 +87,11 @@ def report_table(report: AuditReport, origin: str) -> Any:
     for n, r in enumerate(root_causes(report.findings), 1):
         parts.append(Text(""))
         parts.append(text(f"{n}. {r.rule}: {r.summary}", style="bold"))
+        listed = r.findings[:TABLE_FINDINGS]
         parts.append(table(None, ["kind", "partition", "offsets", "count", "cause"],
                            [(f.kind, text(f"{f.topic}[{f.partition}]"), where(f), f.count,
-                             text(short_cause(f))) for f in (report.findings[i] for i in r.findings)]))
+                             text(short_cause(f))) for f in (report.findings[i] for i in listed)]))
+        if len(r.findings) > len(listed):
+            parts.append(Text(f"... and {len(r.findings) - len(listed)} more findings of this root cause "
+                              "(all of them: --format json)"))
     return Group(*parts)

@@ -66,6 +66,8 @@ def short_cause(f: Finding) -> str:
         return "rows the log never had"
     if kind == "offset_mismatch":
         return "stored and committed offsets disagree"
+    if kind == "ahead_of_commit":
+        return "written before the stage's commit: a restart writes them again"
     return "rows without valid source coordinates"
 
 

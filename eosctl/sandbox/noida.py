@@ -1,4 +1,4 @@
-"""The embedded sandbox broker: noida-db (Kafka protocol only) on a free loopback port.
+"""The embedded sandbox broker: noida-db (Kafka protocol only) on a loopback port (the last one it had).
 
 Its state file (``eosctl.sandboxstate``) records the pid, port and data directory so other commands and the
 demo config find the broker.
@@ -9,11 +9,14 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
 from eosctl import procs, sandboxstate
 from eosctl.errors import EosctlError
+from eosctl.files import write_replacing
 from eosctl.sandbox.net import free_port, port_open, wait_for_metadata
 from eosctl.sandboxstate import STATE_FILE, SandboxState, bootstrap_or_error, state_dir
 
@@ -33,9 +36,54 @@ def broker_binary() -> Path:
     return binary
 
 
+# The port the last sandbox of this home listened on: `up` takes it again when it is free, so a config,
+# a TUI, an exporter or `lag --watch` pointed at the sandbox finds it after `down` and `up`.
+PORT_FILE = "sandbox.port"
+LOCK_FILE = "sandbox.lock"
+
+
+@contextmanager
+def _locked(home: Path, timeout: float) -> Iterator[None]:
+    """One `up` or `down` of this home at a time: two racing `up`s started two brokers on one data
+    directory, and the loser reported the broker's own "already running" (exit 2) although `up` does
+    nothing when the sandbox runs. The lock is the kernel's (flock): a killed holder releases it."""
+    import fcntl
+
+    with open(home / LOCK_FILE, "a+b") as f:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise EosctlError(f"another `eosctl sandbox` command holds {home / LOCK_FILE} for more "
+                                      f"than {timeout:.0f}s; wait for it, or stop it") from None
+                time.sleep(0.05)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _last_port(home: Path) -> int | None:
+    try:
+        text = (home / PORT_FILE).read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isascii() and text.isdigit() and 0 < int(text) < 65536 else None
+
+
 def up(home: Path, port: int | None = None, timeout: float = 30.0) -> tuple[SandboxState, bool]:
-    """Start the sandbox (or return the one already running). Returns (state, started_now)."""
+    """Start the sandbox (or return the one already running). Returns (state, started_now).
+
+    Without ``port``, the last sandbox's port if it is free, else a free one."""
     home.mkdir(parents=True, exist_ok=True)
+    with _locked(home, timeout + 5):
+        return _up(home, port, timeout)
+
+
+def _up(home: Path, port: int | None, timeout: float) -> tuple[SandboxState, bool]:
     running = sandboxstate.status(home)
     if running is not None:
         if port is not None and port != running.port:
@@ -45,7 +93,8 @@ def up(home: Path, port: int | None = None, timeout: float = 30.0) -> tuple[Sand
             )
         return running, False
     if port is None:
-        port = free_port()
+        last = _last_port(home)
+        port = last if last is not None and not port_open(last) else free_port()
     elif port_open(port):
         raise EosctlError(
             f"port {port} is already in use; choose another with --port or omit it for a free one"
@@ -78,15 +127,19 @@ def up(home: Path, port: int | None = None, timeout: float = 30.0) -> tuple[Sand
     except BaseException:
         procs.stop(proc.pid)
         raise
-    (home / STATE_FILE).write_text(json.dumps(asdict(state), indent=2))
+    write_replacing(str(home / STATE_FILE), json.dumps(asdict(state), indent=2))
+    write_replacing(str(home / PORT_FILE), f"{port}\n")
     return state, True
 
 
 def down(home: Path) -> SandboxState | None:
     """Stop the sandbox by its recorded pid. Returns what was stopped, or None if nothing ran."""
-    state = sandboxstate.status(home)
-    if state is None:
+    if not home.is_dir():
         return None
-    procs.stop(state.pid)
-    (home / STATE_FILE).unlink(missing_ok=True)
-    return state
+    with _locked(home, 60.0):
+        state = sandboxstate.status(home)
+        if state is None:
+            return None
+        procs.stop(state.pid)
+        (home / STATE_FILE).unlink(missing_ok=True)
+        return state

@@ -1,5 +1,6 @@
 """A local PostgreSQL for the sandbox's reference pipeline and the tests: ``initdb`` in a directory,
-``postgres`` listening only on a Unix socket in that directory, stopped by ``stop`` (fast shutdown, then
+``postgres`` listening on a Unix socket in that directory (and, if asked, on a TCP port of 127.0.0.1 for
+clients that speak only TCP, such as a JDBC driver), stopped by ``stop`` (fast shutdown, then
 SIGKILL after a deadline).
 
 PostgreSQL refuses to run as root; under root (a CI container) the server runs as the ``postgres`` user
@@ -23,7 +24,7 @@ from eosctl import procs
 from eosctl.errors import EosctlError
 
 STATE_FILE = "postgres.json"
-PORT = 5432  # only names the socket file (.s.PGSQL.5432): the server listens on no TCP port
+PORT = 5432  # only names the socket file (.s.PGSQL.5432) unless a TCP port is asked for
 USER = "eosctl"
 _SOCKET_MAX = 100  # sun_path holds 107 bytes; the socket file adds "/.s.PGSQL.5432"
 
@@ -34,14 +35,19 @@ class LocalPostgres:
     root: str  # everything of this server: data/, the socket, the log
     owned_root: bool  # root was made for it (deleted on stop)
     password: str | None = None
+    tcp_port: int | None = None  # also listening on 127.0.0.1:tcp_port (its socket file is named for it)
 
     @property
     def socket_dir(self) -> str:
         return self.root
 
+    @property
+    def port(self) -> int:
+        return self.tcp_port or PORT
+
     def uri(self, db: str = "postgres", password: bool = True) -> str:
         secret = f":{quote(self.password, safe='')}" if self.password and password else ""
-        return f"postgresql://{USER}{secret}@/{db}?host={quote(self.root, safe='/')}&port={PORT}"
+        return f"postgresql://{USER}{secret}@/{db}?host={quote(self.root, safe='/')}&port={self.port}"
 
 
 def bin_dir() -> Path:
@@ -71,8 +77,10 @@ def _as_postgres_user() -> dict[str, int]:
     return {"user": entry.pw_uid, "group": entry.pw_gid}
 
 
-def start(home: Path | None = None, *, password: str | None = None, timeout: float = 60.0) -> LocalPostgres:
-    """A new cluster with superuser ``eosctl`` (trust, or ``password`` with scram-sha-256), running.
+def start(home: Path | None = None, *, password: str | None = None, timeout: float = 60.0,
+          tcp_port: int | None = None) -> LocalPostgres:
+    """A new cluster with superuser ``eosctl`` (trust, or ``password`` with scram-sha-256), running;
+    ``tcp_port``: listening on 127.0.0.1 at that port too (else on the Unix socket alone).
 
     ``home``: where the server lives (its state file goes there too); None, or a directory PostgreSQL
     can't use (too long a path for a socket, or unreachable for the postgres user under root): a new
@@ -108,14 +116,14 @@ def start(home: Path | None = None, *, password: str | None = None, timeout: flo
         with open(log, "ab") as out:
             if run_as:
                 os.chown(log, run_as["user"], run_as["group"])
-            # A sandbox's server: no durability settings worth their cost, no TCP port.
+            # A sandbox's server: no durability settings worth their cost, no TCP port unless asked.
             proc = subprocess.Popen(
-                [str(binaries / "postgres"), "-D", str(data), "-k", str(root), "-p", str(PORT),
-                 "-c", "listen_addresses=", "-c", "fsync=off", "-c", "synchronous_commit=off",
-                 "-c", "full_page_writes=off"],
+                [str(binaries / "postgres"), "-D", str(data), "-k", str(root), "-p", str(tcp_port or PORT),
+                 "-c", "listen_addresses=" + ("127.0.0.1" if tcp_port else ""), "-c", "fsync=off",
+                 "-c", "synchronous_commit=off", "-c", "full_page_writes=off"],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
                 **run_as)
-        server = LocalPostgres(proc.pid, str(root), owned, password)
+        server = LocalPostgres(proc.pid, str(root), owned, password, tcp_port)
         _wait_ready(server, proc, log, timeout)
     except BaseException:
         if proc is not None:

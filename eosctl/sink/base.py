@@ -132,7 +132,7 @@ class SinkReader(Protocol):
     source: str  # the sink as the user named it, for messages
     read_point: ReadPoint
     # A query of one partition passes over every row of the sink (a PostgreSQL table with no index to
-    # find a partition's rows by): a task then reads its partitions together (auditors.job).
+    # find a partition's rows by): a task then reads its partitions together (auditors.task).
     scans_all_per_partition: bool
 
     def summaries(self) -> list[SinkPartition]: ...
@@ -176,6 +176,24 @@ def read_columns(sink: Sink) -> tuple[str, ...]:
 def kind_of(sink: Sink) -> str | None:
     """Which kind of sink the config names (None: none)."""
     return next((k for k in KINDS if getattr(sink, k) is not None), None)
+
+
+def local_files(sink: Sink | None) -> list[str]:
+    """The files on this machine a command reads for this sink (a DuckDB file and its WAL, every Parquet
+    file a glob matches, a Delta table's files): what an output must never replace (eosctl.files)."""
+    if sink is None:
+        return []
+    from eosctl.files import glob_paths
+
+    found: list[str] = []
+    if sink.duckdb:
+        found += [sink.duckdb, sink.duckdb + ".wal"]
+    if sink.parquet and "://" not in sink.parquet:
+        found += glob_paths(os.path.expanduser(sink.parquet))
+    if sink.delta and "://" not in sink.delta and os.path.isdir(sink.delta):
+        for folder, _, names in os.walk(sink.delta):
+            found += [os.path.join(folder, n) for n in names]
+    return found
 
 
 def shown(sink: Sink) -> str:

@@ -9,6 +9,7 @@ An ``offsets_table`` is a second Delta table (topic, partition, next_offset), pi
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -31,6 +32,10 @@ if TYPE_CHECKING:
 
 
 def _table(uri: str, version: int | None, where: str, key: str) -> DeltaTable:
+    # deltalake's Rust logger writes its warnings (the AWS SDK's credential chain: several long lines per
+    # s3:// table) straight to stderr; eosctl says what went wrong in its own one line. RUST_LOG set by the
+    # user still wins.
+    os.environ.setdefault("RUST_LOG", "off")
     from deltalake import DeltaTable
 
     try:

@@ -23,7 +23,9 @@ from eosctl.config import Sink
 from eosctl.errors import SinkError
 from eosctl.files import glob_paths, temp_dir
 from eosctl.sink import duckdb as duck
+from eosctl.sink import spark_checkpoint
 from eosctl.sink.parquet import is_url
+from eosctl.sink.spark_files import is_table_dir, table_files
 
 
 @contextmanager
@@ -48,6 +50,15 @@ def frozen(sink: Sink, where: str = "sink", *, local: bool = True) -> Iterator[S
     """
     if sink.frozen_from is not None:
         yield sink
+        return
+    if sink.spark_checkpoint is not None:
+        # Its offsets first: a batch's commit is written after the sink committed its rows, so offsets read
+        # before the rows never claim rows the frozen sink lacks (a live query's tail is never a false gap).
+        with temp_dir("eosctl-checkpoint-") as tmp:
+            copy = spark_checkpoint.freeze(sink.spark_checkpoint, tmp, where)
+            with frozen(replace(sink, spark_checkpoint=None), where, local=local) as out:
+                given = replace(out.frozen_from or sink, spark_checkpoint=sink.spark_checkpoint)
+                yield replace(out, spark_checkpoint=copy, frozen_from=given)
         return
     if sink.postgres or sink.delta or sink.iceberg:
         from eosctl.sink import delta, iceberg, postgres
@@ -186,7 +197,19 @@ def _copy_file(src: str, dst: str) -> int:
 
 def _link_files(pattern: str, into: str) -> str:
     """Link the files matching `pattern` under `into`, keeping their paths below the pattern's fixed
-    prefix; returns the same pattern rooted at `into` (it matches exactly the linked files)."""
+    prefix; returns the same pattern rooted at `into` (it matches exactly the linked files). A directory's
+    table files (a Spark file sink's committed files) are linked below `into`, which is returned: a
+    directory without a log, read as every file in it."""
+    if is_table_dir(pattern):
+        files = table_files(pattern)
+        if not files:
+            return pattern  # opening the sink says it holds no committed files, naming the user's directory
+        for i, f in enumerate(files):
+            rel = os.path.relpath(f, pattern)
+            if rel.startswith(os.pardir):  # a log entry outside the directory
+                rel = f"outside-{i}-{os.path.basename(f)}"
+            _link(f, os.path.join(into, rel))
+        return into
     files = [f for f in glob_paths(pattern) if os.path.isfile(f)]
     if not files:
         return pattern  # opening the sink says "no Parquet files match" with the user's pattern
@@ -197,10 +220,13 @@ def _link_files(pattern: str, into: str) -> str:
     base = os.sep.join(parts[:fixed]) or (os.sep if pattern.startswith(os.sep) else ".")
     rest = os.sep.join(parts[fixed:])
     for f in files:
-        dest = os.path.join(into, os.path.relpath(f, base))
-        os.makedirs(os.path.dirname(dest), exist_ok=True)
-        try:
-            os.link(f, dest)  # the file as it is now, even if the writer replaces it
-        except OSError:
-            os.symlink(os.path.abspath(f), dest)
+        _link(f, os.path.join(into, os.path.relpath(f, base)))
     return os.path.join(into, rest)
+
+
+def _link(f: str, dest: str) -> None:
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    try:
+        os.link(f, dest)  # the file as it is now, even if the writer replaces it
+    except OSError:
+        os.symlink(os.path.abspath(f), dest)

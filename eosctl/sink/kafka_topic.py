@@ -14,6 +14,9 @@ Lineage (``[pipelines.X.sink] lineage``):
   (e.g. `value:source`).
 - ``key``: no lineage in the records (most Kafka Streams apps): outputs are paired with committed inputs
   by key, in order (see _key_lineage), and the same reconciliation reports what stays unpaired.
+- ``value``: a stage that copies values unchanged (Kafka's TransactionalMessageCopier, a mirror): outputs
+  paired with inputs by their value, in order, the same way; exact where input values are unique (Kafka's
+  VerifiableProducer writes a counter), so its findings keep the reconciliation's names.
 A record whose lineage is missing or unreadable becomes a row with NULL lineage: an invalid_row finding.
 """
 
@@ -50,10 +53,13 @@ def freeze(sink: Sink, cluster: Cluster, directory: str) -> Sink:
     promised = _committed(sink)
     ends = end_offsets(cluster, sink.kafka_topic)
     read_at = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    if sink.lineage == "key":
-        rows = _key_lineage(cluster, sink, ends, promised)
+    if sink.lineage in PAIRED:
+        rows = _key_lineage(cluster, sink, ends, promised, by=PAIRED[sink.lineage])
     else:
         rows = _read(cluster, sink, ends)
+    # Read again after the output: an output whose input is past these offsets was written before the
+    # stage committed that input (ahead_of_commit); one the stage committed meanwhile is only lag.
+    after = _committed(sink)
     path = os.path.join(directory, "hop.duckdb")
     table = pa.table(rows, schema=pa.schema([
         ("src_topic", pa.string()), ("src_partition", pa.int64()), ("src_offset", pa.int64()),
@@ -66,7 +72,9 @@ def freeze(sink: Sink, cluster: Cluster, directory: str) -> Sink:
         con.close()
     at = json.dumps({"end_offsets": [{"partition": p, "offset": o} for (_, p), o in sorted(ends.items())],
                      "read_at": read_at,
-                     "committed": [[t, p, o] for (t, p), o in sorted(promised.items())]})
+                     "committed": [[t, p, o] for (t, p), o in sorted(promised.items())],
+                     "committed_after": [[t, p, o] for (t, p), o in sorted(after.items())],
+                     "grouped": sink.stage_group is not None})
     return replace(sink, duckdb=path, kafka_topic=None, table=TABLE, topic_column="src_topic",
                    partition_column="src_partition", offset_column="src_offset",
                    key_column="key" if sink.key_column else None, offsets_table=None, frozen_from=sink, at=at)
@@ -76,7 +84,8 @@ def read_point(sink: Sink) -> ReadPoint:
     """What a frozen hop read: the output topic up to these end offsets (exclusive), at this time."""
     given = sink.frozen_from or sink
     at: dict[str, Any] = json.loads(sink.at) if sink.at else {}
-    at.pop("committed", None)
+    for name in ("committed", "committed_after", "grouped"):
+        at.pop(name, None)
     return ReadPoint("kafka_topic", given.kafka_topic or "", {"lineage": given.lineage, **at})
 
 
@@ -173,8 +182,17 @@ def _key(m: Any) -> str | None:
     return decode(key) if key is not None else None
 
 
+def _value(m: Any) -> str | None:
+    value = m.value()
+    return decode(value) if value is not None else None
+
+
+# The lineages that pair outputs with inputs by what a record carries (no lineage in the records).
+PAIRED = {"key": _key, "value": _value}
+
+
 def _key_lineage(cluster: Cluster, sink: Sink, ends: dict[TP, int],
-                 promised: dict[TP, int]) -> dict[str, list]:
+                 promised: dict[TP, int], by: Any = _key) -> dict[str, list]:
     """`lineage = "key"`: no output names its input, so outputs are paired with inputs by key, in order
     (as Kafka's own transactions test checks a copier): the i-th committed output of a key with the i-th
     committed input of that key below the stage's committed offsets. What stays unpaired is the finding:
@@ -189,19 +207,31 @@ def _key_lineage(cluster: Cluster, sink: Sink, ends: dict[TP, int],
     outputs and inputs are paired in order on both sides (partition, offset), so the output of the aborted
     copy is its phantom and the retried copy's output is not a duplicate. Otherwise, and for keys whose
     counts differ (a replay or a loss of the same key too), the committed-only pairing above holds: an
-    aborted copy then shows as a duplicate of its retry, which key lineage alone can't tell apart."""
+    aborted copy then shows as a duplicate of its retry, which key lineage alone can't tell apart.
+
+    Input past the committed offsets (read up to its high watermark now) is paired last, after the key's
+    inputs below them: its outputs were written before the stage committed that input (at-least-once,
+    or a commit between the two reads), so they are the stage's lag, never an invalid_row.
+
+    ``by``: what pairs an output with its input (the key, or for `lineage = "value"` the value)."""
     outputs: dict[str | None, list[tuple[int, int]]] = {}
+    record_key: dict[tuple[int, int], str | None] = {}  # each output's own key (the rows' key column)
     for m in _records(cluster, ends, read_committed=True, what="the hop's output"):
-        outputs.setdefault(_key(m), []).append((m.partition(), m.offset()))
+        outputs.setdefault(by(m), []).append((m.partition(), m.offset()))
+        record_key[(m.partition(), m.offset())] = _key(m)
     upto = {tp: o for tp, o in promised.items() if tp[0] in sink.stage_topics}
     committed: dict[str | None, list[tuple[str, int, int]]] = {}
     for m in _records(cluster, upto, read_committed=True, what="the hop's input"):
-        committed.setdefault(_key(m), []).append((m.topic(), m.partition(), m.offset()))
+        committed.setdefault(by(m), []).append((m.topic(), m.partition(), m.offset()))
     seen = {(t, p, o) for places in committed.values() for t, p, o in places}
     other: dict[str | None, list[tuple[str, int, int]]] = {}  # aborted or still-open input
-    for m in _records(cluster, upto, read_committed=False, what="the hop's input"):
-        if (m.topic(), m.partition(), m.offset()) not in seen:
-            other.setdefault(_key(m), []).append((m.topic(), m.partition(), m.offset()))
+    beyond: dict[str | None, list[tuple[str, int, int]]] = {}  # input of any outcome past the commits
+    for m in _records(cluster, _input_ends(cluster, sink), read_committed=False, what="the hop's input"):
+        place = (m.topic(), m.partition(), m.offset())
+        if m.offset() >= upto.get(place[:2], 0):
+            beyond.setdefault(by(m), []).append(place)
+        elif place not in seen:
+            other.setdefault(by(m), []).append(place)
     # Does the stage turn aborted input into output (it reads read_uncommitted)? Then most keys that had
     # aborted or open input have one output per input of any outcome; a stage reading committed input has
     # fewer (none for a key only aborted input had).
@@ -220,16 +250,29 @@ def _key_lineage(cluster: Cluster, sink: Sink, ends: dict[TP, int],
         every = sorted(ins + other.get(key, [])) if key is not None else []
         if reads_aborted and other.get(key) and len(every) == len(outs):
             ins = every  # one output per input, aborted ones included: pair them in order
+        later = sorted(beyond.get(key, [])) if key is not None else []
         for i, (p, o) in enumerate(sorted(outs)):
-            if ins:
+            if i < len(ins) or (ins and not later):
                 src: Lineage = ins[min(i, len(ins) - 1)]
+            elif later:
+                src = later[min(i - len(ins), len(later) - 1)]
             elif key is not None and other.get(key):
                 src = min(other[key])
             else:
                 src = (None, None, None)
-            for name, value in zip(COLUMNS, (*src, key, p, o), strict=True):
+            for name, value in zip(COLUMNS, (*src, record_key[(p, o)], p, o), strict=True):
                 cols[name].append(value)
     return cols
+
+
+def _input_ends(cluster: Cluster, sink: Sink) -> dict[TP, int]:
+    """The stage's input topics' high watermarks now (read_uncommitted: open transactions included)."""
+    from eosctl.wire import WireClient
+
+    with WireClient(cluster) as client:
+        meta = client.metadata(list(sink.stage_topics))
+        tps = [(t, p) for t in sink.stage_topics for p in sorted(meta.get(t) or ())]
+        return {tp: o.high_watermark for tp, o in client.offsets(tps).items()} if tps else {}
 
 
 Lineage = tuple[str | None, int | None, int | None]
@@ -242,7 +285,8 @@ _KEY_KIND = {"gap": "lost_key", "duplicate": "duplicate_key", "phantom_aborted":
 def key_findings(frozen: Sink, findings: list[Finding]) -> list[Finding]:
     """A `lineage = "key"` hop's findings named for keys, each with the outputs paired with its input
     offsets (read from the frozen hop rows, so while ``frozen`` exists): lost_key, duplicate_key and
-    phantom_key, with exact offsets on both sides (input: the finding's; output: its detail)."""
+    phantom_key, with exact offsets on both sides (input: the finding's; output: its detail). A
+    phantom_key counts input records (a stage may have written one twice: its outputs are in detail)."""
     import duckdb
 
     out = []
@@ -254,17 +298,91 @@ def key_findings(frozen: Sink, findings: list[Finding]) -> list[Finding]:
                 out.append(f)
                 continue
             rows = con.execute(
-                f"SELECT DISTINCT key, out_partition, out_offset FROM {TABLE} WHERE src_topic = ? AND "
-                "src_partition = ? AND src_offset BETWEEN ? AND ? ORDER BY 2, 3",
+                f"SELECT DISTINCT key, out_partition, out_offset, src_offset FROM {TABLE} "
+                "WHERE src_topic = ? AND src_partition = ? AND src_offset BETWEEN ? AND ? ORDER BY 2, 3",
                 [f.topic, f.partition, f.first_offset, f.last_offset]).fetchall()
-            keys = sorted({k for k, _, _ in rows if k is not None})
-            outs = ", ".join(f"[{p}]@{o}" for _, p, o in rows[:20]) + (" ..." if len(rows) > 20 else "")
-            topic = (frozen.frozen_from or frozen).kafka_topic
+            keys = sorted({k for k, _, _, _ in rows if k is not None})
             detail = (f"key{'s' * (len(keys) != 1)} {', '.join(keys[:5])}" if keys else "") + (
-                f"; outputs {topic}{outs}" if rows else "; no output")
-            out.append(replace(f, kind=kind, detail=detail.lstrip("; ")))
+                f"; {_outputs(frozen, [(p, o) for _, p, o, _ in rows])}" if rows else "; no output")
+            changed = replace(f, kind=kind, detail=detail.lstrip("; "))
+            if kind == "phantom_key":
+                changed = replace(changed, count=len({o for _, _, _, o in rows}) or f.count)
+            elif kind == "duplicate_key":
+                changed = _replayed(changed, f.count)
+            out.append(changed)
     finally:
         con.close()
+    return out
+
+
+def _outputs(frozen: Sink, places: list[tuple[int, int]]) -> str:
+    """``outputs TOPIC[p]@o, ...`` (the first 20)."""
+    topic = (frozen.frozen_from or frozen).kafka_topic
+    shown = ", ".join(f"[{p}]@{o}" for p, o in places[:20]) + (" ..." if len(places) > 20 else "")
+    return f"outputs {topic}{shown}"
+
+
+def _replayed(f: Finding, extra: int) -> Finding:
+    """A stage's duplicate told as what it is: input processed again from a committed offset below it."""
+    if f.cause is None:
+        return f
+    span = f"offset {f.first_offset}" if f.first_offset == f.last_offset else (
+        f"offsets {f.first_offset}..{f.last_offset}")
+    summary = (f"The stage wrote outputs of {f.topic}[{f.partition}] {span} again ({extra} extra "
+               f"output{'s' * (extra != 1)}): it wrote them before committing those input offsets, then a "
+               "restart or rebalance resumed from its committed offset below them and processed them again "
+               "(at-least-once; exactly-once commits outputs and offsets in one transaction).")
+    return replace(f, cause=replace(f.cause, summary=summary))
+
+
+def ahead_of_commit(frozen: Sink, findings: list[Finding]) -> list[Finding]:
+    """A hop's outputs whose input is past the stage group's committed offsets, read again after the
+    output (so a commit between the reads is lag, not this): the stage wrote them before it committed
+    that input, and a restart now writes them again. One finding per input partition, counting input
+    records, the outputs in detail; rows already in another finding (a phantom) are that finding's.
+    Nothing for a hop without a group (no committed offsets to compare with)."""
+    import duckdb
+
+    from eosctl.findings import Cause
+
+    at: dict[str, Any] = json.loads(frozen.at) if frozen.at else {}
+    given = frozen.frozen_from
+    if given is None or given.kafka_topic is None or not at.get("grouped") or frozen.duckdb is None:
+        return []
+    after = {(t, p): o for t, p, o in at.get("committed_after", [])}
+    taken = {}
+    for f in findings:
+        if f.topic is not None and f.partition is not None and f.first_offset is not None:
+            taken.setdefault((f.topic, f.partition), []).append((f.first_offset, f.last_offset))
+    con = duckdb.connect(str(frozen.duckdb), read_only=True)
+    try:
+        rows = con.execute(
+            f"SELECT src_topic, src_partition, src_offset, out_partition, out_offset FROM {TABLE} WHERE "
+            "src_topic IS NOT NULL AND src_partition IS NOT NULL AND src_offset IS NOT NULL "
+            "ORDER BY 1, 2, 3, 4, 5"
+        ).fetchall()
+    finally:
+        con.close()
+    ahead: dict[TP, list[tuple[int, int, int]]] = {}
+    for t, p, o, op, oo in rows:
+        if t not in given.stage_topics or o < after.get((t, p), 0):
+            continue
+        if any(lo <= o <= (hi if hi is not None else lo) for lo, hi in taken.get((t, p), ())):
+            continue
+        ahead.setdefault((t, p), []).append((o, op, oo))
+    out = []
+    for (t, p), found in sorted(ahead.items()):
+        inputs = len({o for o, _, _ in found})
+        committed = after.get((t, p))
+        mark = f"committed offset {committed}" if committed is not None else "no committed offset"
+        outputs = _outputs(frozen, [(op, oo) for _, op, oo in found])
+        f = Finding("ahead_of_commit", t, p, found[0][0], found[-1][0], inputs,
+                    detail=f"{outputs}; group {given.stage_group} {mark}")
+        summary = (f"The stage wrote {len(found)} output{'s' * (len(found) != 1)} of {inputs} input "
+                   f"record{'s' * (inputs != 1)} of {t}[{p}] at or past its group's {mark}: it writes "
+                   "before it commits, so a restart now processes those inputs again and writes them again "
+                   "(at-least-once).")
+        out.append(replace(f, cause=Cause("ahead_of_commit", summary)))
     return out
 
 
@@ -308,7 +426,7 @@ def _int(v: Any) -> int | None:
         return None
     if isinstance(v, int):
         return v if -(1 << 63) <= v < (1 << 63) else None
-    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+    if isinstance(v, str) and v.strip().lstrip("-").isascii() and v.strip().lstrip("-").isdigit():
         n = int(v)
         return n if -(1 << 63) <= n < (1 << 63) else None
     return None

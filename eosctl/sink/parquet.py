@@ -1,4 +1,5 @@
-"""Parquet files matching a glob (local, or a URL DuckDB has the extension for), read through DuckDB."""
+"""Parquet files matching a glob (local, or a URL DuckDB has the extension for), or a directory's table as
+Spark reads it (eosctl.sink.spark_files), read through DuckDB."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import re
 
 from eosctl.config import Sink
 from eosctl.errors import SinkError
-from eosctl.files import glob_paths, glob_problem
+from eosctl.files import glob_paths, glob_problem, input_problem
 from eosctl.sink.base import ReadPoint, as_given, shown
 from eosctl.sink.relation import (
     NO_EXTENSION_DOWNLOADS,
@@ -15,6 +16,7 @@ from eosctl.sink.relation import (
     check_offsets_columns,
     columns,
 )
+from eosctl.sink.spark_files import is_table_dir, table_files
 from eosctl.sink.sql import literal
 
 
@@ -51,6 +53,17 @@ def open_parquet(sink: Sink, where: str = "sink") -> DuckDBReader:
 
 
 def _relation(pattern: str, where: str, key: str, name: str) -> str:
+    if is_table_dir(pattern):
+        files = table_files(pattern)
+        if not files:
+            raise SinkError(f"{name} holds no committed Parquet files yet (a Spark file sink commits a "
+                            f"batch's files in its _spark_metadata log); check [{where}].{key} or "
+                            "--sink-parquet")
+        for f in files:
+            problem = input_problem(f, None)
+            if problem:
+                raise SinkError(f"{problem} (a file of the table in {name}); check [{where}].{key}")
+        return f"read_parquet([{', '.join(literal(f) for f in files)}])"
     # Check the glob ourselves: DuckDB's "No files found" message carries a multi-line SQL excerpt.
     if not is_url(pattern) and not glob_paths(pattern):
         raise SinkError(f"no Parquet files match {name}; check [{where}].{key} or --sink-parquet")

@@ -72,7 +72,7 @@ def conninfo(uri: str, where: str) -> dict[str, Any]:
         raise SinkError(f"[{where}].postgres {redact_uri(uri)} is not a valid PostgreSQL URI "
                         f"({_scrub(first_line(e), uri)}); write {URI_FORM}") from None
     port = str(info.get("port", "5432"))
-    if not all(p.isdigit() and 0 < int(p) < 65536 for p in port.split(",")):
+    if not all(p.isascii() and p.isdigit() and 0 < int(p) < 65536 for p in port.split(",")):
         raise SinkError(f"[{where}].postgres {redact_uri(uri)}: port {port!r} is not a number in 1-65535")
     return info
 

@@ -153,6 +153,9 @@ class SqlReader(ABC):
         """
         cols = self.sink.topic_column, self.sink.partition_column, self.sink.offset_column
         findings = self._invalid(self._maybe_invalid(), (self._t, self._p, self._o), cols, "")
+        hop = self.sink.frozen_from or self.sink
+        if hop.kafka_topic is not None:
+            findings = [_no_lineage(f, hop) for f in findings]
         if self.offsets_relation is not None:
             t, p, o = self._columns(self._offsets_types, *OFFSETS_COLUMNS)
             name = self.sink.offsets_table or "offsets"
@@ -188,7 +191,8 @@ class SqlReader(ABC):
             GROUP BY t, p, c, why ORDER BY t NULLS FIRST, p NULLS FIRST, c, why"""
         out = []
         for topic, partition, c, why, n, example in self._query(sql):
-            shown = "" if why in ("is NULL", "is empty") or example is None else f" (e.g. {short(example)})"
+            shown = ("" if why in ("is NULL", "is empty") or example is None else
+                     f" (e.g. {short(example)})" if example.strip() else f" (e.g. {example!r})")
             out.append(Finding("invalid_row", topic, partition, None, None, n,
                                detail=f"{prefix}{names[c]} {why}{shown}"))
         return out
@@ -246,7 +250,12 @@ class SqlReader(ABC):
 
     def stored_offsets(self) -> list[StoredOffset] | None:
         """The sink's own offsets table (topic, partition, next_offset), or None if it has none. Rows
-        with an invalid topic, partition or next offset are left out here: invalid_rows() reports them."""
+        with an invalid topic, partition or next offset are left out here: invalid_rows() reports them.
+        A Spark query's sink stores them in its checkpoint (eosctl.sink.spark_checkpoint)."""
+        if self.sink.spark_checkpoint is not None:
+            from eosctl.sink.spark_checkpoint import stored_offsets
+
+            return stored_offsets(self.sink.spark_checkpoint)
         if self.offsets_relation is None:
             return None
         t, p, n = self._columns(self._offsets_types, *OFFSETS_COLUMNS)
@@ -527,3 +536,21 @@ def error_text(e: BaseException) -> str:
                 f"install it once (python -c \"import duckdb; duckdb.install_extension('{name}')\") "
                 f"or audit a local copy of the files")
     return lines[0]
+
+
+def _no_lineage(f: Finding, hop: Sink) -> Finding:
+    """A Kafka topic hop's row with no input named (eosctl.sink.kafka_topic writes NULL lineage): said as
+    what happened to the output record, not as a NULL column of a table the user never made."""
+    from dataclasses import replace
+
+    if f.kind != "invalid_row" or not (f.detail or "").endswith(" is NULL"):
+        return f
+    if hop.lineage == "key":
+        why = "its key is the key of no committed or aborted input below the stage's committed offsets"
+    elif hop.lineage == "headers":
+        why = f"it lacks the lineage headers {', '.join(hop.lineage_headers)} (or they are not valid)"
+    else:
+        path = hop.lineage.removeprefix("value:")
+        why = (f"its value has no readable lineage at {path} (a JSON object with topic, partition and "
+               "offset)")
+    return replace(f, detail=f"output records of {hop.kafka_topic} that name no input: {why}")

@@ -284,7 +284,7 @@ def test_a_failed_report_write_is_one_line(tmp_path, engine):
     out = tmp_path / "r.json"
     out.mkdir()  # the directory check passes, then open() fails (IsADirectoryError)
     with pytest.raises(EosctlError, match=f"^cannot write the report to {out}: Is a directory$"):
-        audit_cmd._emit("{}", "json", str(out))
+        audit_cmd._emit("{}", "json", audit_cmd.Written(str(out), (), False))
 
 
 def _same(report: dict) -> dict:

@@ -182,7 +182,9 @@ def test_a_duckdb_sink_on_a_remote_master_fails_before_spark_starts():
 
 
 def test_every_audit_refuses_a_duckdb_sink_on_a_configured_remote_server(tmp_path):
-    from auditors import EngineOptions, engine, job
+    from auditors import EngineOptions, engine
+    from auditors.plan import AuditInput
+    from auditors.sources import ModelSource
     from eosctl.config import Config, Sink, Spark
     from eosctl.errors import EosctlError
 
@@ -191,7 +193,7 @@ def test_every_audit_refuses_a_duckdb_sink_on_a_configured_remote_server(tmp_pat
                     spark=Spark(remote="sc://spark.example.com:15002"), audit_engine="spark")
     options = EngineOptions.resolve(config, "local")
     assert (options.engine, options.remote, options.master) == ("spark", "sc://spark.example.com:15002", None)
-    inp = job.AuditInput(source=job.ModelSource({}), sink=Sink(duckdb="/data/sink.duckdb"), topics=("t",))
+    inp = AuditInput(source=ModelSource({}), sink=Sink(duckdb="/data/sink.duckdb"), topics=("t",))
     with pytest.raises(EosctlError, match="executors on remote sc://spark.example.com:15002 can't read"):
         engine.run(inp, options)
 
@@ -202,12 +204,12 @@ def test_the_shipped_code_zip_imports_eosctl_and_auditors(tmp_path):
     from auditors.spark import code_zip
 
     names = zipfile.ZipFile(code_zip()).namelist()
-    assert {"eosctl/__init__.py", "eosctl/reconcile.py", "auditors/__init__.py",
-            "auditors/job.py"} <= set(names)
+    assert {"eosctl/__init__.py", "eosctl/audit/reconcile.py", "auditors/__init__.py",
+            "auditors/task.py"} <= set(names)
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     # What an executor does with addPyFile: put the zip first on sys.path and import from it.
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import auditors.job, eosctl.reconcile; "
-            "print(auditors.job.__file__)")
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import auditors.task, eosctl.audit.reconcile; "
+            "print(auditors.task.__file__)")
     out = subprocess.run([sys.executable, "-I", "-c", code, code_zip()], capture_output=True, text=True,
                          cwd=tmp_path, check=True).stdout
-    assert out.strip() == os.path.join(code_zip(), "auditors", "job.py")
+    assert out.strip() == os.path.join(code_zip(), "auditors", "task.py")

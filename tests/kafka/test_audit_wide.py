@@ -80,14 +80,16 @@ def build_sink(path: Path) -> str:
 
 def test_an_audit_of_1200_partitions_finds_exactly_what_was_planted_on_both_engines(
         kafka_sim: KafkaSim, spark, tmp_path: Path) -> None:
-    from auditors import engine, job
+    from auditors import engine
+    from auditors.plan import AuditInput, TaskSettings
+    from auditors.sources import KafkaSource
     from eosctl.config import Cluster, Sink
 
     build_log(kafka_sim)
     sink = Sink(duckdb=build_sink(tmp_path / "sink.duckdb"), key_column="k")
-    inp = job.AuditInput(source=job.KafkaSource(Cluster(name="sim", bootstrap_servers=kafka_sim.bootstrap)),
+    inp = AuditInput(source=KafkaSource(Cluster(name="sim", bootstrap_servers=kafka_sim.bootstrap)),
                          sink=sink, topics=(TOPIC,),
-                         settings=job.TaskSettings(temp_directory=str(tmp_path / "duckdb")))
+                         settings=TaskSettings(temp_directory=str(tmp_path / "duckdb")))
     reports = {}
     for name in ("local", "spark"):
         asked = len(kafka_sim.requests)

@@ -9,11 +9,11 @@ import json
 
 from click.testing import CliRunner
 
-from eosctl.causes import explain_partition
+from eosctl.audit.causes import explain_partition
+from eosctl.audit.reconcile import SinkFacts, reconcile_partition
 from eosctl.cli import main
 from eosctl.config import Cluster
 from eosctl.logscan import scan_partition
-from eosctl.reconcile import SinkFacts, reconcile_partition
 from eosctl.wire import WireClient
 from tests.kafkasim import KafkaSim
 

@@ -111,9 +111,13 @@ def wait_for(what: Callable[[], object], run: Run, deadline_s: float = 60) -> No
         time.sleep(0.02)
 
 
+LINES = {signal.SIGINT: "eosctl: interrupted", signal.SIGTERM: "eosctl: terminated",
+         signal.SIGHUP: "eosctl: hung up (the terminal was closed)"}
+
+
 def assert_one_line(run: Run, code: int, sig: int) -> None:
     assert code == 128 + sig, run.lines
-    assert run.lines == ["eosctl: interrupted" if sig == signal.SIGINT else "eosctl: terminated"]
+    assert run.lines == [LINES[sig]]
 
 
 CASES = [("ledger", "sink", signal.SIGTERM, False), ("ledger", "sink", signal.SIGINT, True),
@@ -152,8 +156,9 @@ def test_a_signal_leaves_no_frozen_copy_and_no_out(pipeline, tmp_path, command, 
     assert sorted(os.listdir(tmp_path)) == ["sink.duckdb", "tmp"]
 
 
-@pytest.mark.parametrize(("sig", "to_group"), [(signal.SIGTERM, False), (signal.SIGINT, True)],
-                         ids=["SIGTERM", "ctrl-c-to-group"])
+@pytest.mark.parametrize(("sig", "to_group"), [(signal.SIGTERM, False), (signal.SIGINT, True),
+                                               (signal.SIGHUP, True)],
+                         ids=["SIGTERM", "ctrl-c-to-group", "hangup-to-group"])
 def test_a_signal_during_the_snapshots_audit_stops_its_pool(pipeline, tmp_path, sig, to_group):
     sim, sink = pipeline
     tmpdir = tmp_path / "tmp"
@@ -276,7 +281,8 @@ def test_a_signal_to_the_tui_restores_the_terminal(tmp_path, sig, to_group):
     assert_nothing_left(tui.seen, tmpdir)
 
 
-def test_a_signal_to_the_tui_during_an_audit_stops_its_pool(pipeline, tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_to_the_tui_during_an_audit_stops_its_pool(pipeline, tmp_path, sig):
     """The TUI's audit runs in a thread worker, which the app's loop waits for: its pool is stopped when
     the app unmounts (on `q` too)."""
     sim, sink = pipeline
@@ -301,9 +307,10 @@ def test_a_signal_to_the_tui_during_an_audit_stops_its_pool(pipeline, tmp_path):
             time.sleep(0.05)
         tui.seen |= descendants(tui.pid)
         assert tui.seen  # the pool's workers run
-        os.kill(tui.pid, signal.SIGTERM)
+        # A closed terminal's SIGHUP goes to the whole foreground group, the pool's workers too.
+        (os.killpg if sig == signal.SIGHUP else os.kill)(tui.pid, sig)
         code = tui.finish()
     finally:
         gate.released.set()
-    assert code == 143, tui.out[-2000:]
+    assert code == 128 + sig, tui.out[-2000:]
     assert_nothing_left(tui.seen, tmpdir)

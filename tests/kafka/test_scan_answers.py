@@ -139,7 +139,9 @@ def test_the_audit_task_counts_what_retention_removed_as_unverifiable(kafka_sim:
                                                                        tmp_path: Path) -> None:
     """What one `eosctl audit` task does for its partitions (scan, then reconcile with the sink), run
     in-process: the sink's rows below the moved log start are unverifiable_below, not findings."""
-    from auditors.job import KafkaSource, TaskSettings, _open_sink, audit_group, plan
+    from auditors.plan import TaskSettings, plan
+    from auditors.sources import KafkaSource
+    from auditors.task import _open_sink, audit_group
     from eosctl.config import Cluster, Sink
 
     p = kafka_sim.partition("t", 0)

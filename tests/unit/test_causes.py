@@ -1,5 +1,6 @@
-"""Causes of findings (eosctl.causes) from a scanned log and the sink's sweep, root causes, and the causes
-in every renderer (table, JUnit, HTML). No broker: the log is built from batches (tests/unit/test_model)."""
+"""Causes of findings (eosctl.audit.causes) from a scanned log and the sink's sweep, root causes, and the
+causes in every renderer (table, JUnit, HTML). No broker: the log is built from batches
+(tests/unit/test_model)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ from dataclasses import replace
 
 from rich.console import Console
 
-from eosctl.causes import Writer, explain_partition, key_cause
+from eosctl.audit.causes import Writer, explain_partition, key_cause
+from eosctl.audit.reconcile import SinkFacts, reconcile_partition
 from eosctl.findings import AuditReport, Finding, PartitionSummary, root_causes
 from eosctl.output.audit import table
 from eosctl.output.html import render_html
 from eosctl.output.junit import junit
-from eosctl.reconcile import SinkFacts, reconcile_partition
 from eosctl.wire import Offsets
 from tests.unit.test_model import batch, marker, scan
 
@@ -55,6 +56,10 @@ def test_each_kind_names_its_writers_markers_and_the_sink_around_it():
         {"producer_id": 6, "producer_epoch": 0, "first_offset": 2, "last_offset": 3, "outcome": "aborted",
          "marker_offset": 5, "fenced": True}]
     assert "fenced" in cause(found["phantom_aborted@2"])["summary"]
+    # The fix, as the frameworks that read read_uncommitted by default spell it (docs/audit.md).
+    for phantom in ("phantom_aborted@2", "phantom_uncommitted@8"):
+        assert "option kafka.isolation.level=read_committed" in cause(found[phantom])["summary"]
+        assert "consumer.override.isolation.level=read_committed" in cause(found[phantom])["summary"]
     assert cause(found["phantom_uncommitted@8"])["transactions"] == [
         {"producer_id": 5, "producer_epoch": 0, "first_offset": 8, "last_offset": 8, "outcome": "open",
          "marker_offset": None, "fenced": False}]
@@ -166,7 +171,7 @@ def test_a_stage_copying_a_duplicate_faithfully_is_blamed_on_its_input():
 def test_a_key_duplicate_followed_through_the_stages_lineage():
     """eosctl.upstream: copies of two input records carrying the key take the input writers' rule; copies
     of one input record are the stage's own replay; an unreadable lineage proves nothing."""
-    from eosctl.causes import Writer, key_cause
+    from eosctl.audit.causes import Writer, key_cause
     from eosctl.findings import Finding
     from eosctl.upstream import _followed
 

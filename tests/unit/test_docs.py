@@ -208,12 +208,12 @@ def partition_log(batches: bool = True) -> PartitionLog:
 
 def findings_of_every_kind() -> list[Finding]:
     """One finding of every kind over partition_log()'s offsets, each with the cause the audit gives it
-    (eosctl.causes), and one cause with more transactions than it lists."""
+    (eosctl.audit.causes), and one cause with more transactions than it lists."""
     from dataclasses import replace
 
-    from eosctl.causes import Writer, explain_finding, explain_partition, key_cause, with_write_order
+    from eosctl.audit.causes import Writer, explain_finding, explain_partition, key_cause, with_write_order
+    from eosctl.audit.reconcile import SinkFacts
     from eosctl.findings import KEY_KINDS
-    from eosctl.reconcile import SinkFacts
 
     at = {"gap": (0, 0), "duplicate": (1, 1), "phantom_aborted": (4, 5), "phantom_marker": (3, 3),
           "phantom_uncommitted": (7, 8), "phantom_beyond_hw": (9, 9)}
@@ -233,6 +233,12 @@ def findings_of_every_kind() -> list[Finding]:
         elif kind == "invalid_row":
             out.append(explain_finding(Finding(kind, "orders", None, None, None, 1,
                                                detail="src_partition is NULL")))
+        elif kind == "ahead_of_commit":  # made where a hop's rows are read (eosctl.sink.kafka_topic)
+            from eosctl.findings import Cause
+
+            said = "The stage wrote 1 output of 1 input record of orders[0] past its group's commit ..."
+            detail = "outputs out[0]@4; group g committed offset 7"
+            out.append(Finding(kind, "orders", 0, 8, 8, 1, detail=detail, cause=Cause(kind, said)))
         elif kind in KEY_KINDS:  # key lineage renames what the reconciliation found, cause and all
             out.append(Finding(KEY_KINDS[kind], "orders", 0, *at[KEY_KINDS[kind]], 1, detail=kind))
         else:
@@ -324,11 +330,12 @@ def engines() -> tuple[dict[str, Any], dict[str, Any]]:
 
     Built by the code that builds it for a report (auditors.engine.engine_facts), for Spark on stand-ins
     of a classic and a Spark Connect session, and for the local engine; the timings are the ones
-    auditors.job.outcome reports for either engine.
+    auditors.outcome.outcome reports for either engine.
     """
-    from auditors import engine, job
+    from auditors import engine
+    from auditors.outcome import outcome
 
-    timings = job.outcome([], [], 1.0, 1.0).timings
+    timings = outcome([], [], 1.0, 1.0).timings
     variants = [engine.engine_facts(info, 2, 1.0, 1.0, timings)
                 for info in (engine.spark_info(_ClassicSpark()), engine.spark_info(_ConnectSpark()),
                              engine.local_info(4, 2))]
@@ -764,7 +771,11 @@ def test_config_keys_are_the_dataclass_fields() -> None:
 
 
 VALID = {"bootstrap_servers": "h:1", "security_protocol": "SASL_SSL", "cluster": "c",
-         "duckdb": "/abs/s.duckdb", "lineage": "value:src", "lineage_headers": ["a", "b", "c"], "hops": ["p"]}
+         "duckdb": "/abs/s.duckdb", "spark_checkpoint": "/abs/checkpoint", "lineage": "value:src",
+         "lineage_headers": ["a", "b", "c"], "hops": ["q"],
+         # Paths as given only when absolute (a relative one resolves against the config's directory).
+         "ssl_ca_location": "/abs/ca.pem", "ssl_certificate_location": "/abs/cert.pem",
+         "ssl_key_location": "/abs/key.pem", "master": "local[2]", "driver_memory": "1g"}
 # Sink kinds: a config names exactly one, so the all-keys config keeps duckdb and each other kind is
 # checked in a config of its own.
 OTHER_KINDS = {"parquet": "/x/*.parquet", "postgres": "postgresql://u@h/db", "delta": "/x/delta",
@@ -782,7 +793,9 @@ def _config(docs: dict[str, dict[str, list[str]]], drop: str | None = None, **ex
     values = {s: {k: _value(k, c[0]) for k, c in keys.items() if f"{s}.{k}" != drop and k not in OTHER_KINDS}
               for s, keys in docs.items()}
     pipeline = {**values["pipelines.NAME"], "sink": values["pipelines.NAME.sink"]}
-    raw = {"clusters": {"c": values["clusters.NAME"]}, "pipelines": {"p": pipeline}, "spark": values["spark"]}
+    # q: the hop p names (a pipeline's hops are other pipelines).
+    raw = {"clusters": {"c": values["clusters.NAME"]},
+           "pipelines": {"p": pipeline, "q": {"source_topics": ["t"]}}, "spark": values["spark"]}
     for dotted, value in extra.items():
         *path, key = dotted.split("__")
         table = raw

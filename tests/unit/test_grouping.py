@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from auditors.grouping import PARTITION_COST, tasks
-from auditors.job import Placement, WorkItem
+from auditors.plan import WorkItem
+from auditors.sources import Placement
 
 
 def item(partition: int, records: int, leader: int = 0, topic: str = "t") -> WorkItem:

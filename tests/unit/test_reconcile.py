@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from eosctl.audit.reconcile import (
+    islands_from_counts,
+    offset_mismatch,
+    reconcile_partition,
+    reconcile_unknown,
+)
 from eosctl.model import Kind, OffsetRange, PartitionLog
-from eosctl.reconcile import islands_from_counts, offset_mismatch, reconcile_partition, reconcile_unknown
 
 
 def plog(*ranges: tuple[int, int, str], start: int = 0, lso: int | None = None, hw: int | None = None,

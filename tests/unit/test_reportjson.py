@@ -1,5 +1,5 @@
-"""Findings carried as columns with their causes' JSON text (auditors.findingrows, eosctl.causejson) and the
-report's compact JSON written by hand (eosctl.reportjson): byte for byte what the dicts gave, for every
+"""Findings carried as columns with their causes' JSON text (auditors.findingrows, eosctl.audit.causejson) and
+the report's compact JSON written by hand (eosctl.reportjson): byte for byte what the dicts gave, for every
 kind of finding and cause, hostile text included, and the same findings once decoded."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from dataclasses import replace
 import pyarrow as pa
 
 from auditors.findingrows import finding_columns, findings_from_arrow, findings_from_rows
-from eosctl.causejson import EncodedCause
-from eosctl.causes import Writer, explain_finding, key_cause, with_write_order
+from eosctl.audit.causejson import EncodedCause
+from eosctl.audit.causes import Writer, explain_finding, key_cause, with_write_order
 from eosctl.findings import AuditReport, Cause, Finding, PartitionSummary, TxnCause, root_causes, root_rule
 from eosctl.reportjson import report_json
 from tests.unit.test_causes import explained

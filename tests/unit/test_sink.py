@@ -364,7 +364,7 @@ def test_islands_from_breaks_equal_islands_from_counted_offsets():
 
     import numpy as np
 
-    from eosctl.reconcile import islands_from_counts
+    from eosctl.audit.reconcile import islands_from_counts
     from eosctl.sink.relation import islands_from_breaks, islands_from_offsets
 
     rng = random.Random(7)

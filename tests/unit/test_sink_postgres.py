@@ -212,7 +212,7 @@ def test_bad_uri_credentials_table_and_column_are_one_line(sample: str, postgres
     secret = postgres.password
     good = sample.replace(f":{secret}@", ":${PGPW}@")
     wrong = {"PGPW": "not-" + secret}
-    socket = postgres.socket_dir
+    socket, port = postgres.socket_dir, postgres.port  # the socket file is named for the port
     cases = [
         (f'postgres = "mysql://u:{secret}@h/db"\ntable = "orders_sink"', {},
          "[pipelines.orders.sink].postgres is not a PostgreSQL URI; write postgresql://USER@HOST:PORT/DB, or "
@@ -221,9 +221,9 @@ def test_bad_uri_credentials_table_and_column_are_one_line(sample: str, postgres
         (f'postgres = "{good}"\ntable = "orders_sink"', wrong,
          f"PostgreSQL at {good.replace(':${PGPW}', '')} refused the password of user eosctl; check the "
          "password in [pipelines.orders.sink].postgres (e.g. from ${PGPASSWORD})"),
-        (f'postgres = "postgresql://eosctl:${{PGPW}}@/nodb?host={socket}&port=5432"\ntable = "orders_sink"',
+        (f'postgres = "postgresql://eosctl:${{PGPW}}@/nodb?host={socket}&port={port}"\ntable = "orders_sink"',
          {"PGPW": secret},
-         f"PostgreSQL at postgresql://eosctl@/nodb?host={socket}&port=5432 has no database nodb; check "
+         f"PostgreSQL at postgresql://eosctl@/nodb?host={socket}&port={port} has no database nodb; check "
          "[pipelines.orders.sink].postgres"),
         (f'postgres = "postgresql://eosctl:${{PGPW}}@/x?host={tmp_path}&port=5432"', {"PGPW": secret},
          f"cannot connect to PostgreSQL at postgresql://eosctl@/x?host={tmp_path}&port=5432: No such file or "
@@ -251,9 +251,11 @@ def test_bad_uri_credentials_table_and_column_are_one_line(sample: str, postgres
 def test_without_an_index_a_task_reads_its_partitions_in_one_pass(pg_db: str, monkeypatch):
     """With no index, every query of one partition passes over the whole table: a task's partitions are
     read by one query (one pass), but for a partition holding a large share of the task's rows."""
-    from auditors import job
+    from auditors import task
+    from auditors.plan import WorkItem
+    from auditors.task import _group_islands
 
-    monkeypatch.setattr(job, "OWN_QUERY_ROWS", 3)
+    monkeypatch.setattr(task, "OWN_QUERY_ROWS", 3)
     offsets = {("orders", p): list(range(4)) for p in range(7)} | {("orders", 7): list(range(40))}
     fill(pg_db, offsets, {})
     with open_reader(sink_of(pg_db), WHERE) as reader:
@@ -263,9 +265,9 @@ def test_without_an_index_a_task_reads_its_partitions_in_one_pass(pg_db: str, mo
         monkeypatch.setattr(reader, "islands", lambda t, p: calls.append(("islands", p)) or one(t, p))
         monkeypatch.setattr(reader, "islands_in",
                             lambda tps: calls.append(("islands_in", len(tps))) or many(tps))
-        items = [job.WorkItem(t, p, True, sink_rows=len(offs)) for (t, p), offs in offsets.items()]
+        items = [WorkItem(t, p, True, sink_rows=len(offs)) for (t, p), offs in offsets.items()]
         got = {item.partition: [(i.first, i.last, i.multiplicity) for i in islands]
-               for item, islands in job._group_islands(reader, items)}
+               for item, islands in _group_islands(reader, items)}
     assert calls == [("islands", 7), ("islands_in", 7)]
     assert got == {p: [(0, len(offs) - 1, 1)] for (_, p), offs in offsets.items()}
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from eosctl.config import SANDBOX, Cluster
+from eosctl.files import write_replacing
 from eosctl.sandbox.pipeline.topics import Names
 
 FILE = "eosctl.toml"
@@ -60,7 +61,7 @@ def write_config(cluster: Cluster, names: Names, sink: dict, workdir: Path,
               "", f"[{whole}]", f"cluster = {_q(cname)}",
               f"hops = [{_q(names.stage_pipeline)}, {_q(names.prefix)}]"]
     path = workdir / FILE
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_replacing(str(path), "\n".join(lines) + "\n")  # a reader never sees half a config
     return path
 
 
@@ -71,5 +72,5 @@ def point_at_sandbox(config: Path, bootstrap: str) -> Path:
     pinned = f"bootstrap_servers = {_q(bootstrap)}\n"
     if text.count(pinned) != 1:  # a config this code didn't write: leave it as it is
         return config
-    config.write_text(text.replace(pinned, f"bootstrap_servers = {_q(SANDBOX)}\n"), encoding="utf-8")
+    write_replacing(str(config), text.replace(pinned, f"bootstrap_servers = {_q(SANDBOX)}\n"))
     return config

@@ -3,9 +3,9 @@
 Runs inside the audit's per-partition task, right after the reconciliation (no second scan of Kafka or the
 sink): the log model says which producer id and epoch wrote each offset, in which transaction, closed by
 which marker, and whether an abort was the coordinator fencing a zombie; the sweep noted what the sink holds
-around each gap and how many rows each duplicated offset has (eosctl.reconcile.SinkFacts). Key duplicates
-span partitions: their tasks send each committed key row's writer along, and ``key_cause`` judges them
-where the rows are grouped by key. Every cause ends in one plain sentence (``Cause.summary``).
+around each gap and how many rows each duplicated offset has (eosctl.audit.reconcile.SinkFacts). Key
+duplicates span partitions: their tasks send each committed key row's writer along, and ``key_cause``
+judges them where the rows are grouped by key. Every cause ends in one plain sentence (``Cause.summary``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from eosctl.audit.reconcile import SinkFacts
 from eosctl.findings import (
     ABORTED,
     COMMITTED,
@@ -23,6 +24,7 @@ from eosctl.findings import (
     NON_TRANSACTIONAL,
     NOT_IN_KAFKA,
     OPEN,
+    READ_COMMITTED_FIX,
     STORED_OFFSETS,
     Cause,
     Finding,
@@ -30,7 +32,6 @@ from eosctl.findings import (
     TxnCause,
 )
 from eosctl.model import NO_PRODUCER, V1, Kind, OffsetRange, PartitionLog, ProducerState, Transaction
-from eosctl.reconcile import SinkFacts
 
 _OUTCOME = {"COMMIT": COMMITTED, "ABORT": ABORTED, "OPEN": OPEN}
 _PLAIN_OUTCOME = {Kind.ABORTED: ABORTED, Kind.OPEN: OPEN}  # pieces outside a transaction the scan saw
@@ -343,10 +344,10 @@ def _phantom_summary(f: Finding, where: str, txns: tuple[TxnCause, ...], omitted
     if f.kind == "phantom_aborted":
         if any(t.fenced for t in txns):
             text += ", aborted when a newer epoch of the producer fenced it (a zombie's transaction)"
-        text += ": the sink consumes read_uncommitted, or writes before the commit."
+        text += ": the sink consumes read_uncommitted, or writes before the commit"
     else:
-        text += ": the sink writes records before their transaction commits (read_uncommitted)."
-    return text
+        text += ": the sink writes records before their transaction commits (read_uncommitted)"
+    return text + f"; {READ_COMMITTED_FIX}."
 
 
 def _txn_list(txns: tuple[TxnCause, ...], omitted: int) -> str:

@@ -16,7 +16,8 @@ Run rules (what makes two offsets belong to the same finding):
 - phantom_marker: a run of consecutive marker offsets present in the sink.
 - phantom_beyond_hw: every row at or beyond the high watermark of the partition, one finding.
 Rows below the log start offset (retention) or at offsets compaction removed can't be verified: they are
-counted in PartitionSummary.unverifiable_below, never reported as findings.
+counted in PartitionSummary.unverifiable_below and never reported as gaps or phantoms; but two rows for one
+such offset are a duplicate all the same (the sink alone proves it).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from eosctl.model import Kind, OffsetRange, PartitionLog
 
 if TYPE_CHECKING:
     from eosctl.sink import OffsetIsland  # a type only: this pure module never loads the sink reader
+    from eosctl.wire import Offsets
 
 # Pseudo-kinds for the sweep besides model.Kind.
 _EXPECTED = "EXPECTED"  # DATA below the LSO: what the sink must hold exactly once
@@ -64,7 +66,7 @@ class LogSide(Protocol):
 
 @dataclass
 class SinkFacts:
-    """What the sink holds around the findings, noted during the same sweep (eosctl.causes reads it)."""
+    """What the sink holds around the findings, noted during the same sweep (eosctl.audit.causes reads it)."""
 
     # gap first offset -> (the nearest offsets the sink holds below and above it, None if none)
     gaps: dict[int, tuple[int | None, int | None]] = field(default_factory=dict)
@@ -298,7 +300,7 @@ class _Runs:
             if self.runs["gap"].first is None:
                 self.gap_before = self.last_row
             self.gap_after = None  # the gap goes on: what the sink held before is inside it
-        if mult > 1 and kind in (_EXPECTED, _PENDING):
+        if mult > 1 and kind in (_EXPECTED, _PENDING, _UNVERIFIABLE):
             self.rows = (mult, mult) if self.rows is None else (min(self.rows[0], mult),
                                                                  max(self.rows[1], mult))
         self._feed(first, last, kind, mult)
@@ -344,6 +346,12 @@ class _Runs:
             if mult:
                 self.unverifiable += n * mult
             self.close_phantoms()
+            # Whether these offsets were committed can't be told any more, but two rows for one offset are
+            # a duplicate whatever retention or compaction did: the sink alone proves it.
+            if mult > 1:
+                self.runs["duplicate"].extend(first, last, n * (mult - 1))
+            elif mult == 1 and self.runs["duplicate"].first is not None:
+                self.close("duplicate")
         elif kind == _BEYOND and mult:
             self.close_phantoms()
             self.runs["phantom_beyond_hw"].extend(first, last, n * mult)
@@ -352,3 +360,28 @@ class _Runs:
         for kind in self.runs:
             self.close(kind)
         self.findings.sort(key=lambda f: f.sort_key)
+
+
+class Clipped:
+    """The log as far as the sink claims to have read: DATA past `upto` is pending, not missing.
+
+    A scan older than the sink's freeze (the snapshot and the TUI scan first, `fresh` is the ListOffsets
+    read after the freeze) is bounded by what it saw: offsets it never read, up to the fresh high
+    watermark, and transactions it saw open (since committed or aborted, it can't tell) are not judged,
+    so a row written meanwhile is never a phantom. Rows at or beyond the fresh HW still are.
+    """
+
+    def __init__(self, log: PartitionLog, upto: int, fresh: Offsets | None = None):
+        self.topic, self.partition, self.ranges = log.topic, log.partition, log.ranges
+        self.log_start_offset, self.high_watermark = log.log_start_offset, log.high_watermark
+        self.last_stable_offset = min(log.last_stable_offset, upto)
+        if fresh is not None and (fresh.high_watermark > log.high_watermark
+                                  or fresh.last_stable > log.last_stable_offset):
+            self.ranges = [r for r in log.ranges if r.kind is not Kind.OPEN]
+            self.high_watermark = max(log.high_watermark, fresh.high_watermark)
+
+
+def clipped(log: PartitionLog, upto: int) -> Clipped:
+    """The log as far as a reader promised to have processed it (``upto``, its committed offset): data
+    records from there on are pending, not missing (a stage's lag, never a gap)."""
+    return Clipped(log, upto)

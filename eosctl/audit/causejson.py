@@ -1,6 +1,6 @@
 """A finding's cause as the JSON text its audit task wrote, decoded only where something reads it.
 
-An audit task explains its findings and sends each cause to the driver as JSON (auditors.job). Decoding
+An audit task explains its findings and sends each cause to the driver as JSON (auditors.task). Decoding
 100k of them back into Cause and TxnCause objects cost the driver about a second, and encoding them again
 for the report another: the snapshot, which stores the report and each finding's summary, reads neither.
 An ``EncodedCause`` keeps the text and the few fields the driver reads for every finding (what
@@ -18,7 +18,7 @@ from typing import Any
 
 from eosctl.findings import Cause, TxnCause
 
-# Read without decoding: kept beside the text (auditors.job ships them as columns of their own); and the
+# Read without decoding: kept beside the text (auditors.task ships them as columns of their own); and the
 # summary, read out of the text (every cause's JSON starts with it: Cause.to_dict).
 EAGER = ("kind", "passed_by", "sink_after", "rule")
 _SUMMARY = '{"summary": "'

@@ -1,0 +1,132 @@
+"""What an audit's tasks read of Kafka: each partition's leader and offsets (asked once by the driver) and
+its log, scanned in rounds of bounded size (raw multi-partition Fetch, batch headers only).
+
+``KafkaSource`` reads a live cluster; ``ModelSource`` serves logs already scanned (tests, snapshots)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from eosctl.config import Cluster
+from eosctl.errors import BrokerError
+from eosctl.model import TP, PartitionLog
+
+if TYPE_CHECKING:
+    pass
+
+# A task scans its partitions in rounds of at most this many records (as the driver's offsets count them)
+# and partitions: brokers that ignore fetch size limits (noida-db) answer a multi-partition Fetch with
+# everything up to the high watermark, so a round's answer stays bounded by what it asks for.
+SCAN_RECORDS = 50_000
+SCAN_PARTITIONS = 2_000
+
+@dataclass(frozen=True)
+class Placement:
+    """What the driver learnt of one partition, asked once for all of them and shipped with the plan: its
+    leader and its offsets (log start, high watermark, last stable offset)."""
+
+    leader: int
+    log_start: int
+    high_watermark: int
+    last_stable: int
+    # eosctl.wire.Offsets' cross-check of ListOffsets with Fetch: what the broker contradicted, if anything
+    disagreement: str | None = None
+    listed: tuple[int, int, int] | None = None
+
+
+class Source(Protocol):
+    """Where the driver learns the partitions and a task gets their log models. Must pickle: it is shipped
+    to executors."""
+
+    def survey(self, topics: Iterable[str]) -> dict[str, dict[int, Placement]]:
+        """Every partition of ``topics`` with its leader and offsets (the driver, once)."""
+        ...
+
+    def existing_topics(self) -> dict[str, list[int]]: ...
+
+    def scan(self, parts: Sequence[tuple[TP, Placement]]) -> dict[TP, PartitionLog]:
+        """The log models of one task's partitions, from the offsets the driver read (one connection)."""
+        ...
+
+
+@dataclass(frozen=True)
+class KafkaSource:
+    """Scan the log on the executor with eosctl.logscan (raw Fetch; contiguous batches not decompressed)."""
+
+    cluster: Cluster
+
+    def survey(self, topics: Iterable[str]) -> dict[str, dict[int, Placement]]:
+        from eosctl.wire import WireClient
+
+        with WireClient(self.cluster) as client:
+            leaders = client.metadata(list(topics))
+            offsets = client.offsets([(t, p) for t, ps in leaders.items() for p in sorted(ps)])
+        return {t: {p: _placement(leaders[t][p], offsets[(t, p)]) for p in sorted(leaders[t])}
+                for t in leaders}
+
+    def existing_topics(self) -> dict[str, list[int]]:
+        from eosctl.wire import WireClient
+
+        with WireClient(self.cluster) as client:
+            return {t: sorted(leaders) for t, leaders in client.metadata().items()}
+
+    def scan(self, parts: Sequence[tuple[TP, Placement]]) -> dict[TP, PartitionLog]:
+        from eosctl.logscan import scan_partitions
+        from eosctl.wire import Offsets, WireClient
+
+        out: dict[TP, PartitionLog] = {}
+        with WireClient(self.cluster) as client:
+            client.know_leaders({tp: pl.leader for tp, pl in parts})
+            for chunk in _scan_rounds(parts):
+                snapshot = {tp: Offsets(pl.log_start, pl.high_watermark, pl.last_stable, pl.disagreement,
+                                        pl.listed) for tp, pl in chunk}
+                out.update(scan_partitions(client, [tp for tp, _ in chunk], offsets=snapshot))
+        return out
+
+
+def _placement(leader: int, o: Any) -> Placement:
+    """A partition's Placement from its leader and its eosctl.wire.Offsets."""
+    return Placement(leader, o.log_start, o.high_watermark, o.last_stable, o.disagreement, o.listed)
+
+
+def _scan_rounds(parts: Sequence[tuple[TP, Placement]]) -> Iterator[list[tuple[TP, Placement]]]:
+    """The parts in runs of at most SCAN_RECORDS records and SCAN_PARTITIONS partitions (a bigger partition
+    is a run of its own)."""
+    run: list[tuple[TP, Placement]] = []
+    records = 0
+    for tp, pl in parts:
+        size = max(0, pl.high_watermark - pl.log_start)
+        if run and (records + size > SCAN_RECORDS or len(run) >= SCAN_PARTITIONS):
+            yield run
+            run, records = [], 0
+        run.append((tp, pl))
+        records += size
+    if run:
+        yield run
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Log models given up front (tests, benchmarks, replays of a saved scan): {(topic, partition): log}."""
+
+    logs: dict[TP, PartitionLog]
+
+    def survey(self, topics: Iterable[str]) -> dict[str, dict[int, Placement]]:
+        wanted = set(topics)
+        out: dict[str, dict[int, Placement]] = {}
+        for (topic, partition), log in sorted(self.logs.items()):
+            if topic in wanted:
+                out.setdefault(topic, {})[partition] = Placement(0, log.log_start_offset, log.high_watermark,
+                                                                 log.last_stable_offset)
+        missing = wanted - set(out)
+        if missing:
+            raise BrokerError(f"topic {sorted(missing)[0]!r} is not in the source model")
+        return out
+
+    def existing_topics(self) -> dict[str, list[int]]:
+        return {t: sorted(ps) for t, ps in self.survey({t for t, _ in self.logs}).items()}
+
+    def scan(self, parts: Sequence[tuple[TP, Placement]]) -> dict[TP, PartitionLog]:
+        return {tp: self.logs[tp] for tp, _ in parts}
