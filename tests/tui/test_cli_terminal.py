@@ -46,8 +46,8 @@ def test_txns_list_fits_80_columns_without_cutting_a_name(tmux, kafka_sim: Kafka
 
 def test_plain_format_is_tab_separated_and_whole(kafka_sim: KafkaSim) -> None:
     transactions(kafka_sim)
-    result = CliRunner().invoke(main, ["txns", "list", "--bootstrap", kafka_sim.bootstrap, "--format", "plain"],
-                                env={"COLUMNS": "40"})
+    args = ["txns", "list", "--bootstrap", kafka_sim.bootstrap, "--format", "plain"]
+    result = CliRunner().invoke(main, args, env={"COLUMNS": "40"})
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0] == "# Transactions (3)"
