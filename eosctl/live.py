@@ -455,7 +455,7 @@ class LiveModel:
 
         from eosctl import sandboxstate
 
-        state = sandboxstate.status(sandboxstate.state_dir())
+        state = sandboxstate.status(sandboxstate.state_dir(self.target.cluster.sandbox_home))
         if state is None or state.bootstrap == self.target.cluster.bootstrap_servers:
             return
         cluster = replace(self.target.cluster, bootstrap_servers=state.bootstrap)

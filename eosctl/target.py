@@ -7,6 +7,7 @@ explicit flags win over the config so a user can narrow a pipeline down to one t
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from eosctl import sandboxstate
 from eosctl.config import (
@@ -101,7 +102,7 @@ def resolve(
         found_sandbox = True
     on_sandbox = cluster.bootstrap_servers == SANDBOX or found_sandbox
     if cluster.bootstrap_servers == SANDBOX:
-        cluster = replace(cluster, bootstrap_servers=_sandbox_bootstrap(config, cluster.name))
+        cluster = replace(cluster, bootstrap_servers=_sandbox_bootstrap(config, cluster))
     hops_scope = scope(cfg, pipe) if cfg and pipe and pipe.hops else None
     explicit_topics = bool(topics)
     topics = tuple(topics) or (pipe.source_topics if pipe else ())
@@ -121,7 +122,7 @@ def resolve(
         if cfg and pipe.sink.cluster and pipe.sink.cluster != cluster.name:
             hop_cluster = cfg.clusters[pipe.sink.cluster]
             if hop_cluster.bootstrap_servers == SANDBOX:
-                hop_bootstrap = _sandbox_bootstrap(config, hop_cluster.name)
+                hop_bootstrap = _sandbox_bootstrap(config, hop_cluster)
                 hop_cluster = replace(hop_cluster, bootstrap_servers=hop_bootstrap)
         pipe = replace(pipe, sink=replace(pipe.sink, kafka_cluster=hop_cluster, stage_group=group,
                                           stage_cluster=cluster, stage_topics=tuple(topics)))
@@ -162,10 +163,22 @@ def check_bootstrap(bootstrap: str, flag: str = "--bootstrap") -> str:
     return normalize_bootstrap(bootstrap)
 
 
-def _sandbox_bootstrap(config: str | None, cluster: str) -> str:
-    """Where the sandbox broker listens, for a config cluster that says bootstrap_servers = "sandbox"."""
-    state = sandboxstate.status(sandboxstate.state_dir())
+def _sandbox_bootstrap(config: str | None, cluster: Cluster) -> str:
+    """Where the sandbox broker listens, for a config cluster that says bootstrap_servers = "sandbox": the
+    one whose state directory the cluster names (sandbox_home), else $EOSCTL_HOME or ./.eosctl."""
+    import shlex
+
+    home = sandbox_home(cluster)
+    state = sandboxstate.status(home)
     if state is None:
-        raise ConfigError(f"{config}: clusters.{cluster}.bootstrap_servers is \"sandbox\", but the sandbox "
-                          "is not running; start it with `eosctl sandbox up`")
+        where = home.resolve() / sandboxstate.STATE_FILE
+        raise ConfigError(f"{config}: clusters.{cluster.name}.bootstrap_servers is \"sandbox\", but no "
+                          f"sandbox runs from {home.resolve()} (no live broker in {where}); start it there "
+                          f"with `EOSCTL_HOME={shlex.quote(str(home.resolve()))} eosctl sandbox up`, or set "
+                          f"clusters.{cluster.name}.sandbox_home to the directory of the one you started")
     return state.bootstrap
+
+
+def sandbox_home(cluster: Cluster) -> Path:
+    """The state directory of the sandbox a cluster means (see Cluster.sandbox_home)."""
+    return sandboxstate.state_dir(cluster.sandbox_home)
