@@ -236,7 +236,31 @@ def _first_refresh(sources: list[Source]) -> None:
     """The first reading of every pipeline; a cluster that does not answer is an error, not an outage (a
     wrong address must not look like a broker that went away)."""
     for s in sources:
-        s.refreshed(s.model.refresh())
+        cap = s.model.refresh()
+        s.refreshed(cap)
+        _log_sections(s, cap)
+
+
+# (pipeline's source id, section) -> the reason last logged: each section's failure is logged when it starts
+# or its reason changes, and its recovery once, not at every refresh.
+_FAILING: dict[tuple[int, str], str] = {}
+
+
+def _log_sections(s: Source, cap: Any) -> None:
+    """A section that could not be read (eosctl_refresh_errors_total{section} rising) says why in the log."""
+    from eosctl.safetext import term
+
+    name = term(s.pipeline or s.cluster)
+    errors = cap.errors()
+    for section in cap.sections:
+        key = (id(s), section)
+        why = errors.get(section)
+        if why is not None and _FAILING.get(key) != why:
+            _FAILING[key] = why
+            _log(f"eosctl exporter: {name}: section {section} not read (eosctl_refresh_errors_total): "
+                 f"{term(why)}")
+        elif why is None and _FAILING.pop(key, None) is not None:
+            _log(f"eosctl exporter: {name}: section {section} read again")
 
 
 # ---- running ------------------------------------------------------------------------------------------
@@ -261,6 +285,7 @@ def _refresh_loop(sources: list[Source], exposition: Exposition, interval: float
                          f"the last values (eosctl_up 0): {term(down[i])}")
                 continue
             s.refreshed(cap)
+            _log_sections(s, cap)
             if down.pop(i, None) is not None:
                 click.echo(f"eosctl exporter: {term(s.pipeline or s.cluster)}: the cluster answers again",
                            err=True)

@@ -86,3 +86,26 @@ def test_lag_of_a_hops_pipeline_is_its_hops_groups(kafka_sim: KafkaSim, tmp_path
     doc = json.loads(result.stdout)
     assert sorted({(g["group"], p["topic"]) for g in doc["groups"] for p in g["partitions"]}) == [
         ("ux1.processor", "ux1.orders"), ("ux1.sink", "ux1.enriched")]
+
+
+def test_exporter_series_of_a_hops_pipeline_are_its_own_and_a_failed_section_says_why(
+        kafka_sim: KafkaSim, tmp_path: Path, monkeypatch) -> None:
+    from eosctl.errors import BrokerError
+
+    config = two_pipelines(kafka_sim, tmp_path)
+
+    def refused(*args, **kwargs):
+        raise BrokerError("DescribeProducers timed out")
+
+    monkeypatch.setattr("eosctl.txns.find_hanging", refused)
+    prom = tmp_path / "eosctl.prom"
+    result = CliRunner().invoke(main, ["exporter", "-c", str(config), "-p", "ux1.pipeline", "--once",
+                                       "--textfile", str(prom), "--audit-every", "0"],
+                                env={"EOSCTL_CONFIG": None})
+    assert result.exit_code == 0, result.output
+    assert ("eosctl exporter: ux1.pipeline: section hanging not read (eosctl_refresh_errors_total): "
+            "DescribeProducers timed out") in result.stderr
+    series = prom.read_text()
+    groups = {line.split('group="', 1)[1].split('"', 1)[0] for line in series.splitlines() if 'group="' in line}
+    assert groups == {"ux1.processor", "ux1.sink"}  # never the demo's
+    assert "demo." not in series
