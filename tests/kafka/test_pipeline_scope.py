@@ -106,6 +106,7 @@ def test_exporter_series_of_a_hops_pipeline_are_its_own_and_a_failed_section_say
     assert ("eosctl exporter: ux1.pipeline: section hanging not read (eosctl_refresh_errors_total): "
             "DescribeProducers timed out") in result.stderr
     series = prom.read_text()
-    groups = {line.split('group="', 1)[1].split('"', 1)[0] for line in series.splitlines() if 'group="' in line}
+    groups = {line.split('group="', 1)[1].split('"', 1)[0] for line in series.splitlines()
+              if 'group="' in line}
     assert groups == {"ux1.processor", "ux1.sink"}  # never the demo's
     assert "demo." not in series
