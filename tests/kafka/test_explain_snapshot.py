@@ -18,7 +18,8 @@ def cli(*args: str):
     return result
 
 
-def test_an_offset_is_explained_from_the_snapshot_after_retention(kafka_sim: KafkaSim, tmp_path: Path) -> None:
+def test_an_offset_is_explained_from_the_snapshot_after_retention(kafka_sim: KafkaSim,
+                                                                  tmp_path: Path) -> None:
     p = kafka_sim.partition("t", 0)
     p.data(2)
     p.txn(7, 0, 2)
