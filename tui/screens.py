@@ -60,8 +60,10 @@ class DetailScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         # Titles and values hold names from the cluster: shown escaped, never as markup.
         t = Text(term(self.title_text) + "\n\n", style="bold")
-        width = max((len(k) for k, _ in self.pairs), default=0)
-        for k, v in self.pairs:
+        # Labels too: some name a partition ("safe to abort? (TOPIC[0])").
+        labels = [term(k) for k, _ in self.pairs]
+        width = max((len(k) for k in labels), default=0)
+        for k, (_, v) in zip(labels, self.pairs, strict=True):
             t.append(f"{k:<{width}}  ", style="bold")
             t.append(f"{'-' if v is None or v == '' else term(str(v))}\n")
         if self.note:

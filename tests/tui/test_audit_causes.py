@@ -79,3 +79,26 @@ async def test_a_pipeline_audited_hop_by_hop_shows_each_hop_and_its_findings_und
         assert [(r[0], r[1], r[5].split(" · ")[0]) for r in rows] == [
             ("gap", "shop.orders", "hop shop.process"), ("duplicate", "shop.enriched", "hop shop"),
             ("gap", "shop.enriched", "hop shop")]
+
+
+@sync
+async def test_a_wide_terminal_shows_each_cause_whole_and_never_says_its_rule_twice():
+    # Issue 32, item 5: the detail stopped at ~50 characters even at 200 columns ("replay: replay: ...").
+    from eosctl.findings import root_causes
+    from eosctl.output.finding import short_cause
+    from tui.app import EosApp
+
+    app = EosApp(Explained(4), refresh_seconds=1)
+    expected = report()
+    rule = {i: r.rule for r in root_causes(expected.findings) for i in r.findings}
+    async with app.run_test(size=(220, 30)) as pilot:
+        await audited(app, pilot)
+        await pilot.pause(0.2)
+        details = {r[5] for r in rows_of(app, "audit")}
+        for i, f in enumerate(expected.findings):
+            if f.cause is None:
+                continue
+            cause = short_cause(f)
+            whole = cause if cause.startswith(rule[i] + ":") else f"{rule[i]}: {cause}"
+            assert whole in details, (whole, details)
+        assert not any(d.split(": ")[0] == d.split(": ")[1] for d in details if d.count(": ") >= 2)

@@ -52,7 +52,9 @@ def finding_rows(report: AuditReport) -> list[Row]:
     for i in order:
         f = report.findings[i]
         if f.cause is not None:
-            detail = f"{rule[i]}: {short_cause(f)}"
+            cause = short_cause(f)
+            # "replay: replay: ..." said nothing twice: a cause that starts with its rule is shown as it is.
+            detail = cause if cause.split(":", 1)[0] == rule[i] else f"{rule[i]}: {cause}"
         elif f.kind == "key_duplicate":
             detail = f"key {f.key}: offsets {', '.join(map(str, f.offsets or ()))}"
         else:
