@@ -102,3 +102,22 @@ async def test_a_wide_terminal_shows_each_cause_whole_and_never_says_its_rule_tw
             whole = cause if cause.startswith(rule[i] + ":") else f"{rule[i]}: {cause}"
             assert whole in details, (whole, details)
         assert not any(d.split(": ")[0] == d.split(": ")[1] for d in details if d.count(": ") >= 2)
+
+
+@sync
+async def test_the_audit_view_before_a_run_says_how_to_run_one():
+    # Issue 32, item 9: before any audit the view said "no findings", an audit's result.
+    from tui.app import EosApp
+    from tui.table import RowTable
+
+    app = EosApp(Explained(4), refresh_seconds=1)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause(0.2)
+        await until(pilot, lambda: app.dash is not None, "the first data")
+        await pilot.press("7")
+        await pilot.pause(0.2)
+        assert app.view("audit").query_one(RowTable).empty == "no audit yet: press a to run one"
+        await pilot.press("a")
+        await until(pilot, lambda: not app.view("audit").running and app.view("audit").report is not None,
+                    "the audit")
+        assert app.view("audit").query_one(RowTable).empty == "no findings"

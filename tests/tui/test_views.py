@@ -144,7 +144,8 @@ async def test_log_colours_ranges_and_jumps_to_an_offset(snapshot_app, manifest)
         await pilot.pause(0.3)
         # Opens on the partition an open transaction holds.
         summary = text_of(app.query_one("#log-summary", Static))
-        assert summary.startswith(f"tuiref.enriched[0] start 0 · LSO {first} · HW {last + 1} · 3 behind LSO")
+        assert summary.startswith(f"tuiref.enriched[0] start 0 · LSO {first} · HW {last + 1} · "
+                                  "3 beyond the LSO")
         rows = rows_of(app, "log")
         assert rows[-1][1:4] == [f"{first}..{last}", "3", "open"]
         kinds = {r[3] for r in rows}

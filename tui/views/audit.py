@@ -118,7 +118,9 @@ class AuditView(TableView):
 
     NAME = "audit"
     COLUMNS = COLUMNS
-    EMPTY = "no findings"
+    # Before any audit: what to do, not "no findings" (that is an audit's result).
+    EMPTY = "no audit yet: press a to run one"
+    AUDITED_EMPTY = "no findings"
 
     class OpenLog(Message):
         """Enter on a finding: show its offsets in the Log view."""
@@ -162,6 +164,17 @@ class AuditView(TableView):
 
     def set_report(self, report: AuditReport) -> None:
         self.present(self.prepare_source(report))
+
+    def present(self, prepared: Prepared | None) -> None:
+        if prepared is not None:  # an audit's report: from here an empty table means no findings
+            self._audited()
+        super().present(prepared)
+
+    def _audited(self) -> None:
+        from tui.table import RowTable
+
+        for table in self.query(RowTable):
+            table.empty = self.AUDITED_EMPTY
 
     def set_running(self, running: bool, message: str = "") -> None:
         self.running = running
