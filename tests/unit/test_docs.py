@@ -346,7 +346,8 @@ def engines() -> tuple[dict[str, Any], dict[str, Any]]:
 
 def lag_snapshots() -> list[LagSnapshot]:
     rows = [PartitionLag("g", "orders", 0, 5, 0, 7, 9, 2, True, NOW_MS - 3000,
-                         OpenTxn(7, 1, 7, NOW_MS - 5000)),
+                         OpenTxn(7, 1, 7, NOW_MS - 5000), member_id="app-1-7f3c", client_id="app-1",
+                         host="/10.0.0.7"),
             PartitionLag("g", "orders", 1, None, 0, 4, 4, None, True),
             PartitionLag("g", "orders", 2, 12, 0, 9, 9, error="committed offset 12 is beyond the high "
                                                                "watermark 9")]
