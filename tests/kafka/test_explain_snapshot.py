@@ -36,3 +36,13 @@ def test_an_offset_is_explained_from_the_snapshot_after_retention(kafka_sim: Kaf
     assert doc["transaction"]["outcome"] == "ABORT" and doc["transaction"]["producer_id"] == 7
     text = cli("explain", str(snap), "-P", "0", "--offset", "3")
     assert text.exit_code == 0 and "ABORT" in text.stdout
+
+
+def test_explain_says_when_the_record_was_written(kafka_sim: KafkaSim) -> None:
+    # Issue 32, item 6: explain showed no record timestamps.
+    p = kafka_sim.partition("t", 0)
+    p.data(2, timestamp=1_700_000_000_000)
+    result = cli("explain", "--bootstrap", kafka_sim.bootstrap, "--topic", "t", "-P", "0", "--offset", "1")
+    assert result.exit_code == 0, result.output
+    assert "written" in result.stdout and "2023-11-14 22:13:20 UTC (CreateTime, the producer's clock)" \
+        in result.stdout
