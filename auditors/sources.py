@@ -83,6 +83,12 @@ class KafkaSource:
                 snapshot = {tp: Offsets(pl.log_start, pl.high_watermark, pl.last_stable, pl.disagreement,
                                         pl.listed) for tp, pl in chunk}
                 out.update(scan_partitions(client, [tp for tp, _ in chunk], offsets=snapshot))
+            # The causes tell a timeout from a take-over by the id's transaction.timeout.ms, and settle
+            # transactions-v2 pairs from the task's other partitions of the id.
+            from eosctl.producerids import identify, settle
+
+            settle(out.values())
+            identify(client, out.values())
         return out
 
 

@@ -83,8 +83,15 @@ def _transaction(log: PartitionLog, o: int, kind: str) -> dict[str, Any] | None:
             return {"producer_id": t.producer_id, "producer_epoch": t.producer_epoch,
                     "first_offset": t.first_offset, "last_offset": t.last_offset,
                     "outcome": t.outcome, "marker_offset": t.marker_offset, "marker_epoch": t.marker_epoch,
-                    "data_records": t.data_records, "fenced": fenced(t, log.producers.get(t.producer_id))}
+                    "data_records": t.data_records, "fenced": fenced(t, log.producers.get(t.producer_id)),
+                    "aborted_by": _aborted_by(log, t)}
     return None
+
+
+def _aborted_by(log: PartitionLog, t: Any) -> str | None:
+    """ProducerState.abort_cause of an aborted transaction: "takeover", "timeout", "takeover?" or None."""
+    p = log.producers.get(t.producer_id)
+    return None if p is None or t.outcome != "ABORT" else p.abort_cause(t.marker_offset)
 
 
 def _writer(log: PartitionLog, o: int) -> int | None:
@@ -108,17 +115,19 @@ def _producer_doc(log: PartitionLog, pid: int, o: int) -> dict[str, Any] | None:
     p = log.producers.get(pid)
     if p is None:
         return {"producer_id": pid, "protocol": None, "epochs": [], "current_epoch": None,
-                "fencing_events": 0, "epoch_history": [], "zombie_writes": []}
-    bumps = sorted(p.epoch_bumps, key=lambda b: b.offset)
+                "fencing_events": 0, "epoch_history": [], "zombie_writes": [], "routine": None,
+                "transactional_id": None}
+    bumps = sorted((b for b in p.epoch_bumps if not p.routine(b)), key=lambda b: b.offset)
     before = [b for b in bumps if b.offset <= o][-EPOCH_CONTEXT:]
     after = [b for b in bumps if b.offset > o][:EPOCH_CONTEXT]
     history = []
     for b in before + after:
         is_fencing, why = p.bump_verdict(b)
         history.append({"offset": b.offset, "old_epoch": b.old_epoch, "new_epoch": b.new_epoch,
-                        "marker": b.marker, "fencing": is_fencing, "why": why})
+                        "next_epoch": b.next_epoch, "marker": b.marker, "fencing": is_fencing, "why": why})
     return {"producer_id": pid, "protocol": p.protocol, "epochs": list(p.epochs),
             "current_epoch": p.current_epoch, "fencing_events": p.fencing_events, "epoch_history": history,
+            "routine": p.routine_summary(), "transactional_id": p.transactional_id,
             "zombie_writes": [{"offset": z.offset, "epoch": z.epoch, "current_epoch": z.current_epoch}
                               for z in p.zombie_writes[:EPOCH_CONTEXT * 2]]}
 
@@ -152,8 +161,14 @@ def _summary(doc: dict[str, Any]) -> str:
                 ) + ": a control record, never delivered."
     elif kind == "ABORTED":
         text = f"{where} is a record of {_txn(t)}, aborted by the ABORT marker at {t and t['marker_offset']}"
-        if t and t["fenced"]:
-            text += ", when a newer epoch of the producer fenced it (a zombie's transaction)"
+        if t and t["aborted_by"] == "timeout":
+            text += ", written by the coordinator when the transaction timed out (transaction.timeout.ms)"
+        elif t and t["fenced"]:
+            text += (", when a new instance took the id over and the coordinator aborted the old one's "
+                     "transaction (a zombie's transaction)")
+        elif t and t["aborted_by"] == "takeover?":
+            text += (", by a new instance's take-over or by the id itself (transactions v2: this partition "
+                     "can't tell)")
         text += ": read_committed consumers never see it."
     elif kind == "OPEN":
         text = (f"{where} is a record of {_txn(t)}, still open: it holds the LSO at "

@@ -67,6 +67,7 @@ class _OpenTxn:
     first: int
     last: int
     records: int = 0
+    first_ts: int | None = None  # its first record's timestamp (an ABORT's age tells a timeout)
     # Offset runs (first, last, epoch) waiting for the marker that decides DATA or ABORTED.
     spans: list[list[int]] = field(default_factory=list)
 
@@ -97,6 +98,9 @@ class _Classifier:
         self.missing = 0
         self._missing_at: dict[int, int] = {}
         self._after_abort: set[int] = set()  # producer ids whose last bump was on an ABORT marker
+        # That ABORT bump itself, until the id's next batch says what it was: the id writing on at the
+        # marker's epoch (its own transactions-v2 abort) or a new instance at a higher one.
+        self._abort_bump: dict[int, EpochBump] = {}
         self._plain_bumps: dict[int, int] = {}  # kept bumps that can never mean fencing, per producer id
         # For scans that go on later (extend): the last batch read, its bytes so far, and whether that
         # batch read again differed (the log under the scan is no longer the one it read).
@@ -162,7 +166,7 @@ class _Classifier:
         else:
             txn = self.open.get(pid)
             if txn is None:
-                txn = self.open[pid] = _OpenTxn(epoch, first, last)
+                txn = self.open[pid] = _OpenTxn(epoch, first, last, first_ts=batch.first_timestamp)
             elif epoch != txn.epoch and txn.spans and txn.spans[-1][2] != epoch:
                 # Kafka ends a fenced transaction with an ABORT marker; without one, the next marker
                 # of this producer id decides both epochs' data, exactly as a consumer would.
@@ -231,7 +235,14 @@ class _Classifier:
             p = self.producers[pid] = ProducerState(pid)
         current = p.current_epoch
         self._note_epoch(p, epoch)
-        if current != -1 and epoch > current:
+        pending = self._abort_bump.pop(pid, None)
+        if pending is not None and not b.is_control and b.is_transactional and epoch >= pending.new_epoch:
+            self._after_abort.discard(pid)
+            if epoch == pending.new_epoch:
+                self._own_abort(p, pending)
+            else:
+                self._new_instance(p, pending, b)
+        elif current != -1 and epoch > current:
             self._bump(p, b, current)
         elif current != -1 and epoch < current:
             p.zombie_total += 1
@@ -290,23 +301,59 @@ class _Classifier:
             p.earlier_epochs += 1
             self.sequences.pop((p.producer_id, dropped), None)
 
+    def _routine(self, p: ProducerState, offset: int, old: int, new: int) -> None:
+        first = p.routine_epochs[0] if p.routine_epochs else old
+        p.routine_epochs = (min(first, old), new)
+        if p.routine_offset < 0:
+            p.routine_offset = offset
+
+    def _own_abort(self, p: ProducerState, bump: EpochBump) -> None:
+        """The id wrote on at its ABORT's epoch: its own transactions-v2 abort (under v1 only noida-db's
+        fencing abort looks so): counted, and kept listed only until a bump that can mean more needs room."""
+        p.own_aborts += 1
+        self._routine(p, bump.offset, bump.old_epoch, bump.new_epoch)
+        for i in range(len(p.epoch_bumps) - 1, -1, -1):
+            if p.epoch_bumps[i] is bump:
+                p.epoch_bumps[i] = replace(bump, continued=True)
+                self._plain_bumps[p.producer_id] = self._plain_bumps.get(p.producer_id, 0) + 1
+                break
+
+    def _new_instance(self, p: ProducerState, bump: EpochBump, b: Batch) -> None:
+        """The id's next data came at a higher epoch than its ABORT's: a new instance (InitProducerId). It
+        is told with that ABORT as one event, not as a bump of its own."""
+        folded = replace(bump, next_offset=b.base_offset, next_epoch=b.producer_epoch)
+        for i in range(len(p.epoch_bumps) - 1, -1, -1):
+            if p.epoch_bumps[i] is bump:
+                p.epoch_bumps[i] = folded
+                break
+
     def _bump(self, p: ProducerState, b: Batch, old: int) -> None:
         pid = p.producer_id
         after_abort = pid in self._after_abort
         self._after_abort.discard(pid)
         transactional = b.is_transactional or b.is_control
         fence_abort = False
+        p.bumps_total += 1
+        if b.is_control and b.marker == "COMMIT":
+            p.commit_bumps += 1  # transactions v2's every commit: counted, never listed
+            self._routine(p, b.base_offset, old, b.producer_epoch)
+            return
+        txn_span: tuple[int | None, int | None, int | None] = (None, None, None)
         if b.is_control and b.marker == "ABORT":
             p.v1_takeovers += 1
             self._after_abort.add(pid)
             txn = self.open.get(pid)
             fence_abort = txn is not None and b.producer_epoch - txn.spans[-1][2] >= 2
             p.fence_aborts += fence_abort
+            if txn is not None:
+                txn_span = (txn.first, txn.last, txn.first_ts)
         elif not b.is_control and transactional and not after_abort:
             p.v1_takeovers += 1
         bump = EpochBump(b.base_offset, old, b.producer_epoch, b.is_control, b.marker, transactional,
-                         after_abort and not b.is_control, fence_abort)
-        p.bumps_total += 1
+                         after_abort and not b.is_control, fence_abort, *txn_span,
+                         b.max_timestamp if b.is_control else None)
+        if b.is_control and b.marker == "ABORT":
+            self._abort_bump[pid] = bump
         telling = _telling(bump)
         if len(p.epoch_bumps) < MAX_EVENTS:
             p.epoch_bumps.append(bump)
@@ -401,12 +448,14 @@ def _copy_producer(p: ProducerState) -> ProducerState:
     q = copy.copy(p)
     q.epochs, q.epoch_bumps = list(p.epochs), list(p.epoch_bumps)
     q.zombie_writes, q.sequence_anomalies = list(p.zombie_writes), list(p.sequence_anomalies)
+    q.takeovers_settled, q.own_aborts_settled = list(p.takeovers_settled), list(p.own_aborts_settled)
     return q
 
 
 def _telling(b: EpochBump) -> bool:
-    """Can this bump be fencing under some protocol (an ABORT marker, or transactional data)?"""
-    return b.marker == "ABORT" if b.on_marker else b.transactional
+    """Can this bump be fencing under some protocol (an ABORT marker the id did not write on after, or
+    transactional data)?"""
+    return b.marker == "ABORT" and not b.continued if b.on_marker else b.transactional
 
 
 def _clip(ranges: list[OffsetRange], first: int) -> list[OffsetRange]:

@@ -366,6 +366,8 @@ def dated(txns: Mapping[TP, OpenTxn], coordinator: Mapping[int, TxnInfo]) -> dic
     out = {}
     for tp, txn in txns.items():
         info = coordinator.get(txn.producer_id)
+        if info is not None:
+            txn = replace(txn, transactional_id=info.transactional_id)
         if info is not None and info.active and info.start_time_ms is not None and tp in info.partitions:
             txn = replace(txn, started_ms=info.start_time_ms, age_source=COORDINATOR_CLOCK)
         out[tp] = txn

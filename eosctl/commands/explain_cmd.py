@@ -130,6 +130,9 @@ def _offset(config: str | None, pipeline: str | None, bootstrap: str | None, top
     with WireClient(target.cluster) as client:
         client.leader(topic, partition)  # a missing topic or partition is one clear line
         log = scan_partition(client, topic, partition)
+        from eosctl.producerids import read_one
+
+        read_one(client, log)
         batch = None
         if log.log_start_offset <= offset < log.high_watermark:
             window = scan_partition(client, topic, partition, offset, offset + 1, keep_batches=True)

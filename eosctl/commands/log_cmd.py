@@ -67,6 +67,9 @@ def log(config: str | None, pipeline: str | None, bootstrap: str | None, topic: 
                 # The batch table only for its window: a second, bounded scan keeps memory flat.
                 plog.batches = scan_partition(client, topic, partition, window[0], window[1],
                                               keep_batches=True).batches
+        from eosctl.producerids import read_one
+
+        read_one(client, plog)
     doc = log_document(plog, window)
     if fmt == "json":
         from eosctl.output.terminal import emit_json

@@ -29,8 +29,8 @@ def lag_document(snapshot: Any, watch: Any = None) -> dict[str, Any]:
                 "records_behind_exact": p.records_behind_exact, "blocked": p.blocked,
                 "open_transaction": None if txn is None else {
                     "producer_id": txn.producer_id, "producer_epoch": txn.producer_epoch,
-                    "first_offset": txn.first_offset, "started_ms": txn.started_ms,
-                    "age_s": _r(txn.age_s(now)), "age_source": txn.age_source},
+                    "transactional_id": txn.transactional_id, "first_offset": txn.first_offset,
+                    "started_ms": txn.started_ms, "age_s": _r(txn.age_s(now)), "age_source": txn.age_source},
                 "time_lag_s": _r(p.time_lag_s(now)),
                 "status": ps.status if ps else None, "cause": (ps.cause or None) if ps else None,
                 "error": p.error, "offsets_warning": p.offsets_warning,
@@ -86,9 +86,11 @@ def lag_renderable(doc: dict[str, Any], with_status: bool, groups: list[str], to
                 g["group"], p["topic"], p["partition"], p["committed"], p["lso"], p["hw"], p["lag_to_lso"],
                 None if behind is None else (str(behind) if p["records_behind_exact"] else f"<={behind}"),
                 p["blocked"] or 0,
-                None if txn is None else f"pid {txn['producer_id']} @{txn['first_offset']} "
-                                         f"({age_text(txn['age_s'])}"
-                                         f"{'' if txn['age_source'] in TRUSTED_CLOCKS else '*'})",
+                None if txn is None else safetext.text(
+                    f"pid {txn['producer_id']}"
+                    + (f" {txn['transactional_id']}" if txn.get("transactional_id") else "")
+                    + f" @{txn['first_offset']} ({age_text(txn['age_s'])}"
+                    + f"{'' if txn['age_source'] in TRUSTED_CLOCKS else '*'})"),
                 None if p["time_lag_s"] is None else age_text(p["time_lag_s"]), p["hw_lag"],
                 None if not p.get("consumer") else f"{p['consumer']['client_id']}@{p['consumer']['host']} "
                                                    f"({p['consumer']['member_id']})",

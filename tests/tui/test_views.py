@@ -42,7 +42,8 @@ async def test_overview_is_red_with_reasons_in_words(snapshot_app, manifest):
         # the stored audit's verdict, and 1 open transaction of which 1 hanging
         assert rows_of(app, "overview") == [["tuiref", "RED", "FAIL", "0", "1/1", "1", "303"]]
         reasons = text_of(app.query_one("#overview-reasons", Static))
-        assert (f"hanging transaction pid {hang['producer_id']} on {hang['topic']}[{hang['partition']}] "
+        assert (f"hanging transaction pid {hang['producer_id']} ({hang['transactional_id']}) on "
+                f"{hang['topic']}[{hang['partition']}] "
                 f"from offset {hang['first_offset']} (3 records blocked)") in reasons
         assert "audit failed: 1 findings (duplicate)" in reasons
         assert "ledger flags 1 sink partition (duplicate)" in reasons

@@ -40,7 +40,8 @@ def test_per_partition_and_per_group_values():
     assert got["eosctl_partition_last_stable_offset"] == {part(0): 11, part(1): 17}
     assert got["eosctl_partition_log_start_offset"] == {part(0): 0, part(1): 2}
     assert got["eosctl_partition_blocked_offsets"] == {part(0): 0, part(1): 3}
-    assert got["eosctl_partition_open_transaction_age_seconds"] == {part(1, producer_id="7"): 1200}
+    assert got["eosctl_partition_open_transaction_age_seconds"] == {
+        part(1, producer_id="7", transactional_id="app-1"): 1200}
     # The trailing commit marker: nothing left to read, yet HW - committed is 1.
     assert got["eosctl_consumer_lag_records"] == {lag(0): 0, lag(1): 5}
     assert got["eosctl_consumer_lag_offsets"] == {lag(0): 1, lag(1): 8}
@@ -75,7 +76,8 @@ def test_partition_metrics_off_sums_per_topic_and_group():
     topic = (("topic", TOPIC),)
     assert got["eosctl_partition_high_watermark"] == {topic: 31}
     assert got["eosctl_partition_blocked_offsets"] == {topic: 3}
-    assert got["eosctl_partition_open_transaction_age_seconds"] == {(("producer_id", "7"), *topic): 1200}
+    assert got["eosctl_partition_open_transaction_age_seconds"] == {
+        (("producer_id", "7"), *topic, ("transactional_id", "app-1")): 1200}
     assert got["eosctl_consumer_lag_records"] == {(("group", GROUP), *topic): 5}
     assert got["eosctl_consumer_lag_offsets"] == {(("group", GROUP), *topic): 9}
     assert got["eosctl_consumer_lag_seconds"] == {(("group", GROUP), *topic): 30}  # the maximum

@@ -62,12 +62,14 @@ def range_rows(log: PartitionLog, focus: Focus | None = None) -> list[Row]:
         if r.kind is Kind.MARKER:
             t = by_marker.get(r.first)
             detail = f"{t.outcome} of {fmt.offsets(t.first_offset, t.last_offset)}" if t else "control batch"
+            if t:
+                detail += _abort_cause(log, t)
         elif r.kind in (Kind.ABORTED, Kind.OPEN):
             t = by_first.get((r.producer_id, r.first))
             if t and t.outcome == "OPEN":
                 detail = "open transaction (holds the LSO)" if r.first <= log.last_stable_offset else "open"
             elif t and t.marker_offset is not None:
-                detail = f"{t.outcome} marker at {t.marker_offset}"
+                detail = f"{t.outcome} marker at {t.marker_offset}" + _abort_cause(log, t)
         elif r.kind is Kind.HOLE:
             detail = "missing offsets (compaction)"
         mark = "▶" if focus and r.first <= focus.last and r.last >= focus.first else " "
@@ -81,6 +83,19 @@ def range_rows(log: PartitionLog, focus: Focus | None = None) -> list[Row]:
             )
         )
     return rows
+
+
+_CAUSES = {"takeover": " (a new instance took the id over: the coordinator's abort)",
+           "timeout": " (the coordinator's abort: transaction timed out)",
+           "takeover?": " (a take-over, or the id's own v2 abort)"}
+
+
+def _abort_cause(log: PartitionLog, t) -> str:
+    """Who ended an aborted transaction, where its ABORT's epoch bump tells (ProducerState.abort_cause)."""
+    p = log.producers.get(t.producer_id)
+    if p is None or t.outcome != "ABORT":
+        return ""
+    return _CAUSES.get(p.abort_cause(t.marker_offset) or "", "")
 
 
 def batch_rows(log: PartitionLog, focus: Focus | None = None) -> list[Row]:

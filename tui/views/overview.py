@@ -41,7 +41,9 @@ def health(dash: Dashboard) -> Health:
     hung = counted(dash)
     for h in hung:
         red.append(
-            f"hanging transaction pid {h.producer_id} on {h.topic}[{h.partition}] from offset "
+            f"hanging transaction pid {h.producer_id}"
+            + (f" ({term(h.transactional_id)})" if h.transactional_id else "")
+            + f" on {h.topic}[{h.partition}] from offset "
             f"{h.first_offset} ({h.blocked} records blocked)"
         )
     unsure = len(dash.hanging) - len(hung)
