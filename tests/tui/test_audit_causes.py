@@ -121,3 +121,12 @@ async def test_the_audit_view_before_a_run_says_how_to_run_one():
         await until(pilot, lambda: not app.view("audit").running and app.view("audit").report is not None,
                     "the audit")
         assert app.view("audit").query_one(RowTable).empty == "no findings"
+
+
+def test_the_help_fits_its_box_at_80_columns_without_breaking_a_phrase():
+    # Issue 32, item 9: the help box wrapped mid-phrase. 80 columns: the box is 72 wide (90%), 68 inside.
+    from rich.text import Text
+
+    from tui.screens import HELP
+
+    assert max(len(line) for line in Text.from_markup(HELP).plain.splitlines()) <= 68
