@@ -54,7 +54,7 @@ def render_hanging(out: Any, report: Any, topics: list[str], args: str = "") -> 
         if not report.offsets_disagreements:  # never "none" on offsets the broker contradicts
             out.print(safetext.text(f"no hanging transactions (older than {age_text(report.max_age_s)}) in "
                                     f"{checked}"))
-        _blocking(out, report)
+        _blocking(out, report, args)
         return
     rows = [(h.topic, h.partition, h.producer_id, h.producer_epoch, h.first_offset,
              age_text(h.age_s) + ("" if h.age_trusted else "*"), h.blocked, h.transactional_id,
@@ -73,7 +73,7 @@ def render_hanging(out: Any, report: Any, topics: list[str], args: str = "") -> 
                   "timestamps (CreateTime, set by the client; * above), and neither the coordinator nor the "
                   "broker's clock dates them: not counted as hanging. `eosctl txns describe ID` shows the "
                   "coordinator's start time where it has one.")
-    _blocking(out, report)
+    _blocking(out, report, args)
     if not counted:
         return
     first = counted[0]
@@ -81,7 +81,7 @@ def render_hanging(out: Any, report: Any, topics: list[str], args: str = "") -> 
     out.print(safetext.text(f"to abort one: {hint}"))
 
 
-def _blocking(out: Any, report: Any) -> None:
+def _blocking(out: Any, report: Any, args: str = "") -> None:
     """The open transactions that hold an LSO now without being hanging (younger than --max-age): what a
     read_committed consumer waits for, named apart from the hanging ones."""
     if not report.blocking:
@@ -94,8 +94,14 @@ def _blocking(out: Any, report: Any) -> None:
                     ["topic", "partition", "producer id", "epoch", "transactional id", "first offset", "age",
                      "blocked", "coordinator state"], rows,
                     drop=("coordinator state", "epoch", "first offset")))
-    out.print("read_committed consumers of these partitions wait at the LSO until each commits, aborts or "
-              "times out; `eosctl txns describe ID` says when its timeout ends it.")
+    named = next((h.transactional_id for h in report.blocking if h.transactional_id), None)
+    import shlex
+
+    how = (f"`eosctl txns describe {args + ' ' if args else ''}{shlex.quote(named)}`" if named
+           else "`eosctl txns describe ID`")
+    out.print(safetext.text("read_committed consumers of these partitions wait at the LSO until each "
+                            f"commits, aborts or times out; {how} says when its timeout ends it and whether "
+                            "to abort."))
 
 
 def abort_command(topic: str, partition: int, start_offset: int, args: str) -> str:
