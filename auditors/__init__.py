@@ -27,7 +27,8 @@ def audit(target: Target, sink: Sink, *, options: EngineOptions, progress: Progr
     from auditors.sources import KafkaSource
 
     inp = AuditInput(source=KafkaSource(target.cluster), sink=sink, topics=target.topics,
-                         cluster=target.cluster, group=target.group, fail_on=fail_on)
+                     cluster=target.cluster, group=target.group, fail_on=fail_on,
+                     content_check=options.content_check)
     return engine.run(inp, options, progress, started)
 
 

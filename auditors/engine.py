@@ -37,6 +37,9 @@ class EngineOptions:
     driver_memory: str = "2g"
     shuffle_partitions: int = 4
     workers: int | None = None  # the local engine's processes; None: one per core
+    # Compare each sink row's key with its record's (content_mismatch), where the sink names a key column:
+    # on by default, its cost measured in docs/benchmarks.md.
+    content_check: bool = True
 
     @classmethod
     def resolve(cls, config: Config | None, default_engine: str, *, engine: str | None = None,

@@ -30,7 +30,7 @@ def run_spark(spark: Any, inp: AuditInput, items: list[WorkItem], progress: Prog
     want_keys = inp.sink.key_column is not None
     tasks = group_items(items, spark_slots(spark))
     progress(Step(PHASE_TASKS, 0, len(tasks)))
-    func = group_task(tasks, inp.source, inp.sink, inp.settings, want_keys, inp.group)
+    func = group_task(tasks, inp.source, inp.sink, inp.settings, want_keys, inp.group, inp.content_check)
     frame = spark.range(0, len(tasks), 1, max(len(tasks), 1)).mapInArrow(func, OUT_SCHEMA)
     if want_keys:
         is_key = F.col("rec") == "key"

@@ -51,7 +51,8 @@ def offset_document(f: Facts) -> dict[str, Any]:
         "topic": log.topic, "partition": log.partition, "offset": o, "kind": kind,
         "log": {"log_start_offset": log.log_start_offset, "last_stable_offset": log.last_stable_offset,
                 "high_watermark": log.high_watermark,
-                "read_committed_delivers": kind == Kind.DATA.value and o < log.last_stable_offset},
+                "read_committed_delivers": kind == Kind.DATA.value and o < log.last_stable_offset,
+                "leader_epochs": [{"leader_epoch": e, "start_offset": s} for e, s in log.leader_epochs]},
         "batch": None if f.batch is None else f.batch.to_dict(),
         "transaction": txn,
         "producer": None if producer_id is None else _producer_doc(log, producer_id, o),
@@ -179,8 +180,13 @@ def _summary(doc: dict[str, Any]) -> str:
         if not log["read_committed_delivers"]:
             text += f", after the LSO {log['last_stable_offset']}: not readable yet"
         text += "."
+    text += _epoch_text(doc)
     g = doc["group"]
-    if g is not None and g["committed_offset"] is not None:
+    if g is not None and g["committed_offset"] is not None and g["committed_offset"] > log["high_watermark"]:
+        text += (f" Group {g['group']} committed {g['committed_offset']}, beyond the high watermark "
+                 f"{log['high_watermark']}: the log was truncated below what it consumed (an unclean leader "
+                 "election); its consumer will reset by auto.offset.reset, skipping or re-reading records.")
+    elif g is not None and g["committed_offset"] is not None:
         text += (f" Group {g['group']} has consumed it (committed {g['committed_offset']})." if g["consumed"]
                  else f" Group {g['group']} has not reached it (committed {g['committed_offset']}).")
     s = doc["sink"]
@@ -202,6 +208,23 @@ def _summary(doc: dict[str, Any]) -> str:
                                              for x in others[:4])
         text += "."
     return text
+
+
+def _epoch_text(doc: dict[str, Any]) -> str:
+    """The partition leader epoch the offset's batch was written under, and where that epoch's leader
+    began writing: a leader change after the log's first epoch is where a new leader truncated whatever an
+    earlier one wrote from there on and had not replicated."""
+    b, epochs = doc["batch"], doc["log"]["leader_epochs"]
+    if b is None or b.get("leader_epoch", -1) < 0:
+        return ""
+    epoch = b["leader_epoch"]
+    start = next((e["start_offset"] for e in epochs if e["leader_epoch"] == epoch), None)
+    text = f" Written under partition leader epoch {epoch}"
+    if start is not None and epochs and epochs[0]["leader_epoch"] != epoch:
+        text += (f", whose leader's writes begin at offset {start}: whatever an earlier leader wrote from "
+                 f"{start} on without replicating it to this one was truncated there (after an unclean "
+                 "election, records consumers had already read)")
+    return text + "."
 
 
 def _txn(t: dict[str, Any] | None) -> str:

@@ -21,6 +21,8 @@ KINDS = (
     "key_duplicate",
     "offset_mismatch",
     "invalid_row",
+    # Sink rows whose key is not the key of the record at their offset (eosctl.content).
+    "content_mismatch",
     # A Kafka stage audited with `lineage = "key"` (its outputs paired with its inputs by key): what the
     # reconciliation found, named for keys, with the outputs' offsets (eosctl.sink.kafka_topic.key_findings).
     "lost_key",
@@ -44,6 +46,7 @@ DESCRIPTIONS = {
     "offset_mismatch": "offsets stored in the sink disagree with the consumer group's committed offsets",
     "invalid_row": "sink rows no Kafka record can match (NULL topic, partition or offset; offset negative, "
                    "above 2^63-1 or not an integer)",
+    "content_mismatch": "sink rows whose key is not the key of the Kafka record at their offset",
     "lost_key": "key lineage: committed input records whose key has no output left to pair with them",
     "duplicate_key": "key lineage: more outputs of a key than committed inputs carry it (count = extra)",
     "phantom_key": "key lineage: input records of aborted or open transactions whose key has outputs "
@@ -134,6 +137,13 @@ class Cause:
     order_column: str | None = None
     first_write: tuple[Any, Any] | None = None
     repeated_write: tuple[Any, Any] | None = None
+    # content_mismatch (eosctl.content): the shift a writer stored offsets with (rule shifted_coordinates);
+    # the partition leader epoch of the records now at the offsets, the newest epoch the sink's rows before
+    # them saw, and where that epoch begins in the log (rule rewritten_after_leader_change)
+    shift: int | None = None
+    leader_epoch: int | None = None
+    sink_leader_epoch: int | None = None
+    epoch_start: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"summary": self.summary}
@@ -153,6 +163,8 @@ class Cause:
                                     "repeated_write": _span_dict(self.repeated_write)}
         if self.kind == "key_duplicate":
             d["rule"] = self.rule
+        if self.kind == "content_mismatch":
+            d.update(_content_dict(self))
         return d
 
     @classmethod
@@ -164,7 +176,20 @@ class Cause:
                    _int(d.get("sink_before")), _int(d.get("sink_after")), d.get("passed_by"),
                    _int(rows.get("min")), _int(rows.get("max")), d.get("rule"),
                    order.get("column"), _span_of(order.get("first_write")),
-                   _span_of(order.get("repeated_write")))
+                   _span_of(order.get("repeated_write")), _int(d.get("shift")), _int(d.get("leader_epoch")),
+                   _int(d.get("sink_leader_epoch")), _int(d.get("epoch_start")))
+
+
+def _content_dict(c: Cause) -> dict[str, Any]:
+    """A content_mismatch's cause fields (eosctl.content): its rule, and what that rule rests on."""
+    d: dict[str, Any] = {"rule": c.rule}
+    if c.shift is not None:
+        d["shift"] = c.shift
+    if c.leader_epoch is not None:
+        d["leader_epoch"] = c.leader_epoch
+    if c.sink_leader_epoch is not None:
+        d.update(sink_leader_epoch=c.sink_leader_epoch, epoch_start=c.epoch_start)
+    return d
 
 
 def _span_dict(span: tuple[Any, Any] | None) -> dict[str, Any] | None:
@@ -204,6 +229,11 @@ ROOT_RULES = {
                           "recreated topic, or rows from another cluster)",
     "beyond_high_watermark": "the sink holds rows at offsets the log never had (a recreated topic, or "
                              "records lost to an unclean leader election)",
+    "coordinates_shifted": "the sink stores each row with a source offset shifted from its record's (an "
+                           "off-by-one offset mapping in its writer)",
+    "log_rewritten": "the sink holds records that are no longer in the log: the log was truncated and "
+                     "rewritten at their offsets after a leader change (an unclean leader election)",
+    "content_differs": "the sink holds rows whose key is not the key of the record at their offset",
     "not_yet_consumed": "committed records the sink's consumer had not reached when the sink was read "
                         "(its lag)",
     "written_before_commit": "a stage wrote outputs of input it has not committed to have processed: it "
@@ -238,11 +268,16 @@ def root_rule(f: Finding) -> str:
         if c is None or c.rule is None:
             return "unexplained"
         return "upstream_retry" if c.rule in ("non_idempotent", "producer_sessions") else "application_resend"
+    if f.kind == "content_mismatch":
+        return _CONTENT_ROOT.get(c.rule if c is not None else None, "unexplained")
     if f.kind == "phantom_beyond_hw":
         return "unknown_partitions" if f.detail == NOT_IN_KAFKA else "beyond_high_watermark"
     return _BY_KIND[kind]
 
 
+_CONTENT_ROOT = {"shifted_coordinates": "coordinates_shifted",
+                 "rewritten_after_leader_change": "log_rewritten",
+                 "different_record": "content_differs"}
 _BY_KIND = {"duplicate": "replay", "offset_mismatch": "offsets_disagree", "invalid_row": "invalid_rows",
             "ahead_of_commit": "written_before_commit"}
 

@@ -156,8 +156,10 @@ def build_rows(committed: Mapping[str, Mapping[TP, int | None]], offsets: Mappin
                 rows.append(PartitionLag(**base))
                 continue
             if c > o.high_watermark:
-                rows.append(PartitionLag(**base, error=f"committed offset {c} is beyond the high watermark "
-                                                       f"{o.high_watermark} (topic recreated?)"))
+                rows.append(PartitionLag(**base, error=(
+                    f"committed offset {c} is beyond the high watermark {o.high_watermark}: the log was "
+                    "truncated below what the group consumed (an unclean leader election, or a recreated "
+                    "topic); its consumer will reset by auto.offset.reset, skipping or re-reading records")))
                 continue
             log = logs.get(tp)
             behind, exact = records_behind(log, c, o.log_start, o.last_stable)

@@ -23,6 +23,7 @@ import time
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import kafka.errors as Errors
 
@@ -45,6 +46,9 @@ from eosctl.model import (
 )
 from eosctl.progress import Progress, Step
 from eosctl.wire import DEFAULT_MAX_BYTES, FETCH_WAITS_MS, TP, FetchResult, Offsets, WireClient
+
+if TYPE_CHECKING:
+    from eosctl.recordkeys import KeyCollector  # numpy: loaded only by scans that read keys
 
 Bound = int | Mapping[TP, int] | None
 # Largest per-partition fetch size we grow to when a single batch does not fit in max_bytes.
@@ -108,6 +112,8 @@ class _Classifier:
         self.bytes_added = 0
         self.changed = False
         self.verify = False  # read the last batch again before settling
+        self.leader_epochs: list[tuple[int, int]] = []  # (partition leader epoch, first offset under it)
+        self.keys: KeyCollector | None = None  # the records' keys, for the content check (open_scans)
 
     @property
     def done(self) -> bool:
@@ -131,6 +137,9 @@ class _Classifier:
             return  # a fetch from inside a batch returns the whole batch again
         self.last_batch = batch
         self.bytes_added += batch.size_bytes
+        if batch.base_offset < self.end and (not self.leader_epochs
+                                             or self.leader_epochs[-1][0] != batch.leader_epoch):
+            self.leader_epochs.append((batch.leader_epoch, max(batch.base_offset, self.next)))
         if batch.base_offset >= self.end:
             if self.next < self.end:  # batches up to end were removed by compaction
                 self._piece(self.next, self.end - 1, Kind.HOLE)
@@ -415,6 +424,8 @@ class _Classifier:
             batches=None if self.batches is None else list(self.batches), warnings=warnings,
             writes=_clip(merge_ranges(self.writes, by_producer=True), begin),
             offsets_disagreement=self.offsets.disagreement,
+            leader_epochs=list(self.leader_epochs),
+            record_keys=None if self.keys is None else self.keys.result(),
         )
         self._cross_check(log)
         return log
@@ -492,21 +503,23 @@ def scan_partition(client: WireClient, topic: str, partition: int, start: int | 
 
 def scan_partitions(client: WireClient, tps: Iterable[TP], start: Bound = None, end: Bound = None,
                     keep_batches: bool = False, progress: Progress | None = None,
-                    max_bytes: int = DEFAULT_MAX_BYTES,
-                    offsets: Mapping[TP, Offsets] | None = None) -> dict[TP, PartitionLog]:
+                    max_bytes: int = DEFAULT_MAX_BYTES, offsets: Mapping[TP, Offsets] | None = None,
+                    keys: bool = False) -> dict[TP, PartitionLog]:
     """Scan many partitions together: each round is one Fetch per leader covering all of them.
 
     ``start``/``end`` may be one offset for all partitions or a per-partition mapping (lag scans each
     partition's own [committed, LSO) window in the same fetches). ``offsets``: already read for every
     partition (an audit's driver reads them once for all tasks); otherwise ListOffsets asks here.
+    ``keys``: also decode every record's key (eosctl.recordkeys) into each log's ``record_keys``.
     """
-    scans = open_scans(client, tps, start, end, keep_batches, offsets)
+    scans = open_scans(client, tps, start, end, keep_batches, offsets, keys)
     run_scans(client, scans, progress, max_bytes)
     return {tp: s.finish() for tp, s in scans.items()}
 
 
 def open_scans(client: WireClient, tps: Iterable[TP], start: Bound = None, end: Bound = None,
-               keep_batches: bool = False, offsets: Mapping[TP, Offsets] | None = None) -> dict[TP, LogScan]:
+               keep_batches: bool = False, offsets: Mapping[TP, Offsets] | None = None,
+               keys: bool = False) -> dict[TP, LogScan]:
     """One scan per partition over [max(start, log start), min(end, HW)), nothing read yet. ``offsets``:
     the partitions' offsets if the caller just read them (else one ListOffsets round here)."""
     tps = list(dict.fromkeys(tps))
@@ -518,6 +531,10 @@ def open_scans(client: WireClient, tps: Iterable[TP], start: Bound = None, end: 
         lo = o.log_start if first is None else max(first, o.log_start)
         hi = o.high_watermark if stop is None else min(stop, o.high_watermark)
         scans[tp] = _Classifier(tp[0], tp[1], lo, max(lo, hi), o, keep_batches)
+        if keys:
+            from eosctl.recordkeys import KeyCollector
+
+            scans[tp].keys = KeyCollector(lo, max(lo, hi))
     return scans
 
 
@@ -618,6 +635,8 @@ def _bound(bound: Bound, tp: TP) -> int | None:
 
 
 def _feed(s: _Classifier, records: bytes, sizes: dict[TP, int], tp: TP) -> str | None:
+    if s.keys is not None:
+        s.keys.add(records)
     decoded = False
     for batch in iter_batches(records):
         decoded = True

@@ -52,6 +52,9 @@ class Batch:
     # The topic stamps LogAppendTime (attribute bit 0x08): the timestamps are the broker's append time
     # (every record's is ``max_timestamp``); otherwise CreateTime, set by the producer's clock.
     log_append_time: bool = False
+    # The partition leader epoch the batch was written under (the header's partitionLeaderEpoch): a newer
+    # epoch at an offset a consumer already read means the log was rewritten there (an unclean election).
+    leader_epoch: int = -1
 
     @property
     def contiguous(self) -> bool:
@@ -439,6 +442,13 @@ class PartitionLog:
     # the same), these keep each producer id and epoch apart, so a finding over data can name its writers.
     # Sorted, disjoint, DATA only; adjacent runs of one producer session merged. Empty when not recorded.
     writes: list[OffsetRange] = field(default_factory=list)
+    # The partition leader epochs of the batches read, in log order: (epoch, first offset written under
+    # it). An epoch starting below offsets a consumer read under an older one is where the log was
+    # truncated (eosctl.content). Empty when not recorded.
+    leader_epochs: list[tuple[int, int]] = field(default_factory=list)
+    # The records' keys at their offsets (eosctl.recordkeys.RecordKeys), when the scan was asked to
+    # read them (the content check); None otherwise.
+    record_keys: Any = field(default=None, repr=False, compare=False)
     # bisect index over ``ranges``, rebuilt when ``ranges`` is replaced (treat the list as immutable)
     _index: tuple[int, int, list[int]] | None = field(default=None, init=False, repr=False, compare=False)
     _writes_index: tuple[int, int, list[int]] | None = field(default=None, init=False, repr=False,
@@ -515,6 +525,7 @@ class PartitionLog:
             "batches": None if self.batches is None else [b.to_dict() for b in self.batches],
             "warnings": list(self.warnings),
             "writes": [w.to_dict() for w in self.writes],
+            "leader_epochs": [{"leader_epoch": e, "start_offset": o} for e, o in self.leader_epochs],
         }
 
     @classmethod
@@ -534,4 +545,6 @@ class PartitionLog:
             batches=None if batches is None else [Batch.from_dict(b) for b in batches],
             warnings=list(d.get("warnings", [])),
             writes=[OffsetRange.from_dict(w) for w in d.get("writes", [])],
+            leader_epochs=[(int(e["leader_epoch"]), int(e["start_offset"]))
+                           for e in d.get("leader_epochs", [])],
         )

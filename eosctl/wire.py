@@ -162,7 +162,7 @@ class WireClient:
             allow_auto_topic_creation=False,
         )
         for attempt in range(METADATA_ATTEMPTS):
-            response = self._send_all([(self._any_node(), request)])[0]
+            response = self._send_any(request)
             # Keep kafka-python's broker list current: connections to leaders are made from it.
             self._client.cluster.update_metadata(response)
             found: dict[str, dict[int, int]] = {}
@@ -428,6 +428,22 @@ class WireClient:
 
     # --- plumbing ---------------------------------------------------------------------------------
 
+    def _send_any(self, request: ApiMessage) -> Any:
+        """A request any broker can answer (Metadata), sent to another broker when one is down: the
+        brokers a client learnt of include one that died since (its connection is refused until the
+        cluster drops it from Metadata), and the others still answer."""
+        failed: BrokerError | None = None
+        for _ in range(ANY_NODE_TRIES):
+            node = self._any_node()
+            try:
+                return self._send_all([(node, request)])[0]
+            except _Oversized:
+                raise
+            except BrokerError as e:
+                failed = e
+        assert failed is not None
+        raise failed
+
     def _any_node(self) -> NodeId:
         node = self._client.least_loaded_node(bootstrap_fallback=True)
         if node is None:
@@ -479,6 +495,9 @@ class WireClient:
                 raise BrokerError(error)
             responses.append(f.value)
         return responses
+
+
+ANY_NODE_TRIES = 4  # brokers tried for a request any broker answers
 
 
 class _Oversized(BrokerError):

@@ -55,6 +55,10 @@ def _fail_on(ctx: click.Context, param: click.Parameter, value: str | None) -> t
               help="Spark master: local[N], spark://HOST:PORT, yarn, k8s://... [default: local[*]].")
 @click.option("--remote", help="Spark Connect server, sc://HOST:PORT (instead of --master).")
 @click.option("--driver-memory", help="Spark driver heap [default: the config's, or 2g].")
+@click.option("--content-check/--no-content-check", "content_check", default=None,
+              help="With a key column: compare each sink row's key with the key of the Kafka record at its "
+                   "offset (content_mismatch: rows that belong to other records, shifted offsets, offsets "
+                   "re-used after an unclean election) [default: on].")
 def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str | None = None,
           topics: tuple[str, ...] = (), group: str | None = None, sink_duckdb: str | None = None,
           sink_parquet: str | None = None, sink_table: str | None = None, topic_column: str | None = None,
@@ -62,7 +66,7 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
           key_column: str | None = None, offsets_table: str | None = None, fmt: str = "table",
           out: str | None = None, force: bool = False, fail_on: tuple[str, ...] = KINDS,
           engine: str | None = None, master: str | None = None, remote: str | None = None,
-          driver_memory: str | None = None) -> None:
+          driver_memory: str | None = None, content_check: bool | None = None) -> None:
     """Reconcile Kafka source offsets with the sink's rows (one task per partition)."""
     # Ctrl-C and SIGTERM unwind through the audit's guard (eosctl.cli.unwind_on_signals).
     started = time.monotonic()
@@ -92,13 +96,21 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
         chosen = _engine_by_size(runs)
     options = EngineOptions.resolve(target.config, "spark", engine=chosen, master=master, remote=remote,
                                     driver_memory=driver_memory)
+    if content_check is not None:
+        options = replace(options, content_check=content_check)
     if hops:
         audited = [(hop, t, sink_of(t, None, None, None)[0]) for hop, t in zip(hops, runs, strict=True)]
+        if content_check and not any(s.key_column for _, _, s in audited):
+            raise click.UsageError("--content-check compares each row's key with its record's: name the key "
+                                   "column in a hop's sink (key_column)")
         written = Written(out, _reads(config, [s for _, _, s in audited]), force)
         written.check()
         _run(audited, fmt, written, fail_on, options, started)
         return
     sink, _ = sink_of(target, sink_duckdb, sink_parquet, sink_table)
+    if content_check and not replace(sink, **overrides).key_column:
+        raise click.UsageError("--content-check compares each row's key with its record's: name the key "
+                               "column (--key-column, or key_column in the config's sink)")
     upstream = _upstream(config, target, bootstrap)
     written = Written(out, _reads(config, [sink, upstream[0] if upstream else None]), force)
     written.check()

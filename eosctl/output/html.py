@@ -50,6 +50,7 @@ FINDING_COLOURS = {
     "key_duplicate": "#b5b800",
     "offset_mismatch": "#1f5fbf",
     "invalid_row": "#111111",  # never on a bar (no offset to place it at): legend and table only
+    "content_mismatch": "#2ca02c",
     # key lineage (a Kafka stage without offset lineage): darker shades of the kinds they rename
     "lost_key": "#8b1a1a",
     "duplicate_key": "#b35900",

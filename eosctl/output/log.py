@@ -41,6 +41,7 @@ def log_document(plog: Any, window: tuple[int, int, bool] | None) -> dict[str, A
         "batches": d["batches"],
         "batches_window": None if window is None else {"from": window[0], "to": window[1],
                                                         "complete": window[2]},
+        "leader_epochs": d["leader_epochs"],
         "warnings": d["warnings"],
     }
 
@@ -81,6 +82,9 @@ def render_log(out: Any, doc: dict[str, Any]) -> None:
         f"LSO {doc['last_stable_offset']}  HW {doc['high_watermark']}  "
         f"scanned {doc['scanned_from']}..{doc['scanned_to'] - 1}: {c['DATA']} data, "
         f"{c['MARKER']} markers, {c['ABORTED']} aborted, {c['OPEN']} open, {c['HOLE']} holes"))
+    epochs = doc["leader_epochs"]
+    if epochs:
+        out.print(leader_epochs_text(epochs), highlight=False)
     if doc["batches"] is not None:
         rows, more = _capped([
             (f"{b['base_offset']}..{b['last_offset']}", b["record_count"], b["producer_id"],
@@ -123,6 +127,20 @@ def render_log(out: Any, doc: dict[str, Any]) -> None:
             out.print(more)
     for w in doc["warnings"]:
         out.print(Text.assemble(("warning:", "yellow"), " ", safetext.text(w)))
+
+
+def leader_epochs_text(epochs: list[dict[str, Any]]) -> str:
+    """One line: each partition leader epoch and where its writes begin; after the first, where a new
+    leader truncated whatever an earlier one wrote beyond and had not replicated."""
+    parts = [f"{e['leader_epoch']} from offset {e['start_offset']}" for e in epochs[:20]]
+    more = f" and {len(epochs) - 20} more" if len(epochs) > 20 else ""
+    text = "leader epochs: " + ", ".join(parts) + more
+    if len(epochs) > 1:
+        starts = ", ".join(str(e["start_offset"]) for e in epochs[1:20])
+        text += (f" (a new leader's writes begin at {starts}: whatever an earlier leader wrote from there on "
+                 "without replicating it to this one was truncated; after an unclean election, records "
+                 "consumers had already read)")
+    return text
 
 
 def _events(producers: list[dict[str, Any]]) -> list[tuple[int, int, str]]:

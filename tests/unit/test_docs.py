@@ -203,7 +203,8 @@ def partition_log(batches: bool = True) -> PartitionLog:
     batch_list = [Batch(0, 2, 3, 7, 0, 0, 2, True, False, None, NOW_MS, NOW_MS, "none", 120),
                   Batch(3, 3, 1, 7, 0, -1, -1, True, True, "COMMIT", NOW_MS, NOW_MS, "none", 78, (3,))]
     return PartitionLog("orders", 0, 0, 9, 7, 0, 9, ranges, txns, producers,
-                        batch_list if batches else None, ["LSO 7 but the log says 7"])
+                        batch_list if batches else None, ["LSO 7 but the log says 7"],
+                        leader_epochs=[(0, 0), (2, 3)])
 
 
 def findings_of_every_kind() -> list[Finding]:
@@ -241,6 +242,8 @@ def findings_of_every_kind() -> list[Finding]:
             out.append(Finding(kind, "orders", 0, 8, 8, 1, detail=detail, cause=Cause(kind, said)))
         elif kind in KEY_KINDS:  # key lineage renames what the reconciliation found, cause and all
             out.append(Finding(KEY_KINDS[kind], "orders", 0, *at[KEY_KINDS[kind]], 1, detail=kind))
+        elif kind == "content_mismatch":
+            out.extend(content_findings())
         else:
             out.append(Finding(kind, "orders", 0, *at[kind], 1))
     facts = SinkFacts(gaps={0: (None, 1)}, duplicates={1: (2, 3)})
@@ -254,6 +257,27 @@ def findings_of_every_kind() -> list[Finding]:
     duplicate = next(f for f in explained if f.kind == "duplicate")
     ordered = with_write_order(duplicate, "sink_batch", (4, 4, 9, 9))  # with sink.order_column
     return [*explained, replace(aborted, first_offset=6, last_offset=6, cause=many), ordered]
+
+
+def content_findings() -> list[Finding]:
+    """content_mismatch of each rule, from eosctl.content over partition_log()'s offsets with record keys:
+    rows 1..3 hold the records below them (offset+1), row 4 its own, rows 6 and 7 records a leader change
+    rewrote (epoch 1 from offset 5), row 9 another record's key."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from eosctl.content import check_partition
+    from eosctl.recordkeys import RecordKeys, hash_bytes
+
+    keys = hash_bytes(f"k{o}".encode() for o in range(10))
+    rk = RecordKeys(np.arange(10, dtype=np.int64), np.array([0] * 5 + [1] * 5, np.int32), np.zeros(10, bool),
+                    keys)
+    log = replace(partition_log(), record_keys=rk, leader_epochs=[(0, 0), (1, 5)])
+    rows = [(1, "k0"), (2, "k1"), (3, "k2"), (4, "k4"), (6, "old6"), (7, "old7"), (8, "k8"), (9, "zz")]
+    sink_keys = [k for _, k in rows]
+    return check_partition(log, np.array([o for o, _ in rows], np.int64),
+                           hash_bytes(k.encode() for k in sink_keys), sink_keys).findings
 
 
 def audit_report(engine: dict[str, Any], findings: list[Finding],
