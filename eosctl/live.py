@@ -150,8 +150,7 @@ class LiveModel:
         self.max_age_s = max_age_s
         self.timeout_ms = timeout_ms
         self.offsets_every_s, self.producers_every_s = offsets_every_s, producers_every_s
-        output = [pipe.output_topic] if pipe and pipe.output_topic else []
-        self.topics = list(dict.fromkeys([*target.topics, *output]))
+        self.topics = list(target.watched)
         self._own_admins = admins is None
         self.admins = admins or Admins(target.cluster, timeout=timeout_ms / 1000)
         self._client: WireClient | None = None
@@ -456,7 +455,7 @@ class LiveModel:
 
         from eosctl import sandboxstate
 
-        state = sandboxstate.status(sandboxstate.state_dir())
+        state = sandboxstate.status(sandboxstate.state_dir(self.target.cluster.sandbox_home))
         if state is None or state.bootstrap == self.target.cluster.bootstrap_servers:
             return
         cluster = replace(self.target.cluster, bootstrap_servers=state.bootstrap)

@@ -460,4 +460,6 @@ def _load_hanging(con: duckdb.DuckDBPyConnection, snap: Capture) -> None:
         snap.hanging_candidates.append(h)
         if over:
             found.append(h)
-    snap.hanging = HangingReport(max_age_s, checked, found, returned, describe)
+    blocking = [h for h in snap.hanging_candidates if h not in found and "lso" in h.rules
+                and h.lso == h.first_offset]
+    snap.hanging = HangingReport(max_age_s, checked, found, returned, describe, blocking=blocking)

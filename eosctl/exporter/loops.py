@@ -59,7 +59,29 @@ def first_refresh(sources: list[Source]) -> None:
     """The first reading of every pipeline; a cluster that does not answer is an error, not an outage (a
     wrong address must not look like a broker that went away)."""
     for s in sources:
-        s.refreshed(s.model.refresh())
+        cap = s.model.refresh()
+        s.refreshed(cap)
+        log_sections(s, cap)
+
+
+# (pipeline's source id, section) -> the reason last logged: each section's failure is logged when it starts
+# or its reason changes, and its recovery once, not at every refresh.
+_FAILING: dict[tuple[int, str], str] = {}
+
+
+def log_sections(s: Source, cap: Any) -> None:
+    """A section that could not be read (eosctl_refresh_errors_total{section} rising) says why in the log."""
+    name = term(s.pipeline or s.cluster)
+    errors = cap.errors()
+    for section in cap.sections:
+        key = (id(s), section)
+        why = errors.get(section)
+        if why is not None and _FAILING.get(key) != why:
+            _FAILING[key] = why
+            log(f"eosctl exporter: {name}: section {section} not read (eosctl_refresh_errors_total): "
+                f"{term(why)}")
+        elif why is None and _FAILING.pop(key, None) is not None:
+            log(f"eosctl exporter: {name}: section {section} read again")
 
 
 def refresh_loop(sources: list[Source], exposition: Exposition, interval: float,
@@ -78,6 +100,7 @@ def refresh_loop(sources: list[Source], exposition: Exposition, interval: float,
                         f"the last values (eosctl_up 0): {term(down[i])}")
                 continue
             s.refreshed(cap)
+            log_sections(s, cap)
             if down.pop(i, None) is not None:
                 say(f"eosctl exporter: {term(s.pipeline or s.cluster)}: the cluster answers again")
         exposition.warm()

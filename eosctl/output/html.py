@@ -483,6 +483,12 @@ def _t(s: str) -> str:
             "</span>")
 
 
+def _prose(s: str) -> str:
+    """A sentence (a cause, a detail) for a table cell: escaped as _t does, never cut (the producer id a
+    middle cut removed is the point of it, and a tooltip is lost on paper); it wraps instead."""
+    return html.escape(safetext.term(s))
+
+
 def _partitions(report: AuditReport, by_tp: dict[TP, list[Finding]]) -> str:
     head = ("<tr><th>topic</th><th>partition</th><th>log start</th><th>LSO</th><th>HW</th>"
             "<th>expected</th><th>sink rows</th><th>unverifiable</th><th>findings</th></tr>")
@@ -525,12 +531,12 @@ def _findings(report: AuditReport) -> str:
             "at " + ", ".join(map(str, f.offsets)) if f.offsets else "", f.detail or "") if x)
         ignored = "" if f.kind in report.fail_on else ' <span class="muted">(ignored)</span>'
         swatch = f'<i class="sw" style="background:{FINDING_COLOURS[f.kind]}"></i>'
-        cause = "" if f.cause is None else (f"<b>{_t(short_cause(f))}</b>"
-                                            f'<div class="why">{_t(f.cause.summary)}</div>')
+        cause = "" if f.cause is None else (f"<b>{_prose(short_cause(f))}</b>"
+                                            f'<div class="why">{_prose(f.cause.summary)}</div>')
         rows.append(f'<tr id="finding-{i}" data-kind="{f.kind}"><td>{swatch}{escape(f.kind)}{ignored}</td>'
                     f"<td>{_t(part)}</td>"
                     f'<td class="n">{where}</td><td class="n">{_n(f.count)}</td>'
-                    f"<td>{_t(f.key or '')}</td><td>{_t(detail)}</td><td>{cause}</td></tr>")
+                    f"<td>{_t(f.key or '')}</td><td>{_prose(detail)}</td><td>{cause}</td></tr>")
     more = len(report.findings) - MAX_FINDING_ROWS
     tail = (f'<p class="note">{_n(more)} more findings are in the embedded JSON report.</p>' if more > 0
             else "")

@@ -63,3 +63,21 @@ def test_two_hundred_partitions_render(tmp_path):
     assert seen.get(rgb(FINDING_COLOURS["phantom_beyond_hw"]), 0) >= 4
     assert "6 failing findings in 5 of 200 partitions" in dom
     assert dom.count('class="row compact"') == 195
+
+
+def test_a_long_cause_is_shown_whole_in_the_browser_and_on_paper(tmp_path):
+    # Issue 32, item 5: the findings table cut causes in the middle (the producer id went) and kept the
+    # whole only in a tooltip, lost on print.
+    from dataclasses import replace
+
+    from tests.unit.test_causes import report as explained
+
+    report = explained()
+    f = next(f for f in report.findings if f.cause is not None)
+    long = f.cause.summary + " " + "the sink wrote it again after a restart of its writer; " * 4 + \
+        "producer id 424242 epoch 7 wrote the first copy"
+    findings = [replace(x, cause=replace(x.cause, summary=long)) if x is f else x for x in report.findings]
+    report = AuditReport.build(report.partitions, findings, fail_on=report.fail_on)
+    _, dom = shoot(tmp_path, report, 1500)
+    assert "producer id 424242 epoch 7 wrote the first copy" in dom
+    assert "characters)" not in dom.split('id="findings"', 1)[-1].split("</section>", 1)[0]
