@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from eosctl.gapmap.segments import LogSegment
+
 KINDS = (
     "gap",
     "duplicate",
@@ -379,27 +381,6 @@ _KIND_ORDER = {k: i for i, k in enumerate(KINDS)}
 
 def _int(v: Any) -> int | None:
     return None if v is None else int(v)
-
-
-# Log segments a read_committed consumer never delivers, for the HTML gap map (eosctl.gapmap).
-SEGMENT_KINDS = ("ABORTED", "MARKER", "OPEN", "HOLE")
-
-
-@dataclass(frozen=True)
-class LogSegment:
-    kind: str  # one of SEGMENT_KINDS (eosctl.model.Kind values)
-    first: int
-    last: int  # inclusive
-    # Offsets of this kind inside first..last: less than last - first + 1 once neighbours were coalesced
-    # to keep the list bounded (see eosctl.gapmap.log_segments).
-    count: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "first": self.first, "last": self.last, "count": self.count}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> LogSegment:
-        return cls(d["kind"], int(d["first"]), int(d["last"]), int(d["count"]))
 
 
 @dataclass(frozen=True)
