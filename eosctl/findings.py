@@ -609,7 +609,7 @@ def report_from_data(data: Any, notes: list[str] | None = None) -> AuditReport:
     """An AuditReport from its JSON form, every field's type checked, and its verdict recomputed from its
     findings and fail_on: a file saying "pass" over failing findings is FAIL, and the disagreement is
     appended to ``notes`` in one line. ValueError naming the first wrong field otherwise."""
-    from eosctl.typecheck import check
+    from eosctl.filevalidation import check
 
     if not isinstance(data, dict):
         raise ValueError(f"expected a JSON object, got {type(data).__name__}")

@@ -19,7 +19,7 @@ from eosctl.audit.reconcile import Clipped, offset_mismatch, reconcile_partition
 from eosctl.config import Cluster, Sink
 from eosctl.errors import BrokerError
 from eosctl.findings import Finding
-from eosctl.heap import paused
+from eosctl.gcpause import paused
 from eosctl.logscan import scan_partitions
 from eosctl.model import TP, PartitionLog
 from eosctl.offsets import committed_offsets
@@ -254,7 +254,7 @@ def collect(
     """
     if duckdb_path or parquet:
         sink = replace(sink, duckdb=duckdb_path, parquet=parquet)
-    # An island and a finding per stretch of the sink: 100k of each, no cycles among them (eosctl.heap).
+    # An island and a finding per stretch of the sink: 100k of each, no cycles among them (eosctl.gcpause).
     with paused():
         side = read_sink(sink, where)
         with WireClient(cluster) as client:

@@ -183,7 +183,7 @@ def test_the_graph_sees_the_project() -> None:
     names = {(e.source, e.target) for e in all_edges}
     assert ("eosctl.capture", "eosctl.wire") in names  # from eosctl.wire import WireClient
     assert ("eosctl.capture", "eosctl.lag") in names  # from eosctl import lag as lag_mod (a submodule)
-    assert ("tui.data", "eosctl.capture") in names
+    assert ("tui.sources", "eosctl.capture") in names
     assert ("eosctl.commands.tui_cmd", "tui.app") in names  # inside a function: the command line may
     assert ("eosctl.commands.sandbox_cmd", "eosctl.sandbox.noida") in names
     assert {layer(e.source) for e in all_edges} == {"core", "cli", "sandbox", "auditors", "tui"}
