@@ -140,14 +140,10 @@ def _signals_quit(app: Any) -> Iterator[None]:
             got.append(signum)
             loop.call_soon_threadsafe(app.exit)
 
-    from eosctl.stopsignals import STOP_SIGNALS
+    from eosctl.stopsignals import handling
 
-    before = {s: signal.signal(s, on_signal) for s in STOP_SIGNALS}
-    try:
+    with handling(on_signal) as before:
         yield
-    finally:
-        for s, handler in before.items():
-            signal.signal(s, handler)
     if got:
         signal.raise_signal(got[0])
 
