@@ -26,7 +26,7 @@ from eosctl.capture import Capture, candidates
 from eosctl.errors import EosctlError
 from eosctl.files import replacing
 from eosctl.findings import report_from_data, root_rule
-from eosctl.heap import paused
+from eosctl.gcpause import paused
 from eosctl.lag import LagSnapshot, PartitionLag
 from eosctl.ledger import Ledger, LedgerFlag, PartitionLedger
 from eosctl.model import TP, Kind, PartitionLog
@@ -182,7 +182,7 @@ def _write(snap: Capture, tmp: Path) -> None:
                                     for g, state in (snap.lag.group_states if snap.lag else {}).items()])
         _write_hanging(con, snap)
         if snap.audit is not None:
-            with paused():  # a row per finding, no cycles among them (eosctl.heap)
+            with paused():  # a row per finding, no cycles among them (eosctl.gcpause)
                 _write_audit(con, snap)
         sections = [(name, status, _section_rows(snap, name)) for name, status in snap.sections.items()]
         _insert(con, "sections", sections)
@@ -306,7 +306,7 @@ def load_snapshot(path: str | Path, notes: list[str] | None = None) -> Capture:
     disagreement is appended to ``notes``.
     """
     from eosctl.files import shown
-    from eosctl.typecheck import WrongType, check
+    from eosctl.filevalidation import WrongType, check
 
     how = "write one with `eosctl snapshot --out FILE`"
     name = shown(str(path))

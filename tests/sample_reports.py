@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from eosctl.findings import AuditReport, Finding, LogSegment, PartitionSummary
-from eosctl.gapmap import log_segments
+from eosctl.gapmap.segments import log_segments
 from eosctl.model import Kind, OffsetRange, PartitionLog
 
 TOPIC = "demo.enriched"

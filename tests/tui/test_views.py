@@ -224,7 +224,7 @@ async def test_no_color_keeps_every_state_in_words(monkeypatch):
     from tuihelp import SNAPSHOT
 
     from tui.app import EosApp
-    from tui.data import SnapshotSource
+    from tui.sources import SnapshotSource
 
     monkeypatch.setenv("NO_COLOR", "1")
     app = EosApp(SnapshotSource(str(SNAPSHOT)))

@@ -13,7 +13,7 @@ from eosctl.output.finding import short_cause
 from eosctl.safetext import term
 from eosctl.sink.base import ReadPoint
 from tui import fmt
-from tui.data import Dashboard
+from tui.sources import Dashboard
 from tui.table import STYLES, Col, Row
 from tui.views.base import Prepared, TableView
 

@@ -6,8 +6,8 @@ from rich.text import Text
 
 from eosctl.safetext import term
 from tui import fmt
-from tui.data import Dashboard, LagKey
 from tui.screens import DetailScreen
+from tui.sources import Dashboard, LagKey
 from tui.table import STYLES, Col, Row
 from tui.views.base import TableView
 

@@ -14,7 +14,7 @@ from textual.widgets import Input, Select, Static
 from eosctl.model import TP, Kind, PartitionLog
 from eosctl.safetext import term
 from tui import fmt
-from tui.data import Dashboard
+from tui.sources import Dashboard
 from tui.table import STYLES, Col, FilterTable, Row
 from tui.views.base import View
 

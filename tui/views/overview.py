@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from rich.text import Text
 
 from eosctl.safetext import term
-from tui.data import Dashboard
+from tui.sources import Dashboard
 from tui.table import STYLES, Col, Row
 from tui.views.base import TableView
 from tui.views.producers import fenced

@@ -11,8 +11,8 @@ from eosctl.output.txns import abort_command
 from eosctl.safetext import term
 from eosctl.txns import TxnInfo
 from tui import fmt
-from tui.data import Dashboard
 from tui.screens import DetailScreen
+from tui.sources import Dashboard
 from tui.table import STYLES, Col, Row
 from tui.views.base import TableView
 
