@@ -20,7 +20,7 @@ from eosctl.audit.rule import audit_partition, committed_ranges
 from eosctl.config import Sink
 from eosctl.errors import BrokerError, EosctlError
 from eosctl.findings import Finding, PartitionSummary
-from eosctl.heap import paused
+from eosctl.gcpause import paused
 from eosctl.model import TP, PartitionLog
 
 if TYPE_CHECKING:

@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from eosctl.gapmap.segments import LogSegment
+
 KINDS = (
     "gap",
     "duplicate",
@@ -381,27 +383,6 @@ def _int(v: Any) -> int | None:
     return None if v is None else int(v)
 
 
-# Log segments a read_committed consumer never delivers, for the HTML gap map (eosctl.gapmap).
-SEGMENT_KINDS = ("ABORTED", "MARKER", "OPEN", "HOLE")
-
-
-@dataclass(frozen=True)
-class LogSegment:
-    kind: str  # one of SEGMENT_KINDS (eosctl.model.Kind values)
-    first: int
-    last: int  # inclusive
-    # Offsets of this kind inside first..last: less than last - first + 1 once neighbours were coalesced
-    # to keep the list bounded (see eosctl.gapmap.log_segments).
-    count: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "first": self.first, "last": self.last, "count": self.count}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> LogSegment:
-        return cls(d["kind"], int(d["first"]), int(d["last"]), int(d["count"]))
-
-
 @dataclass(frozen=True)
 class PartitionSummary:
     topic: str
@@ -628,7 +609,7 @@ def report_from_data(data: Any, notes: list[str] | None = None) -> AuditReport:
     """An AuditReport from its JSON form, every field's type checked, and its verdict recomputed from its
     findings and fail_on: a file saying "pass" over failing findings is FAIL, and the disagreement is
     appended to ``notes`` in one line. ValueError naming the first wrong field otherwise."""
-    from eosctl.typecheck import check
+    from eosctl.filevalidation import check
 
     if not isinstance(data, dict):
         raise ValueError(f"expected a JSON object, got {type(data).__name__}")

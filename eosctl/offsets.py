@@ -201,5 +201,32 @@ def _state_name(name: str) -> str:
 
 def committed_offsets(cluster: Cluster, group: str, timeout: float = 10.0) -> dict[TP, int]:
     """One group's committed offsets ((topic, partition) -> next offset to read); {} if it has none."""
+<<<<<<< HEAD
     with WireClient(cluster, timeout_ms=int(timeout * 1000)) as client:
         return group_offsets(client, [group], timeout)[group]
+=======
+    return group_offsets(confluent_admin(cluster, timeout), [group], timeout)[group]
+
+
+def group_members(admin: AdminClient, groups: Sequence[str],
+                  timeout: float = 5.0) -> dict[tuple[str, str, int], tuple[str, str, str]]:
+    """(group, topic, partition) -> (member id, client id, host) of the member it is assigned to, as
+    DescribeGroups says (kafka-consumer-groups.sh --describe's CONSUMER-ID, CLIENT-ID, HOST). A group
+    that can't be described adds nothing: who consumes is context, never a reason to fail the lag."""
+    if not groups:
+        return {}
+    out: dict[tuple[str, str, int], tuple[str, str, str]] = {}
+    try:
+        futures = admin.describe_consumer_groups(list(groups), request_timeout=timeout)
+    except (KafkaException, ValueError):
+        return {}
+    for g, f in futures.items():
+        try:
+            described = f.result(timeout=timeout + 1)
+        except (KafkaException, TimeoutError):
+            continue
+        for m in described.members or []:
+            for tp in (m.assignment.topic_partitions if m.assignment else []):
+                out[(g, tp.topic, tp.partition)] = (m.member_id, m.client_id, m.host)
+    return out
+>>>>>>> main

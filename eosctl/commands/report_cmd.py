@@ -93,7 +93,7 @@ def _say(source: str, notes: list[str]) -> None:
 def _from_snapshot(source: str):
     from dataclasses import replace
 
-    from eosctl.gapmap import log_segments
+    from eosctl.gapmap.segments import log_segments
     from eosctl.output.html import AuditContext
     from eosctl.snapshot import load_snapshot
 

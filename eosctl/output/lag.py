@@ -34,6 +34,8 @@ def lag_document(snapshot: Any, watch: Any = None) -> dict[str, Any]:
                 "time_lag_s": _r(p.time_lag_s(now)),
                 "status": ps.status if ps else None, "cause": (ps.cause or None) if ps else None,
                 "error": p.error, "offsets_warning": p.offsets_warning,
+                "consumer": None if p.member_id is None else {
+                    "member_id": p.member_id, "client_id": p.client_id, "host": p.host},
             })
         groups.append({"group": g, "state": snapshot.group_states.get(g, "UNKNOWN"),
                        "status": gs.status if gs else None, "cause": (gs.cause or None) if gs else None,
@@ -74,7 +76,7 @@ def lag_renderable(doc: dict[str, Any], with_status: bool, groups: list[str], to
         return safetext.text(f"no consumer group has committed offsets{what}" if not groups
                              else f"group {', '.join(groups)} has no committed offsets{what}")
     cols = ["group", "topic", "partition", "committed", "lso", "hw", "lag", "records behind", "blocked",
-            "open transaction", "time lag", "hw lag"]
+            "open transaction", "time lag", "hw lag", "consumer"]
     if with_status:
         cols.append("status")
     rows = []
@@ -92,6 +94,8 @@ def lag_renderable(doc: dict[str, Any], with_status: bool, groups: list[str], to
                     + f" @{txn['first_offset']} ({age_text(txn['age_s'])}"
                     + f"{'' if txn['age_source'] in TRUSTED_CLOCKS else '*'})"),
                 None if p["time_lag_s"] is None else age_text(p["time_lag_s"]), p["hw_lag"],
+                None if not p.get("consumer") else f"{p['consumer']['client_id']}@{p['consumer']['host']} "
+                                                   f"({p['consumer']['member_id']})",
             ]
             if with_status:
                 row.append(_status_text(p["status"], p["cause"] if p["status"] != "OK" else None, Text))
@@ -100,9 +104,15 @@ def lag_renderable(doc: dict[str, Any], with_status: bool, groups: list[str], to
             rows.append(row)
     title = f"Consumer lag (against the LSO) at {doc['taken_at']}"
     if doc.get("error"):
+<<<<<<< HEAD
         title = (f"Consumer lag (against the LSO) at {doc['taken_at']}: poll failed, values stale since "
                  f"{doc.get('stale_since') or 'the last good poll'}")
     parts: list[Any] = [table(title, cols, rows)]
+=======
+        title = f"Consumer lag (against the LSO) at {doc['taken_at']}: poll failed, last good values shown"
+    parts: list[Any] = [table(title, cols, rows, drop=("hw lag", "hw", "lso", "committed", "time lag",
+                                                       "records behind", "consumer"))]
+>>>>>>> main
     if any(p["open_transaction"] and p["open_transaction"]["age_source"] not in TRUSTED_CLOCKS
            for g in doc["groups"] for p in g["partitions"]):
         parts.append(Text("* dated only by the producer's record timestamps (CreateTime): the coordinator "

@@ -20,7 +20,8 @@ def render_producers(out: Any, report: Any) -> None:
                      r.last_sequence, time_text(r.last_timestamp_ms), r.current_txn_start_offset,
                      epochs_text(r.epochs, r.earlier_epochs), r.fencing_events, r.zombie_writes])
     if rows:
-        out.print(table(f"Producers of {report.topic} ({len(rows)})", cols, rows))
+        out.print(table(f"Producers of {report.topic} ({len(rows)})", cols, rows,
+                        drop=("last sequence", "zombie writes", "epochs", "last timestamp (UTC)")))
     else:
         out.print(safetext.text(f"no producers with a producer id on {report.topic}"))
     out.print(safetext.text(f"source: {report.source} - {report.note}"))

@@ -98,7 +98,7 @@ def tui(bootstrap: str, topic: str):
     """The TUI's Producers rows and each partition's Log rows, from one capture of the topic."""
     from eosctl.capture import capture
     from eosctl.target import resolve
-    from tui.data import Dashboard
+    from tui.sources import Dashboard
     from tui.views.log import range_rows
     from tui.views.producers import producer_rows
 

@@ -245,7 +245,7 @@ def test_snapshot_stores_an_audit_report_file_and_refuses_a_bad_one(hanging_run,
 @pytest.mark.spark
 def test_snapshot_with_audit_runs_it_and_the_tui_shows_it(hanging_run, spark, tmp_path):
     from eosctl.snapshot import load_snapshot
-    from tui.data import SnapshotSource
+    from tui.sources import SnapshotSource
 
     manifest, workdir = hanging_run
     out = tmp_path / "audited.duckdb"

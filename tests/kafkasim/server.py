@@ -489,7 +489,8 @@ class KafkaSim:
             # GroupCoordinator.handleDescribeGroup: an unknown group is Dead, with no error.
             out.append(item(error_code=NONE, group_id=gid, group_state=g.state if g else "Dead",
                             protocol_type="consumer" if g else "", protocol_data="", members=[],
-                            authorized_operations=-2147483648))
+                            # KIP-430's bit field: kafka-python encodes it from a set (an int fails at v5).
+                            authorized_operations=set()))
         return {"throttle_time_ms": 0, "groups": out}
 
     def _describeproducers(self, node: int, request: Any, version: int) -> dict[str, Any]:

@@ -19,7 +19,7 @@ async def test_the_tui_shows_the_right_numbers_while_leaders_move(moving, tmp_pa
     from eosctl.config import Cluster
     from eosctl.target import Target
     from tui.app import EosApp
-    from tui.data import LiveSource
+    from tui.sources import LiveSource
 
     cluster, topic, group, _ = moving
     hw = RECORDS + RECORDS // TXN

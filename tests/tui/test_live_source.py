@@ -23,7 +23,7 @@ from eosctl.producers import Found, ProducerRow
 from eosctl.target import Target
 from eosctl.txns import HangingReport
 from eosctl.wire import Offsets
-from tui.data import Dashboard, LiveSource
+from tui.sources import Dashboard, LiveSource
 from tui.views.overview import health, overview_rows
 from tui.views.producers import headline, producer_rows
 

@@ -370,7 +370,8 @@ def engines() -> tuple[dict[str, Any], dict[str, Any]]:
 
 def lag_snapshots() -> list[LagSnapshot]:
     rows = [PartitionLag("g", "orders", 0, 5, 0, 7, 9, 2, True, NOW_MS - 3000,
-                         OpenTxn(7, 1, 7, NOW_MS - 5000)),
+                         OpenTxn(7, 1, 7, NOW_MS - 5000), member_id="app-1-7f3c", client_id="app-1",
+                         host="/10.0.0.7"),
             PartitionLag("g", "orders", 1, None, 0, 4, 4, None, True),
             PartitionLag("g", "orders", 2, 12, 0, 9, 9, error="committed offset 12 is beyond the high "
                                                                "watermark 9")]
@@ -385,7 +386,8 @@ def txn_infos() -> list[TxnInfo]:
 def hanging_report() -> HangingReport:
     found = [Hanging("orders", 0, 7, 1, 7, 950.0, ("kip664", "lso"), 7, 9, "demo.hanging", "Ongoing"),
              Hanging("orders", 1, 9, 0, 3, None, ("kip664",))]
-    return HangingReport(900.0, 3, found, 2, "ok")
+    young = [Hanging("orders", 2, 11, 0, 5, 30.0, ("lso",), 5, 8, "demo.processor", "Ongoing", "coordinator")]
+    return HangingReport(900.0, 3, found, 2, "ok", blocking=young)
 
 
 def ledger() -> Ledger:
@@ -517,8 +519,15 @@ def test_txns_json_is_documented(offline: pytest.MonkeyPatch) -> None:
     offline.setattr(txns, "plan_abort", lambda *a, **k: AbortPlan("orders", 0, 7, 7, 1, 7, 9, NOW_MS - 5000,
                                                                   "demo.hanging", True, 3))
     offline.setattr(txns, "abort", lambda admin, plan: None)
+    from eosctl.abortsafety import assess
+
+    safety = assess(("orders", 0), 1001, 7, 9, by_id["demo.processor"], NOW_MS - 1000, {"demo.sink": 7},
+                    NOW_MS)
+    offline.setattr(txns_cmd, "_safety", lambda *a, **k: safety)
+    offline.setattr(txns_cmd, "_safeties", lambda *a, **k: [safety])
+    described = nested("`eosctl txns describe`", "transactions[]")
     check_json("`eosctl txns list`", [run("txns", "list")],
-               nested("`eosctl txns describe`", "transactions[]"))
+               {k: v for k, v in described.items() if not k.startswith("transactions[].safety")})
     check_json("`eosctl txns describe`", [run("txns", "describe", txid) for txid in by_id])
     check_json("`eosctl txns hanging`", [run("txns", "hanging", "--topic", "orders")])
     abort = ("txns", "abort", "--topic", "orders", "--partition", "0", "--start-offset", "7")
@@ -791,7 +800,8 @@ VALID = {"bootstrap_servers": "h:1", "security_protocol": "SASL_SSL", "cluster":
          "lineage_headers": ["a", "b", "c"], "hops": ["q"],
          # Paths as given only when absolute (a relative one resolves against the config's directory).
          "ssl_ca_location": "/abs/ca.pem", "ssl_certificate_location": "/abs/cert.pem",
-         "ssl_key_location": "/abs/key.pem", "master": "local[2]", "driver_memory": "1g"}
+         "ssl_key_location": "/abs/key.pem", "master": "local[2]", "driver_memory": "1g",
+         "sandbox_home": "/abs/.eosctl"}
 # Sink kinds: a config names exactly one, so the all-keys config keeps duckdb and each other kind is
 # checked in a config of its own.
 OTHER_KINDS = {"parquet": "/x/*.parquet", "postgres": "postgresql://u@h/db", "delta": "/x/delta",

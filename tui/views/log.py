@@ -14,7 +14,7 @@ from textual.widgets import Input, Select, Static
 from eosctl.model import TP, Kind, PartitionLog
 from eosctl.safetext import term
 from tui import fmt
-from tui.data import Dashboard
+from tui.sources import Dashboard
 from tui.table import STYLES, Col, FilterTable, Row
 from tui.views.base import View
 
@@ -141,7 +141,7 @@ def summary(log: PartitionLog) -> Text:
     t.append(f"{term(log.topic)}[{log.partition}] ", style="bold")
     t.append(f"start {log.log_start_offset} · LSO {log.last_stable_offset} · HW {log.high_watermark}")
     if log.last_stable_offset < log.high_watermark:
-        t.append(f" · {log.high_watermark - log.last_stable_offset} behind LSO", style=STYLES["open"])
+        t.append(f" · {log.high_watermark - log.last_stable_offset} beyond the LSO", style=STYLES["open"])
     t.append(f"\nscanned {log.scanned_from}..{log.scanned_to - 1}: ")
     for kind in (Kind.DATA, Kind.MARKER, Kind.ABORTED, Kind.OPEN, Kind.HOLE):
         n = log.count(kind)
