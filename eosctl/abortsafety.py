@@ -105,7 +105,7 @@ def assess(tp: TP, producer_id: int, lso: int, hw: int, coordinator: Any | None,
                   blocked, now_ms)
 
 
-def gather(client: Any, kafka_admin: Any, confluent_admin: Any, tp: TP, producer_id: int, lso: int, hw: int,
+def gather(client: Any, kafka_admin: Any, tp: TP, producer_id: int, lso: int, hw: int,
            now_ms: int, groups: tuple[str, ...] = ()) -> Safety:
     """assess() with the facts read now: the coordinator's view of the producer, its last write from
     DescribeProducers, and the committed offsets on the partition of ``groups`` (default: every group)."""
@@ -123,8 +123,8 @@ def gather(client: Any, kafka_admin: Any, confluent_admin: Any, tp: TP, producer
         pass
     committed: dict[str, int | None] = {}
     try:
-        wanted = list(groups) or sorted(group_states(confluent_admin))
-        for g, offs in (group_offsets(confluent_admin, wanted) if wanted else {}).items():
+        wanted = list(groups) or sorted(group_states(client))
+        for g, offs in (group_offsets(client, wanted) if wanted else {}).items():
             if tp in offs:
                 committed[g] = offs[tp]
     except EosctlError:

@@ -169,14 +169,9 @@ def read_sections(cap: Capture, target: Target, client: WireClient, admins: Admi
 
     def lag() -> LagSnapshot:
         groups = list(lag_groups) if lag_groups else target.lag_groups() or None
-<<<<<<< HEAD
         return lag_mod.poll(client, groups=groups, topics=list(target.topics) or None,
-                            scan_limit=scan_limit, offsets=offsets)
-=======
-        return lag_mod.poll(client, admins.confluent, groups=groups, topics=list(target.topics) or None,
                             scan_limit=scan_limit, offsets=offsets,
                             per_group=None if lag_groups else dict(target.group_topics))
->>>>>>> main
 
     def hanging() -> HangingReport:
         if not known:

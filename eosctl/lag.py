@@ -177,14 +177,9 @@ def poll(client: WireClient, groups: Sequence[str] | None = None,
          per_group: Mapping[str, Sequence[str]] | None = None) -> LagSnapshot:
     """One lag measurement for the given groups (default: every group with committed offsets for
     ``topics``; every group when no topic is given either). ``offsets``: partitions' offsets the caller
-<<<<<<< HEAD
-    read a moment ago (the live model), used where they cover the groups' partitions."""
-    states = group_states(client)
-=======
     read a moment ago (the live model), used where they cover the groups' partitions. ``per_group``:
     the topics of each group where groups read different topics (a pipeline's hops)."""
-    states = group_states(admin)
->>>>>>> main
+    states = group_states(client)
     wanted = list(groups) if groups else sorted(states)
     by_group = group_offsets(client, wanted) if wanted else {}
     topic_filter = set(topics) if topics else None
@@ -224,7 +219,7 @@ def poll(client: WireClient, groups: Sequence[str] | None = None,
         for g, offs in by_group.items() for (t, p), c in sorted(offs.items()) if t in broken]
     order = {g: i for i, g in enumerate(committed)}
     rows.sort(key=lambda r: (order[r.group], r.topic, r.partition))
-    members = group_members(admin, list(committed))
+    members = group_members(client, list(committed))
     rows = [replace(r, member_id=m[0], client_id=m[1], host=m[2])
             if (m := members.get((r.group, r.topic, r.partition))) else r for r in rows]
     return LagSnapshot(taken, rows, {g: states.get(g, "UNKNOWN") for g in committed})

@@ -201,32 +201,40 @@ def _state_name(name: str) -> str:
 
 def committed_offsets(cluster: Cluster, group: str, timeout: float = 10.0) -> dict[TP, int]:
     """One group's committed offsets ((topic, partition) -> next offset to read); {} if it has none."""
-<<<<<<< HEAD
     with WireClient(cluster, timeout_ms=int(timeout * 1000)) as client:
         return group_offsets(client, [group], timeout)[group]
-=======
-    return group_offsets(confluent_admin(cluster, timeout), [group], timeout)[group]
 
 
-def group_members(admin: AdminClient, groups: Sequence[str],
-                  timeout: float = 5.0) -> dict[tuple[str, str, int], tuple[str, str, str]]:
+def group_members(client: WireClient, groups: Sequence[str],
+                  timeout: float | None = None) -> dict[tuple[str, str, int], tuple[str, str, str]]:
     """(group, topic, partition) -> (member id, client id, host) of the member it is assigned to, as
     DescribeGroups says (kafka-consumer-groups.sh --describe's CONSUMER-ID, CLIENT-ID, HOST). A group
-    that can't be described adds nothing: who consumes is context, never a reason to fail the lag."""
+    that can't be described adds nothing: who consumes is context, never a reason to fail the lag.
+    Raw requests like the offsets (no librdkafka handle: see the module's docstring)."""
+    from kafka.protocol.admin.groups import DescribeGroupsRequest
+    from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
+
     if not groups:
         return {}
     out: dict[tuple[str, str, int], tuple[str, str, str]] = {}
     try:
-        futures = admin.describe_consumer_groups(list(groups), request_timeout=timeout)
-    except (KafkaException, ValueError):
+        coordinators = _find_coordinators(_Round(client, timeout), list(dict.fromkeys(groups)))
+        by_node: dict[int, list[str]] = {}
+        for g, c in coordinators.items():
+            by_node.setdefault(c.node, []).append(g)
+        answers = client.request_all([(n, DescribeGroupsRequest(groups=gs, max_version=5))
+                                      for n, gs in by_node.items()])
+    except BrokerError:
         return {}
-    for g, f in futures.items():
-        try:
-            described = f.result(timeout=timeout + 1)
-        except (KafkaException, TimeoutError):
-            continue
-        for m in described.members or []:
-            for tp in (m.assignment.topic_partitions if m.assignment else []):
-                out[(g, tp.topic, tp.partition)] = (m.member_id, m.client_id, m.host)
+    for answer in answers:
+        for d in answer.groups:
+            if d.error_code or d.protocol_type != "consumer":
+                continue
+            for m in d.members:
+                try:
+                    assignment = ConsumerProtocolAssignment.decode(m.member_assignment)
+                except Exception:  # an assignment in another format: no member columns for it
+                    continue
+                for tp in assignment.partitions():
+                    out[(d.group_id, tp.topic, tp.partition)] = (m.member_id, m.client_id, m.client_host)
     return out
->>>>>>> main

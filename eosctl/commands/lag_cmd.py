@@ -65,28 +65,14 @@ def lag(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: st
     wanted_topics = list(target.topics)
     if interval is None:
         with WireClient(target.cluster, timeout_ms=TIMEOUT_MS) as client:
-<<<<<<< HEAD
-            _emit(poll(client, wanted_groups or None, wanted_topics or None, scan_limit), None, fmt,
-                  wanted_groups, wanted_topics)
+            per_group = None if groups else dict(target.group_topics)
+            _emit(poll(client, wanted_groups or None, wanted_topics or None, scan_limit,
+                       per_group=per_group), None, fmt, wanted_groups, wanted_topics)
         return
     # The watch reads the live model every interactive reader shares (eosctl.live), its lag section only,
     # with raw requests on one wire client (no librdkafka handle: see eosctl.offsets), reconnected after a
     # failed poll: a restarted broker needs new connections.
-    with LiveModel(target, sections=("lag",), lag_groups=wanted_groups or None, scan_limit=scan_limit,
-=======
-            admin = confluent_admin(target.cluster, timeout=TIMEOUT_MS / 1000)
-            per_group = None if groups else dict(target.group_topics)
-            _emit(poll(client, admin, wanted_groups or None, wanted_topics or None, scan_limit,
-                       per_group=per_group), None, fmt, wanted_groups, wanted_topics)
-        return
-    # The watch reads the live model every interactive reader shares (eosctl.live), its lag section only.
-    # The model asks the admin clients only after its wire client reached the broker, and replaces them
-    # after a failed poll: librdkafka aborts the whole process when a coordinator request
-    # (ListConsumerGroupOffsets) loses its connection, or when an admin client is destroyed in the middle
-    # of an outage (confluentinc/librdkafka#3663, #4605), and an admin client that lived through a broker
-    # restart keeps timing out on the group coordinator.
     with LiveModel(target, sections=("lag",), lag_groups=list(groups) or None, scan_limit=scan_limit,
->>>>>>> main
                    timeout_ms=TIMEOUT_MS, long_lived=True) as model:
         model.lag_history = LagHistory(window)
 

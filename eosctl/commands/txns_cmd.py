@@ -219,10 +219,7 @@ def _safety(client: Any, admin: Any, target: Any, tp: Any, producer_id: int, lso
             now: int) -> Any:
     """Is it safe to abort (eosctl.abortsafety), with the facts read now."""
     from eosctl.abortsafety import gather
-    from eosctl.clients import confluent_admin
-
-    return gather(client, admin, confluent_admin(target.cluster, timeout=TIMEOUT_MS / 1000), tp, producer_id,
-                  lso, hw, now, tuple(target.lag_groups()))
+    return gather(client, admin, tp, producer_id, lso, hw, now, tuple(target.lag_groups()))
 
 
 COMMANDS = [txns]

@@ -104,15 +104,10 @@ def lag_renderable(doc: dict[str, Any], with_status: bool, groups: list[str], to
             rows.append(row)
     title = f"Consumer lag (against the LSO) at {doc['taken_at']}"
     if doc.get("error"):
-<<<<<<< HEAD
         title = (f"Consumer lag (against the LSO) at {doc['taken_at']}: poll failed, values stale since "
                  f"{doc.get('stale_since') or 'the last good poll'}")
-    parts: list[Any] = [table(title, cols, rows)]
-=======
-        title = f"Consumer lag (against the LSO) at {doc['taken_at']}: poll failed, last good values shown"
     parts: list[Any] = [table(title, cols, rows, drop=("hw lag", "hw", "lso", "committed", "time lag",
                                                        "records behind", "consumer"))]
->>>>>>> main
     if any(p["open_transaction"] and p["open_transaction"]["age_source"] not in TRUSTED_CLOCKS
            for g in doc["groups"] for p in g["partitions"]):
         parts.append(Text("* dated only by the producer's record timestamps (CreateTime): the coordinator "
