@@ -45,7 +45,7 @@ def test_demo_report_renders_with_its_colours_and_verdict(tmp_path):
     assert len([c for c, n in seen.items() if n >= 20]) >= 12
     # The DOM after rendering: the verdict first, with its counts, and the report for machines.
     assert re.search(r'<section class="verdict fail" id="verdict">\s*<div class="word">FAIL</div>', dom)
-    assert "16 failing findings in 3 of 3 partitions" in dom
+    assert "17 failing findings in 3 of 3 partitions" in dom
     body = re.search(r'<script type="application/json" id="eosctl-report">(.*?)</script>', dom, re.S).group(1)
     assert json.loads(body) == json.loads(report.to_json())
 
