@@ -100,7 +100,7 @@ def _read_audit_report(path: str) -> AuditReport:
     from eosctl.config import redact
     from eosctl.errors import EosctlError
     from eosctl.files import shown
-    from eosctl.findings import read_report
+    from eosctl.reportfile import read_report
 
     notes: list[str] = []
     try:
