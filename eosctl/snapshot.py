@@ -25,13 +25,14 @@ from eosctl import __version__
 from eosctl.capture import Capture, candidates
 from eosctl.errors import EosctlError
 from eosctl.files import replacing
-from eosctl.findings import report_from_data, root_rule
+from eosctl.findings import root_rule
 from eosctl.gcpause import paused
 from eosctl.lag import LagSnapshot, PartitionLag
 from eosctl.ledger import Ledger, LedgerFlag, PartitionLedger
 from eosctl.model import TP, Kind, PartitionLog
 from eosctl.opentxn import PRODUCER_CLOCK, OpenTxn
 from eosctl.producers import ProducerRow
+from eosctl.reportfile import report_from_data
 from eosctl.reportjson import report_json  # a.to_json(indent=None), without a dict per finding
 from eosctl.sink.duckdb import connect_readonly, read_header
 from eosctl.sink.sql import literal
@@ -302,7 +303,7 @@ def load_snapshot(path: str | Path, notes: list[str] | None = None) -> Capture:
 
     Everything read is checked first: a table or column missing, a value of the wrong type, JSON that
     does not parse or does not fit its dataclass is one EosctlError naming the table (and field). The
-    stored audit's verdict is recomputed from its findings (see findings.report_from_data); a
+    stored audit's verdict is recomputed from its findings (see reportfile.report_from_data); a
     disagreement is appended to ``notes``.
     """
     from eosctl.files import shown

@@ -11,6 +11,7 @@ rules, ledger flags, statuses).
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -56,8 +57,6 @@ class Dashboard:
 
     @property
     def command_args(self) -> str:
-        import shlex
-
         return self.args or f"--bootstrap {shlex.quote(self.capture.bootstrap)}"
 
     @property

@@ -36,7 +36,8 @@ def explain(source: str | None, config: str | None, pipeline: str | None, bootst
     eosctl explain REPORT.json | SNAPSHOT.duckdb
         the audit's root causes, each with its findings and their causes
     """
-    from eosctl.output.terminal import console, emit_json
+    from eosctl.output.emit import emit
+    from eosctl.output.terminal import console
 
     if source is not None and (partition is not None or offset is not None):
         if partition is None or offset is None or not _is_snapshot(source):
@@ -61,10 +62,7 @@ def explain(source: str | None, config: str | None, pipeline: str | None, bootst
             from eosctl.output.explain import offset_table
 
             shown = offset_table(doc)
-    if fmt == "json":
-        emit_json(doc)
-    else:
-        console().print(shown)
+    emit(fmt, lambda: doc, lambda: console().print(shown))
 
 
 def _is_snapshot(source: str) -> bool:

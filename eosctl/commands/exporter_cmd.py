@@ -69,7 +69,7 @@ def exporter(config: str | None, pipelines: tuple[str, ...], bootstrap: str | No
     # Imported here, not at the top: `eosctl --help` imports every command module.
     from eosctl.exporter import http, loops
     from eosctl.exporter import textfile as textfiles
-    from eosctl.metrics import Exposition
+    from eosctl.metrics import OPENMETRICS, Exposition
 
     targets = _targets(config, pipelines, bootstrap, topics, group)
     options = _audit_options(targets) if audit_every > 0 else None
@@ -91,7 +91,7 @@ def exporter(config: str | None, pipelines: tuple[str, ...], bootstrap: str | No
         with loops.live_sources(targets, max_age) as sources, stop_event() as stop:
             loops.first_refresh(sources)
             exposition = Exposition(sources, partition_metrics == "on")
-            exposition.parts(http.OPENMETRICS, gzipped=True)  # what Prometheus asks: its first scrape is warm
+            exposition.parts(OPENMETRICS, gzipped=True)  # what Prometheus asks: its first scrape is warm
             server.exposition = exposition  # type: ignore[attr-defined]
             threading.Thread(target=server.serve_forever, name="metrics-http", daemon=True).start()
             bound = server.server_address

@@ -135,17 +135,14 @@ def _emit(snapshot: Any, watch: Any, fmt: str, groups: list[str], topics: list[s
 
 def _emit_document(doc: dict[str, Any], watching: bool, fmt: str, groups: list[str],
                    topics: list[str]) -> None:
-    if fmt == "json":
-        if watching:  # JSON Lines: one document per poll
-            import json
+    if fmt == "json" and watching:  # JSON Lines: one document per poll
+        import json
 
-            click.echo(json.dumps(doc, separators=(",", ":")))
-        else:
-            from eosctl.output.terminal import emit_json
-
-            emit_json(doc)
+        click.echo(json.dumps(doc, separators=(",", ":")))
         return
-    out_console().print(lag_renderable(doc, watching, groups, topics))
+    from eosctl.output.emit import emit
+
+    emit(fmt, lambda: doc, lambda: out_console().print(lag_renderable(doc, watching, groups, topics)))
 
 
 COMMANDS = [lag]

@@ -71,12 +71,9 @@ def log(config: str | None, pipeline: str | None, bootstrap: str | None, topic: 
 
         read_one(client, plog)
     doc = log_document(plog, window)
-    if fmt == "json":
-        from eosctl.output.terminal import emit_json
+    from eosctl.output.emit import emit
 
-        emit_json(doc)
-    else:
-        render_log(console(), doc)
+    emit(fmt, lambda: doc, lambda: render_log(console(), doc))
 
 
 class _progress:

@@ -47,11 +47,7 @@ def producers(config: str | None, pipeline: str | None, bootstrap: str | None, f
             report = describe(client, admin, target.topics[0], partitions, scan_last)
         finally:
             admin.close()
-    if fmt == "json":
-        from eosctl.output.terminal import emit_json
-
-        emit_json(report.to_dict())
-        return
+    from eosctl.output.emit import emit
     from eosctl.output.producers import render_producers
 
-    render_producers(out_console(), report)
+    emit(fmt, report.to_dict, lambda: render_producers(out_console(), report))

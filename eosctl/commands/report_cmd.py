@@ -61,8 +61,8 @@ def report(source: str, out: str, force: bool) -> None:
 
 def load_audit(source: str):
     """The audit of a snapshot or a JSON report, and where it came from (also `eosctl explain`)."""
-    from eosctl.findings import read_report
     from eosctl.output.html import AuditContext
+    from eosctl.reportfile import read_report
     from eosctl.sink.duckdb import read_header
 
     if not os.path.isfile(source):

@@ -66,14 +66,11 @@ def txns_list(config: str | None, pipeline: str | None, bootstrap: str | None, f
             admin.close()
     if target.pipeline:
         infos = [i for i in infos if target.owns_txn(i.transactional_id)]
-    if fmt == "json":
-        from eosctl.output.terminal import emit_json
-
-        emit_json({"transactions": [i.to_dict(now) for i in infos]})
-        return
+    from eosctl.output.emit import emit
     from eosctl.output.txns import render_txns
 
-    render_txns(out_console(), infos, now, filtered=bool(states) or min_age is not None)
+    emit(fmt, lambda: {"transactions": [i.to_dict(now) for i in infos]},
+         lambda: render_txns(out_console(), infos, now, filtered=bool(states) or min_age is not None))
 
 
 @txns.command("describe")
@@ -96,17 +93,16 @@ def txns_describe(config: str | None, pipeline: str | None, bootstrap: str | Non
                 safeties = _safeties(client, admin, target, info, now)
         finally:
             admin.close()
-    if fmt == "json":
-        from eosctl.output.terminal import emit_json
+    from eosctl.output.emit import emit
+    from eosctl.output.txns import render_txn
 
+    def document() -> dict[str, Any]:
         doc = info.to_dict(now)
         if info.active:  # "safe to abort?" for each partition of the running transaction
             doc["safety"] = [{"topic": s.tp[0], "partition": s.tp[1], **s.to_dict()} for s in safeties]
-        emit_json(doc)
-        return
-    from eosctl.output.txns import render_txn
+        return doc
 
-    render_txn(out_console(), info, now, safeties)
+    emit(fmt, document, lambda: render_txn(out_console(), info, now, safeties))
 
 
 @txns.command("hanging")
@@ -150,14 +146,10 @@ def txns_hanging(config: str | None, pipeline: str | None, bootstrap: str | None
     if report is None:
         click.echo("no topics to check")
         return
-    if fmt == "json":
-        from eosctl.output.terminal import emit_json
+    from eosctl.output.emit import emit
+    from eosctl.output.txns import render_hanging
 
-        emit_json(report.to_dict())
-    else:
-        from eosctl.output.txns import render_hanging
-
-        render_hanging(out_console(), report, wanted, target.args())
+    emit(fmt, report.to_dict, lambda: render_hanging(out_console(), report, wanted, target.args()))
     if report.counted:
         sys.exit(1)
     if report.offsets_disagreements:
@@ -198,15 +190,12 @@ def txns_abort(config: str | None, pipeline: str | None, bootstrap: str | None, 
                                  plan.hw, now)
         finally:
             admin.close()
-    if fmt == "json":
-        from eosctl.output.terminal import emit_json
-
-        emit_json({**plan.to_dict(now), "dry_run": not yes, "aborted": yes,
-                   "safety": safety.to_dict() if safety else None})
-        return
+    from eosctl.output.emit import emit
     from eosctl.output.txns import render_abort
 
-    render_abort(out_console(), plan, now, yes, safety)
+    emit(fmt, lambda: {**plan.to_dict(now), "dry_run": not yes, "aborted": yes,
+                       "safety": safety.to_dict() if safety else None},
+         lambda: render_abort(out_console(), plan, now, yes, safety))
 
 
 def _safeties(client: Any, admin: Any, target: Any, info: Any, now: int) -> list[Any]:

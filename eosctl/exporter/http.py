@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 from eosctl.errors import EosctlError
 from eosctl.exporter.loops import say
+from eosctl.metrics import accepts_gzip
 from eosctl.safetext import term
 
 if TYPE_CHECKING:
     from eosctl.metrics import Exposition
 
-OPENMETRICS = "application/openmetrics-text; version=1.0.0"  # eosctl.metrics.OPENMETRICS (imported late)
 # The HTTP server's bounds: connections served at once (each a thread), and how long one socket operation
 # of a request may wait (reading the request line and headers, writing the body).
 MAX_CONNECTIONS = 64
@@ -91,8 +91,6 @@ class Handler(BaseHTTPRequestHandler):
         self._answer(body=False)
 
     def _answer(self, body: bool) -> None:
-        from eosctl.metrics import accepts_gzip
-
         path = self.path.split("?", 1)[0]
         if path == "/metrics":
             exposition: Exposition | None = getattr(self.server, "exposition", None)

@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from eosctl.config import redact
 from eosctl.errors import EosctlError, first_line
+from eosctl.live import LiveModel
+from eosctl.metrics import Source
 from eosctl.safetext import term
 
 if TYPE_CHECKING:
-    from eosctl.metrics import Exposition, Source
+    from eosctl.metrics import Exposition
     from eosctl.target import Target
 
 # auditors.audit(target, sink, options=..., started=...) -> the report
@@ -41,9 +43,6 @@ def log(message: str) -> None:
 @contextmanager
 def live_sources(targets: list[Target], max_age: float) -> Iterator[list[Source]]:
     """One live model per target, closed on every way out."""
-    from eosctl.live import LiveModel
-    from eosctl.metrics import Source
-
     sources: list[Source] = []
     try:
         for t in targets:

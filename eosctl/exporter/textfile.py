@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from eosctl.errors import EosctlError
 from eosctl.files import check_output, shown, writing_output
+from eosctl.sink.base import local_files
 
 if TYPE_CHECKING:
     from eosctl.target import Target
@@ -15,8 +16,6 @@ if TYPE_CHECKING:
 
 def reads(config: str | None, targets: list[Target]) -> tuple[str, ...]:
     """Every local file the exporter reads: the config and each pipeline's sink."""
-    from eosctl.sink.base import local_files
-
     sinks = [t.pipeline.sink for t in targets if t.pipeline is not None]
     return (*([config] if config else []), *(f for s in sinks for f in local_files(s)))
 

@@ -109,9 +109,9 @@ def renderings(out: Path, terminal: bool) -> dict[str, str]:
 
     from rich.console import Console
 
-    from eosctl.findings import read_report
     from eosctl.output.audit import render
     from eosctl.output.html import AuditContext, render_html
+    from eosctl.reportfile import read_report
 
     report = read_report(str(out / "audit.json"))
     buf = io.StringIO()

@@ -14,7 +14,7 @@ from eosctl.safetext import term
 from eosctl.sink.base import ReadPoint
 from tui import fmt
 from tui.sources import Dashboard
-from tui.table import STYLES, Col, Row
+from tui.table import STYLES, Col, Row, RowTable
 from tui.views.base import Prepared, TableView
 
 COLUMNS = [
@@ -171,8 +171,6 @@ class AuditView(TableView):
         super().present(prepared)
 
     def _audited(self) -> None:
-        from tui.table import RowTable
-
         for table in self.query(RowTable):
             table.empty = self.AUDITED_EMPTY
 
