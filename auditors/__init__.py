@@ -1,7 +1,9 @@
 """Check a sink against what Kafka holds (eosctl audit), on Spark or on local processes.
 
-`audit` is the one entry point; `engine` runs it (options, timings, clean-up), `job` holds the task
-function both engines run, `local` and `spark` the two engines, `report` renders the result. Imported
+`audit` is the one entry point; `engine` runs it (options, timings, clean-up); `plan` cuts the work into
+items (grouped by `grouping`), `sources` reads what a task needs of Kafka, `task` is the task both engines
+run (the per-partition rule itself is eosctl/audit/), `outcome` what an engine found; `local` and
+`spark`/`spark_job` are the two engines. The result is rendered by eosctl/output/. Imported
 only by the commands that audit and the benchmarks, never at eosctl start-up (Spark is slow to import).
 """
 
@@ -27,7 +29,8 @@ def audit(target: Target, sink: Sink, *, options: EngineOptions, progress: Progr
     from auditors.sources import KafkaSource
 
     inp = AuditInput(source=KafkaSource(target.cluster), sink=sink, topics=target.topics,
-                         cluster=target.cluster, group=target.group, fail_on=fail_on)
+                     cluster=target.cluster, group=target.group, fail_on=fail_on,
+                     content_check=options.content_check)
     return engine.run(inp, options, progress, started)
 
 

@@ -20,7 +20,7 @@ from eosctl.audit.causes import explain_finding
 from eosctl.config import Config, Spark, memory_problem, spark_master_problem
 from eosctl.errors import EosctlError
 from eosctl.findings import AuditReport
-from eosctl.heap import paused
+from eosctl.gcpause import paused
 from eosctl.progress import Progress, Step, silent
 from eosctl.safetext import term
 from eosctl.sink import frozen, open_reader, shown
@@ -37,6 +37,9 @@ class EngineOptions:
     driver_memory: str = "2g"
     shuffle_partitions: int = 4
     workers: int | None = None  # the local engine's processes; None: one per core
+    # Compare each sink row's key with its record's (content_mismatch), where the sink names a key column:
+    # on by default, its cost measured in docs/benchmarks.md.
+    content_check: bool = True
 
     @classmethod
     def resolve(cls, config: Config | None, default_engine: str, *, engine: str | None = None,
@@ -73,7 +76,7 @@ def run(inp: AuditInput, options: EngineOptions, progress: Progress = silent,
     elapsed_seconds counts from there, Spark's start-up included. Whatever the audit started on this
     machine (JVM, Python workers, the local pool, temp files) is gone when this returns or raises."""
     t_start = started if started is not None else time.monotonic()
-    # Findings by the hundred thousand on their way to the report, no cycles among them (eosctl.heap):
+    # Findings by the hundred thousand on their way to the report, no cycles among them (eosctl.gcpause):
     # the local engine's whole run (its forked workers inherit the pause); a Spark job's only from its
     # collected rows on (auditors.spark_job.run_spark, and the report below), not while the cluster works.
     with paused() if options.engine == "local" else nullcontext():

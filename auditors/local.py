@@ -94,7 +94,8 @@ def _run_pool(pool: ProcessPoolExecutor, tasks: list, inp: AuditInput, want_keys
     held = mask(signal.SIG_BLOCK, set(STOP_SIGNALS)) if mask else None
     try:
         pending: set[Future[list[Any]]] = {
-            pool.submit(_run_task, task, inp.source, inp.sink, inp.settings, want_keys, inp.group)
+            pool.submit(_run_task, task, inp.source, inp.sink, inp.settings, want_keys, inp.group,
+                        inp.content_check)
             for task in tasks}
     finally:
         if mask:
@@ -148,10 +149,10 @@ def _sort_batch(batch: Any, rows: list[dict[str, Any]], keys: list[Any], finding
 
 
 def _run_task(items: tuple[WorkItem, ...], source: Source, sink: Sink, settings: TaskSettings,
-              want_keys: bool, group: str | None) -> list[Any]:
+              want_keys: bool, group: str | None, content: bool = False) -> list[Any]:
     import pyarrow as pa
 
-    run = group_task([items], source, sink, settings, want_keys, group)
+    run = group_task([items], source, sink, settings, want_keys, group, content)
     return list(run(iter([pa.record_batch([pa.array([0], pa.int64())], names=["id"])])))
 
 

@@ -58,6 +58,9 @@ class AuditInput:
     group: str | None = None
     fail_on: tuple[str, ...] = KINDS
     settings: TaskSettings = field(default_factory=TaskSettings)
+    # Compare each sink row's key with the key of the record at its offset (content_mismatch); only where
+    # the sink names a key column.
+    content_check: bool = False
 
 
 def plan(source: Source, topics: Iterable[str], in_sink: dict[TP, int]) -> list[WorkItem]:

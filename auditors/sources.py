@@ -47,7 +47,8 @@ class Source(Protocol):
     def existing_topics(self) -> dict[str, list[int]]: ...
 
     def scan(self, parts: Sequence[tuple[TP, Placement]]) -> dict[TP, PartitionLog]:
-        """The log models of one task's partitions, from the offsets the driver read (one connection)."""
+        """The log models of one task's partitions, from the offsets the driver read (one connection).
+        A source that can also read the records' keys (the content check) takes ``keys=True``."""
         ...
 
 
@@ -62,6 +63,7 @@ class KafkaSource:
 
         with WireClient(self.cluster) as client:
             leaders = client.metadata(list(topics))
+            _check_leaders(leaders)
             offsets = client.offsets([(t, p) for t, ps in leaders.items() for p in sorted(ps)])
         return {t: {p: _placement(leaders[t][p], offsets[(t, p)]) for p in sorted(leaders[t])}
                 for t in leaders}
@@ -72,7 +74,7 @@ class KafkaSource:
         with WireClient(self.cluster) as client:
             return {t: sorted(leaders) for t, leaders in client.metadata().items()}
 
-    def scan(self, parts: Sequence[tuple[TP, Placement]]) -> dict[TP, PartitionLog]:
+    def scan(self, parts: Sequence[tuple[TP, Placement]], keys: bool = False) -> dict[TP, PartitionLog]:
         from eosctl.logscan import scan_partitions
         from eosctl.wire import Offsets, WireClient
 
@@ -82,8 +84,26 @@ class KafkaSource:
             for chunk in _scan_rounds(parts):
                 snapshot = {tp: Offsets(pl.log_start, pl.high_watermark, pl.last_stable, pl.disagreement,
                                         pl.listed) for tp, pl in chunk}
-                out.update(scan_partitions(client, [tp for tp, _ in chunk], offsets=snapshot))
+                out.update(scan_partitions(client, [tp for tp, _ in chunk], offsets=snapshot, keys=keys))
+            # The causes tell a timeout from a take-over by the id's transaction.timeout.ms, and settle
+            # transactions-v2 pairs from the task's other partitions of the id.
+            from eosctl.producerids import identify, settle
+
+            settle(out.values())
+            identify(client, out.values())
         return out
+
+
+def _check_leaders(leaders: dict[str, dict[int, int]]) -> None:
+    """Every audited partition has a leader, or the audit refuses with one line naming all that have none
+    (their replicas' brokers are down): a verdict needs every partition read."""
+    dark = [f"{t}-{p}" for t, ps in leaders.items() for p, leader in sorted(ps.items()) if leader < 0]
+    if dark:
+        shown = ", ".join(dark[:20]) + (f" and {len(dark) - 20} more" if len(dark) > 20 else "")
+        total = sum(len(ps) for ps in leaders.values())
+        raise BrokerError(f"cannot audit: {len(dark)} of {total} partitions have no leader (the brokers "
+                          f"holding their replicas are down): {shown}; the others could be read; audit "
+                          "again once they have a leader, or narrow --topic")
 
 
 def _placement(leader: int, o: Any) -> Placement:
@@ -128,5 +148,5 @@ class ModelSource:
     def existing_topics(self) -> dict[str, list[int]]:
         return {t: sorted(ps) for t, ps in self.survey({t for t, _ in self.logs}).items()}
 
-    def scan(self, parts: Sequence[tuple[TP, Placement]]) -> dict[TP, PartitionLog]:
-        return {tp: self.logs[tp] for tp, _ in parts}
+    def scan(self, parts: Sequence[tuple[TP, Placement]], keys: bool = False) -> dict[TP, PartitionLog]:
+        return {tp: self.logs[tp] for tp, _ in parts}  # keys: the models' own record_keys, if any

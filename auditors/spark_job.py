@@ -13,7 +13,7 @@ from auditors.plan import AuditInput, WorkItem
 from auditors.task import _OUT_NAMES, _WRITER_TYPES, OUT_SCHEMA, PHASE_KEYS, PHASE_TASKS, group_task
 from eosctl.audit.rule import key_finding
 from eosctl.errors import EosctlError
-from eosctl.heap import paused
+from eosctl.gcpause import paused
 from eosctl.progress import Progress, Step, silent
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ def run_spark(spark: Any, inp: AuditInput, items: list[WorkItem], progress: Prog
     want_keys = inp.sink.key_column is not None
     tasks = group_items(items, spark_slots(spark))
     progress(Step(PHASE_TASKS, 0, len(tasks)))
-    func = group_task(tasks, inp.source, inp.sink, inp.settings, want_keys, inp.group)
+    func = group_task(tasks, inp.source, inp.sink, inp.settings, want_keys, inp.group, inp.content_check)
     frame = spark.range(0, len(tasks), 1, max(len(tasks), 1)).mapInArrow(func, OUT_SCHEMA)
     if want_keys:
         is_key = F.col("rec") == "key"
@@ -47,7 +47,7 @@ def run_spark(spark: Any, inp: AuditInput, items: list[WorkItem], progress: Prog
                  .where(~F.col("is_key") | (F.size("at") > 1)))
     with _TaskProgress(spark, len(tasks), want_keys, progress) as phases:
         table = _collect(frame)
-    with paused():  # a row and a finding each for 100k findings, no cycles among them (eosctl.heap)
+    with paused():  # a row and a finding each for 100k findings, no cycles among them (eosctl.gcpause)
         rows = table.to_pylist()
         if not want_keys:
             return outcome(rows, [], phases.tasks_seconds, 0.0, len(tasks))

@@ -20,7 +20,7 @@ from eosctl.audit.rule import audit_partition, committed_ranges
 from eosctl.config import Sink
 from eosctl.errors import BrokerError, EosctlError
 from eosctl.findings import Finding, PartitionSummary
-from eosctl.heap import paused
+from eosctl.gcpause import paused
 from eosctl.model import TP, PartitionLog
 
 if TYPE_CHECKING:
@@ -78,11 +78,14 @@ class GroupResult:
 
 
 def audit_group(items: Sequence[WorkItem], source: Source, reader: SinkReader, want_ranges: bool,
-                group: str | None) -> GroupResult:
+                group: str | None, content: bool = False) -> GroupResult:
     """Audit a group of partitions: one scan of their logs (one connection), then each partition
-    reconciled as its islands stream out of ``reader``, the task's one sink reader."""
+    reconciled as its islands stream out of ``reader``, the task's one sink reader. ``content``: also
+    compare each sink row's key with its record's (auditors.contentcheck; the sink names a key column)."""
     t0 = time.perf_counter()
-    logs = source.scan([(i.tp, i.placement) for i in items if i.in_kafka and i.placement is not None])
+    parts = [(i.tp, i.placement) for i in items if i.in_kafka and i.placement is not None]
+    content = content and reader.sink.key_column is not None
+    logs = source.scan(parts, keys=True) if content else source.scan(parts)
     for tp, log in logs.items():
         if log.offsets_disagreement:
             # Never a verdict on offsets the broker itself contradicts: the audit refuses, naming it.
@@ -92,8 +95,11 @@ def audit_group(items: Sequence[WorkItem], source: Source, reader: SinkReader, w
     found: list[Finding] = []
     committed: dict[TP, list[dict[str, Any]]] = {}
     done: list[tuple[WorkItem, PartitionSummary, list[Finding]]] = []
+    kept: dict[TP, list[tuple[int, int, int]]] = {}  # the content check's partitions' islands
     for item, islands in _group_islands(reader, items):
         log = logs.get(item.tp)
+        if content and log is not None:
+            islands = kept[item.tp] = [(i.first, i.last, i.multiplicity) for i in islands]
         summary, findings = audit_partition(
             item.topic, item.partition, log, islands, expected_upto=item.expected_upto,
             check_offsets=item.check_offsets, stored_offset=item.stored_offset,
@@ -102,6 +108,10 @@ def audit_group(items: Sequence[WorkItem], source: Source, reader: SinkReader, w
             committed[item.tp] = _committed_rows(item, log)
         done.append((item, summary, findings))
     # Once the islands' stream is drained: a DuckDB connection runs one query at a time.
+    if content:
+        from auditors.contentcheck import with_content
+
+        done = with_content(reader, done, logs, kept, group)
     for item, summary, findings in done:
         rows.append(_summary_row(summary))
         found.extend(_with_write_order(reader, item, findings))
@@ -191,7 +201,8 @@ def _out_arrow_schema() -> Any:
 
 
 def group_task(tasks: Sequence[Sequence[WorkItem]], source: Source, sink: Sink, settings: TaskSettings,
-               want_keys: bool, group: str | None = None) -> Callable[[Iterator[Any]], Iterator[Any]]:
+               want_keys: bool, group: str | None = None,
+               content: bool = False) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The task function of both engines: input batches carry task indexes (spark.range ids), each the
     index of a group of work items in ``tasks``.
 
@@ -207,7 +218,7 @@ def group_task(tasks: Sequence[Sequence[WorkItem]], source: Source, sink: Sink, 
                 try:
                     with _open_sink(sink, settings, items) as reader:
                         with paused():  # findings by the hundred thousand, no cycles among them
-                            result = audit_group(items, source, reader, want_keys, group)
+                            result = audit_group(items, source, reader, want_keys, group, content)
                             out = [_to_batch(result.rows, _OUT_NAMES, schema)]
                             if result.findings:
                                 out.append(_finding_batch(result.findings, schema))

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from eosctl.logscan import _Classifier  # noqa: E402
+from eosctl.logclassify import LogScan  # noqa: E402
 from eosctl.model import Batch, ProducerState  # noqa: E402
 from eosctl.wire import Offsets  # noqa: E402
 
@@ -38,7 +38,7 @@ def v2_batches(transactions: int) -> list[Batch]:
 
 def classify(batches: list[Batch]) -> tuple[float, ProducerState]:
     end = batches[-1].last_offset + 1
-    c = _Classifier("bench", 0, 0, end, Offsets(0, end, end), False)
+    c = LogScan("bench", 0, 0, end, Offsets(0, end, end), False)
     started = time.perf_counter()
     for b in batches:
         c.add(b)

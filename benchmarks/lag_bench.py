@@ -26,7 +26,6 @@ from benchbroker import broker  # benchmarks/ is on the path: run as python benc
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from eosctl.clients import confluent_admin
 from eosctl.config import Cluster
 from eosctl.lag import poll
 from eosctl.wire import WireClient
@@ -86,7 +85,7 @@ def naive(bootstrap: str, topic: str, partitions: int, groups: list[str]) -> int
 
 def fast(cluster: Cluster, topic: str, groups: list[str]) -> int:
     with WireClient(cluster) as client:
-        snap = poll(client, confluent_admin(cluster), groups, [topic])
+        snap = poll(client, groups, [topic])
     return sum(p.lag_to_lso or 0 for p in snap.partitions)
 
 

@@ -254,7 +254,7 @@ def run_cell(cell: Cell, refreshes: int, interval: float, workdir: Path) -> Cell
         conn.send(("hws", None))
         ends = conn.recv()
         cell.first_baseline_s = plain_read(bootstrap, dict.fromkeys(ends, 0), ends)
-        # The sink at its own cadence (30 s); long-lived as in the TUI and the exporter (eosctl.heap).
+        # The sink at its own cadence (30 s); long-lived as in the TUI and the exporter (eosctl.gcpause).
         with LiveModel(target, timeout_ms=60_000, long_lived=True) as model:
             # The first state: refreshes until the ledger is complete (the sink's first read is spread over
             # refreshes, SINK_BUDGET_S each, so the Kafka sections never wait for a huge sink).

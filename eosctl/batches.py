@@ -89,7 +89,7 @@ def iter_batches(data: bytes | bytearray | memoryview) -> Iterator[Batch]:
 
 def decode_batch(raw: bytes | bytearray | memoryview) -> Batch:
     """One complete v2 batch (header + records) into a Batch."""
-    (base_offset, _length, _leader_epoch, _magic, _crc, attributes, last_delta, first_ts, max_ts,
+    (base_offset, _length, leader_epoch, _magic, _crc, attributes, last_delta, first_ts, max_ts,
      producer_id, producer_epoch, base_sequence, count) = HEADER.unpack_from(raw, 0)
     is_control = bool(attributes & CONTROL_MASK)
     marker = None
@@ -126,6 +126,7 @@ def decode_batch(raw: bytes | bytearray | memoryview) -> Batch:
         offsets=offsets,
         delete_horizon_ms=horizon,
         log_append_time=log_append_time,
+        leader_epoch=leader_epoch,
     )
 
 

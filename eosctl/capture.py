@@ -101,8 +101,7 @@ def capture(
     """
     pipe = target.pipeline
     sink = sink if sink is not None else (pipe.sink if pipe else None)
-    output = [pipe.output_topic] if pipe and pipe.output_topic else []
-    topics = list(dict.fromkeys([*target.topics, *output]))
+    topics = list(target.watched)
     cap = Capture(captured_at=datetime.now(UTC), bootstrap=target.cluster.bootstrap_servers,
                   pipeline=pipe.name if pipe else None, group=target.group, topics=topics, tail=tail)
     own = admins is None
@@ -150,7 +149,6 @@ def read_sections(cap: Capture, target: Target, client: WireClient, admins: Admi
     target's group, else every group of the topics); ``describe``: DescribeProducers for partitions (the
     live model's asks only where the log changed)."""
     tps = [(t, p) for t, parts in known.items() for p in sorted(parts)]
-    prefix = target.pipeline.transactional_id_prefix if target.pipeline else None
     answers: list[Described] = []
 
     def described() -> Described:
@@ -163,7 +161,7 @@ def read_sections(cap: Capture, target: Target, client: WireClient, admins: Admi
 
     def transactions() -> list[TxnInfo]:
         rows = txns_mod.list_transactions(admins.kafka)
-        return [t for t in rows if not prefix or t.transactional_id.startswith(prefix)]
+        return [t for t in rows if target.owns_txn(t.transactional_id)]
 
     def producers() -> list[ProducerRow]:
         return producers_mod.find(client, admins.kafka, tps, logs=cap.logs, described=described()).rows \
@@ -171,8 +169,9 @@ def read_sections(cap: Capture, target: Target, client: WireClient, admins: Admi
 
     def lag() -> LagSnapshot:
         groups = list(lag_groups) if lag_groups else target.lag_groups() or None
-        return lag_mod.poll(client, admins.confluent, groups=groups, topics=list(target.topics) or None,
-                            scan_limit=scan_limit, offsets=offsets)
+        return lag_mod.poll(client, groups=groups, topics=list(target.topics) or None,
+                            scan_limit=scan_limit, offsets=offsets,
+                            per_group=None if lag_groups else dict(target.group_topics))
 
     def hanging() -> HangingReport:
         if not known:
@@ -208,8 +207,12 @@ def covers_whole_log(log: PartitionLog) -> bool:
 
 def over_max_age(report: HangingReport, max_age_s: float) -> HangingReport:
     """The report keeping only the findings at least ``max_age_s`` old (the rules' age threshold)."""
+    young = [h for h in report.hanging if not _old_enough(h, max_age_s) and h.lso == h.first_offset]
     return dataclasses.replace(report, max_age_s=max_age_s,
-                               hanging=[h for h in report.hanging if _old_enough(h, max_age_s)])
+                               hanging=[h for h in report.hanging if _old_enough(h, max_age_s)],
+                               blocking=sorted({(h.topic, h.partition, h.producer_id): h
+                                                for h in [*report.blocking, *young]}.values(),
+                                               key=lambda h: (h.topic, h.partition, h.first_offset)))
 
 
 def _old_enough(h: Hanging, max_age_s: float) -> bool:

@@ -21,7 +21,7 @@ import click
 from eosctl import __version__
 from eosctl.errors import EosctlError
 from eosctl.safetext import term
-from eosctl.stopsignals import STOP_SIGNALS, exit_code, say_stopped
+from eosctl.stopsignals import STOP_SIGNALS, exit_code, handling, say_stopped
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -216,22 +216,20 @@ def unwind_on_signals() -> Iterator[None]:
         raise KeyboardInterrupt() if signum == signal.SIGINT else Terminated()
 
     main_thread = threading.current_thread() is threading.main_thread()
-    before = {s: signal.signal(s, on_signal) for s in STOP_SIGNALS} if main_thread else {}
-    try:
-        yield
-    except BaseException:
-        if not got:
-            raise
-        # An audit whose guard was made but not yet entered when the signal came: stop it here too.
-        guard = sys.modules.get("auditors.guard")
-        if guard is not None:
-            guard.stop_all()
-        first = got[0][0]
-        say_stopped(first)
-        sys.exit(exit_code(first))
-    finally:
-        for s, handler in before.items():
-            signal.signal(s, handler)
+    # The handlers stay until the command has unwound and said its line (a second signal meanwhile is ours).
+    with handling(on_signal, STOP_SIGNALS if main_thread else ()):
+        try:
+            yield
+        except BaseException:
+            if not got:
+                raise
+            # An audit whose guard was made but not yet entered when the signal came: stop it here too.
+            guard = sys.modules.get("auditors.guard")
+            if guard is not None:
+                guard.stop_all()
+            first = got[0][0]
+            say_stopped(first)
+            sys.exit(exit_code(first))
 
 
 @click.group(cls=EosctlGroup, context_settings=CONTEXT)

@@ -1,14 +1,14 @@
 """The one place that builds Kafka admin clients, with eosctl's timeouts and quiet logging.
 
-Two libraries, because each lacks what the other has: confluent-kafka's AdminClient for consumer groups
-(list / offsets, all groups in flight together) and topic administration; kafka-python's KafkaAdminClient
-for the transaction APIs confluent-kafka does not expose (ListTransactions, DescribeTransactions,
-DescribeProducers, WriteTxnMarkers). Both are imported only when a client is built: `eosctl sandbox
-status` / `down` import this module (through eosctl.sandbox) and need neither (0.3 s saved).
+kafka-python's KafkaAdminClient for the transaction APIs (ListTransactions, DescribeTransactions,
+DescribeProducers, WriteTxnMarkers); confluent-kafka's AdminClient only for the sandbox's topic
+administration. Consumer groups are read with raw requests (eosctl.offsets): librdkafka's admin client
+dies with SIGSEGV on a coordinator that is loading. Both are imported only when a client is built:
+`eosctl sandbox status` / `down` import this module (through eosctl.sandbox) and need neither.
 
-`Admins` holds one of each for a cluster and reuses them across calls (the TUI refreshes every few
-seconds: building clients each time costs a bootstrap round trip and leaks librdkafka threads);
-`reset()` drops them after a connection error so the next use reconnects.
+`Admins` holds the kafka-python client for a cluster and reuses it across calls (the TUI refreshes every
+few seconds: building a client each time costs a bootstrap round trip); `reset()` drops it after a
+connection error so the next use reconnects.
 """
 
 from __future__ import annotations
@@ -64,25 +64,17 @@ def kafka_admin(cluster: Cluster, timeout: float = DEFAULT_TIMEOUT_S) -> KafkaAd
 
 
 class Admins:
-    """One confluent and one kafka-python admin client for a cluster, built on first use and reused.
+    """The kafka-python admin client for a cluster, built on first use and reused.
 
     Use as a context manager (or call close()); call reset() after a connection error so the next
-    use builds fresh clients instead of retrying on a broken one.
+    use builds a fresh client instead of retrying on a broken one.
     """
 
     def __init__(self, cluster: Cluster, timeout: float = DEFAULT_TIMEOUT_S) -> None:
         self.cluster = cluster
         self.timeout = timeout
-        self._confluent: AdminClient | None = None
         self._kafka: KafkaAdminClient | None = None
         self._stale = False
-
-    @property
-    def confluent(self) -> AdminClient:
-        self._renew()
-        if self._confluent is None:
-            self._confluent = confluent_admin(self.cluster, self.timeout)
-        return self._confluent
 
     @property
     def kafka(self) -> KafkaAdminClient:
@@ -92,13 +84,7 @@ class Admins:
         return self._kafka
 
     def reset(self) -> None:
-        """After a connection error: the next use builds fresh clients.
-
-        The old ones are dropped only then, not now: librdkafka aborts the whole process when an admin
-        client is destroyed in the middle of an outage (confluentinc/librdkafka#3663, #4605), and callers
-        use their clients again only once the broker answers (eosctl.capture reaches it with a WireClient
-        first).
-        """
+        """After a connection error: the next use builds a fresh client (the old one is closed then)."""
         self._stale = True
 
     def _renew(self) -> None:
@@ -107,7 +93,7 @@ class Admins:
             self.close()
 
     def close(self) -> None:
-        kafka, self._kafka, self._confluent = self._kafka, None, None
+        kafka, self._kafka = self._kafka, None
         if kafka is not None:
             try:
                 kafka.close()

@@ -33,6 +33,9 @@ class Cluster:
     ssl_certificate_location: str | None = None
     ssl_key_location: str | None = None
     ssl_key_password: str | None = field(default=None, repr=False)
+    # With bootstrap_servers = "sandbox": the state directory of the sandbox it means (`eosctl sandbox up`'s
+    # $EOSCTL_HOME), so the config finds it from any directory; default $EOSCTL_HOME or ./.eosctl.
+    sandbox_home: str | None = None
 
     def confluent(self) -> dict[str, str]:
         """librdkafka (confluent-kafka) settings for this cluster."""
@@ -373,6 +376,7 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
             ssl_certificate_location=local_path(c.str("ssl_certificate_location", None), path),
             ssl_key_location=local_path(c.str("ssl_key_location", None), path),
             ssl_key_password=c.str("ssl_key_password", None),
+            sandbox_home=local_path(c.str("sandbox_home", None), path),
         )
         c.done()
 

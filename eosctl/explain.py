@@ -51,7 +51,8 @@ def offset_document(f: Facts) -> dict[str, Any]:
         "topic": log.topic, "partition": log.partition, "offset": o, "kind": kind,
         "log": {"log_start_offset": log.log_start_offset, "last_stable_offset": log.last_stable_offset,
                 "high_watermark": log.high_watermark,
-                "read_committed_delivers": kind == Kind.DATA.value and o < log.last_stable_offset},
+                "read_committed_delivers": kind == Kind.DATA.value and o < log.last_stable_offset,
+                "leader_epochs": [{"leader_epoch": e, "start_offset": s} for e, s in log.leader_epochs]},
         "batch": None if f.batch is None else f.batch.to_dict(),
         "transaction": txn,
         "producer": None if producer_id is None else _producer_doc(log, producer_id, o),
@@ -83,8 +84,15 @@ def _transaction(log: PartitionLog, o: int, kind: str) -> dict[str, Any] | None:
             return {"producer_id": t.producer_id, "producer_epoch": t.producer_epoch,
                     "first_offset": t.first_offset, "last_offset": t.last_offset,
                     "outcome": t.outcome, "marker_offset": t.marker_offset, "marker_epoch": t.marker_epoch,
-                    "data_records": t.data_records, "fenced": fenced(t, log.producers.get(t.producer_id))}
+                    "data_records": t.data_records, "fenced": fenced(t, log.producers.get(t.producer_id)),
+                    "aborted_by": _aborted_by(log, t)}
     return None
+
+
+def _aborted_by(log: PartitionLog, t: Any) -> str | None:
+    """ProducerState.abort_cause of an aborted transaction: "takeover", "timeout", "takeover?" or None."""
+    p = log.producers.get(t.producer_id)
+    return None if p is None or t.outcome != "ABORT" else p.abort_cause(t.marker_offset)
 
 
 def _writer(log: PartitionLog, o: int) -> int | None:
@@ -108,17 +116,19 @@ def _producer_doc(log: PartitionLog, pid: int, o: int) -> dict[str, Any] | None:
     p = log.producers.get(pid)
     if p is None:
         return {"producer_id": pid, "protocol": None, "epochs": [], "current_epoch": None,
-                "fencing_events": 0, "epoch_history": [], "zombie_writes": []}
-    bumps = sorted(p.epoch_bumps, key=lambda b: b.offset)
+                "fencing_events": 0, "epoch_history": [], "zombie_writes": [], "routine": None,
+                "transactional_id": None}
+    bumps = sorted((b for b in p.epoch_bumps if not p.routine(b)), key=lambda b: b.offset)
     before = [b for b in bumps if b.offset <= o][-EPOCH_CONTEXT:]
     after = [b for b in bumps if b.offset > o][:EPOCH_CONTEXT]
     history = []
     for b in before + after:
         is_fencing, why = p.bump_verdict(b)
         history.append({"offset": b.offset, "old_epoch": b.old_epoch, "new_epoch": b.new_epoch,
-                        "marker": b.marker, "fencing": is_fencing, "why": why})
+                        "next_epoch": b.next_epoch, "marker": b.marker, "fencing": is_fencing, "why": why})
     return {"producer_id": pid, "protocol": p.protocol, "epochs": list(p.epochs),
             "current_epoch": p.current_epoch, "fencing_events": p.fencing_events, "epoch_history": history,
+            "routine": p.routine_summary(), "transactional_id": p.transactional_id,
             "zombie_writes": [{"offset": z.offset, "epoch": z.epoch, "current_epoch": z.current_epoch}
                               for z in p.zombie_writes[:EPOCH_CONTEXT * 2]]}
 
@@ -152,8 +162,14 @@ def _summary(doc: dict[str, Any]) -> str:
                 ) + ": a control record, never delivered."
     elif kind == "ABORTED":
         text = f"{where} is a record of {_txn(t)}, aborted by the ABORT marker at {t and t['marker_offset']}"
-        if t and t["fenced"]:
-            text += ", when a newer epoch of the producer fenced it (a zombie's transaction)"
+        if t and t["aborted_by"] == "timeout":
+            text += ", written by the coordinator when the transaction timed out (transaction.timeout.ms)"
+        elif t and t["fenced"]:
+            text += (", when a new instance took the id over and the coordinator aborted the old one's "
+                     "transaction (a zombie's transaction)")
+        elif t and t["aborted_by"] == "takeover?":
+            text += (", by a new instance's take-over or by the id itself (transactions v2: this partition "
+                     "can't tell)")
         text += ": read_committed consumers never see it."
     elif kind == "OPEN":
         text = (f"{where} is a record of {_txn(t)}, still open: it holds the LSO at "
@@ -164,8 +180,13 @@ def _summary(doc: dict[str, Any]) -> str:
         if not log["read_committed_delivers"]:
             text += f", after the LSO {log['last_stable_offset']}: not readable yet"
         text += "."
+    text += _epoch_text(doc)
     g = doc["group"]
-    if g is not None and g["committed_offset"] is not None:
+    if g is not None and g["committed_offset"] is not None and g["committed_offset"] > log["high_watermark"]:
+        text += (f" Group {g['group']} committed {g['committed_offset']}, beyond the high watermark "
+                 f"{log['high_watermark']}: the log was truncated below what it consumed (an unclean leader "
+                 "election); its consumer will reset by auto.offset.reset, skipping or re-reading records.")
+    elif g is not None and g["committed_offset"] is not None:
         text += (f" Group {g['group']} has consumed it (committed {g['committed_offset']})." if g["consumed"]
                  else f" Group {g['group']} has not reached it (committed {g['committed_offset']}).")
     s = doc["sink"]
@@ -187,6 +208,23 @@ def _summary(doc: dict[str, Any]) -> str:
                                              for x in others[:4])
         text += "."
     return text
+
+
+def _epoch_text(doc: dict[str, Any]) -> str:
+    """The partition leader epoch the offset's batch was written under, and where that epoch's leader
+    began writing: a leader change after the log's first epoch is where a new leader truncated whatever an
+    earlier one wrote from there on and had not replicated."""
+    b, epochs = doc["batch"], doc["log"]["leader_epochs"]
+    if b is None or b.get("leader_epoch", -1) < 0:
+        return ""
+    epoch = b["leader_epoch"]
+    start = next((e["start_offset"] for e in epochs if e["leader_epoch"] == epoch), None)
+    text = f" Written under partition leader epoch {epoch}"
+    if start is not None and epochs and epochs[0]["leader_epoch"] != epoch:
+        text += (f", whose leader's writes begin at offset {start}: whatever an earlier leader wrote from "
+                 f"{start} on without replicating it to this one was truncated there (after an unclean "
+                 "election, records consumers had already read)")
+    return text + "."
 
 
 def _txn(t: dict[str, Any] | None) -> str:

@@ -128,6 +128,20 @@ def glob_problem(pattern: str) -> str | None:
     return None
 
 
+def glob_split(pattern: str) -> tuple[str, str, str]:
+    """A glob as (head, base, rest): its leading directories without wildcards as written ("" if none),
+    the directory to search from (head, or "." or "/"), and the part with the wildcards."""
+    import glob
+
+    parts = pattern.split(os.sep)
+    fixed = 0
+    while fixed < len(parts) - 1 and not glob.has_magic(parts[fixed]):
+        fixed += 1
+    head = os.sep.join(parts[:fixed])
+    base = head or (os.sep if pattern.startswith(os.sep) else ".")
+    return head, base, os.sep.join(parts[fixed:])
+
+
 def glob_paths(pattern: str) -> list[str]:
     """The local paths a glob matches, sorted, as DuckDB's own glob finds them: ``**`` never descends into
     a symbolically linked directory. (Python's glob.glob(recursive=True) does, so a link loop such as
@@ -137,13 +151,7 @@ def glob_paths(pattern: str) -> list[str]:
 
     if not glob.has_magic(pattern):
         return [pattern] if os.path.lexists(pattern) else []
-    parts = pattern.split(os.sep)
-    fixed = 0
-    while fixed < len(parts) - 1 and not glob.has_magic(parts[fixed]):
-        fixed += 1
-    base = os.sep.join(parts[:fixed]) or (os.sep if pattern.startswith(os.sep) else ".")
-    rest = os.sep.join(parts[fixed:])
-    head = os.sep.join(parts[:fixed])
+    head, base, rest = glob_split(pattern)
     # pathlib: `**` does not follow symlinks to directories. Paths keep the pattern's own head ("./").
     return sorted(os.path.join(head, str(p.relative_to(base))) if head else str(p)
                   for p in Path(base).glob(rest))

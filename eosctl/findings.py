@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from eosctl.gapmap.segments import LogSegment
+
 KINDS = (
     "gap",
     "duplicate",
@@ -21,6 +23,8 @@ KINDS = (
     "key_duplicate",
     "offset_mismatch",
     "invalid_row",
+    # Sink rows whose key is not the key of the record at their offset (eosctl.content).
+    "content_mismatch",
     # A Kafka stage audited with `lineage = "key"` (its outputs paired with its inputs by key): what the
     # reconciliation found, named for keys, with the outputs' offsets (eosctl.sink.kafka_topic.key_findings).
     "lost_key",
@@ -44,6 +48,7 @@ DESCRIPTIONS = {
     "offset_mismatch": "offsets stored in the sink disagree with the consumer group's committed offsets",
     "invalid_row": "sink rows no Kafka record can match (NULL topic, partition or offset; offset negative, "
                    "above 2^63-1 or not an integer)",
+    "content_mismatch": "sink rows whose key is not the key of the Kafka record at their offset",
     "lost_key": "key lineage: committed input records whose key has no output left to pair with them",
     "duplicate_key": "key lineage: more outputs of a key than committed inputs carry it (count = extra)",
     "phantom_key": "key lineage: input records of aborted or open transactions whose key has outputs "
@@ -134,6 +139,13 @@ class Cause:
     order_column: str | None = None
     first_write: tuple[Any, Any] | None = None
     repeated_write: tuple[Any, Any] | None = None
+    # content_mismatch (eosctl.content): the shift a writer stored offsets with (rule shifted_coordinates);
+    # the partition leader epoch of the records now at the offsets, the newest epoch the sink's rows before
+    # them saw, and where that epoch begins in the log (rule rewritten_after_leader_change)
+    shift: int | None = None
+    leader_epoch: int | None = None
+    sink_leader_epoch: int | None = None
+    epoch_start: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"summary": self.summary}
@@ -153,6 +165,8 @@ class Cause:
                                     "repeated_write": _span_dict(self.repeated_write)}
         if self.kind == "key_duplicate":
             d["rule"] = self.rule
+        if self.kind == "content_mismatch":
+            d.update(_content_dict(self))
         return d
 
     @classmethod
@@ -164,7 +178,20 @@ class Cause:
                    _int(d.get("sink_before")), _int(d.get("sink_after")), d.get("passed_by"),
                    _int(rows.get("min")), _int(rows.get("max")), d.get("rule"),
                    order.get("column"), _span_of(order.get("first_write")),
-                   _span_of(order.get("repeated_write")))
+                   _span_of(order.get("repeated_write")), _int(d.get("shift")), _int(d.get("leader_epoch")),
+                   _int(d.get("sink_leader_epoch")), _int(d.get("epoch_start")))
+
+
+def _content_dict(c: Cause) -> dict[str, Any]:
+    """A content_mismatch's cause fields (eosctl.content): its rule, and what that rule rests on."""
+    d: dict[str, Any] = {"rule": c.rule}
+    if c.shift is not None:
+        d["shift"] = c.shift
+    if c.leader_epoch is not None:
+        d["leader_epoch"] = c.leader_epoch
+    if c.sink_leader_epoch is not None:
+        d.update(sink_leader_epoch=c.sink_leader_epoch, epoch_start=c.epoch_start)
+    return d
 
 
 def _span_dict(span: tuple[Any, Any] | None) -> dict[str, Any] | None:
@@ -204,6 +231,11 @@ ROOT_RULES = {
                           "recreated topic, or rows from another cluster)",
     "beyond_high_watermark": "the sink holds rows at offsets the log never had (a recreated topic, or "
                              "records lost to an unclean leader election)",
+    "coordinates_shifted": "the sink stores each row with a source offset shifted from its record's (an "
+                           "off-by-one offset mapping in its writer)",
+    "log_rewritten": "the sink holds records that are no longer in the log: the log was truncated and "
+                     "rewritten at their offsets after a leader change (an unclean leader election)",
+    "content_differs": "the sink holds rows whose key is not the key of the record at their offset",
     "not_yet_consumed": "committed records the sink's consumer had not reached when the sink was read "
                         "(its lag)",
     "written_before_commit": "a stage wrote outputs of input it has not committed to have processed: it "
@@ -238,11 +270,16 @@ def root_rule(f: Finding) -> str:
         if c is None or c.rule is None:
             return "unexplained"
         return "upstream_retry" if c.rule in ("non_idempotent", "producer_sessions") else "application_resend"
+    if f.kind == "content_mismatch":
+        return _CONTENT_ROOT.get(c.rule if c is not None else None, "unexplained")
     if f.kind == "phantom_beyond_hw":
         return "unknown_partitions" if f.detail == NOT_IN_KAFKA else "beyond_high_watermark"
     return _BY_KIND[kind]
 
 
+_CONTENT_ROOT = {"shifted_coordinates": "coordinates_shifted",
+                 "rewritten_after_leader_change": "log_rewritten",
+                 "different_record": "content_differs"}
 _BY_KIND = {"duplicate": "replay", "offset_mismatch": "offsets_disagree", "invalid_row": "invalid_rows",
             "ahead_of_commit": "written_before_commit"}
 
@@ -344,27 +381,6 @@ _KIND_ORDER = {k: i for i, k in enumerate(KINDS)}
 
 def _int(v: Any) -> int | None:
     return None if v is None else int(v)
-
-
-# Log segments a read_committed consumer never delivers, for the HTML gap map (eosctl.gapmap).
-SEGMENT_KINDS = ("ABORTED", "MARKER", "OPEN", "HOLE")
-
-
-@dataclass(frozen=True)
-class LogSegment:
-    kind: str  # one of SEGMENT_KINDS (eosctl.model.Kind values)
-    first: int
-    last: int  # inclusive
-    # Offsets of this kind inside first..last: less than last - first + 1 once neighbours were coalesced
-    # to keep the list bounded (see eosctl.gapmap.log_segments).
-    count: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "first": self.first, "last": self.last, "count": self.count}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> LogSegment:
-        return cls(d["kind"], int(d["first"]), int(d["last"]), int(d["count"]))
 
 
 @dataclass(frozen=True)
@@ -565,72 +581,3 @@ class AuditReport:
     @classmethod
     def from_json(cls, text: str) -> AuditReport:
         return cls.from_dict(json.loads(text))
-
-
-def read_report(path: str, notes: list[str] | None = None) -> AuditReport:
-    """The report `eosctl audit --format json --out FILE` wrote, checked (see `report_from_data`).
-
-    ValueError with the reason ("no 'verdict' field", "findings[3].topic: expected a string or null, got
-    int 5") when the file is not one; each command words its own one-line error around it. A byte-order
-    mark is fine; NaN, Infinity and nesting deeper than any report are not.
-    """
-    try:
-        with open(path, encoding="utf-8-sig") as f:
-            data = json.load(f, parse_constant=_no_constant)
-    except RecursionError:
-        raise ValueError("nested too deeply to be a report") from None
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        why = str(e).splitlines()[0] if str(e) else "unreadable"
-        raise ValueError(f"{type(e).__name__}: {why}") from None
-    return report_from_data(data, notes)
-
-
-def _no_constant(name: str) -> None:
-    raise ValueError(f"{name} is not a number a report holds")
-
-
-def report_from_data(data: Any, notes: list[str] | None = None) -> AuditReport:
-    """An AuditReport from its JSON form, every field's type checked, and its verdict recomputed from its
-    findings and fail_on: a file saying "pass" over failing findings is FAIL, and the disagreement is
-    appended to ``notes`` in one line. ValueError naming the first wrong field otherwise."""
-    from eosctl.typecheck import check
-
-    if not isinstance(data, dict):
-        raise ValueError(f"expected a JSON object, got {type(data).__name__}")
-    missing = [k for k in ("verdict", "partitions", "findings") if k not in data]
-    if missing:
-        raise ValueError(f"no {missing[0]!r} field")
-    claimed = data["verdict"]
-    if claimed not in (PASS, FAIL):
-        raise ValueError(f"verdict: expected \"pass\" or \"fail\", got {json.dumps(claimed)[:40]}")
-    for name in ("partitions", "findings", "fail_on"):
-        if name in data and not isinstance(data[name], list):
-            raise ValueError(f"{name}: expected a list, got {type(data[name]).__name__}")
-    for name in ("partitions", "findings"):
-        for i, item in enumerate(data[name]):
-            if not isinstance(item, dict):
-                raise ValueError(f"{name}[{i}]: expected an object, got {type(item).__name__}")
-    if not isinstance(data.get("engine") or {}, dict):
-        raise ValueError(f"engine: expected an object, got {type(data['engine']).__name__}")
-    try:
-        report = AuditReport.from_dict(data)
-    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
-        why = f"no {e} field" if isinstance(e, KeyError) else str(e).splitlines()[0] if str(e) else ""
-        raise ValueError(f"{type(e).__name__}: {why}" if not isinstance(e, KeyError) else why) from None
-    check(report)
-    for i, f in enumerate(report.findings):
-        if f.count < 0 or (f.first_offset is not None and f.last_offset is not None
-                           and f.first_offset > f.last_offset):
-            raise ValueError(f"findings[{i}]: count below 0 or first_offset after last_offset")
-    bad_kinds = [k for k in report.fail_on if k not in KINDS]
-    if bad_kinds:
-        raise ValueError(f"fail_on: unknown finding kind {bad_kinds[0]!r}")
-    verdict = FAIL if report.failing else PASS
-    if verdict != claimed:
-        if notes is not None:
-            notes.append(f"the report says {claimed.upper()}, but {len(report.failing)} of its findings are "
-                         f"of kinds it fails on: the verdict is {verdict.upper()}" if verdict == FAIL else
-                         f"the report says {claimed.upper()}, but none of its findings is of a kind it fails "
-                         f"on: the verdict is {verdict.upper()}")
-        report.verdict = verdict
-    return report

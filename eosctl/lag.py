@@ -13,8 +13,9 @@ an open transaction holds back. Here, per group and partition:
 - ``time_lag_s`` = age of the oldest unconsumed committed record (its batch's first timestamp).
 
 One poll is: one ListOffsets round per leader for every partition (eosctl.wire), the groups' committed
-offsets (confluent-kafka AdminClient, all groups in flight together), one batched scan of the partitions
-whose committed offset is below the LSO, and one batched Fetch at the LSO of the blocked partitions.
+offsets (eosctl.offsets: FindCoordinator and OffsetFetch, all groups in flight together), one batched
+scan of the partitions whose committed offset is below the LSO, and one batched Fetch at the LSO of the
+blocked partitions.
 
 ``Watch`` keeps a sliding window of polls and gives each partition and group a Burrow-style status.
 """
@@ -24,14 +25,12 @@ from __future__ import annotations
 import time
 from collections import defaultdict, deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-
-from confluent_kafka.admin import AdminClient
+from dataclasses import dataclass, field, replace
 
 from eosctl.errors import BrokerError
 from eosctl.logscan import scan_partitions
 from eosctl.model import TP, Kind, PartitionLog
-from eosctl.offsets import group_offsets, group_states
+from eosctl.offsets import group_members, group_offsets, group_states
 from eosctl.opentxn import OpenTxn, open_transactions
 from eosctl.txns import coordinator_view, dated
 from eosctl.wire import Offsets, WireClient
@@ -56,6 +55,10 @@ class PartitionLag:
     # The broker's ListOffsets and Fetch answers disagreed (eosctl.wire.Offsets): the offsets are the
     # Fetch's, what a read_committed consumer is served, and no status may say OK on them.
     offsets_warning: str | None = None
+    # Who consumes it now (DescribeGroups): None when no member of the group is assigned the partition.
+    member_id: str | None = None
+    client_id: str | None = None
+    host: str | None = None
 
     @property
     def lag_to_lso(self) -> int | None:
@@ -152,8 +155,10 @@ def build_rows(committed: Mapping[str, Mapping[TP, int | None]], offsets: Mappin
                 rows.append(PartitionLag(**base))
                 continue
             if c > o.high_watermark:
-                rows.append(PartitionLag(**base, error=f"committed offset {c} is beyond the high watermark "
-                                                       f"{o.high_watermark} (topic recreated?)"))
+                rows.append(PartitionLag(**base, error=(
+                    f"committed offset {c} is beyond the high watermark {o.high_watermark}: the log was "
+                    "truncated below what the group consumed (an unclean leader election, or a recreated "
+                    "topic); its consumer will reset by auto.offset.reset, skipping or re-reading records")))
                 continue
             log = logs.get(tp)
             behind, exact = records_behind(log, c, o.log_start, o.last_stable)
@@ -166,15 +171,17 @@ def build_rows(committed: Mapping[str, Mapping[TP, int | None]], offsets: Mappin
 # --- talking to the cluster ----------------------------------------------------------------------------
 
 
-def poll(client: WireClient, admin: AdminClient, groups: Sequence[str] | None = None,
+def poll(client: WireClient, groups: Sequence[str] | None = None,
          topics: Sequence[str] | None = None, scan_limit: int = DEFAULT_SCAN_LIMIT,
-         now_ms: int | None = None, offsets: Mapping[TP, Offsets] | None = None) -> LagSnapshot:
+         now_ms: int | None = None, offsets: Mapping[TP, Offsets] | None = None,
+         per_group: Mapping[str, Sequence[str]] | None = None) -> LagSnapshot:
     """One lag measurement for the given groups (default: every group with committed offsets for
     ``topics``; every group when no topic is given either). ``offsets``: partitions' offsets the caller
-    read a moment ago (the live model), used where they cover the groups' partitions."""
-    states = group_states(admin)
+    read a moment ago (the live model), used where they cover the groups' partitions. ``per_group``:
+    the topics of each group where groups read different topics (a pipeline's hops)."""
+    states = group_states(client)
     wanted = list(groups) if groups else sorted(states)
-    by_group = group_offsets(admin, wanted) if wanted else {}
+    by_group = group_offsets(client, wanted) if wanted else {}
     topic_filter = set(topics) if topics else None
     by_group = {g: {tp: c for tp, c in offs.items() if topic_filter is None or tp[0] in topic_filter}
                 for g, offs in by_group.items()}
@@ -186,6 +193,8 @@ def poll(client: WireClient, admin: AdminClient, groups: Sequence[str] | None = 
     committed: dict[str, dict[TP, int | None]] = {}
     for g, offs in by_group.items():
         mine = sorted({tp[0] for tp in offs} | (set(topics) if groups and topics else set()))
+        if per_group and g in per_group:
+            mine = [t for t in mine if t in per_group[g]]
         committed[g] = {(t, p): offs.get((t, p))
                         for t in mine if t in partitions for p in sorted(partitions[t])}
     tps = sorted({tp for offs in committed.values() for tp in offs})
@@ -210,6 +219,9 @@ def poll(client: WireClient, admin: AdminClient, groups: Sequence[str] | None = 
         for g, offs in by_group.items() for (t, p), c in sorted(offs.items()) if t in broken]
     order = {g: i for i, g in enumerate(committed)}
     rows.sort(key=lambda r: (order[r.group], r.topic, r.partition))
+    members = group_members(client, list(committed))
+    rows = [replace(r, member_id=m[0], client_id=m[1], host=m[2])
+            if (m := members.get((r.group, r.topic, r.partition))) else r for r in rows]
     return LagSnapshot(taken, rows, {g: states.get(g, "UNKNOWN") for g in committed})
 
 

@@ -19,7 +19,7 @@ from eosctl.audit.reconcile import Clipped, offset_mismatch, reconcile_partition
 from eosctl.config import Cluster, Sink
 from eosctl.errors import BrokerError
 from eosctl.findings import Finding
-from eosctl.heap import paused
+from eosctl.gcpause import paused
 from eosctl.logscan import scan_partitions
 from eosctl.model import TP, PartitionLog
 from eosctl.offsets import committed_offsets
@@ -164,14 +164,14 @@ def partition_ledger(
         for i in [i for i in islands if i.multiplicity > 1][:MAX_FLAGS_PER_KIND]:
             extra = i.count * (i.multiplicity - 1)
             flags.append(LedgerFlag("duplicate", i.first, i.last, extra,
-                                    f"offsets {_span(i.first, i.last)} stored {i.multiplicity} times "
+                                    f"offsets {span(i.first, i.last)} stored {i.multiplicity} times "
                                     f"({extra} extra rows)"))
         if p.min_offset is not None:
-            span = p.max_offset - p.min_offset + 1 - p.distinct_offsets
-            if span:
+            missing = p.max_offset - p.min_offset + 1 - p.distinct_offsets
+            if missing:
                 flags.append(LedgerFlag(
-                    "span_missing", p.min_offset, p.max_offset, span,
-                    f"offset span {p.min_offset}..{p.max_offset} has {span} missing offsets (markers and "
+                    "span_missing", p.min_offset, p.max_offset, missing,
+                    f"offset span {p.min_offset}..{p.max_offset} has {missing} missing offsets (markers and "
                     f"aborted records included; run with --scan or `eosctl audit` for the exact answer)"))
     p.flags = flags
     return p
@@ -189,7 +189,7 @@ _WHAT = {
 
 def _describe(f: Finding) -> str:
     what = _WHAT[f.kind].format(s="" if f.count == 1 else "s")
-    return f"{f.count} {what} at offsets {_span(f.first_offset, f.last_offset)}"
+    return f"{f.count} {what} at offsets {span(f.first_offset, f.last_offset)}"
 
 
 def invalid_flags(findings: Iterable[Finding]) -> list[LedgerFlag]:
@@ -203,7 +203,8 @@ def _none(v: int | None) -> str:
     return "none" if v is None else str(v)
 
 
-def _span(first: int | None, last: int | None) -> str:
+def span(first: int | None, last: int | None) -> str:
+    """An offset range as the ledger shows it: "-" (none), "7" or "7..9"."""
     return "-" if first is None else str(first) if first == last else f"{first}..{last}"
 
 
@@ -254,7 +255,7 @@ def collect(
     """
     if duckdb_path or parquet:
         sink = replace(sink, duckdb=duckdb_path, parquet=parquet)
-    # An island and a finding per stretch of the sink: 100k of each, no cycles among them (eosctl.heap).
+    # An island and a finding per stretch of the sink: 100k of each, no cycles among them (eosctl.gcpause).
     with paused():
         side = read_sink(sink, where)
         with WireClient(cluster) as client:

@@ -32,7 +32,7 @@ from eosctl.capture import NOT_CAPTURED, SECTIONS, SKIPPED, Capture, read_sectio
 from eosctl.clients import Admins
 from eosctl.config import Sink
 from eosctl.errors import BrokerError, EosctlError, SinkError, first_line
-from eosctl.heap import LongLived
+from eosctl.gcpause import LongLived
 from eosctl.lag import DEFAULT_SCAN_LIMIT, LagSnapshot, Status, Watch, worst_of
 from eosctl.ledger import SinkSide, ledger_of, read_sink
 from eosctl.logscan import LogScan, open_scans, run_scans
@@ -129,7 +129,7 @@ class LiveModel:
     ``admins``: clients to share; otherwise the model builds its own and closes them in close().
     ``sections``: what to read (`lag --watch` reads only "lag"); ``lag_groups`` and ``scan_limit``: whose
     lag, and how far its records behind are counted (eosctl.lag.poll).
-    ``long_lived``: the process is there for this model (eosctl.heap: its state is kept out of the garbage
+    ``long_lived``: the process is there for this model (eosctl.gcpause: its state is kept out of the garbage
     collector's walks until close()).
     An unreachable cluster makes refresh() raise BrokerError; ``current`` then keeps the last good state.
     """
@@ -150,8 +150,7 @@ class LiveModel:
         self.max_age_s = max_age_s
         self.timeout_ms = timeout_ms
         self.offsets_every_s, self.producers_every_s = offsets_every_s, producers_every_s
-        output = [pipe.output_topic] if pipe and pipe.output_topic else []
-        self.topics = list(dict.fromkeys([*target.topics, *output]))
+        self.topics = list(target.watched)
         self._own_admins = admins is None
         self.admins = admins or Admins(target.cluster, timeout=timeout_ms / 1000)
         self._client: WireClient | None = None
@@ -176,7 +175,7 @@ class LiveModel:
         self._described_all_at: float | None = None
         self._ledger_rows: dict = {}  # eosctl.ledger.ledger_of's rows by what they were computed from
         # The process lives for this model (the TUI, `lag --watch`, the exporter): its state is kept out of
-        # the garbage collector's walks between refreshes (eosctl.heap).
+        # the garbage collector's walks between refreshes (eosctl.gcpause).
         self._heap = LongLived() if long_lived else None
 
     @property
@@ -204,9 +203,7 @@ class LiveModel:
             clock("sink")
             client = self._connect()
             with client.hold_metadata():
-                # Asked even for no topic: the admin clients below are used only once the broker answered
-                # (librdkafka aborts the process when a coordinator request loses its connection, see
-                # eosctl.clients.Admins.reset).
+                # Asked even for no topic: the admin client below is used only once the broker answered.
                 known = client.metadata(self.topics)
                 tps = [(t, p) for t, parts in known.items() for p in sorted(parts)]
                 offsets = self._read_offsets(client, tps)
@@ -414,7 +411,7 @@ class LiveModel:
         try:
             committed = self._committed_in_lag(cap, group) if group else {}
             if committed is None:
-                committed = group_offsets(self.admins.confluent, [group])[group]
+                committed = group_offsets(client, [group])[group]
             cap.ledger = ledger_of(client, self._sink_side, self.target.topics, group, committed,
                                    pipeline=cap.pipeline, logs=whole, offsets=offsets, memo=self._ledger_rows)
             cap.sections["ledger"] = "ok"
@@ -456,7 +453,7 @@ class LiveModel:
 
         from eosctl import sandboxstate
 
-        state = sandboxstate.status(sandboxstate.state_dir())
+        state = sandboxstate.status(sandboxstate.state_dir(self.target.cluster.sandbox_home))
         if state is None or state.bootstrap == self.target.cluster.bootstrap_servers:
             return
         cluster = replace(self.target.cluster, bootstrap_servers=state.bootstrap)

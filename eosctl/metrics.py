@@ -55,7 +55,8 @@ METRICS = (
     Spec("eosctl_partition_log_start_offset", GAUGE, (*BASE, *PARTITION), "Log start offset."),
     Spec("eosctl_partition_blocked_offsets", GAUGE, (*BASE, *PARTITION),
          "Offsets between the LSO and the high watermark, held back by an open transaction."),
-    Spec("eosctl_partition_open_transaction_age_seconds", GAUGE, (*BASE, *PARTITION, "producer_id"),
+    Spec("eosctl_partition_open_transaction_age_seconds", GAUGE,
+         (*BASE, *PARTITION, "producer_id", "transactional_id"),
          "Age of the open transaction holding the partition's LSO."),
     Spec("eosctl_consumer_lag_records", GAUGE, (*BASE, *CONSUMER),
          "Data records a read_committed consumer has left to read (markers and aborted records not "
@@ -225,7 +226,8 @@ def _hanging(out: _Families, base: dict[str, str], cap: Capture) -> None:
     for h in cap.hanging_candidates:  # every open transaction holding an LSO, at any age
         if h.age_s is not None:
             out.add("eosctl_partition_open_transaction_age_seconds",
-                    {**base, "topic": h.topic, "partition": h.partition, "producer_id": h.producer_id},
+                    {**base, "topic": h.topic, "partition": h.partition, "producer_id": h.producer_id,
+                     "transactional_id": h.transactional_id or ""},
                     h.age_s, max)
 
 

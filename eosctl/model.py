@@ -52,6 +52,9 @@ class Batch:
     # The topic stamps LogAppendTime (attribute bit 0x08): the timestamps are the broker's append time
     # (every record's is ``max_timestamp``); otherwise CreateTime, set by the producer's clock.
     log_append_time: bool = False
+    # The partition leader epoch the batch was written under (the header's partitionLeaderEpoch): a newer
+    # epoch at an offset a consumer already read means the log was rewritten there (an unclean election).
+    leader_epoch: int = -1
 
     @property
     def contiguous(self) -> bool:
@@ -163,6 +166,19 @@ class EpochBump:
     # (prepareFenceProducerEpoch, then the transactions-v2 bump of prepareAbortOrCommit, with the cluster's
     # transaction version: TransactionCoordinator.handleInitProducerId / abortTimedOutTransactions).
     fence_abort: bool = False
+    # For a bump on an ABORT marker: the transaction it closed in this partition (None: its data lies
+    # before the scan, or it had none here), the time of its first record and of the marker (the
+    # coordinator's clock), to tell the coordinator's timeout abort (TransactionCoordinator.
+    # abortTimedOutTransactions) from the rest.
+    txn_first: int | None = None
+    txn_last: int | None = None
+    txn_first_ts: int | None = None
+    marker_ts: int | None = None
+    # The id's next data after this ABORT, where it came at a higher epoch: a new instance (InitProducerId)
+    # told with the ABORT as one event (Kafka: the coordinator's ABORT at E+1, the new instance at E+2).
+    next_offset: int | None = None
+    next_epoch: int | None = None
+    continued: bool = False  # the id's next data came at this ABORT's epoch: its own v2 abort
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +237,22 @@ class ProducerState:
     # the data bump right after such an ABORT counting with it. Only trusted when ``protocol`` is v1.
     v1_takeovers: int = 0
     fence_aborts: int = 0  # ABORT markers with ``EpochBump.fence_abort``: fencing in every protocol
+    # Routine transactions-v2 bumps, counted: COMMIT markers one epoch above their data (never listed in
+    # ``epoch_bumps``), and ABORT markers the id went on writing at (its own abort; listed with
+    # ``continued`` while there is room, since noida-db's fencing looks the same). ``routine_epochs``:
+    # the epochs they moved across (first old, last new); ``routine_offset`` the first one's offset.
+    commit_bumps: int = 0
+    own_aborts: int = 0
+    routine_epochs: tuple[int, int] | None = None
+    routine_offset: int = -1
+    # Who the id is, from the coordinator (ListTransactions + DescribeTransactions, KIP-664), for ids it
+    # still knows: eosctl.producerids.identify fills them in after a scan.
+    transactional_id: str | None = None
+    txn_timeout_ms: int | None = None
+    # ABORT epochs (``EpochBump.new_epoch``) that this partition alone can't read, settled from the id's
+    # other partitions (eosctl.producerids.settle): a take-over, or the id's own abort.
+    takeovers_settled: list[int] = field(default_factory=list)
+    own_aborts_settled: list[int] = field(default_factory=list)
 
     @property
     def current_epoch(self) -> int:
@@ -239,16 +271,36 @@ class ProducerState:
 
         Under transactions v1 the epoch rises only through InitProducerId (a new instance, which fences
         the old epoch; a producer re-initialising itself after an aborted transaction, KIP-360, fences it
-        the same way) or the coordinator's fencing abort (Kafka writes that ABORT at epoch+1 and hands the
-        new instance epoch+2: two bumps, one event; noida-db writes both at epoch+1). Under transactions v2
-        every COMMIT and ABORT bumps the epoch, and a partition sees only the transactions that touched it,
-        so a bump proves nothing there, except an ABORT two epochs above the data it closes: the
-        coordinator's fencing abort on a transactions-v2 cluster (``EpochBump.fence_abort``). In every
-        protocol a write at an older epoch (a zombie write) proves its epoch was fenced while its writer
-        still ran.
+        the same way) or the coordinator's abort of an open transaction (Kafka writes that ABORT at epoch+1
+        and hands the new instance epoch+2: one event, told as one bump; noida-db writes both at epoch+1);
+        an abort the coordinator made on the transaction's timeout is no take-over and not counted. Under
+        transactions v2 every COMMIT and ABORT bumps the epoch, and a partition sees only the transactions
+        that touched it, so a bump proves nothing there, except an ABORT two epochs above the data it
+        closes (``EpochBump.fence_abort``) or a take-over the id's other partitions settled
+        (``takeovers_settled``). In every protocol a write at an older epoch (a zombie write) proves its
+        epoch was fenced while its writer still ran.
         """
-        by_bumps = self.v1_takeovers if self.protocol == V1 else self.fence_aborts
+        timeouts = sum(1 for b in self.epoch_bumps if self._timed_out(b))
+        if self.protocol == V1:
+            by_bumps = self.v1_takeovers - timeouts
+        else:
+            by_bumps = self.fence_aborts + sum(
+                1 for b in self.epoch_bumps if b.on_marker and b.marker == "ABORT" and not b.fence_abort
+                and b.new_epoch in self.takeovers_settled and not self._timed_out(b))
         return max(by_bumps, len({z.epoch for z in self.zombie_writes}))
+
+    @property
+    def timeouts(self) -> int:
+        """ABORT markers the coordinator wrote on the transaction's timeout (among the listed bumps)."""
+        return sum(1 for b in self.epoch_bumps if self._timed_out(b))
+
+    def _timed_out(self, b: EpochBump) -> bool:
+        """The coordinator's ABORT on a timeout: it came ``transaction.timeout.ms`` or more after the
+        transaction's first record (TransactionCoordinator.abortTimedOutTransactions fences the epoch and
+        aborts)."""
+        age = _age(b)
+        return (b.marker == "ABORT" and b.on_marker and age is not None and self.txn_timeout_ms is not None
+                and age >= self.txn_timeout_ms)
 
     def bump_verdict(self, b: EpochBump) -> tuple[bool, str]:
         """(is it fencing, why) for one of this producer's epoch bumps, by the rule of ``fencing_events``."""
@@ -256,23 +308,95 @@ class ProducerState:
             return False, "idempotent producer bumped its own epoch (KIP-360)"
         if b.on_marker and b.marker != "ABORT":
             return False, f"transactions v2: a {b.marker or 'control'} marker moved the epoch on"
-        if b.fence_abort:
-            return True, "FENCED: the coordinator aborted the old epoch's transaction, two epochs up"
+        if b.on_marker:
+            return self._abort_verdict(b)
         protocol = self.protocol
         if protocol == V1:
-            if b.on_marker:
-                return True, "FENCED: the coordinator aborted the old epoch's transaction"
             if b.after_abort:
                 return True, "FENCED: the new instance, after the coordinator's abort"
             return True, "FENCED: a new instance took over"
         if protocol == V2:
-            why = "an ABORT marker" if b.on_marker else "transactions of this id that skipped this partition"
-            return False, f"transactions v2: {why} moved the epoch on"
+            return False, ("transactions v2: transactions of this id that skipped this partition (or a "
+                           "restart of the id) moved the epoch on")
         if protocol == MIXED:
             return False, "markers of both transaction protocols: a bump proves no fencing"
-        where = "on an ABORT marker" if b.on_marker else "on data"
-        return False, (f"bump {where}: fencing under transactions v1, ordinary under v2; "
+        return False, ("bump on data: fencing under transactions v1, ordinary under v2; "
                        "no marker in the scan shows which")
+
+    def _abort_verdict(self, b: EpochBump) -> tuple[bool, str]:
+        span = (f" at offsets {b.txn_first}..{b.txn_last}" if b.txn_first is not None
+                else " (its data lies before the scan)")
+        later = (f"; the new instance wrote at epoch {b.next_epoch} from offset {b.next_offset}"
+                 if b.next_offset is not None else "")
+        takeover = ("a new instance took the id over and the coordinator aborted the old one's "
+                    f"transaction{span}")
+        if self._timed_out(b):
+            age = _age(b) or 0
+            after = (f"; a new instance took the id at epoch {b.next_epoch} from offset {b.next_offset}"
+                     if b.next_offset is not None else "")
+            return False, (f"TIMEOUT: the coordinator aborted the transaction{span} {age / 1000:.1f} s after "
+                           f"its first record (transaction.timeout.ms {self.txn_timeout_ms}){after}")
+        if b.fence_abort:
+            return True, f"FENCED: {takeover}, two epochs up{later}"
+        protocol = self.protocol
+        if b.continued:
+            if protocol == V1:  # noida-db: the fencing ABORT and the new instance at one epoch
+                return True, f"FENCED: {takeover}"
+            return False, "transactions v2: the id's own ABORT moved the epoch on (it wrote on at that epoch)"
+        if protocol == V1 or b.new_epoch in self.takeovers_settled:
+            if b.next_offset is None:
+                return True, (f"FENCED: the coordinator aborted the old epoch's transaction{span} (a new "
+                              "instance took the id over, or the transaction timed out)")
+            return True, f"FENCED: {takeover}{later}"
+        if b.new_epoch in self.own_aborts_settled:
+            return False, (f"transactions v2: the id aborted its transaction{span} itself; its other "
+                           f"partitions hold its transactions at epoch {b.new_epoch}")
+        if b.next_offset is not None and protocol in (V2, UNKNOWN):
+            return False, (f"TAKEOVER?: {takeover}{later}; or (transactions v2) the id aborted it itself, "
+                           f"then started again or wrote transactions that skipped this partition (epoch "
+                           f"{b.new_epoch} holds no data here): the id's other partitions settle it")
+        if protocol == V2:
+            return False, "transactions v2: an ABORT marker moved the epoch on"
+        if protocol == MIXED:
+            return False, "markers of both transaction protocols: a bump proves no fencing"
+        return False, ("bump on an ABORT marker: fencing under transactions v1, ordinary under v2; "
+                       "no marker in the scan shows which")
+
+    def abort_cause(self, marker_offset: int | None) -> str | None:
+        """Who ended the transaction whose ABORT is at ``marker_offset``, where its bump tells: "takeover"
+        (a new instance; the coordinator aborted the old one's transaction), "timeout" (the coordinator, on
+        the transaction's timeout), "takeover?" (transactions v2: a take-over or the id's own abort)."""
+        for b in self.epoch_bumps:
+            if b.on_marker and b.offset == marker_offset and b.marker == "ABORT":
+                fencing, why = self.bump_verdict(b)
+                return ("timeout" if why.startswith("TIMEOUT") else "takeover" if fencing
+                        else "takeover?" if why.startswith("TAKEOVER?") else None)
+        return None
+
+    def routine(self, b: EpochBump) -> bool:
+        """A transactions-v2 bump of the id's own making (a commit, its own abort, transactions that
+        skipped the partition): counted in ``routine_summary``, not told one by one."""
+        fencing, why = self.bump_verdict(b)
+        return not fencing and why.startswith("transactions v2:")
+
+    def routine_summary(self) -> str | None:
+        """One line for all routine bumps: the epoch timeline keeps what is not routine."""
+        routine = [b for b in self.epoch_bumps if self.routine(b)]
+        listed_own = sum(1 for b in routine if b.continued)
+        aborts = self.own_aborts - sum(1 for b in self.epoch_bumps if b.continued) + listed_own
+        skipped = sum(1 for b in routine if not b.on_marker)
+        others = sum(1 for b in routine if b.on_marker and not b.continued)
+        commits = self.commit_bumps
+        if not (commits or aborts or skipped or others):
+            return None
+        epochs = [e for b in routine for e in (b.old_epoch, b.new_epoch)] + list(self.routine_epochs or ())
+        parts = [f"{n} {what}{'s' * (n != 1)}" for n, what in ((commits, "commit"), (aborts, "abort"),
+                                                                (others, "ABORT marker")) if n]
+        text = f"transactions v2: {' and '.join(parts)}" if parts else "transactions v2:"
+        if skipped:
+            text += (f"{',' if parts else ''} {skipped} bump{'s' * (skipped != 1)} on data (transactions of "
+                     "this id that skipped this partition, or restarts)")
+        return f"{text} moved the epoch {min(epochs)} -> {max(epochs)} (routine, never fencing)"
 
     def fencing_bumps(self) -> list[EpochBump]:
         return [b for b in self.epoch_bumps if self.bump_verdict(b)[0]]
@@ -284,9 +408,16 @@ class ProducerState:
     def from_dict(cls, d: dict[str, Any]) -> ProducerState:
         d = dict(d)
         d["epoch_bumps"] = [EpochBump(**e) for e in d.get("epoch_bumps", [])]
+        if d.get("routine_epochs") is not None:
+            d["routine_epochs"] = tuple(d["routine_epochs"])
         d["zombie_writes"] = [ZombieWrite(**e) for e in d.get("zombie_writes", [])]
         d["sequence_anomalies"] = [SequenceAnomaly(**e) for e in d.get("sequence_anomalies", [])]
         return cls(**d)
+
+
+def _age(b: EpochBump) -> int | None:
+    """Milliseconds from an aborted transaction's first record to its ABORT marker."""
+    return None if b.txn_first_ts is None or b.marker_ts is None else b.marker_ts - b.txn_first_ts
 
 
 @dataclass
@@ -311,6 +442,13 @@ class PartitionLog:
     # the same), these keep each producer id and epoch apart, so a finding over data can name its writers.
     # Sorted, disjoint, DATA only; adjacent runs of one producer session merged. Empty when not recorded.
     writes: list[OffsetRange] = field(default_factory=list)
+    # The partition leader epochs of the batches read, in log order: (epoch, first offset written under
+    # it). An epoch starting below offsets a consumer read under an older one is where the log was
+    # truncated (eosctl.content). Empty when not recorded.
+    leader_epochs: list[tuple[int, int]] = field(default_factory=list)
+    # The records' keys at their offsets (eosctl.recordkeys.RecordKeys), when the scan was asked to
+    # read them (the content check); None otherwise.
+    record_keys: Any = field(default=None, repr=False, compare=False)
     # bisect index over ``ranges``, rebuilt when ``ranges`` is replaced (treat the list as immutable)
     _index: tuple[int, int, list[int]] | None = field(default=None, init=False, repr=False, compare=False)
     _writes_index: tuple[int, int, list[int]] | None = field(default=None, init=False, repr=False,
@@ -387,6 +525,7 @@ class PartitionLog:
             "batches": None if self.batches is None else [b.to_dict() for b in self.batches],
             "warnings": list(self.warnings),
             "writes": [w.to_dict() for w in self.writes],
+            "leader_epochs": [{"leader_epoch": e, "start_offset": o} for e, o in self.leader_epochs],
         }
 
     @classmethod
@@ -406,4 +545,6 @@ class PartitionLog:
             batches=None if batches is None else [Batch.from_dict(b) for b in batches],
             warnings=list(d.get("warnings", [])),
             writes=[OffsetRange.from_dict(w) for w in d.get("writes", [])],
+            leader_epochs=[(int(e["leader_epoch"]), int(e["start_offset"]))
+                           for e in d.get("leader_epochs", [])],
         )

@@ -40,6 +40,7 @@ class OpenTxn:
     first_offset: int
     started_ms: int | None
     age_source: str = PRODUCER_CLOCK  # whose clock ``started_ms`` is (see TRUSTED_CLOCKS)
+    transactional_id: str | None = None  # the coordinator's name for the id, where it knows it (KIP-664)
 
     @property
     def age_trusted(self) -> bool:
@@ -53,7 +54,8 @@ class OpenTxn:
         since = "" if age is None else f" for {age:.0f}s"
         if age is not None and not self.age_trusted:
             since += " by its producer's record timestamps"
-        return f"open transaction pid {self.producer_id} at offset {self.first_offset}{since}"
+        who = f" ({self.transactional_id})" if self.transactional_id else ""
+        return f"open transaction pid {self.producer_id}{who} at offset {self.first_offset}{since}"
 
 
 def first_batches(client: WireClient, positions: Mapping[TP, int],

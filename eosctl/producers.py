@@ -10,7 +10,7 @@ ProducerState). The report says which source it used.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kafka.admin import KafkaAdminClient
@@ -41,6 +41,12 @@ class ProducerRow:
     fencing_events: int = 0
     zombie_writes: int = 0
     earlier_epochs: int = 0  # distinct epochs before ``epochs`` (the log keeps the latest 20)
+    # The coordinator's name for the id (ListTransactions/DescribeTransactions), for ids it still knows.
+    transactional_id: str | None = None
+    protocol: str | None = None  # the transaction protocol its markers show (the log's), None: not read
+    # False: the log shows the producer but DescribeProducers no longer does (its state expired:
+    # producer.id.expiration.ms); None where DescribeProducers wasn't the source.
+    in_broker_state: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"topic": self.topic, "partition": self.partition, "producer_id": self.producer_id,
@@ -49,7 +55,8 @@ class ProducerRow:
                 "current_txn_start_offset": self.current_txn_start_offset,
                 "coordinator_epoch": self.coordinator_epoch, "epochs": list(self.epochs),
                 "earlier_epochs": self.earlier_epochs, "fencing_events": self.fencing_events,
-                "zombie_writes": self.zombie_writes}
+                "zombie_writes": self.zombie_writes, "transactional_id": self.transactional_id,
+                "protocol": self.protocol, "in_broker_state": self.in_broker_state}
 
 
 def epochs_text(epochs: Sequence[int], earlier: int = 0) -> str:
@@ -88,8 +95,19 @@ def from_log(log: PartitionLog) -> list[ProducerRow]:
         rows.append(ProducerRow(log.topic, log.partition, pid, s.current_epoch, s.last_sequence,
                                 s.last_timestamp if s.last_timestamp >= 0 else None, s.open_txn_first_offset,
                                 None, tuple(s.epochs), s.fencing_events,
-                                s.zombie_total, s.earlier_epochs))
+                                s.zombie_total, s.earlier_epochs, s.transactional_id, s.protocol))
     return rows
+
+
+def _merged(tp: TP, p: ActiveProducer, log: PartitionLog | None) -> ProducerRow:
+    """DescribeProducers' row with what the log adds: epochs, fencing, zombie writes, the protocol."""
+    row = from_describe(tp, p)
+    s = log.producers.get(p.producer_id) if log is not None else None
+    if s is None:
+        return replace(row, in_broker_state=True)
+    return replace(row, epochs=tuple(s.epochs), fencing_events=s.fencing_events, zombie_writes=s.zombie_total,
+                   earlier_epochs=s.earlier_epochs, transactional_id=s.transactional_id, protocol=s.protocol,
+                   in_broker_state=True)
 
 
 @dataclass
@@ -99,36 +117,50 @@ class Found:
     rows: list[ProducerRow]
     source: str  # DESCRIBE_PRODUCERS | LOG_SCAN
     note: str
-    scanned: dict[TP, tuple[int, int]] = field(default_factory=dict)  # [from, to) per partition, LOG_SCAN
+    scanned: dict[TP, tuple[int, int]] = field(default_factory=dict)  # [from, to) per partition
 
 
 def find(client: WireClient, admin: KafkaAdminClient, tps: Sequence[TP], scan_last: int = DEFAULT_SCAN_LAST,
          logs: Mapping[TP, PartitionLog] | None = None, described: Described | None = None) -> Found:
-    """Producers of the partitions: DescribeProducers (one call per leader), else the log.
+    """Producers of the partitions: DescribeProducers (one call per leader) with what the log adds.
 
-    ``logs`` are scans the caller already has (PartitionLog per partition); only partitions missing from
-    them are scanned, over their last ``scan_last`` offsets. ``described``: describe_producers' answer
-    when the caller already has it.
+    The log (the last ``scan_last`` offsets of each partition, or ``logs`` the caller already has) gives
+    each producer's epochs, fencing and zombie writes, and the producers the broker no longer reports
+    (their state expired: ``in_broker_state`` False); where DescribeProducers returns nobody or is missing
+    (noida-db), the log alone. The ids' transactional ids come from the coordinators (KIP-664), and the
+    id's other partitions settle what one partition's epochs can't (eosctl.producerids).
     """
+    from eosctl.producerids import identify, settle
+
     tps = list(tps)
     answer, status = described or describe_producers(admin, tps)
-    rows = [from_describe(tp, p) for tp in tps for p in answer.get(tp, [])]
-    if rows:
-        return Found(sorted(rows, key=lambda r: (r.topic, r.partition, r.producer_id)), DESCRIBE_PRODUCERS,
-                     "from the brokers' producer state (DescribeProducers)")
-    why = ("the broker does not support DescribeProducers" if status == "unsupported"
-           else f"DescribeProducers failed ({status})" if status != "ok"
-           else "DescribeProducers returned no producers")
     scans = dict(logs or {})
     todo = [tp for tp in tps if tp not in scans]
     if todo:
         offsets = client.offsets(todo)
         starts = {tp: max(offsets[tp].log_start, offsets[tp].high_watermark - scan_last) for tp in todo}
-        scans.update(scan_partitions(client, todo, start=starts))
-    rows = [r for tp in tps for r in from_log(scans[tp])]
+        scans.update(scan_partitions(client, todo, start=starts, offsets=offsets))
+    mine = [scans[tp] for tp in tps]
+    settle(mine)
+    identify(client, mine)
     scanned = {tp: (scans[tp].scanned_from, scans[tp].scanned_to) for tp in tps}
     cut = [b - a for tp, (a, b) in scanned.items() if a > scans[tp].log_start_offset]
     span = f"last {max(cut)} offsets" if cut else "whole log"
+    rows = [_merged(tp, p, scans.get(tp)) for tp in tps for p in answer.get(tp, [])]
+    if rows:
+        listed = {(r.topic, r.partition, r.producer_id) for r in rows}
+        gone = [replace(r, in_broker_state=False) for tp in tps for r in from_log(scans[tp])
+                if (r.topic, r.partition, r.producer_id) not in listed]
+        note = ("from the brokers' producer state (DescribeProducers), epochs and fencing from the log "
+                f"({span} of each partition)")
+        if gone:
+            note += f"; {len(gone)} seen only in the log (the broker's producer state expired)"
+        return Found(sorted(rows + gone, key=lambda r: (r.topic, r.partition, r.producer_id)),
+                     DESCRIBE_PRODUCERS, note, scanned)
+    why = ("the broker does not support DescribeProducers" if status == "unsupported"
+           else f"DescribeProducers failed ({status})" if status != "ok"
+           else "DescribeProducers returned no producers")
+    rows = [r for tp in tps for r in from_log(scans[tp])]
     note = f"{why}; read from the log ({span} of each partition)"
     return Found(rows, LOG_SCAN, note, scanned)
 

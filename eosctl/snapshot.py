@@ -25,13 +25,14 @@ from eosctl import __version__
 from eosctl.capture import Capture, candidates
 from eosctl.errors import EosctlError
 from eosctl.files import replacing
-from eosctl.findings import report_from_data, root_rule
-from eosctl.heap import paused
+from eosctl.findings import root_rule
+from eosctl.gcpause import paused
 from eosctl.lag import LagSnapshot, PartitionLag
 from eosctl.ledger import Ledger, LedgerFlag, PartitionLedger
 from eosctl.model import TP, Kind, PartitionLog
 from eosctl.opentxn import PRODUCER_CLOCK, OpenTxn
 from eosctl.producers import ProducerRow
+from eosctl.reportfile import report_from_data
 from eosctl.reportjson import report_json  # a.to_json(indent=None), without a dict per finding
 from eosctl.sink.duckdb import connect_readonly, read_header
 from eosctl.sink.sql import literal
@@ -182,7 +183,7 @@ def _write(snap: Capture, tmp: Path) -> None:
                                     for g, state in (snap.lag.group_states if snap.lag else {}).items()])
         _write_hanging(con, snap)
         if snap.audit is not None:
-            with paused():  # a row per finding, no cycles among them (eosctl.heap)
+            with paused():  # a row per finding, no cycles among them (eosctl.gcpause)
                 _write_audit(con, snap)
         sections = [(name, status, _section_rows(snap, name)) for name, status in snap.sections.items()]
         _insert(con, "sections", sections)
@@ -302,11 +303,11 @@ def load_snapshot(path: str | Path, notes: list[str] | None = None) -> Capture:
 
     Everything read is checked first: a table or column missing, a value of the wrong type, JSON that
     does not parse or does not fit its dataclass is one EosctlError naming the table (and field). The
-    stored audit's verdict is recomputed from its findings (see findings.report_from_data); a
+    stored audit's verdict is recomputed from its findings (see reportfile.report_from_data); a
     disagreement is appended to ``notes``.
     """
     from eosctl.files import shown
-    from eosctl.typecheck import WrongType, check
+    from eosctl.filevalidation import WrongType, check
 
     how = "write one with `eosctl snapshot --out FILE`"
     name = shown(str(path))
@@ -460,4 +461,6 @@ def _load_hanging(con: duckdb.DuckDBPyConnection, snap: Capture) -> None:
         snap.hanging_candidates.append(h)
         if over:
             found.append(h)
-    snap.hanging = HangingReport(max_age_s, checked, found, returned, describe)
+    blocking = [h for h in snap.hanging_candidates if h not in found and "lso" in h.rules
+                and h.lso == h.first_offset]
+    snap.hanging = HangingReport(max_age_s, checked, found, returned, describe, blocking=blocking)

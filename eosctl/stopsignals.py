@@ -9,6 +9,10 @@ TUI's and the exporter's own handlers): everything the command started is stoppe
 from __future__ import annotations
 
 import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
 
 STOP_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM,
                                             *((signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ()))
@@ -35,3 +39,36 @@ def say_stopped(signum: int) -> None:
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
+
+
+@contextmanager
+def handling(on_signal: Callable[[int, Any], None], signals: tuple[int, ...] = STOP_SIGNALS,
+             ) -> Iterator[dict[int, Any]]:
+    """``on_signal`` handles ``signals`` inside the block (yielded: the handlers before, by signal); those
+    are restored on the way out."""
+    before = {s: signal.signal(s, on_signal) for s in signals}
+    try:
+        yield before
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+
+
+class StopEvent(threading.Event):
+    """Set by a stop signal; ``signum`` says which."""
+
+    signum: int | None = None
+
+
+@contextmanager
+def stop_event() -> Iterator[StopEvent]:
+    """The stop signals set the event instead of raising (the loops that wait on it end, everything is
+    closed in order); the handlers before are restored on the way out."""
+    stop = StopEvent()
+
+    def on_signal(signum: int, frame: object) -> None:
+        stop.signum = signum
+        stop.set()
+
+    with handling(on_signal):
+        yield stop

@@ -7,6 +7,7 @@ explicit flags win over the config so a user can narrow a pipeline down to one t
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from eosctl import sandboxstate
 from eosctl.config import (
@@ -29,9 +30,19 @@ class Target:
     config: Config | None
     topics: tuple[str, ...]
     group: str | None
-    # A pipeline audited hop by hop has no group of its own: its hops' groups, so that lag and the
-    # exporter's series cover them and not every group of the cluster.
+    # A pipeline audited hop by hop has no topics or group of its own: its hops' (see scope()). ``groups``
+    # is every group whose lag and offsets are the pipeline's; ``outputs`` the topics it writes.
     groups: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
+    txn_prefixes: tuple[str, ...] = ()
+    # Each group's own topics where the groups read different ones (a pipeline's hops).
+    group_topics: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @property
+    def watched(self) -> tuple[str, ...]:
+        """Every topic the pipeline reads or writes: where its transactions and producers are."""
+        return tuple(dict.fromkeys([*self.topics, *self.outputs]))
+
     # The cluster is the sandbox (`bootstrap_servers = "sandbox"`, or no cluster given): a long-lived
     # reader follows it to the port of its next `eosctl sandbox up` (eosctl.live).
     sandbox: bool = False
@@ -39,6 +50,21 @@ class Target:
     def lag_groups(self) -> list[str]:
         """The consumer groups whose lag is this target's (empty: every group on its topics)."""
         return [self.group] if self.group else list(self.groups)
+
+    def args(self) -> str:
+        """The options that point another eosctl command at this target, for hints printed to be copied:
+        the config file (absolute, so the hint works from any directory) and pipeline, else the address."""
+        import shlex
+
+        if self.config is not None and self.pipeline is not None:
+            return f"-c {shlex.quote(str(self.config.path.resolve()))} -p {shlex.quote(self.pipeline.name)}"
+        return f"--bootstrap {shlex.quote(self.cluster.bootstrap_servers)}"
+
+    def owns_txn(self, transactional_id: str | None) -> bool:
+        """Whether a transactional id is the pipeline's (every id when the pipeline names no prefix)."""
+        prefixes = self.txn_prefixes or ((self.pipeline.transactional_id_prefix,)
+                                         if self.pipeline and self.pipeline.transactional_id_prefix else ())
+        return not prefixes or any((transactional_id or "").startswith(p) for p in prefixes)
 
 
 def resolve(
@@ -76,25 +102,57 @@ def resolve(
         found_sandbox = True
     on_sandbox = cluster.bootstrap_servers == SANDBOX or found_sandbox
     if cluster.bootstrap_servers == SANDBOX:
-        cluster = replace(cluster, bootstrap_servers=_sandbox_bootstrap(config, cluster.name))
-    hops = [cfg.pipelines[h] for h in pipe.hops] if cfg and pipe and pipe.hops else []
-    topics = tuple(topics) or (pipe.source_topics if pipe else ()) or tuple(
-        dict.fromkeys(t for h in hops for t in h.source_topics))
+        cluster = replace(cluster, bootstrap_servers=_sandbox_bootstrap(config, cluster))
+    hops_scope = scope(cfg, pipe) if cfg and pipe and pipe.hops else None
+    explicit_topics = bool(topics)
+    topics = tuple(topics) or (pipe.source_topics if pipe else ())
     group = group or (pipe.group if pipe else None)
-    groups = () if group else tuple(dict.fromkeys(h.group for h in hops if h.group))
+    outputs: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+    prefixes: tuple[str, ...] = ()
+    group_topics: tuple = ()
+    if hops_scope is not None:
+        hop_topics, outputs, groups, prefixes, group_topics = hops_scope
+        topics = topics if explicit_topics else hop_topics
+        groups = () if group else groups
+    elif pipe:
+        outputs = tuple(t for t in _writes(pipe) if t not in topics)
     if pipe and pipe.sink and pipe.sink.kafka_topic and pipe.sink.kafka_cluster is None:
         hop_cluster = cluster
         if cfg and pipe.sink.cluster and pipe.sink.cluster != cluster.name:
             hop_cluster = cfg.clusters[pipe.sink.cluster]
             if hop_cluster.bootstrap_servers == SANDBOX:
-                hop_bootstrap = _sandbox_bootstrap(config, hop_cluster.name)
+                hop_bootstrap = _sandbox_bootstrap(config, hop_cluster)
                 hop_cluster = replace(hop_cluster, bootstrap_servers=hop_bootstrap)
         pipe = replace(pipe, sink=replace(pipe.sink, kafka_cluster=hop_cluster, stage_group=group,
                                           stage_cluster=cluster, stage_topics=tuple(topics)))
     if need_topics and not topics:
         raise ConfigError("no topic given: pass --topic NAME or --config FILE --pipeline NAME")
     return Target(cluster=cluster, pipeline=pipe, config=cfg, topics=topics, group=group, groups=groups,
+                  outputs=outputs, txn_prefixes=prefixes, group_topics=() if group else group_topics,
                   sandbox=on_sandbox)
+
+
+def scope(cfg: Config, pipe: Pipeline) -> tuple:
+    """A pipeline audited hop by hop, seen as one: its hops' input topics, output topics (an output topic or
+    a Kafka topic a hop writes), groups and transactional id prefixes, in hop order. Never "every topic":
+    the pipeline is exactly what its hops read and write."""
+    hops = [cfg.pipelines[h] for h in pipe.hops]
+    per_group: dict[str, tuple[str, ...]] = {}
+    for h in hops:
+        if h.group:
+            per_group[h.group] = tuple(dict.fromkeys([*per_group.get(h.group, ()), *h.source_topics]))
+    topics = tuple(dict.fromkeys(t for h in hops for t in h.source_topics))
+    outputs = tuple(dict.fromkeys(t for h in hops for t in _writes(h) if t not in topics))
+    groups = tuple(dict.fromkeys(h.group for h in hops if h.group))
+    prefixes = tuple(dict.fromkeys(h.transactional_id_prefix for h in hops if h.transactional_id_prefix))
+    return topics, outputs, groups, prefixes, tuple(per_group.items())
+
+
+def _writes(pipe: Pipeline) -> tuple[str, ...]:
+    """The topics a pipeline writes: its output topic, and the Kafka topic a stage's sink is."""
+    kafka = pipe.sink.kafka_topic if pipe.sink else None
+    return tuple(dict.fromkeys(t for t in (pipe.output_topic, kafka) if t))
 
 
 def check_bootstrap(bootstrap: str, flag: str = "--bootstrap") -> str:
@@ -105,10 +163,22 @@ def check_bootstrap(bootstrap: str, flag: str = "--bootstrap") -> str:
     return normalize_bootstrap(bootstrap)
 
 
-def _sandbox_bootstrap(config: str | None, cluster: str) -> str:
-    """Where the sandbox broker listens, for a config cluster that says bootstrap_servers = "sandbox"."""
-    state = sandboxstate.status(sandboxstate.state_dir())
+def _sandbox_bootstrap(config: str | None, cluster: Cluster) -> str:
+    """Where the sandbox broker listens, for a config cluster that says bootstrap_servers = "sandbox": the
+    one whose state directory the cluster names (sandbox_home), else $EOSCTL_HOME or ./.eosctl."""
+    import shlex
+
+    home = sandbox_home(cluster)
+    state = sandboxstate.status(home)
     if state is None:
-        raise ConfigError(f"{config}: clusters.{cluster}.bootstrap_servers is \"sandbox\", but the sandbox "
-                          "is not running; start it with `eosctl sandbox up`")
+        where = home.resolve() / sandboxstate.STATE_FILE
+        raise ConfigError(f"{config}: clusters.{cluster.name}.bootstrap_servers is \"sandbox\", but no "
+                          f"sandbox runs from {home.resolve()} (no live broker in {where}); start it there "
+                          f"with `EOSCTL_HOME={shlex.quote(str(home.resolve()))} eosctl sandbox up`, or set "
+                          f"clusters.{cluster.name}.sandbox_home to the directory of the one you started")
     return state.bootstrap
+
+
+def sandbox_home(cluster: Cluster) -> Path:
+    """The state directory of the sandbox a cluster means (see Cluster.sandbox_home)."""
+    return sandboxstate.state_dir(cluster.sandbox_home)

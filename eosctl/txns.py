@@ -131,6 +131,9 @@ class HangingReport:
     describe_producers: str = "ok"  # "ok" | "unsupported" | an error name
     # The broker's ListOffsets and Fetch answers disagreed on these partitions (eosctl.wire.Offsets).
     offsets_disagreements: list[str] = field(default_factory=list)
+    # Open transactions holding an LSO now that are not (yet) hanging: younger than max_age_s. What stalls
+    # a read_committed consumer, whatever its age; never counted in the exit status.
+    blocking: list[Hanging] = field(default_factory=list)
 
     @property
     def counted(self) -> list[Hanging]:
@@ -142,7 +145,8 @@ class HangingReport:
                 "describe_producers": {"status": self.describe_producers,
                                        "producers_returned": self.producers_returned},
                 "offsets_disagreements": self.offsets_disagreements,
-                "hanging": [{**h.to_dict(), "counted": h.counts(self.max_age_s)} for h in self.hanging]}
+                "hanging": [{**h.to_dict(), "counted": h.counts(self.max_age_s)} for h in self.hanging],
+                "blocking": [h.to_dict() for h in self.blocking]}
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,13 +341,16 @@ def find_hanging(client: WireClient, admin: KafkaAdminClient, topics: Sequence[s
                                    {t.producer_id for t in at_lso.values()})
 
     # LSO rule, aged by the coordinator's start time where it has one
+    young: list[Hanging] = []
     for tp, txn in dated(at_lso, coordinator).items():
         age = txn.age_s(now_ms)
+        o = offsets[tp]
+        h = Hanging(tp[0], tp[1], txn.producer_id, txn.producer_epoch, txn.first_offset, age, ("lso",),
+                    o.last_stable, o.high_watermark, age_source=txn.age_source)
         if age is not None and age >= max_age_s:
-            o = offsets[tp]
-            found[(*tp, txn.producer_id)] = Hanging(tp[0], tp[1], txn.producer_id, txn.producer_epoch,
-                                                    txn.first_offset, age, ("lso",), o.last_stable,
-                                                    o.high_watermark, age_source=txn.age_source)
+            found[(*tp, txn.producer_id)] = h
+        else:
+            young.append(h)
 
     # KIP-664 rule (its age is DescribeProducers' last timestamp: the last batch's max timestamp,
     # ProducerAppendInfo.appendDataBatch, so the producer's clock on a CreateTime topic)
@@ -368,6 +375,10 @@ def find_hanging(client: WireClient, admin: KafkaAdminClient, topics: Sequence[s
         if info is not None:
             found[key] = _with_coordinator(h, info)
     report.hanging = sorted(found.values(), key=lambda h: (h.topic, h.partition, h.first_offset))
+    hung = {(h.topic, h.partition) for h in report.hanging if h.lso == h.first_offset}
+    report.blocking = sorted((_with_coordinator(h, coordinator[h.producer_id]) if h.producer_id in coordinator
+                              else h for h in young if (h.topic, h.partition) not in hung),
+                             key=lambda h: (h.topic, h.partition, h.first_offset))
     return report
 
 
@@ -377,6 +388,8 @@ def dated(txns: Mapping[TP, OpenTxn], coordinator: Mapping[int, TxnInfo]) -> dic
     out = {}
     for tp, txn in txns.items():
         info = coordinator.get(txn.producer_id)
+        if info is not None:
+            txn = replace(txn, transactional_id=info.transactional_id)
         if info is not None and info.active and info.start_time_ms is not None and tp in info.partitions:
             txn = replace(txn, started_ms=info.start_time_ms, age_source=COORDINATOR_CLOCK)
         out[tp] = txn

@@ -117,6 +117,7 @@ class WireClient:
         # Topic name -> its id (Metadata v10+, KIP-516), None where the broker names no id: a topic
         # deleted and created again under the same name gets a new id.
         self.topic_ids: dict[str, str | None] = {}
+        self._brokers_stale = False
         self._closed = False
         self._client = KafkaNetClient(receive_message_max_bytes=receive_max_bytes,
                                       request_timeout_ms=timeout_ms, **conf)
@@ -162,7 +163,7 @@ class WireClient:
             allow_auto_topic_creation=False,
         )
         for attempt in range(METADATA_ATTEMPTS):
-            response = self._send_all([(self._any_node(), request)])[0]
+            response = self._send_any(request)
             # Keep kafka-python's broker list current: connections to leaders are made from it.
             self._client.cluster.update_metadata(response)
             found: dict[str, dict[int, int]] = {}
@@ -200,7 +201,9 @@ class WireClient:
             raise BrokerError(f"topic {topic!r} has no partition {partition} (it has {len(leaders)})")
         leader = leaders[partition]
         if leader < 0:
-            raise BrokerError(f"{topic}-{partition} has no leader right now; retry in a few seconds")
+            raise BrokerError(f"{topic}-{partition} has no leader on {self.bootstrap} right now "
+                              "(LEADER_NOT_AVAILABLE: its broker is down or restarting); "
+                              "try again in a few seconds")
         return leader
 
     def _no_such_topic(self, topic: str) -> str:
@@ -412,9 +415,25 @@ class WireClient:
 
     def brokers(self) -> list[int]:
         """Node ids of every broker the last metadata named."""
-        if not self._leaders:
-            self.metadata()
+        if self._brokers_stale or not self._client.cluster.brokers():
+            # Metadata for no topic names just the brokers (all topics could be thousands of partitions).
+            request = MetadataRequest(topics=[], allow_auto_topic_creation=False)
+            self._client.cluster.update_metadata(self._send_all([(self._any_node(), request)])[0])
+            self._brokers_stale = False
         return sorted(b.node_id for b in self._client.cluster.brokers())
+
+    def forget_brokers(self) -> None:
+        """The next brokers() asks for them again (a coordinator named a broker the last metadata did not)."""
+        self._brokers_stale = True
+
+    def address(self, node: NodeId) -> str:
+        """HOST:PORT of a broker, for messages (the bootstrap address where metadata names none)."""
+        b = self._client.cluster.broker_metadata(node)
+        return f"{b.host}:{b.port}" if b is not None else self.bootstrap
+
+    def any_node(self) -> NodeId:
+        """A broker to send a request any broker answers (FindCoordinator, Metadata)."""
+        return self._any_node()
 
     def request_all(self, calls: Sequence[tuple[NodeId, ApiMessage]]) -> list[Any]:
         """Send each (node, request) together; the responses in order (BrokerError on no answer)."""
@@ -427,6 +446,22 @@ class WireClient:
             self._held.clear()
 
     # --- plumbing ---------------------------------------------------------------------------------
+
+    def _send_any(self, request: ApiMessage) -> Any:
+        """A request any broker can answer (Metadata), sent to another broker when one is down: the
+        brokers a client learnt of include one that died since (its connection is refused until the
+        cluster drops it from Metadata), and the others still answer."""
+        failed: BrokerError | None = None
+        for _ in range(ANY_NODE_TRIES):
+            node = self._any_node()
+            try:
+                return self._send_all([(node, request)])[0]
+            except _Oversized:
+                raise
+            except BrokerError as e:
+                failed = e
+        assert failed is not None
+        raise failed
 
     def _any_node(self) -> NodeId:
         node = self._client.least_loaded_node(bootstrap_fallback=True)
@@ -479,6 +514,9 @@ class WireClient:
                 raise BrokerError(error)
             responses.append(f.value)
         return responses
+
+
+ANY_NODE_TRIES = 4  # brokers tried for a request any broker answers
 
 
 class _Oversized(BrokerError):

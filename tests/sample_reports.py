@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from eosctl.findings import AuditReport, Finding, LogSegment, PartitionSummary
-from eosctl.gapmap import log_segments
+from eosctl.gapmap.segments import log_segments
 from eosctl.model import Kind, OffsetRange, PartitionLog
 
 TOPIC = "demo.enriched"
@@ -62,7 +62,8 @@ def demo_report(invalid_rows: bool = False, key_kinds: bool = False) -> AuditRep
                      Finding("duplicate_key", TOPIC, 1, 60, 60, 1, detail="key o-60; outputs out[1]@60"),
                      Finding("phantom_key", TOPIC, 2, 40, 41, 2, detail="key o-40; outputs out[2]@40"),
                      Finding("ahead_of_commit", TOPIC, 0, 190, 194, 5,
-                             detail="outputs out[0]@300..304; group demo.stage committed 190")]
+                             detail="outputs out[0]@300..304; group demo.stage committed 190"),
+                     Finding("content_mismatch", TOPIC, 1, 20, 22, 3, detail="the sink stores offset+1")]
     if invalid_rows:  # rows no record can match: in the legend and the table, never on a bar
         findings.append(Finding("invalid_row", TOPIC, 2, None, None, 2, detail="src_offset is NULL"))
     parts = [summary(lg, rows) for lg, rows in zip(logs, (111, 167, 149), strict=True)]

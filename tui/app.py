@@ -17,8 +17,8 @@ from textual.worker import Worker, WorkerState
 from eosctl.progress import Step
 from eosctl.safetext import term
 from tui import fmt
-from tui.data import Dashboard, DataSource
 from tui.screens import HelpScreen
+from tui.sources import Dashboard, DataSource
 from tui.views.audit import AuditView
 from tui.views.base import View
 from tui.views.lag import LagView

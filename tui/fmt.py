@@ -6,21 +6,14 @@ import time
 from collections.abc import Sequence
 from functools import lru_cache
 
+from eosctl.durations import human
+
 BARS = "▁▂▃▄▅▆▇█"
 
 
 def duration(seconds: float | None) -> str:
-    """Compact human duration: 45s, 12m, 3h05m, 2d4h."""
-    if seconds is None:
-        return "-"
-    s = max(0, int(seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s" if s < 600 else f"{s // 60}m"
-    if s < 86400:
-        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
-    return f"{s // 86400}d{(s % 86400) // 3600}h"
+    """A duration in the one style of every view, the CLI's too (eosctl.durations): 45s, 12m30s, 3h05m."""
+    return human(seconds)
 
 
 def clock(epoch_seconds: float | None, utc: bool = True) -> str:

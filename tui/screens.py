@@ -13,25 +13,38 @@ from textual.widgets import Static
 
 from eosctl.safetext import term
 
-HELP = """[b]eosctl tui[/b]: what Kafka holds for an exactly-once pipeline, live or from a snapshot.
+# Lines fit the help box at 80 columns (68 characters inside its border): a wrapped line would break a
+# phrase in the middle; continuations are indented under their view's text.
+HELP = """[b]eosctl tui[/b]: what Kafka holds for an exactly-once pipeline,
+live or from a snapshot.
 
 [b]Views[/b] (tabs; click them or press the number)
-  1 Overview      health per pipeline: audit verdict, records behind, open/hanging txns, fenced producers
-  2 Transactions  transactional ids; hanging ones are red; Enter shows the detail
-  3 Producers     producer ids per partition; fencing and zombie writes marked
-  4 Lag           per group/partition: lag to the LSO, records behind, blocked by an open txn, status
-  5 Log           ranges (or batches, b) of one partition; type an offset to jump there
-  6 Ledger        sink rows per partition vs stored and committed offsets; Enter opens the Log
-  7 Audit         a runs the audit in the background; Enter on a finding opens the Log at its offsets
+  1 Overview      health per pipeline: audit verdict, records
+                  behind, open/hanging txns, fenced producers
+  2 Transactions  transactional ids; hanging ones are red;
+                  Enter shows the detail
+  3 Producers     producer ids per partition; fencing and
+                  zombie writes marked
+  4 Lag           per group/partition: lag to the LSO, records
+                  behind, blocked by an open txn, status
+  5 Log           ranges (or batches, b) of one partition;
+                  type an offset to jump there
+  6 Ledger        sink rows per partition vs stored and
+                  committed offsets; Enter opens the Log
+  7 Audit         a runs the audit in the background; Enter on
+                  a finding opens the Log at its offsets
 
 [b]Keys[/b]
-  /  filter the table (Esc clears)    r  refresh now        p  pause auto-refresh
-  s  sort by the next column (S reverses; or click a column's header)
-  ctrl+p  command palette             ?  this help          q  quit
-  arrows / pgup / pgdn / home / end move; Enter selects; the mouse works too.
+  /  filter the table (Esc clears)    r  refresh now
+  p  pause auto-refresh               ?  this help
+  s  sort by the next column (S reverses; or click a header)
+  ctrl+p  command palette             q  quit
+  arrows / pgup / pgdn / home / end move; Enter selects;
+  the mouse works too.
 
 [b]Colours[/b] (words are shown as well, so NO_COLOR works)
-  committed: green   aborted: red   marker: magenta   open (beyond the LSO): yellow   hole: dim
+  committed: green   aborted: red   marker: magenta
+  open (beyond the LSO): yellow   hole: dim
 
 Press Esc or ? to close."""
 
@@ -60,8 +73,10 @@ class DetailScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         # Titles and values hold names from the cluster: shown escaped, never as markup.
         t = Text(term(self.title_text) + "\n\n", style="bold")
-        width = max((len(k) for k, _ in self.pairs), default=0)
-        for k, v in self.pairs:
+        # Labels too: some name a partition ("safe to abort? (TOPIC[0])").
+        labels = [term(k) for k, _ in self.pairs]
+        width = max((len(k) for k in labels), default=0)
+        for k, (_, v) in zip(labels, self.pairs, strict=True):
             t.append(f"{k:<{width}}  ", style="bold")
             t.append(f"{'-' if v is None or v == '' else term(str(v))}\n")
         if self.note:

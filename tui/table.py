@@ -296,6 +296,11 @@ class RowTable(ScrollView, can_focus=True):
             else min(MAX_COL_WIDTH, max(cell_len(c.label) + (2 if i == self.sort_column else 0), w))
             for i, (c, w) in enumerate(zip(self.columns, self.data.widths, strict=True))
         ]
+        if widths and self.columns[-1].width is None:
+            # The last column (a cause, a detail) is the story: it takes the rest of the screen, so a wide
+            # terminal shows it whole instead of cutting it at MAX_COL_WIDTH like the names before it.
+            room = self.size.width - sum(widths[:-1]) - 2 * PAD * len(widths)
+            widths[-1] = max(widths[-1], min(self.data.widths[-1], room))
         height = len(self.order) + 1 + (1 if not self.order else 0)
         size = Size(sum(widths) + 2 * PAD * len(widths), height)
         changed = widths != self._widths or size != self.virtual_size
@@ -358,6 +363,8 @@ class RowTable(ScrollView, can_focus=True):
         self.scroll_to(y=max(0, y), animate=False, force=True)
 
     def _on_resize(self, event: events.Resize) -> None:
+        if self._layout():  # the last column takes the room the new width gives
+            self.refresh()
         # Keep the cursor in view when the table shrinks (a headline grew) or first gets its size.
         center, self._scroll_pending = self._scroll_pending, False
         self.call_after_refresh(self._scroll_to_cursor, center)

@@ -123,6 +123,12 @@ def fenced(t: Transaction, producer: ProducerState | None) -> bool:
     so it counts only where the producer's markers show v1 (eosctl.model.ProducerState.bump_verdict)."""
     if t.outcome != "ABORT" or t.marker_epoch is None or t.marker_epoch <= t.producer_epoch:
         return False
+    if producer is not None:
+        # Its bump, where listed, carries the whole story (a timeout is no take-over; a transactions-v2
+        # pair settled from the id's other partitions is)
+        for b in producer.epoch_bumps:
+            if b.on_marker and b.offset == t.marker_offset:
+                return producer.bump_verdict(b)[0]
     return t.marker_epoch - t.producer_epoch >= 2 or (producer is not None and producer.protocol == V1)
 
 
@@ -343,7 +349,8 @@ def _phantom_summary(f: Finding, where: str, txns: tuple[TxnCause, ...], omitted
     text = f"The sink holds {rows} for {_tp(f)} {where}, records of {_txn_list(txns, omitted)}"
     if f.kind == "phantom_aborted":
         if any(t.fenced for t in txns):
-            text += ", aborted when a newer epoch of the producer fenced it (a zombie's transaction)"
+            text += (", aborted when a new instance took the id over and the coordinator aborted the old "
+                     "one's transaction (a zombie's transaction)")
         text += ": the sink consumes read_uncommitted, or writes before the commit"
     else:
         text += ": the sink writes records before their transaction commits (read_uncommitted)"

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from eosctl.audit.causes import Writer, committed_writers, explain_partition, key_cause
 from eosctl.audit.reconcile import SinkFacts, clipped, offset_mismatch, reconcile_partition, reconcile_unknown
 from eosctl.findings import Finding, PartitionSummary
-from eosctl.gapmap import log_segments
+from eosctl.gapmap.segments import log_segments
 from eosctl.model import PartitionLog
 
 if TYPE_CHECKING:

@@ -58,7 +58,7 @@ def demo(ctx: click.Context, records: int, faults: tuple[str, ...], no_audit: bo
     err.print(f"[green]✓[/] pipeline done: {manifest['sink_rows']} sink rows from "
               f"{manifest['committed_output_records']} committed records "
               f"({time.monotonic() - t0:.0f}s)")
-    config = point_at_sandbox(workdir / "eosctl.toml", state.bootstrap)
+    config = point_at_sandbox(workdir / "eosctl.toml", state.bootstrap, home)
     out.print(f"\nsink      {manifest['sink']['duckdb']}")
     out.print(f"manifest  {workdir / 'manifest.json'}  (the planted defects: ground truth)")
     out.print(f"config    {config}")

@@ -36,11 +36,20 @@ def explain(source: str | None, config: str | None, pipeline: str | None, bootst
     eosctl explain REPORT.json | SNAPSHOT.duckdb
         the audit's root causes, each with its findings and their causes
     """
-    from eosctl.output.terminal import console, emit_json
+    from eosctl.output.emit import emit
+    from eosctl.output.terminal import console
 
-    if source is not None:
-        if partition is not None or offset is not None:
-            raise click.UsageError("pass either a report or snapshot, or --partition and --offset, not both")
+    if source is not None and (partition is not None or offset is not None):
+        if partition is None or offset is None or not _is_snapshot(source):
+            raise click.UsageError("--partition and --offset go together, with a snapshot (SNAPSHOT.duckdb "
+                                   "-P P --offset N) or the cluster; a report holds no log")
+        doc = _offset_in_snapshot(source, topics, partition, offset)
+        shown = None
+        if fmt != "json":
+            from eosctl.output.explain import offset_table
+
+            shown = offset_table(doc)
+    elif source is not None:
         doc, shown = _from_report(source, fmt)
     else:
         if partition is None or offset is None:
@@ -53,10 +62,37 @@ def explain(source: str | None, config: str | None, pipeline: str | None, bootst
             from eosctl.output.explain import offset_table
 
             shown = offset_table(doc)
-    if fmt == "json":
-        emit_json(doc)
-    else:
-        console().print(shown)
+    emit(fmt, lambda: doc, lambda: console().print(shown))
+
+
+def _is_snapshot(source: str) -> bool:
+    with open(source, "rb") as f:
+        return f.read(12)[8:12] == b"DUCK"  # DuckDB's magic bytes; a report is JSON
+
+
+def _offset_in_snapshot(source: str, topics: tuple[str, ...], partition: int, offset: int) -> dict[str, Any]:
+    """One offset explained from what a snapshot stored (its log scan, lag and committed offsets): the
+    incident as it was, after retention has moved on."""
+    from eosctl.errors import ConfigError
+    from eosctl.explain import Facts, offset_document
+    from eosctl.snapshot import load_snapshot
+
+    cap = load_snapshot(source)
+    stored = sorted({t for t, p in cap.logs if p == partition and (not topics or t in topics)})
+    if len(stored) != 1:
+        known = ", ".join(f"{t}[{p}]" for t, p in sorted(cap.logs)) or "none"
+        why = (f"several topics have partition {partition}; choose one with --topic" if stored
+               else f"holds no log of partition {partition} (it holds: {known})")
+        raise ConfigError(f"{source}: {why}")
+    topic = stored[0]
+    log = cap.logs[(topic, partition)]
+    group = cap.group
+    committed = next((r.committed for r in (cap.lag.partitions if cap.lag else [])
+                      if (r.topic, r.partition) == (topic, partition) and r.group == group), None)
+    when = cap.captured_at.isoformat(timespec="seconds")
+    facts = Facts(log, offset, None, group, committed, None,
+                  notes=[f"from the snapshot {source}, captured {when}"])
+    return offset_document(facts)
 
 
 def _from_report(source: str, fmt: str) -> tuple[dict[str, Any], Any]:
@@ -92,6 +128,9 @@ def _offset(config: str | None, pipeline: str | None, bootstrap: str | None, top
     with WireClient(target.cluster) as client:
         client.leader(topic, partition)  # a missing topic or partition is one clear line
         log = scan_partition(client, topic, partition)
+        from eosctl.producerids import read_one
+
+        read_one(client, log)
         batch = None
         if log.log_start_offset <= offset < log.high_watermark:
             window = scan_partition(client, topic, partition, offset, offset + 1, keep_batches=True)

@@ -54,7 +54,6 @@ def lag(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: st
     A broker outage while watching is ERR with the reason on every partition; the watch reconnects
     at each poll and carries on when the broker is back.
     """
-    from eosctl.clients import confluent_admin
     from eosctl.errors import EosctlError
     from eosctl.lag import poll
     from eosctl.live import LagHistory, LiveModel
@@ -66,17 +65,14 @@ def lag(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: st
     wanted_topics = list(target.topics)
     if interval is None:
         with WireClient(target.cluster, timeout_ms=TIMEOUT_MS) as client:
-            admin = confluent_admin(target.cluster, timeout=TIMEOUT_MS / 1000)
-            _emit(poll(client, admin, wanted_groups or None, wanted_topics or None, scan_limit), None, fmt,
-                  wanted_groups, wanted_topics)
+            per_group = None if groups else dict(target.group_topics)
+            _emit(poll(client, wanted_groups or None, wanted_topics or None, scan_limit,
+                       per_group=per_group), None, fmt, wanted_groups, wanted_topics)
         return
-    # The watch reads the live model every interactive reader shares (eosctl.live), its lag section only.
-    # The model asks the admin clients only after its wire client reached the broker, and replaces them
-    # after a failed poll: librdkafka aborts the whole process when a coordinator request
-    # (ListConsumerGroupOffsets) loses its connection, or when an admin client is destroyed in the middle
-    # of an outage (confluentinc/librdkafka#3663, #4605), and an admin client that lived through a broker
-    # restart keeps timing out on the group coordinator.
-    with LiveModel(target, sections=("lag",), lag_groups=wanted_groups or None, scan_limit=scan_limit,
+    # The watch reads the live model every interactive reader shares (eosctl.live), its lag section only,
+    # with raw requests on one wire client (no librdkafka handle: see eosctl.offsets), reconnected after a
+    # failed poll: a restarted broker needs new connections.
+    with LiveModel(target, sections=("lag",), lag_groups=list(groups) or None, scan_limit=scan_limit,
                    timeout_ms=TIMEOUT_MS, long_lived=True) as model:
         model.lag_history = LagHistory(window)
 
@@ -139,17 +135,14 @@ def _emit(snapshot: Any, watch: Any, fmt: str, groups: list[str], topics: list[s
 
 def _emit_document(doc: dict[str, Any], watching: bool, fmt: str, groups: list[str],
                    topics: list[str]) -> None:
-    if fmt == "json":
-        if watching:  # JSON Lines: one document per poll
-            import json
+    if fmt == "json" and watching:  # JSON Lines: one document per poll
+        import json
 
-            click.echo(json.dumps(doc, separators=(",", ":")))
-        else:
-            from eosctl.output.terminal import emit_json
-
-            emit_json(doc)
+        click.echo(json.dumps(doc, separators=(",", ":")))
         return
-    out_console().print(lag_renderable(doc, watching, groups, topics))
+    from eosctl.output.emit import emit
+
+    emit(fmt, lambda: doc, lambda: out_console().print(lag_renderable(doc, watching, groups, topics)))
 
 
 COMMANDS = [lag]

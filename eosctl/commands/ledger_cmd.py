@@ -38,6 +38,7 @@ def ledger(config: str | None, pipeline: str | None, bootstrap: str | None, topi
     offsets, rows no Kafka record can match (invalid_row).
     """
     from eosctl import ledger as ledger_mod
+    from eosctl.output.emit import emit
     from eosctl.output.ledger import render_ledger
     from eosctl.output.terminal import console, scan_progress
     from eosctl.target import resolve
@@ -49,12 +50,7 @@ def ledger(config: str | None, pipeline: str | None, bootstrap: str | None, topi
         result = ledger_mod.collect(target.cluster, sink, target.topics, target.group,
                                     pipeline=target.pipeline.name if target.pipeline else None, where=where,
                                     scan=scan, progress=progress)
-    if fmt == "json":
-        from eosctl.output.terminal import emit_json
-
-        emit_json(result.to_dict())
-    else:
-        render_ledger(console(), result)
+    emit(fmt, result.to_dict, lambda: render_ledger(console(), result))
     if result.flags:
         sys.exit(1)
     if result.offsets_disagreements:

@@ -67,13 +67,13 @@ def log(config: str | None, pipeline: str | None, bootstrap: str | None, topic: 
                 # The batch table only for its window: a second, bounded scan keeps memory flat.
                 plog.batches = scan_partition(client, topic, partition, window[0], window[1],
                                               keep_batches=True).batches
-    doc = log_document(plog, window)
-    if fmt == "json":
-        from eosctl.output.terminal import emit_json
+        from eosctl.producerids import read_one
 
-        emit_json(doc)
-    else:
-        render_log(console(), doc)
+        read_one(client, plog)
+    doc = log_document(plog, window)
+    from eosctl.output.emit import emit
+
+    emit(fmt, lambda: doc, lambda: render_log(console(), doc))
 
 
 class _progress:

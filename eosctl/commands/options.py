@@ -149,12 +149,20 @@ def target_options(f: Callable | None = None, *, formats: tuple[str, ...] = INSP
             click.option("--pipeline", "-p", help="Pipeline in the config (its cluster, topics and group)."),
             click.option("--bootstrap", help="HOST:PORT of the cluster (overrides the config)."),
             click.option("--format", "fmt", type=click.Choice(formats), default=formats[0], show_default=True,
-                         help=format_help),
+                         help=format_help, callback=_plain_tables),
         )):
             f = option(f)
         return f
 
     return decorate(f) if f is not None else decorate
+
+
+def _plain_tables(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """`--format plain` is the table format printed as tab-separated lines: the commands print "table"."""
+    from eosctl.output.terminal import set_plain
+
+    set_plain(value == "plain")
+    return "table" if value == "plain" else value
 
 
 def sink_options(f: Callable) -> Callable:

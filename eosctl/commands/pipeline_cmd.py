@@ -108,7 +108,7 @@ def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: t
     if _is_sandbox(bootstrap):
         from eosctl.sandbox.pipeline.configfile import FILE, point_at_sandbox
 
-        point_at_sandbox(Path(workdir) / FILE, bootstrap)
+        point_at_sandbox(Path(workdir) / FILE, bootstrap, noida.state_dir())
     sink = manifest["sink"]
     where = next(sink[k] for k in ("duckdb", "postgres", "delta", "iceberg") if sink[k])
     out.print(f"\nsink      {where}  (table {manifest['sink']['table']}, {manifest['sink_rows']} rows)")

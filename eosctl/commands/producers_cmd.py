@@ -19,13 +19,16 @@ from eosctl.output.terminal import console as out_console
 @click.option("--partition", "-P", "partitions", type=int, multiple=True,
               help="Only these partitions (repeatable; default: all).")
 @click.option("--scan-last", type=click.IntRange(min=1), default=100_000, show_default=True,
-              help="When the broker reports no producers: offsets per partition to read from the log's end.")
+              help="Offsets per partition to read from the log's end: epochs, fencing, and the producers "
+                   "the broker no longer reports (all of them where it reports none).")
 def producers(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: str, topic: str | None,
               partitions: tuple[int, ...], scan_last: int) -> None:
     """Producers writing to a topic: id, epoch, last sequence, last timestamp, open transaction start.
 
-    All partitions in one DescribeProducers call per leader; when the broker returns no producers
-    (or lacks the API) they are read from a log scan instead, and the output says which source it used.
+    All partitions in one DescribeProducers call per leader, with what the log's last --scan-last
+    offsets add (epochs, fencing, producers whose broker state expired) and each id's transactional id;
+    when the broker returns no producers (or lacks the API) they are read from the log alone, and the
+    output says which source it used.
     """
     from eosctl.errors import ConfigError
     from eosctl.producers import describe
@@ -44,11 +47,7 @@ def producers(config: str | None, pipeline: str | None, bootstrap: str | None, f
             report = describe(client, admin, target.topics[0], partitions, scan_last)
         finally:
             admin.close()
-    if fmt == "json":
-        from eosctl.output.terminal import emit_json
-
-        emit_json(report.to_dict())
-        return
+    from eosctl.output.emit import emit
     from eosctl.output.producers import render_producers
 
-    render_producers(out_console(), report)
+    emit(fmt, report.to_dict, lambda: render_producers(out_console(), report))

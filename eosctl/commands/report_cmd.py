@@ -61,8 +61,8 @@ def report(source: str, out: str, force: bool) -> None:
 
 def load_audit(source: str):
     """The audit of a snapshot or a JSON report, and where it came from (also `eosctl explain`)."""
-    from eosctl.findings import read_report
     from eosctl.output.html import AuditContext
+    from eosctl.reportfile import read_report
     from eosctl.sink.duckdb import read_header
 
     if not os.path.isfile(source):
@@ -93,7 +93,7 @@ def _say(source: str, notes: list[str]) -> None:
 def _from_snapshot(source: str):
     from dataclasses import replace
 
-    from eosctl.gapmap import log_segments
+    from eosctl.gapmap.segments import log_segments
     from eosctl.output.html import AuditContext
     from eosctl.snapshot import load_snapshot
 

@@ -80,17 +80,14 @@ def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, to
             _capture_audit(captured, target, fixed)
     check_output(out_path, reads, force)  # again: the file may have appeared during the capture
     snap.write_snapshot(captured, out_path)
-    if fmt == "json":
-        from eosctl.output.terminal import emit_json
-
-        emit_json({"out": out_path, "captured_at": captured.captured_at.isoformat(),
-                   "sections": captured.sections,
-                   "hanging": captured.hanging.to_dict() if captured.hanging is not None else None,
-                   "audit_verdict": captured.audit.verdict if captured.audit is not None else None})
-        return
+    from eosctl.output.emit import emit
     from eosctl.output.snapshot import render_snapshot
 
-    render_snapshot(console(), captured, out_path)
+    emit(fmt, lambda: {"out": out_path, "captured_at": captured.captured_at.isoformat(),
+                       "sections": captured.sections,
+                       "hanging": captured.hanging.to_dict() if captured.hanging is not None else None,
+                       "audit_verdict": captured.audit.verdict if captured.audit is not None else None},
+         lambda: render_snapshot(console(), captured, out_path))
 
 
 def _matches(parquet: str | None) -> list[str]:
@@ -103,7 +100,7 @@ def _read_audit_report(path: str) -> AuditReport:
     from eosctl.config import redact
     from eosctl.errors import EosctlError
     from eosctl.files import shown
-    from eosctl.findings import read_report
+    from eosctl.reportfile import read_report
 
     notes: list[str] = []
     try:

@@ -75,13 +75,13 @@ def tui(
             raise EosctlError(
                 f"{snapshot}: no such snapshot file (write one with `eosctl snapshot --out FILE`)"
             )
-        from tui.data import SnapshotSource
+        from tui.sources import SnapshotSource
 
         source: Any = SnapshotSource(snapshot, max_age_s=max_age)
         source.fetch()  # a broken file is one line and exit 2, before the screen switches
     else:
         from eosctl.target import resolve
-        from tui.data import LiveSource
+        from tui.sources import LiveSource
 
         target = resolve(config, pipeline, bootstrap, topics, group, need_topics=True)
         source = LiveSource(target, max_age_s=max_age, run_audit=run_audit)
@@ -140,14 +140,10 @@ def _signals_quit(app: Any) -> Iterator[None]:
             got.append(signum)
             loop.call_soon_threadsafe(app.exit)
 
-    from eosctl.stopsignals import STOP_SIGNALS
+    from eosctl.stopsignals import handling
 
-    before = {s: signal.signal(s, on_signal) for s in STOP_SIGNALS}
-    try:
+    with handling(on_signal) as before:
         yield
-    finally:
-        for s, handler in before.items():
-            signal.signal(s, handler)
     if got:
         signal.raise_signal(got[0])
 

@@ -64,17 +64,13 @@ def txns_list(config: str | None, pipeline: str | None, bootstrap: str | None, f
             infos = list_transactions(admin, states, min_age, now_ms=now)
         finally:
             admin.close()
-    prefix = target.pipeline.transactional_id_prefix if target.pipeline else None
-    if prefix:
-        infos = [i for i in infos if i.transactional_id.startswith(prefix)]
-    if fmt == "json":
-        from eosctl.output.terminal import emit_json
-
-        emit_json({"transactions": [i.to_dict(now) for i in infos]})
-        return
+    if target.pipeline:
+        infos = [i for i in infos if target.owns_txn(i.transactional_id)]
+    from eosctl.output.emit import emit
     from eosctl.output.txns import render_txns
 
-    render_txns(out_console(), infos, now, filtered=bool(states) or min_age is not None)
+    emit(fmt, lambda: {"transactions": [i.to_dict(now) for i in infos]},
+         lambda: render_txns(out_console(), infos, now, filtered=bool(states) or min_age is not None))
 
 
 @txns.command("describe")
@@ -88,20 +84,25 @@ def txns_describe(config: str | None, pipeline: str | None, bootstrap: str | Non
 
     target = resolve(config, pipeline, bootstrap)
     now = _now_ms()
-    with _wire(target):
+    safeties = []
+    with _wire(target) as client:
         admin = _admin(target)
         try:
             info = describe_transaction(admin, transactional_id)
+            if info.active and info.partitions:
+                safeties = _safeties(client, admin, target, info, now)
         finally:
             admin.close()
-    if fmt == "json":
-        from eosctl.output.terminal import emit_json
-
-        emit_json(info.to_dict(now))
-        return
+    from eosctl.output.emit import emit
     from eosctl.output.txns import render_txn
 
-    render_txn(out_console(), info, now)
+    def document() -> dict[str, Any]:
+        doc = info.to_dict(now)
+        if info.active:  # "safe to abort?" for each partition of the running transaction
+            doc["safety"] = [{"topic": s.tp[0], "partition": s.tp[1], **s.to_dict()} for s in safeties]
+        return doc
+
+    emit(fmt, document, lambda: render_txn(out_console(), info, now, safeties))
 
 
 @txns.command("hanging")
@@ -133,8 +134,7 @@ def txns_hanging(config: str | None, pipeline: str | None, bootstrap: str | None
     target = resolve(config, pipeline, bootstrap, topics)
     wanted = list(topics)
     if not wanted and target.pipeline:
-        p = target.pipeline
-        wanted = list(dict.fromkeys([*p.source_topics, *([p.output_topic] if p.output_topic else [])]))
+        wanted = list(target.watched)  # a named pipeline is never "every topic"
     with _wire(target) as client:
         if not wanted:
             wanted = sorted(t for t in client.metadata() if not t.startswith("__"))
@@ -146,14 +146,10 @@ def txns_hanging(config: str | None, pipeline: str | None, bootstrap: str | None
     if report is None:
         click.echo("no topics to check")
         return
-    if fmt == "json":
-        from eosctl.output.terminal import emit_json
+    from eosctl.output.emit import emit
+    from eosctl.output.txns import render_hanging
 
-        emit_json(report.to_dict())
-    else:
-        from eosctl.output.txns import render_hanging
-
-        render_hanging(out_console(), report, wanted)
+    emit(fmt, report.to_dict, lambda: render_hanging(out_console(), report, wanted, target.args()))
     if report.counted:
         sys.exit(1)
     if report.offsets_disagreements:
@@ -182,22 +178,37 @@ def txns_abort(config: str | None, pipeline: str | None, bootstrap: str | None, 
 
     target = resolve(config, pipeline, bootstrap, (topic,))
     now = _now_ms()
+    safety = None
     with _wire(target) as client:
         admin = _admin(target)
         try:
             plan = plan_abort(client, admin, topic, partition, start_offset)
             if yes:
                 abort(admin, plan)
+            else:
+                safety = _safety(client, admin, target, (topic, partition), plan.producer_id, plan.lso,
+                                 plan.hw, now)
         finally:
             admin.close()
-    if fmt == "json":
-        from eosctl.output.terminal import emit_json
-
-        emit_json({**plan.to_dict(now), "dry_run": not yes, "aborted": yes})
-        return
+    from eosctl.output.emit import emit
     from eosctl.output.txns import render_abort
 
-    render_abort(out_console(), plan, now, yes)
+    emit(fmt, lambda: {**plan.to_dict(now), "dry_run": not yes, "aborted": yes,
+                       "safety": safety.to_dict() if safety else None},
+         lambda: render_abort(out_console(), plan, now, yes, safety))
+
+
+def _safeties(client: Any, admin: Any, target: Any, info: Any, now: int) -> list[Any]:
+    offsets = client.offsets(list(info.partitions))
+    return [_safety(client, admin, target, tp, info.producer_id, o.last_stable, o.high_watermark, now)
+            for tp, o in sorted(offsets.items())]
+
+
+def _safety(client: Any, admin: Any, target: Any, tp: Any, producer_id: int, lso: int, hw: int,
+            now: int) -> Any:
+    """Is it safe to abort (eosctl.abortsafety), with the facts read now."""
+    from eosctl.abortsafety import gather
+    return gather(client, admin, tp, producer_id, lso, hw, now, tuple(target.lag_groups()))
 
 
 COMMANDS = [txns]

@@ -19,4 +19,5 @@ from __future__ import annotations
 
 # Every output format. The inspection commands print the first two; `audit` writes all of them.
 FORMATS = ("table", "json", "junit", "html")
-INSPECT_FORMATS = FORMATS[:2]
+# ...and "plain": each table as tab-separated lines, nothing cut or wrapped (eosctl.output.terminal).
+INSPECT_FORMATS = ("table", "json", "plain")

@@ -51,14 +51,12 @@ def table(report: AuditReport) -> Any:
             parts.append(rich_table("findings", columns, frows))
         else:
             parts += aligned(f"findings ({len(frows)})", columns, frows)
-    counts = report.counts()
-    summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "no findings"
     colour = "green" if report.verdict == PASS else "red"
     expected = sum(p.expected_records for p in report.partitions)
     rows_total = sum(p.sink_rows for p in report.partitions)
     parts.append(Text.from_markup(
         f"[bold {colour}]{report.verdict.upper()}[/]  {len(report.partitions)} partitions, "
-        f"{expected} expected records, {rows_total} sink rows: {summary}"
+        f"{expected} expected records, {rows_total} sink rows: {summary(report)}"
         + (f"  ({report.elapsed_seconds:.1f}s)" if report.elapsed_seconds is not None else "")))
     if report.sink and report.sink_read_point:
         parts.append(safetext.text(f"sink {report.sink} read at {read_point_text(report.sink_read_point)}",
@@ -66,6 +64,24 @@ def table(report: AuditReport) -> Any:
     if timing := timings(report.engine):
         parts.append(Text(timing, style="dim"))
     return Group(*parts)
+
+
+# What a finding's count counts, where it is not the findings themselves (eosctl.findings.DESCRIPTIONS).
+_UNITS = {"duplicate": "extra rows", "key_duplicate": "extra rows", "gap": "offsets",
+          "phantom_aborted": "rows", "phantom_marker": "rows", "phantom_uncommitted": "rows",
+          "phantom_beyond_hw": "rows", "invalid_row": "rows"}
+
+
+def summary(report: AuditReport) -> str:
+    """Findings per kind, with what they add up to: "1 duplicate (3 extra rows), 2 gap (7 offsets)"."""
+    parts = []
+    for kind, n in report.counts().items():
+        if not n:
+            continue
+        total = sum(f.count for f in report.findings if f.kind == kind)
+        unit = _UNITS.get(kind)
+        parts.append(f"{n} {kind}" + (f" ({total} {unit})" if unit else ""))
+    return ", ".join(parts) or "no findings"
 
 
 # Up to this many findings, a rich table; beyond it, aligned lines (a rich table costs ~1 ms a row to lay

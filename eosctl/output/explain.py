@@ -9,7 +9,7 @@ from rich.text import Text
 
 from eosctl.findings import AuditReport, root_causes
 from eosctl.output.finding import short_cause, where
-from eosctl.output.terminal import table
+from eosctl.output.terminal import table, time_text
 from eosctl.safetext import text
 
 
@@ -28,6 +28,12 @@ def offset_table(doc: dict[str, Any]) -> Any:
                               f"epoch {b['producer_epoch']}, sequence {seq}"
                               + (", transactional" if b["is_transactional"] else "")
                               + (f", {b['marker']} marker" if b["marker"] else "")))
+        # When it was written: the batch's timestamps (the record's own lies between them).
+        clock = "LogAppendTime, the broker's clock" if b.get("log_append_time") else \
+            "CreateTime, the producer's clock"
+        first, last = time_text(b["first_timestamp"]), time_text(b["max_timestamp"])
+        rows.append(("written", (first if first == last else f"between {first} and {last}")
+                     + f" UTC ({clock})"))
     t = doc["transaction"]
     if t is not None:
         rows.append(("transaction", f"producer {t['producer_id']} epoch {t['producer_epoch']}, offsets "

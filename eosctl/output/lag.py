@@ -29,25 +29,29 @@ def lag_document(snapshot: Any, watch: Any = None) -> dict[str, Any]:
                 "records_behind_exact": p.records_behind_exact, "blocked": p.blocked,
                 "open_transaction": None if txn is None else {
                     "producer_id": txn.producer_id, "producer_epoch": txn.producer_epoch,
-                    "first_offset": txn.first_offset, "started_ms": txn.started_ms,
-                    "age_s": _r(txn.age_s(now)), "age_source": txn.age_source},
+                    "transactional_id": txn.transactional_id, "first_offset": txn.first_offset,
+                    "started_ms": txn.started_ms, "age_s": _r(txn.age_s(now)), "age_source": txn.age_source},
                 "time_lag_s": _r(p.time_lag_s(now)),
                 "status": ps.status if ps else None, "cause": (ps.cause or None) if ps else None,
                 "error": p.error, "offsets_warning": p.offsets_warning,
+                "consumer": None if p.member_id is None else {
+                    "member_id": p.member_id, "client_id": p.client_id, "host": p.host},
             })
         groups.append({"group": g, "state": snapshot.group_states.get(g, "UNKNOWN"),
                        "status": gs.status if gs else None, "cause": (gs.cause or None) if gs else None,
                        "partitions": parts})
-    return {"taken_ms": now, "taken_at": _iso(now), "error": None, "groups": groups}
+    return {"taken_ms": now, "taken_at": _iso(now), "error": None, "stale_since": None, "groups": groups}
 
 
 def outage_document(last: dict[str, Any], reason: str, now_ms: int | None = None) -> dict[str, Any]:
-    """A failed poll: the last good document with every status ERR and the reason (Burrow's ERR)."""
+    """A failed poll: the last good document with every status ERR and the reason (Burrow's ERR), marked
+    stale since that poll was taken."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
     err = {"status": "ERR", "cause": reason}
     groups = [{**g, **err, "partitions": [{**p, **err, "error": reason} for p in g["partitions"]]}
               for g in last["groups"]]
-    return {"taken_ms": now, "taken_at": _iso(now), "error": reason, "groups": groups}
+    return {"taken_ms": now, "taken_at": _iso(now), "error": reason,
+            "stale_since": last.get("stale_since") or last["taken_at"], "groups": groups}
 
 
 def _iso(ms: int) -> str:
@@ -72,7 +76,7 @@ def lag_renderable(doc: dict[str, Any], with_status: bool, groups: list[str], to
         return safetext.text(f"no consumer group has committed offsets{what}" if not groups
                              else f"group {', '.join(groups)} has no committed offsets{what}")
     cols = ["group", "topic", "partition", "committed", "lso", "hw", "lag", "records behind", "blocked",
-            "open transaction", "time lag", "hw lag"]
+            "open transaction", "time lag", "hw lag", "consumer"]
     if with_status:
         cols.append("status")
     rows = []
@@ -84,10 +88,14 @@ def lag_renderable(doc: dict[str, Any], with_status: bool, groups: list[str], to
                 g["group"], p["topic"], p["partition"], p["committed"], p["lso"], p["hw"], p["lag_to_lso"],
                 None if behind is None else (str(behind) if p["records_behind_exact"] else f"<={behind}"),
                 p["blocked"] or 0,
-                None if txn is None else f"pid {txn['producer_id']} @{txn['first_offset']} "
-                                         f"({age_text(txn['age_s'])}"
-                                         f"{'' if txn['age_source'] in TRUSTED_CLOCKS else '*'})",
+                None if txn is None else safetext.text(
+                    f"pid {txn['producer_id']}"
+                    + (f" {txn['transactional_id']}" if txn.get("transactional_id") else "")
+                    + f" @{txn['first_offset']} ({age_text(txn['age_s'])}"
+                    + f"{'' if txn['age_source'] in TRUSTED_CLOCKS else '*'})"),
                 None if p["time_lag_s"] is None else age_text(p["time_lag_s"]), p["hw_lag"],
+                None if not p.get("consumer") else f"{p['consumer']['client_id']}@{p['consumer']['host']} "
+                                                   f"({p['consumer']['member_id']})",
             ]
             if with_status:
                 row.append(_status_text(p["status"], p["cause"] if p["status"] != "OK" else None, Text))
@@ -96,8 +104,10 @@ def lag_renderable(doc: dict[str, Any], with_status: bool, groups: list[str], to
             rows.append(row)
     title = f"Consumer lag (against the LSO) at {doc['taken_at']}"
     if doc.get("error"):
-        title = f"Consumer lag (against the LSO) at {doc['taken_at']}: poll failed, last good values shown"
-    parts: list[Any] = [table(title, cols, rows)]
+        title = (f"Consumer lag (against the LSO) at {doc['taken_at']}: poll failed, values stale since "
+                 f"{doc.get('stale_since') or 'the last good poll'}")
+    parts: list[Any] = [table(title, cols, rows, drop=("hw lag", "hw", "lso", "committed", "time lag",
+                                                       "records behind", "consumer"))]
     if any(p["open_transaction"] and p["open_transaction"]["age_source"] not in TRUSTED_CLOCKS
            for g in doc["groups"] for p in g["partitions"]):
         parts.append(Text("* dated only by the producer's record timestamps (CreateTime): the coordinator "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from eosctl import safetext
+from eosctl.ledger import span
 
 
 def render_ledger(out: Any, result: Any) -> None:
@@ -24,9 +25,7 @@ def render_ledger(out: Any, result: Any) -> None:
         out.print("[green]no flags[/]: the sink agrees with Kafka")
         return
     out.print(table(f"Flags ({len(flagged)})", ["topic", "partition", "kind", "offsets", "count", "what"],
-                    [(p.topic, p.partition, f.kind, _span(f.first_offset, f.last_offset), f.count, f.message)
+                    [(p.topic, p.partition, f.kind, span(f.first_offset, f.last_offset), f.count, f.message)
                      for p, f in flagged]))
 
 
-def _span(first: int | None, last: int | None) -> str:
-    return "-" if first is None else str(first) if first == last else f"{first}..{last}"

@@ -41,16 +41,18 @@ def log_document(plog: Any, window: tuple[int, int, bool] | None) -> dict[str, A
         "batches": d["batches"],
         "batches_window": None if window is None else {"from": window[0], "to": window[1],
                                                         "complete": window[2]},
+        "leader_epochs": d["leader_epochs"],
         "warnings": d["warnings"],
     }
 
 
 def _producer_doc(d: dict[str, Any], p: Any) -> dict[str, Any]:
     """A producer's JSON entry: its state plus the verdicts (eosctl.model.ProducerState.fencing_events)."""
-    bumps = [{**b, "fencing": fencing, "why": why}
-             for b, (fencing, why) in zip(d["epoch_bumps"], map(p.bump_verdict, p.epoch_bumps), strict=True)]
+    verdicts = map(p.bump_verdict, p.epoch_bumps)
+    bumps = [{**b, "fencing": fencing, "why": why, "routine": p.routine(bump)}
+             for b, bump, (fencing, why) in zip(d["epoch_bumps"], p.epoch_bumps, verdicts, strict=True)]
     return {**d, "epoch_bumps": bumps, "current_epoch": p.current_epoch, "protocol": p.protocol,
-            "fencing_events": p.fencing_events}
+            "fencing_events": p.fencing_events, "timeouts": p.timeouts, "routine": p.routine_summary()}
 
 
 def _ts(ms: int | None, date: bool = True) -> str | None:
@@ -80,6 +82,9 @@ def render_log(out: Any, doc: dict[str, Any]) -> None:
         f"LSO {doc['last_stable_offset']}  HW {doc['high_watermark']}  "
         f"scanned {doc['scanned_from']}..{doc['scanned_to'] - 1}: {c['DATA']} data, "
         f"{c['MARKER']} markers, {c['ABORTED']} aborted, {c['OPEN']} open, {c['HOLE']} holes"))
+    epochs = doc["leader_epochs"]
+    if epochs:
+        out.print(leader_epochs_text(epochs), highlight=False)
     if doc["batches"] is not None:
         rows, more = _capped([
             (f"{b['base_offset']}..{b['last_offset']}", b["record_count"], b["producer_id"],
@@ -107,9 +112,10 @@ def render_log(out: Any, doc: dict[str, Any]) -> None:
     out.print(table("Aborted ranges", ["first", "last", "count", "pid", "epoch"], rows))
     if more:
         out.print(more)
-    out.print(table("Producers", ["pid", "epochs", "batches", "records", "last sequence", "last timestamp",
-                                  "open txn from", "txn protocol", "fencing"],
-                    [(p["producer_id"], epochs_text(p["epochs"], p["earlier_epochs"]), p["batches"],
+    out.print(table("Producers", ["pid", "transactional id", "epochs", "batches", "records", "last sequence",
+                                  "last timestamp", "open txn from", "txn protocol", "fencing"],
+                    [(p["producer_id"], safetext.text(p.get("transactional_id") or "-"),
+                      epochs_text(p["epochs"], p["earlier_epochs"]), p["batches"],
                       p["records"], p["last_sequence"], _ts(p["last_timestamp"]), p["open_txn_first_offset"],
                       p["protocol"], p["fencing_events"])
                      for p in doc["producers"]]))
@@ -123,15 +129,41 @@ def render_log(out: Any, doc: dict[str, Any]) -> None:
         out.print(Text.assemble(("warning:", "yellow"), " ", safetext.text(w)))
 
 
+def leader_epochs_text(epochs: list[dict[str, Any]]) -> str:
+    """One line: each partition leader epoch and where its writes begin; after the first, where a new
+    leader truncated whatever an earlier one wrote beyond and had not replicated."""
+    parts = [f"{e['leader_epoch']} from offset {e['start_offset']}" for e in epochs[:20]]
+    more = f" and {len(epochs) - 20} more" if len(epochs) > 20 else ""
+    text = "leader epochs: " + ", ".join(parts) + more
+    if len(epochs) > 1:
+        starts = ", ".join(str(e["start_offset"]) for e in epochs[1:20])
+        text += (f" (a new leader's writes begin at {starts}: whatever an earlier leader wrote from there on "
+                 "without replicating it to this one was truncated; after an unclean election, records "
+                 "consumers had already read)")
+    return text
+
+
 def _events(producers: list[dict[str, Any]]) -> list[tuple[int, int, str]]:
     out = []
     for p in producers:
         pid = p["producer_id"]
+        routine = [b for b in p["epoch_bumps"] if b["routine"]]
+        text = p.get("routine")
+        if text:
+            first = [b["offset"] for b in routine]
+            first += [p["routine_offset"]] if p.get("routine_offset", -1) >= 0 else []
+            out.append((min(first), pid, text))
         for b in p["epoch_bumps"]:
-            out.append((b["offset"], pid, f"epoch {b['old_epoch']} -> {b['new_epoch']} ({b['why']})"))
-        if p["bumps_total"] > len(p["epoch_bumps"]):
-            out.append((p["epoch_bumps"][-1]["offset"], pid,
-                        f"... {p['bumps_total'] - len(p['epoch_bumps'])} more epoch bumps"))
+            if b in routine:
+                continue
+            epochs = f"epoch {b['old_epoch']} -> {b['new_epoch']}"
+            if b.get("next_epoch") is not None:
+                epochs += f" -> {b['next_epoch']}"
+            out.append((b["offset"], pid, f"{epochs} ({b['why']})"))
+        unlisted = p["bumps_total"] - len(p["epoch_bumps"]) - p.get("commit_bumps", 0) - max(
+            0, p.get("own_aborts", 0) - sum(1 for b in p["epoch_bumps"] if b.get("continued")))
+        if unlisted > 0 and p["epoch_bumps"]:
+            out.append((p["epoch_bumps"][-1]["offset"], pid, f"... {unlisted} more epoch bumps"))
         for z in p["zombie_writes"]:
             out.append((z["offset"], pid,
                         f"ZOMBIE write at epoch {z['epoch']} after epoch {z['current_epoch']}"))

@@ -11,19 +11,17 @@ from eosctl.output.terminal import table, time_text
 def render_producers(out: Any, report: Any) -> None:
     from eosctl.producers import epochs_text
 
-    log = report.source == "log-scan"
-    cols = ["partition", "producer id", "epoch", "last sequence", "last timestamp (UTC)", "open txn from"]
-    if log:
-        cols += ["epochs", "fencing", "zombie writes"]
+    cols = ["partition", "producer id", "transactional id", "epoch", "last sequence", "last timestamp (UTC)",
+            "open txn from", "epochs", "fencing", "zombie writes"]
     rows = []
     for r in report.producers:
-        row: list[Any] = [r.partition, r.producer_id, r.producer_epoch, r.last_sequence,
-                          time_text(r.last_timestamp_ms), r.current_txn_start_offset]
-        if log:
-            row += [epochs_text(r.epochs, r.earlier_epochs), r.fencing_events, r.zombie_writes]
-        rows.append(row)
+        pid = str(r.producer_id) + (" (expired)" if r.in_broker_state is False else "")
+        rows.append([r.partition, pid, safetext.text(r.transactional_id or "-"), r.producer_epoch,
+                     r.last_sequence, time_text(r.last_timestamp_ms), r.current_txn_start_offset,
+                     epochs_text(r.epochs, r.earlier_epochs), r.fencing_events, r.zombie_writes])
     if rows:
-        out.print(table(f"Producers of {report.topic} ({len(rows)})", cols, rows))
+        out.print(table(f"Producers of {report.topic} ({len(rows)})", cols, rows,
+                        drop=("last sequence", "zombie writes", "epochs", "last timestamp (UTC)")))
     else:
         out.print(safetext.text(f"no producers with a producer id on {report.topic}"))
     out.print(safetext.text(f"source: {report.source} - {report.note}"))

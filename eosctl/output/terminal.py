@@ -12,6 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
 from rich.progress import Progress as RichProgress
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -27,17 +28,80 @@ def console(stderr: bool = False) -> Console:
     return out
 
 
-def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[object]], **kw: Any) -> Table:
+# `--format plain` (set_plain): every table is printed as tab-separated lines, for scripts.
+_PLAIN = [False]
+
+
+def set_plain(on: bool) -> None:
+    _PLAIN[0] = on
+
+
+def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[object]],
+          drop: Sequence[str] = (), **kw: Any) -> Table:
     """A rich table whose title and cells are text, never markup: they hold names and values from a
     cluster or a sink (a `[/x]` would raise, a `[link=...]` would become a link, an ESC would reach the
-    terminal). A cell that is already a rich Text is kept (a styled status)."""
-    t = Table(title=None if title is None else safetext.text(title), title_justify="left",
-              header_style="bold", **kw)
+    terminal). A cell that is already a rich Text is kept (a styled status).
+
+    It fits the width it is printed in without cutting a name: a cell wraps between words, never ends in
+    "…"; when even that is too wide, the ``drop`` columns are left out, least important first, and a line
+    says which. With `--format plain` it prints as tab-separated lines instead."""
+    t = FitTable(title=None if title is None else safetext.text(title), title_justify="left",
+                 header_style="bold", **kw)
+    t.drop = tuple(drop)
     for c in columns:
-        t.add_column(c, justify="right" if c.isupper() is False and c.lower() in _NUMERIC else "left")
+        t.add_column(c, justify="right" if c.isupper() is False and c.lower() in _NUMERIC else "left",
+                     overflow="fold")
     for r in rows:
         t.add_row(*[v if isinstance(v, Text) else safetext.text(_cell(v)) for v in r])
     return t
+
+
+class FitTable(Table):
+    """A Table that fits the console's width (see table()), or prints plain for `--format plain`."""
+
+    drop: tuple[str, ...] = ()
+
+    def __rich_console__(self, console: Console, options: Any) -> Any:
+        if _PLAIN[0]:
+            yield from self._plain()
+            return
+        fitted, dropped = self, []
+        for name in self.drop:
+            if fitted.__rich_measure__(console, options).minimum <= options.max_width:
+                break
+            dropped.append(name)
+            fitted = self._without(dropped)
+        if fitted is self:
+            yield from super().__rich_console__(console, options)
+        else:
+            yield fitted
+        if dropped:
+            yield Text(f"(left out to fit {options.max_width} columns: {', '.join(dropped)}; a wider "
+                       "terminal or "
+                       "--format plain shows them)", style="dim")
+
+    def _without(self, names: Sequence[str]) -> Table:
+        t = Table(title=self.title, title_justify=self.title_justify, header_style=self.header_style,
+                  show_header=self.show_header, box=self.box)
+        keep = [c for c in self.columns if str(c.header) not in names]
+        for c in keep:
+            t.add_column(c.header, justify=c.justify, overflow="fold")
+        for i in range(self.row_count):
+            t.add_row(*[c._cells[i] for c in keep])
+        return t
+
+    def _plain(self) -> Iterator[Segment]:
+        """Segments, not Text: rich would expand the tabs into spaces."""
+        def cell(v: Any) -> str:
+            return (v.plain if isinstance(v, Text) else str(v)).replace("\t", " ").replace("\n", " ")
+
+        lines = [f"# {cell(self.title)}"] if self.title is not None else []
+        if self.show_header:
+            lines.append("\t".join(cell(c.header) for c in self.columns))
+        lines += ["\t".join(cell(c._cells[i]) for c in self.columns) for i in range(self.row_count)]
+        for line in lines:
+            yield Segment(line)
+            yield Segment.line()
 
 
 _NUMERIC = {
@@ -73,14 +137,10 @@ def scan_progress() -> Iterator[Progress]:
 
 
 def age_text(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    s = int(seconds)
-    if s < 120:
-        return f"{seconds:.0f}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    """A duration in the one style of every view (eosctl.durations)."""
+    from eosctl.durations import human
+
+    return human(seconds)
 
 
 def time_text(ms: int | None) -> str:

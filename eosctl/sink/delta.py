@@ -12,20 +12,17 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from eosctl.config import Sink
 from eosctl.errors import SinkError, first_line
-from eosctl.sink.base import OFFSETS_COLUMNS, ReadPoint, read_columns, shown
+from eosctl.sink.base import OFFSETS_COLUMNS, read_columns, shown
 from eosctl.sink.relation import (
     NO_EXTENSION_DOWNLOADS,
     DuckDBReader,
-    check_columns,
-    check_offsets_columns,
-    columns,
     register_files,
 )
+from eosctl.sink.tablepin import Format, open_pinned, pinned_sink, split_at
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
@@ -50,12 +47,13 @@ def _table(uri: str, version: int | None, where: str, key: str) -> DeltaTable:
                         f"{'' if version is None else f' at version {version}'}: {first_line(e)}") from None
 
 
+DELTA = Format("delta", "Delta table", "version", ("version", "offsets_version"))
+
+
 def _versions(sink: Sink) -> tuple[int | None, int | None]:
     """(rows table, offsets table) versions a frozen sink pins ("V" or "V,W"); None: the latest."""
-    if not sink.at:
-        return None, None
-    rows, _, offsets = sink.at.partition(",")
-    return int(rows), int(offsets) if offsets else None
+    rows, offsets = split_at(sink)
+    return None if rows is None else int(rows), None if offsets is None else int(offsets)
 
 
 @contextmanager
@@ -63,19 +61,18 @@ def pinned(sink: Sink, where: str = "sink") -> Iterator[Sink]:
     """The sink at the tables' current versions, for the block; with the versions' files where those are
     all there is to them (plain_files)."""
     assert sink.delta is not None
-    version, files = _pin(sink.delta, where, "delta", read_columns(sink))
-    at, offsets_files = str(version), None
+    rows = _pin(sink.delta, where, "delta", read_columns(sink))
+    offsets = None
     if sink.offsets_table:
-        version, offsets_files = _pin(sink.offsets_table, where, "offsets_table", OFFSETS_COLUMNS)
-        at += f",{version}"
-    yield replace(sink, frozen_from=sink, at=at, files=files, offsets_files=offsets_files)
+        offsets = _pin(sink.offsets_table, where, "offsets_table", OFFSETS_COLUMNS)
+    yield pinned_sink(sink, rows, offsets)
 
 
-def _pin(uri: str, where: str, key: str, columns: Sequence[str]) -> tuple[int, tuple[str, ...] | None]:
+def _pin(uri: str, where: str, key: str, columns: Sequence[str]) -> tuple[str, tuple[str, ...] | None]:
     """(current version, its plain files) of a table, which is let go of here: a worker forked later never
     holds deltalake's objects."""
     table = _table(uri, None, where, key)
-    return table.version(), plain_files(table, columns)
+    return str(table.version()), plain_files(table, columns)
 
 
 def plain_files(table: DeltaTable, columns: Sequence[str]) -> tuple[str, ...] | None:
@@ -139,39 +136,18 @@ def _register(conn: Any, name: str, table: DeltaTable, uri: str, files: tuple[st
 def open_delta(sink: Sink, where: str = "sink") -> DuckDBReader:
     """A reader of the Delta table at its pinned version (or the latest): its pinned files where it has
     them, without opening the table."""
-    import duckdb
-
     assert sink.delta is not None
     name = shown(sink)
     version, offsets_version = _versions(sink)
-    conn = duckdb.connect(config=NO_EXTENSION_DOWNLOADS)
-    try:
-        at: dict[str, Any] = {}
-        if sink.files and version is not None:
-            register_files(conn, "delta_rows", sink.files, f"Delta table {name} at version {version}")
-            at["version"] = version
-        else:
-            rows = _table(sink.delta, version, where, "delta")
-            _register(conn, "delta_rows", rows, name, plain_files(rows, read_columns(sink)))
-            at["version"] = rows.version()
-        types = check_columns(columns(conn, "delta_rows"), sink, where, f"Delta table {name}")
-        offsets = offsets_types = None
-        if sink.offsets_table:
-            if sink.offsets_files and offsets_version is not None:
-                register_files(conn, "delta_offsets", sink.offsets_files,
-                               f"Delta table {sink.offsets_table} at version {offsets_version}")
-                at["offsets_version"] = offsets_version
-            else:
-                table = _table(sink.offsets_table, offsets_version, where, "offsets_table")
-                _register(conn, "delta_offsets", table, sink.offsets_table,
-                          plain_files(table, OFFSETS_COLUMNS))
-                at["offsets_version"] = table.version()
-            offsets = "delta_offsets"
-            offsets_types = check_offsets_columns(columns(conn, offsets), where,
-                                                  f"Delta table {sink.offsets_table}")
-    except BaseException:
-        conn.close()
-        raise
-    return DuckDBReader(conn, "delta_rows", sink, name, offsets, ReadPoint("delta", name, at), types,
-                        offsets_types)
 
+    def load_rows(conn: Any) -> int:
+        rows = _table(sink.delta or "", version, where, "delta")
+        _register(conn, "delta_rows", rows, name, plain_files(rows, read_columns(sink)))
+        return rows.version()
+
+    def load_offsets(conn: Any) -> int:
+        table = _table(sink.offsets_table or "", offsets_version, where, "offsets_table")
+        _register(conn, "delta_offsets", table, sink.offsets_table or "", plain_files(table, OFFSETS_COLUMNS))
+        return table.version()
+
+    return open_pinned(sink, where, DELTA, name, version, offsets_version, load_rows, load_offsets)

@@ -8,7 +8,6 @@ itself (``frozen_from``, ``at``), so it pickles to workers and needs no state in
 from __future__ import annotations
 
 import errno
-import glob as globmod
 import os
 import shutil
 import struct
@@ -21,7 +20,7 @@ from pathlib import Path
 
 from eosctl.config import Sink
 from eosctl.errors import SinkError
-from eosctl.files import glob_paths, temp_dir
+from eosctl.files import glob_paths, glob_split, temp_dir
 from eosctl.sink import duckdb as duck
 from eosctl.sink import spark_checkpoint
 from eosctl.sink.parquet import is_url
@@ -213,12 +212,7 @@ def _link_files(pattern: str, into: str) -> str:
     files = [f for f in glob_paths(pattern) if os.path.isfile(f)]
     if not files:
         return pattern  # opening the sink says "no Parquet files match" with the user's pattern
-    parts = pattern.split(os.sep)
-    fixed = 0
-    while fixed < len(parts) - 1 and not globmod.has_magic(parts[fixed]):
-        fixed += 1
-    base = os.sep.join(parts[:fixed]) or (os.sep if pattern.startswith(os.sep) else ".")
-    rest = os.sep.join(parts[fixed:])
+    _, base, rest = glob_split(pattern)
     for f in files:
         _link(f, os.path.join(into, os.path.relpath(f, base)))
     return os.path.join(into, rest)

@@ -13,21 +13,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from eosctl.config import Sink
 from eosctl.errors import SinkError, first_line
 from eosctl.model import TP
-from eosctl.sink.base import OFFSETS_COLUMNS, ReadPoint, read_columns
+from eosctl.sink.base import OFFSETS_COLUMNS, read_columns
 from eosctl.sink.relation import (
-    NO_EXTENSION_DOWNLOADS,
     DuckDBReader,
     check_columns,
-    check_offsets_columns,
-    columns,
-    register_files,
 )
+from eosctl.sink.tablepin import Format, open_pinned, pinned_sink, split_at
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -106,11 +102,7 @@ def _snapshot(table: Table) -> str:
     return NO_SNAPSHOT if current is None else str(current.snapshot_id)
 
 
-def _pins(sink: Sink) -> tuple[str | None, str | None]:
-    if not sink.at:
-        return None, None
-    rows, _, offsets = sink.at.partition(",")
-    return rows, offsets or None
+ICEBERG = Format("iceberg", "Iceberg table", "snapshot", ("snapshot_id", "offsets_snapshot_id"))
 
 
 @contextmanager
@@ -119,12 +111,12 @@ def pinned(sink: Sink, where: str = "sink") -> Iterator[Sink]:
     those are all there is to them (plain_files)."""
     _, name = _name(sink, where)
     rows = _table_at(sink, name, None, where, "iceberg")
-    at, files, offsets_files = _snapshot(rows), plain_files(rows, read_columns(sink)), None
+    pins = (_snapshot(rows), plain_files(rows, read_columns(sink)))
+    offsets = None
     if sink.offsets_table:
-        offsets = _table_at(sink, sink.offsets_table, None, where, "offsets_table")
-        at += "," + _snapshot(offsets)
-        offsets_files = plain_files(offsets, OFFSETS_COLUMNS)
-    yield replace(sink, frozen_from=sink, at=at, files=files, offsets_files=offsets_files)
+        table = _table_at(sink, sink.offsets_table, None, where, "offsets_table")
+        offsets = (_snapshot(table), plain_files(table, OFFSETS_COLUMNS))
+    yield pinned_sink(sink, pins, offsets)
 
 
 def plain_files(table: Table, columns: Sequence[str]) -> tuple[str, ...] | None:
@@ -177,41 +169,24 @@ def open_iceberg(sink: Sink, where: str = "sink", partitions: Sequence[TP] | Non
     else its columns the sink names as pyiceberg reads them; ``partitions``: only those partitions' rows
     (an audit task's), where the topic and partition columns can be filtered as text and integers
     (otherwise every row: the reader's own queries still select the task's)."""
-    import duckdb
-
     assert sink.iceberg is not None
     name = (sink.frozen_from or sink).iceberg or ""
     _, table_name = _name(sink, where)
-    rows_at, offsets_at = _pins(sink)
-    conn = duckdb.connect(config=NO_EXTENSION_DOWNLOADS)
-    try:
-        if sink.files and rows_at is not None:
-            register_files(conn, "iceberg_rows", sink.files, f"Iceberg table {name} at snapshot {rows_at}")
-            at: dict[str, Any] = {"snapshot_id": rows_at}
-        else:
-            rows = _table_at(sink, table_name, rows_at, where, "iceberg")
-            at = {"snapshot_id": rows_at or _snapshot(rows)}
-            schema = {f.name: str(f.field_type) for f in rows.schema().fields}
-            check_columns(schema, sink, where, f"Iceberg table {name}")
-            conn.register("iceberg_rows", _arrow(rows, rows_at, name, read_columns(sink),
-                                                 _only(sink, schema, partitions)))
-        types = check_columns(columns(conn, "iceberg_rows"), sink, where, f"Iceberg table {name}")
-        offsets = offsets_types = None
-        if sink.offsets_table:
-            if sink.offsets_files and offsets_at is not None:
-                register_files(conn, "iceberg_offsets", sink.offsets_files,
-                               f"Iceberg table {sink.offsets_table} at snapshot {offsets_at}")
-                at["offsets_snapshot_id"] = offsets_at
-            else:
-                table = _table_at(sink, sink.offsets_table, offsets_at, where, "offsets_table")
-                conn.register("iceberg_offsets", _arrow(table, offsets_at, sink.offsets_table))
-                at["offsets_snapshot_id"] = offsets_at or _snapshot(table)
-            offsets = "iceberg_offsets"
-            offsets_types = check_offsets_columns(columns(conn, offsets), where,
-                                                  f"Iceberg table {sink.offsets_table}")
-    except BaseException:
-        conn.close()
-        raise
-    return DuckDBReader(conn, "iceberg_rows", sink, name, offsets, ReadPoint("iceberg", name, at), types,
-                        offsets_types)
+    rows_at, offsets_at = split_at(sink)
 
+    def load_rows(conn: Any) -> str:
+        rows = _table_at(sink, table_name, rows_at, where, "iceberg")
+        at = rows_at or _snapshot(rows)
+        schema = {f.name: str(f.field_type) for f in rows.schema().fields}
+        check_columns(schema, sink, where, f"Iceberg table {name}")
+        conn.register("iceberg_rows", _arrow(rows, rows_at, name, read_columns(sink),
+                                             _only(sink, schema, partitions)))
+        return at
+
+    def load_offsets(conn: Any) -> str:
+        offsets_table = sink.offsets_table or ""
+        table = _table_at(sink, offsets_table, offsets_at, where, "offsets_table")
+        conn.register("iceberg_offsets", _arrow(table, offsets_at, offsets_table))
+        return offsets_at or _snapshot(table)
+
+    return open_pinned(sink, where, ICEBERG, name, rows_at, offsets_at, load_rows, load_offsets)

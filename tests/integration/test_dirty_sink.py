@@ -128,10 +128,10 @@ def test_audit_reports_invalid_rows_and_a_row_at_2_63_minus_1(topic, bootstrap, 
     failures = [(case.get("classname"), case.get("name"), f.get("type"), f.get("message"))
                 for case in suite.iter("testcase") for f in case.iter("failure")]
     why = ": rows without valid source coordinates"  # the finding's cause, after what was found
-    assert ("(no topic)", "partition 0", "invalid_row", f"invalid_row: src_topic is NULL (1 row){why}") \
-        in failures
-    assert (topic, "(no partition)", "invalid_row", f"invalid_row: src_partition is NULL (1 row){why}") \
-        in failures
+    assert ("(no topic)", "partition 0: invalid_row", "invalid_row",
+            f"invalid_row: src_topic is NULL (1 row){why}") in failures
+    assert (topic, "(no partition): invalid_row", "invalid_row",
+            f"invalid_row: src_partition is NULL (1 row){why}") in failures
     assert sum(1 for f in failures if f[2] == "invalid_row") == 4
 
     # the table names the column and the problem

@@ -75,7 +75,7 @@ def tui_transactions(bootstrap: str, topic: str) -> list[list[str]]:
     """The TUI's transactions view (key 2) on the live cluster, hanging from 1 s on: its rows, as shown."""
     from eosctl.target import resolve
     from tui.app import EosApp
-    from tui.data import LiveSource
+    from tui.sources import LiveSource
     from tui.table import FilterTable
 
     async def run() -> list[list[str]]:

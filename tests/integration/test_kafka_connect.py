@@ -276,7 +276,7 @@ def test_tui_ledger_shows_the_worker_committed_next_to_the_table(connect):
     from eosctl.target import resolve
     from tests.tui.tuihelp import rows_of, sync, until
     from tui.app import EosApp
-    from tui.data import LiveSource
+    from tui.sources import LiveSource
 
     committed = connect.committed("insert")
     rows = connect.rows("insert")

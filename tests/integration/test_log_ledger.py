@@ -48,22 +48,35 @@ def log_json(bootstrap: str, topic: str, partition: int) -> dict:
 
 
 def test_log_shows_the_zombie_epoch_bump(faulty, bootstrap):
+    # The take-over is one event in every partition: on Apache Kafka the coordinator's ABORT at old+1 and
+    # the new instance's data at old+2 (two bumps told as one row); on noida-db one bump straight to the
+    # new epoch; where the zombie's open transaction missed a partition, the new instance's data alone.
     manifest, _ = faulty
     (fence,) = manifest["fencing"]
+    old, new = fence["old_epoch"], fence["new_epoch"]
     topic = manifest["output_topic"]
-    bumps = {}
+    bumps, aborts = {}, []
     for p in range(manifest["partitions"]):
         for prod in log_json(bootstrap, topic, p)["producers"]:
             if prod["producer_id"] == fence["producer_id"]:
-                bumps.update({(p, b["offset"]): (b["old_epoch"], b["new_epoch"])
-                              for b in prod["epoch_bumps"]})
-    assert bumps and set(bumps.values()) == {(fence["old_epoch"], fence["new_epoch"])}
-    (p, offset), _ = min(bumps.items())
+                bumps.update({(p, b["offset"]): (b["old_epoch"], b["next_epoch"] or b["new_epoch"],
+                                                 b["fencing"]) for b in prod["epoch_bumps"]})
+                aborts += [(p, b) for b in prod["epoch_bumps"] if b["marker"] == "ABORT"]
+                # one event where the partition saw both instances, none where it saw one
+                assert prod["fencing_events"] == len(prod["epoch_bumps"]) <= 1, prod
+                assert prod["transactional_id"] == fence["transactional_id"]
+    assert bumps and set(bumps.values()) == {(old, new, True)}
+    assert aborts, bumps  # the zombie flushed records before the fence: its transaction was aborted
+    p, abort = aborts[0]
     text = cli("log", "--bootstrap", bootstrap, "--topic", topic, "--partition", str(p), "--no-batches")
     assert text.exit_code == 0
-    assert f"epoch {fence['old_epoch']} -> {fence['new_epoch']} (FENCED" in text.stdout
-    row = next(line for line in text.stdout.splitlines() if f"epoch {fence['old_epoch']} -> " in line)
-    assert row.split("│")[1].strip() == str(offset) and row.split("│")[2].strip() == str(fence["producer_id"])
+    story = ("FENCED: a new instance took the id over and the coordinator aborted the old one's transaction "
+             f"at offsets {abort['txn_first']}..{abort['txn_last']}")
+    assert abort["why"].startswith(story)
+    rows = [line for line in text.stdout.splitlines() if f"epoch {old} -> " in line]
+    assert len(rows) == 1 and "(FENCED: a new instance took the id over" in rows[0]
+    cells = rows[0].split("│")
+    assert cells[1].strip() == str(abort["offset"]) and cells[2].strip() == str(fence["producer_id"])
 
 
 def test_log_aborted_ranges_and_markers_equal_the_manifest(faulty, bootstrap):
@@ -232,7 +245,7 @@ def test_snapshot_stores_an_audit_report_file_and_refuses_a_bad_one(hanging_run,
 @pytest.mark.spark
 def test_snapshot_with_audit_runs_it_and_the_tui_shows_it(hanging_run, spark, tmp_path):
     from eosctl.snapshot import load_snapshot
-    from tui.data import SnapshotSource
+    from tui.sources import SnapshotSource
 
     manifest, workdir = hanging_run
     out = tmp_path / "audited.duckdb"

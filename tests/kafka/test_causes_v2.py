@@ -66,10 +66,13 @@ def test_explain_an_offset_of_each_v2_transaction(kafka_sim: KafkaSim) -> None:
     assert committed["transaction"]["marker_epoch"] == 1 and committed["producer"]["protocol"] == "v2"
     assert (ordinary["kind"], ordinary["transaction"]["fenced"]) == ("ABORTED", False)
     assert (fenced["kind"], fenced["transaction"]["fenced"]) == ("ABORTED", True)
-    assert "fenced it" in fenced["summary"]
+    assert "a new instance took the id over" in fenced["summary"]
+    assert fenced["transaction"]["aborted_by"] == "takeover" and ordinary["transaction"]["aborted_by"] is None
     assert (marker["kind"], marker["transaction"]["outcome"], marker["batch"]["producer_epoch"]) == (
         "MARKER", "ABORT", 4)
-    # Around offset 7: the ordinary v2 bumps before it, the fencing ABORT two epochs up after it.
-    assert [(e["offset"], e["old_epoch"], e["new_epoch"], e["fencing"])
-            for e in fenced["producer"]["epoch_history"]] == [
-        (2, 0, 1, False), (5, 1, 2, False), (8, 2, 4, True), (9, 4, 5, False), (10, 5, 6, False)]
+    # Around offset 7: the ordinary v2 bumps before it counted, the fencing ABORT two epochs up after it
+    # with the new instance's first data as one event.
+    assert [(e["offset"], e["old_epoch"], e["new_epoch"], e["next_epoch"], e["fencing"])
+            for e in fenced["producer"]["epoch_history"]] == [(8, 2, 4, 5, True)]
+    assert fenced["producer"]["routine"] == ("transactions v2: 2 commits and 1 abort moved the epoch 0 -> 6 "
+                                             "(routine, never fencing)")

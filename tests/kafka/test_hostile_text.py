@@ -109,9 +109,9 @@ def renderings(out: Path, terminal: bool) -> dict[str, str]:
 
     from rich.console import Console
 
-    from eosctl.findings import read_report
     from eosctl.output.audit import render
     from eosctl.output.html import AuditContext, render_html
+    from eosctl.reportfile import read_report
 
     report = read_report(str(out / "audit.json"))
     buf = io.StringIO()
@@ -233,7 +233,11 @@ def test_invalid_utf8_keys_are_shown_as_text(tmp_path) -> None:
         (key,) = [f for f in json.loads(outputs["json"])["findings"] if f["kind"] == "key_duplicate"]
         shown = "\\xFF\\xFE\\x1B]52;c;cHduZWQ=\\x07k\\x9B2J"  # DuckDB's text for the bytes
         assert (key["key"], key["offsets"]) == (shown, [1, 3])
-        assert ET.fromstring(outputs["junit"].encode()).get("failures") == "1"
+        # rows 1 and 3 hold that key, not their records' (k1, k3): the content check names each (issue 31)
+        content = [(f["first_offset"], f["cause"]["rule"]) for f in json.loads(outputs["json"])["findings"]
+                   if f["kind"] == "content_mismatch"]
+        assert content == [(1, "different_record"), (3, "different_record")]
+        assert ET.fromstring(outputs["junit"].encode()).get("failures") == "3"
         for args in (["ledger", *c], ["explain", *c, "--partition", "0", "--offset", "3"]):
             result = run(args, terminal=True)
             assert result.exit_code in (0, 1), result.output[-2000:]

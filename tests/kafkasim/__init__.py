@@ -19,11 +19,14 @@ Declare the log (real v2 batches; offsets are assigned in order)::
     kafka_sim.move_leader("orders", 0, node=1)        # old leader answers NOT_LEADER_OR_FOLLOWER
 
 Inject per request (``kafka_sim.inject(api, topic, partition, ...)``, api one of fetch, list_offsets,
-metadata, describe_producers): ``error=CODE``, ``no_records=True`` (no records, no error: tiered storage
-throttled), ``drop=True`` (partition left out), ``throttle_ms=N`` (KIP-219 empty answer), ``before=fn``
-(change the state first: retention, leader moves), ``after=N`` (let N matching requests through first),
-``times=N`` (None: for ever). Faults apply in the order injected. Point clients at ``kafka_sim.bootstrap``;
-``kafka_sim.requests``, ``.fetches``, ``.fetch_times`` and ``.list_offsets`` record what was asked.
+metadata, describe_producers; offset_fetch, find_coordinator, list_groups take no topic): ``error=CODE``,
+``no_records=True`` (no records, no error: tiered storage throttled), ``drop=True`` (partition left out),
+``throttle_ms=N`` (KIP-219 empty answer), ``before=fn`` (change the state first: retention, leader
+moves), ``after=N`` (let N matching requests through first), ``times=N`` (None: for ever),
+``hang_up=True`` (the connection closes halfway through the answer; the group APIs).
+``kafka_sim.move_leader(topic, p, node=-1)``: the partition has no leader. Faults apply in the order
+injected. Point clients at ``kafka_sim.bootstrap``; ``kafka_sim.requests``, ``.fetches``,
+``.fetch_times`` and ``.list_offsets`` record what was asked.
 
 Misbehaviours of real brokers (issue 19), each naming where it was measured:
 
@@ -38,8 +41,11 @@ alone unless ``probe=True`` (only it) or ``probe=None`` (both); ``kafka_sim.prob
 
 from tests.kafkasim.log import ProducerRow, SimPartition
 from tests.kafkasim.server import (
+    COORDINATOR_LOAD_IN_PROGRESS,
+    COORDINATOR_NOT_AVAILABLE,
     FENCED_LEADER_EPOCH,
     KAFKA_STORAGE_ERROR,
+    NOT_COORDINATOR,
     NOT_LEADER_OR_FOLLOWER,
     OFFSET_OUT_OF_RANGE,
     TOPIC_AUTHORIZATION_FAILED,
@@ -53,6 +59,7 @@ from tests.kafkasim.server import (
 )
 
 __all__ = [
+    "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR",
     "FENCED_LEADER_EPOCH", "KAFKA_STORAGE_ERROR", "NOT_LEADER_OR_FOLLOWER", "OFFSET_OUT_OF_RANGE",
     "TOPIC_AUTHORIZATION_FAILED", "UNKNOWN_LEADER_EPOCH", "UNKNOWN_TOPIC_OR_PARTITION", "Fault", "KafkaSim",
     "ProducerRow", "SimGroup", "SimPartition", "SimTransaction", "tansu_list_offsets",

@@ -49,7 +49,11 @@ from tests.kafkasim.log import SimPartition
 NONE = 0
 OFFSET_OUT_OF_RANGE = 1
 UNKNOWN_TOPIC_OR_PARTITION = 3
+LEADER_NOT_AVAILABLE = 5
 NOT_LEADER_OR_FOLLOWER = 6
+COORDINATOR_LOAD_IN_PROGRESS = 14
+COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = 16
 TOPIC_AUTHORIZATION_FAILED = 29
 UNSUPPORTED_VERSION = 35
 KAFKA_STORAGE_ERROR = 56
@@ -113,6 +117,8 @@ class Fault:
     # eosctl cross-checks ListOffsets with a 1-byte Fetch at the high watermark (eosctl.wire.PROBE_BYTES).
     # Fetch faults are meant for the log scan and leave that probe alone; True: only the probe, None: both.
     probe: bool | None = False
+    # Close the connection halfway through the answer's bytes (a broker killed while it answers).
+    hang_up: bool = False
     after: int = 0  # let this many matching requests through first
     times: int | None = 1  # None: every matching request from then on
 
@@ -164,6 +170,7 @@ class KafkaSim:
         self.extra_api_keys: dict[int, tuple[int, int]] = {}
         self.unlisted_api_keys: set[int] = set()
         self.lock = threading.RLock()
+        self._hang_up = False  # set by a fault while an answer is built (under the lock)
         self._servers = [_Server(self, node) for node in range(nodes)]
         for s in self._servers:
             threading.Thread(target=s.serve_forever, args=(0.05,), name=f"kafkasim-{s.node}",
@@ -244,10 +251,20 @@ class KafkaSim:
         handler = getattr(self, "_" + request_cls.__name__.removesuffix("Request").lower())
         with self.lock:
             self.requests.append((node, request_cls.__name__.removesuffix("Request"), version))
+            self._hang_up = False
             body = handler(node, request, version)
+            hang_up = self._hang_up
         response = response_cls(version=version, **body)
         response.with_header(correlation_id=request.header.correlation_id)
-        return bytes(response.encode(header=True, framed=True))
+        frame = bytes(response.encode(header=True, framed=True))
+        return _HangUp(frame[:len(frame) // 2]) if hang_up else frame
+
+    def _group_fault(self, api: str) -> Fault | None:
+        """The fault scripted for a group-coordinator API (offset_fetch, find_coordinator, list_groups)."""
+        fault = self._take(api)
+        if fault is not None and fault.hang_up:
+            self._hang_up = True
+        return fault
 
     def _take(self, api: str, topic: str | None = None, partition: int | None = None,
               probe: bool = False) -> Fault | None:
@@ -293,10 +310,13 @@ class KafkaSim:
             # describe) is listed with its error and no partitions.
             error = fault.error if fault else (NONE if name in self.topics else UNKNOWN_TOPIC_OR_PARTITION)
             parts = [] if error else [
+                # KRaftMetadataCache.partitionMetadata: a partition whose leader is not alive is listed
+                # with LEADER_NOT_AVAILABLE and leader -1 (move_leader(..., node=-1)).
                 r.MetadataResponseTopic.MetadataResponsePartition(
-                    error_code=NONE, partition_index=p.partition, leader_id=p.leader,
-                    leader_epoch=p.leader_epoch, replica_nodes=[p.leader], isr_nodes=[p.leader],
-                    offline_replicas=[])
+                    error_code=NONE if p.leader >= 0 else LEADER_NOT_AVAILABLE, partition_index=p.partition,
+                    leader_id=p.leader, leader_epoch=p.leader_epoch,
+                    replica_nodes=[p.leader] if p.leader >= 0 else [], isr_nodes=[p.leader] if p.leader >= 0
+                    else [], offline_replicas=[])
                 for p in self.topics[name].values()]
             topics.append(r.MetadataResponseTopic(
                 error_code=error, name=name, is_internal=False, partitions=parts,
@@ -423,6 +443,12 @@ class KafkaSim:
 
     def _offsetfetch(self, node: int, request: Any, version: int) -> dict[str, Any]:
         r = OffsetFetchResponse.OffsetFetchResponseTopic
+        fault = self._group_fault("offset_fetch")
+        if fault is not None and fault.error:
+            # GroupCoordinatorService.fetchAllOffsets: a coordinator that is loading the group's
+            # __consumer_offsets partition answers COORDINATOR_LOAD_IN_PROGRESS, one that does not (yet)
+            # own it NOT_COORDINATOR (CoordinatorRuntime.withActiveContextOrThrow), with no topics.
+            return {"throttle_time_ms": 0, "error_code": fault.error, "topics": []}
         group = self.groups.get(request.group_id)
         offsets = group.offsets if group else {}
         wanted = None if request.topics is None else {(t.name, i) for t in request.topics
@@ -441,11 +467,22 @@ class KafkaSim:
 
     def _findcoordinator(self, node: int, request: Any, version: int) -> dict[str, Any]:
         s = self._servers[0]
+        fault = self._group_fault("find_coordinator")
+        if fault is not None and fault.error:
+            # KafkaApis.handleFindCoordinatorRequest: __consumer_offsets' partition for the key has no
+            # live leader yet -> COORDINATOR_NOT_AVAILABLE, node -1.
+            return {"throttle_time_ms": 0, "error_code": fault.error, "error_message": None, "node_id": -1,
+                    "host": "", "port": -1}
         return {"throttle_time_ms": 0, "error_code": NONE, "error_message": None, "node_id": s.node,
                 "host": "127.0.0.1", "port": s.port}
 
     def _listgroups(self, node: int, request: Any, version: int) -> dict[str, Any]:
         item = ListGroupsResponse.ListedGroup
+        fault = self._group_fault("list_groups")
+        if fault is not None and fault.error:
+            # GroupCoordinatorService.listGroups: any of this broker's coordinator shards still loading
+            # fails the whole answer with COORDINATOR_LOAD_IN_PROGRESS.
+            return {"throttle_time_ms": 0, "error_code": fault.error, "groups": []}
         wanted = {s.lower() for s in (getattr(request, "states_filter", None) or [])}
         groups = [item(group_id=g.group_id, protocol_type="consumer", group_state=g.state)
                   for g in self.groups.values() if node == 0 and (not wanted or g.state.lower() in wanted)]
@@ -459,7 +496,8 @@ class KafkaSim:
             # GroupCoordinator.handleDescribeGroup: an unknown group is Dead, with no error.
             out.append(item(error_code=NONE, group_id=gid, group_state=g.state if g else "Dead",
                             protocol_type="consumer" if g else "", protocol_data="", members=[],
-                            authorized_operations=-2147483648))
+                            # KIP-430's bit field: kafka-python encodes it from a set (an int fails at v5).
+                            authorized_operations=set()))
         return {"throttle_time_ms": 0, "groups": out}
 
     def _describeproducers(self, node: int, request: Any, version: int) -> dict[str, Any]:
@@ -579,6 +617,12 @@ class _Handler(socketserver.BaseRequestHandler):
             if answer is None:
                 return
             sock.sendall(answer)
+            if isinstance(answer, _HangUp):
+                return  # the connection closes with the answer half sent
+
+
+class _HangUp(bytes):
+    """The first half of an answer, after which the connection closes."""
 
 
 class _Server(socketserver.ThreadingTCPServer):

@@ -20,7 +20,7 @@ import pytest
 from brokerhelp import committed_group
 from promhelp import Exporter, poll
 
-from eosctl.commands.exporter_cmd import MAX_CONNECTIONS, REQUEST_TIMEOUT_S
+from eosctl.exporter.http import MAX_CONNECTIONS, REQUEST_TIMEOUT_S
 
 pytestmark = pytest.mark.integration
 

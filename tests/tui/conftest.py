@@ -19,7 +19,7 @@ def manifest() -> dict:
 @pytest.fixture
 def snapshot_app():
     from tui.app import EosApp
-    from tui.data import SnapshotSource
+    from tui.sources import SnapshotSource
 
     return EosApp(SnapshotSource(str(SNAPSHOT)))
 

@@ -18,7 +18,7 @@ from eosctl.opentxn import OpenTxn
 from eosctl.producers import ProducerRow
 from eosctl.progress import Progress, Step
 from eosctl.txns import HangingReport, TxnInfo
-from tui.data import Dashboard, LagTracker
+from tui.sources import Dashboard, LagTracker
 
 
 class SyntheticSource:

@@ -79,3 +79,54 @@ async def test_a_pipeline_audited_hop_by_hop_shows_each_hop_and_its_findings_und
         assert [(r[0], r[1], r[5].split(" · ")[0]) for r in rows] == [
             ("gap", "shop.orders", "hop shop.process"), ("duplicate", "shop.enriched", "hop shop"),
             ("gap", "shop.enriched", "hop shop")]
+
+
+@sync
+async def test_a_wide_terminal_shows_each_cause_whole_and_never_says_its_rule_twice():
+    # Issue 32, item 5: the detail stopped at ~50 characters even at 200 columns ("replay: replay: ...").
+    from eosctl.findings import root_causes
+    from eosctl.output.finding import short_cause
+    from tui.app import EosApp
+
+    app = EosApp(Explained(4), refresh_seconds=1)
+    expected = report()
+    rule = {i: r.rule for r in root_causes(expected.findings) for i in r.findings}
+    async with app.run_test(size=(220, 30)) as pilot:
+        await audited(app, pilot)
+        await pilot.pause(0.2)
+        details = {r[5] for r in rows_of(app, "audit")}
+        for i, f in enumerate(expected.findings):
+            if f.cause is None:
+                continue
+            cause = short_cause(f)
+            whole = cause if cause.startswith(rule[i] + ":") else f"{rule[i]}: {cause}"
+            assert whole in details, (whole, details)
+        assert not any(d.split(": ")[0] == d.split(": ")[1] for d in details if d.count(": ") >= 2)
+
+
+@sync
+async def test_the_audit_view_before_a_run_says_how_to_run_one():
+    # Issue 32, item 9: before any audit the view said "no findings", an audit's result.
+    from tui.app import EosApp
+    from tui.table import RowTable
+
+    app = EosApp(Explained(4), refresh_seconds=1)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause(0.2)
+        await until(pilot, lambda: app.dash is not None, "the first data")
+        await pilot.press("7")
+        await pilot.pause(0.2)
+        assert app.view("audit").query_one(RowTable).empty == "no audit yet: press a to run one"
+        await pilot.press("a")
+        await until(pilot, lambda: not app.view("audit").running and app.view("audit").report is not None,
+                    "the audit")
+        assert app.view("audit").query_one(RowTable).empty == "no findings"
+
+
+def test_the_help_fits_its_box_at_80_columns_without_breaking_a_phrase():
+    # Issue 32, item 9: the help box wrapped mid-phrase. 80 columns: the box is 72 wide (90%), 68 inside.
+    from rich.text import Text
+
+    from tui.screens import HELP
+
+    assert max(len(line) for line in Text.from_markup(HELP).plain.splitlines()) <= 68

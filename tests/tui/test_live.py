@@ -37,7 +37,7 @@ async def _data(app, pilot):
 @sync
 async def test_hanging_transaction_is_highlighted(reference):
     from tui.app import EosApp
-    from tui.data import LiveSource
+    from tui.sources import LiveSource
 
     target, manifest = reference
     hanging = manifest["hanging"][0]
@@ -65,7 +65,7 @@ async def test_hanging_transaction_is_highlighted(reference):
 async def test_enter_on_an_audit_finding_opens_the_log_at_its_offsets(reference):
     from eosctl.commands.tui_cmd import run_audit
     from tui.app import EosApp
-    from tui.data import LiveSource
+    from tui.sources import LiveSource
 
     target, manifest = reference
     dup = manifest["expected_findings"][0]
@@ -107,7 +107,7 @@ async def test_broker_stopping_shows_a_banner_and_the_app_keeps_responding(tmp_p
     from eosctl.sandbox import noida
     from eosctl.target import Target
     from tui.app import EosApp
-    from tui.data import LiveSource
+    from tui.sources import LiveSource
 
     state, _ = noida.up(tmp_path / "sb")  # a throwaway broker: the shared one must keep running
     try:

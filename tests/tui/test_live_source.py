@@ -23,7 +23,7 @@ from eosctl.producers import Found, ProducerRow
 from eosctl.target import Target
 from eosctl.txns import HangingReport
 from eosctl.wire import Offsets
-from tui.data import Dashboard, LiveSource
+from tui.sources import Dashboard, LiveSource
 from tui.views.overview import health, overview_rows
 from tui.views.producers import headline, producer_rows
 
@@ -104,7 +104,7 @@ def live(monkeypatch):
     def open_scans(client, tps, start=None, end=None, **kw):
         return {tp: Scan(tp, start[tp] if start else 0) for tp in tps}
 
-    def poll(client, admin, groups=None, topics=None, **kw):
+    def poll(client, groups=None, topics=None, **kw):
         if record["fail_lag"]:
             raise BrokerError("no answer for the committed offsets of group 'shop.sink' within 5s")
         return lag.LagSnapshot(0, [], {})
@@ -135,7 +135,7 @@ def live(monkeypatch):
     monkeypatch.setattr(eosctl.live, "run_scans", lambda client, scans: 0)
     monkeypatch.setattr(eosctl.live, "read_sink", lambda sink: eosctl.ledger.SinkSide({}, None, {}, [], "s"))
     monkeypatch.setattr(eosctl.live, "change_token", lambda sink: None)
-    monkeypatch.setattr(eosctl.live, "group_offsets", lambda admin, groups: {g: {} for g in groups})
+    monkeypatch.setattr(eosctl.live, "group_offsets", lambda client, groups: {g: {} for g in groups})
     monkeypatch.setattr(lag, "poll", poll)
     monkeypatch.setattr(txns, "list_transactions", lambda admin: [])
     monkeypatch.setattr(txns, "describe_producers", describe_producers)
@@ -151,14 +151,15 @@ def test_admin_clients_are_built_once_and_rebuilt_after_a_broker_error(live):
     for _ in range(3):
         dash = source.fetch()
         assert dash.errors == {}
-    assert (record["confluent"], record["kafka"], record["closed"]) == (1, 1, 0)
+    # No librdkafka admin client at all: it dies on a loading group coordinator (eosctl.offsets).
+    assert (record["confluent"], record["kafka"], record["closed"]) == (0, 1, 0)
     record["fail_lag"] = True
     dash = source.fetch()
     assert dash.errors == {"lag": "no answer for the committed offsets of group 'shop.sink' within 5s"}
     assert record["closed"] == 1  # dropped ...
     record["fail_lag"] = False
     source.fetch()
-    assert (record["confluent"], record["kafka"]) == (2, 2)  # ... and built again on the next refresh
+    assert (record["confluent"], record["kafka"]) == (0, 2)  # ... and built again on the next refresh
     source.close()
     assert record["closed"] == 2
 

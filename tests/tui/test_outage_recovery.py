@@ -23,7 +23,7 @@ def test_the_banner_goes_away_when_the_broker_is_back(tmp_path):
     from eosctl.sandbox import noida
     from eosctl.target import Target
     from tui.app import EosApp
-    from tui.data import LiveSource
+    from tui.sources import LiveSource
 
     home = tmp_path / "sb"
     state, _ = noida.up(home)

@@ -10,7 +10,7 @@ from eosctl.logscan import scan_partition
 from eosctl.producers import from_log
 from eosctl.wire import WireClient
 from tests.kafkasim import KafkaSim
-from tui.data import Dashboard
+from tui.sources import Dashboard
 from tui.views.producers import producer_rows, where
 
 PID = 4000

@@ -11,7 +11,7 @@ VIEWS = ["1", "2", "3", "4", "5", "6", "7"]
 
 def _app():
     from tui.app import EosApp
-    from tui.data import SnapshotSource
+    from tui.sources import SnapshotSource
 
     return EosApp(SnapshotSource(str(SNAPSHOT)))
 

@@ -42,7 +42,8 @@ async def test_overview_is_red_with_reasons_in_words(snapshot_app, manifest):
         # the stored audit's verdict, and 1 open transaction of which 1 hanging
         assert rows_of(app, "overview") == [["tuiref", "RED", "FAIL", "0", "1/1", "1", "303"]]
         reasons = text_of(app.query_one("#overview-reasons", Static))
-        assert (f"hanging transaction pid {hang['producer_id']} on {hang['topic']}[{hang['partition']}] "
+        assert (f"hanging transaction pid {hang['producer_id']} ({hang['transactional_id']}) on "
+                f"{hang['topic']}[{hang['partition']}] "
                 f"from offset {hang['first_offset']} (3 records blocked)") in reasons
         assert "audit failed: 1 findings (duplicate)" in reasons
         assert "ledger flags 1 sink partition (duplicate)" in reasons
@@ -90,8 +91,10 @@ async def test_transactions_show_the_hanging_one_in_red_and_how_to_clear_it(snap
         detail = " ".join(text_of(app.screen.query_one(Static)).split())  # labels are padded
         assert f"HANGING on {hang['topic']}[{hang['partition']}] from offset {hang['first_offset']}" in detail
         assert f"rules lso LSO / HW {hang['first_offset']} / {hang['last_offset'] + 1} (3 blocked)" in detail
-        assert (f"To clear it: eosctl txns abort --topic {hang['topic']} --partition {hang['partition']} "
-                f"--start-offset {hang['first_offset']}") in detail
+        # A command that works copied as printed: it names the broker the snapshot was taken from.
+        bootstrap = app.source.fetch().capture.bootstrap
+        assert (f"To clear it: eosctl txns abort --bootstrap {bootstrap} --topic {hang['topic']} --partition "
+                f"{hang['partition']} --start-offset {hang['first_offset']}") in detail
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen.__class__.__name__ != "DetailScreen"
@@ -125,7 +128,7 @@ async def test_lag_shows_the_partition_blocked_by_the_open_transaction(snapshot_
         await pilot.pause()
         rows = rows_of(app, "lag")
         assert rows[0][:6] == ["tuiref.enriched[0]", str(lso), str(lso), str(lso + 3), "0", "3"]
-        assert rows[0][7] == "OK (txn)"
+        assert rows[0][7] == "BLOCKED (txn)"  # not OK: a snapshot has one poll, and it is blocked (issue 32)
         head = text_of(app.query_one("#lag-head", Static))
         assert "3 blocked by open transactions" in head
         assert f"open transaction pid 1002 at offset {lso}" in head
@@ -142,7 +145,8 @@ async def test_log_colours_ranges_and_jumps_to_an_offset(snapshot_app, manifest)
         await pilot.pause(0.3)
         # Opens on the partition an open transaction holds.
         summary = text_of(app.query_one("#log-summary", Static))
-        assert summary.startswith(f"tuiref.enriched[0] start 0 · LSO {first} · HW {last + 1} · 3 behind LSO")
+        assert summary.startswith(f"tuiref.enriched[0] start 0 · LSO {first} · HW {last + 1} · "
+                                  "3 beyond the LSO")
         rows = rows_of(app, "log")
         assert rows[-1][1:4] == [f"{first}..{last}", "3", "open"]
         kinds = {r[3] for r in rows}
@@ -220,7 +224,7 @@ async def test_no_color_keeps_every_state_in_words(monkeypatch):
     from tuihelp import SNAPSHOT
 
     from tui.app import EosApp
-    from tui.data import SnapshotSource
+    from tui.sources import SnapshotSource
 
     monkeypatch.setenv("NO_COLOR", "1")
     app = EosApp(SnapshotSource(str(SNAPSHOT)))

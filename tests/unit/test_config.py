@@ -197,8 +197,9 @@ def test_a_config_naming_the_sandbox_loads_while_the_sandbox_is_down(tmp_path, m
     path = write(tmp_path, TWO_CLUSTERS)
     assert load_config(path).clusters["local"].bootstrap_servers == "sandbox"
     assert resolve(str(path), "onprod", None).cluster.bootstrap_servers == "b1:9093"
-    with pytest.raises(ConfigError, match=r'clusters.local.bootstrap_servers is "sandbox", but the sandbox '
-                                          r"is not running; start it with `eosctl sandbox up`"):
+    with pytest.raises(ConfigError, match=r'clusters.local.bootstrap_servers is "sandbox", but no sandbox '
+                                          r"runs from .*no-sandbox-here .*; start it there with "
+                                          r"`EOSCTL_HOME=.*no-sandbox-here eosctl sandbox up`"):
         resolve(str(path), "onsandbox", None)
 
 

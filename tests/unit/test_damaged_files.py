@@ -82,7 +82,7 @@ def damaged(tmp_path: Path, sql: list[str]) -> str:
 def opens_or_one_line(path: str, tmp_path: Path) -> int:
     """`report` and `tui --snapshot` (its SnapshotSource.fetch, which the command runs before the screen
     switches) either work or say one line; `report`'s exit code."""
-    from tui.data import SnapshotSource
+    from tui.sources import SnapshotSource
 
     result = cli("report", path, "--out", str(tmp_path / "r.html"))
     if result.exit_code != 0:

@@ -203,7 +203,8 @@ def partition_log(batches: bool = True) -> PartitionLog:
     batch_list = [Batch(0, 2, 3, 7, 0, 0, 2, True, False, None, NOW_MS, NOW_MS, "none", 120),
                   Batch(3, 3, 1, 7, 0, -1, -1, True, True, "COMMIT", NOW_MS, NOW_MS, "none", 78, (3,))]
     return PartitionLog("orders", 0, 0, 9, 7, 0, 9, ranges, txns, producers,
-                        batch_list if batches else None, ["LSO 7 but the log says 7"])
+                        batch_list if batches else None, ["LSO 7 but the log says 7"],
+                        leader_epochs=[(0, 0), (2, 3)])
 
 
 def findings_of_every_kind() -> list[Finding]:
@@ -241,6 +242,8 @@ def findings_of_every_kind() -> list[Finding]:
             out.append(Finding(kind, "orders", 0, 8, 8, 1, detail=detail, cause=Cause(kind, said)))
         elif kind in KEY_KINDS:  # key lineage renames what the reconciliation found, cause and all
             out.append(Finding(KEY_KINDS[kind], "orders", 0, *at[KEY_KINDS[kind]], 1, detail=kind))
+        elif kind == "content_mismatch":
+            out.extend(content_findings())
         else:
             out.append(Finding(kind, "orders", 0, *at[kind], 1))
     facts = SinkFacts(gaps={0: (None, 1)}, duplicates={1: (2, 3)})
@@ -254,6 +257,27 @@ def findings_of_every_kind() -> list[Finding]:
     duplicate = next(f for f in explained if f.kind == "duplicate")
     ordered = with_write_order(duplicate, "sink_batch", (4, 4, 9, 9))  # with sink.order_column
     return [*explained, replace(aborted, first_offset=6, last_offset=6, cause=many), ordered]
+
+
+def content_findings() -> list[Finding]:
+    """content_mismatch of each rule, from eosctl.content over partition_log()'s offsets with record keys:
+    rows 1..3 hold the records below them (offset+1), row 4 its own, rows 6 and 7 records a leader change
+    rewrote (epoch 1 from offset 5), row 9 another record's key."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from eosctl.content import check_partition
+    from eosctl.recordkeys import RecordKeys, hash_bytes
+
+    keys = hash_bytes(f"k{o}".encode() for o in range(10))
+    rk = RecordKeys(np.arange(10, dtype=np.int64), np.array([0] * 5 + [1] * 5, np.int32), np.zeros(10, bool),
+                    keys)
+    log = replace(partition_log(), record_keys=rk, leader_epochs=[(0, 0), (1, 5)])
+    rows = [(1, "k0"), (2, "k1"), (3, "k2"), (4, "k4"), (6, "old6"), (7, "old7"), (8, "k8"), (9, "zz")]
+    sink_keys = [k for _, k in rows]
+    return check_partition(log, np.array([o for o, _ in rows], np.int64),
+                           hash_bytes(k.encode() for k in sink_keys), sink_keys).findings
 
 
 def audit_report(engine: dict[str, Any], findings: list[Finding],
@@ -346,7 +370,8 @@ def engines() -> tuple[dict[str, Any], dict[str, Any]]:
 
 def lag_snapshots() -> list[LagSnapshot]:
     rows = [PartitionLag("g", "orders", 0, 5, 0, 7, 9, 2, True, NOW_MS - 3000,
-                         OpenTxn(7, 1, 7, NOW_MS - 5000)),
+                         OpenTxn(7, 1, 7, NOW_MS - 5000), member_id="app-1-7f3c", client_id="app-1",
+                         host="/10.0.0.7"),
             PartitionLag("g", "orders", 1, None, 0, 4, 4, None, True),
             PartitionLag("g", "orders", 2, 12, 0, 9, 9, error="committed offset 12 is beyond the high "
                                                                "watermark 9")]
@@ -361,7 +386,8 @@ def txn_infos() -> list[TxnInfo]:
 def hanging_report() -> HangingReport:
     found = [Hanging("orders", 0, 7, 1, 7, 950.0, ("kip664", "lso"), 7, 9, "demo.hanging", "Ongoing"),
              Hanging("orders", 1, 9, 0, 3, None, ("kip664",))]
-    return HangingReport(900.0, 3, found, 2, "ok")
+    young = [Hanging("orders", 2, 11, 0, 5, 30.0, ("lso",), 5, 8, "demo.processor", "Ongoing", "coordinator")]
+    return HangingReport(900.0, 3, found, 2, "ok", blocking=young)
 
 
 def ledger() -> Ledger:
@@ -493,8 +519,15 @@ def test_txns_json_is_documented(offline: pytest.MonkeyPatch) -> None:
     offline.setattr(txns, "plan_abort", lambda *a, **k: AbortPlan("orders", 0, 7, 7, 1, 7, 9, NOW_MS - 5000,
                                                                   "demo.hanging", True, 3))
     offline.setattr(txns, "abort", lambda admin, plan: None)
+    from eosctl.abortsafety import assess
+
+    safety = assess(("orders", 0), 1001, 7, 9, by_id["demo.processor"], NOW_MS - 1000, {"demo.sink": 7},
+                    NOW_MS)
+    offline.setattr(txns_cmd, "_safety", lambda *a, **k: safety)
+    offline.setattr(txns_cmd, "_safeties", lambda *a, **k: [safety])
+    described = nested("`eosctl txns describe`", "transactions[]")
     check_json("`eosctl txns list`", [run("txns", "list")],
-               nested("`eosctl txns describe`", "transactions[]"))
+               {k: v for k, v in described.items() if not k.startswith("transactions[].safety")})
     check_json("`eosctl txns describe`", [run("txns", "describe", txid) for txid in by_id])
     check_json("`eosctl txns hanging`", [run("txns", "hanging", "--topic", "orders")])
     abort = ("txns", "abort", "--topic", "orders", "--partition", "0", "--start-offset", "7")
@@ -767,7 +800,8 @@ VALID = {"bootstrap_servers": "h:1", "security_protocol": "SASL_SSL", "cluster":
          "lineage_headers": ["a", "b", "c"], "hops": ["q"],
          # Paths as given only when absolute (a relative one resolves against the config's directory).
          "ssl_ca_location": "/abs/ca.pem", "ssl_certificate_location": "/abs/cert.pem",
-         "ssl_key_location": "/abs/key.pem", "master": "local[2]", "driver_memory": "1g"}
+         "ssl_key_location": "/abs/key.pem", "master": "local[2]", "driver_memory": "1g",
+         "sandbox_home": "/abs/.eosctl"}
 # Sink kinds: a config names exactly one, so the all-keys config keeps duckdb and each other kind is
 # checked in a config of its own.
 OTHER_KINDS = {"parquet": "/x/*.parquet", "postgres": "postgresql://u@h/db", "delta": "/x/delta",

@@ -45,14 +45,19 @@ def verdicts(p: ProducerState) -> list[tuple[int, bool, str]]:
 # --- transactions v2 ----------------------------------------------------------------------------------
 
 def test_three_v2_aborts_are_no_fencing():
-    # The issue's case: each abort's marker one epoch up, the producer carrying on at that epoch.
+    # The issue's case: each abort's marker one epoch up, the producer carrying on at that epoch: its own
+    # aborts, counted (and listed as such while there is room); the last one, with nothing after it, can't
+    # be read.
     data = (txn(0, 0) + marker(1, PID, 1, commit=False) + txn(2, 1) + marker(3, PID, 2, commit=False)
             + txn(4, 2) + marker(5, PID, 3, commit=False))
     p = producer(data)
-    assert [(b.offset, b.old_epoch, b.new_epoch, b.marker) for b in p.epoch_bumps] == [
-        (1, 0, 1, "ABORT"), (3, 1, 2, "ABORT"), (5, 2, 3, "ABORT")]
+    assert [(b.offset, b.old_epoch, b.new_epoch, b.marker, b.continued) for b in p.epoch_bumps] == [
+        (1, 0, 1, "ABORT", True), (3, 1, 2, "ABORT", True), (5, 2, 3, "ABORT", False)]
+    assert (p.own_aborts, p.commit_bumps, p.routine_epochs, p.routine_offset) == (2, 0, (0, 2), 1)
     assert p.protocol == "unknown" and p.fencing_events == 0 and p.fencing_bumps() == []
-    assert verdicts(p)[0] == (1, False, "bump on an ABORT marker: fencing under transactions v1, ordinary "
+    assert verdicts(p)[0] == (1, False, "transactions v2: the id's own ABORT moved the epoch on (it wrote on "
+                                        "at that epoch)")
+    assert verdicts(p)[2] == (5, False, "bump on an ABORT marker: fencing under transactions v1, ordinary "
                                         "under v2; no marker in the scan shows which")
 
 
@@ -62,14 +67,61 @@ def test_v2_commits_and_aborts_and_skipped_transactions_are_no_fencing():
             + txn(4, 5) + marker(5, PID, 6, commit=True))
     p = producer(data)
     assert p.protocol == "v2" and (p.v1_markers, p.v2_markers) == (0, 2)
-    assert p.fencing_events == 0
-    assert verdicts(p) == [
-        (1, False, "transactions v2: a COMMIT marker moved the epoch on"),
-        (3, False, "transactions v2: an ABORT marker moved the epoch on"),
-        (4, False, "transactions v2: transactions of this id that skipped this partition moved the epoch on"),
-        (5, False, "transactions v2: a COMMIT marker moved the epoch on"),
-    ]
+    assert p.fencing_events == 0 and (p.commit_bumps, p.bumps_total) == (2, 3)
+    # The ABORT then data three epochs up: one event, which this partition alone can't read.
+    (abort,) = p.epoch_bumps
+    assert (abort.offset, abort.txn_first, abort.txn_last, abort.next_offset, abort.next_epoch) == (
+        3, 2, 2, 4, 5)
+    fencing, why = p.bump_verdict(abort)
+    assert not fencing and why.startswith("TAKEOVER?: a new instance took the id over and the coordinator "
+                                          "aborted the old one's transaction at offsets 2..2; the new "
+                                          "instance wrote at epoch 5 from offset 4; or (transactions v2)")
     assert jump_offset(p, None) is None  # the TUI has nothing to jump to
+
+
+def test_v2_takeover_is_settled_by_the_ids_other_partitions():
+    from eosctl.model import PartitionLog
+    from eosctl.producerids import settle
+
+    # Kafka 4 with a Java client: data at 1, the coordinator's ABORT at 2, the new instance at 3.
+    data = (txn(0, 0) + marker(1, PID, 1, commit=True) + txn(2, 1) + marker(3, PID, 2, commit=False)
+            + txn(4, 3) + marker(5, PID, 4, commit=True))
+    here, _ = scan(data, Offsets(0, 6, 6))
+    # Another partition that holds data at epoch 2: the id aborted by itself, then wrote elsewhere.
+    other_data = txn(0, 1) + marker(1, PID, 2, commit=False) + txn(2, 2) + marker(3, PID, 3, commit=True)
+    other, _ = scan(other_data, Offsets(0, 4, 4))
+    other = PartitionLog.from_dict({**other.to_dict(), "partition": 1})
+    settle([here, other])
+    p = here.producers[PID]
+    assert p.own_aborts_settled == [2] and p.fencing_events == 0
+    assert p.bump_verdict(p.epoch_bumps[0])[1].startswith("transactions v2: the id aborted its transaction "
+                                                          "at offsets 2..2 itself")
+    # A partition where the same id's markers show transactions v1 settles it as a take-over.
+    again, _ = scan(data, Offsets(0, 6, 6))
+    v1 = txn(0, 1) + marker(1, PID, 1, commit=True)
+    v1_log, _ = scan(v1, Offsets(0, 2, 2))
+    v1_log = PartitionLog.from_dict({**v1_log.to_dict(), "partition": 2})
+    settle([again, v1_log])
+    p = again.producers[PID]
+    assert p.takeovers_settled == [2] and p.fencing_events == 1
+    assert p.bump_verdict(p.epoch_bumps[0]) == (
+        True, "FENCED: a new instance took the id over and the coordinator aborted the old one's transaction "
+              "at offsets 2..2; the new instance wrote at epoch 3 from offset 4")
+
+
+def test_timed_out_transaction_is_told_by_its_age():
+    # The coordinator's ABORT one epoch up, 1000 ms after the first record (the builders' clocks): with the
+    # id's timeout at most that, a timeout; above it, not.
+    data = txn(0, 0, records=3) + marker(3, PID, 1, commit=False)
+    p = producer(data)
+    (b,) = p.epoch_bumps
+    assert (b.txn_first, b.txn_last, b.txn_first_ts, b.marker_ts) == (0, 2, 1000, 2000)
+    p.txn_timeout_ms = 1000
+    assert p.bump_verdict(b) == (False, "TIMEOUT: the coordinator aborted the transaction at offsets 0..2 "
+                                        "1.0 s after its first record (transaction.timeout.ms 1000)")
+    assert p.timeouts == 1 and p.fencing_events == 0
+    p.txn_timeout_ms = 1001
+    assert p.timeouts == 0 and not p.bump_verdict(b)[1].startswith("TIMEOUT")
 
 
 def test_v2_zombie_write_is_fencing():
@@ -89,8 +141,9 @@ def test_v2_fencing_abort_two_epochs_up_is_fencing():
     p = producer(data)
     assert p.protocol == "v2" and p.fence_aborts == 1 and p.fencing_events == 1
     assert [(b.offset, b.fence_abort) for b in p.fencing_bumps()] == [(3, True)]
-    assert verdicts(p)[1] == (3, True, "FENCED: the coordinator aborted the old epoch's transaction, two "
-                                       "epochs up")
+    assert verdicts(p)[0] == (3, True, "FENCED: a new instance took the id over and the coordinator aborted "
+                                       "the old one's transaction at offsets 2..2, two epochs up; the new "
+                                       "instance wrote at epoch 4 from offset 4")
     assert jump_offset(p, None) == 3
 
 
@@ -99,21 +152,24 @@ def test_v2_abort_two_epochs_above_an_earlier_transaction_is_not_fencing():
     data = txn(0, 0) + marker(1, PID, 1, commit=True) + txn(2, 1) + marker(3, PID, 2, commit=True)
     later = marker(4, PID, 4, commit=False)
     p = producer(data + later)
-    assert [b.fence_abort for b in p.epoch_bumps] == [False, False, False] and p.fencing_events == 0
+    assert [b.fence_abort for b in p.epoch_bumps] == [False] and p.fencing_events == 0
 
 
 # --- transactions v1 (and noida-db) -------------------------------------------------------------------
 
 def test_kafka_v1_fencing_abort_then_new_instance_is_one_event():
     # A committed transaction at epoch 0 proves v1; the zombie's open transaction gets the coordinator's
-    # ABORT at epoch 1, the new instance writes at epoch 2 (InitProducerId retried after the fence).
+    # ABORT at epoch 1, the new instance writes at epoch 2 (InitProducerId retried after the fence): one
+    # event, one bump.
     data = (txn(0, 0) + marker(1, PID, 0, commit=True) + txn(2, 0, seq=1) + marker(3, PID, 1, commit=False)
             + txn(4, 2) + marker(5, PID, 2, commit=True))
     p = producer(data)
     assert p.protocol == "v1" and p.fencing_events == 1
-    assert p.epoch_bumps == [EpochBump(3, 0, 1, True, "ABORT"), EpochBump(4, 1, 2, False, after_abort=True)]
-    assert verdicts(p) == [(3, True, "FENCED: the coordinator aborted the old epoch's transaction"),
-                           (4, True, "FENCED: the new instance, after the coordinator's abort")]
+    assert p.epoch_bumps == [EpochBump(3, 0, 1, True, "ABORT", txn_first=2, txn_last=2, txn_first_ts=1000,
+                                       marker_ts=2000, next_offset=4, next_epoch=2)]
+    assert verdicts(p) == [(3, True, "FENCED: a new instance took the id over and the coordinator aborted "
+                                     "the old one's transaction at offsets 2..2; the new instance wrote at "
+                                     "epoch 2 from offset 4")]
     assert jump_offset(p, None) == 3
 
 
@@ -123,7 +179,8 @@ def test_noida_fencing_abort_at_the_new_epoch_is_one_event():
     data = (txn(0, 0) + marker(1, PID, 1, commit=False) + txn(2, 1) + marker(3, PID, 1, commit=True))
     p = producer(data)
     assert p.protocol == "v1" and p.fencing_events == 1
-    assert verdicts(p) == [(1, True, "FENCED: the coordinator aborted the old epoch's transaction")]
+    assert verdicts(p) == [(1, True, "FENCED: a new instance took the id over and the coordinator aborted "
+                                     "the old one's transaction at offsets 0..0")]
 
 
 def test_v1_new_instances_without_open_transactions_count_each():
@@ -154,14 +211,18 @@ def test_epoch_history_is_bounded_and_keeps_the_telling_bumps():
     n = 3 * MAX_EVENTS
     parts, offset = [], 0
     for e in range(n):  # v1 would never do this; the bounds must hold whatever the log holds
-        parts += [txn(offset, e), marker(offset + 1, PID, e + 1, commit=True)]
+        parts += [txn(offset, e), marker(offset + 1, PID, e + 1, commit=e % 2 == 0)]
         offset += 2
-    parts += [txn(offset, n + 5)]  # a data bump after all the COMMIT bumps
+    parts += [txn(offset, n), marker(offset + 1, PID, n + 1, commit=True)]
+    parts += [txn(offset + 2, n + 5)]  # a data bump after all the COMMIT and own ABORT bumps
     p = producer(b"".join(parts))
-    assert p.epochs == list(range(n - MAX_EPOCHS + 2, n + 1)) + [n + 5]
-    assert p.earlier_epochs == n + 2 - MAX_EPOCHS and p.current_epoch == n + 5
-    assert p.bumps_total == n + 1 and len(p.epoch_bumps) == MAX_EVENTS
-    assert p.epoch_bumps[-1] == EpochBump(offset, n, n + 5, False)  # evicted a COMMIT bump to fit
+    assert p.epochs == list(range(n - MAX_EPOCHS + 3, n + 2)) + [n + 5]
+    assert p.earlier_epochs == n + 3 - MAX_EPOCHS and p.current_epoch == n + 5
+    # COMMIT bumps are only counted; own aborts listed until the data bump needs their room
+    assert p.bumps_total == n + 2 and (p.commit_bumps, p.own_aborts) == (n // 2 + 1, n // 2)
+    assert p.routine_epochs == (0, n + 1) and len(p.epoch_bumps) == MAX_EVENTS
+    assert p.epoch_bumps[-1] == EpochBump(offset + 2, n + 1, n + 5, False)  # evicted an own ABORT to fit
+    assert all(b.continued for b in p.epoch_bumps[:-1])  # the latest own aborts
 
 
 def test_sequences_continue_within_the_kept_epochs():

@@ -70,12 +70,13 @@ def test_table_lists_findings_and_verdict():
     assert "7..8" in text
 
 
-def test_junit_has_a_case_per_partition_and_a_failure_per_failing_finding():
+def test_junit_has_a_case_per_failing_finding_each_with_its_one_failure():
     suite = ET.fromstring(junit(AuditReport.build(PARTS, FINDINGS, fail_on=("gap", "duplicate"))))
     assert suite.get("tests") == "2" and suite.get("failures") == "2"
     cases = {c.get("name"): c for c in suite.iter("testcase")}
-    assert [f.get("type") for f in cases["partition 1"].iter("failure")] == ["duplicate"]
-    assert "key_duplicate" in cases["partition 1"].find("system-out").text
+    assert [f.get("type") for f in cases["partition 1: duplicate at offsets 7..8"].iter("failure")] == [
+        "duplicate"]
+    assert "key_duplicate" in cases["partition 1: duplicate at offsets 7..8"].find("system-out").text
 
 
 def test_render_json_is_one_object():

@@ -8,8 +8,8 @@ import re
 import browser
 
 from eosctl.findings import AuditReport, Finding, PartitionSummary
-from eosctl.gapmap import density_runs
-from eosctl.output.html import MAX_MARKS, AuditContext, render_html
+from eosctl.gapmap.svg import MAX_MARKS, density_runs
+from eosctl.output.html import AuditContext, render_html
 
 N = 250_000
 

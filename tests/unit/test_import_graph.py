@@ -7,7 +7,9 @@ imports at any depth (inside functions, under TYPE_CHECKING): a lazy import is s
 
 No cycle among the imports that run: top-level ones (when a module is imported) and those inside
 functions (when the function runs) alike, so any module can be imported first and no module depends on
-itself through a lazy import. Imports under ``if TYPE_CHECKING:`` never run and don't count.
+itself through a lazy import. Imports under ``if TYPE_CHECKING:`` never run, but they still say which
+module's names another one needs: no cycle through them either (a type-only cycle is two modules that
+should be one, or a third that both need).
 """
 
 from __future__ import annotations
@@ -132,13 +134,16 @@ def crossings(all_edges: list[Edge], source: str, forbidden: set[str]) -> list[s
     return [str(e) for e in all_edges if layer(e.source) == source and layer(e.target) in forbidden]
 
 
-def cycles(all_edges: list[Edge], layers: set[str], lazy: bool = False) -> list[list[str]]:
+def cycles(all_edges: list[Edge], layers: set[str], lazy: bool = False,
+           typed: bool = False) -> list[list[str]]:
     """Cycles among the modules of ``layers`` through top-level imports, or with ``lazy`` through every
-    import that runs (function-level ones too) (Tarjan's strongly connected components with more than one
+    import that runs (function-level ones too), or with ``typed`` through every import, TYPE_CHECKING ones
+    included (Tarjan's strongly connected components with more than one
     module, or a module importing itself), each sorted."""
     graph: dict[str, set[str]] = {}
     for e in all_edges:
-        if (e.runs if lazy else e.top_level) and layer(e.source) in layers and layer(e.target) in layers:
+        counted = typed or (e.runs if lazy else e.top_level)
+        if counted and layer(e.source) in layers and layer(e.target) in layers:
             graph.setdefault(e.source, set()).add(e.target)
             graph.setdefault(e.target, set())
     index: dict[str, int] = {}
@@ -183,7 +188,8 @@ def test_the_graph_sees_the_project() -> None:
     names = {(e.source, e.target) for e in all_edges}
     assert ("eosctl.capture", "eosctl.wire") in names  # from eosctl.wire import WireClient
     assert ("eosctl.capture", "eosctl.lag") in names  # from eosctl import lag as lag_mod (a submodule)
-    assert ("tui.data", "eosctl.capture") in names
+    assert ("tui.sources", "eosctl.capture") in names
+    assert ("eosctl.exporter.http", "eosctl.metrics") in names
     assert ("eosctl.commands.tui_cmd", "tui.app") in names  # inside a function: the command line may
     assert ("eosctl.commands.sandbox_cmd", "eosctl.sandbox.noida") in names
     assert {layer(e.source) for e in all_edges} == {"core", "cli", "sandbox", "auditors", "tui"}
@@ -218,6 +224,10 @@ def test_no_cycle_either_through_imports_inside_functions() -> None:
     """A lazy import only hides a cycle from the interpreter (e.g. the command line's completion asking
     eosctl.cli, which imports it, for the root command)."""
     assert cycles(edges(ROOT), {"core", "cli", "sandbox", "auditors", "tui"}, lazy=True) == []
+
+
+def test_no_cycle_either_through_type_only_imports() -> None:
+    assert cycles(edges(ROOT), {"core", "cli", "sandbox", "auditors", "tui"}, typed=True) == []
 
 
 # --- the checks themselves, on planted trees -----------------------------------------------------------
@@ -266,3 +276,6 @@ def test_a_cycle_through_top_level_imports_is_named(tmp_path: Path) -> None:
     assert cycles(edges(root), {"core"}) == [["eosctl.a", "eosctl.b", "eosctl.sub.c"]]
     assert cycles(edges(root), {"core"}, lazy=True) == [["eosctl.a", "eosctl.b", "eosctl.sub.c"],
                                                         ["eosctl.f", "eosctl.g"]]
+    # d -> e lazily, e -> d for its types only: a cycle of what each needs
+    assert cycles(edges(root), {"core"}, typed=True) == [["eosctl.a", "eosctl.b", "eosctl.sub.c"],
+                                                         ["eosctl.d", "eosctl.e"], ["eosctl.f", "eosctl.g"]]

@@ -99,7 +99,9 @@ def test_rows_per_group_with_hw_lag_for_comparison():
     assert (a.lag_to_lso, a.hw_lag, a.records_behind, a.blocked) == (1, 1, 0, 0)
     assert (b.lag_to_lso, b.records_behind, b.records_behind_exact) == (12, 6, True)
     assert (c.committed, c.lag_to_lso, c.records_behind) == (None, None, None)
-    assert d.error == "committed offset 40 is beyond the high watermark 17 (topic recreated?)"
+    assert d.error == ("committed offset 40 is beyond the high watermark 17: the log was truncated below "
+                       "what the group consumed (an unclean leader election, or a recreated topic); its "
+                       "consumer will reset by auto.offset.reset, skipping or re-reading records")
 
 
 # --- watch ----------------------------------------------------------------------------------------------

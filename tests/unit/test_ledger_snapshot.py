@@ -166,7 +166,7 @@ def test_snapshot_keeps_the_hanging_report_and_its_younger_candidates(tmp_path: 
 
 
 def test_snapshot_without_a_hanging_check_loads_as_not_checked(tmp_path: Path):
-    from tui.data import from_snapshot
+    from tui.sources import from_snapshot
 
     snap = hanging_snapshot(900.0)
     snap.hanging, snap.hanging_candidates = None, []
@@ -179,7 +179,7 @@ def test_snapshot_without_a_hanging_check_loads_as_not_checked(tmp_path: Path):
 
 
 def test_tui_shows_the_captured_report_or_reapplies_another_max_age(tmp_path: Path):
-    from tui.data import from_snapshot
+    from tui.sources import from_snapshot
 
     write_snapshot(hanging_snapshot(900.0), tmp_path / "s.duckdb")
     back = load_snapshot(tmp_path / "s.duckdb")

@@ -40,7 +40,8 @@ def test_per_partition_and_per_group_values():
     assert got["eosctl_partition_last_stable_offset"] == {part(0): 11, part(1): 17}
     assert got["eosctl_partition_log_start_offset"] == {part(0): 0, part(1): 2}
     assert got["eosctl_partition_blocked_offsets"] == {part(0): 0, part(1): 3}
-    assert got["eosctl_partition_open_transaction_age_seconds"] == {part(1, producer_id="7"): 1200}
+    assert got["eosctl_partition_open_transaction_age_seconds"] == {
+        part(1, producer_id="7", transactional_id="app-1"): 1200}
     # The trailing commit marker: nothing left to read, yet HW - committed is 1.
     assert got["eosctl_consumer_lag_records"] == {lag(0): 0, lag(1): 5}
     assert got["eosctl_consumer_lag_offsets"] == {lag(0): 1, lag(1): 8}
@@ -58,7 +59,7 @@ def test_transactions_fencing_audit_and_self_metrics():
     assert got["eosctl_producer_fencing_events_total"] == {part(0): 1, part(1): 0}
     assert got["eosctl_zombie_writes_total"] == {part(0): 2, part(1): 0}
     findings = {dict(k)["kind"]: v for k, v in got["eosctl_audit_findings"].items()}
-    assert (findings["gap"], findings["duplicate"], findings["invalid_row"], len(findings)) == (1, 1, 0, 13)
+    assert (findings["gap"], findings["duplicate"], findings["invalid_row"], len(findings)) == (1, 1, 0, 14)
     assert got["eosctl_audit_passed"] == {(): 0}
     assert got["eosctl_audit_last_run_timestamp_seconds"] == {(): NOW_MS / 1000}
     assert got["eosctl_audit_duration_seconds"] == {(): 2.5}
@@ -75,7 +76,8 @@ def test_partition_metrics_off_sums_per_topic_and_group():
     topic = (("topic", TOPIC),)
     assert got["eosctl_partition_high_watermark"] == {topic: 31}
     assert got["eosctl_partition_blocked_offsets"] == {topic: 3}
-    assert got["eosctl_partition_open_transaction_age_seconds"] == {(("producer_id", "7"), *topic): 1200}
+    assert got["eosctl_partition_open_transaction_age_seconds"] == {
+        (("producer_id", "7"), *topic, ("transactional_id", "app-1")): 1200}
     assert got["eosctl_consumer_lag_records"] == {(("group", GROUP), *topic): 5}
     assert got["eosctl_consumer_lag_offsets"] == {(("group", GROUP), *topic): 9}
     assert got["eosctl_consumer_lag_seconds"] == {(("group", GROUP), *topic): 30}  # the maximum

@@ -158,7 +158,7 @@ def test_exporter_textfile_replaces_another_file_only_with_force(config, tmp_pat
 
 
 def test_exporter_textfile_replaces_its_own_earlier_reading(tmp_path):
-    from eosctl.commands.exporter_cmd import earlier_reading
+    from eosctl.exporter.textfile import earlier_reading
     from eosctl.files import output_refusal
 
     out = tmp_path / "eosctl.prom"

@@ -15,9 +15,10 @@ from sample_reports import TOPIC, demo_report, many_partitions_report, txn_log
 
 from eosctl.cli import main
 from eosctl.findings import KINDS, AuditReport, Finding, LogSegment, PartitionSummary
-from eosctl.gapmap import log_segments
+from eosctl.gapmap.segments import log_segments
+from eosctl.gapmap.svg import MIN_FINDING_W
 from eosctl.model import Kind, OffsetRange, PartitionLog
-from eosctl.output.html import MIN_FINDING_W, AuditContext, render_html
+from eosctl.output.html import AuditContext, render_html
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -23,6 +23,8 @@ OFFSETS = Offsets(0, 146, 140)
 
 
 class FakeWire:
+    timeout_ms = 200
+
     def __init__(self, *a, **kw) -> None:
         pass
 
@@ -50,6 +52,8 @@ _COORDINATOR = {
     "ListTransactionsRequest": SimpleNamespace(error_code=0, transaction_states=[
         SimpleNamespace(transactional_id="shop.hanging", producer_id=5001)]),
     "FindCoordinatorRequest": SimpleNamespace(error_code=0, node_id=1),
+    # No consumer group on the cluster: the dry run's "which groups it blocks" is empty.
+    "ListGroupsRequest": SimpleNamespace(error_code=0, groups=[]),
     "DescribeTransactionsRequest": SimpleNamespace(transaction_states=[SimpleNamespace(
         error_code=0, transactional_id="shop.hanging", producer_id=5001, producer_epoch=3,
         transaction_state="Ongoing", transaction_timeout_ms=60000,

@@ -13,8 +13,8 @@ from eosctl.output.finding import short_cause
 from eosctl.safetext import term
 from eosctl.sink.base import ReadPoint
 from tui import fmt
-from tui.data import Dashboard
-from tui.table import STYLES, Col, Row
+from tui.sources import Dashboard
+from tui.table import STYLES, Col, Row, RowTable
 from tui.views.base import Prepared, TableView
 
 COLUMNS = [
@@ -52,7 +52,9 @@ def finding_rows(report: AuditReport) -> list[Row]:
     for i in order:
         f = report.findings[i]
         if f.cause is not None:
-            detail = f"{rule[i]}: {short_cause(f)}"
+            cause = short_cause(f)
+            # "replay: replay: ..." said nothing twice: a cause that starts with its rule is shown as it is.
+            detail = cause if cause.split(":", 1)[0] == rule[i] else f"{rule[i]}: {cause}"
         elif f.kind == "key_duplicate":
             detail = f"key {f.key}: offsets {', '.join(map(str, f.offsets or ()))}"
         else:
@@ -116,7 +118,9 @@ class AuditView(TableView):
 
     NAME = "audit"
     COLUMNS = COLUMNS
-    EMPTY = "no findings"
+    # Before any audit: what to do, not "no findings" (that is an audit's result).
+    EMPTY = "no audit yet: press a to run one"
+    AUDITED_EMPTY = "no findings"
 
     class OpenLog(Message):
         """Enter on a finding: show its offsets in the Log view."""
@@ -160,6 +164,15 @@ class AuditView(TableView):
 
     def set_report(self, report: AuditReport) -> None:
         self.present(self.prepare_source(report))
+
+    def present(self, prepared: Prepared | None) -> None:
+        if prepared is not None:  # an audit's report: from here an empty table means no findings
+            self._audited()
+        super().present(prepared)
+
+    def _audited(self) -> None:
+        for table in self.query(RowTable):
+            table.empty = self.AUDITED_EMPTY
 
     def set_running(self, running: bool, message: str = "") -> None:
         self.running = running

@@ -17,7 +17,7 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Static
 
-from tui.data import Dashboard
+from tui.sources import Dashboard
 from tui.table import Col, FilterTable, Row, TableData
 
 

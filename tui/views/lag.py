@@ -6,8 +6,8 @@ from rich.text import Text
 
 from eosctl.safetext import term
 from tui import fmt
-from tui.data import Dashboard, LagKey
 from tui.screens import DetailScreen
+from tui.sources import Dashboard, LagKey
 from tui.table import STYLES, Col, Row
 from tui.views.base import TableView
 
@@ -41,8 +41,14 @@ def lag_rows(dash: Dashboard) -> list[Row]:
         key: LagKey = (p.group, p.topic, p.partition)
         status = statuses.get(key)
         word = status.status if status else "-"
-        if p.open_txn is not None and word == "OK":
-            word = "OK (txn)"
+        level = "bad" if p.error else STATUS_LEVEL.get(status.status if status else "OK")
+        if p.open_txn is not None and word in ("OK", "-"):
+            if p.blocked and p.committed is not None and p.committed >= p.lso:
+                # At the LSO with records held back beyond it: blocked, whatever one poll's window says (a
+                # snapshot has one poll, so its window always says OK).
+                word, level = "BLOCKED (txn)", "warn"
+            else:
+                word = "OK (txn)"
         behind = (
             None
             if p.records_behind is None
@@ -63,7 +69,7 @@ def lag_rows(dash: Dashboard) -> list[Row]:
                     word,
                     fmt.sparkline(history.get(key, ())),
                 ),
-                "bad" if p.error else STATUS_LEVEL.get(status.status if status else "OK"),
+                level,
                 p,
             )
         )

@@ -7,7 +7,7 @@ from textual.message import Message
 
 from eosctl.safetext import term
 from tui import fmt
-from tui.data import Dashboard
+from tui.sources import Dashboard
 from tui.table import STYLES, Col, Row
 from tui.views.base import TableView
 

@@ -14,7 +14,7 @@ from textual.widgets import Input, Select, Static
 from eosctl.model import TP, Kind, PartitionLog
 from eosctl.safetext import term
 from tui import fmt
-from tui.data import Dashboard
+from tui.sources import Dashboard
 from tui.table import STYLES, Col, FilterTable, Row
 from tui.views.base import View
 
@@ -62,12 +62,14 @@ def range_rows(log: PartitionLog, focus: Focus | None = None) -> list[Row]:
         if r.kind is Kind.MARKER:
             t = by_marker.get(r.first)
             detail = f"{t.outcome} of {fmt.offsets(t.first_offset, t.last_offset)}" if t else "control batch"
+            if t:
+                detail += _abort_cause(log, t)
         elif r.kind in (Kind.ABORTED, Kind.OPEN):
             t = by_first.get((r.producer_id, r.first))
             if t and t.outcome == "OPEN":
                 detail = "open transaction (holds the LSO)" if r.first <= log.last_stable_offset else "open"
             elif t and t.marker_offset is not None:
-                detail = f"{t.outcome} marker at {t.marker_offset}"
+                detail = f"{t.outcome} marker at {t.marker_offset}" + _abort_cause(log, t)
         elif r.kind is Kind.HOLE:
             detail = "missing offsets (compaction)"
         mark = "▶" if focus and r.first <= focus.last and r.last >= focus.first else " "
@@ -81,6 +83,19 @@ def range_rows(log: PartitionLog, focus: Focus | None = None) -> list[Row]:
             )
         )
     return rows
+
+
+_CAUSES = {"takeover": " (a new instance took the id over: the coordinator's abort)",
+           "timeout": " (the coordinator's abort: transaction timed out)",
+           "takeover?": " (a take-over, or the id's own v2 abort)"}
+
+
+def _abort_cause(log: PartitionLog, t) -> str:
+    """Who ended an aborted transaction, where its ABORT's epoch bump tells (ProducerState.abort_cause)."""
+    p = log.producers.get(t.producer_id)
+    if p is None or t.outcome != "ABORT":
+        return ""
+    return _CAUSES.get(p.abort_cause(t.marker_offset) or "", "")
 
 
 def batch_rows(log: PartitionLog, focus: Focus | None = None) -> list[Row]:
@@ -126,7 +141,7 @@ def summary(log: PartitionLog) -> Text:
     t.append(f"{term(log.topic)}[{log.partition}] ", style="bold")
     t.append(f"start {log.log_start_offset} · LSO {log.last_stable_offset} · HW {log.high_watermark}")
     if log.last_stable_offset < log.high_watermark:
-        t.append(f" · {log.high_watermark - log.last_stable_offset} behind LSO", style=STYLES["open"])
+        t.append(f" · {log.high_watermark - log.last_stable_offset} beyond the LSO", style=STYLES["open"])
     t.append(f"\nscanned {log.scanned_from}..{log.scanned_to - 1}: ")
     for kind in (Kind.DATA, Kind.MARKER, Kind.ABORTED, Kind.OPEN, Kind.HOLE):
         n = log.count(kind)

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from rich.text import Text
 
 from eosctl.safetext import term
-from tui.data import Dashboard
+from tui.sources import Dashboard
 from tui.table import STYLES, Col, Row
 from tui.views.base import TableView
 from tui.views.producers import fenced
-from tui.views.transactions import counted
+from tui.views.transactions import blocking, blocking_text, counted
 
 COLUMNS = [
     Col("pipeline"),
@@ -41,7 +41,9 @@ def health(dash: Dashboard) -> Health:
     hung = counted(dash)
     for h in hung:
         red.append(
-            f"hanging transaction pid {h.producer_id} on {h.topic}[{h.partition}] from offset "
+            f"hanging transaction pid {h.producer_id}"
+            + (f" ({term(h.transactional_id)})" if h.transactional_id else "")
+            + f" on {h.topic}[{h.partition}] from offset "
             f"{h.first_offset} ({h.blocked} records blocked)"
         )
     unsure = len(dash.hanging) - len(hung)
@@ -62,10 +64,13 @@ def health(dash: Dashboard) -> Health:
             red.append(f"group {g} {s}")
         elif s.status in ("WARN", "STALL"):
             amber.append(f"group {g} {s}")
+    young = blocking(dash)
+    amber += [blocking_text(h) for h in young]
     open_txns = [x for x in dash.transactions if x.active]
-    if open_txns and not hung:
+    if open_txns and not hung and not young:
         amber.append(f"{len(open_txns)} transaction{'s' if len(open_txns) != 1 else ''} open")
-    cut_off = [r for r in dash.producers if fenced(r)]
+    # A producer writes to several partitions: one producer, however many partitions saw its fencing.
+    cut_off = {r.producer_id for r in dash.producers if fenced(r)}
     if cut_off:
         amber.append(
             f"{len(cut_off)} producer{'s' if len(cut_off) != 1 else ''} fenced (a new instance took over; "
@@ -97,7 +102,7 @@ def overview_rows(dash: Dashboard) -> list[Row]:
     audit = "-" if dash.audit is None else dash.audit.verdict.upper()
     open_txns = sum(1 for x in dash.transactions if x.active)
     hung = str(len(counted(dash))) if dash.hanging_checked else "?"
-    fenced_count = sum(1 for r in dash.producers if fenced(r))
+    fenced_count = len({r.producer_id for r in dash.producers if fenced(r)})
     rows = sum(p.rows for p in dash.ledger.partitions) if dash.ledger else None
     return [
         Row(

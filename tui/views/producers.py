@@ -7,7 +7,7 @@ from textual.message import Message
 
 from eosctl.safetext import term
 from tui import fmt
-from tui.data import Dashboard
+from tui.sources import Dashboard
 from tui.table import STYLES, Col, Row
 from tui.views.base import TableView
 
@@ -20,6 +20,7 @@ COLUMNS = [
     Col("last write"),
     Col("txn from", numeric=True),
     Col("fencing"),
+    Col("transactional id"),
 ]
 
 
@@ -43,6 +44,8 @@ def producer_rows(dash: Dashboard) -> list[Row]:
             marks.append(f"FENCED x{r.fencing_events}")
         if r.zombie_writes:
             marks.append(f"{r.zombie_writes} zombie write{'s' if r.zombie_writes != 1 else ''}")
+        if getattr(r, "in_broker_state", None) is False:
+            marks.append("expired from the broker")  # DescribeProducers forgot it; the log still shows it
         epochs = "→".join(map(str, r.epochs)) if len(r.epochs) > 1 else ""
         if epochs and getattr(r, "earlier_epochs", 0):
             epochs = "…→" + epochs  # the log keeps only the latest epochs (transactions v2: one per txn)
@@ -59,6 +62,7 @@ def producer_rows(dash: Dashboard) -> list[Row]:
                     fmt.clock(r.last_timestamp_ms / 1000) if r.last_timestamp_ms else None,
                     r.current_txn_start_offset,
                     " ".join(marks),
+                    term(getattr(r, "transactional_id", None) or ""),
                 ),
                 level,
                 r,

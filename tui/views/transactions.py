@@ -6,11 +6,13 @@ from typing import Any
 
 from rich.text import Text
 
+from eosctl.abortsafety import from_capture
+from eosctl.output.txns import abort_command
 from eosctl.safetext import term
 from eosctl.txns import TxnInfo
 from tui import fmt
-from tui.data import Dashboard
 from tui.screens import DetailScreen
+from tui.sources import Dashboard
 from tui.table import STYLES, Col, Row
 from tui.views.base import TableView
 
@@ -39,6 +41,18 @@ def counted(dash: Dashboard) -> list[Any]:
     max age only by a producer-set record timestamp."""
     report = dash.capture.hanging
     return report.counted if report is not None else []
+
+
+def blocking(dash: Dashboard) -> list[Any]:
+    """Open transactions holding an LSO now without being hanging (eosctl.txns.HangingReport.blocking)."""
+    report = dash.capture.hanging
+    return report.blocking if report is not None else []
+
+
+def blocking_text(h: Any) -> str:
+    who = f"pid {h.producer_id}" + (f" ({h.transactional_id})" if h.transactional_id else "")
+    return (f"open transaction {who} blocks {h.topic}[{h.partition}] at LSO {h.lso}: {h.blocked} offsets "
+            f"held back, open {fmt.duration(h.age_s)}")
 
 
 def _hanging_index(hanging: list[Any]) -> tuple[dict[str, list[Any]], dict[int, list[Any]]]:
@@ -121,6 +135,10 @@ def headline(dash: Dashboard) -> Text:
         unsure = len(dash.hanging) - len(hung)
         if unsure:
             t.append(f" · {unsure} old only by producer timestamps (*, not counted)", style=STYLES["warn"])
+        young = blocking(dash)
+        if young:
+            named = "; ".join(term(blocking_text(h)) for h in young)
+            t.append(f" · {len(young)} blocking an LSO now: {named}", style=STYLES["warn"])
     return t
 
 
@@ -136,16 +154,23 @@ def detail(dash: Dashboard, item: Any) -> DetailScreen | None:
             ("producer id", x.producer_id),
             ("epoch", x.producer_epoch),
             ("coordinator", x.coordinator_id),
-            ("timeout", None if x.timeout_ms is None else f"{x.timeout_ms} ms"),
+            ("timeout", None if x.timeout_ms is None else fmt.duration(x.timeout_ms / 1000)),
             ("started", fmt.ms_stamp(x.start_time_ms)),
             ("age", fmt.duration(x.age_s(now_ms))),
             ("partitions", ", ".join(f"{t}[{p}]" for t, p in x.partitions)),
         ]
+        for tp in x.partitions if x.active else ():
+            safety = from_capture(dash.capture, tp, x.producer_id, x, now_ms)
+            if safety is not None:
+                pairs += [(f"{label} ({tp[0]}[{tp[1]}])" if i == 0 else f"  {label}", value)
+                          for i, (label, value) in enumerate(safety.rows())]
         title = x.transactional_id
     else:
         hs = [item]
         pairs, title = [], "hanging transaction"
     for h in hs:
+        safety = from_capture(dash.capture, (h.topic, h.partition), h.producer_id,
+                              item if isinstance(item, TxnInfo) else None, now_ms)
         pairs += [
             ("HANGING on", f"{h.topic}[{h.partition}] from offset {h.first_offset}"),
             ("  rules", ", ".join(h.rules)),
@@ -153,14 +178,13 @@ def detail(dash: Dashboard, item: Any) -> DetailScreen | None:
             ("  age", fmt.duration(h.age_s) + ("" if h.age_trusted else f" (by {h.age_source}: *)")),
             ("  coordinator says", h.coordinator_state),
         ]
+        if safety is not None and not isinstance(item, TxnInfo):
+            pairs += [(f"  {label}", value) for label, value in safety.rows()]
     note = None
     if hs:
         h = hs[0]
-        note = Text(
-            f"To clear it: eosctl txns abort --topic {term(h.topic)} --partition {h.partition} "
-            f"--start-offset {h.first_offset}",
-            style=STYLES["warn"],
-        )
+        hint = abort_command(h.topic, h.partition, h.first_offset, dash.command_args)
+        note = Text(f"To clear it: {term(hint)}", style=STYLES["warn"])
     return DetailScreen(title, pairs, note)
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from eosctl import clients
 from eosctl.clients import kafka_admin
 from eosctl.config import Cluster
 from eosctl.errors import BrokerError
@@ -26,11 +27,7 @@ TIMEOUT = 10.0
 def quiet_logger() -> logging.Logger:
     """librdkafka logs fatal errors (e.g. the fenced zombie, which we provoke on purpose) to stderr;
     the stages turn errors into exceptions, so its log lines are only noise on the terminal."""
-    log = logging.getLogger("eosctl.sandbox.pipeline.librdkafka")
-    if not log.handlers:
-        log.addHandler(logging.NullHandler())
-    log.propagate = False
-    return log
+    return clients.quiet_logger("eosctl.sandbox.pipeline.librdkafka")
 
 
 def client_conf(cluster: Cluster, **extra: Any) -> dict[str, Any]:

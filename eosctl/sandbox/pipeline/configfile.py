@@ -65,12 +65,16 @@ def write_config(cluster: Cluster, names: Names, sink: dict, workdir: Path,
     return path
 
 
-def point_at_sandbox(config: Path, bootstrap: str) -> Path:
+def point_at_sandbox(config: Path, bootstrap: str, home: Path | None = None) -> Path:
     """A config written for the sandbox says ``bootstrap_servers = "sandbox"`` instead of today's port, so
-    the commands using it keep working after `eosctl sandbox down` / `up` picks another port."""
+    the commands using it keep working after `eosctl sandbox down` / `up` picks another port; and names
+    the sandbox's state directory (``home``), so they find it from any directory."""
     text = config.read_text(encoding="utf-8")
     pinned = f"bootstrap_servers = {_q(bootstrap)}\n"
     if text.count(pinned) != 1:  # a config this code didn't write: leave it as it is
         return config
-    write_replacing(str(config), text.replace(pinned, f"bootstrap_servers = {_q(SANDBOX)}\n"))
+    named = f"bootstrap_servers = {_q(SANDBOX)}\n"
+    if home is not None:
+        named += f"sandbox_home = {_q(str(home.resolve()))}\n"
+    write_replacing(str(config), text.replace(pinned, named))
     return config

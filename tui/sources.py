@@ -11,6 +11,7 @@ rules, ledger flags, statuses).
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -50,6 +51,13 @@ class Dashboard:
     group_statuses: dict[str, Status] = field(default_factory=dict)
     # Section name -> seconds since it was last read successfully (live only; None: never).
     section_ages: dict[str, float | None] = field(default_factory=dict)
+    # The options pointing a command at what is shown (eosctl.target.Target.args), for hints to copy; a
+    # snapshot's: its broker's address.
+    args: str = ""
+
+    @property
+    def command_args(self) -> str:
+        return self.args or f"--bootstrap {shlex.quote(self.capture.bootstrap)}"
 
     @property
     def pipeline(self) -> str:
@@ -173,7 +181,7 @@ class LiveSource:
         cap = self.model.refresh()
         if self.last_audit is not None:
             cap.audit, cap.audit_origin = self.last_audit, "run"
-        dash = with_history(Dashboard(cap), self.model.lag_history)
+        dash = with_history(Dashboard(cap, args=self.target.args()), self.model.lag_history)
         dash.section_ages = {name: self.model.section_age(name) for name in cap.sections}
         return dash
 

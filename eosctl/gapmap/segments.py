@@ -1,4 +1,4 @@
-"""The log side of the HTML gap map: a partition's aborted, marker, open and compacted stretches, bounded.
+"""The log side of the gap map: a partition's aborted, marker, open and compacted stretches, bounded.
 
 A partition of 10M offsets written in transactions of 100 records has 100,000 markers; the report needs a
 picture, not a list, so each kind keeps at most ``per_kind`` segments. When there are more, neighbours of
@@ -10,11 +10,31 @@ Runs inside the audit's per-partition task (pure Python, no I/O).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
-from eosctl.findings import SEGMENT_KINDS, Finding, LogSegment
 from eosctl.model import PartitionLog
+
+# Log segments a read_committed consumer never delivers, drawn under the findings on the gap map.
+SEGMENT_KINDS = ("ABORTED", "MARKER", "OPEN", "HOLE")
+
+
+@dataclass(frozen=True)
+class LogSegment:
+    kind: str  # one of SEGMENT_KINDS (eosctl.model.Kind values)
+    first: int
+    last: int  # inclusive
+    # Offsets of this kind inside first..last: less than last - first + 1 once neighbours were coalesced
+    # to keep the list bounded (see log_segments).
+    count: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "first": self.first, "last": self.last, "count": self.count}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> LogSegment:
+        return cls(d["kind"], int(d["first"]), int(d["last"]), int(d["count"]))
+
 
 PER_KIND = 100  # at most 4 x 100 segments per partition: ~20 kB of JSON, a few hundred SVG rects
 
@@ -57,54 +77,3 @@ def _coalesce(runs: list[list[int]], cap: int) -> list[list[int]]:
         out.append([runs[begin][0], runs[end][1], sum(r[2] for r in runs[begin:end + 1])])
         begin = end + 1
     return out
-
-
-@dataclass(frozen=True)
-class DensityRun:
-    """Consecutive pixel columns of one partition's bar holding findings of one kind."""
-
-    kind: str
-    x1: float
-    x2: float
-    first: int  # first offset of the stretch the columns cover
-    last: int
-    findings: int  # findings that touch it
-    offsets: int  # offsets those findings hold inside it
-
-
-def density_runs(findings: Iterable[Finding], lo: int, span: int, width: float) -> list[DensityRun]:
-    """A partition's findings as runs of pixel columns per kind, at most ``width`` per kind whatever the
-    number of findings: what the gap map draws when one mark per finding would overlap into a smear.
-
-    A finding adds its offsets to each column it covers (in proportion), so a stretch where every other
-    offset is missing holds half its offsets, and reads as half-dense, not as solid or blank."""
-    columns = max(int(width), 1)
-    per_col = span / columns  # offsets per column
-    counts: dict[str, dict[int, list[float]]] = {}
-    for f in findings:
-        first, last = f.first_offset, f.last_offset
-        if first is None or last is None:
-            continue
-        c1 = min(max(int((first - lo) / per_col), 0), columns - 1)
-        c2 = min(max(int((last - lo) / per_col), 0), columns - 1)
-        cols = counts.setdefault(f.kind, {})
-        share = (last - first + 1) / (c2 - c1 + 1)
-        for c in range(c1, c2 + 1):
-            cell = cols.setdefault(c, [0, 0.0])
-            cell[0] += c == c1  # counted once, in the run holding its first offset
-            cell[1] += share
-    runs = []
-    for kind, cols in counts.items():
-        start = prev = None
-        n, offsets = 0, 0.0
-        for c in sorted(cols) + [None]:
-            if c is not None and prev is not None and c == prev + 1:
-                prev, n, offsets = c, n + cols[c][0], offsets + cols[c][1]
-                continue
-            if start is not None and prev is not None:
-                runs.append(DensityRun(kind, start * width / columns, (prev + 1) * width / columns,
-                                       lo + int(start * per_col), lo + max(int((prev + 1) * per_col) - 1, 0),
-                                       n, round(offsets)))
-            if c is not None:
-                start, prev, n, offsets = c, c, cols[c][0], cols[c][1]
-    return runs

@@ -1,11 +1,11 @@
-"""eosctl.heap: a long-lived model's state is left out of the collector's walks; cycles are still freed."""
+"""eosctl.gcpause: a long-lived model's state is left out of the collector's walks; cycles are still freed."""
 
 from __future__ import annotations
 
 import gc
 import weakref
 
-from eosctl.heap import LongLived
+from eosctl.gcpause import LongLived
 
 
 class Node:

@@ -1,0 +1,97 @@
+"""The content check inside an audit task (both engines): each sink row's key against its record's.
+
+The task's scan read the records' keys with the batch headers (eosctl.logscan, ``keys=True``); here one
+query reads the (offset, key) of the sink rows of every partition the task reconciled, eosctl.content
+judges each partition, and a partition whose writer stored shifted offsets is reconciled again at the
+offsets its rows really hold: the gaps and phantoms the shift made up go, the real ones stay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from eosctl.findings import Finding, PartitionSummary
+from eosctl.model import TP, PartitionLog
+
+if TYPE_CHECKING:
+    from auditors.plan import WorkItem
+    from eosctl.sink import SinkReader
+
+ALL_OFFSETS = (0, (1 << 63) - 1)
+
+
+def sink_keys(reader: SinkReader, tps: Sequence[TP]) -> dict[TP, tuple[Any, Any]]:
+    """Per partition, the sink's rows with a key: (offsets as int64 numpy, keys as an Arrow array). A
+    reader with ``row_keys`` (DuckDB: files and tables) reads each partition's rows once as they are; the
+    others answer the key rule's query over all offsets (distinct (key, offset) pairs)."""
+    import numpy as np
+    import pyarrow as pa
+
+    got: dict[TP, list[Any]] = {}
+    if hasattr(reader, "row_keys"):
+        for tp in tps:
+            got[tp] = [pa.RecordBatch.from_arrays([b.column(1), b.column(0)], names=["key", "offset"])
+                       for b in reader.row_keys(*tp)]
+    else:
+        for b in reader.committed_keys_in({tp: [ALL_OFFSETS] for tp in tps}):
+            for tp, part in _by_partition(b):
+                got.setdefault(tp, []).append(part.select([0, 3]))
+    out = {}
+    for tp, parts in got.items():
+        if not parts:
+            continue
+        table = pa.Table.from_batches(parts)
+        out[tp] = (table.column(1).to_numpy().astype(np.int64),
+                   table.column(0).cast(pa.string()).combine_chunks())
+    return out
+
+
+def _by_partition(batch: Any) -> Any:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    topics, partitions = batch.column(1), batch.column(2)
+    pairs = pa.Table.from_arrays([topics, partitions], names=["t", "p"]).group_by(["t", "p"]).aggregate([])
+    for t, p in zip(pairs.column(0).to_pylist(), pairs.column(1).to_pylist(), strict=True):
+        mask = pc.and_(pc.equal(topics, t), pc.equal(partitions, p))
+        yield (t, p), batch.filter(mask)
+
+
+def with_content(reader: SinkReader, done: list[tuple[WorkItem, PartitionSummary, list[Finding]]],
+                 logs: dict[TP, PartitionLog], islands: dict[TP, list[tuple[int, int, int]]],
+                 group: str | None) -> list[tuple[WorkItem, PartitionSummary, list[Finding]]]:
+    """``done`` (each partition's summary and findings) with the content findings added, and the
+    partitions with shifted rows reconciled again at the offsets they hold."""
+    from eosctl.content import check_partition
+    from eosctl.recordkeys import hash_arrow
+
+    checked = [item.tp for item, _, _ in done if item.tp in islands and logs[item.tp].record_keys is not None]
+    if not checked:
+        return done
+    rows = sink_keys(reader, checked)
+    out = []
+    for item, summary, findings in done:
+        log = logs.get(item.tp)
+        if item.tp not in rows or log is None:
+            out.append((item, summary, findings))
+            continue
+        offsets, keys = rows[item.tp]
+        result = check_partition(log, offsets, hash_arrow(keys), keys, islands[item.tp])
+        if result.shifts:
+            summary, findings = _reconciled(item, log, islands[item.tp], result.shifts, group)
+        out.append((item, summary, [*findings, *result.findings]))
+    return out
+
+
+def _reconciled(item: WorkItem, log: PartitionLog, islands: list[tuple[int, int, int]], shifts: Sequence[Any],
+                group: str | None) -> tuple[PartitionSummary, list[Finding]]:
+    """The partition reconciled with the shifted rows at the offsets they hold (eosctl.audit.rule, as
+    audit_group does)."""
+    from eosctl.audit.rule import audit_partition
+    from eosctl.content import shifted_islands
+
+    return audit_partition(item.topic, item.partition, log, shifted_islands(islands, shifts),
+                           expected_upto=item.expected_upto, check_offsets=item.check_offsets,
+                           stored_offset=item.stored_offset, committed_offset=item.committed_offset,
+                           group=group)

@@ -1,0 +1,163 @@
+"""The exporter's loops: one live model per pipeline refreshed every --interval, and the audit of each
+pipeline with a sink every --audit-every in a thread of its own.
+
+Runs for weeks: a refresh that fails (the broker is away) sets eosctl_up 0 and keeps serving the last
+values; the next refresh reconnects. An audit that fails counts in eosctl_audit_errors_total and never ends
+the exporter. The audit engine is passed in (``Audit``): the core never imports the auditors.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from eosctl.config import redact
+from eosctl.errors import EosctlError, first_line
+from eosctl.live import LiveModel
+from eosctl.metrics import Source
+from eosctl.safetext import term
+
+if TYPE_CHECKING:
+    from eosctl.metrics import Exposition
+    from eosctl.target import Target
+
+# auditors.audit(target, sink, options=..., started=...) -> the report
+Audit = Callable[..., Any]
+
+
+def say(line: str) -> None:
+    """One line on stderr, flushed (the exporter's log)."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def log(message: str) -> None:
+    """One line of the exporter's log on stderr: no value substituted from the config's ${NAME}s."""
+    say(redact(message))
+
+
+@contextmanager
+def live_sources(targets: list[Target], max_age: float) -> Iterator[list[Source]]:
+    """One live model per target, closed on every way out."""
+    sources: list[Source] = []
+    try:
+        for t in targets:
+            model = LiveModel(t, max_age_s=max_age, long_lived=True)
+            sources.append(Source(t.cluster.name, t.pipeline.name if t.pipeline else "", model))
+        yield sources
+    finally:
+        for s in sources:
+            s.model.close()
+
+
+def first_refresh(sources: list[Source]) -> None:
+    """The first reading of every pipeline; a cluster that does not answer is an error, not an outage (a
+    wrong address must not look like a broker that went away)."""
+    for s in sources:
+        cap = s.model.refresh()
+        s.refreshed(cap)
+        log_sections(s, cap)
+
+
+# (pipeline's source id, section) -> the reason last logged: each section's failure is logged when it starts
+# or its reason changes, and its recovery once, not at every refresh.
+_FAILING: dict[tuple[int, str], str] = {}
+
+
+def log_sections(s: Source, cap: Any) -> None:
+    """A section that could not be read (eosctl_refresh_errors_total{section} rising) says why in the log."""
+    name = term(s.pipeline or s.cluster)
+    errors = cap.errors()
+    for section in cap.sections:
+        key = (id(s), section)
+        why = errors.get(section)
+        if why is not None and _FAILING.get(key) != why:
+            _FAILING[key] = why
+            log(f"eosctl exporter: {name}: section {section} not read (eosctl_refresh_errors_total): "
+                f"{term(why)}")
+        elif why is None and _FAILING.pop(key, None) is not None:
+            log(f"eosctl exporter: {name}: section {section} read again")
+
+
+def refresh_loop(sources: list[Source], exposition: Exposition, interval: float,
+                 stop: threading.Event) -> None:
+    down: dict[int, str] = {}
+    while not stop.is_set():
+        started = time.monotonic()
+        for i, s in enumerate(sources):
+            try:
+                cap = s.model.refresh()
+            except EosctlError as e:
+                s.refreshed(None)
+                if i not in down:
+                    down[i] = first_line(e)
+                    log(f"eosctl exporter: {term(s.pipeline or s.cluster)}: refresh failed, serving "
+                        f"the last values (eosctl_up 0): {term(down[i])}")
+                continue
+            s.refreshed(cap)
+            log_sections(s, cap)
+            if down.pop(i, None) is not None:
+                say(f"eosctl exporter: {term(s.pipeline or s.cluster)}: the cluster answers again")
+        exposition.warm()
+        stop.wait(max(0.0, interval - (time.monotonic() - started)))
+
+
+def audit_all(audit: Audit, sources: list[Source], targets: list[Target], options: Any,
+              stop: threading.Event | None = None, failing: dict[int, str] | None = None) -> None:
+    """One audit per pipeline with a sink; a failed one counts in eosctl_audit_errors_total.
+
+    ``failing``: source index -> the reason its audits fail, kept across runs so that an outage is logged
+    when it starts, when its reason changes and when it ends, not at every --audit-every."""
+    failing = {} if failing is None else failing
+    for i, (s, t) in enumerate(zip(sources, targets, strict=True)):
+        sink = t.pipeline.sink if t.pipeline else None
+        if sink is None or (stop is not None and stop.is_set()):
+            continue
+        started = time.monotonic()
+        try:
+            report = audit(t, sink, options=options, started=started)
+        except Exception as e:  # noqa: BLE001 - an audit that fails must not end the exporter
+            if stop is not None and stop.is_set():
+                return  # stopped under it (its workers killed): not a failure
+            why = first_line(e)
+            if not isinstance(e, EosctlError | OSError):  # a crash, not a sink or broker problem: name it
+                why = f"{type(e).__name__}: {why}"
+            s.audited(None, time.monotonic() - started, why)
+            if failing.get(i) != why:
+                failing[i] = why
+                log(f"eosctl exporter: {term(s.pipeline)}: audit failed: {term(why)} (said once until it "
+                    "changes; eosctl_audit_errors_total counts each)")
+            continue
+        s.audited(report, time.monotonic() - started)
+        if failing.pop(i, None) is not None:
+            log(f"eosctl exporter: {term(s.pipeline)}: the audit runs again")
+
+
+@contextmanager
+def auditing(audit: Audit, stop_audits: Callable[[], None], sources: list[Source], targets: list[Target],
+             options: Any, every: float, stop: threading.Event, exposition: Exposition) -> Iterator[None]:
+    """The audit thread, from now until the block ends; then stopped, its processes killed if need be
+    (``stop_audits``: auditors.guard.stop_all)."""
+    if options is None or not any(t.pipeline and t.pipeline.sink for t in targets):
+        yield
+        return
+
+    def loop() -> None:
+        failing: dict[int, str] = {}
+        while not stop.is_set():
+            audit_all(audit, sources, targets, options, stop, failing)
+            exposition.warm()
+            stop.wait(every)
+
+    thread = threading.Thread(target=loop, name="audit", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        stop_audits()  # a running audit's workers killed: its pool breaks, the audit unwinds, cleans up
+        thread.join(30)

@@ -1,0 +1,139 @@
+"""The content check on the session's broker: each sink row's key against the key of the record at its offset
+(issue 31 items 3 and 5), both engines.
+
+The source: two partitions, each written by a transactional producer in three committed transactions of 5
+keyed records and one aborted one in between (partition p: records 0..4, marker 5, 5 aborted 6..10, marker
+11, 12..16, marker 17, 18..22, marker 23; high watermark 24), so every expected offset below is exact.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+from click.testing import CliRunner
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from eosctl.cli import main
+
+pytestmark = pytest.mark.integration
+
+DATA = [o for o in range(24) if o not in (5, 11, 17, 23) and not 6 <= o <= 10]  # committed offsets
+
+
+@pytest.fixture(scope="module")
+def source(bootstrap: str) -> tuple[str, dict[int, dict[int, str]]]:
+    """(topic, {partition: {offset: key}}) of the committed records."""
+    import uuid
+
+    topic = "content" + uuid.uuid4().hex[:8]
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])[topic].result(30)
+    keys: dict[int, dict[int, str]] = {0: {}, 1: {}}
+    for partition in (0, 1):
+        p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{topic}-{partition}",
+                      "linger.ms": 50})
+        p.init_transactions(30)
+        for txn in range(4):
+            p.begin_transaction()
+            for i in range(5):
+                key = f"p{partition}-t{txn}-{i}"
+
+                def done(err, msg, key=key, txn=txn):
+                    assert err is None
+                    if txn != 1:
+                        keys[msg.partition()][msg.offset()] = key
+                p.produce(topic, key=key.encode(), value=b"v", partition=partition, on_delivery=done)
+            p.flush(30)
+            (p.abort_transaction if txn == 1 else p.commit_transaction)(30)
+    assert sorted(keys[0]) == sorted(keys[1]) == DATA
+    return topic, keys
+
+
+def make_sink(path: Path, topic: str, rows: list[tuple[int, int, str]]) -> Path:
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE orders_sink (src_topic VARCHAR, src_partition INTEGER, src_offset BIGINT, "
+                "order_id VARCHAR)")
+    con.executemany("INSERT INTO orders_sink VALUES (?, ?, ?, ?)", [(topic, *r) for r in rows])
+    con.close()
+    return path
+
+
+def audit(bootstrap: str, topic: str, sink: Path, *extra: str) -> tuple[int, dict]:
+    r = CliRunner().invoke(main, ["audit", "--bootstrap", bootstrap, "--topic", topic, "--sink-duckdb",
+                                  str(sink), "--sink-table", "orders_sink", "--key-column", "order_id",
+                                  "--format", "json", *extra], env={"COLUMNS": "200"})
+    assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
+    assert "Traceback" not in r.stderr
+    return r.exit_code, json.loads(r.stdout)
+
+
+def found(report: dict) -> list[tuple]:
+    return [(f["kind"], f["partition"], f["first_offset"], f["last_offset"], f["count"],
+             (f.get("cause") or {}).get("rule"), (f.get("cause") or {}).get("shift"))
+            for f in report["findings"]]
+
+
+def off_by_one_rows(keys: dict[int, dict[int, str]]) -> list[tuple[int, int, str]]:
+    """Partition 0 stored at offset+1 (an off-by-one writer); partition 1 right but for two rows far apart
+    whose keys are swapped (rows that belong to other records)."""
+    rows = [(0, o + 1, k) for o, k in sorted(keys[0].items())]
+    p1 = dict(keys[1])
+    p1[1], p1[19] = p1[19], p1[1]
+    return rows + [(1, o, k) for o, k in sorted(p1.items())]
+
+
+EXPECTED = [
+    # every row of partition 0 (stored 1..23) holds the record one below: one finding names the shift
+    ("content_mismatch", 0, 1, 23, 15, "shifted_coordinates", 1),
+    ("content_mismatch", 1, 1, 1, 1, "different_record", None),
+    ("content_mismatch", 1, 19, 19, 1, "different_record", None),
+]
+
+
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_off_by_one_and_swapped_rows_are_content_findings(source, bootstrap, tmp_path, engine, request):
+    if engine == "spark":
+        request.getfixturevalue("spark")
+    topic, keys = source
+    sink = make_sink(tmp_path / "sink.duckdb", topic, off_by_one_rows(keys))
+    code, report = audit(bootstrap, topic, sink, "--engine", engine)
+    assert code == 1
+    assert found(report) == EXPECTED  # nothing else: no gap or phantom made up by the shift
+    assert report["summary"]["findings"]["content_mismatch"] == 3
+    shift = report["findings"][0]
+    assert shift["detail"] == "the sink stores offset+1: each row holds the record at its offset -1"
+    assert "hold the records at 0..22" in shift["cause"]["summary"]
+    assert "'p0-t0-0', the key of the record at 0" in shift["cause"]["summary"]
+    assert [r["rule"] for r in report["root_causes"]] == ["coordinates_shifted", "content_differs"]
+
+    # offsets only: the shift shows only where it lands on a marker or leaves a hole; the swap not at all
+    code, report = audit(bootstrap, topic, sink, "--engine", engine, "--no-content-check")
+    assert code == 1
+    assert found(report) == [
+        ("gap", 0, 0, 0, 1, None, None), ("phantom_marker", 0, 5, 5, 1, None, None),
+        ("gap", 0, 12, 12, 1, None, None), ("phantom_marker", 0, 17, 17, 1, None, None),
+        ("gap", 0, 18, 18, 1, None, None), ("phantom_marker", 0, 23, 23, 1, None, None)]
+
+
+def test_a_shift_keeps_the_real_gaps_and_duplicates_beside_it(source, bootstrap, tmp_path):
+    """The rows are reconciled at the offsets they hold: a record the off-by-one writer lost is still a gap,
+    a row it wrote twice still a duplicate; a clean sink passes."""
+    topic, keys = source
+    rows = [(0, o + 1, k) for o, k in sorted(keys[0].items()) if o != 13]
+    rows.append((0, 21, keys[0][20]))  # record 20, stored at 21, written twice
+    rows += [(1, o, k) for o, k in sorted(keys[1].items())]
+    code, report = audit(bootstrap, topic, make_sink(tmp_path / "s.duckdb", topic, rows), "--engine", "local")
+    assert code == 1
+    assert found(report) == [
+        ("content_mismatch", 0, 1, 23, 15, "shifted_coordinates", 1),
+        ("gap", 0, 13, 13, 1, None, None),
+        ("duplicate", 0, 20, 20, 1, None, None)]
+
+    clean = [(p, o, k) for p in (0, 1) for o, k in sorted(keys[p].items())]
+    code, report = audit(bootstrap, topic, make_sink(tmp_path / "c.duckdb", topic, clean), "--engine",
+                         "local")
+    assert (code, found(report)) == (0, [])

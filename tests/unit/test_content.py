@@ -1,0 +1,105 @@
+"""eosctl.content: which sink rows hold another record than the one at their offset, and why."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from eosctl.content import check_partition, shifted_islands
+from eosctl.model import Kind, OffsetRange, PartitionLog
+from eosctl.recordkeys import RecordKeys, hash_bytes
+
+
+def log_of(keys: list[str | None], epochs: list[int], control: set[int] = frozenset()) -> PartitionLog:
+    n = len(keys)
+    ranges = [OffsetRange(o, o, Kind.MARKER if o in control else Kind.DATA) for o in range(n)]
+    starts, prev = [], None
+    for o, e in enumerate(epochs):
+        if e != prev:
+            starts.append((e, o))
+            prev = e
+    rk = RecordKeys(np.arange(n, dtype=np.int64), np.array(epochs, np.int32),
+                    np.array([o in control for o in range(n)]), hash_bytes(None if k is None else k.encode()
+                                                                          for k in keys))
+    return PartitionLog("t", 0, 0, n, n, 0, n, ranges, leader_epochs=starts, record_keys=rk)
+
+
+def check(log: PartitionLog, rows: list[tuple[int, str]]):
+    keys = [k for _, k in rows]
+    offsets = np.array([o for o, _ in rows], np.int64)
+    return check_partition(log, offsets, hash_bytes(k.encode() for k in keys), keys)
+
+
+def found(result) -> list[tuple]:
+    return [(f.first_offset, f.last_offset, f.count, f.cause.rule, f.cause.shift, f.cause.leader_epoch,
+             f.cause.sink_leader_epoch, f.cause.epoch_start) for f in result.findings]
+
+
+def test_rows_the_log_rewrote_under_a_newer_leader_epoch() -> None:
+    # The sink read 0..9 under epoch 3; an unclean election made epoch 5 from offset 6: 6..9 are new records.
+    old = [f"k{o}" for o in range(10)]
+    new = old[:6] + [f"n{o}" for o in range(6, 12)]
+    log = log_of(new, [3] * 6 + [5] * 6)
+    result = check(log, list(enumerate(old)))
+    assert found(result) == [(6, 9, 4, "rewritten_after_leader_change", None, 5, 3, 6)]
+    assert "written under partition leader epoch 5 from offset 6" in result.findings[0].cause.summary
+    # the same rows where no leader changed: another record's key, nothing shifted
+    result = check(log_of(new, [3] * 12), list(enumerate(old)))
+    assert found(result) == [(6, 9, 4, "different_record", None, 3, None, None)]
+
+
+def test_a_shift_is_one_finding_and_its_rows_move_to_the_offsets_they_hold() -> None:
+    keys = [f"k{o}" for o in range(10)]
+    log = log_of(keys, [0] * 10, control={4})
+    rows = [(o + 1, keys[o]) for o in range(10) if o != 4]  # offset+1, the marker's row never written
+    result = check(log, rows)
+    assert found(result) == [(1, 10, 9, "shifted_coordinates", 1, None, None, None)]
+    assert result.findings[0].detail == "the sink stores offset+1: each row holds the record at its offset -1"
+    assert [(s.first, s.last, s.shift) for s in result.shifts] == [(1, 10, 1)]
+    islands = [(1, 4, 1), (6, 10, 1), (12, 12, 2)]
+    assert shifted_islands(islands, result.shifts) == [(0, 3, 1), (5, 9, 1), (12, 12, 2)]
+
+
+def test_rows_moved_onto_held_offsets_add_up() -> None:
+    from eosctl.content import Shift
+
+    assert shifted_islands([(0, 5, 1)], [Shift(3, 5, -1)]) == [(0, 2, 1), (4, 6, 1)]
+    assert shifted_islands([(0, 5, 1)], [Shift(3, 5, 1)]) == [(0, 1, 1), (2, 2, 2), (3, 4, 1)]
+
+
+def test_neighbours_swapped_name_their_shifts_and_rows_far_apart_do_not() -> None:
+    keys = [f"k{o}" for o in range(20)]
+    log = log_of(keys, [0] * 20)
+    rows = list(enumerate(keys))
+    rows[3], rows[4] = (3, keys[4]), (4, keys[3])
+    rows[10], rows[18] = (10, keys[18]), (18, keys[10])
+    assert found(check(log, rows)) == [(3, 3, 1, "shifted_coordinates", -1, None, None, None),
+                                      (4, 4, 1, "shifted_coordinates", 1, None, None, None),
+                                      (10, 10, 1, "different_record", None, 0, None, None),
+                                      (18, 18, 1, "different_record", None, 0, None, None)]
+    assert found(check(log, list(enumerate(keys)))) == []
+
+
+def test_a_key_column_that_is_not_the_records_key_is_not_judged() -> None:
+    """A sink whose key column holds a business key from the value: no row matches any record near it."""
+    log = log_of([f"customer-{o % 3}" for o in range(10)], [0] * 10)
+    result = check(log, [(o, f"order-{o}") for o in range(10)])
+    assert (found(result), result.comparable) == ([], False)
+    # one row that matches is enough to judge the others
+    result = check(log, [(0, "customer-0")] + [(o, f"order-{o}") for o in range(1, 10)])
+    assert result.comparable and found(result) == [(1, 9, 9, "different_record", None, 0, None, None)]
+
+
+def test_content_check_without_a_key_column_is_one_line_and_exit_2(tmp_path) -> None:
+    import duckdb
+    from click.testing import CliRunner
+
+    from eosctl.cli import main
+
+    sink = tmp_path / "s.duckdb"
+    duckdb.connect(str(sink)).close()
+    r = CliRunner().invoke(main, ["audit", "--bootstrap", "127.0.0.1:1", "--topic", "t", "--sink-duckdb",
+                                  str(sink), "--content-check", "--engine", "local"])
+    assert r.exit_code == 2
+    assert "--content-check compares each row's key with its record's: name the key column (--key-column, " \
+           "or key_column in the config's sink)" in " ".join(r.stderr.split())
+    assert "Traceback" not in r.stderr

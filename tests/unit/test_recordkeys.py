@@ -1,0 +1,81 @@
+"""eosctl.recordkeys decodes the same keys at the same offsets as kafka-python's record reader."""
+
+from __future__ import annotations
+
+import random
+import struct
+
+import pytest
+from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+
+from eosctl.batches import decode_batch
+from eosctl.recordkeys import KeyCollector, decode_keys, hash_bytes, keys_of
+
+
+def batch(base: int, keys: list[bytes | None], epoch: int = 0, codec: int = 0, gaps: int = 0,
+          value: bytes = b"v") -> bytes:
+    b = DefaultRecordBatchBuilder(2, codec, False, -1, -1, -1, 1 << 24)
+    delta = 0
+    for k in keys:
+        b.append(delta, timestamp=1_700_000_000_000 + delta * 1_000_003, key=k, value=value * (delta % 7),
+                 headers=[("h", b"x")] if delta % 3 == 0 else [])
+        delta += 1 + gaps
+    raw = bytearray(b.build())
+    struct.pack_into(">q", raw, 0, base)  # base offset and leader epoch are outside the CRC
+    struct.pack_into(">i", raw, 12, epoch)
+    return bytes(raw)
+
+
+def reference(data: bytes) -> list[tuple[int, bytes | None]]:
+    out, pos = [], 0
+    while pos < len(data):
+        (length,) = struct.unpack_from(">i", data, pos + 8)
+        out += [(r.offset, r.key) for r in DefaultRecordBatch(data[pos:pos + 12 + length])]
+        pos += 12 + length
+    return out
+
+
+@pytest.mark.parametrize("codec", [0, 1, 4])  # none, gzip, zstd (lz4/snappy: when installed)
+def test_keys_match_kafka_pythons_reader(codec: int) -> None:
+    rng = random.Random(codec)
+    chunks, base = [], 5
+    for i in range(40):
+        n = rng.choice([1, 2, 3, 17, 300])
+        keys = [None if rng.random() < 0.05 else rng.randbytes(rng.choice([0, 1, 8, 200])) for _ in range(n)]
+        chunks.append(batch(base, keys, epoch=i // 10, codec=codec, gaps=int(i % 5 == 0)))
+        base += n * (1 + int(i % 5 == 0)) + 1
+    data = b"".join(chunks)
+    got = decode_keys(data)
+    assert got is not None
+    offsets, epochs, control, keys = got
+    want = reference(data)
+    assert offsets.tolist() == [o for o, _ in want]
+    assert keys.tolist() == hash_bytes(k for _, k in want).tolist()
+    assert len(set(keys.tolist())) == len({k for _, k in want})  # no two keys hash alike here
+    assert not control.any()
+    # each record carries its batch's leader epoch, as the batch header says
+    by_batch = {decode_batch(c).base_offset: decode_batch(c).leader_epoch for c in chunks}
+    assert epochs.tolist() == [by_batch[max(b for b in by_batch if b <= o)] for o in offsets.tolist()]
+
+
+def test_collector_skips_what_it_read_and_stops_at_the_end() -> None:
+    a, b = batch(0, [b"a", b"b", b"c"]), batch(3, [b"d", b"e"])
+    c = KeyCollector(1, 4)
+    c.add(a + b[:20])  # a partial trailing batch is left for the next answer
+    c.add(a + b)  # a fetch from inside batch a returns it whole again
+    got = c.result()
+    assert got.offsets.tolist() == [1, 2, 3] and got.keys.tolist() == hash_bytes([b"b", b"c", b"d"]).tolist()
+    assert len(keys_of([a, b])) == 5
+
+
+def test_hash_tells_apart_lengths_trailing_zeros_and_null() -> None:
+    keys = [None, b"", b"\x00", b"\x00\x00", b"a", b"a\x00", b"abcdefgh", b"abcdefgh\x00", b"abcdefghi",
+            "é".encode()]
+    h = hash_bytes(keys).tolist()
+    assert len(set(h)) == len(keys)
+    import pyarrow as pa
+
+    from eosctl.recordkeys import hash_arrow
+    # the sink's text keys hash as their UTF-8 bytes; a sliced array as its own values
+    assert hash_arrow(pa.array(["x", "é", None])).tolist() == hash_bytes([b"x", "é".encode(), None]).tolist()
+    assert hash_arrow(pa.array(["x", "yy", "zzz"]).slice(1)).tolist() == hash_bytes([b"yy", b"zzz"]).tolist()
