@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -41,8 +43,10 @@ def test_hanging_transaction_is_found_and_exits_1(run):
     h = manifest["hanging"][0]
     result = eosctl("txns", "hanging", "-c", config, "--max-age", "0")
     assert result.exit_code == 1, result.output
-    assert (f"to abort one: eosctl txns abort --topic {h['topic']} --partition {h['partition']} "
-            f"--start-offset {h['first_offset']}") in result.stdout
+    # The hint works copied as printed: it names the config and pipeline it was run with.
+    assert re.search(rf"to abort one: eosctl txns abort -c {re.escape(str(Path(config).resolve()))} -p \S+ "
+                     rf"--topic {re.escape(h['topic'])} --partition {h['partition']} "
+                     rf"--start-offset {h['first_offset']}\n", result.stdout), result.stdout
     doc = json.loads(eosctl("txns", "hanging", "-c", config, "--max-age", "0", "--format", "json").stdout)
     (found,) = doc["hanging"]
     assert (found["topic"], found["partition"], found["first_offset"], found["producer_id"]) == (
