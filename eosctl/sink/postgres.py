@@ -308,7 +308,10 @@ class PostgresReader(SqlReader):
         rows = self._rows_sql(topic, partition, with_key=True)
         if self.conn.info.server_version >= 140000:
             # A multirange: one containment test per row, by binary search over the ranges.
-            ranges = "{" + ",".join(f"[{a},{b}]" for a, b in committed) + "}"
+            # Half-open, and unbounded past the last offset an int8 holds: PostgreSQL makes [a,b] into
+            # [a,b+1), which overflows for b = 2^63-1 (the content check asks for every row that way).
+            ranges = "{" + ",".join(f"[{a},{b + 1})" if b < _INT8_MAX else f"[{a},)"
+                                    for a, b in committed) + "}"
             sql = (f"SELECT DISTINCT s.k, s.o FROM ({rows}) s WHERE s.k IS NOT NULL "
                    f"AND s.o <@ %s::int8multirange")
             params: tuple[Any, ...] = (ranges,)
@@ -325,6 +328,9 @@ class PostgresReader(SqlReader):
         except SinkError as e:
             raise SinkError(f"reading keys of {topic}-{partition} from sink {self.source} failed: "
                             f"{str(e).split(': ', 1)[-1]}") from None
+
+
+_INT8_MAX = (1 << 63) - 1
 
 
 def open_postgres(sink: Sink, where: str = "sink") -> PostgresReader:

@@ -77,6 +77,7 @@ def test_every_fault_into_each_sink_kind_gives_the_manifests_findings_on_both_en
                                                                     "upstream-retry"}
     result = cli(postgres, "audit", "-c", str(workdir / "eosctl.toml"), "--engine", engine,
                  "--format", "json")
+    assert result.stdout, result.output
     report = json.loads(result.stdout)
     assert result.exit_code == 1 and report["verdict"] == "fail"
     assert comparable(report["findings"]) == comparable(manifest["expected_findings"])
