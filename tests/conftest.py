@@ -42,51 +42,38 @@ _record_pipeline_prefixes()
 _SESSION_BOOTSTRAP: list[str] = []
 
 
-def _start_kafka(tmp_path_factory: pytest.TempPathFactory, name: str, nodes: int, **kw):
+def _kafka(tmp_path_factory: pytest.TempPathFactory, name: str, nodes: int, **kw):
+    """A cluster for a session fixture to yield from: stopped at the fixture's end and, as a backstop, at
+    interpreter exit (its JVMs also die with this process)."""
     import atexit
 
     from eosctl.sandbox import apache_kafka
 
     cluster = apache_kafka.start(tmp_path_factory.mktemp(name), nodes=nodes, die_with_parent=True, **kw)
     atexit.register(apache_kafka.stop, cluster)
-    return cluster
+    try:
+        yield cluster
+    finally:
+        apache_kafka.stop(cluster)
 
 
 @pytest.fixture(scope="session")
 def apache_kafka(tmp_path_factory: pytest.TempPathFactory):
     """ONE single-node Apache Kafka (the newest 4.x the pom names) for the session: the KafkaCluster, for
     tests that read its server.log, run Kafka's own tools against it or restart it."""
-    from eosctl.sandbox import apache_kafka as ak
-
-    cluster = _start_kafka(tmp_path_factory, "apache-kafka", 1)
-    try:
-        yield cluster
-    finally:
-        ak.stop(cluster)
+    yield from _kafka(tmp_path_factory, "apache-kafka", 1)
 
 
 @pytest.fixture(scope="session")
 def kafka_cluster3(tmp_path_factory: pytest.TempPathFactory):
     """ONE three-node Apache Kafka cluster (RF 3, min ISR 2), only for the tests that need several brokers."""
-    from eosctl.sandbox import apache_kafka as ak
-
-    cluster = _start_kafka(tmp_path_factory, "apache-kafka-3", 3)
-    try:
-        yield cluster
-    finally:
-        ak.stop(cluster)
+    yield from _kafka(tmp_path_factory, "apache-kafka-3", 3)
 
 
 @pytest.fixture(scope="session")
 def kafka39(tmp_path_factory: pytest.TempPathFactory):
     """ONE single-node Apache Kafka 3.9.1 (transactions v1 only), only for the version set's tests."""
-    from eosctl.sandbox import apache_kafka as ak
-
-    cluster = _start_kafka(tmp_path_factory, "apache-kafka-39", 1, version="3.9.1")
-    try:
-        yield cluster
-    finally:
-        ak.stop(cluster)
+    yield from _kafka(tmp_path_factory, "apache-kafka-39", 1, version="3.9.1")
 
 
 @pytest.fixture(params=["4.4", "3.9"])
