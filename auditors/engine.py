@@ -17,7 +17,8 @@ from auditors import guard
 from auditors.outcome import Outcome
 from auditors.plan import AuditInput, WorkItem, prepare
 from eosctl.audit.causes import explain_finding
-from eosctl.config import Config, Spark, memory_problem, spark_master_problem
+from eosctl.config import Config, Spark
+from eosctl.configvalues import memory_problem, spark_master_problem
 from eosctl.errors import EosctlError
 from eosctl.findings import AuditReport
 from eosctl.gcpause import paused

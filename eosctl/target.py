@@ -10,16 +10,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from eosctl import sandboxstate
-from eosctl.config import (
-    BOOTSTRAP_FORM,
-    SANDBOX,
-    Cluster,
-    Config,
-    Pipeline,
-    bootstrap_problem,
-    load_config,
-    normalize_bootstrap,
-)
+from eosctl.config import SANDBOX, Cluster, Config, Pipeline
+from eosctl.configfile import load_config
+from eosctl.configvalues import BOOTSTRAP_FORM, bootstrap_problem, normalize_bootstrap
 from eosctl.errors import ConfigError
 
 

@@ -185,7 +185,7 @@ def _has_hops(config: str | None, pipeline: str | None) -> bool:
     """Whether the named pipeline is audited hop by hop (then it needs no topics of its own)."""
     if not (config and pipeline):
         return False
-    from eosctl.config import load_config
+    from eosctl.configfile import load_config
 
     pipe = load_config(config).pipelines.get(pipeline)
     return bool(pipe and pipe.hops)
@@ -305,7 +305,7 @@ def _emit(rendered, fmt: str, written: Written) -> None:
         from eosctl.files import writing_output
 
         try:
-            from eosctl.config import Redacting
+            from eosctl.redaction import Redacting
 
             with writing_output(out, written.reads, written.force) as tmp, \
                     open(tmp, "w", encoding="utf-8") as raw:

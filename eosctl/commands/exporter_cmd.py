@@ -120,7 +120,7 @@ def parse_listen(listen: str) -> tuple[str, int]:
 
 def _targets(config: str | None, pipelines: tuple[str, ...], bootstrap: str | None, topics: tuple[str, ...],
              group: str | None) -> list[Target]:
-    from eosctl.config import load_config
+    from eosctl.configfile import load_config
     from eosctl.target import resolve
 
     names = list(dict.fromkeys(pipelines))

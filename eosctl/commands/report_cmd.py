@@ -84,7 +84,7 @@ def load_audit(source: str):
 
 def _say(source: str, notes: list[str]) -> None:
     """A report whose own verdict disagrees with its findings: one line each, and the page says it too."""
-    from eosctl.config import redact
+    from eosctl.redaction import redact
 
     for note in notes:
         click.echo(redact(f"eosctl: warning: {shown(source)}: {note}"), err=True)

@@ -97,9 +97,9 @@ def _matches(parquet: str | None) -> list[str]:
 
 
 def _read_audit_report(path: str) -> AuditReport:
-    from eosctl.config import redact
     from eosctl.errors import EosctlError
     from eosctl.files import shown
+    from eosctl.redaction import redact
     from eosctl.reportfile import read_report
 
     notes: list[str] = []
