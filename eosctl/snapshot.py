@@ -22,10 +22,10 @@ from pathlib import Path
 import duckdb
 
 from eosctl import __version__
+from eosctl.audit.rootcauses import root_rule
 from eosctl.capture import Capture, candidates
 from eosctl.errors import EosctlError
 from eosctl.files import replacing
-from eosctl.findings import root_rule
 from eosctl.gcpause import paused
 from eosctl.lag import LagSnapshot, PartitionLag
 from eosctl.ledger import Ledger, LedgerFlag, PartitionLedger

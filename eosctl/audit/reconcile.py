@@ -26,7 +26,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from eosctl.findings import NOT_IN_KAFKA, Finding, PartitionSummary
+from eosctl.audit.rootcauses import NOT_IN_KAFKA
+from eosctl.findings import Finding, PartitionSummary
 from eosctl.model import Kind, OffsetRange, PartitionLog
 
 if TYPE_CHECKING:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from eosctl import safetext
-from eosctl.findings import PASS, AuditReport, root_causes
+from eosctl.audit.rootcauses import root_causes
+from eosctl.findings import PASS, AuditReport
 from eosctl.output.finding import extra, short_cause, where
 from eosctl.safetext import text
 
@@ -116,7 +117,7 @@ def aligned(title: str, columns: list[str], rows: list[tuple]) -> list[Any]:
 
 
 def causes_table(report: AuditReport) -> Any:
-    """What explains the findings, one row per root cause (eosctl.findings.root_causes)."""
+    """What explains the findings, one row per root cause (eosctl.audit.rootcauses)."""
     from eosctl.output.terminal import table as rich_table
 
     rows = []

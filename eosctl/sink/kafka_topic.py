@@ -277,7 +277,7 @@ def _input_ends(cluster: Cluster, sink: Sink) -> dict[TP, int]:
 
 Lineage = tuple[str | None, int | None, int | None]
 
-# The reconciliation's kinds as key lineage names them (eosctl.findings.KEY_KINDS, the other way round).
+# The reconciliation's kinds as key lineage names them (eosctl.audit.rootcauses.KEY_KINDS, reversed).
 _KEY_KIND = {"gap": "lost_key", "duplicate": "duplicate_key", "phantom_aborted": "phantom_key",
              "phantom_uncommitted": "phantom_key"}
 

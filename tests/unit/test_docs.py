@@ -215,7 +215,7 @@ def findings_of_every_kind() -> list[Finding]:
 
     from eosctl.audit.causes import Writer, explain_finding, explain_partition, key_cause, with_write_order
     from eosctl.audit.reconcile import SinkFacts
-    from eosctl.findings import KEY_KINDS
+    from eosctl.audit.rootcauses import KEY_KINDS
 
     at = {"gap": (0, 0), "duplicate": (1, 1), "phantom_aborted": (4, 5), "phantom_marker": (3, 3),
           "phantom_uncommitted": (7, 8), "phantom_beyond_hw": (9, 9)}
@@ -489,7 +489,7 @@ def test_audit_json_is_documented() -> None:
 
 
 def test_root_cause_rules_table_lists_every_rule_in_order() -> None:
-    from eosctl.findings import ROOT_RULES
+    from eosctl.audit.rootcauses import ROOT_RULES
 
     tables = [t for t in doc_tables("json.md")["`eosctl audit`"] if t[0][0] == "rule"]
     assert len(tables) == 1
