@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from eosctl.audit.rule import audit_partition
 from eosctl.findings import Finding, PartitionSummary
 from eosctl.model import TP, PartitionLog
 
@@ -88,7 +89,6 @@ def _reconciled(item: WorkItem, log: PartitionLog, islands: list[tuple[int, int,
                 group: str | None) -> tuple[PartitionSummary, list[Finding]]:
     """The partition reconciled with the shifted rows at the offsets they hold (eosctl.audit.rule, as
     audit_group does)."""
-    from eosctl.audit.rule import audit_partition
     from eosctl.content import shifted_islands
 
     return audit_partition(item.topic, item.partition, log, shifted_islands(islands, shifts),

@@ -14,8 +14,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from auditors import guard
+from auditors import spark as sparks
 from auditors.outcome import Outcome
 from auditors.plan import AuditInput, WorkItem, prepare
+from auditors.spark import describe, require_reachable_sink, runs_here
+from auditors.spark_job import run_spark
 from eosctl.audit.causes import explain_finding
 from eosctl.config import Config, Spark
 from eosctl.configvalues import memory_problem, spark_master_problem
@@ -25,6 +28,7 @@ from eosctl.gcpause import paused
 from eosctl.progress import Progress, Step, silent
 from eosctl.safetext import term
 from eosctl.sink import frozen, open_reader, shown
+from eosctl.sink.kafka_topic import ahead_of_commit, key_findings
 
 ENGINES = ("spark", "local")
 PHASE_PREPARE = "reading the sink and Kafka metadata"
@@ -85,8 +89,6 @@ def run(inp: AuditInput, options: EngineOptions, progress: Progress = silent,
 
 
 def _audit(inp: AuditInput, options: EngineOptions, progress: Progress, t_start: float) -> AuditReport:
-    from auditors.spark import require_reachable_sink, runs_here
-
     if options.engine == "spark":
         require_reachable_sink(inp.sink, options.master, options.remote)
     progress(Step(PHASE_PREPARE))
@@ -107,7 +109,6 @@ def _audit(inp: AuditInput, options: EngineOptions, progress: Progress, t_start:
         findings = result.findings
         given = fixed.frozen_from or fixed
         if given.kafka_topic:  # while the hop rows exist
-            from eosctl.sink.kafka_topic import ahead_of_commit, key_findings
 
             with paused():
                 if given.lineage == "key":  # named for keys
@@ -135,8 +136,6 @@ def local_info(workers: int, tasks: int) -> dict[str, Any]:
 
 
 def spark_info(spark: Any) -> dict[str, Any]:
-    from auditors.spark import describe
-
     return {"name": "spark", **describe(spark)}
 
 
@@ -179,8 +178,6 @@ def _run_engine(inp: AuditInput, items: list[WorkItem], options: EngineOptions, 
         startup = time.monotonic() - t
         ok = False
         try:
-            from auditors.spark_job import run_spark
-
             result = run_spark(spark, inp, items, progress)
             info = spark_info(spark)
             ok = True
@@ -191,8 +188,6 @@ def _run_engine(inp: AuditInput, items: list[WorkItem], options: EngineOptions, 
 
 def _start_spark(options: EngineOptions, local_dir: str) -> tuple[Any, bool]:
     """The session and whether this call started it (a test suite's or a notebook's is only borrowed)."""
-    from auditors import spark as sparks
-
     mine = options.remote is not None or sparks.active_session() is None
     spark = sparks.session(master=options.master, remote=options.remote, driver_memory=options.driver_memory,
                            shuffle_partitions=options.shuffle_partitions, local_dir=local_dir)
@@ -202,8 +197,6 @@ def _start_spark(options: EngineOptions, local_dir: str) -> tuple[Any, bool]:
 def _stop_spark(spark: Any, mine: bool, ok: bool) -> None:
     """A borrowed session loses only this audit's jobs; a session this audit started is stopped, and its
     JVM killed by the guard after this (the JVM outlives SparkSession.stop() in PySpark)."""
-    from auditors import spark as sparks
-
     if not mine:
         try:
             spark.sparkContext.cancelAllJobs()

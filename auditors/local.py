@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing import resource_tracker
 from typing import Any
 
 from auditors.findingrows import findings_from_arrow
@@ -168,11 +169,7 @@ def _preload() -> None:
     # once here, not in every worker.
     pyarrow.array(["x"])
 
-    import eosctl.audit.reconcile
     import eosctl.logscan
-    import eosctl.sink
-    import eosctl.sink.duckdb
-    import eosctl.sink.parquet
     import eosctl.wire  # noqa: F401
 
     # A forked worker must never finalize this process's objects: garbage it inherits (e.g. a closed
@@ -202,8 +199,6 @@ def prepare_context(sink: Sink) -> None:
     audit's guard takes stock of this process's children: stopped by the guard with the workers, it left
     the pool's semaphores unregistered and printed a traceback for each."""
     if _context(sink).get_start_method() == "spawn":
-        from multiprocessing import resource_tracker
-
         resource_tracker.ensure_running()
 
 

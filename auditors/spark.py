@@ -8,11 +8,15 @@ must be in the builder before the first session starts, so this module is the on
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
+import threading
+import warnings
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -71,11 +75,6 @@ def session(
 
     ``local_dir``: where the driver JVM and local executors write (java.io.tmpdir, spark.local.dir), so
     that whoever owns that directory can remove everything Spark wrote, even after killing the JVM."""
-    import logging
-    import signal
-    import threading
-    import warnings
-
     from pyspark.sql import SparkSession
 
     # pandas 3 works for the Arrow paths used here; PySpark warns about it on every pandas-backed call.
@@ -168,8 +167,6 @@ _JVM_NOTICES = (b"WARNING: Using incubator modules",)
 def _without_jvm_notices() -> Iterator[None]:
     """While the JVM starts, its stderr (inherited from ours) goes through a pipe that drops the
     start-up notices and passes everything else on, for as long as the JVM and its workers live."""
-    import threading
-
     try:
         saved = os.dup(2)
         read, write = os.pipe()

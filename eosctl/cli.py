@@ -20,6 +20,7 @@ import click
 
 from eosctl import __version__
 from eosctl.errors import EosctlError
+from eosctl.files import shown
 from eosctl.redaction import Redacting, redact
 from eosctl.safetext import term
 from eosctl.stopsignals import STOP_SIGNALS, exit_code, handling, say_stopped
@@ -172,7 +173,6 @@ class EosctlGroup(click.Group):
             # still one line, never a traceback. Other OSErrors are bugs and keep theirs.
             if e.filename is None:
                 raise
-            from eosctl.files import shown
 
             click.echo(f"eosctl: error: {shown(str(e.filename))}: {e.strerror}", err=True)
             sys.exit(2)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from kafka import codec as codecs
 
 from eosctl.batches import CONTROL_MASK, HEADER, HEADER_SIZE, LOG_OVERHEAD, MAGIC_OFFSET, BatchDecodeError
 
@@ -273,8 +274,6 @@ def hash_bytes(values: Iterable[bytes | None]) -> np.ndarray:
 
 
 def _decompress(codec: int, raw: bytes, base: int) -> bytes:
-    from kafka import codec as codecs
-
     decode = {1: codecs.gzip_decode, 2: codecs.snappy_decode, 3: codecs.lz4_decode,
               4: codecs.zstd_decode}.get(codec)
     if decode is None:

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from eosctl.audit.causes import Writer, committed_writers, key_cause
+from eosctl.clients import quiet_logger
 from eosctl.config import Cluster, Config, Sink
 from eosctl.errors import BrokerError
 from eosctl.findings import AuditReport, Finding
@@ -79,7 +80,6 @@ def _lineage_of(cluster: Cluster, stage: Sink, places: list[Place]) -> dict[Plac
     """The input each copy names (None: unreadable lineage, or the copy could not be read)."""
     from confluent_kafka import Consumer, TopicPartition
 
-    from eosctl.clients import quiet_logger
     from eosctl.sink.kafka_topic import lineage_reader
 
     read = lineage_reader(stage)

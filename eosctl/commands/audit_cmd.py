@@ -14,15 +14,30 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
 
 import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as Bar
+from rich.text import Text
 
-from eosctl.commands.options import OutputFile, check_one_sink, sink_of, sink_options, target_options
-from eosctl.files import check_output, shown
+from eosctl.commands.options import (
+    TIMEOUT_MS,
+    OutputFile,
+    check_one_sink,
+    sink_of,
+    sink_options,
+    target_options,
+)
+from eosctl.errors import EosctlError
+from eosctl.files import check_output, shown, writing_output
 from eosctl.findings import DESCRIPTIONS, KINDS, parse_kinds
 from eosctl.output import FORMATS
-from eosctl.progress import Progress, Step
+from eosctl.output.terminal import console
+from eosctl.progress import Progress, Step, silent
+from eosctl.safetext import term
 
 
 def _fail_on(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...]:
@@ -126,8 +141,6 @@ LOCAL_UP_TO = 5_000_000
 
 def _engine_by_size(runs: list) -> str:
     """The engine for an audit nobody chose one for, said on stderr with the reason."""
-    from eosctl.commands.options import TIMEOUT_MS
-    from eosctl.errors import EosctlError
     from eosctl.wire import WireClient
 
     total = 0
@@ -193,8 +206,6 @@ def _has_hops(config: str | None, pipeline: str | None) -> bool:
 
 def _check_out(out: str | None) -> None:
     """Before minutes of Spark work, not after: the report's directory must exist and be writable."""
-    from eosctl.errors import EosctlError
-
     if not out:
         return
     parent = os.path.dirname(os.path.abspath(out))
@@ -228,7 +239,6 @@ def _run(hops: list[tuple[str, Any, Any]], fmt: str, out: Written, fail_on: tupl
     ``upstream``: the stage writing a lone hop's topic, whose lineage key duplicates are followed through."""
     from auditors import audit_hops
     from eosctl.output.audit import render
-    from eosctl.output.terminal import console
 
     err = console(stderr=True)
     with _progress_display(err) as show:
@@ -253,8 +263,6 @@ def _run(hops: list[tuple[str, Any, Any]], fmt: str, out: Written, fail_on: tupl
 
 
 def _html(result, target) -> str:
-    from datetime import UTC, datetime
-
     from eosctl.output.html import AuditContext, render_html
 
     return render_html(result, AuditContext(
@@ -267,9 +275,6 @@ def _html(result, target) -> str:
 def _progress_display(err) -> Iterator[Progress]:
     """A transient bar on a terminal. Off a terminal, silent, unless EOSCTL_PROGRESS=lines: then one line
     per phase (for CI logs of long audits, and for the signal tests, which act on phases)."""
-    from eosctl.progress import silent
-    from eosctl.safetext import term
-
     if not err.is_terminal:
         if os.environ.get("EOSCTL_PROGRESS") != "lines":
             yield silent
@@ -283,8 +288,6 @@ def _progress_display(err) -> Iterator[Progress]:
 
         yield line
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, SpinnerColumn, TextColumn, TimeElapsedColumn
-    from rich.progress import Progress as Bar
 
     with Bar(SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(),
              MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True) as bar:
@@ -297,13 +300,8 @@ def _progress_display(err) -> Iterator[Progress]:
 
 
 def _emit(rendered, fmt: str, written: Written) -> None:
-    from eosctl.errors import EosctlError
-    from eosctl.output.terminal import console
-
     out = written.out
     if out:
-        from eosctl.files import writing_output
-
         try:
             from eosctl.redaction import Redacting
 
@@ -313,8 +311,6 @@ def _emit(rendered, fmt: str, written: Written) -> None:
                 if isinstance(rendered, str):
                     f.write(rendered if rendered.endswith("\n") else rendered + "\n")
                 else:
-                    from rich.console import Console
-
                     # A file, not stdout: fixed width, no colour codes.
                     _print_parts(Console(file=f, width=120, highlight=False, color_system=None), rendered)
         except OSError as e:
@@ -329,8 +325,6 @@ def _emit(rendered, fmt: str, written: Written) -> None:
 def _print_parts(out, rendered) -> None:
     """Part by part (a big findings list is many chunks of aligned lines): the console writes as it goes,
     and lines are not re-wrapped."""
-    from rich.text import Text
-
     for part in getattr(rendered, "renderables", [rendered]):
         if isinstance(part, Text) and not part.spans and not part.style:
             out.file.write(part.plain + "\n")  # plain lines, already escaped: no layout to do

@@ -6,6 +6,8 @@ import time
 
 import click
 
+from eosctl.commands.sandbox_cmd import start_broker
+from eosctl.output.terminal import console
 from eosctl.sandbox.pipeline import FAULTS
 from eosctl.sandbox.pipeline.manifest import planted as planted_findings
 from eosctl.sandbox.pipeline.manifest import planted_lines
@@ -34,9 +36,7 @@ def demo(ctx: click.Context, records: int, faults: tuple[str, ...], no_audit: bo
        with duplicate-replay, skip, aborted-leak, upstream-retry, zombie and hanging faults
     3. `eosctl audit` of the sink against Kafka, which must find exactly the planted defects
     """
-    from eosctl.commands.sandbox_cmd import start_broker
     from eosctl.config import Cluster
-    from eosctl.output.terminal import console
     from eosctl.sandbox import noida
     from eosctl.sandbox.pipeline import run_pipeline
     from eosctl.sandbox.pipeline.configfile import point_at_sandbox

@@ -13,6 +13,10 @@ from typing import Any
 import click
 
 from eosctl.commands.options import check_one_sink, duckdb_file, sink_of, sink_options, target_options
+from eosctl.commands.report_cmd import load_audit
+from eosctl.errors import ConfigError
+from eosctl.output.emit import emit
+from eosctl.output.terminal import console
 
 _ALL = (0, (1 << 63) - 1)  # every offset, for the rows with the same key
 
@@ -36,9 +40,6 @@ def explain(source: str | None, config: str | None, pipeline: str | None, bootst
     eosctl explain REPORT.json | SNAPSHOT.duckdb
         the audit's root causes, each with its findings and their causes
     """
-    from eosctl.output.emit import emit
-    from eosctl.output.terminal import console
-
     if source is not None and (partition is not None or offset is not None):
         if partition is None or offset is None or not _is_snapshot(source):
             raise click.UsageError("--partition and --offset go together, with a snapshot (SNAPSHOT.duckdb "
@@ -73,7 +74,6 @@ def _is_snapshot(source: str) -> bool:
 def _offset_in_snapshot(source: str, topics: tuple[str, ...], partition: int, offset: int) -> dict[str, Any]:
     """One offset explained from what a snapshot stored (its log scan, lag and committed offsets): the
     incident as it was, after retention has moved on."""
-    from eosctl.errors import ConfigError
     from eosctl.explain import Facts, offset_document
     from eosctl.snapshot import load_snapshot
 
@@ -96,7 +96,6 @@ def _offset_in_snapshot(source: str, topics: tuple[str, ...], partition: int, of
 
 
 def _from_report(source: str, fmt: str) -> tuple[dict[str, Any], Any]:
-    from eosctl.commands.report_cmd import load_audit
     from eosctl.output.explain import report_document, report_table
 
     audit, context = load_audit(source)
@@ -110,7 +109,6 @@ def _from_report(source: str, fmt: str) -> tuple[dict[str, Any], Any]:
 def _offset(config: str | None, pipeline: str | None, bootstrap: str | None, topics: tuple[str, ...],
             group: str | None, sink_duckdb: str | None, sink_parquet: str | None, sink_table: str | None,
             partition: int, offset: int) -> dict[str, Any]:
-    from eosctl.errors import ConfigError
     from eosctl.explain import Facts, offset_document
     from eosctl.logscan import scan_partition
     from eosctl.target import resolve

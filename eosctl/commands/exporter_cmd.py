@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from eosctl.commands.options import DURATION, OutputFile, config_file
+from eosctl.stopsignals import exit_code, say_stopped, stop_event
 
 if TYPE_CHECKING:
     from eosctl.target import Target
@@ -84,7 +85,6 @@ def exporter(config: str | None, pipelines: tuple[str, ...], bootstrap: str | No
             textfiles.write_textfile(textfile, Exposition(sources, partition_metrics == "on").render()[0],
                                      reads, force)
         return
-    from eosctl.stopsignals import exit_code, say_stopped, stop_event
 
     server = http.bind(host, port)
     try:

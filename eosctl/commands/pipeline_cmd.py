@@ -16,10 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.console import Console
 
 from eosctl import sandboxstate
 from eosctl.commands.options import WorkDir
+from eosctl.errors import EosctlError, first_line
+from eosctl.files import shown
 from eosctl.sandbox.pipeline import FAULTS
+from eosctl.sandbox.pipeline.manifest import planted_lines
 
 # Kafka's legal topic characters and length (org.apache.kafka.common.internals.Topic: LEGAL_CHARS
 # "[a-zA-Z0-9._-]", MAX_NAME_LENGTH 249), less the longest suffix eosctl adds (".enriched"). No leading
@@ -73,8 +77,6 @@ def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: t
     what was planted where (manifest.json) and a config for the other eosctl commands (eosctl.toml)
     into the work directory.
     """
-    from rich.console import Console
-
     from eosctl.config import Cluster
     from eosctl.sandbox import noida
     from eosctl.sandbox.pipeline import run_pipeline
@@ -119,7 +121,6 @@ def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: t
         out.print("\nno faults planted: the sink must match the committed output exactly")
         return
     out.print(f"\nplanted defects ({', '.join(manifest['faults'])}):")
-    from eosctl.sandbox.pipeline.manifest import planted_lines
 
     for line in planted_lines(manifest):
         out.print(line, highlight=False)
@@ -128,9 +129,6 @@ def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: t
 def _check_workdir(workdir: Path, force: bool) -> None:
     """A --workdir with files in it is the user's: the run would replace its eosctl.toml, manifest.json and
     sink.duckdb (and every table in it), so it needs --force."""
-    from eosctl.errors import EosctlError
-    from eosctl.files import shown
-
     try:
         entries = sorted(os.listdir(workdir)) if workdir.is_dir() else []
     except OSError as e:
@@ -145,8 +143,6 @@ def _check_workdir(workdir: Path, force: bool) -> None:
 def _no_half_sink(workdir: Path) -> Iterator[None]:
     """A run that fails (a full disk, Ctrl-C) leaves no half-written sink.duckdb: run_pipeline removed the
     last one before it started, so whatever is there now is this run's."""
-    from eosctl.errors import EosctlError
-    from eosctl.files import shown
     from eosctl.sandbox.pipeline.run import SINK_FILE
 
     def clean() -> None:
@@ -165,8 +161,6 @@ def _no_half_sink(workdir: Path) -> Iterator[None]:
     except Exception as e:
         clean()
         if "duckdb" in type(e).__module__ and "IO" in type(e).__name__:
-            from eosctl.errors import first_line
-
             raise EosctlError(f"the pipeline could not write its sink in {shown(str(workdir))}: "
                               f"{first_line(e)}") from None
         raise
@@ -229,7 +223,6 @@ def _interactive() -> bool:
 
 def _confirm_writes(bootstrap: str, prefix: str, partitions: int, records: int, yes: bool, err: Any) -> None:
     """List what the run changes on a cluster that is not the sandbox; go on only with --yes or a yes."""
-    from eosctl.errors import EosctlError
     from eosctl.sandbox.pipeline.topics import Names
 
     n = Names(prefix)

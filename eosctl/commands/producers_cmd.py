@@ -10,6 +10,9 @@ from __future__ import annotations
 import click
 
 from eosctl.commands.options import TIMEOUT_MS, target_options
+from eosctl.errors import ConfigError
+from eosctl.output.emit import emit
+from eosctl.output.producers import render_producers
 from eosctl.output.terminal import console as out_console
 
 
@@ -30,7 +33,6 @@ def producers(config: str | None, pipeline: str | None, bootstrap: str | None, f
     when the broker returns no producers (or lacks the API) they are read from the log alone, and the
     output says which source it used.
     """
-    from eosctl.errors import ConfigError
     from eosctl.producers import describe
     from eosctl.target import resolve
 
@@ -47,7 +49,5 @@ def producers(config: str | None, pipeline: str | None, bootstrap: str | None, f
             report = describe(client, admin, target.topics[0], partitions, scan_last)
         finally:
             admin.close()
-    from eosctl.output.emit import emit
-    from eosctl.output.producers import render_producers
 
     emit(fmt, report.to_dict, lambda: render_producers(out_console(), report))

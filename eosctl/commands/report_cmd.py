@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import click
 
 from eosctl.commands.options import OutputFile, duckdb_file
 from eosctl.errors import EosctlError
-from eosctl.files import shown
+from eosctl.files import check_output, shown, writing_output
+from eosctl.gapmap.segments import log_segments
 
 
 @click.command("report")
@@ -40,7 +42,6 @@ def report(source: str, out: str, force: bool) -> None:
     by this eosctl record them) or, for a snapshot, from its partition logs; an older JSON report without
     them still shows every finding.
     """
-    from eosctl.files import check_output, writing_output
     from eosctl.output.html import render_html
 
     check_output(out, (source,), force)
@@ -91,9 +92,6 @@ def _say(source: str, notes: list[str]) -> None:
 
 
 def _from_snapshot(source: str):
-    from dataclasses import replace
-
-    from eosctl.gapmap.segments import log_segments
     from eosctl.output.html import AuditContext
     from eosctl.snapshot import load_snapshot
 

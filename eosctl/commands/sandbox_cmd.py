@@ -8,6 +8,7 @@ import click
 
 from eosctl import sandboxstate
 from eosctl.commands import pipeline_cmd
+from eosctl.errors import EosctlError
 
 
 @click.group("sandbox")
@@ -50,8 +51,6 @@ def start_broker(broker: str, port: int | None = None,
         return kafka_sandbox.up(sb.state_dir(), port=port, progress=progress)
     running = sandboxstate.status(sb.state_dir())
     if running is not None and running.broker != "noida":
-        from eosctl.errors import EosctlError
-
         raise EosctlError(f"the {running.describe} sandbox already runs at {running.bootstrap}; "
                           "run `eosctl sandbox down` first to start noida-db instead")
     return sb.up(sb.state_dir(), port=port)

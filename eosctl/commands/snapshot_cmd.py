@@ -13,6 +13,11 @@ import click
 
 from eosctl.commands.ledger_cmd import ledger_options
 from eosctl.commands.options import DURATION, OutputFile, check_one_sink, report_file, sink_of
+from eosctl.errors import EosctlError
+from eosctl.files import check_output, glob_paths, shown
+from eosctl.output.emit import emit
+from eosctl.output.snapshot import render_snapshot
+from eosctl.output.terminal import console, scan_progress
 
 if TYPE_CHECKING:  # the command imports the core lazily, for a fast `eosctl --help`
     from eosctl.capture import Capture
@@ -50,8 +55,6 @@ def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, to
     """
     from eosctl import snapshot as snap
     from eosctl.capture import capture
-    from eosctl.files import check_output
-    from eosctl.output.terminal import console, scan_progress
     from eosctl.sink.base import local_files
     from eosctl.target import resolve
 
@@ -80,8 +83,6 @@ def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, to
             _capture_audit(captured, target, fixed)
     check_output(out_path, reads, force)  # again: the file may have appeared during the capture
     snap.write_snapshot(captured, out_path)
-    from eosctl.output.emit import emit
-    from eosctl.output.snapshot import render_snapshot
 
     emit(fmt, lambda: {"out": out_path, "captured_at": captured.captured_at.isoformat(),
                        "sections": captured.sections,
@@ -91,14 +92,10 @@ def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, to
 
 
 def _matches(parquet: str | None) -> list[str]:
-    from eosctl.files import glob_paths
-
     return glob_paths(parquet) if parquet and "://" not in parquet else []
 
 
 def _read_audit_report(path: str) -> AuditReport:
-    from eosctl.errors import EosctlError
-    from eosctl.files import shown
     from eosctl.redaction import redact
     from eosctl.reportfile import read_report
 
@@ -138,13 +135,10 @@ def _capture_audit(captured: Capture, target: Target, sink: Sink | None) -> None
 
     Like every other section, a failure is recorded in the snapshot instead of losing the capture.
     """
-    from eosctl.errors import EosctlError
-
     if sink is None or not target.topics:
         captured.sections["audit"] = "not captured: no sink and source topics to audit"
         return
     from auditors import EngineOptions, audit
-    from eosctl.output.terminal import console
 
     err = console(stderr=True)
     try:

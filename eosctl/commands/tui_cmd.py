@@ -6,14 +6,18 @@ never imports the auditors package itself.
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import click
 
 from eosctl.commands.options import DURATION, Seconds, config_file, duckdb_file
+from eosctl.errors import EosctlError
+from eosctl.stopsignals import handling
 
 
 @click.command("tui")
@@ -66,10 +70,6 @@ def tui(
     Keys: 1-7 views, / filter, r refresh, p pause, ? help, ctrl+p command palette, q quit.
     With --snapshot FILE it opens an incident snapshot offline, labelled with its capture time.
     """
-    from pathlib import Path
-
-    from eosctl.errors import EosctlError
-
     if snapshot:
         if not Path(snapshot).is_file():
             raise EosctlError(
@@ -124,7 +124,6 @@ def _signals_quit(app: Any) -> Iterator[None]:
     asks the loop to exit the app; once the terminal is restored, it is raised again for eosctl's own
     handler (eosctl.cli.unwind_on_signals)."""
     import asyncio
-    import signal
 
     got: list[int] = []
 
@@ -140,7 +139,6 @@ def _signals_quit(app: Any) -> Iterator[None]:
             got.append(signum)
             loop.call_soon_threadsafe(app.exit)
 
-    from eosctl.stopsignals import handling
 
     with handling(on_signal) as before:
         yield

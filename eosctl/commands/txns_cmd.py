@@ -15,6 +15,8 @@ from typing import Any
 import click
 
 from eosctl.commands.options import DURATION, TIMEOUT_MS, target_options
+from eosctl.errors import BrokerError
+from eosctl.output.emit import emit
 from eosctl.output.terminal import console as out_console
 
 
@@ -66,7 +68,6 @@ def txns_list(config: str | None, pipeline: str | None, bootstrap: str | None, f
             admin.close()
     if target.pipeline:
         infos = [i for i in infos if target.owns_txn(i.transactional_id)]
-    from eosctl.output.emit import emit
     from eosctl.output.txns import render_txns
 
     emit(fmt, lambda: {"transactions": [i.to_dict(now) for i in infos]},
@@ -93,7 +94,6 @@ def txns_describe(config: str | None, pipeline: str | None, bootstrap: str | Non
                 safeties = _safeties(client, admin, target, info, now)
         finally:
             admin.close()
-    from eosctl.output.emit import emit
     from eosctl.output.txns import render_txn
 
     def document() -> dict[str, Any]:
@@ -146,15 +146,12 @@ def txns_hanging(config: str | None, pipeline: str | None, bootstrap: str | None
     if report is None:
         click.echo("no topics to check")
         return
-    from eosctl.output.emit import emit
     from eosctl.output.txns import render_hanging
 
     emit(fmt, report.to_dict, lambda: render_hanging(out_console(), report, wanted, target.args()))
     if report.counted:
         sys.exit(1)
     if report.offsets_disagreements:
-        from eosctl.errors import BrokerError
-
         # Never "no hanging transactions" on offsets the broker itself contradicts.
         raise BrokerError(f"cannot rule out hanging transactions: {report.offsets_disagreements[0]}")
 
@@ -190,7 +187,6 @@ def txns_abort(config: str | None, pipeline: str | None, bootstrap: str | None, 
                                  plan.hw, now)
         finally:
             admin.close()
-    from eosctl.output.emit import emit
     from eosctl.output.txns import render_abort
 
     emit(fmt, lambda: {**plan.to_dict(now), "dry_run": not yes, "aborted": yes,

@@ -22,6 +22,7 @@ from eosctl.sink.relation import (
     DuckDBReader,
     register_files,
 )
+from eosctl.sink.sql import literal
 from eosctl.sink.tablepin import Format, open_pinned, pinned_sink, split_at
 
 if TYPE_CHECKING:
@@ -99,7 +100,6 @@ def _all_hold(files: tuple[str, ...], columns: Sequence[str]) -> bool:
     each file's footer once, as a scan of them does anyway (2,000 files: 0.06 s)."""
     import duckdb
 
-    from eosctl.sink.sql import literal
 
     want = {c.lower() for c in columns}
     listed, names = ", ".join(map(literal, files)), ", ".join(map(literal, sorted(want)))

@@ -19,6 +19,7 @@ from eosctl.config import Sink
 from eosctl.errors import SinkError, first_line
 from eosctl.files import input_problem
 from eosctl.sink.base import ReadPoint, shown
+from eosctl.sink.kafka_topic import read_point
 from eosctl.sink.relation import (
     NO_EXTENSION_DOWNLOADS,
     DuckDBReader,
@@ -169,8 +170,6 @@ def open_duckdb(sink: Sink, where: str = "sink") -> DuckDBReader:
         conn.close()
         raise
     if sink.frozen_from is not None and sink.frozen_from.kafka_topic is not None:
-        from eosctl.sink.kafka_topic import read_point
-
         point = read_point(sink)  # a hop's output topic, read into this file by the freeze
     else:
         point = ReadPoint("duckdb", name, {"copied_at": sink.at} if sink.at else {})

@@ -8,6 +8,7 @@ itself (``frozen_from``, ``at``), so it pickles to workers and needs no state in
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import shutil
 import struct
@@ -22,7 +23,7 @@ from eosctl.config import Sink
 from eosctl.errors import SinkError
 from eosctl.files import glob_paths, glob_split, temp_dir
 from eosctl.sink import duckdb as duck
-from eosctl.sink import spark_checkpoint
+from eosctl.sink import kafka_topic, spark_checkpoint
 from eosctl.sink.parquet import is_url
 from eosctl.sink.spark_files import is_table_dir, table_files
 
@@ -79,8 +80,6 @@ def frozen(sink: Sink, where: str = "sink", *, local: bool = True) -> Iterator[S
                 offsets = _link_files(offsets, os.path.join(tmp, "offsets"))
             out = replace(sink, parquet=data, offsets_table=offsets, frozen_from=sink, at=at)
         elif sink.kafka_topic:
-            from eosctl.sink import kafka_topic
-
             if sink.kafka_cluster is None:
                 raise SinkError(f"[{where}] kafka_topic {sink.kafka_topic!r}: no cluster to read it from")
             out = kafka_topic.freeze(sink, sink.kafka_cluster, tmp)
@@ -155,8 +154,6 @@ def _read_lock(path: str, where: str, wait_s: float | None = None) -> Iterator[N
 
 
 def _lock_holder(fd: int, getlk: int, layout: str, kind: int) -> str:
-    import fcntl
-
     try:
         answer = fcntl.fcntl(fd, getlk, struct.pack(layout, kind, os.SEEK_SET, 0, 0, 0))
         pid = struct.unpack(layout, answer)[4]

@@ -30,9 +30,10 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from eosctl.clients import quiet_logger
 from eosctl.config import Cluster, Sink
 from eosctl.errors import BrokerError, SinkError
-from eosctl.findings import Finding
+from eosctl.findings import Cause, Finding
 from eosctl.model import TP
 from eosctl.safetext import decode
 from eosctl.sink.base import ReadPoint
@@ -136,7 +137,6 @@ def _records(cluster: Cluster, ends: dict[TP, int], *, read_committed: bool, wha
     """The records below ``ends`` (per partition, exclusive) as a consumer with that isolation sees them."""
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-    from eosctl.clients import quiet_logger
 
     pending = {tp: end for tp, end in ends.items() if end > 0}
     if not pending:
@@ -343,7 +343,6 @@ def ahead_of_commit(frozen: Sink, findings: list[Finding]) -> list[Finding]:
     Nothing for a hop without a group (no committed offsets to compare with)."""
     import duckdb
 
-    from eosctl.findings import Cause
 
     at: dict[str, Any] = json.loads(frozen.at) if frozen.at else {}
     given = frozen.frozen_from

@@ -13,6 +13,7 @@ import os
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from eosctl.config import Sink
@@ -31,6 +32,7 @@ from eosctl.sink.base import (
     StoredOffset,
     as_given,
 )
+from eosctl.sink.spark_checkpoint import stored_offsets
 from eosctl.sink.sql import IntColumn, ident, int_column, literal, short, topic_column
 
 if TYPE_CHECKING:
@@ -253,8 +255,6 @@ class SqlReader(ABC):
         with an invalid topic, partition or next offset are left out here: invalid_rows() reports them.
         A Spark query's sink stores them in its checkpoint (eosctl.sink.spark_checkpoint)."""
         if self.sink.spark_checkpoint is not None:
-            from eosctl.sink.spark_checkpoint import stored_offsets
-
             return stored_offsets(self.sink.spark_checkpoint)
         if self.offsets_relation is None:
             return None
@@ -551,8 +551,6 @@ def error_text(e: BaseException) -> str:
 def _no_lineage(f: Finding, hop: Sink) -> Finding:
     """A Kafka topic hop's row with no input named (eosctl.sink.kafka_topic writes NULL lineage): said as
     what happened to the output record, not as a NULL column of a table the user never made."""
-    from dataclasses import replace
-
     if f.kind != "invalid_row" or not (f.detail or "").endswith(" is NULL"):
         return f
     if hop.lineage == "key":

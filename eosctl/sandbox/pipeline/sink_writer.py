@@ -9,6 +9,7 @@ tools see the sink's progress.
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -202,8 +203,6 @@ class DeltaSink:
     APP = "eosctl-sink"
 
     def __init__(self, place: DeltaPlace, topic: str):
-        import shutil
-
         shutil.rmtree(place.path, ignore_errors=True)  # a fresh run
         self.path, self.partitions, self.topic, self.batches = str(place.path), place.partitions, topic, 0
 
@@ -272,8 +271,6 @@ class IcebergSink:
     KEY = "eosctl.sink.next-offset."
 
     def __init__(self, place: IcebergPlace, topic: str):
-        import shutil
-
         shutil.rmtree(place.root, ignore_errors=True)  # a fresh run
         place.root.mkdir(parents=True)
         catalog = place.load()
