@@ -39,7 +39,8 @@ def short_lived(tmp_path_factory: pytest.TempPathFactory):
 
     cluster = ak.start(tmp_path_factory.mktemp("kafka-short-lived"), die_with_parent=True, properties={
         "producer.id.expiration.ms": str(EXPIRY_MS), "producer.id.expiration.check.interval.ms": "500",
-        "log.cleaner.backoff.ms": "500", "log.retention.check.interval.ms": "500"})
+        "log.cleaner.backoff.ms": "500", "log.retention.check.interval.ms": "500",
+        "log.initial.task.delay.ms": "1000"})  # the first retention check (default 30 s after the start)
     try:
         yield cluster
     finally:
@@ -228,8 +229,8 @@ def test_retention_moves_the_log_start_through_a_committed_and_an_aborted_transa
         segments = (Path(short_lived.nodes[0].log_dir) / f"{topic}-{part}").glob("*.log")
         assert sorted(p.name for p in segments) == [f"{0:020d}.log", f"{2:020d}.log"]
     # Retention of ten minutes: the first segment of each partition goes (its records are an hour old), the
-    # active one stays; the log start moves to 2, inside each transaction. The broker checks retention every
-    # log.retention.check.interval.ms, the first time 30 s after it started (LogManager.InitialTaskDelayMs).
+    # active one stays; the log start moves to 2, inside each transaction (retention is checked every
+    # log.retention.check.interval.ms, from log.initial.task.delay.ms after the broker started).
     admin = AdminClient({"bootstrap.servers": bs})
     resource = ConfigResource("TOPIC", topic, incremental_configs=[
         ConfigEntry("retention.ms", "600000", incremental_operation=AlterConfigOpType.SET)])
