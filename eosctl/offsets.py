@@ -51,10 +51,15 @@ DOING = {
 }
 # Pauses between rounds (the last one repeats): a restarted broker loads its coordinators in seconds.
 BACKOFF_S = (0.05, 0.1, 0.2, 0.4, 0.8)
-# FindCoordinator v3 and OffsetFetch v7 are the last versions with one key / group per request (v4 / v8
-# batch them); ListGroups v4 is the first that names each group's state. All are answered by Kafka 2.x-4.x.
+# FindCoordinator v3 is the last version with one key per request (v4 batches them); ListGroups v4 is the
+# first that names each group's state. Both are answered by Kafka 2.x-4.x.
 FIND_COORDINATOR_VERSION = 3
+# OffsetFetch: v8 (one group per request here, though it can batch) where the broker lists it (Kafka 3.0+,
+# KIP-709), else v7. Tansu 0.6.0 answers v1-v7 with topics=null (all topics) in bytes no client can decode
+# (measured: kafka-python "Unable to decode response" on v1-v5, no answer on v6-v7) but v8/v9 rightly.
 OFFSET_FETCH_VERSION = 7
+OFFSET_FETCH_GROUPS_VERSION = 8
+OFFSET_FETCH_KEY = 9
 LIST_GROUPS_VERSION = 4
 # ListGroups v4 state names (GroupState / ClassicGroupState) -> the names eosctl shows (confluent-kafka's
 # ConsumerGroupState, what `lag --format json` has always shown).
@@ -108,16 +113,19 @@ def group_offsets(client: WireClient, groups: Sequence[str],
     out: dict[str, dict[TP, int]] = {}
     coordinators: dict[str, _Coordinator] = {}
     step = _Round(client, timeout)
+    groups_version = (client.max_version(OFFSET_FETCH_KEY) or 0) >= OFFSET_FETCH_GROUPS_VERSION
     while pending:
         missing = [g for g in pending if g not in coordinators]
         if missing:
             coordinators.update(_find_coordinators(step, missing))
         ask = [g for g in pending if g in coordinators]
-        answers = step.send([(coordinators[g].node, OffsetFetchRequest(
-            group_id=g, topics=None, max_version=OFFSET_FETCH_VERSION)) for g in ask]) if ask else []
+        answers = step.send([(coordinators[g].node, _offset_fetch(g, groups_version)) for g in ask]) \
+            if ask else []
         if answers is None:
             coordinators.clear()
         for g, answer in zip(ask, answers or (), strict=False):
+            if groups_version:
+                answer = answer.groups[0]
             error = answer.error_code
             if error == 0:
                 out[g] = {(t.name, p.partition_index): p.committed_offset
@@ -135,6 +143,15 @@ def group_offsets(client: WireClient, groups: Sequence[str],
             raise step.fail(f"cannot read committed offsets of group {pending[0]!r} from Kafka at "
                             f"{client.bootstrap}")
     return {g: out[g] for g in dict.fromkeys(groups)}
+
+
+def _offset_fetch(group: str, groups_version: bool) -> OffsetFetchRequest:
+    """All committed offsets of one group (topics null), in the request shape the broker answers."""
+    if groups_version:
+        one = OffsetFetchRequest.OffsetFetchRequestGroup(group_id=group, topics=None)
+        return OffsetFetchRequest(groups=[one], min_version=OFFSET_FETCH_GROUPS_VERSION,
+                                  max_version=OFFSET_FETCH_GROUPS_VERSION)
+    return OffsetFetchRequest(group_id=group, topics=None, max_version=OFFSET_FETCH_VERSION)
 
 
 def _find_coordinators(step: _Round, groups: list[str]) -> dict[str, _Coordinator]:

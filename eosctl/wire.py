@@ -141,6 +141,17 @@ class WireClient:
             self._closed = True
             self._client.close()
 
+    def max_version(self, api_key: int) -> int | None:
+        """The newest version of ``api_key`` the bootstrap broker listed in its ApiVersions answer (None
+        where it listed none), read from the raw answer: kafka-python's own lookups turn every listed key
+        into its enum and raise on one it lacks (Apache Kafka 4.4 lists key 93)."""
+        data = getattr(self._client._manager, "broker_version_data", None)
+        listed = getattr(data, "api_versions", None) or {}
+        for key, versions in listed.items():
+            if int(key) == api_key:
+                return int(versions[1])
+        return None
+
     # --- metadata ---------------------------------------------------------------------------------
 
     @contextmanager
