@@ -24,7 +24,7 @@ def run_spark(spark: Any, inp: AuditInput, items: list[WorkItem], progress: Prog
     """The Spark engine: one job. Its first stage runs the tasks, as many as the executors have cores
     (auditors.grouping); with a key column, a shuffle of the same job groups the key rows by key (task
     rows pass through it, each in a group of its own)."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # lazy: pyspark.sql 58 ms to import
 
 
     want_keys = inp.sink.key_column is not None

@@ -111,6 +111,7 @@ def gather(client: Any, kafka_admin: Any, tp: TP, producer_id: int, lso: int, hw
            now_ms: int, groups: tuple[str, ...] = ()) -> Safety:
     """assess() with the facts read now: the coordinator's view of the producer, its last write from
     DescribeProducers, and the committed offsets on the partition of ``groups`` (default: every group)."""
+    # lazy: eosctl.offsets 86 ms, eosctl.txns 126 ms to import
     from eosctl.offsets import group_offsets, group_states
     from eosctl.txns import coordinator_view, describe_producers
 

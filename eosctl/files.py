@@ -256,6 +256,7 @@ def temp_dir(prefix: str) -> Iterator[str]:
     Ctrl-C and SIGTERM are held while it is made: one arriving between the mkdir and the block's `try`
     would otherwise leave the directory behind (a test that signals as soon as it appears caught that).
     A held signal is delivered when the block starts, inside it."""
+    # lazy: shutil 2.0 ms, tempfile 2.5 ms at start-up
     import shutil
     import tempfile
 

@@ -251,7 +251,7 @@ def _bulk(con: duckdb.DuckDBPyConnection, table: str, columns: list[list]) -> No
     type."""
     if not columns or not columns[0]:
         return
-    import pyarrow as pa
+    import pyarrow as pa  # lazy: pyarrow 111 ms to import
 
     try:
         data = pa.table({f"c{i}": pa.array(col) for i, col in enumerate(columns)})

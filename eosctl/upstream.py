@@ -78,9 +78,9 @@ def _places(f: Finding) -> list[Place]:
 
 def _lineage_of(cluster: Cluster, stage: Sink, places: list[Place]) -> dict[Place, Place | None]:
     """The input each copy names (None: unreadable lineage, or the copy could not be read)."""
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer, TopicPartition  # lazy: confluent_kafka 13 ms to import
 
-    from eosctl.sink.kafka_topic import lineage_reader
+    from eosctl.sink.kafka_topic import lineage_reader  # lazy: eosctl.sink.kafka_topic 36 ms to import
 
     read = lineage_reader(stage)
     out: dict[Place, Place | None] = {}

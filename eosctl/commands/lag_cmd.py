@@ -59,6 +59,7 @@ def lag(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: st
     A broker outage while watching is ERR with the reason on every partition; the watch reconnects
     at each poll and carries on when the broker is back.
     """
+    # lazy: eosctl.lag 174 ms, eosctl.live 361 ms, eosctl.target 17 ms, eosctl.wire 170 ms at start-up
     from eosctl.lag import poll
     from eosctl.live import LagHistory, LiveModel
     from eosctl.target import resolve

@@ -40,6 +40,7 @@ def ledger(config: str | None, pipeline: str | None, bootstrap: str | None, topi
     committed data lies between them), duplicates, missing committed records, rows at aborted/marker/open
     offsets, rows no Kafka record can match (invalid_row).
     """
+    # lazy: eosctl.ledger 236 ms, eosctl.output.ledger 267 ms, eosctl.target 17 ms at start-up
     from eosctl import ledger as ledger_mod
     from eosctl.output.ledger import render_ledger
     from eosctl.target import resolve

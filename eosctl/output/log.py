@@ -73,7 +73,7 @@ def _capped(rows: list[Any]) -> tuple[list[Any], str | None]:
 
 
 def render_log(out: Any, doc: dict[str, Any]) -> None:
-    from eosctl.producers import epochs_text
+    from eosctl.producers import epochs_text  # lazy: eosctl.producers 112 ms to import
 
     c = doc["counts"]
     out.print(Text.assemble(

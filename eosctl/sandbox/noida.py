@@ -26,7 +26,7 @@ __all__ = ["SandboxState", "bootstrap_or_error", "state_dir", "up", "down", "fre
 
 def broker_binary() -> Path:
     try:
-        import noida_db
+        import noida_db  # lazy: optional, the [sandbox] extra's noida-db
     except ImportError:
         raise EosctlError(
             "the sandbox broker is not installed; run: pip install 'eosctl[sandbox]' (or `make setup`)"

@@ -8,7 +8,6 @@ itself (``frozen_from``, ``at``), so it pickles to workers and needs no state in
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
 import shutil
 import struct
@@ -22,10 +21,15 @@ from pathlib import Path
 from eosctl.config import Sink
 from eosctl.errors import SinkError
 from eosctl.files import glob_paths, glob_split, temp_dir
+from eosctl.sink import delta, iceberg, kafka_topic, postgres, spark_checkpoint
 from eosctl.sink import duckdb as duck
-from eosctl.sink import kafka_topic, spark_checkpoint
 from eosctl.sink.parquet import is_url
 from eosctl.sink.spark_files import is_table_dir, table_files
+
+try:
+    import fcntl
+except ImportError:  # Windows: no fcntl locks (_read_lock falls back on DuckDB's own)
+    fcntl = None  # type: ignore[assignment]
 
 
 @contextmanager
@@ -61,8 +65,6 @@ def frozen(sink: Sink, where: str = "sink", *, local: bool = True) -> Iterator[S
                 yield replace(out, spark_checkpoint=copy, frozen_from=given)
         return
     if sink.postgres or sink.delta or sink.iceberg:
-        from eosctl.sink import delta, iceberg, postgres
-
         pin = postgres.exported if sink.postgres else delta.pinned if sink.delta else iceberg.pinned
         with pin(sink, where) as pinned:
             yield pinned
@@ -118,9 +120,7 @@ def _read_lock(path: str, where: str, wait_s: float | None = None) -> Iterator[N
     An open-file-description lock where the OS has one (Linux): closing it never drops a lock a DuckDB
     connection of this same process holds on the file, as closing a classic POSIX-locked descriptor would.
     """
-    try:
-        import fcntl
-    except ImportError:  # no fcntl (Windows): DuckDB's own read-only connection is the lock
+    if fcntl is None:  # no fcntl (Windows): DuckDB's own read-only connection is the lock
         conn = duck.connect_readonly(path, where, wait_s=wait_s)
         try:
             yield
