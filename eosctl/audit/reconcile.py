@@ -32,7 +32,7 @@ from eosctl.model import Kind, OffsetRange, PartitionLog
 
 if TYPE_CHECKING:
     from eosctl.sink import OffsetIsland  # a type only: this pure module never loads the sink reader
-    from eosctl.wire import Offsets
+    from eosctl.wireanswers import Offsets
 
 # Pseudo-kinds for the sweep besides model.Kind.
 _EXPECTED = "EXPECTED"  # DATA below the LSO: what the sink must hold exactly once
