@@ -87,6 +87,11 @@ class Sink:
     partition_column: str = "src_partition"
     offset_column: str = "src_offset"
     key_column: str | None = None
+    # The content check compares each row's value with its record's too (eosctl.content): a column holding
+    # the record's value (text: its UTF-8 bytes; a blob: its bytes), or one holding the lowercase hex MD5 of
+    # the value's bytes (SQL's md5(value), Python's hashlib.md5(value).hexdigest()). Both need key_column.
+    value_column: str | None = None
+    value_hash_column: str | None = None
     # A column the sink writes in write order (an ingestion time or a sequence): a duplicate's cause then says
     # when its first and its repeated writes happened.
     order_column: str | None = None
@@ -407,6 +412,8 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
                 partition_column=s.str("partition_column", "src_partition"),
                 offset_column=s.str("offset_column", "src_offset"),
                 key_column=s.str("key_column", None),
+                value_column=s.str("value_column", None),
+                value_hash_column=s.str("value_hash_column", None),
                 order_column=s.str("order_column", None),
                 offsets_table=s.str("offsets_table", None),
                 spark_checkpoint=s.str("spark_checkpoint", None),
@@ -422,6 +429,7 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
             if len(named) != 1:
                 raise ConfigError(f"{path}: pipelines.{name}.sink needs exactly one of duckdb, parquet, "
                                   f"postgres, delta, iceberg or kafka_topic")
+            _check_value_columns(sink, path, name)
             _check_hop_sink(sink, path, name, clusters)
             # Relative sink paths (a Parquet glob too) are relative to the config file, not to wherever
             # eosctl runs; `~` is the user's home, as in a shell.
@@ -505,6 +513,43 @@ def check_lineage(value: str) -> str | None:
     if value.startswith("value:") and all(value.removeprefix("value:").split(".")):
         return None
     return f"expected one of {', '.join(LINEAGE_MODES)} (e.g. value:source)"
+
+
+def _check_value_columns(sink: Sink, path: Path, pipeline: str) -> None:
+    problem = value_columns_problem(sink)
+    if problem:
+        raise ConfigError(f"{path}: pipelines.{pipeline}.sink: {problem}")
+
+
+def value_columns_problem(sink: Sink) -> str | None:
+    """What is wrong with the sink's value_column / value_hash_column, in one sentence; None if nothing."""
+    if sink.value_column is None and sink.value_hash_column is None:
+        return None
+    if sink.value_column is not None and sink.value_hash_column is not None:
+        return "value_column and value_hash_column are both set; set one (the value, or its md5 hex)"
+    name = "value_column" if sink.value_column is not None else "value_hash_column"
+    if sink.key_column is None:
+        return f"{name} needs key_column (the content check compares a row's value where its key matches)"
+    return None
+
+
+def value_columns_unread(sink: Sink) -> str | None:
+    """Why the audit cannot read this sink's value column, in one sentence; None if it can (the audit
+    refuses rather than skip a check the config asks for)."""
+    name = "value_column" if sink.value_column is not None else "value_hash_column"
+    if (sink.value_column or sink.value_hash_column) and (sink.postgres or sink.kafka_topic):
+        kind = "postgres" if sink.postgres is not None else "kafka_topic"
+        return (f"{name} is read from DuckDB, Parquet, Delta and Iceberg sinks, not from a {kind} sink; "
+                f"remove {name}")
+    return None
+
+
+def value_mode(sink: Sink) -> str | None:
+    """How the content check hashes the records' values for this sink (eosctl.recordkeys.VALUE_MODES):
+    "raw" for a value_column, "md5" for a value_hash_column, None for neither."""
+    if sink.value_column is not None:
+        return "raw"
+    return "md5" if sink.value_hash_column is not None else None
 
 
 def _check_hop_sink(sink: Sink, path: Path, pipeline: str, clusters: dict[str, Cluster]) -> None:
