@@ -137,8 +137,8 @@ def _value_findings(log: PartitionLog, so: np.ndarray, differ: np.ndarray, i0: n
         where = f"offset {first}" if first == last else f"offsets {first}..{last}"
         key = f" (the row at {first} has key {keys[a]!r})" if keys is not None and keys[a] is not None else ""
         their = "its" if rows == 1 else "their"
-        summary = (f"The sink's {rows} row{'s' * (rows != 1)} at {tp} {where}{key} hold the key of the record "
-                   f"at {their} offset but not its value: the sink's {value_name} differs from the "
+        summary = (f"The sink's {rows} row{'s' * (rows != 1)} at {tp} {where}{key} hold the key of the "
+                   f"record at {their} offset but not its value: the sink's {value_name} differs from the "
                    "record's value (a writer that altered or mixed up values, or a record re-written with "
                    "the same key).")
         cause = Cause(KIND, summary, rule=DIFFERENT_VALUE, leader_epoch=int(epochs[a]))
