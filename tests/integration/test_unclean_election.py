@@ -146,18 +146,25 @@ def unclean(tmp_path: Path):
         dark = cli("audit", "--bootstrap", live, "--topic", TOPIC, "--sink-duckdb", str(sink), "--sink-table",
                    "orders_sink", "--engine", "local")
 
+        tried: list[str] = []
+
         def elected() -> bool:
             try:
                 live_admin.elect_leaders(ElectionType.UNCLEAN, [TopicPartition(TOPIC, 0)]).result(20)
-            except Exception:
-                pass  # the dead leader not fenced yet: its leadership stands until its session times out
+            except Exception as e:
+                # the dead leader not fenced yet (its leadership stands until its session times out), or
+                # the restarted follower not yet back in the controller's registered brokers
+                tried.append(str(e)[:200])
             return partition_state(live)[0] == follower
 
-        wait("the stale follower elected by an unclean election", elected)
+        wait("the stale follower elected by an unclean election", elected,
+             show=lambda: (partition_state(live), follower, tried[-3:]))
         write(live, "tx-c", [["c10", "c11", "c12", "c13"]])
         wait("the new transaction on the new leader", lambda: high_watermark(live) == 15)
         yield live, sink, dark
     finally:
+        for n in cluster.nodes:  # throwaway data: killed, not shut down (that waits on the dead leader)
+            apache_kafka.kill_node(cluster, n.node_id)
         apache_kafka.stop(cluster)
 
 
