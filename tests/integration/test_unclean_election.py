@@ -46,6 +46,14 @@ def write(bootstrap: str, txid: str, txns: list[list[str]]) -> None:
         p.commit_transaction(60)
 
 
+def txn_state(bootstrap: str, txid: str) -> str | None:
+    r = CliRunner().invoke(main, ["txns", "describe", txid, "--bootstrap", bootstrap, "--format", "json"])
+    try:
+        return json.loads(r.stdout)["state"] if r.exit_code == 0 else None
+    except (ValueError, KeyError):
+        return None
+
+
 def wait(what: str, check, timeout: float = 90.0, show=None):
     deadline = time.monotonic() + timeout
     while True:
@@ -127,6 +135,10 @@ def unclean(tmp_path: Path):
         other = next(n.node_id for n in cluster.nodes if n.node_id not in isr)
         write(full, "tx-a", [["a0", "a1", "a2", "a3"], ["a5", "a6", "a7", "a8"]])
         wait("both replicas to hold 0..9", lambda: high_watermark(full) == 10)
+        # The coordinator done with tx-a before a node stops: one that moves while the last commit is in
+        # PrepareCommit writes its markers again (a second COMMIT at offset 10, seen under load).
+        wait("tx-a CompleteCommit", lambda: txn_state(full, "tx-a") == "CompleteCommit",
+             show=lambda: txn_state(full, "tx-a"))
         apache_kafka.stop_node(cluster, follower)  # the follower stops (a controlled shutdown)
         up = f"{cluster.node(leader).bootstrap},{cluster.node(other).bootstrap}"
         wait("the leader alone in sync", lambda: partition_state(up)[1] == [leader])
