@@ -20,7 +20,7 @@ from auditors.plan import TaskSettings, WorkItem
 from auditors.sources import Source
 from eosctl.audit.causes import with_write_order
 from eosctl.audit.rule import audit_partition, committed_ranges
-from eosctl.config import Sink
+from eosctl.config import Sink, value_mode
 from eosctl.errors import BrokerError, EosctlError
 from eosctl.findings import Finding, PartitionSummary
 from eosctl.gcpause import paused
@@ -88,8 +88,6 @@ def audit_group(items: Sequence[WorkItem], source: Source, reader: SinkReader, w
     parts = [(i.tp, i.placement) for i in items if i.in_kafka and i.placement is not None]
     content = content and reader.sink.key_column is not None
     if content:
-        from eosctl.config import value_mode
-
         logs = source.scan(parts, keys=value_mode(reader.sink) or True)
     else:
         logs = source.scan(parts)

@@ -81,6 +81,14 @@ class _Reader:
                               f"got {self.shown(key, value)}")
         return value
 
+    def bool(self, key: str, default: bool) -> bool:
+        self.used.add(key)
+        value = self.table.get(key, default)
+        if not isinstance(value, bool):
+            raise ConfigError(f"{self.path}: {self._key(key)} must be true or false, got {_kind(value)} "
+                              f"{value!r}")
+        return value
+
     def int(self, key: str, default: int) -> int:
         self.used.add(key)
         value = self.table.get(key, default)
@@ -277,6 +285,7 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
                               f"{spark.shuffle_partitions}")
     au = root.sub("audit")
     audit_engine = au.str("engine", None, choices={"spark", "local"}) if au is not None else None
+    content_check = au.bool("content_check", False) if au is not None else False
     if au is not None:
         au.done()
     default = root.str("default_pipeline", None)
@@ -286,7 +295,7 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
                           f"such [pipelines.NAME] is defined (known: {known})")
     root.done()
     return Config(path=path, clusters=clusters, pipelines=pipelines, spark=spark, audit_engine=audit_engine,
-                  default_pipeline=default)
+                  audit_content_check=content_check, default_pipeline=default)
 
 
 def _three(names: tuple[str, ...], path: Path, pipeline: str) -> tuple[str, str, str]:

@@ -19,6 +19,7 @@ each record's value is MD5-hashed here, one hashlib call a record.
 
 from __future__ import annotations
 
+import hashlib
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -197,8 +198,6 @@ def _records(buf: np.ndarray, starts: np.ndarray, bases: np.ndarray, epochs: np.
 def _md5_hashes(buf: np.ndarray, at: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """key_hashes of the lowercase hex MD5 of each byte range (a null value stays null): what a sink's
     value hash column holds, hashed as hash_arrow hashes that column."""
-    import hashlib
-
     data = buf.tobytes()
     md5 = hashlib.md5
     hexes = [None if n < 0 else md5(data[a:a + n]).hexdigest().encode()

@@ -31,6 +31,7 @@ from eosctl.commands.options import (
     sink_options,
     target_options,
 )
+from eosctl.config import value_columns_problem, value_columns_unread
 from eosctl.errors import EosctlError
 from eosctl.files import check_output, shown, writing_output
 from eosctl.findings import DESCRIPTIONS, KINDS, parse_kinds
@@ -78,7 +79,8 @@ def _fail_on(ctx: click.Context, param: click.Parameter, value: str | None) -> t
 @click.option("--content-check/--no-content-check", "content_check", default=None,
               help="With a key column: compare each sink row's key with the key of the Kafka record at its "
                    "offset (content_mismatch: rows that belong to other records, shifted offsets, offsets "
-                   "re-used after an unclean election) [default: on].")
+                   "re-used after an unclean election). It decodes every record: ~34x an offsets-only "
+                   "audit at 10M offsets [default: the config's [audit] content_check, or off].")
 def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str | None = None,
           topics: tuple[str, ...] = (), group: str | None = None, sink_duckdb: str | None = None,
           sink_parquet: str | None = None, sink_table: str | None = None, topic_column: str | None = None,
@@ -346,8 +348,6 @@ def _print_parts(out, rendered) -> None:
 
 def _check_value_columns(sink: Any, from_options: bool) -> None:
     """One line, exit 2, where the sink's value column can't be compared (eosctl.config)."""
-    from eosctl.config import value_columns_problem, value_columns_unread
-
     problem = value_columns_problem(sink) if from_options else None
     problem = problem or value_columns_unread(sink)
     if problem and from_options:

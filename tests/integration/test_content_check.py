@@ -68,17 +68,19 @@ def make_sink(path: Path, topic: str, rows: list[tuple[int, int, str]]) -> Path:
     return path
 
 
-def run_audit(bootstrap: str, topic: str, sink: Path, *extra: str) -> Any:
+def run_audit(bootstrap: str, topic: str, sink: Path, *extra: str, check: bool | None = True) -> Any:
+    """The audit with --content-check (check=True), --no-content-check (False) or neither (None)."""
+    flag = {True: ["--content-check"], False: ["--no-content-check"], None: []}[check]
     r = CliRunner().invoke(main, ["audit", "--bootstrap", bootstrap, "--topic", topic, "--sink-duckdb",
                                   str(sink), "--sink-table", "orders_sink", "--key-column", "order_id",
-                                  "--format", "json", *extra], env={"COLUMNS": "200"})
+                                  "--format", "json", *flag, *extra], env={"COLUMNS": "200"})
     assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
     assert "Traceback" not in r.stderr
     return r
 
 
-def audit(bootstrap: str, topic: str, sink: Path, *extra: str) -> tuple[int, dict]:
-    r = run_audit(bootstrap, topic, sink, *extra)
+def audit(bootstrap: str, topic: str, sink: Path, *extra: str, check: bool | None = True) -> tuple[int, dict]:
+    r = run_audit(bootstrap, topic, sink, *extra, check=check)
     return r.exit_code, json.loads(r.stdout)
 
 
@@ -122,7 +124,7 @@ def test_off_by_one_and_swapped_rows_are_content_findings(source, bootstrap, tmp
     assert [r["rule"] for r in report["root_causes"]] == ["coordinates_shifted", "content_differs"]
 
     # offsets only: the shift shows only where it lands on a marker or leaves a hole; the swap not at all
-    code, report = audit(bootstrap, topic, sink, "--engine", engine, "--no-content-check")
+    code, report = audit(bootstrap, topic, sink, "--engine", engine, check=False)
     assert code == 1
     assert found(report) == [
         ("gap", 0, 0, 0, 1, None, None), ("phantom_marker", 0, 5, 5, 1, None, None),
@@ -204,3 +206,30 @@ def test_value_column_errors_are_one_line(source, bootstrap, tmp_path, extra, me
     assert r.exit_code == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], r.stderr
+
+
+def test_off_by_default_and_turned_on_by_the_config(source, bootstrap, tmp_path):
+    """At 10M offsets the check costs ~34x an offsets-only audit (docs/benchmarks.md), over the 1.5x that
+    would keep it on by default: an audit runs it only when told, by the flag or `[audit] content_check`."""
+    topic, keys = source
+    sink = make_sink(tmp_path / "sink.duckdb", topic, off_by_one_rows(keys))
+    _, report = audit(bootstrap, topic, sink, "--engine", "local", check=None)
+    assert "content_mismatch" not in {f["kind"] for f in report["findings"]}
+    config = tmp_path / "eosctl.toml"
+    config.write_text(f'[audit]\ncontent_check = true\n[clusters.c]\nbootstrap_servers = "{bootstrap}"\n'
+                      f'[pipelines.p]\ncluster = "c"\nsource_topics = ["{topic}"]\n'
+                      f'[pipelines.p.sink]\nduckdb = "{sink}"\ntable = "orders_sink"\n'
+                      'key_column = "order_id"\n')
+    runs = {}
+    for extra in ([], ["--no-content-check"]):
+        r = CliRunner().invoke(main, ["audit", "-c", str(config), "--engine", "local", "--format", "json",
+                                      *extra], env={"COLUMNS": "200"})
+        assert r.exit_code == 1, r.output[-2000:]
+        runs[tuple(extra)] = [(f["kind"], f["partition"], f["first_offset"])
+                              for f in json.loads(r.stdout)["findings"]]
+    assert runs[()] == [(k, p, first) for k, p, first, *_ in EXPECTED]
+    assert "content_mismatch" not in {k for k, _, _ in runs[("--no-content-check",)]}
+    config.write_text(config.read_text().replace("content_check = true", 'content_check = "yes"'))
+    r = CliRunner().invoke(main, ["audit", "-c", str(config), "--engine", "local"])
+    assert (r.exit_code, r.output.strip()) == (
+        2, f"eosctl: error: {config}: audit.content_check must be true or false, got a string 'yes'")

@@ -200,7 +200,7 @@ def test_an_unclean_election_fails_the_audit_and_shows_in_log_explain_and_lag(un
 
     for engine in ("local", "spark"):
         r = cli("audit", *base, "--sink-duckdb", str(sink), "--sink-table", "orders_sink", "--key-column",
-                "order_id", "--engine", engine, "--format", "json")
+                "order_id", "--engine", engine, "--content-check", "--format", "json")
         assert r.exit_code == 1, r.stderr
         findings = [(f["kind"], f["first_offset"], f["last_offset"], f["count"],
                      f.get("cause", {}).get("rule")) for f in json.loads(r.stdout)["findings"]]

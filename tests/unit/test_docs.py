@@ -850,7 +850,7 @@ def test_every_documented_config_key_is_read_into_its_field(tmp_path: Path) -> N
     other = {kind: _objects(configfile.parse_config(
         _config(docs, drop="pipelines.NAME.sink.duckdb", **{f"pipelines__p__sink__{kind}": value}),
         tmp_path / "c.toml", {})) for kind, value in OTHER_KINDS.items()}
-    alone = {key: _objects(config_mod.parse_config(
+    alone = {key: _objects(configfile.parse_config(
         _config(docs, drop="pipelines.NAME.sink.value_column", **{f"pipelines__p__sink__{key}": value}),
         tmp_path / "c.toml", {})) for key, value in ALONE.items()}
     for section, keys in docs.items():
