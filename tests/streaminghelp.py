@@ -33,7 +33,6 @@ PARTITIONS = 2
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs" / "audit.md"
 JOB = ROOT / "tests" / "streaming" / "spark_job.py"
-MAX_OFFSETS = 40  # offsets a batch: several batches, so the kill lands between two of them
 RUN_S = 420  # one run of the job, Spark's start included, on a busy machine
 SCHEMA = {"type": "struct", "name": "order", "optional": False,
           "fields": [{"field": "id", "type": "string", "optional": False},
@@ -276,51 +275,70 @@ def mid_batch(checkpoint: Path) -> bool:
     return bool(done) and any(n >= 1 and n not in done for n in planned)
 
 
-class Streams:
-    """The topic, the queries' directories and the job runs, for one sink format (parquet or delta)."""
+class Sink:
+    """One format's queries (parquet or delta): their output directories and checkpoints, and the config
+    docs/audit.md gives for them."""
 
-    def __init__(self, bootstrap: str, home: Path, jars: str, fmt: str, max_offsets: int = MAX_OFFSETS,
-                 fresh_max_offsets: int = MAX_OFFSETS * 2 // 3) -> None:
-        self.topic = TxnTopic(bootstrap, f"spark-{fmt}-")
-        self.home, self.jars, self.bootstrap, self.fmt = home, jars, bootstrap, fmt
-        self.max_offsets, self.fresh_max_offsets = max_offsets, fresh_max_offsets
-        self.jobs: list[Job] = []
+    def __init__(self, streams: Streams, fmt: str, max_offsets: int, fresh_max_offsets: int) -> None:
+        self.streams, self.fmt = streams, fmt
+        self.max_offsets = {"committed": max_offsets, "default": max_offsets, "fresh": fresh_max_offsets}
+        home = streams.home / fmt
         self.out = {q: home / q / "out" for q in ("committed", "default")}
         self.checkpoint = {q: home / q / "checkpoint" for q in ("committed", "default")}
-        # The committed query restarted without its checkpoint: a new one (for the file sink, with smaller
-        # batches than its first run's, so it runs to more batch ids than the sink's log holds).
+        # The committed query restarted without its checkpoint: a new one.
         self.out["fresh"], self.checkpoint["fresh"] = self.out["committed"], home / "fresh-checkpoint"
 
+    def query(self, name: str) -> list[str]:
+        isolation = "default" if name == "default" else "read_committed"
+        return ["--query", f"{self.fmt},{isolation},{self.out[name]},{self.checkpoint[name]},"
+                           f"{self.max_offsets[name]}"]
+
+    def config(self, query: str, sink: str | Path | None = None) -> Path:
+        """The config of docs/audit.md's Spark section for this format, naming the query's directory (or
+        `sink`) and its checkpoint."""
+        s = self.streams
+        path = s.home / f"{self.fmt}-{query}-{uuid.uuid4().hex[:6]}.toml"
+        text = (documented_config("Spark Structured Streaming", f'{self.fmt} = "')
+                .replace('["orders"]', f'["{s.topic.name}"]')
+                .replace("/data/orders", str(sink or self.out[query]))
+                .replace("/checkpoints/orders", str(self.checkpoint[query])))
+        path.write_text(f'[clusters.local]\nbootstrap_servers = "{s.bootstrap}"\n\n{text}')
+        return path
+
+
+class Streams:
+    """The topic, each format's queries, and the job runs: one job runs the queries of every format (one
+    Spark start for all of them)."""
+
+    def __init__(self, bootstrap: str, home: Path, jars: str,
+                 max_offsets: dict[str, tuple[int, int]]) -> None:
+        """``max_offsets``: format -> offsets a batch of its queries (maxOffsetsPerTrigger), and of its
+        committed query restarted with a fresh checkpoint."""
+        self.topic = TxnTopic(bootstrap, "spark-")
+        self.home, self.jars, self.bootstrap = home, jars, bootstrap
+        self.sinks = {fmt: Sink(self, fmt, *rates) for fmt, rates in max_offsets.items()}
+        self.jobs: list[Job] = []
+
     def start(self, *queries: str) -> Job:
-        """One job running the named queries, each on its checkpoint."""
-        args = ["--bootstrap", self.bootstrap, "--topic", self.topic.name, "--jars", self.jars,
-                "--max-offsets", str(self.max_offsets)]
-        for name in queries:
-            isolation = "default" if name == "default" else "read_committed"
-            rate = f",{self.fresh_max_offsets}" if name == "fresh" else ""
-            args += ["--query", f"{self.fmt},{isolation},{self.out[name]},{self.checkpoint[name]}{rate}"]
+        """One job running the named queries of every format, each on its checkpoint."""
+        args = ["--bootstrap", self.bootstrap, "--topic", self.topic.name, "--jars", self.jars]
+        for sink in self.sinks.values():
+            for name in queries:
+                args += sink.query(name)
         job = Job(self.home / "job.log", args)
         self.jobs.append(job)
         return job
 
     def run_killed_and_restarted(self) -> None:
-        """Both queries in one job, SIGKILLed mid-batch (a batch planned in the committed query's offsets
-        log, not committed), then restarted on their checkpoints and run to the end."""
+        """The committed and default queries in one job, SIGKILLed mid-batch (where every committed query
+        has a batch after its first planned in its offsets log, not committed), then restarted on their
+        checkpoints and run to the end."""
         first = self.start("committed", "default")
-        first.wait_until("a batch in progress", lambda: mid_batch(self.checkpoint["committed"]), RUN_S)
+        committed = [s.checkpoint["committed"] for s in self.sinks.values()]
+        first.wait_until("a batch in progress in every committed query",
+                         lambda: all(mid_batch(c) for c in committed), RUN_S)
         first.kill()
         self.start("committed", "default").finish()
-
-    def config(self, query: str, sink: str | Path | None = None) -> Path:
-        """The config of docs/audit.md's Spark section for this format, naming the query's directory (or
-        `sink`) and its checkpoint."""
-        path = self.home / f"{query}-{uuid.uuid4().hex[:6]}.toml"
-        text = (documented_config("Spark Structured Streaming", f'{self.fmt} = "')
-                .replace('["orders"]', f'["{self.topic.name}"]')
-                .replace("/data/orders", str(sink or self.out[query]))
-                .replace("/checkpoints/orders", str(self.checkpoint[query])))
-        path.write_text(f'[clusters.local]\nbootstrap_servers = "{self.bootstrap}"\n\n{text}')
-        return path
 
     def close(self) -> None:
         for job in self.jobs:
