@@ -47,8 +47,8 @@ KAFKA_VERSIONS ?= 4.4.0 3.9.1
 jars: setup system-deps
 	@for v in $(KAFKA_VERSIONS); do $(BIN)/python -c "from eosctl.sandbox import maven; maven.jars('kafka', '$$v')" \
 		|| exit 1; done
-	@for p in flink connect spark-kafka spark-delta; do $(BIN)/python -c "from eosctl.sandbox import maven; maven.jars('$$p')" \
-		|| exit 1; done
+	@for p in flink connect spark-kafka spark-delta; do \
+		$(BIN)/python -c "from eosctl.sandbox import maven; maven.jars('$$p')" || exit 1; done
 
 # Debian packages the tests start for real: chromium (the HTML report), postgresql (initdb/postgres for the
 # PostgreSQL sink), prometheus (server and promtool for the exporter). Installed only when missing and we are
