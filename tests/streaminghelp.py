@@ -1,5 +1,7 @@
 """A transactional input topic for the framework tests (Spark Structured Streaming, Kafka Connect), and the
-test's own raw reads of it: which offsets hold committed, aborted and still-open records.
+test's own raw reads of it: which offsets hold committed, aborted and still-open records; the audit and the
+check of its findings' offsets they share; and the Structured Streaming job (tests/streaming/spark_job.py)
+as a process of its own, with its checkpoint and the config docs/audit.md gives for its sink.
 
 Committed and aborted transactions alternate (from two producers: aborting from a producer of its own keeps
 a resuming read_committed fetch clear of stale aborted lists, see tests/integration/test_quix_stage.py), and
@@ -10,14 +12,28 @@ reader may see.
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+from click.testing import CliRunner
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from eosctl.cli import main
+
 PARTITIONS = 2
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "audit.md"
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs" / "audit.md"
+JOB = ROOT / "tests" / "streaming" / "spark_job.py"
+RUN_S = 420  # one run of the job, Spark's start included, on a busy machine
 SCHEMA = {"type": "struct", "name": "order", "optional": False,
           "fields": [{"field": "id", "type": "string", "optional": False},
                      {"field": "n", "type": "int32", "optional": False}]}
@@ -102,7 +118,229 @@ class TxnTopic:
         return seen
 
 
-def documented_config(section: str) -> str:
-    """The TOML block of docs/audit.md's section ``section`` (the config a user copies)."""
+def documented_config(section: str, containing: str = "") -> str:
+    """The first TOML block of docs/audit.md's section ``section`` (with ``containing`` in it): the config a
+    user copies."""
     text = DOCS.read_text().split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
-    return text.split("```toml\n", 1)[1].split("```", 1)[0]
+    blocks = [b.split("```", 1)[0] for b in text.split("```toml\n")[1:]]
+    return next(b for b in blocks if containing in b)
+
+
+def audit(config: Path, *extra: str) -> tuple[int, dict]:
+    """(exit code, report) of `eosctl audit`; exit 2: the report is {"error": its one line}."""
+    result = CliRunner().invoke(main, ["audit", "-c", str(config), "--engine", "local", "--format", "json",
+                                       *extra])
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    if result.exit_code == 2:
+        return 2, {"error": result.stderr}
+    assert result.exit_code in (0, 1), result.output
+    return result.exit_code, json.loads(result.stdout)
+
+
+def offsets_found(report: dict, kind: str, held: set[tuple[int, int]]) -> set[tuple[int, int]]:
+    """The offsets of ``held`` the report's findings of ``kind`` cover; each finding's count is the number
+    of them it covers and its range starts and ends on one (no finding is wider than what it names). A
+    range may span offsets that hold no committed record (markers, aborted records): they are not in
+    ``held``."""
+    out: set[tuple[int, int]] = set()
+    for f in report["findings"]:
+        if f["kind"] != kind:
+            continue
+        p = f["partition"]
+        mine = {(p, o) for o in range(f["first_offset"], f["last_offset"] + 1) if (p, o) in held}
+        assert (p, f["first_offset"]) in mine and (p, f["last_offset"]) in mine, f
+        out |= mine
+    return out
+
+
+def dump_log(cluster, topic: str,
+             partition: int) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, str]]]:
+    """Kafka's DumpLogSegments over the partition's first segment: its data batches (first, last, producer
+    id) and its control markers (offset, producer id, COMMIT or ABORT)."""
+    from eosctl.sandbox.apache_kafka import tool
+
+    (segment,) = Path(cluster.home).rglob(f"{topic}-{partition}/00000000000000000000.log")
+    out = tool(cluster, "org.apache.kafka.tools.DumpLogSegments", "--files", str(segment), "--print-data-log")
+    batches, markers, pid = [], [], None
+    for line in out.stdout.splitlines():
+        fields = dict(re.findall(r"(\w+): (\S+)", line))
+        if line.startswith("baseOffset:"):
+            pid = int(fields["producerId"])
+            if fields["isControl"] == "false":
+                batches.append((int(fields["baseOffset"]), int(fields["lastOffset"]), pid))
+        elif line.startswith("| offset:") and "endTxnMarker" in fields:
+            markers.append((int(fields["offset"]), pid, fields["endTxnMarker"]))
+    return batches, markers
+
+
+def assert_phantom_causes(report: dict, cluster, topic: str) -> None:
+    """Each phantom_aborted finding's cause names the transaction (its producer id) and its ABORT marker, as
+    Kafka's own DumpLogSegments shows the log (the first ABORT marker of that producer after the records:
+    the coordinator writes markers after the commit or abort returns, so other records may come between),
+    and the Spark option that keeps them out."""
+    for p in range(PARTITIONS):
+        batches, markers = dump_log(cluster, topic, p)
+        for f in (f for f in report["findings"] if f["kind"] == "phantom_aborted" and f["partition"] == p):
+            pid = next(pid for first, last, pid in batches if first <= f["first_offset"] <= last)
+            marker = min(o for o, mpid, kind in markers if mpid == pid and kind == "ABORT"
+                         and o > f["last_offset"])
+            assert f"producer {pid} epoch 0's transaction" in f["cause"]["summary"]
+            assert f"ABORT marker at {marker}" in f["cause"]["summary"]
+            assert "kafka.isolation.level=read_committed" in f["cause"]["summary"]
+
+
+def explained(report: dict, tmp_path: Path) -> str:
+    """`eosctl explain` of the report, its whitespace folded."""
+    saved = tmp_path / "report.json"
+    saved.write_text(json.dumps(report))
+    result = CliRunner().invoke(main, ["explain", str(saved)], terminal_width=400)
+    assert result.exit_code == 0, result.output
+    return " ".join(result.output.split())
+
+
+def spark_jars(*poms: str) -> str:
+    """The jars of the poms (eosctl/sandbox/jvm) PySpark doesn't bundle itself, for spark.jars: a second
+    copy of an artifact Spark has (Hadoop, Scala, log4j) would shadow or clash with its own."""
+    import pyspark
+
+    from eosctl.sandbox import maven
+
+    def artifact(jar: str) -> str:
+        return re.sub(r"-[0-9][^-]*\.jar$", "", jar)
+
+    own = {artifact(j) for j in os.listdir(Path(pyspark.__file__).parent / "jars")}
+    out = []
+    for name in poms:
+        directory = maven.jars(name)
+        out += [str(directory / j) for j in sorted(os.listdir(directory))
+                if j.endswith(".jar") and artifact(j) not in own]
+    return ",".join(out)
+
+
+def _die_with_parent() -> None:
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+class Job:
+    """One run of spark_job.py, in a process group of its own (a kill reaches its JVM too)."""
+
+    def __init__(self, log: Path, args: list[str]) -> None:
+        self.log = log
+        with log.open("ab") as out:
+            out.write(f"--- start: {' '.join(args)}\n".encode())
+            out.flush()
+            env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+            self.proc = subprocess.Popen([sys.executable, str(JOB), *args], stdout=out,
+                                         stderr=subprocess.STDOUT, start_new_session=True, env=env,
+                                         preexec_fn=_die_with_parent)
+
+    def wait_until(self, what: str, ready: Callable[[], bool], seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while not ready():
+            if self.proc.poll() is not None:
+                pytest.fail(f"the Spark job exited ({self.proc.returncode}) before {what}:\n{self.tail()}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"no {what} within {seconds:.0f} s\n{self.tail()}")
+            time.sleep(0.02)
+
+    def finish(self) -> None:
+        try:
+            self.proc.wait(RUN_S)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            pytest.fail(f"the Spark job did not finish within {RUN_S} s\n{self.tail()}")
+        assert self.proc.returncode == 0, self.tail()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(30)
+
+    def tail(self) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-30:])
+
+
+def batches(checkpoint: Path, log: str) -> set[int]:
+    """The batch ids in one of the checkpoint's logs (offsets: planned; commits: done)."""
+    d = checkpoint / log
+    return {int(n) for n in os.listdir(d) if n.isdigit()} if d.is_dir() else set()
+
+
+def mid_batch(checkpoint: Path) -> bool:
+    """A batch after the first is planned (its offsets written) and not committed: the job is inside it."""
+    planned, done = batches(checkpoint, "offsets"), batches(checkpoint, "commits")
+    return bool(done) and any(n >= 1 and n not in done for n in planned)
+
+
+class Sink:
+    """One format's queries (parquet or delta): their output directories and checkpoints, and the config
+    docs/audit.md gives for them."""
+
+    def __init__(self, streams: Streams, fmt: str, max_offsets: int, fresh_max_offsets: int) -> None:
+        self.streams, self.fmt = streams, fmt
+        self.max_offsets = {"committed": max_offsets, "default": max_offsets, "fresh": fresh_max_offsets}
+        home = streams.home / fmt
+        self.out = {q: home / q / "out" for q in ("committed", "default")}
+        self.checkpoint = {q: home / q / "checkpoint" for q in ("committed", "default")}
+        # The committed query restarted without its checkpoint: a new one.
+        self.out["fresh"], self.checkpoint["fresh"] = self.out["committed"], home / "fresh-checkpoint"
+
+    def query(self, name: str) -> list[str]:
+        isolation = "default" if name == "default" else "read_committed"
+        return ["--query", f"{self.fmt},{isolation},{self.out[name]},{self.checkpoint[name]},"
+                           f"{self.max_offsets[name]}"]
+
+    def config(self, query: str, sink: str | Path | None = None) -> Path:
+        """The config of docs/audit.md's Spark section for this format, naming the query's directory (or
+        `sink`) and its checkpoint."""
+        s = self.streams
+        path = s.home / f"{self.fmt}-{query}-{uuid.uuid4().hex[:6]}.toml"
+        text = (documented_config("Spark Structured Streaming", f'{self.fmt} = "')
+                .replace('["orders"]', f'["{s.topic.name}"]')
+                .replace("/data/orders", str(sink or self.out[query]))
+                .replace("/checkpoints/orders", str(self.checkpoint[query])))
+        path.write_text(f'[clusters.local]\nbootstrap_servers = "{s.bootstrap}"\n\n{text}')
+        return path
+
+
+class Streams:
+    """The topic, each format's queries, and the job runs: one job runs the queries of every format (one
+    Spark start for all of them)."""
+
+    def __init__(self, bootstrap: str, home: Path, jars: str,
+                 max_offsets: dict[str, tuple[int, int]]) -> None:
+        """``max_offsets``: format -> offsets a batch of its queries (maxOffsetsPerTrigger), and of its
+        committed query restarted with a fresh checkpoint."""
+        self.topic = TxnTopic(bootstrap, "spark-")
+        self.home, self.jars, self.bootstrap = home, jars, bootstrap
+        self.sinks = {fmt: Sink(self, fmt, *rates) for fmt, rates in max_offsets.items()}
+        self.jobs: list[Job] = []
+
+    def start(self, *queries: str) -> Job:
+        """One job running the named queries of every format, each on its checkpoint."""
+        args = ["--bootstrap", self.bootstrap, "--topic", self.topic.name, "--jars", self.jars]
+        for sink in self.sinks.values():
+            for name in queries:
+                args += sink.query(name)
+        job = Job(self.home / "job.log", args)
+        self.jobs.append(job)
+        return job
+
+    def run_killed_and_restarted(self) -> None:
+        """The committed and default queries in one job, SIGKILLed mid-batch (where every committed query
+        has a batch after its first planned in its offsets log, not committed), then restarted on their
+        checkpoints and run to the end."""
+        first = self.start("committed", "default")
+        committed = [s.checkpoint["committed"] for s in self.sinks.values()]
+        first.wait_until("a batch in progress in every committed query",
+                         lambda: all(mid_batch(c) for c in committed), RUN_S)
+        first.kill()
+        self.start("committed", "default").finish()
+
+    def close(self) -> None:
+        for job in self.jobs:
+            job.kill()
+        self.topic.close()

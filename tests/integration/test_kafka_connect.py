@@ -29,7 +29,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from eosctl.cli import main
 from tests import jvmhelp
-from tests.streaminghelp import PARTITIONS, TxnTopic, documented_config
+from tests.streaminghelp import PARTITIONS, TxnTopic, audit, documented_config, offsets_found
 
 pytestmark = [pytest.mark.integration]
 
@@ -203,30 +203,6 @@ def connect(bootstrap: str, postgres, pg_module: str,
     finally:
         c.kill()
         c.topic.close()
-
-
-def audit(config: Path) -> tuple[int, dict]:
-    result = CliRunner().invoke(main, ["audit", "-c", str(config), "--engine", "local", "--format", "json"])
-    if result.exception and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    assert result.exit_code in (0, 1), result.output
-    return result.exit_code, json.loads(result.stdout)
-
-
-def offsets_found(report: dict, kind: str, held: set[tuple[int, int]]) -> set[tuple[int, int]]:
-    """The offsets of ``held`` the report's findings of ``kind`` cover; each finding's count is the number
-    of them it covers and its range starts and ends on one (no finding is wider than what it names). A
-    range may span offsets that hold no committed record (markers, aborted records): they are not in
-    ``held``."""
-    out: set[tuple[int, int]] = set()
-    for f in report["findings"]:
-        if f["kind"] != kind:
-            continue
-        p = f["partition"]
-        mine = {(p, o) for o in range(f["first_offset"], f["last_offset"] + 1) if (p, o) in held}
-        assert (p, f["first_offset"]) in mine and (p, f["last_offset"]) in mine, f
-        out |= mine
-    return out
 
 
 def test_upsert_keyed_by_kafka_coordinates_killed_and_restarted_audits_clean(connect):

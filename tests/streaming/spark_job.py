@@ -17,8 +17,11 @@ import argparse
 
 from pyspark.sql import SparkSession
 
+# Delta's quickstart configuration of a session; and one partition for the log's state (50 by default: 50
+# tasks a batch on the job's one core, most of a batch's time).
 DELTA = {"spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog"}
+         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+         "spark.databricks.delta.snapshotPartitions": "1"}
 
 
 def main() -> None:
