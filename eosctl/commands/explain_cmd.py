@@ -32,7 +32,8 @@ def explain(source: str | None, config: str | None, pipeline: str | None, bootst
     eosctl explain -c eosctl.toml --topic T --partition P --offset N
         its batch, producer id and epoch, transaction, outcome and marker, the producer's epoch
         history around it (fencing), the LSO and HW, the group's committed offset relative to it, and
-        what the sink holds for it: rows, key, other offsets with the same key
+        what the sink holds for it: rows, key, other offsets with the same key, and when the sink
+        wrote them beside the record's timestamp (the sink's write_time_column)
     eosctl explain REPORT.json | SNAPSHOT.duckdb
         the audit's root causes, each with its findings and their causes
     """
@@ -167,7 +168,9 @@ def _sink_at(sink: Any, where: str, topic: str, partition: int, offset: int) -> 
                                                                                              offset)]
         stored = next((s.next_offset for s in reader.stored_offsets() or []
                        if (s.topic, s.partition) == (topic, partition)), None)
-    return SinkAt(rows, keys, tuple(sorted(same)), stored, shown(sink), sink.key_column)
+        written = tuple(reader.write_times(topic, partition, offset)) if rows else ()
+    return SinkAt(rows, keys, tuple(sorted(same)), stored, shown(sink), sink.key_column,
+                  sink.write_time_column, written)
 
 
 COMMANDS = [explain]
