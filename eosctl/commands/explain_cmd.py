@@ -122,6 +122,9 @@ def _offset(config: str | None, pipeline: str | None, bootstrap: str | None, top
         raise ConfigError(f"the pipeline has several source topics ({', '.join(target.topics)}); "
                           "choose one with --topic")
     topic = target.topics[0]
+    hop = _hop_reading(target, topic)
+    if hop is not None:  # a pipeline hop by hop: the hop that reads the topic has its sink and group
+        target = resolve(config, hop, bootstrap, (topic,), group, need_topics=True)
     sink_at = None
     if (target.pipeline and target.pipeline.sink) or sink_duckdb or sink_parquet:
         sink, where = sink_of(target, sink_duckdb, sink_parquet, sink_table)
@@ -142,6 +145,16 @@ def _offset(config: str | None, pipeline: str | None, bootstrap: str | None, top
 
         committed = committed_offsets(target.cluster, target.group).get((topic, partition))
     return offset_document(Facts(log, offset, batch, target.group, committed, sink_at))
+
+
+def _hop_reading(target: Any, topic: str) -> str | None:
+    """The hop of a pipeline audited hop by hop that reads ``topic`` (None: not such a pipeline, or no one
+    hop reads it)."""
+    pipe, cfg = target.pipeline, target.config
+    if pipe is None or cfg is None or not pipe.hops:
+        return None
+    readers = [h for h in pipe.hops if topic in cfg.pipelines[h].source_topics]
+    return readers[0] if len(readers) == 1 else None
 
 
 def _sink_at(sink: Any, where: str, topic: str, partition: int, offset: int) -> Any:
