@@ -114,6 +114,23 @@ def test_the_whole_pipeline_hop_by_hop(run):
     assert [int(s.get("failures")) for s in suites] == [len(h["expected_findings"]) for h in manifest["hops"]]
 
 
+def test_a_snapshot_with_audit_of_the_whole_pipeline_audits_each_hop(run, tmp_path):
+    """The config's default is the whole pipeline: its snapshot --with-audit stores the hop-by-hop audit
+    (it stored none: "no sink and source topics to audit")."""
+    workdir, manifest = run
+    snap = tmp_path / "incident.duckdb"
+    made = CliRunner().invoke(main, ["snapshot", "-c", str(workdir / "eosctl.toml"), "--with-audit",
+                                     "--out", str(snap), "--format", "json"])
+    assert made.exit_code == 0, made.output
+    assert json.loads(made.stdout)["sections"]["audit"] == "ok"
+    result = CliRunner().invoke(main, ["explain", str(snap), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    every = [f for hop in manifest["hops"] for f in hop["expected_findings"]]
+    assert doc["verdict"] == "fail"
+    assert comparable([f for r in doc["root_causes"] for f in r["findings"]]) == comparable(every)
+
+
 def test_a_hop_sink_with_bad_lineage_is_one_line(run, tmp_path):
     workdir, manifest = run
     config = (workdir / "eosctl.toml").read_text().replace('lineage = "headers"', 'lineage = "offsets"')
