@@ -40,3 +40,14 @@ def test_the_printed_next_commands_work_on_the_whole_pipeline(cluster, tmp_path:
     code, report = codes["audit"]
     assert code == 1 and [h["name"] for h in report["hops"]] == [f"{prefix}.process", prefix]
     assert {f["kind"] for f in report["findings"]} >= {"duplicate"}
+    # The investigator's next step: the duplicate's offset explained on the whole pipeline (--topic picks
+    # the hop that reads it: its sink and group), with when the sink wrote each copy.
+    dup = next(f for f in report["findings"] if f["kind"] == "duplicate")
+    args = ["explain", "-c", str(config), "--topic", dup["topic"], "-P", str(dup["partition"]), "--offset",
+            str(dup["first_offset"])]
+    doc = json.loads(CliRunner().invoke(main, [*args, "--format", "json"]).stdout)
+    assert (doc["group"]["group"], doc["sink"]["rows"]) == (f"{prefix}.sink", 2)
+    assert doc["sink"]["write_time_column"] == "written_at" and len(doc["sink"]["written_at"]) == 2
+    shown = CliRunner().invoke(main, args, env={"COLUMNS": "250"}).stdout
+    wrote = next(line for line in shown.splitlines() if "sink wrote" in line)
+    assert wrote.count("after the record") == 2 and "(written_at)" in wrote
