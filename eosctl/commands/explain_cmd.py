@@ -111,17 +111,13 @@ def _from_report(source: str, fmt: str) -> tuple[dict[str, Any], Any]:
 def _offset(config: str | None, pipeline: str | None, bootstrap: str | None, topics: tuple[str, ...],
             group: str | None, sink_duckdb: str | None, sink_parquet: str | None, sink_table: str | None,
             partition: int, offset: int) -> dict[str, Any]:
-    from eosctl.errors import ConfigError
     from eosctl.explain import Facts, offset_document
     from eosctl.logscan import scan_partition
-    from eosctl.target import resolve
+    from eosctl.target import one_topic, resolve
     from eosctl.wire import WireClient
 
     target = resolve(config, pipeline, bootstrap, topics, group, need_topics=True)
-    if len(target.topics) > 1:
-        raise ConfigError(f"the pipeline has several source topics ({', '.join(target.topics)}); "
-                          "choose one with --topic")
-    topic = target.topics[0]
+    topic = one_topic(target)
     hop = _hop_reading(target, topic)
     if hop is not None:  # a pipeline hop by hop: the hop that reads the topic has its sink and group
         target = resolve(config, hop, bootstrap, (topic,), group, need_topics=True)

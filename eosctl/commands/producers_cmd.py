@@ -30,21 +30,18 @@ def producers(config: str | None, pipeline: str | None, bootstrap: str | None, f
     when the broker returns no producers (or lacks the API) they are read from the log alone, and the
     output says which source it used.
     """
-    from eosctl.errors import ConfigError
     from eosctl.producers import describe
-    from eosctl.target import resolve
+    from eosctl.target import one_topic, resolve
 
     target = resolve(config, pipeline, bootstrap, (topic,) if topic else (), need_topics=True)
-    if len(target.topics) > 1:
-        raise ConfigError(f"the pipeline has several source topics ({', '.join(target.topics)}); "
-                          "choose one with --topic")
+    topic = one_topic(target)
     from eosctl.clients import kafka_admin
     from eosctl.wire import WireClient
 
     with WireClient(target.cluster, timeout_ms=TIMEOUT_MS) as client:
         admin = kafka_admin(target.cluster, timeout=TIMEOUT_MS / 1000)
         try:
-            report = describe(client, admin, target.topics[0], partitions, scan_last)
+            report = describe(client, admin, topic, partitions, scan_last)
         finally:
             admin.close()
     from eosctl.output.emit import emit

@@ -24,8 +24,8 @@ def test_the_printed_next_commands_work_on_the_whole_pipeline(cluster, tmp_path:
                                      "--fault", "hanging", "--fault", "duplicate-replay"])
     assert made.exit_code == 0, made.output
     config = workdir.resolve() / "eosctl.toml"
-    assert (f"config    {config}  (the whole pipeline by default; one hop: -p {prefix}.process or -p {prefix})"
-            in made.stdout)
+    assert (f"config    {config}  (the whole pipeline by default; one hop: -p {prefix}.process or "
+            f"-p {prefix})" in made.stdout)
     printed = made.stdout.split("next, try:\n", 1)[1].splitlines()
     assert printed == [f"  eosctl {cmd} -c {config}" for cmd in ("lag", "txns hanging", "audit", "tui")]
     codes = {}
@@ -51,3 +51,12 @@ def test_the_printed_next_commands_work_on_the_whole_pipeline(cluster, tmp_path:
     shown = CliRunner().invoke(main, args, env={"COLUMNS": "250"}).stdout
     wrote = next(line for line in shown.splitlines() if "sink wrote" in line)
     assert wrote.count("after the record") == 2 and "(written_at)" in wrote
+
+    # A command that reads one topic names each choice as the option that picks it; the choice works.
+    refused = CliRunner().invoke(main, ["log", "-c", str(config), "-P", "0"])
+    assert refused.exit_code == 2
+    assert refused.output.strip().endswith(
+        f"its hops read several topics ({prefix}.orders, {prefix}.enriched); choose one: "
+        f"--topic {prefix}.orders or --topic {prefix}.enriched"), refused.output
+    chosen = CliRunner().invoke(main, ["log", "-c", str(config), "-P", "0", "--topic", f"{prefix}.enriched"])
+    assert chosen.exit_code == 0, chosen.output
