@@ -122,7 +122,11 @@ def test_a_snapshot_with_audit_of_the_whole_pipeline_audits_each_hop(run, tmp_pa
     made = CliRunner().invoke(main, ["snapshot", "-c", str(workdir / "eosctl.toml"), "--with-audit",
                                      "--out", str(snap), "--format", "json"])
     assert made.exit_code == 0, made.output
-    assert json.loads(made.stdout)["sections"]["audit"] == "ok"
+    sections = json.loads(made.stdout)["sections"]
+    assert sections["audit"] == "ok"
+    prefix = manifest["prefix"]
+    assert sections["ledger"] == ("skipped: the pipeline is audited hop by hop and has no sink of its own (a "
+                                  f"hop's ledger: -p {prefix}.process or -p {prefix})")
     result = CliRunner().invoke(main, ["explain", str(snap), "--format", "json"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
