@@ -9,6 +9,7 @@ hands the pieces in; the result is the stable JSON document (docs/json.md) the t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from eosctl.audit.causes import fenced
@@ -161,8 +162,6 @@ def _write_time(value: Any, batch: Batch | None) -> dict[str, Any]:
 
 def _epoch_ms(value: Any) -> int | None:
     """A time column's value as epoch milliseconds; a time without a zone is UTC (what sinks store)."""
-    from datetime import UTC, datetime
-
     if isinstance(value, datetime):
         return int((value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp() * 1000)
     return None

@@ -24,9 +24,10 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
+from eosctl import sandboxstate
 from eosctl import txns as txns_mod
 from eosctl.capture import NOT_CAPTURED, SECTIONS, SKIPPED, Capture, read_sections
 from eosctl.clients import Admins
@@ -449,9 +450,7 @@ class LiveModel:
         connections go there, instead of retrying the old port for ever."""
         if not self.target.sandbox:
             return
-        from dataclasses import replace
 
-        from eosctl import sandboxstate
 
         state = sandboxstate.status(sandboxstate.state_dir(self.target.cluster.sandbox_home))
         if state is None or state.bootstrap == self.target.cluster.bootstrap_servers:

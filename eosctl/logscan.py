@@ -87,7 +87,7 @@ def open_scans(client: WireClient, tps: Iterable[TP], start: Bound = None, end: 
         hi = o.high_watermark if stop is None else min(stop, o.high_watermark)
         scans[tp] = LogScan(tp[0], tp[1], lo, max(lo, hi), o, keep_batches)
         if keys:
-            from eosctl.recordkeys import KeyCollector
+            from eosctl.recordkeys import KeyCollector  # lazy: eosctl.recordkeys 90 ms to import
 
             scans[tp].keys = KeyCollector(lo, max(lo, hi))
     return scans

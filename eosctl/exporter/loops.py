@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from eosctl.config import redact
 from eosctl.errors import EosctlError, first_line
 from eosctl.live import LiveModel
 from eosctl.metrics import Source
+from eosctl.redaction import redact
 from eosctl.safetext import term
 
 if TYPE_CHECKING:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from eosctl.config import Sink
+from eosctl.files import glob_paths
 from eosctl.findings import Finding
 from eosctl.model import TP
 
@@ -185,7 +186,6 @@ def local_files(sink: Sink | None) -> list[str]:
     file a glob matches, a Delta table's files): what an output must never replace (eosctl.files)."""
     if sink is None:
         return []
-    from eosctl.files import glob_paths
 
     found: list[str] = []
     if sink.duckdb:

@@ -13,6 +13,7 @@ import os
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from eosctl.config import Sink
@@ -31,6 +32,7 @@ from eosctl.sink.base import (
     StoredOffset,
     as_given,
 )
+from eosctl.sink.spark_checkpoint import stored_offsets
 from eosctl.sink.sql import IntColumn, ident, int_column, literal, short, topic_column
 
 if TYPE_CHECKING:
@@ -98,7 +100,7 @@ class SqlReader(ABC):
     def committed_keys_in(self, committed: Mapping[TP, list[tuple[int, int]]]) -> Iterator[pa.RecordBatch]:
         """Arrow batches (key, topic, partition, offset): committed_keys() of several partitions (an audit
         task's group); here one query per partition, DuckDBReader asks once."""
-        import pyarrow as pa
+        import pyarrow as pa  # lazy: pyarrow 57 ms to import
 
         for (topic, partition), ranges in committed.items():
             for b in self.committed_keys(topic, partition, ranges):
@@ -265,8 +267,6 @@ class SqlReader(ABC):
         with an invalid topic, partition or next offset are left out here: invalid_rows() reports them.
         A Spark query's sink stores them in its checkpoint (eosctl.sink.spark_checkpoint)."""
         if self.sink.spark_checkpoint is not None:
-            from eosctl.sink.spark_checkpoint import stored_offsets
-
             return stored_offsets(self.sink.spark_checkpoint)
         if self.offsets_relation is None:
             return None
@@ -304,7 +304,7 @@ class DuckDBReader(SqlReader):
                        committed: list[tuple[int, int]]) -> Iterator[pa.RecordBatch]:
         """Arrow batches (key, offset) of the partition's distinct rows with a key whose offset lies in
         one of the ``committed`` ranges (first, last inclusive, sorted, disjoint)."""
-        import pyarrow as pa
+        import pyarrow as pa  # lazy: pyarrow 57 ms to import
 
         ranges = pa.table({"rf": [c[0] for c in committed], "rl": [c[1] for c in committed]},
                           schema=pa.schema([("rf", pa.int64()), ("rl", pa.int64())]))
@@ -333,7 +333,7 @@ class DuckDBReader(SqlReader):
     def committed_keys_in(self, committed: Mapping[TP, list[tuple[int, int]]]) -> Iterator[pa.RecordBatch]:
         """Arrow batches (key, topic, partition, offset) of the distinct rows with a key whose offset lies
         in one of their partition's ``committed`` ranges: one query for all the partitions."""
-        import pyarrow as pa
+        import pyarrow as pa  # lazy: pyarrow 57 ms to import
 
         ranges = [(t, p, first, last) for (t, p), rs in committed.items() for first, last in rs]
         types = (pa.string(), pa.int32(), pa.int64(), pa.int64())
@@ -419,7 +419,7 @@ def islands_from_breaks(topic: str, partition: int, first: int | None, batches: 
     at or after the last one's end), so a chain's inner offsets are its own (multiplicity 1) and only its
     ends can be shared, with neighbours that end or start on the same offset: a duplicate.
     """
-    import numpy as np
+    import numpy as np  # lazy: numpy 64 ms to import
 
     if first is None:
         return
@@ -439,7 +439,7 @@ def islands_from_breaks(topic: str, partition: int, first: int | None, batches: 
 def islands_from_offsets(topic: str, partition: int, chunks: Iterable[Any]) -> Iterator[OffsetIsland]:
     """Islands from a partition's offsets themselves, in order, duplicates included (numpy int64 arrays,
     each following the one before): where they break is found here, as breaks_sql finds it on a server."""
-    import numpy as np
+    import numpy as np  # lazy: numpy 64 ms to import
 
     first = last = None
     ends, nexts = [], []
@@ -462,7 +462,7 @@ def islands_from_offsets(topic: str, partition: int, chunks: Iterable[Any]) -> I
 def _islands_of_breaks(topic: str, partition: int, first: int, ends: Any, nexts: Any) \
         -> Iterator[OffsetIsland]:
     """islands_from_breaks's islands, from the breaks as two arrays (-1: no next offset)."""
-    import numpy as np
+    import numpy as np  # lazy: numpy 64 ms to import
 
     e = ends.astype(np.int64)
     s = np.concatenate(([first], nexts[:-1])).astype(np.int64)
@@ -564,8 +564,6 @@ def error_text(e: BaseException) -> str:
 def _no_lineage(f: Finding, hop: Sink) -> Finding:
     """A Kafka topic hop's row with no input named (eosctl.sink.kafka_topic writes NULL lineage): said as
     what happened to the output record, not as a NULL column of a table the user never made."""
-    from dataclasses import replace
-
     if f.kind != "invalid_row" or not (f.detail or "").endswith(" is NULL"):
         return f
     if hop.lineage == "key":

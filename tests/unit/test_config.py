@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from eosctl.config import load_config
+from eosctl.configfile import load_config
 from eosctl.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
