@@ -74,7 +74,7 @@ class KafkaSource:
         with WireClient(self.cluster) as client:
             return {t: sorted(leaders) for t, leaders in client.metadata().items()}
 
-    def scan(self, parts: Sequence[tuple[TP, Placement]], keys: bool = False) -> dict[TP, PartitionLog]:
+    def scan(self, parts: Sequence[tuple[TP, Placement]], keys: bool | str = False) -> dict[TP, PartitionLog]:
         # lazy: eosctl.logscan 80 ms, eosctl.wire 71 ms to import
         from eosctl.logscan import scan_partitions
         from eosctl.wire import Offsets, WireClient
@@ -149,5 +149,5 @@ class ModelSource:
     def existing_topics(self) -> dict[str, list[int]]:
         return {t: sorted(ps) for t, ps in self.survey({t for t, _ in self.logs}).items()}
 
-    def scan(self, parts: Sequence[tuple[TP, Placement]], keys: bool = False) -> dict[TP, PartitionLog]:
+    def scan(self, parts: Sequence[tuple[TP, Placement]], keys: bool | str = False) -> dict[TP, PartitionLog]:
         return {tp: self.logs[tp] for tp, _ in parts}  # keys: the models' own record_keys, if any

@@ -87,7 +87,12 @@ def audit_group(items: Sequence[WorkItem], source: Source, reader: SinkReader, w
     t0 = time.perf_counter()
     parts = [(i.tp, i.placement) for i in items if i.in_kafka and i.placement is not None]
     content = content and reader.sink.key_column is not None
-    logs = source.scan(parts, keys=True) if content else source.scan(parts)
+    if content:
+        from eosctl.config import value_mode
+
+        logs = source.scan(parts, keys=value_mode(reader.sink) or True)
+    else:
+        logs = source.scan(parts)
     for tp, log in logs.items():
         if log.offsets_disagreement:
             # Never a verdict on offsets the broker itself contradicts: the audit refuses, naming it.

@@ -82,6 +82,11 @@ class Sink:
     partition_column: str = "src_partition"
     offset_column: str = "src_offset"
     key_column: str | None = None
+    # The content check compares each row's value with its record's too (eosctl.content): a column holding
+    # the record's value (text: its UTF-8 bytes; a blob: its bytes), or one holding the lowercase hex MD5 of
+    # the value's bytes (SQL's md5(value), Python's hashlib.md5(value).hexdigest()). Both need key_column.
+    value_column: str | None = None
+    value_hash_column: str | None = None
     # A column the sink writes in write order (an ingestion time or a sequence): a duplicate's cause then says
     # when its first and its repeated writes happened.
     order_column: str | None = None
@@ -167,3 +172,34 @@ class Config:
 
     def cluster_of(self, pipeline: Pipeline) -> Cluster:
         return self.clusters[pipeline.cluster]
+
+
+def value_columns_problem(sink: Sink) -> str | None:
+    """What is wrong with the sink's value_column / value_hash_column, in one sentence; None if nothing."""
+    if sink.value_column is None and sink.value_hash_column is None:
+        return None
+    if sink.value_column is not None and sink.value_hash_column is not None:
+        return "value_column and value_hash_column are both set; set one (the value, or its md5 hex)"
+    name = "value_column" if sink.value_column is not None else "value_hash_column"
+    if sink.key_column is None:
+        return f"{name} needs key_column (the content check compares a row's value where its key matches)"
+    return None
+
+
+def value_columns_unread(sink: Sink) -> str | None:
+    """Why the audit cannot read this sink's value column, in one sentence; None if it can (the audit
+    refuses rather than skip a check the config asks for)."""
+    name = "value_column" if sink.value_column is not None else "value_hash_column"
+    if (sink.value_column or sink.value_hash_column) and (sink.postgres or sink.kafka_topic):
+        kind = "postgres" if sink.postgres is not None else "kafka_topic"
+        return (f"{name} is read from DuckDB, Parquet, Delta and Iceberg sinks, not from a {kind} sink; "
+                f"remove {name}")
+    return None
+
+
+def value_mode(sink: Sink) -> str | None:
+    """How the content check hashes the records' values for this sink (eosctl.recordkeys.VALUE_MODES):
+    "raw" for a value_column, "md5" for a value_hash_column, None for neither."""
+    if sink.value_column is not None:
+        return "raw"
+    return "md5" if sink.value_hash_column is not None else None

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from eosctl import redaction
-from eosctl.config import SANDBOX, Cluster, Config, Pipeline, Sink, Spark
+from eosctl.config import SANDBOX, Cluster, Config, Pipeline, Sink, Spark, value_columns_problem
 from eosctl.configvalues import (
     BOOTSTRAP_FORM,
     bootstrap_problem,
@@ -205,6 +205,8 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
                 partition_column=s.str("partition_column", "src_partition"),
                 offset_column=s.str("offset_column", "src_offset"),
                 key_column=s.str("key_column", None),
+                value_column=s.str("value_column", None),
+                value_hash_column=s.str("value_hash_column", None),
                 order_column=s.str("order_column", None),
                 write_time_column=s.str("write_time_column", None),
                 offsets_table=s.str("offsets_table", None),
@@ -221,6 +223,7 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
             if len(named) != 1:
                 raise ConfigError(f"{path}: pipelines.{name}.sink needs exactly one of duckdb, parquet, "
                                   f"postgres, delta, iceberg or kafka_topic")
+            _check_value_columns(sink, path, name)
             _check_hop_sink(sink, path, name, clusters)
             # Relative sink paths (a Parquet glob too) are relative to the config file, not to wherever
             # eosctl runs; `~` is the user's home, as in a shell.
@@ -293,6 +296,12 @@ def _three(names: tuple[str, ...], path: Path, pipeline: str) -> tuple[str, str,
                           f"(topic, partition, offset), got {len(names)}")
     return (names[0], names[1], names[2])
 
+
+
+def _check_value_columns(sink: Sink, path: Path, pipeline: str) -> None:
+    problem = value_columns_problem(sink)
+    if problem:
+        raise ConfigError(f"{path}: pipelines.{pipeline}.sink: {problem}")
 
 
 def _check_hop_sink(sink: Sink, path: Path, pipeline: str, clusters: dict[str, Cluster]) -> None:

@@ -62,6 +62,8 @@ ROOT_RULES = {
     "log_rewritten": "the sink holds records that are no longer in the log: the log was truncated and "
                      "rewritten at their offsets after a leader change (an unclean leader election)",
     "content_differs": "the sink holds rows whose key is not the key of the record at their offset",
+    "value_differs": "the sink holds rows with the key of the record at their offset but another value (its "
+                     "value column, or the value's md5, differs)",
     "not_yet_consumed": "committed records the sink's consumer had not reached when the sink was read "
                         "(its lag)",
     "written_before_commit": "a stage wrote outputs of input it has not committed to have processed: it "
@@ -105,7 +107,8 @@ def root_rule(f: Explained) -> str:
 
 _CONTENT_ROOT = {"shifted_coordinates": "coordinates_shifted",
                  "rewritten_after_leader_change": "log_rewritten",
-                 "different_record": "content_differs"}
+                 "different_record": "content_differs",
+                 "different_value": "value_differs"}
 _BY_KIND = {"duplicate": "replay", "offset_mismatch": "offsets_disagree", "invalid_row": "invalid_rows",
             "ahead_of_commit": "written_before_commit"}
 

@@ -56,6 +56,10 @@ def _fail_on(ctx: click.Context, param: click.Parameter, value: str | None) -> t
 @click.option("--partition-column", help="Column with the source partition [default: src_partition].")
 @click.option("--offset-column", help="Column with the source offset [default: src_offset].")
 @click.option("--key-column", help="Business-key column: enables key_duplicate.")
+@click.option("--value-column", help="Column holding each record's value: the content check compares it too.")
+@click.option("--value-hash-column",
+              help="Column holding the lowercase hex MD5 of each record's value bytes (SQL md5(value)): the "
+                   "content check compares it too.")
 @click.option("--offsets-table",
               help="Table of offsets stored with the rows (topic, partition, next_offset); with --group, "
                    "compared with the group's committed offsets.")
@@ -79,7 +83,8 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
           topics: tuple[str, ...] = (), group: str | None = None, sink_duckdb: str | None = None,
           sink_parquet: str | None = None, sink_table: str | None = None, topic_column: str | None = None,
           partition_column: str | None = None, offset_column: str | None = None,
-          key_column: str | None = None, offsets_table: str | None = None, fmt: str = "table",
+          key_column: str | None = None, value_column: str | None = None,
+          value_hash_column: str | None = None, offsets_table: str | None = None, fmt: str = "table",
           out: str | None = None, force: bool = False, fail_on: tuple[str, ...] = KINDS,
           engine: str | None = None, master: str | None = None, remote: str | None = None,
           driver_memory: str | None = None, content_check: bool | None = None) -> None:
@@ -100,6 +105,7 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
     target = resolve(config, pipeline, bootstrap, topics, group, need_topics=not _has_hops(config, pipeline))
     overrides = {k: v for k, v in (("topic_column", topic_column), ("partition_column", partition_column),
                                    ("offset_column", offset_column), ("key_column", key_column),
+                                   ("value_column", value_column), ("value_hash_column", value_hash_column),
                                    ("offsets_table", offsets_table)) if v}
     hops = target.pipeline.hops if target.pipeline else ()
     if hops and (topics or group or sink_duckdb or sink_parquet or sink_table or overrides):
@@ -117,6 +123,8 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
         options = replace(options, content_check=content_check)
     if hops:
         audited = [(hop, t, sink_of(t, None, None, None)[0]) for hop, t in zip(hops, runs, strict=True)]
+        for _, _, s in audited:
+            _check_value_columns(s, False)
         if content_check and not any(s.key_column for _, _, s in audited):
             raise click.UsageError("--content-check compares each row's key with its record's: name the key "
                                    "column in a hop's sink (key_column)")
@@ -128,6 +136,8 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
     if content_check and not replace(sink, **overrides).key_column:
         raise click.UsageError("--content-check compares each row's key with its record's: name the key "
                                "column (--key-column, or key_column in the config's sink)")
+    _check_value_columns(replace(sink, **overrides), bool(overrides.get("value_column")
+                                                           or overrides.get("value_hash_column")))
     upstream = _upstream(config, target, bootstrap)
     written = Written(out, _reads(config, [sink, upstream[0] if upstream else None]), force)
     written.check()
@@ -332,3 +342,16 @@ def _print_parts(out, rendered) -> None:
             out.file.write(part.plain + "\n")  # plain lines, already escaped: no layout to do
         else:
             out.print(part, soft_wrap=isinstance(part, Text))
+
+
+def _check_value_columns(sink: Any, from_options: bool) -> None:
+    """One line, exit 2, where the sink's value column can't be compared (eosctl.config)."""
+    from eosctl.config import value_columns_problem, value_columns_unread
+
+    problem = value_columns_problem(sink) if from_options else None
+    problem = problem or value_columns_unread(sink)
+    if problem and from_options:
+        problem = (problem.replace("value_hash_column", "--value-hash-column")
+                   .replace("value_column", "--value-column").replace("key_column", "--key-column"))
+    if problem:
+        raise click.UsageError(problem)

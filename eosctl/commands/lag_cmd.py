@@ -78,7 +78,7 @@ def lag(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: st
     # with raw requests on one wire client (no librdkafka handle: see eosctl.offsets), reconnected after a
     # failed poll: a restarted broker needs new connections.
     with LiveModel(target, sections=("lag",), lag_groups=list(groups) or None, scan_limit=scan_limit,
-                   timeout_ms=TIMEOUT_MS, long_lived=True) as model:
+                   timeout_ms=TIMEOUT_MS, long_lived=True, partial=False) as model:
         model.lag_history = LagHistory(window)
 
         def measure() -> Any:

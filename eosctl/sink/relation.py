@@ -61,6 +61,7 @@ class SqlReader(ABC):
         self.offsets_relation = offsets_relation
         self.read_point = read_point
         types = {k.lower(): v for k, v in (types or {}).items()}
+        self._types = types
         self._t, self._p, self._o = self._columns(types, sink.topic_column, sink.partition_column,
                                                   sink.offset_column)
         self._offsets_types = {k.lower(): v for k, v in (offsets_types or {}).items()}
@@ -199,10 +200,12 @@ class SqlReader(ABC):
                                detail=f"{prefix}{names[c]} {why}{shown}"))
         return out
 
-    def _rows_sql(self, topic: str, partition: int, with_key: bool = False) -> str:
-        """SQL for one partition's valid rows: column o, and k (the key as text)."""
+    def _rows_sql(self, topic: str, partition: int, with_key: bool = False, extra: str = "") -> str:
+        """SQL for one partition's valid rows: column o, and k (the key as text); ``extra``: more columns
+        (", expr AS name")."""
         key = f", CAST({ident(self.sink.key_column)} AS VARCHAR) AS k" if with_key and self.sink.key_column \
             else ""
+        key += extra
         # Filters on the raw columns (not the normalised view) so DuckDB can push them into the scan.
         t = ident(self.sink.topic_column)
         return (f"SELECT {self._o.checked or self._o.value} AS o{key} FROM {self.relation} "
@@ -321,9 +324,19 @@ class DuckDBReader(SqlReader):
                             f"failed: {as_given(self.sink, first_line(e))}") from None
 
     def row_keys(self, topic: str, partition: int) -> Iterator[pa.RecordBatch]:
-        """Arrow batches (offset, key) of every row of the partition with a key, in no order (the content
-        check, eosctl.content): one scan, no join, no DISTINCT."""
-        sql = f"SELECT o, k FROM ({self._rows_sql(topic, partition, True)}) WHERE k IS NOT NULL"
+        """Arrow batches (offset, key[, value]) of every row of the partition with a key, in no order (the
+        content check, eosctl.content): one scan, no join, no DISTINCT. The value column (sink.value_column:
+        a blob as its bytes, anything else as text; sink.value_hash_column: its text in lower case) is the
+        third column where the sink names one."""
+        value = ""
+        if self.sink.value_column:
+            col = ident(self.sink.value_column)
+            blob = self._types.get(self.sink.value_column.lower(), "VARCHAR").upper() == "BLOB"
+            value = f", {col} AS v" if blob else f", CAST({col} AS VARCHAR) AS v"
+        elif self.sink.value_hash_column:
+            value = f", lower(CAST({ident(self.sink.value_hash_column)} AS VARCHAR)) AS v"
+        rows = self._rows_sql(topic, partition, True, value)
+        sql = f"SELECT o, k{', v' if value else ''} FROM ({rows}) WHERE k IS NOT NULL"
         try:
             yield from self.conn.sql(sql).to_arrow_reader(ISLAND_BATCH)
         except Exception as e:
@@ -514,8 +527,8 @@ def check_columns(have: dict[str, str], sink: Sink, where: str, what: str) -> di
         f"{name} ({key})"
         for key, name in (("topic_column", sink.topic_column), ("partition_column", sink.partition_column),
                           ("offset_column", sink.offset_column), ("key_column", sink.key_column),
-                          ("order_column", sink.order_column),
-                          ("write_time_column", sink.write_time_column))
+                          ("value_column", sink.value_column), ("value_hash_column", sink.value_hash_column),
+                          ("order_column", sink.order_column), ("write_time_column", sink.write_time_column))
         if name is not None and name.lower() not in lowered
     ]
     if missing:
