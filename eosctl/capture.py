@@ -115,7 +115,11 @@ def capture(
     finally:
         if own:
             admins.close()
-    if sink is None:
+    hops = target.pipeline.hops if target.pipeline else ()
+    if sink is None and hops:  # each hop has its own sink: say how to capture one
+        cap.sections["ledger"] = (f"{SKIPPED}the pipeline is audited hop by hop and has no sink of its own "
+                                  f"(a hop's ledger: -p {' or -p '.join(hops)})")
+    elif sink is None:
         cap.sections["ledger"] = f"{SKIPPED}the pipeline has no sink"
     else:
         # The ledger compares the sink with whole logs only: a tail would make every record before it look

@@ -90,6 +90,9 @@ class Sink:
     # A column the sink writes in write order (an ingestion time or a sequence): a duplicate's cause then says
     # when its first and its repeated writes happened.
     order_column: str | None = None
+    # A column holding when the sink wrote each row (an ingestion time): `eosctl explain` shows it beside
+    # the record's own timestamp, and the lag between them.
+    write_time_column: str | None = None
     # Table where the sink stores the source offsets it committed with its rows (optional).
     offsets_table: str | None = None
     # A Spark Structured Streaming query's checkpoint: its Kafka offsets are the sink's stored offsets.

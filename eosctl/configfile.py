@@ -216,6 +216,7 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
                 value_column=s.str("value_column", None),
                 value_hash_column=s.str("value_hash_column", None),
                 order_column=s.str("order_column", None),
+                write_time_column=s.str("write_time_column", None),
                 offsets_table=s.str("offsets_table", None),
                 spark_checkpoint=s.str("spark_checkpoint", None),
                 kafka_topic=s.str("kafka_topic", None),

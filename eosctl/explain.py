@@ -9,6 +9,7 @@ hands the pieces in; the result is the stable JSON document (docs/json.md) the t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from eosctl.audit.causes import fenced
@@ -28,6 +29,10 @@ class SinkAt:
     stored_offset: int | None = None  # the sink's stored next offset for the partition
     where: str = ""  # the sink, for people
     key_column: str | None = None
+    # When the sink wrote each of those rows (its write_time_column, earliest first): None when the sink
+    # names no such column.
+    write_time_column: str | None = None
+    written_at: tuple[Any, ...] = ()
 
 
 @dataclass
@@ -59,7 +64,7 @@ def offset_document(f: Facts) -> dict[str, Any]:
         "group": None if f.group is None else {
             "group": f.group, "committed_offset": f.committed,
             "consumed": None if f.committed is None else f.committed > o},
-        "sink": None if f.sink is None else _sink_doc(f.sink, log, o),
+        "sink": None if f.sink is None else _sink_doc(f.sink, log, o, f.batch),
         "warnings": list(log.warnings) + f.notes,
     }
     doc["summary"] = _summary(doc)
@@ -133,13 +138,33 @@ def _producer_doc(log: PartitionLog, pid: int, o: int) -> dict[str, Any] | None:
                               for z in p.zombie_writes[:EPOCH_CONTEXT * 2]]}
 
 
-def _sink_doc(s: SinkAt, log: PartitionLog, o: int) -> dict[str, Any]:
+def _sink_doc(s: SinkAt, log: PartitionLog, o: int, batch: Batch | None) -> dict[str, Any]:
     return {"sink": s.where, "rows": s.rows, "key_column": s.key_column, "keys": list(s.keys),
+            "write_time_column": s.write_time_column,
+            "written_at": [_write_time(w, batch) for w in s.written_at],
             "same_key": [{"topic": t, "partition": p, "offset": o,
                           "kind": (_kind(log, o) if (t, p) == (log.topic, log.partition) else None)}
                          for t, p, o in s.same_key],
             "stored_offset": s.stored_offset,
             "stored_past": None if s.stored_offset is None else s.stored_offset > o}
+
+
+def _write_time(value: Any, batch: Batch | None) -> dict[str, Any]:
+    """One row's write time, and how long after the record's own timestamp the sink wrote it (the batch's
+    first and last record timestamps bound it; None where the column holds no time)."""
+    ms = _epoch_ms(value)
+    shown = value.isoformat() if hasattr(value, "isoformat") else None if value is None else str(value)
+    lag = None
+    if ms is not None and batch is not None and batch.max_timestamp >= 0:
+        lag = {"min_ms": ms - batch.max_timestamp, "max_ms": ms - max(batch.first_timestamp, 0)}
+    return {"value": shown, "timestamp_ms": ms, "after_record_ms": lag}
+
+
+def _epoch_ms(value: Any) -> int | None:
+    """A time column's value as epoch milliseconds; a time without a zone is UTC (what sinks store)."""
+    if isinstance(value, datetime):
+        return int((value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp() * 1000)
+    return None
 
 
 # ---- the sentence -------------------------------------------------------------------------------------

@@ -125,6 +125,16 @@ def resolve(
                   sandbox=on_sandbox)
 
 
+def one_topic(target: Target) -> str:
+    """The target's one topic, for a command that reads one; several (a pipeline's, or its hops') are one
+    line naming each choice as the option that picks it."""
+    if len(target.topics) > 1:
+        choices = " or ".join(f"--topic {shlex.quote(t)}" for t in target.topics)
+        what = "its hops read" if target.pipeline and target.pipeline.hops else "the pipeline has"
+        raise ConfigError(f"{what} several topics ({', '.join(target.topics)}); choose one: {choices}")
+    return target.topics[0]
+
+
 def scope(cfg: Config, pipe: Pipeline) -> tuple:
     """A pipeline audited hop by hop, seen as one: its hops' input topics, output topics (an output topic or
     a Kafka topic a hop writes), groups and transactional id prefixes, in hop order. Never "every topic":

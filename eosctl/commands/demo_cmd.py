@@ -77,8 +77,8 @@ def demo(ctx: click.Context, records: int, faults: tuple[str, ...], no_audit: bo
     for cmd in (
         f"eosctl txns hanging -c {config} --max-age 10s",
         f"eosctl lag -c {config}",
-        f"eosctl log -c {config} --partition 0",
-        f"eosctl ledger -c {config}",
+        f"eosctl log -c {config} --topic demo.enriched --partition 0",
+        f"eosctl ledger -c {config} -p demo",
         f"eosctl audit -c {config}" + ("" if audit_ran else "   (the Spark auditor)"),
         f"eosctl audit -c {config} --format html --out {workdir / 'report.html'}   (sign-off page)",
         f"eosctl tui -c {config}",

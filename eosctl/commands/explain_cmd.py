@@ -36,7 +36,8 @@ def explain(source: str | None, config: str | None, pipeline: str | None, bootst
     eosctl explain -c eosctl.toml --topic T --partition P --offset N
         its batch, producer id and epoch, transaction, outcome and marker, the producer's epoch
         history around it (fencing), the LSO and HW, the group's committed offset relative to it, and
-        what the sink holds for it: rows, key, other offsets with the same key
+        what the sink holds for it: rows, key, other offsets with the same key, and when the sink
+        wrote them beside the record's timestamp (the sink's write_time_column)
     eosctl explain REPORT.json | SNAPSHOT.duckdb
         the audit's root causes, each with its findings and their causes
     """
@@ -114,14 +115,14 @@ def _offset(config: str | None, pipeline: str | None, bootstrap: str | None, top
     # lazy: eosctl.explain 9.4 ms, eosctl.logscan 94 ms, eosctl.target 27 ms, eosctl.wire 150 ms at start-up
     from eosctl.explain import Facts, offset_document
     from eosctl.logscan import scan_partition
-    from eosctl.target import resolve
+    from eosctl.target import one_topic, resolve
     from eosctl.wire import WireClient
 
     target = resolve(config, pipeline, bootstrap, topics, group, need_topics=True)
-    if len(target.topics) > 1:
-        raise ConfigError(f"the pipeline has several source topics ({', '.join(target.topics)}); "
-                          "choose one with --topic")
-    topic = target.topics[0]
+    topic = one_topic(target)
+    hop = _hop_reading(target, topic)
+    if hop is not None:  # a pipeline hop by hop: the hop that reads the topic has its sink and group
+        target = resolve(config, hop, bootstrap, (topic,), group, need_topics=True)
     sink_at = None
     if (target.pipeline and target.pipeline.sink) or sink_duckdb or sink_parquet:
         sink, where = sink_of(target, sink_duckdb, sink_parquet, sink_table)
@@ -142,6 +143,16 @@ def _offset(config: str | None, pipeline: str | None, bootstrap: str | None, top
 
         committed = committed_offsets(target.cluster, target.group).get((topic, partition))
     return offset_document(Facts(log, offset, batch, target.group, committed, sink_at))
+
+
+def _hop_reading(target: Any, topic: str) -> str | None:
+    """The hop of a pipeline audited hop by hop that reads ``topic`` (None: not such a pipeline, or no one
+    hop reads it)."""
+    pipe, cfg = target.pipeline, target.config
+    if pipe is None or cfg is None or not pipe.hops:
+        return None
+    readers = [h for h in pipe.hops if topic in cfg.pipelines[h].source_topics]
+    return readers[0] if len(readers) == 1 else None
 
 
 def _sink_at(sink: Any, where: str, topic: str, partition: int, offset: int) -> Any:
@@ -170,7 +181,9 @@ def _sink_at(sink: Any, where: str, topic: str, partition: int, offset: int) -> 
                                                                                              offset)]
         stored = next((s.next_offset for s in reader.stored_offsets() or []
                        if (s.topic, s.partition) == (topic, partition)), None)
-    return SinkAt(rows, keys, tuple(sorted(same)), stored, shown(sink), sink.key_column)
+        written = tuple(reader.write_times(topic, partition, offset)) if rows else ()
+    return SinkAt(rows, keys, tuple(sorted(same)), stored, shown(sink), sink.key_column,
+                  sink.write_time_column, written)
 
 
 COMMANDS = [explain]

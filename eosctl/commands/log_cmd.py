@@ -13,7 +13,6 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from eosctl.commands.options import target_options
-from eosctl.errors import ConfigError
 from eosctl.output.emit import emit
 from eosctl.output.terminal import console
 from eosctl.progress import Step
@@ -45,14 +44,11 @@ def log(config: str | None, pipeline: str | None, bootstrap: str | None, topic: 
     # start-up
     from eosctl.logscan import scan_partition
     from eosctl.output.log import log_document, render_log
-    from eosctl.target import resolve
+    from eosctl.target import one_topic, resolve
     from eosctl.wire import WireClient
 
     target = resolve(config, pipeline, bootstrap, (topic,) if topic else (), need_topics=True)
-    if len(target.topics) > 1:
-        raise ConfigError(f"the pipeline has several source topics ({', '.join(target.topics)}); "
-                          "choose one with --topic")
-    topic = target.topics[0]
+    topic = one_topic(target)
     if start is not None and end is not None and end < start:
         raise click.BadParameter(f"--to {end} is before --from {start}", param_hint="--to")
     stop = None if end is None else end + 1

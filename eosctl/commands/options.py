@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -192,6 +193,10 @@ def sink_of(target: Any, sink_duckdb: str | None, sink_parquet: str | None,
     pipe = target.pipeline
     sink = pipe.sink if pipe and pipe.sink else None
     if sink is None and not (sink_duckdb or sink_parquet):
+        if pipe and pipe.hops:  # each hop has its sink: say which to choose, as a command that works
+            choices = " or ".join(f"-p {shlex.quote(h)}" for h in pipe.hops)
+            raise ConfigError(f"pipeline {pipe.name} is audited hop by hop and has no sink of its own: "
+                              f"choose a hop, {choices}")
         where = f"[pipelines.{pipe.name}.sink]" if pipe else "--config FILE --pipeline NAME"
         raise ConfigError(f"no sink to read: set {where} (duckdb or parquet) or pass --sink-duckdb / "
                           "--sink-parquet")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import sys
 import time
 from collections.abc import Iterator
@@ -117,15 +118,19 @@ def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: t
     where = next(sink[k] for k in ("duckdb", "postgres", "delta", "iceberg") if sink[k])
     out.print(f"\nsink      {where}  (table {manifest['sink']['table']}, {manifest['sink_rows']} rows)")
     out.print(f"manifest  {Path(workdir).resolve() / 'manifest.json'}")
-    out.print(f"config    {Path(workdir).resolve() / 'eosctl.toml'}  "
-              f"(eosctl ... --config it --pipeline {prefix})")
+    out.print(f"config    {Path(workdir).resolve() / 'eosctl.toml'}  (the whole pipeline by default; "
+              f"one hop: -p {shlex.quote(prefix + '.process')} or -p {shlex.quote(prefix)})")
     if not faults:
         out.print("\nno faults planted: the sink must match the committed output exactly")
-        return
-    out.print(f"\nplanted defects ({', '.join(manifest['faults'])}):")
-
-    for line in planted_lines(manifest):
-        out.print(line, highlight=False)
+    else:
+        out.print(f"\nplanted defects ({', '.join(manifest['faults'])}):")
+        for line in planted_lines(manifest):
+            out.print(line, highlight=False)
+    # Commands that work copied as printed, from any directory (the config names the sandbox's home).
+    config = shlex.quote(str(Path(workdir).resolve() / "eosctl.toml"))
+    out.print("\nnext, try:")
+    for cmd in ("lag", "txns hanging", "audit", "tui"):
+        out.print(f"  eosctl {cmd} -c {config}")
 
 
 def _check_workdir(workdir: Path, force: bool) -> None:

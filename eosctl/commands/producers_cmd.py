@@ -10,7 +10,6 @@ from __future__ import annotations
 import click
 
 from eosctl.commands.options import TIMEOUT_MS, target_options
-from eosctl.errors import ConfigError
 from eosctl.output.emit import emit
 from eosctl.output.producers import render_producers
 from eosctl.output.terminal import console as out_console
@@ -35,12 +34,10 @@ def producers(config: str | None, pipeline: str | None, bootstrap: str | None, f
     """
     # lazy: eosctl.producers 213 ms, eosctl.target 12 ms at start-up
     from eosctl.producers import describe
-    from eosctl.target import resolve
+    from eosctl.target import one_topic, resolve
 
     target = resolve(config, pipeline, bootstrap, (topic,) if topic else (), need_topics=True)
-    if len(target.topics) > 1:
-        raise ConfigError(f"the pipeline has several source topics ({', '.join(target.topics)}); "
-                          "choose one with --topic")
+    topic = one_topic(target)
     # lazy: eosctl.clients 8.1 ms, eosctl.wire 131 ms at start-up
     from eosctl.clients import kafka_admin
     from eosctl.wire import WireClient
@@ -48,7 +45,7 @@ def producers(config: str | None, pipeline: str | None, bootstrap: str | None, f
     with WireClient(target.cluster, timeout_ms=TIMEOUT_MS) as client:
         admin = kafka_admin(target.cluster, timeout=TIMEOUT_MS / 1000)
         try:
-            report = describe(client, admin, target.topics[0], partitions, scan_last)
+            report = describe(client, admin, topic, partitions, scan_last)
         finally:
             admin.close()
 

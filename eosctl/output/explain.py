@@ -8,6 +8,7 @@ from rich.console import Group
 from rich.text import Text
 
 from eosctl.audit.rootcauses import root_causes
+from eosctl.durations import human
 from eosctl.findings import AuditReport
 from eosctl.output.finding import short_cause, where
 from eosctl.output.terminal import table, time_text
@@ -62,6 +63,11 @@ def offset_table(doc: dict[str, Any]) -> Any:
                                                        for x in s["same_key"][:20]))))
         if s["stored_offset"] is not None:
             rows.append(("sink stored", f"next offset {s['stored_offset']}"))
+        if s["write_time_column"] is None:
+            rows.append(("sink wrote", "not known: the sink's config names no write_time_column"))
+        elif s["written_at"]:
+            rows.append(("sink wrote", text("; ".join(_written(w) for w in s["written_at"][:20])
+                                            + f" ({s['write_time_column']})")))
     parts: list[Any] = [table(None, ["field", "value"], rows, show_header=False)]
     if p is not None and p["epoch_history"]:
         parts.append(table(f"Epochs of producer {p['producer_id']} around offset {doc['offset']}",
@@ -71,6 +77,22 @@ def offset_table(doc: dict[str, Any]) -> Any:
     parts.append(text(doc["summary"], style="bold"))
     parts += [text(f"warning: {w}", style="yellow") for w in doc["warnings"]]
     return Group(*parts)
+
+
+def _written(w: dict[str, Any]) -> str:
+    """One row's write time, and how long after the record's timestamp."""
+    if w["timestamp_ms"] is None:
+        return str(w["value"])
+    when = time_text(w["timestamp_ms"]) + " UTC"
+    lag = w["after_record_ms"]
+    if lag is None:
+        return when
+    # To the second, as the times are shown: a batch's records a few milliseconds apart have one lag.
+    lo, hi = round(lag["min_ms"] / 1000), round(lag["max_ms"] / 1000)
+    if hi < 0:
+        return f"{when}, {human(-hi)} before the record's timestamp (their clocks differ)"
+    span = human(hi) if human(max(lo, 0)) == human(hi) else f"{human(max(lo, 0))}..{human(hi)}"
+    return f"{when}, {span} after the record"
 
 
 def report_document(report: AuditReport, origin: str) -> dict[str, Any]:

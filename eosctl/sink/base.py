@@ -158,6 +158,8 @@ class SinkReader(Protocol):
     def write_order(self, topic: str, partition: int,
                     ranges: Sequence[tuple[int, int]]) -> dict[int, tuple[Any, Any, Any, Any]]: ...
 
+    def write_times(self, topic: str, partition: int, offset: int) -> list[Any]: ...
+
     def limit(self, limits: Limits) -> None: ...
 
     def close(self) -> None: ...
@@ -170,7 +172,7 @@ class SinkReader(Protocol):
 def read_columns(sink: Sink) -> tuple[str, ...]:
     """The columns of the sink's rows table that readers use."""
     wanted = (sink.topic_column, sink.partition_column, sink.offset_column, sink.key_column,
-              sink.value_column, sink.value_hash_column, sink.order_column)
+              sink.value_column, sink.value_hash_column, sink.order_column, sink.write_time_column)
     return tuple(dict.fromkeys(c for c in wanted if c is not None))
 
 

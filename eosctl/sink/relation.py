@@ -253,6 +253,18 @@ class SqlReader(ABC):
                f"JOIN (VALUES {wanted}) AS w(a, b) ON r.o BETWEEN w.a AND w.b GROUP BY w.a")
         return {int(row[0]): tuple(_plain(v) for v in row[1:]) for row in self._query(sql)}
 
+    def write_times(self, topic: str, partition: int, offset: int) -> list[Any]:
+        """The ``write_time_column`` values of the offset's rows, earliest first (one per row: a duplicate
+        has several). [] without the column."""
+        if not self.sink.write_time_column:
+            return []
+        column = ident(self.sink.write_time_column)
+        t = ident(self.sink.topic_column)
+        sql = (f"SELECT {column} FROM {self.relation} WHERE CAST({t} AS VARCHAR) = {literal(topic)} "
+               f"AND {self._p.equals(int(partition))} AND {self._o.valid} "
+               f"AND {self._o.value} = {int(offset)} ORDER BY 1")
+        return [row[0] for row in self._query(sql)]
+
     def stored_offsets(self) -> list[StoredOffset] | None:
         """The sink's own offsets table (topic, partition, next_offset), or None if it has none. Rows
         with an invalid topic, partition or next offset are left out here: invalid_rows() reports them.
@@ -516,7 +528,7 @@ def check_columns(have: dict[str, str], sink: Sink, where: str, what: str) -> di
         for key, name in (("topic_column", sink.topic_column), ("partition_column", sink.partition_column),
                           ("offset_column", sink.offset_column), ("key_column", sink.key_column),
                           ("value_column", sink.value_column), ("value_hash_column", sink.value_hash_column),
-                          ("order_column", sink.order_column))
+                          ("order_column", sink.order_column), ("write_time_column", sink.write_time_column))
         if name is not None and name.lower() not in lowered
     ]
     if missing:

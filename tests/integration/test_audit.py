@@ -75,6 +75,13 @@ def audit(*args: str) -> tuple[int, dict | None, str]:
     return result.exit_code, report, result.stderr
 
 
+def sink_hop(workdir: Path) -> tuple[str, ...]:
+    """The run's config and its sink hop (-p PREFIX): these tests audit the sink; the config's default, the
+    whole pipeline, is audited in test_hop_audit.py."""
+    prefix = json.loads((workdir / "manifest.json").read_text())["prefix"]
+    return ("-c", str(workdir / "eosctl.toml"), "-p", prefix)
+
+
 def comparable(findings: list[dict]) -> list[tuple]:
     return sorted((f["kind"], f["topic"], f["partition"], f["first_offset"], f["last_offset"], f["count"],
                    f.get("key"), tuple(f["offsets"]) if f.get("offsets") is not None else None)
@@ -84,7 +91,7 @@ def comparable(findings: list[dict]) -> list[tuple]:
 @pytest.mark.parametrize("mode", [CLEAN, *SINK_FAULTS])
 def test_findings_equal_the_manifest(runs, spark, mode):
     workdir, manifest = runs[mode]
-    code, report, err = audit("-c", str(workdir / "eosctl.toml"), "--format", "json")
+    code, report, err = audit(*sink_hop(workdir), "--format", "json")
     assert report is not None, err
     assert comparable(report["findings"]) == comparable(manifest["expected_findings"])
     assert report["verdict"] == ("fail" if manifest["expected_findings"] else "pass")
@@ -94,7 +101,7 @@ def test_findings_equal_the_manifest(runs, spark, mode):
 
 def test_clean_run_passes_with_every_committed_record_once(runs, spark):
     workdir, manifest = runs[CLEAN]
-    code, report, _ = audit("-c", str(workdir / "eosctl.toml"), "--format", "json")
+    code, report, _ = audit(*sink_hop(workdir), "--format", "json")
     assert code == 0 and report["verdict"] == "pass" and report["findings"] == []
     assert report["summary"]["findings"] == dict.fromkeys(report["summary"]["findings"], 0)
     assert sum(p["expected_records"] for p in report["partitions"]) == manifest["committed_output_records"]
@@ -104,7 +111,7 @@ def test_clean_run_passes_with_every_committed_record_once(runs, spark):
 
 def test_hanging_transaction_holds_the_lso(runs, spark):
     workdir, manifest = runs["hanging"]
-    _, report, _ = audit("-c", str(workdir / "eosctl.toml"), "--format", "json")
+    _, report, _ = audit(*sink_hop(workdir), "--format", "json")
     hang = manifest["hanging"][0]
     p0 = next(p for p in report["partitions"] if p["partition"] == hang["partition"])
     assert p0["last_stable_offset"] == hang["first_offset"]
@@ -113,7 +120,7 @@ def test_hanging_transaction_holds_the_lso(runs, spark):
 
 def test_fail_on_limits_what_fails(runs, spark):
     workdir, _ = runs["duplicate-replay"]
-    code, report, _ = audit("-c", str(workdir / "eosctl.toml"), "--format", "json", "--fail-on", "gap")
+    code, report, _ = audit(*sink_hop(workdir), "--format", "json", "--fail-on", "gap")
     assert code == 0 and report["verdict"] == "pass"
     assert [f["kind"] for f in report["findings"]] == ["duplicate"]
     assert report["fail_on"] == ["gap"]
@@ -134,7 +141,7 @@ def test_flag_form_table_output_and_out_file(runs, spark, tmp_path):
 
 def test_junit_report(runs, engine):
     workdir, manifest = runs["aborted-leak"]
-    result = CliRunner().invoke(main, ["audit", "-c", str(workdir / "eosctl.toml"), "--format", "junit",
+    result = CliRunner().invoke(main, ["audit", *sink_hop(workdir), "--format", "junit",
                                        "--engine", engine])
     assert result.exit_code == 1, result.stderr
     suite = ET.fromstring(result.stdout)
@@ -271,7 +278,7 @@ def test_stored_offset_before_the_trailing_marker_is_not_a_mismatch(runs, spark,
 def test_out_in_a_missing_directory_exits_2_before_auditing(runs, tmp_path, engine):
     workdir, _ = runs[CLEAN]
     out = tmp_path / "missing" / "r.json"
-    result = CliRunner().invoke(main, ["audit", "-c", str(workdir / "eosctl.toml"), "--format", "json",
+    result = CliRunner().invoke(main, ["audit", *sink_hop(workdir), "--format", "json",
                                        "--out", str(out), "--engine", engine])
     assert result.exit_code == 2
     assert result.stderr == (f"eosctl: error: cannot write the report to {out}: directory {out.parent} "
@@ -301,7 +308,7 @@ def test_engines_agree(runs, mode, engine):
     """Spark and local return the identical report (everything but the engine and its timings), with the
     key column and the offsets table of the reference pipeline's config."""
     workdir, manifest = runs[mode]
-    args = ("-c", str(workdir / "eosctl.toml"), "--format", "json")
+    args = (*sink_hop(workdir), "--format", "json")
     _, on_spark, err = audit(*args)
     _engine["name"] = "local"
     _, on_local, err2 = audit(*args)
@@ -347,7 +354,7 @@ def test_engines_agree_on_the_edge_cases(runs, tmp_path, engine):
 
 def test_the_engine_and_its_timings_are_in_the_report(runs, engine):
     workdir, _ = runs[CLEAN]
-    _, report, err = audit("-c", str(workdir / "eosctl.toml"), "--format", "json")
+    _, report, err = audit(*sink_hop(workdir), "--format", "json")
     e = report["engine"]
     # 3 partitions, one leader: a task per slot (the suite's local[2], the local engine's one per core).
     slots = 2 if engine == "spark" else os.cpu_count()
@@ -362,7 +369,7 @@ def test_the_engine_and_its_timings_are_in_the_report(runs, engine):
 def test_table_summary_shows_where_the_time_went(runs, engine, tmp_path):
     workdir, _ = runs[CLEAN]
     out = tmp_path / "report.txt"
-    code, _, _ = audit("-c", str(workdir / "eosctl.toml"), "--out", str(out))
+    code, _, _ = audit(*sink_hop(workdir), "--out", str(out))
     assert code == 0
     last = out.read_text().strip().splitlines()[-1]
     assert re.fullmatch(rf"{engine} .+: metadata [\d.]+s, start-up [\d.]+s, tasks [\d.]+s, keys [\d.]+s "

@@ -82,9 +82,10 @@ def faulty_run(cluster, tmp_path_factory) -> tuple[Path, dict]:
 
 
 def _audit(workdir: Path, *spark_args: str) -> tuple[int, dict, str]:
-    proc = subprocess.run([sys.executable, "-m", "eosctl", "audit", "-c", str(workdir / "eosctl.toml"),
-                           "--format", "json", *spark_args], env=_env(), capture_output=True, text=True,
-                          timeout=300)
+    sink_hop = json.loads((workdir / "manifest.json").read_text())["prefix"]  # not the default, both hops
+    proc = subprocess.run([sys.executable, "-m", "eosctl", "audit", "-c", str(workdir / "eosctl.toml"), "-p",
+                           sink_hop, "--format", "json", *spark_args], env=_env(), capture_output=True,
+                          text=True, timeout=300)
     try:
         return proc.returncode, json.loads(proc.stdout), proc.stderr
     except ValueError:

@@ -10,6 +10,7 @@ environment), TMPDIR must be empty, and stderr must end with exactly one line ab
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -44,9 +45,10 @@ def _interrupt(config: Path, tmp_path: Path, engine: str, phase: str | None, sig
     tmpdir.mkdir()
     env = {**os.environ, "TMPDIR": str(tmpdir), "EOSCTL_PROGRESS": "lines",
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.Popen([sys.executable, "-m", "eosctl", "audit", "-c", str(config), "--engine", engine,
-                             "--format", "json"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
-                            text=True, start_new_session=True)
+    sink_hop = json.loads((config.parent / "manifest.json").read_text())["prefix"]  # one hop, as always
+    proc = subprocess.Popen([sys.executable, "-m", "eosctl", "audit", "-c", str(config), "-p", sink_hop,
+                             "--engine", engine, "--format", "json"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env=env, text=True, start_new_session=True)
     seen: dict[tuple[int, str], str] = {}  # every process below the audit -> its command name
     done = threading.Event()
 

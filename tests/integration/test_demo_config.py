@@ -37,7 +37,9 @@ def test_demo_config_says_sandbox_and_keeps_working_after_the_port_changes(tmp_p
         port = free_port()
         noida.up(tmp_path, port=port)
         assert sandboxstate.status(tmp_path).bootstrap.endswith(f":{port}") and first != f"127.0.0.1:{port}"
-        ledger = runner.invoke(main, ["ledger", "-c", str(config), "--format", "json"])
+        # As the demo prints it: the ledger is the sink hop's (the config's default is the whole pipeline).
+        assert f"eosctl ledger -c {config} -p demo" in demo.stdout
+        ledger = runner.invoke(main, ["ledger", "-c", str(config), "-p", "demo", "--format", "json"])
         assert ledger.exit_code in (0, 1), ledger.stderr
         assert '"demo.enriched"' in ledger.stdout
     finally:

@@ -42,16 +42,21 @@ def run(cluster, tmp_path_factory) -> tuple[Path, dict, dict]:
     return workdir, manifest, audit(workdir)
 
 
+def sink_hop(workdir: Path) -> tuple[str, ...]:
+    """The run's config and its sink hop (the config's default is the whole pipeline, both hops)."""
+    prefix = json.loads((workdir / "manifest.json").read_text())["prefix"]
+    return ("-c", str(workdir / "eosctl.toml"), "-p", prefix)
+
+
 def audit(workdir: Path) -> dict:
-    result = CliRunner().invoke(main, ["audit", "--engine", "local", "-c", str(workdir / "eosctl.toml"),
-                                       "--format", "json"])
+    result = CliRunner().invoke(main, ["audit", "--engine", "local", *sink_hop(workdir), "--format", "json"])
     assert result.exit_code == 1, result.output
     return json.loads(result.stdout)
 
 
 def explain(workdir: Path, partition: int, offset: int) -> dict:
-    result = CliRunner().invoke(main, ["explain", "-c", str(workdir / "eosctl.toml"), "--partition",
-                                       str(partition), "--offset", str(offset), "--format", "json"])
+    result = CliRunner().invoke(main, ["explain", *sink_hop(workdir), "--partition", str(partition),
+                                       "--offset", str(offset), "--format", "json"])
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
 

@@ -96,7 +96,8 @@ def test_value_lineage_gives_the_same_findings(run, tmp_path, engine, request):
 def test_the_whole_pipeline_hop_by_hop(run):
     workdir, manifest = run
     prefix = manifest["prefix"]
-    args = ("-c", str(workdir / "eosctl.toml"), "-p", f"{prefix}.pipeline", "--engine", "local")
+    # No -p: the config `sandbox pipeline` writes makes the whole pipeline its default (issue 32).
+    args = ("-c", str(workdir / "eosctl.toml"), "--engine", "local")
     code, out, err = audit(*args, "--format", "json")
     assert code == 1, err
     report = json.loads(out)
@@ -111,6 +112,27 @@ def test_the_whole_pipeline_hop_by_hop(run):
     names = [f"eosctl audit: hop {prefix}.process", f"eosctl audit: hop {prefix}"]
     assert [s.get("name") for s in suites] == names
     assert [int(s.get("failures")) for s in suites] == [len(h["expected_findings"]) for h in manifest["hops"]]
+
+
+def test_a_snapshot_with_audit_of_the_whole_pipeline_audits_each_hop(run, tmp_path):
+    """The config's default is the whole pipeline: its snapshot --with-audit stores the hop-by-hop audit
+    (it stored none: "no sink and source topics to audit")."""
+    workdir, manifest = run
+    snap = tmp_path / "incident.duckdb"
+    made = CliRunner().invoke(main, ["snapshot", "-c", str(workdir / "eosctl.toml"), "--with-audit",
+                                     "--out", str(snap), "--format", "json"])
+    assert made.exit_code == 0, made.output
+    sections = json.loads(made.stdout)["sections"]
+    assert sections["audit"] == "ok"
+    prefix = manifest["prefix"]
+    assert sections["ledger"] == ("skipped: the pipeline is audited hop by hop and has no sink of its own (a "
+                                  f"hop's ledger: -p {prefix}.process or -p {prefix})")
+    result = CliRunner().invoke(main, ["explain", str(snap), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    every = [f for hop in manifest["hops"] for f in hop["expected_findings"]]
+    assert doc["verdict"] == "fail"
+    assert comparable([f for r in doc["root_causes"] for f in r["findings"]]) == comparable(every)
 
 
 def test_a_hop_sink_with_bad_lineage_is_one_line(run, tmp_path):

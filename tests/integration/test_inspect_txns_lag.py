@@ -57,17 +57,22 @@ def test_hanging_transaction_is_found_and_exits_1(run):
 
 
 def test_young_open_transaction_is_not_hanging(run):
-    _, config = run
+    manifest, config = run
     result = eosctl("txns", "hanging", "-c", config, "--max-age", "1h")
     assert result.exit_code == 0, result.output
-    assert result.stdout.startswith("no hanging transactions (older than 1h00m) in 3 partitions of ")
+    # The config's default is the whole pipeline: both hops' topics, never the other pipelines'.
+    assert result.stdout.startswith("no hanging transactions (older than 1h00m) in 6 partitions of "
+                                    f"{manifest['source_topic']}, {manifest['output_topic']}; ")
 
 
 def test_lag_shows_the_partition_blocked_by_the_open_transaction(run):
     manifest, config = run
     h = manifest["hanging"][0]
-    (group,) = _lag_json(config)["groups"]
-    assert group["group"] == manifest["groups"]["sink"]
+    # The whole pipeline (the config's default): the stage's group, then the sink's, which the open
+    # transaction on the stage's output blocks.
+    stage, group = _lag_json(config)["groups"]
+    assert (stage["group"], group["group"]) == (manifest["groups"]["processor"], manifest["groups"]["sink"])
+    assert all(p["blocked"] == 0 for p in stage["partitions"])
     parts = {p["partition"]: p for p in group["partitions"]}
     blocked = parts[h["partition"]]
     # HW - LSO is exactly the hanging transaction's records: nothing else is written after it.
@@ -91,8 +96,9 @@ def test_watch_names_the_open_transaction_as_the_cause(run):
     result = eosctl("lag", "-c", config, "--watch", "0.2", "--count", "2", "--format", "json")
     assert result.exit_code == 0, result.output
     last = json.loads(result.stdout.splitlines()[-1])
-    (group,) = last["groups"]
-    assert group["status"] == "STALL"
+    stage, group = last["groups"]  # the whole pipeline: the stage's group is fine, the sink's stalls
+    assert (stage["group"], stage["status"]) == (manifest["groups"]["processor"], "OK")
+    assert (group["group"], group["status"]) == (manifest["groups"]["sink"], "STALL")
     # named by its transactional id where the coordinator knows it (Apache Kafka; not the sandbox)
     assert any(group["cause"].startswith(f"{h['topic']}[{h['partition']}] blocked by open transaction "
                                          f"pid {h['producer_id']}{named} at offset {h['first_offset']} for ")
@@ -140,7 +146,8 @@ def test_txns_list_shows_the_hanging_transactional_id_ongoing(run):
 def test_producers_names_its_source_and_the_open_transaction(run):
     manifest, config = run
     h = manifest["hanging"][0]
-    doc = json.loads(eosctl("producers", "-c", config, "--format", "json").stdout)
+    # The sink hop: producers describe one topic, the one the stage writes and the sink reads.
+    doc = json.loads(eosctl("producers", "-c", config, "-p", manifest["prefix"], "--format", "json").stdout)
     assert doc["source"] in ("describe-producers", "log-scan")
     opened = [p for p in doc["producers"] if p["current_txn_start_offset"] is not None]
     assert [(p["partition"], p["producer_id"], p["current_txn_start_offset"]) for p in opened] == [

@@ -110,8 +110,8 @@ def test_log_batch_table_is_paged_and_bad_input_is_one_line(faulty, bootstrap):
 
 def test_ledger_reports_the_planted_duplicate_and_gap(faulty):
     manifest, workdir = faulty
-    config = str(workdir / "eosctl.toml")
-    result = cli("ledger", "-c", config, "--format", "json")
+    hop = ("-c", str(workdir / "eosctl.toml"), "-p", manifest["prefix"])  # the sink hop, not the default
+    result = cli("ledger", *hop, "--format", "json")
     assert result.exit_code == 1, result.output
     doc = json.loads(result.stdout)
     flags = sorted((f["kind"], p["topic"], p["partition"], f["first_offset"], f["last_offset"], f["count"])
@@ -124,7 +124,7 @@ def test_ledger_reports_the_planted_duplicate_and_gap(faulty):
     assert sum(p["rows"] for p in rows.values()) == manifest["sink_rows"]
     for p in rows.values():  # the sink stored exactly what the group committed, and every HW was read
         assert p["stored_offset"] == p["committed_offset"] == p["high_watermark"]
-    text = cli("ledger", "-c", config)
+    text = cli("ledger", *hop)
     assert text.exit_code == 1
     gap = next(f for f in manifest["expected_findings"] if f["kind"] == "gap")
     assert (f"{gap['count']} committed records missing from the sink at offsets "
@@ -132,8 +132,9 @@ def test_ledger_reports_the_planted_duplicate_and_gap(faulty):
 
 
 def test_clean_pipeline_ledger_exits_0(cluster, tmp_path):
-    run_pipeline(cluster, "t" + uuid.uuid4().hex[:10], tmp_path, faults=(), records=30)
-    result = cli("ledger", "-c", str(tmp_path / "eosctl.toml"))
+    prefix = "t" + uuid.uuid4().hex[:10]
+    run_pipeline(cluster, prefix, tmp_path, faults=(), records=30)
+    result = cli("ledger", "-c", str(tmp_path / "eosctl.toml"), "-p", prefix)
     assert result.exit_code == 0, result.output
     assert "no flags: the sink agrees with Kafka" in result.stdout
 
@@ -141,7 +142,8 @@ def test_clean_pipeline_ledger_exits_0(cluster, tmp_path):
 def test_ledger_with_missing_sink_is_one_line(faulty, tmp_path):
     _, workdir = faulty
     missing = tmp_path / "gone.duckdb"
-    result = cli("ledger", "-c", str(workdir / "eosctl.toml"), "--sink-duckdb", str(missing))
+    result = cli("ledger", "-c", str(workdir / "eosctl.toml"), "-p", faulty[0]["prefix"], "--sink-duckdb",
+                 str(missing))
     assert result.exit_code == 2
     name = json.loads(json.dumps(faulty[0]["prefix"]))
     assert result.stderr.strip() == (f"eosctl: error: sink file {missing} not found; check "
@@ -152,9 +154,9 @@ def test_snapshot_reads_back_with_the_same_numbers(faulty, bootstrap, tmp_path):
     from eosctl.snapshot import load_snapshot
 
     manifest, workdir = faulty
-    config = str(workdir / "eosctl.toml")
+    hop = ("-c", str(workdir / "eosctl.toml"), "-p", manifest["prefix"])  # the sink hop, not the default
     out = tmp_path / "incident.duckdb"
-    result = cli("snapshot", "-c", config, "--out", str(out), "--format", "json")
+    result = cli("snapshot", *hop, "--out", str(out), "--format", "json")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert doc["sections"] == {"logs": "ok", "transactions": "ok", "producers": "ok", "lag": "ok",
@@ -162,7 +164,7 @@ def test_snapshot_reads_back_with_the_same_numbers(faulty, bootstrap, tmp_path):
     assert doc["hanging"]["hanging"] == [] and doc["audit_verdict"] is None
     snap = load_snapshot(out)
     assert snap.pipeline == manifest["prefix"] and snap.group == manifest["groups"]["sink"]
-    ledger = json.loads(cli("ledger", "-c", config, "--format", "json").stdout)
+    ledger = json.loads(cli("ledger", *hop, "--format", "json").stdout)
     assert snap.ledger.to_dict() == ledger
     topic = manifest["output_topic"]
     for p in range(manifest["partitions"]):
@@ -176,7 +178,7 @@ def test_snapshot_reads_back_with_the_same_numbers(faulty, bootstrap, tmp_path):
     # every transaction of this run ended: nothing hangs and nothing is even open
     assert (snap.hanging.max_age_s, snap.hanging.hanging, snap.hanging_candidates) == (900.0, [], [])
     assert snap.hanging.partitions_checked == len(snap.logs) == manifest["partitions"]  # what it captured
-    assert cli("snapshot", "-c", config, "--out", str(out)).exit_code == 2  # never overwrites silently
+    assert cli("snapshot", *hop, "--out", str(out)).exit_code == 2  # never overwrites silently
 
 
 def _without_age(d: dict) -> dict:
@@ -189,9 +191,9 @@ def test_snapshot_records_the_open_transaction_and_applies_max_age(hanging_run, 
 
     manifest, workdir = hanging_run
     (h,) = manifest["hanging"]
-    config = str(workdir / "eosctl.toml")
+    hop = ("-c", str(workdir / "eosctl.toml"), "-p", manifest["prefix"])  # the sink hop, not the default
     # default --max-age 15m: the seconds-old transaction is not hanging yet, but it is recorded
-    result = cli("snapshot", "-c", config, "--out", str(tmp_path / "young.duckdb"))
+    result = cli("snapshot", *hop, "--out", str(tmp_path / "young.duckdb"))
     assert result.exit_code == 0, result.output
     assert ("hanging       ok (0 hanging (open longer than 15m00s), 1 younger open transaction recorded)"
             in result.stdout)
@@ -203,11 +205,11 @@ def test_snapshot_records_the_open_transaction_and_applies_max_age(hanging_run, 
                    ("lso",), h["first_offset"], h["last_offset"] + 1)
     assert hanging_at(snap, 0).hanging == [c]
     # --max-age 0: the stored report is what `txns hanging --max-age 0` says live
-    result = cli("snapshot", "-c", config, "--out", str(tmp_path / "now.duckdb"), "--max-age", "0",
+    result = cli("snapshot", *hop, "--out", str(tmp_path / "now.duckdb"), "--max-age", "0",
                  "--format", "json")
     assert result.exit_code == 0, result.output
     stored = json.loads(result.stdout)["hanging"]
-    live = json.loads(cli("txns", "hanging", "-c", config, "--max-age", "0", "--format", "json").stdout)
+    live = json.loads(cli("txns", "hanging", *hop, "--max-age", "0", "--format", "json").stdout)
     assert [_without_age(x) for x in stored["hanging"]] == [_without_age(x) for x in live["hanging"]]
     assert [_without_age(x.to_dict()) for x in load_snapshot(tmp_path / "now.duckdb").hanging.hanging] == [{
         "topic": h["topic"], "partition": h["partition"], "producer_id": h["producer_id"],
@@ -222,19 +224,19 @@ def test_snapshot_stores_an_audit_report_file_and_refuses_a_bad_one(hanging_run,
     from eosctl.snapshot import load_snapshot
 
     manifest, workdir = hanging_run
-    config = str(workdir / "eosctl.toml")
+    hop = ("-c", str(workdir / "eosctl.toml"), "-p", manifest["prefix"])  # the sink hop, not the default
     dup = next(f for f in manifest["expected_findings"] if f["kind"] == "duplicate")
     report = AuditReport.build([], [Finding("duplicate", dup["topic"], dup["partition"], dup["first_offset"],
                                             dup["last_offset"], dup["count"])])
     (tmp_path / "audit.json").write_text(report.to_json())
     out = tmp_path / "with-audit.duckdb"
-    result = cli("snapshot", "-c", config, "--out", str(out), "--audit-report", str(tmp_path / "audit.json"))
+    result = cli("snapshot", *hop, "--out", str(out), "--audit-report", str(tmp_path / "audit.json"))
     assert result.exit_code == 0, result.output
     assert "audit         ok (fail, 1 findings)" in result.stdout
     snap = load_snapshot(out)
     assert (snap.audit, snap.audit_origin) == (report, str(tmp_path / "audit.json"))
     (tmp_path / "bad.json").write_text("{}")
-    result = cli("snapshot", "-c", config, "--out", str(tmp_path / "x.duckdb"), "--audit-report",
+    result = cli("snapshot", *hop, "--out", str(tmp_path / "x.duckdb"), "--audit-report",
                  str(tmp_path / "bad.json"))
     assert result.exit_code == 2 and not (tmp_path / "x.duckdb").exists()
     assert result.stderr.startswith(f"eosctl: error: {tmp_path / 'bad.json'} is not an `eosctl audit "
@@ -249,8 +251,8 @@ def test_snapshot_with_audit_runs_it_and_the_tui_shows_it(hanging_run, spark, tm
 
     manifest, workdir = hanging_run
     out = tmp_path / "audited.duckdb"
-    result = cli("snapshot", "-c", str(workdir / "eosctl.toml"), "--out", str(out), "--with-audit",
-                 "--max-age", "0", "--format", "json")
+    result = cli("snapshot", "-c", str(workdir / "eosctl.toml"), "-p", manifest["prefix"], "--out", str(out),
+                 "--with-audit", "--max-age", "0", "--format", "json")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert (doc["sections"]["audit"], doc["audit_verdict"]) == ("ok", "fail")

@@ -24,8 +24,10 @@ def test_audit_writes_an_html_report_of_the_demo_faults(cluster, spark, tmp_path
     prefix = f"h{uuid.uuid4().hex[:8]}"
     manifest = run_pipeline(cluster, prefix, tmp_path, faults=DEMO_FAULTS, records=60)
     out = tmp_path / "report.html"
-    result = CliRunner().invoke(main, ["audit", "-c", str(tmp_path / "eosctl.toml"), "--format", "html",
-                                       "--out", str(out)])
+    # The sink hop (-p PREFIX), whose findings the manifest's expected_findings are; the config's default
+    # is the whole pipeline (test_hop_audit.py).
+    result = CliRunner().invoke(main, ["audit", "-c", str(tmp_path / "eosctl.toml"), "-p", prefix, "--format",
+                                       "html", "--out", str(out)])
     assert result.exit_code == 1, result.stderr  # the planted defects fail the audit
     html = out.read_text(encoding="utf-8")
     report = json.loads(re.search(r'id="eosctl-report">(.*?)</script>', html, re.S).group(1))

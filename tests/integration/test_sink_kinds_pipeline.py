@@ -75,8 +75,9 @@ def test_every_fault_into_each_sink_kind_gives_the_manifests_findings_on_both_en
     assert not (workdir / "sink.duckdb").exists()
     assert {e["fault"] for e in manifest["expected_findings"]} >= {"duplicate-replay", "skip", "aborted-leak",
                                                                     "upstream-retry"}
-    result = cli(postgres, "audit", "-c", str(workdir / "eosctl.toml"), "--engine", engine,
-                 "--format", "json")
+    # The sink hop (-p PREFIX): the config's default is the whole pipeline, both hops.
+    result = cli(postgres, "audit", "-c", str(workdir / "eosctl.toml"), "-p", manifest["prefix"], "--engine",
+                 engine, "--format", "json")
     assert result.stdout, result.output
     report = json.loads(result.stdout)
     assert result.exit_code == 1 and report["verdict"] == "fail"
@@ -89,10 +90,11 @@ def test_every_fault_into_each_sink_kind_gives_the_manifests_findings_on_both_en
 
 def test_ledger_and_table_output_on_postgres(runs, postgres):
     workdir, manifest = runs("postgres")
-    ledger = cli(postgres, "ledger", "-c", str(workdir / "eosctl.toml"), "--format", "json")
+    sink_hop = ("-c", str(workdir / "eosctl.toml"), "-p", manifest["prefix"])
+    ledger = cli(postgres, "ledger", *sink_hop, "--format", "json")
     rows = json.loads(ledger.stdout)["partitions"]
     assert sum(r["rows"] for r in rows) == manifest["sink_rows"]
-    table = cli(postgres, "audit", "-c", str(workdir / "eosctl.toml"), "--engine", "local")
+    table = cli(postgres, "audit", *sink_hop, "--engine", "local")
     assert table.exit_code == 1
     assert "PostgreSQL " in table.stdout and ", snapshot " in table.stdout  # the read point, under the table
 

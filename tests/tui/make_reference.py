@@ -44,7 +44,9 @@ def main() -> None:
                      progress=lambda msg: print(msg, file=sys.stderr))
         out = workdir / "reference.snap.duckdb"
         config = workdir / "ref" / "eosctl.toml"
-        subprocess.run([sys.executable, "-m", "eosctl", "snapshot", "-c", str(config), "--out", str(out),
+        # The sink hop, as the reference always was (the config's default is now the whole pipeline).
+        subprocess.run([sys.executable, "-m", "eosctl", "snapshot", "-c", str(config), "-p", "tuiref",
+                        "--out", str(out),
                         "--max-age", "0", "--with-audit"], check=True)
         shutil.copyfile(out, DATA / "reference.snap.duckdb")
         shutil.copyfile(workdir / "ref" / "manifest.json", DATA / "reference.manifest.json")

@@ -567,7 +567,9 @@ def explain_documents() -> list[Any]:
                      Offsets(0, 2, 2))
     return [offset_document(Facts(log, 2, aborted, "g", 8, SinkAt(1, ("o-1",), (("orders", 0, 6),
                                                                               ("orders", 1, 4)), 8, "s",
-                                                                   "order_id"))),
+                                                                   "order_id", "written_at",
+                                                                   (datetime.fromtimestamp(NOW_MS / 1000 + 2,
+                                                                                           UTC),)))),
             offset_document(Facts(zombie, 1, None, "g", None, SinkAt(0))),
             offset_document(Facts(log, 12))]
 

@@ -24,8 +24,10 @@ def write_config(cluster: Cluster, names: Names, sink: dict, workdir: Path,
     """``sink_password``: the PostgreSQL sink needs one, read from $EOSCTL_SINK_PASSWORD."""
     cname = cluster.name or "default"
     lines = [f"# Written by the eosctl reference pipeline (prefix {names.prefix!r}).", "",
-             "# The sink hop; the process stage and the whole pipeline hop by hop are pipelines below.",
-             f"default_pipeline = {_q(names.prefix)}", "",
+             "# The whole pipeline, hop by hop: every command without -p looks at both hops. Each hop is a",
+             f"# pipeline of its own below: -p {names.stage_pipeline} (the process stage), "
+             f"-p {names.prefix} (the sink).",
+             f"default_pipeline = {_q(names.whole_pipeline)}", "",
              f"[clusters.{_q(cname)}]", f"bootstrap_servers = {_q(cluster.bootstrap_servers)}"]
     if cluster.security_protocol != "PLAINTEXT":
         lines.append(f"security_protocol = {_q(cluster.security_protocol)}")
@@ -45,7 +47,8 @@ def write_config(cluster: Cluster, names: Names, sink: dict, workdir: Path,
               f"output_topic = {_q(names.output_topic)}",
               "", f"[{p}.sink]"]
     for key in ("duckdb", "postgres", "delta", "iceberg", "catalog_uri", "warehouse", "table", "topic_column",
-                "partition_column", "offset_column", "key_column", "order_column", "offsets_table"):
+                "partition_column", "offset_column", "key_column", "order_column", "write_time_column",
+                "offsets_table"):
         value = sink.get(key)
         if key == "postgres" and value and sink_password:
             value = value.replace("@", f":${{{SINK_PASSWORD_ENV}}}@", 1)

@@ -106,7 +106,7 @@ def run_pipeline(cluster: Cluster, prefix: str, workdir: Path, faults: Sequence[
             "table": schema + TABLE, "offsets_table": None if delta or iceberg else schema + OFFSETS_TABLE,
             "topic_column": "src_topic",
             "partition_column": "src_partition", "offset_column": "src_offset", "key_column": "order_id",
-            "order_column": "sink_batch"}
+            "order_column": "sink_batch", "write_time_column": "written_at"}
     txids = {"source": names.source_txid, "processor": names.processor_txid}
     if "hanging" in faults:
         txids["hanging"] = names.hanging_txid

@@ -14,6 +14,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -301,13 +302,15 @@ class IcebergSink:
 
 
 def _arrow_rows(msgs: Sequence[Message], batch: int) -> Any:
+    """The rows of one batch, with when the sink wrote them (``written_at``, as the SQL sinks' default)."""
     import pyarrow as pa  # lazy: pyarrow 86 ms to import
 
-    cols = list(zip(*(_row(m, batch) for m in msgs), strict=True)) or [()] * 8
+    now = datetime.now(UTC)
+    cols = list(zip(*((*_row(m, batch), now) for m in msgs), strict=True)) or [()] * 9
     names = ["src_topic", "src_partition", "src_offset", "order_id", "customer", "amount", "total",
-             "sink_batch"]
+             "sink_batch", "written_at"]
     types = [pa.string(), pa.int32(), pa.int64(), pa.string(), pa.string(), pa.float64(), pa.float64(),
-             pa.int32()]
+             pa.int32(), pa.timestamp("us", tz="UTC")]
     return pa.table([pa.array(c, t) for c, t in zip(cols, types, strict=True)], names=names)
 
 
