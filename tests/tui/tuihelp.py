@@ -26,14 +26,14 @@ def text_of(widget) -> str:
 
 def rows_of(app, pane: str) -> list[list[str]]:
     """The rows the view's table shows, as plain strings."""
-    from tui.table import FilterTable
+    from tui.filtertable import FilterTable
 
     table = app.view(pane).query_one(FilterTable).table
     return [[c.plain for c in table.get_row_at(i)] for i in range(table.row_count)]
 
 
 def cursor_row(app, pane: str) -> list[str]:
-    from tui.table import FilterTable
+    from tui.filtertable import FilterTable
 
     table = app.view(pane).query_one(FilterTable).table
     return [c.plain for c in table.get_row_at(table.cursor_row)]

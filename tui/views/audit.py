@@ -13,8 +13,10 @@ from eosctl.output.finding import short_cause
 from eosctl.safetext import term
 from eosctl.sink.base import ReadPoint
 from tui import fmt
+from tui.rowtable import RowTable
 from tui.sources import Dashboard
-from tui.table import STYLES, Col, Row, RowTable
+from tui.styles import STYLES
+from tui.tabledata import Col, Row
 from tui.views.base import Prepared, TableView
 
 COLUMNS = [
@@ -110,7 +112,7 @@ def headline(report: AuditReport | None, taken_at: float | None = None) -> Text:
 
 
 class AuditView(TableView):
-    """The findings of the last audit. Rows are drawn on demand (tui.table), so 100k findings cost what
+    """The findings of the last audit. Rows are drawn on demand (tui.rowtable), so 100k findings cost what
     the screen shows; formatting them runs in the audit worker (or the fetch worker), not the UI thread.
 
     To show something else per row (e.g. findings grouped by root cause), return other rows from `rows`

@@ -17,8 +17,9 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Static
 
+from tui.filtertable import FilterTable
 from tui.sources import Dashboard
-from tui.table import Col, FilterTable, Row, TableData
+from tui.tabledata import Col, Row, TableData
 
 
 class View(Vertical):

@@ -14,8 +14,10 @@ from textual.widgets import Input, Select, Static
 from eosctl.model import TP, Kind, PartitionLog
 from eosctl.safetext import term
 from tui import fmt
+from tui.filtertable import FilterTable
 from tui.sources import Dashboard
-from tui.table import STYLES, Col, FilterTable, Row
+from tui.styles import STYLES
+from tui.tabledata import Col, Row
 from tui.views.base import View
 
 LEVEL = {
