@@ -49,7 +49,9 @@ class FilterTable(Vertical):
         self.empty = empty
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="filter rows (Enter keeps it, Esc clears)")
+        # Compact: no border. Input's own border (tall, and taller on focus) took both lines of a
+        # one-line input, so what was typed was never on screen.
+        yield Input(placeholder="filter rows (Enter keeps it, Esc clears)", compact=True)
         yield RowTable(self.columns, empty=self.empty)
 
     @property

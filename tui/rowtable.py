@@ -88,6 +88,18 @@ class RowTable(ScrollView, can_focus=True):
         def control(self) -> RowTable:
             return self.table
 
+    class Highlighted(Message):
+        """The cursor is on another row (a detail pane follows it): carries the row's key, None for none."""
+
+        def __init__(self, table: RowTable, key: str | None) -> None:
+            super().__init__()
+            self.table = table
+            self.key = key
+
+        @property
+        def control(self) -> RowTable:
+            return self.table
+
     def __init__(
         self, columns: Sequence[Col], *, empty: str = "nothing to show", id: str | None = None
     ) -> None:
@@ -102,6 +114,7 @@ class RowTable(ScrollView, can_focus=True):
         self.sort_reverse = False
         self._widths: list[int] = [0] * len(self.columns)
         self._scroll_pending = False  # the cursor wants to be in view once the table has a size
+        self._announced: tuple[str | None, TableData | None] = (None, None)  # the last Highlighted sent
 
     def on_mount(self) -> None:
         self._layout()  # the header and "nothing to show" before any data
@@ -125,6 +138,7 @@ class RowTable(ScrollView, can_focus=True):
             cursor = order.index(cursor) if cursor in order else None
         self.cursor_row = min(cursor if cursor is not None else self.cursor_row, max(0, len(order) - 1))
         layout = self._layout()
+        self._announce()
         if layout or len(order) != len(old_order) or self.cursor_row - int(self.scroll_y) != screen_line:
             self.scroll_to(y=max(0, self.cursor_row - screen_line), animate=False, force=True)
             self.refresh()
@@ -183,6 +197,7 @@ class RowTable(ScrollView, can_focus=True):
         self._layout()
         self._scroll_to_cursor(center=True)
         self.refresh()
+        self._announce()
 
     def cursor_key(self) -> str | None:
         if not self.order or self.cursor_row >= len(self.order):
@@ -208,6 +223,14 @@ class RowTable(ScrollView, can_focus=True):
         self._scroll_to_cursor(center)
         for r in (old, self.cursor_row):
             self._refresh_row(r)
+        self._announce()
+
+    def _announce(self) -> None:
+        """Say which row the cursor is on when that row (or the data it comes from) changed."""
+        now = (self.cursor_key(), self.data)
+        if now[0] != self._announced[0] or now[1] is not self._announced[1]:
+            self._announced = now
+            self.post_message(self.Highlighted(self, now[0]))
 
     def _visible_rows(self) -> int:
         return max(1, self.scrollable_content_region.height - 1)

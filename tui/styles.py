@@ -17,7 +17,9 @@ STYLES: dict[str | None, str] = {
     # Log view kinds
     "committed": "green",
     "aborted": "bold red",
-    "control": "magenta",
+    # Cyan, not magenta: Textual's default dark palette (Monokai) draws magenta and red the same pink, so
+    # markers looked like aborted records.
+    "control": "cyan",
     "open": "bold yellow",
     "hole": "dim",
     "focus": "bold reverse",

@@ -42,7 +42,7 @@ async def test_findings_grouped_by_root_cause_and_enter_opens_the_cause_by_the_l
         await pilot.press("enter")
         await until(pilot, lambda: app.view("log").plog is not None, "the finding's log")
         await pilot.pause(0.1)
-        summary = text_of(app.query_one("#log-summary", Static))
+        summary = text_of(app.query_one("#log-why", Static))  # under the summary, wrapped
         assert "cause: " + first.cause.summary[:40] in summary.replace("\n", " ")
 
 

@@ -121,3 +121,16 @@ class Tmux:
             ).returncode
             == 0
         )
+
+
+def shown_in(app, widget) -> list[str]:
+    """The lines of text the terminal shows inside `widget`'s region (what a user reads of it: a widget
+    whose content is cut by its height or width shows only the part on screen)."""
+    _, lines = terminal_output(app)
+    r = widget.region
+    return [line[r.x:r.x + r.width] for line in lines[r.y:r.y + r.height]]
+
+
+def words(text: str) -> str:
+    """Text with its line breaks and runs of spaces as single spaces (wrapped text compared whole)."""
+    return " ".join(text.split())
