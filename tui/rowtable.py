@@ -230,7 +230,9 @@ class RowTable(ScrollView, can_focus=True):
         now = (self.cursor_key(), self.data)
         if now[0] != self._announced[0] or now[1] is not self._announced[1]:
             self._announced = now
-            self.post_message(self.Highlighted(self, now[0]))
+            # Sent by the table itself: Textual never bubbles a message back to its sender, and the
+            # sender is whoever runs this (the FilterTable, on a filter), so it would stop there.
+            self.post_message(self.Highlighted(self, now[0]).set_sender(self))
 
     def _visible_rows(self) -> int:
         return max(1, self.scrollable_content_region.height - 1)

@@ -95,3 +95,21 @@ async def test_enter_on_a_finding_shows_its_cause_whole_by_the_log(width):
         await pilot.pause(0.2)
         shown = words(" ".join(shown_in(app, app.query_one("#log-why"))))
         assert "cause: " + words(finding.cause.summary) in shown, (width, shown)
+
+
+@sync
+async def test_the_pane_follows_the_filter_and_is_gone_when_no_row_is_shown():
+    from tui.app import EosApp
+    from tui.sources import SnapshotSource
+
+    app = EosApp(SnapshotSource(str(SNAPSHOT)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.2)
+        await until(pilot, lambda: app.dash is not None, "the first data")
+        await pilot.press("6", "slash", *"ched[1")
+        await pilot.pause(0.2)
+        pane = app.query_one("#ledger-detail")
+        assert "tuiref.enriched[1] · 115 rows" in words(" ".join(shown_in(app, pane)))
+        await pilot.press(*"zz")  # nothing matches: no row, no story of one
+        await pilot.pause(0.2)
+        assert not pane.display
