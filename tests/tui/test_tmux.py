@@ -52,6 +52,6 @@ def test_snapshot_in_a_real_terminal(tmux, tmp_path: Path):
     tmux.run("send-keys", "-t", tmux.session, "-l", "ched[1")
     tmux.wait_until(lambda s: "ched[1" in [line.strip() for line in s.splitlines()], "the typed filter")
     tmux.run("send-keys", "-t", tmux.session, "Escape")  # alone: Escape and q at once read as alt+q
-    tmux.wait_until(lambda s: "ched[1" not in s, "the filter cleared")
+    tmux.wait_until(lambda s: "ched[1" not in [line.strip() for line in s.splitlines()], "the filter cleared")
     tmux.run("send-keys", "-t", tmux.session, "q")
     assert "EXITED 0" in tmux.wait_for("EXITED")
