@@ -9,10 +9,14 @@ only by the commands that audit and the benchmarks, never at eosctl start-up (Sp
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
+from auditors import engine
 from auditors.engine import ENGINES, EngineOptions
-from eosctl.findings import KINDS, AuditReport
+from auditors.plan import AuditInput
+from auditors.sources import KafkaSource
+from eosctl.findings import KINDS, AuditReport, merge_hops
 from eosctl.progress import Progress, silent
 
 if TYPE_CHECKING:
@@ -24,10 +28,6 @@ def audit(target: Target, sink: Sink, *, options: EngineOptions, progress: Progr
           fail_on: tuple[str, ...] = KINDS, started: float | None = None) -> AuditReport:
     """Audit ``sink`` against the target's cluster, topics and group (offset_mismatch needs the group and
     the sink's offsets table). ``started``: time.monotonic() at the command's start, for elapsed_seconds."""
-    from auditors import engine
-    from auditors.plan import AuditInput
-    from auditors.sources import KafkaSource
-
     inp = AuditInput(source=KafkaSource(target.cluster), sink=sink, topics=target.topics,
                      cluster=target.cluster, group=target.group, fail_on=fail_on,
                      content_check=options.content_check)
@@ -38,10 +38,6 @@ def audit_hops(hops: list[tuple[str, Target, Sink]], *, options: EngineOptions, 
                fail_on: tuple[str, ...] = KINDS, started: float | None = None) -> AuditReport:
     """A pipeline audited hop by hop, in order ((name, target, sink) each): one report with ``hops``, its
     verdict the pipeline's. One hop: that hop's report as it is."""
-    import time
-
-    from eosctl.findings import merge_hops
-
     t0 = started if started is not None else time.monotonic()
     reports = [(name, audit(target, sink, options=options, progress=progress, fail_on=fail_on, started=t0))
                for name, target, sink in hops]

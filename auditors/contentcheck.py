@@ -1,9 +1,10 @@
 """The content check inside an audit task (both engines): each sink row's key against its record's.
 
-The task's scan read the records' keys with the batch headers (eosctl.logscan, ``keys=True``); here one
-query reads the (offset, key) of the sink rows of every partition the task reconciled, eosctl.content
-judges each partition, and a partition whose writer stored shifted offsets is reconciled again at the
-offsets its rows really hold: the gaps and phantoms the shift made up go, the real ones stay.
+The task's scan read the records' keys with the batch headers (eosctl.logscan, ``keys=True``, or the
+value mode where the sink names a value column); here one query reads the (offset, key[, value]) of the
+sink rows of every partition the task reconciled, eosctl.content judges each partition, and a partition
+whose writer stored shifted offsets is reconciled again at the offsets its rows really hold: the gaps and
+phantoms the shift made up go, the real ones stay.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from eosctl.audit.rule import audit_partition
 from eosctl.findings import Finding, PartitionSummary
 from eosctl.model import TP, PartitionLog
 
@@ -21,17 +23,20 @@ if TYPE_CHECKING:
 ALL_OFFSETS = (0, (1 << 63) - 1)
 
 
-def sink_keys(reader: SinkReader, tps: Sequence[TP]) -> dict[TP, tuple[Any, Any]]:
-    """Per partition, the sink's rows with a key: (offsets as int64 numpy, keys as an Arrow array). A
-    reader with ``row_keys`` (DuckDB: files and tables) reads each partition's rows once as they are; the
-    others answer the key rule's query over all offsets (distinct (key, offset) pairs)."""
+def sink_keys(reader: SinkReader, tps: Sequence[TP]) -> dict[TP, tuple[Any, Any, Any]]:
+    """Per partition, the sink's rows with a key: (offsets as int64 numpy, keys as an Arrow array, values
+    as an Arrow array or None where the sink names no value column). A reader with ``row_keys`` (DuckDB:
+    files and tables) reads each partition's rows once as they are; the others answer the key rule's
+    query over all offsets (distinct (key, offset) pairs)."""
+    # lazy: numpy 31 ms, pyarrow 52 ms to import
     import numpy as np
     import pyarrow as pa
 
     got: dict[TP, list[Any]] = {}
     if hasattr(reader, "row_keys"):
         for tp in tps:
-            got[tp] = [pa.RecordBatch.from_arrays([b.column(1), b.column(0)], names=["key", "offset"])
+            got[tp] = [pa.RecordBatch.from_arrays([b.column(1), b.column(0), *b.columns[2:3]],
+                                                  names=["key", "offset", "value"][:min(b.num_columns, 3)])
                        for b in reader.row_keys(*tp)]
     else:
         for b in reader.committed_keys_in({tp: [ALL_OFFSETS] for tp in tps}):
@@ -42,12 +47,14 @@ def sink_keys(reader: SinkReader, tps: Sequence[TP]) -> dict[TP, tuple[Any, Any]
         if not parts:
             continue
         table = pa.Table.from_batches(parts)
+        values = table.column(2).combine_chunks() if table.num_columns > 2 else None
         out[tp] = (table.column(1).to_numpy().astype(np.int64),
-                   table.column(0).cast(pa.string()).combine_chunks())
+                   table.column(0).cast(pa.string()).combine_chunks(), values)
     return out
 
 
 def _by_partition(batch: Any) -> Any:
+    # lazy: pyarrow 52 ms, pyarrow.compute 100 ms to import
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -63,6 +70,7 @@ def with_content(reader: SinkReader, done: list[tuple[WorkItem, PartitionSummary
                  group: str | None) -> list[tuple[WorkItem, PartitionSummary, list[Finding]]]:
     """``done`` (each partition's summary and findings) with the content findings added, and the
     partitions with shifted rows reconciled again at the offsets they hold."""
+    # lazy: eosctl.content 35 ms, eosctl.recordkeys 104 ms to import
     from eosctl.content import check_partition
     from eosctl.recordkeys import hash_arrow
 
@@ -76,20 +84,30 @@ def with_content(reader: SinkReader, done: list[tuple[WorkItem, PartitionSummary
         if item.tp not in rows or log is None:
             out.append((item, summary, findings))
             continue
-        offsets, keys = rows[item.tp]
-        result = check_partition(log, offsets, hash_arrow(keys), keys, islands[item.tp])
+        offsets, keys, values = rows[item.tp]
+        value_hashes = None
+        if values is not None and log.record_keys.values is not None:
+            value_hashes = hash_arrow(values)
+        result = check_partition(log, offsets, hash_arrow(keys), keys, islands[item.tp], value_hashes,
+                                 _value_name(reader.sink))
         if result.shifts:
             summary, findings = _reconciled(item, log, islands[item.tp], result.shifts, group)
         out.append((item, summary, [*findings, *result.findings]))
     return out
 
 
+def _value_name(sink: Any) -> str:
+    """How a finding names the sink's value column."""
+    if sink.value_column:
+        return f"value column {sink.value_column!r}"
+    return f"value hash column {sink.value_hash_column!r} (md5 hex of the value)"
+
+
 def _reconciled(item: WorkItem, log: PartitionLog, islands: list[tuple[int, int, int]], shifts: Sequence[Any],
                 group: str | None) -> tuple[PartitionSummary, list[Finding]]:
     """The partition reconciled with the shifted rows at the offsets they hold (eosctl.audit.rule, as
     audit_group does)."""
-    from eosctl.audit.rule import audit_partition
-    from eosctl.content import shifted_islands
+    from eosctl.content import shifted_islands  # lazy: eosctl.content 35 ms to import
 
     return audit_partition(item.topic, item.partition, log, shifted_islands(islands, shifts),
                            expected_upto=item.expected_upto, check_offsets=item.check_offsets,

@@ -14,16 +14,21 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from auditors import guard
+from auditors import spark as sparks
 from auditors.outcome import Outcome
 from auditors.plan import AuditInput, WorkItem, prepare
+from auditors.spark import describe, require_reachable_sink, runs_here
+from auditors.spark_job import run_spark
 from eosctl.audit.causes import explain_finding
-from eosctl.config import Config, Spark, memory_problem, spark_master_problem
+from eosctl.config import Config, Spark
+from eosctl.configvalues import memory_problem, spark_master_problem
 from eosctl.errors import EosctlError
 from eosctl.findings import AuditReport
 from eosctl.gcpause import paused
 from eosctl.progress import Progress, Step, silent
 from eosctl.safetext import term
 from eosctl.sink import frozen, open_reader, shown
+from eosctl.sink.kafka_topic import ahead_of_commit, key_findings
 
 ENGINES = ("spark", "local")
 PHASE_PREPARE = "reading the sink and Kafka metadata"
@@ -84,8 +89,6 @@ def run(inp: AuditInput, options: EngineOptions, progress: Progress = silent,
 
 
 def _audit(inp: AuditInput, options: EngineOptions, progress: Progress, t_start: float) -> AuditReport:
-    from auditors.spark import require_reachable_sink, runs_here
-
     if options.engine == "spark":
         require_reachable_sink(inp.sink, options.master, options.remote)
     progress(Step(PHASE_PREPARE))
@@ -106,7 +109,6 @@ def _audit(inp: AuditInput, options: EngineOptions, progress: Progress, t_start:
         findings = result.findings
         given = fixed.frozen_from or fixed
         if given.kafka_topic:  # while the hop rows exist
-            from eosctl.sink.kafka_topic import ahead_of_commit, key_findings
 
             with paused():
                 if given.lineage == "key":  # named for keys
@@ -134,8 +136,6 @@ def local_info(workers: int, tasks: int) -> dict[str, Any]:
 
 
 def spark_info(spark: Any) -> dict[str, Any]:
-    from auditors.spark import describe
-
     return {"name": "spark", **describe(spark)}
 
 
@@ -159,7 +159,7 @@ def _run_engine(inp: AuditInput, items: list[WorkItem], options: EngineOptions, 
     """(what the engine found, its start-up seconds, what it was); everything it started is gone after.
     ``here``: the engine's processes run on this machine."""
     if options.engine == "local":
-        from auditors.local import prepare_context
+        from auditors.local import prepare_context  # lazy: auditors.local 8.2 ms to import
 
         prepare_context(inp.sink)  # a process that outlives the audit starts before the guard looks
     with guard.Owned() as owned:
@@ -167,7 +167,7 @@ def _run_engine(inp: AuditInput, items: list[WorkItem], options: EngineOptions, 
             # DuckDB's spill files go where the guard cleans up, not to a shared directory.
             inp = replace(inp, settings=replace(inp.settings, temp_directory=owned.path("duckdb")))
         if options.engine == "local":
-            from auditors.local import default_workers, run_local
+            from auditors.local import default_workers, run_local  # lazy: auditors.local 8.2 ms to import
 
             workers = options.workers or default_workers()
             result, startup = run_local(inp, items, workers, progress, beside)
@@ -178,8 +178,6 @@ def _run_engine(inp: AuditInput, items: list[WorkItem], options: EngineOptions, 
         startup = time.monotonic() - t
         ok = False
         try:
-            from auditors.spark_job import run_spark
-
             result = run_spark(spark, inp, items, progress)
             info = spark_info(spark)
             ok = True
@@ -190,8 +188,6 @@ def _run_engine(inp: AuditInput, items: list[WorkItem], options: EngineOptions, 
 
 def _start_spark(options: EngineOptions, local_dir: str) -> tuple[Any, bool]:
     """The session and whether this call started it (a test suite's or a notebook's is only borrowed)."""
-    from auditors import spark as sparks
-
     mine = options.remote is not None or sparks.active_session() is None
     spark = sparks.session(master=options.master, remote=options.remote, driver_memory=options.driver_memory,
                            shuffle_partitions=options.shuffle_partitions, local_dir=local_dir)
@@ -201,8 +197,6 @@ def _start_spark(options: EngineOptions, local_dir: str) -> tuple[Any, bool]:
 def _stop_spark(spark: Any, mine: bool, ok: bool) -> None:
     """A borrowed session loses only this audit's jobs; a session this audit started is stopped, and its
     JVM killed by the guard after this (the JVM outlives SparkSession.stop() in PySpark)."""
-    from auditors import spark as sparks
-
     if not mine:
         try:
             spark.sparkContext.cancelAllJobs()

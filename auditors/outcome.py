@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from auditors.findingrows import findings_from_rows
 from eosctl.errors import BrokerError, EosctlError, SinkError
 from eosctl.findings import Finding, LogSegment, PartitionSummary
 
@@ -27,8 +28,6 @@ def outcome(rows: Iterable[dict[str, Any]], key_findings: list[Finding], partiti
             keys_seconds: float, tasks: int = 0, found: Sequence[Finding] = ()) -> Outcome:
     """Task output rows (no key rows) and the key rule's findings, from either engine; ``found``: the
     tasks' findings where the engine made them from the rows already (auditors.findingrows)."""
-    from auditors.findingrows import findings_from_rows
-
     rows = list(rows)
     _raise_task_errors(r for r in rows if r["rec"] == "error")
     summaries = [r for r in rows if r["rec"] == "summary"]

@@ -8,11 +8,15 @@ must be in the builder before the first session starts, so this module is the on
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
+import threading
+import warnings
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -52,7 +56,7 @@ def _log4j_file(directory: str | None = None) -> str:
 
 def active_session() -> Any | None:
     """The session this process already runs (a test suite's, a notebook's), if any."""
-    from pyspark.sql import SparkSession
+    from pyspark.sql import SparkSession  # lazy: pyspark.sql 56 ms to import
 
     return SparkSession.getActiveSession() or SparkSession._instantiatedSession
 
@@ -71,12 +75,7 @@ def session(
 
     ``local_dir``: where the driver JVM and local executors write (java.io.tmpdir, spark.local.dir), so
     that whoever owns that directory can remove everything Spark wrote, even after killing the JVM."""
-    import logging
-    import signal
-    import threading
-    import warnings
-
-    from pyspark.sql import SparkSession
+    from pyspark.sql import SparkSession  # lazy: pyspark.sql 56 ms to import
 
     # pandas 3 works for the Arrow paths used here; PySpark warns about it on every pandas-backed call.
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
@@ -168,8 +167,6 @@ _JVM_NOTICES = (b"WARNING: Using incubator modules",)
 def _without_jvm_notices() -> Iterator[None]:
     """While the JVM starts, its stderr (inherited from ours) goes through a pipe that drops the
     start-up notices and passes everything else on, for as long as the JVM and its workers live."""
-    import threading
-
     try:
         saved = os.dup(2)
         read, write = os.pipe()
@@ -235,6 +232,7 @@ def require_reachable_sink(sink: Any, master: str | None, remote: str | None) ->
 def forget(spark: Any) -> None:
     """After the JVM this process started was killed: drop PySpark's handles to it, so nothing calls a
     dead gateway (SparkContext's atexit stop) and a later session in this process starts a new JVM."""
+    # lazy: pyspark 54 ms, pyspark.sql 56 ms to import
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 

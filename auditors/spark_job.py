@@ -8,6 +8,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from auditors.grouping import tasks as group_items
 from auditors.outcome import Outcome, outcome
 from auditors.plan import AuditInput, WorkItem
 from auditors.task import _OUT_NAMES, _WRITER_TYPES, OUT_SCHEMA, PHASE_KEYS, PHASE_TASKS, group_task
@@ -23,9 +24,8 @@ def run_spark(spark: Any, inp: AuditInput, items: list[WorkItem], progress: Prog
     """The Spark engine: one job. Its first stage runs the tasks, as many as the executors have cores
     (auditors.grouping); with a key column, a shuffle of the same job groups the key rows by key (task
     rows pass through it, each in a group of its own)."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # lazy: pyspark.sql 58 ms to import
 
-    from auditors.grouping import tasks as group_items
 
     want_keys = inp.sink.key_column is not None
     tasks = group_items(items, spark_slots(spark))

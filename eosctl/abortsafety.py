@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from eosctl.durations import human
+from eosctl.errors import EosctlError
 from eosctl.model import TP
 
 
@@ -109,7 +111,7 @@ def gather(client: Any, kafka_admin: Any, tp: TP, producer_id: int, lso: int, hw
            now_ms: int, groups: tuple[str, ...] = ()) -> Safety:
     """assess() with the facts read now: the coordinator's view of the producer, its last write from
     DescribeProducers, and the committed offsets on the partition of ``groups`` (default: every group)."""
-    from eosctl.errors import EosctlError
+    # lazy: eosctl.offsets 86 ms, eosctl.txns 126 ms to import
     from eosctl.offsets import group_offsets, group_states
     from eosctl.txns import coordinator_view, describe_producers
 
@@ -133,8 +135,6 @@ def gather(client: Any, kafka_admin: Any, tp: TP, producer_id: int, lso: int, hw
 
 
 def _stamp(ms: int) -> str:
-    from datetime import UTC, datetime
-
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 

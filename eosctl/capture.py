@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -69,6 +69,9 @@ class Capture:
     audit_origin: str | None = None  # "run", or the JSON report file it was read from
     # Section name -> "ok", or the one-line reason it is empty (an older broker, no sink, ...).
     sections: dict[str, str] = field(default_factory=dict)
+    # Partitions this reading could not read, with why (no leader: the brokers holding their replicas are
+    # down); the sections hold the others (the live model, eosctl.live).
+    unreadable: dict[TP, str] = field(default_factory=dict)
 
     def log_of(self, topic: str, partition: int) -> PartitionLog | None:
         return self.logs.get((topic, partition))
@@ -142,12 +145,14 @@ def read_sections(cap: Capture, target: Target, client: WireClient, admins: Admi
                   offsets: dict[TP, Offsets] | None = None, only: Collection[str] = SECTIONS,
                   lag_groups: Sequence[str] | None = None,
                   scan_limit: int = lag_mod.DEFAULT_SCAN_LIMIT,
-                  describe: Callable[[list[TP]], Described] | None = None) -> None:
+                  describe: Callable[[list[TP]], Described] | None = None,
+                  unreadable: Mapping[TP, str] | None = None) -> None:
     """The sections besides the logs and the ledger (transactions, producers, lag, hanging), each one
     failing on its own; ``cap.logs`` is read already. ``offsets``: the partitions' offsets if just read;
     ``only``: the sections wanted; ``lag_groups``: the groups whose lag is measured (default: the
     target's group, else every group of the topics); ``describe``: DescribeProducers for partitions (the
-    live model's asks only where the log changed)."""
+    live model's asks only where the log changed); ``unreadable``: partitions left out of ``known`` (no
+    leader), the lag's rows for them naming why."""
     tps = [(t, p) for t, parts in known.items() for p in sorted(parts)]
     answers: list[Described] = []
 
@@ -171,7 +176,8 @@ def read_sections(cap: Capture, target: Target, client: WireClient, admins: Admi
         groups = list(lag_groups) if lag_groups else target.lag_groups() or None
         return lag_mod.poll(client, groups=groups, topics=list(target.topics) or None,
                             scan_limit=scan_limit, offsets=offsets,
-                            per_group=None if lag_groups else dict(target.group_topics))
+                            per_group=None if lag_groups else dict(target.group_topics),
+                            unreadable=unreadable)
 
     def hanging() -> HangingReport:
         if not known:

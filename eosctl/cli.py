@@ -20,23 +20,18 @@ import click
 
 from eosctl import __version__
 from eosctl.errors import EosctlError
+from eosctl.files import shown
+from eosctl.redaction import Redacting, redact
 from eosctl.safetext import term
 from eosctl.stopsignals import STOP_SIGNALS, exit_code, handling, say_stopped
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
-def _redact(message: str) -> str:
-    config = sys.modules.get("eosctl.config")  # loaded only if a config was read: nothing to hide before
-    return config.redact(message) if config is not None else message
-
-
 @contextmanager
 def _redacted_streams() -> Iterator[None]:
-    """stdout and stderr through eosctl.config.Redacting for the command: tables, JSON, progress and log
+    """stdout and stderr through eosctl.redaction.Redacting for the command: tables, JSON, progress and log
     lines alike, whichever code writes them, never show a value substituted from the config's ${NAME}s."""
-    from eosctl.config import Redacting
-
     before = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = Redacting(sys.stdout), Redacting(sys.stderr)  # type: ignore[assignment]
     try:
@@ -53,7 +48,7 @@ class OneLineError(click.ClickException):
         self.exit_code = exit_code
 
     def show(self, file: object = None) -> None:
-        click.echo(f"eosctl: error: {_redact(self.message)}", err=True)
+        click.echo(f"eosctl: error: {redact(self.message)}", err=True)
 
 
 def usage_line(e: click.ClickException) -> str:
@@ -71,8 +66,8 @@ def usage_line(e: click.ClickException) -> str:
 def one_line(message: str) -> str:
     """A message as one line: its lines joined with '; ', and any other character a terminal would not
     print as itself (a control character from a file name, U+2028, a right-to-left override) escaped.
-    A value substituted for a ${NAME} of the config is never in it (eosctl.config.redact)."""
-    message = _redact(message)
+    A value substituted for a ${NAME} of the config is never in it (eosctl.redaction.redact)."""
+    message = redact(message)
     if "\n" in message or "\r" in message:
         message = "; ".join(line.strip() for line in message.replace("\r", "\n").split("\n") if line.strip())
     return term(message)
@@ -178,7 +173,6 @@ class EosctlGroup(click.Group):
             # still one line, never a traceback. Other OSErrors are bugs and keep theirs.
             if e.filename is None:
                 raise
-            from eosctl.files import shown
 
             click.echo(f"eosctl: error: {shown(str(e.filename))}: {e.strerror}", err=True)
             sys.exit(2)

@@ -16,6 +16,11 @@ A row whose key differs is explained, in this order:
   rewritten there (an unclean election, a replica that lost its disk).
 - ``different_record``: neither.
 
+Where the sink names a value column (the value itself, or the md5 hex of its bytes: eosctl.config.value_mode),
+a row whose key is its record's but whose value is not is ``different_value``: consecutive rows are one
+finding. A partition where no row with its record's key holds its value too is not judged for values (the
+column holds something else: a transformed value, another serialization).
+
 A partition where no row holds the key of any record at or near its offset is not judged: its key column
 is not the records' key (a business key read from the value, or a key serialized differently).
 """
@@ -35,7 +40,8 @@ KIND = "content_mismatch"
 MAX_SHIFT = 3
 SHIFTS = tuple(d for k in range(1, MAX_SHIFT + 1) for d in (k, -k))  # nearest first, +k before -k
 SHIFTED, REWRITTEN, DIFFERENT = "shifted_coordinates", "rewritten_after_leader_change", "different_record"
-RULES = (SHIFTED, REWRITTEN, DIFFERENT)
+DIFFERENT_VALUE = "different_value"
+RULES = (SHIFTED, REWRITTEN, DIFFERENT, DIFFERENT_VALUE)
 
 
 @dataclass(frozen=True)
@@ -55,15 +61,20 @@ class ContentResult:
     # False: no row's key is the key of a record at or near its offset, so the sink's key column does not
     # hold the records' keys and the partition was not judged.
     comparable: bool = True
+    # False: the sink names a value column, but no row holding its record's key holds its value too.
+    values_comparable: bool = True
 
 
 def check_partition(log: PartitionLog, offsets: np.ndarray, hashes: np.ndarray,
                     sink_keys: Any = None,
-                    islands: Sequence[tuple[int, int, int]] | None = None) -> ContentResult:
+                    islands: Sequence[tuple[int, int, int]] | None = None,
+                    values: np.ndarray | None = None, value_name: str = "value column") -> ContentResult:
     """The content findings of one partition: ``offsets`` and ``hashes`` are its sink rows' offsets and
     key hashes (eosctl.recordkeys.hash_arrow), any order; ``sink_keys`` (a list or an Arrow array, same
     order) names a row's key in the finding's summary. ``islands``: the partition's rows as offset islands,
-    to count a shift's rows with the ones that repeat a (key, offset) the key query reads once."""
+    to count a shift's rows with the ones that repeat a (key, offset) the key query reads once. ``values``:
+    the rows' value hashes (same order; compared with the log's record_keys.values), ``value_name`` names
+    the sink's column in a finding."""
     rk = log.record_keys
     if rk is None or not len(offsets):
         return ContentResult([], [], 0)
@@ -74,8 +85,17 @@ def check_partition(log: PartitionLog, offsets: np.ndarray, hashes: np.ndarray,
     i0, found0 = rec.at(so)
     m0 = found0 & ~rk.control[i0] & (rk.keys[i0] == sh)
     mismatch = found0 & ~m0  # a record or a marker there, not this row's
+    value_findings: list[Finding] = []
+    values_comparable = True
+    if values is not None and rk.values is not None and m0.any():
+        same = m0 & (rk.values[i0] == values[order])
+        if same.any():
+            keys0 = None if sink_keys is None else _Keys(sink_keys, order)
+            value_findings = _value_findings(log, so, m0 & ~same, i0, keys0, value_name)
+        else:
+            values_comparable = False
     if not mismatch.any():
-        return ContentResult([], [], n)
+        return ContentResult(value_findings, [], n, values_comparable=values_comparable)
     md = {}
     for d in SHIFTS:
         i, found = rec.at(so - d)
@@ -83,7 +103,7 @@ def check_partition(log: PartitionLog, offsets: np.ndarray, hashes: np.ndarray,
     if not m0.any() and not any(m.any() for m in md.values()):
         # No row holds the key of any record near its offset: the column is not the records' key (a
         # business key read from the value, or a key serialized otherwise), so nothing can be judged.
-        return ContentResult([], [], n, comparable=False)
+        return ContentResult([], [], n, comparable=False, values_comparable=values_comparable)
     chosen = np.zeros(n, np.int64)
     for d in reversed(SHIFTS):  # the nearest shift wins
         chosen[mismatch & md[d]] = d
@@ -100,8 +120,32 @@ def check_partition(log: PartitionLog, offsets: np.ndarray, hashes: np.ndarray,
     rest = mismatch & ~covered
     if rest.any():
         findings += _other_findings(log, rec, so, m0, rest, i0, keys)
+    findings += value_findings
     findings.sort(key=lambda f: f.sort_key)
-    return ContentResult(findings, [Shift(int(so[a]), int(so[b]), d) for a, b, d in runs], n)
+    return ContentResult(findings, [Shift(int(so[a]), int(so[b]), d) for a, b, d in runs], n,
+                         values_comparable=values_comparable)
+
+
+def _value_findings(log: PartitionLog, so: np.ndarray, differ: np.ndarray, i0: np.ndarray,
+                    keys: _Keys | None, value_name: str) -> list[Finding]:
+    """One finding per run of consecutive rows whose key is their record's and whose value is not."""
+    epochs = log.record_keys.epochs[i0]
+    out = []
+    for a, b in _true_runs(differ):
+        first, last, rows = int(so[a]), int(so[b]), b - a + 1
+        tp = f"{log.topic}[{log.partition}]"
+        where = f"offset {first}" if first == last else f"offsets {first}..{last}"
+        key = f" (the row at {first} has key {keys[a]!r})" if keys is not None and keys[a] is not None else ""
+        their = "its" if rows == 1 else "their"
+        summary = (f"The sink's {rows} row{'s' * (rows != 1)} at {tp} {where}{key} hold the key of the "
+                   f"record at {their} offset but not its value: the sink's {value_name} differs from the "
+                   "record's value (a writer that altered or mixed up values, or a record re-written with "
+                   "the same key).")
+        cause = Cause(KIND, summary, rule=DIFFERENT_VALUE, leader_epoch=int(epochs[a]))
+        detail = "the record at this offset has this key but another value" if rows == 1 else \
+            "the records at these offsets have these keys but other values"
+        out.append(Finding(KIND, log.topic, log.partition, first, last, rows, detail=detail, cause=cause))
+    return out
 
 
 class _Keys:

@@ -174,11 +174,13 @@ def build_rows(committed: Mapping[str, Mapping[TP, int | None]], offsets: Mappin
 def poll(client: WireClient, groups: Sequence[str] | None = None,
          topics: Sequence[str] | None = None, scan_limit: int = DEFAULT_SCAN_LIMIT,
          now_ms: int | None = None, offsets: Mapping[TP, Offsets] | None = None,
-         per_group: Mapping[str, Sequence[str]] | None = None) -> LagSnapshot:
+         per_group: Mapping[str, Sequence[str]] | None = None,
+         unreadable: Mapping[TP, str] | None = None) -> LagSnapshot:
     """One lag measurement for the given groups (default: every group with committed offsets for
     ``topics``; every group when no topic is given either). ``offsets``: partitions' offsets the caller
     read a moment ago (the live model), used where they cover the groups' partitions. ``per_group``:
-    the topics of each group where groups read different topics (a pipeline's hops)."""
+    the topics of each group where groups read different topics (a pipeline's hops). ``unreadable``:
+    partitions not to read (no leader), each group's row for them carrying the reason as its error."""
     states = group_states(client)
     wanted = list(groups) if groups else sorted(states)
     by_group = group_offsets(client, wanted) if wanted else {}
@@ -197,6 +199,11 @@ def poll(client: WireClient, groups: Sequence[str] | None = None,
             mine = [t for t in mine if t in per_group[g]]
         committed[g] = {(t, p): offs.get((t, p))
                         for t in mine if t in partitions for p in sorted(partitions[t])}
+    skip = unreadable or {}
+    dark = [PartitionLag(g, t, p, c, -1, -1, -1, error=skip[(t, p)])
+            for g, offs in committed.items() for (t, p), c in offs.items() if (t, p) in skip]
+    if dark:
+        committed = {g: {tp: c for tp, c in offs.items() if tp not in skip} for g, offs in committed.items()}
     tps = sorted({tp for offs in committed.values() for tp in offs})
     known = offsets or {}
     offsets = {tp: known[tp] for tp in tps} if all(tp in known for tp in tps) else \
@@ -216,7 +223,7 @@ def poll(client: WireClient, groups: Sequence[str] | None = None,
     taken = int(time.time() * 1000) if now_ms is None else now_ms
     rows = build_rows(committed, offsets, logs, txns) + [
         PartitionLag(g, t, p, c, -1, -1, -1, error=broken[t])  # -1: unknown, as Kafka says
-        for g, offs in by_group.items() for (t, p), c in sorted(offs.items()) if t in broken]
+        for g, offs in by_group.items() for (t, p), c in sorted(offs.items()) if t in broken] + dark
     order = {g: i for i, g in enumerate(committed)}
     rows.sort(key=lambda r: (order[r.group], r.topic, r.partition))
     members = group_members(client, list(committed))

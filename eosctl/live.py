@@ -24,9 +24,10 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
+from eosctl import sandboxstate
 from eosctl import txns as txns_mod
 from eosctl.capture import NOT_CAPTURED, SECTIONS, SKIPPED, Capture, read_sections
 from eosctl.clients import Admins
@@ -119,6 +120,20 @@ class _Partition:
     outside: int | None = None
 
 
+NO_LEADER = "no leader: the brokers holding its replicas are down"
+
+
+def readable(known: dict[str, dict[int, int]], cap: Capture) -> dict[str, dict[int, int]]:
+    """The partitions of ``known`` (topic -> partition -> leader) that have a leader; the others go to
+    ``cap.unreadable``: a broker down for good leaves its partitions without one, and the rest is still
+    read and served (the exporter, the TUI), the dark ones named."""
+    cap.unreadable = {(t, p): NO_LEADER for t, parts in known.items() for p, leader in sorted(parts.items())
+                      if leader < 0}
+    if not cap.unreadable:
+        return known
+    return {t: {p: leader for p, leader in parts.items() if leader >= 0} for t, parts in known.items()}
+
+
 class LiveModel:
     """The pipeline as last read, refreshed in place.
 
@@ -129,6 +144,9 @@ class LiveModel:
     ``admins``: clients to share; otherwise the model builds its own and closes them in close().
     ``sections``: what to read (`lag --watch` reads only "lag"); ``lag_groups`` and ``scan_limit``: whose
     lag, and how far its records behind are counted (eosctl.lag.poll).
+    ``partial``: partitions without a leader (a broker down for good) are left out and named in the
+    capture's ``unreadable``, the rest read as usual; False: one fails the refresh (`lag --watch` shows its
+    last values stale, with the reason).
     ``long_lived``: the process is there for this model (eosctl.gcpause: its state is kept out of the garbage
     collector's walks until close()).
     An unreachable cluster makes refresh() raise BrokerError; ``current`` then keeps the last good state.
@@ -139,8 +157,10 @@ class LiveModel:
                  admins: Admins | None = None, timeout_ms: int = DEFAULT_TIMEOUT_MS,
                  sections: Collection[str] = SECTIONS, lag_groups: Sequence[str] | None = None,
                  scan_limit: int = DEFAULT_SCAN_LIMIT, offsets_every_s: float = OFFSETS_EVERY_S,
-                 producers_every_s: float = PRODUCERS_EVERY_S, long_lived: bool = False) -> None:
+                 producers_every_s: float = PRODUCERS_EVERY_S, long_lived: bool = False,
+                 partial: bool = True) -> None:
         self.target = target
+        self.partial = partial
         self.sections = tuple(sections)
         self.lag_groups, self.scan_limit = lag_groups, scan_limit
         pipe = target.pipeline
@@ -205,6 +225,8 @@ class LiveModel:
             with client.hold_metadata():
                 # Asked even for no topic: the admin client below is used only once the broker answered.
                 known = client.metadata(self.topics)
+                if self.partial:
+                    known = readable(known, cap)
                 tps = [(t, p) for t, parts in known.items() for p in sorted(parts)]
                 offsets = self._read_offsets(client, tps)
                 clock("offsets")
@@ -213,7 +235,8 @@ class LiveModel:
                 clock("logs")
                 read_sections(cap, self.target, client, self.admins, known, self.max_age_s, offsets,
                               only=self.sections, lag_groups=self.lag_groups, scan_limit=self.scan_limit,
-                              describe=lambda parts: self._describe(client, parts, offsets))
+                              describe=lambda parts: self._describe(client, parts, offsets),
+                              unreadable=cap.unreadable)
                 clock("sections")
                 if "ledger" in self.sections:
                     self._ledger(cap, client, offsets)
@@ -449,9 +472,7 @@ class LiveModel:
         connections go there, instead of retrying the old port for ever."""
         if not self.target.sandbox:
             return
-        from dataclasses import replace
 
-        from eosctl import sandboxstate
 
         state = sandboxstate.status(sandboxstate.state_dir(self.target.cluster.sandbox_home))
         if state is None or state.bootstrap == self.target.cluster.bootstrap_servers:

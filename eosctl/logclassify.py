@@ -30,7 +30,7 @@ from eosctl.model import (
     ZombieWrite,
     merge_ranges,
 )
-from eosctl.wire import Offsets
+from eosctl.wireanswers import Offsets
 
 if TYPE_CHECKING:
     from eosctl.recordkeys import KeyCollector  # numpy: loaded only by scans that read keys

@@ -59,13 +59,14 @@ def scan_partition(client: WireClient, topic: str, partition: int, start: int | 
 def scan_partitions(client: WireClient, tps: Iterable[TP], start: Bound = None, end: Bound = None,
                     keep_batches: bool = False, progress: Progress | None = None,
                     max_bytes: int = DEFAULT_MAX_BYTES, offsets: Mapping[TP, Offsets] | None = None,
-                    keys: bool = False) -> dict[TP, PartitionLog]:
+                    keys: bool | str = False) -> dict[TP, PartitionLog]:
     """Scan many partitions together: each round is one Fetch per leader covering all of them.
 
     ``start``/``end`` may be one offset for all partitions or a per-partition mapping (lag scans each
     partition's own [committed, LSO) window in the same fetches). ``offsets``: already read for every
     partition (an audit's driver reads them once for all tasks); otherwise ListOffsets asks here.
-    ``keys``: also decode every record's key (eosctl.recordkeys) into each log's ``record_keys``.
+    ``keys``: also decode every record's key (eosctl.recordkeys) into each log's ``record_keys``; "raw" or
+    "md5" (eosctl.recordkeys.VALUE_MODES): its value's hash too.
     """
     scans = open_scans(client, tps, start, end, keep_batches, offsets, keys)
     run_scans(client, scans, progress, max_bytes)
@@ -74,7 +75,7 @@ def scan_partitions(client: WireClient, tps: Iterable[TP], start: Bound = None, 
 
 def open_scans(client: WireClient, tps: Iterable[TP], start: Bound = None, end: Bound = None,
                keep_batches: bool = False, offsets: Mapping[TP, Offsets] | None = None,
-               keys: bool = False) -> dict[TP, LogScan]:
+               keys: bool | str = False) -> dict[TP, LogScan]:
     """One scan per partition over [max(start, log start), min(end, HW)), nothing read yet. ``offsets``:
     the partitions' offsets if the caller just read them (else one ListOffsets round here)."""
     tps = list(dict.fromkeys(tps))
@@ -87,9 +88,9 @@ def open_scans(client: WireClient, tps: Iterable[TP], start: Bound = None, end: 
         hi = o.high_watermark if stop is None else min(stop, o.high_watermark)
         scans[tp] = LogScan(tp[0], tp[1], lo, max(lo, hi), o, keep_batches)
         if keys:
-            from eosctl.recordkeys import KeyCollector
+            from eosctl.recordkeys import KeyCollector  # lazy: eosctl.recordkeys 90 ms to import
 
-            scans[tp].keys = KeyCollector(lo, max(lo, hi))
+            scans[tp].keys = KeyCollector(lo, max(lo, hi), keys if isinstance(keys, str) else None)
     return scans
 
 

@@ -81,6 +81,9 @@ METRICS = (
     Spec("eosctl_audit_duration_seconds", GAUGE, BASE, "How long the last audit took."),
     Spec("eosctl_audit_errors_total", COUNTER, BASE, "Audits that could not run (sink or broker error)."),
     Spec("eosctl_sink_rows", GAUGE, (*BASE, *PARTITION), "Sink rows per source partition at the last audit."),
+    Spec("eosctl_partition_unreadable", GAUGE, (*BASE, *PARTITION),
+         "1 for each partition the last refresh could not read (no leader: the brokers holding its replicas "
+         "are down); the other partitions' metrics are still served."),
     Spec("eosctl_up", GAUGE, BASE, "1 if the cluster answered the last refresh."),
     Spec("eosctl_refresh_duration_seconds", GAUGE, BASE, "How long the last refresh took."),
     Spec("eosctl_refresh_errors_total", COUNTER, (*BASE, "section"), "Failed reads per section."),
@@ -118,6 +121,8 @@ class Source:
     # a whole refresh that fails does; eosctl_section_age_seconds says how old they are).
     good: dict[str, Capture] = field(default_factory=dict)
     failing: frozenset[str] = frozenset()  # sections the latest reading could not read
+    # Partitions the latest reading could not read, with why (Capture.unreadable).
+    unreadable: dict[tuple[str, int], str] = field(default_factory=dict)
     up: bool = False  # the latest reading reached the cluster (set with the rest, unlike model.up)
     # Counters must not go down when old segments leave the log: the highest value seen per series.
     fencing: dict[tuple[str, int], int] = field(default_factory=dict)
@@ -130,6 +135,7 @@ class Source:
             failing = cap.errors()
             self.good = {**self.good, **{name: cap for name in cap.sections if name not in failing}}
             self.failing = frozenset(failing)
+            self.unreadable = cap.unreadable
             if "logs" not in failing:
                 fencing, zombies = dict(self.fencing), dict(self.zombies)
                 for tp, log in cap.logs.items():
@@ -206,6 +212,8 @@ class State:
                         {**base, "topic": topic, "partition": partition}, n)
             for (topic, partition), n in src.zombies.items():
                 out.add("eosctl_zombie_writes_total", {**base, "topic": topic, "partition": partition}, n)
+            for topic, partition in sorted(src.unreadable):
+                out.add("eosctl_partition_unreadable", {**base, "topic": topic, "partition": partition}, 1)
             _audit(out, base, src.audit)
         yield from out.metrics()
 

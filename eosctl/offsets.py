@@ -31,8 +31,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import kafka.errors as Errors
-from kafka.protocol.admin.groups import ListGroupsRequest
+from kafka.protocol.admin.groups import DescribeGroupsRequest, ListGroupsRequest
 from kafka.protocol.consumer.group import OffsetFetchRequest
+from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 
 from eosctl.config import Cluster
@@ -228,9 +229,6 @@ def group_members(client: WireClient, groups: Sequence[str],
     DescribeGroups says (kafka-consumer-groups.sh --describe's CONSUMER-ID, CLIENT-ID, HOST). A group
     that can't be described adds nothing: who consumes is context, never a reason to fail the lag.
     Raw requests like the offsets (no librdkafka handle: see the module's docstring)."""
-    from kafka.protocol.admin.groups import DescribeGroupsRequest
-    from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
-
     if not groups:
         return {}
     out: dict[tuple[str, str, int], tuple[str, str, str]] = {}

@@ -18,6 +18,7 @@ from kafka.admin import KafkaAdminClient
 from eosctl.errors import EosctlError
 from eosctl.logscan import scan_partitions
 from eosctl.model import TP, PartitionLog
+from eosctl.producerids import identify, settle
 from eosctl.txns import ActiveProducer, Described, describe_producers
 from eosctl.wire import WireClient
 
@@ -130,8 +131,6 @@ def find(client: WireClient, admin: KafkaAdminClient, tps: Sequence[TP], scan_la
     (noida-db), the log alone. The ids' transactional ids come from the coordinators (KIP-664), and the
     id's other partitions settle what one partition's epochs can't (eosctl.producerids).
     """
-    from eosctl.producerids import identify, settle
-
     tps = list(tps)
     answer, status = described or describe_producers(admin, tps)
     scans = dict(logs or {})

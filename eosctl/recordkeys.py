@@ -9,7 +9,12 @@ anyway) and one per record *position*, not per record.
 
 Record layout (Kafka's DefaultRecord): length varint, attributes int8, timestampDelta varlong, offsetDelta
 varint, keyLength varint (-1: null), key, valueLength varint, value, headers. Only length, offsetDelta and
-the key are read; ``length`` jumps to the next record.
+the key are read (and the value, where the sink names a value column); ``length`` jumps to the next record.
+
+Values (the content check's value column, eosctl.content): ``values="raw"`` hashes each record's value bytes
+like its key (compared with a sink column holding the value itself); ``values="md5"`` compares with a sink
+column holding the lowercase hex MD5 of the value bytes (what SQL's md5() and Python's hashlib compute):
+each record's value is MD5-hashed here, one hashlib call a record.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from kafka import codec as codecs
 
 from eosctl.batches import CONTROL_MASK, HEADER, HEADER_SIZE, LOG_OVERHEAD, MAGIC_OFFSET, BatchDecodeError
 
@@ -36,6 +42,8 @@ class RecordKeys:
     epochs: np.ndarray
     control: np.ndarray
     keys: np.ndarray  # uint64
+    # Each record's value hashed like the sink's value column is (VALUE_MODES), when the scan was asked to.
+    values: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -48,8 +56,9 @@ class KeyCollector:
 
     FLUSH_BYTES = 32 << 20
 
-    def __init__(self, start: int, end: int) -> None:
+    def __init__(self, start: int, end: int, values: str | None = None) -> None:
         self.next, self.end = start, end
+        self.values = values
         self.parts: list[tuple[np.ndarray, ...]] = []
         self.pending: list[bytes | bytearray | memoryview] = []
         self.pending_bytes = 0
@@ -64,36 +73,41 @@ class KeyCollector:
 
     def flush(self) -> None:
         answers, self.pending, self.pending_bytes = self.pending, [], 0
-        part = decode_keys(answers)
+        part = decode_keys(answers, self.values)
         if part is None:
             return
-        offsets, epochs, control, keys = part
         # A fetch from inside a batch returns the whole batch again: keep each offset's first reading.
+        offsets = part[0]
         before = np.maximum.accumulate(np.concatenate([[self.next - 1], offsets[:-1]]))
         keep = (offsets > before) & (offsets < self.end)
         if not keep.all():
             idx = np.flatnonzero(keep)
             if not len(idx):
                 return
-            offsets, epochs, control, keys = offsets[idx], epochs[idx], control[idx], keys[idx]
-        self.parts.append((offsets, epochs, control, keys))
-        self.next = int(offsets[-1]) + 1
+            part = tuple(a[idx] for a in part)
+        self.parts.append(part)
+        self.next = int(part[0][-1]) + 1
 
     def result(self) -> RecordKeys:
         if self.pending:
             self.flush()
         if not self.parts:
-            return RecordKeys(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, bool),
-                              np.zeros(0, np.uint64))
+            empty = [np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, bool), np.zeros(0, np.uint64)]
+            return RecordKeys(*empty, values=np.zeros(0, np.uint64) if self.values else None)
         if len(self.parts) > 1:
-            self.parts = [tuple(np.concatenate([p[i] for p in self.parts]) for i in range(4))]
+            width = len(self.parts[0])
+            self.parts = [tuple(np.concatenate([p[i] for p in self.parts]) for i in range(width))]
         return RecordKeys(*self.parts[0])
 
 
-def decode_keys(answers: Sequence[bytes | bytearray | memoryview] | bytes) -> tuple[np.ndarray, ...] | None:
+VALUE_MODES = ("raw", "md5")
+
+
+def decode_keys(answers: Sequence[bytes | bytearray | memoryview] | bytes,
+                values: str | None = None) -> tuple[np.ndarray, ...] | None:
     """(offsets, leader epochs, control flags, keys) of every record of the complete v2 batches in the
     fetch ``answers`` (each answer's trailing partial batch is left out), in their order; None if there
-    are none."""
+    are none. ``values`` ("raw" or "md5", VALUE_MODES): the values' hashes too, a fifth array."""
     segments: list[Any] = []  # the records' bytes of each batch (decompressed where compressed)
     bases: list[int] = []
     epochs: list[int] = []
@@ -107,7 +121,7 @@ def decode_keys(answers: Sequence[bytes | bytearray | memoryview] | bytes) -> tu
     starts = np.zeros(len(segments), np.int64)
     np.cumsum([len(s) for s in segments[:-1]], out=starts[1:])
     return _records(buf, starts, np.array(bases, np.int64), np.array(epochs, np.int32),
-                    np.array(counts, np.int64), np.array(controls, bool))
+                    np.array(counts, np.int64), np.array(controls, bool), values)
 
 
 def _batches(view: memoryview, segments: list[Any], bases: list[int], epochs: list[int], counts: list[int],
@@ -135,7 +149,7 @@ def _batches(view: memoryview, segments: list[Any], bases: list[int], epochs: li
 
 
 def _records(buf: np.ndarray, starts: np.ndarray, bases: np.ndarray, epochs: np.ndarray, counts: np.ndarray,
-             controls: np.ndarray) -> tuple[np.ndarray, ...]:
+             controls: np.ndarray, values: str | None = None) -> tuple[np.ndarray, ...]:
     """The lock-step walk: batches sorted by record count, so the batches still holding a k-th record
     are always a prefix; record k of a batch lands at the batch's first index + k (log order, no sort)."""
     order = np.argsort(-counts, kind="stable")
@@ -149,6 +163,9 @@ def _records(buf: np.ndarray, starts: np.ndarray, bases: np.ndarray, epochs: np.
     delta_of = np.empty(total, np.int64)
     key_at = np.empty(total, np.int64)
     key_len = np.empty(total, np.int64)
+    if values:
+        value_at = np.empty(total, np.int64)
+        value_len = np.empty(total, np.int64)
     neg = -n_of  # ascending
     for k in range(int(n_of[0])):
         n = int(np.searchsorted(neg, -k, side="left"))  # batches with more than k records
@@ -162,9 +179,31 @@ def _records(buf: np.ndarray, starts: np.ndarray, bases: np.ndarray, epochs: np.
             raise BatchDecodeError("corrupt record in a batch (its fields run past the record)")
         at = first[:n] + k
         delta_of[at], key_at[at], key_len[at] = delta, q, klen
+        if values:
+            vlen, v = _varint(buf, q + np.maximum(klen, 0))
+            if (v + np.maximum(vlen, 0) > nxt).any():
+                raise BatchDecodeError("corrupt record in a batch (its value runs past the record)")
+            value_at[at], value_len[at] = v, vlen
         pos[:n] = nxt
     batch = np.repeat(np.arange(len(counts)), counts)
-    return (bases[batch] + delta_of, epochs[batch], controls[batch], key_hashes(buf, key_at, key_len))
+    out = (bases[batch] + delta_of, epochs[batch], controls[batch], key_hashes(buf, key_at, key_len))
+    if not values:
+        return out
+    if values == "md5":
+        return (*out, _md5_hashes(buf, value_at, value_len))
+    return (*out, key_hashes(buf, value_at, value_len))
+
+
+def _md5_hashes(buf: np.ndarray, at: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """key_hashes of the lowercase hex MD5 of each byte range (a null value stays null): what a sink's
+    value hash column holds, hashed as hash_arrow hashes that column."""
+    import hashlib
+
+    data = buf.tobytes()
+    md5 = hashlib.md5
+    hexes = [None if n < 0 else md5(data[a:a + n]).hexdigest().encode()
+             for a, n in zip(at.tolist(), lengths.tolist(), strict=True)]
+    return hash_bytes(hexes)
 
 
 def _varint(buf: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -248,7 +287,7 @@ def _mix(h: np.ndarray) -> np.ndarray:
 
 def hash_arrow(values: Any) -> np.ndarray:
     """key_hashes of an Arrow string or binary array (the sink's keys, as text: their UTF-8 bytes)."""
-    import pyarrow as pa
+    import pyarrow as pa  # lazy: pyarrow 18 ms to import
 
     arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
     arr = arr.cast(pa.large_binary())
@@ -267,14 +306,12 @@ def hash_arrow(values: Any) -> np.ndarray:
 
 def hash_bytes(values: Iterable[bytes | None]) -> np.ndarray:
     """key_hashes of Python byte strings (tests)."""
-    import pyarrow as pa
+    import pyarrow as pa  # lazy: pyarrow 18 ms to import
 
     return hash_arrow(pa.array(list(values), pa.binary()))
 
 
 def _decompress(codec: int, raw: bytes, base: int) -> bytes:
-    from kafka import codec as codecs
-
     decode = {1: codecs.gzip_decode, 2: codecs.snappy_decode, 3: codecs.lz4_decode,
               4: codecs.zstd_decode}.get(codec)
     if decode is None:
@@ -286,9 +323,9 @@ def _decompress(codec: int, raw: bytes, base: int) -> bytes:
                                "install the codec: pip install lz4 zstandard python-snappy") from None
 
 
-def keys_of(chunks: Iterable[bytes]) -> RecordKeys:
+def keys_of(chunks: Iterable[bytes], values: str | None = None) -> RecordKeys:
     """Every record of these fetch answers (tests, benchmarks): collected as a scan does."""
-    c = KeyCollector(0, 1 << 62)
+    c = KeyCollector(0, 1 << 62, values)
     for data in chunks:
         c.add(data)
     return c.result()

@@ -27,6 +27,8 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from rich.text import Text
+
 if TYPE_CHECKING:  # imported when used: eosctl's one-line errors use term() and must start fast
     from rich.text import Text
 
@@ -63,8 +65,6 @@ def term(s: str) -> str:
 
 def text(s: str, style: str = "") -> Text:
     """`s` as a Rich Text: escaped for a terminal and never parsed as markup (`[/x]` stays `[/x]`)."""
-    from rich.text import Text
-
     return Text(term(s), style=style)
 
 

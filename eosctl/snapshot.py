@@ -22,10 +22,11 @@ from pathlib import Path
 import duckdb
 
 from eosctl import __version__
+from eosctl.audit.rootcauses import root_rule
 from eosctl.capture import Capture, candidates
 from eosctl.errors import EosctlError
-from eosctl.files import replacing
-from eosctl.findings import root_rule
+from eosctl.files import replacing, shown
+from eosctl.filevalidation import WrongType, check
 from eosctl.gcpause import paused
 from eosctl.lag import LagSnapshot, PartitionLag
 from eosctl.ledger import Ledger, LedgerFlag, PartitionLedger
@@ -250,7 +251,7 @@ def _bulk(con: duckdb.DuckDBPyConnection, table: str, columns: list[list]) -> No
     type."""
     if not columns or not columns[0]:
         return
-    import pyarrow as pa
+    import pyarrow as pa  # lazy: pyarrow 111 ms to import
 
     try:
         data = pa.table({f"c{i}": pa.array(col) for i, col in enumerate(columns)})
@@ -306,9 +307,6 @@ def load_snapshot(path: str | Path, notes: list[str] | None = None) -> Capture:
     stored audit's verdict is recomputed from its findings (see reportfile.report_from_data); a
     disagreement is appended to ``notes``.
     """
-    from eosctl.files import shown
-    from eosctl.filevalidation import WrongType, check
-
     how = "write one with `eosctl snapshot --out FILE`"
     name = shown(str(path))
     if not os.path.isfile(path):

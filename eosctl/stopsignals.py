@@ -9,6 +9,7 @@ TUI's and the exporter's own handlers): everything the command started is stoppe
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -32,8 +33,6 @@ def exit_code(signum: int) -> int:
 
 def say_stopped(signum: int) -> None:
     """The one line on stderr; a terminal that is gone (SIGHUP) can't take it, and that is no error."""
-    import sys
-
     try:
         sys.stderr.write(stopped_line(signum) + "\n")
         sys.stderr.flush()

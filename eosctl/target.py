@@ -6,20 +6,14 @@ explicit flags win over the config so a user can narrow a pipeline down to one t
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from eosctl import sandboxstate
-from eosctl.config import (
-    BOOTSTRAP_FORM,
-    SANDBOX,
-    Cluster,
-    Config,
-    Pipeline,
-    bootstrap_problem,
-    load_config,
-    normalize_bootstrap,
-)
+from eosctl.config import SANDBOX, Cluster, Config, Pipeline
+from eosctl.configfile import load_config
+from eosctl.configvalues import BOOTSTRAP_FORM, bootstrap_problem, normalize_bootstrap
 from eosctl.errors import ConfigError
 
 
@@ -54,8 +48,6 @@ class Target:
     def args(self) -> str:
         """The options that point another eosctl command at this target, for hints printed to be copied:
         the config file (absolute, so the hint works from any directory) and pipeline, else the address."""
-        import shlex
-
         if self.config is not None and self.pipeline is not None:
             return f"-c {shlex.quote(str(self.config.path.resolve()))} -p {shlex.quote(self.pipeline.name)}"
         return f"--bootstrap {shlex.quote(self.cluster.bootstrap_servers)}"
@@ -166,8 +158,6 @@ def check_bootstrap(bootstrap: str, flag: str = "--bootstrap") -> str:
 def _sandbox_bootstrap(config: str | None, cluster: Cluster) -> str:
     """Where the sandbox broker listens, for a config cluster that says bootstrap_servers = "sandbox": the
     one whose state directory the cluster names (sandbox_home), else $EOSCTL_HOME or ./.eosctl."""
-    import shlex
-
     home = sandbox_home(cluster)
     state = sandboxstate.status(home)
     if state is None:

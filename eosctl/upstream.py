@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from eosctl.audit.causes import Writer, committed_writers, key_cause
+from eosctl.clients import quiet_logger
 from eosctl.config import Cluster, Config, Sink
 from eosctl.errors import BrokerError
 from eosctl.findings import AuditReport, Finding
@@ -77,10 +78,9 @@ def _places(f: Finding) -> list[Place]:
 
 def _lineage_of(cluster: Cluster, stage: Sink, places: list[Place]) -> dict[Place, Place | None]:
     """The input each copy names (None: unreadable lineage, or the copy could not be read)."""
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer, TopicPartition  # lazy: confluent_kafka 13 ms to import
 
-    from eosctl.clients import quiet_logger
-    from eosctl.sink.kafka_topic import lineage_reader
+    from eosctl.sink.kafka_topic import lineage_reader  # lazy: eosctl.sink.kafka_topic 36 ms to import
 
     read = lineage_reader(stage)
     out: dict[Place, Place | None] = {}

@@ -12,7 +12,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import kafka.errors as Errors
@@ -22,9 +22,11 @@ from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest, OffsetSpec
 from kafka.protocol.metadata import MetadataRequest
 
+from eosctl import wireanswers as answers
 from eosctl.config import Cluster
 from eosctl.errors import BrokerError
 from eosctl.model import TP
+from eosctl.wireanswers import FetchResult, Offsets
 
 READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
@@ -55,45 +57,6 @@ NodeId = int | str
 FETCH_WAITS_MS = (20, 100, 500)
 # The cross-check's Fetch at the listed high watermark only needs the offsets its answer carries.
 PROBE_BYTES = 1
-OFFSET_NAMES = ("log start", "high watermark", "LSO")
-
-
-@dataclass(frozen=True, slots=True)
-class Offsets:
-    log_start: int
-    high_watermark: int
-    last_stable: int
-    # Set when ListOffsets and the offsets a Fetch answer carries disagree: which broker answer is wrong.
-    # The three offsets are then the Fetch answer's (what a read_committed consumer is served), and no
-    # verdict may rest on them (see WireClient.offsets).
-    disagreement: str | None = None
-    listed: tuple[int, int, int] | None = None  # ListOffsets' own answer, when it was found wrong
-
-    @property
-    def triple(self) -> tuple[int, int, int]:
-        return self.log_start, self.high_watermark, self.last_stable
-
-
-@dataclass(frozen=True, slots=True)
-class FetchResult:
-    topic: str
-    partition: int
-    fetch_offset: int
-    error_code: int
-    high_watermark: int
-    last_stable_offset: int
-    log_start_offset: int
-    aborted: tuple[tuple[int, int], ...]  # (producer_id, first_offset), only sent for read_committed
-    records: bytes
-    throttle_ms: int = 0  # the response's throttle_time_ms (KIP-219: don't ask that broker again sooner)
-    # False: the broker's answer left this partition out (a throttled fetch is answered with no
-    # partitions at all, KIP-219); every other field is then a placeholder.
-    answered: bool = True
-    max_wait_ms: int = 0  # the wait this answer was asked with (the last of FETCH_WAITS_MS tried)
-
-    @property
-    def error(self) -> str | None:
-        return None if self.error_code == 0 else Errors.for_code(self.error_code).__name__
 
 
 class WireClient:
@@ -242,8 +205,8 @@ class WireClient:
         wanted = list(dict.fromkeys(tps))
         first = self.list_offsets(wanted)
         probes = self.fetch_many({tp: first[tp].high_watermark for tp in wanted}, PROBE_BYTES, READ_COMMITTED)
-        ahead = [tp for tp in wanted if _served(probes[tp]) and
-                 any(f > f1 for f, f1 in zip(_served(probes[tp]), first[tp].triple, strict=True))]
+        ahead = [tp for tp in wanted if answers.served(probes[tp]) and
+                 any(f > f1 for f, f1 in zip(answers.served(probes[tp]), first[tp].triple, strict=True))]
         second = self.list_offsets(ahead) if ahead else {}
         # A listed high watermark beyond the log is out of range: its log start still gets an answer.
         beyond = [tp for tp in wanted if probes[tp].error_code == _OUT_OF_RANGE_CODE]
@@ -252,10 +215,10 @@ class WireClient:
                                           READ_COMMITTED))
         out = {}
         for tp in wanted:
-            served = _served(probes[tp])
+            served = answers.served(probes[tp])
             listed = first[tp]
             if served is not None:
-                out[tp] = _checked(tp, listed, second.get(tp), served)
+                out[tp] = answers.checked(tp, listed, second.get(tp), served)
             elif tp in beyond:
                 out[tp] = replace(listed, disagreement=(
                     f"ListOffsets gives {tp[0]}-{tp[1]} a high watermark of {listed.high_watermark}, but a "
@@ -273,7 +236,7 @@ class WireClient:
         carries no offsets (an error; out of range after a truncation or retention; left out) is missing
         from the result: ask offsets() for it."""
         probes = self.fetch_many(dict(positions), PROBE_BYTES, READ_COMMITTED)
-        return {tp: Offsets(*served) for tp, r in probes.items() if (served := _served(r)) is not None}
+        return {tp: Offsets(*served) for tp, r in probes.items() if (served := answers.served(r)) is not None}
 
     def list_offsets(self, tps: Iterable[TP]) -> dict[TP, Offsets]:
         """ListOffsets' answer alone (see offsets() for the cross-checked one).
@@ -574,31 +537,6 @@ def _fetch_request(parts: Mapping[TP, int], max_bytes: int, isolation: int, max_
         min_version=max(4, FetchRequest.min_version_for_isolation_level(isolation)),
         max_version=FETCH_MAX_VERSION,
     )
-
-
-def _served(r: FetchResult) -> tuple[int, int, int] | None:
-    """(log start, HW, LSO) as a Fetch answer carries them; None when it has none (an error, left out)."""
-    if not r.answered or r.error_code or min(r.log_start_offset, r.high_watermark, r.last_stable_offset) < 0:
-        return None
-    return r.log_start_offset, r.high_watermark, r.last_stable_offset
-
-
-def _checked(tp: TP, first: Offsets, second: Offsets | None, served: tuple[int, int, int]) -> Offsets:
-    """The partition's offsets after the cross-check (see WireClient.offsets)."""
-    wrong = []
-    for name, f, l1, l2 in zip(OFFSET_NAMES, served, first.triple, (second or first).triple, strict=True):
-        if second is not None and f > l2:
-            wrong.append(f"ListOffsets answers {name} {l2}, but a Fetch already showed {f}")
-        elif f < l1:
-            wrong.append(f"a Fetch shows {name} {f}, after ListOffsets answered {l1}")
-    if not wrong:
-        return Offsets(*served)
-    culprit = ("ListOffsets is wrong (these offsets never go back)" if all(w.startswith("ListOffsets")
-               for w in wrong) else "one of its ListOffsets or Fetch answers is wrong (these offsets never "
-               "go back)")
-    return Offsets(*served, disagreement=f"the broker disagrees with itself on {tp[0]}-{tp[1]}: "
-                   f"{'; '.join(wrong)}: {culprit}; a read_committed consumer is served the Fetch's",
-                   listed=(second or first).triple)
 
 
 def _why_unreachable(bootstrap: str, error: Exception) -> str:

@@ -186,8 +186,11 @@ class EosApp(App[None]):
         self.stale = {pane for pane, _, _ in VIEWS}
         self._show_view(self.query_one(TabbedContent).active or VIEWS[0][0])
         self._show_view("overview")  # cheap, and the status colour matters everywhere
-        if dash.errors:
-            self._banner("; ".join(f"{k}: {v}" for k, v in sorted(dash.errors.items())), level="warn")
+        warnings = [f"{k}: {v}" for k, v in sorted(dash.errors.items())]
+        if dash.unreadable:
+            warnings.insert(0, dash.unreadable)
+        if warnings:
+            self._banner("; ".join(warnings), level="warn")
         self.last_apply_seconds = time.perf_counter() - started
         self._status()
 

@@ -107,6 +107,18 @@ class Dashboard:
         """A section that could not be read says why in one line; the others still render."""
         return self.capture.errors()
 
+    @property
+    def unreadable(self) -> str | None:
+        """The partitions this reading could not read (a broker down for good), named in one line; the
+        views show the others."""
+        dark = getattr(self.capture, "unreadable", None) or {}
+        if not dark:
+            return None
+        names = [f"{t}-{p}" for t, p in sorted(dark)]
+        listed = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+        why = "; ".join(sorted(set(dark.values())))
+        return f"{len(names)} partition{'s' * (len(names) != 1)} can't be read: {listed} ({why})"
+
     def log_of(self, topic: str, partition: int) -> PartitionLog | None:
         return self.capture.log_of(topic, partition)
 

@@ -4,8 +4,8 @@ An audit task explains its findings and sends each cause to the driver as JSON (
 100k of them back into Cause and TxnCause objects cost the driver about a second, and encoding them again
 for the report another: the snapshot, which stores the report and each finding's summary, reads neither.
 An ``EncodedCause`` keeps the text and the few fields the driver reads for every finding (what
-eosctl.findings.root_rule asks; the summary, the text's first field, is read out of the text alone); any
-other field decodes the whole cause once, exactly as ``Cause.from_dict`` always did, and the report's JSON
+eosctl.audit.rootcauses.root_rule asks; the summary, the text's first field, is read out of the text alone);
+any other field decodes the whole cause once, exactly as ``Cause.from_dict`` always did, and the report's JSON
 splices the text in as it is (eosctl.reportjson).
 """
 

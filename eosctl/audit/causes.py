@@ -16,15 +16,14 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from eosctl.audit.reconcile import SinkFacts
+from eosctl.audit.rootcauses import NOT_IN_KAFKA, READ_COMMITTED_FIX
 from eosctl.findings import (
     ABORTED,
     COMMITTED,
     COMMITTED_OFFSETS,
     MAX_LISTED,
     NON_TRANSACTIONAL,
-    NOT_IN_KAFKA,
     OPEN,
-    READ_COMMITTED_FIX,
     STORED_OFFSETS,
     Cause,
     Finding,

@@ -26,12 +26,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from eosctl.findings import NOT_IN_KAFKA, Finding, PartitionSummary
+from eosctl.audit.rootcauses import NOT_IN_KAFKA
+from eosctl.findings import Finding, PartitionSummary
 from eosctl.model import Kind, OffsetRange, PartitionLog
 
 if TYPE_CHECKING:
     from eosctl.sink import OffsetIsland  # a type only: this pure module never loads the sink reader
-    from eosctl.wire import Offsets
+    from eosctl.wireanswers import Offsets
 
 # Pseudo-kinds for the sweep besides model.Kind.
 _EXPECTED = "EXPECTED"  # DATA below the LSO: what the sink must hold exactly once

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+from click.shell_completion import get_completion_class
 
 SHELLS = ("bash", "zsh", "fish")
 
@@ -23,8 +24,6 @@ def completion(shell: str) -> None:
       zsh:   eosctl completion zsh > "${fpath[1]}/_eosctl"
       fish:  eosctl completion fish > ~/.config/fish/completions/eosctl.fish
     """
-    from click.shell_completion import get_completion_class
-
     # The same script `_EOSCTL_COMPLETE=bash_source eosctl` prints; it calls eosctl back on each TAB. The
     # root command comes from the context, not from eosctl.cli (which imports this module).
     main = click.get_current_context().find_root().command

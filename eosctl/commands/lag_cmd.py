@@ -11,12 +11,17 @@ Exit status: 0 ok, 2 usage, config or connection error (with --watch: only if th
 
 from __future__ import annotations
 
+import json
 import time
+from contextlib import nullcontext
 from typing import Any
 
 import click
+from rich.live import Live
 
 from eosctl.commands.options import TIMEOUT_MS, Seconds, target_options
+from eosctl.errors import EosctlError, first_line
+from eosctl.output.emit import emit
 from eosctl.output.lag import lag_document, lag_renderable, outage_document
 from eosctl.output.terminal import console as out_console
 
@@ -54,7 +59,7 @@ def lag(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: st
     A broker outage while watching is ERR with the reason on every partition; the watch reconnects
     at each poll and carries on when the broker is back.
     """
-    from eosctl.errors import EosctlError
+    # lazy: eosctl.lag 174 ms, eosctl.live 361 ms, eosctl.target 17 ms, eosctl.wire 170 ms at start-up
     from eosctl.lag import poll
     from eosctl.live import LagHistory, LiveModel
     from eosctl.target import resolve
@@ -73,7 +78,7 @@ def lag(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: st
     # with raw requests on one wire client (no librdkafka handle: see eosctl.offsets), reconnected after a
     # failed poll: a restarted broker needs new connections.
     with LiveModel(target, sections=("lag",), lag_groups=list(groups) or None, scan_limit=scan_limit,
-                   timeout_ms=TIMEOUT_MS, long_lived=True) as model:
+                   timeout_ms=TIMEOUT_MS, long_lived=True, partial=False) as model:
         model.lag_history = LagHistory(window)
 
         def measure() -> Any:
@@ -93,15 +98,9 @@ def _watch(measure: Any, watch: Any, interval: float, count: int | None, fmt: st
     A failed poll after a good one is shown as an outage (ERR, with the reason) and the watch goes on;
     a failed first poll is the usual one line and exit 2 (a wrong address should not look like an outage).
     """
-    from contextlib import nullcontext
-
-    from eosctl.errors import EosctlError, first_line
-
     out = out_console()
     live_view = fmt == "table" and out.is_terminal
     if live_view:
-        from rich.live import Live
-
         context: Any = Live(console=out, auto_refresh=False)
     else:
         context = nullcontext()
@@ -136,11 +135,9 @@ def _emit(snapshot: Any, watch: Any, fmt: str, groups: list[str], topics: list[s
 def _emit_document(doc: dict[str, Any], watching: bool, fmt: str, groups: list[str],
                    topics: list[str]) -> None:
     if fmt == "json" and watching:  # JSON Lines: one document per poll
-        import json
 
         click.echo(json.dumps(doc, separators=(",", ":")))
         return
-    from eosctl.output.emit import emit
 
     emit(fmt, lambda: doc, lambda: out_console().print(lag_renderable(doc, watching, groups, topics)))
 

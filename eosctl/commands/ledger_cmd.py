@@ -13,6 +13,9 @@ from typing import Any
 import click
 
 from eosctl.commands.options import check_one_sink, sink_of, sink_options, target_options
+from eosctl.errors import BrokerError
+from eosctl.output.emit import emit
+from eosctl.output.terminal import console, scan_progress
 
 
 def ledger_options(f: Any) -> Any:
@@ -37,10 +40,9 @@ def ledger(config: str | None, pipeline: str | None, bootstrap: str | None, topi
     committed data lies between them), duplicates, missing committed records, rows at aborted/marker/open
     offsets, rows no Kafka record can match (invalid_row).
     """
+    # lazy: eosctl.ledger 236 ms, eosctl.output.ledger 267 ms, eosctl.target 17 ms at start-up
     from eosctl import ledger as ledger_mod
-    from eosctl.output.emit import emit
     from eosctl.output.ledger import render_ledger
-    from eosctl.output.terminal import console, scan_progress
     from eosctl.target import resolve
 
     check_one_sink(sink_duckdb, sink_parquet)
@@ -54,8 +56,6 @@ def ledger(config: str | None, pipeline: str | None, bootstrap: str | None, topi
     if result.flags:
         sys.exit(1)
     if result.offsets_disagreements:
-        from eosctl.errors import BrokerError
-
         raise BrokerError(f"cannot vouch for the ledger: {result.offsets_disagreements[0]}")
 
 

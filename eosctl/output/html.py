@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from eosctl import __version__
+from eosctl.audit.rootcauses import root_causes
 from eosctl.findings import (
     DESCRIPTIONS,
     KINDS,
@@ -25,7 +26,6 @@ from eosctl.findings import (
     AuditReport,
     Finding,
     PartitionSummary,
-    root_causes,
 )
 from eosctl.gapmap import svg as gapmap
 from eosctl.gapmap.svg import FINDING_COLOURS, FULL_ROWS

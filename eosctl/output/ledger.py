@@ -6,11 +6,10 @@ from typing import Any
 
 from eosctl import safetext
 from eosctl.ledger import span
+from eosctl.output.terminal import table
 
 
 def render_ledger(out: Any, result: Any) -> None:
-    from eosctl.output.terminal import table
-
     out.print(safetext.text(
         f"sink {result.sink}   group {result.group or '-'}   "
         f"{'checked against the log' if result.scanned else 'not checked against the log (--no-scan)'}"))

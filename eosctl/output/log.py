@@ -9,13 +9,17 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from rich.text import Text
+
+from eosctl import safetext
+from eosctl.model import Kind
+from eosctl.output.terminal import table
+
 TABLE_ROWS = 200  # rows per section in table output; JSON is always complete
 
 
 def log_document(plog: Any, window: tuple[int, int, bool] | None) -> dict[str, Any]:
     """The stable JSON form of a scanned partition (see the module docstring)."""
-    from eosctl.model import Kind
-
     d = plog.to_dict()
     return {
         "topic": plog.topic,
@@ -69,11 +73,7 @@ def _capped(rows: list[Any]) -> tuple[list[Any], str | None]:
 
 
 def render_log(out: Any, doc: dict[str, Any]) -> None:
-    from rich.text import Text
-
-    from eosctl import safetext
-    from eosctl.output.terminal import table
-    from eosctl.producers import epochs_text
+    from eosctl.producers import epochs_text  # lazy: eosctl.producers 112 ms to import
 
     c = doc["counts"]
     out.print(Text.assemble(

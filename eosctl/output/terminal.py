@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from eosctl import safetext
+from eosctl.durations import human
 from eosctl.progress import Progress
 
 
@@ -138,8 +139,6 @@ def scan_progress() -> Iterator[Progress]:
 
 def age_text(seconds: float | None) -> str:
     """A duration in the one style of every view (eosctl.durations)."""
-    from eosctl.durations import human
-
     return human(seconds)
 
 

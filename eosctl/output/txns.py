@@ -3,6 +3,7 @@ eosctl.txns' to_dict)."""
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from eosctl import safetext
@@ -95,7 +96,6 @@ def _blocking(out: Any, report: Any, args: str = "") -> None:
                      "blocked", "coordinator state"], rows,
                     drop=("coordinator state", "epoch", "first offset")))
     named = next((h.transactional_id for h in report.blocking if h.transactional_id), None)
-    import shlex
 
     how = (f"`eosctl txns describe {args + ' ' if args else ''}{shlex.quote(named)}`" if named
            else "`eosctl txns describe ID`")
@@ -106,8 +106,6 @@ def _blocking(out: Any, report: Any, args: str = "") -> None:
 
 def abort_command(topic: str, partition: int, start_offset: int, args: str) -> str:
     """`eosctl txns abort` for one open transaction, as a shell command that works copied as printed."""
-    import shlex
-
     where = f"{args} " if args else ""
     return (f"eosctl txns abort {where}--topic {shlex.quote(topic)} --partition {partition} "
             f"--start-offset {start_offset}")

@@ -233,7 +233,7 @@ def wait_ready(cluster: KafkaCluster, timeout: float = 90.0, nodes: list[KafkaNo
 def _wait_group_coordinator(bootstrap: str, deadline: float) -> None:
     """Until the group coordinator has loaded (a started broker answers COORDINATOR_LOAD_IN_PROGRESS for a
     while): describing a group nobody uses succeeds only then. Writes nothing."""
-    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.admin import AdminClient  # lazy: confluent_kafka.admin 18 ms to import
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     last: Exception | None = None

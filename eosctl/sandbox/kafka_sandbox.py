@@ -19,6 +19,7 @@ from eosctl import sandboxstate
 from eosctl.errors import EosctlError
 from eosctl.sandbox import apache_kafka, maven
 from eosctl.sandbox.net import port_open
+from eosctl.sandbox.noida import _locked  # one `up`/`down` of a home at a time, whichever broker
 from eosctl.sandboxstate import STATE_FILE, SandboxState
 
 # Heap for a user's sandbox: one node beside the demo pipeline and Spark on a small machine.
@@ -27,8 +28,6 @@ HEAP = "768m"
 
 def up(home: Path, port: int | None = None, progress=None) -> tuple[SandboxState, bool]:
     """Start Apache Kafka as the sandbox (or return the one running). Returns (state, started_now)."""
-    from eosctl.sandbox.noida import _locked  # one `up`/`down` of a home at a time, whichever broker
-
     home.mkdir(parents=True, exist_ok=True)
     with _locked(home, 150.0):
         return _up(home, port, progress)

@@ -6,6 +6,7 @@ demo config find the broker.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import subprocess
 import time
@@ -25,7 +26,7 @@ __all__ = ["SandboxState", "bootstrap_or_error", "state_dir", "up", "down", "fre
 
 def broker_binary() -> Path:
     try:
-        import noida_db
+        import noida_db  # lazy: optional, the [sandbox] extra's noida-db
     except ImportError:
         raise EosctlError(
             "the sandbox broker is not installed; run: pip install 'eosctl[sandbox]' (or `make setup`)"
@@ -47,8 +48,6 @@ def _locked(home: Path, timeout: float) -> Iterator[None]:
     """One `up` or `down` of this home at a time: two racing `up`s started two brokers on one data
     directory, and the loser reported the broker's own "already running" (exit 2) although `up` does
     nothing when the sandbox runs. The lock is the kernel's (flock): a killed holder releases it."""
-    import fcntl
-
     with open(home / LOCK_FILE, "a+b") as f:
         deadline = time.monotonic() + timeout
         while True:

@@ -23,7 +23,12 @@ from eosctl.sink.base import (
     kind_of,
     shown,
 )
+from eosctl.sink.delta import open_delta
+from eosctl.sink.duckdb import open_duckdb
 from eosctl.sink.freeze import frozen
+from eosctl.sink.iceberg import open_iceberg
+from eosctl.sink.parquet import open_parquet
+from eosctl.sink.postgres import open_postgres
 
 
 def open_reader(sink: Sink, where: str = "sink", limits: Limits | None = None,
@@ -37,24 +42,14 @@ def open_reader(sink: Sink, where: str = "sink", limits: Limits | None = None,
     """
     kind = kind_of(sink)
     if kind == "duckdb":
-        from eosctl.sink.duckdb import open_duckdb
-
         reader = open_duckdb(sink, where)
     elif kind == "parquet":
-        from eosctl.sink.parquet import open_parquet
-
         reader = open_parquet(sink, where)
     elif kind == "iceberg":
-        from eosctl.sink.iceberg import open_iceberg
-
         reader = open_iceberg(sink, where, partitions)
     elif kind == "delta":
-        from eosctl.sink.delta import open_delta
-
         reader = open_delta(sink, where)
     elif kind == "postgres":
-        from eosctl.sink.postgres import open_postgres
-
         reader = open_postgres(sink, where)
     else:
         raise SinkError(f"[{where}] has no sink; set one of {', '.join(KINDS)}, or pass --sink-duckdb or "

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from eosctl.config import Sink
+from eosctl.files import glob_paths
 from eosctl.findings import Finding
 from eosctl.model import TP
 
@@ -169,7 +170,7 @@ class SinkReader(Protocol):
 def read_columns(sink: Sink) -> tuple[str, ...]:
     """The columns of the sink's rows table that readers use."""
     wanted = (sink.topic_column, sink.partition_column, sink.offset_column, sink.key_column,
-              sink.order_column)
+              sink.value_column, sink.value_hash_column, sink.order_column)
     return tuple(dict.fromkeys(c for c in wanted if c is not None))
 
 
@@ -183,7 +184,6 @@ def local_files(sink: Sink | None) -> list[str]:
     file a glob matches, a Delta table's files): what an output must never replace (eosctl.files)."""
     if sink is None:
         return []
-    from eosctl.files import glob_paths
 
     found: list[str] = []
     if sink.duckdb:

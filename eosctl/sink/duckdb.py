@@ -19,6 +19,7 @@ from eosctl.config import Sink
 from eosctl.errors import SinkError, first_line
 from eosctl.files import input_problem
 from eosctl.sink.base import ReadPoint, shown
+from eosctl.sink.kafka_topic import read_point
 from eosctl.sink.relation import (
     NO_EXTENSION_DOWNLOADS,
     DuckDBReader,
@@ -84,7 +85,7 @@ def connect_readonly(path: str | Path, where: str = "sink", flag: str = "--sink-
     A writer holding the file is waited for, up to ``wait_s``: a pipeline that connects, writes a batch
     and closes leaves gaps between its transactions, and one of them is all a reader needs.
     """
-    # Here, not at the top (0.1 s): `eosctl report FILE.json` imports this module for read_header only.
+    # lazy: duckdb 44 ms to import (`eosctl report FILE.json` imports this module for read_header only)
     import duckdb
 
     path = str(path)
@@ -120,7 +121,7 @@ def locked_error(path: str, holder: str, waited: float | None, table: str | None
 
 
 def _open_error(path: str, msg: str, table: str, where: str, waited: float | None = None) -> SinkError:
-    import duckdb
+    import duckdb  # lazy: duckdb 44 ms to import
 
     if _is_lock_error(msg):
         lock = re.search(r"Conflicting lock is held in (.*?) \(PID (\d+)\)", msg)
@@ -169,8 +170,6 @@ def open_duckdb(sink: Sink, where: str = "sink") -> DuckDBReader:
         conn.close()
         raise
     if sink.frozen_from is not None and sink.frozen_from.kafka_topic is not None:
-        from eosctl.sink.kafka_topic import read_point
-
         point = read_point(sink)  # a hop's output topic, read into this file by the freeze
     else:
         point = ReadPoint("duckdb", name, {"copied_at": sink.at} if sink.at else {})

@@ -21,10 +21,15 @@ from pathlib import Path
 from eosctl.config import Sink
 from eosctl.errors import SinkError
 from eosctl.files import glob_paths, glob_split, temp_dir
+from eosctl.sink import delta, iceberg, kafka_topic, postgres, spark_checkpoint
 from eosctl.sink import duckdb as duck
-from eosctl.sink import spark_checkpoint
 from eosctl.sink.parquet import is_url
 from eosctl.sink.spark_files import is_table_dir, table_files
+
+try:
+    import fcntl
+except ImportError:  # Windows: no fcntl locks (_read_lock falls back on DuckDB's own)
+    fcntl = None  # type: ignore[assignment]
 
 
 @contextmanager
@@ -60,8 +65,6 @@ def frozen(sink: Sink, where: str = "sink", *, local: bool = True) -> Iterator[S
                 yield replace(out, spark_checkpoint=copy, frozen_from=given)
         return
     if sink.postgres or sink.delta or sink.iceberg:
-        from eosctl.sink import delta, iceberg, postgres
-
         pin = postgres.exported if sink.postgres else delta.pinned if sink.delta else iceberg.pinned
         with pin(sink, where) as pinned:
             yield pinned
@@ -79,8 +82,6 @@ def frozen(sink: Sink, where: str = "sink", *, local: bool = True) -> Iterator[S
                 offsets = _link_files(offsets, os.path.join(tmp, "offsets"))
             out = replace(sink, parquet=data, offsets_table=offsets, frozen_from=sink, at=at)
         elif sink.kafka_topic:
-            from eosctl.sink import kafka_topic
-
             if sink.kafka_cluster is None:
                 raise SinkError(f"[{where}] kafka_topic {sink.kafka_topic!r}: no cluster to read it from")
             out = kafka_topic.freeze(sink, sink.kafka_cluster, tmp)
@@ -119,9 +120,7 @@ def _read_lock(path: str, where: str, wait_s: float | None = None) -> Iterator[N
     An open-file-description lock where the OS has one (Linux): closing it never drops a lock a DuckDB
     connection of this same process holds on the file, as closing a classic POSIX-locked descriptor would.
     """
-    try:
-        import fcntl
-    except ImportError:  # no fcntl (Windows): DuckDB's own read-only connection is the lock
+    if fcntl is None:  # no fcntl (Windows): DuckDB's own read-only connection is the lock
         conn = duck.connect_readonly(path, where, wait_s=wait_s)
         try:
             yield
@@ -155,8 +154,6 @@ def _read_lock(path: str, where: str, wait_s: float | None = None) -> Iterator[N
 
 
 def _lock_holder(fd: int, getlk: int, layout: str, kind: int) -> str:
-    import fcntl
-
     try:
         answer = fcntl.fcntl(fd, getlk, struct.pack(layout, kind, os.SEEK_SET, 0, 0, 0))
         pid = struct.unpack(layout, answer)[4]

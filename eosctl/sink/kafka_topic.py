@@ -30,9 +30,10 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from eosctl.clients import quiet_logger
 from eosctl.config import Cluster, Sink
 from eosctl.errors import BrokerError, SinkError
-from eosctl.findings import Finding
+from eosctl.findings import Cause, Finding
 from eosctl.model import TP
 from eosctl.safetext import decode
 from eosctl.sink.base import ReadPoint
@@ -43,6 +44,7 @@ POLL_TIMEOUT_S = 30.0  # no progress for this long while below the end offsets: 
 
 def freeze(sink: Sink, cluster: Cluster, directory: str) -> Sink:
     """Read the output topic as it is now into a DuckDB file under ``directory``; the pinned sink."""
+    # lazy: duckdb 60 ms, pyarrow 63 ms to import
     import duckdb
     import pyarrow as pa
 
@@ -98,7 +100,7 @@ def committed_before(sink: Sink) -> dict[TP, int] | None:
 
 
 def _committed(sink: Sink) -> dict[TP, int]:
-    from eosctl.offsets import committed_offsets
+    from eosctl.offsets import committed_offsets  # lazy: eosctl.offsets 82 ms to import
 
     if sink.stage_group is None or sink.stage_cluster is None:
         return {}
@@ -107,7 +109,7 @@ def _committed(sink: Sink) -> dict[TP, int]:
 
 def end_offsets(cluster: Cluster, topic: str) -> dict[TP, int]:
     """Where a read_committed consumer of ``topic`` stops now: each partition's last stable offset."""
-    from eosctl.wire import WireClient
+    from eosctl.wire import WireClient  # lazy: eosctl.wire 104 ms to import
 
     with WireClient(cluster) as client:
         parts = client.metadata([topic]).get(topic)
@@ -134,9 +136,8 @@ def _read(cluster: Cluster, sink: Sink, ends: dict[TP, int]) -> dict[str, list]:
 
 def _records(cluster: Cluster, ends: dict[TP, int], *, read_committed: bool, what: str) -> Iterator[Any]:
     """The records below ``ends`` (per partition, exclusive) as a consumer with that isolation sees them."""
-    from confluent_kafka import Consumer, KafkaError, TopicPartition
+    from confluent_kafka import Consumer, KafkaError, TopicPartition  # lazy: confluent_kafka 19 ms to import
 
-    from eosctl.clients import quiet_logger
 
     pending = {tp: end for tp, end in ends.items() if end > 0}
     if not pending:
@@ -267,7 +268,7 @@ def _key_lineage(cluster: Cluster, sink: Sink, ends: dict[TP, int],
 
 def _input_ends(cluster: Cluster, sink: Sink) -> dict[TP, int]:
     """The stage's input topics' high watermarks now (read_uncommitted: open transactions included)."""
-    from eosctl.wire import WireClient
+    from eosctl.wire import WireClient  # lazy: eosctl.wire 104 ms to import
 
     with WireClient(cluster) as client:
         meta = client.metadata(list(sink.stage_topics))
@@ -277,7 +278,7 @@ def _input_ends(cluster: Cluster, sink: Sink) -> dict[TP, int]:
 
 Lineage = tuple[str | None, int | None, int | None]
 
-# The reconciliation's kinds as key lineage names them (eosctl.findings.KEY_KINDS, the other way round).
+# The reconciliation's kinds as key lineage names them (eosctl.audit.rootcauses.KEY_KINDS, reversed).
 _KEY_KIND = {"gap": "lost_key", "duplicate": "duplicate_key", "phantom_aborted": "phantom_key",
              "phantom_uncommitted": "phantom_key"}
 
@@ -287,7 +288,7 @@ def key_findings(frozen: Sink, findings: list[Finding]) -> list[Finding]:
     offsets (read from the frozen hop rows, so while ``frozen`` exists): lost_key, duplicate_key and
     phantom_key, with exact offsets on both sides (input: the finding's; output: its detail). A
     phantom_key counts input records (a stage may have written one twice: its outputs are in detail)."""
-    import duckdb
+    import duckdb  # lazy: duckdb 60 ms to import
 
     out = []
     con = duckdb.connect(str(frozen.duckdb), read_only=True)
@@ -341,9 +342,8 @@ def ahead_of_commit(frozen: Sink, findings: list[Finding]) -> list[Finding]:
     that input, and a restart now writes them again. One finding per input partition, counting input
     records, the outputs in detail; rows already in another finding (a phantom) are that finding's.
     Nothing for a hop without a group (no committed offsets to compare with)."""
-    import duckdb
+    import duckdb  # lazy: duckdb 60 ms to import
 
-    from eosctl.findings import Cause
 
     at: dict[str, Any] = json.loads(frozen.at) if frozen.at else {}
     given = frozen.frozen_from

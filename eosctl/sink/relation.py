@@ -13,6 +13,7 @@ import os
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from eosctl.config import Sink
@@ -31,6 +32,7 @@ from eosctl.sink.base import (
     StoredOffset,
     as_given,
 )
+from eosctl.sink.spark_checkpoint import stored_offsets
 from eosctl.sink.sql import IntColumn, ident, int_column, literal, short, topic_column
 
 if TYPE_CHECKING:
@@ -59,6 +61,7 @@ class SqlReader(ABC):
         self.offsets_relation = offsets_relation
         self.read_point = read_point
         types = {k.lower(): v for k, v in (types or {}).items()}
+        self._types = types
         self._t, self._p, self._o = self._columns(types, sink.topic_column, sink.partition_column,
                                                   sink.offset_column)
         self._offsets_types = {k.lower(): v for k, v in (offsets_types or {}).items()}
@@ -98,7 +101,7 @@ class SqlReader(ABC):
     def committed_keys_in(self, committed: Mapping[TP, list[tuple[int, int]]]) -> Iterator[pa.RecordBatch]:
         """Arrow batches (key, topic, partition, offset): committed_keys() of several partitions (an audit
         task's group); here one query per partition, DuckDBReader asks once."""
-        import pyarrow as pa
+        import pyarrow as pa  # lazy: pyarrow 57 ms to import
 
         for (topic, partition), ranges in committed.items():
             for b in self.committed_keys(topic, partition, ranges):
@@ -197,10 +200,12 @@ class SqlReader(ABC):
                                detail=f"{prefix}{names[c]} {why}{shown}"))
         return out
 
-    def _rows_sql(self, topic: str, partition: int, with_key: bool = False) -> str:
-        """SQL for one partition's valid rows: column o, and k (the key as text)."""
+    def _rows_sql(self, topic: str, partition: int, with_key: bool = False, extra: str = "") -> str:
+        """SQL for one partition's valid rows: column o, and k (the key as text); ``extra``: more columns
+        (", expr AS name")."""
         key = f", CAST({ident(self.sink.key_column)} AS VARCHAR) AS k" if with_key and self.sink.key_column \
             else ""
+        key += extra
         # Filters on the raw columns (not the normalised view) so DuckDB can push them into the scan.
         t = ident(self.sink.topic_column)
         return (f"SELECT {self._o.checked or self._o.value} AS o{key} FROM {self.relation} "
@@ -253,8 +258,6 @@ class SqlReader(ABC):
         with an invalid topic, partition or next offset are left out here: invalid_rows() reports them.
         A Spark query's sink stores them in its checkpoint (eosctl.sink.spark_checkpoint)."""
         if self.sink.spark_checkpoint is not None:
-            from eosctl.sink.spark_checkpoint import stored_offsets
-
             return stored_offsets(self.sink.spark_checkpoint)
         if self.offsets_relation is None:
             return None
@@ -292,7 +295,7 @@ class DuckDBReader(SqlReader):
                        committed: list[tuple[int, int]]) -> Iterator[pa.RecordBatch]:
         """Arrow batches (key, offset) of the partition's distinct rows with a key whose offset lies in
         one of the ``committed`` ranges (first, last inclusive, sorted, disjoint)."""
-        import pyarrow as pa
+        import pyarrow as pa  # lazy: pyarrow 57 ms to import
 
         ranges = pa.table({"rf": [c[0] for c in committed], "rl": [c[1] for c in committed]},
                           schema=pa.schema([("rf", pa.int64()), ("rl", pa.int64())]))
@@ -309,9 +312,19 @@ class DuckDBReader(SqlReader):
                             f"failed: {as_given(self.sink, first_line(e))}") from None
 
     def row_keys(self, topic: str, partition: int) -> Iterator[pa.RecordBatch]:
-        """Arrow batches (offset, key) of every row of the partition with a key, in no order (the content
-        check, eosctl.content): one scan, no join, no DISTINCT."""
-        sql = f"SELECT o, k FROM ({self._rows_sql(topic, partition, True)}) WHERE k IS NOT NULL"
+        """Arrow batches (offset, key[, value]) of every row of the partition with a key, in no order (the
+        content check, eosctl.content): one scan, no join, no DISTINCT. The value column (sink.value_column:
+        a blob as its bytes, anything else as text; sink.value_hash_column: its text in lower case) is the
+        third column where the sink names one."""
+        value = ""
+        if self.sink.value_column:
+            col = ident(self.sink.value_column)
+            blob = self._types.get(self.sink.value_column.lower(), "VARCHAR").upper() == "BLOB"
+            value = f", {col} AS v" if blob else f", CAST({col} AS VARCHAR) AS v"
+        elif self.sink.value_hash_column:
+            value = f", lower(CAST({ident(self.sink.value_hash_column)} AS VARCHAR)) AS v"
+        rows = self._rows_sql(topic, partition, True, value)
+        sql = f"SELECT o, k{', v' if value else ''} FROM ({rows}) WHERE k IS NOT NULL"
         try:
             yield from self.conn.sql(sql).to_arrow_reader(ISLAND_BATCH)
         except Exception as e:
@@ -321,7 +334,7 @@ class DuckDBReader(SqlReader):
     def committed_keys_in(self, committed: Mapping[TP, list[tuple[int, int]]]) -> Iterator[pa.RecordBatch]:
         """Arrow batches (key, topic, partition, offset) of the distinct rows with a key whose offset lies
         in one of their partition's ``committed`` ranges: one query for all the partitions."""
-        import pyarrow as pa
+        import pyarrow as pa  # lazy: pyarrow 57 ms to import
 
         ranges = [(t, p, first, last) for (t, p), rs in committed.items() for first, last in rs]
         types = (pa.string(), pa.int32(), pa.int64(), pa.int64())
@@ -407,7 +420,7 @@ def islands_from_breaks(topic: str, partition: int, first: int | None, batches: 
     at or after the last one's end), so a chain's inner offsets are its own (multiplicity 1) and only its
     ends can be shared, with neighbours that end or start on the same offset: a duplicate.
     """
-    import numpy as np
+    import numpy as np  # lazy: numpy 64 ms to import
 
     if first is None:
         return
@@ -427,7 +440,7 @@ def islands_from_breaks(topic: str, partition: int, first: int | None, batches: 
 def islands_from_offsets(topic: str, partition: int, chunks: Iterable[Any]) -> Iterator[OffsetIsland]:
     """Islands from a partition's offsets themselves, in order, duplicates included (numpy int64 arrays,
     each following the one before): where they break is found here, as breaks_sql finds it on a server."""
-    import numpy as np
+    import numpy as np  # lazy: numpy 64 ms to import
 
     first = last = None
     ends, nexts = [], []
@@ -450,7 +463,7 @@ def islands_from_offsets(topic: str, partition: int, chunks: Iterable[Any]) -> I
 def _islands_of_breaks(topic: str, partition: int, first: int, ends: Any, nexts: Any) \
         -> Iterator[OffsetIsland]:
     """islands_from_breaks's islands, from the breaks as two arrays (-1: no next offset)."""
-    import numpy as np
+    import numpy as np  # lazy: numpy 64 ms to import
 
     e = ends.astype(np.int64)
     s = np.concatenate(([first], nexts[:-1])).astype(np.int64)
@@ -502,6 +515,7 @@ def check_columns(have: dict[str, str], sink: Sink, where: str, what: str) -> di
         f"{name} ({key})"
         for key, name in (("topic_column", sink.topic_column), ("partition_column", sink.partition_column),
                           ("offset_column", sink.offset_column), ("key_column", sink.key_column),
+                          ("value_column", sink.value_column), ("value_hash_column", sink.value_hash_column),
                           ("order_column", sink.order_column))
         if name is not None and name.lower() not in lowered
     ]
@@ -551,8 +565,6 @@ def error_text(e: BaseException) -> str:
 def _no_lineage(f: Finding, hop: Sink) -> Finding:
     """A Kafka topic hop's row with no input named (eosctl.sink.kafka_topic writes NULL lineage): said as
     what happened to the output record, not as a NULL column of a table the user never made."""
-    from dataclasses import replace
-
     if f.kind != "invalid_row" or not (f.detail or "").endswith(" is NULL"):
         return f
     if hop.lineage == "key":

@@ -372,7 +372,7 @@ def test_table_summary_shows_where_the_time_went(runs, engine, tmp_path):
 @pytest.mark.parametrize("engine", ["local"], indirect=True)
 def test_config_audit_engine_is_the_default_and_the_flag_wins(tmp_path, engine):
     from auditors import EngineOptions
-    from eosctl.config import load_config
+    from eosctl.configfile import load_config
 
     path = tmp_path / "c.toml"
     path.write_text('[clusters.c]\nbootstrap_servers = "h:1"\n[audit]\nengine = "local"\n'

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -46,11 +47,16 @@ def source(bootstrap: str) -> tuple[str, dict[int, dict[int, str]]]:
                     assert err is None
                     if txn != 1:
                         keys[msg.partition()][msg.offset()] = key
-                p.produce(topic, key=key.encode(), value=b"v", partition=partition, on_delivery=done)
+                p.produce(topic, key=key.encode(), value=value_of(key), partition=partition,
+                          on_delivery=done)
             p.flush(30)
             (p.abort_transaction if txn == 1 else p.commit_transaction)(30)
     assert sorted(keys[0]) == sorted(keys[1]) == DATA
     return topic, keys
+
+
+def value_of(key: str) -> bytes:
+    return f"value of {key}".encode()
 
 
 def make_sink(path: Path, topic: str, rows: list[tuple[int, int, str]]) -> Path:
@@ -62,12 +68,17 @@ def make_sink(path: Path, topic: str, rows: list[tuple[int, int, str]]) -> Path:
     return path
 
 
-def audit(bootstrap: str, topic: str, sink: Path, *extra: str) -> tuple[int, dict]:
+def run_audit(bootstrap: str, topic: str, sink: Path, *extra: str) -> Any:
     r = CliRunner().invoke(main, ["audit", "--bootstrap", bootstrap, "--topic", topic, "--sink-duckdb",
                                   str(sink), "--sink-table", "orders_sink", "--key-column", "order_id",
                                   "--format", "json", *extra], env={"COLUMNS": "200"})
     assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
     assert "Traceback" not in r.stderr
+    return r
+
+
+def audit(bootstrap: str, topic: str, sink: Path, *extra: str) -> tuple[int, dict]:
+    r = run_audit(bootstrap, topic, sink, *extra)
     return r.exit_code, json.loads(r.stdout)
 
 
@@ -137,3 +148,59 @@ def test_a_shift_keeps_the_real_gaps_and_duplicates_beside_it(source, bootstrap,
     code, report = audit(bootstrap, topic, make_sink(tmp_path / "c.duckdb", topic, clean), "--engine",
                          "local")
     assert (code, found(report)) == (0, [])
+
+
+def make_value_sink(path: Path, topic: str, keys: dict[int, dict[int, str]],
+                    values: dict[tuple[int, int], bytes]) -> Path:
+    """The clean sink with each record's value (a BLOB column) and its md5 hex computed by the sink in SQL;
+    ``values``: (partition, offset) -> the value stored instead."""
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE orders_sink (src_topic VARCHAR, src_partition INTEGER, src_offset BIGINT, "
+                "order_id VARCHAR, payload BLOB, payload_md5 VARCHAR)")
+    con.executemany("INSERT INTO orders_sink VALUES (?, ?, ?, ?, ?, NULL)",
+                    [(topic, p, o, k, values.get((p, o), value_of(k))) for p in (0, 1)
+                     for o, k in sorted(keys[p].items())])
+    con.execute("UPDATE orders_sink SET payload_md5 = upper(md5(payload))")  # the case is not compared
+    con.close()
+    return path
+
+
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_a_row_with_its_records_key_but_another_value(source, bootstrap, tmp_path, engine, request):
+    """A value column (the value itself, or the md5 hex of its bytes as SQL's md5() computes it): the one
+    row whose key is right and whose value is not is a content finding at its exact offset."""
+    if engine == "spark":
+        request.getfixturevalue("spark")
+    topic, keys = source
+    sink = make_value_sink(tmp_path / "v.duckdb", topic, keys, {(1, 13): b"value of p1-t2-1, edited"})
+    for column in (["--value-column", "payload"], ["--value-hash-column", "payload_md5"]):
+        code, report = audit(bootstrap, topic, sink, "--engine", engine, *column)
+        assert code == 1, column
+        assert found(report) == [("content_mismatch", 1, 13, 13, 1, "different_value", None)], column
+        f = report["findings"][0]
+        assert f["detail"] == "the record at this offset has this key but another value"
+        assert f"(the row at 13 has key {keys[1][13]!r}) hold the key" in f["cause"]["summary"]
+        assert [r["rule"] for r in report["root_causes"]] == ["value_differs"]
+    # keys only: the row passes
+    code, report = audit(bootstrap, topic, sink, "--engine", engine)
+    assert (code, found(report)) == (0, [])
+    if engine == "local":
+        clean = make_value_sink(tmp_path / "c.duckdb", topic, keys, {})
+        code, report = audit(bootstrap, topic, clean, "--engine", engine, "--value-hash-column",
+                             "payload_md5")
+        assert (code, found(report)) == (0, [])
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--value-column", "nope"], "lacks column nope (value_column)"),
+    (["--value-hash-column", "nope"], "lacks column nope (value_hash_column)"),
+    (["--value-column", "payload", "--value-hash-column", "payload_md5"],
+     "--value-column and --value-hash-column are both set; set one"),
+])
+def test_value_column_errors_are_one_line(source, bootstrap, tmp_path, extra, message):
+    topic, keys = source
+    sink = make_value_sink(tmp_path / "e.duckdb", topic, keys, {})
+    r = run_audit(bootstrap, topic, sink, "--engine", "local", *extra)
+    assert r.exit_code == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], r.stderr

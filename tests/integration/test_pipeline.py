@@ -17,7 +17,8 @@ import duckdb
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-from eosctl.config import Cluster, load_config
+from eosctl.config import Cluster
+from eosctl.configfile import load_config
 from eosctl.errors import EosctlError
 from eosctl.sandbox.pipeline import FAULTS, run_pipeline
 

@@ -46,6 +46,14 @@ def write(bootstrap: str, txid: str, txns: list[list[str]]) -> None:
         p.commit_transaction(60)
 
 
+def txn_state(bootstrap: str, txid: str) -> str | None:
+    r = CliRunner().invoke(main, ["txns", "describe", txid, "--bootstrap", bootstrap, "--format", "json"])
+    try:
+        return json.loads(r.stdout)["state"] if r.exit_code == 0 else None
+    except (ValueError, KeyError):
+        return None
+
+
 def wait(what: str, check, timeout: float = 90.0, show=None):
     deadline = time.monotonic() + timeout
     while True:
@@ -127,6 +135,10 @@ def unclean(tmp_path: Path):
         other = next(n.node_id for n in cluster.nodes if n.node_id not in isr)
         write(full, "tx-a", [["a0", "a1", "a2", "a3"], ["a5", "a6", "a7", "a8"]])
         wait("both replicas to hold 0..9", lambda: high_watermark(full) == 10)
+        # The coordinator done with tx-a before a node stops: one that moves while the last commit is in
+        # PrepareCommit writes its markers again (a second COMMIT at offset 10, seen under load).
+        wait("tx-a CompleteCommit", lambda: txn_state(full, "tx-a") == "CompleteCommit",
+             show=lambda: txn_state(full, "tx-a"))
         apache_kafka.stop_node(cluster, follower)  # the follower stops (a controlled shutdown)
         up = f"{cluster.node(leader).bootstrap},{cluster.node(other).bootstrap}"
         wait("the leader alone in sync", lambda: partition_state(up)[1] == [leader])
@@ -146,18 +158,25 @@ def unclean(tmp_path: Path):
         dark = cli("audit", "--bootstrap", live, "--topic", TOPIC, "--sink-duckdb", str(sink), "--sink-table",
                    "orders_sink", "--engine", "local")
 
+        tried: list[str] = []
+
         def elected() -> bool:
             try:
                 live_admin.elect_leaders(ElectionType.UNCLEAN, [TopicPartition(TOPIC, 0)]).result(20)
-            except Exception:
-                pass  # the dead leader not fenced yet: its leadership stands until its session times out
+            except Exception as e:
+                # the dead leader not fenced yet (its leadership stands until its session times out), or
+                # the restarted follower not yet back in the controller's registered brokers
+                tried.append(str(e)[:200])
             return partition_state(live)[0] == follower
 
-        wait("the stale follower elected by an unclean election", elected)
+        wait("the stale follower elected by an unclean election", elected,
+             show=lambda: (partition_state(live), follower, tried[-3:]))
         write(live, "tx-c", [["c10", "c11", "c12", "c13"]])
         wait("the new transaction on the new leader", lambda: high_watermark(live) == 15)
         yield live, sink, dark
     finally:
+        for n in cluster.nodes:  # throwaway data: killed, not shut down (that waits on the dead leader)
+            apache_kafka.kill_node(cluster, n.node_id)
         apache_kafka.stop(cluster)
 
 

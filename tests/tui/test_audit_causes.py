@@ -84,7 +84,7 @@ async def test_a_pipeline_audited_hop_by_hop_shows_each_hop_and_its_findings_und
 @sync
 async def test_a_wide_terminal_shows_each_cause_whole_and_never_says_its_rule_twice():
     # Issue 32, item 5: the detail stopped at ~50 characters even at 200 columns ("replay: replay: ...").
-    from eosctl.findings import root_causes
+    from eosctl.audit.rootcauses import root_causes
     from eosctl.output.finding import short_cause
     from tui.app import EosApp
 

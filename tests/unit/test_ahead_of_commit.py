@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from eosctl.audit.rootcauses import root_causes
 from eosctl.config import Cluster, Sink
-from eosctl.findings import Finding, root_causes
+from eosctl.findings import Finding
 from eosctl.output.finding import short_cause
 from eosctl.sink import kafka_topic
 

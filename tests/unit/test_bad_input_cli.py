@@ -103,7 +103,7 @@ def test_a_directory_and_an_oversized_config_are_refused(tmp_path):
 
 
 def test_load_config_itself_refuses_special_files(fifo):
-    from eosctl.config import load_config
+    from eosctl.configfile import load_config
     from eosctl.errors import ConfigError
 
     with pytest.raises(ConfigError, match="named pipe"):

@@ -13,7 +13,8 @@ from rich.console import Console
 
 from eosctl.audit.causes import Writer, explain_partition, key_cause
 from eosctl.audit.reconcile import SinkFacts, reconcile_partition
-from eosctl.findings import AuditReport, Finding, PartitionSummary, root_causes
+from eosctl.audit.rootcauses import root_causes
+from eosctl.findings import AuditReport, Finding, PartitionSummary
 from eosctl.output.audit import table
 from eosctl.output.html import render_html
 from eosctl.output.junit import junit

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from eosctl.config import load_config
+from eosctl.configfile import load_config
 from eosctl.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -62,6 +62,10 @@ def test_good_config_interpolates_secrets_and_resolves_sink_relative_to_file(tmp
          "unknown key pipelines.pay.gruop (check the spelling)"),
         (GOOD + "\n[spark]\nshuffle_partitions = \"four\"\n",
          "spark.shuffle_partitions must be an integer, got a string 'four'"),
+        (GOOD + 'value_column = "v"\nvalue_hash_column = "v_md5"\n',
+         "pipelines.pay.sink: value_column and value_hash_column are both set; set one"),
+        (GOOD.replace('key_column = "payment_id"', 'value_hash_column = "v_md5"'),
+         "pipelines.pay.sink: value_hash_column needs key_column"),
         ("[clusters.a\n", "not valid TOML"),
         ("", "missing table [clusters.NAME]"),
     ],
@@ -214,3 +218,18 @@ def test_a_sandbox_cluster_resolves_to_the_running_sandbox(tmp_path, monkeypatch
     target = resolve(str(write(tmp_path, TWO_CLUSTERS)), "onsandbox", None)
     assert target.cluster.bootstrap_servers == "127.0.0.1:19092"
     assert target.cluster.name == "local"
+
+
+def test_a_value_column_on_a_sink_it_cannot_be_read_from_is_one_line(tmp_path):
+    """The content check reads value columns from DuckDB-read sinks only: a PostgreSQL sink naming one is
+    refused before anything is read, in one line, exit 2."""
+    from eosctl.cli import main
+
+    path = write(tmp_path, '[clusters.c]\nbootstrap_servers = "127.0.0.1:1"\n[pipelines.p]\n'
+                           'source_topics = ["t"]\n[pipelines.p.sink]\npostgres = "postgresql://u@127.0.0.1:1/db"\n'
+                           'key_column = "k"\nvalue_column = "v"\n')
+    r = CliRunner().invoke(main, ["audit", "-c", str(path), "-p", "p"])
+    assert r.exit_code == 2
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert "value_column is read from DuckDB, Parquet, Delta and Iceberg sinks, not from a postgres sink" \
+        in r.stderr

@@ -103,3 +103,29 @@ def test_content_check_without_a_key_column_is_one_line_and_exit_2(tmp_path) -> 
     assert "--content-check compares each row's key with its record's: name the key column (--key-column, " \
            "or key_column in the config's sink)" in " ".join(r.stderr.split())
     assert "Traceback" not in r.stderr
+
+
+def test_a_row_with_its_records_key_but_another_value() -> None:
+    """With a value column: rows whose key is their record's but whose value is not are content findings
+    of their own (consecutive rows one finding); a column that matches no row's value is not judged."""
+    keys = [f"k{o}" for o in range(10)]
+    log = log_of(keys, [0] * 10)
+    vals = [f"v{o}".encode() for o in range(10)]
+    log.record_keys.__dict__["values"] = hash_bytes(vals)  # the frozen dataclass, as a scan would fill it
+    rows = [(o, f"k{o}") for o in range(10)]
+    sink = list(vals)
+    sink[3], sink[7], sink[8] = b"other", b"x", b"y"
+    offsets = np.array([o for o, _ in rows], np.int64)
+    result = check_partition(log, offsets, hash_bytes(k.encode() for _, k in rows), [k for _, k in rows],
+                             values=hash_bytes(sink), value_name="value column 'payload'")
+    assert found(result) == [(3, 3, 1, "different_value", None, 0, None, None),
+                             (7, 8, 2, "different_value", None, 0, None, None)]
+    assert result.findings[0].detail == "the record at this offset has this key but another value"
+    assert "row at 3 has key 'k3'" in result.findings[0].cause.summary
+    assert "value column 'payload' differs" in result.findings[0].cause.summary
+    # the same values: nothing; values serialized otherwise (none matches): not judged
+    same = check_partition(log, offsets, hash_bytes(k.encode() for _, k in rows), values=hash_bytes(vals))
+    assert (same.findings, same.values_comparable) == ([], True)
+    other = check_partition(log, offsets, hash_bytes(k.encode() for _, k in rows),
+                            values=hash_bytes(v + b"!" for v in vals))
+    assert (other.findings, other.values_comparable) == ([], False)

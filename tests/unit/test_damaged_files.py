@@ -217,7 +217,7 @@ def test_a_deeply_nested_toml_is_one_line(tmp_path: Path, text: str) -> None:
 
 
 def test_a_toml_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
-    from eosctl.config import load_config
+    from eosctl.configfile import load_config
 
     path = tmp_path / "bom.toml"
     path.write_bytes(b"\xef\xbb\xbf[clusters.a]\nbootstrap_servers = \"localhost:9092\"\n")

@@ -30,6 +30,7 @@ from click.testing import CliRunner
 
 from eosctl import capture as capture_mod
 from eosctl import config as config_mod
+from eosctl import configfile
 from eosctl.capture import Capture
 from eosctl.cli import main
 from eosctl.commands import txns_cmd
@@ -214,7 +215,7 @@ def findings_of_every_kind() -> list[Finding]:
 
     from eosctl.audit.causes import Writer, explain_finding, explain_partition, key_cause, with_write_order
     from eosctl.audit.reconcile import SinkFacts
-    from eosctl.findings import KEY_KINDS
+    from eosctl.audit.rootcauses import KEY_KINDS
 
     at = {"gap": (0, 0), "duplicate": (1, 1), "phantom_aborted": (4, 5), "phantom_marker": (3, 3),
           "phantom_uncommitted": (7, 8), "phantom_beyond_hw": (9, 9)}
@@ -488,7 +489,7 @@ def test_audit_json_is_documented() -> None:
 
 
 def test_root_cause_rules_table_lists_every_rule_in_order() -> None:
-    from eosctl.findings import ROOT_RULES
+    from eosctl.audit.rootcauses import ROOT_RULES
 
     tables = [t for t in doc_tables("json.md")["`eosctl audit`"] if t[0][0] == "rule"]
     assert len(tables) == 1
@@ -808,6 +809,10 @@ OTHER_KINDS = {"parquet": "/x/*.parquet", "postgres": "postgresql://u@h/db", "de
                "iceberg": "cat.ns.t", "kafka_topic": "out-topic"}
 
 
+# Keys that exclude another documented key (value_column): each read in a config of its own.
+ALONE = {"value_hash_column": "v_md5"}
+
+
 def _value(key: str, kind: str) -> Any:
     if key in VALID:
         return VALID[key]
@@ -816,7 +821,8 @@ def _value(key: str, kind: str) -> Any:
 
 def _config(docs: dict[str, dict[str, list[str]]], drop: str | None = None, **extra: Any) -> dict[str, Any]:
     """A raw config with every documented key (the sink with duckdb, no other kind), minus ``drop``."""
-    values = {s: {k: _value(k, c[0]) for k, c in keys.items() if f"{s}.{k}" != drop and k not in OTHER_KINDS}
+    values = {s: {k: _value(k, c[0]) for k, c in keys.items()
+                  if f"{s}.{k}" != drop and k not in OTHER_KINDS and k not in ALONE}
               for s, keys in docs.items()}
     pipeline = {**values["pipelines.NAME"], "sink": values["pipelines.NAME.sink"]}
     # q: the hop p names (a pipeline's hops are other pipelines).
@@ -840,14 +846,17 @@ def _objects(cfg: config_mod.Config) -> dict[str, Any]:
 def test_every_documented_config_key_is_read_into_its_field(tmp_path: Path) -> None:
     docs = config_keys()
     raw = _config(docs)
-    objects = _objects(config_mod.parse_config(raw, tmp_path / "c.toml", {}))
-    other = {kind: _objects(config_mod.parse_config(
+    objects = _objects(configfile.parse_config(raw, tmp_path / "c.toml", {}))
+    other = {kind: _objects(configfile.parse_config(
         _config(docs, drop="pipelines.NAME.sink.duckdb", **{f"pipelines__p__sink__{kind}": value}),
         tmp_path / "c.toml", {})) for kind, value in OTHER_KINDS.items()}
+    alone = {key: _objects(config_mod.parse_config(
+        _config(docs, drop="pipelines.NAME.sink.value_column", **{f"pipelines__p__sink__{key}": value}),
+        tmp_path / "c.toml", {})) for key, value in ALONE.items()}
     for section, keys in docs.items():
         for key, (kind, _, _) in keys.items():
-            got = getattr((other[key] if key in OTHER_KINDS else objects)[section], key)
-            want = OTHER_KINDS[key] if key in OTHER_KINDS else _value(key, kind)
+            got = getattr((other.get(key) or alone.get(key) or objects)[section], key)
+            want = OTHER_KINDS.get(key) or ALONE.get(key) or _value(key, kind)
             assert got == (tuple(want) if isinstance(want, list) else want), f"{section}.{key}"
 
 
@@ -855,7 +864,7 @@ def test_documented_config_defaults_and_required_keys(tmp_path: Path) -> None:
     docs = config_keys()
     minimal = {"clusters": {"c": {"bootstrap_servers": "h:1"}},
                "pipelines": {"p": {"source_topics": ["t"], "sink": {"duckdb": "/abs/s.duckdb"}}}, "spark": {}}
-    objects = _objects(config_mod.parse_config(minimal, tmp_path / "c.toml", {}))
+    objects = _objects(configfile.parse_config(minimal, tmp_path / "c.toml", {}))
     checked = 0
     for section, keys in docs.items():
         for key, (_, default, _) in keys.items():
@@ -863,7 +872,7 @@ def test_documented_config_defaults_and_required_keys(tmp_path: Path) -> None:
             if default == "required":
                 raw = _config(docs, drop=f"{section}.{key}")
                 with pytest.raises(ConfigError, match=rf"missing key {section.replace('NAME', '.*')}\.{key}"):
-                    config_mod.parse_config(raw, tmp_path / "c.toml", {})
+                    configfile.parse_config(raw, tmp_path / "c.toml", {})
             elif default == "none":
                 if key not in ("duckdb", *OTHER_KINDS):  # the minimal config needs one of them
                     assert getattr(objects[section], key) is None, f"{section}.{key}"
@@ -880,7 +889,7 @@ def test_documented_config_defaults_and_required_keys(tmp_path: Path) -> None:
 def test_an_undocumented_config_key_is_an_error(section: str, tmp_path: Path) -> None:
     raw = _config(config_keys(), **{f"{section}__colour": "blue"})
     with pytest.raises(ConfigError, match=r"unknown key .*colour"):
-        config_mod.parse_config(raw, tmp_path / "c.toml", {})
+        configfile.parse_config(raw, tmp_path / "c.toml", {})
 
 
 def test_every_command_with_json_output_has_a_section() -> None:

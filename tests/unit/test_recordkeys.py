@@ -79,3 +79,31 @@ def test_hash_tells_apart_lengths_trailing_zeros_and_null() -> None:
     # the sink's text keys hash as their UTF-8 bytes; a sliced array as its own values
     assert hash_arrow(pa.array(["x", "é", None])).tolist() == hash_bytes([b"x", "é".encode(), None]).tolist()
     assert hash_arrow(pa.array(["x", "yy", "zzz"]).slice(1)).tolist() == hash_bytes([b"yy", b"zzz"]).tolist()
+
+
+def test_values_raw_and_md5_match_kafka_pythons_reader() -> None:
+    """The value hashes (the content check's value column): each record's value bytes as
+    hash_bytes hashes the sink's value column, and the md5 hex of them as it hashes a value hash column."""
+    import hashlib
+
+    rng = random.Random(7)
+    chunks, base = [], 0
+    for i in range(12):
+        n = rng.choice([1, 3, 40])
+        chunks.append(batch(base, [rng.randbytes(rng.choice([0, 5, 30])) for _ in range(n)], codec=i % 2,
+                            value=rng.randbytes(rng.choice([1, 9, 130]))))
+        base += n
+    data = b"".join(chunks)
+    values = []
+    pos = 0
+    while pos < len(data):
+        (length,) = struct.unpack_from(">i", data, pos + 8)
+        values += [r.value for r in DefaultRecordBatch(data[pos:pos + 12 + length])]
+        pos += 12 + length
+    assert any(v == b"" for v in values) and any(len(v) > 127 for v in values)  # empty, 2-byte varints
+    raw = keys_of([data], "raw")
+    assert raw.values.tolist() == hash_bytes(values).tolist()
+    md5 = keys_of([data], "md5")
+    assert md5.values.tolist() == hash_bytes(hashlib.md5(v).hexdigest().encode() for v in values).tolist()
+    assert md5.keys.tolist() == raw.keys.tolist() == keys_of([data]).keys.tolist()
+    assert keys_of([data]).values is None

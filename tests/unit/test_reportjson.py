@@ -14,7 +14,8 @@ import pyarrow as pa
 from auditors.findingrows import finding_columns, findings_from_arrow, findings_from_rows
 from eosctl.audit.causejson import EncodedCause
 from eosctl.audit.causes import Writer, explain_finding, key_cause, with_write_order
-from eosctl.findings import AuditReport, Cause, Finding, PartitionSummary, TxnCause, root_causes, root_rule
+from eosctl.audit.rootcauses import root_causes, root_rule
+from eosctl.findings import AuditReport, Cause, Finding, PartitionSummary, TxnCause
 from eosctl.reportjson import report_json
 from tests.unit.test_causes import explained
 

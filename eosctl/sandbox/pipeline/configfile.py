@@ -10,7 +10,7 @@ from eosctl.files import write_replacing
 from eosctl.sandbox.pipeline.topics import Names
 
 FILE = "eosctl.toml"
-# Secrets never go into the file: it refers to environment variables instead (see eosctl/config.py).
+# Secrets never go into the file: it refers to environment variables instead (see eosctl/configfile.py).
 _SECRET_ENV = {"sasl_password": "EOSCTL_SASL_PASSWORD", "ssl_key_password": "EOSCTL_SSL_KEY_PASSWORD"}
 SINK_PASSWORD_ENV = "EOSCTL_SINK_PASSWORD"
 

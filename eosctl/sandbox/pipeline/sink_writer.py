@@ -9,6 +9,7 @@ tools see the sink's progress.
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -83,7 +84,7 @@ class PgPlace:
 
     @property
     def has_password(self) -> bool:
-        from psycopg.conninfo import conninfo_to_dict
+        from psycopg.conninfo import conninfo_to_dict  # lazy: psycopg.conninfo 44 ms to import
 
         return "password" in conninfo_to_dict(self.uri)
 
@@ -144,7 +145,7 @@ class PgSink:
     """DuckSink's twin on PostgreSQL: rows and offsets in one PostgreSQL transaction."""
 
     def __init__(self, place: PgPlace, topic: str):
-        import psycopg
+        import psycopg  # lazy: psycopg 45 ms to import
 
         # autocommit: a read is one statement; each write is an explicit transaction (con.transaction()).
         self.con = psycopg.connect(place.uri, autocommit=True)
@@ -202,8 +203,6 @@ class DeltaSink:
     APP = "eosctl-sink"
 
     def __init__(self, place: DeltaPlace, topic: str):
-        import shutil
-
         shutil.rmtree(place.path, ignore_errors=True)  # a fresh run
         self.path, self.partitions, self.topic, self.batches = str(place.path), place.partitions, topic, 0
 
@@ -211,7 +210,7 @@ class DeltaSink:
         return f"{self.APP}:{self.topic}:{partition}"
 
     def stored_offsets(self) -> dict[int, int]:
-        from deltalake import DeltaTable
+        from deltalake import DeltaTable  # lazy: deltalake 13 ms to import
 
         if not DeltaTable.is_deltatable(self.path):
             return {}
@@ -220,6 +219,7 @@ class DeltaSink:
         return {p: int(v) for p, v in versions.items() if v is not None}
 
     def write(self, msgs: Sequence[Message], offsets: dict[int, int]) -> None:
+        # lazy: deltalake 13 ms to import
         from deltalake import CommitProperties, Transaction, write_deltalake
 
         if not msgs and not offsets:
@@ -231,7 +231,7 @@ class DeltaSink:
                         commit_properties=CommitProperties(app_transactions=txns))
 
     def row_count(self) -> int:
-        from deltalake import DeltaTable
+        from deltalake import DeltaTable  # lazy: deltalake 13 ms to import
 
         return DeltaTable(self.path).to_pyarrow_dataset().count_rows() if self.batches else 0
 
@@ -260,7 +260,7 @@ class IcebergPlace:
         return f"{self.namespace}.{TABLE}"
 
     def load(self) -> Any:
-        from pyiceberg.catalog import load_catalog
+        from pyiceberg.catalog import load_catalog  # lazy: pyiceberg.catalog 449 ms to import
 
         return load_catalog(self.catalog, uri=self.uri, warehouse=self.warehouse)
 
@@ -272,8 +272,6 @@ class IcebergSink:
     KEY = "eosctl.sink.next-offset."
 
     def __init__(self, place: IcebergPlace, topic: str):
-        import shutil
-
         shutil.rmtree(place.root, ignore_errors=True)  # a fresh run
         place.root.mkdir(parents=True)
         catalog = place.load()
@@ -303,7 +301,7 @@ class IcebergSink:
 
 
 def _arrow_rows(msgs: Sequence[Message], batch: int) -> Any:
-    import pyarrow as pa
+    import pyarrow as pa  # lazy: pyarrow 86 ms to import
 
     cols = list(zip(*(_row(m, batch) for m in msgs), strict=True)) or [()] * 8
     names = ["src_topic", "src_partition", "src_offset", "order_id", "customer", "amount", "total",
@@ -332,13 +330,13 @@ def rows_in(where: Place, topic: str) -> Counter[tuple[Any, ...]]:
         if isinstance(where, IcebergPlace):
             table = where.load().load_table(where.name).scan(selected_fields=tuple(columns)).to_arrow()
         else:
-            from deltalake import DeltaTable
+            from deltalake import DeltaTable  # lazy: deltalake 13 ms to import
 
             table = DeltaTable(str(where.path)).to_pyarrow_table(columns=columns)
         return Counter((p, o) for t, p, o in zip(*(c.to_pylist() for c in table.columns), strict=True)
                        if t == topic)
     if isinstance(where, PgPlace):
-        import psycopg
+        import psycopg  # lazy: psycopg 45 ms to import
 
         with psycopg.connect(where.uri) as con:
             rows = con.execute(sql.replace(TABLE, f"{where.quoted}.{TABLE}").replace("?", "%s"),
