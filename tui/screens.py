@@ -28,7 +28,7 @@ live or from a snapshot.
   4 Lag           per group/partition: lag to the LSO, records
                   behind, blocked by an open txn, status
   5 Log           ranges (or batches, b) of one partition;
-                  type an offset to jump there
+                  g, then an offset and Enter, jumps there
   6 Ledger        sink rows per partition vs stored and
                   committed offsets; Enter opens the Log
   7 Audit         a runs the audit in the background; Enter on
@@ -43,7 +43,7 @@ live or from a snapshot.
   the mouse works too.
 
 [b]Colours[/b] (words are shown as well, so NO_COLOR works)
-  committed: green   aborted: red   marker: magenta
+  committed: green   aborted: red   marker: cyan
   open (beyond the LSO): yellow   hole: dim
 
 Press Esc or ? to close."""

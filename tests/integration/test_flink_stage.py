@@ -75,8 +75,8 @@ def tui_transactions(bootstrap: str, topic: str) -> list[list[str]]:
     """The TUI's transactions view (key 2) on the live cluster, hanging from 1 s on: its rows, as shown."""
     from eosctl.target import resolve
     from tui.app import EosApp
+    from tui.filtertable import FilterTable
     from tui.sources import LiveSource
-    from tui.table import FilterTable
 
     async def run() -> list[list[str]]:
         app = EosApp(LiveSource(resolve(None, None, bootstrap, (topic,)), max_age_s=1), refresh_seconds=60)

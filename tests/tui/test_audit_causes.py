@@ -42,7 +42,7 @@ async def test_findings_grouped_by_root_cause_and_enter_opens_the_cause_by_the_l
         await pilot.press("enter")
         await until(pilot, lambda: app.view("log").plog is not None, "the finding's log")
         await pilot.pause(0.1)
-        summary = text_of(app.query_one("#log-summary", Static))
+        summary = text_of(app.query_one("#log-why", Static))  # under the summary, wrapped
         assert "cause: " + first.cause.summary[:40] in summary.replace("\n", " ")
 
 
@@ -108,7 +108,7 @@ async def test_a_wide_terminal_shows_each_cause_whole_and_never_says_its_rule_tw
 async def test_the_audit_view_before_a_run_says_how_to_run_one():
     # Issue 32, item 9: before any audit the view said "no findings", an audit's result.
     from tui.app import EosApp
-    from tui.table import RowTable
+    from tui.rowtable import RowTable
 
     app = EosApp(Explained(4), refresh_seconds=1)
     async with app.run_test(size=(120, 30)) as pilot:

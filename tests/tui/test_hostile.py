@@ -161,7 +161,7 @@ async def test_every_view_shows_hostile_names_as_text_and_keeps_its_layout():
 @sync
 async def test_detail_filter_and_sort_with_hostile_names():
     from tui.app import EosApp
-    from tui.table import FilterTable
+    from tui.filtertable import FilterTable
 
     app = EosApp(FixedSource(hostile_dashboard()))
     async with app.run_test(size=SIZE) as pilot:

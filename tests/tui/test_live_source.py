@@ -239,3 +239,11 @@ def test_more_than_one_epoch_without_a_fencing_event_is_not_fenced():
     assert "2 producers on 1 partitions · 1 fenced" in headline(dash).plain
     assert overview_rows(dash)[0].cells[5] == 1
     assert "1 producer fenced (a new instance took over; the old one was cut off)" in health(dash).reasons
+
+
+def test_a_producer_fenced_on_several_partitions_is_one_fenced_producer():
+    """Issue 32, item 9: "2 producers fenced" counted one producer per partition it wrote."""
+    rows = [ProducerRow("t", p, 7, 1, 3, None, None, epochs=(0, 1), fencing_events=1) for p in (0, 1)]
+    dash = Dashboard(Capture(datetime(2026, 1, 1, tzinfo=UTC), "b:1", "shop", None, [], producers=rows))
+    assert overview_rows(dash)[0].cells[5] == 1
+    assert "1 producer fenced (a new instance took over; the old one was cut off)" in health(dash).reasons

@@ -1,5 +1,6 @@
-"""The one table (tui.table) at scale: refreshes keep the cursor and repaint only changed lines, sorting
-and filtering work on thousands of rows, and 100k audit findings stay usable."""
+"""The one table (tui.tabledata, tui.rowtable, tui.filtertable) at scale: refreshes keep the cursor and
+repaint only changed lines, sorting and filtering work on thousands of rows, and 100k audit findings
+stay usable."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import dataclasses
 from synthetic import SyntheticSource
 from tuihelp import rows_of, sync, until
 
-from tui.table import Col, Row, TableData
+from tui.tabledata import Col, Row, TableData
 
 
 def test_rows_that_did_not_change_reuse_their_text():
@@ -32,7 +33,8 @@ def test_rows_that_did_not_change_reuse_their_text():
 @sync
 async def test_a_refresh_keeps_the_cursor_on_its_row_and_repaints_only_changed_lines():
     from tui.app import EosApp
-    from tui.table import FilterTable, RowTable
+    from tui.filtertable import FilterTable
+    from tui.rowtable import RowTable
 
     source = SyntheticSource(2000)
     app = EosApp(source, refresh_seconds=3600)
@@ -74,7 +76,7 @@ async def test_a_refresh_keeps_the_cursor_on_its_row_and_repaints_only_changed_l
 @sync
 async def test_sorting_and_the_filter_on_thousands_of_rows():
     from tui.app import EosApp
-    from tui.table import FilterTable
+    from tui.filtertable import FilterTable
 
     source = SyntheticSource(2000)
     app = EosApp(source, refresh_seconds=3600)
@@ -104,7 +106,7 @@ async def test_sorting_and_the_filter_on_thousands_of_rows():
 @sync
 async def test_100k_findings_filter_clear_and_quit():
     from tui.app import EosApp
-    from tui.table import FilterTable
+    from tui.filtertable import FilterTable
 
     source = SyntheticSource(1000, findings=100_000)
     app = EosApp(source, refresh_seconds=3600)

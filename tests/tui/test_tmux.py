@@ -46,5 +46,12 @@ def test_snapshot_in_a_real_terminal(tmux, tmp_path: Path):
     assert "open" in screen.split(span, 1)[1].splitlines()[0]
     for line in screen.splitlines():
         assert len(line) <= 80
+    # What is typed in the filter is on screen while it is typed (issue 32: the input's border hid it).
+    tmux.run("send-keys", "-t", tmux.session, "6", "/")
+    tmux.wait_for("filter rows")  # the input's placeholder: it has the keys now
+    tmux.run("send-keys", "-t", tmux.session, "-l", "ched[1")
+    tmux.wait_until(lambda s: "ched[1" in [line.strip() for line in s.splitlines()], "the typed filter")
+    tmux.run("send-keys", "-t", tmux.session, "Escape")  # alone: Escape and q at once read as alt+q
+    tmux.wait_until(lambda s: "ched[1" not in [line.strip() for line in s.splitlines()], "the filter cleared")
     tmux.run("send-keys", "-t", tmux.session, "q")
     assert "EXITED 0" in tmux.wait_for("EXITED")

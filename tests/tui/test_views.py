@@ -65,7 +65,8 @@ async def test_number_keys_switch_views_and_tabs_follow(snapshot_app):
 
 @sync
 async def test_transactions_show_the_hanging_one_in_red_and_how_to_clear_it(snapshot_app, manifest):
-    from tui.table import STYLES, FilterTable
+    from tui.filtertable import FilterTable
+    from tui.styles import STYLES
 
     app = snapshot_app
     (hang,) = manifest["hanging"]

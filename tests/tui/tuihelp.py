@@ -26,14 +26,14 @@ def text_of(widget) -> str:
 
 def rows_of(app, pane: str) -> list[list[str]]:
     """The rows the view's table shows, as plain strings."""
-    from tui.table import FilterTable
+    from tui.filtertable import FilterTable
 
     table = app.view(pane).query_one(FilterTable).table
     return [[c.plain for c in table.get_row_at(i)] for i in range(table.row_count)]
 
 
 def cursor_row(app, pane: str) -> list[str]:
-    from tui.table import FilterTable
+    from tui.filtertable import FilterTable
 
     table = app.view(pane).query_one(FilterTable).table
     return [c.plain for c in table.get_row_at(table.cursor_row)]
@@ -121,3 +121,16 @@ class Tmux:
             ).returncode
             == 0
         )
+
+
+def shown_in(app, widget) -> list[str]:
+    """The lines of text the terminal shows inside `widget`'s region (what a user reads of it: a widget
+    whose content is cut by its height or width shows only the part on screen)."""
+    _, lines = terminal_output(app)
+    r = widget.region
+    return [line[r.x:r.x + r.width] for line in lines[r.y:r.y + r.height]]
+
+
+def words(text: str) -> str:
+    """Text with its line breaks and runs of spaces as single spaces (wrapped text compared whole)."""
+    return " ".join(text.split())

@@ -13,8 +13,10 @@ from eosctl.output.finding import short_cause
 from eosctl.safetext import term
 from eosctl.sink.base import ReadPoint
 from tui import fmt
+from tui.rowtable import RowTable
 from tui.sources import Dashboard
-from tui.table import STYLES, Col, Row, RowTable
+from tui.styles import STYLES
+from tui.tabledata import Col, Row
 from tui.views.base import Prepared, TableView
 
 COLUMNS = [
@@ -51,14 +53,7 @@ def finding_rows(report: AuditReport) -> list[Row]:
     rows = []
     for i in order:
         f = report.findings[i]
-        if f.cause is not None:
-            cause = short_cause(f)
-            # "replay: replay: ..." said nothing twice: a cause that starts with its rule is shown as it is.
-            detail = cause if cause.split(":", 1)[0] == rule[i] else f"{rule[i]}: {cause}"
-        elif f.kind == "key_duplicate":
-            detail = f"key {f.key}: offsets {', '.join(map(str, f.offsets or ()))}"
-        else:
-            detail = f.detail or DESCRIPTIONS.get(f.kind, "")
+        detail = finding_detail(f, rule.get(i))
         if hops and f.topic in hops:
             detail = f"hop {report.hops[hops[f.topic]].name} · {detail}"
         rows.append(
@@ -77,6 +72,36 @@ def finding_rows(report: AuditReport) -> list[Row]:
             )
         )
     return rows
+
+
+def finding_detail(f: Finding, rule: str | None) -> str:
+    """A finding in a few words: its root cause's rule and cause, else what its kind means."""
+    if f.cause is not None:
+        cause = short_cause(f)
+        # "replay: replay: ..." said nothing twice: a cause that starts with its rule is shown as it is.
+        return cause if rule is None or cause.split(":", 1)[0] == rule else f"{rule}: {cause}"
+    if f.kind == "key_duplicate":
+        return f"key {f.key}: offsets {', '.join(map(str, f.offsets or ()))}"
+    return f.detail or DESCRIPTIONS.get(f.kind, "")
+
+
+def describe_finding(f: Finding, rule: str | None = None) -> Text:
+    """A finding's whole story for the detail pane: where, how many, its cause in a few words, then the
+    cause's whole sentence (the table's detail cell is cut to fit the screen; this never is)."""
+    where = f"{f.topic}[{f.partition}]" if f.topic is not None else "rows no partition owns"
+    if f.first_offset is not None:
+        where += f" offsets {fmt.offsets(f.first_offset, f.last_offset)}"
+    t = Text()
+    t.append(f"{f.kind} ", style="bold")
+    t.append(f"{term(where)} · {fmt.count(f.count)}")
+    short = finding_detail(f, rule)
+    if short:
+        t.append(f"\n{term(short)}")
+    if f.cause is not None and f.cause.summary:
+        t.append(f"\ncause: {term(f.cause.summary)}")
+    if f.first_offset is not None:
+        t.append("\nEnter opens these offsets in the Log view", style=STYLES["muted"])
+    return t
 
 
 def headline(report: AuditReport | None, taken_at: float | None = None) -> Text:
@@ -110,7 +135,7 @@ def headline(report: AuditReport | None, taken_at: float | None = None) -> Text:
 
 
 class AuditView(TableView):
-    """The findings of the last audit. Rows are drawn on demand (tui.table), so 100k findings cost what
+    """The findings of the last audit. Rows are drawn on demand (tui.rowtable), so 100k findings cost what
     the screen shows; formatting them runs in the audit worker (or the fetch worker), not the UI thread.
 
     To show something else per row (e.g. findings grouped by root cause), return other rows from `rows`
@@ -133,6 +158,8 @@ class AuditView(TableView):
         super().__init__(**kw)
         self.running = False
         self._prepared: Prepared | None = None  # the last report formatted by `prepare`
+        self._rules_of: AuditReport | None = None
+        self._rule: dict[int, str] = {}
 
     @property
     def report(self) -> AuditReport | None:
@@ -198,6 +225,21 @@ class AuditView(TableView):
         self.query_one("#audit-head", Static).update(
             Text(f"audit failed: {term(message)}", style=STYLES["bad"])
         )
+
+    def describe(self, finding: Finding) -> Text:
+        report = self.report
+        rule = None
+        if report is not None and finding.cause is not None:
+            rule = self._rules(report).get(id(finding))
+        return describe_finding(finding, rule)
+
+    def _rules(self, report: AuditReport) -> dict[int, str]:
+        """Each finding's root-cause rule, by the finding's identity (computed once per report)."""
+        if self._rules_of is not report:
+            causes = root_causes(report.findings)
+            self._rule = {id(report.findings[i]): r.rule for r in causes for i in r.findings}
+            self._rules_of = report
+        return self._rule
 
     def selected(self, finding: Finding) -> None:
         if finding.first_offset is not None:  # invalid_row has no offsets to show

@@ -17,8 +17,10 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Static
 
+from tui.filtertable import FilterTable
+from tui.rowtable import RowTable
 from tui.sources import Dashboard
-from tui.table import Col, FilterTable, Row, TableData
+from tui.tabledata import Col, Row, TableData
 
 
 class View(Vertical):
@@ -54,7 +56,8 @@ class TableView(View):
 
     A subclass names its widgets (`NAME`: ids NAME-head and NAME-table), gives its `COLUMNS` and writes
     `rows` and `headline`, both pure functions of the source; `detail` (a screen for Enter) or `selected`
-    (anything else Enter does) is optional.
+    (anything else Enter does) is optional, and so is `describe`: the whole story of the row under the
+    cursor, wrapped in a pane under the table (a cell is cut to fit; the pane never is).
     """
 
     NAME: ClassVar[str]
@@ -68,6 +71,7 @@ class TableView(View):
         self.source: Any = None
         self._data: TableData | None = None  # the last data formatted, reused for rows that did not change
         self._head: Text | None = None
+        self._described: Text | None = None  # what the detail pane shows
 
     def compose(self) -> ComposeResult:
         head = Static("", id=f"{self.NAME}-{self.HEAD}", classes="head")
@@ -77,6 +81,8 @@ class TableView(View):
         yield FilterTable(self.COLUMNS, id=f"{self.NAME}-table", empty=self.EMPTY)
         if self.HEAD_BELOW:
             yield head
+        if type(self).describe is not TableView.describe:
+            yield Static("", id=f"{self.NAME}-detail", classes="detail-pane")
 
     def compose_extra(self) -> ComposeResult:
         """Widgets between the headline and the table (the Audit view's progress bar)."""
@@ -89,6 +95,10 @@ class TableView(View):
 
     def headline(self, source: Any) -> Text:
         raise NotImplementedError
+
+    def describe(self, item: Any) -> Text | None:
+        """The whole text of a row's item for the detail pane (a view without it has no pane)."""
+        return None
 
     def detail(self, item: Any) -> Screen | None:
         """The screen Enter opens for a row's item (None: nothing to open)."""
@@ -134,6 +144,21 @@ class TableView(View):
     @property
     def table(self) -> FilterTable:
         return self.query_one(f"#{self.NAME}-table", FilterTable)
+
+    @on(RowTable.Highlighted)
+    def _row_highlighted(self, event: RowTable.Highlighted) -> None:
+        event.stop()
+        panes = self.query(f"#{self.NAME}-detail")
+        if not panes:
+            return
+        data = self._data
+        index = data.index.get(event.key) if data is not None and event.key is not None else None
+        text = self.describe(data.rows[index].item) if index is not None else None
+        pane = panes.first(Static)
+        pane.set_class(text is not None, "shown")
+        if text != self._described:  # the same text again (a refresh) costs no layout pass
+            pane.update(text if text is not None else "")
+            self._described = text
 
     @on(FilterTable.Selected)
     def _row_selected(self, event: FilterTable.Selected) -> None:

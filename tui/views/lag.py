@@ -8,7 +8,8 @@ from eosctl.safetext import term
 from tui import fmt
 from tui.screens import DetailScreen
 from tui.sources import Dashboard, LagKey
-from tui.table import STYLES, Col, Row
+from tui.styles import STYLES
+from tui.tabledata import Col, Row
 from tui.views.base import TableView
 
 COLUMNS = [

@@ -8,7 +8,8 @@ from textual.message import Message
 from eosctl.safetext import term
 from tui import fmt
 from tui.sources import Dashboard
-from tui.table import STYLES, Col, Row
+from tui.styles import STYLES
+from tui.tabledata import Col, Row
 from tui.views.base import TableView
 
 COLUMNS = [
@@ -55,6 +56,28 @@ def ledger_rows(ledger) -> list[Row]:
     return rows
 
 
+def describe_partition(p) -> Text:
+    """A sink partition's whole story for the detail pane: every flag, whole (the flags cell shows two,
+    cut to fit the screen)."""
+    t = Text()
+    t.append(f"{term(p.topic or '-')}[{'-' if p.partition is None else p.partition}]", style="bold")
+    span = "-" if p.min_offset is None else fmt.offsets(p.min_offset, p.max_offset)
+    t.append(f" · {fmt.count(p.rows)} rows at offsets {span} · stored {_or_dash(p.stored_offset)} · "
+             f"committed {_or_dash(p.committed_offset)} · LSO {_or_dash(p.last_stable_offset)}")
+    if not p.flags:
+        t.append("\nno flags", style=STYLES["ok"])
+    for f in p.flags:
+        t.append(f"\n{term(f.message)}", style=STYLES["bad"])
+    if p.topic is not None and p.partition is not None:
+        t.append("\nEnter opens " + ("the first flag's offsets" if p.flags else "these offsets")
+                 + " in the Log view", style=STYLES["muted"])
+    return t
+
+
+def _or_dash(value) -> str:
+    return "-" if value is None else str(value)
+
+
 def headline(ledger, error: str | None) -> Text:
     if error:
         return Text(f"ledger unavailable: {term(error)}", style=STYLES["bad"])
@@ -84,6 +107,9 @@ class LedgerView(TableView):
 
     def headline(self, dash: Dashboard) -> Text:
         return headline(dash.ledger, dash.errors.get("ledger"))
+
+    def describe(self, p) -> Text:
+        return describe_partition(p)
 
     def selected(self, p) -> None:
         if p.topic is None or p.partition is None:  # rows no partition owns: no log to show

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Input, Select, Static
@@ -14,8 +15,10 @@ from textual.widgets import Input, Select, Static
 from eosctl.model import TP, Kind, PartitionLog
 from eosctl.safetext import term
 from tui import fmt
+from tui.filtertable import FilterTable
 from tui.sources import Dashboard
-from tui.table import STYLES, Col, FilterTable, Row
+from tui.styles import STYLES
+from tui.tabledata import Col, Row
 from tui.views.base import View
 
 LEVEL = {
@@ -156,7 +159,9 @@ def summary(log: PartitionLog) -> Text:
 class LogView(View):
     """Pick a partition, read its ranges (or batches, `b`), jump to an offset."""
 
-    BINDINGS = [("b", "toggle_batches", "Batches/ranges")]
+    # Digits are the app's view keys (1-7): `g` puts them in the offset box instead (it took three Tabs).
+    BINDINGS = [("b", "toggle_batches", "Batches/ranges"), ("g,colon", "go_to_offset", "Go to offset"),
+               Binding("escape", "leave_offset", "Leave the offset box", show=False)]
 
     class Wanted(Message):
         """The view needs this partition's log scanned around an offset (the app does it in a worker)."""
@@ -181,8 +186,9 @@ class LogView(View):
             yield Select[TP](
                 [], prompt="partition", id="log-partition", allow_blank=True, compact=True
             )
-            yield Input(placeholder="jump to offset", id="log-jump", type="integer", compact=True)
+            yield Input(placeholder="g: jump to offset", id="log-jump", type="integer", compact=True)
         yield Static("choose a partition", id="log-summary")
+        yield Static("", id="log-why")  # wraps: a cause is shown whole, however narrow the terminal
         yield FilterTable(COLUMNS, id="log-table", empty="no offsets scanned")
 
     def prepare(self, dash: Dashboard) -> tuple[Dashboard, list[TP]]:
@@ -233,9 +239,10 @@ class LogView(View):
         log = self.plog
         if log is None:
             return
-        head = summary(log)
-        self.query_one("#log-summary", Static).update(head if self.why is None else
-                                                      Text.assemble(head, "\n", self.why))
+        self.query_one("#log-summary", Static).update(summary(log))
+        why = self.query_one("#log-why", Static)
+        why.set_class(self.why is not None, "shown")
+        why.update(self.why or "")
         batches = self.batches and log.batches is not None
         rows = batch_rows(log, self.focus_range) if batches else range_rows(log, self.focus_range)
         table = self.query_one(FilterTable)
@@ -271,6 +278,18 @@ class LogView(View):
             table.move_to(rows[-1].key)
         return False
 
+    def action_go_to_offset(self) -> None:
+        """g: the offset box takes the keys (digits included) until Enter jumps or Esc leaves it."""
+        box = self.query_one("#log-jump", Input)
+        box.value = ""
+        box.focus()
+
+    def action_leave_offset(self) -> None:
+        box = self.query_one("#log-jump", Input)
+        if box.has_focus:
+            box.value = ""
+            self.query_one(FilterTable).table.focus()
+
     def action_toggle_batches(self) -> None:
         if self.plog is not None and self.plog.batches is None and not self.batches:
             self.notify("this scan kept no batches (snapshot summaries hold ranges only)", severity="warning")
@@ -294,9 +313,9 @@ class LogView(View):
             self.notify("choose a partition first", severity="warning")
             return
         self.focus_range = Focus(offset, offset)
+        self.query_one(FilterTable).table.focus()  # the keys are the views' again (1-7)
         if log.scanned_from <= offset < log.scanned_to:
             self._redraw()
-            self.query_one(FilterTable).table.focus()
         else:
             self._pending_jump = offset
             self.post_message(self.Wanted(log.topic, log.partition, offset))

@@ -12,7 +12,8 @@ from rich.text import Text
 
 from eosctl.safetext import term
 from tui.sources import Dashboard
-from tui.table import STYLES, Col, Row
+from tui.styles import STYLES
+from tui.tabledata import Col, Row
 from tui.views.base import TableView
 from tui.views.producers import fenced
 from tui.views.transactions import blocking, blocking_text, counted

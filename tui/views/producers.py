@@ -8,7 +8,8 @@ from textual.message import Message
 from eosctl.safetext import term
 from tui import fmt
 from tui.sources import Dashboard
-from tui.table import STYLES, Col, Row
+from tui.styles import STYLES
+from tui.tabledata import Col, Row
 from tui.views.base import TableView
 
 COLUMNS = [

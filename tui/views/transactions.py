@@ -13,7 +13,8 @@ from eosctl.txns import TxnInfo
 from tui import fmt
 from tui.screens import DetailScreen
 from tui.sources import Dashboard
-from tui.table import STYLES, Col, Row
+from tui.styles import STYLES
+from tui.tabledata import Col, Row
 from tui.views.base import TableView
 
 COLUMNS = [

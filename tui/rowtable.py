@@ -1,4 +1,4 @@
-"""The one table every view shows: rows drawn with Textual's line API, so a refresh costs what is on screen.
+"""The table widget every view shows: rows drawn with Textual's line API, so a refresh costs what is shown.
 
 Views hand it plain `Row`s (a stable key, the cell values, a level that colours the whole row). They are
 turned into `TableData` (display strings made safe for a terminal, column widths, filter text), which is
@@ -14,162 +14,27 @@ markup. Here a row is a tuple of strings; rendering one line is a handful of seg
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual import events, on
-from textual.app import ComposeResult
+from textual import events
 from textual.binding import Binding
-from textual.containers import Vertical
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.widgets import Input
 
-from eosctl.safetext import term
-
-# Row levels -> rich styles. Levels that matter (bad/warn) are also bold so they survive NO_COLOR.
-STYLES: dict[str | None, str] = {
-    None: "",
-    "ok": "green",
-    "warn": "bold yellow",
-    "bad": "bold red",
-    "muted": "dim",
-    # Log view kinds
-    "committed": "green",
-    "aborted": "bold red",
-    "control": "magenta",
-    "open": "bold yellow",
-    "hole": "dim",
-    "focus": "bold reverse",
-}
+from tui.styles import STYLES, parsed
+from tui.tabledata import Col, Row, TableData
 
 # A cell wider than this is cut with "…" (a 20k-character topic must not push the other columns off
 # screen); the filter still searches the whole text and a view's detail shows it.
 MAX_COL_WIDTH = 48
 PAD = 1  # blank cells either side of a column
-
-
-@dataclass(frozen=True)
-class Col:
-    label: str
-    numeric: bool = False
-    width: int | None = None
-
-
-@dataclass(frozen=True)
-class Row:
-    key: str
-    cells: tuple[Any, ...]
-    level: str | None = None
-    # What the row shows (a partition's lag, a finding...), handed back when the row is selected.
-    item: Any = field(default=None, compare=False, repr=False)
-
-
-def display(value: Any) -> str:
-    """What a cell shows: '-' for nothing, and never a raw control character (eosctl.safetext)."""
-    if type(value) is int:  # most cells: offsets, counts, ids
-        return str(value)
-    if isinstance(value, Text):
-        value = value.plain
-    if value is None or value == "":
-        return "-"
-    s = value if isinstance(value, str) else str(value)
-    return s if s.isprintable() else term(s)
-
-
-def _width(s: str) -> int:
-    return len(s) if s.isascii() else cell_len(s)
-
-
-def plain(value: Any) -> str:
-    return value.plain if isinstance(value, Text) else ("" if value is None else str(value))
-
-
-@dataclass(eq=False)
-class TableData:
-    """Rows ready to draw. Pure data: `of` may run in a worker thread; the widget only reads it."""
-
-    rows: list[Row]
-    texts: list[tuple[str, ...]]  # display strings, one tuple per row
-    hay: list[str]  # lower-cased text of each row, for the filter
-    widths: list[int]  # widest cell per column (before the MAX_COL_WIDTH cap)
-    index: dict[str, int]  # row key -> position in rows
-    _sort_keys: dict[int, list[Any]] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, columns: Sequence[Col], rows: Sequence[Row], previous: TableData | None = None) -> TableData:
-        """Format `rows`; a row equal to the one with its key in `previous` reuses that row's strings."""
-        n = len(columns)
-        rows = list(rows)
-        texts: list[tuple[str, ...]] = []
-        hay: list[str] = []
-        widths = [0] * n
-        old_index = previous.index if previous is not None else {}
-        for r in rows:
-            i = old_index.get(r.key)
-            if i is not None and previous is not None and previous.rows[i] == r:
-                t, h = previous.texts[i], previous.hay[i]
-            else:
-                t = tuple(map(display, r.cells[:n]))
-                if len(t) < n:
-                    t += ("",) * (n - len(t))
-                h = " ".join(t).lower()
-            texts.append(t)
-            hay.append(h)
-            for c, w in enumerate(map(_width, t)):
-                if w > widths[c]:
-                    widths[c] = w
-        return cls(rows, texts, hay, widths, {r.key: i for i, r in enumerate(rows)})
-
-    @classmethod
-    def empty(cls, columns: Sequence[Col]) -> TableData:
-        return cls([], [], [], [0] * len(columns), {})
-
-    def sort_keys(self, column: int, numeric: bool) -> list[Any]:
-        """One comparable key per row for `column` (numbers as numbers; '-' first), computed once."""
-        keys = self._sort_keys.get(column)
-        if keys is None:
-            keys = [_sort_key(t[column], numeric) for t in self.texts]
-            self._sort_keys[column] = keys
-        return keys
-
-
-# A duration as tui.fmt.duration writes it: 45s, 12m, 3h05m, 2d4h.
-_DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
-
-
-def _sort_key(s: str, numeric: bool) -> tuple[int, Any]:
-    """Numbers ("1,234", "5+"), offset ranges ("5..9", by their first offset) and durations sort as
-    numbers in a numeric column; '-' (nothing) first; anything else as text."""
-    if s == "-":
-        return (0, 0)
-    if numeric:
-        try:
-            return (1, float(s.replace(",", "").rstrip("+")))
-        except ValueError:
-            pass
-        head = s.split("..", 1)[0].replace(",", "")
-        if head.lstrip("-").isascii() and head.lstrip("-").isdigit():
-            return (1, float(head))
-        m = _DURATION.fullmatch(s)
-        if m and any(m.groups()):
-            d, h, mi, sec = (int(x or 0) for x in m.groups())
-            return (1, float(((d * 24 + h) * 60 + mi) * 60 + sec))
-    return (2, s.lower())
-
-
-@lru_cache(maxsize=64)
-def _style(spec: str) -> Style:
-    return Style.parse(spec) if spec else Style()
 
 
 class RowTable(ScrollView, can_focus=True):
@@ -223,6 +88,18 @@ class RowTable(ScrollView, can_focus=True):
         def control(self) -> RowTable:
             return self.table
 
+    class Highlighted(Message):
+        """The cursor is on another row (a detail pane follows it): carries the row's key, None for none."""
+
+        def __init__(self, table: RowTable, key: str | None) -> None:
+            super().__init__()
+            self.table = table
+            self.key = key
+
+        @property
+        def control(self) -> RowTable:
+            return self.table
+
     def __init__(
         self, columns: Sequence[Col], *, empty: str = "nothing to show", id: str | None = None
     ) -> None:
@@ -237,6 +114,7 @@ class RowTable(ScrollView, can_focus=True):
         self.sort_reverse = False
         self._widths: list[int] = [0] * len(self.columns)
         self._scroll_pending = False  # the cursor wants to be in view once the table has a size
+        self._announced: tuple[str | None, TableData | None] = (None, None)  # the last Highlighted sent
 
     def on_mount(self) -> None:
         self._layout()  # the header and "nothing to show" before any data
@@ -260,6 +138,7 @@ class RowTable(ScrollView, can_focus=True):
             cursor = order.index(cursor) if cursor in order else None
         self.cursor_row = min(cursor if cursor is not None else self.cursor_row, max(0, len(order) - 1))
         layout = self._layout()
+        self._announce()
         if layout or len(order) != len(old_order) or self.cursor_row - int(self.scroll_y) != screen_line:
             self.scroll_to(y=max(0, self.cursor_row - screen_line), animate=False, force=True)
             self.refresh()
@@ -318,6 +197,7 @@ class RowTable(ScrollView, can_focus=True):
         self._layout()
         self._scroll_to_cursor(center=True)
         self.refresh()
+        self._announce()
 
     def cursor_key(self) -> str | None:
         if not self.order or self.cursor_row >= len(self.order):
@@ -343,6 +223,16 @@ class RowTable(ScrollView, can_focus=True):
         self._scroll_to_cursor(center)
         for r in (old, self.cursor_row):
             self._refresh_row(r)
+        self._announce()
+
+    def _announce(self) -> None:
+        """Say which row the cursor is on when that row (or the data it comes from) changed."""
+        now = (self.cursor_key(), self.data)
+        if now[0] != self._announced[0] or now[1] is not self._announced[1]:
+            self._announced = now
+            # Sent by the table itself: Textual never bubbles a message back to its sender, and the
+            # sender is whoever runs this (the FilterTable, on a filter), so it would stop there.
+            self.post_message(self.Highlighted(self, now[0]).set_sender(self))
 
     def _visible_rows(self) -> int:
         return max(1, self.scrollable_content_region.height - 1)
@@ -453,7 +343,7 @@ class RowTable(ScrollView, can_focus=True):
             return Strip.blank(width, base)
         i = self.order[index]
         row = self.data.rows[i]
-        style = base + _style(STYLES.get(row.level, row.level or ""))
+        style = base + parsed(STYLES.get(row.level, row.level or ""))
         if index == self.cursor_row:
             style += self.get_component_rich_style("rowtable--cursor")
         return self._strip(self.data.texts[i], style, width, scroll_x)
@@ -479,126 +369,3 @@ class RowTable(ScrollView, can_focus=True):
             strip = strip.crop(scroll_x, scroll_x + width)
         return strip.extend_cell_length(width, style)
 
-
-class FilterTable(Vertical):
-    """A RowTable + a hidden filter Input (shown by `/`; Esc clears it)."""
-
-    DEFAULT_CSS = """
-    FilterTable { height: 1fr; }
-    FilterTable > Input { display: none; height: 1; border: none; padding: 0 1; }
-    FilterTable.filtering > Input { display: block; }
-    FilterTable > RowTable { height: 1fr; }
-    """
-
-    BINDINGS: ClassVar = [Binding("escape", "clear_filter", "Clear filter", show=False)]
-
-    class Selected(Message):
-        """Enter (or click) on a row: carries the row's key."""
-
-        def __init__(self, table: FilterTable, key: str) -> None:
-            super().__init__()
-            self.table = table
-            self.key = key
-
-        @property
-        def control(self) -> FilterTable:
-            return self.table
-
-    def __init__(
-        self, columns: Sequence[Col], *, id: str | None = None, empty: str = "nothing to show"
-    ) -> None:
-        super().__init__(id=id)
-        self.columns = list(columns)
-        self.empty = empty
-
-    def compose(self) -> ComposeResult:
-        yield Input(placeholder="filter rows (Enter keeps it, Esc clears)")
-        yield RowTable(self.columns, empty=self.empty)
-
-    @property
-    def table(self) -> RowTable:
-        return self.query_one(RowTable)
-
-    @property
-    def rows(self) -> list[Row]:
-        return self.table.data.rows
-
-    @property
-    def shown(self) -> list[Row]:
-        table = self.table
-        return [table.data.rows[i] for i in table.order]
-
-    @property
-    def filter_text(self) -> str:
-        return self.table.filter_text
-
-    # ---- data -------------------------------------------------------------------------------------
-
-    def set_rows(self, rows: Sequence[Row]) -> None:
-        self.set_data(TableData.of(self.columns, rows, self.table.data))
-
-    def set_data(self, data: TableData) -> None:
-        self.table.set_data(data)
-        self._subtitle()
-
-    def _subtitle(self) -> None:
-        table = self.table
-        subtitle = f"{table.row_count}/{len(table.data.rows)} rows" if table.filter_text else None
-        if table.border_subtitle != subtitle:  # setting it, even to the same text, repaints every line
-            table.border_subtitle = subtitle
-
-    def cursor_key(self) -> str | None:
-        return self.table.cursor_key()
-
-    def move_to(self, key: str) -> bool:
-        """Put the cursor on the row with this key (clearing a filter that hides it)."""
-        table = self.table
-        index = table.data.index.get(key)
-        if index is None:
-            return False
-        if index not in table.order and table.filter_text:
-            self._set_filter("")
-        table.move_cursor(table.order.index(index), center=True)
-        return True
-
-    # ---- filter -----------------------------------------------------------------------------------
-
-    def start_filter(self) -> None:
-        self.add_class("filtering")
-        self.query_one(Input).focus()
-
-    def _set_filter(self, text: str) -> None:
-        if text == "":
-            self.query_one(Input).value = ""
-            self.remove_class("filtering")
-        self.table.filter_text = text
-        self.table.reorder()
-        self._subtitle()
-
-    def action_clear_filter(self) -> None:
-        if not self.has_class("filtering") and not self.table.filter_text:
-            return
-        with self.prevent(Input.Changed):
-            self._set_filter("")
-        self.table.focus()
-
-    @on(Input.Changed)
-    def _filter_changed(self, event: Input.Changed) -> None:
-        event.stop()
-        text = event.value.strip()
-        if text != self.table.filter_text:
-            self.table.filter_text = text
-            self.table.reorder()
-            self._subtitle()
-
-    @on(Input.Submitted)
-    def _filter_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        if not self.table.filter_text:
-            self.remove_class("filtering")
-        self.table.focus()
-
-    @on(RowTable.Selected)
-    def _row_selected(self, event: RowTable.Selected) -> None:
-        event.stop()
-        self.post_message(self.Selected(self, event.key))
