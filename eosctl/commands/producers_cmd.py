@@ -17,7 +17,8 @@ from eosctl.output.terminal import console as out_console
 
 @click.command("producers")
 @target_options
-@click.option("--topic", "-t", help="Topic (default: the pipeline's only source topic).")
+@click.option("--topic", "-t", help="Topic (default: the pipeline's topics; a pipeline with hops: every "
+                                    "topic its hops read, one table each).")
 @click.option("--partition", "-P", "partitions", type=int, multiple=True,
               help="Only these partitions (repeatable; default: all).")
 @click.option("--scan-last", type=click.IntRange(min=1), default=100_000, show_default=True,
@@ -25,7 +26,8 @@ from eosctl.output.terminal import console as out_console
                    "the broker no longer reports (all of them where it reports none).")
 def producers(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: str, topic: str | None,
               partitions: tuple[int, ...], scan_last: int) -> None:
-    """Producers writing to a topic: id, epoch, last sequence, last timestamp, open transaction start.
+    """Producers writing to a topic (or each of a pipeline's): id, epoch, last sequence, last timestamp,
+    open transaction start.
 
     All partitions in one DescribeProducers call per leader, with what the log's last --scan-last
     offsets add (epochs, fencing, producers whose broker state expired) and each id's transactional id;
@@ -34,10 +36,12 @@ def producers(config: str | None, pipeline: str | None, bootstrap: str | None, f
     """
     # lazy: eosctl.producers 213 ms, eosctl.target 12 ms at start-up
     from eosctl.producers import describe
-    from eosctl.target import one_topic, resolve
+    from eosctl.target import resolve
 
     target = resolve(config, pipeline, bootstrap, (topic,) if topic else (), need_topics=True)
-    topic = one_topic(target)
+    if partitions and len(target.topics) > 1:
+        raise click.UsageError(f"--partition names partitions of one topic; the pipeline has several "
+                               f"({', '.join(target.topics)}): add --topic")
     # lazy: eosctl.clients 8.1 ms, eosctl.wire 131 ms at start-up
     from eosctl.clients import kafka_admin
     from eosctl.wire import WireClient
@@ -45,8 +49,13 @@ def producers(config: str | None, pipeline: str | None, bootstrap: str | None, f
     with WireClient(target.cluster, timeout_ms=TIMEOUT_MS) as client:
         admin = kafka_admin(target.cluster, timeout=TIMEOUT_MS / 1000)
         try:
-            report = describe(client, admin, topic, partitions, scan_last)
+            reports = [describe(client, admin, t, partitions, scan_last) for t in target.topics]
         finally:
             admin.close()
 
-    emit(fmt, report.to_dict, lambda: render_producers(out_console(), report))
+    def render() -> None:
+        for report in reports:
+            render_producers(out_console(), report)
+
+    # One topic: its object (the shape scripts have always read); several (a pipeline's): a list of them.
+    emit(fmt, lambda: reports[0].to_dict() if len(reports) == 1 else [r.to_dict() for r in reports], render)

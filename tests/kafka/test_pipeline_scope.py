@@ -110,3 +110,22 @@ def test_exporter_series_of_a_hops_pipeline_are_its_own_and_a_failed_section_say
               if 'group="' in line}
     assert groups == {"ux1.processor", "ux1.sink"}  # never the demo's
     assert "demo." not in series
+
+
+def test_producers_of_a_hops_pipeline_are_its_hops_topics_each(kafka_sim: KafkaSim, tmp_path: Path) -> None:
+    config = two_pipelines(kafka_sim, tmp_path)
+    result = cli("producers", "-c", str(config), "-p", "ux1.pipeline", "--format", "json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert [(d["topic"], [(p["partition"], p["producer_id"]) for p in d["producers"]]) for d in doc] == [
+        ("ux1.orders", []), ("ux1.enriched", [(0, OURS)])]  # never the demo's producer
+    text = cli("producers", "-c", str(config), "-p", "ux1.pipeline").stdout
+    assert "no producers with a producer id on ux1.orders" in text
+    assert "Producers of ux1.enriched (1)" in text and str(THEIRS) not in text
+    one = json.loads(cli("producers", "-c", str(config), "-p", "ux1.pipeline", "-t", "ux1.enriched",
+                         "--format", "json").stdout)
+    assert one["topic"] == "ux1.enriched"  # one topic: the object scripts have always read
+    refused = cli("producers", "-c", str(config), "-p", "ux1.pipeline", "-P", "0")
+    assert refused.exit_code == 2 and len(refused.output.splitlines()) == 1
+    assert ("--partition names partitions of one topic; the pipeline has several (ux1.orders, ux1.enriched): "
+            "add --topic") in refused.output
