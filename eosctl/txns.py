@@ -43,7 +43,7 @@ from eosctl.opentxn import (
     first_batches,
     open_transactions,
 )
-from eosctl.wire import Offsets, WireClient
+from eosctl.wire import Offsets, WireClient, listed_api_versions
 
 # Kafka's default transaction.max.timeout.ms: after it the coordinator aborts a transaction by itself.
 DEFAULT_MAX_AGE_S = 900.0
@@ -192,14 +192,9 @@ def _round(v: float | None) -> float | None:
 
 
 def supports(admin: KafkaAdminClient, api_key: int) -> bool:
-    """Whether the broker lists ``api_key`` in its ApiVersions answer.
-
-    Read from the raw answer, never through ``admin.api_versions()``: kafka-python 3 turns every key the
-    broker lists into its ApiKey enum and raises ValueError on one it lacks (Apache Kafka 4.4 lists key 93),
-    and newer brokers will list more.
-    """
-    data = getattr(getattr(admin, "_manager", None), "broker_version_data", None)
-    listed = getattr(data, "api_versions", None)
+    """Whether the broker lists ``api_key`` in its ApiVersions answer (eosctl.wire.listed_api_versions:
+    never through kafka-python's enum, which raises on keys it lacks)."""
+    listed = listed_api_versions(getattr(admin, "_manager", None))
     if listed is None:
         try:
             listed = admin.api_versions()

@@ -105,15 +105,9 @@ class WireClient:
             self._client.close()
 
     def max_version(self, api_key: int) -> int | None:
-        """The newest version of ``api_key`` the bootstrap broker listed in its ApiVersions answer (None
-        where it listed none), read from the raw answer: kafka-python's own lookups turn every listed key
-        into its enum and raise on one it lacks (Apache Kafka 4.4 lists key 93)."""
-        data = getattr(self._client._manager, "broker_version_data", None)
-        listed = getattr(data, "api_versions", None) or {}
-        for key, versions in listed.items():
-            if int(key) == api_key:
-                return int(versions[1])
-        return None
+        """The newest version of ``api_key`` the bootstrap broker listed (None where it listed none)."""
+        versions = (listed_api_versions(self._client._manager) or {}).get(api_key)
+        return versions[1] if versions else None
 
     # --- metadata ---------------------------------------------------------------------------------
 
@@ -537,6 +531,17 @@ def _fetch_request(parts: Mapping[TP, int], max_bytes: int, isolation: int, max_
         min_version=max(4, FetchRequest.min_version_for_isolation_level(isolation)),
         max_version=FETCH_MAX_VERSION,
     )
+
+
+def listed_api_versions(manager: Any) -> dict[int, tuple[int, int]] | None:
+    """API key -> (min, max) version, as the broker's ApiVersions answer listed them to a kafka-python
+    connection manager (None before it answered). Read from the raw answer: kafka-python's own lookups turn
+    every listed key into its enum and raise on one it lacks (Apache Kafka 4.4 lists key 93), and newer
+    brokers will list more."""
+    listed = getattr(getattr(manager, "broker_version_data", None), "api_versions", None)
+    if listed is None:
+        return None
+    return {int(key): (int(v[0]), int(v[1])) for key, v in listed.items()}
 
 
 def _why_unreachable(bootstrap: str, error: Exception) -> str:
