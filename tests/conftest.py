@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 
-from tests import txnguard
+from tests import nojvm, txnguard
 from tests.kafkasim.fixtures import kafka_sim  # noqa: F401  (the scripted Kafka-protocol broker)
 
 
@@ -38,6 +38,24 @@ def _record_pipeline_prefixes() -> None:
 
 
 _record_pipeline_prefixes()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if nojvm.on():  # `make check`: starting a JVM fails the test that did (tests/nojvm.py)
+        nojvm.install()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    nojvm.mark(items)
+
+
+@pytest.fixture(autouse=True)
+def _no_jvm_left_below():
+    """Under `make check`: a test that leaves a JVM below the test process (a CLI child's Spark) fails."""
+    yield
+    if nojvm.on():
+        left = nojvm.jvms_below(os.getpid())
+        assert not left, nojvm.HINT.format(what="; ".join(left))
 # The session broker's address once a test asked for it: the module and session checks below use it.
 _SESSION_BOOTSTRAP: list[str] = []
 

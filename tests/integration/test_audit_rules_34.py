@@ -15,15 +15,15 @@ import json
 import os
 import uuid
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import duckdb
 import pytest
-from click.testing import CliRunner
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from eosctl.cli import main
+from tests.helpers import eosctl
 
 pytestmark = pytest.mark.integration
 
@@ -59,8 +59,7 @@ def sink(path: Path, topic: str, offsets: list[int]) -> Path:
     return path
 
 
-def cli(*args: str, env: dict[str, str] | None = None):
-    return CliRunner().invoke(main, list(args), env=env)
+cli = partial(eosctl, columns=None, check=False)
 
 
 def test_a_second_row_below_the_log_start_is_a_duplicate(bootstrap, tmp_path):

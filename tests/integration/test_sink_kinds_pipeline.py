@@ -25,6 +25,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from eosctl.cli import main
 from eosctl.commands.demo_cmd import DEMO_FAULTS
 from eosctl.sandbox.pipeline import run_pipeline
+from tests.helpers import eosctl
 
 pytestmark = [pytest.mark.integration]
 
@@ -52,9 +53,7 @@ def runs(cluster, postgres, tmp_path_factory):
 
 
 def cli(postgres, *args: str):
-    result = CliRunner().invoke(main, list(args), env={"EOSCTL_SINK_PASSWORD": postgres.password,
-                                                       "COLUMNS": "200"})
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    result = eosctl(*args, env={"EOSCTL_SINK_PASSWORD": postgres.password})
     assert postgres.password not in result.output
     return result
 

@@ -12,24 +12,21 @@ from __future__ import annotations
 
 import json
 import time
+from functools import partial
 from pathlib import Path
 
 import duckdb
 import pytest
-from click.testing import CliRunner
 
 import eosctl.cluster.logscan
-from eosctl.cli import main
+from tests.helpers import eosctl
 from tests.kafkasim import KafkaSim, tansu_list_offsets
 
 PID = 7
 HOUR_MS = 3_600_000
 
 
-def cli(*args: str):
-    result = CliRunner().invoke(main, list(args), env={"COLUMNS": "240"})
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
+cli = partial(eosctl, columns=240)
 
 
 def watch_once(sim: KafkaSim):

@@ -4,7 +4,7 @@ formats, --partition-metrics off, an outage, and that a scrape renders the last 
 
 from __future__ import annotations
 
-from metricsample import GROUP, NOW_MS, TOPIC, source
+from tests.unit.metricsample import GROUP, NOW_MS, TOPIC, source
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families
 

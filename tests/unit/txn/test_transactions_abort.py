@@ -7,15 +7,14 @@ import json
 from types import SimpleNamespace
 
 import pytest
-from click.testing import CliRunner
 from kafka.admin._transactions import AbortTransactionSpec
 from kafka.structs import TopicPartition
 
 import eosctl.cluster.clients
 import eosctl.cluster.wire
-from eosctl.cli import main
 from eosctl.cluster.wire import Offsets
 from eosctl.txn.transactions import WRITE_TXN_MARKERS_API_KEY
+from tests.helpers import eosctl
 
 TP = ("shop.enriched", 2)
 # The open transaction holds the LSO at 140; the HW is 146.
@@ -100,8 +99,8 @@ def admin(monkeypatch) -> FakeAdmin:
 
 
 def abort(*extra: str):
-    return CliRunner().invoke(main, ["txns", "abort", "--bootstrap", "127.0.0.1:9092", "--topic", TP[0],
-                                     "--partition", str(TP[1]), "--start-offset", "140", *extra])
+    return eosctl("txns", "abort", "--bootstrap", "127.0.0.1:9092", "--topic", TP[0], "--partition",
+                  str(TP[1]), "--start-offset", "140", *extra, columns=None, check=False)
 
 
 def test_yes_sends_one_abort_marker_for_exactly_that_transaction(admin):

@@ -16,7 +16,7 @@ from kafka.record.util import calc_crc32c
 from eosctl.cluster.batches import decode_batch
 from eosctl.cluster.model import MAX_EPOCHS, MAX_EVENTS, EpochBump, ProducerState, ZombieWrite
 from eosctl.cluster.wire import Offsets
-from tests.unit.test_model import batch, marker, scan
+from tests.unit.cluster.test_model import batch, marker, scan
 from tui.views.producers import jump_offset
 
 PID = 7
