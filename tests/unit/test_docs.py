@@ -558,8 +558,8 @@ def explain_documents() -> list[Any]:
     non-transactional write, and an offset beyond the HW with nothing but the log."""
     from eosctl.cluster.wire import Offsets
     from eosctl.inspection.explain import Facts, SinkAt, offset_document
-    from tests.unit.rules.test_causes import LOG
     from tests.unit.cluster.test_model import batch, scan
+    from tests.unit.rules.test_causes import LOG
 
     log, _ = scan(LOG, Offsets(0, 10, 8))
     aborted = Batch(2, 3, 2, 6, 0, 0, 1, True, False, None, NOW_MS, NOW_MS, "none", 90)
