@@ -19,7 +19,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.helpers import eosctl
+from tests.helpers import eosctl, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -52,14 +52,8 @@ def txn_state(bootstrap: str, txid: str) -> str | None:
 
 
 def wait(what: str, check, timeout: float = 90.0, show=None):
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}" + (f" (now: {show()})" if show else ""))
-        time.sleep(0.3)
+    """tests.helpers.wait_until, every 0.3 s, showing ``show()`` on failure."""
+    return wait_until(what, check, timeout, interval=0.3, detail=lambda: f"now: {show()}" if show else "")
 
 
 def partition_state(bootstrap: str) -> tuple[int, list[int]]:
