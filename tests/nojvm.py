@@ -31,8 +31,22 @@ def on() -> bool:
 def mark(items: list[pytest.Item]) -> None:
     """The ``jvm`` marker on every test that asks for a JVM fixture."""
     for item in items:
-        if any(_is_fixture(item, name) for name in JVM_FIXTURES & set(getattr(item, "fixturenames", ()))):
+        if needs([item]):
             item.add_marker(pytest.mark.jvm)
+
+
+def needs(items: list[pytest.Item]) -> set[str]:
+    """The JVM fixtures these tests ask for: by name, through another fixture, through the ``spark`` marker
+    (tests that ask for the session's Spark at run time), or through a version-set parameter "3.9"."""
+    out: set[str] = set()
+    for item in items:
+        out |= {n for n in JVM_FIXTURES & set(getattr(item, "fixturenames", ())) if _is_fixture(item, n)}
+        if item.get_closest_marker("spark"):
+            out.add("spark")
+        callspec = getattr(item, "callspec", None)
+        if "kafka_version" in out or (callspec is not None and "3.9" in callspec.params.values()):
+            out.add("kafka39")
+    return out
 
 
 def _is_fixture(item: pytest.Item, name: str) -> bool:
