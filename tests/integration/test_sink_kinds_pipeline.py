@@ -25,7 +25,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from eosctl.cli import main
 from eosctl.commands.demo_cmd import DEMO_FAULTS
 from eosctl.sandbox.pipeline import run_pipeline
-from tests.helpers import eosctl
+from tests.helpers import eosctl, wait_until
 
 pytestmark = [pytest.mark.integration]
 
@@ -147,8 +147,8 @@ def test_a_live_writer_is_never_blocked_and_gives_no_false_findings(bootstrap, p
     writer = threading.Thread(target=write)
     writer.start()
     try:
-        while not written and not errors and writer.is_alive():
-            stop.wait(0.05)
+        wait_until("the writer's first row (or its error)",
+                   lambda: written or errors or not writer.is_alive(), 60)
         audit = cli(postgres, "audit", "-c", str(config), "--engine", "local", "--format", "json")
         report = json.loads(audit.stdout)
         (part,) = report["partitions"]

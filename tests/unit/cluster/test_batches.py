@@ -185,7 +185,7 @@ def _record(bootstrap: str) -> None:  # pragma: no cover - run by hand against a
 
     def topic(name: str) -> str:
         t = f"{base}-{name}"
-        admin.create_topics([NewTopic(t, 1, 1)])[t].result()
+        admin.create_topics([NewTopic(t, 1, 1)])[t].result(30)
         return t
 
     def txn_producer(tid: str) -> Producer:
