@@ -20,9 +20,10 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.brokerhelp import commit_offset
 from tests.helpers import eosctl
 
 pytestmark = pytest.mark.integration
@@ -43,12 +44,7 @@ def topic(bootstrap: str) -> str:
     return name
 
 
-def commit(bootstrap: str, group: str, topic: str, offset: int) -> None:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
-    finally:
-        consumer.close()
+commit = commit_offset
 
 
 def sink(path: Path, topic: str, offsets: list[int]) -> Path:

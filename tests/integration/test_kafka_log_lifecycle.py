@@ -22,6 +22,7 @@ from confluent_kafka import Producer
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from tests import jvmhelp
+from tests.brokerhelp import commit_offset
 from tests.helpers import eosctl
 from tests.txnjava import TxnJava
 
@@ -172,14 +173,7 @@ def _tp(topic: str):
     return TopicPartition(topic, 0)
 
 
-def _commit(bootstrap: str, group: str, topic: str, offset: int) -> None:
-    from confluent_kafka import Consumer, TopicPartition
-
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        c.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
-    finally:
-        c.close()
+_commit = commit_offset
 
 
 def _audit(bootstrap: str, topic: str, tmp_path: Path, rows: list[tuple], code: int = 1) -> dict:

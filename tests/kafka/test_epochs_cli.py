@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import json
 import time
+from functools import partial
 
+from tests.brokerhelp import epoch_timeline
 from tests.helpers import eosctl
 from tests.kafkasim import KafkaSim
 
@@ -31,17 +33,7 @@ def log_doc(sim: KafkaSim, *extra: str, topic: str = "t") -> dict:
     return json.loads(result.stdout)
 
 
-def timeline(text: str) -> list[tuple[str, str, str]]:
-    """Rows of the log's "Epoch timeline and anomalies" table as (offset, pid, event)."""
-    rows, inside = [], False
-    for line in text.splitlines():
-        if "Epoch timeline" in line:
-            inside = True
-        elif inside and line.count("│") == 4:
-            cells = tuple(c.strip() for c in line.split("│")[1:4])
-            if cells[0] != "offset":
-                rows.append(cells)
-    return rows
+timeline = partial(epoch_timeline, wrapped=True)
 
 
 def v2_log(sim: KafkaSim) -> None:
