@@ -12,7 +12,7 @@ QUIX_VENV  ?= .venv-quix
 QUIX_STAMP := $(QUIX_VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: setup demo test lint bench clean system-deps quix-venv jars
+.PHONY: setup demo test check lint bench clean system-deps quix-venv jars
 
 setup: $(STAMP)
 
@@ -37,6 +37,12 @@ lint: setup
 
 test: lint system-deps $(QUIX_STAMP) jars
 	$(BIN)/python -m pytest -q
+
+# The quick way in (under 5 minutes on 2 cores): lint, the unit tests and the scripted-broker tests (tests/kafka
+# against tests/kafkasim), no JVM. Tests that ask for a JVM fixture are marked `jvm` at collection and left
+# out; EOSCTL_TEST_NO_JVM=1 fails any test that starts one anyway (tests/nojvm.py).
+check: lint
+	EOSCTL_TEST_NO_JVM=1 $(BIN)/python -m pytest -q -m "not jvm" tests/unit tests/kafka
 
 # Apache Kafka (the suite's reference broker, 4.x and 3.9) from Maven Central, by the project's pom
 # (eosctl/sandbox/jvm/kafka.pom.xml) into ~/.cache/eosctl/jars: once per machine, reused afterwards; likewise
