@@ -134,18 +134,43 @@ def _streamed(reader: SinkReader, writers: pa.Table, limits: Limits) -> list[Fin
 def with_writers(keys: Iterable[pa.RecordBatch], writers: pa.Table) -> Iterator[pa.RecordBatch]:
     """Key rows (batches of key, topic, partition, offset: an audit task's committed keys as its reader
     streams them) with the writer of each row's committed range: key, topic, partition, offset and the
-    writer columns, for Spark's shuffle to group. A DuckDB ASOF join a batch, no per-row Python."""
-    import duckdb  # lazy: duckdb 44 ms to import
+    writer columns, for Spark's shuffle to group; a row in no range is left out. Vectorised: each batch's
+    rows sorted by partition, then one binary search per partition of the batch, no per-row Python."""
+    import numpy as np  # lazy: numpy 31 ms to import
+    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+    import pyarrow.compute as pc  # lazy: pyarrow.compute 76 ms to import
 
-    with duckdb.connect() as con:
-        con.execute("SET threads = 1")
-        con.register("task_writers", writers)
-        for batch in keys:
-            con.register("task_keys", batch)
-            yield from con.sql("""
-                SELECT k.key, k.topic, k."partition", k."offset", w.producer_id, w.producer_epoch,
-                       w.marker_offset
-                FROM task_keys k ASOF JOIN task_writers w
-                  ON k.topic = w.topic AND k."partition" = w."partition" AND k."offset" >= w.first_offset
-                WHERE k."offset" <= w.last_offset""").to_arrow_table().to_batches()
-            con.unregister("task_keys")
+    topics = pc.unique(writers.column("topic").combine_chunks().cast(pa.string()))
+
+    def codes(t: Any, p: Any) -> np.ndarray:
+        # (topic, partition) as one int64: the topic's index among the writers' topics, the partition below
+        at = pc.index_in(t, value_set=topics).fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        return (at << 32) | p.to_numpy(zero_copy_only=False).astype(np.int64)
+
+    w_code = codes(writers.column("topic").combine_chunks(), writers.column("partition").combine_chunks())
+    w_first = writers.column("first_offset").to_numpy()
+    order = np.lexsort((w_first, w_code))
+    w_code, w_first = w_code[order], w_first[order]
+    w_last = writers.column("last_offset").to_numpy()[order]
+    extra = [writers.column(c).combine_chunks().take(pa.array(order)) for c in WRITER_COLUMNS[4:]]
+    for batch in keys:
+        if not batch.num_rows:
+            continue
+        code = codes(batch.column(1), batch.column(2))
+        offset = batch.column(3).to_numpy(zero_copy_only=False).astype(np.int64)
+        at = np.full(len(code), -1, np.int64)
+        for c in np.unique(code):
+            lo, hi = np.searchsorted(w_code, c, "left"), np.searchsorted(w_code, c, "right")
+            if lo == hi:
+                continue
+            rows = np.flatnonzero(code == c)
+            i = lo + np.searchsorted(w_first[lo:hi], offset[rows], "right") - 1
+            inside = (i >= lo) & (offset[rows] <= w_last[i.clip(lo, hi - 1)])
+            at[rows[inside]] = i[inside]
+        keep = np.flatnonzero(at >= 0)
+        if not len(keep):
+            continue
+        taken = pa.array(at[keep])
+        rows_kept = batch.take(pa.array(keep))
+        yield pa.RecordBatch.from_arrays([*rows_kept.columns[:4], *(e.take(taken) for e in extra)],
+                                         names=["key", "topic", "partition", "offset", *WRITER_COLUMNS[4:]])
