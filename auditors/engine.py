@@ -43,9 +43,9 @@ class EngineOptions:
     shuffle_partitions: int = 4
     workers: int | None = None  # the local engine's processes; None: one per core
     # Compare each sink row's key with its record's (content_mismatch), where the sink names a key column:
-    # off unless asked (--content-check, [audit] content_check): at 10M offsets it costs ~34x an
-    # offsets-only audit, measured in docs/benchmarks.md.
-    content_check: bool = False
+    # on unless turned off (--no-content-check, [audit] content_check = false): at 10M offsets it costs at
+    # most 1.5x the keyed audit without it (docs/benchmarks.md, benchmarks/keyed_bench.py).
+    content_check: bool = True
 
     @classmethod
     def resolve(cls, config: Config | None, default_engine: str, *, engine: str | None = None,
@@ -69,7 +69,7 @@ class EngineOptions:
         if chosen not in ENGINES:
             raise EosctlError(f"unknown audit engine {chosen!r}; use one of {', '.join(ENGINES)}")
         return cls(chosen, master, remote, driver_memory or conf.driver_memory, conf.shuffle_partitions,
-                   content_check=config.audit_content_check if config is not None else False)
+                   content_check=config.audit_content_check if config is not None else True)
 
     def where(self) -> str:
         if self.engine == "local":
