@@ -45,7 +45,7 @@ MIN_TRY_MS = 200
 # broker restart, a proxy that closed it), the answer did not come in time (a stall, a black hole, a slow
 # link), or no connection could be made yet. Kafka's protocol errors are answers, not transient here.
 TRANSIENT = (Errors.KafkaConnectionError, Errors.RequestTimedOutError, Errors.KafkaTimeoutError,
-             Errors.NodeNotReadyError, Errors.NoBrokersAvailable, ConnectionError, TimeoutError)
+             Errors.NodeNotReadyError, ConnectionError, TimeoutError)
 
 
 class Transient(BrokerError):

@@ -474,9 +474,12 @@ class WireClient:
             return self._send_wave(calls, self.timeout_ms)
         names = sorted({type(r).__name__.removesuffix("Request") for _, r in calls})
 
-        def drop(_: deadline.Transient) -> None:
+        def drop(failure: deadline.Transient) -> None:
             for node in dict.fromkeys(node for node, _ in calls):
                 self._client.close(node)  # a half-open connection must not take the next try too
+            if failure.timed_out:
+                for _, request in calls:
+                    _shrink_fetch(request)
 
         return deadline.reads(
             f"{'/'.join(names)} to Kafka at {self.bootstrap}",
@@ -543,6 +546,22 @@ class _Oversized(BrokerError):
     def __init__(self, message: str, too_large: bool = False) -> None:
         super().__init__(message)
         self.too_large = too_large
+
+
+# A Fetch that timed out is asked again for half the bytes, down to this per partition: on a slow link a
+# smaller answer arrives in time, and a scan reads on from where it got (Kafka still sends a whole first
+# batch larger than the limit: KIP-74).
+MIN_FETCH_BYTES = 16 << 10
+
+
+def _shrink_fetch(request: ApiMessage) -> None:
+    if not isinstance(request, FetchRequest):
+        return
+    request.max_bytes = max(MIN_FETCH_BYTES, request.max_bytes // 2)
+    for t in request.topics:
+        for p in t.partitions:
+            size = p.partition_max_bytes
+            p.partition_max_bytes = max(min(size, MIN_FETCH_BYTES), size // 2)
 
 
 def _topic_id(value: object) -> str | None:
