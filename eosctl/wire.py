@@ -23,6 +23,7 @@ from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest, OffsetSpec
 from kafka.protocol.metadata import MetadataRequest
 
 from eosctl import wireanswers as answers
+from eosctl.clientcauses import BootstrapLog, bootstrap_in_steps, check_tls_files, connect_cause
 from eosctl.config import Cluster
 from eosctl.errors import BrokerError
 from eosctl.model import TP
@@ -82,16 +83,22 @@ class WireClient:
         self.topic_ids: dict[str, str | None] = {}
         self._brokers_stale = False
         self._closed = False
-        self._client = KafkaNetClient(receive_message_max_bytes=receive_max_bytes,
-                                      request_timeout_ms=timeout_ms, **conf)
-        try:
-            self._client.check_version(timeout_ms=timeout_ms)
-        except Exception as e:
-            self._client.close()
-            raise BrokerError(
-                f"cannot reach Kafka at {self.bootstrap}: {_why_unreachable(self.bootstrap, e)}; "
-                "check --bootstrap / that the broker is up"
-            ) from None
+        if isinstance(target, Cluster):
+            check_tls_files(target)
+        with BootstrapLog() as log:
+            self._client = KafkaNetClient(receive_message_max_bytes=receive_max_bytes,
+                                          request_timeout_ms=timeout_ms, **conf)
+            try:
+                bootstrap_in_steps(self._client.check_version, timeout_ms,
+                                   lambda: isinstance(target, Cluster) and connect_cause(target, log.errors))
+            except Exception as e:
+                self._client.close()
+                cause = connect_cause(target, log.errors) if isinstance(target, Cluster) else None
+                raise BrokerError(
+                    f"cannot connect to Kafka at {self.bootstrap}: {cause}" if cause else
+                    f"cannot reach Kafka at {self.bootstrap}: {_why_unreachable(self.bootstrap, e)}; "
+                    "check --bootstrap / that the broker is up"
+                ) from None
 
     def __enter__(self) -> WireClient:
         return self

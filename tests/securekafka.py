@@ -80,14 +80,15 @@ def make_pki(home: Path) -> Pki:
         (d / f"{name}.ext").write_text(ext + "\n")
         _run("openssl", "x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
              "-CAcreateserial", "-out", f"{name}.pem", "-days", "2", "-extfile", f"{name}.ext", cwd=d)
-    _run("openssl", "pkcs8", "-topk8", "-in", "client.key", "-out", "client-encrypted.key", "-v2", "aes-256-cbc",
-         "-passout", f"pass:{key_pw}", cwd=d)
+    _run("openssl", "pkcs8", "-topk8", "-in", "client.key", "-out", "client-encrypted.key", "-v2",
+         "aes-256-cbc", "-passout", f"pass:{key_pw}", cwd=d)
     _run("openssl", "pkcs12", "-export", "-in", "broker.pem", "-inkey", "broker.key", "-certfile", "ca.pem",
          "-name", "broker", "-out", "broker.p12", "-passout", f"pass:{store_pw}", cwd=d)
     _run("keytool", "-importcert", "-noprompt", "-alias", "ca", "-file", "ca.pem", "-keystore", "trust.p12",
          "-storetype", "PKCS12", "-storepass", store_pw, cwd=d)
     return Pki(dir=d, ca=d / "ca.pem", other_ca=d / "other-ca.pem", client_cert=d / "client.pem",
-               client_key=d / "client.key", client_key_encrypted=d / "client-encrypted.key", key_password=key_pw,
+               client_key=d / "client.key", client_key_encrypted=d / "client-encrypted.key",
+               key_password=key_pw,
                keystore=d / "broker.p12", truststore=d / "trust.p12", store_password=store_pw)
 
 
