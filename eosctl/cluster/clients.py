@@ -17,6 +17,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from eosctl.base.errors import BrokerError
+from eosctl.cluster.clientcauses import BootstrapLog, check_tls_files, connect_cause
 from eosctl.config.model import Cluster
 
 if TYPE_CHECKING:
@@ -56,12 +57,16 @@ def kafka_admin(cluster: Cluster, timeout: float = DEFAULT_TIMEOUT_S) -> KafkaAd
     from kafka.admin import KafkaAdminClient
 
     ms = int(timeout * 1000)
-    try:
-        return KafkaAdminClient(**cluster.kafka_python(), request_timeout_ms=ms, bootstrap_timeout_ms=ms,
-                                reconnect_backoff_max_ms=1000)
-    except (Errors.KafkaError, OSError) as e:
-        raise BrokerError(f"cannot reach Kafka at {cluster.bootstrap_servers}: {type(e).__name__}; "
-                          "check --bootstrap / that the broker is up") from None
+    check_tls_files(cluster)
+    with BootstrapLog() as log:
+        try:
+            return KafkaAdminClient(**cluster.kafka_python(), request_timeout_ms=ms, bootstrap_timeout_ms=ms,
+                                    reconnect_backoff_max_ms=1000)
+        except (Errors.KafkaError, OSError) as e:
+            cause = connect_cause(cluster, log.errors)
+            raise BrokerError(f"cannot connect to Kafka at {cluster.bootstrap_servers}: {cause}" if cause else
+                              f"cannot reach Kafka at {cluster.bootstrap_servers}: {type(e).__name__}; "
+                              "check --bootstrap / that the broker is up") from None
 
 
 class Admins:

@@ -25,6 +25,7 @@ from kafka.protocol.metadata import MetadataRequest
 from eosctl.base.errors import BrokerError
 from eosctl.cluster import deadline
 from eosctl.cluster import wireanswers as answers
+from eosctl.cluster.clientcauses import BootstrapLog, bootstrap_in_steps, check_tls_files, connect_cause
 from eosctl.cluster.model import TP
 from eosctl.cluster.wireanswers import FetchResult, Offsets
 from eosctl.config.model import Cluster
@@ -83,22 +84,28 @@ class WireClient:
         self.topic_ids: dict[str, str | None] = {}
         self._brokers_stale = False
         self._closed = False
-        self._client = KafkaNetClient(receive_message_max_bytes=receive_max_bytes,
-                                      request_timeout_ms=timeout_ms, **conf)
+        if isinstance(target, Cluster):
+            check_tls_files(target)
         # One try, bounded by the command's deadline: a wrong address or a broker that is down is one line
         # at once, never a retry (the watchers reconnect at their next refresh).
         began = time.monotonic()
-        try:
-            self._client.check_version(timeout_ms=deadline.request_timeout_ms(timeout_ms, 0))
-        except Exception as e:
-            self._client.close()
-            waited = time.monotonic() - began
-            # The wait is said when there was one (a stall, a black hole), not for a refusal in milliseconds.
-            said = f" (waited {waited:.1f} s)" if waited >= 1.0 else ""
-            raise BrokerError(
-                f"cannot reach Kafka at {self.bootstrap}: {_why_unreachable(self.bootstrap, e)}{said}; "
-                "check --bootstrap / that the broker is up"
-            ) from None
+        with BootstrapLog() as log:
+            self._client = KafkaNetClient(receive_message_max_bytes=receive_max_bytes,
+                                          request_timeout_ms=timeout_ms, **conf)
+            try:
+                bootstrap_in_steps(self._client.check_version, deadline.request_timeout_ms(timeout_ms, 0),
+                                   lambda: isinstance(target, Cluster) and connect_cause(target, log.errors))
+            except Exception as e:
+                self._client.close()
+                cause = connect_cause(target, log.errors) if isinstance(target, Cluster) else None
+                waited = time.monotonic() - began
+                # The wait is said when there was one (a stall, a black hole), not for a refusal in ms.
+                said = f" (waited {waited:.1f} s)" if waited >= 1.0 else ""
+                raise BrokerError(
+                    f"cannot connect to Kafka at {self.bootstrap}: {cause}" if cause else
+                    f"cannot reach Kafka at {self.bootstrap}: {_why_unreachable(self.bootstrap, e)}{said}; "
+                    "check --bootstrap / that the broker is up"
+                ) from None
 
     def __enter__(self) -> WireClient:
         return self
