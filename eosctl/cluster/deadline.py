@@ -20,6 +20,7 @@ alone, which bound one try and leave the number of tries to the caller.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -73,35 +74,63 @@ class Deadline:
         return self.remaining_s() <= 0
 
 
-_configured = [DEFAULT_TIMEOUT_S]
+# The command's --timeout and, for a one-shot command, when it ends (wall clock), in the environment: the
+# processes a command starts (the local engine's forked workers, Spark's Python workers) read within the
+# same deadline.
+ENV_TIMEOUT = "EOSCTL_TIMEOUT"
+ENV_ENDS_AT = "EOSCTL_DEADLINE_AT"
 _local = threading.local()
 
 
 def configured_s() -> float:
     """The --timeout of this process (DEFAULT_TIMEOUT_S unless a command said otherwise)."""
-    return _configured[0]
+    try:
+        return float(os.environ.get(ENV_TIMEOUT, DEFAULT_TIMEOUT_S))
+    except ValueError:
+        return DEFAULT_TIMEOUT_S
 
 
-def start(seconds: float | None = None) -> Deadline:
-    """A command's deadline from now: ``seconds`` (default: the configured --timeout), for this thread; the
-    configured length for the watchers' renewals and other threads too."""
+def start(seconds: float | None = None, one_shot: bool = True) -> Deadline:
+    """A command's deadline from now: ``seconds`` (default: the configured --timeout), for this thread and
+    (``one_shot``) every thread and process the command starts; ``finish()`` ends it."""
     if seconds is not None:
-        _configured[0] = float(seconds)
+        os.environ[ENV_TIMEOUT] = repr(float(seconds))
     deadline = Deadline(configured_s())
     _local.deadline = deadline
+    if one_shot:
+        os.environ[ENV_ENDS_AT] = repr(time.time() + deadline.seconds)
+    else:
+        os.environ.pop(ENV_ENDS_AT, None)
     return deadline
 
 
 def renew() -> Deadline:
     """A new deadline of the configured length for this thread: one refresh of a watcher (lag --watch, the
-    exporter, the TUI) is one command's worth of waiting."""
-    return start()
+    exporter, the TUI) is one command's worth of waiting; the threads and processes it starts then give
+    each read a budget of its own."""
+    return start(one_shot=False)
+
+
+def finish() -> None:
+    """The command is over (its context closed): later reads in this process (a test runner's next
+    command) start afresh."""
+    _local.deadline = None
+    os.environ.pop(ENV_ENDS_AT, None)
+    os.environ.pop(ENV_TIMEOUT, None)
 
 
 def current() -> Deadline:
-    """This thread's deadline, or a fresh one for a read in a thread that never started one."""
+    """This thread's deadline; else the one-shot command's that started this thread or process; else a
+    fresh one for this read alone."""
     deadline = getattr(_local, "deadline", None)
-    return deadline if deadline is not None else Deadline(configured_s())
+    if deadline is not None:
+        return deadline
+    seconds = configured_s()
+    try:
+        ends_at = float(os.environ[ENV_ENDS_AT])
+    except (KeyError, ValueError):
+        return Deadline(seconds)
+    return Deadline(seconds, started=time.monotonic() + (ends_at - time.time()) - seconds)
 
 
 def request_timeout_ms(base_ms: int, attempt: int, deadline: Deadline | None = None) -> int:
