@@ -299,14 +299,17 @@ BOOTSTRAP_STEP_MS = 1000
 
 def bootstrap_in_steps(check: Any, timeout_ms: int, cause_found: Any) -> None:
     """Call ``check(timeout_ms=...)`` (kafka-python's check_version, which bootstraps) in steps of
-    BOOTSTRAP_STEP_MS until it succeeds, ``timeout_ms`` has passed, or ``cause_found()`` is true; raises
-    the last failure."""
+    BOOTSTRAP_STEP_MS, each twice the last, until it succeeds, ``timeout_ms`` has passed, or
+    ``cause_found()`` is true; raises the last failure. The steps grow: a bootstrap is several round trips
+    (TCP, ApiVersions, Metadata), and at 1.5 s of round trip no step of 1 s ever completed one."""
     deadline = time.monotonic() + timeout_ms / 1000
+    step = BOOTSTRAP_STEP_MS
     while True:
         left = int((deadline - time.monotonic()) * 1000)
         try:
-            check(timeout_ms=max(1, min(BOOTSTRAP_STEP_MS, left)))
+            check(timeout_ms=max(1, min(step, left)))
             return
         except Exception:
-            if left <= BOOTSTRAP_STEP_MS or cause_found():
+            if left <= step or cause_found():
                 raise
+        step *= 2

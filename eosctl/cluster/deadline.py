@@ -140,11 +140,39 @@ def request_timeout_ms(base_ms: int, attempt: int, deadline: Deadline | None = N
     return max(MIN_TRY_MS, min(int(base_ms * 2 ** attempt), int(d.remaining_s() * 1000)))
 
 
+# A connection's set-up (TCP, TLS, SASL, ApiVersions: several round trips) may take this long when the
+# deadline allows: Kafka's socket.connection.setup.timeout.ms (10 s). At 1.5 s of round trip a bootstrap
+# takes 3-5 s, past the short first-try timeout of a request.
+CONNECT_MS = 10_000
+
+
+def connect_timeout_ms(base_ms: int, deadline: Deadline | None = None) -> int:
+    """How long a bootstrap (or a request a library sends while it connects) may wait: CONNECT_MS, or
+    ``base_ms`` when longer, never past the deadline."""
+    d = deadline or current()
+    return max(MIN_TRY_MS, min(max(base_ms, CONNECT_MS), int(d.remaining_s() * 1000)))
+
+
 def gave_up(what: str, why: object, deadline: Deadline, tries: int) -> str:
     """The one line for a read the deadline ended."""
     return (f"{what}: no answer within the deadline: waited {deadline.waited_s():.1f} s over {tries} "
             f"tr{'y' if tries == 1 else 'ies'} (--timeout {deadline.seconds:g}s); last: {why}; check the "
             "network to the broker, or pass a longer --timeout for a slow link")
+
+
+def library_call(what: str, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
+    """One idempotent call of a client library (kafka-python's admin: ListTransactions,
+    DescribeTransactions, DescribeProducers), called again after a dropped connection or a timeout within
+    the deadline; the library reconnects by itself."""
+
+    def attempt(_: int) -> T:
+        try:
+            return fn(*args, **kwargs)
+        except TRANSIENT as e:
+            dropped = isinstance(e, Errors.KafkaConnectionError)
+            raise Transient(f"{type(e).__name__}: {e}", timed_out=not dropped) from None
+
+    return reads(what, attempt)
 
 
 def reads(what: str, attempt: Callable[[int], T], after_failure: Callable[[Transient], None] | None = None,

@@ -93,7 +93,7 @@ class WireClient:
             self._client = KafkaNetClient(receive_message_max_bytes=receive_max_bytes,
                                           request_timeout_ms=timeout_ms, **conf)
             try:
-                bootstrap_in_steps(self._client.check_version, deadline.request_timeout_ms(timeout_ms, 0),
+                bootstrap_in_steps(self._client.check_version, deadline.connect_timeout_ms(timeout_ms),
                                    lambda: isinstance(target, Cluster) and connect_cause(target, log.errors))
             except Exception as e:
                 self._client.close()
