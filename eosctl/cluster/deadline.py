@@ -39,6 +39,11 @@ DEFAULT_TIMEOUT_S = 30.0
 # Backoff between tries: Kafka's retry.backoff.ms (100 ms) growing to retry.backoff.max.ms (1 s).
 BACKOFF_S = 0.1
 BACKOFF_MAX_S = 1.0
+# A connection that keeps dropping or being refused is retried this long at most (a reset costs one retry; a
+# broker restarting is back within seconds); then the read fails with that error, so a broker that is down
+# is said in seconds, not at the deadline (a watcher shows ERR at its next poll). Timeouts (a stall, a slow
+# link, a black hole) are retried until the deadline.
+RECONNECT_FOR_S = 5.0
 # A try never gets less than this, even when the deadline is nearer: a shorter one could never be answered.
 MIN_TRY_MS = 200
 
@@ -182,13 +187,19 @@ def reads(what: str, attempt: Callable[[int], T], after_failure: Callable[[Trans
     False ends the retries early with the failure itself (the caller has a better way on)."""
     d = deadline or current()
     tries = 0
+    dropping_since: float | None = None
     while True:
         try:
             return attempt(tries)
         except Transient as e:
             tries += 1
+            now = time.monotonic()
+            dropping_since = None if e.timed_out else (dropping_since or now)
             if retry_if is not None and not retry_if(e, tries):
                 raise BrokerError(f"{what} failed: {e}") from None
+            if dropping_since is not None and now - dropping_since >= RECONNECT_FOR_S:
+                raise BrokerError(f"{what} failed: {e} (connection lost for {now - dropping_since:.1f} s, "
+                                  f"{tries} tries)") from None
             pause = min(BACKOFF_MAX_S, BACKOFF_S * 2 ** (tries - 1))
             if d.remaining_s() < pause + MIN_TRY_MS / 1000:
                 raise BrokerError(gave_up(what, e, d, tries)) from None

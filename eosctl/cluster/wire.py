@@ -94,17 +94,20 @@ class WireClient:
                                           request_timeout_ms=timeout_ms, **conf)
             try:
                 bootstrap_in_steps(self._client.check_version, deadline.connect_timeout_ms(timeout_ms),
-                                   lambda: isinstance(target, Cluster) and connect_cause(target, log.errors))
+                                   lambda: (isinstance(target, Cluster) and connect_cause(target, log.errors))
+                                   or _refused(self.bootstrap))
             except Exception as e:
                 self._client.close()
                 cause = connect_cause(target, log.errors) if isinstance(target, Cluster) else None
-                waited = time.monotonic() - began
-                # The wait is said when there was one (a stall, a black hole), not for a refusal in ms.
-                said = f" (waited {waited:.1f} s)" if waited >= 1.0 else ""
+                why = _why_unreachable(self.bootstrap, e)
+                # The wait is said where there was one to speak of: TCP accepted, then no answer (a stall,
+                # a black hole), not a refusal.
+                if why.startswith("the broker accepted TCP"):
+                    why += f" (waited {time.monotonic() - began:.1f} s)"
                 raise BrokerError(
                     f"cannot connect to Kafka at {self.bootstrap}: {cause}" if cause else
-                    f"cannot reach Kafka at {self.bootstrap}: {_why_unreachable(self.bootstrap, e)}{said}; "
-                    "check --bootstrap / that the broker is up"
+                    f"cannot reach Kafka at {self.bootstrap}: {why}; check --bootstrap / that the broker is "
+                    "up"
                 ) from None
 
     def __enter__(self) -> WireClient:
@@ -615,6 +618,12 @@ def listed_api_versions(manager: Any) -> dict[int, tuple[int, int]] | None:
     if listed is None:
         return None
     return {int(key): (int(v[0]), int(v[1])) for key, v in listed.items()}
+
+
+def _refused(bootstrap: str) -> bool:
+    """Whether the first bootstrap address refuses TCP (or does not resolve): nothing to wait for then."""
+    why = _why_unreachable(bootstrap, Exception())
+    return why == "connection refused" or why.startswith("cannot resolve host")
 
 
 def _why_unreachable(bootstrap: str, error: Exception) -> str:
