@@ -231,7 +231,10 @@ def test_a_black_hole_ends_within_the_deadline_saying_how_long_it_waited(orders,
     assert r.returncode == 2 and r.stdout == "", r.stdout
     (line,) = r.stderr.splitlines()
     assert line.startswith("eosctl: error: ") and "waited " in line, line
-    assert took < 6 + 4, f"{took:.1f}s for --timeout 6s"
+    waited = float(line.split("waited ")[1].split(" s")[0])
+    assert waited <= 6.5, line
+    # The process's own start and exit (imports) come on top: seconds on a loaded 2-core machine.
+    assert took < 6 + 12, f"{took:.1f}s for --timeout 6s: {line}"
 
 
 @pytest.mark.timeout(120)
