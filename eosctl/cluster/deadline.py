@@ -109,6 +109,12 @@ def start(seconds: float | None = None, one_shot: bool = True) -> Deadline:
     return deadline
 
 
+def configure(seconds: float) -> None:
+    """The --timeout of a long-lived command (a watcher): no clock starts; each refresh renews one."""
+    os.environ[ENV_TIMEOUT] = repr(float(seconds))
+    os.environ.pop(ENV_ENDS_AT, None)
+
+
 def renew() -> Deadline:
     """A new deadline of the configured length for this thread: one refresh of a watcher (lag --watch, the
     exporter, the TUI) is one command's worth of waiting; the threads and processes it starts then give
