@@ -181,9 +181,15 @@ def library_call(what: str, fn: Callable[..., T], *args: object, **kwargs: objec
             return fn(*args, **kwargs)
         except TRANSIENT as e:
             dropped = isinstance(e, Errors.KafkaConnectionError)
-            raise Transient(f"{type(e).__name__}: {e}", timed_out=not dropped) from None
+            raise Transient(named(e), timed_out=not dropped) from None
 
     return reads(what, attempt)
+
+
+def named(e: BaseException) -> str:
+    """An error as one phrase with its class name once (kafka-python's errors print theirs already)."""
+    text = str(e)
+    return text if text.startswith(type(e).__name__) else f"{type(e).__name__}: {text}".rstrip(": ")
 
 
 def reads(what: str, attempt: Callable[[int], T], after_failure: Callable[[Transient], None] | None = None,

@@ -517,7 +517,7 @@ class WireClient:
         except Errors.InvalidReceiveError as e:
             raise _Oversized(f"request to Kafka at {self.bootstrap} failed: {e}", too_large=True) from None
         except deadline.TRANSIENT as e:
-            raise deadline.Transient(f"{type(e).__name__}: {e}",
+            raise deadline.Transient(deadline.named(e),
                                      timed_out=isinstance(e, Errors.KafkaTimeoutError)) from None
         except Errors.KafkaError as e:
             raise BrokerError(f"request to Kafka at {self.bootstrap} failed: {e}") from None
@@ -530,7 +530,7 @@ class WireClient:
                 if isinstance(f.exception, Errors.InvalidReceiveError):
                     raise _Oversized(error, too_large=True)
                 if isinstance(f.exception, deadline.TRANSIENT):
-                    raise deadline.Transient(f"{type(f.exception).__name__}: {f.exception}",
+                    raise deadline.Transient(deadline.named(f.exception),
                                              timed_out=isinstance(f.exception, Errors.RequestTimedOutError))
                 raise BrokerError(error)
             responses.append(f.value)
