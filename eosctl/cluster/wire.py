@@ -621,9 +621,14 @@ def listed_api_versions(manager: Any) -> dict[int, tuple[int, int]] | None:
 
 
 def _refused(bootstrap: str) -> bool:
-    """Whether the first bootstrap address refuses TCP (or does not resolve): nothing to wait for then."""
+    return unreachable_now(bootstrap) is not None
+
+
+def unreachable_now(bootstrap: str) -> str | None:
+    """Why the first bootstrap address cannot be reached at all (TCP refused, a host that does not
+    resolve), or None: nothing to wait for then."""
     why = _why_unreachable(bootstrap, Exception())
-    return why == "connection refused" or why.startswith("cannot resolve host")
+    return why if why == "connection refused" or why.startswith("cannot resolve host") else None
 
 
 def _why_unreachable(bootstrap: str, error: Exception) -> str:
