@@ -56,11 +56,11 @@ def kafka_admin(cluster: Cluster, timeout: float = DEFAULT_TIMEOUT_S) -> KafkaAd
     import kafka.errors as Errors
     from kafka.admin import KafkaAdminClient
 
-    # A request it sends while it connects waits for the connection too: connect_timeout_ms, not the short
-    # first-try timeout (at 1.5 s of round trip ListTransactions timed out at 3 s).
     from eosctl.cluster import deadline  # lazy: eosctl.cluster.deadline (kafka.errors) 130 ms to import
     from eosctl.cluster.wire import unreachable_now  # lazy: eosctl.cluster.wire 170 ms to import
 
+    # A request it sends while it connects waits for the connection too: connect_timeout_ms, not the short
+    # first-try timeout (at 1.5 s of round trip ListTransactions timed out at 3 s).
     ms = deadline.connect_timeout_ms(int(timeout * 1000))
     check_tls_files(cluster)
 
