@@ -24,7 +24,13 @@ from kafka.protocol.metadata import MetadataRequest
 
 from eosctl.base.errors import BrokerError
 from eosctl.cluster import wireanswers as answers
-from eosctl.cluster.clientcauses import BootstrapLog, bootstrap_in_steps, check_tls_files, connect_cause
+from eosctl.cluster.clientcauses import (
+    BootstrapLog,
+    check_tls_files,
+    diagnose,
+    reopen_for_close,
+    stop_bootstrap,
+)
 from eosctl.cluster.model import TP
 from eosctl.cluster.wireanswers import FetchResult, Offsets
 from eosctl.config.model import Cluster
@@ -85,15 +91,17 @@ class WireClient:
         self._closed = False
         if isinstance(target, Cluster):
             check_tls_files(target)
-        with BootstrapLog() as log:
-            self._client = KafkaNetClient(receive_message_max_bytes=receive_max_bytes,
-                                          request_timeout_ms=timeout_ms, **conf)
+        self._client = KafkaNetClient(receive_message_max_bytes=receive_max_bytes,
+                                      request_timeout_ms=timeout_ms, **conf)
+        manager = self._client._manager
+        with BootstrapLog(target if isinstance(target, Cluster) else None,
+                          on_cause=lambda: stop_bootstrap(manager)) as log:
             try:
-                bootstrap_in_steps(self._client.check_version, timeout_ms,
-                                   lambda: isinstance(target, Cluster) and connect_cause(target, log.errors))
+                self._client.check_version(timeout_ms=timeout_ms)
             except Exception as e:
+                reopen_for_close(manager)
                 self._client.close()
-                cause = connect_cause(target, log.errors) if isinstance(target, Cluster) else None
+                cause = diagnose(target, log.errors) if isinstance(target, Cluster) else None
                 raise BrokerError(
                     f"cannot connect to Kafka at {self.bootstrap}: {cause}" if cause else
                     f"cannot reach Kafka at {self.bootstrap}: {_why_unreachable(self.bootstrap, e)}; "

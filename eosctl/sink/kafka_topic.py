@@ -32,6 +32,7 @@ from typing import Any
 
 from eosctl.base.errors import BrokerError, SinkError
 from eosctl.base.safetext import decode
+from eosctl.cluster.clientcauses import LibrdkafkaErrors, librdkafka_cause
 from eosctl.cluster.clients import quiet_logger
 from eosctl.cluster.model import TP
 from eosctl.config.model import Cluster, Sink
@@ -143,8 +144,9 @@ def _records(cluster: Cluster, ends: dict[TP, int], *, read_committed: bool, wha
     if not pending:
         return
     # assign() and no commits: the group id is required by librdkafka but never joined or written.
+    errors = LibrdkafkaErrors(cluster)
     consumer = Consumer({**cluster.confluent(), "logger": quiet_logger(), "group.id": "eosctl-hop-reader",
-                         "enable.auto.commit": False,
+                         "error_cb": errors, "enable.auto.commit": False,
                          "isolation.level": "read_committed" if read_committed else "read_uncommitted",
                          "auto.offset.reset": "earliest", "enable.partition.eof": True})
     try:
@@ -154,6 +156,7 @@ def _records(cluster: Cluster, ends: dict[TP, int], *, read_committed: bool, wha
         last_progress = time.monotonic()
         while pending:
             msgs = consumer.consume(10_000, 0.5)
+            errors.raise_if_any()
             if msgs:
                 last_progress = time.monotonic()
             for m in msgs:
@@ -163,7 +166,8 @@ def _records(cluster: Cluster, ends: dict[TP, int], *, read_committed: bool, wha
                     if err.code() == KafkaError._PARTITION_EOF:
                         pending.pop(tp, None)  # nothing more to read there now: the end is behind us
                         continue
-                    raise BrokerError(f"reading {what} {tp[0]}[{tp[1]}]: {err.str()}")
+                    raise BrokerError(f"reading {what} {tp[0]}[{tp[1]}]: "
+                                      f"{librdkafka_cause(cluster, err, 'Fetch', tp[0]) or err.str()}")
                 if tp not in pending or m.offset() >= pending[tp]:
                     pending.pop(tp, None)
                     continue
