@@ -95,8 +95,8 @@ def test_each_mechanism_answers_and_a_wrong_password_is_named(secured, tmp_path,
         done, took = eosctl(config, command, "not-the-password-42")
         line = _one_line_error(done, "not-the-password-42")
         assert (f"authentication failed: the broker refused user 'oncall' with {mechanism} (a wrong "
-                f"password, or no {mechanism} credentials for that user on the broker); check sasl_username and "
-                "sasl_password") in line, (command, line)
+                f"password, or no {mechanism} credentials for that user on the broker); check sasl_username "
+                "and sasl_password") in line, (command, line)
         print(f"{mechanism} wrong password, {command}: {took:.1f} s")
 
 
