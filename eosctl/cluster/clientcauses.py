@@ -72,6 +72,12 @@ def denied(code: int | str | type | BaseException, request: str, name: str | Non
             f"(kafka-acls --add --allow-principal User:NAME --operation {operation} --{resource} {target})")
 
 
+def is_denial(text: str) -> bool:
+    """Whether ``text`` is a line of ``denied`` or names a Kafka authorization error."""
+    return text.startswith(tuple(name for name, _ in AUTHORIZATION_CODES.values())) or \
+        _authorization_code(text) is not None
+
+
 def _authorization_code(code: int | str | type | BaseException) -> int | None:
     if isinstance(code, BaseException):
         code = type(code)
@@ -372,11 +378,14 @@ class LibrdkafkaErrors:
     operation): librdkafka retries those forever in the background while a consumer's poll returns
     nothing. ``raise_if_any`` turns the first into one BrokerError line."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: Cluster, ignore: Iterable[int] = ()) -> None:
         self.cluster = cluster
+        self.ignore = set(ignore)
         self.causes: list[str] = []
 
     def __call__(self, error: Any) -> None:
+        if hasattr(error, "code") and error.code() in self.ignore:
+            return
         cause = librdkafka_cause(self.cluster, error, "Metadata")
         if cause:
             self.causes.append(cause)
