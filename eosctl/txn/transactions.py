@@ -279,8 +279,8 @@ def describe_transaction(admin: KafkaAdminClient, transactional_id: str) -> TxnI
         raise EosctlError(f"no transactional id {transactional_id!r} on this cluster "
                           "(see `eosctl txns list`)") from None
     except Errors.KafkaError as e:
-        raise BrokerError(f"DescribeTransactions failed: "
-                          f"{denied(e, 'DescribeTransactions', transactional_id) or type(e).__name__}") from None
+        why = denied(e, "DescribeTransactions", transactional_id) or type(e).__name__
+        raise BrokerError(f"DescribeTransactions failed: {why}") from None
     if transactional_id not in described:
         raise EosctlError(f"no transactional id {transactional_id!r} on this cluster "
                           "(see `eosctl txns list`)")
