@@ -40,7 +40,9 @@ AUTHORIZATION_CODES = {29: ("TopicAuthorizationFailed", "topic"), 30: ("GroupAut
 # handleDescribeTransactions, handleListTransactions: DESCRIBE transactional id; handleWriteTxnMarkers:
 # ALTER or CLUSTER_ACTION on the cluster).
 OPERATIONS = {
-    ("Fetch", "topic"): "Read", ("ListOffsets", "topic"): "Describe", ("Metadata", "topic"): "Describe",
+    # Metadata and ListOffsets need only Describe, but every topic eosctl asks them about it also reads
+    # (Fetch): the grant that works is Read, which implies Describe (Kafka's AclOperation implied ops).
+    ("Fetch", "topic"): "Read", ("ListOffsets", "topic"): "Read", ("Metadata", "topic"): "Read",
     ("OffsetFetch", "group"): "Describe", ("OffsetFetch", "topic"): "Describe",
     ("FindCoordinator", "group"): "Describe", ("FindCoordinator", "transactional-id"): "Describe",
     ("DescribeGroups", "group"): "Describe", ("ListGroups", "group"): "Describe",

@@ -27,7 +27,9 @@ from eosctl.cluster import wireanswers as answers
 from eosctl.cluster.clientcauses import (
     BootstrapLog,
     check_tls_files,
+    denied,
     diagnose,
+    is_denial,
     reopen_for_close,
     stop_bootstrap,
 )
@@ -158,7 +160,8 @@ class WireClient:
                 elif t.error_code and getattr(error, "retriable", False):
                     transient.append((t.name, error.__name__))  # e.g. a topic created a moment ago
                 elif t.error_code:
-                    raise BrokerError(f"metadata for topic {t.name!r} failed: {error.__name__}")
+                    raise BrokerError(f"metadata for topic {t.name!r} failed: "
+                                      f"{denied(error, 'Metadata', t.name) or error.__name__}")
                 else:
                     found[t.name] = {p.partition_index: p.leader_id for p in t.partitions}
                     self.topic_ids[t.name] = _topic_id(getattr(t, "topic_id", None))
@@ -214,6 +217,10 @@ class WireClient:
         wanted = list(dict.fromkeys(tps))
         first = self.list_offsets(wanted)
         probes = self.fetch_many({tp: first[tp].high_watermark for tp in wanted}, PROBE_BYTES, READ_COMMITTED)
+        refused = next((r.error for r in probes.values() if r.error and is_denial(r.error)), None)
+        if refused:
+            # ListOffsets needs only Describe: offsets without the records (Read) are no answer to read.
+            raise BrokerError(f"Fetch refused: {refused}")
         ahead = [tp for tp in wanted if answers.served(probes[tp]) and
                  any(f > f1 for f, f1 in zip(answers.served(probes[tp]), first[tp].triple, strict=True))]
         second = self.list_offsets(ahead) if ahead else {}
@@ -278,7 +285,8 @@ class WireClient:
             topic, partition, error = failed
             attempt += 1
             if not getattr(error, "retriable", False) or attempt == METADATA_ATTEMPTS:
-                raise BrokerError(f"ListOffsets for {topic}-{partition} failed: {error.__name__}")
+                raise BrokerError(f"ListOffsets for {topic}-{partition} failed: "
+                                  f"{denied(error, 'ListOffsets', topic) or error.__name__}")
             # A leader moved (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH...): look it up again.
             self.forget_leaders()
             time.sleep(0.1 * 2**attempt)
@@ -365,7 +373,8 @@ class WireClient:
         out: dict[TP, FetchResult] = {}
         for (_, request), response in zip(calls, responses, strict=True):
             if response.error_code:
-                raise BrokerError(f"Fetch failed: {Errors.for_code(response.error_code).__name__}")
+                error = Errors.for_code(response.error_code)
+                raise BrokerError(f"Fetch failed: {denied(error, 'Fetch', None) or error.__name__}")
             throttle = response.throttle_time_ms or 0
             for t in response.responses:
                 for p in t.partitions:

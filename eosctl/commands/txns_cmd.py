@@ -159,14 +159,14 @@ def txns_hanging(config: str | None, pipeline: str | None, bootstrap: str | None
         return
     from eosctl.output.txns import render_hanging  # lazy: eosctl.output.txns 1.5 ms at start-up
 
+    if report.could_not_look and not report.counted:
+        # A check that could not look exits 2: never "no hanging transactions" for a cron or an alert.
+        raise BrokerError(f"cannot rule out hanging transactions: {report.could_not_look}")
     emit(fmt, report.to_dict, lambda: render_hanging(out_console(), report, wanted, target.args()))
     if report.coordinator_unseen:
         click.echo(f"note: {report.coordinator_unseen}", err=True)
     if report.counted:
         sys.exit(1)
-    if report.could_not_look:
-        # A check that could not look exits 2: never "no hanging transactions" for a cron or an alert.
-        raise BrokerError(f"cannot rule out hanging transactions: {report.could_not_look}")
     if report.offsets_disagreements:
         # Never "no hanging transactions" on offsets the broker itself contradicts.
         raise BrokerError(f"cannot rule out hanging transactions: {report.offsets_disagreements[0]}")
