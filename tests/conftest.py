@@ -61,11 +61,51 @@ def _kafka(tmp_path_factory: pytest.TempPathFactory, name: str, nodes: int, **kw
         apache_kafka.stop(cluster)
 
 
+# The port the session broker's PROXIED listener is advertised at: Toxiproxy's, when a network fault test
+# starts it (``faults``); nothing listens there otherwise, and only those tests use that listener.
+_PROXY_PORT: list[int] = []
+
+
+def _proxy_port() -> int:
+    if not _PROXY_PORT:
+        from eosctl.sandbox.net import free_port
+
+        _PROXY_PORT.append(free_port())
+    return _PROXY_PORT[0]
+
+
 @pytest.fixture(scope="session")
 def apache_kafka(tmp_path_factory: pytest.TempPathFactory):
     """ONE single-node Apache Kafka (the newest 4.x the pom names) for the session: the KafkaCluster, for
-    tests that read its server.log, run Kafka's own tools against it or restart it."""
-    yield from _kafka(tmp_path_factory, "apache-kafka", 1)
+    tests that read its server.log, run Kafka's own tools against it or restart it. Its PROXIED listener
+    is advertised at Toxiproxy's port (the ``faults`` fixture): clients bootstrapping there stay behind
+    the proxy."""
+    yield from _kafka(tmp_path_factory, "apache-kafka", 1, listeners={"PROXIED": "PLAINTEXT"},
+                      advertised={"PROXIED": _proxy_port()})
+
+
+@pytest.fixture(scope="session")
+def _toxiproxy(apache_kafka, tmp_path_factory: pytest.TempPathFactory):
+    """Toxiproxy (tests/toxiproxy.py) in front of the session broker's PROXIED listener, started by the
+    first network fault test and stopped at the session's end."""
+    from tests.toxiproxy import Toxiproxy
+
+    proxy = Toxiproxy(tmp_path_factory.mktemp("toxiproxy") / "toxiproxy.log")
+    try:
+        proxy.proxy("kafka", _proxy_port(), apache_kafka.nodes[0].address("PROXIED"))
+        yield proxy
+    finally:
+        proxy.stop()
+
+
+@pytest.fixture
+def faults(_toxiproxy):
+    """(toxiproxy, the broker's address through it): every toxic is gone and the proxy on after the test."""
+    _toxiproxy.reset()
+    try:
+        yield _toxiproxy, f"127.0.0.1:{_proxy_port()}"
+    finally:
+        _toxiproxy.reset()
 
 
 @pytest.fixture(scope="session")

@@ -17,6 +17,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from eosctl.base.errors import BrokerError
+from eosctl.cluster import deadline
 from eosctl.cluster.clientcauses import BootstrapLog, check_tls_files, diagnose
 from eosctl.config.model import Cluster
 
@@ -56,7 +57,9 @@ def kafka_admin(cluster: Cluster, timeout: float = DEFAULT_TIMEOUT_S) -> KafkaAd
     import kafka.errors as Errors
     from kafka.admin import KafkaAdminClient
 
-    ms = int(timeout * 1000)
+    # A request it sends while it connects waits for the connection too: connect_timeout_ms, not the short
+    # first-try timeout (at 1.5 s of round trip ListTransactions timed out at 3 s).
+    ms = deadline.connect_timeout_ms(int(timeout * 1000))
     check_tls_files(cluster)
     with BootstrapLog() as log:
         try:

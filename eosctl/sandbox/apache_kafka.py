@@ -47,6 +47,8 @@ class KafkaNode:
     pid: int = 0
     # Client listeners beside the PLAINTEXT one (e.g. a secured node's SASL_SSL and SSL): name -> port.
     listener_ports: dict[str, int] = field(default_factory=dict)
+    # Listeners advertised at another port than their own (a fault proxy in front of them): name -> port.
+    advertised_ports: dict[str, int] = field(default_factory=dict)
 
     @property
     def bootstrap(self) -> str:
@@ -120,11 +122,13 @@ def _node_properties(node: KafkaNode, voters: str, props: dict[str, str],
     inter-broker listener (and the one readiness checks and Kafka's tools use)."""
     extra = listeners or {}
     names = "".join(f",{name}://127.0.0.1:{node.listener_ports[name]}" for name in extra)
+    shown = "".join(f",{name}://127.0.0.1:{node.advertised_ports.get(name, node.listener_ports[name])}"
+                    for name in extra)
     base = {
         "process.roles": "broker,controller", "node.id": str(node.node_id),
         "controller.quorum.voters": voters,
         "listeners": f"PLAINTEXT://127.0.0.1:{node.port}{names},CONTROLLER://127.0.0.1:{node.controller_port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}{names}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}{shown}",
         "controller.listener.names": "CONTROLLER", "inter.broker.listener.name": "PLAINTEXT",
         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
         + "".join(f",{name}:{protocol}" for name, protocol in extra.items()),
@@ -184,12 +188,14 @@ def tool(cluster: KafkaCluster, main: str, *args: str, timeout: float = 120.0,
 def start(home: Path, nodes: int = 1, version: str | None = None, properties: dict[str, str] | None = None,
           heap: str = HEAP, die_with_parent: bool = False, timeout: float = 90.0,
           progress=None, port: int | None = None, listeners: dict[str, str] | None = None,
-          format_args: Sequence[str] = ()) -> KafkaCluster:
+          format_args: Sequence[str] = (), advertised: dict[str, int] | None = None) -> KafkaCluster:
     """Format and start ``nodes`` combined broker+controller nodes under ``home``; wait until every broker
     answers Metadata. ``properties`` are added to (and override) ``default_properties``; ``port`` is the
     first node's client port (default: a free one). ``listeners`` adds client listeners (name -> security
     protocol, each on a free port: ``KafkaCluster.bootstrap_of(name)``); ``format_args`` go to StorageTool
-    format (e.g. ``--add-scram``, so SCRAM users exist when the broker starts)."""
+    format (e.g. ``--add-scram``, so SCRAM users exist when the broker starts); ``advertised``: one of
+    ``listeners`` advertised at another port (name -> port) on the first node, e.g. a fault proxy's that
+    forwards to it, so that clients reach the broker only through the proxy."""
     home = Path(home).resolve()
     home.mkdir(parents=True, exist_ok=True)
     jar_dir = maven.jars("kafka", version, progress=progress)
@@ -204,7 +210,8 @@ def start(home: Path, nodes: int = 1, version: str | None = None, properties: di
             log_dir=str(node_home / "data"),
             properties=str(node_home / "data" / ".." / "server.properties"),
             log_file=str(node_home / "server.log"),
-            listener_ports={name: free_port() for name in (listeners or {})}))
+            listener_ports={name: free_port() for name in (listeners or {})},
+            advertised_ports=dict(advertised or {}) if i == 1 else {}))
     voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in cluster.nodes)
     props = {**default_properties(nodes), **(properties or {})}
     for n in cluster.nodes:

@@ -33,6 +33,7 @@ from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 from kafka.structs import TopicPartition
 
 from eosctl.base.errors import BrokerError, EosctlError
+from eosctl.cluster import deadline
 from eosctl.cluster.clientcauses import denied, is_denial
 from eosctl.cluster.logscan import scan_partition
 from eosctl.cluster.model import TP
@@ -223,10 +224,11 @@ def supports(admin: KafkaAdminClient, api_key: int) -> bool:
 
 def _call(what: str, fn: Callable[..., T], *args: object, request: str | None = None,
           name: str | None = None, **kwargs: object) -> T:
-    """Run one admin call; protocol errors become one line naming what failed (a refusal: what to grant;
-    ``request``: the Kafka request, default ``what``, and ``name``: the resource it names)."""
+    """Run one admin call (retried after a dropped connection or a timeout, within the command's
+    deadline); protocol errors become one line naming what failed (a refusal: what to grant; ``request``:
+    the Kafka request, default ``what``, and ``name``: the resource it names)."""
     try:
-        return fn(*args, **kwargs)
+        return deadline.library_call(what, fn, *args, **kwargs)
     except Errors.IncompatibleBrokerVersion:
         raise EosctlError(f"this broker does not support {what}") from None
     except Errors.KafkaError as e:
@@ -274,7 +276,8 @@ def list_transactions(admin: KafkaAdminClient, states: Sequence[str] = (), min_a
 
 def describe_transaction(admin: KafkaAdminClient, transactional_id: str) -> TxnInfo:
     try:
-        described = admin.describe_transactions([transactional_id])
+        described = deadline.library_call("DescribeTransactions", admin.describe_transactions,
+                                          [transactional_id])
     except Errors.TransactionalIdNotFoundError:
         raise EosctlError(f"no transactional id {transactional_id!r} on this cluster "
                           "(see `eosctl txns list`)") from None
@@ -309,11 +312,14 @@ def describe_producers(admin: KafkaAdminClient, tps: Iterable[TP],
                 return _described_by_leader(admin, tps, leaders), "ok"
             except (Errors.NotLeaderForPartitionError, Errors.UnknownTopicOrPartitionError):
                 pass
-        result = admin.describe_producers([TopicPartition(t, p) for t, p in tps])
+        result = deadline.library_call("DescribeProducers", admin.describe_producers,
+                                       [TopicPartition(t, p) for t, p in tps])
     except Errors.IncompatibleBrokerVersion:
         return {}, "unsupported"
     except Errors.KafkaError as e:
         return {}, _denied_topic(admin, tps, e) or type(e).__name__
+    except BrokerError as e:  # the deadline passed while the connection kept dropping or timing out
+        return {}, str(e)
     return {(tp.topic, tp.partition): list(s.active_producers) for tp, s in result.items()}, "ok"
 
 
@@ -373,7 +379,7 @@ def _described_by_leader(admin: KafkaAdminClient, tps: list[TP],
         by_leader[leaders[(t, p)]].append(TopicPartition(t, p))
     out: dict[TP, list[ActiveProducer]] = {}
     for leader, parts in by_leader.items():
-        result = admin.describe_producers(parts, broker_id=leader)
+        result = deadline.library_call("DescribeProducers", admin.describe_producers, parts, broker_id=leader)
         out.update({(tp.topic, tp.partition): list(s.active_producers) for tp, s in result.items()})
     return out
 
