@@ -178,8 +178,10 @@ class BootstrapLog(logging.Handler):
     called once, at the first error that names a cause: kafka-python would retry a refused login or a
     failed TLS handshake until its deadline."""
 
-    def __init__(self, cluster: Cluster | None = None, on_cause: Any = None) -> None:
+    def __init__(self, cluster: Cluster | None = None, on_cause: Any = None,
+                 stop_on_refusal: bool = False) -> None:
         super().__init__(logging.WARNING)
+        self.stop_on_refusal = stop_on_refusal
         self.errors: list[BaseException | str] = []
         self._closed_logins = 0
         self.cluster = cluster
@@ -196,8 +198,9 @@ class BootstrapLog(logging.Handler):
             if self._closed_logins >= 2:
                 found.append(CLOSED_AT_SASL)
         self.errors.extend(found)
-        if found and self.on_cause is not None and self.cluster is not None \
-                and connect_cause(self.cluster, found):
+        if found and self.on_cause is not None and (
+                (self.cluster is not None and connect_cause(self.cluster, found))
+                or (self.stop_on_refusal and any(_refusal(e) for e in found))):
             on_cause, self.on_cause = self.on_cause, None
             on_cause()
 
@@ -225,6 +228,13 @@ def _closed_at_sasl(args: tuple) -> bool:
     error = next((a for a in args if isinstance(a, BaseException)), None)
     return (conn is not None and error is not None and "socket disconnected" in str(error)
             and bool(conn.sasl_enabled) and getattr(conn, "broker_version_data", None) is not None)
+
+
+def _refusal(error: BaseException | str) -> bool:
+    """A refused TCP connection or a host name that does not resolve: nothing to wait for."""
+    text = str(error).lower()
+    return any(s in text for s in ("econnrefused", "connection refused", "name or service not known",
+                                   "nodename nor servname", "dns resolution failure", "dns lookup failed"))
 
 
 def stop_bootstrap(manager: Any) -> None:

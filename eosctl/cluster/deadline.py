@@ -39,6 +39,11 @@ DEFAULT_TIMEOUT_S = 30.0
 # Backoff between tries: Kafka's retry.backoff.ms (100 ms) growing to retry.backoff.max.ms (1 s).
 BACKOFF_S = 0.1
 BACKOFF_MAX_S = 1.0
+# A connection that keeps dropping or being refused is retried this long at most (a reset costs one retry; a
+# broker restarting is back within seconds); then the read fails with that error, so a broker that is down
+# is said in seconds, not at the deadline (a watcher shows ERR at its next poll). Timeouts (a stall, a slow
+# link, a black hole) are retried until the deadline.
+RECONNECT_FOR_S = 5.0
 # A try never gets less than this, even when the deadline is nearer: a shorter one could never be answered.
 MIN_TRY_MS = 200
 
@@ -102,6 +107,12 @@ def start(seconds: float | None = None, one_shot: bool = True) -> Deadline:
     else:
         os.environ.pop(ENV_ENDS_AT, None)
     return deadline
+
+
+def configure(seconds: float) -> None:
+    """The --timeout of a long-lived command (a watcher): no clock starts; each refresh renews one."""
+    os.environ[ENV_TIMEOUT] = repr(float(seconds))
+    os.environ.pop(ENV_ENDS_AT, None)
 
 
 def renew() -> Deadline:
@@ -170,9 +181,15 @@ def library_call(what: str, fn: Callable[..., T], *args: object, **kwargs: objec
             return fn(*args, **kwargs)
         except TRANSIENT as e:
             dropped = isinstance(e, Errors.KafkaConnectionError)
-            raise Transient(f"{type(e).__name__}: {e}", timed_out=not dropped) from None
+            raise Transient(named(e), timed_out=not dropped) from None
 
     return reads(what, attempt)
+
+
+def named(e: BaseException) -> str:
+    """An error as one phrase with its class name once (kafka-python's errors print theirs already)."""
+    text = str(e)
+    return text if text.startswith(type(e).__name__) else f"{type(e).__name__}: {text}".rstrip(": ")
 
 
 def reads(what: str, attempt: Callable[[int], T], after_failure: Callable[[Transient], None] | None = None,
@@ -182,13 +199,19 @@ def reads(what: str, attempt: Callable[[int], T], after_failure: Callable[[Trans
     False ends the retries early with the failure itself (the caller has a better way on)."""
     d = deadline or current()
     tries = 0
+    dropping_since: float | None = None
     while True:
         try:
             return attempt(tries)
         except Transient as e:
             tries += 1
+            now = time.monotonic()
+            dropping_since = None if e.timed_out else (dropping_since or now)
             if retry_if is not None and not retry_if(e, tries):
                 raise BrokerError(f"{what} failed: {e}") from None
+            if dropping_since is not None and now - dropping_since >= RECONNECT_FOR_S:
+                raise BrokerError(f"{what} failed: {e} (connection lost for {now - dropping_since:.1f} s, "
+                                  f"{tries} tries)") from None
             pause = min(BACKOFF_MAX_S, BACKOFF_S * 2 ** (tries - 1))
             if d.remaining_s() < pause + MIN_TRY_MS / 1000:
                 raise BrokerError(gave_up(what, e, d, tries)) from None

@@ -101,21 +101,26 @@ class WireClient:
         self._client = KafkaNetClient(receive_message_max_bytes=receive_max_bytes,
                                       request_timeout_ms=timeout_ms, **conf)
         manager = self._client._manager
+        # A refused connection or an unknown host is nothing to wait for either, with one bootstrap
+        # address (of several, another may answer).
         with BootstrapLog(target if isinstance(target, Cluster) else None,
-                          on_cause=lambda: stop_bootstrap(manager)) as log:
+                          on_cause=lambda: stop_bootstrap(manager),
+                          stop_on_refusal="," not in self.bootstrap.strip(",")) as log:
             try:
                 self._client.check_version(timeout_ms=deadline.connect_timeout_ms(timeout_ms))
             except Exception as e:
                 reopen_for_close(manager)
                 self._client.close()
                 cause = diagnose(target, log.errors) if isinstance(target, Cluster) else None
-                waited = time.monotonic() - began
-                # The wait is said when there was one (a stall, a black hole), not for a refusal in ms.
-                said = f" (waited {waited:.1f} s)" if waited >= 1.0 else ""
+                why = _why_unreachable(self.bootstrap, e)
+                # The wait is said where there was one to speak of: TCP accepted, then no answer (a stall,
+                # a black hole), not a refusal.
+                if why.startswith("the broker accepted TCP"):
+                    why += f" (waited {time.monotonic() - began:.1f} s)"
                 raise BrokerError(
                     f"cannot connect to Kafka at {self.bootstrap}: {cause}" if cause else
-                    f"cannot reach Kafka at {self.bootstrap}: {_why_unreachable(self.bootstrap, e)}{said}; "
-                    "check --bootstrap / that the broker is up"
+                    f"cannot reach Kafka at {self.bootstrap}: {why}; check --bootstrap / that the broker is "
+                    "up"
                 ) from None
 
     def __enter__(self) -> WireClient:
@@ -532,7 +537,7 @@ class WireClient:
         except Errors.InvalidReceiveError as e:
             raise _Oversized(f"request to Kafka at {self.bootstrap} failed: {e}", too_large=True) from None
         except deadline.TRANSIENT as e:
-            raise deadline.Transient(f"{type(e).__name__}: {e}",
+            raise deadline.Transient(deadline.named(e),
                                      timed_out=isinstance(e, Errors.KafkaTimeoutError)) from None
         except Errors.KafkaError as e:
             raise BrokerError(f"request to Kafka at {self.bootstrap} failed: {e}") from None
@@ -545,7 +550,7 @@ class WireClient:
                 if isinstance(f.exception, Errors.InvalidReceiveError):
                     raise _Oversized(error, too_large=True)
                 if isinstance(f.exception, deadline.TRANSIENT):
-                    raise deadline.Transient(f"{type(f.exception).__name__}: {f.exception}",
+                    raise deadline.Transient(deadline.named(f.exception),
                                              timed_out=isinstance(f.exception, Errors.RequestTimedOutError))
                 raise BrokerError(error)
             responses.append(f.value)
@@ -633,6 +638,12 @@ def listed_api_versions(manager: Any) -> dict[int, tuple[int, int]] | None:
     if listed is None:
         return None
     return {int(key): (int(v[0]), int(v[1])) for key, v in listed.items()}
+
+
+def _refused(bootstrap: str) -> bool:
+    """Whether the first bootstrap address refuses TCP (or does not resolve): nothing to wait for then."""
+    why = _why_unreachable(bootstrap, Exception())
+    return why == "connection refused" or why.startswith("cannot resolve host")
 
 
 def _why_unreachable(bootstrap: str, error: Exception) -> str:

@@ -116,15 +116,19 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
     runs = [resolve(config, hop, bootstrap, need_topics=True) for hop in hops] if hops else [target]
     chosen = engine or (target.config.audit_engine if target.config else None)
     # The engine and why, always on stderr (never a choice made on a read that failed: see _engine_by_size).
+    # A choice the user made is said once the audit ran (an error before stays the one line it is).
+    said = None
     if engine:
-        click.echo(f"engine: {chosen} (--engine)", err=True)
+        said = f"engine: {chosen} (--engine)"
     elif chosen:
-        click.echo(f"engine: {chosen} ([audit] engine in {config})", err=True)
+        said = f"engine: {chosen} ([audit] engine in {config})"
     elif master or remote or driver_memory:
         chosen = "spark"  # Spark's options name Spark
-        click.echo("engine: spark (--master, --remote or --driver-memory name Spark)", err=True)
+        said = "engine: spark (--master, --remote or --driver-memory name Spark)"
     if chosen is None:
         chosen = _engine_by_size(runs)
+    if said is not None:
+        click.get_current_context().call_on_close(lambda: _say_if_audited(said))
     options = EngineOptions.resolve(target.config, "spark", engine=chosen, master=master, remote=remote,
                                     driver_memory=driver_memory)
     if content_check is not None:
@@ -151,6 +155,13 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
     written.check()
     _run([(pipeline or "", target, replace(sink, **overrides))], fmt, written, fail_on, options, started,
          upstream=upstream)
+
+
+def _say_if_audited(line: str) -> None:
+    """The engine line, at the end of an audit that ran (exit 0 or 1), never after an error's line."""
+    exc = sys.exc_info()[1]
+    if exc is None or (isinstance(exc, SystemExit) and exc.code in (0, 1, None)):
+        click.echo(line, err=True)
 
 
 # Up to this many offsets (log start to HW over every audited partition) the local engine is picked when

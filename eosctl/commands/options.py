@@ -164,7 +164,7 @@ def timeout_option(watcher: bool = False) -> Callable:
     line says how long the command waited."""
     what = "each refresh" if watcher else "the command"
     return click.option("--timeout", type=DURATION, default="30s", show_default=True, expose_value=False,
-                        callback=_start_deadline, metavar="DURATION",
+                        callback=_configure_deadline if watcher else _start_deadline, metavar="DURATION",
                         help=f"How long {what} may wait for Kafka, retries of dropped connections and "
                              "timeouts included (a slow link may need more).")
 
@@ -175,6 +175,17 @@ def _start_deadline(ctx: click.Context, param: click.Parameter, value: float) ->
     if value <= 0:
         raise click.BadParameter("must be more than 0 (e.g. 30s, 2m)", ctx, param)
     deadline.start(value)
+    ctx.call_on_close(deadline.finish)
+    return value
+
+
+def _configure_deadline(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    """A watcher's --timeout: each refresh renews it (eosctl.inspection.live), no clock starts here."""
+    from eosctl.cluster import deadline  # lazy: eosctl.cluster.deadline (kafka.errors) 130 ms at start-up
+
+    if value <= 0:
+        raise click.BadParameter("must be more than 0 (e.g. 30s, 2m)", ctx, param)
+    deadline.configure(value)
     ctx.call_on_close(deadline.finish)
     return value
 

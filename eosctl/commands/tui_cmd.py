@@ -17,7 +17,7 @@ import click
 
 from eosctl.base.errors import EosctlError
 from eosctl.base.stopsignals import handling
-from eosctl.commands.options import DURATION, Seconds, config_file, duckdb_file
+from eosctl.commands.options import DURATION, Seconds, config_file, duckdb_file, timeout_option
 
 
 @click.command("tui")
@@ -30,6 +30,7 @@ from eosctl.commands.options import DURATION, Seconds, config_file, duckdb_file
 )
 @click.option("-p", "--pipeline", help="Pipeline in the config (its cluster, topics, group and sink).")
 @click.option("--bootstrap", metavar="HOST:PORT", help="Cluster to watch (overrides the config).")
+@timeout_option(watcher=True)
 @click.option("-t", "--topic", "topics", multiple=True, help="Source topic (default: the pipeline's).")
 @click.option("-g", "--group", help="Consumer group (default: the pipeline's).")
 @click.option(

@@ -102,15 +102,32 @@ def audit_args(bootstrap: str, o: dict) -> list[str]:
             "--offsets-table", "sink_offsets", "--engine", "local", "--format", "json"]
 
 
-def reset_once(proxy, after: float, tag: list[str]) -> threading.Thread:
-    """In ``after`` seconds: every connection through the proxy reset (reset_peer), new ones too for 0.3 s."""
+def connections(port: int) -> int:
+    """ESTABLISHED TCP connections accepted on ``port`` (the proxy's), from /proc/net/tcp."""
+    n = 0
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        local, state = line.split()[1], line.split()[3]
+        n += state == "01" and int(local.split(":")[1], 16) == port
+    return n
+
+
+def reset_once(proxy, port: int, tag: list[str]) -> threading.Thread:
+    """Once the command is connected through the proxy and reading: the next answer chunk resets its
+    connection (reset_peer on the broker's answers), and the toxic is gone as soon as that connection
+    is (new ones are not reset)."""
 
     def run() -> None:
-        time.sleep(after)
+        deadline = time.monotonic() + 60
+        while connections(port) == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.4)  # its reads are under way (each answer takes the latency)
+        before = connections(port)
         name = proxy.toxic("kafka", "reset_peer", timeout=0)
-        time.sleep(0.3)
+        until = time.monotonic() + 3
+        while connections(port) >= before and time.monotonic() < until:
+            time.sleep(0.01)
         proxy.remove("kafka", name)
-        tag.append("done")
+        tag.append(f"{before} -> {connections(port)}")
 
     t = threading.Thread(target=run, daemon=True)
     t.start()
@@ -131,12 +148,11 @@ def test_a_reset_in_the_middle_of_an_audit_and_of_a_lag_read_is_retried(orders, 
                                                     for q in range(PARTITIONS)]),
     ):
         tag: list[str] = []
-        began = time.monotonic()
-        t = reset_once(proxy, 1.2, tag)
+        t = reset_once(proxy, int(through.rsplit(":", 1)[1]), tag)
         r = eosctl(*args, timeout=90)
         t.join(10)
-        took = time.monotonic() - began
-        assert tag == ["done"] and took > 1.5, f"{args[0]} ended in {took:.1f}s, before the reset"
+        assert len(tag) == 1 and int(tag[0].split(" -> ")[1]) < int(tag[0].split()[0]), \
+            f"{args[0]}: no connection was reset ({tag})"
         assert r.returncode == 0, r.stderr
         assert check(json.loads(r.stdout)), r.stdout
     proxy.remove("kafka", latency)
@@ -231,7 +247,10 @@ def test_a_black_hole_ends_within_the_deadline_saying_how_long_it_waited(orders,
     assert r.returncode == 2 and r.stdout == "", r.stdout
     (line,) = r.stderr.splitlines()
     assert line.startswith("eosctl: error: ") and "waited " in line, line
-    assert took < 6 + 4, f"{took:.1f}s for --timeout 6s"
+    waited = float(line.split("waited ")[1].split(" s")[0])
+    assert waited <= 6.5, line
+    # The process's own start and exit (imports) come on top: seconds on a loaded 2-core machine.
+    assert took < 6 + 12, f"{took:.1f}s for --timeout 6s: {line}"
 
 
 @pytest.mark.timeout(120)

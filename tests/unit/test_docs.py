@@ -935,7 +935,10 @@ def emitted_metrics(partition_metrics: bool = True) -> dict[str, tuple[str, froz
 
     from eosctl.exporter.metrics import Exposition
 
-    body, _ = Exposition([source()], partition_metrics).render()
+    down = source()  # a second pipeline whose last refresh failed: eosctl_down_reason
+    down.pipeline = "down"
+    down.refreshed(None, "cannot reach Kafka at h:1: connection refused")
+    body, _ = Exposition([source(), down], partition_metrics).render()
     out: dict[str, tuple[str, frozenset[str]]] = {}
     for family in text_string_to_metric_families(body.decode()):
         name = family.name + ("_total" if family.type == "counter" else "")
