@@ -115,6 +115,25 @@ def kafka_cluster3(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="session")
+def secured_kafka(tmp_path_factory: pytest.TempPathFactory):
+    """ONE secured Apache Kafka node (SASL_SSL with SCRAM and PLAIN, mTLS, ACLs denying by default; see
+    tests/securekafka.py), started only when a test of secured clusters runs."""
+    import atexit
+
+    from eosctl.sandbox import apache_kafka
+    from tests import securekafka
+
+    secured = securekafka.start(tmp_path_factory.mktemp("secured-kafka"))
+    atexit.register(apache_kafka.stop, secured.cluster)
+    try:
+        yield secured
+    finally:
+        for n in secured.cluster.nodes:
+            apache_kafka.kill_node(secured.cluster, n.node_id)
+        apache_kafka.stop(secured.cluster)
+
+
+@pytest.fixture(scope="session")
 def kafka39(tmp_path_factory: pytest.TempPathFactory):
     """ONE single-node Apache Kafka 3.9.1 (transactions v1 only), only for the version set's tests."""
     yield from _kafka(tmp_path_factory, "apache-kafka-39", 1, version="3.9.1")

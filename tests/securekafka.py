@@ -132,3 +132,48 @@ def start(home: Path, heap: str = "512m") -> SecuredKafka:
                                  properties=secured_properties(pki, passwords),
                                  listeners={"SASL_SSL": "SASL_SSL", "SSL": "SSL"}, format_args=scram)
     return SecuredKafka(cluster=cluster, pki=pki, passwords=passwords)
+
+
+def _admin(s: SecuredKafka):
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": s.internal})
+
+
+def _binding(principal: str, resource: str, name: str, operation: str, prefixed: bool):
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    kind = {"topic": ResourceType.TOPIC, "group": ResourceType.GROUP,
+            "transactional-id": ResourceType.TRANSACTIONAL_ID, "cluster": ResourceType.BROKER}[resource]
+    op = {"Read": AclOperation.READ, "Describe": AclOperation.DESCRIBE,
+          "ClusterAction": AclOperation.CLUSTER_ACTION, "Alter": AclOperation.ALTER}[operation]
+    return AclBinding(kind, "kafka-cluster" if resource == "cluster" else name,
+                      ResourcePatternType.PREFIXED if prefixed else ResourcePatternType.LITERAL,
+                      f"User:{principal}", "*", op, AclPermissionType.ALLOW)
+
+
+def grant(s: SecuredKafka, principal: str, resource: str, name: str, operation: str,
+          prefixed: bool = False) -> None:
+    """An ALLOW ACL (through the super user's PLAINTEXT listener, with Kafka's CreateAcls)."""
+    admin = _admin(s)  # kept until the answer is in: a client dropped earlier cancels its requests
+    for f in admin.create_acls([_binding(principal, resource, name, operation, prefixed)],
+                               request_timeout=30).values():
+        f.result(timeout=30)
+
+
+def revoke(s: SecuredKafka, principal: str, resource: str, name: str, operation: str,
+           prefixed: bool = False) -> None:
+    from confluent_kafka.admin import AclBindingFilter
+
+    b = _binding(principal, resource, name, operation, prefixed)
+    flt = AclBindingFilter(b.restype, b.name, b.resource_pattern_type, b.principal, b.host, b.operation,
+                           b.permission_type)
+    admin = _admin(s)
+    for f in admin.delete_acls([flt], request_timeout=30).values():
+        f.result(timeout=30)

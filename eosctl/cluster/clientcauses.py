@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import logging
 import re
+import socket
 import ssl
-import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from eosctl.base.errors import ConfigError
+from eosctl.base.errors import BrokerError, ConfigError
 from eosctl.config.model import Cluster
 
 # Kafka's error codes for a refused operation (clients/src/main/java/org/apache/kafka/common/protocol/
@@ -40,7 +40,9 @@ AUTHORIZATION_CODES = {29: ("TopicAuthorizationFailed", "topic"), 30: ("GroupAut
 # handleDescribeTransactions, handleListTransactions: DESCRIBE transactional id; handleWriteTxnMarkers:
 # ALTER or CLUSTER_ACTION on the cluster).
 OPERATIONS = {
-    ("Fetch", "topic"): "Read", ("ListOffsets", "topic"): "Describe", ("Metadata", "topic"): "Describe",
+    # Metadata and ListOffsets need only Describe, but every topic eosctl asks them about it also reads
+    # (Fetch): the grant that works is Read, which implies Describe (Kafka's AclOperation implied ops).
+    ("Fetch", "topic"): "Read", ("ListOffsets", "topic"): "Read", ("Metadata", "topic"): "Read",
     ("OffsetFetch", "group"): "Describe", ("OffsetFetch", "topic"): "Describe",
     ("FindCoordinator", "group"): "Describe", ("FindCoordinator", "transactional-id"): "Describe",
     ("DescribeGroups", "group"): "Describe", ("ListGroups", "group"): "Describe",
@@ -70,6 +72,12 @@ def denied(code: int | str | type | BaseException, request: str, name: str | Non
     target = name if name is not None else "?"
     return (f"{error} on {target}: grant {operation} on {resource} {target} "
             f"(kafka-acls --add --allow-principal User:NAME --operation {operation} --{resource} {target})")
+
+
+def is_denial(text: str) -> bool:
+    """Whether ``text`` is a line of ``denied`` or names a Kafka authorization error."""
+    return text.startswith(tuple(name for name, _ in AUTHORIZATION_CODES.values())) or \
+        _authorization_code(text) is not None
 
 
 def _authorization_code(code: int | str | type | BaseException) -> int | None:
@@ -166,17 +174,35 @@ def _tls_files_problem(cluster: Cluster) -> str | None:
 
 class BootstrapLog(logging.Handler):
     """Collects the exceptions kafka-python logs (as log record arguments) while it connects; use as a
-    context manager around a client's construction."""
+    context manager around a client's bootstrap. With ``cluster`` and ``on_cause``, ``on_cause()`` is
+    called once, at the first error that names a cause: kafka-python would retry a refused login or a
+    failed TLS handshake until its deadline."""
 
-    def __init__(self) -> None:
+    def __init__(self, cluster: Cluster | None = None, on_cause: Any = None,
+                 stop_on_refusal: bool = False) -> None:
         super().__init__(logging.WARNING)
-        self.errors: list[BaseException] = []
+        self.stop_on_refusal = stop_on_refusal
+        self.errors: list[BaseException | str] = []
+        self._closed_logins = 0
+        self.cluster = cluster
+        self.on_cause = on_cause
         self._logger = logging.getLogger("kafka")
         self._level = self._logger.level
 
     def emit(self, record: logging.LogRecord) -> None:
         args = record.args if isinstance(record.args, tuple) else ()
-        self.errors.extend(a for a in args if isinstance(a, BaseException))
+        found: list[BaseException | str] = [a for a in args if isinstance(a, BaseException)]
+        if _closed_at_sasl(args):
+            self._closed_logins += 1
+            # Twice, so a broker that restarts mid-handshake is not taken for a refusal.
+            if self._closed_logins >= 2:
+                found.append(CLOSED_AT_SASL)
+        self.errors.extend(found)
+        if found and self.on_cause is not None and (
+                (self.cluster is not None and connect_cause(self.cluster, found))
+                or (self.stop_on_refusal and any(_refusal(e) for e in found))):
+            on_cause, self.on_cause = self.on_cause, None
+            on_cause()
 
     def __enter__(self) -> BootstrapLog:
         self._logger.addHandler(self)
@@ -187,6 +213,42 @@ class BootstrapLog(logging.Handler):
     def __exit__(self, *exc: object) -> None:
         self._logger.removeHandler(self)
         self._logger.setLevel(self._level)
+
+
+# kafka-python 3.0.12 loses the broker's SaslAuthenticate error answer when the broker closes the connection
+# right behind it (Kafka sends a failed login's answer after connection.failed.authentication.delay.ms, then
+# closes): its SSL transport reads the answer and the end of the stream in one go and reports only "socket
+# disconnected" (kafka/net/transport.py _sock_recv). Kafka closes a connection that answered ApiVersions and
+# is still logging in only when the login failed (SaslServerAuthenticator), so that is what it means.
+CLOSED_AT_SASL = "SaslAuthenticationFailed: the broker closed the connection during the SASL login"
+
+
+def _closed_at_sasl(args: tuple) -> bool:
+    conn = next((a for a in args if hasattr(a, "sasl_enabled") and hasattr(a, "initializing")), None)
+    error = next((a for a in args if isinstance(a, BaseException)), None)
+    return (conn is not None and error is not None and "socket disconnected" in str(error)
+            and bool(conn.sasl_enabled) and getattr(conn, "broker_version_data", None) is not None)
+
+
+def _refusal(error: BaseException | str) -> bool:
+    """A refused TCP connection or a host name that does not resolve: nothing to wait for."""
+    text = str(error).lower()
+    return any(s in text for s in ("econnrefused", "connection refused", "name or service not known",
+                                   "nodename nor servname", "dns resolution failure", "dns lookup failed"))
+
+
+def stop_bootstrap(manager: Any) -> None:
+    """Make kafka-python's bootstrap loop (``while not self.closed``) give up at its next turn. Only the
+    flag is set here, from inside its event loop; ``reopen_for_close`` clears it so that the client's own
+    close() still closes its connections."""
+    manager.closed = True
+    wakeup = getattr(manager, "_bootstrap_wakeup", None)
+    if wakeup is not None:
+        wakeup.notify()  # end its backoff sleep now (as its close() does)
+
+
+def reopen_for_close(manager: Any) -> None:
+    manager.closed = False
 
 
 def connect_cause(cluster: Cluster, errors: Iterable[BaseException | str]) -> str | None:
@@ -200,6 +262,35 @@ def connect_cause(cluster: Cluster, errors: Iterable[BaseException | str]) -> st
             if line:
                 return line
     return None
+
+
+def diagnose(cluster: Cluster, errors: Iterable[BaseException | str]) -> str | None:
+    """``connect_cause``, or, when the client's errors name none and the client speaks Kafka's plain
+    protocol, a TLS handshake of our own: a listener that answers one speaks TLS (kafka-python often reports
+    only "socket disconnected" there: the broker's TLS alert arrives with the end of the stream)."""
+    cause = connect_cause(cluster, errors)
+    plain = cluster.security_protocol in ("PLAINTEXT", "SASL_PLAINTEXT")
+    if cause is None and plain and speaks_tls(_host(cluster)):
+        want = "SASL_SSL" if cluster.security_protocol == "SASL_PLAINTEXT" else "SSL"
+        return (f"{_host(cluster)} speaks TLS (an SSL or SASL_SSL listener) but security_protocol is "
+                f"{cluster.security_protocol}; set security_protocol = \"{want}\" and ssl_ca_location")
+    return cause
+
+
+def speaks_tls(address: str, timeout: float = 2.0) -> bool:
+    """Whether ``host:port`` answers a TLS handshake (any answer in TLS, an alert included)."""
+    host, _, port = address.rpartition(":")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # a probe of the protocol only: nothing is sent or trusted
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as raw, \
+                context.wrap_socket(raw, server_hostname=host.strip("[]")):
+            return True
+    except ssl.SSLError as e:
+        return "ALERT" in (e.reason or "").upper()
+    except (OSError, ValueError):
+        return False
 
 
 def _sasl(cluster: Cluster, text: str) -> str | None:
@@ -280,36 +371,38 @@ def _host(cluster: Cluster) -> str:
     return cluster.bootstrap_servers.split(",")[0].strip()
 
 
-def librdkafka_cause(cluster: Cluster, error: Any) -> str | None:
-    """The cause behind a librdkafka error (a confluent_kafka.KafkaError from an error callback or a
-    KafkaException's args[0]); None when it names none."""
+def librdkafka_cause(cluster: Cluster, error: Any, request: str = "Fetch",
+                     name: str | None = None) -> str | None:
+    """The cause behind a librdkafka error (a confluent_kafka.KafkaError from an error callback, a message's
+    error() or a KafkaException's args[0]); None when it names none. ``request`` and ``name``: what was
+    asked of which resource, for an authorization error."""
     text = error.str() if hasattr(error, "str") else str(error)
-    name = error.name() if hasattr(error, "name") else ""
+    name_of_error = error.name() if hasattr(error, "name") else ""
     code = error.code() if hasattr(error, "code") else None
-    denial = denied(name, "Metadata", None) if name else None
+    denial = denied(name_of_error, request, name) if name_of_error else None
     if denial is None and isinstance(code, int) and code > 0:
-        denial = denied(code, "Metadata", None)
-    return connect_cause(cluster, [f"{name}: {text}"]) or denial
+        denial = denied(code, request, name)
+    return denial or connect_cause(cluster, [f"{name_of_error}: {text}"])
 
 
-# A failed login or TLS handshake is retried by kafka-python until its bootstrap deadline; bootstrapping in
-# steps this long lets a cause found in its log end the wait after the first refusal.
-BOOTSTRAP_STEP_MS = 1000
+class LibrdkafkaErrors:
+    """A librdkafka ``error_cb`` that keeps the errors naming a cause (authentication, TLS, a refused
+    operation): librdkafka retries those forever in the background while a consumer's poll returns
+    nothing. ``raise_if_any`` turns the first into one BrokerError line."""
 
+    def __init__(self, cluster: Cluster, ignore: Iterable[int] = ()) -> None:
+        self.cluster = cluster
+        self.ignore = set(ignore)
+        self.causes: list[str] = []
 
-def bootstrap_in_steps(check: Any, timeout_ms: int, cause_found: Any) -> None:
-    """Call ``check(timeout_ms=...)`` (kafka-python's check_version, which bootstraps) in steps of
-    BOOTSTRAP_STEP_MS, each twice the last, until it succeeds, ``timeout_ms`` has passed, or
-    ``cause_found()`` is true; raises the last failure. The steps grow: a bootstrap is several round trips
-    (TCP, ApiVersions, Metadata), and at 1.5 s of round trip no step of 1 s ever completed one."""
-    deadline = time.monotonic() + timeout_ms / 1000
-    step = BOOTSTRAP_STEP_MS
-    while True:
-        left = int((deadline - time.monotonic()) * 1000)
-        try:
-            check(timeout_ms=max(1, min(step, left)))
+    def __call__(self, error: Any) -> None:
+        if hasattr(error, "code") and error.code() in self.ignore:
             return
-        except Exception:
-            if left <= step or cause_found():
-                raise
-        step *= 2
+        cause = librdkafka_cause(self.cluster, error, "Metadata")
+        if cause:
+            self.causes.append(cause)
+
+    def raise_if_any(self) -> None:
+        if self.causes:
+            raise BrokerError(f"cannot read from Kafka at {self.cluster.bootstrap_servers}: {self.causes[0]}")
+

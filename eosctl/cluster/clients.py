@@ -17,7 +17,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from eosctl.base.errors import BrokerError
-from eosctl.cluster.clientcauses import BootstrapLog, check_tls_files, connect_cause
+from eosctl.cluster.clientcauses import BootstrapLog, check_tls_files, diagnose
 from eosctl.config.model import Cluster
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ def kafka_admin(cluster: Cluster, timeout: float = DEFAULT_TIMEOUT_S) -> KafkaAd
             return KafkaAdminClient(**cluster.kafka_python(), request_timeout_ms=ms, bootstrap_timeout_ms=ms,
                                     reconnect_backoff_max_ms=1000)
         except (Errors.KafkaError, OSError) as e:
-            cause = connect_cause(cluster, log.errors)
+            cause = diagnose(cluster, log.errors)
             raise BrokerError(f"cannot connect to Kafka at {cluster.bootstrap_servers}: {cause}" if cause else
                               f"cannot reach Kafka at {cluster.bootstrap_servers}: {type(e).__name__}; "
                               "check --bootstrap / that the broker is up") from None

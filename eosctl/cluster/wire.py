@@ -25,7 +25,15 @@ from kafka.protocol.metadata import MetadataRequest
 from eosctl.base.errors import BrokerError
 from eosctl.cluster import deadline
 from eosctl.cluster import wireanswers as answers
-from eosctl.cluster.clientcauses import BootstrapLog, bootstrap_in_steps, check_tls_files, connect_cause
+from eosctl.cluster.clientcauses import (
+    BootstrapLog,
+    check_tls_files,
+    denied,
+    diagnose,
+    is_denial,
+    reopen_for_close,
+    stop_bootstrap,
+)
 from eosctl.cluster.model import TP
 from eosctl.cluster.wireanswers import FetchResult, Offsets
 from eosctl.config.model import Cluster
@@ -87,18 +95,23 @@ class WireClient:
         if isinstance(target, Cluster):
             check_tls_files(target)
         # One try, bounded by the command's deadline: a wrong address or a broker that is down is one line
-        # at once, never a retry (the watchers reconnect at their next refresh).
+        # at once, never a retry (the watchers reconnect at their next refresh). A cause found in the
+        # client's log (a refused login, an untrusted certificate) ends the wait at once.
         began = time.monotonic()
-        with BootstrapLog() as log:
-            self._client = KafkaNetClient(receive_message_max_bytes=receive_max_bytes,
-                                          request_timeout_ms=timeout_ms, **conf)
+        self._client = KafkaNetClient(receive_message_max_bytes=receive_max_bytes,
+                                      request_timeout_ms=timeout_ms, **conf)
+        manager = self._client._manager
+        # A refused connection or an unknown host is nothing to wait for either, with one bootstrap
+        # address (of several, another may answer).
+        with BootstrapLog(target if isinstance(target, Cluster) else None,
+                          on_cause=lambda: stop_bootstrap(manager),
+                          stop_on_refusal="," not in self.bootstrap.strip(",")) as log:
             try:
-                bootstrap_in_steps(self._client.check_version, deadline.connect_timeout_ms(timeout_ms),
-                                   lambda: (isinstance(target, Cluster) and connect_cause(target, log.errors))
-                                   or _refused(self.bootstrap))
+                self._client.check_version(timeout_ms=deadline.connect_timeout_ms(timeout_ms))
             except Exception as e:
+                reopen_for_close(manager)
                 self._client.close()
-                cause = connect_cause(target, log.errors) if isinstance(target, Cluster) else None
+                cause = diagnose(target, log.errors) if isinstance(target, Cluster) else None
                 why = _why_unreachable(self.bootstrap, e)
                 # The wait is said where there was one to speak of: TCP accepted, then no answer (a stall,
                 # a black hole), not a refusal.
@@ -160,7 +173,8 @@ class WireClient:
                 elif t.error_code and getattr(error, "retriable", False):
                     transient.append((t.name, error.__name__))  # e.g. a topic created a moment ago
                 elif t.error_code:
-                    raise BrokerError(f"metadata for topic {t.name!r} failed: {error.__name__}")
+                    raise BrokerError(f"metadata for topic {t.name!r} failed: "
+                                      f"{denied(error, 'Metadata', t.name) or error.__name__}")
                 else:
                     found[t.name] = {p.partition_index: p.leader_id for p in t.partitions}
                     self.topic_ids[t.name] = _topic_id(getattr(t, "topic_id", None))
@@ -216,6 +230,10 @@ class WireClient:
         wanted = list(dict.fromkeys(tps))
         first = self.list_offsets(wanted)
         probes = self.fetch_many({tp: first[tp].high_watermark for tp in wanted}, PROBE_BYTES, READ_COMMITTED)
+        refused = next((r.error for r in probes.values() if r.error and is_denial(r.error)), None)
+        if refused:
+            # ListOffsets needs only Describe: offsets without the records (Read) are no answer to read.
+            raise BrokerError(f"Fetch refused: {refused}")
         ahead = [tp for tp in wanted if answers.served(probes[tp]) and
                  any(f > f1 for f, f1 in zip(answers.served(probes[tp]), first[tp].triple, strict=True))]
         second = self.list_offsets(ahead) if ahead else {}
@@ -280,7 +298,8 @@ class WireClient:
             topic, partition, error = failed
             attempt += 1
             if not getattr(error, "retriable", False) or attempt == METADATA_ATTEMPTS:
-                raise BrokerError(f"ListOffsets for {topic}-{partition} failed: {error.__name__}")
+                raise BrokerError(f"ListOffsets for {topic}-{partition} failed: "
+                                  f"{denied(error, 'ListOffsets', topic) or error.__name__}")
             # A leader moved (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH...): look it up again.
             self.forget_leaders()
             time.sleep(0.1 * 2**attempt)
@@ -367,7 +386,8 @@ class WireClient:
         out: dict[TP, FetchResult] = {}
         for (_, request), response in zip(calls, responses, strict=True):
             if response.error_code:
-                raise BrokerError(f"Fetch failed: {Errors.for_code(response.error_code).__name__}")
+                error = Errors.for_code(response.error_code)
+                raise BrokerError(f"Fetch failed: {denied(error, 'Fetch', None) or error.__name__}")
             throttle = response.throttle_time_ms or 0
             for t in response.responses:
                 for p in t.partitions:

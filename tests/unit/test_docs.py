@@ -522,6 +522,7 @@ def test_txns_json_is_documented(offline: pytest.MonkeyPatch) -> None:
     offline.setattr(txns, "plan_abort", lambda *a, **k: AbortPlan("orders", 0, 7, 7, 1, 7, 9, NOW_MS - 5000,
                                                                   "demo.hanging", True, 3))
     offline.setattr(txns, "abort", lambda admin, plan: None)
+    offline.setattr(txns, "coordinator_unseen", lambda *a, **k: None)  # the stand-in client asks nothing
     from eosctl.txn.abortsafety import assess
 
     safety = assess(("orders", 0), 1001, 7, 9, by_id["demo.processor"], NOW_MS - 1000, {"demo.sink": 7},
