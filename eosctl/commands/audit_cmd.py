@@ -50,8 +50,11 @@ def _fail_on(ctx: click.Context, param: click.Parameter, value: str | None) -> t
 
 
 @click.command("audit")
-@target_options(formats=FORMATS, format_help="Rich tables, stable JSON or JUnit XML for CI, or one "
-                                             "self-contained HTML sign-off document (with --out).")
+# The audit's deadline covers its whole run (workers and Spark tasks read within it): minutes, not the
+# inspection commands' 30 s; a larger audit passes more.
+@target_options(formats=FORMATS, timeout="10m",
+                format_help="Rich tables, stable JSON or JUnit XML for CI, or one self-contained HTML "
+                            "sign-off document (with --out).")
 @sink_options
 @click.option("--topic-column", help="Column with the source topic [default: src_topic].")
 @click.option("--partition-column", help="Column with the source partition [default: src_partition].")
