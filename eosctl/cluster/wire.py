@@ -525,6 +525,7 @@ class WireClient:
 
     def _send_wave(self, calls: Sequence[tuple[NodeId, ApiMessage]], timeout_ms: int) -> list[Any]:
         manager = self._client._manager
+        began = time.monotonic()
         try:
             for node in dict.fromkeys(node for node, _ in calls):
                 self._client.await_ready(node, timeout_ms=timeout_ms)
@@ -537,8 +538,11 @@ class WireClient:
         except Errors.InvalidReceiveError as e:
             raise _Oversized(f"request to Kafka at {self.bootstrap} failed: {e}", too_large=True) from None
         except deadline.TRANSIENT as e:
+            # A connection that took the whole try to fail was not refused: its handshake got no answer (a
+            # stall, a black hole), retried like any timeout; a refusal fails at once.
+            waited = (time.monotonic() - began) * 1000 >= 0.9 * timeout_ms
             raise deadline.Transient(deadline.named(e),
-                                     timed_out=isinstance(e, Errors.KafkaTimeoutError)) from None
+                                     timed_out=isinstance(e, Errors.KafkaTimeoutError) or waited) from None
         except Errors.KafkaError as e:
             raise BrokerError(f"request to Kafka at {self.bootstrap} failed: {e}") from None
         responses = []
