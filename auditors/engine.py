@@ -29,6 +29,7 @@ from eosctl.progress import Progress, Step, silent
 from eosctl.safetext import term
 from eosctl.sink import frozen, open_reader, shown
 from eosctl.sink.kafka_topic import ahead_of_commit, key_findings
+from eosctl.sink.replica import replica_findings
 
 ENGINES = ("spark", "local")
 PHASE_PREPARE = "reading the sink and Kafka metadata"
@@ -116,6 +117,7 @@ def _audit(inp: AuditInput, options: EngineOptions, progress: Progress, t_start:
                 if given.lineage == "key":  # named for keys
                     findings = key_findings(fixed, findings)
                 findings = findings + ahead_of_commit(fixed, findings + invalid)
+                findings = replica_findings(fixed, findings)  # a MirrorMaker 2 replica: told as MM2's
     progress(Step("done", 1, 1))
     engine = engine_facts(info, result.tasks, timings["prepare_seconds"], startup, result.timings)
     with paused():

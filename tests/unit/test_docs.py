@@ -243,6 +243,13 @@ def findings_of_every_kind() -> list[Finding]:
             out.append(Finding(kind, "orders", 0, 8, 8, 1, detail=detail, cause=Cause(kind, said)))
         elif kind in KEY_KINDS:  # key lineage renames what the reconciliation found, cause and all
             out.append(Finding(KEY_KINDS[kind], "orders", 0, *at[KEY_KINDS[kind]], 1, detail=kind))
+        elif kind == "out_of_order":  # made where a replica's rows are paired (eosctl.sink.replica)
+            from eosctl.config import Sink
+            from eosctl.sink.replica import out_of_order
+
+            frozen = Sink(duckdb="x", frozen_from=Sink(kafka_topic="src.orders", lineage="replica"),
+                          at=json.dumps({"replica_of": "orders", "out_of_order": [[0, 2]]}))
+            out.extend(out_of_order(frozen))
         elif kind == "content_mismatch":
             out.extend(content_findings())
         else:

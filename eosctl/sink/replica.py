@@ -1,0 +1,202 @@
+"""A MirrorMaker 2 replica as the audited side of a hop (`kafka_topic` on another cluster, `lineage =
+"replica"`): the replica partition must be the source partition's committed records, in order, each once.
+
+MM2 (connect-mirror's MirrorSourceTask) copies partition p of the source topic to partition p of the
+replica, each record's key, value, headers and timestamp unchanged, in the order it reads them; it writes no
+lineage. So the replica is aligned with the source by order: each replica record is paired with the source
+record carrying its key, value (by MD5 digest) and timestamp, the next one after the record the previous
+replica record was paired with; where no such record follows, the copy went back (a replay: the task
+resumed from an older source offset) and it is paired with the last such record at or before it. The
+pairing becomes hop rows (source topic, partition, offset of each replica record), so the reconciliation
+both engines run judges them like any hop: a committed source record without a copy is a gap, one copied
+twice a duplicate, an aborted or open one copied a phantom, at exact source offsets. A record the pairing
+had to take from before its predecessor's although nothing paired it yet is out of order (the replica's
+producer reordered it). Exact where a record's (key, value, timestamp) is unique among its partition's
+records, as a producer's own timestamps make it.
+
+What the replica promises to hold: the source records up to the last one paired (beyond is MM2's lag, never a
+gap).
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import json
+from dataclasses import dataclass, replace
+from typing import Any
+
+from eosctl.config import Cluster, Sink
+from eosctl.errors import SinkError
+from eosctl.findings import Cause, Finding
+from eosctl.model import TP
+from eosctl.safetext import decode
+from eosctl.sink import kafka_topic
+
+REPLICA = "replica"
+Fingerprint = tuple[bytes | None, bytes | None, int]
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """One replica partition paired with its source partition."""
+
+    sources: list[int | None]  # per replica record, in replica order: the source offset paired (None: none)
+    out_of_order: list[int]  # source offsets copied once, but after a later record
+    covered: int  # one past the last source offset paired: what the replica promises to hold (0: nothing)
+
+
+def fingerprint(key: bytes | None, value: bytes | None, timestamp: int) -> Fingerprint:
+    return (key, hashlib.md5(value).digest() if value is not None else None, timestamp)
+
+
+def align(source: list[tuple[int, Fingerprint]], replica: list[Fingerprint]) -> Alignment:
+    """Pair each replica record (in replica order) with a source record (offset, fingerprint; every data
+    record of the partition, aborted and open ones too): the first with its fingerprint after the last
+    source record paired, else (a replay, or a record out of order) the last one at or before it."""
+    where: dict[Fingerprint, list[int]] = {}
+    for offset, fp in source:
+        where.setdefault(fp, []).append(offset)
+    cursor = -1
+    seen: set[int] = set()
+    sources: list[int | None] = []
+    late: list[int] = []
+    for fp in replica:
+        offsets = where.get(fp)
+        if not offsets:
+            sources.append(None)
+            continue
+        i = bisect.bisect_right(offsets, cursor)
+        if i < len(offsets):
+            chosen = offsets[i]
+        else:
+            chosen = offsets[bisect.bisect_right(offsets, cursor) - 1]
+            if chosen not in seen:
+                late.append(chosen)  # copied for the first time, after a record that follows it
+        sources.append(chosen)
+        seen.add(chosen)
+        cursor = chosen
+    covered = max(seen) + 1 if seen else 0
+    # A record first paired late and paired again later is a replay's, not a reordering's.
+    return Alignment(sources, sorted(o for o in late if sources.count(o) == 1), covered)
+
+
+def _read(cluster: Cluster, ends: dict[TP, int], *, read_committed: bool,
+          what: str) -> dict[int, list[tuple[int, Fingerprint, Any]]]:
+    """Per partition: (offset, fingerprint, key) of each record below ``ends``, in offset order."""
+    out: dict[int, list[tuple[int, Fingerprint, Any]]] = {p: [] for _, p in ends}
+    for m in kafka_topic.records(cluster, ends, read_committed=read_committed, what=what):
+        key = m.key()
+        out[m.partition()].append((m.offset(), fingerprint(key, m.value(), m.timestamp()[1]),
+                                   decode(key) if key is not None else None))
+    return out
+
+
+def freeze(sink: Sink, cluster: Cluster, directory: str) -> Sink:
+    """Read the replica (read_committed, up to its last stable offsets, taken first) and then every record
+    of its source partitions (read_uncommitted, up to their high watermarks): what MM2 copied is below
+    those by then. The pairing is written as hop rows (eosctl.sink.kafka_topic's table)."""
+    assert sink.kafka_topic is not None
+    if sink.stage_cluster is None or len(sink.stage_topics) != 1:
+        raise SinkError(f"the replica {sink.kafka_topic!r} needs exactly one source topic (source_topics)")
+    topic = sink.stage_topics[0]
+    ends = kafka_topic.end_offsets(cluster, sink.kafka_topic)
+    read_at = kafka_topic.now()
+    replica = _read(cluster, ends, read_committed=True, what="the replica")
+    source_ends = kafka_topic.high_watermarks(sink.stage_cluster, (topic,))
+    source = _read(sink.stage_cluster, source_ends, read_committed=False, what="the replica's source")
+    rows: dict[str, list] = {n: [] for n in kafka_topic.COLUMNS}
+    covered: dict[TP, int] = {}
+    late: list[list[int]] = []
+    for (_, p), _end in sorted(ends.items()):
+        copies = replica.get(p, [])
+        found = align([(o, fp) for o, fp, _ in source.get(p, [])], [fp for _, fp, _ in copies])
+        covered[(topic, p)] = found.covered
+        late += [[p, o] for o in found.out_of_order]
+        for (offset, _, key), src in zip(copies, found.sources, strict=True):
+            lineage = (topic, p, src) if src is not None else (None, None, None)
+            for name, value in zip(kafka_topic.COLUMNS, (*lineage, key, p, offset), strict=True):
+                rows[name].append(value)
+    path = kafka_topic.write_rows(rows, directory)
+    at = json.dumps({"end_offsets": [{"partition": p, "offset": o} for (_, p), o in sorted(ends.items())],
+                     "read_at": read_at, "replica_of": topic,
+                     "committed": [[t, p, o] for (t, p), o in sorted(covered.items())],
+                     "committed_after": [[t, p, o] for (t, p), o in sorted(covered.items())],
+                     "out_of_order": late, "grouped": False})
+    return replace(sink, duckdb=path, kafka_topic=None, table=kafka_topic.TABLE, topic_column="src_topic",
+                   partition_column="src_partition", offset_column="src_offset",
+                   key_column="key" if sink.key_column else None, offsets_table=None, frozen_from=sink, at=at)
+
+
+def _span(f: Finding) -> str:
+    return (f"offset {f.first_offset}" if f.first_offset == f.last_offset
+            else f"offsets {f.first_offset}..{f.last_offset}")
+
+
+def _records(n: int) -> str:
+    return f"{n} record{'s' * (n != 1)}"
+
+
+def replica_findings(frozen: Sink, findings: list[Finding]) -> list[Finding]:
+    """A replica hop's findings told as what MirrorMaker 2 did (the settings each points to are in
+    docs/audit.md, "MirrorMaker 2"), and its out_of_order findings (read from the frozen hop)."""
+    given = frozen.frozen_from
+    if given is None or given.lineage != REPLICA:
+        return findings
+    replica = given.kafka_topic
+    # MM2's aliases, as the config names the two clusters (mm2.properties' `clusters = src, dr`).
+    src = given.stage_cluster.name if given.stage_cluster is not None else "SOURCE"
+    dst = given.cluster or "TARGET"
+    out = []
+    for f in findings:
+        if f.cause is None or f.first_offset is None:
+            out.append(f)
+            continue
+        where = f"{f.topic}[{f.partition}] {_span(f)}"
+        if f.kind == "duplicate":
+            summary = (f"MirrorMaker 2 copied {where} to {replica} again ({f.count} extra "
+                       f"cop{'ies' if f.count != 1 else 'y'}): a task restarted without exactly-once "
+                       "support: records replayed from its last committed source offset (set "
+                       f"`{dst}.exactly.once.source.support = enabled` and read_committed; docs/audit.md)")
+        elif f.kind in ("phantom_aborted", "phantom_uncommitted"):
+            state = "aborted" if f.kind == "phantom_aborted" else "still open"
+            summary = (f"{where} ({_records(f.count)} of {state} transactions at the source) are in "
+                       f"{replica}: MM2 consumed read_uncommitted: set "
+                       "`source.consumer.isolation.level=read_committed` (in mm2.properties: "
+                       f"`{src}.consumer.isolation.level = read_committed`)")
+        elif f.kind == "gap":
+            summary = (f"{where} ({_records(f.count)} committed at the source) never reached {replica}, "
+                       "though later records did: they were deleted at the source before MM2 read them "
+                       "(retention), or filtered out (a transform), or written elsewhere")
+        else:
+            out.append(f)
+            continue
+        out.append(replace(f, cause=replace(f.cause, summary=summary)))
+    return out + out_of_order(frozen)
+
+
+def out_of_order(frozen: Sink) -> list[Finding]:
+    """Source records the replica holds once, but after a record that follows them (one finding per
+    record: their places are scattered)."""
+    given = frozen.frozen_from
+    at: dict[str, Any] = json.loads(frozen.at) if frozen.at else {}
+    if given is None or not at.get("out_of_order"):
+        return []
+    topic = at["replica_of"]
+    out = []
+    for p, o in at["out_of_order"]:
+        f = Finding("out_of_order", topic, p, o, o, 1,
+                    detail=f"in {given.kafka_topic}[{p}] after a later record")
+        summary = (f"{topic}[{p}] offset {o} is in {given.kafka_topic} after records that follow it at the "
+                   "source: the replica's producer reordered a retried batch (MM2's producer needs "
+                   "`enable.idempotence=true`, or `max.in.flight.requests.per.connection=1`)")
+        out.append(replace(f, cause=Cause("out_of_order", summary)))
+    return out
+
+
+def promised(frozen: Sink) -> dict[TP, int] | None:
+    """What the replica promised to hold per source partition (None: not a replica hop)."""
+    given = frozen.frozen_from
+    if given is None or given.lineage != REPLICA or not frozen.at:
+        return None
+    return {(t, p): o for t, p, o in json.loads(frozen.at).get("committed", [])}
