@@ -2,7 +2,7 @@
 
 `audit` is the one entry point; `engine` runs it (options, timings, clean-up); `plan` cuts the work into
 items (grouped by `grouping`), `sources` reads what a task needs of Kafka, `task` is the task both engines
-run (the per-partition rule itself is eosctl/audit/), `outcome` what an engine found; `local` and
+run (the per-partition rule itself is eosctl/rules/), `outcome` what an engine found; `local` and
 `spark`/`spark_job` are the two engines. The result is rendered by eosctl/output/. Imported
 only by the commands that audit and the benchmarks, never at eosctl start-up (Spark is slow to import).
 """
@@ -16,12 +16,12 @@ from auditors import engine
 from auditors.engine import ENGINES, EngineOptions
 from auditors.plan import AuditInput
 from auditors.sources import KafkaSource
-from eosctl.findings import KINDS, AuditReport, merge_hops
-from eosctl.progress import Progress, silent
+from eosctl.base.progress import Progress, silent
+from eosctl.report.findings import KINDS, AuditReport, merge_hops
 
 if TYPE_CHECKING:
-    from eosctl.config import Sink
-    from eosctl.target import Target
+    from eosctl.config.model import Sink
+    from eosctl.config.target import Target
 
 
 def audit(target: Target, sink: Sink, *, options: EngineOptions, progress: Progress = silent,

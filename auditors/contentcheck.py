@@ -1,8 +1,8 @@
 """The content check inside an audit task (both engines): each sink row's key against its record's.
 
-The task's scan read the records' keys with the batch headers (eosctl.logscan, ``keys=True``, or the
+The task's scan read the records' keys with the batch headers (eosctl.cluster.logscan, ``keys=True``, or the
 value mode where the sink names a value column); here one query reads the (offset, key[, value]) of the
-sink rows of every partition the task reconciled, eosctl.content judges each partition, and a partition
+sink rows of every partition the task reconciled, eosctl.rules.content judges each partition, and a partition
 whose writer stored shifted offsets is reconciled again at the offsets its rows really hold: the gaps and
 phantoms the shift made up go, the real ones stay.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from eosctl.audit.rule import audit_partition
-from eosctl.findings import Finding, PartitionSummary
-from eosctl.model import TP, PartitionLog
+from eosctl.cluster.model import TP, PartitionLog
+from eosctl.report.findings import Finding, PartitionSummary
+from eosctl.rules.rule import audit_partition
 
 if TYPE_CHECKING:
     from auditors.plan import WorkItem
@@ -70,9 +70,9 @@ def with_content(reader: SinkReader, done: list[tuple[WorkItem, PartitionSummary
                  group: str | None) -> list[tuple[WorkItem, PartitionSummary, list[Finding]]]:
     """``done`` (each partition's summary and findings) with the content findings added, and the
     partitions with shifted rows reconciled again at the offsets they hold."""
-    # lazy: eosctl.content 35 ms, eosctl.recordkeys 104 ms to import
-    from eosctl.content import check_partition
-    from eosctl.recordkeys import hash_arrow
+    # lazy: eosctl.rules.content 35 ms, eosctl.cluster.recordkeys 104 ms to import
+    from eosctl.cluster.recordkeys import hash_arrow
+    from eosctl.rules.content import check_partition
 
     checked = [item.tp for item, _, _ in done if item.tp in islands and logs[item.tp].record_keys is not None]
     if not checked:
@@ -105,9 +105,9 @@ def _value_name(sink: Any) -> str:
 
 def _reconciled(item: WorkItem, log: PartitionLog, islands: list[tuple[int, int, int]], shifts: Sequence[Any],
                 group: str | None) -> tuple[PartitionSummary, list[Finding]]:
-    """The partition reconciled with the shifted rows at the offsets they hold (eosctl.audit.rule, as
+    """The partition reconciled with the shifted rows at the offsets they hold (eosctl.rules.rule, as
     audit_group does)."""
-    from eosctl.content import shifted_islands  # lazy: eosctl.content 35 ms to import
+    from eosctl.rules.content import shifted_islands  # lazy: eosctl.rules.content 35 ms to import
 
     return audit_partition(item.topic, item.partition, log, shifted_islands(islands, shifts),
                            expected_upto=item.expected_upto, check_offsets=item.check_offsets,

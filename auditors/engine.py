@@ -19,14 +19,14 @@ from auditors.outcome import Outcome
 from auditors.plan import AuditInput, WorkItem, prepare
 from auditors.spark import describe, require_reachable_sink, runs_here
 from auditors.spark_job import run_spark
-from eosctl.audit.causes import explain_finding
-from eosctl.config import Config, Spark
-from eosctl.configvalues import memory_problem, spark_master_problem
-from eosctl.errors import EosctlError
-from eosctl.findings import AuditReport
-from eosctl.gcpause import paused
-from eosctl.progress import Progress, Step, silent
-from eosctl.safetext import term
+from eosctl.base.errors import EosctlError
+from eosctl.base.gcpause import paused
+from eosctl.base.progress import Progress, Step, silent
+from eosctl.base.safetext import term
+from eosctl.config.model import Config, Spark
+from eosctl.config.values import memory_problem, spark_master_problem
+from eosctl.report.findings import AuditReport
+from eosctl.rules.causes import explain_finding
 from eosctl.sink import frozen, open_reader, shown
 from eosctl.sink.kafka_topic import ahead_of_commit, key_findings
 from eosctl.sink.replica import replica_findings
@@ -84,7 +84,7 @@ def run(inp: AuditInput, options: EngineOptions, progress: Progress = silent,
     elapsed_seconds counts from there, Spark's start-up included. Whatever the audit started on this
     machine (JVM, Python workers, the local pool, temp files) is gone when this returns or raises."""
     t_start = started if started is not None else time.monotonic()
-    # Findings by the hundred thousand on their way to the report, no cycles among them (eosctl.gcpause):
+    # Findings by the hundred thousand on their way to the report, no cycles among them (eosctl.base.gcpause):
     # the local engine's whole run (its forked workers inherit the pause); a Spark job's only from its
     # collected rows on (auditors.spark_job.run_spark, and the report below), not while the cluster works.
     with paused() if options.engine == "local" else nullcontext():

@@ -2,7 +2,8 @@
 
 A task's findings travel as rows of the task output (auditors.task.OUT_SCHEMA, rec "finding"): built here
 column by column rather than a dict per finding, each cause as its JSON text plus the few fields the driver
-reads for every finding (eosctl.audit.causejson.EAGER), so that the driver makes each Finding without decoding
+reads for every finding (eosctl.report.causejson.EAGER), so that the driver makes each Finding without
+decoding
 its cause. At 100k findings the dicts, the decoding and the encoding again were most of the audit.
 """
 
@@ -11,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from eosctl.audit.causejson import EncodedCause, encode
-from eosctl.findings import KINDS, Finding
+from eosctl.report.causejson import EncodedCause, encode
+from eosctl.report.findings import KINDS, Finding
 
 # The finding rows' columns of the task output, in the order finding_columns() gives them.
 COLUMNS = ("rec", "topic", "partition", "kind", "first_offset", "last_offset", "count", "detail", "cause",

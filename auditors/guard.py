@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 
-from eosctl.stopsignals import STOP_SIGNALS
+from eosctl.base.stopsignals import STOP_SIGNALS
 
 Proc = tuple[int, int]  # (pid, start time in clock ticks): a pid alone may be reused
 

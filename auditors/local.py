@@ -27,13 +27,13 @@ from auditors.outcome import Outcome, outcome
 from auditors.plan import AuditInput, TaskSettings, WorkItem
 from auditors.sources import Source
 from auditors.task import PHASE_KEYS, PHASE_TASKS, group_task
-from eosctl.audit.rule import key_finding
-from eosctl.config import Sink
-from eosctl.errors import EosctlError
-from eosctl.findings import Finding
-from eosctl.progress import Progress, Step, silent
+from eosctl.base.errors import EosctlError
+from eosctl.base.progress import Progress, Step, silent
+from eosctl.base.stopsignals import STOP_SIGNALS
+from eosctl.config.model import Sink
+from eosctl.report.findings import Finding
+from eosctl.rules.rule import key_finding
 from eosctl.sink.delta import library_needed
-from eosctl.stopsignals import STOP_SIGNALS
 
 KEY_COLUMNS = ["key", "topic", "partition", "first_offset", "producer_id", "producer_epoch",
                "marker_offset"]
@@ -170,9 +170,9 @@ def _preload() -> None:
     # once here, not in every worker.
     pyarrow.array(["x"])
 
-    # lazy: eosctl.logscan 78 ms, eosctl.wire 68 ms to import
-    import eosctl.logscan
-    import eosctl.wire  # noqa: F401
+    # lazy: eosctl.cluster.logscan 78 ms, eosctl.cluster.wire 68 ms to import
+    import eosctl.cluster.logscan
+    import eosctl.cluster.wire  # noqa: F401
 
     # A forked worker must never finalize this process's objects: garbage it inherits (e.g. a closed
     # PostgreSQL connection's C objects) crashed workers in their first garbage collection. Frozen

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from auditors.findingrows import findings_from_rows
-from eosctl.errors import BrokerError, EosctlError, SinkError
-from eosctl.findings import Finding, LogSegment, PartitionSummary
+from eosctl.base.errors import BrokerError, EosctlError, SinkError
+from eosctl.report.findings import Finding, LogSegment, PartitionSummary
 
 if TYPE_CHECKING:
     pass

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from auditors.sources import Placement, Source
-from eosctl.config import Cluster, Sink
-from eosctl.findings import KINDS
-from eosctl.model import TP
+from eosctl.cluster.model import TP
+from eosctl.config.model import Cluster, Sink
+from eosctl.report.findings import KINDS
 from eosctl.sink import open_reader
 from eosctl.sink.kafka_topic import committed_before
 
@@ -101,7 +101,7 @@ def prepare(inp: AuditInput, reader: SinkReader | None = None) -> list[WorkItem]
         offsets_kept = inp.group or inp.sink.spark_checkpoint
         stored = reader.stored_offsets() if offsets_kept and inp.cluster is not None else None
     items = plan(inp.source, inp.topics, in_sink)
-    from eosctl.offsets import committed_offsets  # lazy: eosctl.offsets 78 ms to import
+    from eosctl.cluster.offsets import committed_offsets  # lazy: eosctl.cluster.offsets 78 ms to import
 
     done = committed_before(inp.sink)
     if done is not None:

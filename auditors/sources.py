@@ -9,9 +9,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from eosctl.config import Cluster
-from eosctl.errors import BrokerError
-from eosctl.model import TP, PartitionLog
+from eosctl.base.errors import BrokerError
+from eosctl.cluster.model import TP, PartitionLog
+from eosctl.config.model import Cluster
 
 if TYPE_CHECKING:
     pass
@@ -31,7 +31,8 @@ class Placement:
     log_start: int
     high_watermark: int
     last_stable: int
-    # eosctl.wire.Offsets' cross-check of ListOffsets with Fetch: what the broker contradicted, if anything
+    # eosctl.cluster.wire.Offsets' cross-check of ListOffsets with Fetch: what the broker contradicted, if
+    # anything
     disagreement: str | None = None
     listed: tuple[int, int, int] | None = None
 
@@ -54,12 +55,13 @@ class Source(Protocol):
 
 @dataclass(frozen=True)
 class KafkaSource:
-    """Scan the log on the executor with eosctl.logscan (raw Fetch; contiguous batches not decompressed)."""
+    """Scan the log on the executor with eosctl.cluster.logscan (raw Fetch; contiguous batches not
+    decompressed)."""
 
     cluster: Cluster
 
     def survey(self, topics: Iterable[str]) -> dict[str, dict[int, Placement]]:
-        from eosctl.wire import WireClient  # lazy: eosctl.wire 71 ms to import
+        from eosctl.cluster.wire import WireClient  # lazy: eosctl.cluster.wire 71 ms to import
 
         with WireClient(self.cluster) as client:
             leaders = client.metadata(list(topics))
@@ -69,15 +71,15 @@ class KafkaSource:
                 for t in leaders}
 
     def existing_topics(self) -> dict[str, list[int]]:
-        from eosctl.wire import WireClient  # lazy: eosctl.wire 71 ms to import
+        from eosctl.cluster.wire import WireClient  # lazy: eosctl.cluster.wire 71 ms to import
 
         with WireClient(self.cluster) as client:
             return {t: sorted(leaders) for t, leaders in client.metadata().items()}
 
     def scan(self, parts: Sequence[tuple[TP, Placement]], keys: bool | str = False) -> dict[TP, PartitionLog]:
-        # lazy: eosctl.logscan 80 ms, eosctl.wire 71 ms to import
-        from eosctl.logscan import scan_partitions
-        from eosctl.wire import Offsets, WireClient
+        # lazy: eosctl.cluster.logscan 80 ms, eosctl.cluster.wire 71 ms to import
+        from eosctl.cluster.logscan import scan_partitions
+        from eosctl.cluster.wire import Offsets, WireClient
 
         out: dict[TP, PartitionLog] = {}
         with WireClient(self.cluster) as client:
@@ -88,7 +90,10 @@ class KafkaSource:
                 out.update(scan_partitions(client, [tp for tp, _ in chunk], offsets=snapshot, keys=keys))
             # The causes tell a timeout from a take-over by the id's transaction.timeout.ms, and settle
             # transactions-v2 pairs from the task's other partitions of the id.
-            from eosctl.producerids import identify, settle  # lazy: eosctl.producerids 72 ms to import
+            from eosctl.txn.producerids import (  # lazy: eosctl.txn.producerids 72 ms to import
+                identify,
+                settle,
+            )
 
             settle(out.values())
             identify(client, out.values())
@@ -108,7 +113,7 @@ def _check_leaders(leaders: dict[str, dict[int, int]]) -> None:
 
 
 def _placement(leader: int, o: Any) -> Placement:
-    """A partition's Placement from its leader and its eosctl.wire.Offsets."""
+    """A partition's Placement from its leader and its eosctl.cluster.wire.Offsets."""
     return Placement(leader, o.log_start, o.high_watermark, o.last_stable, o.disagreement, o.listed)
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from eosctl.errors import EosctlError, first_line
+from eosctl.base.errors import EosctlError, first_line
 
 # The packages a task imports; shipped as one zip to executors that don't run this machine's Python.
 _SHIPPED = ("eosctl", "auditors")

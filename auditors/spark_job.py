@@ -12,10 +12,10 @@ from auditors.grouping import tasks as group_items
 from auditors.outcome import Outcome, outcome
 from auditors.plan import AuditInput, WorkItem
 from auditors.task import _OUT_NAMES, _WRITER_TYPES, OUT_SCHEMA, PHASE_KEYS, PHASE_TASKS, group_task
-from eosctl.audit.rule import key_finding
-from eosctl.errors import EosctlError
-from eosctl.gcpause import paused
-from eosctl.progress import Progress, Step, silent
+from eosctl.base.errors import EosctlError
+from eosctl.base.gcpause import paused
+from eosctl.base.progress import Progress, Step, silent
+from eosctl.rules.rule import key_finding
 
 if TYPE_CHECKING:
     pass
@@ -47,7 +47,7 @@ def run_spark(spark: Any, inp: AuditInput, items: list[WorkItem], progress: Prog
                  .where(~F.col("is_key") | (F.size("at") > 1)))
     with _TaskProgress(spark, len(tasks), want_keys, progress) as phases:
         table = _collect(frame)
-    with paused():  # a row and a finding each for 100k findings, no cycles among them (eosctl.gcpause)
+    with paused():  # a row and a finding each for 100k findings, no cycles among them (eosctl.base.gcpause)
         rows = table.to_pylist()
         if not want_keys:
             return outcome(rows, [], phases.tasks_seconds, 0.0, len(tasks))

@@ -1,7 +1,7 @@
 """The task both engines run: a group of partitions audited with one Kafka connection and one sink reader.
 
 A task scans its partitions' logs together (auditors.sources), reads the group's slice of the sink as offset
-islands, runs the audit rule (eosctl.audit.rule) on each partition and yields its summaries and findings as
+islands, runs the audit rule (eosctl.rules.rule) on each partition and yields its summaries and findings as
 Arrow rows of ``OUT_SCHEMA``; with a key column, also the keys of its partitions' committed rows, which
 the engine groups by key (Spark's shuffle, or DuckDB in the local engine)."""
 
@@ -18,13 +18,13 @@ from auditors.contentcheck import with_content
 from auditors.findingrows import finding_columns
 from auditors.plan import TaskSettings, WorkItem
 from auditors.sources import Source
-from eosctl.audit.causes import with_write_order
-from eosctl.audit.rule import audit_partition, committed_ranges
-from eosctl.config import Sink, value_mode
-from eosctl.errors import BrokerError, EosctlError
-from eosctl.findings import Finding, PartitionSummary
-from eosctl.gcpause import paused
-from eosctl.model import TP, PartitionLog
+from eosctl.base.errors import BrokerError, EosctlError
+from eosctl.base.gcpause import paused
+from eosctl.cluster.model import TP, PartitionLog
+from eosctl.config.model import Sink, value_mode
+from eosctl.report.findings import Finding, PartitionSummary
+from eosctl.rules.causes import with_write_order
+from eosctl.rules.rule import audit_partition, committed_ranges
 from eosctl.sink import Limits, open_reader
 
 if TYPE_CHECKING:
@@ -39,10 +39,10 @@ OUT_SCHEMA = (
     # Time the task spent scanning the log and reading + reconciling the sink (task rows only).
     "scan_seconds double, reconcile_seconds double, "
     "key string, "  # key rows (rec = "key"): a committed row's business key, its offset in first_offset
-    # key rows: who wrote the offset (eosctl.audit.causes.Writer); marker_offset null when non-transactional
+    # key rows: who wrote the offset (eosctl.rules.causes.Writer); marker_offset null when non-transactional
     "producer_id long, producer_epoch int, marker_offset long, "
-    "cause string, "  # finding rows: the finding's cause, as its JSON object (eosctl.findings.Cause)
-    # finding rows: what the driver reads of every cause without decoding it (eosctl.audit.causejson.EAGER)
+    "cause string, "  # finding rows: the finding's cause, as its JSON object (eosctl.report.findings.Cause)
+    # finding rows: what the driver reads of every cause without decoding it (eosctl.report.causejson.EAGER)
     "cause_passed_by string, cause_sink_after long, cause_rule string"
 )
 _WRITER_TYPES = (("producer_id", "int64"), ("producer_epoch", "int32"), ("marker_offset", "int64"))

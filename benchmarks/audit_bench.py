@@ -8,7 +8,7 @@ transactions), i.e. ~1% markers/aborted, given to the job as PartitionLog range 
 Synthetic sink: every committed offset once, except 0.1% missing and 0.1% stored twice.
 
 Timed, per size, all through auditors.engine.run (what `eosctl audit` runs), and what explaining the
-findings (their causes, eosctl.audit.causes) adds to the local audit (explain_cost):
+findings (their causes, eosctl.rules.causes) adds to the local audit (explain_cost):
 - spark cold: in a fresh process, the audit from its start to its report, Spark's start-up included;
 - spark warm: the same audit repeated on that process's session, once its first job has run;
 - local: the local engine (process pool, no JVM);
@@ -68,7 +68,7 @@ class SyntheticSource:
 
 
 def synthetic_log(topic: str, partition: int, n: int, seed: int):
-    from eosctl.model import Kind, OffsetRange, PartitionLog
+    from eosctl.cluster.model import Kind, OffsetRange, PartitionLog
 
     rng = random.Random(seed * 1000 + partition)
     ranges, o, pid = [], 0, 1000 + partition
@@ -221,7 +221,7 @@ def _counts(report) -> dict[str, int]:
 
 def _input(path: Path, size: int, task_memory: str, sink=None):
     from auditors.plan import AuditInput, TaskSettings
-    from eosctl.config import Sink
+    from eosctl.config.model import Sink
 
     return AuditInput(source=SyntheticSource(size), sink=sink or Sink(duckdb=str(path), table="sink"),
                           topics=(TOPIC,), settings=TaskSettings(duckdb_memory=task_memory))
@@ -283,7 +283,7 @@ def cold(args: argparse.Namespace) -> None:
     agree = _counts(again) == _counts(first)
     from dataclasses import fields
 
-    from eosctl.config import Sink
+    from eosctl.config.model import Sink
 
     names = {f.name for f in fields(Sink)}
     for kind, spec in json.loads(args.cold_sinks or "{}").items():  # the same rows in other sink kinds
@@ -366,12 +366,12 @@ def main() -> None:
 def explain_cost(path: Path, size: int, repeat: int = 3) -> tuple[float, float]:
     """(seconds explaining adds, seconds reconciling) over every partition, best of ``repeat``: the
     reconciliation sweep alone vs the sweep noting the sink's facts plus every finding's cause
-    (eosctl.audit.causes), on the same log models and the sink's islands read once beforehand. What the task
+    (eosctl.rules.causes), on the same log models and the sink's islands read once beforehand. What the task
     does besides (the scan, reading the sink) is the same with and without causes; the writer runs the
     scan records and the key rows' writers are not in this synthetic audit (no broker, no key column)."""
-    from eosctl.audit.causes import explain_partition
-    from eosctl.audit.reconcile import SinkFacts, reconcile_partition
-    from eosctl.config import Sink
+    from eosctl.config.model import Sink
+    from eosctl.rules.causes import explain_partition
+    from eosctl.rules.reconcile import SinkFacts, reconcile_partition
     from eosctl.sink import open_reader
 
     seed = SyntheticSource(size).seed
@@ -420,7 +420,7 @@ def load_iceberg(path: Path, root: Path) -> float:
 
 
 def _iceberg_sink(root: Path):
-    from eosctl.config import Sink
+    from eosctl.config.model import Sink
 
     return Sink(iceberg="bench.bench.sink", catalog_uri=f"sqlite:///{root / 'catalog.db'}",
                 warehouse=f"file://{root}", table="sink")
@@ -429,7 +429,7 @@ def _iceberg_sink(root: Path):
 def _run_sizes(args: argparse.Namespace, workdir: Path, pg_uri: str | None) -> list[dict]:
     from auditors.engine import EngineOptions
     from auditors.local import _preload
-    from eosctl.config import Sink
+    from eosctl.config.model import Sink
 
     _preload()
     results = []

@@ -122,8 +122,8 @@ def produce(bootstrap: str, topic: str, total: int, partitions: int, seed: int =
 def scanned_ranges(bootstrap: str, topic: str, partitions: int) -> dict[tuple[str, int], list]:
     """The log's ranges per partition, read the way the audit reads them (untimed: for the sink and the
     DuckDB baseline)."""
-    from eosctl.logscan import scan_partitions
-    from eosctl.wire import WireClient
+    from eosctl.cluster.logscan import scan_partitions
+    from eosctl.cluster.wire import WireClient
 
     tps = [(topic, p) for p in range(partitions)]
     out = {}
@@ -152,7 +152,7 @@ def _counts(report) -> dict[str, int]:
 def _input(cell: dict):
     from auditors.plan import AuditInput, TaskSettings
     from auditors.sources import KafkaSource
-    from eosctl.config import Cluster, Sink
+    from eosctl.config.model import Cluster, Sink
 
     if cell.get("bootstrap"):
         source = KafkaSource(Cluster(name="bench", bootstrap_servers=cell["bootstrap"]))

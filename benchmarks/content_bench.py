@@ -74,7 +74,7 @@ def run(bootstrap: str, topic: str, sink: Path, engine: str, content: bool, key:
     from auditors.engine import EngineOptions
     from auditors.plan import AuditInput
     from auditors.sources import KafkaSource
-    from eosctl.config import Cluster, Sink
+    from eosctl.config.model import Cluster, Sink
 
     cluster = Cluster(name="bench", bootstrap_servers=bootstrap)
     values = {"raw": {"value_column": "payload"}, "md5": {"value_hash_column": "payload_md5"}}

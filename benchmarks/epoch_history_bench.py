@@ -5,9 +5,9 @@ transaction ends on a marker one epoch up, so each transaction adds an epoch and
 
 COUNTS are transactions, comma separated (default 2000,4000,8000,16000,64000). Each transaction is one
 2-record data batch at epoch e and its marker at e+1 (every 4th an ABORT), fed as decoded batches to the
-classifier of eosctl.logscan (no broker, no byte decoding). Prints the best of --rounds per count, the
+classifier of eosctl.cluster.logscan (no broker, no byte decoding). Prints the best of --rounds per count, the
 time per transaction relative to the smallest count (1.0 = linear) and the history kept per producer,
-which must stay bounded (eosctl.model.MAX_EPOCHS epochs, MAX_EVENTS bumps).
+which must stay bounded (eosctl.cluster.model.MAX_EPOCHS epochs, MAX_EVENTS bumps).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from eosctl.logclassify import LogScan  # noqa: E402
-from eosctl.model import Batch, ProducerState  # noqa: E402
-from eosctl.wire import Offsets  # noqa: E402
+from eosctl.cluster.logclassify import LogScan  # noqa: E402
+from eosctl.cluster.model import Batch, ProducerState  # noqa: E402
+from eosctl.cluster.wire import Offsets  # noqa: E402
 
 PID = 7
 

@@ -78,9 +78,9 @@ def config(path: Path, bootstrap: str, topics: list[str], group: str) -> None:
 def in_process(cfg: Path) -> tuple[float, float, dict[str, float]]:
     """(cold, incremental) seconds of LiveModel.refresh() in this process, and the seconds of rendering
     that state for a scrape without the exporter's cache (OpenMetrics), per --partition-metrics."""
-    from eosctl.live import LiveModel
-    from eosctl.metrics import Exposition, Source
-    from eosctl.target import resolve
+    from eosctl.config.target import resolve
+    from eosctl.exporter.metrics import Exposition, Source
+    from eosctl.inspection.live import LiveModel
 
     with LiveModel(resolve(str(cfg), "bench", None)) as model:
         t0 = time.perf_counter()

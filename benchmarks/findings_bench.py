@@ -34,7 +34,7 @@ PARTITIONS = 4
 
 
 def report(n: int):
-    from eosctl.findings import AuditReport, Finding, PartitionSummary
+    from eosctl.report.findings import AuditReport, Finding, PartitionSummary
 
     per = max(n // PARTITIONS, 1)
     parts = [PartitionSummary("orders", p, 0, 2 * per, 2 * per, 2 * per, per) for p in range(PARTITIONS)]

@@ -6,7 +6,8 @@ Without --bootstrap it starts a throwaway sandbox broker. Setup: one transaction
 ends with a commit marker), and groups committing offsets spread over the partitions (some at the marker,
 some behind). Then, in the same run:
 
-- eosctl: ``eosctl.lag.poll`` - ListOffsets batched per leader, all groups' offsets in flight together,
+- eosctl: ``eosctl.inspection.lag.poll`` - ListOffsets batched per leader, all groups' offsets in flight
+together,
   one batched scan for records behind, one Fetch for blocked partitions;
 - naive: what a per-partition tool does - for every group and partition, committed(), HW and LSO
   watermark queries, one call each (it computes only HW/LSO lag, less than eosctl does).
@@ -26,9 +27,9 @@ from benchbroker import broker  # benchmarks/ is on the path: run as python benc
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from eosctl.config import Cluster
-from eosctl.lag import poll
-from eosctl.wire import WireClient
+from eosctl.cluster.wire import WireClient
+from eosctl.config.model import Cluster
+from eosctl.inspection.lag import poll
 
 
 def setup(bootstrap: str, topic: str, partitions: int, groups: int, txns: int) -> list[str]:

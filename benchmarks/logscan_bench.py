@@ -1,4 +1,4 @@
-"""Log scan rate: eosctl.logscan (record-batch headers only) vs a plain confluent-kafka consumer.
+"""Log scan rate: eosctl.cluster.logscan (record-batch headers only) vs a plain confluent-kafka consumer.
 
 Both read the same partition in the same run: N records written in transactions of T records (so the log
 holds N data offsets plus N/T commit markers). Rates are offsets per second of wall time, each the best
@@ -37,9 +37,9 @@ def produce(bootstrap: str, topic: str, records: int, txn_size: int) -> None:
 
 
 def scan_eosctl(bootstrap: str, topic: str) -> tuple[int, float, dict]:
-    from eosctl.logscan import scan_partition
-    from eosctl.model import Kind
-    from eosctl.wire import WireClient
+    from eosctl.cluster.logscan import scan_partition
+    from eosctl.cluster.model import Kind
+    from eosctl.cluster.wire import WireClient
 
     t0 = time.perf_counter()
     with WireClient(bootstrap) as client:
@@ -99,7 +99,7 @@ def main() -> None:
                  key=lambda r: r[1])
         ru = min((scan_consumer(bootstrap, topic, "read_uncommitted") for _ in range(args.repeat)),
                  key=lambda r: r[1])
-        print(f"{'eosctl.logscan':<25} {eos[0]:>9} offsets in {eos[1]:6.3f} s = "
+        print(f"{'eosctl.cluster.logscan':<25} {eos[0]:>9} offsets in {eos[1]:6.3f} s = "
               f"{eos[0] / eos[1]:>12,.0f} offsets/s   {eos[2]}")
         for what, (n, s) in (("consumer read_committed", rc), ("consumer read_uncommitted", ru)):
             print(f"{what:<25} {n:>9} offsets in {s:6.3f} s = {n / s:>12,.0f} offsets/s")

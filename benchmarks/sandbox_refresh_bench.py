@@ -27,10 +27,10 @@ from benchbroker import broker  # noqa: E402  benchmarks/ is on the path: run as
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-from eosctl.config import Cluster, Pipeline  # noqa: E402
-from eosctl.live import LiveModel  # noqa: E402
-from eosctl.target import Target  # noqa: E402
-from eosctl.wire import WireClient  # noqa: E402
+from eosctl.cluster.wire import WireClient  # noqa: E402
+from eosctl.config.model import Cluster, Pipeline  # noqa: E402
+from eosctl.config.target import Target  # noqa: E402
+from eosctl.inspection.live import LiveModel  # noqa: E402
 
 TOPIC, GROUP = "bench.sandbox", "bench.sandbox.sink"
 
@@ -125,7 +125,7 @@ def ends(client: WireClient, partitions: int) -> dict:
 
 def new_records(client: WireClient, before: dict, after: dict) -> float:
     """Raw read_committed Fetches of the partitions that grew, from where they were to their new end."""
-    from eosctl.wire import READ_COMMITTED
+    from eosctl.cluster.wire import READ_COMMITTED
 
     t = time.monotonic()
     pos = {tp: o for tp, o in before.items() if o < after[tp]}

@@ -45,11 +45,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from eosctl.capture import capture  # noqa: E402
-from eosctl.config import Cluster, Pipeline, Sink  # noqa: E402
-from eosctl.live import LiveModel  # noqa: E402
-from eosctl.target import Target  # noqa: E402
-from eosctl.wire import READ_COMMITTED, WireClient  # noqa: E402
+from eosctl.cluster.wire import READ_COMMITTED, WireClient  # noqa: E402
+from eosctl.config.model import Cluster, Pipeline, Sink  # noqa: E402
+from eosctl.config.target import Target  # noqa: E402
+from eosctl.inspection.capture import capture  # noqa: E402
+from eosctl.inspection.live import LiveModel  # noqa: E402
 from tests.kafkasim.log import SimPartition  # noqa: E402
 from tests.kafkasim.records import build_batch  # noqa: E402
 from tests.kafkasim.server import KafkaSim  # noqa: E402
@@ -254,7 +254,7 @@ def run_cell(cell: Cell, refreshes: int, interval: float, workdir: Path) -> Cell
         conn.send(("hws", None))
         ends = conn.recv()
         cell.first_baseline_s = plain_read(bootstrap, dict.fromkeys(ends, 0), ends)
-        # The sink at its own cadence (30 s); long-lived as in the TUI and the exporter (eosctl.gcpause).
+        # The sink at its own cadence (30 s); long-lived as in the TUI and the exporter (eosctl.base.gcpause).
         with LiveModel(target, timeout_ms=60_000, long_lived=True) as model:
             # The first state: refreshes until the ledger is complete (the sink's first read is spread over
             # refreshes, SINK_BUDGET_S each, so the Kafka sections never wait for a huge sink).

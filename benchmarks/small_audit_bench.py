@@ -42,7 +42,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
 
-    from eosctl.config import Cluster
+    from eosctl.config.model import Cluster
     from eosctl.sandbox import noida
     from eosctl.sandbox.pipeline import run_pipeline
 

@@ -19,18 +19,19 @@ from typing import Any, NoReturn
 import click
 
 from eosctl import __version__
-from eosctl.errors import EosctlError
-from eosctl.files import shown
-from eosctl.redaction import Redacting, redact
-from eosctl.safetext import term
-from eosctl.stopsignals import STOP_SIGNALS, exit_code, handling, say_stopped
+from eosctl.base.errors import EosctlError
+from eosctl.base.files import shown
+from eosctl.base.safetext import term
+from eosctl.base.stopsignals import STOP_SIGNALS, exit_code, handling, say_stopped
+from eosctl.config.redaction import Redacting, redact
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 @contextmanager
 def _redacted_streams() -> Iterator[None]:
-    """stdout and stderr through eosctl.redaction.Redacting for the command: tables, JSON, progress and log
+    """stdout and stderr through eosctl.config.redaction.Redacting for the command: tables, JSON, progress and
+    log
     lines alike, whichever code writes them, never show a value substituted from the config's ${NAME}s."""
     before = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = Redacting(sys.stdout), Redacting(sys.stderr)  # type: ignore[assignment]
@@ -66,7 +67,7 @@ def usage_line(e: click.ClickException) -> str:
 def one_line(message: str) -> str:
     """A message as one line: its lines joined with '; ', and any other character a terminal would not
     print as itself (a control character from a file name, U+2028, a right-to-left override) escaped.
-    A value substituted for a ${NAME} of the config is never in it (eosctl.redaction.redact)."""
+    A value substituted for a ${NAME} of the config is never in it (eosctl.config.redaction.redact)."""
     message = redact(message)
     if "\n" in message or "\r" in message:
         message = "; ".join(line.strip() for line in message.replace("\r", "\n").split("\n") if line.strip())
@@ -195,7 +196,7 @@ _UNWIND_GRACE_S = 3.0
 @contextmanager
 def unwind_on_signals() -> Iterator[None]:
     """Ctrl-C (SIGINT), SIGTERM and SIGHUP (a closed terminal) unwind the command, then print one line and
-    exit 130, 143 or 129 (eosctl.stopsignals).
+    exit 130, 143 or 129 (eosctl.base.stopsignals).
 
     The signal is remembered: whatever error it causes on the way up (a Ctrl-C also reaches Spark's Python
     workers; DuckDB turns it into its own INTERRUPT error; PySpark asks the JVM for the result in a

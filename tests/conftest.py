@@ -163,7 +163,7 @@ def unique() -> str:
 
 @pytest.fixture(scope="session")
 def cluster(bootstrap: str):
-    from eosctl.config import Cluster
+    from eosctl.config.model import Cluster
 
     return Cluster(name="test", bootstrap_servers=bootstrap)
 
@@ -185,7 +185,7 @@ def postgres():
     sink), stopped at the end of the session and, as a backstop, at interpreter exit."""
     import atexit
 
-    from eosctl.errors import EosctlError
+    from eosctl.base.errors import EosctlError
     from eosctl.sandbox import pgserver
     from eosctl.sandbox.net import free_port
 

@@ -48,7 +48,7 @@ def build_state(bootstrap: str, partitions: int = 1500, txn_ids: int = 200, grou
     from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
     from kafka.protocol.producer.transaction import InitProducerIdRequest
 
-    from eosctl.wire import WireClient
+    from eosctl.cluster.wire import WireClient
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for f in admin.create_topics([NewTopic(BIG, partitions, 1), NewTopic(WATCHED, 3, 1)]).values():

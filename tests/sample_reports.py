@@ -1,10 +1,11 @@
-"""AuditReports built from eosctl.findings dataclasses, shaped like real audits (no broker, no Spark)."""
+"""AuditReports built from eosctl.report.findings dataclasses, shaped like real audits (no broker, no
+Spark)."""
 
 from __future__ import annotations
 
-from eosctl.findings import AuditReport, Finding, LogSegment, PartitionSummary
-from eosctl.gapmap.segments import log_segments
-from eosctl.model import Kind, OffsetRange, PartitionLog
+from eosctl.cluster.model import Kind, OffsetRange, PartitionLog
+from eosctl.report.findings import AuditReport, Finding, LogSegment, PartitionSummary
+from eosctl.report.segments import log_segments
 
 TOPIC = "demo.enriched"
 ENGINE = {"spark_version": "4.0.1", "master": "local[2]", "partitions_seconds": 5.1, "keys_seconds": 2.0,

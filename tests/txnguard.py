@@ -35,9 +35,9 @@ def _ours(txid: str, among: list[str]) -> bool:
 
 def still_ongoing(bootstrap: str, among: list[str] | None = None) -> list[tuple[str, str]]:
     """(transactional id, state) of this session's ids whose transaction is not finished."""
-    from eosctl.clients import kafka_admin
-    from eosctl.config import Cluster
-    from eosctl.txns import list_transactions
+    from eosctl.cluster.clients import kafka_admin
+    from eosctl.config.model import Cluster
+    from eosctl.txn.transactions import list_transactions
 
     among = prefixes() if among is None else among
     if not among:

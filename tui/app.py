@@ -14,8 +14,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
-from eosctl.progress import Step
-from eosctl.safetext import term
+from eosctl.base.progress import Step
+from eosctl.base.safetext import term
 from tui import fmt
 from tui.screens import HelpScreen
 from tui.sources import Dashboard, DataSource

@@ -6,13 +6,14 @@ import time
 from collections.abc import Sequence
 from functools import lru_cache
 
-from eosctl.durations import human
+from eosctl.base.durations import human
 
 BARS = "▁▂▃▄▅▆▇█"
 
 
 def duration(seconds: float | None) -> str:
-    """A duration in the one style of every view, the CLI's too (eosctl.durations): 45s, 12m30s, 3h05m."""
+    """A duration in the one style of every view, the CLI's too (eosctl.base.durations): 45s, 12m30s,
+    3h05m."""
     return human(seconds)
 
 

@@ -11,7 +11,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from eosctl.safetext import term
+from eosctl.base.safetext import term
 
 # Lines fit the help box at 80 columns (68 characters inside its border): a wrapped line would break a
 # phrase in the middle; continuations are indented under their view's text.

@@ -1,7 +1,8 @@
 """Where the TUI's data comes from: the live cluster or a snapshot file, both as an eosctl Capture.
 
 Every method of a DataSource may block (broker, DuckDB, the audit), so the app only calls them from
-Textual thread workers. Live, each refresh is `eosctl.live.LiveModel.refresh()` (the same model `lag
+Textual thread workers. Live, each refresh is `eosctl.inspection.live.LiveModel.refresh()` (the same model
+`lag
 --watch` and the exporter read); a snapshot file is a Capture loaded from disk. A `Dashboard` is that
 Capture plus what only a watcher keeps between refreshes (the lag history, the Burrow-style statuses and
 each section's age); the views format it and never recompute what the core computes (lag, hanging
@@ -16,20 +17,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from eosctl.capture import Capture, hanging_at
-from eosctl.errors import EosctlError
-from eosctl.findings import AuditReport
-from eosctl.lag import LagSnapshot, Status
-from eosctl.ledger import Ledger
-from eosctl.live import LagHistory, LagKey, LiveModel
-from eosctl.logscan import scan_partition
-from eosctl.model import PartitionLog
-from eosctl.producers import ProducerRow
-from eosctl.progress import Progress
-from eosctl.snapshot import load_snapshot
-from eosctl.target import Target
-from eosctl.txns import DEFAULT_MAX_AGE_S, Hanging, TxnInfo
-from eosctl.wire import WireClient
+from eosctl.base.errors import EosctlError
+from eosctl.base.progress import Progress
+from eosctl.cluster.logscan import scan_partition
+from eosctl.cluster.model import PartitionLog
+from eosctl.cluster.wire import WireClient
+from eosctl.config.target import Target
+from eosctl.inspection.capture import Capture, hanging_at
+from eosctl.inspection.lag import LagSnapshot, Status
+from eosctl.inspection.ledger import Ledger
+from eosctl.inspection.live import LagHistory, LagKey, LiveModel
+from eosctl.inspection.snapshot import load_snapshot
+from eosctl.report.findings import AuditReport
+from eosctl.txn.producers import ProducerRow
+from eosctl.txn.transactions import DEFAULT_MAX_AGE_S, Hanging, TxnInfo
 
 # run_audit(target, progress) -> the report; injected by the CLI (tui never imports auditors)
 AuditRunner = Callable[[Target, Progress], AuditReport]
@@ -51,7 +52,7 @@ class Dashboard:
     group_statuses: dict[str, Status] = field(default_factory=dict)
     # Section name -> seconds since it was last read successfully (live only; None: never).
     section_ages: dict[str, float | None] = field(default_factory=dict)
-    # The options pointing a command at what is shown (eosctl.target.Target.args), for hints to copy; a
+    # The options pointing a command at what is shown (eosctl.config.target.Target.args), for hints to copy; a
     # snapshot's: its broker's address.
     args: str = ""
 
@@ -162,7 +163,7 @@ def with_history(dash: Dashboard, history: LagHistory) -> Dashboard:
 
 
 class LiveSource:
-    """The cluster (and the sink, read-only) through one eosctl.live.LiveModel, tail-scanned.
+    """The cluster (and the sink, read-only) through one eosctl.inspection.live.LiveModel, tail-scanned.
 
     The model keeps its admin clients across refreshes; a connection error drops them so the next
     refresh reconnects.
@@ -262,7 +263,7 @@ def from_snapshot(cap: Capture, max_age_s: float | None = None) -> Dashboard:
     """A loaded capture as a Dashboard (nothing recomputed).
 
     With ``max_age_s`` the hanging rule is re-applied to the candidates the capture recorded at any age
-    (eosctl.capture.hanging_at); without it, the report as captured is shown.
+    (eosctl.inspection.capture.hanging_at); without it, the report as captured is shown.
     """
     if cap.hanging is not None and max_age_s is not None:
         cap.hanging = hanging_at(cap, max_age_s)

@@ -15,7 +15,7 @@ from typing import Any
 from rich.cells import cell_len
 from rich.text import Text
 
-from eosctl.safetext import term
+from eosctl.base.safetext import term
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class Row:
 
 
 def display(value: Any) -> str:
-    """What a cell shows: '-' for nothing, and never a raw control character (eosctl.safetext)."""
+    """What a cell shows: '-' for nothing, and never a raw control character (eosctl.base.safetext)."""
     if type(value) is int:  # most cells: offsets, counts, ids
         return str(value)
     if isinstance(value, Text):

@@ -23,6 +23,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, SpinnerColumn, TextColu
 from rich.progress import Progress as Bar
 from rich.text import Text
 
+from eosctl.base.errors import EosctlError
+from eosctl.base.files import check_output, shown, writing_output
+from eosctl.base.progress import Progress, Step, silent
+from eosctl.base.safetext import term
 from eosctl.commands.options import (
     TIMEOUT_MS,
     OutputFile,
@@ -31,15 +35,11 @@ from eosctl.commands.options import (
     sink_options,
     target_options,
 )
-from eosctl.config import value_columns_problem, value_columns_unread
-from eosctl.errors import EosctlError
-from eosctl.files import check_output, shown, writing_output
-from eosctl.findings import DESCRIPTIONS, KINDS, parse_kinds
+from eosctl.config.model import value_columns_problem, value_columns_unread
+from eosctl.config.redaction import Redacting
 from eosctl.output import FORMATS
 from eosctl.output.terminal import console
-from eosctl.progress import Progress, Step, silent
-from eosctl.redaction import Redacting
-from eosctl.safetext import term
+from eosctl.report.findings import DESCRIPTIONS, KINDS, parse_kinds
 
 
 def _fail_on(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...]:
@@ -93,9 +93,9 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
     """Reconcile Kafka source offsets with the sink's rows (one task per partition)."""
     # Ctrl-C and SIGTERM unwind through the audit's guard (eosctl.cli.unwind_on_signals).
     started = time.monotonic()
-    # lazy: auditors 96 ms, eosctl.target 17 ms at start-up
+    # lazy: auditors 96 ms, eosctl.config.target 17 ms at start-up
     from auditors import EngineOptions
-    from eosctl.target import resolve
+    from eosctl.config.target import resolve
 
     if master and remote:
         raise click.UsageError("pass either --master or --remote, not both")
@@ -155,7 +155,7 @@ LOCAL_UP_TO = 5_000_000
 
 def _engine_by_size(runs: list) -> str:
     """The engine for an audit nobody chose one for, said on stderr with the reason."""
-    from eosctl.wire import WireClient  # lazy: eosctl.wire 165 ms at start-up
+    from eosctl.cluster.wire import WireClient  # lazy: eosctl.cluster.wire 165 ms at start-up
 
     total = 0
     try:
@@ -175,7 +175,7 @@ def _engine_by_size(runs: list) -> str:
 
 @dataclass(frozen=True)
 class Written:
-    """Where the report goes and what it must never replace (eosctl.files.output_refusal)."""
+    """Where the report goes and what it must never replace (eosctl.base.files.output_refusal)."""
 
     out: str | None
     reads: tuple[str, ...]
@@ -194,10 +194,10 @@ def _reads(config: str | None, sinks: list) -> tuple[str, ...]:
 
 def _upstream(config: str | None, target, bootstrap: str | None):
     """(the stage's sink, the cluster of its output, that of its input) when the config names the Kafka stage
-    that writes the audited topic (eosctl.upstream): key duplicates are followed back through it."""
-    # lazy: eosctl.target 17 ms, eosctl.upstream 191 ms at start-up
-    from eosctl.target import resolve
-    from eosctl.upstream import upstream_stage
+    that writes the audited topic (eosctl.rules.upstream): key duplicates are followed back through it."""
+    # lazy: eosctl.config.target 17 ms, eosctl.rules.upstream 191 ms at start-up
+    from eosctl.config.target import resolve
+    from eosctl.rules.upstream import upstream_stage
 
     if target.config is None or target.pipeline is None:
         return None
@@ -213,7 +213,7 @@ def _has_hops(config: str | None, pipeline: str | None) -> bool:
     """Whether the named pipeline is audited hop by hop (then it needs no topics of its own)."""
     if not (config and pipeline):
         return False
-    from eosctl.configfile import load_config  # lazy: eosctl.configfile 14 ms at start-up
+    from eosctl.config.file import load_config  # lazy: eosctl.config.file 14 ms at start-up
 
     pipe = load_config(config).pipelines.get(pipeline)
     return bool(pipe and pipe.hops)
@@ -260,7 +260,9 @@ def _run(hops: list[tuple[str, Any, Any]], fmt: str, out: Written, fail_on: tupl
     with _progress_display(err) as show:
         result = audit_hops(hops, options=options, progress=show, fail_on=fail_on, started=started)
         if upstream is not None:
-            from eosctl.upstream import follow_upstream  # lazy: eosctl.upstream 191 ms at start-up
+            from eosctl.rules.upstream import (
+                follow_upstream,  # lazy: eosctl.rules.upstream 191 ms at start-up
+            )
 
             show(Step("following key duplicates through the stage's lineage", 0, None))
             result = follow_upstream(result, *upstream)
@@ -347,7 +349,7 @@ def _print_parts(out, rendered) -> None:
 
 
 def _check_value_columns(sink: Any, from_options: bool) -> None:
-    """One line, exit 2, where the sink's value column can't be compared (eosctl.config)."""
+    """One line, exit 2, where the sink's value column can't be compared (eosctl.config.model)."""
     problem = value_columns_problem(sink) if from_options else None
     problem = problem or value_columns_unread(sink)
     if problem and from_options:

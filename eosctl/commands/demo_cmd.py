@@ -36,9 +36,9 @@ def demo(ctx: click.Context, records: int, faults: tuple[str, ...], no_audit: bo
        with duplicate-replay, skip, aborted-leak, upstream-retry, zombie and hanging faults
     3. `eosctl audit` of the sink against Kafka, which must find exactly the planted defects
     """
-    # lazy: eosctl.config 4.3 ms, eosctl.sandbox.noida 21 ms, eosctl.sandbox.pipeline.run 98 ms,
+    # lazy: eosctl.config.model 4.3 ms, eosctl.sandbox.noida 21 ms, eosctl.sandbox.pipeline.run 98 ms,
     # eosctl.sandbox.pipeline.configfile 50 ms at start-up
-    from eosctl.config import Cluster
+    from eosctl.config.model import Cluster
     from eosctl.sandbox import noida
     from eosctl.sandbox.pipeline import run_pipeline
     from eosctl.sandbox.pipeline.configfile import point_at_sandbox
@@ -120,9 +120,9 @@ def _run_audit(config, err, out):
     except ModuleNotFoundError:
         err.print("[yellow]the audit is not part of this build yet; skipping it[/]")
         return None
-    # lazy: eosctl.output.audit 5.0 ms, eosctl.target 19 ms at start-up
+    # lazy: eosctl.output.audit 5.0 ms, eosctl.config.target 19 ms at start-up
+    from eosctl.config.target import resolve
     from eosctl.output.audit import table
-    from eosctl.target import resolve
 
     hops = [resolve(str(config), name, None, (), None, need_topics=True) for name in ("demo.process", "demo")]
     options = EngineOptions.resolve(hops[0].config, "spark")

@@ -12,9 +12,9 @@ from typing import Any
 
 import click
 
+from eosctl.base.errors import ConfigError
 from eosctl.commands.options import check_one_sink, duckdb_file, sink_of, sink_options, target_options
 from eosctl.commands.report_cmd import load_audit
-from eosctl.errors import ConfigError
 from eosctl.output.emit import emit
 from eosctl.output.terminal import console
 
@@ -75,9 +75,9 @@ def _is_snapshot(source: str) -> bool:
 def _offset_in_snapshot(source: str, topics: tuple[str, ...], partition: int, offset: int) -> dict[str, Any]:
     """One offset explained from what a snapshot stored (its log scan, lag and committed offsets): the
     incident as it was, after retention has moved on."""
-    # lazy: eosctl.explain 9.4 ms, eosctl.snapshot 300 ms at start-up
-    from eosctl.explain import Facts, offset_document
-    from eosctl.snapshot import load_snapshot
+    # lazy: eosctl.inspection.explain 9.4 ms, eosctl.inspection.snapshot 300 ms at start-up
+    from eosctl.inspection.explain import Facts, offset_document
+    from eosctl.inspection.snapshot import load_snapshot
 
     cap = load_snapshot(source)
     stored = sorted({t for t, p in cap.logs if p == partition and (not topics or t in topics)})
@@ -112,11 +112,12 @@ def _from_report(source: str, fmt: str) -> tuple[dict[str, Any], Any]:
 def _offset(config: str | None, pipeline: str | None, bootstrap: str | None, topics: tuple[str, ...],
             group: str | None, sink_duckdb: str | None, sink_parquet: str | None, sink_table: str | None,
             partition: int, offset: int) -> dict[str, Any]:
-    # lazy: eosctl.explain 9.4 ms, eosctl.logscan 94 ms, eosctl.target 27 ms, eosctl.wire 150 ms at start-up
-    from eosctl.explain import Facts, offset_document
-    from eosctl.logscan import scan_partition
-    from eosctl.target import one_topic, resolve
-    from eosctl.wire import WireClient
+    # lazy: eosctl.inspection.explain 9.4 ms, eosctl.cluster.logscan 94 ms, eosctl.config.target 27 ms,
+    # eosctl.cluster.wire 150 ms at start-up
+    from eosctl.cluster.logscan import scan_partition
+    from eosctl.cluster.wire import WireClient
+    from eosctl.config.target import one_topic, resolve
+    from eosctl.inspection.explain import Facts, offset_document
 
     target = resolve(config, pipeline, bootstrap, topics, group, need_topics=True)
     topic = one_topic(target)
@@ -130,7 +131,7 @@ def _offset(config: str | None, pipeline: str | None, bootstrap: str | None, top
     with WireClient(target.cluster) as client:
         client.leader(topic, partition)  # a missing topic or partition is one clear line
         log = scan_partition(client, topic, partition)
-        from eosctl.producerids import read_one  # lazy: eosctl.producerids 87 ms at start-up
+        from eosctl.txn.producerids import read_one  # lazy: eosctl.txn.producerids 87 ms at start-up
 
         read_one(client, log)
         batch = None
@@ -139,7 +140,7 @@ def _offset(config: str | None, pipeline: str | None, bootstrap: str | None, top
             batch = next((b for b in window.batches or [] if b.base_offset <= offset <= b.last_offset), None)
     committed = None
     if target.group:
-        from eosctl.offsets import committed_offsets  # lazy: eosctl.offsets 89 ms at start-up
+        from eosctl.cluster.offsets import committed_offsets  # lazy: eosctl.cluster.offsets 89 ms at start-up
 
         committed = committed_offsets(target.cluster, target.group).get((topic, partition))
     return offset_document(Facts(log, offset, batch, target.group, committed, sink_at))
@@ -156,8 +157,8 @@ def _hop_reading(target: Any, topic: str) -> str | None:
 
 
 def _sink_at(sink: Any, where: str, topic: str, partition: int, offset: int) -> Any:
-    # lazy: eosctl.explain 9.4 ms, eosctl.sink 51 ms at start-up
-    from eosctl.explain import SinkAt
+    # lazy: eosctl.inspection.explain 9.4 ms, eosctl.sink 51 ms at start-up
+    from eosctl.inspection.explain import SinkAt
     from eosctl.sink import frozen, open_reader, shown
 
     with frozen(sink, where) as fixed, open_reader(fixed, where) as reader:

@@ -1,7 +1,8 @@
 """`eosctl exporter`: Prometheus metrics of pipelines from their live models, and a continuous audit.
 
 The command parses its options, wires the audit engine in and says how it ended; the server, the refresh
-and audit loops and the textfile writer are eosctl/exporter/. The metrics are eosctl.metrics (reference:
+and audit loops and the textfile writer are eosctl/exporter/. The metrics are eosctl.exporter.metrics
+(reference:
 docs/metrics.md).
 
 SIGTERM and Ctrl-C stop the server, the audit (its workers killed, its temp files removed) and the clients,
@@ -16,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from eosctl.base.stopsignals import exit_code, say_stopped, stop_event
 from eosctl.commands.options import DURATION, OutputFile, config_file
-from eosctl.stopsignals import exit_code, say_stopped, stop_event
 
 if TYPE_CHECKING:
-    from eosctl.target import Target
+    from eosctl.config.target import Target
 
 DEFAULT_LISTEN = "127.0.0.1:9308"  # kafka_exporter's port: where lag dashboards expect an exporter
 
@@ -67,10 +68,11 @@ def exporter(config: str | None, pipelines: tuple[str, ...], bootstrap: str | No
     if interval <= 0:
         raise click.BadParameter("must be more than 0 (examples: 15s, 1m)", param_hint="'--interval'")
     host, port = parse_listen(listen)
-    # lazy: eosctl.exporter.loops 377 ms, eosctl.exporter.textfile 37 ms, eosctl.metrics 274 ms at start-up
+    # lazy: eosctl.exporter.loops 377 ms, eosctl.exporter.textfile 37 ms, eosctl.exporter.metrics 274 ms at
+    # start-up
     from eosctl.exporter import http, loops
     from eosctl.exporter import textfile as textfiles
-    from eosctl.metrics import OPENMETRICS, Exposition
+    from eosctl.exporter.metrics import OPENMETRICS, Exposition
 
     targets = _targets(config, pipelines, bootstrap, topics, group)
     options = _audit_options(targets) if audit_every > 0 else None
@@ -120,9 +122,9 @@ def parse_listen(listen: str) -> tuple[str, int]:
 
 def _targets(config: str | None, pipelines: tuple[str, ...], bootstrap: str | None, topics: tuple[str, ...],
              group: str | None) -> list[Target]:
-    # lazy: eosctl.configfile 19 ms, eosctl.target 18 ms at start-up
-    from eosctl.configfile import load_config
-    from eosctl.target import resolve
+    # lazy: eosctl.config.file 19 ms, eosctl.config.target 18 ms at start-up
+    from eosctl.config.file import load_config
+    from eosctl.config.target import resolve
 
     names = list(dict.fromkeys(pipelines))
     if not names and config and not bootstrap:

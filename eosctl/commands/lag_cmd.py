@@ -19,8 +19,8 @@ from typing import Any
 import click
 from rich.live import Live
 
+from eosctl.base.errors import EosctlError, first_line
 from eosctl.commands.options import TIMEOUT_MS, Seconds, target_options
-from eosctl.errors import EosctlError, first_line
 from eosctl.output.emit import emit
 from eosctl.output.lag import lag_document, lag_renderable, outage_document
 from eosctl.output.terminal import console as out_console
@@ -59,11 +59,12 @@ def lag(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: st
     A broker outage while watching is ERR with the reason on every partition; the watch reconnects
     at each poll and carries on when the broker is back.
     """
-    # lazy: eosctl.lag 174 ms, eosctl.live 361 ms, eosctl.target 17 ms, eosctl.wire 170 ms at start-up
-    from eosctl.lag import poll
-    from eosctl.live import LagHistory, LiveModel
-    from eosctl.target import resolve
-    from eosctl.wire import WireClient
+    # lazy: eosctl.inspection.lag 174 ms, eosctl.inspection.live 361 ms, eosctl.config.target 17 ms,
+    # eosctl.cluster.wire 170 ms at start-up
+    from eosctl.cluster.wire import WireClient
+    from eosctl.config.target import resolve
+    from eosctl.inspection.lag import poll
+    from eosctl.inspection.live import LagHistory, LiveModel
 
     target = resolve(config, pipeline, bootstrap, topics)
     wanted_groups = list(groups) or target.lag_groups()
@@ -74,8 +75,10 @@ def lag(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: st
             _emit(poll(client, wanted_groups or None, wanted_topics or None, scan_limit,
                        per_group=per_group), None, fmt, wanted_groups, wanted_topics)
         return
-    # The watch reads the live model every interactive reader shares (eosctl.live), its lag section only,
-    # with raw requests on one wire client (no librdkafka handle: see eosctl.offsets), reconnected after a
+    # The watch reads the live model every interactive reader shares (eosctl.inspection.live), its lag section
+    # only,
+    # with raw requests on one wire client (no librdkafka handle: see eosctl.cluster.offsets), reconnected
+    # after a
     # failed poll: a restarted broker needs new connections.
     with LiveModel(target, sections=("lag",), lag_groups=list(groups) or None, scan_limit=scan_limit,
                    timeout_ms=TIMEOUT_MS, long_lived=True, partial=False) as model:

@@ -12,8 +12,8 @@ from typing import Any
 
 import click
 
+from eosctl.base.errors import BrokerError
 from eosctl.commands.options import check_one_sink, sink_of, sink_options, target_options
-from eosctl.errors import BrokerError
 from eosctl.output.emit import emit
 from eosctl.output.terminal import console, scan_progress
 
@@ -40,10 +40,11 @@ def ledger(config: str | None, pipeline: str | None, bootstrap: str | None, topi
     committed data lies between them), duplicates, missing committed records, rows at aborted/marker/open
     offsets, rows no Kafka record can match (invalid_row).
     """
-    # lazy: eosctl.ledger 236 ms, eosctl.output.ledger 267 ms, eosctl.target 17 ms at start-up
-    from eosctl import ledger as ledger_mod
+    # lazy: eosctl.inspection.ledger 236 ms, eosctl.output.ledger 267 ms, eosctl.config.target 17 ms at
+    # start-up
+    from eosctl.config.target import resolve
+    from eosctl.inspection import ledger as ledger_mod
     from eosctl.output.ledger import render_ledger
-    from eosctl.target import resolve
 
     check_one_sink(sink_duckdb, sink_parquet)
     target = resolve(config, pipeline, bootstrap, topics, group)

@@ -12,11 +12,11 @@ from typing import Any
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from eosctl.base.progress import Step
+from eosctl.base.safetext import term
 from eosctl.commands.options import target_options
 from eosctl.output.emit import emit
 from eosctl.output.terminal import console
-from eosctl.progress import Step
-from eosctl.safetext import term
 
 
 @click.command("log")
@@ -40,12 +40,13 @@ def log(config: str | None, pipeline: str | None, bootstrap: str | None, topic: 
     (gaps over offsets the cleaner removed excepted). An epoch bump is FENCED only where the producer's
     markers show transactions v1; under transactions v2 (Kafka 4) every commit and abort bumps the epoch.
     """
-    # lazy: eosctl.logscan 138 ms, eosctl.output.log 1.6 ms, eosctl.target 22 ms, eosctl.wire 131 ms at
+    # lazy: eosctl.cluster.logscan 138 ms, eosctl.output.log 1.6 ms, eosctl.config.target 22 ms,
+    # eosctl.cluster.wire 131 ms at
     # start-up
-    from eosctl.logscan import scan_partition
+    from eosctl.cluster.logscan import scan_partition
+    from eosctl.cluster.wire import WireClient
+    from eosctl.config.target import one_topic, resolve
     from eosctl.output.log import log_document, render_log
-    from eosctl.target import one_topic, resolve
-    from eosctl.wire import WireClient
 
     target = resolve(config, pipeline, bootstrap, (topic,) if topic else (), need_topics=True)
     topic = one_topic(target)
@@ -68,7 +69,7 @@ def log(config: str | None, pipeline: str | None, bootstrap: str | None, topic: 
                 # The batch table only for its window: a second, bounded scan keeps memory flat.
                 plog.batches = scan_partition(client, topic, partition, window[0], window[1],
                                               keep_batches=True).batches
-        from eosctl.producerids import read_one  # lazy: eosctl.producerids 147 ms at start-up
+        from eosctl.txn.producerids import read_one  # lazy: eosctl.txn.producerids 147 ms at start-up
 
         read_one(client, plog)
     doc = log_document(plog, window)

@@ -12,8 +12,8 @@ from typing import Any
 
 import click
 
-from eosctl.errors import ConfigError
-from eosctl.files import (
+from eosctl.base.errors import ConfigError
+from eosctl.base.files import (
     CONFIG_MAX_BYTES,
     REPORT_MAX_BYTES,
     directory_problem,
@@ -188,7 +188,7 @@ def check_one_sink(sink_duckdb: str | None, sink_parquet: str | None) -> None:
 def sink_of(target: Any, sink_duckdb: str | None, sink_parquet: str | None,
             sink_table: str | None) -> tuple[Any, str]:
     """The pipeline's sink with the command line's overrides, and where it came from (for messages)."""
-    from eosctl.config import Sink  # lazy: eosctl.config 4.5 ms at start-up
+    from eosctl.config.model import Sink  # lazy: eosctl.config.model 4.5 ms at start-up
 
     pipe = target.pipeline
     sink = pipe.sink if pipe and pipe.sink else None

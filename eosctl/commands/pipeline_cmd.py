@@ -19,10 +19,10 @@ from typing import Any
 import click
 from rich.console import Console
 
-from eosctl import sandboxstate
+from eosctl.base.errors import EosctlError, first_line
+from eosctl.base.files import shown
 from eosctl.commands.options import WorkDir
-from eosctl.errors import EosctlError, first_line
-from eosctl.files import shown
+from eosctl.config import sandboxstate
 from eosctl.sandbox.pipeline import FAULTS
 from eosctl.sandbox.pipeline.manifest import planted_lines
 
@@ -78,8 +78,9 @@ def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: t
     what was planted where (manifest.json) and a config for the other eosctl commands (eosctl.toml)
     into the work directory.
     """
-    # lazy: eosctl.config 4.5 ms, eosctl.sandbox.noida 12 ms, eosctl.sandbox.pipeline.run 98 ms at start-up
-    from eosctl.config import Cluster
+    # lazy: eosctl.config.model 4.5 ms, eosctl.sandbox.noida 12 ms, eosctl.sandbox.pipeline.run 98 ms at
+    # start-up
+    from eosctl.config.model import Cluster
     from eosctl.sandbox import noida
     from eosctl.sandbox.pipeline import run_pipeline
 
@@ -92,7 +93,7 @@ def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: t
         bootstrap = noida.bootstrap_or_error(None)
         cluster = Cluster(name="sandbox", bootstrap_servers=bootstrap)
     else:
-        from eosctl.target import check_bootstrap  # lazy: eosctl.target 18 ms at start-up
+        from eosctl.config.target import check_bootstrap  # lazy: eosctl.config.target 18 ms at start-up
 
         bootstrap = check_bootstrap(bootstrap)
         cluster = Cluster(name="cluster", bootstrap_servers=bootstrap)

@@ -34,17 +34,17 @@ def producers(config: str | None, pipeline: str | None, bootstrap: str | None, f
     when the broker returns no producers (or lacks the API) they are read from the log alone, and the
     output says which source it used.
     """
-    # lazy: eosctl.producers 213 ms, eosctl.target 12 ms at start-up
-    from eosctl.producers import describe
-    from eosctl.target import resolve
+    # lazy: eosctl.txn.producers 213 ms, eosctl.config.target 12 ms at start-up
+    from eosctl.config.target import resolve
+    from eosctl.txn.producers import describe
 
     target = resolve(config, pipeline, bootstrap, (topic,) if topic else (), need_topics=True)
     if partitions and len(target.topics) > 1:
         raise click.UsageError(f"--partition names partitions of one topic; the pipeline has several "
                                f"({', '.join(target.topics)}): add --topic")
-    # lazy: eosctl.clients 8.1 ms, eosctl.wire 131 ms at start-up
-    from eosctl.clients import kafka_admin
-    from eosctl.wire import WireClient
+    # lazy: eosctl.cluster.clients 8.1 ms, eosctl.cluster.wire 131 ms at start-up
+    from eosctl.cluster.clients import kafka_admin
+    from eosctl.cluster.wire import WireClient
 
     with WireClient(target.cluster, timeout_ms=TIMEOUT_MS) as client:
         admin = kafka_admin(target.cluster, timeout=TIMEOUT_MS / 1000)

@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 
 import click
 
+from eosctl.base.errors import EosctlError
+from eosctl.base.files import check_output, shown, writing_output
 from eosctl.commands.options import OutputFile, duckdb_file
-from eosctl.errors import EosctlError
-from eosctl.files import check_output, shown, writing_output
-from eosctl.gapmap.segments import log_segments
-from eosctl.redaction import redact
+from eosctl.config.redaction import redact
+from eosctl.report.segments import log_segments
 
 
 @click.command("report")
@@ -63,9 +63,9 @@ def report(source: str, out: str, force: bool) -> None:
 
 def load_audit(source: str):
     """The audit of a snapshot or a JSON report, and where it came from (also `eosctl explain`)."""
-    # lazy: eosctl.output.html 68 ms, eosctl.reportfile 2.1 ms, eosctl.sink.duckdb 97 ms at start-up
+    # lazy: eosctl.output.html 68 ms, eosctl.report.file 2.1 ms, eosctl.sink.duckdb 97 ms at start-up
     from eosctl.output.html import AuditContext
-    from eosctl.reportfile import read_report
+    from eosctl.report.file import read_report
     from eosctl.sink.duckdb import read_header
 
     if not os.path.isfile(source):
@@ -92,9 +92,9 @@ def _say(source: str, notes: list[str]) -> None:
 
 
 def _from_snapshot(source: str):
-    # lazy: eosctl.output.html 68 ms, eosctl.snapshot 265 ms at start-up
+    # lazy: eosctl.output.html 68 ms, eosctl.inspection.snapshot 265 ms at start-up
+    from eosctl.inspection.snapshot import load_snapshot
     from eosctl.output.html import AuditContext
-    from eosctl.snapshot import load_snapshot
 
     notes: list[str] = []
     snap = load_snapshot(source, notes)

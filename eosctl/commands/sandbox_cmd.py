@@ -6,9 +6,9 @@ import sys
 
 import click
 
-from eosctl import sandboxstate
+from eosctl.base.errors import EosctlError
 from eosctl.commands import pipeline_cmd
-from eosctl.errors import EosctlError
+from eosctl.config import sandboxstate
 
 
 @click.group("sandbox")

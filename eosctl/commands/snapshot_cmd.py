@@ -11,20 +11,20 @@ from typing import TYPE_CHECKING
 
 import click
 
+from eosctl.base.errors import EosctlError
+from eosctl.base.files import check_output, glob_paths, shown
 from eosctl.commands.ledger_cmd import ledger_options
 from eosctl.commands.options import DURATION, OutputFile, check_one_sink, report_file, sink_of
-from eosctl.errors import EosctlError
-from eosctl.files import check_output, glob_paths, shown
+from eosctl.config.redaction import redact
 from eosctl.output.emit import emit
 from eosctl.output.snapshot import render_snapshot
 from eosctl.output.terminal import console, scan_progress
-from eosctl.redaction import redact
 
 if TYPE_CHECKING:  # the command imports the core lazily, for a fast `eosctl --help`
-    from eosctl.capture import Capture
-    from eosctl.config import Sink
-    from eosctl.findings import AuditReport
-    from eosctl.target import Target
+    from eosctl.config.model import Sink
+    from eosctl.config.target import Target
+    from eosctl.inspection.capture import Capture
+    from eosctl.report.findings import AuditReport
 
 
 @click.command("snapshot")
@@ -54,12 +54,13 @@ def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, to
     that was young at capture time. Open it offline: `eosctl tui --snapshot FILE`, or any DuckDB
     client (tables documented in docs/snapshot.md). Reads only; writes nothing to Kafka.
     """
-    # lazy: eosctl.snapshot 206 ms, eosctl.capture 165 ms, eosctl.sink.base 35 ms, eosctl.target 11 ms at
+    # lazy: eosctl.inspection.snapshot 206 ms, eosctl.inspection.capture 165 ms, eosctl.sink.base 35 ms,
+    # eosctl.config.target 11 ms at
     # start-up
-    from eosctl import snapshot as snap
-    from eosctl.capture import capture
+    from eosctl.config.target import resolve
+    from eosctl.inspection import snapshot as snap
+    from eosctl.inspection.capture import capture
     from eosctl.sink.base import local_files
-    from eosctl.target import resolve
 
     check_one_sink(sink_duckdb, sink_parquet)
     check_output(out_path, (config, audit_report, sink_duckdb, *_matches(sink_parquet)), force)
@@ -99,7 +100,7 @@ def _matches(parquet: str | None) -> list[str]:
 
 
 def _read_audit_report(path: str) -> AuditReport:
-    from eosctl.reportfile import read_report  # lazy: eosctl.reportfile 2.2 ms at start-up
+    from eosctl.report.file import read_report  # lazy: eosctl.report.file 2.2 ms at start-up
 
     notes: list[str] = []
     try:
@@ -163,7 +164,7 @@ def _capture_audit(captured: Capture, target: Target, sink: Sink | None, config:
 def _capture_hops_audit(captured: Capture, target: Target, hops: tuple[str, ...], config: str | None,
                         bootstrap: str | None) -> None:
     from auditors import EngineOptions, audit_hops  # lazy: auditors 63 ms at start-up
-    from eosctl.target import resolve  # lazy: eosctl.target 12 ms at start-up
+    from eosctl.config.target import resolve  # lazy: eosctl.config.target 12 ms at start-up
 
     err = console(stderr=True)
     try:

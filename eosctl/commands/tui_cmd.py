@@ -15,9 +15,9 @@ from typing import Any
 
 import click
 
+from eosctl.base.errors import EosctlError
+from eosctl.base.stopsignals import handling
 from eosctl.commands.options import DURATION, Seconds, config_file, duckdb_file
-from eosctl.errors import EosctlError
-from eosctl.stopsignals import handling
 
 
 @click.command("tui")
@@ -80,8 +80,8 @@ def tui(
         source: Any = SnapshotSource(snapshot, max_age_s=max_age)
         source.fetch()  # a broken file is one line and exit 2, before the screen switches
     else:
-        # lazy: eosctl.target 12 ms, tui.sources 208 ms at start-up
-        from eosctl.target import resolve
+        # lazy: eosctl.config.target 12 ms, tui.sources 208 ms at start-up
+        from eosctl.config.target import resolve
         from tui.sources import LiveSource
 
         target = resolve(config, pipeline, bootstrap, topics, group, need_topics=True)
@@ -149,7 +149,7 @@ def _signals_quit(app: Any) -> Iterator[None]:
 
 def run_audit(target: Any, progress: Any) -> Any:
     """The audit of the target's pipeline (local engine unless the config's [audit] engine says spark);
-    progress: eosctl.progress.Progress."""
+    progress: eosctl.base.progress.Progress."""
     from auditors import EngineOptions, audit  # lazy: auditors 66 ms at start-up
 
     options = EngineOptions.resolve(target.config, "local")

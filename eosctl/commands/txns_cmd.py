@@ -14,8 +14,8 @@ from typing import Any
 
 import click
 
+from eosctl.base.errors import BrokerError
 from eosctl.commands.options import DURATION, TIMEOUT_MS, target_options
-from eosctl.errors import BrokerError
 from eosctl.output.emit import emit
 from eosctl.output.terminal import console as out_console
 
@@ -25,13 +25,13 @@ def _now_ms() -> int:
 
 
 def _wire(target: Any) -> Any:
-    from eosctl.wire import WireClient  # lazy: eosctl.wire 89 ms at start-up
+    from eosctl.cluster.wire import WireClient  # lazy: eosctl.cluster.wire 89 ms at start-up
 
     return WireClient(target.cluster, timeout_ms=TIMEOUT_MS)
 
 
 def _admin(target: Any) -> Any:
-    from eosctl.clients import kafka_admin  # lazy: eosctl.clients 7.8 ms at start-up
+    from eosctl.cluster.clients import kafka_admin  # lazy: eosctl.cluster.clients 7.8 ms at start-up
 
     return kafka_admin(target.cluster, timeout=TIMEOUT_MS / 1000)
 
@@ -55,9 +55,9 @@ def txns_list(config: str | None, pipeline: str | None, bootstrap: str | None, f
 
     With --pipeline, only the pipeline's transactional ids (its transactional_id_prefix).
     """
-    # lazy: eosctl.target 12 ms, eosctl.txns 102 ms at start-up
-    from eosctl.target import resolve
-    from eosctl.txns import list_transactions
+    # lazy: eosctl.config.target 12 ms, eosctl.txn.transactions 102 ms at start-up
+    from eosctl.config.target import resolve
+    from eosctl.txn.transactions import list_transactions
 
     target = resolve(config, pipeline, bootstrap)
     now = _now_ms()
@@ -81,9 +81,9 @@ def txns_list(config: str | None, pipeline: str | None, bootstrap: str | None, f
 def txns_describe(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: str,
                   transactional_id: str) -> None:
     """One transactional id: coordinator, producer id/epoch, state, timeout, start, age, partitions."""
-    # lazy: eosctl.target 12 ms, eosctl.txns 102 ms at start-up
-    from eosctl.target import resolve
-    from eosctl.txns import describe_transaction
+    # lazy: eosctl.config.target 12 ms, eosctl.txn.transactions 102 ms at start-up
+    from eosctl.config.target import resolve
+    from eosctl.txn.transactions import describe_transaction
 
     target = resolve(config, pipeline, bootstrap)
     now = _now_ms()
@@ -130,9 +130,9 @@ def txns_hanging(config: str | None, pipeline: str | None, bootstrap: str | None
     --max-age 0 its age does not matter). Offsets are ListOffsets cross-checked against Fetch; when the
     broker contradicts itself and nothing is found, exit 2 naming it instead of "no hanging".
     """
-    # lazy: eosctl.target 12 ms, eosctl.txns 102 ms at start-up
-    from eosctl.target import resolve
-    from eosctl.txns import find_hanging
+    # lazy: eosctl.config.target 12 ms, eosctl.txn.transactions 102 ms at start-up
+    from eosctl.config.target import resolve
+    from eosctl.txn.transactions import find_hanging
 
     target = resolve(config, pipeline, bootstrap, topics)
     wanted = list(topics)
@@ -173,9 +173,9 @@ def txns_abort(config: str | None, pipeline: str | None, bootstrap: str | None, 
     an ABORT marker with WriteTxnMarkers, as kafka-transactions.sh abort does; brokers without that
     API are refused, and nothing is changed.
     """
-    # lazy: eosctl.target 12 ms, eosctl.txns 102 ms at start-up
-    from eosctl.target import resolve
-    from eosctl.txns import abort, plan_abort
+    # lazy: eosctl.config.target 12 ms, eosctl.txn.transactions 102 ms at start-up
+    from eosctl.config.target import resolve
+    from eosctl.txn.transactions import abort, plan_abort
 
     target = resolve(config, pipeline, bootstrap, (topic,))
     now = _now_ms()
@@ -206,8 +206,8 @@ def _safeties(client: Any, admin: Any, target: Any, info: Any, now: int) -> list
 
 def _safety(client: Any, admin: Any, target: Any, tp: Any, producer_id: int, lso: int, hw: int,
             now: int) -> Any:
-    """Is it safe to abort (eosctl.abortsafety), with the facts read now."""
-    from eosctl.abortsafety import gather  # lazy: eosctl.abortsafety 1.9 ms at start-up
+    """Is it safe to abort (eosctl.txn.abortsafety), with the facts read now."""
+    from eosctl.txn.abortsafety import gather  # lazy: eosctl.txn.abortsafety 1.9 ms at start-up
     return gather(client, admin, tp, producer_id, lso, hw, now, tuple(target.lag_groups()))
 
 

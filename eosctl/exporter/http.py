@@ -8,13 +8,13 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
-from eosctl.errors import EosctlError
+from eosctl.base.errors import EosctlError
+from eosctl.base.safetext import term
 from eosctl.exporter.loops import say
-from eosctl.metrics import accepts_gzip
-from eosctl.safetext import term
+from eosctl.exporter.metrics import accepts_gzip
 
 if TYPE_CHECKING:
-    from eosctl.metrics import Exposition
+    from eosctl.exporter.metrics import Exposition
 
 # The HTTP server's bounds: connections served at once (each a thread), and how long one socket operation
 # of a request may wait (reading the request line and headers, writing the body).

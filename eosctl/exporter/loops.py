@@ -15,15 +15,15 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from eosctl.errors import EosctlError, first_line
-from eosctl.live import LiveModel
-from eosctl.metrics import Source
-from eosctl.redaction import redact
-from eosctl.safetext import term
+from eosctl.base.errors import EosctlError, first_line
+from eosctl.base.safetext import term
+from eosctl.config.redaction import redact
+from eosctl.exporter.metrics import Source
+from eosctl.inspection.live import LiveModel
 
 if TYPE_CHECKING:
-    from eosctl.metrics import Exposition
-    from eosctl.target import Target
+    from eosctl.config.target import Target
+    from eosctl.exporter.metrics import Exposition
 
 # auditors.audit(target, sink, options=..., started=...) -> the report
 Audit = Callable[..., Any]

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from eosctl.errors import EosctlError
-from eosctl.files import check_output, shown, writing_output
+from eosctl.base.errors import EosctlError
+from eosctl.base.files import check_output, shown, writing_output
 from eosctl.sink.base import local_files
 
 if TYPE_CHECKING:
-    from eosctl.target import Target
+    from eosctl.config.target import Target
 
 
 def reads(config: str | None, targets: list[Target]) -> tuple[str, ...]:

@@ -7,13 +7,13 @@ from typing import Any
 from rich.console import Group
 from rich.text import Text
 
-from eosctl import safetext
-from eosctl.audit.rootcauses import root_causes
-from eosctl.findings import PASS, AuditReport
+from eosctl.base import safetext
+from eosctl.base.safetext import text
 from eosctl.output.finding import extra, short_cause, where
 from eosctl.output.junit import junit
 from eosctl.output.terminal import table as rich_table
-from eosctl.safetext import text
+from eosctl.report.findings import PASS, AuditReport
+from eosctl.report.rootcauses import root_causes
 
 
 def render(report: AuditReport, fmt: str) -> Any:
@@ -65,7 +65,8 @@ def table(report: AuditReport) -> Any:
     return Group(*parts)
 
 
-# What a finding's count counts, where it is not the findings themselves (eosctl.findings.DESCRIPTIONS).
+# What a finding's count counts, where it is not the findings themselves
+# (eosctl.report.findings.DESCRIPTIONS).
 _UNITS = {"duplicate": "extra rows", "key_duplicate": "extra rows", "gap": "offsets",
           "phantom_aborted": "rows", "phantom_marker": "rows", "phantom_uncommitted": "rows",
           "phantom_beyond_hw": "rows", "invalid_row": "rows"}
@@ -113,7 +114,7 @@ def aligned(title: str, columns: list[str], rows: list[tuple]) -> list[Any]:
 
 
 def causes_table(report: AuditReport) -> Any:
-    """What explains the findings, one row per root cause (eosctl.audit.rootcauses)."""
+    """What explains the findings, one row per root cause (eosctl.report.rootcauses)."""
     rows = []
     for r in root_causes(report.findings):
         where_ = ", ".join(f"{t}[{p}]" for t, p in r.partitions[:3]) + (

@@ -7,12 +7,12 @@ from typing import Any
 from rich.console import Group
 from rich.text import Text
 
-from eosctl.audit.rootcauses import root_causes
-from eosctl.durations import human
-from eosctl.findings import AuditReport
+from eosctl.base.durations import human
+from eosctl.base.safetext import text
 from eosctl.output.finding import short_cause, where
 from eosctl.output.terminal import table, time_text
-from eosctl.safetext import text
+from eosctl.report.findings import AuditReport
+from eosctl.report.rootcauses import root_causes
 
 
 def offset_table(doc: dict[str, Any]) -> Any:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from eosctl.findings import Finding
+from eosctl.report.findings import Finding
 
 
 def where(f: Finding) -> str:

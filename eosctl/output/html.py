@@ -18,8 +18,15 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from eosctl import __version__
-from eosctl.audit.rootcauses import root_causes
-from eosctl.findings import (
+from eosctl.cluster.model import TP
+from eosctl.output import gapmap as gapmap
+from eosctl.output.finding import short_cause
+from eosctl.output.gapmap import FINDING_COLOURS, FULL_ROWS
+from eosctl.output.htmltext import cell as _t
+from eosctl.output.htmltext import escape
+from eosctl.output.htmltext import number as _n
+from eosctl.output.htmltext import prose as _prose
+from eosctl.report.findings import (
     DESCRIPTIONS,
     KINDS,
     PASS,
@@ -27,14 +34,7 @@ from eosctl.findings import (
     Finding,
     PartitionSummary,
 )
-from eosctl.gapmap import svg as gapmap
-from eosctl.gapmap.svg import FINDING_COLOURS, FULL_ROWS
-from eosctl.model import TP
-from eosctl.output.finding import short_cause
-from eosctl.output.htmltext import cell as _t
-from eosctl.output.htmltext import escape
-from eosctl.output.htmltext import number as _n
-from eosctl.output.htmltext import prose as _prose
+from eosctl.report.rootcauses import root_causes
 from eosctl.sink.base import ReadPoint
 
 MAX_FINDING_ROWS = 2000  # the findings table stops here; the embedded JSON keeps every finding

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import html
 
-from eosctl import safetext
+from eosctl.base import safetext
 
 
 def escape(s: str) -> str:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from eosctl import safetext
-from eosctl.findings import DESCRIPTIONS, AuditReport, Finding
-from eosctl.model import TP
+from eosctl.base import safetext
+from eosctl.cluster.model import TP
 from eosctl.output.finding import extra, short_cause, where
+from eosctl.report.findings import DESCRIPTIONS, AuditReport, Finding
 
 
 def junit(report: AuditReport) -> str:

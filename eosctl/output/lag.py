@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Group
 from rich.text import Text
 
-from eosctl import safetext
+from eosctl.base import safetext
 from eosctl.output.terminal import age_text, table
 
 STATUS_STYLE = {"OK": "green", "WARN": "yellow", "STALL": "red", "STOP": "red", "REWIND": "magenta",
@@ -66,7 +66,7 @@ def _r(v: float | None) -> float | None:
 
 
 def lag_renderable(doc: dict[str, Any], with_status: bool, groups: list[str], topics: list[str]) -> Any:
-    from eosctl.opentxn import TRUSTED_CLOCKS  # lazy: eosctl.opentxn 96 ms at start-up
+    from eosctl.txn.opentxn import TRUSTED_CLOCKS  # lazy: eosctl.txn.opentxn 96 ms at start-up
 
     if not doc["groups"]:
         if doc.get("error"):

@@ -1,11 +1,11 @@
-"""`eosctl ledger`: its tables (the JSON form is eosctl.ledger's to_dict)."""
+"""`eosctl ledger`: its tables (the JSON form is eosctl.inspection.ledger's to_dict)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from eosctl import safetext
-from eosctl.ledger import span
+from eosctl.base import safetext
+from eosctl.inspection.ledger import span
 from eosctl.output.terminal import table
 
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from rich.text import Text
 
-from eosctl import safetext
-from eosctl.model import Kind
+from eosctl.base import safetext
+from eosctl.cluster.model import Kind
 from eosctl.output.terminal import table
 
 TABLE_ROWS = 200  # rows per section in table output; JSON is always complete
@@ -51,7 +51,8 @@ def log_document(plog: Any, window: tuple[int, int, bool] | None) -> dict[str, A
 
 
 def _producer_doc(d: dict[str, Any], p: Any) -> dict[str, Any]:
-    """A producer's JSON entry: its state plus the verdicts (eosctl.model.ProducerState.fencing_events)."""
+    """A producer's JSON entry: its state plus the verdicts
+    (eosctl.cluster.model.ProducerState.fencing_events)."""
     verdicts = map(p.bump_verdict, p.epoch_bumps)
     bumps = [{**b, "fencing": fencing, "why": why, "routine": p.routine(bump)}
              for b, bump, (fencing, why) in zip(d["epoch_bumps"], p.epoch_bumps, verdicts, strict=True)]
@@ -73,7 +74,7 @@ def _capped(rows: list[Any]) -> tuple[list[Any], str | None]:
 
 
 def render_log(out: Any, doc: dict[str, Any]) -> None:
-    from eosctl.producers import epochs_text  # lazy: eosctl.producers 112 ms to import
+    from eosctl.txn.producers import epochs_text  # lazy: eosctl.txn.producers 112 ms to import
 
     c = doc["counts"]
     out.print(Text.assemble(

@@ -1,15 +1,15 @@
-"""`eosctl producers`: its table (the JSON form is eosctl.producers' to_dict)."""
+"""`eosctl producers`: its table (the JSON form is eosctl.txn.producers' to_dict)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from eosctl import safetext
+from eosctl.base import safetext
 from eosctl.output.terminal import table, time_text
 
 
 def render_producers(out: Any, report: Any) -> None:
-    from eosctl.producers import epochs_text  # lazy: eosctl.producers 110 ms to import
+    from eosctl.txn.producers import epochs_text  # lazy: eosctl.txn.producers 110 ms to import
 
     cols = ["partition", "producer id", "transactional id", "epoch", "last sequence", "last timestamp (UTC)",
             "open txn from", "epochs", "fencing", "zombie writes"]

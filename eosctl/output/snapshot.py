@@ -1,4 +1,5 @@
-"""`eosctl snapshot`: what it says it captured (the snapshot itself is eosctl.snapshot's DuckDB file)."""
+"""`eosctl snapshot`: what it says it captured (the snapshot itself is eosctl.inspection.snapshot's DuckDB
+file)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from typing import Any
 
 from rich.text import Text
 
-from eosctl import safetext
+from eosctl.base import safetext
 from eosctl.output.terminal import age_text
 
 
@@ -28,7 +29,8 @@ def render_snapshot(out: Any, captured: Any, out_path: str) -> None:
 def _hanging_summary(captured: Any) -> str:
     rep = captured.hanging
     younger = len(captured.hanging_candidates) - len(rep.hanging)
-    # Older only by producer-set record timestamps: listed, not counted (eosctl.txns.Hanging.counts).
+    # Older only by producer-set record timestamps: listed, not counted
+    # (eosctl.txn.transactions.Hanging.counts).
     unsure = len(rep.hanging) - len(rep.counted)
     return (f"{len(rep.counted)} hanging (open longer than {age_text(rep.max_age_s)}), "
             + (f"{unsure} older only by producer timestamps, " if unsure else "")

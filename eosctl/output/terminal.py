@@ -16,9 +16,9 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
-from eosctl import safetext
-from eosctl.durations import human
-from eosctl.progress import Progress
+from eosctl.base import safetext
+from eosctl.base.durations import human
+from eosctl.base.progress import Progress
 
 
 def console(stderr: bool = False) -> Console:
@@ -138,7 +138,7 @@ def scan_progress() -> Iterator[Progress]:
 
 
 def age_text(seconds: float | None) -> str:
-    """A duration in the one style of every view (eosctl.durations)."""
+    """A duration in the one style of every view (eosctl.base.durations)."""
     return human(seconds)
 
 

@@ -1,12 +1,12 @@
 """`eosctl txns ...`: the tables and lines of list, describe, hanging and abort (the JSON forms are
-eosctl.txns' to_dict)."""
+eosctl.txn.transactions' to_dict)."""
 
 from __future__ import annotations
 
 import shlex
 from typing import Any
 
-from eosctl import safetext
+from eosctl.base import safetext
 from eosctl.output.terminal import age_text, table, time_text
 
 
@@ -43,7 +43,8 @@ def render_txn(out: Any, info: Any, now: int, safeties: list[Any] = ()) -> None:
 
 
 def render_hanging(out: Any, report: Any, topics: list[str], args: str = "") -> None:
-    """``args``: the options pointing at the target (eosctl.target.Target.args), so the printed hint is a
+    """``args``: the options pointing at the target (eosctl.config.target.Target.args), so the printed hint is
+    a
     command that works copied as printed."""
     dp = report.describe_producers
     source = (f"DescribeProducers returned {report.producers_returned} producers" if dp == "ok"

@@ -2,5 +2,5 @@
 Kafka from Maven Central jars, PostgreSQL, and the reference pipeline that writes to them.
 
 The core never imports this package; the commands that start servers (``sandbox``, ``demo``) wire it in.
-The core reads only the state file a running sandbox leaves (``eosctl.sandboxstate``).
+The core reads only the state file a running sandbox leaves (``eosctl.config.sandboxstate``).
 """

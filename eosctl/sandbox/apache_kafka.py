@@ -21,8 +21,8 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from eosctl import procs
-from eosctl.errors import EosctlError
+from eosctl.base import procs
+from eosctl.base.errors import EosctlError
 from eosctl.sandbox import maven
 from eosctl.sandbox.net import free_port, port_open, wait_for_metadata
 

@@ -1,6 +1,6 @@
 """`eosctl sandbox up --broker kafka`: Apache Kafka (one KRaft node from Maven Central jars,
 ``eosctl.sandbox.apache_kafka``) as the sandbox broker, recorded in the same state file as the embedded
-noida-db sandbox (``eosctl.sandboxstate``), so `bootstrap_servers = "sandbox"`, `sandbox status` and
+noida-db sandbox (``eosctl.config.sandboxstate``), so `bootstrap_servers = "sandbox"`, `sandbox status` and
 `sandbox down` work for it alike.
 
 It starts empty each time (a fresh KRaft node in ``$EOSCTL_HOME/kafka``): the jars, Java 17+ and, where
@@ -15,12 +15,12 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from eosctl import sandboxstate
-from eosctl.errors import EosctlError
+from eosctl.base.errors import EosctlError
+from eosctl.config import sandboxstate
+from eosctl.config.sandboxstate import STATE_FILE, SandboxState
 from eosctl.sandbox import apache_kafka, maven
 from eosctl.sandbox.net import port_open
 from eosctl.sandbox.noida import _locked  # one `up`/`down` of a home at a time, whichever broker
-from eosctl.sandboxstate import STATE_FILE, SandboxState
 
 # Heap for a user's sandbox: one node beside the demo pipeline and Spark on a small machine.
 HEAP = "768m"

@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from eosctl.errors import EosctlError
+from eosctl.base.errors import EosctlError
 
 POMS = Path(__file__).parent / "jvm"
 # The poms whose main version can be chosen (``version=``): the property that sets it. Other poms resolve

@@ -5,9 +5,9 @@ from __future__ import annotations
 import socket
 import time
 
-from eosctl.clients import confluent_admin
-from eosctl.config import Cluster
-from eosctl.errors import BrokerError
+from eosctl.base.errors import BrokerError
+from eosctl.cluster.clients import confluent_admin
+from eosctl.config.model import Cluster
 
 
 def free_port() -> int:

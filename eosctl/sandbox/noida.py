@@ -1,6 +1,7 @@
 """The embedded sandbox broker: noida-db (Kafka protocol only) on a loopback port (the last one it had).
 
-Its state file (``eosctl.sandboxstate``) records the pid, port and data directory so other commands and the
+Its state file (``eosctl.config.sandboxstate``) records the pid, port and data directory so other commands and
+the
 demo config find the broker.
 """
 
@@ -15,11 +16,12 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
-from eosctl import procs, sandboxstate
-from eosctl.errors import EosctlError
-from eosctl.files import write_replacing
+from eosctl.base import procs
+from eosctl.base.errors import EosctlError
+from eosctl.base.files import write_replacing
+from eosctl.config import sandboxstate
+from eosctl.config.sandboxstate import STATE_FILE, SandboxState, bootstrap_or_error, state_dir
 from eosctl.sandbox.net import free_port, port_open, wait_for_metadata
-from eosctl.sandboxstate import STATE_FILE, SandboxState, bootstrap_or_error, state_dir
 
 __all__ = ["SandboxState", "bootstrap_or_error", "state_dir", "up", "down", "free_port", "port_open"]
 

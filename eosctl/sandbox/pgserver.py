@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from eosctl import procs
-from eosctl.errors import EosctlError
+from eosctl.base import procs
+from eosctl.base.errors import EosctlError
 
 STATE_FILE = "postgres.json"
 PORT = 5432  # only names the socket file (.s.PGSQL.5432) unless a TCP port is asked for

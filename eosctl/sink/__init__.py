@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from eosctl.config import Sink
-from eosctl.errors import SinkError
-from eosctl.findings import Finding
-from eosctl.model import TP
+from eosctl.base.errors import SinkError
+from eosctl.cluster.model import TP
+from eosctl.config.model import Sink
+from eosctl.report.findings import Finding
 from eosctl.sink.base import (
     KINDS,
     Limits,

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from eosctl.config import Sink
-from eosctl.files import glob_paths
-from eosctl.findings import Finding
-from eosctl.model import TP
+from eosctl.base.files import glob_paths
+from eosctl.cluster.model import TP
+from eosctl.config.model import Sink
+from eosctl.report.findings import Finding
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -34,7 +34,7 @@ ISLAND_BATCH = 65_536
 @dataclass(frozen=True)
 class SinkPartition:
     """The sink's row counts for one partition (the audit's per-partition verdict is
-    eosctl.findings.PartitionSummary)."""
+    eosctl.report.findings.PartitionSummary)."""
 
     topic: str
     partition: int
@@ -183,7 +183,7 @@ def kind_of(sink: Sink) -> str | None:
 
 def local_files(sink: Sink | None) -> list[str]:
     """The files on this machine a command reads for this sink (a DuckDB file and its WAL, every Parquet
-    file a glob matches, a Delta table's files): what an output must never replace (eosctl.files)."""
+    file a glob matches, a Delta table's files): what an output must never replace (eosctl.base.files)."""
     if sink is None:
         return []
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import glob as globmod
 import os
 
-from eosctl.config import Sink
+from eosctl.config.model import Sink
 from eosctl.sink.parquet import is_url
 
 # DuckDB's main header and its two database headers (storage/storage_info.hpp): a checkpoint writes the

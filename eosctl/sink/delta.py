@@ -14,8 +14,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from eosctl.config import Sink
-from eosctl.errors import SinkError, first_line
+from eosctl.base.errors import SinkError, first_line
+from eosctl.config.model import Sink
 from eosctl.sink.base import OFFSETS_COLUMNS, read_columns, shown
 from eosctl.sink.relation import (
     NO_EXTENSION_DOWNLOADS,

@@ -2,7 +2,7 @@
 
 Every failure a user can run into (missing file, a file locked by a live writer, a storage format the
 installed duckdb can't read, a wrong table or column name) becomes one SinkError line saying how to go on.
-Snapshots (eosctl.snapshot) open their own DuckDB files through connect_readonly too.
+Snapshots (eosctl.inspection.snapshot) open their own DuckDB files through connect_readonly too.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eosctl.config import Sink
-from eosctl.errors import SinkError, first_line
-from eosctl.files import input_problem
+from eosctl.base.errors import SinkError, first_line
+from eosctl.base.files import input_problem
+from eosctl.config.model import Sink
 from eosctl.sink.base import ReadPoint, shown
 from eosctl.sink.kafka_topic import read_point
 from eosctl.sink.relation import (

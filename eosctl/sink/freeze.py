@@ -18,9 +18,9 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from eosctl.config import Sink
-from eosctl.errors import SinkError
-from eosctl.files import glob_paths, glob_split, temp_dir
+from eosctl.base.errors import SinkError
+from eosctl.base.files import glob_paths, glob_split, temp_dir
+from eosctl.config.model import Sink
 from eosctl.sink import delta, iceberg, kafka_topic, postgres, replica, spark_checkpoint
 from eosctl.sink import duckdb as duck
 from eosctl.sink.parquet import is_url

@@ -15,9 +15,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from eosctl.config import Sink
-from eosctl.errors import SinkError, first_line
-from eosctl.model import TP
+from eosctl.base.errors import SinkError, first_line
+from eosctl.cluster.model import TP
+from eosctl.config.model import Sink
 from eosctl.sink.base import OFFSETS_COLUMNS, read_columns
 from eosctl.sink.relation import (
     DuckDBReader,

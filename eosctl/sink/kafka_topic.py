@@ -30,12 +30,12 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from eosctl.clients import quiet_logger
-from eosctl.config import Cluster, Sink
-from eosctl.errors import BrokerError, SinkError
-from eosctl.findings import Cause, Finding
-from eosctl.model import TP
-from eosctl.safetext import decode
+from eosctl.base.errors import BrokerError, SinkError
+from eosctl.base.safetext import decode
+from eosctl.cluster.clients import quiet_logger
+from eosctl.cluster.model import TP
+from eosctl.config.model import Cluster, Sink
+from eosctl.report.findings import Cause, Finding
 from eosctl.sink.base import ReadPoint
 
 TABLE = "hop_rows"
@@ -110,7 +110,7 @@ def committed_before(sink: Sink) -> dict[TP, int] | None:
 
 
 def _committed(sink: Sink) -> dict[TP, int]:
-    from eosctl.offsets import committed_offsets  # lazy: eosctl.offsets 82 ms to import
+    from eosctl.cluster.offsets import committed_offsets  # lazy: eosctl.cluster.offsets 82 ms to import
 
     if sink.stage_group is None or sink.stage_cluster is None:
         return {}
@@ -119,7 +119,7 @@ def _committed(sink: Sink) -> dict[TP, int]:
 
 def end_offsets(cluster: Cluster, topic: str) -> dict[TP, int]:
     """Where a read_committed consumer of ``topic`` stops now: each partition's last stable offset."""
-    from eosctl.wire import WireClient  # lazy: eosctl.wire 104 ms to import
+    from eosctl.cluster.wire import WireClient  # lazy: eosctl.cluster.wire 104 ms to import
 
     with WireClient(cluster) as client:
         parts = client.metadata([topic]).get(topic)
@@ -283,7 +283,7 @@ def _input_ends(cluster: Cluster, sink: Sink) -> dict[TP, int]:
 
 def high_watermarks(cluster: Cluster, topics: tuple[str, ...]) -> dict[TP, int]:
     """The topics' high watermarks now (read_uncommitted: open transactions included)."""
-    from eosctl.wire import WireClient  # lazy: eosctl.wire 104 ms to import
+    from eosctl.cluster.wire import WireClient  # lazy: eosctl.cluster.wire 104 ms to import
 
     with WireClient(cluster) as client:
         meta = client.metadata(list(topics))
@@ -293,7 +293,7 @@ def high_watermarks(cluster: Cluster, topics: tuple[str, ...]) -> dict[TP, int]:
 
 Lineage = tuple[str | None, int | None, int | None]
 
-# The reconciliation's kinds as key lineage names them (eosctl.audit.rootcauses.KEY_KINDS, reversed).
+# The reconciliation's kinds as key lineage names them (eosctl.report.rootcauses.KEY_KINDS, reversed).
 _KEY_KIND = {"gap": "lost_key", "duplicate": "duplicate_key", "phantom_aborted": "phantom_key",
              "phantom_uncommitted": "phantom_key"}
 

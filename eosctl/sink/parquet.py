@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 
-from eosctl.config import Sink
-from eosctl.errors import SinkError
-from eosctl.files import glob_paths, glob_problem, input_problem
+from eosctl.base.errors import SinkError
+from eosctl.base.files import glob_paths, glob_problem, input_problem
+from eosctl.config.model import Sink
 from eosctl.sink.base import ReadPoint, as_given, shown
 from eosctl.sink.relation import (
     NO_EXTENSION_DOWNLOADS,

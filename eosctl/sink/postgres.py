@@ -21,9 +21,9 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from eosctl.config import Sink
-from eosctl.errors import SinkError, first_line
-from eosctl.model import TP
+from eosctl.base.errors import SinkError, first_line
+from eosctl.cluster.model import TP
+from eosctl.config.model import Sink
 from eosctl.sink.base import (
     ISLAND_BATCH,
     MAX_OFFSET,

@@ -16,10 +16,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from eosctl.config import Sink
-from eosctl.errors import SinkError, first_line
-from eosctl.findings import Finding
-from eosctl.model import TP
+from eosctl.base.errors import SinkError, first_line
+from eosctl.cluster.model import TP
+from eosctl.config.model import Sink
+from eosctl.report.findings import Finding
 from eosctl.sink.base import (
     ISLAND_BATCH,
     MAX_OFFSET,
@@ -325,7 +325,8 @@ class DuckDBReader(SqlReader):
 
     def row_keys(self, topic: str, partition: int) -> Iterator[pa.RecordBatch]:
         """Arrow batches (offset, key[, value]) of every row of the partition with a key, in no order (the
-        content check, eosctl.content): one scan, no join, no DISTINCT. The value column (sink.value_column:
+        content check, eosctl.rules.content): one scan, no join, no DISTINCT. The value column
+        (sink.value_column:
         a blob as its bytes, anything else as text; sink.value_hash_column: its text in lower case) is the
         third column where the sink names one."""
         value = ""

@@ -26,11 +26,11 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any
 
-from eosctl.config import Cluster, Sink
-from eosctl.errors import SinkError
-from eosctl.findings import Cause, Finding
-from eosctl.model import TP
-from eosctl.safetext import decode
+from eosctl.base.errors import SinkError
+from eosctl.base.safetext import decode
+from eosctl.cluster.model import TP
+from eosctl.config.model import Cluster, Sink
+from eosctl.report.findings import Cause, Finding
 from eosctl.sink import kafka_topic
 
 REPLICA = "replica"

@@ -15,7 +15,7 @@ import os
 import re
 import shutil
 
-from eosctl.errors import SinkError
+from eosctl.base.errors import SinkError
 from eosctl.sink.base import MAX_OFFSET, MAX_PARTITION, StoredOffset
 
 _BATCH = re.compile(r"^\d+$")

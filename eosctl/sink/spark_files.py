@@ -16,7 +16,7 @@ import os
 import re
 from urllib.parse import unquote, urlsplit
 
-from eosctl.errors import SinkError
+from eosctl.base.errors import SinkError
 
 LOG_DIR = "_spark_metadata"
 _BATCH = re.compile(r"^(\d+)(\.compact)?$")

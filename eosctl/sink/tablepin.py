@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from eosctl.config import Sink
+from eosctl.config.model import Sink
 from eosctl.sink.base import ReadPoint
 from eosctl.sink.relation import (
     NO_EXTENSION_DOWNLOADS,

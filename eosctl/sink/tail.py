@@ -8,7 +8,8 @@ next rowid, so rows [read so far, last rowid] are the new ones. A sink whose row
 rewritten) since is noticed (the row count no longer matches the rowids, or the last row read is not the
 same row any more) and read again from rowid 0, still in slices. Updates of a row in place are not seen.
 
-The state is what the ledger needs (eosctl.ledger.SinkSide): per partition its islands and summary, the
+The state is what the ledger needs (eosctl.inspection.ledger.SinkSide): per partition its islands and summary,
+the
 sink table's invalid rows, the offsets table (small: read whole at the end of each read).
 """
 
@@ -17,10 +18,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 
-from eosctl.config import Sink
-from eosctl.errors import SinkError, first_line
-from eosctl.findings import Finding
-from eosctl.model import TP
+from eosctl.base.errors import SinkError, first_line
+from eosctl.cluster.model import TP
+from eosctl.config.model import Sink
+from eosctl.report.findings import Finding
 from eosctl.sink.base import OffsetIsland, ReadPoint, SinkPartition, StoredOffset, shown
 from eosctl.sink.duckdb import check_duckdb_file, connect_readonly, relations_of
 from eosctl.sink.relation import DuckDBReader

@@ -288,8 +288,8 @@ def test_out_in_a_missing_directory_exits_2_before_auditing(runs, tmp_path, engi
 
 @pytest.mark.parametrize("engine", ["local"], indirect=True)
 def test_a_failed_report_write_is_one_line(tmp_path, engine):
+    from eosctl.base.errors import EosctlError
     from eosctl.commands import audit_cmd
-    from eosctl.errors import EosctlError
 
     out = tmp_path / "r.json"
     out.mkdir()  # the directory check passes, then open() fails (IsADirectoryError)
@@ -379,7 +379,7 @@ def test_table_summary_shows_where_the_time_went(runs, engine, tmp_path):
 @pytest.mark.parametrize("engine", ["local"], indirect=True)
 def test_config_audit_engine_is_the_default_and_the_flag_wins(tmp_path, engine):
     from auditors import EngineOptions
-    from eosctl.configfile import load_config
+    from eosctl.config.file import load_config
 
     path = tmp_path / "c.toml"
     path.write_text('[clusters.c]\nbootstrap_servers = "h:1"\n[audit]\nengine = "local"\n'

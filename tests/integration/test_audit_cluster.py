@@ -170,8 +170,8 @@ def test_which_masters_run_executors_on_this_machine(master, remote, here):
 
 def test_a_duckdb_sink_on_a_remote_master_fails_before_spark_starts():
     from auditors.spark import require_reachable_sink
-    from eosctl.config import Sink
-    from eosctl.errors import EosctlError
+    from eosctl.base.errors import EosctlError
+    from eosctl.config.model import Sink
 
     require_reachable_sink(Sink(duckdb="/data/sink.duckdb"), "local[*]", None)
     require_reachable_sink(Sink(parquet="s3://bucket/sink/*.parquet"), "yarn", None)
@@ -186,8 +186,8 @@ def test_every_audit_refuses_a_duckdb_sink_on_a_configured_remote_server(tmp_pat
     from auditors import EngineOptions, engine
     from auditors.plan import AuditInput
     from auditors.sources import ModelSource
-    from eosctl.config import Config, Sink, Spark
-    from eosctl.errors import EosctlError
+    from eosctl.base.errors import EosctlError
+    from eosctl.config.model import Config, Sink, Spark
 
     # The config of `snapshot --with-audit` and the TUI: [audit] engine = "spark" and a remote server.
     config = Config(path=tmp_path / "c.toml", clusters={}, pipelines={},
@@ -205,11 +205,11 @@ def test_the_shipped_code_zip_imports_eosctl_and_auditors(tmp_path):
     from auditors.spark import code_zip
 
     names = zipfile.ZipFile(code_zip()).namelist()
-    assert {"eosctl/__init__.py", "eosctl/audit/reconcile.py", "auditors/__init__.py",
+    assert {"eosctl/__init__.py", "eosctl/rules/reconcile.py", "auditors/__init__.py",
             "auditors/task.py"} <= set(names)
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     # What an executor does with addPyFile: put the zip first on sys.path and import from it.
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import auditors.task, eosctl.audit.reconcile; "
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import auditors.task, eosctl.rules.reconcile; "
             "print(auditors.task.__file__)")
     out = subprocess.run([sys.executable, "-I", "-c", code, code_zip()], capture_output=True, text=True,
                          cwd=tmp_path, check=True).stdout

@@ -13,7 +13,7 @@ from rich.console import Console
 
 from eosctl.cli import main
 from eosctl.commands.demo_cmd import _agrees
-from eosctl.findings import Finding
+from eosctl.report.findings import Finding
 from eosctl.sandbox import noida
 
 pytestmark = pytest.mark.integration

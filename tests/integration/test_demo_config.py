@@ -7,8 +7,8 @@ import socket
 import pytest
 from click.testing import CliRunner
 
-from eosctl import sandboxstate
 from eosctl.cli import main
+from eosctl.config import sandboxstate
 from eosctl.sandbox import noida
 
 pytestmark = pytest.mark.integration

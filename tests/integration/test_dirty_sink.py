@@ -244,7 +244,7 @@ offsets_table = "sink_offsets"
                            ).fetchone() == (6, 7)
     finally:
         con.close()
-    from eosctl.snapshot import load_snapshot
+    from eosctl.inspection.snapshot import load_snapshot
 
     loaded = load_snapshot(out)  # what `eosctl tui --snapshot` shows
     assert sorted((p.topic or "", f.count) for p, f in loaded.ledger.flags if f.kind == "invalid_row") == [

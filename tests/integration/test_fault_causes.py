@@ -123,7 +123,7 @@ def test_the_replay_and_the_upstream_retry(run):
     (key,) = of(report, "key_duplicate")
     retry = next(e for e in manifest["expected_findings"] if e["fault"] == "upstream-retry")
     # The sink hop alone, but the config names the stage writing its topic: the copies' lineage headers
-    # lead to two input records carrying the key, written without a producer id (eosctl.upstream).
+    # lead to two input records carrying the key, written without a producer id (eosctl.rules.upstream).
     (planted,) = [e for hop in manifest["hops"] for e in hop["expected_findings"]
                   if e["fault"] == "upstream-retry" and e["topic"] == manifest["source_topic"]]
     txns = key["cause"]["transactions"]

@@ -73,7 +73,7 @@ def latest_checkpoint(directory: Path) -> Path:
 
 def tui_transactions(bootstrap: str, topic: str) -> list[list[str]]:
     """The TUI's transactions view (key 2) on the live cluster, hanging from 1 s on: its rows, as shown."""
-    from eosctl.target import resolve
+    from eosctl.config.target import resolve
     from tui.app import EosApp
     from tui.filtertable import FilterTable
     from tui.sources import LiveSource

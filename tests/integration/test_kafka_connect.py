@@ -249,7 +249,7 @@ def test_lag_and_ledger_show_the_worker_committed_next_to_the_table(connect):
 def test_tui_ledger_shows_the_worker_committed_next_to_the_table(connect):
     """The TUI's ledger pane on the connector's group: the table's rows, span and duplicates next to the
     offsets the worker committed."""
-    from eosctl.target import resolve
+    from eosctl.config.target import resolve
     from tests.tui.tuihelp import rows_of, sync, until
     from tui.app import EosApp
     from tui.sources import LiveSource

@@ -80,7 +80,7 @@ def plant_hanging(bootstrap: str, topic: str, partition: int, txid: str,
     from kafka.protocol.producer.transaction import InitProducerIdRequest
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
-    from eosctl.wire import WireClient
+    from eosctl.cluster.wire import WireClient
 
     with WireClient(bootstrap, timeout_ms=30_000) as client:
         deadline = time.monotonic() + 60
@@ -197,7 +197,7 @@ def test_hanging_transaction_found_as_find_hanging_finds_it_and_aborted(unverifi
 
 
 def _offsets(bs: str, topic: str) -> tuple[int, int]:
-    from eosctl.wire import WireClient
+    from eosctl.cluster.wire import WireClient
 
     with WireClient(bs) as client:
         o = client.offsets([(topic, 1)])[(topic, 1)]

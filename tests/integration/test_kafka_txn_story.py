@@ -96,8 +96,8 @@ def fencing_metric(bootstrap: str, topic: str, tmp_path: Path) -> dict[int, floa
 
 def tui(bootstrap: str, topic: str):
     """The TUI's Producers rows and each partition's Log rows, from one capture of the topic."""
-    from eosctl.capture import capture
-    from eosctl.target import resolve
+    from eosctl.config.target import resolve
+    from eosctl.inspection.capture import capture
     from tui.sources import Dashboard
     from tui.views.log import range_rows
     from tui.views.producers import producer_rows

@@ -122,7 +122,7 @@ class Churn:
 
 
 def leaders(cluster, topic: str) -> dict[int, int]:
-    from eosctl.wire import WireClient
+    from eosctl.cluster.wire import WireClient
 
     with WireClient(cluster.bootstrap) as c:
         return c.metadata([topic])[topic]

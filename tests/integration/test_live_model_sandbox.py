@@ -16,13 +16,13 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from eosctl.capture import capture
-from eosctl.clients import Admins
-from eosctl.config import Cluster, Pipeline, Sink
-from eosctl.errors import BrokerError
-from eosctl.live import LiveModel
-from eosctl.target import Target
-from eosctl.wire import WireClient
+from eosctl.base.errors import BrokerError
+from eosctl.cluster.clients import Admins
+from eosctl.cluster.wire import WireClient
+from eosctl.config.model import Cluster, Pipeline, Sink
+from eosctl.config.target import Target
+from eosctl.inspection.capture import capture
+from eosctl.inspection.live import LiveModel
 from tests.kafka.test_live_model import reading
 
 pytestmark = pytest.mark.integration

@@ -151,7 +151,7 @@ def test_ledger_with_missing_sink_is_one_line(faulty, tmp_path):
 
 
 def test_snapshot_reads_back_with_the_same_numbers(faulty, bootstrap, tmp_path):
-    from eosctl.snapshot import load_snapshot
+    from eosctl.inspection.snapshot import load_snapshot
 
     manifest, workdir = faulty
     hop = ("-c", str(workdir / "eosctl.toml"), "-p", manifest["prefix"])  # the sink hop, not the default
@@ -186,8 +186,8 @@ def _without_age(d: dict) -> dict:
 
 
 def test_snapshot_records_the_open_transaction_and_applies_max_age(hanging_run, tmp_path):
-    from eosctl.capture import hanging_at
-    from eosctl.snapshot import load_snapshot
+    from eosctl.inspection.capture import hanging_at
+    from eosctl.inspection.snapshot import load_snapshot
 
     manifest, workdir = hanging_run
     (h,) = manifest["hanging"]
@@ -220,8 +220,8 @@ def test_snapshot_records_the_open_transaction_and_applies_max_age(hanging_run, 
 
 
 def test_snapshot_stores_an_audit_report_file_and_refuses_a_bad_one(hanging_run, tmp_path):
-    from eosctl.findings import AuditReport, Finding
-    from eosctl.snapshot import load_snapshot
+    from eosctl.inspection.snapshot import load_snapshot
+    from eosctl.report.findings import AuditReport, Finding
 
     manifest, workdir = hanging_run
     hop = ("-c", str(workdir / "eosctl.toml"), "-p", manifest["prefix"])  # the sink hop, not the default
@@ -246,7 +246,7 @@ def test_snapshot_stores_an_audit_report_file_and_refuses_a_bad_one(hanging_run,
 
 @pytest.mark.spark
 def test_snapshot_with_audit_runs_it_and_the_tui_shows_it(hanging_run, spark, tmp_path):
-    from eosctl.snapshot import load_snapshot
+    from eosctl.inspection.snapshot import load_snapshot
     from tui.sources import SnapshotSource
 
     manifest, workdir = hanging_run

@@ -8,10 +8,10 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from eosctl.errors import BrokerError
-from eosctl.logscan import scan_partition, scan_partitions
-from eosctl.model import EpochBump, Kind, PartitionLog
-from eosctl.wire import READ_COMMITTED, Offsets, WireClient
+from eosctl.base.errors import BrokerError
+from eosctl.cluster.logscan import scan_partition, scan_partitions
+from eosctl.cluster.model import EpochBump, Kind, PartitionLog
+from eosctl.cluster.wire import READ_COMMITTED, Offsets, WireClient
 
 pytestmark = pytest.mark.integration
 D, M, A, OPEN = Kind.DATA, Kind.MARKER, Kind.ABORTED, Kind.OPEN

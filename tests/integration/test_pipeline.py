@@ -17,9 +17,9 @@ import duckdb
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-from eosctl.config import Cluster
-from eosctl.configfile import load_config
-from eosctl.errors import EosctlError
+from eosctl.base.errors import EosctlError
+from eosctl.config.file import load_config
+from eosctl.config.model import Cluster
 from eosctl.sandbox.pipeline import FAULTS, run_pipeline
 
 pytestmark = pytest.mark.integration

@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from eosctl import procs, sandboxstate
+from eosctl.base import procs
+from eosctl.config import sandboxstate
 from eosctl.sandbox import noida
 
 pytestmark = pytest.mark.integration

@@ -9,8 +9,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from eosctl import sandboxstate
 from eosctl.cli import main
+from eosctl.config import sandboxstate
 from eosctl.sandbox import maven, noida
 
 pytestmark = pytest.mark.integration

@@ -86,7 +86,7 @@ def _topics(names):
 
 
 def high_watermark(bootstrap: str) -> int:
-    from eosctl.wire import WireClient
+    from eosctl.cluster.wire import WireClient
 
     with WireClient(bootstrap) as c:
         return c.offsets([(TOPIC, 0)])[(TOPIC, 0)].high_watermark

@@ -83,7 +83,7 @@ def test_an_audit_of_1200_partitions_finds_exactly_what_was_planted_on_both_engi
     from auditors import engine
     from auditors.plan import AuditInput, TaskSettings
     from auditors.sources import KafkaSource
-    from eosctl.config import Cluster, Sink
+    from eosctl.config.model import Cluster, Sink
 
     build_log(kafka_sim)
     sink = Sink(duckdb=build_sink(tmp_path / "sink.duckdb"), key_column="k")

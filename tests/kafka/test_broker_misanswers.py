@@ -18,7 +18,7 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-import eosctl.logscan
+import eosctl.cluster.logscan
 from eosctl.cli import main
 from tests.kafkasim import KafkaSim, tansu_list_offsets
 
@@ -193,12 +193,13 @@ def test_a_broker_that_answers_nothing_without_a_wait_is_read(kafka_sim: KafkaSi
     assert result.exit_code == 0, result.output
     assert [(r["first"], r["last"], r["kind"]) for r in json.loads(result.stdout)["ranges"]] == [
         (0, 4, "DATA"), (5, 5, "MARKER")]
-    assert time.monotonic() - started < eosctl.logscan.RETRY_DEADLINE_S  # it never waited for the deadline
+    # it never waited for the deadline
+    assert time.monotonic() - started < eosctl.cluster.logscan.RETRY_DEADLINE_S
 
 
 def test_a_broker_that_never_answers_is_one_line_saying_what_was_tried(
         kafka_sim: KafkaSim, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(eosctl.logscan, "RETRY_DEADLINE_S", 0.5)
+    monkeypatch.setattr(eosctl.cluster.logscan, "RETRY_DEADLINE_S", 0.5)
     kafka_sim.partition("t", 0).data(3)
     kafka_sim.inject("fetch", "t", 0, drop=True, times=None)
     result = cli("log", "--bootstrap", kafka_sim.bootstrap, "--topic", "t", "--partition", "0")

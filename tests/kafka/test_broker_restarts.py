@@ -2,7 +2,8 @@
 
 A broker of the test's own (never the session's) holds a 1,500-partition topic beside the watched one,
 200 transactional ids and 300 groups, so its group coordinator takes seconds to load after a restart: the
-window in which librdkafka's admin client died with SIGSEGV (eosctl.offsets). It is SIGKILLed and started
+window in which librdkafka's admin client died with SIGSEGV (eosctl.cluster.offsets). It is SIGKILLed and
+started
 again three times while `lag --watch`, the exporter and the TUI (in tmux) run and one-shot
 `lag --format json` runs in a loop. Every watcher must be alive at the end with fresh values; every
 one-shot must exit 0 or 2, and 2 with one line. The counts are printed (`-s` shows them);

@@ -9,12 +9,12 @@ import json
 
 from click.testing import CliRunner
 
-from eosctl.audit.causes import explain_partition
-from eosctl.audit.reconcile import SinkFacts, reconcile_partition
 from eosctl.cli import main
-from eosctl.config import Cluster
-from eosctl.logscan import scan_partition
-from eosctl.wire import WireClient
+from eosctl.cluster.logscan import scan_partition
+from eosctl.cluster.wire import WireClient
+from eosctl.config.model import Cluster
+from eosctl.rules.causes import explain_partition
+from eosctl.rules.reconcile import SinkFacts, reconcile_partition
 from tests.kafkasim import KafkaSim
 
 PID = 4100

@@ -23,8 +23,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from eosctl.capture import Capture
-from eosctl.snapshot import write_snapshot
+from eosctl.inspection.capture import Capture
+from eosctl.inspection.snapshot import write_snapshot
 from tests.kafkasim import KafkaSim
 from tests.prochelp import Proc, assert_nothing_left, descendants
 from tests.sample_reports import TOPIC, demo_report

@@ -1,7 +1,8 @@
 """Issue 35: a broker whose group coordinator is loading, moving or away never kills eosctl.
 
 Committed offsets and group states come from raw FindCoordinator / OffsetFetch / ListGroups requests
-(eosctl.offsets), not librdkafka's admin client (which dies with SIGSEGV on NOT_COORDINATOR). Each answer
+(eosctl.cluster.offsets), not librdkafka's admin client (which dies with SIGSEGV on NOT_COORDINATOR). Each
+answer
 a restarting Apache Kafka gives is scripted here: the read retries within its deadline and then fails with
 one line naming the coordinator and what it is doing; `eosctl lag` exits 2 with that line; `lag --watch`
 shows the last values marked stale and recovers by itself.
@@ -19,10 +20,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from eosctl.base.errors import BrokerError
 from eosctl.cli import main
-from eosctl.errors import BrokerError
-from eosctl.offsets import group_offsets, group_states
-from eosctl.wire import WireClient
+from eosctl.cluster.offsets import group_offsets, group_states
+from eosctl.cluster.wire import WireClient
 from tests.kafkasim import (
     COORDINATOR_LOAD_IN_PROGRESS,
     COORDINATOR_NOT_AVAILABLE,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from eosctl.errors import BrokerError
-from eosctl.logscan import scan_partitions
-from eosctl.wire import WireClient
+from eosctl.base.errors import BrokerError
+from eosctl.cluster.logscan import scan_partitions
+from eosctl.cluster.wire import WireClient
 from tests.kafkasim import KafkaSim
 
 TPS = [("t", p) for p in range(8)]

@@ -111,7 +111,7 @@ def renderings(out: Path, terminal: bool) -> dict[str, str]:
 
     from eosctl.output.audit import render
     from eosctl.output.html import AuditContext, render_html
-    from eosctl.reportfile import read_report
+    from eosctl.report.file import read_report
 
     report = read_report(str(out / "audit.json"))
     buf = io.StringIO()
@@ -207,7 +207,8 @@ def test_invalid_utf8_keys_are_shown_as_text(tmp_path) -> None:
     from eosctl.sink.kafka_topic import _key
 
     raw = b"\xff\xfe\x1b]52;c;cHduZWQ=\x07k\x9b2J"
-    # eosctl.safetext.decode: the bytes that are not UTF-8 as DuckDB shows them; the ESC, valid UTF-8, stays
+    # eosctl.base.safetext.decode: the bytes that are not UTF-8 as DuckDB shows them; the ESC, valid UTF-8,
+    # stays
     # a character for the renderers to escape.
     assert _key(SimpleNamespace(key=lambda: raw)) == "\\xFF\\xFE\x1b]52;c;cHduZWQ=\x07k\\x9B2J"
     with KafkaSim(nodes=1) as sim:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from eosctl.batches import iter_batches
-from eosctl.wire import READ_COMMITTED, WireClient
+from eosctl.cluster.batches import iter_batches
+from eosctl.cluster.wire import READ_COMMITTED, WireClient
 from tests.kafkasim import KafkaSim
 
 

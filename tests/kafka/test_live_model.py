@@ -12,11 +12,11 @@ import duckdb
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from eosctl.capture import Capture, capture
-from eosctl.clients import Admins
-from eosctl.config import Cluster, Pipeline, Sink
-from eosctl.live import LiveModel
-from eosctl.target import Target
+from eosctl.cluster.clients import Admins
+from eosctl.config.model import Cluster, Pipeline, Sink
+from eosctl.config.target import Target
+from eosctl.inspection.capture import Capture, capture
+from eosctl.inspection.live import LiveModel
 from tests.kafkasim import KafkaSim
 
 TOPIC, GROUP = "t", "g"

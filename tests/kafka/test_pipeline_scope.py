@@ -90,14 +90,14 @@ def test_lag_of_a_hops_pipeline_is_its_hops_groups(kafka_sim: KafkaSim, tmp_path
 
 def test_exporter_series_of_a_hops_pipeline_are_its_own_and_a_failed_section_says_why(
         kafka_sim: KafkaSim, tmp_path: Path, monkeypatch) -> None:
-    from eosctl.errors import BrokerError
+    from eosctl.base.errors import BrokerError
 
     config = two_pipelines(kafka_sim, tmp_path)
 
     def refused(*args, **kwargs):
         raise BrokerError("DescribeProducers timed out")
 
-    monkeypatch.setattr("eosctl.txns.find_hanging", refused)
+    monkeypatch.setattr("eosctl.txn.transactions.find_hanging", refused)
     prom = tmp_path / "eosctl.prom"
     result = CliRunner().invoke(main, ["exporter", "-c", str(config), "-p", "ux1.pipeline", "--once",
                                        "--textfile", str(prom), "--audit-every", "0"],

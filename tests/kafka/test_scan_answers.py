@@ -44,7 +44,7 @@ def ranges(doc: dict) -> list[tuple[int, int, str]]:
 @pytest.fixture
 def short_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     """Give up on a partition that never answers usefully after 1 s instead of 30."""
-    monkeypatch.setattr("eosctl.logscan.RETRY_DEADLINE_S", 1.0, raising=False)
+    monkeypatch.setattr("eosctl.cluster.logscan.RETRY_DEADLINE_S", 1.0, raising=False)
 
 
 # --- case 1: the solo re-fetch's error ---------------------------------------------------------------
@@ -142,7 +142,7 @@ def test_the_audit_task_counts_what_retention_removed_as_unverifiable(kafka_sim:
     from auditors.plan import TaskSettings, plan
     from auditors.sources import KafkaSource
     from auditors.task import _open_sink, audit_group
-    from eosctl.config import Cluster, Sink
+    from eosctl.config.model import Cluster, Sink
 
     p = kafka_sim.partition("t", 0)
     p.data(10)

@@ -114,7 +114,8 @@ class Fault:
     # normally. Measured on Tansu 0.6.0 (2026-11-24); Kafka answers at once whatever the wait when
     # min_bytes is 0 (ReplicaManager.fetchMessages).
     empty_without_wait: bool = False
-    # eosctl cross-checks ListOffsets with a 1-byte Fetch at the high watermark (eosctl.wire.PROBE_BYTES).
+    # eosctl cross-checks ListOffsets with a 1-byte Fetch at the high watermark
+    # (eosctl.cluster.wire.PROBE_BYTES).
     # Fetch faults are meant for the log scan and leave that probe alone; True: only the probe, None: both.
     probe: bool | None = False
     # Close the connection halfway through the answer's bytes (a broker killed while it answers).

@@ -24,7 +24,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from promhelp import REPO, Exporter
 
-from eosctl.findings import KINDS
+from eosctl.report.findings import KINDS
 
 pytestmark = pytest.mark.integration
 

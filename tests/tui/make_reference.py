@@ -27,7 +27,7 @@ FAULTS = ["duplicate-replay", "zombie", "hanging"]
 
 
 def main() -> None:
-    from eosctl.config import Cluster
+    from eosctl.config.model import Cluster
     from eosctl.sandbox import noida
     from eosctl.sandbox.pipeline import run_pipeline
 

@@ -9,15 +9,15 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 
-from eosctl.capture import Capture
-from eosctl.findings import AuditReport, Finding, PartitionSummary
-from eosctl.lag import LagSnapshot, PartitionLag
-from eosctl.ledger import Ledger, LedgerFlag, PartitionLedger
-from eosctl.model import Kind, OffsetRange, PartitionLog, Transaction
-from eosctl.opentxn import OpenTxn
-from eosctl.producers import ProducerRow
-from eosctl.progress import Progress, Step
-from eosctl.txns import HangingReport, TxnInfo
+from eosctl.base.progress import Progress, Step
+from eosctl.cluster.model import Kind, OffsetRange, PartitionLog, Transaction
+from eosctl.inspection.capture import Capture
+from eosctl.inspection.lag import LagSnapshot, PartitionLag
+from eosctl.inspection.ledger import Ledger, LedgerFlag, PartitionLedger
+from eosctl.report.findings import AuditReport, Finding, PartitionSummary
+from eosctl.txn.opentxn import OpenTxn
+from eosctl.txn.producers import ProducerRow
+from eosctl.txn.transactions import HangingReport, TxnInfo
 from tui.sources import Dashboard, LagTracker
 
 

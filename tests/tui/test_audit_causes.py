@@ -47,8 +47,8 @@ async def test_findings_grouped_by_root_cause_and_enter_opens_the_cause_by_the_l
 
 
 def hop_report():
-    """A pipeline audited hop by hop (eosctl.findings.merge_hops): the stage's hop, then the sink's."""
-    from eosctl.findings import AuditReport, Finding, PartitionSummary, merge_hops
+    """A pipeline audited hop by hop (eosctl.report.findings.merge_hops): the stage's hop, then the sink's."""
+    from eosctl.report.findings import AuditReport, Finding, PartitionSummary, merge_hops
 
     def hop(topic: str, findings: list) -> AuditReport:
         return AuditReport.build([PartitionSummary(topic, 0, 0, 100, 100, 98, 99)], findings,
@@ -84,8 +84,8 @@ async def test_a_pipeline_audited_hop_by_hop_shows_each_hop_and_its_findings_und
 @sync
 async def test_a_wide_terminal_shows_each_cause_whole_and_never_says_its_rule_twice():
     # Issue 32, item 5: the detail stopped at ~50 characters even at 200 columns ("replay: replay: ...").
-    from eosctl.audit.rootcauses import root_causes
     from eosctl.output.finding import short_cause
+    from eosctl.report.rootcauses import root_causes
     from tui.app import EosApp
 
     app = EosApp(Explained(4), refresh_seconds=1)

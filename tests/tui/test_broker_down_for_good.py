@@ -37,7 +37,7 @@ class Dark:
         self.killed = False
 
     def leaders(self) -> dict[int, int]:
-        from eosctl.wire import WireClient
+        from eosctl.cluster.wire import WireClient
 
         with WireClient(self.cluster.bootstrap) as c:
             return c.metadata([self.topic])[self.topic]
@@ -133,8 +133,8 @@ def test_exporter_serves_what_it_can_read_and_names_the_dark_partition(dark):
 
 @sync
 async def test_the_tui_keeps_refreshing_and_names_the_dark_partition(dark):
-    from eosctl.config import Cluster
-    from eosctl.target import Target
+    from eosctl.config.model import Cluster
+    from eosctl.config.target import Target
     from tui.app import EosApp
     from tui.sources import LiveSource
 

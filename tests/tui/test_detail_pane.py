@@ -30,7 +30,7 @@ async def _audited(app, pilot) -> None:
 @pytest.mark.parametrize("width", [80, 200])
 @sync
 async def test_the_audit_pane_shows_each_cause_whole(width):
-    from eosctl.findings import root_causes
+    from eosctl.report.findings import root_causes
     from tui.app import EosApp
 
     app = EosApp(Explained(4), refresh_seconds=3600)

@@ -14,8 +14,8 @@ import pytest
 from synthetic import SyntheticSource
 from tuihelp import OWN_SEQUENCES, UNSAFE, sync, terminal_output, text_of, until
 
-from eosctl.findings import AuditReport, Finding, PartitionSummary
-from eosctl.txns import Hanging, HangingReport
+from eosctl.report.findings import AuditReport, Finding, PartitionSummary
+from eosctl.txn.transactions import Hanging, HangingReport
 
 CLEAR = "\x1b[2J\x1b[H"
 TOPIC = f"orders{CLEAR}[/x]\u202e[link=http://evil.example]x[/link]"
@@ -201,7 +201,7 @@ async def test_detail_filter_and_sort_with_hostile_names():
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_hostile_snapshot_in_a_real_terminal(tmux, tmp_path: Path):
     """The same names from a snapshot file, in tmux: no escape sequence clears or retitles the screen."""
-    from eosctl.snapshot import write_snapshot
+    from eosctl.inspection.snapshot import write_snapshot
 
     cap = hostile_dashboard().capture
     sections = ("logs", "ledger", "transactions", "producers", "lag", "hanging", "audit")
@@ -235,10 +235,10 @@ def test_hostile_snapshot_in_a_real_terminal(tmux, tmp_path: Path):
 
 @sync
 async def test_a_key_that_is_not_utf8_is_shown_as_escapes():
-    """A key_duplicate whose key's bytes are not UTF-8 (eosctl.safetext.decode: \\xNN) and hold an OSC 52
+    """A key_duplicate whose key's bytes are not UTF-8 (eosctl.base.safetext.decode: \\xNN) and hold an OSC 52
     and a C1 CSI, and one holding a lone surrogate (what a surrogateescape decoder leaves): the Audit view
     keeps its layout and shows both as escapes."""
-    from eosctl.safetext import decode
+    from eosctl.base.safetext import decode
     from tui.app import EosApp
 
     key = decode(b"\xff\xfe\x1b]52;c;ZXZpbA==\x07k\xc2\x9b2J")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from textual.widgets import Static
 from tuihelp import rows_of, sync, text_of
 
-from eosctl.findings import AuditReport, Finding, PartitionSummary
-from eosctl.ledger import Ledger, LedgerFlag, PartitionLedger
+from eosctl.inspection.ledger import Ledger, LedgerFlag, PartitionLedger
+from eosctl.report.findings import AuditReport, Finding, PartitionSummary
 
 
 @sync

@@ -16,8 +16,8 @@ pytestmark = pytest.mark.integration
 
 @sync
 async def test_the_tui_shows_the_right_numbers_while_leaders_move(moving, tmp_path):  # noqa: F811
-    from eosctl.config import Cluster
-    from eosctl.target import Target
+    from eosctl.config.model import Cluster
+    from eosctl.config.target import Target
     from tui.app import EosApp
     from tui.sources import LiveSource
 

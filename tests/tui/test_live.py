@@ -15,9 +15,9 @@ def reference(bootstrap, tmp_path_factory):
     """One pipeline run for the module: (target, manifest)."""
     import uuid
 
-    from eosctl.config import Cluster
+    from eosctl.config.model import Cluster
+    from eosctl.config.target import resolve
     from eosctl.sandbox.pipeline import run_pipeline
-    from eosctl.target import resolve
 
     prefix = "tui" + uuid.uuid4().hex[:8]
     workdir = tmp_path_factory.mktemp("tuiref")
@@ -103,9 +103,9 @@ async def test_enter_on_an_audit_finding_opens_the_log_at_its_offsets(reference)
 
 @sync
 async def test_broker_stopping_shows_a_banner_and_the_app_keeps_responding(tmp_path, unique):
-    from eosctl.config import Cluster
+    from eosctl.config.model import Cluster
+    from eosctl.config.target import Target
     from eosctl.sandbox import noida
-    from eosctl.target import Target
     from tui.app import EosApp
     from tui.sources import LiveSource
 

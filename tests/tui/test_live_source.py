@@ -9,20 +9,21 @@ from datetime import UTC, datetime
 
 import pytest
 
-import eosctl.capture
-import eosctl.clients
-import eosctl.ledger
-import eosctl.live
-import eosctl.producers
-from eosctl import lag, txns
-from eosctl.capture import Capture, covers_whole_log
-from eosctl.config import Cluster, Pipeline, Sink
-from eosctl.errors import BrokerError
-from eosctl.model import Kind, OffsetRange, PartitionLog
-from eosctl.producers import Found, ProducerRow
-from eosctl.target import Target
-from eosctl.txns import HangingReport
-from eosctl.wire import Offsets
+import eosctl.cluster.clients
+import eosctl.inspection.capture
+import eosctl.inspection.ledger
+import eosctl.inspection.live
+import eosctl.txn.producers
+from eosctl.base.errors import BrokerError
+from eosctl.cluster.model import Kind, OffsetRange, PartitionLog
+from eosctl.cluster.wire import Offsets
+from eosctl.config.model import Cluster, Pipeline, Sink
+from eosctl.config.target import Target
+from eosctl.inspection import lag
+from eosctl.inspection.capture import Capture, covers_whole_log
+from eosctl.txn import transactions as txns
+from eosctl.txn.producers import Found, ProducerRow
+from eosctl.txn.transactions import HangingReport
 from tui.sources import Dashboard, LiveSource
 from tui.views.overview import health, overview_rows
 from tui.views.producers import headline, producer_rows
@@ -126,22 +127,25 @@ def live(monkeypatch):
 
     def ledger_of(client, side, topics, group, committed, pipeline=None, logs=None, **kw):
         record["ledger_logs"] = logs
-        return eosctl.ledger.Ledger(pipeline, "s", group, True, [])
+        return eosctl.inspection.ledger.Ledger(pipeline, "s", group, True, [])
 
-    monkeypatch.setattr(eosctl.clients, "confluent_admin", confluent_admin)
-    monkeypatch.setattr(eosctl.clients, "kafka_admin", kafka_admin)
-    monkeypatch.setattr(eosctl.live, "WireClient", FakeWire)
-    monkeypatch.setattr(eosctl.live, "open_scans", open_scans)
-    monkeypatch.setattr(eosctl.live, "run_scans", lambda client, scans: 0)
-    monkeypatch.setattr(eosctl.live, "read_sink", lambda sink: eosctl.ledger.SinkSide({}, None, {}, [], "s"))
-    monkeypatch.setattr(eosctl.live, "change_token", lambda sink: None)
-    monkeypatch.setattr(eosctl.live, "group_offsets", lambda client, groups: {g: {} for g in groups})
+    monkeypatch.setattr(eosctl.cluster.clients, "confluent_admin", confluent_admin)
+    monkeypatch.setattr(eosctl.cluster.clients, "kafka_admin", kafka_admin)
+    monkeypatch.setattr(eosctl.inspection.live, "WireClient", FakeWire)
+    monkeypatch.setattr(eosctl.inspection.live, "open_scans", open_scans)
+    monkeypatch.setattr(eosctl.inspection.live, "run_scans", lambda client, scans: 0)
+    monkeypatch.setattr(eosctl.inspection.live, "read_sink",
+        lambda sink: eosctl.inspection.ledger.SinkSide({}, None, {}, [], "s")
+    )
+    monkeypatch.setattr(eosctl.inspection.live, "change_token", lambda sink: None)
+    monkeypatch.setattr(eosctl.inspection.live, "group_offsets",
+                        lambda client, groups: {g: {} for g in groups})
     monkeypatch.setattr(lag, "poll", poll)
     monkeypatch.setattr(txns, "list_transactions", lambda admin: [])
     monkeypatch.setattr(txns, "describe_producers", describe_producers)
     monkeypatch.setattr(txns, "find_hanging", find_hanging)
-    monkeypatch.setattr(eosctl.producers, "find", find)
-    monkeypatch.setattr(eosctl.live, "ledger_of", ledger_of)
+    monkeypatch.setattr(eosctl.txn.producers, "find", find)
+    monkeypatch.setattr(eosctl.inspection.live, "ledger_of", ledger_of)
     target = Target(CLUSTER, PIPE, None, ("shop.orders",), "shop.sink")
     return LiveSource(target), record
 
@@ -151,7 +155,7 @@ def test_admin_clients_are_built_once_and_rebuilt_after_a_broker_error(live):
     for _ in range(3):
         dash = source.fetch()
         assert dash.errors == {}
-    # No librdkafka admin client at all: it dies on a loading group coordinator (eosctl.offsets).
+    # No librdkafka admin client at all: it dies on a loading group coordinator (eosctl.cluster.offsets).
     assert (record["confluent"], record["kafka"], record["closed"]) == (0, 1, 0)
     record["fail_lag"] = True
     dash = source.fetch()
@@ -211,7 +215,7 @@ def test_only_scans_covering_log_start_to_high_watermark_count_as_whole():
 def test_a_tail_scan_would_make_the_ledger_under_report():
     """Why the ledger gets whole logs only: with the sink missing offset 10, a tail scan from 20 hides the
     gap."""
-    from eosctl.ledger import partition_ledger
+    from eosctl.inspection.ledger import partition_ledger
     from eosctl.sink import OffsetIsland
 
     tp = ("t", 0)

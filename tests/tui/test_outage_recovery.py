@@ -19,9 +19,9 @@ pytestmark = pytest.mark.integration
 
 @pytest.mark.timeout(180)
 def test_the_banner_goes_away_when_the_broker_is_back(tmp_path):
-    from eosctl.config import Cluster
+    from eosctl.config.model import Cluster
+    from eosctl.config.target import Target
     from eosctl.sandbox import noida
-    from eosctl.target import Target
     from tui.app import EosApp
     from tui.sources import LiveSource
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from eosctl.capture import Capture
-from eosctl.logscan import scan_partition
-from eosctl.producers import from_log
-from eosctl.wire import WireClient
+from eosctl.cluster.logscan import scan_partition
+from eosctl.cluster.wire import WireClient
+from eosctl.inspection.capture import Capture
+from eosctl.txn.producers import from_log
 from tests.kafkasim import KafkaSim
 from tui.sources import Dashboard
 from tui.views.producers import producer_rows, where

@@ -274,7 +274,7 @@ def test_only_counted_hanging_transactions_are_called_hanging():
     (HangingReport.counted): the TUI says so apart, with a *, as `txns hanging` does."""
     from synthetic import SyntheticSource
 
-    from eosctl.txns import Hanging, HangingReport
+    from eosctl.txn.transactions import Hanging, HangingReport
     from tui.views.overview import health, overview_rows
     from tui.views.transactions import headline, txn_rows
 

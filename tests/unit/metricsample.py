@@ -1,7 +1,9 @@
-"""A pipeline state, built by hand, that makes the exporter emit every metric family (eosctl.metrics).
+"""A pipeline state, built by hand, that makes the exporter emit every metric family
+(eosctl.exporter.metrics).
 
 Used by test_metrics.py (exact values) and test_docs.py (docs/metrics.md against what is emitted). The
-model is a stand-in with the attributes of eosctl.live.LiveModel that the metrics read (contract 2): the
+model is a stand-in with the attributes of eosctl.inspection.live.LiveModel that the metrics read (contract
+2): the
 state is fixed, and ``refresh`` fails the test, so a test also proves a scrape never reads the cluster.
 """
 
@@ -9,14 +11,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from eosctl.capture import SECTIONS, Capture
-from eosctl.findings import AuditReport, Finding, PartitionSummary
-from eosctl.lag import LagSnapshot, PartitionLag
-from eosctl.live import LagHistory
-from eosctl.metrics import Source
-from eosctl.model import PartitionLog, ProducerState
-from eosctl.opentxn import OpenTxn
-from eosctl.txns import Hanging, HangingReport, TxnInfo
+from eosctl.cluster.model import PartitionLog, ProducerState
+from eosctl.exporter.metrics import Source
+from eosctl.inspection.capture import SECTIONS, Capture
+from eosctl.inspection.lag import LagSnapshot, PartitionLag
+from eosctl.inspection.live import LagHistory
+from eosctl.report.findings import AuditReport, Finding, PartitionSummary
+from eosctl.txn.opentxn import OpenTxn
+from eosctl.txn.transactions import Hanging, HangingReport, TxnInfo
 
 NOW_MS = 1_790_000_000_000
 TOPIC = "orders"
@@ -24,7 +26,7 @@ GROUP = "billing"
 
 
 class Model:
-    """What eosctl.metrics reads of a LiveModel, with a fixed state."""
+    """What eosctl.exporter.metrics reads of a LiveModel, with a fixed state."""
 
     def __init__(self, cap: Capture, history: LagHistory) -> None:
         self.current = cap

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from eosctl.audit.rootcauses import root_causes
-from eosctl.config import Cluster, Sink
-from eosctl.findings import Finding
+from eosctl.config.model import Cluster, Sink
 from eosctl.output.finding import short_cause
+from eosctl.report.findings import Finding
+from eosctl.report.rootcauses import root_causes
 from eosctl.sink import kafka_topic
 
 STAGE = Sink(kafka_topic="out", lineage="key", stage_group="g", stage_topics=("in",))

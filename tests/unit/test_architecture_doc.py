@@ -12,7 +12,7 @@ DOC = ROOT / "docs" / "architecture.md"
 
 def named_paths(text: str) -> list[str]:
     """The paths the table's second column names: `eosctl/x.py`, `eosctl/sink/`, and a package's files
-    listed after it in parentheses (`eosctl/gapmap/` (`segments.py`, `svg.py`))."""
+    listed after it in parentheses (`eosctl/report/` (`segments.py`, `svg.py`))."""
     out = []
     for line in text.splitlines():
         if not line.startswith("| ") or line.startswith("| question") or line.startswith("|---"):
@@ -36,6 +36,6 @@ def test_every_module_the_table_names_exists():
 
 
 def test_a_package_s_listed_files_are_read_inside_it():
-    line = "| the gap map | `eosctl/gapmap/` (`segments.py`, `svg.py`; the page `eosctl/output/html.py`) |"
-    assert named_paths(line) == ["eosctl/gapmap/", "eosctl/gapmap/segments.py", "eosctl/gapmap/svg.py",
+    line = "| a report | `eosctl/report/` (`segments.py`, `rootcauses.py`; the page `eosctl/output/html.py`) |"
+    assert named_paths(line) == ["eosctl/report/", "eosctl/report/segments.py", "eosctl/report/rootcauses.py",
                                  "eosctl/output/html.py"]

@@ -103,8 +103,8 @@ def test_a_directory_and_an_oversized_config_are_refused(tmp_path):
 
 
 def test_load_config_itself_refuses_special_files(fifo):
-    from eosctl.configfile import load_config
-    from eosctl.errors import ConfigError
+    from eosctl.base.errors import ConfigError
+    from eosctl.config.file import load_config
 
     with pytest.raises(ConfigError, match="named pipe"):
         load_config(fifo)
@@ -218,7 +218,7 @@ def test_literal_values_are_still_shown(tmp_path):
 
 
 def test_pipeline_prefix_that_escapes_creates_nothing(tmp_path, monkeypatch):
-    from eosctl import sandboxstate
+    from eosctl.config import sandboxstate
     from eosctl.sandbox import noida
 
     home = tmp_path / "home" / ".eosctl"

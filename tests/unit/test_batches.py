@@ -13,8 +13,15 @@ from pathlib import Path
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from eosctl import batches as batches_mod
-from eosctl.batches import HEADER_SIZE, BatchDecodeError, decode, decode_batch, iter_batches, last_sequence
+from eosctl.cluster import batches as batches_mod
+from eosctl.cluster.batches import (
+    HEADER_SIZE,
+    BatchDecodeError,
+    decode,
+    decode_batch,
+    iter_batches,
+    last_sequence,
+)
 
 DATA = Path(__file__).parent / "data"
 
@@ -171,7 +178,7 @@ def _record(bootstrap: str) -> None:  # pragma: no cover - run by hand against a
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from eosctl.wire import WireClient
+    from eosctl.cluster.wire import WireClient
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     base = "rec-" + uuid.uuid4().hex[:8]

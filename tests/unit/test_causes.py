@@ -1,4 +1,4 @@
-"""Causes of findings (eosctl.audit.causes) from a scanned log and the sink's sweep, root causes, and the
+"""Causes of findings (eosctl.rules.causes) from a scanned log and the sink's sweep, root causes, and the
 causes in every renderer (table, JUnit, HTML). No broker: the log is built from batches
 (tests/unit/test_model)."""
 
@@ -11,14 +11,14 @@ from dataclasses import replace
 
 from rich.console import Console
 
-from eosctl.audit.causes import Writer, explain_partition, key_cause
-from eosctl.audit.reconcile import SinkFacts, reconcile_partition
-from eosctl.audit.rootcauses import root_causes
-from eosctl.findings import AuditReport, Finding, PartitionSummary
+from eosctl.cluster.wire import Offsets
 from eosctl.output.audit import table
 from eosctl.output.html import render_html
 from eosctl.output.junit import junit
-from eosctl.wire import Offsets
+from eosctl.report.findings import AuditReport, Finding, PartitionSummary
+from eosctl.report.rootcauses import root_causes
+from eosctl.rules.causes import Writer, explain_partition, key_cause
+from eosctl.rules.reconcile import SinkFacts, reconcile_partition
 from tests.unit.test_model import batch, marker, scan
 
 # 0..1 pid 5 epoch 0 (committed by the COMMIT at 4); 2..3 pid 6 epoch 0 (aborted at 5 by an ABORT two
@@ -155,7 +155,7 @@ def test_html_lists_root_causes_first_and_links_each_mark_to_its_row():
 
 
 def test_a_stage_copying_a_duplicate_faithfully_is_blamed_on_its_input():
-    from eosctl.findings import follow_stages
+    from eosctl.report.findings import follow_stages
 
     source = Finding("key_duplicate", "orders", 0, 1, 2, 2, key="k", offsets=(1, 2))
     source = replace(source, cause=key_cause(source, [Writer("orders", 0, 1, -1, -1, None),
@@ -171,11 +171,12 @@ def test_a_stage_copying_a_duplicate_faithfully_is_blamed_on_its_input():
 
 
 def test_a_key_duplicate_followed_through_the_stages_lineage():
-    """eosctl.upstream: copies of two input records carrying the key take the input writers' rule; copies
+    """eosctl.rules.upstream: copies of two input records carrying the key take the input writers' rule;
+    copies
     of one input record are the stage's own replay; an unreadable lineage proves nothing."""
-    from eosctl.audit.causes import Writer, key_cause
-    from eosctl.findings import Finding
-    from eosctl.upstream import _followed
+    from eosctl.report.findings import Finding
+    from eosctl.rules.causes import Writer, key_cause
+    from eosctl.rules.upstream import _followed
 
     f = Finding("key_duplicate", "out", 1, 38, 39, 2, key="o-60", offsets=(38, 39))
     f = replace(f, cause=key_cause(f, [Writer("out", 1, 38, 1001, 1, 40), Writer("out", 1, 39, 1001, 1, 40)]))

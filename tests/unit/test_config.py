@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from eosctl.configfile import load_config
-from eosctl.errors import ConfigError
+from eosctl.base.errors import ConfigError
+from eosctl.config.file import load_config
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -143,7 +143,7 @@ BAD_BOOTSTRAPS = [
 
 @pytest.mark.parametrize(("bootstrap", "problem"), BAD_BOOTSTRAPS)
 def test_bootstrap_that_is_not_host_port_is_one_line(tmp_path, bootstrap, problem):
-    from eosctl.target import resolve
+    from eosctl.config.target import resolve
 
     with pytest.raises(ConfigError) as e:
         resolve(None, None, bootstrap)
@@ -155,7 +155,7 @@ def test_bootstrap_that_is_not_host_port_is_one_line(tmp_path, bootstrap, proble
 
 
 def test_good_bootstraps_pass_and_lose_their_spaces(tmp_path):
-    from eosctl.target import resolve
+    from eosctl.config.target import resolve
 
     assert resolve(None, None, "[::1]:9092").cluster.bootstrap_servers == "[::1]:9092"
     assert resolve(None, None, "b1:9092, b2:9093").cluster.bootstrap_servers == "b1:9092,b2:9093"
@@ -195,7 +195,7 @@ source_topics = ["demo.enriched"]
 
 def test_a_config_naming_the_sandbox_loads_while_the_sandbox_is_down(tmp_path, monkeypatch):
     """The literal "sandbox" is resolved for the chosen cluster only, when a command resolves its target."""
-    from eosctl.target import resolve
+    from eosctl.config.target import resolve
 
     monkeypatch.setenv("EOSCTL_HOME", str(tmp_path / "no-sandbox-here"))
     path = write(tmp_path, TWO_CLUSTERS)
@@ -208,9 +208,9 @@ def test_a_config_naming_the_sandbox_loads_while_the_sandbox_is_down(tmp_path, m
 
 
 def test_a_sandbox_cluster_resolves_to_the_running_sandbox(tmp_path, monkeypatch):
-    from eosctl import sandboxstate
+    from eosctl.config import sandboxstate
+    from eosctl.config.target import resolve
     from eosctl.sandbox import noida
-    from eosctl.target import resolve
 
     monkeypatch.setenv("EOSCTL_HOME", str(tmp_path))
     monkeypatch.setattr(sandboxstate, "status", lambda home: noida.SandboxState(

@@ -1,12 +1,12 @@
-"""eosctl.content: which sink rows hold another record than the one at their offset, and why."""
+"""eosctl.rules.content: which sink rows hold another record than the one at their offset, and why."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from eosctl.content import check_partition, shifted_islands
-from eosctl.model import Kind, OffsetRange, PartitionLog
-from eosctl.recordkeys import RecordKeys, hash_bytes
+from eosctl.cluster.model import Kind, OffsetRange, PartitionLog
+from eosctl.cluster.recordkeys import RecordKeys, hash_bytes
+from eosctl.rules.content import check_partition, shifted_islands
 
 
 def log_of(keys: list[str | None], epochs: list[int], control: set[int] = frozenset()) -> PartitionLog:
@@ -60,7 +60,7 @@ def test_a_shift_is_one_finding_and_its_rows_move_to_the_offsets_they_hold() -> 
 
 
 def test_rows_moved_onto_held_offsets_add_up() -> None:
-    from eosctl.content import Shift
+    from eosctl.rules.content import Shift
 
     assert shifted_islands([(0, 5, 1)], [Shift(3, 5, -1)]) == [(0, 2, 1), (4, 6, 1)]
     assert shifted_islands([(0, 5, 1)], [Shift(3, 5, 1)]) == [(0, 1, 1), (2, 2, 2), (3, 4, 1)]

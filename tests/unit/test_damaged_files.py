@@ -13,8 +13,8 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
+from eosctl.base.errors import EosctlError
 from eosctl.cli import main
-from eosctl.errors import EosctlError
 from tests.sample_reports import demo_report
 
 REFERENCE = Path(__file__).resolve().parents[1] / "tui" / "data" / "reference.snap.duckdb"
@@ -217,7 +217,7 @@ def test_a_deeply_nested_toml_is_one_line(tmp_path: Path, text: str) -> None:
 
 
 def test_a_toml_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
-    from eosctl.configfile import load_config
+    from eosctl.config.file import load_config
 
     path = tmp_path / "bom.toml"
     path.write_bytes(b"\xef\xbb\xbf[clusters.a]\nbootstrap_servers = \"localhost:9092\"\n")

@@ -28,17 +28,9 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-from eosctl import capture as capture_mod
-from eosctl import config as config_mod
-from eosctl import configfile
-from eosctl.capture import Capture
+from eosctl.base.errors import ConfigError
 from eosctl.cli import main
-from eosctl.commands import txns_cmd
-from eosctl.errors import ConfigError
-from eosctl.findings import KINDS, AuditReport, Finding, PartitionSummary
-from eosctl.lag import LagSnapshot, PartitionLag, Watch
-from eosctl.ledger import Ledger, LedgerFlag, PartitionLedger
-from eosctl.model import (
+from eosctl.cluster.model import (
     Batch,
     EpochBump,
     Kind,
@@ -49,12 +41,20 @@ from eosctl.model import (
     Transaction,
     ZombieWrite,
 )
-from eosctl.opentxn import OpenTxn
+from eosctl.commands import txns_cmd
+from eosctl.config import file as configfile
+from eosctl.config import model as config_mod
+from eosctl.config.target import Target
+from eosctl.inspection import capture as capture_mod
+from eosctl.inspection.capture import Capture
+from eosctl.inspection.lag import LagSnapshot, PartitionLag, Watch
+from eosctl.inspection.ledger import Ledger, LedgerFlag, PartitionLedger
 from eosctl.output.lag import lag_document
 from eosctl.output.log import log_document
-from eosctl.producers import DESCRIBE_PRODUCERS, LOG_SCAN, ProducerRow, ProducersReport
-from eosctl.target import Target
-from eosctl.txns import AbortPlan, Hanging, HangingReport, TxnInfo
+from eosctl.report.findings import KINDS, AuditReport, Finding, PartitionSummary
+from eosctl.txn.opentxn import OpenTxn
+from eosctl.txn.producers import DESCRIBE_PRODUCERS, LOG_SCAN, ProducerRow, ProducersReport
+from eosctl.txn.transactions import AbortPlan, Hanging, HangingReport, TxnInfo
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -210,12 +210,12 @@ def partition_log(batches: bool = True) -> PartitionLog:
 
 def findings_of_every_kind() -> list[Finding]:
     """One finding of every kind over partition_log()'s offsets, each with the cause the audit gives it
-    (eosctl.audit.causes), and one cause with more transactions than it lists."""
+    (eosctl.rules.causes), and one cause with more transactions than it lists."""
     from dataclasses import replace
 
-    from eosctl.audit.causes import Writer, explain_finding, explain_partition, key_cause, with_write_order
-    from eosctl.audit.reconcile import SinkFacts
-    from eosctl.audit.rootcauses import KEY_KINDS
+    from eosctl.report.rootcauses import KEY_KINDS
+    from eosctl.rules.causes import Writer, explain_finding, explain_partition, key_cause, with_write_order
+    from eosctl.rules.reconcile import SinkFacts
 
     at = {"gap": (0, 0), "duplicate": (1, 1), "phantom_aborted": (4, 5), "phantom_marker": (3, 3),
           "phantom_uncommitted": (7, 8), "phantom_beyond_hw": (9, 9)}
@@ -236,7 +236,7 @@ def findings_of_every_kind() -> list[Finding]:
             out.append(explain_finding(Finding(kind, "orders", None, None, None, 1,
                                                detail="src_partition is NULL")))
         elif kind == "ahead_of_commit":  # made where a hop's rows are read (eosctl.sink.kafka_topic)
-            from eosctl.findings import Cause
+            from eosctl.report.findings import Cause
 
             said = "The stage wrote 1 output of 1 input record of orders[0] past its group's commit ..."
             detail = "outputs out[0]@4; group g committed offset 7"
@@ -244,7 +244,7 @@ def findings_of_every_kind() -> list[Finding]:
         elif kind in KEY_KINDS:  # key lineage renames what the reconciliation found, cause and all
             out.append(Finding(KEY_KINDS[kind], "orders", 0, *at[KEY_KINDS[kind]], 1, detail=kind))
         elif kind == "out_of_order":  # made where a replica's rows are paired (eosctl.sink.replica)
-            from eosctl.config import Sink
+            from eosctl.config.model import Sink
             from eosctl.sink.replica import out_of_order
 
             frozen = Sink(duckdb="x", frozen_from=Sink(kafka_topic="src.orders", lineage="replica"),
@@ -268,15 +268,16 @@ def findings_of_every_kind() -> list[Finding]:
 
 
 def content_findings() -> list[Finding]:
-    """content_mismatch of each rule, from eosctl.content over partition_log()'s offsets with record keys:
+    """content_mismatch of each rule, from eosctl.rules.content over partition_log()'s offsets with record
+    keys:
     rows 1..3 hold the records below them (offset+1), row 4 its own, rows 6 and 7 records a leader change
     rewrote (epoch 1 from offset 5), row 9 another record's key."""
     from dataclasses import replace
 
     import numpy as np
 
-    from eosctl.content import check_partition
-    from eosctl.recordkeys import RecordKeys, hash_bytes
+    from eosctl.cluster.recordkeys import RecordKeys, hash_bytes
+    from eosctl.rules.content import check_partition
 
     keys = hash_bytes(f"k{o}".encode() for o in range(10))
     rk = RecordKeys(np.arange(10, dtype=np.int64), np.array([0] * 5 + [1] * 5, np.int32), np.zeros(10, bool),
@@ -290,7 +291,7 @@ def content_findings() -> list[Finding]:
 
 def audit_report(engine: dict[str, Any], findings: list[Finding],
                  read_point: dict[str, Any] | None = None) -> AuditReport:
-    from eosctl.findings import Hop, LogSegment
+    from eosctl.report.findings import Hop, LogSegment
 
     # The log segments only when there are findings: the sample without findings must show them optional.
     segments = (LogSegment("ABORTED", 10, 19, 10), LogSegment("MARKER", 20, 20, 1)) if findings else None
@@ -440,7 +441,7 @@ def capture(full: bool = True) -> Capture:
 
 
 class _Client:
-    """Stands in for eosctl.wire.WireClient: the commands below only open and close it."""
+    """Stands in for eosctl.cluster.wire.WireClient: the commands below only open and close it."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         pass
@@ -458,9 +459,10 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     replaces the one core function its command calls."""
     target = Target(cluster=config_mod.Cluster("t", "h:1"), pipeline=None, config=None, topics=("orders",),
                     group="g")
-    monkeypatch.setattr("eosctl.target.resolve", lambda *a, **k: target)
-    monkeypatch.setattr("eosctl.wire.WireClient", _Client)
-    monkeypatch.setattr("eosctl.clients.kafka_admin", lambda *a, **k: SimpleNamespace(close=lambda: None))
+    monkeypatch.setattr("eosctl.config.target.resolve", lambda *a, **k: target)
+    monkeypatch.setattr("eosctl.cluster.wire.WireClient", _Client)
+    monkeypatch.setattr("eosctl.cluster.clients.kafka_admin",
+                        lambda *a, **k: SimpleNamespace(close=lambda: None))
     monkeypatch.setattr(txns_cmd, "_wire", lambda target: nullcontext(_Client()))
     monkeypatch.setattr(txns_cmd, "_admin", lambda target: SimpleNamespace(close=lambda: None))
     return monkeypatch
@@ -496,7 +498,7 @@ def test_audit_json_is_documented() -> None:
 
 
 def test_root_cause_rules_table_lists_every_rule_in_order() -> None:
-    from eosctl.audit.rootcauses import ROOT_RULES
+    from eosctl.report.rootcauses import ROOT_RULES
 
     tables = [t for t in doc_tables("json.md")["`eosctl audit`"] if t[0][0] == "rule"]
     assert len(tables) == 1
@@ -518,7 +520,7 @@ def test_lag_json_is_documented() -> None:
 
 
 def test_txns_json_is_documented(offline: pytest.MonkeyPatch) -> None:
-    import eosctl.txns as txns
+    import eosctl.txn.transactions as txns
 
     by_id = {i.transactional_id: i for i in txn_infos()}
     offline.setattr(txns, "list_transactions", lambda *a, **k: txn_infos())
@@ -527,7 +529,7 @@ def test_txns_json_is_documented(offline: pytest.MonkeyPatch) -> None:
     offline.setattr(txns, "plan_abort", lambda *a, **k: AbortPlan("orders", 0, 7, 7, 1, 7, 9, NOW_MS - 5000,
                                                                   "demo.hanging", True, 3))
     offline.setattr(txns, "abort", lambda admin, plan: None)
-    from eosctl.abortsafety import assess
+    from eosctl.txn.abortsafety import assess
 
     safety = assess(("orders", 0), 1001, 7, 9, by_id["demo.processor"], NOW_MS - 1000, {"demo.sink": 7},
                     NOW_MS)
@@ -549,7 +551,7 @@ def test_producers_json_is_documented(offline: pytest.MonkeyPatch) -> None:
                                "from the log", producer_rows(), {0: (0, 9), 1: (0, 4)})]
     docs = []
     for report in reports:
-        offline.setattr("eosctl.producers.describe", lambda *a, report=report, **k: report)
+        offline.setattr("eosctl.txn.producers.describe", lambda *a, report=report, **k: report)
         docs.append(run("producers", "--topic", "orders"))
     check_json("`eosctl producers`", docs)
 
@@ -563,8 +565,8 @@ def explain_documents() -> list[Any]:
     """`eosctl explain --offset` documents: an aborted record with everything known about it (batch,
     a fenced transaction, epoch history, group, sink with a key seen elsewhere), a zombie's
     non-transactional write, and an offset beyond the HW with nothing but the log."""
-    from eosctl.explain import Facts, SinkAt, offset_document
-    from eosctl.wire import Offsets
+    from eosctl.cluster.wire import Offsets
+    from eosctl.inspection.explain import Facts, SinkAt, offset_document
     from tests.unit.test_causes import LOG
     from tests.unit.test_model import batch, scan
 
@@ -598,7 +600,7 @@ def test_explain_json_is_documented() -> None:
 
 
 def test_ledger_json_is_documented(offline: pytest.MonkeyPatch) -> None:
-    offline.setattr("eosctl.ledger.collect", lambda *a, **k: ledger())
+    offline.setattr("eosctl.inspection.ledger.collect", lambda *a, **k: ledger())
     check_json("`eosctl ledger`", [run("ledger", "--sink-duckdb", "sink.duckdb")])
 
 
@@ -775,7 +777,8 @@ def test_manifest_is_documented() -> None:
 SECTIONS = {"clusters.NAME": (config_mod.Cluster, {"name"}), "pipelines.NAME": (config_mod.Pipeline,
                                                                                  {"name", "sink"}),
             # frozen_from, at, files and offsets_files are set by eosctl.sink.frozen(), never by a config
-            # kafka_cluster is the resolved [clusters.NAME] of a kafka_topic sink's `cluster` (eosctl.target)
+            # kafka_cluster is the resolved [clusters.NAME] of a kafka_topic sink's `cluster`
+            # (eosctl.config.target)
             "pipelines.NAME.sink": (config_mod.Sink, {"frozen_from", "at", "files", "offsets_files",
                                                       "kafka_cluster", "stage_group", "stage_cluster",
                                                       "stage_topics"}),
@@ -936,7 +939,7 @@ def emitted_metrics(partition_metrics: bool = True) -> dict[str, tuple[str, froz
     from metricsample import source
     from prometheus_client.parser import text_string_to_metric_families
 
-    from eosctl.metrics import Exposition
+    from eosctl.exporter.metrics import Exposition
 
     body, _ = Exposition([source()], partition_metrics).render()
     out: dict[str, tuple[str, frozenset[str]]] = {}
@@ -949,7 +952,7 @@ def emitted_metrics(partition_metrics: bool = True) -> dict[str, tuple[str, froz
 
 
 def test_metrics_doc_matches_what_the_exporter_emits() -> None:
-    from eosctl.metrics import METRICS
+    from eosctl.exporter.metrics import METRICS
 
     docs, emitted = documented_metrics(), emitted_metrics()
     assert sorted(set(emitted) - set(docs)) == [], "emitted but not documented in docs/metrics.md"

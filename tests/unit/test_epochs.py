@@ -13,9 +13,9 @@ import struct
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.util import calc_crc32c
 
-from eosctl.batches import decode_batch
-from eosctl.model import MAX_EPOCHS, MAX_EVENTS, EpochBump, ProducerState, ZombieWrite
-from eosctl.wire import Offsets
+from eosctl.cluster.batches import decode_batch
+from eosctl.cluster.model import MAX_EPOCHS, MAX_EVENTS, EpochBump, ProducerState, ZombieWrite
+from eosctl.cluster.wire import Offsets
 from tests.unit.test_model import batch, marker, scan
 from tui.views.producers import jump_offset
 
@@ -33,7 +33,7 @@ def producer(data: bytes, end: int | None = None, **kw) -> ProducerState:
 
 
 def _end(data: bytes) -> int:
-    from eosctl.batches import decode
+    from eosctl.cluster.batches import decode
 
     return decode(data).batches[-1].last_offset + 1
 
@@ -80,8 +80,8 @@ def test_v2_commits_and_aborts_and_skipped_transactions_are_no_fencing():
 
 
 def test_v2_takeover_is_settled_by_the_ids_other_partitions():
-    from eosctl.model import PartitionLog
-    from eosctl.producerids import settle
+    from eosctl.cluster.model import PartitionLog
+    from eosctl.txn.producerids import settle
 
     # Kafka 4 with a Java client: data at 1, the coordinator's ABORT at 2, the new instance at 3.
     data = (txn(0, 0) + marker(1, PID, 1, commit=True) + txn(2, 1) + marker(3, PID, 2, commit=False)

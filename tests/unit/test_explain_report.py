@@ -11,7 +11,7 @@ from eosctl.cli import main
 
 def test_explain_lists_the_first_findings_of_a_root_cause_and_counts_the_rest(tmp_path):
     """A smaller item of issue 34: `explain` on a 1M-finding report laid out every row (530 s, 5 GB)."""
-    from eosctl.findings import AuditReport, Finding, PartitionSummary
+    from eosctl.report.findings import AuditReport, Finding, PartitionSummary
 
     findings = [Finding("duplicate", "orders", 0, 2 * i, 2 * i, 1) for i in range(250)]
     parts = [PartitionSummary("orders", 0, 0, 1000, 1000, 1000, 1250, 0, True, None)]

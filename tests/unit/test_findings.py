@@ -8,9 +8,9 @@ import xml.etree.ElementTree as ET
 import pytest
 from rich.console import Console
 
-from eosctl.findings import KINDS, AuditReport, Finding, PartitionSummary, parse_kinds
 from eosctl.output.audit import render, table
 from eosctl.output.junit import junit
+from eosctl.report.findings import KINDS, AuditReport, Finding, PartitionSummary, parse_kinds
 
 PARTS = [PartitionSummary("orders", 1, 0, 40, 41, 30, 31),
          PartitionSummary("orders", 0, 5, 20, 22, 12, 11, 2)]

@@ -25,8 +25,8 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from eosctl.base.errors import EosctlError
 from eosctl.cli import main
-from eosctl.errors import EosctlError
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = 1000
@@ -99,7 +99,7 @@ def cases(draw: st.DrawFn) -> tuple[tuple[str, ...], list[str]]:
 def tamed(tmp_path_factory: pytest.TempPathFactory):
     """What a valid command line would start for real is replaced by one EosctlError line; timeouts short."""
     from auditors import engine, local, spark
-    from eosctl import clients, wire
+    from eosctl.cluster import clients, wire
     from eosctl.sandbox import kafka_sandbox, noida, pipeline
     from tui import app
 

@@ -7,9 +7,9 @@ import re
 
 import browser
 
-from eosctl.findings import AuditReport, Finding, PartitionSummary
-from eosctl.gapmap.svg import MAX_MARKS, density_runs
+from eosctl.output.gapmap import MAX_MARKS, density_runs
 from eosctl.output.html import AuditContext, render_html
+from eosctl.report.findings import AuditReport, Finding, PartitionSummary
 
 N = 250_000
 

@@ -1,11 +1,12 @@
-"""eosctl.gcpause: a long-lived model's state is left out of the collector's walks; cycles are still freed."""
+"""eosctl.base.gcpause: a long-lived model's state is left out of the collector's walks; cycles are still
+freed."""
 
 from __future__ import annotations
 
 import gc
 import weakref
 
-from eosctl.gcpause import LongLived
+from eosctl.base.gcpause import LongLived
 
 
 class Node:

@@ -179,6 +179,28 @@ def cycles(all_edges: list[Edge], layers: set[str], lazy: bool = False,
     return sorted(found)
 
 
+# The core's packages from the bottom up: each imports only packages below it (and itself), so the
+# architecture reads in one direction. The top of eosctl/ holds only the command line and these packages.
+CORE_LAYERS = ("base", "config", "cluster", "txn", "report", "sink", "rules", "inspection", "output", "exporter")
+TOP_LEVEL_MODULES = {"eosctl", "eosctl.cli", "eosctl.__main__"}
+
+
+def core_package(module: str) -> str | None:
+    """The core package (one of CORE_LAYERS) a module of eosctl belongs to, or None."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "eosctl" and len(parts) > 1 and parts[1] in CORE_LAYERS else None
+
+
+def upward(all_edges: list[Edge]) -> list[str]:
+    """Imports from a core package into a package above it in CORE_LAYERS (at any depth, lazy or typed)."""
+    out = []
+    for e in all_edges:
+        src, dst = core_package(e.source), core_package(e.target)
+        if src and dst and CORE_LAYERS.index(dst) > CORE_LAYERS.index(src):
+            out.append(f"{e} ({src} is below {dst})")
+    return out
+
+
 # --- the project ---------------------------------------------------------------------------------------
 
 
@@ -186,10 +208,12 @@ def test_the_graph_sees_the_project() -> None:
     """The parser finds the modules and the imports it must judge (else the checks below pass vacuously)."""
     all_edges = edges(ROOT)
     names = {(e.source, e.target) for e in all_edges}
-    assert ("eosctl.capture", "eosctl.wire") in names  # from eosctl.wire import WireClient
-    assert ("eosctl.capture", "eosctl.lag") in names  # from eosctl import lag as lag_mod (a submodule)
-    assert ("tui.sources", "eosctl.capture") in names
-    assert ("eosctl.exporter.http", "eosctl.metrics") in names
+    # from eosctl.cluster.wire import WireClient
+    assert ("eosctl.inspection.capture", "eosctl.cluster.wire") in names
+    # from eosctl.inspection import lag as lag_mod (a submodule)
+    assert ("eosctl.inspection.capture", "eosctl.inspection.lag") in names
+    assert ("tui.sources", "eosctl.inspection.capture") in names
+    assert ("eosctl.exporter.http", "eosctl.exporter.metrics") in names
     assert ("eosctl.commands.tui_cmd", "tui.app") in names  # inside a function: the command line may
     assert ("eosctl.commands.sandbox_cmd", "eosctl.sandbox.noida") in names
     assert {layer(e.source) for e in all_edges} == {"core", "cli", "sandbox", "auditors", "tui"}
@@ -279,3 +303,23 @@ def test_a_cycle_through_top_level_imports_is_named(tmp_path: Path) -> None:
     # d -> e lazily, e -> d for its types only: a cycle of what each needs
     assert cycles(edges(root), {"core"}, typed=True) == [["eosctl.a", "eosctl.b", "eosctl.sub.c"],
                                                          ["eosctl.d", "eosctl.e"], ["eosctl.f", "eosctl.g"]]
+
+
+def test_the_core_packages_import_only_downwards() -> None:
+    assert upward(edges(ROOT)) == []
+
+
+def test_no_core_module_sits_at_the_top_but_the_command_line() -> None:
+    loose = sorted(name for name, path in modules(ROOT, ("eosctl",)).items()
+                   if name.count(".") == 1 and path.name != "__init__.py" and name not in TOP_LEVEL_MODULES)
+    assert loose == [], f"core modules outside a package: {loose}"
+    packages = {p.name for p in (ROOT / "eosctl").iterdir() if (p / "__init__.py").exists()}
+    assert packages == {*CORE_LAYERS, "commands", "sandbox"}
+
+
+def test_an_upward_import_is_named(tmp_path: Path) -> None:
+    root = plant(tmp_path, {"eosctl/__init__.py": "", "eosctl/base/__init__.py": "",
+                            "eosctl/base/errors.py": "from eosctl.report import findings\n",
+                            "eosctl/report/__init__.py": "", "eosctl/report/findings.py": ""})
+    assert upward(edges(root, ("eosctl",))) == [
+        "eosctl.base.errors:1 imports eosctl.report.findings (base is below report)"]

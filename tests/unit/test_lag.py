@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from eosctl.lag import (
+from eosctl.cluster.model import Batch, Kind, OffsetRange, PartitionLog
+from eosctl.cluster.wire import Offsets
+from eosctl.inspection.lag import (
     LagSnapshot,
     PartitionLag,
     Watch,
@@ -12,9 +14,7 @@ from eosctl.lag import (
     records_behind,
     scan_windows,
 )
-from eosctl.model import Batch, Kind, OffsetRange, PartitionLog
-from eosctl.opentxn import COORDINATOR_CLOCK, OpenTxn
-from eosctl.wire import Offsets
+from eosctl.txn.opentxn import COORDINATOR_CLOCK, OpenTxn
 
 T = "orders"
 
@@ -212,8 +212,8 @@ class KafkaLikeWire:
         return self.fetch_many({(topic, partition): offset}, max_bytes)[(topic, partition)]
 
     def fetch_many(self, positions, max_bytes, isolation=0):
-        from eosctl.batches import decode
-        from eosctl.wire import FetchResult
+        from eosctl.cluster.batches import decode
+        from eosctl.cluster.wire import FetchResult
 
         self.fetches.append((list(positions), max_bytes))
         out = {}
@@ -226,7 +226,7 @@ class KafkaLikeWire:
 
 
 def test_an_oversized_first_batch_of_the_second_partition_is_fetched_again_alone():
-    from eosctl.opentxn import OPEN_TXN_FETCH_BYTES, first_batches, open_transactions
+    from eosctl.txn.opentxn import OPEN_TXN_FETCH_BYTES, first_batches, open_transactions
 
     a, b = ("orders", 0), ("orders", 1)
     wire = KafkaLikeWire({a: _raw_batch(0, 41, 100), b: _raw_batch(0, 42, 100_000)})
@@ -239,7 +239,7 @@ def test_an_oversized_first_batch_of_the_second_partition_is_fetched_again_alone
 
 
 def test_a_broker_that_cuts_every_batch_gets_a_doubled_fetch_size():
-    from eosctl.opentxn import OPEN_TXN_FETCH_BYTES, first_batches
+    from eosctl.txn.opentxn import OPEN_TXN_FETCH_BYTES, first_batches
 
     big = ("orders", 0)
     wire = KafkaLikeWire({big: _raw_batch(0, 42, 200_000)}, cut_all=True)
@@ -249,7 +249,7 @@ def test_a_broker_that_cuts_every_batch_gets_a_doubled_fetch_size():
 
 
 def test_complete_batches_without_data_at_the_offset_are_no_reason_to_fetch_again():
-    from eosctl.opentxn import first_batches
+    from eosctl.txn.opentxn import first_batches
 
     tp = ("orders", 0)
     wire = KafkaLikeWire({tp: _raw_batch(0, 41, 10, records=3)})

@@ -8,13 +8,13 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from eosctl.capture import Capture, hanging_at
-from eosctl.errors import EosctlError
-from eosctl.ledger import Ledger, LedgerFlag, partition_ledger
-from eosctl.model import Kind, OffsetRange, PartitionLog, ProducerState, Transaction
+from eosctl.base.errors import EosctlError
+from eosctl.cluster.model import Kind, OffsetRange, PartitionLog, ProducerState, Transaction
+from eosctl.cluster.wire import Offsets
+from eosctl.inspection.capture import Capture, hanging_at
+from eosctl.inspection.ledger import Ledger, LedgerFlag, partition_ledger
+from eosctl.inspection.snapshot import load_snapshot, write_snapshot
 from eosctl.sink import OffsetIsland, SinkPartition
-from eosctl.snapshot import load_snapshot, write_snapshot
-from eosctl.wire import Offsets
 
 
 def txn_log() -> PartitionLog:
@@ -125,8 +125,8 @@ def test_load_snapshot_refuses_other_duckdb_files(tmp_path: Path):
 
 def hanging_snapshot(max_age_s: float) -> Capture:
     """An LSO rule match 1200 s old on orders[0] and a 30 s old one on orders[1], both at any age."""
-    from eosctl.capture import over_max_age
-    from eosctl.txns import Hanging, HangingReport
+    from eosctl.inspection.capture import over_max_age
+    from eosctl.txn.transactions import Hanging, HangingReport
 
     old = Hanging("orders", 0, 1002, 0, 146, 1200.0, ("lso",), 146, 149, "orders.hanging", "Ongoing")
     young = Hanging("orders", 1, 1003, 2, 40, 30.0, ("lso",), 40, 41, None, None)
@@ -190,7 +190,7 @@ def test_tui_shows_the_captured_report_or_reapplies_another_max_age(tmp_path: Pa
 
 
 def test_snapshot_stores_an_audit_report(tmp_path: Path):
-    from eosctl.findings import AuditReport, Finding, PartitionSummary
+    from eosctl.report.findings import AuditReport, Finding, PartitionSummary
 
     report = AuditReport.build([PartitionSummary("orders", 0, 0, 146, 149, 120, 123)],
                                [Finding("duplicate", "orders", 0, 22, 24, 3)], sink="/x/sink.duckdb (s)",
@@ -212,8 +212,8 @@ def test_snapshot_stores_an_audit_report(tmp_path: Path):
 def test_snapshot_into_a_missing_directory_fails_before_the_capture(tmp_path: Path, monkeypatch):
     from click.testing import CliRunner
 
-    from eosctl import capture
     from eosctl.cli import main
+    from eosctl.inspection import capture
 
     def no_capture(*a, **kw):
         raise AssertionError("captured although the file cannot be written")
@@ -230,7 +230,7 @@ def test_snapshot_into_a_missing_directory_fails_before_the_capture(tmp_path: Pa
 
 
 def test_a_failed_write_is_one_line_and_leaves_no_file(tmp_path: Path, monkeypatch):
-    from eosctl import snapshot
+    from eosctl.inspection import snapshot
 
     def disk_full(snap, tmp):
         tmp.write_bytes(b"half")

@@ -9,11 +9,11 @@ from pathlib import Path
 
 from rich.console import Console
 
-from eosctl.capture import Capture
 from eosctl.commands.audit_cmd import _print_parts
-from eosctl.findings import AuditReport, Finding, PartitionSummary
+from eosctl.inspection.capture import Capture
+from eosctl.inspection.snapshot import load_snapshot, write_snapshot
 from eosctl.output.audit import TABLE_ROWS, render
-from eosctl.snapshot import load_snapshot, write_snapshot
+from eosctl.report.findings import AuditReport, Finding, PartitionSummary
 
 N = 20_000
 

@@ -1,4 +1,5 @@
-"""What `eosctl exporter` serves for a known pipeline state (eosctl.metrics), offline: exact values, both
+"""What `eosctl exporter` serves for a known pipeline state (eosctl.exporter.metrics), offline: exact values,
+both
 formats, --partition-metrics off, an outage, and that a scrape renders the last state without reading."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from metricsample import GROUP, NOW_MS, TOPIC, source
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families
 
-from eosctl.metrics import Exposition, Source
+from eosctl.exporter.metrics import Exposition, Source
 
 OPENMETRICS = "application/openmetrics-text; version=1.0.0"
 PROMETHEUS_ACCEPT = ("application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;"
@@ -138,7 +139,7 @@ def test_the_state_is_rendered_once_per_change_and_ages_at_every_scrape():
 def test_a_section_that_fails_keeps_its_last_values_and_its_group_is_err():
     import dataclasses
 
-    from eosctl.capture import NOT_CAPTURED
+    from eosctl.inspection.capture import NOT_CAPTURED
 
     src = source()
     broken = dataclasses.replace(src.model.current, lag=None, logs={},

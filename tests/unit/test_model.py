@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from eosctl.batches import decode
-from eosctl.logscan import scan_partition, scan_partitions
-from eosctl.model import (
+from eosctl.cluster.batches import decode
+from eosctl.cluster.logscan import scan_partition, scan_partitions
+from eosctl.cluster.model import (
     Batch,
     EpochBump,
     Kind,
@@ -22,7 +22,7 @@ from eosctl.model import (
     ZombieWrite,
     merge_ranges,
 )
-from eosctl.wire import FetchResult, Offsets
+from eosctl.cluster.wire import FetchResult, Offsets
 
 DATA = Path(__file__).parent / "data"
 D, M, A, OPEN, H = Kind.DATA, Kind.MARKER, Kind.ABORTED, Kind.OPEN, Kind.HOLE

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from eosctl import snapshot
-from eosctl.capture import Capture
-from eosctl.files import write_replacing
+from eosctl.base.files import write_replacing
+from eosctl.inspection import snapshot
+from eosctl.inspection.capture import Capture
 
 
 def test_ctrl_c_while_a_snapshot_is_written_leaves_no_tmp_and_no_wal(tmp_path: Path, monkeypatch) -> None:

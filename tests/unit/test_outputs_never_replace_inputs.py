@@ -1,7 +1,7 @@
 """An output never replaces a file the command reads, nor any file without --force (issue 34, item 1).
 
 Through the CLI, no broker: every refusal comes before anything connects (the config's cluster is a port
-nothing listens on). The rule is one helper, eosctl.files.output_refusal.
+nothing listens on). The rule is one helper, eosctl.base.files.output_refusal.
 """
 
 from __future__ import annotations
@@ -158,8 +158,8 @@ def test_exporter_textfile_replaces_another_file_only_with_force(config, tmp_pat
 
 
 def test_exporter_textfile_replaces_its_own_earlier_reading(tmp_path):
+    from eosctl.base.files import output_refusal
     from eosctl.exporter.textfile import earlier_reading
-    from eosctl.files import output_refusal
 
     out = tmp_path / "eosctl.prom"
     out.write_text("# HELP eosctl_up Whether the last refresh reached the cluster.\neosctl_up 1\n")

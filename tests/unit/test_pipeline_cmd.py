@@ -7,9 +7,9 @@ import pytest
 from click.testing import CliRunner
 
 import eosctl.sandbox.pipeline
-from eosctl import sandboxstate
 from eosctl.cli import main
 from eosctl.commands import pipeline_cmd
+from eosctl.config import sandboxstate
 from eosctl.sandbox import noida
 
 MANIFEST = {"sink": {"duckdb": "/w/sink.duckdb", "table": "orders_sink"}, "sink_rows": 0}

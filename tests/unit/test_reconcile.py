@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from eosctl.audit.reconcile import (
+from eosctl.cluster.model import Kind, OffsetRange, PartitionLog
+from eosctl.rules.reconcile import (
     islands_from_counts,
     offset_mismatch,
     reconcile_partition,
     reconcile_unknown,
 )
-from eosctl.model import Kind, OffsetRange, PartitionLog
 
 
 def plog(*ranges: tuple[int, int, str], start: int = 0, lso: int | None = None, hw: int | None = None,

@@ -1,4 +1,4 @@
-"""eosctl.recordkeys decodes the same keys at the same offsets as kafka-python's record reader."""
+"""eosctl.cluster.recordkeys decodes the same keys at the same offsets as kafka-python's record reader."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import struct
 import pytest
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
-from eosctl.batches import decode_batch
-from eosctl.recordkeys import KeyCollector, decode_keys, hash_bytes, keys_of
+from eosctl.cluster.batches import decode_batch
+from eosctl.cluster.recordkeys import KeyCollector, decode_keys, hash_bytes, keys_of
 
 
 def batch(base: int, keys: list[bytes | None], epoch: int = 0, codec: int = 0, gaps: int = 0,
@@ -75,7 +75,7 @@ def test_hash_tells_apart_lengths_trailing_zeros_and_null() -> None:
     assert len(set(h)) == len(keys)
     import pyarrow as pa
 
-    from eosctl.recordkeys import hash_arrow
+    from eosctl.cluster.recordkeys import hash_arrow
     # the sink's text keys hash as their UTF-8 bytes; a sliced array as its own values
     assert hash_arrow(pa.array(["x", "é", None])).tolist() == hash_bytes([b"x", "é".encode(), None]).tolist()
     assert hash_arrow(pa.array(["x", "yy", "zzz"]).slice(1)).tolist() == hash_bytes([b"yy", b"zzz"]).tolist()

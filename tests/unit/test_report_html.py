@@ -14,11 +14,11 @@ from click.testing import CliRunner
 from sample_reports import TOPIC, demo_report, many_partitions_report, txn_log
 
 from eosctl.cli import main
-from eosctl.findings import KINDS, AuditReport, Finding, LogSegment, PartitionSummary
-from eosctl.gapmap.segments import log_segments
-from eosctl.gapmap.svg import MIN_FINDING_W
-from eosctl.model import Kind, OffsetRange, PartitionLog
+from eosctl.cluster.model import Kind, OffsetRange, PartitionLog
+from eosctl.output.gapmap import MIN_FINDING_W
 from eosctl.output.html import AuditContext, render_html
+from eosctl.report.findings import KINDS, AuditReport, Finding, LogSegment, PartitionSummary
+from eosctl.report.segments import log_segments
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -241,7 +241,7 @@ def test_a_partition_kafka_does_not_have_is_all_phantom():
     assert "not in Kafka" in "".join(t.text for t in svg.iter(f"{SVG}text"))
 
 
-# ---- log segments (eosctl.gapmap) -------------------------------------------------------------------
+# ---- log segments (eosctl.report) -------------------------------------------------------------------
 
 
 def test_log_segments_keep_every_aborted_marker_and_open_stretch_of_a_small_log():
@@ -292,8 +292,8 @@ def test_report_verb_renders_a_json_report(tmp_path):
 
 
 def test_report_verb_renders_a_snapshot_and_draws_its_logs(tmp_path):
-    from eosctl.capture import Capture
-    from eosctl.snapshot import write_snapshot
+    from eosctl.inspection.capture import Capture
+    from eosctl.inspection.snapshot import write_snapshot
 
     logs = {("demo.enriched", p): txn_log("demo.enriched", p, 60, aborted=(11,)) for p in range(2)}
     old = AuditReport.build([replace(s, log_segments=None) for s in demo_report().partitions[:2]],
@@ -329,8 +329,8 @@ def test_report_verb_bad_input_is_one_line_and_exit_2(tmp_path, content, message
 
 
 def test_report_verb_refuses_a_snapshot_without_an_audit(tmp_path):
-    from eosctl.capture import Capture
-    from eosctl.snapshot import write_snapshot
+    from eosctl.inspection.capture import Capture
+    from eosctl.inspection.snapshot import write_snapshot
 
     snap = Capture(captured_at=datetime.now(UTC), bootstrap="b:1", pipeline=None, group=None, topics=[])
     snap.sections = {"logs": "ok"}
@@ -348,7 +348,7 @@ def test_report_help_teaches_both_sources():
 
 
 def test_a_pipeline_audited_hop_by_hop_has_a_hops_section_and_a_gap_map_per_hop():
-    from eosctl.findings import Hop, merge_hops
+    from eosctl.report.findings import Hop, merge_hops
 
     sink_hop = demo_report()
     stage = AuditReport.build([PartitionSummary("demo.orders", 0, 0, 50, 50, 40, 40)],

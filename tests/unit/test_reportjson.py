@@ -1,5 +1,7 @@
-"""Findings carried as columns with their causes' JSON text (auditors.findingrows, eosctl.audit.causejson) and
-the report's compact JSON written by hand (eosctl.reportjson): byte for byte what the dicts gave, for every
+"""Findings carried as columns with their causes' JSON text (auditors.findingrows, eosctl.report.causejson)
+and
+the report's compact JSON written by hand (eosctl.report.compactjson): byte for byte what the dicts gave, for
+every
 kind of finding and cause, hostile text included, and the same findings once decoded."""
 
 from __future__ import annotations
@@ -12,11 +14,11 @@ from dataclasses import replace
 import pyarrow as pa
 
 from auditors.findingrows import finding_columns, findings_from_arrow, findings_from_rows
-from eosctl.audit.causejson import EncodedCause
-from eosctl.audit.causes import Writer, explain_finding, key_cause, with_write_order
-from eosctl.audit.rootcauses import root_causes, root_rule
-from eosctl.findings import AuditReport, Cause, Finding, PartitionSummary, TxnCause
-from eosctl.reportjson import report_json
+from eosctl.report.causejson import EncodedCause
+from eosctl.report.compactjson import report_json
+from eosctl.report.findings import AuditReport, Cause, Finding, PartitionSummary, TxnCause
+from eosctl.report.rootcauses import root_causes, root_rule
+from eosctl.rules.causes import Writer, explain_finding, key_cause, with_write_order
 from tests.unit.test_causes import explained
 
 HOSTILE = "[/x]\x1b[2J\u202eé\x00\"\\</script>\U0001f600"

@@ -1,4 +1,4 @@
-"""eosctl.safetext: the one rule for names and values from a cluster or a sink (issue 20)."""
+"""eosctl.base.safetext: the one rule for names and values from a cluster or a sink (issue 20)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from xml.sax.saxutils import escape, quoteattr
 import pytest
 from rich.console import Console
 
-from eosctl import safetext
+from eosctl.base import safetext
 
 HOSTILE = [
     "\x1b[2J\x1b[Hx",                                # clear screen, cursor home

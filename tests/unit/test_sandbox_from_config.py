@@ -11,8 +11,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from eosctl.cli import main
+from eosctl.config.target import resolve
 from eosctl.sandbox.pipeline.configfile import point_at_sandbox
-from eosctl.target import resolve
 
 
 def fake_sandbox(home: Path, port: int) -> None:
@@ -35,7 +35,7 @@ def config_of(workdir: Path, port: int, home: Path | None) -> Path:
 def test_a_config_written_for_the_sandbox_finds_it_from_any_directory(tmp_path: Path, monkeypatch) -> None:
     home = tmp_path / "started-here" / ".eosctl"
     fake_sandbox(home, 45123)
-    monkeypatch.setattr("eosctl.sandboxstate._is_our_broker", lambda state: True)
+    monkeypatch.setattr("eosctl.config.sandboxstate._is_our_broker", lambda state: True)
     config = config_of(tmp_path / "started-here" / ".eosctl" / "ux1", 45123, home)
     assert f'sandbox_home = "{home.resolve()}"' in config.read_text()
     elsewhere = tmp_path / "elsewhere"

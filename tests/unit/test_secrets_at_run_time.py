@@ -1,5 +1,5 @@
 """A value substituted for ${NAME} in a config is never printed at run time either (issue 34, item 6):
-redaction follows the value (eosctl.redaction.redact), whatever message carries it. Through the CLI, no
+redaction follows the value (eosctl.config.redaction.redact), whatever message carries it. Through the CLI, no
 broker (the sink is read before Kafka; the cluster is a port nothing listens on)."""
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def test_a_substituted_postgres_user_is_not_in_cannot_connect(tmp_path):
 
 
 def test_a_short_value_is_hidden_only_where_it_stands_alone():
-    from eosctl.redaction import _SUBSTITUTED, redact
+    from eosctl.config.redaction import _SUBSTITUTED, redact
 
     _SUBSTITUTED["ab"] = "X"
     try:

@@ -10,8 +10,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from eosctl.config import Sink
-from eosctl.errors import SinkError
+from eosctl.base.errors import SinkError
+from eosctl.config.model import Sink
 from eosctl.sink import OffsetIsland, SinkPartition, StoredOffset, open_reader
 from eosctl.sink.duckdb import read_header
 
@@ -364,7 +364,7 @@ def test_islands_from_breaks_equal_islands_from_counted_offsets():
 
     import numpy as np
 
-    from eosctl.audit.reconcile import islands_from_counts
+    from eosctl.rules.reconcile import islands_from_counts
     from eosctl.sink.relation import islands_from_breaks, islands_from_offsets
 
     rng = random.Random(7)

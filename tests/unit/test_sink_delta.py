@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from eosctl.config import Sink
-from eosctl.errors import SinkError
+from eosctl.base.errors import SinkError
+from eosctl.config.model import Sink
 from eosctl.sink import frozen, open_reader
 from tests.unit.sinksample import ISLANDS, SAMPLE, STORED, arrow_offsets, assert_sample_answers
 from tests.unit.sinksample import arrow_rows as rows

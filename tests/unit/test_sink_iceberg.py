@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from eosctl.config import Sink
-from eosctl.errors import SinkError
+from eosctl.base.errors import SinkError
+from eosctl.config.model import Sink
 from eosctl.sink import frozen, open_reader
 from tests.unit.sinksample import SAMPLE, STORED, arrow_offsets, assert_sample_answers
 from tests.unit.sinksample import arrow_rows as rows

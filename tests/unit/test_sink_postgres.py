@@ -12,8 +12,8 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-from eosctl.config import Sink
-from eosctl.errors import SinkError
+from eosctl.base.errors import SinkError
+from eosctl.config.model import Sink
 from eosctl.sink import OffsetIsland, StoredOffset, frozen, open_reader
 from tests.unit.sinksample import ISLANDS as ISLANDS_OF_SAMPLE
 from tests.unit.sinksample import SAMPLE, STORED, assert_sample_answers

@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+from eosctl.base.errors import SinkError
 from eosctl.cli import main
-from eosctl.config import Sink
-from eosctl.errors import SinkError
+from eosctl.config.model import Sink
 from eosctl.sink import StoredOffset, frozen, open_reader
 from eosctl.sink.spark_checkpoint import stored_offsets
 from eosctl.sink.spark_files import committed_files

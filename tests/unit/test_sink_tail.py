@@ -9,8 +9,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from eosctl.config import Sink
-from eosctl.ledger import read_sink
+from eosctl.config.model import Sink
+from eosctl.inspection.ledger import read_sink
 from eosctl.sink.base import OffsetIsland
 from eosctl.sink.tail import DuckDBTail, merge_islands
 

@@ -11,11 +11,11 @@ from click.testing import CliRunner
 from kafka.admin._transactions import AbortTransactionSpec
 from kafka.structs import TopicPartition
 
-import eosctl.clients
-import eosctl.wire
+import eosctl.cluster.clients
+import eosctl.cluster.wire
 from eosctl.cli import main
-from eosctl.txns import WRITE_TXN_MARKERS_API_KEY
-from eosctl.wire import Offsets
+from eosctl.cluster.wire import Offsets
+from eosctl.txn.transactions import WRITE_TXN_MARKERS_API_KEY
 
 TP = ("shop.enriched", 2)
 # The open transaction holds the LSO at 140; the HW is 146.
@@ -44,7 +44,7 @@ class FakeWire:
         return [1]
 
     def request_all(self, calls):
-        """The coordinator's answers (eosctl.txns.coordinator_view asks them raw)."""
+        """The coordinator's answers (eosctl.txn.transactions.coordinator_view asks them raw)."""
         return [_COORDINATOR[type(request).__name__] for _, request in calls]
 
 
@@ -94,8 +94,8 @@ class FakeAdmin:
 @pytest.fixture
 def admin(monkeypatch) -> FakeAdmin:
     fake = FakeAdmin()
-    monkeypatch.setattr(eosctl.wire, "WireClient", FakeWire)
-    monkeypatch.setattr(eosctl.clients, "kafka_admin", lambda cluster, timeout=5.0: fake)
+    monkeypatch.setattr(eosctl.cluster.wire, "WireClient", FakeWire)
+    monkeypatch.setattr(eosctl.cluster.clients, "kafka_admin", lambda cluster, timeout=5.0: fake)
     return fake
 
 

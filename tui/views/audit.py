@@ -1,4 +1,4 @@
-"""Audit: run the reconciliation in a background worker and browse its findings (eosctl.findings)."""
+"""Audit: run the reconciliation in a background worker and browse its findings (eosctl.report.findings)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import ProgressBar, Static
 
-from eosctl.findings import DESCRIPTIONS, AuditReport, Finding, root_causes
+from eosctl.base.safetext import term
 from eosctl.output.finding import short_cause
-from eosctl.safetext import term
+from eosctl.report.findings import DESCRIPTIONS, AuditReport, Finding, root_causes
 from eosctl.sink.base import ReadPoint
 from tui import fmt
 from tui.rowtable import RowTable

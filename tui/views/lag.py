@@ -1,10 +1,11 @@
-"""Lag: per group and partition, LSO-aware lag (eosctl.lag.PartitionLag) with Burrow-style statuses."""
+"""Lag: per group and partition, LSO-aware lag (eosctl.inspection.lag.PartitionLag) with Burrow-style
+statuses."""
 
 from __future__ import annotations
 
 from rich.text import Text
 
-from eosctl.safetext import term
+from eosctl.base.safetext import term
 from tui import fmt
 from tui.screens import DetailScreen
 from tui.sources import Dashboard, LagKey

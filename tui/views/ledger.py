@@ -1,11 +1,12 @@
-"""Ledger: per source partition, what the sink holds next to what Kafka says (eosctl.ledger.Ledger)."""
+"""Ledger: per source partition, what the sink holds next to what Kafka says
+(eosctl.inspection.ledger.Ledger)."""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.message import Message
 
-from eosctl.safetext import term
+from eosctl.base.safetext import term
 from tui import fmt
 from tui.sources import Dashboard
 from tui.styles import STYLES

@@ -1,4 +1,4 @@
-"""Log: the batch / marker / aborted-range browser for one partition (eosctl.model.PartitionLog)."""
+"""Log: the batch / marker / aborted-range browser for one partition (eosctl.cluster.model.PartitionLog)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Input, Select, Static
 
-from eosctl.model import TP, Kind, PartitionLog
-from eosctl.safetext import term
+from eosctl.base.safetext import term
+from eosctl.cluster.model import TP, Kind, PartitionLog
 from tui import fmt
 from tui.filtertable import FilterTable
 from tui.sources import Dashboard

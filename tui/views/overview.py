@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
-from eosctl.safetext import term
+from eosctl.base.safetext import term
 from tui.sources import Dashboard
 from tui.styles import STYLES
 from tui.tabledata import Col, Row

@@ -1,11 +1,11 @@
-"""Producers: per partition, producer ids with epoch and sequence (eosctl.producers.ProducerRow)."""
+"""Producers: per partition, producer ids with epoch and sequence (eosctl.txn.producers.ProducerRow)."""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.message import Message
 
-from eosctl.safetext import term
+from eosctl.base.safetext import term
 from tui import fmt
 from tui.sources import Dashboard
 from tui.styles import STYLES

@@ -1,4 +1,5 @@
-"""Transactions: every transactional id (eosctl.txns.TxnInfo), hanging ones (eosctl.txns.Hanging) in red."""
+"""Transactions: every transactional id (eosctl.txn.transactions.TxnInfo), hanging ones
+(eosctl.txn.transactions.Hanging) in red."""
 
 from __future__ import annotations
 
@@ -6,10 +7,10 @@ from typing import Any
 
 from rich.text import Text
 
-from eosctl.abortsafety import from_capture
+from eosctl.base.safetext import term
 from eosctl.output.txns import abort_command
-from eosctl.safetext import term
-from eosctl.txns import TxnInfo
+from eosctl.txn.abortsafety import from_capture
+from eosctl.txn.transactions import TxnInfo
 from tui import fmt
 from tui.screens import DetailScreen
 from tui.sources import Dashboard
@@ -45,7 +46,8 @@ def counted(dash: Dashboard) -> list[Any]:
 
 
 def blocking(dash: Dashboard) -> list[Any]:
-    """Open transactions holding an LSO now without being hanging (eosctl.txns.HangingReport.blocking)."""
+    """Open transactions holding an LSO now without being hanging
+    (eosctl.txn.transactions.HangingReport.blocking)."""
     report = dash.capture.hanging
     return report.blocking if report is not None else []
 

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from eosctl import clients
-from eosctl.clients import kafka_admin
-from eosctl.config import Cluster
-from eosctl.errors import BrokerError
+from eosctl.base.errors import BrokerError
+from eosctl.cluster import clients
+from eosctl.cluster.clients import kafka_admin
+from eosctl.config.model import Cluster
 
 if TYPE_CHECKING:
     from kafka.admin import KafkaAdminClient

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from eosctl.config import SANDBOX, Cluster
-from eosctl.files import write_replacing
+from eosctl.base.files import write_replacing
+from eosctl.config.model import SANDBOX, Cluster
 from eosctl.sandbox.pipeline.topics import Names
 
 FILE = "eosctl.toml"
-# Secrets never go into the file: it refers to environment variables instead (see eosctl/configfile.py).
+# Secrets never go into the file: it refers to environment variables instead (see eosctl/config/file.py).
 _SECRET_ENV = {"sasl_password": "EOSCTL_SASL_PASSWORD", "ssl_key_password": "EOSCTL_SSL_KEY_PASSWORD"}
 SINK_PASSWORD_ENV = "EOSCTL_SINK_PASSWORD"
 

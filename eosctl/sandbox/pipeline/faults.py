@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from confluent_kafka import KafkaError, Message, Producer, TopicPartition
 
-from eosctl.config import Cluster
-from eosctl.errors import BrokerError, EosctlError
+from eosctl.base.errors import BrokerError, EosctlError
+from eosctl.config.model import Cluster
 from eosctl.sandbox.pipeline.broker import TIMEOUT, Broker, client_conf
 from eosctl.sandbox.pipeline.modes import FAULTS
 from eosctl.sandbox.pipeline.truth import COMMITTED, GroundTruth, Record

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import Message
 
-from eosctl.config import Cluster
-from eosctl.errors import BrokerError
+from eosctl.base.errors import BrokerError
+from eosctl.config.model import Cluster
 from eosctl.sandbox.pipeline.broker import Broker
 from eosctl.sandbox.pipeline.faults import fence
 from eosctl.sandbox.pipeline.reader import Reader, as_tps

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
-from eosctl.config import Cluster
-from eosctl.errors import BrokerError
+from eosctl.base.errors import BrokerError
+from eosctl.config.model import Cluster
 from eosctl.sandbox.pipeline.broker import TIMEOUT, Broker, client_conf
 from eosctl.sandbox.pipeline.txn import GroupMetadata
 

@@ -10,8 +10,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from eosctl.config import Cluster
-from eosctl.errors import EosctlError
+from eosctl.base.errors import EosctlError
+from eosctl.config.model import Cluster
 from eosctl.sandbox.pipeline import faults as F
 from eosctl.sandbox.pipeline import manifest as M
 from eosctl.sandbox.pipeline.broker import Broker

@@ -21,8 +21,8 @@ from typing import Any
 import duckdb
 from confluent_kafka import Message
 
-from eosctl.config import Cluster
-from eosctl.errors import BrokerError
+from eosctl.base.errors import BrokerError
+from eosctl.config.model import Cluster
 from eosctl.sandbox.pipeline.broker import Broker
 from eosctl.sandbox.pipeline.faults import SinkTarget
 from eosctl.sandbox.pipeline.reader import Reader

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from eosctl.config import Cluster
+from eosctl.config.model import Cluster
 from eosctl.sandbox.pipeline.broker import Broker
 from eosctl.sandbox.pipeline.topics import Names
 from eosctl.sandbox.pipeline.truth import GroundTruth

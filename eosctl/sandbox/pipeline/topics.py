@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from eosctl.clients import confluent_admin
-from eosctl.config import Cluster
-from eosctl.errors import BrokerError
+from eosctl.base.errors import BrokerError
+from eosctl.cluster.clients import confluent_admin
+from eosctl.config.model import Cluster
 from eosctl.sandbox.pipeline.broker import TIMEOUT, Broker, client_conf
 
 

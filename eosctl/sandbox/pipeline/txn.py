@@ -7,9 +7,9 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from eosctl.config import Cluster
-from eosctl.errors import BrokerError
-from eosctl.model import TP
+from eosctl.base.errors import BrokerError
+from eosctl.cluster.model import TP
+from eosctl.config.model import Cluster
 from eosctl.sandbox.pipeline.broker import TIMEOUT, Broker, client_conf, kafka_error
 from eosctl.sandbox.pipeline.truth import ABORTED, COMMITTED, OPEN, GroundTruth, Marker, Record
 

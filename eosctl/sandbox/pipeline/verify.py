@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from eosctl.errors import EosctlError
+from eosctl.base.errors import EosctlError
 from eosctl.sandbox.pipeline.faults import SinkTarget
 from eosctl.sandbox.pipeline.sink_writer import Place, rows_in
 from eosctl.sandbox.pipeline.truth import ABORTED, COMMITTED, GroundTruth

@@ -1,0 +1,366 @@
+"""The TOML config file read and validated into eosctl.config.model's dataclasses: every problem is one
+ConfigError line naming the file and the dotted key; a ${ENV_VAR} is substituted and remembered so that no
+printed line shows its value (eosctl.config.redaction)."""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from eosctl.base.errors import ConfigError
+from eosctl.base.files import CONFIG_MAX_BYTES, input_problem, shown
+from eosctl.config import redaction
+from eosctl.config.model import SANDBOX, Cluster, Config, Pipeline, Sink, Spark, value_columns_problem
+from eosctl.config.values import (
+    BOOTSTRAP_FORM,
+    bootstrap_problem,
+    check_lineage,
+    memory_problem,
+    normalize_bootstrap,
+    spark_master_problem,
+)
+
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# Keys whose values are secrets: an error message never prints them.
+SECRET_KEYS = {"sasl_password", "ssl_key_password", "password"}
+SECURITY_PROTOCOLS = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
+
+
+def _interpolate(value: str, where: str, path: Path, env: dict[str, str]) -> str:
+    def sub(m: re.Match[str]) -> str:
+        name = m.group(1)
+        if name not in env:
+            raise ConfigError(f"{path}: {where} refers to ${{{name}}}, which is not set; export {name} first")
+        redaction.remember(env[name], name)
+        return env[name]
+
+    return _ENV.sub(sub, value)
+
+
+class _Reader:
+    """Typed access to one TOML table, naming the file and dotted key in every error."""
+
+    def __init__(self, path: Path, where: str, table: Any, env: dict[str, str]):
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: {where} must be a table, got {_kind(table)}")
+        self.path, self.where, self.table, self.env = path, where, table, env
+        self.used: set[str] = set()
+        # key -> the ${NAME}s its value came from: such a value is never echoed, whatever the key.
+        self.from_env: dict[str, list[str]] = {}
+
+    def shown(self, key: str, value: object) -> str:
+        """The value for an error message: its repr, or where it came from if it came from ${NAME}."""
+        names = self.from_env.get(key)
+        if names:
+            return "the value of " + " and ".join(f"${{{n}}}" for n in names) + " (not shown)"
+        return "<secret>" if key in SECRET_KEYS else repr(value)
+
+    def _key(self, key: str) -> str:
+        return f"{self.where}.{key}" if self.where else key
+
+    def str(self, key: str, default: Any = ..., *, choices: set[str] | None = None) -> Any:
+        self.used.add(key)
+        if key not in self.table:
+            if default is ...:
+                raise ConfigError(f"{self.path}: missing key {self._key(key)} (expected a string)")
+            return default
+        value = self.table[key]
+        if not isinstance(value, str):
+            shown = "<secret>" if key in SECRET_KEYS else repr(value)
+            raise ConfigError(f"{self.path}: {self._key(key)} must be a string, got {_kind(value)} {shown}")
+        names = _ENV.findall(value)
+        if names:
+            self.from_env[key] = names
+        value = _interpolate(value, self._key(key), self.path, self.env)
+        if choices is not None and value not in choices:
+            raise ConfigError(f"{self.path}: {self._key(key)} must be one of {', '.join(sorted(choices))}, "
+                              f"got {self.shown(key, value)}")
+        return value
+
+    def bool(self, key: str, default: bool) -> bool:
+        self.used.add(key)
+        value = self.table.get(key, default)
+        if not isinstance(value, bool):
+            raise ConfigError(f"{self.path}: {self._key(key)} must be true or false, got {_kind(value)} "
+                              f"{value!r}")
+        return value
+
+    def int(self, key: str, default: int) -> int:
+        self.used.add(key)
+        value = self.table.get(key, default)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ConfigError(
+                f"{self.path}: {self._key(key)} must be an integer, got {_kind(value)} {value!r}"
+            )
+        return value
+
+    def str_list(self, key: str) -> tuple[str, ...]:
+        self.used.add(key)
+        if key not in self.table:
+            raise ConfigError(f"{self.path}: missing key {self._key(key)} (expected a list of strings)")
+        value = self.table[key]
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+            raise ConfigError(
+                f"{self.path}: {self._key(key)} must be a non-empty list of strings, "
+                f"got {_kind(value)} {value!r}"
+            )
+        return tuple(_interpolate(v, self._key(key), self.path, self.env) for v in value)
+
+    def sub(self, key: str) -> _Reader | None:
+        self.used.add(key)
+        if key not in self.table:
+            return None
+        return _Reader(self.path, self._key(key), self.table[key], self.env)
+
+    def done(self) -> None:
+        unknown = sorted(set(self.table) - self.used)
+        if unknown:
+            raise ConfigError(f"{self.path}: unknown key {self._key(unknown[0])} (check the spelling)")
+
+
+def _kind(value: object) -> str:
+    return {dict: "a table", list: "a list", str: "a string", int: "an integer", bool: "a boolean",
+            float: "a number"}.get(type(value), type(value).__name__)
+
+
+def load_config(path: str | Path, env: dict[str, str] | None = None) -> Config:
+    """Read and validate a config file; every problem is one ConfigError line naming file and key."""
+    path = Path(path)
+    env = dict(os.environ) if env is None else env
+    # stat before open: /dev/zero would be read forever and a FIFO would block open() itself.
+    problem = input_problem(str(path), CONFIG_MAX_BYTES, must_exist=False)
+    if problem:
+        raise ConfigError(f"{problem}: cannot read config file; pass an eosctl TOML config with "
+                          "--config PATH")
+    try:
+        # utf-8-sig: a byte-order mark (Windows editors write one) is not "Invalid statement" at 1:1.
+        raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))
+    except RecursionError:  # tomllib recurses once per nesting level: 50k `[` or `{` in a 100 KB file
+        raise ConfigError(f"{shown(str(path))}: not valid TOML: arrays or tables nested too deeply") from None
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found (pass --config PATH)") from None
+    except (OSError, UnicodeDecodeError) as e:  # a permission, a directory, /proc/self/mem (EIO)
+        raise ConfigError(f"{path}: cannot read config file ({e.__class__.__name__})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    return parse_config(raw, path, env)
+
+
+def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config:
+    redaction.forget_all()
+    root = _Reader(path, "", raw, env)
+    clusters: dict[str, Cluster] = {}
+    ctables = root.sub("clusters")
+    if ctables is None or not ctables.table:
+        raise ConfigError(
+            f"{path}: missing table [clusters.NAME] (at least one cluster with bootstrap_servers)"
+        )
+    for name in ctables.table:
+        c = ctables.sub(name)
+        assert c is not None
+        servers = c.str("bootstrap_servers")
+        if "bootstrap_servers" in c.from_env and servers != "sandbox" and bootstrap_problem(servers):
+            # The problem text quotes the entries: say only that it is wrong, and where it came from.
+            raise ConfigError(f"{path}: clusters.{name}.bootstrap_servers, "
+                              f"{c.shown('bootstrap_servers', servers)}, is not valid; {BOOTSTRAP_FORM}")
+        for key in ("ssl_ca_location", "ssl_certificate_location", "ssl_key_location"):
+            _check_pem(c, key, path)
+        clusters[name] = Cluster(
+            name=name,
+            bootstrap_servers=_bootstrap(servers, f"clusters.{name}", path),
+            security_protocol=c.str("security_protocol", "PLAINTEXT", choices=SECURITY_PROTOCOLS),
+            sasl_mechanism=c.str("sasl_mechanism", None),
+            sasl_username=c.str("sasl_username", None),
+            sasl_password=c.str("sasl_password", None),
+            ssl_ca_location=local_path(c.str("ssl_ca_location", None), path),
+            ssl_certificate_location=local_path(c.str("ssl_certificate_location", None), path),
+            ssl_key_location=local_path(c.str("ssl_key_location", None), path),
+            ssl_key_password=c.str("ssl_key_password", None),
+            sandbox_home=local_path(c.str("sandbox_home", None), path),
+        )
+        c.done()
+
+    pipelines: dict[str, Pipeline] = {}
+    ptables = root.sub("pipelines")
+    for name in (ptables.table if ptables else {}):
+        p = ptables.sub(name)
+        assert p is not None
+        cluster = p.str("cluster", next(iter(clusters)) if len(clusters) == 1 else ...)
+        if cluster not in clusters:
+            raise ConfigError(
+                f"{path}: pipelines.{name}.cluster is {p.shown('cluster', cluster)}, but no such "
+                f"[clusters.NAME] is defined (known: {', '.join(sorted(clusters))})"
+            )
+        sink = None
+        s = p.sub("sink")
+        if s is not None:
+            sink = Sink(
+                duckdb=s.str("duckdb", None),
+                parquet=s.str("parquet", None),
+                postgres=s.str("postgres", None),
+                delta=s.str("delta", None),
+                iceberg=s.str("iceberg", None),
+                catalog_uri=s.str("catalog_uri", None),
+                warehouse=s.str("warehouse", None),
+                table=s.str("table", "sink"),
+                topic_column=s.str("topic_column", "src_topic"),
+                partition_column=s.str("partition_column", "src_partition"),
+                offset_column=s.str("offset_column", "src_offset"),
+                key_column=s.str("key_column", None),
+                value_column=s.str("value_column", None),
+                value_hash_column=s.str("value_hash_column", None),
+                order_column=s.str("order_column", None),
+                write_time_column=s.str("write_time_column", None),
+                offsets_table=s.str("offsets_table", None),
+                spark_checkpoint=s.str("spark_checkpoint", None),
+                kafka_topic=s.str("kafka_topic", None),
+                lineage=s.str("lineage", "headers"),
+                lineage_headers=_three(s.str_list("lineage_headers") if "lineage_headers" in s.table
+                                       else Sink.lineage_headers, path, name),
+                cluster=s.str("cluster", None),
+            )
+            s.done()
+            kinds = ("duckdb", "parquet", "postgres", "delta", "iceberg", "kafka_topic")
+            named = [k for k in kinds if getattr(sink, k) is not None]
+            if len(named) != 1:
+                raise ConfigError(f"{path}: pipelines.{name}.sink needs exactly one of duckdb, parquet, "
+                                  f"postgres, delta, iceberg or kafka_topic")
+            _check_value_columns(sink, path, name)
+            _check_hop_sink(sink, path, name, clusters)
+            # Relative sink paths (a Parquet glob too) are relative to the config file, not to wherever
+            # eosctl runs; `~` is the user's home, as in a shell.
+            sink = replace(sink, **{k: local_path(getattr(sink, k), path)
+                                    for k in ("duckdb", "parquet", "delta", "spark_checkpoint")
+                                    if getattr(sink, k) is not None})
+        pipelines[name] = Pipeline(
+            name=name,
+            cluster=cluster,
+            # A pipeline audited hop by hop reads through its hops: it needs no topics of its own.
+            source_topics=(p.str_list("source_topics") if "source_topics" in p.table or "hops" not in p.table
+                           else ()),
+            group=p.str("group", None),
+            transactional_id_prefix=p.str("transactional_id_prefix", None),
+            output_topic=p.str("output_topic", None),
+            sink=sink,
+            hops=p.str_list("hops") if "hops" in p.table else (),
+        )
+        p.done()
+    for name, pipe in pipelines.items():
+        unknown = [h for h in pipe.hops if h not in pipelines]
+        if unknown:
+            raise ConfigError(f"{path}: pipelines.{name}.hops names {unknown[0]!r}, which is not a "
+                              f"[pipelines.NAME] (known: {', '.join(sorted(pipelines))})")
+        if name in pipe.hops:
+            raise ConfigError(f"{path}: pipelines.{name}.hops names the pipeline itself; list the pipelines "
+                              "it is made of")
+        repeated = next((h for i, h in enumerate(pipe.hops) if h in pipe.hops[:i]), None)
+        if repeated is not None:
+            raise ConfigError(f"{path}: pipelines.{name}.hops names {repeated!r} twice; list each hop once")
+        if any(pipelines[h].hops for h in pipe.hops if h != name):
+            raise ConfigError(f"{path}: pipelines.{name}.hops names a pipeline that has hops of its own; "
+                              f"list every hop in one pipeline")
+
+    spark = Spark()
+    sp = root.sub("spark")
+    if sp is not None:
+        spark = Spark(
+            master=sp.str("master", "local[*]"),
+            remote=sp.str("remote", None),
+            driver_memory=sp.str("driver_memory", "2g"),
+            shuffle_partitions=sp.int("shuffle_partitions", 4),
+        )
+        sp.done()
+        # Checked here, not by Spark: a JVM that refuses them prints a page of its own output first.
+        for key, problem in (("master", spark_master_problem(spark.master)),
+                             ("driver_memory", memory_problem(spark.driver_memory))):
+            if problem:
+                raise ConfigError(f"{path}: spark.{key} is {sp.shown(key, getattr(spark, key))}: {problem}")
+        if spark.shuffle_partitions < 1:
+            raise ConfigError(f"{path}: spark.shuffle_partitions must be at least 1, got "
+                              f"{spark.shuffle_partitions}")
+    au = root.sub("audit")
+    audit_engine = au.str("engine", None, choices={"spark", "local"}) if au is not None else None
+    content_check = au.bool("content_check", False) if au is not None else False
+    if au is not None:
+        au.done()
+    default = root.str("default_pipeline", None)
+    if default is not None and default not in pipelines:
+        known = ", ".join(sorted(pipelines)) or "none"
+        raise ConfigError(f"{path}: default_pipeline is {root.shown('default_pipeline', default)}, but no "
+                          f"such [pipelines.NAME] is defined (known: {known})")
+    root.done()
+    return Config(path=path, clusters=clusters, pipelines=pipelines, spark=spark, audit_engine=audit_engine,
+                  audit_content_check=content_check, default_pipeline=default)
+
+
+def _three(names: tuple[str, ...], path: Path, pipeline: str) -> tuple[str, str, str]:
+    if len(names) != 3:
+        raise ConfigError(f"{path}: pipelines.{pipeline}.sink.lineage_headers needs three header names "
+                          f"(topic, partition, offset), got {len(names)}")
+    return (names[0], names[1], names[2])
+
+
+
+def _check_value_columns(sink: Sink, path: Path, pipeline: str) -> None:
+    problem = value_columns_problem(sink)
+    if problem:
+        raise ConfigError(f"{path}: pipelines.{pipeline}.sink: {problem}")
+
+
+def _check_hop_sink(sink: Sink, path: Path, pipeline: str, clusters: dict[str, Cluster]) -> None:
+    if sink.kafka_topic is None:
+        return
+    problem = check_lineage(sink.lineage)
+    if problem:
+        raise ConfigError(f"{path}: pipelines.{pipeline}.sink.lineage {sink.lineage!r}: {problem}")
+    if sink.cluster is not None and sink.cluster not in clusters:
+        raise ConfigError(f"{path}: pipelines.{pipeline}.sink.cluster {sink.cluster!r} is not a "
+                          f"[clusters.NAME] (known: {', '.join(sorted(clusters))})")
+
+
+
+def _bootstrap(value: str, where: str, path: Path) -> str:
+    """The value, checked; ``"sandbox"`` stays as it is (eosctl.config.target resolves it for the chosen
+    cluster
+    only, so a config naming a sandbox cluster still loads while the sandbox is down)."""
+    if value == SANDBOX:
+        return value
+    problem = bootstrap_problem(value)
+    if problem:
+        raise ConfigError(f"{path}: {where}.bootstrap_servers {value!r}: {problem}; {BOOTSTRAP_FORM}")
+    return normalize_bootstrap(value)
+
+
+# A CA bundle, a certificate or a key: a few KB; a file far larger is not one.
+PEM_MAX_BYTES = 1024 * 1024
+
+
+def _check_pem(c: _Reader, key: str, path: Path) -> None:
+    """A certificate or key file is checked for its kind before a Kafka client opens it: a FIFO blocked
+    the client's open() (and SIGTERM with it), /dev/zero was read until the handshake gave up."""
+    value = c.table.get(key)
+    if not isinstance(value, str):
+        return
+    where = local_path(_interpolate(value, c._key(key), path, c.env), path)
+    problem = input_problem(where, PEM_MAX_BYTES, must_exist=False) if where else None
+    if problem:
+        names = _ENV.findall(value)
+        shown_value = ("the value of " + " and ".join(f"${{{n}}}" for n in names) + " (not shown)" if names
+                       else shown(where))
+        raise ConfigError(f"{path}: {c._key(key)} ({shown_value}): {problem.replace(where, 'it')}; name a "
+                          "PEM file")
+
+
+def local_path(value: str | None, config: Path) -> str | None:
+    """A path the config names, as eosctl opens it: `~` expanded, a relative one against the config's
+    directory; a URL (``s3://...``) as it is."""
+    if value is None or "://" in value:
+        return value
+    expanded = os.path.expanduser(value)
+    return expanded if Path(expanded).is_absolute() else str(config.parent / expanded)

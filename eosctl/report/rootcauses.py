@@ -1,0 +1,151 @@
+"""Root causes: what explains each finding of an audit, and the findings grouped by it (a report's
+``root_causes``, listed before the findings in every format).
+
+A rule reads only a finding's kind, detail and cause (eosctl.rules.causes), so this module needs nothing of
+eosctl.report.findings: the report's JSON form there uses it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+# The reconciliation's kind each key-lineage kind renames: causes and root causes are that kind's.
+KEY_KINDS = {"lost_key": "gap", "duplicate_key": "duplicate", "phantom_key": "phantom_aborted"}
+
+# The fix of a sink that reads aborted or open transactions, as each framework spells it: Spark's Kafka source
+# and Kafka Connect's sink tasks read with the Java consumer's default, read_uncommitted, unless told.
+READ_COMMITTED_FIX = ("consume with isolation.level=read_committed (a Spark Structured Streaming job: "
+                      "option kafka.isolation.level=read_committed, which Spark's Kafka source does not set; "
+                      "Kafka Connect: consumer.override.isolation.level=read_committed)")
+
+# The detail of the phantom_beyond_hw finding for a topic-partition Kafka doesn't have.
+NOT_IN_KAFKA = "partition does not exist in Kafka"
+
+
+class Explained(Protocol):
+    """What a rule reads of a finding (an eosctl.report.findings.Finding)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def topic(self) -> str | None: ...
+    @property
+    def partition(self) -> int | None: ...
+    @property
+    def detail(self) -> str | None: ...
+    @property
+    def cause(self) -> Any: ...  # an eosctl.report.findings.Cause or None
+
+
+# Root causes (report.root_causes[].rule), in the order a report lists them, with what explains them.
+ROOT_RULES = {
+    "sink_reads_aborted": "the sink holds records of aborted or still-open transactions (or their markers): "
+                          f"it consumes read_uncommitted, or writes before the commit; {READ_COMMITTED_FIX}",
+    "sink_skipped": "the sink passed over committed records: its offsets were stored or committed apart "
+                    "from its results (a crash between the two, or a seek past them)",
+    "replay": "the sink wrote records again: results committed before their offsets were stored, then "
+              "replayed after a crash or a rebalance",
+    "upstream_retry": "one business key was written twice where idempotence cannot catch it (a producer "
+                      "without idempotence, or a retry across producer sessions)",
+    "application_resend": "the application sent one business key twice within one producer session",
+    "offsets_disagree": "the offsets stored with the sink's rows and the group's committed offsets "
+                        "disagree: offsets kept in two places drift apart",
+    "invalid_rows": "the sink wrote rows without valid source coordinates",
+    "unknown_partitions": "the sink holds rows for topic-partitions Kafka does not have (a deleted or "
+                          "recreated topic, or rows from another cluster)",
+    "beyond_high_watermark": "the sink holds rows at offsets the log never had (a recreated topic, or "
+                             "records lost to an unclean leader election)",
+    "coordinates_shifted": "the sink stores each row with a source offset shifted from its record's (an "
+                           "off-by-one offset mapping in its writer)",
+    "log_rewritten": "the sink holds records that are no longer in the log: the log was truncated and "
+                     "rewritten at their offsets after a leader change (an unclean leader election)",
+    "content_differs": "the sink holds rows whose key is not the key of the record at their offset",
+    "value_differs": "the sink holds rows with the key of the record at their offset but another value (its "
+                     "value column, or the value's md5, differs)",
+    "not_yet_consumed": "committed records the sink's consumer had not reached when the sink was read "
+                        "(its lag)",
+    "written_before_commit": "a stage wrote outputs of input it has not committed to have processed: it "
+                             "writes before it commits (at-least-once), and a restart writes them again",
+    "reordered": "a replica holds records in another order than its source: its producer reordered retried "
+                 "batches (neither idempotent nor limited to one request in flight)",
+    "unexplained": "findings without a recorded cause (a report from before causes existed)",
+}
+
+
+@dataclass(frozen=True)
+class RootCause:
+    rule: str  # a key of ROOT_RULES
+    summary: str
+    findings: tuple[int, ...]  # indexes into the report's findings
+    partitions: tuple[tuple[str, int], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule, "summary": self.summary, "findings": list(self.findings),
+                "partitions": [{"topic": t, "partition": p} for t, p in self.partitions]}
+
+
+def root_rule(f: Explained) -> str:
+    """Which root cause explains a finding."""
+    c = f.cause
+    kind = KEY_KINDS.get(f.kind, f.kind)
+    if kind in ("phantom_aborted", "phantom_uncommitted", "phantom_marker"):
+        return "sink_reads_aborted"
+    if kind == "gap":
+        if c is None:
+            return "unexplained"
+        return "sink_skipped" if c.passed_by or c.sink_after is not None else "not_yet_consumed"
+    if f.kind == "key_duplicate":
+        if c is None or c.rule is None:
+            return "unexplained"
+        return "upstream_retry" if c.rule in ("non_idempotent", "producer_sessions") else "application_resend"
+    if f.kind == "content_mismatch":
+        return _CONTENT_ROOT.get(c.rule if c is not None else None, "unexplained")
+    if f.kind == "phantom_beyond_hw":
+        return "unknown_partitions" if f.detail == NOT_IN_KAFKA else "beyond_high_watermark"
+    return _BY_KIND[kind]
+
+
+_CONTENT_ROOT = {"shifted_coordinates": "coordinates_shifted",
+                 "rewritten_after_leader_change": "log_rewritten",
+                 "different_record": "content_differs",
+                 "different_value": "value_differs"}
+_BY_KIND = {"duplicate": "replay", "offset_mismatch": "offsets_disagree", "invalid_row": "invalid_rows",
+            "ahead_of_commit": "written_before_commit", "out_of_order": "reordered"}
+
+
+def root_causes(findings: Sequence[Explained]) -> list[RootCause]:
+    """The findings grouped by what explains them, in ROOT_RULES order."""
+    groups: dict[str, list[int]] = {}
+    for i, f in enumerate(findings):
+        groups.setdefault(root_rule(f), []).append(i)
+    out = []
+    for rule in ROOT_RULES:
+        if rule not in groups:
+            continue
+        members = [findings[i] for i in groups[rule]]
+        parts = tuple(dict.fromkeys((f.topic, f.partition) for f in members
+                                    if f.topic is not None and f.partition is not None))
+        out.append(RootCause(rule, _root_summary(rule, members, len(parts)), tuple(groups[rule]), parts))
+    return out
+
+
+def _root_summary(rule: str, members: list[Explained], partitions: int) -> str:
+    n = len(members)
+    where = f" in {partitions} partition{'s' * (partitions != 1)}" if partitions else ""
+    text = f"{n} finding{'s' * (n != 1)}{where}: {ROOT_RULES[rule]}"
+    if rule not in ("sink_reads_aborted", "upstream_retry"):
+        return text + "."
+    # Only these two name transactions: reading them for 100k gaps decoded every cause
+    # (eosctl.report.causejson).
+    txns = {(t.topic or f.topic, t.partition if t.topic else f.partition, t.producer_id, t.first_offset)
+            for f in members if f.cause for t in f.cause.transactions}
+    if rule == "sink_reads_aborted" and txns:
+        fenced = sum(1 for f in members if f.cause for t in f.cause.transactions if t.fenced)
+        text += (f"; {len(txns)} transaction{'s' * (len(txns) != 1)}"
+                 + (f", {fenced} of them aborted by fencing (a zombie producer)" if fenced else ""))
+    elif rule == "upstream_retry" and txns:
+        producers = sorted({t[2] for t in txns})
+        text += f"; written by producer{'s' * (len(producers) != 1)} " + ", ".join(map(str, producers))
+    return text + "."

@@ -1,0 +1,303 @@
+"""The content check: does each sink row hold the record at its offset? (finding kind ``content_mismatch``)
+
+An offsets-only audit can't tell a row that belongs to its offset from one that doesn't: after an unclean
+leader election, records the sink consumed are gone from the log and other records sit at their offsets;
+a sink that stores the wrong coordinates (offset+1) "holds" every offset, none by its own record. Here each
+sink row's key is compared with the key of the Kafka record at its offset (both as 64-bit hashes,
+eosctl.cluster.recordkeys), all rows of a partition at once with numpy.
+
+A row whose key differs is explained, in this order:
+- ``shifted_coordinates``: its key is the record's at a neighbouring offset (offset - d, |d| <= MAX_SHIFT):
+  consecutive rows with the same shift are one finding naming it, and the audit reconciles those rows at
+  the offsets they really hold (shifted_islands), so the gaps and phantoms the shift made up vanish while
+  real ones stay.
+- ``rewritten_after_leader_change``: the record at its offset was written under a partition leader epoch
+  newer than every epoch of the records the sink's rows before it matched: the log was truncated and
+  rewritten there (an unclean election, a replica that lost its disk).
+- ``different_record``: neither.
+
+Where the sink names a value column (the value itself, or the md5 hex of its bytes:
+eosctl.config.model.value_mode),
+a row whose key is its record's but whose value is not is ``different_value``: consecutive rows are one
+finding. A partition where no row with its record's key holds its value too is not judged for values (the
+column holds something else: a transformed value, another serialization).
+
+A partition where no row holds the key of any record at or near its offset is not judged: its key column
+is not the records' key (a business key read from the value, or a key serialized differently).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from eosctl.cluster.model import PartitionLog
+from eosctl.report.findings import Cause, Finding
+
+KIND = "content_mismatch"
+MAX_SHIFT = 3
+SHIFTS = tuple(d for k in range(1, MAX_SHIFT + 1) for d in (k, -k))  # nearest first, +k before -k
+SHIFTED, REWRITTEN, DIFFERENT = "shifted_coordinates", "rewritten_after_leader_change", "different_record"
+DIFFERENT_VALUE = "different_value"
+RULES = (SHIFTED, REWRITTEN, DIFFERENT, DIFFERENT_VALUE)
+
+
+@dataclass(frozen=True)
+class Shift:
+    """Sink rows at stored offsets first..last (inclusive) each hold the record at offset - shift."""
+
+    first: int
+    last: int
+    shift: int
+
+
+@dataclass(frozen=True)
+class ContentResult:
+    findings: list[Finding]
+    shifts: list[Shift]
+    rows_checked: int
+    # False: no row's key is the key of a record at or near its offset, so the sink's key column does not
+    # hold the records' keys and the partition was not judged.
+    comparable: bool = True
+    # False: the sink names a value column, but no row holding its record's key holds its value too.
+    values_comparable: bool = True
+
+
+def check_partition(log: PartitionLog, offsets: np.ndarray, hashes: np.ndarray,
+                    sink_keys: Any = None,
+                    islands: Sequence[tuple[int, int, int]] | None = None,
+                    values: np.ndarray | None = None, value_name: str = "value column") -> ContentResult:
+    """The content findings of one partition: ``offsets`` and ``hashes`` are its sink rows' offsets and
+    key hashes (eosctl.cluster.recordkeys.hash_arrow), any order; ``sink_keys`` (a list or an Arrow array,
+    same
+    order) names a row's key in the finding's summary. ``islands``: the partition's rows as offset islands,
+    to count a shift's rows with the ones that repeat a (key, offset) the key query reads once. ``values``:
+    the rows' value hashes (same order; compared with the log's record_keys.values), ``value_name`` names
+    the sink's column in a finding."""
+    rk = log.record_keys
+    if rk is None or not len(offsets):
+        return ContentResult([], [], 0)
+    order = np.argsort(offsets, kind="stable")
+    so, sh = offsets[order], hashes[order]
+    n = len(so)
+    rec = _Records(rk)
+    i0, found0 = rec.at(so)
+    m0 = found0 & ~rk.control[i0] & (rk.keys[i0] == sh)
+    mismatch = found0 & ~m0  # a record or a marker there, not this row's
+    value_findings: list[Finding] = []
+    values_comparable = True
+    if values is not None and rk.values is not None and m0.any():
+        same = m0 & (rk.values[i0] == values[order])
+        if same.any():
+            keys0 = None if sink_keys is None else _Keys(sink_keys, order)
+            value_findings = _value_findings(log, so, m0 & ~same, i0, keys0, value_name)
+        else:
+            values_comparable = False
+    if not mismatch.any():
+        return ContentResult(value_findings, [], n, values_comparable=values_comparable)
+    md = {}
+    for d in SHIFTS:
+        i, found = rec.at(so - d)
+        md[d] = found & ~rk.control[i] & (rk.keys[i] == sh)
+    if not m0.any() and not any(m.any() for m in md.values()):
+        # No row holds the key of any record near its offset: the column is not the records' key (a
+        # business key read from the value, or a key serialized otherwise), so nothing can be judged.
+        return ContentResult([], [], n, comparable=False, values_comparable=values_comparable)
+    chosen = np.zeros(n, np.int64)
+    for d in reversed(SHIFTS):  # the nearest shift wins
+        chosen[mismatch & md[d]] = d
+    covered = np.zeros(n, bool)
+    runs: list[tuple[int, int, int]] = []  # (first row, last row, shift), row indexes in ``so``
+    for d in SHIFTS:
+        for a, b in _true_runs(md[d] & ~covered):
+            if (mismatch[a:b + 1] & (chosen[a:b + 1] == d)).any():
+                runs.append((a, b, d))
+                covered[a:b + 1] = True
+    runs.sort()
+    keys = None if sink_keys is None else _Keys(sink_keys, order)
+    findings = [_shift_finding(log, so, a, b, d, keys, islands) for a, b, d in runs]
+    rest = mismatch & ~covered
+    if rest.any():
+        findings += _other_findings(log, rec, so, m0, rest, i0, keys)
+    findings += value_findings
+    findings.sort(key=lambda f: f.sort_key)
+    return ContentResult(findings, [Shift(int(so[a]), int(so[b]), d) for a, b, d in runs], n,
+                         values_comparable=values_comparable)
+
+
+def _value_findings(log: PartitionLog, so: np.ndarray, differ: np.ndarray, i0: np.ndarray,
+                    keys: _Keys | None, value_name: str) -> list[Finding]:
+    """One finding per run of consecutive rows whose key is their record's and whose value is not."""
+    epochs = log.record_keys.epochs[i0]
+    out = []
+    for a, b in _true_runs(differ):
+        first, last, rows = int(so[a]), int(so[b]), b - a + 1
+        tp = f"{log.topic}[{log.partition}]"
+        where = f"offset {first}" if first == last else f"offsets {first}..{last}"
+        key = f" (the row at {first} has key {keys[a]!r})" if keys is not None and keys[a] is not None else ""
+        their = "its" if rows == 1 else "their"
+        summary = (f"The sink's {rows} row{'s' * (rows != 1)} at {tp} {where}{key} hold the key of the "
+                   f"record at {their} offset but not its value: the sink's {value_name} differs from the "
+                   "record's value (a writer that altered or mixed up values, or a record re-written with "
+                   "the same key).")
+        cause = Cause(KIND, summary, rule=DIFFERENT_VALUE, leader_epoch=int(epochs[a]))
+        detail = "the record at this offset has this key but another value" if rows == 1 else \
+            "the records at these offsets have these keys but other values"
+        out.append(Finding(KIND, log.topic, log.partition, first, last, rows, detail=detail, cause=cause))
+    return out
+
+
+class _Keys:
+    """The sink's key of a sorted row, looked up only for the rows a finding names."""
+
+    def __init__(self, keys: Any, order: np.ndarray) -> None:
+        self.keys, self.order = keys, order
+
+    def __getitem__(self, row: int) -> str | None:
+        k = self.keys[int(self.order[row])]
+        return k.as_py() if hasattr(k, "as_py") else k
+
+
+class _Records:
+    def __init__(self, rk: object) -> None:
+        self.offsets = rk.offsets  # type: ignore[attr-defined]
+        self.n = len(self.offsets)
+
+    def at(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Index of the record at each offset (clipped) and whether there is one."""
+        if not self.n:
+            return np.zeros(len(wanted), np.int64), np.zeros(len(wanted), bool)
+        i = np.searchsorted(self.offsets, wanted).clip(0, self.n - 1)
+        return i, self.offsets[i] == wanted
+
+
+def _true_runs(mask: np.ndarray) -> Iterable[tuple[int, int]]:
+    """(first, last) index of each run of True."""
+    if not mask.any():
+        return []
+    edges = np.diff(np.concatenate([[0], mask.astype(np.int8), [0]]))
+    return zip(np.flatnonzero(edges == 1).tolist(), (np.flatnonzero(edges == -1) - 1).tolist(), strict=True)
+
+
+def rows_in(islands: Iterable[tuple[int, int, int]], first: int, last: int) -> int:
+    """The sink rows at offsets first..last."""
+    return sum((min(hi, last) - max(lo, first) + 1) * m for lo, hi, m in islands
+               if hi >= first and lo <= last)
+
+
+def _shift_finding(log: PartitionLog, so: np.ndarray, a: int, b: int, d: int,
+                   keys: _Keys | None, islands: Sequence[tuple[int, int, int]] | None) -> Finding:
+    first, last = int(so[a]), int(so[b])
+    rows = b - a + 1 if islands is None else rows_in(islands, first, last)
+    tp = f"{log.topic}[{log.partition}]"
+    where = f"offset {first}" if first == last else f"offsets {first}..{last}"
+    stores = f"offset{d:+d}"
+    each = "its row" if rows == 1 else "each row"
+    detail = f"the sink stores {stores}: {each} holds the record at its offset {-d:+d}"
+    held = f"{first - d}" if rows == 1 else f"{first - d}..{last - d}"
+    example = f" (the row at {first} has key {keys[a]!r}, the key of the record at {first - d})" \
+        if keys is not None and keys[a] is not None else ""
+    summary = (f"The sink's {rows} row{'s' * (rows != 1)} at {tp} {where} hold the records at {held}"
+               f"{example}: its writer stores the source offset shifted by {d:+d} ({stores}), so the "
+               "offsets it reports as held are not the records it holds.")
+    cause = Cause(KIND, summary, rule=SHIFTED, shift=d)
+    return Finding(KIND, log.topic, log.partition, first, last, rows, detail=detail, cause=cause)
+
+
+def _other_findings(log: PartitionLog, rec: _Records, so: np.ndarray, m0: np.ndarray, rest: np.ndarray,
+                    i0: np.ndarray, keys: _Keys | None) -> list[Finding]:
+    rk = log.record_keys
+    epochs = rk.epochs[i0].astype(np.int64)
+    # The newest leader epoch among the records the sink's rows *before* each row matched.
+    seen = np.where(m0, epochs, -1)
+    seen = np.maximum.accumulate(seen)
+    seen_before = np.concatenate([[-1], seen[:-1]])
+    # With no matching row before it: the log shows the truncation itself, an epoch that began after the
+    # log's first one.
+    first_epoch = log.leader_epochs[0][0] if log.leader_epochs else -1
+    rewritten = rest & np.where(seen_before >= 0, epochs > seen_before, epochs > first_epoch)
+    out: list[Finding] = []
+    idx = np.flatnonzero(rest)
+    start = 0
+    # One finding per run of consecutive mismatched rows with the same explanation (and epoch).
+    for j in range(1, len(idx) + 1):
+        if j < len(idx) and idx[j] == idx[j - 1] + 1 and rewritten[idx[j]] == rewritten[idx[start]] \
+                and epochs[idx[j]] == epochs[idx[start]]:
+            continue
+        a, b = int(idx[start]), int(idx[j - 1])
+        out.append(_other_finding(log, so, a, b, bool(rewritten[a]), int(epochs[a]), int(seen_before[a]),
+                                  bool(rk.control[i0[a]]), keys))
+        start = j
+    return out
+
+
+def epoch_start(log: PartitionLog, epoch: int) -> int | None:
+    """The first offset the scan read under this partition leader epoch."""
+    return next((o for e, o in log.leader_epochs if e == epoch), None)
+
+
+def _other_finding(log: PartitionLog, so: np.ndarray, a: int, b: int, rewritten: bool, epoch: int,
+                   seen: int, marker: bool, keys: _Keys | None) -> Finding:
+    first, last, rows = int(so[a]), int(so[b]), b - a + 1
+    tp = f"{log.topic}[{log.partition}]"
+    where = f"offset {first}" if first == last else f"offsets {first}..{last}"
+    key = f" (the row at {first} has key {keys[a]!r})" if keys is not None and keys[a] is not None else ""
+    what = "a transaction marker" if marker and rows == 1 else "other records"
+    if rewritten:
+        start = epoch_start(log, epoch)
+        since = f" from offset {start}" if start is not None else ""
+        summary = (f"The sink's {rows} row{'s' * (rows != 1)} at {tp} {where}{key} belong to records that "
+                   f"are no longer in the log: {what} sit at these offsets now, written under partition "
+                   f"leader epoch {epoch}{since}, while the sink's rows before them match records of "
+                   f"epoch {seen} or older: the log was truncated and rewritten after a leader change (an "
+                   "unclean leader election, or a replica that lost its data).")
+        cause = Cause(KIND, summary, rule=REWRITTEN, leader_epoch=epoch, sink_leader_epoch=seen,
+                      epoch_start=start)
+        detail = f"re-written under leader epoch {epoch} (the sink's rows before saw epoch {seen})"
+    else:
+        summary = (f"The sink's {rows} row{'s' * (rows != 1)} at {tp} {where}{key} hold keys that are not "
+                   f"the keys of the records at their offsets, nor of their neighbours' ({what} are "
+                   "there): the writer stored rows with coordinates that are not theirs.")
+        cause = Cause(KIND, summary, rule=DIFFERENT, leader_epoch=epoch)
+        detail = "the record at this offset has another key" if rows == 1 else \
+            "the records at these offsets have other keys"
+    return Finding(KIND, log.topic, log.partition, first, last, rows, detail=detail, cause=cause)
+
+
+def shifted_islands(islands: Iterable[tuple[int, int, int]],
+                    shifts: Sequence[Shift]) -> list[tuple[int, int, int]]:
+    """The sink's islands with each shift run's rows moved to the offsets they hold (offset - shift):
+    rows landing on offsets other rows hold add up (a duplicate is still one)."""
+    pieces: list[tuple[int, int, int]] = []
+    for first, last, mult in islands:
+        for s in shifts:
+            if last < s.first or first > s.last:
+                continue
+            if first < s.first:
+                pieces.append((first, s.first - 1, mult))
+            lo, hi = max(first, s.first), min(last, s.last)
+            pieces.append((lo - s.shift, hi - s.shift, mult))
+            first = hi + 1
+            if first > last:
+                break
+        if first <= last:
+            pieces.append((first, last, mult))
+    # Overlay: +mult where a piece starts, -mult after it ends.
+    events: dict[int, int] = {}
+    for first, last, mult in pieces:
+        events[first] = events.get(first, 0) + mult
+        events[last + 1] = events.get(last + 1, 0) - mult
+    out: list[tuple[int, int, int]] = []
+    level, prev = 0, None
+    for at in sorted(events):
+        if prev is not None and level > 0:
+            if out and out[-1][1] == prev - 1 and out[-1][2] == level:
+                out[-1] = (out[-1][0], at - 1, level)
+            else:
+                out.append((prev, at - 1, level))
+        level += events[at]
+        prev = at
+    return out

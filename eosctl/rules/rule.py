@@ -1,0 +1,70 @@
+"""What the audit decides for one partition, and for one business key: the rule both engines run.
+
+``audit_partition`` takes what a task read (the partition's log, or None when only the sink names it,
+and the sink's offset islands) and what the driver knows (the stage's committed offset for a hop, the
+sink's stored and the group's committed offsets) and returns the partition's summary and its findings,
+each with its cause. ``key_finding`` judges a key found at several committed places.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from eosctl.cluster.model import PartitionLog
+from eosctl.report.findings import Finding, PartitionSummary
+from eosctl.report.segments import log_segments
+from eosctl.rules.causes import Writer, committed_writers, explain_partition, key_cause
+from eosctl.rules.reconcile import SinkFacts, clipped, offset_mismatch, reconcile_partition, reconcile_unknown
+
+if TYPE_CHECKING:
+    from eosctl.sink import OffsetIsland
+
+
+def audit_partition(topic: str, partition: int, log: PartitionLog | None, islands: Iterable[OffsetIsland], *,
+                    expected_upto: int | None = None, check_offsets: bool = False,
+                    stored_offset: int | None = None, committed_offset: int | None = None,
+                    group: str | None = None) -> tuple[PartitionSummary, list[Finding]]:
+    """One partition's summary and findings.
+
+    ``log`` None: Kafka doesn't have the partition (only the sink names it). ``expected_upto``: on a
+    Kafka-to-Kafka hop, the stage's committed offset; input past it is the stage's lag, never a gap.
+    ``check_offsets``: compare the sink's stored offset with the group's committed one (offset_mismatch).
+    """
+    facts = SinkFacts()
+    if log is None:
+        summary, findings = reconcile_unknown(topic, partition, islands)
+    else:
+        side = log if expected_upto is None else clipped(log, expected_upto)
+        summary, findings = reconcile_partition(side, islands, facts)
+        summary = replace(summary, log_segments=log_segments(log))  # for the HTML gap map
+    if check_offsets:
+        mismatch = offset_mismatch(topic, partition, stored_offset, committed_offset, log, group)
+        findings = [*findings, *([mismatch] if mismatch else [])]
+    return summary, explain_partition(log, findings, facts, stored_offset, committed_offset, group)
+
+
+def committed_ranges(log: PartitionLog) -> list[tuple[int, int, int | None, int | None, int | None]]:
+    """The committed offsets [log start, LSO) by writer (first, last, producer id, epoch, marker offset):
+    what the key rule needs to name who wrote each place of a key."""
+    return list(committed_writers(log))
+
+
+def key_finding(key: str, at: Sequence[Any]) -> Finding:
+    """A key at more than one committed place (``at``: dicts or Rows with topic, partition, offset,
+    producer_id, producer_epoch, marker_offset): one finding at its first place's partition, first/last
+    = min/max offset, count = distinct committed source records carrying the key; its cause from the
+    places' writers."""
+    dicts = [x if isinstance(x, dict) else x.asDict() for x in at]
+    writers = sorted((Writer(a["topic"], a["partition"], a["offset"], a["producer_id"], a["producer_epoch"],
+                             a["marker_offset"]) for a in dicts),
+                     key=lambda w: (w.topic, w.partition, w.offset))
+    offsets = tuple(w.offset for w in writers)
+    topic, partition = writers[0].topic, writers[0].partition
+    detail = None
+    if len({(w.topic, w.partition) for w in writers}) > 1:
+        detail = "in " + ", ".join(f"{w.topic}[{w.partition}]@{w.offset}" for w in writers)
+    f = Finding("key_duplicate", topic, partition, min(offsets), max(offsets), len(writers), key=key,
+                offsets=offsets, detail=detail)
+    return replace(f, cause=key_cause(f, writers))

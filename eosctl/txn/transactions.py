@@ -1,0 +1,500 @@
+"""Transactions: the coordinator's view (ListTransactions/DescribeTransactions), hanging transactions,
+and the admin abort that clears one.
+
+A transaction is *hanging* when it holds a partition's LSO with nobody left to finish it. Two rules,
+either one is enough:
+
+- KIP-664 (what ``kafka-transactions.sh find-hanging`` does): DescribeProducers shows a producer with a
+  current transaction on the partition whose last write is older than ``max_age``, and its coordinator
+  does not list that partition (no transactional id for the producer id, or DescribeTransactions does
+  not name the partition). The coordinator lists a partition while the transaction is Ongoing and until
+  its marker is written (PrepareCommit/PrepareAbort), whatever the epoch: transactions v2 bumps the epoch
+  before the markers go out (TransactionsCommand.FindHangingCommand.filterHangingTransactions).
+- LSO: the partition's LSO is below its HW and the open transaction at the LSO is older than
+  ``max_age`` (age = now - first timestamp of its first batch, read from the log). This needs nothing
+  but ListOffsets and one Fetch, so it works where DescribeProducers returns nothing (noida-db) and it
+  also catches transactions the coordinator still lists but never ends (a coordinator that does not
+  enforce transaction.timeout.ms).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
+
+import kafka.errors as Errors
+from kafka.admin import AbortTransactionSpec, KafkaAdminClient, TransactionDescription
+from kafka.admin import ProducerState as ActiveProducer
+from kafka.protocol.admin.transactions import DescribeTransactionsRequest, ListTransactionsRequest
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
+from kafka.structs import TopicPartition
+
+from eosctl.base.errors import BrokerError, EosctlError
+from eosctl.cluster.logscan import scan_partition
+from eosctl.cluster.model import TP
+from eosctl.cluster.wire import Offsets, WireClient, listed_api_versions
+from eosctl.txn.opentxn import (
+    COORDINATOR_CLOCK,
+    PRODUCER_CLOCK,
+    TRUSTED_CLOCKS,
+    OpenTxn,
+    first_batches,
+    open_transactions,
+)
+
+# Kafka's default transaction.max.timeout.ms: after it the coordinator aborts a transaction by itself.
+DEFAULT_MAX_AGE_S = 900.0
+ACTIVE_STATES = {"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"}
+WRITE_TXN_MARKERS_API_KEY = 27
+# DescribeProducers' answer: the active producers per partition, and "ok" / "unsupported" / the error.
+Described = tuple[dict[TP, list[ActiveProducer]], str]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class TxnInfo:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int | None
+    state: str
+    timeout_ms: int | None
+    start_time_ms: int | None  # None when no transaction runs (Kafka reports -1)
+    coordinator_id: int | None
+    partitions: tuple[TP, ...] = ()
+
+    @property
+    def active(self) -> bool:
+        return self.state in ACTIVE_STATES
+
+    def age_s(self, now_ms: int) -> float | None:
+        """Age of the running transaction; None when none runs (brokers keep the last start time)."""
+        if self.start_time_ms is None or not self.active:
+            return None
+        return max(0.0, (now_ms - self.start_time_ms) / 1000)
+
+    def to_dict(self, now_ms: int) -> dict[str, Any]:
+        return {
+            "transactional_id": self.transactional_id, "producer_id": self.producer_id,
+            "producer_epoch": self.producer_epoch, "state": self.state, "timeout_ms": self.timeout_ms,
+            "start_time_ms": self.start_time_ms, "age_s": _round(self.age_s(now_ms)),
+            "coordinator_id": self.coordinator_id,
+            "partitions": [{"topic": t, "partition": p} for t, p in self.partitions],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Hanging:
+    topic: str
+    partition: int
+    producer_id: int
+    producer_epoch: int
+    first_offset: int
+    age_s: float | None
+    rules: tuple[str, ...]  # "kip664", "lso"
+    lso: int | None = None
+    hw: int | None = None
+    transactional_id: str | None = None
+    coordinator_state: str | None = None
+    age_source: str = PRODUCER_CLOCK  # whose clock dates it (eosctl.txn.opentxn.TRUSTED_CLOCKS)
+
+    @property
+    def blocked(self) -> int | None:
+        return None if self.lso is None or self.hw is None else self.hw - self.lso
+
+    @property
+    def age_trusted(self) -> bool:
+        return self.age_source in TRUSTED_CLOCKS
+
+    def counts(self, max_age_s: float) -> bool:
+        """Does it make `txns hanging` exit 1? Not when only a producer-set record timestamp makes it
+        older than ``max_age_s``: its coordinator's orphaned partition (kip664) or a broker's clock must
+        say so (or any age is enough: max-age 0)."""
+        return "kip664" in self.rules or self.age_trusted or max_age_s <= 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"topic": self.topic, "partition": self.partition, "producer_id": self.producer_id,
+                "producer_epoch": self.producer_epoch, "first_offset": self.first_offset,
+                "age_s": _round(self.age_s), "rules": list(self.rules), "lso": self.lso, "hw": self.hw,
+                "blocked": self.blocked, "transactional_id": self.transactional_id,
+                "coordinator_state": self.coordinator_state, "age_source": self.age_source}
+
+
+@dataclass
+class HangingReport:
+    max_age_s: float
+    partitions_checked: int
+    hanging: list[Hanging] = field(default_factory=list)
+    producers_returned: int = 0  # by DescribeProducers, over all checked partitions
+    describe_producers: str = "ok"  # "ok" | "unsupported" | an error name
+    # The broker's ListOffsets and Fetch answers disagreed on these partitions (eosctl.cluster.wire.Offsets).
+    offsets_disagreements: list[str] = field(default_factory=list)
+    # Open transactions holding an LSO now that are not (yet) hanging: younger than max_age_s. What stalls
+    # a read_committed consumer, whatever its age; never counted in the exit status.
+    blocking: list[Hanging] = field(default_factory=list)
+
+    @property
+    def counted(self) -> list[Hanging]:
+        """The findings that make `txns hanging` exit 1 (see Hanging.counts)."""
+        return [h for h in self.hanging if h.counts(self.max_age_s)]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"max_age_s": self.max_age_s, "partitions_checked": self.partitions_checked,
+                "describe_producers": {"status": self.describe_producers,
+                                       "producers_returned": self.producers_returned},
+                "offsets_disagreements": self.offsets_disagreements,
+                "hanging": [{**h.to_dict(), "counted": h.counts(self.max_age_s)} for h in self.hanging],
+                "blocking": [h.to_dict() for h in self.blocking]}
+
+
+@dataclass(frozen=True, slots=True)
+class AbortPlan:
+    topic: str
+    partition: int
+    start_offset: int
+    producer_id: int
+    producer_epoch: int
+    lso: int
+    hw: int
+    started_ms: int | None
+    transactional_id: str | None
+    supported: bool  # the broker offers WriteTxnMarkers
+    # The marker's coordinator epoch: the partition leader rejects a marker older than the last one it
+    # saw for the producer, so it is the one DescribeProducers reports, or 0 when unknown (as
+    # kafka-transactions.sh abort does).
+    coordinator_epoch: int = 0
+    # The coordinator's state for the transactional id (DescribeTransactions), None when unknown. The ABORT
+    # marker goes to the partition leader only: a coordinator still "Ongoing" is not told, so a live
+    # producer of the id goes on and commits its later records without the aborted ones.
+    coordinator_state: str | None = None
+
+    def to_dict(self, now_ms: int) -> dict[str, Any]:
+        age = None if self.started_ms is None else max(0.0, (now_ms - self.started_ms) / 1000)
+        return {"topic": self.topic, "partition": self.partition, "start_offset": self.start_offset,
+                "producer_id": self.producer_id, "producer_epoch": self.producer_epoch,
+                "coordinator_epoch": self.coordinator_epoch, "lso": self.lso,
+                "hw": self.hw, "blocked": self.hw - self.lso, "age_s": _round(age),
+                "transactional_id": self.transactional_id, "coordinator_state": self.coordinator_state,
+                "supported": self.supported}
+
+    @property
+    def producer_may_be_alive(self) -> bool:
+        return self.coordinator_state == "Ongoing"
+
+
+def _round(v: float | None) -> float | None:
+    return None if v is None else round(v, 3)
+
+
+# --- the admin client (built by eosctl.cluster.clients.kafka_admin)
+# ------------------------------------------
+
+
+def supports(admin: KafkaAdminClient, api_key: int) -> bool:
+    """Whether the broker lists ``api_key`` in its ApiVersions answer
+    (eosctl.cluster.wire.listed_api_versions:
+    never through kafka-python's enum, which raises on keys it lacks)."""
+    listed = listed_api_versions(getattr(admin, "_manager", None))
+    if listed is None:
+        try:
+            listed = admin.api_versions()
+        except ValueError:
+            return False
+    return api_key in {int(k) for k in listed}
+
+
+def _call(what: str, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
+    """Run one admin call; protocol errors become one line naming what failed."""
+    try:
+        return fn(*args, **kwargs)
+    except Errors.IncompatibleBrokerVersion:
+        raise EosctlError(f"this broker does not support {what}") from None
+    except Errors.KafkaError as e:
+        raise BrokerError(f"{what} failed: {type(e).__name__}") from None
+
+
+# --- list / describe -------------------------------------------------------------------------------------
+
+
+def _info(txid: str, d: TransactionDescription) -> TxnInfo:
+    return TxnInfo(
+        transactional_id=txid, producer_id=d.producer_id, producer_epoch=d.producer_epoch,
+        state=d.state.value, timeout_ms=d.transaction_timeout_ms,
+        start_time_ms=d.transaction_start_time_ms if d.transaction_start_time_ms >= 0 else None,
+        coordinator_id=d.coordinator_id,
+        partitions=tuple(sorted((tp.topic, tp.partition) for tp in d.topic_partitions)),
+    )
+
+
+def list_transactions(admin: KafkaAdminClient, states: Sequence[str] = (), min_age_s: float | None = None,
+                      producer_ids: Sequence[int] = (), now_ms: int | None = None) -> list[TxnInfo]:
+    """Every transactional id the coordinators know, described (state, epoch, timeout, start, partitions).
+
+    State and age are filtered here rather than in the request: ListTransactions v1's duration filter is
+    missing on older brokers, and the age filter needs the start time anyway.
+    """
+    now_ms = _now(now_ms)
+    listed = _call("ListTransactions", admin.list_transactions,
+                   producer_id_filters=list(producer_ids) or None)
+    ids = sorted({t.transactional_id for per_broker in listed.values() for t in per_broker})
+    described = _call("DescribeTransactions", admin.describe_transactions, ids) if ids else {}
+    wanted = {s.lower() for s in states}
+    out = []
+    for txid in ids:
+        if txid not in described:
+            continue
+        info = _info(txid, described[txid])
+        if wanted and info.state.lower() not in wanted:
+            continue
+        if min_age_s is not None and (info.age_s(now_ms) is None or info.age_s(now_ms) < min_age_s):
+            continue
+        out.append(info)
+    return out
+
+
+def describe_transaction(admin: KafkaAdminClient, transactional_id: str) -> TxnInfo:
+    try:
+        described = admin.describe_transactions([transactional_id])
+    except Errors.TransactionalIdNotFoundError:
+        raise EosctlError(f"no transactional id {transactional_id!r} on this cluster "
+                          "(see `eosctl txns list`)") from None
+    except Errors.KafkaError as e:
+        raise BrokerError(f"DescribeTransactions failed: {type(e).__name__}") from None
+    if transactional_id not in described:
+        raise EosctlError(f"no transactional id {transactional_id!r} on this cluster "
+                          "(see `eosctl txns list`)")
+    return _info(transactional_id, described[transactional_id])
+
+
+# --- hanging ---------------------------------------------------------------------------------------------
+
+
+def describe_producers(admin: KafkaAdminClient, tps: Iterable[TP],
+                       leaders: Mapping[TP, int] | None = None) -> Described:
+    """DescribeProducers for the partitions (kafka-python sends one request per leader).
+
+    ``leaders``: each partition's leader when the caller knows it (eosctl.cluster.wire.WireClient), so no
+    metadata
+    is asked for first (kafka-python's own lookup decodes the whole topics' metadata, ~0.3 s at 10k
+    partitions); a leader that moved sends the request the usual way.
+    Returns (active producers per partition, status) where status is "ok", "unsupported" or the error.
+    """
+    tps = list(tps)
+    if not tps:
+        return {}, "ok"
+    try:
+        if leaders is not None and all(tp in leaders for tp in tps):
+            try:
+                return _described_by_leader(admin, tps, leaders), "ok"
+            except (Errors.NotLeaderForPartitionError, Errors.UnknownTopicOrPartitionError):
+                pass
+        result = admin.describe_producers([TopicPartition(t, p) for t, p in tps])
+    except Errors.IncompatibleBrokerVersion:
+        return {}, "unsupported"
+    except Errors.KafkaError as e:
+        return {}, type(e).__name__
+    return {(tp.topic, tp.partition): list(s.active_producers) for tp, s in result.items()}, "ok"
+
+
+def _described_by_leader(admin: KafkaAdminClient, tps: list[TP],
+                         leaders: Mapping[TP, int]) -> dict[TP, list[ActiveProducer]]:
+    by_leader: dict[int, list[TopicPartition]] = defaultdict(list)
+    for t, p in tps:
+        by_leader[leaders[(t, p)]].append(TopicPartition(t, p))
+    out: dict[TP, list[ActiveProducer]] = {}
+    for leader, parts in by_leader.items():
+        result = admin.describe_producers(parts, broker_id=leader)
+        out.update({(tp.topic, tp.partition): list(s.active_producers) for tp, s in result.items()})
+    return out
+
+
+def find_hanging(client: WireClient, admin: KafkaAdminClient, topics: Sequence[str],
+                 max_age_s: float = DEFAULT_MAX_AGE_S, now_ms: int | None = None,
+                 described: Described | None = None,
+                 known: Mapping[TP, Offsets] | None = None) -> HangingReport:
+    """Apply both rules to every partition of ``topics``; one finding per partition and producer.
+
+    ``described``: describe_producers' answer when the caller already has it (the TUI asks once per refresh);
+    ``known``: the partitions' offsets read a moment ago (the live model), used if they cover them.
+    """
+    now_ms = _now(now_ms)
+    partitions = client.metadata(topics)
+    tps = [(t, p) for t in topics for p in sorted(partitions[t])]
+    offsets = {tp: known[tp] for tp in tps} if known and all(tp in known for tp in tps) \
+        else client.offsets(tps)
+    report = HangingReport(max_age_s=max_age_s, partitions_checked=len(tps))
+    found: dict[tuple[str, int, int], Hanging] = {}
+
+    report.offsets_disagreements = [o.disagreement for o in offsets.values() if o.disagreement]
+    producers, report.describe_producers = described or describe_producers(admin, tps)
+    report.producers_returned = sum(len(v) for v in producers.values())
+    candidates = [(tp, p) for tp, ps in producers.items() for p in ps
+                  if p.current_transaction_start_offset >= 0 and p.last_timestamp >= 0
+                  and (now_ms - p.last_timestamp) / 1000 >= max_age_s]
+    blocked = [tp for tp in tps if offsets[tp].last_stable < offsets[tp].high_watermark]
+    at_lso = open_transactions(client, blocked, {tp: offsets[tp].last_stable for tp in blocked})
+    coordinator = coordinator_view(client, {p.producer_id for _, p in candidates} |
+                                   {t.producer_id for t in at_lso.values()})
+
+    # LSO rule, aged by the coordinator's start time where it has one
+    young: list[Hanging] = []
+    for tp, txn in dated(at_lso, coordinator).items():
+        age = txn.age_s(now_ms)
+        o = offsets[tp]
+        h = Hanging(tp[0], tp[1], txn.producer_id, txn.producer_epoch, txn.first_offset, age, ("lso",),
+                    o.last_stable, o.high_watermark, age_source=txn.age_source)
+        if age is not None and age >= max_age_s:
+            found[(*tp, txn.producer_id)] = h
+        else:
+            young.append(h)
+
+    # KIP-664 rule (its age is DescribeProducers' last timestamp: the last batch's max timestamp,
+    # ProducerAppendInfo.appendDataBatch, so the producer's clock on a CreateTime topic)
+    for tp, p in candidates:
+        info = coordinator.get(p.producer_id)
+        if info is not None and tp in info.partitions:
+            continue  # the coordinator will still end it on this partition (a marker, or its timeout)
+        key = (*tp, p.producer_id)
+        o = offsets[tp]
+        age = (now_ms - p.last_timestamp) / 1000
+        prior = found.get(key)
+        if prior is not None and prior.age_trusted:
+            age, source = prior.age_s or 0.0, prior.age_source
+        else:
+            age, source = max(age, prior.age_s or 0) if prior else age, PRODUCER_CLOCK
+        found[key] = Hanging(tp[0], tp[1], p.producer_id, p.producer_epoch,
+                             p.current_transaction_start_offset, age,
+                             ("kip664", "lso") if prior else ("kip664",), o.last_stable, o.high_watermark,
+                             age_source=source)
+    for key, h in found.items():
+        info = coordinator.get(h.producer_id)
+        if info is not None:
+            found[key] = _with_coordinator(h, info)
+    report.hanging = sorted(found.values(), key=lambda h: (h.topic, h.partition, h.first_offset))
+    hung = {(h.topic, h.partition) for h in report.hanging if h.lso == h.first_offset}
+    report.blocking = sorted((_with_coordinator(h, coordinator[h.producer_id]) if h.producer_id in coordinator
+                              else h for h in young if (h.topic, h.partition) not in hung),
+                             key=lambda h: (h.topic, h.partition, h.first_offset))
+    return report
+
+
+def dated(txns: Mapping[TP, OpenTxn], coordinator: Mapping[int, TxnInfo]) -> dict[TP, OpenTxn]:
+    """Each open transaction aged by its coordinator's start time (DescribeTransactions) when the
+    coordinator runs that transaction on that partition; otherwise as the log dates it."""
+    out = {}
+    for tp, txn in txns.items():
+        info = coordinator.get(txn.producer_id)
+        if info is not None:
+            txn = replace(txn, transactional_id=info.transactional_id)
+        if info is not None and info.active and info.start_time_ms is not None and tp in info.partitions:
+            txn = replace(txn, started_ms=info.start_time_ms, age_source=COORDINATOR_CLOCK)
+        out[tp] = txn
+    return out
+
+
+def coordinator_view(client: WireClient, producer_ids: Iterable[int]) -> dict[int, TxnInfo]:
+    """What the transaction coordinators say about these producer ids: ListTransactions (filtered by
+    producer id) to every broker, FindCoordinator and DescribeTransactions for the ids it names, as
+    ``kafka-transactions.sh`` does. Empty where the broker can't say (no such APIs, an error): the caller
+    then has only the log to go by. Raw requests on the wire client, so `lag` needs no other client."""
+    pids = sorted(set(producer_ids))
+    if not pids:
+        return {}
+    try:
+        nodes = client.brokers()
+        listed = client.request_all([(n, ListTransactionsRequest(state_filters=[], producer_id_filters=pids))
+                                     for n in nodes])
+        ids = sorted({t.transactional_id for r in listed if not r.error_code for t in r.transaction_states
+                      if t.producer_id in pids})
+        found = client.request_all([(nodes[0], FindCoordinatorRequest(key=i, key_type=1, max_version=3))
+                                    for i in ids])
+        by_node: dict[int, list[str]] = defaultdict(list)
+        for i, f in zip(ids, found, strict=True):
+            if not f.error_code:
+                by_node[f.node_id].append(i)
+        described = client.request_all([(n, DescribeTransactionsRequest(transactional_ids=tids))
+                                        for n, tids in by_node.items()])
+    except (EosctlError, Errors.KafkaError):
+        return {}
+    out: dict[int, TxnInfo] = {}
+    for node, response in zip(by_node, described, strict=True):
+        for t in response.transaction_states:
+            if t.error_code or t.producer_id not in pids:
+                continue
+            out[t.producer_id] = TxnInfo(
+                transactional_id=t.transactional_id, producer_id=t.producer_id,
+                producer_epoch=t.producer_epoch, state=t.transaction_state,
+                timeout_ms=t.transaction_timeout_ms,
+                start_time_ms=t.transaction_start_time_ms if t.transaction_start_time_ms >= 0 else None,
+                coordinator_id=node,
+                partitions=tuple(sorted((x.topic, p) for x in t.topics for p in x.partitions)))
+    return out
+
+
+def _with_coordinator(h: Hanging, info: TxnInfo) -> Hanging:
+    return replace(h, transactional_id=info.transactional_id, coordinator_state=info.state)
+
+
+# --- abort -----------------------------------------------------------------------------------------------
+
+
+def plan_abort(client: WireClient, admin: KafkaAdminClient, topic: str, partition: int,
+               start_offset: int) -> AbortPlan:
+    """Find the open transaction that starts at ``start_offset``; EosctlError if there is none.
+
+    DescribeProducers names it where the broker fills it in; otherwise the log does: the first batch at
+    the offset must be transactional data, and its transaction must still be open (it holds the LSO, or
+    a scan up to the HW finds no marker for it).
+    """
+    tp = (topic, partition)
+    client.leader(topic, partition)
+    o = client.offsets([tp])[tp]
+    where = f"{topic}-{partition}"
+    if start_offset < o.last_stable or start_offset >= o.high_watermark:
+        raise EosctlError(f"no open transaction starts at offset {start_offset} of {where}: open "
+                          f"transactions lie in [LSO {o.last_stable}, HW {o.high_watermark}) "
+                          "(see `eosctl txns hanging`)")
+    producers, _ = describe_producers(admin, [tp])
+    match = [p for p in producers.get(tp, []) if p.current_transaction_start_offset == start_offset]
+    coordinator_epoch = 0
+    if match:
+        pid, epoch = match[0].producer_id, match[0].producer_epoch
+        started = match[0].last_timestamp if match[0].last_timestamp >= 0 else None
+        coordinator_epoch = max(0, match[0].coordinator_epoch)  # -1: no marker yet for this producer
+    else:
+        batch = first_batches(client, {tp: start_offset}).get(tp)
+        if batch is None or batch.base_offset != start_offset:
+            raise EosctlError(f"offset {start_offset} of {where} is not the first offset of a batch; "
+                              "pass the transaction's first offset (see `eosctl txns hanging`)")
+        if not batch.is_transactional:
+            raise EosctlError(f"offset {start_offset} of {where} is not transactional data")
+        pid, epoch, started = batch.producer_id, batch.producer_epoch, batch.first_timestamp
+        if start_offset != o.last_stable:  # the one at the LSO is open by definition; others need the log
+            log = scan_partition(client, topic, partition, start_offset, o.high_watermark)
+            if not any(t.producer_id == pid and t.first_offset == start_offset and t.outcome == "OPEN"
+                       for t in log.transactions):
+                raise EosctlError(f"the transaction of producer {pid} at offset {start_offset} of {where} "
+                                  "is not open (it has a marker)")
+    if pid < 0:
+        raise EosctlError(f"offset {start_offset} of {where} is not transactional data")
+    coordinator = coordinator_view(client, {pid}).get(pid)
+    return AbortPlan(topic, partition, start_offset, pid, epoch, o.last_stable, o.high_watermark, started,
+                     coordinator.transactional_id if coordinator else None,
+                     supports(admin, WRITE_TXN_MARKERS_API_KEY), coordinator_epoch,
+                     coordinator.state if coordinator else None)
+
+
+def abort(admin: KafkaAdminClient, plan: AbortPlan) -> None:
+    """Write the ABORT marker for the planned transaction (WriteTxnMarkers to the partition leader)."""
+    if not plan.supported:
+        raise EosctlError("this broker does not support aborting transactions (no WriteTxnMarkers API); "
+                          "nothing was changed")
+    spec = AbortTransactionSpec(TopicPartition(plan.topic, plan.partition), plan.producer_id,
+                                plan.producer_epoch, plan.coordinator_epoch)
+    _call(f"aborting the transaction of producer {plan.producer_id}", admin.abort_transaction, spec)
+
+
+def _now(now_ms: int | None) -> int:
+    return int(time.time() * 1000) if now_ms is None else now_ms
