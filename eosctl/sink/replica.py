@@ -92,36 +92,68 @@ def _read(cluster: Cluster, ends: dict[TP, int], *, read_committed: bool,
     return out
 
 
-def freeze(sink: Sink, cluster: Cluster, directory: str) -> Sink:
+@dataclass(frozen=True)
+class Pairing:
+    """One replica partition as read, paired with its source partition."""
+
+    offsets: list[int]  # the replica's records, in order
+    keys: list[str | None]  # their keys
+    sources: list[int | None]  # the source offset each is paired with (None: none)
+    out_of_order: list[int]
+    covered: int  # what the replica promises to hold: the source offsets below this
+    committed: list[int]  # the committed source records' offsets (read only when asked)
+    end: int  # the replica's last stable offset the read stopped at
+
+
+def pair(sink: Sink, *, committed: bool = True) -> dict[int, Pairing]:
     """Read the replica (read_committed, up to its last stable offsets, taken first) and then every record
     of its source partitions (read_uncommitted, up to their high watermarks): what MM2 copied is below
-    those by then. The pairing is written as hop rows (eosctl.sink.kafka_topic's table)."""
-    assert sink.kafka_topic is not None
+    those by then. Each replica partition paired with its source partition; with ``committed``, the
+    source's committed records listed too (a read_committed read up to its last stable offsets)."""
+    if sink.kafka_topic is None or sink.kafka_cluster is None:
+        raise SinkError("a replica hop needs its topic and cluster (kafka_topic, cluster)")
     if sink.stage_cluster is None or len(sink.stage_topics) != 1:
         raise SinkError(f"the replica {sink.kafka_topic!r} needs exactly one source topic (source_topics)")
     topic = sink.stage_topics[0]
-    ends = kafka_topic.end_offsets(cluster, sink.kafka_topic)
-    read_at = kafka_topic.now()
-    replica = _read(cluster, ends, read_committed=True, what="the replica")
+    ends = kafka_topic.end_offsets(sink.kafka_cluster, sink.kafka_topic)
+    replica = _read(sink.kafka_cluster, ends, read_committed=True, what="the replica")
     source_ends = kafka_topic.high_watermarks(sink.stage_cluster, (topic,))
     source = _read(sink.stage_cluster, source_ends, read_committed=False, what="the replica's source")
-    rows: dict[str, list] = {n: [] for n in kafka_topic.COLUMNS}
-    covered: dict[TP, int] = {}
-    late: list[list[int]] = []
-    for (_, p), _end in sorted(ends.items()):
+    done: dict[int, list[int]] = {}
+    if committed:
+        stable = kafka_topic.end_offsets(sink.stage_cluster, topic)
+        for m in kafka_topic.records(sink.stage_cluster, stable, read_committed=True,
+                                     what="the replica's source"):
+            done.setdefault(m.partition(), []).append(m.offset())
+    out = {}
+    for (_, p) in sorted(ends):
         copies = replica.get(p, [])
         found = align([(o, fp) for o, fp, _ in source.get(p, [])], [fp for _, fp, _ in copies])
-        covered[(topic, p)] = found.covered
+        out[p] = Pairing([o for o, _, _ in copies], [k for _, _, k in copies], found.sources,
+                         found.out_of_order, found.covered, done.get(p, []), ends[(sink.kafka_topic, p)])
+    return out
+
+
+def freeze(sink: Sink, cluster: Cluster, directory: str) -> Sink:
+    """The replica paired with its source (pair), written as hop rows (eosctl.sink.kafka_topic's table)."""
+    assert sink.kafka_topic is not None
+    read_at = kafka_topic.now()
+    pairings = pair(replace(sink, kafka_cluster=cluster), committed=False)
+    topic = sink.stage_topics[0]
+    rows: dict[str, list] = {n: [] for n in kafka_topic.COLUMNS}
+    late: list[list[int]] = []
+    for p, found in pairings.items():
         late += [[p, o] for o in found.out_of_order]
-        for (offset, _, key), src in zip(copies, found.sources, strict=True):
+        for offset, key, src in zip(found.offsets, found.keys, found.sources, strict=True):
             lineage = (topic, p, src) if src is not None else (None, None, None)
             for name, value in zip(kafka_topic.COLUMNS, (*lineage, key, p, offset), strict=True):
                 rows[name].append(value)
     path = kafka_topic.write_rows(rows, directory)
-    at = json.dumps({"end_offsets": [{"partition": p, "offset": o} for (_, p), o in sorted(ends.items())],
+    covered = {p: f.covered for p, f in pairings.items()}
+    at = json.dumps({"end_offsets": [{"partition": p, "offset": f.end} for p, f in sorted(pairings.items())],
                      "read_at": read_at, "replica_of": topic,
-                     "committed": [[t, p, o] for (t, p), o in sorted(covered.items())],
-                     "committed_after": [[t, p, o] for (t, p), o in sorted(covered.items())],
+                     "committed": [[topic, p, o] for p, o in sorted(covered.items())],
+                     "committed_after": [[topic, p, o] for p, o in sorted(covered.items())],
                      "out_of_order": late, "grouped": False})
     return replace(sink, duckdb=path, kafka_topic=None, table=kafka_topic.TABLE, topic_column="src_topic",
                    partition_column="src_partition", offset_column="src_offset",

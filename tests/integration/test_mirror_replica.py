@@ -20,13 +20,18 @@ replica), never from eosctl.
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
+from confluent_kafka import Consumer, TopicPartition
 
+from eosctl.cli import main
 from tests.mirrorhelp import MirrorMaker, high_watermarks, read_records
 from tests.streaminghelp import PARTITIONS, TxnTopic, audit, documented_config
 
@@ -65,12 +70,36 @@ def copies(dr: str, replica: str, topic: TxnTopic) -> Counter:
     return Counter(where[key] for _, _, key, _ in read_records(dr, replica, PARTITIONS))
 
 
+def commit(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False)
+    finally:
+        consumer.close()
+
+
+def committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
+    """The group's committed offsets on a cluster (the test's own OffsetFetch)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        tps = consumer.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], 10)
+    finally:
+        consumer.close()
+    return {tp.partition: tp.offset for tp in tps if tp.offset >= 0}
+
+
 @pytest.fixture(scope="module")
 def eos(bootstrap: str, kafka_dr, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
     home = tmp_path_factory.mktemp("mm2-eos")
     topic = TxnTopic(bootstrap, "mirror", transactions=24, per_txn=40)
     mm = MirrorMaker(bootstrap, kafka_dr.bootstrap, home, topic.name, eos=True, read_committed=True,
                      identity=True, poll_records=20)
+    # A group of the source has committed mid-partition before MM2 starts: MM2 translates its offset while
+    # it copies past it (from offset syncs near it), then the group moves on in partition 0 and rewinds in
+    # partition 1 while MM2 is stopped, as a group does between MM2's last checkpoint and a failover.
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    done = {p: sorted(o for q, o in topic.committed if q == p) for p in range(PARTITIONS)}
+    commit(bootstrap, group, topic.name, {p: done[p][150] for p in range(PARTITIONS)})
     try:
         mm.start()
         mm.wait_until("the first copies",
@@ -81,8 +110,13 @@ def eos(bootstrap: str, kafka_dr, tmp_path_factory: pytest.TempPathFactory) -> I
         mm.wait_until("every committed record copied",
                       lambda: set(copies(kafka_dr.bootstrap, mm.replica, topic)) == set(topic.committed))
         topic.close()  # the open transaction ends (aborted) while MM2 waits at its LSO
+        mm.wait_until("the group's offsets synced to dr",
+                      lambda: len(committed(kafka_dr.bootstrap, group, mm.replica)) == PARTITIONS)
+        mm.stop()
+        now = {0: done[0][150 + 37], 1: done[1][150 - 37]}
+        commit(bootstrap, group, topic.name, now)
         yield Run(topic, mm, replica_config(home, bootstrap, kafka_dr.bootstrap, topic.name, mm.replica),
-                  kafka_dr.bootstrap)
+                  kafka_dr.bootstrap, group, now)
     finally:
         mm.stop()
         topic.close()
@@ -157,3 +191,27 @@ def test_mm2_reading_read_uncommitted_copies_aborted_and_open_records_reported_a
                     in f["cause"]["summary"])
             assert "`src.consumer.isolation.level = read_committed`" in f["cause"]["summary"]
     assert {f["kind"] for f in report["findings"]} <= {"duplicate", "phantom_aborted", "phantom_uncommitted"}
+
+
+def test_failover_readiness_equals_what_a_consumer_started_on_the_replica_re_reads_and_misses(eos: Run):
+    where = source_offset(eos.topic)
+    resume = committed(eos.dr, eos.group, eos.mm.replica)  # MM2's translation, synced to dr
+    read = read_records(eos.dr, eos.mm.replica, PARTITIONS, start=resume)  # a consumer resuming there
+    seen = {p: {where[key][1] for q, _, key, _ in read if q == p} for p in range(PARTITIONS)}
+    again = {p: sum(1 for q, _, key, _ in read if q == p and where[key][1] < eos.group_committed[p])
+             for p in range(PARTITIONS)}
+    never = {p: sum(1 for q, o in eos.topic.committed if q == p and o >= eos.group_committed[p]
+                    and o not in seen[p]) for p in range(PARTITIONS)}
+    assert again[0] > 0 and never[1] > 0  # the group moved on in 0 and rewound in 1 after the checkpoint
+
+    result = CliRunner().invoke(main, ["lag", "-c", str(eos.config), "-g", eos.group, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    (group,) = doc["groups"]
+    got = {p["partition"]: p["replica"] for p in group["partitions"]}
+    for p in range(PARTITIONS):
+        assert (got[p]["resume"], got[p]["rereads"], got[p]["misses"]) == (resume[p], again[p], never[p])
+        assert (got[p]["source_committed"], got[p]["target_committed"]) == (eos.group_committed[p], resume[p])
+    table = CliRunner().invoke(main, ["lag", "-c", str(eos.config), "-g", eos.group], terminal_width=250)
+    assert f"@{resume[0]} +{again[0]} again -{never[0]} never" in table.output
+    assert f"@{resume[1]} +{again[1]} again -{never[1]} never" in table.output
