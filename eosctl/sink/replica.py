@@ -30,7 +30,6 @@ from eosctl.base.errors import SinkError
 from eosctl.base.safetext import decode
 from eosctl.cluster.model import TP
 from eosctl.config.model import Cluster, Sink
-from eosctl.report.findings import Cause, Finding
 from eosctl.sink import kafka_topic
 
 REPLICA = "replica"
@@ -160,75 +159,7 @@ def freeze(sink: Sink, cluster: Cluster, directory: str) -> Sink:
                    key_column="key" if sink.key_column else None, offsets_table=None, frozen_from=sink, at=at)
 
 
-def _span(f: Finding) -> str:
-    return (f"offset {f.first_offset}" if f.first_offset == f.last_offset
-            else f"offsets {f.first_offset}..{f.last_offset}")
-
-
-def _records(n: int) -> str:
-    return f"{n} record{'s' * (n != 1)}"
-
-
-def replica_findings(frozen: Sink, findings: list[Finding]) -> list[Finding]:
-    """A replica hop's findings told as what MirrorMaker 2 did (the settings each points to are in
-    docs/audit.md, "MirrorMaker 2"), and its out_of_order findings (read from the frozen hop)."""
-    given = frozen.frozen_from
-    if given is None or given.lineage != REPLICA:
-        return findings
-    replica = given.kafka_topic
-    # MM2's aliases, as the config names the two clusters (mm2.properties' `clusters = src, dr`).
-    src = given.stage_cluster.name if given.stage_cluster is not None else "SOURCE"
-    dst = given.cluster or "TARGET"
-    out = []
-    for f in findings:
-        if f.cause is None or f.first_offset is None:
-            out.append(f)
-            continue
-        where = f"{f.topic}[{f.partition}] {_span(f)}"
-        if f.kind == "duplicate":
-            summary = (f"MirrorMaker 2 copied {where} to {replica} again ({f.count} extra "
-                       f"cop{'ies' if f.count != 1 else 'y'}): a task restarted without exactly-once "
-                       "support: records replayed from its last committed source offset (set "
-                       f"`{dst}.exactly.once.source.support = enabled` and read_committed; docs/audit.md)")
-        elif f.kind in ("phantom_aborted", "phantom_uncommitted"):
-            state = "aborted" if f.kind == "phantom_aborted" else "still open"
-            summary = (f"{where} ({_records(f.count)} of {state} transactions at the source) are in "
-                       f"{replica}: MM2 consumed read_uncommitted: set "
-                       "`source.consumer.isolation.level=read_committed` (in mm2.properties: "
-                       f"`{src}.consumer.isolation.level = read_committed`)")
-        elif f.kind == "gap":
-            summary = (f"{where} ({_records(f.count)} committed at the source) never reached {replica}, "
-                       "though later records did: they were deleted at the source before MM2 read them "
-                       "(retention), or filtered out (a transform), or written elsewhere")
-        else:
-            out.append(f)
-            continue
-        out.append(replace(f, cause=replace(f.cause, summary=summary)))
-    return out + out_of_order(frozen)
-
-
-def out_of_order(frozen: Sink) -> list[Finding]:
-    """Source records the replica holds once, but after a record that follows them (one finding per
-    record: their places are scattered)."""
-    given = frozen.frozen_from
+def reordered(frozen: Sink) -> tuple[str, list[tuple[int, int]]]:
+    """A frozen replica hop's source topic and the (partition, source offset) it holds out of order."""
     at: dict[str, Any] = json.loads(frozen.at) if frozen.at else {}
-    if given is None or not at.get("out_of_order"):
-        return []
-    topic = at["replica_of"]
-    out = []
-    for p, o in at["out_of_order"]:
-        f = Finding("out_of_order", topic, p, o, o, 1,
-                    detail=f"in {given.kafka_topic}[{p}] after a later record")
-        summary = (f"{topic}[{p}] offset {o} is in {given.kafka_topic} after records that follow it at the "
-                   "source: the replica's producer reordered a retried batch (MM2's producer needs "
-                   "`enable.idempotence=true`, or `max.in.flight.requests.per.connection=1`)")
-        out.append(replace(f, cause=Cause("out_of_order", summary)))
-    return out
-
-
-def promised(frozen: Sink) -> dict[TP, int] | None:
-    """What the replica promised to hold per source partition (None: not a replica hop)."""
-    given = frozen.frozen_from
-    if given is None or given.lineage != REPLICA or not frozen.at:
-        return None
-    return {(t, p): o for t, p, o in json.loads(frozen.at).get("committed", [])}
+    return at.get("replica_of", ""), [(p, o) for p, o in at.get("out_of_order", [])]
