@@ -215,3 +215,18 @@ def test_failover_readiness_equals_what_a_consumer_started_on_the_replica_re_rea
     table = CliRunner().invoke(main, ["lag", "-c", str(eos.config), "-g", eos.group], terminal_width=250)
     assert f"@{resume[0]} +{again[0]} again -{never[0]} never" in table.output
     assert f"@{resume[1]} +{again[1]} again -{never[1]} never" in table.output
+
+    # explain --offset: one record re-read in partition 0, one never seen in partition 1
+    reread = min(where[key][1] for q, _, key, _ in read if q == 0 and where[key][1] < eos.group_committed[0])
+    lost = min(o for q, o in eos.topic.committed
+               if q == 1 and o >= eos.group_committed[1] and o not in seen[1])
+    for p, o, outcome in ((0, reread, "processed again"), (1, lost, "never seen")):
+        result = CliRunner().invoke(main, ["explain", "-c", str(eos.config), "-g", eos.group, "-P", str(p),
+                                           "--offset", str(o), "--format", "json"])
+        assert result.exit_code == 0, result.output
+        replica = json.loads(result.stdout)["replica"]
+        assert replica["groups"] == [{"group": eos.group, "source_committed": eos.group_committed[p],
+                                      "resume": resume[p], "outcome": outcome}]
+        copied = [r for q, r, key, _ in read_records(eos.dr, eos.mm.replica, PARTITIONS)
+                  if q == p and where[key][1] == o]
+        assert replica["copies"] == copied
