@@ -230,3 +230,15 @@ def test_failover_readiness_equals_what_a_consumer_started_on_the_replica_re_rea
         copied = [r for q, r, key, _ in read_records(eos.dr, eos.mm.replica, PARTITIONS)
                   if q == p and where[key][1] == o]
         assert replica["copies"] == copied
+
+
+def test_the_spark_engine_reports_the_same_replica_findings(plain: Run, request: pytest.FixtureRequest):
+    request.getfixturevalue("spark")  # the suite's session, which the audit borrows
+    code, local = audit(plain.config)
+    code_spark, spark = audit(plain.config, "--engine", "spark")
+
+    def found(report: dict) -> list[tuple]:
+        return sorted((f["kind"], f["partition"], f["first_offset"], f["last_offset"], f["count"],
+                       f["cause"]["summary"]) for f in report["findings"])
+
+    assert (code_spark, found(spark)) == (code, found(local)) and found(local)
