@@ -52,6 +52,9 @@ def lag(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: st
     blocked    HW - LSO, held back by the open transaction named next to it
     time lag   age of the oldest committed record not yet consumed
     hw lag     HW - committed, what kafka-consumer-groups.sh shows, for comparison
+    replica    a MirrorMaker 2 replica pipeline (sink lineage "replica"): where the group resumes
+               on the replica (@offset) and the records it would process again (+N) and never
+               see (-N) there (docs/audit.md, "Failover readiness")
     \b
     With --watch SECONDS, each partition and group gets a Burrow-style status over a sliding window of
     polls: OK, WARN (falling behind), STALL (no progress with records to read, or blocked by an open
