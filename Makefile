@@ -54,13 +54,14 @@ check: lint
 # Apache Kafka (the suite's reference broker, 4.x and 3.9) from Maven Central, by the project's pom
 # (eosctl/sandbox/jvm/kafka.pom.xml) into ~/.cache/eosctl/jars: once per machine, reused afterwards; likewise
 # Flink and its Kafka connector (flink.pom.xml), Kafka Connect with Debezium's JDBC sink (connect.pom.xml),
+# MirrorMaker 2 (mirror.pom.xml),
 # Spark's Kafka source (spark-kafka.pom.xml) and Delta Lake for Spark (spark-delta.pom.xml), for the tests that
 # run them.
 KAFKA_VERSIONS ?= 4.4.0 3.9.1
 jars: setup system-deps
 	@for v in $(KAFKA_VERSIONS); do $(BIN)/python -c "from eosctl.sandbox import maven; maven.jars('kafka', '$$v')" \
 		|| exit 1; done
-	@for p in flink connect spark-kafka spark-delta; do \
+	@for p in flink connect mirror spark-kafka spark-delta; do \
 		$(BIN)/python -c "from eosctl.sandbox import maven; maven.jars('$$p')" || exit 1; done
 
 # Toxiproxy (Shopify's TCP fault proxy, a Go binary driven over HTTP) for the network fault tests

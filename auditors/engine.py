@@ -28,6 +28,7 @@ from eosctl.config.values import memory_problem, spark_master_problem
 from eosctl.report.findings import AuditReport
 from eosctl.rules.causes import explain_finding
 from eosctl.rules.hop import ahead_of_commit, key_findings
+from eosctl.rules.replica import replica_findings
 from eosctl.sink import Limits, SinkReader, frozen, open_reader, shown
 
 ENGINES = ("spark", "local")
@@ -116,6 +117,7 @@ def _audit(inp: AuditInput, options: EngineOptions, progress: Progress, t_start:
                 if given.lineage == "key":  # named for keys
                     findings = key_findings(fixed, findings)
                 findings = findings + ahead_of_commit(fixed, findings + invalid)
+                findings = replica_findings(fixed, findings)  # a MirrorMaker 2 replica: told as MM2's
     progress(Step("done", 1, 1))
     engine = engine_facts(info, result.tasks, timings["prepare_seconds"], startup, result.timings)
     with paused():

@@ -181,6 +181,13 @@ def secured_kafka(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="session")
+def kafka_dr(tmp_path_factory: pytest.TempPathFactory):
+    """ONE more single-node Apache Kafka, the "dr" cluster MirrorMaker 2 copies to (tests/mirrorhelp.py),
+    only for the replica tests."""
+    yield from _kafka(tmp_path_factory, "apache-kafka-dr", 1)
+
+
+@pytest.fixture(scope="session")
 def kafka39(tmp_path_factory: pytest.TempPathFactory):
     """ONE single-node Apache Kafka 3.9.1 (transactions v1 only), only for the version set's tests."""
     yield from _kafka(tmp_path_factory, "apache-kafka-39", 1, version="3.9.1")

@@ -24,6 +24,7 @@ from eosctl.cluster.model import PartitionLog
 from eosctl.cluster.wire import WireClient
 from eosctl.config.target import Target
 from eosctl.inspection.capture import Capture, hanging_at
+from eosctl.inspection.failover import Failover, readiness, replica_sink
 from eosctl.inspection.lag import LagSnapshot, Status
 from eosctl.inspection.ledger import Ledger
 from eosctl.inspection.live import LagHistory, LagKey, LiveModel
@@ -55,6 +56,9 @@ class Dashboard:
     # The options pointing a command at what is shown (eosctl.config.target.Target.args), for hints to copy; a
     # snapshot's: its broker's address.
     args: str = ""
+    # A MirrorMaker 2 replica pipeline: each checkpointed group's failover readiness, read with the last
+    # audit run here (eosctl.inspection.failover; the Lag view's headline and detail show it).
+    failover: list[Failover] = field(default_factory=list)
 
     @property
     def command_args(self) -> str:
@@ -186,6 +190,7 @@ class LiveSource:
         self.pipeline = pipe.name if pipe else ",".join(target.topics) or "cluster"
         self.label = f"live {target.cluster.bootstrap_servers}"
         self.last_audit: AuditReport | None = None
+        self.last_failover: list[Failover] = []
         self.model = LiveModel(target, tail=TAIL_OFFSETS, max_age_s=self.max_age_s, timeout_ms=timeout_ms,
                                long_lived=True)
 
@@ -194,7 +199,8 @@ class LiveSource:
         cap = self.model.refresh()
         if self.last_audit is not None:
             cap.audit, cap.audit_origin = self.last_audit, "run"
-        dash = with_history(Dashboard(cap, args=self.target.args()), self.model.lag_history)
+        dash = with_history(Dashboard(cap, args=self.target.args(), failover=self.last_failover),
+                            self.model.lag_history)
         dash.section_ages = {name: self.model.section_age(name) for name in cap.sections}
         return dash
 
@@ -222,6 +228,10 @@ class LiveSource:
     def run_audit(self, progress: Progress) -> AuditReport:
         assert self.runner is not None
         self.last_audit = self.runner(self.target, progress)
+        # A replica pipeline: where each group would resume on the replica, read after the audit (it reads
+        # both topics, so it runs when the audit does, not at every refresh).
+        mirror = replica_sink(self.target.pipeline.sink if self.target.pipeline else None)
+        self.last_failover = readiness(mirror) if mirror is not None else []
         return self.last_audit
 
 

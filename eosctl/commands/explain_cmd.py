@@ -143,7 +143,14 @@ def _offset(config: str | None, pipeline: str | None, bootstrap: str | None, top
         from eosctl.cluster.offsets import committed_offsets  # lazy: eosctl.cluster.offsets 89 ms at start-up
 
         committed = committed_offsets(target.cluster, target.group).get((topic, partition))
-    return offset_document(Facts(log, offset, batch, target.group, committed, sink_at))
+    replica = None
+    # lazy: eosctl.inspection.failover 40 ms, only for a replica pipeline
+    from eosctl.inspection.failover import at_offset, replica_sink
+
+    mirror = replica_sink(target.pipeline.sink if target.pipeline else None)
+    if mirror is not None:
+        replica = at_offset(mirror, partition, offset, [target.group] if target.group else None)
+    return offset_document(Facts(log, offset, batch, target.group, committed, sink_at, replica=replica))
 
 
 def _hop_reading(target: Any, topic: str) -> str | None:

@@ -54,6 +54,9 @@ def lag(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: st
     blocked    HW - LSO, held back by the open transaction named next to it
     time lag   age of the oldest committed record not yet consumed
     hw lag     HW - committed, what kafka-consumer-groups.sh shows, for comparison
+    replica    a MirrorMaker 2 replica pipeline (sink lineage "replica"): where the group resumes
+               on the replica (@offset) and the records it would process again (+N) and never
+               see (-N) there (docs/audit.md, "Failover readiness")
     \b
     With --watch SECONDS, each partition and group gets a Burrow-style status over a sliding window of
     polls: OK, WARN (falling behind), STALL (no progress with records to read, or blocked by an open
@@ -74,8 +77,10 @@ def lag(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: st
     if interval is None:
         with WireClient(target.cluster, timeout_ms=TIMEOUT_MS) as client:
             per_group = None if groups else dict(target.group_topics)
-            _emit(poll(client, wanted_groups or None, wanted_topics or None, scan_limit,
-                       per_group=per_group), None, fmt, wanted_groups, wanted_topics)
+            doc = lag_document(poll(client, wanted_groups or None, wanted_topics or None, scan_limit,
+                                    per_group=per_group))
+        _with_replica(doc, target)
+        _emit_document(doc, False, fmt, wanted_groups, wanted_topics)
         return
     # The watch reads the live model every interactive reader shares (eosctl.inspection.live), its lag section
     # only,
@@ -139,8 +144,14 @@ def _watch(measure: Any, watch: Any, interval: float, count: int | None, fmt: st
             time.sleep(max(0.0, interval - (time.monotonic() - started)))
 
 
-def _emit(snapshot: Any, watch: Any, fmt: str, groups: list[str], topics: list[str]) -> None:
-    _emit_document(lag_document(snapshot, watch), watch is not None, fmt, groups, topics)
+def _with_replica(doc: dict[str, Any], target: Any) -> None:
+    """A MirrorMaker 2 replica pipeline: each group's failover readiness on its partitions (`replica`)."""
+    # lazy: eosctl.inspection.failover 40 ms, only for a replica pipeline
+    from eosctl.inspection.failover import replica_sink, with_failover
+
+    sink = replica_sink(target.pipeline.sink if target.pipeline else None)
+    if sink is not None:
+        with_failover(doc, sink)
 
 
 def _emit_document(doc: dict[str, Any], watching: bool, fmt: str, groups: list[str],

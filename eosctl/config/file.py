@@ -243,6 +243,7 @@ def _pipeline(p: _Reader, name: str, path: Path, clusters: dict[str, Cluster]) -
         hops=p.str_list("hops") if "hops" in p.table else (),
     )
     p.done()
+    _check_replica(pipeline, path)
     return pipeline
 
 
@@ -360,6 +361,17 @@ def _check_value_columns(sink: Sink, path: Path, pipeline: str) -> None:
     problem = value_columns_problem(sink)
     if problem:
         raise ConfigError(f"{path}: pipelines.{pipeline}.sink: {problem}")
+
+
+def _check_replica(pipe: Pipeline, path: Path) -> None:
+    """A MirrorMaker 2 replica (`lineage = "replica"`) copies one source topic, partition by partition."""
+    sink = pipe.sink
+    if sink is None or sink.kafka_topic is None or sink.lineage != "replica":
+        return
+    if len(pipe.source_topics) != 1:
+        raise ConfigError(f"{path}: pipelines.{pipe.name} is a replica (sink.lineage = \"replica\") of "
+                          f"{len(pipe.source_topics)} source topics; name the one topic MirrorMaker 2 copies "
+                          f"to {sink.kafka_topic!r} (a pipeline per replica topic)")
 
 
 def _check_hop_sink(sink: Sink, path: Path, pipeline: str, clusters: dict[str, Cluster]) -> None:

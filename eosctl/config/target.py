@@ -157,8 +157,10 @@ def scope(cfg: Config, pipe: Pipeline) -> tuple:
 
 
 def _writes(pipe: Pipeline) -> tuple[str, ...]:
-    """The topics a pipeline writes: its output topic, and the Kafka topic a stage's sink is."""
-    kafka = pipe.sink.kafka_topic if pipe.sink else None
+    """The topics a pipeline writes: its output topic, and the Kafka topic a stage's sink is (on the
+    pipeline's cluster: a replica on another cluster is not a topic of this one)."""
+    elsewhere = pipe.sink is not None and pipe.sink.cluster not in (None, pipe.cluster)
+    kafka = pipe.sink.kafka_topic if pipe.sink and not elsewhere else None
     return tuple(dict.fromkeys(t for t in (pipe.output_topic, kafka) if t))
 
 

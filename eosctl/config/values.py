@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import re
 
-LINEAGE_MODES = ("headers", "value:PATH", "key", "value")
+LINEAGE_MODES = ("headers", "value:PATH", "key", "value", "replica")
 
 
 def check_lineage(value: str) -> str | None:
     """What is wrong with a kafka_topic sink's `lineage` (eosctl.sink.kafka_topic); None if it is usable."""
-    if value in ("headers", "key", "value"):
+    if value in ("headers", "key", "value", "replica"):
         return None
     if value.startswith("value:") and all(value.removeprefix("value:").split(".")):
         return None

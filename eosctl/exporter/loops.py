@@ -19,6 +19,7 @@ from eosctl.base.errors import EosctlError, first_line
 from eosctl.base.safetext import term
 from eosctl.config.redaction import redact
 from eosctl.exporter.metrics import Source
+from eosctl.inspection.failover import readiness, replica_sink
 from eosctl.inspection.live import LiveModel
 
 if TYPE_CHECKING:
@@ -164,9 +165,23 @@ def audit_all(audit: Audit, sources: list[Source], targets: list[Target], option
                 log(f"eosctl exporter: {term(s.pipeline)}: audit failed: {term(why)} (said once until it "
                     "changes; eosctl_audit_errors_total counts each)")
             continue
-        s.audited(report, time.monotonic() - started)
+        s.audited(report, time.monotonic() - started, failover=_failover(sink))
         if failing.pop(i, None) is not None:
             log(f"eosctl exporter: {term(s.pipeline)}: the audit runs again")
+
+
+def _failover(sink: Any) -> list[Any]:
+    """A MirrorMaker 2 replica pipeline: every checkpointed group's failover readiness (else nothing); a
+    broker that fails it leaves the audit's figures standing."""
+    mirror = replica_sink(sink)
+    if mirror is None:
+        return []
+    try:
+        return readiness(mirror)
+    except (EosctlError, OSError) as e:
+        log(f"eosctl exporter: failover readiness of {term(mirror.kafka_topic or '')} unread: "
+            f"{term(first_line(e))}")
+        return []
 
 
 @contextmanager

@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from prometheus_client.core import CollectorRegistry, CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder
@@ -85,6 +86,9 @@ METRICS = (
     Spec("eosctl_audit_duration_seconds", GAUGE, BASE, "How long the last audit took."),
     Spec("eosctl_audit_errors_total", COUNTER, BASE, "Audits that could not run (sink or broker error)."),
     Spec("eosctl_sink_rows", GAUGE, (*BASE, *PARTITION), "Sink rows per source partition at the last audit."),
+    Spec("eosctl_replica_failover_records", GAUGE, (*BASE, *CONSUMER, "outcome"),
+         "A MirrorMaker 2 replica pipeline, at the last audit: records a consumer of the group resuming on "
+         "the replica would process again (outcome=again) or never see (outcome=never)."),
     Spec("eosctl_partition_unreadable", GAUGE, (*BASE, *PARTITION),
          "1 for each partition the last refresh could not read (no leader: the brokers holding its replicas "
          "are down); the other partitions' metrics are still served."),
@@ -112,6 +116,9 @@ class AuditState:
     duration_s: float | None = None
     errors: int = 0
     last_error: str | None = None
+    # A MirrorMaker 2 replica pipeline: each checkpointed group's failover readiness, read after the audit
+    # (eosctl.inspection.failover.Failover).
+    failover: list[Any] = field(default_factory=list)
 
 
 @dataclass
@@ -154,12 +161,14 @@ class Source:
                 self.fencing, self.zombies = fencing, zombies
         self.version += 1
 
-    def audited(self, report: AuditReport | None, duration_s: float, error: str | None = None) -> None:
+    def audited(self, report: AuditReport | None, duration_s: float, error: str | None = None,
+                failover: list[Any] | None = None) -> None:
         if report is None:
             self.audit.errors += 1
             self.audit.last_error = error
         else:
             self.audit.report, self.audit.last_error = report, None
+            self.audit.failover = failover or []
             self.audit.finished_at, self.audit.duration_s = time.time(), duration_s
         self.version += 1
 
@@ -281,6 +290,10 @@ def _audit(out: _Families, base: dict[str, str], audit: AuditState) -> None:
     out.add("eosctl_audit_duration_seconds", base, audit.duration_s)
     for p in report.partitions:
         out.add("eosctl_sink_rows", {**base, "topic": p.topic, "partition": p.partition}, p.sink_rows)
+    for f in audit.failover:
+        labels = {**base, "group": f.group, "topic": f.topic, "partition": f.partition}
+        out.add("eosctl_replica_failover_records", {**labels, "outcome": "again"}, f.rereads)
+        out.add("eosctl_replica_failover_records", {**labels, "outcome": "never"}, f.misses)
 
 
 class Live:

@@ -45,6 +45,9 @@ class Facts:
     committed: int | None = None
     sink: SinkAt | None = None
     notes: list[str] = field(default_factory=list)
+    # A MirrorMaker 2 replica pipeline: the offset's copies on the replica and each group's failover
+    # (eosctl.inspection.failover.at_offset).
+    replica: dict[str, Any] | None = None
 
 
 def offset_document(f: Facts) -> dict[str, Any]:
@@ -68,6 +71,8 @@ def offset_document(f: Facts) -> dict[str, Any]:
         "sink": None if f.sink is None else _sink_doc(f.sink, log, o, f.batch),
         "warnings": list(log.warnings) + f.notes,
     }
+    if f.replica is not None:
+        doc["replica"] = f.replica
     doc["summary"] = _summary(doc)
     return doc
 

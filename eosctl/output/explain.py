@@ -67,6 +67,14 @@ def offset_table(doc: dict[str, Any]) -> Any:
         elif s["written_at"]:
             rows.append(("sink wrote", text("; ".join(_written(w) for w in s["written_at"][:20])
                                             + f" ({s['write_time_column']})")))
+    r = doc.get("replica")
+    if r is not None:  # a MirrorMaker 2 replica pipeline: its copies, and each group's failover
+        copies = ", ".join(f"@{o}" for o in r["copies"][:20]) or "none"
+        rows.append(("replica", text(f"{r['topic']}: copies {copies}")))
+        for g in r["groups"]:
+            rows.append(("failover", text(f"{g['group']} resumes at {r['topic']}@{g['resume']} "
+                                          f"(committed {g['source_committed']} at the source): "
+                                          f"{g['outcome']}")))
     parts: list[Any] = [table(None, ["field", "value"], rows, show_header=False)]
     if p is not None and p["epoch_history"]:
         parts.append(table(f"Epochs of producer {p['producer_id']} around offset {doc['offset']}",

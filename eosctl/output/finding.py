@@ -68,6 +68,8 @@ def short_cause(f: Finding) -> str:
         return "stored and committed offsets disagree"
     if kind == "ahead_of_commit":
         return "written before the stage's commit: a restart writes them again"
+    if kind == "out_of_order":
+        return "copied after a later record: the replica's producer reordered it"
     return "rows without valid source coordinates"
 
 

@@ -36,6 +36,7 @@ FINDING_COLOURS = {
     "duplicate_key": "#b35900",
     "phantom_key": "#5e3c8c",
     "ahead_of_commit": "#6b8e23",
+    "out_of_order": "#008080",
 }
 LOG_LAYERS = {  # (colour, legend label, what it means)
     "COMMITTED": ("#9ad4a5", "committed, in the sink", "committed records between log start and LSO"),

@@ -76,6 +76,11 @@ def lag_renderable(doc: dict[str, Any], with_status: bool, groups: list[str], to
                              else f"group {', '.join(groups)} has no committed offsets{what}")
     cols = ["group", "topic", "partition", "committed", "lso", "hw", "lag", "records behind", "blocked",
             "open transaction", "time lag", "hw lag", "consumer"]
+    # A MirrorMaker 2 replica pipeline (eosctl.inspection.failover): where the group resumes on the replica,
+    # and what it would process again or never see there.
+    replica = any("replica" in p for g in doc["groups"] for p in g["partitions"])
+    if replica:
+        cols.append("replica")
     if with_status:
         cols.append("status")
     rows = []
@@ -96,6 +101,8 @@ def lag_renderable(doc: dict[str, Any], with_status: bool, groups: list[str], to
                 None if not p.get("consumer") else f"{p['consumer']['client_id']}@{p['consumer']['host']} "
                                                    f"({p['consumer']['member_id']})",
             ]
+            if replica:
+                row.append(replica_text(p.get("replica")))
             if with_status:
                 row.append(_status_text(p["status"], p["cause"] if p["status"] != "OK" else None, Text))
             if p["error"]:
@@ -120,6 +127,16 @@ def lag_renderable(doc: dict[str, Any], with_status: bool, groups: list[str], to
         parts += [Text.assemble(safetext.text(f"{g['group']} ({g['state'].lower()}): "),
                                 _status_text(g["status"], g["cause"], Text)) for g in doc["groups"]]
     return Group(*parts)
+
+
+def replica_text(f: dict[str, Any] | None) -> str:
+    """``@D +R again -M never``: the replica offset the group resumes at, the records it would process
+    again and the committed records it would never see (a Failover's dict, eosctl.inspection.failover)."""
+    if f is None or f.get("resume") is None:
+        return "no checkpoint"
+    if f.get("rereads") is None or f.get("misses") is None:
+        return f"@{f['resume']}"
+    return f"@{f['resume']} +{f['rereads']} again -{f['misses']} never"
 
 
 def _status_text(status: str | None, cause: str | None, text_cls: Any) -> Any:

@@ -35,6 +35,9 @@ KINDS = (
     "phantom_key",
     # A Kafka stage's outputs of input past its group's committed offsets (eosctl.rules.hop).
     "ahead_of_commit",
+    # A replica (MirrorMaker 2, `lineage = "replica"`) holding a source record after records that follow it
+    # (eosctl.rules.replica).
+    "out_of_order",
 )
 
 # One line per kind, for tables, JUnit messages and --help.
@@ -56,6 +59,7 @@ DESCRIPTIONS = {
                    "(count = input records, outputs in detail)",
     "ahead_of_commit": "a stage's outputs of input past its group's committed offsets: written before the "
                        "commit, written again on restart (count = input records, outputs in detail)",
+    "out_of_order": "a replica holds a source record once, but after records that follow it at the source",
 }
 
 PASS, FAIL = "pass", "fail"

@@ -68,6 +68,8 @@ ROOT_RULES = {
                         "(its lag)",
     "written_before_commit": "a stage wrote outputs of input it has not committed to have processed: it "
                              "writes before it commits (at-least-once), and a restart writes them again",
+    "reordered": "a replica holds records in another order than its source: its producer reordered retried "
+                 "batches (neither idempotent nor limited to one request in flight)",
     "unexplained": "findings without a recorded cause (a report from before causes existed)",
 }
 
@@ -110,7 +112,7 @@ _CONTENT_ROOT = {"shifted_coordinates": "coordinates_shifted",
                  "different_record": "content_differs",
                  "different_value": "value_differs"}
 _BY_KIND = {"duplicate": "replay", "offset_mismatch": "offsets_disagree", "invalid_row": "invalid_rows",
-            "ahead_of_commit": "written_before_commit"}
+            "ahead_of_commit": "written_before_commit", "out_of_order": "reordered"}
 
 
 def root_causes(findings: Sequence[Explained]) -> list[RootCause]:

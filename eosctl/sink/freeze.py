@@ -21,7 +21,7 @@ from pathlib import Path
 from eosctl.base.errors import SinkError
 from eosctl.base.files import glob_paths, glob_split, temp_dir
 from eosctl.config.model import Sink
-from eosctl.sink import delta, iceberg, kafka_topic, postgres, spark_checkpoint
+from eosctl.sink import delta, iceberg, kafka_topic, postgres, replica, spark_checkpoint
 from eosctl.sink import duckdb as duck
 from eosctl.sink.parquet import is_url
 from eosctl.sink.spark_files import is_table_dir, table_files
@@ -84,7 +84,8 @@ def frozen(sink: Sink, where: str = "sink", *, local: bool = True) -> Iterator[S
         elif sink.kafka_topic:
             if sink.kafka_cluster is None:
                 raise SinkError(f"[{where}] kafka_topic {sink.kafka_topic!r}: no cluster to read it from")
-            out = kafka_topic.freeze(sink, sink.kafka_cluster, tmp)
+            reader = replica.freeze if sink.lineage == replica.REPLICA else kafka_topic.freeze
+            out = reader(sink, sink.kafka_cluster, tmp)
         yield out
 
 

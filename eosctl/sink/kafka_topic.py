@@ -49,17 +49,13 @@ POLL_TIMEOUT_S = 30.0  # no progress for this long while below the end offsets: 
 
 def freeze(sink: Sink, cluster: Cluster, directory: str) -> Sink:
     """Read the output topic as it is now into a DuckDB file under ``directory``; the pinned sink."""
-    # lazy: duckdb 60 ms, pyarrow 63 ms to import
-    import duckdb
-    import pyarrow as pa
-
     assert sink.kafka_topic is not None
     # What the stage has committed to have processed, BEFORE its output is read: every input record below
     # it has its outputs committed by now (offsets and outputs commit together), so none is a false gap;
     # outputs committed later are past it, pending, never judged.
     promised = _committed(sink)
     ends = end_offsets(cluster, sink.kafka_topic)
-    read_at = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    read_at = now()
     if sink.lineage in PAIRED:
         rows = _key_lineage(cluster, sink, ends, promised, by=PAIRED[sink.lineage])
     else:
@@ -67,16 +63,7 @@ def freeze(sink: Sink, cluster: Cluster, directory: str) -> Sink:
     # Read again after the output: an output whose input is past these offsets was written before the
     # stage committed that input (ahead_of_commit); one the stage committed meanwhile is only lag.
     after = _committed(sink)
-    path = os.path.join(directory, "hop.duckdb")
-    table = pa.table(rows, schema=pa.schema([
-        ("src_topic", pa.string()), ("src_partition", pa.int64()), ("src_offset", pa.int64()),
-        ("key", pa.string()), ("out_partition", pa.int32()), ("out_offset", pa.int64())]))
-    con = duckdb.connect(path)
-    try:
-        con.register("hop_arrow", table)
-        con.execute(f"CREATE TABLE {TABLE} AS SELECT * FROM hop_arrow")
-    finally:
-        con.close()
+    path = write_rows(rows, directory)
     at = json.dumps({"end_offsets": [{"partition": p, "offset": o} for (_, p), o in sorted(ends.items())],
                      "read_at": read_at,
                      "committed": [[t, p, o] for (t, p), o in sorted(promised.items())],
@@ -87,11 +74,34 @@ def freeze(sink: Sink, cluster: Cluster, directory: str) -> Sink:
                    key_column="key" if sink.key_column else None, offsets_table=None, frozen_from=sink, at=at)
 
 
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def write_rows(rows: dict[str, list], directory: str) -> str:
+    """The hop rows (COLUMNS) as the table of a DuckDB file under ``directory``; its path."""
+    # lazy: duckdb 60 ms, pyarrow 63 ms to import
+    import duckdb
+    import pyarrow as pa
+
+    path = os.path.join(directory, "hop.duckdb")
+    table = pa.table(rows, schema=pa.schema([
+        ("src_topic", pa.string()), ("src_partition", pa.int64()), ("src_offset", pa.int64()),
+        ("key", pa.string()), ("out_partition", pa.int32()), ("out_offset", pa.int64())]))
+    con = duckdb.connect(path)
+    try:
+        con.register("hop_arrow", table)
+        con.execute(f"CREATE TABLE {TABLE} AS SELECT * FROM hop_arrow")
+    finally:
+        con.close()
+    return path
+
+
 def read_point(sink: Sink) -> ReadPoint:
     """What a frozen hop read: the output topic up to these end offsets (exclusive), at this time."""
     given = sink.frozen_from or sink
     at: dict[str, Any] = json.loads(sink.at) if sink.at else {}
-    for name in ("committed", "committed_after", "grouped"):
+    for name in ("committed", "committed_after", "grouped", "out_of_order"):
         at.pop(name, None)
     return ReadPoint("kafka_topic", given.kafka_topic or "", {"lineage": given.lineage, **at})
 
@@ -132,14 +142,14 @@ def _read(cluster: Cluster, sink: Sink, ends: dict[TP, int]) -> dict[str, list]:
     """Every committed record below the end offsets, as columns (lineage, key, where it sits)."""
     cols: dict[str, list] = {n: [] for n in COLUMNS}
     lineage = lineage_reader(sink)
-    for m in _records(cluster, ends, read_committed=True, what="the hop's output"):
+    for m in records(cluster, ends, read_committed=True, what="the hop's output"):
         src = lineage(m)
         for name, value in zip(COLUMNS, (*src, _key(m), m.partition(), m.offset()), strict=True):
             cols[name].append(value)
     return cols
 
 
-def _records(cluster: Cluster, ends: dict[TP, int], *, read_committed: bool, what: str) -> Iterator[Any]:
+def records(cluster: Cluster, ends: dict[TP, int], *, read_committed: bool, what: str) -> Iterator[Any]:
     """The records below ``ends`` (per partition, exclusive) as a consumer with that isolation sees them."""
     from confluent_kafka import Consumer, KafkaError, TopicPartition  # lazy: confluent_kafka 19 ms to import
 
@@ -228,17 +238,17 @@ def _key_lineage(cluster: Cluster, sink: Sink, ends: dict[TP, int],
     ``by``: what pairs an output with its input (the key, or for `lineage = "value"` the value)."""
     outputs: dict[str | None, list[tuple[int, int]]] = {}
     record_key: dict[tuple[int, int], str | None] = {}  # each output's own key (the rows' key column)
-    for m in _records(cluster, ends, read_committed=True, what="the hop's output"):
+    for m in records(cluster, ends, read_committed=True, what="the hop's output"):
         outputs.setdefault(by(m), []).append((m.partition(), m.offset()))
         record_key[(m.partition(), m.offset())] = _key(m)
     upto = {tp: o for tp, o in promised.items() if tp[0] in sink.stage_topics}
     committed: dict[str | None, list[tuple[str, int, int]]] = {}
-    for m in _records(cluster, upto, read_committed=True, what="the hop's input"):
+    for m in records(cluster, upto, read_committed=True, what="the hop's input"):
         committed.setdefault(by(m), []).append((m.topic(), m.partition(), m.offset()))
     seen = {(t, p, o) for places in committed.values() for t, p, o in places}
     other: dict[str | None, list[tuple[str, int, int]]] = {}  # aborted or still-open input
     beyond: dict[str | None, list[tuple[str, int, int]]] = {}  # input of any outcome past the commits
-    for m in _records(cluster, _input_ends(cluster, sink), read_committed=False, what="the hop's input"):
+    for m in records(cluster, _input_ends(cluster, sink), read_committed=False, what="the hop's input"):
         place = (m.topic(), m.partition(), m.offset())
         if m.offset() >= upto.get(place[:2], 0):
             beyond.setdefault(by(m), []).append(place)
@@ -279,11 +289,16 @@ def _key_lineage(cluster: Cluster, sink: Sink, ends: dict[TP, int],
 
 def _input_ends(cluster: Cluster, sink: Sink) -> dict[TP, int]:
     """The stage's input topics' high watermarks now (read_uncommitted: open transactions included)."""
+    return high_watermarks(cluster, sink.stage_topics)
+
+
+def high_watermarks(cluster: Cluster, topics: tuple[str, ...]) -> dict[TP, int]:
+    """The topics' high watermarks now (read_uncommitted: open transactions included)."""
     from eosctl.cluster.wire import WireClient  # lazy: eosctl.cluster.wire 104 ms to import
 
     with WireClient(cluster) as client:
-        meta = client.metadata(list(sink.stage_topics))
-        tps = [(t, p) for t in sink.stage_topics for p in sorted(meta.get(t) or ())]
+        meta = client.metadata(list(topics))
+        tps = [(t, p) for t in topics for p in sorted(meta.get(t) or ())]
         return {tp: o.high_watermark for tp, o in client.offsets(tps).items()} if tps else {}
 
 

@@ -292,3 +292,21 @@ def test_only_counted_hanging_transactions_are_called_hanging():
     assert ("1 open transaction old only by producer timestamps (not counted as hanging; see Transactions)"
             in reasons)
     assert overview_rows(dash)[0].cells[4] == "2/1"  # open / hanging
+
+
+def test_the_lag_view_shows_each_group_s_failover_to_a_mirrormaker_replica():
+    """A MirrorMaker 2 replica pipeline: after an audit, the Lag view's headline says where each group
+    resumes on the replica and what it would process again or never see (eosctl.inspection.failover), and
+    a partition's detail says it for that partition."""
+    from synthetic import SyntheticSource
+
+    from eosctl.inspection.failover import Failover
+    from tui.views.lag import detail, headline
+
+    dash = SyntheticSource(2).fetch()
+    p = dash.lag.partitions[0]
+    dash.failover = [Failover(p.group, p.topic, p.partition, f"src.{p.topic}", 40, 30, 31, 31, 31, 9, 2)]
+    assert (f"failover to the replica: src.{p.topic}[{p.partition}] @31 +9 again -2 never"
+            in headline(dash).plain)
+    pairs = dict(detail(dash, p).pairs)
+    assert pairs["failover"].startswith(f"src.{p.topic}[{p.partition}] @31 +9 again -2 never")

@@ -87,6 +87,10 @@ def source(with_audit: bool = True) -> Source:
     src = Source("prod", "payments", Model(cap, history))  # type: ignore[arg-type]
     src.refreshed(cap)
     if with_audit:
-        src.audited(audit(), 2.5)
+        # a MirrorMaker 2 replica pipeline's failover readiness (eosctl.inspection.failover)
+        from eosctl.inspection.failover import Failover
+
+        failover = [Failover(GROUP, TOPIC, 0, f"src.{TOPIC}", 11, 9, 10, 10, 10, 1, 0)]
+        src.audited(audit(), 2.5, failover=failover)
         src.audit.finished_at = NOW_MS / 1000
     return src

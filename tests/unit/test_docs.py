@@ -244,6 +244,13 @@ def findings_of_every_kind() -> list[Finding]:
             out.append(Finding(kind, "orders", 0, 8, 8, 1, detail=detail, cause=Cause(kind, said)))
         elif kind in KEY_KINDS:  # key lineage renames what the reconciliation found, cause and all
             out.append(Finding(KEY_KINDS[kind], "orders", 0, *at[KEY_KINDS[kind]], 1, detail=kind))
+        elif kind == "out_of_order":  # made where a replica's rows are paired (eosctl.sink.replica)
+            from eosctl.config.model import Sink
+            from eosctl.rules.replica import out_of_order
+
+            frozen = Sink(duckdb="x", frozen_from=Sink(kafka_topic="src.orders", lineage="replica"),
+                          at=json.dumps({"replica_of": "orders", "out_of_order": [[0, 2]]}))
+            out.extend(out_of_order(frozen))
         elif kind == "content_mismatch":
             out.extend(content_findings())
         else:
@@ -507,7 +514,14 @@ def test_lag_json_is_documented() -> None:
     watch = Watch(window=5)
     watch.add(first)
     watch.add(second)
-    check_json("`eosctl lag`", [lag_document(second), lag_document(second, watch)])
+    from eosctl.inspection.failover import Failover
+
+    replica = lag_document(second)
+    for g in replica["groups"]:  # a MirrorMaker 2 replica pipeline (eosctl.inspection.failover.with_failover)
+        for i, p in enumerate(g["partitions"]):
+            p["replica"] = None if i else Failover(g["group"], p["topic"], p["partition"], "src.orders", 5,
+                                                   3, 4, 4, 4, 1, 0).to_dict()
+    check_json("`eosctl lag`", [lag_document(second), lag_document(second, watch), replica])
 
 
 def test_txns_json_is_documented(offline: pytest.MonkeyPatch) -> None:
@@ -572,7 +586,10 @@ def explain_documents() -> list[Any]:
                                                                    (datetime.fromtimestamp(NOW_MS / 1000 + 2,
                                                                                            UTC),)))),
             offset_document(Facts(zombie, 1, None, "g", None, SinkAt(0))),
-            offset_document(Facts(log, 12))]
+            offset_document(Facts(log, 12)),
+            # a MirrorMaker 2 replica pipeline (eosctl.inspection.failover.at_offset)
+            offset_document(Facts(log, 4, replica={"topic": "src.orders", "copies": [3], "groups": [
+                {"group": "g", "source_committed": 5, "resume": 2, "outcome": "processed again"}]}))]
 
 
 def test_explain_json_is_documented() -> None:

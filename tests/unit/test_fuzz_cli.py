@@ -16,8 +16,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 
 import click
 import pytest
@@ -25,6 +28,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from eosctl.base import stopsignals
 from eosctl.base.errors import EosctlError
 from eosctl.cli import main
 
@@ -117,6 +121,22 @@ def tamed(tmp_path_factory: pytest.TempPathFactory):
     mp.setattr(engine, "_start_spark", refuse("Spark"))
     mp.setattr(local, "run_local", refuse("the local audit engine"))
     mp.setattr(app.EosApp, "run", lambda self, *a, **kw: None)
+    # The watchers run until stopped, and an unreachable cluster is an outage they serve through: each one
+    # here ends after its first refresh, as a clean exit, where it would wait for the next.
+    from eosctl.commands import exporter_cmd, lag_cmd
+
+    def end_here(*args, **kwargs):
+        raise SystemExit(0)
+
+    class FirstRefreshOnly(stopsignals.StopEvent):
+        wait = end_here
+
+    @contextmanager
+    def stop_after_first_refresh():
+        yield FirstRefreshOnly()
+
+    mp.setattr(exporter_cmd, "stop_event", stop_after_first_refresh)
+    mp.setattr(lag_cmd, "time", SimpleNamespace(monotonic=time.monotonic, sleep=end_here))
     init = wire.WireClient.__init__
     mp.setattr(wire.WireClient, "__init__", lambda self, target, *, timeout_ms=10_000, **kw: init(
         self, target, timeout_ms=min(timeout_ms, 400), **kw))

@@ -89,6 +89,7 @@ def headline(dash: Dashboard) -> Text:
         behind[p.group] = behind.get(p.group, 0) + (p.records_behind or 0)
         blocked[p.group] = blocked.get(p.group, 0) + p.blocked
     t = Text()
+    failover = failover_lines(dash)
     for i, g in enumerate(behind):
         status = dash.group_statuses.get(g)
         if i:
@@ -100,7 +101,32 @@ def headline(dash: Dashboard) -> Text:
         if status is not None:
             t.append(" · ")
             t.append(term(str(status)), style=STYLES[STATUS_LEVEL.get(status.status) or "ok"])
+        if g in failover:  # records it would never see are a loss: warn
+            said, lost = failover[g]
+            t.append(f"\n  failover to the replica: {term(said)}", style=STYLES["warn"] if lost else "")
     return t
+
+
+def failover_text(f) -> str:
+    """``TOPIC[P] @D +R again -M never`` (eosctl.inspection.failover.Failover; as `eosctl lag`'s column)."""
+    where = f"{f.replica}[{f.partition}]"
+    if f.resume is None:
+        return f"{where} no checkpoint"
+    if f.rereads is None or f.misses is None:
+        return f"{where} @{f.resume}"
+    return f"{where} @{f.resume} +{f.rereads} again -{f.misses} never"
+
+
+def failover_lines(dash: Dashboard) -> dict[str, tuple[str, bool]]:
+    """Each group's failover readiness on the replica (read with the last audit): its text, and whether it
+    would never see some committed records."""
+    out: dict[str, list[str]] = {}
+    lost: set[str] = set()
+    for f in dash.failover:
+        out.setdefault(f.group, []).append(failover_text(f))
+        if f.misses:
+            lost.add(f.group)
+    return {g: (", ".join(parts), g in lost) for g, parts in out.items()}
 
 
 def detail(dash: Dashboard, p) -> DetailScreen:
@@ -130,6 +156,10 @@ def detail(dash: Dashboard, p) -> DetailScreen:
         ("status", str(status) if status else None),
         ("recent behind", " ".join(map(str, dash.lag_history.get((p.group, p.topic, p.partition), [])))),
     ]
+    for f in dash.failover:
+        if (f.group, f.topic, f.partition) == (p.group, p.topic, p.partition):
+            pairs.append(("failover", f"{failover_text(f)} (read with the last audit; committed "
+                                      f"{f.source_committed} at the source)"))
     if p.error:
         pairs.append(("error", p.error))
     return DetailScreen(f"lag of {p.group} on {p.topic}[{p.partition}]", pairs)

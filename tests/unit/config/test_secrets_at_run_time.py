@@ -55,7 +55,7 @@ def test_a_substituted_lineage_and_sink_cluster_are_not_echoed(tmp_path):
     kafka = HEAD + '[pipelines.k]\nsource_topics = ["t"]\n[pipelines.k.sink]\nkafka_topic = "out"\n'
     line = run_config(tmp_path, kafka + 'lineage = "${L}"\n', "audit", "-p", "k", env={"L": SECRET})
     assert line == ("C: pipelines.k.sink.lineage '[the value of ${L}]': expected one of headers, value:PATH, "
-                    "key, value (e.g. value:source)")
+                    "key, value, replica (e.g. value:source)")
     line = run_config(tmp_path, kafka + 'cluster = "${K}"\n', "audit", "-p", "k", env={"K": SECRET})
     assert line == "C: pipelines.k.sink.cluster '[the value of ${K}]' is not a [clusters.NAME] (known: c)"
 

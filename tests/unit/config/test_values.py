@@ -7,7 +7,7 @@ import pytest
 
 from eosctl.config.values import check_lineage, memory_problem, normalize_bootstrap, spark_master_problem
 
-LINEAGE = "expected one of headers, value:PATH, key, value (e.g. value:source)"
+LINEAGE = "expected one of headers, value:PATH, key, value, replica (e.g. value:source)"
 MASTER = "expected local[N] (N at least 1), local[*], spark://HOST:PORT, yarn or k8s://URL"
 
 

@@ -31,8 +31,8 @@ def part(partition: int, **extra: str) -> tuple:
     return tuple(sorted({"topic": TOPIC, "partition": str(partition), **extra}.items()))
 
 
-def lag(partition: int) -> tuple:
-    return tuple(sorted({"group": GROUP, "topic": TOPIC, "partition": str(partition)}.items()))
+def lag(partition: int, **extra: str) -> tuple:
+    return tuple(sorted({"group": GROUP, "topic": TOPIC, "partition": str(partition), **extra}.items()))
 
 
 def test_per_partition_and_per_group_values():
@@ -60,12 +60,14 @@ def test_transactions_fencing_audit_and_self_metrics():
     assert got["eosctl_producer_fencing_events_total"] == {part(0): 1, part(1): 0}
     assert got["eosctl_zombie_writes_total"] == {part(0): 2, part(1): 0}
     findings = {dict(k)["kind"]: v for k, v in got["eosctl_audit_findings"].items()}
-    assert (findings["gap"], findings["duplicate"], findings["invalid_row"], len(findings)) == (1, 1, 0, 14)
+    assert (findings["gap"], findings["duplicate"], findings["invalid_row"], len(findings)) == (1, 1, 0, 15)
     assert got["eosctl_audit_passed"] == {(): 0}
     assert got["eosctl_audit_last_run_timestamp_seconds"] == {(): NOW_MS / 1000}
     assert got["eosctl_audit_duration_seconds"] == {(): 2.5}
     assert got["eosctl_audit_errors_total"] == {(): 0}
     assert got["eosctl_sink_rows"] == {part(0): 11, part(1): 9}
+    # a replica pipeline's failover readiness (metricsample: 1 record again, none missed)
+    assert got["eosctl_replica_failover_records"] == {lag(0, outcome="again"): 1, lag(0, outcome="never"): 0}
     assert got["eosctl_up"] == {(): 1}
     assert got["eosctl_refresh_duration_seconds"] == {(): 0.25}
     assert got["eosctl_refresh_errors_total"][(("section", "lag"),)] == 2

@@ -1,0 +1,79 @@
+"""The rules of a MirrorMaker 2 replica hop (`lineage = "replica"`): its findings told as what MM2 did, with
+the MM2 setting each points to (docs/audit.md, "MirrorMaker 2"), and its out_of_order findings.
+
+The replica's pairing with its source is read by ``eosctl.sink.replica`` (the frozen hop rows and their read
+point); this module only decides what they mean. Run by the audit's driver while the frozen copy exists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from eosctl.config.model import Sink
+from eosctl.report.findings import Cause, Finding
+from eosctl.sink.replica import REPLICA, reordered
+
+
+def _span(f: Finding) -> str:
+    return (f"offset {f.first_offset}" if f.first_offset == f.last_offset
+            else f"offsets {f.first_offset}..{f.last_offset}")
+
+
+def _records(n: int) -> str:
+    return f"{n} record{'s' * (n != 1)}"
+
+
+def replica_findings(frozen: Sink, findings: list[Finding]) -> list[Finding]:
+    """A replica hop's findings told as what MirrorMaker 2 did (the settings each points to are in
+    docs/audit.md, "MirrorMaker 2"), and its out_of_order findings (read from the frozen hop)."""
+    given = frozen.frozen_from
+    if given is None or given.lineage != REPLICA:
+        return findings
+    replica = given.kafka_topic
+    # MM2's aliases, as the config names the two clusters (mm2.properties' `clusters = src, dr`).
+    src = given.stage_cluster.name if given.stage_cluster is not None else "SOURCE"
+    dst = given.cluster or "TARGET"
+    out = []
+    for f in findings:
+        if f.cause is None or f.first_offset is None:
+            out.append(f)
+            continue
+        where = f"{f.topic}[{f.partition}] {_span(f)}"
+        if f.kind == "duplicate":
+            summary = (f"MirrorMaker 2 copied {where} to {replica} again ({f.count} extra "
+                       f"cop{'ies' if f.count != 1 else 'y'}): a task restarted without exactly-once "
+                       "support: records replayed from its last committed source offset (set "
+                       f"`{dst}.exactly.once.source.support = enabled` and read_committed; docs/audit.md)")
+        elif f.kind in ("phantom_aborted", "phantom_uncommitted"):
+            state = "aborted" if f.kind == "phantom_aborted" else "still open"
+            summary = (f"{where} ({_records(f.count)} of {state} transactions at the source) are in "
+                       f"{replica}: MM2 consumed read_uncommitted: set "
+                       "`source.consumer.isolation.level=read_committed` (in mm2.properties: "
+                       f"`{src}.consumer.isolation.level = read_committed`)")
+        elif f.kind == "gap":
+            summary = (f"{where} ({_records(f.count)} committed at the source) never reached {replica}, "
+                       "though later records did: they were deleted at the source before MM2 read them "
+                       "(retention), or filtered out (a transform), or written elsewhere")
+        else:
+            out.append(f)
+            continue
+        out.append(replace(f, cause=replace(f.cause, summary=summary)))
+    return out + out_of_order(frozen)
+
+
+def out_of_order(frozen: Sink) -> list[Finding]:
+    """Source records the replica holds once, but after a record that follows them (one finding per
+    record: their places are scattered)."""
+    given = frozen.frozen_from
+    if given is None:
+        return []
+    topic, late = reordered(frozen)
+    out = []
+    for p, o in late:
+        f = Finding("out_of_order", topic, p, o, o, 1,
+                    detail=f"in {given.kafka_topic}[{p}] after a later record")
+        summary = (f"{topic}[{p}] offset {o} is in {given.kafka_topic} after records that follow it at the "
+                   "source: the replica's producer reordered a retried batch (MM2's producer needs "
+                   "`enable.idempotence=true`, or `max.in.flight.requests.per.connection=1`)")
+        out.append(replace(f, cause=Cause("out_of_order", summary)))
+    return out

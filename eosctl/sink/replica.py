@@ -1,0 +1,165 @@
+"""A MirrorMaker 2 replica as the audited side of a hop (`kafka_topic` on another cluster, `lineage =
+"replica"`): the replica partition must be the source partition's committed records, in order, each once.
+
+MM2 (connect-mirror's MirrorSourceTask) copies partition p of the source topic to partition p of the
+replica, each record's key, value, headers and timestamp unchanged, in the order it reads them; it writes no
+lineage. So the replica is aligned with the source by order: each replica record is paired with the source
+record carrying its key, value (by MD5 digest) and timestamp, the next one after the record the previous
+replica record was paired with; where no such record follows, the copy went back (a replay: the task
+resumed from an older source offset) and it is paired with the last such record at or before it. The
+pairing becomes hop rows (source topic, partition, offset of each replica record), so the reconciliation
+both engines run judges them like any hop: a committed source record without a copy is a gap, one copied
+twice a duplicate, an aborted or open one copied a phantom, at exact source offsets. A record the pairing
+had to take from before its predecessor's although nothing paired it yet is out of order (the replica's
+producer reordered it). Exact where a record's (key, value, timestamp) is unique among its partition's
+records, as a producer's own timestamps make it.
+
+What the replica promises to hold: the source records up to the last one paired (beyond is MM2's lag, never a
+gap).
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import json
+from dataclasses import dataclass, replace
+from typing import Any
+
+from eosctl.base.errors import SinkError
+from eosctl.base.safetext import decode
+from eosctl.cluster.model import TP
+from eosctl.config.model import Cluster, Sink
+from eosctl.sink import kafka_topic
+
+REPLICA = "replica"
+Fingerprint = tuple[bytes | None, bytes | None, int]
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """One replica partition paired with its source partition."""
+
+    sources: list[int | None]  # per replica record, in replica order: the source offset paired (None: none)
+    out_of_order: list[int]  # source offsets copied once, but after a later record
+    covered: int  # one past the last source offset paired: what the replica promises to hold (0: nothing)
+
+
+def fingerprint(key: bytes | None, value: bytes | None, timestamp: int) -> Fingerprint:
+    return (key, hashlib.md5(value).digest() if value is not None else None, timestamp)
+
+
+def align(source: list[tuple[int, Fingerprint]], replica: list[Fingerprint]) -> Alignment:
+    """Pair each replica record (in replica order) with a source record (offset, fingerprint; every data
+    record of the partition, aborted and open ones too): the first with its fingerprint after the last
+    source record paired, else (a replay, or a record out of order) the last one at or before it."""
+    where: dict[Fingerprint, list[int]] = {}
+    for offset, fp in source:
+        where.setdefault(fp, []).append(offset)
+    cursor = -1
+    seen: set[int] = set()
+    sources: list[int | None] = []
+    late: list[int] = []
+    for fp in replica:
+        offsets = where.get(fp)
+        if not offsets:
+            sources.append(None)
+            continue
+        i = bisect.bisect_right(offsets, cursor)
+        if i < len(offsets):
+            chosen = offsets[i]
+        else:
+            chosen = offsets[bisect.bisect_right(offsets, cursor) - 1]
+            if chosen not in seen:
+                late.append(chosen)  # copied for the first time, after a record that follows it
+        sources.append(chosen)
+        seen.add(chosen)
+        cursor = chosen
+    covered = max(seen) + 1 if seen else 0
+    # A record first paired late and paired again later is a replay's, not a reordering's.
+    return Alignment(sources, sorted(o for o in late if sources.count(o) == 1), covered)
+
+
+def _read(cluster: Cluster, ends: dict[TP, int], *, read_committed: bool,
+          what: str) -> dict[int, list[tuple[int, Fingerprint, Any]]]:
+    """Per partition: (offset, fingerprint, key) of each record below ``ends``, in offset order."""
+    out: dict[int, list[tuple[int, Fingerprint, Any]]] = {p: [] for _, p in ends}
+    for m in kafka_topic.records(cluster, ends, read_committed=read_committed, what=what):
+        key = m.key()
+        out[m.partition()].append((m.offset(), fingerprint(key, m.value(), m.timestamp()[1]),
+                                   decode(key) if key is not None else None))
+    return out
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """One replica partition as read, paired with its source partition."""
+
+    offsets: list[int]  # the replica's records, in order
+    keys: list[str | None]  # their keys
+    sources: list[int | None]  # the source offset each is paired with (None: none)
+    out_of_order: list[int]
+    covered: int  # what the replica promises to hold: the source offsets below this
+    committed: list[int]  # the committed source records' offsets (read only when asked)
+    end: int  # the replica's last stable offset the read stopped at
+
+
+def pair(sink: Sink, *, committed: bool = True) -> dict[int, Pairing]:
+    """Read the replica (read_committed, up to its last stable offsets, taken first) and then every record
+    of its source partitions (read_uncommitted, up to their high watermarks): what MM2 copied is below
+    those by then. Each replica partition paired with its source partition; with ``committed``, the
+    source's committed records listed too (a read_committed read up to its last stable offsets)."""
+    if sink.kafka_topic is None or sink.kafka_cluster is None:
+        raise SinkError("a replica hop needs its topic and cluster (kafka_topic, cluster)")
+    if sink.stage_cluster is None or len(sink.stage_topics) != 1:
+        raise SinkError(f"the replica {sink.kafka_topic!r} needs exactly one source topic (source_topics)")
+    topic = sink.stage_topics[0]
+    ends = kafka_topic.end_offsets(sink.kafka_cluster, sink.kafka_topic)
+    replica = _read(sink.kafka_cluster, ends, read_committed=True, what="the replica")
+    source_ends = kafka_topic.high_watermarks(sink.stage_cluster, (topic,))
+    source = _read(sink.stage_cluster, source_ends, read_committed=False, what="the replica's source")
+    done: dict[int, list[int]] = {}
+    if committed:
+        stable = kafka_topic.end_offsets(sink.stage_cluster, topic)
+        for m in kafka_topic.records(sink.stage_cluster, stable, read_committed=True,
+                                     what="the replica's source"):
+            done.setdefault(m.partition(), []).append(m.offset())
+    out = {}
+    for (_, p) in sorted(ends):
+        copies = replica.get(p, [])
+        found = align([(o, fp) for o, fp, _ in source.get(p, [])], [fp for _, fp, _ in copies])
+        out[p] = Pairing([o for o, _, _ in copies], [k for _, _, k in copies], found.sources,
+                         found.out_of_order, found.covered, done.get(p, []), ends[(sink.kafka_topic, p)])
+    return out
+
+
+def freeze(sink: Sink, cluster: Cluster, directory: str) -> Sink:
+    """The replica paired with its source (pair), written as hop rows (eosctl.sink.kafka_topic's table)."""
+    assert sink.kafka_topic is not None
+    read_at = kafka_topic.now()
+    pairings = pair(replace(sink, kafka_cluster=cluster), committed=False)
+    topic = sink.stage_topics[0]
+    rows: dict[str, list] = {n: [] for n in kafka_topic.COLUMNS}
+    late: list[list[int]] = []
+    for p, found in pairings.items():
+        late += [[p, o] for o in found.out_of_order]
+        for offset, key, src in zip(found.offsets, found.keys, found.sources, strict=True):
+            lineage = (topic, p, src) if src is not None else (None, None, None)
+            for name, value in zip(kafka_topic.COLUMNS, (*lineage, key, p, offset), strict=True):
+                rows[name].append(value)
+    path = kafka_topic.write_rows(rows, directory)
+    covered = {p: f.covered for p, f in pairings.items()}
+    at = json.dumps({"end_offsets": [{"partition": p, "offset": f.end} for p, f in sorted(pairings.items())],
+                     "read_at": read_at, "replica_of": topic,
+                     "committed": [[topic, p, o] for p, o in sorted(covered.items())],
+                     "committed_after": [[topic, p, o] for p, o in sorted(covered.items())],
+                     "out_of_order": late, "grouped": False})
+    return replace(sink, duckdb=path, kafka_topic=None, table=kafka_topic.TABLE, topic_column="src_topic",
+                   partition_column="src_partition", offset_column="src_offset",
+                   key_column="key" if sink.key_column else None, offsets_table=None, frozen_from=sink, at=at)
+
+
+def reordered(frozen: Sink) -> tuple[str, list[tuple[int, int]]]:
+    """A frozen replica hop's source topic and the (partition, source offset) it holds out of order."""
+    at: dict[str, Any] = json.loads(frozen.at) if frozen.at else {}
+    return at.get("replica_of", ""), [(p, o) for p, o in at.get("out_of_order", [])]
