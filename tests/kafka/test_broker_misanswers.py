@@ -19,14 +19,14 @@ import duckdb
 import pytest
 
 import eosctl.cluster.logscan
-from tests.helpers import eosctl
+from tests import helpers
 from tests.kafkasim import KafkaSim, tansu_list_offsets
 
 PID = 7
 HOUR_MS = 3_600_000
 
 
-cli = partial(eosctl, columns=240)
+cli = partial(helpers.eosctl, columns=240)
 
 
 def watch_once(sim: KafkaSim):

@@ -9,7 +9,7 @@ import eosctl.sandbox.pipeline
 from eosctl.commands import pipeline_cmd
 from eosctl.config import sandboxstate
 from eosctl.sandbox import noida
-from tests.helpers import eosctl
+from tests import helpers
 
 MANIFEST = {"sink": {"duckdb": "/w/sink.duckdb", "table": "orders_sink"}, "sink_rows": 0}
 LISTING = [
@@ -41,8 +41,8 @@ def runs(monkeypatch: pytest.MonkeyPatch) -> list:
 
 
 def invoke(tmp_path, *args: str, input: str | None = None):
-    return eosctl("sandbox", "pipeline", "--prefix", "shop", "--workdir", str(tmp_path), *args, input=input,
-                  columns=None, check=False)
+    return helpers.eosctl("sandbox", "pipeline", "--prefix", "shop", "--workdir", str(tmp_path), *args,
+                          input=input, columns=None, check=False)
 
 
 def test_another_cluster_without_yes_lists_the_changes_and_exits_2(runs, tmp_path):
