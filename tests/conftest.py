@@ -108,17 +108,76 @@ def _kafka(tmp_path_factory: pytest.TempPathFactory, name: str, nodes: int, **kw
         _end_kafka(cluster)
 
 
+# The port the session broker's PROXIED listener is advertised at: Toxiproxy's, when a network fault test
+# starts it (``faults``); nothing listens there otherwise, and only those tests use that listener.
+_PROXY_PORT: list[int] = []
+
+
+def _proxy_port() -> int:
+    if not _PROXY_PORT:
+        from eosctl.sandbox.net import free_port
+
+        _PROXY_PORT.append(free_port())
+    return _PROXY_PORT[0]
+
+
 @pytest.fixture(scope="session")
 def apache_kafka(tmp_path_factory: pytest.TempPathFactory):
     """ONE single-node Apache Kafka (the newest 4.x the pom names) for the session: the KafkaCluster, for
-    tests that read its server.log, run Kafka's own tools against it or restart it."""
-    yield from _kafka(tmp_path_factory, "apache-kafka", 1)
+    tests that read its server.log, run Kafka's own tools against it or restart it. Its PROXIED listener
+    is advertised at Toxiproxy's port (the ``faults`` fixture): clients bootstrapping there stay behind
+    the proxy."""
+    yield from _kafka(tmp_path_factory, "apache-kafka", 1, listeners={"PROXIED": "PLAINTEXT"},
+                      advertised={"PROXIED": _proxy_port()})
+
+
+@pytest.fixture(scope="session")
+def _toxiproxy(apache_kafka, tmp_path_factory: pytest.TempPathFactory):
+    """Toxiproxy (tests/toxiproxy.py) in front of the session broker's PROXIED listener, started by the
+    first network fault test and stopped at the session's end."""
+    from tests.toxiproxy import Toxiproxy
+
+    proxy = Toxiproxy(tmp_path_factory.mktemp("toxiproxy") / "toxiproxy.log")
+    try:
+        proxy.proxy("kafka", _proxy_port(), apache_kafka.nodes[0].address("PROXIED"))
+        yield proxy
+    finally:
+        proxy.stop()
+
+
+@pytest.fixture
+def faults(_toxiproxy):
+    """(toxiproxy, the broker's address through it): every toxic is gone and the proxy on after the test."""
+    _toxiproxy.reset()
+    try:
+        yield _toxiproxy, f"127.0.0.1:{_proxy_port()}"
+    finally:
+        _toxiproxy.reset()
 
 
 @pytest.fixture(scope="session")
 def kafka_cluster3(tmp_path_factory: pytest.TempPathFactory):
     """ONE three-node Apache Kafka cluster (RF 3, min ISR 2), only for the tests that need several brokers."""
     yield from _kafka(tmp_path_factory, "apache-kafka-3", 3)
+
+
+@pytest.fixture(scope="session")
+def secured_kafka(tmp_path_factory: pytest.TempPathFactory):
+    """ONE secured Apache Kafka node (SASL_SSL with SCRAM and PLAIN, mTLS, ACLs denying by default; see
+    tests/securekafka.py), started only when a test of secured clusters runs."""
+    import atexit
+
+    from eosctl.sandbox import apache_kafka
+    from tests import securekafka
+
+    secured = securekafka.start(tmp_path_factory.mktemp("secured-kafka"))
+    atexit.register(apache_kafka.stop, secured.cluster)
+    try:
+        yield secured
+    finally:
+        for n in secured.cluster.nodes:
+            apache_kafka.kill_node(secured.cluster, n.node_id)
+        apache_kafka.stop(secured.cluster)
 
 
 @pytest.fixture(scope="session")

@@ -18,15 +18,15 @@ from pathlib import Path
 import duckdb
 import pytest
 
-import eosctl.cluster.logscan
-from tests import helpers
+from eosctl.cluster import logscan
+from tests.helpers import eosctl
 from tests.kafkasim import KafkaSim, tansu_list_offsets
 
 PID = 7
 HOUR_MS = 3_600_000
 
 
-cli = partial(helpers.eosctl, columns=240)
+cli = partial(eosctl, columns=240)
 
 
 def watch_once(sim: KafkaSim):
@@ -191,12 +191,12 @@ def test_a_broker_that_answers_nothing_without_a_wait_is_read(kafka_sim: KafkaSi
     assert [(r["first"], r["last"], r["kind"]) for r in json.loads(result.stdout)["ranges"]] == [
         (0, 4, "DATA"), (5, 5, "MARKER")]
     # it never waited for the deadline
-    assert time.monotonic() - started < eosctl.cluster.logscan.RETRY_DEADLINE_S
+    assert time.monotonic() - started < logscan.RETRY_DEADLINE_S
 
 
 def test_a_broker_that_never_answers_is_one_line_saying_what_was_tried(
         kafka_sim: KafkaSim, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(eosctl.cluster.logscan, "RETRY_DEADLINE_S", 0.5)
+    monkeypatch.setattr(logscan, "RETRY_DEADLINE_S", 0.5)
     kafka_sim.partition("t", 0).data(3)
     kafka_sim.inject("fetch", "t", 0, drop=True, times=None)
     result = cli("log", "--bootstrap", kafka_sim.bootstrap, "--topic", "t", "--partition", "0")

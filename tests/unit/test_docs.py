@@ -520,6 +520,7 @@ def test_txns_json_is_documented(offline: pytest.MonkeyPatch) -> None:
     offline.setattr(txns, "plan_abort", lambda *a, **k: AbortPlan("orders", 0, 7, 7, 1, 7, 9, NOW_MS - 5000,
                                                                   "demo.hanging", True, 3))
     offline.setattr(txns, "abort", lambda admin, plan: None)
+    offline.setattr(txns, "coordinator_unseen", lambda *a, **k: None)  # the stand-in client asks nothing
     from eosctl.txn.abortsafety import assess
 
     safety = assess(("orders", 0), 1001, 7, 9, by_id["demo.processor"], NOW_MS - 1000, {"demo.sink": 7},
@@ -932,7 +933,10 @@ def emitted_metrics(partition_metrics: bool = True) -> dict[str, tuple[str, froz
 
     from eosctl.exporter.metrics import Exposition
 
-    body, _ = Exposition([source()], partition_metrics).render()
+    down = source()  # a second pipeline whose last refresh failed: eosctl_down_reason
+    down.pipeline = "down"
+    down.refreshed(None, "cannot reach Kafka at h:1: connection refused")
+    body, _ = Exposition([source(), down], partition_metrics).render()
     out: dict[str, tuple[str, frozenset[str]]] = {}
     for family in text_string_to_metric_families(body.decode()):
         name = family.name + ("_total" if family.type == "counter" else "")

@@ -1,9 +1,4 @@
-"""The stop signals' one line and exit code (eosctl.base.stopsignals), the event they set, and a stop
-signal that arrives while a module is imported, which waits for the import.
-
-An exception raised inside a native module's initialisation aborts the process (duckdb under nanobind:
-"Critical nanobind error ... enum_create", SIGABRT): Ctrl-C at that moment left no line and nothing cleaned.
-"""
+"""The stop signals' one line and exit code (eosctl.base.stopsignals), and the event they set."""
 
 from __future__ import annotations
 
@@ -35,6 +30,10 @@ def test_a_stop_signal_sets_the_event_and_the_handlers_before_come_back():
         assert stop.signum == signal.SIGTERM
     assert {s: signal.getsignal(s) for s in STOP_SIGNALS} == before
 
+
+# A stop signal that arrives while a module is imported waits for the import: an exception raised inside a
+# native module's initialisation aborts the process (duckdb under nanobind: "Critical nanobind error ...
+# enum_create", SIGABRT), so Ctrl-C at that moment left no line and nothing cleaned.
 
 def test_a_signal_during_an_import_is_handled_after_it(tmp_path: Path, monkeypatch) -> None:
     (tmp_path / "slow_native_init.py").write_text(

@@ -10,8 +10,8 @@ import pytest
 from kafka.admin._transactions import AbortTransactionSpec
 from kafka.structs import TopicPartition
 
-import eosctl.cluster.clients
-import eosctl.cluster.wire
+from eosctl.cluster import clients as cluster_clients
+from eosctl.cluster import wire as cluster_wire
 from eosctl.cluster.wire import Offsets
 from eosctl.txn.transactions import WRITE_TXN_MARKERS_API_KEY
 from tests import helpers
@@ -93,8 +93,8 @@ class FakeAdmin:
 @pytest.fixture
 def admin(monkeypatch) -> FakeAdmin:
     fake = FakeAdmin()
-    monkeypatch.setattr(eosctl.cluster.wire, "WireClient", FakeWire)
-    monkeypatch.setattr(eosctl.cluster.clients, "kafka_admin", lambda cluster, timeout=5.0: fake)
+    monkeypatch.setattr(cluster_wire, "WireClient", FakeWire)
+    monkeypatch.setattr(cluster_clients, "kafka_admin", lambda cluster, timeout=5.0: fake)
     return fake
 
 
