@@ -20,7 +20,7 @@ import pytest
 
 from eosctl.sandbox.noida import free_port, port_open
 from eosctl.sandbox.pipeline import run_pipeline
-from tests.helpers import wait_until
+from tests.helpers import eosctl_process, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -79,9 +79,8 @@ def faulty_run(cluster, tmp_path_factory) -> tuple[Path, dict]:
 
 def _audit(workdir: Path, *spark_args: str) -> tuple[int, dict, str]:
     sink_hop = json.loads((workdir / "manifest.json").read_text())["prefix"]  # not the default, both hops
-    proc = subprocess.run([sys.executable, "-m", "eosctl", "audit", "-c", str(workdir / "eosctl.toml"), "-p",
-                           sink_hop, "--format", "json", *spark_args], env=_env(), capture_output=True,
-                          text=True, timeout=300)
+    proc = eosctl_process("audit", "-c", str(workdir / "eosctl.toml"), "-p", sink_hop, "--format", "json",
+                          *spark_args, env=_env(), timeout=300)
     try:
         return proc.returncode, json.loads(proc.stdout), proc.stderr
     except ValueError:

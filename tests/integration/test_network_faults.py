@@ -22,6 +22,7 @@ import duckdb
 import pytest
 
 from eosctl.sandbox.net import free_port
+from tests.helpers import eosctl_process
 
 pytestmark = [pytest.mark.integration]
 
@@ -30,9 +31,7 @@ PARTITIONS, RECORDS, TXN = 2, 60, 20
 
 
 def eosctl(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "eosctl", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO, stdin=subprocess.DEVNULL,
-                          env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "250"})
+    return eosctl_process(*args, timeout=timeout, cwd=REPO, stdin=subprocess.DEVNULL, env={"COLUMNS": "250"})
 
 
 def start(*args: str) -> subprocess.Popen:

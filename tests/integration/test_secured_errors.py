@@ -10,13 +10,13 @@ both are run for the SASL and TLS causes.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import eosctl_process
 
 pytestmark = pytest.mark.integration
 
@@ -67,11 +67,9 @@ Run = tuple[subprocess.CompletedProcess, float]
 def eosctl(config: Path, command: str, password: str, key_password: str = "") -> Run:
     args = ["txns", "list"] if command == "txns" else ["lag"]
     t0 = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "eosctl", *args, "-c", str(config), "-p", "p"],
-                          capture_output=True, text=True, cwd=REPO, timeout=60, stdin=subprocess.DEVNULL,
+    done = eosctl_process(*args, "-c", str(config), "-p", "p", cwd=REPO, timeout=60, stdin=subprocess.DEVNULL,
                           start_new_session=True,  # no controlling terminal: a pass phrase prompt would hang
-                          env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "200",
-                               PASSWORD_ENV: password, KEY_PASSWORD_ENV: key_password})
+                          env={"COLUMNS": "200", PASSWORD_ENV: password, KEY_PASSWORD_ENV: key_password})
     return done, time.monotonic() - t0
 
 

@@ -16,10 +16,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from eosctl.cli import main
-from tests import securekafka
+from tests import helpers, securekafka
 
 pytestmark = pytest.mark.integration
 
@@ -41,8 +39,8 @@ class Setup:
                 ("transactional-id", f"{p}.", "Describe", True)]
 
     def eosctl(self, *args: str):
-        return CliRunner().invoke(main, [*args, "-c", self.config], env={PASSWORD_ENV: self.password,
-                                                                        "COLUMNS": "250"})
+        return helpers.eosctl(*args, "-c", self.config, columns=250, env={PASSWORD_ENV: self.password},
+                              check=False)
 
 
 @pytest.fixture(scope="module")

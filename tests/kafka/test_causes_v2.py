@@ -5,16 +5,12 @@ epochs up (prepareFenceProducerEpoch, then the v2 bump: TransactionCoordinator.a
 
 from __future__ import annotations
 
-import json
-
-from click.testing import CliRunner
-
-from eosctl.cli import main
 from eosctl.cluster.logscan import scan_partition
 from eosctl.cluster.wire import WireClient
 from eosctl.config.model import Cluster
 from eosctl.rules.causes import explain_partition
 from eosctl.rules.reconcile import SinkFacts, reconcile_partition
+from tests.helpers import eosctl_json
 from tests.kafkasim import KafkaSim
 
 PID = 4100
@@ -56,10 +52,8 @@ def test_explain_an_offset_of_each_v2_transaction(kafka_sim: KafkaSim) -> None:
     v2_log(kafka_sim)
 
     def explain(offset: int) -> dict:
-        result = CliRunner().invoke(main, ["explain", "--bootstrap", kafka_sim.bootstrap, "--topic", "t",
-                                           "--partition", "0", "--offset", str(offset), "--format", "json"])
-        assert result.exit_code == 0, result.output
-        return json.loads(result.stdout)
+        return eosctl_json("explain", "--bootstrap", kafka_sim.bootstrap, "--topic", "t", "--partition", "0",
+                           "--offset", str(offset), codes=(0,), columns=None)
 
     committed, ordinary, fenced, marker = explain(0), explain(3), explain(7), explain(8)
     assert (committed["kind"], committed["transaction"]["marker_offset"]) == ("DATA", 2)

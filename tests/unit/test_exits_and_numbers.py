@@ -12,16 +12,15 @@ import pytest
 from click.testing import CliRunner
 
 from eosctl.cli import main
+from tests.helpers import eosctl_process
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 HEAD = '[clusters.a]\nbootstrap_servers = "127.0.0.1:1"\n[pipelines.p]\nsource_topics = ["t"]\n'
 
 
-def eosctl(*args: str, env: dict[str, str] | None = None,
-           stdout=subprocess.PIPE) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "eosctl", *args], stdout=stdout, stderr=subprocess.PIPE,
-                          text=True, timeout=60, cwd=REPO, env=env or ENV)
+def eosctl(*args: str, stdout=subprocess.PIPE) -> subprocess.CompletedProcess:
+    return eosctl_process(*args, stdout=stdout, cwd=REPO, timeout=60)
 
 
 def one_line(stderr: str) -> str:

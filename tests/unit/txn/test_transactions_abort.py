@@ -14,7 +14,7 @@ from eosctl.cluster import clients as cluster_clients
 from eosctl.cluster import wire as cluster_wire
 from eosctl.cluster.wire import Offsets
 from eosctl.txn.transactions import WRITE_TXN_MARKERS_API_KEY
-from tests.helpers import eosctl
+from tests import helpers
 
 TP = ("shop.enriched", 2)
 # The open transaction holds the LSO at 140; the HW is 146.
@@ -99,8 +99,8 @@ def admin(monkeypatch) -> FakeAdmin:
 
 
 def abort(*extra: str):
-    return eosctl("txns", "abort", "--bootstrap", "127.0.0.1:9092", "--topic", TP[0], "--partition",
-                  str(TP[1]), "--start-offset", "140", *extra, columns=None, check=False)
+    return helpers.eosctl("txns", "abort", "--bootstrap", "127.0.0.1:9092", "--topic", TP[0], "--partition",
+                          str(TP[1]), "--start-offset", "140", *extra, columns=None, check=False)
 
 
 def test_yes_sends_one_abort_marker_for_exactly_that_transaction(admin):
