@@ -16,6 +16,7 @@ sink table's invalid rows, the offsets table (small: read whole at the end of ea
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from eosctl.base.errors import SinkError, first_line
@@ -58,9 +59,13 @@ class TailState:
 class DuckDBTail:
     """Keeps a DuckDB sink's ledger side current by reading only new rows, in bounded slices."""
 
-    def __init__(self, sink: Sink, where: str = "sink", slice_s: float = SLICE_S) -> None:
+    def __init__(self, sink: Sink, where: str = "sink", slice_s: float = SLICE_S,
+                 on_rows: Callable[[DuckDBReader], None] | None = None) -> None:
         assert sink.duckdb is not None
         self.sink, self.where, self.slice_s = sink, where, slice_s
+        # Called with a reader of each slice's new rows while the slice holds the file (the incremental
+        # audit reads their keys there: auditors.incremental), and with None when the state starts over.
+        self.on_rows = on_rows
         self.state = TailState()
         self.chunk = FIRST_CHUNK_ROWS
         self.longest_hold_s = 0.0  # the longest a slice kept the file (the writer's longest wait)
@@ -106,6 +111,8 @@ class DuckDBTail:
             if check and not self._only_appended(conn, table, total, top):
                 self.restarts += 1
                 s = self.state = TailState()
+                if self.on_rows is not None:
+                    self.on_rows(None)
             lo, hi = s.rows_read, min(top, s.rows_read + self.chunk)
             if self._relations is None:  # checked once; a table changed since fails a query instead
                 self._relations = relations_of(conn, self.sink, self.where)
@@ -161,6 +168,8 @@ class DuckDBTail:
         [(count,)] = conn.execute(f"SELECT count(*) FROM {table} WHERE rowid >= {lo} AND rowid < {hi}"
                                   ).fetchall()
         last_row = _row_at(conn, self.sink, table, hi - 1)
+        if self.on_rows is not None:
+            self.on_rows(reader)
         for tp, islands in _islands(conn, reader).items():
             held = s.islands.get(tp)
             if held and islands[0].first > held[-1].last:

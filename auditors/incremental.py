@@ -1,0 +1,389 @@
+"""The incremental audit: only what is new since the last verdict, with the findings a full audit gives.
+
+`eosctl audit --incremental STATE` (cron) and the exporter's continuous audit run this. The state file
+(auditors.incstate) keeps where the last verdict left off; each run then reads
+
+- of Kafka, each partition's log from where its scan stopped (eosctl.cluster.logclassify.LogScan, resumed
+  as the live model resumes it): transactions that were still open at the last run are decided by the
+  markers that came since, offsets that were above the LSO are judged now;
+- of the sink, only the rows added since (eosctl.sink.tail.DuckDBTail, by DuckDB rowid; a sink whose rows
+  were deleted is noticed and read again whole), added to the islands kept per partition;
+- of the key index, the places of the keys the new rows carry, the keys of the last key_duplicate findings
+  and the keys of rows whose offsets were not yet committed at the last run.
+
+The per-partition rule (eosctl.rules.rule) then runs on the whole log model and the whole islands, which
+cost O(ranges + islands), not O(offsets): the findings, their runs across the old and new offsets and
+their causes are the ones a full audit makes. What it cannot see: a row deleted or rewritten in place in
+the sink (an UPDATE keeps the row's rowid) without the row count changing. A full audit reads everything
+again every ``full_every`` seconds (`--full-every`, default a day) and starts a new state.
+
+A state of another pipeline, another cluster (its cluster id) or of a topic that was deleted and created
+again (its topic id) is refused in one line.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from auditors import incstate
+from auditors.engine import engine_facts
+from auditors.local import key_findings as group_keys
+from auditors.plan import AuditInput, prepare
+from auditors.sources import Placement, _check_leaders
+from auditors.task import _with_write_order
+from eosctl.base.errors import EosctlError
+from eosctl.base.files import shown as shown_path
+from eosctl.base.files import writing_output
+from eosctl.base.gcpause import paused
+from eosctl.base.progress import Progress, Step, silent
+from eosctl.cluster.model import TP
+from eosctl.report.findings import KINDS, AuditReport, Finding
+from eosctl.rules.causes import committed_writers, explain_finding
+from eosctl.rules.rule import audit_partition
+from eosctl.sink import kind_of, open_reader, shown
+from eosctl.sink.base import ReadPoint
+
+if TYPE_CHECKING:
+    from eosctl.config.model import Sink
+    from eosctl.config.target import Target
+
+DEFAULT_FULL_EVERY = 86_400.0  # a full audit a day: what an incremental one can't see, seen daily
+OPTION = "--incremental"
+
+
+@dataclass(frozen=True)
+class Run:
+    """What one incremental audit did (the report's ``engine.incremental``, the exporter's metrics)."""
+
+    full: bool  # read everything (no state yet, --full-every due, or the sink's rows were deleted)
+    reason: str  # why a full audit, or "" for an incremental one
+    new_offsets: int  # offsets of Kafka read by this run (past where the last run stopped)
+    new_sink_rows: int  # sink rows read by this run
+    keys_checked: int  # keys whose places were looked up
+
+
+def audit_incremental(target: Target, sink: Sink, state_path: str, *, full_every: float = DEFAULT_FULL_EVERY,
+                      fail_on: tuple[str, ...] = KINDS, progress: Progress = silent,
+                      started: float | None = None, reads: tuple[str, ...] = (), option: str = OPTION,
+                      **_: Any) -> AuditReport:
+    """Audit what is new since ``state_path``'s verdict (a full audit where there is none yet, or where
+    ``full_every`` seconds passed since the last full one) and write the new state there (beside, then
+    renamed: never one of ``reads``). The report's ``engine.incremental`` says which it was."""
+    t_start = started if started is not None else time.monotonic()
+    _check_supported(sink)
+    prev = incstate.load(state_path, option) if os.path.exists(state_path) else None
+    # lazy: eosctl.cluster.wire 71 ms, eosctl.cluster.logscan 80 ms to import
+    from eosctl.cluster.logscan import open_scans, run_scans
+    from eosctl.cluster.wire import WireClient
+    from eosctl.txn.producerids import identify, settle
+
+    progress(Step("reading Kafka metadata"))
+    with WireClient(target.cluster) as client:
+        leaders = client.metadata(list(target.topics))
+        _check_leaders(leaders)
+        ident = _identity(target, sink, client.cluster_id, {t: client.topic_ids.get(t) for t in leaders})
+        if prev is not None:
+            _refuse_other(prev.meta, ident, state_path, option)
+        reason = _full_reason(prev, full_every)
+        with writing_output(state_path, reads, False, option, also=(".wal",), ours=incstate.is_state) as tmp:
+            if prev is not None and not reason:
+                shutil.copyfile(state_path, tmp)  # the key index goes on from the last one's
+            import duckdb  # lazy: duckdb 44 ms to import
+
+            con = duckdb.connect(tmp)
+            try:
+                incstate.create(con)
+                con.execute("SET preserve_insertion_order = false")
+                if reason:
+                    con.execute("DELETE FROM key_index")
+                # The sink first, then Kafka: a row written meanwhile is at an offset the scan reads.
+                progress(Step("reading the sink's new rows"))
+                tail, fresh_rows, restarted = _read_sink(sink, None if reason else prev, con)
+                if restarted and not reason:
+                    reason = "the sink's rows were deleted or rewritten since the last audit"
+                progress(Step("reading the log past the last audit"))
+                tps = [(t, p) for t in target.topics for p in sorted(leaders.get(t, {}))]
+                offsets = client.offsets(tps)
+                kept = {} if reason or prev is None else prev.scans
+                scans, whole = {}, []
+                for tp in tps:
+                    scan = kept.get(tp)
+                    if scan is not None and _still_the_log(scan, offsets[tp]):
+                        scan.extend(offsets[tp])
+                        scans[tp] = scan
+                    else:
+                        whole.append(tp)
+                scans.update(open_scans(client, whole, offsets=offsets))
+                before = {tp: s.next for tp, s in scans.items()}
+                run_scans(client, scans, progress)
+                changed = [tp for tp, s in scans.items() if s.changed]
+                if changed:  # the log under a resumed scan is not the one it read (compacted, truncated)
+                    again = open_scans(client, changed, offsets=offsets)
+                    run_scans(client, again)
+                    scans.update(again)
+                    whole += changed
+                    before.update({tp: s.start for tp, s in again.items()})
+                new_offsets = sum(s.next - before[tp] for tp, s in scans.items())
+                logs = {tp: s.finish() for tp, s in scans.items()}
+                settle(logs.values())
+                identify(client, logs.values())
+                progress(Step("reconciling"))
+                with paused():
+                    summaries, findings = _reconcile(target, sink, tail, logs, client, leaders, offsets)
+                    keys, keys_checked = _key_duplicates(con, sink, logs, prev, bool(reason), whole,
+                                                         fresh_rows)
+                    invalid = [explain_finding(f) for f in tail.invalid_rows()]
+                now = time.time()
+                meta = {**ident, "full_at": now if reason else prev.meta["full_at"] if prev else now,
+                        "audited_at": now,
+                        "lso": {f"{t}\t{p}": log.last_stable_offset for (t, p), log in logs.items()}}
+                incstate.save(con, incstate.State(meta, scans, tail.state, keys))
+            finally:
+                con.close()
+    run = Run(bool(reason), reason, new_offsets, tail_rows(tail, prev, bool(reason)), keys_checked)
+    progress(Step("done", 1, 1))
+    point = ReadPoint("duckdb", shown(sink), {"rows_read": tail.state.rows_read,
+                                             "read_at": datetime.now(UTC).isoformat(timespec="seconds")})
+    engine = {**engine_facts({"name": "incremental"}, 1, 0.0, 0.0, {}), "incremental": run.__dict__}
+    with paused():
+        return AuditReport.build(summaries, findings + keys + invalid, fail_on,
+                                 sink=f"{shown(sink)} ({sink.table})", sink_read_point=point.to_dict(),
+                                 group=target.group, engine=engine,
+                                 elapsed_seconds=time.monotonic() - t_start)
+
+
+def _check_supported(sink: Sink) -> None:
+    kind = kind_of(sink)
+    if kind != "duckdb":
+        raise EosctlError(f"{OPTION} reads only the rows a DuckDB sink added since the last audit; this sink "
+                          f"is {kind or 'not set'}: audit it without {OPTION}")
+
+
+def _identity(target: Target, sink: Sink, cluster_id: str | None,
+              topic_ids: dict[str, str | None]) -> dict[str, Any]:
+    """What a state belongs to: a state of anything else is refused (_refuse_other)."""
+    return {"pipeline": target.pipeline.name if target.pipeline else None, "cluster_id": cluster_id,
+            "topics": sorted(target.topics), "topic_ids": topic_ids, "group": target.group,
+            "sink": f"{shown(sink)} ({sink.table})",
+            "columns": [sink.topic_column, sink.partition_column, sink.offset_column, sink.key_column,
+                        sink.order_column, sink.offsets_table]}
+
+
+def _refuse_other(was: dict[str, Any], now: dict[str, Any], path: str, option: str) -> None:
+    """One line when the state is another pipeline's, another cluster's or a recreated topic's."""
+    where = f"{option} {shown_path(path)}"
+    if was.get("cluster_id") != now["cluster_id"]:
+        raise EosctlError(f"{where} was written for cluster {was.get('cluster_id')}, this is cluster "
+                          f"{now['cluster_id']}: name another state file for this cluster")
+    if was.get("pipeline") != now["pipeline"] or was.get("topics") != now["topics"] \
+            or was.get("sink") != now["sink"] or was.get("columns") != now["columns"] \
+            or was.get("group") != now["group"]:
+        was_name = was.get("pipeline") or ",".join(was.get("topics") or [])
+        raise EosctlError(f"{where} belongs to another pipeline ({was_name} into {was.get('sink')}); name "
+                          "one state file per pipeline")
+    for topic, tid in now["topic_ids"].items():
+        old = (was.get("topic_ids") or {}).get(topic)
+        if old != tid:
+            raise EosctlError(f"{where}: topic {topic} was deleted and created again since (topic id "
+                              f"{old}, now {tid}); the state describes the old topic: name a new state file "
+                              "(a full audit writes it)")
+
+
+def _full_reason(prev: incstate.State | None, full_every: float) -> str:
+    if prev is None:
+        return "no state yet"
+    if full_every > 0 and time.time() - float(prev.meta.get("full_at", 0)) >= full_every:
+        return f"the last full audit is {full_every:g}s old or more (--full-every)"
+    return ""
+
+
+def _still_the_log(scan: Any, o: Any) -> bool:
+    """Whether a kept scan may go on (as the live model decides, eosctl.inspection.live): not truncated
+    below what it read, and its log start unmoved (a full scan starts at the log start, and so must this)."""
+    return o.high_watermark >= scan.end and o.log_start == scan.offsets.log_start
+
+
+class _Tail:
+    """The sink's rows read on from the state's point, with each slice's keys put in the key index."""
+
+    def __init__(self, sink: Sink, con: Any) -> None:
+        from eosctl.sink.tail import DuckDBTail  # lazy: eosctl.sink.tail 30 ms to import
+
+        self.con, self.rows, self.restarted = con, 0, False
+        self.keyed = sink.key_column is not None
+        self.tail = DuckDBTail(sink, on_rows=self._rows)
+        con.execute("CREATE TEMP TABLE fresh (k VARCHAR, t VARCHAR, p INTEGER, o BIGINT)")
+
+    def _rows(self, reader: Any) -> None:
+        if reader is None:  # the sink is read again from its first row: the index starts over too
+            self.restarted = True
+            self.con.execute("DELETE FROM fresh")
+            return
+        if self.keyed:
+            arrow = reader.conn.sql(reader.key_rows_sql()).to_arrow_table()
+            self.con.register("slice_keys", arrow)
+            self.con.execute("INSERT INTO fresh SELECT * FROM slice_keys")
+            self.con.unregister("slice_keys")
+
+
+def _read_sink(sink: Sink, prev: incstate.State | None, con: Any) -> tuple[Any, int, bool]:
+    """(the tail, caught up; the rows with a key it read; whether it read the sink again from its first
+    row)."""
+    reading = _Tail(sink, con)
+    if prev is not None and prev.tail is not None:
+        reading.tail.state = prev.tail
+    while not reading.tail.read(budget_s=60.0):
+        pass
+    [(n,)] = con.execute("SELECT count(*) FROM fresh").fetchall()
+    return reading.tail, n, reading.restarted
+
+
+def tail_rows(tail: Any, prev: incstate.State | None, full: bool) -> int:
+    """Sink rows this run read."""
+    before = 0 if full or prev is None or prev.tail is None else prev.tail.rows_read
+    return max(0, tail.state.rows_read - before)
+
+
+class _TailReader:
+    """What auditors.plan.prepare reads of a sink, from the tail's state."""
+
+    def __init__(self, tail: Any) -> None:
+        self.tail = tail
+
+    def partitions(self) -> dict[TP, int]:
+        return {tp: s.rows for tp, s in self.tail.summaries().items()}
+
+    def stored_offsets(self) -> Any:
+        return self.tail.state.stored
+
+
+class _Known:
+    """The plan's source: the leaders and offsets this run read (asked once), no second survey."""
+
+    def __init__(self, client: Any, leaders: dict[str, dict[int, int]], offsets: dict[TP, Any]) -> None:
+        self.client, self.leaders, self.offsets = client, leaders, offsets
+
+    def survey(self, topics: Any) -> dict[str, dict[int, Placement]]:
+        return {t: {p: Placement(leader, self.offsets[(t, p)].log_start, self.offsets[(t, p)].high_watermark,
+                                 self.offsets[(t, p)].last_stable, self.offsets[(t, p)].disagreement,
+                                 self.offsets[(t, p)].listed)
+                    for p, leader in sorted(self.leaders[t].items())} for t in topics if t in self.leaders}
+
+    def existing_topics(self) -> dict[str, list[int]]:
+        return {t: sorted(ps) for t, ps in self.client.metadata().items()}
+
+
+def _reconcile(target: Target, sink: Sink, tail: Any, logs: dict[TP, Any], client: Any,
+               leaders: dict[str, dict[int, int]], offsets: dict[TP, Any]) -> tuple[list, list[Finding]]:
+    """Every partition's summary and findings: the rule of eosctl.rules.rule on the whole log model and
+    the whole islands (what the full audit's tasks run), the plan as auditors.plan makes it."""
+    inp = AuditInput(source=_Known(client, leaders, offsets), sink=sink, topics=target.topics,
+                     cluster=target.cluster, group=target.group)
+    items = prepare(inp, _TailReader(tail))
+    summaries, findings = [], []
+    ordered: list[tuple[Any, list[Finding]]] = []
+    for item in items:
+        log = logs.get(item.tp) if item.in_kafka else None
+        islands = tail.state.islands.get(item.tp, [])
+        summary, found = audit_partition(item.topic, item.partition, log, islands,
+                                         expected_upto=item.expected_upto, check_offsets=item.check_offsets,
+                                         stored_offset=item.stored_offset,
+                                         committed_offset=item.committed_offset, group=target.group)
+        summaries.append(summary)
+        ordered.append((item, found))
+    if sink.order_column and any(f.kind == "duplicate" for _, fs in ordered for f in fs):
+        with open_reader(sink) as reader:  # when the sink wrote each duplicate (a few small queries)
+            ordered = [(i, _with_write_order(reader, i, fs)) for i, fs in ordered]
+    for _, found in ordered:
+        findings.extend(found)
+    return summaries, findings
+
+
+def _key_duplicates(con: Any, sink: Sink, logs: dict[TP, Any], prev: incstate.State | None, full: bool,
+                    whole: list[TP], fresh_rows: int) -> tuple[list[Finding], int]:
+    """The key_duplicate findings, from the key index: the keys this run may change (the new rows', the
+    last findings', those of rows whose offsets were not committed yet at the last run, every key of a
+    partition read whole again) looked up, the rest of the last findings kept. (key_duplicate findings,
+    keys looked up)."""
+    if sink.key_column is None:
+        return [], 0
+    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+
+    con.execute("INSERT INTO key_index SELECT * FROM fresh")
+    con.execute("CREATE TEMP TABLE affected (k VARCHAR)")
+    if full or prev is None:
+        con.execute("INSERT INTO affected SELECT DISTINCT k FROM key_index")
+    else:
+        con.execute("INSERT INTO affected SELECT DISTINCT k FROM fresh")
+        old = [f.key for f in prev.key_findings if f.key is not None]
+        if old:
+            con.register("old_keys", pa.table({"k": pa.array(old, pa.string())}))
+            con.execute("INSERT INTO affected SELECT k FROM old_keys")
+        lso = prev.meta.get("lso", {})
+        # Rows at offsets that were not committed yet at the last run (at or past its LSO), and every row
+        # of a partition whose log was read again from its start.
+        windows = [(t, p, int(lso.get(f"{t}\t{p}", 0)), logs[(t, p)].last_stable_offset)
+                   for (t, p) in logs if (t, p) not in whole]
+        windows += [(t, p, 0, 1 << 62) for (t, p) in whole]
+        windows = [w for w in windows if w[3] > w[2]]
+        if windows:
+            con.register("windows", pa.table({"t": [w[0] for w in windows], "p": [w[1] for w in windows],
+                                              "lo": [w[2] for w in windows], "hi": [w[3] for w in windows]}))
+            con.execute("INSERT INTO affected SELECT DISTINCT i.k FROM key_index i JOIN windows w "
+                        "ON i.t = w.t AND i.p = w.p AND i.o >= w.lo AND i.o < w.hi")
+    [(checked,)] = con.execute("SELECT count(DISTINCT k) FROM affected").fetchall()
+    places = con.execute("SELECT DISTINCT i.k, i.t, i.p, i.o FROM key_index i "
+                         "SEMI JOIN (SELECT DISTINCT k FROM affected) a ON i.k = a.k").to_arrow_table()
+    rows = _with_writers(places, logs)
+    found = group_keys(rows) if rows is not None and rows.num_rows else []
+    if not full and prev is not None:
+        looked = {r[0] for r in con.execute("SELECT DISTINCT k FROM affected").fetchall()} \
+            if prev.key_findings else set()
+        found = [f for f in prev.key_findings if f.key not in looked] + found
+    return found, int(checked)
+
+
+def _with_writers(places: Any, logs: dict[TP, Any]) -> Any:
+    """The places (k, t, p, o) at committed offsets ([log start, LSO) of their partition), each with its
+    writer (producer id, epoch, COMMIT marker): the key rows the full audit's tasks make."""
+    # lazy: numpy 63 ms, pyarrow 50 ms, pyarrow.compute 76 ms to import
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not places.num_rows:
+        return None
+    out = []
+    for (t, p), log in logs.items():
+        writers = committed_writers(log)
+        if not writers:
+            continue
+        mask = pc.and_(pc.equal(places.column("t"), t), pc.equal(places.column("p"), p))
+        part = places.filter(mask)
+        if not part.num_rows:
+            continue
+        o = part.column("o").to_numpy()
+        starts = np.array([w[0] for w in writers], dtype=np.int64)
+        lasts = np.array([w[1] for w in writers], dtype=np.int64)
+        at = np.searchsorted(starts, o, side="right") - 1
+        inside = (at >= 0) & (o <= lasts[np.maximum(at, 0)])
+        part, at = part.filter(pa.array(inside)), at[inside]
+        n = part.num_rows
+        if not n:
+            continue
+        take = pa.array(at)
+        out.append(pa.table({
+            "key": part.column("k"), "topic": pa.array([t] * n, pa.string()),
+            "partition": pa.array([p] * n, pa.int32()), "first_offset": part.column("o").cast(pa.int64()),
+            "producer_id": pa.array([w[2] for w in writers], pa.int64()).take(take),
+            "producer_epoch": pa.array([w[3] for w in writers], pa.int32()).take(take),
+            "marker_offset": pa.array([w[4] for w in writers], pa.int64()).take(take)}))
+    return pa.concat_tables(out) if out else None
+
+
+__all__ = ["DEFAULT_FULL_EVERY", "Run", "audit_incremental"]

@@ -1,0 +1,127 @@
+"""The incremental audit's state file: where the last verdict left off, in one DuckDB file of the user's
+choosing (`eosctl audit --incremental STATE`, the exporter's `--audit-state`).
+
+It holds what the pipeline was (its name, the cluster id, the topics and their topic ids, the sink and its
+columns: a state of another pipeline is refused), when the last full audit ran, each partition's log scan
+where it stopped (eosctl.cluster.logclassify.LogScan: open transactions still waiting for their marker go
+on from there), the sink's rows read so far (eosctl.sink.tail.TailState: islands per partition, invalid
+rows, the offsets table), the key_duplicate findings, and the key index: every sink row's key and place
+(``key_index``: k, t, p, o), so a new row's key is compared with the old rows' without reading them again.
+
+The scans and the tail's state are kept pickled; they are read back by an unpickler that builds only the
+classes listed here (a state file from elsewhere can't make it run anything else).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import pickle
+from dataclasses import dataclass, field
+from typing import Any
+
+from eosctl.base.errors import EosctlError
+from eosctl.base.files import shown
+
+FORMAT = "eosctl-audit-state"
+VERSION = 1
+_TABLE = "eosctl_audit_state"
+
+# (module, name) of everything a state's pickles may build: the scan's and the tail's own classes.
+_ALLOWED = {
+    ("eosctl.cluster.logclassify", "LogScan"), ("eosctl.cluster.logclassify", "_OpenTxn"),
+    *(("eosctl.cluster.model", n) for n in ("Batch", "OffsetRange", "Kind", "Transaction", "EpochBump",
+                                             "ZombieWrite", "SequenceAnomaly", "ProducerState")),
+    ("eosctl.cluster.wireanswers", "Offsets"),
+    ("eosctl.sink.tail", "TailState"), ("eosctl.sink.base", "OffsetIsland"),
+    ("eosctl.sink.base", "StoredOffset"),
+    *(("eosctl.report.findings", n) for n in ("Finding", "Cause", "TxnCause", "MarkerCause")),
+    ("builtins", "set"), ("builtins", "frozenset"), ("copyreg", "_reconstructor"), ("builtins", "object"),
+}
+
+
+class _Unpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in _ALLOWED:
+            raise pickle.UnpicklingError(f"{module}.{name} is not part of an audit state")
+        return super().find_class(module, name)
+
+
+@dataclass
+class State:
+    """One state file's content. ``meta``: JSON (identity, times, each partition's LSO at the verdict)."""
+
+    meta: dict[str, Any]
+    scans: dict[tuple[str, int], Any] = field(default_factory=dict)  # LogScan per partition
+    tail: Any = None  # eosctl.sink.tail.TailState
+    key_findings: list[Any] = field(default_factory=list)
+
+
+def is_state(path: str) -> bool:
+    """Whether ``path`` is a state file this module wrote (then a new state may replace it)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(16)
+    except OSError:
+        return False
+    if b"DUCK" not in head:
+        return False
+    try:
+        import duckdb  # lazy: duckdb 44 ms to import
+
+        with duckdb.connect(path, read_only=True) as con:
+            rows = con.execute(f"SELECT value FROM {_TABLE} WHERE name = 'meta'").fetchall()
+        return bool(rows) and json.loads(bytes(rows[0][0])).get("format") == FORMAT
+    except Exception:  # noqa: BLE001 - any file DuckDB can't read as ours is not ours
+        return False
+
+
+def load(path: str, option: str) -> State:
+    """The state in ``path``; one line (exit 2) when it is not one."""
+    import duckdb  # lazy: duckdb 44 ms to import
+
+    not_ours = (f"{option} {shown(path)} is not an eosctl audit state file; name a new file (the first "
+                f"incremental audit writes it) or one an earlier {option} wrote")
+    try:
+        with duckdb.connect(path, read_only=True) as con:
+            rows = dict(con.execute(f"SELECT name, value FROM {_TABLE}").fetchall())
+    except Exception:  # noqa: BLE001
+        raise EosctlError(not_ours) from None
+    try:
+        meta = json.loads(bytes(rows["meta"]))
+    except (KeyError, ValueError):
+        raise EosctlError(not_ours) from None
+    if meta.get("format") != FORMAT:
+        raise EosctlError(not_ours)
+    if meta.get("version") != VERSION:
+        raise EosctlError(f"{option} {shown(path)} was written by another eosctl (state version "
+                          f"{meta.get('version')}, this one reads {VERSION}); name a new file: a full audit "
+                          "writes it")
+    try:
+        return State(meta, _loads(rows["scans"]), _loads(rows["tail"]), _loads(rows["key_findings"]))
+    except Exception:  # noqa: BLE001 - a damaged state is refused in one line, never half-used
+        raise EosctlError(f"{option} {shown(path)} is damaged; name a new file (a full audit writes it)"
+                          ) from None
+
+
+def create(con: Any) -> None:
+    """The tables of a new state file, in the open connection ``con``."""
+    con.execute(f"CREATE TABLE IF NOT EXISTS {_TABLE} (name VARCHAR, value BLOB)")
+    con.execute("CREATE TABLE IF NOT EXISTS key_index (k VARCHAR, t VARCHAR, p INTEGER, o BIGINT)")
+
+
+def save(con: Any, state: State) -> None:
+    """Write ``state`` (all but the key index, which the audit keeps in ``con`` itself)."""
+    values = [("meta", json.dumps({**state.meta, "format": FORMAT, "version": VERSION}).encode()),
+              ("scans", _dumps(state.scans)), ("tail", _dumps(state.tail)),
+              ("key_findings", _dumps(state.key_findings))]
+    con.execute(f"DELETE FROM {_TABLE}")
+    con.executemany(f"INSERT INTO {_TABLE} VALUES (?, ?)", values)
+
+
+def _dumps(value: Any) -> bytes:
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _loads(data: Any) -> Any:
+    return _Unpickler(io.BytesIO(bytes(data))).load()
