@@ -37,8 +37,8 @@ from auditors.plan import AuditInput, prepare
 from auditors.sources import Placement, _check_leaders
 from auditors.task import _with_write_order
 from eosctl.base.errors import EosctlError
+from eosctl.base.files import check_output, writing_output
 from eosctl.base.files import shown as shown_path
-from eosctl.base.files import writing_output
 from eosctl.base.gcpause import paused
 from eosctl.base.progress import Progress, Step, silent
 from eosctl.cluster.model import TP
@@ -76,6 +76,8 @@ def audit_incremental(target: Target, sink: Sink, state_path: str, *, full_every
     renamed: never one of ``reads``). The report's ``engine.incremental`` says which it was."""
     t_start = started if started is not None else time.monotonic()
     _check_supported(sink)
+    # An input is never the state (by inode, whatever it holds); then a file there must be a state.
+    check_output(state_path, reads, True, option)
     prev = incstate.load(state_path, option) if os.path.exists(state_path) else None
     # lazy: eosctl.cluster.wire 71 ms, eosctl.cluster.logscan 80 ms to import
     from eosctl.cluster.logscan import open_scans, run_scans
@@ -103,7 +105,7 @@ def audit_incremental(target: Target, sink: Sink, state_path: str, *, full_every
                     con.execute("DELETE FROM key_index")
                 # The sink first, then Kafka: a row written meanwhile is at an offset the scan reads.
                 progress(Step("reading the sink's new rows"))
-                tail, fresh_rows, restarted = _read_sink(sink, None if reason else prev, con)
+                tail, sink_read, restarted = _read_sink(sink, None if reason else prev, con)
                 if restarted and not reason:
                     reason = "the sink's rows were deleted or rewritten since the last audit"
                 progress(Step("reading the log past the last audit"))
@@ -135,8 +137,7 @@ def audit_incremental(target: Target, sink: Sink, state_path: str, *, full_every
                 progress(Step("reconciling"))
                 with paused():
                     summaries, findings = _reconcile(target, sink, tail, logs, client, leaders, offsets)
-                    keys, keys_checked = _key_duplicates(con, sink, logs, prev, bool(reason), whole,
-                                                         fresh_rows)
+                    keys, keys_checked = _key_duplicates(con, sink, logs, prev, bool(reason), whole)
                     invalid = [explain_finding(f) for f in tail.invalid_rows()]
                 now = time.time()
                 meta = {**ident, "full_at": now if reason else prev.meta["full_at"] if prev else now,
@@ -145,7 +146,7 @@ def audit_incremental(target: Target, sink: Sink, state_path: str, *, full_every
                 incstate.save(con, incstate.State(meta, scans, tail.state, keys))
             finally:
                 con.close()
-    run = Run(bool(reason), reason, new_offsets, tail_rows(tail, prev, bool(reason)), keys_checked)
+    run = Run(bool(reason), reason, new_offsets, sink_read, keys_checked)
     progress(Step("done", 1, 1))
     point = ReadPoint("duckdb", shown(sink), {"rows_read": tail.state.rows_read,
                                              "read_at": datetime.now(UTC).isoformat(timespec="seconds")})
@@ -232,21 +233,15 @@ class _Tail:
 
 
 def _read_sink(sink: Sink, prev: incstate.State | None, con: Any) -> tuple[Any, int, bool]:
-    """(the tail, caught up; the rows with a key it read; whether it read the sink again from its first
-    row)."""
+    """(the tail, caught up; the sink rows it read; whether it read the sink again from its first row)."""
     reading = _Tail(sink, con)
     if prev is not None and prev.tail is not None:
         reading.tail.state = prev.tail
+    before = reading.tail.state.rows_read
     while not reading.tail.read(budget_s=60.0):
         pass
-    [(n,)] = con.execute("SELECT count(*) FROM fresh").fetchall()
-    return reading.tail, n, reading.restarted
-
-
-def tail_rows(tail: Any, prev: incstate.State | None, full: bool) -> int:
-    """Sink rows this run read."""
-    before = 0 if full or prev is None or prev.tail is None else prev.tail.rows_read
-    return max(0, tail.state.rows_read - before)
+    read = reading.tail.state.rows_read - (0 if reading.restarted else before)
+    return reading.tail, read, reading.restarted
 
 
 class _TailReader:
@@ -305,7 +300,7 @@ def _reconcile(target: Target, sink: Sink, tail: Any, logs: dict[TP, Any], clien
 
 
 def _key_duplicates(con: Any, sink: Sink, logs: dict[TP, Any], prev: incstate.State | None, full: bool,
-                    whole: list[TP], fresh_rows: int) -> tuple[list[Finding], int]:
+                    whole: list[TP]) -> tuple[list[Finding], int]:
     """The key_duplicate findings, from the key index: the keys this run may change (the new rows', the
     last findings', those of rows whose offsets were not committed yet at the last run, every key of a
     partition read whole again) looked up, the rest of the last findings kept. (key_duplicate findings,
@@ -337,8 +332,8 @@ def _key_duplicates(con: Any, sink: Sink, logs: dict[TP, Any], prev: incstate.St
             con.execute("INSERT INTO affected SELECT DISTINCT i.k FROM key_index i JOIN windows w "
                         "ON i.t = w.t AND i.p = w.p AND i.o >= w.lo AND i.o < w.hi")
     [(checked,)] = con.execute("SELECT count(DISTINCT k) FROM affected").fetchall()
-    places = con.execute("SELECT DISTINCT i.k, i.t, i.p, i.o FROM key_index i "
-                         "SEMI JOIN (SELECT DISTINCT k FROM affected) a ON i.k = a.k").to_arrow_table()
+    places = con.sql("SELECT DISTINCT i.k, i.t, i.p, i.o FROM key_index i "
+                     "SEMI JOIN (SELECT DISTINCT k FROM affected) a ON i.k = a.k").to_arrow_table()
     rows = _with_writers(places, logs)
     found = group_keys(rows) if rows is not None and rows.num_rows else []
     if not full and prev is not None:
