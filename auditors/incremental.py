@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 
 DEFAULT_FULL_EVERY = 86_400.0  # a full audit a day: what an incremental one can't see, seen daily
 OPTION = "--incremental"
+SLICE_S = 4.0  # the longest a slice of new sink rows holds the sink's file (a writer waits that long)
 
 
 @dataclass(frozen=True)
@@ -101,13 +102,14 @@ def audit_incremental(target: Target, sink: Sink, state_path: str, *, full_every
             try:
                 incstate.create(con)
                 con.execute("SET preserve_insertion_order = false")
-                if reason:
-                    con.execute("DELETE FROM key_index")
                 # The sink first, then Kafka: a row written meanwhile is at an offset the scan reads.
                 progress(Step("reading the sink's new rows"))
                 tail, sink_read, restarted = _read_sink(sink, None if reason else prev, con)
                 if restarted and not reason:
                     reason = "the sink's rows were deleted or rewritten since the last audit"
+                if reason:  # everything read again: the index is this run's rows alone
+                    con.execute("DELETE FROM key_index")
+                    con.execute("DELETE FROM pending_keys")
                 progress(Step("reading the log past the last audit"))
                 tps = [(t, p) for t in target.topics for p in sorted(leaders.get(t, {}))]
                 offsets = client.offsets(tps)
@@ -215,10 +217,12 @@ class _Tail:
     def __init__(self, sink: Sink, con: Any) -> None:
         from eosctl.sink.tail import DuckDBTail  # lazy: eosctl.sink.tail 30 ms to import
 
-        self.con, self.rows, self.restarted = con, 0, False
+        self.con, self.restarted = con, False
         self.keyed = sink.key_column is not None
-        self.tail = DuckDBTail(sink, on_rows=self._rows)
-        con.execute("CREATE TEMP TABLE fresh (k VARCHAR, t VARCHAR, p INTEGER, o BIGINT)")
+        # Few large slices: a batch audit, not the live model's short holds of the file.
+        self.tail = DuckDBTail(sink, slice_s=SLICE_S, on_rows=self._rows, first_chunk=1 << 20,
+                               max_chunk=1 << 23)
+        con.execute("CREATE TEMP TABLE fresh (h UBIGINT, k VARCHAR, t VARCHAR, p INTEGER, o BIGINT)")
 
     def _rows(self, reader: Any) -> None:
         if reader is None:  # the sink is read again from its first row: the index starts over too
@@ -228,7 +232,7 @@ class _Tail:
         if self.keyed:
             arrow = reader.conn.sql(reader.key_rows_sql()).to_arrow_table()
             self.con.register("slice_keys", arrow)
-            self.con.execute("INSERT INTO fresh SELECT * FROM slice_keys")
+            self.con.execute("INSERT INTO fresh SELECT hash(k), k, t, p, o FROM slice_keys")
             self.con.unregister("slice_keys")
 
 
@@ -309,38 +313,55 @@ def _key_duplicates(con: Any, sink: Sink, logs: dict[TP, Any], prev: incstate.St
         return [], 0
     import pyarrow as pa  # lazy: pyarrow 50 ms to import
 
-    con.execute("INSERT INTO key_index SELECT * FROM fresh")
-    con.execute("CREATE TEMP TABLE affected (k VARCHAR)")
-    if full or prev is None:
-        con.execute("INSERT INTO affected SELECT DISTINCT k FROM key_index")
-    else:
-        con.execute("INSERT INTO affected SELECT DISTINCT k FROM fresh")
+    lso = pa.table({"t": [t for t, _ in logs], "p": pa.array([p for _, p in logs], pa.int32()),
+                    "lso": pa.array([log.last_stable_offset for log in logs.values()], pa.int64())})
+    con.register("lsos", lso)
+    incremental = not full and prev is not None
+    con.execute("CREATE TEMP TABLE affected (h UBIGINT)")
+    if incremental:
+        con.execute("INSERT INTO affected SELECT DISTINCT h FROM fresh")
         old = [f.key for f in prev.key_findings if f.key is not None]
         if old:
             con.register("old_keys", pa.table({"k": pa.array(old, pa.string())}))
-            con.execute("INSERT INTO affected SELECT k FROM old_keys")
-        lso = prev.meta.get("lso", {})
-        # Rows at offsets that were not committed yet at the last run (at or past its LSO), and every row
-        # of a partition whose log was read again from its start.
-        windows = [(t, p, int(lso.get(f"{t}\t{p}", 0)), logs[(t, p)].last_stable_offset)
-                   for (t, p) in logs if (t, p) not in whole]
-        windows += [(t, p, 0, 1 << 62) for (t, p) in whole]
-        windows = [w for w in windows if w[3] > w[2]]
-        if windows:
-            con.register("windows", pa.table({"t": [w[0] for w in windows], "p": [w[1] for w in windows],
-                                              "lo": [w[2] for w in windows], "hi": [w[3] for w in windows]}))
-            con.execute("INSERT INTO affected SELECT DISTINCT i.k FROM key_index i JOIN windows w "
-                        "ON i.t = w.t AND i.p = w.p AND i.o >= w.lo AND i.o < w.hi")
-    [(checked,)] = con.execute("SELECT count(DISTINCT k) FROM affected").fetchall()
-    places = con.sql("SELECT DISTINCT i.k, i.t, i.p, i.o FROM key_index i "
-                     "SEMI JOIN (SELECT DISTINCT k FROM affected) a ON i.k = a.k").to_arrow_table()
+            con.execute("INSERT INTO affected SELECT hash(k) FROM old_keys")
+        # Places that were not committed at the last run and may be now (committed or aborted since).
+        con.execute("INSERT INTO affected SELECT q.h FROM pending_keys q JOIN lsos l USING (t, p) "
+                    "WHERE q.o < l.lso")
+        for t, p in whole:  # read again from its log start: every key it holds
+            con.execute("INSERT INTO affected SELECT h FROM key_index WHERE t = ? AND p = ?", [t, p])
+    con.execute("INSERT INTO key_index SELECT * FROM fresh")
+    # The places still past their partition's LSO: looked up again next time.
+    new_pending = "fresh" if incremental else "key_index"
+    con.execute("CREATE TEMP TABLE still AS SELECT * FROM (SELECT * FROM pending_keys UNION ALL "
+                f"SELECT * FROM {new_pending}) q WHERE NOT EXISTS (SELECT 1 FROM lsos l WHERE l.t = q.t AND "
+                "l.p = q.p AND q.o < l.lso)")
+    con.execute("DELETE FROM pending_keys")
+    con.execute("INSERT INTO pending_keys SELECT * FROM still")
+    if incremental:
+        [(checked,)] = con.execute("SELECT count(DISTINCT h) FROM affected").fetchall()
+        places = con.sql("SELECT DISTINCT i.k, i.t, i.p, i.o FROM key_index i "
+                         "SEMI JOIN affected a ON i.h = a.h").to_arrow_table()
+    else:
+        [(checked,)] = con.execute("SELECT count(DISTINCT h) FROM key_index").fetchall()
+        places = con.sql("SELECT DISTINCT k, t, p, o FROM key_index").to_arrow_table()
     rows = _with_writers(places, logs)
-    found = group_keys(rows) if rows is not None and rows.num_rows else []
-    if not full and prev is not None:
-        looked = {r[0] for r in con.execute("SELECT DISTINCT k FROM affected").fetchall()} \
-            if prev.key_findings else set()
-        found = [f for f in prev.key_findings if f.key not in looked] + found
+    found = group_keys(_repeated(con, rows)) if rows is not None and rows.num_rows else []
+    if incremental:
+        looked = {r[0] for r in con.execute("SELECT DISTINCT h FROM affected").fetchall()}
+        kept = [f for f in prev.key_findings if f.key is not None]
+        if kept:
+            con.register("kept", pa.table({"k": pa.array([f.key for f in kept], pa.string())}))
+            hashes = [h for (h,) in con.execute("SELECT hash(k) FROM kept").fetchall()]
+            found = [f for f, h in zip(kept, hashes, strict=True) if h not in looked] + found
     return found, int(checked)
+
+
+def _repeated(con: Any, rows: Any) -> Any:
+    """The key rows of keys at more than one committed place (most keys are at one): the only ones the
+    key rule (auditors.local.key_findings) needs to see."""
+    con.register("key_rows", rows)
+    return con.sql("SELECT * FROM key_rows WHERE key IN (SELECT key FROM key_rows GROUP BY key "
+                   'HAVING count(DISTINCT (topic, "partition", first_offset)) > 1)').to_arrow_table()
 
 
 def _with_writers(places: Any, logs: dict[TP, Any]) -> Any:

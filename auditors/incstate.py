@@ -6,7 +6,9 @@ columns: a state of another pipeline is refused), when the last full audit ran, 
 where it stopped (eosctl.cluster.logclassify.LogScan: open transactions still waiting for their marker go
 on from there), the sink's rows read so far (eosctl.sink.tail.TailState: islands per partition, invalid
 rows, the offsets table), the key_duplicate findings, and the key index: every sink row's key and place
-(``key_index``: k, t, p, o), so a new row's key is compared with the old rows' without reading them again.
+(``key_index``: h, k, t, p, o), so a new row's key is compared with the old rows' without reading them
+again; ``pending_keys`` holds the places at offsets not committed yet at the last verdict (at or past the
+LSO), whose keys the next run looks up again.
 
 The scans and the tail's state are kept pickled; they are read back by an unpickler that builds only the
 classes listed here (a state file from elsewhere can't make it run anything else).
@@ -107,7 +109,10 @@ def load(path: str, option: str) -> State:
 def create(con: Any) -> None:
     """The tables of a new state file, in the open connection ``con``."""
     con.execute(f"CREATE TABLE IF NOT EXISTS {_TABLE} (name VARCHAR, value BLOB)")
-    con.execute("CREATE TABLE IF NOT EXISTS key_index (k VARCHAR, t VARCHAR, p INTEGER, o BIGINT)")
+    # h: DuckDB's hash of k, what lookups join on (an integer join; every place of a key has its hash)
+    for table in ("key_index", "pending_keys"):
+        con.execute(f"CREATE TABLE IF NOT EXISTS {table} "
+                    "(h UBIGINT, k VARCHAR, t VARCHAR, p INTEGER, o BIGINT)")
 
 
 def save(con: Any, state: State) -> None:
