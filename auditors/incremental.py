@@ -66,6 +66,7 @@ class Run:
     new_offsets: int  # offsets of Kafka read by this run (past where the last run stopped)
     new_sink_rows: int  # sink rows read by this run
     keys_checked: int  # keys whose places were looked up
+    full_at: float  # when the last full audit ran (Unix time): this one, or the one the state began with
 
 
 def audit_incremental(target: Target, sink: Sink, state_path: str, *, full_every: float = DEFAULT_FULL_EVERY,
@@ -148,7 +149,7 @@ def audit_incremental(target: Target, sink: Sink, state_path: str, *, full_every
                 incstate.save(con, incstate.State(meta, scans, tail.state, keys))
             finally:
                 con.close()
-    run = Run(bool(reason), reason, new_offsets, sink_read, keys_checked)
+    run = Run(bool(reason), reason, new_offsets, sink_read, keys_checked, meta["full_at"])
     progress(Step("done", 1, 1))
     point = ReadPoint("duckdb", shown(sink), {"rows_read": tail.state.rows_read,
                                              "read_at": datetime.now(UTC).isoformat(timespec="seconds")})
