@@ -183,3 +183,42 @@ def test_incremental_refuses_another_pipeline_cluster_or_recreated_topic(bootstr
     refused = run(topic)
     assert refused.exit_code == 2 and refused.stderr.count("\n") == 1
     assert f"topic {topic} was deleted and created again" in refused.stderr
+
+
+def test_the_exporters_continuous_audit_reads_only_what_is_new(bootstrap: str, unique: str,
+                                                                tmp_path: Path) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    topic = unique + "x"
+    create_topic(bootstrap, topic, 1)
+    p = Producer({"bootstrap.servers": bootstrap})
+    send(p, topic, 0, [f"k{i}" for i in range(5)])
+    sink, states = tmp_path / "sink.duckdb", tmp_path / "states"
+    sink_rows(sink, [(topic, 0, o, f"k{o}") for o in range(5)])
+    config = tmp_path / "eosctl.toml"
+    config.write_text(f'[clusters.c]\nbootstrap_servers = "{bootstrap}"\n\n[pipelines.orders]\n'
+                      f'cluster = "c"\nsource_topics = ["{topic}"]\n\n[pipelines.orders.sink]\n'
+                      f'duckdb = "{sink}"\ntable = "orders"\nkey_column = "order_id"\n')
+
+    def scrape() -> dict[str, float]:
+        out = tmp_path / "eosctl.prom"
+        r = cli("exporter", "--config", str(config), "--once", "--textfile", str(out), "--audit-state",
+                str(states))
+        assert r.exit_code == 0, r.stderr
+        families = text_string_to_metric_families(out.read_text())
+        return {(s.name.removeprefix("eosctl_audit_"), s.labels.get("kind")): s.value for f in families
+                for s in f.samples if s.name.startswith("eosctl_audit")}
+
+    first = scrape()
+    assert first[("incremental", None)] == 0  # no state yet: a full audit
+    assert (first[("read_offsets", None)], first[("read_sink_rows", None)]) == (5, 5)
+    assert sorted(p.name for p in states.iterdir()) == ["orders.audit-state"]
+
+    send(p, topic, 0, ["k5", "k6", "k7"])
+    sink_rows(sink, [(topic, 0, 5, "k5"), (topic, 0, 7, "k1")])  # 6 missing; k1 again
+    second = scrape()
+    assert second[("incremental", None)] == 1
+    assert (second[("read_offsets", None)], second[("read_sink_rows", None)]) == (3, 2)
+    assert (second[("findings", "gap")], second[("findings", "key_duplicate")]) == (1, 1)
+    assert second[("last_full_timestamp_seconds", None)] == first[("last_full_timestamp_seconds", None)]
+    assert second[("passed", None)] == 0
