@@ -177,6 +177,24 @@ def test_incremental_refuses_another_pipeline_cluster_or_recreated_topic(bootstr
 
     state.unlink()
     assert run(topic).exit_code == 0
+    # What an incremental audit cannot see: a row rewritten in place (its rowid kept, the count unchanged).
+    con = duckdb.connect(str(sink))
+    con.execute("UPDATE orders SET src_offset = 9 WHERE src_offset = 0")
+    con.close()
+    blind = run(topic)
+    assert blind.exit_code == 0 and json.loads(blind.stdout)["findings"] == []
+    due = run(topic, "--full-every", "0.001")  # the scheduled full audit sees it
+    assert due.exit_code == 1 and json.loads(due.stdout)["engine"]["incremental"]["full"] is True
+    assert as_tuples(json.loads(due.stdout)) == [("gap", 0, 0, 0, 1, None),
+                                                 ("phantom_beyond_hw", 0, 9, 9, 1, None)]
+    # A deleted row changes the count: the sink is read again whole at once.
+    con = duckdb.connect(str(sink))
+    con.execute("DELETE FROM orders WHERE src_offset = 1")
+    con.close()
+    report = json.loads(run(topic).stdout)
+    assert "deleted" in report["engine"]["incremental"]["reason"]
+    assert as_tuples(report) == [("gap", 0, 0, 1, 2, None), ("phantom_beyond_hw", 0, 9, 9, 1, None)]
+
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.delete_topics([topic])[topic].result(30)
     create_topic(bootstrap, topic, 1)
