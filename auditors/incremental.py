@@ -111,6 +111,7 @@ def audit_incremental(target: Target, sink: Sink, state_path: str, *, full_every
                 if reason:  # everything read again: the index is this run's rows alone
                     con.execute("DELETE FROM key_index")
                     con.execute("DELETE FROM pending_keys")
+                t_scan = time.monotonic()
                 progress(Step("reading the log past the last audit"))
                 tps = [(t, p) for t in target.topics for p in sorted(leaders.get(t, {}))]
                 offsets = client.offsets(tps)
@@ -138,10 +139,13 @@ def audit_incremental(target: Target, sink: Sink, state_path: str, *, full_every
                 settle(logs.values())
                 identify(client, logs.values())
                 progress(Step("reconciling"))
+                t_reconcile = time.monotonic()
                 with paused():
                     summaries, findings = _reconcile(target, sink, tail, logs, client, leaders, offsets)
-                    keys, keys_checked = _key_duplicates(con, sink, logs, prev, bool(reason), whole)
                     invalid = [explain_finding(f) for f in tail.invalid_rows()]
+                    t_keys = time.monotonic()
+                    keys, keys_checked = _key_duplicates(con, sink, logs, prev, bool(reason), whole)
+                    t_done = time.monotonic()
                 now = time.time()
                 meta = {**ident, "full_at": now if reason else prev.meta["full_at"] if prev else now,
                         "audited_at": now,
@@ -153,12 +157,23 @@ def audit_incremental(target: Target, sink: Sink, state_path: str, *, full_every
     progress(Step("done", 1, 1))
     point = ReadPoint("duckdb", shown(sink), {"rows_read": tail.state.rows_read,
                                              "read_at": datetime.now(UTC).isoformat(timespec="seconds")})
-    engine = {**engine_facts({"name": "incremental"}, 1, 0.0, 0.0, {}), "incremental": run.__dict__}
+    # The engines' timings, read as this run spent them: the sink's new rows and the state file are its
+    # preparation, the log past the last run its scan.
+    timings = {"partitions_seconds": round(t_keys - t_scan, 3),
+               "scan_seconds": round(t_reconcile - t_scan, 3),
+               "reconcile_seconds": round(t_keys - t_reconcile, 3), "keys_seconds": round(t_done - t_keys, 3)}
+    engine = engine_info(run, t_scan - t_start, timings)
     with paused():
         return AuditReport.build(summaries, findings + keys + invalid, fail_on,
                                  sink=f"{shown(sink)} ({sink.table})", sink_read_point=point.to_dict(),
                                  group=target.group, engine=engine,
                                  elapsed_seconds=time.monotonic() - t_start)
+
+
+def engine_info(run: Run, prepare_s: float, timings: dict[str, float]) -> dict[str, Any]:
+    """The report's ``engine`` object for an incremental audit (docs/json.md): the engines' keys, and what
+    it read."""
+    return {**engine_facts({"name": "incremental"}, 1, prepare_s, 0.0, timings), "incremental": run.__dict__}
 
 
 def _check_supported(sink: Sink) -> None:
