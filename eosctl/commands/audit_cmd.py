@@ -86,8 +86,8 @@ def _fail_on(ctx: click.Context, param: click.Parameter, value: str | None) -> t
               help="Audit only what is new since the verdict kept in STATE (a DuckDB file this option "
                    "writes; the first run is a full audit): new offsets, the DuckDB sink's new rows, their "
                    "keys against the key index in STATE; the same findings as a full audit. It cannot see "
-                   "a sink row deleted or rewritten in place (an UPDATE): --full-every reads everything "
-                   "again. For cron.")
+                   "a sink row rewritten in place (an UPDATE keeps its row id and the row count): "
+                   "--full-every reads everything again. For cron; docs/audit.md#incremental-audits.")
 @click.option("--full-every", type=DURATION, default="1d", show_default=True,
               help="With --incremental: a full audit (and a new STATE) when the last one is this old "
                    "(900, 90s, 15m, 2h, 1d; 0: only the first).")
