@@ -353,13 +353,13 @@ def _key_duplicates(con: Any, sink: Sink, logs: dict[TP, Any], prev: incstate.St
                 "l.p = q.p AND q.o < l.lso)")
     con.execute("DELETE FROM pending_keys")
     con.execute("INSERT INTO pending_keys SELECT * FROM still")
-    if incremental:
-        [(checked,)] = con.execute("SELECT count(DISTINCT h) FROM affected").fetchall()
-        places = con.sql("SELECT DISTINCT i.k, i.t, i.p, i.o FROM key_index i "
-                         "SEMI JOIN affected a ON i.h = a.h").to_arrow_table()
-    else:
-        [(checked,)] = con.execute("SELECT count(DISTINCT h) FROM key_index").fetchall()
-        places = con.sql("SELECT DISTINCT k, t, p, o FROM key_index").to_arrow_table()
+    # Only keys at two places or more, committed or not, can be key duplicates (most keys are at one): the
+    # places of those alone leave DuckDB, to be judged committed or not (_with_writers).
+    looked_up = "key_index i SEMI JOIN affected a ON i.h = a.h" if incremental else "key_index i"
+    con.execute(f"CREATE TEMP TABLE places AS SELECT DISTINCT i.h, i.k, i.t, i.p, i.o FROM {looked_up}")
+    [(checked,)] = con.execute("SELECT count(DISTINCT h) FROM places").fetchall()
+    places = con.sql("SELECT k, t, p, o FROM places SEMI JOIN (SELECT h FROM places GROUP BY h "
+                     "HAVING count(*) > 1) USING (h)").to_arrow_table()
     rows = _with_writers(places, logs)
     found = group_keys(_repeated(con, rows)) if rows is not None and rows.num_rows else []
     if incremental:

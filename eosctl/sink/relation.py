@@ -345,10 +345,10 @@ class DuckDBReader(SqlReader):
                             f"failed: {as_given(self.sink, first_line(e))}") from None
 
     def key_rows_sql(self) -> str:
-        """SQL of the distinct (k, t, p, o) of every row with a key and a valid topic, partition and offset,
-        the key as text: what a key index keeps of each row (auditors.incremental)."""
+        """SQL of (k, t, p, o) of every row with a key and a valid topic, partition and offset, the key as
+        text: what a key index keeps of each row (auditors.incremental; rows alike are not merged here)."""
         key = ident(self.sink.key_column or "")
-        return (f"SELECT DISTINCT CAST({key} AS VARCHAR) AS k, {self._t.value} AS t, {self._p.value} AS p, "
+        return (f"SELECT CAST({key} AS VARCHAR) AS k, {self._t.value} AS t, {self._p.value} AS p, "
                 f"{self._o.value} AS o FROM {self.relation} WHERE {self._o.valid} AND {key} IS NOT NULL "
                 f"AND {self._t.value} IS NOT NULL AND {self._p.value} IS NOT NULL")
 
