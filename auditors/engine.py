@@ -27,8 +27,8 @@ from eosctl.config.model import Config, Spark
 from eosctl.config.values import memory_problem, spark_master_problem
 from eosctl.report.findings import AuditReport
 from eosctl.rules.causes import explain_finding
+from eosctl.rules.hop import ahead_of_commit, key_findings
 from eosctl.sink import frozen, open_reader, shown
-from eosctl.sink.kafka_topic import ahead_of_commit, key_findings
 
 ENGINES = ("spark", "local")
 PHASE_PREPARE = "reading the sink and Kafka metadata"

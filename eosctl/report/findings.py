@@ -27,11 +27,11 @@ KINDS = (
     # Sink rows whose key is not the key of the record at their offset (eosctl.rules.content).
     "content_mismatch",
     # A Kafka stage audited with `lineage = "key"` (its outputs paired with its inputs by key): what the
-    # reconciliation found, named for keys, with the outputs' offsets (eosctl.sink.kafka_topic.key_findings).
+    # reconciliation found, named for keys, with the outputs' offsets (eosctl.rules.hop.key_findings).
     "lost_key",
     "duplicate_key",
     "phantom_key",
-    # A Kafka stage's outputs of input past its group's committed offsets (eosctl.sink.kafka_topic).
+    # A Kafka stage's outputs of input past its group's committed offsets (eosctl.rules.hop).
     "ahead_of_commit",
 )
 
