@@ -14,7 +14,14 @@ CHROMIUM ?= /usr/bin/chromium
 
 .PHONY: setup demo test lint bench clean system-deps quix-venv jars
 
-setup: $(STAMP)
+# The content check's native record walk (eosctl/cluster/recordwalk.c, plain C, no Python headers); without a
+# C compiler eosctl does the same in numpy, ~10x slower (docs/benchmarks.md).
+NATIVE := eosctl/cluster/_recordwalk.so
+
+setup: $(STAMP) $(NATIVE)
+
+$(NATIVE): eosctl/cluster/recordwalk.c
+	$(CC) -O2 -shared -fPIC -o $@ $< || echo "no C compiler: the content check decodes records with numpy"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)

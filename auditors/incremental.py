@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from auditors import incstate
 from auditors.engine import engine_facts
-from auditors.local import key_findings as group_keys
+from auditors.keydups import duplicate_keys, writers_table
 from auditors.plan import AuditInput, prepare
 from auditors.sources import Placement, _check_leaders
 from auditors.task import _with_write_order
@@ -353,15 +353,18 @@ def _key_duplicates(con: Any, sink: Sink, logs: dict[TP, Any], prev: incstate.St
                 "l.p = q.p AND q.o < l.lso)")
     con.execute("DELETE FROM pending_keys")
     con.execute("INSERT INTO pending_keys SELECT * FROM still")
-    # Only keys at two places or more, committed or not, can be key duplicates (most keys are at one): the
-    # places of those alone leave DuckDB, to be judged committed or not (_with_writers).
+    # The places of the keys looked up; the rule (auditors.keydups) keeps the keys at more than one place,
+    # matches them with the committed ranges by writer and makes the findings, in DuckDB.
     looked_up = "key_index i SEMI JOIN affected a ON i.h = a.h" if incremental else "key_index i"
-    con.execute(f"CREATE TEMP TABLE places AS SELECT DISTINCT i.h, i.k, i.t, i.p, i.o FROM {looked_up}")
+    kind = "TABLE" if incremental else "VIEW"  # a full audit's places are the whole index: not copied
+    con.execute(f"CREATE TEMP {kind} places AS SELECT i.h, i.k AS key, i.t AS topic, i.p AS \"partition\", "
+                f"i.o AS \"offset\" FROM {looked_up}")
     [(checked,)] = con.execute("SELECT count(DISTINCT h) FROM places").fetchall()
-    places = con.sql("SELECT k, t, p, o FROM places SEMI JOIN (SELECT h FROM places GROUP BY h "
-                     "HAVING count(*) > 1) USING (h)").to_arrow_table()
-    rows = _with_writers(places, logs)
-    found = group_keys(_repeated(con, rows)) if rows is not None and rows.num_rows else []
+    con.register("writers", writers_table(
+        {"topic": t, "partition": p, "first_offset": w[0], "last_offset": w[1], "producer_id": w[2],
+         "producer_epoch": w[3], "marker_offset": w[4]} for (t, p), log in logs.items()
+        for w in committed_writers(log)))
+    found = duplicate_keys(con, "places", "writers")
     if incremental:
         looked = {r[0] for r in con.execute("SELECT DISTINCT h FROM affected").fetchall()}
         kept = [f for f in prev.key_findings if f.key is not None]
@@ -370,52 +373,6 @@ def _key_duplicates(con: Any, sink: Sink, logs: dict[TP, Any], prev: incstate.St
             hashes = [h for (h,) in con.execute("SELECT hash(k) FROM kept").fetchall()]
             found = [f for f, h in zip(kept, hashes, strict=True) if h not in looked] + found
     return found, int(checked)
-
-
-def _repeated(con: Any, rows: Any) -> Any:
-    """The key rows of keys at more than one committed place (most keys are at one): the only ones the
-    key rule (auditors.local.key_findings) needs to see."""
-    con.register("key_rows", rows)
-    return con.sql("SELECT * FROM key_rows WHERE key IN (SELECT key FROM key_rows GROUP BY key "
-                   'HAVING count(DISTINCT (topic, "partition", first_offset)) > 1)').to_arrow_table()
-
-
-def _with_writers(places: Any, logs: dict[TP, Any]) -> Any:
-    """The places (k, t, p, o) at committed offsets ([log start, LSO) of their partition), each with its
-    writer (producer id, epoch, COMMIT marker): the key rows the full audit's tasks make."""
-    # lazy: numpy 63 ms, pyarrow 50 ms, pyarrow.compute 76 ms to import
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if not places.num_rows:
-        return None
-    out = []
-    for (t, p), log in logs.items():
-        writers = committed_writers(log)
-        if not writers:
-            continue
-        mask = pc.and_(pc.equal(places.column("t"), t), pc.equal(places.column("p"), p))
-        part = places.filter(mask)
-        if not part.num_rows:
-            continue
-        o = part.column("o").to_numpy()
-        starts = np.array([w[0] for w in writers], dtype=np.int64)
-        lasts = np.array([w[1] for w in writers], dtype=np.int64)
-        at = np.searchsorted(starts, o, side="right") - 1
-        inside = (at >= 0) & (o <= lasts[np.maximum(at, 0)])
-        part, at = part.filter(pa.array(inside)), at[inside]
-        n = part.num_rows
-        if not n:
-            continue
-        take = pa.array(at)
-        out.append(pa.table({
-            "key": part.column("k"), "topic": pa.array([t] * n, pa.string()),
-            "partition": pa.array([p] * n, pa.int32()), "first_offset": part.column("o").cast(pa.int64()),
-            "producer_id": pa.array([w[2] for w in writers], pa.int64()).take(take),
-            "producer_epoch": pa.array([w[3] for w in writers], pa.int32()).take(take),
-            "marker_offset": pa.array([w[4] for w in writers], pa.int64()).take(take)}))
-    return pa.concat_tables(out) if out else None
 
 
 __all__ = ["DEFAULT_FULL_EVERY", "Run", "audit_incremental"]

@@ -286,7 +286,7 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
                               f"{spark.shuffle_partitions}")
     au = root.sub("audit")
     audit_engine = au.str("engine", None, choices={"spark", "local"}) if au is not None else None
-    content_check = au.bool("content_check", False) if au is not None else False
+    content_check = au.bool("content_check", True) if au is not None else True
     if au is not None:
         au.done()
     default = root.str("default_pipeline", None)
