@@ -322,9 +322,9 @@ def _reconcile(target: Target, sink: Sink, tail: Any, logs: dict[TP, Any], clien
 def _key_duplicates(con: Any, sink: Sink, logs: dict[TP, Any], prev: incstate.State | None, full: bool,
                     whole: list[TP]) -> tuple[list[Finding], int]:
     """The key_duplicate findings, from the key index: the keys this run may change (the new rows', the
-    last findings', those of rows whose offsets were not committed yet at the last run, every key of a
-    partition read whole again) looked up, the rest of the last findings kept. (key_duplicate findings,
-    keys looked up)."""
+    last findings' (retention may have taken a place), those of rows whose offsets were not committed yet
+    at the last run, every key of a partition read whole again) looked up; no other key can have become a
+    duplicate. (key_duplicate findings, keys looked up)."""
     if sink.key_column is None:
         return [], 0
     import pyarrow as pa  # lazy: pyarrow 50 ms to import
@@ -365,13 +365,6 @@ def _key_duplicates(con: Any, sink: Sink, logs: dict[TP, Any], prev: incstate.St
          "producer_epoch": w[3], "marker_offset": w[4]} for (t, p), log in logs.items()
         for w in committed_writers(log)))
     found = duplicate_keys(con, "places", "writers")
-    if incremental:
-        looked = {r[0] for r in con.execute("SELECT DISTINCT h FROM affected").fetchall()}
-        kept = [f for f in prev.key_findings if f.key is not None]
-        if kept:
-            con.register("kept", pa.table({"k": pa.array([f.key for f in kept], pa.string())}))
-            hashes = [h for (h,) in con.execute("SELECT hash(k) FROM kept").fetchall()]
-            found = [f for f, h in zip(kept, hashes, strict=True) if h not in looked] + found
     return found, int(checked)
 
 
