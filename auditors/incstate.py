@@ -16,6 +16,7 @@ classes listed here (a state file from elsewhere can't make it run anything else
 
 from __future__ import annotations
 
+import copyreg
 import dataclasses
 import functools
 import io
@@ -26,6 +27,7 @@ from typing import Any
 
 from eosctl.base.errors import EosctlError
 from eosctl.base.files import shown
+from eosctl.cluster import model
 
 FORMAT = "eosctl-audit-state"
 VERSION = 1
@@ -137,10 +139,6 @@ def _dumps(value: Any) -> bytes:
 def _fast() -> dict[type, Any]:
     """The model's slotted dataclasses pickled as their constructor's arguments: pickle's own way for them
     calls dataclasses.fields() per object (a state of 10M offsets holds tens of thousands)."""
-    import copyreg
-
-    from eosctl.cluster import model
-
     table = dict(copyreg.dispatch_table)
     for cls in (model.Batch, model.OffsetRange, model.Transaction, model.EpochBump, model.ZombieWrite,
                 model.SequenceAnomaly):
