@@ -166,11 +166,12 @@ def main() -> None:
                       f"{run['new_sink_rows']:,} sink rows, {run['keys_checked']:,} keys looked up)",
                       flush=True)
             t0 = time.monotonic()
-            full = audit(target, sink_of, options=EngineOptions(engine="local"), started=t0)
+            options = EngineOptions(engine="local", content_check=False)  # an incremental audit runs none
+            full = audit(target, sink_of, options=options, started=t0)
             full_s = time.monotonic() - t0
             same = [f.to_dict() for f in full.findings] == [f.to_dict() for f in report.findings]
-            print(f"full audit (local engine) of the same data: {full_s:.2f}s; same findings: {same}",
-                  flush=True)
+            print(f"full audit (local engine, no content check) of the same data: {full_s:.2f}s; same "
+                  f"findings: {same}", flush=True)
             offsets = sum(p.high_watermark - p.log_start_offset for p in report.partitions)
             print(f"{'offsets only' if args.no_key else 'key column'}: {new:,} new records on top of "
                   f"{records:,} audited ({offsets:,} offsets, {args.partitions} partitions), broker "
