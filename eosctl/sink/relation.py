@@ -344,14 +344,6 @@ class DuckDBReader(SqlReader):
             raise SinkError(f"reading keys of {topic}-{partition} from sink {self.source} "
                             f"failed: {as_given(self.sink, first_line(e))}") from None
 
-    def key_rows_sql(self) -> str:
-        """SQL of (k, t, p, o) of every row with a key and a valid topic, partition and offset, the key as
-        text: what a key index keeps of each row (auditors.incremental; rows alike are not merged here)."""
-        key = ident(self.sink.key_column or "")
-        return (f"SELECT CAST({key} AS VARCHAR) AS k, {self._t.value} AS t, {self._p.value} AS p, "
-                f"{self._o.value} AS o FROM {self.relation} WHERE {self._o.valid} AND {key} IS NOT NULL "
-                f"AND {self._t.value} IS NOT NULL AND {self._p.value} IS NOT NULL")
-
     def committed_keys_in(self, committed: Mapping[TP, list[tuple[int, int]]]) -> Iterator[pa.RecordBatch]:
         """Arrow batches (key, topic, partition, offset) of the distinct rows with a key whose offset lies
         in one of their partition's ``committed`` ranges: one query for all the partitions."""
@@ -376,7 +368,8 @@ class DuckDBReader(SqlReader):
 
     def key_rows_sql(self) -> str:
         """SQL for (t, p, o, k) of every row with a key and a valid offset, the key as text, in no order and
-        with every repeat: what the key rule groups in DuckDB where the rows are (auditors.keydups)."""
+        with every repeat: what the key rule groups in DuckDB where the rows are (auditors.keydups), and what
+        the incremental audit's key index keeps of each new row (auditors.incremental)."""
         key = ident(self.sink.key_column or "")
         return (f"SELECT {self._t.value} AS t, {self._p.value} AS p, {self._o.value} AS o, "
                 f"CAST({key} AS VARCHAR) AS k FROM {self.relation} "
