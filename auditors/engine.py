@@ -121,7 +121,7 @@ def _audit(inp: AuditInput, options: EngineOptions, progress: Progress, t_start:
     with paused():
         return AuditReport.build(result.summaries, findings + invalid, inp.fail_on,
                                  sink=f"{shown(inp.sink)} ({inp.sink.table})",
-                                 sink_read_point=point.to_dict(), group=inp.group, engine=engine,
+                                 sink_read_point=point, group=inp.group, engine=engine,
                                  elapsed_seconds=time.monotonic() - t_start)
 
 
