@@ -33,7 +33,7 @@ from eosctl.base.errors import SinkError, first_line
 from eosctl.cluster.model import TP
 from eosctl.report.findings import Finding
 from eosctl.rules.rule import key_finding
-from eosctl.sink.base import Limits
+from eosctl.sink.base import Limits, as_given
 from eosctl.sink.sql import literal
 
 if TYPE_CHECKING:
@@ -99,7 +99,8 @@ def in_sink(reader: SinkReader, writers: pa.Table, limits: Limits) -> list[Findi
         try:
             return duplicate_keys(con, places, "key_writers")
         except Exception as e:
-            raise SinkError(f"grouping the keys of sink {reader.source} failed: {first_line(e)}") from None
+            raise SinkError(f"grouping the keys of sink {reader.source} failed: "
+                            f"{as_given(reader.sink, first_line(e))}") from None
         finally:
             con.unregister("key_writers")
     return _streamed(reader, writers, limits)
