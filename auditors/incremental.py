@@ -165,7 +165,7 @@ def audit_incremental(target: Target, sink: Sink, state_path: str, *, full_every
     engine = engine_info(run, t_scan - t_start, timings)
     with paused():
         return AuditReport.build(summaries, findings + keys + invalid, fail_on,
-                                 sink=f"{shown(sink)} ({sink.table})", sink_read_point=point.to_dict(),
+                                 sink=f"{shown(sink)} ({sink.table})", sink_read_point=point,
                                  group=target.group, engine=engine,
                                  elapsed_seconds=time.monotonic() - t_start)
 
