@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from eosctl.base.errors import EosctlError
 from eosctl.base.files import temp_dir
 from eosctl.base.stopsignals import exit_code, say_stopped, stop_event
 from eosctl.commands.options import DURATION, OutputFile, config_file
@@ -170,12 +171,7 @@ def _state_dir(given: str | None, auditing: bool) -> Iterator[str | None]:
         yield None
         return
     if given is not None:
-        try:
-            os.makedirs(given, exist_ok=True)
-        except OSError as e:
-            raise click.BadParameter(f"cannot create {given!r}: {e.strerror}", param_hint="'--audit-state'"
-                                     ) from None
-        yield given
+        yield given  # made by the first audit (a run that fails before it leaves nothing behind)
         return
     with temp_dir("eosctl-audit-state-") as path:
         yield path
@@ -196,6 +192,10 @@ class _Auditor:
             return auditors.audit(target, sink, **kwargs)
         from auditors.incremental import audit_incremental  # lazy: auditors.incremental 10 ms to import
 
+        try:
+            os.makedirs(self.states, exist_ok=True)
+        except OSError as e:
+            raise EosctlError(f"cannot create --audit-state {self.states}: {e.strerror or e}") from None
         name = re.sub(r"[^A-Za-z0-9_.-]", "_", target.pipeline.name if target.pipeline else "default")
         return audit_incremental(target, sink, os.path.join(self.states, f"{name}.audit-state"),
                                  full_every=self.full_every, started=kwargs.get("started"), reads=self.reads,
