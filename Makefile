@@ -12,7 +12,7 @@ QUIX_VENV  ?= .venv-quix
 QUIX_STAMP := $(QUIX_VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: setup demo test lint bench clean system-deps quix-venv jars
+.PHONY: setup demo test check lint bench clean system-deps quix-venv jars toxiproxy
 
 # The content check's native record walk (eosctl/cluster/recordwalk.c, plain C, no Python headers); without a
 # C compiler eosctl does the same in numpy, ~10x slower (docs/benchmarks.md).
@@ -42,8 +42,14 @@ demo: setup
 lint: setup
 	$(BIN)/ruff check eosctl auditors tui tests benchmarks
 
-test: lint system-deps $(QUIX_STAMP) jars
+test: lint system-deps $(QUIX_STAMP) jars toxiproxy
 	$(BIN)/python -m pytest -q
+
+# The quick way in (under 5 minutes on 2 cores): lint, the unit tests and the scripted-broker tests (tests/kafka
+# against tests/kafkasim), no JVM. Tests that ask for a JVM fixture are marked `jvm` at collection and left
+# out; EOSCTL_TEST_NO_JVM=1 fails any test that starts one anyway (tests/nojvm.py).
+check: lint
+	EOSCTL_TEST_NO_JVM=1 $(BIN)/python -m pytest -q -m "not jvm" tests/unit tests/kafka
 
 # Apache Kafka (the suite's reference broker, 4.x and 3.9) from Maven Central, by the project's pom
 # (eosctl/sandbox/jvm/kafka.pom.xml) into ~/.cache/eosctl/jars: once per machine, reused afterwards; likewise
@@ -56,6 +62,19 @@ jars: setup system-deps
 		|| exit 1; done
 	@for p in flink connect spark-kafka spark-delta; do \
 		$(BIN)/python -c "from eosctl.sandbox import maven; maven.jars('$$p')" || exit 1; done
+
+# Toxiproxy (Shopify's TCP fault proxy, a Go binary driven over HTTP) for the network fault tests
+# (tests/integration/test_network_faults.py): built once per machine with `go install` from the Go module
+# proxy, at a pinned version, into ~/.cache/eosctl/bin; skipped when that binary is there.
+TOXIPROXY_VERSION ?= v2.12.0
+TOXIPROXY := $(HOME)/.cache/eosctl/bin/toxiproxy-server-$(TOXIPROXY_VERSION)
+GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
+toxiproxy: $(TOXIPROXY)
+
+$(TOXIPROXY):
+	@mkdir -p $(dir $@)
+	@tmp=$$(mktemp -d) && GOBIN=$$tmp $(GO) install github.com/Shopify/toxiproxy/v2/cmd/server@$(TOXIPROXY_VERSION) \
+		&& mv $$tmp/server $@ && rmdir $$tmp
 
 # Debian packages the tests start for real: chromium (the HTML report), postgresql (initdb/postgres for the
 # PostgreSQL sink), prometheus (server and promtool for the exporter). Installed only when missing and we are

@@ -37,6 +37,7 @@ from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 
 from eosctl.base.errors import BrokerError
+from eosctl.cluster.clientcauses import denied
 from eosctl.cluster.model import TP
 from eosctl.cluster.wire import WireClient
 from eosctl.config.model import Cluster
@@ -139,7 +140,7 @@ def group_offsets(client: WireClient, groups: Sequence[str],
                     del coordinators[g]  # it moved, or the broker gave it up: look it up again
             else:
                 raise BrokerError(f"cannot read committed offsets of group {g!r} from the group coordinator "
-                                  f"at {coordinators[g].address}: {Errors.for_code(error).__name__}")
+                                  f"at {coordinators[g].address}: {_named(error, 'OffsetFetch', g)}")
         if pending and not step.again():
             raise step.fail(f"cannot read committed offsets of group {pending[0]!r} from Kafka at "
                             f"{client.bootstrap}")
@@ -174,7 +175,7 @@ def _find_coordinators(step: _Round, groups: list[str]) -> dict[str, _Coordinato
                             f"({Errors.for_code(answer.error_code).__name__})")
         elif answer.error_code:
             raise BrokerError(f"cannot find the group coordinator of {g!r} on {client.bootstrap}: "
-                              f"{Errors.for_code(answer.error_code).__name__}")
+                              f"{_named(answer.error_code, 'FindCoordinator', g)}")
         else:
             found[g] = _Coordinator(answer.node_id, f"{answer.host}:{answer.port}")
     if any(c.node not in known for c in found.values()):
@@ -253,3 +254,8 @@ def group_members(client: WireClient, groups: Sequence[str],
                 for tp in assignment.partitions():
                     out[(d.group_id, tp.topic, tp.partition)] = (m.member_id, m.client_id, m.client_host)
     return out
+
+
+def _named(code: int, request: str, group: str) -> str:
+    """A group request's error: the grant it needs when refused, else Kafka's error name."""
+    return denied(code, request, group) or Errors.for_code(code).__name__

@@ -23,7 +23,17 @@ from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest, OffsetSpec
 from kafka.protocol.metadata import MetadataRequest
 
 from eosctl.base.errors import BrokerError
+from eosctl.cluster import deadline
 from eosctl.cluster import wireanswers as answers
+from eosctl.cluster.clientcauses import (
+    BootstrapLog,
+    check_tls_files,
+    denied,
+    diagnose,
+    is_denial,
+    reopen_for_close,
+    stop_bootstrap,
+)
 from eosctl.cluster.model import TP
 from eosctl.cluster.wireanswers import FetchResult, Offsets
 from eosctl.config.model import Cluster
@@ -85,16 +95,36 @@ class WireClient:
         self.cluster_id: str | None = None
         self._brokers_stale = False
         self._closed = False
+        if isinstance(target, Cluster):
+            check_tls_files(target)
+        # One try, bounded by the command's deadline: a wrong address or a broker that is down is one line
+        # at once, never a retry (the watchers reconnect at their next refresh). A cause found in the
+        # client's log (a refused login, an untrusted certificate) ends the wait at once.
+        began = time.monotonic()
         self._client = KafkaNetClient(receive_message_max_bytes=receive_max_bytes,
                                       request_timeout_ms=timeout_ms, **conf)
-        try:
-            self._client.check_version(timeout_ms=timeout_ms)
-        except Exception as e:
-            self._client.close()
-            raise BrokerError(
-                f"cannot reach Kafka at {self.bootstrap}: {_why_unreachable(self.bootstrap, e)}; "
-                "check --bootstrap / that the broker is up"
-            ) from None
+        manager = self._client._manager
+        # A refused connection or an unknown host is nothing to wait for either, with one bootstrap
+        # address (of several, another may answer).
+        with BootstrapLog(target if isinstance(target, Cluster) else None,
+                          on_cause=lambda: stop_bootstrap(manager),
+                          stop_on_refusal="," not in self.bootstrap.strip(",")) as log:
+            try:
+                self._client.check_version(timeout_ms=deadline.connect_timeout_ms(timeout_ms))
+            except Exception as e:
+                reopen_for_close(manager)
+                self._client.close()
+                cause = diagnose(target, log.errors) if isinstance(target, Cluster) else None
+                why = _why_unreachable(self.bootstrap, e)
+                # The wait is said where there was one to speak of: TCP accepted, then no answer (a stall,
+                # a black hole), not a refusal.
+                if why.startswith("the broker accepted TCP"):
+                    why += f" (waited {time.monotonic() - began:.1f} s)"
+                raise BrokerError(
+                    f"cannot connect to Kafka at {self.bootstrap}: {cause}" if cause else
+                    f"cannot reach Kafka at {self.bootstrap}: {why}; check --bootstrap / that the broker is "
+                    "up"
+                ) from None
 
     def __enter__(self) -> WireClient:
         return self
@@ -147,7 +177,8 @@ class WireClient:
                 elif t.error_code and getattr(error, "retriable", False):
                     transient.append((t.name, error.__name__))  # e.g. a topic created a moment ago
                 elif t.error_code:
-                    raise BrokerError(f"metadata for topic {t.name!r} failed: {error.__name__}")
+                    raise BrokerError(f"metadata for topic {t.name!r} failed: "
+                                      f"{denied(error, 'Metadata', t.name) or error.__name__}")
                 else:
                     found[t.name] = {p.partition_index: p.leader_id for p in t.partitions}
                     self.topic_ids[t.name] = _topic_id(getattr(t, "topic_id", None))
@@ -203,6 +234,10 @@ class WireClient:
         wanted = list(dict.fromkeys(tps))
         first = self.list_offsets(wanted)
         probes = self.fetch_many({tp: first[tp].high_watermark for tp in wanted}, PROBE_BYTES, READ_COMMITTED)
+        refused = next((r.error for r in probes.values() if r.error and is_denial(r.error)), None)
+        if refused:
+            # ListOffsets needs only Describe: offsets without the records (Read) are no answer to read.
+            raise BrokerError(f"Fetch refused: {refused}")
         ahead = [tp for tp in wanted if answers.served(probes[tp]) and
                  any(f > f1 for f, f1 in zip(answers.served(probes[tp]), first[tp].triple, strict=True))]
         second = self.list_offsets(ahead) if ahead else {}
@@ -267,7 +302,8 @@ class WireClient:
             topic, partition, error = failed
             attempt += 1
             if not getattr(error, "retriable", False) or attempt == METADATA_ATTEMPTS:
-                raise BrokerError(f"ListOffsets for {topic}-{partition} failed: {error.__name__}")
+                raise BrokerError(f"ListOffsets for {topic}-{partition} failed: "
+                                  f"{denied(error, 'ListOffsets', topic) or error.__name__}")
             # A leader moved (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH...): look it up again.
             self.forget_leaders()
             time.sleep(0.1 * 2**attempt)
@@ -354,7 +390,8 @@ class WireClient:
         out: dict[TP, FetchResult] = {}
         for (_, request), response in zip(calls, responses, strict=True):
             if response.error_code:
-                raise BrokerError(f"Fetch failed: {Errors.for_code(response.error_code).__name__}")
+                error = Errors.for_code(response.error_code)
+                raise BrokerError(f"Fetch failed: {denied(error, 'Fetch', None) or error.__name__}")
             throttle = response.throttle_time_ms or 0
             for t in response.responses:
                 for p in t.partitions:
@@ -422,18 +459,22 @@ class WireClient:
     def _send_any(self, request: ApiMessage) -> Any:
         """A request any broker can answer (Metadata), sent to another broker when one is down: the
         brokers a client learnt of include one that died since (its connection is refused until the
-        cluster drops it from Metadata), and the others still answer."""
-        failed: BrokerError | None = None
-        for _ in range(ANY_NODE_TRIES):
-            node = self._any_node()
+        cluster drops it from Metadata), and the others still answer. Tried again within the command's
+        deadline (eosctl.cluster.deadline) while no broker answers."""
+        name = type(request).__name__.removesuffix("Request")
+
+        def once(attempt: int) -> Any:
+            node = self._client.least_loaded_node(bootstrap_fallback=True)
+            if node is None:
+                raise deadline.Transient(f"no broker of {self.bootstrap} is reachable")
             try:
-                return self._send_all([(node, request)])[0]
-            except _Oversized:
+                timeout_ms = deadline.request_timeout_ms(self.timeout_ms, attempt)
+                return self._send_wave([(node, request)], timeout_ms)[0]
+            except deadline.Transient:
+                self._client.close(node)  # kafka-python backs off from it: the next try picks another
                 raise
-            except BrokerError as e:
-                failed = e
-        assert failed is not None
-        raise failed
+
+        return deadline.reads(f"{name} to Kafka at {self.bootstrap}", once)
 
     def _any_node(self) -> NodeId:
         node = self._client.least_loaded_node(bootstrap_fallback=True)
@@ -444,7 +485,9 @@ class WireClient:
     def _send_all(self, calls: Sequence[tuple[NodeId, ApiMessage]]) -> list[Any]:
         """Send every (node, request) before waiting for any, and return responses in order (each of its
         request's response class, read by attribute). A node gets at most IN_FLIGHT requests at a time
-        (kafka-python refuses more per connection): the rest go in later waves."""
+        (kafka-python refuses more per connection): the rest go in later waves. Every request this client
+        sends is an idempotent read: a wave that meets a dropped connection or a timeout is sent again on
+        new connections with a longer timeout, within the command's deadline (eosctl.cluster.deadline)."""
         waves: list[list[int]] = []
         per_node: dict[NodeId, int] = defaultdict(int)
         for i, (node, _) in enumerate(calls):
@@ -455,40 +498,81 @@ class WireClient:
             waves[wave].append(i)
         responses: list[Any] = [None] * len(calls)
         for wave in waves:
-            for i, response in zip(wave, self._send_wave([calls[i] for i in wave]), strict=True):
+            sent = [calls[i] for i in wave]
+            for i, response in zip(wave, self._send_retrying(sent), strict=True):
                 responses[i] = response
         return responses
 
-    def _send_wave(self, calls: Sequence[tuple[NodeId, ApiMessage]]) -> list[Any]:
+    def _send_retrying(self, calls: Sequence[tuple[NodeId, ApiMessage]]) -> list[Any]:
+        if not all(type(r).__name__ in IDEMPOTENT for _, r in calls):
+            return self._send_wave(calls, self.timeout_ms)
+        names = sorted({type(r).__name__.removesuffix("Request") for _, r in calls})
+
+        def drop(failure: deadline.Transient) -> None:
+            for node in dict.fromkeys(node for node, _ in calls):
+                self._client.close(node)  # a half-open connection must not take the next try too
+            if failure.timed_out:
+                for _, request in calls:
+                    _shrink_fetch(request)
+
+        return deadline.reads(
+            f"{'/'.join(names)} to Kafka at {self.bootstrap}",
+            lambda attempt: self._send_wave(calls, deadline.request_timeout_ms(self.timeout_ms, attempt)),
+            drop, retry_if=self._retry_leader)
+
+    def _retry_leader(self, failure: deadline.Transient, tries: int) -> bool:
+        """Whether a request to a named broker is worth sending there again: always after a timeout (a
+        stall, a slow link) and after one dropped connection (a reset); a broker that keeps refusing on a
+        cluster of several is down, and its partitions' new leaders are found by the caller (NOT_LEADER
+        and a metadata refresh), as before."""
+        return failure.timed_out or tries <= 1 or len(self._client.cluster.brokers()) <= 1
+
+    def _send_wave(self, calls: Sequence[tuple[NodeId, ApiMessage]], timeout_ms: int) -> list[Any]:
+        manager = self._client._manager
+        began = time.monotonic()
         try:
             for node in dict.fromkeys(node for node, _ in calls):
-                self._client.await_ready(node, timeout_ms=self.timeout_ms)
-            futures = [self._client.send(node, request) for node, request in calls]
+                self._client.await_ready(node, timeout_ms=timeout_ms)
+            # Each request with this try's timeout (kafka-python 3 closes the connection when it passes).
+            futures = [manager.send(request, node_id=node, request_timeout_ms=timeout_ms)
+                       for node, request in calls]
             for f in futures:
                 if not f.is_done:
-                    self._client.poll(timeout_ms=self.timeout_ms, future=f)
+                    self._client.poll(timeout_ms=timeout_ms + 100, future=f)
         except Errors.InvalidReceiveError as e:
             raise _Oversized(f"request to Kafka at {self.bootstrap} failed: {e}", too_large=True) from None
-        except Errors.KafkaTimeoutError as e:
-            raise _Oversized(f"request to Kafka at {self.bootstrap} failed: {e}") from None
+        except deadline.TRANSIENT as e:
+            # A connection that took the whole try to fail was not refused: its handshake got no answer (a
+            # stall, a black hole), retried like any timeout; a refusal fails at once.
+            waited = (time.monotonic() - began) * 1000 >= 0.9 * timeout_ms
+            raise deadline.Transient(deadline.named(e),
+                                     timed_out=isinstance(e, Errors.KafkaTimeoutError) or waited) from None
         except Errors.KafkaError as e:
             raise BrokerError(f"request to Kafka at {self.bootstrap} failed: {e}") from None
         responses = []
         for f in futures:
             if not f.is_done:
-                raise _Oversized(f"Kafka at {self.bootstrap} did not answer within {self.timeout_ms} ms")
+                raise deadline.Transient(f"no answer within {timeout_ms} ms", timed_out=True)
             if f.failed():
                 error = f"request to Kafka at {self.bootstrap} failed: {f.exception}"
                 if isinstance(f.exception, Errors.InvalidReceiveError):
                     raise _Oversized(error, too_large=True)
-                if isinstance(f.exception, Errors.KafkaTimeoutError | Errors.RequestTimedOutError):
-                    raise _Oversized(error)
+                if isinstance(f.exception, deadline.TRANSIENT):
+                    raise deadline.Transient(deadline.named(f.exception),
+                                             timed_out=isinstance(f.exception, Errors.RequestTimedOutError))
                 raise BrokerError(error)
             responses.append(f.value)
         return responses
 
 
-ANY_NODE_TRIES = 4  # brokers tried for a request any broker answers
+# Every request WireClient sends: reads that change nothing, so sending one again is always safe.
+IDEMPOTENT = frozenset({
+    "MetadataRequest", "ListOffsetsRequest", "FetchRequest", "DescribeLogDirsRequest", "OffsetFetchRequest",
+    "FindCoordinatorRequest", "DescribeGroupsRequest", "ListGroupsRequest", "DescribeProducersRequest",
+    "ListTransactionsRequest", "DescribeTransactionsRequest", "ApiVersionsRequest",
+})
+
+
 
 
 class _Oversized(BrokerError):
@@ -500,6 +584,22 @@ class _Oversized(BrokerError):
     def __init__(self, message: str, too_large: bool = False) -> None:
         super().__init__(message)
         self.too_large = too_large
+
+
+# A Fetch that timed out is asked again for half the bytes, down to this per partition: on a slow link a
+# smaller answer arrives in time, and a scan reads on from where it got (Kafka still sends a whole first
+# batch larger than the limit: KIP-74).
+MIN_FETCH_BYTES = 16 << 10
+
+
+def _shrink_fetch(request: ApiMessage) -> None:
+    if not isinstance(request, FetchRequest):
+        return
+    request.max_bytes = max(MIN_FETCH_BYTES, request.max_bytes // 2)
+    for t in request.topics:
+        for p in t.partitions:
+            size = p.partition_max_bytes
+            p.partition_max_bytes = max(min(size, MIN_FETCH_BYTES), size // 2)
 
 
 def _topic_id(value: object) -> str | None:
@@ -546,6 +646,17 @@ def listed_api_versions(manager: Any) -> dict[int, tuple[int, int]] | None:
     if listed is None:
         return None
     return {int(key): (int(v[0]), int(v[1])) for key, v in listed.items()}
+
+
+def _refused(bootstrap: str) -> bool:
+    return unreachable_now(bootstrap) is not None
+
+
+def unreachable_now(bootstrap: str) -> str | None:
+    """Why the first bootstrap address cannot be reached at all (TCP refused, a host that does not
+    resolve), or None: nothing to wait for then."""
+    why = _why_unreachable(bootstrap, Exception())
+    return why if why == "connection refused" or why.startswith("cannot resolve host") else None
 
 
 def _why_unreachable(bootstrap: str, error: Exception) -> str:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import kafka.errors as Errors
 
+from eosctl.cluster.clientcauses import denied
 from eosctl.cluster.model import TP
 
 OFFSET_NAMES = ("log start", "high watermark", "LSO")
@@ -50,7 +51,9 @@ class FetchResult:
 
     @property
     def error(self) -> str | None:
-        return None if self.error_code == 0 else Errors.for_code(self.error_code).__name__
+        if self.error_code == 0:
+            return None
+        return denied(self.error_code, "Fetch", self.topic) or Errors.for_code(self.error_code).__name__
 
 
 def served(r: FetchResult) -> tuple[int, int, int] | None:

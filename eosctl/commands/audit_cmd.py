@@ -51,8 +51,11 @@ def _fail_on(ctx: click.Context, param: click.Parameter, value: str | None) -> t
 
 
 @click.command("audit")
-@target_options(formats=FORMATS, format_help="Rich tables, stable JSON or JUnit XML for CI, or one "
-                                             "self-contained HTML sign-off document (with --out).")
+# The audit's deadline covers its whole run (workers and Spark tasks read within it): minutes, not the
+# inspection commands' 30 s; a larger audit passes more.
+@target_options(formats=FORMATS, timeout="10m",
+                format_help="Rich tables, stable JSON or JUnit XML for CI, or one self-contained HTML "
+                            "sign-off document (with --out).")
 @sink_options
 @click.option("--topic-column", help="Column with the source topic [default: src_topic].")
 @click.option("--partition-column", help="Column with the source partition [default: src_partition].")
@@ -149,14 +152,26 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
              incremental=(incremental, full_every, (*reads, *([out] if out else []))))
         return
     chosen = engine or (target.config.audit_engine if target.config else None)
-    if chosen is None and (master or remote or driver_memory):
+    # The engine and why, always on stderr (never a choice made on a read that failed: see _engine_by_size).
+    # A choice the user made is said once the audit ran (an error before stays the one line it is).
+    said = None
+    if engine:
+        said = f"engine: {chosen} (--engine)"
+    elif chosen:
+        said = f"engine: {chosen} ([audit] engine in {config})"
+    elif master or remote or driver_memory:
         chosen = "spark"  # Spark's options name Spark
-    if chosen is None:
-        chosen = _engine_by_size(runs)
-    options = EngineOptions.resolve(target.config, "spark", engine=chosen, master=master, remote=remote,
-                                    driver_memory=driver_memory)
-    if content_check is not None:
-        options = replace(options, content_check=content_check)
+        said = "engine: spark (--master, --remote or --driver-memory name Spark)"
+    if said is not None:
+        click.get_current_context().call_on_close(lambda: _say_if_audited(said))
+
+    def engine_options() -> EngineOptions:
+        """Once every check of the options, config and sink passed (each is one line before Kafka is
+        asked anything); the size check reads Kafka."""
+        options = EngineOptions.resolve(target.config, "spark", engine=chosen or _engine_by_size(runs),
+                                        master=master, remote=remote, driver_memory=driver_memory)
+        return replace(options, content_check=content_check) if content_check is not None else options
+
     if hops:
         audited = [(hop, t, sink_of(t, None, None, None)[0]) for hop, t in zip(hops, runs, strict=True)]
         for _, _, s in audited:
@@ -166,7 +181,7 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
                                    "column in a hop's sink (key_column)")
         written = Written(out, _reads(config, [s for _, _, s in audited]), force)
         written.check()
-        _run(audited, fmt, written, fail_on, options, started)
+        _run(audited, fmt, written, fail_on, engine_options(), started)
         return
     sink, _ = sink_of(target, sink_duckdb, sink_parquet, sink_table)
     if content_check and not replace(sink, **overrides).key_column:
@@ -177,8 +192,15 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
     upstream = _upstream(config, target, bootstrap)
     written = Written(out, _reads(config, [sink, upstream[0] if upstream else None]), force)
     written.check()
-    _run([(pipeline or "", target, replace(sink, **overrides))], fmt, written, fail_on, options, started,
-         upstream=upstream)
+    _run([(pipeline or "", target, replace(sink, **overrides))], fmt, written, fail_on, engine_options(),
+         started, upstream=upstream)
+
+
+def _say_if_audited(line: str) -> None:
+    """The engine line, at the end of an audit that ran (exit 0 or 1), never after an error's line."""
+    exc = sys.exc_info()[1]
+    if exc is None or (isinstance(exc, SystemExit) and exc.code in (0, 1, None)):
+        click.echo(line, err=True)
 
 
 # Up to this many offsets (log start to HW over every audited partition) the local engine is picked when
@@ -192,14 +214,14 @@ def _engine_by_size(runs: list) -> str:
     from eosctl.cluster.wire import WireClient  # lazy: eosctl.cluster.wire 165 ms at start-up
 
     total = 0
-    try:
-        for t in runs:
-            with WireClient(t.cluster, timeout_ms=TIMEOUT_MS) as client:
-                known = client.metadata(list(t.topics))
-                tps = [(topic, p) for topic, parts in known.items() for p in parts]
-                total += sum(o.high_watermark - o.log_start for o in client.offsets(tps).values())
-    except EosctlError:
-        return "spark"  # the audit itself says what is wrong with the cluster
+    # Its reads are retried within the command's deadline like every other; one that still fails ends the
+    # audit with its line: the engine is never chosen on a read that failed (a 4 s blip once turned a 3 s
+    # local audit into a 34 s Spark one).
+    for t in runs:
+        with WireClient(t.cluster, timeout_ms=TIMEOUT_MS) as client:
+            known = client.metadata(list(t.topics))
+            tps = [(topic, p) for topic, parts in known.items() for p in parts]
+            total += sum(o.high_watermark - o.log_start for o in client.offsets(tps).values())
     chosen = "local" if total <= LOCAL_UP_TO else "spark"
     why = "<=" if chosen == "local" else ">"
     click.echo(f"engine: {chosen} ({total:,} offsets {why} {LOCAL_UP_TO:,}; --engine "

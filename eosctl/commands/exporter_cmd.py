@@ -24,7 +24,7 @@ import click
 from eosctl.base.errors import EosctlError
 from eosctl.base.files import temp_dir
 from eosctl.base.stopsignals import exit_code, say_stopped, stop_event
-from eosctl.commands.options import DURATION, OutputFile, config_file
+from eosctl.commands.options import DURATION, OutputFile, config_file, timeout_option
 
 if TYPE_CHECKING:
     from eosctl.config.target import Target
@@ -58,6 +58,7 @@ DEFAULT_LISTEN = "127.0.0.1:9308"  # kafka_exporter's port: where lag dashboards
               help="An open transaction at least this old counts in eosctl_hanging_transactions.")
 @click.option("--partition-metrics", type=click.Choice(["on", "off"]), default="on", show_default=True,
               help="off: per-topic and per-group sums instead of one series per partition.")
+@timeout_option(watcher=True)
 @click.option("--once", is_flag=True, help="Read once, write --textfile and exit (cron, node_exporter).")
 @click.option("--textfile", type=OutputFile(),
               help="With --once: the file to write, atomically (node_exporter's textfile collector); it "
@@ -120,7 +121,7 @@ def _serve(targets: list[Target], options: Any, _audit: Any, once: bool, textfil
     server = http.bind(host, port)
     try:
         with loops.live_sources(targets, max_age) as sources, stop_event() as stop:
-            loops.first_refresh(sources)
+            loops.first_refresh(sources, outage_ok=True)
             exposition = Exposition(sources, partition_metrics == "on")
             exposition.parts(OPENMETRICS, gzipped=True)  # what Prometheus asks: its first scrape is warm
             server.exposition = exposition  # type: ignore[attr-defined]

@@ -6,7 +6,9 @@ A watch carries on through a broker outage, as Burrow does: a failed poll shows 
 last good poll with status ERR, the reason as its cause and error, and the top-level "error"; the numbers
 are those of the last good poll. The next polls reconnect, and statuses resume when the broker answers.
 
-Exit status: 0 ok, 2 usage, config or connection error (with --watch: only if the first poll fails).
+Exit status: 0 ok, 2 usage, config or connection error (with --watch: never for the cluster: a watch
+started during an outage shows ERR with the reason from its first poll, says so once on stderr, and
+carries on until the cluster answers).
 """
 
 from __future__ import annotations
@@ -80,6 +82,7 @@ def lag(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: st
     # with raw requests on one wire client (no librdkafka handle: see eosctl.cluster.offsets), reconnected
     # after a
     # failed poll: a restarted broker needs new connections.
+    # --timeout bounds each poll (the model renews the deadline at each refresh).
     with LiveModel(target, sections=("lag",), lag_groups=list(groups) or None, scan_limit=scan_limit,
                    timeout_ms=TIMEOUT_MS, long_lived=True, partial=False) as model:
         model.lag_history = LagHistory(window)
@@ -98,8 +101,9 @@ def _watch(measure: Any, watch: Any, interval: float, count: int | None, fmt: st
            topics: list[str]) -> None:
     """Poll until Ctrl-C (or --count): redraw in place on a terminal, else one table / JSON line per poll.
 
-    A failed poll after a good one is shown as an outage (ERR, with the reason) and the watch goes on;
-    a failed first poll is the usual one line and exit 2 (a wrong address should not look like an outage).
+    A failed poll is shown as an outage (ERR, with the reason) and the watch goes on; a failed first poll
+    too (a watch started during an incident must show it and recover with the cluster), with one line on
+    stderr saying to check the address if it never answers.
     """
     out = out_console()
     live_view = fmt == "table" and out.is_terminal
@@ -116,8 +120,12 @@ def _watch(measure: Any, watch: Any, interval: float, count: int | None, fmt: st
                 snapshot = measure()
             except EosctlError as e:
                 if last is None:
-                    raise
-                doc = outage_document(lag_document(last, watch), first_line(e))
+                    if polls == 0:
+                        click.echo(f"eosctl: lag --watch: the first poll failed, retrying every poll (check "
+                                   f"the address if it never answers): {first_line(e)}", err=True)
+                    doc = outage_document({"groups": [], "taken_at": None}, first_line(e))
+                else:
+                    doc = outage_document(lag_document(last, watch), first_line(e))
             else:  # measure() fed the snapshot to the watch already (the model's lag history)
                 last = snapshot
                 doc = lag_document(snapshot, watch)

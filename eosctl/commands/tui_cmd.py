@@ -6,8 +6,12 @@ never imports the auditors package itself.
 
 from __future__ import annotations
 
+import concurrent.futures
+import os
 import signal
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,8 +20,8 @@ from typing import Any
 import click
 
 from eosctl.base.errors import EosctlError
-from eosctl.base.stopsignals import handling
-from eosctl.commands.options import DURATION, Seconds, config_file, duckdb_file
+from eosctl.base.stopsignals import exit_code, handling, say_stopped
+from eosctl.commands.options import DURATION, Seconds, config_file, duckdb_file, timeout_option
 
 
 @click.command("tui")
@@ -30,6 +34,7 @@ from eosctl.commands.options import DURATION, Seconds, config_file, duckdb_file
 )
 @click.option("-p", "--pipeline", help="Pipeline in the config (its cluster, topics, group and sink).")
 @click.option("--bootstrap", metavar="HOST:PORT", help="Cluster to watch (overrides the config).")
+@timeout_option(watcher=True)
 @click.option("-t", "--topic", "topics", multiple=True, help="Source topic (default: the pipeline's).")
 @click.option("-g", "--group", help="Consumer group (default: the pipeline's).")
 @click.option(
@@ -91,6 +96,18 @@ def tui(
     class Tui(EosApp):
         CSS_PATH = Path(sys.modules[EosApp.__module__].__file__).with_name(EosApp.CSS_PATH)  # not ours
 
+        def on_load(self) -> None:
+            # Textual runs thread workers on the loop's default executor, which asyncio.run() joins when the
+            # app ends: a refresh waiting on the network (a black hole, the whole --timeout) kept `q` and a
+            # closed terminal waiting for it. Daemon threads are left behind instead.
+            import asyncio  # lazy: asyncio 19 ms at start-up
+
+            asyncio.get_running_loop().set_default_executor(DaemonThreads())
+
+        async def action_quit(self) -> None:
+            watchdog(0, QUIT_GRACE_S)
+            await super().action_quit()
+
         def on_unmount(self) -> None:
             # An audit the user started runs in a thread worker, which neither `q` nor a signal stops,
             # and the app's loop waits for that thread before it returns: stop what the audit started
@@ -98,15 +115,98 @@ def tui(
             _stop_audits()
 
     app = Tui(source, refresh_seconds=refresh)
+    threading._register_atexit(_no_waiting_at_exit)  # type: ignore[attr-defined]  (see the function)
     try:
         with _signals_quit(app):
             app.run()
+    except EosctlError:
+        _EXIT[0] = _EXIT[0] or 2
+        raise
     finally:
         _stop_audits()
         if hasattr(source, "close"):  # the live source's admin clients, kept across refreshes
             source.close()
+    _EXIT[0] = _EXIT[0] or app.return_code or 0
     if app.return_code:
         raise SystemExit(app.return_code)
+
+
+# The status eosctl exits with once the TUI is done: a signal's (129, 130, 143) or the app's.
+_EXIT = [0]
+# How long threads the TUI left running get to end at exit.
+EXIT_GRACE_S = 1.0
+
+
+# Once `q` or a signal asked the TUI to end, how long its shutdown may take before the process ends anyway:
+# Textual's shutdown itself can block for good writing to a terminal that closed (its writer thread's queue
+# full; seen with a SIGHUP during start-up, 3 of 3 tries), and nothing inside the app can unblock it. A
+# terminal that is still there gets longer: ending then leaves it as Textual left it (on a machine at a load
+# of 30, a normal quit took up to 7 s).
+HANGUP_GRACE_S = 3.0
+QUIT_GRACE_S = 20.0
+_watching: list[bool] = []
+
+
+def watchdog(signum: int, grace_s: float) -> None:
+    """End the process ``grace_s`` from now if it is still running then: with the signal's line and status
+    (``signum`` 0: `q`, the status the app would have)."""
+    if _watching:
+        return
+    _watching.append(True)
+
+    def end() -> None:
+        time.sleep(grace_s)
+        if signum:
+            try:
+                say_stopped(signum)
+            except OSError:  # a terminal that closed: nowhere to say it
+                pass
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(exit_code(signum) if signum else _EXIT[0])
+
+    threading.Thread(target=end, name="eosctl-tui-exit", daemon=True).start()
+
+
+def _no_waiting_at_exit() -> None:
+    """Python joins every non-daemon thread before it exits; a thread still inside a client library's wait
+    (a Kafka bootstrap in a black hole, for the whole --timeout) kept a TUI whose terminal closed running
+    with no terminal (parent 1). Called by threading's exit hook, before those joins (the line the command
+    says is already out): threads still running after EXIT_GRACE_S end with the process."""
+    deadline = time.monotonic() + EXIT_GRACE_S
+    others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    for t in others:
+        t.join(max(0.0, deadline - time.monotonic()))
+    if any(t.is_alive() for t in others):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(_EXIT[0])
+
+
+class DaemonThreads(concurrent.futures.ThreadPoolExecutor):  # asyncio takes only a ThreadPoolExecutor
+    """Runs each job in a daemon thread of its own and never waits for one at shutdown: the TUI's workers
+    only read (a refresh, a log page, an audit whose pool or JVM _stop_audits ends), so one still blocked
+    when the app quits is left to die with the process."""
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> concurrent.futures.Future:
+        future: concurrent.futures.Future = concurrent.futures.Future()
+
+        def run() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except BaseException as e:  # handed to the worker that awaits it
+                future.set_exception(e)
+
+        threading.Thread(target=run, name="eosctl-tui-worker", daemon=True).start()
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        pass  # never wait (see the class)
 
 
 def _stop_audits() -> None:
@@ -132,12 +232,16 @@ def _signals_quit(app: Any) -> Iterator[None]:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # before the app's loop runs or after it ended: unwind as any command
+            _EXIT[0] = _EXIT[0] or exit_code(signum)
+            watchdog(signum, HANGUP_GRACE_S if signum == signal.SIGHUP else QUIT_GRACE_S)
             handler = before[signum]
             if callable(handler):
                 handler(signum, frame)
             raise KeyboardInterrupt() from None
         if not got:
             got.append(signum)
+            _EXIT[0] = exit_code(signum)
+            watchdog(signum, HANGUP_GRACE_S if signum == signal.SIGHUP else QUIT_GRACE_S)
             loop.call_soon_threadsafe(app.exit)
 
 

@@ -57,18 +57,26 @@ def txns_list(config: str | None, pipeline: str | None, bootstrap: str | None, f
     """
     # lazy: eosctl.config.target 12 ms, eosctl.txn.transactions 102 ms at start-up
     from eosctl.config.target import resolve
-    from eosctl.txn.transactions import list_transactions
+    from eosctl.txn.transactions import coordinator_unseen, list_transactions
 
     target = resolve(config, pipeline, bootstrap)
     now = _now_ms()
-    with _wire(target):  # fails fast with one clear line when the cluster is unreachable
+    with _wire(target) as client:  # fails fast with one clear line when the cluster is unreachable
         admin = _admin(target)
         try:
             infos = list_transactions(admin, states, min_age, now_ms=now)
         finally:
             admin.close()
+        # ListTransactions leaves out, without an error, the ids this principal may not Describe.
+        unseen = next(filter(None, (coordinator_unseen(client, p)
+                                    for p in (target.txn_id_prefixes if target.pipeline else ()) or ("",))),
+                      None)
     if target.pipeline:
         infos = [i for i in infos if target.owns_txn(i.transactional_id)]
+    if unseen and not infos:
+        raise BrokerError(f"cannot list transactions: {unseen}")
+    if unseen:
+        click.echo(f"note: {unseen}", err=True)
     from eosctl.output.txns import render_txns  # lazy: eosctl.output.txns 1.5 ms at start-up
 
     emit(fmt, lambda: {"transactions": [i.to_dict(now) for i in infos]},
@@ -151,7 +159,12 @@ def txns_hanging(config: str | None, pipeline: str | None, bootstrap: str | None
         return
     from eosctl.output.txns import render_hanging  # lazy: eosctl.output.txns 1.5 ms at start-up
 
+    if report.could_not_look and not report.counted:
+        # A check that could not look exits 2: never "no hanging transactions" for a cron or an alert.
+        raise BrokerError(f"cannot rule out hanging transactions: {report.could_not_look}")
     emit(fmt, report.to_dict, lambda: render_hanging(out_console(), report, wanted, target.args()))
+    if report.coordinator_unseen:
+        click.echo(f"note: {report.coordinator_unseen}", err=True)
     if report.counted:
         sys.exit(1)
     if report.offsets_disagreements:

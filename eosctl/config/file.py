@@ -333,7 +333,6 @@ def _audit(au: _Reader | None) -> tuple[str | None, bool]:
     if au is None:
         return None, True
     engine = au.str("engine", None, choices={"spark", "local"})
-    # On by default (issue 39): it costs at most 1.5x the keyed audit (docs/benchmarks.md).
     content_check = au.bool("content_check", True)
     au.done()
     return engine, content_check

@@ -52,10 +52,15 @@ class Target:
             return f"-c {shlex.quote(str(self.config.path.resolve()))} -p {shlex.quote(self.pipeline.name)}"
         return f"--bootstrap {shlex.quote(self.cluster.bootstrap_servers)}"
 
+    @property
+    def txn_id_prefixes(self) -> tuple[str, ...]:
+        """The pipeline's transactional id prefixes; empty: every id."""
+        return self.txn_prefixes or ((self.pipeline.transactional_id_prefix,)
+                                     if self.pipeline and self.pipeline.transactional_id_prefix else ())
+
     def owns_txn(self, transactional_id: str | None) -> bool:
         """Whether a transactional id is the pipeline's (every id when the pipeline names no prefix)."""
-        prefixes = self.txn_prefixes or ((self.pipeline.transactional_id_prefix,)
-                                         if self.pipeline and self.pipeline.transactional_id_prefix else ())
+        prefixes = self.txn_id_prefixes
         return not prefixes or any((transactional_id or "").startswith(p) for p in prefixes)
 
 

@@ -54,11 +54,22 @@ def live_sources(targets: list[Target], max_age: float) -> Iterator[list[Source]
             s.model.close()
 
 
-def first_refresh(sources: list[Source]) -> None:
-    """The first reading of every pipeline; a cluster that does not answer is an error, not an outage (a
-    wrong address must not look like a broker that went away)."""
+def first_refresh(sources: list[Source], outage_ok: bool = False) -> None:
+    """The first reading of every pipeline. A cluster that does not answer is an error (--once: a cron
+    job's exit status says it), or, for a serving exporter (``outage_ok``), an outage from the start: an
+    exporter restarted during an incident (a pod rescheduled) must serve eosctl_up 0 with the reason and
+    recover with the cluster, not stay down; the log line says to check the address if it never does."""
     for s in sources:
-        cap = s.model.refresh()
+        try:
+            cap = s.model.refresh()
+        except EosctlError as e:
+            if not outage_ok:
+                raise
+            s.refreshed(None, first_line(e))
+            log(f"eosctl exporter: {term(s.pipeline or s.cluster)}: the first refresh failed, serving "
+                f"eosctl_up 0 until the cluster answers (check the address if it never does): "
+                f"{term(first_line(e))}")
+            continue
         s.refreshed(cap)
         log_sections(s, cap)
 
@@ -105,14 +116,15 @@ def log_unreadable(s: Source, name: str, unreadable: dict[tuple[str, int], str])
 
 def refresh_loop(sources: list[Source], exposition: Exposition, interval: float,
                  stop: threading.Event) -> None:
-    down: dict[int, str] = {}
+    # Down since the first refresh (first_refresh said so): its recovery is said like any other.
+    down: dict[int, str] = {i: s.down_reason for i, s in enumerate(sources) if not s.up and s.down_reason}
     while not stop.is_set():
         started = time.monotonic()
         for i, s in enumerate(sources):
             try:
                 cap = s.model.refresh()
             except EosctlError as e:
-                s.refreshed(None)
+                s.refreshed(None, first_line(e))
                 if i not in down:
                     down[i] = first_line(e)
                     log(f"eosctl exporter: {term(s.pipeline or s.cluster)}: refresh failed, serving "

@@ -95,6 +95,9 @@ METRICS = (
          "1 for each partition the last refresh could not read (no leader: the brokers holding its replicas "
          "are down); the other partitions' metrics are still served."),
     Spec("eosctl_up", GAUGE, BASE, "1 if the cluster answered the last refresh."),
+    Spec("eosctl_down_reason", GAUGE, (*BASE, "reason"),
+         "1 while the last refresh failed (eosctl_up 0), its reason label the one-line error (the cluster "
+         "unreachable, the deadline passed, ...); absent while the cluster answers."),
     Spec("eosctl_refresh_duration_seconds", GAUGE, BASE, "How long the last refresh took."),
     Spec("eosctl_refresh_errors_total", COUNTER, (*BASE, "section"), "Failed reads per section."),
     Spec("eosctl_section_age_seconds", GAUGE, (*BASE, "section"),
@@ -102,7 +105,7 @@ METRICS = (
 )
 SPECS = {s.name: s for s in METRICS}
 # Families that change only when the model or the audit does (rendered once per change), and the rest.
-LIVE = ("eosctl_up", "eosctl_consumer_group_status", "eosctl_refresh_duration_seconds",
+LIVE = ("eosctl_up", "eosctl_down_reason", "eosctl_consumer_group_status", "eosctl_refresh_duration_seconds",
         "eosctl_refresh_errors_total", "eosctl_section_age_seconds")
 
 
@@ -134,13 +137,15 @@ class Source:
     # Partitions the latest reading could not read, with why (Capture.unreadable).
     unreadable: dict[tuple[str, int], str] = field(default_factory=dict)
     up: bool = False  # the latest reading reached the cluster (set with the rest, unlike model.up)
+    down_reason: str | None = None  # why the latest reading failed (one line), None when it did not
     # Counters must not go down when old segments leave the log: the highest value seen per series.
     fencing: dict[tuple[str, int], int] = field(default_factory=dict)
     zombies: dict[tuple[str, int], int] = field(default_factory=dict)
 
-    def refreshed(self, cap: Capture | None) -> None:
-        """Take in a new reading (or a failed one: ``None``)."""
+    def refreshed(self, cap: Capture | None, reason: str | None = None) -> None:
+        """Take in a new reading (or a failed one: ``None``, with its ``reason``)."""
         self.up = cap is not None
+        self.down_reason = None if cap is not None else (reason or "the refresh failed")
         if cap is not None:  # new dicts, not updates: a scrape may be reading the old ones meanwhile
             failing = cap.errors()
             self.good = {**self.good, **{name: cap for name in cap.sections if name not in failing}}
@@ -305,6 +310,8 @@ class Live:
             model = src.model
             up, failing, lag = src.up, src.failing, src.good.get("lag")  # one moment for both
             out.add("eosctl_up", base, 1 if up else 0)
+            if not up and src.down_reason is not None:
+                out.add("eosctl_down_reason", {**base, "reason": src.down_reason}, 1)
             if lag is not None and lag.lag is not None:
                 _group_status(out, base, lag.lag.groups(), model.lag_history.group_statuses,
                               up and "lag" not in failing)

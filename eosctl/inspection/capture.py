@@ -169,8 +169,13 @@ def read_sections(cap: Capture, target: Target, client: WireClient, admins: Admi
         return answers[0]
 
     def transactions() -> list[TxnInfo]:
-        rows = txns_mod.list_transactions(admins.kafka)
-        return [t for t in rows if target.owns_txn(t.transactional_id)]
+        rows = [t for t in txns_mod.list_transactions(admins.kafka) if target.owns_txn(t.transactional_id)]
+        # ListTransactions leaves out the ids this principal may not Describe: zeros would be no answer.
+        unseen = next(filter(None, (txns_mod.coordinator_unseen(client, p)
+                                    for p in target.txn_id_prefixes or ("",))), None)
+        if unseen and (target.txn_id_prefixes or not rows):
+            raise EosctlError(unseen)
+        return rows
 
     def producers() -> list[ProducerRow]:
         return producers_mod.find(client, admins.kafka, tps, logs=cap.logs, described=described()).rows \
@@ -190,6 +195,8 @@ def read_sections(cap: Capture, target: Target, client: WireClient, admins: Admi
         every = txns_mod.find_hanging(client, admins.kafka, list(known), max_age_s=0.0,
                                       now_ms=cap.hanging_checked_ms, described=described(), known=offsets)
         cap.hanging_candidates = every.hanging
+        if every.could_not_look and not every.hanging:
+            raise EosctlError(f"cannot rule out hanging transactions: {every.could_not_look}")
         return over_max_age(every, max_age_s)
 
     for name, read in (("transactions", transactions), ("producers", producers), ("lag", lag),

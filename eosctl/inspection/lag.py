@@ -36,6 +36,10 @@ from eosctl.txn.opentxn import OpenTxn, open_transactions
 from eosctl.txn.transactions import coordinator_view, dated
 
 DEFAULT_SCAN_LIMIT = 50_000
+# Bytes per partition a lag scan asks for at first (doubled by the scan for a batch that does not fit):
+# counting records behind needs batch headers, and a MiB per partition does not arrive in a request's
+# timeout over a slow link (1 MiB at 200 KB/s: 5 s).
+LAG_SCAN_BYTES = 64 << 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +219,7 @@ def poll(client: WireClient, groups: Sequence[str] | None = None,
     windows = scan_windows(per_tp, offsets, scan_limit)
     logs = scan_partitions(client, list(windows), start={tp: w[0] for tp, w in windows.items()},
                            end={tp: w[1] for tp, w in windows.items()}, keep_batches=True,
-                           offsets=offsets) if windows else {}
+                           offsets=offsets, max_bytes=LAG_SCAN_BYTES) if windows else {}
     blocked = [tp for tp in tps if offsets[tp].last_stable < offsets[tp].high_watermark]
     txns = open_transactions(client, blocked, {tp: offsets[tp].last_stable for tp in blocked})
     # Aged as `txns hanging` ages them: by the coordinator's start time where it has one.

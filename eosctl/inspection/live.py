@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 
 from eosctl.base.errors import BrokerError, EosctlError, SinkError, first_line
 from eosctl.base.gcpause import LongLived
+from eosctl.cluster import deadline
 from eosctl.cluster.clients import Admins
 from eosctl.cluster.logscan import LogScan, open_scans, run_scans
 from eosctl.cluster.model import TP, PartitionLog
@@ -205,6 +206,9 @@ class LiveModel:
         return self._current
 
     def refresh(self) -> Capture:
+        # Each refresh is one command's worth of waiting (--timeout): a watcher that runs for weeks renews
+        # its deadline here, in the thread that refreshes.
+        deadline.renew()
         if self._heap is None:
             return self._refresh()
         with self._heap.refreshing():

@@ -14,10 +14,12 @@ import base64
 import ctypes
 import json
 import os
+import re
 import signal
 import subprocess
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -43,10 +45,18 @@ class KafkaNode:
     properties: str
     log_file: str
     pid: int = 0
+    # Client listeners beside the PLAINTEXT one (e.g. a secured node's SASL_SSL and SSL): name -> port.
+    listener_ports: dict[str, int] = field(default_factory=dict)
+    # Listeners advertised at another port than their own (a fault proxy in front of them): name -> port.
+    advertised_ports: dict[str, int] = field(default_factory=dict)
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    def address(self, listener: str) -> str:
+        """host:port of one of ``listener_ports``."""
+        return f"127.0.0.1:{self.listener_ports[listener]}"
 
 
 @dataclass
@@ -68,6 +78,10 @@ class KafkaCluster:
             if n.node_id == node_id:
                 return n
         raise KeyError(node_id)
+
+    def bootstrap_of(self, listener: str) -> str:
+        """The bootstrap list of one extra listener (``start(listeners=...)``)."""
+        return ",".join(n.address(listener) for n in self.nodes)
 
     @property
     def server_logs(self) -> list[Path]:
@@ -102,14 +116,22 @@ def default_properties(count: int) -> dict[str, str]:
     }
 
 
-def _node_properties(node: KafkaNode, voters: str, props: dict[str, str]) -> str:
+def _node_properties(node: KafkaNode, voters: str, props: dict[str, str],
+                     listeners: dict[str, str] | None = None) -> str:
+    """``listeners``: extra client listeners, name -> security protocol; the PLAINTEXT one stays the
+    inter-broker listener (and the one readiness checks and Kafka's tools use)."""
+    extra = listeners or {}
+    names = "".join(f",{name}://127.0.0.1:{node.listener_ports[name]}" for name in extra)
+    shown = "".join(f",{name}://127.0.0.1:{node.advertised_ports.get(name, node.listener_ports[name])}"
+                    for name in extra)
     base = {
         "process.roles": "broker,controller", "node.id": str(node.node_id),
         "controller.quorum.voters": voters,
-        "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+        "listeners": f"PLAINTEXT://127.0.0.1:{node.port}{names},CONTROLLER://127.0.0.1:{node.controller_port}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}{shown}",
         "controller.listener.names": "CONTROLLER", "inter.broker.listener.name": "PLAINTEXT",
-        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
+        + "".join(f",{name}:{protocol}" for name, protocol in extra.items()),
         "log.dirs": node.log_dir,
     }
     base.update(props)
@@ -156,17 +178,24 @@ def tool(cluster: KafkaCluster, main: str, *args: str, timeout: float = 120.0,
     done = subprocess.run(_java_cmd(cluster, main, *args, heap="256m", tool=True), capture_output=True,
                           text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     if check and done.returncode != 0:
-        raise EosctlError(f"{main.rsplit('.', 1)[-1]} {' '.join(args)} exited {done.returncode}: "
+        # Arguments may carry passwords (StorageTool's --add-scram): never in a message.
+        shown = re.sub(r"password=[^,\]]*", "password=***", " ".join(args))
+        raise EosctlError(f"{main.rsplit('.', 1)[-1]} {shown} exited {done.returncode}: "
                           f"{(done.stderr or done.stdout).strip()[-500:]}")
     return done
 
 
 def start(home: Path, nodes: int = 1, version: str | None = None, properties: dict[str, str] | None = None,
           heap: str = HEAP, die_with_parent: bool = False, timeout: float = 90.0,
-          progress=None, port: int | None = None) -> KafkaCluster:
+          progress=None, port: int | None = None, listeners: dict[str, str] | None = None,
+          format_args: Sequence[str] = (), advertised: dict[str, int] | None = None) -> KafkaCluster:
     """Format and start ``nodes`` combined broker+controller nodes under ``home``; wait until every broker
     answers Metadata. ``properties`` are added to (and override) ``default_properties``; ``port`` is the
-    first node's client port (default: a free one)."""
+    first node's client port (default: a free one). ``listeners`` adds client listeners (name -> security
+    protocol, each on a free port: ``KafkaCluster.bootstrap_of(name)``); ``format_args`` go to StorageTool
+    format (e.g. ``--add-scram``, so SCRAM users exist when the broker starts); ``advertised``: one of
+    ``listeners`` advertised at another port (name -> port) on the first node, e.g. a fault proxy's that
+    forwards to it, so that clients reach the broker only through the proxy."""
     home = Path(home).resolve()
     home.mkdir(parents=True, exist_ok=True)
     jar_dir = maven.jars("kafka", version, progress=progress)
@@ -180,14 +209,16 @@ def start(home: Path, nodes: int = 1, version: str | None = None, properties: di
             node_id=i, port=port if (port and i == 1) else free_port(), controller_port=free_port(),
             log_dir=str(node_home / "data"),
             properties=str(node_home / "data" / ".." / "server.properties"),
-            log_file=str(node_home / "server.log")))
+            log_file=str(node_home / "server.log"),
+            listener_ports={name: free_port() for name in (listeners or {})},
+            advertised_ports=dict(advertised or {}) if i == 1 else {}))
     voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in cluster.nodes)
     props = {**default_properties(nodes), **(properties or {})}
     for n in cluster.nodes:
         n.properties = str(Path(n.log_dir).parent / "server.properties")
-        Path(n.properties).write_text(_node_properties(n, voters, props))
+        Path(n.properties).write_text(_node_properties(n, voters, props, listeners))
         tool(cluster, "kafka.tools.StorageTool", "format", "-t", cluster.cluster_id, "-c", n.properties,
-             "--ignore-formatted", timeout=120)
+             "--ignore-formatted", *format_args, timeout=120)
     try:
         for n in cluster.nodes:
             _launch(cluster, n)

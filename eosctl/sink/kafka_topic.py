@@ -32,10 +32,16 @@ from typing import Any
 
 from eosctl.base.errors import BrokerError, SinkError
 from eosctl.base.safetext import decode
+from eosctl.cluster.clientcauses import LibrdkafkaErrors, librdkafka_cause
 from eosctl.cluster.clients import quiet_logger
 from eosctl.cluster.model import TP
 from eosctl.config.model import Cluster, Sink
 from eosctl.sink.base import ReadPoint
+
+# librdkafka requires a group id even for a consumer that only assign()s and never commits; it still asks
+# for the group's coordinator (FindCoordinator: Describe on the group), and a principal without rights on
+# this group is answered GROUP_AUTHORIZATION_FAILED, which the reader ignores: it needs no ACL.
+READER_GROUP = "eosctl-hop-reader"
 
 TABLE = "hop_rows"
 POLL_TIMEOUT_S = 30.0  # no progress for this long while below the end offsets: one line, exit 2
@@ -142,8 +148,9 @@ def _records(cluster: Cluster, ends: dict[TP, int], *, read_committed: bool, wha
     if not pending:
         return
     # assign() and no commits: the group id is required by librdkafka but never joined or written.
-    consumer = Consumer({**cluster.confluent(), "logger": quiet_logger(), "group.id": "eosctl-hop-reader",
-                         "enable.auto.commit": False,
+    errors = LibrdkafkaErrors(cluster, ignore=(KafkaError.GROUP_AUTHORIZATION_FAILED,))
+    consumer = Consumer({**cluster.confluent(), "logger": quiet_logger(), "group.id": READER_GROUP,
+                         "error_cb": errors, "enable.auto.commit": False,
                          "isolation.level": "read_committed" if read_committed else "read_uncommitted",
                          "auto.offset.reset": "earliest", "enable.partition.eof": True})
     try:
@@ -153,6 +160,7 @@ def _records(cluster: Cluster, ends: dict[TP, int], *, read_committed: bool, wha
         last_progress = time.monotonic()
         while pending:
             msgs = consumer.consume(10_000, 0.5)
+            errors.raise_if_any()
             if msgs:
                 last_progress = time.monotonic()
             for m in msgs:
@@ -162,7 +170,11 @@ def _records(cluster: Cluster, ends: dict[TP, int], *, read_committed: bool, wha
                     if err.code() == KafkaError._PARTITION_EOF:
                         pending.pop(tp, None)  # nothing more to read there now: the end is behind us
                         continue
-                    raise BrokerError(f"reading {what} {tp[0]}[{tp[1]}]: {err.str()}")
+                    if err.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+                        continue  # the reader's own group id (see READER_GROUP), never joined: not needed
+                    where = f" {tp[0]}[{tp[1]}]" if tp[0] is not None else ""
+                    raise BrokerError(f"reading {what}{where}: "
+                                      f"{librdkafka_cause(cluster, err, 'Fetch', tp[0]) or err.str()}")
                 if tp not in pending or m.offset() >= pending[tp]:
                     pending.pop(tp, None)
                     continue

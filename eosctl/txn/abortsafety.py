@@ -16,6 +16,7 @@ from typing import Any
 
 from eosctl.base.durations import human
 from eosctl.base.errors import EosctlError
+from eosctl.cluster.clientcauses import is_denial
 from eosctl.cluster.model import TP
 
 
@@ -31,6 +32,9 @@ class Safety:
     blocked: int  # HW - LSO: offsets a read_committed consumer cannot reach
     groups: dict[str, int] = field(default_factory=dict)  # group -> committed offset, for groups it blocks
     now_ms: int = 0
+    # What this principal could not read that the answer depends on (a coordinator that may run the
+    # transaction under an id it may not Describe; a refused DescribeProducers): never "yes" then.
+    cannot_see: str | None = None
 
     @property
     def writing(self) -> bool:
@@ -41,7 +45,9 @@ class Safety:
 
     @property
     def verdict(self) -> tuple[str, str]:
-        """("yes" | "wait" | "careful", why), in the user's words."""
+        """("yes" | "wait" | "careful" | "unknown", why), in the user's words."""
+        if self.cannot_see and not self.tracked:
+            return "unknown", f"eosctl could not see all it needs to tell: {self.cannot_see}"
         if self.tracked and self.ends_ms is not None and self.ends_ms > self.now_ms:
             return "wait", (f"its coordinator still runs it ({self.coordinator_state}) and aborts it itself "
                             f"in {human((self.ends_ms - self.now_ms) / 1000)}; aborting now fails the "
@@ -60,7 +66,8 @@ class Safety:
         """(label, value) lines for a table or a detail pane."""
         word, why = self.verdict
         since = self._since
-        coordinator = ("no coordinator lists it" if self.coordinator_state is None else
+        coordinator = ("no coordinator lists it" + (" to this principal" if self.cannot_see else "")
+                       if self.coordinator_state is None else
                        f"{self.coordinator_state}, " + (f"tracks {self.tp[0]}[{self.tp[1]}]" if self.tracked
                                                         else f"does not list {self.tp[0]}[{self.tp[1]}]"))
         groups = ", ".join(f"{g} (at {c})" for g, c in sorted(self.groups.items())) or "no group"
@@ -69,7 +76,8 @@ class Safety:
             ("safe to abort?", f"{word}: {why}"),
             ("coordinator", coordinator),
             ("timeout ends it", since(self.ends_ms) + f" (transaction.timeout.ms {timeout})"
-             if self.ends_ms is not None else f"never (no coordinator runs it; timeout {timeout})"),
+             if self.ends_ms is not None else "unknown (see above)" if self.cannot_see and not self.tracked
+             else f"never (no coordinator runs it; timeout {timeout})"),
             ("producer's last write", since(self.last_write_ms)
              + (" - still writing" if self.writing else "")),
             ("blocks", f"{self.blocked} offsets beyond the LSO, for {groups}"),
@@ -88,11 +96,12 @@ class Safety:
                 "timeout_ms": self.timeout_ms, "timeout_ends_ms": self.ends_ms,
                 "last_write_ms": self.last_write_ms,
                 "producer_writing": self.writing, "blocked": self.blocked,
-                "blocked_groups": [{"group": g, "committed": c} for g, c in sorted(self.groups.items())]}
+                "blocked_groups": [{"group": g, "committed": c} for g, c in sorted(self.groups.items())],
+                "cannot_see": self.cannot_see}
 
 
 def assess(tp: TP, producer_id: int, lso: int, hw: int, coordinator: Any | None, last_write_ms: int | None,
-           committed: Mapping[str, int | None], now_ms: int) -> Safety:
+           committed: Mapping[str, int | None], now_ms: int, cannot_see: str | None = None) -> Safety:
     """``coordinator``: the producer's eosctl.txn.transactions.TxnInfo (None: no coordinator lists it);
     ``committed``:
     group -> its committed offset on the partition (groups that never committed there: left out). A group
@@ -105,7 +114,7 @@ def assess(tp: TP, producer_id: int, lso: int, hw: int, coordinator: Any | None,
     blocked = {g: c for g, c in committed.items() if c is not None and c < hw and hw > lso}
     return Safety(tp, producer_id, coordinator.state if coordinator is not None else None, tracked,
                   coordinator.timeout_ms if coordinator is not None else None, ends, last_write_ms, hw - lso,
-                  blocked, now_ms)
+                  blocked, now_ms, cannot_see)
 
 
 def gather(client: Any, kafka_admin: Any, tp: TP, producer_id: int, lso: int, hw: int,
@@ -114,12 +123,15 @@ def gather(client: Any, kafka_admin: Any, tp: TP, producer_id: int, lso: int, hw
     DescribeProducers, and the committed offsets on the partition of ``groups`` (default: every group)."""
     # lazy: eosctl.cluster.offsets 86 ms, eosctl.txn.transactions 126 ms to import
     from eosctl.cluster.offsets import group_offsets, group_states
-    from eosctl.txn.transactions import coordinator_view, describe_producers
+    from eosctl.txn.transactions import coordinator_unseen, coordinator_view, describe_producers
 
     coordinator = coordinator_view(client, {producer_id}).get(producer_id)
+    cannot_see = coordinator_unseen(client) if coordinator is None else None
     last_write = None
     try:
-        described, _ = describe_producers(kafka_admin, [tp])
+        described, status = describe_producers(kafka_admin, [tp])
+        if is_denial(status):
+            cannot_see = cannot_see or status
         last_write = next((p.last_timestamp for p in described.get(tp, [])
                            if p.producer_id == producer_id and p.last_timestamp >= 0), None)
     except EosctlError:
@@ -132,7 +144,7 @@ def gather(client: Any, kafka_admin: Any, tp: TP, producer_id: int, lso: int, hw
                 committed[g] = offs[tp]
     except EosctlError:
         pass
-    return assess(tp, producer_id, lso, hw, coordinator, last_write, committed, now_ms)
+    return assess(tp, producer_id, lso, hw, coordinator, last_write, committed, now_ms, cannot_see)
 
 
 def _stamp(ms: int) -> str:

@@ -33,6 +33,8 @@ from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 from kafka.structs import TopicPartition
 
 from eosctl.base.errors import BrokerError, EosctlError
+from eosctl.cluster import deadline
+from eosctl.cluster.clientcauses import denied, is_denial
 from eosctl.cluster.logscan import scan_partition
 from eosctl.cluster.model import TP
 from eosctl.cluster.wire import Offsets, WireClient, listed_api_versions
@@ -134,6 +136,17 @@ class HangingReport:
     # Open transactions holding an LSO now that are not (yet) hanging: younger than max_age_s. What stalls
     # a read_committed consumer, whatever its age; never counted in the exit status.
     blocking: list[Hanging] = field(default_factory=list)
+    # Why a producer the coordinators did not name may still be run by one: this principal may not Describe
+    # every transactional id (coordinator_unseen), None when it may.
+    coordinator_unseen: str | None = None
+
+    @property
+    def could_not_look(self) -> str | None:
+        """Why the check could not look everywhere it must (a denied DescribeProducers, coordinators that
+        hide ids from this principal): then "no hanging transactions" is not an answer."""
+        if self.describe_producers not in ("ok", "unsupported"):
+            return f"DescribeProducers: {self.describe_producers}"
+        return self.coordinator_unseen
 
     @property
     def counted(self) -> list[Hanging]:
@@ -145,6 +158,7 @@ class HangingReport:
                 "describe_producers": {"status": self.describe_producers,
                                        "producers_returned": self.producers_returned},
                 "offsets_disagreements": self.offsets_disagreements,
+                "coordinator_unseen": self.coordinator_unseen,
                 "hanging": [{**h.to_dict(), "counted": h.counts(self.max_age_s)} for h in self.hanging],
                 "blocking": [h.to_dict() for h in self.blocking]}
 
@@ -169,6 +183,9 @@ class AbortPlan:
     # marker goes to the partition leader only: a coordinator still "Ongoing" is not told, so a live
     # producer of the id goes on and commits its later records without the aborted ones.
     coordinator_state: str | None = None
+    # Set when no coordinator named the producer and this principal may not Describe every transactional id:
+    # a coordinator may run it unseen (see coordinator_unseen).
+    coordinator_unseen: str | None = None
 
     def to_dict(self, now_ms: int) -> dict[str, Any]:
         age = None if self.started_ms is None else max(0.0, (now_ms - self.started_ms) / 1000)
@@ -205,14 +222,17 @@ def supports(admin: KafkaAdminClient, api_key: int) -> bool:
     return api_key in {int(k) for k in listed}
 
 
-def _call(what: str, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
-    """Run one admin call; protocol errors become one line naming what failed."""
+def _call(what: str, fn: Callable[..., T], *args: object, request: str | None = None,
+          name: str | None = None, **kwargs: object) -> T:
+    """Run one admin call (retried after a dropped connection or a timeout, within the command's
+    deadline); protocol errors become one line naming what failed (a refusal: what to grant; ``request``:
+    the Kafka request, default ``what``, and ``name``: the resource it names)."""
     try:
-        return fn(*args, **kwargs)
+        return deadline.library_call(what, fn, *args, **kwargs)
     except Errors.IncompatibleBrokerVersion:
         raise EosctlError(f"this broker does not support {what}") from None
     except Errors.KafkaError as e:
-        raise BrokerError(f"{what} failed: {type(e).__name__}") from None
+        raise BrokerError(f"{what} failed: {denied(e, request or what, name) or type(e).__name__}") from None
 
 
 # --- list / describe -------------------------------------------------------------------------------------
@@ -256,12 +276,14 @@ def list_transactions(admin: KafkaAdminClient, states: Sequence[str] = (), min_a
 
 def describe_transaction(admin: KafkaAdminClient, transactional_id: str) -> TxnInfo:
     try:
-        described = admin.describe_transactions([transactional_id])
+        described = deadline.library_call("DescribeTransactions", admin.describe_transactions,
+                                          [transactional_id])
     except Errors.TransactionalIdNotFoundError:
         raise EosctlError(f"no transactional id {transactional_id!r} on this cluster "
                           "(see `eosctl txns list`)") from None
     except Errors.KafkaError as e:
-        raise BrokerError(f"DescribeTransactions failed: {type(e).__name__}") from None
+        why = denied(e, "DescribeTransactions", transactional_id) or type(e).__name__
+        raise BrokerError(f"DescribeTransactions failed: {why}") from None
     if transactional_id not in described:
         raise EosctlError(f"no transactional id {transactional_id!r} on this cluster "
                           "(see `eosctl txns list`)")
@@ -290,12 +312,64 @@ def describe_producers(admin: KafkaAdminClient, tps: Iterable[TP],
                 return _described_by_leader(admin, tps, leaders), "ok"
             except (Errors.NotLeaderForPartitionError, Errors.UnknownTopicOrPartitionError):
                 pass
-        result = admin.describe_producers([TopicPartition(t, p) for t, p in tps])
+        result = deadline.library_call("DescribeProducers", admin.describe_producers,
+                                       [TopicPartition(t, p) for t, p in tps])
     except Errors.IncompatibleBrokerVersion:
         return {}, "unsupported"
     except Errors.KafkaError as e:
-        return {}, type(e).__name__
+        return {}, _denied_topic(admin, tps, e) or type(e).__name__
+    except BrokerError as e:  # the deadline passed while the connection kept dropping or timing out
+        return {}, str(e)
     return {(tp.topic, tp.partition): list(s.active_producers) for tp, s in result.items()}, "ok"
+
+
+def _denied_topic(admin: KafkaAdminClient, tps: list[TP], error: Exception) -> str | None:
+    """For a refused DescribeProducers: which topic was refused, as the grant it needs (kafka-python raises
+    the first error of the whole request: each topic is asked alone to find it)."""
+    if denied(error, "DescribeProducers", None) is None:
+        return None
+    topics = sorted({t for t, _ in tps})
+    for topic in topics if len(topics) > 1 else []:
+        try:
+            admin.describe_producers([TopicPartition(t, p) for t, p in tps if t == topic])
+        except Errors.KafkaError as e:
+            if denied(e, "DescribeProducers", topic):
+                return denied(e, "DescribeProducers", topic)
+    return denied(error, "DescribeProducers", topics[0])
+
+
+# A transactional id no one uses: DescribeTransactions of it tells whether this principal may Describe
+# transactional ids in general (Kafka checks the ACL before looking the id up: KafkaApis.
+# handleDescribeTransactions answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED, else NOT_FOUND or
+# NOT_COORDINATOR).
+_PROBE_ID = "eosctl-visibility-probe"
+
+
+def coordinator_unseen(client: WireClient, prefix: str = "") -> str | None:
+    """Why the coordinators' answers may leave transactions out for this principal, or None.
+
+    ListTransactions lists only the ids the principal may Describe (KafkaApis.handleListTransactions filters
+    them without an error), so a missing id is either unknown to every coordinator or hidden. An id under
+    ``prefix`` that nobody uses is described: refused means hidden ones are possible."""
+    probe = f"{prefix}{_PROBE_ID}"
+    try:
+        (answer,) = client.request_all([(client.any_node(), DescribeTransactionsRequest(
+            transactional_ids=[probe]))])
+    except (EosctlError, Errors.KafkaError):
+        return None
+    codes = [t.error_code for t in answer.transaction_states]
+    if not any(_is_denial(c) for c in codes):
+        return None
+    what = f"the transactional ids under {prefix!r}" if prefix else "every transactional id"
+    how = (f"transactional-id {prefix} (kafka-acls --add --allow-principal User:NAME --operation Describe "
+           f"--transactional-id {prefix} --resource-pattern-type prefixed)" if prefix else
+           "transactional-id * or on the pipelines' prefixes")
+    return (f"this principal may not Describe {what}: the coordinators list only the ids it may Describe, so "
+            f"a transaction they run may be missing here; grant Describe on {how}")
+
+
+def _is_denial(code: int) -> bool:
+    return denied(code, "DescribeTransactions", None) is not None
 
 
 def _described_by_leader(admin: KafkaAdminClient, tps: list[TP],
@@ -305,7 +379,7 @@ def _described_by_leader(admin: KafkaAdminClient, tps: list[TP],
         by_leader[leaders[(t, p)]].append(TopicPartition(t, p))
     out: dict[TP, list[ActiveProducer]] = {}
     for leader, parts in by_leader.items():
-        result = admin.describe_producers(parts, broker_id=leader)
+        result = deadline.library_call("DescribeProducers", admin.describe_producers, parts, broker_id=leader)
         out.update({(tp.topic, tp.partition): list(s.active_producers) for tp, s in result.items()})
     return out
 
@@ -337,6 +411,9 @@ def find_hanging(client: WireClient, admin: KafkaAdminClient, topics: Sequence[s
     at_lso = open_transactions(client, blocked, {tp: offsets[tp].last_stable for tp in blocked})
     coordinator = coordinator_view(client, {p.producer_id for _, p in candidates} |
                                    {t.producer_id for t in at_lso.values()})
+    if any(p.producer_id not in coordinator for _, p in candidates) or \
+            any(t.producer_id not in coordinator for t in at_lso.values()):
+        report.coordinator_unseen = coordinator_unseen(client)
 
     # LSO rule, aged by the coordinator's start time where it has one
     young: list[Hanging] = []
@@ -456,7 +533,9 @@ def plan_abort(client: WireClient, admin: KafkaAdminClient, topic: str, partitio
         raise EosctlError(f"no open transaction starts at offset {start_offset} of {where}: open "
                           f"transactions lie in [LSO {o.last_stable}, HW {o.high_watermark}) "
                           "(see `eosctl txns hanging`)")
-    producers, _ = describe_producers(admin, [tp])
+    producers, status = describe_producers(admin, [tp])
+    if is_denial(status):
+        raise BrokerError(f"cannot plan the abort: {status}")
     match = [p for p in producers.get(tp, []) if p.current_transaction_start_offset == start_offset]
     coordinator_epoch = 0
     if match:
@@ -483,7 +562,8 @@ def plan_abort(client: WireClient, admin: KafkaAdminClient, topic: str, partitio
     return AbortPlan(topic, partition, start_offset, pid, epoch, o.last_stable, o.high_watermark, started,
                      coordinator.transactional_id if coordinator else None,
                      supports(admin, WRITE_TXN_MARKERS_API_KEY), coordinator_epoch,
-                     coordinator.state if coordinator else None)
+                     coordinator.state if coordinator else None,
+                     None if coordinator else coordinator_unseen(client))
 
 
 def abort(admin: KafkaAdminClient, plan: AbortPlan) -> None:
@@ -493,7 +573,8 @@ def abort(admin: KafkaAdminClient, plan: AbortPlan) -> None:
                           "nothing was changed")
     spec = AbortTransactionSpec(TopicPartition(plan.topic, plan.partition), plan.producer_id,
                                 plan.producer_epoch, plan.coordinator_epoch)
-    _call(f"aborting the transaction of producer {plan.producer_id}", admin.abort_transaction, spec)
+    _call(f"aborting the transaction of producer {plan.producer_id}", admin.abort_transaction, spec,
+          request="WriteTxnMarkers")
 
 
 def _now(now_ms: int | None) -> int:

@@ -19,6 +19,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from eosctl.cli import main
+from tests.helpers import eosctl
 
 pytestmark = pytest.mark.integration
 
@@ -71,12 +72,9 @@ def make_sink(path: Path, topic: str, rows: list[tuple[int, int, str]]) -> Path:
 def run_audit(bootstrap: str, topic: str, sink: Path, *extra: str, check: bool | None = True) -> Any:
     """The audit with --content-check (check=True), --no-content-check (False) or neither (None)."""
     flag = {True: ["--content-check"], False: ["--no-content-check"], None: []}[check]
-    r = CliRunner().invoke(main, ["audit", "--bootstrap", bootstrap, "--topic", topic, "--sink-duckdb",
-                                  str(sink), "--sink-table", "orders_sink", "--key-column", "order_id",
-                                  "--format", "json", *flag, *extra], env={"COLUMNS": "200"})
-    assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
-    assert "Traceback" not in r.stderr
-    return r
+    return eosctl("audit", "--bootstrap", bootstrap, "--topic", topic, "--sink-duckdb", str(sink),
+                  "--sink-table", "orders_sink", "--key-column", "order_id", "--format", "json", *flag,
+                  *extra)
 
 
 def audit(bootstrap: str, topic: str, sink: Path, *extra: str, check: bool | None = True) -> tuple[int, dict]:

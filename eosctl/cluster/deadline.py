@@ -1,0 +1,220 @@
+"""One deadline per command, and the retry of idempotent reads within it.
+
+A network that drops a connection or stalls for a moment should cost a command a retry, not its answer;
+one that stays away should end it within a bound the user chose (``--timeout``), with the time it waited.
+This follows Kafka's own Admin client (KIP-533: ``default.api.timeout.ms`` bounds an operation and its
+retries, ``request.timeout.ms`` each request), not kafka-python's or librdkafka's per-request settings
+alone, which bound one try and leave the number of tries to the caller.
+
+- ``Deadline``: when a command (or one refresh of a watcher) must have its answer. The CLI starts one per
+  command (``start``); a long-lived reader renews it per refresh (``renew``, per thread). A thread that
+  never started one gives each read a budget of its own of the configured length.
+- ``request_timeout_ms``: the first try of a request gets the client's short timeout (an unreachable or
+  half-open connection is noticed in seconds), each retry twice the last one: a slow link (a Fetch answer
+  of a MiB at 200 KB/s takes 5 s) still gets a try long enough, within what is left of the deadline.
+- ``reads``: run one idempotent read (metadata, ListOffsets, Fetch, OffsetFetch, FindCoordinator,
+  DescribeGroups, DescribeProducers, ListTransactions, DescribeTransactions) again after a dropped
+  connection or a request timeout, with a short backoff, until it answers or the deadline passes; then one
+  BrokerError saying how long it waited. A write (WriteTxnMarkers) is never retried here.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import kafka.errors as Errors
+
+from eosctl.base.errors import BrokerError
+
+T = TypeVar("T")
+
+# The default --timeout: Kafka's Admin request.timeout.ms (30 s). A command that cannot read what it needs
+# in 30 s is better ended with the reason than left hanging; --timeout gives a slow link more.
+DEFAULT_TIMEOUT_S = 30.0
+# Backoff between tries: Kafka's retry.backoff.ms (100 ms) growing to retry.backoff.max.ms (1 s).
+BACKOFF_S = 0.1
+BACKOFF_MAX_S = 1.0
+# A connection that keeps dropping or being refused is retried this long at most (a reset costs one retry; a
+# broker restarting is back within seconds); then the read fails with that error, so a broker that is down
+# is said in seconds, not at the deadline (a watcher shows ERR at its next poll). Timeouts (a stall, a slow
+# link, a black hole) are retried until the deadline.
+RECONNECT_FOR_S = 5.0
+# A try never gets less than this, even when the deadline is nearer: a shorter one could never be answered.
+MIN_TRY_MS = 200
+
+# Errors of a request that an identical request may not meet again: the connection dropped (a reset, a
+# broker restart, a proxy that closed it), the answer did not come in time (a stall, a black hole, a slow
+# link), or no connection could be made yet. Kafka's protocol errors are answers, not transient here.
+TRANSIENT = (Errors.KafkaConnectionError, Errors.RequestTimedOutError, Errors.KafkaTimeoutError,
+             Errors.NodeNotReadyError, ConnectionError, TimeoutError)
+
+
+class Transient(BrokerError):
+    """A read that met a dropped connection or a timeout: ``reads`` tries it again."""
+
+    def __init__(self, message: str, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
+
+
+@dataclass
+class Deadline:
+    """``seconds`` from ``started`` (time.monotonic())."""
+
+    seconds: float
+    started: float = field(default_factory=time.monotonic)
+
+    def remaining_s(self) -> float:
+        return self.seconds - (time.monotonic() - self.started)
+
+    def waited_s(self) -> float:
+        return time.monotonic() - self.started
+
+    def passed(self) -> bool:
+        return self.remaining_s() <= 0
+
+
+# The command's --timeout and, for a one-shot command, when it ends (wall clock), in the environment: the
+# processes a command starts (the local engine's forked workers, Spark's Python workers) read within the
+# same deadline.
+ENV_TIMEOUT = "EOSCTL_TIMEOUT"
+ENV_ENDS_AT = "EOSCTL_DEADLINE_AT"
+_local = threading.local()
+
+
+def configured_s() -> float:
+    """The --timeout of this process (DEFAULT_TIMEOUT_S unless a command said otherwise)."""
+    try:
+        return float(os.environ.get(ENV_TIMEOUT, DEFAULT_TIMEOUT_S))
+    except ValueError:
+        return DEFAULT_TIMEOUT_S
+
+
+def start(seconds: float | None = None, one_shot: bool = True) -> Deadline:
+    """A command's deadline from now: ``seconds`` (default: the configured --timeout), for this thread and
+    (``one_shot``) every thread and process the command starts; ``finish()`` ends it."""
+    if seconds is not None:
+        os.environ[ENV_TIMEOUT] = repr(float(seconds))
+    deadline = Deadline(configured_s())
+    _local.deadline = deadline
+    if one_shot:
+        os.environ[ENV_ENDS_AT] = repr(time.time() + deadline.seconds)
+    else:
+        os.environ.pop(ENV_ENDS_AT, None)
+    return deadline
+
+
+def configure(seconds: float) -> None:
+    """The --timeout of a long-lived command (a watcher): no clock starts; each refresh renews one."""
+    os.environ[ENV_TIMEOUT] = repr(float(seconds))
+    os.environ.pop(ENV_ENDS_AT, None)
+
+
+def renew() -> Deadline:
+    """A new deadline of the configured length for this thread: one refresh of a watcher (lag --watch, the
+    exporter, the TUI) is one command's worth of waiting; the threads and processes it starts then give
+    each read a budget of its own."""
+    return start(one_shot=False)
+
+
+def finish() -> None:
+    """The command is over (its context closed): later reads in this process (a test runner's next
+    command) start afresh."""
+    _local.deadline = None
+    os.environ.pop(ENV_ENDS_AT, None)
+    os.environ.pop(ENV_TIMEOUT, None)
+
+
+def current() -> Deadline:
+    """This thread's deadline; else the one-shot command's that started this thread or process; else a
+    fresh one for this read alone."""
+    deadline = getattr(_local, "deadline", None)
+    if deadline is not None:
+        return deadline
+    seconds = configured_s()
+    try:
+        ends_at = float(os.environ[ENV_ENDS_AT])
+    except (KeyError, ValueError):
+        return Deadline(seconds)
+    return Deadline(seconds, started=time.monotonic() + (ends_at - time.time()) - seconds)
+
+
+def request_timeout_ms(base_ms: int, attempt: int, deadline: Deadline | None = None) -> int:
+    """The timeout of try ``attempt`` (0 first) of a request: ``base_ms`` doubled per retry, never past
+    the deadline (but at least MIN_TRY_MS)."""
+    d = deadline or current()
+    return max(MIN_TRY_MS, min(int(base_ms * 2 ** attempt), int(d.remaining_s() * 1000)))
+
+
+# A connection's set-up (TCP, TLS, SASL, ApiVersions: several round trips) may take this long when the
+# deadline allows: Kafka's socket.connection.setup.timeout.ms (10 s). At 1.5 s of round trip a bootstrap
+# takes 3-5 s, past the short first-try timeout of a request.
+CONNECT_MS = 10_000
+
+
+def connect_timeout_ms(base_ms: int, deadline: Deadline | None = None) -> int:
+    """How long a bootstrap (or a request a library sends while it connects) may wait: CONNECT_MS, or
+    ``base_ms`` when longer, never past the deadline."""
+    d = deadline or current()
+    return max(MIN_TRY_MS, min(max(base_ms, CONNECT_MS), int(d.remaining_s() * 1000)))
+
+
+def gave_up(what: str, why: object, deadline: Deadline, tries: int) -> str:
+    """The one line for a read the deadline ended."""
+    return (f"{what}: no answer within the deadline: waited {deadline.waited_s():.1f} s over {tries} "
+            f"tr{'y' if tries == 1 else 'ies'} (--timeout {deadline.seconds:g}s); last: {why}; check the "
+            "network to the broker, or pass a longer --timeout for a slow link")
+
+
+def library_call(what: str, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
+    """One idempotent call of a client library (kafka-python's admin: ListTransactions,
+    DescribeTransactions, DescribeProducers), called again after a dropped connection or a timeout within
+    the deadline; the library reconnects by itself."""
+
+    def attempt(_: int) -> T:
+        try:
+            return fn(*args, **kwargs)
+        except TRANSIENT as e:
+            dropped = isinstance(e, Errors.KafkaConnectionError)
+            raise Transient(named(e), timed_out=not dropped) from None
+
+    return reads(what, attempt)
+
+
+def named(e: BaseException) -> str:
+    """An error as one phrase with its class name once (kafka-python's errors print theirs already)."""
+    text = str(e)
+    return text if text.startswith(type(e).__name__) else f"{type(e).__name__}: {text}".rstrip(": ")
+
+
+def reads(what: str, attempt: Callable[[int], T], after_failure: Callable[[Transient], None] | None = None,
+          deadline: Deadline | None = None, retry_if: Callable[[Transient, int], bool] | None = None) -> T:
+    """``attempt(n)`` (n = 0, 1, ...) until it returns, retrying on Transient within the deadline;
+    ``after_failure`` runs before each retry (drop the broken connections); ``retry_if(failure, tries)``
+    False ends the retries early with the failure itself (the caller has a better way on)."""
+    d = deadline or current()
+    tries = 0
+    dropping_since: float | None = None
+    while True:
+        try:
+            return attempt(tries)
+        except Transient as e:
+            tries += 1
+            now = time.monotonic()
+            dropping_since = None if e.timed_out else (dropping_since or now)
+            if retry_if is not None and not retry_if(e, tries):
+                raise BrokerError(f"{what} failed: {e}") from None
+            if dropping_since is not None and now - dropping_since >= RECONNECT_FOR_S:
+                raise BrokerError(f"{what} failed: {e} (connection lost for {now - dropping_since:.1f} s, "
+                                  f"{tries} tries)") from None
+            pause = min(BACKOFF_MAX_S, BACKOFF_S * 2 ** (tries - 1))
+            if d.remaining_s() < pause + MIN_TRY_MS / 1000:
+                raise BrokerError(gave_up(what, e, d, tries)) from None
+            if after_failure is not None:
+                after_failure(e)
+            time.sleep(pause)

@@ -1,0 +1,265 @@
+"""Issue 40 item 3: eosctl through Toxiproxy (tests/toxiproxy.py) in front of the session's Apache Kafka.
+
+Each command runs as a user runs it (a subprocess, its exit status, stdout and stderr) against the broker's
+PROXIED listener, which advertises the proxy: every connection goes through it. The faults: one reset in
+the middle of an audit (local engine) and of a lag read; a 200 KB/s link under lag; an outage from the
+start under the exporter and `lag --watch`; a black hole; 1.5 s of latency under `txns list`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from eosctl.sandbox.net import free_port
+
+pytestmark = [pytest.mark.integration]
+
+REPO = Path(__file__).resolve().parents[2]
+PARTITIONS, RECORDS, TXN = 2, 60, 20
+
+
+def eosctl(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "eosctl", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO, stdin=subprocess.DEVNULL,
+                          env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "250"})
+
+
+def start(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "eosctl", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=REPO, stdin=subprocess.DEVNULL,
+                            env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "250"})
+
+
+def stop(proc: subprocess.Popen) -> tuple[str, str]:
+    proc.terminate()
+    try:
+        return proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.communicate()
+
+
+@pytest.fixture(scope="module")
+def orders(apache_kafka, tmp_path_factory):
+    """(topic, group, sink, transactional id): committed transactions of small records, a DuckDB sink that
+    holds each once, the group committed at the high watermark; and `big`, a 1-partition topic of 900 KB
+    a second group has not consumed at all (lag reads it over the slow link)."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    direct = apache_kafka.bootstrap
+    suffix = uuid.uuid4().hex[:6]
+    topic, group, big, txid = f"nf-{suffix}", f"nfg-{suffix}", f"nfbig-{suffix}", f"nf-tx-{suffix}"
+    admin = AdminClient({"bootstrap.servers": direct})
+    for name, parts in ((topic, PARTITIONS), (big, 1)):
+        admin.create_topics([NewTopic(name, parts, 1)])[name].result(60)
+    rows: list[tuple[int, int, str]] = []
+    p = Producer({"bootstrap.servers": direct, "transactional.id": txid, "linger.ms": 5})
+    p.init_transactions(60)
+    for first in range(0, RECORDS, TXN):
+        p.begin_transaction()
+        for part in range(PARTITIONS):
+            for i in range(first, first + TXN):
+                key = f"{part}-{i}"
+                p.produce(topic, key=key.encode(), value=b"v", partition=part,
+                          on_delivery=lambda err, m, key=key: rows.append((m.partition(), m.offset(), key)))
+        p.commit_transaction(60)
+    plain = Producer({"bootstrap.servers": direct, "linger.ms": 20, "compression.type": "none"})
+    for i in range(900):
+        plain.produce(big, key=str(i).encode(), value=os.urandom(1000), partition=0)
+    assert plain.flush(60) == 0
+    hw = {part: RECORDS + RECORDS // TXN for part in range(PARTITIONS)}  # a marker after each transaction
+    sink = tmp_path_factory.mktemp("faults") / "sink.duckdb"
+    con = duckdb.connect(str(sink))
+    con.execute("CREATE TABLE orders_sink (src_topic VARCHAR, src_partition INTEGER, src_offset BIGINT, "
+                "order_id VARCHAR)")
+    con.executemany("INSERT INTO orders_sink VALUES (?, ?, ?, ?)", [(topic, *r) for r in rows])
+    con.execute('CREATE TABLE sink_offsets (topic VARCHAR, "partition" INTEGER, next_offset BIGINT)')
+    con.executemany("INSERT INTO sink_offsets VALUES (?, ?, ?)", [(topic, q, n) for q, n in hw.items()])
+    con.close()
+    for g, offsets in ((group, [TopicPartition(topic, q, n) for q, n in hw.items()]),
+                       (f"{group}-big", [TopicPartition(big, 0, 0)])):
+        c = Consumer({"bootstrap.servers": direct, "group.id": g})
+        c.commit(offsets=offsets, asynchronous=False)
+        c.close()
+    return {"topic": topic, "group": group, "sink": sink, "big": big, "txid": txid}
+
+
+def audit_args(bootstrap: str, o: dict) -> list[str]:
+    return ["audit", "--bootstrap", bootstrap, "--topic", o["topic"], "--group", o["group"],
+            "--sink-duckdb", str(o["sink"]), "--sink-table", "orders_sink", "--key-column", "order_id",
+            "--offsets-table", "sink_offsets", "--engine", "local", "--format", "json"]
+
+
+def connections(port: int) -> int:
+    """ESTABLISHED TCP connections accepted on ``port`` (the proxy's), from /proc/net/tcp."""
+    n = 0
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        local, state = line.split()[1], line.split()[3]
+        n += state == "01" and int(local.split(":")[1], 16) == port
+    return n
+
+
+def reset_once(proxy, port: int, tag: list[str]) -> threading.Thread:
+    """Once the command is connected through the proxy and reading: the next answer chunk resets its
+    connection (reset_peer on the broker's answers), and the toxic is gone as soon as that connection
+    is (new ones are not reset)."""
+
+    def run() -> None:
+        deadline = time.monotonic() + 60
+        while connections(port) == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.4)  # its reads are under way (each answer takes the latency)
+        before = connections(port)
+        name = proxy.toxic("kafka", "reset_peer", timeout=0)
+        until = time.monotonic() + 3
+        while connections(port) >= before and time.monotonic() < until:
+            time.sleep(0.01)
+        proxy.remove("kafka", name)
+        tag.append(f"{before} -> {connections(port)}")
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+@pytest.mark.timeout(180)
+def test_a_reset_in_the_middle_of_an_audit_and_of_a_lag_read_is_retried(orders, faults):
+    proxy, through = faults
+    # 150 ms per answer: the commands take seconds, so the reset lands while they read.
+    latency = proxy.toxic("kafka", "latency", latency=150)
+    for args, check in (
+        (audit_args(through, orders), lambda doc: doc["findings"] == [] and
+         doc["summary"]["expected_records"] == PARTITIONS * RECORDS),
+        (["lag", "--bootstrap", through, "--group", orders["group"], "--format", "json"],
+         lambda doc: [(p["partition"], p["committed"], p["lag_to_lso"]) for g in doc["groups"]
+                      for p in g["partitions"]] == [(q, RECORDS + RECORDS // TXN, 0)
+                                                    for q in range(PARTITIONS)]),
+    ):
+        tag: list[str] = []
+        t = reset_once(proxy, int(through.rsplit(":", 1)[1]), tag)
+        r = eosctl(*args, timeout=90)
+        t.join(10)
+        assert len(tag) == 1 and int(tag[0].split(" -> ")[1]) < int(tag[0].split()[0]), \
+            f"{args[0]}: no connection was reset ({tag})"
+        assert r.returncode == 0, r.stderr
+        assert check(json.loads(r.stdout)), r.stdout
+    proxy.remove("kafka", latency)
+
+
+@pytest.mark.timeout(120)
+def test_lag_answers_over_a_200_kb_per_s_link(orders, faults):
+    proxy, through = faults
+    proxy.toxic("kafka", "bandwidth", rate=200)  # KB/s, the broker's answers
+    r = eosctl("lag", "--bootstrap", through, "--group", f"{orders['group']}-big", "--format", "json",
+               timeout=90)
+    assert r.returncode == 0, r.stderr
+    (g,) = json.loads(r.stdout)["groups"]
+    (p,) = g["partitions"]
+    seen = (p["committed"], p["lag_to_lso"], p["records_behind"], p["records_behind_exact"], p["hw"])
+    assert seen == (0, 900, 900, True, 900), p
+
+
+def scrape(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        return r.read().decode()
+
+
+def up_is(metrics: str, value: int) -> str | None:
+    """The scrape when its eosctl_up sample is ``value``."""
+    samples = [ln for ln in metrics.splitlines() if ln.startswith("eosctl_up{")]
+    return metrics if samples and float(samples[0].rsplit(" ", 1)[1]) == value else None
+
+
+def until(what: str, probe, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = probe()
+            if last:
+                return last
+        except OSError as e:
+            last = e
+        time.sleep(0.3)
+    raise AssertionError(f"no {what} within {timeout:.0f}s; last: {last!r}")
+
+
+@pytest.mark.timeout(180)
+def test_the_exporter_and_lag_watch_started_during_an_outage_show_it_and_recover(orders, faults):
+    proxy, through = faults
+    proxy.enabled("kafka", False)  # connections refused: the broker unreachable
+    port = free_port()
+    exporter = start("exporter", "--bootstrap", through, "--topic", orders["topic"], "--group",
+                     orders["group"], "--listen", f"127.0.0.1:{port}", "--interval", "1",
+                     "--audit-every", "0")
+    watch = start("lag", "--bootstrap", through, "--group", orders["group"], "--watch", "1",
+                  "--format", "json")
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(watch.stdout), daemon=True).start()
+    try:
+        down = until("eosctl_up 0", lambda: up_is(scrape(port), 0))
+        assert "eosctl_down_reason{" in down and "connection refused" in down, down
+        first = json.loads(until("an ERR line", lambda: lines[:1])[0])
+        assert first["groups"] == [] and "connection refused" in first["error"], first
+        assert exporter.poll() is None and watch.poll() is None
+        proxy.enabled("kafka", True)
+        up = until("eosctl_up 1", lambda: up_is(scrape(port), 1))
+        assert "eosctl_down_reason{" not in up, up
+        ok = until("an OK poll", lambda: [ln for ln in lines if '"status":"OK"' in ln])
+        assert json.loads(ok[0]).get("error") is None
+    finally:
+        _, exporter_err = stop(exporter)
+        _, watch_err = stop(watch)
+    assert "the first refresh failed, serving eosctl_up 0" in exporter_err
+    assert "the cluster answers again" in exporter_err
+    assert "the first poll failed, retrying every poll" in watch_err
+    assert "Traceback" not in exporter_err + watch_err
+
+
+@pytest.mark.timeout(120)
+def test_a_black_hole_ends_within_the_deadline_saying_how_long_it_waited(orders, faults):
+    proxy, through = faults
+    proxy.toxic("kafka", "latency", latency=100)
+    tag: list[str] = []
+
+    def hole() -> None:  # once the command reads through the proxy: answers stop, connections stay open
+        deadline = time.monotonic() + 60
+        while connections(int(through.rsplit(":", 1)[1])) == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.3)
+        proxy.toxic("kafka", "timeout", timeout=0)
+        tag.append("on")
+
+    threading.Thread(target=hole, daemon=True).start()
+    began = time.monotonic()
+    r = eosctl("lag", "--bootstrap", through, "--group", orders["group"], "--timeout", "6s", timeout=60)
+    took = time.monotonic() - began
+    assert tag == ["on"]
+    assert r.returncode == 2 and r.stdout == "", r.stdout
+    (line,) = r.stderr.splitlines()
+    assert line.startswith("eosctl: error: ") and "no answer within the deadline: waited " in line, line
+    waited = float(line.split("waited ")[1].split(" s")[0])
+    assert waited <= 6.5, line
+    # The process's own start and exit (imports) come on top: seconds on a loaded 2-core machine.
+    assert took < 6 + 12, f"{took:.1f}s for --timeout 6s: {line}"
+
+
+@pytest.mark.timeout(120)
+def test_txns_list_answers_at_1_5_s_of_round_trip_latency(orders, faults):
+    proxy, through = faults
+    proxy.toxic("kafka", "latency", latency=1500)
+    r = eosctl("txns", "list", "--bootstrap", through, "--format", "json", timeout=90)
+    assert r.returncode == 0, r.stderr
+    assert orders["txid"] in r.stdout
