@@ -90,6 +90,9 @@ class WireClient:
         # Topic name -> its id (Metadata v10+, KIP-516), None where the broker names no id: a topic
         # deleted and created again under the same name gets a new id.
         self.topic_ids: dict[str, str | None] = {}
+        # The cluster's id from the last Metadata answer (KIP-78; None from a broker that sends none): an
+        # incremental audit's state names the cluster it was read from.
+        self.cluster_id: str | None = None
         self._brokers_stale = False
         self._closed = False
         if isinstance(target, Cluster):
@@ -164,6 +167,7 @@ class WireClient:
             response = self._send_any(request)
             # Keep kafka-python's broker list current: connections to leaders are made from it.
             self._client.cluster.update_metadata(response)
+            self.cluster_id = getattr(response, "cluster_id", None) or self.cluster_id
             found: dict[str, dict[int, int]] = {}
             missing, transient = [], []
             for t in response.topics:

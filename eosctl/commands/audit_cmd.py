@@ -28,6 +28,7 @@ from eosctl.base.files import check_output, shown, writing_output
 from eosctl.base.progress import Progress, Step, silent
 from eosctl.base.safetext import term
 from eosctl.commands.options import (
+    DURATION,
     TIMEOUT_MS,
     OutputFile,
     check_one_sink,
@@ -84,6 +85,16 @@ def _fail_on(ctx: click.Context, param: click.Parameter, value: str | None) -> t
                    "offset (content_mismatch: rows that belong to other records, shifted offsets, offsets "
                    "re-used after an unclean election). It decodes every record: at most 1.5x the keyed "
                    "audit without it at 10M offsets [default: the config's [audit] content_check, or on].")
+@click.option("--incremental", "incremental", type=OutputFile(), metavar="STATE",
+              help="Audit only what is new since the verdict kept in STATE (a DuckDB file this option "
+                   "writes; the first run is a full audit): new offsets, the DuckDB sink's new rows, their "
+                   "keys against the key index in STATE; the same findings as a full audit without the "
+                   "content check (which it does not run). It cannot see "
+                   "a sink row rewritten in place (an UPDATE keeps its row id and the row count): "
+                   "--full-every reads everything again. For cron; docs/audit.md#incremental-audits.")
+@click.option("--full-every", type=DURATION, default="1d", show_default=True,
+              help="With --incremental: a full audit (and a new STATE) when the last one is this old "
+                   "(900, 90s, 15m, 2h, 1d; 0: only the first).")
 def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str | None = None,
           topics: tuple[str, ...] = (), group: str | None = None, sink_duckdb: str | None = None,
           sink_parquet: str | None = None, sink_table: str | None = None, topic_column: str | None = None,
@@ -92,7 +103,8 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
           value_hash_column: str | None = None, offsets_table: str | None = None, fmt: str = "table",
           out: str | None = None, force: bool = False, fail_on: tuple[str, ...] = KINDS,
           engine: str | None = None, master: str | None = None, remote: str | None = None,
-          driver_memory: str | None = None, content_check: bool | None = None) -> None:
+          driver_memory: str | None = None, content_check: bool | None = None,
+          incremental: str | None = None, full_every: float = 86_400.0) -> None:
     """Reconcile Kafka source offsets with the sink's rows (one task per partition)."""
     # Ctrl-C and SIGTERM unwind through the audit's guard (eosctl.cli.unwind_on_signals).
     started = time.monotonic()
@@ -117,6 +129,28 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
         raise click.UsageError(f"pipeline {pipeline} is audited hop by hop ({', '.join(hops)}): --topic, "
                                f"--group and the sink options name one hop; pass -p HOP for one of them")
     runs = [resolve(config, hop, bootstrap, need_topics=True) for hop in hops] if hops else [target]
+    if incremental and hops:
+        raise click.UsageError(f"--incremental audits one pipeline's sink; pipeline {pipeline} is audited "
+                               "hop by hop: pass -p HOP, one state file per hop")
+    if incremental and (engine or master or remote or driver_memory):
+        raise click.UsageError("--incremental runs in this process (it reads only what is new): drop "
+                               "--engine, --master, --remote and --driver-memory")
+    if incremental and content_check:
+        raise click.UsageError("--incremental does not run the content check; audit without --incremental "
+                               "for it (or pass --no-content-check)")
+    if incremental:
+        sink, _ = sink_of(target, sink_duckdb, sink_parquet, sink_table)
+        sink = replace(sink, **overrides)
+        reads = _reads(config, [sink])
+        written = Written(out, reads, force)
+        written.check()
+        if out and os.path.abspath(out) == os.path.abspath(incremental):
+            raise click.UsageError("--out and --incremental name the same file: the report and the state "
+                                   "are two files")
+        _run([(pipeline or "", target, sink)], fmt, written, fail_on, None, started,
+             upstream=_upstream(config, target, bootstrap),
+             incremental=(incremental, full_every, (*reads, *([out] if out else []))))
+        return
     chosen = engine or (target.config.audit_engine if target.config else None)
     # The engine and why, always on stderr (never a choice made on a read that failed: see _engine_by_size).
     # A choice the user made is said once the audit ran (an error before stays the one line it is).
@@ -271,16 +305,26 @@ audit.help = "\n".join([
 
 
 def _run(hops: list[tuple[str, Any, Any]], fmt: str, out: Written, fail_on: tuple[str, ...],
-         options, started: float, upstream: tuple | None = None) -> None:
+         options, started: float, upstream: tuple | None = None,
+         incremental: tuple[str, float, tuple[str, ...]] | None = None) -> None:
     """Audit each hop (name, target, sink) in order: one hop's report as it is, several merged into one;
-    ``upstream``: the stage writing a lone hop's topic, whose lineage key duplicates are followed through."""
+    ``upstream``: the stage writing a lone hop's topic, whose lineage key duplicates are followed through;
+    ``incremental``: (state file, --full-every, the files it must never replace) for `--incremental`."""
     # lazy: auditors 96 ms, eosctl.output.audit 8.6 ms at start-up
     from auditors import audit_hops
     from eosctl.output.audit import render
 
     err = console(stderr=True)
     with _progress_display(err) as show:
-        result = audit_hops(hops, options=options, progress=show, fail_on=fail_on, started=started)
+        if incremental is not None:
+            from auditors.incremental import audit_incremental  # lazy: auditors.incremental 10 ms to import
+
+            state, full_every, reads = incremental
+            _, target, sink = hops[0]
+            result = audit_incremental(target, sink, state, full_every=full_every, fail_on=fail_on,
+                                       progress=show, started=started, reads=reads)
+        else:
+            result = audit_hops(hops, options=options, progress=show, fail_on=fail_on, started=started)
         if upstream is not None:
             from eosctl.rules.upstream import (
                 follow_upstream,  # lazy: eosctl.rules.upstream 191 ms at start-up

@@ -12,11 +12,17 @@ answer the first refresh: one line, exit 2.
 
 from __future__ import annotations
 
+import os
+import re
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from eosctl.base.errors import EosctlError
+from eosctl.base.files import temp_dir
 from eosctl.base.stopsignals import exit_code, say_stopped, stop_event
 from eosctl.commands.options import DURATION, OutputFile, config_file, timeout_option
 
@@ -40,6 +46,14 @@ DEFAULT_LISTEN = "127.0.0.1:9308"  # kafka_exporter's port: where lag dashboards
               help="How often the models are refreshed (a scrape serves the latest refresh).")
 @click.option("--audit-every", type=DURATION, default="10m", show_default=True,
               help="Run the audit of each pipeline with a sink this often (0: never).")
+@click.option("--audit-state", type=click.Path(file_okay=False), metavar="DIR",
+              help="Where the continuous audit keeps one state file per pipeline (PIPELINE.audit-state), so "
+                   "each audit reads only what is new since the last (as `audit --incremental`; a DuckDB "
+                   "sink) and a restart goes on from there [default: a temporary directory, removed at "
+                   "exit].")
+@click.option("--full-every", type=DURATION, default="1d", show_default=True,
+              help="A full audit of each pipeline this often (an incremental one can't see a sink row "
+                   "deleted or rewritten in place).")
 @click.option("--max-age", type=DURATION, default="15m", show_default=True,
               help="An open transaction at least this old counts in eosctl_hanging_transactions.")
 @click.option("--partition-metrics", type=click.Choice(["on", "off"]), default="on", show_default=True,
@@ -52,7 +66,8 @@ DEFAULT_LISTEN = "127.0.0.1:9308"  # kafka_exporter's port: where lag dashboards
 @click.option("--force", is_flag=True, help="Replace --textfile even if it is not an earlier reading.")
 def exporter(config: str | None, pipelines: tuple[str, ...], bootstrap: str | None, topics: tuple[str, ...],
              group: str | None, listen: str, interval: float, audit_every: float, max_age: float,
-             partition_metrics: str, once: bool, textfile: str | None, force: bool = False) -> None:
+             partition_metrics: str, once: bool, textfile: str | None, force: bool = False,
+             audit_state: str | None = None, full_every: float = 86_400.0) -> None:
     """Serve Prometheus metrics: transaction-aware lag, open and hanging transactions, fencing, audits.
 
     \b
@@ -69,14 +84,28 @@ def exporter(config: str | None, pipelines: tuple[str, ...], bootstrap: str | No
     if interval <= 0:
         raise click.BadParameter("must be more than 0 (examples: 15s, 1m)", param_hint="'--interval'")
     host, port = parse_listen(listen)
+    from eosctl.exporter import textfile as textfiles  # lazy: eosctl.exporter.textfile 37 ms at start-up
+
+    targets = _targets(config, pipelines, bootstrap, topics, group)
+    options = _audit_options(targets) if audit_every > 0 else None
+    if audit_state is not None and os.path.exists(audit_state) and not os.path.isdir(audit_state):
+        raise click.BadParameter(f"{audit_state!r} is not a directory", param_hint="'--audit-state'")
+    with _state_dir(audit_state, options is not None) as states:
+        _audit = _Auditor(states, full_every, textfiles.reads(config, targets))
+        _serve(targets, options, _audit, once, textfile, config, force, max_age, partition_metrics, host,
+               port, interval, audit_every)
+
+
+def _serve(targets: list[Target], options: Any, _audit: Any, once: bool, textfile: str | None,
+           config: str | None, force: bool, max_age: float, partition_metrics: str, host: str, port: int,
+           interval: float, audit_every: float) -> None:
+    """Read once into --textfile, or serve /metrics until stopped."""
     # lazy: eosctl.exporter.loops 377 ms, eosctl.exporter.textfile 37 ms, eosctl.exporter.metrics 274 ms at
     # start-up
     from eosctl.exporter import http, loops
     from eosctl.exporter import textfile as textfiles
     from eosctl.exporter.metrics import OPENMETRICS, Exposition
 
-    targets = _targets(config, pipelines, bootstrap, topics, group)
-    options = _audit_options(targets) if audit_every > 0 else None
     if once:
         assert textfile is not None
         reads = textfiles.reads(config, targets)
@@ -135,11 +164,43 @@ def _targets(config: str | None, pipelines: tuple[str, ...], bootstrap: str | No
     return [resolve(config, name, bootstrap, topics, group) for name in names]
 
 
-def _audit(target: Target, sink: Any, **kwargs: Any) -> Any:
-    # lazy: auditors 94 ms at start-up
-    import auditors  # only when an audit runs (--audit-every 0 never loads the engines)
+@contextmanager
+def _state_dir(given: str | None, auditing: bool) -> Iterator[str | None]:
+    """The continuous audit's state directory: --audit-state (made if need be), else a temporary one for
+    the exporter's life."""
+    if not auditing:
+        yield None
+        return
+    if given is not None:
+        yield given  # made by the first audit (a run that fails before it leaves nothing behind)
+        return
+    with temp_dir("eosctl-audit-state-") as path:
+        yield path
 
-    return auditors.audit(target, sink, **kwargs)
+
+class _Auditor:
+    """The continuous audit of one pipeline: incremental where its sink is a DuckDB file (its state in the
+    state directory), the full audit of the engines otherwise."""
+
+    def __init__(self, states: str | None, full_every: float, reads: tuple[str, ...]) -> None:
+        self.states, self.full_every, self.reads = states, full_every, reads
+
+    def __call__(self, target: Target, sink: Any, **kwargs: Any) -> Any:
+        # lazy: auditors 94 ms at start-up
+        import auditors  # only when an audit runs (--audit-every 0 never loads the engines)
+
+        if self.states is None or not sink.duckdb or (target.pipeline is not None and target.pipeline.hops):
+            return auditors.audit(target, sink, **kwargs)
+        from auditors.incremental import audit_incremental  # lazy: auditors.incremental 10 ms to import
+
+        try:
+            os.makedirs(self.states, exist_ok=True)
+        except OSError as e:
+            raise EosctlError(f"cannot create --audit-state {self.states}: {e.strerror or e}") from None
+        name = re.sub(r"[^A-Za-z0-9_.-]", "_", target.pipeline.name if target.pipeline else "default")
+        return audit_incremental(target, sink, os.path.join(self.states, f"{name}.audit-state"),
+                                 full_every=self.full_every, started=kwargs.get("started"), reads=self.reads,
+                                 option="--audit-state")
 
 
 def _stop_audits() -> None:

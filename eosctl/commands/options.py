@@ -39,7 +39,7 @@ class Duration(click.ParamType):
             return float(value)
         m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*", str(value), re.ASCII)
         if not m:
-            self.fail(f"{value!r} is not a duration (examples: 30, 90s, 15m, 2h)", param, ctx)
+            self.fail(f"{value!r} is not a duration (examples: 30, 90s, 15m, 2h, 1d)", param, ctx)
         return float(m.group(1)) * self._UNITS[m.group(2) or "s"]
 
 

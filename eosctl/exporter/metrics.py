@@ -85,6 +85,12 @@ METRICS = (
     Spec("eosctl_audit_last_run_timestamp_seconds", GAUGE, BASE, "When the last audit finished (Unix time)."),
     Spec("eosctl_audit_duration_seconds", GAUGE, BASE, "How long the last audit took."),
     Spec("eosctl_audit_errors_total", COUNTER, BASE, "Audits that could not run (sink or broker error)."),
+    Spec("eosctl_audit_incremental", GAUGE, BASE,
+         "1 if the last audit read only what was new since the one before, 0 if it read everything."),
+    Spec("eosctl_audit_read_offsets", GAUGE, BASE, "Offsets of Kafka the last audit read."),
+    Spec("eosctl_audit_read_sink_rows", GAUGE, BASE, "Sink rows the last audit read."),
+    Spec("eosctl_audit_last_full_timestamp_seconds", GAUGE, BASE,
+         "When the last full audit (one that read everything) finished (Unix time)."),
     Spec("eosctl_sink_rows", GAUGE, (*BASE, *PARTITION), "Sink rows per source partition at the last audit."),
     Spec("eosctl_replica_failover_records", GAUGE, (*BASE, *CONSUMER, "outcome"),
          "A MirrorMaker 2 replica pipeline, at the last audit: records a consumer of the group resuming on "
@@ -288,6 +294,13 @@ def _audit(out: _Families, base: dict[str, str], audit: AuditState) -> None:
     out.add("eosctl_audit_passed", base, 1 if report.verdict == "pass" else 0)
     out.add("eosctl_audit_last_run_timestamp_seconds", base, audit.finished_at)
     out.add("eosctl_audit_duration_seconds", base, audit.duration_s)
+    run = report.engine.get("incremental") if isinstance(report.engine, dict) else None
+    if run is not None:  # auditors.incremental: what it read (and whether it read everything)
+        out.add("eosctl_audit_incremental", base, 0 if run["full"] else 1)
+        out.add("eosctl_audit_read_offsets", base, run["new_offsets"])
+        out.add("eosctl_audit_read_sink_rows", base, run["new_sink_rows"])
+        if run.get("full_at") is not None:
+            out.add("eosctl_audit_last_full_timestamp_seconds", base, run["full_at"])
     for p in report.partitions:
         out.add("eosctl_sink_rows", {**base, "topic": p.topic, "partition": p.partition}, p.sink_rows)
     for f in audit.failover:

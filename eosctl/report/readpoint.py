@@ -33,6 +33,9 @@ class ReadPoint:
         if self.kind == "postgres":
             return f"PostgreSQL {at.get('server_version', '?')}, snapshot {at.get('snapshot', '?')}"
         if self.kind == "duckdb":
+            if "rows_read" in at:  # an incremental audit (auditors.incremental): the rows read so far
+                when = at.get("read_at", "?")
+                return f"the file in place, rows up to row id {at['rows_read']} read at {when}"
             return f"a copy taken at {at['copied_at']}" if "copied_at" in at else "the file in place"
         if self.kind == "delta":
             return f"version {at.get('version', '?')}" + (

@@ -368,7 +368,8 @@ class DuckDBReader(SqlReader):
 
     def key_rows_sql(self) -> str:
         """SQL for (t, p, o, k) of every row with a key and a valid offset, the key as text, in no order and
-        with every repeat: what the key rule groups in DuckDB where the rows are (auditors.keydups)."""
+        with every repeat: what the key rule groups in DuckDB where the rows are (auditors.keydups), and what
+        the incremental audit's key index keeps of each new row (auditors.incremental)."""
         key = ident(self.sink.key_column or "")
         return (f"SELECT {self._t.value} AS t, {self._p.value} AS p, {self._o.value} AS o, "
                 f"CAST({key} AS VARCHAR) AS k FROM {self.relation} "

@@ -16,6 +16,7 @@ sink table's invalid rows, the offsets table (small: read whole at the end of ea
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from eosctl.base.errors import SinkError, first_line
@@ -58,11 +59,18 @@ class TailState:
 class DuckDBTail:
     """Keeps a DuckDB sink's ledger side current by reading only new rows, in bounded slices."""
 
-    def __init__(self, sink: Sink, where: str = "sink", slice_s: float = SLICE_S) -> None:
+    def __init__(self, sink: Sink, where: str = "sink", slice_s: float = SLICE_S,
+                 on_rows: Callable[[DuckDBReader | None], None] | None = None,
+                 first_chunk: int = FIRST_CHUNK_ROWS, max_chunk: int = MAX_CHUNK_ROWS) -> None:
         assert sink.duckdb is not None
         self.sink, self.where, self.slice_s = sink, where, slice_s
+        # Called with a reader of each slice's new rows while the slice holds the file (the incremental
+        # audit reads their keys there: auditors.incremental), and with None when the state starts over.
+        self.on_rows = on_rows
         self.state = TailState()
-        self.chunk = FIRST_CHUNK_ROWS
+        # Rows of the first slice, and of any slice at most (a batch audit holds the file longer than the
+        # live model, in fewer slices: the audit's frozen copy holds it for the whole copy).
+        self.chunk, self.max_chunk = first_chunk, max_chunk
         self.longest_hold_s = 0.0  # the longest a slice kept the file (the writer's longest wait)
         self.slices = 0
         self.restarts = 0  # reads from rowid 0 again after rows were deleted or rewritten
@@ -106,6 +114,8 @@ class DuckDBTail:
             if check and not self._only_appended(conn, table, total, top):
                 self.restarts += 1
                 s = self.state = TailState()
+                if self.on_rows is not None:
+                    self.on_rows(None)
             lo, hi = s.rows_read, min(top, s.rows_read + self.chunk)
             if self._relations is None:  # checked once; a table changed since fails a query instead
                 self._relations = relations_of(conn, self.sink, self.where)
@@ -135,7 +145,7 @@ class DuckDBTail:
         # says little about the next).
         if hi - lo == self.chunk and rows_s > 0:
             room = max(self.slice_s - (held - rows_s), self.slice_s / 2) / 2  # half: the next may be slower
-            self.chunk = max(1024, min(4 * self.chunk, MAX_CHUNK_ROWS, int((hi - lo) / rows_s * room)))
+            self.chunk = max(1024, min(4 * self.chunk, self.max_chunk, int((hi - lo) / rows_s * room)))
         return caught_up
 
     def _only_appended(self, conn, table: str, total: int, top: int) -> bool:
@@ -161,6 +171,8 @@ class DuckDBTail:
         [(count,)] = conn.execute(f"SELECT count(*) FROM {table} WHERE rowid >= {lo} AND rowid < {hi}"
                                   ).fetchall()
         last_row = _row_at(conn, self.sink, table, hi - 1)
+        if self.on_rows is not None:
+            self.on_rows(reader)
         for tp, islands in _islands(conn, reader).items():
             held = s.islands.get(tp)
             if held and islands[0].first > held[-1].last:

@@ -76,7 +76,11 @@ def capture() -> Capture:
 def audit() -> AuditReport:
     return AuditReport.build(
         [PartitionSummary(TOPIC, 0, 0, 11, 11, 10, 11), PartitionSummary(TOPIC, 1, 2, 17, 20, 12, 9)],
-        [Finding("gap", TOPIC, 1, 4, 6, 3), Finding("duplicate", TOPIC, 0, 2, 2, 1)])
+        [Finding("gap", TOPIC, 1, 4, 6, 3), Finding("duplicate", TOPIC, 0, 2, 2, 1)],
+        # an incremental audit (auditors.incremental): what it read, when the last full one ran
+        engine={"name": "incremental", "incremental": {"full": False, "reason": "", "new_offsets": 40,
+                                                       "new_sink_rows": 38, "keys_checked": 0,
+                                                       "full_at": NOW_MS / 1000 - 3600}})
 
 
 def source(with_audit: bool = True) -> Source:

@@ -370,9 +370,12 @@ def engines() -> tuple[dict[str, Any], dict[str, Any]]:
     from auditors.outcome import outcome
 
     timings = outcome([], [], 1.0, 1.0).timings
+    from auditors.incremental import Run, engine_info
+
     variants = [engine.engine_facts(info, 2, 1.0, 1.0, timings)
                 for info in (engine.spark_info(_ClassicSpark()), engine.spark_info(_ConnectSpark()),
                              engine.local_info(4, 2))]
+    variants.append(engine_info(Run(False, "", 10, 9, 2, 1.0), 1.0, timings))  # --incremental
     full = {k: v for facts in variants for k, v in facts.items()}
     least = {k: v for k, v in variants[1].items() if all(k in facts for facts in variants)}
     return full, least
@@ -481,6 +484,7 @@ def test_audit_json_is_documented() -> None:
     points = [ReadPoint("postgres", "postgresql://u@h/db", {"snapshot": "00000003-0000001B-1",
                                                             "server_version": "15.18"}),
               ReadPoint("duckdb", "/s/sink.duckdb", {"copied_at": "2026-11-24T10:00:00.000Z"}),
+              ReadPoint("duckdb", "/s/sink.duckdb", {"rows_read": 42, "read_at": "2026-11-24T10:00:00Z"}),
               ReadPoint("parquet", "/s/*.parquet", {"files_listed_at": "2026-11-24T10:00:00.000Z"}),
               ReadPoint("parquet", "s3://b/*.parquet"),
               ReadPoint("kafka_topic", "orders.enriched",
