@@ -31,7 +31,8 @@ def test_librdkafka_authentication_and_tls_errors_name_their_cause():
                      "routines::certificate verify failed: broker certificate could not be verified, "
                      "verify that ssl.ca.location is correctly configured or root CA certificates are "
                      "installed")
-    assert librdkafka_cause(SASL, tls).startswith("the broker's certificate at b:9093 is not trusted by /ca.pem")
+    assert librdkafka_cause(SASL, tls).startswith(
+        "the broker's certificate at b:9093 is not trusted by /ca.pem")
 
 
 def test_librdkafka_authorization_errors_name_the_grant():
