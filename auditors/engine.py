@@ -27,8 +27,8 @@ from eosctl.config.model import Config, Spark
 from eosctl.config.values import memory_problem, spark_master_problem
 from eosctl.report.findings import AuditReport
 from eosctl.rules.causes import explain_finding
+from eosctl.rules.hop import ahead_of_commit, key_findings
 from eosctl.sink import frozen, open_reader, shown
-from eosctl.sink.kafka_topic import ahead_of_commit, key_findings
 
 ENGINES = ("spark", "local")
 PHASE_PREPARE = "reading the sink and Kafka metadata"
@@ -121,7 +121,7 @@ def _audit(inp: AuditInput, options: EngineOptions, progress: Progress, t_start:
     with paused():
         return AuditReport.build(result.summaries, findings + invalid, inp.fail_on,
                                  sink=f"{shown(inp.sink)} ({inp.sink.table})",
-                                 sink_read_point=point.to_dict(), group=inp.group, engine=engine,
+                                 sink_read_point=point, group=inp.group, engine=engine,
                                  elapsed_seconds=time.monotonic() - t_start)
 
 

@@ -115,10 +115,10 @@ def _run_pool(pool: ProcessPoolExecutor, tasks: list, inp: AuditInput, want_keys
     return startup
 
 
-def _died(pool: ProcessPoolExecutor) -> str:
+def _died(pool: ProcessPoolExecutor, timeout: float = 5.0) -> str:
     """The one line for a worker that died mid-task (the OOM killer's SIGKILL, a crash in a library): which
     signal, when the pool still knows, and what to do. The caller's guard then kills the other workers."""
-    codes = [p.exitcode for p in list((getattr(pool, "_processes", None) or {}).values()) if p.exitcode]
+    codes = [c for c in _exit_codes(pool, timeout) if c]
     # The pool SIGTERMs the other workers once one died: the odd one out is the one that died first.
     codes.sort(key=lambda c: c == -signal.SIGTERM)
     how = ""
@@ -130,6 +130,25 @@ def _died(pool: ProcessPoolExecutor) -> str:
             how = f" (exit code {code})"
     return (f"a worker of the local engine died during the audit{how}; no verdict. If it ran out of memory, "
             "run with fewer partitions per worker or `--engine spark`, then audit again")
+
+
+def _exit_codes(pool: ProcessPoolExecutor, timeout: float) -> list[int | None]:
+    """Every worker's exit code, once the pool has reaped them all (None: still unknown at the deadline).
+
+    The futures fail (BrokenProcessPool) before the pool's manager thread has terminated and joined the
+    workers. A worker's status is read by whichever thread calls waitpid first: when the manager thread
+    reaps a worker and this thread polls it before the manager stored the code, this thread's waitpid finds
+    no child and the code reads None for a moment (the signal was missing from the line, once, under
+    load). So the codes are read only when each is known, whichever thread reaped it, up to ``timeout``:
+    the manager thread terminates the other workers right after failing the futures."""
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    deadline = time.monotonic() + timeout
+    for worker in workers:
+        while worker.exitcode is None and time.monotonic() < deadline:
+            worker.join(0.05)  # reaps it here, or finds it reaped by the manager thread
+            if worker.exitcode is None:
+                time.sleep(0.01)  # reaped there, its code not stored yet: the manager thread's next step
+    return [worker.exitcode for worker in workers]
 
 
 def _sort_batch(batch: Any, rows: list[dict[str, Any]], keys: list[Any], findings: list[Any]) -> None:

@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from eosctl.cluster.logclassify import LogScan  # noqa: E402
 from eosctl.cluster.model import Batch, ProducerState  # noqa: E402
 from eosctl.cluster.wire import Offsets  # noqa: E402
+from eosctl.txn.fencing import fencing_events  # noqa: E402
 
 PID = 7
 
@@ -43,7 +44,7 @@ def classify(batches: list[Batch]) -> tuple[float, ProducerState]:
     for b in batches:
         c.add(b)
     state = c.finish().producers[PID]
-    _ = state.fencing_events
+    _ = fencing_events(state)
     return time.perf_counter() - started, state
 
 
@@ -61,7 +62,7 @@ def main() -> None:
         base = base or per_txn
         print(f"{n:>7} transactions  {secs:7.3f} s  per transaction x{per_txn / base:4.2f}  "
               f"epochs kept {len(state.epochs)} (+{state.earlier_epochs} earlier)  "
-              f"bumps kept {len(state.epoch_bumps)} of {state.bumps_total}  fencing {state.fencing_events}")
+              f"bumps kept {len(state.epoch_bumps)} of {state.bumps_total}  fencing {fencing_events(state)}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,6 @@
-"""The eosctl TUI: seven tabs over one Dashboard, refreshed by thread workers so the UI never blocks."""
+"""The eosctl TUI: seven tabs over one Dashboard, the keys and palette commands that move between them, and
+the workers behind the Log and Audit tabs. When the Dashboard is refreshed (thread workers, retries, the
+slow-broker banner, the status line) is tui.schedule's part of the app."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from typing import Any
 
 from rich.text import Text
 from textual import on, work
-from textual.app import App, ComposeResult, SystemCommand
+from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane
@@ -16,7 +18,7 @@ from textual.worker import Worker, WorkerState
 
 from eosctl.base.progress import Step
 from eosctl.base.safetext import term
-from tui import fmt
+from tui.schedule import Scheduled, one_line
 from tui.screens import HelpScreen
 from tui.sources import Dashboard, DataSource
 from tui.views.audit import AuditView
@@ -39,13 +41,8 @@ VIEWS: list[tuple[str, str, type[View]]] = [
     ("audit", "Audit", AuditView),
 ]
 
-# After a failed refresh, retry sooner than the refresh period (but never hammer a sick broker).
-RETRY_SECONDS = 3.0
-# A refresh still running after this long gets the "slow broker" banner.
-SLOW_SECONDS = 8.0
 
-
-class EosApp(App[None]):
+class EosApp(Scheduled):
     CSS_PATH = "app.tcss"
     TITLE = "eosctl"
     BINDINGS = [
@@ -65,15 +62,7 @@ class EosApp(App[None]):
     def __init__(
         self, source: DataSource, refresh_seconds: float = 5.0, clock: Callable[[], float] = time.time
     ) -> None:
-        super().__init__()
-        self.source = source
-        self.refresh_seconds = max(0.5, refresh_seconds)
-        self.clock = clock
-        self.dash: Dashboard | None = None
-        self.paused = False
-        self.error: str | None = None
-        self.fetching_since: float | None = None
-        self.next_fetch_at = 0.0
+        super().__init__(source, refresh_seconds, clock)
         self.stale: set[str] = set()  # views that have not seen the current Dashboard yet
         self.prepared: dict[str, Any] = {}  # pane -> what its view's `prepare` made of self.dash
         self.active = VIEWS[0][0]  # the visible tab
@@ -95,9 +84,7 @@ class EosApp(App[None]):
         self._views = {pane: self.query_one(f"#view-{pane}", View) for pane, _, _ in VIEWS}
         if self.source.is_snapshot:
             self.add_class("snapshot")
-        self.fetch()
-        # A cheap 1 s tick decides when to refresh and keeps the status line's clock honest.
-        self.set_interval(1.0, self._tick)
+        self.start_schedule()
 
     def views(self) -> list[View]:
         return [self.view(pane) for pane, _, _ in VIEWS]
@@ -105,41 +92,7 @@ class EosApp(App[None]):
     def view(self, pane: str) -> View:
         return self._views.get(pane) or self.query_one(f"#view-{pane}", View)
 
-    # ---- refresh ----------------------------------------------------------------------------------
-
-    def _shutting_down(self) -> bool:
-        """The 1 s tick and a finishing worker can land while the app shuts down (widgets going or gone)."""
-        return not self.is_running
-
-    def _tick(self) -> None:
-        if self._shutting_down():
-            return
-        now = self.clock()
-        if self.fetching_since is not None and now - self.fetching_since > SLOW_SECONDS:
-            self._banner(
-                f"the broker is slow: no answer for {now - self.fetching_since:.0f}s "
-                f"(still trying; showing data from {fmt.clock(self.dash.taken_at if self.dash else None)})"
-            )
-        elif (
-            not self.source.is_snapshot
-            and not self.paused
-            and self.fetching_since is None
-            and now >= self.next_fetch_at
-        ):
-            self.fetch()
-        self._status()
-
-    def fetch(self) -> None:
-        if self.fetching_since is not None:
-            return
-        self.fetching_since = self.clock()
-        self._status()
-        self._fetch_worker()
-
-    @work(thread=True, group="fetch", exit_on_error=False)
-    def _fetch_worker(self) -> tuple[Dashboard, dict[str, Any]]:
-        dash = self.source.fetch()
-        return dash, self.prepare(dash)
+    # ---- what a refresh does -------------------------------------------------------------------------
 
     def prepare(self, dash: Dashboard) -> dict[str, Any]:
         """Format `dash` for every tab: the fetch worker's job, since at 10k partitions (or 100k findings)
@@ -147,31 +100,8 @@ class EosApp(App[None]):
         refreshes shows at once too. Rows that did not change reuse their formatted text."""
         return {pane: view.prepare(dash) for pane, view in self._views.items()}
 
-    @on(Worker.StateChanged)
-    def _worker_done(self, event: Worker.StateChanged) -> None:
-        if self._shutting_down():
-            return
-        worker = event.worker
-        if worker.group == "fetch" and worker.state in (WorkerState.SUCCESS, WorkerState.ERROR):
-            self.fetching_since = None
-            if worker.state is WorkerState.SUCCESS:
-                self.error = None
-                self._banner(None)
-                self.next_fetch_at = self.clock() + self.refresh_seconds
-                self.apply(*worker.result)
-            else:
-                self.error = _one_line(worker.error)
-                self.next_fetch_at = self.clock() + min(RETRY_SECONDS, self.refresh_seconds)
-                if self.source.is_snapshot:
-                    self._banner(f"cannot open the snapshot: {self.error}")
-                else:
-                    since = f"; showing data from {fmt.clock(self.dash.taken_at)}" if self.dash else ""
-                    self._banner(
-                        f"{self.error} (retrying every {min(RETRY_SECONDS, self.refresh_seconds):.0f}s"
-                        f"{since})"
-                    )
-            self._status()
-        elif worker.group == "log":
+    def worker_changed(self, worker: Worker) -> None:
+        if worker.group == "log":
             self._log_done(worker)
         elif worker.group == "audit":
             self._audit_done(worker)
@@ -206,7 +136,7 @@ class EosApp(App[None]):
                 view.show(self.dash)
         except Exception as e:  # one view's bug must not take the dashboard down mid-incident
             self.log.error(f"{pane} failed to render", e)
-            self.notify(f"{pane}: cannot render ({_one_line(e)})", severity="error", markup=False)
+            self.notify(f"{pane}: cannot render ({one_line(e)})", severity="error", markup=False)
 
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
@@ -214,40 +144,6 @@ class EosApp(App[None]):
             self.active = event.pane.id
             self.refresh_bindings()
             self._show_view(event.pane.id)
-
-    # ---- status line and banner --------------------------------------------------------------------
-
-    def _status_text(self) -> Text:
-        src = self.source
-        t = Text()
-        if src.is_snapshot:
-            t.append(" SNAPSHOT ", style="bold reverse yellow")
-            captured = fmt.stamp(self.dash.taken_at) if self.dash else "?"
-            t.append(
-                f" {term(self.dash.pipeline if self.dash else src.pipeline)} · captured {captured} · "
-                f"{term(src.label)}"
-            )
-            return t
-        t.append(" LIVE ", style="bold reverse green")
-        t.append(f" {term(src.pipeline)} · {term(src.label)}")
-        if self.dash:
-            t.append(f" · at {fmt.clock(self.dash.taken_at)}")
-        if self.fetching_since is not None:
-            t.append(" · refreshing…")
-        elif self.paused:
-            t.append(" · PAUSED (p resumes)", style="bold yellow")
-        else:
-            t.append(f" · every {self.refresh_seconds:g}s")
-        return t
-
-    def _status(self) -> None:
-        self.query_one("#status", Static).update(self._status_text())
-
-    def _banner(self, message: str | None, level: str = "error") -> None:
-        banner = self.query_one("#banner", Static)
-        banner.set_class(message is not None, "shown")
-        banner.set_class(level == "warn", "warn")
-        banner.update(Text(f"! {term(message)}") if message else "")  # errors quote names from the cluster
 
     # ---- actions ----------------------------------------------------------------------------------
 
@@ -259,21 +155,6 @@ class EosApp(App[None]):
         table = self.view(pane).filter_table()
         if table is not None:
             table.table.focus()
-
-    def action_refresh_now(self) -> None:
-        if self.source.is_snapshot and self.dash is not None:
-            self.notify("a snapshot does not change; nothing to refresh")
-            return
-        self.fetch()
-
-    def action_toggle_pause(self) -> None:
-        if self.source.is_snapshot:
-            self.notify("a snapshot is never refreshed")
-            return
-        self.paused = not self.paused
-        if not self.paused:
-            self.next_fetch_at = 0.0
-        self._status()
 
     def action_filter(self) -> None:
         table = self.current_view().filter_table()
@@ -324,7 +205,7 @@ class EosApp(App[None]):
             view.show_log(worker.result)
         elif worker.state is WorkerState.ERROR:
             view.query_one("#log-summary", Static).update(
-                Text(f"cannot read the log: {term(_one_line(worker.error))}", style="bold red")
+                Text(f"cannot read the log: {term(one_line(worker.error))}", style="bold red")
             )
 
     def open_log(self, topic: str, partition: int, first: int, last: int, why: Text | None = None) -> None:
@@ -397,13 +278,7 @@ class EosApp(App[None]):
                 self.dash.capture.audit = worker.result.source
                 self.view("overview").show(self.dash)
         elif worker.state is WorkerState.ERROR:
-            view.set_error(_one_line(worker.error))
+            view.set_error(one_line(worker.error))
         elif worker.state is WorkerState.CANCELLED:
             view.set_running(False)
 
-
-def _one_line(error: BaseException | None) -> str:
-    if error is None:
-        return "unknown error"
-    text = str(error).strip().splitlines()
-    return term((text[0] if text else error.__class__.__name__)[:300])  # errors quote names from the cluster

@@ -40,10 +40,11 @@ def check(obj: object, where: str = "") -> None:
     if problem is not None:
         sub, want, v = problem
         path = f"{where}{sub}" if where else sub.removeprefix(".") or type(obj).__name__
-        raise WrongType(f"{path}: expected {want}, got {_name(v)}")
+        raise WrongType(f"{path}: expected {want}, got {value_name(v)}")
 
 
-def _name(v: object) -> str:
+def value_name(v: object) -> str:
+    """A value as a message names it: "null", "the string 'x'", "int 5", "list"."""
     if v is None:
         return "null"
     if isinstance(v, str):

@@ -8,6 +8,7 @@ TUI's and the exporter's own handlers): everything the command started is stoppe
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -45,12 +46,40 @@ def handling(on_signal: Callable[[int, Any], None], signals: tuple[int, ...] = S
              ) -> Iterator[dict[int, Any]]:
     """``on_signal`` handles ``signals`` inside the block (yielded: the handlers before, by signal); those
     are restored on the way out."""
-    before = {s: signal.signal(s, on_signal) for s in signals}
+    before = {s: signal.signal(s, _after_imports(on_signal)) for s in signals}
     try:
         yield before
     finally:
         for s, handler in before.items():
             signal.signal(s, handler)
+
+
+# How soon a stop signal that arrived inside an import is sent again.
+IMPORT_RETRY_S = 0.05
+
+
+def _importing(frame: Any) -> bool:
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _after_imports(on_signal: Callable[[int, Any], None]) -> Callable[[int, Any], None]:
+    """``on_signal``, but never while a module is being imported: an exception raised inside a native
+    module's initialisation aborts the process (duckdb's nanobind: "Critical nanobind error ... enum_create",
+    SIGABRT, no line, nothing cleaned up). The signal is sent again shortly, until the import is done."""
+
+    def handler(signum: int, frame: Any) -> None:
+        if _importing(frame):
+            timer = threading.Timer(IMPORT_RETRY_S, os.kill, (os.getpid(), signum))
+            timer.daemon = True
+            timer.start()
+            return
+        on_signal(signum, frame)
+
+    return handler
 
 
 class StopEvent(threading.Event):

@@ -150,7 +150,7 @@ class Transaction:
 class EpochBump:
     """The producer id appeared at a higher epoch than any seen before in this partition.
 
-    What that means depends on the transaction protocol (see ``ProducerState.bump_verdict``): under
+    What that means depends on the transaction protocol (see ``eosctl.txn.fencing.bump_verdict``): under
     transactions v1 only InitProducerId (a new instance) and the coordinator's fencing abort raise the
     epoch; under transactions v2 (KIP-890) every COMMIT or ABORT does.
     """
@@ -265,142 +265,6 @@ class ProducerState:
             return MIXED
         return V1 if self.v1_markers else V2 if self.v2_markers else UNKNOWN
 
-    @property
-    def fencing_events(self) -> int:
-        """How many times the producer id's epoch was fenced, counted only on unambiguous evidence.
-
-        Under transactions v1 the epoch rises only through InitProducerId (a new instance, which fences
-        the old epoch; a producer re-initialising itself after an aborted transaction, KIP-360, fences it
-        the same way) or the coordinator's abort of an open transaction (Kafka writes that ABORT at epoch+1
-        and hands the new instance epoch+2: one event, told as one bump; noida-db writes both at epoch+1);
-        an abort the coordinator made on the transaction's timeout is no take-over and not counted. Under
-        transactions v2 every COMMIT and ABORT bumps the epoch, and a partition sees only the transactions
-        that touched it, so a bump proves nothing there, except an ABORT two epochs above the data it
-        closes (``EpochBump.fence_abort``) or a take-over the id's other partitions settled
-        (``takeovers_settled``). In every protocol a write at an older epoch (a zombie write) proves its
-        epoch was fenced while its writer still ran.
-        """
-        timeouts = sum(1 for b in self.epoch_bumps if self._timed_out(b))
-        if self.protocol == V1:
-            by_bumps = self.v1_takeovers - timeouts
-        else:
-            by_bumps = self.fence_aborts + sum(
-                1 for b in self.epoch_bumps if b.on_marker and b.marker == "ABORT" and not b.fence_abort
-                and b.new_epoch in self.takeovers_settled and not self._timed_out(b))
-        return max(by_bumps, len({z.epoch for z in self.zombie_writes}))
-
-    @property
-    def timeouts(self) -> int:
-        """ABORT markers the coordinator wrote on the transaction's timeout (among the listed bumps)."""
-        return sum(1 for b in self.epoch_bumps if self._timed_out(b))
-
-    def _timed_out(self, b: EpochBump) -> bool:
-        """The coordinator's ABORT on a timeout: it came ``transaction.timeout.ms`` or more after the
-        transaction's first record (TransactionCoordinator.abortTimedOutTransactions fences the epoch and
-        aborts)."""
-        age = _age(b)
-        return (b.marker == "ABORT" and b.on_marker and age is not None and self.txn_timeout_ms is not None
-                and age >= self.txn_timeout_ms)
-
-    def bump_verdict(self, b: EpochBump) -> tuple[bool, str]:
-        """(is it fencing, why) for one of this producer's epoch bumps, by the rule of ``fencing_events``."""
-        if not b.on_marker and not b.transactional:
-            return False, "idempotent producer bumped its own epoch (KIP-360)"
-        if b.on_marker and b.marker != "ABORT":
-            return False, f"transactions v2: a {b.marker or 'control'} marker moved the epoch on"
-        if b.on_marker:
-            return self._abort_verdict(b)
-        protocol = self.protocol
-        if protocol == V1:
-            if b.after_abort:
-                return True, "FENCED: the new instance, after the coordinator's abort"
-            return True, "FENCED: a new instance took over"
-        if protocol == V2:
-            return False, ("transactions v2: transactions of this id that skipped this partition (or a "
-                           "restart of the id) moved the epoch on")
-        if protocol == MIXED:
-            return False, "markers of both transaction protocols: a bump proves no fencing"
-        return False, ("bump on data: fencing under transactions v1, ordinary under v2; "
-                       "no marker in the scan shows which")
-
-    def _abort_verdict(self, b: EpochBump) -> tuple[bool, str]:
-        span = (f" at offsets {b.txn_first}..{b.txn_last}" if b.txn_first is not None
-                else " (its data lies before the scan)")
-        later = (f"; the new instance wrote at epoch {b.next_epoch} from offset {b.next_offset}"
-                 if b.next_offset is not None else "")
-        takeover = ("a new instance took the id over and the coordinator aborted the old one's "
-                    f"transaction{span}")
-        if self._timed_out(b):
-            age = _age(b) or 0
-            after = (f"; a new instance took the id at epoch {b.next_epoch} from offset {b.next_offset}"
-                     if b.next_offset is not None else "")
-            return False, (f"TIMEOUT: the coordinator aborted the transaction{span} {age / 1000:.1f} s after "
-                           f"its first record (transaction.timeout.ms {self.txn_timeout_ms}){after}")
-        if b.fence_abort:
-            return True, f"FENCED: {takeover}, two epochs up{later}"
-        protocol = self.protocol
-        if b.continued:
-            if protocol == V1:  # noida-db: the fencing ABORT and the new instance at one epoch
-                return True, f"FENCED: {takeover}"
-            return False, "transactions v2: the id's own ABORT moved the epoch on (it wrote on at that epoch)"
-        if protocol == V1 or b.new_epoch in self.takeovers_settled:
-            if b.next_offset is None:
-                return True, (f"FENCED: the coordinator aborted the old epoch's transaction{span} (a new "
-                              "instance took the id over, or the transaction timed out)")
-            return True, f"FENCED: {takeover}{later}"
-        if b.new_epoch in self.own_aborts_settled:
-            return False, (f"transactions v2: the id aborted its transaction{span} itself; its other "
-                           f"partitions hold its transactions at epoch {b.new_epoch}")
-        if b.next_offset is not None and protocol in (V2, UNKNOWN):
-            return False, (f"TAKEOVER?: {takeover}{later}; or (transactions v2) the id aborted it itself, "
-                           f"then started again or wrote transactions that skipped this partition (epoch "
-                           f"{b.new_epoch} holds no data here): the id's other partitions settle it")
-        if protocol == V2:
-            return False, "transactions v2: an ABORT marker moved the epoch on"
-        if protocol == MIXED:
-            return False, "markers of both transaction protocols: a bump proves no fencing"
-        return False, ("bump on an ABORT marker: fencing under transactions v1, ordinary under v2; "
-                       "no marker in the scan shows which")
-
-    def abort_cause(self, marker_offset: int | None) -> str | None:
-        """Who ended the transaction whose ABORT is at ``marker_offset``, where its bump tells: "takeover"
-        (a new instance; the coordinator aborted the old one's transaction), "timeout" (the coordinator, on
-        the transaction's timeout), "takeover?" (transactions v2: a take-over or the id's own abort)."""
-        for b in self.epoch_bumps:
-            if b.on_marker and b.offset == marker_offset and b.marker == "ABORT":
-                fencing, why = self.bump_verdict(b)
-                return ("timeout" if why.startswith("TIMEOUT") else "takeover" if fencing
-                        else "takeover?" if why.startswith("TAKEOVER?") else None)
-        return None
-
-    def routine(self, b: EpochBump) -> bool:
-        """A transactions-v2 bump of the id's own making (a commit, its own abort, transactions that
-        skipped the partition): counted in ``routine_summary``, not told one by one."""
-        fencing, why = self.bump_verdict(b)
-        return not fencing and why.startswith("transactions v2:")
-
-    def routine_summary(self) -> str | None:
-        """One line for all routine bumps: the epoch timeline keeps what is not routine."""
-        routine = [b for b in self.epoch_bumps if self.routine(b)]
-        listed_own = sum(1 for b in routine if b.continued)
-        aborts = self.own_aborts - sum(1 for b in self.epoch_bumps if b.continued) + listed_own
-        skipped = sum(1 for b in routine if not b.on_marker)
-        others = sum(1 for b in routine if b.on_marker and not b.continued)
-        commits = self.commit_bumps
-        if not (commits or aborts or skipped or others):
-            return None
-        epochs = [e for b in routine for e in (b.old_epoch, b.new_epoch)] + list(self.routine_epochs or ())
-        parts = [f"{n} {what}{'s' * (n != 1)}" for n, what in ((commits, "commit"), (aborts, "abort"),
-                                                                (others, "ABORT marker")) if n]
-        text = f"transactions v2: {' and '.join(parts)}" if parts else "transactions v2:"
-        if skipped:
-            text += (f"{',' if parts else ''} {skipped} bump{'s' * (skipped != 1)} on data (transactions of "
-                     "this id that skipped this partition, or restarts)")
-        return f"{text} moved the epoch {min(epochs)} -> {max(epochs)} (routine, never fencing)"
-
-    def fencing_bumps(self) -> list[EpochBump]:
-        return [b for b in self.epoch_bumps if self.bump_verdict(b)[0]]
-
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -413,11 +277,6 @@ class ProducerState:
         d["zombie_writes"] = [ZombieWrite(**e) for e in d.get("zombie_writes", [])]
         d["sequence_anomalies"] = [SequenceAnomaly(**e) for e in d.get("sequence_anomalies", [])]
         return cls(**d)
-
-
-def _age(b: EpochBump) -> int | None:
-    """Milliseconds from an aborted transaction's first record to its ABORT marker."""
-    return None if b.txn_first_ts is None or b.marker_ts is None else b.marker_ts - b.txn_first_ts
 
 
 @dataclass

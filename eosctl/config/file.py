@@ -153,104 +153,143 @@ def load_config(path: str | Path, env: dict[str, str] | None = None) -> Config:
 
 
 def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config:
+    """A config from a parsed TOML document, section by section in the order their problems are told:
+    clusters, pipelines, spark, audit, the default pipeline, then keys nobody reads."""
     redaction.forget_all()
     root = _Reader(path, "", raw, env)
-    clusters: dict[str, Cluster] = {}
+    clusters = _clusters(root, path)
+    pipelines = _pipelines(root, path, clusters)
+    spark = _spark(root.sub("spark"), path)
+    audit_engine, content_check = _audit(root.sub("audit"))
+    default = _default_pipeline(root, path, pipelines)
+    root.done()
+    return Config(path=path, clusters=clusters, pipelines=pipelines, spark=spark, audit_engine=audit_engine,
+                  audit_content_check=content_check, default_pipeline=default)
+
+
+def _clusters(root: _Reader, path: Path) -> dict[str, Cluster]:
+    """[clusters.NAME]: at least one."""
     ctables = root.sub("clusters")
     if ctables is None or not ctables.table:
         raise ConfigError(
             f"{path}: missing table [clusters.NAME] (at least one cluster with bootstrap_servers)"
         )
+    clusters: dict[str, Cluster] = {}
     for name in ctables.table:
         c = ctables.sub(name)
         assert c is not None
-        servers = c.str("bootstrap_servers")
-        if "bootstrap_servers" in c.from_env and servers != "sandbox" and bootstrap_problem(servers):
-            # The problem text quotes the entries: say only that it is wrong, and where it came from.
-            raise ConfigError(f"{path}: clusters.{name}.bootstrap_servers, "
-                              f"{c.shown('bootstrap_servers', servers)}, is not valid; {BOOTSTRAP_FORM}")
-        for key in ("ssl_ca_location", "ssl_certificate_location", "ssl_key_location"):
-            _check_pem(c, key, path)
-        clusters[name] = Cluster(
-            name=name,
-            bootstrap_servers=_bootstrap(servers, f"clusters.{name}", path),
-            security_protocol=c.str("security_protocol", "PLAINTEXT", choices=SECURITY_PROTOCOLS),
-            sasl_mechanism=c.str("sasl_mechanism", None),
-            sasl_username=c.str("sasl_username", None),
-            sasl_password=c.str("sasl_password", None),
-            ssl_ca_location=local_path(c.str("ssl_ca_location", None), path),
-            ssl_certificate_location=local_path(c.str("ssl_certificate_location", None), path),
-            ssl_key_location=local_path(c.str("ssl_key_location", None), path),
-            ssl_key_password=c.str("ssl_key_password", None),
-            sandbox_home=local_path(c.str("sandbox_home", None), path),
-        )
-        c.done()
+        clusters[name] = _cluster(c, name, path)
+    return clusters
 
+
+def _cluster(c: _Reader, name: str, path: Path) -> Cluster:
+    """One [clusters.NAME]: where its brokers are and how to reach them."""
+    servers = c.str("bootstrap_servers")
+    if "bootstrap_servers" in c.from_env and servers != "sandbox" and bootstrap_problem(servers):
+        # The problem text quotes the entries: say only that it is wrong, and where it came from.
+        raise ConfigError(f"{path}: clusters.{name}.bootstrap_servers, "
+                          f"{c.shown('bootstrap_servers', servers)}, is not valid; {BOOTSTRAP_FORM}")
+    for key in ("ssl_ca_location", "ssl_certificate_location", "ssl_key_location"):
+        _check_pem(c, key, path)
+    cluster = Cluster(
+        name=name,
+        bootstrap_servers=_bootstrap(servers, f"clusters.{name}", path),
+        security_protocol=c.str("security_protocol", "PLAINTEXT", choices=SECURITY_PROTOCOLS),
+        sasl_mechanism=c.str("sasl_mechanism", None),
+        sasl_username=c.str("sasl_username", None),
+        sasl_password=c.str("sasl_password", None),
+        ssl_ca_location=local_path(c.str("ssl_ca_location", None), path),
+        ssl_certificate_location=local_path(c.str("ssl_certificate_location", None), path),
+        ssl_key_location=local_path(c.str("ssl_key_location", None), path),
+        ssl_key_password=c.str("ssl_key_password", None),
+        sandbox_home=local_path(c.str("sandbox_home", None), path),
+    )
+    c.done()
+    return cluster
+
+
+def _pipelines(root: _Reader, path: Path, clusters: dict[str, Cluster]) -> dict[str, Pipeline]:
+    """[pipelines.NAME], each read, then their hops checked against each other."""
     pipelines: dict[str, Pipeline] = {}
     ptables = root.sub("pipelines")
     for name in (ptables.table if ptables else {}):
         p = ptables.sub(name)
         assert p is not None
-        cluster = p.str("cluster", next(iter(clusters)) if len(clusters) == 1 else ...)
-        if cluster not in clusters:
-            raise ConfigError(
-                f"{path}: pipelines.{name}.cluster is {p.shown('cluster', cluster)}, but no such "
-                f"[clusters.NAME] is defined (known: {', '.join(sorted(clusters))})"
-            )
-        sink = None
-        s = p.sub("sink")
-        if s is not None:
-            sink = Sink(
-                duckdb=s.str("duckdb", None),
-                parquet=s.str("parquet", None),
-                postgres=s.str("postgres", None),
-                delta=s.str("delta", None),
-                iceberg=s.str("iceberg", None),
-                catalog_uri=s.str("catalog_uri", None),
-                warehouse=s.str("warehouse", None),
-                table=s.str("table", "sink"),
-                topic_column=s.str("topic_column", "src_topic"),
-                partition_column=s.str("partition_column", "src_partition"),
-                offset_column=s.str("offset_column", "src_offset"),
-                key_column=s.str("key_column", None),
-                value_column=s.str("value_column", None),
-                value_hash_column=s.str("value_hash_column", None),
-                order_column=s.str("order_column", None),
-                write_time_column=s.str("write_time_column", None),
-                offsets_table=s.str("offsets_table", None),
-                spark_checkpoint=s.str("spark_checkpoint", None),
-                kafka_topic=s.str("kafka_topic", None),
-                lineage=s.str("lineage", "headers"),
-                lineage_headers=_three(s.str_list("lineage_headers") if "lineage_headers" in s.table
-                                       else Sink.lineage_headers, path, name),
-                cluster=s.str("cluster", None),
-            )
-            s.done()
-            kinds = ("duckdb", "parquet", "postgres", "delta", "iceberg", "kafka_topic")
-            named = [k for k in kinds if getattr(sink, k) is not None]
-            if len(named) != 1:
-                raise ConfigError(f"{path}: pipelines.{name}.sink needs exactly one of duckdb, parquet, "
-                                  f"postgres, delta, iceberg or kafka_topic")
-            _check_value_columns(sink, path, name)
-            _check_hop_sink(sink, path, name, clusters)
-            # Relative sink paths (a Parquet glob too) are relative to the config file, not to wherever
-            # eosctl runs; `~` is the user's home, as in a shell.
-            sink = replace(sink, **{k: local_path(getattr(sink, k), path)
-                                    for k in ("duckdb", "parquet", "delta", "spark_checkpoint")
-                                    if getattr(sink, k) is not None})
-        pipelines[name] = Pipeline(
-            name=name,
-            cluster=cluster,
-            # A pipeline audited hop by hop reads through its hops: it needs no topics of its own.
-            source_topics=(p.str_list("source_topics") if "source_topics" in p.table or "hops" not in p.table
-                           else ()),
-            group=p.str("group", None),
-            transactional_id_prefix=p.str("transactional_id_prefix", None),
-            output_topic=p.str("output_topic", None),
-            sink=sink,
-            hops=p.str_list("hops") if "hops" in p.table else (),
+        pipelines[name] = _pipeline(p, name, path, clusters)
+    _check_hops(pipelines, path)
+    return pipelines
+
+
+def _pipeline(p: _Reader, name: str, path: Path, clusters: dict[str, Cluster]) -> Pipeline:
+    """One [pipelines.NAME]: its cluster (the only one when there is one), topics, group, sink, hops."""
+    cluster = p.str("cluster", next(iter(clusters)) if len(clusters) == 1 else ...)
+    if cluster not in clusters:
+        raise ConfigError(
+            f"{path}: pipelines.{name}.cluster is {p.shown('cluster', cluster)}, but no such "
+            f"[clusters.NAME] is defined (known: {', '.join(sorted(clusters))})"
         )
-        p.done()
+    s = p.sub("sink")
+    sink = _sink(s, name, path, clusters) if s is not None else None
+    pipeline = Pipeline(
+        name=name,
+        cluster=cluster,
+        # A pipeline audited hop by hop reads through its hops: it needs no topics of its own.
+        source_topics=(p.str_list("source_topics") if "source_topics" in p.table or "hops" not in p.table
+                       else ()),
+        group=p.str("group", None),
+        transactional_id_prefix=p.str("transactional_id_prefix", None),
+        output_topic=p.str("output_topic", None),
+        sink=sink,
+        hops=p.str_list("hops") if "hops" in p.table else (),
+    )
+    p.done()
+    return pipeline
+
+
+def _sink(s: _Reader, pipeline: str, path: Path, clusters: dict[str, Cluster]) -> Sink:
+    """[pipelines.NAME.sink]: exactly one kind, its columns, a hop's lineage; paths made local."""
+    sink = Sink(
+        duckdb=s.str("duckdb", None),
+        parquet=s.str("parquet", None),
+        postgres=s.str("postgres", None),
+        delta=s.str("delta", None),
+        iceberg=s.str("iceberg", None),
+        catalog_uri=s.str("catalog_uri", None),
+        warehouse=s.str("warehouse", None),
+        table=s.str("table", "sink"),
+        topic_column=s.str("topic_column", "src_topic"),
+        partition_column=s.str("partition_column", "src_partition"),
+        offset_column=s.str("offset_column", "src_offset"),
+        key_column=s.str("key_column", None),
+        value_column=s.str("value_column", None),
+        value_hash_column=s.str("value_hash_column", None),
+        order_column=s.str("order_column", None),
+        write_time_column=s.str("write_time_column", None),
+        offsets_table=s.str("offsets_table", None),
+        spark_checkpoint=s.str("spark_checkpoint", None),
+        kafka_topic=s.str("kafka_topic", None),
+        lineage=s.str("lineage", "headers"),
+        lineage_headers=_three(s.str_list("lineage_headers") if "lineage_headers" in s.table
+                               else Sink.lineage_headers, path, pipeline),
+        cluster=s.str("cluster", None),
+    )
+    s.done()
+    kinds = ("duckdb", "parquet", "postgres", "delta", "iceberg", "kafka_topic")
+    named = [k for k in kinds if getattr(sink, k) is not None]
+    if len(named) != 1:
+        raise ConfigError(f"{path}: pipelines.{pipeline}.sink needs exactly one of duckdb, parquet, "
+                          f"postgres, delta, iceberg or kafka_topic")
+    _check_value_columns(sink, path, pipeline)
+    _check_hop_sink(sink, path, pipeline, clusters)
+    # Relative sink paths (a Parquet glob too) are relative to the config file, not to wherever
+    # eosctl runs; `~` is the user's home, as in a shell.
+    return replace(sink, **{k: local_path(getattr(sink, k), path)
+                            for k in ("duckdb", "parquet", "delta", "spark_checkpoint")
+                            if getattr(sink, k) is not None})
+
+
+def _check_hops(pipelines: dict[str, Pipeline], path: Path) -> None:
+    """A pipeline's hops are other pipelines, each named once, none with hops of its own."""
     for name, pipe in pipelines.items():
         unknown = [h for h in pipe.hops if h not in pipelines]
         if unknown:
@@ -266,37 +305,47 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
             raise ConfigError(f"{path}: pipelines.{name}.hops names a pipeline that has hops of its own; "
                               f"list every hop in one pipeline")
 
-    spark = Spark()
-    sp = root.sub("spark")
-    if sp is not None:
-        spark = Spark(
-            master=sp.str("master", "local[*]"),
-            remote=sp.str("remote", None),
-            driver_memory=sp.str("driver_memory", "2g"),
-            shuffle_partitions=sp.int("shuffle_partitions", 4),
-        )
-        sp.done()
-        # Checked here, not by Spark: a JVM that refuses them prints a page of its own output first.
-        for key, problem in (("master", spark_master_problem(spark.master)),
-                             ("driver_memory", memory_problem(spark.driver_memory))):
-            if problem:
-                raise ConfigError(f"{path}: spark.{key} is {sp.shown(key, getattr(spark, key))}: {problem}")
-        if spark.shuffle_partitions < 1:
-            raise ConfigError(f"{path}: spark.shuffle_partitions must be at least 1, got "
-                              f"{spark.shuffle_partitions}")
-    au = root.sub("audit")
-    audit_engine = au.str("engine", None, choices={"spark", "local"}) if au is not None else None
-    content_check = au.bool("content_check", False) if au is not None else False
-    if au is not None:
-        au.done()
+
+def _spark(sp: _Reader | None, path: Path) -> Spark:
+    """[spark]: the defaults when absent."""
+    if sp is None:
+        return Spark()
+    spark = Spark(
+        master=sp.str("master", "local[*]"),
+        remote=sp.str("remote", None),
+        driver_memory=sp.str("driver_memory", "2g"),
+        shuffle_partitions=sp.int("shuffle_partitions", 4),
+    )
+    sp.done()
+    # Checked here, not by Spark: a JVM that refuses them prints a page of its own output first.
+    for key, problem in (("master", spark_master_problem(spark.master)),
+                         ("driver_memory", memory_problem(spark.driver_memory))):
+        if problem:
+            raise ConfigError(f"{path}: spark.{key} is {sp.shown(key, getattr(spark, key))}: {problem}")
+    if spark.shuffle_partitions < 1:
+        raise ConfigError(f"{path}: spark.shuffle_partitions must be at least 1, got "
+                          f"{spark.shuffle_partitions}")
+    return spark
+
+
+def _audit(au: _Reader | None) -> tuple[str | None, bool]:
+    """[audit]: the engine (None: the command's default) and whether the content check runs."""
+    if au is None:
+        return None, False
+    engine = au.str("engine", None, choices={"spark", "local"})
+    content_check = au.bool("content_check", False)
+    au.done()
+    return engine, content_check
+
+
+def _default_pipeline(root: _Reader, path: Path, pipelines: dict[str, Pipeline]) -> str | None:
+    """default_pipeline: one of the [pipelines.NAME], when given."""
     default = root.str("default_pipeline", None)
     if default is not None and default not in pipelines:
         known = ", ".join(sorted(pipelines)) or "none"
         raise ConfigError(f"{path}: default_pipeline is {root.shown('default_pipeline', default)}, but no "
                           f"such [pipelines.NAME] is defined (known: {known})")
-    root.done()
-    return Config(path=path, clusters=clusters, pipelines=pipelines, spark=spark, audit_engine=audit_engine,
-                  audit_content_check=content_check, default_pipeline=default)
+    return default
 
 
 def _three(names: tuple[str, ...], path: Path, pipeline: str) -> tuple[str, str, str]:

@@ -33,6 +33,7 @@ from eosctl.inspection.capture import SECTIONS, Capture
 from eosctl.inspection.lag import STATUSES, Status
 from eosctl.inspection.live import LiveModel
 from eosctl.report.findings import AuditReport
+from eosctl.txn.fencing import fencing_events
 
 BASE = ("cluster", "pipeline")
 PARTITION = ("topic", "partition")
@@ -148,7 +149,7 @@ class Source:
                 fencing, zombies = dict(self.fencing), dict(self.zombies)
                 for tp, log in cap.logs.items():
                     producers = log.producers.values()
-                    fencing[tp] = max(fencing.get(tp, 0), sum(p.fencing_events for p in producers))
+                    fencing[tp] = max(fencing.get(tp, 0), sum(fencing_events(p) for p in producers))
                     zombies[tp] = max(zombies.get(tp, 0), sum(p.zombie_total for p in producers))
                 self.fencing, self.zombies = fencing, zombies
         self.version += 1

@@ -14,6 +14,7 @@ from typing import Any
 
 from eosctl.cluster.model import NO_PRODUCER, Batch, Kind, PartitionLog
 from eosctl.rules.causes import fenced
+from eosctl.txn import fencing
 
 EPOCH_CONTEXT = 3  # epoch bumps listed on each side of the offset
 
@@ -95,9 +96,10 @@ def _transaction(log: PartitionLog, o: int, kind: str) -> dict[str, Any] | None:
 
 
 def _aborted_by(log: PartitionLog, t: Any) -> str | None:
-    """ProducerState.abort_cause of an aborted transaction: "takeover", "timeout", "takeover?" or None."""
+    """eosctl.txn.fencing.abort_cause of an aborted transaction: "takeover", "timeout", "takeover?" or
+    None."""
     p = log.producers.get(t.producer_id)
-    return None if p is None or t.outcome != "ABORT" else p.abort_cause(t.marker_offset)
+    return None if p is None or t.outcome != "ABORT" else fencing.abort_cause(p, t.marker_offset)
 
 
 def _writer(log: PartitionLog, o: int) -> int | None:
@@ -123,17 +125,18 @@ def _producer_doc(log: PartitionLog, pid: int, o: int) -> dict[str, Any] | None:
         return {"producer_id": pid, "protocol": None, "epochs": [], "current_epoch": None,
                 "fencing_events": 0, "epoch_history": [], "zombie_writes": [], "routine": None,
                 "transactional_id": None}
-    bumps = sorted((b for b in p.epoch_bumps if not p.routine(b)), key=lambda b: b.offset)
+    bumps = sorted((b for b in p.epoch_bumps if not fencing.routine(p, b)), key=lambda b: b.offset)
     before = [b for b in bumps if b.offset <= o][-EPOCH_CONTEXT:]
     after = [b for b in bumps if b.offset > o][:EPOCH_CONTEXT]
     history = []
     for b in before + after:
-        is_fencing, why = p.bump_verdict(b)
+        is_fencing, why = fencing.bump_verdict(p, b)
         history.append({"offset": b.offset, "old_epoch": b.old_epoch, "new_epoch": b.new_epoch,
                         "next_epoch": b.next_epoch, "marker": b.marker, "fencing": is_fencing, "why": why})
     return {"producer_id": pid, "protocol": p.protocol, "epochs": list(p.epochs),
-            "current_epoch": p.current_epoch, "fencing_events": p.fencing_events, "epoch_history": history,
-            "routine": p.routine_summary(), "transactional_id": p.transactional_id,
+            "current_epoch": p.current_epoch, "fencing_events": fencing.fencing_events(p),
+            "epoch_history": history,
+            "routine": fencing.routine_summary(p), "transactional_id": p.transactional_id,
             "zombie_writes": [{"offset": z.offset, "epoch": z.epoch, "current_epoch": z.current_epoch}
                               for z in p.zombie_writes[:EPOCH_CONTEXT * 2]]}
 

@@ -13,7 +13,6 @@ from eosctl.output.finding import extra, short_cause, where
 from eosctl.output.junit import junit
 from eosctl.output.terminal import table as rich_table
 from eosctl.report.findings import PASS, AuditReport
-from eosctl.report.rootcauses import root_causes
 
 
 def render(report: AuditReport, fmt: str) -> Any:
@@ -57,8 +56,8 @@ def table(report: AuditReport) -> Any:
         f"[bold {colour}]{report.verdict.upper()}[/]  {len(report.partitions)} partitions, "
         f"{expected} expected records, {rows_total} sink rows: {summary(report)}"
         + (f"  ({report.elapsed_seconds:.1f}s)" if report.elapsed_seconds is not None else "")))
-    if report.sink and report.sink_read_point:
-        parts.append(safetext.text(f"sink {report.sink} read at {read_point_text(report.sink_read_point)}",
+    if report.sink and report.sink_read_point is not None:
+        parts.append(safetext.text(f"sink {report.sink} read at {report.sink_read_point.describe()}",
                                    style="dim"))
     if timing := timings(report.engine):
         parts.append(Text(timing, style="dim"))
@@ -116,7 +115,7 @@ def aligned(title: str, columns: list[str], rows: list[tuple]) -> list[Any]:
 def causes_table(report: AuditReport) -> Any:
     """What explains the findings, one row per root cause (eosctl.report.rootcauses)."""
     rows = []
-    for r in root_causes(report.findings):
+    for r in report.root_causes:
         where_ = ", ".join(f"{t}[{p}]" for t, p in r.partitions[:3]) + (
             f" +{len(r.partitions) - 3}" if len(r.partitions) > 3 else "")
         rows.append((r.rule, len(r.findings), text(where_), text(r.summary.split(": ", 1)[-1])))
@@ -127,12 +126,6 @@ def causes_table(report: AuditReport) -> Any:
 _PHASES = (("prepare_seconds", "metadata"), ("startup_seconds", "start-up"), ("partitions_seconds", "tasks"),
            ("keys_seconds", "keys"))
 _TASK_TIME = (("scan_seconds", "log scans"), ("reconcile_seconds", "sink"))
-
-
-def read_point_text(point: dict[str, Any]) -> str:
-    from eosctl.sink.base import ReadPoint  # lazy: eosctl.sink.base 38 ms to import
-
-    return ReadPoint.from_dict(point).describe()
 
 
 def timings(engine: dict[str, Any]) -> str:

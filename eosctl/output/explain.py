@@ -12,7 +12,6 @@ from eosctl.base.safetext import text
 from eosctl.output.finding import short_cause, where
 from eosctl.output.terminal import table, time_text
 from eosctl.report.findings import AuditReport
-from eosctl.report.rootcauses import root_causes
 
 
 def offset_table(doc: dict[str, Any]) -> Any:
@@ -100,7 +99,7 @@ def report_document(report: AuditReport, origin: str) -> dict[str, Any]:
     return {"source": origin, "verdict": report.verdict,
             "root_causes": [{**r.to_dict(), "findings": [{"index": i, **report.findings[i].to_dict()}
                                                          for i in r.findings]}
-                            for r in root_causes(report.findings)]}
+                            for r in report.root_causes]}
 
 
 # Findings listed per root cause in the table: a person reads the first ones; all of them are in
@@ -113,7 +112,7 @@ def report_table(report: AuditReport, origin: str) -> Any:
                              style="bold")]
     if not report.findings:
         parts.append(Text("no findings: nothing to explain"))
-    for n, r in enumerate(root_causes(report.findings), 1):
+    for n, r in enumerate(report.root_causes, 1):
         parts.append(Text(""))
         parts.append(text(f"{n}. {r.rule}: {r.summary}", style="bold"))
         listed = r.findings[:TABLE_FINDINGS]

@@ -34,8 +34,6 @@ from eosctl.report.findings import (
     Finding,
     PartitionSummary,
 )
-from eosctl.report.rootcauses import root_causes
-from eosctl.sink.base import ReadPoint
 
 MAX_FINDING_ROWS = 2000  # the findings table stops here; the embedded JSON keeps every finding
 
@@ -122,8 +120,8 @@ def _audited(report: AuditReport, ctx: AuditContext) -> str:
         ("topics", ", ".join(topics) or "-"),
         ("consumer group", report.group or "- (offsets not compared)"),
         ("sink", report.sink or "not recorded"),
-        *([("sink read at", ReadPoint.from_dict(report.sink_read_point).describe())]
-          if report.sink_read_point else []),
+        *([("sink read at", report.sink_read_point.describe())] if report.sink_read_point is not None
+          else []),
         ("engine", _engine(engine)),
         ("versions", " · ".join(versions)),
         ("audited at", when),
@@ -155,7 +153,7 @@ def _engine(engine: dict[str, object]) -> str:
 def _root_causes(report: AuditReport) -> str:
     """What explains the findings, before everything else: one entry per root cause, with links to its
     first findings' rows."""
-    causes = root_causes(report.findings)
+    causes = report.root_causes
     if not causes:
         return ""
     items = []

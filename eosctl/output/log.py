@@ -14,6 +14,7 @@ from rich.text import Text
 from eosctl.base import safetext
 from eosctl.cluster.model import Kind
 from eosctl.output.terminal import table
+from eosctl.txn import fencing
 
 TABLE_ROWS = 200  # rows per section in table output; JSON is always complete
 
@@ -52,12 +53,13 @@ def log_document(plog: Any, window: tuple[int, int, bool] | None) -> dict[str, A
 
 def _producer_doc(d: dict[str, Any], p: Any) -> dict[str, Any]:
     """A producer's JSON entry: its state plus the verdicts
-    (eosctl.cluster.model.ProducerState.fencing_events)."""
-    verdicts = map(p.bump_verdict, p.epoch_bumps)
-    bumps = [{**b, "fencing": fencing, "why": why, "routine": p.routine(bump)}
-             for b, bump, (fencing, why) in zip(d["epoch_bumps"], p.epoch_bumps, verdicts, strict=True)]
+    (eosctl.txn.fencing.fencing_events)."""
+    verdicts = (fencing.bump_verdict(p, b) for b in p.epoch_bumps)
+    bumps = [{**b, "fencing": is_fencing, "why": why, "routine": fencing.routine(p, bump)}
+             for b, bump, (is_fencing, why) in zip(d["epoch_bumps"], p.epoch_bumps, verdicts, strict=True)]
     return {**d, "epoch_bumps": bumps, "current_epoch": p.current_epoch, "protocol": p.protocol,
-            "fencing_events": p.fencing_events, "timeouts": p.timeouts, "routine": p.routine_summary()}
+            "fencing_events": fencing.fencing_events(p), "timeouts": fencing.timeouts(p),
+            "routine": fencing.routine_summary(p)}
 
 
 def _ts(ms: int | None, date: bool = True) -> str | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from eosctl.base.filevalidation import check
+from eosctl.base.filevalidation import check, value_name
 from eosctl.report.findings import FAIL, KINDS, PASS, AuditReport
 
 
@@ -53,6 +53,9 @@ def report_from_data(data: Any, notes: list[str] | None = None) -> AuditReport:
                 raise ValueError(f"{name}[{i}]: expected an object, got {type(item).__name__}")
     if not isinstance(data.get("engine") or {}, dict):
         raise ValueError(f"engine: expected an object, got {type(data['engine']).__name__}")
+    point = data.get("sink_read_point")
+    if point is not None and not isinstance(point, dict):  # parsed into a ReadPoint: only an object is one
+        raise ValueError(f"sink_read_point: expected an object or null, got {value_name(point)}")
     try:
         report = AuditReport.from_dict(data)
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:

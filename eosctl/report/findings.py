@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
-from eosctl.report.rootcauses import KEY_KINDS, root_causes
+from eosctl.report.readpoint import ReadPoint
+from eosctl.report.rootcauses import KEY_KINDS, RootCause, root_causes
 from eosctl.report.segments import LogSegment
 
 KINDS = (
@@ -27,11 +29,11 @@ KINDS = (
     # Sink rows whose key is not the key of the record at their offset (eosctl.rules.content).
     "content_mismatch",
     # A Kafka stage audited with `lineage = "key"` (its outputs paired with its inputs by key): what the
-    # reconciliation found, named for keys, with the outputs' offsets (eosctl.sink.kafka_topic.key_findings).
+    # reconciliation found, named for keys, with the outputs' offsets (eosctl.rules.hop.key_findings).
     "lost_key",
     "duplicate_key",
     "phantom_key",
-    # A Kafka stage's outputs of input past its group's committed offsets (eosctl.sink.kafka_topic).
+    # A Kafka stage's outputs of input past its group's committed offsets (eosctl.rules.hop).
     "ahead_of_commit",
 )
 
@@ -392,9 +394,9 @@ class AuditReport:
     findings: list[Finding]
     fail_on: tuple[str, ...] = KINDS
     sink: str | None = None  # what was audited, for people: file or glob and table
-    # The one state of the sink the audit read (eosctl.sink.ReadPoint.to_dict(): kind, source, and e.g.
-    # copied_at, or a PostgreSQL snapshot and server_version).
-    sink_read_point: dict[str, Any] | None = None
+    # The one state of the sink the audit read (kind, source, and e.g. copied_at, or a PostgreSQL snapshot
+    # and server_version), parsed once when a report is read back.
+    sink_read_point: ReadPoint | None = None
     group: str | None = None  # consumer group checked for offset_mismatch, if any
     engine: dict[str, Any] = field(default_factory=dict)  # Spark master/remote, timings
     elapsed_seconds: float | None = None
@@ -409,6 +411,13 @@ class AuditReport:
         partitions = sorted(partitions, key=lambda p: (p.topic, p.partition))
         verdict = FAIL if any(f.kind in fail_on for f in findings) else PASS
         return cls(verdict, partitions, findings, fail_on, **kw)
+
+    @cached_property
+    def root_causes(self) -> list[RootCause]:
+        """What explains the findings, grouped (eosctl.report.rootcauses), computed once: the JSON form and
+        every renderer list these. First asked for after a report file's types are checked (findings
+        are not changed after the report is built: a changed report is a new one, dataclasses.replace)."""
+        return root_causes(self.findings)
 
     @property
     def failing(self) -> list[Finding]:
@@ -437,9 +446,9 @@ class AuditReport:
             },
             "partitions": [p.to_dict() for p in self.partitions],
             "findings": [f.to_dict() for f in self.findings] if findings else None,
-            "root_causes": [r.to_dict() for r in root_causes(self.findings)],
+            "root_causes": [r.to_dict() for r in self.root_causes],
             "sink": self.sink,
-            "sink_read_point": self.sink_read_point,
+            "sink_read_point": None if self.sink_read_point is None else self.sink_read_point.to_dict(),
             "group": self.group,
             "engine": self.engine,
             "elapsed_seconds": None if self.elapsed_seconds is None else round(self.elapsed_seconds, 3),
@@ -457,7 +466,7 @@ class AuditReport:
             findings=[Finding.from_dict(f) for f in d.get("findings", [])],
             fail_on=tuple(d.get("fail_on", KINDS)),
             sink=d.get("sink"),
-            sink_read_point=d.get("sink_read_point"),
+            sink_read_point=_read_point(d.get("sink_read_point")),
             group=d.get("group"),
             engine=dict(d.get("engine") or {}),
             elapsed_seconds=d.get("elapsed_seconds"),
@@ -467,3 +476,9 @@ class AuditReport:
     @classmethod
     def from_json(cls, text: str) -> AuditReport:
         return cls.from_dict(json.loads(text))
+
+
+def _read_point(d: Any) -> Any:
+    """A report file's sink_read_point as a ReadPoint; anything but an object is left as it is, for the
+    file's check to name (eosctl.report.file)."""
+    return ReadPoint.from_dict(d) if isinstance(d, dict) else d

@@ -31,6 +31,7 @@ from eosctl.report.findings import (
 )
 from eosctl.report.rootcauses import NOT_IN_KAFKA, READ_COMMITTED_FIX
 from eosctl.rules.reconcile import SinkFacts
+from eosctl.txn.fencing import bump_verdict
 
 _OUTCOME = {"COMMIT": COMMITTED, "ABORT": ABORTED, "OPEN": OPEN}
 _PLAIN_OUTCOME = {Kind.ABORTED: ABORTED, Kind.OPEN: OPEN}  # pieces outside a transaction the scan saw
@@ -120,7 +121,7 @@ def fenced(t: Transaction, producer: ProducerState | None) -> bool:
     every protocol (the coordinator's bump, then the transactions-v2 bump); one up is fencing under
     transactions v1, where an ordinary ABORT keeps the data's epoch, and an ordinary abort under v2 (KIP-890),
     so it counts only where the producer's markers show v1
-    (eosctl.cluster.model.ProducerState.bump_verdict)."""
+    (eosctl.txn.fencing.bump_verdict)."""
     if t.outcome != "ABORT" or t.marker_epoch is None or t.marker_epoch <= t.producer_epoch:
         return False
     if producer is not None:
@@ -128,7 +129,7 @@ def fenced(t: Transaction, producer: ProducerState | None) -> bool:
         # pair settled from the id's other partitions is)
         for b in producer.epoch_bumps:
             if b.on_marker and b.offset == t.marker_offset:
-                return producer.bump_verdict(b)[0]
+                return bump_verdict(producer, b)[0]
     return t.marker_epoch - t.producer_epoch >= 2 or (producer is not None and producer.protocol == V1)
 
 

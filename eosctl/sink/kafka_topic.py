@@ -36,7 +36,6 @@ from eosctl.cluster.clientcauses import LibrdkafkaErrors, librdkafka_cause
 from eosctl.cluster.clients import quiet_logger
 from eosctl.cluster.model import TP
 from eosctl.config.model import Cluster, Sink
-from eosctl.report.findings import Cause, Finding
 from eosctl.sink.base import ReadPoint
 
 # librdkafka requires a group id even for a consumer that only assign()s and never commits; it still asks
@@ -290,112 +289,56 @@ def _input_ends(cluster: Cluster, sink: Sink) -> dict[TP, int]:
 
 Lineage = tuple[str | None, int | None, int | None]
 
-# The reconciliation's kinds as key lineage names them (eosctl.report.rootcauses.KEY_KINDS, reversed).
-_KEY_KIND = {"gap": "lost_key", "duplicate": "duplicate_key", "phantom_aborted": "phantom_key",
-             "phantom_uncommitted": "phantom_key"}
+def outputs_topic(frozen: Sink) -> str | None:
+    """The hop's output topic as the user named it (the frozen copy keeps the original sink)."""
+    return (frozen.frozen_from or frozen).kafka_topic
 
 
-def key_findings(frozen: Sink, findings: list[Finding]) -> list[Finding]:
-    """A `lineage = "key"` hop's findings named for keys, each with the outputs paired with its input
-    offsets (read from the frozen hop rows, so while ``frozen`` exists): lost_key, duplicate_key and
-    phantom_key, with exact offsets on both sides (input: the finding's; output: its detail). A
-    phantom_key counts input records (a stage may have written one twice: its outputs are in detail)."""
-    import duckdb  # lazy: duckdb 60 ms to import
-
-    out = []
-    con = duckdb.connect(str(frozen.duckdb), read_only=True)
-    try:
-        for f in findings:
-            kind = _KEY_KIND.get(f.kind)
-            if kind is None or f.first_offset is None:
-                out.append(f)
-                continue
-            rows = con.execute(
-                f"SELECT DISTINCT key, out_partition, out_offset, src_offset FROM {TABLE} "
-                "WHERE src_topic = ? AND src_partition = ? AND src_offset BETWEEN ? AND ? ORDER BY 2, 3",
-                [f.topic, f.partition, f.first_offset, f.last_offset]).fetchall()
-            keys = sorted({k for k, _, _, _ in rows if k is not None})
-            detail = (f"key{'s' * (len(keys) != 1)} {', '.join(keys[:5])}" if keys else "") + (
-                f"; {_outputs(frozen, [(p, o) for _, p, o, _ in rows])}" if rows else "; no output")
-            changed = replace(f, kind=kind, detail=detail.lstrip("; "))
-            if kind == "phantom_key":
-                changed = replace(changed, count=len({o for _, _, _, o in rows}) or f.count)
-            elif kind == "duplicate_key":
-                changed = _replayed(changed, f.count)
-            out.append(changed)
-    finally:
-        con.close()
-    return out
-
-
-def _outputs(frozen: Sink, places: list[tuple[int, int]]) -> str:
-    """``outputs TOPIC[p]@o, ...`` (the first 20)."""
-    topic = (frozen.frozen_from or frozen).kafka_topic
-    shown = ", ".join(f"[{p}]@{o}" for p, o in places[:20]) + (" ..." if len(places) > 20 else "")
-    return f"outputs {topic}{shown}"
-
-
-def _replayed(f: Finding, extra: int) -> Finding:
-    """A stage's duplicate told as what it is: input processed again from a committed offset below it."""
-    if f.cause is None:
-        return f
-    span = f"offset {f.first_offset}" if f.first_offset == f.last_offset else (
-        f"offsets {f.first_offset}..{f.last_offset}")
-    summary = (f"The stage wrote outputs of {f.topic}[{f.partition}] {span} again ({extra} extra "
-               f"output{'s' * (extra != 1)}): it wrote them before committing those input offsets, then a "
-               "restart or rebalance resumed from its committed offset below them and processed them again "
-               "(at-least-once; exactly-once commits outputs and offsets in one transaction).")
-    return replace(f, cause=replace(f.cause, summary=summary))
-
-
-def ahead_of_commit(frozen: Sink, findings: list[Finding]) -> list[Finding]:
-    """A hop's outputs whose input is past the stage group's committed offsets, read again after the
-    output (so a commit between the reads is lag, not this): the stage wrote them before it committed
-    that input, and a restart now writes them again. One finding per input partition, counting input
-    records, the outputs in detail; rows already in another finding (a phantom) are that finding's.
-    Nothing for a hop without a group (no committed offsets to compare with)."""
-    import duckdb  # lazy: duckdb 60 ms to import
-
-
+def committed_after(frozen: Sink) -> dict[TP, int] | None:
+    """The stage group's committed offsets the freeze read again after the output (None: not a frozen hop
+    of a stage with a group, so nothing to compare its outputs with)."""
     at: dict[str, Any] = json.loads(frozen.at) if frozen.at else {}
     given = frozen.frozen_from
     if given is None or given.kafka_topic is None or not at.get("grouped") or frozen.duckdb is None:
-        return []
-    after = {(t, p): o for t, p, o in at.get("committed_after", [])}
-    taken = {}
-    for f in findings:
-        if f.topic is not None and f.partition is not None and f.first_offset is not None:
-            taken.setdefault((f.topic, f.partition), []).append((f.first_offset, f.last_offset))
-    con = duckdb.connect(str(frozen.duckdb), read_only=True)
-    try:
-        rows = con.execute(
+        return None
+    return {(t, p): o for t, p, o in at.get("committed_after", [])}
+
+
+# A frozen hop row as the rules read it: (key, output partition, output offset, input offset), and with its
+# input named: (input topic, input partition, input offset, output partition, output offset).
+Paired = tuple[str | None, int, int, int]
+Placed = tuple[str, int, int, int, int]
+
+
+class HopRows:
+    """The frozen hop's rows (read only, while the frozen copy exists), one connection for many questions."""
+
+    def __init__(self, frozen: Sink) -> None:
+        import duckdb  # lazy: duckdb 60 ms to import
+
+        self._con = duckdb.connect(str(frozen.duckdb), read_only=True)
+
+    def __enter__(self) -> HopRows:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._con.close()
+
+    def outputs_of(self, topic: str | None, partition: int | None, first: int,
+                   last: int | None) -> list[Paired]:
+        """The distinct outputs paired with input offsets first..last of one partition, by output place."""
+        return self._con.execute(
+            f"SELECT DISTINCT key, out_partition, out_offset, src_offset FROM {TABLE} "
+            "WHERE src_topic = ? AND src_partition = ? AND src_offset BETWEEN ? AND ? ORDER BY 2, 3",
+            [topic, partition, first, last]).fetchall()
+
+    def with_lineage(self) -> list[Placed]:
+        """Every row whose input is named, ordered by input then output."""
+        return self._con.execute(
             f"SELECT src_topic, src_partition, src_offset, out_partition, out_offset FROM {TABLE} WHERE "
             "src_topic IS NOT NULL AND src_partition IS NOT NULL AND src_offset IS NOT NULL "
             "ORDER BY 1, 2, 3, 4, 5"
         ).fetchall()
-    finally:
-        con.close()
-    ahead: dict[TP, list[tuple[int, int, int]]] = {}
-    for t, p, o, op, oo in rows:
-        if t not in given.stage_topics or o < after.get((t, p), 0):
-            continue
-        if any(lo <= o <= (hi if hi is not None else lo) for lo, hi in taken.get((t, p), ())):
-            continue
-        ahead.setdefault((t, p), []).append((o, op, oo))
-    out = []
-    for (t, p), found in sorted(ahead.items()):
-        inputs = len({o for o, _, _ in found})
-        committed = after.get((t, p))
-        mark = f"committed offset {committed}" if committed is not None else "no committed offset"
-        outputs = _outputs(frozen, [(op, oo) for _, op, oo in found])
-        f = Finding("ahead_of_commit", t, p, found[0][0], found[-1][0], inputs,
-                    detail=f"{outputs}; group {given.stage_group} {mark}")
-        summary = (f"The stage wrote {len(found)} output{'s' * (len(found) != 1)} of {inputs} input "
-                   f"record{'s' * (inputs != 1)} of {t}[{p}] at or past its group's {mark}: it writes "
-                   "before it commits, so a restart now processes those inputs again and writes them again "
-                   "(at-least-once).")
-        out.append(replace(f, cause=Cause("ahead_of_commit", summary)))
-    return out
 
 
 def lineage_reader(sink: Sink) -> Any:

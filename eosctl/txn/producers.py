@@ -19,6 +19,7 @@ from eosctl.base.errors import EosctlError
 from eosctl.cluster.logscan import scan_partitions
 from eosctl.cluster.model import TP, PartitionLog
 from eosctl.cluster.wire import WireClient
+from eosctl.txn.fencing import fencing_events
 from eosctl.txn.producerids import identify, settle
 from eosctl.txn.transactions import ActiveProducer, Described, describe_producers
 
@@ -95,7 +96,7 @@ def from_log(log: PartitionLog) -> list[ProducerRow]:
     for pid, s in sorted(log.producers.items()):
         rows.append(ProducerRow(log.topic, log.partition, pid, s.current_epoch, s.last_sequence,
                                 s.last_timestamp if s.last_timestamp >= 0 else None, s.open_txn_first_offset,
-                                None, tuple(s.epochs), s.fencing_events,
+                                None, tuple(s.epochs), fencing_events(s),
                                 s.zombie_total, s.earlier_epochs, s.transactional_id, s.protocol))
     return rows
 
@@ -106,9 +107,9 @@ def _merged(tp: TP, p: ActiveProducer, log: PartitionLog | None) -> ProducerRow:
     s = log.producers.get(p.producer_id) if log is not None else None
     if s is None:
         return replace(row, in_broker_state=True)
-    return replace(row, epochs=tuple(s.epochs), fencing_events=s.fencing_events, zombie_writes=s.zombie_total,
-                   earlier_epochs=s.earlier_epochs, transactional_id=s.transactional_id, protocol=s.protocol,
-                   in_broker_state=True)
+    return replace(row, epochs=tuple(s.epochs), fencing_events=fencing_events(s),
+                   zombie_writes=s.zombie_total, earlier_epochs=s.earlier_epochs,
+                   transactional_id=s.transactional_id, protocol=s.protocol, in_broker_state=True)
 
 
 @dataclass

@@ -111,6 +111,16 @@ def wait_for(what: Callable[[], object], run: Run, deadline_s: float = 60) -> No
         time.sleep(0.02)
 
 
+def catches(pid: int, sig: int) -> bool:
+    """Whether process ``pid`` has a handler for ``sig`` (its SigCgt mask in /proc): eosctl's own are set."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    mask = next(int(line.split()[1], 16) for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(mask >> (sig - 1) & 1)
+
+
 LINES = {signal.SIGINT: "eosctl: interrupted", signal.SIGTERM: "eosctl: terminated",
          signal.SIGHUP: "eosctl: hung up (the terminal was closed)"}
 
@@ -191,7 +201,10 @@ def test_a_signal_while_report_waits_for_its_snapshot(tmp_path, sig, to_group):
     html = tmp_path / "report.html"
     with duckdb.connect(str(snap)):  # the write lock
         run = Run(["report", str(snap), "--out", str(html)], tmpdir, tmp_path)
-        time.sleep(1.5)  # no phase to see from outside: whether it waits or not, the signal must be clean
+        # Started (its handlers set: a loaded machine takes seconds to import), then no phase to see from
+        # outside: whether it waits or not, the signal must be clean.
+        wait_for(lambda: catches(run.proc.pid, signal.SIGTERM), run)
+        time.sleep(0.5)
         run.signal(sig, to_group)
         code = run.finish()
     assert_one_line(run, code, sig)

@@ -36,6 +36,6 @@ def test_every_module_the_table_names_exists():
 
 
 def test_a_package_s_listed_files_are_read_inside_it():
-    line = "| a report | `eosctl/report/` (`segments.py`, `rootcauses.py`; the page `eosctl/output/html.py`) |"
+    line = "| report | `eosctl/report/` (`segments.py`, `rootcauses.py`; the page `eosctl/output/html.py`) |"
     assert named_paths(line) == ["eosctl/report/", "eosctl/report/segments.py", "eosctl/report/rootcauses.py",
                                  "eosctl/output/html.py"]

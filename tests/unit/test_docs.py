@@ -52,6 +52,7 @@ from eosctl.inspection.ledger import Ledger, LedgerFlag, PartitionLedger
 from eosctl.output.lag import lag_document
 from eosctl.output.log import log_document
 from eosctl.report.findings import KINDS, AuditReport, Finding, PartitionSummary
+from eosctl.report.readpoint import ReadPoint
 from eosctl.txn.opentxn import OpenTxn
 from eosctl.txn.producers import DESCRIBE_PRODUCERS, LOG_SCAN, ProducerRow, ProducersReport
 from eosctl.txn.transactions import AbortPlan, Hanging, HangingReport, TxnInfo
@@ -283,7 +284,7 @@ def content_findings() -> list[Finding]:
 
 
 def audit_report(engine: dict[str, Any], findings: list[Finding],
-                 read_point: dict[str, Any] | None = None) -> AuditReport:
+                 read_point: ReadPoint | None = None) -> AuditReport:
     from eosctl.report.findings import Hop, LogSegment
 
     # The log segments only when there are findings: the sample without findings must show them optional.
@@ -470,7 +471,6 @@ def run(*args: str) -> Any:
 
 def test_audit_json_is_documented() -> None:
     from eosctl.output.audit import render
-    from eosctl.sink.base import ReadPoint
 
     full, least = engines()
     points = [ReadPoint("postgres", "postgresql://u@h/db", {"snapshot": "00000003-0000001B-1",
@@ -484,9 +484,9 @@ def test_audit_json_is_documented() -> None:
               ReadPoint("delta", "/s/orders", {"version": 7, "offsets_version": 3}),
               ReadPoint("iceberg", "cat.ns.orders", {"snapshot_id": "2031503060490796608",
                                                      "offsets_snapshot_id": "1091317149685680103"})]
-    docs = [json.loads(render(audit_report(full, findings_of_every_kind(), points[0].to_dict()), "json")),
+    docs = [json.loads(render(audit_report(full, findings_of_every_kind(), points[0]), "json")),
             json.loads(render(audit_report(least, []), "json")),
-            *(json.loads(render(audit_report(least, [], p.to_dict()), "json")) for p in points[1:])]
+            *(json.loads(render(audit_report(least, [], p), "json")) for p in points[1:])]
     check_json("`eosctl audit`", docs)
 
 

@@ -16,6 +16,7 @@ from kafka.record.util import calc_crc32c
 from eosctl.cluster.batches import decode_batch
 from eosctl.cluster.model import MAX_EPOCHS, MAX_EVENTS, EpochBump, ProducerState, ZombieWrite
 from eosctl.cluster.wire import Offsets
+from eosctl.txn.fencing import bump_verdict, fencing_bumps, fencing_events, timeouts
 from tests.unit.test_model import batch, marker, scan
 from tui.views.producers import jump_offset
 
@@ -39,7 +40,7 @@ def _end(data: bytes) -> int:
 
 
 def verdicts(p: ProducerState) -> list[tuple[int, bool, str]]:
-    return [(b.offset, *p.bump_verdict(b)) for b in p.epoch_bumps]
+    return [(b.offset, *bump_verdict(p, b)) for b in p.epoch_bumps]
 
 
 # --- transactions v2 ----------------------------------------------------------------------------------
@@ -54,7 +55,7 @@ def test_three_v2_aborts_are_no_fencing():
     assert [(b.offset, b.old_epoch, b.new_epoch, b.marker, b.continued) for b in p.epoch_bumps] == [
         (1, 0, 1, "ABORT", True), (3, 1, 2, "ABORT", True), (5, 2, 3, "ABORT", False)]
     assert (p.own_aborts, p.commit_bumps, p.routine_epochs, p.routine_offset) == (2, 0, (0, 2), 1)
-    assert p.protocol == "unknown" and p.fencing_events == 0 and p.fencing_bumps() == []
+    assert p.protocol == "unknown" and fencing_events(p) == 0 and fencing_bumps(p) == []
     assert verdicts(p)[0] == (1, False, "transactions v2: the id's own ABORT moved the epoch on (it wrote on "
                                         "at that epoch)")
     assert verdicts(p)[2] == (5, False, "bump on an ABORT marker: fencing under transactions v1, ordinary "
@@ -67,12 +68,12 @@ def test_v2_commits_and_aborts_and_skipped_transactions_are_no_fencing():
             + txn(4, 5) + marker(5, PID, 6, commit=True))
     p = producer(data)
     assert p.protocol == "v2" and (p.v1_markers, p.v2_markers) == (0, 2)
-    assert p.fencing_events == 0 and (p.commit_bumps, p.bumps_total) == (2, 3)
+    assert fencing_events(p) == 0 and (p.commit_bumps, p.bumps_total) == (2, 3)
     # The ABORT then data three epochs up: one event, which this partition alone can't read.
     (abort,) = p.epoch_bumps
     assert (abort.offset, abort.txn_first, abort.txn_last, abort.next_offset, abort.next_epoch) == (
         3, 2, 2, 4, 5)
-    fencing, why = p.bump_verdict(abort)
+    fencing, why = bump_verdict(p, abort)
     assert not fencing and why.startswith("TAKEOVER?: a new instance took the id over and the coordinator "
                                           "aborted the old one's transaction at offsets 2..2; the new "
                                           "instance wrote at epoch 5 from offset 4; or (transactions v2)")
@@ -93,8 +94,8 @@ def test_v2_takeover_is_settled_by_the_ids_other_partitions():
     other = PartitionLog.from_dict({**other.to_dict(), "partition": 1})
     settle([here, other])
     p = here.producers[PID]
-    assert p.own_aborts_settled == [2] and p.fencing_events == 0
-    assert p.bump_verdict(p.epoch_bumps[0])[1].startswith("transactions v2: the id aborted its transaction "
+    assert p.own_aborts_settled == [2] and fencing_events(p) == 0
+    assert bump_verdict(p, p.epoch_bumps[0])[1].startswith("transactions v2: the id aborted its transaction "
                                                           "at offsets 2..2 itself")
     # A partition where the same id's markers show transactions v1 settles it as a take-over.
     again, _ = scan(data, Offsets(0, 6, 6))
@@ -103,8 +104,8 @@ def test_v2_takeover_is_settled_by_the_ids_other_partitions():
     v1_log = PartitionLog.from_dict({**v1_log.to_dict(), "partition": 2})
     settle([again, v1_log])
     p = again.producers[PID]
-    assert p.takeovers_settled == [2] and p.fencing_events == 1
-    assert p.bump_verdict(p.epoch_bumps[0]) == (
+    assert p.takeovers_settled == [2] and fencing_events(p) == 1
+    assert bump_verdict(p, p.epoch_bumps[0]) == (
         True, "FENCED: a new instance took the id over and the coordinator aborted the old one's transaction "
               "at offsets 2..2; the new instance wrote at epoch 3 from offset 4")
 
@@ -117,11 +118,11 @@ def test_timed_out_transaction_is_told_by_its_age():
     (b,) = p.epoch_bumps
     assert (b.txn_first, b.txn_last, b.txn_first_ts, b.marker_ts) == (0, 2, 1000, 2000)
     p.txn_timeout_ms = 1000
-    assert p.bump_verdict(b) == (False, "TIMEOUT: the coordinator aborted the transaction at offsets 0..2 "
+    assert bump_verdict(p, b) == (False, "TIMEOUT: the coordinator aborted the transaction at offsets 0..2 "
                                         "1.0 s after its first record (transaction.timeout.ms 1000)")
-    assert p.timeouts == 1 and p.fencing_events == 0
+    assert timeouts(p) == 1 and fencing_events(p) == 0
     p.txn_timeout_ms = 1001
-    assert p.timeouts == 0 and not p.bump_verdict(b)[1].startswith("TIMEOUT")
+    assert timeouts(p) == 0 and not bump_verdict(p, b)[1].startswith("TIMEOUT")
 
 
 def test_v2_zombie_write_is_fencing():
@@ -129,7 +130,7 @@ def test_v2_zombie_write_is_fencing():
             + marker(3, PID, 2, commit=True) + txn(4, 0, seq=1))  # a write at epoch 0 after epoch 2
     p = producer(data)
     assert p.protocol == "v2" and p.zombie_writes == [ZombieWrite(4, 0, 2)]
-    assert p.fencing_events == 1 and p.fencing_bumps() == []
+    assert fencing_events(p) == 1 and fencing_bumps(p) == []
     assert jump_offset(p, None) == 4
 
 
@@ -139,8 +140,8 @@ def test_v2_fencing_abort_two_epochs_up_is_fencing():
     data = (txn(0, 0) + marker(1, PID, 1, commit=True) + txn(2, 1) + marker(3, PID, 3, commit=False)
             + txn(4, 4) + marker(5, PID, 5, commit=True))
     p = producer(data)
-    assert p.protocol == "v2" and p.fence_aborts == 1 and p.fencing_events == 1
-    assert [(b.offset, b.fence_abort) for b in p.fencing_bumps()] == [(3, True)]
+    assert p.protocol == "v2" and p.fence_aborts == 1 and fencing_events(p) == 1
+    assert [(b.offset, b.fence_abort) for b in fencing_bumps(p)] == [(3, True)]
     assert verdicts(p)[0] == (3, True, "FENCED: a new instance took the id over and the coordinator aborted "
                                        "the old one's transaction at offsets 2..2, two epochs up; the new "
                                        "instance wrote at epoch 4 from offset 4")
@@ -152,7 +153,7 @@ def test_v2_abort_two_epochs_above_an_earlier_transaction_is_not_fencing():
     data = txn(0, 0) + marker(1, PID, 1, commit=True) + txn(2, 1) + marker(3, PID, 2, commit=True)
     later = marker(4, PID, 4, commit=False)
     p = producer(data + later)
-    assert [b.fence_abort for b in p.epoch_bumps] == [False] and p.fencing_events == 0
+    assert [b.fence_abort for b in p.epoch_bumps] == [False] and fencing_events(p) == 0
 
 
 # --- transactions v1 (and noida-db) -------------------------------------------------------------------
@@ -164,7 +165,7 @@ def test_kafka_v1_fencing_abort_then_new_instance_is_one_event():
     data = (txn(0, 0) + marker(1, PID, 0, commit=True) + txn(2, 0, seq=1) + marker(3, PID, 1, commit=False)
             + txn(4, 2) + marker(5, PID, 2, commit=True))
     p = producer(data)
-    assert p.protocol == "v1" and p.fencing_events == 1
+    assert p.protocol == "v1" and fencing_events(p) == 1
     assert p.epoch_bumps == [EpochBump(3, 0, 1, True, "ABORT", txn_first=2, txn_last=2, txn_first_ts=1000,
                                        marker_ts=2000, next_offset=4, next_epoch=2)]
     assert verdicts(p) == [(3, True, "FENCED: a new instance took the id over and the coordinator aborted "
@@ -178,7 +179,7 @@ def test_noida_fencing_abort_at_the_new_epoch_is_one_event():
     # proves v1.
     data = (txn(0, 0) + marker(1, PID, 1, commit=False) + txn(2, 1) + marker(3, PID, 1, commit=True))
     p = producer(data)
-    assert p.protocol == "v1" and p.fencing_events == 1
+    assert p.protocol == "v1" and fencing_events(p) == 1
     assert verdicts(p) == [(1, True, "FENCED: a new instance took the id over and the coordinator aborted "
                                      "the old one's transaction at offsets 0..0")]
 
@@ -187,8 +188,8 @@ def test_v1_new_instances_without_open_transactions_count_each():
     data = (txn(0, 0) + marker(1, PID, 0, commit=True) + txn(2, 1) + marker(3, PID, 1, commit=False)
             + txn(4, 2) + marker(5, PID, 2, commit=True))
     p = producer(data)
-    assert p.protocol == "v1" and p.fencing_events == 2
-    assert [b.offset for b in p.fencing_bumps()] == [2, 4]
+    assert p.protocol == "v1" and fencing_events(p) == 2
+    assert [b.offset for b in fencing_bumps(p)] == [2, 4]
 
 
 def test_idempotent_producer_epoch_bump_is_never_fencing():
@@ -196,13 +197,13 @@ def test_idempotent_producer_epoch_bump_is_never_fencing():
     p = producer(data)
     assert p.epoch_bumps == [EpochBump(1, 0, 1, False, transactional=False)]
     assert verdicts(p) == [(1, False, "idempotent producer bumped its own epoch (KIP-360)")]
-    assert p.fencing_events == 0
+    assert fencing_events(p) == 0
 
 
 def test_both_protocols_prove_nothing():
     data = (txn(0, 0) + marker(1, PID, 0, commit=True) + txn(2, 1) + marker(3, PID, 2, commit=True))
     p = producer(data)
-    assert p.protocol == "mixed" and p.fencing_events == 0
+    assert p.protocol == "mixed" and fencing_events(p) == 0
 
 
 # --- bounded history ------------------------------------------------------------------------------------

@@ -181,7 +181,9 @@ def cycles(all_edges: list[Edge], layers: set[str], lazy: bool = False,
 
 # The core's packages from the bottom up: each imports only packages below it (and itself), so the
 # architecture reads in one direction. The top of eosctl/ holds only the command line and these packages.
-CORE_LAYERS = ("base", "config", "cluster", "txn", "report", "sink", "rules", "inspection", "output", "exporter")
+CORE_LAYERS = (
+    "base", "config", "cluster", "txn", "report", "sink", "rules", "inspection", "output", "exporter",
+)
 TOP_LEVEL_MODULES = {"eosctl", "eosctl.cli", "eosctl.__main__"}
 
 

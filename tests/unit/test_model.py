@@ -23,6 +23,7 @@ from eosctl.cluster.model import (
     merge_ranges,
 )
 from eosctl.cluster.wire import FetchResult, Offsets
+from eosctl.txn.fencing import fencing_bumps, fencing_events
 
 DATA = Path(__file__).parent / "data"
 D, M, A, OPEN, H = Kind.DATA, Kind.MARKER, Kind.ABORTED, Kind.OPEN, Kind.HOLE
@@ -201,7 +202,7 @@ def test_recorded_fencing_writes_abort_at_the_new_epoch():
             for b in p.epoch_bumps] == [(2, 0, 1, "ABORT", 0, 1, True)]
     # Alone, an ABORT one epoch above its data, the id writing on at it, is noida-db's fencing abort (v1)
     # or the id's own v2 abort: not counted.
-    assert p.protocol == "unknown" and p.fencing_events == 0 and p.fencing_bumps() == []
+    assert p.protocol == "unknown" and fencing_events(p) == 0 and fencing_bumps(p) == []
     assert log.warnings == []
 
 

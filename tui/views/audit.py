@@ -10,8 +10,7 @@ from textual.widgets import ProgressBar, Static
 
 from eosctl.base.safetext import term
 from eosctl.output.finding import short_cause
-from eosctl.report.findings import DESCRIPTIONS, AuditReport, Finding, root_causes
-from eosctl.sink.base import ReadPoint
+from eosctl.report.findings import DESCRIPTIONS, AuditReport, Finding
 from tui import fmt
 from tui.rowtable import RowTable
 from tui.sources import Dashboard
@@ -43,7 +42,7 @@ def finding_rows(report: AuditReport) -> list[Row]:
     cause (the groups in the order of their first finding); a finding with a cause shows its root cause
     and cause as its detail (Enter opens the whole sentence next to its offsets in the Log view)."""
     failing = set(report.fail_on)
-    rule = {i: r.rule for r in root_causes(report.findings) for i in r.findings}
+    rule = {i: r.rule for r in report.root_causes for i in r.findings}
     hops = hop_of(report)
     first: dict[str | None, int] = {}
     for i in range(len(report.findings)):
@@ -128,8 +127,8 @@ def headline(report: AuditReport | None, taken_at: float | None = None) -> Text:
                  f" ({hop.failing_findings} failing)")
     if report.sink:
         t.append(f"\nsink {term(report.sink)}", style=STYLES["muted"])
-        if report.sink_read_point:
-            t.append(f" · read at {term(ReadPoint.from_dict(report.sink_read_point).describe())}",
+        if report.sink_read_point is not None:
+            t.append(f" · read at {term(report.sink_read_point.describe())}",
                      style=STYLES["muted"])
     return t
 
@@ -236,7 +235,7 @@ class AuditView(TableView):
     def _rules(self, report: AuditReport) -> dict[int, str]:
         """Each finding's root-cause rule, by the finding's identity (computed once per report)."""
         if self._rules_of is not report:
-            causes = root_causes(report.findings)
+            causes = report.root_causes
             self._rule = {id(report.findings[i]): r.rule for r in causes for i in r.findings}
             self._rules_of = report
         return self._rule

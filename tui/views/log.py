@@ -14,6 +14,7 @@ from textual.widgets import Input, Select, Static
 
 from eosctl.base.safetext import term
 from eosctl.cluster.model import TP, Kind, PartitionLog
+from eosctl.txn.fencing import abort_cause
 from tui import fmt
 from tui.filtertable import FilterTable
 from tui.sources import Dashboard
@@ -94,11 +95,12 @@ _CAUSES = {"takeover": " (a new instance took the id over: the coordinator's abo
 
 
 def _abort_cause(log: PartitionLog, t) -> str:
-    """Who ended an aborted transaction, where its ABORT's epoch bump tells (ProducerState.abort_cause)."""
+    """Who ended an aborted transaction, where its ABORT's epoch bump tells
+    (eosctl.txn.fencing.abort_cause)."""
     p = log.producers.get(t.producer_id)
     if p is None or t.outcome != "ABORT":
         return ""
-    return _CAUSES.get(p.abort_cause(t.marker_offset) or "", "")
+    return _CAUSES.get(abort_cause(p, t.marker_offset) or "", "")
 
 
 def batch_rows(log: PartitionLog, focus: Focus | None = None) -> list[Row]:

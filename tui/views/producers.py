@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.message import Message
 
 from eosctl.base.safetext import term
+from eosctl.txn.fencing import fencing_bumps
 from tui import fmt
 from tui.sources import Dashboard
 from tui.styles import STYLES
@@ -117,11 +118,11 @@ def where(dash: Dashboard | None, r) -> int | None:
 def jump_offset(state, open_txn_from: int | None) -> int | None:
     """The offset worth seeing: the first fencing or zombie write, else the open transaction.
 
-    Only bumps the core calls fencing (ProducerState.bump_verdict): under transactions v2 every marker
+    Only bumps the core calls fencing (eosctl.txn.fencing.bump_verdict): under transactions v2 every marker
     bumps the epoch, and those are ordinary commits and aborts.
     """
     if state is not None:
-        marks = [b.offset for b in state.fencing_bumps()] + [z.offset for z in state.zombie_writes]
+        marks = [b.offset for b in fencing_bumps(state)] + [z.offset for z in state.zombie_writes]
         if marks:
             return min(marks)
     return open_txn_from

@@ -1,0 +1,188 @@
+"""The TUI's refresh schedule: when the app reads its source again (every refresh period, sooner after a
+failure, never while paused or for a snapshot), the thread worker that reads and formats it so the UI
+never blocks, and what the status line and the banner say about it (refreshing, paused, the slow broker,
+the last error).
+
+``Scheduled`` is the App's half that keeps time; ``tui.app.EosApp`` adds the screens and the navigation,
+and says what a refresh is for: ``prepare`` (in the worker) and ``apply`` (on the UI thread).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import App
+from textual.widgets import Static
+from textual.worker import Worker, WorkerState
+
+from eosctl.base.safetext import term
+from tui import fmt
+from tui.sources import Dashboard, DataSource
+
+# After a failed refresh, retry sooner than the refresh period (but never hammer a sick broker).
+RETRY_SECONDS = 3.0
+# A refresh still running after this long gets the "slow broker" banner.
+SLOW_SECONDS = 8.0
+
+
+class Scheduled(App[None]):
+    """An App refreshed from a DataSource on a schedule (see the module's docstring)."""
+
+    def __init__(
+        self, source: DataSource, refresh_seconds: float = 5.0, clock: Callable[[], float] = time.time
+    ) -> None:
+        super().__init__()
+        self.source = source
+        self.refresh_seconds = max(0.5, refresh_seconds)
+        self.clock = clock
+        self.dash: Dashboard | None = None
+        self.paused = False
+        self.error: str | None = None
+        self.fetching_since: float | None = None
+        self.next_fetch_at = 0.0
+
+    # ---- what a refresh is for: the app's screens say ----------------------------------------------
+
+    def prepare(self, dash: Dashboard) -> Any:
+        """What the worker makes of a fresh Dashboard off the UI thread, handed to ``apply``."""
+        raise NotImplementedError
+
+    def apply(self, dash: Dashboard, prepared: Any = None) -> None:
+        """Hand a fresh Dashboard to the screens (UI thread)."""
+        raise NotImplementedError
+
+    def worker_changed(self, worker: Worker) -> None:
+        """A worker of another group than the refresh's changed state (UI thread)."""
+
+    # ---- the schedule -----------------------------------------------------------------------------
+
+    def start_schedule(self) -> None:
+        """The first refresh now, then a cheap 1 s tick that decides when to refresh and keeps the status
+        line's clock honest."""
+        self.fetch()
+        self.set_interval(1.0, self._tick)
+
+    def _shutting_down(self) -> bool:
+        """The 1 s tick and a finishing worker can land while the app shuts down (widgets going or gone)."""
+        return not self.is_running
+
+    def _tick(self) -> None:
+        if self._shutting_down():
+            return
+        now = self.clock()
+        if self.fetching_since is not None and now - self.fetching_since > SLOW_SECONDS:
+            self._banner(
+                f"the broker is slow: no answer for {now - self.fetching_since:.0f}s "
+                f"(still trying; showing data from {fmt.clock(self.dash.taken_at if self.dash else None)})"
+            )
+        elif (
+            not self.source.is_snapshot
+            and not self.paused
+            and self.fetching_since is None
+            and now >= self.next_fetch_at
+        ):
+            self.fetch()
+        self._status()
+
+    def fetch(self) -> None:
+        if self.fetching_since is not None:
+            return
+        self.fetching_since = self.clock()
+        self._status()
+        self._fetch_worker()
+
+    @work(thread=True, group="fetch", exit_on_error=False)
+    def _fetch_worker(self) -> tuple[Dashboard, Any]:
+        dash = self.source.fetch()
+        return dash, self.prepare(dash)
+
+    @on(Worker.StateChanged)
+    def _worker_done(self, event: Worker.StateChanged) -> None:
+        if self._shutting_down():
+            return
+        worker = event.worker
+        if worker.group != "fetch":
+            self.worker_changed(worker)
+        elif worker.state in (WorkerState.SUCCESS, WorkerState.ERROR):
+            self._fetch_done(worker)
+
+    def _fetch_done(self, worker: Worker) -> None:
+        self.fetching_since = None
+        if worker.state is WorkerState.SUCCESS:
+            self.error = None
+            self._banner(None)
+            self.next_fetch_at = self.clock() + self.refresh_seconds
+            self.apply(*worker.result)
+        else:
+            self.error = one_line(worker.error)
+            self.next_fetch_at = self.clock() + min(RETRY_SECONDS, self.refresh_seconds)
+            if self.source.is_snapshot:
+                self._banner(f"cannot open the snapshot: {self.error}")
+            else:
+                since = f"; showing data from {fmt.clock(self.dash.taken_at)}" if self.dash else ""
+                self._banner(
+                    f"{self.error} (retrying every {min(RETRY_SECONDS, self.refresh_seconds):.0f}s"
+                    f"{since})"
+                )
+        self._status()
+
+    def action_refresh_now(self) -> None:
+        if self.source.is_snapshot and self.dash is not None:
+            self.notify("a snapshot does not change; nothing to refresh")
+            return
+        self.fetch()
+
+    def action_toggle_pause(self) -> None:
+        if self.source.is_snapshot:
+            self.notify("a snapshot is never refreshed")
+            return
+        self.paused = not self.paused
+        if not self.paused:
+            self.next_fetch_at = 0.0
+        self._status()
+
+    # ---- status line and banner --------------------------------------------------------------------
+
+    def _status_text(self) -> Text:
+        src = self.source
+        t = Text()
+        if src.is_snapshot:
+            t.append(" SNAPSHOT ", style="bold reverse yellow")
+            captured = fmt.stamp(self.dash.taken_at) if self.dash else "?"
+            t.append(
+                f" {term(self.dash.pipeline if self.dash else src.pipeline)} · captured {captured} · "
+                f"{term(src.label)}"
+            )
+            return t
+        t.append(" LIVE ", style="bold reverse green")
+        t.append(f" {term(src.pipeline)} · {term(src.label)}")
+        if self.dash:
+            t.append(f" · at {fmt.clock(self.dash.taken_at)}")
+        if self.fetching_since is not None:
+            t.append(" · refreshing…")
+        elif self.paused:
+            t.append(" · PAUSED (p resumes)", style="bold yellow")
+        else:
+            t.append(f" · every {self.refresh_seconds:g}s")
+        return t
+
+    def _status(self) -> None:
+        self.query_one("#status", Static).update(self._status_text())
+
+    def _banner(self, message: str | None, level: str = "error") -> None:
+        banner = self.query_one("#banner", Static)
+        banner.set_class(message is not None, "shown")
+        banner.set_class(level == "warn", "warn")
+        banner.update(Text(f"! {term(message)}") if message else "")  # errors quote names from the cluster
+
+
+def one_line(error: BaseException | None) -> str:
+    """An error's first line for the banner or a notice, at most 300 characters, safe to print."""
+    if error is None:
+        return "unknown error"
+    text = str(error).strip().splitlines()
+    return term((text[0] if text else error.__class__.__name__)[:300])  # errors quote names from the cluster
