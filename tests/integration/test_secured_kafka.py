@@ -298,3 +298,23 @@ def test_the_production_example_config_works_with_only_its_addresses_changed(set
     listed_ids = [t["transactional_id"] for t in json.loads(listed.stdout)["transactions"]]
     assert listed_ids == ["payments-processor-0"]
     _no_password(s, audit.output, lag.output, listed.output)
+
+
+def test_abort_yes_needs_cluster_action_and_says_so(setup):
+    """The one write: without ClusterAction on the cluster the abort is refused naming it; with it, the
+    hanging transaction is aborted (the module's last use of it)."""
+    s, h = setup, setup.manifest["hanging"][0]
+    args = ("txns", "abort", "-p", s.prefix, "--topic", h["topic"], "--partition", str(h["partition"]),
+            "--start-offset", str(h["first_offset"]), "--yes")
+    refused = s.eosctl(*args)
+    assert refused.exit_code == 2, refused.output
+    wanted = "ClusterAuthorizationFailed (WriteTxnMarkers): grant ClusterAction on the cluster"
+    assert wanted in refused.stderr, refused.stderr
+    securekafka.grant(s.secured, "oncall", "cluster", "", "ClusterAction")
+    try:
+        done = s.eosctl(*args)
+    finally:
+        securekafka.revoke(s.secured, "oncall", "cluster", "", "ClusterAction")
+    assert done.exit_code == 0, done.output
+    (group,) = json.loads(s.eosctl("lag", "-p", s.prefix, "--format", "json").stdout)["groups"]
+    assert {r["partition"]: r["blocked"] for r in group["partitions"]}[h["partition"]] == 0
