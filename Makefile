@@ -12,9 +12,16 @@ QUIX_VENV  ?= .venv-quix
 QUIX_STAMP := $(QUIX_VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: setup demo test lint bench clean system-deps quix-venv jars toxiproxy
+.PHONY: setup demo test check lint bench clean system-deps quix-venv jars toxiproxy
 
-setup: $(STAMP)
+# The content check's native record walk (eosctl/cluster/recordwalk.c, plain C, no Python headers); without a
+# C compiler eosctl does the same in numpy, ~10x slower (docs/benchmarks.md).
+NATIVE := eosctl/cluster/_recordwalk.so
+
+setup: $(STAMP) $(NATIVE)
+
+$(NATIVE): eosctl/cluster/recordwalk.c
+	$(CC) -O2 -shared -fPIC -o $@ $< || echo "no C compiler: the content check decodes records with numpy"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +44,12 @@ lint: setup
 
 test: lint system-deps $(QUIX_STAMP) jars toxiproxy
 	$(BIN)/python -m pytest -q
+
+# The quick way in (under 5 minutes on 2 cores): lint, the unit tests and the scripted-broker tests (tests/kafka
+# against tests/kafkasim), no JVM. Tests that ask for a JVM fixture are marked `jvm` at collection and left
+# out; EOSCTL_TEST_NO_JVM=1 fails any test that starts one anyway (tests/nojvm.py).
+check: lint
+	EOSCTL_TEST_NO_JVM=1 $(BIN)/python -m pytest -q -m "not jvm" tests/unit tests/kafka
 
 # Apache Kafka (the suite's reference broker, 4.x and 3.9) from Maven Central, by the project's pom
 # (eosctl/sandbox/jvm/kafka.pom.xml) into ~/.cache/eosctl/jars: once per machine, reused afterwards; likewise

@@ -54,15 +54,25 @@ def sink_keys(reader: SinkReader, tps: Sequence[TP]) -> dict[TP, tuple[Any, Any,
 
 
 def _by_partition(batch: Any) -> Any:
-    # lazy: pyarrow 52 ms, pyarrow.compute 100 ms to import
+    """The rows of a (key, topic, partition, offset) batch per partition: sorted by partition once (numpy),
+    then one slice per partition, no per-row Python."""
+    # lazy: numpy 31 ms, pyarrow 52 ms, pyarrow.compute 100 ms to import
+    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    topics, partitions = batch.column(1), batch.column(2)
-    pairs = pa.Table.from_arrays([topics, partitions], names=["t", "p"]).group_by(["t", "p"]).aggregate([])
-    for t, p in zip(pairs.column(0).to_pylist(), pairs.column(1).to_pylist(), strict=True):
-        mask = pc.and_(pc.equal(topics, t), pc.equal(partitions, p))
-        yield (t, p), batch.filter(mask)
+    if not batch.num_rows:
+        return
+    topics = pc.dictionary_encode(batch.column(1).cast(pa.string()))
+    names = topics.dictionary.to_pylist()
+    code = (topics.indices.to_numpy(zero_copy_only=False).astype(np.int64) << 32) | \
+        batch.column(2).to_numpy(zero_copy_only=False).astype(np.int64)
+    order = np.argsort(code, kind="stable")
+    code = code[order]
+    edges = np.flatnonzero(np.diff(code)) + 1
+    for a, b in zip([0, *edges.tolist()], [*edges.tolist(), len(code)], strict=True):
+        c = int(code[a])
+        yield (names[c >> 32], c & 0xFFFFFFFF), batch.take(pa.array(order[a:b]))
 
 
 def with_content(reader: SinkReader, done: list[tuple[WorkItem, PartitionSummary, list[Finding]]],

@@ -13,7 +13,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
 
-from auditors import guard
+from auditors import guard, keydups
 from auditors import spark as sparks
 from auditors.outcome import Outcome
 from auditors.plan import AuditInput, WorkItem, prepare
@@ -28,7 +28,7 @@ from eosctl.config.values import memory_problem, spark_master_problem
 from eosctl.report.findings import AuditReport
 from eosctl.rules.causes import explain_finding
 from eosctl.rules.hop import ahead_of_commit, key_findings
-from eosctl.sink import frozen, open_reader, shown
+from eosctl.sink import Limits, SinkReader, frozen, open_reader, shown
 
 ENGINES = ("spark", "local")
 PHASE_PREPARE = "reading the sink and Kafka metadata"
@@ -43,9 +43,9 @@ class EngineOptions:
     shuffle_partitions: int = 4
     workers: int | None = None  # the local engine's processes; None: one per core
     # Compare each sink row's key with its record's (content_mismatch), where the sink names a key column:
-    # off unless asked (--content-check, [audit] content_check): at 10M offsets it costs ~34x an
-    # offsets-only audit, measured in docs/benchmarks.md.
-    content_check: bool = False
+    # on unless turned off (--no-content-check, [audit] content_check = false): at 10M offsets it costs at
+    # most 1.5x the keyed audit without it (docs/benchmarks.md, benchmarks/keyed_bench.py).
+    content_check: bool = True
 
     @classmethod
     def resolve(cls, config: Config | None, default_engine: str, *, engine: str | None = None,
@@ -69,7 +69,7 @@ class EngineOptions:
         if chosen not in ENGINES:
             raise EosctlError(f"unknown audit engine {chosen!r}; use one of {', '.join(ENGINES)}")
         return cls(chosen, master, remote, driver_memory or conf.driver_memory, conf.shuffle_partitions,
-                   content_check=config.audit_content_check if config is not None else False)
+                   content_check=config.audit_content_check if config is not None else True)
 
     def where(self) -> str:
         if self.engine == "local":
@@ -106,7 +106,7 @@ def _audit(inp: AuditInput, options: EngineOptions, progress: Progress, t_start:
             items = prepare(inp, reader)  # sink and broker errors surface here, before any engine starts
             timings: dict[str, float] = {"prepare_seconds": round(time.monotonic() - t, 3)}
             driver = Beside(lambda: ([explain_finding(f) for f in reader.invalid_rows()], reader.read_point))
-            result, startup, info = _run_engine(inp, items, options, here, progress, driver)
+            result, startup, info = _run_engine(inp, items, options, here, progress, driver, reader)
             invalid, point = driver.result()
         findings = result.findings
         given = fixed.frozen_from or fixed
@@ -157,9 +157,11 @@ class Beside:
 
 
 def _run_engine(inp: AuditInput, items: list[WorkItem], options: EngineOptions, here: bool,
-                progress: Progress, beside: Beside) -> tuple[Outcome, float, dict[str, Any]]:
+                progress: Progress, beside: Beside,
+                reader: SinkReader) -> tuple[Outcome, float, dict[str, Any]]:
     """(what the engine found, its start-up seconds, what it was); everything it started is gone after.
-    ``here``: the engine's processes run on this machine."""
+    ``here``: the engine's processes run on this machine; ``reader``: the driver's reader of the sink (the
+    local engine groups its keys, auditors.keydups)."""
     if options.engine == "local":
         from auditors.local import prepare_context  # lazy: auditors.local 8.2 ms to import
 
@@ -172,7 +174,11 @@ def _run_engine(inp: AuditInput, items: list[WorkItem], options: EngineOptions, 
             from auditors.local import default_workers, run_local  # lazy: auditors.local 8.2 ms to import
 
             workers = options.workers or default_workers()
-            result, startup = run_local(inp, items, workers, progress, beside)
+            # The key rule runs once the workers are done: their threads and memory are the driver's then.
+            limits = Limits(workers, f"{workers * _memory_gb(inp.settings.duckdb_memory)}GB",
+                            inp.settings.temp_directory)
+            result, startup = run_local(inp, items, workers, progress, beside,
+                                        key_rule=lambda writers: keydups.in_sink(reader, writers, limits))
             return result, startup, local_info(workers, result.tasks)
         progress(Step(f"starting {options.where()}"))
         t = time.monotonic()
@@ -212,3 +218,13 @@ def _stop_spark(spark: Any, mine: bool, ok: bool) -> None:
             pass
     if hasattr(spark, "_sc"):  # classic Spark: this process's JVM; Spark Connect's server isn't ours
         sparks.forget(spark)
+
+
+def _memory_gb(memory: str) -> int:
+    """Whole gigabytes of a DuckDB memory setting ("1GB", "512MB": 1), at least 1."""
+    text = memory.strip().upper().rstrip("B").rstrip("I")
+    scale = {"K": 1 / 2**20, "M": 1 / 2**10, "G": 1, "T": 2**10}.get(text[-1:], None)
+    try:
+        return max(1, int(float(text[:-1]) * scale)) if scale else 1
+    except ValueError:
+        return 1

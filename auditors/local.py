@@ -3,8 +3,9 @@
 For the audits that don't need a cluster (the TUI in an incident, a snapshot, a CI gate on a small
 pipeline) Spark's fixed cost (JVM start, first job, first Python worker: seconds) dwarfs the work. Here
 the same groups of partitions as on Spark (auditors.grouping, one per worker) each run `task.group_task` in
-a forked worker, exactly as in a Spark task; the key rows come back to this process and are grouped with
-DuckDB by the same rule as Spark's shuffle.
+a forked worker, exactly as in a Spark task; with a key column the tasks send back their committed ranges
+only, and this process groups the sink's keys where they are, with DuckDB (auditors.keydups: the same rule
+as Spark's shuffle, no key row through a pipe or Python).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 from auditors.findingrows import findings_from_arrow
 from auditors.grouping import tasks as group_items
+from auditors.keydups import writers_table
 from auditors.outcome import Outcome, outcome
 from auditors.plan import AuditInput, TaskSettings, WorkItem
 from auditors.sources import Source
@@ -32,11 +34,7 @@ from eosctl.base.progress import Progress, Step, silent
 from eosctl.base.stopsignals import STOP_SIGNALS
 from eosctl.config.model import Sink
 from eosctl.report.findings import Finding
-from eosctl.rules.rule import key_finding
 from eosctl.sink.delta import library_needed
-
-KEY_COLUMNS = ["key", "topic", "partition", "first_offset", "producer_id", "producer_epoch",
-               "marker_offset"]
 
 
 def default_workers() -> int:
@@ -44,9 +42,12 @@ def default_workers() -> int:
 
 
 def run_local(inp: AuditInput, items: list[WorkItem], workers: int | None = None,
-              progress: Progress = silent, beside: Callable[[], None] | None = None) -> tuple[Outcome, float]:
+              progress: Progress = silent, beside: Callable[[], None] | None = None,
+              key_rule: Callable[[Any], list[Finding]] | None = None) -> tuple[Outcome, float]:
     """The outcome and the pool's start-up time (forking the workers). ``beside``: the driver's own work,
-    done once the workers are forked (never before: a forked worker would inherit it half done)."""
+    done once the workers are forked (never before: a forked worker would inherit it half done).
+    ``key_rule``: with a key column, the key_duplicate findings of the sink at the tasks' committed ranges
+    (an Arrow table, auditors.keydups.writers_table), e.g. auditors.keydups.in_sink on the driver's reader."""
     import pyarrow as pa  # lazy: pyarrow 50 ms to import
 
     want_keys = inp.sink.key_column is not None
@@ -55,7 +56,6 @@ def run_local(inp: AuditInput, items: list[WorkItem], workers: int | None = None
     progress(Step(PHASE_TASKS, 0, len(tasks)))
     t0 = time.monotonic()
     rows: list[dict[str, Any]] = []
-    keys: list[Any] = []
     findings: list[Any] = []  # the finding rows, made Findings column by column (auditors.findingrows)
     startup = 0.0
     if tasks:
@@ -63,7 +63,7 @@ def run_local(inp: AuditInput, items: list[WorkItem], workers: int | None = None
         n = max(1, min(workers, len(tasks)))
         pool = ProcessPoolExecutor(max_workers=n, mp_context=_context(inp.sink), initializer=_worker_init)
         try:
-            startup = _run_pool(pool, tasks, inp, want_keys, progress, beside, (rows, keys, findings), t0)
+            startup = _run_pool(pool, tasks, inp, want_keys, progress, beside, (rows, findings), t0)
         except BrokenProcessPool:
             raise EosctlError(_died(pool)) from None
         finally:
@@ -75,18 +75,20 @@ def run_local(inp: AuditInput, items: list[WorkItem], workers: int | None = None
     found = []
     if want_keys:
         progress(Step(PHASE_KEYS, 0, None))
-        table = pa.Table.from_batches(keys) if keys else None
-        found = key_findings(table) if table is not None and table.num_rows else []
+        committed = [r for r in rows if r["rec"] == "committed"]
+        if committed and key_rule is None:
+            raise ValueError("run_local needs a key_rule for a sink with a key column")
+        found = key_rule(writers_table(committed)) if committed else []
     # The tasks' wall time after the pool started: start-up is its own phase (elapsed covers both).
     return outcome(rows, found, t1 - t0 - startup, time.monotonic() - t1 if want_keys else 0.0,
                    len(tasks), tasks_found), startup
 
 
 def _run_pool(pool: ProcessPoolExecutor, tasks: list, inp: AuditInput, want_keys: bool, progress: Progress,
-              beside: Callable[[], None] | None, into: tuple[list, list, list], t0: float) -> float:
-    """Run every task on the pool, sorting each result into (rows, keys, findings); the pool's start-up
+              beside: Callable[[], None] | None, into: tuple[list, list], t0: float) -> float:
+    """Run every task on the pool, sorting each result into (rows, findings); the pool's start-up
     time. A worker that dies raises BrokenProcessPool here, from a submit or a result."""
-    rows, keys, findings = into
+    rows, findings = into
     # The workers are forked by these submits. A Ctrl-C or SIGHUP to the process group between a fork and
     # the worker's _worker_init would hit the worker with Python's own handlers (a KeyboardInterrupt
     # traceback per worker): the stop signals are held until the workers ignore them, and reach this
@@ -109,7 +111,7 @@ def _run_pool(pool: ProcessPoolExecutor, tasks: list, inp: AuditInput, want_keys
         finished, pending = wait(pending, return_when=FIRST_COMPLETED)
         for fut in finished:
             for batch in fut.result():
-                _sort_batch(batch, rows, keys, findings)
+                _sort_batch(batch, rows, findings)
             done += 1
         progress(Step(PHASE_TASKS, done, len(tasks)))
     return startup
@@ -151,28 +153,25 @@ def _exit_codes(pool: ProcessPoolExecutor, timeout: float) -> list[int | None]:
     return [worker.exitcode for worker in workers]
 
 
-def _sort_batch(batch: Any, rows: list[dict[str, Any]], keys: list[Any], findings: list[Any]) -> None:
-    """A task's output batch to key rows, finding rows or other rows (as dicts). A task yields each kind in
-    batches of its own: those are passed on whole, not filtered (100k findings' text copied again)."""
+def _sort_batch(batch: Any, rows: list[dict[str, Any]], findings: list[Any]) -> None:
+    """A task's output batch to finding rows or other rows (as dicts: summaries, timings, committed
+    ranges). A task yields findings in batches of their own: those are passed on whole, not filtered
+    (100k findings' text copied again)."""
     import pyarrow.compute as pc  # lazy: pyarrow.compute 76 ms to import
 
-    rec = batch.column("rec")
-    is_key, is_finding = pc.equal(rec, "key"), pc.equal(rec, "finding")
+    is_finding = pc.equal(batch.column("rec"), "finding")
     if pc.all(is_finding).as_py():
         findings.append(batch)
-    elif pc.all(is_key).as_py():
-        keys.append(batch.select(KEY_COLUMNS))
     else:
-        keys.append(batch.filter(is_key).select(KEY_COLUMNS))
         findings.append(batch.filter(is_finding))
-        rows.extend(batch.filter(pc.invert(pc.or_(is_key, is_finding))).to_pylist())
+        rows.extend(batch.filter(pc.invert(is_finding)).to_pylist())
 
 
 def _run_task(items: tuple[WorkItem, ...], source: Source, sink: Sink, settings: TaskSettings,
               want_keys: bool, group: str | None, content: bool = False) -> list[Any]:
     import pyarrow as pa  # lazy: pyarrow 50 ms to import
 
-    run = group_task([items], source, sink, settings, want_keys, group, content)
+    run = group_task([items], source, sink, settings, want_keys, group, content, key_rows=False)
     return list(run(iter([pa.record_batch([pa.array([0], pa.int64())], names=["id"])])))
 
 
@@ -234,21 +233,3 @@ def _context(sink: Sink | None = None) -> Any:
     if sys.platform != "darwin" and "fork" in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context("spawn")
-
-
-def key_findings(keys: Any) -> list[Finding]:
-    """The local engine's grouping of key rows (an Arrow table: key, topic, partition, first_offset),
-    with DuckDB: the same rule as the Spark shuffle, a key at more than one committed place."""
-    import duckdb  # lazy: duckdb 44 ms to import
-
-    with duckdb.connect() as con:
-        con.execute("SET preserve_insertion_order = false")
-        con.register("keys", keys)
-        groups = con.execute("""
-            SELECT key, list(struct_pack("topic" := topic, "partition" := "partition",
-                                         "offset" := first_offset, "producer_id" := producer_id,
-                                         "producer_epoch" := producer_epoch,
-                                         "marker_offset" := marker_offset))
-            FROM keys GROUP BY key
-            HAVING count(DISTINCT (topic, "partition", first_offset)) > 1""").fetchall()
-    return [f for key, at in groups for f in [key_finding(key, at)]]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from auditors.contentcheck import with_content
 from auditors.findingrows import finding_columns
+from auditors.keydups import with_writers, writers_table
 from auditors.plan import TaskSettings, WorkItem
 from auditors.sources import Source
 from eosctl.base.errors import BrokerError, EosctlError
@@ -201,14 +202,16 @@ def _out_arrow_schema() -> Any:
 
 
 def group_task(tasks: Sequence[Sequence[WorkItem]], source: Source, sink: Sink, settings: TaskSettings,
-               want_keys: bool, group: str | None = None,
-               content: bool = False) -> Callable[[Iterator[Any]], Iterator[Any]]:
+               want_keys: bool, group: str | None = None, content: bool = False,
+               key_rows: bool = True) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The task function of both engines: input batches carry task indexes (spark.range ids), each the
     index of a group of work items in ``tasks``.
 
     Per group: the summary and finding rows of its partitions and a row with its timings, then (with
     want_keys) the keys of its partitions' committed rows, read in the same task so that key duplicates
-    cost no second pass over the partitions."""
+    cost no second pass over the partitions (Spark's shuffle groups them); or, with ``key_rows`` False,
+    only the committed ranges by writer (rec "committed"): the local engine's driver groups the sink's
+    keys itself (auditors.keydups.in_sink)."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         schema = _out_arrow_schema()
@@ -223,8 +226,11 @@ def group_task(tasks: Sequence[Sequence[WorkItem]], source: Source, sink: Sink, 
                             if result.findings:
                                 out.append(_finding_batch(result.findings, schema))
                         yield from out
-                        if result.committed:
+                        if result.committed and key_rows:
                             yield from _key_rows(reader, result.committed, schema)
+                        elif result.committed:
+                            ranges = [c for cs in result.committed.values() for c in cs]
+                            yield _to_batch(ranges, _OUT_NAMES, schema)
                 except EosctlError as e:
                     # One line travels back to the driver, which raises it: no executor traceback for
                     # an unreachable broker or a locked sink.
@@ -236,35 +242,18 @@ def group_task(tasks: Sequence[Sequence[WorkItem]], source: Source, sink: Sink, 
 
 
 def _key_rows(reader: SinkReader, committed: dict[TP, list[dict[str, Any]]], schema: Any) -> Iterator[Any]:
-    """Key rows in the task's output schema: rec "key", the key, its offset in first_offset, its writer."""
-    # lazy: numpy 63 ms, pyarrow 93 ms to import
-    import numpy as np
-    import pyarrow as pa
-
-    # The sink answers (key, topic, partition, offset) for offsets inside the committed ranges; each
-    # row's writer is the range's it falls in (sorted, disjoint per partition): found by binary search.
-    starts = {tp: np.array([c["first_offset"] for c in cs], dtype=np.int64) for tp, cs in committed.items()}
-    writers = {tp: {name: pa.array([c[name] for c in cs], getattr(pa, t)()) for name, t in _WRITER_TYPES}
-               for tp, cs in committed.items()}
-    spans = {tp: [(c["first_offset"], c["last_offset"]) for c in cs] for tp, cs in committed.items()}
-    for b in reader.committed_keys_in(spans):
-        for tp, part in _by_partition(b):
-            at = pa.array(np.searchsorted(starts[tp], part.column(3).to_numpy(), side="right") - 1)
-            n = part.num_rows
-            cols = {"rec": pa.array(["key"] * n, pa.string()), "topic": pa.array([tp[0]] * n, pa.string()),
-                    "partition": pa.array([tp[1]] * n, pa.int32()),
-                    "first_offset": part.column(3).cast(pa.int64()), "key": part.column(0).cast(pa.string()),
-                    **{name: writers[tp][name].take(at) for name, _ in _WRITER_TYPES}}
-            yield pa.RecordBatch.from_arrays([cols[f.name] if f.name in cols else pa.nulls(n, f.type)
-                                              for f in schema], schema=schema)
-
-
-def _by_partition(batch: Any) -> Iterator[tuple[TP, Any]]:
-    """The rows of a (key, topic, partition, offset) batch per partition."""
+    """Key rows in the task's output schema: rec "key", the key, its offset in first_offset, its writer
+    (the committed range's it falls in, auditors.keydups.with_writers: no per-row Python)."""
     import pyarrow as pa  # lazy: pyarrow 93 ms to import
 
-    at: dict[TP, list[int]] = {}
-    for i, tp in enumerate(zip(batch.column(1).to_pylist(), batch.column(2).to_pylist(), strict=True)):
-        at.setdefault(tp, []).append(i)
-    for tp, rows in at.items():
-        yield tp, batch.take(pa.array(rows, pa.int64()))
+    spans = {tp: [(c["first_offset"], c["last_offset"]) for c in cs] for tp, cs in committed.items()}
+    writers = writers_table(c for cs in committed.values() for c in cs)
+    for b in with_writers(reader.committed_keys_in(spans), writers):
+        n = b.num_rows
+        if not n:
+            continue
+        cols = {"rec": pa.repeat("key", n), "key": b.column(0), "topic": b.column(1),
+                "partition": b.column(2), "first_offset": b.column(3), "producer_id": b.column(4),
+                "producer_epoch": b.column(5), "marker_offset": b.column(6)}
+        yield pa.RecordBatch.from_arrays([cols[f.name].cast(f.type) if f.name in cols else pa.nulls(n, f.type)
+                                          for f in schema], schema=schema)

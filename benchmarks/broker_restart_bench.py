@@ -1,7 +1,7 @@
 """Thirty hard restarts of a stateful Apache Kafka under eosctl's long-running commands (issue 35).
 
-The harness of tests/kafka/test_broker_restarts.py (tests/restarthelp.py) with more restarts: a broker of
-its own holding a 1,500-partition topic beside the watched one, 200 transactional ids and 300 groups,
+The harness of tests/integration/test_broker_restarts.py (tests/restarthelp.py) with more restarts: a broker
+of its own holding a 1,500-partition topic beside the watched one, 200 transactional ids and 300 groups,
 SIGKILLed and started again on its data N times while `lag --watch`, the exporter and the TUI (tmux) run
 and one-shot `lag --format json` runs in a loop. Prints the counts after each restart and at the end:
 restarts, polls, stale polls, exporter scrapes, one-shot exits by code, watchers that died. Exit 1 on a

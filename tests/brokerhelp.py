@@ -24,3 +24,28 @@ def committed_group(bootstrap: str, prefix: str = "out", records: int = 5) -> tu
     finally:
         consumer.close()
     return topic, group
+
+
+def commit_offset(bootstrap: str, group: str, topic: str, offset: int, partition: int = 0) -> None:
+    """Commit ``group``'s offset on the partition, as a sink consumer would (no records read)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        c.commit(offsets=[TopicPartition(topic, partition, offset)], asynchronous=False)
+    finally:
+        c.close()
+
+
+def epoch_timeline(text: str, wrapped: bool = False) -> list[tuple[str, str, str]]:
+    """Rows of `eosctl log`'s "Epoch timeline and anomalies" table as (offset, pid, event); a wrapped
+    row's further lines (empty offset) only with ``wrapped``."""
+    rows, inside = [], False
+    for line in text.splitlines():
+        if "Epoch timeline" in line:
+            inside = True
+        elif inside and line.count("│") == 4:
+            cells = tuple(c.strip() for c in line.split("│")[1:4])
+            if cells[0] != "offset" and (wrapped or cells[0] != ""):
+                rows.append(cells)
+    return rows

@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 
-from tests import txnguard
+from tests import early, nojvm, txnguard
 from tests.kafkasim.fixtures import kafka_sim  # noqa: F401  (the scripted Kafka-protocol broker)
 
 
@@ -38,27 +38,74 @@ def _record_pipeline_prefixes() -> None:
 
 
 _record_pipeline_prefixes()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if nojvm.on():  # `make check`: starting a JVM fails the test that did (tests/nojvm.py)
+        nojvm.install()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    nojvm.mark(items)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The session JVMs the selected tests need, started early on a background thread (tests/early.py)."""
+    if nojvm.on() or session.config.option.collectonly or os.environ.get("EOSCTL_TEST_EARLY") == "0":
+        return  # EOSCTL_TEST_EARLY=0: each JVM starts when its first test asks (to compare, to debug)
+    factory = session.config._tmp_path_factory  # type: ignore[attr-defined]
+    needs = nojvm.needs(session.items)
+    if "kafka39" in needs:
+        early.begin("apache-kafka-39", lambda: _start_kafka(factory.mktemp("apache-kafka-39"), 1,
+                                                            version="3.9.1"), _end_kafka)
+    if "kafka_cluster3" in needs:
+        early.begin("apache-kafka-3", lambda: _start_kafka(factory.mktemp("apache-kafka-3"), 3), _end_kafka)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    early.discard()
+
+
+@pytest.fixture(autouse=True)
+def _no_jvm_left_below():
+    """Under `make check`: a test that leaves a JVM below the test process (a CLI child's Spark) fails."""
+    yield
+    if nojvm.on():
+        left = nojvm.jvms_below(os.getpid())
+        assert not left, nojvm.HINT.format(what="; ".join(left))
 # The session broker's address once a test asked for it: the module and session checks below use it.
 _SESSION_BOOTSTRAP: list[str] = []
 
 
-def _kafka(tmp_path_factory: pytest.TempPathFactory, name: str, nodes: int, **kw):
-    """A cluster for a session fixture to yield from: stopped at the fixture's end and, as a backstop, at
-    interpreter exit (its JVMs also die with this process)."""
+def _start_kafka(home, nodes: int, **kw):
+    """A cluster stopped, as a backstop, at interpreter exit (its JVMs also die with this process)."""
     import atexit
 
     from eosctl.sandbox import apache_kafka
 
-    cluster = apache_kafka.start(tmp_path_factory.mktemp(name), nodes=nodes, die_with_parent=True, **kw)
+    cluster = apache_kafka.start(home, nodes=nodes, die_with_parent=True, **kw)
     atexit.register(apache_kafka.stop, cluster)
+    return cluster
+
+
+def _end_kafka(cluster) -> None:
+    from eosctl.sandbox import apache_kafka
+
+    # Killed, not shut down: its data is thrown away, and a controlled shutdown of three nodes waits up
+    # to 15 s each on a quorum that is leaving (22 s of the three-node tests' time, measured).
+    for n in cluster.nodes:
+        apache_kafka.kill_node(cluster, n.node_id)
+    apache_kafka.stop(cluster)
+
+
+def _kafka(tmp_path_factory: pytest.TempPathFactory, name: str, nodes: int, **kw):
+    """A cluster for a session fixture to yield from (the one started early, if it was), stopped at the
+    fixture's end."""
+    cluster = early.take(name) or _start_kafka(tmp_path_factory.mktemp(name), nodes, **kw)
     try:
         yield cluster
     finally:
-        # Killed, not shut down: its data is thrown away, and a controlled shutdown of three nodes waits up
-        # to 15 s each on a quorum that is leaving (22 s of the three-node tests' time, measured).
-        for n in cluster.nodes:
-            apache_kafka.kill_node(cluster, n.node_id)
-        apache_kafka.stop(cluster)
+        _end_kafka(cluster)
 
 
 # The port the session broker's PROXIED listener is advertised at: Toxiproxy's, when a network fault test

@@ -1,6 +1,6 @@
 """A stateful Apache Kafka hard-restarted under eosctl's long-running commands (issue 35).
 
-The harness of tests/kafka/test_broker_restarts.py (three restarts, in the default suite) and
+The harness of tests/integration/test_broker_restarts.py (three restarts, in the default suite) and
 benchmarks/broker_restart_bench.py (thirty): a broker holding a 1,500-partition topic beside the watched
 one, a few hundred transactional ids and groups (what makes its group coordinator take seconds to load
 after a restart, the window in which librdkafka's admin client died); `lag --watch`, the exporter and the

@@ -19,12 +19,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-from click.testing import CliRunner
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from eosctl.cli import main
+from tests import helpers
+from tests.helpers import eosctl
 
 Record = tuple[int, int, bytes | None, bytes | None]  # partition, offset, key, value
 
@@ -106,14 +105,10 @@ def group_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int]:
 
 
 def wait_until(what: str, ready: Callable[[], bool], seconds: float, *stages: Stage) -> None:
-    deadline = time.monotonic() + seconds
-    while not ready():
-        for stage in stages:
-            if stage.exited_badly():
-                pytest.fail(f"{stage.name} exited ({stage.proc.returncode}) before {what}:\n{stage.tail()}")
-        if time.monotonic() > deadline:
-            pytest.fail(f"no {what} within {seconds:.0f} s\n" + "\n".join(s.tail() for s in stages))
-        time.sleep(0.05)
+    """helpers.wait_until, failing at once when a stage exited badly; the stages' logs on failure."""
+    def gone() -> str | None:
+        return next((f"{s.name} exited ({s.proc.returncode})" for s in stages if s.exited_badly()), None)
+    helpers.wait_until(what, ready, seconds, gone=gone, detail=lambda: "\n".join(s.tail() for s in stages))
 
 
 class Stage:
@@ -181,10 +176,8 @@ def audit_hop(config: Path, bootstrap: str, topics: Topics, group: str, lineage:
     config.write_text(f'[clusters.c]\nbootstrap_servers = "{bootstrap}"\n\n'
                       f'[pipelines.stage]\nsource_topics = ["{topics.input}"]\ngroup = "{group}"\n\n'
                       f'[pipelines.stage.sink]\nkafka_topic = "{topics.output}"\nlineage = "{lineage}"\n')
-    result = CliRunner().invoke(main, ["audit", "-c", str(config), "-p", "stage", "--engine", "local",
-                                       "--format", "json", *args])
-    if result.exception and not isinstance(result.exception, SystemExit):
-        raise result.exception
+    result = eosctl("audit", "-c", str(config), "-p", "stage", "--engine", "local", "--format", "json", *args,
+                    columns=None)
     return result.exit_code, json.loads(result.stdout), result.stderr
 
 

@@ -17,17 +17,16 @@ import re
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from eosctl.cli import main
+from tests import helpers
+from tests.helpers import eosctl, exited
 
 PARTITIONS = 2
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,10 +127,7 @@ def documented_config(section: str, containing: str = "") -> str:
 
 def audit(config: Path, *extra: str) -> tuple[int, dict]:
     """(exit code, report) of `eosctl audit`; exit 2: the report is {"error": its one line}."""
-    result = CliRunner().invoke(main, ["audit", "-c", str(config), "--engine", "local", "--format", "json",
-                                       *extra])
-    if result.exception and not isinstance(result.exception, SystemExit):
-        raise result.exception
+    result = eosctl("audit", "-c", str(config), "--engine", "local", "--format", "json", *extra, columns=None)
     if result.exit_code == 2:
         return 2, {"error": result.stderr}
     assert result.exit_code in (0, 1), result.output
@@ -194,7 +190,7 @@ def explained(report: dict, tmp_path: Path) -> str:
     """`eosctl explain` of the report, its whitespace folded."""
     saved = tmp_path / "report.json"
     saved.write_text(json.dumps(report))
-    result = CliRunner().invoke(main, ["explain", str(saved)], terminal_width=400)
+    result = eosctl("explain", str(saved), columns=None, terminal_width=400)
     assert result.exit_code == 0, result.output
     return " ".join(result.output.split())
 
@@ -238,13 +234,9 @@ class Job:
                                          preexec_fn=_die_with_parent)
 
     def wait_until(self, what: str, ready: Callable[[], bool], seconds: float) -> None:
-        deadline = time.monotonic() + seconds
-        while not ready():
-            if self.proc.poll() is not None:
-                pytest.fail(f"the Spark job exited ({self.proc.returncode}) before {what}:\n{self.tail()}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"no {what} within {seconds:.0f} s\n{self.tail()}")
-            time.sleep(0.02)
+        """helpers.wait_until, failing at once when the Spark job exited; its log on failure."""
+        helpers.wait_until(what, ready, seconds, interval=0.02, gone=exited("the Spark job", self.proc),
+                           detail=self.tail)
 
     def finish(self) -> None:
         try:

@@ -17,7 +17,6 @@ import logging
 from typing import TYPE_CHECKING
 
 from eosctl.base.errors import BrokerError
-from eosctl.cluster import deadline
 from eosctl.cluster.clientcauses import BootstrapLog, check_tls_files, diagnose
 from eosctl.config.model import Cluster
 
@@ -57,10 +56,19 @@ def kafka_admin(cluster: Cluster, timeout: float = DEFAULT_TIMEOUT_S) -> KafkaAd
     import kafka.errors as Errors
     from kafka.admin import KafkaAdminClient
 
+    from eosctl.cluster import deadline  # lazy: eosctl.cluster.deadline (kafka.errors) 130 ms to import
+    from eosctl.cluster.wire import unreachable_now  # lazy: eosctl.cluster.wire 170 ms to import
+
     # A request it sends while it connects waits for the connection too: connect_timeout_ms, not the short
     # first-try timeout (at 1.5 s of round trip ListTransactions timed out at 3 s).
     ms = deadline.connect_timeout_ms(int(timeout * 1000))
     check_tls_files(cluster)
+
+    # A refused or unresolvable address is said at once, not after the bootstrap's wait (its retries).
+    refused = unreachable_now(cluster.bootstrap_servers)
+    if refused:
+        raise BrokerError(f"cannot reach Kafka at {cluster.bootstrap_servers}: {refused}; "
+                          "check --bootstrap / that the broker is up")
     with BootstrapLog() as log:
         try:
             return KafkaAdminClient(**cluster.kafka_python(), request_timeout_ms=ms, bootstrap_timeout_ms=ms,

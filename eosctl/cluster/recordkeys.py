@@ -21,10 +21,13 @@ each record's value is MD5-hashed here, one hashlib call a record.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
+import os
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -160,6 +163,67 @@ def _batches(view: memoryview, segments: list[Any], bases: list[int], epochs: li
 
 def _records(buf: np.ndarray, starts: np.ndarray, bases: np.ndarray, epochs: np.ndarray, counts: np.ndarray,
              controls: np.ndarray, values: str | None = None) -> tuple[np.ndarray, ...]:
+    """(offsets, epochs, controls, key hashes[, value hashes]) of every record, in log order: walked by the
+    native piece where `make setup` built it, else in numpy (the same arrays, _records_numpy)."""
+    lib = native()
+    if lib is None:
+        return _records_numpy(buf, starts, bases, epochs, counts, controls, values)
+    total = int(counts.sum())
+    first = np.zeros(len(counts), np.int64)
+    np.cumsum(counts[:-1], out=first[1:])
+    delta_of, key_at, key_len = (np.empty(total, np.int64) for _ in range(3))
+    value_at, value_len = (np.empty(total if values else 0, np.int64) for _ in range(2))
+    buf = np.ascontiguousarray(buf)
+    starts = np.ascontiguousarray(starts, np.int64)
+    counts = np.ascontiguousarray(counts, np.int64)
+    rc = lib.walk_records(_ptr(buf), len(buf) - _PAD, _ptr(starts), _ptr(counts), _ptr(first), len(counts),
+                          1 if values else 0, _ptr(delta_of), _ptr(key_at), _ptr(key_len), _ptr(value_at),
+                          _ptr(value_len))
+    if rc:
+        raise BatchDecodeError(_CORRUPT.get(rc, "corrupt record in a batch"))
+    batch = np.repeat(np.arange(len(counts)), counts)
+    out = (bases[batch] + delta_of, epochs[batch], controls[batch], key_hashes(buf, key_at, key_len))
+    if not values:
+        return out
+    if values == "md5":
+        return (*out, _md5_hashes(buf, value_at, value_len))
+    return (*out, key_hashes(buf, value_at, value_len))
+
+
+_CORRUPT = {-1: "corrupt record in a batch (its fields run past the record)",
+            -2: "corrupt record in a batch (its value runs past the record)",
+            -3: "corrupt record in a batch (a varint longer than 5 bytes)",
+            -4: "corrupt record in a batch (a varlong longer than 10 bytes)"}
+NATIVE = Path(__file__).with_name("_recordwalk.so")  # built by `make setup` from recordwalk.c
+_native: list[Any] = []
+
+
+def native() -> Any:
+    """The native piece (ctypes), or None where it was not built (no C compiler): numpy does the same."""
+    if not _native:
+        lib = None
+        if NATIVE.exists() and not os.environ.get("EOSCTL_NO_NATIVE"):
+            try:
+                lib = ctypes.CDLL(str(NATIVE))
+            except OSError:
+                lib = None
+        if lib is not None:
+            p, i64 = ctypes.c_void_p, ctypes.c_int64
+            lib.walk_records.argtypes = [p, i64, p, p, p, i64, ctypes.c_int, p, p, p, p, p]
+            lib.walk_records.restype = ctypes.c_int
+            lib.hash_ranges.argtypes = [p, p, p, i64, p]
+            lib.hash_ranges.restype = None
+        _native.append(lib)
+    return _native[0]
+
+
+def _ptr(a: np.ndarray) -> ctypes.c_void_p:
+    return ctypes.c_void_p(a.ctypes.data)
+
+
+def _records_numpy(buf: np.ndarray, starts: np.ndarray, bases: np.ndarray, epochs: np.ndarray,
+                   counts: np.ndarray, controls: np.ndarray,
+                   values: str | None = None) -> tuple[np.ndarray, ...]:
     """The lock-step walk: batches sorted by record count, so the batches still holding a k-th record
     are always a prefix; record k of a batch lands at the batch's first index + k (log order, no sort)."""
     order = np.argsort(-counts, kind="stable")
@@ -196,12 +260,12 @@ def _records(buf: np.ndarray, starts: np.ndarray, bases: np.ndarray, epochs: np.
             value_at[at], value_len[at] = v, vlen
         pos[:n] = nxt
     batch = np.repeat(np.arange(len(counts)), counts)
-    out = (bases[batch] + delta_of, epochs[batch], controls[batch], key_hashes(buf, key_at, key_len))
+    out = (bases[batch] + delta_of, epochs[batch], controls[batch], key_hashes_numpy(buf, key_at, key_len))
     if not values:
         return out
     if values == "md5":
         return (*out, _md5_hashes(buf, value_at, value_len))
-    return (*out, key_hashes(buf, value_at, value_len))
+    return (*out, key_hashes_numpy(buf, value_at, value_len))
 
 
 def _md5_hashes(buf: np.ndarray, at: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -262,7 +326,21 @@ def key_hashes(buf: np.ndarray, at: np.ndarray, lengths: np.ndarray) -> np.ndarr
     without copying it out, 8 bytes a step (``buf`` needs 8 readable bytes past its last range).
 
     Words are read little-endian and masked to the key's length; the length seeds the hash, so keys that
-    differ only in trailing zero bytes still differ. MurmurHash3's finaliser mixes each word in."""
+    differ only in trailing zero bytes still differ. MurmurHash3's finaliser mixes each word in. The
+    native piece where built (recordwalk.c: hash_ranges, bit for bit the same), else numpy."""
+    lib = native()
+    if lib is None or not len(at):
+        return key_hashes_numpy(buf, at, lengths)
+    buf = np.ascontiguousarray(buf, np.uint8)
+    at = np.ascontiguousarray(at, np.int64)
+    lengths = np.ascontiguousarray(lengths, np.int64)
+    out = np.empty(len(at), np.uint64)
+    lib.hash_ranges(_ptr(buf), _ptr(at), _ptr(lengths), len(at), _ptr(out))
+    return out
+
+
+def key_hashes_numpy(buf: np.ndarray, at: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """key_hashes in numpy: 8 bytes of every range a step."""
     n = len(at)
     h = lengths.astype(np.uint64) * _M1 + np.uint64(1)
     if not n:

@@ -525,6 +525,7 @@ class WireClient:
 
     def _send_wave(self, calls: Sequence[tuple[NodeId, ApiMessage]], timeout_ms: int) -> list[Any]:
         manager = self._client._manager
+        began = time.monotonic()
         try:
             for node in dict.fromkeys(node for node, _ in calls):
                 self._client.await_ready(node, timeout_ms=timeout_ms)
@@ -537,8 +538,11 @@ class WireClient:
         except Errors.InvalidReceiveError as e:
             raise _Oversized(f"request to Kafka at {self.bootstrap} failed: {e}", too_large=True) from None
         except deadline.TRANSIENT as e:
+            # A connection that took the whole try to fail was not refused: its handshake got no answer (a
+            # stall, a black hole), retried like any timeout; a refusal fails at once.
+            waited = (time.monotonic() - began) * 1000 >= 0.9 * timeout_ms
             raise deadline.Transient(deadline.named(e),
-                                     timed_out=isinstance(e, Errors.KafkaTimeoutError)) from None
+                                     timed_out=isinstance(e, Errors.KafkaTimeoutError) or waited) from None
         except Errors.KafkaError as e:
             raise BrokerError(f"request to Kafka at {self.bootstrap} failed: {e}") from None
         responses = []
@@ -641,9 +645,14 @@ def listed_api_versions(manager: Any) -> dict[int, tuple[int, int]] | None:
 
 
 def _refused(bootstrap: str) -> bool:
-    """Whether the first bootstrap address refuses TCP (or does not resolve): nothing to wait for then."""
+    return unreachable_now(bootstrap) is not None
+
+
+def unreachable_now(bootstrap: str) -> str | None:
+    """Why the first bootstrap address cannot be reached at all (TCP refused, a host that does not
+    resolve), or None: nothing to wait for then."""
     why = _why_unreachable(bootstrap, Exception())
-    return why == "connection refused" or why.startswith("cannot resolve host")
+    return why if why == "connection refused" or why.startswith("cannot resolve host") else None
 
 
 def _why_unreachable(bootstrap: str, error: Exception) -> str:

@@ -136,7 +136,8 @@ def report_file() -> InputFile:
 
 
 def target_options(f: Callable | None = None, *, formats: tuple[str, ...] = INSPECT_FORMATS,
-                   format_help: str = "Rich tables, or stable JSON (see the module docs / README).") -> Any:
+                   format_help: str = "Rich tables, or stable JSON (see the module docs / README).",
+                   timeout: str = "30s") -> Any:
     """--config/--pipeline/--bootstrap/--format, shared by every inspection command.
 
     Use bare (``@target_options``) or with other --format choices (``@target_options(formats=...)``).
@@ -150,7 +151,7 @@ def target_options(f: Callable | None = None, *, formats: tuple[str, ...] = INSP
             click.option("--bootstrap", help="HOST:PORT of the cluster (overrides the config)."),
             click.option("--format", "fmt", type=click.Choice(formats), default=formats[0], show_default=True,
                          help=format_help, callback=_plain_tables),
-            timeout_option(),
+            timeout_option(default=timeout),
         )):
             f = option(f)
         return f
@@ -158,12 +159,12 @@ def target_options(f: Callable | None = None, *, formats: tuple[str, ...] = INSP
     return decorate(f) if f is not None else decorate
 
 
-def timeout_option(watcher: bool = False) -> Callable:
+def timeout_option(watcher: bool = False, default: str = "30s") -> Callable:
     """--timeout: how long a command (a watcher: each refresh) may wait for Kafka in all. Reads that meet a
     dropped connection or a timeout are retried within it (eosctl.cluster.deadline); when it passes, one
     line says how long the command waited."""
     what = "each refresh" if watcher else "the command"
-    return click.option("--timeout", type=DURATION, default="30s", show_default=True, expose_value=False,
+    return click.option("--timeout", type=DURATION, default=default, show_default=True, expose_value=False,
                         callback=_configure_deadline if watcher else _start_deadline, metavar="DURATION",
                         help=f"How long {what} may wait for Kafka, retries of dropped connections and "
                              "timeouts included (a slow link may need more).")

@@ -331,9 +331,9 @@ def _spark(sp: _Reader | None, path: Path) -> Spark:
 def _audit(au: _Reader | None) -> tuple[str | None, bool]:
     """[audit]: the engine (None: the command's default) and whether the content check runs."""
     if au is None:
-        return None, False
+        return None, True
     engine = au.str("engine", None, choices={"spark", "local"})
-    content_check = au.bool("content_check", False)
+    content_check = au.bool("content_check", True)
     au.done()
     return engine, content_check
 

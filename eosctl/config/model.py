@@ -152,8 +152,9 @@ class Config:
     spark: Spark = field(default_factory=Spark)
     audit_engine: str | None = None  # [audit] engine: "spark" | "local"; None: each command's default
     # [audit] content_check: compare each sink row's key (and value) with its record's where the sink names a
-    # key column. Off unless asked: at 10M offsets it costs ~34x an offsets-only audit (docs/benchmarks.md).
-    audit_content_check: bool = False
+    # key column. On unless turned off: at 10M offsets it costs at most 1.5x the keyed audit without it
+    # (docs/benchmarks.md, benchmarks/keyed_bench.py).
+    audit_content_check: bool = True
     default_pipeline: str | None = None  # used when --pipeline is not given and there are several
 
     def pipeline(self, name: str | None) -> Pipeline:

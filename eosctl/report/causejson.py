@@ -29,7 +29,7 @@ _BY_HAND = ("gap", "phantom_aborted", "phantom_uncommitted")
 
 def encode(cause: Cause) -> str:
     """The cause's JSON text: the very bytes `json.dumps(cause.to_dict())` gives (a report splices it;
-    tests/unit/test_reportjson.py compares them)."""
+    tests/unit/report/test_compactjson.py compares them)."""
     if isinstance(cause, EncodedCause):
         return cause.text
     if cause.kind not in _BY_HAND:

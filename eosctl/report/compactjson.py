@@ -3,7 +3,7 @@
 `json.dumps(report.to_dict())` builds a dict for every finding and its cause, then encodes them: about two
 seconds for 100k findings, most of a snapshot's audit. Here each finding is written directly, its cause
 spliced in as the text the audit task encoded (eosctl.report.causejson), and the result is byte for byte what
-`json.dumps(report.to_dict())` gives (tests/unit/test_reportjson.py compares them).
+`json.dumps(report.to_dict())` gives (tests/unit/report/test_compactjson.py compares them).
 """
 
 from __future__ import annotations

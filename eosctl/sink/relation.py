@@ -353,10 +353,7 @@ class DuckDBReader(SqlReader):
         types = (pa.string(), pa.int32(), pa.int64(), pa.int64())
         columns = [pa.array([r[i] for r in ranges], ty) for i, ty in enumerate(types)]
         self.conn.register("committed_ranges", pa.table(columns, names=["t", "p", "rf", "rl"]))
-        key = ident(self.sink.key_column or "")
-        rows = (f"SELECT {self._t.value} AS t, {self._p.value} AS p, {self._o.value} AS o, "
-                f"CAST({key} AS VARCHAR) AS k FROM {self.relation} "
-                f"WHERE {self._o.valid} AND {key} IS NOT NULL")
+        rows = self.key_rows_sql()
         # ASOF join: each row meets its partition's last range starting at or before its offset; inside it
         # = committed. Rows of other partitions meet none.
         sql = f"""
@@ -368,6 +365,14 @@ class DuckDBReader(SqlReader):
         except Exception as e:
             raise SinkError(f"reading keys from sink {self.source} failed: "
                             f"{as_given(self.sink, first_line(e))}") from None
+
+    def key_rows_sql(self) -> str:
+        """SQL for (t, p, o, k) of every row with a key and a valid offset, the key as text, in no order and
+        with every repeat: what the key rule groups in DuckDB where the rows are (auditors.keydups)."""
+        key = ident(self.sink.key_column or "")
+        return (f"SELECT {self._t.value} AS t, {self._p.value} AS p, {self._o.value} AS o, "
+                f"CAST({key} AS VARCHAR) AS k FROM {self.relation} "
+                f"WHERE {self._o.valid} AND {key} IS NOT NULL")
 
     def _query(self, sql: str) -> list[tuple]:
         try:

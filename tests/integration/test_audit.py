@@ -20,6 +20,7 @@ from click.testing import CliRunner
 
 from eosctl.cli import main
 from eosctl.sandbox.pipeline import FAULTS, run_pipeline
+from tests.helpers import eosctl
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -65,9 +66,7 @@ def engine(request) -> str:
 
 
 def audit(*args: str) -> tuple[int, dict | None, str]:
-    result = CliRunner().invoke(main, ["audit", "--engine", _engine["name"], *args])
-    if result.exception and not isinstance(result.exception, SystemExit):
-        raise result.exception
+    result = eosctl("audit", "--engine", _engine["name"], *args, columns=None)
     try:
         report = json.loads(result.stdout)
     except ValueError:

@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import urllib.request
 import uuid
 from pathlib import Path
@@ -21,6 +20,7 @@ import pytest
 
 from eosctl.sandbox.noida import free_port, port_open
 from eosctl.sandbox.pipeline import run_pipeline
+from tests.helpers import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -57,13 +57,9 @@ class Daemons:
 
 
 def _wait(what: str, ready, timeout: float, logs: Path) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if ready():
-            return
-        time.sleep(0.5)
-    tails = {p.name: p.read_text()[-2000:] for p in logs.glob("*.log")}
-    pytest.fail(f"{what} not ready in {timeout:.0f}s: {tails}")
+    """helpers.wait_until, the Spark daemons' logs on failure."""
+    wait_until(what, ready, timeout, interval=0.5,
+               detail=lambda: str({p.name: p.read_text()[-2000:] for p in logs.glob("*.log")}))
 
 
 def _alive_workers(ui_port: int) -> int:

@@ -15,15 +15,16 @@ import json
 import os
 import uuid
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import duckdb
 import pytest
-from click.testing import CliRunner
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from eosctl.cli import main
+from tests.brokerhelp import commit_offset
+from tests.helpers import eosctl
 
 pytestmark = pytest.mark.integration
 
@@ -43,12 +44,7 @@ def topic(bootstrap: str) -> str:
     return name
 
 
-def commit(bootstrap: str, group: str, topic: str, offset: int) -> None:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
-    finally:
-        consumer.close()
+commit = commit_offset
 
 
 def sink(path: Path, topic: str, offsets: list[int]) -> Path:
@@ -59,8 +55,7 @@ def sink(path: Path, topic: str, offsets: list[int]) -> Path:
     return path
 
 
-def cli(*args: str, env: dict[str, str] | None = None):
-    return CliRunner().invoke(main, list(args), env=env)
+cli = partial(eosctl, columns=None, check=False)
 
 
 def test_a_second_row_below_the_log_start_is_a_duplicate(bootstrap, tmp_path):

@@ -13,11 +13,10 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from click.testing import CliRunner
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from eosctl.cli import main
+from tests.helpers import eosctl
 
 pytestmark = pytest.mark.integration
 
@@ -61,11 +60,7 @@ def clean_rows(topic: str) -> list[tuple]:
     return [(topic, 0, o) for o in range(P0)] + [(topic, 1, o) for o in range(P1)]
 
 
-def cli(*args: str):
-    result = CliRunner().invoke(main, list(args), env={"COLUMNS": "200"})
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    assert "Traceback" not in result.stderr
-    return result
+cli = eosctl  # 200 columns: no cell wraps
 
 
 def as_tuples(findings: list[dict]) -> list[tuple]:

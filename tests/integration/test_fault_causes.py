@@ -21,6 +21,7 @@ from confluent_kafka import Producer
 
 from eosctl.cli import main
 from eosctl.sandbox.pipeline import run_pipeline
+from tests.helpers import eosctl_json
 
 pytestmark = [pytest.mark.integration]
 
@@ -49,16 +50,12 @@ def sink_hop(workdir: Path) -> tuple[str, ...]:
 
 
 def audit(workdir: Path) -> dict:
-    result = CliRunner().invoke(main, ["audit", "--engine", "local", *sink_hop(workdir), "--format", "json"])
-    assert result.exit_code == 1, result.output
-    return json.loads(result.stdout)
+    return eosctl_json("audit", "--engine", "local", *sink_hop(workdir), codes=(1,), columns=None)
 
 
 def explain(workdir: Path, partition: int, offset: int) -> dict:
-    result = CliRunner().invoke(main, ["explain", *sink_hop(workdir), "--partition", str(partition),
-                                       "--offset", str(offset), "--format", "json"])
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
+    return eosctl_json("explain", *sink_hop(workdir), "--partition", str(partition), "--offset", str(offset),
+                       codes=(0,), columns=None)
 
 
 def of(report: dict, kind: str) -> list[dict]:

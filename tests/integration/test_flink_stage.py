@@ -22,10 +22,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from eosctl.cli import main
 from eosctl.sandbox import maven
+from tests.helpers import eosctl
 from tests.jvmhelp import compile_java, die_with_test, java_cmd
 from tests.stagehelp import (
     Stage,
@@ -58,9 +57,7 @@ def flink(tmp_path_factory) -> tuple[Path, Path]:
 
 
 def cli(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(main, list(args))
-    if result.exception and not isinstance(result.exception, SystemExit):
-        raise result.exception
+    result = eosctl(*args, columns=None)
     return result.exit_code, result.stdout
 
 

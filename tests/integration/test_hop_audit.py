@@ -19,6 +19,7 @@ from click.testing import CliRunner
 
 from eosctl.cli import main
 from eosctl.sandbox.pipeline import run_pipeline
+from tests.helpers import eosctl
 
 pytestmark = [pytest.mark.integration]
 
@@ -35,9 +36,7 @@ def run(cluster, tmp_path_factory) -> tuple[Path, dict]:
 
 
 def audit(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, ["audit", *args])
-    if result.exception and not isinstance(result.exception, SystemExit):
-        raise result.exception
+    result = eosctl("audit", *args, columns=None)
     return result.exit_code, result.stdout, result.stderr
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import re
 import socket
+from functools import partial
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from eosctl.cli import main
+from tests import helpers
 
 pytestmark = pytest.mark.integration
 
@@ -28,8 +28,7 @@ def run(cluster, tmp_path_factory):
     return manifest, str(workdir / "eosctl.toml")
 
 
-def eosctl(*args: str):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+eosctl = partial(helpers.eosctl, columns=None)
 
 
 def _lag_json(config: str, *args: str) -> dict:

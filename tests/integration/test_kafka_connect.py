@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 import urllib.request
 import uuid
 from collections import Counter
@@ -28,7 +27,8 @@ from click.testing import CliRunner
 from confluent_kafka import Consumer, TopicPartition
 
 from eosctl.cli import main
-from tests import jvmhelp
+from tests import helpers, jvmhelp
+from tests.helpers import exited
 from tests.streaminghelp import PARTITIONS, TxnTopic, audit, documented_config, offsets_found
 
 pytestmark = [pytest.mark.integration]
@@ -41,13 +41,9 @@ COORDS = {"upsert": ("__connect_topic", "__connect_partition", "__connect_offset
 
 def wait_until(what: str, ready: Callable[[], bool], seconds: float, worker=None,
                log: Path | None = None) -> None:
-    deadline = time.monotonic() + seconds
-    while not ready():
-        if worker is not None and worker.poll() is not None:
-            pytest.fail(f"the Connect worker exited ({worker.returncode}) before {what}:\n{tail(log)}")
-        if time.monotonic() > deadline:
-            pytest.fail(f"no {what} within {seconds:.0f} s\n{tail(log)}")
-        time.sleep(0.05)
+    """helpers.wait_until, failing at once when the Connect worker exited; its log on failure."""
+    helpers.wait_until(what, ready, seconds, gone=exited("the Connect worker", worker),
+                       detail=lambda: tail(log))
 
 
 def tail(log: Path | None) -> str:

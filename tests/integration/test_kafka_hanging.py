@@ -20,9 +20,8 @@ import time
 import uuid
 
 import pytest
-from click.testing import CliRunner
 
-from eosctl.cli import main
+from tests.helpers import eosctl
 
 pytestmark = pytest.mark.integration
 
@@ -45,8 +44,7 @@ def unverified(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
 
 
 def cli(*args: str, code: int = 0):
-    result = CliRunner().invoke(main, list(args), env={"COLUMNS": "250"})
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    result = eosctl(*args, columns=250)
     assert result.exit_code == code, result.output
     return result
 

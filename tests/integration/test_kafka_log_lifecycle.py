@@ -18,12 +18,12 @@ import uuid
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from confluent_kafka import Producer
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from eosctl.cli import main
 from tests import jvmhelp
+from tests.brokerhelp import commit_offset
+from tests.helpers import eosctl
 from tests.txnjava import TxnJava
 
 pytestmark = pytest.mark.integration
@@ -52,11 +52,7 @@ def java(tmp_path_factory: pytest.TempPathFactory) -> TxnJava:
     return TxnJava(tmp_path_factory.mktemp("txnjava"))
 
 
-def cli(*args: str):
-    result = CliRunner().invoke(main, list(args), env={"COLUMNS": "200"})
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    assert "Traceback" not in result.stderr
-    return result
+cli = eosctl  # 200 columns: no cell wraps
 
 
 def jdoc(*args: str, code: int = 0) -> dict:
@@ -177,14 +173,7 @@ def _tp(topic: str):
     return TopicPartition(topic, 0)
 
 
-def _commit(bootstrap: str, group: str, topic: str, offset: int) -> None:
-    from confluent_kafka import Consumer, TopicPartition
-
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        c.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
-    finally:
-        c.close()
+_commit = commit_offset
 
 
 def _audit(bootstrap: str, topic: str, tmp_path: Path, rows: list[tuple], code: int = 1) -> dict:

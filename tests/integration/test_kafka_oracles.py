@@ -11,16 +11,15 @@ live producer (ended when the module ends); a group with a committed offset on p
 
 from __future__ import annotations
 
-import json
 import re
 import uuid
+from functools import partial
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from eosctl.cli import main
 from tests import txnguard
+from tests.helpers import eosctl_json
 
 pytestmark = pytest.mark.integration
 
@@ -28,10 +27,7 @@ TXN = "org.apache.kafka.tools.TransactionsCommand"
 GROUPS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 
 
-def eosctl(*args: str) -> dict:
-    result = CliRunner().invoke(main, [*args, "--format", "json"], catch_exceptions=False)
-    assert result.exit_code in (0, 1), result.output
-    return json.loads(result.stdout)
+eosctl = partial(eosctl_json, columns=None)
 
 
 def table(stdout: str) -> list[dict[str, str]]:

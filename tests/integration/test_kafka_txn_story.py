@@ -19,12 +19,12 @@ import uuid
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from confluent_kafka import Producer
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from eosctl.cli import main
 from tests import jvmhelp
+from tests.brokerhelp import commit_offset, epoch_timeline
+from tests.helpers import eosctl
 from tests.txnjava import TxnJava
 
 pytestmark = pytest.mark.integration
@@ -41,11 +41,7 @@ def kafka(apache_kafka) -> str:
     return apache_kafka.bootstrap
 
 
-def cli(*args: str):
-    result = CliRunner().invoke(main, list(args), env={"COLUMNS": "200"})
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    assert "Traceback" not in result.stderr
-    return result
+cli = eosctl  # 200 columns: no cell wraps
 
 
 def jdoc(*args: str, code: int = 0) -> dict:
@@ -68,17 +64,7 @@ def producer_of(doc: dict, pid: int) -> dict:
     return next(p for p in doc["producers"] if p["producer_id"] == pid)
 
 
-def timeline(text: str) -> list[tuple[str, str, str]]:
-    """Rows of the log's "Epoch timeline and anomalies" table (a wrapped row's first line)."""
-    rows, inside = [], False
-    for line in text.splitlines():
-        if "Epoch timeline" in line:
-            inside = True
-        elif inside and line.count("│") == 4:
-            cells = tuple(c.strip() for c in line.split("│")[1:4])
-            if cells[0] not in ("offset", ""):
-                rows.append(cells)
-    return rows
+timeline = epoch_timeline  # a wrapped row's first line only
 
 
 def fencing_metric(bootstrap: str, topic: str, tmp_path: Path) -> dict[int, float]:
@@ -336,14 +322,7 @@ def test_timed_out_transaction_is_the_coordinators_abort(kafka, java, tmp_path):
     assert (txn["outcome"], txn["fenced"]) == ("aborted", False)
 
 
-def _commit_group(bootstrap: str, group: str, topic: str, offset: int) -> None:
-    from confluent_kafka import Consumer, TopicPartition
-
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        c.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
-    finally:
-        c.close()
+_commit_group = commit_offset
 
 
 def _audit(bootstrap: str, topic: str, tmp_path: Path, rows: list[tuple]) -> dict:

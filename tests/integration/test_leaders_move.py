@@ -15,24 +15,20 @@ import json
 import threading
 import time
 import uuid
+from functools import partial
 from pathlib import Path
 
 import duckdb
 import pytest
-from click.testing import CliRunner
 
-from eosctl.cli import main
+from tests.helpers import eosctl
 
 pytestmark = [pytest.mark.integration]
 
 PARTITIONS, RECORDS, TXN = 3, 200, 20
 
 
-def cli(*args: str):
-    r = CliRunner().invoke(main, list(args), env={"COLUMNS": "250"})
-    assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
-    assert "Traceback" not in r.stderr
-    return r
+cli = partial(eosctl, columns=250)
 
 
 @pytest.fixture(scope="module")

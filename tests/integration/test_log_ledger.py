@@ -7,10 +7,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from eosctl.cli import main
 from eosctl.sandbox.pipeline import run_pipeline
+from tests.helpers import eosctl
 
 pytestmark = pytest.mark.integration
 
@@ -33,11 +32,7 @@ def hanging_run(cluster, tmp_path_factory) -> tuple[dict, Path]:
     return manifest, workdir
 
 
-def cli(*args: str):
-    # rich sizes tables from COLUMNS: wide enough that no cell wraps
-    result = CliRunner().invoke(main, list(args), env={"COLUMNS": "200"})
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
+cli = eosctl  # 200 columns: no cell wraps
 
 
 def log_json(bootstrap: str, topic: str, partition: int) -> dict:

@@ -23,11 +23,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from eosctl.cli import main
+from tests import helpers
+from tests.helpers import exited
 
 pytestmark = [pytest.mark.integration]
 
@@ -41,14 +41,9 @@ STAGE_DELAY = "0.005"  # seconds per record: slow enough to be killed mid-stream
 
 
 def wait_until(what: str, ready: Callable[[], bool], seconds: float, stage: Stage | None = None) -> None:
-    deadline = time.monotonic() + seconds
-    while not ready():
-        if stage is not None and stage.proc.poll() is not None:
-            pytest.fail(f"the Quix stage exited ({stage.proc.returncode}) before {what}:\n{stage.log_tail()}")
-        if time.monotonic() > deadline:
-            tail = stage.log_tail() if stage is not None else ""
-            pytest.fail(f"no {what} within {seconds:.0f} s\n{tail}")
-        time.sleep(0.05)
+    """helpers.wait_until, failing at once when the Quix stage exited; its log on failure."""
+    helpers.wait_until(what, ready, seconds, gone=exited("the Quix stage", stage and stage.proc),
+                       detail=lambda: stage.log_tail() if stage is not None else "")
 
 
 @pytest.fixture(scope="session")
@@ -233,10 +228,8 @@ class Hop:
         config.write_text(f'[clusters.sandbox]\nbootstrap_servers = "{self.bootstrap}"\n\n'
                           f'[pipelines.quix]\nsource_topics = ["{self.input}"]\ngroup = "{self.group}"\n\n'
                           f'[pipelines.quix.sink]\nkafka_topic = "{self.output}"\nlineage = "key"\n')
-        result = CliRunner().invoke(main, ["audit", "-c", str(config), "-p", "quix", "--engine", "local",
-                                           "--format", "json"])
-        if result.exception and not isinstance(result.exception, SystemExit):
-            raise result.exception
+        result = helpers.eosctl("audit", "-c", str(config), "-p", "quix", "--engine", "local", "--format",
+                                "json", columns=None)
         return result.exit_code, json.loads(result.stdout), result.stderr
 
 

@@ -12,14 +12,13 @@ import pytest
 from eosctl.base import procs
 from eosctl.config import sandboxstate
 from eosctl.sandbox import noida
+from tests.helpers import eosctl_process
 
 pytestmark = pytest.mark.integration
 
 
 def eosctl(home, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, EOSCTL_HOME=str(home))
-    return subprocess.run([sys.executable, "-m", "eosctl", *args], env=env, capture_output=True, text=True,
-                          timeout=60)
+    return eosctl_process(*args, env={"EOSCTL_HOME": str(home)}, timeout=60)
 
 
 def test_up_status_down_and_up_twice(tmp_path):
@@ -47,7 +46,7 @@ def test_up_status_down_and_up_twice(tmp_path):
 def test_stale_pid_file_is_replaced(tmp_path):
     # A pid that surely isn't our broker: a finished child process.
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
+    dead.wait(timeout=30)
     (tmp_path / "sandbox.json").write_text(json.dumps({
         "pid": dead.pid, "port": 1, "data_dir": str(tmp_path / "gone"), "log_file": "x", "started_at": 0}))
     assert sandboxstate.status(tmp_path) is None

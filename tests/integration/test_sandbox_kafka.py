@@ -5,6 +5,7 @@ missing, and `eosctl demo --broker kafka` finding exactly its planted defects on
 from __future__ import annotations
 
 import json
+from functools import partial
 
 import pytest
 from click.testing import CliRunner
@@ -12,12 +13,12 @@ from click.testing import CliRunner
 from eosctl.cli import main
 from eosctl.config import sandboxstate
 from eosctl.sandbox import maven, noida
+from tests import helpers
 
 pytestmark = pytest.mark.integration
 
 
-def eosctl(*args: str):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+eosctl = partial(helpers.eosctl, columns=None)
 
 
 def test_sandbox_up_kafka_status_and_down(tmp_path, monkeypatch):

@@ -25,6 +25,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from eosctl.cli import main
 from eosctl.commands.demo_cmd import DEMO_FAULTS
 from eosctl.sandbox.pipeline import run_pipeline
+from tests.helpers import eosctl, wait_until
 
 pytestmark = [pytest.mark.integration]
 
@@ -52,9 +53,7 @@ def runs(cluster, postgres, tmp_path_factory):
 
 
 def cli(postgres, *args: str):
-    result = CliRunner().invoke(main, list(args), env={"EOSCTL_SINK_PASSWORD": postgres.password,
-                                                       "COLUMNS": "200"})
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    result = eosctl(*args, env={"EOSCTL_SINK_PASSWORD": postgres.password})
     assert postgres.password not in result.output
     return result
 
@@ -148,8 +147,8 @@ def test_a_live_writer_is_never_blocked_and_gives_no_false_findings(bootstrap, p
     writer = threading.Thread(target=write)
     writer.start()
     try:
-        while not written and not errors and writer.is_alive():
-            stop.wait(0.05)
+        wait_until("the writer's first row (or its error)",
+                   lambda: written or errors or not writer.is_alive(), 60)
         audit = cli(postgres, "audit", "-c", str(config), "--engine", "local", "--format", "json")
         report = json.loads(audit.stdout)
         (part,) = report["partitions"]

@@ -19,13 +19,12 @@ import subprocess
 import sys
 import time
 import uuid
+from functools import partial
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from eosctl.cli import main
-from tests import txnguard
+from tests import helpers, txnguard
 
 pytestmark = pytest.mark.integration
 
@@ -60,8 +59,7 @@ except KafkaException as e:
 '''
 
 
-def eosctl(*args: str):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+eosctl = partial(helpers.eosctl, columns=None)
 
 
 def _coordinator_state(bootstrap: str, txid: str) -> str:

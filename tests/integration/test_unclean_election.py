@@ -13,24 +13,20 @@ from __future__ import annotations
 
 import json
 import time
+from functools import partial
 from pathlib import Path
 
 import duckdb
 import pytest
-from click.testing import CliRunner
 
-from eosctl.cli import main
+from tests.helpers import eosctl, wait_until
 
 pytestmark = pytest.mark.integration
 
 TOPIC, GROUP = "orders-unclean", "sink-group"
 
 
-def cli(*args: str):
-    r = CliRunner().invoke(main, list(args), env={"COLUMNS": "250"})
-    assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
-    assert "Traceback" not in r.stderr
-    return r
+cli = partial(eosctl, columns=250)
 
 
 def write(bootstrap: str, txid: str, txns: list[list[str]]) -> None:
@@ -47,7 +43,8 @@ def write(bootstrap: str, txid: str, txns: list[list[str]]) -> None:
 
 
 def txn_state(bootstrap: str, txid: str) -> str | None:
-    r = CliRunner().invoke(main, ["txns", "describe", txid, "--bootstrap", bootstrap, "--format", "json"])
+    r = eosctl("txns", "describe", txid, "--bootstrap", bootstrap, "--format", "json", columns=None,
+               check=False)
     try:
         return json.loads(r.stdout)["state"] if r.exit_code == 0 else None
     except (ValueError, KeyError):
@@ -55,14 +52,8 @@ def txn_state(bootstrap: str, txid: str) -> str | None:
 
 
 def wait(what: str, check, timeout: float = 90.0, show=None):
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}" + (f" (now: {show()})" if show else ""))
-        time.sleep(0.3)
+    """tests.helpers.wait_until, every 0.3 s, showing ``show()`` on failure."""
+    return wait_until(what, check, timeout, interval=0.3, detail=lambda: f"now: {show()}" if show else "")
 
 
 def partition_state(bootstrap: str) -> tuple[int, list[int]]:

@@ -19,10 +19,9 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from click.testing import CliRunner
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from eosctl.cli import main
+from tests.helpers import eosctl
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -101,10 +100,7 @@ def live(bootstrap: str, tmp_path: Path):
                 writer.kill()
 
 
-def cli(*args: str):
-    result = CliRunner().invoke(main, list(args), env={"COLUMNS": "200"})
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    return result
+cli = eosctl  # 200 columns: no cell wraps
 
 
 PHANTOMS = {"phantom_aborted", "phantom_marker", "phantom_uncommitted", "phantom_beyond_hw"}

@@ -7,15 +7,12 @@ from __future__ import annotations
 import json
 import time
 
-from click.testing import CliRunner
-
-from eosctl.cli import main
+from tests.helpers import eosctl
 from tests.kafkasim import KafkaSim
 
 
 def run(*args: str) -> tuple[int, dict]:
-    result = CliRunner().invoke(main, [*args, "--format", "json"])
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    result = eosctl(*args, "--format", "json", columns=None)
     return result.exit_code, json.loads(result.stdout) if result.exit_code in (0, 1) else result.stderr
 
 

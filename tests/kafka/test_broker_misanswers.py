@@ -12,24 +12,21 @@ from __future__ import annotations
 
 import json
 import time
+from functools import partial
 from pathlib import Path
 
 import duckdb
 import pytest
-from click.testing import CliRunner
 
-import eosctl.cluster.logscan
-from eosctl.cli import main
+from eosctl.cluster import logscan
+from tests.helpers import eosctl
 from tests.kafkasim import KafkaSim, tansu_list_offsets
 
 PID = 7
 HOUR_MS = 3_600_000
 
 
-def cli(*args: str):
-    result = CliRunner().invoke(main, list(args), env={"COLUMNS": "240"})
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
+cli = partial(eosctl, columns=240)
 
 
 def watch_once(sim: KafkaSim):
@@ -194,12 +191,12 @@ def test_a_broker_that_answers_nothing_without_a_wait_is_read(kafka_sim: KafkaSi
     assert [(r["first"], r["last"], r["kind"]) for r in json.loads(result.stdout)["ranges"]] == [
         (0, 4, "DATA"), (5, 5, "MARKER")]
     # it never waited for the deadline
-    assert time.monotonic() - started < eosctl.cluster.logscan.RETRY_DEADLINE_S
+    assert time.monotonic() - started < logscan.RETRY_DEADLINE_S
 
 
 def test_a_broker_that_never_answers_is_one_line_saying_what_was_tried(
         kafka_sim: KafkaSim, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(eosctl.cluster.logscan, "RETRY_DEADLINE_S", 0.5)
+    monkeypatch.setattr(logscan, "RETRY_DEADLINE_S", 0.5)
     kafka_sim.partition("t", 0).data(3)
     kafka_sim.inject("fetch", "t", 0, drop=True, times=None)
     result = cli("log", "--bootstrap", kafka_sim.bootstrap, "--topic", "t", "--partition", "0")

@@ -25,6 +25,7 @@ import pytest
 
 from eosctl.inspection.capture import Capture
 from eosctl.inspection.snapshot import write_snapshot
+from tests.helpers import exited, wait_until
 from tests.kafkasim import KafkaSim
 from tests.prochelp import Proc, assert_nothing_left, descendants
 from tests.sample_reports import TOPIC, demo_report
@@ -104,11 +105,9 @@ class Run:
 
 
 def wait_for(what: Callable[[], object], run: Run, deadline_s: float = 60) -> None:
-    deadline = time.monotonic() + deadline_s
-    while not what():
-        assert run.proc.poll() is None, f"exited {run.proc.returncode} first: {run.lines}"
-        assert time.monotonic() < deadline, f"phase not reached: {run.lines}"
-        time.sleep(0.02)
+    """Until the command reached the phase ``what()`` sees (tests.helpers.wait_until)."""
+    wait_until("the phase", what, deadline_s, interval=0.02, gone=exited("eosctl", run.proc),
+               detail=lambda: str(run.lines))
 
 
 def catches(pid: int, sig: int) -> bool:

@@ -18,12 +18,11 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from eosctl.base.errors import BrokerError
-from eosctl.cli import main
 from eosctl.cluster.offsets import group_offsets, group_states
 from eosctl.cluster.wire import WireClient
+from tests.helpers import eosctl
 from tests.kafkasim import (
     COORDINATOR_LOAD_IN_PROGRESS,
     COORDINATOR_NOT_AVAILABLE,
@@ -102,9 +101,7 @@ def test_list_groups_while_loading_is_retried(sim: KafkaSim) -> None:
 
 
 def lag(sim: KafkaSim, *args: str):
-    result = CliRunner().invoke(main, ["lag", "--bootstrap", sim.bootstrap, "--format", "json", *args])
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
+    return eosctl("lag", "--bootstrap", sim.bootstrap, "--format", "json", *args, columns=None)
 
 
 @pytest.mark.parametrize(("api", "error", "doing"), [

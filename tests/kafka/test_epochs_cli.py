@@ -14,19 +14,16 @@ from __future__ import annotations
 
 import json
 import time
+from functools import partial
 
-from click.testing import CliRunner
-
-from eosctl.cli import main
+from tests.brokerhelp import epoch_timeline
+from tests.helpers import eosctl
 from tests.kafkasim import KafkaSim
 
 PID = 4000
 
 
-def cli(*args: str):
-    result = CliRunner().invoke(main, list(args), env={"COLUMNS": "200"})
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
+cli = eosctl  # 200 columns: no cell wraps
 
 
 def log_doc(sim: KafkaSim, *extra: str, topic: str = "t") -> dict:
@@ -36,17 +33,7 @@ def log_doc(sim: KafkaSim, *extra: str, topic: str = "t") -> dict:
     return json.loads(result.stdout)
 
 
-def timeline(text: str) -> list[tuple[str, str, str]]:
-    """Rows of the log's "Epoch timeline and anomalies" table as (offset, pid, event)."""
-    rows, inside = [], False
-    for line in text.splitlines():
-        if "Epoch timeline" in line:
-            inside = True
-        elif inside and line.count("│") == 4:
-            cells = tuple(c.strip() for c in line.split("│")[1:4])
-            if cells[0] != "offset":
-                rows.append(cells)
-    return rows
+timeline = partial(epoch_timeline, wrapped=True)
 
 
 def v2_log(sim: KafkaSim) -> None:

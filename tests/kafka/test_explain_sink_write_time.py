@@ -4,21 +4,18 @@ item 6)."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import duckdb
-from click.testing import CliRunner
 
-from eosctl.cli import main
+from tests.helpers import eosctl
 from tests.kafkasim import KafkaSim
 
 WRITTEN = 1_700_000_000_000  # 2023-11-14 22:13:20 UTC, the record's CreateTime
 
 
-def cli(*args: str):
-    result = CliRunner().invoke(main, list(args), env={"COLUMNS": "200", "EOSCTL_CONFIG": None})
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
+cli = partial(eosctl, env={"EOSCTL_CONFIG": None})
 
 
 def _setup(kafka_sim: KafkaSim, tmp_path: Path, column: str | None) -> Path:

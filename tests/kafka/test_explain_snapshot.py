@@ -4,18 +4,13 @@ retention moves on, an offset is still explained from the incident file."""
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from eosctl.cli import main
+from tests.helpers import eosctl
 from tests.kafkasim import KafkaSim
 
-
-def cli(*args: str):
-    result = CliRunner().invoke(main, list(args), env={"COLUMNS": "200", "EOSCTL_CONFIG": None})
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
+cli = partial(eosctl, env={"EOSCTL_CONFIG": None})
 
 
 def test_an_offset_is_explained_from_the_snapshot_after_retention(kafka_sim: KafkaSim,

@@ -19,9 +19,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from click.testing import CliRunner
 
-from eosctl.cli import main
+from tests.helpers import eosctl
 from tests.kafkasim import KafkaSim
 
 CORPUS = {
@@ -122,13 +121,11 @@ def renderings(out: Path, terminal: bool) -> dict[str, str]:
 
 
 def run(args: list[str], terminal: bool):
-    env = {"COLUMNS": "160", "LINES": "50"}
+    env = {"LINES": "50"}
     if terminal:
         env["FORCE_COLOR"] = "1"
         env["TERM"] = "xterm-256color"
-    result = CliRunner().invoke(main, args, env=env)
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    return result
+    return eosctl(*args, columns=160, env=env)
 
 
 def assert_clean(text: str) -> None:

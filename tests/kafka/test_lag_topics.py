@@ -5,16 +5,12 @@ from __future__ import annotations
 
 import json
 
-from click.testing import CliRunner
-
-from eosctl.cli import main
+from tests.helpers import eosctl
 from tests.kafkasim import TOPIC_AUTHORIZATION_FAILED, KafkaSim
 
 
 def lag(sim: KafkaSim, *args: str):
-    result = CliRunner().invoke(main, ["lag", "--bootstrap", sim.bootstrap, "--format", "json", *args])
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
+    return eosctl("lag", "--bootstrap", sim.bootstrap, "--format", "json", *args, columns=None)
 
 
 def rows(doc: dict) -> list[tuple]:

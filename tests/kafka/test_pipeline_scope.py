@@ -7,20 +7,19 @@ from __future__ import annotations
 import json
 import shlex
 import time
+from functools import partial
 from pathlib import Path
 
 from click.testing import CliRunner
 
 from eosctl.cli import main
+from tests.helpers import eosctl
 from tests.kafkasim import KafkaSim, ProducerRow
 
 OURS, THEIRS = 7001, 7002
 
 
-def cli(*args: str):
-    result = CliRunner().invoke(main, list(args), env={"COLUMNS": "220"})
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
+cli = partial(eosctl, columns=220)
 
 
 def two_pipelines(sim: KafkaSim, tmp_path: Path) -> Path:

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from click.testing import CliRunner
 
-from eosctl.cli import main
+from tests.helpers import eosctl
 from tests.kafkasim import (
     FENCED_LEADER_EPOCH,
     KAFKA_STORAGE_ERROR,
@@ -23,11 +22,7 @@ from tests.kafkasim import (
     KafkaSim,
 )
 
-
-def cli(*args: str):
-    result = CliRunner().invoke(main, list(args), env={"COLUMNS": "200"})
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
+cli = eosctl  # 200 columns: no cell wraps
 
 
 def log_doc(sim: KafkaSim, topic: str = "t", partition: int = 0) -> dict:

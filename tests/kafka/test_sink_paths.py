@@ -8,7 +8,6 @@ import json
 import os
 import shlex
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import duckdb
 import pytest
 
 from auditors.spark import _without_jvm_notices, java_option
+from tests.helpers import eosctl_process
 from tests.kafkasim import KafkaSim
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,11 +23,7 @@ HOSTILE_DIR = "it's; COPY (SELECT 42) TO 'pwned.csv'; --"
 
 
 def eosctl(*args: str, cwd: Path, tmpdir: Path | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    if tmpdir is not None:
-        env["TMPDIR"] = str(tmpdir)
-    return subprocess.run([sys.executable, "-m", "eosctl", *args], capture_output=True, text=True, cwd=cwd,
-                          env=env, timeout=120)
+    return eosctl_process(*args, cwd=cwd, env={"TMPDIR": str(tmpdir)} if tmpdir is not None else None)
 
 
 @pytest.fixture

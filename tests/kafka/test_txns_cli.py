@@ -10,19 +10,15 @@ from __future__ import annotations
 
 import json
 import time
+from functools import partial
 
-from click.testing import CliRunner
-
-from eosctl.cli import main
+from tests.helpers import eosctl
 from tests.kafkasim import KafkaSim, ProducerRow
 
 PID = 5001
 
 
-def cli(*args: str):
-    result = CliRunner().invoke(main, list(args), env={"COLUMNS": "220"})
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
+cli = partial(eosctl, columns=220)
 
 
 def cells(line: str) -> list[str]:

@@ -22,6 +22,8 @@ from typing import Any, TypeVar
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.helpers import wait_until
+
 REPO = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
 RULES = REPO / "sample_configs" / "eosctl.rules.yml"
@@ -71,16 +73,16 @@ class Prometheus:
 
 
 def poll(read: Callable[[], T], ok: Callable[[T], bool], what: str, timeout: float = 60.0) -> T:
-    """``read()`` every 0.3 s until ``ok`` says yes; AssertionError naming ``what`` and the last answer after
-    ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = read()
-        if ok(result):
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"no {what} within {timeout:.0f}s; last: {result}")
-        time.sleep(0.3)
+    """``read()`` every 0.3 s until ``ok`` says yes; the test fails naming ``what`` and the last answer after
+    ``timeout`` seconds (tests.helpers.wait_until)."""
+    last: list[T] = []
+
+    def ready() -> tuple[T] | None:
+        last[:] = [read()]
+        return (last[0],) if ok(last[0]) else None  # a tuple: a falsy answer that is ok still ends the wait
+
+    return wait_until(what, ready, timeout, interval=0.3,
+                      detail=lambda: f"last: {last[0] if last else None}")[0]
 
 
 def get_status(url: str) -> int:

@@ -13,15 +13,15 @@ import json
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import duckdb
 import pytest
-from click.testing import CliRunner
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from eosctl.cli import main
+from tests.helpers import eosctl
 
 pytestmark = pytest.mark.tansu
 TIMEOUT_S = 10
@@ -141,10 +141,7 @@ def scenario(tansu: str) -> Iterator[Scenario]:
         p.purge()
 
 
-def cli(*args: str):
-    result = CliRunner().invoke(main, list(args), env={"COLUMNS": "240"})
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
+cli = partial(eosctl, columns=240)
 
 
 def one_line_naming_the_broker(result) -> None:

@@ -7,7 +7,7 @@ from synthetic import SyntheticSource
 from textual.widgets import Static
 from tuihelp import rows_of, sync, text_of, until
 
-from tests.unit.test_causes import report
+from tests.unit.rules.test_causes import report
 
 
 class Explained(SyntheticSource):

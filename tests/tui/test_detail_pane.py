@@ -9,7 +9,7 @@ import pytest
 from synthetic import SyntheticSource
 from tuihelp import SNAPSHOT, shown_in, sync, until, words
 
-from tests.unit.test_causes import report
+from tests.unit.rules.test_causes import report
 
 
 class Explained(SyntheticSource):

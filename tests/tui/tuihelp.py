@@ -11,6 +11,8 @@ import time
 import uuid
 from pathlib import Path
 
+from tests.helpers import wait_until
+
 DATA = Path(__file__).parent / "data"
 SNAPSHOT = DATA / "reference.snap.duckdb"
 MANIFEST = DATA / "reference.manifest.json"
@@ -55,7 +57,6 @@ def sync(fn):
 
 async def until(pilot, condition, what: str, timeout: float = 60.0, step: float = 0.05) -> None:
     """Pause until ``condition()`` holds; fail naming ``what`` after ``timeout`` seconds (never hang)."""
-    import time
 
     deadline = time.monotonic() + timeout
     while not condition():
@@ -96,23 +97,16 @@ class Tmux:
         return self.run("capture-pane", "-p", "-t", self.session)
 
     def wait_for(self, text: str, timeout: float = 20.0) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            screen = self.screen()
-            if text in screen:
-                return screen
-            time.sleep(0.1)
-        raise AssertionError(f"{text!r} never appeared; the screen shows:\n{self.screen()}")
+        """The screen, once `text` is on it."""
+        return self.wait_until(lambda screen: text in screen, f"{text!r} on the screen", timeout)
 
     def wait_until(self, holds, what: str, timeout: float = 20.0) -> str:
         """The screen, once `holds(screen)` is true (fails naming `what` after `timeout` seconds)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def ready() -> str | None:
             screen = self.screen()
-            if holds(screen):
-                return screen
-            time.sleep(0.1)
-        raise AssertionError(f"{what}: not within {timeout:.0f} s; the screen shows:\n{self.screen()}")
+            return screen if holds(screen) else None
+        return wait_until(what, ready, timeout, interval=0.1,
+                          detail=lambda: "the screen shows:\n" + self.screen())
 
     def alive(self) -> bool:
         return (

@@ -9,19 +9,18 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from eosctl.cli import main
+from tests.helpers import eosctl
 
 REPO = Path(__file__).resolve().parents[2]
 LONG = "x" * 300  # over NAME_MAX (255) on every Linux file system
 
 
-def run(*args: str, env: dict[str, str] | None = None):
-    return CliRunner().invoke(main, list(args), env=env)
+run = partial(eosctl, columns=None, check=False)
 
 
 def one_error_line(result) -> str:

@@ -7,21 +7,20 @@ from __future__ import annotations
 import copy
 import json
 import shutil
+from functools import partial
 from pathlib import Path
 
 import duckdb
 import pytest
-from click.testing import CliRunner
 
 from eosctl.base.errors import EosctlError
-from eosctl.cli import main
+from tests.helpers import eosctl
 from tests.sample_reports import demo_report
 
 REFERENCE = Path(__file__).resolve().parents[1] / "tui" / "data" / "reference.snap.duckdb"
 
 
-def cli(*args: str):
-    return CliRunner().invoke(main, list(args))
+cli = partial(eosctl, columns=None, check=False)
 
 
 def assert_one_line(result, code: int = 2) -> str:

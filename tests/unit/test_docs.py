@@ -26,7 +26,6 @@ from typing import Any
 
 import duckdb
 import pytest
-from click.testing import CliRunner
 
 from eosctl.base.errors import ConfigError
 from eosctl.cli import main
@@ -56,6 +55,7 @@ from eosctl.report.readpoint import ReadPoint
 from eosctl.txn.opentxn import OpenTxn
 from eosctl.txn.producers import DESCRIBE_PRODUCERS, LOG_SCAN, ProducerRow, ProducersReport
 from eosctl.txn.transactions import AbortPlan, Hanging, HangingReport, TxnInfo
+from tests.helpers import eosctl_json
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -464,9 +464,7 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
 
 def run(*args: str) -> Any:
     """`eosctl ARGS --format json`'s document (exit 0, or 1 for commands that found something)."""
-    result = CliRunner().invoke(main, [*args, "--format", "json"])
-    assert result.exit_code in (0, 1), f"eosctl {' '.join(args)}: exit {result.exit_code}\n{result.output}"
-    return json.loads(result.stdout)
+    return eosctl_json(*args, columns=None, check=False)
 
 
 def test_audit_json_is_documented() -> None:
@@ -561,8 +559,8 @@ def explain_documents() -> list[Any]:
     non-transactional write, and an offset beyond the HW with nothing but the log."""
     from eosctl.cluster.wire import Offsets
     from eosctl.inspection.explain import Facts, SinkAt, offset_document
-    from tests.unit.test_causes import LOG
-    from tests.unit.test_model import batch, scan
+    from tests.unit.cluster.test_model import batch, scan
+    from tests.unit.rules.test_causes import LOG
 
     log, _ = scan(LOG, Offsets(0, 10, 8))
     aborted = Batch(2, 3, 2, 6, 0, 0, 1, True, False, None, NOW_MS, NOW_MS, "none", 90)

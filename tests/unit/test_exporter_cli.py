@@ -5,16 +5,14 @@ from __future__ import annotations
 import socket
 
 import pytest
-from click.testing import CliRunner
 
-from eosctl.cli import main
+from tests.helpers import eosctl
 
 REFUSED = "127.0.0.1:1"
 
 
 def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(main, ["exporter", *args], prog_name="eosctl", env={"EOSCTL_CONFIG": None})
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    result = eosctl("exporter", *args, prog_name="eosctl", env={"EOSCTL_CONFIG": None}, columns=None)
     assert result.stdout == ""
     lines = result.stderr.splitlines()
     assert len(lines) == 1, result.stderr

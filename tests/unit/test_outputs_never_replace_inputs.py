@@ -7,18 +7,16 @@ nothing listens on). The rule is one helper, eosctl.base.files.output_refusal.
 from __future__ import annotations
 
 import os
+from functools import partial
 from pathlib import Path
 
 import duckdb
 import pytest
-from click.testing import CliRunner
 
-from eosctl.cli import main
+from tests.helpers import eosctl
 from tests.sample_reports import demo_report
 
-
-def run(*args: str):
-    return CliRunner().invoke(main, list(args))
+run = partial(eosctl, columns=None, check=False)
 
 
 def one_line(result) -> str:

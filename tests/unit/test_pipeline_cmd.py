@@ -4,13 +4,12 @@ recreate, and goes on only with --yes or a yes at the prompt (no broker: run_pip
 from __future__ import annotations
 
 import pytest
-from click.testing import CliRunner
 
-import eosctl.sandbox.pipeline
-from eosctl.cli import main
 from eosctl.commands import pipeline_cmd
 from eosctl.config import sandboxstate
 from eosctl.sandbox import noida
+from eosctl.sandbox import pipeline as sandbox_pipeline
+from tests.helpers import eosctl
 
 MANIFEST = {"sink": {"duckdb": "/w/sink.duckdb", "table": "orders_sink"}, "sink_rows": 0}
 LISTING = [
@@ -35,15 +34,15 @@ def runs(monkeypatch: pytest.MonkeyPatch) -> list:
         (workdir / "eosctl.toml").write_text(f"[clusters.c]\n{pinned}\n")
         return MANIFEST
 
-    monkeypatch.setattr(eosctl.sandbox.pipeline, "run_pipeline", fake_run)
+    monkeypatch.setattr(sandbox_pipeline, "run_pipeline", fake_run)
     state = noida.SandboxState(pid=1, port=4242, data_dir="/d", log_file="/l", started_at=0.0)
     monkeypatch.setattr(sandboxstate, "status", lambda home: state)
     return calls
 
 
 def invoke(tmp_path, *args: str, input: str | None = None):
-    return CliRunner().invoke(main, ["sandbox", "pipeline", "--prefix", "shop", "--workdir", str(tmp_path),
-                                     *args], input=input)
+    return eosctl("sandbox", "pipeline", "--prefix", "shop", "--workdir", str(tmp_path), *args, input=input,
+                  columns=None, check=False)
 
 
 def test_another_cluster_without_yes_lists_the_changes_and_exits_2(runs, tmp_path):

@@ -71,7 +71,7 @@ def test_a_long_cause_is_shown_whole_in_the_browser_and_on_paper(tmp_path):
     # whole only in a tooltip, lost on print.
     from dataclasses import replace
 
-    from tests.unit.test_causes import report as explained
+    from tests.unit.rules.test_causes import report as explained
 
     report = explained()
     f = next(f for f in report.findings if f.cause is not None)

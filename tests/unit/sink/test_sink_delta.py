@@ -12,8 +12,8 @@ from deltalake import DeltaTable, write_deltalake
 from eosctl.base.errors import SinkError
 from eosctl.config.model import Sink
 from eosctl.sink import frozen, open_reader
-from tests.unit.sinksample import ISLANDS, SAMPLE, STORED, arrow_offsets, assert_sample_answers
-from tests.unit.sinksample import arrow_rows as rows
+from tests.unit.sink.sinksample import ISLANDS, SAMPLE, STORED, arrow_offsets, assert_sample_answers
+from tests.unit.sink.sinksample import arrow_rows as rows
 
 WHERE = "pipelines.orders.sink"
 

@@ -5,16 +5,15 @@ Kafka, so the path the sink was looked for is in the one error line."""
 from __future__ import annotations
 
 import duckdb
-from click.testing import CliRunner
 
-from eosctl.cli import main
+from tests.helpers import eosctl
 
 HEAD = ('[clusters.c]\nbootstrap_servers = "127.0.0.1:1"\n[pipelines.p]\nsource_topics = ["t"]\n'
         '[pipelines.p.sink]\n')
 
 
 def error(*args: str, env: dict[str, str] | None = None) -> str:
-    result = CliRunner().invoke(main, list(args), env=env)
+    result = eosctl(*args, env=env, columns=None, check=False)
     assert result.exit_code == 2, result.output
     lines = result.stderr.splitlines()
     assert len(lines) == 1, result.stderr

@@ -17,7 +17,7 @@ from eosctl.cluster.batches import decode_batch
 from eosctl.cluster.model import MAX_EPOCHS, MAX_EVENTS, EpochBump, ProducerState, ZombieWrite
 from eosctl.cluster.wire import Offsets
 from eosctl.txn.fencing import bump_verdict, fencing_bumps, fencing_events, timeouts
-from tests.unit.test_model import batch, marker, scan
+from tests.unit.cluster.test_model import batch, marker, scan
 from tui.views.producers import jump_offset
 
 PID = 7

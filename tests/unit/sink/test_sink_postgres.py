@@ -10,13 +10,13 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from click.testing import CliRunner
 
 from eosctl.base.errors import SinkError
 from eosctl.config.model import Sink
 from eosctl.sink import OffsetIsland, StoredOffset, frozen, open_reader
-from tests.unit.sinksample import ISLANDS as ISLANDS_OF_SAMPLE
-from tests.unit.sinksample import SAMPLE, STORED, assert_sample_answers
+from tests.helpers import eosctl
+from tests.unit.sink.sinksample import ISLANDS as ISLANDS_OF_SAMPLE
+from tests.unit.sink.sinksample import SAMPLE, STORED, assert_sample_answers
 
 WHERE = "pipelines.orders.sink"
 
@@ -202,9 +202,7 @@ source_topics = ["orders"]
 
 
 def run_ledger(path: Path, env: dict[str, str]) -> tuple[int, str]:
-    from eosctl.cli import main
-
-    result = CliRunner().invoke(main, ["ledger", "-c", str(path)], env=env)
+    result = eosctl("ledger", "-c", str(path), env=env, columns=None, check=False)
     return result.exit_code, result.output
 
 

@@ -25,7 +25,7 @@ from eosctl.cluster.model import (
 from eosctl.cluster.wire import FetchResult, Offsets
 from eosctl.txn.fencing import fencing_bumps, fencing_events
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 D, M, A, OPEN, H = Kind.DATA, Kind.MARKER, Kind.ABORTED, Kind.OPEN, Kind.HOLE
 
 

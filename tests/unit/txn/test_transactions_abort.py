@@ -7,15 +7,14 @@ import json
 from types import SimpleNamespace
 
 import pytest
-from click.testing import CliRunner
 from kafka.admin._transactions import AbortTransactionSpec
 from kafka.structs import TopicPartition
 
-import eosctl.cluster.clients
-import eosctl.cluster.wire
-from eosctl.cli import main
+from eosctl.cluster import clients as cluster_clients
+from eosctl.cluster import wire as cluster_wire
 from eosctl.cluster.wire import Offsets
 from eosctl.txn.transactions import WRITE_TXN_MARKERS_API_KEY
+from tests.helpers import eosctl
 
 TP = ("shop.enriched", 2)
 # The open transaction holds the LSO at 140; the HW is 146.
@@ -94,14 +93,14 @@ class FakeAdmin:
 @pytest.fixture
 def admin(monkeypatch) -> FakeAdmin:
     fake = FakeAdmin()
-    monkeypatch.setattr(eosctl.cluster.wire, "WireClient", FakeWire)
-    monkeypatch.setattr(eosctl.cluster.clients, "kafka_admin", lambda cluster, timeout=5.0: fake)
+    monkeypatch.setattr(cluster_wire, "WireClient", FakeWire)
+    monkeypatch.setattr(cluster_clients, "kafka_admin", lambda cluster, timeout=5.0: fake)
     return fake
 
 
 def abort(*extra: str):
-    return CliRunner().invoke(main, ["txns", "abort", "--bootstrap", "127.0.0.1:9092", "--topic", TP[0],
-                                     "--partition", str(TP[1]), "--start-offset", "140", *extra])
+    return eosctl("txns", "abort", "--bootstrap", "127.0.0.1:9092", "--topic", TP[0], "--partition",
+                  str(TP[1]), "--start-offset", "140", *extra, columns=None, check=False)
 
 
 def test_yes_sends_one_abort_marker_for_exactly_that_transaction(admin):

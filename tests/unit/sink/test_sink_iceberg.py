@@ -11,8 +11,8 @@ import pytest
 from eosctl.base.errors import SinkError
 from eosctl.config.model import Sink
 from eosctl.sink import frozen, open_reader
-from tests.unit.sinksample import SAMPLE, STORED, arrow_offsets, assert_sample_answers
-from tests.unit.sinksample import arrow_rows as rows
+from tests.unit.sink.sinksample import SAMPLE, STORED, arrow_offsets, assert_sample_answers
+from tests.unit.sink.sinksample import arrow_rows as rows
 
 WHERE = "pipelines.orders.sink"
 

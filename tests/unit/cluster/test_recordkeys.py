@@ -107,3 +107,38 @@ def test_values_raw_and_md5_match_kafka_pythons_reader() -> None:
     assert md5.values.tolist() == hash_bytes(hashlib.md5(v).hexdigest().encode() for v in values).tolist()
     assert md5.keys.tolist() == raw.keys.tolist() == keys_of([data]).keys.tolist()
     assert keys_of([data]).values is None
+
+
+def test_the_native_walk_answers_exactly_what_numpy_does(monkeypatch) -> None:
+    """`make setup` builds the native walk (recordwalk.c); where it is missing numpy does the same: the
+    same offsets, epochs, key and value hashes, and the same one line for a corrupt record."""
+    from eosctl.cluster import recordkeys
+    from eosctl.cluster.batches import HEADER_SIZE, BatchDecodeError
+
+    assert recordkeys.native() is not None, "run `make setup`: it builds eosctl/cluster/_recordwalk.so"
+    rng = random.Random(11)
+    chunks, base = [], 0
+    for i in range(30):
+        n = rng.choice([1, 2, 70, 300])  # 300 records: offset deltas of 2-byte varints
+        keys = [None if rng.random() < 0.1 else rng.randbytes(rng.choice([0, 3, 8, 9, 200]))
+                for _ in range(n)]
+        chunks.append(batch(base, keys, epoch=i, codec=i % 2, gaps=int(i % 4 == 0), value=b"val"))
+        base += n * (1 + int(i % 4 == 0)) + 1
+    data = b"".join(chunks)
+    plain = batch(0, [b"a", b"bb"])
+    corrupt = {"its fields run past the record": plain[:HEADER_SIZE] + b"\x7f" + plain[HEADER_SIZE + 1:],
+               "a varint longer than 5 bytes": plain[:HEADER_SIZE] + b"\xff" * 6 + plain[HEADER_SIZE + 6:]}
+    answers = {}
+    for way in ("native", "numpy"):
+        if way == "numpy":
+            monkeypatch.setattr(recordkeys, "_native", [None])
+        got = [decode_keys(data, values) for values in (None, "raw", "md5")]
+        errors = {}
+        for name, bad in corrupt.items():
+            with pytest.raises(BatchDecodeError) as info:
+                decode_keys(bad)
+            errors[name] = str(info.value)
+        answers[way] = ([[a.tolist() for a in g] for g in got], errors)
+    assert answers["native"] == answers["numpy"]
+    assert answers["native"][1] == {name: f"corrupt record in a batch ({name})" for name in corrupt}
+    assert len(answers["native"][0][1][0]) == sum(1 for _ in reference(data))

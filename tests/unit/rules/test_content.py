@@ -129,3 +129,17 @@ def test_a_row_with_its_records_key_but_another_value() -> None:
     other = check_partition(log, offsets, hash_bytes(k.encode() for _, k in rows),
                             values=hash_bytes(v + b"!" for v in vals))
     assert (other.findings, other.values_comparable) == ([], False)
+
+
+def test_a_readers_key_rows_split_per_partition_keep_every_row():
+    """A sink read through committed_keys_in (PostgreSQL): its rows of several partitions in one batch are
+    split per partition (sorted once, no per-row Python), every row in its partition, their order kept."""
+    import pyarrow as pa
+
+    from auditors.contentcheck import _by_partition
+
+    batch = pa.record_batch([pa.array(["k1", "k2", "k3", "k4", "k5"]), pa.array(["b", "a", "b", "a", "b"]),
+                             pa.array([0, 3, 0, 3, 1], pa.int32()), pa.array([5, 6, 7, 8, 9], pa.int64())],
+                            names=["key", "topic", "partition", "offset"])
+    split = {tp: part.column(0).to_pylist() for tp, part in _by_partition(batch)}
+    assert split == {("b", 0): ["k1", "k3"], ("a", 3): ["k2", "k4"], ("b", 1): ["k5"]}

@@ -4,11 +4,11 @@ formats, --partition-metrics off, an outage, and that a scrape renders the last 
 
 from __future__ import annotations
 
-from metricsample import GROUP, NOW_MS, TOPIC, source
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families
 
 from eosctl.exporter.metrics import Exposition, Source
+from tests.unit.metricsample import GROUP, NOW_MS, TOPIC, source
 
 OPENMETRICS = "application/openmetrics-text; version=1.0.0"
 PROMETHEUS_ACCEPT = ("application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;"

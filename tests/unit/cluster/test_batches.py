@@ -1,7 +1,7 @@
 """Record-batch header decoding on bytes recorded from a real broker (tests/unit/data/*.bin).
 
 The .bin files are the ``records`` field of read_uncommitted Fetch responses from noida-db 0.2.3.
-Re-record them with:  python tests/unit/test_batches.py --record HOST:PORT
+Re-record them with:  python tests/unit/cluster/test_batches.py --record HOST:PORT
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from eosctl.cluster.batches import (
     last_sequence,
 )
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 
 def load(name: str) -> bytes:
@@ -185,7 +185,7 @@ def _record(bootstrap: str) -> None:  # pragma: no cover - run by hand against a
 
     def topic(name: str) -> str:
         t = f"{base}-{name}"
-        admin.create_topics([NewTopic(t, 1, 1)])[t].result()
+        admin.create_topics([NewTopic(t, 1, 1)])[t].result(30)
         return t
 
     def txn_producer(tid: str) -> Producer:

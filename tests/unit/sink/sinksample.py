@@ -1,5 +1,5 @@
 """The sample every sink kind's tests write in their own format, and what every reader must answer for it
-(the DuckDB reader's answers, tests/unit/test_sink.py)."""
+(the DuckDB reader's answers, tests/unit/sink/test_sink.py)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from eosctl.base.errors import ConfigError
 from eosctl.config.file import load_config
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 GOOD = """
 [clusters.prod]

@@ -1,6 +1,6 @@
 """Causes of findings (eosctl.rules.causes) from a scanned log and the sink's sweep, root causes, and the
 causes in every renderer (table, JUnit, HTML). No broker: the log is built from batches
-(tests/unit/test_model)."""
+(tests/unit/cluster/test_model)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from eosctl.report.findings import AuditReport, Finding, PartitionSummary
 from eosctl.report.rootcauses import root_causes
 from eosctl.rules.causes import Writer, explain_partition, key_cause
 from eosctl.rules.reconcile import SinkFacts, reconcile_partition
-from tests.unit.test_model import batch, marker, scan
+from tests.unit.cluster.test_model import batch, marker, scan
 
 # 0..1 pid 5 epoch 0 (committed by the COMMIT at 4); 2..3 pid 6 epoch 0 (aborted at 5 by an ABORT two
 # epochs up: the coordinator fencing it); 6..7 a producer without id; 8..9 pid 5 epoch 0, still open.

@@ -19,7 +19,7 @@ from eosctl.report.compactjson import report_json
 from eosctl.report.findings import AuditReport, Cause, Finding, PartitionSummary, TxnCause
 from eosctl.report.rootcauses import root_causes, root_rule
 from eosctl.rules.causes import Writer, explain_finding, key_cause, with_write_order
-from tests.unit.test_causes import explained
+from tests.unit.rules.test_causes import explained
 
 HOSTILE = "[/x]\x1b[2J\u202eé\x00\"\\</script>\U0001f600"
 

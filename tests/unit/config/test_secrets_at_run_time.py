@@ -8,9 +8,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from click.testing import CliRunner
 
-from eosctl.cli import main
+from tests.helpers import eosctl
 
 SECRET = "s3cr3t-value"
 
@@ -18,7 +17,7 @@ SECRET = "s3cr3t-value"
 def run_config(tmp_path: Path, text: str, *args: str, env: dict[str, str]) -> str:
     config = tmp_path / "c.toml"
     config.write_text(text)
-    result = CliRunner().invoke(main, [args[0], "-c", str(config), *args[1:]], env=env)
+    result = eosctl(args[0], "-c", str(config), *args[1:], env=env, columns=None, check=False)
     assert result.exit_code == 2, result.output
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("eosctl: error: "), result.stderr

@@ -20,7 +20,8 @@ from restarthelp import PROPERTIES, Watchers, build_state, hard_restarts
 
 from eosctl.sandbox import apache_kafka as ak
 
-pytestmark = pytest.mark.integration
+# Its own Apache Kafka (a JVM): not a scripted-broker test, so not in `make check` (its guard found it there).
+pytestmark = [pytest.mark.integration, pytest.mark.jvm]
 
 
 @pytest.mark.timeout(420)

@@ -1,0 +1,65 @@
+"""The stop signals' one line and exit code (eosctl.base.stopsignals), and the event they set."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from eosctl.base.stopsignals import STOP_SIGNALS, exit_code, handling, stop_event, stopped_line
+
+
+@pytest.mark.parametrize(("sig", "line", "code"), [
+    (signal.SIGINT, "eosctl: interrupted", 130), (signal.SIGTERM, "eosctl: terminated", 143),
+    (signal.SIGHUP, "eosctl: hung up (the terminal was closed)", 129),
+    (signal.SIGUSR1, "eosctl: stopped by signal 10", 138)])
+def test_each_stop_ends_with_its_line_and_128_plus_its_number(sig, line, code):
+    assert (stopped_line(sig), exit_code(sig)) == (line, code)
+
+
+def test_a_stop_signal_sets_the_event_and_the_handlers_before_come_back():
+    before = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    with stop_event() as stop:
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert stop.wait(10), "SIGTERM never set the event (waited 10 s)"
+        assert stop.signum == signal.SIGTERM
+    assert {s: signal.getsignal(s) for s in STOP_SIGNALS} == before
+
+
+# A stop signal that arrives while a module is imported waits for the import: an exception raised inside a
+# native module's initialisation aborts the process (duckdb under nanobind: "Critical nanobind error ...
+# enum_create", SIGABRT), so Ctrl-C at that moment left no line and nothing cleaned.
+
+def test_a_signal_during_an_import_is_handled_after_it(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "slow_native_init.py").write_text(
+        "import signal, time\n"
+        "signal.raise_signal(signal.SIGTERM)\n"
+        "time.sleep(0.2)\n"  # the handler has had its chance to run inside the import
+        "DONE = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    seen: list[tuple[int, bool]] = []
+
+    def on_signal(signum: int, frame: object) -> None:
+        seen.append((signum, "slow_native_init" in sys.modules and
+                     getattr(sys.modules["slow_native_init"], "DONE", False)))
+
+    with handling(on_signal):
+        module = importlib.import_module("slow_native_init")
+        deadline = time.monotonic() + 10
+        while not seen and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert module.DONE
+    # Handled once, and only once the module was whole.
+    assert seen == [(signal.SIGTERM, True)]
+
+
+def test_a_signal_outside_imports_is_handled_at_once() -> None:
+    seen: list[int] = []
+    with handling(lambda signum, frame: seen.append(signum)):
+        signal.raise_signal(signal.SIGTERM)
+    assert seen == [signal.SIGTERM]

@@ -1,0 +1,66 @@
+"""eosctl.cluster.deadline: retries within one deadline, timeouts that grow per try, the line at the end."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from eosctl.base.errors import BrokerError
+from eosctl.cluster import deadline
+from eosctl.cluster.deadline import Deadline, Transient
+
+
+def test_a_dropped_connection_costs_a_retry_not_the_answer():
+    tries: list[int] = []
+
+    def read(attempt: int) -> str:
+        tries.append(attempt)
+        if attempt == 0:
+            raise Transient("KafkaConnectionError: socket disconnected")
+        return "answer"
+
+    assert deadline.reads("Fetch to Kafka at h:1", read, deadline=Deadline(5)) == "answer"
+    assert tries == [0, 1]
+
+
+def test_timeouts_are_retried_until_the_deadline_and_the_line_says_how_long_it_waited():
+    d = Deadline(0.6)
+    with pytest.raises(BrokerError) as e:
+        deadline.reads("Fetch to Kafka at h:1", lambda _: (_ for _ in ()).throw(
+            Transient("no answer within 200 ms", timed_out=True)), deadline=d)
+    line = str(e.value)
+    assert line.startswith("Fetch to Kafka at h:1: no answer within the deadline: waited 0.")
+    assert "(--timeout 0.6s); last: no answer within 200 ms" in line
+    assert d.waited_s() < 1.0
+
+
+def test_a_connection_that_keeps_dropping_fails_after_reconnect_for_s(monkeypatch):
+    monkeypatch.setattr(deadline, "RECONNECT_FOR_S", 0.3)
+    began = time.monotonic()
+    lost = r"failed: KafkaConnectionError: refused \(connection lost for 0\.\d s"
+    with pytest.raises(BrokerError, match=lost):
+        deadline.reads("Metadata to Kafka at h:1", lambda _: (_ for _ in ()).throw(
+            Transient("KafkaConnectionError: refused")), deadline=Deadline(30))
+    assert time.monotonic() - began < 2
+
+
+def test_each_try_waits_twice_the_last_within_what_is_left():
+    d = Deadline(10)
+    tries = [deadline.request_timeout_ms(3000, n, d) for n in range(3)]
+    assert tries == [3000, 6000, pytest.approx(10_000, abs=50)]
+    assert deadline.request_timeout_ms(3000, 0, Deadline(0)) == deadline.MIN_TRY_MS
+
+
+def test_a_command_deadline_reaches_threads_and_ends_with_the_command():
+    import threading
+
+    deadline.start(7)
+    seen: list[float] = []
+    t = threading.Thread(target=lambda: seen.append(deadline.current().remaining_s()))
+    t.start()
+    t.join()
+    assert 6 < seen[0] <= 7
+    deadline.finish()
+    assert deadline.configured_s() == deadline.DEFAULT_TIMEOUT_S
+    assert deadline.current().seconds == deadline.DEFAULT_TIMEOUT_S
