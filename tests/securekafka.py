@@ -162,9 +162,10 @@ def grant(s: SecuredKafka, principal: str, resource: str, name: str, operation: 
           prefixed: bool = False) -> None:
     """An ALLOW ACL (through the super user's PLAINTEXT listener, with Kafka's CreateAcls)."""
     admin = _admin(s)  # kept until the answer is in: a client dropped earlier cancels its requests
-    for f in admin.create_acls([_binding(principal, resource, name, operation, prefixed)],
-                               request_timeout=30).values():
+    binding = _binding(principal, resource, name, operation, prefixed)
+    for f in admin.create_acls([binding], request_timeout=30).values():
         f.result(timeout=30)
+    _until_in_force(admin, binding, present=True)
 
 
 def revoke(s: SecuredKafka, principal: str, resource: str, name: str, operation: str,
@@ -177,3 +178,20 @@ def revoke(s: SecuredKafka, principal: str, resource: str, name: str, operation:
     admin = _admin(s)
     for f in admin.delete_acls([flt], request_timeout=30).values():
         f.result(timeout=30)
+    _until_in_force(admin, b, present=False)
+
+
+def _until_in_force(admin, binding, present: bool, timeout: float = 30.0) -> None:
+    """Until the broker's authorizer shows the change: CreateAcls/DeleteAcls answer once the controller has
+    committed it, and the broker applies it from the metadata log a moment later (DescribeAcls reads the
+    same StandardAuthorizer the broker authorizes requests with)."""
+    import time
+
+    from confluent_kafka.admin import AclBindingFilter
+
+    flt = AclBindingFilter(binding.restype, binding.name, binding.resource_pattern_type, binding.principal,
+                           binding.host, binding.operation, binding.permission_type)
+    deadline = time.monotonic() + timeout
+    while bool(admin.describe_acls(flt, request_timeout=10).result(timeout=15)) != present:
+        assert time.monotonic() < deadline, f"the ACL change {binding} is not in force after {timeout:.0f} s"
+        time.sleep(0.05)

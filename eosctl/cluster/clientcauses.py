@@ -184,6 +184,7 @@ class BootstrapLog(logging.Handler):
         self.stop_on_refusal = stop_on_refusal
         self.errors: list[BaseException | str] = []
         self._closed_logins = 0
+        self._closed_early = 0
         self.cluster = cluster
         self.on_cause = on_cause
         self._logger = logging.getLogger("kafka")
@@ -197,10 +198,15 @@ class BootstrapLog(logging.Handler):
             # Twice, so a broker that restarts mid-handshake is not taken for a refusal.
             if self._closed_logins >= 2:
                 found.append(CLOSED_AT_SASL)
+        plain = self.cluster is not None and self.cluster.security_protocol in ("PLAINTEXT", "SASL_PLAINTEXT")
+        if plain and _closed_before_answering(args):
+            # A TLS listener closes a plain client's connection before any answer (its alert is often
+            # lost: see CLOSED_AT_SASL); twice is enough to stop waiting, diagnose() then probes for TLS.
+            self._closed_early += 1
         self.errors.extend(found)
         if found and self.on_cause is not None and (
                 (self.cluster is not None and connect_cause(self.cluster, found))
-                or (self.stop_on_refusal and any(_refusal(e) for e in found))):
+                or (self.stop_on_refusal and any(_refusal(e) for e in found)) or self._closed_early >= 2):
             on_cause, self.on_cause = self.on_cause, None
             on_cause()
 
@@ -235,6 +241,13 @@ def _refusal(error: BaseException | str) -> bool:
     text = str(error).lower()
     return any(s in text for s in ("econnrefused", "connection refused", "name or service not known",
                                    "nodename nor servname", "dns resolution failure", "dns lookup failed"))
+
+
+def _closed_before_answering(args: tuple) -> bool:
+    conn = next((a for a in args if hasattr(a, "sasl_enabled") and hasattr(a, "initializing")), None)
+    error = next((a for a in args if isinstance(a, BaseException)), None)
+    return (conn is not None and error is not None and "socket disconnected" in str(error)
+            and getattr(conn, "broker_version_data", None) is None)
 
 
 def stop_bootstrap(manager: Any) -> None:

@@ -648,10 +648,6 @@ def listed_api_versions(manager: Any) -> dict[int, tuple[int, int]] | None:
     return {int(key): (int(v[0]), int(v[1])) for key, v in listed.items()}
 
 
-def _refused(bootstrap: str) -> bool:
-    return unreachable_now(bootstrap) is not None
-
-
 def unreachable_now(bootstrap: str) -> str | None:
     """Why the first bootstrap address cannot be reached at all (TCP refused, a host that does not
     resolve), or None: nothing to wait for then."""
