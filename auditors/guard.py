@@ -16,6 +16,9 @@ import signal
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 from eosctl.base.stopsignals import STOP_SIGNALS
 
@@ -27,10 +30,34 @@ _ACTIVE: set[Owned] = set()
 _LOCK = threading.Lock()
 
 
+# DuckDB connections running an audit's query in this process (the local engine's key rule in the driver):
+# stop_all() interrupts them, so the thread running one unwinds (its finally blocks remove the sink's frozen
+# copy) instead of being inside DuckDB's C++ when the interpreter ends it at exit (std::terminate, SIGABRT).
+_QUERIES: set[Any] = set()
+
+
+@contextmanager
+def interruptible(con: Any) -> Iterator[Any]:
+    """``con``'s queries inside the block are interrupted by stop_all()."""
+    with _LOCK:
+        _QUERIES.add(con)
+    try:
+        yield con
+    finally:
+        with _LOCK:
+            _QUERIES.discard(con)
+
+
 def stop_all() -> None:
     """Stop what every audit still running in this process started (from any thread)."""
     with _LOCK:
         active = list(_ACTIVE)
+        queries = list(_QUERIES)
+    for con in queries:
+        try:
+            con.interrupt()
+        except Exception:  # closed meanwhile: nothing runs on it
+            pass
     for owned in active:
         owned.stop()
 

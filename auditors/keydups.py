@@ -29,6 +29,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from auditors.guard import interruptible
 from eosctl.base.errors import SinkError, first_line
 from eosctl.cluster.model import TP
 from eosctl.report.findings import Finding
@@ -97,7 +98,8 @@ def in_sink(reader: SinkReader, writers: pa.Table, limits: Limits) -> list[Findi
                   f"FROM ({reader.key_rows_sql()}))")
         con.register("key_writers", writers)
         try:
-            return duplicate_keys(con, places, "key_writers")
+            with interruptible(con):
+                return duplicate_keys(con, places, "key_writers")
         except Exception as e:
             raise SinkError(f"grouping the keys of sink {reader.source} failed: "
                             f"{as_given(reader.sink, first_line(e))}") from None
@@ -114,7 +116,7 @@ def _streamed(reader: SinkReader, writers: pa.Table, limits: Limits) -> list[Fin
     spans: dict[TP, list[tuple[int, int]]] = {}
     for t, p, first, last in zip(*(writers.column(c).to_pylist() for c in WRITER_COLUMNS[:4]), strict=True):
         spans.setdefault((t, p), []).append((first, last))
-    with duckdb.connect() as con:
+    with duckdb.connect() as con, interruptible(con):
         con.execute(f"SET threads = {int(limits.threads)}")
         con.execute(f"SET memory_limit = {literal(limits.memory)}")
         if limits.temp_directory:

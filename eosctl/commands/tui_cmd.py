@@ -135,6 +135,7 @@ def tui(
 _EXIT = [0]
 # How long threads the TUI left running get to end at exit.
 EXIT_GRACE_S = 1.0
+WORKER_THREAD = "eosctl-tui-worker"
 
 
 # Once `q` or a signal asked the TUI to end, how long its shutdown may take before the process ends anyway:
@@ -175,9 +176,12 @@ def _no_waiting_at_exit() -> None:
     """Python joins every non-daemon thread before it exits; a thread still inside a client library's wait
     (a Kafka bootstrap in a black hole, for the whole --timeout) kept a TUI whose terminal closed running
     with no terminal (parent 1). Called by threading's exit hook, before those joins (the line the command
-    says is already out): threads still running after EXIT_GRACE_S end with the process."""
+    says is already out): threads still running after EXIT_GRACE_S end with the process. The TUI's own
+    workers (daemon threads) get the same grace: one the interpreter ends while it is inside a library's C++
+    (DuckDB) aborts the process (std::terminate: SIGABRT instead of the signal's status)."""
     deadline = time.monotonic() + EXIT_GRACE_S
-    others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    others = [t for t in threading.enumerate() if t is not threading.main_thread()
+              and (not t.daemon or t.name == WORKER_THREAD)]
     for t in others:
         t.join(max(0.0, deadline - time.monotonic()))
     if any(t.is_alive() for t in others):
@@ -202,7 +206,7 @@ class DaemonThreads(concurrent.futures.ThreadPoolExecutor):  # asyncio takes onl
             except BaseException as e:  # handed to the worker that awaits it
                 future.set_exception(e)
 
-        threading.Thread(target=run, name="eosctl-tui-worker", daemon=True).start()
+        threading.Thread(target=run, name=WORKER_THREAD, daemon=True).start()
         return future
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:

@@ -37,7 +37,8 @@ def test_lag_reports_a_deleted_and_a_forbidden_topic_per_row_and_goes_on(kafka_s
         ("billing", "gone", 0, 40, -1, None, None, gone),
         ("billing", "orders", 0, 2, 9, 7, 6, None),
         ("billing", "secret", 0, 1, -1, None, None,
-         "metadata for topic 'secret' failed: TopicAuthorizationFailedError"),
+         "metadata for topic 'secret' failed: TopicAuthorizationFailed on secret: grant Read on topic secret "
+         "(kafka-acls --add --allow-principal User:NAME --operation Read --topic secret)"),
         ("shipping", "orders", 0, 9, 9, 0, 0, None),
     ]
 
