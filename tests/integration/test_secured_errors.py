@@ -33,12 +33,18 @@ def secured(secured_kafka):
     admin = AdminClient({"bootstrap.servers": secured_kafka.internal})
     for f in admin.create_topics([NewTopic(TOPIC, 1, 1)], request_timeout=30).values():
         f.result(timeout=30)
-    from tests.securekafka import grant
+    from tests.securekafka import grant, revoke
 
-    grant(secured_kafka, "oncall", "topic", TOPIC, "Read")
-    grant(secured_kafka, "oncall", "group", TOPIC, "Describe")
-    grant(secured_kafka, "oncall", "transactional-id", "*", "Describe")
-    return secured_kafka
+    acls = [("topic", TOPIC, "Read"), ("group", TOPIC, "Describe"), ("transactional-id", "*", "Describe")]
+    for acl in acls:
+        grant(secured_kafka, "oncall", *acl)
+    try:
+        yield secured_kafka
+    finally:
+        # The node is the session's: a grant left behind (the wildcard above) would let the ACL tests of
+        # tests/integration/test_secured_kafka.py see what their least-privilege principal must not.
+        for acl in acls:
+            revoke(secured_kafka, "oncall", *acl)
 
 
 def _config(tmp_path: Path, **cluster: str) -> Path:
