@@ -42,8 +42,11 @@ demo: setup
 lint: setup
 	$(BIN)/ruff check eosctl auditors tui tests benchmarks
 
+# Two xdist workers (TEST_WORKERS=0: one process): each shared server's tests are one group, run by one worker
+# (tests/workers.py); groups go out in the order tests/workers.py gives, not xdist's.
+TEST_WORKERS ?= 2
 test: lint system-deps $(QUIX_STAMP) jars toxiproxy
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 # The quick way in (under 5 minutes on 2 cores): lint, the unit tests and the scripted-broker tests (tests/kafka
 # against tests/kafkasim), no JVM. Tests that ask for a JVM fixture are marked `jvm` at collection and left

@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 
-from tests import early, nojvm, txnguard
+from tests import early, nojvm, txnguard, workers
 from tests.kafkasim.fixtures import kafka_sim  # noqa: F401  (the scripted Kafka-protocol broker)
 
 
@@ -47,12 +47,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     nojvm.mark(items)
+    if workers.active(config):  # `make test`: two xdist workers, each shared server on one (tests/workers.py)
+        workers.assign(items)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """The session JVMs the selected tests need, started early on a background thread (tests/early.py)."""
     if nojvm.on() or session.config.option.collectonly or os.environ.get("EOSCTL_TEST_EARLY") == "0":
-        return  # EOSCTL_TEST_EARLY=0: each JVM starts when its first test asks (to compare, to debug)
+        return
+    if workers.active(session.config):
+        return  # a worker learns which groups it runs only as they come: each server starts when asked  # EOSCTL_TEST_EARLY=0: each JVM starts when its first test asks (to compare, to debug)
     factory = session.config._tmp_path_factory  # type: ignore[attr-defined]
     needs = nojvm.needs(session.items)
     if "kafka39" in needs:

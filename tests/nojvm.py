@@ -37,13 +37,15 @@ def mark(items: list[pytest.Item]) -> None:
 
 def needs(items: list[pytest.Item]) -> set[str]:
     """The JVM fixtures these tests ask for: by name, through another fixture, through the ``spark`` marker
-    (tests that ask for the session's Spark at run time), or through a version-set parameter "3.9"."""
+    or an engine parameter "spark" (tests that ask for the session's Spark at run time), or through a
+    version-set parameter "3.9"."""
     out: set[str] = set()
     for item in items:
         out |= {n for n in JVM_FIXTURES & set(getattr(item, "fixturenames", ())) if _is_fixture(item, n)}
-        if item.get_closest_marker("spark"):
-            out.add("spark")
         callspec = getattr(item, "callspec", None)
+        # An engine parameter "spark": the test asks for the session's Spark at run time (getfixturevalue).
+        if item.get_closest_marker("spark") or (callspec is not None and "spark" in callspec.params.values()):
+            out.add("spark")
         if "kafka_version" in out or (callspec is not None and "3.9" in callspec.params.values()):
             out.add("kafka39")
     return out

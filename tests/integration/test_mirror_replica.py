@@ -260,6 +260,7 @@ def test_failover_readiness_equals_what_a_consumer_started_on_the_replica_re_rea
                       for outcome, n in (("again", again[p]), ("never", never[p]))}
 
 
+@pytest.mark.spark
 def test_the_spark_engine_reports_the_same_replica_findings(plain: Run, request: pytest.FixtureRequest):
     request.getfixturevalue("spark")  # the suite's session, which the audit borrows
     code, local = audit(plain.config)

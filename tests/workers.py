@@ -1,0 +1,76 @@
+"""How `make test` splits the suite between two xdist workers (issue 42: the whole suite under 20 minutes on
+2 cores; run alone, one pytest process left a core idle about half the time, waiting on brokers and
+children).
+
+Each worker is a pytest session of its own, with its own session fixtures. The reference broker (Apache
+Kafka, one KRaft node) is the one server each worker starts for itself, because nearly every test needs it.
+Every other session server stays one per run: the tests that use one are put in one xdist group, merged with
+every group of another server a test needs beside it, so a single worker runs them all and starts it once.
+Every other test shares the group of its module (its module fixtures are set up once). Groups are handed
+out in an order both workers agree on: those that start a JVM first, largest first, so the long ones do not
+start last.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests import nojvm
+
+# Session fixtures one run starts once, whatever the number of workers: a test that asks for one (directly
+# or through another fixture) runs on the worker holding the group of that server.
+SHARED = ("kafka_cluster3", "kafka39", "secured_kafka", "kafka_dr", "spark", "postgres", "prometheus",
+          "tansu", "sandbox_bootstrap", "_toxiproxy")
+
+
+def active(config: pytest.Config) -> bool:
+    """True in a worker of a run with several workers (``-n``), and in its controller."""
+    return bool(os.environ.get("PYTEST_XDIST_WORKER")) or bool(getattr(config.option, "numprocesses", None))
+
+
+def servers(item: pytest.Item) -> set[str]:
+    """The shared session servers a test needs (tests/nojvm.py knows the dynamic ones: the ``spark`` marker,
+    a version-set parameter "3.9")."""
+    names = set(getattr(item, "fixturenames", ()))
+    return {s for s in SHARED if s in names} | (nojvm.needs([item]) & set(SHARED))
+
+
+def group(items: list[pytest.Item]) -> dict[str, list[pytest.Item]]:
+    """Items by group name: a test that needs shared servers joins the group of those servers (servers one
+    test needs together share a group: union-find); any other test the group of its module."""
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    needs = {item.nodeid: sorted(servers(item)) for item in items}
+    for names in needs.values():
+        for other in names[1:]:
+            a, b = find(names[0]), find(other)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    groups: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        names = needs[item.nodeid]
+        key = "server." + find(names[0]) if names else item.nodeid.split("::", 1)[0]
+        groups.setdefault(key, []).append(item)
+    return groups
+
+
+def assign(items: list[pytest.Item]) -> None:
+    """Mark each test with its group (``xdist_group``, for ``--dist loadgroup``) and order the items
+    largest group first, keeping the order inside a group."""
+    groups = group(items)
+    # The groups that start a JVM hold the long tests: first, so that the last ones handed out are short.
+    ordered = sorted(groups.items(), key=lambda kv: (not any(i.get_closest_marker("jvm") for i in kv[1]),
+                                                     -len(kv[1]), kv[0]))
+    items[:] = [item for _, members in ordered for item in members]
+    for name, members in ordered:
+        for item in members:
+            item.add_marker(pytest.mark.xdist_group(name.replace("/", ".")))
