@@ -54,9 +54,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_collection_finish(session: pytest.Session) -> None:
     """The session JVMs the selected tests need, started early on a background thread (tests/early.py)."""
     if nojvm.on() or session.config.option.collectonly or os.environ.get("EOSCTL_TEST_EARLY") == "0":
-        return
+        return  # EOSCTL_TEST_EARLY=0: each JVM starts when its first test asks (to compare, to debug)
     if workers.active(session.config):
-        return  # a worker learns which groups it runs only as they come: each server starts when asked  # EOSCTL_TEST_EARLY=0: each JVM starts when its first test asks (to compare, to debug)
+        return  # a worker learns which groups it runs only as they come: each server starts when asked
     factory = session.config._tmp_path_factory  # type: ignore[attr-defined]
     needs = nojvm.needs(session.items)
     if "kafka39" in needs:
