@@ -15,6 +15,7 @@ should be one, or a third that both need).
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,6 +64,16 @@ def edges(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[Edge]:
 
 
 Found = Iterator[tuple[ast.Import | ast.ImportFrom, bool, bool]]
+
+
+@functools.cache
+def _project_edges() -> tuple[Edge, ...]:
+    return tuple(edges(ROOT))
+
+
+def project_edges() -> list[Edge]:
+    """The project's edges, parsed once per test session (each parse of every file took ~3 s)."""
+    return list(_project_edges())
 
 
 def _imports(body: list[ast.stmt], top: bool, runs: bool = True) -> Found:
@@ -208,7 +219,7 @@ def upward(all_edges: list[Edge]) -> list[str]:
 
 def test_the_graph_sees_the_project() -> None:
     """The parser finds the modules and the imports it must judge (else the checks below pass vacuously)."""
-    all_edges = edges(ROOT)
+    all_edges = project_edges()
     names = {(e.source, e.target) for e in all_edges}
     # from eosctl.cluster.wire import WireClient
     assert ("eosctl.inspection.capture", "eosctl.cluster.wire") in names
@@ -222,38 +233,38 @@ def test_the_graph_sees_the_project() -> None:
 
 
 def test_the_core_never_imports_the_auditors_the_tui_or_the_sandbox() -> None:
-    assert crossings(edges(ROOT), "core", {"auditors", "tui", "cli", "sandbox"}) == []
+    assert crossings(project_edges(), "core", {"auditors", "tui", "cli", "sandbox"}) == []
 
 
 def test_the_sandbox_builds_on_the_core_only() -> None:
-    assert crossings(edges(ROOT), "sandbox", {"auditors", "tui", "cli"}) == []
-    all_edges = edges(ROOT)
+    assert crossings(project_edges(), "sandbox", {"auditors", "tui", "cli"}) == []
+    all_edges = project_edges()
     assert crossings(all_edges, "auditors", {"sandbox"}) == []
     assert crossings(all_edges, "tui", {"sandbox"}) == []
 
 
 def test_the_auditors_and_the_tui_never_import_each_other() -> None:
-    all_edges = edges(ROOT)
+    all_edges = project_edges()
     assert crossings(all_edges, "auditors", {"tui"}) == []
     assert crossings(all_edges, "tui", {"auditors"}) == []
 
 
 def test_the_core_has_no_import_cycle() -> None:
-    assert cycles(edges(ROOT), {"core"}) == []
+    assert cycles(project_edges(), {"core"}) == []
 
 
 def test_the_whole_project_has_no_import_cycle() -> None:
-    assert cycles(edges(ROOT), {"core", "cli", "sandbox", "auditors", "tui"}) == []
+    assert cycles(project_edges(), {"core", "cli", "sandbox", "auditors", "tui"}) == []
 
 
 def test_no_cycle_either_through_imports_inside_functions() -> None:
     """A lazy import only hides a cycle from the interpreter (e.g. the command line's completion asking
     eosctl.cli, which imports it, for the root command)."""
-    assert cycles(edges(ROOT), {"core", "cli", "sandbox", "auditors", "tui"}, lazy=True) == []
+    assert cycles(project_edges(), {"core", "cli", "sandbox", "auditors", "tui"}, lazy=True) == []
 
 
 def test_no_cycle_either_through_type_only_imports() -> None:
-    assert cycles(edges(ROOT), {"core", "cli", "sandbox", "auditors", "tui"}, typed=True) == []
+    assert cycles(project_edges(), {"core", "cli", "sandbox", "auditors", "tui"}, typed=True) == []
 
 
 # --- the checks themselves, on planted trees -----------------------------------------------------------
@@ -308,7 +319,7 @@ def test_a_cycle_through_top_level_imports_is_named(tmp_path: Path) -> None:
 
 
 def test_the_core_packages_import_only_downwards() -> None:
-    assert upward(edges(ROOT)) == []
+    assert upward(project_edges()) == []
 
 
 def test_no_core_module_sits_at_the_top_but_the_command_line() -> None:
