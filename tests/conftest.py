@@ -45,6 +45,8 @@ def pytest_configure(config: pytest.Config) -> None:
         nojvm.install()
 
 
+# First: xdist's own hook turns the xdist_group marks set here into its groups (a suffix of each test's id).
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     nojvm.mark(items)
     if workers.active(config):  # `make test`: two xdist workers, each shared server on one (tests/workers.py)
