@@ -71,6 +71,21 @@ UNSAFE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e
 OWN_SEQUENCES = re.compile(r"\x1b\[[0-9;]*m|\x1b\[[0-9]+;[0-9]+H")
 
 
+async def first_data(pilot) -> None:
+    """The app's first refresh has arrived (after a short pause for its first paint)."""
+    await pilot.pause(0.2)
+    await until(pilot, lambda: pilot.app.dash is not None, "the first data")
+
+
+async def audited(pilot) -> None:
+    """The first data, then the Audit view (7) and an audit run in it (a), until its report is in."""
+    app = pilot.app
+    await first_data(pilot)
+    await pilot.press("7", "a")
+    await until(pilot, lambda: not app.view("audit").running and app.view("audit").report is not None,
+                "the audit")
+
+
 def terminal_output(app) -> tuple[str, list[str]]:
     """What the terminal receives for the current screen (escape sequences included) and its lines of
     text, as Textual writes them (the same render as App.export_screenshot, without the SVG)."""
