@@ -79,6 +79,25 @@ def keyed_sink(bootstrap: str, topic: str, group: str, sink: Path, partitions: i
     return hw
 
 
+def audit_offsets(bootstrap: str, topic: str, workdir: Path, rows: list[tuple], code: int = 1) -> dict:
+    """`eosctl audit --engine local --format json` of a DuckDB sink holding ``rows`` (topic, partition,
+    offset) in table `out`, through a config file in ``workdir``; the exit code must be ``code``."""
+    import duckdb
+
+    from tests.helpers import eosctl_json
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    sink = workdir / "sink.duckdb"
+    con = duckdb.connect(str(sink))
+    con.execute("CREATE TABLE out (src_topic VARCHAR, src_partition INTEGER, src_offset BIGINT)")
+    con.executemany("INSERT INTO out VALUES (?, ?, ?)", rows)
+    con.close()
+    cfg = workdir / "eosctl.toml"
+    cfg.write_text(f'[clusters.k]\nbootstrap_servers = "{bootstrap}"\n\n[pipelines.p]\ncluster = "k"\n'
+                   f'source_topics = ["{topic}"]\n\n[pipelines.p.sink]\nduckdb = "{sink}"\ntable = "out"\n')
+    return eosctl_json("audit", "-c", str(cfg), "-p", "p", "--engine", "local", codes=(code,))
+
+
 def epoch_timeline(text: str, wrapped: bool = False) -> list[tuple[str, str, str]]:
     """Rows of `eosctl log`'s "Epoch timeline and anomalies" table as (offset, pid, event); a wrapped
     row's further lines (empty offset) only with ``wrapped``."""
