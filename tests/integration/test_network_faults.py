@@ -62,7 +62,8 @@ def orders(apache_kafka, tmp_path_factory):
     topic, group, big, txid = f"nf-{suffix}", f"nfg-{suffix}", f"nfbig-{suffix}", f"nf-tx-{suffix}"
     sink = tmp_path_factory.mktemp("faults") / "sink.duckdb"
     keyed_sink(direct, topic, group, sink, PARTITIONS, RECORDS, TXN, transactional_id=txid)
-    AdminClient({"bootstrap.servers": direct}).create_topics([NewTopic(big, 1, 1)])[big].result(60)
+    admin = AdminClient({"bootstrap.servers": direct})  # kept: a destroyed client fails its futures
+    admin.create_topics([NewTopic(big, 1, 1)])[big].result(60)
     plain = Producer({"bootstrap.servers": direct, "linger.ms": 20, "compression.type": "none"})
     for i in range(900):
         plain.produce(big, key=str(i).encode(), value=os.urandom(1000), partition=0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from synthetic import Explained, SyntheticSource
 from textual.widgets import Static
-from tuihelp import audited, first_data, rows_of, sync, text_of, until
+from tuihelp import audited, rows_of, started, sync, text_of, until
 
 from tests.unit.rules.test_causes import report
 
@@ -97,8 +97,7 @@ async def test_the_audit_view_before_a_run_says_how_to_run_one():
     from tui.rowtable import RowTable
 
     app = EosApp(Explained(4), refresh_seconds=1)
-    async with app.run_test(size=(120, 30)) as pilot:
-        await first_data(pilot)
+    async with started(app, size=(120, 30)) as pilot:
         await pilot.press("7")
         await pilot.pause(0.2)
         assert app.view("audit").query_one(RowTable).empty == "no audit yet: press a to run one"

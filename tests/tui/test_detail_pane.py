@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 from synthetic import Explained
-from tuihelp import SNAPSHOT, audited, first_data, shown_in, sync, until, words
+from tuihelp import SNAPSHOT, audited, shown_in, started, sync, until, words
 
 from tests.unit.rules.test_causes import report
 
@@ -48,8 +48,7 @@ async def test_the_ledger_pane_shows_every_flag_whole(width):
     from tui.sources import SnapshotSource
 
     app = EosApp(SnapshotSource(str(SNAPSHOT)))
-    async with app.run_test(size=(width, 24)) as pilot:
-        await first_data(pilot)
+    async with started(app, size=(width, 24)) as pilot:
         await pilot.press("6")
         await pilot.pause(0.2)
         (flagged,) = [p for p in app.dash.ledger.partitions if p.flags]
@@ -87,8 +86,7 @@ async def test_the_pane_follows_the_filter_and_is_gone_when_no_row_is_shown():
     from tui.sources import SnapshotSource
 
     app = EosApp(SnapshotSource(str(SNAPSHOT)))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await first_data(pilot)
+    async with started(app) as pilot:
         await pilot.press("6", "slash", *"ched[1")
         await pilot.pause(0.2)
         pane = app.query_one("#ledger-detail")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import io
 import re
@@ -75,6 +76,14 @@ async def first_data(pilot) -> None:
     """The app's first refresh has arrived (after a short pause for its first paint)."""
     await pilot.pause(0.2)
     await until(pilot, lambda: pilot.app.dash is not None, "the first data")
+
+
+@contextlib.asynccontextmanager
+async def started(app, size: tuple[int, int] = (80, 24)):
+    """The app running headless at ``size`` with its first data on screen: the pilot."""
+    async with app.run_test(size=size) as pilot:
+        await first_data(pilot)
+        yield pilot
 
 
 async def audited(pilot) -> None:
