@@ -23,7 +23,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 
 from tests import jvmhelp
 from tests.brokerhelp import audit_offsets, commit_offset
-from tests.helpers import eosctl
+from tests.helpers import eosctl, wait_until
 from tests.txnjava import TxnJava
 
 pytestmark = pytest.mark.integration
@@ -152,10 +152,7 @@ def test_delete_records_through_an_open_transaction(short_lived, java, tmp_path)
     finally:
         jvmhelp.stop(proc, signal.SIGKILL)
     # The coordinator aborts it on its timeout: its records left in the log are aborted, nothing open.
-    deadline = time.monotonic() + 90
-    while (doc := jdoc("log", "--bootstrap", bs, "-t", topic, "-P", "0"))["last_stable_offset"] < 6:
-        assert time.monotonic() < deadline, "the coordinator never aborted the transaction"
-        time.sleep(1)
+    doc = timed_out_abort(bs, topic, lso=6)
     assert [(r["first"], r["last"], r["kind"]) for r in doc["ranges"]] == [
         (3, 4, "ABORTED"), (5, 5, "MARKER")]
     # The audit: nothing expected (the one committed record is below the log start); a sink's row for it is
@@ -174,6 +171,16 @@ def _tp(topic: str):
 
 
 _commit = commit_offset
+
+
+def timed_out_abort(bootstrap: str, topic: str, lso: int) -> dict:
+    """`eosctl log` of partition 0 once the coordinator has aborted the timed-out transaction (its LSO
+    reached ``lso``)."""
+    def log_at_lso() -> dict | None:
+        doc = jdoc("log", "--bootstrap", bootstrap, "-t", topic, "-P", "0")
+        return doc if doc["last_stable_offset"] >= lso else None
+
+    return wait_until("the coordinator's abort of the timed-out transaction", log_at_lso, 90, interval=1)
 
 
 def test_retention_moves_the_log_start_through_a_committed_and_an_aborted_transaction(short_lived, tmp_path):
@@ -277,10 +284,7 @@ def test_compacted_transactional_topic_after_the_cleaner(short_lived, java, tmp_
         jvmhelp.stop(proc, signal.SIGKILL)
     # The open transaction times out (ABORT at 11); new keys from another producer make the log dirty again,
     # and later passes remove the emptied ABORT markers past their horizon, and the aborted record 10.
-    deadline = time.monotonic() + 90
-    while (doc := jdoc("log", "--bootstrap", bs, "-t", topic, "-P", "0"))["last_stable_offset"] < 12:
-        assert time.monotonic() < deadline, "the coordinator never aborted the transaction"
-        time.sleep(1)
+    doc = timed_out_abort(bs, topic, lso=12)
     before.update({10: "ABORTED", 11: "MARKER"})
     writes = iter(range(1000))
 
