@@ -150,9 +150,10 @@ def test_incremental_findings_equal_a_full_audit(bootstrap: str, unique: str, tm
         # offset+1: reconciled at 9..11, so neither a gap at 9 nor a phantom at the marker @12
         ("content_mismatch", 1, 10, 12, 3, None),
     ], key=str)
-    assert sorted(content_rules(two)) == [(0, 8, "different_record", None), (0, 10, "shifted_coordinates", -1),
-                                          (0, 11, "shifted_coordinates", 1), (0, 14, "different_record", None),
-                                          (1, 0, "different_record", None), (1, 10, "shifted_coordinates", 1)]
+    assert sorted(content_rules(two)) == [
+        (0, 8, "different_record", None), (0, 10, "shifted_coordinates", -1),
+        (0, 11, "shifted_coordinates", 1), (0, 14, "different_record", None),
+        (1, 0, "different_record", None), (1, 10, "shifted_coordinates", 1)]
     p.commit_transaction(30)
 
     # Nothing new: the same verdict again, nothing read of the sink.
