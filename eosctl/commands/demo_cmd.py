@@ -61,9 +61,9 @@ def demo(ctx: click.Context, records: int, faults: tuple[str, ...], no_audit: bo
               f"{manifest['committed_output_records']} committed records "
               f"({time.monotonic() - t0:.0f}s)")
     config = point_at_sandbox(workdir / "eosctl.toml", state.bootstrap, home)
-    out.print(f"\nsink      {manifest['sink']['duckdb']}")
-    out.print(f"manifest  {workdir / 'manifest.json'}  (the planted defects: ground truth)")
-    out.print(f"config    {config}")
+    out.print(f"\nsink      {manifest['sink']['duckdb']}", soft_wrap=True)
+    out.print(f"manifest  {workdir / 'manifest.json'}  (the planted defects: ground truth)", soft_wrap=True)
+    out.print(f"config    {config}", soft_wrap=True)
     out.print("\nplanted defects:")
     for line in planted_lines(manifest):
         out.print(line, highlight=False)
@@ -84,7 +84,7 @@ def demo(ctx: click.Context, records: int, faults: tuple[str, ...], no_audit: bo
         f"eosctl tui -c {config}",
         "eosctl sandbox down",
     ):
-        out.print(f"  {cmd}")
+        out.print(f"  {cmd}", soft_wrap=True, highlight=False)  # a command to copy: never wrapped
     err.print(f"\ndemo finished in {time.monotonic() - t0:.0f}s")
     if audit_ran and not agrees:
         ctx.exit(1)

@@ -23,6 +23,7 @@ import pytest
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from eosctl.base.files import shown
 from tests.brokerhelp import commit_offset
 from tests.helpers import eosctl
 
@@ -161,7 +162,8 @@ def test_a_textfile_on_a_full_disk_is_one_line_and_keeps_nothing(bootstrap, topi
     r = cli("exporter", "--bootstrap", bootstrap, "-t", topic, "--once", "--textfile", str(out),
             "--audit-every", "0")
     assert r.exit_code == 2, r.output
-    assert r.stderr.splitlines() == [f"eosctl: error: cannot write --textfile {out}: No space left on "
+    assert r.stderr.splitlines() == [f"eosctl: error: cannot write --textfile {shown(str(out))}: No "
+                                     "space left on "
                                      "device; the earlier reading is kept"]
     assert sorted(os.listdir(full_disk)) == ["filler"]
 

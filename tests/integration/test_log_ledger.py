@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from eosctl.base.files import shown
 from eosctl.sandbox.pipeline import run_pipeline
 from tests.helpers import eosctl
 
@@ -234,7 +235,8 @@ def test_snapshot_stores_an_audit_report_file_and_refuses_a_bad_one(hanging_run,
     result = cli("snapshot", *hop, "--out", str(tmp_path / "x.duckdb"), "--audit-report",
                  str(tmp_path / "bad.json"))
     assert result.exit_code == 2 and not (tmp_path / "x.duckdb").exists()
-    assert result.stderr.startswith(f"eosctl: error: {tmp_path / 'bad.json'} is not an `eosctl audit "
+    assert result.stderr.startswith(f"eosctl: error: {shown(str(tmp_path / 'bad.json'))} is not an "
+                                    "`eosctl audit "
                                     "--format json` report (no 'verdict' field)")
     assert len(result.stderr.strip().splitlines()) == 1
 

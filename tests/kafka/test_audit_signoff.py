@@ -12,6 +12,7 @@ from pathlib import Path
 import duckdb
 from click.testing import CliRunner
 
+from eosctl.base.files import shown
 from eosctl.cli import main
 from tests.kafkasim import KafkaSim
 
@@ -41,7 +42,7 @@ def test_a_small_audit_runs_locally_and_says_so_and_its_verdict_and_path(kafka_s
     assert "engine: local (6 offsets <= 5,000,000; --engine spark for the other, or set [audit] engine)" \
         in result.stderr
     assert result.stdout.strip() == (f"FAIL: 2 gap (2 offsets), 1 duplicate (3 extra rows); junit report "
-                                     f"written to {out}")
+                                     f"written to {shown(str(out))}")
     suite = ET.parse(out).getroot()
     cases = [(c.get("name"), [f.get("type") for f in c.iter("failure")]) for c in suite.iter("testcase")]
     assert cases == [("partition 0: duplicate at offsets 1", ["duplicate"]),

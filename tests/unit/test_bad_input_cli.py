@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from eosctl.base.files import shown
 from tests.helpers import eosctl
 
 REPO = Path(__file__).resolve().parents[2]
@@ -71,7 +72,7 @@ def test_every_file_option_refuses_a_fifo_without_opening_it(fifo, tmp_path):
     ]
     for args, option in cases:
         line = one_error_line(run(*args))
-        assert f"{option}: {fifo} is a named pipe (FIFO), not a regular file" in line, line
+        assert f"{option}: {shown(fifo)} is a named pipe (FIFO), not a regular file" in line, line
 
 
 @pytest.mark.timeout(60)
@@ -82,23 +83,23 @@ def test_a_sink_in_the_config_that_is_a_fifo_is_refused_without_opening_it(fifo,
                       f'source_topics = ["t"]\n\n[pipelines.p.sink]\n{key} = "{fifo}"\n')
     line = one_error_line(run("ledger", "-c", str(config)))
     flag = "--sink-duckdb" if key == "duckdb" else "--sink-parquet"
-    assert line == (f"eosctl: error: {fifo} is a named pipe (FIFO), not a regular file; check "
+    assert line == (f"eosctl: error: {shown(fifo)} is a named pipe (FIFO), not a regular file; check "
                     f"[pipelines.p.sink].{key} or {flag}")
 
 
 def test_env_config_is_checked_like_the_option(fifo):
     line = one_error_line(run("txns", "list", env={"EOSCTL_CONFIG": fifo}))
-    assert f"{fifo} is a named pipe (FIFO), not a regular file" in line
+    assert f"{shown(fifo)} is a named pipe (FIFO), not a regular file" in line
 
 
 def test_a_directory_and_an_oversized_config_are_refused(tmp_path):
     line = one_error_line(run("lag", "-c", str(tmp_path)))
-    assert f"{tmp_path} is a directory, not a regular file" in line
+    assert f"{shown(str(tmp_path))} is a directory, not a regular file" in line
     big = tmp_path / "big.toml"
     with open(big, "wb") as f:
         f.truncate(5 * 1024 * 1024)  # sparse: costs no disk
     line = one_error_line(run("lag", "-c", str(big)))
-    assert f"{big} is 5 MB, more than the 4 MB such a file can be" in line
+    assert f"{shown(str(big))} is 5 MB, more than the 4 MB such a file can be" in line
 
 
 def test_load_config_itself_refuses_special_files(fifo):
@@ -115,7 +116,7 @@ def test_output_files_refuse_directories_and_devices(tmp_path):
     line = one_error_line(run("snapshot", "--bootstrap", "127.0.0.1:1", "-t", "t", "--out", "/dev/null"))
     assert "'--out' / '-o': /dev/null is a character device, not a regular file" in line
     line = one_error_line(run("snapshot", "--bootstrap", "127.0.0.1:1", "-t", "t", "--out", str(tmp_path)))
-    assert f"{tmp_path} is a directory, not a regular file" in line
+    assert f"{shown(str(tmp_path))} is a directory, not a regular file" in line
 
 
 # ---- item 5: names over the OS limit ----------------------------------------------------------------

@@ -14,6 +14,7 @@ import duckdb
 import pytest
 
 from eosctl.base.errors import EosctlError
+from eosctl.base.files import shown
 from tests.helpers import eosctl
 from tests.sample_reports import demo_report
 
@@ -186,8 +187,8 @@ def test_report_recomputes_a_verdict_that_says_pass_over_failing_findings(tmp_pa
     result = cli("report", str(path), "--out", str(tmp_path / "r.html"))
     assert result.exit_code == 0, result.output
     warning, wrote = result.stderr.splitlines()
-    assert warning == (f"eosctl: warning: {path}: the report says PASS, but {failing} of its findings are of "
-                       "kinds it fails on: the verdict is FAIL")
+    assert warning == (f"eosctl: warning: {shown(str(path))}: the report says PASS, but {failing} of its "
+                       "findings are of kinds it fails on: the verdict is FAIL")
     assert wrote.startswith("wrote ") and ": FAIL," in wrote
     page = (tmp_path / "r.html").read_text()
     assert '<section class="verdict fail"' in page and "PASS — no failing findings" not in page
@@ -212,7 +213,7 @@ def test_a_deeply_nested_toml_is_one_line(tmp_path: Path, text: str) -> None:
     path = tmp_path / "deep.toml"
     path.write_text(text)
     line = assert_one_line(cli("lag", "-c", str(path), "-t", "t"))
-    assert line == f"eosctl: error: {path}: not valid TOML: arrays or tables nested too deeply"
+    assert line == f"eosctl: error: {shown(str(path))}: not valid TOML: arrays or tables nested too deeply"
 
 
 def test_a_toml_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:

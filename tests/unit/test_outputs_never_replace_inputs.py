@@ -13,6 +13,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from eosctl.base.files import shown
 from tests.helpers import eosctl
 from tests.sample_reports import demo_report
 
@@ -53,7 +54,8 @@ def test_audit_out_naming_the_configs_sink_is_refused_and_the_sink_stays(config,
     before = _bytes(sink)
     line = one_line(run("audit", "-c", str(config), "-p", "p", "--engine", "local", "--format", "json",
                         "--out", str(sink), "--force"))
-    assert line == (f"eosctl: error: --out {sink} is a file this command reads; an output never replaces "
+    assert line == (f"eosctl: error: --out {shown(str(sink))} is a file this command reads; an output "
+                    "never replaces "
                     "an input: pick another --out")
     assert _bytes(sink) == before
     assert duckdb.connect(str(sink), read_only=True).execute("SELECT answer FROM mine").fetchone() == (42,)
@@ -67,7 +69,8 @@ def test_audit_out_naming_the_sink_by_another_spelling_or_a_link_is_refused(conf
     for out in (str(link), str(hard), f"{tmp_path}/./sink.duckdb"):
         line = one_line(run("audit", "-c", str(config), "-p", "p", "--engine", "local", "--out", out,
                             "--force"))
-        assert line == (f"eosctl: error: --out {out} is a file this command reads ({sink}); an output never "
+        assert line == (f"eosctl: error: --out {shown(str(out))} is a file this command reads "
+                        f"({shown(str(sink))}); an output never "
                         "replaces an input: pick another --out")
     assert _bytes(sink) == before and not sink.is_symlink()
 
@@ -75,7 +78,8 @@ def test_audit_out_naming_the_sink_by_another_spelling_or_a_link_is_refused(conf
 def test_audit_out_naming_the_config_is_refused(config):
     before = config.read_text()
     line = one_line(run("audit", "-c", str(config), "-p", "p", "--out", str(config), "--force"))
-    assert line == (f"eosctl: error: --out {config} is a file this command reads; an output never replaces "
+    assert line == (f"eosctl: error: --out {shown(str(config))} is a file this command reads; an output "
+                    "never replaces "
                     "an input: pick another --out")
     assert config.read_text() == before
 
@@ -84,7 +88,8 @@ def test_audit_out_to_an_existing_file_needs_force(config, tmp_path):
     out = tmp_path / "old.json"
     out.write_text("keep me")
     line = one_line(run("audit", "-c", str(config), "-p", "p", "--out", str(out)))
-    assert line == (f"eosctl: error: --out {out} already exists; pass --force to replace it or pick another "
+    assert line == (f"eosctl: error: --out {shown(str(out))} already exists; pass --force to replace it "
+                    "or pick another "
                     "--out")
     assert out.read_text() == "keep me"
 
@@ -94,7 +99,8 @@ def test_report_out_naming_its_source_is_refused(tmp_path):
     src.write_text(demo_report().to_json())
     before = src.read_text()
     line = one_line(run("report", str(src), "--out", str(src), "--force"))
-    assert line == (f"eosctl: error: --out {src} is a file this command reads; an output never replaces "
+    assert line == (f"eosctl: error: --out {shown(str(src))} is a file this command reads; an output "
+                    "never replaces "
                     "an input: pick another --out")
     assert src.read_text() == before
 
@@ -123,7 +129,8 @@ def test_report_says_wrote_with_the_path_escaped(tmp_path):
 def test_snapshot_force_out_naming_the_sink_is_refused(config, sink):
     before = _bytes(sink)
     line = one_line(run("snapshot", "-c", str(config), "-p", "p", "--force", "--out", str(sink)))
-    assert line == (f"eosctl: error: --out {sink} is a file this command reads; an output never replaces "
+    assert line == (f"eosctl: error: --out {shown(str(sink))} is a file this command reads; an output "
+                    "never replaces "
                     "an input: pick another --out")
     assert _bytes(sink) == before
 
@@ -140,7 +147,8 @@ def test_exporter_textfile_naming_the_sink_is_refused(config, sink):
     before = _bytes(sink)
     line = one_line(run("exporter", "-c", str(config), "--once", "--textfile", str(sink), "--force",
                         "--audit-every", "0"))
-    assert line == (f"eosctl: error: --textfile {sink} is a file this command reads; an output never "
+    assert line == (f"eosctl: error: --textfile {shown(str(sink))} is a file this command reads; an "
+                    "output never "
                     "replaces an input: pick another --textfile")
     assert _bytes(sink) == before
 
@@ -150,7 +158,8 @@ def test_exporter_textfile_replaces_another_file_only_with_force(config, tmp_pat
     out.write_text("my notes\n")
     line = one_line(run("exporter", "-c", str(config), "--once", "--textfile", str(out),
                         "--audit-every", "0"))
-    assert line == (f"eosctl: error: --textfile {out} already exists; pass --force to replace it or pick "
+    assert line == (f"eosctl: error: --textfile {shown(str(out))} already exists; pass --force to "
+                    "replace it or pick "
                     "another --textfile")
     assert out.read_text() == "my notes\n"
 
@@ -168,7 +177,7 @@ def test_sandbox_pipeline_refuses_a_workdir_with_files(tmp_path, sink):
     (tmp_path / "eosctl.toml").write_text("mine")
     line = one_line(run("sandbox", "pipeline", "--bootstrap", "127.0.0.1:1", "--yes", "--workdir",
                         str(tmp_path)))
-    assert line.startswith(f"eosctl: error: --workdir {tmp_path} is not empty (")
+    assert line.startswith(f"eosctl: error: --workdir {shown(str(tmp_path))} is not empty (")
     assert line.endswith("pass --force")
     assert (tmp_path / "eosctl.toml").read_text() == "mine"
     assert duckdb.connect(str(sink), read_only=True).execute("SELECT answer FROM mine").fetchone() == (42,)

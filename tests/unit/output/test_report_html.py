@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 from sample_reports import TOPIC, demo_report, many_partitions_report, txn_log
 
+from eosctl.base.files import shown
 from eosctl.cli import main
 from eosctl.cluster.model import Kind, OffsetRange, PartitionLog
 from eosctl.output.gapmap import MIN_FINDING_W
@@ -285,7 +286,7 @@ def test_report_verb_renders_a_json_report(tmp_path):
     out = tmp_path / "audit.html"
     result = CliRunner().invoke(main, ["report", str(src), "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert f"wrote {out}: FAIL, 11 findings in 3 partitions" in result.stderr
+    assert f"wrote {shown(str(out))}: FAIL, 11 findings in 3 partitions" in result.stderr
     page = Page(out.read_text())
     assert json.loads(page.scripts["eosctl-report"]) == json.loads(demo_report().to_json())
     assert f"{src} (JSON report, file written" in out.read_text()
