@@ -17,12 +17,13 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from eosctl.base.errors import BrokerError
-from eosctl.cluster.clients import Admins
+from eosctl.cluster.clients import Admins, kafka_admin
 from eosctl.cluster.wire import WireClient
 from eosctl.config.model import Cluster, Pipeline, Sink
 from eosctl.config.target import Target
 from eosctl.inspection.capture import capture
 from eosctl.inspection.live import LiveModel
+from tests.helpers import wait_until
 from tests.kafka.test_live_model import reading
 
 pytestmark = pytest.mark.integration
@@ -55,6 +56,7 @@ class Sandbox:
         self.group = self.topic + GROUP_SUFFIX
         self.admin = AdminClient({"bootstrap.servers": bootstrap})
         self.wire = WireClient(bootstrap)
+        self.txn_admin = kafka_admin(Cluster("c", bootstrap))
         self.stored: dict[int, int] = {}
         self.committed: dict[int, int] = {}
         self.open = False
@@ -98,9 +100,25 @@ class Sandbox:
 
     def _commit(self, partition: int, n: int) -> None:
         self._write("a", partition, n).commit_transaction(TIMEOUT)
+        self.settle("a")
 
     def _abort(self, partition: int, n: int) -> None:
         self._write("a", partition, n).abort_transaction(TIMEOUT)
+        self.settle("a")
+
+    def settle(self, name: str) -> None:
+        """Until the coordinator has written the markers of the transaction that just ended: EndTxn answers
+        once PrepareCommit/PrepareAbort is in the transaction log, and the markers reach the partitions
+        after (TransactionCoordinator.endTransaction, then the marker channel), so a reading taken at once
+        and one taken a moment later could differ (this test failed ~1 run in 3 on that)."""
+        tid = f"{self.topic}.{name}"
+
+        def state() -> str:
+            desc = self.txn_admin.describe_transactions([tid])[tid]
+            return str(getattr(desc.state, "value", desc.state))
+
+        wait_until(f"the markers of {tid}'s last transaction", lambda: not state().startswith("Prepare"),
+                   TIMEOUT)
 
     def _open(self, partition: int, n: int) -> None:
         if not self.open:
@@ -111,11 +129,13 @@ class Sandbox:
         if self.open:
             p = self.producers["b"]
             p.commit_transaction(TIMEOUT) if commit else p.abort_transaction(TIMEOUT)
+            self.settle("b")
             self.open = False
 
     def _fence(self) -> None:
         """A new instance of "b" takes over: the open transaction (if any) is aborted by the broker."""
         self.producers["b"] = self.producer("b")
+        self.settle("b")
         self.open = False
 
     def hw(self, partition: int) -> tuple[int, int]:
@@ -174,6 +194,7 @@ class Sandbox:
 
     def close(self) -> None:
         self.wire.close()
+        self.txn_admin.close()
 
 
 @settings(max_examples=2, deadline=None, derandomize=True,
