@@ -139,31 +139,34 @@ def spark_audits(path: Path, size: int, master: str, args: argparse.Namespace, w
     from auditors import spark as sparks
     from auditors.engine import EngineOptions
     from auditors.engine import run as audit
+    from auditors.guard import Owned
     from eosctl.config.model import Sink
 
     # The synthetic source travels to the executors by value: their Python has no benchmarks/ on its path.
     cloudpickle.register_pickle_by_value(audit_bench)
     extra = {"spark.executor.memory": args.executor_memory, "spark.executor.cores": "1"}
-    spark = sparks.session(master=master, driver_memory=args.driver_memory, extra=extra)
-    try:
-        options = EngineOptions("spark", master=master, driver_memory=args.driver_memory)
-        out: dict = {}
-        for name, file, n, key in (("warm-up", warm, 100_000, "order_id"), ("offsets only", path, size, None),
-                                   ("keyed", path, size, "order_id")):
-            inp = _input(file, n, args.task_memory, Sink(duckdb=str(file), table="sink", key_column=key))
-            t = time.monotonic()
-            report = audit(inp, options)
-            seconds = time.monotonic() - t
-            if name != "warm-up":
-                out[name] = seconds
-                # key_duplicate: findings (keys), not their count (places)
-                out[name + " findings"] = {**_counts(report), "key_duplicate": sum(
-                    f.kind == "key_duplicate" for f in report.findings)}
-                out[name + " keys step"] = report.engine.get("keys_seconds")
-        return out
-    finally:
-        spark.stop()
-        sparks.forget(spark)
+    # The JVM outlives SparkSession.stop(): the guard kills what this session started (not the cluster).
+    with Owned():
+        spark = sparks.session(master=master, driver_memory=args.driver_memory, extra=extra)
+        try:
+            options = EngineOptions("spark", master=master, driver_memory=args.driver_memory)
+            out: dict = {}
+            for name, file, n, key in (("warm-up", warm, 100_000, "order_id"),
+                                       ("offsets only", path, size, None), ("keyed", path, size, "order_id")):
+                inp = _input(file, n, args.task_memory, Sink(duckdb=str(file), table="sink", key_column=key))
+                t = time.monotonic()
+                report = audit(inp, options)
+                seconds = time.monotonic() - t
+                if name != "warm-up":
+                    out[name] = seconds
+                    # key_duplicate: findings (keys), not their count (places)
+                    out[name + " findings"] = {**_counts(report), "key_duplicate": sum(
+                        f.kind == "key_duplicate" for f in report.findings)}
+                    out[name + " keys step"] = report.engine.get("keys_seconds")
+            return out
+        finally:
+            spark.stop()
+            sparks.forget(spark)
 
 
 def synthetic_main(args: argparse.Namespace) -> None:
