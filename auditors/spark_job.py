@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from auditors.grouping import tasks as group_items
 from auditors.outcome import Outcome, outcome
 from auditors.plan import AuditInput, WorkItem
-from auditors.task import _WRITER_TYPES, OUT_SCHEMA, PHASE_KEYS, PHASE_TASKS, group_task
+from auditors.task import _OUT_NAMES, _WRITER_TYPES, OUT_SCHEMA, PHASE_KEYS, PHASE_TASKS, group_task
 from eosctl.base.errors import EosctlError
 from eosctl.base.gcpause import paused
 from eosctl.base.progress import Progress, Step, silent
@@ -47,22 +47,25 @@ def run_spark(spark: Any, inp: AuditInput, items: list[WorkItem], progress: Prog
 
         is_key = F.col("rec") == "key"
         group = F.when(is_key, F.col("key")).otherwise(F.monotonically_increasing_id().cast("string"))
-        by_key = Window.partitionBy("is_key", "g")
+        # Keyed by whether the row is a key's too: a key that reads like a task row's id is still a key.
+        by_key = Window.partitionBy(F.col("g"), F.col("row").isNull())
         place = F.struct("topic", "partition", "first_offset")
+        # Through the shuffle a key row carries its place and writer only; a task row (summary, finding,
+        # task, error: a few per partition) all of its columns, packed in one (null for key rows).
+        narrow = frame.select(group.alias("g"), F.when(~is_key, F.struct(*_OUT_NAMES)).alias("row"),
+                              "topic", "partition", "first_offset", *(name for name, _ in _WRITER_TYPES))
         # min <> max of a key's places: true exactly when it has two distinct places, however often the
-        # sink repeats one (no count of rows, no set of places per key).
-        frame = (frame.select("*", is_key.alias("is_key"), group.alias("g"))
-                 .select("*", (F.min(place).over(by_key) != F.max(place).over(by_key)).alias("dup"))
-                 .where(~F.col("is_key") | F.col("dup"))
-                 .drop("is_key", "g", "dup"))
+        # sink repeats one (no count of rows, no set of places per key). A task row's window is its own.
+        frame = (narrow.select("*", (F.min(place).over(by_key) != F.max(place).over(by_key)).alias("dup"))
+                 .where(F.col("row").isNotNull() | F.col("dup")).drop("dup"))
     with _TaskProgress(spark, len(tasks), want_keys, progress) as phases:
         table = _collect(frame)
     with paused():  # a row and a finding each for 100k findings, no cycles among them (eosctl.base.gcpause)
         rows = table.to_pylist()
         if not want_keys:
             return outcome(rows, [], phases.tasks_seconds, 0.0, len(tasks))
-        keys = _key_findings(r for r in rows if r["rec"] == "key")
-        return outcome((r for r in rows if r["rec"] != "key"), keys, phases.tasks_seconds,
+        keys = _key_findings(r for r in rows if r["row"] is None)
+        return outcome((r["row"] for r in rows if r["row"] is not None), keys, phases.tasks_seconds,
                        phases.keys_seconds, len(tasks))
 
 
@@ -72,7 +75,7 @@ def _key_findings(rows: Iterable[dict[str, Any]]) -> list[Finding]:
     places: dict[str, dict[tuple[str, int, int], dict[str, Any]]] = {}
     for r in rows:
         at = (r["topic"], r["partition"], r["first_offset"])
-        places.setdefault(r["key"], {})[at] = {
+        places.setdefault(r["g"], {})[at] = {
             "topic": at[0], "partition": at[1], "offset": at[2],
             **{name: r[name] for name, _ in _WRITER_TYPES}}
     return [key_finding(key, list(at.values())) for key, at in places.items()]
