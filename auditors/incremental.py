@@ -9,7 +9,13 @@
 - of the sink, only the rows added since (eosctl.sink.tail.DuckDBTail, by DuckDB rowid; a sink whose rows
   were deleted is noticed and read again whole), added to the islands kept per partition;
 - of the key index, the places of the keys the new rows carry, the keys of the last key_duplicate findings
-  and the keys of rows whose offsets were not yet committed at the last run.
+  and the keys of rows whose offsets were not yet committed at the last run;
+- with the content check (a key column, and not --no-content-check), per partition the rows from a cut
+  below the new rows and the new records (the last rows the new records are neighbours of) with the records
+  around them, from the state's record index: eosctl.rules.content judges them as the full audit judges the
+  whole partition (the cut: the last row below that holds its own record's key and no neighbour's, so no
+  run of rows crosses it; the rows below keep their findings), and a partition whose writer stored shifted
+  offsets is reconciled at the offsets its rows hold, as auditors.contentcheck does.
 
 The per-partition rule (eosctl.rules.rule) then runs on the whole log model and the whole islands, which
 cost O(ranges + islands), not O(offsets): the findings, their runs across the old and new offsets and
@@ -26,11 +32,12 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from auditors import incstate
+from auditors.contentcheck import _reconciled, _value_name
 from auditors.engine import engine_facts
 from auditors.keydups import duplicate_keys, writers_table
 from auditors.plan import AuditInput, prepare
@@ -42,6 +49,7 @@ from eosctl.base.files import shown as shown_path
 from eosctl.base.gcpause import paused
 from eosctl.base.progress import Progress, Step, silent
 from eosctl.cluster.model import TP
+from eosctl.config.model import value_mode
 from eosctl.report.findings import KINDS, AuditReport, Finding
 from eosctl.rules.causes import committed_writers, explain_finding
 from eosctl.rules.rule import audit_partition
@@ -69,13 +77,27 @@ class Run:
     full_at: float  # when the last full audit ran (Unix time): this one, or the one the state began with
 
 
+@dataclass
+class Content:
+    """One partition's content check as the last run left it (kept in the state): its findings and shifts,
+    whether its rows showed the key (value) column comparable (eosctl.rules.content: a partition where none
+    did is not judged), and per leader epoch the lowest offset of a row holding its record's key."""
+
+    findings: list[Finding]
+    shifts: list[Any]
+    judged: bool
+    values_judged: bool
+    matched: dict[int, int]
+
+
 def audit_incremental(target: Target, sink: Sink, state_path: str, *, full_every: float = DEFAULT_FULL_EVERY,
                       fail_on: tuple[str, ...] = KINDS, progress: Progress = silent,
                       started: float | None = None, reads: tuple[str, ...] = (), option: str = OPTION,
-                      **_: Any) -> AuditReport:
+                      content: bool = True, **_: Any) -> AuditReport:
     """Audit what is new since ``state_path``'s verdict (a full audit where there is none yet, or where
     ``full_every`` seconds passed since the last full one) and write the new state there (beside, then
-    renamed: never one of ``reads``). The report's ``engine.incremental`` says which it was."""
+    renamed: never one of ``reads``). The report's ``engine.incremental`` says which it was. ``content``:
+    the content check, where the sink names a key column (as the full audit's)."""
     t_start = started if started is not None else time.monotonic()
     _check_supported(sink)
     # An input is never the state (by inode, whatever it holds); then a file there must be a state.
@@ -93,7 +115,9 @@ def audit_incremental(target: Target, sink: Sink, state_path: str, *, full_every
         ident = _identity(target, sink, client.cluster_id, {t: client.topic_ids.get(t) for t in leaders})
         if prev is not None:
             _refuse_other(prev.meta, ident, state_path, option)
-        reason = _full_reason(prev, full_every)
+        # What the scans decode of each record: its key (and value hash) for the content check, or nothing.
+        keys: bool | str = (value_mode(sink) or True) if content and sink.key_column is not None else False
+        reason = _full_reason(prev, full_every, _mode(keys))
         with writing_output(state_path, reads, False, option, also=(".wal",), ours=incstate.is_state) as tmp:
             if prev is not None and not reason:
                 shutil.copyfile(state_path, tmp)  # the key index goes on from the last one's
@@ -105,12 +129,14 @@ def audit_incremental(target: Target, sink: Sink, state_path: str, *, full_every
                 con.execute("SET preserve_insertion_order = false")
                 # The sink first, then Kafka: a row written meanwhile is at an offset the scan reads.
                 progress(Step("reading the sink's new rows"))
-                tail, sink_read, restarted = _read_sink(sink, None if reason else prev, con)
+                tail, sink_read, restarted = _read_sink(sink, None if reason else prev, con,
+                                                        values=bool(keys) and keys is not True)
                 if restarted and not reason:
                     reason = "the sink's rows were deleted or rewritten since the last audit"
                 if reason:  # everything read again: the index is this run's rows alone
                     con.execute("DELETE FROM key_index")
                     con.execute("DELETE FROM pending_keys")
+                    con.execute("DELETE FROM records")
                 t_scan = time.monotonic()
                 progress(Step("reading the log past the last audit"))
                 tps = [(t, p) for t in target.topics for p in sorted(leaders.get(t, {}))]
@@ -121,36 +147,52 @@ def audit_incremental(target: Target, sink: Sink, state_path: str, *, full_every
                     scan = kept.get(tp)
                     if scan is not None and _still_the_log(scan, offsets[tp]):
                         scan.extend(offsets[tp])
+                        if keys:  # the keys of the records past where it stopped
+                            from eosctl.cluster.recordkeys import KeyCollector  # lazy: 90 ms to import
+
+                            mode = keys if isinstance(keys, str) else None
+                            scan.keys = KeyCollector(scan.next, scan.end, mode)
                         scans[tp] = scan
                     else:
                         whole.append(tp)
-                scans.update(open_scans(client, whole, offsets=offsets))
+                scans.update(open_scans(client, whole, offsets=offsets, keys=keys))
                 before = {tp: s.next for tp, s in scans.items()}
                 run_scans(client, scans, progress)
                 changed = [tp for tp, s in scans.items() if s.changed]
                 if changed:  # the log under a resumed scan is not the one it read (compacted, truncated)
-                    again = open_scans(client, changed, offsets=offsets)
+                    again = open_scans(client, changed, offsets=offsets, keys=keys)
                     run_scans(client, again)
                     scans.update(again)
                     whole += changed
                     before.update({tp: s.start for tp, s in again.items()})
                 new_offsets = sum(s.next - before[tp] for tp, s in scans.items())
                 logs = {tp: s.finish() for tp, s in scans.items()}
+                for s in scans.values():
+                    s.keys = None  # the records' keys go to the record index, not into the kept scan
+                if keys:
+                    _add_records(con, logs, whole)
                 settle(logs.values())
                 identify(client, logs.values())
                 progress(Step("reconciling"))
-                t_reconcile = time.monotonic()
+                t_keys = time.monotonic()
                 with paused():
-                    summaries, findings = _reconcile(target, sink, tail, logs, client, leaders, offsets)
+                    # The key index first: the content check reads the new rows from it.
+                    dups, keys_checked = _key_duplicates(con, sink, logs, prev, bool(reason), whole)
+                    t_reconcile = time.monotonic()
+                    checker = None
+                    if keys:
+                        checker = _Checker(con, sink, logs, {} if reason or prev is None else prev.content,
+                                           set(whole), before)
+                    summaries, findings = _reconcile(target, sink, tail, logs, client, leaders, offsets,
+                                                     checker)
                     invalid = [explain_finding(f) for f in tail.invalid_rows()]
-                    t_keys = time.monotonic()
-                    keys, keys_checked = _key_duplicates(con, sink, logs, prev, bool(reason), whole)
                     t_done = time.monotonic()
                 now = time.time()
                 meta = {**ident, "full_at": now if reason else prev.meta["full_at"] if prev else now,
-                        "audited_at": now,
+                        "audited_at": now, "content": _mode(keys),
                         "lso": {f"{t}\t{p}": log.last_stable_offset for (t, p), log in logs.items()}}
-                incstate.save(con, incstate.State(meta, scans, tail.state, keys))
+                incstate.save(con, incstate.State(meta, scans, tail.state, dups,
+                                                  checker.kept if checker is not None else {}))
             finally:
                 con.close()
     run = Run(bool(reason), reason, new_offsets, sink_read, keys_checked, meta["full_at"])
@@ -159,12 +201,13 @@ def audit_incremental(target: Target, sink: Sink, state_path: str, *, full_every
                                              "read_at": datetime.now(UTC).isoformat(timespec="seconds")})
     # The engines' timings, read as this run spent them: the sink's new rows and the state file are its
     # preparation, the log past the last run its scan.
-    timings = {"partitions_seconds": round(t_keys - t_scan, 3),
-               "scan_seconds": round(t_reconcile - t_scan, 3),
-               "reconcile_seconds": round(t_keys - t_reconcile, 3), "keys_seconds": round(t_done - t_keys, 3)}
+    timings = {"partitions_seconds": round(t_done - t_scan - (t_reconcile - t_keys), 3),
+               "scan_seconds": round(t_keys - t_scan, 3),
+               "reconcile_seconds": round(t_done - t_reconcile, 3),
+               "keys_seconds": round(t_reconcile - t_keys, 3)}
     engine = engine_info(run, t_scan - t_start, timings)
     with paused():
-        return AuditReport.build(summaries, findings + keys + invalid, fail_on,
+        return AuditReport.build(summaries, findings + dups + invalid, fail_on,
                                  sink=f"{shown(sink)} ({sink.table})", sink_read_point=point,
                                  group=target.group, engine=engine,
                                  elapsed_seconds=time.monotonic() - t_start)
@@ -213,9 +256,16 @@ def _refuse_other(was: dict[str, Any], now: dict[str, Any], path: str, option: s
                               "(a full audit writes it)")
 
 
-def _full_reason(prev: incstate.State | None, full_every: float) -> str:
+def _mode(keys: bool | str) -> str:
+    """The content check a state was written with: "off", "keys", or the value mode."""
+    return "off" if not keys else "keys" if keys is True else str(keys)
+
+
+def _full_reason(prev: incstate.State | None, full_every: float, content: str) -> str:
     if prev is None:
         return "no state yet"
+    if prev.meta.get("content", "off") != content:
+        return "the content check was turned on or off (or its value column changed) since the last audit"
     if full_every > 0 and time.time() - float(prev.meta.get("full_at", 0)) >= full_every:
         return f"the last full audit is {full_every:g}s old or more (--full-every)"
     return ""
@@ -230,15 +280,16 @@ def _still_the_log(scan: Any, o: Any) -> bool:
 class _Tail:
     """The sink's rows read on from the state's point, with each slice's keys put in the key index."""
 
-    def __init__(self, sink: Sink, con: Any) -> None:
+    def __init__(self, sink: Sink, con: Any, values: bool = False) -> None:
         from eosctl.sink.tail import DuckDBTail  # lazy: eosctl.sink.tail 30 ms to import
 
-        self.con, self.restarted = con, False
+        self.con, self.restarted, self.values = con, False, values
         self.keyed = sink.key_column is not None
         # Few large slices: a batch audit, not the live model's short holds of the file.
         self.tail = DuckDBTail(sink, slice_s=SLICE_S, on_rows=self._rows, first_chunk=1 << 20,
                                max_chunk=1 << 23)
-        con.execute("CREATE TEMP TABLE fresh (h UBIGINT, k VARCHAR, t VARCHAR, p INTEGER, o BIGINT)")
+        con.execute("CREATE TEMP TABLE fresh (h UBIGINT, k VARCHAR, t VARCHAR, p INTEGER, o BIGINT, "
+                    "vh UBIGINT)")
 
     def _rows(self, reader: Any) -> None:
         if reader is None:  # the sink is read again from its first row: the index starts over too
@@ -246,15 +297,25 @@ class _Tail:
             self.con.execute("DELETE FROM fresh")
             return
         if self.keyed:
-            arrow = reader.conn.sql(reader.key_rows_sql()).to_arrow_table()
+            arrow = reader.conn.sql(reader.key_rows_sql(self.values)).to_arrow_table()
+            vh = "NULL"
+            if self.values:  # the value's hash as the content check compares it (eosctl.cluster.recordkeys)
+                import pyarrow as pa  # lazy: pyarrow 50 ms to import
+
+                from eosctl.cluster.recordkeys import hash_arrow  # lazy: 90 ms to import
+
+                arrow = arrow.append_column("vh", pa.array(hash_arrow(arrow.column("v")), pa.uint64()))
+                vh = "vh"
             self.con.register("slice_keys", arrow)
-            self.con.execute("INSERT INTO fresh SELECT hash(k), k, t, p, o FROM slice_keys")
+            self.con.execute(f"INSERT INTO fresh SELECT hash(k), k, t, p, o, {vh} FROM slice_keys")
             self.con.unregister("slice_keys")
 
 
-def _read_sink(sink: Sink, prev: incstate.State | None, con: Any) -> tuple[Any, int, bool]:
-    """(the tail, caught up; the sink rows it read; whether it read the sink again from its first row)."""
-    reading = _Tail(sink, con)
+def _read_sink(sink: Sink, prev: incstate.State | None, con: Any, values: bool = False
+               ) -> tuple[Any, int, bool]:
+    """(the tail, caught up; the sink rows it read; whether it read the sink again from its first row).
+    ``values``: the key index keeps each row's value hash too (the content check compares values)."""
+    reading = _Tail(sink, con, values)
     if prev is not None and prev.tail is not None:
         reading.tail.state = prev.tail
     before = reading.tail.state.rows_read
@@ -294,9 +355,12 @@ class _Known:
 
 
 def _reconcile(target: Target, sink: Sink, tail: Any, logs: dict[TP, Any], client: Any,
-               leaders: dict[str, dict[int, int]], offsets: dict[TP, Any]) -> tuple[list, list[Finding]]:
+               leaders: dict[str, dict[int, int]], offsets: dict[TP, Any],
+               checker: _Checker | None = None) -> tuple[list, list[Finding]]:
     """Every partition's summary and findings: the rule of eosctl.rules.rule on the whole log model and
-    the whole islands (what the full audit's tasks run), the plan as auditors.plan makes it."""
+    the whole islands (what the full audit's tasks run), the plan as auditors.plan makes it; with
+    ``checker``, the content findings added and a partition with shifted rows reconciled at the offsets
+    they hold (as auditors.contentcheck.with_content)."""
     inp = AuditInput(source=_Known(client, leaders, offsets), sink=sink, topics=target.topics,
                      cluster=target.cluster, group=target.group)
     items = prepare(inp, _TailReader(tail))
@@ -309,6 +373,13 @@ def _reconcile(target: Target, sink: Sink, tail: Any, logs: dict[TP, Any], clien
                                          expected_upto=item.expected_upto, check_offsets=item.check_offsets,
                                          stored_offset=item.stored_offset,
                                          committed_offset=item.committed_offset, group=target.group)
+        if checker is not None and log is not None and islands:
+            triples = [(i.first, i.last, i.multiplicity) for i in islands]
+            content = checker.check(item.tp, triples)
+            if content is not None:
+                if content.shifts:
+                    summary, found = _reconciled(item, log, triples, content.shifts, target.group)
+                found = [*found, *content.findings]
         summaries.append(summary)
         ordered.append((item, found))
     if sink.order_column and any(f.kind == "duplicate" for _, fs in ordered for f in fs):
@@ -368,4 +439,168 @@ def _key_duplicates(con: Any, sink: Sink, logs: dict[TP, Any], prev: incstate.St
     return found, int(checked)
 
 
-__all__ = ["DEFAULT_FULL_EVERY", "Run", "audit_incremental"]
+def _add_records(con: Any, logs: dict[TP, Any], whole: list[TP]) -> None:
+    """The records this run's scans read into the state's record index (a partition read whole replaces
+    its records there): what a later run's content check reads of the records around the rows it checks."""
+    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+
+    for tp, log in logs.items():
+        rk = log.record_keys
+        if rk is None:
+            continue
+        if tp in whole:
+            con.execute("DELETE FROM records WHERE t = ? AND p = ?", list(tp))
+        if not len(rk):
+            continue
+        n = len(rk)
+        con.register("new_records", pa.table({
+            "o": rk.offsets, "e": rk.epochs, "c": rk.control, "kh": pa.array(rk.keys, pa.uint64()),
+            "vh": pa.array(rk.values, pa.uint64()) if rk.values is not None else pa.nulls(n, pa.uint64())}))
+        con.execute("INSERT INTO records SELECT ?, ?, o, e, c, kh, vh FROM new_records", list(tp))
+        con.unregister("new_records")
+
+
+class _Checker:
+    """The content check of each partition, from the state's key index and record index: only the rows
+    from a cut below what is new (eosctl.rules.content.cut_at), the findings below the cut kept."""
+
+    WINDOW = 64  # rows below the first new one looked at for a cut; 8x more each time none is there
+
+    def __init__(self, con: Any, sink: Sink, logs: dict[TP, Any], prev: dict[TP, Content], whole: set[TP],
+                 before: dict[TP, int]) -> None:
+        self.con, self.sink, self.logs, self.prev, self.whole = con, sink, logs, prev, whole
+        self.values = value_mode(sink) is not None
+        self.value_name = _value_name(sink) if self.values else "value column"
+        # Where each partition's records start being new: the scans' positions before this run.
+        self.new_records = {tp: o for tp, o in before.items() if tp not in whole}
+        self.kept: dict[TP, Content] = {}
+        self.lowest_new = {(t, p): o for t, p, o in con.execute(
+            "SELECT t, p, min(o) FROM fresh GROUP BY t, p").fetchall()}
+
+    def check(self, tp: TP, islands: list[tuple[int, int, int]]) -> Content | None:
+        """The partition's content findings and shifts (None: it has no row with a key)."""
+        from eosctl.rules.content import MAX_SHIFT  # lazy: 35 ms to import
+
+        prev = self.prev.get(tp)
+        log = self.logs[tp]
+        if prev is not None and tp not in self.whole:
+            lo = self.lowest_new.get(tp)
+            if log.scanned_to > self.new_records[tp]:  # new records: the rows near them are judged again
+                edge = self.new_records[tp] - MAX_SHIFT
+                lo = edge if lo is None else min(lo, edge)
+            if lo is None:  # nothing new here: the last verdict stands
+                self.kept[tp] = prev
+                return prev
+            cut = self._cut(tp, lo)
+            if cut is not None:
+                got = self._suffix(tp, islands, prev, cut)
+                if got is not None:
+                    self.kept[tp] = got
+                    return got
+        got = self._whole(tp, islands)
+        if got is not None:
+            self.kept[tp] = got
+        return got
+
+    def _rows(self, tp: TP, lo: int | None, hi: int | None) -> tuple[Any, Any, Any]:
+        """(offsets, keys as Arrow strings, value hashes or None) of the partition's rows in [lo, hi)."""
+        import numpy as np  # lazy: numpy 31 ms to import
+
+        where, args = self._where(tp, lo, hi)
+        table = self.con.sql(f"SELECT o, k, vh FROM key_index WHERE {where}", params=args).to_arrow_table()
+        vh = table.column(2).to_numpy(zero_copy_only=False).astype(np.uint64) if self.values else None
+        return table.column(0).to_numpy().astype(np.int64), table.column(1).combine_chunks(), vh
+
+    def _records(self, tp: TP, lo: int | None, hi: int | None) -> Any:
+        """The records in [lo, hi) from the record index, in offset order (eosctl.cluster.recordkeys)."""
+        import numpy as np  # lazy: numpy 31 ms to import
+
+        from eosctl.cluster.recordkeys import RecordKeys  # lazy: 90 ms to import
+
+        where, args = self._where(tp, lo, hi)
+        t = self.con.sql(f"SELECT o, e, c, kh, vh FROM records WHERE {where} ORDER BY o",
+                         params=args).to_arrow_table()
+        values = t.column(4).to_numpy(zero_copy_only=False).astype(np.uint64) if self.values else None
+        return RecordKeys(t.column(0).to_numpy().astype(np.int64), t.column(1).to_numpy().astype(np.int32),
+                          t.column(2).to_numpy(zero_copy_only=False).astype(bool),
+                          t.column(3).to_numpy().astype(np.uint64), values)
+
+    @staticmethod
+    def _where(tp: TP, lo: int | None, hi: int | None) -> tuple[str, list[Any]]:
+        where, args = "t = ? AND p = ?", [tp[0], tp[1]]
+        if lo is not None:
+            where, args = where + " AND o >= ?", [*args, lo]
+        if hi is not None:
+            where, args = where + " AND o < ?", [*args, hi]
+        return where, args
+
+    def _cut(self, tp: TP, lo: int) -> int | None:
+        """The highest cut at or below ``lo`` (eosctl.rules.content.cut_at), widening the window of rows
+        looked at below it; None where none is (then the whole partition is checked)."""
+        from eosctl.cluster.recordkeys import hash_arrow  # lazy: 90 ms to import
+        from eosctl.rules.content import MAX_SHIFT, cut_at  # lazy: 35 ms to import
+
+        [(lowest,)] = self.con.execute("SELECT min(o) FROM key_index WHERE t = ? AND p = ?",
+                                       list(tp)).fetchall()
+        if lowest is None or lowest >= lo:
+            return None
+        window = self.WINDOW
+        while True:
+            start = max(lowest, lo - window)
+            offsets, keys, vh = self._rows(tp, start, lo)
+            if len(offsets):
+                records = self._records(tp, start - MAX_SHIFT, lo + MAX_SHIFT + 1)
+                log = replace(self.logs[tp], record_keys=records)
+                cut = cut_at(log, offsets, hash_arrow(keys), vh)
+                if cut is not None:
+                    return cut
+            if start <= lowest:
+                return None
+            window *= 8
+
+    def _check(self, tp: TP, islands: list[tuple[int, int, int]], lo: int | None, **kw: Any) -> Any:
+        from eosctl.cluster.recordkeys import hash_arrow  # lazy: 90 ms to import
+        from eosctl.rules.content import MAX_SHIFT, check_partition  # lazy: 35 ms to import
+
+        offsets, keys, vh = self._rows(tp, lo, None)
+        if not len(offsets):
+            return None
+        log = self.logs[tp]
+        if lo is not None or tp not in self.whole:  # a partition read whole has every record in its log
+            log = replace(log, record_keys=self._records(tp, None if lo is None else lo - MAX_SHIFT, None))
+        return check_partition(log, offsets, hash_arrow(keys), keys, islands, vh, self.value_name, **kw)
+
+    def _whole(self, tp: TP, islands: list[tuple[int, int, int]]) -> Content | None:
+        r = self._check(tp, islands, None)
+        if r is None:
+            return None
+        return Content(r.findings, r.shifts, _judged(r), r.values_matched, r.matched)
+
+    def _suffix(self, tp: TP, islands: list[tuple[int, int, int]], prev: Content, cut: int) -> Content | None:
+        """The rows at ``cut`` and above checked, the findings below kept; None where the rows above show
+        the partition comparable where the rows below did not (then every row is judged)."""
+        seen = max((e for e, o in prev.matched.items() if o < cut), default=-1)
+        r = self._check(tp, islands, cut, seen=seen, judged=prev.judged, values_judged=prev.values_judged)
+        if r is None:  # no row at or above the cut: the rows below are all
+            return Content(prev.findings, prev.shifts, prev.judged, prev.values_judged, prev.matched)
+        if (not prev.judged and _judged(r)) or (self.values and not prev.values_judged and r.values_matched):
+            return None
+        findings = sorted([*(f for f in prev.findings if f.first_offset < cut), *r.findings],
+                          key=lambda f: f.sort_key)
+        shifts = [*(x for x in prev.shifts if x.first < cut), *r.shifts]
+        matched = dict(prev.matched)
+        for e, o in r.matched.items():
+            matched[e] = min(o, matched.get(e, o))
+        return Content(findings, shifts, prev.judged or _judged(r), prev.values_judged or r.values_matched,
+                       matched)
+
+
+def _judged(r: Any) -> bool:
+    """Whether a check's rows showed the key column holds the records' keys (a row holding its record's
+    key, or findings only a comparable partition has)."""
+    from eosctl.rules.content import DIFFERENT_VALUE  # lazy: 35 ms to import
+
+    return bool(r.matched) or any(f.cause is None or f.cause.rule != DIFFERENT_VALUE for f in r.findings)
+
+
+__all__ = ["DEFAULT_FULL_EVERY", "Content", "Run", "audit_incremental"]

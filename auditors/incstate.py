@@ -6,9 +6,12 @@ columns: a state of another pipeline is refused), when the last full audit ran, 
 where it stopped (eosctl.cluster.logclassify.LogScan: open transactions still waiting for their marker go
 on from there), the sink's rows read so far (eosctl.sink.tail.TailState: islands per partition, invalid
 rows, the offsets table), the key_duplicate findings, and the key index: every sink row's key and place
-(``key_index``: h, k, t, p, o), so a new row's key is compared with the old rows' without reading them
-again; ``pending_keys`` holds the places at offsets not committed yet at the last verdict (at or past the
-LSO), whose keys the next run looks up again.
+(``key_index``: h, k, t, p, o and vh, the hash of its value where the content check compares values), so a
+new row's key is compared with the old rows' without reading them again; ``pending_keys`` holds the places at
+offsets not committed yet at the last verdict (at or past the LSO), whose keys the next run looks up again.
+With the content check, ``records`` holds every record's key (and value) hash, leader epoch and whether it
+is a marker (t, p, o, e, c, kh, vh: eosctl.cluster.recordkeys), and ``content`` each partition's content
+findings, shifts and what the rows before a cut showed (auditors.incremental).
 
 The scans and the tail's state are kept pickled; they are read back by an unpickler that builds only the
 classes listed here (a state file from elsewhere can't make it run anything else).
@@ -30,7 +33,7 @@ from eosctl.base.files import shown
 from eosctl.cluster import model
 
 FORMAT = "eosctl-audit-state"
-VERSION = 1
+VERSION = 2  # 2: the content check (records, content, key_index.vh)
 _TABLE = "eosctl_audit_state"
 
 # (module, name) of everything a state's pickles may build: the scan's and the tail's own classes.
@@ -39,6 +42,7 @@ _ALLOWED = {
     *(("eosctl.cluster.model", n) for n in ("Batch", "OffsetRange", "Kind", "Transaction", "EpochBump",
                                              "ZombieWrite", "SequenceAnomaly", "ProducerState")),
     ("eosctl.cluster.wireanswers", "Offsets"),
+    ("eosctl.rules.content", "Shift"), ("auditors.incremental", "Content"),
     ("eosctl.sink.tail", "TailState"), ("eosctl.sink.base", "OffsetIsland"),
     ("eosctl.sink.base", "StoredOffset"),
     *(("eosctl.report.findings", n) for n in ("Finding", "Cause", "TxnCause", "MarkerCause")),
@@ -61,6 +65,7 @@ class State:
     scans: dict[tuple[str, int], Any] = field(default_factory=dict)  # LogScan per partition
     tail: Any = None  # eosctl.sink.tail.TailState
     key_findings: list[Any] = field(default_factory=list)
+    content: dict[tuple[str, int], Any] = field(default_factory=dict)  # auditors.incremental.Content each
 
 
 def is_state(path: str) -> bool:
@@ -104,7 +109,8 @@ def load(path: str, option: str) -> State:
                           f"{meta.get('version')}, this one reads {VERSION}); name a new file: a full audit "
                           "writes it")
     try:
-        return State(meta, _loads(rows["scans"]), _loads(rows["tail"]), _loads(rows["key_findings"]))
+        return State(meta, _loads(rows["scans"]), _loads(rows["tail"]), _loads(rows["key_findings"]),
+                     _loads(rows["content"]))
     except Exception:  # noqa: BLE001 - a damaged state is refused in one line, never half-used
         raise EosctlError(f"{option} {shown(path)} is damaged; name a new file (a full audit writes it)"
                           ) from None
@@ -116,14 +122,16 @@ def create(con: Any) -> None:
     # h: DuckDB's hash of k, what lookups join on (an integer join; every place of a key has its hash)
     for table in ("key_index", "pending_keys"):
         con.execute(f"CREATE TABLE IF NOT EXISTS {table} "
-                    "(h UBIGINT, k VARCHAR, t VARCHAR, p INTEGER, o BIGINT)")
+                    "(h UBIGINT, k VARCHAR, t VARCHAR, p INTEGER, o BIGINT, vh UBIGINT)")
+    con.execute("CREATE TABLE IF NOT EXISTS records (t VARCHAR, p INTEGER, o BIGINT, e INTEGER, c BOOLEAN, "
+                "kh UBIGINT, vh UBIGINT)")
 
 
 def save(con: Any, state: State) -> None:
     """Write ``state`` (all but the key index, which the audit keeps in ``con`` itself)."""
     values = [("meta", json.dumps({**state.meta, "format": FORMAT, "version": VERSION}).encode()),
               ("scans", _dumps(state.scans)), ("tail", _dumps(state.tail)),
-              ("key_findings", _dumps(state.key_findings))]
+              ("key_findings", _dumps(state.key_findings)), ("content", _dumps(state.content))]
     con.execute(f"DELETE FROM {_TABLE}")
     con.executemany(f"INSERT INTO {_TABLE} VALUES (?, ?)", values)
 

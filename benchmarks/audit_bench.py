@@ -39,6 +39,8 @@ from pathlib import Path
 
 _T0 = time.monotonic()  # the "cold" Spark measurement counts from here (the child process's start)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchdata, also when imported by a Spark worker
+from benchdata import parse_size  # noqa: E402
 
 TOPIC = "bench"
 PARTITIONS = 4
@@ -200,12 +202,6 @@ def tree_rss(root: int) -> int:
     return total
 
 
-def parse_size(text: str) -> int:
-    text = text.strip().upper()
-    scale = {"K": 10**3, "M": 10**6, "G": 10**9}.get(text[-1:], 1)
-    return int(float(text.rstrip("KMG")) * scale)
-
-
 def _audit(inp, options, started: float | None = None):
     from auditors import engine
 
@@ -321,13 +317,26 @@ def spark_run(path: Path, size: int, args: argparse.Namespace,
     return total, out, peak
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("sizes", nargs="?", default="1M,10M")
-    ap.add_argument("--workdir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "eosctl-bench"))
+def _made_dir(text: str) -> Path:
+    path = Path(text)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def workdir_and_memory_flags(ap: argparse.ArgumentParser) -> None:
+    """Where the synthetic logs are kept between runs, and the memory the engines and the baseline get
+    (this benchmark and audit_partitions_bench.py)."""
+    ap.add_argument("--workdir", type=_made_dir,
+                    default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "eosctl-bench"))
     ap.add_argument("--driver-memory", default="2g")
     ap.add_argument("--duckdb-memory", default="4GB", help="memory_limit of the DuckDB baseline")
     ap.add_argument("--task-memory", default="1GB", help="memory_limit of DuckDB inside each task")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("sizes", nargs="?", default="1M,10M")
+    workdir_and_memory_flags(ap)
     ap.add_argument("--no-postgres", action="store_true", help="skip the PostgreSQL sink's row")
     ap.add_argument("--no-delta", action="store_true", help="skip the Delta sink's row")
     ap.add_argument("--no-iceberg", action="store_true", help="skip the Iceberg sink's row")
@@ -350,13 +359,11 @@ def main() -> None:
 
     from eosctl.sandbox import pgserver
 
-    workdir = Path(args.workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
     server = None
     if not args.no_postgres and not args.postgres_uri:
         server = pgserver.start()
     try:
-        results = _run_sizes(args, workdir, server.uri() if server else args.postgres_uri)
+        results = _run_sizes(args, args.workdir, server.uri() if server else args.postgres_uri)
     finally:
         if server is not None:
             pgserver.stop(server)

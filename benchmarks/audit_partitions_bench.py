@@ -48,7 +48,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 # Spark's Python workers unpickle the synthetic source, whose code comes from audit_bench: let them import it.
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(Path(__file__).resolve().parent),
                                                        os.environ.get("PYTHONPATH")) if p)
-from audit_bench import build, measure_duckdb, parse_size, synthetic_log, tree_rss  # noqa: E402
+from audit_bench import build, measure_duckdb, synthetic_log, tree_rss, workdir_and_memory_flags  # noqa: E402
+from benchdata import create_topics, parse_size  # noqa: E402
 
 TOPIC = "bench"
 PARTITIONS = 4
@@ -95,11 +96,8 @@ class SyntheticSource:
 def produce(bootstrap: str, topic: str, total: int, partitions: int, seed: int = 7) -> None:
     """``total`` records over ``partitions`` partitions in transactions of TXN_RECORDS, 5% aborted."""
     from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for f in admin.create_topics([NewTopic(topic, partitions, 1)], operation_timeout=60).values():
-        f.result()
+    create_topics(bootstrap, {topic: partitions})
     rng = random.Random(seed)
     producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{topic}.bench",
                          "linger.ms": 20, "log_level": 3})
@@ -235,10 +233,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("cells", nargs="?", default="1M,10M")
     ap.add_argument("--partitions-dimension", action="store_true", help=f"run the cells {DIMENSION}")
-    ap.add_argument("--workdir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "eosctl-bench"))
-    ap.add_argument("--driver-memory", default="2g")
-    ap.add_argument("--duckdb-memory", default="4GB", help="memory_limit of the DuckDB baseline")
-    ap.add_argument("--task-memory", default="1GB", help="memory_limit of DuckDB inside each task")
+    workdir_and_memory_flags(ap)
     ap.add_argument("--real-io-below", default="1M", help="totals below this are produced to the broker")
     ap.add_argument("--broker", choices=["noida", "sandbox", "kafka"], default="noida",
                     help="the broker real-I/O cells are produced to (sandbox = noida; kafka = Apache Kafka)")
@@ -254,15 +249,15 @@ def main() -> None:
 
     from benchbroker import broker
 
-    workdir = Path(args.workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
+    workdir = args.workdir  # made by the flag's type
     cells = [parse_cell(c) for c in (DIMENSION if args.partitions_dimension else args.cells).split(",")]
     real_below = parse_size(args.real_io_below)
     engines = args.engines.split(",")
     results, stack, bootstrap, name = [], ExitStack(), None, "range models"
     with stack:  # the broker, if one is started, is stopped on every exit path
         if any(total < real_below for total, _ in cells):
-            bootstrap, name = stack.enter_context(broker(args.broker))
+            started = stack.enter_context(broker(args.broker))
+            bootstrap, name = started.bootstrap, started.name
         for n, (total, partitions) in enumerate(cells):
             path = workdir / f"bench_{total}x{partitions}.duckdb"
             real = total < real_below

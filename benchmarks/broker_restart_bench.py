@@ -22,9 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from benchbroker import broker  # noqa: E402  benchmarks/ is on the path: run as python benchmarks/NAME.py
 from restarthelp import PROPERTIES, Watchers, build_state, hard_restarts  # noqa: E402
-
-from eosctl.sandbox import apache_kafka as ak  # noqa: E402
 
 
 def main() -> int:
@@ -32,19 +31,18 @@ def main() -> int:
     ap.add_argument("--restarts", type=int, default=30)
     ap.add_argument("--interval", type=float, default=1.0, help="watch / exporter / TUI refresh, seconds")
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory(prefix="eosctl-restarts-") as tmp:
-        started = time.monotonic()
-        cluster = ak.start(Path(tmp) / "kafka", nodes=1, properties=PROPERTIES, die_with_parent=True)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="eosctl-restarts-") as tmp, \
+            broker("kafka", properties=PROPERTIES) as kafka:
         watchers = None
         try:
-            build_state(cluster.bootstrap)
-            watchers = Watchers(cluster.bootstrap, Path(tmp), interval=args.interval)
+            build_state(kafka.bootstrap)
+            watchers = Watchers(kafka.bootstrap, Path(tmp), interval=args.interval)
             watchers.fresh_since(time.time() - 1, timeout=90)
-            hard_restarts(cluster, watchers, args.restarts, log=lambda s: print(s, flush=True))
+            hard_restarts(kafka.cluster, watchers, args.restarts, log=lambda s: print(s, flush=True))
         finally:
             counts = watchers.close() if watchers is not None else None
-            ak.stop(cluster)
-    print(f"Apache Kafka {cluster.version}, {time.monotonic() - started:.0f}s: {counts.line()}")
+    print(f"{kafka.name}, {time.monotonic() - started:.0f}s: {counts.line()}")
     for reason, n in counts.reasons.most_common():
         print(f"  {n} x {reason}")
     crashed = counts.died or set(counts.exits) - {0, 2} or counts.multi_line

@@ -14,44 +14,10 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
-VALUE = b"x" * 40  # each record's value (40 bytes, as in the runs of docs/benchmarks.md)
-
-
-def parse_size(text: str) -> int:
-    scale = {"K": 10**3, "M": 10**6}.get(text[-1:].upper(), 1)
-    return int(float(text.rstrip("KMkm")) * scale)
-
-
-def produce(bootstrap: str, topic: str, records: int, partitions: int, txn: int) -> int:
-    """Transactions of ``txn`` records, txn/partitions per partition each: partition p's i-th record has key
-    f"{p}-{i}" and, with the COMMIT marker after each transaction's records, offset i + i // per."""
-    from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(60)
-    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{topic}.bench", "linger.ms": 20,
-                  "batch.size": 1 << 20, "queue.buffering.max.messages": 2_000_000,
-                  "compression.type": "none"})
-    p.init_transactions(60)
-    per = txn // partitions
-    value = VALUE
-    per_partition = records // partitions
-    for start in range(0, per_partition, per):
-        p.begin_transaction()
-        for part in range(partitions):
-            for i in range(start, min(per_partition, start + per)):
-                while True:
-                    try:
-                        p.produce(topic, key=f"{part}-{i}".encode(), value=value, partition=part)
-                        break
-                    except BufferError:
-                        p.poll(0.05)
-        p.commit_transaction(120)
-    return per
+from benchbroker import broker  # benchmarks/ is on the path: run as python benchmarks/NAME.py
+from benchdata import VALUE, keyed_flags, parse_size, write_keyed
 
 
 def build_sink(path: Path, topic: str, records: int, partitions: int, per: int) -> None:
@@ -89,63 +55,43 @@ def run(bootstrap: str, topic: str, sink: Path, engine: str, content: bool, key:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--records", default="10M")
-    ap.add_argument("--partitions", type=int, default=8)
-    ap.add_argument("--txn", type=int, default=8000)
-    ap.add_argument("--repeat", type=int, default=2)
+    keyed_flags(ap, records="10M", repeat=2)
     ap.add_argument("--engines", default="local")
-    ap.add_argument("--bootstrap")
     ap.add_argument("--skip-no-key", action="store_true", help="leave out the audit without a key column")
     args = ap.parse_args()
     records = parse_size(args.records)
-    with tempfile.TemporaryDirectory(prefix="content-bench-") as tmp:
-        work = Path(tmp)
-        cluster = None
-        bootstrap = args.bootstrap
-        if bootstrap is None:
-            from eosctl.sandbox import apache_kafka
-
-            cluster = apache_kafka.start(work / "kafka", nodes=1, heap="768m", die_with_parent=True)
-            bootstrap = cluster.bootstrap
-        try:
-            broker = "Apache Kafka 4.4 (one KRaft node, private)" if cluster else bootstrap
-            topic = "content" + uuid.uuid4().hex[:6]
-            t0 = time.monotonic()
-            per = produce(bootstrap, topic, records, args.partitions, args.txn)
-            print(f"wrote {records:,} records in {time.monotonic() - t0:.1f}s to {broker}", flush=True)
-            sink = work / "sink.duckdb"
-            build_sink(sink, topic, records, args.partitions, per)
-            # (name, key column, content check): the audit without a key column reads no key at all; with
-            # one, the key-duplicate rule reads the sink's keys whether or not the content check runs.
-            variants = [("offsets only, no key column", False, False, None),
-                        ("key column, --no-content-check", True, False, None),
-                        ("key column, content check", True, True, None),
-                        ("key + value column, content check", True, True, "raw"),
-                        ("key + value md5 column, content check", True, True, "md5")]
-            for engine in args.engines.split(","):
-                best: dict[str, float] = {}
-                for _ in range(args.repeat):
-                    for name, key, content, value in variants:
-                        if args.skip_no_key and not key:
-                            best[name] = float("nan")
-                            continue
-                        seconds, report = run(bootstrap, topic, sink, engine, content, key, value)
-                        assert not report.findings, [f.to_dict() for f in report.findings[:3]]
-                        best[name] = min(best.get(name, seconds), seconds)
-                        print(f"  {engine} {name}: {seconds:.2f}s", flush=True)
-                offsets = sum(p.high_watermark - p.log_start_offset for p in report.partitions)
-                base, keyed, content, raw, md5 = (best[v[0]] for v in variants)
-                print(f"{engine}: {offsets:,} offsets, {args.partitions} partitions, broker {broker}: "
-                      f"no key column {base:.2f}s, key column without content check {keyed:.2f}s, with it "
-                      f"{content:.2f}s: content/keyed {content / keyed:.2f}x, content/no-key "
-                      f"{content / base:.2f}x; with a value column {raw:.2f}s ({raw / content:.2f}x the "
-                      f"key-only check, {raw / base:.2f}x no-key), with a value md5 column {md5:.2f}s "
-                      f"({md5 / content:.2f}x the key-only check, {md5 / base:.2f}x no-key)", flush=True)
-        finally:
-            if cluster is not None:
-                from eosctl.sandbox import apache_kafka
-
-                apache_kafka.stop(cluster)
+    with tempfile.TemporaryDirectory(prefix="content-bench-") as tmp, \
+            broker("kafka", args.bootstrap) as kafka:
+        work, bootstrap = Path(tmp), kafka.bootstrap
+        topic, per = write_keyed(bootstrap, kafka.name, "content", records, args.partitions, args.txn)
+        sink = work / "sink.duckdb"
+        build_sink(sink, topic, records, args.partitions, per)
+        # (name, key column, content check): the audit without a key column reads no key at all; with
+        # one, the key-duplicate rule reads the sink's keys whether or not the content check runs.
+        variants = [("offsets only, no key column", False, False, None),
+                    ("key column, --no-content-check", True, False, None),
+                    ("key column, content check", True, True, None),
+                    ("key + value column, content check", True, True, "raw"),
+                    ("key + value md5 column, content check", True, True, "md5")]
+        for engine in args.engines.split(","):
+            best: dict[str, float] = {}
+            for _ in range(args.repeat):
+                for name, key, content, value in variants:
+                    if args.skip_no_key and not key:
+                        best[name] = float("nan")
+                        continue
+                    seconds, report = run(bootstrap, topic, sink, engine, content, key, value)
+                    assert not report.findings, [f.to_dict() for f in report.findings[:3]]
+                    best[name] = min(best.get(name, seconds), seconds)
+                    print(f"  {engine} {name}: {seconds:.2f}s", flush=True)
+            offsets = sum(p.high_watermark - p.log_start_offset for p in report.partitions)
+            base, keyed, content, raw, md5 = (best[v[0]] for v in variants)
+            print(f"{engine}: {offsets:,} offsets, {args.partitions} partitions, broker {kafka.name}: "
+                  f"no key column {base:.2f}s, key column without content check {keyed:.2f}s, with it "
+                  f"{content:.2f}s: content/keyed {content / keyed:.2f}x, content/no-key "
+                  f"{content / base:.2f}x; with a value column {raw:.2f}s ({raw / content:.2f}x the "
+                  f"key-only check, {raw / base:.2f}x no-key), with a value md5 column {md5:.2f}s "
+                  f"({md5 / content:.2f}x the key-only check, {md5 / base:.2f}x no-key)", flush=True)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchbroker import broker  # noqa: E402  benchmarks/ is on the path: run as python benchmarks/NAME.py
+from benchdata import create_topics  # noqa: E402
+
 PER_TOPIC = 100
 SCRAPES = 20
 OPENMETRICS = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
@@ -45,14 +48,11 @@ OPENMETRICS = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0
 def populate(bootstrap: str, partitions: int) -> tuple[list[str], str]:
     """Topics of PER_TOPIC partitions, each partition one committed transaction; a group at the markers."""
     from confluent_kafka import Consumer, Producer, TopicPartition
-    from confluent_kafka.admin import AdminClient, NewTopic
 
     prefix = "xb" + uuid.uuid4().hex[:6]
     topics = [f"{prefix}.t{i}" for i in range(max(1, partitions // PER_TOPIC))]
     per = min(partitions, PER_TOPIC)
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for f in admin.create_topics([NewTopic(t, per, 1) for t in topics]).values():
-        f.result(timeout=120)
+    create_topics(bootstrap, dict.fromkeys(topics, per))
     producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": prefix + ".w", "linger.ms": 5})
     producer.init_transactions(60)
     for t in topics:
@@ -228,17 +228,9 @@ def main() -> None:
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind: the exporter and the broker stop too
     sizes = [int(s) for s in args.sizes.split(",")]
-    if args.bootstrap:
-        run(args.bootstrap, sizes, args.soak)
-        return
-    from eosctl.sandbox import noida
-
-    with tempfile.TemporaryDirectory(prefix="eosctl-exporter-bench-broker-") as home:
-        state, _ = noida.up(Path(home))
-        try:
-            run(state.bootstrap, sizes, args.soak)
-        finally:
-            noida.down(Path(home))
+    with broker("noida", args.bootstrap) as b:
+        print(f"broker: {b.name}", flush=True)
+        run(b.bootstrap, sizes, args.soak)
 
 
 def run(bootstrap: str, sizes: list[int], soak_minutes: float | None) -> None:

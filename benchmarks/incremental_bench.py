@@ -10,7 +10,8 @@ and their rows appended to the sink, and, best of --repeat each:
 - baseline: a confluent-kafka consumer (isolation.level read_committed) reads the NEW records, assigned at
   the offsets the first audit ended at, until every partition reached its LSO;
 - the incremental audit of them, each time from a copy of the first audit's state (with the key column:
-  the key index is looked up for every new key).
+  the key index is looked up for every new key, and the content check, on by default as in a full audit,
+  compares the new rows with their records; --no-content-check: without it).
 
 The ratio is incremental / consumer (issue 39's target: at most 3x). A full audit of the same data by the
 local engine is timed once for reference, and its findings compared with the incremental audit's.
@@ -27,36 +28,8 @@ import time
 import uuid
 from pathlib import Path
 
-from content_bench import parse_size
-
-
-def produce(bootstrap: str, topic: str, first: int, records: int, partitions: int, txn: int,
-            create: bool) -> None:
-    """Records [first, first + records) of each partition's share: transactions of ``txn`` records, the
-    i-th record of partition p keyed f"{p}-{i}" (offset i + i // (txn / partitions): a COMMIT after each)."""
-    from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    if create:
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(60)
-    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{topic}.bench", "linger.ms": 20,
-                  "batch.size": 1 << 20, "queue.buffering.max.messages": 2_000_000,
-                  "compression.type": "none"})
-    p.init_transactions(60)
-    per = txn // partitions
-    lo, hi = first // partitions, (first + records) // partitions
-    for start in range(lo, hi, per):
-        p.begin_transaction()
-        for part in range(partitions):
-            for i in range(start, min(hi, start + per)):
-                while True:
-                    try:
-                        p.produce(topic, key=f"{part}-{i}".encode(), value=b"x" * 40, partition=part)
-                        break
-                    except BufferError:
-                        p.poll(0.05)
-        p.commit_transaction(120)
+from benchbroker import broker  # benchmarks/ is on the path: run as python benchmarks/NAME.py
+from benchdata import keyed_flags, parse_size, produce_keyed, write_keyed
 
 
 def sink_rows(path: Path, topic: str, first: int, records: int, partitions: int, per: int) -> None:
@@ -99,13 +72,11 @@ def consume(bootstrap: str, topic: str, starts: dict[int, int]) -> tuple[float, 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--records", default="10M")
-    ap.add_argument("--new", default="500K")
-    ap.add_argument("--partitions", type=int, default=8)
-    ap.add_argument("--txn", type=int, default=8000)
-    ap.add_argument("--repeat", type=int, default=2)
+    keyed_flags(ap, records="10M", repeat=2)
+    ap.add_argument("--new", default="500K", help="keyed records written after the first audit")
     ap.add_argument("--no-key", action="store_true", help="audit offsets only (no key column)")
-    ap.add_argument("--bootstrap")
+    ap.add_argument("--no-content-check", action="store_true",
+                    help="with the key column, audit without the content check (both audits)")
     args = ap.parse_args()
     records, new = parse_size(args.records), parse_size(args.new)
     from auditors import audit
@@ -114,75 +85,61 @@ def main() -> None:
     from eosctl.config.model import Cluster, Sink
     from eosctl.config.target import Target
 
-    with tempfile.TemporaryDirectory(prefix="incremental-bench-") as tmp:
-        work = Path(tmp)
-        cluster = None
-        bootstrap = args.bootstrap
-        if bootstrap is None:
-            from eosctl.sandbox import apache_kafka
+    with tempfile.TemporaryDirectory(prefix="incremental-bench-") as tmp, \
+            broker("kafka", args.bootstrap) as kafka:
+        work, bootstrap = Path(tmp), kafka.bootstrap
+        topic, per = write_keyed(bootstrap, kafka.name, "incr", records, args.partitions, args.txn)
+        sink = work / "sink.duckdb"
+        sink_rows(sink, topic, 0, records, args.partitions, per)
+        cluster = Cluster(name="bench", bootstrap_servers=bootstrap)
+        target = Target(cluster, None, None, (topic,), None)
+        sink_of = Sink(duckdb=str(sink), table="sink", key_column=None if args.no_key else "order_id")
+        state0 = work / "state0.duckdb"
+        t0 = time.monotonic()
+        content = not args.no_content_check
+        first = audit_incremental(target, sink_of, str(state0), started=t0, content=content)
+        print(f"first --incremental audit (full, writes the state): {time.monotonic() - t0:.2f}s, "
+              f"{len(first.findings)} findings; state {state0.stat().st_size / 1e6:.0f} MB", flush=True)
+        assert not first.findings, [f.to_dict() for f in first.findings[:3]]
+        ends = {p.partition: p.last_stable_offset for p in first.partitions}
 
-            cluster = apache_kafka.start(work / "kafka", nodes=1, heap="768m", die_with_parent=True)
-            bootstrap = cluster.bootstrap
-        try:
-            broker = f"Apache Kafka {cluster.version} (one KRaft node, private)" if cluster else bootstrap
-            topic = "incr" + uuid.uuid4().hex[:6]
-            per = args.txn // args.partitions
-            t0 = time.monotonic()
-            produce(bootstrap, topic, 0, records, args.partitions, args.txn, True)
-            print(f"wrote {records:,} records in {time.monotonic() - t0:.1f}s to {broker}", flush=True)
-            sink = work / "sink.duckdb"
-            sink_rows(sink, topic, 0, records, args.partitions, per)
-            kafka = Cluster(name="bench", bootstrap_servers=bootstrap)
-            target = Target(kafka, None, None, (topic,), None)
-            sink_of = Sink(duckdb=str(sink), table="sink", key_column=None if args.no_key else "order_id")
-            state0 = work / "state0.duckdb"
-            t0 = time.monotonic()
-            first = audit_incremental(target, sink_of, str(state0), started=t0)
-            print(f"first --incremental audit (full, writes the state): {time.monotonic() - t0:.2f}s, "
-                  f"{len(first.findings)} findings; state {state0.stat().st_size / 1e6:.0f} MB", flush=True)
-            assert not first.findings, [f.to_dict() for f in first.findings[:3]]
-            ends = {p.partition: p.last_stable_offset for p in first.partitions}
+        t0 = time.monotonic()
+        produce_keyed(bootstrap, topic, new, args.partitions, args.txn, first=records, create=False)
+        sink_rows(sink, topic, records, new, args.partitions, per)
+        print(f"wrote {new:,} more records and their rows in {time.monotonic() - t0:.1f}s", flush=True)
 
+        consumer, incremental = float("inf"), float("inf")
+        for r in range(args.repeat):
+            seconds, n = consume(bootstrap, topic, ends)
+            assert n == new, (n, new)
+            consumer = min(consumer, seconds)
+            print(f"  read_committed consumer, {n:,} records: {seconds:.2f}s", flush=True)
+            state = work / f"state{r + 1}.duckdb"
+            shutil.copyfile(state0, state)
             t0 = time.monotonic()
-            produce(bootstrap, topic, records, new, args.partitions, args.txn, False)
-            sink_rows(sink, topic, records, new, args.partitions, per)
-            print(f"wrote {new:,} more records and their rows in {time.monotonic() - t0:.1f}s", flush=True)
-
-            consumer, incremental = float("inf"), float("inf")
-            for r in range(args.repeat):
-                seconds, n = consume(bootstrap, topic, ends)
-                assert n == new, (n, new)
-                consumer = min(consumer, seconds)
-                print(f"  read_committed consumer, {n:,} records: {seconds:.2f}s", flush=True)
-                state = work / f"state{r + 1}.duckdb"
-                shutil.copyfile(state0, state)
-                t0 = time.monotonic()
-                report = audit_incremental(target, sink_of, str(state), started=t0)
-                seconds = time.monotonic() - t0
-                run = report.engine["incremental"]
-                assert not run["full"] and run["new_sink_rows"] == new, run
-                incremental = min(incremental, seconds)
-                print(f"  incremental audit: {seconds:.2f}s ({run['new_offsets']:,} offsets read, "
-                      f"{run['new_sink_rows']:,} sink rows, {run['keys_checked']:,} keys looked up)",
-                      flush=True)
-            t0 = time.monotonic()
-            options = EngineOptions(engine="local", content_check=False)  # an incremental audit runs none
-            full = audit(target, sink_of, options=options, started=t0)
-            full_s = time.monotonic() - t0
-            same = [f.to_dict() for f in full.findings] == [f.to_dict() for f in report.findings]
-            print(f"full audit (local engine, no content check) of the same data: {full_s:.2f}s; same "
-                  f"findings: {same}", flush=True)
-            offsets = sum(p.high_watermark - p.log_start_offset for p in report.partitions)
-            print(f"{'offsets only' if args.no_key else 'key column'}: {new:,} new records on top of "
-                  f"{records:,} audited ({offsets:,} offsets, {args.partitions} partitions), broker "
-                  f"{broker}: "
-                  f"incremental audit {incremental:.2f}s, read_committed consumer {consumer:.2f}s: "
-                  f"{incremental / consumer:.2f}x; full audit {full_s:.2f}s", flush=True)
-        finally:
-            if cluster is not None:
-                from eosctl.sandbox import apache_kafka
-
-                apache_kafka.stop(cluster)
+            report = audit_incremental(target, sink_of, str(state), started=t0, content=content)
+            seconds = time.monotonic() - t0
+            run = report.engine["incremental"]
+            assert not run["full"] and run["new_sink_rows"] == new, run
+            incremental = min(incremental, seconds)
+            print(f"  incremental audit: {seconds:.2f}s ({run['new_offsets']:,} offsets read, "
+                  f"{run['new_sink_rows']:,} sink rows, {run['keys_checked']:,} keys looked up)",
+                  flush=True)
+        t0 = time.monotonic()
+        options = EngineOptions(engine="local", content_check=content)  # as the incremental audits
+        full = audit(target, sink_of, options=options, started=t0)
+        full_s = time.monotonic() - t0
+        same = [f.to_dict() for f in full.findings] == [f.to_dict() for f in report.findings]
+        check = "with" if content and not args.no_key else "no"
+        print(f"full audit (local engine, {check} content check) of the same data: {full_s:.2f}s; same "
+              f"findings: {same}", flush=True)
+        offsets = sum(p.high_watermark - p.log_start_offset for p in report.partitions)
+        what = "offsets only" if args.no_key else f"key column, {check} content check"
+        print(f"{what}: {new:,} new records on top of "
+              f"{records:,} audited ({offsets:,} offsets, {args.partitions} partitions), broker "
+              f"{kafka.name}: "
+              f"incremental audit {incremental:.2f}s, read_committed consumer {consumer:.2f}s: "
+              f"{incremental / consumer:.2f}x; full audit {full_s:.2f}s", flush=True)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@
 - content: the audit with the key column and the content check (+ every record's key decoded and compared).
 
 Printed: keyed / (offsets only + GROUP BY) and content / keyed; the issue's bar is 1.5x for both. The
-records come from a broker over real I/O (content_bench.py writes them: keyed records in committed
+records come from a broker over real I/O (benchdata.produce_keyed writes them: keyed records in committed
 transactions, 8 partitions); by default a private Apache Kafka (one KRaft node, 768 MB heap), or --bootstrap.
 Each audit runs --repeat times (local engine), best time kept.
 
@@ -32,14 +32,14 @@ import os
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from content_bench import build_sink, parse_size, produce, run  # noqa: E402
+from audit_bench import workdir_and_memory_flags
+from benchbroker import broker  # benchmarks/ is on the path: run as python benchmarks/NAME.py
+from benchdata import keyed_flags, parse_size, write_keyed
+from content_bench import build_sink, run
 
 
 def group_by(sink: Path, duplicates: int = 0) -> float:
@@ -171,14 +171,12 @@ def spark_audits(path: Path, size: int, master: str, args: argparse.Namespace, w
 
 def synthetic_main(args: argparse.Namespace) -> None:
     """--synthetic: the Spark engine at scale on audit_bench's synthetic ranges, no broker."""
-    from audit_bench import parse_size as size_of
-
     masters = [m.strip() for m in args.masters.split(",")]
     with tempfile.TemporaryDirectory(prefix="keyed-spark-bench-", dir=args.workdir) as tmp:
         work = Path(tmp)
         warm = work / "warm.duckdb"
         synthetic_sink(warm, 100_000)
-        for size in (size_of(s) for s in args.synthetic.split(",")):
+        for size in (parse_size(s) for s in args.synthetic.split(",")):
             path = work / f"sink_{size}.duckdb"
             t = time.monotonic()
             truth = synthetic_sink(path, size)
@@ -208,20 +206,14 @@ def synthetic_main(args: argparse.Namespace) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--records", default="10.01M")
-    ap.add_argument("--partitions", type=int, default=8)
-    ap.add_argument("--txn", type=int, default=8000)
-    ap.add_argument("--repeat", type=int, default=1)
-    ap.add_argument("--bootstrap")
+    keyed_flags(ap, records="10.01M", repeat=1)
     ap.add_argument("--topic", help="audit this topic (written before by this script's producer) instead of "
                                     "writing one; needs --bootstrap and --sink")
     ap.add_argument("--sink", help="with --topic: its DuckDB sink (content_bench.build_sink)")
     ap.add_argument("--synthetic", metavar="SIZES", help="Spark on audit_bench's synthetic ranges, no broker")
     ap.add_argument("--masters", default="local,standalone", help="with --synthetic: local and/or standalone")
-    ap.add_argument("--driver-memory", default="2g")
     ap.add_argument("--executor-memory", default="2g", help="each standalone worker's and executor's")
-    ap.add_argument("--task-memory", default="1GB", help="memory_limit of DuckDB inside each task")
-    ap.add_argument("--workdir", default=None, help="with --synthetic: where the sink files go")
+    workdir_and_memory_flags(ap)  # --workdir (where the synthetic sinks go), --driver-memory, --task-memory
     args = ap.parse_args()
     if args.synthetic:
         synthetic_main(args)
@@ -229,52 +221,36 @@ def main() -> None:
     if args.topic and not (args.bootstrap and args.sink):
         ap.error("--topic needs --bootstrap and --sink")
     records = parse_size(args.records)
-    with tempfile.TemporaryDirectory(prefix="keyed-bench-") as tmp:
-        work = Path(tmp)
-        cluster = None
-        bootstrap = args.bootstrap
-        if bootstrap is None:
-            from eosctl.sandbox import apache_kafka
-
-            cluster = apache_kafka.start(work / "kafka", nodes=1, heap="768m", die_with_parent=True)
-            bootstrap = cluster.bootstrap
-        try:
-            broker = f"Apache Kafka {cluster.version} (one KRaft node, 768 MB heap)" if cluster else bootstrap
-            if args.topic:
-                topic, sink = args.topic, Path(args.sink)
-            else:
-                topic = "keyed" + uuid.uuid4().hex[:6]
-                t0 = time.monotonic()
-                per = produce(bootstrap, topic, records, args.partitions, args.txn)
-                print(f"wrote {records:,} records in {time.monotonic() - t0:.1f}s to {broker}", flush=True)
-                sink = work / "sink.duckdb"
-                build_sink(sink, topic, records, args.partitions, per)
-            # Warm-up (imports, the page cache of the sink and the log segments): not counted.
-            run(bootstrap, topic, sink, "local", False, False)
-            best: dict[str, float] = {}
-            offsets = 0
-            for _ in range(args.repeat):
-                for name, key, content in (("offsets only", False, False), ("keyed", True, False),
-                                           ("content", True, True)):
-                    seconds, report = run(bootstrap, topic, sink, "local", content, key)
-                    assert not report.findings, [f.to_dict() for f in report.findings[:3]]
-                    offsets = sum(p.high_watermark - p.log_start_offset for p in report.partitions)
-                    best[name] = min(best.get(name, seconds), seconds)
-                    print(f"  {name}: {seconds:.2f}s ({report.engine})", flush=True)
-                seconds = group_by(sink)
-                best["group by"] = min(best.get("group by", seconds), seconds)
-                print(f"  DuckDB GROUP BY of the sink's keys: {seconds:.2f}s", flush=True)
-            base = best["offsets only"] + best["group by"]
-            print(f"local engine, {offsets:,} offsets, {args.partitions} partitions, broker {broker}, load "
-                  f"{os.getloadavg()[0]:.1f}: offsets only {best['offsets only']:.2f}s, GROUP BY "
-                  f"{best['group by']:.2f}s, keyed {best['keyed']:.2f}s, content {best['content']:.2f}s: "
-                  f"keyed / (offsets only + GROUP BY) {best['keyed'] / base:.2f}x, content / keyed "
-                  f"{best['content'] / best['keyed']:.2f}x (bar: 1.5x each)", flush=True)
-        finally:
-            if cluster is not None:
-                from eosctl.sandbox import apache_kafka
-
-                apache_kafka.stop(cluster)
+    with tempfile.TemporaryDirectory(prefix="keyed-bench-") as tmp, \
+            broker("kafka", args.bootstrap) as kafka:
+        work, bootstrap = Path(tmp), kafka.bootstrap
+        if args.topic:
+            topic, sink = args.topic, Path(args.sink)
+        else:
+            topic, per = write_keyed(bootstrap, kafka.name, "keyed", records, args.partitions, args.txn)
+            sink = work / "sink.duckdb"
+            build_sink(sink, topic, records, args.partitions, per)
+        # Warm-up (imports, the page cache of the sink and the log segments): not counted.
+        run(bootstrap, topic, sink, "local", False, False)
+        best: dict[str, float] = {}
+        offsets = 0
+        for _ in range(args.repeat):
+            for name, key, content in (("offsets only", False, False), ("keyed", True, False),
+                                       ("content", True, True)):
+                seconds, report = run(bootstrap, topic, sink, "local", content, key)
+                assert not report.findings, [f.to_dict() for f in report.findings[:3]]
+                offsets = sum(p.high_watermark - p.log_start_offset for p in report.partitions)
+                best[name] = min(best.get(name, seconds), seconds)
+                print(f"  {name}: {seconds:.2f}s ({report.engine})", flush=True)
+            seconds = group_by(sink)
+            best["group by"] = min(best.get("group by", seconds), seconds)
+            print(f"  DuckDB GROUP BY of the sink's keys: {seconds:.2f}s", flush=True)
+        base = best["offsets only"] + best["group by"]
+        print(f"local engine, {offsets:,} offsets, {args.partitions} partitions, broker {kafka.name}, load "
+              f"{os.getloadavg()[0]:.1f}: offsets only {best['offsets only']:.2f}s, GROUP BY "
+              f"{best['group by']:.2f}s, keyed {best['keyed']:.2f}s, content {best['content']:.2f}s: "
+              f"keyed / (offsets only + GROUP BY) {best['keyed'] / base:.2f}x, content / keyed "
+              f"{best['content'] / best['keyed']:.2f}x (bar: 1.5x each)", flush=True)
 
 
 if __name__ == "__main__":

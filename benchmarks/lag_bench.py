@@ -24,8 +24,8 @@ import time
 import uuid
 
 from benchbroker import broker  # benchmarks/ is on the path: run as python benchmarks/NAME.py
+from benchdata import create_topics
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from eosctl.cluster.wire import WireClient
 from eosctl.config.model import Cluster
@@ -33,8 +33,7 @@ from eosctl.inspection.lag import poll
 
 
 def setup(bootstrap: str, topic: str, partitions: int, groups: int, txns: int) -> list[str]:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result()
+    create_topics(bootstrap, {topic: partitions})
     p = Producer({"bootstrap.servers": bootstrap, "transactional.id": topic + ".tx", "linger.ms": 5})
     p.init_transactions()
     for _ in range(txns):
@@ -100,8 +99,9 @@ def main() -> None:
     ap.add_argument("--broker", choices=["noida", "kafka"], default="noida",
                     help="without --bootstrap: the broker started for the run")
     args = ap.parse_args()
-    with broker(args.broker, args.bootstrap) as (args.bootstrap, name):
-        print(f"broker: {name}")
+    with broker(args.broker, args.bootstrap) as b:
+        args.bootstrap = b.bootstrap
+        print(f"broker: {b.name}")
         cluster = Cluster("bench", args.bootstrap)
         topic = "lagbench." + uuid.uuid4().hex[:8]
         t0 = time.perf_counter()

@@ -16,15 +16,13 @@ import time
 import uuid
 
 from benchbroker import broker  # benchmarks/ is on the path: run as python benchmarks/NAME.py
+from benchdata import create_topics
 
 
 def produce(bootstrap: str, topic: str, records: int, txn_size: int) -> None:
     from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for f in admin.create_topics([NewTopic(topic, 1, 1)]).values():
-        f.result()
+    create_topics(bootstrap, {topic: 1})
     p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{topic}.bench", "linger.ms": 5,
                   "batch.num.messages": txn_size})
     p.init_transactions()
@@ -87,8 +85,9 @@ def main() -> None:
                     help="without --bootstrap: the broker started for the run")
     args = ap.parse_args()
 
-    with broker(args.broker, args.bootstrap) as (bootstrap, name):
-        print(f"broker: {name}")
+    with broker(args.broker, args.bootstrap) as b:
+        bootstrap = b.bootstrap
+        print(f"broker: {b.name}")
         topic = f"bench.{uuid.uuid4().hex[:8]}"
         t0 = time.perf_counter()
         produce(bootstrap, topic, args.records, args.txn)

@@ -45,9 +45,9 @@ def main() -> None:
     ap.add_argument("--broker", choices=["noida", "sandbox", "kafka"], default="noida",
                     help="the broker started for the run (sandbox = noida)")
     args = ap.parse_args()
-    with broker(args.broker) as (bootstrap, name):
-        print(f"broker: {name}", flush=True)
-        run(bootstrap, args)
+    with broker(args.broker) as b:
+        print(f"broker: {b.name}", flush=True)
+        run(b.bootstrap, args)
 
 
 def run(bootstrap: str, args: argparse.Namespace) -> None:

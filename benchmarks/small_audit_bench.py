@@ -23,6 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchbroker import broker  # noqa: E402  benchmarks/ is on the path: run as python benchmarks/NAME.py
+
 FAULTS = ("duplicate-replay", "skip", "aborted-leak", "upstream-retry", "zombie")
 
 
@@ -43,32 +45,28 @@ def main() -> None:
     args = ap.parse_args()
 
     from eosctl.config.model import Cluster
-    from eosctl.sandbox import noida
     from eosctl.sandbox.pipeline import run_pipeline
 
-    with tempfile.TemporaryDirectory(prefix="eosctl-small-bench-") as home:
-        state, _ = noida.up(Path(home))
-        try:
-            t = time.monotonic()
-            manifest = run_pipeline(Cluster(name="sandbox", bootstrap_servers=state.bootstrap), "bench",
-                                    Path(home) / "bench", faults=FAULTS, records=args.records)
-            config = Path(home) / "bench" / "eosctl.toml"
-            print(f"pipeline: {manifest['sink_rows']} sink rows, {manifest['partitions']} partitions, "
-                  f"{len(manifest['expected_findings'])} planted findings ({time.monotonic() - t:.1f}s)",
-                  flush=True)
-            env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-            results: dict[str, list[float]] = {}
-            reports: dict[str, dict] = {}
-            for engine in ("local", "spark"):
-                for _ in range(args.runs):
-                    seconds, reports[engine] = audit(config, engine, env)
-                    results.setdefault(engine, []).append(seconds)
-                    e, elapsed = reports[engine]["engine"], reports[engine]["elapsed_seconds"]
-                    print(f"  {engine:<5} {seconds:5.1f}s  (report: elapsed {elapsed:.1f}s,"
-                          f" start-up {e['startup_seconds']:.1f}s, tasks {e['partitions_seconds']:.1f}s, "
-                          f"keys {e['keys_seconds']:.1f}s)", flush=True)
-        finally:
-            noida.down(Path(home))
+    with tempfile.TemporaryDirectory(prefix="eosctl-small-bench-") as home, broker("noida") as b:
+        print(f"broker: {b.name}", flush=True)
+        t = time.monotonic()
+        manifest = run_pipeline(Cluster(name="sandbox", bootstrap_servers=b.bootstrap), "bench",
+                                Path(home) / "bench", faults=FAULTS, records=args.records)
+        config = Path(home) / "bench" / "eosctl.toml"
+        print(f"pipeline: {manifest['sink_rows']} sink rows, {manifest['partitions']} partitions, "
+              f"{len(manifest['expected_findings'])} planted findings ({time.monotonic() - t:.1f}s)",
+              flush=True)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+        results: dict[str, list[float]] = {}
+        reports: dict[str, dict] = {}
+        for engine in ("local", "spark"):
+            for _ in range(args.runs):
+                seconds, reports[engine] = audit(config, engine, env)
+                results.setdefault(engine, []).append(seconds)
+                e, elapsed = reports[engine]["engine"], reports[engine]["elapsed_seconds"]
+                print(f"  {engine:<5} {seconds:5.1f}s  (report: elapsed {elapsed:.1f}s,"
+                      f" start-up {e['startup_seconds']:.1f}s, tasks {e['partitions_seconds']:.1f}s, "
+                      f"keys {e['keys_seconds']:.1f}s)", flush=True)
     same = all(reports["local"][k] == reports["spark"][k] for k in ("findings", "partitions", "summary"))
     local, spark = statistics.median(results["local"]), statistics.median(results["spark"])
     print(f"\nmedian of {args.runs}, process start to exit: local {local:.2f}s, spark {spark:.2f}s "

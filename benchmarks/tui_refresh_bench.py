@@ -25,6 +25,7 @@ import asyncio
 import statistics
 import sys
 import time
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,6 +52,13 @@ async def _idle(pilot) -> float:
     t0 = clock()
     await pilot.pause()
     return clock() - t0
+
+
+async def _press(pilot, key: str) -> float:
+    """UI-thread time of one key press, until the app is idle again."""
+    t0 = clock()
+    await pilot.press(key)
+    return clock() - t0 + await _idle(pilot)
 
 
 async def refresh_costs(partitions: int, rounds: int, size: tuple[int, int]) -> dict[str, tuple[float, ...]]:
@@ -82,37 +90,32 @@ async def refresh_costs(partitions: int, rounds: int, size: tuple[int, int]) -> 
     return out
 
 
-async def sort_and_filter(partitions: int, size: tuple[int, int]) -> dict[str, float]:
-    source = SyntheticSource(partitions)
+@asynccontextmanager
+async def _paused_on(source: SyntheticSource, size: tuple[int, int], tab_key: str):
+    """(app, pilot) of the TUI on ``source``, refreshes paused, showing the tab of ``tab_key``."""
     app = EosApp(source, refresh_seconds=3600)
     async with app.run_test(size=size) as pilot:
         await pilot.pause(0.5)
         app.paused = True
-        await pilot.press("4")
+        await pilot.press(tab_key)
         await pilot.pause()
+        yield app, pilot
+
+
+async def sort_and_filter(partitions: int, size: tuple[int, int]) -> dict[str, float]:
+    async with _paused_on(SyntheticSource(partitions), size, "4") as (_, pilot):  # the Lag view
         out = {}
-        t0 = clock()
-        await pilot.press("s")  # absent before: then a no-op key
-        out["sort (s)"] = clock() - t0 + await _idle(pilot)
+        out["sort (s)"] = await _press(pilot, "s")  # absent before: then a no-op key
         await pilot.press("slash")
         await pilot.pause()
-        t0 = clock()
-        await pilot.press("7")
-        out["filter keystroke"] = clock() - t0 + await _idle(pilot)
-        t0 = clock()
-        await pilot.press("escape")
-        out["clear filter (Esc)"] = clock() - t0 + await _idle(pilot)
+        out["filter keystroke"] = await _press(pilot, "7")
+        out["clear filter (Esc)"] = await _press(pilot, "escape")
     return out
 
 
 async def audit_costs(findings: int, size: tuple[int, int]) -> dict[str, float]:
     source = SyntheticSource(1000, findings=findings)
-    app = EosApp(source, refresh_seconds=3600)
-    async with app.run_test(size=size) as pilot:
-        await pilot.pause(0.5)
-        app.paused = True
-        await pilot.press("7")
-        await pilot.pause()
+    async with _paused_on(source, size, "7") as (app, pilot):  # the Audit view
         view = app.view("audit")
         report = source.run_audit(lambda step: None)
         out = {}
@@ -127,15 +130,9 @@ async def audit_costs(findings: int, size: tuple[int, int]) -> dict[str, float]:
         out["view appears (UI)"] = clock() - t0 + await _idle(pilot)
         await pilot.press("slash")
         await pilot.pause()
-        t0 = clock()
-        await pilot.press("9")
-        out["filter keystroke"] = clock() - t0 + await _idle(pilot)
-        t0 = clock()
-        await pilot.press("escape")
-        out["clear filter (Esc)"] = clock() - t0 + await _idle(pilot)
-        t0 = clock()
-        await pilot.press("down")
-        out["next key after the clear"] = clock() - t0 + await _idle(pilot)
+        out["filter keystroke"] = await _press(pilot, "9")
+        out["clear filter (Esc)"] = await _press(pilot, "escape")
+        out["next key after the clear"] = await _press(pilot, "down")
         t0 = clock()
         await pilot.press("q")
     out["q: app closed"] = clock() - t0

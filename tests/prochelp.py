@@ -1,12 +1,25 @@
-"""What a command left running, read from /proc: the signal tests' evidence (Linux)."""
+"""Processes a test started: stopping one on every exit path, and what a command left running, read from
+/proc (the signal tests' evidence; Linux)."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from pathlib import Path
 
 Proc = tuple[int, str]  # (pid, start time): a reused pid is another process
+
+
+def stop(proc: subprocess.Popen, seconds: float = 20.0) -> int:
+    """SIGTERM, then SIGKILL if it has not exited within ``seconds``; reaped either way. Its exit status."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            return proc.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    return proc.wait(timeout=10)
 
 
 def stat(pid: int) -> list[str] | None:

@@ -25,6 +25,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.prochelp import stop
+
 ROOT = Path(__file__).resolve().parents[1]
 WATCHED, BIG, GROUP = "watched", "big", "g-watched"
 # A single node restarted on its own data: the controller forgets the old incarnation's registration only
@@ -128,13 +130,7 @@ class _Lines:
     def stop(self) -> int | None:
         """Its exit status if it had ended by itself (None: it was still running, now stopped)."""
         code = self.proc.poll()
-        if code is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        stop(self.proc, seconds=30)
         return code
 
 

@@ -148,6 +148,15 @@ class Stage:
         if self.proc.poll() is None:
             os.kill(self.proc.pid, sig)
 
+    def stopped_if(self, ready: Callable[[], bool]) -> bool:
+        """SIGSTOP the stage and look: True (it stays stopped) if ``ready()`` holds, else it runs on. A
+        stopped stage can't commit between the look and what the test does next (a kill)."""
+        self.signal(signal.SIGSTOP)
+        if ready():
+            return True
+        self.signal(signal.SIGCONT)
+        return False
+
     def kill(self) -> None:
         """SIGKILL (a hard bounce), and reap it."""
         if self.proc.poll() is None:

@@ -88,8 +88,8 @@ def _fail_on(ctx: click.Context, param: click.Parameter, value: str | None) -> t
 @click.option("--incremental", "incremental", type=OutputFile(), metavar="STATE",
               help="Audit only what is new since the verdict kept in STATE (a DuckDB file this option "
                    "writes; the first run is a full audit): new offsets, the DuckDB sink's new rows, their "
-                   "keys against the key index in STATE; the same findings as a full audit without the "
-                   "content check (which it does not run). It cannot see "
+                   "keys against the key index in STATE, the content check of the new rows and records; "
+                   "the same findings as a full audit. It cannot see "
                    "a sink row rewritten in place (an UPDATE keeps its row id and the row count): "
                    "--full-every reads everything again. For cron; docs/audit.md#incremental-audits.")
 @click.option("--full-every", type=DURATION, default="1d", show_default=True,
@@ -135,12 +135,15 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
     if incremental and (engine or master or remote or driver_memory):
         raise click.UsageError("--incremental runs in this process (it reads only what is new): drop "
                                "--engine, --master, --remote and --driver-memory")
-    if incremental and content_check:
-        raise click.UsageError("--incremental does not run the content check; audit without --incremental "
-                               "for it (or pass --no-content-check)")
     if incremental:
         sink, _ = sink_of(target, sink_duckdb, sink_parquet, sink_table)
         sink = replace(sink, **overrides)
+        if content_check and not sink.key_column:
+            raise click.UsageError("--content-check compares each row's key with its record's: name the key "
+                                   "column (--key-column, or key_column in the config's sink)")
+        _check_value_columns(sink, bool(overrides.get("value_column") or overrides.get("value_hash_column")))
+        content = content_check if content_check is not None else \
+            target.config.audit_content_check if target.config else True
         reads = _reads(config, [sink])
         written = Written(out, reads, force)
         written.check()
@@ -149,7 +152,7 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
                                    "are two files")
         _run([(pipeline or "", target, sink)], fmt, written, fail_on, None, started,
              upstream=_upstream(config, target, bootstrap),
-             incremental=(incremental, full_every, (*reads, *([out] if out else []))))
+             incremental=(incremental, full_every, (*reads, *([out] if out else [])), content))
         return
     chosen = engine or (target.config.audit_engine if target.config else None)
     # The engine and why, always on stderr (never a choice made on a read that failed: see _engine_by_size).
@@ -306,10 +309,11 @@ audit.help = "\n".join([
 
 def _run(hops: list[tuple[str, Any, Any]], fmt: str, out: Written, fail_on: tuple[str, ...],
          options, started: float, upstream: tuple | None = None,
-         incremental: tuple[str, float, tuple[str, ...]] | None = None) -> None:
+         incremental: tuple[str, float, tuple[str, ...], bool] | None = None) -> None:
     """Audit each hop (name, target, sink) in order: one hop's report as it is, several merged into one;
     ``upstream``: the stage writing a lone hop's topic, whose lineage key duplicates are followed through;
-    ``incremental``: (state file, --full-every, the files it must never replace) for `--incremental`."""
+    ``incremental``: (state file, --full-every, the files it must never replace, the content check) for
+    `--incremental`."""
     # lazy: auditors 96 ms, eosctl.output.audit 8.6 ms at start-up
     from auditors import audit_hops
     from eosctl.output.audit import render
@@ -319,10 +323,10 @@ def _run(hops: list[tuple[str, Any, Any]], fmt: str, out: Written, fail_on: tupl
         if incremental is not None:
             from auditors.incremental import audit_incremental  # lazy: auditors.incremental 10 ms to import
 
-            state, full_every, reads = incremental
+            state, full_every, reads, content = incremental
             _, target, sink = hops[0]
             result = audit_incremental(target, sink, state, full_every=full_every, fail_on=fail_on,
-                                       progress=show, started=started, reads=reads)
+                                       progress=show, started=started, reads=reads, content=content)
         else:
             result = audit_hops(hops, options=options, progress=show, fail_on=fail_on, started=started)
         if upstream is not None:

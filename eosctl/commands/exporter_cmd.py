@@ -198,9 +198,10 @@ class _Auditor:
         except OSError as e:
             raise EosctlError(f"cannot create --audit-state {self.states}: {e.strerror or e}") from None
         name = re.sub(r"[^A-Za-z0-9_.-]", "_", target.pipeline.name if target.pipeline else "default")
+        content = getattr(kwargs.get("options"), "content_check", True)  # as the full audit's
         return audit_incremental(target, sink, os.path.join(self.states, f"{name}.audit-state"),
                                  full_every=self.full_every, started=kwargs.get("started"), reads=self.reads,
-                                 option="--audit-state")
+                                 option="--audit-state", content=content)
 
 
 def _stop_audits() -> None:

@@ -29,7 +29,7 @@ is not the records' key (a business key read from the value, or a key serialized
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -64,19 +64,28 @@ class ContentResult:
     comparable: bool = True
     # False: the sink names a value column, but no row holding its record's key holds its value too.
     values_comparable: bool = True
+    # Per partition leader epoch, the lowest offset of a row holding its record's key under it: what an
+    # incremental audit (auditors.incremental) keeps to pass ``seen`` for the rows after a cut.
+    matched: dict[int, int] = field(default_factory=dict)
+    values_matched: bool = False  # some row holds its record's key and value
 
 
 def check_partition(log: PartitionLog, offsets: np.ndarray, hashes: np.ndarray,
                     sink_keys: Any = None,
                     islands: Sequence[tuple[int, int, int]] | None = None,
-                    values: np.ndarray | None = None, value_name: str = "value column") -> ContentResult:
+                    values: np.ndarray | None = None, value_name: str = "value column", *,
+                    seen: int = -1, judged: bool = False, values_judged: bool = False) -> ContentResult:
     """The content findings of one partition: ``offsets`` and ``hashes`` are its sink rows' offsets and
     key hashes (eosctl.cluster.recordkeys.hash_arrow), any order; ``sink_keys`` (a list or an Arrow array,
     same
     order) names a row's key in the finding's summary. ``islands``: the partition's rows as offset islands,
     to count a shift's rows with the ones that repeat a (key, offset) the key query reads once. ``values``:
     the rows' value hashes (same order; compared with the log's record_keys.values), ``value_name`` names
-    the sink's column in a finding."""
+    the sink's column in a finding.
+
+    An incremental audit checks only the rows from a cut on (rows_after_cut): ``seen`` is the newest leader
+    epoch the rows before the cut matched, ``judged`` / ``values_judged`` that those rows already showed the
+    key / value column comparable (the partition is judged whatever the rows from the cut on hold)."""
     rk = log.record_keys
     if rk is None or not len(offsets):
         return ContentResult([], [], 0)
@@ -89,20 +98,24 @@ def check_partition(log: PartitionLog, offsets: np.ndarray, hashes: np.ndarray,
     mismatch = found0 & ~m0  # a record or a marker there, not this row's
     value_findings: list[Finding] = []
     values_comparable = True
+    matched = _first_matched(rk.epochs[i0], so, m0)
+    values_matched = False
     if values is not None and rk.values is not None and m0.any():
         same = m0 & (rk.values[i0] == values[order])
-        if same.any():
+        values_matched = bool(same.any())
+        if values_matched or values_judged:
             keys0 = None if sink_keys is None else _Keys(sink_keys, order)
             value_findings = _value_findings(log, so, m0 & ~same, i0, keys0, value_name)
         else:
             values_comparable = False
     if not mismatch.any():
-        return ContentResult(value_findings, [], n, values_comparable=values_comparable)
+        return ContentResult(value_findings, [], n, values_comparable=values_comparable, matched=matched,
+                         values_matched=values_matched)
     md = {}
     for d in SHIFTS:
         i, found = rec.at(so - d)
         md[d] = found & ~rk.control[i] & (rk.keys[i] == sh)
-    if not m0.any() and not any(m.any() for m in md.values()):
+    if not judged and not m0.any() and not any(m.any() for m in md.values()):
         # No row holds the key of any record near its offset: the column is not the records' key (a
         # business key read from the value, or a key serialized otherwise), so nothing can be judged.
         return ContentResult([], [], n, comparable=False, values_comparable=values_comparable)
@@ -121,11 +134,50 @@ def check_partition(log: PartitionLog, offsets: np.ndarray, hashes: np.ndarray,
     findings = [_shift_finding(log, so, a, b, d, keys, islands) for a, b, d in runs]
     rest = mismatch & ~covered
     if rest.any():
-        findings += _other_findings(log, rec, so, m0, rest, i0, keys)
+        findings += _other_findings(log, rec, so, m0, rest, i0, keys, seen)
     findings += value_findings
     findings.sort(key=lambda f: f.sort_key)
     return ContentResult(findings, [Shift(int(so[a]), int(so[b]), d) for a, b, d in runs], n,
-                         values_comparable=values_comparable)
+                         values_comparable=values_comparable, matched=matched,
+                         values_matched=values_matched)
+
+
+def _first_matched(epochs: np.ndarray, so: np.ndarray, m0: np.ndarray) -> dict[int, int]:
+    """Per leader epoch, the lowest offset of a matching row (``so`` sorted)."""
+    if not m0.any():
+        return {}
+    u, first = np.unique(epochs[m0], return_index=True)
+    return dict(zip(u.tolist(), so[m0][first].tolist(), strict=True))
+
+
+def cut_at(log: PartitionLog, offsets: np.ndarray, hashes: np.ndarray,
+           values: np.ndarray | None) -> int | None:
+    """The highest offset c such that the rows at offsets >= c can be checked apart from the rows below
+    (check_partition with ``seen``): the row just below c holds its record's key (and value), and no
+    neighbour's, so no run of rows (a shift, other records, other values) crosses c. ``offsets`` etc.: some
+    rows (all rows of their offsets) just below where the check must start, with the records around them in
+    ``log.record_keys``; None when none of them is such a row."""
+    rk = log.record_keys
+    if rk is None or not len(offsets):
+        return None
+    order = np.argsort(offsets, kind="stable")
+    so, sh = offsets[order], hashes[order]
+    rec = _Records(rk)
+    i0, found = rec.at(so)
+    clean = found & ~rk.control[i0] & (rk.keys[i0] == sh)
+    if values is not None and rk.values is not None:
+        clean &= rk.values[i0] == values[order]
+    for d in SHIFTS:
+        i, f = rec.at(so - d)
+        clean &= ~(f & ~rk.control[i] & (rk.keys[i] == sh))
+    # every row at the offset clean: a cut falls between offsets, never between the rows of one
+    last_of = np.concatenate([so[1:] != so[:-1], [True]])
+    ok = np.zeros(len(so), bool)
+    bad_offsets = np.unique(so[~clean])
+    ok[last_of] = True
+    ok &= ~np.isin(so, bad_offsets)
+    idx = np.flatnonzero(ok)
+    return None if not len(idx) else int(so[idx[-1]]) + 1
 
 
 def _value_findings(log: PartitionLog, so: np.ndarray, differ: np.ndarray, i0: np.ndarray,
@@ -208,13 +260,14 @@ def _shift_finding(log: PartitionLog, so: np.ndarray, a: int, b: int, d: int,
 
 
 def _other_findings(log: PartitionLog, rec: _Records, so: np.ndarray, m0: np.ndarray, rest: np.ndarray,
-                    i0: np.ndarray, keys: _Keys | None) -> list[Finding]:
+                    i0: np.ndarray, keys: _Keys | None, before: int = -1) -> list[Finding]:
     rk = log.record_keys
     epochs = rk.epochs[i0].astype(np.int64)
     # The newest leader epoch among the records the sink's rows *before* each row matched.
-    seen = np.where(m0, epochs, -1)
+    # ``before``: the newest of the rows below the ones given (an incremental audit's cut), -1: none.
+    seen = np.maximum(np.where(m0, epochs, -1), before)
     seen = np.maximum.accumulate(seen)
-    seen_before = np.concatenate([[-1], seen[:-1]])
+    seen_before = np.concatenate([[before], seen[:-1]])
     # With no matching row before it: the log shows the truncation itself, an epoch that began after the
     # log's first one.
     first_epoch = log.leader_epochs[0][0] if log.leader_epochs else -1

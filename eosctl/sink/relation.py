@@ -329,13 +329,7 @@ class DuckDBReader(SqlReader):
         (sink.value_column:
         a blob as its bytes, anything else as text; sink.value_hash_column: its text in lower case) is the
         third column where the sink names one."""
-        value = ""
-        if self.sink.value_column:
-            col = ident(self.sink.value_column)
-            blob = self._types.get(self.sink.value_column.lower(), "VARCHAR").upper() == "BLOB"
-            value = f", {col} AS v" if blob else f", CAST({col} AS VARCHAR) AS v"
-        elif self.sink.value_hash_column:
-            value = f", lower(CAST({ident(self.sink.value_hash_column)} AS VARCHAR)) AS v"
+        value = self._value_sql()
         rows = self._rows_sql(topic, partition, True, value)
         sql = f"SELECT o, k{', v' if value else ''} FROM ({rows}) WHERE k IS NOT NULL"
         try:
@@ -366,13 +360,27 @@ class DuckDBReader(SqlReader):
             raise SinkError(f"reading keys from sink {self.source} failed: "
                             f"{as_given(self.sink, first_line(e))}") from None
 
-    def key_rows_sql(self) -> str:
+    def _value_sql(self) -> str:
+        """", expr AS v": the value column as row_keys reads it (a blob as its bytes, anything else as text;
+        the value hash column as lower-case text), or "" where the sink names none."""
+        if self.sink.value_column:
+            col = ident(self.sink.value_column)
+            blob = self._types.get(self.sink.value_column.lower(), "VARCHAR").upper() == "BLOB"
+            return f", {col} AS v" if blob else f", CAST({col} AS VARCHAR) AS v"
+        if self.sink.value_hash_column:
+            return f", lower(CAST({ident(self.sink.value_hash_column)} AS VARCHAR)) AS v"
+        return ""
+
+    def key_rows_sql(self, values: bool = False) -> str:
         """SQL for (t, p, o, k) of every row with a key and a valid offset, the key as text, in no order and
         with every repeat: what the key rule groups in DuckDB where the rows are (auditors.keydups), and what
-        the incremental audit's key index keeps of each new row (auditors.incremental)."""
+        the incremental audit's key index keeps of each new row (auditors.incremental). ``values``: and v,
+        the value as row_keys reads it, where the sink names a value column (the incremental content
+        check)."""
         key = ident(self.sink.key_column or "")
+        value = self._value_sql() if values else ""
         return (f"SELECT {self._t.value} AS t, {self._p.value} AS p, {self._o.value} AS o, "
-                f"CAST({key} AS VARCHAR) AS k FROM {self.relation} "
+                f"CAST({key} AS VARCHAR) AS k{value} FROM {self.relation} "
                 f"WHERE {self._o.valid} AND {key} IS NOT NULL")
 
     def _query(self, sql: str) -> list[tuple]:

@@ -21,6 +21,7 @@ import pytest
 from eosctl.sandbox.noida import free_port, port_open
 from eosctl.sandbox.pipeline import run_pipeline
 from tests.helpers import eosctl_process, wait_until
+from tests.prochelp import stop
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -47,12 +48,7 @@ class Daemons:
 
     def stop(self) -> None:
         for proc, log in self.procs:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop(proc)
             log.close()
 
 

@@ -32,9 +32,9 @@ N = 100
 TIMEOUT = 30
 
 
-@pytest.fixture(scope="module")
-def topic(bootstrap: str) -> str:
-    name = "rules" + uuid.uuid4().hex[:8]
+def plain_topic(bootstrap: str, prefix: str) -> str:
+    """A new 1-partition topic holding offsets 0..N-1 (plain produce, no transactions)."""
+    name = prefix + uuid.uuid4().hex[:8]
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(name, num_partitions=1, replication_factor=1)])[name].result(TIMEOUT)
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": False})
@@ -42,6 +42,11 @@ def topic(bootstrap: str) -> str:
         producer.produce(name, value=f"v{i}".encode(), partition=0)
     assert producer.flush(TIMEOUT) == 0
     return name
+
+
+@pytest.fixture(scope="module")
+def topic(bootstrap: str) -> str:
+    return plain_topic(bootstrap, "rules")
 
 
 commit = commit_offset
@@ -59,13 +64,8 @@ cli = partial(eosctl, columns=None, check=False)
 
 
 def test_a_second_row_below_the_log_start_is_a_duplicate(bootstrap, tmp_path):
-    name = "retained" + uuid.uuid4().hex[:8]
+    name = plain_topic(bootstrap, "retained")
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, num_partitions=1, replication_factor=1)])[name].result(TIMEOUT)
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": False})
-    for i in range(N):
-        producer.produce(name, value=f"v{i}".encode(), partition=0)
-    assert producer.flush(TIMEOUT) == 0
     tp = TopicPartition(name, 0, 50)
     admin.delete_records([tp])[tp].result(TIMEOUT)
     db = sink(tmp_path / "s.duckdb", name, [*range(N), 11])

@@ -63,6 +63,26 @@ def clean_rows(topic: str) -> list[tuple]:
 cli = eosctl  # 200 columns: no cell wraps
 
 
+def ledger_config(tmp_path: Path, bootstrap: str, topic: str, sink: Path, group: str | None = None) -> Path:
+    """A config of pipeline `p` whose DuckDB sink has its offsets table (what `eosctl ledger` reads)."""
+    cfg = tmp_path / "eosctl.toml"
+    group_line = f'group = "{group}"\n' if group else ""
+    cfg.write_text(f"""
+[clusters.local]
+bootstrap_servers = "{bootstrap}"
+
+[pipelines.p]
+cluster = "local"
+source_topics = ["{topic}"]
+{group_line}
+[pipelines.p.sink]
+duckdb = "{sink}"
+table = "orders_sink"
+offsets_table = "sink_offsets"
+""")
+    return cfg
+
+
 def as_tuples(findings: list[dict]) -> list[tuple]:
     return [(f["kind"], f["topic"], f["partition"], f["first_offset"], f["last_offset"], f["count"],
              f.get("detail")) for f in findings]
@@ -162,21 +182,7 @@ def test_offset_mismatch_with_one_side_missing_agrees_between_audit_and_ledger(t
                for f in json.loads(r.stdout)["findings"] if f["kind"] == "offset_mismatch"]
     assert audited == [(0, 0, P0 - 1, P0), (1, 0, P1 - 1, P1)]
     # the ledger reads the offsets table from the pipeline config; flags use the same function
-    cfg = tmp_path / "eosctl.toml"
-    cfg.write_text(f"""
-[clusters.local]
-bootstrap_servers = "{bootstrap}"
-
-[pipelines.p]
-cluster = "local"
-source_topics = ["{topic}"]
-group = "{group}"
-
-[pipelines.p.sink]
-duckdb = "{sink}"
-table = "orders_sink"
-offsets_table = "sink_offsets"
-""")
+    cfg = ledger_config(tmp_path, bootstrap, topic, sink, group)
     r = cli("ledger", "-c", str(cfg), "--pipeline", "p", "--format", "json")
     assert r.exit_code == 1, r.stderr
     ledger = json.loads(r.stdout)
@@ -191,20 +197,7 @@ offsets_table = "sink_offsets"
 def test_ledger_flags_invalid_rows_instead_of_crashing(topic, bootstrap, tmp_path):
     sink = make_sink(tmp_path / "dirty.duckdb", dirty_rows(topic),
                      stored=[(topic, 0, P0), (topic, None, 3), (None, 1, 5)])
-    cfg = tmp_path / "eosctl.toml"
-    cfg.write_text(f"""
-[clusters.local]
-bootstrap_servers = "{bootstrap}"
-
-[pipelines.p]
-cluster = "local"
-source_topics = ["{topic}"]
-
-[pipelines.p.sink]
-duckdb = "{sink}"
-table = "orders_sink"
-offsets_table = "sink_offsets"
-""")
+    cfg = ledger_config(tmp_path, bootstrap, topic, sink)
     r = cli("ledger", "-c", str(cfg), "--pipeline", "p", "--format", "json")
     assert r.exit_code == 1, r.stderr
     ledger = json.loads(r.stdout)

@@ -22,8 +22,8 @@ from confluent_kafka import Producer
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from tests import jvmhelp
-from tests.brokerhelp import commit_offset
-from tests.helpers import eosctl
+from tests.brokerhelp import audit_offsets, commit_offset
+from tests.helpers import eosctl, wait_until
 from tests.txnjava import TxnJava
 
 pytestmark = pytest.mark.integration
@@ -152,15 +152,12 @@ def test_delete_records_through_an_open_transaction(short_lived, java, tmp_path)
     finally:
         jvmhelp.stop(proc, signal.SIGKILL)
     # The coordinator aborts it on its timeout: its records left in the log are aborted, nothing open.
-    deadline = time.monotonic() + 90
-    while (doc := jdoc("log", "--bootstrap", bs, "-t", topic, "-P", "0"))["last_stable_offset"] < 6:
-        assert time.monotonic() < deadline, "the coordinator never aborted the transaction"
-        time.sleep(1)
+    doc = timed_out_abort(bs, topic, lso=6)
     assert [(r["first"], r["last"], r["kind"]) for r in doc["ranges"]] == [
         (3, 4, "ABORTED"), (5, 5, "MARKER")]
     # The audit: nothing expected (the one committed record is below the log start); a sink's row for it is
     # unverifiable, its row for an aborted one a phantom.
-    audit = _audit(bs, topic, tmp_path, [(topic, 0, 0), (topic, 0, 4)])
+    audit = audit_offsets(bs, topic, tmp_path, [(topic, 0, 0), (topic, 0, 4)])
     (part,) = audit["partitions"]
     assert (part["log_start_offset"], part["expected_records"], part["unverifiable_below"]) == (3, 0, 1)
     assert [(f["kind"], f["first_offset"], f["last_offset"]) for f in audit["findings"]] == [
@@ -176,19 +173,14 @@ def _tp(topic: str):
 _commit = commit_offset
 
 
-def _audit(bootstrap: str, topic: str, tmp_path: Path, rows: list[tuple], code: int = 1) -> dict:
-    import duckdb
+def timed_out_abort(bootstrap: str, topic: str, lso: int) -> dict:
+    """`eosctl log` of partition 0 once the coordinator has aborted the timed-out transaction (its LSO
+    reached ``lso``)."""
+    def log_at_lso() -> dict | None:
+        doc = jdoc("log", "--bootstrap", bootstrap, "-t", topic, "-P", "0")
+        return doc if doc["last_stable_offset"] >= lso else None
 
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    sink = tmp_path / "sink.duckdb"
-    con = duckdb.connect(str(sink))
-    con.execute("CREATE TABLE out (src_topic VARCHAR, src_partition INTEGER, src_offset BIGINT)")
-    con.executemany("INSERT INTO out VALUES (?, ?, ?)", rows)
-    con.close()
-    cfg = tmp_path / "eosctl.toml"
-    cfg.write_text(f'[clusters.k]\nbootstrap_servers = "{bootstrap}"\n\n[pipelines.p]\ncluster = "k"\n'
-                   f'source_topics = ["{topic}"]\n\n[pipelines.p.sink]\nduckdb = "{sink}"\ntable = "out"\n')
-    return jdoc("audit", "-c", str(cfg), "-p", "p", "--engine", "local", code=code)
+    return wait_until("the coordinator's abort of the timed-out transaction", log_at_lso, 90, interval=1)
 
 
 def test_retention_moves_the_log_start_through_a_committed_and_an_aborted_transaction(short_lived, tmp_path):
@@ -241,12 +233,12 @@ def test_retention_moves_the_log_start_through_a_committed_and_an_aborted_transa
     # The audit expects only the committed record left (offset 2 of partition 0); rows for the deleted ones
     # are unverifiable, a row for the aborted record the retention left is a phantom.
     rows = [(topic, 0, 0), (topic, 0, 1), (topic, 0, 2), (topic, 1, 0), (topic, 1, 2)]
-    audit = _audit(bs, topic, tmp_path / "a", rows, code=1)
+    audit = audit_offsets(bs, topic, tmp_path / "a", rows, code=1)
     assert [(p["partition"], p["log_start_offset"], p["expected_records"], p["unverifiable_below"])
             for p in audit["partitions"]] == [(0, 2, 1, 2), (1, 2, 0, 1)]
     assert [(f["partition"], f["kind"], f["first_offset"], f["last_offset"]) for f in audit["findings"]] == [
         (1, "phantom_aborted", 2, 2)]
-    missing = _audit(bs, topic, tmp_path / "m", [(topic, 0, 0)], code=1)
+    missing = audit_offsets(bs, topic, tmp_path / "m", [(topic, 0, 0)], code=1)
     assert [(f["partition"], f["kind"], f["first_offset"], f["last_offset"])
             for f in missing["findings"]] == [(0, "gap", 2, 2)]
 
@@ -281,20 +273,18 @@ def test_compacted_transactional_topic_after_the_cleaner(short_lived, java, tmp_
         p = doc["producers"][0]
         assert (p["fencing_events"], p["sequence_anomalies"], p["transactional_id"]) == (0, [], txid)
         # The audit expects the committed records still there: 2 and 8 (0 is a hole now: unverifiable).
-        audit = _audit(bs, topic, tmp_path / "a", [(topic, 0, 0), (topic, 0, 2), (topic, 0, 8)], code=0)
+        audit = audit_offsets(bs, topic, tmp_path / "a", [(topic, 0, 0), (topic, 0, 2), (topic, 0, 8)],
+                              code=0)
         (part,) = audit["partitions"]
         assert (part["expected_records"], part["unverifiable_below"], audit["findings"]) == (2, 1, [])
-        missing = _audit(bs, topic, tmp_path / "m", [(topic, 0, 2)], code=1)
+        missing = audit_offsets(bs, topic, tmp_path / "m", [(topic, 0, 2)], code=1)
         assert [(f["kind"], f["first_offset"], f["last_offset"]) for f in missing["findings"]] == [
             ("gap", 8, 8)]
     finally:
         jvmhelp.stop(proc, signal.SIGKILL)
     # The open transaction times out (ABORT at 11); new keys from another producer make the log dirty again,
     # and later passes remove the emptied ABORT markers past their horizon, and the aborted record 10.
-    deadline = time.monotonic() + 90
-    while (doc := jdoc("log", "--bootstrap", bs, "-t", topic, "-P", "0"))["last_stable_offset"] < 12:
-        assert time.monotonic() < deadline, "the coordinator never aborted the transaction"
-        time.sleep(1)
+    doc = timed_out_abort(bs, topic, lso=12)
     before.update({10: "ABORTED", 11: "MARKER"})
     writes = iter(range(1000))
 
@@ -307,7 +297,7 @@ def test_compacted_transactional_topic_after_the_cleaner(short_lived, java, tmp_
     kinds = _kinds(doc)
     assert [kinds[o] for o in (2, 3, 8, 9)] == ["DATA", "MARKER", "DATA", "MARKER"]
     assert doc["last_stable_offset"] == doc["high_watermark"] and doc["warnings"] == []
-    audit = _audit(bs, topic, tmp_path / "b", [(topic, 0, 2), (topic, 0, 8)], code=1)
+    audit = audit_offsets(bs, topic, tmp_path / "b", [(topic, 0, 2), (topic, 0, 8)], code=1)
     assert {f["kind"] for f in audit["findings"]} == {"gap"}  # only the new keys, written past the sink
     assert all(f["first_offset"] > 11 for f in audit["findings"])
 

@@ -23,7 +23,7 @@ from confluent_kafka import Producer
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from tests import jvmhelp
-from tests.brokerhelp import commit_offset, epoch_timeline
+from tests.brokerhelp import audit_offsets, commit_offset, epoch_timeline
 from tests.helpers import eosctl
 from tests.txnjava import TxnJava
 
@@ -312,7 +312,7 @@ def test_timed_out_transaction_is_the_coordinators_abort(kafka, java, tmp_path):
     (row,) = jdoc("lag", "--bootstrap", kafka, "-t", topic, "-g", group)["groups"][0]["partitions"]
     assert (row["blocked"], row["records_behind"], row["open_transaction"]) == (0, 0, None)
     # The audit: the aborted records are not expected; a sink that took them holds phantoms at 2..4.
-    audit = _audit(kafka, topic, tmp_path, [(topic, 0, 0), (topic, 0, 2), (topic, 0, 3), (topic, 0, 4)])
+    audit = audit_offsets(kafka, topic, tmp_path, [(topic, 0, p) for p in (0, 2, 3, 4)])
     (part,) = audit["partitions"]
     assert part["expected_records"] == 1
     assert [(f["kind"], f["first_offset"], f["last_offset"]) for f in audit["findings"]] == [
@@ -323,20 +323,6 @@ def test_timed_out_transaction_is_the_coordinators_abort(kafka, java, tmp_path):
 
 
 _commit_group = commit_offset
-
-
-def _audit(bootstrap: str, topic: str, tmp_path: Path, rows: list[tuple]) -> dict:
-    import duckdb
-
-    sink = tmp_path / "sink.duckdb"
-    con = duckdb.connect(str(sink))
-    con.execute("CREATE TABLE out (src_topic VARCHAR, src_partition INTEGER, src_offset BIGINT)")
-    con.executemany("INSERT INTO out VALUES (?, ?, ?)", rows)
-    con.close()
-    cfg = tmp_path / "eosctl.toml"
-    cfg.write_text(f'[clusters.k]\nbootstrap_servers = "{bootstrap}"\n\n[pipelines.p]\ncluster = "k"\n'
-                   f'source_topics = ["{topic}"]\n\n[pipelines.p.sink]\nduckdb = "{sink}"\ntable = "out"\n')
-    return jdoc("audit", "-c", str(cfg), "-p", "p", "--engine", "local", code=1)
 
 
 def test_confluent_kafkas_timed_out_transaction_is_no_fencing(kafka, tmp_path):
@@ -362,7 +348,7 @@ def test_confluent_kafkas_timed_out_transaction_is_no_fencing(kafka, tmp_path):
     (row,) = jdoc("producers", "--bootstrap", kafka, "--topic", topic)["producers"]
     assert (row["fencing_events"], row["transactional_id"]) == (0, txid)
     assert fencing_metric(kafka, topic, tmp_path) == {0: 0.0}
-    audit = _audit(kafka, topic, tmp_path, [(topic, 0, 0), (topic, 0, 2)])
+    audit = audit_offsets(kafka, topic, tmp_path, [(topic, 0, 0), (topic, 0, 2)])
     (finding,) = audit["findings"]
     assert (finding["kind"], finding["first_offset"]) == ("phantom_aborted", 2)
     assert [t["fenced"] for t in finding["cause"]["transactions"]] == [False]

@@ -18,9 +18,9 @@ import uuid
 from functools import partial
 from pathlib import Path
 
-import duckdb
 import pytest
 
+from tests.brokerhelp import keyed_sink
 from tests.helpers import eosctl
 
 pytestmark = [pytest.mark.integration]
@@ -34,38 +34,11 @@ cli = partial(eosctl, columns=250)
 @pytest.fixture(scope="module")
 def moving(kafka_cluster3, tmp_path_factory):
     """(cluster, topic, group, sink) with the data written and committed."""
-    from confluent_kafka import Consumer, Producer, TopicPartition
-    from confluent_kafka.admin import AdminClient, NewTopic
-
     cluster = kafka_cluster3
     topic, group = "moving" + uuid.uuid4().hex[:6], "g" + uuid.uuid4().hex[:6]
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    admin.create_topics([NewTopic(topic, PARTITIONS, 3)])[topic].result(60)
-    rows: list[tuple[int, int, str]] = []
-    p = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": topic, "linger.ms": 5})
-    p.init_transactions(60)
-    for start in range(0, RECORDS, TXN):
-        p.begin_transaction()
-        for part in range(PARTITIONS):
-            for i in range(start, start + TXN):
-                key = f"{part}-{i}"
-                p.produce(topic, key=key.encode(), value=b"v", partition=part,
-                          on_delivery=lambda err, m, key=key: rows.append((m.partition(), m.offset(), key)))
-        p.commit_transaction(60)
-    p.flush(30)
-    assert len(rows) == PARTITIONS * RECORDS
-    hw = {part: RECORDS + RECORDS // TXN for part in range(PARTITIONS)}  # a marker after each transaction
     sink = tmp_path_factory.mktemp("moving") / "sink.duckdb"
-    con = duckdb.connect(str(sink))
-    con.execute("CREATE TABLE orders_sink (src_topic VARCHAR, src_partition INTEGER, src_offset BIGINT, "
-                "order_id VARCHAR)")
-    con.executemany("INSERT INTO orders_sink VALUES (?, ?, ?, ?)", [(topic, *r) for r in rows])
-    con.execute('CREATE TABLE sink_offsets (topic VARCHAR, "partition" INTEGER, next_offset BIGINT)')
-    con.executemany("INSERT INTO sink_offsets VALUES (?, ?, ?)", [(topic, q, n) for q, n in hw.items()])
-    con.close()
-    c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
-    c.commit(offsets=[TopicPartition(topic, q, n) for q, n in hw.items()], asynchronous=False)
-    c.close()
+    keyed_sink(cluster.bootstrap, topic, group, sink, PARTITIONS, RECORDS, TXN, transactional_id=topic,
+               replication=3)
     return cluster, topic, group, sink
 
 

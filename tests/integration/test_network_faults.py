@@ -18,10 +18,10 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from eosctl.sandbox.net import free_port
+from tests.brokerhelp import commit_offset, keyed_sink
 from tests.helpers import eosctl_process
 
 pytestmark = [pytest.mark.integration]
@@ -54,44 +54,21 @@ def orders(apache_kafka, tmp_path_factory):
     """(topic, group, sink, transactional id): committed transactions of small records, a DuckDB sink that
     holds each once, the group committed at the high watermark; and `big`, a 1-partition topic of 900 KB
     a second group has not consumed at all (lag reads it over the slow link)."""
-    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
     direct = apache_kafka.bootstrap
     suffix = uuid.uuid4().hex[:6]
     topic, group, big, txid = f"nf-{suffix}", f"nfg-{suffix}", f"nfbig-{suffix}", f"nf-tx-{suffix}"
-    admin = AdminClient({"bootstrap.servers": direct})
-    for name, parts in ((topic, PARTITIONS), (big, 1)):
-        admin.create_topics([NewTopic(name, parts, 1)])[name].result(60)
-    rows: list[tuple[int, int, str]] = []
-    p = Producer({"bootstrap.servers": direct, "transactional.id": txid, "linger.ms": 5})
-    p.init_transactions(60)
-    for first in range(0, RECORDS, TXN):
-        p.begin_transaction()
-        for part in range(PARTITIONS):
-            for i in range(first, first + TXN):
-                key = f"{part}-{i}"
-                p.produce(topic, key=key.encode(), value=b"v", partition=part,
-                          on_delivery=lambda err, m, key=key: rows.append((m.partition(), m.offset(), key)))
-        p.commit_transaction(60)
+    sink = tmp_path_factory.mktemp("faults") / "sink.duckdb"
+    keyed_sink(direct, topic, group, sink, PARTITIONS, RECORDS, TXN, transactional_id=txid)
+    admin = AdminClient({"bootstrap.servers": direct})  # kept: a destroyed client fails its futures
+    admin.create_topics([NewTopic(big, 1, 1)])[big].result(60)
     plain = Producer({"bootstrap.servers": direct, "linger.ms": 20, "compression.type": "none"})
     for i in range(900):
         plain.produce(big, key=str(i).encode(), value=os.urandom(1000), partition=0)
     assert plain.flush(60) == 0
-    hw = {part: RECORDS + RECORDS // TXN for part in range(PARTITIONS)}  # a marker after each transaction
-    sink = tmp_path_factory.mktemp("faults") / "sink.duckdb"
-    con = duckdb.connect(str(sink))
-    con.execute("CREATE TABLE orders_sink (src_topic VARCHAR, src_partition INTEGER, src_offset BIGINT, "
-                "order_id VARCHAR)")
-    con.executemany("INSERT INTO orders_sink VALUES (?, ?, ?, ?)", [(topic, *r) for r in rows])
-    con.execute('CREATE TABLE sink_offsets (topic VARCHAR, "partition" INTEGER, next_offset BIGINT)')
-    con.executemany("INSERT INTO sink_offsets VALUES (?, ?, ?)", [(topic, q, n) for q, n in hw.items()])
-    con.close()
-    for g, offsets in ((group, [TopicPartition(topic, q, n) for q, n in hw.items()]),
-                       (f"{group}-big", [TopicPartition(big, 0, 0)])):
-        c = Consumer({"bootstrap.servers": direct, "group.id": g})
-        c.commit(offsets=offsets, asynchronous=False)
-        c.close()
+    commit_offset(direct, f"{group}-big", big, 0)
     return {"topic": topic, "group": group, "sink": sink, "big": big, "txid": txid}
 
 

@@ -251,11 +251,7 @@ def test_quix_exactly_once_stage_killed_and_restarted_audits_clean(cluster, stag
         kill); if not, it runs on."""
         if all(o <= first_aborted[p] for p, o in hop.group_offsets().items()):
             return False
-        first.signal(signal.SIGSTOP)
-        if open_with_outputs():
-            return True
-        first.signal(signal.SIGCONT)
-        return False
+        return first.stopped_if(open_with_outputs)
 
     wait_until("offsets committed past aborted input, a transaction open", stopped_mid_transaction, 30, first)
     first.kill()

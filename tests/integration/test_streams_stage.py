@@ -13,7 +13,6 @@ raw reads of both topics.
 
 from __future__ import annotations
 
-import signal
 from collections import Counter
 from pathlib import Path
 
@@ -110,11 +109,7 @@ def kill_when(stage: Stage, what: str, ready, seconds: float = 90) -> None:
     def frozen_ready() -> bool:
         if not stage.lines() or not any(line.startswith("processed ") for line in stage.lines()):
             return False
-        stage.signal(signal.SIGSTOP)
-        if ready():
-            return True
-        stage.signal(signal.SIGCONT)
-        return False
+        return stage.stopped_if(ready)
 
     wait_until(what, frozen_ready, seconds, stage)
     stage.kill()

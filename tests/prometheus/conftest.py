@@ -16,6 +16,8 @@ from collections.abc import Iterator
 import pytest
 from promhelp import JOB, RULES, Prometheus, free_port, get_status, tool
 
+from tests.prochelp import stop
+
 
 @pytest.fixture(scope="session")
 def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
@@ -47,10 +49,5 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]
             time.sleep(0.2)
         yield Prometheus(url, targets)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        stop(proc)
         log.close()

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from eosctl.sandbox.noida import free_port, port_open
+from tests.prochelp import stop
 
 START_DEADLINE_S = 15.0
 
@@ -52,9 +53,4 @@ def tansu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             time.sleep(0.05)
         yield f"127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+        stop(proc, seconds=5)

@@ -157,3 +157,12 @@ class SyntheticSource:
 
     def close(self) -> None:
         pass
+
+
+class Explained(SyntheticSource):
+    """A synthetic cluster whose audit returns findings with causes (the longest: 544 characters)."""
+
+    def run_audit(self, progress):
+        from tests.unit.rules.test_causes import report  # the findings the unit tests of causes build
+
+        return report()

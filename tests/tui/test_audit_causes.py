@@ -3,25 +3,11 @@ its offsets in the Log view (a synthetic cluster whose audit returns explained f
 
 from __future__ import annotations
 
-from synthetic import SyntheticSource
+from synthetic import Explained, SyntheticSource
 from textual.widgets import Static
-from tuihelp import rows_of, sync, text_of, until
+from tuihelp import audited, rows_of, started, sync, text_of, until
 
 from tests.unit.rules.test_causes import report
-
-
-class Explained(SyntheticSource):
-    def run_audit(self, progress):
-        return report()
-
-
-async def audited(app, pilot) -> None:
-    """The first data, then the Audit view (7) and an audit run in it (a)."""
-    await pilot.pause(0.2)
-    await until(pilot, lambda: app.dash is not None, "the first data")
-    await pilot.press("7", "a")
-    await until(pilot, lambda: not app.view("audit").running and app.view("audit").report is not None,
-                "the audit")
 
 
 @sync
@@ -31,7 +17,7 @@ async def test_findings_grouped_by_root_cause_and_enter_opens_the_cause_by_the_l
     app = EosApp(Explained(4), refresh_seconds=1)
     expected = report()
     async with app.run_test(size=(120, 30)) as pilot:
-        await audited(app, pilot)
+        await audited(pilot)
         rows = rows_of(app, "audit")
         rules = [r[5].split(":")[0] for r in rows]
         assert len(rows) == len(expected.findings)
@@ -71,7 +57,7 @@ async def test_a_pipeline_audited_hop_by_hop_shows_each_hop_and_its_findings_und
 
     app = EosApp(Hops(4), refresh_seconds=1)
     async with app.run_test(size=(160, 30)) as pilot:
-        await audited(app, pilot)
+        await audited(pilot)
         head = text_of(app.query_one("#audit-head", Static))
         assert " FAIL  hop shop.process: shop.orders -> shop.orders sink · 1 finding (1 failing)" in head
         assert " FAIL  hop shop: shop.enriched -> shop.enriched sink · 2 findings (2 failing)" in head
@@ -92,7 +78,7 @@ async def test_a_wide_terminal_shows_each_cause_whole_and_never_says_its_rule_tw
     expected = report()
     rule = {i: r.rule for r in root_causes(expected.findings) for i in r.findings}
     async with app.run_test(size=(220, 30)) as pilot:
-        await audited(app, pilot)
+        await audited(pilot)
         await pilot.pause(0.2)
         details = {r[5] for r in rows_of(app, "audit")}
         for i, f in enumerate(expected.findings):
@@ -111,9 +97,7 @@ async def test_the_audit_view_before_a_run_says_how_to_run_one():
     from tui.rowtable import RowTable
 
     app = EosApp(Explained(4), refresh_seconds=1)
-    async with app.run_test(size=(120, 30)) as pilot:
-        await pilot.pause(0.2)
-        await until(pilot, lambda: app.dash is not None, "the first data")
+    async with started(app, size=(120, 30)) as pilot:
         await pilot.press("7")
         await pilot.pause(0.2)
         assert app.view("audit").query_one(RowTable).empty == "no audit yet: press a to run one"

@@ -6,25 +6,10 @@ rule twice ("replay: replay:")."""
 from __future__ import annotations
 
 import pytest
-from synthetic import SyntheticSource
-from tuihelp import SNAPSHOT, shown_in, sync, until, words
+from synthetic import Explained
+from tuihelp import SNAPSHOT, audited, shown_in, started, sync, until, words
 
 from tests.unit.rules.test_causes import report
-
-
-class Explained(SyntheticSource):
-    """A synthetic cluster whose audit returns findings with causes (the longest: 544 characters)."""
-
-    def run_audit(self, progress):
-        return report()
-
-
-async def _audited(app, pilot) -> None:
-    await pilot.pause(0.2)
-    await until(pilot, lambda: app.dash is not None, "the first data")
-    await pilot.press("7", "a")
-    await until(pilot, lambda: not app.view("audit").running and app.view("audit").report is not None,
-                "the audit")
 
 
 @pytest.mark.parametrize("width", [80, 200])
@@ -37,7 +22,7 @@ async def test_the_audit_pane_shows_each_cause_whole(width):
     expected = report()
     assert max(len(f.cause.summary) for f in expected.findings if f.cause) > 2 * width  # wraps at any width
     async with app.run_test(size=(width, 24)) as pilot:
-        await _audited(app, pilot)
+        await audited(pilot)
         view = app.view("audit")
         table = view.table.table
         findings = view.report.findings
@@ -63,9 +48,7 @@ async def test_the_ledger_pane_shows_every_flag_whole(width):
     from tui.sources import SnapshotSource
 
     app = EosApp(SnapshotSource(str(SNAPSHOT)))
-    async with app.run_test(size=(width, 24)) as pilot:
-        await pilot.pause(0.2)
-        await until(pilot, lambda: app.dash is not None, "the first data")
+    async with started(app, size=(width, 24)) as pilot:
         await pilot.press("6")
         await pilot.pause(0.2)
         (flagged,) = [p for p in app.dash.ledger.partitions if p.flags]
@@ -84,7 +67,7 @@ async def test_enter_on_a_finding_shows_its_cause_whole_by_the_log(width):
 
     app = EosApp(Explained(4), refresh_seconds=3600)
     async with app.run_test(size=(width, 24)) as pilot:
-        await _audited(app, pilot)
+        await audited(pilot)
         table = app.view("audit").table.table
         causes = [table.row_at(n).item.cause for n in range(table.row_count)]
         longest = max(range(len(causes)), key=lambda n: len(causes[n].summary) if causes[n] else 0)
@@ -103,9 +86,7 @@ async def test_the_pane_follows_the_filter_and_is_gone_when_no_row_is_shown():
     from tui.sources import SnapshotSource
 
     app = EosApp(SnapshotSource(str(SNAPSHOT)))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause(0.2)
-        await until(pilot, lambda: app.dash is not None, "the first data")
+    async with started(app) as pilot:
         await pilot.press("6", "slash", *"ched[1")
         await pilot.pause(0.2)
         pane = app.query_one("#ledger-detail")

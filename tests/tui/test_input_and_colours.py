@@ -7,19 +7,13 @@ from __future__ import annotations
 import re
 
 from textual.widgets import TabbedContent
-from tuihelp import cursor_row, rows_of, sync, terminal_output, until
-
-
-async def _start(app, pilot):
-    await pilot.pause(0.2)
-    await until(pilot, lambda: app.dash is not None, "the first data")
+from tuihelp import cursor_row, rows_of, started, sync, terminal_output, until
 
 
 @sync
 async def test_the_filter_text_is_on_screen_while_it_is_typed(snapshot_app):
     app = snapshot_app
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _start(app, pilot)
+    async with started(app) as pilot:
         await pilot.press("6", "slash", *"ched[1")
         await pilot.pause(0.2)
         assert [r[0] for r in rows_of(app, "ledger")] == ["tuiref.enriched[1]"]  # the filter works...
@@ -31,8 +25,7 @@ async def test_the_filter_text_is_on_screen_while_it_is_typed(snapshot_app):
 @sync
 async def test_g_and_digits_jump_to_the_offset_and_do_not_switch_views(snapshot_app, manifest):
     app = snapshot_app
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _start(app, pilot)
+    async with started(app) as pilot:
         await pilot.press("5")
         await until(pilot, lambda: app.view("log").plog is not None, "the log view's scan")
         for offset in (101, 43, 0):  # inside a committed run, a marker, the first offset
@@ -65,8 +58,7 @@ def _foregrounds(raw: str, word: str) -> set[str]:
 @sync
 async def test_markers_and_aborted_records_are_drawn_in_different_colours(snapshot_app):
     app = snapshot_app
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _start(app, pilot)
+    async with started(app) as pilot:
         await pilot.press("5")
         await until(pilot, lambda: app.view("log").plog is not None, "the log view's scan")
         await pilot.pause(0.2)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from synthetic import SyntheticSource
-from tuihelp import rows_of, sync, until
+from tuihelp import rows_of, started, sync, until
 
 from tui.tabledata import Col, Row, TableData
 
@@ -38,8 +38,7 @@ async def test_a_refresh_keeps_the_cursor_on_its_row_and_repaints_only_changed_l
 
     source = SyntheticSource(2000)
     app = EosApp(source, refresh_seconds=3600)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await until(pilot, lambda: app.dash is not None, "the first data")
+    async with started(app, size=(100, 30)) as pilot:
         app.paused = True
         await pilot.press("6")  # Ledger: one row per partition
         await pilot.pause()
@@ -80,8 +79,7 @@ async def test_sorting_and_the_filter_on_thousands_of_rows():
 
     source = SyntheticSource(2000)
     app = EosApp(source, refresh_seconds=3600)
-    async with app.run_test(size=(120, 30)) as pilot:
-        await until(pilot, lambda: app.dash is not None, "the first data")
+    async with started(app, size=(120, 30)) as pilot:
         app.paused = True
         await pilot.press("4", "s", "s")  # Lag, sorted by "committed"
         await pilot.pause()
@@ -110,8 +108,7 @@ async def test_100k_findings_filter_clear_and_quit():
 
     source = SyntheticSource(1000, findings=100_000)
     app = EosApp(source, refresh_seconds=3600)
-    async with app.run_test(size=(120, 30)) as pilot:
-        await until(pilot, lambda: app.dash is not None, "the first data")
+    async with started(app, size=(120, 30)) as pilot:
         app.paused = True
         await pilot.press("7", "a")
         view = app.view("audit")

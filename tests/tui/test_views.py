@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 from textual.widgets import Static, TabbedContent
-from tuihelp import CAPTURED, cursor_row, rows_of, sync, text_of, until
-
-
-async def _start(app, pilot):
-    await pilot.pause(0.2)
-    await until(pilot, lambda: app.dash is not None, "the first data")
+from tuihelp import CAPTURED, cursor_row, rows_of, started, sync, text_of, until
 
 
 @sync
 async def test_snapshot_is_labelled_with_its_capture_time(snapshot_app):
     app = snapshot_app
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _start(app, pilot)
+    async with started(app) as pilot:
         status = text_of(app.query_one("#status", Static))
         assert status.startswith(f" SNAPSHOT  tuiref · captured {CAPTURED}")
         assert "reference.snap.duckdb" in status
@@ -28,8 +22,8 @@ async def test_snapshot_is_labelled_with_its_capture_time(snapshot_app):
 async def test_a_tick_while_the_app_closes_does_not_crash_it(snapshot_app):
     """The 1 s tick can fire while the app shuts down (seen on a loaded CI machine at exit)."""
     app = snapshot_app
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _start(app, pilot)
+    async with started(app):
+        pass
     app._tick()  # shut down: widgets gone
 
 
@@ -37,8 +31,7 @@ async def test_a_tick_while_the_app_closes_does_not_crash_it(snapshot_app):
 async def test_overview_is_red_with_reasons_in_words(snapshot_app, manifest):
     app = snapshot_app
     (hang,) = manifest["hanging"]
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _start(app, pilot)
+    async with started(app):
         # the stored audit's verdict, and 1 open transaction of which 1 hanging
         assert rows_of(app, "overview") == [["tuiref", "RED", "FAIL", "0", "1/1", "1", "303"]]
         reasons = text_of(app.query_one("#overview-reasons", Static))
@@ -53,8 +46,7 @@ async def test_overview_is_red_with_reasons_in_words(snapshot_app, manifest):
 @sync
 async def test_number_keys_switch_views_and_tabs_follow(snapshot_app):
     app = snapshot_app
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _start(app, pilot)
+    async with started(app) as pilot:
         for key, pane in zip(
             "2345671", ["transactions", "producers", "lag", "log", "ledger", "audit", "overview"], strict=True
         ):
@@ -70,8 +62,7 @@ async def test_transactions_show_the_hanging_one_in_red_and_how_to_clear_it(snap
 
     app = snapshot_app
     (hang,) = manifest["hanging"]
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _start(app, pilot)
+    async with started(app) as pilot:
         await pilot.press("2")
         await pilot.pause()
         head = text_of(app.query_one("#txn-head", Static))
@@ -104,8 +95,7 @@ async def test_transactions_show_the_hanging_one_in_red_and_how_to_clear_it(snap
 @sync
 async def test_producers_mark_the_epoch_bump_and_enter_opens_it_in_the_log(snapshot_app, manifest):
     app = snapshot_app
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _start(app, pilot)
+    async with started(app) as pilot:
         await pilot.press("3")
         await pilot.pause()
         rows = rows_of(app, "producers")
@@ -123,8 +113,7 @@ async def test_producers_mark_the_epoch_bump_and_enter_opens_it_in_the_log(snaps
 async def test_lag_shows_the_partition_blocked_by_the_open_transaction(snapshot_app, manifest):
     app = snapshot_app
     lso = manifest["hanging"][0]["first_offset"]
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _start(app, pilot)
+    async with started(app) as pilot:
         await pilot.press("4")
         await pilot.pause()
         rows = rows_of(app, "lag")
@@ -140,8 +129,7 @@ async def test_log_colours_ranges_and_jumps_to_an_offset(snapshot_app, manifest)
     app = snapshot_app
     hang = manifest["hanging"][0]
     first, last = hang["first_offset"], hang["last_offset"]
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _start(app, pilot)
+    async with started(app) as pilot:
         await pilot.press("5")
         await pilot.pause(0.3)
         # Opens on the partition an open transaction holds.
@@ -164,8 +152,7 @@ async def test_log_colours_ranges_and_jumps_to_an_offset(snapshot_app, manifest)
 async def test_ledger_flags_the_duplicate_and_enter_opens_its_offsets(snapshot_app, manifest):
     app = snapshot_app
     dup = manifest["expected_findings"][0]
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _start(app, pilot)
+    async with started(app) as pilot:
         await pilot.press("6")
         await pilot.pause()
         rows = rows_of(app, "ledger")
@@ -187,8 +174,7 @@ async def test_ledger_flags_the_duplicate_and_enter_opens_its_offsets(snapshot_a
 @sync
 async def test_filter_narrows_any_table_and_escape_clears_it(snapshot_app):
     app = snapshot_app
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _start(app, pilot)
+    async with started(app) as pilot:
         await pilot.press("6", "slash", *"[2]")
         await pilot.pause()
         assert [r[0] for r in rows_of(app, "ledger")] == ["tuiref.enriched[2]"]
@@ -201,8 +187,7 @@ async def test_filter_narrows_any_table_and_escape_clears_it(snapshot_app):
 async def test_help_and_the_audit_stored_in_a_snapshot(snapshot_app, manifest):
     app = snapshot_app
     dup = manifest["expected_findings"][0]
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _start(app, pilot)
+    async with started(app) as pilot:
         await pilot.press("question_mark")
         await pilot.pause()
         assert app.screen.__class__.__name__ == "HelpScreen"
@@ -229,8 +214,7 @@ async def test_no_color_keeps_every_state_in_words(monkeypatch):
 
     monkeypatch.setenv("NO_COLOR", "1")
     app = EosApp(SnapshotSource(str(SNAPSHOT)))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _start(app, pilot)
+    async with started(app) as pilot:
         assert app.no_color
         assert rows_of(app, "overview")[0][1] == "RED"
         await pilot.press("5")
@@ -246,8 +230,7 @@ async def test_synthetic_audit_finding_opens_the_log_and_pause_stops_refreshes()
 
     source = SyntheticSource(200)
     app = EosApp(source, refresh_seconds=1)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _start(app, pilot)
+    async with started(app) as pilot:
         await pilot.press("p")
         await pilot.pause()
         rounds = source.round

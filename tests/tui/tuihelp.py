@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import io
 import re
@@ -69,6 +70,29 @@ async def until(pilot, condition, what: str, timeout: float = 60.0, step: float 
 UNSAFE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 # The only escape sequences Textual itself writes for a screen: colours (SGR) and "go to row;column".
 OWN_SEQUENCES = re.compile(r"\x1b\[[0-9;]*m|\x1b\[[0-9]+;[0-9]+H")
+
+
+async def first_data(pilot) -> None:
+    """The app's first refresh has arrived (after a short pause for its first paint)."""
+    await pilot.pause(0.2)
+    await until(pilot, lambda: pilot.app.dash is not None, "the first data")
+
+
+@contextlib.asynccontextmanager
+async def started(app, size: tuple[int, int] = (80, 24)):
+    """The app running headless at ``size`` with its first data on screen: the pilot."""
+    async with app.run_test(size=size) as pilot:
+        await first_data(pilot)
+        yield pilot
+
+
+async def audited(pilot) -> None:
+    """The first data, then the Audit view (7) and an audit run in it (a), until its report is in."""
+    app = pilot.app
+    await first_data(pilot)
+    await pilot.press("7", "a")
+    await until(pilot, lambda: not app.view("audit").running and app.view("audit").report is not None,
+                "the audit")
 
 
 def terminal_output(app) -> tuple[str, list[str]]:

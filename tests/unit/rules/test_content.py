@@ -6,7 +6,7 @@ import numpy as np
 
 from eosctl.cluster.model import Kind, OffsetRange, PartitionLog
 from eosctl.cluster.recordkeys import RecordKeys, hash_bytes
-from eosctl.rules.content import check_partition, shifted_islands
+from eosctl.rules.content import check_partition, cut_at, shifted_islands
 
 
 def log_of(keys: list[str | None], epochs: list[int], control: set[int] = frozenset()) -> PartitionLog:
@@ -45,6 +45,32 @@ def test_rows_the_log_rewrote_under_a_newer_leader_epoch() -> None:
     # the same rows where no leader changed: another record's key, nothing shifted
     result = check(log_of(new, [3] * 12), list(enumerate(old)))
     assert found(result) == [(6, 9, 4, "different_record", None, 3, None, None)]
+
+
+def test_the_rows_from_a_cut_are_judged_as_in_the_whole_partition() -> None:
+    # What an incremental audit checks (auditors.incremental): the rows from a cut on, with the newest epoch
+    # the rows below matched (seen). Leader epoch 3 wrote 0..1, epoch 5 from 2 on; the sink's rows 0..5 hold
+    # their records, its rows 7..13 keys of no record there: other records, not a rewrite (the rows before
+    # them already matched records of epoch 5).
+    keys = [f"k{o}" for o in range(6)] + [f"n{o}" for o in range(6, 16)]
+    log = log_of(keys, [3] * 2 + [5] * 14)
+    rows = [(o, f"k{o}") for o in range(6)] + [(o, f"k{o}") for o in range(7, 14)]
+    whole = check(log, rows)
+    assert found(whole) == [(7, 13, 7, "different_record", None, 5, None, None)]
+    below = [(o, k) for o, k in rows if o < 12]
+    cut = cut_at(log, np.array([o for o, _ in below], np.int64), hash_bytes(k.encode() for _, k in below),
+                 None)
+    assert cut == 6  # after row 5, the last row holding its own record's key and no neighbour's
+    seen = max(e for e, o in whole.matched.items() if o < cut)
+    after = [(o, k) for o, k in rows if o >= cut]
+    offsets, names = np.array([o for o, _ in after], np.int64), [k for _, k in after]
+
+    def part(**kw):
+        return found(check_partition(log, offsets, hash_bytes(k.encode() for k in names), names, **kw))
+
+    assert part(seen=seen, judged=True) == found(whole)
+    # without what the rows below saw, the same rows would read as a rewrite after a leader change
+    assert part(judged=True)[0][3] == "rewritten_after_leader_change"
 
 
 def test_a_shift_is_one_finding_and_its_rows_move_to_the_offsets_they_hold() -> None:

@@ -5,6 +5,8 @@ import re
 import struct
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -90,16 +92,26 @@ def test_missing_file(tmp_path: Path):
     assert not (tmp_path / "nope.duckdb").exists()  # read-only open never creates the file
 
 
-def test_file_locked_by_a_live_writer(sample: Path, monkeypatch):
-    monkeypatch.setattr("eosctl.sink.duckdb.LOCK_WAIT_S", 0.3)  # a writer that never closes: give up soon
+@contextmanager
+def live_writer(path: Path) -> Iterator[subprocess.Popen]:
+    """A process holding ``path`` open in DuckDB (as a pipeline's writer does) until the block ends."""
     writer = subprocess.Popen(
         [sys.executable, "-c",
          "import duckdb, sys; c = duckdb.connect(sys.argv[1]); print('open', flush=True); sys.stdin.read()",
-         str(sample)],
+         str(path)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )
     try:
         assert writer.stdout.readline().strip() == "open"
+        yield writer
+    finally:
+        writer.stdin.close()
+        writer.wait(timeout=10)
+
+
+def test_file_locked_by_a_live_writer(sample: Path, monkeypatch):
+    monkeypatch.setattr("eosctl.sink.duckdb.LOCK_WAIT_S", 0.3)  # a writer that never closes: give up soon
+    with live_writer(sample) as writer:
         msg = error_of(lambda: open_reader(sink_config(sample), WHERE))
         program = Path(os.path.realpath(f"/proc/{writer.pid}/exe")).name
         assert msg == (
@@ -109,9 +121,6 @@ def test_file_locked_by_a_live_writer(sample: Path, monkeypatch):
             "(in the writer: COPY orders_sink TO 'sink.parquet') with --sink-parquet"
         )
         assert writer.poll() is None  # the writer is untouched
-    finally:
-        writer.stdin.close()
-        writer.wait(timeout=10)
     with open_reader(sink_config(sample), WHERE) as reader:  # and readable once the writer is gone
         assert reader.summaries()[0].rows == 12
 
@@ -154,27 +163,22 @@ def fake_storage_version(path: Path, version: int, library: str) -> None:
                 f.write(struct.pack("<Q", int(computed.group(1))))
 
 
-def test_storage_version_newer_than_installed_duckdb(tmp_path: Path):
-    path = make_sink(tmp_path / "new.duckdb", {("orders", 0): [0]})
-    fake_storage_version(path, 1000, "v2.9.0")
-    assert read_header(path).storage_version == 1000 and read_header(path).library == "v2.9.0"
+@pytest.mark.parametrize(("version", "library", "message"), [
+    (1000, "v2.9.0",
+     "{path} was written by DuckDB v2.9.0 (storage version 1000), newer than the installed duckdb "
+     "{duckdb} can read (storage versions 64-69); upgrade duckdb (pip install -U duckdb), or have the writer "
+     "save with STORAGE_VERSION 'v1.0.0' or export Parquet"),
+    (39, "",
+     "{path} was written by another DuckDB version (storage version 39), older than the installed duckdb "
+     "{duckdb} can read (storage versions 64-69); convert it with the DuckDB that wrote it (EXPORT DATABASE) "
+     "or export Parquet"),
+], ids=["newer", "older"])
+def test_a_storage_version_the_installed_duckdb_cannot_read(tmp_path: Path, version, library, message):
+    path = make_sink(tmp_path / "sink.duckdb", {("orders", 0): [0]})
+    fake_storage_version(path, version, library)
+    assert (read_header(path).storage_version, read_header(path).library) == (version, library)
     msg = error_of(lambda: open_reader(sink_config(path), WHERE))
-    assert msg == (
-        f"{path} was written by DuckDB v2.9.0 (storage version 1000), newer than the installed duckdb "
-        f"{duckdb.__version__} can read (storage versions 64-69); upgrade duckdb (pip install -U duckdb), or "
-        "have the writer save with STORAGE_VERSION 'v1.0.0' or export Parquet"
-    )
-
-
-def test_storage_version_older_than_installed_duckdb(tmp_path: Path):
-    path = make_sink(tmp_path / "old.duckdb", {("orders", 0): [0]})
-    fake_storage_version(path, 39, "")
-    msg = error_of(lambda: open_reader(sink_config(path), WHERE))
-    assert msg == (
-        f"{path} was written by another DuckDB version (storage version 39), older than the installed duckdb "
-        f"{duckdb.__version__} can read (storage versions 64-69); convert it with the DuckDB that wrote it "
-        "(EXPORT DATABASE) or export Parquet"
-    )
+    assert msg == message.format(path=path, duckdb=duckdb.__version__)
 
 
 def test_v1_storage_file_reads_and_header_says_so(tmp_path: Path):
@@ -306,14 +310,7 @@ def test_frozen_waits_for_a_writer_then_says_who_holds_the_file(sample: Path, mo
     from eosctl.sink import frozen
 
     monkeypatch.setattr("eosctl.sink.duckdb.LOCK_WAIT_S", 0.3)
-    writer = subprocess.Popen(
-        [sys.executable, "-c",
-         "import duckdb, sys; c = duckdb.connect(sys.argv[1]); print('open', flush=True); sys.stdin.read()",
-         str(sample)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )
-    try:
-        assert writer.stdout.readline().strip() == "open"
+    with live_writer(sample) as writer:
         program = Path(os.path.realpath(f"/proc/{writer.pid}/exe")).name
 
         def freeze() -> None:
@@ -326,9 +323,6 @@ def test_frozen_waits_for_a_writer_then_says_who_holds_the_file(sample: Path, mo
             "transactions: have the writer close the file between batches, or audit a Parquet export with "
             "--sink-parquet")
         assert writer.poll() is None
-    finally:
-        writer.stdin.close()
-        writer.wait(timeout=10)
 
 
 def test_frozen_parquet_file_list(sample: Path, tmp_path: Path):
