@@ -16,7 +16,7 @@ offsets, 22x at 10M). Here it is two steps of one query:
 ``duplicate_keys`` is the rule over any DuckDB relation of places; the local engine runs it in the driver
 over the sink itself (``in_sink``: the sink's own SQL for a DuckDB-read sink, its committed keys streamed
 as Arrow for PostgreSQL). The Spark engine's tasks attach writers to their key rows (``with_writers``, no
-per-row Python) and Spark's shuffle groups them.
+per-row Python) and a window per key in Spark's shuffle keeps the duplicates' rows (auditors.spark_job).
 
 An incremental audit feeds ``duplicate_keys`` the union of its stored key index (key, topic, partition,
 offset of the rows already audited) and the new rows as ``places``, and the committed ranges of both as

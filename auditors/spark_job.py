@@ -1,11 +1,20 @@
 """The Spark engine: one job over the task function (auditors.task), mapInArrow over a range of task
-indexes (the same on local[*], a cluster and Spark Connect), a shuffle of the same job grouping key rows by
-key, and the job's progress from Spark's status tracker."""
+indexes (the same on local[*], a cluster and Spark Connect), a shuffle of the same job that keeps only the
+key rows of duplicate keys, and the job's progress from Spark's status tracker.
+
+The key-duplicate rule in Spark SQL: a window over each key (one hash shuffle by key, one sort) compares
+the key's smallest and largest place (topic, partition, offset): they differ exactly when the key has two
+distinct places, so only duplicates' rows leave the shuffle, and the driver groups those few into findings.
+It used to be groupBy + collect_set of every key's places: a list built per key for 100M keys, sorted on
+the map side and again on the reduce side, to throw away all but the duplicates. A GROUP BY key HAVING
+... joined back to the rows would read the task output twice, i.e. run the tasks (Kafka and the sink) twice:
+the window reads it once, and the task rows ride the same shuffle, each in a window of its own."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from auditors.grouping import tasks as group_items
@@ -15,6 +24,7 @@ from auditors.task import _OUT_NAMES, _WRITER_TYPES, OUT_SCHEMA, PHASE_KEYS, PHA
 from eosctl.base.errors import EosctlError
 from eosctl.base.gcpause import paused
 from eosctl.base.progress import Progress, Step, silent
+from eosctl.report.findings import Finding
 from eosctl.rules.rule import key_finding
 
 if TYPE_CHECKING:
@@ -22,8 +32,8 @@ if TYPE_CHECKING:
 
 def run_spark(spark: Any, inp: AuditInput, items: list[WorkItem], progress: Progress = silent) -> Outcome:
     """The Spark engine: one job. Its first stage runs the tasks, as many as the executors have cores
-    (auditors.grouping); with a key column, a shuffle of the same job groups the key rows by key (task
-    rows pass through it, each in a group of its own)."""
+    (auditors.grouping); with a key column, a shuffle of the same job keeps the key rows of duplicate keys
+    only (task rows pass through it, each in a window of its own)."""
     from pyspark.sql import functions as F  # lazy: pyspark.sql 58 ms to import
 
 
@@ -33,27 +43,42 @@ def run_spark(spark: Any, inp: AuditInput, items: list[WorkItem], progress: Prog
     func = group_task(tasks, inp.source, inp.sink, inp.settings, want_keys, inp.group, inp.content_check)
     frame = spark.range(0, len(tasks), 1, max(len(tasks), 1)).mapInArrow(func, OUT_SCHEMA)
     if want_keys:
+        from pyspark.sql import Window  # lazy, as above
+
         is_key = F.col("rec") == "key"
-        at = F.when(is_key, F.struct(F.col("topic"), F.col("partition"),
-                                     F.col("first_offset").alias("offset"),
-                                     *(F.col(name) for name, _ in _WRITER_TYPES)))
         group = F.when(is_key, F.col("key")).otherwise(F.monotonically_increasing_id().cast("string"))
-        # Key rows are distinct per (key, topic, partition, offset) already (each task selects DISTINCT,
-        # and an offset belongs to one task), so the set's size is the number of distinct places.
-        frame = (frame.select("*", is_key.alias("is_key"), group.alias("g"), at.alias("at"))
-                 .groupBy("is_key", "g")
-                 .agg(F.first(F.struct(*_OUT_NAMES)).alias("row"),
-                      F.sort_array(F.collect_set("at")).alias("at"))
-                 .where(~F.col("is_key") | (F.size("at") > 1)))
+        # Keyed by whether the row is a key's too: a key that reads like a task row's id is still a key.
+        by_key = Window.partitionBy(F.col("g"), F.col("row").isNull())
+        place = F.struct("topic", "partition", "first_offset")
+        # Through the shuffle a key row carries its place and writer only; a task row (summary, finding,
+        # task, error: a few per partition) all of its columns, packed in one (null for key rows).
+        narrow = frame.select(group.alias("g"), F.when(~is_key, F.struct(*_OUT_NAMES)).alias("row"),
+                              "topic", "partition", "first_offset", *(name for name, _ in _WRITER_TYPES))
+        # min <> max of a key's places: true exactly when it has two distinct places, however often the
+        # sink repeats one (no count of rows, no set of places per key). A task row's window is its own.
+        frame = (narrow.select("*", (F.min(place).over(by_key) != F.max(place).over(by_key)).alias("dup"))
+                 .where(F.col("row").isNotNull() | F.col("dup")).drop("dup"))
     with _TaskProgress(spark, len(tasks), want_keys, progress) as phases:
         table = _collect(frame)
     with paused():  # a row and a finding each for 100k findings, no cycles among them (eosctl.base.gcpause)
         rows = table.to_pylist()
         if not want_keys:
             return outcome(rows, [], phases.tasks_seconds, 0.0, len(tasks))
-        keys = [f for r in rows if r["is_key"] for f in [key_finding(r["g"], r["at"])]]
-        return outcome((r["row"] for r in rows if not r["is_key"]), keys, phases.tasks_seconds,
+        keys = _key_findings(r for r in rows if r["row"] is None)
+        return outcome((r["row"] for r in rows if r["row"] is not None), keys, phases.tasks_seconds,
                        phases.keys_seconds, len(tasks))
+
+
+def _key_findings(rows: Iterable[dict[str, Any]]) -> list[Finding]:
+    """A finding per duplicate key from its key rows (only duplicates' rows reach the driver): each
+    distinct place once, with its writer."""
+    places: dict[str, dict[tuple[str, int, int], dict[str, Any]]] = {}
+    for r in rows:
+        at = (r["topic"], r["partition"], r["first_offset"])
+        places.setdefault(r["g"], {})[at] = {
+            "topic": at[0], "partition": at[1], "offset": at[2],
+            **{name: r[name] for name, _ in _WRITER_TYPES}}
+    return [key_finding(key, list(at.values())) for key, at in places.items()]
 
 
 def spark_slots(spark: Any) -> int:
