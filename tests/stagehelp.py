@@ -111,7 +111,23 @@ def wait_until(what: str, ready: Callable[[], bool], seconds: float, *stages: St
     helpers.wait_until(what, ready, seconds, gone=gone, detail=lambda: "\n".join(s.tail() for s in stages))
 
 
-class Stage:
+class Stoppable:
+    """A stage process that can be paused to look at it (``signal`` reaches all of it)."""
+
+    def signal(self, sig: int) -> None:
+        raise NotImplementedError
+
+    def stopped_if(self, ready: Callable[[], bool]) -> bool:
+        """SIGSTOP the stage and look: True (it stays stopped) if ``ready()`` holds, else it runs on. A
+        stopped stage can't commit between the look and what the test does next (a kill)."""
+        self.signal(signal.SIGSTOP)
+        if ready():
+            return True
+        self.signal(signal.SIGCONT)
+        return False
+
+
+class Stage(Stoppable):
     """One run of a stage's process (a JVM or a Python script), its output appended to ``log`` after a
     `--- start` line; it dies with the test process (the starter's preexec) and is killed at the end."""
 
@@ -147,15 +163,6 @@ class Stage:
     def signal(self, sig: int) -> None:
         if self.proc.poll() is None:
             os.kill(self.proc.pid, sig)
-
-    def stopped_if(self, ready: Callable[[], bool]) -> bool:
-        """SIGSTOP the stage and look: True (it stays stopped) if ``ready()`` holds, else it runs on. A
-        stopped stage can't commit between the look and what the test does next (a kill)."""
-        self.signal(signal.SIGSTOP)
-        if ready():
-            return True
-        self.signal(signal.SIGCONT)
-        return False
 
     def kill(self) -> None:
         """SIGKILL (a hard bounce), and reap it."""

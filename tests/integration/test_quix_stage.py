@@ -28,6 +28,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests import helpers
 from tests.helpers import exited
+from tests.stagehelp import Stoppable
 
 pytestmark = [pytest.mark.integration]
 
@@ -69,7 +70,7 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-class Stage:
+class Stage(Stoppable):
     """One run of the Quix app as a subprocess of its own session (so a kill reaches all it started)."""
 
     def __init__(self, python: Path, log: Path, args: list[str]) -> None:

@@ -141,8 +141,18 @@ def expected(clusters, tmp_path_factory) -> dict[str, int]:
     out = tmp_path_factory.mktemp("plain-out")
     codes = {}
     for name, args in commands(sim, sink, names, out).items():
-        codes[name] = run(args, terminal=False).exit_code
+        result = run(args, terminal=False)
+        if result.exit_code == 2 and name != "bad topic":
+            # The plain run is only the baseline of the codes: a command that failed there (once under
+            # xdist, `producers` exited 2 here while the hostile run answered 0) is asked once more, and
+            # what it said stays in the failure message if it fails again.
+            result = run(args, terminal=False)
+        codes[name] = result.exit_code
+        PLAIN_OUTPUT[name] = result.output[-1000:]
     return codes
+
+
+PLAIN_OUTPUT: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("terminal", [False, True], ids=["pipe", "terminal"])
@@ -153,7 +163,7 @@ def test_hostile_names_through_every_command(clusters, expected, tmp_path, termi
         result = run(args, terminal)
         try:
             assert result.exit_code == expected[name], (result.exit_code, expected[name],
-                                                        result.output[-2000:])
+                                                        result.output[-2000:], PLAIN_OUTPUT.get(name))
             assert_clean(result.stdout)
             assert_clean(result.stderr)
             if name.endswith("json"):
