@@ -112,10 +112,9 @@ def wait_until(what: str, ready: Callable[[], bool], seconds: float, *stages: St
 
 
 class Stoppable:
-    """A stage process that can be paused to look at it (``signal`` reaches all of it)."""
+    """A stage process that can be paused to look at it."""
 
-    def signal(self, sig: int) -> None:
-        raise NotImplementedError
+    signal: Callable[[int], None]  # the subclass's own: it reaches every process of the stage
 
     def stopped_if(self, ready: Callable[[], bool]) -> bool:
         """SIGSTOP the stage and look: True (it stays stopped) if ``ready()`` holds, else it runs on. A
