@@ -42,9 +42,10 @@ demo: setup
 lint: setup
 	$(BIN)/ruff check eosctl auditors tui tests benchmarks
 
-# Two xdist workers (TEST_WORKERS=0: one process): each shared server's tests are one group, run by one worker
-# (tests/workers.py); groups go out in the order tests/workers.py gives, not xdist's.
-TEST_WORKERS ?= 2
+# One process by default; TEST_WORKERS=2 runs the suite on two xdist workers, each shared server's tests in one
+# group on one worker (tests/workers.py): 23 min instead of 37 on 2 cores, but not the default yet: under the
+# load of two workers a few timing-sensitive tests failed (tests/README.md lists them).
+TEST_WORKERS ?= 0
 test: lint system-deps $(QUIX_STAMP) jars toxiproxy
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
