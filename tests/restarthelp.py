@@ -60,7 +60,12 @@ def build_state(bootstrap: str, partitions: int = 1500, txn_ids: int = 200, grou
         producer.produce(WATCHED, value=b"w", partition=i % 3)
     for i in range(2 * partitions):
         producer.produce(BIG, value=b"b" * 20, partition=i % partitions)
-    assert producer.flush(60) == 0
+    # The 1,500 partitions' leaders may still be settling on a busy machine: 60 s was not always enough.
+    deadline = time.monotonic() + 180
+    while producer.flush(5) and time.monotonic() < deadline:
+        pass
+    left = producer.flush(0)
+    assert left == 0, f"{left} records to {BIG} not acknowledged within 180 s"
     with WireClient(bootstrap, timeout_ms=30_000) as client:
         node = client.any_node()
         ids = [f"eosctl-restart-tx-{i}" for i in range(txn_ids)]
