@@ -49,18 +49,48 @@ def group(items: list[pytest.Item]) -> dict[str, list[pytest.Item]]:
             x = parent[x]
         return x
 
+    def union(a: str, b: str) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+
     needs = {item.nodeid: sorted(servers(item)) for item in items}
     for names in needs.values():
         for other in names[1:]:
-            a, b = find(names[0]), find(other)
-            if a != b:
-                parent[max(a, b)] = min(a, b)
+            union(names[0], other)
+    # A module whose own module fixtures (a pipeline run, a streaming job: up to 97 s) serve tests of a
+    # server's group and others stays whole in that group: split, each worker would set them up.
+    for item in items:
+        module = _module(item)
+        if _module_fixtures(item):
+            find(module)
+            for name in needs[item.nodeid]:
+                union(name, module)
     groups: dict[str, list[pytest.Item]] = {}
     for item in items:
         names = needs[item.nodeid]
-        key = "server." + find(names[0]) if names else item.nodeid.split("::", 1)[0]
+        module = _module(item)
+        if names:
+            key = "server." + find(names[0])
+        elif module in parent and find(module) != module:
+            key = "server." + find(module)
+        else:
+            key = module
         groups.setdefault(key, []).append(item)
     return groups
+
+
+def _module(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+def _module_fixtures(item: pytest.Item) -> bool:
+    """Whether the test uses a module-scoped fixture of its own module (not the conftests' autouse ones)."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(defs[-1].scope == "module" and defs[-1].baseid == _module(item)
+               for defs in info.name2fixturedefs.values())
 
 
 def assign(items: list[pytest.Item]) -> None:
