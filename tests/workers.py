@@ -34,7 +34,12 @@ def servers(item: pytest.Item) -> set[str]:
     """The shared session servers a test needs (tests/nojvm.py knows the dynamic ones: the ``spark`` marker,
     a version-set parameter "3.9")."""
     names = set(getattr(item, "fixturenames", ()))
-    return {s for s in SHARED if s in names} | (nojvm.needs([item]) & set(SHARED))
+    out = {s for s in SHARED if s in names} | (nojvm.needs([item]) & set(SHARED))
+    # A test whose every Spark is a child process of its own (an `eosctl audit --engine spark` subprocess, a
+    # standalone cluster) never touches the session's: it need not run beside it.
+    if item.get_closest_marker("own_spark") and "spark" not in names:
+        out.discard("spark")
+    return out
 
 
 def group(items: list[pytest.Item]) -> dict[str, list[pytest.Item]]:

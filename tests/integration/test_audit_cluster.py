@@ -23,7 +23,7 @@ from eosctl.sandbox.pipeline import run_pipeline
 from tests.helpers import eosctl_process, wait_until
 from tests.prochelp import stop
 
-pytestmark = [pytest.mark.integration, pytest.mark.spark]
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.own_spark]
 
 SPARK_HOME = Path(importlib.util.find_spec("pyspark").origin).parent
 FAULTS = ["duplicate-replay", "upstream-retry"]  # both phases: per-partition tasks and the key shuffle

@@ -25,7 +25,7 @@ import pytest
 from eosctl.sandbox.pipeline import run_pipeline
 from tests.prochelp import assert_nothing_left, comm, descendants
 
-pytestmark = [pytest.mark.integration, pytest.mark.spark]
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.own_spark]
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTUP, TASKS, KEYS = "starting Spark", "auditing partitions", "key duplicates"

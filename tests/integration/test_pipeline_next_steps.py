@@ -45,7 +45,9 @@ def test_the_printed_next_commands_work_on_the_whole_pipeline(cluster, tmp_path:
     dup = next(f for f in report["findings"] if f["kind"] == "duplicate")
     args = ["explain", "-c", str(config), "--topic", dup["topic"], "-P", str(dup["partition"]), "--offset",
             str(dup["first_offset"])]
-    doc = json.loads(CliRunner().invoke(main, [*args, "--format", "json"]).stdout)
+    explained = CliRunner().invoke(main, [*args, "--format", "json"])
+    assert explained.exit_code == 0, (explained.exit_code, explained.stderr, explained.stdout[-2000:])
+    doc = json.loads(explained.stdout)
     assert (doc["group"]["group"], doc["sink"]["rows"]) == (f"{prefix}.sink", 2)
     assert doc["sink"]["write_time_column"] == "written_at" and len(doc["sink"]["written_at"]) == 2
     shown = CliRunner().invoke(main, args, env={"COLUMNS": "250"}).stdout
