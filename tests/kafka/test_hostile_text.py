@@ -162,8 +162,9 @@ def test_hostile_names_through_every_command(clusters, expected, tmp_path, termi
     for name, args in commands(sim, sink, names, tmp_path).items():
         result = run(args, terminal)
         try:
-            assert result.exit_code == expected[name], (result.exit_code, expected[name], result.stderr[:2000],
-                                                        result.stdout[-1000:], PLAIN_OUTPUT.get(name))
+            assert result.exit_code == expected[name], (
+                result.exit_code, expected[name], result.stderr[:2000], result.stdout[-1000:],
+                PLAIN_OUTPUT.get(name))
             assert_clean(result.stdout)
             assert_clean(result.stderr)
             if name.endswith("json"):
