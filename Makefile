@@ -42,10 +42,10 @@ demo: setup
 lint: setup
 	$(BIN)/ruff check eosctl auditors tui tests benchmarks
 
-# One process by default; TEST_WORKERS=2 runs the suite on two xdist workers, each shared server's tests in one
-# group on one worker (tests/workers.py): 23 min instead of 37 on 2 cores, but not the default yet: under the
-# load of two workers a few timing-sensitive tests failed (tests/README.md lists them).
-TEST_WORKERS ?= 0
+# Three xdist workers on 2 cores: one pytest process leaves a core idle about half the time (tests wait on
+# brokers and children), two left 37% of the CPU idle; each shared server's tests are one group on one worker
+# (tests/workers.py). A clean clone's `.ci/run`: 18 min 44 s (one process: 37 min). TEST_WORKERS=0: one process.
+TEST_WORKERS ?= 3
 test: lint system-deps $(QUIX_STAMP) jars toxiproxy
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 

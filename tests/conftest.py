@@ -49,7 +49,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     nojvm.mark(items)
-    if workers.active(config):  # `make test`: two xdist workers, each shared server on one (tests/workers.py)
+    if workers.active(config):  # `make test`: xdist workers, each shared server on one (tests/workers.py)
         workers.assign(items)
 
 

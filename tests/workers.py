@@ -1,6 +1,6 @@
-"""How `make test` splits the suite between two xdist workers (issue 42: the whole suite under 20 minutes on
-2 cores; run alone, one pytest process left a core idle about half the time, waiting on brokers and
-children).
+"""How `make test` splits the suite between xdist workers (three by default; issue 42: the whole suite under
+20 minutes on 2 cores; run alone, one pytest process left a core idle about half the time, waiting on brokers
+and children).
 
 Each worker is a pytest session of its own, with its own session fixtures. The reference broker (Apache
 Kafka, one KRaft node) is the one server each worker starts for itself, because nearly every test needs it.
