@@ -12,7 +12,7 @@ QUIX_VENV  ?= .venv-quix
 QUIX_STAMP := $(QUIX_VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: setup demo test check lint bench clean system-deps quix-venv jars toxiproxy
+.PHONY: setup demo test test-deps check lint bench clean system-deps quix-venv jars toxiproxy
 
 # The content check's native record walk (eosctl/cluster/recordwalk.c, plain C, no Python headers); without a
 # C compiler eosctl does the same in numpy, ~10x slower (docs/benchmarks.md).
@@ -46,8 +46,13 @@ lint: setup
 # brokers and children), two left 37% of the CPU idle; each shared server's tests are one group on one worker
 # (tests/workers.py). A clean clone's `.ci/run`: 18 min 44 s (one process: 37 min). TEST_WORKERS=0: one process.
 TEST_WORKERS ?= 3
-test: lint system-deps $(QUIX_STAMP) jars toxiproxy
+test:
+	@$(MAKE) --no-print-directory -j4 test-deps
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+
+# What the suite needs, made side by side on a fresh machine (pip, apt, Maven and the Go build of Toxiproxy wait
+# on the network or on one core each): minutes off a fresh clone's `make test`.
+test-deps: lint system-deps $(QUIX_STAMP) jars toxiproxy
 
 # The quick way in (under 5 minutes on 2 cores): lint, the unit tests and the scripted-broker tests (tests/kafka
 # against tests/kafkasim), no JVM. Tests that ask for a JVM fixture are marked `jvm` at collection and left
