@@ -42,10 +42,11 @@ demo: setup
 lint: setup
 	$(BIN)/ruff check eosctl auditors tui tests benchmarks
 
-# Three xdist workers on 2 cores: one pytest process leaves a core idle about half the time (tests wait on
-# brokers and children), two left 37% of the CPU idle; each shared server's tests are one group on one worker
-# (tests/workers.py). A clean clone's `.ci/run`: 18 min 44 s (one process: 37 min). TEST_WORKERS=0: one process.
-TEST_WORKERS ?= 3
+# One process by default (37 min on 2 cores). TEST_WORKERS=3 runs three xdist workers, each shared server's
+# tests one group on one worker (tests/workers.py): a clean clone's `.ci/run` in 16 min 51 s - 19 min 31 s,
+# but two of four such runs had a test fail under their load (tests/README.md lists them): not the default
+# until those are fixed.
+TEST_WORKERS ?= 0
 test:
 	@$(MAKE) --no-print-directory -j4 test-deps
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
