@@ -83,4 +83,5 @@ def assert_nothing_left(seen: set[Proc] | dict[Proc, str], tmpdir: Path) -> None
         time.sleep(0.05)
     assert [p for p in seen if running(p)] == []
     assert carrying(str(tmpdir)) == []
-    assert sorted(os.listdir(tmpdir)) == []
+    left = sorted(str(f.relative_to(tmpdir)) for f in tmpdir.rglob("*"))
+    assert left == [], f"left in {tmpdir}: {left}"

@@ -249,6 +249,21 @@ def _remove(path: str) -> None:
         pass
 
 
+# The temp_dir blocks still open in this process (any thread). A process that ends with os._exit (the TUI
+# once its grace is over) runs no `finally`: it removes these first (remove_open_temp_dirs), since the thread
+# inside the block (an audit reading its frozen sink copy) never gets to.
+_OPEN: set[str] = set()
+
+
+def remove_open_temp_dirs() -> None:
+    """Remove every temp_dir whose block has not ended: for a process about to end without unwinding."""
+    import shutil  # lazy: shutil 2.0 ms at start-up
+
+    for path in list(_OPEN):
+        shutil.rmtree(path, ignore_errors=True)
+        _OPEN.discard(path)
+
+
 @contextmanager
 def temp_dir(prefix: str) -> Iterator[str]:
     """A new temporary directory, removed on every way out of the block.
@@ -266,12 +281,14 @@ def temp_dir(prefix: str) -> Iterator[str]:
     before = mask(signal.SIG_BLOCK, held) if mask else None
     try:
         path = tempfile.mkdtemp(prefix=prefix)
+        _OPEN.add(path)
         try:
             if mask:
                 mask(signal.SIG_SETMASK, before)
             yield path
         finally:
             shutil.rmtree(path, ignore_errors=True)
+            _OPEN.discard(path)
     finally:
         if mask:
             mask(signal.SIG_SETMASK, before)

@@ -167,7 +167,7 @@ def watchdog(signum: int, grace_s: float) -> None:
                 stream.flush()
             except (OSError, ValueError):
                 pass
-        os._exit(exit_code(signum) if signum else _EXIT[0])
+        _end_now(exit_code(signum) if signum else _EXIT[0])
 
     threading.Thread(target=end, name="eosctl-tui-exit", daemon=True).start()
 
@@ -187,7 +187,20 @@ def _no_waiting_at_exit() -> None:
     if any(t.is_alive() for t in others):
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(_EXIT[0])
+        _end_now(_EXIT[0])
+
+
+def _end_now(status: int) -> None:
+    """End the process without unwinding the threads still running: what their `finally` blocks would
+    remove is removed first (an audit's pool or JVM, its frozen sink copy: a worker thread still waiting on
+    its dead pool left the copy behind under load)."""
+    try:
+        _stop_audits()
+        files = sys.modules.get("eosctl.base.files")  # imported when a temp dir was made
+        if files is not None:
+            files.remove_open_temp_dirs()
+    finally:
+        os._exit(status)
 
 
 class DaemonThreads(concurrent.futures.ThreadPoolExecutor):  # asyncio takes only a ThreadPoolExecutor
