@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 
-from tests import early, nojvm, txnguard, workers
+from tests import clientguard, early, nojvm, txnguard, workers
 from tests.kafkasim.fixtures import kafka_sim  # noqa: F401  (the scripted Kafka-protocol broker)
 
 
@@ -70,6 +70,15 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     early.discard()
+
+
+@pytest.fixture(autouse=True)
+def _no_kafka_client_left():
+    """A Kafka client a test opened is closed by its end (tests/clientguard.py)."""
+    before = clientguard.running()
+    yield
+    left = clientguard.left_since(before)
+    assert not left, clientguard.HINT.format(n=len(left), names=", ".join(left))
 
 
 @pytest.fixture(autouse=True)

@@ -71,13 +71,14 @@ def latest_checkpoint(directory: Path) -> Path:
 def tui_transactions(bootstrap: str, topic: str) -> list[list[str]]:
     """The TUI's transactions view (key 2) on the live cluster, hanging from 1 s on: its rows, as shown."""
     from eosctl.config.target import resolve
+    from tests.tui.tuihelp import running
     from tui.app import EosApp
     from tui.filtertable import FilterTable
     from tui.sources import LiveSource
 
     async def run() -> list[list[str]]:
         app = EosApp(LiveSource(resolve(None, None, bootstrap, (topic,)), max_age_s=1), refresh_seconds=60)
-        async with app.run_test(size=(160, 40)) as pilot:
+        async with running(app, (160, 40)) as pilot:
             for _ in range(1200):
                 if app.dash is not None:
                     break

@@ -246,7 +246,7 @@ def test_tui_ledger_shows_the_worker_committed_next_to_the_table(connect):
     """The TUI's ledger pane on the connector's group: the table's rows, span and duplicates next to the
     offsets the worker committed."""
     from eosctl.config.target import resolve
-    from tests.tui.tuihelp import rows_of, sync, until
+    from tests.tui.tuihelp import rows_of, running, sync, until
     from tui.app import EosApp
     from tui.sources import LiveSource
 
@@ -257,7 +257,7 @@ def test_tui_ledger_shows_the_worker_committed_next_to_the_table(connect):
     @sync
     async def run() -> None:
         app = EosApp(LiveSource(resolve(str(connect.config("insert")), name, None)), refresh_seconds=60)
-        async with app.run_test(size=(160, 30)) as pilot:
+        async with running(app, (160, 30)) as pilot:
             await until(pilot, lambda: app.dash is not None, "the first refresh", timeout=120)
             await pilot.press("6")
             await pilot.pause()

@@ -629,6 +629,11 @@ class _HangUp(bytes):
 class _Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's backlog is 5: a capture's clients (kafka-python, librdkafka's per-broker connections)
+    # connecting at once while the accept thread waits for the GIL overflow it, and Linux drops the SYNs,
+    # which the client resends after 1, 3, 7, 15 s: the likeliest cause of ci9's "Node 1 not ready after
+    # 19338 ms" from a scripted broker in a loaded xdist worker.
+    request_queue_size = 128
 
     def __init__(self, sim: KafkaSim, node: int) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)

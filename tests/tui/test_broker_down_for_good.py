@@ -17,7 +17,7 @@ import uuid
 
 import pytest
 from textual.widgets import Static
-from tuihelp import sync, text_of, until
+from tuihelp import running, sync, text_of, until
 
 from tests.prometheus.promhelp import Exporter, poll
 
@@ -142,7 +142,7 @@ async def test_the_tui_keeps_refreshing_and_names_the_dark_partition(dark):
     target = Target(cluster=Cluster(name="c3", bootstrap_servers=dark.cluster.bootstrap), pipeline=None,
                     config=None, topics=(dark.topic,), group=dark.group)
     app = EosApp(LiveSource(target, timeout_ms=5000), refresh_seconds=0.5)
-    async with app.run_test(size=(160, 30)) as pilot:
+    async with running(app, (160, 30)) as pilot:
         await until(pilot, lambda: app.dash is not None, "the first refresh", timeout=60)
         banner = app.query_one("#banner", Static)
         want = (f"1 partition can't be read: {dark.topic}-0 (no leader: the brokers holding its replicas "

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 from textual.widgets import Static
-from tuihelp import sync, until
+from tuihelp import running, sync, until
 
 from tests.integration.test_leaders_move import PARTITIONS, RECORDS, TXN, Churn, moving  # noqa: F401
 
@@ -27,7 +27,7 @@ async def test_the_tui_shows_the_right_numbers_while_leaders_move(moving, tmp_pa
                     config=None, topics=(topic,), group=group)
     app = EosApp(LiveSource(target, timeout_ms=5000), refresh_seconds=0.5)
     seen = []
-    async with app.run_test(size=(120, 30)) as pilot:
+    async with running(app, (120, 30)) as pilot:
         await until(pilot, lambda: app.dash is not None, "the first refresh", timeout=60)
         with Churn(cluster, topic, tmp_path) as churn:
             while churn.rounds < 2 and churn.thread.is_alive():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from textual.widgets import Static, TabbedContent
-from tuihelp import cursor_row, rows_of, sync, text_of, until
+from tuihelp import cursor_row, rows_of, running, sync, text_of, until
 
 pytestmark = pytest.mark.integration
 
@@ -43,7 +43,7 @@ async def test_hanging_transaction_is_highlighted(reference):
     hanging = manifest["hanging"][0]
     # max_age 0: the planted transaction is seconds old; in production the default is Kafka's 15 minutes.
     app = EosApp(LiveSource(target, max_age_s=0), refresh_seconds=60)
-    async with app.run_test(size=(100, 30)) as pilot:
+    async with running(app, (100, 30)) as pilot:
         await _data(app, pilot)
         await pilot.press("2")
         await pilot.pause()
@@ -70,7 +70,7 @@ async def test_enter_on_an_audit_finding_opens_the_log_at_its_offsets(reference)
     target, manifest = reference
     dup = manifest["expected_findings"][0]
     app = EosApp(LiveSource(target, run_audit=run_audit), refresh_seconds=60)
-    async with app.run_test(size=(100, 30)) as pilot:
+    async with running(app, (100, 30)) as pilot:
         await _data(app, pilot)
         await pilot.press("7", "a")  # the TUI audits on the local engine: no JVM to wait for
         view = app.view("audit")
@@ -119,7 +119,7 @@ async def test_broker_stopping_shows_a_banner_and_the_app_keeps_responding(tmp_p
         cluster = Cluster(name="throwaway", bootstrap_servers=state.bootstrap)
         target = Target(cluster=cluster, pipeline=None, config=None, topics=(f"{unique}.t",), group=None)
         app = EosApp(LiveSource(target, timeout_ms=2000), refresh_seconds=1)
-        async with app.run_test(size=(80, 24)) as pilot:
+        async with running(app, (80, 24)) as pilot:
             await _data(app, pilot)
             banner = app.query_one("#banner", Static)
             assert not banner.has_class("shown")

@@ -79,9 +79,22 @@ async def first_data(pilot) -> None:
 
 
 @contextlib.asynccontextmanager
+async def running(app, size: tuple[int, int] = (80, 24)):
+    """The app running headless at ``size``: the pilot. Its source is closed after, as `eosctl tui` does (a
+    live source's Kafka clients would otherwise keep reconnecting for the rest of the test process)."""
+    try:
+        async with app.run_test(size=size) as pilot:
+            yield pilot
+    finally:
+        close = getattr(app.source, "close", None)
+        if close is not None:
+            close()
+
+
+@contextlib.asynccontextmanager
 async def started(app, size: tuple[int, int] = (80, 24)):
     """The app running headless at ``size`` with its first data on screen: the pilot."""
-    async with app.run_test(size=size) as pilot:
+    async with running(app, size) as pilot:
         await first_data(pilot)
         yield pilot
 
