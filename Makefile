@@ -42,11 +42,10 @@ demo: setup
 lint: setup
 	$(BIN)/ruff check eosctl auditors tui tests benchmarks
 
-# One process by default (37 min on 2 cores). TEST_WORKERS=3 runs three xdist workers, each shared server's
-# tests one group on one worker (tests/workers.py): a clean clone's `.ci/run` in 16 min 51 s - 19 min 31 s,
-# but two of four such runs had a test fail under their load (tests/README.md lists them): not the default
-# until those are fixed.
-TEST_WORKERS ?= 0
+# Three xdist workers (the suite waits on brokers and children more than it computes: a third worker on two
+# cores fills the idle time), each shared server's tests one group on one worker (tests/workers.py): a clean
+# clone's `.ci/run` in ~17-19 min (tests/README.md). TEST_WORKERS=0 runs one process (~37 min).
+TEST_WORKERS ?= 3
 test:
 	@$(MAKE) --no-print-directory -j4 test-deps
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
