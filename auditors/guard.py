@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from eosctl.base.stopsignals import STOP_SIGNALS
+from eosctl.base.stopsignals import held
 
 Proc = tuple[int, int]  # (pid, start time in clock ticks): a pid alone may be reused
 
@@ -67,15 +67,10 @@ class Owned:
         self.before = set(_children(os.getpid()))
         # Ctrl-C and SIGTERM are held until the directory is registered: a signal in between would leave
         # it behind (the `with` that stops this guard has not begun yet; stop_all() finds it once registered).
-        mask = getattr(signal, "pthread_sigmask", None)
-        held = mask(signal.SIG_BLOCK, set(STOP_SIGNALS)) if mask else None
-        try:
+        with held():
             self.dir = tempfile.mkdtemp(prefix="eosctl-audit-")
             with _LOCK:
                 _ACTIVE.add(self)
-        finally:
-            if mask:
-                mask(signal.SIG_SETMASK, held)
 
     def path(self, name: str) -> str:
         return os.path.join(self.dir, name)

@@ -31,7 +31,7 @@ from auditors.sources import Source
 from auditors.task import PHASE_KEYS, PHASE_TASKS, group_task
 from eosctl.base.errors import EosctlError
 from eosctl.base.progress import Progress, Step, silent
-from eosctl.base.stopsignals import STOP_SIGNALS
+from eosctl.base.stopsignals import STOP_SIGNALS, held
 from eosctl.config.model import Sink
 from eosctl.report.findings import Finding
 from eosctl.sink.delta import library_needed
@@ -93,16 +93,11 @@ def _run_pool(pool: ProcessPoolExecutor, tasks: list, inp: AuditInput, want_keys
     # the worker's _worker_init would hit the worker with Python's own handlers (a KeyboardInterrupt
     # traceback per worker): the stop signals are held until the workers ignore them, and reach this
     # process right after, where they unwind the audit.
-    mask = getattr(signal, "pthread_sigmask", None)
-    held = mask(signal.SIG_BLOCK, set(STOP_SIGNALS)) if mask else None
-    try:
+    with held():
         pending: set[Future[list[Any]]] = {
             pool.submit(_run_task, task, inp.source, inp.sink, inp.settings, want_keys, inp.group,
                         inp.content_check)
             for task in tasks}
-    finally:
-        if mask:
-            mask(signal.SIG_SETMASK, held)
     startup = time.monotonic() - t0  # the first submit forks the workers
     if beside is not None:
         beside()

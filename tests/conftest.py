@@ -41,6 +41,8 @@ _record_pipeline_prefixes()
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # A plugin, not a hook here: a session fixture's set-up calls only the hooks of conftests at the root.
+    config.pluginmanager.register(workers.StartsRecorder(), "eosctl-server-starts")
     if nojvm.on():  # `make check`: starting a JVM fails the test that did (tests/nojvm.py)
         nojvm.install()
 
@@ -70,6 +72,16 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     early.discard()
+    if workers.active(session.config) and not os.environ.get("PYTEST_XDIST_WORKER"):
+        twice = workers.starts_twice(session.config)  # the controller, once every worker is done
+        if twice:
+            reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+            reporter.ensure_newline()
+            for fixture, by in sorted(twice.items()):
+                reporter.write_line(f"shared server {fixture} started {len(by)} times in this run (by "
+                                    f"{', '.join(by)}): its tests were split between workers "
+                                    "(tests/workers.py)", red=True)
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(autouse=True)

@@ -14,6 +14,7 @@ start last.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -109,3 +110,40 @@ def assign(items: list[pytest.Item]) -> None:
     for name, members in ordered:
         for item in members:
             item.add_marker(pytest.mark.xdist_group(name.replace("/", ".")))
+
+
+# Each shared server's set-up, as this run's workers did them: a line "<fixture> <worker>" in a file beside
+# the workers' temp dirs, read by the controller at the end (``starts_twice``: a grouping rule that failed in
+# a real run shows there, not only in tests/unit/test_workers.py).
+STARTS = "shared-server-starts.txt"
+
+
+def _starts_file(config: pytest.Config) -> Path:
+    base = Path(config._tmp_path_factory.getbasetemp())  # type: ignore[attr-defined]
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / STARTS
+
+
+def record_start(config: pytest.Config, fixture: str) -> None:
+    if fixture in SHARED and active(config):
+        with open(_starts_file(config), "a") as f:  # one short line a write: appends don't interleave
+            f.write(f"{fixture} {os.environ.get('PYTEST_XDIST_WORKER', 'controller')}\n")
+
+
+class StartsRecorder:
+    @pytest.hookimpl(wrapper=True)
+    def pytest_fixture_setup(self, fixturedef: pytest.FixtureDef, request: pytest.FixtureRequest):
+        value = yield
+        record_start(request.config, fixturedef.argname)
+        return value
+
+
+def starts_twice(config: pytest.Config) -> dict[str, list[str]]:
+    """Shared servers this run set up more than once: fixture -> the workers that did."""
+    try:
+        lines = _starts_file(config).read_text().split()
+    except FileNotFoundError:
+        return {}
+    seen: dict[str, list[str]] = {}
+    for fixture, worker in zip(lines[::2], lines[1::2], strict=True):
+        seen.setdefault(fixture, []).append(worker)
+    return {f: w for f, w in seen.items() if len(w) > 1}

@@ -11,7 +11,6 @@ import errno
 import glob
 import os
 import re
-import signal
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -19,7 +18,7 @@ from pathlib import Path
 
 from eosctl.base.errors import EosctlError
 from eosctl.base.safetext import term
-from eosctl.base.stopsignals import STOP_SIGNALS
+from eosctl.base.stopsignals import held
 
 MB = 1024 * 1024
 # Read whole into memory: a config is a few KB; anything near this is not a config.
@@ -276,19 +275,12 @@ def temp_dir(prefix: str) -> Iterator[str]:
     import tempfile
 
 
-    held = set(STOP_SIGNALS)
-    mask = getattr(signal, "pthread_sigmask", None)
-    before = mask(signal.SIG_BLOCK, held) if mask else None
-    try:
+    with held() as release:
         path = tempfile.mkdtemp(prefix=prefix)
         _OPEN.add(path)
         try:
-            if mask:
-                mask(signal.SIG_SETMASK, before)
+            release()
             yield path
         finally:
             shutil.rmtree(path, ignore_errors=True)
             _OPEN.discard(path)
-    finally:
-        if mask:
-            mask(signal.SIG_SETMASK, before)

@@ -54,8 +54,45 @@ def handling(on_signal: Callable[[int, Any], None], signals: tuple[int, ...] = S
             signal.signal(s, handler)
 
 
-# How soon a stop signal that arrived inside an import is sent again.
+# How soon a stop signal that arrived inside an import or a held() block is sent again.
 IMPORT_RETRY_S = 0.05
+
+# held() blocks the main thread is inside.
+_HELD = [0]
+
+
+@contextmanager
+def held() -> Iterator[Callable[[], None]]:
+    """The stop signals wait while the block runs (a fork, a temp dir made and registered); they arrive
+    once it has ended, or from the call of the yielded ``release`` on (inside the block, where a `try`
+    already stands).
+
+    The thread's signal mask alone does not hold them: the kernel hands a signal sent to the process to any
+    thread that doesn't block it (a client's network thread), and Python runs the handler in the main
+    thread at its next instruction, wherever that is. Inside os.fork's at-fork callbacks the exception it
+    raised was printed as "Exception ignored in: ... _releaseLock" with a traceback (ci12, under load). So
+    eosctl's handlers (``handling``) send the signal again shortly while a held() block runs, as inside an
+    import; the mask still keeps it from a child forked inside the block until the child ignores it."""
+    mask = getattr(signal, "pthread_sigmask", None)
+    before = mask(signal.SIG_BLOCK, set(STOP_SIGNALS)) if mask else None
+    main = threading.current_thread() is threading.main_thread()
+    if main:
+        _HELD[0] += 1
+    released = [False]
+
+    def release() -> None:
+        if released[0]:
+            return
+        released[0] = True
+        if main:
+            _HELD[0] -= 1
+        if mask:
+            mask(signal.SIG_SETMASK, before)
+
+    try:
+        yield release
+    finally:
+        release()
 
 
 def _importing(frame: Any) -> bool:
@@ -69,10 +106,11 @@ def _importing(frame: Any) -> bool:
 def _after_imports(on_signal: Callable[[int, Any], None]) -> Callable[[int, Any], None]:
     """``on_signal``, but never while a module is being imported: an exception raised inside a native
     module's initialisation aborts the process (duckdb's nanobind: "Critical nanobind error ... enum_create",
-    SIGABRT, no line, nothing cleaned up). The signal is sent again shortly, until the import is done."""
+    SIGABRT, no line, nothing cleaned up). The signal is sent again shortly, until the import is done; so
+    inside a held() block."""
 
     def handler(signum: int, frame: Any) -> None:
-        if _importing(frame):
+        if _HELD[0] or _importing(frame):
             timer = threading.Timer(IMPORT_RETRY_S, os.kill, (os.getpid(), signum))
             timer.daemon = True
             timer.start()
