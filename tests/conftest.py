@@ -315,7 +315,7 @@ def spark():
 def postgres():
     """ONE PostgreSQL server for the whole suite: initdb in a temp dir, postgres on a Unix socket there
     (password auth) and on a TCP port of 127.0.0.1 (`.tcp_port`, for JDBC clients such as Kafka Connect's
-    sink), stopped at the end of the session and, as a backstop, at interpreter exit."""
+    sink); stopped at the end of the session, as a backstop at interpreter exit, and killed with pytest."""
     import atexit
 
     from eosctl.base.errors import EosctlError
@@ -326,7 +326,8 @@ def postgres():
         pgserver.bin_dir()
     except EosctlError as e:
         pytest.skip(str(e))
-    server = pgserver.start(password="pw-" + uuid.uuid4().hex[:12], tcp_port=free_port())
+    server = pgserver.start(password="pw-" + uuid.uuid4().hex[:12], tcp_port=free_port(),
+                            die_with_parent=True)
     atexit.register(pgserver.stop, server)
     try:
         yield server

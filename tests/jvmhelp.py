@@ -9,15 +9,13 @@ test owns and stops (its JVM dies with the test process too).
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import subprocess
 from pathlib import Path
 
+from eosctl.base import procs
 from eosctl.sandbox import maven
-
-_PR_SET_PDEATHSIG = 1
 
 
 def compile_java(workdir: Path, main: str, source: str, *jar_dirs: Path) -> Path:
@@ -35,16 +33,8 @@ def compile_java(workdir: Path, main: str, source: str, *jar_dirs: Path) -> Path
     return out
 
 
-def _pdeathsig() -> None:
-    os.setsid()
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
-
-
 # For a process a test starts itself: its own session, and SIGKILLed if the test process dies first.
-die_with_test = _pdeathsig
+die_with_test = procs.die_with_parent
 
 
 def java_cmd(classes: Path | None, main: str, *jar_dirs: Path, heap: str = "384m",
@@ -63,13 +53,13 @@ def start_java(classes: Path | None, main: str, jar_dirs: list[Path], args: list
     with open(log, "ab") as out:
         return subprocess.Popen([*java_cmd(classes, main, *jar_dirs, heap=heap, props=props), *args],
                                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                preexec_fn=_pdeathsig)
+                                preexec_fn=die_with_test)
 
 
 def run_java(classes: Path | None, main: str, jar_dirs: list[Path], args: list[str], timeout: float = 120.0,
              heap: str = "384m") -> subprocess.CompletedProcess:
     return subprocess.run([*java_cmd(classes, main, *jar_dirs, heap=heap), *args], capture_output=True,
-                          text=True, timeout=timeout, stdin=subprocess.DEVNULL, preexec_fn=_pdeathsig)
+                          text=True, timeout=timeout, stdin=subprocess.DEVNULL, preexec_fn=die_with_test)
 
 
 def stop(proc: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 20.0) -> None:

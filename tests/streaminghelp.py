@@ -25,6 +25,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from eosctl.base import procs
 from tests import helpers
 from tests.helpers import eosctl, exited
 
@@ -214,12 +215,6 @@ def spark_jars(*poms: str) -> str:
     return ",".join(out)
 
 
-def _die_with_parent() -> None:
-    import ctypes
-
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
 class Job:
     """One run of spark_job.py, in a process group of its own (a kill reaches its JVM too)."""
 
@@ -230,8 +225,8 @@ class Job:
             out.flush()
             env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
             self.proc = subprocess.Popen([sys.executable, str(JOB), *args], stdout=out,
-                                         stderr=subprocess.STDOUT, start_new_session=True, env=env,
-                                         preexec_fn=_die_with_parent)
+                                         stderr=subprocess.STDOUT, env=env,
+                                         preexec_fn=procs.die_with_parent)
 
     def wait_until(self, what: str, ready: Callable[[], bool], seconds: float) -> None:
         """helpers.wait_until, failing at once when the Spark job exited; its log on failure."""

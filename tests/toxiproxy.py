@@ -25,6 +25,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from eosctl.base import procs
 from eosctl.sandbox.net import free_port
 
 VERSION = "v2.12.0"  # the Makefile's TOXIPROXY_VERSION
@@ -42,12 +43,10 @@ class Toxiproxy:
                                f"toxiproxy {VERSION})")
         self.port = free_port()
         self.api = f"http://127.0.0.1:{self.port}"
-        from eosctl.sandbox.apache_kafka import _die_with_parent
-
         with open(log, "ab") as out:
             self.proc = subprocess.Popen([str(BINARY), "-host", "127.0.0.1", "-port", str(self.port)],
                                          stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         preexec_fn=_die_with_parent)
+                                         preexec_fn=procs.die_with_parent)
         deadline = time.monotonic() + 20
         while True:
             try:

@@ -11,7 +11,6 @@ outages tests need; ``tool`` runs Kafka's own command-line classes (``Transactio
 from __future__ import annotations
 
 import base64
-import ctypes
 import json
 import os
 import re
@@ -33,7 +32,6 @@ STATE_FILE = "apache-kafka.json"
 HEAP = "512m"
 _JVM_FLAGS = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k", "-Djava.awt.headless=true",
               "-XX:-UsePerfData"]
-_PR_SET_PDEATHSIG = 1
 
 
 @dataclass
@@ -163,14 +161,6 @@ def _java_cmd(cluster: KafkaCluster, main: str, *args: str, heap: str | None = N
             "-cp", maven.classpath(Path(cluster.jars)), main, *args]
 
 
-def _die_with_parent() -> None:
-    os.setsid()
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
-
-
 def tool(cluster: KafkaCluster, main: str, *args: str, timeout: float = 120.0,
          check: bool = True) -> subprocess.CompletedProcess:
     """Run one of Kafka's command-line classes (e.g. ``org.apache.kafka.tools.TransactionsCommand``) from the
@@ -236,7 +226,7 @@ def _launch(cluster: KafkaCluster, node: KafkaNode) -> None:
             _java_cmd(cluster, "kafka.Kafka", node.properties), stdout=log, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             # Its own session, so a Ctrl-C in the terminal that started it reaches eosctl, not the broker.
-            preexec_fn=_die_with_parent if cluster.die_with_parent else os.setsid)
+            preexec_fn=procs.die_with_parent if cluster.die_with_parent else os.setsid)
     node.pid = proc.pid
 
 

@@ -78,9 +78,10 @@ def _as_postgres_user() -> dict[str, int]:
 
 
 def start(home: Path | None = None, *, password: str | None = None, timeout: float = 60.0,
-          tcp_port: int | None = None) -> LocalPostgres:
+          tcp_port: int | None = None, die_with_parent: bool = False) -> LocalPostgres:
     """A new cluster with superuser ``eosctl`` (trust, or ``password`` with scram-sha-256), running;
-    ``tcp_port``: listening on 127.0.0.1 at that port too (else on the Unix socket alone).
+    ``tcp_port``: listening on 127.0.0.1 at that port too (else on the Unix socket alone);
+    ``die_with_parent``: killed when the calling thread dies (tests; the sandbox's server outlives eosctl).
 
     ``home``: where the server lives (its state file goes there too); None, or a directory PostgreSQL
     can't use (too long a path for a socket, or unreachable for the postgres user under root): a new
@@ -121,8 +122,8 @@ def start(home: Path | None = None, *, password: str | None = None, timeout: flo
                 [str(binaries / "postgres"), "-D", str(data), "-k", str(root), "-p", str(tcp_port or PORT),
                  "-c", "listen_addresses=" + ("127.0.0.1" if tcp_port else ""), "-c", "fsync=off",
                  "-c", "synchronous_commit=off", "-c", "full_page_writes=off"],
-                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                **run_as)
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                preexec_fn=procs.die_with_parent if die_with_parent else os.setsid, **run_as)
         server = LocalPostgres(proc.pid, str(root), owned, password, tcp_port)
         _wait_ready(server, proc, log, timeout)
     except BaseException:

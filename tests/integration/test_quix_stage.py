@@ -12,7 +12,6 @@ Quix runs from .venv-quix (`make test` builds it; quixstreams pins an older conf
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import signal
@@ -26,6 +25,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from eosctl.base import procs
 from tests import helpers
 from tests.helpers import exited
 from tests.stagehelp import Stoppable
@@ -65,11 +65,6 @@ def quix_python() -> Path:
     return QUIX_VENV / "bin" / "python"
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: SIGKILL it if pytest dies without running its finalizers (Linux)."""
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
 class Stage(Stoppable):
     """One run of the Quix app as a subprocess of its own session (so a kill reaches all it started)."""
 
@@ -79,7 +74,7 @@ class Stage(Stoppable):
             out.write(f"--- start: {' '.join(args)}\n".encode())
             out.flush()
             self.proc = subprocess.Popen([str(python), str(APP), *args], stdout=out, stderr=subprocess.STDOUT,
-                                         start_new_session=True, cwd=log.parent, preexec_fn=_die_with_parent)
+                                         cwd=log.parent, preexec_fn=procs.die_with_parent)
 
     def signal(self, sig: signal.Signals) -> None:
         os.killpg(self.proc.pid, sig)

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 import pytest
 from promhelp import JOB, RULES, Prometheus, free_port, get_status, tool
 
+from eosctl.base import procs
 from tests.prochelp import stop
 
 
@@ -39,7 +40,7 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]
     proc = subprocess.Popen(
         [binary, f"--config.file={home / 'prometheus.yml'}", f"--storage.tsdb.path={home / 'data'}",
          f"--web.listen-address=127.0.0.1:{port}", "--web.enable-lifecycle"],
-        stdout=log, stderr=subprocess.STDOUT, cwd=home)
+        stdout=log, stderr=subprocess.STDOUT, cwd=home, preexec_fn=procs.die_with_parent)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
