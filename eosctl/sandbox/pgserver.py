@@ -122,8 +122,8 @@ def start(home: Path | None = None, *, password: str | None = None, timeout: flo
                 [str(binaries / "postgres"), "-D", str(data), "-k", str(root), "-p", str(tcp_port or PORT),
                  "-c", "listen_addresses=" + ("127.0.0.1" if tcp_port else ""), "-c", "fsync=off",
                  "-c", "synchronous_commit=off", "-c", "full_page_writes=off"],
-                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                preexec_fn=procs.die_with_parent if die_with_parent else os.setsid, **run_as)
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                preexec_fn=procs.die_with_parent if die_with_parent else None, **run_as)
         server = LocalPostgres(proc.pid, str(root), owned, password, tcp_port)
         _wait_ready(server, proc, log, timeout)
     except BaseException:
