@@ -1,4 +1,5 @@
-"""Servers eosctl starts for the user (the sandbox broker, a local PostgreSQL): is one alive, stop it."""
+"""Servers eosctl starts for the user (the sandbox broker, a local PostgreSQL): is one alive, stop it;
+and how a test's servers die with the process that started them."""
 
 from __future__ import annotations
 
@@ -27,8 +28,9 @@ def alive(pid: int) -> bool:
 
 def die_with_parent() -> None:
     """A ``preexec_fn``: the child gets a session of its own (a kill of its group reaches all it starts)
-    and is SIGKILLed when the thread that started it dies (Linux), so a server a test or the sandbox
-    started never outlives a process killed before its finalizers ran."""
+    and is SIGKILLed when the thread that started it dies (Linux), so a server a test
+    started never outlives a process killed before its finalizers ran (the sandbox's own servers don't ask:
+    they outlive eosctl on purpose)."""
     if os.getsid(0) != os.getpid():  # start_new_session=True may have made it one already
         os.setsid()
     try:
