@@ -122,4 +122,4 @@ def _reconciled(item: WorkItem, log: PartitionLog, islands: list[tuple[int, int,
     return audit_partition(item.topic, item.partition, log, shifted_islands(islands, shifts),
                            expected_upto=item.expected_upto, check_offsets=item.check_offsets,
                            stored_offset=item.stored_offset, committed_offset=item.committed_offset,
-                           group=group)
+                           group=group, window=item.window)

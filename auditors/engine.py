@@ -19,6 +19,7 @@ from auditors.outcome import Outcome
 from auditors.plan import AuditInput, WorkItem, prepare
 from auditors.spark import describe, require_reachable_sink, runs_here
 from auditors.spark_job import run_spark
+from auditors.window import in_window, with_windows
 from eosctl.base.errors import EosctlError
 from eosctl.base.gcpause import paused
 from eosctl.base.progress import Progress, Step, silent
@@ -105,6 +106,8 @@ def _audit(inp: AuditInput, options: EngineOptions, progress: Progress, t_start:
         with open_reader(inp.sink) as reader:
             t = time.monotonic()
             items = prepare(inp, reader)  # sink and broker errors surface here, before any engine starts
+            if inp.window is not None:  # each partition's window in offsets, for its task
+                items = with_windows(items, inp.window, inp.source)
             timings: dict[str, float] = {"prepare_seconds": round(time.monotonic() - t, 3)}
             driver = Beside(lambda: ([explain_finding(f) for f in reader.invalid_rows()], reader.read_point))
             result, startup, info = _run_engine(inp, items, options, here, progress, driver, reader)
@@ -121,10 +124,12 @@ def _audit(inp: AuditInput, options: EngineOptions, progress: Progress, t_start:
     progress(Step("done", 1, 1))
     engine = engine_facts(info, result.tasks, timings["prepare_seconds"], startup, result.timings)
     with paused():
+        if inp.window is not None:
+            findings = in_window(findings, items)
         return AuditReport.build(result.summaries, findings + invalid, inp.fail_on,
                                  sink=f"{shown(inp.sink)} ({inp.sink.table})",
                                  sink_read_point=point, group=inp.group, engine=engine,
-                                 elapsed_seconds=time.monotonic() - t_start)
+                                 elapsed_seconds=time.monotonic() - t_start, window=inp.window)
 
 
 def engine_facts(info: dict[str, Any], tasks: int, prepare_s: float, startup_s: float,

@@ -41,6 +41,16 @@ from eosctl.config.redaction import Redacting
 from eosctl.output import FORMATS
 from eosctl.output.terminal import console
 from eosctl.report.findings import DESCRIPTIONS, KINDS, parse_kinds
+from eosctl.report.window import Bound, WindowSpec, parse_bound
+
+
+def _bound(ctx: click.Context, param: click.Parameter, value: str | None) -> Bound | None:
+    if value is None:
+        return None
+    try:
+        return parse_bound(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
 
 
 def _fail_on(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...]:
@@ -73,6 +83,12 @@ def _fail_on(ctx: click.Context, param: click.Parameter, value: str | None) -> t
 @click.option("--force", is_flag=True, help="Replace --out if it exists.")
 @click.option("--fail-on", callback=_fail_on, metavar="KIND,...",
               help="Finding kinds that fail the audit (exit 1) [default: all].")
+@click.option("--since", callback=_bound, metavar="TIME|OFFSETS",
+              help="Judge only records from here on: an ISO 8601 time (2026-11-30, 2026-11-30T06:00:00Z; "
+                   "UTC unless it says otherwise), mapped to each partition's first offset at or after it "
+                   "(ListOffsets by timestamp), or offsets per partition (orders:0=1200,orders:1=900).")
+@click.option("--until", callback=_bound, metavar="TIME|OFFSETS",
+              help="Judge only records before this (exclusive): a time or offsets, as --since.")
 @click.option("--engine", type=click.Choice(["spark", "local"]),
               help="spark: a Spark job (local[*], a cluster or Spark Connect); local: the same tasks in "
                    "processes on this machine, no JVM [default: the config's [audit] engine, or spark].")
@@ -104,7 +120,8 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
           out: str | None = None, force: bool = False, fail_on: tuple[str, ...] = KINDS,
           engine: str | None = None, master: str | None = None, remote: str | None = None,
           driver_memory: str | None = None, content_check: bool | None = None,
-          incremental: str | None = None, full_every: float = 86_400.0) -> None:
+          incremental: str | None = None, full_every: float = 86_400.0, since: Bound | None = None,
+          until: Bound | None = None) -> None:
     """Reconcile Kafka source offsets with the sink's rows (one task per partition)."""
     # Ctrl-C and SIGTERM unwind through the audit's guard (eosctl.cli.unwind_on_signals).
     started = time.monotonic()
@@ -129,6 +146,12 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
         raise click.UsageError(f"pipeline {pipeline} is audited hop by hop ({', '.join(hops)}): --topic, "
                                f"--group and the sink options name one hop; pass -p HOP for one of them")
     runs = [resolve(config, hop, bootstrap, need_topics=True) for hop in hops] if hops else [target]
+    window = WindowSpec(since, until) if since or until else None
+    if window and (hops or incremental):
+        raise click.UsageError("--since and --until judge one pipeline's window: pass -p HOP for a hop, and "
+                               "no --incremental (it judges what is new)" if hops else
+                               "--since and --until are for a full audit: drop --incremental (it judges "
+                               "what is new since its state)")
     if incremental and hops:
         raise click.UsageError(f"--incremental audits one pipeline's sink; pipeline {pipeline} is audited "
                                "hop by hop: pass -p HOP, one state file per hop")
@@ -144,6 +167,9 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
         _check_value_columns(sink, bool(overrides.get("value_column") or overrides.get("value_hash_column")))
         content = content_check if content_check is not None else \
             target.config.audit_content_check if target.config else True
+        if sink.retention is not None:
+            raise click.UsageError("--incremental does not judge a window: the sink has a retention "
+                                   "(sink.retention); run a full audit")
         reads = _reads(config, [sink])
         written = Written(out, reads, force)
         written.check()
@@ -196,7 +222,7 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
     written = Written(out, _reads(config, [sink, upstream[0] if upstream else None]), force)
     written.check()
     _run([(pipeline or "", target, replace(sink, **overrides))], fmt, written, fail_on, engine_options(),
-         started, upstream=upstream)
+         started, upstream=upstream, window=window)
 
 
 def _say_if_audited(line: str) -> None:
@@ -309,7 +335,8 @@ audit.help = "\n".join([
 
 def _run(hops: list[tuple[str, Any, Any]], fmt: str, out: Written, fail_on: tuple[str, ...],
          options, started: float, upstream: tuple | None = None,
-         incremental: tuple[str, float, tuple[str, ...], bool] | None = None) -> None:
+         incremental: tuple[str, float, tuple[str, ...], bool] | None = None,
+         window: WindowSpec | None = None) -> None:
     """Audit each hop (name, target, sink) in order: one hop's report as it is, several merged into one;
     ``upstream``: the stage writing a lone hop's topic, whose lineage key duplicates are followed through;
     ``incremental``: (state file, --full-every, the files it must never replace, the content check) for
@@ -328,7 +355,8 @@ def _run(hops: list[tuple[str, Any, Any]], fmt: str, out: Written, fail_on: tupl
             result = audit_incremental(target, sink, state, full_every=full_every, fail_on=fail_on,
                                        progress=show, started=started, reads=reads, content=content)
         else:
-            result = audit_hops(hops, options=options, progress=show, fail_on=fail_on, started=started)
+            result = audit_hops(hops, options=options, progress=show, fail_on=fail_on, started=started,
+                                window=window)
         if upstream is not None:
             from eosctl.rules.upstream import (
                 follow_upstream,  # lazy: eosctl.rules.upstream 191 ms at start-up

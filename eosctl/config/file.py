@@ -19,6 +19,7 @@ from eosctl.config.values import (
     BOOTSTRAP_FORM,
     bootstrap_problem,
     check_lineage,
+    duration_seconds,
     memory_problem,
     normalize_bootstrap,
     spark_master_problem,
@@ -273,8 +274,12 @@ def _sink(s: _Reader, pipeline: str, path: Path, clusters: dict[str, Cluster]) -
         lineage_headers=_three(s.str_list("lineage_headers") if "lineage_headers" in s.table
                                else Sink.lineage_headers, path, pipeline),
         cluster=s.str("cluster", None),
+        retention=s.str("retention", None),
     )
     s.done()
+    if sink.retention is not None and not duration_seconds(sink.retention):
+        raise ConfigError(f"{path}: pipelines.{pipeline}.sink.retention is "
+                          f"{s.shown('retention', sink.retention)}; expected a duration over 0 such as 7d")
     kinds = ("duckdb", "parquet", "postgres", "delta", "iceberg", "kafka_topic")
     named = [k for k in kinds if getattr(sink, k) is not None]
     if len(named) != 1:

@@ -111,6 +111,9 @@ class Sink:
     stage_group: str | None = None
     stage_cluster: Cluster | None = None
     stage_topics: tuple[str, ...] = ()
+    # How long the sink keeps a row (a TTL, a retention job): a duration such as "7d" (eosctl.config.values).
+    # The audit expects the committed records older than that to be gone: missing, they are not gaps.
+    retention: str | None = None
     # Set by eosctl.sink.frozen() only, never by a config: the sink as configured, where this one names
     # a frozen copy of it, and the read point pinned for the command (a copy's time, a snapshot id).
     frozen_from: Sink | None = None

@@ -9,7 +9,7 @@ from rich.text import Text
 
 from eosctl.base import safetext
 from eosctl.base.safetext import text
-from eosctl.output.finding import extra, short_cause, where
+from eosctl.output.finding import extra, short_cause, where, window_note
 from eosctl.output.junit import junit
 from eosctl.output.terminal import table as rich_table
 from eosctl.report.findings import PASS, AuditReport
@@ -35,7 +35,7 @@ def table(report: AuditReport) -> Any:
         parts.append(rich_table("hops, in order", columns, hrows))
     rows = []
     for p in report.partitions:
-        status = "not in Kafka" if not p.exists else ""
+        status = "not in Kafka" if not p.exists else window_note(p)
         rows.append((p.topic, p.partition, p.log_start_offset, p.last_stable_offset, p.high_watermark,
                      p.expected_records, p.sink_rows, p.unverifiable_below or "", status))
     parts.append(rich_table("partitions", ["topic", "partition", "log start", "lso", "hw", "expected",
@@ -56,6 +56,8 @@ def table(report: AuditReport) -> Any:
         f"[bold {colour}]{report.verdict.upper()}[/]  {len(report.partitions)} partitions, "
         f"{expected} expected records, {rows_total} sink rows: {summary(report)}"
         + (f"  ({report.elapsed_seconds:.1f}s)" if report.elapsed_seconds is not None else "")))
+    if report.window is not None:
+        parts.append(safetext.text(f"window judged: {report.window.describe()}", style="bold"))
     if report.sink and report.sink_read_point is not None:
         parts.append(safetext.text(f"sink {report.sink} read at {report.sink_read_point.describe()}",
                                    style="dim"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from eosctl.report.findings import Finding
+from eosctl.report.findings import Finding, PartitionSummary
 
 
 def where(f: Finding) -> str:
@@ -84,3 +84,20 @@ def _writers(txns: tuple, omitted: int) -> str:
 
 def _more(n: int) -> str:
     return f" +{n} more" if n > 0 else ""
+
+
+def window_note(p: PartitionSummary) -> str:
+    """A partition's window for people: "window 1200-1999, 40 rows outside, 7 expired"."""
+    w = p.window
+    if w is None:
+        return ""
+    first = p.log_start_offset if w.first is None else w.first
+    end = p.last_stable_offset if w.end is None else w.end
+    text = f"window {first}-{end - 1}" if end > first else f"window empty at {first}"
+    if p.outside_window:
+        text += f", {p.outside_window} rows outside"
+    if w.floor is not None:
+        text += f", retained from {w.floor}"
+    if p.expired:
+        text += f", {p.expired} expired"
+    return text

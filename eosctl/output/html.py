@@ -127,6 +127,7 @@ def _audited(report: AuditReport, ctx: AuditContext) -> str:
         ("audited at", when),
         ("audit took", took),
         ("--fail-on", fail_on),
+        *([("window judged", report.window.describe())] if report.window is not None else []),
     ]
     if ctx.origin:
         rows.append(("rendered from", ctx.origin))

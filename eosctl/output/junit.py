@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 from eosctl.base import safetext
 from eosctl.cluster.model import TP
-from eosctl.output.finding import extra, short_cause, where
+from eosctl.output.finding import extra, short_cause, where, window_note
 from eosctl.report.findings import DESCRIPTIONS, AuditReport, Finding
 
 
@@ -35,6 +35,13 @@ def _suite(report: AuditReport, name: str, topics: set[str] | None) -> ET.Elemen
         return topics is None or topic in topics or (topic is None and set(last) == topics)
 
     suite = ET.Element("testsuite", name=name)
+    if report.window is not None:
+        props = ET.SubElement(suite, "properties")
+        ET.SubElement(props, "property", name="window", value=safetext.xml(report.window.describe()))
+        for p in report.partitions:
+            if p.window is not None and mine(p.topic):
+                ET.SubElement(props, "property", name=safetext.xml(f"window {p.topic}[{p.partition}]"),
+                              value=safetext.xml(window_note(p)))
     failures = 0
     by_tp: dict[TP, list[Finding]] = {}
     for f in report.findings:

@@ -15,6 +15,7 @@ from typing import Any
 from eosctl.report.readpoint import ReadPoint
 from eosctl.report.rootcauses import KEY_KINDS, RootCause, root_causes
 from eosctl.report.segments import LogSegment
+from eosctl.report.window import PartitionWindow, WindowSpec
 
 KINDS = (
     "gap",
@@ -291,6 +292,12 @@ class PartitionSummary:
     # Aborted / marker / open / compacted stretches of the log, bounded; None when the audit didn't record
     # them (older reports, partitions Kafka doesn't have). Only the HTML gap map reads them.
     log_segments: tuple[LogSegment, ...] | None = None
+    # An audit of a window (eosctl.report.window): the partition's window in offsets; its sink rows outside
+    # it (never findings) and the committed records below the sink's retention floor it no longer holds
+    # (expected gone, never gaps).
+    window: PartitionWindow | None = None
+    outside_window: int = 0
+    expired: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -306,15 +313,21 @@ class PartitionSummary:
         }
         if self.log_segments is not None:
             d["log_segments"] = [s.to_dict() for s in self.log_segments]
+        if self.window is not None:
+            d["window"] = {**self.window.to_dict(), "outside_window": self.outside_window,
+                           "expired": self.expired}
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PartitionSummary:
-        segments = d.get("log_segments")
+        segments, window = d.get("log_segments"), d.get("window")
         return cls(d["topic"], int(d["partition"]), int(d["log_start_offset"]), int(d["last_stable_offset"]),
                    int(d["high_watermark"]), int(d["expected_records"]), int(d["sink_rows"]),
                    int(d.get("unverifiable_below", 0)), bool(d.get("exists", True)),
-                   None if segments is None else tuple(LogSegment.from_dict(s) for s in segments))
+                   None if segments is None else tuple(LogSegment.from_dict(s) for s in segments),
+                   None if not isinstance(window, dict) else PartitionWindow.from_dict(window),
+                   int(window.get("outside_window", 0)) if isinstance(window, dict) else 0,
+                   int(window.get("expired", 0)) if isinstance(window, dict) else 0)
 
 
 def parse_kinds(text: str | Iterable[str] | None) -> tuple[str, ...]:
@@ -405,6 +418,7 @@ class AuditReport:
     engine: dict[str, Any] = field(default_factory=dict)  # Spark master/remote, timings
     elapsed_seconds: float | None = None
     hops: list[Hop] = field(default_factory=list)  # a pipeline audited hop by hop; [] for one hop
+    window: WindowSpec | None = None  # the window judged (--since/--until, sink retention); None: all of it
 
     @classmethod
     def build(cls, partitions: Iterable[PartitionSummary], findings: Iterable[Finding],
@@ -457,6 +471,7 @@ class AuditReport:
             "engine": self.engine,
             "elapsed_seconds": None if self.elapsed_seconds is None else round(self.elapsed_seconds, 3),
             "hops": [h.to_dict() for h in self.hops],
+            "window": None if self.window is None else self.window.to_dict(),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -475,6 +490,7 @@ class AuditReport:
             engine=dict(d.get("engine") or {}),
             elapsed_seconds=d.get("elapsed_seconds"),
             hops=[Hop.from_dict(h) for h in d.get("hops") or []],
+            window=WindowSpec.from_dict(d["window"]) if isinstance(d.get("window"), dict) else None,
         )
 
     @classmethod

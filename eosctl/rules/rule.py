@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from eosctl.cluster.model import PartitionLog
 from eosctl.report.findings import Finding, PartitionSummary
 from eosctl.report.segments import log_segments
+from eosctl.report.window import PartitionWindow
 from eosctl.rules.causes import Writer, committed_writers, explain_partition, key_cause
 from eosctl.rules.reconcile import SinkFacts, clipped, offset_mismatch, reconcile_partition, reconcile_unknown
 
@@ -25,23 +26,28 @@ if TYPE_CHECKING:
 def audit_partition(topic: str, partition: int, log: PartitionLog | None, islands: Iterable[OffsetIsland], *,
                     expected_upto: int | None = None, check_offsets: bool = False,
                     stored_offset: int | None = None, committed_offset: int | None = None,
-                    group: str | None = None) -> tuple[PartitionSummary, list[Finding]]:
+                    group: str | None = None,
+                    window: PartitionWindow | None = None) -> tuple[PartitionSummary, list[Finding]]:
     """One partition's summary and findings.
 
     ``log`` None: Kafka doesn't have the partition (only the sink names it). ``expected_upto``: on a
     Kafka-to-Kafka hop, the stage's committed offset; input past it is the stage's lag, never a gap.
     ``check_offsets``: compare the sink's stored offset with the group's committed one (offset_mismatch).
+    ``window``: judge only the partition's offsets in it (eosctl.report.window); an offset_mismatch
+    wholly outside it is not reported either.
     """
     facts = SinkFacts()
     if log is None:
         summary, findings = reconcile_unknown(topic, partition, islands)
     else:
         side = log if expected_upto is None else clipped(log, expected_upto)
-        summary, findings = reconcile_partition(side, islands, facts)
+        summary, findings = reconcile_partition(side, islands, facts, window=window)
         summary = replace(summary, log_segments=log_segments(log))  # for the HTML gap map
     if check_offsets:
         mismatch = offset_mismatch(topic, partition, stored_offset, committed_offset, log, group)
-        findings = [*findings, *([mismatch] if mismatch else [])]
+        if mismatch is not None and (window is None or window.holds(mismatch.first_offset,
+                                                                     mismatch.last_offset)):
+            findings = [*findings, mismatch]
     return summary, explain_partition(log, findings, facts, stored_offset, committed_offset, group)
 
 

@@ -52,6 +52,7 @@ from eosctl.output.lag import lag_document
 from eosctl.output.log import log_document
 from eosctl.report.findings import KINDS, AuditReport, Finding, PartitionSummary
 from eosctl.report.readpoint import ReadPoint
+from eosctl.report.window import PartitionWindow, WindowSpec, parse_bound
 from eosctl.txn.opentxn import OpenTxn
 from eosctl.txn.producers import DESCRIBE_PRODUCERS, LOG_SCAN, ProducerRow, ProducersReport
 from eosctl.txn.transactions import AbortPlan, Hanging, HangingReport, TxnInfo
@@ -291,19 +292,21 @@ def content_findings() -> list[Finding]:
 
 
 def audit_report(engine: dict[str, Any], findings: list[Finding],
-                 read_point: ReadPoint | None = None) -> AuditReport:
+                 read_point: ReadPoint | None = None, window: WindowSpec | None = None) -> AuditReport:
     from eosctl.report.findings import Hop, LogSegment
 
     # The log segments only when there are findings: the sample without findings must show them optional.
     segments = (LogSegment("ABORTED", 10, 19, 10), LogSegment("MARKER", 20, 20, 1)) if findings else None
-    parts = [PartitionSummary("orders", 0, 0, 40, 41, 35, 36, 1, log_segments=segments),
+    parts = [PartitionSummary("orders", 0, 0, 40, 41, 35, 36, 1, log_segments=segments,
+                              window=PartitionWindow(5, 30, 8) if window else None, outside_window=3,
+                              expired=2),
              PartitionSummary("ghost", 0, 0, 0, 0, 0, 2, exists=False)]
     # The full sample is a pipeline audited hop by hop (stage, then sink); the other one hop.
     hops = [Hop("p.stage", ("raw",), "orders (hop_rows)", "stage", "pass", 0, 0),
             Hop("p", ("orders", "ghost"), "/s/sink.duckdb (orders_sink)", "g", "fail", len(findings), 1)]
     return AuditReport.build(parts, findings, ("gap", "duplicate"), sink="/s/sink.duckdb (orders_sink)",
                              sink_read_point=read_point, group="g", engine=engine, elapsed_seconds=1.2345,
-                             hops=hops if findings else [])
+                             hops=hops if findings else [], window=window)
 
 
 def _function(path: Path, name: str) -> ast.FunctionDef:
@@ -493,7 +496,10 @@ def test_audit_json_is_documented() -> None:
               ReadPoint("delta", "/s/orders", {"version": 7, "offsets_version": 3}),
               ReadPoint("iceberg", "cat.ns.orders", {"snapshot_id": "2031503060490796608",
                                                      "offsets_snapshot_id": "1091317149685680103"})]
+    windows = [WindowSpec(parse_bound("2026-11-30"), parse_bound("orders:0=30"), "7d", 7 * 86400.0, NOW_MS),
+               WindowSpec(parse_bound("orders:0=5"), parse_bound("2026-12-01T00:00Z"))]
     docs = [json.loads(render(audit_report(full, findings_of_every_kind(), points[0]), "json")),
+            *(json.loads(render(audit_report(least, [], None, w), "json")) for w in windows),
             json.loads(render(audit_report(least, []), "json")),
             *(json.loads(render(audit_report(least, [], p), "json")) for p in points[1:])]
     check_json("`eosctl audit`", docs)
@@ -827,7 +833,7 @@ VALID = {"bootstrap_servers": "h:1", "security_protocol": "SASL_SSL", "cluster":
          # Paths as given only when absolute (a relative one resolves against the config's directory).
          "ssl_ca_location": "/abs/ca.pem", "ssl_certificate_location": "/abs/cert.pem",
          "ssl_key_location": "/abs/key.pem", "master": "local[2]", "driver_memory": "1g",
-         "sandbox_home": "/abs/.eosctl"}
+         "sandbox_home": "/abs/.eosctl", "retention": "7d"}
 # Sink kinds: a config names exactly one, so the all-keys config keeps duckdb and each other kind is
 # checked in a config of its own.
 OTHER_KINDS = {"parquet": "/x/*.parquet", "postgres": "postgresql://u@h/db", "delta": "/x/delta",
