@@ -15,6 +15,7 @@ from eosctl.base.errors import ConfigError
 from eosctl.base.files import CONFIG_MAX_BYTES, input_problem, shown
 from eosctl.config import redaction
 from eosctl.config.model import SANDBOX, Cluster, Config, Pipeline, Sink, Spark, value_columns_problem
+from eosctl.config.policy import Level, parse_level
 from eosctl.config.values import (
     BOOTSTRAP_FORM,
     bootstrap_problem,
@@ -161,11 +162,12 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
     clusters = _clusters(root, path)
     pipelines = _pipelines(root, path, clusters)
     spark = _spark(root.sub("spark"), path)
-    audit_engine, content_check = _audit(root.sub("audit"))
+    audit_engine, content_check, waivers, levels = _audit(root.sub("audit"), path)
     default = _default_pipeline(root, path, pipelines)
     root.done()
     return Config(path=path, clusters=clusters, pipelines=pipelines, spark=spark, audit_engine=audit_engine,
-                  audit_content_check=content_check, default_pipeline=default)
+                  audit_content_check=content_check, default_pipeline=default, audit_waivers=waivers,
+                  audit_levels=levels)
 
 
 def _clusters(root: _Reader, path: Path) -> dict[str, Cluster]:
@@ -334,14 +336,23 @@ def _spark(sp: _Reader | None, path: Path) -> Spark:
     return spark
 
 
-def _audit(au: _Reader | None) -> tuple[str | None, bool]:
-    """[audit]: the engine (None: the command's default) and whether the content check runs."""
+def _audit(au: _Reader | None, path: Path) -> tuple[str | None, bool, str | None, tuple[Level, ...]]:
+    """[audit]: the engine (None: the command's default), whether the content check runs, the waiver file
+    and the levels per kind ([audit.levels]: their kinds are checked by the audit, which knows them)."""
     if au is None:
-        return None, True
+        return None, True, None, ()
     engine = au.str("engine", None, choices={"spark", "local"})
     content_check = au.bool("content_check", True)
+    waivers = local_path(au.str("waivers", None), path)
+    lv = au.sub("levels")
+    levels = []
+    for kind, value in (lv.table.items() if lv is not None else ()):
+        try:
+            levels.append(parse_level(kind, value, f"{path}: audit.levels.{kind}"))
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
     au.done()
-    return engine, content_check
+    return engine, content_check, waivers, tuple(levels)
 
 
 def _default_pipeline(root: _Reader, path: Path, pipelines: dict[str, Pipeline]) -> str | None:

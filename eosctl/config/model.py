@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from eosctl.base.errors import ConfigError
+from eosctl.config.policy import Level
 
 # bootstrap_servers = "sandbox": the broker `eosctl sandbox up` started.
 SANDBOX = "sandbox"
@@ -158,6 +159,10 @@ class Config:
     # key column. On unless turned off: at 10M offsets it costs at most 1.5x the keyed audit without it
     # (docs/benchmarks.md, benchmarks/keyed_bench.py).
     audit_content_check: bool = True
+    # [audit] waivers: a waiver file (eosctl.config.policy), relative to the config; [audit.levels]: warn or
+    # fail per finding kind from a count. Both applied to the final findings (eosctl.report.policy).
+    audit_waivers: str | None = None
+    audit_levels: tuple[Level, ...] = ()
     default_pipeline: str | None = None  # used when --pipeline is not given and there are several
 
     def pipeline(self, name: str | None) -> Pipeline:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from eosctl.report.findings import Finding, PartitionSummary
 
 
@@ -101,3 +103,26 @@ def window_note(p: PartitionSummary) -> str:
     if p.expired:
         text += f", {p.expired} expired"
     return text
+
+
+def standing(report: Any, f: Finding) -> str:
+    """Where a finding stands against the audit's policy, for people: "" (it fails), "ignored" (not in
+    --fail-on), "waived", "waiver expired", or "warn" (its kind's level is warn)."""
+    if f.kind not in report.fail_on:
+        return "ignored"
+    if f.waiver is not None:
+        return "waiver expired" if f.waiver.expired else "waived"
+    level = report.levels.get(f.kind)
+    if level is not None and level["level"] != "fail":
+        return "warn" if level["level"] == "warn" else "below its level"
+    return ""
+
+
+def waiver_text(f: Finding) -> str:
+    """A finding's waiver in one line: "waived: REASON (REFERENCE), until EXPIRES"."""
+    if f.waiver is None:
+        return ""
+    w = f.waiver.waiver
+    head = f"waiver expired {w.expires}" if f.waiver.expired else "waived"
+    return (f"{head}: {w.reason}" + (f" ({w.reference})" if w.reference else "")
+            + (f", until {w.expires}" if w.expires and not f.waiver.expired else ""))

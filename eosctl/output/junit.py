@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 from eosctl.base import safetext
 from eosctl.cluster.model import TP
-from eosctl.output.finding import extra, short_cause, where, window_note
+from eosctl.output.finding import extra, short_cause, standing, waiver_text, where, window_note
 from eosctl.report.findings import DESCRIPTIONS, AuditReport, Finding
 
 
@@ -57,8 +57,10 @@ def _suite(report: AuditReport, name: str, topics: set[str] | None) -> ET.Elemen
         classname = safetext.xml(topic) if topic is not None else "(no topic)"
         name = "(no partition)" if partition is None else f"partition {partition}"
         found = by_tp.get((topic, partition), [])
-        ignored = [f for f in found if f.kind not in report.fail_on]
-        failing = [f for f in found if f.kind in report.fail_on]
+        failing_now = {id(f) for f in report.failing}
+        ignored = [f for f in found if id(f) not in failing_now and not f.waived]
+        waived = [f for f in found if f.waived]
+        failing = [f for f in found if id(f) in failing_now]
         case = None
         for f in failing:
             failures += 1
@@ -69,16 +71,24 @@ def _suite(report: AuditReport, name: str, topics: set[str] | None) -> ET.Elemen
             tests += 1
             if f.cause is not None:
                 message += f": {short_cause(f)}"
+            if f.waiver is not None:  # expired: it fails again, and says so
+                message += f" ({waiver_text(f)})"
             el = ET.SubElement(case, "failure", type=f.kind, message=safetext.xml(message))
             el.text = safetext.xml(f"{DESCRIPTIONS[f.kind]}. {extra(f)}".strip()
                                    + (f"\n{f.cause.summary}" if f.cause is not None else ""))
+        for f in waived:
+            # A waived finding stays in the report: a skipped case of its own, saying why and until when.
+            at = f"{f.kind}" if f.first_offset is None else f"{f.kind} at offsets {where(f)}"
+            wcase = ET.SubElement(suite, "testcase", classname=classname, name=safetext.xml(f"{name}: {at}"))
+            tests += 1
+            ET.SubElement(wcase, "skipped", message=safetext.xml(f"{at} ({f.count}) {waiver_text(f)}"))
         if not failing:
             case = ET.SubElement(suite, "testcase", classname=classname, name=name)
             tests += 1
         if ignored:
             out = ET.SubElement(case, "system-out")
-            out.text = safetext.xml("\n".join(f"{f.kind} at offsets {where(f)} ({f.count}) (not in --fail-on)"
-                                 for f in ignored))
+            out.text = safetext.xml("\n".join(f"{f.kind} at offsets {where(f)} ({f.count}) "
+                                               f"({standing(report, f) or 'not failing'})" for f in ignored))
     suite.set("tests", str(tests))
     suite.set("failures", str(failures))
     suite.set("errors", "0")

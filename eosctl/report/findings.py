@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
+from eosctl.config.policy import Waiver
 from eosctl.report.readpoint import ReadPoint
 from eosctl.report.rootcauses import KEY_KINDS, RootCause, root_causes
 from eosctl.report.segments import LogSegment
@@ -227,6 +228,13 @@ class Finding:
     detail: str | None = None
     # Why it happened (eosctl.rules.causes); None in reports from before causes existed.
     cause: Cause | None = field(default=None, compare=False)
+    # The waiver that covers it (eosctl.report.policy), set after the findings are final; an expired one
+    # is kept to say so, and no longer waives.
+    waiver: WaiverMatch | None = field(default=None, compare=False)
+
+    @property
+    def waived(self) -> bool:
+        return self.waiver is not None and not self.waiver.expired
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -249,15 +257,19 @@ class Finding:
             d["detail"] = self.detail
         if self.cause is not None:
             d["cause"] = self.cause.to_dict()
+        if self.waiver is not None:
+            d["waiver"] = {**self.waiver.waiver.to_dict(), "expired": self.waiver.expired}
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Finding:
-        offsets, cause = d.get("offsets"), d.get("cause")
+        offsets, cause, waiver = d.get("offsets"), d.get("cause"), d.get("waiver")
         return cls(d["kind"], d["topic"], _int(d["partition"]), _int(d["first_offset"]),
                    _int(d["last_offset"]), int(d["count"]), d.get("key"),
                    None if offsets is None else tuple(offsets), d.get("detail"),
-                   None if cause is None else Cause.from_dict(KEY_KINDS.get(d["kind"], d["kind"]), cause))
+                   None if cause is None else Cause.from_dict(KEY_KINDS.get(d["kind"], d["kind"]), cause),
+                   None if not isinstance(waiver, dict) else
+                   WaiverMatch(Waiver.from_dict(waiver), bool(waiver.get("expired"))))
 
     @property
     def sort_key(self) -> tuple:
@@ -269,6 +281,14 @@ class Finding:
 
 
 _KIND_ORDER = {k: i for i, k in enumerate(KINDS)}
+
+
+@dataclass(frozen=True)
+class WaiverMatch:
+    """A waiver that covers a finding, and whether it had expired when the audit ran."""
+
+    waiver: Waiver
+    expired: bool
 
 
 def _int(v: Any) -> int | None:
@@ -419,6 +439,10 @@ class AuditReport:
     elapsed_seconds: float | None = None
     hops: list[Hop] = field(default_factory=list)  # a pipeline audited hop by hop; [] for one hop
     window: WindowSpec | None = None  # the window judged (--since/--until, sink retention); None: all of it
+    # The policy applied to the final findings (eosctl.report.policy): each configured kind's level
+    # ({"warn", "fail", "count", "level"}), and every waiver given with the findings it matched.
+    levels: dict[str, dict[str, Any]] = field(default_factory=dict)
+    waivers: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
     def build(cls, partitions: Iterable[PartitionSummary], findings: Iterable[Finding],
@@ -439,7 +463,18 @@ class AuditReport:
 
     @property
     def failing(self) -> list[Finding]:
-        return [f for f in self.findings if f.kind in self.fail_on]
+        """The findings that fail the audit: of a kind in fail_on, not waived, and of a kind whose level
+        (where one is set) reached fail."""
+        levels = self.levels
+        return [f for f in self.findings if f.kind in self.fail_on and not f.waived
+                and (f.kind not in levels or levels[f.kind]["level"] == "fail")]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        """The findings of a kind whose level is warn (not waived, in fail_on)."""
+        levels = self.levels
+        return [f for f in self.findings if f.kind in self.fail_on and not f.waived
+                and f.kind in levels and levels[f.kind]["level"] == "warn"]
 
     def counts(self) -> dict[str, int]:
         """Findings per kind, every kind listed (zeros included) so consumers need no defaults."""
@@ -461,6 +496,8 @@ class AuditReport:
                 "unverifiable_rows": sum(p.unverifiable_below for p in self.partitions),
                 "findings": self.counts(),
                 "failing_findings": len(self.failing),
+                "waived_findings": sum(1 for f in self.findings if f.waived),
+                "warning_findings": len(self.warnings),
             },
             "partitions": [p.to_dict() for p in self.partitions],
             "findings": [f.to_dict() for f in self.findings] if findings else None,
@@ -472,6 +509,8 @@ class AuditReport:
             "elapsed_seconds": None if self.elapsed_seconds is None else round(self.elapsed_seconds, 3),
             "hops": [h.to_dict() for h in self.hops],
             "window": None if self.window is None else self.window.to_dict(),
+            "levels": [{"kind": k, **v} for k, v in self.levels.items()],
+            "waivers": self.waivers,
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -491,6 +530,9 @@ class AuditReport:
             elapsed_seconds=d.get("elapsed_seconds"),
             hops=[Hop.from_dict(h) for h in d.get("hops") or []],
             window=WindowSpec.from_dict(d["window"]) if isinstance(d.get("window"), dict) else None,
+            levels={str(lv["kind"]): {k: v for k, v in lv.items() if k != "kind"}
+                    for lv in d.get("levels") or [] if isinstance(lv, dict) and "kind" in lv},
+            waivers=list(d.get("waivers") or []),
         )
 
     @classmethod

@@ -43,6 +43,7 @@ from eosctl.cluster.model import (
 from eosctl.commands import txns_cmd
 from eosctl.config import file as configfile
 from eosctl.config import model as config_mod
+from eosctl.config.policy import Level, Waiver
 from eosctl.config.target import Target
 from eosctl.inspection import capture as capture_mod
 from eosctl.inspection.capture import Capture
@@ -51,6 +52,7 @@ from eosctl.inspection.ledger import Ledger, LedgerFlag, PartitionLedger
 from eosctl.output.lag import lag_document
 from eosctl.output.log import log_document
 from eosctl.report.findings import KINDS, AuditReport, Finding, PartitionSummary
+from eosctl.report.policy import apply_policy
 from eosctl.report.readpoint import ReadPoint
 from eosctl.report.window import PartitionWindow, WindowSpec, parse_bound
 from eosctl.txn.opentxn import OpenTxn
@@ -498,7 +500,12 @@ def test_audit_json_is_documented() -> None:
                                                      "offsets_snapshot_id": "1091317149685680103"})]
     windows = [WindowSpec(parse_bound("2026-11-30"), parse_bound("orders:0=30"), "7d", 7 * 86400.0, NOW_MS),
                WindowSpec(parse_bound("orders:0=5"), parse_bound("2026-12-01T00:00Z"))]
+    waiver = Waiver("orders", "gap", "accepted", None, None, None, "INC-1", "2026-12-31", NOW_MS + 1)
+    policed = apply_policy(audit_report(full, findings_of_every_kind(), points[0]),
+                           [waiver, Waiver("ghost", "gap", "none matched", 0, 1, 2)],
+                           [Level("duplicate", 1, 5)], NOW_MS)
     docs = [json.loads(render(audit_report(full, findings_of_every_kind(), points[0]), "json")),
+            json.loads(render(policed, "json")),
             *(json.loads(render(audit_report(least, [], None, w), "json")) for w in windows),
             json.loads(render(audit_report(least, []), "json")),
             *(json.loads(render(audit_report(least, [], p), "json")) for p in points[1:])]
@@ -613,8 +620,10 @@ def test_explain_json_is_documented() -> None:
                     for p, opt in optional_flags(documented("json.md", "`eosctl audit`")).items()
                     if p.startswith("findings[].")}
     report = audit_report(engines()[0], findings_of_every_kind())
+    waived = apply_policy(report, [Waiver("orders", "gap", "accepted")], at_ms=NOW_MS)
     check_json("`eosctl explain` (a report)", [report_document(report, "r.json"),
-                                              report_document(audit_report(engines()[1], []), "r.json")],
+                                              report_document(audit_report(engines()[1], []), "r.json"),
+                                              report_document(waived, "r.json")],
                audit_fields)
 
 
