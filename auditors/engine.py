@@ -13,7 +13,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
 
-from auditors import guard, keydups
+from auditors import deadletters, guard, keydups
 from auditors import spark as sparks
 from auditors.outcome import Outcome
 from auditors.plan import AuditInput, WorkItem, prepare
@@ -108,6 +108,12 @@ def _audit(inp: AuditInput, options: EngineOptions, progress: Progress, t_start:
             items = prepare(inp, reader)  # sink and broker errors surface here, before any engine starts
             if inp.window is not None:  # each partition's window in offsets, for its task
                 items = with_windows(items, inp.window, inp.source)
+            dead = None
+            if fixed.dlq_topic and inp.cluster is not None:  # read after the sink, like every Kafka read
+                from eosctl.cluster.deadletter import read_dead_letters  # lazy: confluent_kafka 40 ms
+
+                dead = read_dead_letters(inp.cluster, fixed.dlq_topic)
+                items = deadletters.with_dead_letters(items, dead)
             timings: dict[str, float] = {"prepare_seconds": round(time.monotonic() - t, 3)}
             driver = Beside(lambda: ([explain_finding(f) for f in reader.invalid_rows()], reader.read_point))
             result, startup, info = _run_engine(inp, items, options, here, progress, driver, reader)
@@ -126,10 +132,12 @@ def _audit(inp: AuditInput, options: EngineOptions, progress: Progress, t_start:
     with paused():
         if inp.window is not None:
             findings = in_window(findings, items)
+        dlq = None if dead is None else deadletters.summary(
+            dead, items, sum(s.dead_lettered or 0 for s in result.summaries))
         return AuditReport.build(result.summaries, findings + invalid, inp.fail_on,
                                  sink=f"{shown(inp.sink)} ({inp.sink.table})",
                                  sink_read_point=point, group=inp.group, engine=engine,
-                                 elapsed_seconds=time.monotonic() - t_start, window=inp.window)
+                                 elapsed_seconds=time.monotonic() - t_start, window=inp.window, dlq=dlq)
 
 
 def engine_facts(info: dict[str, Any], tasks: int, prepare_s: float, startup_s: float,

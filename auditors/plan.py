@@ -48,6 +48,8 @@ class WorkItem:
     placement: Placement | None = None  # leader and offsets, read once by the driver
     sink_rows: int = 0  # the sink's rows for it (sizes the task)
     window: PartitionWindow | None = None  # the offsets judged (--since/--until, the sink's retention)
+    # With a dead-letter queue (sink.dlq_topic): (source offset, dead letters) of this partition.
+    dead_lettered: tuple[tuple[int, int], ...] | None = None
 
     @property
     def tp(self) -> TP:

@@ -277,6 +277,7 @@ def _sink(s: _Reader, pipeline: str, path: Path, clusters: dict[str, Cluster]) -
                                else Sink.lineage_headers, path, pipeline),
         cluster=s.str("cluster", None),
         retention=s.str("retention", None),
+        dlq_topic=s.str("dlq_topic", None),
     )
     s.done()
     if sink.retention is not None and not duration_seconds(sink.retention):

@@ -115,6 +115,10 @@ class Sink:
     # How long the sink keeps a row (a TTL, a retention job): a duration such as "7d" (eosctl.config.values).
     # The audit expects the committed records older than that to be gone: missing, they are not gaps.
     retention: str | None = None
+    # The pipeline's dead-letter topic (Kafka Connect's errors.deadletterqueue.topic.name, Kafka Streams'
+    # errors.dead.letter.queue.topic.name): its records name their source record in headers
+    # (eosctl.cluster.deadletter); expected = each committed record in the sink or the DLQ, once.
+    dlq_topic: str | None = None
     # Set by eosctl.sink.frozen() only, never by a config: the sink as configured, where this one names
     # a frozen copy of it, and the read point pinned for the command (a copy's time, a snapshot id).
     frozen_from: Sink | None = None

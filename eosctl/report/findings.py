@@ -40,6 +40,11 @@ KINDS = (
     # A replica (MirrorMaker 2, `lineage = "replica"`) holding a source record after records that follow it
     # (eosctl.rules.replica).
     "out_of_order",
+    # A sink with a dead-letter queue (sink.dlq_topic, eosctl.rules.deadletter): a committed record held by
+    # the sink and the DLQ, one dead-lettered twice, and a dead-lettered record of an aborted transaction.
+    "sink_and_dlq",
+    "dlq_duplicate",
+    "dlq_aborted",
 )
 
 # One line per kind, for tables, JUnit messages and --help.
@@ -62,6 +67,9 @@ DESCRIPTIONS = {
     "ahead_of_commit": "a stage's outputs of input past its group's committed offsets: written before the "
                        "commit, written again on restart (count = input records, outputs in detail)",
     "out_of_order": "a replica holds a source record once, but after records that follow it at the source",
+    "sink_and_dlq": "committed records held by the sink and dead-lettered to its DLQ too",
+    "dlq_duplicate": "committed records dead-lettered more than once (count = extra dead letters)",
+    "dlq_aborted": "records of aborted or still-open transactions dead-lettered to the DLQ",
 }
 
 PASS, FAIL = "pass", "fail"
@@ -318,6 +326,8 @@ class PartitionSummary:
     window: PartitionWindow | None = None
     outside_window: int = 0
     expired: int = 0
+    # A sink with a dead-letter queue: the committed records the DLQ alone holds (never gaps); None: no DLQ.
+    dead_lettered: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -336,6 +346,8 @@ class PartitionSummary:
         if self.window is not None:
             d["window"] = {**self.window.to_dict(), "outside_window": self.outside_window,
                            "expired": self.expired}
+        if self.dead_lettered is not None:
+            d["dead_lettered"] = self.dead_lettered
         return d
 
     @classmethod
@@ -347,7 +359,8 @@ class PartitionSummary:
                    None if segments is None else tuple(LogSegment.from_dict(s) for s in segments),
                    None if not isinstance(window, dict) else PartitionWindow.from_dict(window),
                    int(window.get("outside_window", 0)) if isinstance(window, dict) else 0,
-                   int(window.get("expired", 0)) if isinstance(window, dict) else 0)
+                   int(window.get("expired", 0)) if isinstance(window, dict) else 0,
+                   _int(d.get("dead_lettered")))
 
 
 def parse_kinds(text: str | Iterable[str] | None) -> tuple[str, ...]:
@@ -443,6 +456,8 @@ class AuditReport:
     # ({"warn", "fail", "count", "level"}), and every waiver given with the findings it matched.
     levels: dict[str, dict[str, Any]] = field(default_factory=dict)
     waivers: list[dict[str, Any]] = field(default_factory=list)
+    # A sink with a dead-letter queue: what the DLQ held (auditors.deadletters.summary); None: no DLQ.
+    dlq: dict[str, Any] | None = None
 
     @classmethod
     def build(cls, partitions: Iterable[PartitionSummary], findings: Iterable[Finding],
@@ -510,6 +525,7 @@ class AuditReport:
             "hops": [h.to_dict() for h in self.hops],
             "window": None if self.window is None else self.window.to_dict(),
             "levels": [{"kind": k, **v} for k, v in self.levels.items()],
+            "dlq": self.dlq,
             "waivers": self.waivers,
         }
 
@@ -533,6 +549,7 @@ class AuditReport:
             levels={str(lv["kind"]): {k: v for k, v in lv.items() if k != "kind"}
                     for lv in d.get("levels") or [] if isinstance(lv, dict) and "kind" in lv},
             waivers=list(d.get("waivers") or []),
+            dlq=d.get("dlq") if isinstance(d.get("dlq"), dict) else None,
         )
 
     @classmethod

@@ -17,6 +17,7 @@ from eosctl.report.findings import Finding, PartitionSummary
 from eosctl.report.segments import log_segments
 from eosctl.report.window import PartitionWindow
 from eosctl.rules.causes import Writer, committed_writers, explain_partition, key_cause
+from eosctl.rules.deadletter import HeldAt, with_dead_letters
 from eosctl.rules.reconcile import SinkFacts, clipped, offset_mismatch, reconcile_partition, reconcile_unknown
 
 if TYPE_CHECKING:
@@ -26,21 +27,28 @@ if TYPE_CHECKING:
 def audit_partition(topic: str, partition: int, log: PartitionLog | None, islands: Iterable[OffsetIsland], *,
                     expected_upto: int | None = None, check_offsets: bool = False,
                     stored_offset: int | None = None, committed_offset: int | None = None,
-                    group: str | None = None,
-                    window: PartitionWindow | None = None) -> tuple[PartitionSummary, list[Finding]]:
+                    group: str | None = None, window: PartitionWindow | None = None,
+                    dead_lettered: Sequence[tuple[int, int]] | None = None,
+                    dlq_topic: str | None = None) -> tuple[PartitionSummary, list[Finding]]:
     """One partition's summary and findings.
 
     ``log`` None: Kafka doesn't have the partition (only the sink names it). ``expected_upto``: on a
     Kafka-to-Kafka hop, the stage's committed offset; input past it is the stage's lag, never a gap.
     ``check_offsets``: compare the sink's stored offset with the group's committed one (offset_mismatch).
     ``window``: judge only the partition's offsets in it (eosctl.report.window); an offset_mismatch
-    wholly outside it is not reported either.
+    wholly outside it is not reported either. ``dead_lettered``: with a DLQ (``dlq_topic``), its
+    (source offset, dead letters) of this partition: expected = each committed record in the sink or the
+    DLQ, once (eosctl.rules.deadletter).
     """
     facts = SinkFacts()
     if log is None:
         summary, findings = reconcile_unknown(topic, partition, islands)
     else:
         side = log if expected_upto is None else clipped(log, expected_upto)
+        held = None
+        if dead_lettered is not None:
+            dead_lettered = [d for d in dead_lettered if window is None or window.holds(d[0], d[0])]
+            islands = held = HeldAt(islands, [o for o, _ in dead_lettered])
         summary, findings = reconcile_partition(side, islands, facts, window=window)
         summary = replace(summary, log_segments=log_segments(log))  # for the HTML gap map
     if check_offsets:
@@ -48,7 +56,13 @@ def audit_partition(topic: str, partition: int, log: PartitionLog | None, island
         if mismatch is not None and (window is None or window.holds(mismatch.first_offset,
                                                                      mismatch.last_offset)):
             findings = [*findings, mismatch]
-    return summary, explain_partition(log, findings, facts, stored_offset, committed_offset, group)
+    explained = explain_partition(log, findings, facts, stored_offset, committed_offset, group)
+    if log is not None and held is not None and dead_lettered is not None:
+        end = side.last_stable_offset if window is None or window.end is None else \
+            min(side.last_stable_offset, window.end)
+        explained, n = with_dead_letters(log, explained, dead_lettered, held.rows, end, dlq_topic or "")
+        summary = replace(summary, dead_lettered=n)
+    return summary, explained
 
 
 def committed_ranges(log: PartitionLog) -> list[tuple[int, int, int | None, int | None, int | None]]:

@@ -18,7 +18,7 @@ import re
 import tomllib
 from collections import defaultdict
 from contextlib import nullcontext
-from dataclasses import fields
+from dataclasses import fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
@@ -55,6 +55,8 @@ from eosctl.report.findings import KINDS, AuditReport, Finding, PartitionSummary
 from eosctl.report.policy import apply_policy
 from eosctl.report.readpoint import ReadPoint
 from eosctl.report.window import PartitionWindow, WindowSpec, parse_bound
+from eosctl.rules.deadletter import DLQ_KINDS
+from eosctl.rules.rule import audit_partition
 from eosctl.txn.opentxn import OpenTxn
 from eosctl.txn.producers import DESCRIBE_PRODUCERS, LOG_SCAN, ProducerRow, ProducersReport
 from eosctl.txn.transactions import AbortPlan, Hanging, HangingReport, TxnInfo
@@ -256,6 +258,10 @@ def findings_of_every_kind() -> list[Finding]:
             out.extend(out_of_order(frozen))
         elif kind == "content_mismatch":
             out.extend(content_findings())
+        elif kind in DLQ_KINDS:  # made with the sink's dead-letter queue (eosctl.rules.deadletter)
+            log = plog_with_dlq()
+            out.extend(f for f in audit_partition("orders", 0, log, iter([(0, 0, 1)]), dead_lettered=[
+                (0, 1), (1, 2), (4, 1)], dlq_topic="orders.dlq")[1] if f.kind == kind)
         else:
             out.append(Finding(kind, "orders", 0, *at[kind], 1))
     facts = SinkFacts(gaps={0: (None, 1)}, duplicates={1: (2, 3)})
@@ -269,6 +275,20 @@ def findings_of_every_kind() -> list[Finding]:
     duplicate = next(f for f in explained if f.kind == "duplicate")
     ordered = with_write_order(duplicate, "sink_batch", (4, 4, 9, 9))  # with sink.order_column
     return [*explained, replace(aborted, first_offset=6, last_offset=6, cause=many), ordered]
+
+
+DLQ_SAMPLES = [{"topic": "orders.dlq", "records": 3, "dead_lettered": 1,
+                "by_exception": [{"exception": "org.apache.kafka.connect.errors.DataException",
+                                  "records": 2}],
+                "conventions": {"connect": 2}, "unreadable": 1, "other_partitions": 0},
+               {"topic": "orders.dlq", "records": 1, "dead_lettered": 0,
+                "by_exception": [{"exception": "java.lang.ArithmeticException", "records": 1}],
+                "conventions": {"streams": 1}, "unreadable": 0, "other_partitions": 1}]
+
+
+def plog_with_dlq() -> PartitionLog:
+    """partition_log()'s offsets, for the DLQ's findings: 0..2 committed, 4..5 aborted."""
+    return partition_log()
 
 
 def content_findings() -> list[Finding]:
@@ -301,7 +321,7 @@ def audit_report(engine: dict[str, Any], findings: list[Finding],
     segments = (LogSegment("ABORTED", 10, 19, 10), LogSegment("MARKER", 20, 20, 1)) if findings else None
     parts = [PartitionSummary("orders", 0, 0, 40, 41, 35, 36, 1, log_segments=segments,
                               window=PartitionWindow(5, 30, 8) if window else None, outside_window=3,
-                              expired=2),
+                              expired=2, dead_lettered=1 if window else None),
              PartitionSummary("ghost", 0, 0, 0, 0, 0, 2, exists=False)]
     # The full sample is a pipeline audited hop by hop (stage, then sink); the other one hop.
     hops = [Hop("p.stage", ("raw",), "orders (hop_rows)", "stage", "pass", 0, 0),
@@ -506,7 +526,8 @@ def test_audit_json_is_documented() -> None:
                            [Level("duplicate", 1, 5)], NOW_MS)
     docs = [json.loads(render(audit_report(full, findings_of_every_kind(), points[0]), "json")),
             json.loads(render(policed, "json")),
-            *(json.loads(render(audit_report(least, [], None, w), "json")) for w in windows),
+            *(json.loads(render(replace(audit_report(least, [], None, w), dlq=dlq), "json"))
+              for w, dlq in zip(windows, DLQ_SAMPLES, strict=True)),
             json.loads(render(audit_report(least, []), "json")),
             *(json.loads(render(audit_report(least, [], p), "json")) for p in points[1:])]
     check_json("`eosctl audit`", docs)
