@@ -16,6 +16,7 @@ from typing import Any
 
 from eosctl.cluster.model import Kind, PartitionLog
 from eosctl.report.findings import Cause, Finding
+from eosctl.rules.reconcile import SinkFacts
 
 DLQ_KINDS = ("sink_and_dlq", "dlq_duplicate", "dlq_aborted")
 
@@ -40,10 +41,12 @@ class HeldAt:
 
 
 def with_dead_letters(log: PartitionLog, findings: list[Finding], dead: Sequence[tuple[int, int]],
-                      held: dict[int, int], lso: int, dlq_topic: str) -> tuple[list[Finding], int]:
+                      held: dict[int, int], lso: int, dlq_topic: str,
+                      facts: SinkFacts | None = None) -> tuple[list[Finding], int]:
     """The partition's findings with the DLQ's records accounted for, and how many committed records the
     DLQ alone holds (dead-lettered). ``dead``: (source offset, dead letters of it); ``held``: the sink's
-    rows at those offsets; ``lso``: the end of the expected records (the window's or a stage's, if any)."""
+    rows at those offsets; ``lso``: the end of the expected records (the window's or a stage's, if any);
+    ``facts``: the sweep's, given each piece of a split gap (the sink's neighbours of the whole gap)."""
     counts = dict(dead)
     accounted = sorted(o for o, _ in dead
                        if held.get(o, 0) == 0 and _kind_at(log, o) is Kind.DATA and o < lso)
@@ -53,7 +56,11 @@ def with_dead_letters(log: PartitionLog, findings: list[Finding], dead: Sequence
             inside = accounted[bisect.bisect_left(accounted, f.first_offset):
                                bisect.bisect_right(accounted, f.last_offset)]
             if inside:
-                out += _rest_of_gap(log, f, inside, dlq_topic)
+                pieces = _rest_of_gap(log, f, inside, dlq_topic)
+                if facts is not None and f.first_offset in facts.gaps:
+                    for piece in pieces:
+                        facts.gaps[piece.first_offset] = facts.gaps[f.first_offset]  # type: ignore[index]
+                out += pieces
                 continue
             f = replace(f, detail=_no_dlq(dlq_topic))
         out.append(f)

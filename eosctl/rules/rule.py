@@ -56,13 +56,17 @@ def audit_partition(topic: str, partition: int, log: PartitionLog | None, island
         if mismatch is not None and (window is None or window.holds(mismatch.first_offset,
                                                                      mismatch.last_offset)):
             findings = [*findings, mismatch]
-    explained = explain_partition(log, findings, facts, stored_offset, committed_offset, group)
+    told: list[Finding] = []
     if log is not None and held is not None and dead_lettered is not None:
+        # Before the causes: a gap the DLQ splits is explained as the pieces it leaves (the sink's
+        # neighbours of each piece are the whole gap's: it held nothing inside it).
         end = side.last_stable_offset if window is None or window.end is None else \
             min(side.last_stable_offset, window.end)
-        explained, n = with_dead_letters(log, explained, dead_lettered, held.rows, end, dlq_topic or "")
+        findings, n = with_dead_letters(log, findings, dead_lettered, held.rows, end, dlq_topic or "", facts)
+        told = [f for f in findings if f.cause is not None]
+        findings = [f for f in findings if f.cause is None]
         summary = replace(summary, dead_lettered=n)
-    return summary, explained
+    return summary, [*explain_partition(log, findings, facts, stored_offset, committed_offset, group), *told]
 
 
 def committed_ranges(log: PartitionLog) -> list[tuple[int, int, int | None, int | None, int | None]]:

@@ -38,6 +38,10 @@ def test_dead_lettered_records_are_no_gaps_and_the_rest_is_a_loss_no_dlq_record_
     _, findings = audit_partition("orders", 0, LOG, iter(HELD), dead_lettered=[(18, 1)], dlq_topic="q")
     assert [(f.first_offset, f.detail) for f in findings if f.kind == "gap"] == [
         (3, "in neither the sink nor the DLQ q"), (19, "in neither the sink nor the DLQ q")]
+    # the piece the DLQ leaves is explained as itself, with the sink's neighbours of the whole gap
+    rest = next(f for f in findings if f.first_offset == 19)
+    assert rest.cause is not None and "offset 19 " in rest.cause.summary
+    assert "holds offset 20 after them" in rest.cause.summary and "18" not in rest.cause.summary
 
 
 def test_a_gap_split_around_a_marker_counts_only_committed_records() -> None:
