@@ -124,4 +124,4 @@ def _reconciled(item: WorkItem, log: PartitionLog, islands: list[tuple[int, int,
                            expected_upto=item.expected_upto, check_offsets=item.check_offsets,
                            stored_offset=item.stored_offset, committed_offset=item.committed_offset,
                            group=group, window=item.window, dead_lettered=item.dead_lettered,
-                           dlq_topic=dlq_topic)
+                           dlq_topic=dlq_topic, routed_out=item.routed_out)

@@ -25,6 +25,7 @@ from eosctl.base.gcpause import paused
 from eosctl.base.progress import Progress, Step, silent
 from eosctl.base.safetext import term
 from eosctl.config.model import Config, Spark
+from eosctl.config.route import parse_route
 from eosctl.config.values import memory_problem, spark_master_problem
 from eosctl.report.findings import AuditReport
 from eosctl.rules.causes import explain_finding
@@ -114,6 +115,8 @@ def _audit(inp: AuditInput, options: EngineOptions, progress: Progress, t_start:
 
                 dead = read_dead_letters(inp.cluster, fixed.dlq_topic)
                 items = deadletters.with_dead_letters(items, dead)
+            if fixed.route and inp.cluster is not None:  # the records the route leaves out, per partition
+                items = with_routes(items, parse_route(fixed.route), inp.cluster)
             timings: dict[str, float] = {"prepare_seconds": round(time.monotonic() - t, 3)}
             driver = Beside(lambda: ([explain_finding(f) for f in reader.invalid_rows()], reader.read_point))
             result, startup, info = _run_engine(inp, items, options, here, progress, driver, reader)
@@ -138,6 +141,17 @@ def _audit(inp: AuditInput, options: EngineOptions, progress: Progress, t_start:
                                  sink=f"{shown(inp.sink)} ({inp.sink.table})",
                                  sink_read_point=point, group=inp.group, engine=engine,
                                  elapsed_seconds=time.monotonic() - t_start, window=inp.window, dlq=dlq)
+
+
+def with_routes(items: list[WorkItem], route: Any, cluster: Any) -> list[WorkItem]:
+    """Each audited partition with the ranges of committed records ``route`` leaves out, read once here
+    (eosctl.cluster.routes: every record from the log start to the LSO, judged in Python)."""
+    from eosctl.cluster.routes import routed_out  # lazy: confluent_kafka 40 ms to import
+
+    ends = {i.tp: (i.placement.log_start, i.placement.last_stable) for i in items
+            if i.in_kafka and i.placement is not None}
+    out, _ = routed_out(cluster, route, ends)
+    return [replace(i, routed_out=out[i.tp]) if i.tp in out else i for i in items]
 
 
 def engine_facts(info: dict[str, Any], tasks: int, prepare_s: float, startup_s: float,

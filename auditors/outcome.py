@@ -56,4 +56,4 @@ def _summary_from(r: dict[str, Any]) -> PartitionSummary:
     return PartitionSummary(r["topic"], r["partition"], r["log_start_offset"], r["last_stable_offset"],
                             r["high_watermark"], r["expected_records"], r["sink_rows"], r["unverifiable"],
                             r["present"], segments, window, r.get("outside_window") or 0,
-                            r.get("expired") or 0, r.get("dead_lettered"))
+                            r.get("expired") or 0, r.get("dead_lettered"), r.get("filtered"))

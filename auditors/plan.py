@@ -50,6 +50,8 @@ class WorkItem:
     window: PartitionWindow | None = None  # the offsets judged (--since/--until, the sink's retention)
     # With a dead-letter queue (sink.dlq_topic): (source offset, dead letters) of this partition.
     dead_lettered: tuple[tuple[int, int], ...] | None = None
+    # With a route (sink.route): the ranges of committed records it leaves out (eosctl.cluster.routes).
+    routed_out: tuple[tuple[int, int], ...] | None = None
 
     @property
     def tp(self) -> TP:

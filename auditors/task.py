@@ -47,7 +47,8 @@ OUT_SCHEMA = (
     "cause_passed_by string, cause_sink_after long, cause_rule string, "
     # summary rows of a windowed audit: the partition's window and what lay outside it or expired
     "window_first long, window_end long, window_floor long, outside_window long, expired long, "
-    "dead_lettered long"  # summary rows of a sink with a DLQ: the records only the DLQ holds
+    "dead_lettered long, "  # summary rows of a sink with a DLQ: the records only the DLQ holds
+    "filtered long"  # summary rows of a sink with a route: the committed records it leaves out
 )
 _WRITER_TYPES = (("producer_id", "int64"), ("producer_epoch", "int32"), ("marker_offset", "int64"))
 _OUT_NAMES = [part.strip().split(" ")[0] for part in OUT_SCHEMA.split(",")]
@@ -113,7 +114,7 @@ def audit_group(items: Sequence[WorkItem], source: Source, reader: SinkReader, w
             item.topic, item.partition, log, islands, expected_upto=item.expected_upto,
             check_offsets=item.check_offsets, stored_offset=item.stored_offset,
             committed_offset=item.committed_offset, group=group, window=item.window,
-            dead_lettered=item.dead_lettered, dlq_topic=reader.sink.dlq_topic)
+            dead_lettered=item.dead_lettered, dlq_topic=reader.sink.dlq_topic, routed_out=item.routed_out)
         if log is not None and want_ranges:
             committed[item.tp] = _committed_rows(item, log)
         done.append((item, summary, findings))
@@ -181,7 +182,7 @@ def _summary_row(s: PartitionSummary) -> dict[str, Any]:
             **({} if s.window is None else {
                 "window_first": s.window.first, "window_end": s.window.end, "window_floor": s.window.floor,
                 "outside_window": s.outside_window, "expired": s.expired}),
-            "dead_lettered": s.dead_lettered}
+            "dead_lettered": s.dead_lettered, "filtered": s.filtered}
 
 
 def _to_batch(rows: list[dict[str, Any]], names: list[str], schema: Any) -> Any:

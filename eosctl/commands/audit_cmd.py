@@ -208,6 +208,9 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
         _check_value_columns(sink, bool(overrides.get("value_column") or overrides.get("value_hash_column")))
         content = content_check if content_check is not None else \
             target.config.audit_content_check if target.config else True
+        if sink.route is not None:
+            raise click.UsageError("--incremental does not judge a route: the sink has a route "
+                                   "(sink.route); run a full audit")
         if sink.dlq_topic is not None:
             raise click.UsageError("--incremental does not read a dead-letter queue: the sink has a "
                                    "dlq_topic; run a full audit")

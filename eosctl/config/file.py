@@ -16,6 +16,7 @@ from eosctl.base.files import CONFIG_MAX_BYTES, input_problem, shown
 from eosctl.config import redaction
 from eosctl.config.model import SANDBOX, Cluster, Config, Pipeline, Sink, Spark, value_columns_problem
 from eosctl.config.policy import Level, parse_level
+from eosctl.config.route import parse_route
 from eosctl.config.values import (
     BOOTSTRAP_FORM,
     bootstrap_problem,
@@ -278,11 +279,18 @@ def _sink(s: _Reader, pipeline: str, path: Path, clusters: dict[str, Cluster]) -
         cluster=s.str("cluster", None),
         retention=s.str("retention", None),
         dlq_topic=s.str("dlq_topic", None),
+        route=s.str("route", None),
     )
     s.done()
     if sink.retention is not None and not duration_seconds(sink.retention):
         raise ConfigError(f"{path}: pipelines.{pipeline}.sink.retention is "
                           f"{s.shown('retention', sink.retention)}; expected a duration over 0 such as 7d")
+    if sink.route is not None:
+        try:
+            parse_route(sink.route)
+        except ValueError as e:
+            raise ConfigError(f"{path}: pipelines.{pipeline}.sink.route is {s.shown('route', sink.route)}; "
+                              f"{e}") from None
     kinds = ("duckdb", "parquet", "postgres", "delta", "iceberg", "kafka_topic")
     named = [k for k in kinds if getattr(sink, k) is not None]
     if len(named) != 1:

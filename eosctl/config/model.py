@@ -119,6 +119,9 @@ class Sink:
     # errors.dead.letter.queue.topic.name): its records name their source record in headers
     # (eosctl.cluster.deadletter); expected = each committed record in the sink or the DLQ, once.
     dlq_topic: str | None = None
+    # Which source records this sink should hold (eosctl.config.route): the others are filtered, never gaps,
+    # and a row for one of them is misrouted. None: every record.
+    route: str | None = None
     # Set by eosctl.sink.frozen() only, never by a config: the sink as configured, where this one names
     # a frozen copy of it, and the read point pinned for the command (a copy's time, a snapshot id).
     frozen_from: Sink | None = None

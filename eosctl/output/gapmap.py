@@ -41,6 +41,7 @@ FINDING_COLOURS = {
     "sink_and_dlq": "#c71585",
     "dlq_duplicate": "#cd853f",
     "dlq_aborted": "#483d8b",
+    "misrouted": "#ff1493",  # a sink with a route
 }
 LOG_LAYERS = {  # (colour, legend label, what it means)
     "COMMITTED": ("#9ad4a5", "committed, in the sink", "committed records between log start and LSO"),

@@ -45,6 +45,8 @@ KINDS = (
     "sink_and_dlq",
     "dlq_duplicate",
     "dlq_aborted",
+    # A sink with a route (sink.route, eosctl.config.route): rows of records its route leaves out.
+    "misrouted",
 )
 
 # One line per kind, for tables, JUnit messages and --help.
@@ -70,6 +72,7 @@ DESCRIPTIONS = {
     "sink_and_dlq": "committed records held by the sink and dead-lettered to its DLQ too",
     "dlq_duplicate": "committed records dead-lettered more than once (count = extra dead letters)",
     "dlq_aborted": "records of aborted or still-open transactions dead-lettered to the DLQ",
+    "misrouted": "sink rows of committed records the sink's route does not select (count = rows)",
 }
 
 PASS, FAIL = "pass", "fail"
@@ -328,6 +331,8 @@ class PartitionSummary:
     expired: int = 0
     # A sink with a dead-letter queue: the committed records the DLQ alone holds (never gaps); None: no DLQ.
     dead_lettered: int | None = None
+    # A sink with a route: the committed records the route leaves out (filtered: never gaps); None: no route.
+    filtered: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -348,6 +353,8 @@ class PartitionSummary:
                            "expired": self.expired}
         if self.dead_lettered is not None:
             d["dead_lettered"] = self.dead_lettered
+        if self.filtered is not None:
+            d["filtered"] = self.filtered
         return d
 
     @classmethod
@@ -360,7 +367,7 @@ class PartitionSummary:
                    None if not isinstance(window, dict) else PartitionWindow.from_dict(window),
                    int(window.get("outside_window", 0)) if isinstance(window, dict) else 0,
                    int(window.get("expired", 0)) if isinstance(window, dict) else 0,
-                   _int(d.get("dead_lettered")))
+                   _int(d.get("dead_lettered")), _int(d.get("filtered")))
 
 
 def parse_kinds(text: str | Iterable[str] | None) -> tuple[str, ...]:

@@ -74,6 +74,8 @@ ROOT_RULES = {
                                  "dead-lettered records it had written, or wrote them again on a retry",
     "dead_lettered_twice": "records were dead-lettered more than once: the DLQ's producer is not "
                            "transactional (Kafka Connect's), and a restarted task sent them again",
+    "routed_wrong": "the sink holds records its route does not select: the stage routed them to the wrong "
+                    "sink, or the route in the config is not the stage's",
     "unexplained": "findings without a recorded cause (a report from before causes existed)",
 }
 
@@ -117,7 +119,8 @@ _CONTENT_ROOT = {"shifted_coordinates": "coordinates_shifted",
                  "different_value": "value_differs"}
 _BY_KIND = {"duplicate": "replay", "offset_mismatch": "offsets_disagree", "invalid_row": "invalid_rows",
             "ahead_of_commit": "written_before_commit", "out_of_order": "reordered",
-            "sink_and_dlq": "dead_lettered_and_written", "dlq_duplicate": "dead_lettered_twice"}
+            "sink_and_dlq": "dead_lettered_and_written", "dlq_duplicate": "dead_lettered_twice",
+            "misrouted": "routed_wrong"}
 
 
 def root_causes(findings: Sequence[Explained]) -> list[RootCause]:

@@ -45,6 +45,7 @@ _UNVERIFIABLE = "UNVERIFIABLE"  # below the log start, compacted away, or not co
 _BEYOND = "BEYOND"  # at or beyond the high watermark
 _OUTSIDE = "OUTSIDE"  # outside the audited window: not judged
 _EXPIRED = "EXPIRED"  # expected, but below the sink's retention floor: may be gone from the sink
+_FILTERED = "FILTERED"  # committed, but the sink's route leaves it out: never expected, misrouted if held
 _PHANTOM = {Kind.ABORTED: "phantom_aborted", Kind.MARKER: "phantom_marker", Kind.OPEN: "phantom_uncommitted"}
 _PHANTOM_KINDS = tuple(_PHANTOM.values())
 _INF = 1 << 63  # beyond every int64 offset: a sink row at 2^63-1 is still "beyond the HW"
@@ -85,9 +86,12 @@ class SinkFacts:
 def reconcile_partition(log: LogSide, islands: Iterable[Island | OffsetIsland],
                         facts: SinkFacts | None = None, keep: int | None = None,
                         counts: dict[str, int] | None = None,
-                        window: PartitionWindow | None = None) -> tuple[PartitionSummary, list[Finding]]:
+                        window: PartitionWindow | None = None,
+                        routed_out: Sequence[tuple[int, int]] | None = None,
+                        ) -> tuple[PartitionSummary, list[Finding]]:
     """Findings and summary for one partition; ``facts``, when given, is filled in for the causes;
-    ``window``: judge only its offsets (eosctl.report.window).
+    ``window``: judge only its offsets (eosctl.report.window); ``routed_out``: with a route, the ranges
+    (first, last) of committed records it leaves out (eosctl.cluster.routes).
 
     ``islands`` is sorted by first offset: (first, last, multiplicity) tuples or eosctl.sink.OffsetIslands.
     ``keep``: only the first (lowest) ``keep`` findings of each kind are made, and ``counts`` (given with
@@ -95,6 +99,8 @@ def reconcile_partition(log: LogSide, islands: Iterable[Island | OffsetIsland],
     """
     acc = _Runs(log.topic, log.partition, facts, keep, counts)
     segments = _segments(log) if window is None else _windowed(_segments(log), window)
+    if routed_out is not None:
+        segments = _filtered(segments, routed_out)
     for first, last, kind, mult in _pieces(segments, _islands(islands)):
         acc.feed(first, last, kind, mult)
     acc.close_all()
@@ -110,6 +116,7 @@ def reconcile_partition(log: LogSide, islands: Iterable[Island | OffsetIsland],
         window=window,
         outside_window=acc.outside,
         expired=acc.expired,
+        filtered=None if routed_out is None else acc.filtered,
     )
     return summary, acc.findings
 
@@ -229,6 +236,31 @@ def _windowed(segments: Iterator[tuple[int, int, str]],
                 yield a, b, kind
 
 
+def _filtered(segments: Iterator[tuple[int, int, str]],
+              out: Sequence[tuple[int, int]]) -> Iterator[tuple[int, int, str]]:
+    """Committed pieces (expected or pending) inside a range the route leaves out become _FILTERED."""
+    ranges = sorted(out)
+    i = 0
+    for first, last, kind in segments:
+        if kind not in (_EXPECTED, _PENDING):
+            yield first, last, kind
+            continue
+        while i < len(ranges) and ranges[i][1] < first:
+            i += 1
+        pos, j = first, i
+        while pos <= last:
+            if j >= len(ranges) or ranges[j][0] > last:
+                yield pos, last, kind
+                break
+            lo, hi = max(ranges[j][0], pos), min(ranges[j][1], last)
+            if lo > pos:
+                yield pos, lo - 1, kind
+            yield lo, hi, _FILTERED
+            pos = hi + 1
+            if ranges[j][1] <= last:
+                j += 1
+
+
 def _pieces(segments: Iterator[tuple[int, int, str]],
             islands: Iterator[Island]) -> Iterator[tuple[int, int, str, int]]:
     """Cut segments at island borders: (first, last, kind, multiplicity), multiplicity 0 = absent.
@@ -278,9 +310,11 @@ class _Runs:
         self.topic, self.partition = topic, partition
         self.findings: list[Finding] = []
         self.keep, self.counts = keep, counts
-        self.made = dict.fromkeys(("gap", "duplicate", *_PHANTOM.values(), "phantom_beyond_hw"), 0)
-        self.expected = self.sink_rows = self.unverifiable = self.outside = self.expired = 0
-        self.runs = {k: _Run() for k in ("gap", "duplicate", *_PHANTOM.values(), "phantom_beyond_hw")}
+        self.made = dict.fromkeys(("gap", "duplicate", *_PHANTOM.values(), "phantom_beyond_hw",
+                                   "misrouted"), 0)
+        self.expected = self.sink_rows = self.unverifiable = self.outside = self.expired = self.filtered = 0
+        self.runs = {k: _Run() for k in ("gap", "duplicate", *_PHANTOM.values(), "phantom_beyond_hw",
+                                         "misrouted")}
         self.facts = facts
         self.last_row: int | None = None  # the highest offset the sink holds so far
         self.gap_before: int | None = None  # last_row when the open gap began
@@ -347,6 +381,19 @@ class _Runs:
     def _feed(self, first: int, last: int, kind: str, mult: int) -> None:
         n = last - first + 1
         self.sink_rows += n * mult
+        if kind == _FILTERED:
+            # Left out by the route: never expected. Missing, it splits nothing (as a marker); held, it is
+            # misrouted, and ends the runs of gaps and duplicates around it.
+            self.filtered += n
+            if not mult:
+                return
+            self.close_phantoms()
+            self.close("gap")
+            self.close("duplicate")
+            self.runs["misrouted"].extend(first, last, n * mult)
+            return
+        if self.runs["misrouted"].first is not None and (mult or kind not in (Kind.MARKER, _UNVERIFIABLE)):
+            self.close("misrouted")
         if kind in (_EXPECTED, _PENDING, _EXPIRED):
             self.close_phantoms()
             if kind == _EXPECTED:

@@ -29,7 +29,8 @@ def audit_partition(topic: str, partition: int, log: PartitionLog | None, island
                     stored_offset: int | None = None, committed_offset: int | None = None,
                     group: str | None = None, window: PartitionWindow | None = None,
                     dead_lettered: Sequence[tuple[int, int]] | None = None,
-                    dlq_topic: str | None = None) -> tuple[PartitionSummary, list[Finding]]:
+                    dlq_topic: str | None = None, routed_out: Sequence[tuple[int, int]] | None = None,
+                    ) -> tuple[PartitionSummary, list[Finding]]:
     """One partition's summary and findings.
 
     ``log`` None: Kafka doesn't have the partition (only the sink names it). ``expected_upto``: on a
@@ -38,7 +39,8 @@ def audit_partition(topic: str, partition: int, log: PartitionLog | None, island
     ``window``: judge only the partition's offsets in it (eosctl.report.window); an offset_mismatch
     wholly outside it is not reported either. ``dead_lettered``: with a DLQ (``dlq_topic``), its
     (source offset, dead letters) of this partition: expected = each committed record in the sink or the
-    DLQ, once (eosctl.rules.deadletter).
+    DLQ, once (eosctl.rules.deadletter). ``routed_out``: with a route (sink.route), the ranges of committed
+    records it leaves out: filtered, never gaps; held, misrouted.
     """
     facts = SinkFacts()
     if log is None:
@@ -49,7 +51,7 @@ def audit_partition(topic: str, partition: int, log: PartitionLog | None, island
         if dead_lettered is not None:
             dead_lettered = [d for d in dead_lettered if window is None or window.holds(d[0], d[0])]
             islands = held = HeldAt(islands, [o for o, _ in dead_lettered])
-        summary, findings = reconcile_partition(side, islands, facts, window=window)
+        summary, findings = reconcile_partition(side, islands, facts, window=window, routed_out=routed_out)
         summary = replace(summary, log_segments=log_segments(log))  # for the HTML gap map
     if check_offsets:
         mismatch = offset_mismatch(topic, partition, stored_offset, committed_offset, log, group)

@@ -258,6 +258,10 @@ def findings_of_every_kind() -> list[Finding]:
             out.extend(out_of_order(frozen))
         elif kind == "content_mismatch":
             out.extend(content_findings())
+        elif kind == "misrouted":  # made by the sweep of a sink with a route (eosctl.config.route)
+            from eosctl.rules.reconcile import reconcile_partition
+
+            out.extend(reconcile_partition(partition_log(), [(0, 2, 1)], routed_out=[(1, 1)])[1])
         elif kind in DLQ_KINDS:  # made with the sink's dead-letter queue (eosctl.rules.deadletter)
             log = plog_with_dlq()
             out.extend(f for f in audit_partition("orders", 0, log, iter([(0, 0, 1)]), dead_lettered=[
@@ -321,7 +325,8 @@ def audit_report(engine: dict[str, Any], findings: list[Finding],
     segments = (LogSegment("ABORTED", 10, 19, 10), LogSegment("MARKER", 20, 20, 1)) if findings else None
     parts = [PartitionSummary("orders", 0, 0, 40, 41, 35, 36, 1, log_segments=segments,
                               window=PartitionWindow(5, 30, 8) if window else None, outside_window=3,
-                              expired=2, dead_lettered=1 if window else None),
+                              expired=2, dead_lettered=1 if window else None,
+                              filtered=4 if window else None),
              PartitionSummary("ghost", 0, 0, 0, 0, 0, 2, exists=False)]
     # The full sample is a pipeline audited hop by hop (stage, then sink); the other one hop.
     hops = [Hop("p.stage", ("raw",), "orders (hop_rows)", "stage", "pass", 0, 0),
@@ -863,7 +868,7 @@ VALID = {"bootstrap_servers": "h:1", "security_protocol": "SASL_SSL", "cluster":
          # Paths as given only when absolute (a relative one resolves against the config's directory).
          "ssl_ca_location": "/abs/ca.pem", "ssl_certificate_location": "/abs/cert.pem",
          "ssl_key_location": "/abs/key.pem", "master": "local[2]", "driver_memory": "1g",
-         "sandbox_home": "/abs/.eosctl", "retention": "7d"}
+         "sandbox_home": "/abs/.eosctl", "retention": "7d", "route": "header:type=A"}
 # Sink kinds: a config names exactly one, so the all-keys config keeps duckdb and each other kind is
 # checked in a config of its own.
 OTHER_KINDS = {"parquet": "/x/*.parquet", "postgres": "postgresql://u@h/db", "delta": "/x/delta",
