@@ -19,7 +19,7 @@ from auditors.plan import AuditInput
 from auditors.sources import KafkaSource
 from eosctl.base.progress import Progress, silent
 from eosctl.config.values import duration_seconds
-from eosctl.report.findings import KINDS, AuditReport, merge_hops
+from eosctl.report.findings import KINDS, AuditReport, merge_hops, merge_sinks
 from eosctl.report.window import WindowSpec
 
 if TYPE_CHECKING:
@@ -37,6 +37,18 @@ def audit(target: Target, sink: Sink, *, options: EngineOptions, progress: Progr
                      cluster=target.cluster, group=target.group, fail_on=fail_on,
                      content_check=options.content_check, window=with_retention(window, sink))
     return engine.run(inp, options, progress, started)
+
+
+def audit_sinks(target: Target, sinks: tuple[Sink, ...], *, options: EngineOptions,
+                progress: Progress = silent, fail_on: tuple[str, ...] = KINDS, started: float | None = None,
+                window: WindowSpec | None = None) -> AuditReport:
+    """A pipeline of several sinks ([pipelines.NAME.sinks.LABEL]), each audited against the pipeline's
+    topics with its route: one report, each partition and finding naming its sink, the verdict the
+    pipeline's."""
+    t0 = started if started is not None else time.monotonic()
+    reports = [(s.label, audit(target, s, options=options, progress=progress, fail_on=fail_on, started=t0,
+                               window=window)) for s in sinks]
+    return merge_sinks(reports, tuple(target.topics), time.monotonic() - t0)
 
 
 def with_retention(window: WindowSpec | None, sink: Sink, now_ms: int | None = None) -> WindowSpec | None:
@@ -62,4 +74,4 @@ def audit_hops(hops: list[tuple[str, Target, Sink]], *, options: EngineOptions, 
     return merge_hops(reports, [target.topics for _, target, _ in hops], time.monotonic() - t0)
 
 
-__all__ = ["ENGINES", "EngineOptions", "audit", "audit_hops"]
+__all__ = ["ENGINES", "EngineOptions", "audit", "audit_hops", "audit_sinks"]

@@ -175,6 +175,11 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
                                f"--group and the sink options name one hop; pass -p HOP for one of them")
     runs = [resolve(config, hop, bootstrap, need_topics=True) for hop in hops] if hops else [target]
     policy = _policy(target.config, waivers, levels)
+    several = target.pipeline.sinks if target.pipeline and len(target.pipeline.sinks) > 1 else ()
+    if several and (sink_duckdb or sink_parquet or sink_table or overrides or incremental or store_failures):
+        raise click.UsageError(f"pipeline {pipeline} has several sinks "
+                               f"({', '.join(s.label for s in several)}): the sink and column options, "
+                               "--incremental and --store-failures name one sink")
     if store_failures and hops:
         raise click.UsageError("--store-failures writes one sink's rows: pass -p HOP for one of the hops")
     if store_failures and os.path.lexists(store_failures):
@@ -249,6 +254,14 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
                                         master=master, remote=remote, driver_memory=driver_memory)
         return replace(options, content_check=content_check) if content_check is not None else options
 
+    if several:
+        for s in several:
+            _check_value_columns(s, False)
+        written = Written(out, (*_reads(config, list(several)), *policy.reads()), force)
+        written.check()
+        _run([(pipeline or "", target, several[0])], fmt, written, fail_on, engine_options(), started,
+             window=window, policy=policy, sinks=several)
+        return
     if hops:
         audited = [(hop, t, sink_of(t, None, None, None)[0]) for hop, t in zip(hops, runs, strict=True)]
         for _, _, s in audited:
@@ -411,7 +424,8 @@ audit.help = "\n".join([
 def _run(hops: list[tuple[str, Any, Any]], fmt: str, out: Written, fail_on: tuple[str, ...],
          options, started: float, upstream: tuple | None = None,
          incremental: tuple[str, float, tuple[str, ...], bool] | None = None,
-         window: WindowSpec | None = None, policy: Policy | None = None, store: str | None = None) -> None:
+         window: WindowSpec | None = None, policy: Policy | None = None, store: str | None = None,
+         sinks: tuple = ()) -> None:
     """Audit each hop (name, target, sink) in order: one hop's report as it is, several merged into one;
     ``upstream``: the stage writing a lone hop's topic, whose lineage key duplicates are followed through;
     ``incremental``: (state file, --full-every, the files it must never replace, the content check) for
@@ -429,6 +443,11 @@ def _run(hops: list[tuple[str, Any, Any]], fmt: str, out: Written, fail_on: tupl
             _, target, sink = hops[0]
             result = audit_incremental(target, sink, state, full_every=full_every, fail_on=fail_on,
                                        progress=show, started=started, reads=reads, content=content)
+        elif sinks:
+            from auditors import audit_sinks  # lazy: auditors 96 ms at start-up
+
+            result = audit_sinks(hops[0][1], sinks, options=options, progress=show, fail_on=fail_on,
+                                 started=started, window=window)
         else:
             result = audit_hops(hops, options=options, progress=show, fail_on=fail_on, started=started,
                                 window=window)

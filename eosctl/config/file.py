@@ -234,6 +234,10 @@ def _pipeline(p: _Reader, name: str, path: Path, clusters: dict[str, Cluster]) -
         )
     s = p.sub("sink")
     sink = _sink(s, name, path, clusters) if s is not None else None
+    sinks = _sinks(p.sub("sinks"), name, path, clusters)
+    if sinks and sink is not None:
+        raise ConfigError(f"{path}: pipelines.{name} has [pipelines.{name}.sink] and "
+                          f"[pipelines.{name}.sinks.*]; keep one (sink is the one-sink shorthand)")
     pipeline = Pipeline(
         name=name,
         cluster=cluster,
@@ -243,17 +247,39 @@ def _pipeline(p: _Reader, name: str, path: Path, clusters: dict[str, Cluster]) -
         group=p.str("group", None),
         transactional_id_prefix=p.str("transactional_id_prefix", None),
         output_topic=p.str("output_topic", None),
-        sink=sink,
+        sink=sink or (sinks[0] if sinks else None),
         hops=p.str_list("hops") if "hops" in p.table else (),
+        sinks=sinks if sinks else ((sink,) if sink is not None else ()),
     )
     p.done()
     _check_replica(pipeline, path)
     return pipeline
 
 
-def _sink(s: _Reader, pipeline: str, path: Path, clusters: dict[str, Cluster]) -> Sink:
-    """[pipelines.NAME.sink]: exactly one kind, its columns, a hop's lineage; paths made local."""
+def _sinks(ss: _Reader | None, pipeline: str, path: Path, clusters: dict[str, Cluster]) -> tuple[Sink, ...]:
+    """[pipelines.NAME.sinks.LABEL], in the file's order: each a sink of the pipeline (not a Kafka topic)."""
+    if ss is None:
+        return ()
+    out = []
+    for label in ss.table:
+        sub = ss.sub(label)
+        assert sub is not None
+        sink = _sink(sub, pipeline, path, clusters, key=f"sinks.{label}")
+        if sink.kafka_topic is not None:
+            raise ConfigError(f"{path}: pipelines.{pipeline}.sinks.{label} is a kafka_topic: a Kafka stage "
+                              "is a pipeline's one sink ([pipelines.NAME.sink])")
+        out.append(sink)
+    ss.done()
+    if not out:
+        raise ConfigError(f"{path}: pipelines.{pipeline}.sinks has no [pipelines.{pipeline}.sinks.LABEL]")
+    return tuple(out)
+
+
+def _sink(s: _Reader, pipeline: str, path: Path, clusters: dict[str, Cluster], key: str = "sink") -> Sink:
+    """[pipelines.NAME.sink] (or ``key``, [pipelines.NAME.sinks.LABEL]): exactly one kind, its columns, a
+    hop's lineage; paths made local."""
     sink = Sink(
+        label=key.removeprefix("sinks."),
         duckdb=s.str("duckdb", None),
         parquet=s.str("parquet", None),
         postgres=s.str("postgres", None),
@@ -283,18 +309,18 @@ def _sink(s: _Reader, pipeline: str, path: Path, clusters: dict[str, Cluster]) -
     )
     s.done()
     if sink.retention is not None and not duration_seconds(sink.retention):
-        raise ConfigError(f"{path}: pipelines.{pipeline}.sink.retention is "
+        raise ConfigError(f"{path}: pipelines.{pipeline}.{key}.retention is "
                           f"{s.shown('retention', sink.retention)}; expected a duration over 0 such as 7d")
     if sink.route is not None:
         try:
             parse_route(sink.route)
         except ValueError as e:
-            raise ConfigError(f"{path}: pipelines.{pipeline}.sink.route is {s.shown('route', sink.route)}; "
+            raise ConfigError(f"{path}: pipelines.{pipeline}.{key}.route is {s.shown('route', sink.route)}; "
                               f"{e}") from None
     kinds = ("duckdb", "parquet", "postgres", "delta", "iceberg", "kafka_topic")
     named = [k for k in kinds if getattr(sink, k) is not None]
     if len(named) != 1:
-        raise ConfigError(f"{path}: pipelines.{pipeline}.sink needs exactly one of duckdb, parquet, "
+        raise ConfigError(f"{path}: pipelines.{pipeline}.{key} needs exactly one of duckdb, parquet, "
                           f"postgres, delta, iceberg or kafka_topic")
     _check_value_columns(sink, path, pipeline)
     _check_hop_sink(sink, path, pipeline, clusters)

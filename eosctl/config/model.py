@@ -122,6 +122,9 @@ class Sink:
     # Which source records this sink should hold (eosctl.config.route): the others are filtered, never gaps,
     # and a row for one of them is misrouted. None: every record.
     route: str | None = None
+    # Its name in a pipeline of several sinks ([pipelines.NAME.sinks.LABEL]); "sink" for the one
+    # [pipelines.NAME.sink].
+    label: str = "sink"
     # Set by eosctl.sink.frozen() only, never by a config: the sink as configured, where this one names
     # a frozen copy of it, and the read point pinned for the command (a copy's time, a snapshot id).
     frozen_from: Sink | None = None
@@ -145,6 +148,9 @@ class Pipeline:
     # The pipelines audited, in order, as the hops of this one (`eosctl audit -p NAME` audits each):
     # e.g. ["orders-stage", "orders-sink"]. Empty: the pipeline is one hop.
     hops: tuple[str, ...] = ()
+    # Every sink, in the file's order: [pipelines.NAME.sinks.LABEL] tables, or the one [pipelines.NAME.sink]
+    # (``sink`` is then it; with several, the first, which commands other than `audit` read).
+    sinks: tuple[Sink, ...] = ()
 
 
 @dataclass(frozen=True)

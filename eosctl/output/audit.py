@@ -33,19 +33,28 @@ def table(report: AuditReport) -> Any:
                  for h in report.hops]
         columns = ["hop", "reads", "writes to", "group", "verdict", "findings"]
         parts.append(rich_table("hops, in order", columns, hrows))
+    if report.sinks:
+        srows = [(s.name, s.sink or "", s.verdict.upper(), s.findings) for s in report.sinks]
+        parts.append(rich_table("sinks", ["sink", "where", "verdict", "findings"], srows))
+    several = bool(report.sinks)
     rows = []
     for p in report.partitions:
         status = "not in Kafka" if not p.exists else window_note(p)
-        rows.append((p.topic, p.partition, p.log_start_offset, p.last_stable_offset, p.high_watermark,
-                     p.expected_records, p.sink_rows, p.unverifiable_below or "", status))
-    parts.append(rich_table("partitions", ["topic", "partition", "log start", "lso", "hw", "expected",
-                                           "sink rows", "unverifiable", "note"], rows))
+        if p.filtered is not None:
+            status = ", ".join(x for x in (status, f"{p.filtered} filtered by its route") if x)
+        rows.append(((p.sink or "",) if several else ()) + (
+            p.topic, p.partition, p.log_start_offset, p.last_stable_offset, p.high_watermark,
+            p.expected_records, p.sink_rows, p.unverifiable_below or "", status))
+    columns = ["topic", "partition", "log start", "lso", "hw", "expected", "sink rows", "unverifiable",
+               "note"]
+    parts.append(rich_table("partitions", ["sink"] * several + columns, rows))
     if report.findings:
         parts.append(causes_table(report))
-        frows = [(f.kind + (f" ({s})" if (s := standing(report, f)) else ""), f.topic, f.partition,
-                  where(f), f.count, "; ".join(x for x in (extra(f), waiver_text(f)) if x),
-                  text(short_cause(f))) for f in report.findings]
-        columns = ["kind", "topic", "partition", "offsets", "count", "detail", "cause"]
+        frows = [((f.sink or "",) if several else ()) + (
+            f.kind + (f" ({s})" if (s := standing(report, f)) else ""), f.topic, f.partition,
+            where(f), f.count, "; ".join(x for x in (extra(f), waiver_text(f)) if x),
+            text(short_cause(f))) for f in report.findings]
+        columns = ["sink"] * several + ["kind", "topic", "partition", "offsets", "count", "detail", "cause"]
         if len(frows) <= TABLE_ROWS:
             parts.append(rich_table("findings", columns, frows))
         else:

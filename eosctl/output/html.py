@@ -132,6 +132,8 @@ def _audited(report: AuditReport, ctx: AuditContext) -> str:
         ("audit took", took),
         ("--fail-on", fail_on),
         *([("window judged", report.window.describe())] if report.window is not None else []),
+        *[(f"sink {s.name}", f"{s.sink or '-'}: {s.verdict.upper()}, {s.findings} findings")
+          for s in report.sinks],
     ]
     if ctx.origin:
         rows.append(("rendered from", ctx.origin))
@@ -193,6 +195,9 @@ def _partitions(report: AuditReport, by_tp: dict[TP, list[Finding]]) -> str:
     def row(p: PartitionSummary) -> str:
         n = len(by_tp.get((p.topic, p.partition), []))
         note = "" if p.exists else ' <span class="muted">(not in Kafka)</span>'
+        if p.sink is not None:  # one of several sinks: its findings are counted with the partition's
+            n = sum(1 for f in by_tp.get((p.topic, p.partition), []) if f.sink == p.sink)
+            note += f' <span class="muted">(sink {_t(p.sink)})</span>'
         cls = ' class="bad"' if n else ""
         return (f"<tr{cls}><td>{_t(p.topic)}{note}</td><td>{p.partition}</td>"
                 + "".join(f"<td>{_n(v)}</td>" for v in (p.log_start_offset, p.last_stable_offset,
@@ -224,6 +229,8 @@ def _findings(report: AuditReport) -> str:
         where = ("-" if f.first_offset is None else str(f.first_offset) if f.first_offset == f.last_offset
                  else f"{f.first_offset}..{f.last_offset}")
         part = "-" if f.topic is None else f"{f.topic}[{'-' if f.partition is None else f.partition}]"
+        if f.sink is not None:
+            part = f"{f.sink}: {part}"
         detail = "; ".join(x for x in (
             "at " + ", ".join(map(str, f.offsets)) if f.offsets else "", f.detail or "", waiver_text(f)) if x)
         state = standing(report, f)

@@ -14,7 +14,13 @@ from eosctl.report.findings import DESCRIPTIONS, AuditReport, Finding
 def junit(report: AuditReport) -> str:
     """One testsuite (a pipeline audited hop by hop: one per hop, in <testsuites>); one testcase per
     partition; each failing finding is a <failure>."""
-    if not report.hops:
+    if report.sinks:
+        root = ET.Element("testsuites", name="eosctl audit")
+        for s in report.sinks:
+            root.append(_suite(report, f"eosctl audit: sink {s.name}", None, s.name))
+        root.set("tests", str(sum(int(s.get("tests", 0)) for s in root)))
+        root.set("failures", str(sum(int(s.get("failures", 0)) for s in root)))
+    elif not report.hops:
         root = _suite(report, "eosctl audit", None)
     else:
         root = ET.Element("testsuites", name="eosctl audit")
@@ -26,12 +32,15 @@ def junit(report: AuditReport) -> str:
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def _suite(report: AuditReport, name: str, topics: set[str] | None) -> ET.Element:
+def _suite(report: AuditReport, name: str, topics: set[str] | None, sink: str | None = None) -> ET.Element:
     """The testsuite of the report's partitions and findings whose topic is in ``topics`` (None: all;
-    findings without a topic belong to the last hop, the one whose sink they were read from)."""
+    findings without a topic belong to the last hop, the one whose sink they were read from); with
+    ``sink``, those of that sink of several."""
     last = report.hops[-1].topics if report.hops else ()
 
-    def mine(topic: str | None) -> bool:
+    def mine(topic: str | None, of: str | None = sink) -> bool:
+        if sink is not None and of != sink:
+            return False
         return topics is None or topic in topics or (topic is None and set(last) == topics)
 
     suite = ET.Element("testsuite", name=name)
@@ -39,15 +48,15 @@ def _suite(report: AuditReport, name: str, topics: set[str] | None) -> ET.Elemen
         props = ET.SubElement(suite, "properties")
         ET.SubElement(props, "property", name="window", value=safetext.xml(report.window.describe()))
         for p in report.partitions:
-            if p.window is not None and mine(p.topic):
+            if p.window is not None and mine(p.topic, p.sink):
                 ET.SubElement(props, "property", name=safetext.xml(f"window {p.topic}[{p.partition}]"),
                               value=safetext.xml(window_note(p)))
     failures = 0
     by_tp: dict[TP, list[Finding]] = {}
     for f in report.findings:
-        if mine(f.topic):
+        if mine(f.topic, f.sink):
             by_tp.setdefault((f.topic, f.partition), []).append(f)
-    cases = [(p.topic, p.partition) for p in report.partitions if mine(p.topic)]
+    cases = [(p.topic, p.partition) for p in report.partitions if mine(p.topic, p.sink)]
     cases += [tp for tp in sorted(by_tp, key=lambda tp: (tp[0] or "", -1 if tp[1] is None else tp[1]))
               if tp not in set(cases)]
     tests = 0

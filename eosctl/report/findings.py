@@ -242,6 +242,8 @@ class Finding:
     # The waiver that covers it (eosctl.report.policy), set after the findings are final; an expired one
     # is kept to say so, and no longer waives.
     waiver: WaiverMatch | None = field(default=None, compare=False)
+    # The sink it was found in, in a pipeline of several ([pipelines.NAME.sinks.LABEL]); None: the one sink.
+    sink: str | None = None
 
     @property
     def waived(self) -> bool:
@@ -270,6 +272,8 @@ class Finding:
             d["cause"] = self.cause.to_dict()
         if self.waiver is not None:
             d["waiver"] = {**self.waiver.waiver.to_dict(), "expired": self.waiver.expired}
+        if self.sink is not None:
+            d["sink"] = self.sink
         return d
 
     @classmethod
@@ -280,7 +284,7 @@ class Finding:
                    None if offsets is None else tuple(offsets), d.get("detail"),
                    None if cause is None else Cause.from_dict(KEY_KINDS.get(d["kind"], d["kind"]), cause),
                    None if not isinstance(waiver, dict) else
-                   WaiverMatch(Waiver.from_dict(waiver), bool(waiver.get("expired"))))
+                   WaiverMatch(Waiver.from_dict(waiver), bool(waiver.get("expired"))), d.get("sink"))
 
     @property
     def sort_key(self) -> tuple:
@@ -288,7 +292,7 @@ class Finding:
         # Written out (no helper calls): every report and every partition's sweep sorts by it.
         t, p, o = self.topic, self.partition, self.first_offset
         return ((t is not None, t or ""), (p is not None, p or 0), (o is not None, o or 0),
-                _KIND_ORDER[self.kind], self.key or "", self.detail or "")
+                _KIND_ORDER[self.kind], self.key or "", self.detail or "", self.sink or "")
 
 
 _KIND_ORDER = {k: i for i, k in enumerate(KINDS)}
@@ -333,6 +337,8 @@ class PartitionSummary:
     dead_lettered: int | None = None
     # A sink with a route: the committed records the route leaves out (filtered: never gaps); None: no route.
     filtered: int | None = None
+    # The sink these rows are of, in a pipeline of several sinks; None: the one sink.
+    sink: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -355,6 +361,8 @@ class PartitionSummary:
             d["dead_lettered"] = self.dead_lettered
         if self.filtered is not None:
             d["filtered"] = self.filtered
+        if self.sink is not None:
+            d["sink"] = self.sink
         return d
 
     @classmethod
@@ -367,7 +375,7 @@ class PartitionSummary:
                    None if not isinstance(window, dict) else PartitionWindow.from_dict(window),
                    int(window.get("outside_window", 0)) if isinstance(window, dict) else 0,
                    int(window.get("expired", 0)) if isinstance(window, dict) else 0,
-                   _int(d.get("dead_lettered")), _int(d.get("filtered")))
+                   _int(d.get("dead_lettered")), _int(d.get("filtered")), d.get("sink"))
 
 
 def parse_kinds(text: str | Iterable[str] | None) -> tuple[str, ...]:
@@ -444,6 +452,21 @@ def merge_hops(reports: list[tuple[str, AuditReport]], topics: list[tuple[str, .
                                elapsed_seconds=elapsed_seconds, hops=hops)
 
 
+def merge_sinks(reports: list[tuple[str, AuditReport]], topics: tuple[str, ...],
+                elapsed_seconds: float | None = None) -> AuditReport:
+    """One pipeline's report from the reports of its sinks (label, report), in order: every partition and
+    finding, each naming its sink; ``sinks`` says each one's verdict, and the verdict is the pipeline's."""
+    first = reports[0][1]
+    sinks = [Hop(label, topics, r.sink, r.group, r.verdict, len(r.findings), len(r.failing))
+             for label, r in reports]
+    return AuditReport.build([replace(p, sink=label) for label, r in reports for p in r.partitions],
+                             [replace(f, sink=label) for label, r in reports for f in r.findings],
+                             first.fail_on,
+                             sink=", ".join(f"{label}: {r.sink}" for label, r in reports), group=first.group,
+                             engine=first.engine, elapsed_seconds=elapsed_seconds, sinks=sinks,
+                             window=first.window)
+
+
 @dataclass
 class AuditReport:
     verdict: str  # "pass" | "fail"
@@ -465,6 +488,9 @@ class AuditReport:
     waivers: list[dict[str, Any]] = field(default_factory=list)
     # A sink with a dead-letter queue: what the DLQ held (auditors.deadletters.summary); None: no DLQ.
     dlq: dict[str, Any] | None = None
+    # A pipeline of several sinks ([pipelines.NAME.sinks.LABEL]): each sink's verdict, in the file's order
+    # (Hop's fields: name = its label, sink = where it is); [] for one sink.
+    sinks: list[Hop] = field(default_factory=list)
 
     @classmethod
     def build(cls, partitions: Iterable[PartitionSummary], findings: Iterable[Finding],
@@ -472,7 +498,7 @@ class AuditReport:
         """Sort everything and derive the verdict from the findings whose kind is in ``fail_on``."""
         fail_on = tuple(fail_on)
         findings = sorted(findings, key=lambda f: f.sort_key)
-        partitions = sorted(partitions, key=lambda p: (p.topic, p.partition))
+        partitions = sorted(partitions, key=lambda p: (p.topic, p.partition, p.sink or ""))
         verdict = FAIL if any(f.kind in fail_on for f in findings) else PASS
         return cls(verdict, partitions, findings, fail_on, **kw)
 
@@ -533,6 +559,7 @@ class AuditReport:
             "window": None if self.window is None else self.window.to_dict(),
             "levels": [{"kind": k, **v} for k, v in self.levels.items()],
             "dlq": self.dlq,
+            "sinks": [h.to_dict() for h in self.sinks],
             "waivers": self.waivers,
         }
 
@@ -557,6 +584,7 @@ class AuditReport:
                     for lv in d.get("levels") or [] if isinstance(lv, dict) and "kind" in lv},
             waivers=list(d.get("waivers") or []),
             dlq=d.get("dlq") if isinstance(d.get("dlq"), dict) else None,
+            sinks=[Hop.from_dict(h) for h in d.get("sinks") or []],
         )
 
     @classmethod

@@ -88,3 +88,53 @@ def test_without_the_route_every_record_left_out_is_a_gap(bootstrap: str, topic:
 def test_a_wrong_route_is_one_line(bootstrap: str, topic: str, tmp_path: Path) -> None:
     result = eosctl("audit", "-c", str(config(tmp_path, bootstrap, topic, "type=A")))
     assert result.exit_code == 2 and "sink.route is 'type=A'; expected header:NAME=VALUE" in result.output
+
+
+def test_a_pipeline_of_two_routed_sinks_audits_to_exactly_its_planted_findings(bootstrap: str, topic: str,
+                                                                              tmp_path: Path) -> None:
+    """The issue's case: a stage writing two DuckDB tables (A, B) and dropping heartbeats, with a planted
+    misrouted record (A record 0 also in B's table) and a planted loss (B record 7 missing)."""
+    import xml.etree.ElementTree as ET
+
+    sink = tmp_path / "warehouse.duckdb"
+    con = duckdb.connect(str(sink))
+    for table, held in (("orders_a", [0, 3, 6, 9]), ("orders_b", [1, 4, 10, 0])):
+        con.execute(f"CREATE TABLE {table} (src_topic VARCHAR, src_partition INTEGER, src_offset BIGINT)")
+        con.executemany(f"INSERT INTO {table} VALUES (?, 0, ?)", [(topic, o) for o in held])
+    con.close()
+    cfg = tmp_path / "eosctl.toml"
+    cfg.write_text(f"""
+[clusters.local]
+bootstrap_servers = "{bootstrap}"
+
+[pipelines.router]
+source_topics = ["{topic}"]
+
+[pipelines.router.sinks.a]
+duckdb = "{sink}"
+table = "orders_a"
+route = "header:type=A"
+
+[pipelines.router.sinks.b]
+duckdb = "{sink}"
+table = "orders_b"
+route = "value:order.kind=B"
+""")
+    result = eosctl("audit", "-c", str(cfg), "--engine", "local", "--format", "json")
+    assert result.exit_code == 1, result.output
+    doc = json.loads(result.stdout)
+    assert [(f["sink"], f["kind"], f["first_offset"], f["last_offset"]) for f in doc["findings"]] == [
+        ("b", "misrouted", 0, 0), ("b", "gap", 7, 7)]
+    assert [(s["name"], s["verdict"], s["findings"]) for s in doc["sinks"]] == [("a", "pass", 0),
+                                                                               ("b", "fail", 2)]
+    assert [(p["sink"], p["expected_records"], p["filtered"]) for p in doc["partitions"]] == [
+        ("a", 4, 8), ("b", 4, 8)]
+    junit = eosctl("audit", "-c", str(cfg), "--engine", "local", "--format", "junit")
+    suites = ET.fromstring(junit.stdout).findall("testsuite")
+    assert [(s.get("name"), s.get("failures")) for s in suites] == [("eosctl audit: sink a", "0"),
+                                                                    ("eosctl audit: sink b", "2")]
+    text = eosctl("audit", "-c", str(cfg), "--engine", "local")
+    assert text.exit_code == 1 and "misrouted" in text.stdout and "8 filtered by its route" in text.stdout
+    # the one-sink options name one sink
+    one = eosctl("audit", "-c", str(cfg), "--key-column", "k")
+    assert one.exit_code == 2 and "has several sinks (a, b)" in one.output

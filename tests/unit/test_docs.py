@@ -529,7 +529,12 @@ def test_audit_json_is_documented() -> None:
     policed = apply_policy(audit_report(full, findings_of_every_kind(), points[0]),
                            [waiver, Waiver("ghost", "gap", "none matched", 0, 1, 2)],
                            [Level("duplicate", 1, 5)], NOW_MS)
+    from eosctl.report.findings import merge_sinks
+
+    routed = merge_sinks([("a", audit_report(least, findings_of_every_kind()[:1])),
+                          ("b", audit_report(least, []))], ("orders",))
     docs = [json.loads(render(audit_report(full, findings_of_every_kind(), points[0]), "json")),
+            json.loads(render(routed, "json")),
             json.loads(render(policed, "json")),
             *(json.loads(render(replace(audit_report(least, [], None, w), dlq=dlq), "json"))
               for w, dlq in zip(windows, DLQ_SAMPLES, strict=True)),
@@ -647,9 +652,13 @@ def test_explain_json_is_documented() -> None:
                     if p.startswith("findings[].")}
     report = audit_report(engines()[0], findings_of_every_kind())
     waived = apply_policy(report, [Waiver("orders", "gap", "accepted")], at_ms=NOW_MS)
+    from eosctl.report.findings import merge_sinks
+
+    routed = merge_sinks([("a", report), ("b", audit_report(engines()[1], []))], ("orders",))
     check_json("`eosctl explain` (a report)", [report_document(report, "r.json"),
                                               report_document(audit_report(engines()[1], []), "r.json"),
-                                              report_document(waived, "r.json")],
+                                              report_document(waived, "r.json"),
+                                              report_document(routed, "r.json")],
                audit_fields)
 
 
@@ -828,14 +837,16 @@ def test_manifest_is_documented() -> None:
 
 # ---- config -----------------------------------------------------------------------------------------------
 
+# sinks: the [pipelines.NAME.sinks.LABEL] tables (docs/config.md says they take the sink's keys); label: a
+# sink's LABEL there.
 SECTIONS = {"clusters.NAME": (config_mod.Cluster, {"name"}), "pipelines.NAME": (config_mod.Pipeline,
-                                                                                 {"name", "sink"}),
+                                                                                 {"name", "sink", "sinks"}),
             # frozen_from, at, files and offsets_files are set by eosctl.sink.frozen(), never by a config
             # kafka_cluster is the resolved [clusters.NAME] of a kafka_topic sink's `cluster`
             # (eosctl.config.target)
             "pipelines.NAME.sink": (config_mod.Sink, {"frozen_from", "at", "files", "offsets_files",
                                                       "kafka_cluster", "stage_group", "stage_cluster",
-                                                      "stage_topics"}),
+                                                      "stage_topics", "label"}),
             "spark": (config_mod.Spark, set())}
 
 

@@ -58,3 +58,28 @@ def test_a_gap_runs_across_filtered_records_as_across_markers() -> None:
     log = plog((0, 9, "DATA"))
     _, findings = reconcile_partition(log, [(0, 1, 1), (8, 9, 1)], routed_out=[(4, 5)])
     assert [(f.kind, f.first_offset, f.last_offset, f.count) for f in findings] == [("gap", 2, 7, 4)]
+
+
+def test_several_sinks_as_written(tmp_path) -> None:
+    from eosctl.base.errors import ConfigError
+    from eosctl.config.file import parse_config
+
+    raw = {"clusters": {"c": {"bootstrap_servers": "h:1"}},
+           "pipelines": {"p": {"source_topics": ["t"], "sinks": {
+               "a": {"duckdb": "/w.duckdb", "table": "a", "route": "header:type=A"},
+               "b": {"duckdb": "/w.duckdb", "table": "b", "route": "key=x"}}}}}
+    pipe = parse_config(raw, tmp_path / "c.toml", {}).pipelines["p"]
+    assert [(s.label, s.table, s.route) for s in pipe.sinks] == [("a", "a", "header:type=A"),
+                                                                 ("b", "b", "key=x")]
+    assert pipe.sink == pipe.sinks[0]  # what the other commands read
+    one = parse_config({**raw, "pipelines": {"p": {"source_topics": ["t"], "sink": {"duckdb": "/w.duckdb"}}}},
+                       tmp_path / "c.toml", {}).pipelines["p"]
+    assert [s.label for s in one.sinks] == ["sink"] and one.sink == one.sinks[0]
+    for bad, said in (({"sink": {"duckdb": "/w"}}, "keep one"),
+                      ({"sinks": {"a": {"kafka_topic": "out"}}}, "sinks.a is a kafka_topic"),
+                      ({"sinks": {"a": {"duckdb": "/w", "route": "x"}}}, "sinks.a.route is 'x'"),
+                      ({"sinks": {"a": {"table": "a"}}}, "sinks.a needs exactly one of")):
+        pipes = {"p": {"source_topics": ["t"], "sinks": raw["pipelines"]["p"]["sinks"], **bad}} \
+            if "sink" in bad else {"p": {"source_topics": ["t"], **bad}}
+        with pytest.raises(ConfigError, match=said):
+            parse_config({**raw, "pipelines": pipes}, tmp_path / "c.toml", {})
