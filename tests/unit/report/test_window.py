@@ -152,3 +152,23 @@ def test_every_report_says_the_window_it_judged() -> None:
 
     html = render_html(report, AuditContext())
     assert "<dt>window judged</dt><dd>since 2026-11-30T00:00:00Z until orders:0=80; sink retention 7d" in html
+
+
+def test_the_incremental_audit_refuses_what_it_does_not_judge_and_the_exporter_audits_those_in_full(
+        monkeypatch) -> None:
+    from types import SimpleNamespace
+
+    import auditors
+    from auditors.incremental import audit_incremental
+    from eosctl.commands.exporter_cmd import _Auditor
+    from eosctl.config.model import Sink
+
+    calls: list = []
+    monkeypatch.setattr(auditors, "audit", lambda target, s, **kw: calls.append(s) or "full")
+    target = SimpleNamespace(pipeline=None)
+    for key, value in (("retention", "7d"), ("dlq_topic", "q"), ("route", "key=a")):
+        sink = Sink(duckdb="/x.duckdb", **{key: value})
+        with pytest.raises(EosctlError, match=f"does not judge a sink's {key}"):
+            audit_incremental(target, sink, "/nonexistent/state")  # type: ignore[arg-type]
+        calls.clear()
+        assert _Auditor("/states", 86400.0, ())(target, sink) == "full" and calls == [sink]
