@@ -73,8 +73,8 @@ def test_a_streams_stage_dead_letters_are_no_lost_keys(bootstrap: str, tmp_path:
         producer.produce(topics.input, key=f"k{i}".encode(), value=v.encode(), partition=0)
     assert producer.flush(30) == 0
     app = f"{topics.input}.app"
-    cmd = [*java_cmd(classes, "DlqStage", jars, heap="256m"), bootstrap, app, topics.input, topics.output, dlq,
-           str(tmp_path / "state")]
+    cmd = [*java_cmd(classes, "DlqStage", jars, heap="256m"), bootstrap, app, topics.input, topics.output,
+           dlq, str(tmp_path / "state")]
     stage = Stage("dlq-stage", cmd, tmp_path / "stage.log", preexec=die_with_test)
     try:
         wait_until("the stage committed past its input and dead-lettered the poison record",
