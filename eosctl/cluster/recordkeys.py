@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from kafka import codec as codecs
 
 from eosctl.cluster.batches import (
     CONTROL_MASK,
@@ -41,6 +40,7 @@ from eosctl.cluster.batches import (
     MAGIC_OFFSET,
     BatchDecodeError,
 )
+from eosctl.cluster.compression import decompress
 
 _PAD = 16  # zero bytes after the records: a varint read near the end never reads past the buffer
 
@@ -152,7 +152,7 @@ def _batches(view: memoryview, segments: list[Any], bases: list[int], epochs: li
          count) = HEADER.unpack_from(view, pos)
         raw = view[pos + HEADER_SIZE:pos + total]
         codec = attributes & 0x07
-        records = raw if codec == 0 else _decompress(codec, bytes(raw), base)
+        records = raw if codec == 0 else decompress(codec, bytes(raw), base)
         segments.append(records)
         bases.append(base)
         epochs.append(epoch)
@@ -395,18 +395,6 @@ def hash_bytes(values: Iterable[bytes | None]) -> np.ndarray:
     import pyarrow as pa  # lazy: pyarrow 18 ms to import
 
     return hash_arrow(pa.array(list(values), pa.binary()))
-
-
-def _decompress(codec: int, raw: bytes, base: int) -> bytes:
-    decode = {1: codecs.gzip_decode, 2: codecs.snappy_decode, 3: codecs.lz4_decode,
-              4: codecs.zstd_decode}.get(codec)
-    if decode is None:
-        raise BatchDecodeError(f"the batch at offset {base} has an unknown compression codec ({codec})")
-    try:
-        return decode(raw)
-    except Exception as e:
-        raise BatchDecodeError(f"cannot decompress the batch at offset {base} ({type(e).__name__}: {e}); "
-                               "install the codec: pip install lz4 zstandard python-snappy") from None
 
 
 def keys_of(chunks: Iterable[bytes], values: str | None = None) -> RecordKeys:

@@ -35,7 +35,7 @@ def reference(data: bytes) -> list[tuple[int, bytes | None]]:
     return out
 
 
-@pytest.mark.parametrize("codec", [0, 1, 4])  # none, gzip, zstd (lz4/snappy: when installed)
+@pytest.mark.parametrize("codec", [0, 1, 2, 3, 4])  # none, gzip, snappy, lz4, zstd: all dependencies
 def test_keys_match_kafka_pythons_reader(codec: int) -> None:
     rng = random.Random(codec)
     chunks, base = [], 5
