@@ -22,7 +22,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from eosctl.cluster.batches import decode
 from eosctl.cluster.wire import WireClient
 from eosctl.config.model import Cluster
-from tests.helpers import eosctl_json
+from tests.helpers import eosctl, eosctl_json
 from tests.integration.test_content_check import found, make_sink, run_audit
 
 # jvm: the Java producer runs beside the sandbox too (tests/nojvm.py)
@@ -189,22 +189,34 @@ def test_apache_kafka_keeps_each_producers_codec(kafka_source):
     assert codecs_stored(*kafka_source[:2]) == STORED
 
 
+def test_log_records_table_shows_each_codec(kafka_source):
+    bootstrap, topic, _ = kafka_source
+    out = eosctl("log", "--bootstrap", bootstrap, "--topic", topic, "--partition", "2", "--records").stdout
+    assert "Records" in out
+    row = next(line for line in out.splitlines() if "lz4-t0-0" in line)
+    assert row.split("│")[1].strip() == "0" and row.split("│")[-2].strip() == "lz4"
+
+
 def test_the_sandbox_keeps_each_producers_codec(sandbox_source):
     """noida-db accepts all four codecs and stores each batch as written (it does not re-compress)."""
     assert codecs_stored(*sandbox_source[:2]) == STORED
 
 
 def test_log_and_explain_read_every_codecs_partition(kafka_source):
-    """`eosctl log` of each partition: its batches named by their codec, every record counted; `explain` of
-    its first aborted offset: ABORTED, in a batch of that codec."""
+    """`eosctl log --records` of each partition: its batches named by their codec, every data record with
+    its key (aborted ones too); `explain` of its first aborted offset: ABORTED, in a batch of that codec."""
     bootstrap, topic, truth = kafka_source
     for partition, codec in [*enumerate(CODECS), (JAVA, "lz4")]:
         target = ("--bootstrap", bootstrap, "--topic", topic, "--partition", str(partition))
-        doc = eosctl_json("log", *target)
+        doc = eosctl_json("log", *target, "--records")
         data = [b for b in doc["batches"] if not b["is_control"]]
         assert {b["compression"] for b in data} == {codec}
-        assert sum(b["record_count"] for b in data) == len(truth[partition].committed) + len(
-            truth[partition].aborted)
+        every = {**truth[partition].committed, **truth[partition].aborted}
+        assert sum(b["record_count"] for b in data) == len(every)
+        assert [(r["offset"], r["key"], r["compression"]) for r in doc["records"]] == [
+            (o, k, codec) for o, k in sorted(every.items())]
+        if partition < JAVA:
+            assert doc["records"][0]["value"] == f"value of {every[0]} " * 8
         aborted = min(truth[partition].aborted)
         doc = eosctl_json("explain", *target, "--offset", str(aborted), codes=(0,))
         assert (doc["kind"], doc["batch"]["compression"], doc["transaction"]["outcome"]) == (
