@@ -12,6 +12,7 @@ a duplicate (1), two aborted records (2), a row at a marker's offset (3), a gap 
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from eosctl.cluster.batches import decode
 from eosctl.cluster.wire import WireClient
 from eosctl.config.model import Cluster
-from tests.helpers import eosctl, eosctl_json
+from tests.helpers import REPO, eosctl, eosctl_json, eosctl_process
 from tests.integration.test_content_check import found, make_sink, run_audit
 
 # jvm: the Java producer runs beside the sandbox too (tests/nojvm.py)
@@ -178,6 +179,23 @@ def test_every_codec_audits_to_its_planted_findings_on_the_sandbox(sandbox_sourc
     if engine == "spark":
         request.getfixturevalue("spark")
     check_audit(sandbox_source, tmp_path, engine)
+
+
+def test_an_install_without_lz4_names_the_codec_and_the_package(kafka_source, tmp_path):
+    """`lz4` shadowed by a package without lz4.frame (what kafka.codec imports): the audit stops at the first
+    lz4 batch with one line naming the codec and what to install, exit 2, never "unknown codec (3)"."""
+    bootstrap, topic, truth = kafka_source
+    shadow = tmp_path / "shadow"
+    (shadow / "lz4").mkdir(parents=True)
+    (shadow / "lz4" / "__init__.py").write_text("")
+    sink = make_sink(tmp_path / "sink.duckdb", topic, sink_rows(truth))
+    done = eosctl_process("audit", "--bootstrap", bootstrap, "--topic", topic, "--sink-duckdb", str(sink),
+                          "--sink-table", "orders_sink", "--key-column", "order_id", "--engine", "local",
+                          env={"PYTHONPATH": f"{shadow}{os.pathsep}{REPO}"})
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "is lz4-compressed and this Python has no lz4 codec" in done.stderr
+    assert "`pip install lz4`" in done.stderr and "unknown" not in done.stderr
 
 
 STORED = {0: {"gzip"}, 1: {"snappy"}, 2: {"lz4"}, 3: {"zstd"}, JAVA: {"lz4"}}
