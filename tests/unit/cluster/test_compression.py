@@ -114,3 +114,15 @@ def test_a_corrupt_payload_is_named_corrupt_with_its_codec_not_a_missing_codec(c
             read(bytes(raw))
         assert str(info.value).startswith(f"corrupt {NAMES[codec]} record batch at offset 9: ")
         assert "install" not in str(info.value)
+
+
+def test_librdkafka_decodes_every_codec_for_the_readers_that_consume() -> None:
+    """The readers that consume through confluent-kafka (stage and replica lineage, a Kafka-topic sink, the
+    sandbox pipeline) decode with librdkafka's own codecs: setting builtin.features to the features an
+    application needs fails where the build lacks one (librdkafka checks its builds so:
+    packaging/cp/check_features.c)."""
+    from confluent_kafka import Consumer, KafkaException
+
+    Consumer({"group.id": "codecs", "builtin.features": "gzip,snappy,lz4,zstd"}).close()
+    with pytest.raises(KafkaException, match="builtin.features"):
+        Consumer({"group.id": "codecs", "builtin.features": "gzip,snappy,lz4,zstd,brotli"})
