@@ -41,8 +41,9 @@ def timed(args: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,)) -> t
     """(wall seconds, CPU seconds of the child, its stdout) of `python -m eosctl ARGS`."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.monotonic()
+    # In ROOT: `-m` puts the working directory first on sys.path, so the tree this script is in is timed.
     proc = subprocess.run([sys.executable, "-m", "eosctl", *args], capture_output=True, text=True, env=env,
-                          timeout=600)
+                          cwd=ROOT, timeout=600)
     wall = time.monotonic() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in ok:
@@ -112,7 +113,8 @@ def main() -> None:
         print(f"target local <= 2x `eosctl audit --help`: {'met' if ratio <= 2 else 'missed'} ({ratio:.2f}x)")
     if len(engines) > 1:
         first = reports[engines[0]]
-        same = all(reports[e][k] == first[k] for e in engines[1:] for k in ("findings", "partitions", "summary"))
+        same = all(reports[e][k] == first[k] for e in engines[1:]
+                   for k in ("findings", "partitions", "summary"))
         print(f"reports {'identical' if same else 'DIFFER'} across {', '.join(engines)}")
 
 
