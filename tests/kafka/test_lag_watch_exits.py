@@ -9,6 +9,7 @@ many polls failed in one line after its last document.
 from __future__ import annotations
 
 import json
+import socket
 
 from tests.helpers import eosctl
 from tests.kafkasim import TOPIC_AUTHORIZATION_FAILED, KafkaSim
@@ -64,3 +65,17 @@ def test_a_bounded_watch_that_never_failed_says_nothing(kafka_sim: KafkaSim) -> 
     assert result.exit_code == 0, result.output
     assert result.stderr == ""
     assert [json.loads(line)["error"] for line in result.stdout.splitlines()] == [None, None]
+
+
+def test_a_bounded_watch_of_a_broker_that_is_away_exits_2() -> None:
+    """Nothing listens at the address (the broker down, a proxy off): every poll refused."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # free once closed: nobody listens there
+    result = eosctl("lag", "--bootstrap", f"127.0.0.1:{port}", "--topic", "orders", "--group", "billing",
+                    "--format", "json", "--watch", "0.1", "--count", "2", "--timeout", "1", columns=None)
+    assert result.exit_code == 2, result.output
+    assert len(result.stdout.splitlines()) == 2  # both polls shown, as outages
+    assert result.stderr.splitlines()[-1] == (
+        f"eosctl: error: lag --watch: all 2 polls failed; the last: cannot reach Kafka at 127.0.0.1:{port}: "
+        "connection refused; check --bootstrap / that the broker is up")
