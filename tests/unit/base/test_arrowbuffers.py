@@ -85,3 +85,18 @@ def test_none_of_it_imports_pandas():
     out = subprocess.run([sys.executable, "-c", "import sys, pyarrow as pa; pa.array([1]); "
                           "print('pandas' in sys.modules)"], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "True", out.stderr
+
+
+def test_hash_arrow_reads_text_from_its_buffers_as_the_cast_did():
+    """eosctl.cluster.recordkeys.hash_arrow hashes string and binary arrays from their own buffers (int32
+    offsets) instead of casting them to large_binary (a cast imports pyarrow.compute): the same hashes,
+    sliced or not, nulls included."""
+    from eosctl.cluster.recordkeys import hash_arrow
+
+    keys = pa.array(["k0", None, "héllo", "", "k4", "a longer key"])
+    for arr in (keys, keys.slice(1), keys.slice(2, 3), pa.chunked_array([keys.slice(0, 2), keys.slice(2)])):
+        want = hash_arrow(arr.cast(pa.large_binary()))
+        assert hash_arrow(arr).tolist() == want.tolist()
+        assert hash_arrow(arr.cast(pa.binary())).tolist() == want.tolist()
+        assert hash_arrow(arr.cast(pa.large_string())).tolist() == want.tolist()
+    assert len(set(hash_arrow(keys).tolist())) == 6  # the null, the empty key and the others all differ
