@@ -65,6 +65,11 @@ NodeId = int | str
 # Tansu 0.6.0 answers a Fetch at max_wait_ms=0 with no topics at all (measured 2026-11-24), and any wait
 # from 1 ms on is answered. A partition left out of an answer is asked again with the next, longer wait.
 FETCH_WAITS_MS = (20, 100, 500)
+# A request's first try waits this many times the slowest answer seen lately (a bootstrap or a wave on a
+# new connection: two round trips and a connection), when that is longer than the client's timeout; the
+# estimate decays by SLOWEST_DECAY per answer.
+SLOW_FACTOR = 1.5
+SLOWEST_DECAY = 0.9
 # The cross-check's Fetch at the listed high watermark only needs the offsets its answer carries.
 PROBE_BYTES = 1
 
@@ -100,9 +105,16 @@ class WireClient:
         # One try, bounded by the command's deadline: a wrong address or a broker that is down is one line
         # at once, never a retry (the watchers reconnect at their next refresh). A cause found in the
         # client's log (a refused login, an untrusted certificate) ends the wait at once.
+        d = deadline.current()
         began = time.monotonic()
-        self._client = KafkaNetClient(receive_message_max_bytes=receive_max_bytes,
-                                      request_timeout_ms=timeout_ms, **conf)
+        # Every wait of kafka-python's own (the bootstrap's Metadata, a connection's set-up: TCP, TLS,
+        # SASL, ApiVersions) may take what is left of the deadline; eosctl's requests give each try a
+        # timeout of its own (_send_wave). Its defaults (30 s per request, 10 s per connection) were fixed
+        # waits --timeout did not change.
+        left_ms = deadline.connect_timeout_ms(d)
+        self._client = KafkaNetClient(receive_message_max_bytes=receive_max_bytes, request_timeout_ms=left_ms,
+                                      socket_connection_setup_timeout_ms=left_ms,
+                                      socket_connection_setup_timeout_max_ms=left_ms, **conf)
         manager = self._client._manager
         # A refused connection or an unknown host is nothing to wait for either, with one bootstrap
         # address (of several, another may answer).
@@ -110,12 +122,19 @@ class WireClient:
                           on_cause=lambda: stop_bootstrap(manager),
                           stop_on_refusal="," not in self.bootstrap.strip(",")) as log:
             try:
-                self._client.check_version(timeout_ms=deadline.connect_timeout_ms(timeout_ms))
+                self._client.check_version(timeout_ms=left_ms)
             except Exception as e:
                 reopen_for_close(manager)
                 self._client.close()
                 cause = diagnose(target, log.errors) if isinstance(target, Cluster) else None
                 why = _why_unreachable(self.bootstrap, e)
+                if not cause and deadline.ended_by(d):
+                    # The deadline ended the bootstrap, not the broker: say so, with the whole wait.
+                    raise BrokerError(deadline.at_deadline(
+                        f"cannot connect to Kafka at {self.bootstrap}",
+                        "the Kafka handshake (ApiVersions, Metadata) " + (
+                            "on a connection the broker accepted" if why.startswith("the broker accepted TCP")
+                            else f"({why})"), d)) from None
                 # The wait is said where there was one to speak of: TCP accepted, then no answer (a stall,
                 # a black hole), not a refusal.
                 if why.startswith("the broker accepted TCP"):
@@ -125,6 +144,10 @@ class WireClient:
                     f"cannot reach Kafka at {self.bootstrap}: {why}; check --bootstrap / that the broker is "
                     "up"
                 ) from None
+        # The slowest answer seen (here: a bootstrap, two round trips and a connection) sets the first try
+        # of later requests: at 4.5 s of latency a request on a new connection needs 9 s, and a fixed 3 s
+        # first try (then 6 s, 12 s) cost each request 20 s of retries.
+        self._slowest_ms = (time.monotonic() - began) * 1000
 
     def __enter__(self) -> WireClient:
         return self
@@ -468,7 +491,7 @@ class WireClient:
             if node is None:
                 raise deadline.Transient(f"no broker of {self.bootstrap} is reachable")
             try:
-                timeout_ms = deadline.request_timeout_ms(self.timeout_ms, attempt)
+                timeout_ms = deadline.request_timeout_ms(self.first_try_ms(), attempt)
                 return self._send_wave([(node, request)], timeout_ms)[0]
             except deadline.Transient:
                 self._client.close(node)  # kafka-python backs off from it: the next try picks another
@@ -505,7 +528,7 @@ class WireClient:
 
     def _send_retrying(self, calls: Sequence[tuple[NodeId, ApiMessage]]) -> list[Any]:
         if not all(type(r).__name__ in IDEMPOTENT for _, r in calls):
-            return self._send_wave(calls, self.timeout_ms)
+            return self._send_wave(calls, self.first_try_ms())
         names = sorted({type(r).__name__.removesuffix("Request") for _, r in calls})
 
         def drop(failure: deadline.Transient) -> None:
@@ -517,7 +540,7 @@ class WireClient:
 
         return deadline.reads(
             f"{'/'.join(names)} to Kafka at {self.bootstrap}",
-            lambda attempt: self._send_wave(calls, deadline.request_timeout_ms(self.timeout_ms, attempt)),
+            lambda attempt: self._send_wave(calls, deadline.request_timeout_ms(self.first_try_ms(), attempt)),
             drop, retry_if=self._retry_leader)
 
     def _retry_leader(self, failure: deadline.Transient, tries: int) -> bool:
@@ -526,6 +549,11 @@ class WireClient:
         cluster of several is down, and its partitions' new leaders are found by the caller (NOT_LEADER
         and a metadata refresh), as before."""
         return failure.timed_out or tries <= 1 or len(self._client.cluster.brokers()) <= 1
+
+    def first_try_ms(self) -> int:
+        """The first try's timeout of a request: the client's own (short: a black hole is noticed in
+        seconds), or SLOW_FACTOR times the slowest answer seen lately when that is longer (a slow link)."""
+        return max(self.timeout_ms, int(SLOW_FACTOR * self._slowest_ms))
 
     def _send_wave(self, calls: Sequence[tuple[NodeId, ApiMessage]], timeout_ms: int) -> list[Any]:
         manager = self._client._manager
@@ -562,6 +590,8 @@ class WireClient:
                                              timed_out=isinstance(f.exception, Errors.RequestTimedOutError))
                 raise BrokerError(error)
             responses.append(f.value)
+        # Lately: one slow answer (a large Fetch) raises it, and it falls back as answers come quickly.
+        self._slowest_ms = max((time.monotonic() - began) * 1000, self._slowest_ms * SLOWEST_DECAY)
         return responses
 
 

@@ -3,7 +3,8 @@
 Each command runs as a user runs it (a subprocess, its exit status, stdout and stderr) against the broker's
 PROXIED listener, which advertises the proxy: every connection goes through it. The faults: one reset in
 the middle of an audit (local engine) and of a lag read; a 200 KB/s link under lag; an outage from the
-start under the exporter and `lag --watch`; a black hole; 1.5 s of latency under `txns list`.
+start under the exporter and `lag --watch`; a black hole; 1.5 s of latency under `txns list`; 4.5 s under
+`lag`, `txns list` and an audit's deadline (issue 56).
 """
 
 from __future__ import annotations
@@ -239,3 +240,38 @@ def test_txns_list_answers_at_1_5_s_of_round_trip_latency(orders, faults):
     r = eosctl("txns", "list", "--bootstrap", through, "--format", "json", timeout=90)
     assert r.returncode == 0, r.stderr
     assert orders["txid"] in r.stdout
+
+
+@pytest.mark.timeout(300)
+def test_lag_and_txns_list_answer_at_4_5_s_of_latency_within_their_timeout(orders, faults):
+    """Issue 56: no fixed inner wait: a bootstrap (two round trips, 9 s here) and each request get what
+    --timeout leaves them (both failed after 10 s before, whatever --timeout said)."""
+    proxy, through = faults
+    proxy.toxic("kafka", "latency", latency=4500)
+    r = eosctl("lag", "--bootstrap", through, "--group", orders["group"], "--format", "json",
+               "--timeout", "120s", timeout=150)
+    assert r.returncode == 0, r.stderr
+    seen = [(p["partition"], p["committed"], p["lag_to_lso"]) for g in json.loads(r.stdout)["groups"]
+            for p in g["partitions"]]
+    assert seen == [(q, RECORDS + RECORDS // TXN, 0) for q in range(PARTITIONS)], r.stdout
+    r = eosctl("txns", "list", "--bootstrap", through, "--format", "json", "--timeout", "120s", timeout=150)
+    assert r.returncode == 0, r.stderr
+    assert orders["txid"] in [t["transactional_id"] for t in json.loads(r.stdout)["transactions"]]
+
+
+@pytest.mark.timeout(180)
+def test_the_audits_line_at_its_deadline_names_the_deadline(orders, faults):
+    """At 4.5 s of latency an audit needs more than 30 s: --timeout 30s ends it at the deadline, and its
+    line says so, with the whole wait (it said "(waited 2.5 s); check ... that the broker is up")."""
+    proxy, through = faults
+    proxy.toxic("kafka", "latency", latency=4500)
+    began = time.monotonic()
+    r = eosctl(*audit_args(through, orders), "--timeout", "30s", timeout=150)
+    took = time.monotonic() - began
+    assert r.returncode == 2, r.stdout + r.stderr
+    (line,) = [ln for ln in r.stderr.splitlines() if ln.startswith("eosctl: error: ")]
+    assert "no answer within the deadline: waited " in line and "(--timeout 30s)" in line, line
+    assert "that the broker is up" not in line, line
+    waited = float(line.split("waited ")[1].split(" s")[0])
+    assert 28 <= waited <= 32, line
+    assert took < 30 + 15, f"{took:.1f}s for --timeout 30s: {line}"

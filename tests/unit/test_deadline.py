@@ -64,3 +64,15 @@ def test_a_command_deadline_reaches_threads_and_ends_with_the_command():
     deadline.finish()
     assert deadline.configured_s() == deadline.DEFAULT_TIMEOUT_S
     assert deadline.current().seconds == deadline.DEFAULT_TIMEOUT_S
+
+
+def test_a_bootstrap_may_take_what_is_left_of_the_deadline_and_its_line_names_the_deadline():
+    # No fixed cap below the deadline (it was 10 s whatever --timeout said).
+    assert deadline.connect_timeout_ms(Deadline(120)) == pytest.approx(120_000, abs=50)
+    assert deadline.connect_timeout_ms(Deadline(0)) == deadline.MIN_TRY_MS
+    d = Deadline(30, started=time.monotonic() - 30.2)
+    assert deadline.ended_by(d) and not deadline.ended_by(Deadline(30))
+    line = deadline.at_deadline("cannot connect to Kafka at h:1", "the Kafka handshake", d)
+    assert line.startswith("cannot connect to Kafka at h:1: no answer within the deadline: waited 30.2 s "
+                           "(--timeout 30s), waiting for the Kafka handshake; "), line
+    assert "that the broker is up" not in line
