@@ -90,7 +90,7 @@ def lag(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: st
     # --timeout bounds each poll (the model renews the deadline at each refresh).
     with LiveModel(target, sections=("lag",), lag_groups=list(groups) or None, scan_limit=scan_limit,
                    timeout_ms=TIMEOUT_MS, long_lived=True, partial=False) as model:
-        model.lag_history = LagHistory(window)
+        model.lag_history = LagHistory(window, interval_s=interval)
 
         def measure() -> Any:
             cap = model.refresh()

@@ -129,9 +129,20 @@ def test_blocked_by_an_open_transaction_is_a_stall_that_names_it():
     assert str(s) == "STALL: blocked by open transaction pid 7 at offset 120 for 93s"
 
 
-def test_a_single_poll_names_the_transaction_but_does_not_judge():
+def test_a_first_poll_judges_a_transaction_its_coordinator_dates_as_a_later_poll_does():
+    # Issue 56: the first screen said OK for a partition a 19-minute-old transaction blocked.
     s = evaluate(_window(_lag(120, 0, lso=120, hw=150, txn=TXN)), group_active=True)
-    assert (s.status, s.cause) == ("OK", "blocked by open transaction pid 7 at offset 120 for 90s")
+    assert str(s) == "STALL: blocked by open transaction pid 7 at offset 120 for 90s"
+    # One that began a moment ago (less than the interval: no earlier poll would have seen it), or one
+    # dated only by its producer's record timestamps, is named but not judged.
+    young = OpenTxn(7, 0, 120, 89_500, age_source=COORDINATOR_CLOCK)
+    s = evaluate(_window(_lag(120, 0, lso=120, hw=150, txn=young)), group_active=True, first_poll_stall_s=1)
+    assert (s.status, s.cause) == ("OK", "blocked by open transaction pid 7 at offset 120 for 0s")
+    unsure = OpenTxn(7, 0, 120, 0)
+    s = evaluate(_window(_lag(120, 0, lso=120, hw=150, txn=unsure)), group_active=True)
+    assert s.status == "OK" and s.cause.startswith("blocked by open transaction pid 7")
+    # A consumer with records still to read below the LSO is not blocked by it yet.
+    assert evaluate(_window(_lag(100, 20, lso=120, hw=150, txn=TXN)), group_active=True).status == "OK"
 
 
 def test_a_different_transaction_each_poll_is_not_a_stall():
