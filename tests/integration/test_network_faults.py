@@ -275,3 +275,63 @@ def test_the_audits_line_at_its_deadline_names_the_deadline(orders, faults):
     waited = float(line.split("waited ")[1].split(" s")[0])
     assert 28 <= waited <= 32, line
     assert took < 30 + 15, f"{took:.1f}s for --timeout 30s: {line}"
+
+
+def gauge(metrics: str, name: str) -> float | None:
+    """The first sample of a gauge (whatever its labels)."""
+    samples = [ln for ln in metrics.splitlines() if ln.startswith(name + "{")]
+    return float(samples[0].rsplit(" ", 1)[1]) if samples else None
+
+
+def scrape_when(port: int, name: str, value: float) -> str | None:
+    """The scrape when its ``name`` sample is ``value``."""
+    metrics = scrape(port)
+    return metrics if gauge(metrics, name) == value else None
+
+
+def exporter_through(through: str, o: dict, port: int, timeout: str) -> subprocess.Popen:
+    return start("exporter", "--bootstrap", through, "--topic", o["topic"], "--group", o["group"], "--listen",
+                 f"127.0.0.1:{port}", "--interval", "1", "--audit-every", "0", "--timeout", timeout)
+
+
+@pytest.mark.timeout(120)
+def test_the_exporter_answers_from_its_start_under_a_black_hole(orders, faults):
+    """Issue 56: its first refresh waits (up to --timeout) on a cluster that accepts TCP and never answers;
+    /metrics answered nothing meanwhile. Now it serves eosctl_up 0 with the reason from the start."""
+    proxy, through = faults
+    proxy.toxic("kafka", "timeout", timeout=0)
+    port = free_port()
+    exporter = exporter_through(through, orders, port, "20s")
+    try:
+        line = exporter.stderr.readline()
+        assert "listening on http://" in line and "eosctl_up 0 until the first refresh ends" in line, line
+        began = time.monotonic()
+        first = scrape(port)
+        assert time.monotonic() - began < 1.0
+        assert gauge(first, "eosctl_up") == 0 and gauge(first, "eosctl_stale") == 1, first
+        reason = [ln for ln in first.splitlines() if ln.startswith("eosctl_down_reason{")]
+        assert len(reason) == 1 and 'reason="the first refresh has not finished yet"' in reason[0], first
+        assert exporter.poll() is None
+    finally:
+        _, err = stop(exporter)
+    assert "Traceback" not in err
+
+
+@pytest.mark.timeout(180)
+def test_a_refresh_overdue_on_a_slow_link_is_stale_before_it_fails(orders, faults):
+    """Issue 56: at 4.5 s of latency a refresh takes 20 s and more; eosctl_up stayed 1 meanwhile, so no
+    alert could tell the old values from fresh ones. eosctl_stale says it (rule EosctlReadingStale)."""
+    proxy, through = faults
+    port = free_port()
+    exporter = exporter_through(through, orders, port, "120s")
+    try:
+        fresh = until("a fresh reading", lambda: scrape_when(port, "eosctl_up", 1))
+        assert gauge(fresh, "eosctl_stale") == 0, fresh
+        latency = proxy.toxic("kafka", "latency", latency=4500)
+        stale = until("a stale reading", lambda: scrape_when(port, "eosctl_stale", 1), timeout=60)
+        assert gauge(stale, "eosctl_up") == 1, stale  # nothing failed: the cluster answers, slowly
+        proxy.remove("kafka", latency)
+        until("fresh again", lambda: scrape_when(port, "eosctl_stale", 0), timeout=90)
+    finally:
+        _, err = stop(exporter)
+    assert "Traceback" not in err
