@@ -88,6 +88,9 @@ class WireClient:
         self.timeout_ms = timeout_ms
         self.receive_max_bytes = receive_max_bytes
         self.max_fetch_partitions = MAX_FETCH_PARTITIONS  # halved on an oversized answer (fetch_many)
+        # The bytes a Fetch may ask for at most, once one had to be asked again smaller to be answered (a
+        # link that cuts connections after so many bytes): later ones keep to it (None: no limit learnt).
+        self.fetch_cap: int | None = None
         self._leaders: dict[str, dict[int, int]] = {}
         # While holding (hold_metadata), metadata answers are kept and reused: one refresh of the live model
         # asks once, not once per section (at 10k partitions each answer costs ~0.2 s to decode).
@@ -402,7 +405,7 @@ class WireClient:
             items = list(parts.items())
             for i in range(0, len(items), self.max_fetch_partitions):
                 calls.append((node, _fetch_request(dict(items[i:i + self.max_fetch_partitions]), max_bytes,
-                                                   isolation, max_wait_ms)))
+                                                   isolation, max_wait_ms, self.fetch_cap)))
         try:
             responses = self._send_all(calls)
         except _Oversized as e:
@@ -530,18 +533,35 @@ class WireClient:
         if not all(type(r).__name__ in IDEMPOTENT for _, r in calls):
             return self._send_wave(calls, self.first_try_ms())
         names = sorted({type(r).__name__.removesuffix("Request") for _, r in calls})
+        drops = 0
+        shrunk = False
 
         def drop(failure: deadline.Transient) -> None:
+            nonlocal drops, shrunk
             for node in dict.fromkeys(node for node, _ in calls):
                 self._client.close(node)  # a half-open connection must not take the next try too
-            if failure.timed_out:
-                for _, request in calls:
-                    _shrink_fetch(request)
+            drops += not failure.timed_out
+            # A timeout (a slow link) or a connection dropped mid-answer (a link that cuts each connection
+            # after so many bytes: the same answer would be cut again): the retry asks for half.
+            for _, request in calls:
+                shrunk |= _shrink_fetch(request)
 
-        return deadline.reads(
+        def retry(failure: deadline.Transient, tries: int) -> bool:
+            # A Fetch cut short is asked again, smaller, on any cluster, until it is as small as it gets.
+            cut = not failure.timed_out and "refused" not in str(failure).lower() and any(
+                isinstance(r, FetchRequest) and r.max_bytes > MIN_FETCH_BYTES for _, r in calls)
+            return cut or self._retry_leader(failure, tries)
+
+        responses = deadline.reads(
             f"{'/'.join(names)} to Kafka at {self.bootstrap}",
             lambda attempt: self._send_wave(calls, deadline.request_timeout_ms(self.first_try_ms(), attempt)),
-            drop, retry_if=self._retry_leader)
+            drop, retry_if=retry)
+        if shrunk and drops >= 2:
+            # Cut on fresh connections too: what got through is what the link lets through, and later
+            # Fetches ask for no more (one drop alone may have been the connection's earlier answers).
+            sizes = [r.max_bytes for _, r in calls if isinstance(r, FetchRequest)]
+            self.fetch_cap = min([*sizes, *([self.fetch_cap] if self.fetch_cap else [])])
+        return responses
 
     def _retry_leader(self, failure: deadline.Transient, tries: int) -> bool:
         """Whether a request to a named broker is worth sending there again: always after a timeout (a
@@ -622,14 +642,16 @@ class _Oversized(BrokerError):
 MIN_FETCH_BYTES = 16 << 10
 
 
-def _shrink_fetch(request: ApiMessage) -> None:
+def _shrink_fetch(request: ApiMessage) -> bool:
+    """Halve a Fetch's sizes (down to MIN_FETCH_BYTES); whether it was one."""
     if not isinstance(request, FetchRequest):
-        return
+        return False
     request.max_bytes = max(MIN_FETCH_BYTES, request.max_bytes // 2)
     for t in request.topics:
         for p in t.partitions:
             size = p.partition_max_bytes
             p.partition_max_bytes = max(min(size, MIN_FETCH_BYTES), size // 2)
+    return True
 
 
 def _topic_id(value: object) -> str | None:
@@ -650,7 +672,11 @@ def _list_offsets(parts: list[TP], spec: int, isolation: int) -> ListOffsetsRequ
     )
 
 
-def _fetch_request(parts: Mapping[TP, int], max_bytes: int, isolation: int, max_wait_ms: int) -> FetchRequest:
+def _fetch_request(parts: Mapping[TP, int], max_bytes: int, isolation: int, max_wait_ms: int,
+                   cap: int | None = None) -> FetchRequest:
+    """``max_bytes`` per partition; ``cap``: at most this many bytes in all (and per partition)."""
+    if cap is not None:
+        max_bytes = min(max_bytes, cap)
     fetch_topic = FetchRequest.FetchTopic
     by_topic: dict[str, list[FetchRequest.FetchTopic.FetchPartition]] = defaultdict(list)
     for (topic, partition), offset in parts.items():
@@ -659,7 +685,7 @@ def _fetch_request(parts: Mapping[TP, int], max_bytes: int, isolation: int, max_
             partition_max_bytes=max_bytes))
     return FetchRequest(
         replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=0,
-        max_bytes=min(max_bytes * len(parts), RECEIVE_MAX_BYTES // 2),
+        max_bytes=min(max_bytes * len(parts), RECEIVE_MAX_BYTES // 2, cap or RECEIVE_MAX_BYTES),
         isolation_level=isolation, session_id=0, session_epoch=-1,
         topics=[fetch_topic(topic=t, partitions=ps) for t, ps in by_topic.items()],
         min_version=max(4, FetchRequest.min_version_for_isolation_level(isolation)),
