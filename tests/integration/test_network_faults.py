@@ -368,3 +368,27 @@ def test_lag_and_the_audit_finish_over_a_link_that_cuts_each_connection_after_15
     seen = [(p["partition"], p["committed"], p["lag_to_lso"]) for g in json.loads(r.stdout)["groups"]
             for p in g["partitions"]]
     assert seen == [(q, RECORDS + RECORDS // TXN, 0) for q in range(PARTITIONS)], r.stdout
+
+
+@pytest.mark.timeout(180)
+def test_lag_watch_says_a_poll_is_overdue_on_a_slow_link(orders, faults):
+    """Issue 56: at 4.5 s of latency `lag --watch 1` went silent for 21 s, no error, no stale mark. Now a
+    poll past its interval is said (stderr; on a terminal the last values are redrawn marked STALE), and
+    each document carries its values' age."""
+    proxy, through = faults
+    watch = start("lag", "--bootstrap", through, "--group", orders["group"], "--watch", "1", "--format",
+                  "json", "--timeout", "120s")
+    lines: list[str] = []
+    errors: list[str] = []
+    threading.Thread(target=lambda: lines.extend(watch.stdout), daemon=True).start()
+    threading.Thread(target=lambda: errors.extend(watch.stderr), daemon=True).start()
+    try:
+        first = json.loads(until("a first poll", lambda: lines[:1])[0])
+        assert first["error"] is None and first["stale_since"] is None and 0 <= first["age_s"] < 5, first
+        proxy.toxic("kafka", "latency", latency=4500)
+        said = until("the overdue line", lambda: [e for e in errors if "a poll is overdue" in e], timeout=60)
+        assert f"the values of {json.loads(lines[-1])['taken_at']} are stale" in said[0], said
+        assert watch.poll() is None
+    finally:
+        out, err = stop(watch)
+    assert "Traceback" not in "".join(errors) + err

@@ -266,3 +266,22 @@ def test_complete_batches_without_data_at_the_offset_are_no_reason_to_fetch_agai
     wire = KafkaLikeWire({tp: _raw_batch(0, 41, 10, records=3)})
     assert first_batches(wire, {tp: 5}) == {}
     assert len(wire.fetches) == 1
+
+
+def test_a_poll_overdue_shows_the_last_values_marked_stale_with_their_age():
+    from rich.console import Console
+
+    from eosctl.output.lag import lag_document, lag_renderable, outage_document, overdue_document
+
+    snap = LagSnapshot(90_000, [_lag(200, 0)], {"g": "STABLE"})
+    doc = lag_document(snap)
+    assert doc["stale_since"] is None and doc["age_s"] is not None
+    stale = overdue_document(doc, reading_s=12.3, now_ms=111_000)
+    assert (stale["stale_since"], stale["age_s"], stale["reading_s"]) == (doc["taken_at"], 21.0, 12.3)
+    assert stale["groups"] == doc["groups"]  # nothing failed yet: the statuses stay
+    console = Console(width=200, record=True)
+    console.print(lag_renderable(stale, True, [], []))
+    title = console.export_text().splitlines()[0]
+    assert "STALE, 21s old (the next poll has been reading for 12s)" in title, title
+    down = outage_document(doc, "no answer", now_ms=100_000)
+    assert (down["stale_since"], down["age_s"]) == (doc["taken_at"], 10.0)
