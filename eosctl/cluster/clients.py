@@ -67,6 +67,7 @@ def kafka_admin(cluster: Cluster, timeout: float = DEFAULT_TIMEOUT_S) -> KafkaAd
     # command's deadline: kafka-python's admin has no retry of its own that eosctl would see, and a slow
     # link's bootstrap alone takes several round trips (at 1.5 s of round trip ListTransactions timed out
     # at 3 s; at 4.5 s the bootstrap at 10 s). deadline.library_call retries a dropped connection.
+    deadline.prefer(cluster.timeout_s)
     d = deadline.current()
     ms = deadline.connect_timeout_ms(d)
     check_tls_files(cluster)

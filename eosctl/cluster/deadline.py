@@ -84,6 +84,8 @@ class Deadline:
 # same deadline.
 ENV_TIMEOUT = "EOSCTL_TIMEOUT"
 ENV_ENDS_AT = "EOSCTL_DEADLINE_AT"
+# "1" while the --timeout in force is the option's default: a cluster's configured timeout replaces it.
+ENV_DEFAULTED = "EOSCTL_TIMEOUT_DEFAULTED"
 _local = threading.local()
 
 
@@ -128,6 +130,30 @@ def finish() -> None:
     _local.deadline = None
     os.environ.pop(ENV_ENDS_AT, None)
     os.environ.pop(ENV_TIMEOUT, None)
+    os.environ.pop(ENV_DEFAULTED, None)
+
+
+def defaulted(yes: bool) -> None:
+    """Whether the --timeout in force is the option's default (set by the command line's callback)."""
+    if yes:
+        os.environ[ENV_DEFAULTED] = "1"
+    else:
+        os.environ.pop(ENV_DEFAULTED, None)
+
+
+def prefer(seconds: float | None) -> None:
+    """A cluster's configured timeout (``clusters.NAME.timeout``), where no --timeout was given and it is
+    longer than the command's default (30 s; the audit's 10 min is its whole run): the command's deadline
+    (a watcher's, per refresh) is that long instead, from when it started. A --timeout on the command line
+    wins."""
+    if seconds is None or os.environ.get(ENV_DEFAULTED) != "1" or seconds <= configured_s():
+        return
+    os.environ[ENV_TIMEOUT] = repr(float(seconds))
+    d = getattr(_local, "deadline", None)
+    if d is not None and d.seconds != seconds:
+        d.seconds = float(seconds)
+        if ENV_ENDS_AT in os.environ:  # a one-shot command: the processes it starts read within it too
+            os.environ[ENV_ENDS_AT] = repr(time.time() + d.remaining_s())
 
 
 def current() -> Deadline:

@@ -108,6 +108,8 @@ class WireClient:
         # One try, bounded by the command's deadline: a wrong address or a broker that is down is one line
         # at once, never a retry (the watchers reconnect at their next refresh). A cause found in the
         # client's log (a refused login, an untrusted certificate) ends the wait at once.
+        if isinstance(target, Cluster):
+            deadline.prefer(target.timeout_s)
         d = deadline.current()
         began = time.monotonic()
         # Every wait of kafka-python's own (the bootstrap's Metadata, a connection's set-up: TCP, TLS,
