@@ -567,7 +567,12 @@ def test_producers_json_is_documented(offline: pytest.MonkeyPatch) -> None:
 
 
 def test_log_json_is_documented() -> None:
+    from eosctl.cluster.records import Record
+
+    shown = [Record(0, b"o-1", b"v", 1_700_000_000_000, "lz4"),
+             Record(1, None, None, 1_700_000_000_001, "lz4")]
     check_json("`eosctl log`", [log_document(partition_log(), (0, 9, True)),
+                                log_document(partition_log(), (0, 9, True), shown),
                                 log_document(partition_log(batches=False), None)])
 
 
