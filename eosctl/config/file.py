@@ -14,7 +14,16 @@ from typing import Any
 from eosctl.base.errors import ConfigError
 from eosctl.base.files import CONFIG_MAX_BYTES, input_problem, shown
 from eosctl.config import redaction
-from eosctl.config.model import SANDBOX, Cluster, Config, Pipeline, Sink, Spark, value_columns_problem
+from eosctl.config.model import (
+    SANDBOX,
+    Cluster,
+    Config,
+    Pipeline,
+    Sink,
+    Spark,
+    duration_s,
+    value_columns_problem,
+)
 from eosctl.config.policy import Level, parse_level
 from eosctl.config.route import parse_route
 from eosctl.config.values import (
@@ -207,9 +216,18 @@ def _cluster(c: _Reader, name: str, path: Path) -> Cluster:
         ssl_key_location=local_path(c.str("ssl_key_location", None), path),
         ssl_key_password=c.str("ssl_key_password", None),
         sandbox_home=local_path(c.str("sandbox_home", None), path),
+        timeout=_duration(c.str("timeout", None), f"clusters.{name}.timeout", path),
     )
     c.done()
     return cluster
+
+
+def _duration(value: str | None, key: str, path: Path) -> str | None:
+    """A duration as --timeout takes it ("90s", "2m", "500ms", seconds without a unit), more than 0."""
+    if value is not None and duration_s(value) is None:
+        raise ConfigError(f"{path}: {key} must be a duration of more than 0 such as \"30s\" or \"2m\", "
+                          f"got {value!r}")
+    return value
 
 
 def _pipelines(root: _Reader, path: Path, clusters: dict[str, Cluster]) -> dict[str, Pipeline]:

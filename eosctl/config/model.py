@@ -6,6 +6,7 @@ echoed back (eosctl.config.redaction).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,14 @@ class Cluster:
     # With bootstrap_servers = "sandbox": the state directory of the sandbox it means (`eosctl sandbox up`'s
     # $EOSCTL_HOME), so the config finds it from any directory; default $EOSCTL_HOME or ./.eosctl.
     sandbox_home: str | None = None
+    # How long commands against this cluster wait for Kafka at least when no --timeout is given ("2m"; a
+    # slow or distant link needs more than the 30 s default): eosctl.cluster.deadline.prefer.
+    timeout: str | None = None
+
+    @property
+    def timeout_s(self) -> float | None:
+        """``timeout`` in seconds (checked when the config was read)."""
+        return None if self.timeout is None else duration_s(self.timeout)
 
     def confluent(self) -> dict[str, str]:
         """librdkafka (confluent-kafka) settings for this cluster."""
@@ -229,3 +238,15 @@ def value_mode(sink: Sink) -> str | None:
     if sink.value_column is not None:
         return "raw"
     return "md5" if sink.value_hash_column is not None else None
+
+
+_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*", re.ASCII)
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def duration_s(value: str) -> float | None:
+    """A duration as --timeout takes it ("90s", "2m", "500ms", seconds without a unit) in seconds; None when
+    it is not one, or not more than 0."""
+    m = _DURATION.fullmatch(value)
+    seconds = float(m.group(1)) * _UNITS[m.group(2) or "s"] if m else 0.0
+    return seconds if seconds > 0 else None

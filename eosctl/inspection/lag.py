@@ -279,14 +279,22 @@ class Status:
         return STATUSES.index(self.status)
 
 
-def evaluate(samples: Sequence[tuple[int, PartitionLag]], group_active: bool) -> Status:
+# The first poll of a watch has no earlier poll to see an open transaction at: one its coordinator (or the
+# partition leader's clock) says has been open at least this long (or the watch's interval, when given)
+# already held the LSO where an earlier poll would have been, and is judged as a later poll judges it.
+FIRST_POLL_STALL_S = 5.0
+
+
+def evaluate(samples: Sequence[tuple[int, PartitionLag]], group_active: bool,
+             first_poll_stall_s: float = FIRST_POLL_STALL_S) -> Status:
     """Status of one partition from its window of (poll time ms, lag) samples, oldest first.
 
     Rules, first match wins (Burrow's, read against the LSO instead of the HW):
     ERR    the latest poll failed for this partition, or the broker's offsets contradict each other;
     REWIND the committed offset went backwards inside the window;
     STALL  nothing left to read below the LSO, and the same open transaction held the LSO at every poll
-           (the cause names it: the consumer is not at fault);
+           (the cause names it: the consumer is not at fault); at a single poll: a transaction that its
+           coordinator's (or the leader's) clock says is open ``first_poll_stall_s`` or longer;
     OK     records behind was 0 at some poll (or no committed offset / a single poll);
     STOP   committed offset unchanged over the window with records behind and no active members;
     STALL  the same, with members (consuming but not committing);
@@ -307,6 +315,9 @@ def evaluate(samples: Sequence[tuple[int, PartitionLag]], group_active: bool) ->
     txn = last.open_txn
     note = f"; blocked by {txn.describe(now)}" if txn else ""
     if len(samples) < 2:
+        age = txn.age_s(now) if txn is not None and txn.age_trusted else None
+        if age is not None and age >= first_poll_stall_s and last.records_behind == 0:
+            return Status("STALL", f"blocked by {txn.describe(now)}")
         return Status("OK", note[2:])
     same_txn = txn is not None and all(
         lag.open_txn is not None and (lag.open_txn.producer_id, lag.open_txn.first_offset)
@@ -331,8 +342,10 @@ def evaluate(samples: Sequence[tuple[int, PartitionLag]], group_active: bool) ->
 class Watch:
     """Sliding window of the last ``window`` polls per partition; statuses per partition and group."""
 
-    def __init__(self, window: int = 10) -> None:
+    def __init__(self, window: int = 10, interval_s: float | None = None) -> None:
         self.window = window
+        # A first poll's open transaction is judged against the poll interval (see FIRST_POLL_STALL_S).
+        self.first_poll_stall_s = FIRST_POLL_STALL_S if interval_s is None else interval_s
         self._samples: dict[tuple[str, str, int], deque[tuple[int, PartitionLag]]] = {}
         self._states: dict[str, str] = {}
 
@@ -350,7 +363,8 @@ class Watch:
         samples = self._samples.get((group, topic, partition))
         if not samples:
             return Status("ERR", "no data")
-        return evaluate(list(samples), self._states.get(group, "UNKNOWN") not in IDLE_STATES)
+        return evaluate(list(samples), self._states.get(group, "UNKNOWN") not in IDLE_STATES,
+                        self.first_poll_stall_s)
 
     def group_status(self, group: str) -> Status:
         """The worst partition's status, naming that partition."""

@@ -71,13 +71,14 @@ class LagHistory:
     """Each lag poll fed to eosctl.inspection.lag.Watch (statuses), and the recent series per partition."""
 
     window: int = HISTORY
+    interval_s: float | None = None  # the poll interval, where one is fixed (lag --watch)
     watch: Watch = field(init=False)
     series: dict[LagKey, deque[int]] = field(default_factory=dict)  # records behind, oldest first
     statuses: dict[LagKey, Status] = field(default_factory=dict)
     group_statuses: dict[str, Status] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.watch = Watch(window=self.window)
+        self.watch = Watch(window=self.window, interval_s=self.interval_s)
 
     def add(self, snap: LagSnapshot) -> None:
         self.watch.add(snap)
