@@ -22,6 +22,15 @@ Each call has one deadline (the wire client's timeout unless given): NOT_COORDIN
 COORDINATOR_NOT_AVAILABLE look the coordinator up again, COORDINATOR_LOAD_IN_PROGRESS asks the same one
 again, a connection dropped mid-answer reconnects; past the deadline, one BrokerError names the
 coordinator and what it is doing ("the group coordinator at HOST:PORT is loading; try again").
+
+Offsets pending in a transaction: a consume-transform-produce stage commits its offsets inside its
+transaction (TxnOffsetCommit), and until that transaction ends a consumer that fetches with RequireStable
+(every read_committed KafkaConsumer) gets UNSTABLE_OFFSET_COMMIT for those partitions and waits. So
+OffsetFetch asks with RequireStable (v7+, KIP-447) and keeps each such partition as pending; the broker
+then answers offset -1 for it (OffsetMetadataManager.fetchAllOffsets / GroupMetadataManager.getOffsets),
+so a second OffsetFetch without it, only for the groups with a pending partition, reads the offset
+committed before the transaction. A partition whose only offset is pending (the group's first commit) is
+not listed by an all-topics fetch at all, as Kafka lists committed offsets only.
 """
 
 from __future__ import annotations
@@ -45,6 +54,7 @@ from eosctl.config.model import Cluster
 NOT_COORDINATOR = Errors.NotCoordinatorError.errno  # 16
 COORDINATOR_NOT_AVAILABLE = Errors.CoordinatorNotAvailableError.errno  # 15
 COORDINATOR_LOAD_IN_PROGRESS = Errors.CoordinatorLoadInProgressError.errno  # 14
+UNSTABLE_OFFSET_COMMIT = Errors.UnstableOffsetCommitError.errno  # 88
 # What each retriable answer means for the user, in the one line a command ends with.
 DOING = {
     COORDINATOR_LOAD_IN_PROGRESS: "is loading (COORDINATOR_LOAD_IN_PROGRESS)",
@@ -67,6 +77,16 @@ LIST_GROUPS_VERSION = 4
 # ConsumerGroupState, what `lag --format json` has always shown).
 STATE_NAMES = {"PreparingRebalance": "PREPARING_REBALANCING", "CompletingRebalance": "COMPLETING_REBALANCING",
                "": "UNKNOWN"}
+
+
+@dataclass(frozen=True, slots=True)
+class GroupOffsets:
+    """One group's committed offsets ((topic, partition) -> next offset to read), and the partitions whose
+    next commit is pending in an open transaction (their offset here is the one committed before it, or
+    absent when there is none)."""
+
+    committed: dict[TP, int]
+    pending: frozenset[TP] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,8 +131,33 @@ def group_offsets(client: WireClient, groups: Sequence[str],
     """Committed offsets of each group ((topic, partition) -> next offset to read; {} for a group with
     none), from its coordinator's OffsetFetch. Raises BrokerError when a group's coordinator has not
     answered by the deadline, naming it and what it is doing."""
+    return {g: o.committed for g, o in group_positions(client, groups, timeout).items()}
+
+
+def group_positions(client: WireClient, groups: Sequence[str],
+                    timeout: float | None = None) -> dict[str, GroupOffsets]:
+    """Each group's committed offsets and the partitions pending in an open transaction (RequireStable
+    where the broker answers OffsetFetch v7+: UNSTABLE_OFFSET_COMMIT). Raises BrokerError as
+    group_offsets does."""
+    stable = (client.max_version(OFFSET_FETCH_KEY) or 0) >= OFFSET_FETCH_VERSION
+    until = time.monotonic() + (client.timeout_ms / 1000 if timeout is None else timeout)
+    found = _fetch(client, groups, timeout, require_stable=stable)
+    unstable = [g for g, (_, held) in found.items() if held]
+    before = _fetch(client, unstable, max(0.5, until - time.monotonic()), require_stable=False) \
+        if unstable else {}
+    out: dict[str, GroupOffsets] = {}
+    for g, (offs, held) in found.items():
+        if held:  # the broker answered -1 for these: the offset committed before the transaction
+            offs = {**offs, **{tp: c for tp, c in before[g][0].items() if tp in held}}
+        out[g] = GroupOffsets(offs, frozenset(held))
+    return out
+
+
+def _fetch(client: WireClient, groups: Sequence[str], timeout: float | None,
+           require_stable: bool) -> dict[str, tuple[dict[TP, int], set[TP]]]:
+    """(committed offsets, partitions answered UNSTABLE_OFFSET_COMMIT) of each group."""
     pending = list(dict.fromkeys(groups))
-    out: dict[str, dict[TP, int]] = {}
+    out: dict[str, tuple[dict[TP, int], set[TP]]] = {}
     coordinators: dict[str, _Coordinator] = {}
     step = _Round(client, timeout)
     groups_version = (client.max_version(OFFSET_FETCH_KEY) or 0) >= OFFSET_FETCH_GROUPS_VERSION
@@ -121,18 +166,20 @@ def group_offsets(client: WireClient, groups: Sequence[str],
         if missing:
             coordinators.update(_find_coordinators(step, missing))
         ask = [g for g in pending if g in coordinators]
-        answers = step.send([(coordinators[g].node, _offset_fetch(g, groups_version)) for g in ask]) \
-            if ask else []
+        answers = step.send([(coordinators[g].node, _offset_fetch(g, groups_version, require_stable))
+                             for g in ask]) if ask else []
         if answers is None:
             coordinators.clear()
         for g, answer in zip(ask, answers or (), strict=False):
             if groups_version:
                 answer = answer.groups[0]
             error = answer.error_code
-            if error == 0:
-                out[g] = {(t.name, p.partition_index): p.committed_offset
-                          for t in answer.topics for p in t.partitions
-                          if p.committed_offset >= 0 and not p.error_code}
+            if error in (0, UNSTABLE_OFFSET_COMMIT):  # the group-level one too: the partitions say which
+                out[g] = ({(t.name, p.partition_index): p.committed_offset
+                           for t in answer.topics for p in t.partitions
+                           if p.committed_offset >= 0 and not p.error_code},
+                          {(t.name, p.partition_index) for t in answer.topics for p in t.partitions
+                           if p.error_code == UNSTABLE_OFFSET_COMMIT})
                 pending.remove(g)
             elif error in DOING:
                 step.problem = f"the group coordinator at {coordinators[g].address} {DOING[error]}"
@@ -147,12 +194,16 @@ def group_offsets(client: WireClient, groups: Sequence[str],
     return {g: out[g] for g in dict.fromkeys(groups)}
 
 
-def _offset_fetch(group: str, groups_version: bool) -> OffsetFetchRequest:
+def _offset_fetch(group: str, groups_version: bool, require_stable: bool = False) -> OffsetFetchRequest:
     """All committed offsets of one group (topics null), in the request shape the broker answers."""
     if groups_version:
         one = OffsetFetchRequest.OffsetFetchRequestGroup(group_id=group, topics=None)
-        return OffsetFetchRequest(groups=[one], min_version=OFFSET_FETCH_GROUPS_VERSION,
+        return OffsetFetchRequest(groups=[one], require_stable=require_stable,
+                                  min_version=OFFSET_FETCH_GROUPS_VERSION,
                                   max_version=OFFSET_FETCH_GROUPS_VERSION)
+    if require_stable:
+        return OffsetFetchRequest(group_id=group, topics=None, require_stable=True,
+                                  min_version=OFFSET_FETCH_VERSION, max_version=OFFSET_FETCH_VERSION)
     return OffsetFetchRequest(group_id=group, topics=None, max_version=OFFSET_FETCH_VERSION)
 
 
@@ -220,8 +271,13 @@ def _state_name(name: str) -> str:
 
 def committed_offsets(cluster: Cluster, group: str, timeout: float = 10.0) -> dict[TP, int]:
     """One group's committed offsets ((topic, partition) -> next offset to read); {} if it has none."""
+    return committed_positions(cluster, group, timeout).committed
+
+
+def committed_positions(cluster: Cluster, group: str, timeout: float = 10.0) -> GroupOffsets:
+    """One group's committed offsets and its partitions pending in an open transaction."""
     with WireClient(cluster, timeout_ms=int(timeout * 1000)) as client:
-        return group_offsets(client, [group], timeout)[group]
+        return group_positions(client, [group], timeout)[group]
 
 
 def group_members(client: WireClient, groups: Sequence[str],

@@ -10,7 +10,10 @@ an open transaction holds back. Here, per group and partition:
   beyond it the rest counts as data and the number is flagged inexact);
 - ``blocked`` = HW - LSO, with the open transaction that holds the LSO (producer id, first offset, age
   from the timestamp of its first batch);
-- ``time_lag_s`` = age of the oldest unconsumed committed record (its batch's first timestamp).
+- ``time_lag_s`` = age of the oldest unconsumed committed record (its batch's first timestamp);
+- ``pending``: the group's next offset commit is pending in an open transaction (UNSTABLE_OFFSET_COMMIT,
+  eosctl.txn.pendingoffsets), with the transaction and its producer; ``committed`` is then the offset
+  committed before it. Context in each status's cause, never a status of its own.
 
 One poll is: one ListOffsets round per leader for every partition (eosctl.cluster.wire), the groups' committed
 offsets (eosctl.cluster.offsets: FindCoordinator and OffsetFetch, all groups in flight together), one batched
@@ -30,9 +33,10 @@ from dataclasses import dataclass, field, replace
 from eosctl.base.errors import BrokerError
 from eosctl.cluster.logscan import scan_partitions
 from eosctl.cluster.model import TP, Kind, PartitionLog
-from eosctl.cluster.offsets import group_members, group_offsets, group_states
+from eosctl.cluster.offsets import group_members, group_positions, group_states
 from eosctl.cluster.wire import Offsets, WireClient
 from eosctl.txn.opentxn import OpenTxn, open_transactions
+from eosctl.txn.pendingoffsets import PendingCommit, pending_commits
 from eosctl.txn.transactions import coordinator_view, dated
 
 DEFAULT_SCAN_LIMIT = 50_000
@@ -63,6 +67,8 @@ class PartitionLag:
     member_id: str | None = None
     client_id: str | None = None
     host: str | None = None
+    # The group's next commit of this partition's offset is pending in an open transaction.
+    pending: PendingCommit | None = None
 
     @property
     def lag_to_lso(self) -> int | None:
@@ -187,7 +193,8 @@ def poll(client: WireClient, groups: Sequence[str] | None = None,
     partitions not to read (no leader), each group's row for them carrying the reason as its error."""
     states = group_states(client)
     wanted = list(groups) if groups else sorted(states)
-    by_group = group_offsets(client, wanted) if wanted else {}
+    positions = group_positions(client, wanted) if wanted else {}
+    by_group = {g: pos.committed for g, pos in positions.items()}
     topic_filter = set(topics) if topics else None
     by_group = {g: {tp: c for tp, c in offs.items() if topic_filter is None or tp[0] in topic_filter}
                 for g, offs in by_group.items()}
@@ -233,6 +240,9 @@ def poll(client: WireClient, groups: Sequence[str] | None = None,
     members = group_members(client, list(committed))
     rows = [replace(r, member_id=m[0], client_id=m[1], host=m[2])
             if (m := members.get((r.group, r.topic, r.partition))) else r for r in rows]
+    held = pending_commits(client, {g: positions[g].pending for g in committed if g in positions})
+    rows = [replace(r, pending=pc) if (pc := held.get(r.group)) and (r.topic, r.partition) in pc.partitions
+            else r for r in rows]
     return LagSnapshot(taken, rows, {g: states.get(g, "UNKNOWN") for g in committed})
 
 
@@ -306,6 +316,8 @@ def evaluate(samples: Sequence[tuple[int, PartitionLag]], group_active: bool) ->
         return Status("OK", "no committed offset")
     txn = last.open_txn
     note = f"; blocked by {txn.describe(now)}" if txn else ""
+    if last.pending is not None:  # what the stage is doing, never a status by itself
+        note += f"; its next offset commit is {last.pending.describe(now)}"
     if len(samples) < 2:
         return Status("OK", note[2:])
     same_txn = txn is not None and all(

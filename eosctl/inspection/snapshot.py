@@ -36,6 +36,7 @@ from eosctl.report.rootcauses import root_rule
 from eosctl.sink.duckdb import connect_readonly, read_header
 from eosctl.sink.sql import literal
 from eosctl.txn.opentxn import PRODUCER_CLOCK, OpenTxn
+from eosctl.txn.pendingoffsets import Holder, PendingCommit
 from eosctl.txn.producers import ProducerRow
 from eosctl.txn.transactions import Hanging, HangingReport, TxnInfo
 
@@ -53,9 +54,25 @@ def _codecs() -> dict[str, tuple[Callable[[Row], JSON], Callable[[JSON], Row]]]:
         "transactions": (dataclasses.asdict, lambda d: TxnInfo(
             **{**d, "partitions": tuple(tuple(tp) for tp in d["partitions"])})),
         "producers": (dataclasses.asdict, lambda d: ProducerRow(**{**d, "epochs": tuple(d["epochs"])})),
-        "lag": (dataclasses.asdict, lambda d: PartitionLag(
-            **{**d, "open_txn": OpenTxn(**d["open_txn"]) if d["open_txn"] else None})),
+        "lag": (_lag_dict, lambda d: PartitionLag(
+            **{**d, "open_txn": OpenTxn(**d["open_txn"]) if d["open_txn"] else None,
+               "pending": _pending(d.get("pending"))})),
     }
+
+
+def _lag_dict(row: Row) -> JSON:
+    d = dataclasses.asdict(row)
+    if d.get("pending"):  # a frozenset has no JSON: its partitions as a sorted list
+        d["pending"]["partitions"] = sorted(d["pending"]["partitions"])
+    return d
+
+
+def _pending(d: JSON | None) -> PendingCommit | None:
+    """A lag row's pending commit, from its JSON (None in files from before it was read)."""
+    if not d:
+        return None
+    return PendingCommit(**{**d, "partitions": frozenset(tuple(tp) for tp in d["partitions"]),
+                            "holders": tuple(Holder(**h) for h in d["holders"])})
 
 
 # ---- writing ------------------------------------------------------------------------------------------

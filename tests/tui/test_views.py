@@ -293,3 +293,27 @@ def test_the_lag_view_shows_each_group_s_failover_to_a_mirrormaker_replica():
             in headline(dash).plain)
     pairs = dict(detail(dash, p).pairs)
     assert pairs["failover"].startswith(f"src.{p.topic}[{p.partition}] @31 +9 again -2 never")
+
+
+def test_the_lag_view_shows_an_offset_commit_pending_in_a_transaction():
+    """A group whose next offset commit an open transaction holds (UNSTABLE_OFFSET_COMMIT): the committed
+    cell says pending, the headline and the detail name the transaction; the status stays what it was."""
+    from dataclasses import replace
+
+    from synthetic import SyntheticSource
+
+    from eosctl.txn.pendingoffsets import Holder, PendingCommit
+    from tui.views.lag import detail, headline, lag_rows
+
+    dash = SyntheticSource(2).fetch()
+    p = dash.lag.partitions[0]
+    held = PendingCommit(p.group, frozenset({(p.topic, p.partition)}), 31, (
+        Holder(4001, 3, 220, "stage-1", "Ongoing", dash.lag.taken_ms - 90_000, True),))
+    before = lag_rows(dash)[0]
+    dash.lag.partitions[0] = replace(p, pending=held)
+    row = lag_rows(dash)[0]
+    assert row.cells[1] == f"{p.committed:,} pending"
+    assert (row.cells[7], row.level) == (before.cells[7], before.level)
+    assert "offset commit pending in transaction stage-1 (pid 4001), open 1m30s" in headline(dash).plain
+    assert dict(detail(dash, dash.lag.partitions[0]).pairs)["offset commit"] == (
+        "pending in transaction stage-1 (pid 4001), open 1m30s (committed: the offset before it)")

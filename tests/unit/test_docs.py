@@ -53,6 +53,7 @@ from eosctl.output.log import log_document
 from eosctl.report.findings import KINDS, AuditReport, Finding, PartitionSummary
 from eosctl.report.readpoint import ReadPoint
 from eosctl.txn.opentxn import OpenTxn
+from eosctl.txn.pendingoffsets import Holder, PendingCommit
 from eosctl.txn.producers import DESCRIBE_PRODUCERS, LOG_SCAN, ProducerRow, ProducersReport
 from eosctl.txn.transactions import AbortPlan, Hanging, HangingReport, TxnInfo
 from tests.helpers import eosctl_json
@@ -384,8 +385,10 @@ def engines() -> tuple[dict[str, Any], dict[str, Any]]:
 def lag_snapshots() -> list[LagSnapshot]:
     rows = [PartitionLag("g", "orders", 0, 5, 0, 7, 9, 2, True, NOW_MS - 3000,
                          OpenTxn(7, 1, 7, NOW_MS - 5000), member_id="app-1-7f3c", client_id="app-1",
-                         host="/10.0.0.7"),
-            PartitionLag("g", "orders", 1, None, 0, 4, 4, None, True),
+                         host="/10.0.0.7", pending=PendingCommit("g", frozenset({("orders", 0)}), 12, (
+                             Holder(7, 1, 40, "demo.processor", "Ongoing", NOW_MS - 5000, True),))),
+            PartitionLag("g", "orders", 1, None, 0, 4, 4, None, True, pending=PendingCommit(
+                "g", frozenset({("orders", 1)}), None, problem="cannot describe __consumer_offsets")),
             PartitionLag("g", "orders", 2, 12, 0, 9, 9, error="committed offset 12 is beyond the high "
                                                                "watermark 9")]
     return [LagSnapshot(NOW_MS - 1000, rows, {"g": "STABLE"}), LagSnapshot(NOW_MS, rows, {"g": "STABLE"})]
@@ -406,9 +409,12 @@ def hanging_report() -> HangingReport:
 def ledger() -> Ledger:
     flags = [LedgerFlag("gap", 4, 5, 2, "offsets 4..5 committed but not in the sink"),
              LedgerFlag("offset_mismatch", None, None, 0, "stored 3, committed 5")]
-    parts = [PartitionLedger("orders", 0, 10, 9, 0, 12, 1, 1, 13, 13, 0, 14, 14, 13, 2, flags),
+    parts = [PartitionLedger("orders", 0, 10, 9, 0, 12, 1, 1, 13, 13, 0, 14, 14, 13, 2, flags, True),
              PartitionLedger("orders", 1)]
-    return Ledger("demo", "/s/sink.duckdb (orders_sink)", "g", True, parts)
+    held = PendingCommit("g", frozenset({("orders", 0)}), 12, (
+        Holder(7, 1, 40, "demo.processor", "Ongoing", NOW_MS - 5000, True),))
+    return Ledger("demo", "/s/sink.duckdb (orders_sink)", "g", True, parts,
+                  pending_commit=held.to_dict(NOW_MS))
 
 
 def producer_rows() -> list[ProducerRow]:

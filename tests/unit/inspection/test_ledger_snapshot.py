@@ -275,3 +275,22 @@ def test_a_scan_older_than_the_sink_judges_only_what_it_saw():
     p = partition_ledger("orders", 0, summary(10, 10, 0, 10), islands((0, 4, 1), (6, 10, 1)), stored=None,
                          committed=None, offsets=Offsets(0, 11, 6), log=scan, compare_offsets=False)
     assert [(f.kind, f.first_offset, f.last_offset) for f in p.flags] == [("phantom_uncommitted", 6, 10)]
+
+
+def test_snapshot_keeps_a_lag_row_pending_in_a_transaction(tmp_path: Path):
+    from eosctl.inspection.lag import LagSnapshot, PartitionLag
+    from eosctl.txn.pendingoffsets import Holder, PendingCommit
+
+    held = PendingCommit("orders.sink", frozenset({("orders", 0), ("orders", 1)}), 17, (
+        Holder(4001, 3, 220, "stage-1", "Ongoing", 1_764_000_000_000, True),))
+    rows = [PartitionLag("orders.sink", "orders", 0, 5, 0, 9, 9, 4, True, pending=held),
+            PartitionLag("orders.sink", "orders", 2, 3, 0, 3, 3, 0, True)]
+    snap = Capture(datetime(2026, 11, 22, 10, 0, tzinfo=UTC), "127.0.0.1:9092", "orders", "orders.sink",
+                   ["orders"], lag=LagSnapshot(1_764_000_060_000, rows, {"orders.sink": "STABLE"}),
+                   sections={"lag": "ok"})
+    out = tmp_path / "incident.duckdb"
+    write_snapshot(snap, out)
+    back = load_snapshot(out).lag
+    assert back.partitions == rows
+    assert back.partitions[0].pending.describe(1_764_000_060_000) == \
+        "pending in transaction stage-1 (pid 4001), open 1m00s"
