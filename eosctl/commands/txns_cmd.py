@@ -115,6 +115,10 @@ def txns_describe(config: str | None, pipeline: str | None, bootstrap: str | Non
     emit(fmt, document, lambda: render_txn(out_console(), info, now, safeties))
 
 
+# The internal topics `txns hanging` checks with every topic (Kafka's find-hanging lists internal topics too).
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
+
+
 @txns.command("hanging")
 @target_options
 @click.option("--topic", "-t", "topics", multiple=True,
@@ -124,6 +128,10 @@ def txns_describe(config: str | None, pipeline: str | None, bootstrap: str | Non
 def txns_hanging(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: str,
                  topics: tuple[str, ...], max_age: float) -> None:
     """Find hanging transactions; exit 1 if there are any.
+
+    Every topic by default, __consumer_offsets and __transaction_state included, as Kafka's find-hanging
+    (a stage's transaction holds its group's __consumer_offsets partition too: the groups whose offsets it
+    holds are named); a pipeline's topics with -p (add -t __consumer_offsets for its groups' offsets).
 
     \b
     Two rules, either is enough:
@@ -140,6 +148,7 @@ def txns_hanging(config: str | None, pipeline: str | None, bootstrap: str | None
     """
     # lazy: eosctl.config.target 12 ms, eosctl.txn.transactions 102 ms at start-up
     from eosctl.config.target import resolve
+    from eosctl.txn.pendingoffsets import with_groups
     from eosctl.txn.transactions import find_hanging
 
     target = resolve(config, pipeline, bootstrap, topics)
@@ -148,10 +157,12 @@ def txns_hanging(config: str | None, pipeline: str | None, bootstrap: str | None
         wanted = list(target.watched)  # a named pipeline is never "every topic"
     with _wire(target) as client:
         if not wanted:
-            wanted = sorted(t for t in client.metadata() if not t.startswith("__"))
+            # Every topic, the internal ones a transaction writes to included, as Kafka's find-hanging since
+            # KAFKA-13288: a stage's transaction holds its group's __consumer_offsets partition too.
+            wanted = sorted(t for t in client.metadata() if not t.startswith("__") or t in INTERNAL_TOPICS)
         admin = _admin(target)
         try:
-            report = find_hanging(client, admin, wanted, max_age) if wanted else None
+            report = with_groups(client, find_hanging(client, admin, wanted, max_age)) if wanted else None
         finally:
             admin.close()
     if report is None:

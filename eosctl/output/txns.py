@@ -58,15 +58,22 @@ def render_hanging(out: Any, report: Any, topics: list[str], args: str = "") -> 
                                     f"{checked}"))
         _blocking(out, report, args)
         return
+    # A transaction on __consumer_offsets-N holds the offsets its stage committed in it: the groups named.
+    grouped = any(h.groups for h in report.hanging)
     rows = [(h.topic, h.partition, h.producer_id, h.producer_epoch, h.first_offset,
              age_text(h.age_s) + ("" if h.age_trusted else "*"), h.blocked, h.transactional_id,
-             h.coordinator_state, "+".join(h.rules)) for h in report.hanging]
+             h.coordinator_state, "+".join(h.rules), *((", ".join(h.groups) or None,) if grouped else ()))
+            for h in report.hanging]
     counted = report.counted
     title = (f"Hanging transactions ({len(counted)}, open longer than {age_text(report.max_age_s)})"
              if counted else f"Open transactions dated only by producer timestamps ({len(rows)})")
-    out.print(table(title, ["topic", "partition", "producer id", "epoch", "first offset", "age", "blocked",
-                            "transactional id", "coordinator state", "rule"], rows,
-                    drop=("rule", "coordinator state", "epoch", "first offset")))
+    cols = ["topic", "partition", "producer id", "epoch", "first offset", "age", "blocked",
+            "transactional id", "coordinator state", "rule", *(("groups",) if grouped else ())]
+    out.print(table(title, cols, rows, drop=("rule", "coordinator state", "epoch", "first offset")))
+    if grouped:
+        out.print(safetext.text("groups: the consumer groups whose offsets it holds on __consumer_offsets; "
+                                "their read_committed consumers wait at those offsets "
+                                "(UNSTABLE_OFFSET_COMMIT) until it ends."))
     out.print(safetext.text(f"checked {checked}. blocked = HW - LSO: offsets read_committed consumers "
                             "cannot reach."))
     unsure = len(rows) - len(counted)
@@ -88,13 +95,14 @@ def _blocking(out: Any, report: Any, args: str = "") -> None:
     read_committed consumer waits for, named apart from the hanging ones."""
     if not report.blocking:
         return
+    grouped = any(h.groups for h in report.blocking)
     rows = [(h.topic, h.partition, h.producer_id, h.producer_epoch, h.transactional_id, h.first_offset,
-             age_text(h.age_s) + ("" if h.age_trusted else "*"), h.blocked, h.coordinator_state)
-            for h in report.blocking]
+             age_text(h.age_s) + ("" if h.age_trusted else "*"), h.blocked, h.coordinator_state,
+             *((", ".join(h.groups) or None,) if grouped else ())) for h in report.blocking]
     out.print(table(f"Open transactions blocking an LSO now ({len(rows)}, not hanging: younger than "
                     f"{age_text(report.max_age_s)})",
                     ["topic", "partition", "producer id", "epoch", "transactional id", "first offset", "age",
-                     "blocked", "coordinator state"], rows,
+                     "blocked", "coordinator state", *(("groups",) if grouped else ())], rows,
                     drop=("coordinator state", "epoch", "first offset")))
     named = next((h.transactional_id for h in report.blocking if h.transactional_id), None)
 

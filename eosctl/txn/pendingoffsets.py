@@ -18,8 +18,9 @@ does between its commits, never a verdict by itself.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import kafka.errors as Errors
@@ -28,8 +29,9 @@ from kafka.protocol.admin.transactions import DescribeProducersRequest
 from eosctl.base.durations import human
 from eosctl.base.errors import EosctlError
 from eosctl.cluster.model import TP
+from eosctl.cluster.offsets import group_positions, group_states
 from eosctl.cluster.wire import WireClient
-from eosctl.txn.transactions import coordinator_view
+from eosctl.txn.transactions import Hanging, HangingReport, coordinator_view
 
 OFFSETS_TOPIC = "__consumer_offsets"
 
@@ -155,3 +157,33 @@ def _open_producers(client: WireClient, partitions: list[int], leaders: Mapping[
                 out[p.partition_index] = [(s.producer_id, s.producer_epoch, s.current_txn_start_offset)
                                           for s in p.active_producers if s.current_txn_start_offset >= 0]
     return out, problem
+
+
+def with_groups(client: WireClient, report: HangingReport) -> HangingReport:
+    """The report with each transaction on ``__consumer_offsets-N`` naming the groups whose offsets it
+    holds: the groups of that partition whose offsets are pending (a group coordinator keeps a transaction's
+    offsets pending until its marker, whether or not the transaction coordinator still tracks it), else every
+    group of the partition. Left as it is where the groups can't be listed."""
+    on = [h for h in [*report.hanging, *report.blocking] if h.topic == OFFSETS_TOPIC]
+    if not on:
+        return report
+    try:
+        count = len(client.metadata([OFFSETS_TOPIC])[OFFSETS_TOPIC])
+        by_partition: dict[int, list[str]] = defaultdict(list)
+        for g in sorted(group_states(client)):
+            by_partition[offsets_partition(g, count)].append(g)
+        wanted = sorted({g for h in on for g in by_partition.get(h.partition, ())})
+        positions = group_positions(client, wanted) if wanted else {}
+    except EosctlError:
+        return report
+
+    def named(h: Hanging) -> Hanging:
+        if h.topic != OFFSETS_TOPIC:
+            return h
+        mapped = by_partition.get(h.partition, [])
+        held = [g for g in mapped if positions[g].pending]
+        return replace(h, groups=tuple(held or mapped))
+
+    report.hanging = [named(h) for h in report.hanging]
+    report.blocking = [named(h) for h in report.blocking]
+    return report

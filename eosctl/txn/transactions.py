@@ -101,6 +101,8 @@ class Hanging:
     transactional_id: str | None = None
     coordinator_state: str | None = None
     age_source: str = PRODUCER_CLOCK  # whose clock dates it (eosctl.txn.opentxn.TRUSTED_CLOCKS)
+    # On __consumer_offsets-N: the consumer groups whose offsets it holds (eosctl.txn.pendingoffsets).
+    groups: tuple[str, ...] = ()
 
     @property
     def blocked(self) -> int | None:
@@ -121,7 +123,8 @@ class Hanging:
                 "producer_epoch": self.producer_epoch, "first_offset": self.first_offset,
                 "age_s": _round(self.age_s), "rules": list(self.rules), "lso": self.lso, "hw": self.hw,
                 "blocked": self.blocked, "transactional_id": self.transactional_id,
-                "coordinator_state": self.coordinator_state, "age_source": self.age_source}
+                "coordinator_state": self.coordinator_state, "age_source": self.age_source,
+                "groups": list(self.groups)}
 
 
 @dataclass

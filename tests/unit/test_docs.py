@@ -401,7 +401,9 @@ def txn_infos() -> list[TxnInfo]:
 
 def hanging_report() -> HangingReport:
     found = [Hanging("orders", 0, 7, 1, 7, 950.0, ("kip664", "lso"), 7, 9, "demo.hanging", "Ongoing"),
-             Hanging("orders", 1, 9, 0, 3, None, ("kip664",))]
+             Hanging("orders", 1, 9, 0, 3, None, ("kip664",)),
+             Hanging("__consumer_offsets", 12, 13, 0, 40, 960.0, ("kip664", "lso"), 40, 41, None, None,
+                     groups=("demo.processor",))]
     young = [Hanging("orders", 2, 11, 0, 5, 30.0, ("lso",), 5, 8, "demo.processor", "Ongoing", "coordinator")]
     return HangingReport(900.0, 3, found, 2, "ok", blocking=young)
 
@@ -545,6 +547,7 @@ def test_txns_json_is_documented(offline: pytest.MonkeyPatch) -> None:
                                                                   "demo.hanging", True, 3))
     offline.setattr(txns, "abort", lambda admin, plan: None)
     offline.setattr(txns, "coordinator_unseen", lambda *a, **k: None)  # the stand-in client asks nothing
+    offline.setattr("eosctl.txn.pendingoffsets.with_groups", lambda client, report: report)
     from eosctl.txn.abortsafety import assess
 
     safety = assess(("orders", 0), 1001, 7, 9, by_id["demo.processor"], NOW_MS - 1000, {"demo.sink": 7},
