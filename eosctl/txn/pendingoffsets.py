@@ -46,8 +46,11 @@ def java_string_hash(s: str) -> int:
 
 
 def offsets_partition(group: str, partitions: int) -> int:
-    """The ``__consumer_offsets`` partition that holds the group's offsets (Utils.abs is ``& 0x7fffffff``)."""
-    return (java_string_hash(group) & 0x7FFFFFFF) % partitions
+    """The ``__consumer_offsets`` partition that holds the group's offsets. Kafka's Utils.abs is Math.abs
+    with Integer.MIN_VALUE taken to 0, not Utils.toPositive's ``& 0x7fffffff`` (they differ for every
+    negative hash)."""
+    h = java_string_hash(group)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
 
 
 @dataclass(frozen=True, slots=True)

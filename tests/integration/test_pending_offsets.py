@@ -89,8 +89,13 @@ def frozen_stage(apache_kafka, tmp_path: Path):
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
+    from eosctl.txn.pendingoffsets import java_string_hash
+
     bs = apache_kafka.bootstrap
-    prefix = txnguard.register("p" + uuid.uuid4().hex[:10])
+    prefix = "p" + uuid.uuid4().hex[:10]
+    while java_string_hash(f"{prefix}.stage") >= 0:  # a negative hash: Utils.abs negates it, a mask would not
+        prefix = "p" + uuid.uuid4().hex[:10]
+    txnguard.register(prefix)
     names = {"bs": bs, "src": f"{prefix}.src", "out": f"{prefix}.out", "group": f"{prefix}.stage",
              "txid": f"{prefix}.stage-0"}
     admin = AdminClient({"bootstrap.servers": bs})
