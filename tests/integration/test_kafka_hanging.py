@@ -217,14 +217,23 @@ def plant_hanging_offsets(bootstrap: str, group: str, topic: str, partition: int
 
     with WireClient(bootstrap, timeout_ms=30_000) as client:
         def coordinator(key: str, key_type: int) -> int:
-            (found,) = client.request_all([(client.any_node(), FindCoordinatorRequest(
-                key=key, key_type=key_type, max_version=3))])
-            assert found.error_code == 0, found
-            return found.node_id
+            deadline = time.monotonic() + 60
+            while True:  # a first transactional id creates __transaction_state: not available for a while
+                (found,) = client.request_all([(client.any_node(), FindCoordinatorRequest(
+                    key=key, key_type=key_type, max_version=3))])
+                if not found.error_code:
+                    return found.node_id
+                assert time.monotonic() < deadline, f"FindCoordinator for {key} kept failing: {found}"
+                time.sleep(0.3)
 
-        (init,) = client.request_all([(coordinator(txid, 1), InitProducerIdRequest(
-            transactional_id=txid, transaction_timeout_ms=60_000, max_version=4))])
-        assert init.error_code == 0, init
+        deadline = time.monotonic() + 60
+        while True:  # the coordinator loads __transaction_state (created on first use) for a while
+            (init,) = client.request_all([(coordinator(txid, 1), InitProducerIdRequest(
+                transactional_id=txid, transaction_timeout_ms=60_000, max_version=4))])
+            if not init.error_code:
+                break
+            assert time.monotonic() < deadline, f"InitProducerId for {txid} kept failing: {init}"
+            time.sleep(0.3)
         part = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition(
             partition_index=partition, committed_offset=offset, committed_leader_epoch=-1,
             committed_metadata="")
