@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from eosctl.base.errors import BrokerError
+from eosctl.base.errors import BrokerError, EosctlError
 from eosctl.commands.options import DURATION, TIMEOUT_MS, target_options
 from eosctl.output.emit import emit
 from eosctl.output.terminal import console as out_console
@@ -189,13 +189,18 @@ def txns_hanging(config: str | None, pipeline: str | None, bootstrap: str | None
 @click.option("--partition", "-P", type=int, required=True, help="Partition of the open transaction.")
 @click.option("--start-offset", type=int, required=True, help="First offset of the open transaction.")
 @click.option("--yes", is_flag=True, help="Really write the ABORT marker (without: show what would happen).")
+@click.option("--two-phase-decided-abort", "two_phase_abort", is_flag=True,
+              help="A two-phase commit transaction (KIP-939) only: its external coordinator decided to abort "
+                   "it; abort it here (refused without this).")
 def txns_abort(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: str, topic: str,
-               partition: int, start_offset: int, yes: bool) -> None:
+               partition: int, start_offset: int, yes: bool, two_phase_abort: bool) -> None:
     """Abort the open transaction starting at --start-offset on one partition (needs --yes).
 
     Shows the transaction first (producer id/epoch, transactional id, what it blocks). Aborting writes
     an ABORT marker with WriteTxnMarkers, as kafka-transactions.sh abort does; brokers without that
-    API are refused, and nothing is changed.
+    API are refused, and nothing is changed. A two-phase commit transaction (KIP-939: its coordinator's
+    timeout is Integer.MAX_VALUE) belongs to an external coordinator, which decides whether it commits:
+    --yes refuses it unless --two-phase-decided-abort says that coordinator decided to abort it.
     """
     # lazy: eosctl.config.target 12 ms, eosctl.txn.transactions 102 ms at start-up
     from eosctl.config.target import resolve
@@ -208,6 +213,8 @@ def txns_abort(config: str | None, pipeline: str | None, bootstrap: str | None, 
         admin = _admin(target)
         try:
             plan = plan_abort(client, admin, topic, partition, start_offset)
+            if yes and plan.two_phase and not two_phase_abort:
+                raise EosctlError(two_phase_refusal(plan))
             if yes:
                 abort(admin, plan)
             else:
@@ -220,6 +227,15 @@ def txns_abort(config: str | None, pipeline: str | None, bootstrap: str | None, 
     emit(fmt, lambda: {**plan.to_dict(now), "dry_run": not yes, "aborted": yes,
                        "safety": safety.to_dict() if safety else None},
          lambda: render_abort(out_console(), plan, now, yes, safety))
+
+
+def two_phase_refusal(plan: Any) -> str:
+    """Why `txns abort --yes` leaves a two-phase commit transaction alone, and what to do instead."""
+    who = plan.transactional_id or f"producer {plan.producer_id}"
+    return (f"not aborted: {who} runs a two-phase commit transaction (KIP-939: its coordinator's timeout is "
+            "Integer.MAX_VALUE), whose outcome its external coordinator decides; aborting it here may undo "
+            "what the other systems committed. Ask that coordinator to complete it (KafkaProducer"
+            ".completeTransaction), or add --two-phase-decided-abort once it decided to abort it")
 
 
 def _safeties(client: Any, admin: Any, target: Any, info: Any, now: int) -> list[Any]:

@@ -77,6 +77,9 @@ METRICS = (
          "Burrow-style status of the group, as lag --watch computes it: 1 for the current one."),
     Spec("eosctl_transactions", GAUGE, (*BASE, "state"),
          "Transactional ids of the pipeline by coordinator state."),
+    Spec("eosctl_two_phase_transaction_age_seconds", GAUGE, (*BASE, "transactional_id", "producer_id"),
+         "Age of each open two-phase commit transaction (KIP-939), by its coordinator's start time: Kafka "
+         "never times one out and it is never counted hanging, so alert on this age."),
     Spec("eosctl_hanging_transactions", GAUGE, BASE,
          "Open transactions older than --max-age that hold an LSO or that the coordinator forgot."),
     Spec("eosctl_producer_fencing_events_total", COUNTER, (*BASE, *PARTITION),
@@ -291,6 +294,11 @@ def _transactions(out: _Families, base: dict[str, str], cap: Capture) -> None:
         states[t.state] = states.get(t.state, 0) + 1
     for state, n in states.items():
         out.add("eosctl_transactions", {**base, "state": state}, n)
+    for t in cap.transactions:
+        age = t.age_s(int(cap.captured_at.timestamp() * 1000)) if t.two_phase else None
+        if age is not None:  # an open one, dated by its coordinator
+            out.add("eosctl_two_phase_transaction_age_seconds",
+                    {**base, "transactional_id": t.transactional_id, "producer_id": t.producer_id}, age, max)
 
 
 def _audit(out: _Families, base: dict[str, str], audit: AuditState) -> None:

@@ -111,7 +111,8 @@ TABLES = {
                            ("producer_epoch", "INTEGER"), ("first_offset", "BIGINT"), ("age_s", "DOUBLE"),
                            ("rules", "VARCHAR[]"), ("lso", "BIGINT"), ("hw", "BIGINT"), ("blocked", "BIGINT"),
                            ("transactional_id", "VARCHAR"), ("coordinator_state", "VARCHAR"),
-                           ("over_max_age", "BOOLEAN"), ("age_source", "VARCHAR"), ("groups", "VARCHAR[]")],
+                           ("over_max_age", "BOOLEAN"), ("age_source", "VARCHAR"), ("groups", "VARCHAR[]"),
+                           ("two_phase", "BOOLEAN")],
     "audit": [("verdict", "VARCHAR"), ("fail_on", "VARCHAR[]"), ("findings", "BIGINT"),
               ("failing_findings", "BIGINT"), ("sink", "VARCHAR"), ("group_id", "VARCHAR"),
               ("elapsed_seconds", "DOUBLE"), ("origin", "VARCHAR"), ("data", "VARCHAR")],
@@ -219,7 +220,8 @@ def _write_hanging(con: duckdb.DuckDBPyConnection, snap: Capture) -> None:
     found = set(rep.hanging) if rep is not None else set()
     _insert(con, "hanging_candidates", [
         (h.topic, h.partition, h.producer_id, h.producer_epoch, h.first_offset, h.age_s, list(h.rules), h.lso,
-         h.hw, h.blocked, h.transactional_id, h.coordinator_state, h in found, h.age_source, list(h.groups))
+         h.hw, h.blocked, h.transactional_id, h.coordinator_state, h in found, h.age_source, list(h.groups),
+         h.two_phase)
         for h in (candidates(snap) if rep is not None else [])])
     con.execute("CREATE VIEW hanging AS SELECT * EXCLUDE (over_max_age) FROM hanging_candidates "
                 "WHERE over_max_age")
@@ -432,8 +434,8 @@ def _load(con: duckdb.DuckDBPyConnection, columns: dict[str, set[str]], name: st
     if snap.sections.get("hanging") == "ok" and "hanging_check" in columns:
         with _reading(name, "hanging_candidates"):
             _need(columns, "hanging_check", [n for n, _ in TABLES["hanging_check"]])
-            # age_source and groups came later: older files have the rest.
-            _need(columns, "hanging_candidates", [n for n, _ in TABLES["hanging_candidates"]][:-2])
+            # age_source, groups and two_phase came later: older files have the rest.
+            _need(columns, "hanging_candidates", [n for n, _ in TABLES["hanging_candidates"]][:-3])
             _load_hanging(con, snap)
     if snap.sections.get("audit") == "ok":
         with _reading(name, "audit"):
@@ -466,15 +468,18 @@ def _load_hanging(con: duckdb.DuckDBPyConnection, snap: Capture) -> None:
                                          "WHERE table_name = 'hanging_candidates'").fetchall()}
     source = "age_source" if "age_source" in columns else f"'{PRODUCER_CLOCK}'"
     groups = "groups" if "groups" in columns else "NULL"
+    two_phase = "two_phase" if "two_phase" in columns else "false"
     for row in con.execute(
             "SELECT topic, partition, producer_id, producer_epoch, first_offset, age_s, rules, lso, hw, "
-            f"transactional_id, coordinator_state, over_max_age, {source}, {groups} FROM hanging_candidates "
+            f"transactional_id, coordinator_state, over_max_age, {source}, {groups}, {two_phase} "
+            "FROM hanging_candidates "
             "ORDER BY topic, partition, first_offset, producer_id").fetchall():
-        *head, rules, lso, hw, txid, state, over, age_source, named = row
+        *head, rules, lso, hw, txid, state, over, age_source, named, prepared = row
         for what, value in (("rules", rules), ("groups", named)):
             if not isinstance(value, list | None):
                 raise ValueError(f"{what}: expected a list, got {type(value).__name__}")
-        h = Hanging(*head, tuple(rules or ()), lso, hw, txid, state, age_source, tuple(named or ()))
+        h = Hanging(*head, tuple(rules or ()), lso, hw, txid, state, age_source, tuple(named or ()),
+                    bool(prepared))
         snap.hanging_candidates.append(h)
         if over:
             found.append(h)

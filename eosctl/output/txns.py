@@ -11,7 +11,8 @@ from eosctl.output.terminal import age_text, table, time_text
 
 
 def render_txns(out: Any, infos: list[Any], now: int, filtered: bool) -> None:
-    rows = [(i.transactional_id, i.producer_id, i.producer_epoch, i.state, _timeout(i.timeout_ms),
+    rows = [(i.transactional_id, i.producer_id, i.producer_epoch, i.state,
+             _timeout(i.timeout_ms, i.two_phase),
              time_text(i.start_time_ms) if i.active else "-", age_text(i.age_s(now)), _parts(i.partitions))
             for i in infos]
     if not rows:
@@ -22,7 +23,9 @@ def render_txns(out: Any, infos: list[Any], now: int, filtered: bool) -> None:
                     drop=("started (UTC)", "timeout", "epoch", "age", "partitions")))
 
 
-def _timeout(ms: int | None) -> str | None:
+def _timeout(ms: int | None, two_phase: bool = False) -> str | None:
+    if two_phase:  # Integer.MAX_VALUE: "24d 20h" would read as a deadline the coordinator never keeps
+        return "none (two-phase commit)"
     return None if ms is None else age_text(ms / 1000)
 
 
@@ -33,7 +36,9 @@ def _parts(tps: Any) -> str:
 def render_txn(out: Any, info: Any, now: int, safeties: list[Any] = ()) -> None:
     rows = [("transactional id", info.transactional_id), ("coordinator", info.coordinator_id),
             ("producer id", info.producer_id), ("epoch", info.producer_epoch), ("state", info.state),
-            ("timeout", _timeout(info.timeout_ms)),
+            ("timeout", _timeout(info.timeout_ms, info.two_phase)),
+            *([("two-phase commit", "yes (KIP-939): an external coordinator decides whether its transactions "
+                                    "commit; Kafka never times them out")] if info.two_phase else []),
             ("started (UTC)", time_text(info.start_time_ms) if info.active else "-"),
             ("age", age_text(info.age_s(now))), ("partitions", _parts(info.partitions))]
     for s in safeties:
@@ -140,7 +145,10 @@ def render_abort(out: Any, plan: Any, now: int, yes: bool, safety: Any = None) -
         return
     if safety is not None:
         out.print(table(None, ["field", "value"], safety.rows(), show_header=False))
-    if plan.supported:
+    if plan.two_phase:
+        out.print("dry run: nothing changed; a two-phase commit transaction (KIP-939): --yes is refused "
+                  "unless its external coordinator decided to abort it (--two-phase-decided-abort)")
+    elif plan.supported:
         out.print("dry run: nothing changed; add --yes to write the ABORT marker")
     else:
         out.print("dry run: nothing changed; this broker has no WriteTxnMarkers API, "

@@ -49,6 +49,11 @@ from eosctl.txn.opentxn import (
 
 # Kafka's default transaction.max.timeout.ms: after it the coordinator aborts a transaction by itself.
 DEFAULT_MAX_AGE_S = 900.0
+# A two-phase commit transaction (KIP-939): InitProducerId with enable2Pc makes the coordinator store the
+# timeout as Integer.MAX_VALUE (TransactionCoordinator.handleInitProducerId: resolvedTxnTimeoutMs), which
+# is how it knows one (TransactionMetadata.isDistributedTwoPhaseCommitTxn), and it never times one out
+# (TransactionStateManager.timedOutTransactions skips them). Its external coordinator decides its outcome.
+TWO_PHASE_TIMEOUT_MS = 2**31 - 1
 ACTIVE_STATES = {"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"}
 WRITE_TXN_MARKERS_API_KEY = 27
 # DescribeProducers' answer: the active producers per partition, and "ok" / "unsupported" / the error.
@@ -71,6 +76,11 @@ class TxnInfo:
     def active(self) -> bool:
         return self.state in ACTIVE_STATES
 
+    @property
+    def two_phase(self) -> bool:
+        """A two-phase commit (KIP-939) id: an external coordinator decides its transactions' outcome."""
+        return self.timeout_ms == TWO_PHASE_TIMEOUT_MS
+
     def age_s(self, now_ms: int) -> float | None:
         """Age of the running transaction; None when none runs (brokers keep the last start time)."""
         if self.start_time_ms is None or not self.active:
@@ -82,7 +92,7 @@ class TxnInfo:
             "transactional_id": self.transactional_id, "producer_id": self.producer_id,
             "producer_epoch": self.producer_epoch, "state": self.state, "timeout_ms": self.timeout_ms,
             "start_time_ms": self.start_time_ms, "age_s": _round(self.age_s(now_ms)),
-            "coordinator_id": self.coordinator_id,
+            "coordinator_id": self.coordinator_id, "two_phase": self.two_phase,
             "partitions": [{"topic": t, "partition": p} for t, p in self.partitions],
         }
 
@@ -103,6 +113,8 @@ class Hanging:
     age_source: str = PRODUCER_CLOCK  # whose clock dates it (eosctl.txn.opentxn.TRUSTED_CLOCKS)
     # On __consumer_offsets-N: the consumer groups whose offsets it holds (eosctl.txn.pendingoffsets).
     groups: tuple[str, ...] = ()
+    # Its coordinator runs it as a two-phase commit transaction (KIP-939): never hanging by age alone.
+    two_phase: bool = False
 
     @property
     def blocked(self) -> int | None:
@@ -124,7 +136,7 @@ class Hanging:
                 "age_s": _round(self.age_s), "rules": list(self.rules), "lso": self.lso, "hw": self.hw,
                 "blocked": self.blocked, "transactional_id": self.transactional_id,
                 "coordinator_state": self.coordinator_state, "age_source": self.age_source,
-                "groups": list(self.groups)}
+                "groups": list(self.groups), "two_phase": self.two_phase}
 
 
 @dataclass
@@ -189,6 +201,8 @@ class AbortPlan:
     # Set when no coordinator named the producer and this principal may not Describe every transactional id:
     # a coordinator may run it unseen (see coordinator_unseen).
     coordinator_unseen: str | None = None
+    # Its coordinator runs it as a two-phase commit transaction (KIP-939): its external coordinator decides.
+    two_phase: bool = False
 
     def to_dict(self, now_ms: int) -> dict[str, Any]:
         age = None if self.started_ms is None else max(0.0, (now_ms - self.started_ms) / 1000)
@@ -197,7 +211,7 @@ class AbortPlan:
                 "coordinator_epoch": self.coordinator_epoch, "lso": self.lso,
                 "hw": self.hw, "blocked": self.hw - self.lso, "age_s": _round(age),
                 "transactional_id": self.transactional_id, "coordinator_state": self.coordinator_state,
-                "supported": self.supported}
+                "supported": self.supported, "two_phase": self.two_phase}
 
     @property
     def producer_may_be_alive(self) -> bool:
@@ -425,7 +439,11 @@ def find_hanging(client: WireClient, admin: KafkaAdminClient, topics: Sequence[s
         o = offsets[tp]
         h = Hanging(tp[0], tp[1], txn.producer_id, txn.producer_epoch, txn.first_offset, age, ("lso",),
                     o.last_stable, o.high_watermark, age_source=txn.age_source)
-        if age is not None and age >= max_age_s:
+        info = coordinator.get(txn.producer_id)
+        if info is not None and info.two_phase and info.active and tp in info.partitions:
+            # Its external coordinator ends it, whenever it decides: old is not hanging (KIP-939).
+            young.append(replace(h, two_phase=True))
+        elif age is not None and age >= max_age_s:
             found[(*tp, txn.producer_id)] = h
         else:
             young.append(h)
@@ -566,7 +584,8 @@ def plan_abort(client: WireClient, admin: KafkaAdminClient, topic: str, partitio
                      coordinator.transactional_id if coordinator else None,
                      supports(admin, WRITE_TXN_MARKERS_API_KEY), coordinator_epoch,
                      coordinator.state if coordinator else None,
-                     None if coordinator else coordinator_unseen(client))
+                     None if coordinator else coordinator_unseen(client),
+                     bool(coordinator and coordinator.two_phase and coordinator.active))
 
 
 def abort(admin: KafkaAdminClient, plan: AbortPlan) -> None:

@@ -69,7 +69,9 @@ def capture() -> Capture:
     cap = Capture(captured_at=datetime.fromtimestamp(NOW_MS / 1000, UTC), bootstrap="b:9092",
                   pipeline="payments", group=GROUP, topics=[TOPIC], logs=logs,
                   transactions=[TxnInfo("app-1", 7, 0, "Ongoing", 60_000, NOW_MS - 1_200_000, 1),
-                                TxnInfo("app-2", 8, 3, "CompleteCommit", 60_000, None, 1)],
+                                TxnInfo("app-2", 8, 3, "CompleteCommit", 60_000, None, 1),
+                                TxnInfo("app-2pc", 9, 1, "Ongoing", 2**31 - 1, NOW_MS - 86_400_000, 1),
+                                TxnInfo("app-2pc-done", 10, 1, "CompleteCommit", 2**31 - 1, NOW_MS, 1)],
                   lag=lag, hanging=HangingReport(900.0, 2, [hanging]), hanging_candidates=[hanging],
                   hanging_checked_ms=NOW_MS)
     cap.sections = dict.fromkeys(SECTIONS, "ok")

@@ -57,7 +57,10 @@ def test_per_partition_and_per_group_values():
 def test_transactions_fencing_audit_and_self_metrics():
     got = samples([source()])
     states = {dict(k)["state"]: v for k, v in got["eosctl_transactions"].items()}
-    assert (states["Ongoing"], states["CompleteCommit"], states["Dead"]) == (1, 1, 0)
+    assert (states["Ongoing"], states["CompleteCommit"], states["Dead"]) == (2, 2, 0)
+    # app-2pc's open two-phase commit transaction, a day old; app-2pc-done runs none.
+    assert got["eosctl_two_phase_transaction_age_seconds"] == {
+        (("producer_id", "9"), ("transactional_id", "app-2pc")): 86_400}
     assert got["eosctl_hanging_transactions"] == {(): 1}
     assert got["eosctl_producer_fencing_events_total"] == {part(0): 1, part(1): 0}
     assert got["eosctl_zombie_writes_total"] == {part(0): 2, part(1): 0}

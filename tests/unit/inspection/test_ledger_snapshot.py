@@ -148,7 +148,7 @@ def test_snapshot_keeps_the_hanging_report_and_its_younger_candidates(tmp_path: 
         "topic": "orders", "partition": 0, "producer_id": 1002, "producer_epoch": 0, "first_offset": 146,
         "age_s": 1200.0, "rules": ["lso"], "lso": 146, "hw": 149, "blocked": 3,
         "transactional_id": "orders.hanging", "coordinator_state": "Ongoing",
-        "age_source": "producer-timestamp", "groups": [], "counted": False}]
+        "age_source": "producer-timestamp", "groups": [], "two_phase": False, "counted": False}]
     assert back.hanging_candidates == snap.hanging_candidates
     assert back.hanging_checked_ms == 1_795_000_000_000
     # the reader may apply a stricter rule than the capture did
