@@ -105,3 +105,15 @@ def test_an_ordinary_transaction_past_its_timeout_is_still_hanging(kafka_sim: Ka
     assert result.exit_code == 1, result.output
     (h,) = json.loads(result.stdout)["hanging"]
     assert (h["producer_id"], h["two_phase"], h["rules"]) == (PID, False, ["lso"])
+
+
+def test_fence_refuses_a_two_phase_transaction_too(kafka_sim: KafkaSim) -> None:
+    now = int(time.time() * 1000)
+    prepared(kafka_sim, now)
+    dry = json.loads(cli("txns", "fence", "--bootstrap", kafka_sim.bootstrap, TXID, "--format", "json").stdout)
+    assert (dry["two_phase"], dry["prefer"], [p["open_records"] for p in dry["partitions"]]) == (
+        True, "fence", [2])
+    refused = cli("txns", "fence", "--bootstrap", kafka_sim.bootstrap, TXID, "--yes")
+    assert refused.exit_code == 2, refused.output
+    assert refused.stderr.startswith(f"eosctl: error: not fenced: {TXID} runs a two-phase commit transaction")
+    assert not any(name == "InitProducerId" for _, name, _ in kafka_sim.requests)

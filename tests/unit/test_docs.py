@@ -52,6 +52,7 @@ from eosctl.output.lag import lag_document
 from eosctl.output.log import log_document
 from eosctl.report.findings import KINDS, AuditReport, Finding, PartitionSummary
 from eosctl.report.readpoint import ReadPoint
+from eosctl.txn.fence import Fenced, FencedPartition, FencePlan
 from eosctl.txn.opentxn import OpenTxn
 from eosctl.txn.pendingoffsets import Holder, PendingCommit
 from eosctl.txn.producers import DESCRIBE_PRODUCERS, LOG_SCAN, ProducerRow, ProducersReport
@@ -561,6 +562,18 @@ def test_txns_json_is_documented(offline: pytest.MonkeyPatch) -> None:
     check_json("`eosctl txns hanging`", [run("txns", "hanging", "--topic", "orders")])
     abort = ("txns", "abort", "--topic", "orders", "--partition", "0", "--start-offset", "7")
     check_json("`eosctl txns abort`", [run(*abort), run(*abort, "--yes")])
+
+    import eosctl.txn.fence as fence_mod
+
+    running = FencePlan(by_id["demo.processor"], [FencedPartition("orders", 0, 7, 9, 7, 2),
+                                                  FencedPartition("orders", 1, 3, 3, None, None)])
+    idle = FencePlan(by_id["demo.source"])
+    plans = {"demo.processor": running, "demo.source": idle}
+    offline.setattr(fence_mod, "plan_fence", lambda client, admin, txid: plans[txid])
+    offline.setattr(fence_mod, "fence", lambda *a, **k: Fenced(1001, 3, "CompleteAbort"))
+    check_json("`eosctl txns fence`", [run("txns", "fence", "demo.processor"),
+                                       run("txns", "fence", "demo.processor", "--yes"),
+                                       run("txns", "fence", "demo.source")])
 
 
 def test_producers_json_is_documented(offline: pytest.MonkeyPatch) -> None:
