@@ -110,7 +110,8 @@ def test_an_ordinary_transaction_past_its_timeout_is_still_hanging(kafka_sim: Ka
 def test_fence_refuses_a_two_phase_transaction_too(kafka_sim: KafkaSim) -> None:
     now = int(time.time() * 1000)
     prepared(kafka_sim, now)
-    dry = json.loads(cli("txns", "fence", "--bootstrap", kafka_sim.bootstrap, TXID, "--format", "json").stdout)
+    dry = json.loads(cli("txns", "fence", "--bootstrap", kafka_sim.bootstrap, TXID,
+                         "--format", "json").stdout)
     assert (dry["two_phase"], dry["prefer"], [p["open_records"] for p in dry["partitions"]]) == (
         True, "fence", [2])
     refused = cli("txns", "fence", "--bootstrap", kafka_sim.bootstrap, TXID, "--yes")
