@@ -64,7 +64,9 @@ def txns_list(config: str | None, pipeline: str | None, bootstrap: str | None, f
     with _wire(target) as client:  # fails fast with one clear line when the cluster is unreachable
         admin = _admin(target)
         try:
-            infos = list_transactions(admin, states, min_age, now_ms=now)
+            # The pipeline's prefixes filtered by the brokers where they can (ListTransactions v2).
+            infos = list_transactions(admin, states, min_age, now_ms=now,
+                                      prefixes=target.txn_id_prefixes if target.pipeline else ())
         finally:
             admin.close()
         # ListTransactions leaves out, without an error, the ids this principal may not Describe.

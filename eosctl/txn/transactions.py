@@ -265,18 +265,81 @@ def _info(txid: str, d: TransactionDescription) -> TxnInfo:
     )
 
 
-def list_transactions(admin: KafkaAdminClient, states: Sequence[str] = (), min_age_s: float | None = None,
-                      producer_ids: Sequence[int] = (), now_ms: int | None = None) -> list[TxnInfo]:
-    """Every transactional id the coordinators know, described (state, epoch, timeout, start, partitions).
+# The coordinator's state names (TransactionState.fromName): a state filter is sent as Kafka spells it.
+STATE_NAMES = ("Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort", "Dead",
+               "PrepareEpochFence")
+# Characters with a meaning in a regular expression (Java's and RE2J's): escaped in a prefix pattern.
+_REGEX_SPECIAL = set("\\.^$|?*+()[]{}")
 
-    State and age are filtered here rather than in the request: ListTransactions v1's duration filter is
-    missing on older brokers, and the age filter needs the start time anyway.
+
+@dataclass
+class Listing:
+    """What list_transactions sent: the filters the brokers applied (``state``, ``duration``, ``pattern``:
+    ListTransactions v0, v1 KIP-994, v2 KIP-1152), and the ids it described."""
+
+    server_filters: tuple[str, ...] = ()
+    described: int = 0
+
+
+def prefix_pattern(prefixes: Sequence[str]) -> str:
+    """A TransactionalIdPattern matching the ids that start with one of ``prefixes``: anchored and ending in
+    ``.*``, so it means the same whether the broker matches the whole id or searches it."""
+    escaped = ("".join(f"\\{c}" if c in _REGEX_SPECIAL else c for c in p) for p in prefixes)
+    return "^(?:" + "|".join(escaped) + ").*"
+
+
+def list_transactions(admin: KafkaAdminClient, states: Sequence[str] = (), min_age_s: float | None = None,
+                      producer_ids: Sequence[int] = (), now_ms: int | None = None,
+                      prefixes: Sequence[str] = (), listing: Listing | None = None) -> list[TxnInfo]:
+    """Every transactional id the coordinators know (under ``prefixes`` when given), described (state,
+    epoch, timeout, start, partitions).
+
+    The brokers filter where they can: the states (v0), the age (v1's DurationFilter, Kafka 3.8+), the
+    prefixes (v2's TransactionalIdPattern, Kafka 4.1+), so only what matches is described; a broker without
+    a version is asked without its filter (kafka-python checks ApiVersions and refuses to drop it silently).
+    Every filter is applied here again on the described ids: the server-side ones only narrow what is
+    described (DurationFilter counts from the last start time in any state, so the age asks for the running
+    states too).
+    ``listing``: filled with the filters the brokers applied.
     """
     now_ms = _now(now_ms)
-    listed = _call("ListTransactions", admin.list_transactions,
-                   producer_id_filters=list(producer_ids) or None)
+    canonical = {n.lower(): n for n in STATE_NAMES}
+    server_states = [canonical[s.lower()] for s in states] if all(s.lower() in canonical for s in states) \
+        else []
+    wanted_filters: dict[str, Any] = {}
+    if min_age_s is not None:  # "running longer than": one ms less, so an id exactly min_age old stays
+        wanted_filters["duration_filter_ms"] = max(0, int(min_age_s * 1000) - 1)
+        # Kafka keeps an id whose last start is older than the filter in any state (an Empty one's -1
+        # is oldest of all), while an age here is a running transaction's: ask for the running states.
+        server_states = server_states if states else sorted(ACTIVE_STATES)
+    if prefixes and all(prefixes):
+        wanted_filters["transactional_id_pattern"] = prefix_pattern(prefixes)
+    while True:
+        try:
+            listed = _call("ListTransactions", admin.list_transactions,
+                           producer_id_filters=list(producer_ids) or None,
+                           state_filters=server_states or None, **wanted_filters)
+            break
+        except BrokerError as e:
+            # kafka-python raises UnsupportedVersionError for a filter the broker's versions lack (wrapped
+            # by _call): drop the newest filter and ask again.
+            if "UnsupportedVersion" not in str(e):
+                raise
+            if "transactional_id_pattern" in wanted_filters:
+                del wanted_filters["transactional_id_pattern"]
+            elif "duration_filter_ms" in wanted_filters:
+                del wanted_filters["duration_filter_ms"]
+            else:
+                raise
     ids = sorted({t.transactional_id for per_broker in listed.values() for t in per_broker})
+    if prefixes:
+        ids = [i for i in ids if any(i.startswith(p) for p in prefixes)]
     described = _call("DescribeTransactions", admin.describe_transactions, ids) if ids else {}
+    if listing is not None:
+        listing.server_filters = tuple(name for name, on in (
+            ("state", bool(server_states)), ("duration", "duration_filter_ms" in wanted_filters),
+            ("pattern", "transactional_id_pattern" in wanted_filters)) if on)
+        listing.described = len(ids)
     wanted = {s.lower() for s in states}
     out = []
     for txid in ids:
