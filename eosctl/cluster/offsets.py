@@ -73,6 +73,7 @@ OFFSET_FETCH_VERSION = 7
 OFFSET_FETCH_GROUPS_VERSION = 8
 OFFSET_FETCH_KEY = 9
 LIST_GROUPS_VERSION = 4
+LIST_GROUPS_TYPES_VERSION = 5  # names each group's type (KIP-848); the broker's newest up to it is sent
 # ListGroups v4 state names (GroupState / ClassicGroupState) -> the names eosctl shows (confluent-kafka's
 # ConsumerGroupState, what `lag --format json` has always shown).
 STATE_NAMES = {"PreparingRebalance": "PREPARING_REBALANCING", "CompletingRebalance": "COMPLETING_REBALANCING",
@@ -238,18 +239,26 @@ def group_states(client: WireClient, timeout: float | None = None) -> dict[str, 
     """Every group's state ("STABLE", "EMPTY", ...) from ListGroups to every broker (each lists the
     groups it coordinates). Raises BrokerError when a broker's coordinator has not answered by the
     deadline, naming it and what it is doing."""
+    return {g: state for g, (state, _) in group_listing(client, timeout).items()}
+
+
+def group_listing(client: WireClient, timeout: float | None = None) -> dict[str, tuple[str, str | None]]:
+    """Every group's (state, type): the type ("classic", "consumer" for KIP-848's protocol, "streams",
+    "share") from ListGroups v5 (Kafka 3.8+), None from a broker that does not say. Raises as
+    group_states."""
     step = _Round(client, timeout)
-    states: dict[str, str] = {}
+    states: dict[str, tuple[str, str | None]] = {}
     try:
         pending = client.brokers()
     except BrokerError as e:
         raise BrokerError(f"cannot list consumer groups: {e}") from None
     while pending:
-        answers = step.send([(n, ListGroupsRequest(states_filter=[], max_version=LIST_GROUPS_VERSION))
-                             for n in pending])
+        answers = step.send([(n, ListGroupsRequest(states_filter=[], types_filter=[],
+                                                   max_version=LIST_GROUPS_TYPES_VERSION)) for n in pending])
         for n, answer in zip(list(pending), answers or (), strict=False):
             if answer.error_code == 0:
-                states.update({g.group_id: _state_name(getattr(g, "group_state", "") or "")
+                states.update({g.group_id: (_state_name(getattr(g, "group_state", "") or ""),
+                                            (getattr(g, "group_type", "") or "").lower() or None)
                                for g in answer.groups})
                 pending.remove(n)
             elif answer.error_code in DOING:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from eosctl.base.errors import BrokerError
 from eosctl.cluster.logscan import scan_partitions
 from eosctl.cluster.model import TP, Kind, PartitionLog
-from eosctl.cluster.offsets import group_members, group_positions, group_states
+from eosctl.cluster.offsets import group_listing, group_members, group_positions
 from eosctl.cluster.wire import Offsets, WireClient
 from eosctl.txn.opentxn import OpenTxn, open_transactions
 from eosctl.txn.pendingoffsets import PendingCommit, pending_commits
@@ -96,6 +96,8 @@ class LagSnapshot:
     taken_ms: int
     partitions: list[PartitionLag]
     group_states: dict[str, str] = field(default_factory=dict)  # group -> "STABLE", "EMPTY", ...
+    # group -> "classic", "consumer" (KIP-848), "streams", "share" (ListGroups v5; absent: not said)
+    group_types: dict[str, str] = field(default_factory=dict)
 
     def groups(self) -> list[str]:
         return list(dict.fromkeys(p.group for p in self.partitions))
@@ -191,7 +193,8 @@ def poll(client: WireClient, groups: Sequence[str] | None = None,
     read a moment ago (the live model), used where they cover the groups' partitions. ``per_group``:
     the topics of each group where groups read different topics (a pipeline's hops). ``unreadable``:
     partitions not to read (no leader), each group's row for them carrying the reason as its error."""
-    states = group_states(client)
+    listing = group_listing(client)
+    states = {g: state for g, (state, _) in listing.items()}
     wanted = list(groups) if groups else sorted(states)
     positions = group_positions(client, wanted) if wanted else {}
     by_group = {g: pos.committed for g, pos in positions.items()}
@@ -243,7 +246,8 @@ def poll(client: WireClient, groups: Sequence[str] | None = None,
     held = pending_commits(client, {g: positions[g].pending for g in committed if g in positions})
     rows = [replace(r, pending=pc) if (pc := held.get(r.group)) and (r.topic, r.partition) in pc.partitions
             else r for r in rows]
-    return LagSnapshot(taken, rows, {g: states.get(g, "UNKNOWN") for g in committed})
+    return LagSnapshot(taken, rows, {g: states.get(g, "UNKNOWN") for g in committed},
+                       {g: kind for g in committed if (kind := listing.get(g, ("", None))[1])})
 
 
 def topic_partitions(client: WireClient, topics: Sequence[str],

@@ -104,7 +104,8 @@ TABLES = {
     "ledger_flags": [("topic", "VARCHAR"), ("partition", "INTEGER"), ("kind", "VARCHAR"),
                      ("first_offset", "BIGINT"), ("last_offset", "BIGINT"), ("count", "BIGINT"),
                      ("message", "VARCHAR")],
-    "lag_groups": [("group_id", "VARCHAR"), ("state", "VARCHAR"), ("taken_ms", "BIGINT")],
+    "lag_groups": [("group_id", "VARCHAR"), ("state", "VARCHAR"), ("taken_ms", "BIGINT"),
+                   ("group_type", "VARCHAR")],
     "hanging_check": [("max_age_s", "DOUBLE"), ("checked_at_ms", "BIGINT"), ("partitions_checked", "INTEGER"),
                       ("describe_producers", "VARCHAR"), ("producers_returned", "INTEGER")],
     "hanging_candidates": [("topic", "VARCHAR"), ("partition", "INTEGER"), ("producer_id", "BIGINT"),
@@ -198,7 +199,7 @@ def _write(snap: Capture, tmp: Path) -> None:
             _write_generic(con, name, [codecs[name][0](r) for r in getattr(snap, name)])
         lag_rows = snap.lag.partitions if snap.lag is not None else []
         _write_generic(con, "lag", [codecs["lag"][0](r) for r in lag_rows])
-        _insert(con, "lag_groups", [(g, state, snap.lag.taken_ms)
+        _insert(con, "lag_groups", [(g, state, snap.lag.taken_ms, snap.lag.group_types.get(g))
                                     for g, state in (snap.lag.group_states if snap.lag else {}).items()])
         _write_hanging(con, snap)
         if snap.audit is not None:
@@ -428,9 +429,12 @@ def _load(con: duckdb.DuckDBPyConnection, columns: dict[str, set[str]], name: st
     if snap.sections.get("lag") == "ok":
         with _reading(name, "lag_groups"):
             _need(columns, "lag_groups", ["group_id", "state", "taken_ms"])
-            groups = con.execute("SELECT group_id, state, taken_ms FROM lag_groups").fetchall()
+            # group_type came later: older files have none.
+            kind = "group_type" if "group_type" in columns["lag_groups"] else "NULL"
+            groups = con.execute(f"SELECT group_id, state, taken_ms, {kind} FROM lag_groups").fetchall()
             taken = groups[0][2] if groups else int(snap.captured_at.timestamp() * 1000)
-            snap.lag = LagSnapshot(taken, snap.lag, {g: state for g, state, _ in groups})
+            snap.lag = LagSnapshot(taken, snap.lag, {g: state for g, state, _, _ in groups},
+                                   {g: t for g, _, _, t in groups if t})
     if snap.sections.get("hanging") == "ok" and "hanging_check" in columns:
         with _reading(name, "hanging_candidates"):
             _need(columns, "hanging_check", [n for n, _ in TABLES["hanging_check"]])

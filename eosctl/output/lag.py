@@ -42,6 +42,7 @@ def lag_document(snapshot: Any, watch: Any = None) -> dict[str, Any]:
                 "pending_commit": None if p.pending is None else p.pending.to_dict(now),
             })
         groups.append({"group": g, "state": snapshot.group_states.get(g, "UNKNOWN"),
+                       "type": snapshot.group_types.get(g),
                        "status": gs.status if gs else None, "cause": (gs.cause or None) if gs else None,
                        "partitions": parts})
     return {"taken_ms": now, "taken_at": _iso(now), "error": None, "stale_since": None, "groups": groups}

@@ -392,7 +392,8 @@ def lag_snapshots() -> list[LagSnapshot]:
                 "g", frozenset({("orders", 1)}), None, problem="cannot describe __consumer_offsets")),
             PartitionLag("g", "orders", 2, 12, 0, 9, 9, error="committed offset 12 is beyond the high "
                                                                "watermark 9")]
-    return [LagSnapshot(NOW_MS - 1000, rows, {"g": "STABLE"}), LagSnapshot(NOW_MS, rows, {"g": "STABLE"})]
+    return [LagSnapshot(NOW_MS - 1000, rows, {"g": "STABLE"}),
+            LagSnapshot(NOW_MS, rows, {"g": "STABLE"}, {"g": "consumer"})]
 
 
 def txn_infos() -> list[TxnInfo]:

@@ -99,6 +99,9 @@ def headline(dash: Dashboard) -> Text:
         if i:
             t.append("\n")
         state = dash.lag.group_states.get(g, "?").lower()
+        kind = dash.lag.group_types.get(g)
+        if kind and kind != "classic":  # KIP-848's consumer protocol, a streams or share group
+            state = f"{state}, {kind} group"
         t.append(f"group {term(g)} ({term(state)}): {behind[g]:,} records behind")
         if blocked[g]:
             t.append(f" · {blocked[g]:,} blocked by open transactions", style=STYLES["warn"])
