@@ -240,7 +240,7 @@ def poll(client: WireClient, groups: Sequence[str] | None = None,
         for g, offs in by_group.items() for (t, p), c in sorted(offs.items()) if t in broken] + dark
     order = {g: i for i, g in enumerate(committed)}
     rows.sort(key=lambda r: (order[r.group], r.topic, r.partition))
-    members = group_members(client, list(committed))
+    members = group_members(client, list(committed), types={g: t for g, (_, t) in listing.items() if t})
     rows = [replace(r, member_id=m[0], client_id=m[1], host=m[2])
             if (m := members.get((r.group, r.topic, r.partition))) else r for r in rows]
     held = pending_commits(client, {g: positions[g].pending for g in committed if g in positions})

@@ -1,6 +1,7 @@
 """Each group's type from ListGroups v5 on Apache Kafka 4.4 (issue 52, the first part of "every group
 type"): a confluent-kafka consumer with `group.protocol=consumer` (KIP-848) is a `consumer` group, one
-with the classic protocol a `classic` group, both shown with their state in `lag --format json`."""
+with the classic protocol a `classic` group, both shown with their state and their consumer (the
+consumer-protocol one through ConsumerGroupDescribe) in `lag --format json`."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def consume_and_commit(bootstrap: str, topic: str, group: str, protocol: str):
     from confluent_kafka import Consumer
 
     conf = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-            "auto.offset.reset": "earliest", "group.protocol": protocol}
+            "auto.offset.reset": "earliest", "group.protocol": protocol, "client.id": f"{protocol}-reader"}
     if protocol == "classic":
         conf["session.timeout.ms"] = 10_000
     c = Consumer(conf)
@@ -57,6 +58,11 @@ def test_lag_names_each_group_s_type(apache_kafka) -> None:
         assert {g: (d["type"], d["state"], [p["committed"] for p in d["partitions"]])
                 for g, d in groups.items()} == {
             f"{topic}-consumer": ("consumer", "STABLE", [3]), f"{topic}-classic": ("classic", "STABLE", [3])}
+        # Who consumes: ConsumerGroupDescribe for the consumer-protocol group (DescribeGroups answers it
+        # as Dead with no members), DescribeGroups for the classic one.
+        assert {g: [(p["consumer"] or {}).get("client_id") for p in d["partitions"]]
+                for g, d in groups.items()} == {
+            f"{topic}-consumer": ["consumer-reader"], f"{topic}-classic": ["classic-reader"]}
     finally:
         for c in consumers:
             c.close()
