@@ -100,7 +100,8 @@ TABLES = {
                ("distinct_offsets", "BIGINT"), ("min_offset", "BIGINT"), ("max_offset", "BIGINT"),
                ("duplicate_rows", "BIGINT"), ("duplicate_offsets", "BIGINT"), ("stored_offset", "BIGINT"),
                ("committed_offset", "BIGINT"), ("log_start_offset", "BIGINT"), ("high_watermark", "BIGINT"),
-               ("last_stable_offset", "BIGINT"), ("checked_to", "BIGINT"), ("missing_offsets", "BIGINT")],
+               ("last_stable_offset", "BIGINT"), ("checked_to", "BIGINT"), ("missing_offsets", "BIGINT"),
+               ("commit_pending", "BOOLEAN"), ("pending_commit", "VARCHAR")],
     "ledger_flags": [("topic", "VARCHAR"), ("partition", "INTEGER"), ("kind", "VARCHAR"),
                      ("first_offset", "BIGINT"), ("last_offset", "BIGINT"), ("count", "BIGINT"),
                      ("message", "VARCHAR")],
@@ -191,7 +192,8 @@ def _write(snap: Capture, tmp: Path) -> None:
             (led.pipeline, led.sink, led.group, led.scanned, p.topic, p.partition, p.rows, p.distinct_offsets,
              p.min_offset, p.max_offset, p.duplicate_rows, p.duplicate_offsets, p.stored_offset,
              p.committed_offset, p.log_start_offset, p.high_watermark, p.last_stable_offset, p.checked_to,
-             p.missing_offsets) for p in parts])
+             p.missing_offsets, p.commit_pending,
+             None if led.pending_commit is None else json.dumps(led.pending_commit)) for p in parts])
         _insert(con, "ledger_flags", [(p.topic, p.partition, f.kind, f.first_offset, f.last_offset, f.count,
                                        f.message) for p in parts for f in p.flags])
         codecs = _codecs()
@@ -402,8 +404,9 @@ def _load(con: duckdb.DuckDBPyConnection, columns: dict[str, set[str]], name: st
                 snap.logs[(log.topic, log.partition)] = log
     if snap.sections.get("ledger") == "ok":
         with _reading(name, "ledger"):
-            names = [n for n, _ in TABLES["ledger"]]
-            _need(columns, "ledger", names)
+            # commit_pending and pending_commit came later: older files have the rest.
+            _need(columns, "ledger", [n for n, _ in TABLES["ledger"]][:-2])
+            names = [n for n, _ in TABLES["ledger"] if n in columns["ledger"]]
             _need(columns, "ledger_flags", [n for n, _ in TABLES["ledger_flags"]])
             flags: dict[TP, list[LedgerFlag]] = {}
             flag_names = ", ".join(f'"{n}"' for n, _ in TABLES["ledger_flags"])
@@ -415,10 +418,14 @@ def _load(con: duckdb.DuckDBPyConnection, columns: dict[str, set[str]], name: st
             for row in con.execute(f"SELECT {cols} FROM ledger ORDER BY topic, partition").fetchall():
                 d = dict(zip(names, row, strict=True))
                 head = d
-                parts.append(PartitionLedger(**{k: d[k] for k in names[4:]},
+                held = d.pop("pending_commit", None)
+                parts.append(PartitionLedger(**{k: d[k] for k in names[4:] if k != "pending_commit"},
                                              flags=flags.get((d["topic"], d["partition"]), [])))
+                parts[-1].commit_pending = bool(parts[-1].commit_pending)
+                d["pending_commit"] = json.loads(held) if held else None
             meta = head or {"pipeline": pipeline, "sink": "", "group_id": group, "scanned": False}
-            snap.ledger = Ledger(meta["pipeline"], meta["sink"], meta["group_id"], meta["scanned"], parts)
+            snap.ledger = Ledger(meta["pipeline"], meta["sink"], meta["group_id"], meta["scanned"], parts,
+                                 pending_commit=meta.get("pending_commit"))
     codecs = _codecs()
     for section in ("transactions", "producers", "lag"):
         if snap.sections.get(section) == "ok":

@@ -294,3 +294,21 @@ def test_snapshot_keeps_a_lag_row_pending_in_a_transaction(tmp_path: Path):
     assert back.partitions == rows
     assert back.partitions[0].pending.describe(1_764_000_060_000) == \
         "pending in transaction stage-1 (pid 4001), open 1m00s"
+
+
+def test_snapshot_keeps_a_ledger_s_pending_offset_commit(tmp_path: Path):
+    log = txn_log()
+    led = Ledger("orders", "/x/sink.duckdb (orders_sink)", "orders.sink", True, [
+        partition_ledger("orders", 0, summary(10, 10, 0, 14), islands((0, 4, 1), (10, 14, 1)),
+                         stored=15, committed=16, offsets=OFFSETS, log=log)],
+        pending_commit={"offsets_topic": "__consumer_offsets", "offsets_partition": 7, "problem": None,
+                        "transactions": [{"transactional_id": "stage-1", "producer_id": 4001}]})
+    led.partitions[0].commit_pending = True
+    snap = Capture(datetime(2026, 11, 22, 10, 0, tzinfo=UTC), "127.0.0.1:9092", "orders", "orders.sink",
+                   ["orders"], logs={("orders", 0): log}, ledger=led, sections={"logs": "ok", "ledger": "ok"})
+    out = tmp_path / "incident.duckdb"
+    write_snapshot(snap, out)
+    back = load_snapshot(out).ledger
+    assert back.to_dict() == led.to_dict()
+    assert back.partitions[0].commit_pending is True
+    assert back.pending_commit["transactions"][0]["transactional_id"] == "stage-1"
