@@ -50,6 +50,7 @@ OPERATIONS = {
     ("DescribeProducers", "topic"): "Read", ("DescribeTransactions", "transactional-id"): "Describe",
     ("DescribeTransactions", "topic"): "Describe",
     ("ListTransactions", "transactional-id"): "Describe", ("WriteTxnMarkers", "cluster"): "ClusterAction",
+    ("InitProducerId", "transactional-id"): "Write",  # handleInitProducerIdRequest: WRITE transactional id
 }
 _NAMES = {name.lower(): code for code, (name, _) in AUTHORIZATION_CODES.items()}
 # A TLS record's first bytes (content type 0x14-0x17, version 3.x) read as a Kafka frame length: a client

@@ -70,10 +70,16 @@ METRICS = (
          "High watermark minus committed offset, what HW-based lag exporters report."),
     Spec("eosctl_consumer_lag_seconds", GAUGE, (*BASE, *CONSUMER),
          "Age of the oldest committed record the group has not consumed."),
+    Spec("eosctl_consumer_offset_commit_pending_seconds", GAUGE, (*BASE, *CONSUMER, "transactional_id"),
+         "Age of the open transaction holding the group's offset commit for the partition "
+         "(UNSTABLE_OFFSET_COMMIT: a read_committed consumer of the group waits); only while one does."),
     Spec("eosctl_consumer_group_status", GAUGE, (*BASE, "group", "status"),
          "Burrow-style status of the group, as lag --watch computes it: 1 for the current one."),
     Spec("eosctl_transactions", GAUGE, (*BASE, "state"),
          "Transactional ids of the pipeline by coordinator state."),
+    Spec("eosctl_two_phase_transaction_age_seconds", GAUGE, (*BASE, "transactional_id", "producer_id"),
+         "Age of each open two-phase commit transaction (KIP-939), by its coordinator's start time: Kafka "
+         "never times one out and it is never counted hanging, so alert on this age."),
     Spec("eosctl_hanging_transactions", GAUGE, BASE,
          "Open transactions older than --max-age that hold an LSO or that the coordinator forgot."),
     Spec("eosctl_producer_fencing_events_total", COUNTER, (*BASE, *PARTITION),
@@ -299,6 +305,12 @@ def _consumers(out: _Families, base: dict[str, str], cap: Capture) -> None:
         out.add("eosctl_consumer_lag_records", labels, p.records_behind)
         out.add("eosctl_consumer_lag_offsets", labels, p.hw_lag)
         out.add("eosctl_consumer_lag_seconds", labels, p.time_lag_s(snap.taken_ms), max)
+        if p.pending is not None:  # 0 where no coordinator dates the transaction holding it
+            for h in p.pending.likely or (None,):
+                age = None if h is None or h.started_ms is None else (snap.taken_ms - h.started_ms) / 1000
+                out.add("eosctl_consumer_offset_commit_pending_seconds",
+                        {**labels, "transactional_id": (h.transactional_id if h else None) or ""},
+                        max(0.0, age or 0.0), max)
 
 
 def _transactions(out: _Families, base: dict[str, str], cap: Capture) -> None:
@@ -307,6 +319,11 @@ def _transactions(out: _Families, base: dict[str, str], cap: Capture) -> None:
         states[t.state] = states.get(t.state, 0) + 1
     for state, n in states.items():
         out.add("eosctl_transactions", {**base, "state": state}, n)
+    for t in cap.transactions:
+        age = t.age_s(int(cap.captured_at.timestamp() * 1000)) if t.two_phase else None
+        if age is not None:  # an open one, dated by its coordinator
+            out.add("eosctl_two_phase_transaction_age_seconds",
+                    {**base, "transactional_id": t.transactional_id, "producer_id": t.producer_id}, age, max)
 
 
 def _audit(out: _Families, base: dict[str, str], audit: AuditState) -> None:

@@ -10,7 +10,10 @@ an open transaction holds back. Here, per group and partition:
   beyond it the rest counts as data and the number is flagged inexact);
 - ``blocked`` = HW - LSO, with the open transaction that holds the LSO (producer id, first offset, age
   from the timestamp of its first batch);
-- ``time_lag_s`` = age of the oldest unconsumed committed record (its batch's first timestamp).
+- ``time_lag_s`` = age of the oldest unconsumed committed record (its batch's first timestamp);
+- ``pending``: the group's next offset commit is pending in an open transaction (UNSTABLE_OFFSET_COMMIT,
+  eosctl.txn.pendingoffsets), with the transaction and its producer; ``committed`` is then the offset
+  committed before it. Context in each status's cause, never a status of its own.
 
 One poll is: one ListOffsets round per leader for every partition (eosctl.cluster.wire), the groups' committed
 offsets (eosctl.cluster.offsets: FindCoordinator and OffsetFetch, all groups in flight together), one batched
@@ -30,9 +33,10 @@ from dataclasses import dataclass, field, replace
 from eosctl.base.errors import BrokerError
 from eosctl.cluster.logscan import scan_partitions
 from eosctl.cluster.model import TP, Kind, PartitionLog
-from eosctl.cluster.offsets import group_members, group_offsets, group_states
+from eosctl.cluster.offsets import group_listing, group_members, group_positions
 from eosctl.cluster.wire import Offsets, WireClient
 from eosctl.txn.opentxn import OpenTxn, open_transactions
+from eosctl.txn.pendingoffsets import PendingCommit, pending_commits
 from eosctl.txn.transactions import coordinator_view, dated
 
 DEFAULT_SCAN_LIMIT = 50_000
@@ -63,6 +67,8 @@ class PartitionLag:
     member_id: str | None = None
     client_id: str | None = None
     host: str | None = None
+    # The group's next commit of this partition's offset is pending in an open transaction.
+    pending: PendingCommit | None = None
 
     @property
     def lag_to_lso(self) -> int | None:
@@ -90,6 +96,8 @@ class LagSnapshot:
     taken_ms: int
     partitions: list[PartitionLag]
     group_states: dict[str, str] = field(default_factory=dict)  # group -> "STABLE", "EMPTY", ...
+    # group -> "classic", "consumer" (KIP-848), "streams", "share" (ListGroups v5; absent: not said)
+    group_types: dict[str, str] = field(default_factory=dict)
 
     def groups(self) -> list[str]:
         return list(dict.fromkeys(p.group for p in self.partitions))
@@ -185,9 +193,11 @@ def poll(client: WireClient, groups: Sequence[str] | None = None,
     read a moment ago (the live model), used where they cover the groups' partitions. ``per_group``:
     the topics of each group where groups read different topics (a pipeline's hops). ``unreadable``:
     partitions not to read (no leader), each group's row for them carrying the reason as its error."""
-    states = group_states(client)
+    listing = group_listing(client)
+    states = {g: state for g, (state, _) in listing.items()}
     wanted = list(groups) if groups else sorted(states)
-    by_group = group_offsets(client, wanted) if wanted else {}
+    positions = group_positions(client, wanted) if wanted else {}
+    by_group = {g: pos.committed for g, pos in positions.items()}
     topic_filter = set(topics) if topics else None
     by_group = {g: {tp: c for tp, c in offs.items() if topic_filter is None or tp[0] in topic_filter}
                 for g, offs in by_group.items()}
@@ -230,10 +240,14 @@ def poll(client: WireClient, groups: Sequence[str] | None = None,
         for g, offs in by_group.items() for (t, p), c in sorted(offs.items()) if t in broken] + dark
     order = {g: i for i, g in enumerate(committed)}
     rows.sort(key=lambda r: (order[r.group], r.topic, r.partition))
-    members = group_members(client, list(committed))
+    members = group_members(client, list(committed), types={g: t for g, (_, t) in listing.items() if t})
     rows = [replace(r, member_id=m[0], client_id=m[1], host=m[2])
             if (m := members.get((r.group, r.topic, r.partition))) else r for r in rows]
-    return LagSnapshot(taken, rows, {g: states.get(g, "UNKNOWN") for g in committed})
+    held = pending_commits(client, {g: positions[g].pending for g in committed if g in positions})
+    rows = [replace(r, pending=pc) if (pc := held.get(r.group)) and (r.topic, r.partition) in pc.partitions
+            else r for r in rows]
+    return LagSnapshot(taken, rows, {g: states.get(g, "UNKNOWN") for g in committed},
+                       {g: kind for g in committed if (kind := listing.get(g, ("", None))[1])})
 
 
 def topic_partitions(client: WireClient, topics: Sequence[str],
@@ -314,6 +328,8 @@ def evaluate(samples: Sequence[tuple[int, PartitionLag]], group_active: bool,
         return Status("OK", "no committed offset")
     txn = last.open_txn
     note = f"; blocked by {txn.describe(now)}" if txn else ""
+    if last.pending is not None:  # what the stage is doing, never a status by itself
+        note += f"; its next offset commit is {last.pending.describe(now)}"
     if len(samples) < 2:
         age = txn.age_s(now) if txn is not None and txn.age_trusted else None
         if age is not None and age >= first_poll_stall_s and last.records_behind == 0:

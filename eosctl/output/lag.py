@@ -39,8 +39,10 @@ def lag_document(snapshot: Any, watch: Any = None) -> dict[str, Any]:
                 "error": p.error, "offsets_warning": p.offsets_warning,
                 "consumer": None if p.member_id is None else {
                     "member_id": p.member_id, "client_id": p.client_id, "host": p.host},
+                "pending_commit": None if p.pending is None else p.pending.to_dict(now),
             })
         groups.append({"group": g, "state": snapshot.group_states.get(g, "UNKNOWN"),
+                       "type": snapshot.group_types.get(g),
                        "status": gs.status if gs else None, "cause": (gs.cause or None) if gs else None,
                        "partitions": parts})
     return {"taken_ms": now, "taken_at": _iso(now), "error": None, "stale_since": None,
@@ -95,6 +97,10 @@ def lag_renderable(doc: dict[str, Any], with_status: bool, groups: list[str], to
                              else f"group {', '.join(groups)} has no committed offsets{what}")
     cols = ["group", "topic", "partition", "committed", "lso", "hw", "lag", "records behind", "blocked",
             "open transaction", "time lag", "hw lag", "consumer"]
+    # A group whose next offset commit is pending in an open transaction (UNSTABLE_OFFSET_COMMIT).
+    pending = any(p.get("pending_commit") for g in doc["groups"] for p in g["partitions"])
+    if pending:
+        cols.append("offset commit")
     # A MirrorMaker 2 replica pipeline (eosctl.inspection.failover): where the group resumes on the replica,
     # and what it would process again or never see there.
     replica = any("replica" in p for g in doc["groups"] for p in g["partitions"])
@@ -120,6 +126,8 @@ def lag_renderable(doc: dict[str, Any], with_status: bool, groups: list[str], to
                 None if not p.get("consumer") else f"{p['consumer']['client_id']}@{p['consumer']['host']} "
                                                    f"({p['consumer']['member_id']})",
             ]
+            if pending:
+                row.append(pending_text(p.get("pending_commit")))
             if replica:
                 row.append(replica_text(p.get("replica")))
             if with_status:
@@ -150,6 +158,20 @@ def lag_renderable(doc: dict[str, Any], with_status: bool, groups: list[str], to
         parts += [Text.assemble(safetext.text(f"{g['group']} ({g['state'].lower()}): "),
                                 _status_text(g["status"], g["cause"], Text)) for g in doc["groups"]]
     return Group(*parts)
+
+
+def pending_text(pc: dict[str, Any] | None) -> Any:
+    """``pending in TXID (pid P, Ongoing)`` for a partition whose offset commit an open transaction holds
+    (a PendingCommit's dict, eosctl.txn.pendingoffsets); None where none does."""
+    if pc is None:
+        return None
+    txns = [f"{t['transactional_id'] or '?'} (pid {t['producer_id']}"
+            + (f", {t['coordinator_state']}" if t.get("coordinator_state") else "") + ")"
+            for t in pc["transactions"]]
+    n = pc["offsets_partition"]
+    where = f" on {pc['offsets_topic']}-{n}" if n is not None else ""
+    return safetext.text(("pending in " + " or ".join(txns) if txns else "pending in an open transaction")
+                         + where, style="yellow")
 
 
 def replica_text(f: dict[str, Any] | None) -> str:

@@ -57,7 +57,9 @@ from eosctl.report.readpoint import ReadPoint
 from eosctl.report.window import PartitionWindow, WindowSpec, parse_bound
 from eosctl.rules.deadletter import DLQ_KINDS
 from eosctl.rules.rule import audit_partition
+from eosctl.txn.fence import Fenced, FencedPartition, FencePlan
 from eosctl.txn.opentxn import OpenTxn
+from eosctl.txn.pendingoffsets import Holder, PendingCommit
 from eosctl.txn.producers import DESCRIBE_PRODUCERS, LOG_SCAN, ProducerRow, ProducersReport
 from eosctl.txn.transactions import AbortPlan, Hanging, HangingReport, TxnInfo
 from tests.helpers import eosctl_json
@@ -414,11 +416,14 @@ def engines() -> tuple[dict[str, Any], dict[str, Any]]:
 def lag_snapshots() -> list[LagSnapshot]:
     rows = [PartitionLag("g", "orders", 0, 5, 0, 7, 9, 2, True, NOW_MS - 3000,
                          OpenTxn(7, 1, 7, NOW_MS - 5000), member_id="app-1-7f3c", client_id="app-1",
-                         host="/10.0.0.7"),
-            PartitionLag("g", "orders", 1, None, 0, 4, 4, None, True),
+                         host="/10.0.0.7", pending=PendingCommit("g", frozenset({("orders", 0)}), 12, (
+                             Holder(7, 1, 40, "demo.processor", "Ongoing", NOW_MS - 5000, True),))),
+            PartitionLag("g", "orders", 1, None, 0, 4, 4, None, True, pending=PendingCommit(
+                "g", frozenset({("orders", 1)}), None, problem="cannot describe __consumer_offsets")),
             PartitionLag("g", "orders", 2, 12, 0, 9, 9, error="committed offset 12 is beyond the high "
                                                                "watermark 9")]
-    return [LagSnapshot(NOW_MS - 1000, rows, {"g": "STABLE"}), LagSnapshot(NOW_MS, rows, {"g": "STABLE"})]
+    return [LagSnapshot(NOW_MS - 1000, rows, {"g": "STABLE"}),
+            LagSnapshot(NOW_MS, rows, {"g": "STABLE"}, {"g": "consumer"})]
 
 
 def txn_infos() -> list[TxnInfo]:
@@ -428,7 +433,9 @@ def txn_infos() -> list[TxnInfo]:
 
 def hanging_report() -> HangingReport:
     found = [Hanging("orders", 0, 7, 1, 7, 950.0, ("kip664", "lso"), 7, 9, "demo.hanging", "Ongoing"),
-             Hanging("orders", 1, 9, 0, 3, None, ("kip664",))]
+             Hanging("orders", 1, 9, 0, 3, None, ("kip664",)),
+             Hanging("__consumer_offsets", 12, 13, 0, 40, 960.0, ("kip664", "lso"), 40, 41, None, None,
+                     groups=("demo.processor",))]
     young = [Hanging("orders", 2, 11, 0, 5, 30.0, ("lso",), 5, 8, "demo.processor", "Ongoing", "coordinator")]
     return HangingReport(900.0, 3, found, 2, "ok", blocking=young)
 
@@ -436,9 +443,12 @@ def hanging_report() -> HangingReport:
 def ledger() -> Ledger:
     flags = [LedgerFlag("gap", 4, 5, 2, "offsets 4..5 committed but not in the sink"),
              LedgerFlag("offset_mismatch", None, None, 0, "stored 3, committed 5")]
-    parts = [PartitionLedger("orders", 0, 10, 9, 0, 12, 1, 1, 13, 13, 0, 14, 14, 13, 2, flags),
+    parts = [PartitionLedger("orders", 0, 10, 9, 0, 12, 1, 1, 13, 13, 0, 14, 14, 13, 2, flags, True),
              PartitionLedger("orders", 1)]
-    return Ledger("demo", "/s/sink.duckdb (orders_sink)", "g", True, parts)
+    held = PendingCommit("g", frozenset({("orders", 0)}), 12, (
+        Holder(7, 1, 40, "demo.processor", "Ongoing", NOW_MS - 5000, True),))
+    return Ledger("demo", "/s/sink.duckdb (orders_sink)", "g", True, parts,
+                  pending_commit=held.to_dict(NOW_MS))
 
 
 def producer_rows() -> list[ProducerRow]:
@@ -583,6 +593,7 @@ def test_txns_json_is_documented(offline: pytest.MonkeyPatch) -> None:
                                                                   "demo.hanging", True, 3))
     offline.setattr(txns, "abort", lambda admin, plan: None)
     offline.setattr(txns, "coordinator_unseen", lambda *a, **k: None)  # the stand-in client asks nothing
+    offline.setattr("eosctl.txn.pendingoffsets.with_groups", lambda client, report: report)
     from eosctl.txn.abortsafety import assess
 
     safety = assess(("orders", 0), 1001, 7, 9, by_id["demo.processor"], NOW_MS - 1000, {"demo.sink": 7},
@@ -596,6 +607,18 @@ def test_txns_json_is_documented(offline: pytest.MonkeyPatch) -> None:
     check_json("`eosctl txns hanging`", [run("txns", "hanging", "--topic", "orders")])
     abort = ("txns", "abort", "--topic", "orders", "--partition", "0", "--start-offset", "7")
     check_json("`eosctl txns abort`", [run(*abort), run(*abort, "--yes")])
+
+    import eosctl.txn.fence as fence_mod
+
+    running = FencePlan(by_id["demo.processor"], [FencedPartition("orders", 0, 7, 9, 7, 2),
+                                                  FencedPartition("orders", 1, 3, 3, None, None)])
+    idle = FencePlan(by_id["demo.source"])
+    plans = {"demo.processor": running, "demo.source": idle}
+    offline.setattr(fence_mod, "plan_fence", lambda client, admin, txid: plans[txid])
+    offline.setattr(fence_mod, "fence", lambda *a, **k: Fenced(1001, 3, "CompleteAbort"))
+    check_json("`eosctl txns fence`", [run("txns", "fence", "demo.processor"),
+                                       run("txns", "fence", "demo.processor", "--yes"),
+                                       run("txns", "fence", "demo.source")])
 
 
 def test_producers_json_is_documented(offline: pytest.MonkeyPatch) -> None:
