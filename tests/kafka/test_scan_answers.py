@@ -153,7 +153,8 @@ def test_the_audit_task_counts_what_retention_removed_as_unverifiable(kafka_sim:
     assert task["rec"] == "task" and task["scan_seconds"] >= 0 and task["reconcile_seconds"] >= 0
     assert {k: v for k, v in row.items() if k != "detail"} == {
         "rec": "summary", "topic": "t", "partition": 0, "log_start_offset": 10, "last_stable_offset": 20,
-        "high_watermark": 20, "expected_records": 10, "sink_rows": 20, "unverifiable": 10, "present": True}
+        "high_watermark": 20, "expected_records": 10, "sink_rows": 20, "unverifiable": 10, "present": True,
+            "dead_lettered": None, "filtered": None}
 
 
 # --- case 3: throttled and empty answers -------------------------------------------------------------
