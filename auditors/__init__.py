@@ -28,6 +28,10 @@ def audit(target: Target, sink: Sink, *, options: EngineOptions, progress: Progr
           fail_on: tuple[str, ...] = KINDS, started: float | None = None) -> AuditReport:
     """Audit ``sink`` against the target's cluster, topics and group (offset_mismatch needs the group and
     the sink's offsets table). ``started``: time.monotonic() at the command's start, for elapsed_seconds."""
+    if sink.mode != "offsets":  # a state sink: keyed by the record's key, no offsets (auditors.state)
+        from auditors.state import audit_state  # lazy: auditors.state 20 ms to import
+
+        return audit_state(target, sink, progress=progress, fail_on=fail_on, started=started)
     inp = AuditInput(source=KafkaSource(target.cluster), sink=sink, topics=target.topics,
                      cluster=target.cluster, group=target.group, fail_on=fail_on,
                      content_check=options.content_check)

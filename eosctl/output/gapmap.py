@@ -37,6 +37,15 @@ FINDING_COLOURS = {
     "phantom_key": "#5e3c8c",
     "ahead_of_commit": "#6b8e23",
     "out_of_order": "#008080",
+    # a state sink's kinds (eosctl.rules.upsert): at the offset of the record the row is judged by
+    "stale_value": "#c7a600",
+    "aborted_value": "#7b4fa6",
+    "uncommitted_value": "#a0522d",
+    "resurrected_key": "#e0509b",
+    "missing_key": "#b22222",
+    "unknown_key": "#444444",  # never on a bar (no offset): legend and table only
+    "value_mismatch": "#3a9d5d",
+    "aggregate_mismatch": "#d2691e",
 }
 LOG_LAYERS = {  # (colour, legend label, what it means)
     "COMMITTED": ("#9ad4a5", "committed, in the sink", "committed records between log start and LSO"),

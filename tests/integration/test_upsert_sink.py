@@ -1,0 +1,203 @@
+"""State sinks (issue 51): upsert tables keyed by the record's key, in DuckDB, PostgreSQL and Delta, audited
+against the latest committed record per key on the session's broker (Apache Kafka 4.4).
+
+The source: one partition written by one transactional producer (transactions v2: one marker offset each):
+
+  txn A, committed: k1 {"v":1} @0, k2 {"v":1} @1, k3 {"v":1} @2, k4 {"v":1} @3, k5 {"v":1} @4; marker @5
+  txn B, aborted:   k2 {"v":99} @6; marker @7
+  txn C, committed: k1 {"v":2} @8, k4 tombstone @9, k5 {"v":2} @10; marker @11
+  txn D, open:      k3 {"v":7} @12 (held open for the module; the LSO stays 12)
+
+The planted table: k1 holds {"v":1} (stale: offset 0, one committed update behind offset 8), k2 {"v":99}
+(the aborted value of offset 6), k3 {"v":7} (the open transaction's value of offset 12), k4 {"v":1} (present
+after its tombstone at 9), k5 absent (missing: offset 10), k9 {"v":5} (no record has k9).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.helpers import eosctl
+
+pytestmark = pytest.mark.integration
+
+RECORDS = [  # (transaction, key, value or None: a tombstone)
+    ("A", "k1", {"v": 1}), ("A", "k2", {"v": 1}), ("A", "k3", {"v": 1}), ("A", "k4", {"v": 1}),
+    ("A", "k5", {"v": 1}), ("B", "k2", {"v": 99}), ("C", "k1", {"v": 2}), ("C", "k4", None),
+    ("C", "k5", {"v": 2}), ("D", "k3", {"v": 7}),
+]
+OFFSETS = [0, 1, 2, 3, 4, 6, 8, 9, 10, 12]
+# The planted table: key -> value (k5 has no row).
+TABLE = {"k1": {"v": 1}, "k2": {"v": 99}, "k3": {"v": 7}, "k4": {"v": 1}, "k9": {"v": 5}}
+
+EXPECTED = [  # (kind, partition, first_offset, last_offset, count, key, offsets, cause rule)
+    ("unknown_key", None, None, None, 1, "k9", None, "no_record"),
+    ("stale_value", 0, 0, 8, 1, "k1", [0, 8], "older_committed_value"),
+    ("aborted_value", 0, 6, 6, 1, "k2", [6, 1], "read_uncommitted"),
+    ("resurrected_key", 0, 9, 9, 1, "k4", [3, 9], "delete_not_applied"),
+    ("missing_key", 0, 10, 10, 1, "k5", [10], "never_written"),
+    ("uncommitted_value", 0, 12, 12, 1, "k3", [12, 2], "read_uncommitted"),
+]
+
+
+@pytest.fixture(scope="module")
+def source(bootstrap: str) -> Any:
+    """The topic, its records at OFFSETS, and transaction D left open until the module ends."""
+    topic = "upsert" + uuid.uuid4().hex[:8]
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{topic}-writer",
+                         "transaction.timeout.ms": 600_000})
+    producer.init_transactions(30)
+    got: list[int] = []
+    for txn in "ABCD":
+        producer.begin_transaction()
+        for t, key, value in RECORDS:
+            if t == txn:
+                producer.produce(topic, key=key.encode(),
+                                 value=None if value is None else json.dumps(value).encode(), partition=0,
+                                 on_delivery=lambda err, msg: got.append(-1 if err else msg.offset()))
+        producer.flush(30)
+        if txn == "B":
+            producer.abort_transaction(30)
+        elif txn != "D":
+            producer.commit_transaction(30)
+    assert got == OFFSETS
+    yield topic
+    producer.abort_transaction(30)
+
+
+def config(tmp_path: Path, bootstrap: str, topic: str, sink: str, group: str | None = None) -> Path:
+    path = tmp_path / "eosctl.toml"
+    path.write_text(f'[clusters.c]\nbootstrap_servers = "{bootstrap}"\n\n[pipelines.p]\n'
+                    f'source_topics = ["{topic}"]\n' + (f'group = "{group}"\n' if group else "")
+                    + f"\n[pipelines.p.sink]\nmode = \"upsert\"\n{sink}")
+    return path
+
+
+def audit(path: Path, *extra: str, env: dict[str, str] | None = None) -> tuple[int, dict]:
+    r = eosctl("audit", "-c", str(path), "--engine", "local", "--format", "json", *extra, env=env)
+    return r.exit_code, json.loads(r.stdout)
+
+
+def found(report: dict) -> list[tuple]:
+    return [(f["kind"], f["partition"], f["first_offset"], f["last_offset"], f["count"], f.get("key"),
+             f.get("offsets"), f["cause"]["rule"]) for f in report["findings"]]
+
+
+def duckdb_table(path: Path, table: dict[str, Any]) -> Path:
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE state (id VARCHAR PRIMARY KEY, v INTEGER)")
+    con.executemany("INSERT INTO state VALUES (?, ?)", [(k, v["v"]) for k, v in table.items()])
+    con.close()
+    return path
+
+
+def test_upsert_table_in_duckdb_gives_exactly_the_planted_findings(source, bootstrap, tmp_path):
+    db = duckdb_table(tmp_path / "state.duckdb", TABLE)
+    path = config(tmp_path, bootstrap, source, f'duckdb = "{db}"\ntable = "state"\nkey_column = "id"\n'
+                                               '[pipelines.p.sink.value_fields]\nv = "value.v"\n')
+    code, report = audit(path)
+    assert code == 1
+    assert found(report) == EXPECTED
+    by_kind = {f["kind"]: f for f in report["findings"]}
+    assert by_kind["stale_value"]["detail"] == ("sink holds 1; expected 2 (offset 8); it is the value of "
+                                                "offset 0")
+    assert by_kind["aborted_value"]["cause"]["transactions"][0]["outcome"] == "aborted"
+    assert by_kind["aborted_value"]["cause"]["transactions"][0]["marker_offset"] == 7
+    assert report["summary"]["findings"]["stale_value"] == 1
+    assert [r["rule"] for r in report["root_causes"]] == ["sink_reads_aborted", "lost_update",
+                                                          "delete_not_applied", "state_not_written",
+                                                          "unknown_keys"]
+    assert report["partitions"][0]["last_stable_offset"] == 12
+    for fmt in ("table", "junit", "html"):
+        out = eosctl("audit", "-c", str(path), "--engine", "local", "--format", fmt,
+                     "--out", str(tmp_path / f"report.{fmt}"))
+        assert out.exit_code == 1, out.output
+        text = (tmp_path / f"report.{fmt}").read_text()
+        assert all(kind in text for kind, *_ in EXPECTED), fmt
+        assert "lost_update" in text if fmt != "junit" else 'failures="6"' in text
+    junit = (tmp_path / "report.junit").read_text()
+    assert 'message="stale_value at offsets 0..8 (1): lost update: an older committed value over a newer ' \
+           'one"' in junit
+    assert "key k1; offsets 0, 8; sink holds 1; expected 2 (offset 8); it is the value of offset 0" in junit
+
+    # The table as the topic says: clean (k3's committed value is offset 2's, k4 gone, k5 at offset 10).
+    clean = duckdb_table(tmp_path / "clean.duckdb", {"k1": {"v": 2}, "k2": {"v": 1}, "k3": {"v": 1},
+                                                     "k5": {"v": 2}})
+    path = config(tmp_path, bootstrap, source, f'duckdb = "{clean}"\ntable = "state"\nkey_column = "id"\n'
+                                               '[pipelines.p.sink.value_fields]\nv = "value.v"\n')
+    code, report = audit(path)
+    assert (code, report["findings"], report["verdict"]) == (0, [], "pass")
+
+    # Keys only (no value columns): only what keys show: the resurrected, missing and unknown keys, and
+    # k2/k3, whose committed records make them expected.
+    path = config(tmp_path, bootstrap, source, f'duckdb = "{db}"\ntable = "state"\nkey_column = "id"\n')
+    code, report = audit(path)
+    assert [(f["kind"], f.get("key")) for f in report["findings"]] == [
+        ("unknown_key", "k9"), ("resurrected_key", "k4"), ("missing_key", "k5")]
+
+
+def test_the_sink_groups_committed_offsets_bound_what_it_should_hold(source, bootstrap, tmp_path):
+    """Committed at 8: offsets 8-10 are in flight (lag): k1 may hold offset 0's value, k4 its row; k5 must
+    still exist since offset 4."""
+    group = source + "-sink"
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    c.commit(offsets=[TopicPartition(source, 0, 8)], asynchronous=False)
+    c.close()
+    db = duckdb_table(tmp_path / "state.duckdb", TABLE)
+    sink = (f'duckdb = "{db}"\ntable = "state"\nkey_column = "id"\n'
+            '[pipelines.p.sink.value_fields]\nv = "value.v"\n')
+    path = config(tmp_path, bootstrap, source, sink, group=group)
+    code, report = audit(path)
+    assert code == 1
+    assert found(report) == [
+        ("unknown_key", None, None, None, 1, "k9", None, "no_record"),
+        ("missing_key", 0, 4, 4, 1, "k5", [4], "never_written"),
+        ("aborted_value", 0, 6, 6, 1, "k2", [6, 1], "read_uncommitted"),
+        ("uncommitted_value", 0, 12, 12, 1, "k3", [12, 2], "read_uncommitted"),
+    ]
+
+
+def test_upsert_table_in_postgres_with_a_jsonb_value_column(source, bootstrap, postgres, pg_db, tmp_path):
+    import psycopg
+
+    with psycopg.connect(pg_db, autocommit=True) as con:
+        con.execute("CREATE TABLE state (id text PRIMARY KEY, doc jsonb)")
+        for k, v in TABLE.items():
+            # jsonb reorders and respaces the JSON: compared by content
+            con.execute("INSERT INTO state VALUES (%s, %s::jsonb)", (k, json.dumps(v, indent=2)))
+    uri = pg_db.replace(postgres.password, "${EOSCTL_SINK_PASSWORD}")
+    path = config(tmp_path, bootstrap, source, f'postgres = "{uri}"\ntable = "state"\nkey_column = "id"\n'
+                                               'value_column = "doc"\n')
+    code, report = audit(path, env={"EOSCTL_SINK_PASSWORD": postgres.password})
+    assert code == 1
+    assert found(report) == EXPECTED
+    assert report["sink_read_point"]["kind"] == "postgres"
+    assert postgres.password not in json.dumps(report)
+
+
+def test_upsert_table_in_delta_keyed_by_key_fields_with_a_value_hash(source, bootstrap, tmp_path):
+    import hashlib
+
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    ids, hashes = zip(*((k, hashlib.md5(json.dumps(v).encode()).hexdigest()) for k, v in TABLE.items()),
+                      strict=True)
+    table = tmp_path / "state_delta"
+    write_deltalake(str(table), pa.table({"order_id": list(ids), "value_md5": list(hashes)}))
+    path = config(tmp_path, bootstrap, source, f'delta = "{table}"\nvalue_hash_column = "value_md5"\n'
+                                               '[pipelines.p.sink.key_fields]\norder_id = "key"\n')
+    code, report = audit(path)
+    assert code == 1
+    assert found(report) == EXPECTED
+    assert report["sink_read_point"]["kind"] == "delta"
