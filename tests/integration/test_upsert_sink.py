@@ -201,3 +201,73 @@ def test_upsert_table_in_delta_keyed_by_key_fields_with_a_value_hash(source, boo
     assert code == 1
     assert found(report) == EXPECTED
     assert report["sink_read_point"]["kind"] == "delta"
+
+
+# An aggregate table (mode = "aggregate") over a second topic: sum and count of value.n per key.
+#   txn A, committed: a 5 @0, a 7 @1, b 2 @2, a 11 @3; marker @4
+#   txn B, aborted:   a 40 @5; marker @6
+#   txn C, committed: a 13 @7, c 3 @8, c 4 @9, b 6 @10; marker @11
+AMOUNTS = [("A", "a", 5), ("A", "a", 7), ("A", "b", 2), ("A", "a", 11), ("B", "a", 40), ("C", "a", 13),
+           ("C", "c", 3), ("C", "c", 4), ("C", "b", 6)]
+
+
+@pytest.fixture(scope="module")
+def amounts(bootstrap: str) -> str:
+    topic = "folds" + uuid.uuid4().hex[:8]
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{topic}-writer"})
+    producer.init_transactions(30)
+    got: list[int] = []
+    for txn in "ABC":
+        producer.begin_transaction()
+        for t, key, n in AMOUNTS:
+            if t == txn:
+                producer.produce(topic, key=key.encode(), value=json.dumps({"n": n}).encode(), partition=0,
+                                 on_delivery=lambda err, msg: got.append(-1 if err else msg.offset()))
+        producer.flush(30)
+        (producer.abort_transaction if txn == "B" else producer.commit_transaction)(30)
+    assert got == [0, 1, 2, 3, 5, 7, 8, 9, 10]
+    return topic
+
+
+def fold_table(path: Path, rows: dict[str, int]) -> Path:
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE totals (k VARCHAR PRIMARY KEY, total BIGINT)")
+    con.executemany("INSERT INTO totals VALUES (?, ?)", list(rows.items()))
+    con.close()
+    return path
+
+
+def test_an_aggregate_table_with_a_double_count_and_a_loss(amounts, bootstrap, tmp_path):
+    # a: 36 committed, 54 found: offsets 1 and 3 (7 + 11) counted twice; b: 8 committed, 2 found: offset 10
+    # lost; c right; d no record has.
+    db = fold_table(tmp_path / "totals.duckdb", {"a": 54, "b": 2, "c": 7, "d": 1})
+    sink = (f'duckdb = "{db}"\ntable = "totals"\nmode = "aggregate"\nkey_column = "k"\n'
+            'aggregate = {fn = "sum", field = "value.n", column = "total"}\n')
+    path = tmp_path / "eosctl.toml"
+    path.write_text(f'[clusters.c]\nbootstrap_servers = "{bootstrap}"\n\n[pipelines.p]\n'
+                    f'source_topics = ["{amounts}"]\n\n[pipelines.p.sink]\n{sink}')
+    code, report = audit(path)
+    assert code == 1
+    assert [(f["kind"], f["first_offset"], f["last_offset"], f["count"], f.get("key"), f.get("offsets"),
+             f["cause"]["rule"], f.get("detail")) for f in report["findings"]] == [
+        ("unknown_key", None, None, 1, "d", None, "no_record", "sink holds 1"),
+        ("aggregate_mismatch", 1, 3, 2, "a", [1, 3], "counted_twice",
+         "expected 36 (sum(value.n) of 4 committed records up to offset 7), found 54: counted offsets 1, 3 "
+         "twice"),
+        ("aggregate_mismatch", 10, 10, 1, "b", [10], "missing_records",
+         "expected 8 (sum(value.n) of 2 committed records up to offset 10), found 2: missing offsets 10"),
+    ]
+    assert [r["rule"] for r in report["root_causes"]] == ["sink_skipped", "replay", "unknown_keys"]
+
+    # count: a counted with its aborted record (5, not 4)
+    db = fold_table(tmp_path / "counts.duckdb", {"a": 5, "b": 2, "c": 2})
+    path.write_text(path.read_text().replace(str(tmp_path / "totals.duckdb"), str(db))
+                    .replace('fn = "sum", field = "value.n"', 'fn = "count"'))
+    code, report = audit(path)
+    assert [(f["kind"], f["first_offset"], f.get("key"), f["cause"]["rule"]) for f in report["findings"]] == [
+        ("aggregate_mismatch", 5, "a", "counted_aborted")]
+    db = fold_table(tmp_path / "clean.duckdb", {"a": 4, "b": 2, "c": 2})
+    path.write_text(path.read_text().replace(str(tmp_path / "counts.duckdb"), str(db)))
+    assert audit(path)[0] == 0
