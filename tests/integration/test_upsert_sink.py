@@ -271,3 +271,25 @@ def test_an_aggregate_table_with_a_double_count_and_a_loss(amounts, bootstrap, t
     db = fold_table(tmp_path / "clean.duckdb", {"a": 4, "b": 2, "c": 2})
     path.write_text(path.read_text().replace(str(tmp_path / "counts.duckdb"), str(db)))
     assert audit(path)[0] == 0
+
+
+def test_explain_names_the_state_sinks_findings_at_an_offset(source, bootstrap, tmp_path):
+    db = duckdb_table(tmp_path / "state.duckdb", TABLE)
+    path = config(tmp_path, bootstrap, source, f'duckdb = "{db}"\ntable = "state"\nkey_column = "id"\n'
+                                               '[pipelines.p.sink.value_fields]\nv = "value.v"\n')
+
+    def at(offset: int) -> dict:
+        r = eosctl("explain", "-c", str(path), "--partition", "0", "--offset", str(offset),
+                   "--format", "json")
+        assert r.exit_code == 0, r.output
+        return json.loads(r.stdout)
+
+    doc = at(0)  # k1's first value, which the row still holds
+    assert (doc["sink"], doc["state"]["mode"]) == (None, "upsert")
+    assert [(f["kind"], f["key"]) for f in doc["state"]["findings"]] == [("stale_value", "k1")]
+    assert "The state sink: stale_value for key k1 (sink holds 1; expected 2 (offset 8)" in doc["summary"]
+    assert [(f["kind"], f["key"]) for f in at(6)["state"]["findings"]] == [("aborted_value", "k2")]
+    assert at(4)["state"]["findings"] == []  # k5's older value: the finding is at offset 10
+    assert "has no finding at this offset" in at(4)["summary"]
+    table = eosctl("explain", "-c", str(path), "--partition", "0", "--offset", "0")
+    assert table.exit_code == 0 and "stale_value for key k1" in table.stdout.replace("\n", " ")

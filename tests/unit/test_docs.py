@@ -621,7 +621,11 @@ def explain_documents() -> list[Any]:
             offset_document(Facts(log, 12)),
             # a MirrorMaker 2 replica pipeline (eosctl.inspection.failover.at_offset)
             offset_document(Facts(log, 4, replica={"topic": "src.orders", "copies": [3], "groups": [
-                {"group": "g", "source_committed": 5, "resume": 2, "outcome": "processed again"}]}))]
+                {"group": "g", "source_committed": 5, "resume": 2, "outcome": "processed again"}]})),
+            # a state sink (auditors.state through eosctl.commands.explain_cmd)
+            offset_document(Facts(log, 2, state={"sink": "s.duckdb", "mode": "upsert", "findings": [
+                {"kind": "stale_value", "key": "k1", "detail": "sink holds 1; expected 2 (offset 8)",
+                 "cause": "the row holds the value of committed offset ..."}]}))]
 
 
 def test_explain_json_is_documented() -> None:
