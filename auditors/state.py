@@ -30,7 +30,7 @@ from eosctl.rules import stateids as ids
 from eosctl.rules.upsert import StateRecord, StateRow, judge
 from eosctl.sink import frozen, shown
 from eosctl.sink.kafka_topic import records
-from eosctl.sink.state import read_rows, unsupported
+from eosctl.sink.state import read_rows, topic_rows, unsupported
 
 PHASE_SINK = "reading the state sink"
 PHASE_LOG = "reading the source topics' records"
@@ -50,10 +50,14 @@ def audit_state(target: Any, sink: Sink, *, progress: Progress = silent, fail_on
                  else "value_column" if sink.value_column else "value_hash_column")
     progress(Step(PHASE_SINK))
     t = time.monotonic()
-    with frozen(sink) as fixed:
-        raw, point = read_rows(fixed, [(c, key_key) for c in keys] + [(c, value_key) for c in values])
-    hashed = bool(sink.value_hash_column) and not sink.value_fields and sink.mode == "upsert"
-    rows = [_row(r, len(keys), values, hashed) for r in raw]
+    if sink.kafka_topic is not None:  # a compacted topic: its records, keyed and valued as the source's
+        pairs, point = topic_rows(sink)
+        rows = [_topic_row(sink, k, v, values) for k, v in pairs]
+    else:
+        with frozen(sink) as fixed:
+            raw, point = read_rows(fixed, [(c, key_key) for c in keys] + [(c, value_key) for c in values])
+        hashed = bool(sink.value_hash_column) and not sink.value_fields and sink.mode == "upsert"
+        rows = [_row(r, len(keys), values, hashed) for r in raw]
     progress(Step(PHASE_LOG))
     logs = scan_logs(target.cluster, target.topics)
     records = list(state_records(sink, logs, read_records(target.cluster, logs)))
@@ -88,6 +92,16 @@ def _row(r: tuple, nkeys: int, values: tuple[str, ...], hashed: bool) -> StateRo
     value = ids.row_tuple(r[nkeys:], hashed) if values else None
     return StateRow(ids.row_tuple(r[:nkeys]), value,
                     ids.value_text(values, value) if values else "a row (values not compared)")
+
+
+def _topic_row(sink: Sink, key: bytes | None, value: bytes | None, values: tuple[str, ...]) -> StateRow:
+    cache: dict[str, Any] = {}
+    if sink.mode == "aggregate":
+        fold = ids.topic_fold(sink, key, value)
+        return StateRow(ids.record_key(sink, key, value, cache), fold, ids.value_text(values, fold))
+    v = ids.record_value(sink, key, value, cache)
+    return StateRow(ids.record_key(sink, key, value, cache), v,
+                    ids.value_text(values, v) if v is not None else "a record (values not compared)")
 
 
 def scan_logs(cluster: Cluster, topics: Iterable[str]) -> dict[TP, PartitionLog]:

@@ -149,6 +149,17 @@ def record_value(sink: Sink, key: bytes | None, value: bytes | None,
     return None
 
 
+def topic_fold(sink: Sink, key: bytes | None, value: bytes | None) -> tuple[str | None, ...]:
+    """The fold a compacted topic's record holds (aggregate.column: "value", "value.PATH", or "value:long",
+    the 8 big-endian bytes of Kafka's LongSerializer, what a Streams count() writes)."""
+    column = sink.aggregate.column if sink.aggregate is not None else "value"
+    if column == "value:long":
+        if value is None or len(value) != 8:
+            return (None,)
+        return (str(int.from_bytes(value, "big", signed=True)),)
+    return (canon(_field(key, value, column, {})),)
+
+
 def row_tuple(row: Sequence[Any], hashed: bool = False) -> tuple[str | None, ...]:
     """A sink row's columns in canonical form (``hashed``: an md5 hex column, compared in lower case)."""
     out = tuple(canon(v) for v in row)

@@ -16,16 +16,36 @@ from eosctl.report.readpoint import ReadPoint
 from eosctl.sink.base import shown
 from eosctl.sink.sql import ident
 
-KINDS = ("duckdb", "parquet", "postgres", "delta")
+KINDS = ("duckdb", "parquet", "postgres", "delta", "kafka_topic")
 
 
 def unsupported(sink: Sink) -> str | None:
     """Why a state sink of this kind cannot be read, in one sentence; None if it can."""
     if any(getattr(sink, k) is not None for k in KINDS):
         return None
-    kind = "an Iceberg" if sink.iceberg else "a kafka_topic" if sink.kafka_topic else "this"
-    return (f"mode = {sink.mode!r} reads DuckDB, Parquet, PostgreSQL and Delta sinks, not {kind} sink; "
-            f"audit it with mode = \"offsets\"")
+    kind = "an Iceberg" if sink.iceberg else "this"
+    return (f"mode = {sink.mode!r} reads DuckDB, Parquet, PostgreSQL, Delta and kafka_topic sinks, not "
+            f"{kind} sink; audit it with mode = \"offsets\"")
+
+
+def topic_rows(sink: Sink) -> tuple[list[tuple[bytes | None, bytes]], ReadPoint]:
+    """A compacted topic (a KTable's output or changelog) as a state sink: per record key, its latest
+    committed record's (key, value) below the end offsets read first, as a compacted topic or a KTable
+    holds it; a tombstone deletes the key."""
+    from eosctl.sink.kafka_topic import end_offsets, now, records  # lazy: eosctl.sink.kafka_topic 40 ms
+
+    if sink.kafka_cluster is None or sink.kafka_topic is None:
+        raise SinkError("a kafka_topic state sink needs its cluster; check [pipelines.NAME.sink].cluster")
+    ends = end_offsets(sink.kafka_cluster, sink.kafka_topic)
+    at = now()
+    latest: dict[bytes | None, tuple[bytes | None, bytes | None]] = {}
+    what = f"the state topic {sink.kafka_topic}"
+    for m in records(sink.kafka_cluster, ends, read_committed=True, what=what):
+        latest[m.key()] = (m.key(), m.value())
+    rows = [(k, v) for k, v in latest.values() if v is not None]
+    point = ReadPoint("kafka_topic", sink.kafka_topic, {
+        "end_offsets": [{"partition": p, "offset": o} for (_, p), o in sorted(ends.items())], "read_at": at})
+    return rows, point
 
 
 def read_rows(sink: Sink, columns: Sequence[tuple[str, str]],

@@ -68,5 +68,5 @@ def test_the_audit_says_it_in_one_line_with_exit_2(tmp_path):
                       '[pipelines.p.sink]\niceberg = "c.n.t"\nmode = "upsert"\nkey_column = "k"\n')
     r = eosctl("audit", "-c", str(config), "--engine", "local")
     assert (r.exit_code, r.stderr.strip()) == (2, "eosctl: error: mode = 'upsert' reads DuckDB, Parquet, "
-                                                  "PostgreSQL and Delta sinks, not an Iceberg sink; audit it "
-                                                  "with mode = \"offsets\"")
+                                                  "PostgreSQL, Delta and kafka_topic sinks, not an Iceberg "
+                                                  "sink; audit it with mode = \"offsets\"")
