@@ -70,3 +70,16 @@ def test_the_audit_says_it_in_one_line_with_exit_2(tmp_path):
     assert (r.exit_code, r.stderr.strip()) == (2, "eosctl: error: mode = 'upsert' reads DuckDB, Parquet, "
                                                   "PostgreSQL, Delta and kafka_topic sinks, not an Iceberg "
                                                   "sink; audit it with mode = \"offsets\"")
+
+
+def test_a_command_that_reads_rows_at_offsets_refuses_a_state_sink_in_one_line(tmp_path):
+    import duckdb
+
+    db = tmp_path / "s.duckdb"
+    duckdb.connect(str(db)).execute("CREATE TABLE sink (k VARCHAR, v VARCHAR)").close()
+    config = tmp_path / "c.toml"
+    config.write_text(HEAD + f'[pipelines.p.sink]\nduckdb = "{db}"\nmode = "upsert"\nkey_column = "k"\n')
+    r = eosctl("ledger", "-c", str(config))
+    assert (r.exit_code, r.stderr.strip()) == (
+        2, "eosctl: error: [pipelines.p.sink] keeps state per key (mode = 'upsert'), not rows at offsets: "
+           "`eosctl audit` and `eosctl explain --offset` read it, this command does not")
