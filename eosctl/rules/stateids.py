@@ -174,9 +174,12 @@ def key_text(columns: Sequence[str], key: Sequence[str | None]) -> str:
 
 
 def value_text(columns: Sequence[str], value: Sequence[str | None] | None) -> str:
-    """A value for people, cut like ``shown``."""
+    """A value (canonical already: canon's output) for people, cut like ``shown``, never parsed again (one
+    per source record)."""
     if value is None:
         return "(not compared)"
     if len(columns) == 1:
-        return shown(value[0])
-    return shown(", ".join(f"{c}={'null' if v is None else v}" for c, v in zip(columns, value, strict=True)))
+        text = "null" if value[0] is None else value[0]
+    else:
+        text = ", ".join(f"{c}={'null' if v is None else v}" for c, v in zip(columns, value, strict=True))
+    return text if len(text) <= SHOWN_MAX else text[:SHOWN_MAX - 3] + "..."
