@@ -54,10 +54,13 @@ def audit_state(target: Any, sink: Sink, *, progress: Progress = silent, fail_on
         pairs, point = topic_rows(sink)
         rows = [_topic_row(sink, k, v, values) for k, v in pairs]
     else:
+        version = [(sink.version_column, "version_column")] if sink.version_column else []
         with frozen(sink) as fixed:
-            raw, point = read_rows(fixed, [(c, key_key) for c in keys] + [(c, value_key) for c in values])
+            raw, point = read_rows(fixed, [(c, key_key) for c in keys] + [(c, value_key) for c in values]
+                                   + version)
         hashed = bool(sink.value_hash_column) and not sink.value_fields and sink.mode == "upsert"
-        rows = [_row(r, len(keys), values, hashed) for r in raw]
+        rows = [_row(r[:len(r) - len(version)], len(keys), values, hashed, _int(r[-1]) if version else None)
+                for r in raw]
     progress(Step(PHASE_LOG))
     logs = scan_logs(target.cluster, target.topics)
     records = list(state_records(sink, logs, read_records(target.cluster, logs)))
@@ -88,10 +91,18 @@ def audit_state(target: Any, sink: Sink, *, progress: Progress = silent, fail_on
                              elapsed_seconds=time.monotonic() - t_start)
 
 
-def _row(r: tuple, nkeys: int, values: tuple[str, ...], hashed: bool) -> StateRow:
+def _row(r: tuple, nkeys: int, values: tuple[str, ...], hashed: bool, version: int | None) -> StateRow:
     value = ids.row_tuple(r[nkeys:], hashed) if values else None
     return StateRow(ids.row_tuple(r[:nkeys]), value,
-                    ids.value_text(values, value) if values else "a row (values not compared)")
+                    ids.value_text(values, value) if values else "a row (values not compared)", version)
+
+
+def _int(v: Any) -> int | None:
+    """A version column's value as an offset; None where it holds none (NULL, text that is no integer)."""
+    try:
+        return None if v is None or isinstance(v, bool) else int(v)
+    except (TypeError, ValueError):
+        return None
 
 
 def _topic_row(sink: Sink, key: bytes | None, value: bytes | None, values: tuple[str, ...]) -> StateRow:

@@ -312,7 +312,8 @@ def _state_sink(s: _Reader, path: Path, pipeline: str) -> dict[str, Any]:
                            "key_fields": _field_map(s, "key_fields", path),
                            "value_fields": _field_map(s, "value_fields", path),
                            "delete_values": (s.str_list("delete_values") if "delete_values" in s.table
-                                             else None)}
+                                             else None),
+                           "version_column": s.str("version_column", None)}
     agg = s.sub("aggregate")
     if agg is not None:
         fn = agg.str("fn", choices=set(AGGREGATE_FNS))
@@ -322,7 +323,8 @@ def _state_sink(s: _Reader, path: Path, pipeline: str) -> dict[str, Any]:
         if fn != "count" and not (field or "").startswith("value"):
             raise ConfigError(f"{path}: {where}.aggregate.field must name the value's JSON field the {fn} "
                               f"folds (\"value.PATH\"), got {field!r}")
-    state_keys = [k for k in ("key_fields", "value_fields", "delete_values", "aggregate") if k in s.table]
+    state_keys = [k for k in ("key_fields", "value_fields", "delete_values", "aggregate", "version_column")
+                  if k in s.table]
     if mode == "offsets" and state_keys:
         raise ConfigError(f"{path}: {where}.{state_keys[0]} is for a state sink; set {where}.mode = "
                           f"\"upsert\" or \"aggregate\", or remove it")

@@ -138,6 +138,9 @@ class Sink:
     # mode = "aggregate": the fold (fn: count | sum | min | max), the record value's JSON field it folds
     # (not for count) and the sink's column holding it.
     aggregate: Aggregate | None = None
+    # mode = "upsert": a column holding the source offset of the record each row was last written from; a
+    # row is then judged by that record (an older value is seen without value columns).
+    version_column: str | None = None
 
 
 @dataclass(frozen=True)

@@ -112,6 +112,9 @@ def _judge_row(fn: str, field: str | None, key: str, row: StateRow, h: Sequence[
                settled: Sequence[StateRecord], flight: Sequence[StateRecord],
                counted: Sequence[StateRecord]) -> Finding | None:
     found = number(row.value[0] if row.value else None)
+    if row.version is not None:  # the row says the last offset it folded: its own read point
+        settled = [r for r in h if r.status == COMMITTED and r.offset <= row.version]
+        flight, counted = [], [r for r in settled if _part(fn, r) is not None]
     want = fold(fn, settled)
     if same(found, want) or (want == 0 and found is None and fn == "count"):
         return None

@@ -14,7 +14,9 @@ A row's value is explained by the latest record of its key that carries it: an o
 the key's latest settled record deletes it is ``resurrected_key``; a value no record of the key has is
 ``value_mismatch``; a key no record has is ``unknown_key``; a key whose latest settled record is a value,
 without a row, is ``missing_key``. Without value columns only the keys are compared (an older value is then
-invisible). An intermediate value overwritten in time is invisible by design: the state is what users read.
+invisible), unless the sink names a version column (the source offset each row was written from): a
+row is then judged by the record at its version. An intermediate value overwritten in time is invisible by
+design: the state is what users read.
 """
 
 from __future__ import annotations
@@ -64,6 +66,9 @@ class StateRow:
     key: Key
     value: Value | None
     shown: str
+    # The source offset of the record the row was last written from (the sink's version_column); None:
+    # the sink names none, or the row holds none.
+    version: int | None = None
 
 
 @dataclass(frozen=True)
@@ -125,6 +130,18 @@ def judge(records: Iterable[StateRecord], rows: Iterable[StateRow], bounds: Mapp
 
 def _judge_row(key: str, row: StateRow, h: Sequence[StateRecord], settled: Sequence[StateRecord],
                flight: Sequence[StateRecord], exp: StateRecord | None) -> Finding | None:
+    held = _versioned(row, h)
+    if held is not None:  # the row says which record it holds: judged by that record
+        if row.value is not None and not held.delete and held.value != row.value:
+            return _mismatch(key, row, exp, h)
+        if held is exp or held in flight:
+            return None
+        if held.status != COMMITTED:
+            return _uncommitted(key, row, held, exp)
+        if exp is not None and exp.delete:
+            return _resurrected(key, row, exp, held)
+        if exp is not None:
+            return _stale(key, row, held, exp, len(settled) - 1 - list(settled).index(held))
     if row.value is None:  # keys only
         if (exp is not None and not exp.delete) or any(not r.delete for r in flight):
             return None
@@ -146,6 +163,13 @@ def _judge_row(key: str, row: StateRow, h: Sequence[StateRecord], settled: Seque
         behind = len(settled) - 1 - list(settled).index(match)
         return _stale(key, row, match, exp, behind)
     return _mismatch(key, row, exp, h)
+
+
+def _versioned(row: StateRow, h: Sequence[StateRecord]) -> StateRecord | None:
+    """The record of the key at the row's version (its source offset), if the row names one the key has."""
+    if row.version is None:
+        return None
+    return next((r for r in reversed(h) if r.offset == row.version), None)
 
 
 def _values(row: StateRow, exp: StateRecord | None) -> str:

@@ -145,6 +145,19 @@ def test_upsert_table_in_duckdb_gives_exactly_the_planted_findings(source, boots
     assert [(f["kind"], f.get("key")) for f in report["findings"]] == [
         ("unknown_key", "k9"), ("resurrected_key", "k4"), ("missing_key", "k5")]
 
+    # Keys and a version column (each row's source offset): the planted rows' offsets say it all again.
+    con = duckdb.connect(str(db))
+    con.execute("ALTER TABLE state ADD COLUMN src_offset BIGINT")
+    con.executemany("UPDATE state SET src_offset = ? WHERE id = ?",
+                    [(0, "k1"), (6, "k2"), (12, "k3"), (3, "k4"), (None, "k9")])
+    con.close()
+    path = config(tmp_path, bootstrap, source, f'duckdb = "{db}"\ntable = "state"\nkey_column = "id"\n'
+                                               'version_column = "src_offset"\n')
+    code, report = audit(path)
+    assert [(f["kind"], f.get("key"), f.get("offsets")) for f in report["findings"]] == [
+        ("unknown_key", "k9", None), ("stale_value", "k1", [0, 8]), ("aborted_value", "k2", [6, 1]),
+        ("resurrected_key", "k4", [3, 9]), ("missing_key", "k5", [10]), ("uncommitted_value", "k3", [12, 2])]
+
 
 def test_the_sink_groups_committed_offsets_bound_what_it_should_hold(source, bootstrap, tmp_path):
     """Committed at 8: offsets 8-10 are in flight (lag): k1 may hold offset 0's value, k4 its row; k5 must

@@ -862,7 +862,7 @@ VALID = {"bootstrap_servers": "h:1", "security_protocol": "SASL_SSL", "cluster":
          "sandbox_home": "/abs/.eosctl",
          # A state sink's keys, all in one config: an aggregate sink (eosctl.rules.upsert).
          "mode": "aggregate", "key_fields": {"k": "key"}, "value_fields": {"v": "value.amount"},
-         "aggregate": {"fn": "sum", "column": "total", "field": "value.amount"}}
+         "aggregate": {"fn": "sum", "column": "total", "field": "value.amount"}, "version_column": "ver"}
 # What a value of VALID is read into, where that is not the value itself.
 READ_AS = {"key_fields": (("k", "key"),), "value_fields": (("v", "value.amount"),),
            "aggregate": config_mod.Aggregate("sum", "total", "value.amount")}

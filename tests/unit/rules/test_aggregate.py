@@ -58,3 +58,12 @@ def test_missing_and_unknown_keys():
     assert [(f[0], f[4], f[6]) for f in found("sum", LOG, {"b": "2", "z": "1"})] == [
         ("unknown_key", "z", "sink holds 1"),
         ("missing_key", "a", "no row; expected sum(value.n) 53 (up to offset 125)")]
+
+
+def test_a_version_column_is_the_rows_own_read_point():
+    rows = [StateRow(("a",), ("23",), "23", 122), StateRow(("b",), ("2",), "2", 123)]
+    judged = judge(LOG, rows, {(T, 0): 1000}, "sum", field="value.n", shown_key=lambda k: k[0])
+    assert judged.findings == []  # a folded up to offset 122: 5 + 7 + 11
+    rows[0] = StateRow(("a",), ("30",), "30", 122)
+    [f] = judge(LOG, rows, {(T, 0): 1000}, "sum", field="value.n", shown_key=lambda k: k[0]).findings
+    assert (f.kind, f.cause.rule, f.offsets) == ("aggregate_mismatch", "counted_twice", (121,))

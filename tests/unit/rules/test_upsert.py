@@ -77,3 +77,23 @@ def test_a_key_in_several_partitions_is_ordered_by_timestamp():
     log = [rec(0, "a", "late", partition=0, ts=300), rec(0, "a", "early", partition=1, ts=100)]
     assert found(log, [row("a", "late")]) == []
     assert found(log, [row("a", "early")]) == [("stale_value", 0, 0, 0, 1, "a", (0, 0))]
+
+
+def test_a_version_column_names_the_record_a_row_holds():
+    log = [rec(0, "a", "1"), rec(1, "a", "1"), rec(2, "a", "2"), rec(3, "b", "x"),
+           rec(4, "b", "y", "aborted"), rec(5, "c", "z"), rec(6, "c", None)]
+
+    def versioned(key: str, version: int, value: str | None = None) -> StateRow:
+        return StateRow((key,), None if value is None else (value,), value or "a row", version)
+
+    # keys only: the version says a holds offset 0, two committed updates behind; b an aborted record's
+    assert found(log, [versioned("a", 0), versioned("b", 4), versioned("c", 5)]) == [
+        ("stale_value", 0, 0, 2, 2, "a", (0, 2)), ("aborted_value", 0, 4, 4, 1, "b", (4, 3)),
+        ("resurrected_key", 0, 6, 6, 1, "c", (5, 6))]
+    # a value repeated: the version tells offset 1 from offset 0
+    assert found(log, [versioned("a", 1, "1"), versioned("b", 3, "x")]) == [
+        ("stale_value", 0, 1, 2, 1, "a", (1, 2))]
+    # the row's value is not its version's record's
+    assert found(log, [versioned("a", 2, "1"), versioned("b", 3, "x")]) == [
+        ("value_mismatch", 0, 2, 2, 1, "a", (2,))]
+    assert found(log, [versioned("a", 2), versioned("b", 3)]) == []
