@@ -180,24 +180,6 @@ def test_the_sink_groups_committed_offsets_bound_what_it_should_hold(source, boo
     ]
 
 
-def test_upsert_table_in_postgres_with_a_jsonb_value_column(source, bootstrap, postgres, pg_db, tmp_path):
-    import psycopg
-
-    with psycopg.connect(pg_db, autocommit=True) as con:
-        con.execute("CREATE TABLE state (id text PRIMARY KEY, doc jsonb)")
-        for k, v in TABLE.items():
-            # jsonb reorders and respaces the JSON: compared by content
-            con.execute("INSERT INTO state VALUES (%s, %s::jsonb)", (k, json.dumps(v, indent=2)))
-    uri = pg_db.replace(postgres.password, "${EOSCTL_SINK_PASSWORD}")
-    path = config(tmp_path, bootstrap, source, f'postgres = "{uri}"\ntable = "state"\nkey_column = "id"\n'
-                                               'value_column = "doc"\n')
-    code, report = audit(path, env={"EOSCTL_SINK_PASSWORD": postgres.password})
-    assert code == 1
-    assert found(report) == EXPECTED
-    assert report["sink_read_point"]["kind"] == "postgres"
-    assert postgres.password not in json.dumps(report)
-
-
 def test_upsert_table_in_delta_keyed_by_key_fields_with_a_value_hash(source, bootstrap, tmp_path):
     import hashlib
 
