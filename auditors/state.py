@@ -44,6 +44,10 @@ def audit_state(target: Any, sink: Sink, *, progress: Progress = silent, fail_on
     problem = unsupported(sink)
     if problem is not None:
         raise ConfigError(problem)
+    offsets_only = [k for k in ("retention", "dlq_topic", "route") if getattr(sink, k, None) is not None]
+    if offsets_only:
+        raise ConfigError(f"{offsets_only[0]} judges a sink of offsets; a state sink (mode = {sink.mode!r}) "
+                          f"has none: remove it")
     keys, values = ids.key_columns(sink), ids.value_columns(sink)
     key_key = "key_fields" if sink.key_fields else "key_column"
     value_key = ("aggregate.column" if sink.mode == "aggregate" else "value_fields" if sink.value_fields

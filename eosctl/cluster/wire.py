@@ -308,6 +308,36 @@ class WireClient:
             self.forget_leaders()
             time.sleep(0.1 * 2**attempt)
 
+    def offsets_for_time(self, tps: Iterable[TP], timestamp_ms: int) -> dict[TP, int | None]:
+        """Each partition's first offset whose record timestamp is at or after ``timestamp_ms`` (ListOffsets
+        by timestamp, KIP-79: the broker looks it up in its time index; up to the high watermark), None
+        where no record is that new (a consumer's offsetsForTimes answers null there too)."""
+        wanted = list(dict.fromkeys(tps))
+        attempt = 0
+        while True:
+            by_leader: dict[int, list[TP]] = defaultdict(list)
+            for tp in wanted:
+                by_leader[self.leader(*tp)].append(tp)
+            calls = [(node, _list_offsets(parts, timestamp_ms, READ_UNCOMMITTED, min_version=1))
+                     for node, parts in by_leader.items()]
+            got: dict[TP, int | None] = {}
+            failed = None
+            for response in self._send_all(calls):
+                for t in response.topics:
+                    for p in t.partitions:
+                        if p.error_code:
+                            failed = (t.name, p.partition_index, Errors.for_code(p.error_code))
+                        got[(t.name, p.partition_index)] = p.offset if p.offset >= 0 else None
+            if failed is None:
+                return {tp: got.get(tp) for tp in wanted}
+            topic, partition, error = failed
+            attempt += 1
+            if not getattr(error, "retriable", False) or attempt == METADATA_ATTEMPTS:
+                raise BrokerError(f"ListOffsets by timestamp for {topic}-{partition} failed: "
+                                  f"{denied(error, 'ListOffsets', topic) or error.__name__}")
+            self.forget_leaders()
+            time.sleep(0.1 * 2**attempt)
+
     def log_sizes(self, tps: Iterable[TP]) -> dict[TP, int]:
         """Bytes of each partition's log on its leader (DescribeLogDirs, KIP-113: the sum of its segment
         files, log start to log end); {} where the broker does not answer it (unsupported, not allowed)."""
@@ -608,7 +638,7 @@ def _topic_id(value: object) -> str | None:
     return text if text.strip("0-") else None
 
 
-def _list_offsets(parts: list[TP], spec: int, isolation: int) -> ListOffsetsRequest:
+def _list_offsets(parts: list[TP], spec: int, isolation: int, min_version: int = 0) -> ListOffsetsRequest:
     by_topic: dict[str, list[ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition]] = defaultdict(list)
     for topic, partition in parts:
         by_topic[topic].append(ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
@@ -616,7 +646,8 @@ def _list_offsets(parts: list[TP], spec: int, isolation: int) -> ListOffsetsRequ
     return ListOffsetsRequest(
         replica_id=-1, isolation_level=isolation,
         topics=[ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=ps) for t, ps in by_topic.items()],
-        min_version=ListOffsetsRequest.min_version_for_isolation_level(isolation),
+        # A timestamp lookup needs v1 (v0 answers a list of segment offsets, not the offset of a time).
+        min_version=max(min_version, ListOffsetsRequest.min_version_for_isolation_level(isolation)),
     )
 
 

@@ -189,7 +189,9 @@ class _Auditor:
         # lazy: auditors 94 ms at start-up
         import auditors  # only when an audit runs (--audit-every 0 never loads the engines)
 
-        if self.states is None or not sink.duckdb or (target.pipeline is not None and target.pipeline.hops):
+        # A sink with a retention, a DLQ or a route is audited in full (the incremental audit judges none).
+        if self.states is None or not sink.duckdb or (target.pipeline is not None and target.pipeline.hops) \
+                or sink.retention or sink.dlq_topic or sink.route:
             return auditors.audit(target, sink, **kwargs)
         from auditors.incremental import audit_incremental  # lazy: auditors.incremental 10 ms to import
 

@@ -70,6 +70,12 @@ ROOT_RULES = {
                              "writes before it commits (at-least-once), and a restart writes them again",
     "reordered": "a replica holds records in another order than its source: its producer reordered retried "
                  "batches (neither idempotent nor limited to one request in flight)",
+    "dead_lettered_and_written": "committed records are in the sink and in its dead-letter queue: the writer "
+                                 "dead-lettered records it had written, or wrote them again on a retry",
+    "dead_lettered_twice": "records were dead-lettered more than once: the DLQ's producer is not "
+                           "transactional (Kafka Connect's), and a restarted task sent them again",
+    "routed_wrong": "the sink holds records its route does not select: the stage routed them to the wrong "
+                    "sink, or the route in the config is not the stage's",
     "lost_update": "a state sink holds older committed values over newer ones: a replay from an older offset "
                    "or a reordered retry overwrote the latest state (upserts without a version check)",
     "delete_not_applied": "a state sink holds keys their latest committed record deletes: deletes are not "
@@ -100,7 +106,7 @@ def root_rule(f: Explained) -> str:
     """Which root cause explains a finding."""
     c = f.cause
     kind = KEY_KINDS.get(f.kind, f.kind)
-    if kind in ("phantom_aborted", "phantom_uncommitted", "phantom_marker", "aborted_value",
+    if kind in ("phantom_aborted", "phantom_uncommitted", "phantom_marker", "dlq_aborted", "aborted_value",
                 "uncommitted_value"):
         return "sink_reads_aborted"
     if kind == "gap":
@@ -128,9 +134,10 @@ _AGGREGATE_ROOT = {"counted_aborted": "sink_reads_aborted", "counted_twice": "re
                    "missing_records": "sink_skipped", "unexplained_difference": "state_differs"}
 _BY_KIND = {"duplicate": "replay", "offset_mismatch": "offsets_disagree", "invalid_row": "invalid_rows",
             "ahead_of_commit": "written_before_commit", "out_of_order": "reordered",
-            "stale_value": "lost_update", "resurrected_key": "delete_not_applied",
-            "missing_key": "state_not_written", "unknown_key": "unknown_keys",
-            "value_mismatch": "state_differs"}
+            "sink_and_dlq": "dead_lettered_and_written", "dlq_duplicate": "dead_lettered_twice",
+            "misrouted": "routed_wrong", "stale_value": "lost_update",
+            "resurrected_key": "delete_not_applied", "missing_key": "state_not_written",
+            "unknown_key": "unknown_keys", "value_mismatch": "state_differs"}
 
 
 def root_causes(findings: Sequence[Explained]) -> list[RootCause]:

@@ -18,7 +18,7 @@ import re
 import tomllib
 from collections import defaultdict
 from contextlib import nullcontext
-from dataclasses import fields
+from dataclasses import fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
@@ -43,6 +43,7 @@ from eosctl.cluster.model import (
 from eosctl.commands import txns_cmd
 from eosctl.config import file as configfile
 from eosctl.config import model as config_mod
+from eosctl.config.policy import Level, Waiver
 from eosctl.config.target import Target
 from eosctl.inspection import capture as capture_mod
 from eosctl.inspection.capture import Capture
@@ -51,7 +52,11 @@ from eosctl.inspection.ledger import Ledger, LedgerFlag, PartitionLedger
 from eosctl.output.lag import lag_document
 from eosctl.output.log import log_document
 from eosctl.report.findings import KINDS, STATE_KINDS, AuditReport, Finding, PartitionSummary
+from eosctl.report.policy import apply_policy
 from eosctl.report.readpoint import ReadPoint
+from eosctl.report.window import PartitionWindow, WindowSpec, parse_bound
+from eosctl.rules.deadletter import DLQ_KINDS
+from eosctl.rules.rule import audit_partition
 from eosctl.txn.opentxn import OpenTxn
 from eosctl.txn.producers import DESCRIBE_PRODUCERS, LOG_SCAN, ProducerRow, ProducersReport
 from eosctl.txn.transactions import AbortPlan, Hanging, HangingReport, TxnInfo
@@ -279,6 +284,14 @@ def findings_of_every_kind() -> list[Finding]:
             out.extend(out_of_order(frozen))
         elif kind == "content_mismatch":
             out.extend(content_findings())
+        elif kind == "misrouted":  # made by the sweep of a sink with a route (eosctl.config.route)
+            from eosctl.rules.reconcile import reconcile_partition
+
+            out.extend(reconcile_partition(partition_log(), [(0, 2, 1)], routed_out=[(1, 1)])[1])
+        elif kind in DLQ_KINDS:  # made with the sink's dead-letter queue (eosctl.rules.deadletter)
+            log = plog_with_dlq()
+            out.extend(f for f in audit_partition("orders", 0, log, iter([(0, 0, 1)]), dead_lettered=[
+                (0, 1), (1, 2), (4, 1)], dlq_topic="orders.dlq")[1] if f.kind == kind)
         elif kind in STATE_KINDS:
             out.extend(f for f in state_findings() if f.kind == kind)
         else:
@@ -294,6 +307,20 @@ def findings_of_every_kind() -> list[Finding]:
     duplicate = next(f for f in explained if f.kind == "duplicate")
     ordered = with_write_order(duplicate, "sink_batch", (4, 4, 9, 9))  # with sink.order_column
     return [*explained, replace(aborted, first_offset=6, last_offset=6, cause=many), ordered]
+
+
+DLQ_SAMPLES = [{"topic": "orders.dlq", "records": 3, "dead_lettered": 1,
+                "by_exception": [{"exception": "org.apache.kafka.connect.errors.DataException",
+                                  "records": 2}],
+                "conventions": {"connect": 2}, "unreadable": 1, "other_partitions": 0},
+               {"topic": "orders.dlq", "records": 1, "dead_lettered": 0,
+                "by_exception": [{"exception": "java.lang.ArithmeticException", "records": 1}],
+                "conventions": {"streams": 1}, "unreadable": 0, "other_partitions": 1}]
+
+
+def plog_with_dlq() -> PartitionLog:
+    """partition_log()'s offsets, for the DLQ's findings: 0..2 committed, 4..5 aborted."""
+    return partition_log()
 
 
 def content_findings() -> list[Finding]:
@@ -319,19 +346,22 @@ def content_findings() -> list[Finding]:
 
 
 def audit_report(engine: dict[str, Any], findings: list[Finding],
-                 read_point: ReadPoint | None = None) -> AuditReport:
+                 read_point: ReadPoint | None = None, window: WindowSpec | None = None) -> AuditReport:
     from eosctl.report.findings import Hop, LogSegment
 
     # The log segments only when there are findings: the sample without findings must show them optional.
     segments = (LogSegment("ABORTED", 10, 19, 10), LogSegment("MARKER", 20, 20, 1)) if findings else None
-    parts = [PartitionSummary("orders", 0, 0, 40, 41, 35, 36, 1, log_segments=segments),
+    parts = [PartitionSummary("orders", 0, 0, 40, 41, 35, 36, 1, log_segments=segments,
+                              window=PartitionWindow(5, 30, 8) if window else None, outside_window=3,
+                              expired=2, dead_lettered=1 if window else None,
+                              filtered=4 if window else None),
              PartitionSummary("ghost", 0, 0, 0, 0, 0, 2, exists=False)]
     # The full sample is a pipeline audited hop by hop (stage, then sink); the other one hop.
     hops = [Hop("p.stage", ("raw",), "orders (hop_rows)", "stage", "pass", 0, 0),
             Hop("p", ("orders", "ghost"), "/s/sink.duckdb (orders_sink)", "g", "fail", len(findings), 1)]
     return AuditReport.build(parts, findings, ("gap", "duplicate"), sink="/s/sink.duckdb (orders_sink)",
                              sink_read_point=read_point, group="g", engine=engine, elapsed_seconds=1.2345,
-                             hops=hops if findings else [])
+                             hops=hops if findings else [], window=window)
 
 
 def _function(path: Path, name: str) -> ast.FunctionDef:
@@ -521,7 +551,21 @@ def test_audit_json_is_documented() -> None:
               ReadPoint("delta", "/s/orders", {"version": 7, "offsets_version": 3}),
               ReadPoint("iceberg", "cat.ns.orders", {"snapshot_id": "2031503060490796608",
                                                      "offsets_snapshot_id": "1091317149685680103"})]
+    windows = [WindowSpec(parse_bound("2026-11-30"), parse_bound("orders:0=30"), "7d", 7 * 86400.0, NOW_MS),
+               WindowSpec(parse_bound("orders:0=5"), parse_bound("2026-12-01T00:00Z"))]
+    waiver = Waiver("orders", "gap", "accepted", None, None, None, "INC-1", "2026-12-31", NOW_MS + 1)
+    policed = apply_policy(audit_report(full, findings_of_every_kind(), points[0]),
+                           [waiver, Waiver("ghost", "gap", "none matched", 0, 1, 2)],
+                           [Level("duplicate", 1, 5)], NOW_MS)
+    from eosctl.report.findings import merge_sinks
+
+    routed = merge_sinks([("a", audit_report(least, findings_of_every_kind()[:1])),
+                          ("b", audit_report(least, []))], ("orders",))
     docs = [json.loads(render(audit_report(full, findings_of_every_kind(), points[0]), "json")),
+            json.loads(render(routed, "json")),
+            json.loads(render(policed, "json")),
+            *(json.loads(render(replace(audit_report(least, [], None, w), dlq=dlq), "json"))
+              for w, dlq in zip(windows, DLQ_SAMPLES, strict=True)),
             json.loads(render(audit_report(least, []), "json")),
             *(json.loads(render(audit_report(least, [], p), "json")) for p in points[1:])]
     check_json("`eosctl audit`", docs)
@@ -595,7 +639,12 @@ def test_producers_json_is_documented(offline: pytest.MonkeyPatch) -> None:
 
 
 def test_log_json_is_documented() -> None:
+    from eosctl.cluster.records import Record
+
+    shown = [Record(0, b"o-1", b"v", 1_700_000_000_000, "lz4"),
+             Record(1, None, None, 1_700_000_000_001, "lz4")]
     check_json("`eosctl log`", [log_document(partition_log(), (0, 9, True)),
+                                log_document(partition_log(), (0, 9, True), shown),
                                 log_document(partition_log(batches=False), None)])
 
 
@@ -639,8 +688,14 @@ def test_explain_json_is_documented() -> None:
                     for p, opt in optional_flags(documented("json.md", "`eosctl audit`")).items()
                     if p.startswith("findings[].")}
     report = audit_report(engines()[0], findings_of_every_kind())
+    waived = apply_policy(report, [Waiver("orders", "gap", "accepted")], at_ms=NOW_MS)
+    from eosctl.report.findings import merge_sinks
+
+    routed = merge_sinks([("a", report), ("b", audit_report(engines()[1], []))], ("orders",))
     check_json("`eosctl explain` (a report)", [report_document(report, "r.json"),
-                                              report_document(audit_report(engines()[1], []), "r.json")],
+                                              report_document(audit_report(engines()[1], []), "r.json"),
+                                              report_document(waived, "r.json"),
+                                              report_document(routed, "r.json")],
                audit_fields)
 
 
@@ -819,14 +874,16 @@ def test_manifest_is_documented() -> None:
 
 # ---- config -----------------------------------------------------------------------------------------------
 
+# sinks: the [pipelines.NAME.sinks.LABEL] tables (docs/config.md says they take the sink's keys); label: a
+# sink's LABEL there.
 SECTIONS = {"clusters.NAME": (config_mod.Cluster, {"name"}), "pipelines.NAME": (config_mod.Pipeline,
-                                                                                 {"name", "sink"}),
+                                                                                 {"name", "sink", "sinks"}),
             # frozen_from, at, files and offsets_files are set by eosctl.sink.frozen(), never by a config
             # kafka_cluster is the resolved [clusters.NAME] of a kafka_topic sink's `cluster`
             # (eosctl.config.target)
             "pipelines.NAME.sink": (config_mod.Sink, {"frozen_from", "at", "files", "offsets_files",
                                                       "kafka_cluster", "stage_group", "stage_cluster",
-                                                      "stage_topics"}),
+                                                      "stage_topics", "label"}),
             "spark": (config_mod.Spark, set())}
 
 
@@ -859,7 +916,7 @@ VALID = {"bootstrap_servers": "h:1", "security_protocol": "SASL_SSL", "cluster":
          # Paths as given only when absolute (a relative one resolves against the config's directory).
          "ssl_ca_location": "/abs/ca.pem", "ssl_certificate_location": "/abs/cert.pem",
          "ssl_key_location": "/abs/key.pem", "master": "local[2]", "driver_memory": "1g",
-         "sandbox_home": "/abs/.eosctl",
+         "sandbox_home": "/abs/.eosctl", "retention": "7d", "route": "header:type=A",
          # A state sink's keys, all in one config: an aggregate sink (eosctl.rules.upsert).
          "mode": "aggregate", "key_fields": {"k": "key"}, "value_fields": {"v": "value.amount"},
          "aggregate": {"fn": "sum", "column": "total", "field": "value.amount"}, "version_column": "ver"}
