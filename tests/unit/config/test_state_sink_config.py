@@ -83,3 +83,17 @@ def test_a_command_that_reads_rows_at_offsets_refuses_a_state_sink_in_one_line(t
     assert (r.exit_code, r.stderr.strip()) == (
         2, "eosctl: error: [pipelines.p.sink] keeps state per key (mode = 'upsert'), not rows at offsets: "
            "`eosctl audit` and `eosctl explain --offset` read it, this command does not")
+
+
+def test_what_judges_offsets_is_refused_for_a_state_sink(tmp_path):
+    import duckdb
+
+    db = tmp_path / "s.duckdb"
+    duckdb.connect(str(db)).execute("CREATE TABLE sink (k VARCHAR, v VARCHAR)").close()
+    config = tmp_path / "c.toml"
+    config.write_text(HEAD + f'[pipelines.p.sink]\nduckdb = "{db}"\nmode = "upsert"\nkey_column = "k"\n'
+                      'retention = "7d"\n')
+    r = eosctl("audit", "-c", str(config), "--engine", "local")
+    assert (r.exit_code, r.stderr.strip()) == (
+        2, "eosctl: error: retention judges a sink of offsets; a state sink (mode = 'upsert') has none: "
+           "remove it")
