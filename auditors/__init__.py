@@ -17,6 +17,7 @@ from auditors import engine
 from auditors.engine import ENGINES, EngineOptions
 from auditors.plan import AuditInput
 from auditors.sources import KafkaSource
+from eosctl.base.errors import ConfigError
 from eosctl.base.progress import Progress, silent
 from eosctl.config.values import duration_seconds
 from eosctl.report.findings import KINDS, AuditReport, merge_hops, merge_sinks
@@ -33,6 +34,13 @@ def audit(target: Target, sink: Sink, *, options: EngineOptions, progress: Progr
     """Audit ``sink`` against the target's cluster, topics and group (offset_mismatch needs the group and
     the sink's offsets table). ``started``: time.monotonic() at the command's start, for elapsed_seconds.
     ``window``: judge only it (--since/--until); a sink with a retention is judged with it too."""
+    if sink.mode != "offsets":  # a state sink: keyed by the record's key, no offsets (auditors.state)
+        from auditors.state import audit_state  # lazy: auditors.state 20 ms to import
+
+        if window is not None:
+            raise ConfigError("--since/--until judge a window of offsets; a state sink (mode = "
+                              f"{sink.mode!r}) is judged whole: drop them")
+        return audit_state(target, sink, progress=progress, fail_on=fail_on, started=started)
     inp = AuditInput(source=KafkaSource(target.cluster), sink=sink, topics=target.topics,
                      cluster=target.cluster, group=target.group, fail_on=fail_on,
                      content_check=options.content_check, window=with_retention(window, sink))

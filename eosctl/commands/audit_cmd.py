@@ -207,6 +207,9 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
     if incremental:
         sink, _ = sink_of(target, sink_duckdb, sink_parquet, sink_table)
         sink = replace(sink, **overrides)
+        if sink.mode != "offsets":
+            raise click.UsageError(f"--incremental audits a sink of offsets; this sink keeps state per key "
+                                   f"(mode = {sink.mode!r}), audited whole: drop --incremental")
         if content_check and not sink.key_column:
             raise click.UsageError("--content-check compares each row's key with its record's: name the key "
                                    "column (--key-column, or key_column in the config's sink)")

@@ -124,10 +124,13 @@ def _offset(config: str | None, pipeline: str | None, bootstrap: str | None, top
     hop = _hop_reading(target, topic)
     if hop is not None:  # a pipeline hop by hop: the hop that reads the topic has its sink and group
         target = resolve(config, hop, bootstrap, (topic,), group, need_topics=True)
-    sink_at = None
+    sink_at = state = None
     if (target.pipeline and target.pipeline.sink) or sink_duckdb or sink_parquet:
         sink, where = sink_of(target, sink_duckdb, sink_parquet, sink_table)
-        sink_at = _sink_at(sink, where, topic, partition, offset)  # the sink first, then Kafka
+        if sink.mode != "offsets":  # a state sink has no rows at offsets: its audit's findings here
+            state = _state_at(target, sink, topic, partition, offset)
+        else:
+            sink_at = _sink_at(sink, where, topic, partition, offset)  # the sink first, then Kafka
     with WireClient(target.cluster) as client:
         client.leader(topic, partition)  # a missing topic or partition is one clear line
         log = scan_partition(client, topic, partition)
@@ -150,7 +153,8 @@ def _offset(config: str | None, pipeline: str | None, bootstrap: str | None, top
     mirror = replica_sink(target.pipeline.sink if target.pipeline else None)
     if mirror is not None:
         replica = at_offset(mirror, partition, offset, [target.group] if target.group else None)
-    return offset_document(Facts(log, offset, batch, target.group, committed, sink_at, replica=replica))
+    return offset_document(Facts(log, offset, batch, target.group, committed, sink_at, replica=replica,
+                                 state=state))
 
 
 def _hop_reading(target: Any, topic: str) -> str | None:
@@ -161,6 +165,24 @@ def _hop_reading(target: Any, topic: str) -> str | None:
         return None
     readers = [h for h in pipe.hops if topic in cfg.pipelines[h].source_topics]
     return readers[0] if len(readers) == 1 else None
+
+
+def _state_at(target: Any, sink: Any, topic: str, partition: int, offset: int) -> dict[str, Any]:
+    """A state sink's audit findings whose offsets include this one (the record the row holds, the one it
+    should hold, or those a fold's difference is explained by)."""
+    from auditors.state import audit_state  # lazy: auditors.state 60 ms to import
+    from eosctl.sink import shown  # lazy: eosctl.sink 51 ms at start-up
+
+    report = audit_state(target, sink)
+    here = []
+    for f in report.findings:
+        if f.topic != topic or f.partition != partition or f.first_offset is None or f.last_offset is None:
+            continue
+        offsets = f.offsets if f.offsets is not None else range(f.first_offset, f.last_offset + 1)
+        if offset in offsets:
+            here.append({"kind": f.kind, "key": f.key, "detail": f.detail,
+                         "cause": f.cause.summary if f.cause is not None else None})
+    return {"sink": shown(sink), "mode": sink.mode, "findings": here}
 
 
 def _sink_at(sink: Any, where: str, topic: str, partition: int, offset: int) -> Any:

@@ -16,6 +16,7 @@ from eosctl.base.files import CONFIG_MAX_BYTES, input_problem, shown
 from eosctl.config import redaction
 from eosctl.config.model import (
     SANDBOX,
+    Aggregate,
     Cluster,
     Config,
     Pipeline,
@@ -324,6 +325,7 @@ def _sink(s: _Reader, pipeline: str, path: Path, clusters: dict[str, Cluster], k
         retention=s.str("retention", None),
         dlq_topic=s.str("dlq_topic", None),
         route=s.str("route", None),
+        **_state_sink(s, path, f"pipelines.{pipeline}.{key}"),
     )
     s.done()
     if sink.retention is not None and not duration_seconds(sink.retention):
@@ -347,6 +349,67 @@ def _sink(s: _Reader, pipeline: str, path: Path, clusters: dict[str, Cluster], k
     return replace(sink, **{k: local_path(getattr(sink, k), path)
                             for k in ("duckdb", "parquet", "delta", "spark_checkpoint")
                             if getattr(sink, k) is not None})
+
+
+# ---- state sinks (issue 51): mode, key_fields, value_fields, delete_values, aggregate -------------------
+SINK_MODES = ("offsets", "upsert", "aggregate")
+AGGREGATE_FNS = ("count", "sum", "min", "max")
+
+
+def _state_sink(s: _Reader, path: Path, where: str) -> dict[str, Any]:
+    """The keys of a sink that keeps state per key (eosctl.rules.upsert), checked against each other;
+    ``where``: the sink's table ("pipelines.NAME.sink", or "pipelines.NAME.sinks.LABEL")."""
+    mode = s.str("mode", "offsets", choices=set(SINK_MODES))
+    out: dict[str, Any] = {"mode": mode,
+                           "key_fields": _field_map(s, "key_fields", path),
+                           "value_fields": _field_map(s, "value_fields", path),
+                           "delete_values": (s.str_list("delete_values") if "delete_values" in s.table
+                                             else None),
+                           "version_column": s.str("version_column", None)}
+    agg = s.sub("aggregate")
+    if agg is not None:
+        fn = agg.str("fn", choices=set(AGGREGATE_FNS))
+        field = agg.str("field", None)
+        out["aggregate"] = Aggregate(fn=fn, column=agg.str("column"), field=field)
+        agg.done()
+        if fn != "count" and not (field or "").startswith("value"):
+            raise ConfigError(f"{path}: {where}.aggregate.field must name the value's JSON field the {fn} "
+                              f"folds (\"value.PATH\"), got {field!r}")
+    state_keys = [k for k in ("key_fields", "value_fields", "delete_values", "aggregate", "version_column")
+                  if k in s.table]
+    if mode == "offsets" and state_keys:
+        raise ConfigError(f"{path}: {where}.{state_keys[0]} is for a state sink; set {where}.mode = "
+                          f"\"upsert\" or \"aggregate\", or remove it")
+    if mode == "aggregate" and agg is None:
+        raise ConfigError(f"{path}: {where}.mode = \"aggregate\" needs {where}.aggregate = {{fn = "
+                          f"\"count\", column = \"COLUMN\"}} (fn: {', '.join(AGGREGATE_FNS)})")
+    if mode == "upsert" and agg is not None:
+        raise ConfigError(f"{path}: {where}.aggregate is for mode = \"aggregate\"; remove it or change mode")
+    if mode != "offsets" and not out["key_fields"] and "key_column" not in s.table:
+        raise ConfigError(f"{path}: {where}.mode = {mode!r} needs the table's key: key_column (it holds the "
+                          f"record's key) or key_fields = {{COLUMN = \"value.PATH\"}}")
+    return out
+
+
+def _field_map(s: _Reader, key: str, path: Path) -> tuple[tuple[str, str], ...] | None:
+    """A table COLUMN = "SOURCE" (SOURCE: "key", "key.PATH", "value" or "value.PATH"), in file order."""
+    table = s.sub(key)
+    if table is None:
+        return None
+    allowed = ("key", "value") if key == "key_fields" else ("value",)
+    out = []
+    for column in table.table:
+        source = table.str(column)
+        head = source.split(".", 1)[0]
+        if head not in allowed or source.endswith("."):
+            raise ConfigError(f"{path}: {table._key(column)} is {source!r}; name "
+                              f"{' or '.join(repr(a) for a in allowed)}, or a JSON field of it "
+                              f"(\"{allowed[-1]}.PATH\")")
+        out.append((column, source))
+    table.done()
+    if not out:
+        raise ConfigError(f"{path}: {s._key(key)} is empty; name at least one COLUMN = \"SOURCE\"")
+    return tuple(out)
 
 
 def _check_hops(pipelines: dict[str, Pipeline], path: Path) -> None:

@@ -143,6 +143,34 @@ class Sink:
     # table, so every reader scans them with DuckDB and none opens the table's library again.
     files: tuple[str, ...] | None = None
     offsets_files: tuple[str, ...] | None = None
+    # ---- state sinks (issue 51): a table that keeps the latest state per key, not offsets ----------------
+    # mode: "offsets" (rows carry their record's topic, partition, offset), "upsert" (one row per key, the
+    # latest committed record's value; eosctl.rules.upsert) or "aggregate" (one row per key, a fold of its
+    # committed records' values).
+    mode: str = "offsets"
+    # The sink's key columns and what each holds of a record: "key" (the key's bytes as text), "key.PATH"
+    # or "value.PATH" (a JSON field). Empty: key_column holds the record's key.
+    key_fields: tuple[tuple[str, str], ...] | None = None
+    # The sink's value columns and the record value's JSON field each holds ("value.PATH", or "value" for the
+    # whole value); an upsert sink may instead name value_column or value_hash_column (the value's bytes, or
+    # their md5), or nothing (keys only: stale values are then invisible).
+    value_fields: tuple[tuple[str, str], ...] | None = None
+    # Record values that mean "delete this key" besides a tombstone (a NULL value): an exact value text, or
+    # "value.PATH=TEXT" (a JSON field's value, e.g. Debezium's "value.__deleted=true").
+    delete_values: tuple[str, ...] | None = None
+    # mode = "aggregate": the fold (fn: count | sum | min | max), the record value's JSON field it folds
+    # (not for count) and the sink's column holding it.
+    aggregate: Aggregate | None = None
+    # mode = "upsert": a column holding the source offset of the record each row was last written from; a
+    # row is then judged by that record (an older value is seen without value columns).
+    version_column: str | None = None
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    fn: str
+    column: str
+    field: str | None = None
 
 
 @dataclass(frozen=True)
@@ -216,7 +244,7 @@ def value_columns_problem(sink: Sink) -> str | None:
     if sink.value_column is not None and sink.value_hash_column is not None:
         return "value_column and value_hash_column are both set; set one (the value, or its md5 hex)"
     name = "value_column" if sink.value_column is not None else "value_hash_column"
-    if sink.key_column is None:
+    if sink.key_column is None and not sink.key_fields:
         return f"{name} needs key_column (the content check compares a row's value where its key matches)"
     return None
 
@@ -225,6 +253,8 @@ def value_columns_unread(sink: Sink) -> str | None:
     """Why the audit cannot read this sink's value column, in one sentence; None if it can (the audit
     refuses rather than skip a check the config asks for)."""
     name = "value_column" if sink.value_column is not None else "value_hash_column"
+    if sink.mode != "offsets":  # a state sink reads its value columns itself (eosctl.sink.state)
+        return None
     if (sink.value_column or sink.value_hash_column) and (sink.postgres or sink.kafka_topic):
         kind = "postgres" if sink.postgres is not None else "kafka_topic"
         return (f"{name} is read from DuckDB, Parquet, Delta and Iceberg sinks, not from a {kind} sink; "

@@ -48,6 +48,9 @@ class Facts:
     # A MirrorMaker 2 replica pipeline: the offset's copies on the replica and each group's failover
     # (eosctl.inspection.failover.at_offset).
     replica: dict[str, Any] | None = None
+    # A state sink (mode = "upsert" or "aggregate"): the sink, its mode and its audit's findings at the
+    # offset (eosctl.commands.explain_cmd, through auditors.state).
+    state: dict[str, Any] | None = None
 
 
 def offset_document(f: Facts) -> dict[str, Any]:
@@ -73,6 +76,8 @@ def offset_document(f: Facts) -> dict[str, Any]:
     }
     if f.replica is not None:
         doc["replica"] = f.replica
+    if f.state is not None:
+        doc["state"] = f.state
     doc["summary"] = _summary(doc)
     return doc
 
@@ -240,6 +245,12 @@ def _summary(doc: dict[str, Any]) -> str:
             text += ", also at " + ", ".join(f"{x['topic']}[{x['partition']}]@{x['offset']}"
                                              for x in others[:4])
         text += "."
+    state = doc.get("state")
+    if state is not None:
+        found = state["findings"]
+        text += (f" The state sink ({state['mode']}) has no finding at this offset." if not found else
+                 " The state sink: " + "; ".join(f"{x['kind']} for key {x['key']} ({x['detail']})"
+                                                 for x in found[:3]) + ".")
     return text
 
 

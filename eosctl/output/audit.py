@@ -88,7 +88,7 @@ def table(report: AuditReport) -> Any:
 # (eosctl.report.findings.DESCRIPTIONS).
 _UNITS = {"duplicate": "extra rows", "key_duplicate": "extra rows", "gap": "offsets",
           "phantom_aborted": "rows", "phantom_marker": "rows", "phantom_uncommitted": "rows",
-          "phantom_beyond_hw": "rows", "invalid_row": "rows"}
+          "phantom_beyond_hw": "rows", "invalid_row": "rows", "stale_value": "updates behind"}
 
 
 def summary(report: AuditReport) -> str:

@@ -72,7 +72,19 @@ def short_cause(f: Finding) -> str:
         return "written before the stage's commit: a restart writes them again"
     if kind == "out_of_order":
         return "copied after a later record: the replica's producer reordered it"
+    if kind == "aggregate_mismatch":
+        return (c.rule or "").replace("_", " ")
+    if kind in _STATE:
+        return _STATE[kind] + (f": {_writers(c.transactions, c.omitted)}" if c.transactions else "")
     return "rows without valid source coordinates"
+
+
+# A state sink's kinds (eosctl.rules.upsert) in a few words.
+_STATE = {"stale_value": "lost update: an older committed value over a newer one",
+          "aborted_value": "sink read aborted data", "uncommitted_value": "sink read uncommitted data",
+          "resurrected_key": "delete not applied", "missing_key": "key never written (or deleted)",
+          "unknown_key": "no record has this key", "value_mismatch": "no record of the key has this value",
+          "aggregate_mismatch": "fold differs from the committed records'"}
 
 
 def _writers(txns: tuple, omitted: int) -> str:

@@ -42,6 +42,15 @@ FINDING_COLOURS = {
     "dlq_duplicate": "#cd853f",
     "dlq_aborted": "#483d8b",
     "misrouted": "#ff1493",  # a sink with a route
+    # a state sink's kinds (eosctl.rules.upsert): at the offset of the record the row is judged by
+    "stale_value": "#c7a600",
+    "aborted_value": "#7b4fa6",
+    "uncommitted_value": "#a0522d",
+    "resurrected_key": "#e0509b",
+    "missing_key": "#b22222",
+    "unknown_key": "#444444",  # never on a bar (no offset): legend and table only
+    "value_mismatch": "#3a9d5d",
+    "aggregate_mismatch": "#d2691e",
 }
 LOG_LAYERS = {  # (colour, legend label, what it means)
     "COMMITTED": ("#9ad4a5", "committed, in the sink", "committed records between log start and LSO"),

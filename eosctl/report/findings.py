@@ -47,6 +47,18 @@ KINDS = (
     "dlq_aborted",
     # A sink with a route (sink.route, eosctl.config.route): rows of records its route leaves out.
     "misrouted",
+    # A state sink (mode = "upsert"): a table keyed by the record's key, judged against the latest committed
+    # record per key (eosctl.rules.upsert).
+    "stale_value",
+    "aborted_value",
+    "uncommitted_value",
+    "resurrected_key",
+    "missing_key",
+    "unknown_key",
+    "value_mismatch",
+    # mode = "aggregate": a key's fold (count, sum, min, max) differs from its committed records'
+    # (eosctl.rules.aggregate).
+    "aggregate_mismatch",
 )
 
 # One line per kind, for tables, JUnit messages and --help.
@@ -73,7 +85,20 @@ DESCRIPTIONS = {
     "dlq_duplicate": "committed records dead-lettered more than once (count = extra dead letters)",
     "dlq_aborted": "records of aborted or still-open transactions dead-lettered to the DLQ",
     "misrouted": "sink rows of committed records the sink's route does not select (count = rows)",
+    "stale_value": "state sink: a key's row holds an older committed record's value (count = committed "
+                   "updates behind)",
+    "aborted_value": "state sink: a key's row holds the value of a record of an aborted transaction",
+    "uncommitted_value": "state sink: a key's row holds the value of a record of a still-open transaction",
+    "resurrected_key": "state sink: a row for a key whose latest committed record deletes it",
+    "missing_key": "state sink: no row for a key whose latest committed record is a value",
+    "unknown_key": "state sink: a row for a key no record of the source topics has",
+    "value_mismatch": "state sink: a key's row holds a value no record of that key has",
+    "aggregate_mismatch": "aggregate sink: a key's fold differs from the fold of its committed records "
+                          "(count = the records that explain it)",
 }
+# The kinds of a state sink, whose cause carries a rule (eosctl.rules.upsert).
+STATE_KINDS = ("stale_value", "aborted_value", "uncommitted_value", "resurrected_key", "missing_key",
+               "unknown_key", "value_mismatch", "aggregate_mismatch")
 
 PASS, FAIL = "pass", "fail"
 
@@ -182,7 +207,7 @@ class Cause:
                 d["write_order"] = {"column": self.order_column,
                                     "first_write": _span_dict(self.first_write),
                                     "repeated_write": _span_dict(self.repeated_write)}
-        if self.kind == "key_duplicate":
+        if self.kind == "key_duplicate" or self.kind in STATE_KINDS:
             d["rule"] = self.rule
         if self.kind == "content_mismatch":
             d.update(_content_dict(self))
@@ -221,7 +246,8 @@ def _span_of(d: Any) -> tuple[Any, Any] | None:
     return (d.get("min"), d.get("max")) if isinstance(d, dict) else None
 
 
-_WITH_TRANSACTIONS = ("gap", "phantom_aborted", "phantom_uncommitted", "key_duplicate")
+_WITH_TRANSACTIONS = ("gap", "phantom_aborted", "phantom_uncommitted", "key_duplicate", "aborted_value",
+                      "uncommitted_value")
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,16 @@ ROOT_RULES = {
                            "transactional (Kafka Connect's), and a restarted task sent them again",
     "routed_wrong": "the sink holds records its route does not select: the stage routed them to the wrong "
                     "sink, or the route in the config is not the stage's",
+    "lost_update": "a state sink holds older committed values over newer ones: a replay from an older offset "
+                   "or a reordered retry overwrote the latest state (upserts without a version check)",
+    "delete_not_applied": "a state sink holds keys their latest committed record deletes: deletes are not "
+                          "applied (tombstones dropped), or a replay wrote the rows again",
+    "state_not_written": "a state sink lacks keys whose latest committed record is a value: writes lost "
+                         "(offsets committed before the upsert), or rows deleted without a record",
+    "unknown_keys": "a state sink holds keys no source record has: rows from elsewhere, records gone to "
+                    "retention, or a key mapping other than the writer's",
+    "state_differs": "a state sink holds values no record of their key has, or folds no run of records "
+                     "explains: the writer transforms values otherwise than the config says",
     "unexplained": "findings without a recorded cause (a report from before causes existed)",
 }
 
@@ -96,7 +106,8 @@ def root_rule(f: Explained) -> str:
     """Which root cause explains a finding."""
     c = f.cause
     kind = KEY_KINDS.get(f.kind, f.kind)
-    if kind in ("phantom_aborted", "phantom_uncommitted", "phantom_marker", "dlq_aborted"):
+    if kind in ("phantom_aborted", "phantom_uncommitted", "phantom_marker", "dlq_aborted", "aborted_value",
+                "uncommitted_value"):
         return "sink_reads_aborted"
     if kind == "gap":
         if c is None:
@@ -108,6 +119,8 @@ def root_rule(f: Explained) -> str:
         return "upstream_retry" if c.rule in ("non_idempotent", "producer_sessions") else "application_resend"
     if f.kind == "content_mismatch":
         return _CONTENT_ROOT.get(c.rule if c is not None else None, "unexplained")
+    if f.kind == "aggregate_mismatch":
+        return _AGGREGATE_ROOT.get(c.rule if c is not None else None, "unexplained")
     if f.kind == "phantom_beyond_hw":
         return "unknown_partitions" if f.detail == NOT_IN_KAFKA else "beyond_high_watermark"
     return _BY_KIND[kind]
@@ -117,10 +130,14 @@ _CONTENT_ROOT = {"shifted_coordinates": "coordinates_shifted",
                  "rewritten_after_leader_change": "log_rewritten",
                  "different_record": "content_differs",
                  "different_value": "value_differs"}
+_AGGREGATE_ROOT = {"counted_aborted": "sink_reads_aborted", "counted_twice": "replay",
+                   "missing_records": "sink_skipped", "unexplained_difference": "state_differs"}
 _BY_KIND = {"duplicate": "replay", "offset_mismatch": "offsets_disagree", "invalid_row": "invalid_rows",
             "ahead_of_commit": "written_before_commit", "out_of_order": "reordered",
             "sink_and_dlq": "dead_lettered_and_written", "dlq_duplicate": "dead_lettered_twice",
-            "misrouted": "routed_wrong"}
+            "misrouted": "routed_wrong", "stale_value": "lost_update",
+            "resurrected_key": "delete_not_applied", "missing_key": "state_not_written",
+            "unknown_key": "unknown_keys", "value_mismatch": "state_differs"}
 
 
 def root_causes(findings: Sequence[Explained]) -> list[RootCause]:

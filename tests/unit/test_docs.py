@@ -51,7 +51,7 @@ from eosctl.inspection.lag import LagSnapshot, PartitionLag, Watch
 from eosctl.inspection.ledger import Ledger, LedgerFlag, PartitionLedger
 from eosctl.output.lag import lag_document
 from eosctl.output.log import log_document
-from eosctl.report.findings import KINDS, AuditReport, Finding, PartitionSummary
+from eosctl.report.findings import KINDS, STATE_KINDS, AuditReport, Finding, PartitionSummary
 from eosctl.report.policy import apply_policy
 from eosctl.report.readpoint import ReadPoint
 from eosctl.report.window import PartitionWindow, WindowSpec, parse_bound
@@ -216,6 +216,32 @@ def partition_log(batches: bool = True) -> PartitionLog:
                         leader_epochs=[(0, 0), (2, 3)])
 
 
+def state_findings() -> list[Finding]:
+    """One finding of every state sink kind, made by the upsert rule (eosctl.rules.upsert) over a log
+    of one partition: a stale value, an aborted and an open transaction's values, a resurrected, a missing,
+    an unknown key and a value no record has."""
+    from eosctl.rules.upsert import StateRecord, StateRow, judge
+
+    def rec(offset: int, key: str, value: str | None, status: str = "committed", pid: int = 7,
+            marker: int | None = None) -> StateRecord:
+        return StateRecord("orders", 0, offset, (key,), None if value is None else (value,), value is None,
+                           "null" if value is None else value, status, producer_id=pid, producer_epoch=0,
+                           marker_offset=marker)
+
+    records = [rec(0, "k1", "a"), rec(1, "k1", "b"), rec(2, "k2", "x"), rec(3, "k2", "y", "aborted", 8, 4),
+               rec(5, "k3", "z"), rec(6, "k4", "v"), rec(7, "k4", None), rec(8, "k5", "m"), rec(9, "k7", "p"),
+               rec(10, "k3", "w", "open", 9)]
+    rows = [StateRow((k,), (v,), v) for k, v in (("k1", "a"), ("k2", "y"), ("k3", "w"), ("k4", "v"),
+                                                 ("k6", "q"), ("k7", "zzz"))]
+    out = judge(records, rows, {("orders", 0): 10}, shown_key=lambda k: str(k[0]), topic="orders").findings
+    # an aggregate table (sum of value.n) that counted offsets 1-2 twice (eosctl.rules.aggregate)
+    from eosctl.rules import aggregate
+
+    amounts = [rec(0, "a", "5"), rec(1, "a", "7"), rec(2, "a", "11"), rec(3, "a", "13")]
+    return out + aggregate.judge(amounts, [StateRow(("a",), ("54",), "54")], {("orders", 0): 10}, "sum",
+                                 field="value.n", shown_key=lambda k: str(k[0])).findings
+
+
 def findings_of_every_kind() -> list[Finding]:
     """One finding of every kind over partition_log()'s offsets, each with the cause the audit gives it
     (eosctl.rules.causes), and one cause with more transactions than it lists."""
@@ -268,6 +294,8 @@ def findings_of_every_kind() -> list[Finding]:
             log = plog_with_dlq()
             out.extend(f for f in audit_partition("orders", 0, log, iter([(0, 0, 1)]), dead_lettered=[
                 (0, 1), (1, 2), (4, 1)], dlq_topic="orders.dlq")[1] if f.kind == kind)
+        elif kind in STATE_KINDS:
+            out.extend(f for f in state_findings() if f.kind == kind)
         else:
             out.append(Finding(kind, "orders", 0, *at[kind], 1))
     facts = SinkFacts(gaps={0: (None, 1)}, duplicates={1: (2, 3)})
@@ -665,7 +693,11 @@ def explain_documents() -> list[Any]:
             offset_document(Facts(log, 12)),
             # a MirrorMaker 2 replica pipeline (eosctl.inspection.failover.at_offset)
             offset_document(Facts(log, 4, replica={"topic": "src.orders", "copies": [3], "groups": [
-                {"group": "g", "source_committed": 5, "resume": 2, "outcome": "processed again"}]}))]
+                {"group": "g", "source_committed": 5, "resume": 2, "outcome": "processed again"}]})),
+            # a state sink (auditors.state through eosctl.commands.explain_cmd)
+            offset_document(Facts(log, 2, state={"sink": "s.duckdb", "mode": "upsert", "findings": [
+                {"kind": "stale_value", "key": "k1", "detail": "sink holds 1; expected 2 (offset 8)",
+                 "cause": "the row holds the value of committed offset ..."}]}))]
 
 
 def test_explain_json_is_documented() -> None:
@@ -907,7 +939,13 @@ VALID = {"bootstrap_servers": "h:1", "security_protocol": "SASL_SSL", "cluster":
          # Paths as given only when absolute (a relative one resolves against the config's directory).
          "ssl_ca_location": "/abs/ca.pem", "ssl_certificate_location": "/abs/cert.pem",
          "ssl_key_location": "/abs/key.pem", "master": "local[2]", "driver_memory": "1g",
-         "sandbox_home": "/abs/.eosctl", "retention": "7d", "route": "header:type=A", "timeout": "2m"}
+         "sandbox_home": "/abs/.eosctl", "retention": "7d", "route": "header:type=A", "timeout": "2m",
+         # A state sink's keys, all in one config: an aggregate sink (eosctl.rules.upsert).
+         "mode": "aggregate", "key_fields": {"k": "key"}, "value_fields": {"v": "value.amount"},
+         "aggregate": {"fn": "sum", "column": "total", "field": "value.amount"}, "version_column": "ver"}
+# What a value of VALID is read into, where that is not the value itself.
+READ_AS = {"key_fields": (("k", "key"),), "value_fields": (("v", "value.amount"),),
+           "aggregate": config_mod.Aggregate("sum", "total", "value.amount")}
 # Sink kinds: a config names exactly one, so the all-keys config keeps duckdb and each other kind is
 # checked in a config of its own.
 OTHER_KINDS = {"parquet": "/x/*.parquet", "postgres": "postgresql://u@h/db", "delta": "/x/delta",
@@ -961,7 +999,7 @@ def test_every_documented_config_key_is_read_into_its_field(tmp_path: Path) -> N
     for section, keys in docs.items():
         for key, (kind, _, _) in keys.items():
             got = getattr((other.get(key) or alone.get(key) or objects)[section], key)
-            want = OTHER_KINDS.get(key) or ALONE.get(key) or _value(key, kind)
+            want = OTHER_KINDS.get(key) or ALONE.get(key) or READ_AS.get(key) or _value(key, kind)
             assert got == (tuple(want) if isinstance(want, list) else want), f"{section}.{key}"
 
 

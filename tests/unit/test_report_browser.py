@@ -15,7 +15,7 @@ from sample_reports import demo_report, many_partitions_report
 
 from eosctl.output.gapmap import FINDING_COLOURS, LOG_LAYERS
 from eosctl.output.html import AuditContext, render_html
-from eosctl.report.findings import AuditReport
+from eosctl.report.findings import STATE_KINDS, AuditReport
 
 CONTEXT = AuditContext(bootstrap="127.0.0.1:39092", pipeline="demo", topics=("demo.enriched",),
                        audited_at=datetime(2026, 11, 23, 15, 0, tzinfo=UTC), origin="eosctl audit")
@@ -37,9 +37,10 @@ def test_demo_report_renders_with_its_colours_and_verdict(tmp_path):
     report = demo_report(invalid_rows=True, key_kinds=True)
     kinds = {f.kind for f in report.findings}
     # Every finding's colour but a replica's out_of_order (its own drawing is tested with the replica) and
-    # a dead-letter queue's and a route's kinds (the demo pipeline has neither; drawn as every range kind is).
+    # a dead-letter queue's and a route's kinds (the demo pipeline has neither; drawn as every range kind is),
+    # and a state sink's (the demo's sink keeps offsets; tests/integration/test_upsert_sink.py renders them).
     assert set(FINDING_COLOURS) - kinds == {"out_of_order", "sink_and_dlq", "dlq_duplicate", "dlq_aborted",
-                                            "misrouted"}
+                                            "misrouted", *STATE_KINDS}
     seen, dom = shoot(tmp_path, report, 1500)
     # Not blank: the page's own colours are on screen, each over a real area, not a stray pixel.
     wanted = {"verdict red": rgb("#c5221f"), "committed green": rgb(LOG_LAYERS["COMMITTED"][0]),

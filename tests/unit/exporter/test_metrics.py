@@ -65,7 +65,7 @@ def test_transactions_fencing_audit_and_self_metrics():
     assert got["eosctl_producer_fencing_events_total"] == {part(0): 1, part(1): 0}
     assert got["eosctl_zombie_writes_total"] == {part(0): 2, part(1): 0}
     findings = {dict(k)["kind"]: v for k, v in got["eosctl_audit_findings"].items()}
-    assert (findings["gap"], findings["duplicate"], findings["invalid_row"], len(findings)) == (1, 1, 0, 19)
+    assert (findings["gap"], findings["duplicate"], findings["invalid_row"], len(findings)) == (1, 1, 0, 27)
     assert got["eosctl_audit_passed"] == {(): 0}
     assert got["eosctl_audit_last_run_timestamp_seconds"] == {(): NOW_MS / 1000}
     assert got["eosctl_audit_duration_seconds"] == {(): 2.5}

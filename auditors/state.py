@@ -1,0 +1,175 @@
+"""The audit of a state sink: a table keyed by the record's key, judged against the latest committed record
+per key (``mode = "upsert"``, eosctl.rules.upsert) or the fold of its committed records (``mode =
+"aggregate"``, eosctl.rules.aggregate).
+
+The sink is read first, from one frozen copy (eosctl.sink.freeze), then Kafka: each source partition's log
+classified (committed, aborted, open: eosctl.cluster.logscan), and its records' keys and values read by a
+read_uncommitted consumer from the log start to the high watermark, each record told by the classification.
+The read point below which committed records are settled is the sink group's committed offset where the
+pipeline names a group, else the last stable offset. Runs in this process on either engine: the work is one
+pass over the log and one over the table.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from auditors.engine import engine_facts
+from eosctl.base.errors import BrokerError, ConfigError
+from eosctl.base.progress import Progress, Step, silent
+from eosctl.cluster.logscan import scan_partitions
+from eosctl.cluster.model import TP, Kind, PartitionLog
+from eosctl.cluster.offsets import committed_offsets
+from eosctl.cluster.wire import WireClient
+from eosctl.config.model import Cluster, Sink
+from eosctl.report.findings import ABORTED, COMMITTED, KINDS, OPEN, AuditReport, PartitionSummary
+from eosctl.rules import aggregate
+from eosctl.rules import stateids as ids
+from eosctl.rules.upsert import StateRecord, StateRow, judge
+from eosctl.sink import frozen, shown
+from eosctl.sink.kafka_topic import records
+from eosctl.sink.state import read_rows, topic_rows, unsupported
+
+PHASE_SINK = "reading the state sink"
+PHASE_LOG = "reading the source topics' records"
+_STATUS = {Kind.DATA: COMMITTED, Kind.ABORTED: ABORTED, Kind.OPEN: OPEN}
+
+
+def audit_state(target: Any, sink: Sink, *, progress: Progress = silent, fail_on: tuple[str, ...] = KINDS,
+                started: float | None = None) -> AuditReport:
+    """The report of a state sink against the target's cluster, topics and (its read point) group."""
+    t_start = started if started is not None else time.monotonic()
+    problem = unsupported(sink)
+    if problem is not None:
+        raise ConfigError(problem)
+    offsets_only = [k for k in ("retention", "dlq_topic", "route") if getattr(sink, k, None) is not None]
+    if offsets_only:
+        raise ConfigError(f"{offsets_only[0]} judges a sink of offsets; a state sink (mode = {sink.mode!r}) "
+                          f"has none: remove it")
+    keys, values = ids.key_columns(sink), ids.value_columns(sink)
+    key_key = "key_fields" if sink.key_fields else "key_column"
+    value_key = ("aggregate.column" if sink.mode == "aggregate" else "value_fields" if sink.value_fields
+                 else "value_column" if sink.value_column else "value_hash_column")
+    progress(Step(PHASE_SINK))
+    t = time.monotonic()
+    if sink.kafka_topic is not None:  # a compacted topic: its records, keyed and valued as the source's
+        pairs, point = topic_rows(sink)
+        rows = [_topic_row(sink, k, v, values) for k, v in pairs]
+    else:
+        version = [(sink.version_column, "version_column")] if sink.version_column else []
+        with frozen(sink) as fixed:
+            raw, point = read_rows(fixed, [(c, key_key) for c in keys] + [(c, value_key) for c in values]
+                                   + version)
+        hashed = bool(sink.value_hash_column) and not sink.value_fields and sink.mode == "upsert"
+        rows = [_row(r[:len(r) - len(version)], len(keys), values, hashed, _int(r[-1]) if version else None)
+                for r in raw]
+    progress(Step(PHASE_LOG))
+    logs = scan_logs(target.cluster, target.topics)
+    records = list(state_records(sink, logs, read_records(target.cluster, logs)))
+    bounds = read_point(target.cluster, target.group, logs)
+    prepare_s = time.monotonic() - t
+    topic = target.topics[0] if len(target.topics) == 1 else None
+
+    def shown_key(k: Any) -> str:
+        return ids.key_text(keys, k)
+
+    if sink.aggregate is not None and sink.mode == "aggregate":
+        judged = aggregate.judge(records, rows, bounds, sink.aggregate.fn, field=sink.aggregate.field,
+                                 shown_key=shown_key, topic=topic)
+    else:
+        judged = judge(records, rows, bounds, shown_key=shown_key, topic=topic)
+    where: dict[Any, TP] = {r.key: r.tp for r in records}
+    sink_rows: dict[TP, int] = {}
+    for r in rows:
+        if r.key in where:
+            sink_rows[where[r.key]] = sink_rows.get(where[r.key], 0) + 1
+    summaries = [PartitionSummary(t, p, log.log_start_offset, log.last_stable_offset, log.high_watermark,
+                                  judged.expected_keys.get((t, p), 0), sink_rows.get((t, p), 0))
+                 for (t, p), log in logs.items()]
+    progress(Step("done", 1, 1))
+    engine = engine_facts({"name": "local", "workers": 1}, len(logs), prepare_s, 0.0, {})
+    return AuditReport.build(summaries, judged.findings, fail_on, sink=f"{shown(sink)} ({sink.table})",
+                             sink_read_point=point, group=target.group, engine=engine,
+                             elapsed_seconds=time.monotonic() - t_start)
+
+
+def _row(r: tuple, nkeys: int, values: tuple[str, ...], hashed: bool, version: int | None) -> StateRow:
+    value = ids.row_tuple(r[nkeys:], hashed) if values else None
+    return StateRow(ids.row_tuple(r[:nkeys]), value,
+                    ids.value_text(values, value) if values else "a row (values not compared)", version)
+
+
+def _int(v: Any) -> int | None:
+    """A version column's value as an offset; None where it holds none (NULL, text that is no integer)."""
+    try:
+        return None if v is None or isinstance(v, bool) else int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def _topic_row(sink: Sink, key: bytes | None, value: bytes | None, values: tuple[str, ...]) -> StateRow:
+    cache: dict[str, Any] = {}
+    if sink.mode == "aggregate":
+        fold = ids.topic_fold(sink, key, value)
+        return StateRow(ids.record_key(sink, key, value, cache), fold, ids.value_text(values, fold))
+    v = ids.record_value(sink, key, value, cache)
+    return StateRow(ids.record_key(sink, key, value, cache), v,
+                    ids.value_text(values, v) if v is not None else "a record (values not compared)")
+
+
+def scan_logs(cluster: Cluster, topics: Iterable[str]) -> dict[TP, PartitionLog]:
+    """Each source partition's log, classified from its start to its high watermark."""
+    with WireClient(cluster) as client:
+        meta = client.metadata(topics)
+        tps = [(t, p) for t in topics for p in sorted(meta.get(t, {}))]
+        logs = scan_partitions(client, tps)
+    for tp, log in logs.items():
+        if log.offsets_disagreement:  # never a verdict on offsets the broker itself contradicts
+            raise BrokerError(f"cannot audit {tp[0]}-{tp[1]}: {log.offsets_disagreement}")
+    return logs
+
+
+def read_records(cluster: Cluster, logs: Mapping[TP, PartitionLog]) -> Iterable[Any]:
+    """The data records below each log's high watermark, as a read_uncommitted consumer gets them."""
+    return records(cluster, {tp: log.high_watermark for tp, log in logs.items()}, read_committed=False,
+                   what="the source topics")
+
+
+def state_records(sink: Sink, logs: Mapping[TP, PartitionLog],
+                  messages: Iterable[Any]) -> Iterable[StateRecord]:
+    """Each message as the sink keys and values it, with its transaction's outcome from the log."""
+    markers: dict[tuple[TP, int], list[tuple[int, int, int | None]]] = {}
+    for tp, log in logs.items():
+        for x in log.transactions:
+            span = (x.first_offset, x.last_offset, x.marker_offset)
+            markers.setdefault((tp, x.producer_id), []).append(span)
+    values = ids.value_columns(sink)
+    for m in messages:
+        tp, offset = (m.topic(), m.partition()), m.offset()
+        log = logs.get(tp)
+        rng = log.range_at(offset) if log is not None else None
+        status = _STATUS.get(rng.kind) if rng is not None else None
+        if status is None:
+            continue
+        key, value, cache = m.key(), m.value(), {}
+        k = ids.record_key(sink, key, value, cache)
+        if all(part is None for part in k):
+            continue  # no key to keep state by
+        v = ids.record_value(sink, key, value, cache)
+        delete = ids.is_delete(sink, value, cache)
+        marker = next((mk for first, last, mk in markers.get((tp, rng.producer_id), ())
+                       if first <= offset <= last), None) if status != COMMITTED else None
+        shown = "null" if value is None else ids.value_text(values, v) if v is not None else ids.shown(value)
+        yield StateRecord(tp[0], tp[1], offset, k, v, delete, shown, status, m.timestamp()[1],
+                          rng.producer_id, rng.producer_epoch, marker)
+
+
+def read_point(cluster: Cluster, group: str | None, logs: Mapping[TP, PartitionLog]) -> dict[TP, int]:
+    """Per partition, the offset below which committed records are settled: the sink group's committed
+    offset (none committed: nothing is settled), else the last stable offset."""
+    if group is None:
+        return {tp: log.last_stable_offset for tp, log in logs.items()}
+    committed = committed_offsets(cluster, group)
+    return {tp: min(committed.get(tp, 0), log.last_stable_offset) for tp, log in logs.items()}
