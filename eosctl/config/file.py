@@ -26,7 +26,8 @@ from eosctl.config.values import (
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # Keys whose values are secrets: an error message never prints them.
-SECRET_KEYS = {"sasl_password", "ssl_key_password", "password"}
+SECRET_KEYS = {"sasl_password", "ssl_key_password", "password", "schema_registry_password",
+               "schema_registry_ssl_key_password"}
 SECURITY_PROTOCOLS = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
 
 
@@ -203,9 +204,46 @@ def _cluster(c: _Reader, name: str, path: Path) -> Cluster:
         ssl_key_location=local_path(c.str("ssl_key_location", None), path),
         ssl_key_password=c.str("ssl_key_password", None),
         sandbox_home=local_path(c.str("sandbox_home", None), path),
+        **_schema_registry(c, name, path),
     )
     c.done()
     return cluster
+
+
+# --- issue 50: the cluster's Schema Registry -------------------------------------------------------------
+
+def _schema_registry(c: _Reader, name: str, path: Path) -> dict[str, Any]:
+    """[clusters.NAME] schema_registry_*: where the registry is and how to reach it (TLS and basic auth in
+    the style of the cluster's own keys)."""
+    url = c.str("schema_registry_url", None)
+    keys = ("schema_registry_username", "schema_registry_password", "schema_registry_ssl_ca_location",
+            "schema_registry_ssl_certificate_location", "schema_registry_ssl_key_location",
+            "schema_registry_ssl_key_password")
+    if url is None:
+        given = next((k for k in keys if k in c.table), None)
+        if given is not None:
+            raise ConfigError(f"{path}: clusters.{name}.{given} is set but "
+                              f"clusters.{name}.schema_registry_url is not; add the registry's URL "
+                              "(http://HOST:PORT or https://...)")
+        return {}
+    if not re.fullmatch(r"https?://[^\s/]+(/\S*)?", url):
+        raise ConfigError(f"{path}: clusters.{name}.schema_registry_url must be an http:// or https:// URL, "
+                          f"got {c.shown('schema_registry_url', url)}")
+    if c.table.get("schema_registry_password") is not None and "schema_registry_username" not in c.table:
+        raise ConfigError(f"{path}: clusters.{name}.schema_registry_password is set without "
+                          f"clusters.{name}.schema_registry_username; basic auth needs both")
+    for key in keys[2:5]:
+        _check_pem(c, key, path)
+    return {
+        "schema_registry_url": url.rstrip("/"),
+        "schema_registry_username": c.str("schema_registry_username", None),
+        "schema_registry_password": c.str("schema_registry_password", None),
+        "schema_registry_ssl_ca_location": local_path(c.str("schema_registry_ssl_ca_location", None), path),
+        "schema_registry_ssl_certificate_location": local_path(
+            c.str("schema_registry_ssl_certificate_location", None), path),
+        "schema_registry_ssl_key_location": local_path(c.str("schema_registry_ssl_key_location", None), path),
+        "schema_registry_ssl_key_password": c.str("schema_registry_ssl_key_password", None),
+    }
 
 
 def _pipelines(root: _Reader, path: Path, clusters: dict[str, Cluster]) -> dict[str, Pipeline]:

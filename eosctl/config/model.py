@@ -31,6 +31,16 @@ class Cluster:
     # With bootstrap_servers = "sandbox": the state directory of the sandbox it means (`eosctl sandbox up`'s
     # $EOSCTL_HOME), so the config finds it from any directory; default $EOSCTL_HOME or ./.eosctl.
     sandbox_home: str | None = None
+    # The cluster's Schema Registry (issue 50): framed keys and values are decoded through it
+    # (eosctl.cluster.schemas). TLS and basic auth like the brokers', each its own setting: a registry is
+    # often behind another CA and other credentials than the brokers.
+    schema_registry_url: str | None = None
+    schema_registry_username: str | None = None
+    schema_registry_password: str | None = field(default=None, repr=False)
+    schema_registry_ssl_ca_location: str | None = None
+    schema_registry_ssl_certificate_location: str | None = None
+    schema_registry_ssl_key_location: str | None = None
+    schema_registry_ssl_key_password: str | None = field(default=None, repr=False)
 
     def confluent(self) -> dict[str, str]:
         """librdkafka (confluent-kafka) settings for this cluster."""

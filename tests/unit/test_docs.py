@@ -827,7 +827,11 @@ VALID = {"bootstrap_servers": "h:1", "security_protocol": "SASL_SSL", "cluster":
          # Paths as given only when absolute (a relative one resolves against the config's directory).
          "ssl_ca_location": "/abs/ca.pem", "ssl_certificate_location": "/abs/cert.pem",
          "ssl_key_location": "/abs/key.pem", "master": "local[2]", "driver_memory": "1g",
-         "sandbox_home": "/abs/.eosctl"}
+         "sandbox_home": "/abs/.eosctl",
+         # issue 50: the registry's URL is checked; its PEM paths like the cluster's
+         "schema_registry_url": "https://sr:8081", "schema_registry_ssl_ca_location": "/abs/sr-ca.pem",
+         "schema_registry_ssl_certificate_location": "/abs/sr-cert.pem",
+         "schema_registry_ssl_key_location": "/abs/sr-key.pem"}
 # Sink kinds: a config names exactly one, so the all-keys config keeps duckdb and each other kind is
 # checked in a config of its own.
 OTHER_KINDS = {"parquet": "/x/*.parquet", "postgres": "postgresql://u@h/db", "delta": "/x/delta",
