@@ -48,6 +48,9 @@ class Facts:
     # A MirrorMaker 2 replica pipeline: the offset's copies on the replica and each group's failover
     # (eosctl.inspection.failover.at_offset).
     replica: dict[str, Any] | None = None
+    # The record at the offset, read whole: its key and value decoded through the cluster's Schema Registry
+    # where framed (eosctl.inspection.records); None: not read (a marker, outside the log, a snapshot).
+    record: dict[str, Any] | None = None
 
 
 def offset_document(f: Facts) -> dict[str, Any]:
@@ -69,6 +72,7 @@ def offset_document(f: Facts) -> dict[str, Any]:
             "group": f.group, "committed_offset": f.committed,
             "consumed": None if f.committed is None else f.committed > o},
         "sink": None if f.sink is None else _sink_doc(f.sink, log, o, f.batch),
+        "record": f.record,
         "warnings": list(log.warnings) + f.notes,
     }
     if f.replica is not None:

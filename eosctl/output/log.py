@@ -13,14 +13,17 @@ from rich.text import Text
 
 from eosctl.base import safetext
 from eosctl.cluster.model import Kind
+from eosctl.output.records import records_table
 from eosctl.output.terminal import table
 from eosctl.txn import fencing
 
 TABLE_ROWS = 200  # rows per section in table output; JSON is always complete
 
 
-def log_document(plog: Any, window: tuple[int, int, bool] | None) -> dict[str, Any]:
-    """The stable JSON form of a scanned partition (see the module docstring)."""
+def log_document(plog: Any, window: tuple[int, int, bool] | None,
+                 records: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The stable JSON form of a scanned partition (see the module docstring); ``records``: --records'
+    documents (eosctl.inspection.records), null without it."""
     d = plog.to_dict()
     return {
         "topic": plog.topic,
@@ -48,6 +51,7 @@ def log_document(plog: Any, window: tuple[int, int, bool] | None) -> dict[str, A
                                                         "complete": window[2]},
         "leader_epochs": d["leader_epochs"],
         "warnings": d["warnings"],
+        "records": records,
     }
 
 
@@ -128,6 +132,8 @@ def render_log(out: Any, doc: dict[str, Any]) -> None:
         out.print(table("Epoch timeline and anomalies", ["offset", "pid", "event"], rows))
         if more:
             out.print(more)
+    if doc["records"] is not None:
+        out.print(records_table(doc["records"]))
     for w in doc["warnings"]:
         out.print(Text.assemble(("warning:", "yellow"), " ", safetext.text(w)))
 

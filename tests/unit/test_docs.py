@@ -566,9 +566,37 @@ def test_producers_json_is_documented(offline: pytest.MonkeyPatch) -> None:
     check_json("`eosctl producers`", docs)
 
 
+class _Outcomes:
+    """A decoder answering each record's key and value from a list (issue 50's outcomes, one of each)."""
+
+    def __init__(self, outcomes: list[Any]) -> None:
+        self.outcomes = outcomes
+
+    def decode(self, *args: Any) -> Any:
+        return self.outcomes.pop(0)
+
+
+def log_records() -> list[dict[str, Any]]:
+    """`--records` documents: decoded (a scalar value: the table documents `data` as any JSON value),
+    unframed, undecodable, null, and raw."""
+    from eosctl.cluster.records import Record
+    from eosctl.cluster.schemas import Decoded, Undecodable, Unframed
+    from eosctl.inspection.records import record_document
+
+    outcomes = _Outcomes([Decoded("AVRO", 3, None, "prefix", "orders-key", 2, "k-1"),
+                          Decoded("PROTOBUF", None, "6f1c", "header", None, None, 7, "shop.Line"),
+                          Unframed("it starts with byte 0x7b"), Undecodable("JSON", 4, None, "bad"), None])
+    return [record_document("orders", 0, Record(0, 5, b"k", b"v", (("__value_schema_id", b"\x01"),)),
+                            outcomes),
+            record_document("orders", 0, Record(1, 6, b"k", b"v", ()), outcomes, "DATA"),
+            record_document("orders", 0, Record(2, -1, None, b"v", (("h", None),)), outcomes),
+            record_document("orders", 0, Record(3, 7, b"\xff", None, ()), None, "ABORTED")]
+
+
 def test_log_json_is_documented() -> None:
     check_json("`eosctl log`", [log_document(partition_log(), (0, 9, True)),
-                                log_document(partition_log(batches=False), None)])
+                                log_document(partition_log(batches=False), None),
+                                log_document(partition_log(), (0, 9, True), log_records())])
 
 
 def explain_documents() -> list[Any]:
@@ -589,7 +617,7 @@ def explain_documents() -> list[Any]:
                                                                    "order_id", "written_at",
                                                                    (datetime.fromtimestamp(NOW_MS / 1000 + 2,
                                                                                            UTC),)))),
-            offset_document(Facts(zombie, 1, None, "g", None, SinkAt(0))),
+            offset_document(Facts(zombie, 1, None, "g", None, SinkAt(0), record=log_records()[0])),
             offset_document(Facts(log, 12)),
             # a MirrorMaker 2 replica pipeline (eosctl.inspection.failover.at_offset)
             offset_document(Facts(log, 4, replica={"topic": "src.orders", "copies": [3], "groups": [
@@ -602,6 +630,9 @@ def test_explain_json_is_documented() -> None:
     batch_fields = {p.replace("batches[].", "batch.", 1): opt
                     for p, opt in optional_flags(documented("json.md", "`eosctl log`")).items()
                     if p.startswith("batches[].")}
+    batch_fields |= {p.replace("records[].", "record.", 1): opt
+                     for p, opt in optional_flags(documented("json.md", "`eosctl log`")).items()
+                     if p.startswith("records[].")}
     check_json("`eosctl explain` (one offset)", explain_documents(), batch_fields)
     audit_fields = {"root_causes[]." + p: opt
                     for p, opt in optional_flags(documented("json.md", "`eosctl audit`")).items()
