@@ -311,6 +311,7 @@ def _sink(s: _Reader, pipeline: str, path: Path, clusters: dict[str, Cluster]) -
         lineage_headers=_three(s.str_list("lineage_headers") if "lineage_headers" in s.table
                                else Sink.lineage_headers, path, pipeline),
         cluster=s.str("cluster", None),
+        **_decoded_content(s, pipeline, path),
     )
     s.done()
     kinds = ("duckdb", "parquet", "postgres", "delta", "iceberg", "kafka_topic")
@@ -325,6 +326,36 @@ def _sink(s: _Reader, pipeline: str, path: Path, clusters: dict[str, Cluster]) -
     return replace(sink, **{k: local_path(getattr(sink, k), path)
                             for k in ("duckdb", "parquet", "delta", "spark_checkpoint")
                             if getattr(sink, k) is not None})
+
+
+# --- issue 50: the content check on decoded records ------------------------------------------------------
+
+FIELD_PATH = re.compile(r"(key|value)(\.[^.\s]+)+|[^.\s]+(\.[^.\s]+)*")
+
+
+def _decoded_content(s: _Reader, pipeline: str, path: Path) -> dict[str, Any]:
+    """[pipelines.NAME.sink] fields, float_tolerance, timestamp_precision (eosctl.rules.fields)."""
+    where = f"pipelines.{pipeline}.sink"
+    out: dict[str, Any] = {}
+    fields = s.sub("fields")
+    if fields is not None:
+        pairs = []
+        for column in fields.table:
+            target = fields.str(column)
+            if not FIELD_PATH.fullmatch(target):
+                raise ConfigError(f"{path}: {where}.fields.{column} must name a field as value.PATH or "
+                                  f"key.PATH (dots between names), got {target!r}")
+            pairs.append((column, target if target.split(".")[0] in ("key", "value") else f"value.{target}"))
+        out["fields"] = tuple(pairs)
+    s.used.add("float_tolerance")
+    if "float_tolerance" in s.table:
+        tol = s.table["float_tolerance"]
+        if isinstance(tol, bool) or not isinstance(tol, int | float) or not 0 <= tol < 1:
+            raise ConfigError(f"{path}: {where}.float_tolerance must be a number from 0 up to 1 (a relative "
+                              f"tolerance, e.g. 1e-6), got {_kind(tol)} {tol!r}")
+        out["float_tolerance"] = float(tol)
+    out["timestamp_precision"] = s.str("timestamp_precision", None, choices={"s", "ms", "us"})
+    return out
 
 
 def _check_hops(pipelines: dict[str, Pipeline], path: Path) -> None:

@@ -115,6 +115,12 @@ class Sink:
     lineage: str = "headers"
     lineage_headers: tuple[str, str, str] = ("eos.source.topic", "eos.source.partition", "eos.source.offset")
     cluster: str | None = None
+    # issue 50: the content check on records decoded through the cluster's Schema Registry
+    # (eosctl.rules.fields): which column holds which field ((column, "value.PATH" or "key.PATH"), ...;
+    # None: the columns named like the value's top-level fields), and what may differ.
+    fields: tuple[tuple[str, str], ...] | None = None
+    float_tolerance: float = 0.0  # relative
+    timestamp_precision: str | None = None  # "s", "ms" or "us": both sides truncated to it; None: exact
     kafka_cluster: Cluster | None = None
     # The stage's consumer group, the cluster it commits on and its input topics (the pipeline's): set by
     # eosctl.config.target too.

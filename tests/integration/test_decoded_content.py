@@ -1,0 +1,168 @@
+"""The decoded content check on Apache Kafka 4.4 (issue 50, step 3): Avro values written by confluent-kafka's
+serializer (ids in the prefix) against a registry (tests/registrystub.py), a DuckDB sink of typed columns
+(DECIMAL, TIMESTAMP, an enum as VARCHAR, a LIST), planted faults giving exactly their findings, on by
+default, both engines.
+
+Partition 0: records 0..11 framed, 12 not framed (a producer without the serializer). Partition 1: records
+0..5 framed in one transaction (marker at 6), the sink stored at offset + 1 (a shifted writer).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from tests.helpers import eosctl
+from tests.registrystub import RegistryStub
+
+pytestmark = pytest.mark.integration
+
+SCHEMA = json.dumps({
+    "type": "record", "name": "Order", "namespace": "shop",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "amount", "type": {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2}},
+        {"name": "placed", "type": {"type": "long", "logicalType": "timestamp-micros"}},
+        {"name": "state", "type": {"type": "enum", "name": "State", "symbols": ["NEW", "PAID"]}},
+        {"name": "tags", "type": {"type": "array", "items": "string"}},
+    ],
+})
+T0 = datetime(2026, 12, 1, 10, 0, 0, 123456, tzinfo=UTC)
+
+
+def order(i: int) -> dict:
+    return {"id": i, "amount": Decimal(f"{i}.50"), "placed": T0 + timedelta(seconds=i), "state": "PAID",
+            "tags": [f"t{i}"]}
+
+
+@pytest.fixture(scope="module")
+def registry():
+    with RegistryStub() as stub:
+        yield stub
+
+
+@pytest.fixture(scope="module")
+def topic(bootstrap, registry):
+    import uuid
+
+    name = "decoded" + uuid.uuid4().hex[:8]
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: a destroyed client fails its futures
+    admin.create_topics([NewTopic(name, 2, 1)])[name].result(30)
+    ser = AvroSerializer(SchemaRegistryClient({"url": registry.url}), SCHEMA)
+    ctx = SerializationContext(name, MessageField.VALUE)
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for i in range(12):
+        p.produce(name, value=ser(order(i), ctx), partition=0)
+    p.produce(name, value=b'{"id": 12}', partition=0)
+    assert p.flush(30) == 0
+    # Partition 1 in one committed transaction: records 0..5, its marker at 6 (a writer storing offset + 1
+    # then holds offsets 1..6, all below the high watermark, as the byte-level test's).
+    t = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{name}-1"})
+    t.init_transactions(30)
+    t.begin_transaction()
+    for i in range(6):
+        t.produce(name, value=ser(order(i), ctx), partition=1)
+    t.commit_transaction(30)
+    return name
+
+
+def make_sink(path: Path, topic: str, rows: list[tuple[int, int, dict]]) -> Path:
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE orders (src_topic VARCHAR, src_partition INTEGER, src_offset BIGINT, "
+                "id BIGINT, amount DECIMAL(9, 2), placed TIMESTAMP, state VARCHAR, tags VARCHAR[], "
+                "loaded_by VARCHAR)")
+    con.executemany("INSERT INTO orders VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'job')",
+                    [(topic, p, o, v["id"], v["amount"], v["placed"].replace(tzinfo=None), v["state"],
+                      v["tags"]) for p, o, v in rows])
+    con.close()
+    return path
+
+
+def config(tmp_path: Path, bootstrap: str, registry: RegistryStub, topic: str, sink: Path,
+           extra: str = "") -> Path:
+    path = tmp_path / "eosctl.toml"
+    path.write_text(f'[clusters.main]\nbootstrap_servers = "{bootstrap}"\n'
+                    f'schema_registry_url = "{registry.url}"\n'
+                    f'\n[pipelines.orders]\nsource_topics = ["{topic}"]\n\n[pipelines.orders.sink]\n'
+                    f'duckdb = "{sink}"\ntable = "orders"\n{extra}')
+    return path
+
+
+def faulty_rows() -> list[tuple[int, int, dict]]:
+    rows = []
+    for o in range(12):
+        v = order(o)
+        if o == 3:
+            v["state"] = "NEW"  # a transform that mangles one field
+        if o == 5:
+            v = order(9)  # another record's fields at the right offset
+        if o == 7:
+            v["amount"] = Decimal("750.00")  # 7.50 written at the wrong scale
+        rows.append((0, o, v))
+    rows.append((0, 12, {"id": 12, "amount": Decimal("12.50"), "placed": T0, "state": "PAID", "tags": []}))
+    rows += [(1, o + 1, order(o)) for o in range(6)]  # stored at offset + 1
+    return rows
+
+
+def found(report: dict) -> list[tuple]:
+    return [(f["kind"], f["partition"], f["first_offset"], f["last_offset"],
+             (f.get("cause") or {}).get("rule")) for f in report["findings"]]
+
+
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_planted_faults_give_exactly_their_findings_with_the_field_named(topic, registry, bootstrap, tmp_path,
+                                                                         engine, request):
+    if engine == "spark":
+        request.getfixturevalue("spark")
+    sink = make_sink(tmp_path / "sink.duckdb", topic, faulty_rows())
+    cfg = config(tmp_path, bootstrap, registry, topic, sink, 'timestamp_precision = "us"\n')
+    r = eosctl("audit", "-c", str(cfg), "-p", "orders", "--engine", engine, "--format", "json")
+    assert r.exit_code == 1, r.output
+    report = json.loads(r.stdout)
+    assert found(report) == [
+        ("content_mismatch", 0, 3, 3, "different_field"),
+        ("content_mismatch", 0, 5, 5, "different_record"),
+        ("content_mismatch", 0, 7, 7, "different_field"),
+        ("content_mismatch", 0, 12, 12, "unframed_record"),
+        ("content_mismatch", 1, 1, 6, "shifted_coordinates"),  # and no gap or phantom made up by the shift
+    ]
+    summaries = [f["cause"]["summary"] for f in report["findings"]]
+    assert "column 'state' (field value.state) holds 'NEW' where the record has 'PAID'" in summaries[0]
+    assert summaries[1].startswith(f"The sink's row at {topic}[0] offset 5 holds the record at offset 9's "
+                                   "fields")
+    assert ("column 'amount' (field value.amount) holds 750.00 where the record has 7.50: the same digits at "
+            "another scale (the record's is 2; x10^2)") in summaries[2]
+    assert "it starts with byte 0x7b, not the magic byte 0x00" in summaries[3]
+    assert report["findings"][4]["cause"]["shift"] == 1
+
+
+def test_a_clean_sink_passes_and_a_mapping_names_other_columns(topic, registry, bootstrap, tmp_path):
+    clean = [(0, o, order(o)) for o in range(13)] + [(1, o, order(o)) for o in range(6)]
+    sink = make_sink(tmp_path / "sink.duckdb", topic, clean)
+    cfg = config(tmp_path, bootstrap, registry, topic, sink)
+    r = eosctl("audit", "-c", str(cfg), "-p", "orders", "--format", "json")
+    report = json.loads(r.stdout)
+    # Partition 0's record 12 is not framed: its row is not compared, the record is a finding; nothing else.
+    assert found(report) == [("content_mismatch", 0, 12, 12, "unframed_record")], r.output
+    assert report["summary"]["findings"]["gap"] == 0
+    # The sink truncated the microseconds: one line says which tolerance to set, and with it the rows pass.
+    con = duckdb.connect(str(sink))
+    con.execute("UPDATE orders SET placed = date_trunc('millisecond', placed)")
+    con.close()
+    r = eosctl("audit", "-c", str(cfg), "-p", "orders", "--format", "json")
+    summaries = [f["cause"]["summary"] for f in json.loads(r.stdout)["findings"]]
+    assert len(summaries) == 19 and "differs below the millisecond" in summaries[0]
+    cfg = config(tmp_path, bootstrap, registry, topic, sink, 'timestamp_precision = "ms"\n'
+                 '[pipelines.orders.sink.fields]\nid = "value.id"\nplaced = "value.placed"\n')
+    r = eosctl("audit", "-c", str(cfg), "-p", "orders", "--format", "json")
+    assert found(json.loads(r.stdout)) == [("content_mismatch", 0, 12, 12, "unframed_record")], r.output
