@@ -166,3 +166,74 @@ def test_a_clean_sink_passes_and_a_mapping_names_other_columns(topic, registry, 
                  '[pipelines.orders.sink.fields]\nid = "value.id"\nplaced = "value.placed"\n')
     r = eosctl("audit", "-c", str(cfg), "-p", "orders", "--format", "json")
     assert found(json.loads(r.stdout)) == [("content_mismatch", 0, 12, 12, "unframed_record")], r.output
+
+
+def _proto_line_class():
+    from google.protobuf import descriptor_pb2, descriptor_pool
+    from google.protobuf.message_factory import GetMessageClass
+
+    F = descriptor_pb2.FieldDescriptorProto
+    fdp = descriptor_pb2.FileDescriptorProto(name="lines.proto", package="shop", syntax="proto3")
+    line = fdp.message_type.add(name="Line")
+    line.field.add(name="sku", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+    line.field.add(name="qty", number=2, type=F.TYPE_INT64, label=F.LABEL_OPTIONAL)
+    line.field.add(name="price", number=3, type=F.TYPE_DOUBLE, label=F.LABEL_OPTIONAL)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fdp)
+    return GetMessageClass(pool.FindMessageTypeByName("shop.Line"))
+
+
+KEY_SCHEMA = json.dumps({"type": "record", "name": "LineKey", "namespace": "shop",
+                         "fields": [{"name": "line_id", "type": "string"}]})
+LINE_JSON = json.dumps({"type": "object", "required": ["sku", "qty", "price"],
+                        "properties": {"sku": {"type": "string"}, "qty": {"type": "integer"},
+                                       "price": {"type": "number"}}})
+
+
+@pytest.mark.parametrize("fmt", ["protobuf", "json_in_headers"])
+def test_protobuf_and_json_schema_values_with_avro_keys(fmt, bootstrap, registry, tmp_path):
+    """Keys in Avro (a key.PATH mapping), values in Protobuf (prefix) or JSON Schema (ids in headers): a
+    mangled field and an unframed record are their findings, the rest passes."""
+    import uuid
+
+    from confluent_kafka.schema_registry import header_schema_id_serializer
+    from confluent_kafka.schema_registry.json_schema import JSONSerializer
+    from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+
+    name = f"decoded-{fmt.replace('_', '-')}-" + uuid.uuid4().hex[:6]
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: a destroyed client fails its futures
+    admin.create_topics([NewTopic(name, 1, 1)])[name].result(30)
+    client = SchemaRegistryClient({"url": registry.url})
+    keys = AvroSerializer(client, KEY_SCHEMA)
+    line = _proto_line_class()
+    if fmt == "protobuf":
+        ser = ProtobufSerializer(line, client, {"use.deprecated.format": False})
+        value_of = lambda i: line(sku=f"s{i}", qty=i, price=i * 1.1)  # noqa: E731
+    else:
+        ser = JSONSerializer(LINE_JSON, client, conf={"schema.id.serializer": header_schema_id_serializer})
+        value_of = lambda i: {"sku": f"s{i}", "qty": i, "price": i * 1.1}  # noqa: E731
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for i in range(6):
+        headers: list = []
+        k = keys({"line_id": f"l-{i}"}, SerializationContext(name, MessageField.KEY))
+        v = ser(value_of(i), SerializationContext(name, MessageField.VALUE, headers)) if i != 4 else \
+            b"s4,4,4.4"  # a producer without the serializer
+        p.produce(name, key=k, value=v, headers=headers)
+    assert p.flush(30) == 0
+    sink = tmp_path / "lines.duckdb"
+    con = duckdb.connect(str(sink))
+    con.execute("CREATE TABLE orders (src_topic VARCHAR, src_partition INTEGER, src_offset BIGINT, "
+                "line VARCHAR, sku VARCHAR, qty BIGINT, price DOUBLE)")
+    con.executemany("INSERT INTO orders VALUES (?, 0, ?, ?, ?, ?, ?)",
+                    [(name, i, f"l-{i}", f"s{i}", 99 if i == 2 else i, i * 1.1) for i in range(6)])
+    con.close()
+    cfg = config(tmp_path, bootstrap, registry, name, sink, "float_tolerance = 1e-9\n"
+                 '[pipelines.orders.sink.fields]\nline = "key.line_id"\nsku = "value.sku"\nqty = "qty"\n'
+                 'price = "value.price"\n')
+    r = eosctl("audit", "-c", str(cfg), "-p", "orders", "--format", "json")
+    report = json.loads(r.stdout)
+    assert r.exit_code == 1, r.output
+    assert found(report) == [("content_mismatch", 0, 2, 2, "different_field"),
+                             ("content_mismatch", 0, 4, 4, "unframed_record")]
+    assert "column 'qty' (field value.qty) holds 99 where the record has 2" in \
+        report["findings"][0]["cause"]["summary"]
