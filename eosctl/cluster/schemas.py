@@ -18,8 +18,12 @@ from __future__ import annotations
 import base64
 import io
 import json
+import math
 from dataclasses import dataclass, field
+from datetime import date, datetime, time
+from decimal import Decimal
 from typing import Any
+from uuid import UUID
 
 import fastavro
 from confluent_kafka.schema_registry import SchemaRegistryClient, dual_schema_id_deserializer
@@ -35,6 +39,7 @@ from google.protobuf.message_factory import GetMessageClass
 from jsonschema.validators import validator_for
 
 from eosctl.base.errors import EosctlError, first_line
+from eosctl.base.safetext import decode as bytes_text
 from eosctl.config.model import Cluster
 
 KEY, VALUE = "key", "value"
@@ -345,3 +350,40 @@ def _proto_scalar(f: Any, value: Any) -> Any:
         known = f.enum_type.values_by_number.get(value)
         return known.name if known is not None else value
     return value
+
+
+def plain(value: Any) -> Any:
+    """A decoded value in JSON's types: a decimal as a string keeping its scale (``"12.50"``), a timestamp,
+    date or UUID as its ISO/standard text, bytes as text (UTF-8 where valid, ``\\xNN`` otherwise), a
+    non-finite float as its name."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, datetime | date | time):
+        return value.isoformat()
+    if isinstance(value, UUID):
+        return str(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes_text(bytes(value))
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return str(value)
+
+
+def logical_key(decoder: SchemaDecoder, topic: str, data: bytes | None,
+                headers: list[tuple[str, bytes | None]] | tuple[tuple[str, bytes | None], ...] = (),
+                ) -> str | None:
+    """A key as what it means, not how it was written: a framed key's decoded value as canonical JSON (so
+    the same key re-serialized under another schema id or version is the same key), any other key its
+    bytes as text."""
+    if data is None:
+        return None
+    got = decoder.decode(topic, KEY, data, headers)
+    if isinstance(got, Decoded):
+        return json.dumps(plain(got.data), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return bytes_text(bytes(data))

@@ -9,15 +9,11 @@ text, bytes are text by eosctl.base.safetext.decode (UTF-8 where valid, ``\\xNN`
 
 from __future__ import annotations
 
-import math
-from datetime import date, datetime, time
-from decimal import Decimal
 from typing import Any
-from uuid import UUID
 
 from eosctl.base.safetext import decode as bytes_text
 from eosctl.cluster.records import Record
-from eosctl.cluster.schemas import KEY, VALUE, Decoded, SchemaDecoder, Undecodable, Unframed
+from eosctl.cluster.schemas import KEY, VALUE, Decoded, SchemaDecoder, Undecodable, Unframed, plain
 
 RAW = "raw"
 
@@ -58,24 +54,3 @@ def field_document(topic: str, which: str, data: bytes | None, headers: tuple[tu
                    problem=f"framed as {got.format} schema "
                            f"{got.schema_id if got.guid is None else got.guid}, does not decode: {got.why}")
     return doc
-
-
-def plain(value: Any) -> Any:
-    """A decoded value in JSON's types (see the module docstring)."""
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    if isinstance(value, Decimal):
-        return str(value)
-    if isinstance(value, datetime | date | time):
-        return value.isoformat()
-    if isinstance(value, UUID):
-        return str(value)
-    if isinstance(value, bytes | bytearray | memoryview):
-        return bytes_text(bytes(value))
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
-    return str(value)

@@ -237,3 +237,63 @@ def test_protobuf_and_json_schema_values_with_avro_keys(fmt, bootstrap, registry
                              ("content_mismatch", 0, 4, 4, "unframed_record")]
     assert "column 'qty' (field value.qty) holds 99 where the record has 2" in \
         report["findings"][0]["cause"]["summary"]
+
+
+KEY_V2 = json.dumps({"type": "record", "name": "LineKey", "namespace": "shop", "doc": "v2",
+                     "fields": [{"name": "line_id", "type": "string"}]})
+
+
+def test_key_lineage_pairs_a_key_reserialized_under_a_new_schema_version(bootstrap, registry, tmp_path):
+    """A stage that reads Avro keys (schema v1) and writes them again under v2 (another schema id: other
+    bytes, the same logical key): `lineage = "key"` pairs them by what they mean where the cluster names a
+    registry; by bytes, every input is lost and every output unpaired."""
+    import uuid
+
+    from confluent_kafka import Consumer, TopicPartition
+
+    name = "relkey" + uuid.uuid4().hex[:6]
+    src, out, group = f"{name}.in", f"{name}.out", f"{name}.stage"
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: a destroyed client fails its futures
+    for f in admin.create_topics([NewTopic(t, 1, 1) for t in (src, out)]).values():
+        f.result(30)
+    client = SchemaRegistryClient({"url": registry.url})
+    v1, v2 = AvroSerializer(client, KEY_SCHEMA), AvroSerializer(client, KEY_V2)
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for i in range(5):
+        p.produce(src, key=v1({"line_id": f"l-{i}"}, SerializationContext(src, MessageField.KEY)), value=b"v")
+    assert p.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                         "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
+    writer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{name}.tx"})
+    try:
+        consumer.assign([TopicPartition(src, 0, 0)])
+        msgs: list = []
+        while len(msgs) < 5:
+            msgs += [m for m in consumer.consume(5, 1) if m.error() is None]
+        writer.init_transactions(30)
+        writer.begin_transaction()
+        from confluent_kafka.schema_registry.avro import AvroDeserializer
+
+        read = AvroDeserializer(client)
+        written = []
+        for m in msgs:
+            key = read(m.key(), SerializationContext(src, MessageField.KEY))
+            written.append(v2(key, SerializationContext(out, MessageField.KEY)))
+            writer.produce(out, key=written[-1], value=m.value())
+        writer.send_offsets_to_transaction([TopicPartition(src, 0, 5)], consumer.consumer_group_metadata(),
+                                           30)
+        writer.commit_transaction(30)
+    finally:
+        consumer.close()
+    assert all(w != m.key() for w, m in zip(written, msgs, strict=True))  # v2 is another id: other bytes
+    text = (f'[clusters.c]\nbootstrap_servers = "{bootstrap}"\nschema_registry_url = "{registry.url}"\n\n'
+            f'[pipelines.stage]\nsource_topics = ["{src}"]\ngroup = "{group}"\n\n'
+            f'[pipelines.stage.sink]\nkafka_topic = "{out}"\nlineage = "key"\n')
+    cfg = tmp_path / "eosctl.toml"
+    cfg.write_text(text)
+    r = eosctl("audit", "-c", str(cfg), "--format", "json")
+    assert (r.exit_code, json.loads(r.stdout)["findings"]) == (0, []), r.output
+    cfg.write_text(text.replace(f'schema_registry_url = "{registry.url}"\n', ""))
+    r = eosctl("audit", "-c", str(cfg), "--format", "json")
+    kinds = sorted({f["kind"] for f in json.loads(r.stdout)["findings"]})
+    assert (r.exit_code, kinds) == (1, ["invalid_row", "lost_key"]), r.output
