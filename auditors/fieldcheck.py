@@ -2,7 +2,7 @@
 the fields of its record, decoded through the cluster's Schema Registry (eosctl.rules.fields).
 
 On by default wherever it can be: the pipeline's cluster names a ``schema_registry_url``, the sink is read
-by DuckDB (a DuckDB file or Parquet files), the partition's records are framed, and a mapping resolves
+with SQL (eosctl.sink.relation: DuckDB files, Parquet, PostgreSQL), the partition's records are framed, and a mapping resolves
 (the sink's ``fields``, or its columns named like the value's top-level fields). The records are read
 whole (eosctl.cluster.records) around the rows' offsets, so this costs a record decode per row.
 """

@@ -297,3 +297,36 @@ def test_key_lineage_pairs_a_key_reserialized_under_a_new_schema_version(bootstr
     r = eosctl("audit", "-c", str(cfg), "--format", "json")
     kinds = sorted({f["kind"] for f in json.loads(r.stdout)["findings"]})
     assert (r.exit_code, kinds) == (1, ["invalid_row", "lost_key"]), r.output
+
+
+def test_a_postgresql_sink_of_typed_columns(topic, registry, bootstrap, postgres, pg_db, tmp_path):
+    """The same planted faults in a PostgreSQL table (NUMERIC, TIMESTAMP, TEXT[]): the same findings."""
+    from urllib.parse import quote
+
+    import psycopg
+
+    with psycopg.connect(pg_db, autocommit=True) as con:
+        con.execute("CREATE TABLE orders (src_topic TEXT, src_partition INTEGER, src_offset BIGINT, "
+                    "id BIGINT, amount NUMERIC(9, 2), placed TIMESTAMP, state TEXT, tags TEXT[], "
+                    "loaded_by TEXT)")
+        with con.cursor() as cur:
+            cur.executemany("INSERT INTO orders VALUES (%s, %s, %s, %s, %s, %s, %s, %s, 'job')",
+                            [(topic, p, o, v["id"], v["amount"], v["placed"].replace(tzinfo=None), v["state"],
+                              v["tags"]) for p, o, v in faulty_rows()])
+    uri = pg_db.replace(":" + quote(postgres.password, safe=""), ":${PGPW}", 1)
+    assert postgres.password not in uri
+    path = tmp_path / "eosctl.toml"
+    path.write_text(f'[clusters.main]\nbootstrap_servers = "{bootstrap}"\n'
+                    f'schema_registry_url = "{registry.url}"\n\n[pipelines.orders]\n'
+                    f'source_topics = ["{topic}"]\n\n[pipelines.orders.sink]\npostgres = "{uri}"\n'
+                    'table = "orders"\n')
+    r = eosctl("audit", "-c", str(path), "-p", "orders", "--engine", "local", "--format", "json",
+               env={"PGPW": postgres.password})
+    assert r.exit_code == 1, r.output
+    assert found(json.loads(r.stdout)) == [
+        ("content_mismatch", 0, 3, 3, "different_field"),
+        ("content_mismatch", 0, 5, 5, "different_record"),
+        ("content_mismatch", 0, 7, 7, "different_field"),
+        ("content_mismatch", 0, 12, 12, "unframed_record"),
+        ("content_mismatch", 1, 1, 6, "shifted_coordinates"),
+    ]
