@@ -2,8 +2,9 @@
 the fields of its record, decoded through the cluster's Schema Registry (eosctl.rules.fields).
 
 On by default wherever it can be: the pipeline's cluster names a ``schema_registry_url``, the sink is read
-with SQL (eosctl.sink.relation: DuckDB files, Parquet, PostgreSQL), the partition's records are framed, and a mapping resolves
-(the sink's ``fields``, or its columns named like the value's top-level fields). The records are read
+with SQL (eosctl.sink.relation: DuckDB files, Parquet, PostgreSQL), the partition's records are framed,
+and a mapping resolves (the sink's ``fields``, or its columns named like the value's top-level fields and
+its key column to a framed key). The records are read
 whole (eosctl.cluster.records) around the rows' offsets, so this costs a record decode per row.
 """
 
@@ -110,7 +111,11 @@ def _partition(reader: Any, client: Any, decoder: SchemaDecoder, log: PartitionL
     mapping = configured
     if mapping is None:
         sample = next(f for f in records.values() if f.value is not None)
-        mapping = default_mapping(columns, sample)
+        framed_key = next((f for f in records.values() if not isinstance(f.key, bytes | type(None))), None)
+        if framed_key is None:
+            mapping = default_mapping(columns, sample)
+        else:
+            mapping = default_mapping(columns, Fields(framed_key.key, sample.value), sink.key_column)
         if not mapping:
             return []
     rows = [(o, cols) for o, cols in rows if o in records or all(u[0] != o for u in unframed)]

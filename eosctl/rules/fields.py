@@ -67,7 +67,10 @@ class Fields:
 
 
 def field_of(record: Fields, path: str) -> tuple[bool, Any]:
-    """(found, value) of ``path`` in the record: ``value.a.b`` or ``key.id``; a bare name is the value's."""
+    """(found, value) of ``path`` in the record: ``value.a.b`` or ``key.id``; ``key`` or ``value``: the whole
+    key or value (an Avro string key); a bare name is the value's."""
+    if path in ("key", "value"):
+        return True, record.key if path == "key" else record.value
     head, _, rest = path.partition(".")
     if head in ("key", "value") and rest:
         node: Any = record.key if head == "key" else record.value
@@ -82,11 +85,17 @@ def field_of(record: Fields, path: str) -> tuple[bool, Any]:
     return True, node
 
 
-def default_mapping(columns: Iterable[str], record: Fields) -> dict[str, str]:
-    """The sink's columns named like the value's top-level fields (the mapping a config need not write)."""
-    if not isinstance(record.value, Mapping):
-        return {}
-    return {c: f"value.{c}" for c in columns if c in record.value}
+def default_mapping(columns: Iterable[str], record: Fields, key_column: str | None = None) -> dict[str, str]:
+    """The mapping a config need not write: the sink's columns named like the value's top-level fields, and
+    its key column (``key_column``) to the decoded key where that is one value (a string, a number) or a
+    record of one field."""
+    out = {c: f"value.{c}" for c in columns if isinstance(record.value, Mapping) and c in record.value}
+    if key_column is not None and key_column not in out:
+        if isinstance(record.key, Mapping) and len(record.key) == 1:
+            out[key_column] = f"key.{next(iter(record.key))}"
+        elif isinstance(record.key, str | int) and not isinstance(record.key, bool):
+            out[key_column] = "key"
+    return out
 
 
 def same(sink: Any, record: Any, tol: Tolerances = Tolerances()) -> bool:

@@ -237,6 +237,17 @@ def test_protobuf_and_json_schema_values_with_avro_keys(fmt, bootstrap, registry
                              ("content_mismatch", 0, 4, 4, "unframed_record")]
     assert "column 'qty' (field value.qty) holds 99 where the record has 2" in \
         report["findings"][0]["cause"]["summary"]
+    # No mapping: the columns named like the value's fields, and the key column to the key's one field.
+    con = duckdb.connect(str(sink))
+    con.execute("UPDATE orders SET line = 'l-9' WHERE src_offset = 1")
+    con.close()
+    cfg = config(tmp_path, bootstrap, registry, name, sink, 'key_column = "line"\nfloat_tolerance = 1e-9\n')
+    report = json.loads(eosctl("audit", "-c", str(cfg), "-p", "orders", "--format", "json").stdout)
+    assert found(report) == [("content_mismatch", 0, 1, 1, "different_field"),
+                             ("content_mismatch", 0, 2, 2, "different_field"),
+                             ("content_mismatch", 0, 4, 4, "unframed_record")]
+    assert "column 'line' (field key.line_id) holds 'l-9' where the record has 'l-1'" in \
+        report["findings"][0]["cause"]["summary"]
 
 
 KEY_V2 = json.dumps({"type": "record", "name": "LineKey", "namespace": "shop", "doc": "v2",

@@ -103,5 +103,9 @@ def test_fields_and_defaults_and_shown_values():
     assert field_of(rec, "value.missing") == (False, None)
     assert default_mapping(["id", "amount", "src_offset"], rec) == {"id": "value.id",
                                                                     "amount": "value.amount"}
+    assert default_mapping(["order_id", "id"], rec, "order_id") == {"id": "value.id",
+                                                                    "order_id": "key.order_id"}
+    assert default_mapping(["k"], Fields("o-1", {"a": 1}), "k") == {"k": "key"}
+    assert field_of(Fields("o-1", {"a": 1}), "key") == (True, "o-1")
     assert shown("x" * 100) == "'" + "x" * 79 + "… (22 more characters)"
     assert shown("\x1b[2J") == "'\\x1b[2J'"
