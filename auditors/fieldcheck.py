@@ -26,6 +26,8 @@ from eosctl.rules.fields import (
     unframed_findings,
 )
 
+PROBE_RECORDS = 64  # records read first to tell whether a partition's values are framed at all
+
 if TYPE_CHECKING:
     from auditors.plan import WorkItem
     from eosctl.cluster.schemas import SchemaDecoder
@@ -93,7 +95,14 @@ def _partition(reader: Any, client: Any, decoder: SchemaDecoder, log: PartitionL
     records: dict[int, Fields] = {}
     unframed: list[tuple[int, str]] = []
     framed = 0
-    for r in read_records(client, topic, partition, lo, hi) if lo < hi else []:
+    # A topic that is not in the wire format (plain JSON, strings) on a cluster with a registry is told by
+    # its first records: the rest is not read.
+    probe_end = min(hi, lo + PROBE_RECORDS)
+    probe = read_records(client, topic, partition, lo, probe_end) if lo < hi else []
+    if not any(isinstance(decoder.decode(topic, VALUE, r.value, r.headers), Decoded) for r in probe):
+        return []
+    rest = read_records(client, topic, partition, probe_end, hi) if probe_end < hi else []
+    for r in [*probe, *rest]:
         if log.kind_at(r.offset) is not Kind.DATA:
             continue  # aborted or open: the offset rules judge a row there
         where = f"{topic}-{partition} offset {r.offset}"
