@@ -152,3 +152,33 @@ def test_an_unknown_schema_id_is_one_line_exit_2(framed, bootstrap):
         f"eosctl: error: schema id 2 (the value of {topic}-0 offset 0) is not in the schema registry at "
         f"{registry.url} (HTTP 404: Schema 2 not found); point clusters.main.schema_registry_url at the "
         "registry the producers use"]
+
+
+def test_refused_credentials_and_an_unreachable_registry_are_one_line_exit_2(framed, tmp_path):
+    topic, _, _ = framed
+    with RegistryStub("eos", "right-pw") as guarded:
+        config = tmp_path / "guarded.toml"
+        config.write_text(f'[clusters.main]\nbootstrap_servers = "{_bootstrap_of(framed)}"\n'
+                          f'schema_registry_url = "{guarded.url}"\nschema_registry_username = "eos"\n'
+                          'schema_registry_password = "${SRPASS}"\n\n'
+                          f'[pipelines.orders]\nsource_topics = ["{topic}"]\n')
+        out = eosctl("log", "-c", str(config), "--topic", topic, "--partition", "0", "--records", "1",
+                     "--no-batches", env={"SRPASS": "wrong-pw-123"})
+        assert out.exit_code == 2
+        assert out.stderr.strip().splitlines() == [
+            f"eosctl: error: the schema registry at {guarded.url} refused the credentials (HTTP 401) asked "
+            f"for schema id 1 (the key of {topic}-0 offset 0); check clusters.main.schema_registry_username "
+            "and schema_registry_password"]
+        assert "wrong-pw-123" not in out.output
+    out = eosctl("log", "-c", str(config), "--topic", topic, "--partition", "0", "--records", "1",
+                 "--no-batches", env={"SRPASS": "wrong-pw-123"})  # the stub is gone: nothing listens
+    assert out.exit_code == 2
+    (line,) = out.stderr.strip().splitlines()
+    assert line.startswith(f"eosctl: error: the schema registry at {guarded.url} is unreachable (")
+    assert line.endswith("check clusters.main.schema_registry_url and that the registry is up")
+
+
+def _bootstrap_of(framed) -> str:
+    import tomllib
+
+    return tomllib.loads(framed[1].read_text())["clusters"]["main"]["bootstrap_servers"]
