@@ -344,10 +344,13 @@ def _row_finding(topic: str, partition: int, offset: int, cols: Mapping[str, Any
     other = next((o for o, rec in sorted(records.items()) if o != offset
                   and not _differing(cols, rec, mapping, tol)), None)
     if other is not None or (len(differ) == len(compared) and len(compared) > 1):
-        whose = (f"the record at offset {other}'s" if other is not None else "another record's")
-        summary = (f"The sink's row at {tp} holds {whose} fields, not its own record's (none of its "
-                   f"{len(compared)} mapped columns matches): a writer that mixed up records, or a log "
-                   "rewritten under the sink.")
+        if other is not None:
+            whose = f"the record at offset {other}'s"
+            how = f"all {len(compared)} mapped columns are that record's, {len(differ)} not its own's"
+        else:
+            whose, how = "another record's", f"none of its {len(compared)} mapped columns matches"
+        summary = (f"The sink's row at {tp} holds {whose} fields, not its own record's ({how}): a writer "
+                   "that mixed up records, or a log rewritten under the sink.")
         return Finding(KIND, topic, partition, offset, offset, 1,
                        detail="another record's fields" if other is None else f"the fields of offset {other}",
                        cause=Cause(KIND, summary, rule=DIFFERENT_RECORD))

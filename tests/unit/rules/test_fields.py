@@ -59,7 +59,9 @@ def test_a_row_holding_another_records_fields_names_that_record():
     _, other = _row(7)
     (f,) = check_fields("t", 0, [_row(2), (3, other), _row(4)], RECORDS, MAPPING)
     assert (f.first_offset, f.cause.rule, f.detail) == (3, "different_record", "the fields of offset 7")
-    assert f.cause.summary.startswith("The sink's row at t[0] offset 3 holds the record at offset 7's fields")
+    assert f.cause.summary == ("The sink's row at t[0] offset 3 holds the record at offset 7's fields, not "
+                               "its own record's (all 8 mapped columns are that record's, 7 not its own's): "
+                               "a writer that mixed up records, or a log rewritten under the sink.")
 
 
 def test_a_shifted_writer_is_one_finding_with_its_shift():
