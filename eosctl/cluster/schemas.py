@@ -26,7 +26,11 @@ from typing import Any
 from uuid import UUID
 
 import fastavro
-from confluent_kafka.schema_registry import SchemaRegistryClient, dual_schema_id_deserializer
+from confluent_kafka.schema_registry import (
+    RegisteredSchema,
+    SchemaRegistryClient,
+    dual_schema_id_deserializer,
+)
 from confluent_kafka.schema_registry._sync.avro import _resolve_named_schema as _avro_named
 from confluent_kafka.schema_registry._sync.protobuf import _resolve_named_schema as _proto_named
 from confluent_kafka.schema_registry.common.protobuf import _init_pool, _str_to_proto
@@ -119,6 +123,7 @@ class _Schema:
     format: str
     text: str
     parsed: Any  # fastavro's parsed schema, (FileDescriptorProto, DescriptorPool), or a jsonschema validator
+    schema_id: int | None = None  # also where the record names it by GUID and the registry said its id
     subject: str | None = None
     version: int | None = None
     identity_read: bool = False
@@ -168,9 +173,10 @@ class SchemaDecoder:
             payload = dual_schema_id_deserializer(bytes(data), ctx, sid).read()
             decoded, message = self._payload(schema, payload, sid.message_indexes)
         except Exception as e:  # noqa: BLE001 - any library's decode failure is this record's, not the run's
-            return Undecodable(schema.format, peek.id, guid, first_line(e))
-        self._identity(schema, peek.id, topic, which)
-        return Decoded(schema.format, peek.id, guid, id_in, schema.subject, schema.version, decoded, message)
+            return Undecodable(schema.format, schema.schema_id, guid, first_line(e))
+        self._identity(schema, schema.schema_id, topic, which)
+        return Decoded(schema.format, schema.schema_id, guid, id_in, schema.subject, schema.version, decoded,
+                       message)
 
     # --- the registry -----------------------------------------------------------------------------
 
@@ -181,17 +187,24 @@ class SchemaDecoder:
         named = f"schema guid {guid}" if guid is not None else f"schema id {schema_id}"
         whose = f" (the {which} of {where})" if where else f" (a {which} of topic {topic})"
         with self._asking(named + whose):
-            found = (self.client.get_schema_by_guid(guid) if guid is not None
-                     else self.client.get_schema(schema_id))
+            if guid is not None:
+                # GET /schemas/guids/G as get_schema_by_guid sends it, read whole: its answer names the
+                # schema's id too (for the subject and version), which that method drops.
+                registered = RegisteredSchema.from_dict(self.client._rest_client.get(f"schemas/guids/{guid}"))
+                found, schema_id = registered.schema, registered.schema_id
+            else:
+                found = self.client.get_schema(schema_id)
             fmt = (found.schema_type or AVRO).upper()
             text = found.schema_str or ""
             if fmt == PROTOBUF and not _is_descriptor(text) and schema_id is not None:
                 # The registry answered .proto text: its base64 FileDescriptorProto is what protobuf reads.
                 text = self.client.get_schema(schema_id, fmt="serialized").schema_str or ""
             parsed = self._parse(fmt, text, found)
-        schema = _Schema(fmt, text, parsed)
+        schema = _Schema(fmt, text, parsed, schema_id)
         if guid is not None:
             self._by_guid[guid] = schema
+            if schema_id is not None:
+                self._by_id.setdefault(schema_id, schema)  # a later record naming it by id asks no more
         else:
             self._by_id[schema_id] = schema  # type: ignore[index]
         return schema

@@ -87,8 +87,8 @@ def test_log_records_show_decoded_keys_and_values_with_subject_version_and_id(fr
     assert v0["data"] == {"id": 7, "amount": "12.50", "at": AT.isoformat(), "state": "PAID",
                           "tags": ["a", "b"]}
     v1 = recs[1]["value"]
-    assert (v1["encoding"], v1["id_in"], v1["guid"], v1["data"]["id"]) == ("AVRO", "header",
-                                                                           registry.schemas[2]["guid"], 8)
+    assert (v1["encoding"], v1["id_in"], v1["guid"], v1["schema_id"], v1["subject"], v1["data"]["id"]) == (
+        "AVRO", "header", registry.schemas[2]["guid"], 2, f"{topic}-value", 8)
     assert recs[1]["key"]["encoding"] == "unframed"  # a string key where the registry is set
     assert recs[1]["headers"][0]["key"] == "__value_schema_id"
     v2 = recs[2]["value"]
@@ -99,10 +99,11 @@ def test_log_records_show_decoded_keys_and_values_with_subject_version_and_id(fr
     assert (v4["encoding"], v4["bytes"]) == ("unframed", '{"id": 9}')
     assert v4["problem"] == ("not in the Schema Registry wire format: it starts with byte 0x7b, not the "
                              "magic byte 0x00")
-    # Each schema once for the run: four ids (the GUID one record names is schema 2's, which the registry
-    # answered with its GUID: the client's cache has it).
+    # Each schema once for the run: four ids, and the GUID one record names (schema 2's: a record naming
+    # its schema by GUID is looked up by it, once).
     assert {k: n for k, n in registry.requests.items() if k.startswith("GET /schemas/")
-            and not k.endswith("/versions")} == {f"GET /schemas/ids/{i}": 1 for i in (1, 2, 3, 4)}
+            and not k.endswith("/versions")} == {**{f"GET /schemas/ids/{i}": 1 for i in (1, 2, 3, 4)},
+                                                  f"GET /schemas/guids/{registry.schemas[2]['guid']}": 1}
 
 
 def test_log_records_table_and_raw(framed):
@@ -116,8 +117,8 @@ def test_log_records_table_and_raw(framed):
         "0", "DATA", f'AVRO {topic}-key v1 (id 1): {{"order_id": "o-1"}}',
         f'AVRO {topic}-value v1 (id 2): {{"id": 7, "amount": "12.50", '
         '"at": "2026-12-01T10:30:00.123000+00:00", "state": "PAID", "tags": ["a", "b"]}']
-    guid = registry.schemas[2]["guid"]
-    assert rows[2].split("\t")[3].startswith(f'AVRO (guid {guid}, in header): {{"id": 8, "amount": "12.50"')
+    assert rows[2].split("\t")[3].startswith(f'AVRO {topic}-value v1 (id 2, in header): '
+                                             '{"id": 8, "amount": "12.50"')
     assert rows[3].split("\t")[2:] == ["null", f'PROTOBUF shop.Envelope.Line {topic}-value v2 (id 3): '
                                                '{"sku": "A-1", "qty": 3, "blob": "\\u0001", "prices": []}']
     assert rows[5].split("\t")[3] == ("UNFRAMED (not in the Schema Registry wire format: it starts with byte "

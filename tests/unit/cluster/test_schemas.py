@@ -74,7 +74,9 @@ def test_avro_with_its_id_in_a_header_and_a_bare_payload(registry):
     assert [k for k, _ in headers] == ["__value_schema_id"] and headers[0][1][0] == 1  # a GUID
     got = _decoder(registry).decode("orders", "value", data, headers)
     assert isinstance(got, Decoded) and got.id_in == "header" and got.data == ORDER_VALUE
-    assert got.guid == registry.schemas[1]["guid"] and got.schema_id is None
+    # The record names its schema by GUID; the registry's answer gives its id, subject and version too.
+    assert (got.guid, got.schema_id, got.subject, got.version) == (registry.schemas[1]["guid"], 1,
+                                                                   "orders-value", 1)
     # A key's header is __key_schema_id: the value's header does not frame a key.
     assert isinstance(_decoder(registry).decode("orders", "key", data, headers), Unframed)
 
