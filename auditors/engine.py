@@ -42,7 +42,9 @@ class EngineOptions:
     remote: str | None = None  # Spark Connect server (instead of master)
     driver_memory: str = "2g"
     shuffle_partitions: int = 4
-    workers: int | None = None  # the local engine's processes; None: one per core
+    # The local engine's processes, started whatever the audit's size (0: none, the tasks run in this
+    # process); None: one per core when the audit has work for more than one (auditors.local.pool_size).
+    workers: int | None = None
     # Compare each sink row's key with its record's (content_mismatch), where the sink names a key column:
     # on unless turned off (--no-content-check, [audit] content_check = false): at 10M offsets it costs at
     # most 1.5x the keyed audit without it (docs/benchmarks.md, benchmarks/keyed_bench.py).
@@ -173,14 +175,17 @@ def _run_engine(inp: AuditInput, items: list[WorkItem], options: EngineOptions, 
             # DuckDB's spill files go where the guard cleans up, not to a shared directory.
             inp = replace(inp, settings=replace(inp.settings, temp_directory=owned.path("duckdb")))
         if options.engine == "local":
-            from auditors.local import default_workers, run_local  # lazy: auditors.local 8.2 ms to import
+            # lazy: auditors.local 8.2 ms to import
+            from auditors.local import default_workers, pool_size, run_local
 
-            workers = options.workers or default_workers()
+            workers = pool_size(items, options.workers)  # 0: no pool, a small audit runs here
             # The key rule runs once the workers are done: their threads and memory are the driver's then.
-            limits = Limits(workers, f"{workers * _memory_gb(inp.settings.duckdb_memory)}GB",
+            threads = workers or default_workers()
+            limits = Limits(threads, f"{threads * _memory_gb(inp.settings.duckdb_memory)}GB",
                             inp.settings.temp_directory)
             result, startup = run_local(inp, items, workers, progress, beside,
-                                        key_rule=lambda writers: keydups.in_sink(reader, writers, limits))
+                                        key_rule=lambda writers: keydups.in_sink(reader, writers, limits),
+                                        reader=reader)
             return result, startup, local_info(workers, result.tasks)
         progress(Step(f"starting {options.where()}"))
         t = time.monotonic()

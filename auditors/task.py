@@ -64,7 +64,7 @@ PHASE_KEYS = "key duplicates (grouping by key)"
 # ---- inside a task -------------------------------------------------------------------------------
 
 
-def _open_sink(sink: Sink, settings: TaskSettings, items: Sequence[WorkItem] = ()) -> SinkReader:
+def open_task_reader(sink: Sink, settings: TaskSettings, items: Sequence[WorkItem] = ()) -> SinkReader:
     """The task's reader; ``items``: its partitions, the only ones it asks about (none: any)."""
     return open_reader(sink, limits=Limits(settings.duckdb_threads, settings.duckdb_memory,
                                            settings.temp_directory), partitions=[i.tp for i in items] or None)
@@ -224,7 +224,7 @@ def group_task(tasks: Sequence[Sequence[WorkItem]], source: Source, sink: Sink, 
             for index in batch.column(0).to_pylist():
                 items = tasks[index]
                 try:
-                    with _open_sink(sink, settings, items) as reader:
+                    with open_task_reader(sink, settings, items) as reader:
                         with paused():  # findings by the hundred thousand, no cycles among them
                             result = audit_group(items, source, reader, want_keys, group, content)
                             out = [_to_batch(result.rows, _OUT_NAMES, schema)]

@@ -58,6 +58,9 @@ class Scheduled(App[None]):
     def worker_changed(self, worker: Worker) -> None:
         """A worker of another group than the refresh's changed state (UI thread)."""
 
+    def fetch_failed(self, error: str) -> None:
+        """A live refresh failed with ``error`` (UI thread; the banner says so already)."""
+
     # ---- the schedule -----------------------------------------------------------------------------
 
     def start_schedule(self) -> None:
@@ -128,6 +131,7 @@ class Scheduled(App[None]):
                     f"{self.error} (retrying every {min(RETRY_SECONDS, self.refresh_seconds):.0f}s"
                     f"{since})"
                 )
+                self.fetch_failed(self.error)
         self._status()
 
     def action_refresh_now(self) -> None:

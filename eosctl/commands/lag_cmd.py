@@ -6,9 +6,10 @@ A watch carries on through a broker outage, as Burrow does: a failed poll shows 
 last good poll with status ERR, the reason as its cause and error, and the top-level "error"; the numbers
 are those of the last good poll. The next polls reconnect, and statuses resume when the broker answers.
 
-Exit status: 0 ok, 2 usage, config or connection error (with --watch: never for the cluster: a watch
-started during an outage shows ERR with the reason from its first poll, says so once on stderr, and
-carries on until the cluster answers).
+Exit status: 0 ok, 2 usage, config or connection error (with --watch: never for the cluster while it
+runs: a watch started during an outage shows ERR with the reason from its first poll, says so once on
+stderr, and carries on until the cluster answers; a bounded watch, --count N, whose N polls all failed
+exits 2 with the last one's cause, and one that saw some fail ends with a line on stderr saying how many).
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ def lag(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: st
     polls: OK, WARN (falling behind), STALL (no progress with records to read, or blocked by an open
     transaction: the cause says which), STOP (no active consumer), REWIND (offset went back), ERR.
     A broker outage while watching is ERR with the reason on every partition; the watch reconnects
-    at each poll and carries on when the broker is back.
+    at each poll and carries on when the broker is back. With --count N, a watch whose N polls all
+    failed exits 2 with the last cause; one that saw some fail says how many on stderr at the end.
     """
     # lazy: eosctl.inspection.lag 174 ms, eosctl.inspection.live 361 ms, eosctl.config.target 17 ms,
     # eosctl.cluster.wire 170 ms at start-up
@@ -116,7 +118,8 @@ def _watch(measure: Any, watch: Any, interval: float, count: int | None, fmt: st
         context: Any = Live(console=out, auto_refresh=False)
     else:
         context = nullcontext()
-    polls = 0
+    polls = failed = 0
+    cause = ""
     last = None
     with context as live:
         while True:
@@ -124,6 +127,7 @@ def _watch(measure: Any, watch: Any, interval: float, count: int | None, fmt: st
             try:
                 snapshot = measure()
             except EosctlError as e:
+                failed, cause = failed + 1, first_line(e)
                 if last is None:
                     if polls == 0:
                         click.echo(f"eosctl: lag --watch: the first poll failed, retrying every poll (check "
@@ -140,8 +144,20 @@ def _watch(measure: Any, watch: Any, interval: float, count: int | None, fmt: st
                 _emit_document(doc, True, fmt, groups, topics)
             polls += 1
             if count is not None and polls >= count:
-                return
+                break
             time.sleep(max(0.0, interval - (time.monotonic() - started)))
+    _say_failed(polls, failed, cause)
+
+
+def _say_failed(polls: int, failed: int, cause: str) -> None:
+    """The end of a bounded watch (--count): a script reads its exit code, so a watch that never read the
+    cluster is an error (exit 2, the last poll's cause), and one that read it only some of the time says
+    how often it could not, after its last document (stdout stays the documents)."""
+    if failed and failed == polls:
+        raise EosctlError(f"lag --watch: all {polls} polls failed; the last: {cause}")
+    if failed:
+        click.echo(f"eosctl: lag --watch: {failed} of {polls} polls failed; the last failed one: {cause}",
+                   err=True)
 
 
 def _with_replica(doc: dict[str, Any], target: Any) -> None:

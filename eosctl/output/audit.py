@@ -139,7 +139,10 @@ def timings(engine: dict[str, Any]) -> str:
                          if isinstance(engine.get(key), (int, float)))
 
     name = engine.get("name", "spark")
-    where = engine.get("master") if name == "spark" else f"{engine.get('workers')} processes"
+    if name == "spark":
+        where = engine.get("master")
+    else:  # no pool (0 workers): a small audit's tasks ran in eosctl's own process (auditors.local)
+        where = "in eosctl's process" if engine.get("workers") == 0 else f"{engine.get('workers')} processes"
     phases, task_time = seconds(_PHASES), seconds(_TASK_TIME)
     if not phases:
         return ""

@@ -49,8 +49,8 @@ def offset_table(doc: dict[str, Any]) -> Any:
                                  f"{p['fencing_events']} fencing"))
     r = doc.get("record")
     if r is not None:
-        rows.append(("key", field_text(r["key"])))
-        rows.append(("value", field_text(r["value"])))
+        rows.append(("key", field_text(r["key_decoded"], r["key"])))
+        rows.append(("value", field_text(r["value_decoded"], r["value"])))
         if r["headers"]:
             rows.append(("headers", cut(", ".join(f"{h['key']}={h['value']}" for h in r["headers"]))))
     g = doc["group"]

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from eosctl.base import safetext
 from eosctl.cluster.model import Kind
-from eosctl.output.records import records_table
+from eosctl.output.records import field_text
 from eosctl.output.terminal import table
 from eosctl.txn import fencing
 
@@ -22,8 +22,8 @@ TABLE_ROWS = 200  # rows per section in table output; JSON is always complete
 
 def log_document(plog: Any, window: tuple[int, int, bool] | None,
                  records: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The stable JSON form of a scanned partition (see the module docstring); ``records``: --records'
-    documents (eosctl.inspection.records), null without it."""
+    """The stable JSON form of a scanned partition (see the module docstring); ``records``: with --records,
+    the data records of the window as eosctl.inspection.records documents them."""
     d = plog.to_dict()
     return {
         "topic": plog.topic,
@@ -50,8 +50,8 @@ def log_document(plog: Any, window: tuple[int, int, bool] | None,
         "batches_window": None if window is None else {"from": window[0], "to": window[1],
                                                         "complete": window[2]},
         "leader_epochs": d["leader_epochs"],
-        "warnings": d["warnings"],
         "records": records,
+        "warnings": d["warnings"],
     }
 
 
@@ -107,6 +107,14 @@ def render_log(out: Any, doc: dict[str, Any]) -> None:
                                 "first ts (UTC)", "max ts"], rows))
         if more:
             out.print(more)
+    if doc["records"] is not None:
+        # A key or value decoded through the registry: its schema and fields (eosctl.output.records).
+        rows, more = _capped([(r["offset"], _cell(r["key"], r["key_decoded"]),
+                               _cell(r["value"], r["value_decoded"]), _ts(r["timestamp"], date=False),
+                               r["compression"]) for r in doc["records"]])
+        out.print(table("Records", ["offset", "key", "value", "timestamp (UTC)", "codec"], rows))
+        if more:
+            out.print(more)
     rows, more = _capped([(t["producer_id"], t["producer_epoch"], f"{t['first_offset']}..{t['last_offset']}",
                            t["data_records"], t["outcome"], t["marker_offset"], t["marker_epoch"])
                           for t in doc["transactions"]])
@@ -132,10 +140,18 @@ def render_log(out: Any, doc: dict[str, Any]) -> None:
         out.print(table("Epoch timeline and anomalies", ["offset", "pid", "event"], rows))
         if more:
             out.print(more)
-    if doc["records"] is not None:
-        out.print(records_table(doc["records"]))
     for w in doc["warnings"]:
         out.print(Text.assemble(("warning:", "yellow"), " ", safetext.text(w)))
+
+
+def _cell(s: str | None, decoded: dict[str, Any] | None = None, width: int = 40) -> Text | str:
+    """A key or value for a table cell: escaped, cut to ``width`` characters; null as "-"; one the registry
+    decoded (or found unframed) as eosctl.output.records shows it, cut at its own width."""
+    if decoded is not None:
+        return safetext.text(field_text(decoded, s))
+    if s is None:
+        return "-"
+    return safetext.text(s if len(s) <= width else s[:width - 1] + "…")
 
 
 def leader_epochs_text(epochs: list[dict[str, Any]]) -> str:

@@ -6,20 +6,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from eosctl.output.terminal import table
-
 SHOWN_CHARS = 160  # of a key or value in a table cell; `--format json` has it whole
 
 
-def field_text(doc: dict[str, Any] | None) -> str:
-    """A key's or value's document (eosctl.inspection.records) as one line of text (table() escapes it)."""
-    if doc is None:
-        return "null"
-    if doc["encoding"] == "raw":
-        return cut(doc["bytes"])
-    if doc["bytes"] is not None:  # unframed or undecodable: what is wrong, then the bytes
-        return cut(f"{doc['encoding'].upper()} ({doc['problem']}): {doc['bytes']}")
-    return cut(f"{schema_text(doc)}: {json.dumps(doc['data'], ensure_ascii=False)}")
+def field_text(decoded: dict[str, Any] | None, text: str | None) -> str:
+    """A key or value as one line: decoded (eosctl.inspection.records' ``*_decoded``) its schema and fields,
+    unframed or undecodable what is wrong and its text, else its text (table() escapes it)."""
+    if decoded is None:
+        return "null" if text is None else cut(text)
+    if decoded["data"] is None and decoded["problem"] is not None:
+        return cut(f"{decoded['encoding'].upper()} ({decoded['problem']}): {text}")
+    return cut(f"{schema_text(decoded)}: {json.dumps(decoded['data'], ensure_ascii=False)}")
 
 
 def schema_text(doc: dict[str, Any]) -> str:
@@ -40,9 +37,3 @@ def cut(text: str, limit: int = SHOWN_CHARS) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… ({len(text) - limit} more characters)"
-
-
-def records_table(records: list[dict[str, Any]], title: str = "Records") -> Any:
-    return table(title, ["offset", "kind", "key", "value"],
-                 [(r["offset"], r["kind"] or "-", field_text(r["key"]), field_text(r["value"]))
-                  for r in records])

@@ -70,7 +70,7 @@ def framed(bootstrap, unique, tmp_path):
 
 
 def _records(config: Path, topic: str, *extra: str) -> list[dict]:
-    return eosctl_json("log", "-c", str(config), "--topic", topic, "--partition", "0", "--records", "10",
+    return eosctl_json("log", "-c", str(config), "--topic", topic, "--partition", "0", "--records",
                        *extra)["records"]
 
 
@@ -79,24 +79,25 @@ def test_log_records_show_decoded_keys_and_values_with_subject_version_and_id(fr
     recs = _records(config, topic)
     assert [r["offset"] for r in recs] == [0, 1, 2, 3, 4]
     assert [r["kind"] for r in recs] == ["DATA"] * 5
-    k0, v0 = recs[0]["key"], recs[0]["value"]
+    k0, v0 = recs[0]["key_decoded"], recs[0]["value_decoded"]
     assert (k0["encoding"], k0["subject"], k0["version"], k0["schema_id"], k0["data"]) == (
         "AVRO", f"{topic}-key", 1, 1, {"order_id": "o-1"})
     assert (v0["encoding"], v0["subject"], v0["schema_id"], v0["id_in"]) == ("AVRO", f"{topic}-value", 2,
                                                                              "prefix")
     assert v0["data"] == {"id": 7, "amount": "12.50", "at": AT.isoformat(), "state": "PAID",
                           "tags": ["a", "b"]}
-    v1 = recs[1]["value"]
+    v1 = recs[1]["value_decoded"]
     assert (v1["encoding"], v1["id_in"], v1["guid"], v1["schema_id"], v1["subject"], v1["data"]["id"]) == (
         "AVRO", "header", registry.schemas[2]["guid"], 2, f"{topic}-value", 8)
-    assert recs[1]["key"]["encoding"] == "unframed"  # a string key where the registry is set
+    assert recs[1]["key_decoded"]["encoding"] == "unframed"  # a string key where the registry is set
+    assert recs[1]["key"] == "o-2"
     assert recs[1]["headers"][0]["key"] == "__value_schema_id"
-    v2 = recs[2]["value"]
+    v2 = recs[2]["value_decoded"]
     assert (v2["encoding"], v2["message"]) == ("PROTOBUF", "shop.Envelope.Line")
     assert v2["data"] == {"sku": "A-1", "qty": 3, "blob": "\x01", "prices": []}
-    assert (recs[3]["value"]["encoding"], recs[3]["value"]["data"]) == ("JSON", {"n": 5})
-    v4 = recs[4]["value"]
-    assert (v4["encoding"], v4["bytes"]) == ("unframed", '{"id": 9}')
+    assert (recs[3]["value_decoded"]["encoding"], recs[3]["value_decoded"]["data"]) == ("JSON", {"n": 5})
+    v4 = recs[4]["value_decoded"]
+    assert (v4["encoding"], recs[4]["value"]) == ("unframed", '{"id": 9}')
     assert v4["problem"] == ("not in the Schema Registry wire format: it starts with byte 0x7b, not the "
                              "magic byte 0x00")
     # Each schema once for the run: four ids, and the GUID one record names (schema 2's: a record naming
@@ -108,46 +109,46 @@ def test_log_records_show_decoded_keys_and_values_with_subject_version_and_id(fr
 
 def test_log_records_table_and_raw(framed):
     topic, config, registry = framed
-    out = eosctl("log", "-c", str(config), "--topic", topic, "--partition", "0", "--records", "5",
-                 "--no-batches", "--format", "plain", columns=1000)
+    out = eosctl("log", "-c", str(config), "--topic", topic, "--partition", "0", "--records",
+                 "--format", "plain", columns=1000)
     assert out.exit_code == 0, out.output
     rows = out.stdout.split("# Records\n")[1].splitlines()
-    assert rows[0] == "offset\tkind\tkey\tvalue"
-    assert rows[1].split("\t") == [
-        "0", "DATA", f'AVRO {topic}-key v1 (id 1): {{"order_id": "o-1"}}',
+    assert rows[0] == "offset\tkey\tvalue\ttimestamp (UTC)\tcodec"
+    assert rows[1].split("\t")[:3] == [
+        "0", f'AVRO {topic}-key v1 (id 1): {{"order_id": "o-1"}}',
         f'AVRO {topic}-value v1 (id 2): {{"id": 7, "amount": "12.50", '
         '"at": "2026-12-01T10:30:00.123000+00:00", "state": "PAID", "tags": ["a", "b"]}']
-    assert rows[2].split("\t")[3].startswith(f'AVRO {topic}-value v1 (id 2, in header): '
+    assert rows[2].split("\t")[2].startswith(f'AVRO {topic}-value v1 (id 2, in header): '
                                              '{"id": 8, "amount": "12.50"')
-    assert rows[3].split("\t")[2:] == ["null", f'PROTOBUF shop.Envelope.Line {topic}-value v2 (id 3): '
+    assert rows[3].split("\t")[1:3] == ["-", f'PROTOBUF shop.Envelope.Line {topic}-value v2 (id 3): '
                                                '{"sku": "A-1", "qty": 3, "blob": "\\u0001", "prices": []}']
-    assert rows[5].split("\t")[3] == ("UNFRAMED (not in the Schema Registry wire format: it starts with byte "
+    assert rows[5].split("\t")[2] == ("UNFRAMED (not in the Schema Registry wire format: it starts with byte "
                                       '0x7b, not the magic byte 0x00): {"id": 9}')
     raw = _records(config, topic, "--raw")
-    assert [r["value"]["encoding"] for r in raw] == ["raw"] * 5
-    assert raw[4]["value"]["bytes"] == '{"id": 9}'
-    assert raw[0]["value"]["bytes"].startswith("\x00\x00\x00\x00\x02")  # magic byte 0, schema id 2
+    assert [r["value_decoded"] for r in raw] == [None] * 5
+    assert raw[4]["value"] == '{"id": 9}'
+    assert raw[0]["value"].startswith("\x00\x00\x00\x00\x02")  # magic byte 0, schema id 2
 
 
 def test_explain_shows_the_decoded_record(framed):
     topic, config, _ = framed
     doc = eosctl_json("explain", "-c", str(config), "--topic", topic, "--partition", "0", "--offset", "0")
-    assert doc["record"]["value"]["data"]["amount"] == str(Decimal("12.50"))
-    assert doc["record"]["key"]["subject"] == f"{topic}-key"
+    assert doc["record"]["value_decoded"]["data"]["amount"] == str(Decimal("12.50"))
+    assert doc["record"]["key_decoded"]["subject"] == f"{topic}-key"
     out = eosctl("explain", "-c", str(config), "--topic", topic, "--partition", "0", "--offset", "3",
                  "--format", "plain")
     assert out.exit_code == 0, out.output
     assert f'value\tJSON {topic}-value v3 (id 4): {{"n": 5}}\n' in out.stdout
     raw = eosctl_json("explain", "-c", str(config), "--topic", topic, "--partition", "0", "--offset", "3",
                       "--raw")
-    assert raw["record"]["value"]["encoding"] == "raw"
+    assert raw["record"]["value_decoded"] is None
+    assert raw["record"]["value"].startswith("\x00\x00\x00\x00\x04")  # magic byte 0, schema id 4
 
 
 def test_an_unknown_schema_id_is_one_line_exit_2(framed, bootstrap):
     topic, config, registry = framed
     registry.schemas.pop(2)
-    out = eosctl("log", "-c", str(config), "--topic", topic, "--partition", "0", "--records", "1",
-                 "--no-batches")
+    out = eosctl("log", "-c", str(config), "--topic", topic, "--partition", "0", "--records")
     assert out.exit_code == 2
     assert out.stderr.strip().splitlines() == [
         f"eosctl: error: schema id 2 (the value of {topic}-0 offset 0) is not in the schema registry at "
@@ -163,16 +164,16 @@ def test_refused_credentials_and_an_unreachable_registry_are_one_line_exit_2(fra
                           f'schema_registry_url = "{guarded.url}"\nschema_registry_username = "eos"\n'
                           'schema_registry_password = "${SRPASS}"\n\n'
                           f'[pipelines.orders]\nsource_topics = ["{topic}"]\n')
-        out = eosctl("log", "-c", str(config), "--topic", topic, "--partition", "0", "--records", "1",
-                     "--no-batches", env={"SRPASS": "wrong-pw-123"})
+        out = eosctl("log", "-c", str(config), "--topic", topic, "--partition", "0", "--records",
+                     env={"SRPASS": "wrong-pw-123"})
         assert out.exit_code == 2
         assert out.stderr.strip().splitlines() == [
             f"eosctl: error: the schema registry at {guarded.url} refused the credentials (HTTP 401) asked "
             f"for schema id 1 (the key of {topic}-0 offset 0); check clusters.main.schema_registry_username "
             "and schema_registry_password"]
         assert "wrong-pw-123" not in out.output
-    out = eosctl("log", "-c", str(config), "--topic", topic, "--partition", "0", "--records", "1",
-                 "--no-batches", env={"SRPASS": "wrong-pw-123"})  # the stub is gone: nothing listens
+    out = eosctl("log", "-c", str(config), "--topic", topic, "--partition", "0", "--records",
+                 env={"SRPASS": "wrong-pw-123"})  # the stub is gone: nothing listens
     assert out.exit_code == 2
     (line,) = out.stderr.strip().splitlines()
     assert line.startswith(f"eosctl: error: the schema registry at {guarded.url} is unreachable (")

@@ -586,15 +586,23 @@ def log_records() -> list[dict[str, Any]]:
     outcomes = _Outcomes([Decoded("AVRO", 3, None, "prefix", "orders-key", 2, "k-1"),
                           Decoded("PROTOBUF", None, "6f1c", "header", None, None, 7, "shop.Line"),
                           Unframed("it starts with byte 0x7b"), Undecodable("JSON", 4, None, "bad"), None])
-    return [record_document("orders", 0, Record(0, 5, b"k", b"v", (("__value_schema_id", b"\x01"),)),
-                            outcomes),
-            record_document("orders", 0, Record(1, 6, b"k", b"v", ()), outcomes, "DATA"),
-            record_document("orders", 0, Record(2, -1, None, b"v", (("h", None),)), outcomes),
-            record_document("orders", 0, Record(3, 7, b"\xff", None, ()), None, "ABORTED")]
+    return [record_document("orders", 0, Record(0, b"k", b"v", 5, "none",
+                                                 (("__value_schema_id", b"\x01"),)), outcomes),
+            record_document("orders", 0, Record(1, b"k", b"v", 6, "lz4"), outcomes, "DATA"),
+            record_document("orders", 0, Record(2, None, b"v", -1, "none", (("h", None),)), outcomes),
+            # no registry: the key and value as text only
+            record_document("orders", 0, Record(3, b"\xff", None, 7, "zstd"), None, "ABORTED")]
 
 
 def test_log_json_is_documented() -> None:
+    from eosctl.cluster.records import Record
+    from eosctl.inspection.records import record_document
+
+    plain_records = (Record(0, b"o-1", b"v", 1_700_000_000_000, "lz4"),
+                     Record(1, None, None, 1_700_000_000_001, "lz4"))
+    shown = [record_document("t", 0, r, None, "DATA") for r in plain_records]
     check_json("`eosctl log`", [log_document(partition_log(), (0, 9, True)),
+                                log_document(partition_log(), (0, 9, True), shown),
                                 log_document(partition_log(batches=False), None),
                                 log_document(partition_log(), (0, 9, True), log_records())])
 
