@@ -108,7 +108,8 @@ def with_content(reader: SinkReader, done: list[tuple[WorkItem, PartitionSummary
         result = check_partition(log, offsets, hash_arrow(keys), keys, islands[item.tp], value_hashes,
                                  _value_name(reader.sink))
         if result.shifts:
-            summary, findings = _reconciled(item, log, islands[item.tp], result.shifts, group)
+            summary, findings = _reconciled(item, log, islands[item.tp], result.shifts, group,
+                                            reader.sink.dlq_topic)
         out.append((item, summary, [*findings, *result.findings]))
     return out
 
@@ -121,7 +122,7 @@ def _value_name(sink: Any) -> str:
 
 
 def _reconciled(item: WorkItem, log: PartitionLog, islands: list[tuple[int, int, int]], shifts: Sequence[Any],
-                group: str | None) -> tuple[PartitionSummary, list[Finding]]:
+                group: str | None, dlq_topic: str | None = None) -> tuple[PartitionSummary, list[Finding]]:
     """The partition reconciled with the shifted rows at the offsets they hold (eosctl.rules.rule, as
     audit_group does)."""
     from eosctl.rules.content import shifted_islands  # lazy: eosctl.rules.content 35 ms to import
@@ -129,4 +130,5 @@ def _reconciled(item: WorkItem, log: PartitionLog, islands: list[tuple[int, int,
     return audit_partition(item.topic, item.partition, log, shifted_islands(islands, shifts),
                            expected_upto=item.expected_upto, check_offsets=item.check_offsets,
                            stored_offset=item.stored_offset, committed_offset=item.committed_offset,
-                           group=group)
+                           group=group, window=item.window, dead_lettered=item.dead_lettered,
+                           dlq_topic=dlq_topic, routed_out=item.routed_out)

@@ -13,17 +13,19 @@ from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
 
-from auditors import guard, keydups
+from auditors import deadletters, guard, keydups
 from auditors import spark as sparks
 from auditors.outcome import Outcome
 from auditors.plan import AuditInput, WorkItem, prepare
 from auditors.spark import describe, require_reachable_sink, runs_here
 from auditors.spark_job import run_spark
+from auditors.window import in_window, with_windows
 from eosctl.base.errors import EosctlError
 from eosctl.base.gcpause import paused
 from eosctl.base.progress import Progress, Step, silent
 from eosctl.base.safetext import term
 from eosctl.config.model import Config, Spark
+from eosctl.config.route import parse_route
 from eosctl.config.values import memory_problem, spark_master_problem
 from eosctl.report.findings import AuditReport
 from eosctl.rules.causes import explain_finding
@@ -107,6 +109,16 @@ def _audit(inp: AuditInput, options: EngineOptions, progress: Progress, t_start:
         with open_reader(inp.sink) as reader:
             t = time.monotonic()
             items = prepare(inp, reader)  # sink and broker errors surface here, before any engine starts
+            if inp.window is not None:  # each partition's window in offsets, for its task
+                items = with_windows(items, inp.window, inp.source)
+            dead = None
+            if fixed.dlq_topic and inp.cluster is not None:  # read after the sink, like every Kafka read
+                from eosctl.cluster.deadletter import read_dead_letters  # lazy: confluent_kafka 40 ms
+
+                dead = read_dead_letters(inp.cluster, fixed.dlq_topic)
+                items = deadletters.with_dead_letters(items, dead)
+            if fixed.route and inp.cluster is not None:  # the records the route leaves out, per partition
+                items = with_routes(items, parse_route(fixed.route), inp.cluster)
             timings: dict[str, float] = {"prepare_seconds": round(time.monotonic() - t, 3)}
             driver = Beside(lambda: ([explain_finding(f) for f in reader.invalid_rows()], reader.read_point))
             result, startup, info = _run_engine(inp, items, options, here, progress, driver, reader)
@@ -123,10 +135,25 @@ def _audit(inp: AuditInput, options: EngineOptions, progress: Progress, t_start:
     progress(Step("done", 1, 1))
     engine = engine_facts(info, result.tasks, timings["prepare_seconds"], startup, result.timings)
     with paused():
+        if inp.window is not None:
+            findings = in_window(findings, items)
+        dlq = None if dead is None else deadletters.summary(
+            dead, items, sum(s.dead_lettered or 0 for s in result.summaries))
         return AuditReport.build(result.summaries, findings + invalid, inp.fail_on,
                                  sink=f"{shown(inp.sink)} ({inp.sink.table})",
                                  sink_read_point=point, group=inp.group, engine=engine,
-                                 elapsed_seconds=time.monotonic() - t_start)
+                                 elapsed_seconds=time.monotonic() - t_start, window=inp.window, dlq=dlq)
+
+
+def with_routes(items: list[WorkItem], route: Any, cluster: Any) -> list[WorkItem]:
+    """Each audited partition with the ranges of committed records ``route`` leaves out, read once here
+    (eosctl.cluster.routes: every record from the log start to the LSO, judged in Python)."""
+    from eosctl.cluster.routes import routed_out  # lazy: confluent_kafka 40 ms to import
+
+    ends = {i.tp: (i.placement.log_start, i.placement.last_stable) for i in items
+            if i.in_kafka and i.placement is not None}
+    out, _ = routed_out(cluster, route, ends)
+    return [replace(i, routed_out=out[i.tp]) if i.tp in out else i for i in items]
 
 
 def engine_facts(info: dict[str, Any], tasks: int, prepare_s: float, startup_s: float,

@@ -15,8 +15,10 @@ exits 2 with the last one's cause, and one that saw some fail ends with a line o
 from __future__ import annotations
 
 import json
+import threading
 import time
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import click
@@ -25,7 +27,7 @@ from rich.live import Live
 from eosctl.base.errors import EosctlError, first_line
 from eosctl.commands.options import TIMEOUT_MS, Seconds, target_options
 from eosctl.output.emit import emit
-from eosctl.output.lag import lag_document, lag_renderable, outage_document
+from eosctl.output.lag import lag_document, lag_renderable, outage_document, overdue_document
 from eosctl.output.terminal import console as out_console
 
 
@@ -92,7 +94,7 @@ def lag(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: st
     # --timeout bounds each poll (the model renews the deadline at each refresh).
     with LiveModel(target, sections=("lag",), lag_groups=list(groups) or None, scan_limit=scan_limit,
                    timeout_ms=TIMEOUT_MS, long_lived=True, partial=False) as model:
-        model.lag_history = LagHistory(window)
+        model.lag_history = LagHistory(window, interval_s=interval)
 
         def measure() -> Any:
             cap = model.refresh()
@@ -121,11 +123,13 @@ def _watch(measure: Any, watch: Any, interval: float, count: int | None, fmt: st
     polls = failed = 0
     cause = ""
     last = None
-    with context as live:
+    shown: dict[str, Any] | None = None  # the last document shown, for _Overdue
+    with context as live, _Overdue(live, interval, lambda: shown, groups, topics) as overdue:
         while True:
             started = time.monotonic()
             try:
-                snapshot = measure()
+                with overdue.polling():
+                    snapshot = measure()
             except EosctlError as e:
                 failed, cause = failed + 1, first_line(e)
                 if last is None:
@@ -138,10 +142,12 @@ def _watch(measure: Any, watch: Any, interval: float, count: int | None, fmt: st
             else:  # measure() fed the snapshot to the watch already (the model's lag history)
                 last = snapshot
                 doc = lag_document(snapshot, watch)
-            if live_view:
-                live.update(lag_renderable(doc, True, groups, topics), refresh=True)
-            else:
-                _emit_document(doc, True, fmt, groups, topics)
+            shown = doc
+            with overdue.lock:
+                if live_view:
+                    live.update(lag_renderable(doc, True, groups, topics), refresh=True)
+                else:
+                    _emit_document(doc, True, fmt, groups, topics)
             polls += 1
             if count is not None and polls >= count:
                 break
@@ -158,6 +164,57 @@ def _say_failed(polls: int, failed: int, cause: str) -> None:
     if failed:
         click.echo(f"eosctl: lag --watch: {failed} of {polls} polls failed; the last failed one: {cause}",
                    err=True)
+
+
+class _Overdue:
+    """While a poll reads past its interval (a slow or stalled link, up to --timeout), the watch does not
+    go quiet: on a terminal the last values are shown again every second marked STALE with their age and
+    how long the poll has been reading; otherwise one line on stderr says so (JSON Lines stay one
+    document per poll). A daemon thread; the poll itself stays in the main thread (signals, deadline)."""
+
+    def __init__(self, live: Any, interval: float, shown: Any, groups: list[str], topics: list[str]) -> None:
+        self.live, self.interval, self.shown = live, interval, shown
+        self.groups, self.topics = groups, topics
+        self.lock = threading.Lock()  # one writer of the screen or stdout at a time
+        self._since: float | None = None
+        self._said = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="lag-watch-overdue", daemon=True)
+
+    def __enter__(self) -> _Overdue:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(2)
+
+    @contextmanager
+    def polling(self) -> Iterator[None]:
+        self._since, self._said = time.monotonic(), False
+        try:
+            yield
+        finally:
+            self._since = None
+
+    def _run(self) -> None:
+        while not self._stop.wait(min(1.0, self.interval)):
+            since, doc = self._since, self.shown()
+            reading = None if since is None else time.monotonic() - since
+            # A failed poll's document is marked stale already (ERR, with its reason).
+            if reading is None or reading <= self.interval or doc is None or not doc.get("groups") or \
+                    doc.get("error"):
+                continue
+            with self.lock:
+                if self._since is None:
+                    continue  # the poll ended meanwhile: its document is on the way
+                if self.live is not None:
+                    self.live.update(lag_renderable(overdue_document(doc, reading), True, self.groups,
+                                                    self.topics), refresh=True)
+                elif not self._said:
+                    self._said = True
+                    click.echo(f"eosctl: lag --watch: a poll is overdue (reading for {reading:.0f} s, every "
+                               f"{self.interval:g}s); the values of {doc['taken_at']} are stale", err=True)
 
 
 def _with_replica(doc: dict[str, Any], target: Any) -> None:

@@ -141,7 +141,7 @@ def live(monkeypatch):
     monkeypatch.setattr(eosctl.inspection.live, "group_offsets",
                         lambda client, groups: {g: {} for g in groups})
     monkeypatch.setattr(lag, "poll", poll)
-    monkeypatch.setattr(txns, "list_transactions", lambda admin: [])
+    monkeypatch.setattr(txns, "list_transactions", lambda admin, **k: [])
     monkeypatch.setattr(txns, "coordinator_unseen", lambda client, prefix="": None)  # every id visible
     monkeypatch.setattr(txns, "describe_producers", describe_producers)
     monkeypatch.setattr(txns, "find_hanging", find_hanging)
