@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
+from auditors import fieldcheck
 from auditors.contentcheck import with_content
 from auditors.findingrows import finding_columns
 from auditors.keydups import with_writers, writers_table
@@ -91,6 +92,8 @@ def audit_group(items: Sequence[WorkItem], source: Source, reader: SinkReader, w
     compare each sink row's key with its record's (auditors.contentcheck; the sink names a key column)."""
     t0 = time.perf_counter()
     parts = [(i.tp, i.placement) for i in items if i.in_kafka and i.placement is not None]
+    # The decoded content check (issue 50) needs no key column: it compares the rows' typed columns.
+    fields = content and fieldcheck.applies(reader, source)
     content = content and reader.sink.key_column is not None
     if content:
         logs = source.scan(parts, keys=value_mode(reader.sink) or True)
@@ -108,7 +111,7 @@ def audit_group(items: Sequence[WorkItem], source: Source, reader: SinkReader, w
     kept: dict[TP, list[tuple[int, int, int]]] = {}  # the content check's partitions' islands
     for item, islands in _group_islands(reader, items):
         log = logs.get(item.tp)
-        if content and log is not None:
+        if (content or fields) and log is not None:
             islands = kept[item.tp] = [(i.first, i.last, i.multiplicity) for i in islands]
         summary, findings = audit_partition(
             item.topic, item.partition, log, islands, expected_upto=item.expected_upto,
@@ -121,6 +124,8 @@ def audit_group(items: Sequence[WorkItem], source: Source, reader: SinkReader, w
     # Once the islands' stream is drained: a DuckDB connection runs one query at a time.
     if content:
         done = with_content(reader, done, logs, kept, group)
+    if fields:
+        done = fieldcheck.with_fields(reader, done, logs, source, kept, group)
     for item, summary, findings in done:
         rows.append(_summary_row(summary))
         found.extend(_with_write_order(reader, item, findings))

@@ -1,5 +1,6 @@
 """The data records of a span of one partition, decoded one by one for a person to read (`eosctl log
---records`): offset, key, value, timestamp and the codec of the batch holding it.
+--records`, `explain --offset`) or for the decoded content check (auditors.fieldcheck): offset, key, value,
+timestamp, headers and the codec of the batch holding it.
 
 The audit never reads records this way (eosctl.cluster.recordkeys decodes keys column by column); this is
 for a bounded window (`log --limit`), so kafka-python's record reader one record at a time is fine.
@@ -29,6 +30,8 @@ class Record:
     value: bytes | None
     timestamp: int
     compression: str  # the codec of its batch ("none", "gzip", "snappy", "lz4", "zstd")
+    # Its headers in order (a Schema Registry id can be one: __key_schema_id / __value_schema_id)
+    headers: tuple[tuple[str, bytes | None], ...] = ()
 
 
 def read_records(client: Any, topic: str, partition: int, start: int, end: int) -> list[Record]:
@@ -86,6 +89,7 @@ def decode_records(data: bytes | bytearray | memoryview) -> tuple[list[Record], 
 def _read(batch: Any, codec: int, base: int) -> list[Record]:
     name = compression.codec_name(codec)
     try:
-        return [Record(r.offset, r.key, r.value, r.timestamp, name) for r in batch]
+        return [Record(r.offset, r.key, r.value, r.timestamp, name,
+                       tuple((k, v) for k, v in getattr(r, "headers", None) or ())) for r in batch]
     except Exception as e:  # codecs raise their own types (BadGzipFile, LZ4 errors, ...)
         raise compression.corrupt(codec, base, e) from None

@@ -27,9 +27,11 @@ _ALL = (0, (1 << 63) - 1)  # every offset, for the rows with the same key
 @sink_options
 @click.option("--partition", "-P", type=click.IntRange(min=0), help="Partition of the offset.")
 @click.option("--offset", type=click.IntRange(min=0), help="The offset to explain.")
+@click.option("--raw", is_flag=True, help="Show the record's key and value as bytes, not decoded through the "
+                                          "cluster's schema_registry_url.")
 def explain(source: str | None, config: str | None, pipeline: str | None, bootstrap: str | None,
             topics: tuple[str, ...], group: str | None, sink_duckdb: str | None, sink_parquet: str | None,
-            sink_table: str | None, partition: int | None, offset: int | None, fmt: str) -> None:
+            sink_table: str | None, partition: int | None, offset: int | None, raw: bool, fmt: str) -> None:
     """Explain one offset, or the findings of an audit by their root causes.
 
     \b
@@ -37,7 +39,9 @@ def explain(source: str | None, config: str | None, pipeline: str | None, bootst
         its batch, producer id and epoch, transaction, outcome and marker, the producer's epoch
         history around it (fencing), the LSO and HW, the group's committed offset relative to it, and
         what the sink holds for it: rows, key, other offsets with the same key, and when the sink
-        wrote them beside the record's timestamp (the sink's write_time_column)
+        wrote them beside the record's timestamp (the sink's write_time_column); the record's key,
+        value and headers, decoded through the cluster's schema_registry_url where framed (its
+        subject, version and schema id; --raw: bytes)
     eosctl explain REPORT.json | SNAPSHOT.duckdb
         the audit's root causes, each with its findings and their causes
     """
@@ -59,7 +63,7 @@ def explain(source: str | None, config: str | None, pipeline: str | None, bootst
                                    "(with --topic T)")
         check_one_sink(sink_duckdb, sink_parquet)
         doc = _offset(config, pipeline, bootstrap, topics, group, sink_duckdb, sink_parquet, sink_table,
-                      partition, offset)
+                      partition, offset, raw)
         if fmt != "json":
             from eosctl.output.explain import offset_table  # lazy: eosctl.output.explain 1.6 ms at start-up
 
@@ -111,7 +115,7 @@ def _from_report(source: str, fmt: str) -> tuple[dict[str, Any], Any]:
 
 def _offset(config: str | None, pipeline: str | None, bootstrap: str | None, topics: tuple[str, ...],
             group: str | None, sink_duckdb: str | None, sink_parquet: str | None, sink_table: str | None,
-            partition: int, offset: int) -> dict[str, Any]:
+            partition: int, offset: int, raw: bool = False) -> dict[str, Any]:
     # lazy: eosctl.inspection.explain 9.4 ms, eosctl.cluster.logscan 94 ms, eosctl.config.target 27 ms,
     # eosctl.cluster.wire 150 ms at start-up
     from eosctl.cluster.logscan import scan_partition
@@ -141,6 +145,9 @@ def _offset(config: str | None, pipeline: str | None, bootstrap: str | None, top
         if log.log_start_offset <= offset < log.high_watermark:
             window = scan_partition(client, topic, partition, offset, offset + 1, keep_batches=True)
             batch = next((b for b in window.batches or [] if b.base_offset <= offset <= b.last_offset), None)
+        record = None
+        if batch is not None and not batch.is_control:
+            record = _record(client, target.cluster, topic, partition, offset, raw, log)
     committed = None
     if target.group:
         from eosctl.cluster.offsets import committed_offsets  # lazy: eosctl.cluster.offsets 89 ms at start-up
@@ -154,7 +161,24 @@ def _offset(config: str | None, pipeline: str | None, bootstrap: str | None, top
     if mirror is not None:
         replica = at_offset(mirror, partition, offset, [target.group] if target.group else None)
     return offset_document(Facts(log, offset, batch, target.group, committed, sink_at, replica=replica,
-                                 state=state))
+                                 state=state, record=record))
+
+
+def _record(client: Any, cluster: Any, topic: str, partition: int, offset: int, raw: bool,
+            log: Any) -> dict[str, Any] | None:
+    """The record at ``offset``, its key and value decoded where the cluster names a registry."""
+    # lazy: eosctl.cluster.schemas 200 ms (the registry client, fastavro, protobuf, jsonschema) at start-up
+    from eosctl.cluster.records import read_records
+    from eosctl.cluster.schemas import SchemaDecoder, registry_of
+    from eosctl.inspection.records import record_document
+
+    found = read_records(client, topic, partition, offset, offset + 1)
+    if not found:
+        return None  # removed by compaction
+    settings = None if raw else registry_of(cluster)
+    kind = log.kind_at(offset)
+    return record_document(topic, partition, found[0], None if settings is None else SchemaDecoder(settings),
+                           None if kind is None else kind.value)
 
 
 def _hop_reading(target: Any, topic: str) -> str | None:

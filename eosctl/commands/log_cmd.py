@@ -29,9 +29,12 @@ from eosctl.output.terminal import console
 @click.option("--limit", type=click.IntRange(min=1), default=5000, show_default=True,
               help="Offsets the batch table covers, from the scan start (page with --from).")
 @click.option("--records", "records", is_flag=True,
-              help="Also show each data record of the batch table's offsets: key, value, timestamp, codec.")
+              help="Also show each data record of the batch table's offsets: key, value, timestamp, codec; "
+                   "keys and values decoded through the cluster's schema_registry_url where framed.")
+@click.option("--raw", is_flag=True, help="With --records: keys and values as bytes, never decoded.")
 def log(config: str | None, pipeline: str | None, bootstrap: str | None, topic: str | None, partition: int,
-        start: int | None, end: int | None, batches: bool, limit: int, records: bool, fmt: str) -> None:
+        start: int | None, end: int | None, batches: bool, limit: int, records: bool, raw: bool,
+        fmt: str) -> None:
     """Dump one partition's log remotely: batches, transactions, aborted ranges, producer epochs.
 
     \b
@@ -41,10 +44,18 @@ def log(config: str | None, pipeline: str | None, bootstrap: str | None, topic: 
     timeline and zombie writes (an older epoch after a newer one), and sequence gaps or duplicates
     (gaps over offsets the cleaner removed excepted). An epoch bump is FENCED only where the producer's
     markers show transactions v1; under transactions v2 (Kafka 4) every commit and abort bumps the epoch.
+
+    \b
+    --records reads the batch table's records whole. Keys and values in the Schema Registry wire format
+    (Avro, Protobuf, JSON Schema; the id in the prefix or a __key_schema_id / __value_schema_id header)
+    are decoded through [clusters.NAME] schema_registry_url, with subject, version and schema id; a record
+    not framed where the registry is set says so. --raw shows bytes only.
     """
     if records and not batches:
         raise click.BadParameter("--records shows the records of the batch table's offsets: "
                                  "drop --no-batches", param_hint="--records")
+    if raw and not records:
+        raise click.UsageError("--raw goes with --records (it says how the records are shown)")
     # lazy: eosctl.cluster.logscan 138 ms, eosctl.output.log 1.6 ms, eosctl.config.target 22 ms,
     # eosctl.cluster.wire 131 ms at
     # start-up
@@ -79,12 +90,32 @@ def log(config: str | None, pipeline: str | None, bootstrap: str | None, topic: 
         read_one(client, plog)
         shown = None
         if records and window is not None:
-            from eosctl.cluster.records import read_records  # lazy: 1.4 ms, only with --records
-
-            shown = read_records(client, topic, partition, window[0], window[1])
+            shown = _records(client, target.cluster, plog, topic, partition, window[0], window[1], raw)
     doc = log_document(plog, window, shown)
 
     emit(fmt, lambda: doc, lambda: render_log(console(), doc))
+
+
+def _records(client: Any, cluster: Any, plog: Any, topic: str, partition: int, first: int, end: int,
+             raw: bool) -> list[dict[str, Any]]:
+    """The data records at offsets [first, end), as eosctl.inspection.records documents them: keys and
+    values decoded where the cluster names a registry (not with --raw)."""
+    from eosctl.cluster.records import read_records  # lazy: 1.4 ms, only with --records
+    from eosctl.inspection.records import record_document  # lazy: 2 ms, only with --records
+
+    decoder = None
+    if not raw and cluster.schema_registry_url is not None:
+        # lazy: eosctl.cluster.schemas 200 ms (the registry client, fastavro, protobuf, jsonschema), only
+        # where the cluster names a registry
+        from eosctl.cluster.schemas import SchemaDecoder, registry_of
+
+        settings = registry_of(cluster)
+        decoder = None if settings is None else SchemaDecoder(settings)
+    out = []
+    for r in read_records(client, topic, partition, first, end):
+        kind = plog.kind_at(r.offset)
+        out.append(record_document(topic, partition, r, decoder, None if kind is None else kind.value))
+    return out
 
 
 class _progress:

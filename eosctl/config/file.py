@@ -39,7 +39,8 @@ from eosctl.config.values import (
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # Keys whose values are secrets: an error message never prints them.
-SECRET_KEYS = {"sasl_password", "ssl_key_password", "password"}
+SECRET_KEYS = {"sasl_password", "ssl_key_password", "password", "schema_registry_password",
+               "schema_registry_ssl_key_password"}
 SECURITY_PROTOCOLS = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
 
 
@@ -218,6 +219,7 @@ def _cluster(c: _Reader, name: str, path: Path) -> Cluster:
         ssl_key_password=c.str("ssl_key_password", None),
         sandbox_home=local_path(c.str("sandbox_home", None), path),
         timeout=_duration(c.str("timeout", None), f"clusters.{name}.timeout", path),
+        **_schema_registry(c, name, path),
     )
     c.done()
     return cluster
@@ -229,6 +231,42 @@ def _duration(value: str | None, key: str, path: Path) -> str | None:
         raise ConfigError(f"{path}: {key} must be a duration of more than 0 such as \"30s\" or \"2m\", "
                           f"got {value!r}")
     return value
+
+
+# --- issue 50: the cluster's Schema Registry -------------------------------------------------------------
+
+def _schema_registry(c: _Reader, name: str, path: Path) -> dict[str, Any]:
+    """[clusters.NAME] schema_registry_*: where the registry is and how to reach it (TLS and basic auth in
+    the style of the cluster's own keys)."""
+    url = c.str("schema_registry_url", None)
+    keys = ("schema_registry_username", "schema_registry_password", "schema_registry_ssl_ca_location",
+            "schema_registry_ssl_certificate_location", "schema_registry_ssl_key_location",
+            "schema_registry_ssl_key_password")
+    if url is None:
+        given = next((k for k in keys if k in c.table), None)
+        if given is not None:
+            raise ConfigError(f"{path}: clusters.{name}.{given} is set but "
+                              f"clusters.{name}.schema_registry_url is not; add the registry's URL "
+                              "(http://HOST:PORT or https://...)")
+        return {}
+    if not re.fullmatch(r"https?://[^\s/]+(/\S*)?", url):
+        raise ConfigError(f"{path}: clusters.{name}.schema_registry_url must be an http:// or https:// URL, "
+                          f"got {c.shown('schema_registry_url', url)}")
+    if c.table.get("schema_registry_password") is not None and "schema_registry_username" not in c.table:
+        raise ConfigError(f"{path}: clusters.{name}.schema_registry_password is set without "
+                          f"clusters.{name}.schema_registry_username; basic auth needs both")
+    for key in keys[2:5]:
+        _check_pem(c, key, path)
+    return {
+        "schema_registry_url": url.rstrip("/"),
+        "schema_registry_username": c.str("schema_registry_username", None),
+        "schema_registry_password": c.str("schema_registry_password", None),
+        "schema_registry_ssl_ca_location": local_path(c.str("schema_registry_ssl_ca_location", None), path),
+        "schema_registry_ssl_certificate_location": local_path(
+            c.str("schema_registry_ssl_certificate_location", None), path),
+        "schema_registry_ssl_key_location": local_path(c.str("schema_registry_ssl_key_location", None), path),
+        "schema_registry_ssl_key_password": c.str("schema_registry_ssl_key_password", None),
+    }
 
 
 def _pipelines(root: _Reader, path: Path, clusters: dict[str, Cluster]) -> dict[str, Pipeline]:
@@ -326,6 +364,7 @@ def _sink(s: _Reader, pipeline: str, path: Path, clusters: dict[str, Cluster], k
         dlq_topic=s.str("dlq_topic", None),
         route=s.str("route", None),
         **_state_sink(s, path, f"pipelines.{pipeline}.{key}"),
+        **_decoded_content(s, pipeline, path),
     )
     s.done()
     if sink.retention is not None and not duration_seconds(sink.retention):
@@ -410,6 +449,36 @@ def _field_map(s: _Reader, key: str, path: Path) -> tuple[tuple[str, str], ...] 
     if not out:
         raise ConfigError(f"{path}: {s._key(key)} is empty; name at least one COLUMN = \"SOURCE\"")
     return tuple(out)
+
+
+# --- issue 50: the content check on decoded records ------------------------------------------------------
+
+FIELD_PATH = re.compile(r"(key|value)(\.[^.\s]+)+|[^.\s]+(\.[^.\s]+)*")
+
+
+def _decoded_content(s: _Reader, pipeline: str, path: Path) -> dict[str, Any]:
+    """[pipelines.NAME.sink] fields, float_tolerance, timestamp_precision (eosctl.rules.fields)."""
+    where = f"pipelines.{pipeline}.sink"
+    out: dict[str, Any] = {}
+    fields = s.sub("fields")
+    if fields is not None:
+        pairs = []
+        for column in fields.table:
+            target = fields.str(column)
+            if not FIELD_PATH.fullmatch(target):
+                raise ConfigError(f"{path}: {where}.fields.{column} must name a field as value.PATH or "
+                                  f"key.PATH (dots between names), got {target!r}")
+            pairs.append((column, target if target.split(".")[0] in ("key", "value") else f"value.{target}"))
+        out["fields"] = tuple(pairs)
+    s.used.add("float_tolerance")
+    if "float_tolerance" in s.table:
+        tol = s.table["float_tolerance"]
+        if isinstance(tol, bool) or not isinstance(tol, int | float) or not 0 <= tol < 1:
+            raise ConfigError(f"{path}: {where}.float_tolerance must be a number from 0 up to 1 (a relative "
+                              f"tolerance, e.g. 1e-6), got {_kind(tol)} {tol!r}")
+        out["float_tolerance"] = float(tol)
+    out["timestamp_precision"] = s.str("timestamp_precision", None, choices={"s", "ms", "us"})
+    return out
 
 
 def _check_hops(pipelines: dict[str, Pipeline], path: Path) -> None:

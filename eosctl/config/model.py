@@ -33,6 +33,16 @@ class Cluster:
     # With bootstrap_servers = "sandbox": the state directory of the sandbox it means (`eosctl sandbox up`'s
     # $EOSCTL_HOME), so the config finds it from any directory; default $EOSCTL_HOME or ./.eosctl.
     sandbox_home: str | None = None
+    # The cluster's Schema Registry (issue 50): framed keys and values are decoded through it
+    # (eosctl.cluster.schemas). TLS and basic auth like the brokers', each its own setting: a registry is
+    # often behind another CA and other credentials than the brokers.
+    schema_registry_url: str | None = None
+    schema_registry_username: str | None = None
+    schema_registry_password: str | None = field(default=None, repr=False)
+    schema_registry_ssl_ca_location: str | None = None
+    schema_registry_ssl_certificate_location: str | None = None
+    schema_registry_ssl_key_location: str | None = None
+    schema_registry_ssl_key_password: str | None = field(default=None, repr=False)
     # How long commands against this cluster wait for Kafka at least when no --timeout is given ("2m"; a
     # slow or distant link needs more than the 30 s default): eosctl.cluster.deadline.prefer.
     timeout: str | None = None
@@ -115,6 +125,12 @@ class Sink:
     lineage: str = "headers"
     lineage_headers: tuple[str, str, str] = ("eos.source.topic", "eos.source.partition", "eos.source.offset")
     cluster: str | None = None
+    # issue 50: the content check on records decoded through the cluster's Schema Registry
+    # (eosctl.rules.fields): which column holds which field ((column, "value.PATH" or "key.PATH"), ...;
+    # None: the columns named like the value's top-level fields), and what may differ.
+    fields: tuple[tuple[str, str], ...] | None = None
+    float_tolerance: float = 0.0  # relative
+    timestamp_precision: str | None = None  # "s", "ms" or "us": both sides truncated to it; None: exact
     kafka_cluster: Cluster | None = None
     # The stage's consumer group, the cluster it commits on and its input topics (the pipeline's): set by
     # eosctl.config.target too.

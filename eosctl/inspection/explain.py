@@ -51,6 +51,9 @@ class Facts:
     # A state sink (mode = "upsert" or "aggregate"): the sink, its mode and its audit's findings at the
     # offset (eosctl.commands.explain_cmd, through auditors.state).
     state: dict[str, Any] | None = None
+    # The record at the offset, read whole: its key and value decoded through the cluster's Schema Registry
+    # where framed (eosctl.inspection.records); None: not read (a marker, outside the log, a snapshot).
+    record: dict[str, Any] | None = None
 
 
 def offset_document(f: Facts) -> dict[str, Any]:
@@ -72,6 +75,7 @@ def offset_document(f: Facts) -> dict[str, Any]:
             "group": f.group, "committed_offset": f.committed,
             "consumed": None if f.committed is None else f.committed > o},
         "sink": None if f.sink is None else _sink_doc(f.sink, log, o, f.batch),
+        "record": f.record,
         "warnings": list(log.warnings) + f.notes,
     }
     if f.replica is not None:

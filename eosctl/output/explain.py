@@ -10,6 +10,7 @@ from rich.text import Text
 from eosctl.base.durations import human
 from eosctl.base.safetext import text
 from eosctl.output.finding import short_cause, where
+from eosctl.output.records import cut, field_text
 from eosctl.output.terminal import table, time_text
 from eosctl.report.findings import AuditReport
 
@@ -46,6 +47,12 @@ def offset_table(doc: dict[str, Any]) -> Any:
     if p is not None:
         rows.append(("producer", f"{p['producer_id']}: epochs {p['epochs']}, protocol {p['protocol']}, "
                                  f"{p['fencing_events']} fencing"))
+    r = doc.get("record")
+    if r is not None:
+        rows.append(("key", field_text(r["key_decoded"], r["key"])))
+        rows.append(("value", field_text(r["value_decoded"], r["value"])))
+        if r["headers"]:
+            rows.append(("headers", cut(", ".join(f"{h['key']}={h['value']}" for h in r["headers"]))))
     g = doc["group"]
     if g is not None:
         rows.append(("group", text(f"{g['group']}: committed {g['committed_offset']}"

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from eosctl.base import safetext
 from eosctl.cluster.model import Kind
+from eosctl.output.records import field_text
 from eosctl.output.terminal import table
 from eosctl.txn import fencing
 
@@ -20,9 +21,9 @@ TABLE_ROWS = 200  # rows per section in table output; JSON is always complete
 
 
 def log_document(plog: Any, window: tuple[int, int, bool] | None,
-                 records: list[Any] | None = None) -> dict[str, Any]:
-    """The stable JSON form of a scanned partition (see the module docstring); ``records``: the data
-    records of the window (eosctl.cluster.records.Record), with --records."""
+                 records: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The stable JSON form of a scanned partition (see the module docstring); ``records``: with --records,
+    the data records of the window as eosctl.inspection.records documents them."""
     d = plog.to_dict()
     return {
         "topic": plog.topic,
@@ -49,10 +50,7 @@ def log_document(plog: Any, window: tuple[int, int, bool] | None,
         "batches_window": None if window is None else {"from": window[0], "to": window[1],
                                                         "complete": window[2]},
         "leader_epochs": d["leader_epochs"],
-        "records": None if records is None else [
-            {"offset": r.offset, "key": None if r.key is None else safetext.decode(r.key),
-             "value": None if r.value is None else safetext.decode(r.value), "timestamp": r.timestamp,
-             "compression": r.compression} for r in records],
+        "records": records,
         "warnings": d["warnings"],
     }
 
@@ -110,8 +108,10 @@ def render_log(out: Any, doc: dict[str, Any]) -> None:
         if more:
             out.print(more)
     if doc["records"] is not None:
-        rows, more = _capped([(r["offset"], _cell(r["key"]), _cell(r["value"]),
-                               _ts(r["timestamp"], date=False), r["compression"]) for r in doc["records"]])
+        # A key or value decoded through the registry: its schema and fields (eosctl.output.records).
+        rows, more = _capped([(r["offset"], _cell(r["key"], r["key_decoded"]),
+                               _cell(r["value"], r["value_decoded"]), _ts(r["timestamp"], date=False),
+                               r["compression"]) for r in doc["records"]])
         out.print(table("Records", ["offset", "key", "value", "timestamp (UTC)", "codec"], rows))
         if more:
             out.print(more)
@@ -144,8 +144,11 @@ def render_log(out: Any, doc: dict[str, Any]) -> None:
         out.print(Text.assemble(("warning:", "yellow"), " ", safetext.text(w)))
 
 
-def _cell(s: str | None, width: int = 40) -> Text | str:
-    """A key or value for a table cell: escaped, cut to ``width`` characters; null as "-"."""
+def _cell(s: str | None, decoded: dict[str, Any] | None = None, width: int = 40) -> Text | str:
+    """A key or value for a table cell: escaped, cut to ``width`` characters; null as "-"; one the registry
+    decoded (or found unframed) as eosctl.output.records shows it, cut at its own width."""
+    if decoded is not None:
+        return safetext.text(field_text(decoded, s))
     if s is None:
         return "-"
     return safetext.text(s if len(s) <= width else s[:width - 1] + "…")

@@ -64,6 +64,10 @@ ROOT_RULES = {
     "content_differs": "the sink holds rows whose key is not the key of the record at their offset",
     "value_differs": "the sink holds rows with the key of the record at their offset but another value (its "
                      "value column, or the value's md5, differs)",
+    "field_differs": "the sink holds rows with their record's decoded fields but one column not (a transform "
+                     "or a column mapping that mangles a field, a decimal written at another scale)",
+    "unframed_records": "records not in the Schema Registry wire format where their partition's others are "
+                        "(a producer that wrote without the serializer)",
     "not_yet_consumed": "committed records the sink's consumer had not reached when the sink was read "
                         "(its lag)",
     "written_before_commit": "a stage wrote outputs of input it has not committed to have processed: it "
@@ -129,7 +133,10 @@ def root_rule(f: Explained) -> str:
 _CONTENT_ROOT = {"shifted_coordinates": "coordinates_shifted",
                  "rewritten_after_leader_change": "log_rewritten",
                  "different_record": "content_differs",
-                 "different_value": "value_differs"}
+                 "different_value": "value_differs",
+                 # the decoded content check (eosctl.rules.fields)
+                 "different_field": "field_differs",
+                 "unframed_record": "unframed_records"}
 _AGGREGATE_ROOT = {"counted_aborted": "sink_reads_aborted", "counted_twice": "replay",
                    "missing_records": "sink_skipped", "unexplained_difference": "state_differs"}
 _BY_KIND = {"duplicate": "replay", "offset_mismatch": "offsets_disagree", "invalid_row": "invalid_rows",

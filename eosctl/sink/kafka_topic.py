@@ -57,7 +57,10 @@ def freeze(sink: Sink, cluster: Cluster, directory: str) -> Sink:
     ends = end_offsets(cluster, sink.kafka_topic)
     read_at = now()
     if sink.lineage in PAIRED:
-        rows = _key_lineage(cluster, sink, ends, promised, by=PAIRED[sink.lineage])
+        by = PAIRED[sink.lineage]
+        if sink.lineage == "key":
+            by = _logical_keys(cluster) or by
+        rows = _key_lineage(cluster, sink, ends, promised, by=by)
     else:
         rows = _read(cluster, sink, ends)
     # Read again after the output: an output whose input is past these offsets was written before the
@@ -213,6 +216,24 @@ def _value(m: Any) -> str | None:
 PAIRED = {"key": _key, "value": _value}
 
 
+def _logical_keys(cluster: Cluster) -> Any:
+    """Where the cluster names a Schema Registry: a record's key as what it means (its decoded value), so a
+    stage that re-serializes keys under a newer schema id or version keeps pairing them with its inputs
+    (eosctl.cluster.schemas.logical_key); None without a registry."""
+    # lazy: eosctl.cluster.schemas 200 ms (the registry client, fastavro, protobuf) to import
+    from eosctl.cluster.schemas import SchemaDecoder, logical_key, registry_of
+
+    settings = registry_of(cluster)
+    if settings is None:
+        return None
+    decoder = SchemaDecoder(settings)
+
+    def key(m: Any) -> str | None:
+        return logical_key(decoder, m.topic(), m.key(), m.headers() or ())
+
+    return key
+
+
 def _key_lineage(cluster: Cluster, sink: Sink, ends: dict[TP, int],
                  promised: dict[TP, int], by: Any = _key) -> dict[str, list]:
     """`lineage = "key"`: no output names its input, so outputs are paired with inputs by key, in order
@@ -240,7 +261,8 @@ def _key_lineage(cluster: Cluster, sink: Sink, ends: dict[TP, int],
     record_key: dict[tuple[int, int], str | None] = {}  # each output's own key (the rows' key column)
     for m in records(cluster, ends, read_committed=True, what="the hop's output"):
         outputs.setdefault(by(m), []).append((m.partition(), m.offset()))
-        record_key[(m.partition(), m.offset())] = _key(m)
+        # The rows' key column: the key as paired (a decoded key where keys are framed), else its text.
+        record_key[(m.partition(), m.offset())] = by(m) if by is not _value else _key(m)
     upto = {tp: o for tp, o in promised.items() if tp[0] in sink.stage_topics}
     committed: dict[str | None, list[tuple[str, int, int]]] = {}
     for m in records(cluster, upto, read_committed=True, what="the hop's input"):

@@ -162,6 +162,15 @@ class PostgresReader(SqlReader):
         # The index seeks a partition's rows by the columns themselves: text, then integers.
         self._seekable = ordered and self._t_text and self._p.exact and self._o.exact
 
+    def columns(self) -> list[str]:
+        """The relation's column names (the decoded content check's default mapping)."""
+        try:
+            with self.conn.cursor() as cur:
+                cur.execute(f"SELECT * FROM {self.relation} LIMIT 0")
+                return [c.name for c in cur.description or ()]
+        except Exception as e:
+            raise self._query_error(e) from None
+
     def partitions(self) -> dict[TP, int]:
         """With an index leading with (topic, partition) of text and integer types: the partitions by a
         loose index scan (one index probe a partition, not a scan of every row: 1 s saved at 10M rows),

@@ -131,6 +131,18 @@ class SqlReader(ABC):
     def _stream(self, sql: str) -> Iterator[Any]:
         ...
 
+    def row_fields(self, topic: str, partition: int,
+                   columns: Sequence[str]) -> list[tuple[int, dict[str, Any]]]:
+        """(offset, {column: value}) of every valid row of the partition, the values as the database types
+        them (DECIMAL/NUMERIC as Decimal, TIMESTAMP as datetime, BLOB/BYTEA as bytes, STRUCT and JSON as
+        dict, LIST/ARRAY as list): the decoded content check (eosctl.rules.fields) compares them with the
+        records' fields."""
+        extra = "".join(f", {ident(c)} AS c{i}" for i, c in enumerate(columns))
+        sql = f"SELECT o{''.join(f', c{i}' for i in range(len(columns)))} FROM " \
+              f"({self._rows_sql(topic, partition, False, extra)}) AS r ORDER BY o"
+        rows = self._query(sql)
+        return [(int(r[0]), dict(zip(columns, r[1:], strict=True))) for r in rows]
+
     def summaries(self) -> list[SinkPartition]:
         """Per partition the sink names validly; rows with an invalid offset are counted, not summarised."""
         sql = f"""
@@ -322,6 +334,14 @@ class DuckDBReader(SqlReader):
         except Exception as e:
             raise SinkError(f"reading keys of {topic}-{partition} from sink {self.source} "
                             f"failed: {as_given(self.sink, first_line(e))}") from None
+
+    def columns(self) -> list[str]:
+        """The relation's column names, as the sink spells them (the decoded content check's default
+        mapping: columns named like the value's fields)."""
+        try:
+            return [d[0] for d in self.conn.sql(f"SELECT * FROM {self.relation} LIMIT 0").description]
+        except Exception as e:
+            raise self._query_error(e) from None
 
     def row_keys(self, topic: str, partition: int) -> Iterator[pa.RecordBatch]:
         """Arrow batches (offset, key[, value]) of every row of the partition with a key, in no order (the

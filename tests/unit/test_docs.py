@@ -661,14 +661,45 @@ def test_producers_json_is_documented(offline: pytest.MonkeyPatch) -> None:
     check_json("`eosctl producers`", docs)
 
 
+class _Outcomes:
+    """A decoder answering each record's key and value from a list (issue 50's outcomes, one of each)."""
+
+    def __init__(self, outcomes: list[Any]) -> None:
+        self.outcomes = outcomes
+
+    def decode(self, *args: Any) -> Any:
+        return self.outcomes.pop(0)
+
+
+def log_records() -> list[dict[str, Any]]:
+    """`--records` documents: decoded (a scalar value: the table documents `data` as any JSON value),
+    unframed, undecodable, null, and raw."""
+    from eosctl.cluster.records import Record
+    from eosctl.cluster.schemas import Decoded, Undecodable, Unframed
+    from eosctl.inspection.records import record_document
+
+    outcomes = _Outcomes([Decoded("AVRO", 3, None, "prefix", "orders-key", 2, "k-1"),
+                          Decoded("PROTOBUF", None, "6f1c", "header", None, None, 7, "shop.Line"),
+                          Unframed("it starts with byte 0x7b"), Undecodable("JSON", 4, None, "bad"), None])
+    return [record_document("orders", 0, Record(0, b"k", b"v", 5, "none",
+                                                 (("__value_schema_id", b"\x01"),)), outcomes),
+            record_document("orders", 0, Record(1, b"k", b"v", 6, "lz4"), outcomes, "DATA"),
+            record_document("orders", 0, Record(2, None, b"v", -1, "none", (("h", None),)), outcomes),
+            # no registry: the key and value as text only
+            record_document("orders", 0, Record(3, b"\xff", None, 7, "zstd"), None, "ABORTED")]
+
+
 def test_log_json_is_documented() -> None:
     from eosctl.cluster.records import Record
+    from eosctl.inspection.records import record_document
 
-    shown = [Record(0, b"o-1", b"v", 1_700_000_000_000, "lz4"),
-             Record(1, None, None, 1_700_000_000_001, "lz4")]
+    plain_records = (Record(0, b"o-1", b"v", 1_700_000_000_000, "lz4"),
+                     Record(1, None, None, 1_700_000_000_001, "lz4"))
+    shown = [record_document("t", 0, r, None, "DATA") for r in plain_records]
     check_json("`eosctl log`", [log_document(partition_log(), (0, 9, True)),
                                 log_document(partition_log(), (0, 9, True), shown),
-                                log_document(partition_log(batches=False), None)])
+                                log_document(partition_log(batches=False), None),
+                                log_document(partition_log(), (0, 9, True), log_records())])
 
 
 def explain_documents() -> list[Any]:
@@ -689,7 +720,7 @@ def explain_documents() -> list[Any]:
                                                                    "order_id", "written_at",
                                                                    (datetime.fromtimestamp(NOW_MS / 1000 + 2,
                                                                                            UTC),)))),
-            offset_document(Facts(zombie, 1, None, "g", None, SinkAt(0))),
+            offset_document(Facts(zombie, 1, None, "g", None, SinkAt(0), record=log_records()[0])),
             offset_document(Facts(log, 12)),
             # a MirrorMaker 2 replica pipeline (eosctl.inspection.failover.at_offset)
             offset_document(Facts(log, 4, replica={"topic": "src.orders", "copies": [3], "groups": [
@@ -706,6 +737,9 @@ def test_explain_json_is_documented() -> None:
     batch_fields = {p.replace("batches[].", "batch.", 1): opt
                     for p, opt in optional_flags(documented("json.md", "`eosctl log`")).items()
                     if p.startswith("batches[].")}
+    batch_fields |= {p.replace("records[].", "record.", 1): opt
+                     for p, opt in optional_flags(documented("json.md", "`eosctl log`")).items()
+                     if p.startswith("records[].")}
     check_json("`eosctl explain` (one offset)", explain_documents(), batch_fields)
     audit_fields = {"root_causes[]." + p: opt
                     for p, opt in optional_flags(documented("json.md", "`eosctl audit`")).items()
@@ -942,7 +976,12 @@ VALID = {"bootstrap_servers": "h:1", "security_protocol": "SASL_SSL", "cluster":
          "sandbox_home": "/abs/.eosctl", "retention": "7d", "route": "header:type=A", "timeout": "2m",
          # A state sink's keys, all in one config: an aggregate sink (eosctl.rules.upsert).
          "mode": "aggregate", "key_fields": {"k": "key"}, "value_fields": {"v": "value.amount"},
-         "aggregate": {"fn": "sum", "column": "total", "field": "value.amount"}, "version_column": "ver"}
+         "aggregate": {"fn": "sum", "column": "total", "field": "value.amount"}, "version_column": "ver",
+         # issue 50: the registry's URL is checked; its PEM paths like the cluster's
+         "schema_registry_url": "https://sr:8081", "schema_registry_ssl_ca_location": "/abs/sr-ca.pem",
+         "schema_registry_ssl_certificate_location": "/abs/sr-cert.pem",
+         "schema_registry_ssl_key_location": "/abs/sr-key.pem",
+         "fields": {"amount": "value.amount"}, "float_tolerance": 0.001, "timestamp_precision": "ms"}
 # What a value of VALID is read into, where that is not the value itself.
 READ_AS = {"key_fields": (("k", "key"),), "value_fields": (("v", "value.amount"),),
            "aggregate": config_mod.Aggregate("sum", "total", "value.amount")}
@@ -999,6 +1038,8 @@ def test_every_documented_config_key_is_read_into_its_field(tmp_path: Path) -> N
     for section, keys in docs.items():
         for key, (kind, _, _) in keys.items():
             got = getattr((other.get(key) or alone.get(key) or objects)[section], key)
+            if key == "fields":  # a TOML table, kept as (column, path) pairs on the frozen Sink
+                got = dict(got)
             want = OTHER_KINDS.get(key) or ALONE.get(key) or READ_AS.get(key) or _value(key, kind)
             assert got == (tuple(want) if isinstance(want, list) else want), f"{section}.{key}"
 
