@@ -62,17 +62,21 @@ def replica_findings(frozen: Sink, findings: list[Finding]) -> list[Finding]:
 
 
 def out_of_order(frozen: Sink) -> list[Finding]:
-    """Source records the replica holds once, but after a record that follows them (one finding per
-    record: their places are scattered)."""
+    """Source records the replica holds once, but after records that follow them: one finding per run of
+    consecutive source records (a late batch; markers between them don't split it), every record of it
+    counted."""
     given = frozen.frozen_from
     if given is None:
         return []
     topic, late = reordered(frozen)
     out = []
-    for p, o in late:
-        f = Finding("out_of_order", topic, p, o, o, 1,
-                    detail=f"in {given.kafka_topic}[{p}] after a later record")
-        summary = (f"{topic}[{p}] offset {o} is in {given.kafka_topic} after records that follow it at the "
+    for p, first, last, n in late:
+        after = "a later record" if n == 1 else "later records"
+        f = Finding("out_of_order", topic, p, first, last, n,
+                    detail=f"in {given.kafka_topic}[{p}] after {after}")
+        what = (f"offset {first} is" if n == 1 else f"offsets {first}..{last} ({_records(n)}) are")
+        them = "it" if n == 1 else "them"
+        summary = (f"{topic}[{p}] {what} in {given.kafka_topic} after records that follow {them} at the "
                    "source: the replica's producer reordered a retried batch (MM2's producer needs "
                    "`enable.idempotence=true`, or `max.in.flight.requests.per.connection=1`)")
         out.append(replace(f, cause=Cause("out_of_order", summary)))
