@@ -37,7 +37,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from auditors import incstate
-from auditors.contentcheck import _reconciled, _value_name
+from auditors.contentcheck import _value_name, reconciled
 from auditors.engine import engine_facts
 from auditors.keydups import duplicate_keys, writers_table
 from auditors.plan import AuditInput, prepare
@@ -381,8 +381,9 @@ def _reconcile(target: Target, sink: Sink, tail: Any, logs: dict[TP, Any], clien
             triples = [(i.first, i.last, i.multiplicity) for i in islands]
             content = checker.check(item.tp, triples)
             if content is not None:
-                if content.shifts:
-                    summary, found = _reconciled(item, log, triples, content.shifts, target.group)
+                again = reconciled(item, log, triples, content.shifts, content.findings, target.group)
+                if again is not None:
+                    summary, found = again
                 found = [*found, *content.findings]
         summaries.append(summary)
         ordered.append((item, found))

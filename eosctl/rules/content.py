@@ -390,3 +390,38 @@ def shifted_islands(islands: Iterable[tuple[int, int, int]],
         level += events[at]
         prev = at
     return out
+
+
+def other_record_spans(findings: Iterable[Finding]) -> list[tuple[int, int]]:
+    """The offsets (first, last) of the content findings whose rows hold another record than the one at
+    their offset, and not a neighbour's (a shift's rows are moved instead: shifted_islands)."""
+    return [(f.first_offset, f.last_offset) for f in findings
+            if f.kind == KIND and f.cause is not None and f.cause.rule in (DIFFERENT, REWRITTEN)
+            and f.first_offset is not None and f.last_offset is not None]
+
+
+def once_at(islands: Sequence[tuple[int, int, int]],
+            spans: Sequence[tuple[int, int]]) -> list[tuple[int, int, int]] | None:
+    """The islands with each offset in ``spans`` held once (None: none of them was held more than once).
+
+    One finding per row (docs/audit.md): an offset whose rows include another record's is that
+    content_mismatch, not also a duplicate; it stays held (its record is not made a gap)."""
+    spans = sorted(spans)
+    if not any(m > 1 and a <= last and b >= first for first, last, m in islands for a, b in spans):
+        return None
+    out: list[tuple[int, int, int]] = []
+    for first, last, m in islands:
+        pos = first
+        if m > 1:
+            for a, b in spans:
+                if b < pos or a > last:
+                    continue
+                lo, hi = max(a, pos), min(b, last)
+                if lo > pos:
+                    out.append((pos, lo - 1, m))
+                out.append((lo, hi, 1))
+                pos = hi + 1
+        if pos <= last:
+            out.append((pos, last, m))
+    return out
+

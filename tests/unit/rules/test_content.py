@@ -8,7 +8,7 @@ import numpy as np
 
 from eosctl.cluster.model import Kind, OffsetRange, PartitionLog, merge_ranges
 from eosctl.cluster.recordkeys import RecordKeys, hash_bytes
-from eosctl.rules.content import check_partition, cut_at, shifted_islands
+from eosctl.rules.content import check_partition, cut_at, once_at, shifted_islands
 
 
 def log_of(keys: list[str | None], epochs: list[int], control: set[int] = frozenset()) -> PartitionLog:
@@ -97,7 +97,10 @@ def kinds_log() -> PartitionLog:
 
 def audited(log: PartitionLog, rows: list[tuple[int, str]]) -> list[tuple]:
     """Every finding of the partition, as an audit task makes them (auditors.contentcheck.with_content):
-    the offsets' rule, then the content check, and the rows of a shift reconciled where they belong."""
+    the offsets' rule, then the content check, and the partition reconciled again where the check says
+    which rows hold what (auditors.contentcheck.reconciled)."""
+    from auditors.contentcheck import reconciled
+    from auditors.plan import WorkItem
     from eosctl.rules.reconcile import islands_from_counts
     from eosctl.rules.rule import audit_partition
 
@@ -107,8 +110,9 @@ def audited(log: PartitionLog, rows: list[tuple[int, str]]) -> list[tuple]:
     islands = list(islands_from_counts(sorted(counts.items())))
     _, findings = audit_partition("t", 0, log, islands)
     result = check(log, rows)
-    if result.shifts:
-        _, findings = audit_partition("t", 0, log, shifted_islands(islands, result.shifts))
+    again = reconciled(WorkItem("t", 0, True), log, islands, result.shifts, result.findings, None)
+    if again is not None:
+        findings = again[1]
     return sorted((f.kind, f.first_offset, f.last_offset, f.count, f.cause.rule if f.cause else None)
                   for f in [*findings, *result.findings])
 
@@ -133,6 +137,19 @@ def test_a_row_where_no_committed_record_is_gets_that_finding_only() -> None:
         "The sink's row at t[0] offset 11 (the row at 11 has key 'k7') holds a key that is neither the key "
         "of the record at its offset nor of its neighbours': the writer stored a row with coordinates that "
         "are not its own.")
+
+
+def test_an_offset_with_a_row_of_another_record_is_that_content_finding_not_also_a_duplicate() -> None:
+    """Re-used offsets read again: the sink holds at 10 the row of the record the log had there before
+    (another key) and the row of the record there now; its record is held once, and the other row is the
+    content finding. Two copies of its own record at 11 are still a duplicate."""
+    log = kinds_log()
+    clean = [(o, f"k{o}") for o in (*range(5), 10, 11, 12)]
+    assert audited(log, [*clean, (10, "old10")]) == [("content_mismatch", 10, 10, 1, "different_record")]
+    assert audited(log, [*clean, (10, "old10"), (11, "k11")]) == [
+        ("content_mismatch", 10, 10, 1, "different_record"), ("duplicate", 11, 11, 1, None)]
+    assert once_at([(0, 4, 1), (10, 12, 2)], [(11, 11)]) == [(0, 4, 1), (10, 10, 2), (11, 11, 1), (12, 12, 2)]
+    assert once_at([(0, 4, 1), (10, 12, 1)], [(11, 11)]) is None
 
 
 def test_a_shift_run_that_ends_on_a_marker_is_the_shift_only() -> None:
