@@ -160,7 +160,8 @@ def freeze(sink: Sink, cluster: Cluster, directory: str) -> Sink:
     rows: dict[str, list] = {n: [] for n in kafka_topic.COLUMNS}
     late: list[list[int]] = []
     for p, found in pairings.items():
-        late += [[p, first, last, n] for first, last, n in found.late_runs]
+        held = found.out_of_order
+        late += [[p, [o for o in held if first <= o <= last]] for first, last, _ in found.late_runs]
         for offset, key, src in zip(found.offsets, found.keys, found.sources, strict=True):
             lineage = (topic, p, src) if src is not None else (None, None, None)
             for name, value in zip(kafka_topic.COLUMNS, (*lineage, key, p, offset), strict=True):
@@ -177,8 +178,8 @@ def freeze(sink: Sink, cluster: Cluster, directory: str) -> Sink:
                    key_column="key" if sink.key_column else None, offsets_table=None, frozen_from=sink, at=at)
 
 
-def reordered(frozen: Sink) -> tuple[str, list[tuple[int, int, int, int]]]:
+def reordered(frozen: Sink) -> tuple[str, list[tuple[int, list[int]]]]:
     """A frozen replica hop's source topic and the runs of source records it holds out of order
-    (partition, first offset, last offset, records)."""
+    (partition, the run's source offsets: Alignment.late_runs)."""
     at: dict[str, Any] = json.loads(frozen.at) if frozen.at else {}
-    return at.get("replica_of", ""), [(p, a, b, n) for p, a, b, n in at.get("out_of_order", [])]
+    return at.get("replica_of", ""), [(p, list(offsets)) for p, offsets in at.get("out_of_order", [])]

@@ -249,7 +249,7 @@ def findings_of_every_kind() -> list[Finding]:
             from eosctl.rules.replica import out_of_order
 
             frozen = Sink(duckdb="x", frozen_from=Sink(kafka_topic="src.orders", lineage="replica"),
-                          at=json.dumps({"replica_of": "orders", "out_of_order": [[0, 2, 2, 1]]}))
+                          at=json.dumps({"replica_of": "orders", "out_of_order": [[0, [2]]]}))
             out.extend(out_of_order(frozen))
         elif kind == "content_mismatch":
             out.extend(content_findings())
