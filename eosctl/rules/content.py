@@ -6,7 +6,10 @@ a sink that stores the wrong coordinates (offset+1) "holds" every offset, none b
 sink row's key is compared with the key of the Kafka record at its offset (both as 64-bit hashes,
 eosctl.cluster.recordkeys), all rows of a partition at once with numpy.
 
-A row whose key differs is explained, in this order:
+Only rows at a committed (or non-transactional) data record's offset are compared (committed_data): a row
+at a marker, at aborted or open data, where compaction or retention left nothing or beyond the high
+watermark gets its offsets finding only (one finding per sink row, docs/audit.md), unless it is one of a
+shift's rows. A row whose key differs is explained, in this order:
 - ``shifted_coordinates``: its key is the record's at a neighbouring offset (offset - d, |d| <= MAX_SHIFT):
   consecutive rows with the same shift are one finding naming it, and the audit reconciles those rows at
   the offsets they really hold (shifted_islands), so the gaps and phantoms the shift made up vanish while
