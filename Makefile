@@ -109,6 +109,7 @@ bench: setup
 	$(BIN)/python benchmarks/tui_refresh_bench.py
 	$(BIN)/python benchmarks/exporter_bench.py
 	$(BIN)/python benchmarks/sandbox_refresh_bench.py
+	$(BIN)/python benchmarks/txns_list_bench.py
 
 clean:
 	-$(BIN)/eosctl sandbox down

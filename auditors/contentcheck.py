@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from eosctl.base.arrowbuffers import to_numpy
 from eosctl.cluster.model import TP, PartitionLog
 from eosctl.report.findings import Finding, PartitionSummary
 from eosctl.rules.rule import audit_partition
@@ -28,9 +29,7 @@ def sink_keys(reader: SinkReader, tps: Sequence[TP]) -> dict[TP, tuple[Any, Any,
     as an Arrow array or None where the sink names no value column). A reader with ``row_keys`` (DuckDB:
     files and tables) reads each partition's rows once as they are; the others answer the key rule's
     query over all offsets (distinct (key, offset) pairs)."""
-    # lazy: numpy 31 ms, pyarrow 52 ms to import
-    import numpy as np
-    import pyarrow as pa
+    import pyarrow as pa  # lazy: pyarrow 52 ms to import
 
     got: dict[TP, list[Any]] = {}
     if hasattr(reader, "row_keys"):
@@ -48,9 +47,17 @@ def sink_keys(reader: SinkReader, tps: Sequence[TP]) -> dict[TP, tuple[Any, Any,
             continue
         table = pa.Table.from_batches(parts)
         values = table.column(2).combine_chunks() if table.num_columns > 2 else None
-        out[tp] = (table.column(1).to_numpy().astype(np.int64),
-                   table.column(0).cast(pa.string()).combine_chunks(), values)
+        out[tp] = (to_numpy(table.column(1), "int64"),
+                   _as_text(table.column(0).combine_chunks()), values)
     return out
+
+
+def _as_text(keys: Any) -> Any:
+    """The keys as an Arrow string array: text keys as they are (a cast imports pyarrow.compute, 50 ms of a
+    small audit), others cast (an integer key's decimal text)."""
+    import pyarrow as pa  # lazy: pyarrow 52 ms to import
+
+    return keys if keys.type == pa.string() else keys.cast(pa.string())
 
 
 def _by_partition(batch: Any) -> Any:
@@ -100,7 +107,8 @@ def with_content(reader: SinkReader, done: list[tuple[WorkItem, PartitionSummary
             value_hashes = hash_arrow(values)
         result = check_partition(log, offsets, hash_arrow(keys), keys, islands[item.tp], value_hashes,
                                  _value_name(reader.sink))
-        again = reconciled(item, log, islands[item.tp], result.shifts, result.findings, group)
+        again = reconciled(item, log, islands[item.tp], result.shifts, result.findings, group,
+                           reader.sink.dlq_topic)
         if again is not None:
             summary, findings = again
         out.append((item, summary, [*findings, *result.findings]))
@@ -115,8 +123,8 @@ def _value_name(sink: Any) -> str:
 
 
 def reconciled(item: WorkItem, log: PartitionLog, islands: list[tuple[int, int, int]], shifts: Sequence[Any],
-               content: Sequence[Finding],
-               group: str | None) -> tuple[PartitionSummary, list[Finding]] | None:
+               content: Sequence[Finding], group: str | None,
+               dlq_topic: str | None = None) -> tuple[PartitionSummary, list[Finding]] | None:
     """The partition reconciled again (eosctl.rules.rule, as audit_group does) with the shifted rows at the
     offsets they hold, and each offset whose rows include another record's (``content``: the partition's
     content findings) held once, so no duplicate names it beside its content finding; None: no need."""
@@ -130,4 +138,5 @@ def reconciled(item: WorkItem, log: PartitionLog, islands: list[tuple[int, int, 
     return audit_partition(item.topic, item.partition, log, moved if once is None else once,
                            expected_upto=item.expected_upto, check_offsets=item.check_offsets,
                            stored_offset=item.stored_offset, committed_offset=item.committed_offset,
-                           group=group)
+                           group=group, window=item.window, dead_lettered=item.dead_lettered,
+                           dlq_topic=dlq_topic, routed_out=item.routed_out)

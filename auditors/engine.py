@@ -13,17 +13,19 @@ from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
 
-from auditors import guard, keydups
+from auditors import deadletters, guard, keydups
 from auditors import spark as sparks
 from auditors.outcome import Outcome
 from auditors.plan import AuditInput, WorkItem, prepare
 from auditors.spark import describe, require_reachable_sink, runs_here
 from auditors.spark_job import run_spark
+from auditors.window import in_window, with_windows
 from eosctl.base.errors import EosctlError
 from eosctl.base.gcpause import paused
 from eosctl.base.progress import Progress, Step, silent
 from eosctl.base.safetext import term
 from eosctl.config.model import Config, Spark
+from eosctl.config.route import parse_route
 from eosctl.config.values import memory_problem, spark_master_problem
 from eosctl.report import onerow
 from eosctl.report.findings import AuditReport
@@ -44,7 +46,9 @@ class EngineOptions:
     remote: str | None = None  # Spark Connect server (instead of master)
     driver_memory: str = "2g"
     shuffle_partitions: int = 4
-    workers: int | None = None  # the local engine's processes; None: one per core
+    # The local engine's processes, started whatever the audit's size (0: none, the tasks run in this
+    # process); None: one per core when the audit has work for more than one (auditors.local.pool_size).
+    workers: int | None = None
     # Compare each sink row's key with its record's (content_mismatch), where the sink names a key column:
     # on unless turned off (--no-content-check, [audit] content_check = false): at 10M offsets it costs at
     # most 1.5x the keyed audit without it (docs/benchmarks.md, benchmarks/keyed_bench.py).
@@ -107,6 +111,16 @@ def _audit(inp: AuditInput, options: EngineOptions, progress: Progress, t_start:
         with open_reader(inp.sink) as reader:
             t = time.monotonic()
             items = prepare(inp, reader)  # sink and broker errors surface here, before any engine starts
+            if inp.window is not None:  # each partition's window in offsets, for its task
+                items = with_windows(items, inp.window, inp.source)
+            dead = None
+            if fixed.dlq_topic and inp.cluster is not None:  # read after the sink, like every Kafka read
+                from eosctl.cluster.deadletter import read_dead_letters  # lazy: confluent_kafka 40 ms
+
+                dead = read_dead_letters(inp.cluster, fixed.dlq_topic)
+                items = deadletters.with_dead_letters(items, dead)
+            if fixed.route and inp.cluster is not None:  # the records the route leaves out, per partition
+                items = with_routes(items, parse_route(fixed.route), inp.cluster)
             timings: dict[str, float] = {"prepare_seconds": round(time.monotonic() - t, 3)}
             driver = Beside(lambda: ([explain_finding(f) for f in reader.invalid_rows()], reader.read_point))
             result, startup, info = _run_engine(inp, items, options, here, progress, driver, reader)
@@ -125,10 +139,25 @@ def _audit(inp: AuditInput, options: EngineOptions, progress: Progress, t_start:
     findings = content_first(findings)  # a row the content check names is no place of its key
     onerow.record(result.summaries, findings + invalid)  # the test suite's check: one finding per row
     with paused():
+        if inp.window is not None:
+            findings = in_window(findings, items)
+        dlq = None if dead is None else deadletters.summary(
+            dead, items, sum(s.dead_lettered or 0 for s in result.summaries))
         return AuditReport.build(result.summaries, findings + invalid, inp.fail_on,
                                  sink=f"{shown(inp.sink)} ({inp.sink.table})",
                                  sink_read_point=point, group=inp.group, engine=engine,
-                                 elapsed_seconds=time.monotonic() - t_start)
+                                 elapsed_seconds=time.monotonic() - t_start, window=inp.window, dlq=dlq)
+
+
+def with_routes(items: list[WorkItem], route: Any, cluster: Any) -> list[WorkItem]:
+    """Each audited partition with the ranges of committed records ``route`` leaves out, read once here
+    (eosctl.cluster.routes: every record from the log start to the LSO, judged in Python)."""
+    from eosctl.cluster.routes import routed_out  # lazy: confluent_kafka 40 ms to import
+
+    ends = {i.tp: (i.placement.log_start, i.placement.last_stable) for i in items
+            if i.in_kafka and i.placement is not None}
+    out, _ = routed_out(cluster, route, ends)
+    return [replace(i, routed_out=out[i.tp]) if i.tp in out else i for i in items]
 
 
 def engine_facts(info: dict[str, Any], tasks: int, prepare_s: float, startup_s: float,
@@ -177,14 +206,17 @@ def _run_engine(inp: AuditInput, items: list[WorkItem], options: EngineOptions, 
             # DuckDB's spill files go where the guard cleans up, not to a shared directory.
             inp = replace(inp, settings=replace(inp.settings, temp_directory=owned.path("duckdb")))
         if options.engine == "local":
-            from auditors.local import default_workers, run_local  # lazy: auditors.local 8.2 ms to import
+            # lazy: auditors.local 8.2 ms to import
+            from auditors.local import default_workers, pool_size, run_local
 
-            workers = options.workers or default_workers()
+            workers = pool_size(items, options.workers)  # 0: no pool, a small audit runs here
             # The key rule runs once the workers are done: their threads and memory are the driver's then.
-            limits = Limits(workers, f"{workers * _memory_gb(inp.settings.duckdb_memory)}GB",
+            threads = workers or default_workers()
+            limits = Limits(threads, f"{threads * _memory_gb(inp.settings.duckdb_memory)}GB",
                             inp.settings.temp_directory)
             result, startup = run_local(inp, items, workers, progress, beside,
-                                        key_rule=lambda writers: keydups.in_sink(reader, writers, limits))
+                                        key_rule=lambda writers: keydups.in_sink(reader, writers, limits),
+                                        reader=reader)
             return result, startup, local_info(workers, result.tasks)
         progress(Step(f"starting {options.where()}"))
         t = time.monotonic()

@@ -228,6 +228,11 @@ def _check_supported(sink: Sink) -> None:
     if kind != "duckdb":
         raise EosctlError(f"{OPTION} reads only the rows a DuckDB sink added since the last audit; this sink "
                           f"is {kind or 'not set'}: audit it without {OPTION}")
+    judged = [k for k in ("retention", "dlq_topic", "route") if getattr(sink, k) is not None]
+    if judged:
+        # Each changes what is expected of rows already judged (auditors.window, deadletters, routes):
+        # never a state that would judge them otherwise than a full audit.
+        raise EosctlError(f"{OPTION} does not judge a sink's {judged[0]} yet; audit it without {OPTION}")
 
 
 def _identity(target: Target, sink: Sink, cluster_id: str | None,

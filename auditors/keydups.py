@@ -30,6 +30,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from auditors.guard import interruptible
+from eosctl.base.arrowbuffers import array
 from eosctl.base.errors import SinkError, first_line
 from eosctl.cluster.model import TP
 from eosctl.report.findings import Finding
@@ -55,7 +56,8 @@ def writers_table(committed: Iterable[Mapping[str, Any]]) -> pa.Table:
 
     types = (pa.string(), pa.int32(), pa.int64(), pa.int64(), pa.int64(), pa.int32(), pa.int64())
     rows = list(committed)
-    return pa.table([pa.array([r[c] for r in rows], t) for c, t in zip(WRITER_COLUMNS, types, strict=True)],
+    # Built from the buffers (eosctl.base.arrowbuffers): pa.array of Python values imports pandas.
+    return pa.table([array([r[c] for r in rows], t) for c, t in zip(WRITER_COLUMNS, types, strict=True)],
                     names=list(WRITER_COLUMNS))
 
 

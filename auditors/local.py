@@ -19,46 +19,90 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import nullcontext
 from multiprocessing import resource_tracker
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auditors.findingrows import findings_from_arrow
 from auditors.grouping import tasks as group_items
+from auditors.grouping import work
 from auditors.keydups import writers_table
 from auditors.outcome import Outcome, outcome
 from auditors.plan import AuditInput, TaskSettings, WorkItem
 from auditors.sources import Source
-from auditors.task import PHASE_KEYS, PHASE_TASKS, group_task
+from auditors.task import PHASE_KEYS, PHASE_TASKS, audit_group, group_task, open_task_reader
 from eosctl.base.errors import EosctlError
+from eosctl.base.gcpause import paused
 from eosctl.base.progress import Progress, Step, silent
 from eosctl.base.stopsignals import STOP_SIGNALS, held
 from eosctl.config.model import Sink
 from eosctl.report.findings import Finding
 from eosctl.sink.delta import library_needed
 
+if TYPE_CHECKING:
+    from eosctl.sink import SinkReader
+
+
+# Below this much work (auditors.grouping.work: records plus a fixed cost per partition, summed over the
+# audit) the tasks run in this process, one after the other: a second worker would cost more to start
+# (fork, its share of the pool's pipes, its results pickled back: ~0.1-0.2 s on 2 busy cores) than it
+# saves (the log scan and reconcile run at ~300k-800k records/s, so 50k records are ~0.1 s of work).
+POOL_MIN_WORK = 50_000
+# The local engine's processes: a number forces a pool of that many (0: none, the tasks run in eosctl's
+# own process), whatever the audit's size; unset, one per core when there is work for more than one.
+WORKERS_ENV = "EOSCTL_LOCAL_WORKERS"
+
 
 def default_workers() -> int:
     return os.cpu_count() or 1
 
 
+def forced_workers() -> int | None:
+    """The worker count $EOSCTL_LOCAL_WORKERS forces (0: in this process), or None when unset."""
+    text = os.environ.get(WORKERS_ENV, "").strip()
+    if not text:
+        return None
+    if not text.isdigit():
+        raise EosctlError(f"${WORKERS_ENV} {text[:40]!r} is not a number of worker processes; set it to 0 "
+                          "(none: the audit runs in eosctl's process), 1 or more, or unset it")
+    return int(text)
+
+
+def pool_size(items: list[WorkItem], asked: int | None = None) -> int:
+    """The processes of the pool for these items, 0 for none (the tasks run in this process, one after the
+    other). ``asked``: a count the caller fixed (EngineOptions.workers), else $EOSCTL_LOCAL_WORKERS: that
+    many whatever the audit's size; otherwise one per core, and none below POOL_MIN_WORK."""
+    if asked is None:
+        asked = forced_workers()
+    if asked is not None:
+        return asked
+    cores = default_workers()
+    return 0 if cores <= 1 or sum(work(i) for i in items) < POOL_MIN_WORK else cores
+
+
 def run_local(inp: AuditInput, items: list[WorkItem], workers: int | None = None,
               progress: Progress = silent, beside: Callable[[], None] | None = None,
-              key_rule: Callable[[Any], list[Finding]] | None = None) -> tuple[Outcome, float]:
-    """The outcome and the pool's start-up time (forking the workers). ``beside``: the driver's own work,
-    done once the workers are forked (never before: a forked worker would inherit it half done).
-    ``key_rule``: with a key column, the key_duplicate findings of the sink at the tasks' committed ranges
-    (an Arrow table, auditors.keydups.writers_table), e.g. auditors.keydups.in_sink on the driver's reader."""
-    import pyarrow as pa  # lazy: pyarrow 50 ms to import
-
+              key_rule: Callable[[Any], list[Finding]] | None = None,
+              reader: SinkReader | None = None) -> tuple[Outcome, float]:
+    """The outcome and the pool's start-up time (forking the workers; 0 without a pool). ``workers``: the
+    pool's processes, 0 for none (the tasks run here), None: pool_size's choice. ``beside``: the
+    driver's own work, done once the workers are forked (never before: a forked worker would inherit it half
+    done). ``key_rule``: with a key column, the key_duplicate findings of the sink at the tasks' committed
+    ranges (an Arrow table, auditors.keydups.writers_table), e.g. auditors.keydups.in_sink on the driver's
+    reader. ``reader``: the driver's reader of the sink, which tasks run in this process use."""
     want_keys = inp.sink.key_column is not None
-    workers = workers or default_workers()
-    tasks = group_items(items, workers)
+    workers = pool_size(items) if workers is None else workers
+    here = workers == 0
+    tasks = group_items(items, 1 if here else workers)
     progress(Step(PHASE_TASKS, 0, len(tasks)))
     t0 = time.monotonic()
     rows: list[dict[str, Any]] = []
     findings: list[Any] = []  # the finding rows, made Findings column by column (auditors.findingrows)
+    tasks_found: list[Finding] = []
     startup = 0.0
-    if tasks:
+    if tasks and here:
+        tasks_found = _run_here(tasks, inp, want_keys, progress, beside, rows, reader)
+    elif tasks:
         _preload()
         n = max(1, min(workers, len(tasks)))
         pool = ProcessPoolExecutor(max_workers=n, mp_context=_context(inp.sink), initializer=_worker_init)
@@ -70,7 +114,10 @@ def run_local(inp: AuditInput, items: list[WorkItem], workers: int | None = None
             gc.unfreeze()  # the workers are forked (all of them at the first submit)
             # On an error or a signal: don't wait for running tasks; the caller's guard kills the workers.
             pool.shutdown(wait=False, cancel_futures=True)
-    tasks_found = findings_from_arrow(pa.Table.from_batches(findings)) if findings else []
+    if findings:
+        import pyarrow as pa  # lazy: pyarrow 50 ms to import
+
+        tasks_found = findings_from_arrow(pa.Table.from_batches(findings))
     t1 = time.monotonic()
     found = []
     if want_keys:
@@ -82,6 +129,27 @@ def run_local(inp: AuditInput, items: list[WorkItem], workers: int | None = None
     # The tasks' wall time after the pool started: start-up is its own phase (elapsed covers both).
     return outcome(rows, found, t1 - t0 - startup, time.monotonic() - t1 if want_keys else 0.0,
                    len(tasks), tasks_found), startup
+
+
+def _run_here(tasks: list, inp: AuditInput, want_keys: bool, progress: Progress,
+              beside: Callable[[], None] | None, rows: list[dict[str, Any]],
+              reader: SinkReader | None) -> list[Finding]:
+    """Every task in this process, one after the other, on the driver's reader when it has one (no second
+    connection to the sink): the task's findings and rows as they are, no Arrow batches in between (those
+    only carry them across a process boundary, and building them from Python values imports pandas, a
+    quarter of a second: pyarrow's conversion asks whether each value is a pandas object)."""
+    if beside is not None:
+        beside()
+    found: list[Finding] = []
+    for done, items in enumerate(tasks, 1):
+        with (nullcontext(reader) if reader is not None else open_task_reader(inp.sink, inp.settings, items)
+              ) as task_reader, paused():
+            result = audit_group(items, inp.source, task_reader, want_keys, inp.group, inp.content_check)
+        rows.extend(result.rows)
+        rows.extend(c for cs in result.committed.values() for c in cs)
+        found.extend(result.findings)
+        progress(Step(PHASE_TASKS, done, len(tasks)))
+    return found
 
 
 def _run_pool(pool: ProcessPoolExecutor, tasks: list, inp: AuditInput, want_keys: bool, progress: Progress,
@@ -183,9 +251,16 @@ def _preload() -> None:
     # once here, not in every worker.
     pyarrow.array(["x"])
 
-    # lazy: eosctl.cluster.logscan 78 ms, eosctl.cluster.wire 68 ms to import
+    # What a task imports lazily, once here rather than in each forked worker (python -X importtime of a
+    # pooled audit listed these twice: the driver's and each worker's).
+    # lazy: eosctl.cluster.logscan 78 ms, eosctl.cluster.wire 68 ms, eosctl.txn.producerids 72 ms,
+    # eosctl.cluster.recordkeys 104 ms, eosctl.rules.content 35 ms, eosctl.txn.transactions 15 ms to import
     import eosctl.cluster.logscan
-    import eosctl.cluster.wire  # noqa: F401
+    import eosctl.cluster.recordkeys
+    import eosctl.cluster.wire
+    import eosctl.rules.content
+    import eosctl.txn.producerids
+    import eosctl.txn.transactions  # noqa: F401
 
     # A forked worker must never finalize this process's objects: garbage it inherits (e.g. a closed
     # PostgreSQL connection's C objects) crashed workers in their first garbage collection. Frozen

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from auditors.findingrows import findings_from_rows
 from eosctl.base.errors import BrokerError, EosctlError, SinkError
 from eosctl.report.findings import Finding, LogSegment, PartitionSummary
+from eosctl.report.window import PartitionWindow
 
 if TYPE_CHECKING:
     pass
@@ -49,6 +50,10 @@ def _raise_task_errors(errors: Iterable[dict[str, Any]]) -> None:
 def _summary_from(r: dict[str, Any]) -> PartitionSummary:
     detail = r.get("detail")
     segments = None if detail is None else tuple(LogSegment.from_dict(g) for g in json.loads(detail))
+    windowed = r.get("outside_window") is not None
+    window = PartitionWindow(r.get("window_first"), r.get("window_end"), r.get("window_floor")) \
+        if windowed else None
     return PartitionSummary(r["topic"], r["partition"], r["log_start_offset"], r["last_stable_offset"],
                             r["high_watermark"], r["expected_records"], r["sink_rows"], r["unverifiable"],
-                            r["present"], segments)
+                            r["present"], segments, window, r.get("outside_window") or 0,
+                            r.get("expired") or 0, r.get("dead_lettered"), r.get("filtered"))

@@ -15,6 +15,7 @@ from auditors.sources import Placement, Source
 from eosctl.cluster.model import TP
 from eosctl.config.model import Cluster, Sink
 from eosctl.report.findings import KINDS
+from eosctl.report.window import PartitionWindow, WindowSpec
 from eosctl.sink import open_reader
 from eosctl.sink.kafka_topic import committed_before
 
@@ -46,6 +47,11 @@ class WorkItem:
     expected_upto: int | None = None
     placement: Placement | None = None  # leader and offsets, read once by the driver
     sink_rows: int = 0  # the sink's rows for it (sizes the task)
+    window: PartitionWindow | None = None  # the offsets judged (--since/--until, the sink's retention)
+    # With a dead-letter queue (sink.dlq_topic): (source offset, dead letters) of this partition.
+    dead_lettered: tuple[tuple[int, int], ...] | None = None
+    # With a route (sink.route): the ranges of committed records it leaves out (eosctl.cluster.routes).
+    routed_out: tuple[tuple[int, int], ...] | None = None
 
     @property
     def tp(self) -> TP:
@@ -64,6 +70,8 @@ class AuditInput:
     # Compare each sink row's key with the key of the record at its offset (content_mismatch); only where
     # the sink names a key column.
     content_check: bool = False
+    # The window judged (eosctl.report.window); the driver maps it to each partition's offsets (prepare).
+    window: WindowSpec | None = None
 
 
 def plan(source: Source, topics: Iterable[str], in_sink: dict[TP, int]) -> list[WorkItem]:

@@ -76,6 +76,13 @@ class KafkaSource:
         with WireClient(self.cluster) as client:
             return {t: sorted(leaders) for t, leaders in client.metadata().items()}
 
+    def offsets_for_time(self, tps: Sequence[TP], timestamp_ms: int) -> dict[TP, int | None]:
+        """Each partition's first offset of a record at or after the time (None: none that new)."""
+        from eosctl.cluster.wire import WireClient  # lazy: eosctl.cluster.wire 71 ms to import
+
+        with WireClient(self.cluster) as client:
+            return client.offsets_for_time(tps, timestamp_ms)
+
     def scan(self, parts: Sequence[tuple[TP, Placement]], keys: bool | str = False) -> dict[TP, PartitionLog]:
         # lazy: eosctl.cluster.logscan 80 ms, eosctl.cluster.wire 71 ms to import
         from eosctl.cluster.logscan import scan_partitions
@@ -153,6 +160,10 @@ class ModelSource:
 
     def existing_topics(self) -> dict[str, list[int]]:
         return {t: sorted(ps) for t, ps in self.survey({t for t, _ in self.logs}).items()}
+
+    def offsets_for_time(self, tps: Sequence[TP], timestamp_ms: int) -> dict[TP, int | None]:
+        raise BrokerError("the source model keeps no record times: give the window as offsets "
+                          "(TOPIC:PARTITION=OFFSET,...)")
 
     def scan(self, parts: Sequence[tuple[TP, Placement]], keys: bool | str = False) -> dict[TP, PartitionLog]:
         return {tp: self.logs[tp] for tp, _ in parts}  # keys: the models' own record_keys, if any

@@ -44,7 +44,11 @@ OUT_SCHEMA = (
     "producer_id long, producer_epoch int, marker_offset long, "
     "cause string, "  # finding rows: the finding's cause, as its JSON object (eosctl.report.findings.Cause)
     # finding rows: what the driver reads of every cause without decoding it (eosctl.report.causejson.EAGER)
-    "cause_passed_by string, cause_sink_after long, cause_rule string"
+    "cause_passed_by string, cause_sink_after long, cause_rule string, "
+    # summary rows of a windowed audit: the partition's window and what lay outside it or expired
+    "window_first long, window_end long, window_floor long, outside_window long, expired long, "
+    "dead_lettered long, "  # summary rows of a sink with a DLQ: the records only the DLQ holds
+    "filtered long"  # summary rows of a sink with a route: the committed records it leaves out
 )
 _WRITER_TYPES = (("producer_id", "int64"), ("producer_epoch", "int32"), ("marker_offset", "int64"))
 _OUT_NAMES = [part.strip().split(" ")[0] for part in OUT_SCHEMA.split(",")]
@@ -63,7 +67,7 @@ PHASE_KEYS = "key duplicates (grouping by key)"
 # ---- inside a task -------------------------------------------------------------------------------
 
 
-def _open_sink(sink: Sink, settings: TaskSettings, items: Sequence[WorkItem] = ()) -> SinkReader:
+def open_task_reader(sink: Sink, settings: TaskSettings, items: Sequence[WorkItem] = ()) -> SinkReader:
     """The task's reader; ``items``: its partitions, the only ones it asks about (none: any)."""
     return open_reader(sink, limits=Limits(settings.duckdb_threads, settings.duckdb_memory,
                                            settings.temp_directory), partitions=[i.tp for i in items] or None)
@@ -109,7 +113,8 @@ def audit_group(items: Sequence[WorkItem], source: Source, reader: SinkReader, w
         summary, findings = audit_partition(
             item.topic, item.partition, log, islands, expected_upto=item.expected_upto,
             check_offsets=item.check_offsets, stored_offset=item.stored_offset,
-            committed_offset=item.committed_offset, group=group)
+            committed_offset=item.committed_offset, group=group, window=item.window,
+            dead_lettered=item.dead_lettered, dlq_topic=reader.sink.dlq_topic, routed_out=item.routed_out)
         if log is not None and want_ranges:
             committed[item.tp] = _committed_rows(item, log)
         done.append((item, summary, findings))
@@ -173,7 +178,11 @@ def _summary_row(s: PartitionSummary) -> dict[str, Any]:
             "high_watermark": s.high_watermark, "expected_records": s.expected_records,
             "sink_rows": s.sink_rows, "unverifiable": s.unverifiable_below, "present": s.exists,
             # The summary row's otherwise unused detail column carries the gap map's log segments.
-            "detail": None if s.log_segments is None else json.dumps([g.to_dict() for g in s.log_segments])}
+            "detail": None if s.log_segments is None else json.dumps([g.to_dict() for g in s.log_segments]),
+            **({} if s.window is None else {
+                "window_first": s.window.first, "window_end": s.window.end, "window_floor": s.window.floor,
+                "outside_window": s.outside_window, "expired": s.expired}),
+            "dead_lettered": s.dead_lettered, "filtered": s.filtered}
 
 
 def _to_batch(rows: list[dict[str, Any]], names: list[str], schema: Any) -> Any:
@@ -219,7 +228,7 @@ def group_task(tasks: Sequence[Sequence[WorkItem]], source: Source, sink: Sink, 
             for index in batch.column(0).to_pylist():
                 items = tasks[index]
                 try:
-                    with _open_sink(sink, settings, items) as reader:
+                    with open_task_reader(sink, settings, items) as reader:
                         with paused():  # findings by the hundred thousand, no cycles among them
                             result = audit_group(items, source, reader, want_keys, group, content)
                             out = [_to_batch(result.rows, _OUT_NAMES, schema)]

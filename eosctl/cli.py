@@ -259,6 +259,7 @@ from eosctl.commands import (  # noqa: E402
     snapshot_cmd,
     tui_cmd,
     txns_cmd,
+    txns_fence_cmd,  # noqa: F401  (its verb mounts itself on `txns`)
 )
 
 for _command in (demo_cmd.demo, sandbox_cmd.sandbox, *txns_cmd.COMMANDS, producers_cmd.producers,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import uuid
 from pathlib import Path
 
@@ -67,7 +68,13 @@ def keyed_sink(bootstrap: str, topic: str, group: str, sink: Path, partitions: i
     con = duckdb.connect(str(sink))
     con.execute("CREATE TABLE orders_sink (src_topic VARCHAR, src_partition INTEGER, src_offset BIGINT, "
                 "order_id VARCHAR)")
-    con.executemany("INSERT INTO orders_sink VALUES (?, ?, ?, ?)", [(topic, *r) for r in rows])
+    # One statement from a CSV file: executemany inserts row by row (20,000 rows took over a minute).
+    rows_csv = sink.with_suffix(".rows.csv")
+    with open(rows_csv, "w", newline="") as f:
+        csv.writer(f).writerows((topic, *r) for r in rows)
+    con.execute("INSERT INTO orders_sink SELECT * FROM read_csv(?, header = false, columns = "
+                "{'t': 'VARCHAR', 'p': 'INTEGER', 'o': 'BIGINT', 'k': 'VARCHAR'})", [str(rows_csv)])
+    rows_csv.unlink()
     con.execute('CREATE TABLE sink_offsets (topic VARCHAR, "partition" INTEGER, next_offset BIGINT)')
     con.executemany("INSERT INTO sink_offsets VALUES (?, ?, ?)", [(topic, q, n) for q, n in hw.items()])
     con.close()

@@ -3,6 +3,7 @@ nothing committed), SCRAM users made at format time, the StandardAuthorizer deny
 
 Listeners (``eosctl.sandbox.apache_kafka.start(listeners=...)``):
 - SASL_SSL: SCRAM-SHA-512, SCRAM-SHA-256 and PLAIN over TLS (no client certificate asked);
+- SASL_SSL_512: SASL_SSL offering SCRAM-SHA-512 only (another mechanism is refused as not offered);
 - SSL: TLS with a client certificate required (mTLS; the certificate's CN is the principal);
 - PLAINTEXT: the broker's own inter-broker listener, also used by the tests' set-up (its principal,
   User:ANONYMOUS, is a super user: the KRaft controller's requests come from it too).
@@ -53,6 +54,11 @@ class SecuredKafka:
     @property
     def sasl_ssl(self) -> str:
         return self.cluster.bootstrap_of("SASL_SSL")
+
+    @property
+    def sasl_ssl_512(self) -> str:
+        """A SASL_SSL listener offering SCRAM-SHA-512 alone."""
+        return self.cluster.bootstrap_of("SASL_SSL_512")
 
     @property
     def ssl(self) -> str:
@@ -106,7 +112,8 @@ def secured_properties(pki: Pki, passwords: dict[str, str]) -> dict[str, str]:
         "ssl.truststore.password": pki.store_password,
     }
     return {
-        **{f"listener.name.{ln}.{k}": v for ln in ("sasl_ssl", "ssl") for k, v in tls.items()},
+        **{f"listener.name.{ln}.{k}": v for ln in ("sasl_ssl", "sasl_ssl_512", "ssl")
+           for k, v in tls.items()},
         "listener.name.ssl.ssl.client.auth": "required",
         # The client certificate's CN is the principal (User:oncall), not its whole DN.
         "ssl.principal.mapping.rules": "RULE:^CN=([^,]+)$/$1/,DEFAULT",
@@ -115,6 +122,8 @@ def secured_properties(pki: Pki, passwords: dict[str, str]) -> dict[str, str]:
         "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": scram,
         "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": scram,
         "listener.name.sasl_ssl.plain.sasl.jaas.config": _jaas_plain(passwords),
+        "listener.name.sasl_ssl_512.sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "listener.name.sasl_ssl_512.scram-sha-512.sasl.jaas.config": scram,
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "super.users": "User:admin;User:ANONYMOUS",
         "allow.everyone.if.no.acl.found": "false",
@@ -130,7 +139,8 @@ def start(home: Path, heap: str = "512m") -> SecuredKafka:
              for arg in ("--add-scram", f"{mech}=[name={user},password={pw}]")]
     cluster = apache_kafka.start(home / "kafka", nodes=1, heap=heap, die_with_parent=True,
                                  properties=secured_properties(pki, passwords),
-                                 listeners={"SASL_SSL": "SASL_SSL", "SSL": "SSL"}, format_args=scram)
+                                 listeners={"SASL_SSL": "SASL_SSL", "SASL_SSL_512": "SASL_SSL", "SSL": "SSL"},
+                                 format_args=scram)
     return SecuredKafka(cluster=cluster, pki=pki, passwords=passwords)
 
 

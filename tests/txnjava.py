@@ -23,7 +23,7 @@ import org.apache.kafka.clients.producer.*;
 import org.apache.kafka.common.serialization.StringSerializer;
 
 public class TxnProducer {
-    // args: bootstrap topic txnId mode count partitions timeoutMs [script]
+    // args: bootstrap topic txnId mode count partitions timeoutMs [script [compressionType]]
     //   commit N: N transactions committed; abort N: N aborted; open N: one transaction of N records per
     //   partition left open (prints OPEN, then sleeps until killed); script: one process runs the
     //   transactions "commit:0,1;abort:1" (outcome:partitions, one record per partition)
@@ -35,6 +35,7 @@ public class TxnProducer {
         p.put("key.serializer", StringSerializer.class.getName());
         p.put("value.serializer", StringSerializer.class.getName());
         p.put("linger.ms", "0");
+        if (a.length > 8 && !a[8].isEmpty()) p.put("compression.type", a[8]);
         String mode = a[3];
         int n = Integer.parseInt(a[4]), parts = Integer.parseInt(a[5]);
         KafkaProducer<String, String> producer = new KafkaProducer<>(p);
@@ -82,15 +83,17 @@ class TxnJava:
         self.classes = jvmhelp.compile_java(workdir / "txnjava", "TxnProducer", SOURCE, self.jars)
 
     def _args(self, bootstrap: str, topic: str, txn_id: str, mode: str, count: int, partitions: int,
-              timeout_ms: int, script: str = "") -> list[str]:
-        return [bootstrap, topic, txn_id, mode, str(count), str(partitions), str(timeout_ms), script]
+              timeout_ms: int, script: str = "", compression: str = "") -> list[str]:
+        return [bootstrap, topic, txn_id, mode, str(count), str(partitions), str(timeout_ms), script,
+                compression]
 
     def run(self, bootstrap: str, topic: str, txn_id: str, mode: str, count: int = 1, partitions: int = 1,
-            timeout_ms: int = 60_000, script: str = "") -> None:
-        """Run to the end (``mode`` "script": the transactions ``script`` names, in one process)."""
+            timeout_ms: int = 60_000, script: str = "", compression: str = "") -> None:
+        """Run to the end (``mode`` "script": the transactions ``script`` names, in one process;
+        ``compression``: the producer's compression.type, e.g. "lz4")."""
         done = jvmhelp.run_java(self.classes, "TxnProducer", [self.jars],
                                 self._args(bootstrap, topic, txn_id, mode, count, partitions, timeout_ms,
-                                           script), heap="128m")
+                                           script, compression), heap="128m")
         assert done.returncode == 0 and "DONE" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
 
     def start(self, bootstrap: str, topic: str, txn_id: str, mode: str, count: int, partitions: int = 1,

@@ -124,6 +124,12 @@ class EosApp(Scheduled):
         self.last_apply_seconds = time.perf_counter() - started
         self._status()
 
+    def fetch_failed(self, error: str) -> None:
+        """No reading yet: the Overview still names the pipeline the TUI was started for, with why it could
+        not be read (no Read on its topic, the broker away), not "no pipeline"."""
+        if self.dash is None:
+            self.view("overview").unread(self.source.pipeline, error)
+
     def _show_view(self, pane: str) -> None:
         if self.dash is None or pane not in self.stale:
             return

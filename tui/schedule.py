@@ -27,6 +27,11 @@ from tui.sources import Dashboard, DataSource
 RETRY_SECONDS = 3.0
 # A refresh still running after this long gets the "slow broker" banner.
 SLOW_SECONDS = 8.0
+# The data shown is marked STALE in the status line once older than STALE_FACTOR refresh periods (never
+# before STALE_MIN_SECONDS), or at once when the last refresh failed: a slow link that has not failed yet
+# is visible as such, as the exporter's eosctl_stale and lag --watch's STALE title say it.
+STALE_FACTOR = 3.0
+STALE_MIN_SECONDS = 10.0
 
 
 class Scheduled(App[None]):
@@ -57,6 +62,9 @@ class Scheduled(App[None]):
 
     def worker_changed(self, worker: Worker) -> None:
         """A worker of another group than the refresh's changed state (UI thread)."""
+
+    def fetch_failed(self, error: str) -> None:
+        """A live refresh failed with ``error`` (UI thread; the banner says so already)."""
 
     # ---- the schedule -----------------------------------------------------------------------------
 
@@ -128,6 +136,7 @@ class Scheduled(App[None]):
                     f"{self.error} (retrying every {min(RETRY_SECONDS, self.refresh_seconds):.0f}s"
                     f"{since})"
                 )
+                self.fetch_failed(self.error)
         self._status()
 
     def action_refresh_now(self) -> None:
@@ -162,6 +171,10 @@ class Scheduled(App[None]):
         t.append(f" {term(src.pipeline)} · {term(src.label)}")
         if self.dash:
             t.append(f" · at {fmt.clock(self.dash.taken_at)}")
+            age = self.stale_for()
+            if age is not None:
+                t.append(" · ")
+                t.append(f"STALE, {fmt.duration(age)} old", style="bold reverse red")
         if self.fetching_since is not None:
             t.append(" · refreshing…")
         elif self.paused:
@@ -169,6 +182,14 @@ class Scheduled(App[None]):
         else:
             t.append(f" · every {self.refresh_seconds:g}s")
         return t
+
+    def stale_for(self) -> float | None:
+        """How old the data shown is, when it is stale (see STALE_FACTOR); None when fresh."""
+        if self.dash is None or self.source.is_snapshot:
+            return None
+        age = max(0.0, self.clock() - self.dash.taken_at)
+        limit = max(STALE_MIN_SECONDS, STALE_FACTOR * self.refresh_seconds)
+        return age if self.error is not None or age > limit else None
 
     def _status(self) -> None:
         self.query_one("#status", Static).update(self._status_text())

@@ -221,9 +221,16 @@ class LiveSource:
     def can_audit(self) -> str | None:
         if self.runner is None:
             return "the audit is not available here (run `eosctl audit`)"
-        if self.target.pipeline is None or self.target.pipeline.sink is None:
-            return "no sink to audit: start the TUI with --config FILE --pipeline NAME (with a sink)"
-        return None
+        pipe = self.target.pipeline
+        if pipe is not None and (pipe.sink is not None or pipe.hops):  # a pipeline of hops: each hop's sink
+            return None
+        config = self.target.config
+        with_sink = [n for n, p in sorted(config.pipelines.items()) if p.sink is not None or p.hops] \
+            if config is not None else []
+        if pipe is not None and with_sink:
+            return (f"no sink to audit: pipeline {pipe.name} has none; start the TUI with -p NAME for one "
+                    f"that has: {', '.join(with_sink)}")
+        return "no sink to audit: start the TUI with --config FILE --pipeline NAME (with a sink)"
 
     def run_audit(self, progress: Progress) -> AuditReport:
         assert self.runner is not None

@@ -12,11 +12,11 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from kafka.errors import UnsupportedCodecError
 from kafka.record.default_records import DefaultRecordBatch
 from kafka.record.legacy_records import LegacyRecordBatch
 
-from eosctl.base.errors import EosctlError
+from eosctl.cluster import compression
+from eosctl.cluster.compression import COMPRESSION, BatchDecodeError
 from eosctl.cluster.model import Batch
 
 HEADER = struct.Struct(">qiibIhiqqqhii")  # see DefaultRecordBatch in Kafka's clients
@@ -25,7 +25,6 @@ HEADER_SIZE = HEADER.size  # 61
 LOG_OVERHEAD = 12
 MAGIC_OFFSET = 16  # same position in v0/v1 message sets and v2 batches
 
-COMPRESSION = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 TRANSACTIONAL_MASK = 0x10
 CONTROL_MASK = 0x20
 # KIP-534: the cleaner sets this bit and stores the delete horizon in the base timestamp field; record
@@ -37,10 +36,6 @@ LOG_APPEND_TIME_MASK = 0x08
 CONTROL_KEY = struct.Struct(">hh")
 MARKERS = {0: "ABORT", 1: "COMMIT"}
 INT32_MAX = 2**31 - 1
-
-
-class BatchDecodeError(EosctlError):
-    pass
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +162,8 @@ def _varint(raw: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
 
 def _legacy_batch(raw: bytes | bytearray | memoryview, magic: int) -> Batch:
     """A v0/v1 message (possibly a compressed wrapper): no producer, never transactional."""
+    codec = raw[17] & 0x07  # the wrapper message's attributes
+    compression.check(codec, struct.unpack_from(">q", raw, 0)[0])  # a missing codec named, with what to do
     try:
         offsets = [r.offset for r in LegacyRecordBatch(bytes(raw), magic)]
     except Exception as e:  # corrupt or undecodable: name it instead of a stack trace
@@ -176,7 +173,6 @@ def _legacy_batch(raw: bytes | bytearray | memoryview, magic: int) -> Batch:
     first, last = offsets[0], offsets[-1]
     contiguous = len(offsets) == last - first + 1
     ts = struct.unpack_from(">q", raw, 18)[0] if magic == 1 else -1
-    codec = raw[17] & 0x07
     return Batch(
         base_offset=first, last_offset=last, record_count=len(offsets), producer_id=-1, producer_epoch=-1,
         base_sequence=-1, last_sequence=-1, is_transactional=False, is_control=False, marker=None,
@@ -189,16 +185,12 @@ def _decode_records(raw: bytes | bytearray | memoryview, base_offset: int,
                     is_control: bool) -> tuple[list[int], str | None, int]:
     """Offsets of the records, the marker type of a control batch, and the first record's timestamp
     (-1, Kafka's NO_TIMESTAMP, when the cleaner left no record)."""
+    codec = struct.unpack_from(">h", raw, 21)[0] & 0x07  # the attributes, after the CRC
+    compression.check(codec, base_offset)  # a missing codec named, with what to install
     try:
         records = list(DefaultRecordBatch(bytes(raw)))
-    except UnsupportedCodecError as e:
-        raise BatchDecodeError(
-            f"cannot decompress the batch at offset {base_offset} ({e}); "
-            "install the codec: pip install lz4 zstandard python-snappy"
-        ) from None
     except Exception as e:  # codecs raise their own types (BadGzipFile, LZ4 errors, ...)
-        raise BatchDecodeError(
-            f"corrupt record batch at offset {base_offset}: {type(e).__name__}: {e}") from None
+        raise compression.corrupt(codec, base_offset, e) from None
     marker = None
     if is_control and records:
         key = records[0].key

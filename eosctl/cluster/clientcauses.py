@@ -22,6 +22,7 @@ import logging
 import re
 import socket
 import ssl
+import struct
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,7 @@ OPERATIONS = {
     ("DescribeProducers", "topic"): "Read", ("DescribeTransactions", "transactional-id"): "Describe",
     ("DescribeTransactions", "topic"): "Describe",
     ("ListTransactions", "transactional-id"): "Describe", ("WriteTxnMarkers", "cluster"): "ClusterAction",
+    ("InitProducerId", "transactional-id"): "Write",  # handleInitProducerIdRequest: WRITE transactional id
 }
 _NAMES = {name.lower(): code for code, (name, _) in AUTHORIZATION_CODES.items()}
 # A TLS record's first bytes (content type 0x14-0x17, version 3.x) read as a Kafka frame length: a client
@@ -280,8 +282,9 @@ def connect_cause(cluster: Cluster, errors: Iterable[BaseException | str]) -> st
 def diagnose(cluster: Cluster, errors: Iterable[BaseException | str]) -> str | None:
     """``connect_cause``, or, when the client's errors name none and the client speaks Kafka's plain
     protocol, a TLS handshake of our own: a listener that answers one speaks TLS (kafka-python often reports
-    only "socket disconnected" there: the broker's TLS alert arrives with the end of the stream)."""
-    cause = connect_cause(cluster, errors)
+    only "socket disconnected" there: the broker's TLS alert arrives with the end of the stream). A refused
+    SASL login is checked against the mechanisms the listener offers (``sasl_cause``)."""
+    cause = sasl_cause(cluster, connect_cause(cluster, errors))
     plain = cluster.security_protocol in ("PLAINTEXT", "SASL_PLAINTEXT")
     if cause is None and plain and speaks_tls(_host(cluster)):
         want = "SASL_SSL" if cluster.security_protocol == "SASL_PLAINTEXT" else "SSL"
@@ -306,19 +309,115 @@ def speaks_tls(address: str, timeout: float = 2.0) -> bool:
         return False
 
 
+_NOT_OFFERED = "the broker's listener does not offer SASL mechanism"
+_REFUSED = "authentication failed: the broker refused user"
+# librdkafka's text for Kafka's UNSUPPORTED_SASL_MECHANISM: "... broker's supported mechanisms: A,B".
+_SUPPORTED = re.compile(r"supported mechanisms:\s*([A-Z0-9_,\- ]+)", re.I)
+
+
+def _not_offered(mechanism: str, offered: Iterable[str] | None) -> str:
+    listed = ", ".join(offered) if offered else ""
+    return (f"{_NOT_OFFERED} {mechanism}" + (f" (it offers {listed})" if listed else "")
+            + "; set sasl_mechanism to one it enables (sasl.enabled.mechanisms)")
+
+
 def _sasl(cluster: Cluster, text: str) -> str | None:
     low = text.lower()
     mechanism = cluster.sasl_mechanism or "PLAIN"
     user = cluster.sasl_username
     if "unsupportedsaslmechanism" in low or "unsupported sasl mechanism" in low:
-        return (f"the broker's listener does not offer SASL mechanism {mechanism}; set sasl_mechanism to one "
-                "it enables (sasl.enabled.mechanisms)")
+        supported = _SUPPORTED.search(text)
+        return _not_offered(mechanism, [m.strip() for m in supported.group(1).split(",") if m.strip()]
+                            if supported else None)
     if any(s in low for s in ("saslauthenticationfailed", "sasl authentication error",
                               "authentication failed")):
-        return (f"authentication failed: the broker refused user {user!r} with {mechanism} (a wrong "
+        return (f"{_REFUSED} {user!r} with {mechanism} (a wrong "
                 f"password, or no {mechanism} credentials for that user on the broker); check sasl_username "
                 "and sasl_password")
     return None
+
+
+def sasl_cause(cluster: Cluster, cause: str | None) -> str | None:
+    """``cause``, unless it is a refused SASL login (or a mechanism not offered, without the list): then
+    the mechanisms the listener offers, asked of it (``offered_mechanisms``), decide. kafka-python loses
+    the broker's UNSUPPORTED_SASL_MECHANISM answer when the connection's end arrives with it (as it loses a
+    failed login's: CLOSED_AT_SASL), so a mechanism the listener does not offer read as a wrong password
+    in most runs; a password is blamed only when the mechanism is offered."""
+    if cause is None or not cluster.security_protocol.startswith("SASL_"):
+        return cause
+    refused = cause.startswith(_REFUSED)
+    unlisted = cause.startswith(_NOT_OFFERED) and "(it offers " not in cause
+    if not refused and not unlisted:
+        return cause
+    offered = offered_mechanisms(cluster)
+    mechanism = (cluster.sasl_mechanism or "PLAIN").upper()
+    if offered is None or mechanism in offered:
+        return cause  # offered: the login itself was refused (the password, or no credentials)
+    return _not_offered(mechanism, offered)
+
+
+# Kafka's SaslHandshake (api key 17; v1: the authentication bytes follow in SaslAuthenticate, KIP-152):
+# any listener answers it as a connection's first request, with the mechanisms it enables (error 33,
+# UNSUPPORTED_SASL_MECHANISM, for one it does not), and nothing secret is sent.
+_SASL_HANDSHAKE = 17
+_offered: dict[tuple, list[str] | None] = {}
+
+
+def offered_mechanisms(cluster: Cluster, timeout: float = 5.0) -> list[str] | None:
+    """The SASL mechanisms the first bootstrap listener enables, from a SaslHandshake of our own (TLS as
+    the cluster's security_protocol says; the certificate is not checked: only a mechanism's name is sent);
+    None where it cannot be read (no answer, not Kafka). Asked once per listener and process."""
+    key = (_host(cluster), cluster.security_protocol, cluster.ssl_certificate_location)
+    if key not in _offered:
+        _offered[key] = _ask_mechanisms(cluster, timeout)
+    return _offered[key]
+
+
+def _ask_mechanisms(cluster: Cluster, timeout: float) -> list[str] | None:
+    host, _, port = _host(cluster).rpartition(":")
+    host = host.strip("[]")
+    mechanism = (cluster.sasl_mechanism or "PLAIN").encode()
+    client = b"eosctl"
+    body = (struct.pack(">hhih", _SASL_HANDSHAKE, 1, 1, len(client)) + client
+            + struct.pack(">h", len(mechanism)) + mechanism)
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout) as raw:
+            sock: Any = raw
+            if cluster.security_protocol == "SASL_SSL":
+                context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+                context.check_hostname = False
+                context.verify_mode = ssl.CERT_NONE  # a probe: the name of a mechanism is all it sends
+                if cluster.ssl_certificate_location:
+                    password = cluster.ssl_key_password or ""
+                    context.load_cert_chain(cluster.ssl_certificate_location, cluster.ssl_key_location,
+                                            password=lambda: password)
+                sock = context.wrap_socket(raw, server_hostname=host)
+            sock.sendall(struct.pack(">i", len(body)) + body)
+            size = struct.unpack(">i", _read(sock, 4))[0]
+            if not 10 <= size <= 1 << 16:
+                return None
+            answer = _read(sock, size)
+        correlation, _error, count = struct.unpack(">ihi", answer[:10])
+        if correlation != 1 or not 0 <= count <= 64:
+            return None
+        names, at = [], 10
+        for _ in range(count):
+            (length,) = struct.unpack(">h", answer[at:at + 2])
+            names.append(answer[at + 2:at + 2 + length].decode("utf-8", "replace").upper())
+            at += 2 + length
+        return names
+    except (OSError, ValueError, struct.error):
+        return None
+
+
+def _read(sock: Any, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise ValueError("the listener closed the connection")
+        data += chunk
+    return data
 
 
 def _client_certificate(cluster: Cluster, text: str) -> str | None:
@@ -395,7 +494,7 @@ def librdkafka_cause(cluster: Cluster, error: Any, request: str = "Fetch",
     denial = denied(name_of_error, request, name) if name_of_error else None
     if denial is None and isinstance(code, int) and code > 0:
         denial = denied(code, request, name)
-    return denial or connect_cause(cluster, [f"{name_of_error}: {text}"])
+    return denial or sasl_cause(cluster, connect_cause(cluster, [f"{name_of_error}: {text}"]))
 
 
 class LibrdkafkaErrors:

@@ -51,7 +51,11 @@ def confluent_admin(cluster: Cluster, timeout: float = DEFAULT_TIMEOUT_S) -> Adm
 
 
 def kafka_admin(cluster: Cluster, timeout: float = DEFAULT_TIMEOUT_S) -> KafkaAdminClient:
-    """kafka-python KafkaAdminClient; it bootstraps at once, so an unreachable cluster is one BrokerError."""
+    """kafka-python KafkaAdminClient; it bootstraps at once, so an unreachable cluster is one BrokerError.
+
+    The command's deadline (eosctl.cluster.deadline) bounds its bootstrap and each request; ``timeout`` no
+    longer does (a fixed wait the user could not change ended slow links' commands early).
+    """
     # lazy: kafka.errors 131 ms, kafka.admin 118 ms to import
     import kafka.errors as Errors
     from kafka.admin import KafkaAdminClient
@@ -59,9 +63,13 @@ def kafka_admin(cluster: Cluster, timeout: float = DEFAULT_TIMEOUT_S) -> KafkaAd
     from eosctl.cluster import deadline  # lazy: eosctl.cluster.deadline (kafka.errors) 130 ms to import
     from eosctl.cluster.wire import unreachable_now  # lazy: eosctl.cluster.wire 170 ms to import
 
-    # A request it sends while it connects waits for the connection too: connect_timeout_ms, not the short
-    # first-try timeout (at 1.5 s of round trip ListTransactions timed out at 3 s).
-    ms = deadline.connect_timeout_ms(int(timeout * 1000))
+    # Its bootstrap and each request it sends (while it connects too) may take what is left of the
+    # command's deadline: kafka-python's admin has no retry of its own that eosctl would see, and a slow
+    # link's bootstrap alone takes several round trips (at 1.5 s of round trip ListTransactions timed out
+    # at 3 s; at 4.5 s the bootstrap at 10 s). deadline.library_call retries a dropped connection.
+    deadline.prefer(cluster.timeout_s)
+    d = deadline.current()
+    ms = deadline.connect_timeout_ms(d)
     check_tls_files(cluster)
 
     # A refused or unresolvable address is said at once, not after the bootstrap's wait (its retries).
@@ -71,13 +79,27 @@ def kafka_admin(cluster: Cluster, timeout: float = DEFAULT_TIMEOUT_S) -> KafkaAd
                           "check --bootstrap / that the broker is up")
     with BootstrapLog() as log:
         try:
-            return KafkaAdminClient(**cluster.kafka_python(), request_timeout_ms=ms, bootstrap_timeout_ms=ms,
-                                    reconnect_backoff_max_ms=1000)
+            admin = KafkaAdminClient(**cluster.kafka_python(), request_timeout_ms=ms, bootstrap_timeout_ms=ms,
+                                     reconnect_backoff_max_ms=1000)
         except (Errors.KafkaError, OSError) as e:
             cause = diagnose(cluster, log.errors)
-            raise BrokerError(f"cannot connect to Kafka at {cluster.bootstrap_servers}: {cause}" if cause else
-                              f"cannot reach Kafka at {cluster.bootstrap_servers}: {type(e).__name__}; "
+            where = cluster.bootstrap_servers
+            if cause:
+                raise BrokerError(f"cannot connect to Kafka at {where}: {cause}") from None
+            if deadline.ended_by(d):
+                raise BrokerError(deadline.at_deadline(
+                    f"cannot connect to Kafka at {where}",
+                    f"the admin client's bootstrap (ApiVersions, Metadata; last: {type(e).__name__})",
+                    d)) from None
+            raise BrokerError(f"cannot reach Kafka at {where}: {type(e).__name__}; "
                               "check --bootstrap / that the broker is up") from None
+    # Its later connections (to each broker after the bootstrap's) take the deadline too, not the
+    # manager's fixed 10 s (the admin client does not take that setting: its manager's config does).
+    manager_config = getattr(getattr(admin, "_manager", None), "config", None)
+    if isinstance(manager_config, dict):
+        manager_config["socket_connection_setup_timeout_ms"] = ms
+        manager_config["socket_connection_setup_timeout_max_ms"] = ms
+    return admin
 
 
 class Admins:

@@ -84,6 +84,8 @@ class Deadline:
 # same deadline.
 ENV_TIMEOUT = "EOSCTL_TIMEOUT"
 ENV_ENDS_AT = "EOSCTL_DEADLINE_AT"
+# "1" while the --timeout in force is the option's default: a cluster's configured timeout replaces it.
+ENV_DEFAULTED = "EOSCTL_TIMEOUT_DEFAULTED"
 _local = threading.local()
 
 
@@ -128,6 +130,30 @@ def finish() -> None:
     _local.deadline = None
     os.environ.pop(ENV_ENDS_AT, None)
     os.environ.pop(ENV_TIMEOUT, None)
+    os.environ.pop(ENV_DEFAULTED, None)
+
+
+def defaulted(yes: bool) -> None:
+    """Whether the --timeout in force is the option's default (set by the command line's callback)."""
+    if yes:
+        os.environ[ENV_DEFAULTED] = "1"
+    else:
+        os.environ.pop(ENV_DEFAULTED, None)
+
+
+def prefer(seconds: float | None) -> None:
+    """A cluster's configured timeout (``clusters.NAME.timeout``), where no --timeout was given and it is
+    longer than the command's default (30 s; the audit's 10 min is its whole run): the command's deadline
+    (a watcher's, per refresh) is that long instead, from when it started. A --timeout on the command line
+    wins."""
+    if seconds is None or os.environ.get(ENV_DEFAULTED) != "1" or seconds <= configured_s():
+        return
+    os.environ[ENV_TIMEOUT] = repr(float(seconds))
+    d = getattr(_local, "deadline", None)
+    if d is not None and d.seconds != seconds:
+        d.seconds = float(seconds)
+        if ENV_ENDS_AT in os.environ:  # a one-shot command: the processes it starts read within it too
+            os.environ[ENV_ENDS_AT] = repr(time.time() + d.remaining_s())
 
 
 def current() -> Deadline:
@@ -151,17 +177,31 @@ def request_timeout_ms(base_ms: int, attempt: int, deadline: Deadline | None = N
     return max(MIN_TRY_MS, min(int(base_ms * 2 ** attempt), int(d.remaining_s() * 1000)))
 
 
-# A connection's set-up (TCP, TLS, SASL, ApiVersions: several round trips) may take this long when the
-# deadline allows: Kafka's socket.connection.setup.timeout.ms (10 s). At 1.5 s of round trip a bootstrap
-# takes 3-5 s, past the short first-try timeout of a request.
-CONNECT_MS = 10_000
-
-
-def connect_timeout_ms(base_ms: int, deadline: Deadline | None = None) -> int:
-    """How long a bootstrap (or a request a library sends while it connects) may wait: CONNECT_MS, or
-    ``base_ms`` when longer, never past the deadline."""
+def connect_timeout_ms(deadline: Deadline | None = None) -> int:
+    """How long a bootstrap (TCP, TLS, SASL, ApiVersions, Metadata: several round trips), or a request a
+    library sends while it connects, may wait: what is left of the command's deadline. No fixed cap below
+    it: at 4.5 s of latency a bootstrap takes 9-14 s, and a cap the user cannot change (Kafka's
+    socket.connection.setup.timeout.ms, 10 s, was one) ended `lag --timeout 120s` after 10 s."""
     d = deadline or current()
-    return max(MIN_TRY_MS, min(max(base_ms, CONNECT_MS), int(d.remaining_s() * 1000)))
+    return max(MIN_TRY_MS, int(d.remaining_s() * 1000))
+
+
+# A wait that ended with less than this left of the deadline was ended by the deadline, whatever the
+# library's error says ("Unable to bootstrap", a request timeout).
+ENDED_BY_DEADLINE_S = 0.5
+
+
+def ended_by(deadline: Deadline) -> bool:
+    """Whether a wait that just failed was cut short by the deadline (nothing, or next to nothing, left)."""
+    return deadline.remaining_s() <= ENDED_BY_DEADLINE_S
+
+
+def at_deadline(what: str, waiting_for: str, deadline: Deadline) -> str:
+    """The one line for a wait the deadline ended that no retry loop ran (a bootstrap): that it was the
+    deadline, how long the command read in all, and what it was waiting for."""
+    return (f"{what}: no answer within the deadline: waited {deadline.waited_s():.1f} s (--timeout "
+            f"{deadline.seconds:g}s), waiting for {waiting_for}; check the network to the broker, or pass a "
+            "longer --timeout for a slow link")
 
 
 def gave_up(what: str, why: object, deadline: Deadline, tries: int) -> str:

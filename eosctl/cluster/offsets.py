@@ -22,12 +22,21 @@ Each call has one deadline (the wire client's timeout unless given): NOT_COORDIN
 COORDINATOR_NOT_AVAILABLE look the coordinator up again, COORDINATOR_LOAD_IN_PROGRESS asks the same one
 again, a connection dropped mid-answer reconnects; past the deadline, one BrokerError names the
 coordinator and what it is doing ("the group coordinator at HOST:PORT is loading; try again").
+
+Offsets pending in a transaction: a consume-transform-produce stage commits its offsets inside its
+transaction (TxnOffsetCommit), and until that transaction ends a consumer that fetches with RequireStable
+(every read_committed KafkaConsumer) gets UNSTABLE_OFFSET_COMMIT for those partitions and waits. So
+OffsetFetch asks with RequireStable (v7+, KIP-447) and keeps each such partition as pending; the broker
+then answers offset -1 for it (OffsetMetadataManager.fetchAllOffsets / GroupMetadataManager.getOffsets),
+so a second OffsetFetch without it, only for the groups with a pending partition, reads the offset
+committed before the transaction. A partition whose only offset is pending (the group's first commit) is
+not listed by an all-topics fetch at all, as Kafka lists committed offsets only.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import kafka.errors as Errors
@@ -38,6 +47,7 @@ from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 
 from eosctl.base.errors import BrokerError
 from eosctl.cluster.clientcauses import denied
+from eosctl.cluster.messages import ConsumerGroupDescribeRequest
 from eosctl.cluster.model import TP
 from eosctl.cluster.wire import WireClient
 from eosctl.config.model import Cluster
@@ -45,6 +55,7 @@ from eosctl.config.model import Cluster
 NOT_COORDINATOR = Errors.NotCoordinatorError.errno  # 16
 COORDINATOR_NOT_AVAILABLE = Errors.CoordinatorNotAvailableError.errno  # 15
 COORDINATOR_LOAD_IN_PROGRESS = Errors.CoordinatorLoadInProgressError.errno  # 14
+UNSTABLE_OFFSET_COMMIT = Errors.UnstableOffsetCommitError.errno  # 88
 # What each retriable answer means for the user, in the one line a command ends with.
 DOING = {
     COORDINATOR_LOAD_IN_PROGRESS: "is loading (COORDINATOR_LOAD_IN_PROGRESS)",
@@ -63,10 +74,21 @@ OFFSET_FETCH_VERSION = 7
 OFFSET_FETCH_GROUPS_VERSION = 8
 OFFSET_FETCH_KEY = 9
 LIST_GROUPS_VERSION = 4
+LIST_GROUPS_TYPES_VERSION = 5  # names each group's type (KIP-848); the broker's newest up to it is sent
 # ListGroups v4 state names (GroupState / ClassicGroupState) -> the names eosctl shows (confluent-kafka's
 # ConsumerGroupState, what `lag --format json` has always shown).
 STATE_NAMES = {"PreparingRebalance": "PREPARING_REBALANCING", "CompletingRebalance": "COMPLETING_REBALANCING",
                "": "UNKNOWN"}
+
+
+@dataclass(frozen=True, slots=True)
+class GroupOffsets:
+    """One group's committed offsets ((topic, partition) -> next offset to read), and the partitions whose
+    next commit is pending in an open transaction (their offset here is the one committed before it, or
+    absent when there is none)."""
+
+    committed: dict[TP, int]
+    pending: frozenset[TP] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,8 +133,33 @@ def group_offsets(client: WireClient, groups: Sequence[str],
     """Committed offsets of each group ((topic, partition) -> next offset to read; {} for a group with
     none), from its coordinator's OffsetFetch. Raises BrokerError when a group's coordinator has not
     answered by the deadline, naming it and what it is doing."""
+    return {g: o.committed for g, o in group_positions(client, groups, timeout).items()}
+
+
+def group_positions(client: WireClient, groups: Sequence[str],
+                    timeout: float | None = None) -> dict[str, GroupOffsets]:
+    """Each group's committed offsets and the partitions pending in an open transaction (RequireStable
+    where the broker answers OffsetFetch v7+: UNSTABLE_OFFSET_COMMIT). Raises BrokerError as
+    group_offsets does."""
+    stable = (client.max_version(OFFSET_FETCH_KEY) or 0) >= OFFSET_FETCH_VERSION
+    until = time.monotonic() + (client.timeout_ms / 1000 if timeout is None else timeout)
+    found = _fetch(client, groups, timeout, require_stable=stable)
+    unstable = [g for g, (_, held) in found.items() if held]
+    before = _fetch(client, unstable, max(0.5, until - time.monotonic()), require_stable=False) \
+        if unstable else {}
+    out: dict[str, GroupOffsets] = {}
+    for g, (offs, held) in found.items():
+        if held:  # the broker answered -1 for these: the offset committed before the transaction
+            offs = {**offs, **{tp: c for tp, c in before[g][0].items() if tp in held}}
+        out[g] = GroupOffsets(offs, frozenset(held))
+    return out
+
+
+def _fetch(client: WireClient, groups: Sequence[str], timeout: float | None,
+           require_stable: bool) -> dict[str, tuple[dict[TP, int], set[TP]]]:
+    """(committed offsets, partitions answered UNSTABLE_OFFSET_COMMIT) of each group."""
     pending = list(dict.fromkeys(groups))
-    out: dict[str, dict[TP, int]] = {}
+    out: dict[str, tuple[dict[TP, int], set[TP]]] = {}
     coordinators: dict[str, _Coordinator] = {}
     step = _Round(client, timeout)
     groups_version = (client.max_version(OFFSET_FETCH_KEY) or 0) >= OFFSET_FETCH_GROUPS_VERSION
@@ -121,18 +168,20 @@ def group_offsets(client: WireClient, groups: Sequence[str],
         if missing:
             coordinators.update(_find_coordinators(step, missing))
         ask = [g for g in pending if g in coordinators]
-        answers = step.send([(coordinators[g].node, _offset_fetch(g, groups_version)) for g in ask]) \
-            if ask else []
+        answers = step.send([(coordinators[g].node, _offset_fetch(g, groups_version, require_stable))
+                             for g in ask]) if ask else []
         if answers is None:
             coordinators.clear()
         for g, answer in zip(ask, answers or (), strict=False):
             if groups_version:
                 answer = answer.groups[0]
             error = answer.error_code
-            if error == 0:
-                out[g] = {(t.name, p.partition_index): p.committed_offset
-                          for t in answer.topics for p in t.partitions
-                          if p.committed_offset >= 0 and not p.error_code}
+            if error in (0, UNSTABLE_OFFSET_COMMIT):  # the group-level one too: the partitions say which
+                out[g] = ({(t.name, p.partition_index): p.committed_offset
+                           for t in answer.topics for p in t.partitions
+                           if p.committed_offset >= 0 and not p.error_code},
+                          {(t.name, p.partition_index) for t in answer.topics for p in t.partitions
+                           if p.error_code == UNSTABLE_OFFSET_COMMIT})
                 pending.remove(g)
             elif error in DOING:
                 step.problem = f"the group coordinator at {coordinators[g].address} {DOING[error]}"
@@ -147,12 +196,16 @@ def group_offsets(client: WireClient, groups: Sequence[str],
     return {g: out[g] for g in dict.fromkeys(groups)}
 
 
-def _offset_fetch(group: str, groups_version: bool) -> OffsetFetchRequest:
+def _offset_fetch(group: str, groups_version: bool, require_stable: bool = False) -> OffsetFetchRequest:
     """All committed offsets of one group (topics null), in the request shape the broker answers."""
     if groups_version:
         one = OffsetFetchRequest.OffsetFetchRequestGroup(group_id=group, topics=None)
-        return OffsetFetchRequest(groups=[one], min_version=OFFSET_FETCH_GROUPS_VERSION,
+        return OffsetFetchRequest(groups=[one], require_stable=require_stable,
+                                  min_version=OFFSET_FETCH_GROUPS_VERSION,
                                   max_version=OFFSET_FETCH_GROUPS_VERSION)
+    if require_stable:
+        return OffsetFetchRequest(group_id=group, topics=None, require_stable=True,
+                                  min_version=OFFSET_FETCH_VERSION, max_version=OFFSET_FETCH_VERSION)
     return OffsetFetchRequest(group_id=group, topics=None, max_version=OFFSET_FETCH_VERSION)
 
 
@@ -187,18 +240,26 @@ def group_states(client: WireClient, timeout: float | None = None) -> dict[str, 
     """Every group's state ("STABLE", "EMPTY", ...) from ListGroups to every broker (each lists the
     groups it coordinates). Raises BrokerError when a broker's coordinator has not answered by the
     deadline, naming it and what it is doing."""
+    return {g: state for g, (state, _) in group_listing(client, timeout).items()}
+
+
+def group_listing(client: WireClient, timeout: float | None = None) -> dict[str, tuple[str, str | None]]:
+    """Every group's (state, type): the type ("classic", "consumer" for KIP-848's protocol, "streams",
+    "share") from ListGroups v5 (Kafka 3.8+), None from a broker that does not say. Raises as
+    group_states."""
     step = _Round(client, timeout)
-    states: dict[str, str] = {}
+    states: dict[str, tuple[str, str | None]] = {}
     try:
         pending = client.brokers()
     except BrokerError as e:
         raise BrokerError(f"cannot list consumer groups: {e}") from None
     while pending:
-        answers = step.send([(n, ListGroupsRequest(states_filter=[], max_version=LIST_GROUPS_VERSION))
-                             for n in pending])
+        answers = step.send([(n, ListGroupsRequest(states_filter=[], types_filter=[],
+                                                   max_version=LIST_GROUPS_TYPES_VERSION)) for n in pending])
         for n, answer in zip(list(pending), answers or (), strict=False):
             if answer.error_code == 0:
-                states.update({g.group_id: _state_name(getattr(g, "group_state", "") or "")
+                states.update({g.group_id: (_state_name(getattr(g, "group_state", "") or ""),
+                                            (getattr(g, "group_type", "") or "").lower() or None)
                                for g in answer.groups})
                 pending.remove(n)
             elif answer.error_code in DOING:
@@ -220,29 +281,49 @@ def _state_name(name: str) -> str:
 
 def committed_offsets(cluster: Cluster, group: str, timeout: float = 10.0) -> dict[TP, int]:
     """One group's committed offsets ((topic, partition) -> next offset to read); {} if it has none."""
+    return committed_positions(cluster, group, timeout).committed
+
+
+def committed_positions(cluster: Cluster, group: str, timeout: float = 10.0) -> GroupOffsets:
+    """One group's committed offsets and its partitions pending in an open transaction."""
     with WireClient(cluster, timeout_ms=int(timeout * 1000)) as client:
-        return group_offsets(client, [group], timeout)[group]
+        return group_positions(client, [group], timeout)[group]
 
 
-def group_members(client: WireClient, groups: Sequence[str],
-                  timeout: float | None = None) -> dict[tuple[str, str, int], tuple[str, str, str]]:
+def group_members(client: WireClient, groups: Sequence[str], timeout: float | None = None,
+                  types: Mapping[str, str] | None = None) -> dict[tuple[str, str, int], tuple[str, str, str]]:
     """(group, topic, partition) -> (member id, client id, host) of the member it is assigned to, as
-    DescribeGroups says (kafka-consumer-groups.sh --describe's CONSUMER-ID, CLIENT-ID, HOST). A group
-    that can't be described adds nothing: who consumes is context, never a reason to fail the lag.
-    Raw requests like the offsets (no librdkafka handle: see the module's docstring)."""
+    DescribeGroups says (kafka-consumer-groups.sh --describe's CONSUMER-ID, CLIENT-ID, HOST), or
+    ConsumerGroupDescribe for a group on KIP-848's consumer protocol (``types``: group -> its type from
+    ListGroups; DescribeGroups answers such a group as Dead with no members). A group that can't be
+    described adds nothing: who consumes is context, never a reason to fail the lag. Raw requests like the
+    offsets (no librdkafka handle: see the module's docstring)."""
     if not groups:
         return {}
     out: dict[tuple[str, str, int], tuple[str, str, str]] = {}
+    kinds = types or {}
     try:
         coordinators = _find_coordinators(_Round(client, timeout), list(dict.fromkeys(groups)))
-        by_node: dict[int, list[str]] = {}
+        by_node: dict[tuple[int, bool], list[str]] = {}
         for g, c in coordinators.items():
-            by_node.setdefault(c.node, []).append(g)
-        answers = client.request_all([(n, DescribeGroupsRequest(groups=gs, max_version=5))
-                                      for n, gs in by_node.items()])
+            by_node.setdefault((c.node, kinds.get(g) == "consumer"), []).append(g)
+        calls = list(by_node.items())
+        answers = client.request_all([
+            (n, ConsumerGroupDescribeRequest(group_ids=gs, include_authorized_operations=False)
+             if consumer_protocol else DescribeGroupsRequest(groups=gs, max_version=5))
+            for (n, consumer_protocol), gs in calls])
     except BrokerError:
         return {}
-    for answer in answers:
+    for ((_, consumer_protocol), _), answer in zip(calls, answers, strict=True):
+        if consumer_protocol:
+            for d in answer.groups:
+                if d.error_code:
+                    continue
+                for m in d.members:
+                    for t in m.assignment.topic_partitions:
+                        for p in t.partitions:
+                            out[(d.group_id, t.topic_name, p)] = (m.member_id, m.client_id, m.client_host)
+            continue
         for d in answer.groups:
             if d.error_code or d.protocol_type != "consumer":
                 continue

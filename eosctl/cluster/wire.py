@@ -65,6 +65,11 @@ NodeId = int | str
 # Tansu 0.6.0 answers a Fetch at max_wait_ms=0 with no topics at all (measured 2026-11-24), and any wait
 # from 1 ms on is answered. A partition left out of an answer is asked again with the next, longer wait.
 FETCH_WAITS_MS = (20, 100, 500)
+# A request's first try waits this many times the slowest answer seen lately (a bootstrap or a wave on a
+# new connection: two round trips and a connection), when that is longer than the client's timeout; the
+# estimate decays by SLOWEST_DECAY per answer.
+SLOW_FACTOR = 1.5
+SLOWEST_DECAY = 0.9
 # The cross-check's Fetch at the listed high watermark only needs the offsets its answer carries.
 PROBE_BYTES = 1
 
@@ -83,6 +88,9 @@ class WireClient:
         self.timeout_ms = timeout_ms
         self.receive_max_bytes = receive_max_bytes
         self.max_fetch_partitions = MAX_FETCH_PARTITIONS  # halved on an oversized answer (fetch_many)
+        # The bytes a Fetch may ask for at most, once one had to be asked again smaller to be answered (a
+        # link that cuts connections after so many bytes): later ones keep to it (None: no limit learnt).
+        self.fetch_cap: int | None = None
         self._leaders: dict[str, dict[int, int]] = {}
         # While holding (hold_metadata), metadata answers are kept and reused: one refresh of the live model
         # asks once, not once per section (at 10k partitions each answer costs ~0.2 s to decode).
@@ -100,9 +108,18 @@ class WireClient:
         # One try, bounded by the command's deadline: a wrong address or a broker that is down is one line
         # at once, never a retry (the watchers reconnect at their next refresh). A cause found in the
         # client's log (a refused login, an untrusted certificate) ends the wait at once.
+        if isinstance(target, Cluster):
+            deadline.prefer(target.timeout_s)
+        d = deadline.current()
         began = time.monotonic()
-        self._client = KafkaNetClient(receive_message_max_bytes=receive_max_bytes,
-                                      request_timeout_ms=timeout_ms, **conf)
+        # Every wait of kafka-python's own (the bootstrap's Metadata, a connection's set-up: TCP, TLS,
+        # SASL, ApiVersions) may take what is left of the deadline; eosctl's requests give each try a
+        # timeout of its own (_send_wave). Its defaults (30 s per request, 10 s per connection) were fixed
+        # waits --timeout did not change.
+        left_ms = deadline.connect_timeout_ms(d)
+        self._client = KafkaNetClient(receive_message_max_bytes=receive_max_bytes, request_timeout_ms=left_ms,
+                                      socket_connection_setup_timeout_ms=left_ms,
+                                      socket_connection_setup_timeout_max_ms=left_ms, **conf)
         manager = self._client._manager
         # A refused connection or an unknown host is nothing to wait for either, with one bootstrap
         # address (of several, another may answer).
@@ -110,12 +127,19 @@ class WireClient:
                           on_cause=lambda: stop_bootstrap(manager),
                           stop_on_refusal="," not in self.bootstrap.strip(",")) as log:
             try:
-                self._client.check_version(timeout_ms=deadline.connect_timeout_ms(timeout_ms))
+                self._client.check_version(timeout_ms=left_ms)
             except Exception as e:
                 reopen_for_close(manager)
                 self._client.close()
                 cause = diagnose(target, log.errors) if isinstance(target, Cluster) else None
                 why = _why_unreachable(self.bootstrap, e)
+                if not cause and deadline.ended_by(d):
+                    # The deadline ended the bootstrap, not the broker: say so, with the whole wait.
+                    raise BrokerError(deadline.at_deadline(
+                        f"cannot connect to Kafka at {self.bootstrap}",
+                        "the Kafka handshake (ApiVersions, Metadata) " + (
+                            "on a connection the broker accepted" if why.startswith("the broker accepted TCP")
+                            else f"({why})"), d)) from None
                 # The wait is said where there was one to speak of: TCP accepted, then no answer (a stall,
                 # a black hole), not a refusal.
                 if why.startswith("the broker accepted TCP"):
@@ -125,6 +149,10 @@ class WireClient:
                     f"cannot reach Kafka at {self.bootstrap}: {why}; check --bootstrap / that the broker is "
                     "up"
                 ) from None
+        # The slowest answer seen (here: a bootstrap, two round trips and a connection) sets the first try
+        # of later requests: at 4.5 s of latency a request on a new connection needs 9 s, and a fixed 3 s
+        # first try (then 6 s, 12 s) cost each request 20 s of retries.
+        self._slowest_ms = (time.monotonic() - began) * 1000
 
     def __enter__(self) -> WireClient:
         return self
@@ -308,6 +336,36 @@ class WireClient:
             self.forget_leaders()
             time.sleep(0.1 * 2**attempt)
 
+    def offsets_for_time(self, tps: Iterable[TP], timestamp_ms: int) -> dict[TP, int | None]:
+        """Each partition's first offset whose record timestamp is at or after ``timestamp_ms`` (ListOffsets
+        by timestamp, KIP-79: the broker looks it up in its time index; up to the high watermark), None
+        where no record is that new (a consumer's offsetsForTimes answers null there too)."""
+        wanted = list(dict.fromkeys(tps))
+        attempt = 0
+        while True:
+            by_leader: dict[int, list[TP]] = defaultdict(list)
+            for tp in wanted:
+                by_leader[self.leader(*tp)].append(tp)
+            calls = [(node, _list_offsets(parts, timestamp_ms, READ_UNCOMMITTED, min_version=1))
+                     for node, parts in by_leader.items()]
+            got: dict[TP, int | None] = {}
+            failed = None
+            for response in self._send_all(calls):
+                for t in response.topics:
+                    for p in t.partitions:
+                        if p.error_code:
+                            failed = (t.name, p.partition_index, Errors.for_code(p.error_code))
+                        got[(t.name, p.partition_index)] = p.offset if p.offset >= 0 else None
+            if failed is None:
+                return {tp: got.get(tp) for tp in wanted}
+            topic, partition, error = failed
+            attempt += 1
+            if not getattr(error, "retriable", False) or attempt == METADATA_ATTEMPTS:
+                raise BrokerError(f"ListOffsets by timestamp for {topic}-{partition} failed: "
+                                  f"{denied(error, 'ListOffsets', topic) or error.__name__}")
+            self.forget_leaders()
+            time.sleep(0.1 * 2**attempt)
+
     def log_sizes(self, tps: Iterable[TP]) -> dict[TP, int]:
         """Bytes of each partition's log on its leader (DescribeLogDirs, KIP-113: the sum of its segment
         files, log start to log end); {} where the broker does not answer it (unsupported, not allowed)."""
@@ -379,7 +437,7 @@ class WireClient:
             items = list(parts.items())
             for i in range(0, len(items), self.max_fetch_partitions):
                 calls.append((node, _fetch_request(dict(items[i:i + self.max_fetch_partitions]), max_bytes,
-                                                   isolation, max_wait_ms)))
+                                                   isolation, max_wait_ms, self.fetch_cap)))
         try:
             responses = self._send_all(calls)
         except _Oversized as e:
@@ -468,7 +526,7 @@ class WireClient:
             if node is None:
                 raise deadline.Transient(f"no broker of {self.bootstrap} is reachable")
             try:
-                timeout_ms = deadline.request_timeout_ms(self.timeout_ms, attempt)
+                timeout_ms = deadline.request_timeout_ms(self.first_try_ms(), attempt)
                 return self._send_wave([(node, request)], timeout_ms)[0]
             except deadline.Transient:
                 self._client.close(node)  # kafka-python backs off from it: the next try picks another
@@ -505,20 +563,37 @@ class WireClient:
 
     def _send_retrying(self, calls: Sequence[tuple[NodeId, ApiMessage]]) -> list[Any]:
         if not all(type(r).__name__ in IDEMPOTENT for _, r in calls):
-            return self._send_wave(calls, self.timeout_ms)
+            return self._send_wave(calls, self.first_try_ms())
         names = sorted({type(r).__name__.removesuffix("Request") for _, r in calls})
+        drops = 0
+        shrunk = False
 
         def drop(failure: deadline.Transient) -> None:
+            nonlocal drops, shrunk
             for node in dict.fromkeys(node for node, _ in calls):
                 self._client.close(node)  # a half-open connection must not take the next try too
-            if failure.timed_out:
-                for _, request in calls:
-                    _shrink_fetch(request)
+            drops += not failure.timed_out
+            # A timeout (a slow link) or a connection dropped mid-answer (a link that cuts each connection
+            # after so many bytes: the same answer would be cut again): the retry asks for half.
+            for _, request in calls:
+                shrunk |= _shrink_fetch(request)
 
-        return deadline.reads(
+        def retry(failure: deadline.Transient, tries: int) -> bool:
+            # A Fetch cut short is asked again, smaller, on any cluster, until it is as small as it gets.
+            cut = not failure.timed_out and "refused" not in str(failure).lower() and any(
+                isinstance(r, FetchRequest) and r.max_bytes > MIN_FETCH_BYTES for _, r in calls)
+            return cut or self._retry_leader(failure, tries)
+
+        responses = deadline.reads(
             f"{'/'.join(names)} to Kafka at {self.bootstrap}",
-            lambda attempt: self._send_wave(calls, deadline.request_timeout_ms(self.timeout_ms, attempt)),
-            drop, retry_if=self._retry_leader)
+            lambda attempt: self._send_wave(calls, deadline.request_timeout_ms(self.first_try_ms(), attempt)),
+            drop, retry_if=retry)
+        if shrunk and drops >= 2:
+            # Cut on fresh connections too: what got through is what the link lets through, and later
+            # Fetches ask for no more (one drop alone may have been the connection's earlier answers).
+            sizes = [r.max_bytes for _, r in calls if isinstance(r, FetchRequest)]
+            self.fetch_cap = min([*sizes, *([self.fetch_cap] if self.fetch_cap else [])])
+        return responses
 
     def _retry_leader(self, failure: deadline.Transient, tries: int) -> bool:
         """Whether a request to a named broker is worth sending there again: always after a timeout (a
@@ -526,6 +601,11 @@ class WireClient:
         cluster of several is down, and its partitions' new leaders are found by the caller (NOT_LEADER
         and a metadata refresh), as before."""
         return failure.timed_out or tries <= 1 or len(self._client.cluster.brokers()) <= 1
+
+    def first_try_ms(self) -> int:
+        """The first try's timeout of a request: the client's own (short: a black hole is noticed in
+        seconds), or SLOW_FACTOR times the slowest answer seen lately when that is longer (a slow link)."""
+        return max(self.timeout_ms, int(SLOW_FACTOR * self._slowest_ms))
 
     def _send_wave(self, calls: Sequence[tuple[NodeId, ApiMessage]], timeout_ms: int) -> list[Any]:
         manager = self._client._manager
@@ -562,6 +642,8 @@ class WireClient:
                                              timed_out=isinstance(f.exception, Errors.RequestTimedOutError))
                 raise BrokerError(error)
             responses.append(f.value)
+        # Lately: one slow answer (a large Fetch) raises it, and it falls back as answers come quickly.
+        self._slowest_ms = max((time.monotonic() - began) * 1000, self._slowest_ms * SLOWEST_DECAY)
         return responses
 
 
@@ -592,14 +674,16 @@ class _Oversized(BrokerError):
 MIN_FETCH_BYTES = 16 << 10
 
 
-def _shrink_fetch(request: ApiMessage) -> None:
+def _shrink_fetch(request: ApiMessage) -> bool:
+    """Halve a Fetch's sizes (down to MIN_FETCH_BYTES); whether it was one."""
     if not isinstance(request, FetchRequest):
-        return
+        return False
     request.max_bytes = max(MIN_FETCH_BYTES, request.max_bytes // 2)
     for t in request.topics:
         for p in t.partitions:
             size = p.partition_max_bytes
             p.partition_max_bytes = max(min(size, MIN_FETCH_BYTES), size // 2)
+    return True
 
 
 def _topic_id(value: object) -> str | None:
@@ -608,7 +692,7 @@ def _topic_id(value: object) -> str | None:
     return text if text.strip("0-") else None
 
 
-def _list_offsets(parts: list[TP], spec: int, isolation: int) -> ListOffsetsRequest:
+def _list_offsets(parts: list[TP], spec: int, isolation: int, min_version: int = 0) -> ListOffsetsRequest:
     by_topic: dict[str, list[ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition]] = defaultdict(list)
     for topic, partition in parts:
         by_topic[topic].append(ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
@@ -616,11 +700,16 @@ def _list_offsets(parts: list[TP], spec: int, isolation: int) -> ListOffsetsRequ
     return ListOffsetsRequest(
         replica_id=-1, isolation_level=isolation,
         topics=[ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=ps) for t, ps in by_topic.items()],
-        min_version=ListOffsetsRequest.min_version_for_isolation_level(isolation),
+        # A timestamp lookup needs v1 (v0 answers a list of segment offsets, not the offset of a time).
+        min_version=max(min_version, ListOffsetsRequest.min_version_for_isolation_level(isolation)),
     )
 
 
-def _fetch_request(parts: Mapping[TP, int], max_bytes: int, isolation: int, max_wait_ms: int) -> FetchRequest:
+def _fetch_request(parts: Mapping[TP, int], max_bytes: int, isolation: int, max_wait_ms: int,
+                   cap: int | None = None) -> FetchRequest:
+    """``max_bytes`` per partition; ``cap``: at most this many bytes in all (and per partition)."""
+    if cap is not None:
+        max_bytes = min(max_bytes, cap)
     fetch_topic = FetchRequest.FetchTopic
     by_topic: dict[str, list[FetchRequest.FetchTopic.FetchPartition]] = defaultdict(list)
     for (topic, partition), offset in parts.items():
@@ -629,7 +718,7 @@ def _fetch_request(parts: Mapping[TP, int], max_bytes: int, isolation: int, max_
             partition_max_bytes=max_bytes))
     return FetchRequest(
         replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=0,
-        max_bytes=min(max_bytes * len(parts), RECEIVE_MAX_BYTES // 2),
+        max_bytes=min(max_bytes * len(parts), RECEIVE_MAX_BYTES // 2, cap or RECEIVE_MAX_BYTES),
         isolation_level=isolation, session_id=0, session_epoch=-1,
         topics=[fetch_topic(topic=t, partitions=ps) for t, ps in by_topic.items()],
         min_version=max(4, FetchRequest.min_version_for_isolation_level(isolation)),

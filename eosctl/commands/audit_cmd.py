@@ -37,10 +37,35 @@ from eosctl.commands.options import (
     target_options,
 )
 from eosctl.config.model import value_columns_problem, value_columns_unread
+from eosctl.config.policy import Level, Waiver, load_waivers, parse_level
 from eosctl.config.redaction import Redacting
 from eosctl.output import FORMATS
 from eosctl.output.terminal import console
 from eosctl.report.findings import DESCRIPTIONS, KINDS, parse_kinds
+from eosctl.report.window import Bound, WindowSpec, parse_bound
+
+
+def _bound(ctx: click.Context, param: click.Parameter, value: str | None) -> Bound | None:
+    if value is None:
+        return None
+    try:
+        return parse_bound(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+
+
+def _levels(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[Level, ...]:
+    out = []
+    for value in values:
+        kind, sep, spec = value.partition("=")
+        if not sep or kind.strip() not in KINDS:
+            raise click.BadParameter(f"{value!r}: expected KIND=warn, KIND=fail or KIND=warn:N,fail:M with "
+                                     f"KIND a finding kind (kinds: {', '.join(KINDS)})")
+        try:
+            out.append(parse_level(kind.strip(), spec.strip(), repr(value)))
+        except ValueError as e:
+            raise click.BadParameter(str(e)) from None
+    return tuple(out)
 
 
 def _fail_on(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...]:
@@ -73,6 +98,24 @@ def _fail_on(ctx: click.Context, param: click.Parameter, value: str | None) -> t
 @click.option("--force", is_flag=True, help="Replace --out if it exists.")
 @click.option("--fail-on", callback=_fail_on, metavar="KIND,...",
               help="Finding kinds that fail the audit (exit 1) [default: all].")
+@click.option("--since", callback=_bound, metavar="TIME|OFFSETS",
+              help="Judge only records from here on: an ISO 8601 time (2026-11-30, 2026-11-30T06:00:00Z; "
+                   "UTC unless it says otherwise), mapped to each partition's first offset at or after it "
+                   "(ListOffsets by timestamp), or offsets per partition (orders:0=1200,orders:1=900).")
+@click.option("--until", callback=_bound, metavar="TIME|OFFSETS",
+              help="Judge only records before this (exclusive): a time or offsets, as --since.")
+@click.option("--waivers", "waivers", type=click.Path(dir_okay=False), metavar="FILE",
+              help="A waiver file ([[waivers]]: topic, partition, kind, offset range, reason, reference, "
+                   "expires): the findings it covers are reported as waived and fail no more, until the "
+                   "waiver expires [default: the config's [audit] waivers].")
+@click.option("--level", "levels", multiple=True, callback=_levels, metavar="KIND=LEVEL",
+              help="A kind's level: KIND=warn (reported, never fails), KIND=fail, or KIND=warn:N,fail:M "
+                   "(counts of its records or rows not waived); repeatable, over the config's "
+                   "[audit.levels].")
+@click.option("--store-failures", "store_failures", type=click.Path(), metavar="DIR",
+              help="Write the sink rows and the Kafka records behind each finding to DIR as Parquet "
+                   "(findings.parquet, sink_rows.parquet, kafka_records.parquet), for a repair job; DIR "
+                   "must not exist.")
 @click.option("--engine", type=click.Choice(["spark", "local"]),
               help="spark: a Spark job (local[*], a cluster or Spark Connect); local: the same tasks in "
                    "processes on this machine, no JVM [default: the config's [audit] engine, or spark].")
@@ -104,7 +147,9 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
           out: str | None = None, force: bool = False, fail_on: tuple[str, ...] = KINDS,
           engine: str | None = None, master: str | None = None, remote: str | None = None,
           driver_memory: str | None = None, content_check: bool | None = None,
-          incremental: str | None = None, full_every: float = 86_400.0) -> None:
+          incremental: str | None = None, full_every: float = 86_400.0, since: Bound | None = None,
+          until: Bound | None = None, waivers: str | None = None, levels: tuple[Level, ...] = (),
+          store_failures: str | None = None) -> None:
     """Reconcile Kafka source offsets with the sink's rows (one task per partition)."""
     # Ctrl-C and SIGTERM unwind through the audit's guard (eosctl.cli.unwind_on_signals).
     started = time.monotonic()
@@ -129,12 +174,36 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
         raise click.UsageError(f"pipeline {pipeline} is audited hop by hop ({', '.join(hops)}): --topic, "
                                f"--group and the sink options name one hop; pass -p HOP for one of them")
     runs = [resolve(config, hop, bootstrap, need_topics=True) for hop in hops] if hops else [target]
+    policy = _policy(target.config, waivers, levels)
+    several = target.pipeline.sinks if target.pipeline and len(target.pipeline.sinks) > 1 else ()
+    if several and (sink_duckdb or sink_parquet or sink_table or overrides or incremental or store_failures):
+        raise click.UsageError(f"pipeline {pipeline} has several sinks "
+                               f"({', '.join(s.label for s in several)}): the sink and column options, "
+                               "--incremental and --store-failures name one sink")
+    if store_failures and hops:
+        raise click.UsageError("--store-failures writes one sink's rows: pass -p HOP for one of the hops")
+    if store_failures and os.path.lexists(store_failures):
+        raise click.UsageError(f"--store-failures {store_failures} exists; name a new directory")
+    if store_failures and not os.path.isdir(os.path.dirname(os.path.abspath(store_failures))):
+        raise click.UsageError(f"--store-failures {store_failures}: its parent directory does not exist")
+    window = WindowSpec(since, until) if since or until else None
+    if window and (hops or incremental):
+        raise click.UsageError("--since and --until judge one pipeline's window: pass -p HOP for a hop, and "
+                               "no --incremental (it judges what is new)" if hops else
+                               "--since and --until are for a full audit: drop --incremental (it judges "
+                               "what is new since its state)")
     if incremental and hops:
         raise click.UsageError(f"--incremental audits one pipeline's sink; pipeline {pipeline} is audited "
                                "hop by hop: pass -p HOP, one state file per hop")
     if incremental and (engine or master or remote or driver_memory):
         raise click.UsageError("--incremental runs in this process (it reads only what is new): drop "
                                "--engine, --master, --remote and --driver-memory")
+    if store_failures:
+        from eosctl.inspection.failures import storable  # lazy: eosctl.inspection.failures 330 ms
+
+        problem = storable(sink_of(target, sink_duckdb, sink_parquet, sink_table)[0])
+        if problem:
+            raise click.UsageError(problem)
     if incremental:
         sink, _ = sink_of(target, sink_duckdb, sink_parquet, sink_table)
         sink = replace(sink, **overrides)
@@ -144,13 +213,23 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
         _check_value_columns(sink, bool(overrides.get("value_column") or overrides.get("value_hash_column")))
         content = content_check if content_check is not None else \
             target.config.audit_content_check if target.config else True
-        reads = _reads(config, [sink])
+        if sink.route is not None:
+            raise click.UsageError("--incremental does not judge a route: the sink has a route "
+                                   "(sink.route); run a full audit")
+        if sink.dlq_topic is not None:
+            raise click.UsageError("--incremental does not read a dead-letter queue: the sink has a "
+                                   "dlq_topic; run a full audit")
+        if sink.retention is not None:
+            raise click.UsageError("--incremental does not judge a window: the sink has a retention "
+                                   "(sink.retention); run a full audit")
+        reads = (*_reads(config, [sink]), *policy.reads())
         written = Written(out, reads, force)
         written.check()
         if out and os.path.abspath(out) == os.path.abspath(incremental):
             raise click.UsageError("--out and --incremental name the same file: the report and the state "
                                    "are two files")
-        _run([(pipeline or "", target, sink)], fmt, written, fail_on, None, started,
+        _run([(pipeline or "", target, sink)], fmt, written, fail_on, None, started, policy=policy,
+             store=store_failures,
              upstream=_upstream(config, target, bootstrap),
              incremental=(incremental, full_every, (*reads, *([out] if out else [])), content))
         return
@@ -175,6 +254,14 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
                                         master=master, remote=remote, driver_memory=driver_memory)
         return replace(options, content_check=content_check) if content_check is not None else options
 
+    if several:
+        for s in several:
+            _check_value_columns(s, False)
+        written = Written(out, (*_reads(config, list(several)), *policy.reads()), force)
+        written.check()
+        _run([(pipeline or "", target, several[0])], fmt, written, fail_on, engine_options(), started,
+             window=window, policy=policy, sinks=several)
+        return
     if hops:
         audited = [(hop, t, sink_of(t, None, None, None)[0]) for hop, t in zip(hops, runs, strict=True)]
         for _, _, s in audited:
@@ -182,9 +269,9 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
         if content_check and not any(s.key_column for _, _, s in audited):
             raise click.UsageError("--content-check compares each row's key with its record's: name the key "
                                    "column in a hop's sink (key_column)")
-        written = Written(out, _reads(config, [s for _, _, s in audited]), force)
+        written = Written(out, (*_reads(config, [s for _, _, s in audited]), *policy.reads()), force)
         written.check()
-        _run(audited, fmt, written, fail_on, engine_options(), started)
+        _run(audited, fmt, written, fail_on, engine_options(), started, policy=policy, store=store_failures)
         return
     sink, _ = sink_of(target, sink_duckdb, sink_parquet, sink_table)
     if content_check and not replace(sink, **overrides).key_column:
@@ -193,10 +280,37 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
     _check_value_columns(replace(sink, **overrides), bool(overrides.get("value_column")
                                                            or overrides.get("value_hash_column")))
     upstream = _upstream(config, target, bootstrap)
-    written = Written(out, _reads(config, [sink, upstream[0] if upstream else None]), force)
+    written = Written(out, (*_reads(config, [sink, upstream[0] if upstream else None]), *policy.reads()),
+                      force)
     written.check()
     _run([(pipeline or "", target, replace(sink, **overrides))], fmt, written, fail_on, engine_options(),
-         started, upstream=upstream)
+         started, upstream=upstream, window=window, policy=policy, store=store_failures)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What the audit applies to its final findings (eosctl.report.policy), and the waiver file it read."""
+
+    waivers: tuple[Waiver, ...] = ()
+    levels: tuple[Level, ...] = ()
+    file: str | None = None
+
+    def reads(self) -> tuple[str, ...]:
+        return (self.file,) if self.file else ()
+
+
+def _policy(config: Any, waivers: str | None, levels: tuple[Level, ...]) -> Policy:
+    """--waivers (else the config's [audit] waivers) and the levels: the config's, each kind --level names
+    replaced."""
+    file = waivers or (config.audit_waivers if config is not None else None)
+    configured = config.audit_levels if config is not None else ()
+    unknown = [lv.kind for lv in configured if lv.kind not in KINDS]
+    if unknown:
+        raise EosctlError(f"{config.path}: audit.levels.{unknown[0]} is not a finding kind (kinds: "
+                          f"{', '.join(KINDS)})")
+    named = {lv.kind for lv in levels}
+    return Policy(load_waivers(file, KINDS) if file else (),
+                  (*(lv for lv in configured if lv.kind not in named), *levels), file)
 
 
 def _say_if_audited(line: str) -> None:
@@ -309,7 +423,9 @@ audit.help = "\n".join([
 
 def _run(hops: list[tuple[str, Any, Any]], fmt: str, out: Written, fail_on: tuple[str, ...],
          options, started: float, upstream: tuple | None = None,
-         incremental: tuple[str, float, tuple[str, ...], bool] | None = None) -> None:
+         incremental: tuple[str, float, tuple[str, ...], bool] | None = None,
+         window: WindowSpec | None = None, policy: Policy | None = None, store: str | None = None,
+         sinks: tuple = ()) -> None:
     """Audit each hop (name, target, sink) in order: one hop's report as it is, several merged into one;
     ``upstream``: the stage writing a lone hop's topic, whose lineage key duplicates are followed through;
     ``incremental``: (state file, --full-every, the files it must never replace, the content check) for
@@ -327,8 +443,14 @@ def _run(hops: list[tuple[str, Any, Any]], fmt: str, out: Written, fail_on: tupl
             _, target, sink = hops[0]
             result = audit_incremental(target, sink, state, full_every=full_every, fail_on=fail_on,
                                        progress=show, started=started, reads=reads, content=content)
+        elif sinks:
+            from auditors import audit_sinks  # lazy: auditors 96 ms at start-up
+
+            result = audit_sinks(hops[0][1], sinks, options=options, progress=show, fail_on=fail_on,
+                                 started=started, window=window)
         else:
-            result = audit_hops(hops, options=options, progress=show, fail_on=fail_on, started=started)
+            result = audit_hops(hops, options=options, progress=show, fail_on=fail_on, started=started,
+                                window=window)
         if upstream is not None:
             from eosctl.rules.upstream import (
                 follow_upstream,  # lazy: eosctl.rules.upstream 191 ms at start-up
@@ -336,11 +458,21 @@ def _run(hops: list[tuple[str, Any, Any]], fmt: str, out: Written, fail_on: tupl
 
             show(Step("following key duplicates through the stage's lineage", 0, None))
             result = follow_upstream(result, *upstream)
+        if policy is not None and (policy.waivers or policy.levels):
+            from eosctl.report.policy import apply_policy  # lazy: eosctl.report.policy 4.1 ms at start-up
+
+            result = apply_policy(result, policy.waivers, policy.levels)
     target = hops[-1][1]
     if not err.is_terminal:
         err.print(f"audited {len(result.partitions)} partitions in {result.elapsed_seconds:.1f}s",
                   highlight=False)
     _emit(_html(result, target) if fmt == "html" else render(result, fmt), fmt, out)
+    if store is not None:
+        from eosctl.inspection.failures import store_failures  # lazy: eosctl.inspection.failures 330 ms
+
+        counts = store_failures(result, hops[-1][2], target.cluster, store)
+        click.echo(f"stored the rows of {counts['findings']} findings in {shown(os.path.abspath(store))}: "
+                   f"{counts['kafka_records']} Kafka records, {counts['sink_rows']} sink rows", err=True)
     if out.out:
         from eosctl.output.audit import summary  # lazy: eosctl.output.audit 8.6 ms at start-up
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shlex
 import time
+from pathlib import Path
 
 import click
 
@@ -74,20 +76,28 @@ def demo(ctx: click.Context, records: int, faults: tuple[str, ...], no_audit: bo
         audit_ran = report is not None
         agrees = not audit_ran or _agrees(report, manifest, err)
     out.print("\nnext, try:")
-    for cmd in (
-        f"eosctl txns hanging -c {config} --max-age 10s",
-        f"eosctl lag -c {config}",
-        f"eosctl log -c {config} --topic demo.enriched --partition 0",
-        f"eosctl ledger -c {config} -p demo",
-        f"eosctl audit -c {config}" + ("" if audit_ran else "   (the Spark auditor)"),
-        f"eosctl audit -c {config} --format html --out {workdir / 'report.html'}   (sign-off page)",
-        f"eosctl tui -c {config}",
-        "eosctl sandbox down",
-    ):
-        out.print(f"  {cmd}", soft_wrap=True, highlight=False)  # a command to copy: never wrapped
+    for cmd in next_steps(config, workdir, audit_ran):
+        out.print(f"  {cmd}", soft_wrap=True, highlight=False, markup=False)  # to copy: never wrapped
     err.print(f"\ndemo finished in {time.monotonic() - t0:.0f}s")
     if audit_ran and not agrees:
         ctx.exit(1)
+
+
+def next_steps(config: Path, workdir: Path, audit_ran: bool) -> list[str]:
+    """The commands the demo suggests, each to be copied and run as printed (a note after it is a shell
+    comment): the paths quoted for a shell; the TUI opens the config's default, the whole pipeline, whose
+    Audit tab audits both hops as the demo did; the sign-off page replaces the demo's own earlier one."""
+    c, page = shlex.quote(str(config)), shlex.quote(str(workdir / "report.html"))
+    return [
+        f"eosctl txns hanging -c {c} --max-age 10s",
+        f"eosctl lag -c {c}",
+        f"eosctl log -c {c} --topic demo.enriched --partition 0",
+        f"eosctl ledger -c {c} -p demo",
+        f"eosctl audit -c {c}" + ("" if audit_ran else "   # the audit the demo skipped"),
+        f"eosctl audit -c {c} --format html --out {page} --force   # the sign-off page",
+        f"eosctl tui -c {c}   # then 7 (Audit) and a",
+        "eosctl sandbox down",
+    ]
 
 
 def _key(f: dict) -> tuple:

@@ -121,14 +121,22 @@ def _serve(targets: list[Target], options: Any, _audit: Any, once: bool, textfil
     server = http.bind(host, port)
     try:
         with loops.live_sources(targets, max_age) as sources, stop_event() as stop:
-            loops.first_refresh(sources, outage_ok=True)
+            # /metrics answers from the start: eosctl_up 0 with the reason until the first refresh ends (it
+            # may wait --timeout for a cluster that does not answer: a black hole).
+            for s in sources:
+                s.interval_s = interval
+                s.starting("the first refresh has not finished yet")
             exposition = Exposition(sources, partition_metrics == "on")
-            exposition.parts(OPENMETRICS, gzipped=True)  # what Prometheus asks: its first scrape is warm
             server.exposition = exposition  # type: ignore[attr-defined]
             threading.Thread(target=server.serve_forever, name="metrics-http", daemon=True).start()
             bound = server.server_address
-            click.echo(f"eosctl exporter: serving http://{http.hostport(bound[0], bound[1])}/metrics for "
-                       f"{len(sources)} pipeline(s), refresh every {interval:g}s", err=True)
+            where = f"http://{http.hostport(bound[0], bound[1])}/metrics"
+            click.echo(f"eosctl exporter: listening on {where} (eosctl_up 0 until the first refresh ends)",
+                       err=True)
+            loops.first_refresh(sources, outage_ok=True)
+            exposition.parts(OPENMETRICS, gzipped=True)  # what Prometheus asks: its next scrape is warm
+            click.echo(f"eosctl exporter: serving {where} for {len(sources)} pipeline(s), refresh every "
+                       f"{interval:g}s", err=True)
             with loops.auditing(_audit, _stop_audits, sources, targets, options, audit_every, stop,
                                 exposition):
                 loops.refresh_loop(sources, exposition, interval, stop)
@@ -189,7 +197,9 @@ class _Auditor:
         # lazy: auditors 94 ms at start-up
         import auditors  # only when an audit runs (--audit-every 0 never loads the engines)
 
-        if self.states is None or not sink.duckdb or (target.pipeline is not None and target.pipeline.hops):
+        # A sink with a retention, a DLQ or a route is audited in full (the incremental audit judges none).
+        if self.states is None or not sink.duckdb or (target.pipeline is not None and target.pipeline.hops) \
+                or sink.retention or sink.dlq_topic or sink.route:
             return auditors.audit(target, sink, **kwargs)
         from auditors.incremental import audit_incremental  # lazy: auditors.incremental 10 ms to import
 

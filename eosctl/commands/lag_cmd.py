@@ -6,16 +6,19 @@ A watch carries on through a broker outage, as Burrow does: a failed poll shows 
 last good poll with status ERR, the reason as its cause and error, and the top-level "error"; the numbers
 are those of the last good poll. The next polls reconnect, and statuses resume when the broker answers.
 
-Exit status: 0 ok, 2 usage, config or connection error (with --watch: never for the cluster: a watch
-started during an outage shows ERR with the reason from its first poll, says so once on stderr, and
-carries on until the cluster answers).
+Exit status: 0 ok, 2 usage, config or connection error (with --watch: never for the cluster while it
+runs: a watch started during an outage shows ERR with the reason from its first poll, says so once on
+stderr, and carries on until the cluster answers; a bounded watch, --count N, whose N polls all failed
+exits 2 with the last one's cause, and one that saw some fail ends with a line on stderr saying how many).
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import click
@@ -24,7 +27,7 @@ from rich.live import Live
 from eosctl.base.errors import EosctlError, first_line
 from eosctl.commands.options import TIMEOUT_MS, Seconds, target_options
 from eosctl.output.emit import emit
-from eosctl.output.lag import lag_document, lag_renderable, outage_document
+from eosctl.output.lag import lag_document, lag_renderable, outage_document, overdue_document
 from eosctl.output.terminal import console as out_console
 
 
@@ -62,7 +65,8 @@ def lag(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: st
     polls: OK, WARN (falling behind), STALL (no progress with records to read, or blocked by an open
     transaction: the cause says which), STOP (no active consumer), REWIND (offset went back), ERR.
     A broker outage while watching is ERR with the reason on every partition; the watch reconnects
-    at each poll and carries on when the broker is back.
+    at each poll and carries on when the broker is back. With --count N, a watch whose N polls all
+    failed exits 2 with the last cause; one that saw some fail says how many on stderr at the end.
     """
     # lazy: eosctl.inspection.lag 174 ms, eosctl.inspection.live 361 ms, eosctl.config.target 17 ms,
     # eosctl.cluster.wire 170 ms at start-up
@@ -90,7 +94,7 @@ def lag(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: st
     # --timeout bounds each poll (the model renews the deadline at each refresh).
     with LiveModel(target, sections=("lag",), lag_groups=list(groups) or None, scan_limit=scan_limit,
                    timeout_ms=TIMEOUT_MS, long_lived=True, partial=False) as model:
-        model.lag_history = LagHistory(window)
+        model.lag_history = LagHistory(window, interval_s=interval)
 
         def measure() -> Any:
             cap = model.refresh()
@@ -116,14 +120,18 @@ def _watch(measure: Any, watch: Any, interval: float, count: int | None, fmt: st
         context: Any = Live(console=out, auto_refresh=False)
     else:
         context = nullcontext()
-    polls = 0
+    polls = failed = 0
+    cause = ""
     last = None
-    with context as live:
+    shown: dict[str, Any] | None = None  # the last document shown, for _Overdue
+    with context as live, _Overdue(live, interval, lambda: shown, groups, topics) as overdue:
         while True:
             started = time.monotonic()
             try:
-                snapshot = measure()
+                with overdue.polling():
+                    snapshot = measure()
             except EosctlError as e:
+                failed, cause = failed + 1, first_line(e)
                 if last is None:
                     if polls == 0:
                         click.echo(f"eosctl: lag --watch: the first poll failed, retrying every poll (check "
@@ -134,14 +142,79 @@ def _watch(measure: Any, watch: Any, interval: float, count: int | None, fmt: st
             else:  # measure() fed the snapshot to the watch already (the model's lag history)
                 last = snapshot
                 doc = lag_document(snapshot, watch)
-            if live_view:
-                live.update(lag_renderable(doc, True, groups, topics), refresh=True)
-            else:
-                _emit_document(doc, True, fmt, groups, topics)
+            shown = doc
+            with overdue.lock:
+                if live_view:
+                    live.update(lag_renderable(doc, True, groups, topics), refresh=True)
+                else:
+                    _emit_document(doc, True, fmt, groups, topics)
             polls += 1
             if count is not None and polls >= count:
-                return
+                break
             time.sleep(max(0.0, interval - (time.monotonic() - started)))
+    _say_failed(polls, failed, cause)
+
+
+def _say_failed(polls: int, failed: int, cause: str) -> None:
+    """The end of a bounded watch (--count): a script reads its exit code, so a watch that never read the
+    cluster is an error (exit 2, the last poll's cause), and one that read it only some of the time says
+    how often it could not, after its last document (stdout stays the documents)."""
+    if failed and failed == polls:
+        raise EosctlError(f"lag --watch: all {polls} polls failed; the last: {cause}")
+    if failed:
+        click.echo(f"eosctl: lag --watch: {failed} of {polls} polls failed; the last failed one: {cause}",
+                   err=True)
+
+
+class _Overdue:
+    """While a poll reads past its interval (a slow or stalled link, up to --timeout), the watch does not
+    go quiet: on a terminal the last values are shown again every second marked STALE with their age and
+    how long the poll has been reading; otherwise one line on stderr says so (JSON Lines stay one
+    document per poll). A daemon thread; the poll itself stays in the main thread (signals, deadline)."""
+
+    def __init__(self, live: Any, interval: float, shown: Any, groups: list[str], topics: list[str]) -> None:
+        self.live, self.interval, self.shown = live, interval, shown
+        self.groups, self.topics = groups, topics
+        self.lock = threading.Lock()  # one writer of the screen or stdout at a time
+        self._since: float | None = None
+        self._said = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="lag-watch-overdue", daemon=True)
+
+    def __enter__(self) -> _Overdue:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(2)
+
+    @contextmanager
+    def polling(self) -> Iterator[None]:
+        self._since, self._said = time.monotonic(), False
+        try:
+            yield
+        finally:
+            self._since = None
+
+    def _run(self) -> None:
+        while not self._stop.wait(min(1.0, self.interval)):
+            since, doc = self._since, self.shown()
+            reading = None if since is None else time.monotonic() - since
+            # A failed poll's document is marked stale already (ERR, with its reason).
+            if reading is None or reading <= self.interval or doc is None or not doc.get("groups") or \
+                    doc.get("error"):
+                continue
+            with self.lock:
+                if self._since is None:
+                    continue  # the poll ended meanwhile: its document is on the way
+                if self.live is not None:
+                    self.live.update(lag_renderable(overdue_document(doc, reading), True, self.groups,
+                                                    self.topics), refresh=True)
+                elif not self._said:
+                    self._said = True
+                    click.echo(f"eosctl: lag --watch: a poll is overdue (reading for {reading:.0f} s, every "
+                               f"{self.interval:g}s); the values of {doc['taken_at']} are stale", err=True)
 
 
 def _with_replica(doc: dict[str, Any], target: Any) -> None:

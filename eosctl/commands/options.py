@@ -176,8 +176,15 @@ def _start_deadline(ctx: click.Context, param: click.Parameter, value: float) ->
     if value <= 0:
         raise click.BadParameter("must be more than 0 (e.g. 30s, 2m)", ctx, param)
     deadline.start(value)
+    deadline.defaulted(_defaulted(ctx, param))
     ctx.call_on_close(deadline.finish)
     return value
+
+
+def _defaulted(ctx: click.Context, param: click.Parameter) -> bool:
+    """Whether --timeout was left at its default (a cluster's configured timeout then applies)."""
+    return param.name is not None and ctx.get_parameter_source(param.name) in (
+        click.core.ParameterSource.DEFAULT, click.core.ParameterSource.DEFAULT_MAP, None)
 
 
 def _configure_deadline(ctx: click.Context, param: click.Parameter, value: float) -> float:
@@ -187,6 +194,7 @@ def _configure_deadline(ctx: click.Context, param: click.Parameter, value: float
     if value <= 0:
         raise click.BadParameter("must be more than 0 (e.g. 30s, 2m)", ctx, param)
     deadline.configure(value)
+    deadline.defaulted(_defaulted(ctx, param))
     ctx.call_on_close(deadline.finish)
     return value
 

@@ -85,12 +85,7 @@ def tui(
         source: Any = SnapshotSource(snapshot, max_age_s=max_age)
         source.fetch()  # a broken file is one line and exit 2, before the screen switches
     else:
-        # lazy: eosctl.config.target 12 ms, tui.sources 208 ms at start-up
-        from eosctl.config.target import resolve
-        from tui.sources import LiveSource
-
-        target = resolve(config, pipeline, bootstrap, topics, group, need_topics=True)
-        source = LiveSource(target, max_age_s=max_age, run_audit=run_audit)
+        source = live_source(config, pipeline, bootstrap, topics, group, max_age)
     from tui.app import EosApp  # lazy: tui.app 462 ms at start-up
 
     class Tui(EosApp):
@@ -129,6 +124,18 @@ def tui(
     _EXIT[0] = _EXIT[0] or app.return_code or 0
     if app.return_code:
         raise SystemExit(app.return_code)
+
+
+def live_source(config: str | None, pipeline: str | None, bootstrap: str | None, topics: tuple[str, ...] = (),
+                group: str | None = None, max_age: float | None = None) -> Any:
+    """The TUI's live source for these options, with the audit runner its Audit tab runs (`a`)."""
+    # lazy: eosctl.config.target 12 ms, tui.sources 208 ms at start-up
+    from eosctl.config.target import resolve
+    from tui.sources import LiveSource
+
+    target = resolve(config, pipeline, bootstrap, topics, group, need_topics=True)
+    return LiveSource(target, max_age_s=max_age,
+                      run_audit=lambda target, progress: run_audit(target, progress, bootstrap))
 
 
 # The status eosctl exits with once the TUI is done: a signal's (129, 130, 143) or the app's.
@@ -268,10 +275,19 @@ def _signals_quit(app: Any) -> Iterator[None]:
         signal.raise_signal(got[0])
 
 
-def run_audit(target: Any, progress: Any) -> Any:
+def run_audit(target: Any, progress: Any, bootstrap: str | None = None) -> Any:
     """The audit of the target's pipeline (local engine unless the config's [audit] engine says spark);
-    progress: eosctl.base.progress.Progress."""
-    from auditors import EngineOptions, audit  # lazy: auditors 66 ms at start-up
+    progress: eosctl.base.progress.Progress. A pipeline of hops (the reference pipeline's default) is
+    audited hop by hop, as `eosctl audit -c FILE -p NAME` does, each hop on ``bootstrap`` if the TUI was
+    given one."""
+    # lazy: auditors 66 ms, eosctl.config.target 12 ms at start-up
+    from auditors import EngineOptions, audit, audit_hops
+    from eosctl.config.target import resolve
 
     options = EngineOptions.resolve(target.config, "local")
-    return audit(target, target.pipeline.sink, options=options, progress=progress)
+    hops = target.pipeline.hops
+    if not hops:
+        return audit(target, target.pipeline.sink, options=options, progress=progress)
+    path = str(target.config.path)
+    runs = [(hop, resolve(path, hop, bootstrap, need_topics=True)) for hop in hops]
+    return audit_hops([(hop, t, t.pipeline.sink) for hop, t in runs], options=options, progress=progress)

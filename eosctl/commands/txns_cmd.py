@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from eosctl.base.errors import BrokerError
+from eosctl.base.errors import BrokerError, EosctlError
 from eosctl.commands.options import DURATION, TIMEOUT_MS, target_options
 from eosctl.output.emit import emit
 from eosctl.output.terminal import console as out_console
@@ -64,7 +64,9 @@ def txns_list(config: str | None, pipeline: str | None, bootstrap: str | None, f
     with _wire(target) as client:  # fails fast with one clear line when the cluster is unreachable
         admin = _admin(target)
         try:
-            infos = list_transactions(admin, states, min_age, now_ms=now)
+            # The pipeline's prefixes filtered by the brokers where they can (ListTransactions v2).
+            infos = list_transactions(admin, states, min_age, now_ms=now,
+                                      prefixes=target.txn_id_prefixes if target.pipeline else ())
         finally:
             admin.close()
         # ListTransactions leaves out, without an error, the ids this principal may not Describe.
@@ -115,6 +117,10 @@ def txns_describe(config: str | None, pipeline: str | None, bootstrap: str | Non
     emit(fmt, document, lambda: render_txn(out_console(), info, now, safeties))
 
 
+# The internal topics `txns hanging` checks with every topic (Kafka's find-hanging lists internal topics too).
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
+
+
 @txns.command("hanging")
 @target_options
 @click.option("--topic", "-t", "topics", multiple=True,
@@ -124,6 +130,10 @@ def txns_describe(config: str | None, pipeline: str | None, bootstrap: str | Non
 def txns_hanging(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: str,
                  topics: tuple[str, ...], max_age: float) -> None:
     """Find hanging transactions; exit 1 if there are any.
+
+    Every topic by default, __consumer_offsets and __transaction_state included, as Kafka's find-hanging
+    (a stage's transaction holds its group's __consumer_offsets partition too: the groups whose offsets it
+    holds are named); a pipeline's topics with -p (add -t __consumer_offsets for its groups' offsets).
 
     \b
     Two rules, either is enough:
@@ -140,6 +150,7 @@ def txns_hanging(config: str | None, pipeline: str | None, bootstrap: str | None
     """
     # lazy: eosctl.config.target 12 ms, eosctl.txn.transactions 102 ms at start-up
     from eosctl.config.target import resolve
+    from eosctl.txn.pendingoffsets import with_groups
     from eosctl.txn.transactions import find_hanging
 
     target = resolve(config, pipeline, bootstrap, topics)
@@ -148,10 +159,12 @@ def txns_hanging(config: str | None, pipeline: str | None, bootstrap: str | None
         wanted = list(target.watched)  # a named pipeline is never "every topic"
     with _wire(target) as client:
         if not wanted:
-            wanted = sorted(t for t in client.metadata() if not t.startswith("__"))
+            # Every topic, the internal ones a transaction writes to included, as Kafka's find-hanging since
+            # KAFKA-13288: a stage's transaction holds its group's __consumer_offsets partition too.
+            wanted = sorted(t for t in client.metadata() if not t.startswith("__") or t in INTERNAL_TOPICS)
         admin = _admin(target)
         try:
-            report = find_hanging(client, admin, wanted, max_age) if wanted else None
+            report = with_groups(client, find_hanging(client, admin, wanted, max_age)) if wanted else None
         finally:
             admin.close()
     if report is None:
@@ -178,13 +191,18 @@ def txns_hanging(config: str | None, pipeline: str | None, bootstrap: str | None
 @click.option("--partition", "-P", type=int, required=True, help="Partition of the open transaction.")
 @click.option("--start-offset", type=int, required=True, help="First offset of the open transaction.")
 @click.option("--yes", is_flag=True, help="Really write the ABORT marker (without: show what would happen).")
+@click.option("--two-phase-decided-abort", "two_phase_abort", is_flag=True,
+              help="A two-phase commit transaction (KIP-939) only: its external coordinator decided to abort "
+                   "it; abort it here (refused without this).")
 def txns_abort(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: str, topic: str,
-               partition: int, start_offset: int, yes: bool) -> None:
+               partition: int, start_offset: int, yes: bool, two_phase_abort: bool) -> None:
     """Abort the open transaction starting at --start-offset on one partition (needs --yes).
 
     Shows the transaction first (producer id/epoch, transactional id, what it blocks). Aborting writes
     an ABORT marker with WriteTxnMarkers, as kafka-transactions.sh abort does; brokers without that
-    API are refused, and nothing is changed.
+    API are refused, and nothing is changed. A two-phase commit transaction (KIP-939: its coordinator's
+    timeout is Integer.MAX_VALUE) belongs to an external coordinator, which decides whether it commits:
+    --yes refuses it unless --two-phase-decided-abort says that coordinator decided to abort it.
     """
     # lazy: eosctl.config.target 12 ms, eosctl.txn.transactions 102 ms at start-up
     from eosctl.config.target import resolve
@@ -197,6 +215,8 @@ def txns_abort(config: str | None, pipeline: str | None, bootstrap: str | None, 
         admin = _admin(target)
         try:
             plan = plan_abort(client, admin, topic, partition, start_offset)
+            if yes and plan.two_phase and not two_phase_abort:
+                raise EosctlError(two_phase_refusal(plan))
             if yes:
                 abort(admin, plan)
             else:
@@ -209,6 +229,15 @@ def txns_abort(config: str | None, pipeline: str | None, bootstrap: str | None, 
     emit(fmt, lambda: {**plan.to_dict(now), "dry_run": not yes, "aborted": yes,
                        "safety": safety.to_dict() if safety else None},
          lambda: render_abort(out_console(), plan, now, yes, safety))
+
+
+def two_phase_refusal(plan: Any) -> str:
+    """Why `txns abort --yes` leaves a two-phase commit transaction alone, and what to do instead."""
+    who = plan.transactional_id or f"producer {plan.producer_id}"
+    return (f"not aborted: {who} runs a two-phase commit transaction (KIP-939: its coordinator's timeout is "
+            "Integer.MAX_VALUE), whose outcome its external coordinator decides; aborting it here may undo "
+            "what the other systems committed. Ask that coordinator to complete it (KafkaProducer"
+            ".completeTransaction), or add --two-phase-decided-abort once it decided to abort it")
 
 
 def _safeties(client: Any, admin: Any, target: Any, info: Any, now: int) -> list[Any]:

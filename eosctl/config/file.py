@@ -14,11 +14,23 @@ from typing import Any
 from eosctl.base.errors import ConfigError
 from eosctl.base.files import CONFIG_MAX_BYTES, input_problem, shown
 from eosctl.config import redaction
-from eosctl.config.model import SANDBOX, Cluster, Config, Pipeline, Sink, Spark, value_columns_problem
+from eosctl.config.model import (
+    SANDBOX,
+    Cluster,
+    Config,
+    Pipeline,
+    Sink,
+    Spark,
+    duration_s,
+    value_columns_problem,
+)
+from eosctl.config.policy import Level, parse_level
+from eosctl.config.route import parse_route
 from eosctl.config.values import (
     BOOTSTRAP_FORM,
     bootstrap_problem,
     check_lineage,
+    duration_seconds,
     memory_problem,
     normalize_bootstrap,
     spark_master_problem,
@@ -160,11 +172,12 @@ def parse_config(raw: dict[str, Any], path: Path, env: dict[str, str]) -> Config
     clusters = _clusters(root, path)
     pipelines = _pipelines(root, path, clusters)
     spark = _spark(root.sub("spark"), path)
-    audit_engine, content_check = _audit(root.sub("audit"))
+    audit_engine, content_check, waivers, levels = _audit(root.sub("audit"), path)
     default = _default_pipeline(root, path, pipelines)
     root.done()
     return Config(path=path, clusters=clusters, pipelines=pipelines, spark=spark, audit_engine=audit_engine,
-                  audit_content_check=content_check, default_pipeline=default)
+                  audit_content_check=content_check, default_pipeline=default, audit_waivers=waivers,
+                  audit_levels=levels)
 
 
 def _clusters(root: _Reader, path: Path) -> dict[str, Cluster]:
@@ -203,9 +216,18 @@ def _cluster(c: _Reader, name: str, path: Path) -> Cluster:
         ssl_key_location=local_path(c.str("ssl_key_location", None), path),
         ssl_key_password=c.str("ssl_key_password", None),
         sandbox_home=local_path(c.str("sandbox_home", None), path),
+        timeout=_duration(c.str("timeout", None), f"clusters.{name}.timeout", path),
     )
     c.done()
     return cluster
+
+
+def _duration(value: str | None, key: str, path: Path) -> str | None:
+    """A duration as --timeout takes it ("90s", "2m", "500ms", seconds without a unit), more than 0."""
+    if value is not None and duration_s(value) is None:
+        raise ConfigError(f"{path}: {key} must be a duration of more than 0 such as \"30s\" or \"2m\", "
+                          f"got {value!r}")
+    return value
 
 
 def _pipelines(root: _Reader, path: Path, clusters: dict[str, Cluster]) -> dict[str, Pipeline]:
@@ -230,6 +252,10 @@ def _pipeline(p: _Reader, name: str, path: Path, clusters: dict[str, Cluster]) -
         )
     s = p.sub("sink")
     sink = _sink(s, name, path, clusters) if s is not None else None
+    sinks = _sinks(p.sub("sinks"), name, path, clusters)
+    if sinks and sink is not None:
+        raise ConfigError(f"{path}: pipelines.{name} has [pipelines.{name}.sink] and "
+                          f"[pipelines.{name}.sinks.*]; keep one (sink is the one-sink shorthand)")
     pipeline = Pipeline(
         name=name,
         cluster=cluster,
@@ -239,17 +265,39 @@ def _pipeline(p: _Reader, name: str, path: Path, clusters: dict[str, Cluster]) -
         group=p.str("group", None),
         transactional_id_prefix=p.str("transactional_id_prefix", None),
         output_topic=p.str("output_topic", None),
-        sink=sink,
+        sink=sink or (sinks[0] if sinks else None),
         hops=p.str_list("hops") if "hops" in p.table else (),
+        sinks=sinks if sinks else ((sink,) if sink is not None else ()),
     )
     p.done()
     _check_replica(pipeline, path)
     return pipeline
 
 
-def _sink(s: _Reader, pipeline: str, path: Path, clusters: dict[str, Cluster]) -> Sink:
-    """[pipelines.NAME.sink]: exactly one kind, its columns, a hop's lineage; paths made local."""
+def _sinks(ss: _Reader | None, pipeline: str, path: Path, clusters: dict[str, Cluster]) -> tuple[Sink, ...]:
+    """[pipelines.NAME.sinks.LABEL], in the file's order: each a sink of the pipeline (not a Kafka topic)."""
+    if ss is None:
+        return ()
+    out = []
+    for label in ss.table:
+        sub = ss.sub(label)
+        assert sub is not None
+        sink = _sink(sub, pipeline, path, clusters, key=f"sinks.{label}")
+        if sink.kafka_topic is not None:
+            raise ConfigError(f"{path}: pipelines.{pipeline}.sinks.{label} is a kafka_topic: a Kafka stage "
+                              "is a pipeline's one sink ([pipelines.NAME.sink])")
+        out.append(sink)
+    ss.done()
+    if not out:
+        raise ConfigError(f"{path}: pipelines.{pipeline}.sinks has no [pipelines.{pipeline}.sinks.LABEL]")
+    return tuple(out)
+
+
+def _sink(s: _Reader, pipeline: str, path: Path, clusters: dict[str, Cluster], key: str = "sink") -> Sink:
+    """[pipelines.NAME.sink] (or ``key``, [pipelines.NAME.sinks.LABEL]): exactly one kind, its columns, a
+    hop's lineage; paths made local."""
     sink = Sink(
+        label=key.removeprefix("sinks."),
         duckdb=s.str("duckdb", None),
         parquet=s.str("parquet", None),
         postgres=s.str("postgres", None),
@@ -273,12 +321,24 @@ def _sink(s: _Reader, pipeline: str, path: Path, clusters: dict[str, Cluster]) -
         lineage_headers=_three(s.str_list("lineage_headers") if "lineage_headers" in s.table
                                else Sink.lineage_headers, path, pipeline),
         cluster=s.str("cluster", None),
+        retention=s.str("retention", None),
+        dlq_topic=s.str("dlq_topic", None),
+        route=s.str("route", None),
     )
     s.done()
+    if sink.retention is not None and not duration_seconds(sink.retention):
+        raise ConfigError(f"{path}: pipelines.{pipeline}.{key}.retention is "
+                          f"{s.shown('retention', sink.retention)}; expected a duration over 0 such as 7d")
+    if sink.route is not None:
+        try:
+            parse_route(sink.route)
+        except ValueError as e:
+            raise ConfigError(f"{path}: pipelines.{pipeline}.{key}.route is {s.shown('route', sink.route)}; "
+                              f"{e}") from None
     kinds = ("duckdb", "parquet", "postgres", "delta", "iceberg", "kafka_topic")
     named = [k for k in kinds if getattr(sink, k) is not None]
     if len(named) != 1:
-        raise ConfigError(f"{path}: pipelines.{pipeline}.sink needs exactly one of duckdb, parquet, "
+        raise ConfigError(f"{path}: pipelines.{pipeline}.{key} needs exactly one of duckdb, parquet, "
                           f"postgres, delta, iceberg or kafka_topic")
     _check_value_columns(sink, path, pipeline)
     _check_hop_sink(sink, path, pipeline, clusters)
@@ -329,14 +389,23 @@ def _spark(sp: _Reader | None, path: Path) -> Spark:
     return spark
 
 
-def _audit(au: _Reader | None) -> tuple[str | None, bool]:
-    """[audit]: the engine (None: the command's default) and whether the content check runs."""
+def _audit(au: _Reader | None, path: Path) -> tuple[str | None, bool, str | None, tuple[Level, ...]]:
+    """[audit]: the engine (None: the command's default), whether the content check runs, the waiver file
+    and the levels per kind ([audit.levels]: their kinds are checked by the audit, which knows them)."""
     if au is None:
-        return None, True
+        return None, True, None, ()
     engine = au.str("engine", None, choices={"spark", "local"})
     content_check = au.bool("content_check", True)
+    waivers = local_path(au.str("waivers", None), path)
+    lv = au.sub("levels")
+    levels = []
+    for kind, value in (lv.table.items() if lv is not None else ()):
+        try:
+            levels.append(parse_level(kind, value, f"{path}: audit.levels.{kind}"))
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
     au.done()
-    return engine, content_check
+    return engine, content_check, waivers, tuple(levels)
 
 
 def _default_pipeline(root: _Reader, path: Path, pipelines: dict[str, Pipeline]) -> str | None:

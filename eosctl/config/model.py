@@ -6,11 +6,13 @@ echoed back (eosctl.config.redaction).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from eosctl.base.errors import ConfigError
+from eosctl.config.policy import Level
 
 # bootstrap_servers = "sandbox": the broker `eosctl sandbox up` started.
 SANDBOX = "sandbox"
@@ -31,6 +33,14 @@ class Cluster:
     # With bootstrap_servers = "sandbox": the state directory of the sandbox it means (`eosctl sandbox up`'s
     # $EOSCTL_HOME), so the config finds it from any directory; default $EOSCTL_HOME or ./.eosctl.
     sandbox_home: str | None = None
+    # How long commands against this cluster wait for Kafka at least when no --timeout is given ("2m"; a
+    # slow or distant link needs more than the 30 s default): eosctl.cluster.deadline.prefer.
+    timeout: str | None = None
+
+    @property
+    def timeout_s(self) -> float | None:
+        """``timeout`` in seconds (checked when the config was read)."""
+        return None if self.timeout is None else duration_s(self.timeout)
 
     def confluent(self) -> dict[str, str]:
         """librdkafka (confluent-kafka) settings for this cluster."""
@@ -111,6 +121,19 @@ class Sink:
     stage_group: str | None = None
     stage_cluster: Cluster | None = None
     stage_topics: tuple[str, ...] = ()
+    # How long the sink keeps a row (a TTL, a retention job): a duration such as "7d" (eosctl.config.values).
+    # The audit expects the committed records older than that to be gone: missing, they are not gaps.
+    retention: str | None = None
+    # The pipeline's dead-letter topic (Kafka Connect's errors.deadletterqueue.topic.name, Kafka Streams'
+    # errors.dead.letter.queue.topic.name): its records name their source record in headers
+    # (eosctl.cluster.deadletter); expected = each committed record in the sink or the DLQ, once.
+    dlq_topic: str | None = None
+    # Which source records this sink should hold (eosctl.config.route): the others are filtered, never gaps,
+    # and a row for one of them is misrouted. None: every record.
+    route: str | None = None
+    # Its name in a pipeline of several sinks ([pipelines.NAME.sinks.LABEL]); "sink" for the one
+    # [pipelines.NAME.sink].
+    label: str = "sink"
     # Set by eosctl.sink.frozen() only, never by a config: the sink as configured, where this one names
     # a frozen copy of it, and the read point pinned for the command (a copy's time, a snapshot id).
     frozen_from: Sink | None = None
@@ -134,6 +157,9 @@ class Pipeline:
     # The pipelines audited, in order, as the hops of this one (`eosctl audit -p NAME` audits each):
     # e.g. ["orders-stage", "orders-sink"]. Empty: the pipeline is one hop.
     hops: tuple[str, ...] = ()
+    # Every sink, in the file's order: [pipelines.NAME.sinks.LABEL] tables, or the one [pipelines.NAME.sink]
+    # (``sink`` is then it; with several, the first, which commands other than `audit` read).
+    sinks: tuple[Sink, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -155,6 +181,10 @@ class Config:
     # key column. On unless turned off: at 10M offsets it costs at most 1.5x the keyed audit without it
     # (docs/benchmarks.md, benchmarks/keyed_bench.py).
     audit_content_check: bool = True
+    # [audit] waivers: a waiver file (eosctl.config.policy), relative to the config; [audit.levels]: warn or
+    # fail per finding kind from a count. Both applied to the final findings (eosctl.report.policy).
+    audit_waivers: str | None = None
+    audit_levels: tuple[Level, ...] = ()
     default_pipeline: str | None = None  # used when --pipeline is not given and there are several
 
     def pipeline(self, name: str | None) -> Pipeline:
@@ -208,3 +238,15 @@ def value_mode(sink: Sink) -> str | None:
     if sink.value_column is not None:
         return "raw"
     return "md5" if sink.value_hash_column is not None else None
+
+
+_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*", re.ASCII)
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def duration_s(value: str) -> float | None:
+    """A duration as --timeout takes it ("90s", "2m", "500ms", seconds without a unit) in seconds; None when
+    it is not one, or not more than 0."""
+    m = _DURATION.fullmatch(value)
+    seconds = float(m.group(1)) * _UNITS[m.group(2) or "s"] if m else 0.0
+    return seconds if seconds > 0 else None

@@ -19,6 +19,16 @@ def check_lineage(value: str) -> str | None:
 
 
 
+_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*", re.ASCII)
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def duration_seconds(text: str) -> float | None:
+    """Seconds of a duration such as 90s, 15m, 2h, 7d (a bare number: seconds); None if it is none."""
+    m = _DURATION.fullmatch(text)
+    return None if m is None else float(m.group(1)) * _UNITS[m.group(2) or "s"]
+
+
 _MASTER = re.compile(r"local|local\[(\*|[1-9][0-9]*)(,[1-9][0-9]*)?\]|local-cluster\[[1-9][0-9]*,[1-9][0-9]*,"
                      r"[1-9][0-9]*\]|yarn|(spark|k8s|mesos)://\S+", re.ASCII)
 # Spark's JavaUtils.byteStringAs: a number and an optional unit (b, k, kb, m, mb, g, gb, t, tb, p, pb).

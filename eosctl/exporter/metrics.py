@@ -70,10 +70,16 @@ METRICS = (
          "High watermark minus committed offset, what HW-based lag exporters report."),
     Spec("eosctl_consumer_lag_seconds", GAUGE, (*BASE, *CONSUMER),
          "Age of the oldest committed record the group has not consumed."),
+    Spec("eosctl_consumer_offset_commit_pending_seconds", GAUGE, (*BASE, *CONSUMER, "transactional_id"),
+         "Age of the open transaction holding the group's offset commit for the partition "
+         "(UNSTABLE_OFFSET_COMMIT: a read_committed consumer of the group waits); only while one does."),
     Spec("eosctl_consumer_group_status", GAUGE, (*BASE, "group", "status"),
          "Burrow-style status of the group, as lag --watch computes it: 1 for the current one."),
     Spec("eosctl_transactions", GAUGE, (*BASE, "state"),
          "Transactional ids of the pipeline by coordinator state."),
+    Spec("eosctl_two_phase_transaction_age_seconds", GAUGE, (*BASE, "transactional_id", "producer_id"),
+         "Age of each open two-phase commit transaction (KIP-939), by its coordinator's start time: Kafka "
+         "never times one out and it is never counted hanging, so alert on this age."),
     Spec("eosctl_hanging_transactions", GAUGE, BASE,
          "Open transactions older than --max-age that hold an LSO or that the coordinator forgot."),
     Spec("eosctl_producer_fencing_events_total", COUNTER, (*BASE, *PARTITION),
@@ -102,6 +108,10 @@ METRICS = (
     Spec("eosctl_down_reason", GAUGE, (*BASE, "reason"),
          "1 while the last refresh failed (eosctl_up 0), its reason label the one-line error (the cluster "
          "unreachable, the deadline passed, ...); absent while the cluster answers."),
+    Spec("eosctl_stale", GAUGE, BASE,
+         "1 while the values served are stale: no refresh has finished yet, or the newest good one is older "
+         "than twice the --interval plus its duration (at least 10 s: a refresh overdue on a slow or "
+         "stalled link, before eosctl_up says anything); 0 otherwise."),
     Spec("eosctl_refresh_duration_seconds", GAUGE, BASE, "How long the last refresh took."),
     Spec("eosctl_refresh_errors_total", COUNTER, (*BASE, "section"), "Failed reads per section."),
     Spec("eosctl_section_age_seconds", GAUGE, (*BASE, "section"),
@@ -109,8 +119,12 @@ METRICS = (
 )
 SPECS = {s.name: s for s in METRICS}
 # Families that change only when the model or the audit does (rendered once per change), and the rest.
-LIVE = ("eosctl_up", "eosctl_down_reason", "eosctl_consumer_group_status", "eosctl_refresh_duration_seconds",
-        "eosctl_refresh_errors_total", "eosctl_section_age_seconds")
+LIVE = ("eosctl_up", "eosctl_down_reason", "eosctl_stale", "eosctl_consumer_group_status",
+        "eosctl_refresh_duration_seconds", "eosctl_refresh_errors_total", "eosctl_section_age_seconds")
+# A reading is stale past STALE_FACTOR times (the interval + the duration of the refresh that made it), and
+# never before STALE_MIN_S (a refresh a little slower than the last is not an incident).
+STALE_FACTOR = 2.0
+STALE_MIN_S = 10.0
 
 
 @dataclass
@@ -145,6 +159,9 @@ class Source:
     unreadable: dict[tuple[str, int], str] = field(default_factory=dict)
     up: bool = False  # the latest reading reached the cluster (set with the rest, unlike model.up)
     down_reason: str | None = None  # why the latest reading failed (one line), None when it did not
+    interval_s: float | None = None  # the exporter's --interval: how often a new reading is due
+    fresh_at: float | None = None  # time.time() of the newest good reading (None: none yet)
+    fresh_took_s: float = 0.0  # how long that reading took
     # Counters must not go down when old segments leave the log: the highest value seen per series.
     fencing: dict[tuple[str, int], int] = field(default_factory=dict)
     zombies: dict[tuple[str, int], int] = field(default_factory=dict)
@@ -153,6 +170,8 @@ class Source:
         """Take in a new reading (or a failed one: ``None``, with its ``reason``)."""
         self.up = cap is not None
         self.down_reason = None if cap is not None else (reason or "the refresh failed")
+        if cap is not None:
+            self.fresh_at, self.fresh_took_s = time.time(), self.model.last_refresh_seconds or 0.0
         if cap is not None:  # new dicts, not updates: a scrape may be reading the old ones meanwhile
             failing = cap.errors()
             self.good = {**self.good, **{name: cap for name in cap.sections if name not in failing}}
@@ -166,6 +185,18 @@ class Source:
                     zombies[tp] = max(zombies.get(tp, 0), sum(p.zombie_total for p in producers))
                 self.fencing, self.zombies = fencing, zombies
         self.version += 1
+
+    def starting(self, reason: str) -> None:
+        """Before the first reading: served as down (eosctl_up 0) with ``reason`` until it ends."""
+        self.up, self.down_reason = False, reason
+        self.version += 1
+
+    def stale(self, now: float) -> bool:
+        """Whether the values served are stale (see eosctl_stale)."""
+        if self.fresh_at is None:
+            return True
+        limit = max(STALE_MIN_S, STALE_FACTOR * ((self.interval_s or 0.0) + self.fresh_took_s))
+        return now - self.fresh_at > limit
 
     def audited(self, report: AuditReport | None, duration_s: float, error: str | None = None,
                 failover: list[Any] | None = None) -> None:
@@ -274,6 +305,12 @@ def _consumers(out: _Families, base: dict[str, str], cap: Capture) -> None:
         out.add("eosctl_consumer_lag_records", labels, p.records_behind)
         out.add("eosctl_consumer_lag_offsets", labels, p.hw_lag)
         out.add("eosctl_consumer_lag_seconds", labels, p.time_lag_s(snap.taken_ms), max)
+        if p.pending is not None:  # 0 where no coordinator dates the transaction holding it
+            for h in p.pending.likely or (None,):
+                age = None if h is None or h.started_ms is None else (snap.taken_ms - h.started_ms) / 1000
+                out.add("eosctl_consumer_offset_commit_pending_seconds",
+                        {**labels, "transactional_id": (h.transactional_id if h else None) or ""},
+                        max(0.0, age or 0.0), max)
 
 
 def _transactions(out: _Families, base: dict[str, str], cap: Capture) -> None:
@@ -282,6 +319,11 @@ def _transactions(out: _Families, base: dict[str, str], cap: Capture) -> None:
         states[t.state] = states.get(t.state, 0) + 1
     for state, n in states.items():
         out.add("eosctl_transactions", {**base, "state": state}, n)
+    for t in cap.transactions:
+        age = t.age_s(int(cap.captured_at.timestamp() * 1000)) if t.two_phase else None
+        if age is not None:  # an open one, dated by its coordinator
+            out.add("eosctl_two_phase_transaction_age_seconds",
+                    {**base, "transactional_id": t.transactional_id, "producer_id": t.producer_id}, age, max)
 
 
 def _audit(out: _Families, base: dict[str, str], audit: AuditState) -> None:
@@ -325,6 +367,7 @@ class Live:
             out.add("eosctl_up", base, 1 if up else 0)
             if not up and src.down_reason is not None:
                 out.add("eosctl_down_reason", {**base, "reason": src.down_reason}, 1)
+            out.add("eosctl_stale", base, 1 if src.stale(now) else 0)
             if lag is not None and lag.lag is not None:
                 _group_status(out, base, lag.lag.groups(), model.lag_history.group_statuses,
                               up and "lag" not in failing)

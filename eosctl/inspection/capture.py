@@ -169,7 +169,10 @@ def read_sections(cap: Capture, target: Target, client: WireClient, admins: Admi
         return answers[0]
 
     def transactions() -> list[TxnInfo]:
-        rows = [t for t in txns_mod.list_transactions(admins.kafka) if target.owns_txn(t.transactional_id)]
+        # The pipeline's prefixes filtered by the brokers where they can (ListTransactions v2, KIP-1152):
+        # the TUI's and the exporter's refresh describes only the pipeline's ids.
+        rows = [t for t in txns_mod.list_transactions(admins.kafka, prefixes=target.txn_id_prefixes)
+                if target.owns_txn(t.transactional_id)]
         # ListTransactions leaves out the ids this principal may not Describe: zeros would be no answer.
         unseen = next(filter(None, (txns_mod.coordinator_unseen(client, p)
                                     for p in target.txn_id_prefixes or ("",))), None)

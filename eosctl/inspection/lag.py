@@ -10,7 +10,10 @@ an open transaction holds back. Here, per group and partition:
   beyond it the rest counts as data and the number is flagged inexact);
 - ``blocked`` = HW - LSO, with the open transaction that holds the LSO (producer id, first offset, age
   from the timestamp of its first batch);
-- ``time_lag_s`` = age of the oldest unconsumed committed record (its batch's first timestamp).
+- ``time_lag_s`` = age of the oldest unconsumed committed record (its batch's first timestamp);
+- ``pending``: the group's next offset commit is pending in an open transaction (UNSTABLE_OFFSET_COMMIT,
+  eosctl.txn.pendingoffsets), with the transaction and its producer; ``committed`` is then the offset
+  committed before it. Context in each status's cause, never a status of its own.
 
 One poll is: one ListOffsets round per leader for every partition (eosctl.cluster.wire), the groups' committed
 offsets (eosctl.cluster.offsets: FindCoordinator and OffsetFetch, all groups in flight together), one batched
@@ -30,9 +33,10 @@ from dataclasses import dataclass, field, replace
 from eosctl.base.errors import BrokerError
 from eosctl.cluster.logscan import scan_partitions
 from eosctl.cluster.model import TP, Kind, PartitionLog
-from eosctl.cluster.offsets import group_members, group_offsets, group_states
+from eosctl.cluster.offsets import group_listing, group_members, group_positions
 from eosctl.cluster.wire import Offsets, WireClient
 from eosctl.txn.opentxn import OpenTxn, open_transactions
+from eosctl.txn.pendingoffsets import PendingCommit, pending_commits
 from eosctl.txn.transactions import coordinator_view, dated
 
 DEFAULT_SCAN_LIMIT = 50_000
@@ -63,6 +67,8 @@ class PartitionLag:
     member_id: str | None = None
     client_id: str | None = None
     host: str | None = None
+    # The group's next commit of this partition's offset is pending in an open transaction.
+    pending: PendingCommit | None = None
 
     @property
     def lag_to_lso(self) -> int | None:
@@ -90,6 +96,8 @@ class LagSnapshot:
     taken_ms: int
     partitions: list[PartitionLag]
     group_states: dict[str, str] = field(default_factory=dict)  # group -> "STABLE", "EMPTY", ...
+    # group -> "classic", "consumer" (KIP-848), "streams", "share" (ListGroups v5; absent: not said)
+    group_types: dict[str, str] = field(default_factory=dict)
 
     def groups(self) -> list[str]:
         return list(dict.fromkeys(p.group for p in self.partitions))
@@ -185,9 +193,11 @@ def poll(client: WireClient, groups: Sequence[str] | None = None,
     read a moment ago (the live model), used where they cover the groups' partitions. ``per_group``:
     the topics of each group where groups read different topics (a pipeline's hops). ``unreadable``:
     partitions not to read (no leader), each group's row for them carrying the reason as its error."""
-    states = group_states(client)
+    listing = group_listing(client)
+    states = {g: state for g, (state, _) in listing.items()}
     wanted = list(groups) if groups else sorted(states)
-    by_group = group_offsets(client, wanted) if wanted else {}
+    positions = group_positions(client, wanted) if wanted else {}
+    by_group = {g: pos.committed for g, pos in positions.items()}
     topic_filter = set(topics) if topics else None
     by_group = {g: {tp: c for tp, c in offs.items() if topic_filter is None or tp[0] in topic_filter}
                 for g, offs in by_group.items()}
@@ -230,10 +240,14 @@ def poll(client: WireClient, groups: Sequence[str] | None = None,
         for g, offs in by_group.items() for (t, p), c in sorted(offs.items()) if t in broken] + dark
     order = {g: i for i, g in enumerate(committed)}
     rows.sort(key=lambda r: (order[r.group], r.topic, r.partition))
-    members = group_members(client, list(committed))
+    members = group_members(client, list(committed), types={g: t for g, (_, t) in listing.items() if t})
     rows = [replace(r, member_id=m[0], client_id=m[1], host=m[2])
             if (m := members.get((r.group, r.topic, r.partition))) else r for r in rows]
-    return LagSnapshot(taken, rows, {g: states.get(g, "UNKNOWN") for g in committed})
+    held = pending_commits(client, {g: positions[g].pending for g in committed if g in positions})
+    rows = [replace(r, pending=pc) if (pc := held.get(r.group)) and (r.topic, r.partition) in pc.partitions
+            else r for r in rows]
+    return LagSnapshot(taken, rows, {g: states.get(g, "UNKNOWN") for g in committed},
+                       {g: kind for g in committed if (kind := listing.get(g, ("", None))[1])})
 
 
 def topic_partitions(client: WireClient, topics: Sequence[str],
@@ -279,14 +293,22 @@ class Status:
         return STATUSES.index(self.status)
 
 
-def evaluate(samples: Sequence[tuple[int, PartitionLag]], group_active: bool) -> Status:
+# The first poll of a watch has no earlier poll to see an open transaction at: one its coordinator (or the
+# partition leader's clock) says has been open at least this long (or the watch's interval, when given)
+# already held the LSO where an earlier poll would have been, and is judged as a later poll judges it.
+FIRST_POLL_STALL_S = 5.0
+
+
+def evaluate(samples: Sequence[tuple[int, PartitionLag]], group_active: bool,
+             first_poll_stall_s: float = FIRST_POLL_STALL_S) -> Status:
     """Status of one partition from its window of (poll time ms, lag) samples, oldest first.
 
     Rules, first match wins (Burrow's, read against the LSO instead of the HW):
     ERR    the latest poll failed for this partition, or the broker's offsets contradict each other;
     REWIND the committed offset went backwards inside the window;
     STALL  nothing left to read below the LSO, and the same open transaction held the LSO at every poll
-           (the cause names it: the consumer is not at fault);
+           (the cause names it: the consumer is not at fault); at a single poll: a transaction that its
+           coordinator's (or the leader's) clock says is open ``first_poll_stall_s`` or longer;
     OK     records behind was 0 at some poll (or no committed offset / a single poll);
     STOP   committed offset unchanged over the window with records behind and no active members;
     STALL  the same, with members (consuming but not committing);
@@ -306,7 +328,12 @@ def evaluate(samples: Sequence[tuple[int, PartitionLag]], group_active: bool) ->
         return Status("OK", "no committed offset")
     txn = last.open_txn
     note = f"; blocked by {txn.describe(now)}" if txn else ""
+    if last.pending is not None:  # what the stage is doing, never a status by itself
+        note += f"; its next offset commit is {last.pending.describe(now)}"
     if len(samples) < 2:
+        age = txn.age_s(now) if txn is not None and txn.age_trusted else None
+        if age is not None and age >= first_poll_stall_s and last.records_behind == 0:
+            return Status("STALL", f"blocked by {txn.describe(now)}")
         return Status("OK", note[2:])
     same_txn = txn is not None and all(
         lag.open_txn is not None and (lag.open_txn.producer_id, lag.open_txn.first_offset)
@@ -331,8 +358,10 @@ def evaluate(samples: Sequence[tuple[int, PartitionLag]], group_active: bool) ->
 class Watch:
     """Sliding window of the last ``window`` polls per partition; statuses per partition and group."""
 
-    def __init__(self, window: int = 10) -> None:
+    def __init__(self, window: int = 10, interval_s: float | None = None) -> None:
         self.window = window
+        # A first poll's open transaction is judged against the poll interval (see FIRST_POLL_STALL_S).
+        self.first_poll_stall_s = FIRST_POLL_STALL_S if interval_s is None else interval_s
         self._samples: dict[tuple[str, str, int], deque[tuple[int, PartitionLag]]] = {}
         self._states: dict[str, str] = {}
 
@@ -350,7 +379,8 @@ class Watch:
         samples = self._samples.get((group, topic, partition))
         if not samples:
             return Status("ERR", "no data")
-        return evaluate(list(samples), self._states.get(group, "UNKNOWN") not in IDLE_STATES)
+        return evaluate(list(samples), self._states.get(group, "UNKNOWN") not in IDLE_STATES,
+                        self.first_poll_stall_s)
 
     def group_status(self, group: str) -> Status:
         """The worst partition's status, naming that partition."""

@@ -11,6 +11,7 @@ says how many offsets its span lacks and leaves the exact answer to `eosctl audi
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -20,12 +21,13 @@ from eosctl.base.gcpause import paused
 from eosctl.base.progress import Progress
 from eosctl.cluster.logscan import scan_partitions
 from eosctl.cluster.model import TP, PartitionLog
-from eosctl.cluster.offsets import committed_offsets
+from eosctl.cluster.offsets import committed_positions
 from eosctl.cluster.wire import Offsets, WireClient
 from eosctl.config.model import Cluster, Sink
 from eosctl.report.findings import Finding
 from eosctl.rules.reconcile import Clipped, offset_mismatch, reconcile_partition
 from eosctl.sink import OffsetIsland, SinkPartition, frozen, open_reader
+from eosctl.txn.pendingoffsets import PendingCommit, pending_commits
 
 # A ledger names at most this many flags of one kind per partition; counts stay exact.
 MAX_FLAGS_PER_KIND = 20
@@ -61,6 +63,8 @@ class PartitionLedger:
     checked_to: int | None = None  # exclusive: the offset the sink claims to have consumed up to
     missing_offsets: int | None = None  # committed data offsets below checked_to absent from the sink
     flags: list[LedgerFlag] = field(default_factory=list)
+    # The group's next commit here is pending in an open transaction (committed_offset: the one before it).
+    commit_pending: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -82,6 +86,8 @@ class Ledger:
     # Partitions whose ListOffsets and Fetch answers disagreed (eosctl.cluster.wire.Offsets): no clean bill on
     # them.
     offsets_disagreements: list[str] = field(default_factory=list)
+    # The open transaction the group's pending offset commit is in (eosctl.txn.pendingoffsets), as a dict.
+    pending_commit: dict[str, Any] | None = None
 
     @property
     def flags(self) -> list[tuple[PartitionLedger, LedgerFlag]]:
@@ -95,12 +101,14 @@ class Ledger:
             "scanned": self.scanned,
             "flagged_partitions": sum(1 for p in self.partitions if p.flags),
             "partitions": [p.to_dict() for p in self.partitions],
+            "pending_commit": self.pending_commit,
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Ledger:
         return cls(d.get("pipeline"), d["sink"], d.get("group"), bool(d.get("scanned")),
-                   [PartitionLedger.from_dict(p) for p in d.get("partitions", [])])
+                   [PartitionLedger.from_dict(p) for p in d.get("partitions", [])],
+                   pending_commit=d.get("pending_commit"))
 
 
 def partition_ledger(
@@ -261,8 +269,15 @@ def collect(
     with paused():
         side = read_sink(sink, where)
         with WireClient(cluster) as client:
-            return ledger_of(client, side, topics, group, committed_offsets(cluster, group) if group else {},
-                             pipeline=pipeline, scan=scan, logs=logs, progress=progress)
+            positions = committed_positions(cluster, group) if group else None
+            held = pending_commits(client, {group: positions.pending}) if group and positions else {}
+            return ledger_of(client, side, topics, group, positions.committed if positions else {},
+                             pipeline=pipeline, scan=scan, logs=logs, progress=progress,
+                             pending=held.get(group or ""))
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 def ledger_of(
@@ -278,12 +293,14 @@ def ledger_of(
     offsets: dict[TP, Offsets] | None = None,
     progress: Progress | None = None,
     memo: dict[TP, tuple[tuple, PartitionLedger]] | None = None,
+    pending: PendingCommit | None = None,
 ) -> Ledger:
     """The ledger from the sink's side read before, and Kafka now (the group's ``committed`` offsets).
     ``logs``: whole-log scans the caller has (the rest are scanned here when ``scan``); ``offsets``: the
     partitions' offsets if the caller just read them. ``memo``: kept by a caller that asks again and again
     (the live model): a partition whose inputs are the same as last time (its log the same object) keeps
-    its row, so a refresh reconciles only the partitions that changed."""
+    its row, so a refresh reconciles only the partitions that changed. ``pending``: the group's offset
+    commit an open transaction holds, shown on its partitions (context: no flag of its own)."""
     summaries, islands, invalid = side.summaries, side.islands, side.invalid
     stored = side.stored or {}
     expected_topics = list(dict.fromkeys(topics))
@@ -331,5 +348,9 @@ def ledger_of(
             del memo[tp]
     rows[:0] = [PartitionLedger(t, p, rows=sum(f.count for f in fs), flags=invalid_flags(fs))
                 for (t, p), fs in sorted(by_tp.items(), key=lambda kv: (kv[0][0] or "", kv[0][1] or -1))]
+    if pending is not None:
+        rows = [replace(r, commit_pending=True) if (r.topic, r.partition) in pending.partitions else r
+                for r in rows]
     return Ledger(pipeline, side.shown, group, scan, rows,
-                  [o.disagreement for tp, o in sorted(offsets.items()) if o.disagreement])
+                  [o.disagreement for tp, o in sorted(offsets.items()) if o.disagreement],
+                  pending_commit=None if pending is None else pending.to_dict(_now_ms()))

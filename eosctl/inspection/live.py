@@ -71,13 +71,14 @@ class LagHistory:
     """Each lag poll fed to eosctl.inspection.lag.Watch (statuses), and the recent series per partition."""
 
     window: int = HISTORY
+    interval_s: float | None = None  # the poll interval, where one is fixed (lag --watch)
     watch: Watch = field(init=False)
     series: dict[LagKey, deque[int]] = field(default_factory=dict)  # records behind, oldest first
     statuses: dict[LagKey, Status] = field(default_factory=dict)
     group_statuses: dict[str, Status] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.watch = Watch(window=self.window)
+        self.watch = Watch(window=self.window, interval_s=self.interval_s)
 
     def add(self, snap: LagSnapshot) -> None:
         self.watch.add(snap)
@@ -442,8 +443,12 @@ class LiveModel:
             committed = self._committed_in_lag(cap, group) if group else {}
             if committed is None:
                 committed = group_offsets(client, [group])[group]
+            # The lag section's pending offset commit (eosctl.txn.pendingoffsets), shown on the ledger too.
+            pending = next((r.pending for r in (cap.lag.partitions if cap.lag else ())
+                            if r.group == group and r.pending is not None), None)
             cap.ledger = ledger_of(client, self._sink_side, self.target.topics, group, committed,
-                                   pipeline=cap.pipeline, logs=whole, offsets=offsets, memo=self._ledger_rows)
+                                   pipeline=cap.pipeline, logs=whole, offsets=offsets, memo=self._ledger_rows,
+                                   pending=pending)
             cap.sections["ledger"] = "ok"
         except EosctlError as e:
             cap.sections["ledger"] = f"{NOT_CAPTURED}{e}"

@@ -36,6 +36,7 @@ from eosctl.report.rootcauses import root_rule
 from eosctl.sink.duckdb import connect_readonly, read_header
 from eosctl.sink.sql import literal
 from eosctl.txn.opentxn import PRODUCER_CLOCK, OpenTxn
+from eosctl.txn.pendingoffsets import Holder, PendingCommit
 from eosctl.txn.producers import ProducerRow
 from eosctl.txn.transactions import Hanging, HangingReport, TxnInfo
 
@@ -53,9 +54,25 @@ def _codecs() -> dict[str, tuple[Callable[[Row], JSON], Callable[[JSON], Row]]]:
         "transactions": (dataclasses.asdict, lambda d: TxnInfo(
             **{**d, "partitions": tuple(tuple(tp) for tp in d["partitions"])})),
         "producers": (dataclasses.asdict, lambda d: ProducerRow(**{**d, "epochs": tuple(d["epochs"])})),
-        "lag": (dataclasses.asdict, lambda d: PartitionLag(
-            **{**d, "open_txn": OpenTxn(**d["open_txn"]) if d["open_txn"] else None})),
+        "lag": (_lag_dict, lambda d: PartitionLag(
+            **{**d, "open_txn": OpenTxn(**d["open_txn"]) if d["open_txn"] else None,
+               "pending": _pending(d.get("pending"))})),
     }
+
+
+def _lag_dict(row: Row) -> JSON:
+    d = dataclasses.asdict(row)
+    if d.get("pending"):  # a frozenset has no JSON: its partitions as a sorted list
+        d["pending"]["partitions"] = sorted(d["pending"]["partitions"])
+    return d
+
+
+def _pending(d: JSON | None) -> PendingCommit | None:
+    """A lag row's pending commit, from its JSON (None in files from before it was read)."""
+    if not d:
+        return None
+    return PendingCommit(**{**d, "partitions": frozenset(tuple(tp) for tp in d["partitions"]),
+                            "holders": tuple(Holder(**h) for h in d["holders"])})
 
 
 # ---- writing ------------------------------------------------------------------------------------------
@@ -83,18 +100,21 @@ TABLES = {
                ("distinct_offsets", "BIGINT"), ("min_offset", "BIGINT"), ("max_offset", "BIGINT"),
                ("duplicate_rows", "BIGINT"), ("duplicate_offsets", "BIGINT"), ("stored_offset", "BIGINT"),
                ("committed_offset", "BIGINT"), ("log_start_offset", "BIGINT"), ("high_watermark", "BIGINT"),
-               ("last_stable_offset", "BIGINT"), ("checked_to", "BIGINT"), ("missing_offsets", "BIGINT")],
+               ("last_stable_offset", "BIGINT"), ("checked_to", "BIGINT"), ("missing_offsets", "BIGINT"),
+               ("commit_pending", "BOOLEAN"), ("pending_commit", "VARCHAR")],
     "ledger_flags": [("topic", "VARCHAR"), ("partition", "INTEGER"), ("kind", "VARCHAR"),
                      ("first_offset", "BIGINT"), ("last_offset", "BIGINT"), ("count", "BIGINT"),
                      ("message", "VARCHAR")],
-    "lag_groups": [("group_id", "VARCHAR"), ("state", "VARCHAR"), ("taken_ms", "BIGINT")],
+    "lag_groups": [("group_id", "VARCHAR"), ("state", "VARCHAR"), ("taken_ms", "BIGINT"),
+                   ("group_type", "VARCHAR")],
     "hanging_check": [("max_age_s", "DOUBLE"), ("checked_at_ms", "BIGINT"), ("partitions_checked", "INTEGER"),
                       ("describe_producers", "VARCHAR"), ("producers_returned", "INTEGER")],
     "hanging_candidates": [("topic", "VARCHAR"), ("partition", "INTEGER"), ("producer_id", "BIGINT"),
                            ("producer_epoch", "INTEGER"), ("first_offset", "BIGINT"), ("age_s", "DOUBLE"),
                            ("rules", "VARCHAR[]"), ("lso", "BIGINT"), ("hw", "BIGINT"), ("blocked", "BIGINT"),
                            ("transactional_id", "VARCHAR"), ("coordinator_state", "VARCHAR"),
-                           ("over_max_age", "BOOLEAN"), ("age_source", "VARCHAR")],
+                           ("over_max_age", "BOOLEAN"), ("age_source", "VARCHAR"), ("groups", "VARCHAR[]"),
+                           ("two_phase", "BOOLEAN")],
     "audit": [("verdict", "VARCHAR"), ("fail_on", "VARCHAR[]"), ("findings", "BIGINT"),
               ("failing_findings", "BIGINT"), ("sink", "VARCHAR"), ("group_id", "VARCHAR"),
               ("elapsed_seconds", "DOUBLE"), ("origin", "VARCHAR"), ("data", "VARCHAR")],
@@ -172,7 +192,8 @@ def _write(snap: Capture, tmp: Path) -> None:
             (led.pipeline, led.sink, led.group, led.scanned, p.topic, p.partition, p.rows, p.distinct_offsets,
              p.min_offset, p.max_offset, p.duplicate_rows, p.duplicate_offsets, p.stored_offset,
              p.committed_offset, p.log_start_offset, p.high_watermark, p.last_stable_offset, p.checked_to,
-             p.missing_offsets) for p in parts])
+             p.missing_offsets, p.commit_pending,
+             None if led.pending_commit is None else json.dumps(led.pending_commit)) for p in parts])
         _insert(con, "ledger_flags", [(p.topic, p.partition, f.kind, f.first_offset, f.last_offset, f.count,
                                        f.message) for p in parts for f in p.flags])
         codecs = _codecs()
@@ -180,7 +201,7 @@ def _write(snap: Capture, tmp: Path) -> None:
             _write_generic(con, name, [codecs[name][0](r) for r in getattr(snap, name)])
         lag_rows = snap.lag.partitions if snap.lag is not None else []
         _write_generic(con, "lag", [codecs["lag"][0](r) for r in lag_rows])
-        _insert(con, "lag_groups", [(g, state, snap.lag.taken_ms)
+        _insert(con, "lag_groups", [(g, state, snap.lag.taken_ms, snap.lag.group_types.get(g))
                                     for g, state in (snap.lag.group_states if snap.lag else {}).items()])
         _write_hanging(con, snap)
         if snap.audit is not None:
@@ -202,7 +223,8 @@ def _write_hanging(con: duckdb.DuckDBPyConnection, snap: Capture) -> None:
     found = set(rep.hanging) if rep is not None else set()
     _insert(con, "hanging_candidates", [
         (h.topic, h.partition, h.producer_id, h.producer_epoch, h.first_offset, h.age_s, list(h.rules), h.lso,
-         h.hw, h.blocked, h.transactional_id, h.coordinator_state, h in found, h.age_source)
+         h.hw, h.blocked, h.transactional_id, h.coordinator_state, h in found, h.age_source, list(h.groups),
+         h.two_phase)
         for h in (candidates(snap) if rep is not None else [])])
     con.execute("CREATE VIEW hanging AS SELECT * EXCLUDE (over_max_age) FROM hanging_candidates "
                 "WHERE over_max_age")
@@ -382,8 +404,9 @@ def _load(con: duckdb.DuckDBPyConnection, columns: dict[str, set[str]], name: st
                 snap.logs[(log.topic, log.partition)] = log
     if snap.sections.get("ledger") == "ok":
         with _reading(name, "ledger"):
-            names = [n for n, _ in TABLES["ledger"]]
-            _need(columns, "ledger", names)
+            # commit_pending and pending_commit came later: older files have the rest.
+            _need(columns, "ledger", [n for n, _ in TABLES["ledger"]][:-2])
+            names = [n for n, _ in TABLES["ledger"] if n in columns["ledger"]]
             _need(columns, "ledger_flags", [n for n, _ in TABLES["ledger_flags"]])
             flags: dict[TP, list[LedgerFlag]] = {}
             flag_names = ", ".join(f'"{n}"' for n, _ in TABLES["ledger_flags"])
@@ -395,10 +418,14 @@ def _load(con: duckdb.DuckDBPyConnection, columns: dict[str, set[str]], name: st
             for row in con.execute(f"SELECT {cols} FROM ledger ORDER BY topic, partition").fetchall():
                 d = dict(zip(names, row, strict=True))
                 head = d
-                parts.append(PartitionLedger(**{k: d[k] for k in names[4:]},
+                held = d.pop("pending_commit", None)
+                parts.append(PartitionLedger(**{k: d[k] for k in names[4:] if k != "pending_commit"},
                                              flags=flags.get((d["topic"], d["partition"]), [])))
+                parts[-1].commit_pending = bool(parts[-1].commit_pending)
+                d["pending_commit"] = json.loads(held) if held else None
             meta = head or {"pipeline": pipeline, "sink": "", "group_id": group, "scanned": False}
-            snap.ledger = Ledger(meta["pipeline"], meta["sink"], meta["group_id"], meta["scanned"], parts)
+            snap.ledger = Ledger(meta["pipeline"], meta["sink"], meta["group_id"], meta["scanned"], parts,
+                                 pending_commit=meta.get("pending_commit"))
     codecs = _codecs()
     for section in ("transactions", "producers", "lag"):
         if snap.sections.get(section) == "ok":
@@ -409,14 +436,17 @@ def _load(con: duckdb.DuckDBPyConnection, columns: dict[str, set[str]], name: st
     if snap.sections.get("lag") == "ok":
         with _reading(name, "lag_groups"):
             _need(columns, "lag_groups", ["group_id", "state", "taken_ms"])
-            groups = con.execute("SELECT group_id, state, taken_ms FROM lag_groups").fetchall()
+            # group_type came later: older files have none.
+            kind = "group_type" if "group_type" in columns["lag_groups"] else "NULL"
+            groups = con.execute(f"SELECT group_id, state, taken_ms, {kind} FROM lag_groups").fetchall()
             taken = groups[0][2] if groups else int(snap.captured_at.timestamp() * 1000)
-            snap.lag = LagSnapshot(taken, snap.lag, {g: state for g, state, _ in groups})
+            snap.lag = LagSnapshot(taken, snap.lag, {g: state for g, state, _, _ in groups},
+                                   {g: t for g, _, _, t in groups if t})
     if snap.sections.get("hanging") == "ok" and "hanging_check" in columns:
         with _reading(name, "hanging_candidates"):
             _need(columns, "hanging_check", [n for n, _ in TABLES["hanging_check"]])
-            # age_source came later: older files have the rest.
-            _need(columns, "hanging_candidates", [n for n, _ in TABLES["hanging_candidates"]][:-1])
+            # age_source, groups and two_phase came later: older files have the rest.
+            _need(columns, "hanging_candidates", [n for n, _ in TABLES["hanging_candidates"]][:-3])
             _load_hanging(con, snap)
     if snap.sections.get("audit") == "ok":
         with _reading(name, "audit"):
@@ -448,14 +478,19 @@ def _load_hanging(con: duckdb.DuckDBPyConnection, snap: Capture) -> None:
     columns = {c for (c,) in con.execute("SELECT column_name FROM information_schema.columns "
                                          "WHERE table_name = 'hanging_candidates'").fetchall()}
     source = "age_source" if "age_source" in columns else f"'{PRODUCER_CLOCK}'"
+    groups = "groups" if "groups" in columns else "NULL"
+    two_phase = "two_phase" if "two_phase" in columns else "false"
     for row in con.execute(
             "SELECT topic, partition, producer_id, producer_epoch, first_offset, age_s, rules, lso, hw, "
-            f"transactional_id, coordinator_state, over_max_age, {source} FROM hanging_candidates "
+            f"transactional_id, coordinator_state, over_max_age, {source}, {groups}, {two_phase} "
+            "FROM hanging_candidates "
             "ORDER BY topic, partition, first_offset, producer_id").fetchall():
-        *head, rules, lso, hw, txid, state, over, age_source = row
-        if not isinstance(rules, list | None):
-            raise ValueError(f"rules: expected a list, got {type(rules).__name__}")
-        h = Hanging(*head, tuple(rules or ()), lso, hw, txid, state, age_source)
+        *head, rules, lso, hw, txid, state, over, age_source, named, prepared = row
+        for what, value in (("rules", rules), ("groups", named)):
+            if not isinstance(value, list | None):
+                raise ValueError(f"{what}: expected a list, got {type(value).__name__}")
+        h = Hanging(*head, tuple(rules or ()), lso, hw, txid, state, age_source, tuple(named or ()),
+                    bool(prepared))
         snap.hanging_candidates.append(h)
         if over:
             found.append(h)

@@ -9,7 +9,7 @@ from rich.text import Text
 
 from eosctl.base import safetext
 from eosctl.base.safetext import text
-from eosctl.output.finding import extra, short_cause, where
+from eosctl.output.finding import extra, short_cause, standing, waiver_text, where, window_note
 from eosctl.output.junit import junit
 from eosctl.output.terminal import table as rich_table
 from eosctl.report.findings import PASS, AuditReport
@@ -33,18 +33,28 @@ def table(report: AuditReport) -> Any:
                  for h in report.hops]
         columns = ["hop", "reads", "writes to", "group", "verdict", "findings"]
         parts.append(rich_table("hops, in order", columns, hrows))
+    if report.sinks:
+        srows = [(s.name, s.sink or "", s.verdict.upper(), s.findings) for s in report.sinks]
+        parts.append(rich_table("sinks", ["sink", "where", "verdict", "findings"], srows))
+    several = bool(report.sinks)
     rows = []
     for p in report.partitions:
-        status = "not in Kafka" if not p.exists else ""
-        rows.append((p.topic, p.partition, p.log_start_offset, p.last_stable_offset, p.high_watermark,
-                     p.expected_records, p.sink_rows, p.unverifiable_below or "", status))
-    parts.append(rich_table("partitions", ["topic", "partition", "log start", "lso", "hw", "expected",
-                                           "sink rows", "unverifiable", "note"], rows))
+        status = "not in Kafka" if not p.exists else window_note(p)
+        if p.filtered is not None:
+            status = ", ".join(x for x in (status, f"{p.filtered} filtered by its route") if x)
+        rows.append(((p.sink or "",) if several else ()) + (
+            p.topic, p.partition, p.log_start_offset, p.last_stable_offset, p.high_watermark,
+            p.expected_records, p.sink_rows, p.unverifiable_below or "", status))
+    columns = ["topic", "partition", "log start", "lso", "hw", "expected", "sink rows", "unverifiable",
+               "note"]
+    parts.append(rich_table("partitions", ["sink"] * several + columns, rows))
     if report.findings:
         parts.append(causes_table(report))
-        frows = [(f.kind + ("" if f.kind in report.fail_on else " (ignored)"), f.topic, f.partition,
-                  where(f), f.count, extra(f), text(short_cause(f))) for f in report.findings]
-        columns = ["kind", "topic", "partition", "offsets", "count", "detail", "cause"]
+        frows = [((f.sink or "",) if several else ()) + (
+            f.kind + (f" ({s})" if (s := standing(report, f)) else ""), f.topic, f.partition,
+            where(f), f.count, "; ".join(x for x in (extra(f), waiver_text(f)) if x),
+            text(short_cause(f))) for f in report.findings]
+        columns = ["sink"] * several + ["kind", "topic", "partition", "offsets", "count", "detail", "cause"]
         if len(frows) <= TABLE_ROWS:
             parts.append(rich_table("findings", columns, frows))
         else:
@@ -56,6 +66,16 @@ def table(report: AuditReport) -> Any:
         f"[bold {colour}]{report.verdict.upper()}[/]  {len(report.partitions)} partitions, "
         f"{expected} expected records, {rows_total} sink rows: {summary(report)}"
         + (f"  ({report.elapsed_seconds:.1f}s)" if report.elapsed_seconds is not None else "")))
+    for kind, level in report.levels.items():
+        parts.append(Text(f"level {kind}: {level['count']} (warn from {level['warn'] or '-'}, fail from "
+                          f"{level['fail'] or '-'}): {level['level'].upper()}", style="bold"))
+    unmatched = [w for w in report.waivers if not w["matched"]]
+    if unmatched:
+        parts.append(safetext.text(f"{len(unmatched)} waiver(s) matched no finding: " + "; ".join(
+            f"{w['kind']} {w['topic']}" + ("" if w["partition"] is None else f"[{w['partition']}]")
+            for w in unmatched), style="dim"))
+    if report.window is not None:
+        parts.append(safetext.text(f"window judged: {report.window.describe()}", style="bold"))
     if report.sink and report.sink_read_point is not None:
         parts.append(safetext.text(f"sink {report.sink} read at {report.sink_read_point.describe()}",
                                    style="dim"))
@@ -72,7 +92,8 @@ _UNITS = {"duplicate": "extra rows", "key_duplicate": "extra rows", "gap": "offs
 
 
 def summary(report: AuditReport) -> str:
-    """Findings per kind, with what they add up to: "1 duplicate (3 extra rows), 2 gap (7 offsets)"."""
+    """Findings per kind, with what they add up to: "1 duplicate (3 extra rows), 2 gap (7 offsets)"; and
+    how many were waived or only warn."""
     parts = []
     for kind, n in report.counts().items():
         if not n:
@@ -80,7 +101,10 @@ def summary(report: AuditReport) -> str:
         total = sum(f.count for f in report.findings if f.kind == kind)
         unit = _UNITS.get(kind)
         parts.append(f"{n} {kind}" + (f" ({total} {unit})" if unit else ""))
-    return ", ".join(parts) or "no findings"
+    waived = sum(1 for f in report.findings if f.waived)
+    warned = len(report.warnings)
+    tail = "".join(f"; {n} {what}" for n, what in ((waived, "waived"), (warned, "warn only")) if n)
+    return (", ".join(parts) or "no findings") + tail
 
 
 # Up to this many findings, a rich table; beyond it, aligned lines (a rich table costs ~1 ms a row to lay
@@ -139,7 +163,10 @@ def timings(engine: dict[str, Any]) -> str:
                          if isinstance(engine.get(key), (int, float)))
 
     name = engine.get("name", "spark")
-    where = engine.get("master") if name == "spark" else f"{engine.get('workers')} processes"
+    if name == "spark":
+        where = engine.get("master")
+    else:  # no pool (0 workers): a small audit's tasks ran in eosctl's own process (auditors.local)
+        where = "in eosctl's process" if engine.get("workers") == 0 else f"{engine.get('workers')} processes"
     phases, task_time = seconds(_PHASES), seconds(_TASK_TIME)
     if not phases:
         return ""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from eosctl.report.findings import Finding
+from typing import Any
+
+from eosctl.report.findings import Finding, PartitionSummary
 
 
 def where(f: Finding) -> str:
@@ -84,3 +86,43 @@ def _writers(txns: tuple, omitted: int) -> str:
 
 def _more(n: int) -> str:
     return f" +{n} more" if n > 0 else ""
+
+
+def window_note(p: PartitionSummary) -> str:
+    """A partition's window for people: "window 1200-1999, 40 rows outside, 7 expired"."""
+    w = p.window
+    if w is None:
+        return ""
+    first = p.log_start_offset if w.first is None else w.first
+    end = p.last_stable_offset if w.end is None else w.end
+    text = f"window {first}-{end - 1}" if end > first else f"window empty at {first}"
+    if p.outside_window:
+        text += f", {p.outside_window} rows outside"
+    if w.floor is not None:
+        text += f", retained from {w.floor}"
+    if p.expired:
+        text += f", {p.expired} expired"
+    return text
+
+
+def standing(report: Any, f: Finding) -> str:
+    """Where a finding stands against the audit's policy, for people: "" (it fails), "ignored" (not in
+    --fail-on), "waived", "waiver expired", or "warn" (its kind's level is warn)."""
+    if f.kind not in report.fail_on:
+        return "ignored"
+    if f.waiver is not None:
+        return "waiver expired" if f.waiver.expired else "waived"
+    level = report.levels.get(f.kind)
+    if level is not None and level["level"] != "fail":
+        return "warn" if level["level"] == "warn" else "below its level"
+    return ""
+
+
+def waiver_text(f: Finding) -> str:
+    """A finding's waiver in one line: "waived: REASON (REFERENCE), until EXPIRES"."""
+    if f.waiver is None:
+        return ""
+    w = f.waiver.waiver
+    head = f"waiver expired {w.expires}" if f.waiver.expired else "waived"
+    return (f"{head}: {w.reason}" + (f" ({w.reference})" if w.reference else "")
+            + (f", until {w.expires}" if w.expires and not f.waiver.expired else ""))

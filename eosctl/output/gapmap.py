@@ -37,6 +37,11 @@ FINDING_COLOURS = {
     "phantom_key": "#5e3c8c",
     "ahead_of_commit": "#6b8e23",
     "out_of_order": "#008080",
+    # a sink's dead-letter queue (eosctl.rules.deadletter)
+    "sink_and_dlq": "#c71585",
+    "dlq_duplicate": "#cd853f",
+    "dlq_aborted": "#483d8b",
+    "misrouted": "#ff1493",  # a sink with a route
 }
 LOG_LAYERS = {  # (colour, legend label, what it means)
     "COMMITTED": ("#9ad4a5", "committed, in the sink", "committed records between log start and LSO"),

@@ -20,7 +20,7 @@ from datetime import datetime
 from eosctl import __version__
 from eosctl.cluster.model import TP
 from eosctl.output import gapmap as gapmap
-from eosctl.output.finding import short_cause
+from eosctl.output.finding import short_cause, standing, waiver_text
 from eosctl.output.gapmap import FINDING_COLOURS, FULL_ROWS
 from eosctl.output.htmltext import cell as _t
 from eosctl.output.htmltext import escape
@@ -81,17 +81,21 @@ def render_html(report: AuditReport, context: AuditContext | None = None) -> str
 
 def _verdict(report: AuditReport, by_tp: dict[TP, list[Finding]]) -> str:
     failing = len(report.failing)
-    ignored = len(report.findings) - failing
+    waived = sum(1 for f in report.findings if f.waived)
+    ignored = len(report.findings) - failing - waived
     parts = len(report.partitions)
     expected = sum(p.expected_records for p in report.partitions)
     rows = sum(p.sink_rows for p in report.partitions)
     unverifiable = sum(p.unverifiable_below for p in report.partitions)
     if report.verdict == PASS:
         headline = "every committed record is in the sink exactly once" if not report.findings else (
-            f"no failing findings ({ignored} ignored by --fail-on)")
+            "no failing findings (" + ", ".join(x for x in (
+                f"{ignored} ignored by --fail-on or a level" if ignored else "",
+                f"{waived} waived" if waived else "") if x) + ")")
     else:
         headline = (f"{failing} failing finding{'s' * (failing != 1)} in {len(by_tp)} of {parts} "
-                    f"partition{'s' * (parts != 1)}" + (f", {ignored} ignored" if ignored else ""))
+                    f"partition{'s' * (parts != 1)}" + (f", {ignored} ignored" if ignored else "")
+                    + (f", {waived} waived" if waived else ""))
     chips = "".join(
         f'<span class="chip" data-kind="{k}"><i style="background:{FINDING_COLOURS[k]}"></i>'
         f"{escape(k)} <b>{n}</b>{'' if k in report.fail_on else ' (ignored)'}</span>"
@@ -127,6 +131,9 @@ def _audited(report: AuditReport, ctx: AuditContext) -> str:
         ("audited at", when),
         ("audit took", took),
         ("--fail-on", fail_on),
+        *([("window judged", report.window.describe())] if report.window is not None else []),
+        *[(f"sink {s.name}", f"{s.sink or '-'}: {s.verdict.upper()}, {s.findings} findings")
+          for s in report.sinks],
     ]
     if ctx.origin:
         rows.append(("rendered from", ctx.origin))
@@ -188,6 +195,9 @@ def _partitions(report: AuditReport, by_tp: dict[TP, list[Finding]]) -> str:
     def row(p: PartitionSummary) -> str:
         n = len(by_tp.get((p.topic, p.partition), []))
         note = "" if p.exists else ' <span class="muted">(not in Kafka)</span>'
+        if p.sink is not None:  # one of several sinks: its findings are counted with the partition's
+            n = sum(1 for f in by_tp.get((p.topic, p.partition), []) if f.sink == p.sink)
+            note += f' <span class="muted">(sink {_t(p.sink)})</span>'
         cls = ' class="bad"' if n else ""
         return (f"<tr{cls}><td>{_t(p.topic)}{note}</td><td>{p.partition}</td>"
                 + "".join(f"<td>{_n(v)}</td>" for v in (p.log_start_offset, p.last_stable_offset,
@@ -219,9 +229,12 @@ def _findings(report: AuditReport) -> str:
         where = ("-" if f.first_offset is None else str(f.first_offset) if f.first_offset == f.last_offset
                  else f"{f.first_offset}..{f.last_offset}")
         part = "-" if f.topic is None else f"{f.topic}[{'-' if f.partition is None else f.partition}]"
+        if f.sink is not None:
+            part = f"{f.sink}: {part}"
         detail = "; ".join(x for x in (
-            "at " + ", ".join(map(str, f.offsets)) if f.offsets else "", f.detail or "") if x)
-        ignored = "" if f.kind in report.fail_on else ' <span class="muted">(ignored)</span>'
+            "at " + ", ".join(map(str, f.offsets)) if f.offsets else "", f.detail or "", waiver_text(f)) if x)
+        state = standing(report, f)
+        ignored = f' <span class="muted">({escape(state)})</span>' if state else ""
         swatch = f'<i class="sw" style="background:{FINDING_COLOURS[f.kind]}"></i>'
         cause = "" if f.cause is None else (f"<b>{_prose(short_cause(f))}</b>"
                                             f'<div class="why">{_prose(f.cause.summary)}</div>')

@@ -39,11 +39,30 @@ def lag_document(snapshot: Any, watch: Any = None) -> dict[str, Any]:
                 "error": p.error, "offsets_warning": p.offsets_warning,
                 "consumer": None if p.member_id is None else {
                     "member_id": p.member_id, "client_id": p.client_id, "host": p.host},
+                "pending_commit": None if p.pending is None else p.pending.to_dict(now),
             })
         groups.append({"group": g, "state": snapshot.group_states.get(g, "UNKNOWN"),
+                       "type": snapshot.group_types.get(g),
                        "status": gs.status if gs else None, "cause": (gs.cause or None) if gs else None,
                        "partitions": parts})
-    return {"taken_ms": now, "taken_at": _iso(now), "error": None, "stale_since": None, "groups": groups}
+    return {"taken_ms": now, "taken_at": _iso(now), "error": None, "stale_since": None,
+            "age_s": _age_s(now), "groups": groups}
+
+
+def _age_s(taken_ms: int | None, now_ms: int | None = None) -> float | None:
+    """Seconds since the values were read, when shown."""
+    if taken_ms is None:
+        return None
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    return round(max(0, now - taken_ms) / 1000, 1)
+
+
+def overdue_document(last: dict[str, Any], reading_s: float, now_ms: int | None = None) -> dict[str, Any]:
+    """The last good document shown again while the next poll is still reading, past its interval (a slow
+    or stalled link): marked stale since it was taken, with its age; the statuses are left as they were
+    (nothing failed yet)."""
+    return {**last, "stale_since": last.get("stale_since") or last["taken_at"],
+            "age_s": _age_s(last["taken_ms"], now_ms), "reading_s": round(reading_s, 1)}
 
 
 def outage_document(last: dict[str, Any], reason: str, now_ms: int | None = None) -> dict[str, Any]:
@@ -53,8 +72,10 @@ def outage_document(last: dict[str, Any], reason: str, now_ms: int | None = None
     err = {"status": "ERR", "cause": reason}
     groups = [{**g, **err, "partitions": [{**p, **err, "error": reason} for p in g["partitions"]]}
               for g in last["groups"]]
+    # ``last`` is the last good poll's document (its taken_ms: when the values shown were read), or none.
     return {"taken_ms": now, "taken_at": _iso(now), "error": reason,
-            "stale_since": last.get("stale_since") or last["taken_at"], "groups": groups}
+            "stale_since": last.get("stale_since") or last["taken_at"],
+            "age_s": _age_s(last.get("taken_ms"), now), "groups": groups}
 
 
 def _iso(ms: int) -> str:
@@ -76,6 +97,10 @@ def lag_renderable(doc: dict[str, Any], with_status: bool, groups: list[str], to
                              else f"group {', '.join(groups)} has no committed offsets{what}")
     cols = ["group", "topic", "partition", "committed", "lso", "hw", "lag", "records behind", "blocked",
             "open transaction", "time lag", "hw lag", "consumer"]
+    # A group whose next offset commit is pending in an open transaction (UNSTABLE_OFFSET_COMMIT).
+    pending = any(p.get("pending_commit") for g in doc["groups"] for p in g["partitions"])
+    if pending:
+        cols.append("offset commit")
     # A MirrorMaker 2 replica pipeline (eosctl.inspection.failover): where the group resumes on the replica,
     # and what it would process again or never see there.
     replica = any("replica" in p for g in doc["groups"] for p in g["partitions"])
@@ -101,6 +126,8 @@ def lag_renderable(doc: dict[str, Any], with_status: bool, groups: list[str], to
                 None if not p.get("consumer") else f"{p['consumer']['client_id']}@{p['consumer']['host']} "
                                                    f"({p['consumer']['member_id']})",
             ]
+            if pending:
+                row.append(pending_text(p.get("pending_commit")))
             if replica:
                 row.append(replica_text(p.get("replica")))
             if with_status:
@@ -109,9 +136,13 @@ def lag_renderable(doc: dict[str, Any], with_status: bool, groups: list[str], to
                 row[-1] = safetext.text(f"ERR: {p['error']}", style="bold red")
             rows.append(row)
     title = f"Consumer lag (against the LSO) at {doc['taken_at']}"
+    age = f", {age_text(doc['age_s'])} old" if doc.get("age_s") is not None else ""
     if doc.get("error"):
         title = (f"Consumer lag (against the LSO) at {doc['taken_at']}: poll failed, values stale since "
-                 f"{doc.get('stale_since') or 'the last good poll'}")
+                 f"{doc.get('stale_since') or 'the last good poll'}{age}")
+    elif doc.get("stale_since"):
+        title = (f"Consumer lag (against the LSO) at {doc['taken_at']}: STALE, {age[2:]} (the next poll has "
+                 f"been reading for {age_text(doc.get('reading_s') or 0)})")
     parts: list[Any] = [table(title, cols, rows, drop=("hw lag", "hw", "lso", "committed", "time lag",
                                                        "records behind", "consumer"))]
     if any(p["open_transaction"] and p["open_transaction"]["age_source"] not in TRUSTED_CLOCKS
@@ -127,6 +158,20 @@ def lag_renderable(doc: dict[str, Any], with_status: bool, groups: list[str], to
         parts += [Text.assemble(safetext.text(f"{g['group']} ({g['state'].lower()}): "),
                                 _status_text(g["status"], g["cause"], Text)) for g in doc["groups"]]
     return Group(*parts)
+
+
+def pending_text(pc: dict[str, Any] | None) -> Any:
+    """``pending in TXID (pid P, Ongoing)`` for a partition whose offset commit an open transaction holds
+    (a PendingCommit's dict, eosctl.txn.pendingoffsets); None where none does."""
+    if pc is None:
+        return None
+    txns = [f"{t['transactional_id'] or '?'} (pid {t['producer_id']}"
+            + (f", {t['coordinator_state']}" if t.get("coordinator_state") else "") + ")"
+            for t in pc["transactions"]]
+    n = pc["offsets_partition"]
+    where = f" on {pc['offsets_topic']}-{n}" if n is not None else ""
+    return safetext.text(("pending in " + " or ".join(txns) if txns else "pending in an open transaction")
+                         + where, style="yellow")
 
 
 def replica_text(f: dict[str, Any] | None) -> str:

@@ -19,8 +19,10 @@ from eosctl.txn import fencing
 TABLE_ROWS = 200  # rows per section in table output; JSON is always complete
 
 
-def log_document(plog: Any, window: tuple[int, int, bool] | None) -> dict[str, Any]:
-    """The stable JSON form of a scanned partition (see the module docstring)."""
+def log_document(plog: Any, window: tuple[int, int, bool] | None,
+                 records: list[Any] | None = None) -> dict[str, Any]:
+    """The stable JSON form of a scanned partition (see the module docstring); ``records``: the data
+    records of the window (eosctl.cluster.records.Record), with --records."""
     d = plog.to_dict()
     return {
         "topic": plog.topic,
@@ -47,6 +49,10 @@ def log_document(plog: Any, window: tuple[int, int, bool] | None) -> dict[str, A
         "batches_window": None if window is None else {"from": window[0], "to": window[1],
                                                         "complete": window[2]},
         "leader_epochs": d["leader_epochs"],
+        "records": None if records is None else [
+            {"offset": r.offset, "key": None if r.key is None else safetext.decode(r.key),
+             "value": None if r.value is None else safetext.decode(r.value), "timestamp": r.timestamp,
+             "compression": r.compression} for r in records],
         "warnings": d["warnings"],
     }
 
@@ -103,6 +109,12 @@ def render_log(out: Any, doc: dict[str, Any]) -> None:
                                 "first ts (UTC)", "max ts"], rows))
         if more:
             out.print(more)
+    if doc["records"] is not None:
+        rows, more = _capped([(r["offset"], _cell(r["key"]), _cell(r["value"]),
+                               _ts(r["timestamp"], date=False), r["compression"]) for r in doc["records"]])
+        out.print(table("Records", ["offset", "key", "value", "timestamp (UTC)", "codec"], rows))
+        if more:
+            out.print(more)
     rows, more = _capped([(t["producer_id"], t["producer_epoch"], f"{t['first_offset']}..{t['last_offset']}",
                            t["data_records"], t["outcome"], t["marker_offset"], t["marker_epoch"])
                           for t in doc["transactions"]])
@@ -130,6 +142,13 @@ def render_log(out: Any, doc: dict[str, Any]) -> None:
             out.print(more)
     for w in doc["warnings"]:
         out.print(Text.assemble(("warning:", "yellow"), " ", safetext.text(w)))
+
+
+def _cell(s: str | None, width: int = 40) -> Text | str:
+    """A key or value for a table cell: escaped, cut to ``width`` characters; null as "-"."""
+    if s is None:
+        return "-"
+    return safetext.text(s if len(s) <= width else s[:width - 1] + "…")
 
 
 def leader_epochs_text(epochs: list[dict[str, Any]]) -> str:

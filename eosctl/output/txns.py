@@ -11,7 +11,8 @@ from eosctl.output.terminal import age_text, table, time_text
 
 
 def render_txns(out: Any, infos: list[Any], now: int, filtered: bool) -> None:
-    rows = [(i.transactional_id, i.producer_id, i.producer_epoch, i.state, _timeout(i.timeout_ms),
+    rows = [(i.transactional_id, i.producer_id, i.producer_epoch, i.state,
+             _timeout(i.timeout_ms, i.two_phase),
              time_text(i.start_time_ms) if i.active else "-", age_text(i.age_s(now)), _parts(i.partitions))
             for i in infos]
     if not rows:
@@ -22,7 +23,9 @@ def render_txns(out: Any, infos: list[Any], now: int, filtered: bool) -> None:
                     drop=("started (UTC)", "timeout", "epoch", "age", "partitions")))
 
 
-def _timeout(ms: int | None) -> str | None:
+def _timeout(ms: int | None, two_phase: bool = False) -> str | None:
+    if two_phase:  # Integer.MAX_VALUE: "24d 20h" would read as a deadline the coordinator never keeps
+        return "none (two-phase commit)"
     return None if ms is None else age_text(ms / 1000)
 
 
@@ -33,7 +36,9 @@ def _parts(tps: Any) -> str:
 def render_txn(out: Any, info: Any, now: int, safeties: list[Any] = ()) -> None:
     rows = [("transactional id", info.transactional_id), ("coordinator", info.coordinator_id),
             ("producer id", info.producer_id), ("epoch", info.producer_epoch), ("state", info.state),
-            ("timeout", _timeout(info.timeout_ms)),
+            ("timeout", _timeout(info.timeout_ms, info.two_phase)),
+            *([("two-phase commit", "yes (KIP-939): an external coordinator decides whether its transactions "
+                                    "commit; Kafka never times them out")] if info.two_phase else []),
             ("started (UTC)", time_text(info.start_time_ms) if info.active else "-"),
             ("age", age_text(info.age_s(now))), ("partitions", _parts(info.partitions))]
     for s in safeties:
@@ -58,15 +63,22 @@ def render_hanging(out: Any, report: Any, topics: list[str], args: str = "") -> 
                                     f"{checked}"))
         _blocking(out, report, args)
         return
+    # A transaction on __consumer_offsets-N holds the offsets its stage committed in it: the groups named.
+    grouped = any(h.groups for h in report.hanging)
     rows = [(h.topic, h.partition, h.producer_id, h.producer_epoch, h.first_offset,
              age_text(h.age_s) + ("" if h.age_trusted else "*"), h.blocked, h.transactional_id,
-             h.coordinator_state, "+".join(h.rules)) for h in report.hanging]
+             h.coordinator_state, "+".join(h.rules), *((", ".join(h.groups) or None,) if grouped else ()))
+            for h in report.hanging]
     counted = report.counted
     title = (f"Hanging transactions ({len(counted)}, open longer than {age_text(report.max_age_s)})"
              if counted else f"Open transactions dated only by producer timestamps ({len(rows)})")
-    out.print(table(title, ["topic", "partition", "producer id", "epoch", "first offset", "age", "blocked",
-                            "transactional id", "coordinator state", "rule"], rows,
-                    drop=("rule", "coordinator state", "epoch", "first offset")))
+    cols = ["topic", "partition", "producer id", "epoch", "first offset", "age", "blocked",
+            "transactional id", "coordinator state", "rule", *(("groups",) if grouped else ())]
+    out.print(table(title, cols, rows, drop=("rule", "coordinator state", "epoch", "first offset")))
+    if grouped:
+        out.print(safetext.text("groups: the consumer groups whose offsets it holds on __consumer_offsets; "
+                                "their read_committed consumers wait at those offsets "
+                                "(UNSTABLE_OFFSET_COMMIT) until it ends."))
     out.print(safetext.text(f"checked {checked}. blocked = HW - LSO: offsets read_committed consumers "
                             "cannot reach."))
     unsure = len(rows) - len(counted)
@@ -88,13 +100,14 @@ def _blocking(out: Any, report: Any, args: str = "") -> None:
     read_committed consumer waits for, named apart from the hanging ones."""
     if not report.blocking:
         return
+    grouped = any(h.groups for h in report.blocking)
     rows = [(h.topic, h.partition, h.producer_id, h.producer_epoch, h.transactional_id, h.first_offset,
-             age_text(h.age_s) + ("" if h.age_trusted else "*"), h.blocked, h.coordinator_state)
-            for h in report.blocking]
+             age_text(h.age_s) + ("" if h.age_trusted else "*"), h.blocked, h.coordinator_state,
+             *((", ".join(h.groups) or None,) if grouped else ())) for h in report.blocking]
     out.print(table(f"Open transactions blocking an LSO now ({len(rows)}, not hanging: younger than "
                     f"{age_text(report.max_age_s)})",
                     ["topic", "partition", "producer id", "epoch", "transactional id", "first offset", "age",
-                     "blocked", "coordinator state"], rows,
+                     "blocked", "coordinator state", *(("groups",) if grouped else ())], rows,
                     drop=("coordinator state", "epoch", "first offset")))
     named = next((h.transactional_id for h in report.blocking if h.transactional_id), None)
 
@@ -132,7 +145,10 @@ def render_abort(out: Any, plan: Any, now: int, yes: bool, safety: Any = None) -
         return
     if safety is not None:
         out.print(table(None, ["field", "value"], safety.rows(), show_header=False))
-    if plan.supported:
+    if plan.two_phase:
+        out.print("dry run: nothing changed; a two-phase commit transaction (KIP-939): --yes is refused "
+                  "unless its external coordinator decided to abort it (--two-phase-decided-abort)")
+    elif plan.supported:
         out.print("dry run: nothing changed; add --yes to write the ABORT marker")
     else:
         out.print("dry run: nothing changed; this broker has no WriteTxnMarkers API, "

@@ -12,9 +12,11 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
+from eosctl.config.policy import Waiver
 from eosctl.report.readpoint import ReadPoint
 from eosctl.report.rootcauses import KEY_KINDS, RootCause, root_causes
 from eosctl.report.segments import LogSegment
+from eosctl.report.window import PartitionWindow, WindowSpec
 
 KINDS = (
     "gap",
@@ -38,6 +40,13 @@ KINDS = (
     # A replica (MirrorMaker 2, `lineage = "replica"`) holding a source record after records that follow it
     # (eosctl.rules.replica).
     "out_of_order",
+    # A sink with a dead-letter queue (sink.dlq_topic, eosctl.rules.deadletter): a committed record held by
+    # the sink and the DLQ, one dead-lettered twice, and a dead-lettered record of an aborted transaction.
+    "sink_and_dlq",
+    "dlq_duplicate",
+    "dlq_aborted",
+    # A sink with a route (sink.route, eosctl.config.route): rows of records its route leaves out.
+    "misrouted",
 )
 
 # One line per kind, for tables, JUnit messages and --help.
@@ -60,6 +69,10 @@ DESCRIPTIONS = {
     "ahead_of_commit": "a stage's outputs of input past its group's committed offsets: written before the "
                        "commit, written again on restart (count = input records, outputs in detail)",
     "out_of_order": "a replica holds a source record once, but after records that follow it at the source",
+    "sink_and_dlq": "committed records held by the sink and dead-lettered to its DLQ too",
+    "dlq_duplicate": "committed records dead-lettered more than once (count = extra dead letters)",
+    "dlq_aborted": "records of aborted or still-open transactions dead-lettered to the DLQ",
+    "misrouted": "sink rows of committed records the sink's route does not select (count = rows)",
 }
 
 PASS, FAIL = "pass", "fail"
@@ -226,6 +239,15 @@ class Finding:
     detail: str | None = None
     # Why it happened (eosctl.rules.causes); None in reports from before causes existed.
     cause: Cause | None = field(default=None, compare=False)
+    # The waiver that covers it (eosctl.report.policy), set after the findings are final; an expired one
+    # is kept to say so, and no longer waives.
+    waiver: WaiverMatch | None = field(default=None, compare=False)
+    # The sink it was found in, in a pipeline of several ([pipelines.NAME.sinks.LABEL]); None: the one sink.
+    sink: str | None = None
+
+    @property
+    def waived(self) -> bool:
+        return self.waiver is not None and not self.waiver.expired
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -248,15 +270,21 @@ class Finding:
             d["detail"] = self.detail
         if self.cause is not None:
             d["cause"] = self.cause.to_dict()
+        if self.waiver is not None:
+            d["waiver"] = {**self.waiver.waiver.to_dict(), "expired": self.waiver.expired}
+        if self.sink is not None:
+            d["sink"] = self.sink
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Finding:
-        offsets, cause = d.get("offsets"), d.get("cause")
+        offsets, cause, waiver = d.get("offsets"), d.get("cause"), d.get("waiver")
         return cls(d["kind"], d["topic"], _int(d["partition"]), _int(d["first_offset"]),
                    _int(d["last_offset"]), int(d["count"]), d.get("key"),
                    None if offsets is None else tuple(offsets), d.get("detail"),
-                   None if cause is None else Cause.from_dict(KEY_KINDS.get(d["kind"], d["kind"]), cause))
+                   None if cause is None else Cause.from_dict(KEY_KINDS.get(d["kind"], d["kind"]), cause),
+                   None if not isinstance(waiver, dict) else
+                   WaiverMatch(Waiver.from_dict(waiver), bool(waiver.get("expired"))), d.get("sink"))
 
     @property
     def sort_key(self) -> tuple:
@@ -264,10 +292,18 @@ class Finding:
         # Written out (no helper calls): every report and every partition's sweep sorts by it.
         t, p, o = self.topic, self.partition, self.first_offset
         return ((t is not None, t or ""), (p is not None, p or 0), (o is not None, o or 0),
-                _KIND_ORDER[self.kind], self.key or "", self.detail or "")
+                _KIND_ORDER[self.kind], self.key or "", self.detail or "", self.sink or "")
 
 
 _KIND_ORDER = {k: i for i, k in enumerate(KINDS)}
+
+
+@dataclass(frozen=True)
+class WaiverMatch:
+    """A waiver that covers a finding, and whether it had expired when the audit ran."""
+
+    waiver: Waiver
+    expired: bool
 
 
 def _int(v: Any) -> int | None:
@@ -291,6 +327,18 @@ class PartitionSummary:
     # Aborted / marker / open / compacted stretches of the log, bounded; None when the audit didn't record
     # them (older reports, partitions Kafka doesn't have). Only the HTML gap map reads them.
     log_segments: tuple[LogSegment, ...] | None = None
+    # An audit of a window (eosctl.report.window): the partition's window in offsets; its sink rows outside
+    # it (never findings) and the committed records below the sink's retention floor it no longer holds
+    # (expected gone, never gaps).
+    window: PartitionWindow | None = None
+    outside_window: int = 0
+    expired: int = 0
+    # A sink with a dead-letter queue: the committed records the DLQ alone holds (never gaps); None: no DLQ.
+    dead_lettered: int | None = None
+    # A sink with a route: the committed records the route leaves out (filtered: never gaps); None: no route.
+    filtered: int | None = None
+    # The sink these rows are of, in a pipeline of several sinks; None: the one sink.
+    sink: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -306,15 +354,28 @@ class PartitionSummary:
         }
         if self.log_segments is not None:
             d["log_segments"] = [s.to_dict() for s in self.log_segments]
+        if self.window is not None:
+            d["window"] = {**self.window.to_dict(), "outside_window": self.outside_window,
+                           "expired": self.expired}
+        if self.dead_lettered is not None:
+            d["dead_lettered"] = self.dead_lettered
+        if self.filtered is not None:
+            d["filtered"] = self.filtered
+        if self.sink is not None:
+            d["sink"] = self.sink
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PartitionSummary:
-        segments = d.get("log_segments")
+        segments, window = d.get("log_segments"), d.get("window")
         return cls(d["topic"], int(d["partition"]), int(d["log_start_offset"]), int(d["last_stable_offset"]),
                    int(d["high_watermark"]), int(d["expected_records"]), int(d["sink_rows"]),
                    int(d.get("unverifiable_below", 0)), bool(d.get("exists", True)),
-                   None if segments is None else tuple(LogSegment.from_dict(s) for s in segments))
+                   None if segments is None else tuple(LogSegment.from_dict(s) for s in segments),
+                   None if not isinstance(window, dict) else PartitionWindow.from_dict(window),
+                   int(window.get("outside_window", 0)) if isinstance(window, dict) else 0,
+                   int(window.get("expired", 0)) if isinstance(window, dict) else 0,
+                   _int(d.get("dead_lettered")), _int(d.get("filtered")), d.get("sink"))
 
 
 def parse_kinds(text: str | Iterable[str] | None) -> tuple[str, ...]:
@@ -391,6 +452,21 @@ def merge_hops(reports: list[tuple[str, AuditReport]], topics: list[tuple[str, .
                                elapsed_seconds=elapsed_seconds, hops=hops)
 
 
+def merge_sinks(reports: list[tuple[str, AuditReport]], topics: tuple[str, ...],
+                elapsed_seconds: float | None = None) -> AuditReport:
+    """One pipeline's report from the reports of its sinks (label, report), in order: every partition and
+    finding, each naming its sink; ``sinks`` says each one's verdict, and the verdict is the pipeline's."""
+    first = reports[0][1]
+    sinks = [Hop(label, topics, r.sink, r.group, r.verdict, len(r.findings), len(r.failing))
+             for label, r in reports]
+    return AuditReport.build([replace(p, sink=label) for label, r in reports for p in r.partitions],
+                             [replace(f, sink=label) for label, r in reports for f in r.findings],
+                             first.fail_on,
+                             sink=", ".join(f"{label}: {r.sink}" for label, r in reports), group=first.group,
+                             engine=first.engine, elapsed_seconds=elapsed_seconds, sinks=sinks,
+                             window=first.window)
+
+
 @dataclass
 class AuditReport:
     verdict: str  # "pass" | "fail"
@@ -405,6 +481,16 @@ class AuditReport:
     engine: dict[str, Any] = field(default_factory=dict)  # Spark master/remote, timings
     elapsed_seconds: float | None = None
     hops: list[Hop] = field(default_factory=list)  # a pipeline audited hop by hop; [] for one hop
+    window: WindowSpec | None = None  # the window judged (--since/--until, sink retention); None: all of it
+    # The policy applied to the final findings (eosctl.report.policy): each configured kind's level
+    # ({"warn", "fail", "count", "level"}), and every waiver given with the findings it matched.
+    levels: dict[str, dict[str, Any]] = field(default_factory=dict)
+    waivers: list[dict[str, Any]] = field(default_factory=list)
+    # A sink with a dead-letter queue: what the DLQ held (auditors.deadletters.summary); None: no DLQ.
+    dlq: dict[str, Any] | None = None
+    # A pipeline of several sinks ([pipelines.NAME.sinks.LABEL]): each sink's verdict, in the file's order
+    # (Hop's fields: name = its label, sink = where it is); [] for one sink.
+    sinks: list[Hop] = field(default_factory=list)
 
     @classmethod
     def build(cls, partitions: Iterable[PartitionSummary], findings: Iterable[Finding],
@@ -412,7 +498,7 @@ class AuditReport:
         """Sort everything and derive the verdict from the findings whose kind is in ``fail_on``."""
         fail_on = tuple(fail_on)
         findings = sorted(findings, key=lambda f: f.sort_key)
-        partitions = sorted(partitions, key=lambda p: (p.topic, p.partition))
+        partitions = sorted(partitions, key=lambda p: (p.topic, p.partition, p.sink or ""))
         verdict = FAIL if any(f.kind in fail_on for f in findings) else PASS
         return cls(verdict, partitions, findings, fail_on, **kw)
 
@@ -425,7 +511,18 @@ class AuditReport:
 
     @property
     def failing(self) -> list[Finding]:
-        return [f for f in self.findings if f.kind in self.fail_on]
+        """The findings that fail the audit: of a kind in fail_on, not waived, and of a kind whose level
+        (where one is set) reached fail."""
+        levels = self.levels
+        return [f for f in self.findings if f.kind in self.fail_on and not f.waived
+                and (f.kind not in levels or levels[f.kind]["level"] == "fail")]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        """The findings of a kind whose level is warn (not waived, in fail_on)."""
+        levels = self.levels
+        return [f for f in self.findings if f.kind in self.fail_on and not f.waived
+                and f.kind in levels and levels[f.kind]["level"] == "warn"]
 
     def counts(self) -> dict[str, int]:
         """Findings per kind, every kind listed (zeros included) so consumers need no defaults."""
@@ -447,6 +544,8 @@ class AuditReport:
                 "unverifiable_rows": sum(p.unverifiable_below for p in self.partitions),
                 "findings": self.counts(),
                 "failing_findings": len(self.failing),
+                "waived_findings": sum(1 for f in self.findings if f.waived),
+                "warning_findings": len(self.warnings),
             },
             "partitions": [p.to_dict() for p in self.partitions],
             "findings": [f.to_dict() for f in self.findings] if findings else None,
@@ -457,6 +556,11 @@ class AuditReport:
             "engine": self.engine,
             "elapsed_seconds": None if self.elapsed_seconds is None else round(self.elapsed_seconds, 3),
             "hops": [h.to_dict() for h in self.hops],
+            "window": None if self.window is None else self.window.to_dict(),
+            "levels": [{"kind": k, **v} for k, v in self.levels.items()],
+            "dlq": self.dlq,
+            "sinks": [h.to_dict() for h in self.sinks],
+            "waivers": self.waivers,
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -475,6 +579,12 @@ class AuditReport:
             engine=dict(d.get("engine") or {}),
             elapsed_seconds=d.get("elapsed_seconds"),
             hops=[Hop.from_dict(h) for h in d.get("hops") or []],
+            window=WindowSpec.from_dict(d["window"]) if isinstance(d.get("window"), dict) else None,
+            levels={str(lv["kind"]): {k: v for k, v in lv.items() if k != "kind"}
+                    for lv in d.get("levels") or [] if isinstance(lv, dict) and "kind" in lv},
+            waivers=list(d.get("waivers") or []),
+            dlq=d.get("dlq") if isinstance(d.get("dlq"), dict) else None,
+            sinks=[Hop.from_dict(h) for h in d.get("sinks") or []],
         )
 
     @classmethod

@@ -6,7 +6,7 @@ overlap is appended to, tests/conftest.py fails the test that wrote one). Pure: 
 
 What a finding names:
 - no row: ``gap``, ``lost_key`` (records the sink lacks), ``offset_mismatch`` (the offsets table),
-  ``invalid_row`` (no offset);
+  ``invalid_row`` (no offset), ``dlq_duplicate`` and ``dlq_aborted`` (dead letters: the DLQ's records);
 - ``key_duplicate``: its places (``offsets``; a key across partitions is not checked);
 - ``duplicate``: its range but for the markers, aborted and open data it passes over (a run of duplicates
   is not split by offsets that are not expected, whose rows are their phantoms);
@@ -30,7 +30,8 @@ from collections.abc import Iterable, Sequence
 from eosctl.report.findings import Finding, PartitionSummary
 
 ENV = "EOSCTL_CHECK_ONE_FINDING_PER_ROW"
-NO_ROWS = frozenset({"gap", "lost_key", "offset_mismatch", "invalid_row"})
+# dlq_duplicate and dlq_aborted name dead letters, records of the DLQ topic, not rows of the sink.
+NO_ROWS = frozenset({"gap", "lost_key", "offset_mismatch", "invalid_row", "dlq_duplicate", "dlq_aborted"})
 # Kinds whose runs pass over offsets of other kinds, and the log segments (eosctl.report.segments) they
 # name: "not" = every offset but those kinds', "only" = those kinds' offsets alone.
 _NOT = {"duplicate": ("ABORTED", "MARKER", "OPEN")}

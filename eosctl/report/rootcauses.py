@@ -70,6 +70,12 @@ ROOT_RULES = {
                              "writes before it commits (at-least-once), and a restart writes them again",
     "reordered": "a replica holds records in another order than its source: its producer reordered retried "
                  "batches (neither idempotent nor limited to one request in flight)",
+    "dead_lettered_and_written": "committed records are in the sink and in its dead-letter queue: the writer "
+                                 "dead-lettered records it had written, or wrote them again on a retry",
+    "dead_lettered_twice": "records were dead-lettered more than once: the DLQ's producer is not "
+                           "transactional (Kafka Connect's), and a restarted task sent them again",
+    "routed_wrong": "the sink holds records its route does not select: the stage routed them to the wrong "
+                    "sink, or the route in the config is not the stage's",
     "unexplained": "findings without a recorded cause (a report from before causes existed)",
 }
 
@@ -90,7 +96,7 @@ def root_rule(f: Explained) -> str:
     """Which root cause explains a finding."""
     c = f.cause
     kind = KEY_KINDS.get(f.kind, f.kind)
-    if kind in ("phantom_aborted", "phantom_uncommitted", "phantom_marker"):
+    if kind in ("phantom_aborted", "phantom_uncommitted", "phantom_marker", "dlq_aborted"):
         return "sink_reads_aborted"
     if kind == "gap":
         if c is None:
@@ -112,7 +118,9 @@ _CONTENT_ROOT = {"shifted_coordinates": "coordinates_shifted",
                  "different_record": "content_differs",
                  "different_value": "value_differs"}
 _BY_KIND = {"duplicate": "replay", "offset_mismatch": "offsets_disagree", "invalid_row": "invalid_rows",
-            "ahead_of_commit": "written_before_commit", "out_of_order": "reordered"}
+            "ahead_of_commit": "written_before_commit", "out_of_order": "reordered",
+            "sink_and_dlq": "dead_lettered_and_written", "dlq_duplicate": "dead_lettered_twice",
+            "misrouted": "routed_wrong"}
 
 
 def root_causes(findings: Sequence[Explained]) -> list[RootCause]:

@@ -299,6 +299,10 @@ def _cause(f: Finding, index: _Index | None, facts: SinkFacts | None, stored: in
         return _cause_of(k, f"The sink holds {_tp(f)} {where} {times} ({extra}): it wrote these "
                             "records again, a replay after a crash or a rebalance, its results committed "
                             "before their offsets were stored.", rows_min=lo, rows_max=hi)
+    if k == "misrouted":
+        return Cause(k, f"The sink holds {f.count} rows at {_tp(f)} {where}, records its route does not "
+                        "select: the stage routed them to the wrong sink, or the config's route is not the "
+                        "stage's.")
     if k == "phantom_beyond_hw":
         if f.detail == NOT_IN_KAFKA or index is None:
             return Cause(k, f"The sink holds {_n(f.count, 'row')} for {_tp(f)}, which Kafka does not have: "

@@ -15,6 +15,9 @@ Run rules (what makes two offsets belong to the same finding):
   count = sink rows.
 - phantom_marker: a run of consecutive marker offsets present in the sink.
 - phantom_beyond_hw: every row at or beyond the high watermark of the partition, one finding.
+With a window (eosctl.report.window): offsets outside it are not judged (their rows are counted, never
+findings, and no run of a finding crosses them); expected records below the sink's retention floor that the
+sink no longer holds are counted as expired, never gaps.
 Rows below the log start offset (retention) or at offsets compaction removed can't be verified: they are
 counted in PartitionSummary.unverifiable_below and never reported as gaps or phantoms; but two rows for one
 such offset are a duplicate all the same (the sink alone proves it).
@@ -29,6 +32,7 @@ from typing import TYPE_CHECKING, Protocol
 from eosctl.cluster.model import Kind, OffsetRange, PartitionLog
 from eosctl.report.findings import Finding, PartitionSummary
 from eosctl.report.rootcauses import NOT_IN_KAFKA
+from eosctl.report.window import PartitionWindow
 
 if TYPE_CHECKING:
     from eosctl.cluster.wireanswers import Offsets
@@ -39,6 +43,9 @@ _EXPECTED = "EXPECTED"  # DATA below the LSO: what the sink must hold exactly on
 _PENDING = "PENDING"  # DATA at or above the LSO: committed, but not yet readable by read_committed
 _UNVERIFIABLE = "UNVERIFIABLE"  # below the log start, compacted away, or not covered by the scan
 _BEYOND = "BEYOND"  # at or beyond the high watermark
+_OUTSIDE = "OUTSIDE"  # outside the audited window: not judged
+_EXPIRED = "EXPIRED"  # expected, but below the sink's retention floor: may be gone from the sink
+_FILTERED = "FILTERED"  # committed, but the sink's route leaves it out: never expected, misrouted if held
 _PHANTOM = {Kind.ABORTED: "phantom_aborted", Kind.MARKER: "phantom_marker", Kind.OPEN: "phantom_uncommitted"}
 _PHANTOM_KINDS = tuple(_PHANTOM.values())
 _INF = 1 << 63  # beyond every int64 offset: a sink row at 2^63-1 is still "beyond the HW"
@@ -78,15 +85,23 @@ class SinkFacts:
 
 def reconcile_partition(log: LogSide, islands: Iterable[Island | OffsetIsland],
                         facts: SinkFacts | None = None, keep: int | None = None,
-                        counts: dict[str, int] | None = None) -> tuple[PartitionSummary, list[Finding]]:
-    """Findings and summary for one partition; ``facts``, when given, is filled in for the causes.
+                        counts: dict[str, int] | None = None,
+                        window: PartitionWindow | None = None,
+                        routed_out: Sequence[tuple[int, int]] | None = None,
+                        ) -> tuple[PartitionSummary, list[Finding]]:
+    """Findings and summary for one partition; ``facts``, when given, is filled in for the causes;
+    ``window``: judge only its offsets (eosctl.report.window); ``routed_out``: with a route, the ranges
+    (first, last) of committed records it leaves out (eosctl.cluster.routes).
 
     ``islands`` is sorted by first offset: (first, last, multiplicity) tuples or eosctl.sink.OffsetIslands.
     ``keep``: only the first (lowest) ``keep`` findings of each kind are made, and ``counts`` (given with
     it) sums the counts of all of them per kind: the ledger lists a few of 100k gaps and counts them all.
     """
     acc = _Runs(log.topic, log.partition, facts, keep, counts)
-    for first, last, kind, mult in _pieces(_segments(log), _islands(islands)):
+    segments = _segments(log) if window is None else _windowed(_segments(log), window)
+    if routed_out is not None:
+        segments = _filtered(segments, routed_out)
+    for first, last, kind, mult in _pieces(segments, _islands(islands)):
         acc.feed(first, last, kind, mult)
     acc.close_all()
     summary = PartitionSummary(
@@ -98,6 +113,10 @@ def reconcile_partition(log: LogSide, islands: Iterable[Island | OffsetIsland],
         expected_records=acc.expected,
         sink_rows=acc.sink_rows,
         unverifiable_below=acc.unverifiable,
+        window=window,
+        outside_window=acc.outside,
+        expired=acc.expired,
+        filtered=None if routed_out is None else acc.filtered,
     )
     return summary, acc.findings
 
@@ -199,6 +218,49 @@ def _segments(log: LogSide) -> Iterator[tuple[int, int, str]]:
     yield hw, _INF, _BEYOND
 
 
+def _windowed(segments: Iterator[tuple[int, int, str]],
+              window: PartitionWindow) -> Iterator[tuple[int, int, str]]:
+    """The segments cut at the window's borders and its retention floor: pieces outside [first, end) are
+    _OUTSIDE, expected pieces below the floor _EXPIRED."""
+    lo = -_INF if window.first is None else window.first
+    hi = _INF if window.end is None else window.end
+    floor = window.floor
+    for first, last, kind in segments:
+        cuts = sorted({c for c in (window.first, window.end, floor) if c is not None and first < c <= last})
+        for a, b in zip([first, *cuts], [*(c - 1 for c in cuts), last], strict=True):
+            if b < lo or a >= hi:
+                yield a, b, _OUTSIDE
+            elif kind == _EXPECTED and floor is not None and b < floor:
+                yield a, b, _EXPIRED
+            else:
+                yield a, b, kind
+
+
+def _filtered(segments: Iterator[tuple[int, int, str]],
+              out: Sequence[tuple[int, int]]) -> Iterator[tuple[int, int, str]]:
+    """Committed pieces (expected or pending) inside a range the route leaves out become _FILTERED."""
+    ranges = sorted(out)
+    i = 0
+    for first, last, kind in segments:
+        if kind not in (_EXPECTED, _PENDING):
+            yield first, last, kind
+            continue
+        while i < len(ranges) and ranges[i][1] < first:
+            i += 1
+        pos, j = first, i
+        while pos <= last:
+            if j >= len(ranges) or ranges[j][0] > last:
+                yield pos, last, kind
+                break
+            lo, hi = max(ranges[j][0], pos), min(ranges[j][1], last)
+            if lo > pos:
+                yield pos, lo - 1, kind
+            yield lo, hi, _FILTERED
+            pos = hi + 1
+            if ranges[j][1] <= last:
+                j += 1
+
+
 def _pieces(segments: Iterator[tuple[int, int, str]],
             islands: Iterator[Island]) -> Iterator[tuple[int, int, str, int]]:
     """Cut segments at island borders: (first, last, kind, multiplicity), multiplicity 0 = absent.
@@ -248,9 +310,11 @@ class _Runs:
         self.topic, self.partition = topic, partition
         self.findings: list[Finding] = []
         self.keep, self.counts = keep, counts
-        self.made = dict.fromkeys(("gap", "duplicate", *_PHANTOM.values(), "phantom_beyond_hw"), 0)
-        self.expected = self.sink_rows = self.unverifiable = 0
-        self.runs = {k: _Run() for k in ("gap", "duplicate", *_PHANTOM.values(), "phantom_beyond_hw")}
+        self.made = dict.fromkeys(("gap", "duplicate", *_PHANTOM.values(), "phantom_beyond_hw",
+                                   "misrouted"), 0)
+        self.expected = self.sink_rows = self.unverifiable = self.outside = self.expired = self.filtered = 0
+        self.runs = {k: _Run() for k in ("gap", "duplicate", *_PHANTOM.values(), "phantom_beyond_hw",
+                                         "misrouted")}
         self.facts = facts
         self.last_row: int | None = None  # the highest offset the sink holds so far
         self.gap_before: int | None = None  # last_row when the open gap began
@@ -302,7 +366,7 @@ class _Runs:
             if self.runs["gap"].first is None:
                 self.gap_before = self.last_row
             self.gap_after = None  # the gap goes on: what the sink held before is inside it
-        if mult > 1 and kind in (_EXPECTED, _PENDING, _UNVERIFIABLE):
+        if mult > 1 and kind in (_EXPECTED, _PENDING, _UNVERIFIABLE, _EXPIRED):
             self.rows = (mult, mult) if self.rows is None else (min(self.rows[0], mult),
                                                                  max(self.rows[1], mult))
         self._feed(first, last, kind, mult)
@@ -317,10 +381,25 @@ class _Runs:
     def _feed(self, first: int, last: int, kind: str, mult: int) -> None:
         n = last - first + 1
         self.sink_rows += n * mult
-        if kind in (_EXPECTED, _PENDING):
+        if kind == _FILTERED:
+            # Left out by the route: never expected. Missing, it splits nothing (as a marker); held, it is
+            # misrouted, and ends the runs of gaps and duplicates around it.
+            self.filtered += n
+            if not mult:
+                return
+            self.close_phantoms()
+            self.close("gap")
+            self.close("duplicate")
+            self.runs["misrouted"].extend(first, last, n * mult)
+            return
+        if self.runs["misrouted"].first is not None and (mult or kind not in (Kind.MARKER, _UNVERIFIABLE)):
+            self.close("misrouted")
+        if kind in (_EXPECTED, _PENDING, _EXPIRED):
             self.close_phantoms()
             if kind == _EXPECTED:
                 self.expected += n
+            elif kind == _EXPIRED and not mult:
+                self.expired += n
             runs = self.runs
             if mult == 0 and kind == _EXPECTED:
                 runs["gap"].extend(first, last, n)
@@ -354,6 +433,11 @@ class _Runs:
                 self.runs["duplicate"].extend(first, last, n * (mult - 1))
             elif mult == 1 and self.runs["duplicate"].first is not None:
                 self.close("duplicate")
+        elif kind == _OUTSIDE:
+            # Nothing outside the window is judged, and no finding's run reaches across it.
+            self.outside += n * mult
+            for k in self.runs:
+                self.close(k)
         elif kind == _BEYOND and mult:
             self.close_phantoms()
             self.runs["phantom_beyond_hw"].extend(first, last, n * mult)

@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 from eosctl.cluster.model import PartitionLog
 from eosctl.report.findings import Finding, PartitionSummary
 from eosctl.report.segments import log_segments
+from eosctl.report.window import PartitionWindow
 from eosctl.rules.causes import Writer, committed_writers, explain_partition, key_cause
+from eosctl.rules.deadletter import HeldAt, with_dead_letters
 from eosctl.rules.reconcile import SinkFacts, clipped, offset_mismatch, reconcile_partition, reconcile_unknown
 
 if TYPE_CHECKING:
@@ -25,24 +27,48 @@ if TYPE_CHECKING:
 def audit_partition(topic: str, partition: int, log: PartitionLog | None, islands: Iterable[OffsetIsland], *,
                     expected_upto: int | None = None, check_offsets: bool = False,
                     stored_offset: int | None = None, committed_offset: int | None = None,
-                    group: str | None = None) -> tuple[PartitionSummary, list[Finding]]:
+                    group: str | None = None, window: PartitionWindow | None = None,
+                    dead_lettered: Sequence[tuple[int, int]] | None = None,
+                    dlq_topic: str | None = None, routed_out: Sequence[tuple[int, int]] | None = None,
+                    ) -> tuple[PartitionSummary, list[Finding]]:
     """One partition's summary and findings.
 
     ``log`` None: Kafka doesn't have the partition (only the sink names it). ``expected_upto``: on a
     Kafka-to-Kafka hop, the stage's committed offset; input past it is the stage's lag, never a gap.
     ``check_offsets``: compare the sink's stored offset with the group's committed one (offset_mismatch).
+    ``window``: judge only the partition's offsets in it (eosctl.report.window); an offset_mismatch
+    wholly outside it is not reported either. ``dead_lettered``: with a DLQ (``dlq_topic``), its
+    (source offset, dead letters) of this partition: expected = each committed record in the sink or the
+    DLQ, once (eosctl.rules.deadletter). ``routed_out``: with a route (sink.route), the ranges of committed
+    records it leaves out: filtered, never gaps; held, misrouted.
     """
     facts = SinkFacts()
     if log is None:
         summary, findings = reconcile_unknown(topic, partition, islands)
     else:
         side = log if expected_upto is None else clipped(log, expected_upto)
-        summary, findings = reconcile_partition(side, islands, facts)
+        held = None
+        if dead_lettered is not None:
+            dead_lettered = [d for d in dead_lettered if window is None or window.holds(d[0], d[0])]
+            islands = held = HeldAt(islands, [o for o, _ in dead_lettered])
+        summary, findings = reconcile_partition(side, islands, facts, window=window, routed_out=routed_out)
         summary = replace(summary, log_segments=log_segments(log))  # for the HTML gap map
     if check_offsets:
         mismatch = offset_mismatch(topic, partition, stored_offset, committed_offset, log, group)
-        findings = [*findings, *([mismatch] if mismatch else [])]
-    return summary, explain_partition(log, findings, facts, stored_offset, committed_offset, group)
+        if mismatch is not None and (window is None or window.holds(mismatch.first_offset,
+                                                                     mismatch.last_offset)):
+            findings = [*findings, mismatch]
+    told: list[Finding] = []
+    if log is not None and held is not None and dead_lettered is not None:
+        # Before the causes: a gap the DLQ splits is explained as the pieces it leaves (the sink's
+        # neighbours of each piece are the whole gap's: it held nothing inside it).
+        end = side.last_stable_offset if window is None or window.end is None else \
+            min(side.last_stable_offset, window.end)
+        findings, n = with_dead_letters(log, findings, dead_lettered, held.rows, end, dlq_topic or "", facts)
+        told = [f for f in findings if f.cause is not None]
+        findings = [f for f in findings if f.cause is None]
+        summary = replace(summary, dead_lettered=n)
+    return summary, [*explain_partition(log, findings, facts, stored_offset, committed_offset, group), *told]
 
 
 def committed_ranges(log: PartitionLog) -> list[tuple[int, int, int | None, int | None, int | None]]:

@@ -4,7 +4,10 @@ transaction detail give, computed here from facts their callers read (no request
 
 Kafka's coordinator aborts a transaction it runs once transaction.timeout.ms has passed since its start
 (TransactionCoordinator.abortTimedOutTransactions); a transaction no coordinator runs on the partition (a
-hanging one, KIP-664) is never ended by anything but a marker written from outside.
+hanging one, KIP-664) is never ended by anything but a marker written from outside. A two-phase commit
+transaction (KIP-939: its coordinator's timeout is Integer.MAX_VALUE, eosctl.txn.transactions.TxnInfo
+.two_phase) is never timed out: an external coordinator decides whether it commits, so it is never "safe
+to abort" from Kafka's side, whatever its age.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ class Safety:
     # What this principal could not read that the answer depends on (a coordinator that may run the
     # transaction under an id it may not Describe; a refused DescribeProducers): never "yes" then.
     cannot_see: str | None = None
+    # Its coordinator runs it as a two-phase commit transaction (KIP-939).
+    two_phase: bool = False
 
     @property
     def writing(self) -> bool:
@@ -45,7 +50,11 @@ class Safety:
 
     @property
     def verdict(self) -> tuple[str, str]:
-        """("yes" | "wait" | "careful" | "unknown", why), in the user's words."""
+        """("yes" | "wait" | "careful" | "unknown" | "no", why), in the user's words."""
+        if self.two_phase and self.tracked:
+            return "no", ("a two-phase commit transaction (KIP-939): its external coordinator decides "
+                          "whether it commits, and Kafka never times it out; aborting it may undo what the "
+                          "other systems committed: ask the external coordinator to complete it")
         if self.cannot_see and not self.tracked:
             return "unknown", f"eosctl could not see all it needs to tell: {self.cannot_see}"
         if self.tracked and self.ends_ms is not None and self.ends_ms > self.now_ms:
@@ -75,7 +84,9 @@ class Safety:
         return [
             ("safe to abort?", f"{word}: {why}"),
             ("coordinator", coordinator),
-            ("timeout ends it", since(self.ends_ms) + f" (transaction.timeout.ms {timeout})"
+            ("timeout ends it", "never (two-phase commit, KIP-939: its external coordinator ends it)"
+             if self.two_phase and self.tracked
+             else since(self.ends_ms) + f" (transaction.timeout.ms {timeout})"
              if self.ends_ms is not None else "unknown (see above)" if self.cannot_see and not self.tracked
              else f"never (no coordinator runs it; timeout {timeout})"),
             ("producer's last write", since(self.last_write_ms)
@@ -97,7 +108,7 @@ class Safety:
                 "last_write_ms": self.last_write_ms,
                 "producer_writing": self.writing, "blocked": self.blocked,
                 "blocked_groups": [{"group": g, "committed": c} for g, c in sorted(self.groups.items())],
-                "cannot_see": self.cannot_see}
+                "cannot_see": self.cannot_see, "two_phase": self.two_phase}
 
 
 def assess(tp: TP, producer_id: int, lso: int, hw: int, coordinator: Any | None, last_write_ms: int | None,
@@ -108,13 +119,15 @@ def assess(tp: TP, producer_id: int, lso: int, hw: int, coordinator: Any | None,
     is blocked when its consumers cannot pass the LSO while records wait beyond it."""
     tracked = bool(coordinator is not None and coordinator.active and tp in coordinator.partitions
                    and coordinator.producer_id == producer_id)
+    two_phase = bool(coordinator is not None and coordinator.two_phase)
     ends = None
-    if tracked and coordinator.start_time_ms is not None and coordinator.timeout_ms is not None:
+    if tracked and not two_phase and coordinator.start_time_ms is not None \
+            and coordinator.timeout_ms is not None:  # a 2PC one: start + 24d 20h means nothing
         ends = coordinator.start_time_ms + coordinator.timeout_ms
     blocked = {g: c for g, c in committed.items() if c is not None and c < hw and hw > lso}
     return Safety(tp, producer_id, coordinator.state if coordinator is not None else None, tracked,
                   coordinator.timeout_ms if coordinator is not None else None, ends, last_write_ms, hw - lso,
-                  blocked, now_ms, cannot_see)
+                  blocked, now_ms, cannot_see, two_phase)
 
 
 def gather(client: Any, kafka_admin: Any, tp: TP, producer_id: int, lso: int, hw: int,

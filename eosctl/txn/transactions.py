@@ -49,6 +49,11 @@ from eosctl.txn.opentxn import (
 
 # Kafka's default transaction.max.timeout.ms: after it the coordinator aborts a transaction by itself.
 DEFAULT_MAX_AGE_S = 900.0
+# A two-phase commit transaction (KIP-939): InitProducerId with enable2Pc makes the coordinator store the
+# timeout as Integer.MAX_VALUE (TransactionCoordinator.handleInitProducerId: resolvedTxnTimeoutMs), which
+# is how it knows one (TransactionMetadata.isDistributedTwoPhaseCommitTxn), and it never times one out
+# (TransactionStateManager.timedOutTransactions skips them). Its external coordinator decides its outcome.
+TWO_PHASE_TIMEOUT_MS = 2**31 - 1
 ACTIVE_STATES = {"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"}
 WRITE_TXN_MARKERS_API_KEY = 27
 # DescribeProducers' answer: the active producers per partition, and "ok" / "unsupported" / the error.
@@ -71,6 +76,11 @@ class TxnInfo:
     def active(self) -> bool:
         return self.state in ACTIVE_STATES
 
+    @property
+    def two_phase(self) -> bool:
+        """A two-phase commit (KIP-939) id: an external coordinator decides its transactions' outcome."""
+        return self.timeout_ms == TWO_PHASE_TIMEOUT_MS
+
     def age_s(self, now_ms: int) -> float | None:
         """Age of the running transaction; None when none runs (brokers keep the last start time)."""
         if self.start_time_ms is None or not self.active:
@@ -82,7 +92,7 @@ class TxnInfo:
             "transactional_id": self.transactional_id, "producer_id": self.producer_id,
             "producer_epoch": self.producer_epoch, "state": self.state, "timeout_ms": self.timeout_ms,
             "start_time_ms": self.start_time_ms, "age_s": _round(self.age_s(now_ms)),
-            "coordinator_id": self.coordinator_id,
+            "coordinator_id": self.coordinator_id, "two_phase": self.two_phase,
             "partitions": [{"topic": t, "partition": p} for t, p in self.partitions],
         }
 
@@ -101,6 +111,10 @@ class Hanging:
     transactional_id: str | None = None
     coordinator_state: str | None = None
     age_source: str = PRODUCER_CLOCK  # whose clock dates it (eosctl.txn.opentxn.TRUSTED_CLOCKS)
+    # On __consumer_offsets-N: the consumer groups whose offsets it holds (eosctl.txn.pendingoffsets).
+    groups: tuple[str, ...] = ()
+    # Its coordinator runs it as a two-phase commit transaction (KIP-939): never hanging by age alone.
+    two_phase: bool = False
 
     @property
     def blocked(self) -> int | None:
@@ -121,7 +135,8 @@ class Hanging:
                 "producer_epoch": self.producer_epoch, "first_offset": self.first_offset,
                 "age_s": _round(self.age_s), "rules": list(self.rules), "lso": self.lso, "hw": self.hw,
                 "blocked": self.blocked, "transactional_id": self.transactional_id,
-                "coordinator_state": self.coordinator_state, "age_source": self.age_source}
+                "coordinator_state": self.coordinator_state, "age_source": self.age_source,
+                "groups": list(self.groups), "two_phase": self.two_phase}
 
 
 @dataclass
@@ -186,6 +201,8 @@ class AbortPlan:
     # Set when no coordinator named the producer and this principal may not Describe every transactional id:
     # a coordinator may run it unseen (see coordinator_unseen).
     coordinator_unseen: str | None = None
+    # Its coordinator runs it as a two-phase commit transaction (KIP-939): its external coordinator decides.
+    two_phase: bool = False
 
     def to_dict(self, now_ms: int) -> dict[str, Any]:
         age = None if self.started_ms is None else max(0.0, (now_ms - self.started_ms) / 1000)
@@ -194,7 +211,7 @@ class AbortPlan:
                 "coordinator_epoch": self.coordinator_epoch, "lso": self.lso,
                 "hw": self.hw, "blocked": self.hw - self.lso, "age_s": _round(age),
                 "transactional_id": self.transactional_id, "coordinator_state": self.coordinator_state,
-                "supported": self.supported}
+                "supported": self.supported, "two_phase": self.two_phase}
 
     @property
     def producer_may_be_alive(self) -> bool:
@@ -248,18 +265,81 @@ def _info(txid: str, d: TransactionDescription) -> TxnInfo:
     )
 
 
-def list_transactions(admin: KafkaAdminClient, states: Sequence[str] = (), min_age_s: float | None = None,
-                      producer_ids: Sequence[int] = (), now_ms: int | None = None) -> list[TxnInfo]:
-    """Every transactional id the coordinators know, described (state, epoch, timeout, start, partitions).
+# The coordinator's state names (TransactionState.fromName): a state filter is sent as Kafka spells it.
+STATE_NAMES = ("Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort", "Dead",
+               "PrepareEpochFence")
+# Characters with a meaning in a regular expression (Java's and RE2J's): escaped in a prefix pattern.
+_REGEX_SPECIAL = set("\\.^$|?*+()[]{}")
 
-    State and age are filtered here rather than in the request: ListTransactions v1's duration filter is
-    missing on older brokers, and the age filter needs the start time anyway.
+
+@dataclass
+class Listing:
+    """What list_transactions sent: the filters the brokers applied (``state``, ``duration``, ``pattern``:
+    ListTransactions v0, v1 KIP-994, v2 KIP-1152), and the ids it described."""
+
+    server_filters: tuple[str, ...] = ()
+    described: int = 0
+
+
+def prefix_pattern(prefixes: Sequence[str]) -> str:
+    """A TransactionalIdPattern matching the ids that start with one of ``prefixes``: anchored and ending in
+    ``.*``, so it means the same whether the broker matches the whole id or searches it."""
+    escaped = ("".join(f"\\{c}" if c in _REGEX_SPECIAL else c for c in p) for p in prefixes)
+    return "^(?:" + "|".join(escaped) + ").*"
+
+
+def list_transactions(admin: KafkaAdminClient, states: Sequence[str] = (), min_age_s: float | None = None,
+                      producer_ids: Sequence[int] = (), now_ms: int | None = None,
+                      prefixes: Sequence[str] = (), listing: Listing | None = None) -> list[TxnInfo]:
+    """Every transactional id the coordinators know (under ``prefixes`` when given), described (state,
+    epoch, timeout, start, partitions).
+
+    The brokers filter where they can: the states (v0), the age (v1's DurationFilter, Kafka 3.8+), the
+    prefixes (v2's TransactionalIdPattern, Kafka 4.1+), so only what matches is described; a broker without
+    a version is asked without its filter (kafka-python checks ApiVersions and refuses to drop it silently).
+    Every filter is applied here again on the described ids: the server-side ones only narrow what is
+    described (DurationFilter counts from the last start time in any state, so the age asks for the running
+    states too).
+    ``listing``: filled with the filters the brokers applied.
     """
     now_ms = _now(now_ms)
-    listed = _call("ListTransactions", admin.list_transactions,
-                   producer_id_filters=list(producer_ids) or None)
+    canonical = {n.lower(): n for n in STATE_NAMES}
+    server_states = [canonical[s.lower()] for s in states] if all(s.lower() in canonical for s in states) \
+        else []
+    wanted_filters: dict[str, Any] = {}
+    if min_age_s is not None:  # "running longer than": one ms less, so an id exactly min_age old stays
+        wanted_filters["duration_filter_ms"] = max(0, int(min_age_s * 1000) - 1)
+        # Kafka keeps an id whose last start is older than the filter in any state (an Empty one's -1
+        # is oldest of all), while an age here is a running transaction's: ask for the running states.
+        server_states = server_states if states else sorted(ACTIVE_STATES)
+    if prefixes and all(prefixes):
+        wanted_filters["transactional_id_pattern"] = prefix_pattern(prefixes)
+    while True:
+        try:
+            listed = _call("ListTransactions", admin.list_transactions,
+                           producer_id_filters=list(producer_ids) or None,
+                           state_filters=server_states or None, **wanted_filters)
+            break
+        except BrokerError as e:
+            # kafka-python raises UnsupportedVersionError for a filter the broker's versions lack (wrapped
+            # by _call): drop the newest filter and ask again.
+            if "UnsupportedVersion" not in str(e):
+                raise
+            if "transactional_id_pattern" in wanted_filters:
+                del wanted_filters["transactional_id_pattern"]
+            elif "duration_filter_ms" in wanted_filters:
+                del wanted_filters["duration_filter_ms"]
+            else:
+                raise
     ids = sorted({t.transactional_id for per_broker in listed.values() for t in per_broker})
+    if prefixes:
+        ids = [i for i in ids if any(i.startswith(p) for p in prefixes)]
     described = _call("DescribeTransactions", admin.describe_transactions, ids) if ids else {}
+    if listing is not None:
+        listing.server_filters = tuple(name for name, on in (
+            ("state", bool(server_states)), ("duration", "duration_filter_ms" in wanted_filters),
+            ("pattern", "transactional_id_pattern" in wanted_filters)) if on)
+        listing.described = len(ids)
     wanted = {s.lower() for s in states}
     out = []
     for txid in ids:
@@ -422,7 +502,11 @@ def find_hanging(client: WireClient, admin: KafkaAdminClient, topics: Sequence[s
         o = offsets[tp]
         h = Hanging(tp[0], tp[1], txn.producer_id, txn.producer_epoch, txn.first_offset, age, ("lso",),
                     o.last_stable, o.high_watermark, age_source=txn.age_source)
-        if age is not None and age >= max_age_s:
+        info = coordinator.get(txn.producer_id)
+        if info is not None and info.two_phase and info.active and tp in info.partitions:
+            # Its external coordinator ends it, whenever it decides: old is not hanging (KIP-939).
+            young.append(replace(h, two_phase=True))
+        elif age is not None and age >= max_age_s:
             found[(*tp, txn.producer_id)] = h
         else:
             young.append(h)
@@ -563,7 +647,8 @@ def plan_abort(client: WireClient, admin: KafkaAdminClient, topic: str, partitio
                      coordinator.transactional_id if coordinator else None,
                      supports(admin, WRITE_TXN_MARKERS_API_KEY), coordinator_epoch,
                      coordinator.state if coordinator else None,
-                     None if coordinator else coordinator_unseen(client))
+                     None if coordinator else coordinator_unseen(client),
+                     bool(coordinator and coordinator.two_phase and coordinator.active))
 
 
 def abort(admin: KafkaAdminClient, plan: AbortPlan) -> None:

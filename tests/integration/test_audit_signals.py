@@ -43,7 +43,7 @@ def _interrupt(config: Path, tmp_path: Path, engine: str, phase: str | None, sig
                to_group: bool) -> tuple[int, list[str], dict[tuple[int, str], str], Path]:
     tmpdir = tmp_path / f"tmp-{uuid.uuid4().hex[:6]}"
     tmpdir.mkdir()
-    env = {**os.environ, "TMPDIR": str(tmpdir), "EOSCTL_PROGRESS": "lines",
+    env = {**os.environ, "TMPDIR": str(tmpdir), "EOSCTL_LOCAL_WORKERS": "2", "EOSCTL_PROGRESS": "lines",
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     sink_hop = json.loads((config.parent / "manifest.json").read_text())["prefix"]  # one hop, as always
     proc = subprocess.Popen([sys.executable, "-m", "eosctl", "audit", "-c", str(config), "-p", sink_hop,
@@ -148,7 +148,7 @@ def test_a_worker_killed_mid_audit_is_one_line_and_exit_2(config, tmp_path):
 def _kill_a_worker(config: Path, tmp_path: Path):
     tmpdir = tmp_path / f"tmp-{uuid.uuid4().hex[:6]}"
     tmpdir.mkdir()
-    env = {**os.environ, "TMPDIR": str(tmpdir), "EOSCTL_PROGRESS": "lines",
+    env = {**os.environ, "TMPDIR": str(tmpdir), "EOSCTL_LOCAL_WORKERS": "2", "EOSCTL_PROGRESS": "lines",
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen([sys.executable, "-m", "eosctl", "audit", "-c", str(config), "--engine", "local",
                              "--format", "json"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,

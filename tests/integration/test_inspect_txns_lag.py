@@ -186,3 +186,26 @@ def test_unreachable_bootstrap_is_one_line_and_exit_2(args):
     assert result.exit_code == 2
     assert result.stderr == (f"eosctl: error: cannot reach Kafka at 127.0.0.1:{port}: connection refused; "
                              "check --bootstrap / that the broker is up\n")
+
+
+def test_watch_judges_the_blocked_partition_stall_from_its_first_poll(run):
+    """Issue 56: the first screen said OK for a partition a 19-minute-old transaction blocked, STALL only
+    from the second poll on. Its coordinator's start time decides on the first poll."""
+    import time
+
+    manifest, config = run
+    h = manifest["hanging"][0]
+    described = json.loads(eosctl("txns", "describe", "-c", config, h["transactional_id"], "--format",
+                                  "json").stdout)
+    # Open for more than the interval: a second poll would have seen it too.
+    helpers.wait_until("the hanging transaction open for 1 s", lambda: time.time() * 1000 -
+                       described["start_time_ms"] > 1500, 10)
+    result = eosctl("lag", "-c", config, "--watch", "1", "--count", "1", "--format", "json")
+    assert result.exit_code == 0, result.output
+    (first,) = result.stdout.splitlines()
+    stage, group = json.loads(first)["groups"]
+    assert (stage["status"], group["status"]) == ("OK", "STALL"), first
+    parts = {p["partition"]: p for p in group["partitions"]}
+    assert parts[h["partition"]]["status"] == "STALL"
+    assert parts[h["partition"]]["cause"].startswith(f"blocked by open transaction pid {h['producer_id']}")
+    assert all(p["status"] == "OK" for n, p in parts.items() if n != h["partition"])

@@ -8,6 +8,9 @@ ReplicaManager.maybeStartTransactionVerificationForPartitions) unless
 ``transaction.partition.verification.enable=false``, which this module's private broker sets. The
 coordinator's state for the id stays Empty (it has no partition to write a marker to, and no timeout to
 run), and the partition's LSO stays at the batch for good: only an admin abort (WriteTxnMarkers) ends it.
+The same on a group's offsets: a TxnOffsetCommit without AddOffsetsToTxn leaves a transactional offset
+commit on its __consumer_offsets partition that find-hanging names since KAFKA-13288, and so does `txns
+hanging`, with the group.
 
 One private broker per version, shared by the module's tests; nothing else writes to it.
 """
@@ -200,3 +203,104 @@ def _offsets(bs: str, topic: str) -> tuple[int, int]:
     with WireClient(bs) as client:
         o = client.offsets([(topic, 1)])[(topic, 1)]
     return o.last_stable, o.high_watermark
+
+
+def plant_hanging_offsets(bootstrap: str, group: str, topic: str, partition: int, offset: int,
+                          txid: str) -> tuple[int, int]:
+    """InitProducerId for ``txid``, then its TxnOffsetCommit of ``offset`` for the group with no
+    AddOffsetsToTxn: a transactional offset commit record on the group's __consumer_offsets partition its
+    coordinator never heard of (verification off: KIP-890's check skipped). (producer id, epoch)."""
+    from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
+    from kafka.protocol.producer.transaction import InitProducerIdRequest, TxnOffsetCommitRequest
+
+    from eosctl.cluster.wire import WireClient
+
+    with WireClient(bootstrap, timeout_ms=30_000) as client:
+        def coordinator(key: str, key_type: int) -> int:
+            deadline = time.monotonic() + 60
+            while True:  # a first transactional id creates __transaction_state: not available for a while
+                (found,) = client.request_all([(client.any_node(), FindCoordinatorRequest(
+                    key=key, key_type=key_type, max_version=3))])
+                if not found.error_code:
+                    return found.node_id
+                assert time.monotonic() < deadline, f"FindCoordinator for {key} kept failing: {found}"
+                time.sleep(0.3)
+
+        deadline = time.monotonic() + 60
+        while True:  # the coordinator loads __transaction_state (created on first use) for a while
+            (init,) = client.request_all([(coordinator(txid, 1), InitProducerIdRequest(
+                transactional_id=txid, transaction_timeout_ms=60_000, max_version=4))])
+            if not init.error_code:
+                break
+            assert time.monotonic() < deadline, f"InitProducerId for {txid} kept failing: {init}"
+            time.sleep(0.3)
+        part = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition(
+            partition_index=partition, committed_offset=offset, committed_leader_epoch=-1,
+            committed_metadata="")
+        request = TxnOffsetCommitRequest(
+            transactional_id=txid, group_id=group, producer_id=init.producer_id,
+            producer_epoch=init.producer_epoch, generation_id=-1, member_id="", group_instance_id=None,
+            topics=[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name=topic, partitions=[part])],
+            max_version=3)  # v5+ has the coordinator add the partition itself (KIP-890 part 2)
+        (answer,) = client.request_all([(coordinator(group, 0), request)])
+        errors = [p.error_code for t in answer.topics for p in t.partitions]
+        assert errors == [0], answer
+        return init.producer_id, init.producer_epoch
+
+
+def test_a_transaction_hanging_on_a_group_s_offsets_is_found_as_find_hanging_finds_it(unverified) -> None:
+    """KAFKA-13288: find-hanging checks __consumer_offsets too. A transactional offset commit whose
+    transaction its coordinator never heard of holds the group's offsets partition for good: `txns
+    hanging` (every topic, by default) names __consumer_offsets-N and the group, as find-hanging names the
+    partition; `lag` shows the group's offset pending in it; the marker-level abort ends it."""
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from eosctl.cluster.wire import WireClient
+    from eosctl.txn.pendingoffsets import java_string_hash, offsets_partition
+
+    bs = unverified.bootstrap
+    topic = "o" + uuid.uuid4().hex[:10]
+    while java_string_hash(f"{topic}-g") >= 0:  # a negative hash: Utils.abs negates it, a mask would not
+        topic = "o" + uuid.uuid4().hex[:10]
+    group, txid = f"{topic}-g", f"{topic}-stage"
+    admin = AdminClient({"bootstrap.servers": bs})  # kept: a collected client ends its futures
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(60)
+    plain_write(bs, topic, 0, 4)
+    c = Consumer({"bootstrap.servers": bs, "group.id": group, "enable.auto.commit": False})
+    try:
+        c.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+    finally:
+        c.close()
+    planted = time.monotonic()
+    pid, epoch = plant_hanging_offsets(bs, group, topic, 0, 3, txid)
+    with WireClient(bs) as client:
+        n = offsets_partition(group, len(client.metadata(["__consumer_offsets"])["__consumer_offsets"]))
+    time.sleep(max(0.0, planted + MAX_AGE_S + 0.5 - time.monotonic()))
+
+    ((t, p, kpid, kepoch, start),) = find_hanging(unverified)
+    assert (t, p, kpid, kepoch) == ("__consumer_offsets", n, pid, epoch)
+    doc = jdoc("txns", "hanging", "--bootstrap", bs, "--max-age", f"{MAX_AGE_S:g}s", code=1)
+    assert [(h["topic"], h["partition"], h["producer_id"], h["first_offset"], h["transactional_id"],
+             sorted(h["rules"]), h["groups"], h["counted"]) for h in doc["hanging"]] == [
+        ("__consumer_offsets", n, pid, start, txid, ["kip664", "lso"], [group], True)]
+    text = cli("txns", "hanging", "--bootstrap", bs, "--max-age", f"{MAX_AGE_S:g}s", code=1).stdout
+    assert text.strip().splitlines()[-1] == (f"to abort one: eosctl txns abort --bootstrap {bs} --topic "
+                                             f"__consumer_offsets --partition {n} --start-offset {start}")
+
+    # The group's consumer would wait at offset 1: its commit of 3 is pending in the hanging transaction.
+    (g,) = jdoc("lag", "--bootstrap", bs, "-t", topic, "-g", group)["groups"]
+    (row,) = g["partitions"]
+    assert (row["committed"], row["pending_commit"]["offsets_partition"]) == (1, n)
+    assert [(x["transactional_id"], x["producer_id"], x["first_offset"])
+            for x in row["pending_commit"]["transactions"]] == [(txid, pid, start)]
+
+    # The marker-level abort ends it: nothing hangs, and the offset stays the one committed before.
+    done = jdoc("txns", "abort", "--bootstrap", bs, "--topic", "__consumer_offsets", "--partition", str(n),
+                "--start-offset", str(start), "--yes")
+    assert done["aborted"] is True
+    assert find_hanging(unverified) == []
+    after = jdoc("txns", "hanging", "--bootstrap", bs, "--max-age", f"{MAX_AGE_S:g}s")
+    assert (after["hanging"], after["blocking"]) == ([], [])
+    (g,) = jdoc("lag", "--bootstrap", bs, "-t", topic, "-g", group)["groups"]
+    assert [(r["committed"], r["pending_commit"]) for r in g["partitions"]] == [(1, None)]

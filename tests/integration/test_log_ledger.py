@@ -212,7 +212,7 @@ def test_snapshot_records_the_open_transaction_and_applies_max_age(hanging_run, 
         "producer_epoch": 0, "first_offset": h["first_offset"], "rules": ["lso"], "lso": h["first_offset"],
         "hw": h["last_offset"] + 1, "blocked": h["last_offset"] - h["first_offset"] + 1,
         "transactional_id": h["transactional_id"], "coordinator_state": "Ongoing",
-        "age_source": "coordinator"}]  # the sandbox's coordinator dates it, not the records' timestamps
+        "age_source": "coordinator", "groups": [], "two_phase": False}]  # dated by the coordinator
 
 
 def test_snapshot_stores_an_audit_report_file_and_refuses_a_bad_one(hanging_run, tmp_path):

@@ -3,7 +3,8 @@
 Each command runs as a user runs it (a subprocess, its exit status, stdout and stderr) against the broker's
 PROXIED listener, which advertises the proxy: every connection goes through it. The faults: one reset in
 the middle of an audit (local engine) and of a lag read; a 200 KB/s link under lag; an outage from the
-start under the exporter and `lag --watch`; a black hole; 1.5 s of latency under `txns list`.
+start under the exporter and `lag --watch`; a black hole; 1.5 s of latency under `txns list`; 4.5 s under
+`lag`, `txns list` and an audit's deadline (issue 56).
 """
 
 from __future__ import annotations
@@ -239,3 +240,162 @@ def test_txns_list_answers_at_1_5_s_of_round_trip_latency(orders, faults):
     r = eosctl("txns", "list", "--bootstrap", through, "--format", "json", timeout=90)
     assert r.returncode == 0, r.stderr
     assert orders["txid"] in r.stdout
+
+
+@pytest.mark.timeout(300)
+def test_lag_and_txns_list_answer_at_4_5_s_of_latency_within_their_timeout(orders, faults):
+    """Issue 56: no fixed inner wait: a bootstrap (two round trips, 9 s here) and each request get what
+    --timeout leaves them (both failed after 10 s before, whatever --timeout said)."""
+    proxy, through = faults
+    proxy.toxic("kafka", "latency", latency=4500)
+    # Both at once: each mostly waits on the link.
+    lag = start("lag", "--bootstrap", through, "--group", orders["group"], "--format", "json",
+                "--timeout", "120s")
+    txns = start("txns", "list", "--bootstrap", through, "--format", "json", "--timeout", "120s")
+    try:
+        lag_out, lag_err = lag.communicate(timeout=150)
+        txns_out, txns_err = txns.communicate(timeout=150)
+    finally:
+        stop(lag)
+        stop(txns)
+    assert lag.returncode == 0, lag_err
+    seen = [(p["partition"], p["committed"], p["lag_to_lso"]) for g in json.loads(lag_out)["groups"]
+            for p in g["partitions"]]
+    assert seen == [(q, RECORDS + RECORDS // TXN, 0) for q in range(PARTITIONS)], lag_out
+    assert txns.returncode == 0, txns_err
+    assert orders["txid"] in [t["transactional_id"] for t in json.loads(txns_out)["transactions"]]
+
+
+@pytest.mark.timeout(180)
+def test_the_audits_line_at_its_deadline_names_the_deadline(orders, faults):
+    """At 4.5 s of latency an audit needs more than 30 s: --timeout 30s ends it at the deadline, and its
+    line says so, with the whole wait (it said "(waited 2.5 s); check ... that the broker is up")."""
+    proxy, through = faults
+    proxy.toxic("kafka", "latency", latency=4500)
+    began = time.monotonic()
+    r = eosctl(*audit_args(through, orders), "--timeout", "30s", timeout=150)
+    took = time.monotonic() - began
+    assert r.returncode == 2, r.stdout + r.stderr
+    (line,) = [ln for ln in r.stderr.splitlines() if ln.startswith("eosctl: error: ")]
+    assert "no answer within the deadline: waited " in line and "(--timeout 30s)" in line, line
+    assert "that the broker is up" not in line, line
+    waited = float(line.split("waited ")[1].split(" s")[0])
+    assert 28 <= waited <= 32, line
+    assert took < 30 + 15, f"{took:.1f}s for --timeout 30s: {line}"
+
+
+def gauge(metrics: str, name: str) -> float | None:
+    """The first sample of a gauge (whatever its labels)."""
+    samples = [ln for ln in metrics.splitlines() if ln.startswith(name + "{")]
+    return float(samples[0].rsplit(" ", 1)[1]) if samples else None
+
+
+def scrape_when(port: int, name: str, value: float) -> str | None:
+    """The scrape when its ``name`` sample is ``value``."""
+    metrics = scrape(port)
+    return metrics if gauge(metrics, name) == value else None
+
+
+def exporter_through(through: str, o: dict, port: int, timeout: str) -> subprocess.Popen:
+    return start("exporter", "--bootstrap", through, "--topic", o["topic"], "--group", o["group"], "--listen",
+                 f"127.0.0.1:{port}", "--interval", "1", "--audit-every", "0", "--timeout", timeout)
+
+
+@pytest.mark.timeout(120)
+def test_the_exporter_answers_from_its_start_under_a_black_hole(orders, faults):
+    """Issue 56: its first refresh waits (up to --timeout) on a cluster that accepts TCP and never answers;
+    /metrics answered nothing meanwhile. Now it serves eosctl_up 0 with the reason from the start."""
+    proxy, through = faults
+    proxy.toxic("kafka", "timeout", timeout=0)
+    port = free_port()
+    exporter = exporter_through(through, orders, port, "20s")
+    try:
+        line = exporter.stderr.readline()
+        assert "listening on http://" in line and "eosctl_up 0 until the first refresh ends" in line, line
+        began = time.monotonic()
+        first = scrape(port)
+        assert time.monotonic() - began < 1.0
+        assert gauge(first, "eosctl_up") == 0 and gauge(first, "eosctl_stale") == 1, first
+        reason = [ln for ln in first.splitlines() if ln.startswith("eosctl_down_reason{")]
+        assert len(reason) == 1 and 'reason="the first refresh has not finished yet"' in reason[0], first
+        assert exporter.poll() is None
+    finally:
+        _, err = stop(exporter)
+    assert "Traceback" not in err
+
+
+@pytest.mark.timeout(180)
+def test_a_refresh_overdue_on_a_slow_link_is_stale_before_it_fails(orders, faults):
+    """Issue 56: at 4.5 s of latency a refresh takes 20 s and more; eosctl_up stayed 1 meanwhile, so no
+    alert could tell the old values from fresh ones. eosctl_stale says it (rule EosctlReadingStale)."""
+    proxy, through = faults
+    port = free_port()
+    exporter = exporter_through(through, orders, port, "120s")
+    try:
+        fresh = until("a fresh reading", lambda: scrape_when(port, "eosctl_up", 1))
+        assert gauge(fresh, "eosctl_stale") == 0, fresh
+        latency = proxy.toxic("kafka", "latency", latency=4500)
+        stale = until("a stale reading", lambda: scrape_when(port, "eosctl_stale", 1), timeout=60)
+        assert gauge(stale, "eosctl_up") == 1, stale  # nothing failed: the cluster answers, slowly
+        proxy.remove("kafka", latency)
+        until("fresh again", lambda: scrape_when(port, "eosctl_stale", 0), timeout=90)
+    finally:
+        _, err = stop(exporter)
+    assert "Traceback" not in err
+
+
+BULKY_RECORDS = 20_000
+
+
+@pytest.fixture(scope="module")
+def bulky(apache_kafka, tmp_path_factory):
+    """Like ``orders`` on one partition of 20,000 records (~300 KB, in small batches): an audit's Fetch of it
+    is answered with more than 150 KB."""
+    suffix = uuid.uuid4().hex[:6]
+    topic, group = f"nfbulk-{suffix}", f"nfbulkg-{suffix}"
+    sink = tmp_path_factory.mktemp("bulky") / "sink.duckdb"
+    keyed_sink(apache_kafka.bootstrap, topic, group, sink, 1, BULKY_RECORDS, 1000,
+               transactional_id=f"nf-bulk-{suffix}")
+    return {"topic": topic, "group": group, "sink": sink}
+
+
+@pytest.mark.timeout(240)
+def test_lag_and_the_audit_finish_over_a_link_that_cuts_each_connection_after_150_kb(orders, bulky, faults):
+    """Issue 56: each connection through the proxy is cut after 150 KB of answers (limit_data). Each retry
+    asked again for more than the link lets through (`socket disconnected (connection lost for 5.6 s, 9
+    tries)`); a Fetch cut mid-answer is asked again smaller, and the client keeps to what got through."""
+    proxy, through = faults
+    proxy.toxic("kafka", "limit_data", bytes=150_000)
+    r = eosctl(*audit_args(through, bulky), timeout=150)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["findings"] == [] and doc["summary"]["expected_records"] == BULKY_RECORDS
+    r = eosctl("lag", "--bootstrap", through, "--group", orders["group"], "--format", "json", timeout=120)
+    assert r.returncode == 0, r.stderr
+    seen = [(p["partition"], p["committed"], p["lag_to_lso"]) for g in json.loads(r.stdout)["groups"]
+            for p in g["partitions"]]
+    assert seen == [(q, RECORDS + RECORDS // TXN, 0) for q in range(PARTITIONS)], r.stdout
+
+
+@pytest.mark.timeout(180)
+def test_lag_watch_says_a_poll_is_overdue_on_a_slow_link(orders, faults):
+    """Issue 56: at 4.5 s of latency `lag --watch 1` went silent for 21 s, no error, no stale mark. Now a
+    poll past its interval is said (stderr; on a terminal the last values are redrawn marked STALE), and
+    each document carries its values' age."""
+    proxy, through = faults
+    watch = start("lag", "--bootstrap", through, "--group", orders["group"], "--watch", "1", "--format",
+                  "json", "--timeout", "120s")
+    lines: list[str] = []
+    errors: list[str] = []
+    threading.Thread(target=lambda: lines.extend(watch.stdout), daemon=True).start()
+    threading.Thread(target=lambda: errors.extend(watch.stderr), daemon=True).start()
+    try:
+        first = json.loads(until("a first poll", lambda: lines[:1])[0])
+        assert first["error"] is None and first["stale_since"] is None and 0 <= first["age_s"] < 5, first
+        proxy.toxic("kafka", "latency", latency=4500)
+        said = until("the overdue line", lambda: [e for e in errors if "a poll is overdue" in e], timeout=60)
+        assert f"the values of {json.loads(lines[-1])['taken_at']} are stale" in said[0], said
+        assert watch.poll() is None
+    finally:
+        out, err = stop(watch)
+    assert "Traceback" not in "".join(errors) + err

@@ -1,8 +1,10 @@
 """What `eosctl sandbox pipeline` prints is what a new user does next (issue 32): its config's default is
-the whole pipeline (both hops), and every "next, try" command works copied as printed."""
+the whole pipeline (both hops), and every "next, try" command works copied as printed: the TUI too, headless
+through Textual's pilot, whose Audit tab audits both hops (issue 49)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shlex
 import uuid
@@ -12,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from eosctl.cli import main
+from tests.tui.tuihelp import tui_audit
 
 pytestmark = [pytest.mark.integration]
 
@@ -29,7 +32,7 @@ def test_the_printed_next_commands_work_on_the_whole_pipeline(cluster, tmp_path:
     printed = made.stdout.split("next, try:\n", 1)[1].splitlines()
     assert printed == [f"  eosctl {cmd} -c {config}" for cmd in ("lag", "txns hanging", "audit", "tui")]
     codes = {}
-    for line in printed[:-1]:  # the TUI is a terminal program: tests/tui run it
+    for line in printed[:-1]:  # the TUI is a terminal program: run headless below
         args = shlex.split(line)[1:]
         result = CliRunner().invoke(main, [*args, "--format", "json"])
         assert result.exit_code in (0, 1), (line, result.output)
@@ -40,6 +43,14 @@ def test_the_printed_next_commands_work_on_the_whole_pipeline(cluster, tmp_path:
     code, report = codes["audit"]
     assert code == 1 and [h["name"] for h in report["hops"]] == [f"{prefix}.process", prefix]
     assert {f["kind"] for f in report["findings"]} >= {"duplicate"}
+    # The TUI as printed opens the whole pipeline, and `a` on its Audit tab audits both hops as `audit` did
+    # (issue 49: it answered "no sink to audit").
+    overview, tui_report = asyncio.run(tui_audit(shlex.split(printed[-1])[1:]))
+    assert [row[0] for row in overview] == [f"{prefix}.pipeline"]
+    assert [h.name for h in tui_report.hops] == [f"{prefix}.process", prefix]
+    named = ("kind", "topic", "partition", "first_offset", "last_offset")
+    assert sorted(tuple(f.to_dict()[k] for k in named) for f in tui_report.findings) == \
+        sorted(tuple(f[k] for k in named) for f in report["findings"])
     # The investigator's next step: the duplicate's offset explained on the whole pipeline (--topic picks
     # the hop that reads it: its sink and group), with when the sink wrote each copy.
     dup = next(f for f in report["findings"] if f["kind"] == "duplicate")

@@ -65,7 +65,7 @@ class Run:
     """One `python -m eosctl ...` in its own session, its stderr read by a thread, its processes watched."""
 
     def __init__(self, args: list[str], tmpdir: Path, cwd: Path) -> None:
-        env = {**os.environ, "TMPDIR": str(tmpdir),
+        env = {**os.environ, "TMPDIR": str(tmpdir), "EOSCTL_LOCAL_WORKERS": "2",
                "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
         self.proc = subprocess.Popen([sys.executable, "-m", "eosctl", *args], stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, env=env, cwd=cwd, text=True,
@@ -217,7 +217,8 @@ class Pty:
     def __init__(self, args: list[str], tmpdir: Path, cwd: Path) -> None:
         import pty
 
-        env = {**os.environ, "TMPDIR": str(tmpdir), "TERM": "xterm-256color", "COLUMNS": "100", "LINES": "30",
+        env = {**os.environ, "TMPDIR": str(tmpdir), "EOSCTL_LOCAL_WORKERS": "2", "TERM": "xterm-256color",
+               "COLUMNS": "100", "LINES": "30",
                "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # the child: its own session already (pty.fork), the pty its terminal

@@ -136,7 +136,7 @@ def test_the_audit_task_counts_what_retention_removed_as_unverifiable(kafka_sim:
     in-process: the sink's rows below the moved log start are unverifiable_below, not findings."""
     from auditors.plan import TaskSettings, plan
     from auditors.sources import KafkaSource
-    from auditors.task import _open_sink, audit_group
+    from auditors.task import audit_group, open_task_reader
     from eosctl.config.model import Cluster, Sink
 
     p = kafka_sim.partition("t", 0)
@@ -147,7 +147,7 @@ def test_the_audit_task_counts_what_retention_removed_as_unverifiable(kafka_sim:
     items = plan(source, ["t"], {("t", 0): 20})  # the driver: leaders and offsets, before any task
     kafka_sim.inject("fetch", "t", 0, before=lambda: p.delete_before(10))
     settings = TaskSettings(temp_directory=str(tmp_path / "tmp"))
-    with _open_sink(Sink(duckdb=sink), settings) as reader:
+    with open_task_reader(Sink(duckdb=sink), settings) as reader:
         rows = audit_group(items, source, reader, want_ranges=False, group=None).rows
     row, task = rows  # one summary, no findings; `detail` carries the gap map's log segments
     assert task["rec"] == "task" and task["scan_seconds"] >= 0 and task["reconcile_seconds"] >= 0

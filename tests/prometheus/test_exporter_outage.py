@@ -94,7 +94,7 @@ def test_sigterm_during_an_audit_kills_its_workers_and_leaves_nothing(cluster, t
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     exporter = Exporter("-c", str(tmp_path / "run" / "eosctl.toml"), "--listen", "127.0.0.1:0", "--interval",
-                        "1", "--audit-every", "0.1", env={"TMPDIR": str(tmp)})
+                        "1", "--audit-every", "0.1", env={"TMPDIR": str(tmp), "EOSCTL_LOCAL_WORKERS": "2"})
     exporter.wait_for(r"serving http://")
     workers = poll(lambda: _children(exporter.proc.pid), bool, "the audit's worker processes")
     assert exporter.stop() == 143

@@ -141,7 +141,7 @@ def live(monkeypatch):
     monkeypatch.setattr(eosctl.inspection.live, "group_offsets",
                         lambda client, groups: {g: {} for g in groups})
     monkeypatch.setattr(lag, "poll", poll)
-    monkeypatch.setattr(txns, "list_transactions", lambda admin: [])
+    monkeypatch.setattr(txns, "list_transactions", lambda admin, **k: [])
     monkeypatch.setattr(txns, "coordinator_unseen", lambda client, prefix="": None)  # every id visible
     monkeypatch.setattr(txns, "describe_producers", describe_producers)
     monkeypatch.setattr(txns, "find_hanging", find_hanging)
@@ -252,3 +252,27 @@ def test_a_producer_fenced_on_several_partitions_is_one_fenced_producer():
     dash = Dashboard(Capture(datetime(2026, 1, 1, tzinfo=UTC), "b:1", "shop", None, [], producers=rows))
     assert overview_rows(dash)[0].cells[5] == 1
     assert "1 producer fenced (a new instance took over; the old one was cut off)" in health(dash).reasons
+
+
+def test_the_audit_tab_audits_a_pipeline_of_hops_and_names_the_pipelines_with_a_sink():
+    """A pipeline of hops (the reference pipeline's default) audits hop by hop; one with neither sink nor
+    hops names the config's pipelines the TUI could audit (issue 49: the demo's `eosctl tui -c` line)."""
+    from pathlib import Path
+
+    from eosctl.config.model import Config
+
+    bare = Pipeline("watch", "c", ("shop.orders",), "shop.sink")
+    hops = Pipeline("whole", "c", (), None, hops=("shop",))
+    config = Config(Path("/e.toml"), {"c": CLUSTER}, {"shop": PIPE, "watch": bare, "whole": hops})
+    runner = lambda target, progress: None  # noqa: E731
+    for pipe, said in ((PIPE, None), (hops, None),
+                       (bare, "no sink to audit: pipeline watch has none; start the TUI with -p NAME for one "
+                              "that has: shop, whole"),
+                       (None, "no sink to audit: start the TUI with --config FILE --pipeline NAME (with a "
+                              "sink)")):
+        source = LiveSource(Target(CLUSTER, pipe, config if pipe else None, ("shop.orders",), "shop.sink"),
+                            run_audit=runner)
+        try:
+            assert source.can_audit() == said, pipe
+        finally:
+            source.close()

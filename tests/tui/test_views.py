@@ -293,3 +293,43 @@ def test_the_lag_view_shows_each_group_s_failover_to_a_mirrormaker_replica():
             in headline(dash).plain)
     pairs = dict(detail(dash, p).pairs)
     assert pairs["failover"].startswith(f"src.{p.topic}[{p.partition}] @31 +9 again -2 never")
+
+
+def test_the_lag_view_shows_an_offset_commit_pending_in_a_transaction():
+    """A group whose next offset commit an open transaction holds (UNSTABLE_OFFSET_COMMIT): the committed
+    cell says pending, the headline and the detail name the transaction; the status stays what it was."""
+    from dataclasses import replace
+
+    from synthetic import SyntheticSource
+
+    from eosctl.txn.pendingoffsets import Holder, PendingCommit
+    from tui.views.lag import detail, headline, lag_rows
+
+    dash = SyntheticSource(2).fetch()
+    p = dash.lag.partitions[0]
+    held = PendingCommit(p.group, frozenset({(p.topic, p.partition)}), 31, (
+        Holder(4001, 3, 220, "stage-1", "Ongoing", dash.lag.taken_ms - 90_000, True),))
+    before = lag_rows(dash)[0]
+    dash.lag.partitions[0] = replace(p, pending=held)
+    row = lag_rows(dash)[0]
+    assert row.cells[1] == f"{p.committed:,} pending"
+    assert (row.cells[7], row.level) == (before.cells[7], before.level)
+    assert "offset commit pending in transaction stage-1 (pid 4001), open 1m30s" in headline(dash).plain
+    assert dict(detail(dash, dash.lag.partitions[0]).pairs)["offset commit"] == (
+        "pending in transaction stage-1 (pid 4001), open 1m30s (committed: the offset before it)")
+
+
+def test_the_transactions_view_shows_a_two_phase_commit_transaction_as_such():
+    """KIP-939: a transactional id whose timeout is Integer.MAX_VALUE is shown as 2PC, with no timeout."""
+    from synthetic import SyntheticSource
+
+    from eosctl.txn.transactions import TxnInfo
+    from tui.views.transactions import detail, txn_rows
+
+    dash = SyntheticSource(2).fetch()
+    now_ms = int(dash.taken_at * 1000)
+    dash.capture.transactions = [TxnInfo("pay-2pc", 9001, 3, "Ongoing", 2**31 - 1, now_ms - 3_600_000, 1)]
+    (row,) = [r for r in txn_rows(dash) if r.cells[0] == "pay-2pc"]
+    assert (row.cells[1], row.cells[5]) == ("Ongoing (2PC)", "none (2PC)")
+    pairs = dict(detail(dash, dash.transactions[0]).pairs)
+    assert pairs["timeout"] == "none (2PC)" and pairs["two-phase commit"].startswith("yes (KIP-939)")

@@ -108,6 +108,29 @@ async def audited(pilot) -> None:
                 "the audit")
 
 
+async def tui_audit(args: list[str], timeout: float = 120.0):
+    """`eosctl tui ARGS` as the command builds it (its options parsed by the command, its live source and
+    audit runner), headless: the first data, then 7 and a until the Audit tab has the report. The Overview's
+    rows before the audit, and the report."""
+    from eosctl.commands.tui_cmd import live_source, tui
+    from tui.app import EosApp
+
+    assert args[0] == "tui", args
+    p = tui.make_context("tui", list(args[1:])).params
+    app = EosApp(live_source(p["config"], p["pipeline"], p["bootstrap"], p["topics"], p["group"],
+                             p["max_age"]), refresh_seconds=60)
+    async with running(app, (160, 40)) as pilot:
+        await first_data(pilot)
+        overview = rows_of(app, "overview")
+        why_not = app.source.can_audit()
+        assert why_not is None, why_not  # what `a` would answer instead of auditing
+        await pilot.press("7", "a")
+        view = app.view("audit")
+        await until(pilot, lambda: not view.running and view.report is not None, "the TUI's audit",
+                    timeout=timeout, step=0.2)
+        return overview, view.report
+
+
 def terminal_output(app) -> tuple[str, list[str]]:
     """What the terminal receives for the current screen (escape sequences included) and its lines of
     text, as Textual writes them (the same render as App.export_screenshot, without the SVG)."""

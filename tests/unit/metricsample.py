@@ -18,6 +18,7 @@ from eosctl.inspection.lag import LagSnapshot, PartitionLag
 from eosctl.inspection.live import LagHistory
 from eosctl.report.findings import AuditReport, Finding, PartitionSummary
 from eosctl.txn.opentxn import OpenTxn
+from eosctl.txn.pendingoffsets import Holder, PendingCommit
 from eosctl.txn.transactions import Hanging, HangingReport, TxnInfo
 
 NOW_MS = 1_790_000_000_000
@@ -59,14 +60,18 @@ def capture() -> Capture:
     lag = LagSnapshot(NOW_MS, [
         PartitionLag(GROUP, TOPIC, 0, committed=10, log_start=0, lso=11, hw=11, records_behind=0),
         PartitionLag(GROUP, TOPIC, 1, committed=12, log_start=2, lso=17, hw=20, records_behind=5,
-                     oldest_unconsumed_ms=NOW_MS - 30_000, open_txn=txn),
+                     oldest_unconsumed_ms=NOW_MS - 30_000, open_txn=txn,
+                     pending=PendingCommit(GROUP, frozenset({(TOPIC, 1)}), 12, (
+                         Holder(7, 0, 40, "app-1", "Ongoing", NOW_MS - 1_200_000, True),))),
     ], {GROUP: "STABLE"})
     hanging = Hanging(TOPIC, 1, 7, 0, 17, 1200.0, ("lso",), lso=17, hw=20, transactional_id="app-1",
                       age_source="coordinator")
     cap = Capture(captured_at=datetime.fromtimestamp(NOW_MS / 1000, UTC), bootstrap="b:9092",
                   pipeline="payments", group=GROUP, topics=[TOPIC], logs=logs,
                   transactions=[TxnInfo("app-1", 7, 0, "Ongoing", 60_000, NOW_MS - 1_200_000, 1),
-                                TxnInfo("app-2", 8, 3, "CompleteCommit", 60_000, None, 1)],
+                                TxnInfo("app-2", 8, 3, "CompleteCommit", 60_000, None, 1),
+                                TxnInfo("app-2pc", 9, 1, "Ongoing", 2**31 - 1, NOW_MS - 86_400_000, 1),
+                                TxnInfo("app-2pc-done", 10, 1, "CompleteCommit", 2**31 - 1, NOW_MS, 1)],
                   lag=lag, hanging=HangingReport(900.0, 2, [hanging]), hanging_candidates=[hanging],
                   hanging_checked_ms=NOW_MS)
     cap.sections = dict.fromkeys(SECTIONS, "ok")

@@ -145,6 +145,9 @@ def test_a_name_over_the_os_limit_is_one_line(args):
     (["--nope"], "`main`: no such option '--nope' (see `main --help`)"),
     (["sandbox", "nope"], "`main sandbox`: no such command 'nope' (see `main sandbox --help`)"),
     (["snapshot", "-t", "x"], "`main snapshot`: missing option '--out' / '-o' (see `main snapshot --help`)"),
+    (["log", "--bootstrap", "127.0.0.1:1", "-t", "t", "-P", "0", "--records", "--no-batches"],
+     "`main log`: invalid value for --records: --records shows the records of the batch table's offsets: "
+     "drop --no-batches (see `main log --help`)"),
     (["demo", "--records", "x"],
      "`main demo`: invalid value for '--records': 'x' is not a valid integer range (see `main demo --help`)"),
     (["sandbox", "up", "--port", "x"],

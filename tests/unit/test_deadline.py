@@ -64,3 +64,51 @@ def test_a_command_deadline_reaches_threads_and_ends_with_the_command():
     deadline.finish()
     assert deadline.configured_s() == deadline.DEFAULT_TIMEOUT_S
     assert deadline.current().seconds == deadline.DEFAULT_TIMEOUT_S
+
+
+def test_a_bootstrap_may_take_what_is_left_of_the_deadline_and_its_line_names_the_deadline():
+    # No fixed cap below the deadline (it was 10 s whatever --timeout said).
+    assert deadline.connect_timeout_ms(Deadline(120)) == pytest.approx(120_000, abs=50)
+    assert deadline.connect_timeout_ms(Deadline(0)) == deadline.MIN_TRY_MS
+    d = Deadline(30, started=time.monotonic() - 30.2)
+    assert deadline.ended_by(d) and not deadline.ended_by(Deadline(30))
+    line = deadline.at_deadline("cannot connect to Kafka at h:1", "the Kafka handshake", d)
+    assert line.startswith("cannot connect to Kafka at h:1: no answer within the deadline: waited 30.2 s "
+                           "(--timeout 30s), waiting for the Kafka handshake; "), line
+    assert "that the broker is up" not in line
+
+
+def test_a_clusters_configured_timeout_lengthens_the_default_never_a_given_one():
+    deadline.start(30)
+    try:
+        deadline.defaulted(True)
+        deadline.prefer(10)  # shorter than the default: not taken
+        assert deadline.current().seconds == 30
+        deadline.prefer(120)
+        assert deadline.current().seconds == 120 and deadline.configured_s() == 120
+        deadline.start(5)
+        deadline.defaulted(False)  # --timeout 5s on the command line
+        deadline.prefer(120)
+        assert deadline.current().seconds == 5
+    finally:
+        deadline.finish()
+
+
+def test_timeout_on_the_command_line_wins_over_the_clusters(tmp_path):
+    """A listener that accepts TCP and never answers: `--timeout 1s` ends the command, not the config's 2m."""
+    import socket
+    import subprocess
+    import sys
+
+    server = socket.create_server(("127.0.0.1", 0))
+    config = tmp_path / "c.toml"
+    config.write_text(f'[clusters.c]\nbootstrap_servers = "127.0.0.1:{server.getsockname()[1]}"\n'
+                      'timeout = "2m"\n[pipelines.p]\ncluster = "c"\nsource_topics = ["t"]\ngroup = "g"\n')
+    try:
+        done = subprocess.run([sys.executable, "-m", "eosctl", "lag", "-c", str(config), "-p", "p",
+                               "--timeout", "1s"], capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL)
+    finally:
+        server.close()
+    assert done.returncode == 2, done.stderr
+    assert "no answer within the deadline" in done.stderr and "(--timeout 1s)" in done.stderr, done.stderr

@@ -18,7 +18,7 @@ import re
 import tomllib
 from collections import defaultdict
 from contextlib import nullcontext
-from dataclasses import fields
+from dataclasses import fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
@@ -43,6 +43,7 @@ from eosctl.cluster.model import (
 from eosctl.commands import txns_cmd
 from eosctl.config import file as configfile
 from eosctl.config import model as config_mod
+from eosctl.config.policy import Level, Waiver
 from eosctl.config.target import Target
 from eosctl.inspection import capture as capture_mod
 from eosctl.inspection.capture import Capture
@@ -51,8 +52,14 @@ from eosctl.inspection.ledger import Ledger, LedgerFlag, PartitionLedger
 from eosctl.output.lag import lag_document
 from eosctl.output.log import log_document
 from eosctl.report.findings import KINDS, AuditReport, Finding, PartitionSummary
+from eosctl.report.policy import apply_policy
 from eosctl.report.readpoint import ReadPoint
+from eosctl.report.window import PartitionWindow, WindowSpec, parse_bound
+from eosctl.rules.deadletter import DLQ_KINDS
+from eosctl.rules.rule import audit_partition
+from eosctl.txn.fence import Fenced, FencedPartition, FencePlan
 from eosctl.txn.opentxn import OpenTxn
+from eosctl.txn.pendingoffsets import Holder, PendingCommit
 from eosctl.txn.producers import DESCRIBE_PRODUCERS, LOG_SCAN, ProducerRow, ProducersReport
 from eosctl.txn.transactions import AbortPlan, Hanging, HangingReport, TxnInfo
 from tests.helpers import eosctl_json
@@ -253,6 +260,14 @@ def findings_of_every_kind() -> list[Finding]:
             out.extend(out_of_order(frozen))
         elif kind == "content_mismatch":
             out.extend(content_findings())
+        elif kind == "misrouted":  # made by the sweep of a sink with a route (eosctl.config.route)
+            from eosctl.rules.reconcile import reconcile_partition
+
+            out.extend(reconcile_partition(partition_log(), [(0, 2, 1)], routed_out=[(1, 1)])[1])
+        elif kind in DLQ_KINDS:  # made with the sink's dead-letter queue (eosctl.rules.deadletter)
+            log = plog_with_dlq()
+            out.extend(f for f in audit_partition("orders", 0, log, iter([(0, 0, 1)]), dead_lettered=[
+                (0, 1), (1, 2), (4, 1)], dlq_topic="orders.dlq")[1] if f.kind == kind)
         else:
             out.append(Finding(kind, "orders", 0, *at[kind], 1))
     facts = SinkFacts(gaps={0: (None, 1)}, duplicates={1: (2, 3)})
@@ -266,6 +281,20 @@ def findings_of_every_kind() -> list[Finding]:
     duplicate = next(f for f in explained if f.kind == "duplicate")
     ordered = with_write_order(duplicate, "sink_batch", (4, 4, 9, 9))  # with sink.order_column
     return [*explained, replace(aborted, first_offset=6, last_offset=6, cause=many), ordered]
+
+
+DLQ_SAMPLES = [{"topic": "orders.dlq", "records": 3, "dead_lettered": 1,
+                "by_exception": [{"exception": "org.apache.kafka.connect.errors.DataException",
+                                  "records": 2}],
+                "conventions": {"connect": 2}, "unreadable": 1, "other_partitions": 0},
+               {"topic": "orders.dlq", "records": 1, "dead_lettered": 0,
+                "by_exception": [{"exception": "java.lang.ArithmeticException", "records": 1}],
+                "conventions": {"streams": 1}, "unreadable": 0, "other_partitions": 1}]
+
+
+def plog_with_dlq() -> PartitionLog:
+    """partition_log()'s offsets, for the DLQ's findings: 0..2 committed, 4..5 aborted."""
+    return partition_log()
 
 
 def content_findings() -> list[Finding]:
@@ -293,19 +322,22 @@ def content_findings() -> list[Finding]:
 
 
 def audit_report(engine: dict[str, Any], findings: list[Finding],
-                 read_point: ReadPoint | None = None) -> AuditReport:
+                 read_point: ReadPoint | None = None, window: WindowSpec | None = None) -> AuditReport:
     from eosctl.report.findings import Hop, LogSegment
 
     # The log segments only when there are findings: the sample without findings must show them optional.
     segments = (LogSegment("ABORTED", 10, 19, 10), LogSegment("MARKER", 20, 20, 1)) if findings else None
-    parts = [PartitionSummary("orders", 0, 0, 40, 41, 35, 36, 1, log_segments=segments),
+    parts = [PartitionSummary("orders", 0, 0, 40, 41, 35, 36, 1, log_segments=segments,
+                              window=PartitionWindow(5, 30, 8) if window else None, outside_window=3,
+                              expired=2, dead_lettered=1 if window else None,
+                              filtered=4 if window else None),
              PartitionSummary("ghost", 0, 0, 0, 0, 0, 2, exists=False)]
     # The full sample is a pipeline audited hop by hop (stage, then sink); the other one hop.
     hops = [Hop("p.stage", ("raw",), "orders (hop_rows)", "stage", "pass", 0, 0),
             Hop("p", ("orders", "ghost"), "/s/sink.duckdb (orders_sink)", "g", "fail", len(findings), 1)]
     return AuditReport.build(parts, findings, ("gap", "duplicate"), sink="/s/sink.duckdb (orders_sink)",
                              sink_read_point=read_point, group="g", engine=engine, elapsed_seconds=1.2345,
-                             hops=hops if findings else [])
+                             hops=hops if findings else [], window=window)
 
 
 def _function(path: Path, name: str) -> ast.FunctionDef:
@@ -386,11 +418,14 @@ def engines() -> tuple[dict[str, Any], dict[str, Any]]:
 def lag_snapshots() -> list[LagSnapshot]:
     rows = [PartitionLag("g", "orders", 0, 5, 0, 7, 9, 2, True, NOW_MS - 3000,
                          OpenTxn(7, 1, 7, NOW_MS - 5000), member_id="app-1-7f3c", client_id="app-1",
-                         host="/10.0.0.7"),
-            PartitionLag("g", "orders", 1, None, 0, 4, 4, None, True),
+                         host="/10.0.0.7", pending=PendingCommit("g", frozenset({("orders", 0)}), 12, (
+                             Holder(7, 1, 40, "demo.processor", "Ongoing", NOW_MS - 5000, True),))),
+            PartitionLag("g", "orders", 1, None, 0, 4, 4, None, True, pending=PendingCommit(
+                "g", frozenset({("orders", 1)}), None, problem="cannot describe __consumer_offsets")),
             PartitionLag("g", "orders", 2, 12, 0, 9, 9, error="committed offset 12 is beyond the high "
                                                                "watermark 9")]
-    return [LagSnapshot(NOW_MS - 1000, rows, {"g": "STABLE"}), LagSnapshot(NOW_MS, rows, {"g": "STABLE"})]
+    return [LagSnapshot(NOW_MS - 1000, rows, {"g": "STABLE"}),
+            LagSnapshot(NOW_MS, rows, {"g": "STABLE"}, {"g": "consumer"})]
 
 
 def txn_infos() -> list[TxnInfo]:
@@ -400,7 +435,9 @@ def txn_infos() -> list[TxnInfo]:
 
 def hanging_report() -> HangingReport:
     found = [Hanging("orders", 0, 7, 1, 7, 950.0, ("kip664", "lso"), 7, 9, "demo.hanging", "Ongoing"),
-             Hanging("orders", 1, 9, 0, 3, None, ("kip664",))]
+             Hanging("orders", 1, 9, 0, 3, None, ("kip664",)),
+             Hanging("__consumer_offsets", 12, 13, 0, 40, 960.0, ("kip664", "lso"), 40, 41, None, None,
+                     groups=("demo.processor",))]
     young = [Hanging("orders", 2, 11, 0, 5, 30.0, ("lso",), 5, 8, "demo.processor", "Ongoing", "coordinator")]
     return HangingReport(900.0, 3, found, 2, "ok", blocking=young)
 
@@ -408,9 +445,12 @@ def hanging_report() -> HangingReport:
 def ledger() -> Ledger:
     flags = [LedgerFlag("gap", 4, 5, 2, "offsets 4..5 committed but not in the sink"),
              LedgerFlag("offset_mismatch", None, None, 0, "stored 3, committed 5")]
-    parts = [PartitionLedger("orders", 0, 10, 9, 0, 12, 1, 1, 13, 13, 0, 14, 14, 13, 2, flags),
+    parts = [PartitionLedger("orders", 0, 10, 9, 0, 12, 1, 1, 13, 13, 0, 14, 14, 13, 2, flags, True),
              PartitionLedger("orders", 1)]
-    return Ledger("demo", "/s/sink.duckdb (orders_sink)", "g", True, parts)
+    held = PendingCommit("g", frozenset({("orders", 0)}), 12, (
+        Holder(7, 1, 40, "demo.processor", "Ongoing", NOW_MS - 5000, True),))
+    return Ledger("demo", "/s/sink.duckdb (orders_sink)", "g", True, parts,
+                  pending_commit=held.to_dict(NOW_MS))
 
 
 def producer_rows() -> list[ProducerRow]:
@@ -495,7 +535,21 @@ def test_audit_json_is_documented() -> None:
               ReadPoint("delta", "/s/orders", {"version": 7, "offsets_version": 3}),
               ReadPoint("iceberg", "cat.ns.orders", {"snapshot_id": "2031503060490796608",
                                                      "offsets_snapshot_id": "1091317149685680103"})]
+    windows = [WindowSpec(parse_bound("2026-11-30"), parse_bound("orders:0=30"), "7d", 7 * 86400.0, NOW_MS),
+               WindowSpec(parse_bound("orders:0=5"), parse_bound("2026-12-01T00:00Z"))]
+    waiver = Waiver("orders", "gap", "accepted", None, None, None, "INC-1", "2026-12-31", NOW_MS + 1)
+    policed = apply_policy(audit_report(full, findings_of_every_kind(), points[0]),
+                           [waiver, Waiver("ghost", "gap", "none matched", 0, 1, 2)],
+                           [Level("duplicate", 1, 5)], NOW_MS)
+    from eosctl.report.findings import merge_sinks
+
+    routed = merge_sinks([("a", audit_report(least, findings_of_every_kind()[:1])),
+                          ("b", audit_report(least, []))], ("orders",))
     docs = [json.loads(render(audit_report(full, findings_of_every_kind(), points[0]), "json")),
+            json.loads(render(routed, "json")),
+            json.loads(render(policed, "json")),
+            *(json.loads(render(replace(audit_report(least, [], None, w), dlq=dlq), "json"))
+              for w, dlq in zip(windows, DLQ_SAMPLES, strict=True)),
             json.loads(render(audit_report(least, []), "json")),
             *(json.loads(render(audit_report(least, [], p), "json")) for p in points[1:])]
     check_json("`eosctl audit`", docs)
@@ -541,6 +595,7 @@ def test_txns_json_is_documented(offline: pytest.MonkeyPatch) -> None:
                                                                   "demo.hanging", True, 3))
     offline.setattr(txns, "abort", lambda admin, plan: None)
     offline.setattr(txns, "coordinator_unseen", lambda *a, **k: None)  # the stand-in client asks nothing
+    offline.setattr("eosctl.txn.pendingoffsets.with_groups", lambda client, report: report)
     from eosctl.txn.abortsafety import assess
 
     safety = assess(("orders", 0), 1001, 7, 9, by_id["demo.processor"], NOW_MS - 1000, {"demo.sink": 7},
@@ -554,6 +609,18 @@ def test_txns_json_is_documented(offline: pytest.MonkeyPatch) -> None:
     check_json("`eosctl txns hanging`", [run("txns", "hanging", "--topic", "orders")])
     abort = ("txns", "abort", "--topic", "orders", "--partition", "0", "--start-offset", "7")
     check_json("`eosctl txns abort`", [run(*abort), run(*abort, "--yes")])
+
+    import eosctl.txn.fence as fence_mod
+
+    running = FencePlan(by_id["demo.processor"], [FencedPartition("orders", 0, 7, 9, 7, 2),
+                                                  FencedPartition("orders", 1, 3, 3, None, None)])
+    idle = FencePlan(by_id["demo.source"])
+    plans = {"demo.processor": running, "demo.source": idle}
+    offline.setattr(fence_mod, "plan_fence", lambda client, admin, txid: plans[txid])
+    offline.setattr(fence_mod, "fence", lambda *a, **k: Fenced(1001, 3, "CompleteAbort"))
+    check_json("`eosctl txns fence`", [run("txns", "fence", "demo.processor"),
+                                       run("txns", "fence", "demo.processor", "--yes"),
+                                       run("txns", "fence", "demo.source")])
 
 
 def test_producers_json_is_documented(offline: pytest.MonkeyPatch) -> None:
@@ -569,7 +636,12 @@ def test_producers_json_is_documented(offline: pytest.MonkeyPatch) -> None:
 
 
 def test_log_json_is_documented() -> None:
+    from eosctl.cluster.records import Record
+
+    shown = [Record(0, b"o-1", b"v", 1_700_000_000_000, "lz4"),
+             Record(1, None, None, 1_700_000_000_001, "lz4")]
     check_json("`eosctl log`", [log_document(partition_log(), (0, 9, True)),
+                                log_document(partition_log(), (0, 9, True), shown),
                                 log_document(partition_log(batches=False), None)])
 
 
@@ -609,8 +681,14 @@ def test_explain_json_is_documented() -> None:
                     for p, opt in optional_flags(documented("json.md", "`eosctl audit`")).items()
                     if p.startswith("findings[].")}
     report = audit_report(engines()[0], findings_of_every_kind())
+    waived = apply_policy(report, [Waiver("orders", "gap", "accepted")], at_ms=NOW_MS)
+    from eosctl.report.findings import merge_sinks
+
+    routed = merge_sinks([("a", report), ("b", audit_report(engines()[1], []))], ("orders",))
     check_json("`eosctl explain` (a report)", [report_document(report, "r.json"),
-                                              report_document(audit_report(engines()[1], []), "r.json")],
+                                              report_document(audit_report(engines()[1], []), "r.json"),
+                                              report_document(waived, "r.json"),
+                                              report_document(routed, "r.json")],
                audit_fields)
 
 
@@ -789,14 +867,16 @@ def test_manifest_is_documented() -> None:
 
 # ---- config -----------------------------------------------------------------------------------------------
 
+# sinks: the [pipelines.NAME.sinks.LABEL] tables (docs/config.md says they take the sink's keys); label: a
+# sink's LABEL there.
 SECTIONS = {"clusters.NAME": (config_mod.Cluster, {"name"}), "pipelines.NAME": (config_mod.Pipeline,
-                                                                                 {"name", "sink"}),
+                                                                                 {"name", "sink", "sinks"}),
             # frozen_from, at, files and offsets_files are set by eosctl.sink.frozen(), never by a config
             # kafka_cluster is the resolved [clusters.NAME] of a kafka_topic sink's `cluster`
             # (eosctl.config.target)
             "pipelines.NAME.sink": (config_mod.Sink, {"frozen_from", "at", "files", "offsets_files",
                                                       "kafka_cluster", "stage_group", "stage_cluster",
-                                                      "stage_topics"}),
+                                                      "stage_topics", "label"}),
             "spark": (config_mod.Spark, set())}
 
 
@@ -829,7 +909,7 @@ VALID = {"bootstrap_servers": "h:1", "security_protocol": "SASL_SSL", "cluster":
          # Paths as given only when absolute (a relative one resolves against the config's directory).
          "ssl_ca_location": "/abs/ca.pem", "ssl_certificate_location": "/abs/cert.pem",
          "ssl_key_location": "/abs/key.pem", "master": "local[2]", "driver_memory": "1g",
-         "sandbox_home": "/abs/.eosctl"}
+         "sandbox_home": "/abs/.eosctl", "retention": "7d", "route": "header:type=A", "timeout": "2m"}
 # Sink kinds: a config names exactly one, so the all-keys config keeps duckdb and each other kind is
 # checked in a config of its own.
 OTHER_KINDS = {"parquet": "/x/*.parquet", "postgres": "postgresql://u@h/db", "delta": "/x/delta",

@@ -36,8 +36,10 @@ def shoot(tmp_path, report: AuditReport, height: int) -> tuple[dict[tuple[int, i
 def test_demo_report_renders_with_its_colours_and_verdict(tmp_path):
     report = demo_report(invalid_rows=True, key_kinds=True)
     kinds = {f.kind for f in report.findings}
-    # Every finding's colour but a replica's out_of_order (its own drawing is tested with the replica).
-    assert set(FINDING_COLOURS) - kinds == {"out_of_order"}
+    # Every finding's colour but a replica's out_of_order (its own drawing is tested with the replica) and
+    # a dead-letter queue's and a route's kinds (the demo pipeline has neither; drawn as every range kind is).
+    assert set(FINDING_COLOURS) - kinds == {"out_of_order", "sink_and_dlq", "dlq_duplicate", "dlq_aborted",
+                                            "misrouted"}
     seen, dom = shoot(tmp_path, report, 1500)
     # Not blank: the page's own colours are on screen, each over a real area, not a stray pixel.
     wanted = {"verdict red": rgb("#c5221f"), "committed green": rgb(LOG_LAYERS["COMMITTED"][0]),

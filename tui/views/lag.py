@@ -62,7 +62,8 @@ def lag_rows(dash: Dashboard) -> list[Row]:
                 lag_key(p),
                 (
                     f"{p.group} {name}" if several else name,
-                    p.committed,
+                    # An offset commit an open transaction holds: the committed offset is the one before it.
+                    p.committed if p.pending is None else f"{fmt.count(p.committed)} pending",
                     p.lso,
                     p.hw,
                     behind,
@@ -85,9 +86,12 @@ def headline(dash: Dashboard) -> Text:
         return Text("no consumer group to measure (pass --group or a pipeline with a group)")
     behind: dict[str, int] = {}
     blocked: dict[str, int] = {}
+    pending = {}
     for p in dash.lag.partitions:  # one pass: 10k partitions x several groups adds up
         behind[p.group] = behind.get(p.group, 0) + (p.records_behind or 0)
         blocked[p.group] = blocked.get(p.group, 0) + p.blocked
+        if p.pending is not None:
+            pending[p.group] = p.pending
     t = Text()
     failover = failover_lines(dash)
     for i, g in enumerate(behind):
@@ -95,9 +99,14 @@ def headline(dash: Dashboard) -> Text:
         if i:
             t.append("\n")
         state = dash.lag.group_states.get(g, "?").lower()
+        kind = dash.lag.group_types.get(g)
+        if kind and kind != "classic":  # KIP-848's consumer protocol, a streams or share group
+            state = f"{state}, {kind} group"
         t.append(f"group {term(g)} ({term(state)}): {behind[g]:,} records behind")
         if blocked[g]:
             t.append(f" · {blocked[g]:,} blocked by open transactions", style=STYLES["warn"])
+        if g in pending:  # what a transactional stage does between commits: said, not judged
+            t.append(f" · offset commit {term(pending[g].describe(dash.lag.taken_ms))}")
         if status is not None:
             t.append(" · ")
             t.append(term(str(status)), style=STYLES[STATUS_LEVEL.get(status.status) or "ok"])
@@ -152,6 +161,8 @@ def detail(dash: Dashboard, p) -> DetailScreen:
         ("HW - committed", f"{p.hw_lag} (what kafka-consumer-groups.sh calls LAG)"),
         ("blocked (HW - LSO)", p.blocked),
         ("open transaction", p.open_txn.describe(now_ms) if p.open_txn else None),
+        ("offset commit", p.pending.describe(now_ms) + " (committed: the offset before it)"
+         if p.pending else None),
         ("time lag", fmt.duration(p.time_lag_s(now_ms))),
         ("status", str(status) if status else None),
         ("recent behind", " ".join(map(str, dash.lag_history.get((p.group, p.topic, p.partition), [])))),

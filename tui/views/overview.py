@@ -13,8 +13,8 @@ from rich.text import Text
 from eosctl.base.safetext import term
 from tui.sources import Dashboard
 from tui.styles import STYLES
-from tui.tabledata import Col, Row
-from tui.views.base import TableView
+from tui.tabledata import Col, Row, TableData
+from tui.views.base import Prepared, TableView
 from tui.views.producers import fenced
 from tui.views.transactions import blocking, blocking_text, counted
 
@@ -122,8 +122,13 @@ def overview_rows(dash: Dashboard) -> list[Row]:
     ]
 
 
-def reasons(dash: Dashboard) -> Text:
-    h = health(dash)
+def unread_rows(pipeline: str) -> list[Row]:
+    """The Overview's row for a pipeline nothing could be read of yet: its name, RED, nothing measured."""
+    return [Row(f"p:{pipeline}", (pipeline, "RED", "-", "?", "?/?", "?", None), LEVEL["RED"])]
+
+
+def reasons(dash: Dashboard | Health) -> Text:
+    h = dash if isinstance(dash, Health) else health(dash)
     t = Text()
     style = STYLES[LEVEL[h.colour]]
     t.append(f"{h.colour}", style=f"{style} reverse")
@@ -146,3 +151,8 @@ class OverviewView(TableView):
 
     def headline(self, dash: Dashboard) -> Text:
         return reasons(dash)
+
+    def unread(self, pipeline: str, error: str) -> None:
+        """Show ``pipeline`` as configured, RED because nothing of it could be read (``error``)."""
+        data = TableData.of(self.COLUMNS, unread_rows(pipeline), self._data)
+        self.present(Prepared(reasons(Health("RED", (f"cannot be read: {error}",))), data, None))

@@ -70,6 +70,13 @@ def _hanging_index(hanging: list[Any]) -> tuple[dict[str, list[Any]], dict[int, 
     return by_id, by_pid
 
 
+def _timeout(x: TxnInfo) -> str | None:
+    """Integer.MAX_VALUE (a two-phase commit id, KIP-939) is no deadline: shown as none."""
+    if x.two_phase:
+        return "none (2PC)"
+    return None if x.timeout_ms is None else fmt.duration(x.timeout_ms / 1000)
+
+
 def txn_rows(dash: Dashboard) -> list[Row]:
     now_ms = int(dash.taken_at * 1000)
     rows = []
@@ -82,7 +89,9 @@ def txn_rows(dash: Dashboard) -> list[Row]:
         parts = ", ".join(f"{t}[{p}]" for t, p in x.partitions)
         hung = any(id(h) in counts for h in hs)
         state = f"HANGING {x.state}" if hung else (f"{x.state} (old*)" if hs else x.state)
-        timeout = None if x.timeout_ms is None else fmt.duration(x.timeout_ms / 1000)
+        if x.two_phase and x.active:  # KIP-939: prepared, or about to be; its external coordinator ends it
+            state = f"{x.state} (2PC)"
+        timeout = _timeout(x)
         level = "bad" if hung else ("warn" if x.active else None)
         rows.append(
             Row(
@@ -157,7 +166,9 @@ def detail(dash: Dashboard, item: Any) -> DetailScreen | None:
             ("producer id", x.producer_id),
             ("epoch", x.producer_epoch),
             ("coordinator", x.coordinator_id),
-            ("timeout", None if x.timeout_ms is None else fmt.duration(x.timeout_ms / 1000)),
+            ("timeout", _timeout(x)),
+            *([("two-phase commit", "yes (KIP-939): an external coordinator decides whether it commits; "
+                                    "Kafka never times it out")] if x.two_phase else []),
             ("started", fmt.ms_stamp(x.start_time_ms)),
             ("age", fmt.duration(x.age_s(now_ms))),
             ("partitions", ", ".join(f"{t}[{p}]" for t, p in x.partitions)),

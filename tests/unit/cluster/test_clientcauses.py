@@ -85,3 +85,52 @@ def test_an_encrypted_key_is_checked_before_any_library_opens_it(tmp_path):
                          ssl_key_password="s3cret-pw")
     with pytest.raises(ConfigError, match="is not the key of the certificate"):
         check_tls_files(mismatched)
+
+
+def _handshake_listener(offered: list[str]) -> tuple[str, list[bytes]]:
+    """A listener that answers one SaslHandshake v1 as Kafka's SaslServerAuthenticator does for a mechanism
+    it does not enable (UNSUPPORTED_SASL_MECHANISM, 33, and its list), then closes; the requests it got."""
+    import socket
+    import struct
+    import threading
+
+    server = socket.create_server(("127.0.0.1", 0))
+    got: list[bytes] = []
+
+    def serve() -> None:
+        with server:
+            conn, _ = server.accept()
+            with conn:
+                size = struct.unpack(">i", conn.recv(4))[0]
+                got.append(conn.recv(size))
+                body = struct.pack(">ihi", 1, 33, len(offered)) + b"".join(
+                    struct.pack(">h", len(m)) + m.encode() for m in offered)
+                conn.sendall(struct.pack(">i", len(body)) + body)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return f"127.0.0.1:{server.getsockname()[1]}", got
+
+
+def test_a_refused_login_with_a_mechanism_the_listener_does_not_offer_names_the_mechanism():
+    from eosctl.cluster.clientcauses import CLOSED_AT_SASL, diagnose
+
+    address, got = _handshake_listener(["SCRAM-SHA-512", "PLAIN"])
+    cluster = Cluster(name="c", bootstrap_servers=address, security_protocol="SASL_PLAINTEXT",
+                      sasl_mechanism="SCRAM-SHA-256", sasl_username="oncall", sasl_password="hunter2")
+    # What kafka-python reports when the broker's answer is lost with the connection's end.
+    line = diagnose(cluster, [CLOSED_AT_SASL])
+    assert line == ("the broker's listener does not offer SASL mechanism SCRAM-SHA-256 (it offers "
+                    "SCRAM-SHA-512, PLAIN); set sasl_mechanism to one it enables (sasl.enabled.mechanisms)")
+    # SaslHandshake v1 naming the mechanism, nothing else (no user, no password).
+    (request,) = got
+    assert request[:4] == b"\x00\x11\x00\x01" and request.endswith(b"SCRAM-SHA-256")
+    assert b"hunter2" not in request and b"oncall" not in request
+
+
+def test_librdkafka_names_the_mechanisms_it_was_told():
+    unsupported = KafkaError(KafkaError._UNSUPPORTED_FEATURE, "SASL SCRAM-SHA-256 mechanism handshake "
+                             "failed: Broker: Unsupported SASL mechanism: broker's supported mechanisms: "
+                             "SCRAM-SHA-512,PLAIN")
+    assert librdkafka_cause(SASL, unsupported) == (
+        "the broker's listener does not offer SASL mechanism SCRAM-SHA-256 (it offers SCRAM-SHA-512, "
+        "PLAIN); set sasl_mechanism to one it enables (sasl.enabled.mechanisms)")

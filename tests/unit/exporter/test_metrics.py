@@ -47,6 +47,8 @@ def test_per_partition_and_per_group_values():
     assert got["eosctl_consumer_lag_records"] == {lag(0): 0, lag(1): 5}
     assert got["eosctl_consumer_lag_offsets"] == {lag(0): 1, lag(1): 8}
     assert got["eosctl_consumer_lag_seconds"] == {lag(0): 0, lag(1): 30}
+    # Partition 1's offset commit is pending in app-1's transaction, open 20 minutes; partition 0's is not.
+    assert got["eosctl_consumer_offset_commit_pending_seconds"] == {lag(1, transactional_id="app-1"): 1200}
     status = got["eosctl_consumer_group_status"]
     assert {dict(k)["status"]: v for k, v in status.items()} == {
         "OK": 1, "WARN": 0, "STALL": 0, "STOP": 0, "REWIND": 0, "ERR": 0}
@@ -55,12 +57,15 @@ def test_per_partition_and_per_group_values():
 def test_transactions_fencing_audit_and_self_metrics():
     got = samples([source()])
     states = {dict(k)["state"]: v for k, v in got["eosctl_transactions"].items()}
-    assert (states["Ongoing"], states["CompleteCommit"], states["Dead"]) == (1, 1, 0)
+    assert (states["Ongoing"], states["CompleteCommit"], states["Dead"]) == (2, 2, 0)
+    # app-2pc's open two-phase commit transaction, a day old; app-2pc-done runs none.
+    assert got["eosctl_two_phase_transaction_age_seconds"] == {
+        (("producer_id", "9"), ("transactional_id", "app-2pc")): 86_400}
     assert got["eosctl_hanging_transactions"] == {(): 1}
     assert got["eosctl_producer_fencing_events_total"] == {part(0): 1, part(1): 0}
     assert got["eosctl_zombie_writes_total"] == {part(0): 2, part(1): 0}
     findings = {dict(k)["kind"]: v for k, v in got["eosctl_audit_findings"].items()}
-    assert (findings["gap"], findings["duplicate"], findings["invalid_row"], len(findings)) == (1, 1, 0, 15)
+    assert (findings["gap"], findings["duplicate"], findings["invalid_row"], len(findings)) == (1, 1, 0, 19)
     assert got["eosctl_audit_passed"] == {(): 0}
     assert got["eosctl_audit_last_run_timestamp_seconds"] == {(): NOW_MS / 1000}
     assert got["eosctl_audit_duration_seconds"] == {(): 2.5}

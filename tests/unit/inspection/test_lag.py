@@ -129,9 +129,20 @@ def test_blocked_by_an_open_transaction_is_a_stall_that_names_it():
     assert str(s) == "STALL: blocked by open transaction pid 7 at offset 120 for 93s"
 
 
-def test_a_single_poll_names_the_transaction_but_does_not_judge():
+def test_a_first_poll_judges_a_transaction_its_coordinator_dates_as_a_later_poll_does():
+    # Issue 56: the first screen said OK for a partition a 19-minute-old transaction blocked.
     s = evaluate(_window(_lag(120, 0, lso=120, hw=150, txn=TXN)), group_active=True)
-    assert (s.status, s.cause) == ("OK", "blocked by open transaction pid 7 at offset 120 for 90s")
+    assert str(s) == "STALL: blocked by open transaction pid 7 at offset 120 for 90s"
+    # One that began a moment ago (less than the interval: no earlier poll would have seen it), or one
+    # dated only by its producer's record timestamps, is named but not judged.
+    young = OpenTxn(7, 0, 120, 89_500, age_source=COORDINATOR_CLOCK)
+    s = evaluate(_window(_lag(120, 0, lso=120, hw=150, txn=young)), group_active=True, first_poll_stall_s=1)
+    assert (s.status, s.cause) == ("OK", "blocked by open transaction pid 7 at offset 120 for 0s")
+    unsure = OpenTxn(7, 0, 120, 0)
+    s = evaluate(_window(_lag(120, 0, lso=120, hw=150, txn=unsure)), group_active=True)
+    assert s.status == "OK" and s.cause.startswith("blocked by open transaction pid 7")
+    # A consumer with records still to read below the LSO is not blocked by it yet.
+    assert evaluate(_window(_lag(100, 20, lso=120, hw=150, txn=TXN)), group_active=True).status == "OK"
 
 
 def test_a_different_transaction_each_poll_is_not_a_stall():
@@ -255,3 +266,22 @@ def test_complete_batches_without_data_at_the_offset_are_no_reason_to_fetch_agai
     wire = KafkaLikeWire({tp: _raw_batch(0, 41, 10, records=3)})
     assert first_batches(wire, {tp: 5}) == {}
     assert len(wire.fetches) == 1
+
+
+def test_a_poll_overdue_shows_the_last_values_marked_stale_with_their_age():
+    from rich.console import Console
+
+    from eosctl.output.lag import lag_document, lag_renderable, outage_document, overdue_document
+
+    snap = LagSnapshot(90_000, [_lag(200, 0)], {"g": "STABLE"})
+    doc = lag_document(snap)
+    assert doc["stale_since"] is None and doc["age_s"] is not None
+    stale = overdue_document(doc, reading_s=12.3, now_ms=111_000)
+    assert (stale["stale_since"], stale["age_s"], stale["reading_s"]) == (doc["taken_at"], 21.0, 12.3)
+    assert stale["groups"] == doc["groups"]  # nothing failed yet: the statuses stay
+    console = Console(width=200, record=True)
+    console.print(lag_renderable(stale, True, [], []))
+    title = console.export_text().splitlines()[0]
+    assert "STALE, 21s old (the next poll has been reading for 12s)" in title, title
+    down = outage_document(doc, "no answer", now_ms=100_000)
+    assert (down["stale_since"], down["age_s"]) == (doc["taken_at"], 10.0)

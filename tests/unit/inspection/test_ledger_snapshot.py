@@ -148,7 +148,7 @@ def test_snapshot_keeps_the_hanging_report_and_its_younger_candidates(tmp_path: 
         "topic": "orders", "partition": 0, "producer_id": 1002, "producer_epoch": 0, "first_offset": 146,
         "age_s": 1200.0, "rules": ["lso"], "lso": 146, "hw": 149, "blocked": 3,
         "transactional_id": "orders.hanging", "coordinator_state": "Ongoing",
-        "age_source": "producer-timestamp", "counted": False}]
+        "age_source": "producer-timestamp", "groups": [], "two_phase": False, "counted": False}]
     assert back.hanging_candidates == snap.hanging_candidates
     assert back.hanging_checked_ms == 1_795_000_000_000
     # the reader may apply a stricter rule than the capture did
@@ -275,3 +275,40 @@ def test_a_scan_older_than_the_sink_judges_only_what_it_saw():
     p = partition_ledger("orders", 0, summary(10, 10, 0, 10), islands((0, 4, 1), (6, 10, 1)), stored=None,
                          committed=None, offsets=Offsets(0, 11, 6), log=scan, compare_offsets=False)
     assert [(f.kind, f.first_offset, f.last_offset) for f in p.flags] == [("phantom_uncommitted", 6, 10)]
+
+
+def test_snapshot_keeps_a_lag_row_pending_in_a_transaction(tmp_path: Path):
+    from eosctl.inspection.lag import LagSnapshot, PartitionLag
+    from eosctl.txn.pendingoffsets import Holder, PendingCommit
+
+    held = PendingCommit("orders.sink", frozenset({("orders", 0), ("orders", 1)}), 17, (
+        Holder(4001, 3, 220, "stage-1", "Ongoing", 1_764_000_000_000, True),))
+    rows = [PartitionLag("orders.sink", "orders", 0, 5, 0, 9, 9, 4, True, pending=held),
+            PartitionLag("orders.sink", "orders", 2, 3, 0, 3, 3, 0, True)]
+    snap = Capture(datetime(2026, 11, 22, 10, 0, tzinfo=UTC), "127.0.0.1:9092", "orders", "orders.sink",
+                   ["orders"], lag=LagSnapshot(1_764_000_060_000, rows, {"orders.sink": "STABLE"}),
+                   sections={"lag": "ok"})
+    out = tmp_path / "incident.duckdb"
+    write_snapshot(snap, out)
+    back = load_snapshot(out).lag
+    assert back.partitions == rows
+    assert back.partitions[0].pending.describe(1_764_000_060_000) == \
+        "pending in transaction stage-1 (pid 4001), open 1m00s"
+
+
+def test_snapshot_keeps_a_ledger_s_pending_offset_commit(tmp_path: Path):
+    log = txn_log()
+    led = Ledger("orders", "/x/sink.duckdb (orders_sink)", "orders.sink", True, [
+        partition_ledger("orders", 0, summary(10, 10, 0, 14), islands((0, 4, 1), (10, 14, 1)),
+                         stored=15, committed=16, offsets=OFFSETS, log=log)],
+        pending_commit={"offsets_topic": "__consumer_offsets", "offsets_partition": 7, "problem": None,
+                        "transactions": [{"transactional_id": "stage-1", "producer_id": 4001}]})
+    led.partitions[0].commit_pending = True
+    snap = Capture(datetime(2026, 11, 22, 10, 0, tzinfo=UTC), "127.0.0.1:9092", "orders", "orders.sink",
+                   ["orders"], logs={("orders", 0): log}, ledger=led, sections={"logs": "ok", "ledger": "ok"})
+    out = tmp_path / "incident.duckdb"
+    write_snapshot(snap, out)
+    back = load_snapshot(out).ledger
+    assert back.to_dict() == led.to_dict()
+    assert back.partitions[0].commit_pending is True
+    assert back.pending_commit["transactions"][0]["transactional_id"] == "stage-1"
