@@ -107,9 +107,10 @@ def with_content(reader: SinkReader, done: list[tuple[WorkItem, PartitionSummary
             value_hashes = hash_arrow(values)
         result = check_partition(log, offsets, hash_arrow(keys), keys, islands[item.tp], value_hashes,
                                  _value_name(reader.sink))
-        if result.shifts:
-            summary, findings = _reconciled(item, log, islands[item.tp], result.shifts, group,
-                                            reader.sink.dlq_topic)
+        again = reconciled(item, log, islands[item.tp], result.shifts, result.findings, group,
+                           reader.sink.dlq_topic)
+        if again is not None:
+            summary, findings = again
         out.append((item, summary, [*findings, *result.findings]))
     return out
 
@@ -121,13 +122,20 @@ def _value_name(sink: Any) -> str:
     return f"value hash column {sink.value_hash_column!r} (md5 hex of the value)"
 
 
-def _reconciled(item: WorkItem, log: PartitionLog, islands: list[tuple[int, int, int]], shifts: Sequence[Any],
-                group: str | None, dlq_topic: str | None = None) -> tuple[PartitionSummary, list[Finding]]:
-    """The partition reconciled with the shifted rows at the offsets they hold (eosctl.rules.rule, as
-    audit_group does)."""
-    from eosctl.rules.content import shifted_islands  # lazy: eosctl.rules.content 35 ms to import
+def reconciled(item: WorkItem, log: PartitionLog, islands: list[tuple[int, int, int]], shifts: Sequence[Any],
+               content: Sequence[Finding], group: str | None,
+               dlq_topic: str | None = None) -> tuple[PartitionSummary, list[Finding]] | None:
+    """The partition reconciled again (eosctl.rules.rule, as audit_group does) with the shifted rows at the
+    offsets they hold, and each offset whose rows include another record's (``content``: the partition's
+    content findings) held once, so no duplicate names it beside its content finding; None: no need."""
+    # lazy: eosctl.rules.content 35 ms to import
+    from eosctl.rules.content import once_at, other_record_spans, shifted_islands
 
-    return audit_partition(item.topic, item.partition, log, shifted_islands(islands, shifts),
+    moved = shifted_islands(islands, shifts) if shifts else islands
+    once = once_at(moved, other_record_spans(content))
+    if not shifts and once is None:
+        return None
+    return audit_partition(item.topic, item.partition, log, moved if once is None else once,
                            expected_upto=item.expected_upto, check_offsets=item.check_offsets,
                            stored_offset=item.stored_offset, committed_offset=item.committed_offset,
                            group=group, window=item.window, dead_lettered=item.dead_lettered,

@@ -37,7 +37,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from auditors import incstate
-from auditors.contentcheck import _reconciled, _value_name
+from auditors.contentcheck import _value_name, reconciled
 from auditors.engine import engine_facts
 from auditors.keydups import duplicate_keys, writers_table
 from auditors.plan import AuditInput, prepare
@@ -50,8 +50,10 @@ from eosctl.base.gcpause import paused
 from eosctl.base.progress import Progress, Step, silent
 from eosctl.cluster.model import TP
 from eosctl.config.model import value_mode
+from eosctl.report import onerow
 from eosctl.report.findings import KINDS, AuditReport, Finding
 from eosctl.rules.causes import committed_writers, explain_finding
+from eosctl.rules.precedence import content_first
 from eosctl.rules.rule import audit_partition
 from eosctl.sink import kind_of, open_reader, shown
 from eosctl.sink.base import ReadPoint
@@ -206,8 +208,10 @@ def audit_incremental(target: Target, sink: Sink, state_path: str, *, full_every
                "reconcile_seconds": round(t_done - t_reconcile, 3),
                "keys_seconds": round(t_reconcile - t_keys, 3)}
     engine = engine_info(run, t_scan - t_start, timings)
+    findings = content_first(findings + dups)  # a row the content check names is no place of its key
+    onerow.record(summaries, findings + invalid)  # the test suite's check: one finding per row
     with paused():
-        return AuditReport.build(summaries, findings + dups + invalid, fail_on,
+        return AuditReport.build(summaries, findings + invalid, fail_on,
                                  sink=f"{shown(sink)} ({sink.table})", sink_read_point=point,
                                  group=target.group, engine=engine,
                                  elapsed_seconds=time.monotonic() - t_start)
@@ -382,8 +386,9 @@ def _reconcile(target: Target, sink: Sink, tail: Any, logs: dict[TP, Any], clien
             triples = [(i.first, i.last, i.multiplicity) for i in islands]
             content = checker.check(item.tp, triples)
             if content is not None:
-                if content.shifts:
-                    summary, found = _reconciled(item, log, triples, content.shifts, target.group)
+                again = reconciled(item, log, triples, content.shifts, content.findings, target.group)
+                if again is not None:
+                    summary, found = again
                 found = [*found, *content.findings]
         summaries.append(summary)
         ordered.append((item, found))

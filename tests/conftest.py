@@ -41,6 +41,7 @@ _record_pipeline_prefixes()
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    _one_finding_per_row_file()
     # A plugin, not a hook here: a session fixture's set-up calls only the hooks of conftests at the root.
     config.pluginmanager.register(workers.StartsRecorder(), "eosctl-server-starts")
     if nojvm.on():  # `make check`: starting a JVM fails the test that did (tests/nojvm.py)
@@ -82,6 +83,38 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
                                     f"{', '.join(by)}): its tests were split between workers "
                                     "(tests/workers.py)", red=True)
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _one_finding_per_row_file() -> None:
+    """Every audit this process and its children run appends the rows two of its findings name to this
+    file (eosctl.report.onerow); the fixture below fails the test that ran it. One file per process: a
+    worker's (each xdist worker makes its own, not the controller's it inherited), never read by another."""
+    import atexit
+    import tempfile
+
+    from eosctl.report import onerow
+
+    fd, path = tempfile.mkstemp(prefix="eosctl-onerow-", suffix=".log")
+    os.close(fd)
+    os.environ[onerow.ENV] = path
+    atexit.register(lambda: os.path.exists(path) and os.unlink(path))
+
+
+@pytest.fixture(autouse=True)
+def _one_finding_per_row():
+    """No audit a test runs (in this process or a child, either engine, incremental or not) names one sink
+    row (topic, partition, offset) in two findings (docs/audit.md, "One finding per row")."""
+    from eosctl.report import onerow
+
+    path = os.environ.get(onerow.ENV)
+    before = os.path.getsize(path) if path and os.path.exists(path) else 0
+    yield
+    if path and os.path.exists(path) and os.path.getsize(path) > before:
+        with open(path, encoding="utf-8") as f:
+            f.seek(before)
+            found = f.read().strip()
+        pytest.fail(f"an audit named a sink row in two findings (eosctl/report/onerow.py):\n{found}",
+                    pytrace=False)
 
 
 @pytest.fixture(autouse=True)

@@ -295,7 +295,8 @@ def _cause(f: Finding, index: _Index | None, facts: SinkFacts | None, stored: in
                   and f.first_offset is not None else (None, None))
         times = f"{hi} times" if hi is not None and lo == hi else (
             f"{lo} to {hi} times" if hi is not None else "more than once")
-        return _cause_of(k, f"The sink holds {_tp(f)} {where} {times} ({f.count} extra rows): it wrote these "
+        extra = _n(f.count, "extra row")
+        return _cause_of(k, f"The sink holds {_tp(f)} {where} {times} ({extra}): it wrote these "
                             "records again, a replay after a crash or a rebalance, its results committed "
                             "before their offsets were stored.", rows_min=lo, rows_max=hi)
     if k == "misrouted":
@@ -304,19 +305,20 @@ def _cause(f: Finding, index: _Index | None, facts: SinkFacts | None, stored: in
                         "stage's.")
     if k == "phantom_beyond_hw":
         if f.detail == NOT_IN_KAFKA or index is None:
-            return Cause(k, f"The sink holds {f.count} rows for {_tp(f)}, which Kafka does not have: the "
-                            "topic was deleted or recreated, or the rows came from another cluster.")
-        return Cause(k, f"The sink holds {f.count} rows at {_tp(f)} {where}, at or beyond the high "
+            return Cause(k, f"The sink holds {_n(f.count, 'row')} for {_tp(f)}, which Kafka does not have: "
+                            "the topic was deleted or recreated, or the rows came from another cluster.")
+        return Cause(k, f"The sink holds {_n(f.count, 'row')} at {_tp(f)} {where}, at or beyond the high "
                         f"watermark {index.log.high_watermark}: the log never had these offsets (a recreated "
                         "topic, or records lost to an unclean leader election).")
     if k == "offset_mismatch":
         return Cause(k, f"On {_tp(f)} the sink stored next offset {_opt(stored)} while group "
-                        f"{group or '-'} committed {_opt(committed)}, with {f.count} committed records "
+                        f"{group or '-'} committed {_opt(committed)}, with {_n(f.count, 'committed record')} "
                         "between them: the offsets are kept in two places and drifted apart (a restart "
                         "resumes from one of them and skips or replays the difference).")
     if k == "invalid_row":
         what = f" ({f.detail})" if f.detail else ""
-        return Cause(k, f"{f.count} sink row{'s' * (f.count != 1)}{what} have no valid source "
+        have = "has" if f.count == 1 else "have"
+        return Cause(k, f"{_n(f.count, 'sink row')}{what} {have} no valid source "
                         "coordinates: no Kafka record can match them; the sink wrote rows without checking "
                         "the record's topic, partition and offset.")
     return None  # key_duplicate: key_cause, where its places are grouped
@@ -381,6 +383,11 @@ def _written_by(txns: tuple[TxnCause, ...], omitted: int) -> str:
     if not txns:
         return ""
     return f" (written by {_txn_list(txns, omitted)})"
+
+
+def _n(count: int, what: str) -> str:
+    """"1 row", "3 rows": a count in a summary's sentence."""
+    return f"{count} {what}{'s' * (count != 1)}"
 
 
 def _marker_summary(f: Finding, where: str, markers: tuple[MarkerCause, ...]) -> str:

@@ -6,7 +6,10 @@ a sink that stores the wrong coordinates (offset+1) "holds" every offset, none b
 sink row's key is compared with the key of the Kafka record at its offset (both as 64-bit hashes,
 eosctl.cluster.recordkeys), all rows of a partition at once with numpy.
 
-A row whose key differs is explained, in this order:
+Only rows at a committed (or non-transactional) data record's offset are compared (committed_data): a row
+at a marker, at aborted or open data, where compaction or retention left nothing or beyond the high
+watermark gets its offsets finding only (one finding per sink row, docs/audit.md), unless it is one of a
+shift's rows. A row whose key differs is explained, in this order:
 - ``shifted_coordinates``: its key is the record's at a neighbouring offset (offset - d, |d| <= MAX_SHIFT):
   consecutive rows with the same shift are one finding naming it, and the audit reconciles those rows at
   the offsets they really hold (shifted_islands), so the gaps and phantoms the shift made up vanish while
@@ -34,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from eosctl.cluster.model import PartitionLog
+from eosctl.cluster.model import Kind, PartitionLog
 from eosctl.report.findings import Cause, Finding
 
 KIND = "content_mismatch"
@@ -96,6 +99,10 @@ def check_partition(log: PartitionLog, offsets: np.ndarray, hashes: np.ndarray,
     i0, found0 = rec.at(so)
     m0 = found0 & ~rk.control[i0] & (rk.keys[i0] == sh)
     mismatch = found0 & ~m0  # a record or a marker there, not this row's
+    # Only a row at a committed data record's offset is compared with a record: a row at a marker, at
+    # aborted or open data, is that phantom and nothing else (one finding per row, docs/audit.md), unless it
+    # is part of a shift run over such rows (then it holds a neighbour, and is reconciled where it belongs).
+    data = committed_data(log, so)
     value_findings: list[Finding] = []
     values_comparable = True
     matched = _first_matched(rk.epochs[i0], so, m0)
@@ -105,7 +112,7 @@ def check_partition(log: PartitionLog, offsets: np.ndarray, hashes: np.ndarray,
         values_matched = bool(same.any())
         if values_matched or values_judged:
             keys0 = None if sink_keys is None else _Keys(sink_keys, order)
-            value_findings = _value_findings(log, so, m0 & ~same, i0, keys0, value_name)
+            value_findings = _value_findings(log, so, m0 & ~same & data, i0, keys0, value_name)
         else:
             values_comparable = False
     if not mismatch.any():
@@ -126,13 +133,13 @@ def check_partition(log: PartitionLog, offsets: np.ndarray, hashes: np.ndarray,
     runs: list[tuple[int, int, int]] = []  # (first row, last row, shift), row indexes in ``so``
     for d in SHIFTS:
         for a, b in _true_runs(md[d] & ~covered):
-            if (mismatch[a:b + 1] & (chosen[a:b + 1] == d)).any():
+            if (mismatch[a:b + 1] & data[a:b + 1] & (chosen[a:b + 1] == d)).any():
                 runs.append((a, b, d))
                 covered[a:b + 1] = True
     runs.sort()
     keys = None if sink_keys is None else _Keys(sink_keys, order)
     findings = [_shift_finding(log, so, a, b, d, keys, islands) for a, b, d in runs]
-    rest = mismatch & ~covered
+    rest = mismatch & ~covered & data
     if rest.any():
         findings += _other_findings(log, rec, so, m0, rest, i0, keys, seen)
     findings += value_findings
@@ -140,6 +147,23 @@ def check_partition(log: PartitionLog, offsets: np.ndarray, hashes: np.ndarray,
     return ContentResult(findings, [Shift(int(so[a]), int(so[b]), d) for a, b, d in runs], n,
                          values_comparable=values_comparable, matched=matched,
                          values_matched=values_matched)
+
+
+def committed_data(log: PartitionLog, offsets: np.ndarray) -> np.ndarray:
+    """Whether each of ``offsets`` (sorted) is a committed (or non-transactional) data record's offset:
+    in a DATA range of the log, not a marker, aborted or open data, a compacted hole, below the log start
+    or at/after the high watermark."""
+    data = [r for r in log.ranges if r.kind == Kind.DATA]
+    if not data or not len(offsets):
+        return np.zeros(len(offsets), bool)
+    firsts = np.fromiter((r.first for r in data), np.int64, len(data))
+    lasts = np.fromiter((r.last for r in data), np.int64, len(data))
+    order = np.argsort(firsts, kind="stable")
+    firsts, lasts = firsts[order], lasts[order]
+    i = np.searchsorted(firsts, offsets, "right") - 1
+    inside = i >= 0
+    inside[inside] = offsets[inside] <= lasts[i[inside]]
+    return inside & (offsets >= log.log_start_offset) & (offsets < log.high_watermark)
 
 
 def _first_matched(epochs: np.ndarray, so: np.ndarray, m0: np.ndarray) -> dict[int, int]:
@@ -190,11 +214,14 @@ def _value_findings(log: PartitionLog, so: np.ndarray, differ: np.ndarray, i0: n
         tp = f"{log.topic}[{log.partition}]"
         where = f"offset {first}" if first == last else f"offsets {first}..{last}"
         key = f" (the row at {first} has key {keys[a]!r})" if keys is not None and keys[a] is not None else ""
-        their = "its" if rows == 1 else "their"
-        summary = (f"The sink's {rows} row{'s' * (rows != 1)} at {tp} {where}{key} hold the key of the "
-                   f"record at {their} offset but not its value: the sink's {value_name} differs from the "
-                   "record's value (a writer that altered or mixed up values, or a record re-written with "
-                   "the same key).")
+        if rows == 1:
+            said = (f"holds the key of the record at its offset but not its value: the sink's {value_name} "
+                    "differs from the record's value")
+        else:
+            said = (f"hold the keys of the records at their offsets but not their values: the sink's "
+                    f"{value_name} differs from the records' values")
+        summary = (f"{_the_rows(rows, tp, where)}{key} {said} (a writer that altered or mixed up values, "
+                   "or a record re-written with the same key).")
         cause = Cause(KIND, summary, rule=DIFFERENT_VALUE, leader_epoch=int(epochs[a]))
         detail = "the record at this offset has this key but another value" if rows == 1 else \
             "the records at these offsets have these keys but other values"
@@ -252,8 +279,9 @@ def _shift_finding(log: PartitionLog, so: np.ndarray, a: int, b: int, d: int,
     held = f"{first - d}" if rows == 1 else f"{first - d}..{last - d}"
     example = f" (the row at {first} has key {keys[a]!r}, the key of the record at {first - d})" \
         if keys is not None and keys[a] is not None else ""
-    summary = (f"The sink's {rows} row{'s' * (rows != 1)} at {tp} {where} hold the records at {held}"
-               f"{example}: its writer stores the source offset shifted by {d:+d} ({stores}), so the "
+    what = f"holds the record at {held}" if rows == 1 else f"hold the records at {held}"
+    summary = (f"{_the_rows(rows, tp, where)} {what}{example}: its writer stores the source offset "
+               f"shifted by {d:+d} ({stores}), so the "
                "offsets it reports as held are not the records it holds.")
     cause = Cause(KIND, summary, rule=SHIFTED, shift=d)
     return Finding(KIND, log.topic, log.partition, first, last, rows, detail=detail, cause=cause)
@@ -282,7 +310,7 @@ def _other_findings(log: PartitionLog, rec: _Records, so: np.ndarray, m0: np.nda
             continue
         a, b = int(idx[start]), int(idx[j - 1])
         out.append(_other_finding(log, so, a, b, bool(rewritten[a]), int(epochs[a]), int(seen_before[a]),
-                                  bool(rk.control[i0[a]]), keys))
+                                  keys))
         start = j
     return out
 
@@ -293,31 +321,42 @@ def epoch_start(log: PartitionLog, epoch: int) -> int | None:
 
 
 def _other_finding(log: PartitionLog, so: np.ndarray, a: int, b: int, rewritten: bool, epoch: int,
-                   seen: int, marker: bool, keys: _Keys | None) -> Finding:
+                   seen: int, keys: _Keys | None) -> Finding:
+    """Rows at committed data records' offsets (the only rows compared: check_partition) that hold
+    neither their record nor a neighbour's."""
     first, last, rows = int(so[a]), int(so[b]), b - a + 1
     tp = f"{log.topic}[{log.partition}]"
     where = f"offset {first}" if first == last else f"offsets {first}..{last}"
     key = f" (the row at {first} has key {keys[a]!r})" if keys is not None and keys[a] is not None else ""
-    what = "a transaction marker" if marker and rows == 1 else "other records"
+    one = rows == 1
     if rewritten:
         start = epoch_start(log, epoch)
         since = f" from offset {start}" if start is not None else ""
-        summary = (f"The sink's {rows} row{'s' * (rows != 1)} at {tp} {where}{key} belong to records that "
-                   f"are no longer in the log: {what} sit at these offsets now, written under partition "
-                   f"leader epoch {epoch}{since}, while the sink's rows before them match records of "
-                   f"epoch {seen} or older: the log was truncated and rewritten after a leader change (an "
-                   "unclean leader election, or a replica that lost its data).")
+        gone = ("belongs to a record that is no longer in the log: another record sits at its offset now"
+                if one else "belong to records that are no longer in the log: other records sit at their "
+                "offsets now")
+        summary = (f"{_the_rows(rows, tp, where)}{key} {gone}, written under partition leader epoch {epoch}"
+                   f"{since}, while the sink's rows before {'it' if one else 'them'} match records of epoch "
+                   f"{seen} or older: the log was truncated and rewritten after a leader change (an unclean "
+                   "leader election, or a replica that lost its data).")
         cause = Cause(KIND, summary, rule=REWRITTEN, leader_epoch=epoch, sink_leader_epoch=seen,
                       epoch_start=start)
         detail = f"re-written under leader epoch {epoch} (the sink's rows before saw epoch {seen})"
     else:
-        summary = (f"The sink's {rows} row{'s' * (rows != 1)} at {tp} {where}{key} hold keys that are not "
-                   f"the keys of the records at their offsets, nor of their neighbours' ({what} are "
-                   "there): the writer stored rows with coordinates that are not theirs.")
+        other = ("holds a key that is neither the key of the record at its offset nor of its neighbours': "
+                 "the writer stored a row with coordinates that are not its own" if one else
+                 "hold keys that are neither the keys of the records at their offsets nor of their "
+                 "neighbours': the writer stored rows with coordinates that are not their own")
+        summary = f"{_the_rows(rows, tp, where)}{key} {other}."
         cause = Cause(KIND, summary, rule=DIFFERENT, leader_epoch=epoch)
-        detail = "the record at this offset has another key" if rows == 1 else \
+        detail = "the record at this offset has another key" if one else \
             "the records at these offsets have other keys"
     return Finding(KIND, log.topic, log.partition, first, last, rows, detail=detail, cause=cause)
+
+
+def _the_rows(rows: int, tp: str, where: str) -> str:
+    """A summary's subject: "The sink's row at ..." or "The sink's N rows at ..."."""
+    return f"The sink's row at {tp} {where}" if rows == 1 else f"The sink's {rows} rows at {tp} {where}"
 
 
 def shifted_islands(islands: Iterable[tuple[int, int, int]],
@@ -354,3 +393,38 @@ def shifted_islands(islands: Iterable[tuple[int, int, int]],
         level += events[at]
         prev = at
     return out
+
+
+def other_record_spans(findings: Iterable[Finding]) -> list[tuple[int, int]]:
+    """The offsets (first, last) of the content findings whose rows hold another record than the one at
+    their offset, and not a neighbour's (a shift's rows are moved instead: shifted_islands)."""
+    return [(f.first_offset, f.last_offset) for f in findings
+            if f.kind == KIND and f.cause is not None and f.cause.rule in (DIFFERENT, REWRITTEN)
+            and f.first_offset is not None and f.last_offset is not None]
+
+
+def once_at(islands: Sequence[tuple[int, int, int]],
+            spans: Sequence[tuple[int, int]]) -> list[tuple[int, int, int]] | None:
+    """The islands with each offset in ``spans`` held once (None: none of them was held more than once).
+
+    One finding per row (docs/audit.md): an offset whose rows include another record's is that
+    content_mismatch, not also a duplicate; it stays held (its record is not made a gap)."""
+    spans = sorted(spans)
+    if not any(m > 1 and a <= last and b >= first for first, last, m in islands for a, b in spans):
+        return None
+    out: list[tuple[int, int, int]] = []
+    for first, last, m in islands:
+        pos = first
+        if m > 1:
+            for a, b in spans:
+                if b < pos or a > last:
+                    continue
+                lo, hi = max(a, pos), min(b, last)
+                if lo > pos:
+                    out.append((pos, lo - 1, m))
+                out.append((lo, hi, 1))
+                pos = hi + 1
+        if pos <= last:
+            out.append((pos, last, m))
+    return out
+

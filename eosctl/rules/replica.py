@@ -7,6 +7,7 @@ point); this module only decides what they mean. Run by the audit's driver while
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from eosctl.config.model import Sink
@@ -58,22 +59,42 @@ def replica_findings(frozen: Sink, findings: list[Finding]) -> list[Finding]:
             out.append(f)
             continue
         out.append(replace(f, cause=replace(f.cause, summary=summary)))
-    return out + out_of_order(frozen)
+    return out + out_of_order(frozen, findings)
 
 
-def out_of_order(frozen: Sink) -> list[Finding]:
-    """Source records the replica holds once, but after a record that follows them (one finding per
-    record: their places are scattered)."""
+def out_of_order(frozen: Sink, findings: Sequence[Finding] = ()) -> list[Finding]:
+    """Source records the replica holds once, but after records that follow them: one finding per run of
+    consecutive source records (a late batch; markers between them don't split it), every record of it
+    counted. A late copy of an aborted or open record is its phantom (``findings``) and only that: one
+    finding per row (docs/audit.md); the records around it are runs of their own."""
     given = frozen.frozen_from
     if given is None:
         return []
     topic, late = reordered(frozen)
+    phantoms: dict[int, list[tuple[int, int]]] = {}
+    for f in findings:
+        if f.kind.startswith("phantom_") and f.topic == topic and f.first_offset is not None:
+            phantoms.setdefault(f.partition or 0, []).append((f.first_offset, f.last_offset or 0))
     out = []
-    for p, o in late:
-        f = Finding("out_of_order", topic, p, o, o, 1,
-                    detail=f"in {given.kafka_topic}[{p}] after a later record")
-        summary = (f"{topic}[{p}] offset {o} is in {given.kafka_topic} after records that follow it at the "
-                   "source: the replica's producer reordered a retried batch (MM2's producer needs "
-                   "`enable.idempotence=true`, or `max.in.flight.requests.per.connection=1`)")
-        out.append(replace(f, cause=Cause("out_of_order", summary)))
+    for p, offsets in late:
+        run: list[int] = []
+        for o in [*offsets, None]:
+            if o is not None and not any(a <= o <= b for a, b in phantoms.get(p, ())):
+                run.append(o)
+                continue
+            if run:
+                out.append(_late(topic, p, run, given.kafka_topic))
+            run = []
     return out
+
+
+def _late(topic: str, p: int, run: list[int], replica: str | None) -> Finding:
+    first, last, n = run[0], run[-1], len(run)
+    after = "a later record" if n == 1 else "later records"
+    f = Finding("out_of_order", topic, p, first, last, n, detail=f"in {replica}[{p}] after {after}")
+    what = (f"offset {first} is" if n == 1 else f"offsets {first}..{last} ({_records(n)}) are")
+    them = "it" if n == 1 else "them"
+    summary = (f"{topic}[{p}] {what} in {replica} after records that follow {them} at the "
+               "source: the replica's producer reordered a retried batch (MM2's producer needs "
+               "`enable.idempotence=true`, or `max.in.flight.requests.per.connection=1`)")
+    return replace(f, cause=Cause("out_of_order", summary))

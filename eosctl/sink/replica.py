@@ -23,7 +23,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from eosctl.base.errors import SinkError
@@ -43,6 +43,8 @@ class Alignment:
     sources: list[int | None]  # per replica record, in replica order: the source offset paired (None: none)
     out_of_order: list[int]  # source offsets copied once, but after a later record
     covered: int  # one past the last source offset paired: what the replica promises to hold (0: nothing)
+    # out_of_order as runs (first, last, records): consecutive source records, markers between them
+    late_runs: list[tuple[int, int, int]] = field(default_factory=list)
 
 
 def fingerprint(key: bytes | None, value: bytes | None, timestamp: int) -> Fingerprint:
@@ -57,6 +59,7 @@ def align(source: list[tuple[int, Fingerprint]], replica: list[Fingerprint]) -> 
     for offset, fp in source:
         where.setdefault(fp, []).append(offset)
     cursor = -1
+    high = -1  # the highest source offset paired so far: a record first paired below it came late
     seen: set[int] = set()
     sources: list[int | None] = []
     late: list[int] = []
@@ -66,18 +69,31 @@ def align(source: list[tuple[int, Fingerprint]], replica: list[Fingerprint]) -> 
             sources.append(None)
             continue
         i = bisect.bisect_right(offsets, cursor)
-        if i < len(offsets):
-            chosen = offsets[i]
-        else:
-            chosen = offsets[bisect.bisect_right(offsets, cursor) - 1]
-            if chosen not in seen:
-                late.append(chosen)  # copied for the first time, after a record that follows it
+        chosen = offsets[i] if i < len(offsets) else offsets[i - 1]
+        if chosen < high and chosen not in seen:
+            # Copied for the first time, after a record that follows it. Every record of a late batch is:
+            # the cursor goes back to its first record, but not the highest offset already copied.
+            late.append(chosen)
         sources.append(chosen)
         seen.add(chosen)
-        cursor = chosen
+        cursor, high = chosen, max(high, chosen)
     covered = max(seen) + 1 if seen else 0
     # A record first paired late and paired again later is a replay's, not a reordering's.
-    return Alignment(sources, sorted(o for o in late if sources.count(o) == 1), covered)
+    held_late = sorted(o for o in late if sources.count(o) == 1)
+    return Alignment(sources, held_late, covered, late_runs(held_late, sorted(o for o, _ in source)))
+
+
+def late_runs(late: list[int], source: list[int]) -> list[tuple[int, int, int]]:
+    """``late`` (sorted source offsets) as runs (first, last, records): two late records are one run where
+    no other data record of the source (``source``: every data record's offset, sorted) lies between them,
+    so markers don't split a run and a record held in order does."""
+    runs: list[list[int]] = []
+    for o in late:
+        if runs and bisect.bisect_left(source, o) - bisect.bisect_right(source, runs[-1][1]) == 0:
+            runs[-1][1], runs[-1][2] = o, runs[-1][2] + 1
+        else:
+            runs.append([o, o, 1])
+    return [(a, b, n) for a, b, n in runs]
 
 
 def _read(cluster: Cluster, ends: dict[TP, int], *, read_committed: bool,
@@ -102,6 +118,7 @@ class Pairing:
     covered: int  # what the replica promises to hold: the source offsets below this
     committed: list[int]  # the committed source records' offsets (read only when asked)
     end: int  # the replica's last stable offset the read stopped at
+    late_runs: list[tuple[int, int, int]] = field(default_factory=list)  # out_of_order as runs (Alignment)
 
 
 def pair(sink: Sink, *, committed: bool = True) -> dict[int, Pairing]:
@@ -129,7 +146,8 @@ def pair(sink: Sink, *, committed: bool = True) -> dict[int, Pairing]:
         copies = replica.get(p, [])
         found = align([(o, fp) for o, fp, _ in source.get(p, [])], [fp for _, fp, _ in copies])
         out[p] = Pairing([o for o, _, _ in copies], [k for _, _, k in copies], found.sources,
-                         found.out_of_order, found.covered, done.get(p, []), ends[(sink.kafka_topic, p)])
+                         found.out_of_order, found.covered, done.get(p, []), ends[(sink.kafka_topic, p)],
+                         found.late_runs)
     return out
 
 
@@ -142,7 +160,8 @@ def freeze(sink: Sink, cluster: Cluster, directory: str) -> Sink:
     rows: dict[str, list] = {n: [] for n in kafka_topic.COLUMNS}
     late: list[list[int]] = []
     for p, found in pairings.items():
-        late += [[p, o] for o in found.out_of_order]
+        held = found.out_of_order
+        late += [[p, [o for o in held if first <= o <= last]] for first, last, _ in found.late_runs]
         for offset, key, src in zip(found.offsets, found.keys, found.sources, strict=True):
             lineage = (topic, p, src) if src is not None else (None, None, None)
             for name, value in zip(kafka_topic.COLUMNS, (*lineage, key, p, offset), strict=True):
@@ -159,7 +178,8 @@ def freeze(sink: Sink, cluster: Cluster, directory: str) -> Sink:
                    key_column="key" if sink.key_column else None, offsets_table=None, frozen_from=sink, at=at)
 
 
-def reordered(frozen: Sink) -> tuple[str, list[tuple[int, int]]]:
-    """A frozen replica hop's source topic and the (partition, source offset) it holds out of order."""
+def reordered(frozen: Sink) -> tuple[str, list[tuple[int, list[int]]]]:
+    """A frozen replica hop's source topic and the runs of source records it holds out of order
+    (partition, the run's source offsets: Alignment.late_runs)."""
     at: dict[str, Any] = json.loads(frozen.at) if frozen.at else {}
-    return at.get("replica_of", ""), [(p, o) for p, o in at.get("out_of_order", [])]
+    return at.get("replica_of", ""), [(p, list(offsets)) for p, offsets in at.get("out_of_order", [])]

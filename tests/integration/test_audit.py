@@ -340,6 +340,14 @@ def test_engines_agree_on_the_edge_cases(runs, tmp_path, engine):
     args = ("--bootstrap", manifest["bootstrap"], "--topic", topic, "--sink-duckdb", str(copy),
             "--sink-table", sink["table"], "--key-column", "order_id", "--offsets-table",
             sink["offsets_table"], "--group", manifest["groups"]["sink"], "--format", "json")
+    # The key rule alone: with the content check, the row given another partition's key holds a key that
+    # is not its record's, a content finding and no place of the key (one finding per row, docs/audit.md).
+    _, checked, err = audit(*args)
+    assert checked is not None, err
+    assert [(f["partition"], f["first_offset"], f["cause"]["rule"]) for f in checked["findings"]
+            if f["kind"] == "content_mismatch"] == [(1, row, "different_record")]
+    assert not [f for f in checked["findings"] if f["kind"] == "key_duplicate" and f["key"] == key]
+    args = (*args, "--no-content-check")
     _, on_spark, err = audit(*args)
     _engine["name"] = "local"
     _, on_local, err2 = audit(*args)

@@ -179,7 +179,7 @@ def test_a_row_with_its_records_key_but_another_value(source, bootstrap, tmp_pat
         assert found(report) == [("content_mismatch", 1, 13, 13, 1, "different_value", None)], column
         f = report["findings"][0]
         assert f["detail"] == "the record at this offset has this key but another value"
-        assert f"(the row at 13 has key {keys[1][13]!r}) hold the key" in f["cause"]["summary"]
+        assert f"(the row at 13 has key {keys[1][13]!r}) holds the key" in f["cause"]["summary"]
         assert [r["rule"] for r in report["root_causes"]] == ["value_differs"]
     # keys only: the row passes
     code, report = audit(bootstrap, topic, sink, "--engine", engine)

@@ -234,7 +234,7 @@ def test_invalid_utf8_keys_are_shown_as_text(tmp_path) -> None:
         outputs = {}
         for fmt in ("table", "json", "junit", "html"):
             for terminal in (False, True):
-                result = run(["audit", *c, "--engine", "local", "--content-check", "--format", fmt],
+                result = run(["audit", *c, "--engine", "local", "--no-content-check", "--format", fmt],
                              terminal)
                 assert result.exit_code == 1, result.output[-2000:]  # the key duplicate
                 assert_clean(result.stdout)
@@ -243,11 +243,19 @@ def test_invalid_utf8_keys_are_shown_as_text(tmp_path) -> None:
         (key,) = [f for f in json.loads(outputs["json"])["findings"] if f["kind"] == "key_duplicate"]
         shown = "\\xFF\\xFE\\x1B]52;c;cHduZWQ=\\x07k\\x9B2J"  # DuckDB's text for the bytes
         assert (key["key"], key["offsets"]) == (shown, [1, 3])
-        # rows 1 and 3 hold that key, not their records' (k1, k3): the content check names each (issue 31)
-        content = [(f["first_offset"], f["cause"]["rule"]) for f in json.loads(outputs["json"])["findings"]
-                   if f["kind"] == "content_mismatch"]
-        assert content == [(1, "different_record"), (3, "different_record")]
-        assert ET.fromstring(outputs["junit"].encode()).get("failures") == "3"
+        assert ET.fromstring(outputs["junit"].encode()).get("failures") == "1"
+        # rows 1 and 3 hold that key, not their records' (k1, k3): the content check names each (issue 31),
+        # and neither row is a place of the key (one finding per row, issue 49): no key_duplicate
+        for fmt in ("json", "table"):
+            result = run(["audit", *c, "--engine", "local", "--content-check", "--format", fmt],
+                         fmt == "table")
+            assert result.exit_code == 1, result.output[-2000:]
+            assert_clean(result.stdout)
+            outputs[fmt] = result.stdout
+        checked = json.loads(outputs["json"])["findings"]
+        assert [(f["kind"], f["first_offset"], f["cause"]["rule"]) for f in checked] == [
+            ("content_mismatch", 1, "different_record"), ("content_mismatch", 3, "different_record")]
+        assert f"(the row at 1 has key {shown!r})" in checked[0]["cause"]["summary"]
         for args in (["ledger", *c], ["explain", *c, "--partition", "0", "--offset", "3"]):
             result = run(args, terminal=True)
             assert result.exit_code in (0, 1), result.output[-2000:]

@@ -282,7 +282,7 @@ def findings_of_every_kind() -> list[Finding]:
             from eosctl.rules.replica import out_of_order
 
             frozen = Sink(duckdb="x", frozen_from=Sink(kafka_topic="src.orders", lineage="replica"),
-                          at=json.dumps({"replica_of": "orders", "out_of_order": [[0, 2]]}))
+                          at=json.dumps({"replica_of": "orders", "out_of_order": [[0, [2]]]}))
             out.extend(out_of_order(frozen))
         elif kind == "content_mismatch":
             out.extend(content_findings())
@@ -340,7 +340,9 @@ def content_findings() -> list[Finding]:
     keys = hash_bytes(f"k{o}".encode() for o in range(10))
     rk = RecordKeys(np.arange(10, dtype=np.int64), np.array([0] * 5 + [1] * 5, np.int32), np.zeros(10, bool),
                     keys)
-    log = replace(partition_log(), record_keys=rk, leader_epochs=[(0, 0), (1, 5)])
+    # every offset a committed record's: only rows at those are compared with a record
+    log = replace(partition_log(), ranges=[OffsetRange(0, 9, Kind.DATA, 7, 0)], high_watermark=10,
+                  last_stable_offset=10, scanned_to=10, record_keys=rk, leader_epochs=[(0, 0), (1, 5)])
     rows = [(1, "k0"), (2, "k1"), (3, "k2"), (4, "k4"), (6, "old6"), (7, "old7"), (8, "k8"), (9, "zz")]
     sink_keys = [k for _, k in rows]
     return check_partition(log, np.array([o for o, _ in rows], np.int64),

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
-from eosctl.cluster.model import Kind, OffsetRange, PartitionLog
+from eosctl.cluster.model import Kind, OffsetRange, PartitionLog, merge_ranges
 from eosctl.cluster.recordkeys import RecordKeys, hash_bytes
-from eosctl.rules.content import check_partition, cut_at, shifted_islands
+from eosctl.rules.content import check_partition, cut_at, once_at, shifted_islands
 
 
 def log_of(keys: list[str | None], epochs: list[int], control: set[int] = frozenset()) -> PartitionLog:
@@ -83,6 +85,82 @@ def test_a_shift_is_one_finding_and_its_rows_move_to_the_offsets_they_hold() -> 
     assert [(s.first, s.last, s.shift) for s in result.shifts] == [(1, 10, 1)]
     islands = [(1, 4, 1), (6, 10, 1), (12, 12, 2)]
     assert shifted_islands(islands, result.shifts) == [(0, 3, 1), (5, 9, 1), (12, 12, 2)]
+
+
+def kinds_log() -> PartitionLog:
+    """0..4 committed, 5 COMMIT, 6..8 aborted, 9 ABORT, 10..12 committed, 13..14 open (HW 15)."""
+    kinds = [Kind.DATA] * 5 + [Kind.MARKER] + [Kind.ABORTED] * 3 + [Kind.MARKER] + [Kind.DATA] * 3 \
+        + [Kind.OPEN] * 2
+    log = log_of([f"k{o}" for o in range(15)], [0] * 15, control={5, 9})
+    return replace(log, ranges=merge_ranges(OffsetRange(o, o, k) for o, k in enumerate(kinds)))
+
+
+def audited(log: PartitionLog, rows: list[tuple[int, str]]) -> list[tuple]:
+    """Every finding of the partition, as an audit task makes them (auditors.contentcheck.with_content):
+    the offsets' rule, then the content check, and the partition reconciled again where the check says
+    which rows hold what (auditors.contentcheck.reconciled)."""
+    from auditors.contentcheck import reconciled
+    from auditors.plan import WorkItem
+    from eosctl.rules.reconcile import islands_from_counts
+    from eosctl.rules.rule import audit_partition
+
+    counts: dict[int, int] = {}
+    for o, _ in rows:
+        counts[o] = counts.get(o, 0) + 1
+    islands = list(islands_from_counts(sorted(counts.items())))
+    _, findings = audit_partition("t", 0, log, islands)
+    result = check(log, rows)
+    again = reconciled(WorkItem("t", 0, True), log, islands, result.shifts, result.findings, None)
+    if again is not None:
+        findings = again[1]
+    return sorted((f.kind, f.first_offset, f.last_offset, f.count, f.cause.rule if f.cause else None)
+                  for f in [*findings, *result.findings])
+
+
+def test_a_row_where_no_committed_record_is_gets_that_finding_only() -> None:
+    """Issue 49: a row at a marker's offset was phantom_marker and content_mismatch ("the record at this
+    offset has another key"); there is no data record there to compare with. So at a marker, aborted or
+    open data, and beyond the high watermark, the row is that phantom only."""
+    log = kinds_log()
+    clean = [(o, f"k{o}") for o in (*range(5), 10, 11, 12)]
+    rows = clean + [(5, "zz"), (7, "k7"), (8, "yy"), (13, "xx"), (20, "ww")]
+    assert audited(log, rows) == [("phantom_aborted", 7, 8, 2, None), ("phantom_beyond_hw", 20, 20, 1, None),
+                                  ("phantom_marker", 5, 5, 1, None),
+                                  ("phantom_uncommitted", 13, 13, 1, None)]
+    assert check(log, rows).findings == []
+    # a lone row at a marker holding the record before it: a phantom, not a one-row shift
+    assert audited(log, [*clean, (5, "k4")]) == [("phantom_marker", 5, 5, 1, None)]
+    # a row at a committed record's offset with another key still is a content finding, told in a sentence
+    swapped = [(o, "k7" if o == 11 else k) for o, k in clean]
+    assert audited(log, swapped) == [("content_mismatch", 11, 11, 1, "different_record")]
+    assert check(log, swapped).findings[0].cause.summary == (
+        "The sink's row at t[0] offset 11 (the row at 11 has key 'k7') holds a key that is neither the key "
+        "of the record at its offset nor of its neighbours': the writer stored a row with coordinates that "
+        "are not its own.")
+
+
+def test_an_offset_with_a_row_of_another_record_is_that_content_finding_not_also_a_duplicate() -> None:
+    """Re-used offsets read again: the sink holds at 10 the row of the record the log had there before
+    (another key) and the row of the record there now; its record is held once, and the other row is the
+    content finding. Two copies of its own record at 11 are still a duplicate."""
+    log = kinds_log()
+    clean = [(o, f"k{o}") for o in (*range(5), 10, 11, 12)]
+    assert audited(log, [*clean, (10, "old10")]) == [("content_mismatch", 10, 10, 1, "different_record")]
+    assert audited(log, [*clean, (10, "old10"), (11, "k11")]) == [
+        ("content_mismatch", 10, 10, 1, "different_record"), ("duplicate", 11, 11, 1, None)]
+    assert once_at([(0, 4, 1), (10, 12, 2)], [(11, 11)]) == [(0, 4, 1), (10, 10, 2), (11, 11, 1), (12, 12, 2)]
+    assert once_at([(0, 4, 1), (10, 12, 1)], [(11, 11)]) is None
+
+
+def test_a_shift_run_that_ends_on_a_marker_is_the_shift_only() -> None:
+    """Rows 1..5 hold records 0..4 (stored offset+1, the last one at the COMMIT marker 5): one
+    shifted_coordinates finding, and reconciled where they belong, no gap at 0 and no phantom_marker."""
+    log = kinds_log()
+    rows = [(o + 1, f"k{o}") for o in range(5)] + [(o, f"k{o}") for o in (10, 11, 12)]
+    assert audited(log, rows) == [("content_mismatch", 1, 5, 5, "shifted_coordinates")]
+    assert check(log, rows).findings[0].cause.summary.startswith(
+        "The sink's 5 rows at t[0] offsets 1..5 hold the records at 0..4 (the row at 1 has key 'k0', the key "
+        "of the record at 0): its writer stores")
 
 
 def test_rows_moved_onto_held_offsets_add_up() -> None:
