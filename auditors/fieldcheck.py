@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from auditors.contentcheck import _reconciled
+from auditors.contentcheck import reconciled
 from eosctl.cluster.model import TP, Kind, PartitionLog
 from eosctl.report.findings import Finding, PartitionSummary
 from eosctl.rules.fields import (
@@ -70,7 +70,9 @@ def with_fields(reader: Any, done: list[tuple[WorkItem, PartitionSummary, list[F
                       if f.cause is not None and f.cause.rule == SHIFTED and f.first_offset is not None
                       and f.last_offset is not None and f.cause.shift is not None]
             if shifts and item.tp in islands:
-                summary, findings = _reconciled(item, log, islands[item.tp], shifts, group)
+                again = reconciled(item, log, islands[item.tp], shifts, found, group, sink.dlq_topic)
+                if again is not None:
+                    summary, findings = again
             out.append((item, summary, [*findings, *found]))
     return out
 

@@ -71,6 +71,16 @@ def test_a_shifted_writer_is_one_finding_with_its_shift():
         3, 6, 4, "shifted_coordinates", 1)
 
 
+def test_a_row_at_an_offset_with_no_data_record_is_left_to_the_offset_rules():
+    # Offset 5 holds a transaction marker (no decoded record): a row there holding its neighbour's fields is
+    # that row's phantom_marker alone, never a shift as well (one finding per row); a shifted run that passes
+    # over the marker is still one finding.
+    records = {i: r for i, r in RECORDS.items() if i != 5}
+    assert check_fields("t", 0, [_row(4), (5, _row(4)[1]), _row(6)], records, MAPPING) == []
+    (f,) = check_fields("t", 0, [_row(2), (4, _row(3)[1]), (5, _row(4)[1]), _row(6)], records, MAPPING)
+    assert (f.first_offset, f.last_offset, f.cause.rule, f.cause.shift) == (4, 5, "shifted_coordinates", 1)
+
+
 def test_tolerances_the_user_names():
     ms = AT.replace(microsecond=123000)
     (f,) = check_fields("t", 0, [_row(0, at=ms)], RECORDS, MAPPING)
