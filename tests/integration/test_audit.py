@@ -8,7 +8,6 @@ one SparkSession) and local (a process pool). test_engines_agree compares the tw
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import uuid
@@ -363,9 +362,12 @@ def test_the_engine_and_its_timings_are_in_the_report(runs, engine):
     workdir, _ = runs[CLEAN]
     _, report, err = audit(*sink_hop(workdir), "--format", "json")
     e = report["engine"]
-    # 3 partitions, one leader: a task per slot (the suite's local[2], the local engine's one per core).
-    slots = 2 if engine == "spark" else os.cpu_count()
-    assert e["name"] == engine and e["tasks"] == min(3, slots)
+    # 3 partitions, one leader: a task per slot on the suite's local[2]; the local engine runs an audit this
+    # small as one task in eosctl's own process (no pool: issue 49).
+    if engine == "spark":
+        assert e["name"] == engine and e["tasks"] == min(3, 2)
+    else:
+        assert e["name"] == engine and e["tasks"] == 1 and e["workers"] == 0
     phases = ("prepare_seconds", "startup_seconds", "partitions_seconds", "keys_seconds", "scan_seconds",
               "reconcile_seconds")
     assert all(e[k] >= 0 for k in phases)
