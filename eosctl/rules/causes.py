@@ -32,6 +32,7 @@ from eosctl.report.findings import (
 from eosctl.report.rootcauses import NOT_IN_KAFKA, READ_COMMITTED_FIX
 from eosctl.rules.reconcile import SinkFacts
 from eosctl.txn.fencing import bump_verdict
+from eosctl.txn.rotation import continued
 
 _OUTCOME = {"COMMIT": COMMITTED, "ABORT": ABORTED, "OPEN": OPEN}
 _PLAIN_OUTCOME = {Kind.ABORTED: ABORTED, Kind.OPEN: OPEN}  # pieces outside a transaction the scan saw
@@ -157,7 +158,7 @@ def key_cause(f: Finding, writers: Sequence[Writer]) -> Cause:
         t = txns.get(key)
         txns[key] = TxnCause(w.producer_id, w.producer_epoch, w.offset if t is None else t.first_offset,
                              w.offset, outcome, w.marker_offset, False, w.topic, w.partition)
-    sessions = {(w.producer_id, w.producer_epoch) for w in writers}
+    sessions = _sessions(writers)
     if any(w.producer_id == NO_PRODUCER for w in writers):
         rule = "non_idempotent"
     elif len(sessions) > 1:
@@ -170,6 +171,22 @@ def key_cause(f: Finding, writers: Sequence[Writer]) -> Cause:
     listed = list(txns.values())
     return Cause("key_duplicate", _key_summary(f, writers, rule), tuple(listed[:MAX_LISTED]),
                  omitted=max(0, len(listed) - MAX_LISTED), rule=rule)
+
+
+def _sessions(writers: Sequence[Writer]) -> set[tuple[int, int]]:
+    """The writers' producer sessions (producer id, epoch), a producer id rotated under transactions v2
+    (eosctl.txn.rotation) read as the session it continues: the new id at epoch 0 is the old id's
+    exhausted epoch going on, where it wrote after that epoch in every partition they share."""
+    sessions = {(w.producer_id, w.producer_epoch) for w in writers}
+    for new in [s for s in sessions if s[1] == 0]:
+        for old in sessions:
+            if continued(old, new) and all(a.offset < b.offset for a in writers for b in writers
+                                           if (a.producer_id, a.producer_epoch) == old
+                                           and (b.producer_id, b.producer_epoch) == new
+                                           and (a.topic, a.partition) == (b.topic, b.partition)):
+                sessions.discard(new)
+                break
+    return sessions
 
 
 # ---- per kind -------------------------------------------------------------------------------------------

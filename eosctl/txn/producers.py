@@ -21,6 +21,7 @@ from eosctl.cluster.model import TP, PartitionLog
 from eosctl.cluster.wire import WireClient
 from eosctl.txn.fencing import fencing_events
 from eosctl.txn.producerids import identify, settle
+from eosctl.txn.rotation import rotations
 from eosctl.txn.transactions import ActiveProducer, Described, describe_producers
 
 DEFAULT_SCAN_LAST = 100_000
@@ -49,6 +50,9 @@ class ProducerRow:
     # False: the log shows the producer but DescribeProducers no longer does (its state expired:
     # producer.id.expiration.ms); None where DescribeProducers wasn't the source.
     in_broker_state: bool | None = None
+    # The producer id this one continues: the coordinator moved its transactional id here when its epoch
+    # ran out under transactions v2 (eosctl.txn.rotation): one producer session, not a new instance.
+    continues_producer_id: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"topic": self.topic, "partition": self.partition, "producer_id": self.producer_id,
@@ -58,7 +62,8 @@ class ProducerRow:
                 "coordinator_epoch": self.coordinator_epoch, "epochs": list(self.epochs),
                 "earlier_epochs": self.earlier_epochs, "fencing_events": self.fencing_events,
                 "zombie_writes": self.zombie_writes, "transactional_id": self.transactional_id,
-                "protocol": self.protocol, "in_broker_state": self.in_broker_state}
+                "protocol": self.protocol, "in_broker_state": self.in_broker_state,
+                "continues_producer_id": self.continues_producer_id}
 
 
 def epochs_text(epochs: Sequence[int], earlier: int = 0) -> str:
@@ -93,11 +98,13 @@ def from_describe(tp: TP, p: ActiveProducer) -> ProducerRow:
 def from_log(log: PartitionLog) -> list[ProducerRow]:
     """Rows from a scanned PartitionLog's ProducerState table."""
     rows = []
+    rotated = rotations(log)
     for pid, s in sorted(log.producers.items()):
         rows.append(ProducerRow(log.topic, log.partition, pid, s.current_epoch, s.last_sequence,
                                 s.last_timestamp if s.last_timestamp >= 0 else None, s.open_txn_first_offset,
                                 None, tuple(s.epochs), fencing_events(s),
-                                s.zombie_total, s.earlier_epochs, s.transactional_id, s.protocol))
+                                s.zombie_total, s.earlier_epochs, s.transactional_id, s.protocol,
+                                continues_producer_id=rotated.get(pid)))
     return rows
 
 
@@ -109,7 +116,8 @@ def _merged(tp: TP, p: ActiveProducer, log: PartitionLog | None) -> ProducerRow:
         return replace(row, in_broker_state=True)
     return replace(row, epochs=tuple(s.epochs), fencing_events=fencing_events(s),
                    zombie_writes=s.zombie_total, earlier_epochs=s.earlier_epochs,
-                   transactional_id=s.transactional_id, protocol=s.protocol, in_broker_state=True)
+                   transactional_id=s.transactional_id, protocol=s.protocol, in_broker_state=True,
+                   continues_producer_id=rotations(log).get(p.producer_id) if log is not None else None)
 
 
 @dataclass

@@ -1,0 +1,67 @@
+"""Producer-id rotation under transactions v2 (KAFKA-18660) read as one producer session continuing.
+
+The scripted log is what Apache Kafka's coordinator writes when a transaction ends at an exhausted epoch
+(TransactionCoordinator.endTransaction allocates ``nextProducerId`` when TransactionMetadata.
+isEpochExhausted, epoch >= 32766; prepareAbortOrCommit writes the markers with the old id at epoch + 1;
+prepareComplete moves the transactional id to the new id at epoch 0): producer 7 commits at 32765 (marker
+32766) and at 32766 (marker 32767), then the same transactional id writes as producer 9 at epoch 0.
+"""
+
+from __future__ import annotations
+
+from eosctl.cluster.wire import Offsets
+from eosctl.report.findings import Finding
+from eosctl.rules.causes import Writer, key_cause
+from eosctl.txn.fencing import fencing_events
+from eosctl.txn.producers import from_log
+from eosctl.txn.rotation import rotations
+from tests.unit.cluster.test_model import batch, marker, scan
+
+P, Q = 7, 9
+LOG = (batch([0], 0, P, 32765, 0, txn=True) + marker(1, P, 32766, True)
+       + batch([0], 2, P, 32766, 0, txn=True) + marker(3, P, 32767, True)
+       + batch([0], 4, Q, 0, 0, txn=True) + marker(5, Q, 1, True)
+       + batch([0], 6, 11, 0, 0, txn=True) + marker(7, 11, 1, True))  # another id, new at epoch 0 too
+
+
+def rotated_log():
+    log, _ = scan(LOG, Offsets(0, 8, 8))
+    return log
+
+
+def test_the_log_shows_producer_7_continuing_as_producer_9():
+    log = rotated_log()
+    assert rotations(log) == {Q: P}  # producer 11 is another id: the rotation names the first one only
+    assert [(t.producer_id, t.producer_epoch, t.marker_epoch, t.outcome) for t in log.transactions] == [
+        (P, 32765, 32766, "COMMIT"), (P, 32766, 32767, "COMMIT"), (Q, 0, 1, "COMMIT"), (11, 0, 1, "COMMIT")]
+
+
+def test_producers_reads_the_rotation_as_one_session():
+    rows = {r.producer_id: r for r in from_log(rotated_log())}
+    assert rows[Q].continues_producer_id == P
+    assert rows[P].continues_producer_id is None and rows[11].continues_producer_id is None
+    assert [fencing_events(p) for p in rotated_log().producers.values()] == [0, 0, 0]
+    assert rows[Q].to_dict()["continues_producer_id"] == P
+
+
+def test_a_key_written_across_the_rotation_is_one_producer_session():
+    f = Finding("key_duplicate", "t", 0, 2, 4, 2, key="k", offsets=(2, 4))
+    across = key_cause(f, [Writer("t", 0, 2, P, 32766, 3), Writer("t", 0, 4, Q, 0, 5)])
+    assert across.rule == "same_session"
+    assert "within one producer session" in across.summary
+    # A producer id at epoch 0 *before* the exhausted one wrote is no rotation of it: two sessions.
+    before = key_cause(f, [Writer("t", 0, 4, P, 32766, 5), Writer("t", 0, 2, Q, 0, 3)])
+    assert before.rule == "producer_sessions"
+    # Not exhausted: a new producer id at epoch 0 is a new producer session.
+    assert key_cause(f, [Writer("t", 0, 2, P, 32000, 3), Writer("t", 0, 4, Q, 0, 5)]).rule == \
+        "producer_sessions"
+
+
+def test_no_rotation_where_the_new_id_is_not_at_epoch_0_or_the_marker_not_at_32767():
+    later = (batch([0], 2, P, 32766, 0, txn=True) + marker(3, P, 32767, True)
+             + batch([0], 4, Q, 5, 0, txn=True) + marker(5, Q, 6, True))
+    assert rotations(scan(later, Offsets(0, 6, 6))[0]) == {}
+    # Transactions v1: the marker keeps the epoch, and Q is a new instance (InitProducerId at exhaustion).
+    v1 = (batch([0], 2, P, 32766, 0, txn=True) + marker(3, P, 32766, True)
+          + batch([0], 4, Q, 0, 0, txn=True) + marker(5, Q, 0, True))
+    assert rotations(scan(v1, Offsets(0, 6, 6))[0]) == {}
