@@ -15,7 +15,8 @@ def render_producers(out: Any, report: Any) -> None:
             "open txn from", "epochs", "fencing", "zombie writes"]
     rows = []
     for r in report.producers:
-        pid = str(r.producer_id) + (" (expired)" if r.in_broker_state is False else "")
+        pid = str(r.producer_id) + (" (expired)" if r.in_broker_state is False else "") + (
+            f" (continues {r.continues_producer_id})" if r.continues_producer_id is not None else "")
         rows.append([r.partition, pid, safetext.text(r.transactional_id or "-"), r.producer_epoch,
                      r.last_sequence, time_text(r.last_timestamp_ms), r.current_txn_start_offset,
                      epochs_text(r.epochs, r.earlier_epochs), r.fencing_events, r.zombie_writes])

@@ -10,6 +10,7 @@ only in the cases ``fencing_events`` names.
 from __future__ import annotations
 
 from eosctl.cluster.model import MIXED, UNKNOWN, V1, V2, EpochBump, ProducerState
+from eosctl.txn.rotation import LAST_EPOCH
 
 
 def fencing_events(p: ProducerState) -> int:
@@ -92,6 +93,11 @@ def _abort_verdict(p: ProducerState, b: EpochBump) -> tuple[bool, str]:
         if protocol == V1:  # noida-db: the fencing ABORT and the new instance at one epoch
             return True, f"FENCED: {takeover}"
         return False, "transactions v2: the id's own ABORT moved the epoch on (it wrote on at that epoch)"
+    if protocol != V1 and b.next_offset is None and b.new_epoch == LAST_EPOCH \
+            and b.new_epoch - b.old_epoch == 1 and b.new_epoch not in p.takeovers_settled:
+        # EndTxn(ABORT) at the exhausted epoch: the id goes on as a new producer id (eosctl.txn.rotation).
+        return False, ("transactions v2: the id's epoch ran out (32767): the coordinator moved it to a new "
+                       "producer id at epoch 0 (KAFKA-18660)")
     if protocol == V1 or b.new_epoch in p.takeovers_settled:
         if b.next_offset is None:
             return True, (f"FENCED: the coordinator aborted the old epoch's transaction{span} (a new "

@@ -21,7 +21,7 @@ from eosctl.cluster.model import TP, PartitionLog
 from eosctl.cluster.wire import WireClient
 from eosctl.txn.fencing import fencing_events
 from eosctl.txn.producerids import identify, settle
-from eosctl.txn.rotation import rotations
+from eosctl.txn.rotation import all_rotations, rotations
 from eosctl.txn.transactions import ActiveProducer, Described, describe_producers
 
 DEFAULT_SCAN_LAST = 100_000
@@ -95,10 +95,11 @@ def from_describe(tp: TP, p: ActiveProducer) -> ProducerRow:
                        p.coordinator_epoch)
 
 
-def from_log(log: PartitionLog) -> list[ProducerRow]:
-    """Rows from a scanned PartitionLog's ProducerState table."""
+def from_log(log: PartitionLog, rotated: Mapping[int, int] | None = None) -> list[ProducerRow]:
+    """Rows from a scanned PartitionLog's ProducerState table; ``rotated``: the producer-id rotations
+    (new id: the id it continues) of all the partitions read, else this log's own."""
     rows = []
-    rotated = rotations(log)
+    rotated = rotations(log) if rotated is None else rotated
     for pid, s in sorted(log.producers.items()):
         rows.append(ProducerRow(log.topic, log.partition, pid, s.current_epoch, s.last_sequence,
                                 s.last_timestamp if s.last_timestamp >= 0 else None, s.open_txn_first_offset,
@@ -108,7 +109,7 @@ def from_log(log: PartitionLog) -> list[ProducerRow]:
     return rows
 
 
-def _merged(tp: TP, p: ActiveProducer, log: PartitionLog | None) -> ProducerRow:
+def _merged(tp: TP, p: ActiveProducer, log: PartitionLog | None, rotated: Mapping[int, int]) -> ProducerRow:
     """DescribeProducers' row with what the log adds: epochs, fencing, zombie writes, the protocol."""
     row = from_describe(tp, p)
     s = log.producers.get(p.producer_id) if log is not None else None
@@ -117,7 +118,7 @@ def _merged(tp: TP, p: ActiveProducer, log: PartitionLog | None) -> ProducerRow:
     return replace(row, epochs=tuple(s.epochs), fencing_events=fencing_events(s),
                    zombie_writes=s.zombie_total, earlier_epochs=s.earlier_epochs,
                    transactional_id=s.transactional_id, protocol=s.protocol, in_broker_state=True,
-                   continues_producer_id=rotations(log).get(p.producer_id) if log is not None else None)
+                   continues_producer_id=rotated.get(p.producer_id))
 
 
 @dataclass
@@ -151,26 +152,37 @@ def find(client: WireClient, admin: KafkaAdminClient, tps: Sequence[TP], scan_la
     mine = [scans[tp] for tp in tps]
     settle(mine)
     identify(client, mine)
+    # A rotation seen in one partition holds for the id's others (a transactional id rotates once).
+    rotated = all_rotations(mine)
     scanned = {tp: (scans[tp].scanned_from, scans[tp].scanned_to) for tp in tps}
     cut = [b - a for tp, (a, b) in scanned.items() if a > scans[tp].log_start_offset]
     span = f"last {max(cut)} offsets" if cut else "whole log"
-    rows = [_merged(tp, p, scans.get(tp)) for tp in tps for p in answer.get(tp, [])]
+    rows = [_merged(tp, p, scans.get(tp), rotated) for tp in tps for p in answer.get(tp, [])]
     if rows:
         listed = {(r.topic, r.partition, r.producer_id) for r in rows}
-        gone = [replace(r, in_broker_state=False) for tp in tps for r in from_log(scans[tp])
+        gone = [replace(r, in_broker_state=False) for tp in tps for r in from_log(scans[tp], rotated)
                 if (r.topic, r.partition, r.producer_id) not in listed]
         note = ("from the brokers' producer state (DescribeProducers), epochs and fencing from the log "
                 f"({span} of each partition)")
         if gone:
             note += f"; {len(gone)} seen only in the log (the broker's producer state expired)"
-        return Found(sorted(rows + gone, key=lambda r: (r.topic, r.partition, r.producer_id)),
+        return Found(named(sorted(rows + gone, key=lambda r: (r.topic, r.partition, r.producer_id)), rotated),
                      DESCRIBE_PRODUCERS, note, scanned)
     why = ("the broker does not support DescribeProducers" if status == "unsupported"
            else f"DescribeProducers failed ({status})" if status != "ok"
            else "DescribeProducers returned no producers")
-    rows = [r for tp in tps for r in from_log(scans[tp])]
+    rows = [r for tp in tps for r in from_log(scans[tp], rotated)]
     note = f"{why}; read from the log ({span} of each partition)"
-    return Found(rows, LOG_SCAN, note, scanned)
+    return Found(named(rows, rotated), LOG_SCAN, note, scanned)
+
+
+def named(rows: list[ProducerRow], rotated: Mapping[int, int]) -> list[ProducerRow]:
+    """The rows of a rotated-away producer id named by the transactional id of the id it moved to: the
+    coordinator knows only the current one (DescribeTransactions), and it is one producer's session."""
+    names = {old: r.transactional_id for r in rows
+             if r.transactional_id and (old := r.continues_producer_id) is not None}
+    return [replace(r, transactional_id=names[r.producer_id]) if r.transactional_id is None
+            and r.producer_id in names else r for r in rows]
 
 
 def describe(client: WireClient, admin: KafkaAdminClient, topic: str, partitions: Sequence[int] | None = None,

@@ -9,11 +9,16 @@ prepareComplete moves the transactional id to the new id at epoch 0): producer 7
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from rich.console import Console
+
 from eosctl.cluster.wire import Offsets
+from eosctl.output.producers import render_producers
 from eosctl.report.findings import Finding
 from eosctl.rules.causes import Writer, key_cause
-from eosctl.txn.fencing import fencing_events
-from eosctl.txn.producers import from_log
+from eosctl.txn.fencing import abort_cause, bump_verdict, fencing_events
+from eosctl.txn.producers import LOG_SCAN, ProducersReport, from_log, named
 from eosctl.txn.rotation import rotations
 from tests.unit.cluster.test_model import batch, marker, scan
 
@@ -65,3 +70,29 @@ def test_no_rotation_where_the_new_id_is_not_at_epoch_0_or_the_marker_not_at_327
     v1 = (batch([0], 2, P, 32766, 0, txn=True) + marker(3, P, 32766, True)
           + batch([0], 4, Q, 0, 0, txn=True) + marker(5, Q, 0, True))
     assert rotations(scan(v1, Offsets(0, 6, 6))[0]) == {}
+
+
+def test_the_producers_table_names_both_ids_as_one_transactional_id():
+    rows = [replace(r, transactional_id="app-0" if r.producer_id == Q else None)
+            for r in from_log(rotated_log())]
+    rows = named(rows, {Q: P})
+    assert [(r.producer_id, r.transactional_id) for r in rows] == [(P, "app-0"), (Q, "app-0"), (11, None)]
+    console = Console(width=200, record=True)
+    render_producers(console, ProducersReport("t", [0], LOG_SCAN, "read from the log", rows))
+    text = console.export_text()
+    assert "9 (continues 7)" in text and "11 (continues" not in text and "7 (continues" not in text
+
+
+def test_a_rotation_on_an_abort_is_no_take_over():
+    # EndTxn(ABORT) at the exhausted epoch rotates the same way (prepareAbortOrCommit, prepareComplete).
+    data = (batch([0], 0, P, 32765, 0, txn=True) + marker(1, P, 32766, True)
+            + batch([0], 2, P, 32766, 0, txn=True) + marker(3, P, 32767, False)
+            + batch([0], 4, Q, 0, 0, txn=True) + marker(5, Q, 1, True))
+    log = scan(data, Offsets(0, 6, 6))[0]
+    assert rotations(log) == {Q: P}
+    p = log.producers[P]
+    assert fencing_events(p) == 0 and abort_cause(p, 3) is None
+    (bump,) = [b for b in p.epoch_bumps if b.offset == 3]
+    assert bump_verdict(p, bump) == (
+        False, "transactions v2: the id's epoch ran out (32767): the coordinator moved it to a new "
+               "producer id at epoch 0 (KAFKA-18660)")
