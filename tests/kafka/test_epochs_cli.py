@@ -16,6 +16,8 @@ import json
 import time
 from functools import partial
 
+import pytest
+
 from tests.brokerhelp import epoch_timeline
 from tests.helpers import eosctl
 from tests.kafkasim import KafkaSim
@@ -189,3 +191,33 @@ def test_sequence_gap_over_removed_batches_is_no_anomaly(kafka_sim: KafkaSim) ->
     assert timeline(text.stdout) == [("6", str(PID), "sequence gap at epoch 0: expected 6, got 9")]
     doc = log_doc(kafka_sim)
     assert doc["counts"]["HOLE"] == 3 and doc["producers"][0]["anomaly_total"] == 1
+
+
+@pytest.mark.parametrize("described", [True, False], ids=["describe-producers", "log-scan"])
+def test_producers_read_a_producer_id_rotation_as_one_session(kafka_sim: KafkaSim, described: bool) -> None:
+    # Transactions v2 at epoch exhaustion (KAFKA-18660): TransactionCoordinator.endTransaction allocates
+    # nextProducerId when TransactionMetadata.isEpochExhausted (>= 32766), the markers go out with the old
+    # id at 32767 (prepareAbortOrCommit) and the transactional id continues as the new id at epoch 0
+    # (prepareComplete); DescribeTransactions then names only the new id.
+    old, new = PID, PID + 1
+    p0, p1 = kafka_sim.partition("t", 0), kafka_sim.partition("t", 1)
+    p0.txn(old, 32765, 1, sequence=0)
+    p0.commit(old, 32766)
+    p0.txn(old, 32766, 1, sequence=0)
+    p0.commit(old, 32767)
+    for p in (p0, p1):
+        p.txn(new, 0, 1, sequence=0)
+        p.commit(new, 1)
+    kafka_sim.transaction("app-0", new, producer_epoch=1, state="CompleteCommit")
+    if not described:
+        p0.producer_rows = p1.producer_rows = []  # DescribeProducers answers nobody: eosctl reads the log
+    result = cli("producers", "--bootstrap", kafka_sim.bootstrap, "--topic", "t", "--format", "json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["source"] == ("describe-producers" if described else "log-scan")
+    rows = [(r["partition"], r["producer_id"], r["transactional_id"], r["continues_producer_id"],
+             r["fencing_events"], r["zombie_writes"]) for r in doc["producers"]]
+    # The new id continues the old one in partition 1 too, where the old one never wrote.
+    assert rows == [(0, old, "app-0", None, 0, 0), (0, new, "app-0", old, 0, 0), (1, new, "app-0", old, 0, 0)]
+    text = cli("producers", "--bootstrap", kafka_sim.bootstrap, "--topic", "t").stdout
+    assert text.count(f"{new} (continues {old})") == 2 and "FENCED" not in text
