@@ -46,7 +46,14 @@ def apply_policy(report: AuditReport, waivers: Sequence[Waiver] = (), levels: Se
     out = replace(report, findings=findings, levels=judged,
                   waivers=[{**w.to_dict(), "expired": w.expired(at), "matched": n}
                            for w, n in zip(waivers, matched, strict=True)])
-    out.verdict = FAIL if out.failing else PASS
+    failing = out.failing
+    out.verdict = FAIL if failing else PASS
+    # A pipeline of several sinks: each sink's verdict judged again by its own findings (each names its
+    # sink), so sinks[] agrees with the pipeline's verdict. A hop's stays as found: an invalid_row names no
+    # topic, hence no hop.
+    bad = [f.sink for f in failing]
+    out.sinks = [replace(s, verdict=FAIL if s.name in bad else PASS, failing_findings=bad.count(s.name))
+                 for s in report.sinks]
     return out
 
 
