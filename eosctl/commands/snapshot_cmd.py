@@ -149,12 +149,13 @@ def _capture_audit(captured: Capture, target: Target, sink: Sink | None, config:
         captured.sections["audit"] = "not captured: no sink and source topics to audit"
         return
     from auditors import EngineOptions, audit  # lazy: auditors 63 ms at start-up
+    from eosctl.report.policy import apply_configured  # lazy: eosctl.report.policy 4.1 ms at start-up
 
     err = console(stderr=True)
     try:
         options = EngineOptions.resolve(target.config, "local")
         with err.status(f"auditing the sink ({options.where()})") if err.is_terminal else nullcontext():
-            captured.audit = audit(target, sink, options=options)
+            captured.audit = apply_configured(audit(target, sink, options=options), target.config)
         captured.audit_origin = "run"
         captured.sections["audit"] = "ok"
     except EosctlError as e:
@@ -165,6 +166,7 @@ def _capture_hops_audit(captured: Capture, target: Target, hops: tuple[str, ...]
                         bootstrap: str | None) -> None:
     from auditors import EngineOptions, audit_hops  # lazy: auditors 63 ms at start-up
     from eosctl.config.target import resolve  # lazy: eosctl.config.target 12 ms at start-up
+    from eosctl.report.policy import apply_configured  # lazy: eosctl.report.policy 4.1 ms at start-up
 
     err = console(stderr=True)
     try:
@@ -173,7 +175,7 @@ def _capture_hops_audit(captured: Capture, target: Target, hops: tuple[str, ...]
         options = EngineOptions.resolve(target.config, "local")
         shown = f"auditing {len(hops)} hops ({options.where()})"
         with err.status(shown) if err.is_terminal else nullcontext():
-            captured.audit = audit_hops(runs, options=options)
+            captured.audit = apply_configured(audit_hops(runs, options=options), target.config)
         captured.audit_origin = "run"
         captured.sections["audit"] = "ok"
     except EosctlError as e:

@@ -88,6 +88,10 @@ METRICS = (
          "Batches written at an epoch older than one already in the partition's log."),
     Spec("eosctl_audit_findings", GAUGE, (*BASE, "kind"), "Findings of the last audit by kind."),
     Spec("eosctl_audit_passed", GAUGE, BASE, "1 if the last audit passed, 0 if it failed."),
+    Spec("eosctl_audit_failing_findings", GAUGE, BASE,
+         "Findings of the last audit that fail it (not waived, not of a kind at its warn level)."),
+    Spec("eosctl_audit_waived_findings", GAUGE, BASE,
+         "Findings of the last audit a waiver in force covers ([audit] waivers)."),
     Spec("eosctl_audit_last_run_timestamp_seconds", GAUGE, BASE, "When the last audit finished (Unix time)."),
     Spec("eosctl_audit_duration_seconds", GAUGE, BASE, "How long the last audit took."),
     Spec("eosctl_audit_errors_total", COUNTER, BASE, "Audits that could not run (sink or broker error)."),
@@ -334,6 +338,8 @@ def _audit(out: _Families, base: dict[str, str], audit: AuditState) -> None:
     for kind, n in report.counts().items():
         out.add("eosctl_audit_findings", {**base, "kind": kind}, n)
     out.add("eosctl_audit_passed", base, 1 if report.verdict == "pass" else 0)
+    out.add("eosctl_audit_failing_findings", base, len(report.failing))
+    out.add("eosctl_audit_waived_findings", base, sum(1 for f in report.findings if f.waived))
     out.add("eosctl_audit_last_run_timestamp_seconds", base, audit.finished_at)
     out.add("eosctl_audit_duration_seconds", base, audit.duration_s)
     run = report.engine.get("incremental") if isinstance(report.engine, dict) else None

@@ -60,5 +60,9 @@ def finding_json(f: Finding) -> str:
         out.append(f', "detail": {value(f.detail)}')
     if f.cause is not None:
         out.append(f', "cause": {encode(f.cause)}')
+    if f.waiver is not None:  # rare (a waiver file): through to_dict, as json.dumps would write it
+        out.append(f', "waiver": {json.dumps({**f.waiver.waiver.to_dict(), "expired": f.waiver.expired})}')
+    if f.sink is not None:
+        out.append(f', "sink": {value(f.sink)}')
     out.append("}")
     return "".join(out)

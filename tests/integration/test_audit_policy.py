@@ -147,3 +147,70 @@ def test_store_failures_writes_the_rows_of_each_finding(setup: Path, tmp_path: P
     assert rows == [(1, topic, 7, "v7"), (1, topic, 7, "v7")]  # the gap has no rows; the duplicate two
     again = eosctl("audit", "-c", str(setup), "--store-failures", str(out))
     assert again.exit_code == 2 and "exists; name a new directory" in again.output
+
+
+@pytest.fixture
+def configured(setup: Path) -> Path:
+    """The config naming its waiver file ([audit] waivers): every entry point reads it, not only `audit`."""
+    setup.write_text(setup.read_text().replace('engine = "local"',
+                                               'engine = "local"\nwaivers = "waivers.toml"'))
+    return setup
+
+
+def test_snapshot_with_audit_stores_the_configured_waivers_verdict(configured: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from eosctl.inspection.snapshot import load_snapshot
+
+    clock(monkeypatch, BEFORE_EXPIRY)
+    snap = tmp_path / "snap.duckdb"
+    result = eosctl("snapshot", "-c", str(configured), "-p", "p", "--with-audit", "--out", str(snap))
+    assert result.exit_code == 0, result.output
+    report = load_snapshot(snap).audit
+    assert [(f.kind, f.first_offset, f.waived) for f in report.findings] == [("gap", 3, True),
+                                                                           ("duplicate", 7, False)]
+    assert report.verdict == "pass" and report.failing == []
+    assert report.waivers[0]["reference"] == "INC-7" and report.waivers[0]["matched"] == 1
+
+    clock(monkeypatch, AFTER_EXPIRY)
+    again = tmp_path / "again.duckdb"
+    assert eosctl("snapshot", "-c", str(configured), "-p", "p", "--with-audit", "--out", str(again)
+                  ).exit_code == 0
+    assert load_snapshot(again).audit.verdict == "fail"
+
+
+def test_the_exporters_audit_counts_a_waived_finding_as_not_failing(configured: Path, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    def metrics(path: Path) -> dict[str, float]:
+        return {line.split("{")[0]: float(line.rsplit(" ", 1)[1]) for line in path.read_text().splitlines()
+                if line.startswith(("eosctl_audit_passed", "eosctl_audit_failing_findings",
+                                    "eosctl_audit_waived_findings"))}
+
+    clock(monkeypatch, BEFORE_EXPIRY)
+    prom = tmp_path / "eosctl.prom"
+    result = eosctl("exporter", "-c", str(configured), "-p", "p", "--once", "--textfile", str(prom),
+                    "--audit-every", "1m")
+    assert result.exit_code == 0, result.output
+    assert metrics(prom) == {"eosctl_audit_passed": 1, "eosctl_audit_failing_findings": 0,
+                             "eosctl_audit_waived_findings": 1}
+    assert 'eosctl_audit_findings{cluster="local",kind="gap",pipeline="p"} 1' in prom.read_text()
+
+    clock(monkeypatch, AFTER_EXPIRY)
+    result = eosctl("exporter", "-c", str(configured), "-p", "p", "--once", "--textfile", str(prom),
+                    "--audit-every", "1m", "--force")
+    assert result.exit_code == 0, result.output
+    assert metrics(prom) == {"eosctl_audit_passed": 0, "eosctl_audit_failing_findings": 1,
+                             "eosctl_audit_waived_findings": 0}
+
+
+def test_the_tui_shows_a_configured_waiver_waived_and_passes(configured: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    from tests.tui.tuihelp import tui_audit_view
+
+    clock(monkeypatch, BEFORE_EXPIRY)
+    _, report, rows, head = asyncio.run(tui_audit_view(["tui", "-c", str(configured), "-p", "p"]))
+    assert report.verdict == "pass"
+    assert [(r[0], r[3]) for r in rows] == [("gap (waived)", "3..4"), ("duplicate", "7")]
+    assert rows[0][5].startswith("waived: lost in the replay of INC-7 (INC-7), until 2026-12-31")
+    assert head.startswith(" PASS  2 findings") and "1 finding waived" in head

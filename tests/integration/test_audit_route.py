@@ -138,3 +138,48 @@ route = "value:order.kind=B"
     # the one-sink options name one sink
     one = eosctl("audit", "-c", str(cfg), "--key-column", "k")
     assert one.exit_code == 2 and "has several sinks (a, b)" in one.output
+
+
+def test_the_tuis_audit_view_shows_each_sinks_verdict_and_names_each_findings_sink(
+        bootstrap: str, topic: str, tmp_path: Path) -> None:
+    """Two routed sinks, A's table missing record 9 and B's holding A record 0 (misrouted) and missing 7:
+    the TUI audits both sinks (not only the first), each finding's row names its sink, in the config's
+    order, and the headline has each sink's verdict."""
+    import asyncio
+
+    from tests.tui.tuihelp import tui_audit_view
+
+    sink = tmp_path / "warehouse.duckdb"
+    con = duckdb.connect(str(sink))
+    for table, held in (("orders_b", [1, 4, 10, 0]), ("orders_a", [0, 3, 6])):
+        con.execute(f"CREATE TABLE {table} (src_topic VARCHAR, src_partition INTEGER, src_offset BIGINT)")
+        con.executemany(f"INSERT INTO {table} VALUES (?, 0, ?)", [(topic, o) for o in held])
+    con.close()
+    cfg = tmp_path / "eosctl.toml"
+    cfg.write_text(f"""
+[clusters.local]
+bootstrap_servers = "{bootstrap}"
+
+[pipelines.router]
+source_topics = ["{topic}"]
+
+[audit]
+engine = "local"
+
+[pipelines.router.sinks.b]
+duckdb = "{sink}"
+table = "orders_b"
+route = "value:order.kind=B"
+
+[pipelines.router.sinks.a]
+duckdb = "{sink}"
+table = "orders_a"
+route = "header:type=A"
+""")
+    _, report, rows, head = asyncio.run(tui_audit_view(["tui", "-c", str(cfg), "-p", "router"]))
+    assert report.verdict == "fail"
+    assert [(r[0], r[3], r[5].split(" · ")[0]) for r in rows] == [
+        ("misrouted", "0", "sink b"), ("gap", "7", "sink b"), ("gap", "9", "sink a")]
+    lines = head.splitlines()
+    assert [line.split(":")[0] for line in lines[1:3]] == [" FAIL  sink b", " FAIL  sink a"]
+    assert lines[1].endswith("2 findings (2 failing)") and lines[2].endswith("1 finding (1 failing)")

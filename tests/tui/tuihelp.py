@@ -112,6 +112,12 @@ async def tui_audit(args: list[str], timeout: float = 120.0):
     """`eosctl tui ARGS` as the command builds it (its options parsed by the command, its live source and
     audit runner), headless: the first data, then 7 and a until the Audit tab has the report. The Overview's
     rows before the audit, and the report."""
+    overview, report, _, _ = await tui_audit_view(args, timeout)
+    return overview, report
+
+
+async def tui_audit_view(args: list[str], timeout: float = 120.0):
+    """tui_audit, and what the Audit tab shows of the report: its rows and its headline's text."""
     from eosctl.commands.tui_cmd import live_source, tui
     from tui.app import EosApp
 
@@ -128,7 +134,8 @@ async def tui_audit(args: list[str], timeout: float = 120.0):
         view = app.view("audit")
         await until(pilot, lambda: not view.running and view.report is not None, "the TUI's audit",
                     timeout=timeout, step=0.2)
-        return overview, view.report
+        await pilot.pause(0.1)
+        return overview, view.report, rows_of(app, "audit"), text_of(app.query_one("#audit-head"))
 
 
 def terminal_output(app) -> tuple[str, list[str]]:

@@ -9,7 +9,7 @@ from textual.message import Message
 from textual.widgets import ProgressBar, Static
 
 from eosctl.base.safetext import term
-from eosctl.output.finding import short_cause
+from eosctl.output.finding import short_cause, standing, waiver_text
 from eosctl.report.findings import DESCRIPTIONS, AuditReport, Finding
 from tui import fmt
 from tui.rowtable import RowTable
@@ -37,36 +37,51 @@ def hop_of(report: AuditReport) -> dict[str, int]:
     return {t: i for i, hop in enumerate(report.hops) for t in hop.topics}
 
 
+def sink_of(report: AuditReport) -> dict[str, int]:
+    """A pipeline of several sinks: each sink's label, its index in ``report.sinks`` (the file's order)."""
+    return {s.name: i for i, s in enumerate(report.sinks)}
+
+
 def finding_rows(report: AuditReport) -> list[Row]:
-    """One row per finding, grouped by hop (a pipeline audited hop by hop, in hop order), then by root
-    cause (the groups in the order of their first finding); a finding with a cause shows its root cause
-    and cause as its detail (Enter opens the whole sentence next to its offsets in the Log view)."""
-    failing = set(report.fail_on)
+    """One row per finding, grouped by sink (a pipeline of several, in the config's order) and by hop (a
+    pipeline audited hop by hop, in hop order), then by root cause (the groups in the order of their first
+    finding); a finding with a cause shows its root cause and cause as its detail (Enter opens the whole
+    sentence next to its offsets in the Log view). A waived finding says so and is dimmed, not red: the
+    config's waivers judged it, as `eosctl audit` does."""
+    failing = {id(f) for f in report.failing}
     rule = {i: r.rule for r in report.root_causes for i in r.findings}
     hops = hop_of(report)
+    sinks = sink_of(report)
     first: dict[str | None, int] = {}
     for i in range(len(report.findings)):
         first.setdefault(rule.get(i), i)
     order = sorted(range(len(report.findings)),
-                   key=lambda i: (hops.get(report.findings[i].topic or "", len(hops)), first[rule.get(i)], i))
+                   key=lambda i: (sinks.get(report.findings[i].sink or "", len(sinks)),
+                                  hops.get(report.findings[i].topic or "", len(hops)), first[rule.get(i)], i))
     rows = []
     for i in order:
         f = report.findings[i]
         detail = finding_detail(f, rule.get(i))
         if hops and f.topic in hops:
             detail = f"hop {report.hops[hops[f.topic]].name} · {detail}"
+        if f.waiver is not None:
+            detail = f"{waiver_text(f)} · {detail}"
+        if sinks and f.sink is not None:
+            detail = f"sink {f.sink} · {detail}"
+        stand = standing(report, f)
+        kind = f"{f.kind} ({stand})" if stand in ("waived", "waiver expired") else f.kind
         rows.append(
             Row(
                 finding_key(i, f),
                 (
-                    f.kind,
+                    kind,
                     f.topic,
                     f.partition,
                     None if f.first_offset is None else fmt.offsets(f.first_offset, f.last_offset),
                     fmt.count(f.count),
                     detail,
                 ),
-                "bad" if f.kind in failing else "warn",
+                "bad" if id(f) in failing else "muted" if f.waived else "warn",
                 f,
             )
         )
@@ -98,6 +113,10 @@ def describe_finding(f: Finding, rule: str | None = None) -> Text:
         t.append(f"\n{term(short)}")
     if f.cause is not None and f.cause.summary:
         t.append(f"\ncause: {term(f.cause.summary)}")
+    if f.sink is not None:
+        t.append(f"\nin sink {term(f.sink)}")
+    if f.waiver is not None:
+        t.append(f"\n{term(waiver_text(f))}", style=STYLES["muted"] if f.waived else STYLES["bad"])
     if f.first_offset is not None:
         t.append("\nEnter opens these offsets in the Log view", style=STYLES["muted"])
     return t
@@ -125,6 +144,19 @@ def headline(report: AuditReport | None, taken_at: float | None = None) -> Text:
         t.append(f" hop {term(hop.name)}: {term(', '.join(hop.topics))} -> {term(hop.sink or '-')} · "
                  f"{hop.findings} finding{'s' if hop.findings != 1 else ''}"
                  f" ({hop.failing_findings} failing)")
+    for label in report.sinks:  # a pipeline of several sinks: each sink's verdict, by its findings now
+        mine = [f for f in report.findings if f.sink == label.name]
+        bad = sum(1 for f in report.failing if f.sink == label.name)
+        waived = sum(1 for f in mine if f.waived)
+        t.append("\n")
+        t.append(" FAIL " if bad else " PASS ", style="red" if bad else "green")
+        t.append(f" sink {term(label.name)}: {term(label.sink or '-')} · {len(mine)} "
+                 f"finding{'s' if len(mine) != 1 else ''} ({bad} failing"
+                 + (f", {waived} waived" if waived else "") + ")")
+    waived = sum(1 for f in report.findings if f.waived)
+    if waived and not report.sinks:
+        t.append(f"\n{waived} finding{'s' if waived != 1 else ''} waived ([audit] waivers)",
+                 style=STYLES["muted"])
     if report.sink:
         t.append(f"\nsink {term(report.sink)}", style=STYLES["muted"])
         if report.sink_read_point is not None:

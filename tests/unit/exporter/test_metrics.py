@@ -67,6 +67,7 @@ def test_transactions_fencing_audit_and_self_metrics():
     findings = {dict(k)["kind"]: v for k, v in got["eosctl_audit_findings"].items()}
     assert (findings["gap"], findings["duplicate"], findings["invalid_row"], len(findings)) == (1, 1, 0, 27)
     assert got["eosctl_audit_passed"] == {(): 0}
+    assert (got["eosctl_audit_failing_findings"], got["eosctl_audit_waived_findings"]) == ({(): 2}, {(): 0})
     assert got["eosctl_audit_last_run_timestamp_seconds"] == {(): NOW_MS / 1000}
     assert got["eosctl_audit_duration_seconds"] == {(): 2.5}
     assert got["eosctl_audit_errors_total"] == {(): 0}

@@ -97,3 +97,20 @@ def test_an_encoded_cause_pickles_copies_and_replaces_as_a_cause() -> None:
     changed = replace(c, summary="other")
     assert type(changed).__name__ == "Cause" and changed.summary == "other"
     assert changed.transactions == c.transactions and hash(c) == hash(c.decoded())
+
+
+def test_a_waived_finding_and_a_sinks_finding_keep_their_waiver_and_sink() -> None:
+    """A snapshot stores its audit as this JSON: a waiver or a sink left out would lose what the config's
+    waivers judged (snapshot --with-audit) and which sink a finding is of."""
+    from eosctl.config.policy import Waiver
+    from eosctl.report.findings import WaiverMatch
+
+    waiver = Waiver(HOSTILE, "gap", "replayed", 3, 10, 12, "INC-7", "2026-12-31", 1_798_761_600_000)
+    found = [replace(Finding("gap", "orders", 3, 10, 12, 3), waiver=WaiverMatch(waiver, False)),
+             replace(Finding("misrouted", "orders", 3, 4, 4, 1), sink=HOSTILE),
+             replace(Finding("gap", "orders", 3, 20, 20, 1), waiver=WaiverMatch(waiver, True), sink="a")]
+    report = AuditReport.build([PartitionSummary("orders", 3, 0, 30, 30, 28, 27)], found)
+    assert report_json(report) == json.dumps(report.to_dict())
+    back = [Finding.from_dict(d) for d in json.loads(report_json(report))["findings"]]
+    assert [(f.first_offset, f.waived, f.sink) for f in back] == [(4, False, HOSTILE), (10, True, None),
+                                                                   (20, False, "a")]

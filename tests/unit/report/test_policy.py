@@ -88,3 +88,20 @@ def test_levels_warn_or_fail_from_counts_of_findings_not_waived() -> None:
 def test_no_policy_leaves_the_report_as_it_is() -> None:
     base = report(Finding("gap", "orders", 0, 12, 13, 2))
     assert apply_policy(base) is base
+
+
+def test_a_waiver_judges_each_sinks_verdict_again() -> None:
+    """A pipeline of several sinks (merge_sinks): sinks[] follows the waivers, as the pipeline's verdict."""
+    from eosctl.report.findings import merge_sinks
+
+    def sink(label: str, *findings: Finding) -> AuditReport:
+        return AuditReport.build([PartitionSummary("orders", 0, 0, 100, 100, 100, 95)], list(findings),
+                                 sink=f"{label}.duckdb")
+
+    merged = merge_sinks([("a", sink("a", Finding("gap", "orders", 0, 12, 13, 2))),
+                          ("b", sink("b", Finding("gap", "orders", 0, 50, 50, 1)))], ("orders",))
+    judged = apply_policy(merged, [WAIVER], at_ms=EXPIRY - 1)
+    assert [(s.name, s.verdict, s.findings, s.failing_findings) for s in judged.sinks] == [
+        ("a", "pass", 1, 0), ("b", "fail", 1, 1)]
+    assert judged.verdict == "fail"
+    assert [s.verdict for s in merged.sinks] == ["fail", "fail"]  # the report judged is never changed
