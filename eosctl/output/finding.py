@@ -76,7 +76,16 @@ def short_cause(f: Finding) -> str:
         return (c.rule or "").replace("_", " ")
     if kind in _STATE:
         return _STATE[kind] + (f": {_writers(c.transactions, c.omitted)}" if c.transactions else "")
+    if kind in _SHAPES:
+        return _SHAPES[kind]
     return "rows without valid source coordinates"
+
+
+# The kinds of a pipeline's shape (eosctl.rules.deadletter, the sink's route) in a few words.
+_SHAPES = {"misrouted": "routed here, though the sink's route does not select it",
+           "sink_and_dlq": "written to the sink and dead-lettered too",
+           "dlq_duplicate": "dead-lettered more than once",
+           "dlq_aborted": "dead-lettered from an aborted or open transaction"}
 
 
 # A state sink's kinds (eosctl.rules.upsert) in a few words.
