@@ -159,6 +159,19 @@ def test_upsert_table_in_duckdb_gives_exactly_the_planted_findings(source, boots
         ("resurrected_key", "k4", [3, 9]), ("missing_key", "k5", [10]), ("uncommitted_value", "k3", [12, 2])]
 
 
+def test_a_state_sink_says_the_engine_it_ran_on(source, bootstrap, tmp_path):
+    # A state sink is judged in eosctl's process (auditors.state): --engine spark must not claim Spark.
+    db = duckdb_table(tmp_path / "state.duckdb", TABLE)
+    path = config(tmp_path, bootstrap, source, f'duckdb = "{db}"\ntable = "state"\nkey_column = "id"\n')
+    for named in (("--engine", "spark"), ()):
+        r = eosctl("audit", "-c", str(path), *named, "--format", "json")
+        assert r.exit_code == 1, r.output
+        assert json.loads(r.stdout)["engine"]["name"] == "local"
+        assert r.stderr.strip().splitlines()[-1] == ("engine: local (an upsert sink is audited in eosctl's "
+                                                     "process, whichever engine is named: docs/audit.md, "
+                                                     "\"State sinks\")")
+
+
 def test_the_sink_groups_committed_offsets_bound_what_it_should_hold(source, bootstrap, tmp_path):
     """Committed at 8: offsets 8-10 are in flight (lag): k1 may hold offset 0's value, k4 its row; k5 must
     still exist since offset 4."""
