@@ -80,23 +80,6 @@ class Judged:
     settled: dict[TP, int]  # committed records below the read point, per partition
 
 
-def rows_by_key(rows: Iterable[StateRow]) -> dict[Key, list[StateRow]]:
-    """The table's rows by key, in the order read (a key held twice is a finding of its own)."""
-    by_key: dict[Key, list[StateRow]] = {}
-    for row in rows:
-        by_key.setdefault(row.key, []).append(row)
-    return by_key
-
-
-def settled_and_in_flight(h: Sequence[StateRecord], bounds: Mapping[TP, int]
-                          ) -> tuple[list[StateRecord], list[StateRecord]]:
-    """A key's committed records below the sink's read point (``bounds``, per partition) and at or past it
-    (in flight: lag, never a finding)."""
-    settled = [r for r in h if r.status == COMMITTED and r.offset < bounds.get(r.tp, 0)]
-    flight = [r for r in h if r.status == COMMITTED and r.offset >= bounds.get(r.tp, 0)]
-    return settled, flight
-
-
 def histories(records: Iterable[StateRecord]) -> dict[Key, list[StateRecord]]:
     """Each key's records in the order the sink applies them."""
     out: dict[Key, list[StateRecord]] = {}
@@ -116,12 +99,15 @@ def judge(records: Iterable[StateRecord], rows: Iterable[StateRow], bounds: Mapp
     records are settled; ``shown_key``: a key for people; ``topic``: the topic an unknown key is told
     under (the pipeline's only one), else none."""
     hist = histories(records)
-    by_key = rows_by_key(rows)
+    by_key: dict[Key, list[StateRow]] = {}
+    for row in rows:
+        by_key.setdefault(row.key, []).append(row)
     findings: list[Finding] = []
     expected: dict[TP, int] = {}
     settled_n: dict[TP, int] = {}
     for key, h in hist.items():
-        settled, flight = settled_and_in_flight(h, bounds)
+        settled = [r for r in h if r.status == COMMITTED and r.offset < bounds.get(r.tp, 0)]
+        flight = [r for r in h if r.status == COMMITTED and r.offset >= bounds.get(r.tp, 0)]
         for r in settled:
             settled_n[r.tp] = settled_n.get(r.tp, 0) + 1
         exp = settled[-1] if settled else None
