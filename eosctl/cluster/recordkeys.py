@@ -165,10 +165,24 @@ def _batches(view: memoryview, segments: list[Any], bases: list[int], epochs: li
 def _records(buf: np.ndarray, starts: np.ndarray, bases: np.ndarray, epochs: np.ndarray, counts: np.ndarray,
              controls: np.ndarray, values: str | None = None) -> tuple[np.ndarray, ...]:
     """(offsets, epochs, controls, key hashes[, value hashes]) of every record, in log order: walked by the
-    native piece where `make setup` built it, else in numpy (the same arrays, _records_numpy)."""
+    native piece where `make setup` built it, else in numpy (the same arrays, _walk_numpy)."""
+    delta_of, key_at, key_len, value_at, value_len = _walk(buf, starts, counts, bool(values))
+    batch = np.repeat(np.arange(len(counts)), counts)
+    out = (bases[batch] + delta_of, epochs[batch], controls[batch], key_hashes(buf, key_at, key_len))
+    if not values:
+        return out
+    if values == "md5":
+        return (*out, _md5_hashes(buf, value_at, value_len))
+    return (*out, key_hashes(buf, value_at, value_len))
+
+
+def _walk(buf: np.ndarray, starts: np.ndarray, counts: np.ndarray,
+          values: bool) -> tuple[np.ndarray, ...]:
+    """Each record's (offsetDelta, key position, key length, value position, value length), in log order;
+    the value arrays are empty unless ``values``."""
     lib = native()
     if lib is None:
-        return _records_numpy(buf, starts, bases, epochs, counts, controls, values)
+        return _walk_numpy(buf, starts, counts, values)
     total = int(counts.sum())
     first = np.zeros(len(counts), np.int64)
     np.cumsum(counts[:-1], out=first[1:])
@@ -182,13 +196,52 @@ def _records(buf: np.ndarray, starts: np.ndarray, bases: np.ndarray, epochs: np.
                           _ptr(value_len))
     if rc:
         raise BatchDecodeError(_CORRUPT.get(rc, "corrupt record in a batch"))
-    batch = np.repeat(np.arange(len(counts)), counts)
-    out = (bases[batch] + delta_of, epochs[batch], controls[batch], key_hashes(buf, key_at, key_len))
-    if not values:
-        return out
-    if values == "md5":
-        return (*out, _md5_hashes(buf, value_at, value_len))
-    return (*out, key_hashes(buf, value_at, value_len))
+    return delta_of, key_at, key_len, value_at, value_len
+
+
+@dataclass(frozen=True)
+class RecordSpans:
+    """The records of complete v2 batches where they lie in one buffer: what the decoded content check
+    (auditors.fieldcheck) reads keys and values from without a Python object a record. Log order."""
+
+    data: bytes  # the batches' records (decompressed where compressed), then _PAD zero bytes
+    buf: np.ndarray  # data as uint8
+    offsets: np.ndarray  # int64
+    control: np.ndarray  # bool: a transaction marker
+    key_at: np.ndarray  # int64 positions in buf; lengths -1 where null
+    key_len: np.ndarray
+    value_at: np.ndarray
+    value_len: np.ndarray
+    headers: np.ndarray  # bool: the record carries headers (a schema id may be one of them)
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+
+def record_spans(answers: Sequence[bytes | bytearray | memoryview]) -> RecordSpans | None:
+    """The RecordSpans of the complete batches in these fetch answers; None if there are none. A legacy
+    (v0/v1) batch raises BatchDecodeError, as decode_keys does."""
+    segments: list[Any] = []
+    bases: list[int] = []
+    epochs: list[int] = []
+    counts: list[int] = []
+    controls: list[bool] = []
+    for data in answers:
+        _batches(memoryview(data), segments, bases, epochs, counts, controls)
+    if not segments or not sum(counts):
+        return None
+    data = b"".join([*segments, bytes(_PAD)])
+    buf = np.frombuffer(data, dtype=np.uint8)
+    starts = np.zeros(len(segments), np.int64)
+    np.cumsum([len(s) for s in segments[:-1]], out=starts[1:])
+    n = np.array(counts, np.int64)
+    delta_of, key_at, key_len, value_at, value_len = _walk(buf, starts, n, True)
+    batch = np.repeat(np.arange(len(n)), n)
+    # After the value comes the header count (a varint, one 0 byte when there are none).
+    headers = buf[value_at + np.maximum(value_len, 0)] != 0
+    offsets = np.array(bases, np.int64)[batch] + delta_of
+    return RecordSpans(data, buf, offsets, np.array(controls, bool)[batch], key_at, key_len, value_at,
+                       value_len, headers)
 
 
 _CORRUPT = {-1: "corrupt record in a batch (its fields run past the record)",
@@ -222,11 +275,11 @@ def _ptr(a: np.ndarray) -> ctypes.c_void_p:
     return ctypes.c_void_p(a.ctypes.data)
 
 
-def _records_numpy(buf: np.ndarray, starts: np.ndarray, bases: np.ndarray, epochs: np.ndarray,
-                   counts: np.ndarray, controls: np.ndarray,
-                   values: str | None = None) -> tuple[np.ndarray, ...]:
-    """The lock-step walk: batches sorted by record count, so the batches still holding a k-th record
-    are always a prefix; record k of a batch lands at the batch's first index + k (log order, no sort)."""
+def _walk_numpy(buf: np.ndarray, starts: np.ndarray, counts: np.ndarray,
+                values: bool) -> tuple[np.ndarray, ...]:
+    """_walk in numpy, lock step: batches sorted by record count, so the batches still holding a k-th
+    record are always a prefix; record k of a batch lands at the batch's first index + k (log order, no
+    sort)."""
     order = np.argsort(-counts, kind="stable")
     pos = starts[order].copy()
     limit = len(buf) - _PAD
@@ -238,9 +291,8 @@ def _records_numpy(buf: np.ndarray, starts: np.ndarray, bases: np.ndarray, epoch
     delta_of = np.empty(total, np.int64)
     key_at = np.empty(total, np.int64)
     key_len = np.empty(total, np.int64)
-    if values:
-        value_at = np.empty(total, np.int64)
-        value_len = np.empty(total, np.int64)
+    value_at = np.empty(total if values else 0, np.int64)
+    value_len = np.empty(total if values else 0, np.int64)
     neg = -n_of  # ascending
     for k in range(int(n_of[0])):
         n = int(np.searchsorted(neg, -k, side="left"))  # batches with more than k records
@@ -260,13 +312,7 @@ def _records_numpy(buf: np.ndarray, starts: np.ndarray, bases: np.ndarray, epoch
                 raise BatchDecodeError("corrupt record in a batch (its value runs past the record)")
             value_at[at], value_len[at] = v, vlen
         pos[:n] = nxt
-    batch = np.repeat(np.arange(len(counts)), counts)
-    out = (bases[batch] + delta_of, epochs[batch], controls[batch], key_hashes_numpy(buf, key_at, key_len))
-    if not values:
-        return out
-    if values == "md5":
-        return (*out, _md5_hashes(buf, value_at, value_len))
-    return (*out, key_hashes_numpy(buf, value_at, value_len))
+    return delta_of, key_at, key_len, value_at, value_len
 
 
 def _md5_hashes(buf: np.ndarray, at: np.ndarray, lengths: np.ndarray) -> np.ndarray:
