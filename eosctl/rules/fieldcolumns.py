@@ -29,8 +29,15 @@ _PRIMITIVE = {"long": "int", "int": "int", "string": "string", "boolean": "bool"
 _TIMESTAMPS = {"timestamp-micros": 1, "timestamp-millis": 1000}  # microseconds per unit
 # The instants a datetime can hold (fastavro's reader fails outside them: the record does not decode).
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-MIN_MICROS = int((datetime.min.replace(tzinfo=UTC) - _EPOCH).total_seconds()) * 1_000_000
-MAX_MICROS = int((datetime.max.replace(tzinfo=UTC) - _EPOCH).total_seconds()) * 1_000_000 + 999_999
+
+
+def _micros_of(t: datetime) -> int:
+    d = t - _EPOCH
+    return (d.days * 86_400 + d.seconds) * 1_000_000 + d.microseconds
+
+
+MIN_MICROS = _micros_of(datetime.min.replace(tzinfo=UTC))
+MAX_MICROS = _micros_of(datetime.max.replace(tzinfo=UTC))
 
 
 class Unsupported(Exception):

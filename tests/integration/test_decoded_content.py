@@ -146,6 +146,45 @@ def test_planted_faults_give_exactly_their_findings_with_the_field_named(topic, 
     assert report["findings"][4]["cause"]["shift"] == 1
 
 
+@pytest.mark.parametrize("types", ["DECIMAL(9, 2) TIMESTAMP", "DECIMAL(12, 4) TIMESTAMP_MS"])
+def test_the_column_pass_gives_the_record_by_record_findings(topic, registry, bootstrap, tmp_path, monkeypatch,
+                                                             types):
+    """The planted faults again, the sink's amount at the record's scale or another, its times in
+    microseconds or milliseconds: auditors.fieldfast answers for both partitions, with exactly the
+    findings (summaries included) of the record-by-record check."""
+    from auditors import fieldfast
+
+    answered: list[bool] = []
+    column_pass = fieldfast.partition
+
+    def spy(*args, **kwargs):
+        got = column_pass(*args, **kwargs)
+        answered.append(got is not None)
+        return got
+
+    sink = make_sink(tmp_path / "sink.duckdb", topic, faulty_rows())
+    con = duckdb.connect(str(sink))
+    amount, placed = types.rsplit(" ", 1)
+    con.execute(f"ALTER TABLE orders ALTER amount TYPE {amount}")
+    con.execute(f"ALTER TABLE orders ALTER placed TYPE {placed}")
+    con.close()
+    precision = "ms" if placed == "TIMESTAMP_MS" else "us"
+    cfg = config(tmp_path, bootstrap, registry, topic, sink, f'timestamp_precision = "{precision}"\n')
+    monkeypatch.setattr(fieldfast, "partition", spy)
+    fast = json.loads(eosctl("audit", "-c", str(cfg), "-p", "orders", "--format", "json").stdout)
+    assert answered == [True, True]
+    monkeypatch.setattr(fieldfast, "partition", lambda *args, **kwargs: None)
+    exact = json.loads(eosctl("audit", "-c", str(cfg), "-p", "orders", "--format", "json").stdout)
+    assert found(fast) == found(exact) == [
+        ("content_mismatch", 0, 3, 3, "different_field"),
+        ("content_mismatch", 0, 5, 5, "different_record"),
+        ("content_mismatch", 0, 7, 7, "different_field"),
+        ("content_mismatch", 0, 12, 12, "unframed_record"),
+        ("content_mismatch", 1, 1, 6, "shifted_coordinates"),
+    ]
+    assert fast["findings"] == exact["findings"]
+
+
 def test_a_clean_sink_passes_and_a_mapping_names_other_columns(topic, registry, bootstrap, tmp_path):
     clean = [(0, o, order(o)) for o in range(13)] + [(1, o, order(o)) for o in range(6)]
     sink = make_sink(tmp_path / "sink.duckdb", topic, clean)
