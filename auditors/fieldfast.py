@@ -23,6 +23,7 @@ import io
 import json
 import struct
 from collections.abc import Iterator, Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -60,9 +61,9 @@ def partition(reader: Any, client: Any, decoder: Any, log: PartitionLog, tp: TP,
     table = reader.row_columns(topic, part, wanted)
     if not table.num_rows:
         return []
-    row_off = table.column(0).to_numpy()
-    lo = max(log.log_start_offset, int(row_off[0]) - MAX_SHIFT)
-    hi = min(log.high_watermark, int(row_off[-1]) + MAX_SHIFT + 1)
+    row_off = table.column(0).to_numpy()  # in no order
+    lo = max(log.log_start_offset, int(row_off.min()) - MAX_SHIFT)
+    hi = min(log.high_watermark, int(row_off.max()) + MAX_SHIFT + 1)
     if lo >= hi:
         return []
     probe_end = min(hi, lo + fieldcheck.PROBE_RECORDS)
@@ -121,43 +122,49 @@ def partition(reader: Any, client: Any, decoder: Any, log: PartitionLog, tp: TP,
             if plain[sid] is None:
                 return None
             parsed[sid], its_types = plain[sid]
-            if types is not None and its_types != types:
-                return None  # versions that type fields differently: one converter per column would not do
-            types = its_types
-    # Decode: status per record: 1 decoded, 0 tombstone, -1 not decoded (why in whys).
-    status = np.where(tomb, 0, -1).astype(np.int8)
-    values: list[Any] = [None] * len(off)
+            # Versions of the schema: a field typed alike in all of them keeps its converter; one that some
+            # lack or type otherwise has none (a column mapped to it is checked record by record).
+            types = its_types if types is None else {
+                n: types[n] if n in types and n in its_types and types[n] == its_types[n] else None
+                for n in {**types, **its_types}}
+    # Decode, a schema at a time; fvals[k]: the plain reading of record framed_at[k] (None: not decoded).
+    fvals: list[Any] = [None] * len(framed_at)
+    fids = ids[framed_at]
     whys: dict[int, str] = {}
-    stream = io.BytesIO(data)
-    seek, tell, read = stream.seek, stream.tell, _reader()
-    for i, start, end, sid in zip(framed_at.tolist(), (vat[framed_at] + 5).tolist(),
-                                  (vat[framed_at] + vlen[framed_at]).tolist(), ids[framed_at].tolist(),
-                                  strict=True):
-        seek(start)
-        try:
-            v = read(stream, parsed[sid], None)
-            ok = tell() == end
-        except Exception:  # noqa: BLE001 - any decode failure: the record-by-record decoder says what
-            ok = False
-        if ok:
-            values[i] = v
-            status[i] = 1
-            continue
-        exact = decoder.decode(topic, VALUE, data[start - 5:end], (), "")
-        if not isinstance(exact, Undecodable):
-            return None  # the plain reading and fastavro's disagree: leave it to the exact check
-        whys[i] = f"framed as {exact.format}, does not decode: {exact.why}"
+    for sid in np.unique(fids).tolist():
+        ks = np.arange(len(framed_at)) if len(parsed) == 1 else np.flatnonzero(fids == sid)
+        at = framed_at[ks]
+        got, bad = _decode_all(data, (vat[at] + 5).tolist(), (vat[at] + vlen[at]).tolist(), parsed[sid])
+        skip = set(bad)
+        fine = got if not bad else [v for j, v in enumerate(got) if j not in skip]
+        for name, ft in plain[sid][1].items():
+            if ft is not None and ft.kind == "timestamp" and out_of_range(list(map(itemgetter(name), fine)),
+                                                                          ft):
+                return None  # fastavro cannot make a datetime of it: the exact check names the record
+        if len(parsed) == 1:
+            fvals = got
+        else:
+            for k, v in zip(ks.tolist(), got, strict=True):
+                fvals[k] = v
+        for j in bad:
+            i = int(at[j])
+            exact = decoder.decode(topic, VALUE, data[vat[i]:vat[i] + vlen[i]], (), "")
+            if not isinstance(exact, Undecodable):
+                return None  # the plain reading and fastavro's disagree: leave it to the exact check
+            whys[i] = f"framed as {exact.format}, does not decode: {exact.why}"
+            fvals[int(ks[j])] = None
     for i in np.flatnonzero(data_kind & ~tomb & ~by_id).tolist():
         whys[i] = _unframed_why(bytes(data[vat[i]:vat[i] + vlen[i]]), False)
-    decoded = status == 1
+    decoded = np.zeros(len(off), bool)
+    decoded[framed_at] = True
+    if whys:
+        decoded[list(whys)] = False
     if types is None or not (decoded & data_kind).any():
         return []  # only tombstones among its data records: nothing to compare with
-    for name, ft in types.items():
-        if ft is not None and ft.kind == "timestamp" and out_of_range(
-                [values[i][name] for i in np.flatnonzero(decoded).tolist()], ft):
-            return None  # fastavro cannot make a datetime of it: the exact check names the record
+    fidx = np.full(len(off), -1, np.int64)
+    fidx[framed_at] = np.arange(len(framed_at))
     unframed = [(int(off[i]), whys[i]) for i in sorted(whys) if data_kind[i]]
-    member = data_kind & (status >= 0)
+    member = data_kind & (tomb | decoded)
     records = LazyRecords(topic, decoder, spans, sel[member], off[member], Decoded)
     mapping = configured
     if mapping is None:
@@ -176,21 +183,24 @@ def partition(reader: Any, client: Any, decoder: Any, log: PartitionLog, tp: TP,
             return None
         convs.append((name, col, conv))
     # The rows: those at an unframed record are not compared (as fieldcheck's).
-    bad = np.array([o for o, _ in unframed], np.int64)
-    kept = np.flatnonzero(~np.isin(row_off, bad)) if len(bad) else np.arange(len(row_off))
+    bad_at = np.array([o for o, _ in unframed], np.int64)
+    kept = np.flatnonzero(~np.isin(row_off, bad_at)) if len(bad_at) else np.arange(len(row_off))
     dec_at = np.flatnonzero(member & decoded)
     dec_off = off[dec_at]
     pos = np.minimum(np.searchsorted(dec_off, row_off[kept]), max(len(dec_off) - 1, 0))
     has = dec_off[pos] == row_off[kept] if len(dec_off) else np.zeros(len(kept), bool)
-    rows_has, rec_idx = kept[has], dec_at[pos[has]].tolist()
+    rows_has, rec_idx = kept[has], fidx[dec_at[pos[has]]].tolist()
     suspect = np.zeros(len(rows_has), bool)
-    take = None
-    for name, col, conv in convs:
-        if take is None:
-            import pyarrow as pa  # lazy: pyarrow 52 ms to import
+    if len(rows_has):
+        import pyarrow as pa  # lazy: pyarrow 52 ms to import
 
-            take = pa.array(rows_has, pa.int64())
-        suspect |= conv([values[i][name] for i in rec_idx], col.take(take), tol)
+        take = pa.array(rows_has, pa.int64())
+        picked = itemgetter(*rec_idx)(fvals) if len(rec_idx) > 1 else (fvals[rec_idx[0]],)
+        names = [name for name, _, _ in convs]
+        fields = zip(*map(itemgetter(*names), picked), strict=True) if len(names) > 1 else \
+            [tuple(map(itemgetter(names[0]), picked))]
+        for (_, col, conv), values in zip(convs, fields, strict=True):
+            suspect |= conv(values, col.take(take), tol)
     suspects = set(row_off[kept[~has]].tolist()) | set(row_off[rows_has[suspect]].tolist())
     found = unframed_findings(topic, part, unframed)
     if not suspects:
@@ -208,8 +218,13 @@ class LazyRecords(Mapping[int, Fields]):
                  decoded_type: type) -> None:
         self.topic, self.decoder, self.spans, self.decoded_type = topic, decoder, spans, decoded_type
         self.at, self.offsets = at, offsets
-        self.index = {o: i for i, o in enumerate(offsets.tolist())}
         self.cache: dict[int, Fields] = {}
+
+    def _index(self, offset: object) -> int | None:
+        if not isinstance(offset, int | np.integer):
+            return None
+        i = int(np.searchsorted(self.offsets, offset))
+        return i if i < len(self.offsets) and self.offsets[i] == offset else None
 
     def __getitem__(self, offset: int) -> Fields:
         from eosctl.cluster.schemas import VALUE
@@ -217,7 +232,10 @@ class LazyRecords(Mapping[int, Fields]):
         got = self.cache.get(offset)
         if got is not None:
             return got
-        j = int(self.at[self.index[offset]])
+        i = self._index(offset)
+        if i is None:
+            raise KeyError(offset)
+        j = int(self.at[i])
         s, data = self.spans, self.spans.data
         ka, kl, va, vl = (int(a[j]) for a in (s.key_at, s.key_len, s.value_at, s.value_len))
         key = None if kl < 0 else data[ka:ka + kl]
@@ -229,13 +247,13 @@ class LazyRecords(Mapping[int, Fields]):
         return got
 
     def __contains__(self, offset: object) -> bool:
-        return offset in self.index
+        return self._index(offset) is not None
 
     def __iter__(self) -> Iterator[int]:
-        return iter(self.index)
+        return iter(self.offsets.tolist())
 
     def __len__(self) -> int:
-        return len(self.index)
+        return len(self.offsets)
 
 
 def _plain(text: str) -> tuple[Any, dict[str, FieldType | None]] | None:
@@ -248,10 +266,31 @@ def _plain(text: str) -> tuple[Any, dict[str, FieldType | None]] | None:
         return None
 
 
-def _reader() -> Any:
-    import fastavro  # lazy
+def _decode_all(data: bytes, starts: list[int], ends: list[int], schema: Any) -> tuple[list[Any], list[int]]:
+    """fastavro's reading of each payload data[start:end], from one stream over the buffer (no copy, no
+    object a record but its value); and the indexes of those that do not decode or leave bytes over."""
+    from fastavro import schemaless_reader as read  # lazy: with eosctl.cluster.schemas
 
-    return fastavro.schemaless_reader
+    stream = io.BytesIO(data)
+    seek, tell = stream.seek, stream.tell
+    out: list[Any] = []
+    append = out.append
+    bad: list[int] = []
+    it = zip(range(len(starts)), starts, ends, strict=True)
+    i = -1
+    while True:
+        try:
+            for i, start, end in it:
+                seek(start)
+                append(read(stream, schema, None))
+                if tell() != end:
+                    bad.append(i)
+            break
+        except Exception:  # noqa: BLE001 - this record's: the record-by-record decoder says what
+            if len(out) == i:
+                append(None)
+            bad.append(i)
+    return out, bad
 
 
 def _data_mask(log: PartitionLog, offsets: np.ndarray) -> np.ndarray:

@@ -185,6 +185,50 @@ def test_the_column_pass_gives_the_record_by_record_findings(topic, registry, bo
     assert fast["findings"] == exact["findings"]
 
 
+ORDER_V2 = json.dumps({**json.loads(SCHEMA), "fields": [
+    *json.loads(SCHEMA)["fields"], {"name": "note", "type": ["null", "string"], "default": None}]})
+
+
+def test_the_column_pass_over_two_schema_versions_a_tombstone_and_a_payload_with_bytes_over(
+        registry, bootstrap, tmp_path, monkeypatch):
+    """Records 0..2 under the schema, 3..5 under a second version (one more field), 6 framed with two
+    bytes after its record, 7 a tombstone, 8 one more record whose row holds a mangled id: the column pass
+    answers with the record-by-record check's findings."""
+    import uuid
+
+    from auditors import fieldfast
+
+    name = "decodedv2" + uuid.uuid4().hex[:6]
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: a destroyed client fails its futures
+    admin.create_topics([NewTopic(name, 1, 1)])[name].result(30)
+    client = SchemaRegistryClient({"url": registry.url})
+    v1, v2 = AvroSerializer(client, SCHEMA), AvroSerializer(client, ORDER_V2)
+    ctx = SerializationContext(name, MessageField.VALUE)
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    values = [v1(order(i), ctx) for i in range(3)] + [v2({**order(i), "note": "n"}, ctx) for i in range(3, 6)]
+    values += [v1(order(6), ctx) + b"\x00\x00", None, v1(order(8), ctx)]
+    for v in values:
+        p.produce(name, value=v, partition=0)
+    assert p.flush(30) == 0
+    rows = [(0, o, order(o)) for o in range(7)] + [(0, 8, {**order(8), "id": 80})]
+    sink = make_sink(tmp_path / "sink.duckdb", name, rows)
+    cfg = config(tmp_path, bootstrap, registry, name, sink, 'timestamp_precision = "us"\n')
+    answered: list[bool] = []
+    column_pass = fieldfast.partition
+    monkeypatch.setattr(fieldfast, "partition",
+                        lambda *a, **kw: answered.append(column_pass(*a, **kw)) or answered[-1])
+    fast = json.loads(eosctl("audit", "-c", str(cfg), "-p", "orders", "--format", "json").stdout)
+    assert [a is not None for a in answered] == [True]
+    monkeypatch.setattr(fieldfast, "partition", lambda *args, **kwargs: None)
+    exact = json.loads(eosctl("audit", "-c", str(cfg), "-p", "orders", "--format", "json").stdout)
+    assert found(fast) == found(exact) == [("content_mismatch", 0, 6, 6, "unframed_record"),
+                                           ("gap", 0, 7, 7, None),  # the tombstone has no row
+                                           ("content_mismatch", 0, 8, 8, "different_field")]
+    assert fast["findings"] == exact["findings"]
+    assert "framed as AVRO, does not decode: 2 bytes left after the Avro record" in \
+        fast["findings"][0]["cause"]["summary"]
+
+
 def test_a_clean_sink_passes_and_a_mapping_names_other_columns(topic, registry, bootstrap, tmp_path):
     clean = [(0, o, order(o)) for o in range(13)] + [(1, o, order(o)) for o in range(6)]
     sink = make_sink(tmp_path / "sink.duckdb", topic, clean)
