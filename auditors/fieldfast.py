@@ -11,7 +11,7 @@ offset) are judged by eosctl.rules.fields as before, with the partition's record
 demand: a clean partition costs the column pass only, a faulty one the old check of its suspects.
 
 ``partition`` answers None where this path does not apply and the caller runs the record-by-record
-check: a sink reader without Arrow tables (row_columns), records with headers (an id may be in one),
+check: a sink reader without Arrow tables (row_columns), a record with a schema id header,
 a key that may be framed, a value framed by GUID, a schema other than an Avro record whose logical types
 plain_schema can stand for, a mapped column of a (field type, column type) pair no converter reads,
 legacy batches or one larger than a fetch.
@@ -79,10 +79,19 @@ def partition(reader: Any, client: Any, decoder: Any, log: PartitionLog, tp: TP,
     off = spans.offsets[sel]
     if not len(off):
         return []
-    if spans.headers[sel].any() or (len(off) > 1 and not (np.diff(off) > 0).all()):
+    if len(off) > 1 and not (np.diff(off) > 0).all():
         return None
     buf, data = spans.buf, spans.data
     vat, vlen = spans.value_at[sel], spans.value_len[sel]
+    # Headers (tracing, lineage) do not change how a record decodes, unless one carries a schema id.
+    with_headers = np.flatnonzero(spans.headers[sel])
+    if len(with_headers):
+        try:
+            if any(_schema_id_header(data, at) for at in (vat[with_headers]
+                                                           + np.maximum(vlen[with_headers], 0)).tolist()):
+                return None
+        except IndexError:  # headers running past the buffer: the record-by-record reader says what
+            return None
     # The probe as fieldcheck's, record by record (at most PROBE_RECORDS, in order, up to the first that
     # decodes): the same registry lookups, the same errors.
     for i in np.flatnonzero(off < probe_end).tolist():
@@ -291,6 +300,35 @@ def _decode_all(data: bytes, starts: list[int], ends: list[int], schema: Any) ->
                 append(None)
             bad.append(i)
     return out, bad
+
+
+_SCHEMA_ID_HEADERS = (b"__key_schema_id", b"__value_schema_id")  # eosctl.cluster.schemas.HEADERS
+
+
+def _schema_id_header(data: bytes, pos: int) -> bool:
+    """Whether the record headers at ``pos`` (Kafka's: a varint count, then each key's and value's varint
+    length and bytes) name a schema id."""
+    count, pos = _varint(data, pos)
+    for _ in range(max(count, 0)):
+        n, pos = _varint(data, pos)
+        if data[pos:pos + n] in _SCHEMA_ID_HEADERS:
+            return True
+        pos += n
+        n, pos = _varint(data, pos)
+        pos += max(n, 0)
+    return False
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    """The zigzag varint at ``pos`` and the position after it."""
+    shift = value = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (value >> 1) ^ -(value & 1), pos
+        shift += 7
 
 
 def _data_mask(log: PartitionLog, offsets: np.ndarray) -> np.ndarray:

@@ -147,8 +147,8 @@ def test_planted_faults_give_exactly_their_findings_with_the_field_named(topic, 
 
 
 @pytest.mark.parametrize("types", ["DECIMAL(9, 2) TIMESTAMP", "DECIMAL(12, 4) TIMESTAMP_MS"])
-def test_the_column_pass_gives_the_record_by_record_findings(topic, registry, bootstrap, tmp_path, monkeypatch,
-                                                             types):
+def test_the_column_pass_gives_the_record_by_record_findings(topic, registry, bootstrap, tmp_path,
+                                                             monkeypatch, types):
     """The planted faults again, the sink's amount at the record's scale or another, its times in
     microseconds or milliseconds: auditors.fieldfast answers for both partitions, with exactly the
     findings (summaries included) of the record-by-record check."""
@@ -191,9 +191,9 @@ ORDER_V2 = json.dumps({**json.loads(SCHEMA), "fields": [
 
 def test_the_column_pass_over_two_schema_versions_a_tombstone_and_a_payload_with_bytes_over(
         registry, bootstrap, tmp_path, monkeypatch):
-    """Records 0..2 under the schema, 3..5 under a second version (one more field), 6 framed with two
-    bytes after its record, 7 a tombstone, 8 one more record whose row holds a mangled id: the column pass
-    answers with the record-by-record check's findings."""
+    """Records 0..2 under the schema (with a trace header), 3..5 under a second version (one more field),
+    6 framed with two bytes after its record, 7 a tombstone, 8 one more record whose row holds a mangled id:
+    the column pass answers with the record-by-record check's findings."""
     import uuid
 
     from auditors import fieldfast
@@ -207,8 +207,9 @@ def test_the_column_pass_over_two_schema_versions_a_tombstone_and_a_payload_with
     p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
     values = [v1(order(i), ctx) for i in range(3)] + [v2({**order(i), "note": "n"}, ctx) for i in range(3, 6)]
     values += [v1(order(6), ctx) + b"\x00\x00", None, v1(order(8), ctx)]
-    for v in values:
-        p.produce(name, value=v, partition=0)
+    trace = [("traceparent", b"00-4bf9-00f0-01")]  # a header that names no schema
+    for i, v in enumerate(values):
+        p.produce(name, value=v, partition=0, headers=trace if i < 3 else None)
     assert p.flush(30) == 0
     rows = [(0, o, order(o)) for o in range(7)] + [(0, 8, {**order(8), "id": 80})]
     sink = make_sink(tmp_path / "sink.duckdb", name, rows)

@@ -54,7 +54,10 @@ def _records() -> list[dict]:
              "ratio": None if i == 4 else i / 7, "ok": i % 2 == 0, "tags": [f"t{i}"]} for i in range(8)]
 
 
-def _check(field: str, sink: list, arrow_type: pa.DataType, tol: Tolerances = Tolerances()) -> list[bool]:
+EXACT = Tolerances()
+
+
+def _check(field: str, sink: list, arrow_type: pa.DataType, tol: Tolerances = EXACT) -> list[bool]:
     """The converter's suspects for these sink values against _records(); asserts each cleared row is
     one eosctl.rules.fields calls the same."""
     _, types = plain_schema(SCHEMA)
@@ -94,7 +97,8 @@ def test_equal_values_are_cleared_and_each_difference_is_a_suspect():
     assert _check("state", ["PAID", *states[1:]], pa.string()) == [True] + [False] * 7
     ratios = [r["ratio"] for r in recs]
     assert _check("ratio", ratios, pa.float64()) == [False] * 8
-    # A float32 column holds i/7 otherwise than a double (not 0 or 1): a suspect, as fields says; and 0.0 for a null.
+    # A float32 column holds i/7 otherwise than a double (not 0 or 1): a suspect, as fields says; and 0.0
+    # for a null.
     assert _check("ratio", [*ratios[:4], 0.0, *ratios[5:]], pa.float32()) == [False] + [True] * 6 + [False]
     assert _check("ok", [r["ok"] for r in recs], pa.bool_()) == [False] * 8
     tags = [r["tags"] for r in recs]
