@@ -230,6 +230,37 @@ def test_the_column_pass_over_two_schema_versions_a_tombstone_and_a_payload_with
         fast["findings"][0]["cause"]["summary"]
 
 
+def test_avro_ids_in_headers_are_left_to_the_record_by_record_check(registry, bootstrap, tmp_path,
+                                                                    monkeypatch):
+    """Avro values with their ids in __value_schema_id headers (bare payloads): the column pass declines
+    the partition and the record-by-record check decodes them: a clean sink, no finding."""
+    import uuid
+
+    from confluent_kafka.schema_registry import header_schema_id_serializer
+
+    from auditors import fieldfast
+
+    name = "decodedhdr" + uuid.uuid4().hex[:6]
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: a destroyed client fails its futures
+    admin.create_topics([NewTopic(name, 1, 1)])[name].result(30)
+    ser = AvroSerializer(SchemaRegistryClient({"url": registry.url}), SCHEMA,
+                         conf={"schema.id.serializer": header_schema_id_serializer})
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for i in range(4):
+        headers: list = []
+        p.produce(name, value=ser(order(i), SerializationContext(name, MessageField.VALUE, headers)),
+                  headers=headers, partition=0)
+    assert p.flush(30) == 0
+    sink = make_sink(tmp_path / "sink.duckdb", name, [(0, o, order(o)) for o in range(4)])
+    cfg = config(tmp_path, bootstrap, registry, name, sink, 'timestamp_precision = "us"\n')
+    answered: list = []
+    column_pass = fieldfast.partition
+    monkeypatch.setattr(fieldfast, "partition",
+                        lambda *a, **kw: answered.append(column_pass(*a, **kw)) or answered[-1])
+    r = eosctl("audit", "-c", str(cfg), "-p", "orders", "--format", "json")
+    assert (r.exit_code, json.loads(r.stdout)["findings"], answered) == (0, [], [None]), r.output
+
+
 def test_a_clean_sink_passes_and_a_mapping_names_other_columns(topic, registry, bootstrap, tmp_path):
     clean = [(0, o, order(o)) for o in range(13)] + [(1, o, order(o)) for o in range(6)]
     sink = make_sink(tmp_path / "sink.duckdb", topic, clean)
