@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from auditors import fieldfast
 from auditors.contentcheck import reconciled
+from auditors.fieldfast import PROBE_RECORDS
 from eosctl.cluster.model import TP, Kind, PartitionLog
 from eosctl.report.findings import Finding, PartitionSummary
 from eosctl.rules.fields import (
@@ -28,8 +29,6 @@ from eosctl.rules.fields import (
     default_mapping,
     unframed_findings,
 )
-
-PROBE_RECORDS = 64  # records read first to tell whether a partition's values are framed at all
 
 if TYPE_CHECKING:
     from auditors.plan import WorkItem
