@@ -154,12 +154,14 @@ def _assigned(assignment) -> tuple[TP, ...]:
 
 
 def _consumer(d) -> GroupDescription:
-    members = tuple(Member(m.member_id, m.client_id, m.client_host, _assigned(m.assignment)) for m in d.members)
+    members = tuple(Member(m.member_id, m.client_id, m.client_host, _assigned(m.assignment))
+                    for m in d.members)
     return GroupDescription(d.group_id, "consumer", _state_name(d.group_state), d.group_epoch, members)
 
 
 def _share(d) -> GroupDescription:
-    members = tuple(Member(m.member_id, m.client_id, m.client_host, _assigned(m.assignment)) for m in d.members)
+    members = tuple(Member(m.member_id, m.client_id, m.client_host, _assigned(m.assignment))
+                    for m in d.members)
     return GroupDescription(d.group_id, "share", _state_name(d.group_state), d.group_epoch, members)
 
 

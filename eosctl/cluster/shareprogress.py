@@ -65,8 +65,9 @@ def share_offsets(client: WireClient, groups: Sequence[str],
             elif d.error_code in (14, 15, 16):  # loading, moved: look again
                 continue
             elif d.error_code:
+                why = _named(d.error_code, "DescribeShareGroupOffsets", g)
                 raise BrokerError(f"cannot read the share group {g!r}'s offsets from its coordinator at "
-                                  f"{coordinators[g].address}: {_named(d.error_code, 'DescribeShareGroupOffsets', g)}")
+                                  f"{coordinators[g].address}: {why}")
             else:
                 lag_known = answer.API_VERSION >= 1
                 out[g] = {(t.topic_name, p.partition_index): ShareOffset(
