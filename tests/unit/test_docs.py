@@ -469,7 +469,8 @@ def lag_snapshots() -> list[LagSnapshot]:
     return [LagSnapshot(NOW_MS - 1000, rows, {"g": "STABLE"}),
             LagSnapshot(NOW_MS, rows + more, {"g": "STABLE", "app": "STABLE", "s": "STABLE"},
                         {"g": "consumer", "app": "streams", "s": "share"}, described,
-                        {"s": "read_uncommitted"}, {"s": "share group s reads transactional topic orders ..."})]
+                        {"s": "read_uncommitted"},
+                        {"s": "share group s reads transactional topic orders ..."})]
 
 
 def txn_infos() -> list[TxnInfo]:
