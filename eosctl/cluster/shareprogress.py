@@ -60,7 +60,7 @@ def share_offsets(client: WireClient, groups: Sequence[str],
             if ask else []
         for g, answer in zip(ask, answers or (), strict=False):
             d = answer.groups[0]
-            if d.error_code == 69:  # GROUP_ID_NOT_FOUND: gone since ListGroups named it
+            if d.error_code == 69:  # GROUP_ID_NOT_FOUND (4.4 answers a missing group with no topics instead)
                 out[g] = {}
             elif d.error_code in (14, 15, 16):  # loading, moved: look again
                 continue
