@@ -104,3 +104,22 @@ def test_a_share_group_that_vanished_has_no_progress_and_lag_still_answers(sim: 
     assert groups["readers"]["members"] is None
     assert [p["share_progress"] for p in groups["readers"]["partitions"]] == [None]
     assert [p["committed"] for p in groups["billing"]["partitions"]] == [9]
+
+
+def test_a_share_group_reading_a_transactional_topic_is_warned_of_a_plain_one_not(sim: KafkaSim) -> None:
+    """The warning reads the topic's recent log: an aborted transaction's batches make it transactional;
+    the plain `orders` is not. Where the broker does not say the group's isolation (no DescribeConfigs
+    listed), Kafka's default read_uncommitted is what its consumers read with: warned, saying so."""
+    sim.extra_api_keys.update({SHARE: (1, 1), SHARE_OFFSETS: (0, 1)})
+    payments = sim.partition("payments", 0)
+    payments.data(3)
+    payments.txn(7, records=2)
+    payments.abort(7)
+    payments.data(2)
+    sim.group("readers", {("orders", 0): 4, ("payments", 0): 0}, state="Stable", group_type="share")
+    sim.group("plain", {("orders", 0): 4}, state="Stable", group_type="share")
+    groups = lag(sim, "-g", "readers", "-g", "plain")
+    assert groups["plain"]["share"] == {"isolation_level": None, "warning": None}
+    assert groups["readers"]["share"]["warning"].startswith(
+        "share group readers reads transactional topic payments with share.isolation.level unsaid "
+        "(default read_uncommitted): its consumers process aborted records")
