@@ -24,14 +24,6 @@ if TYPE_CHECKING:
 TIMEOUT = 10.0
 
 
-def placed(m: Message) -> tuple[str, int, int]:
-    """A delivered or consumed record's (topic, partition, offset). confluent-kafka types each as optional
-    (a message that carries an error may lack them); the pipeline calls this on records only."""
-    topic, partition, offset = m.topic(), m.partition(), m.offset()
-    assert topic is not None and partition is not None and offset is not None, m.error()
-    return topic, partition, offset
-
-
 def key_text(m: Message) -> str:
     """The record's key: the pipeline writes every record with an order id as its key."""
     key = m.key()

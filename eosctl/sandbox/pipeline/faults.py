@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaError, Message, Producer, TopicPartition
 
 from eosctl.base.errors import BrokerError, EosctlError
+from eosctl.cluster.consumed import placed
 from eosctl.config.model import Cluster
-from eosctl.sandbox.pipeline.broker import TIMEOUT, Broker, client_conf, key_text, placed
+from eosctl.sandbox.pipeline.broker import TIMEOUT, Broker, client_conf, key_text
 from eosctl.sandbox.pipeline.modes import FAULTS
 from eosctl.sandbox.pipeline.truth import COMMITTED, GroundTruth, Record
 from eosctl.sandbox.pipeline.txn import MAX_TRANSACTION_TIMEOUT_MS, Fenced, GroupMetadata, TransactionalWriter

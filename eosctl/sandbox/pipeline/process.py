@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from confluent_kafka import Message
 
 from eosctl.base.errors import BrokerError
+from eosctl.cluster.consumed import placed
 from eosctl.config.model import Cluster
-from eosctl.sandbox.pipeline.broker import Broker, key_text, payload, placed
+from eosctl.sandbox.pipeline.broker import Broker, key_text, payload
 from eosctl.sandbox.pipeline.faults import fence
 from eosctl.sandbox.pipeline.reader import Reader, as_tps
 from eosctl.sandbox.pipeline.topics import Names

@@ -17,8 +17,9 @@ from __future__ import annotations
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
 from eosctl.base.errors import BrokerError
+from eosctl.cluster.consumed import placed
 from eosctl.config.model import Cluster
-from eosctl.sandbox.pipeline.broker import TIMEOUT, Broker, client_conf, placed
+from eosctl.sandbox.pipeline.broker import TIMEOUT, Broker, client_conf
 from eosctl.sandbox.pipeline.txn import GroupMetadata
 
 

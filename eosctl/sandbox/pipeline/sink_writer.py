@@ -22,8 +22,9 @@ import duckdb
 from confluent_kafka import Message
 
 from eosctl.base.errors import BrokerError
+from eosctl.cluster.consumed import placed
 from eosctl.config.model import Cluster
-from eosctl.sandbox.pipeline.broker import Broker, payload, placed
+from eosctl.sandbox.pipeline.broker import Broker, payload
 from eosctl.sandbox.pipeline.faults import SinkTarget
 from eosctl.sandbox.pipeline.reader import Reader
 from eosctl.sandbox.pipeline.topics import Names
