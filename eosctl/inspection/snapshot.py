@@ -203,7 +203,7 @@ def _write(snap: Capture, tmp: Path) -> None:
         _insert(con, "ledger_flags", [(p.topic, p.partition, f.kind, f.first_offset, f.last_offset, f.count,
                                        f.message) for p in parts for f in p.flags])
         _insert(con, "log_records", [
-            (tp[0], tp[1], *(json.dumps(r[n]) if n in _RECORD_JSON else r[n]
+            (tp[0], tp[1], *(json.dumps(r[n]) if n in _RECORD_JSON and r[n] is not None else r[n]
                              for n, _ in TABLES["log_records"][2:]))
             for tp in sorted(snap.records) for r in snap.records[tp]])
         codecs = _codecs()
