@@ -133,11 +133,11 @@ def _logical(decoder: Any, m: Any) -> tuple[Fingerprint, str | None]:
 def _decoders(source: Cluster, replica: Cluster) -> tuple[Any, Any]:
     """The (source, replica) decoders where either cluster names a Schema Registry, each side its own
     cluster's registry, else the other's; (None, None) without one (records compared by their bytes)."""
+    if source.schema_registry_url is None and replica.schema_registry_url is None:
+        return None, None
     from eosctl.cluster.schemas import SchemaDecoder, registry_of  # lazy: 200 ms, only with a registry
 
     mine, theirs = registry_of(source), registry_of(replica)
-    if mine is None and theirs is None:
-        return None, None
     return SchemaDecoder(mine or theirs), SchemaDecoder(theirs or mine)  # type: ignore[arg-type]
 
 
