@@ -106,9 +106,12 @@ def _read(cluster: Cluster, ends: dict[TP, int], *, read_committed: bool, what: 
     """Per partition: (offset, fingerprint, key) of each record below ``ends``, in offset order; with a
     ``decoder`` (eosctl.cluster.schemas.SchemaDecoder) the key and value by their logical form."""
     out: dict[int, list[tuple[int, Fingerprint, Any]]] = {p: [] for _, p in ends}
+    if decoder is not None:
+        # lazy: eosctl.cluster.schemas 200 ms (the registry client, fastavro, protobuf), only with a registry
+        from eosctl.cluster.schemas import logical
     for m in kafka_topic.records(cluster, ends, read_committed=read_committed, what=what):
         if decoder is not None:
-            fp, key = _logical(decoder, m)
+            fp, key = _logical(logical, decoder, m)
         else:
             key = m.key()
             fp, key = fingerprint(key, m.value(), m.timestamp()[1]), decode(key) if key is not None else None
@@ -116,13 +119,12 @@ def _read(cluster: Cluster, ends: dict[TP, int], *, read_committed: bool, what: 
     return out
 
 
-def _logical(decoder: Any, m: Any) -> tuple[Fingerprint, str | None]:
-    """A record's fingerprint and key text by what its key and value mean (framed ones decoded)."""
-    from eosctl.cluster.schemas import KEY, VALUE, logical  # lazy: only where a registry is named
-
+def _logical(logical: Any, decoder: Any, m: Any) -> tuple[Fingerprint, str | None]:
+    """A record's fingerprint and key text by what its key and value mean (framed ones decoded by
+    eosctl.cluster.schemas.logical)."""
     headers = m.headers() or ()
-    key = logical(decoder, m.topic(), KEY, m.key(), headers)
-    value = logical(decoder, m.topic(), VALUE, m.value(), headers)
+    key = logical(decoder, m.topic(), "key", m.key(), headers)
+    value = logical(decoder, m.topic(), "value", m.value(), headers)
     # The same shape as a byte fingerprint, so align() needs no second kind: the logical key's text as
     # bytes, the logical value's digest.
     fp = fingerprint(key.encode() if key is not None else None,

@@ -62,12 +62,11 @@ def config(tmp_path: Path, bootstrap: str, registry, topic: str) -> Path:
 
 
 DECODED = 'AVRO {t}-value v1 (id 1): {{"id": {i}, "state": "PAID"}}'
-UNFRAMED = ('UNFRAMED (not in the Schema Registry wire format: it starts with byte 0x7b, not the magic byte '
-            '0x00): {"id": 3}')
-# The keys are plain strings: shown with what they are not, as `log --records` shows them.
-KEY = ("UNFRAMED (not in the Schema Registry wire format: it starts with byte 0x6b, not the magic byte "
-       "0x00): k{i}")
-
+# Offset 3's value where the others are framed: marked in its cell, the reason in the pane. The keys are
+# plain strings, none framed: shown as their text.
+UNFRAMED = '(unframed) {"id": 3}'
+UNFRAMED_WHY = ('UNFRAMED (not in the Schema Registry wire format: it starts with byte 0x7b, not the magic '
+                'byte 0x00): {"id": 3}')
 
 def records_table(app) -> list[list[str]]:
     table = app.view("log").query_one("#log-records").table
@@ -101,12 +100,17 @@ async def test_the_live_log_view_shows_records_decoded_with_subject_version_and_
     async with running(app, (160, 40)) as pilot:
         rows = await show_records(app, pilot, topic)
         assert [r[1:] for r in rows] == [
-            *[[str(i), "committed", KEY.format(i=i), DECODED.format(t=topic, i=i)] for i in range(3)],
-            ["3", "committed", KEY.format(i=3), UNFRAMED]]
+            *[[str(i), "committed", f"k{i}", DECODED.format(t=topic, i=i)] for i in range(3)],
+            ["3", "committed", "k3", UNFRAMED]]
         # The row under the cursor whole, in the pane under the table.
         pane = text_of(app.view("log").query_one("#log-record", Static))
-        assert pane == (f"offset 0\nkey: {KEY.format(i=0)}\nvalue: AVRO {topic}-value v1 (id 1) "
+        assert pane == (f"offset 0\nkey: k0\nvalue: AVRO {topic}-value v1 (id 1) "
                         '{"id": 0, "state": "PAID"}')
+        await pilot.press("end")
+        await until(pilot, lambda: text_of(app.view("log").query_one("#log-record", Static)).startswith(
+            "offset 3"), "the last record in the pane")
+        assert text_of(app.view("log").query_one("#log-record", Static)) == \
+            f"offset 3\nkey: k3\nvalue: {UNFRAMED_WHY}"
         await pilot.press("v")  # back to the ranges
         await pilot.pause(0.1)
         assert not app.view("log").query_one("#log-records").display
@@ -168,8 +172,8 @@ def test_a_snapshot_with_records_stores_them_decoded_and_the_tui_shows_them(boot
             return records_table(app)
 
     assert [r[1:] for r in in_the_tui(out, False)] == [
-        *[[str(i), "committed", KEY.format(i=i), DECODED.format(t=topic, i=i)] for i in (1, 2)],
-        ["3", "committed", KEY.format(i=3), UNFRAMED]]
+        *[[str(i), "committed", f"k{i}", DECODED.format(t=topic, i=i)] for i in (1, 2)],
+        ["3", "committed", "k3", UNFRAMED]]
     assert in_the_tui(out, True)[0][4].startswith("\\x00\\x00\\x00\\x00\\x01")  # --raw: the stored bytes
     assert in_the_tui(raw, False)[0][4].startswith("\\x00\\x00\\x00\\x00\\x01")
 

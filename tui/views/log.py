@@ -155,32 +155,46 @@ def batch_rows(log: PartitionLog, focus: Focus | None = None) -> list[Row]:
     return rows
 
 
+def framed(records: list[dict], which: str) -> bool:
+    """Whether any of the records' keys (``which="key"``) or values is in the Schema Registry wire format:
+    where none is, an unframed one is plain text, not worth a word (a topic of string keys)."""
+    return any((r[f"{which}_decoded"] or {}).get("encoding") not in (None, "unframed") for r in records)
+
+
+def _cell(r: dict, which: str, framed_here: bool) -> str:
+    decoded, text = r[f"{which}_decoded"], r[which]
+    if decoded is not None and decoded["encoding"] == "unframed":
+        # The reason is in the pane under the table: the cell keeps the room for the bytes.
+        return field_text(None, text) if not framed_here else f"(unframed) {field_text(None, text)}"
+    return field_text(decoded, text)
+
+
 def record_rows(records: list[dict], focus: Focus | None = None) -> list[Row]:
     """One row per record document (eosctl.inspection.records): its key and value on one line each, cut
     (the detail pane under the table has the row whole)."""
+    keys, values = framed(records, "key"), framed(records, "value")
     rows = []
     for r in records:
         kind = Kind(r["kind"]) if r.get("kind") else Kind.DATA
         mark = "▶" if focus and focus.first <= r["offset"] <= focus.last else " "
-        rows.append(Row(f"o{r['offset']}", (mark, r["offset"], WORD[kind],
-                                            field_text(r["key_decoded"], r["key"]),
-                                            field_text(r["value_decoded"], r["value"])),
-                        LEVEL[kind], item=r))
+        rows.append(Row(f"o{r['offset']}", (mark, r["offset"], WORD[kind], _cell(r, "key", keys),
+                                            _cell(r, "value", values)),
+                        LEVEL[kind], item=(r, keys, values)))
     return rows
 
 
-def describe_record(r: dict) -> Text:
+def describe_record(r: dict, keys: bool = True, values: bool = True) -> Text:
     """A record whole: offset, its key's and value's schema (subject, version, id) and fields, or its
-    bytes as text; its headers."""
+    bytes as text (and why they are not decoded, where others of the table are); its headers."""
     t = Text()
     t.append(f"offset {r['offset']}", style="bold")
-    for which in ("key", "value"):
+    for which, framed_here in (("key", keys), ("value", values)):
         decoded, text = r[f"{which}_decoded"], r[which]
         t.append(f"\n{which}: ")
         if decoded is not None and decoded["data"] is not None:
             t.append(term(schema_text(decoded)), style="bold")
             t.append(" " + term(json.dumps(decoded["data"], ensure_ascii=False)))
-        elif decoded is not None:
+        elif decoded is not None and (framed_here or decoded["encoding"] != "unframed"):
             t.append(term(f"{decoded['encoding'].upper()} ({decoded['problem']}): {text}"))
         else:
             t.append("null" if text is None else term(text))
@@ -379,7 +393,7 @@ class LogView(View):
         index = data.index.get(event.key) if event.key is not None else None
         pane = self.query_one("#log-record", Static)
         pane.set_class(index is not None, "shown")
-        pane.update(describe_record(data.rows[index].item) if index is not None else "")
+        pane.update(describe_record(*data.rows[index].item) if index is not None else "")
 
     def _cursor_to(self, offset: int, rows: list[Row]) -> bool:
         table = self.query_one("#log-table", FilterTable)
