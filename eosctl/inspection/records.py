@@ -84,7 +84,7 @@ def read_documents(client: Any, topic: str, partition: int, first: int, end: int
     (committed, aborted, open), where a scan knows it."""
     from eosctl.cluster.records import read_records  # lazy: 1.4 ms, only where records are shown
 
-    out = []
+    out: list[dict[str, Any]] = []
     for r in read_records(client, topic, partition, first, end):
         if limit is not None and len(out) >= limit:
             break
