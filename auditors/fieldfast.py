@@ -70,9 +70,7 @@ def partition(reader: Any, client: Any, decoder: Any, log: PartitionLog, tp: TP,
     probe_end = min(hi, lo + PROBE_RECORDS)
     try:
         spans = _read(client, topic, part, lo, hi)
-    except BatchDecodeError:
-        return None
-    if spans is False:
+    except (BatchDecodeError, _Declined):
         return None
     if spans is None:
         return []
@@ -175,7 +173,7 @@ def partition(reader: Any, client: Any, decoder: Any, log: PartitionLog, tp: TP,
     fidx[framed_at] = np.arange(len(framed_at))
     unframed = [(int(off[i]), whys[i]) for i in sorted(whys) if data_kind[i]]
     member = data_kind & (tomb | decoded)
-    records = LazyRecords(topic, decoder, spans, sel[member], off[member], Decoded)
+    records = LazyRecords(topic, decoder, spans, sel[member], off[member])
     mapping = configured
     if mapping is None:
         first = int(np.flatnonzero(member & decoded)[0])
@@ -224,9 +222,9 @@ class LazyRecords(Mapping[int, Fields]):
     decoded by the record-by-record decoder when first asked: a suspect row's neighbours, or every record
     where a row holds some other record's fields."""
 
-    def __init__(self, topic: str, decoder: Any, spans: RecordSpans, at: np.ndarray, offsets: np.ndarray,
-                 decoded_type: type) -> None:
-        self.topic, self.decoder, self.spans, self.decoded_type = topic, decoder, spans, decoded_type
+    def __init__(self, topic: str, decoder: Any, spans: RecordSpans, at: np.ndarray,
+                 offsets: np.ndarray) -> None:
+        self.topic, self.decoder, self.spans = topic, decoder, spans
         self.at, self.offsets = at, offsets
         self.cache: dict[int, Fields] = {}
 
@@ -237,7 +235,7 @@ class LazyRecords(Mapping[int, Fields]):
         return i if i < len(self.offsets) and self.offsets[i] == offset else None
 
     def __getitem__(self, offset: int) -> Fields:
-        from eosctl.cluster.schemas import VALUE  # lazy: eosctl.cluster.schemas 200 ms to import
+        from eosctl.cluster.schemas import VALUE, Decoded  # lazy: eosctl.cluster.schemas 200 ms to import
 
         got = self.cache.get(offset)
         if got is not None:
@@ -252,7 +250,7 @@ class LazyRecords(Mapping[int, Fields]):
         value = None
         if vl >= 0:
             got_value = self.decoder.decode(self.topic, VALUE, data[va:va + vl], (), "")
-            value = got_value.data if isinstance(got_value, self.decoded_type) else None
+            value = got_value.data if isinstance(got_value, Decoded) else None
         got = self.cache[offset] = Fields(key, value)
         return got
 
@@ -344,34 +342,36 @@ def _data_mask(log: PartitionLog, offsets: np.ndarray) -> np.ndarray:
     return (i >= 0) & (lasts[j] >= offsets) & data[j]
 
 
-def _read(client: Any, topic: str, part: int, lo: int, hi: int) -> RecordSpans | None | bool:
-    """The records of [lo, hi) as RecordSpans; None: there are none; False: a legacy batch or one larger
-    than a fetch (the record-by-record reader grows its fetches)."""
+class _Declined(Exception):
+    """Records the column pass does not read: a legacy batch, or one larger than a fetch (the record-by-record
+    reader grows its fetches)."""
+
+
+def _read(client: Any, topic: str, part: int, lo: int, hi: int) -> RecordSpans | None:
+    """The records of [lo, hi) as RecordSpans; None: there are none. Raises _Declined."""
     answers = []
     pos = lo
     while pos < hi:
         data = client.fetch_raw(topic, part, pos, FETCH_BYTES).records
         after = _after(memoryview(data))
-        if after is False:
-            return False
         if after is None:
             if len(data):
-                return False
+                raise _Declined("a batch larger than a fetch")
             break
         answers.append(data)
         pos = max(pos, after)
     return record_spans(answers) if answers else None
 
 
-def _after(view: memoryview) -> int | None | bool:
-    """The offset after the answer's last complete batch (None: none; False: a legacy batch)."""
+def _after(view: memoryview) -> int | None:
+    """The offset after the answer's last complete batch (None: none); a legacy batch raises _Declined."""
     pos, end, after = 0, len(view), None
     while end - pos >= LOG_OVERHEAD:
         base, length = struct.unpack_from(">qi", view, pos)
         if length < 0 or pos + LOG_OVERHEAD + length > end or end - pos <= MAGIC_OFFSET:
             break
         if view[pos + MAGIC_OFFSET] < 2:
-            return False
+            raise _Declined("a legacy batch")
         (last_delta,) = struct.unpack_from(">i", view, pos + 23)
         after = base + last_delta + 1
         pos += LOG_OVERHEAD + length
