@@ -6,8 +6,9 @@ The sink is read first, from one frozen copy (eosctl.sink.freeze), then Kafka: e
 classified (committed, aborted, open: eosctl.cluster.logscan), and its records' keys and values read by a
 read_uncommitted consumer from the log start to the high watermark, each record told by the classification.
 The read point below which committed records are settled is the sink group's committed offset where the
-pipeline names a group, else the last stable offset. Runs in this process on either engine: the work is one
-pass over the log and one over the table.
+pipeline names a group, else the last stable offset. The local engine judges in this process (one pass over
+the log and one over the table); Spark reads the records in executors and judges each key where its records
+and rows meet (auditors.state_spark), by the same rule: the same findings.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from auditors.engine import engine_facts
+from auditors import guard
+from auditors.engine import EngineOptions, _start_spark, _stop_spark, engine_facts, spark_info
+from auditors.state_spark import run_state_spark, sink_rows
 from eosctl.base.errors import BrokerError, ConfigError
 from eosctl.base.progress import Progress, Step, silent
 from eosctl.cluster.logscan import scan_partitions
@@ -27,19 +30,21 @@ from eosctl.config.model import Cluster, Sink
 from eosctl.report.findings import ABORTED, COMMITTED, KINDS, OPEN, AuditReport, PartitionSummary
 from eosctl.rules import aggregate
 from eosctl.rules import stateids as ids
-from eosctl.rules.upsert import StateRecord, StateRow, judge
+from eosctl.rules.upsert import Judged, StateRecord, StateRow, judge
 from eosctl.sink import frozen, shown
 from eosctl.sink.kafka_topic import records
 from eosctl.sink.state import read_rows, topic_rows, unsupported
 
 PHASE_SINK = "reading the state sink"
 PHASE_LOG = "reading the source topics' records"
+PHASE_JUDGE = "judging each key's records and rows on Spark"
 _STATUS = {Kind.DATA: COMMITTED, Kind.ABORTED: ABORTED, Kind.OPEN: OPEN}
 
 
 def audit_state(target: Any, sink: Sink, *, progress: Progress = silent, fail_on: tuple[str, ...] = KINDS,
-                started: float | None = None) -> AuditReport:
-    """The report of a state sink against the target's cluster, topics and (its read point) group."""
+                started: float | None = None, options: EngineOptions | None = None) -> AuditReport:
+    """The report of a state sink against the target's cluster, topics and (its read point) group, on the
+    engine ``options`` name (none: this process)."""
     t_start = started if started is not None else time.monotonic()
     problem = unsupported(sink)
     if problem is not None:
@@ -67,32 +72,56 @@ def audit_state(target: Any, sink: Sink, *, progress: Progress = silent, fail_on
                 for r in raw]
     progress(Step(PHASE_LOG))
     logs = scan_logs(target.cluster, target.topics)
-    records = list(state_records(sink, logs, read_records(target.cluster, logs)))
     bounds = read_point(target.cluster, target.group, logs)
     prepare_s = time.monotonic() - t
     topic = target.topics[0] if len(target.topics) == 1 else None
+    fold = sink.aggregate if sink.mode == "aggregate" else None
 
     def shown_key(k: Any) -> str:
         return ids.key_text(keys, k)
 
-    if sink.aggregate is not None and sink.mode == "aggregate":
-        judged = aggregate.judge(records, rows, bounds, sink.aggregate.fn, field=sink.aggregate.field,
-                                 shown_key=shown_key, topic=topic)
+    def judged_by_rule(records: list[StateRecord], rows: list[StateRow]) -> Judged:
+        if fold is not None:
+            return aggregate.judge(records, rows, bounds, fold.fn, field=fold.field, shown_key=shown_key,
+                                   topic=topic)
+        return judge(records, rows, bounds, shown_key=shown_key, topic=topic)
+
+    if options is not None and options.engine == "spark":
+        judged, per_tp, info, tasks, startup = _on_spark(options, target.cluster, sink, logs, rows,
+                                                         judged_by_rule, progress)
     else:
-        judged = judge(records, rows, bounds, shown_key=shown_key, topic=topic)
-    where: dict[Any, TP] = {r.key: r.tp for r in records}
-    sink_rows: dict[TP, int] = {}
-    for r in rows:
-        if r.key in where:
-            sink_rows[where[r.key]] = sink_rows.get(where[r.key], 0) + 1
+        records = list(state_records(sink, logs, read_records(target.cluster, logs)))
+        judged, per_tp = judged_by_rule(records, rows), sink_rows(records, rows)
+        info, tasks, startup = {"name": "local", "workers": 1}, len(logs), 0.0
     summaries = [PartitionSummary(t, p, log.log_start_offset, log.last_stable_offset, log.high_watermark,
-                                  judged.expected_keys.get((t, p), 0), sink_rows.get((t, p), 0))
+                                  judged.expected_keys.get((t, p), 0), per_tp.get((t, p), 0))
                  for (t, p), log in logs.items()]
     progress(Step("done", 1, 1))
-    engine = engine_facts({"name": "local", "workers": 1}, len(logs), prepare_s, 0.0, {})
+    engine = engine_facts(info, tasks, prepare_s, startup, {})
     return AuditReport.build(summaries, judged.findings, fail_on, sink=f"{shown(sink)} ({sink.table})",
                              sink_read_point=point, group=target.group, engine=engine,
                              elapsed_seconds=time.monotonic() - t_start)
+
+
+def _on_spark(options: EngineOptions, cluster: Cluster, sink: Sink, logs: Mapping[TP, PartitionLog],
+              rows: list[StateRow], rule: Any, progress: Progress
+              ) -> tuple[Judged, dict[TP, int], dict[str, Any], int, float]:
+    """The judged rows on Spark (auditors.state_spark), in a session started for it or the one this
+    process runs; whatever it started is gone after (auditors.engine's start and stop)."""
+    with guard.Owned() as owned:
+        progress(Step(f"starting {options.where()}"))
+        t = time.monotonic()
+        spark, mine = _start_spark(options, owned.dir)
+        startup = time.monotonic() - t
+        ok = False
+        try:
+            progress(Step(PHASE_JUDGE))
+            judged, per_tp, tasks = run_state_spark(spark, cluster, sink, logs, rows, rule)
+            info = spark_info(spark)
+            ok = True
+        finally:
+            _stop_spark(spark, mine, ok)
+    return judged, per_tp, info, tasks, startup
 
 
 def _row(r: tuple, nkeys: int, values: tuple[str, ...], hashed: bool, version: int | None) -> StateRow:

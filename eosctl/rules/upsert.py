@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from eosctl.cluster.model import TP
 from eosctl.report.findings import ABORTED, COMMITTED, OPEN, Cause, Finding, TxnCause
 from eosctl.report.rootcauses import READ_COMMITTED_FIX
+from eosctl.rules.keyed import histories, rows_by_key, settled_and_in_flight
 
 Key = tuple[str | None, ...]
 Value = tuple[str | None, ...]
-
 
 
 @dataclass(frozen=True, slots=True)  # one per source record: slots keep 10M of them in memory
@@ -80,34 +80,18 @@ class Judged:
     settled: dict[TP, int]  # committed records below the read point, per partition
 
 
-def histories(records: Iterable[StateRecord]) -> dict[Key, list[StateRecord]]:
-    """Each key's records in the order the sink applies them."""
-    out: dict[Key, list[StateRecord]] = {}
-    for r in records:
-        out.setdefault(r.key, []).append(r)
-    for rs in out.values():
-        if len({r.tp for r in rs}) > 1:
-            rs.sort(key=lambda r: (r.timestamp, r.topic, r.partition, r.offset))
-        else:
-            rs.sort(key=lambda r: r.offset)
-    return out
-
-
 def judge(records: Iterable[StateRecord], rows: Iterable[StateRow], bounds: Mapping[TP, int], *,
           shown_key: Callable[[Key], str], topic: str | None = None) -> Judged:
     """The findings of a table against the log. ``bounds``: per partition, the offset below which committed
     records are settled; ``shown_key``: a key for people; ``topic``: the topic an unknown key is told
     under (the pipeline's only one), else none."""
     hist = histories(records)
-    by_key: dict[Key, list[StateRow]] = {}
-    for row in rows:
-        by_key.setdefault(row.key, []).append(row)
+    by_key = rows_by_key(rows)
     findings: list[Finding] = []
     expected: dict[TP, int] = {}
     settled_n: dict[TP, int] = {}
     for key, h in hist.items():
-        settled = [r for r in h if r.status == COMMITTED and r.offset < bounds.get(r.tp, 0)]
-        flight = [r for r in h if r.status == COMMITTED and r.offset >= bounds.get(r.tp, 0)]
+        settled, flight = settled_and_in_flight(h, bounds)
         for r in settled:
             settled_n[r.tp] = settled_n.get(r.tp, 0) + 1
         exp = settled[-1] if settled else None

@@ -83,9 +83,22 @@ def config(tmp_path: Path, bootstrap: str, topic: str, sink: str, group: str | N
     return path
 
 
-def audit(path: Path, *extra: str, env: dict[str, str] | None = None) -> tuple[int, dict]:
-    r = eosctl("audit", "-c", str(path), "--engine", "local", "--format", "json", *extra, env=env)
-    return r.exit_code, json.loads(r.stdout)
+@pytest.fixture(params=["local", "spark"])
+def engine(request) -> str:
+    """The engine a test's audits run on: both give the same findings (Spark: the suite's session, which
+    the audit borrows)."""
+    if request.param == "spark":
+        request.getfixturevalue("spark")
+    return request.param
+
+
+def audit(path: Path, *extra: str, env: dict[str, str] | None = None, engine: str = "local"
+          ) -> tuple[int, dict]:
+    r = eosctl("audit", "-c", str(path), "--engine", engine, "--format", "json", *extra, env=env)
+    assert r.exit_code in (0, 1), r.output
+    report = json.loads(r.stdout)
+    assert report["engine"]["name"] == engine
+    return r.exit_code, report
 
 
 def found(report: dict) -> list[tuple]:
@@ -101,11 +114,11 @@ def duckdb_table(path: Path, table: dict[str, Any]) -> Path:
     return path
 
 
-def test_upsert_table_in_duckdb_gives_exactly_the_planted_findings(source, bootstrap, tmp_path):
+def test_upsert_table_in_duckdb_gives_exactly_the_planted_findings(source, bootstrap, tmp_path, engine):
     db = duckdb_table(tmp_path / "state.duckdb", TABLE)
     path = config(tmp_path, bootstrap, source, f'duckdb = "{db}"\ntable = "state"\nkey_column = "id"\n'
                                                '[pipelines.p.sink.value_fields]\nv = "value.v"\n')
-    code, report = audit(path)
+    code, report = audit(path, engine=engine)
     assert code == 1
     assert found(report) == EXPECTED
     by_kind = {f["kind"]: f for f in report["findings"]}
@@ -118,8 +131,9 @@ def test_upsert_table_in_duckdb_gives_exactly_the_planted_findings(source, boots
                                                           "delete_not_applied", "state_not_written",
                                                           "unknown_keys"]
     assert report["partitions"][0]["last_stable_offset"] == 12
-    for fmt in ("table", "junit", "html"):
-        out = eosctl("audit", "-c", str(path), "--engine", "local", "--format", fmt,
+    # The same findings rendered: every format once, and Spark's in one.
+    for fmt in ("table", "junit", "html") if engine == "local" else ("junit",):
+        out = eosctl("audit", "-c", str(path), "--engine", engine, "--format", fmt,
                      "--out", str(tmp_path / f"report.{fmt}"))
         assert out.exit_code == 1, out.output
         text = (tmp_path / f"report.{fmt}").read_text()
@@ -135,13 +149,13 @@ def test_upsert_table_in_duckdb_gives_exactly_the_planted_findings(source, boots
                                                      "k5": {"v": 2}})
     path = config(tmp_path, bootstrap, source, f'duckdb = "{clean}"\ntable = "state"\nkey_column = "id"\n'
                                                '[pipelines.p.sink.value_fields]\nv = "value.v"\n')
-    code, report = audit(path)
+    code, report = audit(path, engine=engine)
     assert (code, report["findings"], report["verdict"]) == (0, [], "pass")
 
     # Keys only (no value columns): only what keys show: the resurrected, missing and unknown keys, and
     # k2/k3, whose committed records make them expected.
     path = config(tmp_path, bootstrap, source, f'duckdb = "{db}"\ntable = "state"\nkey_column = "id"\n')
-    code, report = audit(path)
+    code, report = audit(path, engine=engine)
     assert [(f["kind"], f.get("key")) for f in report["findings"]] == [
         ("unknown_key", "k9"), ("resurrected_key", "k4"), ("missing_key", "k5")]
 
@@ -153,26 +167,29 @@ def test_upsert_table_in_duckdb_gives_exactly_the_planted_findings(source, boots
     con.close()
     path = config(tmp_path, bootstrap, source, f'duckdb = "{db}"\ntable = "state"\nkey_column = "id"\n'
                                                'version_column = "src_offset"\n')
-    code, report = audit(path)
+    code, report = audit(path, engine=engine)
     assert [(f["kind"], f.get("key"), f.get("offsets")) for f in report["findings"]] == [
         ("unknown_key", "k9", None), ("stale_value", "k1", [0, 8]), ("aborted_value", "k2", [6, 1]),
         ("resurrected_key", "k4", [3, 9]), ("missing_key", "k5", [10]), ("uncommitted_value", "k3", [12, 2])]
 
 
-def test_a_state_sink_says_the_engine_it_ran_on(source, bootstrap, tmp_path):
-    # A state sink is judged in eosctl's process (auditors.state): --engine spark must not claim Spark.
+def test_a_state_sink_runs_on_the_engine_named(source, bootstrap, tmp_path, spark):
+    # --engine spark judges the keys on Spark (auditors.state_spark) and says so; unnamed, the size picks.
     db = duckdb_table(tmp_path / "state.duckdb", TABLE)
     path = config(tmp_path, bootstrap, source, f'duckdb = "{db}"\ntable = "state"\nkey_column = "id"\n')
-    for named in (("--engine", "spark"), ()):
-        r = eosctl("audit", "-c", str(path), *named, "--format", "json")
-        assert r.exit_code == 1, r.output
-        assert json.loads(r.stdout)["engine"]["name"] == "local"
-        assert r.stderr.strip().splitlines()[-1] == ("engine: local (an upsert sink is audited in eosctl's "
-                                                     "process, whichever engine is named: docs/audit.md, "
-                                                     "\"State sinks\")")
+    r = eosctl("audit", "-c", str(path), "--engine", "spark", "--format", "json")
+    assert r.exit_code == 1, r.output
+    report = json.loads(r.stdout)
+    assert (report["engine"]["name"], report["engine"]["master"], report["engine"]["tasks"]) == (
+        "spark", "local[2]", 1)
+    assert r.stderr.strip().splitlines()[-1] == "engine: spark (--engine)"
+    r = eosctl("audit", "-c", str(path), "--format", "json")
+    assert r.exit_code == 1, r.output
+    assert json.loads(r.stdout)["engine"]["name"] == "local"
+    assert any(line.startswith("engine: local (13 offsets <= 5,000,000; ") for line in r.stderr.splitlines())
 
 
-def test_the_sink_groups_committed_offsets_bound_what_it_should_hold(source, bootstrap, tmp_path):
+def test_the_sink_groups_committed_offsets_bound_what_it_should_hold(source, bootstrap, tmp_path, engine):
     """Committed at 8: offsets 8-10 are in flight (lag): k1 may hold offset 0's value, k4 its row; k5 must
     still exist since offset 4."""
     group = source + "-sink"
@@ -183,7 +200,7 @@ def test_the_sink_groups_committed_offsets_bound_what_it_should_hold(source, boo
     sink = (f'duckdb = "{db}"\ntable = "state"\nkey_column = "id"\n'
             '[pipelines.p.sink.value_fields]\nv = "value.v"\n')
     path = config(tmp_path, bootstrap, source, sink, group=group)
-    code, report = audit(path)
+    code, report = audit(path, engine=engine)
     assert code == 1
     assert found(report) == [
         ("unknown_key", None, None, None, 1, "k9", None, "no_record"),
@@ -193,7 +210,7 @@ def test_the_sink_groups_committed_offsets_bound_what_it_should_hold(source, boo
     ]
 
 
-def test_upsert_table_in_delta_keyed_by_key_fields_with_a_value_hash(source, bootstrap, tmp_path):
+def test_upsert_table_in_delta_keyed_by_key_fields_with_a_value_hash(source, bootstrap, tmp_path, engine):
     import hashlib
 
     import pyarrow as pa
@@ -205,7 +222,7 @@ def test_upsert_table_in_delta_keyed_by_key_fields_with_a_value_hash(source, boo
     write_deltalake(str(table), pa.table({"order_id": list(ids), "value_md5": list(hashes)}))
     path = config(tmp_path, bootstrap, source, f'delta = "{table}"\nvalue_hash_column = "value_md5"\n'
                                                '[pipelines.p.sink.key_fields]\norder_id = "key"\n')
-    code, report = audit(path)
+    code, report = audit(path, engine=engine)
     assert code == 1
     assert found(report) == EXPECTED
     assert report["sink_read_point"]["kind"] == "delta"
@@ -247,7 +264,7 @@ def fold_table(path: Path, rows: dict[str, int]) -> Path:
     return path
 
 
-def test_an_aggregate_table_with_a_double_count_and_a_loss(amounts, bootstrap, tmp_path):
+def test_an_aggregate_table_with_a_double_count_and_a_loss(amounts, bootstrap, tmp_path, engine):
     # a: 36 committed, 54 found: offsets 1 and 3 (7 + 11) counted twice; b: 8 committed, 2 found: offset 10
     # lost; c right; d no record has.
     db = fold_table(tmp_path / "totals.duckdb", {"a": 54, "b": 2, "c": 7, "d": 1})
@@ -256,7 +273,7 @@ def test_an_aggregate_table_with_a_double_count_and_a_loss(amounts, bootstrap, t
     path = tmp_path / "eosctl.toml"
     path.write_text(f'[clusters.c]\nbootstrap_servers = "{bootstrap}"\n\n[pipelines.p]\n'
                     f'source_topics = ["{amounts}"]\n\n[pipelines.p.sink]\n{sink}')
-    code, report = audit(path)
+    code, report = audit(path, engine=engine)
     assert code == 1
     assert [(f["kind"], f["first_offset"], f["last_offset"], f["count"], f.get("key"), f.get("offsets"),
              f["cause"]["rule"], f.get("detail")) for f in report["findings"]] == [
@@ -273,12 +290,12 @@ def test_an_aggregate_table_with_a_double_count_and_a_loss(amounts, bootstrap, t
     db = fold_table(tmp_path / "counts.duckdb", {"a": 5, "b": 2, "c": 2})
     path.write_text(path.read_text().replace(str(tmp_path / "totals.duckdb"), str(db))
                     .replace('fn = "sum", field = "value.n"', 'fn = "count"'))
-    code, report = audit(path)
+    code, report = audit(path, engine=engine)
     assert [(f["kind"], f["first_offset"], f.get("key"), f["cause"]["rule"]) for f in report["findings"]] == [
         ("aggregate_mismatch", 5, "a", "counted_aborted")]
     db = fold_table(tmp_path / "clean.duckdb", {"a": 4, "b": 2, "c": 2})
     path.write_text(path.read_text().replace(str(tmp_path / "counts.duckdb"), str(db)))
-    assert audit(path)[0] == 0
+    assert audit(path, engine=engine)[0] == 0
 
 
 def test_explain_names_the_state_sinks_findings_at_an_offset(source, bootstrap, tmp_path):
@@ -328,7 +345,7 @@ def topic_config(tmp_path: Path, bootstrap: str, source: str, sink: str) -> Path
     return path
 
 
-def test_a_compacted_topic_as_an_upsert_sink(source, bootstrap, tmp_path):
+def test_a_compacted_topic_as_an_upsert_sink(source, bootstrap, tmp_path, engine):
     """A KTable's output topic: its latest committed record per key is the row. k1's latest is the stale
     value, k4 was never tombstoned, k5's tombstone came after its value (missing), k9 no input has; the
     aborted transaction's k3 value is never read."""
@@ -339,7 +356,7 @@ def test_a_compacted_topic_as_an_upsert_sink(source, bootstrap, tmp_path):
                       aborted=[("k3", j({"v": 7}))])
     path = topic_config(tmp_path, bootstrap, source, f'kafka_topic = "{out}"\nmode = "upsert"\n'
                                                      'key_column = "key"\nvalue_column = "value"\n')
-    code, report = audit(path)
+    code, report = audit(path, engine=engine)
     assert code == 1
     assert [(f["kind"], f["first_offset"], f["last_offset"], f.get("key")) for f in report["findings"]] == [
         ("unknown_key", None, None, "k9"), ("stale_value", 0, 8, "k1"), ("resurrected_key", 9, 9, "k4"),
@@ -347,14 +364,14 @@ def test_a_compacted_topic_as_an_upsert_sink(source, bootstrap, tmp_path):
     assert report["sink_read_point"]["kind"] == "kafka_topic"
 
 
-def test_a_compacted_topic_as_an_aggregate_sink_count_and_sum(amounts, bootstrap, tmp_path):
+def test_a_compacted_topic_as_an_aggregate_sink_count_and_sum(amounts, bootstrap, tmp_path, engine):
     """A Streams count() topic (8-byte longs) that counted c's two records twice, and a sum topic (JSON)
     with a's double count and b's loss."""
     counts = write_topic(bootstrap, "counts", [("a", (4).to_bytes(8, "big")), ("b", (2).to_bytes(8, "big")),
                                                ("c", (4).to_bytes(8, "big"))])
     path = topic_config(tmp_path, bootstrap, amounts, f'kafka_topic = "{counts}"\nmode = "aggregate"\n'
                         'key_column = "key"\naggregate = {fn = "count", column = "value:long"}\n')
-    code, report = audit(path)
+    code, report = audit(path, engine=engine)
     assert [(f["kind"], f.get("key"), f.get("offsets"), f.get("detail")) for f in report["findings"]] == [
         ("aggregate_mismatch", "c", [8, 9],
          "expected 2 (count of 2 committed records up to offset 9), found 4: counted offsets 8-9 twice")]
@@ -363,7 +380,7 @@ def test_a_compacted_topic_as_an_aggregate_sink_count_and_sum(amounts, bootstrap
     path = topic_config(tmp_path, bootstrap, amounts, f'kafka_topic = "{sums}"\nmode = "aggregate"\n'
                         'key_column = "key"\n'
                         'aggregate = {fn = "sum", field = "value.n", column = "value.total"}\n')
-    code, report = audit(path)
+    code, report = audit(path, engine=engine)
     assert [(f["kind"], f.get("key"), f.get("offsets"), f["cause"]["rule"]) for f in report["findings"]] == [
         ("aggregate_mismatch", "a", [1, 3], "counted_twice"),
         ("aggregate_mismatch", "b", [10], "missing_records")]
