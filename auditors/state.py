@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from auditors import guard
@@ -30,6 +31,7 @@ from eosctl.config.model import Cluster, Sink
 from eosctl.report.findings import ABORTED, COMMITTED, KINDS, OPEN, AuditReport, PartitionSummary
 from eosctl.rules import aggregate
 from eosctl.rules import stateids as ids
+from eosctl.rules import timewindows as tw
 from eosctl.rules.upsert import Judged, StateRecord, StateRow, judge
 from eosctl.sink import frozen, shown
 from eosctl.sink.kafka_topic import records
@@ -54,6 +56,12 @@ def audit_state(target: Any, sink: Sink, *, progress: Progress = silent, fail_on
         raise ConfigError(f"{offsets_only[0]} judges a sink of offsets; a state sink (mode = {sink.mode!r}) "
                           f"has none: remove it")
     keys, values = ids.key_columns(sink), ids.value_columns(sink)
+    fold = sink.aggregate if sink.mode == "aggregate" else None
+    win = fold if fold is not None and fold.window_column and fold.window_ms else None
+    if win is not None and sink.kafka_topic is not None:
+        raise ConfigError("a windowed aggregate (aggregate.window_column) is read from a table; a "
+                          "kafka_topic sink's windowed keys are not read yet: remove window_column and "
+                          "window")
     key_key = "key_fields" if sink.key_fields else "key_column"
     value_key = ("aggregate.column" if sink.mode == "aggregate" else "value_fields" if sink.value_fields
                  else "value_column" if sink.value_column else "value_hash_column")
@@ -64,21 +72,26 @@ def audit_state(target: Any, sink: Sink, *, progress: Progress = silent, fail_on
         rows = [_topic_row(sink, k, v, values) for k, v in pairs]
     else:
         version = [(sink.version_column, "version_column")] if sink.version_column else []
+        window = [(win.window_column, "aggregate.window_column")] if win is not None else []
         with frozen(sink) as fixed:
-            raw, point = read_rows(fixed, [(c, key_key) for c in keys] + [(c, value_key) for c in values]
-                                   + version)
+            raw, point = read_rows(fixed, [(c, key_key) for c in keys] + window
+                                   + [(c, value_key) for c in values] + version)
         hashed = bool(sink.value_hash_column) and not sink.value_fields and sink.mode == "upsert"
-        rows = [_row(r[:len(r) - len(version)], len(keys), values, hashed, _int(r[-1]) if version else None)
-                for r in raw]
+        rows = [_row(r[:len(r) - len(version)], len(keys), values, hashed, _int(r[-1]) if version else None,
+                     bool(window)) for r in raw]
     progress(Step(PHASE_LOG))
     logs = scan_logs(target.cluster, target.topics)
     bounds = read_point(target.cluster, target.group, logs)
     prepare_s = time.monotonic() - t
     topic = target.topics[0] if len(target.topics) == 1 else None
-    fold = sink.aggregate if sink.mode == "aggregate" else None
 
     def shown_key(k: Any) -> str:
-        return ids.key_text(keys, k)
+        if win is None:
+            return ids.key_text(keys, k)
+        # A windowed fold's key: the record's key and the window (its start, the last element).
+        start = None if k[-1] is None else int(k[-1])
+        window = "none" if start is None else tw.shown_window(start, win.window_ms or 0)
+        return f"{ids.key_text(keys, k[:-1])} in window {window}"
 
     def judged_by_rule(records: list[StateRecord], rows: list[StateRow]) -> Judged:
         if fold is not None:
@@ -124,10 +137,15 @@ def _on_spark(options: EngineOptions, cluster: Cluster, sink: Sink, logs: Mappin
     return judged, per_tp, info, tasks, startup
 
 
-def _row(r: tuple, nkeys: int, values: tuple[str, ...], hashed: bool, version: int | None) -> StateRow:
+def _row(r: tuple, nkeys: int, values: tuple[str, ...], hashed: bool, version: int | None,
+         windowed: bool = False) -> StateRow:
+    key = ids.row_tuple(r[:nkeys])
+    if windowed:  # the key and its window's start in ms (eosctl.rules.timewindows), as records are keyed
+        start = tw.window_ms(r[nkeys])
+        key, nkeys = (*key, None if start is None else str(start)), nkeys + 1
     value = ids.row_tuple(r[nkeys:], hashed) if values else None
-    return StateRow(ids.row_tuple(r[:nkeys]), value,
-                    ids.value_text(values, value) if values else "a row (values not compared)", version)
+    return StateRow(key, value, ids.value_text(values, value) if values else "a row (values not compared)",
+                    version)
 
 
 def _int(v: Any) -> int | None:
@@ -175,6 +193,8 @@ def state_records(sink: Sink, logs: Mapping[TP, PartitionLog],
             span = (x.first_offset, x.last_offset, x.marker_offset)
             markers.setdefault((tp, x.producer_id), []).append(span)
     values = ids.value_columns(sink)
+    fold = sink.aggregate if sink.mode == "aggregate" else None
+    win = fold if fold is not None and fold.window_column and fold.window_ms else None
     for m in messages:
         tp, offset = (m.topic(), m.partition()), m.offset()
         log = logs.get(tp)
@@ -191,8 +211,14 @@ def state_records(sink: Sink, logs: Mapping[TP, PartitionLog],
         marker = next((mk for first, last, mk in markers.get((tp, rng.producer_id), ())
                        if first <= offset <= last), None) if status != COMMITTED else None
         shown = "null" if value is None else ids.value_text(values, v) if v is not None else ids.shown(value)
-        yield StateRecord(tp[0], tp[1], offset, k, v, delete, shown, status, m.timestamp()[1],
-                          rng.producer_id, rng.producer_epoch, marker)
+        record = StateRecord(tp[0], tp[1], offset, k, v, delete, shown, status, m.timestamp()[1],
+                             rng.producer_id, rng.producer_epoch, marker)
+        if win is None:
+            yield record
+            continue
+        # A windowed fold: the record once in each window its timestamp falls in, keyed by key and window.
+        for start in tw.window_starts(record.timestamp, win.window_ms or 1, win.advance_ms or 1):
+            yield replace(record, key=(*k, str(start)))
 
 
 def read_point(cluster: Cluster, group: str | None, logs: Mapping[TP, PartitionLog]) -> dict[TP, int]:

@@ -16,6 +16,7 @@ after its tombstone at 9), k5 absent (missing: offset 10), k9 {"v":5} (no record
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -384,3 +385,68 @@ def test_a_compacted_topic_as_an_aggregate_sink_count_and_sum(amounts, bootstrap
     assert [(f["kind"], f.get("key"), f.get("offsets"), f["cause"]["rule"]) for f in report["findings"]] == [
         ("aggregate_mismatch", "a", [1, 3], "counted_twice"),
         ("aggregate_mismatch", "b", [10], "missing_records")]
+
+
+# A windowed aggregate (tumbling windows of 1 minute by record timestamp): sum of value.n per key and window,
+# from T0, the start of the hour before the run (recent: the broker's time retention keeps it).
+#   a: 5 @0 (T0), 7 @1 (T0 + 10 s)  | 11 @2 (T0 + 70 s), 13 @3 (T0 + 80 s)
+#   b: 2 @4 (T0 + 20 s)             | 6 @5 (T0 + 90 s), 4 @6 (T0 + 100 s)
+T0 = (int(time.time()) // 3600 - 1) * 3_600_000
+TIMED = [("a", 5, 0), ("a", 7, 10), ("a", 11, 70), ("a", 13, 80), ("b", 2, 20), ("b", 6, 90), ("b", 4, 100)]
+
+
+@pytest.fixture(scope="module")
+def timed(bootstrap: str) -> str:
+    topic = "windows" + uuid.uuid4().hex[:8]
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{topic}-writer"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for key, n, second in TIMED:
+        producer.produce(topic, key=key.encode(), value=json.dumps({"n": n}).encode(), partition=0,
+                         timestamp=T0 + second * 1000)
+    producer.flush(30)
+    producer.commit_transaction(30)
+    return topic
+
+
+def test_a_windowed_aggregate_names_the_double_count_and_the_loss_in_their_window(timed, bootstrap, tmp_path,
+                                                                                   engine):
+    # a's second window counted offset 3 twice (37, not 24); b's second window lost offset 5 (4, not 10);
+    # both first windows right.
+    from datetime import UTC, datetime
+
+    from eosctl.rules.timewindows import shown_window
+
+    def at(second: int) -> datetime:
+        return datetime.fromtimestamp(T0 / 1000 + second, UTC).replace(tzinfo=None)
+
+    db = tmp_path / "windows.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE totals (k VARCHAR, window_start TIMESTAMP, total BIGINT)")
+    con.executemany("INSERT INTO totals VALUES (?, ?, ?)",
+                    [("a", at(0), 12), ("a", at(60), 37), ("b", at(0), 2), ("b", at(60), 4)])
+    con.close()
+    path = topic_config(tmp_path, bootstrap, timed, f'duckdb = "{db}"\ntable = "totals"\nmode = "aggregate"\n'
+                        'key_column = "k"\naggregate = {fn = "sum", field = "value.n", column = "total", '
+                        'window_column = "window_start", window = "1m"}\n')
+    code, report = audit(path, engine=engine)
+    assert code == 1
+    second = shown_window(T0 + 60_000, 60_000)
+    hour = datetime.fromtimestamp(T0 / 1000, UTC).strftime("%Y-%m-%dT%H")
+    assert second == f"[{hour}:01:00Z, {hour}:02:00Z)"
+    assert [(f["kind"], f["first_offset"], f["last_offset"], f.get("key"), f.get("offsets"),
+             f["cause"]["rule"], f.get("detail")) for f in report["findings"]] == [
+        ("aggregate_mismatch", 3, 3, f"a in window {second}", [3],
+         "counted_twice", "expected 24 (sum(value.n) of 2 committed records up to offset 3), found 37: "
+                          "counted offsets 3 twice"),
+        ("aggregate_mismatch", 5, 5, f"b in window {second}", [5],
+         "missing_records", "expected 10 (sum(value.n) of 2 committed records up to offset 6), found 4: "
+                            "missing offsets 5"),
+    ]
+    # The same table judged without its windows: one fold per key, which no row holds alone.
+    unwindowed = path.read_text().replace(', window_column = "window_start", window = "1m"', "")
+    path.write_text(unwindowed)
+    code, report = audit(path, engine=engine)
+    assert code == 1 and {f["kind"] for f in report["findings"]} == {"aggregate_mismatch"}

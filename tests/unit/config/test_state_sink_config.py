@@ -28,6 +28,12 @@ def test_an_upsert_sink_reads_its_keys_in_file_order(tmp_path):
     a = sink_of(tmp_path, mode="aggregate", key_column="k", aggregate={"fn": "count", "column": "n"})
     assert a.aggregate == Aggregate("count", "n", None)
     assert sink_of(tmp_path).mode == "offsets"
+    w = sink_of(tmp_path, mode="aggregate", key_column="k", aggregate={
+        "fn": "count", "column": "n", "window_column": "ws", "window": "1m"})
+    assert w.aggregate == Aggregate("count", "n", None, "ws", 60_000, 60_000)  # tumbling: advance = size
+    h = sink_of(tmp_path, mode="aggregate", key_column="k", aggregate={
+        "fn": "count", "column": "n", "window_column": "ws", "window": "1m", "advance": "15s"})
+    assert (h.aggregate.window_ms, h.aggregate.advance_ms) == (60_000, 15_000)
 
 
 @pytest.mark.parametrize(("sink", "says"), [
@@ -47,6 +53,15 @@ def test_an_upsert_sink_reads_its_keys_in_file_order(tmp_path):
      r"aggregate\.fn must be one of count, max, min, sum"),
     ({"mode": "upsert", "key_column": "k", "aggregate": {"fn": "count", "column": "t"}},
      r"aggregate is for mode = \"aggregate\""),
+    ({"mode": "aggregate", "key_column": "k", "aggregate": {"fn": "count", "column": "t", "window": "1m"}},
+     r"aggregate: a windowed table names both window_column .* and window"),
+    ({"mode": "aggregate", "key_column": "k", "aggregate": {"fn": "count", "column": "t",
+                                                             "window_column": "w", "window": "soon"}},
+     r"aggregate\.window = 'soon': expected a duration such as 500ms"),
+    ({"mode": "aggregate", "key_column": "k", "aggregate": {"fn": "count", "column": "t",
+                                                             "window_column": "w", "window": "1m",
+                                                             "advance": "2m"}},
+     r"aggregate\.advance \(2m\) is longer than window \(1m\)"),
 ])
 def test_each_problem_is_one_line_naming_the_key(tmp_path, sink, says):
     with pytest.raises(ConfigError, match=says):
