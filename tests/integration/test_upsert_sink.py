@@ -229,6 +229,38 @@ def test_upsert_table_in_delta_keyed_by_key_fields_with_a_value_hash(source, boo
     assert report["sink_read_point"]["kind"] == "delta"
 
 
+def test_upsert_table_in_iceberg_at_its_snapshot(source, bootstrap, tmp_path, engine):
+    # Written by pyiceberg through a SQL catalog on SQLite: the planted table, then its repair (an upsert
+    # by key and a delete, each a snapshot of its own) after the first audit's snapshot.
+    import pyarrow as pa
+    from pyiceberg.catalog import load_catalog
+
+    uri, warehouse = f"sqlite:///{tmp_path / 'catalog.db'}", f"file://{tmp_path / 'warehouse'}"
+    catalog = load_catalog("local", uri=uri, warehouse=warehouse)
+    catalog.create_namespace("shop")
+    schema = pa.schema([pa.field("id", pa.string(), nullable=False), pa.field("v", pa.int64())])
+    table = catalog.create_table("shop.state", schema=schema)
+    table.append(pa.table({"id": list(TABLE), "v": [v["v"] for v in TABLE.values()]}, schema=schema))
+    planted = str(table.current_snapshot().snapshot_id)
+    path = config(tmp_path, bootstrap, source, f'iceberg = "local.shop.state"\ncatalog_uri = "{uri}"\n'
+                                               f'warehouse = "{warehouse}"\nkey_column = "id"\n'
+                                               '[pipelines.p.sink.value_fields]\nv = "value.v"\n')
+    code, report = audit(path, engine=engine)
+    assert code == 1
+    assert found(report) == EXPECTED
+    assert report["sink_read_point"] == {"kind": "iceberg", "source": "local.shop.state",
+                                         "snapshot_id": planted}
+
+    # The repair: k1 to offset 8's value, k2 and k3 to their committed values, k5 written, k4 and k9
+    # deleted: the latest snapshot is the log's state.
+    fix = pa.table({"id": ["k1", "k2", "k3", "k5"], "v": [2, 1, 1, 2]}, schema=schema)
+    table.upsert(fix, join_cols=["id"])
+    table.delete("id == 'k4' or id == 'k9'")
+    code, report = audit(path, engine=engine)
+    assert (code, report["findings"]) == (0, [])
+    assert report["sink_read_point"]["snapshot_id"] == str(table.current_snapshot().snapshot_id)
+
+
 # An aggregate table (mode = "aggregate") over a second topic: sum and count of value.n per key.
 #   txn A, committed: a 5 @0, a 7 @1, b 2 @2, a 11 @3; marker @4
 #   txn B, aborted:   a 40 @5; marker @6

@@ -79,12 +79,6 @@ def test_the_audit_says_it_in_one_line_with_exit_2(tmp_path):
     assert r.exit_code == 2
     assert r.stderr.strip().count("\n") == 0
     assert "needs the table's key" in r.stderr
-    config.write_text(HEAD +
-                      '[pipelines.p.sink]\niceberg = "c.n.t"\nmode = "upsert"\nkey_column = "k"\n')
-    r = eosctl("audit", "-c", str(config), "--engine", "local")
-    assert (r.exit_code, r.stderr.strip()) == (2, "eosctl: error: mode = 'upsert' reads DuckDB, Parquet, "
-                                                  "PostgreSQL, Delta and kafka_topic sinks, not an Iceberg "
-                                                  "sink; audit it with mode = \"offsets\"")
 
 
 def test_a_command_that_reads_rows_at_offsets_refuses_a_state_sink_in_one_line(tmp_path):
