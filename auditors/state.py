@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from auditors import guard
@@ -129,7 +130,8 @@ def _on_spark(options: EngineOptions, cluster: Cluster, sink: Sink, logs: Mappin
         ok = False
         try:
             progress(Step(PHASE_JUDGE))
-            judged, per_tp, tasks = run_state_spark(spark, cluster, sink, logs, rows, rule)
+            read = partial(partition_records, cluster, sink)
+            judged, per_tp, tasks = run_state_spark(spark, read, logs, rows, rule)
             info = spark_info(spark)
             ok = True
         finally:
@@ -219,6 +221,11 @@ def state_records(sink: Sink, logs: Mapping[TP, PartitionLog],
         # A windowed fold: the record once in each window its timestamp falls in, keyed by key and window.
         for start in tw.window_starts(record.timestamp, win.window_ms or 1, win.advance_ms or 1):
             yield replace(record, key=(*k, str(start)))
+
+
+def partition_records(cluster: Cluster, sink: Sink, tp: TP, log: PartitionLog) -> Iterable[StateRecord]:
+    """One partition's records as the sink keys and values them (a Spark task's: auditors.state_spark)."""
+    return state_records(sink, {tp: log}, read_records(cluster, {tp: log}))
 
 
 def read_point(cluster: Cluster, group: str | None, logs: Mapping[TP, PartitionLog]) -> dict[TP, int]:

@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
+from auditors.spark_job import _collect, spark_slots
 from eosctl.cluster.model import TP, PartitionLog
-from eosctl.config.model import Cluster, Sink
 from eosctl.rules.upsert import Judged, StateRecord, StateRow
 
 # One schema for both sides of the shuffle: a record of the log (side "r") or a row of the sink ("s").
@@ -71,20 +71,20 @@ def _back(d: Mapping[str, Any]) -> StateRecord | StateRow:
                        d["marker_offset"])
 
 
-def read_task(cluster: Cluster, sink: Sink, logs: list[tuple[TP, PartitionLog]]) -> Callable:
+# A partition's records as the sink keys and values them (auditors.state.partition_records, passed in:
+# this module is auditors.state's; pickled by reference, the executor imports it).
+Reader = Callable[[TP, PartitionLog], Iterable[StateRecord]]
+
+
+def read_task(read: Reader, logs: list[tuple[TP, PartitionLog]]) -> Callable:
     """The first stage's function: task i reads partition logs[i]'s records."""
     import pyarrow as pa  # lazy: pyarrow 60 ms to import
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
-        from auditors.state import read_records, state_records  # the executor's own imports
-
         schema = _arrow_schema()
         for batch in batches:
             for i in batch.column(0).to_pylist():
-                tp, log = logs[i]
-                part = {tp: log}
-                got = state_records(sink, part, read_records(cluster, part))
-                yield pa.RecordBatch.from_pydict(record_columns(got), schema=schema)
+                yield pa.RecordBatch.from_pydict(record_columns(read(*logs[i])), schema=schema)
 
     return run
 
@@ -130,19 +130,17 @@ def _arrow_schema() -> Any:
     return pa.schema([(n, kinds[t]) for n, t in _FIELDS])
 
 
-def run_state_spark(spark: Any, cluster: Cluster, sink: Sink, logs: Mapping[TP, PartitionLog],
-                    rows: list[StateRow], judge: Rule) -> tuple[Judged, dict[TP, int], int]:
+def run_state_spark(spark: Any, read: Reader, logs: Mapping[TP, PartitionLog], rows: list[StateRow],
+                    judge: Rule) -> tuple[Judged, dict[TP, int], int]:
     """The findings of the sink's ``rows`` against the partitions' records, judged by key on Spark; with
     the sink's rows per partition and the job's number of reading tasks."""
     import pyarrow as pa  # lazy: pyarrow 60 ms to import
-
-    from auditors.spark_job import _collect, spark_slots
 
     # Only what state_records reads of a log travels to the executors (not its batches or producers).
     shipped = [(tp, replace(log, batches=None, producers={}, writes=[], leader_epochs=[]))
                for tp, log in logs.items()]
     reads = spark.range(0, len(shipped), 1, max(len(shipped), 1)).mapInArrow(
-        read_task(cluster, sink, shipped), SCHEMA)
+        read_task(read, shipped), SCHEMA)
     # The rows were read by the driver from its frozen copy of the sink; they join the records in the
     # shuffle, not here.
     table = spark.createDataFrame(pa.Table.from_pydict(row_columns(rows), schema=_arrow_schema()))

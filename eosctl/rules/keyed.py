@@ -1,5 +1,5 @@
-"""What the state rules (eosctl.rules.upsert, eosctl.rules.aggregate) share: the log's records and the
-table's rows grouped by key, and a key's committed records split at the sink's read point.
+"""What the state rules (eosctl.rules.upsert, eosctl.rules.aggregate) share: a source record and a table
+row as they judge them, both grouped by key, and a key's committed records split at the sink's read point.
 
 Pure (no I/O). A key here is whatever the rule groups by: the record's key, or the key and its window
 (a windowed aggregate, eosctl.rules.aggregate).
@@ -8,13 +8,51 @@ Pure (no I/O). A key here is whatever the rule groups by: the record's key, or t
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from eosctl.cluster.model import TP
 from eosctl.report.findings import COMMITTED
 
-if TYPE_CHECKING:  # eosctl.rules.upsert imports this module
-    from eosctl.rules.upsert import Key, StateRecord, StateRow
+Key = tuple[str | None, ...]
+Value = tuple[str | None, ...]
+
+
+@dataclass(frozen=True, slots=True)  # one per source record: slots keep 10M of them in memory
+class StateRecord:
+    """One data record of a source topic, as a state sink keys and values it."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: Key
+    value: Value | None  # as the sink's value columns hold it; None: not compared (keys only)
+    delete: bool  # a tombstone, or a value the config names as a delete
+    shown: str  # the value for people
+    status: str  # COMMITTED, ABORTED or OPEN
+    timestamp: int = -1
+    producer_id: int = -1
+    producer_epoch: int = -1
+    marker_offset: int | None = None
+
+    @property
+    def tp(self) -> TP:
+        return (self.topic, self.partition)
+
+    @property
+    def where(self) -> str:
+        return f"{self.topic}[{self.partition}]@{self.offset}"
+
+
+@dataclass(frozen=True, slots=True)
+class StateRow:
+    """One row of the table: its key and its value columns (None: the sink names none)."""
+
+    key: Key
+    value: Value | None
+    shown: str
+    # The source offset of the record the row was last written from (the sink's version_column); None:
+    # the sink names none, or the row holds none.
+    version: int | None = None
 
 
 def rows_by_key(rows: Iterable[StateRow]) -> dict[Key, list[StateRow]]:

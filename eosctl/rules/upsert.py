@@ -27,48 +27,7 @@ from dataclasses import dataclass
 from eosctl.cluster.model import TP
 from eosctl.report.findings import ABORTED, COMMITTED, OPEN, Cause, Finding, TxnCause
 from eosctl.report.rootcauses import READ_COMMITTED_FIX
-from eosctl.rules.keyed import histories, rows_by_key, settled_and_in_flight
-
-Key = tuple[str | None, ...]
-Value = tuple[str | None, ...]
-
-
-@dataclass(frozen=True, slots=True)  # one per source record: slots keep 10M of them in memory
-class StateRecord:
-    """One data record of a source topic, as a state sink keys and values it."""
-
-    topic: str
-    partition: int
-    offset: int
-    key: Key
-    value: Value | None  # as the sink's value columns hold it; None: not compared (keys only)
-    delete: bool  # a tombstone, or a value the config names as a delete
-    shown: str  # the value for people
-    status: str  # COMMITTED, ABORTED or OPEN
-    timestamp: int = -1
-    producer_id: int = -1
-    producer_epoch: int = -1
-    marker_offset: int | None = None
-
-    @property
-    def tp(self) -> TP:
-        return (self.topic, self.partition)
-
-    @property
-    def where(self) -> str:
-        return f"{self.topic}[{self.partition}]@{self.offset}"
-
-
-@dataclass(frozen=True, slots=True)
-class StateRow:
-    """One row of the table: its key and its value columns (None: the sink names none)."""
-
-    key: Key
-    value: Value | None
-    shown: str
-    # The source offset of the record the row was last written from (the sink's version_column); None:
-    # the sink names none, or the row holds none.
-    version: int | None = None
+from eosctl.rules.keyed import Key, StateRecord, StateRow, histories, rows_by_key, settled_and_in_flight
 
 
 @dataclass(frozen=True)

@@ -127,7 +127,7 @@ def _register_delta(conn: Any, sink: Sink, where: str, name: str) -> ReadPoint:
 def _register_iceberg(conn: Any, sink: Sink, where: str) -> ReadPoint:
     """The table at the snapshot the command pinned (eosctl.sink.freeze), deletes applied by pyiceberg."""
     from eosctl.sink.iceberg import _arrow, _name, _snapshot, _table_at  # lazy: pyiceberg 300 ms to import
-    from eosctl.sink.tablepin import split_at
+    from eosctl.sink.tablepin import split_at  # lazy: eosctl.sink.relation 60 ms to import
 
     name = (sink.frozen_from or sink).iceberg or ""
     _, table_name = _name(sink, where)
