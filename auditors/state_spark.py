@@ -19,6 +19,7 @@ from typing import Any
 
 from auditors.spark_job import _collect, spark_slots
 from eosctl.cluster.model import TP, PartitionLog
+from eosctl.report.findings import Finding
 from eosctl.rules.upsert import Judged, StateRecord, StateRow
 
 # One schema for both sides of the shuffle: a record of the log (side "r") or a row of the sink ("s").
@@ -146,7 +147,10 @@ def run_state_spark(spark: Any, read: Reader, logs: Mapping[TP, PartitionLog], r
     table = spark.createDataFrame(pa.Table.from_pydict(row_columns(rows), schema=_arrow_schema()))
     both = reads.unionByName(table).repartition(max(1, spark_slots(spark)), "gkey")
     out = _collect(both.mapInArrow(judge_task(judge), OUT))
-    findings, expected, settled, per_tp = [], {}, {}, {}
+    findings: list[Finding] = []
+    expected: dict[TP, int] = {}
+    settled: dict[TP, int] = {}
+    per_tp: dict[TP, int] = {}
     for blob in out.column("judged").to_pylist():
         judged, here = pickle.loads(blob)
         findings.extend(judged.findings)
