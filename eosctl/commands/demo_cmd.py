@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from eosctl.base.exits import Exit
 from eosctl.commands.sandbox_cmd import start_broker
 from eosctl.output.terminal import console
 from eosctl.sandbox.pipeline import FAULTS
@@ -80,7 +81,7 @@ def demo(ctx: click.Context, records: int, faults: tuple[str, ...], no_audit: bo
         out.print(f"  {cmd}", soft_wrap=True, highlight=False, markup=False)  # to copy: never wrapped
     err.print(f"\ndemo finished in {time.monotonic() - t0:.0f}s")
     if audit_ran and not agrees:
-        ctx.exit(1)
+        ctx.exit(Exit.FOUND)
 
 
 def next_steps(config: Path, workdir: Path, audit_ran: bool) -> list[str]:
@@ -134,8 +135,9 @@ def _run_audit(config, err, out):
     from eosctl.config.target import resolve
     from eosctl.output.audit import table
 
-    hops = [resolve(str(config), name, None, (), None, need_topics=True) for name in ("demo.process", "demo")]
-    options = EngineOptions.resolve(hops[0].config, "spark")
+    first = resolve(str(config), "demo.process", None, (), None, need_topics=True)
+    hops = [first, resolve(first.config, "demo", None, (), None, need_topics=True)]  # the config read once
+    options = EngineOptions.resolve(first.config)
     err.print(f"\nauditing both hops, the process stage and the sink, against Kafka ({options.where()})...")
     report = audit_hops([(t.pipeline.name, t, t.pipeline.sink) for t in hops], options=options,
                         started=time.monotonic())
