@@ -100,6 +100,25 @@ def audit_hops(hops: list[tuple[str, Target, Sink]], *, options: EngineOptions, 
     return passes.finish(merged, hops[0][1], progress=progress, judging=judging, follow=False)
 
 
+def audit_pipeline(target: Target, *, options: EngineOptions, progress: Progress = silent,
+                   bootstrap: str | None = None, started: float | None = None) -> AuditReport:
+    """The target's pipeline as `eosctl audit -c FILE -p NAME` audits it with no other option: hop by hop
+    (each hop resolved from the config already read, on ``bootstrap`` if one was given), sink by sink in
+    one report, or its one sink."""
+    from eosctl.config.target import resolve  # lazy: eosctl.config.target 12 ms at start-up
+
+    assert target.pipeline is not None
+    hops, sinks = target.pipeline.hops, target.pipeline.sinks
+    if hops:
+        runs = [(hop, resolve(target.config, hop, bootstrap, need_topics=True)) for hop in hops]
+        return audit_hops([(hop, t, t.pipeline.sink) for hop, t in runs if t.pipeline is not None],
+                          options=options, progress=progress, started=started)
+    if len(sinks) > 1:
+        return audit_sinks(target, sinks, options=options, progress=progress, started=started)
+    assert target.pipeline.sink is not None
+    return audit(target, target.pipeline.sink, options=options, progress=progress, started=started)
+
+
 def audit_incremental(target: Target, sink: Sink, state: str, *, judging: Judging | None = None,
                       progress: Progress = silent, **kwargs: Any) -> AuditReport:
     """What is new since the verdict kept in ``state`` (auditors.incremental.audit_incremental, its
@@ -111,4 +130,4 @@ def audit_incremental(target: Target, sink: Sink, state: str, *, judging: Judgin
 
 
 __all__ = ["AUTO", "ENGINES", "EngineOptions", "Judging", "audit", "audit_hops", "audit_incremental",
-           "audit_sinks"]
+           "audit_pipeline", "audit_sinks"]

@@ -118,7 +118,8 @@ def _fail_on(ctx: click.Context, param: click.Parameter, value: str | None) -> t
                    "must not exist.")
 @click.option("--engine", type=click.Choice(["spark", "local"]),
               help="spark: a Spark job (local[*], a cluster or Spark Connect); local: the same tasks in "
-                   "processes on this machine, no JVM [default: the config's [audit] engine, or spark].")
+                   "processes on this machine, no JVM [default: the config's [audit] engine, else local "
+                   "up to 5,000,000 offsets, spark above].")
 @click.option("--master",
               help="Spark master: local[N], spark://HOST:PORT, yarn, k8s://... [default: local[*]].")
 @click.option("--remote", help="Spark Connect server, sc://HOST:PORT (instead of --master).")

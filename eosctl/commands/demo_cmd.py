@@ -125,9 +125,10 @@ def _agrees(report, manifest: dict, err) -> bool:
 
 
 def _run_audit(config, err, out):
-    """The audit `eosctl audit -c CONFIG` runs (same engine), its table printed: None if not in this build."""
+    """The audit `eosctl audit -c CONFIG` runs (its default pipeline, both hops; the same engine, the same
+    passes), its table printed: None if not in this build."""
     try:
-        from auditors import EngineOptions, audit_hops  # lazy: auditors 119 ms at start-up
+        from auditors import EngineOptions, audit_pipeline  # lazy: auditors 119 ms at start-up
     except ModuleNotFoundError:
         err.print("[yellow]the audit is not part of this build yet; skipping it[/]")
         return None
@@ -135,11 +136,9 @@ def _run_audit(config, err, out):
     from eosctl.config.target import resolve
     from eosctl.output.audit import table
 
-    first = resolve(str(config), "demo.process", None, (), None, need_topics=True)
-    hops = [first, resolve(first.config, "demo", None, (), None, need_topics=True)]  # the config read once
-    options = EngineOptions.resolve(first.config)
+    target = resolve(str(config), None, None)
+    options = EngineOptions.resolve(target.config)
     err.print(f"\nauditing both hops, the process stage and the sink, against Kafka ({options.where()})...")
-    report = audit_hops([(t.pipeline.name, t, t.pipeline.sink) for t in hops], options=options,
-                        started=time.monotonic())
+    report = audit_pipeline(target, options=options, started=time.monotonic())
     out.print(table(report))
     return report

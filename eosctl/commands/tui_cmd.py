@@ -282,16 +282,7 @@ def run_audit(target: Any, progress: Any, bootstrap: str | None = None) -> Any:
     hop, and one of several sinks sink by sink in one report, each hop on ``bootstrap`` if the TUI was
     given one; the auditors finish the report as they finish `eosctl audit`'s (auditors.passes: the
     upstream stage, the config's waivers and levels)."""
-    # lazy: auditors 66 ms, eosctl.config.target 12 ms at start-up
-    from auditors import EngineOptions, audit, audit_hops, audit_sinks
-    from eosctl.config.target import resolve
+    from auditors import EngineOptions, audit_pipeline  # lazy: auditors 66 ms at start-up
 
-    options = EngineOptions.resolve(target.config)
-    hops = target.pipeline.hops
-    sinks = target.pipeline.sinks
-    if hops:
-        runs = [(hop, resolve(target.config, hop, bootstrap, need_topics=True)) for hop in hops]
-        return audit_hops([(hop, t, t.pipeline.sink) for hop, t in runs], options=options, progress=progress)
-    if len(sinks) > 1:
-        return audit_sinks(target, sinks, options=options, progress=progress)
-    return audit(target, target.pipeline.sink, options=options, progress=progress)
+    return audit_pipeline(target, options=EngineOptions.resolve(target.config), progress=progress,
+                          bootstrap=bootstrap)
