@@ -164,12 +164,13 @@ def _targets(config: str | None, pipelines: tuple[str, ...], bootstrap: str | No
     from eosctl.config.file import load_config
     from eosctl.config.target import resolve
 
+    read = load_config(config) if config else None  # once: every pipeline resolved from this reading
     names = list(dict.fromkeys(pipelines))
-    if not names and config and not bootstrap:
-        names = sorted(load_config(config).pipelines)
+    if not names and read is not None and not bootstrap:
+        names = sorted(read.pipelines)
     if not names:
-        return [resolve(config, None, bootstrap, topics, group)]
-    return [resolve(config, name, bootstrap, topics, group) for name in names]
+        return [resolve(read, None, bootstrap, topics, group)]
+    return [resolve(read, name, bootstrap, topics, group) for name in names]
 
 
 @contextmanager
