@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from contextlib import nullcontext
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -88,11 +88,12 @@ class EngineOptions:
             if problem:
                 raise EosctlError(f"{flag} {term(value)!r}: {problem}")
         conf = config.spark if config is not None else Spark()
+        names_spark = bool(master or remote or driver_memory)  # the flags, before the config's are taken
         if not master and not remote:
             remote = conf.remote
             master = conf.master if not remote else None
         chosen = engine or (config.audit_engine if config is not None else None) or default_engine
-        if chosen == AUTO and (master or remote or driver_memory) and not (conf.master or conf.remote):
+        if chosen == AUTO and names_spark:
             chosen = "spark"  # a flag naming Spark's options names Spark
         if chosen not in (*ENGINES, AUTO):
             raise EosctlError(f"unknown audit engine {chosen!r}; use one of {', '.join(ENGINES)}")
@@ -116,11 +117,15 @@ def run(inp: AuditInput, options: EngineOptions, progress: Progress = silent,
     # Findings by the hundred thousand on their way to the report, no cycles among them (eosctl.base.gcpause):
     # the local engine's whole run (its forked workers inherit the pause); a Spark job's only from its
     # collected rows on (auditors.spark_job.run_spark, and the report below), not while the cluster works.
-    with paused() if options.engine == "local" else nullcontext():
-        return _audit(inp, options, progress, t_start)
+    # "auto" pauses from its pick of the local engine on.
+    with ExitStack() as pause:
+        if options.engine == "local":
+            pause.enter_context(paused())
+        return _audit(inp, options, progress, t_start, pause)
 
 
-def _audit(inp: AuditInput, options: EngineOptions, progress: Progress, t_start: float) -> AuditReport:
+def _audit(inp: AuditInput, options: EngineOptions, progress: Progress, t_start: float,
+           pause: ExitStack) -> AuditReport:
     if options.engine == "spark":
         require_reachable_sink(inp.sink, options.master, options.remote)
     progress(Step(PHASE_PREPARE))
@@ -148,7 +153,9 @@ def _audit(inp: AuditInput, options: EngineOptions, progress: Progress, t_start:
             timings: dict[str, float] = {"prepare_seconds": round(time.monotonic() - t, 3)}
             if options.engine == AUTO:
                 options = _picked(options, items, inp.sink)
-                here = here or options.engine == "local"
+                if options.engine == "local":
+                    here = True
+                    pause.enter_context(paused())
             driver = Beside(lambda: ([explain_finding(f) for f in reader.invalid_rows()], reader.read_point))
             result, startup, info = _run_engine(inp, items, options, here, progress, driver, reader)
             invalid, point = driver.result()
