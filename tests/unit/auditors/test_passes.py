@@ -13,12 +13,14 @@ from eosctl.report.findings import AuditReport, Finding, PartitionSummary
 
 
 def report() -> AuditReport:
-    return AuditReport.build([PartitionSummary("t", 0, 0, 10, 10, 10, 9, 0)], [Finding("gap", "t", 0, 4, 4, 1)])
+    return AuditReport.build([PartitionSummary("t", 0, 0, 10, 10, 10, 9, 0)],
+                             [Finding("gap", "t", 0, 4, 4, 1)])
 
 
 def target(levels: tuple[Level, ...] = ()) -> Target:
     config = Config(path=Path("c.toml"), clusters={}, pipelines={}, spark=Spark(), audit_levels=levels)
-    return Target(Cluster("c", "127.0.0.1:1"), Pipeline(name="p", cluster="c", source_topics=("t",)), config, ("t",), None)
+    pipeline = Pipeline(name="p", cluster="c", source_topics=("t",))
+    return Target(Cluster("c", "127.0.0.1:1"), pipeline, config, ("t",), None)
 
 
 def test_the_report_is_judged_by_the_callers_levels_else_the_configs() -> None:
