@@ -283,22 +283,7 @@ def _check(args: Args, where: Resolved) -> Run:
     """The checks of the options against the config and the sink, then what runs."""
     target, hops, several = where.target, where.hops, where.several
     judging = _judging(target.config, args.waivers, args.levels)
-    if several and (args.names_a_sink or args.incremental or args.store_failures):
-        raise click.UsageError(f"pipeline {args.pipeline} has several sinks "
-                               f"({', '.join(s.label for s in several)}): the sink and column options, "
-                               "--incremental and --store-failures name one sink")
-    _check_store(args, bool(hops))
-    if args.window and (hops or args.incremental):
-        raise click.UsageError("--since and --until judge one pipeline's window: pass -p HOP for a hop, and "
-                               "no --incremental (it judges what is new)" if hops else
-                               "--since and --until are for a full audit: drop --incremental (it judges "
-                               "what is new since its state)")
-    if args.incremental and hops:
-        raise click.UsageError(f"--incremental audits one pipeline's sink; pipeline {args.pipeline} is "
-                               "audited hop by hop: pass -p HOP, one state file per hop")
-    if args.incremental and (args.engine or args.names_spark):
-        raise click.UsageError("--incremental runs in this process (it reads only what is new): drop "
-                               "--engine, --master, --remote and --driver-memory")
+    _check_shape(args, bool(hops), several)
     if args.store_failures:
         from eosctl.inspection.failures import storable  # lazy: eosctl.inspection.failures 330 ms
 
@@ -325,6 +310,26 @@ def _check(args: Args, where: Resolved) -> Run:
     if args.incremental:
         return replace(run, incremental=_check_incremental(args, target, sinks[0], written))
     return replace(run, options=_engine_options(args, target, sinks[0] if len(sinks) == 1 else None))
+
+
+def _check_shape(args: Args, hops: bool, several: tuple[Any, ...]) -> None:
+    """The options against the pipeline's shape: hop by hop, several sinks, or one."""
+    if several and (args.names_a_sink or args.incremental or args.store_failures):
+        raise click.UsageError(f"pipeline {args.pipeline} has several sinks "
+                               f"({', '.join(s.label for s in several)}): the sink and column options, "
+                               "--incremental and --store-failures name one sink")
+    _check_store(args, hops)
+    if args.window and (hops or args.incremental):
+        raise click.UsageError("--since and --until judge one pipeline's window: pass -p HOP for a hop, and "
+                               "no --incremental (it judges what is new)" if hops else
+                               "--since and --until are for a full audit: drop --incremental (it judges "
+                               "what is new since its state)")
+    if args.incremental and hops:
+        raise click.UsageError(f"--incremental audits one pipeline's sink; pipeline {args.pipeline} is "
+                               "audited hop by hop: pass -p HOP, one state file per hop")
+    if args.incremental and (args.engine or args.names_spark):
+        raise click.UsageError("--incremental runs in this process (it reads only what is new): drop "
+                               "--engine, --master, --remote and --driver-memory")
 
 
 def _one_sink(args: Args, target: Any) -> Any:
