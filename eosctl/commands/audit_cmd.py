@@ -395,19 +395,19 @@ def _engine_options(args: Args, target: Any, sink: Any) -> Any:
 
     chosen = args.engine or (target.config.audit_engine if target.config else None)
     said = None
-    if args.engine:
+    if sink is not None and sink.mode != "offsets":
+        # auditors.state judges a state sink in eosctl's process whichever engine is named: say so, and
+        # don't pick an engine that would not run.
+        chosen = "local"
+        said = (f"engine: local (an {sink.mode} sink is audited in eosctl's process, whichever engine is "
+                "named: docs/audit.md, \"State sinks\")")
+    elif args.engine:
         said = f"engine: {chosen} (--engine)"
     elif chosen:
         said = f"engine: {chosen} ([audit] engine in {args.config})"
     elif args.names_spark:
         chosen = "spark"
         said = "engine: spark (--master, --remote or --driver-memory name Spark)"
-    elif sink is not None and sink.mode != "offsets":
-        # auditors.state judges a state sink in eosctl's process whichever engine is named: say so, and
-        # don't pick an engine that would not run.
-        chosen = "local"
-        said = (f"engine: local (an {sink.mode} sink is audited in eosctl's process, whichever engine is "
-                "named: docs/audit.md, \"State sinks\")")
     # Read when the command closes: a state sink, known only once the sink is resolved, says its own line.
     click.get_current_context().call_on_close(lambda: said is not None and _say_if_audited(said))
     options = EngineOptions.resolve(target.config, chosen or AUTO, engine=chosen, master=args.master,
