@@ -36,8 +36,8 @@ if TYPE_CHECKING:  # the command imports the core lazily, for a fast `eosctl --h
               help="Open longer than this counts as hanging (as `txns hanging`); younger open "
                    "transactions are recorded with their ages anyway.")
 @click.option("--with-audit", is_flag=True,
-              help="Also audit the sink and store the report (local engine unless the config's [audit] "
-                   "engine says spark).")
+              help="Also audit the sink and store the report, as `eosctl audit` does (the config's "
+                   "[audit] engine, else local for small audits).")
 @click.option("--audit-report", type=report_file(),
               help="Store this report of `eosctl audit --format json --out FILE` instead of running one.")
 def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, topics: tuple[str, ...],
