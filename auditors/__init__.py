@@ -111,12 +111,20 @@ def audit_pipeline(target: Target, *, options: EngineOptions, progress: Progress
     hops, sinks = target.pipeline.hops, target.pipeline.sinks
     if hops:
         runs = [(hop, resolve(target.config, hop, bootstrap, need_topics=True)) for hop in hops]
-        return audit_hops([(hop, t, t.pipeline.sink) for hop, t in runs if t.pipeline is not None],
-                          options=options, progress=progress, started=started)
+        return audit_hops([(hop, t, _sink(t)) for hop, t in runs], options=options, progress=progress,
+                          started=started)
     if len(sinks) > 1:
         return audit_sinks(target, sinks, options=options, progress=progress, started=started)
     assert target.pipeline.sink is not None
     return audit(target, target.pipeline.sink, options=options, progress=progress, started=started)
+
+
+def _sink(hop: Target) -> Sink:
+    """A hop's sink; one line naming the table to set where it has none."""
+    assert hop.pipeline is not None
+    if hop.pipeline.sink is None:
+        raise ConfigError(f"no sink to read: set [pipelines.{hop.pipeline.name}.sink] (duckdb, parquet, ...)")
+    return hop.pipeline.sink
 
 
 def audit_incremental(target: Target, sink: Sink, state: str, *, judging: Judging | None = None,

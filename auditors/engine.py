@@ -86,7 +86,7 @@ class EngineOptions:
                                    ("--driver-memory", driver_memory, memory_problem)):
             problem = check(value) if value else None
             if problem:
-                raise EosctlError(f"{flag} {term(value)!r}: {problem}")
+                raise EosctlError(f"{flag} {term(value or '')!r}: {problem}")
         conf = config.spark if config is not None else Spark()
         names_spark = bool(master or remote or driver_memory)  # the flags, before the config's are taken
         if not master and not remote:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import IO, Any, cast
 
 import click
 from rich.console import Console
@@ -409,7 +409,9 @@ def _engine_options(args: Args, target: Any, sink: Any) -> Any:
         chosen = "spark"
         said = "engine: spark (--master, --remote or --driver-memory name Spark)"
     # Read when the command closes: a state sink, known only once the sink is resolved, says its own line.
-    click.get_current_context().call_on_close(lambda: said is not None and _say_if_audited(said))
+    if said is not None:
+        line = said
+        click.get_current_context().call_on_close(lambda: _say_if_audited(line))
     options = EngineOptions.resolve(target.config, chosen or AUTO, engine=chosen, master=args.master,
                                     remote=args.remote, driver_memory=args.driver_memory)
     options = replace(options, on_pick=lambda engine, why: click.echo(f"engine: {engine} ({why})", err=True))
@@ -578,7 +580,8 @@ def _emit(rendered, fmt: str, written: Written) -> None:
                     f.write(rendered if rendered.endswith("\n") else rendered + "\n")
                 else:
                     # A file, not stdout: fixed width, no colour codes.
-                    _print_parts(Console(file=f, width=120, highlight=False, color_system=None), rendered)
+                    _print_parts(Console(file=cast(IO[str], f), width=120, highlight=False,
+                                         color_system=None), rendered)
         except OSError as e:
             raise EosctlError(f"cannot write the report to {shown(out)}: {e.strerror or e}") from None
         return

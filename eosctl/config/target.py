@@ -84,6 +84,7 @@ def resolve(
         config = str(config.path)
     else:
         cfg = load_config(config) if config else None
+        config = str(config) if config else None
     pipe = cfg.pipeline(pipeline) if cfg else None
     if pipeline and not cfg:
         raise ConfigError("--pipeline needs --config FILE (or set EOSCTL_CONFIG)")

@@ -102,15 +102,16 @@ def _places(f: Finding) -> list[Place]:
 
 def _followed(f: Finding, lineage: list[Place | None], writers: Mapping[Place, Writer]) -> Finding:
     assert f.cause is not None
-    if any(lin is None for lin in lineage) or len(lineage) < 2:
+    read = [lin for lin in lineage if lin is not None]
+    if len(read) < len(lineage) or len(lineage) < 2:
         return f  # some copy has no readable lineage: nothing proven about the input
-    distinct = sorted(set(lineage))
+    distinct = sorted(set(read))
     if len(distinct) == 1:
         t, p, o = distinct[0]
         return replace(f, cause=replace(f.cause, summary=(
             f"{f.cause.summary} Every copy derives from the one input record {t}[{p}]@{o}: the stage wrote "
             "it more than once (a replay of the stage).")))
-    found = [writers.get(lin) for lin in distinct]  # type: ignore[arg-type]
+    found = [writers.get(lin) for lin in distinct]
     if any(w is None for w in found):
         return f  # an input record is no longer committed data in the log (retention, compaction)
     upstream = key_cause(replace(f, topic=distinct[0][0], partition=distinct[0][1]),
