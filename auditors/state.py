@@ -20,7 +20,15 @@ from functools import partial
 from typing import Any
 
 from auditors import guard
-from auditors.engine import EngineOptions, _start_spark, _stop_spark, engine_facts, spark_info
+from auditors.engine import (
+    AUTO,
+    EngineOptions,
+    _start_spark,
+    _stop_spark,
+    engine_facts,
+    pick_by_offsets,
+    spark_info,
+)
 from auditors.state_spark import run_state_spark, sink_rows
 from eosctl.base.errors import BrokerError, ConfigError
 from eosctl.base.progress import Progress, Step, silent
@@ -100,7 +108,12 @@ def audit_state(target: Any, sink: Sink, *, progress: Progress = silent, fail_on
                                    topic=topic)
         return judge(records, rows, bounds, shown_key=shown_key, topic=topic)
 
-    if options is not None and options.engine == "spark":
+    engine = options.engine if options is not None else "local"
+    if options is not None and engine == AUTO:
+        engine, why = pick_by_offsets(sum(log.high_watermark - log.log_start_offset for log in logs.values()))
+        if options.on_pick is not None:
+            options.on_pick(engine, why)
+    if options is not None and engine == "spark":
         judged, per_tp, info, tasks, startup = _on_spark(options, target.cluster, sink, logs, rows,
                                                          judged_by_rule, progress)
     else:
