@@ -4,7 +4,7 @@ The same verdicts as the record-by-record check, at a fraction of its cost (docs
 records' bytes are walked where the fetch answers hold them (eosctl.cluster.recordkeys.record_spans, no
 Python object a record), values are grouped by schema id (each schema fetched and parsed once, through
 the decoder's cache) and read by fastavro's ``schemaless_reader`` straight from the answer's buffer after
-the 5-byte prefix, without their logical types (eosctl.rules.fieldcolumns.plain_schema); the sink's
+the 5-byte prefix, without their logical types (auditors.fieldcolumns.plain_schema); the sink's
 columns come as one Arrow table, and each mapped column is compared whole by the converter of its (field
 type, column type) pair. The rows a converter cannot clear (and rows with no decoded record at their
 offset) are judged by eosctl.rules.fields as before, with the partition's records decoded there on
@@ -28,11 +28,11 @@ from typing import Any
 
 import numpy as np
 
+from auditors.fieldcolumns import FieldType, Unsupported, converter, out_of_range, plain_schema
 from eosctl.cluster.batches import LOG_OVERHEAD, MAGIC_OFFSET, BatchDecodeError
 from eosctl.cluster.model import TP, Kind, PartitionLog
 from eosctl.cluster.recordkeys import RecordSpans, record_spans
 from eosctl.report.findings import Finding
-from eosctl.rules.fieldcolumns import FieldType, Unsupported, converter, out_of_range, plain_schema
 from eosctl.rules.fields import (
     MAX_SHIFT,
     Fields,

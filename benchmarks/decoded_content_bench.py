@@ -13,7 +13,7 @@ the decoded check, columns named like the fields, so no mapping is written). Aud
 --repeat): the keyed audit without the check, the raw-bytes check, the decoded check; then fastavro's
 ``schemaless_reader`` over the same N payloads in memory (after their 5 bytes of framing), one call a
 record, in as many processes as the audit's pool (one a core), with the schema's logical types and
-without them (as the check reads values: eosctl.rules.fieldcolumns), as the baseline no check can beat
+without them (as the check reads values: auditors.fieldcolumns), as the baseline no check can beat
 by decoding with fastavro.
 
     python benchmarks/decoded_content_bench.py [--records 10M] [--partitions 8] [--txn 8000]
@@ -149,7 +149,7 @@ def _decode_partitions(job: tuple[list[int], bool]) -> int:
 
     import fastavro
 
-    from eosctl.rules.fieldcolumns import plain_schema
+    from auditors.fieldcolumns import plain_schema
 
     parts, plain = job
     parsed = fastavro.parse_schema(plain_schema(SCHEMA)[0] if plain else SCHEMA)

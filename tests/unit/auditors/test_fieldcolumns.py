@@ -12,7 +12,7 @@ import fastavro
 import pyarrow as pa
 import pytest
 
-from eosctl.rules.fieldcolumns import (
+from auditors.fieldcolumns import (
     FieldType,
     Unsupported,
     converter,
