@@ -114,3 +114,15 @@ def test_eosctl_log_names_the_new_id_as_the_old_ones_rotation():
     assert ("producer-id rotation: continues producer id 7, whose epochs ran out (its marker at 32767; "
             "transactions v2, KAFKA-18660): one session going on, not a new instance") in text
     assert "TAKEOVER" not in text and "took the id over" not in text
+
+
+def test_explain_names_the_new_id_as_the_old_ones_rotation():
+    from eosctl.inspection.explain import Facts, offset_document
+
+    doc = offset_document(Facts(rotated_log(), 4))
+    assert doc["producer"]["producer_id"] == Q and doc["producer"]["continues_producer_id"] == P
+    assert ("Producer 9 continues producer id 7: the coordinator moved the transactional id to it when that "
+            "id's epochs ran out (transactions v2, KAFKA-18660), one session going on, not a new instance."
+            ) in doc["summary"]
+    other = offset_document(Facts(rotated_log(), 6))  # producer 11: new at epoch 0, no rotation
+    assert other["producer"]["continues_producer_id"] is None and "continues" not in other["summary"]
