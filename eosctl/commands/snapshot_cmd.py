@@ -36,14 +36,18 @@ if TYPE_CHECKING:  # the command imports the core lazily, for a fast `eosctl --h
               help="Open longer than this counts as hanging (as `txns hanging`); younger open "
                    "transactions are recorded with their ages anyway.")
 @click.option("--with-audit", is_flag=True,
-              help="Also audit the sink and store the report (local engine unless the config's [audit] "
-                   "engine says spark).")
+              help="Also audit the sink and store the report, as `eosctl audit` does (the config's "
+                   "[audit] engine, else local for small audits).")
 @click.option("--audit-report", type=report_file(),
               help="Store this report of `eosctl audit --format json --out FILE` instead of running one.")
+@click.option("--records", "records", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
+              help="Also store the data records among each partition's last N offsets (keys and values: "
+                   "the payloads), decoded through the cluster's schema_registry_url where framed.")
+@click.option("--raw", is_flag=True, help="With --records: store keys and values as bytes, never decoded.")
 def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, topics: tuple[str, ...],
              group: str | None, sink_duckdb: str | None, sink_parquet: str | None, sink_table: str | None,
              scan: bool, out_path: str, force: bool, max_age: float, with_audit: bool,
-             audit_report: str | None, fmt: str) -> None:
+             audit_report: str | None, records: int, raw: bool, fmt: str) -> None:
     """Capture everything about a pipeline into one DuckDB file, for incident reports.
 
     \b
@@ -62,6 +66,8 @@ def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, to
     from eosctl.inspection.capture import capture
     from eosctl.sink.base import local_files
 
+    if raw and not records:
+        raise click.UsageError("--raw goes with --records N (it says how the records are stored)")
     check_one_sink(sink_duckdb, sink_parquet)
     check_output(out_path, (config, audit_report, sink_duckdb, *_matches(sink_parquet)), force)
     snap.check_writable(out_path)  # before the capture, which can take minutes
@@ -80,6 +86,8 @@ def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, to
         with scan_progress() as progress:
             captured = capture(target, sink=fixed, where=where or "sink", scan=scan, progress=progress,
                                max_age_s=max_age)
+        if records:
+            captured.records = _records(target, captured, records, raw)
         if stored is not None:
             captured.audit, captured.audit_origin = stored, audit_report
             captured.sections["audit"] = "ok"
@@ -93,6 +101,21 @@ def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, to
                        "hanging": captured.hanging.to_dict() if captured.hanging is not None else None,
                        "audit_verdict": captured.audit.verdict if captured.audit is not None else None},
          lambda: render_snapshot(console(), captured, out_path))
+
+
+def _records(target: Target, captured: Capture, last: int, raw: bool) -> dict:
+    """The data records among each captured partition's last ``last`` offsets, decoded unless ``raw``
+    (eosctl.inspection.records)."""
+    from eosctl.cluster.wire import WireClient  # lazy: eosctl.cluster.wire 131 ms at start-up
+    from eosctl.inspection.records import decoder_for, read_documents  # lazy: 2 ms, only with --records
+
+    decoder = decoder_for(target.cluster, raw)
+    out = {}
+    with WireClient(target.cluster) as client:
+        for tp, log in sorted(captured.logs.items()):
+            first = max(log.log_start_offset, log.high_watermark - last)
+            out[tp] = read_documents(client, tp[0], tp[1], first, log.high_watermark, decoder, log.kind_at)
+    return out
 
 
 def _matches(parquet: str | None) -> list[str]:
@@ -125,7 +148,7 @@ def _frozen_for_both(sink: Sink | None, where: str | None, target: Target) -> It
     from auditors.spark import runs_here
     from eosctl.sink import frozen
 
-    options = EngineOptions.resolve(target.config, "local")
+    options = EngineOptions.resolve(target.config)
     if options.engine != "local" and not runs_here(options.master, options.remote):
         yield sink
         return
@@ -135,9 +158,9 @@ def _frozen_for_both(sink: Sink | None, where: str | None, target: Target) -> It
 
 def _capture_audit(captured: Capture, target: Target, sink: Sink | None, config: str | None = None,
                    bootstrap: str | None = None) -> None:
-    """Run the audit (auditors is imported here only: the snapshot module never imports it), on the
-    local engine unless the config's [audit] engine says otherwise; a pipeline with hops is audited hop by
-    hop, as `eosctl audit` does (each hop with its own sink).
+    """Run the audit (auditors is imported here only: the snapshot module never imports it) as `eosctl
+    audit` runs it: the config's [audit] engine, else the one its size picks; a pipeline with hops is
+    audited hop by hop (each hop with its own sink); finished by the auditors' passes.
 
     Like every other section, a failure is recorded in the snapshot instead of losing the capture.
     """
@@ -149,13 +172,12 @@ def _capture_audit(captured: Capture, target: Target, sink: Sink | None, config:
         captured.sections["audit"] = "not captured: no sink and source topics to audit"
         return
     from auditors import EngineOptions, audit  # lazy: auditors 63 ms at start-up
-    from eosctl.report.policy import apply_configured  # lazy: eosctl.report.policy 4.1 ms at start-up
 
     err = console(stderr=True)
     try:
-        options = EngineOptions.resolve(target.config, "local")
+        options = EngineOptions.resolve(target.config)
         with err.status(f"auditing the sink ({options.where()})") if err.is_terminal else nullcontext():
-            captured.audit = apply_configured(audit(target, sink, options=options), target.config)
+            captured.audit = audit(target, sink, options=options)
         captured.audit_origin = "run"
         captured.sections["audit"] = "ok"
     except EosctlError as e:
@@ -166,16 +188,16 @@ def _capture_hops_audit(captured: Capture, target: Target, hops: tuple[str, ...]
                         bootstrap: str | None) -> None:
     from auditors import EngineOptions, audit_hops  # lazy: auditors 63 ms at start-up
     from eosctl.config.target import resolve  # lazy: eosctl.config.target 12 ms at start-up
-    from eosctl.report.policy import apply_configured  # lazy: eosctl.report.policy 4.1 ms at start-up
 
     err = console(stderr=True)
     try:
+        read = target.config if target.config is not None else config  # the config read once
         runs = [(hop, t, sink_of(t, None, None, None)[0])
-                for hop, t in ((h, resolve(config, h, bootstrap, need_topics=True)) for h in hops)]
-        options = EngineOptions.resolve(target.config, "local")
+                for hop, t in ((h, resolve(read, h, bootstrap, need_topics=True)) for h in hops)]
+        options = EngineOptions.resolve(target.config)
         shown = f"auditing {len(hops)} hops ({options.where()})"
         with err.status(shown) if err.is_terminal else nullcontext():
-            captured.audit = apply_configured(audit_hops(runs, options=options), target.config)
+            captured.audit = audit_hops(runs, options=options)
         captured.audit_origin = "run"
         captured.sections["audit"] = "ok"
     except EosctlError as e:

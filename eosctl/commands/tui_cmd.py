@@ -59,6 +59,8 @@ from eosctl.commands.options import DURATION, Seconds, config_file, duckdb_file,
     type=duckdb_file(),
     help="Open a file written by `eosctl snapshot` instead of a cluster (no cluster needed).",
 )
+@click.option("--raw", is_flag=True,
+              help="The Log view's records (v) as bytes, never decoded through the Schema Registry.")
 def tui(
     config: str | None,
     pipeline: str | None,
@@ -68,6 +70,7 @@ def tui(
     refresh: float,
     max_age: float | None,
     snapshot: str | None,
+    raw: bool,
 ) -> None:
     """Live dashboard: overview, transactions, producers, lag, log, ledger and audit.
 
@@ -82,10 +85,10 @@ def tui(
             )
         from tui.sources import SnapshotSource  # lazy: tui.sources 208 ms at start-up
 
-        source: Any = SnapshotSource(snapshot, max_age_s=max_age)
+        source: Any = SnapshotSource(snapshot, max_age_s=max_age, raw=raw)
         source.fetch()  # a broken file is one line and exit 2, before the screen switches
     else:
-        source = live_source(config, pipeline, bootstrap, topics, group, max_age)
+        source = live_source(config, pipeline, bootstrap, topics, group, max_age, raw)
     from tui.app import EosApp  # lazy: tui.app 462 ms at start-up
 
     class Tui(EosApp):
@@ -127,14 +130,14 @@ def tui(
 
 
 def live_source(config: str | None, pipeline: str | None, bootstrap: str | None, topics: tuple[str, ...] = (),
-                group: str | None = None, max_age: float | None = None) -> Any:
+                group: str | None = None, max_age: float | None = None, raw: bool = False) -> Any:
     """The TUI's live source for these options, with the audit runner its Audit tab runs (`a`)."""
     # lazy: eosctl.config.target 12 ms, tui.sources 208 ms at start-up
     from eosctl.config.target import resolve
     from tui.sources import LiveSource
 
     target = resolve(config, pipeline, bootstrap, topics, group, need_topics=True)
-    return LiveSource(target, max_age_s=max_age,
+    return LiveSource(target, max_age_s=max_age, raw=raw,
                       run_audit=lambda target, progress: run_audit(target, progress, bootstrap))
 
 
@@ -276,26 +279,13 @@ def _signals_quit(app: Any) -> Iterator[None]:
 
 
 def run_audit(target: Any, progress: Any, bootstrap: str | None = None) -> Any:
-    """The audit of the target's pipeline (local engine unless the config's [audit] engine says spark);
-    progress: eosctl.base.progress.Progress. A pipeline of hops (the reference pipeline's default) is
-    audited hop by hop, and one of several sinks sink by sink in one report, as `eosctl audit -c FILE -p
-    NAME` does, each hop on ``bootstrap`` if the TUI was given one; the config's waivers and levels judge
-    the report as they judge `eosctl audit`'s."""
-    # lazy: auditors 66 ms, eosctl.config.target 12 ms, eosctl.report.policy 4.1 ms at start-up
-    from auditors import EngineOptions, audit, audit_hops, audit_sinks
-    from eosctl.config.target import resolve
-    from eosctl.report.policy import apply_configured
+    """The audit of the target's pipeline, as `eosctl audit -c FILE -p NAME` runs it: the engine its
+    config's [audit] engine names, else the one the audit's size picks (auditors.engine.pick); progress:
+    eosctl.base.progress.Progress. A pipeline of hops (the reference pipeline's default) is audited hop by
+    hop, and one of several sinks sink by sink in one report, each hop on ``bootstrap`` if the TUI was
+    given one; the auditors finish the report as they finish `eosctl audit`'s (auditors.passes: the
+    upstream stage, the config's waivers and levels)."""
+    from auditors import EngineOptions, audit_pipeline  # lazy: auditors 66 ms at start-up
 
-    options = EngineOptions.resolve(target.config, "local")
-    hops = target.pipeline.hops
-    sinks = target.pipeline.sinks
-    if hops:
-        path = str(target.config.path)
-        runs = [(hop, resolve(path, hop, bootstrap, need_topics=True)) for hop in hops]
-        report = audit_hops([(hop, t, t.pipeline.sink) for hop, t in runs], options=options,
-                            progress=progress)
-    elif len(sinks) > 1:
-        report = audit_sinks(target, sinks, options=options, progress=progress)
-    else:
-        report = audit(target, target.pipeline.sink, options=options, progress=progress)
-    return apply_configured(report, target.config)
+    return audit_pipeline(target, options=EngineOptions.resolve(target.config), progress=progress,
+                          bootstrap=bootstrap)
