@@ -36,6 +36,7 @@ from eosctl.cluster.model import TP
 from eosctl.report.findings import Finding
 from eosctl.rules.rule import key_finding
 from eosctl.sink.base import Limits, as_given
+from eosctl.sink.relation import DuckDBReader
 from eosctl.sink.sql import literal
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ def in_sink(reader: SinkReader, writers: pa.Table, limits: Limits) -> list[Findi
     the workers had between them)."""
     if not writers.num_rows:
         return []
-    if hasattr(reader, "key_rows_sql"):  # read by DuckDB: the rule runs on the reader's own connection
+    if isinstance(reader, DuckDBReader):  # read by DuckDB: the rule runs on the reader's own connection
         reader.limit(limits)
         con = reader.conn
         places = (f'(SELECT k AS key, t AS topic, p AS "partition", o AS "offset" '

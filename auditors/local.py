@@ -121,13 +121,14 @@ def run_local(inp: AuditInput, items: list[WorkItem], workers: int | None = None
 
         tasks_found = findings_from_arrow(pa.Table.from_batches(findings))
     t1 = time.monotonic()
-    found = []
+    found: list[Finding] = []
     if want_keys:
         progress(Step(PHASE_KEYS, 0, None))
         committed = [r for r in rows if r["rec"] == "committed"]
-        if committed and key_rule is None:
-            raise ValueError("run_local needs a key_rule for a sink with a key column")
-        found = key_rule(writers_table(committed)) if committed else []
+        if committed:
+            if key_rule is None:
+                raise ValueError("run_local needs a key_rule for a sink with a key column")
+            found = key_rule(writers_table(committed))
     # The tasks' wall time after the pool started: start-up is its own phase (elapsed covers both).
     return outcome(rows, found, t1 - t0 - startup, time.monotonic() - t1 if want_keys else 0.0,
                    len(tasks), tasks_found), startup

@@ -47,7 +47,11 @@ class Source(Protocol):
 
     def existing_topics(self) -> dict[str, list[int]]: ...
 
-    def scan(self, parts: Sequence[tuple[TP, Placement]]) -> dict[TP, PartitionLog]:
+    def offsets_for_time(self, tps: Sequence[TP], timestamp_ms: int) -> dict[TP, int | None]:
+        """Each partition's first offset of a record at or after the time (None: none that new)."""
+        ...
+
+    def scan(self, parts: Sequence[tuple[TP, Placement]], keys: bool | str = False) -> dict[TP, PartitionLog]:
         """The log models of one task's partitions, from the offsets the driver read (one connection).
         A source that can also read the records' keys (the content check) takes ``keys=True``."""
         ...

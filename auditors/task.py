@@ -99,10 +99,10 @@ def audit_group(items: Sequence[WorkItem], source: Source, reader: SinkReader, w
         logs = source.scan(parts, keys=value_mode(reader.sink) or True)
     else:
         logs = source.scan(parts)
-    for tp, log in logs.items():
-        if log.offsets_disagreement:
+    for tp, scanned in logs.items():
+        if scanned.offsets_disagreement:
             # Never a verdict on offsets the broker itself contradicts: the audit refuses, naming it.
-            raise BrokerError(f"cannot audit {tp[0]}-{tp[1]}: {log.offsets_disagreement}")
+            raise BrokerError(f"cannot audit {tp[0]}-{tp[1]}: {scanned.offsets_disagreement}")
     t1 = time.perf_counter()
     rows: list[dict[str, Any]] = []
     found: list[Finding] = []

@@ -25,7 +25,9 @@ def with_windows(items: list[WorkItem], spec: WindowSpec, source: Source) -> lis
     partition an offset bound does not name is unbounded on that side."""
     audited = {i.tp: i for i in items if i.in_kafka and i.placement is not None}
     for bound, flag in ((spec.since, "--since"), (spec.until, "--until")):
-        for tp, _ in bound.offsets if bound is not None else ():
+        if bound is None:
+            continue
+        for tp, _ in bound.offsets:
             if tp not in audited:
                 raise EosctlError(f"{flag} {bound.text}: {tp[0]}:{tp[1]} is not an audited partition; name "
                                   "partitions of the pipeline's topics (TOPIC:PARTITION=OFFSET)")

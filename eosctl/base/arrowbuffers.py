@@ -74,13 +74,13 @@ def array(values: Sequence[Any] | Any, type: Any) -> Any:
     import pyarrow as pa  # lazy: pyarrow 50 ms to import
 
     n = len(values)
-    if isinstance(values, np.ndarray):
-        nulls = None
-        present = values
-    else:
-        nulls = [v is None for v in values]
-        nulls = np.array(nulls, bool) if any(nulls) else None
-        present = values if nulls is None else [v for v in values if v is not None]
+    nulls: np.ndarray | None = None
+    present: Any = values
+    if not isinstance(values, np.ndarray):
+        flags = [v is None for v in values]
+        if any(flags):
+            nulls = np.array(flags, bool)
+            present = [v for v in values if v is not None]
     validity = None
     if nulls is not None:
         validity = pa.py_buffer(np.packbits(~nulls, bitorder="little").tobytes())

@@ -106,8 +106,8 @@ class KeyCollector:
         if self.pending:
             self.flush()
         if not self.parts:
-            empty = [np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, bool), np.zeros(0, np.uint64)]
-            return RecordKeys(*empty, values=np.zeros(0, np.uint64) if self.values else None)
+            return RecordKeys(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, bool),
+                              np.zeros(0, np.uint64), values=np.zeros(0, np.uint64) if self.values else None)
         if len(self.parts) > 1:
             width = len(self.parts[0])
             self.parts = [tuple(np.concatenate([p[i] for p in self.parts]) for i in range(width))]
@@ -395,7 +395,7 @@ def key_hashes_numpy(buf: np.ndarray, at: np.ndarray, lengths: np.ndarray) -> np
     words = np.lib.stride_tricks.as_strided(buf, shape=(max(len(buf) - 7, 0), 8), strides=(1, 1))
     longest = int(lengths.max())
     for j in range(0, max(longest, 0), 8):
-        live = np.flatnonzero(lengths > j) if j else np.flatnonzero(lengths > 0)
+        live: Any = np.flatnonzero(lengths > j) if j else np.flatnonzero(lengths > 0)
         if len(live) == n:
             live = slice(None)
         w = words[at[live] + j].view(np.uint64).ravel()
@@ -424,6 +424,7 @@ def hash_arrow(values: Any) -> np.ndarray:
 
     arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
     # Text and bytes as their buffers are (a cast imports pyarrow.compute: 50 ms of a small audit).
+    width: type[np.int32] | type[np.int64]
     if arr.type in (pa.string(), pa.binary()):
         width = np.int32
     elif arr.type in (pa.large_string(), pa.large_binary()):

@@ -266,8 +266,8 @@ class WireClient:
         if refused:
             # ListOffsets needs only Describe: offsets without the records (Read) are no answer to read.
             raise BrokerError(f"Fetch refused: {refused}")
-        ahead = [tp for tp in wanted if answers.served(probes[tp]) and
-                 any(f > f1 for f, f1 in zip(answers.served(probes[tp]), first[tp].triple, strict=True))]
+        ahead = [tp for tp in wanted if (served := answers.served(probes[tp])) and
+                 any(f > f1 for f, f1 in zip(served, first[tp].triple, strict=True))]
         second = self.list_offsets(ahead) if ahead else {}
         # A listed high watermark beyond the log is out of range: its log start still gets an answer.
         beyond = [tp for tp in wanted if probes[tp].error_code == _OUT_OF_RANGE_CODE]
@@ -326,7 +326,7 @@ class WireClient:
                             failed = (t.name, p.partition_index, Errors.for_code(p.error_code))
                         got[(t.name, p.partition_index)][slot] = p.offset
             if failed is None:
-                return {tp: Offsets(*got[tp]) for tp in wanted}
+                return {tp: Offsets(got[tp][0], got[tp][1], got[tp][2]) for tp in wanted}
             topic, partition, error = failed
             attempt += 1
             if not getattr(error, "retriable", False) or attempt == METADATA_ATTEMPTS:
@@ -555,9 +555,9 @@ class WireClient:
                 waves.append([])
             waves[wave].append(i)
         responses: list[Any] = [None] * len(calls)
-        for wave in waves:
-            sent = [calls[i] for i in wave]
-            for i, response in zip(wave, self._send_retrying(sent), strict=True):
+        for indices in waves:
+            sent = [calls[i] for i in indices]
+            for i, response in zip(indices, self._send_retrying(sent), strict=True):
                 responses[i] = response
         return responses
 

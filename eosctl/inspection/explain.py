@@ -15,6 +15,7 @@ from typing import Any
 from eosctl.cluster.model import NO_PRODUCER, Batch, Kind, PartitionLog
 from eosctl.rules.causes import fenced
 from eosctl.txn import fencing
+from eosctl.txn.rotation import rotations
 
 EPOCH_CONTEXT = 3  # epoch bumps listed on each side of the offset
 
@@ -138,7 +139,7 @@ def _producer_doc(log: PartitionLog, pid: int, o: int) -> dict[str, Any] | None:
     if p is None:
         return {"producer_id": pid, "protocol": None, "epochs": [], "current_epoch": None,
                 "fencing_events": 0, "epoch_history": [], "zombie_writes": [], "routine": None,
-                "transactional_id": None}
+                "transactional_id": None, "continues_producer_id": None}
     bumps = sorted((b for b in p.epoch_bumps if not fencing.routine(p, b)), key=lambda b: b.offset)
     before = [b for b in bumps if b.offset <= o][-EPOCH_CONTEXT:]
     after = [b for b in bumps if b.offset > o][:EPOCH_CONTEXT]
@@ -152,7 +153,8 @@ def _producer_doc(log: PartitionLog, pid: int, o: int) -> dict[str, Any] | None:
             "epoch_history": history,
             "routine": fencing.routine_summary(p), "transactional_id": p.transactional_id,
             "zombie_writes": [{"offset": z.offset, "epoch": z.epoch, "current_epoch": z.current_epoch}
-                              for z in p.zombie_writes[:EPOCH_CONTEXT * 2]]}
+                              for z in p.zombie_writes[:EPOCH_CONTEXT * 2]],
+            "continues_producer_id": rotations(log).get(pid)}
 
 
 def _sink_doc(s: SinkAt, log: PartitionLog, o: int, batch: Batch | None) -> dict[str, Any]:
@@ -223,6 +225,11 @@ def _summary(doc: dict[str, Any]) -> str:
             text += f", after the LSO {log['last_stable_offset']}: not readable yet"
         text += "."
     text += _epoch_text(doc)
+    p = doc["producer"]
+    if p is not None and p.get("continues_producer_id") is not None:
+        text += (f" Producer {p['producer_id']} continues producer id {p['continues_producer_id']}: the "
+                 "coordinator moved the transactional id to it when that id's epochs ran out (transactions "
+                 "v2, KAFKA-18660), one session going on, not a new instance.")
     g = doc["group"]
     if g is not None and g["committed_offset"] is not None and g["committed_offset"] > log["high_watermark"]:
         text += (f" Group {g['group']} committed {g['committed_offset']}, beyond the high watermark "

@@ -16,6 +16,7 @@ from eosctl.cluster.model import Kind
 from eosctl.output.records import field_text
 from eosctl.output.terminal import table
 from eosctl.txn import fencing
+from eosctl.txn.rotation import rotations
 
 TABLE_ROWS = 200  # rows per section in table output; JSON is always complete
 
@@ -25,6 +26,15 @@ def log_document(plog: Any, window: tuple[int, int, bool] | None,
     """The stable JSON form of a scanned partition (see the module docstring); ``records``: with --records,
     the data records of the window as eosctl.inspection.records documents them."""
     d = plog.to_dict()
+    rotated = rotations(plog)
+    producers = [{**_producer_doc(d["producers"][str(pid)], p), "continues_producer_id": rotated.get(pid)}
+                 for pid, p in sorted(plog.producers.items())]
+    # The coordinator names only the id a rotated transactional id moved to: its old id takes that name.
+    named = {p["producer_id"]: p.get("transactional_id") for p in producers}
+    for new, old in rotated.items():
+        for p in producers:
+            if p["producer_id"] == old and not p.get("transactional_id") and named.get(new):
+                p["transactional_id"] = named[new]
     return {
         "topic": plog.topic,
         "partition": plog.partition,
@@ -44,8 +54,7 @@ def log_document(plog: Any, window: tuple[int, int, bool] | None,
                      "producer_epoch": t.producer_epoch if t.marker_epoch is None else t.marker_epoch}
                     for t in sorted(plog.transactions, key=lambda t: t.marker_offset or -1)
                     if t.marker_offset is not None],
-        "producers": [_producer_doc(d["producers"][str(pid)], p)
-                      for pid, p in sorted(plog.producers.items())],
+        "producers": producers,
         "batches": d["batches"],
         "batches_window": None if window is None else {"from": window[0], "to": window[1],
                                                         "complete": window[2]},
@@ -129,12 +138,12 @@ def render_log(out: Any, doc: dict[str, Any]) -> None:
         out.print(more)
     out.print(table("Producers", ["pid", "transactional id", "epochs", "batches", "records", "last sequence",
                                   "last timestamp", "open txn from", "txn protocol", "fencing"],
-                    [(p["producer_id"], safetext.text(p.get("transactional_id") or "-"),
+                    [(_pid(p), safetext.text(p.get("transactional_id") or "-"),
                       epochs_text(p["epochs"], p["earlier_epochs"]), p["batches"],
                       p["records"], p["last_sequence"], _ts(p["last_timestamp"]), p["open_txn_first_offset"],
                       p["protocol"], p["fencing_events"])
                      for p in doc["producers"]]))
-    events = sorted(_events(doc["producers"]), key=lambda e: (e[0], e[1]))
+    events = sorted([*_events(doc["producers"]), *_rotation_events(doc)], key=lambda e: (e[0], e[1]))
     if events:
         rows, more = _capped([(o, pid, text) for o, pid, text in events])
         out.print(table("Epoch timeline and anomalies", ["offset", "pid", "event"], rows))
@@ -142,6 +151,26 @@ def render_log(out: Any, doc: dict[str, Any]) -> None:
             out.print(more)
     for w in doc["warnings"]:
         out.print(Text.assemble(("warning:", "yellow"), " ", safetext.text(w)))
+
+
+def _pid(p: dict[str, Any]) -> str:
+    old = p.get("continues_producer_id")
+    return str(p["producer_id"]) if old is None else f"{p['producer_id']} (continues {old})"
+
+
+def _rotation_events(doc: dict[str, Any]) -> list[tuple[int, int, str]]:
+    """A producer-id rotation (eosctl.txn.rotation) at the new id's first transaction: the same session
+    going on, so it is told as that, never as a new instance or a take-over."""
+    out = []
+    for p in doc["producers"]:
+        old = p.get("continues_producer_id")
+        firsts = [t["first_offset"] for t in doc["transactions"] if t["producer_id"] == p["producer_id"]]
+        if old is not None and firsts:
+            out.append((min(firsts), p["producer_id"],
+                        f"producer-id rotation: continues producer id {old}, whose epochs ran out (its "
+                        "marker at 32767; transactions v2, KAFKA-18660): one session going on, not a new "
+                        "instance"))
+    return out
 
 
 def _cell(s: str | None, decoded: dict[str, Any] | None = None, width: int = 40) -> Text | str:

@@ -89,6 +89,7 @@ class SinkReader(Protocol):
     """Read-only queries over one sink at one read point. Use as a context manager, or call close()."""
 
     source: str  # the sink as the user named it, for messages
+    sink: Sink  # its config, with the column names as the sink spells them
     read_point: ReadPoint
     # A query of one partition passes over every row of the sink (a PostgreSQL table with no index to
     # find a partition's rows by): a task then reads its partitions together (auditors.task).

@@ -130,7 +130,8 @@ class DuckDBTail:
             caught_up = hi >= top
             if caught_up:
                 s.stored = reader.stored_offsets()
-                s.offsets_invalid = [f for f in reader.invalid_rows() if f.detail.startswith("offsets table")]
+                s.offsets_invalid = [f for f in reader.invalid_rows()
+                                     if _detail(f).startswith("offsets table")]
         except SinkError:
             raise
         except Exception as e:
@@ -161,10 +162,10 @@ class DuckDBTail:
         s = self.state
         offset_problem = self.sink.offset_column + " "
         for f in reader.invalid_rows():
-            if f.detail.startswith("offsets table"):
+            if _detail(f).startswith("offsets table"):
                 continue
             _merge_invalid(s.invalid, f)
-            if f.topic is not None and f.partition is not None and f.detail.startswith(offset_problem):
+            if f.topic is not None and f.partition is not None and _detail(f).startswith(offset_problem):
                 # a row of a valid partition with an invalid offset: in its summary, in no island
                 tp = (f.topic, f.partition)
                 s.bad_offsets[tp] = s.bad_offsets.get(tp, 0) + f.count
@@ -278,14 +279,18 @@ def _append(into: list[OffsetIsland], islands: list[OffsetIsland]) -> None:
             into.append(i)
 
 
+def _detail(f: Finding) -> str:
+    return f.detail or ""  # an invalid_row finding always has one
+
+
 def _merge_invalid(into: dict[tuple, Finding], f: Finding) -> None:
     """Findings of one kind of bad row add up; the example shown is the smallest (as one query gives)."""
-    what, _, example = f.detail.partition(" (e.g. ")
+    what, _, example = _detail(f).partition(" (e.g. ")
     key = (f.topic, f.partition, what)
     old = into.get(key)
     if old is None:
         into[key] = f
         return
-    old_example = old.detail.partition(" (e.g. ")[2]
+    old_example = _detail(old).partition(" (e.g. ")[2]
     detail = old.detail if not example or (old_example and old_example <= example) else f.detail
     into[key] = replace(old, count=old.count + f.count, detail=detail)

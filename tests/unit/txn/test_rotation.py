@@ -96,3 +96,33 @@ def test_a_rotation_on_an_abort_is_no_take_over():
     assert bump_verdict(p, bump) == (
         False, "transactions v2: the id's epoch ran out (32767): the coordinator moved it to a new "
                "producer id at epoch 0 (KAFKA-18660)")
+
+
+def test_eosctl_log_names_the_new_id_as_the_old_ones_rotation():
+    from eosctl.output.log import log_document, render_log
+
+    log = rotated_log()
+    log.producers[Q].transactional_id = "app-0"  # the coordinator knows only the id it moved to
+    doc = log_document(log, None)
+    by_pid = {p["producer_id"]: p for p in doc["producers"]}
+    assert [(pid, p["continues_producer_id"], p["transactional_id"], p["fencing_events"])
+            for pid, p in by_pid.items()] == [(P, None, "app-0", 0), (Q, P, "app-0", 0), (11, None, None, 0)]
+    console = Console(width=240, record=True)
+    render_log(console, doc)
+    text = console.export_text()
+    assert f"{Q} (continues {P})" in text
+    assert ("producer-id rotation: continues producer id 7, whose epochs ran out (its marker at 32767; "
+            "transactions v2, KAFKA-18660): one session going on, not a new instance") in text
+    assert "TAKEOVER" not in text and "took the id over" not in text
+
+
+def test_explain_names_the_new_id_as_the_old_ones_rotation():
+    from eosctl.inspection.explain import Facts, offset_document
+
+    doc = offset_document(Facts(rotated_log(), 4))
+    assert doc["producer"]["producer_id"] == Q and doc["producer"]["continues_producer_id"] == P
+    assert ("Producer 9 continues producer id 7: the coordinator moved the transactional id to it when that "
+            "id's epochs ran out (transactions v2, KAFKA-18660), one session going on, not a new instance."
+            ) in doc["summary"]
+    other = offset_document(Facts(rotated_log(), 6))  # producer 11: new at epoch 0, no rotation
+    assert other["producer"]["continues_producer_id"] is None and "continues" not in other["summary"]
