@@ -80,7 +80,7 @@ def tui(
     else:
         source = live_source(config, pipeline, bootstrap, topics, group, max_age)
     from tui.app import EosApp  # lazy: tui.app 462 ms at start-up
-    from tui.ending import Ending
+    from tui.ending import Ending  # lazy: tui.ending 15 ms at start-up (tui.app imports it too)
 
     status = EosApp(source, refresh_seconds=refresh, ending=Ending(stop_work=_stop_audits)).serve()
     if status:
