@@ -158,7 +158,7 @@ def freeze(sink: Sink, cluster: Cluster, directory: str) -> Sink:
     pairings = pair(replace(sink, kafka_cluster=cluster), committed=False)
     topic = sink.stage_topics[0]
     rows: dict[str, list] = {n: [] for n in kafka_topic.COLUMNS}
-    late: list[list[int]] = []
+    late: list[list[Any]] = []  # [partition, [offsets]]
     for p, found in pairings.items():
         held = found.out_of_order
         late += [[p, [o for o in held if first <= o <= last]] for first, last, _ in found.late_runs]
