@@ -333,6 +333,8 @@ class EosApp(Scheduled):
     @on(AuditView.OpenLog)
     def _open_finding(self, event: AuditView.OpenLog) -> None:
         f = event.finding
+        if f.topic is None or f.partition is None or f.first_offset is None or f.last_offset is None:
+            return  # no offsets to show (the view sends none such: an invalid row no partition owns)
         why = None if f.cause is None else Text(term(f"cause: {f.cause.summary}"), style="yellow")
         self.open_log(f.topic, f.partition, f.first_offset, f.last_offset, why)
 
