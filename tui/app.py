@@ -88,6 +88,21 @@ class EosApp(Scheduled):
             self.worker = worker
             self.error = error
 
+    class RecordsRead(Message):
+        """The Log tab's records worker read the data records of (topic, partition) from ``first``."""
+
+        def __init__(self, topic: str, partition: int, first: int, records: list[dict[str, Any]]) -> None:
+            super().__init__()
+            self.topic, self.partition, self.first, self.records = topic, partition, first, records
+
+    class RecordsFailed(Message):
+        """The Log tab's records worker could not read them; ``error`` says why in one line."""
+
+        def __init__(self, worker: Worker, error: str) -> None:
+            super().__init__()
+            self.worker = worker
+            self.error = error
+
     class Audited(Message):
         """The audit the user started is done: its report, formatted for the Audit tab."""
 
@@ -312,6 +327,33 @@ class EosApp(Scheduled):
         if not self._shutting_down() and not event.worker.is_cancelled:
             self.log_view.query_one("#log-summary", Static).update(
                 Text(f"cannot read the log: {term(event.error)}", style="bold red")
+            )
+
+    @on(LogView.RecordsWanted)
+    def _records_wanted(self, event: LogView.RecordsWanted) -> None:
+        self._records_worker(event.topic, event.partition, event.first, event.end)
+
+    @work(thread=True, group="records", exclusive=True, exit_on_error=False)
+    def _records_worker(self, topic: str, partition: int, first: int, end: int) -> None:
+        worker = get_current_worker()
+        reader = getattr(self.source, "records", None)
+        try:
+            records = reader(topic, partition, first, end) if reader is not None else []
+        except Exception as e:  # the Log tab says why; the app goes on
+            self.post_message(self.RecordsFailed(worker, one_line(e)))
+        else:
+            self.post_message(self.RecordsRead(topic, partition, first, records))
+
+    @on(RecordsRead)
+    def _records_read(self, event: RecordsRead) -> None:
+        if not self._shutting_down():  # the view drops records of a range it no longer shows
+            self.log_view.show_records(event.topic, event.partition, event.first, event.records)
+
+    @on(RecordsFailed)
+    def _records_failed(self, event: RecordsFailed) -> None:
+        if not self._shutting_down() and not event.worker.is_cancelled:
+            self.log_view.query_one("#log-summary", Static).update(
+                Text(f"cannot read the records: {term(event.error)}", style="bold red")
             )
 
     def open_log(self, topic: str, partition: int, first: int, last: int, why: Text | None = None) -> None:
