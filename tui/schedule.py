@@ -4,20 +4,24 @@ never blocks, and what the status line and the banner say about it (refreshing, 
 the last error).
 
 ``Scheduled`` is the App's half that keeps time; ``tui.app.EosApp`` adds the screens and the navigation,
-and says what a refresh is for: ``prepare`` (in the worker) and ``apply`` (on the UI thread).
+and says what a refresh is for: ``prepare`` (in the worker) and ``apply`` (on the UI thread). What the status
+line says is computed from the reactive state below (``compute_status``) and drawn by its watcher; the
+worker hands its result back as a message (``Fetched``, ``FetchFailed``).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
 from textual import on, work
 from textual.app import App
+from textual.message import Message
+from textual.reactive import var
 from textual.widgets import Static
-from textual.worker import Worker, WorkerState
 
 from eosctl.base.safetext import term
 from tui import fmt
@@ -34,8 +38,40 @@ STALE_FACTOR = 3.0
 STALE_MIN_SECONDS = 10.0
 
 
+@dataclass(frozen=True)
+class Banner:
+    """The line under the status line: an error (red) or a warning (``warn``: amber)."""
+
+    message: str
+    level: str = "error"
+
+
 class Scheduled(App[None]):
     """An App refreshed from a DataSource on a schedule (see the module's docstring)."""
+
+    # The Dashboard shown (None: no reading yet); never compared when set (10k partitions).
+    dash: var[Dashboard | None] = var(None, always_update=True)
+    paused: var[bool] = var(False)
+    error: var[str | None] = var(None)  # the last refresh's failure, in one line; None after a success
+    fetching_since: var[float | None] = var(None)  # when the refresh under way started
+    now: var[float] = var(0.0)  # the 1 s tick's reading of the clock: the status line's age moves with it
+    banner: var[Banner | None] = var(None)
+    status: var[Text] = var(Text)  # computed (compute_status)
+
+    class Fetched(Message):
+        """A refresh read the source: the Dashboard and what ``prepare`` made of it."""
+
+        def __init__(self, dash: Dashboard, prepared: Any) -> None:
+            super().__init__()
+            self.dash = dash
+            self.prepared = prepared
+
+    class FetchFailed(Message):
+        """A refresh failed; ``error`` says why in one line."""
+
+        def __init__(self, error: str) -> None:
+            super().__init__()
+            self.error = error
 
     def __init__(
         self, source: DataSource, refresh_seconds: float = 5.0, clock: Callable[[], float] = time.time
@@ -44,10 +80,6 @@ class Scheduled(App[None]):
         self.source = source
         self.refresh_seconds = max(0.5, refresh_seconds)
         self.clock = clock
-        self.dash: Dashboard | None = None
-        self.paused = False
-        self.error: str | None = None
-        self.fetching_since: float | None = None
         self.next_fetch_at = 0.0
 
     # ---- what a refresh is for: the app's screens say ----------------------------------------------
@@ -59,9 +91,6 @@ class Scheduled(App[None]):
     def apply(self, dash: Dashboard, prepared: Any = None) -> None:
         """Hand a fresh Dashboard to the screens (UI thread)."""
         raise NotImplementedError
-
-    def worker_changed(self, worker: Worker) -> None:
-        """A worker of another group than the refresh's changed state (UI thread)."""
 
     def fetch_failed(self, error: str) -> None:
         """A live refresh failed with ``error`` (UI thread; the banner says so already)."""
@@ -81,9 +110,9 @@ class Scheduled(App[None]):
     def _tick(self) -> None:
         if self._shutting_down():
             return
-        now = self.clock()
+        now = self.now = self.clock()
         if self.fetching_since is not None and now - self.fetching_since > SLOW_SECONDS:
-            self._banner(
+            self.banner = Banner(
                 f"the broker is slow: no answer for {now - self.fetching_since:.0f}s "
                 f"(still trying; showing data from {fmt.clock(self.dash.taken_at if self.dash else None)})"
             )
@@ -94,50 +123,48 @@ class Scheduled(App[None]):
             and now >= self.next_fetch_at
         ):
             self.fetch()
-        self._status()
 
     def fetch(self) -> None:
         if self.fetching_since is not None:
             return
         self.fetching_since = self.clock()
-        self._status()
         self._fetch_worker()
 
     @work(thread=True, group="fetch", exit_on_error=False)
-    def _fetch_worker(self) -> tuple[Dashboard, Any]:
-        dash = self.source.fetch()
-        return dash, self.prepare(dash)
+    def _fetch_worker(self) -> None:
+        try:
+            dash = self.source.fetch()
+            prepared = self.prepare(dash)
+        except Exception as e:  # a refresh that fails is the banner's news, never the app's end
+            self.post_message(self.FetchFailed(one_line(e)))  # post_message is thread-safe
+        else:
+            self.post_message(self.Fetched(dash, prepared))
 
-    @on(Worker.StateChanged)
-    def _worker_done(self, event: Worker.StateChanged) -> None:
+    @on(Fetched)
+    def _fetched(self, event: Fetched) -> None:
         if self._shutting_down():
             return
-        worker = event.worker
-        if worker.group != "fetch":
-            self.worker_changed(worker)
-        elif worker.state in (WorkerState.SUCCESS, WorkerState.ERROR):
-            self._fetch_done(worker)
-
-    def _fetch_done(self, worker: Worker) -> None:
         self.fetching_since = None
-        if worker.state is WorkerState.SUCCESS:
-            self.error = None
-            self._banner(None)
-            self.next_fetch_at = self.clock() + self.refresh_seconds
-            self.apply(*worker.result)
+        self.error = None
+        self.banner = None
+        self.next_fetch_at = self.clock() + self.refresh_seconds
+        self.apply(event.dash, event.prepared)
+
+    @on(FetchFailed)
+    def _fetch_failed(self, event: FetchFailed) -> None:
+        if self._shutting_down():
+            return
+        self.fetching_since = None
+        self.error = event.error
+        self.next_fetch_at = self.clock() + min(RETRY_SECONDS, self.refresh_seconds)
+        if self.source.is_snapshot:
+            self.banner = Banner(f"cannot open the snapshot: {self.error}")
         else:
-            self.error = one_line(worker.error)
-            self.next_fetch_at = self.clock() + min(RETRY_SECONDS, self.refresh_seconds)
-            if self.source.is_snapshot:
-                self._banner(f"cannot open the snapshot: {self.error}")
-            else:
-                since = f"; showing data from {fmt.clock(self.dash.taken_at)}" if self.dash else ""
-                self._banner(
-                    f"{self.error} (retrying every {min(RETRY_SECONDS, self.refresh_seconds):.0f}s"
-                    f"{since})"
-                )
-                self.fetch_failed(self.error)
-        self._status()
+            since = f"; showing data from {fmt.clock(self.dash.taken_at)}" if self.dash else ""
+            self.banner = Banner(
+                f"{self.error} (retrying every {min(RETRY_SECONDS, self.refresh_seconds):.0f}s{since})"
+            )
+            self.fetch_failed(self.error)
 
     def action_refresh_now(self) -> None:
         if self.source.is_snapshot and self.dash is not None:
@@ -149,14 +176,15 @@ class Scheduled(App[None]):
         if self.source.is_snapshot:
             self.notify("a snapshot is never refreshed")
             return
-        self.paused = not self.paused
-        if not self.paused:
+        if self.paused:
             self.next_fetch_at = 0.0
-        self._status()
+        self.paused = not self.paused
 
     # ---- status line and banner --------------------------------------------------------------------
 
-    def _status_text(self) -> Text:
+    def compute_status(self) -> Text:
+        """The status line: live or snapshot, what is shown and how old, refreshing or paused. Textual
+        computes it again whenever a reactive attribute of the app changes (the tick's ``now`` included)."""
         src = self.source
         t = Text()
         if src.is_snapshot:
@@ -191,14 +219,18 @@ class Scheduled(App[None]):
         limit = max(STALE_MIN_SECONDS, STALE_FACTOR * self.refresh_seconds)
         return age if self.error is not None or age > limit else None
 
-    def _status(self) -> None:
-        self.query_one("#status", Static).update(self._status_text())
+    # The watchers find no widget while the app composes (the status is computed first then): nothing to
+    # draw yet.
 
-    def _banner(self, message: str | None, level: str = "error") -> None:
-        banner = self.query_one("#banner", Static)
-        banner.set_class(message is not None, "shown")
-        banner.set_class(level == "warn", "warn")
-        banner.update(Text(f"! {term(message)}") if message else "")  # errors quote names from the cluster
+    def watch_status(self, status: Text) -> None:
+        for line in self.query("#status").results(Static):
+            line.update(status)
+
+    def watch_banner(self, banner: Banner | None) -> None:
+        for line in self.query("#banner").results(Static):
+            line.set_class(banner is not None, "shown")
+            line.set_class(banner is not None and banner.level == "warn", "warn")
+            line.update(Text(f"! {term(banner.message)}") if banner else "")  # errors quote cluster names
 
 
 def one_line(error: BaseException | None) -> str:

@@ -1,4 +1,4 @@
-"""The TUI ends with os._exit once its grace is over (eosctl.commands.tui_cmd): a thread still inside a
+"""The TUI ends with os._exit once its grace is over (tui.ending): a thread still inside a
 temp_dir block (an audit waiting on its dead pool, its frozen sink copy open) runs no `finally`, so the
 copy is removed before the process ends (ci9 found one left under three xdist workers' load)."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 PROGRAM = textwrap.dedent("""
     import sys, threading
     from eosctl.base.files import temp_dir
-    from eosctl.commands import tui_cmd
+    from tui.ending import end_now
 
     inside = threading.Event()
 
@@ -25,7 +25,7 @@ PROGRAM = textwrap.dedent("""
 
     threading.Thread(target=audit, daemon=True).start()
     assert inside.wait(10), "the thread never entered its temp dir"
-    tui_cmd._end_now(143)
+    end_now(143)
 """)
 
 

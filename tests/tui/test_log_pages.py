@@ -1,0 +1,46 @@
+"""The Log tab shows the partition asked for last: a page of another partition that its worker still read
+after the user moved on is dropped when it arrives (the Log tab's worker is exclusive; the message of a
+worker that was replaced is not shown)."""
+
+from __future__ import annotations
+
+import threading
+
+from synthetic import SyntheticSource
+from tuihelp import started, sync, until
+
+
+class SlowFirstPartition(SyntheticSource):
+    """Partition 1's log answers only once ``release`` is set; the others at once."""
+
+    def __init__(self) -> None:
+        super().__init__(4)
+        self.release = threading.Event()
+        self.answered = threading.Event()  # partition 1's page was read (late)
+
+    def partition_log(self, topic, partition, around):
+        if partition == 1:
+            self.release.wait(30)
+            self.answered.set()
+        return super().partition_log(topic, partition, around)
+
+
+@sync
+async def test_a_late_page_of_the_partition_asked_for_before_is_not_shown():
+    from tui.app import EosApp
+
+    source = SlowFirstPartition()
+    app = EosApp(source, refresh_seconds=60)
+    async with started(app, (120, 30)) as pilot:
+        app.paused = True
+        app.open_log(source.topic, 1, 5, 5)
+        await pilot.pause(0.2)
+        app.open_log(source.topic, 2, 5, 5)
+        log = app.view("log")
+        await until(pilot, lambda: log.plog is not None and log.plog.partition == 2, "partition 2's page")
+        source.release.set()
+        await until(pilot, source.answered.is_set, "partition 1's late page")
+        await pilot.pause(0.3)  # its message is handled meanwhile
+        await pilot.pause(0.3)
+        assert (log.plog.topic, log.plog.partition) == (source.topic, 2)
+        assert log.current == (source.topic, 2)
