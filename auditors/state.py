@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from auditors.engine import engine_facts
+from auditors.statecols import Verdict, judge_tables, raw_row_table, record_table, row_table
 from eosctl.base.errors import BrokerError, ConfigError
 from eosctl.base.progress import Progress, Step, silent
 from eosctl.cluster.logscan import scan_partitions
@@ -25,9 +26,9 @@ from eosctl.cluster.offsets import committed_offsets
 from eosctl.cluster.wire import WireClient
 from eosctl.config.model import Cluster, Sink
 from eosctl.report.findings import ABORTED, COMMITTED, KINDS, OPEN, AuditReport, PartitionSummary
-from eosctl.rules import aggregate
+from eosctl.report.readpoint import ReadPoint
 from eosctl.rules import stateids as ids
-from eosctl.rules.upsert import StateRecord, StateRow, judge
+from eosctl.rules.upsert import StateRecord, StateRow
 from eosctl.sink import frozen, shown
 from eosctl.sink.kafka_topic import records
 from eosctl.sink.state import read_rows, topic_rows, unsupported
@@ -41,6 +42,31 @@ def audit_state(target: Any, sink: Sink, *, progress: Progress = silent, fail_on
                 started: float | None = None) -> AuditReport:
     """The report of a state sink against the target's cluster, topics and (its read point) group."""
     t_start = started if started is not None else time.monotonic()
+    check_state_sink(sink)
+    progress(Step(PHASE_SINK))
+    t = time.monotonic()
+    rows, point = sink_rows(sink)
+    progress(Step(PHASE_LOG))
+    logs = scan_logs(target.cluster, target.topics)
+    recs = record_table(sink, logs, read_records(target.cluster, logs))
+    bounds = read_point(target.cluster, target.group, logs)
+    prepare_s = time.monotonic() - t
+    import duckdb  # lazy: duckdb 44 ms to import
+
+    from eosctl.sink.relation import NO_EXTENSION_DOWNLOADS  # lazy: eosctl.sink.relation 60 ms to import
+
+    with duckdb.connect(config=NO_EXTENSION_DOWNLOADS) as con:
+        con.register("recs", recs)
+        con.register("state_rows_now", rows)
+        verdict = judge_tables(con, sink, logs, bounds, recs="recs", rows="state_rows_now",
+                               topic=only_topic(target))
+    progress(Step("done", 1, 1))
+    engine = engine_facts({"name": "local", "workers": 1}, len(logs), prepare_s, 0.0, {})
+    return state_report(target, sink, logs, verdict, point, engine, fail_on, t_start)
+
+
+def check_state_sink(sink: Sink) -> None:
+    """One line (exit 2) where a state sink's config asks what a state audit cannot judge."""
     problem = unsupported(sink)
     if problem is not None:
         raise ConfigError(problem)
@@ -48,65 +74,40 @@ def audit_state(target: Any, sink: Sink, *, progress: Progress = silent, fail_on
     if offsets_only:
         raise ConfigError(f"{offsets_only[0]} judges a sink of offsets; a state sink (mode = {sink.mode!r}) "
                           f"has none: remove it")
+
+
+def only_topic(target: Any) -> str | None:
+    """The topic an unknown key is told under: the pipeline's only one, else none."""
+    return target.topics[0] if len(target.topics) == 1 else None
+
+
+def sink_rows(sink: Sink) -> tuple[Any, ReadPoint]:
+    """The state sink's rows as columns (auditors.statecols: k0.., v0.., ver) and its read point: a table
+    read from one frozen copy, or a compacted topic's latest record per key."""
     keys, values = ids.key_columns(sink), ids.value_columns(sink)
     key_key = "key_fields" if sink.key_fields else "key_column"
     value_key = ("aggregate.column" if sink.mode == "aggregate" else "value_fields" if sink.value_fields
                  else "value_column" if sink.value_column else "value_hash_column")
-    progress(Step(PHASE_SINK))
-    t = time.monotonic()
     if sink.kafka_topic is not None:  # a compacted topic: its records, keyed and valued as the source's
         pairs, point = topic_rows(sink)
-        rows = [_topic_row(sink, k, v, values) for k, v in pairs]
-    else:
-        version = [(sink.version_column, "version_column")] if sink.version_column else []
-        with frozen(sink) as fixed:
-            raw, point = read_rows(fixed, [(c, key_key) for c in keys] + [(c, value_key) for c in values]
-                                   + version)
-        hashed = bool(sink.value_hash_column) and not sink.value_fields and sink.mode == "upsert"
-        rows = [_row(r[:len(r) - len(version)], len(keys), values, hashed, _int(r[-1]) if version else None)
-                for r in raw]
-    progress(Step(PHASE_LOG))
-    logs = scan_logs(target.cluster, target.topics)
-    records = list(state_records(sink, logs, read_records(target.cluster, logs)))
-    bounds = read_point(target.cluster, target.group, logs)
-    prepare_s = time.monotonic() - t
-    topic = target.topics[0] if len(target.topics) == 1 else None
+        return row_table(sink, [_topic_row(sink, k, v, values) for k, v in pairs]), point
+    version = [(sink.version_column, "version_column")] if sink.version_column else []
+    with frozen(sink) as fixed:
+        columns = [(c, key_key) for c in keys] + [(c, value_key) for c in values] + version
+        raw, point = read_rows(fixed, columns)
+    return raw_row_table(sink, raw, bool(version)), point
 
-    def shown_key(k: Any) -> str:
-        return ids.key_text(keys, k)
 
-    if sink.aggregate is not None and sink.mode == "aggregate":
-        judged = aggregate.judge(records, rows, bounds, sink.aggregate.fn, field=sink.aggregate.field,
-                                 shown_key=shown_key, topic=topic)
-    else:
-        judged = judge(records, rows, bounds, shown_key=shown_key, topic=topic)
-    where: dict[Any, TP] = {r.key: r.tp for r in records}
-    sink_rows: dict[TP, int] = {}
-    for r in rows:
-        if r.key in where:
-            sink_rows[where[r.key]] = sink_rows.get(where[r.key], 0) + 1
+def state_report(target: Any, sink: Sink, logs: Mapping[TP, PartitionLog], verdict: Verdict, point: ReadPoint,
+                 engine: dict[str, Any], fail_on: tuple[str, ...], t_start: float) -> AuditReport:
+    """The audit's report: each source partition's summary (its expected keys and the rows of keys last
+    written there) and the findings."""
     summaries = [PartitionSummary(t, p, log.log_start_offset, log.last_stable_offset, log.high_watermark,
-                                  judged.expected_keys.get((t, p), 0), sink_rows.get((t, p), 0))
+                                  verdict.expected_keys.get((t, p), 0), verdict.sink_rows.get((t, p), 0))
                  for (t, p), log in logs.items()]
-    progress(Step("done", 1, 1))
-    engine = engine_facts({"name": "local", "workers": 1}, len(logs), prepare_s, 0.0, {})
-    return AuditReport.build(summaries, judged.findings, fail_on, sink=f"{shown(sink)} ({sink.table})",
+    return AuditReport.build(summaries, verdict.findings, fail_on, sink=f"{shown(sink)} ({sink.table})",
                              sink_read_point=point, group=target.group, engine=engine,
                              elapsed_seconds=time.monotonic() - t_start)
-
-
-def _row(r: tuple, nkeys: int, values: tuple[str, ...], hashed: bool, version: int | None) -> StateRow:
-    value = ids.row_tuple(r[nkeys:], hashed) if values else None
-    return StateRow(ids.row_tuple(r[:nkeys]), value,
-                    ids.value_text(values, value) if values else "a row (values not compared)", version)
-
-
-def _int(v: Any) -> int | None:
-    """A version column's value as an offset; None where it holds none (NULL, text that is no integer)."""
-    try:
-        return None if v is None or isinstance(v, bool) else int(v)
-    except (TypeError, ValueError):
-        return None
 
 
 def _topic_row(sink: Sink, key: bytes | None, value: bytes | None, values: tuple[str, ...]) -> StateRow:

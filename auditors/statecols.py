@@ -1,0 +1,304 @@
+"""A state sink's records and rows as columns, judged per key in DuckDB, the rules of Python only where a
+key may have a finding.
+
+Both the full state audit (auditors.state) and the incremental one (auditors.stateinc) keep the source
+records as one table (``recs``: t, p, o, ts, st, pid, ep, d, nv, s, k0.., v0..: the record's place, its
+timestamp, its transaction's outcome (COMMITTED 1, ABORTED 2, OPEN 3) and writer, whether it deletes the
+key, whether its value is null, its value for people where the sink compares no values, its key and value
+as the sink's columns hold them, eosctl.rules.stateids) and the table's rows as another (``rows``: k0..,
+v0.., ver). One pass of SQL finds, per key, its latest settled record and what is in flight, and marks
+the keys whose every row (or no row) is certainly what eosctl.rules.upsert / aggregate would pass: a
+clean key costs no Python object. The other keys (a row that differs, a missing or an unknown key, a key
+in several partitions, a row with a version the fast path does not decide) are judged by those rules on
+their whole history, so the findings are exactly theirs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from eosctl.cluster.model import TP, Kind, PartitionLog
+from eosctl.config.model import Sink
+from eosctl.report.findings import ABORTED, COMMITTED, OPEN, Finding
+from eosctl.rules import aggregate
+from eosctl.rules import stateids as ids
+from eosctl.rules.upsert import StateRecord, StateRow, judge
+
+_CODE = {Kind.DATA: 1, Kind.ABORTED: 2, Kind.OPEN: 3}
+_STATUS = {1: COMMITTED, 2: ABORTED, 3: OPEN}
+OPEN_CODE = 3
+# The fast path passes a fold when the float fold is this close (the rule's own tolerance is 1e-9) and
+# the records' magnitudes do not cancel (a float sum that cancels is checked exactly, by the rule).
+_CLOSE = 1e-12
+
+
+@dataclass(frozen=True)
+class Shape:
+    """How many key and value columns a sink's records and rows have (no value columns: keys only)."""
+
+    nkeys: int
+    nvalues: int
+
+    @classmethod
+    def of(cls, sink: Sink) -> Shape:
+        return cls(len(ids.key_columns(sink)), len(ids.value_columns(sink)))
+
+    @property
+    def keys(self) -> list[str]:
+        return [f"k{i}" for i in range(self.nkeys)]
+
+    @property
+    def values(self) -> list[str]:
+        return [f"v{i}" for i in range(self.nvalues)]
+
+    def record_schema(self) -> Any:
+        import pyarrow as pa  # lazy: pyarrow 50 ms to import
+
+        return pa.schema([("t", pa.string()), ("p", pa.int32()), ("o", pa.int64()), ("ts", pa.int64()),
+                          ("st", pa.int8()), ("pid", pa.int64()), ("ep", pa.int32()), ("d", pa.bool_()),
+                          ("nv", pa.bool_()), ("s", pa.string()),
+                          *((c, pa.string()) for c in self.keys), *((c, pa.string()) for c in self.values)])
+
+    def record_ddl(self, name: str) -> str:
+        cols = ", ".join([*(f"{c} VARCHAR" for c in self.keys), *(f"{c} VARCHAR" for c in self.values)])
+        return (f"CREATE TABLE IF NOT EXISTS {name} (t VARCHAR, p INTEGER, o BIGINT, ts BIGINT, st TINYINT, "
+                f"pid BIGINT, ep INTEGER, d BOOLEAN, nv BOOLEAN, s VARCHAR, {cols})")
+
+
+def record_table(sink: Sink, logs: Mapping[TP, PartitionLog], messages: Iterable[Any]) -> Any:
+    """The messages (a read_uncommitted consumer's) as the ``recs`` table (Arrow), each told by its log's
+    classification; records outside a data, aborted or open range, and records without a key, left out
+    (as eosctl.rules.upsert's records)."""
+    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+
+    shape = Shape.of(sink)
+    keys_only = shape.nvalues == 0
+    cols: list[list[Any]] = [[] for _ in range(10 + shape.nkeys + shape.nvalues)]
+    t_, p_, o_, ts_, st_, pid_, ep_, d_, nv_, s_ = cols[:10]
+    kcols, vcols = cols[10:10 + shape.nkeys], cols[10 + shape.nkeys:]
+    record_key, record_value, is_delete = ids.record_key, ids.record_value, ids.is_delete
+    last: tuple[TP | None, Any] = (None, None)
+    for m in messages:
+        tp, offset = (m.topic(), m.partition()), m.offset()
+        if tp != last[0]:
+            last = (tp, logs.get(tp))
+        log = last[1]
+        rng = log.range_at(offset) if log is not None else None
+        code = _CODE.get(rng.kind) if rng is not None else None
+        if code is None:
+            continue
+        key, value, cache = m.key(), m.value(), {}
+        k = record_key(sink, key, value, cache)
+        if all(part is None for part in k):
+            continue  # no key to keep state by
+        v = record_value(sink, key, value, cache)
+        t_.append(tp[0])
+        p_.append(tp[1])
+        o_.append(offset)
+        ts_.append(m.timestamp()[1])
+        st_.append(code)
+        pid_.append(rng.producer_id)
+        ep_.append(rng.producer_epoch)
+        d_.append(is_delete(sink, value, cache))
+        nv_.append(value is None)
+        s_.append(("null" if value is None else ids.shown(value)) if keys_only else None)
+        for c, part in zip(kcols, k, strict=True):
+            c.append(part)
+        if v is not None:
+            for c, part in zip(vcols, v, strict=True):
+                c.append(part)
+    schema = shape.record_schema()
+    return pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(cols, schema, strict=True)],
+                                schema=schema)
+
+
+def row_table(sink: Sink, rows: Iterable[StateRow]) -> Any:
+    """The table's rows (eosctl.rules.upsert.StateRow each) as the ``rows`` table (Arrow)."""
+    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+
+    shape = Shape.of(sink)
+    kc: list[list[Any]] = [[] for _ in range(shape.nkeys)]
+    vc: list[list[Any]] = [[] for _ in range(shape.nvalues)]
+    ver: list[int | None] = []
+    for r in rows:
+        for c, part in zip(kc, r.key, strict=True):
+            c.append(part)
+        if r.value is not None:
+            for c, part in zip(vc, r.value, strict=True):
+                c.append(part)
+        else:
+            for c in vc:
+                c.append(None)
+        ver.append(r.version)
+    return pa.table({**{f"k{i}": pa.array(c, pa.string()) for i, c in enumerate(kc)},
+                     **{f"v{i}": pa.array(c, pa.string()) for i, c in enumerate(vc)},
+                     "ver": pa.array(ver, pa.int64())})
+
+
+def raw_row_table(sink: Sink, raw: list[tuple], version: bool) -> Any:
+    """A table sink's rows as read (key columns, value columns, the version column if ``version``) as the
+    ``rows`` table, each cell in the canonical form eosctl.rules.stateids compares."""
+    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+
+    shape = Shape.of(sink)
+    hashed = bool(sink.value_hash_column) and not sink.value_fields and sink.mode == "upsert"
+    canon = ids.canon
+    out: dict[str, Any] = {}
+    for i in range(shape.nkeys):
+        out[f"k{i}"] = pa.array([canon(r[i]) for r in raw], pa.string())
+    for j in range(shape.nvalues):
+        at = shape.nkeys + j
+        cells = [canon(r[at]) for r in raw]
+        if hashed:
+            cells = [None if c is None else c.lower() for c in cells]
+        out[f"v{j}"] = pa.array(cells, pa.string())
+    out["ver"] = pa.array([_int(r[-1]) for r in raw] if version else [None] * len(raw), pa.int64())
+    return pa.table(out)
+
+
+def _int(v: Any) -> int | None:
+    """A version column's value as an offset; None where it holds none (NULL, text that is no integer)."""
+    try:
+        return None if v is None or isinstance(v, bool) else int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the judge found, and what the partitions' summaries count."""
+
+    findings: list[Finding]
+    expected_keys: dict[TP, int]  # keys whose latest settled record (a value; a fold: counted) is there
+    sink_rows: dict[TP, int]  # rows whose key's latest record is in the partition
+    checked: int  # keys judged by the rules in Python (the others passed in SQL)
+
+
+def judge_tables(con: Any, sink: Sink, logs: Mapping[TP, PartitionLog], bounds: Mapping[TP, int], *,
+                 recs: str, rows: str, topic: str | None) -> Verdict:
+    """The findings of the rows (table ``rows`` in ``con``) against the records (table ``recs``), with
+    ``bounds`` (per partition, the offset below which committed records are settled)."""
+    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+
+    shape = Shape.of(sink)
+    keys, values = shape.keys, shape.values
+    con.register("state_bounds", pa.table({"t": [t for t, _ in bounds], "p": pa.array([p for _, p in bounds],
+                                                                                       pa.int32()),
+                                           "b": pa.array(list(bounds.values()), pa.int64())}))
+    kl = ", ".join(keys)
+    aggregate_mode = sink.mode == "aggregate" and sink.aggregate is not None
+    settled = "st = 1 AND o < b"
+    # Per key: in one partition or several, its latest settled record, what is in flight, its last record.
+    if aggregate_mode:
+        fn = sink.aggregate.fn  # type: ignore[union-attr]
+        x = "TRY_CAST(v0 AS DOUBLE)"
+        part = f"{settled} AND NOT d{'' if fn == 'count' else f' AND {x} IS NOT NULL'}"
+        bad = "0" if fn == "count" else (f"count(*) FILTER (WHERE {settled} AND NOT d AND v0 IS NOT NULL AND "
+                                         f"({x} IS NULL OR NOT isfinite({x})))")
+        per_key = (f"count(*) FILTER (WHERE {settled} AND NOT d) AS cnt, "
+                   f"count({x}) FILTER (WHERE {settled} AND NOT d) AS nx, {bad} AS bad, "
+                   f"{'sum' if fn == 'count' else fn}({x}) FILTER (WHERE {settled} AND NOT d) AS agg, "
+                   f"{'0' if fn == 'count' else f'sum(abs({x})) FILTER (WHERE {settled} AND NOT d)'} AS mag, "
+                   f"arg_max(struct_pack(t := t, p := p), o) FILTER (WHERE {part}) AS ctp1, "
+                   f"arg_max(struct_pack(t := t, p := p), row(ts, t, p, o)) FILTER (WHERE {part}) AS ctp2")
+    else:
+        ev = ", ".join(f"{c} := {c}" for c in ["o", "d", "t", "p", *values])
+        per_key = (f"arg_max(struct_pack({ev}), o) FILTER (WHERE {settled}) AS e1, "
+                   f"arg_max(struct_pack({ev}), row(ts, t, p, o)) FILTER (WHERE {settled}) AS e2, "
+                   f"bool_or(st = 1 AND o >= b AND d) AS fdel, bool_or(st = 1 AND o >= b AND NOT d) AS fnon")
+    con.execute(f"""CREATE OR REPLACE TEMP TABLE state_keys AS
+        SELECT {kl}, min(t) = max(t) AND min(p) = max(p) AS single,
+               arg_max(struct_pack(t := t, p := p), row(ts, t, p, o)) AS last, {per_key}
+        FROM (SELECT r.*, coalesce(s.b, 0) AS b FROM {recs} r LEFT JOIN state_bounds s USING (t, p))
+        GROUP BY ALL""")
+    if aggregate_mode:
+        counted = "(cnt > 0)" if sink.aggregate.fn == "count" else "(nx > 0)"  # type: ignore[union-attr]
+        want = "cnt" if sink.aggregate.fn == "count" else "agg"  # type: ignore[union-attr]
+        found = "TRY_CAST(w.v0 AS DOUBLE)"
+        clean_row = (f"k.single AND w.ver IS NULL AND k.bad = 0 AND {found} IS NOT NULL "
+                     f"AND isfinite({found}) AND {want} IS NOT NULL AND abs({found} - {want}) <= "
+                     f"{_CLOSE} * greatest(1, abs({found}), abs({want})) "
+                     f"AND coalesce(k.mag, 0) <= 1e3 * greatest(1, abs({want}))")
+        expected = f"CASE WHEN {counted} THEN CASE WHEN k.single THEN k.ctp1 ELSE k.ctp2 END END"
+        no_row_clean = f"NOT {counted} AND k.bad = 0"
+    else:
+        e = "CASE WHEN k.single THEN k.e1 ELSE k.e2 END"
+        same_value = " AND ".join(f"k.e1.{c} IS NOT DISTINCT FROM w.{c}" for c in values) or "TRUE"
+        if values:
+            unversioned = f"k.e1 IS NOT NULL AND NOT k.e1.d AND {same_value}"
+        else:
+            unversioned = "(k.e1 IS NOT NULL AND NOT k.e1.d) OR coalesce(k.fnon, FALSE)"
+        versioned = (f"k.e1 IS NOT NULL AND w.ver = k.e1.o AND "
+                     f"({'TRUE' if not values else f'k.e1.d OR ({same_value})'})")
+        clean_row = f"k.single AND CASE WHEN w.ver IS NOT NULL THEN {versioned} ELSE {unversioned} END"
+        expected = (f"CASE WHEN {e} IS NOT NULL AND NOT ({e}).d "
+                    f"THEN struct_pack(t := ({e}).t, p := ({e}).p) END")
+        no_row_clean = "k.single AND (k.e1 IS NULL OR k.e1.d OR coalesce(k.fdel, FALSE))"
+    won = " AND ".join(f"w.{c} IS NOT DISTINCT FROM k.{c}" for c in keys)
+    # The keys the rules judge: a row not certainly clean, a row of no known key, a key without a row
+    # that may be missing, a key of several partitions (applied by timestamp: left to the rule).
+    con.execute(f"""CREATE OR REPLACE TEMP TABLE state_judged AS
+        SELECT {', '.join(f'w.{c} AS {c}' for c in keys)} FROM {rows} w LEFT JOIN state_keys k ON {won}
+        WHERE k.single IS NULL OR NOT coalesce({clean_row}, FALSE)
+        UNION
+        SELECT {', '.join(f'k.{c}' for c in keys)} FROM state_keys k
+        WHERE NOT k.single OR (NOT EXISTS (SELECT 1 FROM {rows} w WHERE {won}) AND NOT ({no_row_clean}))""")
+    expected_keys: dict[TP, int] = {}
+    for t, p, n in con.execute(f"SELECT x.t, x.p, count(*) FROM (SELECT {expected} AS x FROM state_keys k) "
+                               "WHERE x IS NOT NULL GROUP BY ALL").fetchall():
+        expected_keys[(t, p)] = n
+    sink_rows = {(t, p): n for t, p, n in con.execute(
+        f"SELECT k.last.t, k.last.p, count(*) FROM {rows} w JOIN state_keys k ON {won} GROUP BY ALL"
+    ).fetchall()}
+    [(checked,)] = con.execute("SELECT count(*) FROM state_judged").fetchall()
+    findings = _judge_some(con, sink, logs, bounds, recs, rows, topic) if checked else []
+    con.unregister("state_bounds")
+    return Verdict(findings, expected_keys, sink_rows, int(checked))
+
+
+def _judge_some(con: Any, sink: Sink, logs: Mapping[TP, PartitionLog], bounds: Mapping[TP, int], recs: str,
+                rows: str, topic: str | None) -> list[Finding]:
+    """The rules of eosctl.rules.upsert / aggregate on the keys of ``state_judged``: their whole histories."""
+    shape = Shape.of(sink)
+    keys, values = shape.keys, shape.values
+    on = " AND ".join(f"x.{c} IS NOT DISTINCT FROM j.{c}" for c in keys)
+    got = con.execute(f"SELECT x.* FROM {recs} x SEMI JOIN state_judged j ON {on} "
+                      "ORDER BY x.t, x.p, x.o").fetchall()
+    names = [d[0] for d in con.description]
+    at = {n: i for i, n in enumerate(names)}
+    ki, vi = [at[c] for c in keys], [at[c] for c in values]
+    columns = ids.value_columns(sink)
+    markers: dict[tuple[TP, int], list[tuple[int, int, int | None]]] = {}
+    for tp, log in logs.items():
+        for x in log.transactions:
+            span = (x.first_offset, x.last_offset, x.marker_offset)
+            markers.setdefault((tp, x.producer_id), []).append(span)
+    records: list[StateRecord] = []
+    for r in got:
+        tp, offset, status = (r[at["t"]], r[at["p"]]), r[at["o"]], _STATUS[r[at["st"]]]
+        v = tuple(r[i] for i in vi) if values else None
+        shown = "null" if r[at["nv"]] else ids.value_text(columns, v) if v is not None else r[at["s"]]
+        marker = next((mk for first, last, mk in markers.get((tp, r[at["pid"]]), ())
+                       if first <= offset <= last), None) if status != COMMITTED else None
+        records.append(StateRecord(tp[0], tp[1], offset, tuple(r[i] for i in ki), v, r[at["d"]], shown,
+                                   status, r[at["ts"]], r[at["pid"]], r[at["ep"]], marker))
+    row_got = con.execute(f"SELECT x.* FROM {rows} x SEMI JOIN state_judged j ON {on}").fetchall()
+    rnames = [d[0] for d in con.description]
+    rat = {n: i for i, n in enumerate(rnames)}
+    rki, rvi = [rat[c] for c in keys], [rat[c] for c in values]
+    state_rows = []
+    for r in row_got:
+        value = tuple(r[i] for i in rvi) if values else None
+        text = ids.value_text(columns, value) if values else "a row (values not compared)"
+        state_rows.append(StateRow(tuple(r[i] for i in rki), value, text, r[rat["ver"]]))
+    key_columns = ids.key_columns(sink)
+
+    def shown_key(k: Any) -> str:
+        return ids.key_text(key_columns, k)
+
+    if sink.mode == "aggregate" and sink.aggregate is not None:
+        return aggregate.judge(records, state_rows, bounds, sink.aggregate.fn, field=sink.aggregate.field,
+                               shown_key=shown_key, topic=topic).findings
+    return judge(records, state_rows, bounds, shown_key=shown_key, topic=topic).findings
