@@ -207,9 +207,9 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
     if incremental:
         sink, _ = sink_of(target, sink_duckdb, sink_parquet, sink_table)
         sink = replace(sink, **overrides)
-        if sink.mode != "offsets":
-            raise click.UsageError(f"--incremental audits a sink of offsets; this sink keeps state per key "
-                                   f"(mode = {sink.mode!r}), audited whole: drop --incremental")
+        if sink.mode != "offsets" and content_check:
+            raise click.UsageError(f"--content-check compares rows at offsets with their records; this sink "
+                                   f"keeps state per key (mode = {sink.mode!r}): drop --content-check")
         if content_check and not sink.key_column:
             raise click.UsageError("--content-check compares each row's key with its record's: name the key "
                                    "column (--key-column, or key_column in the config's sink)")
@@ -445,6 +445,10 @@ def _run(hops: list[tuple[str, Any, Any]], fmt: str, out: Written, fail_on: tupl
 
             state, full_every, reads, content = incremental
             _, target, sink = hops[0]
+            if sink.mode != "offsets":  # a state sink: its records per key (auditors.stateinc)
+                from auditors.stateinc import audit_state_incremental  # lazy: auditors.stateinc 60 ms
+
+                audit_incremental = audit_state_incremental  # noqa: N806 - the same call, for a state sink
             result = audit_incremental(target, sink, state, full_every=full_every, fail_on=fail_on,
                                        progress=show, started=started, reads=reads, content=content)
         elif sinks:
