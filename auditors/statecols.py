@@ -70,48 +70,193 @@ class Shape:
 def record_table(sink: Sink, logs: Mapping[TP, PartitionLog], messages: Iterable[Any]) -> Any:
     """The messages (a read_uncommitted consumer's) as the ``recs`` table (Arrow), each told by its log's
     classification; records outside a data, aborted or open range, and records without a key, left out
-    (as eosctl.rules.upsert's records)."""
+    (as eosctl.rules.upsert's records). Per message only its fields are taken; its key and value are read
+    column by column (auditors.statecols' _Columns), Python's eosctl.rules.stateids only for the records
+    the columns cannot decide."""
+    import numpy as np  # lazy: numpy 31 ms to import
     import pyarrow as pa  # lazy: pyarrow 50 ms to import
 
     shape = Shape.of(sink)
-    keys_only = shape.nvalues == 0
-    cols: list[list[Any]] = [[] for _ in range(10 + shape.nkeys + shape.nvalues)]
-    t_, p_, o_, ts_, st_, pid_, ep_, d_, nv_, s_ = cols[:10]
-    kcols, vcols = cols[10:10 + shape.nkeys], cols[10 + shape.nkeys:]
-    record_key, record_value, is_delete = ids.record_key, ids.record_value, ids.is_delete
-    last: tuple[TP | None, Any] = (None, None)
+    t_: list[str] = []
+    p_: list[int] = []
+    o_: list[int] = []
+    ts_: list[int] = []
+    k_: list[bytes | None] = []
+    v_: list[bytes | None] = []
     for m in messages:
-        tp, offset = (m.topic(), m.partition()), m.offset()
-        if tp != last[0]:
-            last = (tp, logs.get(tp))
-        log = last[1]
-        rng = log.range_at(offset) if log is not None else None
-        code = _CODE.get(rng.kind) if rng is not None else None
-        if code is None:
-            continue
-        key, value, cache = m.key(), m.value(), {}
-        k = record_key(sink, key, value, cache)
-        if all(part is None for part in k):
-            continue  # no key to keep state by
-        v = record_value(sink, key, value, cache)
-        t_.append(tp[0])
-        p_.append(tp[1])
-        o_.append(offset)
+        t_.append(m.topic())
+        p_.append(m.partition())
+        o_.append(m.offset())
         ts_.append(m.timestamp()[1])
-        st_.append(code)
-        pid_.append(rng.producer_id)
-        ep_.append(rng.producer_epoch)
-        d_.append(is_delete(sink, value, cache))
-        nv_.append(value is None)
-        s_.append(("null" if value is None else ids.shown(value)) if keys_only else None)
-        for c, part in zip(kcols, k, strict=True):
-            c.append(part)
-        if v is not None:
-            for c, part in zip(vcols, v, strict=True):
-                c.append(part)
+        k_.append(m.key())
+        v_.append(m.value())
+    n = len(o_)
+    offsets, parts = np.array(o_, np.int64), np.array(p_, np.int32)
+    code, pid, ep = np.zeros(n, np.int8), np.full(n, -1, np.int64), np.full(n, -1, np.int32)
+    topics = np.array(t_, object)
+    for tp, log in logs.items():
+        at = np.flatnonzero((parts == tp[1]) & (topics == tp[0])) if len(logs) > 1 else np.arange(n)
+        if not len(at) or not log.ranges:
+            continue
+        firsts = np.array([r.first for r in log.ranges], np.int64)
+        lasts = np.array([r.last for r in log.ranges], np.int64)
+        kinds = np.array([_CODE.get(r.kind, 0) for r in log.ranges], np.int8)
+        i = np.searchsorted(firsts, offsets[at], side="right") - 1
+        inside = (i >= 0) & (lasts[np.maximum(i, 0)] >= offsets[at])
+        i = np.maximum(i, 0)
+        code[at] = np.where(inside, kinds[i], 0)
+        pid[at] = np.array([r.producer_id for r in log.ranges], np.int64)[i]
+        ep[at] = np.array([r.producer_epoch for r in log.ranges], np.int32)[i]
+    cols = _Columns(sink, pa.array(k_, pa.binary()), pa.array(v_, pa.binary()))
+    keys = [cols.part(src) for src in _key_sources(sink)]
+    values = cols.values()
+    keep = code > 0
+    if keys:  # a key with every part null is no key to keep state by
+        none = np.ones(n, bool)
+        for k in keys:
+            none &= np.asarray(k.is_null(), bool)
+        keep &= ~none
+    idx = pa.array(np.flatnonzero(keep))
+    null_value = np.array([v is None for v in v_], bool)
+    shown = cols.shown() if shape.nvalues == 0 else pa.nulls(n, pa.string())
+    arrays = [pa.array(t_, pa.string()), pa.array(parts), pa.array(offsets), pa.array(ts_, pa.int64()),
+              pa.array(code), pa.array(pid), pa.array(ep), cols.deletes(), pa.array(null_value), shown,
+              *keys, *values]
     schema = shape.record_schema()
-    return pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(cols, schema, strict=True)],
-                                schema=schema)
+    return pa.Table.from_arrays([a.take(idx) for a in arrays], schema=schema)
+
+
+def _key_sources(sink: Sink) -> list[str]:
+    """What each key column holds of a record ("key", "key.PATH", "value.PATH")."""
+    return [src for _, src in sink.key_fields] if sink.key_fields else ["key"]
+
+
+_SIMPLE = ("VARCHAR", "BIGINT", "UBIGINT", "BOOLEAN", "NULL")
+
+
+class _Columns:
+    """A batch of records' keys and values as eosctl.rules.stateids canonicalises them, column by column:
+    UTF-8 text as it is, a JSON field extracted by DuckDB where its type keeps its text (a string, an
+    integer, a boolean, null); stateids' own functions for every record the columns can't decide (bytes
+    that are no UTF-8, text that is a JSON object or list, a float, invalid JSON, a path DuckDB spells
+    otherwise)."""
+
+    def __init__(self, sink: Sink, keys: Any, values: Any) -> None:
+        self.sink, self.raw = sink, {"key": keys, "value": values}
+        self.texts: dict[str, Any] = {}
+        self.con: Any = None
+
+    def _text(self, which: str) -> tuple[Any, Any]:
+        """(the bytes as UTF-8 text, a mask of records whose bytes are not UTF-8)."""
+        import numpy as np  # lazy: numpy 31 ms to import
+        import pyarrow as pa  # lazy: pyarrow 50 ms to import
+
+        if which not in self.texts:
+            raw = self.raw[which]
+            try:
+                self.texts[which] = (raw.cast(pa.string()), np.zeros(len(raw), bool))
+            except pa.ArrowInvalid:
+                got, bad = [], np.zeros(len(raw), bool)
+                for i, b in enumerate(raw.to_pylist()):
+                    try:
+                        got.append(None if b is None else b.decode("utf-8"))
+                    except UnicodeDecodeError:
+                        got.append(None)
+                        bad[i] = True
+                self.texts[which] = (pa.array(got, pa.string()), bad)
+        return self.texts[which]
+
+    def _python(self, out: Any, fix: Any, source: str) -> Any:
+        """``out`` with the records of mask ``fix`` canonicalised by eosctl.rules.stateids."""
+        import numpy as np  # lazy: numpy 31 ms to import
+
+        at = np.flatnonzero(fix)
+        if not len(at):
+            return out
+        keys, values = self.raw["key"], self.raw["value"]
+        got = out.to_pylist()
+        for i in at.tolist():
+            got[i] = ids.canon(ids._field(keys[i].as_py(), values[i].as_py(), source, {}))
+        return strings(got)
+
+    def part(self, source: str) -> Any:
+        """One key or value column: what ``source`` ("key", "value", "key.PATH", "value.PATH") names of
+        each record, canonical."""
+        import numpy as np  # lazy: numpy 31 ms to import
+        import pyarrow.compute as pc  # lazy: pyarrow 50 ms to import
+
+        head, _, path = source.partition(".")
+        text, bad = self._text(head)
+        n = len(text)
+        if not path:
+            json_like = np.asarray(pc.fill_null(pc.or_(pc.starts_with(text, "{"), pc.starts_with(text, "[")),
+                                                False), bool)
+            return self._python(text, bad | json_like, source)
+        parts = path.split(".")
+        if not all(p.isidentifier() for p in parts):  # a list index or a name DuckDB's paths quote
+            import pyarrow as pa  # lazy: pyarrow 50 ms to import
+
+            return self._python(pa.nulls(n, pa.string()), np.ones(n, bool), source)
+        if self.con is None:
+            import duckdb  # lazy: duckdb 44 ms to import
+
+            self.con = duckdb.connect()
+        import pyarrow as pa  # lazy: pyarrow 50 ms to import
+
+        self.con.register("texts", pa.table({"s": text}))
+        jpath = "$." + ".".join(parts)
+        got = self.con.sql(
+            f"SELECT ok, CASE WHEN ok THEN json_type(s, '{jpath}') END AS ty, "
+            f"CASE WHEN ok THEN json_extract_string(s, '{jpath}') END AS x "
+            "FROM (SELECT s, json_valid(s) AS ok FROM texts)").to_arrow_table() if n else None
+        self.con.unregister("texts")
+        if got is None:
+            return pa.nulls(0, pa.string())
+        x = got.column("x").combine_chunks()
+        ty = got.column("ty").combine_chunks()
+        ok = np.asarray(pc.fill_null(got.column("ok").combine_chunks(), False), bool)
+        simple = np.asarray(pc.fill_null(pc.is_in(ty, pa.array(_SIMPLE)), True), bool)  # NULL: no such field
+        json_like = np.asarray(pc.fill_null(pc.and_(pc.equal(ty, "VARCHAR"), pc.or_(
+            pc.starts_with(x, "{"), pc.starts_with(x, "["))), False), bool)
+        present = np.asarray(text.is_valid(), bool)
+        fix = bad | (present & (~ok | ~simple | json_like))
+        x = pc.if_else(pa.array(present & ok), x, pa.nulls(n, pa.string()))
+        return self._python(x.cast(pa.string()), fix, source)
+
+    def values(self) -> list[Any]:
+        """The value columns (eosctl.rules.stateids.record_value), none where the sink compares none."""
+        import pyarrow as pa  # lazy: pyarrow 50 ms to import
+
+        sink = self.sink
+        if sink.mode == "aggregate" and sink.aggregate is not None:
+            field = sink.aggregate.field
+            return [self.part(field) if field else pa.nulls(len(self.raw["value"]), pa.string())]
+        if sink.value_fields:
+            return [self.part(src) for _, src in sink.value_fields]
+        if sink.value_column:
+            return [self.part("value")]
+        if sink.value_hash_column:
+            import hashlib
+
+            return [pa.array([None if v is None else hashlib.md5(v).hexdigest()
+                              for v in self.raw["value"].to_pylist()], pa.string())]
+        return []
+
+    def deletes(self) -> Any:
+        """Whether each record deletes its key: a tombstone, or a value the config names."""
+        import pyarrow as pa  # lazy: pyarrow 50 ms to import
+
+        values = self.raw["value"]
+        if not self.sink.delete_values:
+            return values.is_null()
+        return pa.array([ids.is_delete(self.sink, v, {}) for v in values.to_pylist()], pa.bool_())
+
+    def shown(self) -> Any:
+        """Each value for people (eosctl.rules.stateids.shown), where the sink compares no values."""
+
+        whole = self.part("value").to_pylist()
+        return strings([v if v is None or len(v) <= ids.SHOWN_MAX else v[:ids.SHOWN_MAX - 3] + "..."
+                        for v in whole])
 
 
 def row_table(sink: Sink, rows: Iterable[StateRow]) -> Any:
@@ -132,8 +277,8 @@ def row_table(sink: Sink, rows: Iterable[StateRow]) -> Any:
             for c in vc:
                 c.append(None)
         ver.append(r.version)
-    return pa.table({**{f"k{i}": pa.array(c, pa.string()) for i, c in enumerate(kc)},
-                     **{f"v{i}": pa.array(c, pa.string()) for i, c in enumerate(vc)},
+    return pa.table({**{f"k{i}": strings(c) for i, c in enumerate(kc)},
+                     **{f"v{i}": strings(c) for i, c in enumerate(vc)},
                      "ver": pa.array(ver, pa.int64())})
 
 
@@ -147,15 +292,37 @@ def raw_row_table(sink: Sink, raw: list[tuple], version: bool) -> Any:
     canon = ids.canon
     out: dict[str, Any] = {}
     for i in range(shape.nkeys):
-        out[f"k{i}"] = pa.array([canon(r[i]) for r in raw], pa.string())
+        out[f"k{i}"] = strings([canon(r[i]) for r in raw])
     for j in range(shape.nvalues):
         at = shape.nkeys + j
         cells = [canon(r[at]) for r in raw]
         if hashed:
             cells = [None if c is None else c.lower() for c in cells]
-        out[f"v{j}"] = pa.array(cells, pa.string())
+        out[f"v{j}"] = strings(cells)
     out["ver"] = pa.array([_int(r[-1]) for r in raw] if version else [None] * len(raw), pa.int64())
     return pa.table(out)
+
+
+def strings(values: list[str | None]) -> Any:
+    """Canonical texts as an Arrow column. Bytes that are no UTF-8 were decoded with surrogateescape
+    (eosctl.rules.stateids.canon), which Arrow and DuckDB can't hold: those texts, of records and rows alike,
+    are kept with each such byte as \\xNN."""
+    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+
+    try:
+        return pa.array(values, pa.string())
+    except UnicodeEncodeError:
+        return pa.array([_safe(v) for v in values], pa.string())
+
+
+def _safe(v: str | None) -> str | None:
+    if v is None:
+        return None
+    try:
+        v.encode("utf-8")
+        return v
+    except UnicodeEncodeError:
+        return v.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _int(v: Any) -> int | None:
