@@ -73,23 +73,34 @@ def record_table(sink: Sink, logs: Mapping[TP, PartitionLog], messages: Iterable
     (as eosctl.rules.upsert's records). Per message only its fields are taken; its key and value are read
     column by column (auditors.statecols' _Columns), Python's eosctl.rules.stateids only for the records
     the columns cannot decide."""
+    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+
+    pieces, chunk = [], []
+    for m in messages:
+        chunk.append(m)
+        if len(chunk) >= CHUNK:
+            pieces.append(_records_table(sink, logs, chunk))
+            chunk = []
+    if chunk or not pieces:
+        pieces.append(_records_table(sink, logs, chunk))
+    return pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
+
+
+# Messages turned into columns at a time: their Python objects never outlive their chunk.
+CHUNK = 262_144
+
+
+def _records_table(sink: Sink, logs: Mapping[TP, PartitionLog], messages: list[Any]) -> Any:
     import numpy as np  # lazy: numpy 31 ms to import
     import pyarrow as pa  # lazy: pyarrow 50 ms to import
 
     shape = Shape.of(sink)
-    t_: list[str] = []
-    p_: list[int] = []
-    o_: list[int] = []
-    ts_: list[int] = []
-    k_: list[bytes | None] = []
-    v_: list[bytes | None] = []
-    for m in messages:
-        t_.append(m.topic())
-        p_.append(m.partition())
-        o_.append(m.offset())
-        ts_.append(m.timestamp()[1])
-        k_.append(m.key())
-        v_.append(m.value())
+    t_ = [m.topic() for m in messages]
+    p_ = [m.partition() for m in messages]
+    o_ = [m.offset() for m in messages]
+    ts_ = [m.timestamp()[1] for m in messages]
+    k_ = [m.key() for m in messages]
+    v_ = [m.value() for m in messages]
     n = len(o_)
     offsets, parts = np.array(o_, np.int64), np.array(p_, np.int32)
     code, pid, ep = np.zeros(n, np.int8), np.full(n, -1, np.int64), np.full(n, -1, np.int32)
