@@ -12,6 +12,7 @@ from eosctl.base.errors import BrokerError
 from eosctl.cluster.logscan import scan_partition, scan_partitions
 from eosctl.cluster.model import EpochBump, Kind, PartitionLog
 from eosctl.cluster.wire import READ_COMMITTED, Offsets, WireClient
+from tests.helpers import wait_until
 
 pytestmark = pytest.mark.integration
 D, M, A, OPEN = Kind.DATA, Kind.MARKER, Kind.ABORTED, Kind.OPEN
@@ -46,6 +47,10 @@ def write_scenario(bootstrap: str, topic: str) -> list[Producer]:
         first.produce(topic, value=b"aborted-%d" % i, partition=0)
     first.flush(TIMEOUT)  # the records reach the log before the abort marker
     first.abort_transaction(TIMEOUT)
+    # EndTxn answers once the coordinator has logged PrepareAbort; it writes the markers after that
+    # (TransactionCoordinator.endTransaction, then TransactionMarkerChannelManager). A non-transactional
+    # producer is not held back by it, so without this wait its records can land before the ABORT marker.
+    wait_until("the ABORT marker at offset 6", lambda: stable_at(bootstrap, topic, 7), TIMEOUT)
     plain = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
     for i in range(2):
         plain.produce(topic, value=b"plain-%d" % i, partition=0)
@@ -56,6 +61,12 @@ def write_scenario(bootstrap: str, topic: str) -> list[Producer]:
         second.produce(topic, value=b"open-%d" % i, partition=0)
     second.flush(TIMEOUT)
     return [first, second]
+
+
+def stable_at(bootstrap: str, topic: str, end: int) -> bool:
+    with WireClient(bootstrap) as wire:
+        offsets = wire.offsets([(topic, 0)])[(topic, 0)]
+    return offsets.high_watermark == offsets.last_stable == end
 
 
 def shape(log: PartitionLog) -> list[tuple[int, int, Kind]]:
