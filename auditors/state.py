@@ -17,10 +17,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from auditors.engine import engine_facts
-from auditors.statecols import Verdict, judge_tables, raw_row_table, record_table, row_table
+from auditors.statecols import Verdict, judge_tables, raw_row_table, record_table, row_table, scanned_table
 from eosctl.base.errors import BrokerError, ConfigError
 from eosctl.base.progress import Progress, Step, silent
-from eosctl.cluster.logscan import scan_partitions
+from eosctl.cluster.logscan import open_scans, run_scans
 from eosctl.cluster.model import TP, Kind, PartitionLog
 from eosctl.cluster.offsets import committed_offsets
 from eosctl.cluster.wire import WireClient
@@ -47,8 +47,11 @@ def audit_state(target: Any, sink: Sink, *, progress: Progress = silent, fail_on
     t = time.monotonic()
     rows, point = sink_rows(sink)
     progress(Step(PHASE_LOG))
-    logs = scan_logs(target.cluster, target.topics)
-    recs = record_table(sink, logs, read_records(target.cluster, logs))
+    logs, scanned = scan_logs(target.cluster, target.topics, records=True)
+    if scanned is not None:  # the records from the scan's own answers (auditors.statebytes)
+        recs = scanned_table(sink, logs, scanned)
+    else:
+        recs = record_table(sink, logs, read_records(target.cluster, logs))
     bounds = read_point(target.cluster, target.group, logs)
     prepare_s = time.monotonic() - t
     import duckdb  # lazy: duckdb 44 ms to import
@@ -120,16 +123,31 @@ def _topic_row(sink: Sink, key: bytes | None, value: bytes | None, values: tuple
                     ids.value_text(values, v) if v is not None else "a record (values not compared)")
 
 
-def scan_logs(cluster: Cluster, topics: Iterable[str]) -> dict[TP, PartitionLog]:
-    """Each source partition's log, classified from its start to its high watermark."""
+def scan_logs(cluster: Cluster, topics: Iterable[str], records: bool = False
+              ) -> tuple[dict[TP, PartitionLog], dict[TP, Any] | None]:
+    """Each source partition's log, classified from its start to its high watermark; with ``records``
+    and the native walker built, each partition's records too (auditors.statebytes: offsets, timestamps,
+    keys, values), else None (a consumer reads them: read_records)."""
+    from auditors import statebytes
+
     with WireClient(cluster) as client:
         meta = client.metadata(topics)
         tps = [(t, p) for t in topics for p in sorted(meta.get(t, {}))]
-        logs = scan_partitions(client, tps)
+        scans = open_scans(client, tps)
+        if records and statebytes.available():
+            for s in scans.values():
+                s.keys = statebytes.RecordBytes(s.start, s.end)
+        run_scans(client, scans)
+        logs = {tp: s.finish() for tp, s in scans.items()}
+    scanned = None
+    if records and statebytes.available():
+        scanned = {tp: log.record_keys for tp, log in logs.items()}
+        for log in logs.values():
+            log.record_keys = None
     for tp, log in logs.items():
         if log.offsets_disagreement:  # never a verdict on offsets the broker itself contradicts
             raise BrokerError(f"cannot audit {tp[0]}-{tp[1]}: {log.offsets_disagreement}")
-    return logs
+    return logs, scanned
 
 
 def read_records(cluster: Cluster, logs: Mapping[TP, PartitionLog]) -> Iterable[Any]:

@@ -94,17 +94,44 @@ def _records_table(sink: Sink, logs: Mapping[TP, PartitionLog], messages: list[A
     import numpy as np  # lazy: numpy 31 ms to import
     import pyarrow as pa  # lazy: pyarrow 50 ms to import
 
-    shape = Shape.of(sink)
     t_ = [m.topic() for m in messages]
     p_ = [m.partition() for m in messages]
     o_ = [m.offset() for m in messages]
     ts_ = [m.timestamp()[1] for m in messages]
     k_ = [m.key() for m in messages]
     v_ = [m.value() for m in messages]
-    n = len(o_)
-    offsets, parts = np.array(o_, np.int64), np.array(p_, np.int32)
+    return columns_table(sink, logs, pa.array(t_, pa.string()), np.array(p_, np.int32),
+                         np.array(o_, np.int64), np.array(ts_, np.int64), pa.array(k_, pa.binary()),
+                         pa.array(v_, pa.binary()))
+
+
+def scanned_table(sink: Sink, logs: Mapping[TP, PartitionLog], scanned: Mapping[TP, Any]) -> Any:
+    """The ``recs`` table of the records the log scans read (auditors.statebytes.RecordBytes' result per
+    partition: offsets, timestamps, keys, values)."""
+    import numpy as np  # lazy: numpy 31 ms to import
+    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+
+    pieces = []
+    for (t, p), (o, ts, k, v) in scanned.items():
+        n = len(o)
+        pieces.append(columns_table(sink, {(t, p): logs[(t, p)]}, pa.array([t] * n, pa.string()),
+                                    np.full(n, p, np.int32), o, ts, k, v))
+    if not pieces:
+        return pa.Table.from_pylist([], schema=Shape.of(sink).record_schema())
+    return pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
+
+
+def columns_table(sink: Sink, logs: Mapping[TP, PartitionLog], topics_a: Any, parts: Any, offsets: Any,
+                  ts: Any, keys_a: Any, values_a: Any) -> Any:
+    """The ``recs`` table of records given as columns (topic, partition, offset, timestamp, key and value
+    bytes), each told by its log's classification."""
+    import numpy as np  # lazy: numpy 31 ms to import
+    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+
+    shape = Shape.of(sink)
+    n = len(offsets)
     code, pid, ep = np.zeros(n, np.int8), np.full(n, -1, np.int64), np.full(n, -1, np.int32)
-    topics = np.array(t_, object)
+    topics = np.array(topics_a.to_pylist(), object) if len(logs) > 1 else None
     for tp, log in logs.items():
         at = np.flatnonzero((parts == tp[1]) & (topics == tp[0])) if len(logs) > 1 else np.arange(n)
         if not len(at) or not log.ranges:
@@ -118,7 +145,7 @@ def _records_table(sink: Sink, logs: Mapping[TP, PartitionLog], messages: list[A
         code[at] = np.where(inside, kinds[i], 0)
         pid[at] = np.array([r.producer_id for r in log.ranges], np.int64)[i]
         ep[at] = np.array([r.producer_epoch for r in log.ranges], np.int32)[i]
-    cols = _Columns(sink, pa.array(k_, pa.binary()), pa.array(v_, pa.binary()))
+    cols = _Columns(sink, keys_a, values_a)
     keys = [cols.part(src) for src in _key_sources(sink)]
     values = cols.values()
     keep = code > 0
@@ -128,9 +155,9 @@ def _records_table(sink: Sink, logs: Mapping[TP, PartitionLog], messages: list[A
             none &= np.asarray(k.is_null(), bool)
         keep &= ~none
     idx = pa.array(np.flatnonzero(keep))
-    null_value = np.array([v is None for v in v_], bool)
+    null_value = np.asarray(values_a.is_null(), bool)
     shown = cols.shown() if shape.nvalues == 0 else pa.nulls(n, pa.string())
-    arrays = [pa.array(t_, pa.string()), pa.array(parts), pa.array(offsets), pa.array(ts_, pa.int64()),
+    arrays = [topics_a, pa.array(parts), pa.array(offsets), pa.array(ts, pa.int64()),
               pa.array(code), pa.array(pid), pa.array(ep), cols.deletes(), pa.array(null_value), shown,
               *keys, *values]
     schema = shape.record_schema()
