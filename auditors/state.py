@@ -128,7 +128,7 @@ def scan_logs(cluster: Cluster, topics: Iterable[str], records: bool = False
     """Each source partition's log, classified from its start to its high watermark; with ``records``
     and the native walker built, each partition's records too (auditors.statebytes: offsets, timestamps,
     keys, values), else None (a consumer reads them: read_records)."""
-    from auditors import statebytes
+    from auditors import statebytes  # lazy: auditors.statebytes (numpy, recordkeys) 120 ms to import
 
     with WireClient(cluster) as client:
         meta = client.metadata(topics)

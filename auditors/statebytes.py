@@ -16,6 +16,7 @@ whole) counts once.
 
 from __future__ import annotations
 
+import ctypes
 import struct
 from typing import Any
 
@@ -40,8 +41,6 @@ def _lib() -> Any:
     if lib is None or not hasattr(lib, "walk_records_ts"):
         return None
     if lib.walk_records_ts.argtypes is None:
-        import ctypes
-
         p, i64 = ctypes.c_void_p, ctypes.c_int64
         lib.walk_records_ts.argtypes = [p, i64, p, p, p, i64, p, p, p, p, p, p]
         lib.walk_records_ts.restype = ctypes.c_int

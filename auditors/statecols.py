@@ -15,6 +15,7 @@ their whole history, so the findings are exactly theirs.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -274,8 +275,6 @@ class _Columns:
         if sink.value_column:
             return [self.part("value")]
         if sink.value_hash_column:
-            import hashlib
-
             return [pa.array([None if v is None else hashlib.md5(v).hexdigest()
                               for v in self.raw["value"].to_pylist()], pa.string())]
         return []
