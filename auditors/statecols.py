@@ -405,18 +405,29 @@ def judge_tables(con: Any, sink: Sink, logs: Mapping[TP, PartitionLog], bounds: 
                    f"count({x}) FILTER (WHERE {settled} AND NOT d) AS nx, {bad} AS bad, "
                    f"{'sum' if fn == 'count' else fn}({x}) FILTER (WHERE {settled} AND NOT d) AS agg, "
                    f"{'0' if fn == 'count' else f'sum(abs({x})) FILTER (WHERE {settled} AND NOT d)'} AS mag, "
-                   f"arg_max(struct_pack(t := t, p := p), o) FILTER (WHERE {part}) AS ctp1, "
-                   f"arg_max(struct_pack(t := t, p := p), row(ts, t, p, o)) FILTER (WHERE {part}) AS ctp2")
+                   f"arg_max(struct_pack(t := t, p := p), o) FILTER (WHERE {part}) AS ctp1")
+        multi = f"arg_max(struct_pack(t := t, p := p), row(ts, t, p, o)) FILTER (WHERE {part}) AS ctp2"
     else:
         ev = ", ".join(f"{c} := {c}" for c in ["o", "d", "t", "p", *values])
         per_key = (f"arg_max(struct_pack({ev}), o) FILTER (WHERE {settled}) AS e1, "
-                   f"arg_max(struct_pack({ev}), row(ts, t, p, o)) FILTER (WHERE {settled}) AS e2, "
                    f"bool_or(st = 1 AND o >= b AND d) AS fdel, bool_or(st = 1 AND o >= b AND NOT d) AS fnon")
-    con.execute(f"""CREATE OR REPLACE TEMP TABLE state_keys AS
+        multi = f"arg_max(struct_pack({ev}), row(ts, t, p, o)) FILTER (WHERE {settled}) AS e2"
+    with_bounds = f"(SELECT r.*, coalesce(s.b, 0) AS b FROM {recs} r LEFT JOIN state_bounds s USING (t, p))"
+    con.execute(f"""CREATE OR REPLACE TEMP TABLE state_keys1 AS
         SELECT {kl}, min(t) = max(t) AND min(p) = max(p) AS single,
-               arg_max(struct_pack(t := t, p := p), row(ts, t, p, o)) AS last, {per_key}
-        FROM (SELECT r.*, coalesce(s.b, 0) AS b FROM {recs} r LEFT JOIN state_bounds s USING (t, p))
-        GROUP BY ALL""")
+               any_value(struct_pack(t := t, p := p)) AS tp1, {per_key}
+        FROM {with_bounds} GROUP BY ALL""")
+    # A key of several partitions (applied by timestamp): its latest record by (timestamp, partition,
+    # offset), a second pass over those keys' records alone.
+    mon = " AND ".join(f"r.{c} IS NOT DISTINCT FROM m.{c}" for c in keys)
+    con.execute(f"""CREATE OR REPLACE TEMP TABLE state_multi AS
+        SELECT {kl}, arg_max(struct_pack(t := t, p := p), row(ts, t, p, o)) AS last, {multi}
+        FROM (SELECT r.* FROM {with_bounds} r SEMI JOIN (SELECT {kl} FROM state_keys1 WHERE NOT single) m
+              ON {mon}) GROUP BY ALL""")
+    kon = " AND ".join(f"k.{c} IS NOT DISTINCT FROM m.{c}" for c in keys)
+    con.execute(f"""CREATE OR REPLACE TEMP TABLE state_keys AS
+        SELECT k.*, coalesce(m.last, k.tp1) AS last, m.* EXCLUDE ({kl}, last)
+        FROM state_keys1 k LEFT JOIN state_multi m ON {kon}""")
     if aggregate_mode:
         counted = "(cnt > 0)" if sink.aggregate.fn == "count" else "(nx > 0)"  # type: ignore[union-attr]
         want = "cnt" if sink.aggregate.fn == "count" else "agg"  # type: ignore[union-attr]
