@@ -17,7 +17,15 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from auditors.engine import engine_facts
-from auditors.statecols import Verdict, judge_tables, raw_row_table, record_table, row_table, scanned_table
+from auditors.statecols import (
+    Verdict,
+    arrow_row_table,
+    judge_tables,
+    raw_row_table,
+    record_table,
+    row_table,
+    scanned_table,
+)
 from eosctl.base.errors import BrokerError, ConfigError
 from eosctl.base.progress import Progress, Step, silent
 from eosctl.cluster.logscan import open_scans, run_scans
@@ -97,7 +105,13 @@ def sink_rows(sink: Sink) -> tuple[Any, ReadPoint]:
     version = [(sink.version_column, "version_column")] if sink.version_column else []
     with frozen(sink) as fixed:
         columns = [(c, key_key) for c in keys] + [(c, value_key) for c in values] + version
-        raw, point = read_rows(fixed, columns)
+        raw, point = read_rows(fixed, columns, arrow=True)
+    if not isinstance(raw, list):  # an Arrow table: its columns canonical column by column
+        table = arrow_row_table(sink, raw, bool(version))
+        if table is not None:
+            return table, point
+        with frozen(sink) as fixed:  # a column of a type only Python's canon spells: read as tuples
+            raw, point = read_rows(fixed, columns)
     return raw_row_table(sink, raw, bool(version)), point
 
 
