@@ -41,6 +41,7 @@ demo: setup
 
 lint: setup
 	$(BIN)/ruff check eosctl auditors tui tests benchmarks
+	$(BIN)/mypy
 
 # Three xdist workers (the suite waits on brokers and children more than it computes: a third worker on two
 # cores fills the idle time), each shared server's tests one group on one worker (tests/workers.py): a clean

@@ -40,7 +40,7 @@ def audit(target: Target, sink: Sink, *, options: EngineOptions, progress: Progr
         if window is not None:
             raise ConfigError("--since/--until judge a window of offsets; a state sink (mode = "
                               f"{sink.mode!r}) is judged whole: drop them")
-        return audit_state(target, sink, progress=progress, fail_on=fail_on, started=started)
+        return audit_state(target, sink, progress=progress, fail_on=fail_on, started=started, options=options)
     inp = AuditInput(source=KafkaSource(target.cluster), sink=sink, topics=target.topics,
                      cluster=target.cluster, group=target.group, fail_on=fail_on,
                      content_check=options.content_check, window=with_retention(window, sink))

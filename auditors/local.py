@@ -11,16 +11,12 @@ as Spark's shuffle, no key row through a pipe or Python).
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import os
 import signal
 import sys
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from contextlib import nullcontext
-from multiprocessing import resource_tracker
 from typing import TYPE_CHECKING, Any
 
 from auditors.findingrows import findings_from_arrow
@@ -40,6 +36,8 @@ from eosctl.report.findings import Finding
 from eosctl.sink.delta import library_needed
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
+
     from eosctl.sink import SinkReader
 
 
@@ -103,6 +101,10 @@ def run_local(inp: AuditInput, items: list[WorkItem], workers: int | None = None
     if tasks and here:
         tasks_found = _run_here(tasks, inp, want_keys, progress, beside, rows, reader)
     elif tasks:
+        # lazy: multiprocessing and concurrent.futures.process 4-12 ms to import, for the pool only
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
+
         _preload()
         n = max(1, min(workers, len(tasks)))
         pool = ProcessPoolExecutor(max_workers=n, mp_context=_context(inp.sink), initializer=_worker_init)
@@ -156,6 +158,8 @@ def _run_pool(pool: ProcessPoolExecutor, tasks: list, inp: AuditInput, want_keys
               beside: Callable[[], None] | None, into: tuple[list, list], t0: float) -> float:
     """Run every task on the pool, sorting each result into (rows, findings); the pool's start-up
     time. A worker that dies raises BrokenProcessPool here, from a submit or a result."""
+    from concurrent.futures import FIRST_COMPLETED, wait  # lazy: with the pool (see run_local), 4-12 ms
+
     rows, findings = into
     # The workers are forked by these submits. A Ctrl-C or SIGHUP to the process group between a fork and
     # the worker's _worker_init would hit the worker with Python's own handlers (a KeyboardInterrupt
@@ -288,7 +292,9 @@ def prepare_context(sink: Sink) -> None:
     its own that lives as long as this one (it exits when this process does). Started here, before the
     audit's guard takes stock of this process's children: stopped by the guard with the workers, it left
     the pool's semaphores unregistered and printed a traceback for each."""
-    if _context(sink).get_start_method() == "spawn":
+    if _spawns(sink):
+        from multiprocessing import resource_tracker  # lazy: multiprocessing 4-12 ms, for spawned workers
+
         resource_tracker.ensure_running()
 
 
@@ -298,8 +304,12 @@ def _context(sink: Sink | None = None) -> Any:
     # use; there (and where fork doesn't exist) workers are spawned. So they are for a Delta sink its
     # workers open with deltalake (not its pinned files): the library's runtime (tokio), started here by
     # the freeze, refuses to run in a forked child.
-    if sink is not None and library_needed(sink):
-        return multiprocessing.get_context("spawn")
-    if sys.platform != "darwin" and "fork" in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("fork")
-    return multiprocessing.get_context("spawn")
+    import multiprocessing  # lazy: 4-12 ms to import, for the pool only (a small audit has none)
+
+    return multiprocessing.get_context("spawn" if _spawns(sink) else "fork")
+
+
+def _spawns(sink: Sink | None = None) -> bool:
+    """Whether the pool's workers are spawned (see _context), answered without importing multiprocessing:
+    it offers "fork" exactly where os.fork exists (multiprocessing.context, _concrete_contexts)."""
+    return (sink is not None and library_needed(sink)) or sys.platform == "darwin" or not hasattr(os, "fork")

@@ -6,17 +6,22 @@ The sink is read first, from one frozen copy (eosctl.sink.freeze), then Kafka: e
 classified (committed, aborted, open: eosctl.cluster.logscan), and its records' keys and values read by a
 read_uncommitted consumer from the log start to the high watermark, each record told by the classification.
 The read point below which committed records are settled is the sink group's committed offset where the
-pipeline names a group, else the last stable offset. Runs in this process on either engine: the work is one
-pass over the log and one over the table.
+pipeline names a group, else the last stable offset. The local engine judges in this process (one pass over
+the log and one over the table); Spark reads the records in executors and judges each key where its records
+and rows meet (auditors.state_spark), by the same rule: the same findings.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from functools import partial
 from typing import Any
 
-from auditors.engine import engine_facts
+from auditors import guard
+from auditors.engine import EngineOptions, _start_spark, _stop_spark, engine_facts, spark_info
+from auditors.state_spark import run_state_spark, sink_rows
 from auditors.statecols import (
     Verdict,
     arrow_row_table,
@@ -28,34 +33,114 @@ from auditors.statecols import (
 )
 from eosctl.base.errors import BrokerError, ConfigError
 from eosctl.base.progress import Progress, Step, silent
-from eosctl.cluster.logscan import open_scans, run_scans
+from eosctl.cluster.logscan import open_scans, run_scans, scan_partitions
 from eosctl.cluster.model import TP, Kind, PartitionLog
 from eosctl.cluster.offsets import committed_offsets
 from eosctl.cluster.wire import WireClient
 from eosctl.config.model import Cluster, Sink
 from eosctl.report.findings import ABORTED, COMMITTED, KINDS, OPEN, AuditReport, PartitionSummary
 from eosctl.report.readpoint import ReadPoint
+from eosctl.rules import aggregate
 from eosctl.rules import stateids as ids
-from eosctl.rules.upsert import StateRecord, StateRow
+from eosctl.rules import timewindows as tw
+from eosctl.rules.upsert import Judged, StateRecord, StateRow, judge
 from eosctl.sink import frozen, shown
 from eosctl.sink.kafka_topic import records
 from eosctl.sink.state import read_rows, topic_rows, unsupported
 
 PHASE_SINK = "reading the state sink"
 PHASE_LOG = "reading the source topics' records"
+PHASE_JUDGE = "judging each key's records and rows on Spark"
 _STATUS = {Kind.DATA: COMMITTED, Kind.ABORTED: ABORTED, Kind.OPEN: OPEN}
 
 
 def audit_state(target: Any, sink: Sink, *, progress: Progress = silent, fail_on: tuple[str, ...] = KINDS,
-                started: float | None = None) -> AuditReport:
-    """The report of a state sink against the target's cluster, topics and (its read point) group."""
+                started: float | None = None, options: EngineOptions | None = None) -> AuditReport:
+    """The report of a state sink against the target's cluster, topics and (its read point) group, on the
+    engine ``options`` name (none: this process)."""
+    t_start = started if started is not None else time.monotonic()
+    problem = unsupported(sink)
+    if problem is not None:
+        raise ConfigError(problem)
+    offsets_only = [k for k in ("retention", "dlq_topic", "route") if getattr(sink, k, None) is not None]
+    if offsets_only:
+        raise ConfigError(f"{offsets_only[0]} judges a sink of offsets; a state sink (mode = {sink.mode!r}) "
+                          f"has none: remove it")
+    keys, values = ids.key_columns(sink), ids.value_columns(sink)
+    fold = sink.aggregate if sink.mode == "aggregate" else None
+    win = fold if fold is not None and fold.window_column and fold.window_ms else None
+    if win is not None and sink.kafka_topic is not None:
+        raise ConfigError("a windowed aggregate (aggregate.window_column) is read from a table; a "
+                          "kafka_topic sink's windowed keys are not read yet: remove window_column and "
+                          "window")
+    if win is None and (options is None or options.engine != "spark"):
+        # In this process, column by column (auditors.statecols): the same findings, no object a record.
+        return audit_columns(target, sink, progress=progress, fail_on=fail_on, started=t_start)
+    key_key = "key_fields" if sink.key_fields else "key_column"
+    value_key = ("aggregate.column" if sink.mode == "aggregate" else "value_fields" if sink.value_fields
+                 else "value_column" if sink.value_column else "value_hash_column")
+    progress(Step(PHASE_SINK))
+    t = time.monotonic()
+    if sink.kafka_topic is not None:  # a compacted topic: its records, keyed and valued as the source's
+        pairs, point = topic_rows(sink)
+        rows = [_topic_row(sink, k, v, values) for k, v in pairs]
+    else:
+        version = [(sink.version_column, "version_column")] if sink.version_column else []
+        window = [(win.window_column, "aggregate.window_column")] if win is not None else []
+        with frozen(sink) as fixed:
+            raw, point = read_rows(fixed, [(c, key_key) for c in keys] + window
+                                   + [(c, value_key) for c in values] + version)
+        hashed = bool(sink.value_hash_column) and not sink.value_fields and sink.mode == "upsert"
+        rows = [_row(r[:len(r) - len(version)], len(keys), values, hashed, _int(r[-1]) if version else None,
+                     bool(window)) for r in raw]
+    progress(Step(PHASE_LOG))
+    logs = scan_logs(target.cluster, target.topics)
+    bounds = read_point(target.cluster, target.group, logs)
+    prepare_s = time.monotonic() - t
+    topic = target.topics[0] if len(target.topics) == 1 else None
+
+    def shown_key(k: Any) -> str:
+        if win is None:
+            return ids.key_text(keys, k)
+        # A windowed fold's key: the record's key and the window (its start, the last element).
+        start = None if k[-1] is None else int(k[-1])
+        window = "none" if start is None else tw.shown_window(start, win.window_ms or 0)
+        return f"{ids.key_text(keys, k[:-1])} in window {window}"
+
+    def judged_by_rule(records: list[StateRecord], rows: list[StateRow]) -> Judged:
+        if fold is not None:
+            return aggregate.judge(records, rows, bounds, fold.fn, field=fold.field, shown_key=shown_key,
+                                   topic=topic)
+        return judge(records, rows, bounds, shown_key=shown_key, topic=topic)
+
+    if options is not None and options.engine == "spark":
+        judged, per_tp, info, tasks, startup = _on_spark(options, target.cluster, sink, logs, rows,
+                                                         judged_by_rule, progress)
+    else:
+        records = list(state_records(sink, logs, read_records(target.cluster, logs)))
+        judged, per_tp = judged_by_rule(records, rows), sink_rows(records, rows)
+        info, tasks, startup = {"name": "local", "workers": 1}, len(logs), 0.0
+    summaries = [PartitionSummary(t, p, log.log_start_offset, log.last_stable_offset, log.high_watermark,
+                                  judged.expected_keys.get((t, p), 0), per_tp.get((t, p), 0))
+                 for (t, p), log in logs.items()]
+    progress(Step("done", 1, 1))
+    engine = engine_facts(info, tasks, prepare_s, startup, {})
+    return AuditReport.build(summaries, judged.findings, fail_on, sink=f"{shown(sink)} ({sink.table})",
+                             sink_read_point=point, group=target.group, engine=engine,
+                             elapsed_seconds=time.monotonic() - t_start)
+
+
+def audit_columns(target: Any, sink: Sink, *, progress: Progress = silent, fail_on: tuple[str, ...] = KINDS,
+                  started: float | None = None) -> AuditReport:
+    """The report of a state sink (no window column) judged in this process column by column
+    (auditors.statebytes, auditors.statecols)."""
     t_start = started if started is not None else time.monotonic()
     check_state_sink(sink)
     progress(Step(PHASE_SINK))
     t = time.monotonic()
-    rows, point = sink_rows(sink)
+    rows, point = state_rows(sink)
     progress(Step(PHASE_LOG))
-    logs, scanned = scan_logs(target.cluster, target.topics, records=True)
+    logs, scanned = scan_with_records(target.cluster, target.topics)
     if scanned is not None:  # the records from the scan's own answers (auditors.statebytes)
         recs = scanned_table(sink, logs, scanned)
     else:
@@ -92,7 +177,7 @@ def only_topic(target: Any) -> str | None:
     return target.topics[0] if len(target.topics) == 1 else None
 
 
-def sink_rows(sink: Sink) -> tuple[Any, ReadPoint]:
+def state_rows(sink: Sink) -> tuple[Any, ReadPoint]:
     """The state sink's rows as columns (auditors.statecols: k0.., v0.., ver) and its read point: a table
     read from one frozen copy, or a compacted topic's latest record per key."""
     keys, values = ids.key_columns(sink), ids.value_columns(sink)
@@ -127,6 +212,47 @@ def state_report(target: Any, sink: Sink, logs: Mapping[TP, PartitionLog], verdi
                              elapsed_seconds=time.monotonic() - t_start)
 
 
+def _on_spark(options: EngineOptions, cluster: Cluster, sink: Sink, logs: Mapping[TP, PartitionLog],
+              rows: list[StateRow], rule: Any, progress: Progress
+              ) -> tuple[Judged, dict[TP, int], dict[str, Any], int, float]:
+    """The judged rows on Spark (auditors.state_spark), in a session started for it or the one this
+    process runs; whatever it started is gone after (auditors.engine's start and stop)."""
+    with guard.Owned() as owned:
+        progress(Step(f"starting {options.where()}"))
+        t = time.monotonic()
+        spark, mine = _start_spark(options, owned.dir)
+        startup = time.monotonic() - t
+        ok = False
+        try:
+            progress(Step(PHASE_JUDGE))
+            read = partial(partition_records, cluster, sink)
+            judged, per_tp, tasks = run_state_spark(spark, read, logs, rows, rule)
+            info = spark_info(spark)
+            ok = True
+        finally:
+            _stop_spark(spark, mine, ok)
+    return judged, per_tp, info, tasks, startup
+
+
+def _row(r: tuple, nkeys: int, values: tuple[str, ...], hashed: bool, version: int | None,
+         windowed: bool = False) -> StateRow:
+    key = ids.row_tuple(r[:nkeys])
+    if windowed:  # the key and its window's start in ms (eosctl.rules.timewindows), as records are keyed
+        start = tw.window_ms(r[nkeys])
+        key, nkeys = (*key, None if start is None else str(start)), nkeys + 1
+    value = ids.row_tuple(r[nkeys:], hashed) if values else None
+    return StateRow(key, value, ids.value_text(values, value) if values else "a row (values not compared)",
+                    version)
+
+
+def _int(v: Any) -> int | None:
+    """A version column's value as an offset; None where it holds none (NULL, text that is no integer)."""
+    try:
+        return None if v is None or isinstance(v, bool) else int(v)
+    except (TypeError, ValueError):
+        return None
+
+
 def _topic_row(sink: Sink, key: bytes | None, value: bytes | None, values: tuple[str, ...]) -> StateRow:
     cache: dict[str, Any] = {}
     if sink.mode == "aggregate":
@@ -137,8 +263,20 @@ def _topic_row(sink: Sink, key: bytes | None, value: bytes | None, values: tuple
                     ids.value_text(values, v) if v is not None else "a record (values not compared)")
 
 
-def scan_logs(cluster: Cluster, topics: Iterable[str], records: bool = False
-              ) -> tuple[dict[TP, PartitionLog], dict[TP, Any] | None]:
+def scan_logs(cluster: Cluster, topics: Iterable[str]) -> dict[TP, PartitionLog]:
+    """Each source partition's log, classified from its start to its high watermark."""
+    with WireClient(cluster) as client:
+        meta = client.metadata(topics)
+        tps = [(t, p) for t in topics for p in sorted(meta.get(t, {}))]
+        logs = scan_partitions(client, tps)
+    for tp, log in logs.items():
+        if log.offsets_disagreement:  # never a verdict on offsets the broker itself contradicts
+            raise BrokerError(f"cannot audit {tp[0]}-{tp[1]}: {log.offsets_disagreement}")
+    return logs
+
+
+def scan_with_records(cluster: Cluster, topics: Iterable[str], records: bool = True
+                      ) -> tuple[dict[TP, PartitionLog], dict[TP, Any] | None]:
     """Each source partition's log, classified from its start to its high watermark; with ``records``
     and the native walker built, each partition's records too (auditors.statebytes: offsets, timestamps,
     keys, values), else None (a consumer reads them: read_records)."""
@@ -179,6 +317,8 @@ def state_records(sink: Sink, logs: Mapping[TP, PartitionLog],
             span = (x.first_offset, x.last_offset, x.marker_offset)
             markers.setdefault((tp, x.producer_id), []).append(span)
     values = ids.value_columns(sink)
+    fold = sink.aggregate if sink.mode == "aggregate" else None
+    win = fold if fold is not None and fold.window_column and fold.window_ms else None
     for m in messages:
         tp, offset = (m.topic(), m.partition()), m.offset()
         log = logs.get(tp)
@@ -195,8 +335,19 @@ def state_records(sink: Sink, logs: Mapping[TP, PartitionLog],
         marker = next((mk for first, last, mk in markers.get((tp, rng.producer_id), ())
                        if first <= offset <= last), None) if status != COMMITTED else None
         shown = "null" if value is None else ids.value_text(values, v) if v is not None else ids.shown(value)
-        yield StateRecord(tp[0], tp[1], offset, k, v, delete, shown, status, m.timestamp()[1],
-                          rng.producer_id, rng.producer_epoch, marker)
+        record = StateRecord(tp[0], tp[1], offset, k, v, delete, shown, status, m.timestamp()[1],
+                             rng.producer_id, rng.producer_epoch, marker)
+        if win is None:
+            yield record
+            continue
+        # A windowed fold: the record once in each window its timestamp falls in, keyed by key and window.
+        for start in tw.window_starts(record.timestamp, win.window_ms or 1, win.advance_ms or 1):
+            yield replace(record, key=(*k, str(start)))
+
+
+def partition_records(cluster: Cluster, sink: Sink, tp: TP, log: PartitionLog) -> Iterable[StateRecord]:
+    """One partition's records as the sink keys and values them (a Spark task's: auditors.state_spark)."""
+    return state_records(sink, {tp: log}, read_records(cluster, {tp: log}))
 
 
 def read_point(cluster: Cluster, group: str | None, logs: Mapping[TP, PartitionLog]) -> dict[TP, int]:

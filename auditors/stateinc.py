@@ -37,8 +37,8 @@ from auditors.state import (
     check_state_sink,
     only_topic,
     read_point,
-    sink_rows,
     state_report,
+    state_rows,
 )
 from auditors.statecols import OPEN_CODE, Shape, judge_tables, record_table, scanned_table
 from eosctl.base.errors import BrokerError, EosctlError
@@ -66,7 +66,9 @@ def sink_config(sink: Sink) -> dict[str, Any]:
             "key_fields": [list(x) for x in sink.key_fields or ()],
             "value_fields": [list(x) for x in sink.value_fields or ()], "value_column": sink.value_column,
             "value_hash_column": sink.value_hash_column, "delete_values": list(sink.delete_values or ()),
-            "aggregate": None if agg is None else {"fn": agg.fn, "column": agg.column, "field": agg.field},
+            "aggregate": None if agg is None else {"fn": agg.fn, "column": agg.column, "field": agg.field,
+                                                   "window_column": getattr(agg, "window_column", None),
+                                                   "window_ms": getattr(agg, "window_ms", None)},
             "version_column": sink.version_column}
 
 
@@ -103,6 +105,9 @@ def audit_state_incremental(target: Target, sink: Sink, state_path: str, *,
     there (beside, then renamed: never one of ``reads``). The report's ``engine.incremental`` says which."""
     t_start = started if started is not None else time.monotonic()
     check_state_sink(sink)
+    if sink.aggregate is not None and getattr(sink.aggregate, "window_column", None):
+        raise EosctlError(f"{option} does not keep a windowed aggregate's folds yet "
+                          f"(aggregate.window_column): audit it without {option}")
     check_output(state_path, reads, True, option)
     prev = incstate.load(state_path, option) if os.path.exists(state_path) else None
     if prev is not None:
@@ -133,7 +138,7 @@ def audit_state_incremental(target: Target, sink: Sink, state_path: str, *,
                 # The sink first, then Kafka: a row written meanwhile is from an offset the log read has.
                 progress(Step(PHASE_SINK))
                 t = time.monotonic()
-                rows, point = sink_rows(sink)
+                rows, point = state_rows(sink)
                 progress(Step(PHASE_LOG))
                 tps = [(tp, p) for tp in target.topics for p in sorted(leaders.get(tp, {}))]
                 offsets = client.offsets(tps)

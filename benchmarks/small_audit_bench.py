@@ -1,7 +1,7 @@
 """Benchmark: `eosctl audit` of a demo-sized pipeline, process start to exit, against `eosctl audit --help`.
 
     python benchmarks/small_audit_bench.py [--records 600] [--partitions 6] [--runs 5] [--broker noida|kafka]
-                                           [--engines local[,spark]]
+                                           [--engines local[,spark]] [--compare DIR]
 
 Starts its own broker (in a temporary EOSCTL_HOME), runs the reference pipeline once (6 partitions, 600
 source orders, two faults: skip and duplicate-replay, a DuckDB sink with its key column), then times, as a
@@ -10,6 +10,10 @@ CLI's own start-up: the baseline) and `eosctl audit -c CONFIG -p bench --engine 
 hop). Prints the medians, the ratio audit / help and the CPU time of each (the children's user + system
 time: what a loaded machine does not inflate). Issue 49's bar: the local audit <= 2x `audit --help`.
 With several engines, their reports must agree.
+
+--compare DIR also times both commands from another checkout of eosctl (e.g. `git worktree add DIR main`:
+"before"), alternating with this tree's in the same run, on the same broker and pipeline: each tree's
+audit is divided by its own `--help`, and the two trees' reports must agree.
 
 The children run without PYTHONDONTWRITEBYTECODE (an installed eosctl has its bytecode cached); one
 uncounted run of each command first writes it.
@@ -37,13 +41,15 @@ FAULTS = ("skip", "duplicate-replay")
 PREFIX = "bench"
 
 
-def timed(args: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,)) -> tuple[float, float, str]:
-    """(wall seconds, CPU seconds of the child, its stdout) of `python -m eosctl ARGS`."""
+def timed(args: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,),
+          tree: Path = ROOT) -> tuple[float, float, str]:
+    """(wall seconds, CPU seconds of the child, its stdout) of `python -m eosctl ARGS` run from ``tree``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.monotonic()
-    # In ROOT: `-m` puts the working directory first on sys.path, so the tree this script is in is timed.
+    # In the tree: `-m` puts the working directory first on sys.path, so that tree's eosctl is timed.
+    env = {**env, "PYTHONPATH": os.pathsep.join([str(tree), env.get("PYTHONPATH", "")])}
     proc = subprocess.run([sys.executable, "-m", "eosctl", *args], capture_output=True, text=True, env=env,
-                          cwd=ROOT, timeout=600)
+                          cwd=tree, timeout=600)
     wall = time.monotonic() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in ok:
@@ -59,8 +65,14 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--broker", choices=("noida", "kafka"), default="noida")
     ap.add_argument("--engines", default="local", help="comma-separated: local, spark")
+    ap.add_argument("--compare", type=Path, help="another eosctl checkout to time in the same run")
     args = ap.parse_args()
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    trees = {"": ROOT}
+    if args.compare is not None:
+        if not (args.compare / "eosctl" / "__main__.py").is_file():
+            raise SystemExit(f"--compare {args.compare}: not an eosctl checkout (no eosctl/__main__.py)")
+        trees["@cmp"] = args.compare.resolve()
 
     from eosctl.config.model import Cluster
     from eosctl.sandbox.pipeline import run_pipeline
@@ -76,24 +88,25 @@ def main() -> None:
               f"{len(manifest['expected_findings'])} planted findings ({time.monotonic() - t:.1f}s)",
               flush=True)
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        env.update(EOSCTL_HOME=home,
-                   PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-        commands = {"help": (["audit", "--help"], (0,))}
-        for engine in engines:
-            commands[engine] = (["audit", "-c", str(config), "-p", PREFIX, "--engine", engine, "--format",
-                                 "json"], (0, 1))
-        for argv, ok in commands.values():  # bytecode written, files in the page cache
-            timed(argv, env, ok)
+        env["EOSCTL_HOME"] = home
+        commands: dict[str, tuple[list[str], tuple[int, ...], Path]] = {}
+        for suffix, tree in trees.items():
+            commands["help" + suffix] = (["audit", "--help"], (0,), tree)
+            for engine in engines:
+                commands[engine + suffix] = (["audit", "-c", str(config), "-p", PREFIX, "--engine", engine,
+                                              "--format", "json"], (0, 1), tree)
+        for argv, ok, tree in commands.values():  # bytecode written, files in the page cache
+            timed(argv, env, ok, tree)
         walls: dict[str, list[float]] = {name: [] for name in commands}
         cpus: dict[str, list[float]] = {name: [] for name in commands}
         reports: dict[str, dict] = {}
         for run in range(args.runs):
-            for name, (argv, ok) in commands.items():
-                wall, cpu, out = timed(argv, env, ok)
+            for name, (argv, ok, tree) in commands.items():
+                wall, cpu, out = timed(argv, env, ok, tree)
                 walls[name].append(wall)
                 cpus[name].append(cpu)
-                line = f"  run {run + 1} {name:<5} {wall:5.2f}s wall, {cpu:5.2f}s CPU"
-                if name != "help":
+                line = f"  run {run + 1} {name:<9} {wall:5.2f}s wall, {cpu:5.2f}s CPU"
+                if not name.startswith("help"):
                     reports[name] = report = json.loads(out)
                     e = report["engine"]
                     line += (f"  (report: elapsed {report['elapsed_seconds']:.2f}s, workers "
@@ -101,21 +114,27 @@ def main() -> None:
                              f"{e['partitions_seconds']:.2f}s, keys {e['keys_seconds']:.2f}s)")
                 print(line, flush=True)
         load = os.getloadavg()[0]
-    help_wall, help_cpu = statistics.median(walls["help"]), statistics.median(cpus["help"])
     print(f"\nmedian of {args.runs}, process start to exit ({b.name}; load average {load:.1f}):")
-    print(f"  eosctl audit --help   {help_wall:5.2f}s wall  {help_cpu:5.2f}s CPU")
-    for engine in engines:
-        wall, cpu = statistics.median(walls[engine]), statistics.median(cpus[engine])
-        print(f"  audit --engine {engine:<6} {wall:5.2f}s wall  {cpu:5.2f}s CPU   "
-              f"ratio to --help: {wall / help_wall:.2f}x wall, {cpu / help_cpu:.2f}x CPU")
-    if "local" in engines:
-        ratio = statistics.median(walls["local"]) / help_wall
-        print(f"target local <= 2x `eosctl audit --help`: {'met' if ratio <= 2 else 'missed'} ({ratio:.2f}x)")
-    if len(engines) > 1:
-        first = reports[engines[0]]
-        same = all(reports[e][k] == first[k] for e in engines[1:]
+    for suffix, tree in trees.items():
+        help_wall = statistics.median(walls["help" + suffix])
+        help_cpu = statistics.median(cpus["help" + suffix])
+        if len(trees) > 1:
+            print(f" {tree}:")
+        print(f"  eosctl audit --help   {help_wall:5.2f}s wall  {help_cpu:5.2f}s CPU")
+        for engine in engines:
+            wall, cpu = statistics.median(walls[engine + suffix]), statistics.median(cpus[engine + suffix])
+            print(f"  audit --engine {engine:<6} {wall:5.2f}s wall  {cpu:5.2f}s CPU   "
+                  f"ratio to --help: {wall / help_wall:.2f}x wall, {cpu / help_cpu:.2f}x CPU")
+        if "local" in engines:
+            ratio = statistics.median(walls["local" + suffix]) / help_wall
+            print(f"  target local <= 2x `eosctl audit --help`: {'met' if ratio <= 2 else 'missed'} "
+                  f"({ratio:.2f}x)")
+    names = [engine + suffix for suffix in trees for engine in engines]
+    if len(names) > 1:
+        first = reports[names[0]]
+        same = all(reports[n][k] == first[k] for n in names[1:]
                    for k in ("findings", "partitions", "summary"))
-        print(f"reports {'identical' if same else 'DIFFER'} across {', '.join(engines)}")
+        print(f"reports {'identical' if same else 'DIFFER'} across {', '.join(names)}")
 
 
 if __name__ == "__main__":

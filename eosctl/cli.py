@@ -34,7 +34,7 @@ def _redacted_streams() -> Iterator[None]:
     log
     lines alike, whichever code writes them, never show a value substituted from the config's ${NAME}s."""
     before = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = Redacting(sys.stdout), Redacting(sys.stderr)  # type: ignore[assignment]
+    sys.stdout, sys.stderr = Redacting(sys.stdout), Redacting(sys.stderr)
     try:
         yield
     finally:
@@ -46,7 +46,7 @@ class OneLineError(click.ClickException):
 
     def __init__(self, message: str, exit_code: int = 2):
         super().__init__(message)
-        self.exit_code = exit_code
+        self.exit_code = exit_code  # type: ignore[misc]  # click declares it a ClassVar; this error sets its own
 
     def show(self, file: object = None) -> None:
         click.echo(f"eosctl: error: {redact(self.message)}", err=True)

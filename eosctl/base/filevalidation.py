@@ -35,7 +35,7 @@ Checker = Callable[[object], Problem | None]
 def check(obj: object, where: str = "") -> None:
     """WrongType naming the first field of ``obj`` (a dataclass, or a list of them) whose value does not
     match its annotation."""
-    hint = type(obj) if dataclasses.is_dataclass(obj) else Any
+    hint: Any = type(obj) if dataclasses.is_dataclass(obj) else Any
     problem = _checker(hint)(obj)
     if problem is not None:
         sub, want, v = problem

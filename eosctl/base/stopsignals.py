@@ -19,7 +19,7 @@ from typing import Any
 STOP_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM,
                                             *((signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ()))
 
-_LINES = {signal.SIGINT: "eosctl: interrupted", signal.SIGTERM: "eosctl: terminated"}
+_LINES: dict[int, str] = {signal.SIGINT: "eosctl: interrupted", signal.SIGTERM: "eosctl: terminated"}
 if hasattr(signal, "SIGHUP"):
     _LINES[signal.SIGHUP] = "eosctl: hung up (the terminal was closed)"
 

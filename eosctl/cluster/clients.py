@@ -46,8 +46,10 @@ def confluent_admin(cluster: Cluster, timeout: float = DEFAULT_TIMEOUT_S) -> Adm
     from confluent_kafka.admin import AdminClient  # lazy: confluent_kafka.admin 42 ms to import
 
     ms = str(int(timeout * 1000))
-    return AdminClient({**cluster.confluent(), "logger": quiet_logger(), "socket.timeout.ms": ms,
-                        "socket.connection.setup.timeout.ms": ms})
+    # librdkafka takes a Logger object here, which confluent-kafka's annotation of the config leaves out.
+    conf: dict = {**cluster.confluent(), "logger": quiet_logger(), "socket.timeout.ms": ms,
+                  "socket.connection.setup.timeout.ms": ms}
+    return AdminClient(conf)
 
 
 def kafka_admin(cluster: Cluster, timeout: float = DEFAULT_TIMEOUT_S) -> KafkaAdminClient:

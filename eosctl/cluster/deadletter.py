@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from eosctl.base.errors import BrokerError
+from eosctl.cluster.consumed import headers, placed
 from eosctl.config.model import Cluster
 
 TP = tuple[str, int]
@@ -81,15 +82,17 @@ def read_dead_letters(cluster: Cluster, topic: str, timeout: float = READ_SECOND
             msg = consumer.poll(1.0)
             if msg is None:
                 continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
+            error = msg.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
                     todo.discard(msg.partition())
                     continue
-                raise BrokerError(f"reading the dlq_topic {topic!r}: {msg.error().str()}")
-            if msg.offset() < ends[msg.partition()][1]:
-                out.add(list(msg.headers() or []))
-            if msg.offset() >= ends[msg.partition()][1] - 1:
-                todo.discard(msg.partition())
+                raise BrokerError(f"reading the dlq_topic {topic!r}: {error.str()}")
+            _, partition, offset = placed(msg)
+            if offset < ends[partition][1]:
+                out.add(headers(msg))
+            if offset >= ends[partition][1] - 1:
+                todo.discard(partition)
     finally:
         consumer.close()
     return out

@@ -368,7 +368,7 @@ class LogScan:
         self.end = max(self.end, offsets.high_watermark)
         last = self.last_batch
         self.verify = last is not None and last.last_offset + 1 == self.next
-        self.position = last.last_offset if self.verify else self.next
+        self.position = last.last_offset if last is not None and self.verify else self.next
 
     def finish(self) -> PartitionLog:
         """The log as scanned so far. It leaves the scan as it was (copies what it adds to), so a scan

@@ -36,18 +36,16 @@ not listed by an all-topics fetch at all, as Kafka lists committed offsets only.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import kafka.errors as Errors
-from kafka.protocol.admin.groups import DescribeGroupsRequest, ListGroupsRequest
+from kafka.protocol.admin.groups import ListGroupsRequest
 from kafka.protocol.consumer.group import OffsetFetchRequest
-from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 
 from eosctl.base.errors import BrokerError
 from eosctl.cluster.clientcauses import denied
-from eosctl.cluster.messages import ConsumerGroupDescribeRequest
 from eosctl.cluster.model import TP
 from eosctl.cluster.wire import WireClient
 from eosctl.config.model import Cluster
@@ -288,53 +286,6 @@ def committed_positions(cluster: Cluster, group: str, timeout: float = 10.0) -> 
     """One group's committed offsets and its partitions pending in an open transaction."""
     with WireClient(cluster, timeout_ms=int(timeout * 1000)) as client:
         return group_positions(client, [group], timeout)[group]
-
-
-def group_members(client: WireClient, groups: Sequence[str], timeout: float | None = None,
-                  types: Mapping[str, str] | None = None) -> dict[tuple[str, str, int], tuple[str, str, str]]:
-    """(group, topic, partition) -> (member id, client id, host) of the member it is assigned to, as
-    DescribeGroups says (kafka-consumer-groups.sh --describe's CONSUMER-ID, CLIENT-ID, HOST), or
-    ConsumerGroupDescribe for a group on KIP-848's consumer protocol (``types``: group -> its type from
-    ListGroups; DescribeGroups answers such a group as Dead with no members). A group that can't be
-    described adds nothing: who consumes is context, never a reason to fail the lag. Raw requests like the
-    offsets (no librdkafka handle: see the module's docstring)."""
-    if not groups:
-        return {}
-    out: dict[tuple[str, str, int], tuple[str, str, str]] = {}
-    kinds = types or {}
-    try:
-        coordinators = _find_coordinators(_Round(client, timeout), list(dict.fromkeys(groups)))
-        by_node: dict[tuple[int, bool], list[str]] = {}
-        for g, c in coordinators.items():
-            by_node.setdefault((c.node, kinds.get(g) == "consumer"), []).append(g)
-        calls = list(by_node.items())
-        answers = client.request_all([
-            (n, ConsumerGroupDescribeRequest(group_ids=gs, include_authorized_operations=False)
-             if consumer_protocol else DescribeGroupsRequest(groups=gs, max_version=5))
-            for (n, consumer_protocol), gs in calls])
-    except BrokerError:
-        return {}
-    for ((_, consumer_protocol), _), answer in zip(calls, answers, strict=True):
-        if consumer_protocol:
-            for d in answer.groups:
-                if d.error_code:
-                    continue
-                for m in d.members:
-                    for t in m.assignment.topic_partitions:
-                        for p in t.partitions:
-                            out[(d.group_id, t.topic_name, p)] = (m.member_id, m.client_id, m.client_host)
-            continue
-        for d in answer.groups:
-            if d.error_code or d.protocol_type != "consumer":
-                continue
-            for m in d.members:
-                try:
-                    assignment = ConsumerProtocolAssignment.decode(m.member_assignment)
-                except Exception:  # an assignment in another format: no member columns for it
-                    continue
-                for tp in assignment.partitions():
-                    out[(d.group_id, tp.topic, tp.partition)] = (m.member_id, m.client_id, m.client_host)
-    return out
 
 
 def _named(code: int, request: str, group: str) -> str:

@@ -8,6 +8,7 @@ import time
 from collections.abc import Mapping
 
 from eosctl.base.errors import BrokerError
+from eosctl.cluster.consumed import headers, placed
 from eosctl.config.model import Cluster
 from eosctl.config.route import Route
 
@@ -40,17 +41,18 @@ def routed_out(cluster: Cluster, route: Route, ends: Mapping[TP, tuple[int, int]
             msg = consumer.poll(1.0)
             if msg is None:
                 continue
-            tp = (msg.topic(), msg.partition())
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    todo.discard(tp)
+            error = msg.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    todo.discard((msg.topic(), msg.partition()))
                     continue
-                raise BrokerError(f"reading {tp[0]}-{tp[1]} for its route: {msg.error().str()}")
-            offset = msg.offset()
+                raise BrokerError(f"reading {msg.topic()}-{msg.partition()} for its route: {error.str()}")
+            topic, partition, offset = placed(msg)
+            tp = (topic, partition)
             if offset >= ends[tp][1]:
                 todo.discard(tp)
                 continue
-            if route.matches(msg.key(), msg.value(), list(msg.headers() or [])):
+            if route.matches(msg.key(), msg.value(), headers(msg)):
                 selected_since[tp] = True
             else:
                 ranges = out[tp]

@@ -247,8 +247,8 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
     elif master or remote or driver_memory:
         chosen = "spark"  # Spark's options name Spark
         said = "engine: spark (--master, --remote or --driver-memory name Spark)"
-    # Read when the command closes: a state sink, known only once the sink is resolved, says its own line.
-    click.get_current_context().call_on_close(lambda: said is not None and _say_if_audited(said))
+    if said is not None:
+        click.get_current_context().call_on_close(lambda: _say_if_audited(said))
 
     def engine_options() -> EngineOptions:
         """Once every check of the options, config and sink passed (each is one line before Kafka is
@@ -277,12 +277,6 @@ def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str
         _run(audited, fmt, written, fail_on, engine_options(), started, policy=policy, store=store_failures)
         return
     sink, _ = sink_of(target, sink_duckdb, sink_parquet, sink_table)
-    if sink.mode != "offsets":
-        # auditors.state judges a state sink in eosctl's process whichever engine is named: say so, and
-        # don't read every partition's offsets to choose an engine that would not run.
-        chosen = "local"
-        said = (f"engine: local (an {sink.mode} sink is audited in eosctl's process, whichever engine is "
-                "named: docs/audit.md, \"State sinks\")")
     if content_check and not replace(sink, **overrides).key_column:
         raise click.UsageError("--content-check compares each row's key with its record's: name the key "
                                "column (--key-column, or key_column in the config's sink)")

@@ -28,4 +28,5 @@ def completion(shell: str) -> None:
     # root command comes from the context, not from eosctl.cli (which imports this module).
     main = click.get_current_context().find_root().command
     cls = get_completion_class(shell)
+    assert cls is not None  # `shell` is a click.Choice of the shells click has a class for
     click.echo(cls(main, {}, "eosctl", "_EOSCTL_COMPLETE").source())

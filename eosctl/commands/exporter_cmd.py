@@ -130,7 +130,7 @@ def _serve(targets: list[Target], options: Any, _audit: Any, once: bool, textfil
             server.exposition = exposition  # type: ignore[attr-defined]
             threading.Thread(target=server.serve_forever, name="metrics-http", daemon=True).start()
             bound = server.server_address
-            where = f"http://{http.hostport(bound[0], bound[1])}/metrics"
+            where = f"http://{http.hostport(str(bound[0]), int(bound[1]))}/metrics"
             click.echo(f"eosctl exporter: listening on {where} (eosctl_up 0 until the first refresh ends)",
                        err=True)
             loops.first_refresh(sources, outage_ok=True)

@@ -187,6 +187,11 @@ class Aggregate:
     fn: str
     column: str
     field: str | None = None
+    # A windowed table: the column holding each row's window start (eosctl.rules.timewindows), the
+    # windows' size and, for hopping windows, their advance (both in ms; advance = size: tumbling).
+    window_column: str | None = None
+    window_ms: int | None = None
+    advance_ms: int | None = None
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ _forms_of: dict[str, str] = {}  # the _SUBSTITUTED the forms were made from
 
 def _redactions() -> list[tuple[str, str]]:
     if _forms_of != _SUBSTITUTED:
-        forms = {}
+        forms: dict[str, str] = {}
         for value, name in _SUBSTITUTED.items():
             for form in (value, repr(value)[1:-1], quote(value, safe=""), value.replace('"', '\\"')):
                 forms.setdefault(form, f"[the value of ${{{name}}}]")

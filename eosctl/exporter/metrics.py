@@ -23,7 +23,7 @@ from __future__ import annotations
 import gzip
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +75,12 @@ METRICS = (
          "(UNSTABLE_OFFSET_COMMIT: a read_committed consumer of the group waits); only while one does."),
     Spec("eosctl_consumer_group_status", GAUGE, (*BASE, "group", "status"),
          "Burrow-style status of the group, as lag --watch computes it: 1 for the current one."),
+    Spec("eosctl_consumer_group_members", GAUGE, (*BASE, "group", "type", "state"),
+         "Members of the group, as the describe API of its type lists them (DescribeGroups, "
+         "ConsumerGroupDescribe, StreamsGroupDescribe, ShareGroupDescribe); only for a group described."),
+    Spec("eosctl_share_group_read_uncommitted", GAUGE, (*BASE, "group"),
+         "1 for a share group reading a transactional topic without share.isolation.level=read_committed "
+         "(its consumers process aborted records); only for such a group."),
     Spec("eosctl_transactions", GAUGE, (*BASE, "state"),
          "Transactional ids of the pipeline by coordinator state."),
     Spec("eosctl_two_phase_transaction_age_seconds", GAUGE, (*BASE, "transactional_id", "producer_id"),
@@ -221,7 +227,7 @@ class _Families:
         self.partition_metrics = partition_metrics
         self.values: dict[str, dict[tuple[str, ...], float]] = {n: {} for n in names}
 
-    def add(self, name: str, labels: dict[str, str | int], value: float | None,
+    def add(self, name: str, labels: Mapping[str, object], value: float | None,
             fold: Callable[[float, float], float] = float.__add__) -> None:
         if value is None:
             return
@@ -262,6 +268,7 @@ class State:
                 _partitions(out, base, good["logs"])
             if "lag" in good:
                 _consumers(out, base, good["lag"])
+                _groups(out, base, good["lag"])
             if "transactions" in good:
                 _transactions(out, base, good["transactions"])
             if "hanging" in good:
@@ -315,6 +322,18 @@ def _consumers(out: _Families, base: dict[str, str], cap: Capture) -> None:
                 out.add("eosctl_consumer_offset_commit_pending_seconds",
                         {**labels, "transactional_id": (h.transactional_id if h else None) or ""},
                         max(0.0, age or 0.0), max)
+
+
+def _groups(out: _Families, base: dict[str, str], cap: Capture) -> None:
+    """Each described group's members, by its type and state; the share groups warned of in `lag`."""
+    snap = cap.lag
+    if snap is None:
+        return
+    for g, d in snap.descriptions.items():
+        out.add("eosctl_consumer_group_members", {**base, "group": g, "type": d.type, "state": d.state},
+                len(d.members))
+    for g in snap.share_warnings:
+        out.add("eosctl_share_group_read_uncommitted", {**base, "group": g}, 1)
 
 
 def _transactions(out: _Families, base: dict[str, str], cap: Capture) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from eosctl.base.errors import EosctlError
+from eosctl.cluster.consumed import headers, placed
 from eosctl.config.model import Cluster, Sink
 from eosctl.report.findings import AuditReport, Finding
 from eosctl.sink import frozen, open_reader
@@ -128,18 +129,20 @@ def _records_table(findings: list[Finding], cluster: Cluster) -> pa.Table:
                     msg = consumer.poll(1.0)
                     if msg is None:
                         continue
-                    if msg.error():
-                        if msg.error().code() == KafkaError._PARTITION_EOF:
+                    error = msg.error()
+                    if error is not None:
+                        if error.code() == KafkaError._PARTITION_EOF:
                             break
                         raise EosctlError(f"--store-failures: reading {f.topic}-{f.partition} at "
-                                          f"{f.first_offset}: {msg.error().str()}")
-                    if msg.offset() > last:
+                                          f"{f.first_offset}: {error.str()}")
+                    offset = placed(msg)[2]
+                    if offset > last:
                         break
                     rows.append({"finding_id": i, "topic": f.topic, "partition": f.partition,
-                                 "offset": msg.offset(), "timestamp": msg.timestamp()[1], "key": msg.key(),
+                                 "offset": offset, "timestamp": msg.timestamp()[1], "key": msg.key(),
                                  "value": msg.value(),
-                                 "headers": [{"key": k, "value": v} for k, v in (msg.headers() or [])]})
-                    if msg.offset() >= last:
+                                 "headers": [{"key": k, "value": v} for k, v in headers(msg)]})
+                    if offset >= last:
                         break
         finally:
             consumer.close()

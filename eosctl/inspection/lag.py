@@ -29,12 +29,16 @@ import time
 from collections import defaultdict, deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from eosctl.base.errors import BrokerError
+from eosctl.cluster.groups import GroupDescription, describe_groups
 from eosctl.cluster.logscan import scan_partitions
 from eosctl.cluster.model import TP, Kind, PartitionLog
-from eosctl.cluster.offsets import group_listing, group_members, group_positions
+from eosctl.cluster.offsets import group_listing, group_positions
+from eosctl.cluster.shareprogress import ShareOffset, share_isolation, share_offsets
 from eosctl.cluster.wire import Offsets, WireClient
+from eosctl.inspection.sharegroups import share_warnings
 from eosctl.txn.opentxn import OpenTxn, open_transactions
 from eosctl.txn.pendingoffsets import PendingCommit, pending_commits
 from eosctl.txn.transactions import coordinator_view, dated
@@ -69,6 +73,8 @@ class PartitionLag:
     host: str | None = None
     # The group's next commit of this partition's offset is pending in an open transaction.
     pending: PendingCommit | None = None
+    # A share group's progress here (DescribeShareGroupOffsets): ``committed`` is its start offset.
+    share: ShareOffset | None = None
 
     @property
     def lag_to_lso(self) -> int | None:
@@ -98,6 +104,13 @@ class LagSnapshot:
     group_states: dict[str, str] = field(default_factory=dict)  # group -> "STABLE", "EMPTY", ...
     # group -> "classic", "consumer" (KIP-848), "streams", "share" (ListGroups v5; absent: not said)
     group_types: dict[str, str] = field(default_factory=dict)
+    # group -> its members, epoch and (streams) topology, by the describe API of its type; absent: not
+    # described (its coordinator did not answer, or the broker lacks the API)
+    descriptions: dict[str, GroupDescription] = field(default_factory=dict)
+    # share group -> its share.isolation.level (None: the broker does not say)
+    share_isolation: dict[str, str | None] = field(default_factory=dict)
+    # share group -> the warning that it reads a transactional topic read_uncommitted
+    share_warnings: dict[str, str] = field(default_factory=dict)
 
     def groups(self) -> list[str]:
         return list(dict.fromkeys(p.group for p in self.partitions))
@@ -160,9 +173,10 @@ def build_rows(committed: Mapping[str, Mapping[TP, int | None]], offsets: Mappin
     for group, tps in committed.items():
         for tp, c in sorted(tps.items()):
             o = offsets[tp]
-            base = dict(group=group, topic=tp[0], partition=tp[1], committed=c, log_start=o.log_start,
-                        lso=o.last_stable, hw=o.high_watermark, open_txn=open_txns.get(tp),
-                        offsets_warning=o.disagreement)
+            base: dict[str, Any] = dict(
+                group=group, topic=tp[0], partition=tp[1], committed=c, log_start=o.log_start,
+                lso=o.last_stable, hw=o.high_watermark, open_txn=open_txns.get(tp),
+                offsets_warning=o.disagreement)
             if c is None:
                 rows.append(PartitionLag(**base))
                 continue
@@ -196,8 +210,14 @@ def poll(client: WireClient, groups: Sequence[str] | None = None,
     listing = group_listing(client)
     states = {g: state for g, (state, _) in listing.items()}
     wanted = list(groups) if groups else sorted(states)
-    positions = group_positions(client, wanted) if wanted else {}
-    by_group = {g: pos.committed for g, pos in positions.items()}
+    types = {g: t for g, (_, t) in listing.items() if t}
+    # A share group commits no offsets: its progress is each share-partition's start offset.
+    shared = [g for g in wanted if types.get(g) == "share"]
+    positions = group_positions(client, [g for g in wanted if g not in shared]) if wanted else {}
+    progress = share_offsets(client, shared)
+    by_group = {g: positions[g].committed if g in positions else
+                {tp: so.start_offset for tp, so in progress[g].items() if so.start_offset >= 0}
+                for g in wanted}
     topic_filter = set(topics) if topics else None
     by_group = {g: {tp: c for tp, c in offs.items() if topic_filter is None or tp[0] in topic_filter}
                 for g, offs in by_group.items()}
@@ -223,8 +243,8 @@ def poll(client: WireClient, groups: Sequence[str] | None = None,
     offsets = {tp: known[tp] for tp in tps} if all(tp in known for tp in tps) else \
         client.offsets(tps) if tps else {}
     per_tp: dict[TP, list[int | None]] = defaultdict(list)
-    for offs in committed.values():
-        for tp, c in offs.items():
+    for group_offsets in committed.values():
+        for tp, c in group_offsets.items():
             per_tp[tp].append(c)
     windows = scan_windows(per_tp, offsets, scan_limit)
     logs = scan_partitions(client, list(windows), start={tp: w[0] for tp, w in windows.items()},
@@ -240,14 +260,22 @@ def poll(client: WireClient, groups: Sequence[str] | None = None,
         for g, offs in by_group.items() for (t, p), c in sorted(offs.items()) if t in broken] + dark
     order = {g: i for i, g in enumerate(committed)}
     rows.sort(key=lambda r: (order[r.group], r.topic, r.partition))
-    members = group_members(client, list(committed), types={g: t for g, (_, t) in listing.items() if t})
-    rows = [replace(r, member_id=m[0], client_id=m[1], host=m[2])
+    described = describe_groups(client, list(committed), types)
+    members = {(g, *tp): sorted(ms, key=lambda m: m.member_id)[0]
+               for g, d in described.items() for tp, ms in d.partition_members().items()}
+    rows = [replace(r, member_id=m.member_id, client_id=m.client_id, host=m.host)
             if (m := members.get((r.group, r.topic, r.partition))) else r for r in rows]
+    rows = [replace(r, share=so) if (so := progress.get(r.group, {}).get((r.topic, r.partition))) else r
+            for r in rows]
+    isolation = share_isolation(client, [g for g in shared if g in committed])
+    warned = share_warnings(client, {g: list(committed[g]) for g in isolation}, isolation, offsets, logs,
+                            txns) if isolation else {}
     held = pending_commits(client, {g: positions[g].pending for g in committed if g in positions})
     rows = [replace(r, pending=pc) if (pc := held.get(r.group)) and (r.topic, r.partition) in pc.partitions
             else r for r in rows]
     return LagSnapshot(taken, rows, {g: states.get(g, "UNKNOWN") for g in committed},
-                       {g: kind for g in committed if (kind := listing.get(g, ("", None))[1])})
+                       {g: kind for g in committed if (kind := listing.get(g, ("", None))[1])},
+                       described, isolation, warned)
 
 
 def topic_partitions(client: WireClient, topics: Sequence[str],
@@ -332,13 +360,13 @@ def evaluate(samples: Sequence[tuple[int, PartitionLag]], group_active: bool,
         note += f"; its next offset commit is {last.pending.describe(now)}"
     if len(samples) < 2:
         age = txn.age_s(now) if txn is not None and txn.age_trusted else None
-        if age is not None and age >= first_poll_stall_s and last.records_behind == 0:
+        if txn is not None and age is not None and age >= first_poll_stall_s and last.records_behind == 0:
             return Status("STALL", f"blocked by {txn.describe(now)}")
         return Status("OK", note[2:])
     same_txn = txn is not None and all(
         lag.open_txn is not None and (lag.open_txn.producer_id, lag.open_txn.first_offset)
         == (txn.producer_id, txn.first_offset) for _, lag in samples)
-    if same_txn and last.records_behind == 0:
+    if txn is not None and same_txn and last.records_behind == 0:
         return Status("STALL", f"blocked by {txn.describe(now)}")
     behind = [lag.records_behind for _, lag in samples if lag.records_behind is not None]
     if not behind or min(behind) == 0:

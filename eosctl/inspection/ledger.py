@@ -175,7 +175,7 @@ def partition_ledger(
             flags.append(LedgerFlag("duplicate", i.first, i.last, extra,
                                     f"offsets {span(i.first, i.last)} stored {i.multiplicity} times "
                                     f"({extra} extra rows)"))
-        if p.min_offset is not None:
+        if p.min_offset is not None and p.max_offset is not None:
             missing = p.max_offset - p.min_offset + 1 - p.distinct_offsets
             if missing:
                 flags.append(LedgerFlag(

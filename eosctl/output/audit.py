@@ -10,7 +10,6 @@ from rich.text import Text
 from eosctl.base import safetext
 from eosctl.base.safetext import text
 from eosctl.output.finding import extra, short_cause, standing, waiver_text, where, window_note
-from eosctl.output.junit import junit
 from eosctl.output.terminal import table as rich_table
 from eosctl.report.findings import PASS, AuditReport
 
@@ -20,6 +19,8 @@ def render(report: AuditReport, fmt: str) -> Any:
     if fmt == "json":
         return report.to_json()
     if fmt == "junit":
+        from eosctl.output.junit import junit  # lazy: xml.etree 2-3 ms, for --format junit only
+
         return junit(report)
     if fmt == "table":
         return table(report)

@@ -123,6 +123,12 @@ def bar_row(p: PartitionSummary, findings: list[Finding], compact: bool,
             f"{gap_svg(p, findings, compact, links)}</div>")
 
 
+def _ends(f: Finding) -> tuple[int, int]:
+    """A drawn finding's first and last offsets: the findings of a partition's bar all have them."""
+    assert f.first_offset is not None and f.last_offset is not None, f
+    return f.first_offset, f.last_offset
+
+
 def gap_svg(p: PartitionSummary, findings: Iterable[Finding], compact: bool = False,
             links: dict[int, int] | None = None) -> str:
     """One partition's bar: log layers underneath, one <rect class="f"> (or <path>) per finding on top;
@@ -162,8 +168,8 @@ def gap_svg(p: PartitionSummary, findings: Iterable[Finding], compact: bool = Fa
     # Offsets past the HW (or of a partition Kafka lacks) have no log to scale by: their own stub, scaled
     # from the HW (or their first offset) to the last such offset.
     stub_x, stub_w = (main_w + 6, BEYOND_W) if p.exists else (0, BAR_W)
-    base = hw if p.exists else min((g.first_offset for g in beyond), default=0)
-    stub_span = max(max((f.last_offset for f in beyond), default=base) - base + 1, 1)
+    base = hw if p.exists else min((_ends(g)[0] for g in beyond), default=0)
+    stub_span = max(max((_ends(f)[1] for f in beyond), default=base) - base + 1, 1)
 
     def bx(offset: int) -> float:
         return stub_x + max(0, min(stub_span, offset - base)) / stub_span * stub_w
@@ -175,13 +181,14 @@ def gap_svg(p: PartitionSummary, findings: Iterable[Finding], compact: bool = Fa
             out.append(_density(run, fy, fh))
         findings = [f for f in findings if id(f) in beyond_ids][:MAX_MARKS]
     for f in findings:
+        first, last = _ends(f)
         if id(f) in beyond_ids:
-            mark = _finding(f, bx(f.first_offset), bx(f.last_offset + 1), fy, fh)
+            mark = _finding(f, bx(first), bx(last + 1), fy, fh)
         elif f.kind == "key_duplicate" and f.offsets:
             here = _offsets_here(f)
             mark = _ticks(f, [x(o) for o in here], [x(o + 1) for o in here], fy, fh)
         else:
-            mark = _finding(f, x(f.first_offset), x(f.last_offset + 1), fy, fh)
+            mark = _finding(f, x(first), x(last + 1), fy, fh)
         row = None if links is None else links.get(id(f))
         out.append(mark if row is None else f'<a href="#finding-{row}">{mark}</a>')
     if not compact:
@@ -350,16 +357,17 @@ def density_runs(findings: Iterable[Finding], lo: int, span: int, width: float) 
             cell[1] += share
     runs = []
     for kind, cols in counts.items():
-        start = prev = None
+        start: int | None = None
+        prev: int | None = None
         n, offsets = 0, 0.0
-        for c in sorted(cols) + [None]:
-            if c is not None and prev is not None and c == prev + 1:
-                prev, n, offsets = c, n + cols[c][0], offsets + cols[c][1]
+        for col in [*sorted(cols), None]:
+            if col is not None and prev is not None and col == prev + 1:
+                prev, n, offsets = col, n + int(cols[col][0]), offsets + cols[col][1]
                 continue
             if start is not None and prev is not None:
                 runs.append(DensityRun(kind, start * width / columns, (prev + 1) * width / columns,
                                        lo + int(start * per_col), lo + max(int((prev + 1) * per_col) - 1, 0),
                                        n, round(offsets)))
-            if c is not None:
-                start, prev, n, offsets = c, c, cols[c][0], cols[c][1]
+            if col is not None:
+                start, prev, n, offsets = col, col, int(cols[col][0]), cols[col][1]
     return runs

@@ -6,7 +6,6 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from eosctl.base import safetext
-from eosctl.cluster.model import TP
 from eosctl.output.finding import extra, short_cause, standing, waiver_text, where, window_note
 from eosctl.report.findings import DESCRIPTIONS, AuditReport, Finding
 
@@ -52,11 +51,12 @@ def _suite(report: AuditReport, name: str, topics: set[str] | None, sink: str | 
                 ET.SubElement(props, "property", name=safetext.xml(f"window {p.topic}[{p.partition}]"),
                               value=safetext.xml(window_note(p)))
     failures = 0
-    by_tp: dict[TP, list[Finding]] = {}
+    by_tp: dict[tuple[str | None, int | None], list[Finding]] = {}
     for f in report.findings:
         if mine(f.topic, f.sink):
             by_tp.setdefault((f.topic, f.partition), []).append(f)
-    cases = [(p.topic, p.partition) for p in report.partitions if mine(p.topic, p.sink)]
+    cases: list[tuple[str | None, int | None]] = [(p.topic, p.partition) for p in report.partitions
+                                                  if mine(p.topic, p.sink)]
     cases += [tp for tp in sorted(by_tp, key=lambda tp: (tp[0] or "", -1 if tp[1] is None else tp[1]))
               if tp not in set(cases)]
     tests = 0
@@ -70,7 +70,7 @@ def _suite(report: AuditReport, name: str, topics: set[str] | None, sink: str | 
         ignored = [f for f in found if id(f) not in failing_now and not f.waived]
         waived = [f for f in found if f.waived]
         failing = [f for f in found if id(f) in failing_now]
-        case = None
+        case: ET.Element | None = None
         for f in failing:
             failures += 1
             message = (f"{f.kind}: {f.detail} ({f.count} row{'s' if f.count != 1 else ''})"
@@ -95,6 +95,7 @@ def _suite(report: AuditReport, name: str, topics: set[str] | None, sink: str | 
             case = ET.SubElement(suite, "testcase", classname=classname, name=name)
             tests += 1
         if ignored:
+            assert case is not None  # a failing finding's case, or the passing one just made
             out = ET.SubElement(case, "system-out")
             out.text = safetext.xml("\n".join(f"{f.kind} at offsets {where(f)} ({f.count}) "
                                                f"({standing(report, f) or 'not failing'})" for f in ignored))

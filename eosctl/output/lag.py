@@ -40,13 +40,68 @@ def lag_document(snapshot: Any, watch: Any = None) -> dict[str, Any]:
                 "consumer": None if p.member_id is None else {
                     "member_id": p.member_id, "client_id": p.client_id, "host": p.host},
                 "pending_commit": None if p.pending is None else p.pending.to_dict(now),
+                "share_progress": None if p.share is None else {
+                    "start_offset": p.share.start_offset, "lag": p.share.lag},
             })
+        d = snapshot.descriptions.get(g)
         groups.append({"group": g, "state": snapshot.group_states.get(g, "UNKNOWN"),
                        "type": snapshot.group_types.get(g),
                        "status": gs.status if gs else None, "cause": (gs.cause or None) if gs else None,
+                       "epoch": None if d is None else d.epoch,
+                       "members": None if d is None else [_member(m) for m in d.members],
+                       "topology": _topology(d),
+                       "share": None if g not in snapshot.share_isolation else {
+                           "isolation_level": snapshot.share_isolation[g],
+                           "warning": snapshot.share_warnings.get(g)},
                        "partitions": parts})
     return {"taken_ms": now, "taken_at": _iso(now), "error": None, "stale_since": None,
             "age_s": _age_s(now), "groups": groups}
+
+
+def _tasks(tasks: Any) -> list[dict[str, Any]] | None:
+    return None if tasks is None else [{"subtopology": t.subtopology, "partitions": list(t.partitions)}
+                                       for t in tasks]
+
+
+def _member(m: Any) -> dict[str, Any]:
+    """One member of a group (eosctl.cluster.groups.Member); the task lists only for a streams group's."""
+    return {"member_id": m.member_id, "client_id": m.client_id, "host": m.host,
+            "assignment": [{"topic": t, "partition": p} for t, p in m.partitions],
+            "process_id": m.process_id, "active_tasks": _tasks(m.active_tasks),
+            "standby_tasks": _tasks(m.standby_tasks), "warmup_tasks": _tasks(m.warmup_tasks)}
+
+
+def _topology(d: Any) -> dict[str, Any] | None:
+    """A streams group's topology as its coordinator knows it; null for other types."""
+    if d is None or d.type != "streams":
+        return None
+    return {"epoch": d.topology_epoch, "subtopologies": None if d.subtopologies is None else [
+        {"subtopology": s.subtopology, "source_topics": list(s.source_topics)} for s in d.subtopologies]}
+
+
+def group_line(g: dict[str, Any]) -> str | None:
+    """``G: streams group, NOT_READY, 2 members (1 process), 4 active tasks, topology epoch 3`` for a group
+    that is not classic (its type, members and state as its describe API says); None for a classic one."""
+    kind = g.get("type")
+    if not kind or kind == "classic":
+        return None
+    members = g.get("members")
+    text = f"{g['group']}: {kind} group, {g['state']}"
+    if members is None:
+        return text + ", members not described"
+    text += f", {len(members)} member{'' if len(members) == 1 else 's'}"
+    if kind == "streams":
+        processes = {m["process_id"] for m in members}
+        active = sum(len(t["partitions"]) for m in members for t in m["active_tasks"] or ())
+        standby = sum(len(t["partitions"]) for m in members for t in m["standby_tasks"] or ())
+        text += (f" ({len(processes)} process{'' if len(processes) == 1 else 'es'}), {active} active task"
+                 f"{'' if active == 1 else 's'}" + (f", {standby} standby" if standby else ""))
+        topology = g.get("topology") or {}
+        text += (", no topology yet" if topology.get("subtopologies") is None
+                 else f", topology epoch {topology.get('epoch')}")
+    if kind == "share" and g.get("share"):
+        text += f", {g['share']['isolation_level'] or 'isolation not said'}"
+    return text
 
 
 def _age_s(taken_ms: int | None, now_ms: int | None = None) -> float | None:
@@ -152,6 +207,9 @@ def lag_renderable(doc: dict[str, Any], with_status: bool, groups: list[str], to
     warned = dict.fromkeys(p["offsets_warning"] for g in doc["groups"] for p in g["partitions"]
                            if p.get("offsets_warning"))
     parts += [safetext.text(f"warning: {w}", style="bold red") for w in warned]
+    parts += [safetext.text(line) for g in doc["groups"] if (line := group_line(g))]
+    parts += [safetext.text(f"warning: {g['share']['warning']}", style="bold red") for g in doc["groups"]
+              if (g.get("share") or {}).get("warning")]
     if doc.get("error"):
         parts.insert(0, safetext.text(f"ERR: {doc['error']} (retrying every poll)", style="bold red"))
     if with_status:

@@ -68,7 +68,8 @@ class FitTable(Table):
         if _PLAIN[0]:
             yield from self._plain()
             return
-        fitted, dropped = self, []
+        fitted: Table = self
+        dropped: list[str] = []
         for name in self.drop:
             if fitted.__rich_measure__(console, options).minimum <= options.max_width:
                 break

@@ -4,6 +4,7 @@ eosctl.txn.transactions' to_dict)."""
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from typing import Any
 
 from eosctl.base import safetext
@@ -33,7 +34,7 @@ def _parts(tps: Any) -> str:
     return ", ".join(f"{t}[{p}]" for t, p in tps) or "-"
 
 
-def render_txn(out: Any, info: Any, now: int, safeties: list[Any] = ()) -> None:
+def render_txn(out: Any, info: Any, now: int, safeties: Sequence[Any] = ()) -> None:
     rows = [("transactional id", info.transactional_id), ("coordinator", info.coordinator_id),
             ("producer id", info.producer_id), ("epoch", info.producer_epoch), ("state", info.state),
             ("timeout", _timeout(info.timeout_ms, info.two_phase)),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from json.decoder import scanstring  # type: ignore[attr-defined]
-from json.encoder import encode_basestring_ascii as _string  # type: ignore[attr-defined]
+from json.encoder import encode_basestring_ascii as _string
 from typing import Any
 
 from eosctl.report.findings import Cause, TxnCause
@@ -89,6 +89,8 @@ class EncodedCause(Cause):
     """A Cause read from its JSON text on first use of a field beyond EAGER. It equals, hashes, pickles and
     `dataclasses.replace`s as the decoded Cause (replace gives a plain Cause)."""
 
+    text: str  # the cause's JSON text, set by `of` in the instance's __dict__ (not a dataclass field)
+
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         # dataclasses.replace() calls the class with every field: that makes the plain Cause.
         if args or kwargs:
@@ -104,7 +106,7 @@ class EncodedCause(Cause):
         return out
 
     @property
-    def summary(self) -> str:  # type: ignore[override]
+    def summary(self) -> str:
         """The cause's sentence, read out of the text (its first field) without decoding the rest."""
         d = self.__dict__
         got = d.get("_summary")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from json.encoder import encode_basestring_ascii as _string  # type: ignore[attr-defined]
+from json.encoder import encode_basestring_ascii as _string
 from typing import TYPE_CHECKING
 
 from eosctl.report.causejson import encode, value

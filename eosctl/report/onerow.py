@@ -50,9 +50,9 @@ def named_twice(partitions: Iterable[PartitionSummary], findings: Sequence[Findi
         segments[(p.topic, p.partition)] = by_kind
     spans: dict[tuple[str, int], list[tuple[int, int, int]]] = {}
     for i, f in enumerate(findings):
-        tp = (f.topic, f.partition)
         if f.topic is None or f.partition is None:
             continue
+        tp = (f.topic, f.partition)
         for first, last in _named(f, segments.get(tp, {})):
             spans.setdefault(tp, []).append((first, last, i))
     out = []

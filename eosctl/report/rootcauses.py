@@ -130,14 +130,14 @@ def root_rule(f: Explained) -> str:
     return _BY_KIND[kind]
 
 
-_CONTENT_ROOT = {"shifted_coordinates": "coordinates_shifted",
+_CONTENT_ROOT: dict[str | None, str] = {"shifted_coordinates": "coordinates_shifted",
                  "rewritten_after_leader_change": "log_rewritten",
                  "different_record": "content_differs",
                  "different_value": "value_differs",
                  # the decoded content check (eosctl.rules.fields)
                  "different_field": "field_differs",
                  "unframed_record": "unframed_records"}
-_AGGREGATE_ROOT = {"counted_aborted": "sink_reads_aborted", "counted_twice": "replay",
+_AGGREGATE_ROOT: dict[str | None, str] = {"counted_aborted": "sink_reads_aborted", "counted_twice": "replay",
                    "missing_records": "sink_skipped", "unexplained_difference": "state_differs"}
 _BY_KIND = {"duplicate": "replay", "offset_mismatch": "offsets_disagree", "invalid_row": "invalid_rows",
             "ahead_of_commit": "written_before_commit", "out_of_order": "reordered",

@@ -160,7 +160,8 @@ def _decimal_why(sink: Any, record: Any) -> str | None:
         for k in range(1, 19):
             for f in (Decimal(10) ** k, Decimal(10) ** -k):
                 if a == b * f:
-                    scale = -b.as_tuple().exponent if isinstance(b.as_tuple().exponent, int) else 0
+                    exponent = b.as_tuple().exponent
+                    scale = -exponent if isinstance(exponent, int) else 0
                     return f"the same digits at another scale (the record's is {scale}; x10^{_exp(f)})"
     return "differs"
 

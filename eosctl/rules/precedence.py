@@ -67,7 +67,7 @@ def content_first(findings: Sequence[Finding]) -> list[Finding]:
 def _told_again(f: Finding, kept: list[Place]) -> Finding:
     """The key_duplicate of the places ``kept``, its cause from their writers (as the cause named them)."""
     txns = f.cause.transactions if f.cause is not None else ()
-    writers = []
+    writers: list[Writer] = []
     for t, p, o in kept:
         txn = next((x for x in txns
                     if (x.topic, x.partition) == (t, p) and x.first_offset <= o <= x.last_offset), None)

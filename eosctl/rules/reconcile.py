@@ -46,7 +46,8 @@ _BEYOND = "BEYOND"  # at or beyond the high watermark
 _OUTSIDE = "OUTSIDE"  # outside the audited window: not judged
 _EXPIRED = "EXPIRED"  # expected, but below the sink's retention floor: may be gone from the sink
 _FILTERED = "FILTERED"  # committed, but the sink's route leaves it out: never expected, misrouted if held
-_PHANTOM = {Kind.ABORTED: "phantom_aborted", Kind.MARKER: "phantom_marker", Kind.OPEN: "phantom_uncommitted"}
+_PHANTOM: dict[str, str] = {Kind.ABORTED: "phantom_aborted", Kind.MARKER: "phantom_marker",
+                            Kind.OPEN: "phantom_uncommitted"}
 _PHANTOM_KINDS = tuple(_PHANTOM.values())
 _INF = 1 << 63  # beyond every int64 offset: a sink row at 2^63-1 is still "beyond the HW"
 

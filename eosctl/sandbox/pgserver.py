@@ -89,8 +89,11 @@ def start(home: Path | None = None, *, password: str | None = None, timeout: flo
     binaries = bin_dir()
     run_as = _as_postgres_user()
     owned = home is None or len(str(home)) > _SOCKET_MAX or bool(run_as)
-    root = Path(tempfile.mkdtemp(prefix="eosctl-pg-", dir="/tmp" if run_as else None)) if owned \
-        else Path(home) / "postgres"
+    if owned:
+        root = Path(tempfile.mkdtemp(prefix="eosctl-pg-", dir="/tmp" if run_as else None))
+    else:
+        assert home is not None  # owned whenever there is none
+        root = Path(home) / "postgres"
     root.mkdir(parents=True, exist_ok=True)
     if run_as:
         os.chown(root, run_as["user"], run_as["group"])
@@ -110,7 +113,7 @@ def start(home: Path | None = None, *, password: str | None = None, timeout: flo
         if not (data / "PG_VERSION").exists():
             done = subprocess.run([str(binaries / "initdb"), "-D", str(data), "-U", USER, "-E", "UTF8",
                                    "--locale=C", "--no-sync", *auth], capture_output=True, text=True,
-                                  timeout=timeout, **run_as)
+                                  timeout=timeout, user=run_as.get("user"), group=run_as.get("group"))
             pwfile.unlink(missing_ok=True)
             if done.returncode != 0:
                 raise EosctlError(f"initdb failed: {(done.stderr or done.stdout).strip().splitlines()[-1]}")
@@ -123,7 +126,8 @@ def start(home: Path | None = None, *, password: str | None = None, timeout: flo
                  "-c", "listen_addresses=" + ("127.0.0.1" if tcp_port else ""), "-c", "fsync=off",
                  "-c", "synchronous_commit=off", "-c", "full_page_writes=off"],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                preexec_fn=procs.die_with_parent if die_with_parent else None, **run_as)
+                preexec_fn=procs.die_with_parent if die_with_parent else None, user=run_as.get("user"),
+                group=run_as.get("group"))
         server = LocalPostgres(proc.pid, str(root), owned, password, tcp_port)
         _wait_ready(server, proc, log, timeout)
     except BaseException:

@@ -44,6 +44,7 @@ def open_reader(sink: Sink, where: str = "sink", limits: Limits | None = None,
     if sink.mode != "offsets":  # a state sink (eosctl.sink.state): no rows at offsets to read
         raise SinkError(f"[{where}] keeps state per key (mode = {sink.mode!r}), not rows at offsets: `eosctl "
                         f"audit` and `eosctl explain --offset` read it, this command does not")
+    reader: SinkReader
     if kind == "duckdb":
         reader = open_duckdb(sink, where)
     elif kind == "parquet":

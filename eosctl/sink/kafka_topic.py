@@ -34,6 +34,7 @@ from eosctl.base.errors import BrokerError, SinkError
 from eosctl.base.safetext import decode
 from eosctl.cluster.clientcauses import LibrdkafkaErrors, librdkafka_cause
 from eosctl.cluster.clients import quiet_logger
+from eosctl.cluster.consumed import placed
 from eosctl.cluster.model import TP
 from eosctl.config.model import Cluster, Sink
 from eosctl.sink.base import ReadPoint
@@ -179,22 +180,25 @@ def records(cluster: Cluster, ends: dict[TP, int], *, read_committed: bool, what
             if msgs:
                 last_progress = time.monotonic()
             for m in msgs:
-                tp = (m.topic(), m.partition())
                 err = m.error()
                 if err is not None:
+                    topic, partition = m.topic(), m.partition()
                     if err.code() == KafkaError._PARTITION_EOF:
-                        pending.pop(tp, None)  # nothing more to read there now: the end is behind us
+                        if topic is not None and partition is not None:
+                            pending.pop((topic, partition), None)  # nothing more there now: the end is passed
                         continue
                     if err.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
                         continue  # the reader's own group id (see READER_GROUP), never joined: not needed
-                    where = f" {tp[0]}[{tp[1]}]" if tp[0] is not None else ""
+                    where = f" {topic}[{partition}]" if topic is not None else ""
                     raise BrokerError(f"reading {what}{where}: "
-                                      f"{librdkafka_cause(cluster, err, 'Fetch', tp[0]) or err.str()}")
-                if tp not in pending or m.offset() >= pending[tp]:
+                                      f"{librdkafka_cause(cluster, err, 'Fetch', topic) or err.str()}")
+                topic, partition, offset = placed(m)
+                tp = (topic, partition)
+                if tp not in pending or offset >= pending[tp]:
                     pending.pop(tp, None)
                     continue
                 yield m
-                if m.offset() + 1 >= pending[tp]:
+                if offset + 1 >= pending[tp]:
                     del pending[tp]
             if pending and time.monotonic() - last_progress > POLL_TIMEOUT_S:
                 shown = ", ".join(f"{t}[{p}] (end {e})" for (t, p), e in sorted(pending.items())[:3])

@@ -137,7 +137,7 @@ def exported(sink: Sink, where: str = "sink") -> Iterator[Sink]:
     try:
         _begin(conn)
         try:
-            snapshot = conn.execute("SELECT pg_export_snapshot()").fetchone()[0]
+            snapshot = _one(conn.execute("SELECT pg_export_snapshot()").fetchone())
         except Exception as e:
             raise SinkError(f"cannot pin a snapshot of {shown(sink)}: {first_line(e)}") from None
         yield replace(sink, frozen_from=sink, at=snapshot)
@@ -284,7 +284,7 @@ class PostgresReader(SqlReader):
         """The one value of a one-row query, its bytes as the server sends them (binary)."""
         try:
             with self.conn.cursor(binary=True) as cur:
-                return cur.execute(sql).fetchone()[0]
+                return _one(cur.execute(sql).fetchone())
         except Exception as e:
             raise self._query_error(e) from None
 
@@ -342,6 +342,12 @@ class PostgresReader(SqlReader):
 _INT8_MAX = (1 << 63) - 1
 
 
+def _one(row: tuple | None) -> Any:
+    """The value of a query that answers one row (pg_export_snapshot(), a count)."""
+    assert row is not None
+    return row[0]
+
+
 def open_postgres(sink: Sink, where: str = "sink") -> PostgresReader:
     """A reader of the sink's table in its own read-only transaction, at the sink's pinned snapshot
     (sink.at, from ``exported``) or, unpinned, at a snapshot of its own."""
@@ -353,7 +359,7 @@ def open_postgres(sink: Sink, where: str = "sink") -> PostgresReader:
         if sink.at is not None:
             snapshot = _join(conn, sink.at, name)
         else:
-            snapshot = conn.execute("SELECT pg_export_snapshot()").fetchone()[0]
+            snapshot = _one(conn.execute("SELECT pg_export_snapshot()").fetchone())
         schema, table = _find_table(conn, sink.table, where, "table", name)
         have = _column_types(conn, schema, table)
         check_columns(have, sink, where, f"table {sink.table} in {name}")
@@ -449,15 +455,13 @@ def _column_types(conn: psycopg.Connection, schema: str, table: str) -> dict[str
 def _actual_columns(sink: Sink, have: dict[str, str]) -> Sink:
     """The sink with its column names as the table spells them (the SQL quotes every name, and PostgreSQL
     compares quoted names exactly)."""
-    def actual(name: str | None) -> str | None:
-        if name is None:
-            return None
+    def actual(name: str) -> str:
         real = name if name in have else next((c for c in have if c.lower() == name.lower()), name)
         return '"' + real.replace('"', '""') + '"' if "." in real or '"' in real else real
 
     return replace(sink, topic_column=actual(sink.topic_column),
                    partition_column=actual(sink.partition_column), offset_column=actual(sink.offset_column),
-                   key_column=actual(sink.key_column))
+                   key_column=None if sink.key_column is None else actual(sink.key_column))
 
 
 __all__ = ["PostgresReader", "connect", "exported", "open_postgres"]

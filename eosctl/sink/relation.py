@@ -40,7 +40,8 @@ if TYPE_CHECKING:
     from duckdb import DuckDBPyConnection
 
 # Opening a sink must never reach the network (DuckDB auto-installs scanners for foreign file formats).
-NO_EXTENSION_DOWNLOADS = {"autoinstall_known_extensions": False}
+NO_EXTENSION_DOWNLOADS: dict[str, str | bool | int | float | list[str]] = {
+    "autoinstall_known_extensions": False}
 
 
 class SqlReader(ABC):
@@ -443,6 +444,7 @@ def islands_from(batches: Any) -> Iterator[OffsetIsland]:
             if f:
                 start = o
             if e:
+                assert start is not None  # islands_sql flags a partition's first row as a run's first
                 yield OffsetIsland(t, p, start, o, m)
                 start = no
 

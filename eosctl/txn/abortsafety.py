@@ -61,7 +61,7 @@ class Safety:
             return "wait", (f"its coordinator still runs it ({self.coordinator_state}) and aborts it itself "
                             f"in {human((self.ends_ms - self.now_ms) / 1000)}; aborting now fails the "
                             "producer's commit")
-        if self.writing:
+        if self.writing and self.last_write_ms is not None:
             return "careful", (f"its producer wrote {human((self.now_ms - self.last_write_ms) / 1000)} ago "
                                "and may still be writing: stop it first, or its next writes fail")
         if self.tracked:
@@ -121,7 +121,7 @@ def assess(tp: TP, producer_id: int, lso: int, hw: int, coordinator: Any | None,
                    and coordinator.producer_id == producer_id)
     two_phase = bool(coordinator is not None and coordinator.two_phase)
     ends = None
-    if tracked and not two_phase and coordinator.start_time_ms is not None \
+    if coordinator is not None and tracked and not two_phase and coordinator.start_time_ms is not None \
             and coordinator.timeout_ms is not None:  # a 2PC one: start + 24d 20h means nothing
         ends = coordinator.start_time_ms + coordinator.timeout_ms
     blocked = {g: c for g, c in committed.items() if c is not None and c < hw and hw > lso}

@@ -348,7 +348,8 @@ def list_transactions(admin: KafkaAdminClient, states: Sequence[str] = (), min_a
         info = _info(txid, described[txid])
         if wanted and info.state.lower() not in wanted:
             continue
-        if min_age_s is not None and (info.age_s(now_ms) is None or info.age_s(now_ms) < min_age_s):
+        age = info.age_s(now_ms)
+        if min_age_s is not None and (age is None or age < min_age_s):
             continue
         out.append(info)
     return out

@@ -43,6 +43,14 @@ from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, Fin
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.transaction import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 
+from eosctl.cluster.messages import (
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse,
+    ShareGroupDescribeRequest,
+    ShareGroupDescribeResponse,
+    StreamsGroupDescribeRequest,
+    StreamsGroupDescribeResponse,
+)
 from tests.kafkasim.log import SimPartition
 
 # Error codes (org.apache.kafka.common.protocol.Errors)
@@ -86,6 +94,14 @@ APIS: dict[int, tuple[Any, Any, int, int]] = {
     27: (WriteTxnMarkersRequest, WriteTxnMarkersResponse, 1, 1),
     35: (DescribeLogDirsRequest, DescribeLogDirsResponse, 1, 2),
 }
+# The describe APIs of KIP-1071's streams and KIP-932's share groups, answered only where a test lists them
+# (``extra_api_keys``, with ListGroups v5 for the groups' types): by default the broker is one without them.
+GROUP_TYPE_APIS: dict[int, tuple[Any, Any]] = {
+    89: (StreamsGroupDescribeRequest, StreamsGroupDescribeResponse),
+    77: (ShareGroupDescribeRequest, ShareGroupDescribeResponse),
+    90: (DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse),
+}
+GROUP_ID_NOT_FOUND = 69
 
 
 @dataclass
@@ -133,6 +149,7 @@ class SimGroup:
     group_id: str
     offsets: dict[tuple[str, int], int]
     state: str = "Empty"  # GroupState name as ListGroups v4 / DescribeGroups spell it
+    group_type: str = "classic"  # ListGroups v5's type: "classic", "consumer", "streams", "share"
 
 
 @dataclass
@@ -193,9 +210,10 @@ class KafkaSim:
                 parts[partition] = SimPartition(topic, partition, leader=leader)
             return parts[partition]
 
-    def group(self, group_id: str, offsets: dict[tuple[str, int], int], state: str = "Empty") -> SimGroup:
+    def group(self, group_id: str, offsets: dict[tuple[str, int], int], state: str = "Empty",
+              group_type: str = "classic") -> SimGroup:
         with self.lock:
-            self.groups[group_id] = SimGroup(group_id, dict(offsets), state)
+            self.groups[group_id] = SimGroup(group_id, dict(offsets), state, group_type)
             return self.groups[group_id]
 
     def transaction(self, transactional_id: str, producer_id: int, **kw: Any) -> SimTransaction:
@@ -236,10 +254,14 @@ class KafkaSim:
 
     def answer(self, node: int, payload: bytes) -> bytes | None:
         api_key, version = struct.unpack_from(">hh", payload, 0)
-        if api_key not in APIS:
+        if api_key in GROUP_TYPE_APIS and api_key in self.extra_api_keys:
+            request_cls, response_cls = GROUP_TYPE_APIS[api_key]
+            highest = self.extra_api_keys[api_key][1]
+        elif api_key not in APIS:
             self.errors.append(f"node {node}: unsupported API key {api_key} v{version}")
             return None  # Kafka closes the connection on an API it does not know
-        request_cls, response_cls, _, highest = APIS[api_key]
+        else:
+            request_cls, response_cls, _, highest = APIS[api_key]
         if api_key == 18 and version > highest:
             # ApiVersions above what we know: answer v0 with UNSUPPORTED_VERSION and our ranges
             # (KIP-511; clients then retry with the highest version we list).
@@ -485,7 +507,8 @@ class KafkaSim:
             # fails the whole answer with COORDINATOR_LOAD_IN_PROGRESS.
             return {"throttle_time_ms": 0, "error_code": fault.error, "groups": []}
         wanted = {s.lower() for s in (getattr(request, "states_filter", None) or [])}
-        groups = [item(group_id=g.group_id, protocol_type="consumer", group_state=g.state)
+        groups = [item(group_id=g.group_id, protocol_type="consumer", group_state=g.state,
+                       group_type=g.group_type)
                   for g in self.groups.values() if node == 0 and (not wanted or g.state.lower() in wanted)]
         return {"throttle_time_ms": 0, "error_code": NONE, "groups": groups}
 
@@ -499,6 +522,53 @@ class KafkaSim:
                             protocol_type="consumer" if g else "", protocol_data="", members=[],
                             # KIP-430's bit field: kafka-python encodes it from a set (an int fails at v5).
                             authorized_operations=set()))
+        return {"throttle_time_ms": 0, "groups": out}
+
+    def _typed_group(self, gid: str, kind: str) -> SimGroup | None:
+        """The group, if it is there and of ``kind``. Apache Kafka 4.4.0 answers StreamsGroupDescribe and
+        ShareGroupDescribe for a group missing or of another type with that group's GROUP_ID_NOT_FOUND
+        ("Group nope not found.", "Group x is not a streams group.") and the others as usual, and
+        DescribeShareGroupOffsets for a missing group with no error and no topics (measured, raw
+        requests to a 4.4.0 broker, 2026-12-02)."""
+        g = self.groups.get(gid)
+        return g if g is not None and g.group_type == kind else None
+
+    def _streamsgroupdescribe(self, node: int, request: Any, version: int) -> dict[str, Any]:
+        item = StreamsGroupDescribeResponse.Groups
+        out = []
+        for gid in request.group_ids:
+            g = self._typed_group(gid, "streams")
+            out.append(item(error_code=NONE if g else GROUP_ID_NOT_FOUND,
+                            error_message=None if g else f"Group {gid} not found.", group_id=gid,
+                            group_state=g.state if g else "", group_epoch=1, assignment_epoch=1,
+                            topology=None, members=[], authorized_operations=-2147483648,
+                            topology_description=None, topology_description_status=0, assignor_name=None))
+        return {"throttle_time_ms": 0, "groups": out}
+
+    def _sharegroupdescribe(self, node: int, request: Any, version: int) -> dict[str, Any]:
+        item = ShareGroupDescribeResponse.Groups
+        out = []
+        for gid in request.group_ids:
+            g = self._typed_group(gid, "share")
+            out.append(item(error_code=NONE if g else GROUP_ID_NOT_FOUND,
+                            error_message=None if g else f"Group {gid} not found.", group_id=gid,
+                            group_state=g.state if g else "", group_epoch=1, assignment_epoch=1,
+                            assignor_name="simple", members=[], authorized_operations=-2147483648))
+        return {"throttle_time_ms": 0, "groups": out}
+
+    def _describesharegroupoffsets(self, node: int, request: Any, version: int) -> dict[str, Any]:
+        item = DescribeShareGroupOffsetsResponse.Groups
+        out = []
+        for asked in request.groups:
+            g = self._typed_group(asked.group_id, "share")
+            topics: dict[str, list[Any]] = {}
+            for (topic, partition), start in sorted((g.offsets if g else {}).items()):
+                topics.setdefault(topic, []).append(item.Topics.Partitions(
+                    partition_index=partition, start_offset=start, leader_epoch=0, lag=-1, error_code=NONE,
+                    error_message=None))
+            out.append(item(group_id=asked.group_id, topics=[
+                item.Topics(topic_name=t, topic_id=self.topic_ids.get(t, ZERO_ID), partitions=ps)
+                for t, ps in topics.items()], error_code=NONE, error_message=None))
         return {"throttle_time_ms": 0, "groups": out}
 
     def _describeproducers(self, node: int, request: Any, version: int) -> dict[str, Any]:

@@ -333,3 +333,25 @@ def test_the_transactions_view_shows_a_two_phase_commit_transaction_as_such():
     assert (row.cells[1], row.cells[5]) == ("Ongoing (2PC)", "none (2PC)")
     pairs = dict(detail(dash, dash.transactions[0]).pairs)
     assert pairs["timeout"] == "none (2PC)" and pairs["two-phase commit"].startswith("yes (KIP-939)")
+
+
+def test_the_lag_headline_names_a_group_s_type_members_and_a_share_group_s_warning():
+    """A streams group's headline says its type and members (StreamsGroupDescribe); a share group reading a
+    transactional topic read_uncommitted gets the warning `lag` prints, below its line."""
+    from synthetic import SyntheticSource
+
+    from eosctl.cluster.groups import GroupDescription, Member
+    from tui.views.lag import headline
+
+    dash = SyntheticSource(2).fetch()
+    g = dash.lag.partitions[0].group
+    dash.lag.group_types[g] = "streams"
+    dash.lag.descriptions[g] = GroupDescription(g, "streams", "STABLE", 3, (Member("m1", "c1", "/h"),
+                                                                            Member("m2", "c2", "/h")))
+    assert f"group {g} (stable, streams group, 2 members): " in headline(dash).plain
+    dash.lag.group_types[g] = "share"
+    dash.lag.descriptions[g] = GroupDescription(g, "share", "STABLE", 3, (Member("m1", "c1", "/h"),))
+    dash.lag.share_warnings[g] = f"share group {g} reads transactional topic orders with ..."
+    lines = headline(dash).plain.splitlines()
+    assert f"group {g} (stable, share group, 1 member): " in lines[0]
+    assert lines[1] == f"  share group {g} reads transactional topic orders with ..."

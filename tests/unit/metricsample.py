@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from eosctl.cluster.groups import GroupDescription, Member
 from eosctl.cluster.model import PartitionLog, ProducerState
 from eosctl.exporter.metrics import Source
 from eosctl.inspection.capture import SECTIONS, Capture
@@ -63,7 +64,11 @@ def capture() -> Capture:
                      oldest_unconsumed_ms=NOW_MS - 30_000, open_txn=txn,
                      pending=PendingCommit(GROUP, frozenset({(TOPIC, 1)}), 12, (
                          Holder(7, 0, 40, "app-1", "Ongoing", NOW_MS - 1_200_000, True),))),
-    ], {GROUP: "STABLE"})
+    ], {GROUP: "STABLE"}, {GROUP: "consumer"},
+        {GROUP: GroupDescription(GROUP, "consumer", "STABLE", 4, (
+            Member("m-1", "billing-1", "/10.0.0.7", ((TOPIC, 0),)),
+            Member("m-2", "billing-2", "/10.0.0.8", ((TOPIC, 1),))))},
+        share_warnings={"billing-share": "share group billing-share reads transactional topic ..."})
     hanging = Hanging(TOPIC, 1, 7, 0, 17, 1200.0, ("lso",), lso=17, hw=20, transactional_id="app-1",
                       age_source="coordinator")
     cap = Capture(captured_at=datetime.fromtimestamp(NOW_MS / 1000, UTC), bootstrap="b:9092",

@@ -29,6 +29,7 @@ import pytest
 
 from eosctl.base.errors import ConfigError
 from eosctl.cli import main
+from eosctl.cluster.groups import GroupDescription, Member, Subtopology, Task
 from eosctl.cluster.model import (
     Batch,
     EpochBump,
@@ -452,8 +453,24 @@ def lag_snapshots() -> list[LagSnapshot]:
                 "g", frozenset({("orders", 1)}), None, problem="cannot describe __consumer_offsets")),
             PartitionLag("g", "orders", 2, 12, 0, 9, 9, error="committed offset 12 is beyond the high "
                                                                "watermark 9")]
+    from eosctl.cluster.shareprogress import ShareOffset
+
+    # A streams group and a share group too (eosctl.cluster.groups): their members, topology, progress.
+    more = [PartitionLag("app", "orders", 0, 9, 0, 9, 9, 0, True, member_id="m-s", client_id="app-1-c",
+                         host="/10.0.0.8"),
+            PartitionLag("s", "orders", 0, 6, 0, 9, 9, 3, True, share=ShareOffset(6, 3))]
+    described = {
+        "g": GroupDescription("g", "consumer", "STABLE", 3, (Member("app-1-7f3c", "app-1", "/10.0.0.7",
+                                                                    (("orders", 0),)),)),
+        "app": GroupDescription("app", "streams", "STABLE", 5, (Member(
+            "m-s", "app-1-c", "/10.0.0.8", (("orders", 0),), "7cd6", (Task("0", (0,)),), (), ()),), 2,
+            (Subtopology("0", ("orders",)),)),
+        "s": GroupDescription("s", "share", "STABLE", 2, ())}
     return [LagSnapshot(NOW_MS - 1000, rows, {"g": "STABLE"}),
-            LagSnapshot(NOW_MS, rows, {"g": "STABLE"}, {"g": "consumer"})]
+            LagSnapshot(NOW_MS, rows + more, {"g": "STABLE", "app": "STABLE", "s": "STABLE"},
+                        {"g": "consumer", "app": "streams", "s": "share"}, described,
+                        {"s": "read_uncommitted"},
+                        {"s": "share group s reads transactional topic orders ..."})]
 
 
 def txn_infos() -> list[TxnInfo]:

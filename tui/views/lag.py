@@ -102,6 +102,10 @@ def headline(dash: Dashboard) -> Text:
         kind = dash.lag.group_types.get(g)
         if kind and kind != "classic":  # KIP-848's consumer protocol, a streams or share group
             state = f"{state}, {kind} group"
+            described = dash.lag.descriptions.get(g)
+            if described is not None:  # its members as the describe API of its type lists them
+                n = len(described.members)
+                state += f", {n} member{'' if n == 1 else 's'}"
         t.append(f"group {term(g)} ({term(state)}): {behind[g]:,} records behind")
         if blocked[g]:
             t.append(f" · {blocked[g]:,} blocked by open transactions", style=STYLES["warn"])
@@ -110,6 +114,8 @@ def headline(dash: Dashboard) -> Text:
         if status is not None:
             t.append(" · ")
             t.append(term(str(status)), style=STYLES[STATUS_LEVEL.get(status.status) or "ok"])
+        if g in dash.lag.share_warnings:  # a share group processing aborted records
+            t.append(f"\n  {term(dash.lag.share_warnings[g])}", style=STYLES["warn"])
         if g in failover:  # records it would never see are a loss: warn
             said, lost = failover[g]
             t.append(f"\n  failover to the replica: {term(said)}", style=STYLES["warn"] if lost else "")

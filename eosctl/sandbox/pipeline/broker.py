@@ -10,7 +10,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from eosctl.base.errors import BrokerError
 from eosctl.cluster import clients
@@ -22,6 +22,20 @@ if TYPE_CHECKING:
 
 # Seconds to wait for one broker round trip (metadata, watermarks, commits).
 TIMEOUT = 10.0
+
+
+def key_text(m: Message) -> str:
+    """The record's key: the pipeline writes every record with an order id as its key."""
+    key = m.key()
+    assert isinstance(key, bytes), key
+    return key.decode()
+
+
+def payload(m: Message) -> bytes:
+    """The record's value: the pipeline writes no tombstones."""
+    value = m.value()
+    assert isinstance(value, bytes), value
+    return value
 
 
 def quiet_logger() -> logging.Logger:

@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaError, Message, Producer, TopicPartition
 
 from eosctl.base.errors import BrokerError, EosctlError
+from eosctl.cluster.consumed import placed
 from eosctl.config.model import Cluster
-from eosctl.sandbox.pipeline.broker import TIMEOUT, Broker, client_conf
+from eosctl.sandbox.pipeline.broker import TIMEOUT, Broker, client_conf, key_text
 from eosctl.sandbox.pipeline.modes import FAULTS
 from eosctl.sandbox.pipeline.truth import COMMITTED, GroundTruth, Record
 from eosctl.sandbox.pipeline.txn import MAX_TRANSACTION_TIMEOUT_MS, Fenced, GroupMetadata, TransactionalWriter
@@ -47,7 +48,8 @@ class SinkTarget:
     last_offset: int
 
     def covers(self, msg: Message) -> bool:
-        return msg.partition() == self.partition and self.first_offset <= msg.offset() <= self.last_offset
+        _, partition, offset = placed(msg)
+        return partition == self.partition and self.first_offset <= offset <= self.last_offset
 
 
 def choose_sink_targets(truth: GroundTruth, topic: str, faults: Sequence[str], partitions: int,
@@ -107,8 +109,7 @@ def upstream_retry(cluster: Cluster, topic: str, order: dict, truth: GroundTruth
 
     def on_delivery(err: KafkaError | None, msg: Message) -> None:
         if err is None:
-            delivered.append(Record(msg.topic(), msg.partition(), msg.offset(), msg.key().decode(),
-                                    COMMITTED))
+            delivered.append(Record(*placed(msg), key_text(msg), COMMITTED))
 
     value = json.dumps(order, separators=(",", ":")).encode()
     for _ in range(2):
@@ -157,9 +158,9 @@ def hanging(cluster: Cluster, txid: str, topic: str, partition: int, broker: Bro
                                  transaction_timeout_ms=MAX_TRANSACTION_TIMEOUT_MS)
     writer.begin()
     for i in range(HANGING_RECORDS):
-        order = {"order_id": f"h-{i:06d}", "customer": "c-hanging", "amount": 1.0, "currency": "EUR",
-                 "seq": -1}
-        writer.produce(topic, order["order_id"], json.dumps(order).encode(), partition=partition)
+        order_id = f"h-{i:06d}"
+        order = {"order_id": order_id, "customer": "c-hanging", "amount": 1.0, "currency": "EUR", "seq": -1}
+        writer.produce(topic, order_id, json.dumps(order).encode(), partition=partition)
     records = writer.leave_open()
     # Dropping the producer does not end the transaction: librdkafka sends no EndTxn on destroy.
     del writer

@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from confluent_kafka import Message
 
 from eosctl.base.errors import BrokerError
+from eosctl.cluster.consumed import placed
 from eosctl.config.model import Cluster
-from eosctl.sandbox.pipeline.broker import Broker
+from eosctl.sandbox.pipeline.broker import Broker, key_text, payload
 from eosctl.sandbox.pipeline.faults import fence
 from eosctl.sandbox.pipeline.reader import Reader, as_tps
 from eosctl.sandbox.pipeline.topics import Names
@@ -50,7 +51,7 @@ class ProcessResult:
 
 
 def enrich(msg: Message) -> bytes:
-    order = json.loads(msg.value())
+    order = json.loads(payload(msg))
     amount = float(order["amount"])
     order.update(vat=round(amount * 0.2, 2), total=round(amount * 1.2, 2),
                  source_partition=msg.partition(), source_offset=msg.offset(),
@@ -91,13 +92,13 @@ def run_process(cluster: Cluster, names: Names, broker: Broker, truth: GroundTru
                 continue
             for m in msgs:
                 # Same key and same partition number: per-key order survives the stage.
-                writer.produce(names.output_topic, m.key().decode(), enrich(m), partition=m.partition(),
-                               source=(m.topic(), m.partition(), m.offset()))
+                source = placed(m)
+                writer.produce(names.output_topic, key_text(m), enrich(m), partition=source[1], source=source)
             writer.flush()
             if zombie and result.commits >= ZOMBIE_AFTER_COMMITS:
                 zombie = False
                 # The zombie would finish its batch: re-send part of it and commit with the offsets.
-                retry = [(names.output_topic, m.key().decode(), enrich(m), m.partition()) for m in msgs[:2]]
+                retry = [(names.output_topic, key_text(m), enrich(m), placed(m)[1]) for m in msgs[:2]]
                 offsets = as_tps(reader.topic, reader.next)
                 result.writer, fencing, writes = fence(writer, cluster, broker, truth, retry, offsets,
                                                        reader.group_metadata())
@@ -141,5 +142,6 @@ def run_process(cluster: Cluster, names: Names, broker: Broker, truth: GroundTru
 def _planted(fault: str, msgs: Sequence[Message]) -> list[dict]:
     by_partition: dict[int, list[int]] = {}
     for m in msgs:
-        by_partition.setdefault(m.partition(), []).append(m.offset())
+        _, partition, offset = placed(m)
+        by_partition.setdefault(partition, []).append(offset)
     return [{"fault": fault, "partition": p, "offsets": sorted(o)} for p, o in sorted(by_partition.items())]

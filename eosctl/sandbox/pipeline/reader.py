@@ -17,6 +17,7 @@ from __future__ import annotations
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
 from eosctl.base.errors import BrokerError
+from eosctl.cluster.consumed import placed
 from eosctl.config.model import Cluster
 from eosctl.sandbox.pipeline.broker import TIMEOUT, Broker, client_conf
 from eosctl.sandbox.pipeline.txn import GroupMetadata
@@ -57,13 +58,15 @@ class Reader:
     def poll(self, n: int) -> list[Message]:
         out = []
         for m in self.consumer.consume(n, 0.2):
-            if m.error() is None:
-                if m.offset() < self.skip_below[m.partition()]:
+            error = m.error()
+            if error is None:
+                _, partition, offset = placed(m)
+                if offset < self.skip_below[partition]:
                     continue  # re-read only to get past noida-db's aborted list (see the module docstring)
                 out.append(m)
-                self.next[m.partition()] = m.offset() + 1
-            elif m.error().code() != KafkaError._PARTITION_EOF:
-                raise BrokerError(f"{self.topic}: consumer error: {m.error().str()}")
+                self.next[partition] = offset + 1
+            elif error.code() != KafkaError._PARTITION_EOF:
+                raise BrokerError(f"{self.topic}: consumer error: {error.str()}")
         return out
 
     def positions(self) -> dict[int, int]:

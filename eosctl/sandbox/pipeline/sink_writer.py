@@ -22,8 +22,9 @@ import duckdb
 from confluent_kafka import Message
 
 from eosctl.base.errors import BrokerError
+from eosctl.cluster.consumed import placed
 from eosctl.config.model import Cluster
-from eosctl.sandbox.pipeline.broker import Broker
+from eosctl.sandbox.pipeline.broker import Broker, payload
 from eosctl.sandbox.pipeline.faults import SinkTarget
 from eosctl.sandbox.pipeline.reader import Reader
 from eosctl.sandbox.pipeline.topics import Names
@@ -136,7 +137,7 @@ class DuckSink:
             raise
 
     def row_count(self) -> int:
-        return int(self.con.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0])
+        return _count(self.con.execute(f"SELECT count(*) FROM {TABLE}").fetchone())
 
     def close(self) -> None:
         self.con.close()
@@ -181,7 +182,7 @@ class PgSink:
                     [(self.topic, p, o) for p, o in sorted(offsets.items())])
 
     def row_count(self) -> int:
-        return int(self.con.execute(f"SELECT count(*) FROM {self.schema}.{TABLE}").fetchone()[0])
+        return _count(self.con.execute(f"SELECT count(*) FROM {self.schema}.{TABLE}").fetchone())
 
     def close(self) -> None:
         self.con.close()
@@ -345,24 +346,30 @@ def rows_in(where: Place, topic: str) -> Counter[tuple[Any, ...]]:
             rows = con.execute(sql.replace(TABLE, f"{where.quoted}.{TABLE}").replace("?", "%s"),
                                (topic,)).fetchall()
     else:
-        con = duckdb.connect(str(where), read_only=True)
+        db = duckdb.connect(str(where), read_only=True)
         try:
-            rows = con.execute(sql, [topic]).fetchall()
+            rows = db.execute(sql, [topic]).fetchall()
         finally:
-            con.close()
+            db.close()
     return Counter(tuple(row) for row in rows)
 
 
+def _count(row: tuple | None) -> int:
+    assert row is not None  # count(*) always answers one row
+    return int(row[0])
+
+
 def _row(m: Message, batch: int) -> tuple:
-    order = json.loads(m.value())
-    return (m.topic(), m.partition(), m.offset(), order.get("order_id"), order.get("customer"),
+    order = json.loads(payload(m))
+    return (*placed(m), order.get("order_id"), order.get("customer"),
             order.get("amount"), order.get("total"), batch)
 
 
 def next_offsets(msgs: Sequence[Message]) -> dict[int, int]:
     out: dict[int, int] = {}
     for m in msgs:
-        out[m.partition()] = max(out.get(m.partition(), 0), m.offset() + 1)
+        _, partition, offset = placed(m)
+        out[partition] = max(out.get(partition, 0), offset + 1)
     return out
 
 
@@ -400,7 +407,7 @@ def run_sink(cluster: Cluster, names: Names, broker: Broker, where: Place,
                     pending.append(m)
                     continue
                 held.setdefault(target, []).append(m)
-                if m.offset() < target.last_offset:
+                if placed(m)[2] < target.last_offset:
                     continue
                 # Everything read before the crash point is stored properly first...
                 _commit(sink, reader, pending, next_offsets(pending))

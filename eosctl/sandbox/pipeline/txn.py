@@ -8,9 +8,10 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from eosctl.base.errors import BrokerError
+from eosctl.cluster.consumed import placed
 from eosctl.cluster.model import TP
 from eosctl.config.model import Cluster
-from eosctl.sandbox.pipeline.broker import TIMEOUT, Broker, client_conf, kafka_error
+from eosctl.sandbox.pipeline.broker import TIMEOUT, Broker, client_conf, kafka_error, key_text
 from eosctl.sandbox.pipeline.truth import ABORTED, COMMITTED, OPEN, GroundTruth, Marker, Record
 
 # What Consumer.consumer_group_metadata() returns: an opaque object, untyped in confluent-kafka.
@@ -76,7 +77,7 @@ class TransactionalWriter:
         if err is not None:
             self._errors.append(str(err))
             return
-        self._pending.append(Record(msg.topic(), msg.partition(), msg.offset(), msg.key().decode(), OPEN,
+        self._pending.append(Record(*placed(msg), key_text(msg), OPEN,
                                     self.producer_id, self.transactional_id, source))
 
     def flush(self) -> list[Record]:

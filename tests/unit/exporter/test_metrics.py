@@ -52,6 +52,10 @@ def test_per_partition_and_per_group_values():
     status = got["eosctl_consumer_group_status"]
     assert {dict(k)["status"]: v for k, v in status.items()} == {
         "OK": 1, "WARN": 0, "STALL": 0, "STOP": 0, "REWIND": 0, "ERR": 0}
+    # The group's members by its type and state (ConsumerGroupDescribe), and a share group warned of.
+    assert got["eosctl_consumer_group_members"] == {
+        (("group", GROUP), ("state", "STABLE"), ("type", "consumer")): 2}
+    assert got["eosctl_share_group_read_uncommitted"] == {(("group", "billing-share"),): 1}
 
 
 def test_transactions_fencing_audit_and_self_metrics():
