@@ -129,11 +129,17 @@ def _sink(hop: Target) -> Sink:
 
 def audit_incremental(target: Target, sink: Sink, state: str, *, judging: Judging | None = None,
                       progress: Progress = silent, **kwargs: Any) -> AuditReport:
-    """What is new since the verdict kept in ``state`` (auditors.incremental.audit_incremental, its
-    ``kwargs``), finished by the same passes as a full audit."""
-    from auditors.incremental import audit_incremental as new_since  # lazy: auditors.incremental 10 ms
+    """What is new since the verdict kept in ``state`` (auditors.incremental.audit_incremental, or for a
+    sink that keeps state per key auditors.stateinc.audit_state_incremental, its ``kwargs``), finished by
+    the same passes as a full audit."""
+    if sink.mode != "offsets":
+        from auditors.stateinc import audit_state_incremental  # lazy: auditors.stateinc 60 ms to import
 
-    report = new_since(target, sink, state, progress=progress, **kwargs)
+        report = audit_state_incremental(target, sink, state, progress=progress, **kwargs)
+    else:
+        from auditors.incremental import audit_incremental as new_since  # lazy: auditors.incremental 10 ms
+
+        report = new_since(target, sink, state, progress=progress, **kwargs)
     return passes.finish(report, target, progress=progress, judging=judging)
 
 

@@ -105,6 +105,11 @@ def audit_incremental(target: Target, sink: Sink, state_path: str, *, full_every
     # An input is never the state (by inode, whatever it holds); then a file there must be a state.
     check_output(state_path, reads, True, option)
     prev = incstate.load(state_path, option) if os.path.exists(state_path) else None
+    if prev is not None and prev.meta.get("sink_mode", "offsets") != sink.mode:
+        # A state sink's state (auditors.stateinc) holds its records, not this sink's offsets.
+        raise EosctlError(f"{option} {shown_path(state_path)} was written for a sink of mode = "
+                          f"{prev.meta.get('sink_mode')!r}, this sink is mode = {sink.mode!r}: name another "
+                          "state file for it (a full audit writes it)")
     # lazy: eosctl.cluster.wire 71 ms, eosctl.cluster.logscan 80 ms to import
     from eosctl.cluster.logscan import open_scans, run_scans
     from eosctl.cluster.wire import WireClient

@@ -30,14 +30,24 @@ from auditors.engine import (
     spark_info,
 )
 from auditors.state_spark import run_state_spark, sink_rows
+from auditors.statecols import (
+    Verdict,
+    arrow_row_table,
+    judge_tables,
+    raw_row_table,
+    record_table,
+    row_table,
+    scanned_table,
+)
 from eosctl.base.errors import BrokerError, ConfigError
 from eosctl.base.progress import Progress, Step, silent
-from eosctl.cluster.logscan import scan_partitions
+from eosctl.cluster.logscan import open_scans, run_scans, scan_partitions
 from eosctl.cluster.model import TP, Kind, PartitionLog
 from eosctl.cluster.offsets import committed_offsets
 from eosctl.cluster.wire import WireClient
 from eosctl.config.model import Cluster, Sink
 from eosctl.report.findings import ABORTED, COMMITTED, KINDS, OPEN, AuditReport, PartitionSummary
+from eosctl.report.readpoint import ReadPoint
 from eosctl.rules import aggregate
 from eosctl.rules import stateids as ids
 from eosctl.rules import timewindows as tw
@@ -71,6 +81,9 @@ def audit_state(target: Any, sink: Sink, *, progress: Progress = silent, fail_on
         raise ConfigError("a windowed aggregate (aggregate.window_column) is read from a table; a "
                           "kafka_topic sink's windowed keys are not read yet: remove window_column and "
                           "window")
+    if win is None and (options is None or options.engine != "spark"):
+        # In this process, column by column (auditors.statecols): the same findings, no object a record.
+        return audit_columns(target, sink, progress=progress, fail_on=fail_on, started=t_start)
     key_key = "key_fields" if sink.key_fields else "key_column"
     value_key = ("aggregate.column" if sink.mode == "aggregate" else "value_fields" if sink.value_fields
                  else "value_column" if sink.value_column else "value_hash_column")
@@ -126,6 +139,88 @@ def audit_state(target: Any, sink: Sink, *, progress: Progress = silent, fail_on
     progress(Step("done", 1, 1))
     engine = engine_facts(info, tasks, prepare_s, startup, {})
     return AuditReport.build(summaries, judged.findings, fail_on, sink=f"{shown(sink)} ({sink.table})",
+                             sink_read_point=point, group=target.group, engine=engine,
+                             elapsed_seconds=time.monotonic() - t_start)
+
+
+def audit_columns(target: Any, sink: Sink, *, progress: Progress = silent, fail_on: tuple[str, ...] = KINDS,
+                  started: float | None = None) -> AuditReport:
+    """The report of a state sink (no window column) judged in this process column by column
+    (auditors.statebytes, auditors.statecols)."""
+    t_start = started if started is not None else time.monotonic()
+    check_state_sink(sink)
+    progress(Step(PHASE_SINK))
+    t = time.monotonic()
+    rows, point = state_rows(sink)
+    progress(Step(PHASE_LOG))
+    logs, scanned = scan_with_records(target.cluster, target.topics)
+    if scanned is not None:  # the records from the scan's own answers (auditors.statebytes)
+        recs = scanned_table(sink, logs, scanned)
+    else:
+        recs = record_table(sink, logs, read_records(target.cluster, logs))
+    bounds = read_point(target.cluster, target.group, logs)
+    prepare_s = time.monotonic() - t
+    import duckdb  # lazy: duckdb 44 ms to import
+
+    from eosctl.sink.relation import NO_EXTENSION_DOWNLOADS  # lazy: eosctl.sink.relation 60 ms to import
+
+    with duckdb.connect(config=NO_EXTENSION_DOWNLOADS) as con:
+        con.register("recs", recs)
+        con.register("state_rows_now", rows)
+        verdict = judge_tables(con, sink, logs, bounds, recs="recs", rows="state_rows_now",
+                               topic=only_topic(target))
+    progress(Step("done", 1, 1))
+    engine = engine_facts({"name": "local", "workers": 1}, len(logs), prepare_s, 0.0, {})
+    return state_report(target, sink, logs, verdict, point, engine, fail_on, t_start)
+
+
+def check_state_sink(sink: Sink) -> None:
+    """One line (exit 2) where a state sink's config asks what a state audit cannot judge."""
+    problem = unsupported(sink)
+    if problem is not None:
+        raise ConfigError(problem)
+    offsets_only = [k for k in ("retention", "dlq_topic", "route") if getattr(sink, k, None) is not None]
+    if offsets_only:
+        raise ConfigError(f"{offsets_only[0]} judges a sink of offsets; a state sink (mode = {sink.mode!r}) "
+                          f"has none: remove it")
+
+
+def only_topic(target: Any) -> str | None:
+    """The topic an unknown key is told under: the pipeline's only one, else none."""
+    return target.topics[0] if len(target.topics) == 1 else None
+
+
+def state_rows(sink: Sink) -> tuple[Any, ReadPoint]:
+    """The state sink's rows as columns (auditors.statecols: k0.., v0.., ver) and its read point: a table
+    read from one frozen copy, or a compacted topic's latest record per key."""
+    keys, values = ids.key_columns(sink), ids.value_columns(sink)
+    key_key = "key_fields" if sink.key_fields else "key_column"
+    value_key = ("aggregate.column" if sink.mode == "aggregate" else "value_fields" if sink.value_fields
+                 else "value_column" if sink.value_column else "value_hash_column")
+    if sink.kafka_topic is not None:  # a compacted topic: its records, keyed and valued as the source's
+        pairs, point = topic_rows(sink)
+        return row_table(sink, [_topic_row(sink, k, v, values) for k, v in pairs]), point
+    version = [(sink.version_column, "version_column")] if sink.version_column else []
+    with frozen(sink) as fixed:
+        columns = [(c, key_key) for c in keys] + [(c, value_key) for c in values] + version
+        raw, point = read_rows(fixed, columns, arrow=True)
+    if not isinstance(raw, list):  # an Arrow table: its columns canonical column by column
+        table = arrow_row_table(sink, raw, bool(version))
+        if table is not None:
+            return table, point
+        with frozen(sink) as fixed:  # a column of a type only Python's canon spells: read as tuples
+            raw, point = read_rows(fixed, columns)
+    return raw_row_table(sink, raw, bool(version)), point
+
+
+def state_report(target: Any, sink: Sink, logs: Mapping[TP, PartitionLog], verdict: Verdict, point: ReadPoint,
+                 engine: dict[str, Any], fail_on: tuple[str, ...], t_start: float) -> AuditReport:
+    """The audit's report: each source partition's summary (its expected keys and the rows of keys last
+    written there) and the findings."""
+    summaries = [PartitionSummary(t, p, log.log_start_offset, log.last_stable_offset, log.high_watermark,
+                                  verdict.expected_keys.get((t, p), 0), verdict.sink_rows.get((t, p), 0))
+                 for (t, p), log in logs.items()]
+    return AuditReport.build(summaries, verdict.findings, fail_on, sink=f"{shown(sink)} ({sink.table})",
                              sink_read_point=point, group=target.group, engine=engine,
                              elapsed_seconds=time.monotonic() - t_start)
 
@@ -191,6 +286,33 @@ def scan_logs(cluster: Cluster, topics: Iterable[str]) -> dict[TP, PartitionLog]
         if log.offsets_disagreement:  # never a verdict on offsets the broker itself contradicts
             raise BrokerError(f"cannot audit {tp[0]}-{tp[1]}: {log.offsets_disagreement}")
     return logs
+
+
+def scan_with_records(cluster: Cluster, topics: Iterable[str], records: bool = True
+                      ) -> tuple[dict[TP, PartitionLog], dict[TP, Any] | None]:
+    """Each source partition's log, classified from its start to its high watermark; with ``records``
+    and the native walker built, each partition's records too (auditors.statebytes: offsets, timestamps,
+    keys, values), else None (a consumer reads them: read_records)."""
+    from auditors import statebytes  # lazy: auditors.statebytes (numpy, recordkeys) 120 ms to import
+
+    with WireClient(cluster) as client:
+        meta = client.metadata(topics)
+        tps = [(t, p) for t in topics for p in sorted(meta.get(t, {}))]
+        scans = open_scans(client, tps)
+        if records and statebytes.available():
+            for s in scans.values():
+                s.keys = statebytes.RecordBytes(s.start, s.end)
+        run_scans(client, scans)
+        logs = {tp: s.finish() for tp, s in scans.items()}
+    scanned = None
+    if records and statebytes.available():
+        scanned = {tp: log.record_keys for tp, log in logs.items()}
+        for log in logs.values():
+            log.record_keys = None
+    for tp, log in logs.items():
+        if log.offsets_disagreement:  # never a verdict on offsets the broker itself contradicts
+            raise BrokerError(f"cannot audit {tp[0]}-{tp[1]}: {log.offsets_disagreement}")
+    return logs, scanned
 
 
 def read_records(cluster: Cluster, logs: Mapping[TP, PartitionLog]) -> Iterable[Any]:

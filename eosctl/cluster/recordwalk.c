@@ -92,3 +92,36 @@ void hash_ranges(const uint8_t *buf, const int64_t *at, const int64_t *lengths, 
         out[i] = len < 0 ? NULL_HASH : mix(h);
     }
 }
+
+/* walk_records with every record's timestampDelta too (ts[at]) and always the values: what a state sink's
+ * audit (auditors/statebytes.py) reads of each record, its key and value bytes left in the buffer. */
+int walk_records_ts(const uint8_t *buf, int64_t limit, const int64_t *starts, const int64_t *counts,
+                    const int64_t *firsts, int64_t batches, int64_t *delta, int64_t *ts_delta, int64_t *key_at,
+                    int64_t *key_len, int64_t *value_at, int64_t *value_len) {
+    for (int64_t b = 0; b < batches; b++) {
+        int64_t p = starts[b];
+        for (int64_t k = 0; k < counts[b]; k++) {
+            int64_t length, ts, d, klen, vlen, rc;
+            if ((rc = varint(buf, limit, &p, &length, 5))) return (int)rc;
+            int64_t next = p + length;
+            if (length < 0 || next > limit) return CORRUPT_FIELDS;
+            int64_t q = p + 1; /* past attributes */
+            if ((rc = varint(buf, next, &q, &ts, 10))) return (int)rc;
+            if ((rc = varint(buf, next, &q, &d, 5))) return (int)rc;
+            if ((rc = varint(buf, next, &q, &klen, 5))) return (int)rc;
+            if (q + (klen > 0 ? klen : 0) > next) return CORRUPT_FIELDS;
+            int64_t at = firsts[b] + k;
+            delta[at] = d;
+            ts_delta[at] = ts;
+            key_at[at] = q;
+            key_len[at] = klen;
+            int64_t v = q + (klen > 0 ? klen : 0);
+            if ((rc = varint(buf, next, &v, &vlen, 5))) return rc == CORRUPT_FIELDS ? CORRUPT_VALUE : (int)rc;
+            if (v + (vlen > 0 ? vlen : 0) > next) return CORRUPT_VALUE;
+            value_at[at] = v;
+            value_len[at] = vlen;
+            p = next;
+        }
+    }
+    return 0;
+}

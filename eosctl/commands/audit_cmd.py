@@ -353,9 +353,9 @@ def _check_sinks(args: Args, sinks: list[Any], one: bool, hops: bool) -> None:
     """Each sink's value columns (eosctl.config.model), and a key column for --content-check (in one of a
     pipeline's ``hops`` at least). ``one``: a lone sink, which the column options name."""
     from_options = one and bool(args.value_column or args.value_hash_column)
-    if one and args.incremental and sinks[0].mode != "offsets":
-        raise click.UsageError(f"--incremental audits a sink of offsets; this sink keeps state per key "
-                               f"(mode = {sinks[0].mode!r}), audited whole: drop --incremental")
+    if one and args.incremental and sinks[0].mode != "offsets" and args.content_check:
+        raise click.UsageError(f"--content-check compares rows at offsets with their records; this sink "
+                               f"keeps state per key (mode = {sinks[0].mode!r}): drop --content-check")
     if not one:
         for s in sinks:
             _check_value_columns(s, False)

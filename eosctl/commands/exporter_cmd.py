@@ -198,19 +198,29 @@ class _Auditor:
         # lazy: auditors 94 ms at start-up
         import auditors  # only when an audit runs (--audit-every 0 never loads the engines)
 
+        hops = target.pipeline is not None and target.pipeline.hops
+        if self.states is not None and sink.mode != "offsets" and not hops:
+            # A state sink of any kind: its kept records per key (auditors.stateinc), its rows read again.
+            return auditors.audit_incremental(target, sink, self._state(target), full_every=self.full_every,
+                                              started=kwargs.get("started"), reads=self.reads,
+                                              option="--audit-state")
         # A sink with a retention, a DLQ or a route is audited in full (the incremental audit judges none).
-        if self.states is None or not sink.duckdb or (target.pipeline is not None and target.pipeline.hops) \
-                or sink.retention or sink.dlq_topic or sink.route:
+        if self.states is None or not sink.duckdb or hops or sink.retention or sink.dlq_topic or sink.route:
             return auditors.audit(target, sink, **kwargs)
+        content = getattr(kwargs.get("options"), "content_check", True)  # as the full audit's
+        return auditors.audit_incremental(target, sink, self._state(target), full_every=self.full_every,
+                                          started=kwargs.get("started"), reads=self.reads,
+                                          option="--audit-state", content=content)
+
+    def _state(self, target: Target) -> str:
+        """The pipeline's state file in the state directory (made if need be)."""
+        assert self.states is not None
         try:
             os.makedirs(self.states, exist_ok=True)
         except OSError as e:
             raise EosctlError(f"cannot create --audit-state {self.states}: {e.strerror or e}") from None
         name = re.sub(r"[^A-Za-z0-9_.-]", "_", target.pipeline.name if target.pipeline else "default")
-        content = getattr(kwargs.get("options"), "content_check", True)  # as the full audit's
-        return auditors.audit_incremental(target, sink, os.path.join(self.states, f"{name}.audit-state"),
-                                          full_every=self.full_every, started=kwargs.get("started"),
-                                          reads=self.reads, option="--audit-state", content=content)
+        return os.path.join(self.states, f"{name}.audit-state")
 
 
 def _stop_audits() -> None:

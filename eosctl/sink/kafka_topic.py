@@ -153,12 +153,14 @@ def _read(cluster: Cluster, sink: Sink, ends: dict[TP, int]) -> dict[str, list]:
     return cols
 
 
-def records(cluster: Cluster, ends: dict[TP, int], *, read_committed: bool, what: str) -> Iterator[Any]:
-    """The records below ``ends`` (per partition, exclusive) as a consumer with that isolation sees them."""
+def records(cluster: Cluster, ends: dict[TP, int], *, read_committed: bool, what: str,
+            starts: dict[TP, int] | None = None) -> Iterator[Any]:
+    """The records below ``ends`` (per partition, exclusive) as a consumer with that isolation sees them;
+    ``starts``: per partition, the first offset to read (else the log start)."""
     from confluent_kafka import Consumer, KafkaError, TopicPartition  # lazy: confluent_kafka 19 ms to import
 
-
-    pending = {tp: end for tp, end in ends.items() if end > 0}
+    starts = starts or {}
+    pending = {tp: end for tp, end in ends.items() if end > max(0, starts.get(tp, 0))}
     if not pending:
         return
     # assign() and no commits: the group id is required by librdkafka but never joined or written.
@@ -170,7 +172,7 @@ def records(cluster: Cluster, ends: dict[TP, int], *, read_committed: bool, what
     try:
         # From the log start: the sandbox mis-hands aborted data to read_committed consumers that start
         # past an ABORT marker (/work/shared/notes/brokers.md); on Kafka this only re-reads the start.
-        consumer.assign([TopicPartition(t, p, -2) for (t, p) in pending])
+        consumer.assign([TopicPartition(t, p, starts.get((t, p), -2)) for (t, p) in pending])
         last_progress = time.monotonic()
         while pending:
             msgs = consumer.consume(10_000, 0.5)

@@ -48,8 +48,9 @@ def topic_rows(sink: Sink) -> tuple[list[tuple[bytes | None, bytes]], ReadPoint]
 
 
 def read_rows(sink: Sink, columns: Sequence[tuple[str, str]],
-              where: str = "sink") -> tuple[list[tuple], ReadPoint]:
-    """Every row's ``columns`` ((column, config key) each, in order) and the read point."""
+              where: str = "sink", arrow: bool = False) -> tuple[Any, ReadPoint]:
+    """Every row's ``columns`` ((column, config key) each, in order) and the read point; ``arrow``: as an
+    Arrow table where DuckDB reads the sink (DuckDB, Parquet, Delta), else tuples."""
     name = shown(sink)
     if sink.postgres is not None:
         return _postgres(sink, columns, where, name)
@@ -81,7 +82,7 @@ def read_rows(sink: Sink, columns: Sequence[tuple[str, str]],
     try:
         have = _columns(conn, relation, what, name)
         sql = f"SELECT {', '.join(_pick(have, c, k, what, where) for c, k in columns)} FROM {relation}"
-        rows = conn.execute(sql).fetchall()
+        rows = conn.sql(sql).to_arrow_table() if arrow else conn.execute(sql).fetchall()
     except SinkError:
         raise
     except Exception as e:

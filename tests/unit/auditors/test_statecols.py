@@ -1,0 +1,167 @@
+"""auditors.statecols: the columns of a state sink's records are eosctl.rules.stateids' per record, and the
+judge in DuckDB gives exactly eosctl.rules.upsert's and aggregate's findings (random logs and tables)."""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, replace
+
+import duckdb
+import pytest
+
+from auditors.statecols import _safe, judge_tables, record_table, row_table
+from eosctl.cluster.model import Kind, OffsetRange, PartitionLog, Transaction
+from eosctl.config.model import Aggregate, Sink
+from eosctl.rules import aggregate
+from eosctl.rules import stateids as ids
+from eosctl.rules.upsert import StateRecord, StateRow, judge
+
+T = "orders"
+
+
+@dataclass
+class Msg:
+    """What auditors.statecols reads of a confluent-kafka Message."""
+
+    p: int
+    o: int
+    k: bytes | None
+    v: bytes | None
+    ts: int = 0
+
+    def topic(self) -> str:
+        return T
+
+    def partition(self) -> int:
+        return self.p
+
+    def offset(self) -> int:
+        return self.o
+
+    def key(self) -> bytes | None:
+        return self.k
+
+    def value(self) -> bytes | None:
+        return self.v
+
+    def timestamp(self) -> tuple[int, int]:
+        return (1, self.ts)
+
+
+def one_range_log(partition: int, end: int) -> PartitionLog:
+    return PartitionLog(T, partition, 0, end, end, 0, end, ranges=[OffsetRange(0, end - 1, Kind.DATA, 7, 0)])
+
+
+TRICKY = [b'{"v": 1}', b'{"v": 1.0}', b'{"v": 1.5}', b'{"v": -0}', b'{"v": 1e3}', b'{"v": "x"}',
+          b'{"v": "{\\"b\\": 1, \\"a\\": 2}"}', b'{"v": {"b": 1, "a": [2]}}', b'{"v": [1, 2]}',
+          b'{"v": true}', b'{"v": null}', b'{"w": 1}', b'{"v": NaN}', b'{"v": 123456789012345678901234}',
+          b'not json', b'\xff\xfe', b'{"v": "caf\\u00e9"}', '{"v": "café"}'.encode(), b'[1, 2]', b'{"a": 1}',
+          b'"text"', b'', b'{"v": {"w": [5, 6]}}', b'{"v": 1, "v2": 2}', None]
+
+
+def safe(parts: tuple) -> tuple:
+    """As the columns keep a text of bytes that are no UTF-8 (auditors.statecols.strings)."""
+    return tuple(_safe(p) for p in parts)
+
+
+@pytest.mark.parametrize("config", [
+    {"key_column": "id", "value_fields": (("v", "value.v"),)},
+    {"key_column": "id", "value_fields": (("w", "value.v.w.1"), ("x", "value"))},
+    {"key_column": "id", "value_column": "val"},
+    {"key_column": "id", "value_hash_column": "h"},
+    {"key_column": "id"},
+    {"key_fields": (("a", "value.v"), ("b", "key"))},
+    {"key_column": "id", "value_fields": (("v", "value.v"),), "delete_values": ("value.v=true", "not json")},
+])
+def test_every_records_columns_are_the_rules_own(config):
+    sink = Sink(duckdb="x.duckdb", table="t", mode="upsert", **config)
+    keys = [b"k1", b"{\"z\": 1, \"a\": 2}", b"\xff", b"[3]", None, b"plain"]
+    msgs = [Msg(0, i, keys[i % len(keys)], v) for i, v in enumerate(TRICKY * 2)]
+    table = record_table(sink, {(T, 0): one_range_log(0, len(msgs))}, msgs).to_pylist()
+    want = []
+    for m in msgs:
+        cache: dict = {}
+        k = ids.record_key(sink, m.k, m.v, cache)
+        if all(part is None for part in k):
+            continue
+        v = ids.record_value(sink, m.k, m.v, cache)
+        want.append((m.o, safe(k), None if v is None else safe(v), ids.is_delete(sink, m.v, {}), m.v is None))
+    nk, nv = len(ids.key_columns(sink)), len(ids.value_columns(sink))
+    got = [(r["o"], tuple(r[f"k{i}"] for i in range(nk)),
+            tuple(r[f"v{i}"] for i in range(nv)) if nv else None, r["d"], r["nv"]) for r in table]
+    assert got == want
+    if not nv:  # keys only: each value for people as the rule shows it
+        assert [r["s"] for r in table] == [None if m.v is None else _safe(ids.shown(m.v)) for m in msgs
+                                            if not all(p is None for p in ids.record_key(sink, m.k, m.v))]
+
+
+def scenario(rng: random.Random, fn: str | None) -> tuple[list[StateRecord], dict, list[StateRow], dict]:
+    """A random log of two partitions (committed, aborted and open records, tombstones, updates, a key in
+    both partitions) and a table that is partly right."""
+    records, logs, bounds = [], {}, {}
+    for part in (0, 1):
+        n, ranges, txns, o = rng.randint(3, 25), [], [], 0
+        for _ in range(n):
+            kind = rng.choice([Kind.DATA] * 4 + [Kind.ABORTED, Kind.OPEN])
+            status = {Kind.DATA: "committed", Kind.ABORTED: "aborted", Kind.OPEN: "open"}[kind]
+            key = f"k{rng.randint(0, 6)}" if rng.random() > 0.1 else "both"
+            value = None if rng.random() < 0.15 else str(rng.randint(0, 4))
+            pid = 10 + part
+            ranges.append(OffsetRange(o, o, kind, pid, 0))
+            marker = o + 1 if kind == Kind.ABORTED else None
+            if kind == Kind.ABORTED:
+                txns.append(Transaction(pid, 0, o, o, "ABORT", marker, 1))
+                ranges.append(OffsetRange(o + 1, o + 1, Kind.MARKER, pid, 0))
+            records.append(StateRecord(T, part, o, (key,), (value,), value is None, "null" if value is None
+                                       else value, status, o * 2 + part, pid, 0, marker))
+            o += 2 if kind == Kind.ABORTED else 1
+        logs[(T, part)] = PartitionLog(T, part, 0, o, o, 0, o, ranges=ranges, transactions=txns)
+        bounds[(T, part)] = rng.randint(0, o)
+    rows = []
+    for key in {r.key for r in records} | {("stranger",)}:
+        if rng.random() < 0.2:
+            continue
+        mine = [r for r in records if r.key == key and r.value[0] is not None]
+        if fn is None:
+            value = rng.choice(mine).value[0] if mine and rng.random() < 0.8 else str(rng.randint(0, 9))
+            version = rng.choice(mine).offset if mine and rng.random() < 0.2 else None
+        else:
+            settled = [r for r in records if r.key == key and r.status == "committed"
+                       and r.offset < bounds[r.tp]]
+            right = aggregate.fold(fn, settled)
+            value = aggregate.shown(right) if rng.random() < 0.6 else str(rng.randint(0, 12))
+            version = None
+        rows.append(StateRow(key, (value,), value, version))
+    return records, logs, rows, bounds
+
+
+@pytest.mark.parametrize("fn", [None, "count", "sum", "min", "max"])
+def test_the_judge_in_duckdb_gives_the_rules_findings(fn):
+    rng = random.Random(51)
+    base = Sink(duckdb="x.duckdb", table="t", key_column="id")
+    if fn is None:
+        sink = replace(base, mode="upsert", value_fields=(("v", "value"),), version_column="ver")
+    else:
+        agg = Aggregate(fn, "n", None if fn == "count" else "value")
+        sink = replace(base, mode="aggregate", aggregate=agg)
+    for _ in range(20):
+        records, logs, rows, bounds = scenario(rng, fn)
+        if fn is None:
+            want = judge(records, rows, bounds, shown_key=lambda k: k[0], topic=T)
+        else:
+            want = aggregate.judge(records, rows, bounds, fn, field=sink.aggregate.field,
+                                   shown_key=lambda k: k[0], topic=T)
+        msgs = [Msg(r.partition, r.offset, r.key[0].encode(), None if r.value[0] is None
+                    else r.value[0].encode(), r.timestamp) for r in records]
+        con = duckdb.connect()
+        con.register("recs", record_table(sink, logs, msgs))
+        con.register("rows", row_table(sink, rows))
+        got = judge_tables(con, sink, logs, bounds, recs="recs", rows="rows", topic=T)
+        con.close()
+
+        def key(f):
+            return json.dumps(f.to_dict(), sort_keys=True, default=str)
+
+        assert sorted(map(key, got.findings)) == sorted(map(key, want.findings))
+        assert got.expected_keys == {tp: n for tp, n in want.expected_keys.items() if n}
