@@ -21,7 +21,7 @@ from confluent_kafka import Producer
 
 from eosctl.cli import main
 from eosctl.sandbox.pipeline import run_pipeline
-from tests.helpers import eosctl_json
+from tests.support.helpers import eosctl_json
 
 pytestmark = [pytest.mark.integration]
 

@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 
 from eosctl.sandbox import maven
-from tests.helpers import eosctl
-from tests.jvmhelp import compile_java, die_with_test, java_cmd
-from tests.stagehelp import (
+from tests.support.helpers import eosctl
+from tests.support.jvm import compile_java, die_with_test, java_cmd
+from tests.support.stage import (
     Stage,
     Topics,
     audit_hop,
@@ -71,7 +71,7 @@ def latest_checkpoint(directory: Path) -> Path:
 def tui_transactions(bootstrap: str, topic: str) -> list[list[str]]:
     """The TUI's transactions view (key 2) on the live cluster, hanging from 1 s on: its rows, as shown."""
     from eosctl.config.target import resolve
-    from tests.tui.tuihelp import running
+    from tests.support.tui import running
     from tui.app import EosApp
     from tui.filtertable import FilterTable
     from tui.sources import LiveSource

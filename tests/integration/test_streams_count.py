@@ -2,7 +2,7 @@
 compiled by the test against Kafka 4.4.0's jars) audited as an aggregate state sink (issue 51): its output
 topic is the table, the fold is a count, the application id's committed offsets the read point.
 
-The input (tests/stagehelp.write_input) has unique keys, committed transactions with aborted ones among
+The input (tests/support/stage.write_input) has unique keys, committed transactions with aborted ones among
 them. Under `exactly_once_v2`, SIGKILLed mid-transaction and restarted, the counts audit clean. Under
 `at_least_once` (Streams then reads read_uncommitted and commits its offsets apart from its output), killed
 after it counted records past its committed offsets and restarted: every key counted twice is an
@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from eosctl.sandbox import maven
-from tests.helpers import eosctl
-from tests.jvmhelp import compile_java, die_with_test, java_cmd
-from tests.stagehelp import Stage, Topics, ends, group_offsets, read_records, wait_until, write_input
+from tests.support.helpers import eosctl
+from tests.support.jvm import compile_java, die_with_test, java_cmd
+from tests.support.stage import Stage, Topics, ends, group_offsets, read_records, wait_until, write_input
 
 pytestmark = [pytest.mark.integration]
 

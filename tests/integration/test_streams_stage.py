@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from eosctl.sandbox import maven
-from tests.jvmhelp import compile_java, die_with_test, java_cmd
-from tests.stagehelp import (
+from tests.support.jvm import compile_java, die_with_test, java_cmd
+from tests.support.stage import (
     Stage,
     Topics,
     audit_hop,

@@ -4,7 +4,8 @@ reviewed on purpose (`pytest tests/tui/test_svg.py --snapshot-update` after look
 from __future__ import annotations
 
 import pytest
-from tuihelp import SNAPSHOT, until
+
+from tests.support.tui import SNAPSHOT, until
 
 VIEWS = ["1", "2", "3", "4", "5", "6", "7"]
 

@@ -22,8 +22,8 @@ from pathlib import Path
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests import helpers
-from tests.helpers import eosctl
+from tests.support import helpers
+from tests.support.helpers import eosctl
 
 Record = tuple[int, int, bytes | None, bytes | None]  # partition, offset, key, value
 
