@@ -19,23 +19,27 @@ from pathlib import Path
 
 import pytest
 
-from eosctl.sandbox import maven
 from tests.support.helpers import eosctl
-from tests.support.jvm import compile_java, die_with_test, java_cmd
-from tests.support.stage import Stage, Topics, ends, group_offsets, read_records, wait_until, write_input
+from tests.support.jvm import die_with_test, java_cmd
+from tests.support.stage import (
+    Stage,
+    Topics,
+    compiled_stage,
+    ends,
+    group_offsets,
+    read_records,
+    wait_until,
+    write_input,
+)
 
 pytestmark = [pytest.mark.integration]
 
 PARTITIONS = 3
 BATCH, BATCHES = 30, 9  # every third batch aborted: 180 committed inputs, 90 aborted
 DELAY_MS = "10"
-SOURCE = Path(__file__).resolve().parents[1] / "stages" / "CountStage.java"
 
 
-@pytest.fixture(scope="module")
-def stage_classes(tmp_path_factory) -> tuple[Path, Path]:
-    jars = maven.jars("kafka")
-    return compile_java(tmp_path_factory.mktemp("countstage"), "CountStage", SOURCE.read_text(), jars), jars
+stage_classes = compiled_stage("CountStage", "kafka")
 
 
 class Counting:
