@@ -103,6 +103,8 @@ class EosApp(Scheduled):
     def worker_changed(self, worker: Worker) -> None:
         if worker.group == "log":
             self._log_done(worker)
+        elif worker.group == "records":
+            self._records_done(worker)
         elif worker.group == "audit":
             self._audit_done(worker)
 
@@ -212,6 +214,25 @@ class EosApp(Scheduled):
         elif worker.state is WorkerState.ERROR:
             view.query_one("#log-summary", Static).update(
                 Text(f"cannot read the log: {term(one_line(worker.error))}", style="bold red")
+            )
+
+    @on(LogView.RecordsWanted)
+    def _records_wanted(self, event: LogView.RecordsWanted) -> None:
+        self._records_worker(event.topic, event.partition, event.first, event.end)
+
+    @work(thread=True, group="records", exclusive=True, exit_on_error=False)
+    def _records_worker(self, topic: str, partition: int, first: int, end: int) -> Any:
+        reader = getattr(self.source, "records", None)
+        return topic, partition, first, reader(topic, partition, first, end) if reader is not None else []
+
+    def _records_done(self, worker: Worker) -> None:
+        view = self.view("log")
+        assert isinstance(view, LogView)
+        if worker.state is WorkerState.SUCCESS:
+            view.show_records(*worker.result)
+        elif worker.state is WorkerState.ERROR:
+            view.query_one("#log-summary", Static).update(
+                Text(f"cannot read the records: {term(one_line(worker.error))}", style="bold red")
             )
 
     def open_log(self, topic: str, partition: int, first: int, last: int, why: Text | None = None) -> None:

@@ -28,6 +28,7 @@ live or from a snapshot.
   4 Lag           per group/partition: lag to the LSO, records
                   behind, blocked by an open txn, status
   5 Log           ranges (or batches, b) of one partition;
+                  v its records, decoded through the registry;
                   g, then an offset and Enter, jumps there
   6 Ledger        sink rows per partition vs stored and
                   committed offsets; Enter opens the Log

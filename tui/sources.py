@@ -15,7 +15,7 @@ import os
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from eosctl.base.errors import EosctlError
 from eosctl.base.progress import Progress
@@ -41,6 +41,7 @@ AuditRunner = Callable[[Target, Progress], AuditReport]
 TAIL_OFFSETS = 5_000
 # Log view: offsets scanned around the one asked for.
 LOG_WINDOW = 2_000
+RECORDS_SHOWN = 200  # records the Log view's records table holds (`v`), from the offset it opens at
 
 
 @dataclass
@@ -137,6 +138,11 @@ class DataSource(Protocol):
 
     def partition_log(self, topic: str, partition: int, around: int | None) -> PartitionLog: ...
 
+    def records(self, topic: str, partition: int, first: int, end: int) -> list[dict[str, Any]]:
+        """The data records at offsets [first, end) (at most RECORDS_SHOWN), as
+        eosctl.inspection.records documents them (decoded where the source can and is not raw)."""
+        ...
+
     def can_audit(self) -> str | None:
         """None if the audit can run here, else the reason it can't."""
         ...
@@ -181,6 +187,7 @@ class LiveSource:
         max_age_s: float | None = None,
         run_audit: AuditRunner | None = None,
         timeout_ms: int = 5_000,
+        raw: bool = False,
     ) -> None:
         self.target = target
         self.max_age_s = DEFAULT_MAX_AGE_S if max_age_s is None else max_age_s
@@ -193,6 +200,8 @@ class LiveSource:
         self.last_failover: list[Failover] = []
         self.model = LiveModel(target, tail=TAIL_OFFSETS, max_age_s=self.max_age_s, timeout_ms=timeout_ms,
                                long_lived=True)
+        self.raw = raw
+        self._decoder: Any = None  # the registry's decoder, made at the first records asked (schemas cached)
 
     def fetch(self) -> Dashboard:
         # An unreachable broker fails the whole fetch (BrokerError: the app shows the banner and retries).
@@ -217,6 +226,17 @@ class LiveSource:
             return scan_partition(
                 client, topic, partition, start=start, end=start + LOG_WINDOW, keep_batches=True
             )
+
+    def records(self, topic: str, partition: int, first: int, end: int) -> list[dict[str, Any]]:
+        from eosctl.inspection.records import decoder_for, read_documents  # lazy: 2 ms, when asked
+
+        if self._decoder is None and not self.raw:
+            self._decoder = decoder_for(self.target.cluster)
+        with WireClient(self.target.cluster, timeout_ms=self.timeout_ms) as client:
+            o = client.offsets([(topic, partition)])[(topic, partition)]
+            first, end = max(first, o.log_start), min(end, o.high_watermark, first + RECORDS_SHOWN)
+            return read_documents(client, topic, partition, first, end, self._decoder,
+                                  limit=RECORDS_SHOWN) if end > first else []
 
     def can_audit(self) -> str | None:
         if self.runner is None:
@@ -250,8 +270,9 @@ class SnapshotSource:
 
     is_snapshot = True
 
-    def __init__(self, path: str, max_age_s: float | None = None) -> None:
+    def __init__(self, path: str, max_age_s: float | None = None, raw: bool = False) -> None:
         self.path = path
+        self.raw = raw  # records as stored, their decoded keys and values left out
         self.max_age_s = max_age_s  # None: the hanging report as captured (the snapshot's --max-age)
         self.label = f"file {os.path.basename(path)}"
         self.pipeline = "?"
@@ -268,6 +289,13 @@ class SnapshotSource:
         if log is None:
             raise EosctlError(f"the snapshot holds no log for {topic}[{partition}]")
         return log
+
+    def records(self, topic: str, partition: int, first: int, end: int) -> list[dict[str, Any]]:
+        stored = self.fetch().capture.records.get((topic, partition), [])
+        shown = [r for r in stored if first <= r["offset"] < end][:RECORDS_SHOWN]
+        if self.raw:
+            shown = [{**r, "key_decoded": None, "value_decoded": None} for r in shown]
+        return shown
 
     def can_audit(self) -> str | None:
         return "a snapshot has no cluster to audit; the audit stored with it (if any) is shown"

@@ -388,15 +388,23 @@ def plain(value: Any) -> Any:
     return str(value)
 
 
-def logical_key(decoder: SchemaDecoder, topic: str, data: bytes | None,
-                headers: list[tuple[str, bytes | None]] | tuple[tuple[str, bytes | None], ...] = (),
-                ) -> str | None:
-    """A key as what it means, not how it was written: a framed key's decoded value as canonical JSON (so
-    the same key re-serialized under another schema id or version is the same key), any other key its
-    bytes as text."""
+def logical(decoder: SchemaDecoder, topic: str, which: str, data: bytes | None,
+            headers: list[tuple[str, bytes | None]] | tuple[tuple[str, bytes | None], ...] = (),
+            ) -> str | None:
+    """A key (``which="key"``) or value as what it means, not how it was written: a framed one's decoded
+    value as canonical JSON (so the same record re-serialized under another schema id or version is the
+    same), any other its bytes as text."""
     if data is None:
         return None
-    got = decoder.decode(topic, KEY, data, headers)
+    got = decoder.decode(topic, which, data, headers)
     if isinstance(got, Decoded):
         return json.dumps(plain(got.data), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return bytes_text(bytes(data))
+
+
+def logical_key(decoder: SchemaDecoder, topic: str, data: bytes | None,
+                headers: list[tuple[str, bytes | None]] | tuple[tuple[str, bytes | None], ...] = (),
+                ) -> str | None:
+    """A key as what it means (``logical``): the key-duplicate rule, ``lineage = "key"`` and replica
+    pairing compare these."""
+    return logical(decoder, topic, KEY, data, headers)

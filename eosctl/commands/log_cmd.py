@@ -100,22 +100,9 @@ def _records(client: Any, cluster: Any, plog: Any, topic: str, partition: int, f
              raw: bool) -> list[dict[str, Any]]:
     """The data records at offsets [first, end), as eosctl.inspection.records documents them: keys and
     values decoded where the cluster names a registry (not with --raw)."""
-    from eosctl.cluster.records import read_records  # lazy: 1.4 ms, only with --records
-    from eosctl.inspection.records import record_document  # lazy: 2 ms, only with --records
+    from eosctl.inspection.records import decoder_for, read_documents  # lazy: 2 ms, only with --records
 
-    decoder = None
-    if not raw and cluster.schema_registry_url is not None:
-        # lazy: eosctl.cluster.schemas 200 ms (the registry client, fastavro, protobuf, jsonschema), only
-        # where the cluster names a registry
-        from eosctl.cluster.schemas import SchemaDecoder, registry_of
-
-        settings = registry_of(cluster)
-        decoder = None if settings is None else SchemaDecoder(settings)
-    out = []
-    for r in read_records(client, topic, partition, first, end):
-        kind = plog.kind_at(r.offset)
-        out.append(record_document(topic, partition, r, decoder, None if kind is None else kind.value))
-    return out
+    return read_documents(client, topic, partition, first, end, decoder_for(cluster, raw), plog.kind_at)
 
 
 class _progress:

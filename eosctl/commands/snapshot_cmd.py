@@ -40,10 +40,14 @@ if TYPE_CHECKING:  # the command imports the core lazily, for a fast `eosctl --h
                    "engine says spark).")
 @click.option("--audit-report", type=report_file(),
               help="Store this report of `eosctl audit --format json --out FILE` instead of running one.")
+@click.option("--records", "records", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
+              help="Also store the data records among each partition's last N offsets (keys and values: "
+                   "the payloads), decoded through the cluster's schema_registry_url where framed.")
+@click.option("--raw", is_flag=True, help="With --records: store keys and values as bytes, never decoded.")
 def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, topics: tuple[str, ...],
              group: str | None, sink_duckdb: str | None, sink_parquet: str | None, sink_table: str | None,
              scan: bool, out_path: str, force: bool, max_age: float, with_audit: bool,
-             audit_report: str | None, fmt: str) -> None:
+             audit_report: str | None, records: int, raw: bool, fmt: str) -> None:
     """Capture everything about a pipeline into one DuckDB file, for incident reports.
 
     \b
@@ -62,6 +66,8 @@ def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, to
     from eosctl.inspection.capture import capture
     from eosctl.sink.base import local_files
 
+    if raw and not records:
+        raise click.UsageError("--raw goes with --records N (it says how the records are stored)")
     check_one_sink(sink_duckdb, sink_parquet)
     check_output(out_path, (config, audit_report, sink_duckdb, *_matches(sink_parquet)), force)
     snap.check_writable(out_path)  # before the capture, which can take minutes
@@ -80,6 +86,8 @@ def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, to
         with scan_progress() as progress:
             captured = capture(target, sink=fixed, where=where or "sink", scan=scan, progress=progress,
                                max_age_s=max_age)
+        if records:
+            captured.records = _records(target, captured, records, raw)
         if stored is not None:
             captured.audit, captured.audit_origin = stored, audit_report
             captured.sections["audit"] = "ok"
@@ -93,6 +101,21 @@ def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, to
                        "hanging": captured.hanging.to_dict() if captured.hanging is not None else None,
                        "audit_verdict": captured.audit.verdict if captured.audit is not None else None},
          lambda: render_snapshot(console(), captured, out_path))
+
+
+def _records(target: Target, captured: Capture, last: int, raw: bool) -> dict:
+    """The data records among each captured partition's last ``last`` offsets, decoded unless ``raw``
+    (eosctl.inspection.records)."""
+    from eosctl.cluster.wire import WireClient  # lazy: eosctl.cluster.wire 131 ms at start-up
+    from eosctl.inspection.records import decoder_for, read_documents  # lazy: 2 ms, only with --records
+
+    decoder = decoder_for(target.cluster, raw)
+    out = {}
+    with WireClient(target.cluster) as client:
+        for tp, log in sorted(captured.logs.items()):
+            first = max(log.log_start_offset, log.high_watermark - last)
+            out[tp] = read_documents(client, tp[0], tp[1], first, log.high_watermark, decoder, log.kind_at)
+    return out
 
 
 def _matches(parquet: str | None) -> list[str]:

@@ -59,6 +59,8 @@ from eosctl.commands.options import DURATION, Seconds, config_file, duckdb_file,
     type=duckdb_file(),
     help="Open a file written by `eosctl snapshot` instead of a cluster (no cluster needed).",
 )
+@click.option("--raw", is_flag=True,
+              help="The Log view's records (v) as bytes, never decoded through the Schema Registry.")
 def tui(
     config: str | None,
     pipeline: str | None,
@@ -68,6 +70,7 @@ def tui(
     refresh: float,
     max_age: float | None,
     snapshot: str | None,
+    raw: bool,
 ) -> None:
     """Live dashboard: overview, transactions, producers, lag, log, ledger and audit.
 
@@ -82,10 +85,10 @@ def tui(
             )
         from tui.sources import SnapshotSource  # lazy: tui.sources 208 ms at start-up
 
-        source: Any = SnapshotSource(snapshot, max_age_s=max_age)
+        source: Any = SnapshotSource(snapshot, max_age_s=max_age, raw=raw)
         source.fetch()  # a broken file is one line and exit 2, before the screen switches
     else:
-        source = live_source(config, pipeline, bootstrap, topics, group, max_age)
+        source = live_source(config, pipeline, bootstrap, topics, group, max_age, raw)
     from tui.app import EosApp  # lazy: tui.app 462 ms at start-up
 
     class Tui(EosApp):
@@ -127,14 +130,14 @@ def tui(
 
 
 def live_source(config: str | None, pipeline: str | None, bootstrap: str | None, topics: tuple[str, ...] = (),
-                group: str | None = None, max_age: float | None = None) -> Any:
+                group: str | None = None, max_age: float | None = None, raw: bool = False) -> Any:
     """The TUI's live source for these options, with the audit runner its Audit tab runs (`a`)."""
     # lazy: eosctl.config.target 12 ms, tui.sources 208 ms at start-up
     from eosctl.config.target import resolve
     from tui.sources import LiveSource
 
     target = resolve(config, pipeline, bootstrap, topics, group, need_topics=True)
-    return LiveSource(target, max_age_s=max_age,
+    return LiveSource(target, max_age_s=max_age, raw=raw,
                       run_audit=lambda target, progress: run_audit(target, progress, bootstrap))
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import gzip
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -227,7 +227,7 @@ class _Families:
         self.partition_metrics = partition_metrics
         self.values: dict[str, dict[tuple[str, ...], float]] = {n: {} for n in names}
 
-    def add(self, name: str, labels: dict[str, str | int], value: float | None,
+    def add(self, name: str, labels: Mapping[str, object], value: float | None,
             fold: Callable[[float, float], float] = float.__add__) -> None:
         if value is None:
             return

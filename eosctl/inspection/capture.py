@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from eosctl import __version__
 from eosctl.base.errors import BrokerError, EosctlError, SinkError
@@ -72,6 +73,9 @@ class Capture:
     # Partitions this reading could not read, with why (no leader: the brokers holding their replicas are
     # down); the sections hold the others (the live model, eosctl.inspection.live).
     unreadable: dict[TP, str] = field(default_factory=dict)
+    # `snapshot --records N`: each partition's last data records as eosctl.inspection.records documents
+    # them (decoded through the registry unless --raw); empty unless asked (records hold the payloads).
+    records: dict[TP, list[dict[str, Any]]] = field(default_factory=dict)
 
     def log_of(self, topic: str, partition: int) -> PartitionLog | None:
         return self.logs.get((topic, partition))

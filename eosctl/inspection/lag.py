@@ -29,6 +29,7 @@ import time
 from collections import defaultdict, deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from eosctl.base.errors import BrokerError
 from eosctl.cluster.groups import GroupDescription, describe_groups
@@ -172,9 +173,10 @@ def build_rows(committed: Mapping[str, Mapping[TP, int | None]], offsets: Mappin
     for group, tps in committed.items():
         for tp, c in sorted(tps.items()):
             o = offsets[tp]
-            base = dict(group=group, topic=tp[0], partition=tp[1], committed=c, log_start=o.log_start,
-                        lso=o.last_stable, hw=o.high_watermark, open_txn=open_txns.get(tp),
-                        offsets_warning=o.disagreement)
+            base: dict[str, Any] = dict(
+                group=group, topic=tp[0], partition=tp[1], committed=c, log_start=o.log_start,
+                lso=o.last_stable, hw=o.high_watermark, open_txn=open_txns.get(tp),
+                offsets_warning=o.disagreement)
             if c is None:
                 rows.append(PartitionLag(**base))
                 continue
@@ -241,8 +243,8 @@ def poll(client: WireClient, groups: Sequence[str] | None = None,
     offsets = {tp: known[tp] for tp in tps} if all(tp in known for tp in tps) else \
         client.offsets(tps) if tps else {}
     per_tp: dict[TP, list[int | None]] = defaultdict(list)
-    for offs in committed.values():
-        for tp, c in offs.items():
+    for group_offsets in committed.values():
+        for tp, c in group_offsets.items():
             per_tp[tp].append(c)
     windows = scan_windows(per_tp, offsets, scan_limit)
     logs = scan_partitions(client, list(windows), start={tp: w[0] for tp, w in windows.items()},
@@ -358,13 +360,13 @@ def evaluate(samples: Sequence[tuple[int, PartitionLag]], group_active: bool,
         note += f"; its next offset commit is {last.pending.describe(now)}"
     if len(samples) < 2:
         age = txn.age_s(now) if txn is not None and txn.age_trusted else None
-        if age is not None and age >= first_poll_stall_s and last.records_behind == 0:
+        if txn is not None and age is not None and age >= first_poll_stall_s and last.records_behind == 0:
             return Status("STALL", f"blocked by {txn.describe(now)}")
         return Status("OK", note[2:])
     same_txn = txn is not None and all(
         lag.open_txn is not None and (lag.open_txn.producer_id, lag.open_txn.first_offset)
         == (txn.producer_id, txn.first_offset) for _, lag in samples)
-    if same_txn and last.records_behind == 0:
+    if txn is not None and same_txn and last.records_behind == 0:
         return Status("STALL", f"blocked by {txn.describe(now)}")
     behind = [lag.records_behind for _, lag in samples if lag.records_behind is not None]
     if not behind or min(behind) == 0:

@@ -26,6 +26,7 @@ from collections import deque
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from typing import Literal
 
 from eosctl.base.errors import BrokerError, EosctlError, SinkError, first_line
 from eosctl.base.gcpause import LongLived
@@ -191,7 +192,7 @@ class LiveModel:
         self._sink_token: object = None
         self._sink_read_at = 0.0  # time.monotonic() of the last sink read
         self._sink_error: str | None = None
-        self._tail: DuckDBTail | None | bool = None  # False: the sink can't be read incrementally
+        self._tail: DuckDBTail | Literal[False] | None = None  # False: the sink can't be read incrementally
         self._offsets: dict[TP, Offsets] = {}  # as the last refresh read them
         self._offsets_checked_at: float | None = None  # time.monotonic() of the last full reading
         self._described: dict[TP, tuple[tuple[int, int, int], list]] = {}  # offsets when asked, producers
@@ -347,7 +348,11 @@ class LiveModel:
             size = sizes.get(tp)
             if part.outside is None and size is not None:
                 part.outside = size - part.scan.bytes_added
-        cap.logs = {tp: self._parts[tp].log for tp in tps}
+        cap.logs = {}
+        for tp in tps:
+            log = self._parts[tp].log
+            assert log is not None  # every partition in tps was scanned above
+            cap.logs[tp] = log
         cap.sections["logs"] = "ok"
 
     def _scan(self, client: WireClient, fresh: list[TP], resumed: dict[TP, LogScan],
@@ -371,8 +376,9 @@ class LiveModel:
         return size is not None and part.outside is not None and size < part.outside + part.scan.bytes_added
 
     def _first_offset(self, tp: TP, o: Offsets) -> int:
-        whole = self.tail is None or (self.sink is not None and tp[0] in self.target.topics)
-        return o.log_start if whole else max(o.log_start, o.high_watermark - self.tail)
+        if self.tail is None or (self.sink is not None and tp[0] in self.target.topics):
+            return o.log_start  # the whole log
+        return max(o.log_start, o.high_watermark - self.tail)
 
     def _still_the_log(self, part: _Partition, o: Offsets, topic_id: str | None) -> bool:
         """Whether what the scan read is still this partition's log, so it may go on from where it is."""
@@ -406,9 +412,11 @@ class LiveModel:
     def _sink_now(self) -> SinkSide | None:
         """The sink's side as it is now: a DuckDB file read on from the rows read before (the writer waits
         at most one short slice, eosctl.sink.tail), other sinks read whole. None: not caught up yet."""
-        if self.sink.duckdb and self._tail is not False:
+        sink = self.sink
+        assert sink is not None  # read only for a pipeline with a sink (_refresh_sink)
+        if sink.duckdb and self._tail is not False:
             if self._tail is None:
-                self._tail = DuckDBTail(self.sink)
+                self._tail = DuckDBTail(sink)
             try:
                 if not self._tail.read(budget_s=SINK_BUDGET_S):
                     return self._sink_side  # the rows read so far are not yet a state of the sink
@@ -416,15 +424,15 @@ class LiveModel:
                 if self._tail.slices > 1:
                     raise
                 self._tail = False  # e.g. a view, which has no rowid: read whole from now on
-                return read_sink(self.sink)
+                return read_sink(sink)
             tail = self._tail
             stored = None if tail.state.stored is None else {
                 (s.topic, s.partition): s.next_offset for s in tail.state.stored}
             # Copies: the tail appends to its lists in place while a later read is under way.
             islands = {tp: list(i) for tp, i in tail.state.islands.items() if i}
             return SinkSide(tail.summaries(), stored, islands, tail.invalid_rows(),
-                            f"{shown(self.sink)} ({self.sink.table})")
-        return read_sink(self.sink)
+                            f"{shown(sink)} ({sink.table})")
+        return read_sink(sink)
 
     def _ledger(self, cap: Capture, client: WireClient, offsets: dict[TP, Offsets]) -> None:
         if self.sink is None:
@@ -440,9 +448,10 @@ class LiveModel:
         whole = {tp: lg for tp, lg in cap.logs.items() if tp[0] in self.target.topics
                  and lg.scanned_from == lg.log_start_offset and lg.scanned_to == lg.high_watermark}
         try:
-            committed = self._committed_in_lag(cap, group) if group else {}
-            if committed is None:
-                committed = group_offsets(client, [group])[group]
+            committed: dict[TP, int] = {}
+            if group:
+                in_lag = self._committed_in_lag(cap, group)
+                committed = in_lag if in_lag is not None else group_offsets(client, [group])[group]
             # The lag section's pending offset commit (eosctl.txn.pendingoffsets), shown on the ledger too.
             pending = next((r.pending for r in (cap.lag.partitions if cap.lag else ())
                             if r.group == group and r.pending is not None), None)

@@ -62,3 +62,32 @@ def decoded_document(topic: str, which: str, data: bytes | None,
         why = got.why if isinstance(got, Unframed) else "not decoded"
         doc.update(encoding="unframed", problem=f"not in the Schema Registry wire format: {why}")
     return doc
+
+
+def decoder_for(cluster: Any, raw: bool = False) -> SchemaDecoder | None:
+    """The cluster's registry decoder, or None with ``raw`` or where its config names no registry."""
+    if raw or getattr(cluster, "schema_registry_url", None) is None:
+        return None
+    # lazy: eosctl.cluster.schemas 200 ms (the registry client, fastavro, protobuf, jsonschema), only where
+    # the cluster names a registry
+    from eosctl.cluster.schemas import SchemaDecoder, registry_of
+
+    settings = registry_of(cluster)
+    return None if settings is None else SchemaDecoder(settings)
+
+
+def read_documents(client: Any, topic: str, partition: int, first: int, end: int,
+                   decoder: SchemaDecoder | None, kind_at: Any = None, limit: int | None = None,
+                   ) -> list[dict[str, Any]]:
+    """The data records at offsets [first, end) (at most ``limit``), as ``record_document`` makes them:
+    decoded where ``decoder`` is given; ``kind_at(offset)``: the eosctl.cluster.model.Kind of an offset
+    (committed, aborted, open), where a scan knows it."""
+    from eosctl.cluster.records import read_records  # lazy: 1.4 ms, only where records are shown
+
+    out: list[dict[str, Any]] = []
+    for r in read_records(client, topic, partition, first, end):
+        if limit is not None and len(out) >= limit:
+            break
+        kind = kind_at(r.offset) if kind_at is not None else None
+        out.append(record_document(topic, partition, r, decoder, None if kind is None else kind.value))
+    return out

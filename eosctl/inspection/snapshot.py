@@ -122,8 +122,14 @@ TABLES = {
                        ("first_offset", "BIGINT"), ("last_offset", "BIGINT"), ("count", "BIGINT"),
                        ("key", "VARCHAR"), ("detail", "VARCHAR"), ("root_cause", "VARCHAR"),
                        ("cause", "VARCHAR")],
+    "log_records": [("topic", "VARCHAR"), ("partition", "INTEGER"), ("offset", "BIGINT"), ("kind", "VARCHAR"),
+                    ("timestamp", "BIGINT"), ("compression", "VARCHAR"), ("key", "VARCHAR"),
+                    ("value", "VARCHAR"), ("headers", "VARCHAR"), ("key_decoded", "VARCHAR"),
+                    ("value_decoded", "VARCHAR")],
     "sections": [("name", "VARCHAR"), ("status", "VARCHAR"), ("rows", "BIGINT")],
 }
+# The record documents' fields (eosctl.inspection.records) a log_records row stores as JSON text.
+_RECORD_JSON = ("headers", "key_decoded", "value_decoded")
 
 
 def check_writable(path: str | Path) -> None:
@@ -196,6 +202,10 @@ def _write(snap: Capture, tmp: Path) -> None:
              None if led.pending_commit is None else json.dumps(led.pending_commit)) for p in parts])
         _insert(con, "ledger_flags", [(p.topic, p.partition, f.kind, f.first_offset, f.last_offset, f.count,
                                        f.message) for p in parts for f in p.flags])
+        _insert(con, "log_records", [
+            (tp[0], tp[1], *(json.dumps(r[n]) if n in _RECORD_JSON and r[n] is not None else r[n]
+                             for n, _ in TABLES["log_records"][2:]))
+            for tp in sorted(snap.records) for r in snap.records[tp]])
         codecs = _codecs()
         for name in ("transactions", "producers"):
             _write_generic(con, name, [codecs[name][0](r) for r in getattr(snap, name)])
@@ -448,6 +458,20 @@ def _load(con: duckdb.DuckDBPyConnection, columns: dict[str, set[str]], name: st
             # age_source, groups and two_phase came later: older files have the rest.
             _need(columns, "hanging_candidates", [n for n, _ in TABLES["hanging_candidates"]][:-3])
             _load_hanging(con, snap)
+    if "log_records" in columns:  # files from before `snapshot --records` have none
+        with _reading(name, "log_records"):
+            names = [n for n, _ in TABLES["log_records"]]
+            _need(columns, "log_records", names)
+            cols = ", ".join(f'"{n}"' for n in names)
+            for row in con.execute(f'SELECT {cols} FROM log_records ORDER BY topic, partition, "offset"'
+                                   ).fetchall():
+                d = dict(zip(names, row, strict=True))
+                for n in _RECORD_JSON:
+                    d[n] = json.loads(d[n]) if d[n] is not None else None
+                topic, partition = d.pop("topic"), d.pop("partition")
+                if not isinstance(d["headers"], list):
+                    raise ValueError("headers: expected a JSON list")
+                snap.records.setdefault((topic, partition), []).append(d)
     if snap.sections.get("audit") == "ok":
         with _reading(name, "audit"):
             _need(columns, "audit", ["data", "origin"])

@@ -14,6 +14,11 @@ had to take from before its predecessor's although nothing paired it yet is out 
 producer reordered it). Exact where a record's (key, value, timestamp) is unique among its partition's
 records, as a producer's own timestamps make it.
 
+Where either cluster names a Schema Registry, keys and values are compared as what they mean: a framed one
+by its decoded value (eosctl.cluster.schemas.logical), so a replicator that re-serialized them under a newer
+schema id or version (or under the replica cluster's own registry, whose ids differ) still pairs; each side
+is decoded through its own cluster's registry, else the other's (MM2 copies the ids with the bytes).
+
 What the replica promises to hold: the source records up to the last one paired (beyond is MM2's lag, never a
 gap).
 """
@@ -96,15 +101,46 @@ def late_runs(late: list[int], source: list[int]) -> list[tuple[int, int, int]]:
     return [(a, b, n) for a, b, n in runs]
 
 
-def _read(cluster: Cluster, ends: dict[TP, int], *, read_committed: bool,
-          what: str) -> dict[int, list[tuple[int, Fingerprint, Any]]]:
-    """Per partition: (offset, fingerprint, key) of each record below ``ends``, in offset order."""
+def _read(cluster: Cluster, ends: dict[TP, int], *, read_committed: bool, what: str,
+          decoder: Any = None) -> dict[int, list[tuple[int, Fingerprint, Any]]]:
+    """Per partition: (offset, fingerprint, key) of each record below ``ends``, in offset order; with a
+    ``decoder`` (eosctl.cluster.schemas.SchemaDecoder) the key and value by their logical form."""
     out: dict[int, list[tuple[int, Fingerprint, Any]]] = {p: [] for _, p in ends}
+    if decoder is not None:
+        # lazy: eosctl.cluster.schemas 200 ms (the registry client, fastavro, protobuf), only with a registry
+        from eosctl.cluster.schemas import logical
     for m in kafka_topic.records(cluster, ends, read_committed=read_committed, what=what):
-        key = m.key()
-        out[m.partition()].append((m.offset(), fingerprint(key, m.value(), m.timestamp()[1]),
-                                   decode(key) if key is not None else None))
+        if decoder is not None:
+            fp, key = _logical(logical, decoder, m)
+        else:
+            key = m.key()
+            fp, key = fingerprint(key, m.value(), m.timestamp()[1]), decode(key) if key is not None else None
+        out[m.partition()].append((m.offset(), fp, key))
     return out
+
+
+def _logical(logical: Any, decoder: Any, m: Any) -> tuple[Fingerprint, str | None]:
+    """A record's fingerprint and key text by what its key and value mean (framed ones decoded by
+    eosctl.cluster.schemas.logical)."""
+    headers = m.headers() or ()
+    key = logical(decoder, m.topic(), "key", m.key(), headers)
+    value = logical(decoder, m.topic(), "value", m.value(), headers)
+    # The same shape as a byte fingerprint, so align() needs no second kind: the logical key's text as
+    # bytes, the logical value's digest.
+    fp = fingerprint(key.encode() if key is not None else None,
+                     value.encode() if value is not None else None, m.timestamp()[1])
+    return fp, key
+
+
+def _decoders(source: Cluster, replica: Cluster) -> tuple[Any, Any]:
+    """The (source, replica) decoders where either cluster names a Schema Registry, each side its own
+    cluster's registry, else the other's; (None, None) without one (records compared by their bytes)."""
+    if source.schema_registry_url is None and replica.schema_registry_url is None:
+        return None, None
+    from eosctl.cluster.schemas import SchemaDecoder, registry_of  # lazy: 200 ms, only with a registry
+
+    mine, theirs = registry_of(source), registry_of(replica)
+    return SchemaDecoder(mine or theirs), SchemaDecoder(theirs or mine)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -132,9 +168,11 @@ def pair(sink: Sink, *, committed: bool = True) -> dict[int, Pairing]:
         raise SinkError(f"the replica {sink.kafka_topic!r} needs exactly one source topic (source_topics)")
     topic = sink.stage_topics[0]
     ends = kafka_topic.end_offsets(sink.kafka_cluster, sink.kafka_topic)
-    replica = _read(sink.kafka_cluster, ends, read_committed=True, what="the replica")
+    at_source, at_replica = _decoders(sink.stage_cluster, sink.kafka_cluster)
+    replica = _read(sink.kafka_cluster, ends, read_committed=True, what="the replica", decoder=at_replica)
     source_ends = kafka_topic.high_watermarks(sink.stage_cluster, (topic,))
-    source = _read(sink.stage_cluster, source_ends, read_committed=False, what="the replica's source")
+    source = _read(sink.stage_cluster, source_ends, read_committed=False, what="the replica's source",
+                   decoder=at_source)
     done: dict[int, list[int]] = {}
     if committed:
         stable = kafka_topic.end_offsets(sink.stage_cluster, topic)

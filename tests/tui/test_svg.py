@@ -61,3 +61,63 @@ def test_help(snap_compare):
         await pilot.pause(0.1)
 
     assert snap_compare(_app(), run_before=show, terminal_size=(80, 24))
+
+
+def _with_records(path):
+    """The reference snapshot with records stored for the open transaction the Log view opens at (as
+    `eosctl snapshot --records N` stores them): Avro values written by confluent-kafka's serializer and
+    decoded through a registry (tests/registrystub.py), one value without the framing."""
+    import json
+
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    from eosctl.cluster.model import Kind
+    from eosctl.cluster.records import Record
+    from eosctl.cluster.schemas import RegistrySettings, SchemaDecoder
+    from eosctl.inspection.records import record_document
+    from eosctl.inspection.snapshot import load_snapshot, write_snapshot
+    from tests.registrystub import RegistryStub
+
+    cap = load_snapshot(SNAPSHOT)
+    topic, partition = "tuiref.enriched", 0
+    log = cap.log_of(topic, partition)
+    schema = json.dumps({"type": "record", "name": "Order", "namespace": "shop",
+                         "fields": [{"name": "id", "type": "long"}, {"name": "state", "type": "string"}]})
+    with RegistryStub() as stub:
+        ser = AvroSerializer(SchemaRegistryClient({"url": stub.url}), schema)
+        decoder = SchemaDecoder(RegistrySettings(stub.url))
+        ctx = SerializationContext(topic, MessageField.VALUE)
+        first = next(r.first for r in log.ranges if r.kind is Kind.OPEN)
+        values = [ser({"id": 7, "state": "PAID"}, ctx), ser({"id": 8, "state": "NEW"}, ctx), b'{"id": 9}']
+        cap.records[(topic, partition)] = [
+            record_document(topic, partition, Record(first + i, f"order-{7 + i}".encode(), v, 0, "none"),
+                            decoder, log.kind_at(first + i).value)
+            for i, v in enumerate(values)]
+    write_snapshot(cap, path)
+    return path
+
+
+def test_log_records(snap_compare, tmp_path):
+    """The Log view's records table (`v`): decoded values with their format, subject, version and schema
+    id, the row under the cursor whole in the pane below."""
+    from tui.app import EosApp
+    from tui.sources import SnapshotSource
+
+    app = EosApp(SnapshotSource(str(_with_records(tmp_path / "records.duckdb"))))
+    app.animation_level = "none"
+
+    async def show(pilot):
+        app = pilot.app
+        await until(pilot, lambda: app.dash is not None, "the first data")
+        await pilot.press("5")
+        await until(pilot, lambda: app.view("log").plog is not None, "the log view's scan")
+        await pilot.pause(0.3)
+        await pilot.press("v")
+        table = app.view("log").query_one("#log-records").table
+        await until(pilot, lambda: table.row_count == 3, "the records table")
+        await pilot.wait_for_scheduled_animations()
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, run_before=show, terminal_size=(100, 24))

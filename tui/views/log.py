@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from rich.text import Text
@@ -14,9 +15,11 @@ from textual.widgets import Input, Select, Static
 
 from eosctl.base.safetext import term
 from eosctl.cluster.model import TP, Kind, PartitionLog
+from eosctl.output.records import field_text, schema_text
 from eosctl.txn.fencing import abort_cause
 from tui import fmt
 from tui.filtertable import FilterTable
+from tui.rowtable import RowTable
 from tui.sources import Dashboard
 from tui.styles import STYLES
 from tui.tabledata import Col, Row
@@ -45,6 +48,17 @@ COLUMNS = [
     Col("pid", numeric=True),
     Col("epoch", numeric=True),
     Col("detail"),
+]
+
+
+# The records table (`v`): each data record of the window, its key and value decoded through the cluster's
+# Schema Registry where framed (format, subject, version and schema id before the fields), else as text.
+RECORD_COLUMNS = [
+    Col(" ", width=1),
+    Col("offset", numeric=True),
+    Col("kind"),
+    Col("key"),
+    Col("value"),
 ]
 
 
@@ -141,6 +155,55 @@ def batch_rows(log: PartitionLog, focus: Focus | None = None) -> list[Row]:
     return rows
 
 
+def framed(records: list[dict], which: str) -> bool:
+    """Whether any of the records' keys (``which="key"``) or values is in the Schema Registry wire format:
+    where none is, an unframed one is plain text, not worth a word (a topic of string keys)."""
+    return any((r[f"{which}_decoded"] or {}).get("encoding") not in (None, "unframed") for r in records)
+
+
+def _cell(r: dict, which: str, framed_here: bool) -> str:
+    decoded, text = r[f"{which}_decoded"], r[which]
+    if decoded is not None and decoded["encoding"] == "unframed":
+        # The reason is in the pane under the table: the cell keeps the room for the bytes.
+        return field_text(None, text) if not framed_here else f"(unframed) {field_text(None, text)}"
+    return field_text(decoded, text)
+
+
+def record_rows(records: list[dict], focus: Focus | None = None) -> list[Row]:
+    """One row per record document (eosctl.inspection.records): its key and value on one line each, cut
+    (the detail pane under the table has the row whole)."""
+    keys, values = framed(records, "key"), framed(records, "value")
+    rows = []
+    for r in records:
+        kind = Kind(r["kind"]) if r.get("kind") else Kind.DATA
+        mark = "▶" if focus and focus.first <= r["offset"] <= focus.last else " "
+        rows.append(Row(f"o{r['offset']}", (mark, r["offset"], WORD[kind], _cell(r, "key", keys),
+                                            _cell(r, "value", values)),
+                        LEVEL[kind], item=(r, keys, values)))
+    return rows
+
+
+def describe_record(r: dict, keys: bool = True, values: bool = True) -> Text:
+    """A record whole: offset, its key's and value's schema (subject, version, id) and fields, or its
+    bytes as text (and why they are not decoded, where others of the table are); its headers."""
+    t = Text()
+    t.append(f"offset {r['offset']}", style="bold")
+    for which, framed_here in (("key", keys), ("value", values)):
+        decoded, text = r[f"{which}_decoded"], r[which]
+        t.append(f"\n{which}: ")
+        if decoded is not None and decoded["data"] is not None:
+            t.append(term(schema_text(decoded)), style="bold")
+            t.append(" " + term(json.dumps(decoded["data"], ensure_ascii=False)))
+        elif decoded is not None and (framed_here or decoded["encoding"] != "unframed"):
+            t.append(term(f"{decoded['encoding'].upper()} ({decoded['problem']}): {text}"))
+        else:
+            t.append("null" if text is None else term(text))
+    if r.get("headers"):
+        shown = ", ".join(f"{h['key']}={h['value']}" for h in r["headers"])
+        t.append(f"\nheaders: {term(shown)}")
+    return t
+
+
 def summary(log: PartitionLog) -> Text:
     t = Text()
     t.append(f"{term(log.topic)}[{log.partition}] ", style="bold")
@@ -162,8 +225,9 @@ class LogView(View):
     """Pick a partition, read its ranges (or batches, `b`), jump to an offset."""
 
     # Digits are the app's view keys (1-7): `g` puts them in the offset box instead (it took three Tabs).
-    BINDINGS = [("b", "toggle_batches", "Batches/ranges"), ("g,colon", "go_to_offset", "Go to offset"),
-               Binding("escape", "leave_offset", "Leave the offset box", show=False)]
+    BINDINGS = [("b", "toggle_batches", "Batches/ranges"), ("v", "toggle_records", "Records"),
+                ("g,colon", "go_to_offset", "Go to offset"),
+                Binding("escape", "leave_offset", "Leave the offset box", show=False)]
 
     class Wanted(Message):
         """The view needs this partition's log scanned around an offset (the app does it in a worker)."""
@@ -171,6 +235,13 @@ class LogView(View):
         def __init__(self, topic: str, partition: int, around: int | None) -> None:
             super().__init__()
             self.topic, self.partition, self.around = topic, partition, around
+
+    class RecordsWanted(Message):
+        """The records table needs this partition's records at offsets [first, end) (read in a worker)."""
+
+        def __init__(self, topic: str, partition: int, first: int, end: int) -> None:
+            super().__init__()
+            self.topic, self.partition, self.first, self.end = topic, partition, first, end
 
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
@@ -182,6 +253,9 @@ class LogView(View):
         self.current: TP | None = None  # the partition shown or being read
         self._drawn: TP | None = None  # the partition the table last showed
         self.why: Text | None = None  # an audit finding's cause, shown under the summary (Enter in Audit)
+        self.showing_records = False  # `v`: the records table instead of ranges / batches
+        self.records: list[dict] | None = None  # the records read for the table (None: being read)
+        self._records_of: tuple[TP, int] | None = None  # the partition and first offset they were read for
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="log-bar"):
@@ -192,6 +266,8 @@ class LogView(View):
         yield Static("choose a partition", id="log-summary")
         yield Static("", id="log-why")  # wraps: a cause is shown whole, however narrow the terminal
         yield FilterTable(COLUMNS, id="log-table", empty="no offsets scanned")
+        yield FilterTable(RECORD_COLUMNS, id="log-records", empty="no data records here")
+        yield Static("", id="log-record", classes="detail-pane")
 
     def prepare(self, dash: Dashboard) -> tuple[Dashboard, list[TP]]:
         parts = sorted({(log.topic, log.partition) for log in dash.logs} | _lag_partitions(dash))
@@ -245,9 +321,13 @@ class LogView(View):
         why = self.query_one("#log-why", Static)
         why.set_class(self.why is not None, "shown")
         why.update(self.why or "")
+        self.set_class(self.showing_records, "records")
+        if self.showing_records:
+            self._redraw_records(log)
+            return
         batches = self.batches and log.batches is not None
         rows = batch_rows(log, self.focus_range) if batches else range_rows(log, self.focus_range)
-        table = self.query_one(FilterTable)
+        table = self.query_one("#log-table", FilterTable)
         table.set_rows(rows)
         target = (
             self._pending_jump
@@ -265,8 +345,58 @@ class LogView(View):
         if target is not None:
             self._cursor_to(target, rows)
 
+    def _redraw_records(self, log: PartitionLog) -> None:
+        """The records from the focus (an offset jumped to, a finding's first), else from the range or
+        batch under the cursor, read once per place (the source decodes them)."""
+        start = self.focus_range.first if self.focus_range else self._cursor_offset(log)
+        at = ((log.topic, log.partition), start)
+        table = self.query_one("#log-records", FilterTable)
+        if at != self._records_of:
+            self._records_of, self.records = at, None
+            table.set_rows([])
+            self.post_message(self.RecordsWanted(log.topic, log.partition, start, log.scanned_to))
+            return
+        if self.records is not None:
+            table.set_rows(record_rows(self.records, self.focus_range))
+
+    def show_records(self, topic: str, partition: int, first: int, records: list[dict]) -> None:
+        """The records read for (topic, partition) from ``first``; ignored if the view moved on."""
+        if self._records_of != ((topic, partition), first):
+            return
+        self.records = records
+        if self.plog is not None and self.showing_records:
+            self._redraw_records(self.plog)
+
+    def _cursor_offset(self, log: PartitionLog) -> int:
+        key = self.query_one("#log-table", FilterTable).cursor_key()
+        if key and key[0] in "rb" and key[1:].isdigit():
+            return int(key[1:])
+        return log.scanned_from
+
+    def filter_table(self) -> FilterTable:
+        """The table shown: `/` filters it."""
+        return self.query_one("#log-records" if self.showing_records else "#log-table", FilterTable)
+
+    def action_toggle_records(self) -> None:
+        if self.plog is None:
+            self.notify("choose a partition first", severity="warning")
+            return
+        self.showing_records = not self.showing_records
+        self._redraw()
+        self.filter_table().table.focus()
+
+    @on(RowTable.Highlighted, "#log-records RowTable")
+    def _record_highlighted(self, event: RowTable.Highlighted) -> None:
+        event.stop()
+        table = self.query_one("#log-records", FilterTable)
+        data = table.table.data
+        index = data.index.get(event.key) if event.key is not None else None
+        pane = self.query_one("#log-record", Static)
+        pane.set_class(index is not None, "shown")
+        pane.update(describe_record(*data.rows[index].item) if index is not None else "")
+
     def _cursor_to(self, offset: int, rows: list[Row]) -> bool:
-        table = self.query_one(FilterTable)
+        table = self.query_one("#log-table", FilterTable)
         log = self.plog
         assert log is not None
         items = log.batches if (self.batches and log.batches is not None) else log.ranges
@@ -290,7 +420,7 @@ class LogView(View):
         box = self.query_one("#log-jump", Input)
         if box.has_focus:
             box.value = ""
-            self.query_one(FilterTable).table.focus()
+            self.query_one("#log-table", FilterTable).table.focus()
 
     def action_toggle_batches(self) -> None:
         if self.plog is not None and self.plog.batches is None and not self.batches:
@@ -315,7 +445,7 @@ class LogView(View):
             self.notify("choose a partition first", severity="warning")
             return
         self.focus_range = Focus(offset, offset)
-        self.query_one(FilterTable).table.focus()  # the keys are the views' again (1-7)
+        self.filter_table().table.focus()  # the keys are the views' again (1-7)
         if log.scanned_from <= offset < log.scanned_to:
             self._redraw()
         else:
