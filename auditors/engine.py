@@ -1,19 +1,20 @@
 """The one way an audit runs: read the sink and Kafka metadata, start an engine, run the job, report.
 
-Every caller (`eosctl audit`, `snapshot --with-audit`, the TUI, the demo, the benchmarks) comes through
-`run` (or `auditors.audit`, which builds its input from a target), so the engine choice, the timings and
-the clean-up of everything the audit started live in one place.
+Every caller (`eosctl audit`, `snapshot --with-audit`, the TUI, the exporter, the demo, the benchmarks)
+comes through `run` (or `auditors.audit`, which builds its input from a target), so the engine choice (one
+policy: ``pick``, from the plan's own offsets when nobody chose), the timings, the driver's passes
+(auditors.passes) and the clean-up of everything the audit started live in one place.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from contextlib import nullcontext
-from dataclasses import dataclass, replace
+from contextlib import ExitStack
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from auditors import deadletters, guard, keydups
+from auditors import deadletters, guard, keydups, passes
 from auditors import spark as sparks
 from auditors.outcome import Outcome
 from auditors.plan import AuditInput, WorkItem, prepare
@@ -30,18 +31,38 @@ from eosctl.config.values import memory_problem, spark_master_problem
 from eosctl.report import onerow
 from eosctl.report.findings import AuditReport
 from eosctl.rules.causes import explain_finding
-from eosctl.rules.hop import ahead_of_commit, key_findings
 from eosctl.rules.precedence import content_first
-from eosctl.rules.replica import replica_findings
 from eosctl.sink import Limits, SinkReader, frozen, open_reader, shown
 
 ENGINES = ("spark", "local")
+AUTO = "auto"  # no engine chosen: ``pick`` decides from the plan's offsets
 PHASE_PREPARE = "reading the sink and Kafka metadata"
+
+# Up to this many offsets (log start to HW over every audited partition) the local engine is picked when
+# neither a flag nor the config's [audit] engine says which: a JVM's start costs more than such an audit
+# (285 rows: Spark 37.6 s, local 1.2 s).
+LOCAL_UP_TO = 5_000_000
+
+
+def pick(items: list[WorkItem]) -> tuple[str, str]:
+    """The engine for an audit nobody chose one for, and why (the line `eosctl audit` says on stderr): by
+    the offsets of the plan's partitions, read once by the plan (never on a read that failed: a 4 s blip
+    once turned a 3 s local audit into a 34 s Spark one)."""
+    return pick_by_offsets(sum(i.placement.high_watermark - i.placement.log_start
+                               for i in items if i.placement is not None))
+
+
+def pick_by_offsets(total: int) -> tuple[str, str]:
+    """`pick` for ``total`` offsets: also a state sink's audit (auditors.state), from its own log scan."""
+    chosen = "local" if total <= LOCAL_UP_TO else "spark"
+    why = "<=" if chosen == "local" else ">"
+    return chosen, (f"{total:,} offsets {why} {LOCAL_UP_TO:,}; --engine "
+                    f"{'spark' if chosen == 'local' else 'local'} for the other, or set [audit] engine")
 
 
 @dataclass(frozen=True)
 class EngineOptions:
-    engine: str = "spark"  # "spark" | "local"
+    engine: str = "spark"  # "spark" | "local" | "auto" (pick: by the plan's offsets)
     master: str | None = None  # Spark master; None: local[*]
     remote: str | None = None  # Spark Connect server (instead of master)
     driver_memory: str = "2g"
@@ -53,12 +74,15 @@ class EngineOptions:
     # on unless turned off (--no-content-check, [audit] content_check = false): at 10M offsets it costs at
     # most 1.5x the keyed audit without it (docs/benchmarks.md, benchmarks/keyed_bench.py).
     content_check: bool = True
+    # Told the engine "auto" picked and why (engine, reason), before it starts; None: nobody is told.
+    on_pick: Callable[[str, str], None] | None = field(default=None, compare=False)
 
     @classmethod
-    def resolve(cls, config: Config | None, default_engine: str, *, engine: str | None = None,
+    def resolve(cls, config: Config | None, default_engine: str = AUTO, *, engine: str | None = None,
                 master: str | None = None, remote: str | None = None,
                 driver_memory: str | None = None) -> EngineOptions:
-        """Flags first, then the config ([audit] engine, [spark] ...), then the caller's default engine.
+        """Flags first, then the config ([audit] engine, [spark] ...), then ``default_engine`` (every
+        command's: "auto", picked from the plan's offsets; Spark's options name Spark).
 
         A --master flag overrides a configured remote server and vice versa."""
         if master and remote:
@@ -67,18 +91,23 @@ class EngineOptions:
                                    ("--driver-memory", driver_memory, memory_problem)):
             problem = check(value) if value else None
             if problem:
-                raise EosctlError(f"{flag} {term(value)!r}: {problem}")
+                raise EosctlError(f"{flag} {term(value or '')!r}: {problem}")
         conf = config.spark if config is not None else Spark()
+        names_spark = bool(master or remote or driver_memory)  # the flags, before the config's are taken
         if not master and not remote:
             remote = conf.remote
             master = conf.master if not remote else None
         chosen = engine or (config.audit_engine if config is not None else None) or default_engine
-        if chosen not in ENGINES:
+        if chosen == AUTO and names_spark:
+            chosen = "spark"  # a flag naming Spark's options names Spark
+        if chosen not in (*ENGINES, AUTO):
             raise EosctlError(f"unknown audit engine {chosen!r}; use one of {', '.join(ENGINES)}")
         return cls(chosen, master, remote, driver_memory or conf.driver_memory, conf.shuffle_partitions,
                    content_check=config.audit_content_check if config is not None else True)
 
     def where(self) -> str:
+        if self.engine == AUTO:
+            return "the engine its size picks"
         if self.engine == "local":
             return "local processes"
         return f"Spark, remote {self.remote}" if self.remote else f"Spark, {self.master or 'local[*]'}"
@@ -93,16 +122,21 @@ def run(inp: AuditInput, options: EngineOptions, progress: Progress = silent,
     # Findings by the hundred thousand on their way to the report, no cycles among them (eosctl.base.gcpause):
     # the local engine's whole run (its forked workers inherit the pause); a Spark job's only from its
     # collected rows on (auditors.spark_job.run_spark, and the report below), not while the cluster works.
-    with paused() if options.engine == "local" else nullcontext():
-        return _audit(inp, options, progress, t_start)
+    # "auto" pauses from its pick of the local engine on.
+    with ExitStack() as pause:
+        if options.engine == "local":
+            pause.enter_context(paused())
+        return _audit(inp, options, progress, t_start, pause)
 
 
-def _audit(inp: AuditInput, options: EngineOptions, progress: Progress, t_start: float) -> AuditReport:
+def _audit(inp: AuditInput, options: EngineOptions, progress: Progress, t_start: float,
+           pause: ExitStack) -> AuditReport:
     if options.engine == "spark":
         require_reachable_sink(inp.sink, options.master, options.remote)
     progress(Step(PHASE_PREPARE))
     # The sink is read first, from one frozen copy taken before any task scans Kafka: a live writer is kept
-    # out only while it is copied, and rows it writes meanwhile are neither read nor phantoms.
+    # out only while it is copied, and rows it writes meanwhile are neither read nor phantoms. "auto" freezes
+    # for where Spark would run (the local engine reads such a copy too).
     here = options.engine == "local" or runs_here(options.master, options.remote)
     with frozen(inp.sink, local=here) as fixed:
         inp = replace(inp, sink=fixed)
@@ -122,18 +156,16 @@ def _audit(inp: AuditInput, options: EngineOptions, progress: Progress, t_start:
             if fixed.route and inp.cluster is not None:  # the records the route leaves out, per partition
                 items = with_routes(items, parse_route(fixed.route), inp.cluster)
             timings: dict[str, float] = {"prepare_seconds": round(time.monotonic() - t, 3)}
+            if options.engine == AUTO:
+                options = _picked(options, items, inp.sink)
+                if options.engine == "local":
+                    here = True
+                    pause.enter_context(paused())
             driver = Beside(lambda: ([explain_finding(f) for f in reader.invalid_rows()], reader.read_point))
             result, startup, info = _run_engine(inp, items, options, here, progress, driver, reader)
             invalid, point = driver.result()
-        findings = result.findings
-        given = fixed.frozen_from or fixed
-        if given.kafka_topic:  # while the hop rows exist
-
-            with paused():
-                if given.lineage == "key":  # named for keys
-                    findings = key_findings(fixed, findings)
-                findings = findings + ahead_of_commit(fixed, findings + invalid)
-                findings = replica_findings(fixed, findings)  # a MirrorMaker 2 replica: told as MM2's
+        with paused():  # while the hop rows exist
+            findings = passes.finish_frozen(fixed, result.findings, invalid)
     progress(Step("done", 1, 1))
     engine = engine_facts(info, result.tasks, timings["prepare_seconds"], startup, result.timings)
     findings = content_first(findings)  # a row the content check names is no place of its key
@@ -147,6 +179,16 @@ def _audit(inp: AuditInput, options: EngineOptions, progress: Progress, t_start:
                                  sink=f"{shown(inp.sink)} ({inp.sink.table})",
                                  sink_read_point=point, group=inp.group, engine=engine,
                                  elapsed_seconds=time.monotonic() - t_start, window=inp.window, dlq=dlq)
+
+
+def _picked(options: EngineOptions, items: list[WorkItem], sink: Any) -> EngineOptions:
+    """``options`` with the engine ``pick`` chose from the plan's items, told to ``on_pick``."""
+    chosen, why = pick(items)
+    if chosen == "spark":
+        require_reachable_sink(sink, options.master, options.remote)
+    if options.on_pick is not None:
+        options.on_pick(chosen, why)
+    return replace(options, engine=chosen)
 
 
 def with_routes(items: list[WorkItem], route: Any, cluster: Any) -> list[WorkItem]:

@@ -6,17 +6,30 @@ The sink is read first, from one frozen copy (eosctl.sink.freeze), then Kafka: e
 classified (committed, aborted, open: eosctl.cluster.logscan), and its records' keys and values read by a
 read_uncommitted consumer from the log start to the high watermark, each record told by the classification.
 The read point below which committed records are settled is the sink group's committed offset where the
-pipeline names a group, else the last stable offset. Runs in this process on either engine: the work is one
-pass over the log and one over the table.
+pipeline names a group, else the last stable offset. The local engine judges in this process (one pass over
+the log and one over the table); Spark reads the records in executors and judges each key where its records
+and rows meet (auditors.state_spark), by the same rule: the same findings.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from functools import partial
 from typing import Any
 
-from auditors.engine import engine_facts
+from auditors import guard
+from auditors.engine import (
+    AUTO,
+    EngineOptions,
+    _start_spark,
+    _stop_spark,
+    engine_facts,
+    pick_by_offsets,
+    spark_info,
+)
+from auditors.state_spark import run_state_spark, sink_rows
 from eosctl.base.errors import BrokerError, ConfigError
 from eosctl.base.progress import Progress, Step, silent
 from eosctl.cluster.logscan import scan_partitions
@@ -27,19 +40,22 @@ from eosctl.config.model import Cluster, Sink
 from eosctl.report.findings import ABORTED, COMMITTED, KINDS, OPEN, AuditReport, PartitionSummary
 from eosctl.rules import aggregate
 from eosctl.rules import stateids as ids
-from eosctl.rules.upsert import StateRecord, StateRow, judge
+from eosctl.rules import timewindows as tw
+from eosctl.rules.upsert import Judged, StateRecord, StateRow, judge
 from eosctl.sink import frozen, shown
 from eosctl.sink.kafka_topic import records
 from eosctl.sink.state import read_rows, topic_rows, unsupported
 
 PHASE_SINK = "reading the state sink"
 PHASE_LOG = "reading the source topics' records"
+PHASE_JUDGE = "judging each key's records and rows on Spark"
 _STATUS = {Kind.DATA: COMMITTED, Kind.ABORTED: ABORTED, Kind.OPEN: OPEN}
 
 
 def audit_state(target: Any, sink: Sink, *, progress: Progress = silent, fail_on: tuple[str, ...] = KINDS,
-                started: float | None = None) -> AuditReport:
-    """The report of a state sink against the target's cluster, topics and (its read point) group."""
+                started: float | None = None, options: EngineOptions | None = None) -> AuditReport:
+    """The report of a state sink against the target's cluster, topics and (its read point) group, on the
+    engine ``options`` name (none: this process)."""
     t_start = started if started is not None else time.monotonic()
     problem = unsupported(sink)
     if problem is not None:
@@ -49,6 +65,12 @@ def audit_state(target: Any, sink: Sink, *, progress: Progress = silent, fail_on
         raise ConfigError(f"{offsets_only[0]} judges a sink of offsets; a state sink (mode = {sink.mode!r}) "
                           f"has none: remove it")
     keys, values = ids.key_columns(sink), ids.value_columns(sink)
+    fold = sink.aggregate if sink.mode == "aggregate" else None
+    win = fold if fold is not None and fold.window_column and fold.window_ms else None
+    if win is not None and sink.kafka_topic is not None:
+        raise ConfigError("a windowed aggregate (aggregate.window_column) is read from a table; a "
+                          "kafka_topic sink's windowed keys are not read yet: remove window_column and "
+                          "window")
     key_key = "key_fields" if sink.key_fields else "key_column"
     value_key = ("aggregate.column" if sink.mode == "aggregate" else "value_fields" if sink.value_fields
                  else "value_column" if sink.value_column else "value_hash_column")
@@ -59,46 +81,86 @@ def audit_state(target: Any, sink: Sink, *, progress: Progress = silent, fail_on
         rows = [_topic_row(sink, k, v, values) for k, v in pairs]
     else:
         version = [(sink.version_column, "version_column")] if sink.version_column else []
+        window = [(win.window_column, "aggregate.window_column")] if win is not None else []
         with frozen(sink) as fixed:
-            raw, point = read_rows(fixed, [(c, key_key) for c in keys] + [(c, value_key) for c in values]
-                                   + version)
+            raw, point = read_rows(fixed, [(c, key_key) for c in keys] + window
+                                   + [(c, value_key) for c in values] + version)
         hashed = bool(sink.value_hash_column) and not sink.value_fields and sink.mode == "upsert"
-        rows = [_row(r[:len(r) - len(version)], len(keys), values, hashed, _int(r[-1]) if version else None)
-                for r in raw]
+        rows = [_row(r[:len(r) - len(version)], len(keys), values, hashed, _int(r[-1]) if version else None,
+                     bool(window)) for r in raw]
     progress(Step(PHASE_LOG))
     logs = scan_logs(target.cluster, target.topics)
-    records = list(state_records(sink, logs, read_records(target.cluster, logs)))
     bounds = read_point(target.cluster, target.group, logs)
     prepare_s = time.monotonic() - t
     topic = target.topics[0] if len(target.topics) == 1 else None
 
     def shown_key(k: Any) -> str:
-        return ids.key_text(keys, k)
+        if win is None:
+            return ids.key_text(keys, k)
+        # A windowed fold's key: the record's key and the window (its start, the last element).
+        start = None if k[-1] is None else int(k[-1])
+        window = "none" if start is None else tw.shown_window(start, win.window_ms or 0)
+        return f"{ids.key_text(keys, k[:-1])} in window {window}"
 
-    if sink.aggregate is not None and sink.mode == "aggregate":
-        judged = aggregate.judge(records, rows, bounds, sink.aggregate.fn, field=sink.aggregate.field,
-                                 shown_key=shown_key, topic=topic)
+    def judged_by_rule(records: list[StateRecord], rows: list[StateRow]) -> Judged:
+        if fold is not None:
+            return aggregate.judge(records, rows, bounds, fold.fn, field=fold.field, shown_key=shown_key,
+                                   topic=topic)
+        return judge(records, rows, bounds, shown_key=shown_key, topic=topic)
+
+    engine = options.engine if options is not None else "local"
+    if options is not None and engine == AUTO:
+        engine, why = pick_by_offsets(sum(log.high_watermark - log.log_start_offset for log in logs.values()))
+        if options.on_pick is not None:
+            options.on_pick(engine, why)
+    if options is not None and engine == "spark":
+        judged, per_tp, info, tasks, startup = _on_spark(options, target.cluster, sink, logs, rows,
+                                                         judged_by_rule, progress)
     else:
-        judged = judge(records, rows, bounds, shown_key=shown_key, topic=topic)
-    where: dict[Any, TP] = {r.key: r.tp for r in records}
-    sink_rows: dict[TP, int] = {}
-    for r in rows:
-        if r.key in where:
-            sink_rows[where[r.key]] = sink_rows.get(where[r.key], 0) + 1
+        records = list(state_records(sink, logs, read_records(target.cluster, logs)))
+        judged, per_tp = judged_by_rule(records, rows), sink_rows(records, rows)
+        info, tasks, startup = {"name": "local", "workers": 1}, len(logs), 0.0
     summaries = [PartitionSummary(t, p, log.log_start_offset, log.last_stable_offset, log.high_watermark,
-                                  judged.expected_keys.get((t, p), 0), sink_rows.get((t, p), 0))
+                                  judged.expected_keys.get((t, p), 0), per_tp.get((t, p), 0))
                  for (t, p), log in logs.items()]
     progress(Step("done", 1, 1))
-    engine = engine_facts({"name": "local", "workers": 1}, len(logs), prepare_s, 0.0, {})
+    engine = engine_facts(info, tasks, prepare_s, startup, {})
     return AuditReport.build(summaries, judged.findings, fail_on, sink=f"{shown(sink)} ({sink.table})",
                              sink_read_point=point, group=target.group, engine=engine,
                              elapsed_seconds=time.monotonic() - t_start)
 
 
-def _row(r: tuple, nkeys: int, values: tuple[str, ...], hashed: bool, version: int | None) -> StateRow:
+def _on_spark(options: EngineOptions, cluster: Cluster, sink: Sink, logs: Mapping[TP, PartitionLog],
+              rows: list[StateRow], rule: Any, progress: Progress
+              ) -> tuple[Judged, dict[TP, int], dict[str, Any], int, float]:
+    """The judged rows on Spark (auditors.state_spark), in a session started for it or the one this
+    process runs; whatever it started is gone after (auditors.engine's start and stop)."""
+    with guard.Owned() as owned:
+        progress(Step(f"starting {options.where()}"))
+        t = time.monotonic()
+        spark, mine = _start_spark(options, owned.dir)
+        startup = time.monotonic() - t
+        ok = False
+        try:
+            progress(Step(PHASE_JUDGE))
+            read = partial(partition_records, cluster, sink)
+            judged, per_tp, tasks = run_state_spark(spark, read, logs, rows, rule)
+            info = spark_info(spark)
+            ok = True
+        finally:
+            _stop_spark(spark, mine, ok)
+    return judged, per_tp, info, tasks, startup
+
+
+def _row(r: tuple, nkeys: int, values: tuple[str, ...], hashed: bool, version: int | None,
+         windowed: bool = False) -> StateRow:
+    key = ids.row_tuple(r[:nkeys])
+    if windowed:  # the key and its window's start in ms (eosctl.rules.timewindows), as records are keyed
+        start = tw.window_ms(r[nkeys])
+        key, nkeys = (*key, None if start is None else str(start)), nkeys + 1
     value = ids.row_tuple(r[nkeys:], hashed) if values else None
-    return StateRow(ids.row_tuple(r[:nkeys]), value,
-                    ids.value_text(values, value) if values else "a row (values not compared)", version)
+    return StateRow(key, value, ids.value_text(values, value) if values else "a row (values not compared)",
+                    version)
 
 
 def _int(v: Any) -> int | None:
@@ -146,6 +208,8 @@ def state_records(sink: Sink, logs: Mapping[TP, PartitionLog],
             span = (x.first_offset, x.last_offset, x.marker_offset)
             markers.setdefault((tp, x.producer_id), []).append(span)
     values = ids.value_columns(sink)
+    fold = sink.aggregate if sink.mode == "aggregate" else None
+    win = fold if fold is not None and fold.window_column and fold.window_ms else None
     for m in messages:
         tp, offset = (m.topic(), m.partition()), m.offset()
         log = logs.get(tp)
@@ -162,8 +226,19 @@ def state_records(sink: Sink, logs: Mapping[TP, PartitionLog],
         marker = next((mk for first, last, mk in markers.get((tp, rng.producer_id), ())
                        if first <= offset <= last), None) if status != COMMITTED else None
         shown = "null" if value is None else ids.value_text(values, v) if v is not None else ids.shown(value)
-        yield StateRecord(tp[0], tp[1], offset, k, v, delete, shown, status, m.timestamp()[1],
-                          rng.producer_id, rng.producer_epoch, marker)
+        record = StateRecord(tp[0], tp[1], offset, k, v, delete, shown, status, m.timestamp()[1],
+                             rng.producer_id, rng.producer_epoch, marker)
+        if win is None:
+            yield record
+            continue
+        # A windowed fold: the record once in each window its timestamp falls in, keyed by key and window.
+        for start in tw.window_starts(record.timestamp, win.window_ms or 1, win.advance_ms or 1):
+            yield replace(record, key=(*k, str(start)))
+
+
+def partition_records(cluster: Cluster, sink: Sink, tp: TP, log: PartitionLog) -> Iterable[StateRecord]:
+    """One partition's records as the sink keys and values them (a Spark task's: auditors.state_spark)."""
+    return state_records(sink, {tp: log}, read_records(cluster, {tp: log}))
 
 
 def read_point(cluster: Cluster, group: str | None, logs: Mapping[TP, PartitionLog]) -> dict[TP, int]:

@@ -20,6 +20,7 @@ import click
 
 from eosctl import __version__
 from eosctl.base.errors import EosctlError
+from eosctl.base.exits import Exit
 from eosctl.base.files import shown
 from eosctl.base.safetext import term
 from eosctl.base.stopsignals import STOP_SIGNALS, exit_code, handling, say_stopped
@@ -44,7 +45,7 @@ def _redacted_streams() -> Iterator[None]:
 class OneLineError(click.ClickException):
     """A click error already worded as eosctl's one line (what is wrong, how to fix it)."""
 
-    def __init__(self, message: str, exit_code: int = 2):
+    def __init__(self, message: str, exit_code: int = Exit.ERROR):
         super().__init__(message)
         self.exit_code = exit_code  # type: ignore[misc]  # click declares it a ClassVar; this error sets its own
 
@@ -101,7 +102,7 @@ def _output_failed(e: OSError) -> NoReturn:
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
-    sys.exit(2)
+    sys.exit(Exit.ERROR)
 
 
 def _is_output_error(e: BaseException) -> bool:
@@ -139,7 +140,7 @@ class EosctlGroup(click.Group):
             what = f"{e.args[0]} is not set" if isinstance(e, KeyError) else "COMP_CWORD is not a word index"
             click.echo(f"eosctl: error: shell completion called without its variables ({term(str(what))}); "
                        "load the script from `eosctl completion bash|zsh|fish` instead", err=True)
-            sys.exit(2)
+            sys.exit(Exit.ERROR)
 
     def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
                      **extra: object) -> click.Context:
@@ -176,10 +177,10 @@ class EosctlGroup(click.Group):
                 raise
 
             click.echo(f"eosctl: error: {shown(str(e.filename))}: {e.strerror}", err=True)
-            sys.exit(2)
+            sys.exit(Exit.ERROR)
         except KeyboardInterrupt:
             click.echo("eosctl: interrupted", err=True)
-            sys.exit(130)
+            sys.exit(Exit.INTERRUPTED)
 
 
 class Terminated(BaseException):

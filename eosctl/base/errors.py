@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from eosctl.base.exits import Exit
+
 
 class EosctlError(Exception):
     """A problem the user can fix: the message says what is wrong and how to fix it."""
 
-    exit_code = 2
+    exit_code = int(Exit.ERROR)
 
 
 class ConfigError(EosctlError):

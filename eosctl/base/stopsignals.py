@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from eosctl.base.exits import Exit
+
 STOP_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM,
                                             *((signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ()))
 
@@ -29,7 +31,8 @@ def stopped_line(signum: int) -> str:
 
 
 def exit_code(signum: int) -> int:
-    return 128 + int(signum)
+    """The exit status of a command ``signum`` stopped (eosctl.base.exits.Exit: 129, 130, 143)."""
+    return Exit.of_signal(signum)
 
 
 def say_stopped(signum: int) -> None:

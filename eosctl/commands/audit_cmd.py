@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import IO, Any, cast
 
 import click
 from rich.console import Console
@@ -24,12 +24,12 @@ from rich.progress import Progress as Bar
 from rich.text import Text
 
 from eosctl.base.errors import EosctlError
+from eosctl.base.exits import Exit
 from eosctl.base.files import check_output, shown, writing_output
 from eosctl.base.progress import Progress, Step, silent
 from eosctl.base.safetext import term
 from eosctl.commands.options import (
     DURATION,
-    TIMEOUT_MS,
     OutputFile,
     check_one_sink,
     sink_of,
@@ -37,7 +37,7 @@ from eosctl.commands.options import (
     target_options,
 )
 from eosctl.config.model import value_columns_problem, value_columns_unread
-from eosctl.config.policy import Level, Waiver, parse_level
+from eosctl.config.policy import Level, parse_level
 from eosctl.config.redaction import Redacting
 from eosctl.output import FORMATS
 from eosctl.output.terminal import console
@@ -118,7 +118,8 @@ def _fail_on(ctx: click.Context, param: click.Parameter, value: str | None) -> t
                    "must not exist.")
 @click.option("--engine", type=click.Choice(["spark", "local"]),
               help="spark: a Spark job (local[*], a cluster or Spark Connect); local: the same tasks in "
-                   "processes on this machine, no JVM [default: the config's [audit] engine, or spark].")
+                   "processes on this machine, no JVM [default: the config's [audit] engine, else local "
+                   "up to 5,000,000 offsets, spark above].")
 @click.option("--master",
               help="Spark master: local[N], spark://HOST:PORT, yarn, k8s://... [default: local[*]].")
 @click.option("--remote", help="Spark Connect server, sc://HOST:PORT (instead of --master).")
@@ -138,216 +139,298 @@ def _fail_on(ctx: click.Context, param: click.Parameter, value: str | None) -> t
 @click.option("--full-every", type=DURATION, default="1d", show_default=True,
               help="With --incremental: a full audit (and a new STATE) when the last one is this old "
                    "(900, 90s, 15m, 2h, 1d; 0: only the first).")
-def audit(config: str | None = None, pipeline: str | None = None, bootstrap: str | None = None,
-          topics: tuple[str, ...] = (), group: str | None = None, sink_duckdb: str | None = None,
-          sink_parquet: str | None = None, sink_table: str | None = None, topic_column: str | None = None,
-          partition_column: str | None = None, offset_column: str | None = None,
-          key_column: str | None = None, value_column: str | None = None,
-          value_hash_column: str | None = None, offsets_table: str | None = None, fmt: str = "table",
-          out: str | None = None, force: bool = False, fail_on: tuple[str, ...] = KINDS,
-          engine: str | None = None, master: str | None = None, remote: str | None = None,
-          driver_memory: str | None = None, content_check: bool | None = None,
-          incremental: str | None = None, full_every: float = 86_400.0, since: Bound | None = None,
-          until: Bound | None = None, waivers: str | None = None, levels: tuple[Level, ...] = (),
-          store_failures: str | None = None) -> None:
+def audit(**given: Any) -> None:
     """Reconcile Kafka source offsets with the sink's rows (one task per partition)."""
     # Ctrl-C and SIGTERM unwind through the audit's guard (eosctl.cli.unwind_on_signals).
     started = time.monotonic()
-    # lazy: auditors 96 ms, eosctl.config.target 17 ms at start-up
-    from auditors import EngineOptions
-    from eosctl.config.target import resolve
+    args = Args(**given)
+    _check_options(args)
+    _run(_check(args, _resolve(args)), started)
 
-    if master and remote:
-        raise click.UsageError("pass either --master or --remote, not both")
-    check_one_sink(sink_duckdb, sink_parquet)
-    if engine == "local" and (master or remote or driver_memory):
-        raise click.UsageError("--master, --remote and --driver-memory are for --engine spark")
-    _check_out(out)
-    check_output(out, (config,), force)  # before the config is even read: `--out c.toml` must not be
-    target = resolve(config, pipeline, bootstrap, topics, group, need_topics=not _has_hops(config, pipeline))
-    overrides = {k: v for k, v in (("topic_column", topic_column), ("partition_column", partition_column),
-                                   ("offset_column", offset_column), ("key_column", key_column),
-                                   ("value_column", value_column), ("value_hash_column", value_hash_column),
-                                   ("offsets_table", offsets_table)) if v}
+
+@dataclass(frozen=True)
+class Args:
+    """`eosctl audit`'s options as click parsed them."""
+
+    config: str | None = None
+    pipeline: str | None = None
+    bootstrap: str | None = None
+    topics: tuple[str, ...] = ()
+    group: str | None = None
+    sink_duckdb: str | None = None
+    sink_parquet: str | None = None
+    sink_table: str | None = None
+    topic_column: str | None = None
+    partition_column: str | None = None
+    offset_column: str | None = None
+    key_column: str | None = None
+    value_column: str | None = None
+    value_hash_column: str | None = None
+    offsets_table: str | None = None
+    fmt: str = "table"
+    out: str | None = None
+    force: bool = False
+    fail_on: tuple[str, ...] = KINDS
+    engine: str | None = None
+    master: str | None = None
+    remote: str | None = None
+    driver_memory: str | None = None
+    content_check: bool | None = None
+    incremental: str | None = None
+    full_every: float = 86_400.0
+    since: Bound | None = None
+    until: Bound | None = None
+    waivers: str | None = None
+    levels: tuple[Level, ...] = ()
+    store_failures: str | None = None
+
+    @property
+    def overrides(self) -> dict[str, str]:
+        """The sink's columns and offsets table the command line names (over the config's)."""
+        named = (("topic_column", self.topic_column), ("partition_column", self.partition_column),
+                 ("offset_column", self.offset_column), ("key_column", self.key_column),
+                 ("value_column", self.value_column), ("value_hash_column", self.value_hash_column),
+                 ("offsets_table", self.offsets_table))
+        return {k: v for k, v in named if v}
+
+    @property
+    def names_a_sink(self) -> bool:
+        """A sink option or a column option: they name one sink."""
+        return bool(self.sink_duckdb or self.sink_parquet or self.sink_table or self.overrides)
+
+    @property
+    def names_spark(self) -> bool:
+        return bool(self.master or self.remote or self.driver_memory)
+
+    @property
+    def window(self) -> WindowSpec | None:
+        return WindowSpec(self.since, self.until) if self.since or self.until else None
+
+
+# --- resolve: the config read once, the pipeline, its hops or sinks -------------------------------------
+
+@dataclass(frozen=True)
+class Resolved:
+    """What the command points at: the target, and each hop's (name, target) where it is audited hop by
+    hop; ``several``: a pipeline's sinks where it has more than one."""
+
+    target: Any
+    hops: tuple[tuple[str, Any], ...] = ()
+    several: tuple[Any, ...] = ()
+
+
+def _resolve(args: Args) -> Resolved:
+    """The config read once (every hop and stage resolved from that reading), after the checks that need
+    no config (`--out c.toml` must not be read first)."""
+    from eosctl.config.file import load_config  # lazy: eosctl.config.file 14 ms at start-up
+    from eosctl.config.target import resolve  # lazy: eosctl.config.target 17 ms at start-up
+
+    cfg = load_config(args.config) if args.config else None
+    pipe = cfg.pipelines.get(args.pipeline) if cfg is not None and args.pipeline else None
+    target = resolve(cfg, args.pipeline, args.bootstrap, args.topics, args.group,
+                     need_topics=not (pipe and pipe.hops))
     hops = target.pipeline.hops if target.pipeline else ()
-    if hops and (topics or group or sink_duckdb or sink_parquet or sink_table or overrides):
-        raise click.UsageError(f"pipeline {pipeline} is audited hop by hop ({', '.join(hops)}): --topic, "
-                               f"--group and the sink options name one hop; pass -p HOP for one of them")
-    runs = [resolve(config, hop, bootstrap, need_topics=True) for hop in hops] if hops else [target]
-    policy = _policy(target.config, waivers, levels)
+    if hops and (args.topics or args.group or args.names_a_sink):
+        raise click.UsageError(f"pipeline {args.pipeline} is audited hop by hop ({', '.join(hops)}): "
+                               "--topic, --group and the sink options name one hop; pass -p HOP for one of "
+                               "them")
+    runs = tuple((hop, resolve(cfg, hop, args.bootstrap, need_topics=True)) for hop in hops)
     several = target.pipeline.sinks if target.pipeline and len(target.pipeline.sinks) > 1 else ()
-    if several and (sink_duckdb or sink_parquet or sink_table or overrides or incremental or store_failures):
-        raise click.UsageError(f"pipeline {pipeline} has several sinks "
+    return Resolved(target, runs, several)
+
+
+# --- check: every option, the config and the sink, each one line before Kafka is asked anything ---------
+
+@dataclass(frozen=True)
+class Incremental:
+    """`--incremental`: the state file, --full-every, the files it must never replace, the content check."""
+
+    state: str
+    full_every: float
+    reads: tuple[str, ...]
+    content: bool
+
+
+@dataclass(frozen=True)
+class Run:
+    """What `eosctl audit` runs once every check passed: each hop (name, target, sink) in order (one: a lone
+    sink), or one target's ``sinks``; how it is judged, where the report goes."""
+
+    hops: list[tuple[str, Any, Any]]
+    fmt: str
+    written: Written
+    fail_on: tuple[str, ...]
+    options: Any = None  # auditors.EngineOptions; None for --incremental
+    judging: Any = None  # auditors.Judging
+    sinks: tuple[Any, ...] = ()
+    incremental: Incremental | None = None
+    window: WindowSpec | None = None
+    store: str | None = None
+
+
+def _check_options(args: Args) -> None:
+    """The checks of the options alone, before the config is even read."""
+    if args.master and args.remote:
+        raise click.UsageError("pass either --master or --remote, not both")
+    check_one_sink(args.sink_duckdb, args.sink_parquet)
+    if args.engine == "local" and args.names_spark:
+        raise click.UsageError("--master, --remote and --driver-memory are for --engine spark")
+    _check_out(args.out)
+    check_output(args.out, (args.config,) if args.config else (), args.force)
+
+
+def _check(args: Args, where: Resolved) -> Run:
+    """The checks of the options against the config and the sink, then what runs."""
+    target, hops, several = where.target, where.hops, where.several
+    judging = _judging(target.config, args.waivers, args.levels)
+    _check_shape(args, bool(hops), several)
+    if args.store_failures:
+        from eosctl.inspection.failures import storable  # lazy: eosctl.inspection.failures 330 ms
+
+        problem = storable(_one_sink(args, target))
+        if problem:
+            raise click.UsageError(problem)
+    if hops:
+        audited = [(hop, t, sink_of(t, None, None, None)[0]) for hop, t in hops]
+    else:
+        audited = [(args.pipeline or "", target, _one_sink(args, target))] if not several else []
+    sinks = [s for _, _, s in audited] or list(several)
+    _check_sinks(args, sinks, one=not hops and not several, hops=bool(hops))
+    extra = []
+    if not hops and not several:
+        from auditors.passes import upstream_of  # lazy: auditors.passes 5 ms to import
+
+        stage = upstream_of(target)
+        extra = [stage[0]] if stage else []
+    written = Written(args.out, (*_reads(args.config, [*sinks, *extra]), *judging_reads(args, target.config)),
+                      args.force)
+    written.check()
+    run = Run(audited or [(args.pipeline or "", target, several[0])], args.fmt, written, args.fail_on,
+              judging=judging, sinks=several, window=args.window, store=args.store_failures)
+    if args.incremental:
+        return replace(run, incremental=_check_incremental(args, target, sinks[0], written))
+    return replace(run, options=_engine_options(args, target, sinks[0] if len(sinks) == 1 else None))
+
+
+def _check_shape(args: Args, hops: bool, several: tuple[Any, ...]) -> None:
+    """The options against the pipeline's shape: hop by hop, several sinks, or one."""
+    if several and (args.names_a_sink or args.incremental or args.store_failures):
+        raise click.UsageError(f"pipeline {args.pipeline} has several sinks "
                                f"({', '.join(s.label for s in several)}): the sink and column options, "
                                "--incremental and --store-failures name one sink")
-    if store_failures and hops:
-        raise click.UsageError("--store-failures writes one sink's rows: pass -p HOP for one of the hops")
-    if store_failures and os.path.lexists(store_failures):
-        raise click.UsageError(f"--store-failures {store_failures} exists; name a new directory")
-    if store_failures and not os.path.isdir(os.path.dirname(os.path.abspath(store_failures))):
-        raise click.UsageError(f"--store-failures {store_failures}: its parent directory does not exist")
-    window = WindowSpec(since, until) if since or until else None
-    if window and (hops or incremental):
+    _check_store(args, hops)
+    if args.window and (hops or args.incremental):
         raise click.UsageError("--since and --until judge one pipeline's window: pass -p HOP for a hop, and "
                                "no --incremental (it judges what is new)" if hops else
                                "--since and --until are for a full audit: drop --incremental (it judges "
                                "what is new since its state)")
-    if incremental and hops:
-        raise click.UsageError(f"--incremental audits one pipeline's sink; pipeline {pipeline} is audited "
-                               "hop by hop: pass -p HOP, one state file per hop")
-    if incremental and (engine or master or remote or driver_memory):
+    if args.incremental and hops:
+        raise click.UsageError(f"--incremental audits one pipeline's sink; pipeline {args.pipeline} is "
+                               "audited hop by hop: pass -p HOP, one state file per hop")
+    if args.incremental and (args.engine or args.names_spark):
         raise click.UsageError("--incremental runs in this process (it reads only what is new): drop "
                                "--engine, --master, --remote and --driver-memory")
-    if store_failures:
-        from eosctl.inspection.failures import storable  # lazy: eosctl.inspection.failures 330 ms
 
-        problem = storable(sink_of(target, sink_duckdb, sink_parquet, sink_table)[0])
-        if problem:
-            raise click.UsageError(problem)
-    if incremental:
-        sink, _ = sink_of(target, sink_duckdb, sink_parquet, sink_table)
-        sink = replace(sink, **overrides)
-        if sink.mode != "offsets":
-            raise click.UsageError(f"--incremental audits a sink of offsets; this sink keeps state per key "
-                                   f"(mode = {sink.mode!r}), audited whole: drop --incremental")
-        if content_check and not sink.key_column:
-            raise click.UsageError("--content-check compares each row's key with its record's: name the key "
-                                   "column (--key-column, or key_column in the config's sink)")
-        _check_value_columns(sink, bool(overrides.get("value_column") or overrides.get("value_hash_column")))
-        content = content_check if content_check is not None else \
-            target.config.audit_content_check if target.config else True
-        if sink.route is not None:
-            raise click.UsageError("--incremental does not judge a route: the sink has a route "
-                                   "(sink.route); run a full audit")
-        if sink.dlq_topic is not None:
-            raise click.UsageError("--incremental does not read a dead-letter queue: the sink has a "
-                                   "dlq_topic; run a full audit")
-        if sink.retention is not None:
-            raise click.UsageError("--incremental does not judge a window: the sink has a retention "
-                                   "(sink.retention); run a full audit")
-        reads = (*_reads(config, [sink]), *policy.reads())
-        written = Written(out, reads, force)
-        written.check()
-        if out and os.path.abspath(out) == os.path.abspath(incremental):
-            raise click.UsageError("--out and --incremental name the same file: the report and the state "
-                                   "are two files")
-        _run([(pipeline or "", target, sink)], fmt, written, fail_on, None, started, policy=policy,
-             store=store_failures,
-             upstream=_upstream(config, target, bootstrap),
-             incremental=(incremental, full_every, (*reads, *([out] if out else [])), content))
-        return
-    chosen = engine or (target.config.audit_engine if target.config else None)
-    # The engine and why, always on stderr (never a choice made on a read that failed: see _engine_by_size).
-    # A choice the user made is said once the audit ran (an error before stays the one line it is).
-    said = None
-    if engine:
-        said = f"engine: {chosen} (--engine)"
-    elif chosen:
-        said = f"engine: {chosen} ([audit] engine in {config})"
-    elif master or remote or driver_memory:
-        chosen = "spark"  # Spark's options name Spark
-        said = "engine: spark (--master, --remote or --driver-memory name Spark)"
-    # Read when the command closes: a state sink, known only once the sink is resolved, says its own line.
-    click.get_current_context().call_on_close(lambda: said is not None and _say_if_audited(said))
 
-    def engine_options() -> EngineOptions:
-        """Once every check of the options, config and sink passed (each is one line before Kafka is
-        asked anything); the size check reads Kafka."""
-        options = EngineOptions.resolve(target.config, "spark", engine=chosen or _engine_by_size(runs),
-                                        master=master, remote=remote, driver_memory=driver_memory)
-        return replace(options, content_check=content_check) if content_check is not None else options
+def _one_sink(args: Args, target: Any) -> Any:
+    """The lone sink with the command line's sink and column options."""
+    return replace(sink_of(target, args.sink_duckdb, args.sink_parquet, args.sink_table)[0], **args.overrides)
 
-    if several:
-        for s in several:
-            _check_value_columns(s, False)
-        written = Written(out, (*_reads(config, list(several)), *policy.reads()), force)
-        written.check()
-        _run([(pipeline or "", target, several[0])], fmt, written, fail_on, engine_options(), started,
-             window=window, policy=policy, sinks=several)
+
+def _check_store(args: Args, hops: bool) -> None:
+    store = args.store_failures
+    if not store:
         return
     if hops:
-        audited = [(hop, t, sink_of(t, None, None, None)[0]) for hop, t in zip(hops, runs, strict=True)]
-        for _, _, s in audited:
+        raise click.UsageError("--store-failures writes one sink's rows: pass -p HOP for one of the hops")
+    if os.path.lexists(store):
+        raise click.UsageError(f"--store-failures {store} exists; name a new directory")
+    if not os.path.isdir(os.path.dirname(os.path.abspath(store))):
+        raise click.UsageError(f"--store-failures {store}: its parent directory does not exist")
+
+
+def _check_sinks(args: Args, sinks: list[Any], one: bool, hops: bool) -> None:
+    """Each sink's value columns (eosctl.config.model), and a key column for --content-check (in one of a
+    pipeline's ``hops`` at least). ``one``: a lone sink, which the column options name."""
+    from_options = one and bool(args.value_column or args.value_hash_column)
+    if one and args.incremental and sinks[0].mode != "offsets":
+        raise click.UsageError(f"--incremental audits a sink of offsets; this sink keeps state per key "
+                               f"(mode = {sinks[0].mode!r}), audited whole: drop --incremental")
+    if not one:
+        for s in sinks:
             _check_value_columns(s, False)
-        if content_check and not any(s.key_column for _, _, s in audited):
-            raise click.UsageError("--content-check compares each row's key with its record's: name the key "
-                                   "column in a hop's sink (key_column)")
-        written = Written(out, (*_reads(config, [s for _, _, s in audited]), *policy.reads()), force)
-        written.check()
-        _run(audited, fmt, written, fail_on, engine_options(), started, policy=policy, store=store_failures)
-        return
-    sink, _ = sink_of(target, sink_duckdb, sink_parquet, sink_table)
-    if sink.mode != "offsets":
-        # auditors.state judges a state sink in eosctl's process whichever engine is named: say so, and
-        # don't read every partition's offsets to choose an engine that would not run.
-        chosen = "local"
-        said = (f"engine: local (an {sink.mode} sink is audited in eosctl's process, whichever engine is "
-                "named: docs/audit.md, \"State sinks\")")
-    if content_check and not replace(sink, **overrides).key_column:
+    if args.content_check and (one or hops) and not any(s.key_column for s in sinks):
         raise click.UsageError("--content-check compares each row's key with its record's: name the key "
-                               "column (--key-column, or key_column in the config's sink)")
-    _check_value_columns(replace(sink, **overrides), bool(overrides.get("value_column")
-                                                           or overrides.get("value_hash_column")))
-    upstream = _upstream(config, target, bootstrap)
-    written = Written(out, (*_reads(config, [sink, upstream[0] if upstream else None]), *policy.reads()),
-                      force)
-    written.check()
-    _run([(pipeline or "", target, replace(sink, **overrides))], fmt, written, fail_on, engine_options(),
-         started, upstream=upstream, window=window, policy=policy, store=store_failures)
+                               + ("column (--key-column, or key_column in the config's sink)" if one else
+                                  "column in a hop's sink (key_column)"))
+    if one:
+        _check_value_columns(sinks[0], from_options)
 
 
-@dataclass(frozen=True)
-class Policy:
-    """What the audit applies to its final findings (eosctl.report.policy), and the waiver file it read."""
+def _check_incremental(args: Args, target: Any, sink: Any, written: Written) -> Incremental:
+    assert args.incremental is not None
+    if sink.route is not None:
+        raise click.UsageError("--incremental does not judge a route: the sink has a route "
+                               "(sink.route); run a full audit")
+    if sink.dlq_topic is not None:
+        raise click.UsageError("--incremental does not read a dead-letter queue: the sink has a "
+                               "dlq_topic; run a full audit")
+    if sink.retention is not None:
+        raise click.UsageError("--incremental does not judge a window: the sink has a retention "
+                               "(sink.retention); run a full audit")
+    if args.out and os.path.abspath(args.out) == os.path.abspath(args.incremental):
+        raise click.UsageError("--out and --incremental name the same file: the report and the state "
+                               "are two files")
+    content = args.content_check if args.content_check is not None else \
+        target.config.audit_content_check if target.config else True
+    return Incremental(args.incremental, args.full_every, (*written.reads, *([args.out] if args.out else [])),
+                       content)
 
-    waivers: tuple[Waiver, ...] = ()
-    levels: tuple[Level, ...] = ()
-    file: str | None = None
 
-    def reads(self) -> tuple[str, ...]:
-        return (self.file,) if self.file else ()
+def _engine_options(args: Args, target: Any, sink: Any) -> Any:
+    """The engine: --engine, else the config's [audit] engine, else Spark's options name Spark, else "auto"
+    (auditors.engine.pick, from the plan's offsets). Said on stderr with why: a choice the user made once
+    the audit ran (an error before stays the one line it is), auto's when it is made."""
+    from auditors import AUTO, EngineOptions  # lazy: auditors 96 ms at start-up
+
+    chosen = args.engine or (target.config.audit_engine if target.config else None)
+    said = None
+    if args.engine:
+        said = f"engine: {chosen} (--engine)"
+    elif chosen:
+        said = f"engine: {chosen} ([audit] engine in {args.config})"
+    elif args.names_spark:
+        chosen = "spark"
+        said = "engine: spark (--master, --remote or --driver-memory name Spark)"
+    if said is not None:
+        line = said
+        click.get_current_context().call_on_close(lambda: _say_if_audited(line))
+    options = EngineOptions.resolve(target.config, chosen or AUTO, engine=chosen, master=args.master,
+                                    remote=args.remote, driver_memory=args.driver_memory)
+    options = replace(options, on_pick=lambda engine, why: click.echo(f"engine: {engine} ({why})", err=True))
+    return replace(options, content_check=args.content_check) if args.content_check is not None else options
 
 
-def _policy(config: Any, waivers: str | None, levels: tuple[Level, ...]) -> Policy:
+def _judging(config: Any, waivers: str | None, levels: tuple[Level, ...]) -> Any:
     """--waivers (else the config's [audit] waivers) and the levels: the config's, each kind --level names
     replaced."""
+    from auditors import Judging  # lazy: auditors 96 ms at start-up
     from eosctl.report.policy import configured  # lazy: eosctl.report.policy 4.1 ms at start-up
 
-    file = waivers or (config.audit_waivers if config is not None else None)
-    return Policy(*configured(config, waivers, levels), file)
+    return Judging(*configured(config, waivers, levels))
+
+
+def judging_reads(args: Args, config: Any) -> tuple[str, ...]:
+    """The waiver file the audit reads (never replaced by --out)."""
+    file = args.waivers or (config.audit_waivers if config is not None else None)
+    return (file,) if file else ()
 
 
 def _say_if_audited(line: str) -> None:
     """The engine line, at the end of an audit that ran (exit 0 or 1), never after an error's line."""
     exc = sys.exc_info()[1]
-    if exc is None or (isinstance(exc, SystemExit) and exc.code in (0, 1, None)):
+    if exc is None or (isinstance(exc, SystemExit) and exc.code in (Exit.OK, Exit.FOUND, None)):
         click.echo(line, err=True)
-
-
-# Up to this many offsets (log start to HW over every audited partition) the local engine is picked when
-# neither --engine nor the config's [audit] engine says which: a JVM's start costs more than such an audit
-# (285 rows: Spark 37.6 s, local 1.2 s).
-LOCAL_UP_TO = 5_000_000
-
-
-def _engine_by_size(runs: list) -> str:
-    """The engine for an audit nobody chose one for, said on stderr with the reason."""
-    from eosctl.cluster.wire import WireClient  # lazy: eosctl.cluster.wire 165 ms at start-up
-
-    total = 0
-    # Its reads are retried within the command's deadline like every other; one that still fails ends the
-    # audit with its line: the engine is never chosen on a read that failed (a 4 s blip once turned a 3 s
-    # local audit into a 34 s Spark one).
-    for t in runs:
-        with WireClient(t.cluster, timeout_ms=TIMEOUT_MS) as client:
-            known = client.metadata(list(t.topics))
-            tps = [(topic, p) for topic, parts in known.items() for p in parts]
-            total += sum(o.high_watermark - o.log_start for o in client.offsets(tps).values())
-    chosen = "local" if total <= LOCAL_UP_TO else "spark"
-    why = "<=" if chosen == "local" else ">"
-    click.echo(f"engine: {chosen} ({total:,} offsets {why} {LOCAL_UP_TO:,}; --engine "
-               f"{'spark' if chosen == 'local' else 'local'} for the other, or set [audit] engine)", err=True)
-    return chosen
 
 
 @dataclass(frozen=True)
@@ -367,33 +450,6 @@ def _reads(config: str | None, sinks: list) -> tuple[str, ...]:
     from eosctl.sink.base import local_files  # lazy: eosctl.sink.base 60 ms at start-up
 
     return (*([config] if config else []), *(f for s in sinks for f in local_files(s)))
-
-
-def _upstream(config: str | None, target, bootstrap: str | None):
-    """(the stage's sink, the cluster of its output, that of its input) when the config names the Kafka stage
-    that writes the audited topic (eosctl.rules.upstream): key duplicates are followed back through it."""
-    # lazy: eosctl.config.target 17 ms, eosctl.rules.upstream 191 ms at start-up
-    from eosctl.config.target import resolve
-    from eosctl.rules.upstream import upstream_stage
-
-    if target.config is None or target.pipeline is None:
-        return None
-    name = upstream_stage(target.config, target.topics, target.pipeline.name)
-    if name is None:
-        return None
-    stage = resolve(config, name, bootstrap)
-    sink = stage.pipeline.sink
-    return sink, sink.kafka_cluster or stage.cluster, stage.cluster
-
-
-def _has_hops(config: str | None, pipeline: str | None) -> bool:
-    """Whether the named pipeline is audited hop by hop (then it needs no topics of its own)."""
-    if not (config and pipeline):
-        return False
-    from eosctl.config.file import load_config  # lazy: eosctl.config.file 14 ms at start-up
-
-    pipe = load_config(config).pipelines.get(pipeline)
-    return bool(pipe and pipe.hops)
 
 
 def _check_out(out: str | None) -> None:
@@ -425,65 +481,48 @@ audit.help = "\n".join([
 ])
 
 
-def _run(hops: list[tuple[str, Any, Any]], fmt: str, out: Written, fail_on: tuple[str, ...],
-         options, started: float, upstream: tuple | None = None,
-         incremental: tuple[str, float, tuple[str, ...], bool] | None = None,
-         window: WindowSpec | None = None, policy: Policy | None = None, store: str | None = None,
-         sinks: tuple = ()) -> None:
-    """Audit each hop (name, target, sink) in order: one hop's report as it is, several merged into one;
-    ``upstream``: the stage writing a lone hop's topic, whose lineage key duplicates are followed through;
-    ``incremental``: (state file, --full-every, the files it must never replace, the content check) for
-    `--incremental`."""
-    # lazy: auditors 96 ms, eosctl.output.audit 8.6 ms at start-up
-    from auditors import audit_hops
-    from eosctl.output.audit import render
+def _run(run: Run, started: float) -> None:
+    """Audit each hop (name, target, sink) in order (one hop's report as it is, several merged into one),
+    or the sinks of one target, or what is new since --incremental's state; the auditors finish the
+    report (auditors.passes) as they do for every caller. Exits with the verdict."""
+    import auditors  # lazy: auditors 96 ms at start-up
+    from eosctl.output.audit import render  # lazy: eosctl.output.audit 8.6 ms at start-up
 
     err = console(stderr=True)
+    _, target, sink = run.hops[0]
     with _progress_display(err) as show:
-        if incremental is not None:
-            from auditors.incremental import audit_incremental  # lazy: auditors.incremental 10 ms to import
-
-            state, full_every, reads, content = incremental
-            _, target, sink = hops[0]
-            result = audit_incremental(target, sink, state, full_every=full_every, fail_on=fail_on,
-                                       progress=show, started=started, reads=reads, content=content)
-        elif sinks:
-            from auditors import audit_sinks  # lazy: auditors 96 ms at start-up
-
-            result = audit_sinks(hops[0][1], sinks, options=options, progress=show, fail_on=fail_on,
-                                 started=started, window=window)
+        if run.incremental is not None:
+            inc = run.incremental
+            result = auditors.audit_incremental(target, sink, inc.state, full_every=inc.full_every,
+                                                fail_on=run.fail_on, progress=show, started=started,
+                                                reads=inc.reads, content=inc.content, judging=run.judging)
+        elif run.sinks:
+            result = auditors.audit_sinks(target, run.sinks, options=run.options, progress=show,
+                                          fail_on=run.fail_on, started=started, window=run.window,
+                                          judging=run.judging)
         else:
-            result = audit_hops(hops, options=options, progress=show, fail_on=fail_on, started=started,
-                                window=window)
-        if upstream is not None:
-            from eosctl.rules.upstream import (
-                follow_upstream,  # lazy: eosctl.rules.upstream 191 ms at start-up
-            )
-
-            show(Step("following key duplicates through the stage's lineage", 0, None))
-            result = follow_upstream(result, *upstream)
-        if policy is not None and (policy.waivers or policy.levels):
-            from eosctl.report.policy import apply_policy  # lazy: eosctl.report.policy 4.1 ms at start-up
-
-            result = apply_policy(result, policy.waivers, policy.levels)
-    target = hops[-1][1]
+            result = auditors.audit_hops(run.hops, options=run.options, progress=show, fail_on=run.fail_on,
+                                         started=started, window=run.window, judging=run.judging)
+    last = run.hops[-1][1]
     if not err.is_terminal:
         err.print(f"audited {len(result.partitions)} partitions in {result.elapsed_seconds:.1f}s",
                   highlight=False)
-    _emit(_html(result, target) if fmt == "html" else render(result, fmt), fmt, out)
-    if store is not None:
+    _emit(_html(result, last) if run.fmt == "html" else render(result, run.fmt), run.fmt, run.written)
+    if run.store is not None:
         from eosctl.inspection.failures import store_failures  # lazy: eosctl.inspection.failures 330 ms
 
-        counts = store_failures(result, hops[-1][2], target.cluster, store)
-        click.echo(f"stored the rows of {counts['findings']} findings in {shown(os.path.abspath(store))}: "
-                   f"{counts['kafka_records']} Kafka records, {counts['sink_rows']} sink rows", err=True)
-    if out.out:
+        counts = store_failures(result, run.hops[-1][2], last.cluster, run.store)
+        click.echo(f"stored the rows of {counts['findings']} findings in "
+                   f"{shown(os.path.abspath(run.store))}: {counts['kafka_records']} Kafka records, "
+                   f"{counts['sink_rows']} sink rows", err=True)
+    out = run.written.out
+    if out:
         from eosctl.output.audit import summary  # lazy: eosctl.output.audit 8.6 ms at start-up
 
         # The report went to a file: the verdict and where it is, for the person at the terminal.
-        click.echo(f"{result.verdict.upper()}: {summary(result)}; {fmt} report written to "
-                   f"{shown(os.path.abspath(out.out))}")
-    sys.exit(1 if result.verdict == "fail" else 0)
+        click.echo(f"{result.verdict.upper()}: {summary(result)}; {run.fmt} report written to "
+                   f"{shown(os.path.abspath(out))}")
+    sys.exit(Exit.of_verdict(result.verdict))
 
 
 def _html(result, target) -> str:
@@ -534,7 +573,8 @@ def _emit(rendered, fmt: str, written: Written) -> None:
                     f.write(rendered if rendered.endswith("\n") else rendered + "\n")
                 else:
                     # A file, not stdout: fixed width, no colour codes.
-                    _print_parts(Console(file=f, width=120, highlight=False, color_system=None), rendered)
+                    _print_parts(Console(file=cast(IO[str], f), width=120, highlight=False,
+                                         color_system=None), rendered)
         except OSError as e:
             raise EosctlError(f"cannot write the report to {shown(out)}: {e.strerror or e}") from None
         return

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from eosctl.base.exits import Exit
 from eosctl.commands.sandbox_cmd import start_broker
 from eosctl.output.terminal import console
 from eosctl.sandbox.pipeline import FAULTS
@@ -80,7 +81,7 @@ def demo(ctx: click.Context, records: int, faults: tuple[str, ...], no_audit: bo
         out.print(f"  {cmd}", soft_wrap=True, highlight=False, markup=False)  # to copy: never wrapped
     err.print(f"\ndemo finished in {time.monotonic() - t0:.0f}s")
     if audit_ran and not agrees:
-        ctx.exit(1)
+        ctx.exit(Exit.FOUND)
 
 
 def next_steps(config: Path, workdir: Path, audit_ran: bool) -> list[str]:
@@ -124,9 +125,10 @@ def _agrees(report, manifest: dict, err) -> bool:
 
 
 def _run_audit(config, err, out):
-    """The audit `eosctl audit -c CONFIG` runs (same engine), its table printed: None if not in this build."""
+    """The audit `eosctl audit -c CONFIG` runs (its default pipeline, both hops; the same engine, the same
+    passes), its table printed: None if not in this build."""
     try:
-        from auditors import EngineOptions, audit_hops  # lazy: auditors 119 ms at start-up
+        from auditors import EngineOptions, audit_pipeline  # lazy: auditors 119 ms at start-up
     except ModuleNotFoundError:
         err.print("[yellow]the audit is not part of this build yet; skipping it[/]")
         return None
@@ -134,10 +136,9 @@ def _run_audit(config, err, out):
     from eosctl.config.target import resolve
     from eosctl.output.audit import table
 
-    hops = [resolve(str(config), name, None, (), None, need_topics=True) for name in ("demo.process", "demo")]
-    options = EngineOptions.resolve(hops[0].config, "spark")
+    target = resolve(str(config), None, None)
+    options = EngineOptions.resolve(target.config)
     err.print(f"\nauditing both hops, the process stage and the sink, against Kafka ({options.where()})...")
-    report = audit_hops([(t.pipeline.name, t, t.pipeline.sink) for t in hops], options=options,
-                        started=time.monotonic())
+    report = audit_pipeline(target, options=options, started=time.monotonic())
     out.print(table(report))
     return report

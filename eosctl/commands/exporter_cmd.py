@@ -164,12 +164,13 @@ def _targets(config: str | None, pipelines: tuple[str, ...], bootstrap: str | No
     from eosctl.config.file import load_config
     from eosctl.config.target import resolve
 
+    read = load_config(config) if config else None  # once: every pipeline resolved from this reading
     names = list(dict.fromkeys(pipelines))
-    if not names and config and not bootstrap:
-        names = sorted(load_config(config).pipelines)
+    if not names and read is not None and not bootstrap:
+        names = sorted(read.pipelines)
     if not names:
-        return [resolve(config, None, bootstrap, topics, group)]
-    return [resolve(config, name, bootstrap, topics, group) for name in names]
+        return [resolve(read, None, bootstrap, topics, group)]
+    return [resolve(read, name, bootstrap, topics, group) for name in names]
 
 
 @contextmanager
@@ -201,17 +202,15 @@ class _Auditor:
         if self.states is None or not sink.duckdb or (target.pipeline is not None and target.pipeline.hops) \
                 or sink.retention or sink.dlq_topic or sink.route:
             return auditors.audit(target, sink, **kwargs)
-        from auditors.incremental import audit_incremental  # lazy: auditors.incremental 10 ms to import
-
         try:
             os.makedirs(self.states, exist_ok=True)
         except OSError as e:
             raise EosctlError(f"cannot create --audit-state {self.states}: {e.strerror or e}") from None
         name = re.sub(r"[^A-Za-z0-9_.-]", "_", target.pipeline.name if target.pipeline else "default")
         content = getattr(kwargs.get("options"), "content_check", True)  # as the full audit's
-        return audit_incremental(target, sink, os.path.join(self.states, f"{name}.audit-state"),
-                                 full_every=self.full_every, started=kwargs.get("started"), reads=self.reads,
-                                 option="--audit-state", content=content)
+        return auditors.audit_incremental(target, sink, os.path.join(self.states, f"{name}.audit-state"),
+                                          full_every=self.full_every, started=kwargs.get("started"),
+                                          reads=self.reads, option="--audit-state", content=content)
 
 
 def _stop_audits() -> None:
@@ -221,11 +220,12 @@ def _stop_audits() -> None:
 
 
 def _audit_options(targets: list[Target]) -> Any:
-    """The engine options of the continuous audit: the config's [audit] engine, else the local engine."""
+    """The engine options of the continuous audit, as `eosctl audit`'s: the config's [audit] engine, else
+    the one each audit's size picks."""
     from auditors import EngineOptions  # lazy: auditors 94 ms at start-up
 
     config = next((t.config for t in targets if t.config is not None), None)
-    return EngineOptions.resolve(config, "local")
+    return EngineOptions.resolve(config)
 
 
 COMMANDS = [exporter]

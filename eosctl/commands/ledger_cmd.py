@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from eosctl.base.errors import BrokerError
+from eosctl.base.exits import Exit
 from eosctl.commands.options import check_one_sink, sink_of, sink_options, target_options
 from eosctl.output.emit import emit
 from eosctl.output.terminal import console, scan_progress
@@ -55,7 +56,7 @@ def ledger(config: str | None, pipeline: str | None, bootstrap: str | None, topi
                                     scan=scan, progress=progress)
     emit(fmt, result.to_dict, lambda: render_ledger(console(), result))
     if result.flags:
-        sys.exit(1)
+        sys.exit(Exit.FOUND)
     if result.offsets_disagreements:
         raise BrokerError(f"cannot vouch for the ledger: {result.offsets_disagreements[0]}")
 

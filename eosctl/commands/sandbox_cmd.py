@@ -7,6 +7,7 @@ import sys
 import click
 
 from eosctl.base.errors import EosctlError
+from eosctl.base.exits import Exit
 from eosctl.commands import pipeline_cmd
 from eosctl.config import sandboxstate
 
@@ -80,7 +81,7 @@ def sandbox_status() -> None:
     state = sandboxstate.status(sb.state_dir())
     if state is None:
         click.echo("sandbox not running (start it with `eosctl sandbox up`)")
-        sys.exit(1)
+        sys.exit(Exit.FOUND)
     click.echo(f"sandbox running: {_kind(state)}bootstrap {state.bootstrap} (pid {state.pid}, "
                f"data {state.data_dir})")
 

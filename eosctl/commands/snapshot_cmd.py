@@ -36,8 +36,8 @@ if TYPE_CHECKING:  # the command imports the core lazily, for a fast `eosctl --h
               help="Open longer than this counts as hanging (as `txns hanging`); younger open "
                    "transactions are recorded with their ages anyway.")
 @click.option("--with-audit", is_flag=True,
-              help="Also audit the sink and store the report (local engine unless the config's [audit] "
-                   "engine says spark).")
+              help="Also audit the sink and store the report, as `eosctl audit` does (the config's "
+                   "[audit] engine, else local for small audits).")
 @click.option("--audit-report", type=report_file(),
               help="Store this report of `eosctl audit --format json --out FILE` instead of running one.")
 @click.option("--records", "records", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
@@ -148,7 +148,7 @@ def _frozen_for_both(sink: Sink | None, where: str | None, target: Target) -> It
     from auditors.spark import runs_here
     from eosctl.sink import frozen
 
-    options = EngineOptions.resolve(target.config, "local")
+    options = EngineOptions.resolve(target.config)
     if options.engine != "local" and not runs_here(options.master, options.remote):
         yield sink
         return
@@ -158,9 +158,9 @@ def _frozen_for_both(sink: Sink | None, where: str | None, target: Target) -> It
 
 def _capture_audit(captured: Capture, target: Target, sink: Sink | None, config: str | None = None,
                    bootstrap: str | None = None) -> None:
-    """Run the audit (auditors is imported here only: the snapshot module never imports it), on the
-    local engine unless the config's [audit] engine says otherwise; a pipeline with hops is audited hop by
-    hop, as `eosctl audit` does (each hop with its own sink).
+    """Run the audit (auditors is imported here only: the snapshot module never imports it) as `eosctl
+    audit` runs it: the config's [audit] engine, else the one its size picks; a pipeline with hops is
+    audited hop by hop (each hop with its own sink); finished by the auditors' passes.
 
     Like every other section, a failure is recorded in the snapshot instead of losing the capture.
     """
@@ -172,13 +172,12 @@ def _capture_audit(captured: Capture, target: Target, sink: Sink | None, config:
         captured.sections["audit"] = "not captured: no sink and source topics to audit"
         return
     from auditors import EngineOptions, audit  # lazy: auditors 63 ms at start-up
-    from eosctl.report.policy import apply_configured  # lazy: eosctl.report.policy 4.1 ms at start-up
 
     err = console(stderr=True)
     try:
-        options = EngineOptions.resolve(target.config, "local")
+        options = EngineOptions.resolve(target.config)
         with err.status(f"auditing the sink ({options.where()})") if err.is_terminal else nullcontext():
-            captured.audit = apply_configured(audit(target, sink, options=options), target.config)
+            captured.audit = audit(target, sink, options=options)
         captured.audit_origin = "run"
         captured.sections["audit"] = "ok"
     except EosctlError as e:
@@ -189,16 +188,16 @@ def _capture_hops_audit(captured: Capture, target: Target, hops: tuple[str, ...]
                         bootstrap: str | None) -> None:
     from auditors import EngineOptions, audit_hops  # lazy: auditors 63 ms at start-up
     from eosctl.config.target import resolve  # lazy: eosctl.config.target 12 ms at start-up
-    from eosctl.report.policy import apply_configured  # lazy: eosctl.report.policy 4.1 ms at start-up
 
     err = console(stderr=True)
     try:
+        read = target.config if target.config is not None else config  # the config read once
         runs = [(hop, t, sink_of(t, None, None, None)[0])
-                for hop, t in ((h, resolve(config, h, bootstrap, need_topics=True)) for h in hops)]
-        options = EngineOptions.resolve(target.config, "local")
+                for hop, t in ((h, resolve(read, h, bootstrap, need_topics=True)) for h in hops)]
+        options = EngineOptions.resolve(target.config)
         shown = f"auditing {len(hops)} hops ({options.where()})"
         with err.status(shown) if err.is_terminal else nullcontext():
-            captured.audit = apply_configured(audit_hops(runs, options=options), target.config)
+            captured.audit = audit_hops(runs, options=options)
         captured.audit_origin = "run"
         captured.sections["audit"] = "ok"
     except EosctlError as e:

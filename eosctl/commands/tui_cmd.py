@@ -279,26 +279,13 @@ def _signals_quit(app: Any) -> Iterator[None]:
 
 
 def run_audit(target: Any, progress: Any, bootstrap: str | None = None) -> Any:
-    """The audit of the target's pipeline (local engine unless the config's [audit] engine says spark);
-    progress: eosctl.base.progress.Progress. A pipeline of hops (the reference pipeline's default) is
-    audited hop by hop, and one of several sinks sink by sink in one report, as `eosctl audit -c FILE -p
-    NAME` does, each hop on ``bootstrap`` if the TUI was given one; the config's waivers and levels judge
-    the report as they judge `eosctl audit`'s."""
-    # lazy: auditors 66 ms, eosctl.config.target 12 ms, eosctl.report.policy 4.1 ms at start-up
-    from auditors import EngineOptions, audit, audit_hops, audit_sinks
-    from eosctl.config.target import resolve
-    from eosctl.report.policy import apply_configured
+    """The audit of the target's pipeline, as `eosctl audit -c FILE -p NAME` runs it: the engine its
+    config's [audit] engine names, else the one the audit's size picks (auditors.engine.pick); progress:
+    eosctl.base.progress.Progress. A pipeline of hops (the reference pipeline's default) is audited hop by
+    hop, and one of several sinks sink by sink in one report, each hop on ``bootstrap`` if the TUI was
+    given one; the auditors finish the report as they finish `eosctl audit`'s (auditors.passes: the
+    upstream stage, the config's waivers and levels)."""
+    from auditors import EngineOptions, audit_pipeline  # lazy: auditors 66 ms at start-up
 
-    options = EngineOptions.resolve(target.config, "local")
-    hops = target.pipeline.hops
-    sinks = target.pipeline.sinks
-    if hops:
-        path = str(target.config.path)
-        runs = [(hop, resolve(path, hop, bootstrap, need_topics=True)) for hop in hops]
-        report = audit_hops([(hop, t, t.pipeline.sink) for hop, t in runs], options=options,
-                            progress=progress)
-    elif len(sinks) > 1:
-        report = audit_sinks(target, sinks, options=options, progress=progress)
-    else:
-        report = audit(target, target.pipeline.sink, options=options, progress=progress)
-    return apply_configured(report, target.config)
+    return audit_pipeline(target, options=EngineOptions.resolve(target.config), progress=progress,
+                          bootstrap=bootstrap)

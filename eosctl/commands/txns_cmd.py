@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from eosctl.base.errors import BrokerError, EosctlError
+from eosctl.base.exits import Exit
 from eosctl.commands.options import DURATION, TIMEOUT_MS, target_options
 from eosctl.output.emit import emit
 from eosctl.output.terminal import console as out_console
@@ -179,7 +180,7 @@ def txns_hanging(config: str | None, pipeline: str | None, bootstrap: str | None
     if report.coordinator_unseen:
         click.echo(f"note: {report.coordinator_unseen}", err=True)
     if report.counted:
-        sys.exit(1)
+        sys.exit(Exit.FOUND)
     if report.offsets_disagreements:
         # Never "no hanging transactions" on offsets the broker itself contradicts.
         raise BrokerError(f"cannot rule out hanging transactions: {report.offsets_disagreements[0]}")

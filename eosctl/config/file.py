@@ -409,7 +409,19 @@ def _state_sink(s: _Reader, path: Path, where: str) -> dict[str, Any]:
     if agg is not None:
         fn = agg.str("fn", choices=set(AGGREGATE_FNS))
         field = agg.str("field", None)
-        out["aggregate"] = Aggregate(fn=fn, column=agg.str("column"), field=field)
+        column = agg.str("column")
+        window_column, size, advance = agg.str("window_column", None), agg.str("window", None), \
+            agg.str("advance", None)
+        size_ms, advance_ms = _window(path, where, "window", size), _window(path, where, "advance", advance)
+        if (window_column is None) != (size_ms is None) or (advance_ms is not None and size_ms is None):
+            raise ConfigError(f"{path}: {where}.aggregate: a windowed table names both window_column (the "
+                              f"column holding each row's window start) and window (its size, e.g. "
+                              f"\"1m\")")
+        if advance_ms is not None and size_ms is not None and advance_ms > size_ms:
+            raise ConfigError(f"{path}: {where}.aggregate.advance ({advance}) is longer than window "
+                              f"({size}): hopping windows advance by at most their size")
+        out["aggregate"] = Aggregate(fn=fn, column=column, field=field, window_column=window_column,
+                                     window_ms=size_ms, advance_ms=advance_ms or size_ms)
         agg.done()
         if fn != "count" and not (field or "").startswith("value"):
             raise ConfigError(f"{path}: {where}.aggregate.field must name the value's JSON field the {fn} "
@@ -428,6 +440,17 @@ def _state_sink(s: _Reader, path: Path, where: str) -> dict[str, Any]:
         raise ConfigError(f"{path}: {where}.mode = {mode!r} needs the table's key: key_column (it holds the "
                           f"record's key) or key_fields = {{COLUMN = \"value.PATH\"}}")
     return out
+
+
+def _window(path: Path, where: str, key: str, text: str | None) -> int | None:
+    """An aggregate window's size or advance in whole milliseconds (at least 1)."""
+    if text is None:
+        return None
+    seconds = duration_seconds(text)
+    if seconds is None or round(seconds * 1000) < 1:
+        raise ConfigError(f"{path}: {where}.aggregate.{key} = {text!r}: expected a duration such as 500ms, "
+                          f"30s, 1m, 1h or 1d")
+    return round(seconds * 1000)
 
 
 def _field_map(s: _Reader, key: str, path: Path) -> tuple[tuple[str, str], ...] | None:

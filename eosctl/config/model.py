@@ -187,6 +187,11 @@ class Aggregate:
     fn: str
     column: str
     field: str | None = None
+    # A windowed table: the column holding each row's window start (eosctl.rules.timewindows), the
+    # windows' size and, for hopping windows, their advance (both in ms; advance = size: tumbling).
+    window_column: str | None = None
+    window_ms: int | None = None
+    advance_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -220,7 +225,7 @@ class Config:
     clusters: dict[str, Cluster]
     pipelines: dict[str, Pipeline]
     spark: Spark = field(default_factory=Spark)
-    audit_engine: str | None = None  # [audit] engine: "spark" | "local"; None: each command's default
+    audit_engine: str | None = None  # [audit] engine: "spark" | "local"; None: by size (auditors.engine.pick)
     # [audit] content_check: compare each sink row's key (and value) with its record's where the sink names a
     # key column. On unless turned off: at 10M offsets it costs at most 1.5x the keyed audit without it
     # (docs/benchmarks.md, benchmarks/keyed_bench.py).

@@ -31,6 +31,9 @@ class Target:
     txn_prefixes: tuple[str, ...] = ()
     # Each group's own topics where the groups read different ones (a pipeline's hops).
     group_topics: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # The address the command was given (--bootstrap), which every other pipeline of the config resolved
+    # for the same command is pointed at too (a hop, the stage upstream of the audited topic).
+    bootstrap: str | None = None
 
     @property
     def watched(self) -> tuple[str, ...]:
@@ -65,16 +68,23 @@ class Target:
 
 
 def resolve(
-    config: str | None,
+    config: str | Path | Config | None,
     pipeline: str | None,
     bootstrap: str | None,
     topics: tuple[str, ...] = (),
     group: str | None = None,
     need_topics: bool = False,
 ) -> Target:
+    """What the command points at. ``config``: the config file, or the Config a command read already (read
+    once per command, then handed down: each hop and stage of it resolved from the same reading)."""
     if bootstrap is not None:
         bootstrap = check_bootstrap(bootstrap)
-    cfg = load_config(config) if config else None
+    if isinstance(config, Config):
+        cfg: Config | None = config
+        config = str(config.path)
+    else:
+        cfg = load_config(config) if config else None
+        config = str(config) if config else None
     pipe = cfg.pipeline(pipeline) if cfg else None
     if pipeline and not cfg:
         raise ConfigError("--pipeline needs --config FILE (or set EOSCTL_CONFIG)")
@@ -127,7 +137,7 @@ def resolve(
         raise ConfigError("no topic given: pass --topic NAME or --config FILE --pipeline NAME")
     return Target(cluster=cluster, pipeline=pipe, config=cfg, topics=topics, group=group, groups=groups,
                   outputs=outputs, txn_prefixes=prefixes, group_topics=() if group else group_topics,
-                  sandbox=on_sandbox)
+                  sandbox=on_sandbox, bootstrap=bootstrap)
 
 
 def one_topic(target: Target) -> str:

@@ -21,7 +21,6 @@ from eosctl.config.redaction import redact
 from eosctl.exporter.metrics import Source
 from eosctl.inspection.failover import readiness, replica_sink
 from eosctl.inspection.live import LiveModel
-from eosctl.report.policy import apply_configured
 
 if TYPE_CHECKING:
     from eosctl.config.target import Target
@@ -153,9 +152,10 @@ def audit_all(audit: Audit, sources: list[Source], targets: list[Target], option
             continue
         started = time.monotonic()
         try:
-            # judged by the config's waivers and levels, as `eosctl audit -c FILE` judges it: a waived
-            # finding is no failing one (eosctl_audit_failing_findings), an expired waiver's is again
-            report = apply_configured(audit(t, sink, options=options, started=started), t.config)
+            # finished as `eosctl audit -c FILE` finishes it (auditors.passes), judged by the config's
+            # waivers and levels too: a waived finding is no failing one (eosctl_audit_failing_findings),
+            # an expired waiver's is again
+            report = audit(t, sink, options=options, started=started)
         except Exception as e:  # noqa: BLE001 - an audit that fails must not end the exporter
             if stop is not None and stop.is_set():
                 return  # stopped under it (its workers killed): not a failure

@@ -207,7 +207,8 @@ class Cause:
                 d["write_order"] = {"column": self.order_column,
                                     "first_write": _span_dict(self.first_write),
                                     "repeated_write": _span_dict(self.repeated_write)}
-        if self.kind == "key_duplicate" or self.kind in STATE_KINDS:
+        if self.kind == "key_duplicate" or self.kind in STATE_KINDS or (
+                self.kind == "phantom_beyond_hw" and self.rule is not None):
             d["rule"] = self.rule
         if self.kind == "content_mismatch":
             d.update(_content_dict(self))

@@ -20,8 +20,10 @@ READ_COMMITTED_FIX = ("consume with isolation.level=read_committed (a Spark Stru
                       "option kafka.isolation.level=read_committed, which Spark's Kafka source does not set; "
                       "Kafka Connect: consumer.override.isolation.level=read_committed)")
 
-# The detail of the phantom_beyond_hw finding for a topic-partition Kafka doesn't have.
+# A phantom_beyond_hw of a topic-partition Kafka doesn't have: its detail (for people) and its cause's rule
+# (the fact, for the root causes and for JSON).
 NOT_IN_KAFKA = "partition does not exist in Kafka"
+PARTITION_NOT_IN_KAFKA = "partition_not_in_kafka"
 
 
 class Explained(Protocol):
@@ -126,7 +128,8 @@ def root_rule(f: Explained) -> str:
     if f.kind == "aggregate_mismatch":
         return _AGGREGATE_ROOT.get(c.rule if c is not None else None, "unexplained")
     if f.kind == "phantom_beyond_hw":
-        return "unknown_partitions" if f.detail == NOT_IN_KAFKA else "beyond_high_watermark"
+        return "unknown_partitions" if c is not None and c.rule == PARTITION_NOT_IN_KAFKA else \
+            "beyond_high_watermark"
     return _BY_KIND[kind]
 
 

@@ -22,7 +22,8 @@ from decimal import Decimal, InvalidOperation
 
 from eosctl.cluster.model import TP
 from eosctl.report.findings import COMMITTED, Cause, Finding
-from eosctl.rules.upsert import Judged, Key, StateRecord, StateRow, _missing, _unknown, histories
+from eosctl.rules.keyed import histories, rows_by_key, settled_and_in_flight
+from eosctl.rules.upsert import Judged, Key, StateRecord, StateRow, _missing, _unknown
 
 FNS = ("count", "sum", "min", "max")
 # Relative difference under which two folds are the same number (a float column's rounding).
@@ -76,15 +77,12 @@ def judge(records: Iterable[StateRecord], rows: Iterable[StateRow], bounds: Mapp
     """The findings of an aggregate table against the log; ``rows``' value is the fold column (one
     element)."""
     hist = histories(records)
-    by_key: dict[Key, list[StateRow]] = {}
-    for row in rows:
-        by_key.setdefault(row.key, []).append(row)
+    by_key = rows_by_key(rows)
     findings: list[Finding] = []
     expected: dict[TP, int] = {}
     settled_n: dict[TP, int] = {}
     for key, h in hist.items():
-        settled = [r for r in h if r.status == COMMITTED and r.offset < bounds.get(r.tp, 0)]
-        flight = [r for r in h if r.status == COMMITTED and r.offset >= bounds.get(r.tp, 0)]
+        settled, flight = settled_and_in_flight(h, bounds)
         counted = [r for r in settled if _part(fn, r) is not None]
         for r in settled:
             settled_n[r.tp] = settled_n.get(r.tp, 0) + 1

@@ -29,7 +29,7 @@ from eosctl.report.findings import (
     MarkerCause,
     TxnCause,
 )
-from eosctl.report.rootcauses import NOT_IN_KAFKA, READ_COMMITTED_FIX
+from eosctl.report.rootcauses import PARTITION_NOT_IN_KAFKA, READ_COMMITTED_FIX
 from eosctl.rules.reconcile import SinkFacts
 from eosctl.txn.fencing import bump_verdict
 from eosctl.txn.rotation import continued
@@ -321,9 +321,10 @@ def _cause(f: Finding, index: _Index | None, facts: SinkFacts | None, stored: in
                         "select: the stage routed them to the wrong sink, or the config's route is not the "
                         "stage's.")
     if k == "phantom_beyond_hw":
-        if f.detail == NOT_IN_KAFKA or index is None:
+        if index is None:  # no log: the partition is not in Kafka (eosctl.rules.reconcile.reconcile_unknown)
             return Cause(k, f"The sink holds {_n(f.count, 'row')} for {_tp(f)}, which Kafka does not have: "
-                            "the topic was deleted or recreated, or the rows came from another cluster.")
+                            "the topic was deleted or recreated, or the rows came from another cluster.",
+                         rule=PARTITION_NOT_IN_KAFKA)
         return Cause(k, f"The sink holds {_n(f.count, 'row')} at {_tp(f)} {where}, at or beyond the high "
                         f"watermark {index.log.high_watermark}: the log never had these offsets (a recreated "
                         "topic, or records lost to an unclean leader election).")

@@ -2,52 +2,64 @@
 named for keys when `lineage = "key"` pairs outputs with inputs (lost_key, duplicate_key, phantom_key),
 and its outputs of input past the stage group's committed offsets (ahead_of_commit).
 
-The frozen hop's rows are read by ``eosctl.sink.kafka_topic`` (``HopRows``, ``committed_after``); this
-module only decides what they mean. Run by the audit's driver while the frozen copy exists.
+The frozen hop's rows are read by ``eosctl.sink.kafka_topic`` (``HopRows``, ``committed_after``) and handed
+in by the audit's driver (auditors.passes, while the frozen copy exists); this module only decides what
+they mean.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Protocol
 
 from eosctl.cluster.model import TP
 from eosctl.config.model import Sink
 from eosctl.report.findings import Cause, Finding
-from eosctl.sink.kafka_topic import HopRows, committed_after, outputs_topic
+
+# A frozen hop row as the rules read it: (key, output partition, output offset, input offset), and with its
+# input named: (input topic, input partition, input offset, output partition, output offset).
+Paired = tuple[str | None, int, int, int]
+Placed = tuple[str, int, int, int, int]
+
+
+class HopOutputs(Protocol):
+    """The outputs a frozen hop holds for a range of one input partition (eosctl.sink.kafka_topic.HopRows)."""
+
+    def outputs_of(self, topic: str | None, partition: int | None, first: int,
+                   last: int | None) -> list[Paired]: ...
 
 # The reconciliation's kinds as key lineage names them (eosctl.report.rootcauses.KEY_KINDS, reversed).
 _KEY_KIND = {"gap": "lost_key", "duplicate": "duplicate_key", "phantom_aborted": "phantom_key",
              "phantom_uncommitted": "phantom_key"}
 
 
-def key_findings(frozen: Sink, findings: list[Finding]) -> list[Finding]:
+def key_findings(hop: HopOutputs, topic: str | None, findings: list[Finding]) -> list[Finding]:
     """A `lineage = "key"` hop's findings named for keys, each with the outputs paired with its input
-    offsets (read from the frozen hop rows, so while ``frozen`` exists): lost_key, duplicate_key and
-    phantom_key, with exact offsets on both sides (input: the finding's; output: its detail). A
-    phantom_key counts input records (a stage may have written one twice: its outputs are in detail)."""
+    offsets (``hop``: the frozen hop's rows; ``topic``: its output topic as the user named it): lost_key,
+    duplicate_key and phantom_key, with exact offsets on both sides (input: the finding's; output: its
+    detail). A phantom_key counts input records (a stage may have written one twice: its outputs are in
+    detail)."""
     out = []
-    with HopRows(frozen) as hop:
-        for f in findings:
-            kind = _KEY_KIND.get(f.kind)
-            if kind is None or f.first_offset is None:
-                out.append(f)
-                continue
-            rows = hop.outputs_of(f.topic, f.partition, f.first_offset, f.last_offset)
-            keys = sorted({k for k, _, _, _ in rows if k is not None})
-            detail = (f"key{'s' * (len(keys) != 1)} {', '.join(keys[:5])}" if keys else "") + (
-                f"; {_outputs(frozen, [(p, o) for _, p, o, _ in rows])}" if rows else "; no output")
-            changed = replace(f, kind=kind, detail=detail.lstrip("; "))
-            if kind == "phantom_key":
-                changed = replace(changed, count=len({o for _, _, _, o in rows}) or f.count)
-            elif kind == "duplicate_key":
-                changed = _replayed(changed, f.count)
-            out.append(changed)
+    for f in findings:
+        kind = _KEY_KIND.get(f.kind)
+        if kind is None or f.first_offset is None:
+            out.append(f)
+            continue
+        rows = hop.outputs_of(f.topic, f.partition, f.first_offset, f.last_offset)
+        keys = sorted({k for k, _, _, _ in rows if k is not None})
+        detail = (f"key{'s' * (len(keys) != 1)} {', '.join(keys[:5])}" if keys else "") + (
+            f"; {_outputs(topic, [(p, o) for _, p, o, _ in rows])}" if rows else "; no output")
+        changed = replace(f, kind=kind, detail=detail.lstrip("; "))
+        if kind == "phantom_key":
+            changed = replace(changed, count=len({o for _, _, _, o in rows}) or f.count)
+        elif kind == "duplicate_key":
+            changed = _replayed(changed, f.count)
+        out.append(changed)
     return out
 
 
-def _outputs(frozen: Sink, places: list[tuple[int, int]]) -> str:
+def _outputs(topic: str | None, places: list[tuple[int, int]]) -> str:
     """``outputs TOPIC[p]@o, ...`` (the first 20)."""
-    topic = outputs_topic(frozen)
     shown = ", ".join(f"[{p}]@{o}" for p, o in places[:20]) + (" ..." if len(places) > 20 else "")
     return f"outputs {topic}{shown}"
 
@@ -65,22 +77,20 @@ def _replayed(f: Finding, extra: int) -> Finding:
     return replace(f, cause=replace(f.cause, summary=summary))
 
 
-def ahead_of_commit(frozen: Sink, findings: list[Finding]) -> list[Finding]:
+def ahead_of_commit(given: Sink, after: dict[TP, int] | None, rows: list[Placed], topic: str | None,
+                    findings: list[Finding]) -> list[Finding]:
     """A hop's outputs whose input is past the stage group's committed offsets, read again after the
-    output (so a commit between the reads is lag, not this): the stage wrote them before it committed
-    that input, and a restart now writes them again. One finding per input partition, counting input
-    records, the outputs in detail; rows already in another finding (a phantom) are that finding's.
-    Nothing for a hop without a group (no committed offsets to compare with)."""
-    after = committed_after(frozen)
-    given = frozen.frozen_from
-    if after is None or given is None:
+    output (``after``; so a commit between the reads is lag, not this): the stage wrote them before it
+    committed that input, and a restart now writes them again. ``given``: the hop's sink as configured;
+    ``rows``: the frozen hop's rows with their inputs; ``topic``: its output topic. One finding per input
+    partition, counting input records, the outputs in detail; rows already in another finding (a phantom)
+    are that finding's. Nothing for a hop without a group (``after`` None: no committed offsets)."""
+    if after is None:
         return []
-    taken = {}
+    taken: dict[TP, list[tuple[int, int | None]]] = {}
     for f in findings:
         if f.topic is not None and f.partition is not None and f.first_offset is not None:
             taken.setdefault((f.topic, f.partition), []).append((f.first_offset, f.last_offset))
-    with HopRows(frozen) as hop:
-        rows = hop.with_lineage()
     ahead: dict[TP, list[tuple[int, int, int]]] = {}
     for t, p, o, op, oo in rows:
         if t not in given.stage_topics or o < after.get((t, p), 0):
@@ -93,7 +103,7 @@ def ahead_of_commit(frozen: Sink, findings: list[Finding]) -> list[Finding]:
         inputs = len({o for o, _, _ in found})
         committed = after.get((t, p))
         mark = f"committed offset {committed}" if committed is not None else "no committed offset"
-        outputs = _outputs(frozen, [(op, oo) for _, op, oo in found])
+        outputs = _outputs(topic, [(op, oo) for _, op, oo in found])
         f = Finding("ahead_of_commit", t, p, found[0][0], found[-1][0], inputs,
                     detail=f"{outputs}; group {given.stage_group} {mark}")
         summary = (f"The stage wrote {len(found)} output{'s' * (len(found) != 1)} of {inputs} input "

@@ -2,7 +2,8 @@
 the MM2 setting each points to (docs/audit.md, "MirrorMaker 2"), and its out_of_order findings.
 
 The replica's pairing with its source is read by ``eosctl.sink.replica`` (the frozen hop rows and their read
-point); this module only decides what they mean. Run by the audit's driver while the frozen copy exists.
+point: ``reordered``) and handed in by the audit's driver (auditors.passes); this module only decides what
+they mean.
 """
 
 from __future__ import annotations
@@ -12,7 +13,12 @@ from dataclasses import replace
 
 from eosctl.config.model import Sink
 from eosctl.report.findings import Cause, Finding
-from eosctl.sink.replica import REPLICA, reordered
+
+REPLICA = "replica"  # the lineage of a MirrorMaker 2 replica (eosctl.config.values.LINEAGE_MODES)
+
+# A replica's source topic and the runs of source records it holds out of order: (partition, the run's
+# source offsets), as eosctl.sink.replica.reordered reads them from the frozen hop.
+Reordered = tuple[str, list[tuple[int, list[int]]]]
 
 
 def _span(f: Finding) -> str:
@@ -24,11 +30,11 @@ def _records(n: int) -> str:
     return f"{n} record{'s' * (n != 1)}"
 
 
-def replica_findings(frozen: Sink, findings: list[Finding]) -> list[Finding]:
+def replica_findings(given: Sink, findings: list[Finding], late: Reordered) -> list[Finding]:
     """A replica hop's findings told as what MirrorMaker 2 did (the settings each points to are in
-    docs/audit.md, "MirrorMaker 2"), and its out_of_order findings (read from the frozen hop)."""
-    given = frozen.frozen_from
-    if given is None or given.lineage != REPLICA:
+    docs/audit.md, "MirrorMaker 2"), and its out_of_order findings (``late``, read from the frozen hop).
+    ``given``: the hop's sink as configured."""
+    if given.lineage != REPLICA:
         return findings
     replica = given.kafka_topic
     # MM2's aliases, as the config names the two clusters (mm2.properties' `clusters = src, dr`).
@@ -59,18 +65,17 @@ def replica_findings(frozen: Sink, findings: list[Finding]) -> list[Finding]:
             out.append(f)
             continue
         out.append(replace(f, cause=replace(f.cause, summary=summary)))
-    return out + out_of_order(frozen, findings)
+    return out + out_of_order(late, replica, findings)
 
 
-def out_of_order(frozen: Sink, findings: Sequence[Finding] = ()) -> list[Finding]:
+def out_of_order(late_runs: Reordered, replica: str | None,
+                 findings: Sequence[Finding] = ()) -> list[Finding]:
     """Source records the replica holds once, but after records that follow them: one finding per run of
     consecutive source records (a late batch; markers between them don't split it), every record of it
-    counted. A late copy of an aborted or open record is its phantom (``findings``) and only that: one
-    finding per row (docs/audit.md); the records around it are runs of their own."""
-    given = frozen.frozen_from
-    if given is None:
-        return []
-    topic, late = reordered(frozen)
+    counted (``late_runs``: the source topic and its late records; ``replica``: the replica topic). A late
+    copy of an aborted or open record is its phantom (``findings``) and only that: one finding per row
+    (docs/audit.md); the records around it are runs of their own."""
+    topic, late = late_runs
     phantoms: dict[int, list[tuple[int, int]]] = {}
     for f in findings:
         if f.kind.startswith("phantom_") and f.topic == topic and f.first_offset is not None:
@@ -83,7 +88,7 @@ def out_of_order(frozen: Sink, findings: Sequence[Finding] = ()) -> list[Finding
                 run.append(o)
                 continue
             if run:
-                out.append(_late(topic, p, run, given.kafka_topic))
+                out.append(_late(topic, p, run, replica))
             run = []
     return out
 

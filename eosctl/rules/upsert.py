@@ -27,48 +27,7 @@ from dataclasses import dataclass
 from eosctl.cluster.model import TP
 from eosctl.report.findings import ABORTED, COMMITTED, OPEN, Cause, Finding, TxnCause
 from eosctl.report.rootcauses import READ_COMMITTED_FIX
-
-Key = tuple[str | None, ...]
-Value = tuple[str | None, ...]
-
-
-
-@dataclass(frozen=True, slots=True)  # one per source record: slots keep 10M of them in memory
-class StateRecord:
-    """One data record of a source topic, as a state sink keys and values it."""
-
-    topic: str
-    partition: int
-    offset: int
-    key: Key
-    value: Value | None  # as the sink's value columns hold it; None: not compared (keys only)
-    delete: bool  # a tombstone, or a value the config names as a delete
-    shown: str  # the value for people
-    status: str  # COMMITTED, ABORTED or OPEN
-    timestamp: int = -1
-    producer_id: int = -1
-    producer_epoch: int = -1
-    marker_offset: int | None = None
-
-    @property
-    def tp(self) -> TP:
-        return (self.topic, self.partition)
-
-    @property
-    def where(self) -> str:
-        return f"{self.topic}[{self.partition}]@{self.offset}"
-
-
-@dataclass(frozen=True, slots=True)
-class StateRow:
-    """One row of the table: its key and its value columns (None: the sink names none)."""
-
-    key: Key
-    value: Value | None
-    shown: str
-    # The source offset of the record the row was last written from (the sink's version_column); None:
-    # the sink names none, or the row holds none.
-    version: int | None = None
+from eosctl.rules.keyed import Key, StateRecord, StateRow, histories, rows_by_key, settled_and_in_flight
 
 
 @dataclass(frozen=True)
@@ -80,34 +39,18 @@ class Judged:
     settled: dict[TP, int]  # committed records below the read point, per partition
 
 
-def histories(records: Iterable[StateRecord]) -> dict[Key, list[StateRecord]]:
-    """Each key's records in the order the sink applies them."""
-    out: dict[Key, list[StateRecord]] = {}
-    for r in records:
-        out.setdefault(r.key, []).append(r)
-    for rs in out.values():
-        if len({r.tp for r in rs}) > 1:
-            rs.sort(key=lambda r: (r.timestamp, r.topic, r.partition, r.offset))
-        else:
-            rs.sort(key=lambda r: r.offset)
-    return out
-
-
 def judge(records: Iterable[StateRecord], rows: Iterable[StateRow], bounds: Mapping[TP, int], *,
           shown_key: Callable[[Key], str], topic: str | None = None) -> Judged:
     """The findings of a table against the log. ``bounds``: per partition, the offset below which committed
     records are settled; ``shown_key``: a key for people; ``topic``: the topic an unknown key is told
     under (the pipeline's only one), else none."""
     hist = histories(records)
-    by_key: dict[Key, list[StateRow]] = {}
-    for row in rows:
-        by_key.setdefault(row.key, []).append(row)
+    by_key = rows_by_key(rows)
     findings: list[Finding] = []
     expected: dict[TP, int] = {}
     settled_n: dict[TP, int] = {}
     for key, h in hist.items():
-        settled = [r for r in h if r.status == COMMITTED and r.offset < bounds.get(r.tp, 0)]
-        flight = [r for r in h if r.status == COMMITTED and r.offset >= bounds.get(r.tp, 0)]
+        settled, flight = settled_and_in_flight(h, bounds)
         for r in settled:
             settled_n[r.tp] = settled_n.get(r.tp, 0) + 1
         exp = settled[-1] if settled else None

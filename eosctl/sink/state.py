@@ -1,8 +1,8 @@
 """A state sink's rows (``mode = "upsert"`` or ``"aggregate"``): its key and value columns, no offsets.
 
 Read from the sink the command froze (eosctl.sink.freeze: a DuckDB file's copy, a PostgreSQL snapshot, a
-Delta version), with the read point the report names. DuckDB, Parquet, PostgreSQL and Delta; one line
-naming the sink and its config key where a column or the table is missing.
+Delta version, an Iceberg snapshot), with the read point the report names. DuckDB, Parquet, PostgreSQL,
+Delta and Iceberg; one line naming the sink and its config key where a column or the table is missing.
 """
 
 from __future__ import annotations
@@ -16,16 +16,15 @@ from eosctl.report.readpoint import ReadPoint
 from eosctl.sink.base import shown
 from eosctl.sink.sql import ident
 
-KINDS = ("duckdb", "parquet", "postgres", "delta", "kafka_topic")
+KINDS = ("duckdb", "parquet", "postgres", "delta", "iceberg", "kafka_topic")
 
 
 def unsupported(sink: Sink) -> str | None:
     """Why a state sink of this kind cannot be read, in one sentence; None if it can."""
     if any(getattr(sink, k) is not None for k in KINDS):
         return None
-    kind = "an Iceberg" if sink.iceberg else "this"
-    return (f"mode = {sink.mode!r} reads DuckDB, Parquet, PostgreSQL, Delta and kafka_topic sinks, not "
-            f"{kind} sink; audit it with mode = \"offsets\"")
+    return (f"mode = {sink.mode!r} reads DuckDB, Parquet, PostgreSQL, Delta, Iceberg and kafka_topic sinks, "
+            f"not this sink; audit it with mode = \"offsets\"")
 
 
 def topic_rows(sink: Sink) -> tuple[list[tuple[bytes | None, bytes]], ReadPoint]:
@@ -70,6 +69,9 @@ def read_rows(sink: Sink, columns: Sequence[tuple[str, str]],
         if sink.delta is not None:
             point = _register_delta(conn, sink, where, name)
             what = f"Delta table {name}"
+        elif sink.iceberg is not None:
+            point = _register_iceberg(conn, sink, where)
+            what = f"Iceberg table {point.source}"
         else:
             from eosctl.sink.relation import register_files  # lazy: eosctl.sink.relation 60 ms to import
 
@@ -120,6 +122,19 @@ def _register_delta(conn: Any, sink: Sink, where: str, name: str) -> ReadPoint:
         raise SinkError(f"cannot read Delta table {name} at version {table.version()}: "
                         f"{first_line(e)}") from None
     return ReadPoint("delta", name, {"version": table.version()})
+
+
+def _register_iceberg(conn: Any, sink: Sink, where: str) -> ReadPoint:
+    """The table at the snapshot the command pinned (eosctl.sink.freeze), deletes applied by pyiceberg."""
+    from eosctl.sink.iceberg import _arrow, _name, _snapshot, _table_at  # lazy: pyiceberg 300 ms to import
+    from eosctl.sink.tablepin import split_at  # lazy: eosctl.sink.relation 60 ms to import
+
+    name = (sink.frozen_from or sink).iceberg or ""
+    _, table_name = _name(sink, where)
+    at, _ = split_at(sink)
+    table = _table_at(sink, table_name, at, where, "iceberg")
+    conn.register("state_rows", _arrow(table, at, name))
+    return ReadPoint("iceberg", name, {"snapshot_id": at or _snapshot(table)})
 
 
 def _postgres(sink: Sink, columns: Sequence[tuple[str, str]], where: str, name: str) -> tuple[list[tuple],

@@ -223,3 +223,57 @@ def test_the_upstream_retry_is_followed_through_the_stage_to_its_non_idempotent_
                                                                      manifest["output_topic"]}
     upstream = next(r for r in report["root_causes"] if r["rule"] == "upstream_retry")
     assert {report["findings"].index(source), report["findings"].index(output)} <= set(upstream["findings"])
+
+
+def judged(report: dict) -> tuple[list, list]:
+    """What a user compares between two reports of the same data: every finding with its cause, and the root
+    causes (the engine's timings and the elapsed time aside)."""
+    return report["findings"], report["root_causes"]
+
+
+def test_every_entry_point_gives_the_same_findings_and_causes(run, tmp_path):
+    """Issue 55: `eosctl audit`, the TUI, the exporter's continuous audit, `snapshot --with-audit` and the
+    demo finish an audit in one place (auditors.passes). The sink hop alone: its key duplicate's cause needs
+    the upstream pass (followed back through the stage to the non-idempotent writes), and each entry point
+    has it; the whole pipeline (the config's default, both hops): the demo's audit is `eosctl audit -c`'s."""
+    import asyncio
+    import time
+
+    from eosctl.base.progress import silent
+    from eosctl.commands import demo_cmd, exporter_cmd, snapshot_cmd, tui_cmd
+    from eosctl.config.target import resolve
+    from eosctl.inspection.capture import Capture
+    from eosctl.output.terminal import console
+    from tests.tui.tuihelp import tui_audit
+
+    workdir, manifest, cli = run
+    config = str(workdir / "eosctl.toml")
+    prefix = manifest["prefix"]
+    (key_dup,) = [f for f in of(cli, "key_duplicate") if f["topic"] == manifest["output_topic"]
+                  and "copied it faithfully" in f["cause"]["summary"]]
+    assert key_dup["cause"]["rule"] == "non_idempotent"  # the upstream pass ran for `eosctl audit`
+
+    target = resolve(config, prefix, None)
+    _, tui_report = asyncio.run(tui_audit(["tui", "-c", config, "-p", prefix]))
+    assert judged(tui_report.to_dict()) == judged(cli), "the TUI"
+    assert judged(tui_cmd.run_audit(target, silent).to_dict()) == judged(cli), "the TUI's run_audit"
+
+    auditor = exporter_cmd._Auditor(str(tmp_path / "states"), 86_400.0, ())  # incremental: a DuckDB sink
+    options = exporter_cmd._audit_options([target])
+    exported = auditor(target, target.pipeline.sink, options=options, started=time.monotonic())
+    assert exported.engine.get("incremental"), exported.engine
+    assert judged(exported.to_dict()) == judged(cli), "the exporter"
+    full = exporter_cmd._Auditor(None, 86_400.0, ())(target, target.pipeline.sink, options=options)
+    assert judged(full.to_dict()) == judged(cli), "the exporter's full audit"
+
+    captured = Capture(captured_at=None, bootstrap=target.cluster.bootstrap_servers,  # type: ignore[arg-type]
+                       pipeline=prefix, group=target.group, topics=list(target.topics))
+    snapshot_cmd._capture_audit(captured, target, target.pipeline.sink, config)
+    assert captured.sections["audit"] == "ok", captured.sections
+    assert judged(captured.audit.to_dict()) == judged(cli), "snapshot --with-audit"
+
+    whole = eosctl_json("audit", "--engine", "local", "-c", config, codes=(1,), columns=None)
+    assert [h["name"] for h in whole["hops"]] == [f"{prefix}.process", prefix]
+    quiet = console(stderr=True)
+    demo = demo_cmd._run_audit(Path(config), quiet, quiet)
+    assert demo is not None and judged(demo.to_dict()) == judged(whole), "the demo"

@@ -10,11 +10,19 @@ from __future__ import annotations
 
 import json
 
-from tests.integration.test_upsert_sink import EXPECTED, TABLE, audit, config, found, source  # noqa: F401
+from tests.integration.test_upsert_sink import (  # noqa: F401
+    EXPECTED,
+    TABLE,
+    audit,
+    config,
+    engine,
+    found,
+    source,
+)
 
 
 def test_upsert_table_in_postgres_with_a_jsonb_value_column(source, bootstrap, postgres, pg_db,  # noqa: F811
-                                                            tmp_path):
+                                                            tmp_path, engine):  # noqa: F811
     import psycopg
 
     with psycopg.connect(pg_db, autocommit=True) as con:
@@ -25,7 +33,7 @@ def test_upsert_table_in_postgres_with_a_jsonb_value_column(source, bootstrap, p
     uri = pg_db.replace(postgres.password, "${EOSCTL_SINK_PASSWORD}")
     path = config(tmp_path, bootstrap, source, f'postgres = "{uri}"\ntable = "state"\nkey_column = "id"\n'
                                                'value_column = "doc"\n')
-    code, report = audit(path, env={"EOSCTL_SINK_PASSWORD": postgres.password})
+    code, report = audit(path, env={"EOSCTL_SINK_PASSWORD": postgres.password}, engine=engine)
     assert code == 1
     assert found(report) == EXPECTED
     assert report["sink_read_point"]["kind"] == "postgres"

@@ -279,8 +279,8 @@ def findings_of_every_kind() -> list[Finding]:
         elif kind in KEY_KINDS:  # key lineage renames what the reconciliation found, cause and all
             out.append(Finding(KEY_KINDS[kind], "orders", 0, *at[KEY_KINDS[kind]], 1, detail=kind))
         elif kind == "out_of_order":  # made where a replica's rows are paired (eosctl.sink.replica)
+            from auditors.passes import out_of_order
             from eosctl.config.model import Sink
-            from eosctl.rules.replica import out_of_order
 
             frozen = Sink(duckdb="x", frozen_from=Sink(kafka_topic="src.orders", lineage="replica"),
                           at=json.dumps({"replica_of": "orders", "out_of_order": [[0, [2]]]}))

@@ -322,6 +322,36 @@ def test_the_core_packages_import_only_downwards() -> None:
     assert upward(project_edges()) == []
 
 
+# The rules only decide (eosctl/rules/__init__.py): what they judge is read by the auditors' driver
+# (auditors.passes) and handed in. Of the cluster package they may import its model, of the sink package
+# nothing, and no client of Kafka or reader of a sink (types under TYPE_CHECKING aside).
+RULES_MAY_IMPORT_OF_CLUSTER = {"eosctl.cluster", "eosctl.cluster.model"}
+READERS = ("eosctl.sink", "eosctl.cluster", "confluent_kafka", "duckdb", "pyarrow", "pyspark", "deltalake",
+           "pyiceberg", "psycopg")
+
+
+def reads_in_rules(all_edges: list[Edge]) -> list[str]:
+    """Imports that run from a module of eosctl/rules/ into a client of Kafka or a reader of a sink."""
+    return [str(e) for e in all_edges
+            if e.runs and (e.source == "eosctl.rules" or e.source.startswith("eosctl.rules."))
+            and e.target not in RULES_MAY_IMPORT_OF_CLUSTER
+            and any(e.target == r or e.target.startswith(r + ".") for r in READERS)]
+
+
+def test_no_module_in_rules_imports_a_client_or_a_sink_reader() -> None:
+    assert reads_in_rules(project_edges()) == []
+
+
+def test_a_reader_imported_by_a_rule_is_named(tmp_path: Path) -> None:
+    root = plant(tmp_path, {"eosctl/__init__.py": "", "eosctl/rules/__init__.py": "",
+                            "eosctl/rules/hop.py": "from eosctl.cluster.model import TP\n"
+                                                   "def f():\n"
+                                                   "    from eosctl.sink.kafka_topic import HopRows\n",
+                            "eosctl/sink/__init__.py": "", "eosctl/sink/kafka_topic.py": "",
+                            "eosctl/cluster/__init__.py": "", "eosctl/cluster/model.py": ""})
+    assert reads_in_rules(edges(root, ("eosctl",))) == ["eosctl.rules.hop:3 imports eosctl.sink.kafka_topic"]
+
+
 def test_no_core_module_sits_at_the_top_but_the_command_line() -> None:
     loose = sorted(name for name, path in modules(ROOT, ("eosctl",)).items()
                    if name.count(".") == 1 and path.name != "__init__.py" and name not in TOP_LEVEL_MODULES)

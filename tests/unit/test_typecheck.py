@@ -9,7 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 # Lower it when a module leaves pyproject's list; never raise it (a new module is written clean).
-NOT_YET_CLEAN_AT_MOST = 30
+NOT_YET_CLEAN_AT_MOST = 26
 
 
 def _ignored() -> list[str]:

@@ -1,5 +1,6 @@
 """A Kafka stage's outputs of input past its group's committed offsets (eosctl.rules.hop): which are
-`ahead_of_commit`, from a frozen hop built by hand (no broker)."""
+`ahead_of_commit`, from a frozen hop built by hand (no broker), its rows read by the driver's pass
+(auditors.passes) and handed to the rule."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from auditors import passes
 from eosctl.config.model import Cluster, Sink
 from eosctl.output.finding import short_cause
 from eosctl.report.findings import Finding
 from eosctl.report.rootcauses import root_causes
-from eosctl.rules import hop
 from eosctl.sink import kafka_topic
 
 STAGE = Sink(kafka_topic="out", lineage="key", stage_group="g", stage_topics=("in",))
@@ -42,7 +43,7 @@ def freeze(tmp_path: Path, monkeypatch):
 
 def test_outputs_past_the_offsets_committed_after_the_read_are_ahead_of_commit_counting_inputs(freeze):
     frozen = freeze({("in", 0): 3, ("in", 1): 1}, {("in", 0): 3, ("in", 1): 1})
-    found = hop.ahead_of_commit(frozen, [])
+    found = passes.ahead_of_commit(frozen, [])
     assert [(f.kind, f.topic, f.partition, f.first_offset, f.last_offset, f.count) for f in found] == [
         ("ahead_of_commit", "in", 0, 3, 4, 2)]  # two input records, three outputs
     assert found[0].detail == "outputs out[1]@1, [1]@2, [0]@2; group g committed offset 3"
@@ -55,13 +56,13 @@ def test_a_commit_between_the_two_reads_is_lag_not_ahead_of_commit(freeze):
     """An exactly-once stage committing while the hop is read: its outputs are past the offsets read first,
     but not past those read after the output."""
     frozen = freeze({("in", 0): 3, ("in", 1): 1}, {("in", 0): 5, ("in", 1): 1})
-    assert hop.ahead_of_commit(frozen, []) == []
+    assert passes.ahead_of_commit(frozen, []) == []
     assert kafka_topic.committed_before(frozen) == {("in", 0): 3, ("in", 1): 1}  # expected ends there
 
 
 def test_no_committed_offset_at_all_makes_every_output_ahead(freeze):
     frozen = freeze({}, {})
-    found = hop.ahead_of_commit(frozen, [])
+    found = passes.ahead_of_commit(frozen, [])
     shown = [(f.partition, f.first_offset, f.last_offset, f.count) for f in found]
     assert shown == [(0, 0, 4, 5), (1, 0, 0, 1)]
     assert found[0].detail is not None and found[0].detail.endswith("group g no committed offset")
@@ -70,7 +71,7 @@ def test_no_committed_offset_at_all_makes_every_output_ahead(freeze):
 def test_outputs_inside_another_finding_are_that_findings_and_a_hop_without_group_has_none(freeze):
     frozen = freeze({("in", 0): 3}, {("in", 0): 3})
     phantom = Finding("phantom_aborted", "in", 0, 4, 4, 1)
-    found = hop.ahead_of_commit(frozen, [phantom])
+    found = passes.ahead_of_commit(frozen, [phantom])
     assert [(f.first_offset, f.last_offset, f.count) for f in found if f.partition == 0] == [(3, 3, 1)]
     ungrouped = freeze({}, {}, replace(STAGE, stage_group=None))
-    assert hop.ahead_of_commit(ungrouped, []) == []
+    assert passes.ahead_of_commit(ungrouped, []) == []

@@ -63,9 +63,9 @@ def test_two_adjacent_batches_swapped_report_every_record_of_the_late_one():
     5 records; a record held in order between two late ones splits their runs."""
     import json
 
+    from auditors.passes import out_of_order
     from eosctl.config.model import Sink
     from eosctl.report.findings import Finding
-    from eosctl.rules.replica import out_of_order
     from eosctl.sink.replica import late_runs
 
     source = log(*range(20))
