@@ -44,7 +44,7 @@ lint: setup
 	$(BIN)/mypy
 
 # Three xdist workers (the suite waits on brokers and children more than it computes: a third worker on two
-# cores fills the idle time), each shared server's tests one group on one worker (tests/workers.py): a clean
+# cores fills the idle time), each shared server's tests one group on one worker (tests/support/workers.py): a clean
 # clone's `.ci/run` in ~17-19 min (tests/README.md). TEST_WORKERS=0 runs one process (~37 min).
 TEST_WORKERS ?= 3
 test:
@@ -57,7 +57,7 @@ test-deps: lint system-deps $(QUIX_STAMP) jars toxiproxy
 
 # The quick way in (under 5 minutes on 2 cores): lint, the unit tests and the scripted-broker tests (tests/kafka
 # against tests/kafkasim), no JVM. Tests that ask for a JVM fixture are marked `jvm` at collection and left
-# out; EOSCTL_TEST_NO_JVM=1 fails any test that starts one anyway (tests/nojvm.py).
+# out; EOSCTL_TEST_NO_JVM=1 fails any test that starts one anyway (tests/support/nojvm.py).
 check: lint
 	EOSCTL_TEST_NO_JVM=1 $(BIN)/python -m pytest -q -m "not jvm" tests/unit tests/kafka
 

@@ -1,6 +1,7 @@
 """Thirty hard restarts of a stateful Apache Kafka under eosctl's long-running commands (issue 35).
 
-The harness of tests/integration/test_broker_restarts.py (tests/restarthelp.py) with more restarts: a broker
+The harness of tests/integration/test_broker_restarts.py (tests/support/restarts.py) with more restarts: a
+broker
 of its own holding a 1,500-partition topic beside the watched one, 200 transactional ids and 300 groups,
 SIGKILLed and started again on its data N times while `lag --watch`, the exporter and the TUI (tmux) run
 and one-shot `lag --format json` runs in a loop. Prints the counts after each restart and at the end:
@@ -23,7 +24,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from benchbroker import broker  # noqa: E402  benchmarks/ is on the path: run as python benchmarks/NAME.py
-from restarthelp import PROPERTIES, Watchers, build_state, hard_restarts  # noqa: E402
+
+from tests.support.restarts import PROPERTIES, Watchers, build_state, hard_restarts  # noqa: E402
 
 
 def main() -> int:

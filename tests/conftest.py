@@ -15,12 +15,13 @@ import uuid
 
 import pytest
 
-from tests import clientguard, early, nojvm, txnguard, workers
 from tests.kafkasim.fixtures import kafka_sim  # noqa: F401  (the scripted Kafka-protocol broker)
+from tests.support import clientguard, early, nojvm, txnguard, workers
 
 
 def _record_pipeline_prefixes() -> None:
-    """Every reference-pipeline run records its prefix (see tests/txnguard.py); done at import, before the
+    """Every reference-pipeline run records its prefix (see tests/support/txnguard.py); done at import,
+    before the
     test modules bind ``run_pipeline``."""
     from eosctl.sandbox.pipeline import run as pipeline_run
 
@@ -44,7 +45,7 @@ def pytest_configure(config: pytest.Config) -> None:
     _one_finding_per_row_file()
     # A plugin, not a hook here: a session fixture's set-up calls only the hooks of conftests at the root.
     config.pluginmanager.register(workers.StartsRecorder(), "eosctl-server-starts")
-    if nojvm.on():  # `make check`: starting a JVM fails the test that did (tests/nojvm.py)
+    if nojvm.on():  # `make check`: starting a JVM fails the test that did (tests/support/nojvm.py)
         nojvm.install()
 
 
@@ -52,12 +53,14 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     nojvm.mark(items)
-    if workers.active(config):  # `make test`: xdist workers, each shared server on one (tests/workers.py)
+    # `make test`: xdist workers, each shared server on one (tests/support/workers.py)
+    if workers.active(config):
         workers.assign(items)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """The session JVMs the selected tests need, started early on a background thread (tests/early.py)."""
+    """The session JVMs the selected tests need, started early on a background thread
+    (tests/support/early.py)."""
     if nojvm.on() or session.config.option.collectonly or os.environ.get("EOSCTL_TEST_EARLY") == "0":
         return  # EOSCTL_TEST_EARLY=0: each JVM starts when its first test asks (to compare, to debug)
     if workers.active(session.config):
@@ -81,7 +84,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             for fixture, by in sorted(twice.items()):
                 reporter.write_line(f"shared server {fixture} started {len(by)} times in this run (by "
                                     f"{', '.join(by)}): its tests were split between workers "
-                                    "(tests/workers.py)", red=True)
+                                    "(tests/support/workers.py)", red=True)
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
@@ -119,7 +122,7 @@ def _one_finding_per_row():
 
 @pytest.fixture(autouse=True)
 def _no_kafka_client_left():
-    """A Kafka client a test opened is closed by its end (tests/clientguard.py)."""
+    """A Kafka client a test opened is closed by its end (tests/support/clientguard.py)."""
     before = clientguard.running()
     yield
     left = clientguard.left_since(before)
@@ -193,9 +196,10 @@ def apache_kafka(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="session")
 def _toxiproxy(apache_kafka, tmp_path_factory: pytest.TempPathFactory):
-    """Toxiproxy (tests/toxiproxy.py) in front of the session broker's PROXIED listener, started by the
+    """Toxiproxy (tests/support/toxiproxy.py) in front of the session broker's PROXIED listener, started by
+    the
     first network fault test and stopped at the session's end."""
-    from tests.toxiproxy import Toxiproxy
+    from tests.support.toxiproxy import Toxiproxy
 
     proxy = Toxiproxy(tmp_path_factory.mktemp("toxiproxy") / "toxiproxy.log")
     try:
@@ -224,11 +228,11 @@ def kafka_cluster3(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture(scope="session")
 def secured_kafka(tmp_path_factory: pytest.TempPathFactory):
     """ONE secured Apache Kafka node (SASL_SSL with SCRAM and PLAIN, mTLS, ACLs denying by default; see
-    tests/securekafka.py), started only when a test of secured clusters runs."""
+    tests/support/securekafka.py), started only when a test of secured clusters runs."""
     import atexit
 
     from eosctl.sandbox import apache_kafka
-    from tests import securekafka
+    from tests.support import securekafka
 
     secured = securekafka.start(tmp_path_factory.mktemp("secured-kafka"))
     atexit.register(apache_kafka.stop, secured.cluster)
@@ -242,7 +246,7 @@ def secured_kafka(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="session")
 def kafka_dr(tmp_path_factory: pytest.TempPathFactory):
-    """ONE more single-node Apache Kafka, the "dr" cluster MirrorMaker 2 copies to (tests/mirrorhelp.py),
+    """ONE more single-node Apache Kafka, the "dr" cluster MirrorMaker 2 copies to (tests/support/mirror.py),
     only for the replica tests."""
     yield from _kafka(tmp_path_factory, "apache-kafka-dr", 1)
 

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from eosctl.cli import main
 from eosctl.sandbox.pipeline import FAULTS, run_pipeline
-from tests.helpers import eosctl
+from tests.support.helpers import eosctl
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

@@ -20,8 +20,8 @@ import pytest
 
 from eosctl.sandbox.noida import free_port, port_open
 from eosctl.sandbox.pipeline import run_pipeline
-from tests.helpers import eosctl_process, wait_until
-from tests.prochelp import stop
+from tests.support.helpers import eosctl_process, wait_until
+from tests.support.procs import stop
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.own_spark]
 

@@ -16,7 +16,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.helpers import eosctl
+from tests.support.helpers import eosctl
 
 pytestmark = pytest.mark.integration
 
@@ -56,7 +56,7 @@ def topics(bootstrap: str, unique_module: str) -> tuple[str, str]:
 
 @pytest.fixture(scope="module")
 def unique_module() -> str:
-    from tests import txnguard
+    from tests.support import txnguard
 
     return txnguard.register("t" + uuid.uuid4().hex[:10])
 

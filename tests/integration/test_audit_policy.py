@@ -16,7 +16,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.helpers import eosctl
+from tests.support.helpers import eosctl
 
 pytestmark = pytest.mark.integration
 
@@ -206,7 +206,7 @@ def test_the_tui_shows_a_configured_waiver_waived_and_passes(configured: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     import asyncio
 
-    from tests.tui.tuihelp import tui_audit_view
+    from tests.support.tui import tui_audit_view
 
     clock(monkeypatch, BEFORE_EXPIRY)
     _, report, rows, head = asyncio.run(tui_audit_view(["tui", "-c", str(configured), "-p", "p"]))

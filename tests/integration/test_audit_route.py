@@ -16,7 +16,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.helpers import eosctl
+from tests.support.helpers import eosctl
 
 pytestmark = pytest.mark.integration
 
@@ -147,7 +147,7 @@ def test_the_tuis_audit_view_shows_each_sinks_verdict_and_names_each_findings_si
     order, and the headline has each sink's verdict."""
     import asyncio
 
-    from tests.tui.tuihelp import tui_audit_view
+    from tests.support.tui import tui_audit_view
 
     sink = tmp_path / "warehouse.duckdb"
     con = duckdb.connect(str(sink))

@@ -24,8 +24,8 @@ from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from eosctl.base.files import shown
-from tests.brokerhelp import commit_offset
-from tests.helpers import eosctl
+from tests.support.broker import commit_offset
+from tests.support.helpers import eosctl
 
 pytestmark = pytest.mark.integration
 

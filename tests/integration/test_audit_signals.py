@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from eosctl.sandbox.pipeline import run_pipeline
-from tests.prochelp import assert_nothing_left, comm, descendants
+from tests.support.procs import assert_nothing_left, comm, descendants
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.own_spark]
 

@@ -18,7 +18,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.helpers import eosctl, eosctl_process
+from tests.support.helpers import eosctl, eosctl_process
 
 pytestmark = pytest.mark.integration
 

@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 
 import pytest
-from restarthelp import PROPERTIES, Watchers, build_state, hard_restarts
 
 from eosctl.sandbox import apache_kafka as ak
+from tests.support.restarts import PROPERTIES, Watchers, build_state, hard_restarts
 
 # Its own Apache Kafka (a JVM): not a scripted-broker test, so not in `make check` (its guard found it there).
 pytestmark = [pytest.mark.integration, pytest.mark.jvm]

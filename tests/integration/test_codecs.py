@@ -23,10 +23,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from eosctl.cluster.batches import decode
 from eosctl.cluster.wire import WireClient
 from eosctl.config.model import Cluster
-from tests.helpers import REPO, eosctl, eosctl_json, eosctl_process
 from tests.integration.test_content_check import found, make_sink, run_audit
+from tests.support.helpers import REPO, eosctl, eosctl_json, eosctl_process
 
-# jvm: the Java producer runs beside the sandbox too (tests/nojvm.py)
+# jvm: the Java producer runs beside the sandbox too (tests/support/nojvm.py)
 pytestmark = [pytest.mark.integration, pytest.mark.jvm]
 
 CODECS = ("gzip", "snappy", "lz4", "zstd")  # partitions 0-3; partition 4: the Java producer's lz4
@@ -65,7 +65,7 @@ def _read(bootstrap: str, topic: str, partition: int, isolation: str) -> tuple[d
 
 
 def write_source(bootstrap: str, tmp: Path) -> tuple[str, dict[int, Truth]]:
-    from tests.txnjava import TxnJava
+    from tests.support.txnjava import TxnJava
 
     topic = "codecs" + uuid.uuid4().hex[:8]
     admin = AdminClient({"bootstrap.servers": bootstrap})

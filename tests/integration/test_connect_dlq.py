@@ -16,9 +16,9 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests import helpers, jvmhelp
-from tests.helpers import eosctl, exited
-from tests.streaminghelp import SCHEMA
+from tests.support import helpers, jvm
+from tests.support.helpers import eosctl, exited
+from tests.support.streaming import SCHEMA
 
 pytestmark = [pytest.mark.integration]
 
@@ -93,7 +93,7 @@ def worker(bootstrap: str, postgres, pg_schema: str, tmp_path_factory: pytest.Te
         "offset.storage.partitions": 1, "status.storage.partitions": 1, "listeners": url,
         "offset.flush.interval.ms": 1000, "consumer.isolation.level": "read_committed"}.items()) + "\n")
     log = home / "worker.log"
-    proc = jvmhelp.start_java(None, WORKER, [maven.jars("connect")], [str(props)], log, heap="512m")
+    proc = jvm.start_java(None, WORKER, [maven.jars("connect")], [str(props)], log, heap="512m")
 
     def rest_up() -> bool:
         try:
@@ -133,7 +133,7 @@ def worker(bootstrap: str, postgres, pg_schema: str, tmp_path_factory: pytest.Te
                            WAIT_S, gone=exited("the Connect worker", proc), detail=lambda: tail(log))
         yield {"topic": topic, "dlq": dlq, "name": name, "uri": uri, "home": home}
     finally:
-        jvmhelp.stop(proc, sig=9)
+        jvm.stop(proc, sig=9)
 
 
 def test_the_workers_dead_letter_is_no_gap_and_the_planted_sink_and_dlq_is_the_one_finding(

@@ -28,8 +28,8 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests import helpers, jvmhelp
-from tests.helpers import eosctl, exited
+from tests.support import helpers, jvm
+from tests.support.helpers import eosctl, exited
 
 pytestmark = [pytest.mark.integration]
 
@@ -101,7 +101,7 @@ class Upserts:
             "offset.storage.partitions": 1, "status.storage.partitions": 1, "listeners": self.url,
             "offset.flush.interval.ms": 1000, "connector.client.config.override.policy": "All",
         }.items()) + "\n")
-        self.worker = jvmhelp.start_java(None, WORKER, [self.jars], [str(props)], self.log, heap="512m")
+        self.worker = jvm.start_java(None, WORKER, [self.jars], [str(props)], self.log, heap="512m")
         wait_until("the worker's REST API", self._rest_up, self.worker, self.log)
 
     def _rest_up(self) -> bool:
@@ -178,7 +178,7 @@ def upserts(bootstrap: str, postgres, pg_module: str, tmp_path_factory) -> Itera
         yield u
     finally:
         if u.worker is not None:
-            jvmhelp.stop(u.worker, sig=9)
+            jvm.stop(u.worker, sig=9)
         if u.opener is not None:
             u.opener.abort_transaction(30)
 

@@ -19,7 +19,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from eosctl.cli import main
-from tests.helpers import eosctl
+from tests.support.helpers import eosctl
 
 pytestmark = pytest.mark.integration
 

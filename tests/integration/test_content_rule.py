@@ -24,7 +24,7 @@ import pytest
 
 from eosctl.sandbox.pipeline import run_pipeline
 from eosctl.sandbox.pipeline.modes import FAULTS
-from tests.helpers import eosctl_json, eosctl_process
+from tests.support.helpers import eosctl_json, eosctl_process
 
 pytestmark = [pytest.mark.integration]
 

@@ -1,5 +1,6 @@
 """The decoded content check on Apache Kafka 4.4 (issue 50, step 3): Avro values written by confluent-kafka's
-serializer (ids in the prefix) against a registry (tests/registrystub.py), a DuckDB sink of typed columns
+serializer (ids in the prefix) against a registry (tests/support/registrystub.py), a DuckDB sink of typed
+columns
 (DECIMAL, TIMESTAMP, an enum as VARCHAR, a LIST), planted faults giving exactly their findings, on by
 default, both engines.
 
@@ -22,8 +23,8 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from tests.helpers import eosctl
-from tests.registrystub import RegistryStub
+from tests.support.helpers import eosctl
+from tests.support.registrystub import RegistryStub
 
 pytestmark = pytest.mark.integration
 

@@ -20,7 +20,7 @@ from eosctl.config import sandboxstate
 from eosctl.report.findings import Finding
 from eosctl.sandbox import noida
 from eosctl.sandbox.pipeline.manifest import planted as planted_findings
-from tests.tui.tuihelp import tui_audit
+from tests.support.tui import tui_audit
 
 pytestmark = pytest.mark.integration
 

@@ -21,7 +21,7 @@ from confluent_kafka import Producer
 
 from eosctl.cli import main
 from eosctl.sandbox.pipeline import run_pipeline
-from tests.helpers import eosctl_json
+from tests.support.helpers import eosctl_json
 
 pytestmark = [pytest.mark.integration]
 
@@ -244,7 +244,7 @@ def test_every_entry_point_gives_the_same_findings_and_causes(run, tmp_path):
     from eosctl.config.target import resolve
     from eosctl.inspection.capture import Capture
     from eosctl.output.terminal import console
-    from tests.tui.tuihelp import tui_audit
+    from tests.support.tui import tui_audit
 
     workdir, manifest, cli = run
     config = str(workdir / "eosctl.toml")

@@ -23,13 +23,13 @@ from pathlib import Path
 
 import pytest
 
-from eosctl.sandbox import maven
-from tests.helpers import eosctl
-from tests.jvmhelp import compile_java, die_with_test, java_cmd
-from tests.stagehelp import (
+from tests.support.helpers import eosctl
+from tests.support.jvm import die_with_test, java_cmd
+from tests.support.stage import (
     Stage,
     Topics,
     audit_hop,
+    compiled_stage,
     ends,
     group_offsets,
     no_fencing,
@@ -47,13 +47,9 @@ STALL_AFTER = "60"  # records: two or more checkpoints committed output before t
 # Far above every wait of this test: a transaction resolved within them was resolved by Flink, not timed out
 # by the coordinator. Below the broker's transaction.max.timeout.ms (15 min), as Flink's 1 h default is not.
 TXN_TIMEOUT_MS = "600000"
-SOURCE = Path(__file__).resolve().parents[1] / "stages" / "FlinkStage.java"
 
 
-@pytest.fixture(scope="module")
-def flink(tmp_path_factory) -> tuple[Path, Path]:
-    jars = maven.jars("flink")
-    return compile_java(tmp_path_factory.mktemp("flinkstage"), "FlinkStage", SOURCE.read_text(), jars), jars
+flink = compiled_stage("FlinkStage", "flink")
 
 
 def cli(*args: str) -> tuple[int, str]:
@@ -71,7 +67,7 @@ def latest_checkpoint(directory: Path) -> Path:
 def tui_transactions(bootstrap: str, topic: str) -> list[list[str]]:
     """The TUI's transactions view (key 2) on the live cluster, hanging from 1 s on: its rows, as shown."""
     from eosctl.config.target import resolve
-    from tests.tui.tuihelp import running
+    from tests.support.tui import running
     from tui.app import EosApp
     from tui.filtertable import FilterTable
     from tui.sources import LiveSource

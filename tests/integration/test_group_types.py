@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import helpers, jvmhelp
+from tests.support import helpers, jvm
 
 pytestmark = pytest.mark.integration
 
@@ -99,7 +99,7 @@ def transactional_topic(bootstrap: str, topic: str) -> None:
 
 @pytest.fixture(scope="module")
 def group_apps(tmp_path_factory):
-    from tests.groupjava import GroupJava
+    from tests.support.groupjava import GroupJava
 
     return GroupJava(tmp_path_factory.mktemp("groupjava"))
 
@@ -168,7 +168,7 @@ def test_streams_and_share_groups_show_their_type_members_and_state(apache_kafka
         assert len(warned) == 1 and warned[0].startswith(f"warning: share group {loose} reads transactional")
     finally:
         for proc in procs:
-            jvmhelp.stop(proc)
+            jvm.stop(proc)
 
 
 MESSAGES = Path(__file__).resolve().parents[2] / "eosctl" / "cluster" / "messages"
@@ -186,8 +186,8 @@ def test_the_message_definitions_are_the_4_4_jar_s_schemas(message: str, tmp_pat
     jars = maven.jars("kafka")
     workdir = tmp_path_factory.getbasetemp() / "schemadump"
     if not (workdir / "classes" / "SchemaDump.class").exists():
-        jvmhelp.compile_java(workdir, "SchemaDump", (MESSAGES / "SchemaDump.java").read_text(), jars)
+        jvm.compile_java(workdir, "SchemaDump", (MESSAGES / "SchemaDump.java").read_text(), jars)
     name, key = message.split()
-    done = jvmhelp.run_java(workdir / "classes", "SchemaDump", [jars], [name, key], heap="128m")
+    done = jvm.run_java(workdir / "classes", "SchemaDump", [jars], [name, key], heap="128m")
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout == (MESSAGES / f"{name}.json").read_text()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import helpers
+from tests.support import helpers
 
 pytestmark = pytest.mark.integration
 

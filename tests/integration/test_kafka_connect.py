@@ -1,7 +1,8 @@
 """Kafka Connect's JDBC sink audited where it writes: one distributed worker (ConnectDistributed from Maven
 Central's connect-runtime 4.4.0, eosctl/sandbox/jvm/connect.pom.xml) runs Debezium's JDBC sink connector
 (3.5.0.Final) into the suite's PostgreSQL (over TCP: the JDBC driver speaks nothing else), reading a
-transactional topic (committed, aborted and a still-open transaction; tests/streaminghelp.py) read_committed.
+transactional topic (committed, aborted and a still-open transaction; tests/support/streaming.py)
+read_committed.
 
 Two connectors: `upsert` (insert.mode=upsert, primary.key.mode=kafka: the row's key is its Kafka
 coordinates) and `insert` (insert.mode=insert, no key; the coordinates come from Kafka's InsertField
@@ -27,9 +28,9 @@ from click.testing import CliRunner
 from confluent_kafka import Consumer, TopicPartition
 
 from eosctl.cli import main
-from tests import helpers, jvmhelp
-from tests.helpers import exited
-from tests.streaminghelp import PARTITIONS, TxnTopic, audit, documented_config, offsets_found
+from tests.support import helpers, jvm
+from tests.support.helpers import exited
+from tests.support.streaming import PARTITIONS, TxnTopic, audit, documented_config, offsets_found
 
 pytestmark = [pytest.mark.integration]
 
@@ -85,7 +86,7 @@ class Connect:
             "consumer.isolation.level": "read_committed",
             "consumer.max.poll.records": 5,  # small batches: the kill lands among them
         }.items()) + "\n")
-        self.worker = jvmhelp.start_java(None, WORKER, [self.jars], [str(props)], self.log, heap="512m")
+        self.worker = jvm.start_java(None, WORKER, [self.jars], [str(props)], self.log, heap="512m")
         wait_until("the worker's REST API", self._rest_up, WAIT_S, self.worker, self.log)
 
     def _rest_up(self) -> bool:
@@ -97,7 +98,7 @@ class Connect:
 
     def kill(self) -> None:
         if self.worker is not None:
-            jvmhelp.stop(self.worker, sig=9)
+            jvm.stop(self.worker, sig=9)
 
     def connector(self, kind: str) -> None:
         name = self.names[kind]
@@ -246,7 +247,7 @@ def test_tui_ledger_shows_the_worker_committed_next_to_the_table(connect):
     """The TUI's ledger pane on the connector's group: the table's rows, span and duplicates next to the
     offsets the worker committed."""
     from eosctl.config.target import resolve
-    from tests.tui.tuihelp import rows_of, running, sync, until
+    from tests.support.tui import rows_of, running, sync, until
     from tui.app import EosApp
     from tui.sources import LiveSource
 

@@ -27,8 +27,8 @@ from pathlib import Path
 import pytest
 
 from eosctl.sandbox import maven
-from tests.jvmhelp import die_with_test, java_cmd, run_java
-from tests.stagehelp import (
+from tests.support.jvm import die_with_test, java_cmd, run_java
+from tests.support.stage import (
     Stage,
     Topics,
     audit_hop,

@@ -24,7 +24,7 @@ import uuid
 
 import pytest
 
-from tests.helpers import eosctl
+from tests.support.helpers import eosctl
 
 pytestmark = pytest.mark.integration
 

@@ -21,10 +21,10 @@ import pytest
 from confluent_kafka import Producer
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from tests import jvmhelp
-from tests.brokerhelp import audit_offsets, commit_offset
-from tests.helpers import eosctl, wait_until
-from tests.txnjava import TxnJava
+from tests.support import jvm
+from tests.support.broker import audit_offsets, commit_offset
+from tests.support.helpers import eosctl, wait_until
+from tests.support.txnjava import TxnJava
 
 pytestmark = pytest.mark.integration
 
@@ -150,7 +150,7 @@ def test_delete_records_through_an_open_transaction(short_lived, java, tmp_path)
         assert (row["log_start"], row["lso"], row["blocked"], row["records_behind"]) == (3, 3, 2, 0)
         assert row["open_transaction"]["first_offset"] == 3
     finally:
-        jvmhelp.stop(proc, signal.SIGKILL)
+        jvm.stop(proc, signal.SIGKILL)
     # The coordinator aborts it on its timeout: its records left in the log are aborted, nothing open.
     doc = timed_out_abort(bs, topic, lso=6)
     assert [(r["first"], r["last"], r["kind"]) for r in doc["ranges"]] == [
@@ -281,7 +281,7 @@ def test_compacted_transactional_topic_after_the_cleaner(short_lived, java, tmp_
         assert [(f["kind"], f["first_offset"], f["last_offset"]) for f in missing["findings"]] == [
             ("gap", 8, 8)]
     finally:
-        jvmhelp.stop(proc, signal.SIGKILL)
+        jvm.stop(proc, signal.SIGKILL)
     # The open transaction times out (ABORT at 11); new keys from another producer make the log dirty again,
     # and later passes remove the emptied ABORT markers past their horizon, and the aborted record 10.
     doc = timed_out_abort(bs, topic, lso=12)

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests import txnguard
-from tests.helpers import eosctl_json
+from tests.support import txnguard
+from tests.support.helpers import eosctl_json
 
 pytestmark = pytest.mark.integration
 

@@ -22,10 +22,10 @@ import pytest
 from confluent_kafka import Producer
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from tests import jvmhelp
-from tests.brokerhelp import audit_offsets, commit_offset, epoch_timeline
-from tests.helpers import eosctl
-from tests.txnjava import TxnJava
+from tests.support import jvm
+from tests.support.broker import audit_offsets, commit_offset, epoch_timeline
+from tests.support.helpers import eosctl
+from tests.support.txnjava import TxnJava
 
 pytestmark = pytest.mark.integration
 
@@ -164,7 +164,7 @@ def test_java_takeover_is_one_event_the_partition_alone_cannot_settle(kafka, jav
     try:
         java.run(kafka, topic, txid, "commit", 1, partitions=2)  # the second instance takes the id over
     finally:
-        jvmhelp.stop(first, signal.SIGKILL)
+        jvm.stop(first, signal.SIGKILL)
     for part in (0, 1):
         doc = jdoc("log", "--bootstrap", kafka, "--topic", topic, "--partition", str(part))
         (aborted,) = doc["aborted_ranges"]

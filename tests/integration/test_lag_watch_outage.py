@@ -17,7 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from brokerhelp import committed_group
+
+from tests.support.broker import committed_group
 
 pytestmark = pytest.mark.integration
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.brokerhelp import keyed_sink
-from tests.helpers import eosctl
+from tests.support.broker import keyed_sink
+from tests.support.helpers import eosctl
 
 pytestmark = [pytest.mark.integration]
 

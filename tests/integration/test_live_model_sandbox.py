@@ -23,8 +23,8 @@ from eosctl.config.model import Cluster, Pipeline, Sink
 from eosctl.config.target import Target
 from eosctl.inspection.capture import capture
 from eosctl.inspection.live import LiveModel
-from tests.helpers import wait_until
 from tests.kafka.test_live_model import reading
+from tests.support.helpers import wait_until
 
 pytestmark = pytest.mark.integration
 TIMEOUT = 10

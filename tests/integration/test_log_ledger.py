@@ -10,7 +10,7 @@ import pytest
 
 from eosctl.base.files import shown
 from eosctl.sandbox.pipeline import run_pipeline
-from tests.helpers import eosctl
+from tests.support.helpers import eosctl
 
 pytestmark = pytest.mark.integration
 

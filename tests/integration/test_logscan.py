@@ -12,7 +12,7 @@ from eosctl.base.errors import BrokerError
 from eosctl.cluster.logscan import scan_partition, scan_partitions
 from eosctl.cluster.model import EpochBump, Kind, PartitionLog
 from eosctl.cluster.wire import READ_COMMITTED, Offsets, WireClient
-from tests.helpers import wait_until
+from tests.support.helpers import wait_until
 
 pytestmark = pytest.mark.integration
 D, M, A, OPEN = Kind.DATA, Kind.MARKER, Kind.ABORTED, Kind.OPEN

@@ -1,7 +1,7 @@
 """A MirrorMaker 2 replica audited against its source (eosctl/sink/replica.py), on Apache Kafka: the session's
 broker is "src", a second one-node cluster "dr" (the kafka_dr fixture), and MM2 in dedicated mode from Maven
-Central's connect-mirror (tests/mirrorhelp.py) copies a transactional topic (committed and aborted
-transactions, the last one left open while MM2 runs; tests/streaminghelp.TxnTopic).
+Central's connect-mirror (tests/support/mirror.py) copies a transactional topic (committed and aborted
+transactions, the last one left open while MM2 runs; tests/support/streaming.TxnTopic).
 
 - `eos`: MM2 with exactly-once support (`dr.exactly.once.source.support = enabled`, internal REST) reading
   read_committed, IdentityReplicationPolicy (the replica keeps the topic's name), SIGKILLed mid-copy and
@@ -37,9 +37,9 @@ from rich.console import Console
 
 from eosctl.cli import main
 from eosctl.output.lag import lag_renderable
-from tests.helpers import eosctl_process
-from tests.mirrorhelp import MirrorMaker, high_watermarks, read_records
-from tests.streaminghelp import PARTITIONS, TxnTopic, audit, documented_config
+from tests.support.helpers import eosctl_process
+from tests.support.mirror import MirrorMaker, high_watermarks, read_records
+from tests.support.streaming import PARTITIONS, TxnTopic, audit, documented_config
 
 pytestmark = [pytest.mark.integration]
 

@@ -1,4 +1,5 @@
-"""Issue 40 item 3: eosctl through Toxiproxy (tests/toxiproxy.py) in front of the session's Apache Kafka.
+"""Issue 40 item 3: eosctl through Toxiproxy (tests/support/toxiproxy.py) in front of the session's Apache
+Kafka.
 
 Each command runs as a user runs it (a subprocess, its exit status, stdout and stderr) against the broker's
 PROXIED listener, which advertises the proxy: every connection goes through it. The faults: one reset in
@@ -22,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from eosctl.sandbox.net import free_port
-from tests.brokerhelp import commit_offset, keyed_sink
-from tests.helpers import eosctl_process
+from tests.support.broker import commit_offset, keyed_sink
+from tests.support.helpers import eosctl_process
 
 pytestmark = [pytest.mark.integration]
 

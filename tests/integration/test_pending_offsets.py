@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import helpers, txnguard
+from tests.support import helpers, txnguard
 
 pytestmark = pytest.mark.integration
 

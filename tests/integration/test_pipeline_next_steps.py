@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from eosctl.cli import main
-from tests.tui.tuihelp import tui_audit
+from tests.support.tui import tui_audit
 
 pytestmark = [pytest.mark.integration]
 

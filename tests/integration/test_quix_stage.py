@@ -26,9 +26,9 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from eosctl.base import procs
-from tests import helpers
-from tests.helpers import exited
-from tests.stagehelp import Stoppable
+from tests.support import helpers
+from tests.support.helpers import exited
+from tests.support.stage import Stoppable
 
 pytestmark = [pytest.mark.integration]
 

@@ -8,7 +8,8 @@ MM2 itself copies bytes unchanged (MirrorSourceTask), so the copier here is the 
 transactional producer, as a replicator that re-serializes through the target's registry (a Connect
 pipeline with Avro converters on both sides) writes: each committed source record in order, its timestamp
 and headers kept. Both "clusters" are the session's broker (the replica hop reads each through its own
-`[clusters.NAME]`); each has its own registry (tests/registrystub.py): the replica's gives the same schema
+`[clusters.NAME]`); each has its own registry (tests/support/registrystub.py): the replica's gives the same
+schema
 another id.
 """
 
@@ -26,8 +27,8 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from tests.helpers import eosctl, wait_until
-from tests.registrystub import RegistryStub
+from tests.support.helpers import eosctl, wait_until
+from tests.support.registrystub import RegistryStub
 
 pytestmark = pytest.mark.integration
 

@@ -8,13 +8,13 @@ import re
 import uuid
 import xml.etree.ElementTree as ET
 
-import browser
 import pytest
 from click.testing import CliRunner
 
 from eosctl.cli import main
 from eosctl.commands.demo_cmd import DEMO_FAULTS
 from eosctl.sandbox.pipeline import run_pipeline
+from tests.support import browser
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 SVG = "{http://www.w3.org/2000/svg}"

@@ -12,7 +12,7 @@ import pytest
 from eosctl.base import procs
 from eosctl.config import sandboxstate
 from eosctl.sandbox import noida
-from tests.helpers import eosctl_process
+from tests.support.helpers import eosctl_process
 
 pytestmark = pytest.mark.integration
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from eosctl.cli import main
 from eosctl.config import sandboxstate
 from eosctl.sandbox import maven, noida
-from tests import helpers
+from tests.support import helpers
 
 pytestmark = pytest.mark.integration
 

@@ -1,6 +1,7 @@
 """`eosctl log --records` and `explain --offset` on Apache Kafka 4.4 read records written by confluent-kafka's
 Avro, Protobuf and JSON Schema serializers (ids in the prefix, and in headers), decoded through a registry
-(tests/registrystub.py: see issue 50's note on why not a JVM registry), with `--raw` showing the bytes."""
+(tests/support/registrystub.py: see issue 50's note on why not a JVM registry), with `--raw` showing the
+bytes."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from confluent_kafka.schema_registry.json_schema import JSONSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext, StringSerializer
 
-from tests.helpers import eosctl, eosctl_json
-from tests.registrystub import RegistryStub
+from tests.support.helpers import eosctl, eosctl_json
+from tests.support.registrystub import RegistryStub
 from tests.unit.cluster.test_schemas import AT, ORDER, ORDER_VALUE, _proto_class
 
 pytestmark = pytest.mark.integration

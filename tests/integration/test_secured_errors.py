@@ -1,4 +1,5 @@
-"""Each wrong security setting against the secured Apache Kafka node (tests/securekafka.py) is one line on
+"""Each wrong security setting against the secured Apache Kafka node (tests/support/securekafka.py) is one
+line on
 stderr naming its cause, exit 2, and never shows a password (issue 40, item 2): a refused SASL login, a CA
 that did not sign the broker's certificate, a host name the certificate does not list, a listener that
 speaks another protocol (both ways), a refused client certificate, an encrypted key without its password
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import eosctl_process
+from tests.support.helpers import eosctl_process
 
 pytestmark = pytest.mark.integration
 
@@ -33,7 +34,7 @@ def secured(secured_kafka):
     admin = AdminClient({"bootstrap.servers": secured_kafka.internal})
     for f in admin.create_topics([NewTopic(TOPIC, 1, 1)], request_timeout=30).values():
         f.result(timeout=30)
-    from tests.securekafka import grant, revoke
+    from tests.support.securekafka import grant, revoke
 
     acls = [("topic", TOPIC, "Read"), ("group", TOPIC, "Describe"), ("transactional-id", "*", "Describe")]
     for acl in acls:

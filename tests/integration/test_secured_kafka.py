@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import helpers, securekafka
+from tests.support import helpers, securekafka
 
 pytestmark = pytest.mark.integration
 
@@ -139,7 +139,7 @@ def test_every_command_answers_as_oncall(setup):
 def _tui_one_refresh(s: Setup) -> str:
     """The TUI's live dashboard as oncall: its first refresh shows the pipeline's hanging transaction."""
     from eosctl.config.target import resolve
-    from tests.tui.tuihelp import running
+    from tests.support.tui import running
     from tui.app import EosApp
     from tui.sources import LiveSource
 

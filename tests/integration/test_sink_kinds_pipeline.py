@@ -25,7 +25,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from eosctl.cli import main
 from eosctl.commands.demo_cmd import DEMO_FAULTS
 from eosctl.sandbox.pipeline import run_pipeline
-from tests.helpers import eosctl, wait_until
+from tests.support.helpers import eosctl, wait_until
 
 pytestmark = [pytest.mark.integration]
 

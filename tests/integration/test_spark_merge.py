@@ -26,8 +26,8 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from eosctl.base import procs
-from tests.helpers import eosctl
-from tests.streaminghelp import spark_jars
+from tests.support.helpers import eosctl
+from tests.support.streaming import spark_jars
 
 pytestmark = [pytest.mark.integration, pytest.mark.own_spark]
 

@@ -2,7 +2,8 @@
 its own on the project's PySpark 4.2 with spark-sql-kafka 4.2.0 and delta-spark 4.4.0 from Maven Central).
 
 Four queries read one transactional topic (committed, aborted and a still-open transaction, tests/
-streaminghelp.py), two into Parquet file sinks and two into Delta tables, each with its checkpoint: of each
+support/streaming.py), two into Parquet file sinks and two into Delta tables, each with its checkpoint: of
+each
 format one with `kafka.isolation.level=read_committed`, one with Spark's default (the Java consumer's
 read_uncommitted). They run in one job (one Spark start), SIGKILLed mid-batch (a batch planned in each
 committed query's offsets log, not committed) and restarted on the same checkpoints. Expected results come
@@ -25,7 +26,7 @@ import pytest
 from click.testing import CliRunner
 
 from eosctl.cli import main
-from tests.streaminghelp import (
+from tests.support.streaming import (
     Sink,
     Streams,
     assert_phantom_causes,

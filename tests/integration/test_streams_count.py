@@ -2,7 +2,7 @@
 compiled by the test against Kafka 4.4.0's jars) audited as an aggregate state sink (issue 51): its output
 topic is the table, the fold is a count, the application id's committed offsets the read point.
 
-The input (tests/stagehelp.write_input) has unique keys, committed transactions with aborted ones among
+The input (tests/support/stage.write_input) has unique keys, committed transactions with aborted ones among
 them. Under `exactly_once_v2`, SIGKILLed mid-transaction and restarted, the counts audit clean. Under
 `at_least_once` (Streams then reads read_uncommitted and commits its offsets apart from its output), killed
 after it counted records past its committed offsets and restarted: every key counted twice is an
@@ -19,23 +19,27 @@ from pathlib import Path
 
 import pytest
 
-from eosctl.sandbox import maven
-from tests.helpers import eosctl
-from tests.jvmhelp import compile_java, die_with_test, java_cmd
-from tests.stagehelp import Stage, Topics, ends, group_offsets, read_records, wait_until, write_input
+from tests.support.helpers import eosctl
+from tests.support.jvm import die_with_test, java_cmd
+from tests.support.stage import (
+    Stage,
+    Topics,
+    compiled_stage,
+    ends,
+    group_offsets,
+    read_records,
+    wait_until,
+    write_input,
+)
 
 pytestmark = [pytest.mark.integration]
 
 PARTITIONS = 3
 BATCH, BATCHES = 30, 9  # every third batch aborted: 180 committed inputs, 90 aborted
 DELAY_MS = "10"
-SOURCE = Path(__file__).resolve().parents[1] / "stages" / "CountStage.java"
 
 
-@pytest.fixture(scope="module")
-def stage_classes(tmp_path_factory) -> tuple[Path, Path]:
-    jars = maven.jars("kafka")
-    return compile_java(tmp_path_factory.mktemp("countstage"), "CountStage", SOURCE.read_text(), jars), jars
+stage_classes = compiled_stage("CountStage", "kafka")
 
 
 class Counting:

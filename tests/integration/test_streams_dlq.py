@@ -14,9 +14,9 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from eosctl.sandbox import maven
-from tests.helpers import eosctl
-from tests.jvmhelp import compile_java, die_with_test, java_cmd
-from tests.stagehelp import Stage, Topics, group_offsets, read_records, wait_until
+from tests.support.helpers import eosctl
+from tests.support.jvm import compile_java, die_with_test, java_cmd
+from tests.support.stage import Stage, Topics, group_offsets, read_records, wait_until
 
 pytestmark = [pytest.mark.integration]
 

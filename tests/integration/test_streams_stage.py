@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from eosctl.sandbox import maven
-from tests.jvmhelp import compile_java, die_with_test, java_cmd
-from tests.stagehelp import (
+from tests.support.jvm import die_with_test, java_cmd
+from tests.support.stage import (
     Stage,
     Topics,
     audit_hop,
+    compiled_stage,
     covered,
     ends,
     group_offsets,
@@ -38,13 +38,9 @@ pytestmark = [pytest.mark.integration]
 PARTITIONS = 3
 BATCH, BATCHES = 40, 12  # every third batch aborted: 320 committed inputs, 160 aborted
 DELAY_MS = "10"  # per record: a few seconds for the input, so a kill lands mid-stream
-SOURCE = Path(__file__).resolve().parents[1] / "stages" / "MapStage.java"
 
 
-@pytest.fixture(scope="module")
-def stage_classes(tmp_path_factory) -> tuple[Path, Path]:
-    jars = maven.jars("kafka")
-    return compile_java(tmp_path_factory.mktemp("mapstage"), "MapStage", SOURCE.read_text(), jars), jars
+stage_classes = compiled_stage("MapStage", "kafka")
 
 
 class Streams:

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from eosctl.cli import main
-from tests import jvmhelp, txnguard
+from tests.support import jvm, txnguard
 
 pytestmark = pytest.mark.integration
 
@@ -52,7 +52,7 @@ def writer(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from eosctl.sandbox import maven
 
     workdir = tmp_path_factory.mktemp("txnwriter")
-    return jvmhelp.compile_java(workdir, "TxnWriter", SOURCE, maven.jars("kafka"))
+    return jvm.compile_java(workdir, "TxnWriter", SOURCE, maven.jars("kafka"))
 
 
 def test_marker_epochs_by_transaction_version(kafka_version, writer) -> None:
@@ -65,7 +65,7 @@ def test_marker_epochs_by_transaction_version(kafka_version, writer) -> None:
     topic = f"{prefix}.versions"
     admin = AdminClient({"bootstrap.servers": bs})
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(60)
-    done = jvmhelp.run_java(writer, "TxnWriter", [maven.jars("kafka")], [bs, topic, f"{prefix}.java"],
+    done = jvm.run_java(writer, "TxnWriter", [maven.jars("kafka")], [bs, topic, f"{prefix}.java"],
                             timeout=180)
     assert done.stdout.strip().endswith("DONE"), done.stdout + done.stderr
     result = CliRunner().invoke(main, ["log", "--bootstrap", bs, "--topic", topic, "--partition", "0",

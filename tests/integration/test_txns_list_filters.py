@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from tests import txnguard
+from tests.support import txnguard
 
 pytestmark = pytest.mark.integration
 

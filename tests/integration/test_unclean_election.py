@@ -19,7 +19,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.helpers import eosctl, wait_until
+from tests.support.helpers import eosctl, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -52,7 +52,7 @@ def txn_state(bootstrap: str, txid: str) -> str | None:
 
 
 def wait(what: str, check, timeout: float = 90.0, show=None):
-    """tests.helpers.wait_until, every 0.3 s, showing ``show()`` on failure."""
+    """tests.support.helpers.wait_until, every 0.3 s, showing ``show()`` on failure."""
     return wait_until(what, check, timeout, interval=0.3, detail=lambda: f"now: {show()}" if show else "")
 
 

@@ -1,5 +1,6 @@
 """The upsert audit of tests/integration/test_upsert_sink.py on a PostgreSQL table (issue 51), in a module of
-its own: the suite's PostgreSQL puts a module's tests on its worker (tests/workers.py), and this one's topic
+its own: the suite's PostgreSQL puts a module's tests on its worker (tests/support/workers.py), and this
+one's topic
 is all it needs of the other module.
 
 The table holds each value in a jsonb column, which reorders and respaces the JSON: compared by content.

@@ -21,7 +21,7 @@ import duckdb
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.helpers import eosctl
+from tests.support.helpers import eosctl
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

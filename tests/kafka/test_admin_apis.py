@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import time
 
-from tests.helpers import eosctl
 from tests.kafkasim import KafkaSim
+from tests.support.helpers import eosctl
 
 
 def run(*args: str) -> tuple[int, dict]:

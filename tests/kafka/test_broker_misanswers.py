@@ -19,8 +19,8 @@ import duckdb
 import pytest
 
 from eosctl.cluster import logscan
-from tests.helpers import eosctl
 from tests.kafkasim import KafkaSim, tansu_list_offsets
+from tests.support.helpers import eosctl
 
 PID = 7
 HOUR_MS = 3_600_000

@@ -10,8 +10,8 @@ from eosctl.cluster.wire import WireClient
 from eosctl.config.model import Cluster
 from eosctl.rules.causes import explain_partition
 from eosctl.rules.reconcile import SinkFacts, reconcile_partition
-from tests.helpers import eosctl_json
 from tests.kafkasim import KafkaSim
+from tests.support.helpers import eosctl_json
 
 PID = 4100
 

@@ -25,10 +25,10 @@ import pytest
 
 from eosctl.inspection.capture import Capture
 from eosctl.inspection.snapshot import write_snapshot
-from tests.helpers import exited, wait_until
 from tests.kafkasim import KafkaSim
-from tests.prochelp import Proc, assert_nothing_left, descendants
-from tests.sample_reports import TOPIC, demo_report
+from tests.support.helpers import exited, wait_until
+from tests.support.procs import Proc, assert_nothing_left, descendants
+from tests.support.samplereports import TOPIC, demo_report
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -105,7 +105,7 @@ class Run:
 
 
 def wait_for(what: Callable[[], object], run: Run, deadline_s: float = 60) -> None:
-    """Until the command reached the phase ``what()`` sees (tests.helpers.wait_until)."""
+    """Until the command reached the phase ``what()`` sees (tests.support.helpers.wait_until)."""
     wait_until("the phase", what, deadline_s, interval=0.02, gone=exited("eosctl", run.proc),
                detail=lambda: str(run.lines))
 

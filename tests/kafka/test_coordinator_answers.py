@@ -22,13 +22,13 @@ import pytest
 from eosctl.base.errors import BrokerError
 from eosctl.cluster.offsets import group_offsets, group_states
 from eosctl.cluster.wire import WireClient
-from tests.helpers import eosctl
 from tests.kafkasim import (
     COORDINATOR_LOAD_IN_PROGRESS,
     COORDINATOR_NOT_AVAILABLE,
     NOT_COORDINATOR,
     KafkaSim,
 )
+from tests.support.helpers import eosctl
 
 ROOT = Path(__file__).resolve().parents[2]
 

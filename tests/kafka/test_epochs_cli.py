@@ -18,9 +18,9 @@ from functools import partial
 
 import pytest
 
-from tests.brokerhelp import epoch_timeline
-from tests.helpers import eosctl
 from tests.kafkasim import KafkaSim
+from tests.support.broker import epoch_timeline
+from tests.support.helpers import eosctl
 
 PID = 4000
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import duckdb
 
-from tests.helpers import eosctl
 from tests.kafkasim import KafkaSim
+from tests.support.helpers import eosctl
 
 WRITTEN = 1_700_000_000_000  # 2023-11-14 22:13:20 UTC, the record's CreateTime
 

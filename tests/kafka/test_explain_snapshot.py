@@ -7,8 +7,8 @@ import json
 from functools import partial
 from pathlib import Path
 
-from tests.helpers import eosctl
 from tests.kafkasim import KafkaSim
+from tests.support.helpers import eosctl
 
 cli = partial(eosctl, env={"EOSCTL_CONFIG": None})
 

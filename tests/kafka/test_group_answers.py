@@ -16,8 +16,8 @@ import json
 
 import pytest
 
-from tests.helpers import eosctl
 from tests.kafkasim import KafkaSim
+from tests.support.helpers import eosctl
 
 LIST_GROUPS_V5 = {16: (0, 5)}  # ListGroups v5 names each group's type (KIP-848)
 STREAMS, SHARE, SHARE_OFFSETS = 89, 77, 90

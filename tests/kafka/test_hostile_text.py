@@ -20,8 +20,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.helpers import eosctl
 from tests.kafkasim import KafkaSim
+from tests.support.helpers import eosctl
 
 CORPUS = {
     "clear": "\x1b[2J\x1b[Hx",
@@ -193,7 +193,7 @@ def test_hostile_names_are_shown_as_text(clusters, name: str, shown: str) -> Non
 
 
 def test_the_html_report_renders_the_names_as_text(clusters, tmp_path) -> None:
-    from tests import browser
+    from tests.support import browser
 
     sim, sink, names = clusters["hostile"]
     run(commands(sim, sink, names, tmp_path)["audit"], terminal=False)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from tests.helpers import eosctl
 from tests.kafkasim import TOPIC_AUTHORIZATION_FAILED, KafkaSim
+from tests.support.helpers import eosctl
 
 
 def lag(sim: KafkaSim, *args: str):

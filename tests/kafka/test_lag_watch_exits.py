@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import socket
 
-from tests.helpers import eosctl
 from tests.kafkasim import TOPIC_AUTHORIZATION_FAILED, KafkaSim
+from tests.support.helpers import eosctl
 
 REFUSED = "Fetch refused: TopicAuthorizationFailed"
 

@@ -13,8 +13,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from eosctl.cli import main
-from tests.helpers import eosctl
 from tests.kafkasim import KafkaSim, ProducerRow
+from tests.support.helpers import eosctl
 
 OURS, THEIRS = 7001, 7002
 

@@ -14,13 +14,13 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.helpers import eosctl
 from tests.kafkasim import (
     FENCED_LEADER_EPOCH,
     KAFKA_STORAGE_ERROR,
     UNKNOWN_LEADER_EPOCH,
     KafkaSim,
 )
+from tests.support.helpers import eosctl
 
 cli = eosctl  # 200 columns: no cell wraps
 

@@ -15,8 +15,8 @@ import duckdb
 import pytest
 
 from auditors.spark import _without_jvm_notices, java_option
-from tests.helpers import eosctl_process
 from tests.kafkasim import KafkaSim
+from tests.support.helpers import eosctl_process
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE_DIR = "it's; COPY (SELECT 42) TO 'pwned.csv'; --"

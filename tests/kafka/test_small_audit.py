@@ -22,8 +22,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.helpers import eosctl_process
 from tests.kafkasim import KafkaSim
+from tests.support.helpers import eosctl_process
 
 PARTITIONS, RECORDS, MISSING = 3, 20, (1, 27)
 # Imported by nothing a small local audit runs (see the module's docstring).

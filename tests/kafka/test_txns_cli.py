@@ -12,8 +12,8 @@ import json
 import time
 from functools import partial
 
-from tests.helpers import eosctl
 from tests.kafkasim import KafkaSim, ProducerRow
+from tests.support.helpers import eosctl
 
 PID = 5001
 

@@ -14,10 +14,10 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from promhelp import JOB, RULES, Prometheus, free_port, get_status, tool
 
 from eosctl.base import procs
-from tests.prochelp import stop
+from tests.support.procs import stop
+from tests.support.prometheus import JOB, RULES, Prometheus, free_port, get_status, tool
 
 
 @pytest.fixture(scope="session")

@@ -17,10 +17,10 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from brokerhelp import committed_group
-from promhelp import Exporter, poll
 
 from eosctl.exporter.http import MAX_CONNECTIONS, REQUEST_TIMEOUT_S
+from tests.support.broker import committed_group
+from tests.support.prometheus import Exporter, poll
 
 pytestmark = pytest.mark.integration
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 
 import pytest
-from promhelp import Exporter, poll
 
 from tests.integration.test_leaders_move import PARTITIONS, RECORDS, TXN, Churn, moving  # noqa: F401
+from tests.support.prometheus import Exporter, poll
 
 pytestmark = pytest.mark.integration
 

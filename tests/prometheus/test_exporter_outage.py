@@ -12,8 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from brokerhelp import committed_group
-from promhelp import Exporter, poll
+
+from tests.support.broker import committed_group
+from tests.support.prometheus import Exporter, poll
 
 pytestmark = pytest.mark.integration
 

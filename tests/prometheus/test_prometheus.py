@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from promhelp import REPO, Exporter
 
 from eosctl.report.findings import KINDS
+from tests.support.prometheus import REPO, Exporter
 
 pytestmark = pytest.mark.integration
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from promhelp import RULES, tool
+from tests.support.prometheus import RULES, tool
 
 HERE = Path(__file__).resolve().parent
 

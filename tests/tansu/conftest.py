@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from eosctl.sandbox.noida import free_port, port_open
-from tests.prochelp import stop
+from tests.support.procs import stop
 
 START_DEADLINE_S = 15.0
 

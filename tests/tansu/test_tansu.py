@@ -21,7 +21,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.helpers import eosctl
+from tests.support.helpers import eosctl
 
 pytestmark = pytest.mark.tansu
 TIMEOUT_S = 10

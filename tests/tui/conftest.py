@@ -8,7 +8,8 @@ import json
 import subprocess
 
 import pytest
-from tuihelp import MANIFEST, SNAPSHOT, Tmux
+
+from tests.support.tui import MANIFEST, SNAPSHOT, Tmux
 
 
 @pytest.fixture

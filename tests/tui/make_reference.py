@@ -9,7 +9,7 @@ time, so max-age 0 makes the snapshot's hanging report name it (exactly what `tx
 says live), and the stored audit fills the Audit view. The work directory is fixed because the sink's
 path is rendered in the Ledger view.
 
-Afterwards: update CAPTURED in tuihelp.py (the new capture time), run
+Afterwards: update CAPTURED in tests/support/tui.py (the new capture time), run
 `pytest tests/tui/test_svg.py --snapshot-update` and read the changed SVGs' text before committing.
 """
 

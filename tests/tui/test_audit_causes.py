@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from synthetic import Explained, SyntheticSource
 from textual.widgets import Static
-from tuihelp import audited, rows_of, started, sync, text_of, until
 
+from tests.support.tui import audited, rows_of, started, sync, text_of, until
 from tests.unit.rules.test_causes import report
 
 

@@ -17,9 +17,9 @@ import uuid
 
 import pytest
 from textual.widgets import Static
-from tuihelp import running, sync, text_of, until
 
-from tests.prometheus.promhelp import Exporter, poll
+from tests.support.prometheus import Exporter, poll
+from tests.support.tui import running, sync, text_of, until
 
 pytestmark = pytest.mark.integration
 

@@ -1,5 +1,6 @@
 """Decoded records where a person reads them in the TUI and in snapshots (issue 50): the Log view's records
-table (`v`), live through the cluster's Schema Registry (tests/registrystub.py) and from a snapshot taken
+table (`v`), live through the cluster's Schema Registry (tests/support/registrystub.py) and from a snapshot
+taken
 with `eosctl snapshot --records N`, each key and value with its format, subject, version and schema id;
 `--raw` (the TUI's and the snapshot's) shows bytes.
 
@@ -22,10 +23,10 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from textual.widgets import Static
-from tuihelp import running, sync, text_of, until
 
-from tests.helpers import eosctl
-from tests.registrystub import RegistryStub
+from tests.support.helpers import eosctl
+from tests.support.registrystub import RegistryStub
+from tests.support.tui import running, sync, text_of, until
 
 pytestmark = pytest.mark.integration
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 from synthetic import Explained
-from tuihelp import SNAPSHOT, audited, shown_in, started, sync, until, words
 
+from tests.support.tui import SNAPSHOT, audited, shown_in, started, sync, until, words
 from tests.unit.rules.test_causes import report
 
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 from synthetic import SyntheticSource
-from tuihelp import OWN_SEQUENCES, UNSAFE, sync, terminal_output, text_of, until
 
 from eosctl.report.findings import AuditReport, Finding, PartitionSummary
 from eosctl.txn.transactions import Hanging, HangingReport
+from tests.support.tui import OWN_SEQUENCES, UNSAFE, sync, terminal_output, text_of, until
 
 CLEAR = "\x1b[2J\x1b[H"
 TOPIC = f"orders{CLEAR}[/x]\u202e[link=http://evil.example]x[/link]"

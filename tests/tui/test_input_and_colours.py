@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 
 from textual.widgets import TabbedContent
-from tuihelp import cursor_row, rows_of, started, sync, terminal_output, until
+
+from tests.support.tui import cursor_row, rows_of, started, sync, terminal_output, until
 
 
 @sync

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from textual.widgets import Static
-from tuihelp import rows_of, sync, text_of
 
 from eosctl.inspection.ledger import Ledger, LedgerFlag, PartitionLedger
 from eosctl.report.findings import AuditReport, Finding, PartitionSummary
+from tests.support.tui import rows_of, sync, text_of
 
 
 @sync

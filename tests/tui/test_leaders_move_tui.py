@@ -7,9 +7,9 @@ import asyncio
 
 import pytest
 from textual.widgets import Static
-from tuihelp import running, sync, until
 
 from tests.integration.test_leaders_move import PARTITIONS, RECORDS, TXN, Churn, moving  # noqa: F401
+from tests.support.tui import running, sync, until
 
 pytestmark = pytest.mark.integration
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 from textual.widgets import Static, TabbedContent
-from tuihelp import cursor_row, rows_of, running, sync, text_of, until
+
+from tests.support.tui import cursor_row, rows_of, running, sync, text_of, until
 
 pytestmark = pytest.mark.integration
 

@@ -10,9 +10,10 @@ import asyncio
 import time
 
 import pytest
-from brokerhelp import committed_group
 from textual.widgets import Static
-from tuihelp import text_of, until
+
+from tests.support.broker import committed_group
+from tests.support.tui import text_of, until
 
 pytestmark = pytest.mark.integration
 

@@ -7,7 +7,8 @@ import threading
 
 from synthetic import SyntheticSource
 from textual.widgets import Static
-from tuihelp import sync, text_of, until
+
+from tests.support.tui import sync, text_of, until
 
 
 class Slow(SyntheticSource):

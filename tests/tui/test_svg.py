@@ -4,7 +4,8 @@ reviewed on purpose (`pytest tests/tui/test_svg.py --snapshot-update` after look
 from __future__ import annotations
 
 import pytest
-from tuihelp import SNAPSHOT, until
+
+from tests.support.tui import SNAPSHOT, until
 
 VIEWS = ["1", "2", "3", "4", "5", "6", "7"]
 
@@ -65,7 +66,7 @@ def test_help(snap_compare):
 def _with_records(path):
     """The reference snapshot with records stored for the open transaction the Log view opens at (as
     `eosctl snapshot --records N` stores them): Avro values written by confluent-kafka's serializer and
-    decoded through a registry (tests/registrystub.py), one value without the framing."""
+    decoded through a registry (tests/support/registrystub.py), one value without the framing."""
     import json
 
     from confluent_kafka.schema_registry import SchemaRegistryClient
@@ -77,7 +78,7 @@ def _with_records(path):
     from eosctl.cluster.schemas import RegistrySettings, SchemaDecoder
     from eosctl.inspection.records import record_document
     from eosctl.inspection.snapshot import load_snapshot, write_snapshot
-    from tests.registrystub import RegistryStub
+    from tests.support.registrystub import RegistryStub
 
     cap = load_snapshot(SNAPSHOT)
     topic, partition = "tuiref.enriched", 0

@@ -7,8 +7,8 @@ from __future__ import annotations
 import dataclasses
 
 from synthetic import SyntheticSource
-from tuihelp import rows_of, started, sync, until
 
+from tests.support.tui import rows_of, started, sync, until
 from tui.tabledata import Col, Row, TableData
 
 

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from tuihelp import CAPTURED, MANIFEST, SNAPSHOT
+
+from tests.support.tui import CAPTURED, MANIFEST, SNAPSHOT
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 

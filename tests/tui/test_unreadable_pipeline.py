@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 from textual.widgets import Static
-from tuihelp import rows_of, running, sync, text_of, until
 
 from tests.kafkasim import TOPIC_AUTHORIZATION_FAILED, KafkaSim
+from tests.support.tui import rows_of, running, sync, text_of, until
 
 
 @pytest.fixture

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from textual.widgets import Static, TabbedContent
-from tuihelp import CAPTURED, cursor_row, rows_of, started, sync, text_of, until
+
+from tests.support.tui import CAPTURED, cursor_row, rows_of, started, sync, text_of, until
 
 
 @sync
@@ -207,8 +208,7 @@ async def test_help_and_the_audit_stored_in_a_snapshot(snapshot_app, manifest):
 
 @sync
 async def test_no_color_keeps_every_state_in_words(monkeypatch):
-    from tuihelp import SNAPSHOT
-
+    from tests.support.tui import SNAPSHOT
     from tui.app import EosApp
     from tui.sources import SnapshotSource
 

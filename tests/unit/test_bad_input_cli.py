@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from eosctl.base.files import shown
-from tests.helpers import eosctl
+from tests.support.helpers import eosctl
 
 REPO = Path(__file__).resolve().parents[2]
 LONG = "x" * 300  # over NAME_MAX (255) on every Linux file system

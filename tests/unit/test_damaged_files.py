@@ -15,8 +15,8 @@ import pytest
 
 from eosctl.base.errors import EosctlError
 from eosctl.base.files import shown
-from tests.helpers import eosctl
-from tests.sample_reports import demo_report
+from tests.support.helpers import eosctl
+from tests.support.samplereports import demo_report
 
 REFERENCE = Path(__file__).resolve().parents[1] / "tui" / "data" / "reference.snap.duckdb"
 

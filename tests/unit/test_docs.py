@@ -63,7 +63,7 @@ from eosctl.txn.opentxn import OpenTxn
 from eosctl.txn.pendingoffsets import Holder, PendingCommit
 from eosctl.txn.producers import DESCRIBE_PRODUCERS, LOG_SCAN, ProducerRow, ProducersReport
 from eosctl.txn.transactions import AbortPlan, Hanging, HangingReport, TxnInfo
-from tests.helpers import eosctl_json
+from tests.support.helpers import eosctl_json
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from eosctl.cli import main
-from tests.helpers import eosctl_process
+from tests.support.helpers import eosctl_process
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}

@@ -14,8 +14,8 @@ import duckdb
 import pytest
 
 from eosctl.base.files import shown
-from tests.helpers import eosctl
-from tests.sample_reports import demo_report
+from tests.support.helpers import eosctl
+from tests.support.samplereports import demo_report
 
 run = partial(eosctl, columns=None, check=False)
 

@@ -10,12 +10,11 @@ import json
 import re
 from datetime import UTC, datetime
 
-import browser
-from sample_reports import demo_report, many_partitions_report
-
 from eosctl.output.gapmap import FINDING_COLOURS, LOG_LAYERS
 from eosctl.output.html import AuditContext, render_html
 from eosctl.report.findings import STATE_KINDS, AuditReport
+from tests.support import browser
+from tests.support.samplereports import demo_report, many_partitions_report
 
 CONTEXT = AuditContext(bootstrap="127.0.0.1:39092", pipeline="demo", topics=("demo.enriched",),
                        audited_at=datetime(2026, 11, 23, 15, 0, tzinfo=UTC), origin="eosctl audit")

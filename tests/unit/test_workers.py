@@ -1,11 +1,12 @@
-"""How `make test` splits the suite between xdist workers (tests/workers.py): each shared session server
+"""How `make test` splits the suite between xdist workers (tests/support/workers.py): each shared session
+server
 starts on one worker only, so every test that needs it must land in one group."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tests import workers
+from tests.support import workers
 
 
 @dataclass
@@ -23,7 +24,7 @@ class Info:
 
 @dataclass
 class Item:
-    """What tests/workers.py and tests/nojvm.py read of a pytest item."""
+    """What tests/support/workers.py and tests/support/nojvm.py read of a pytest item."""
 
     nodeid: str
     # fixture name -> scope; a module-scoped one is the module's own

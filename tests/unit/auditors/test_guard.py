@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from auditors import guard
-from tests.helpers import wait_until
+from tests.support.helpers import wait_until
 
 # A child that starts a grandchild, says its pid and sleeps.
 PARENT = ("import subprocess, sys, time\n"

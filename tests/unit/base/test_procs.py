@@ -10,7 +10,7 @@ import sys
 import textwrap
 
 from eosctl.base import procs
-from tests.helpers import wait_until
+from tests.support.helpers import wait_until
 
 _STARTER = textwrap.dedent("""
     import subprocess, sys, time

@@ -1,5 +1,5 @@
 """Framed keys and values decoded through a registry: confluent-kafka's own Avro, Protobuf and JSON Schema
-serializers write them against tests/registrystub.py, eosctl.cluster.schemas reads them back."""
+serializers write them against tests/support/registrystub.py, eosctl.cluster.schemas reads them back."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from eosctl.cluster.schemas import (
     Undecodable,
     Unframed,
 )
-from tests.registrystub import RegistryStub
+from tests.support.registrystub import RegistryStub
 
 ORDER = json.dumps({
     "type": "record", "name": "Order", "namespace": "shop",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import duckdb
 
-from tests.helpers import eosctl
+from tests.support.helpers import eosctl
 
 HEAD = ('[clusters.c]\nbootstrap_servers = "127.0.0.1:1"\n[pipelines.p]\nsource_topics = ["t"]\n'
         '[pipelines.p.sink]\n')

@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.helpers import eosctl
+from tests.support.helpers import eosctl
 
 SECRET = "s3cr3t-value"
 

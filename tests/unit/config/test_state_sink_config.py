@@ -10,7 +10,7 @@ import pytest
 from eosctl.base.errors import ConfigError
 from eosctl.config.file import parse_config
 from eosctl.config.model import Aggregate
-from tests.helpers import eosctl
+from tests.support.helpers import eosctl
 
 
 def sink_of(tmp_path: Path, **sink: object):

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import re
 
-import browser
-
 from eosctl.output.gapmap import MAX_MARKS, density_runs
 from eosctl.output.html import AuditContext, render_html
 from eosctl.report.findings import AuditReport, Finding, PartitionSummary
+from tests.support import browser
 
 N = 250_000
 

@@ -11,7 +11,6 @@ from html.parser import HTMLParser
 
 import pytest
 from click.testing import CliRunner
-from sample_reports import TOPIC, demo_report, many_partitions_report, txn_log
 
 from eosctl.base.files import shown
 from eosctl.cli import main
@@ -20,6 +19,7 @@ from eosctl.output.gapmap import MIN_FINDING_W
 from eosctl.output.html import AuditContext, render_html
 from eosctl.report.findings import KINDS, AuditReport, Finding, LogSegment, PartitionSummary
 from eosctl.report.segments import log_segments
+from tests.support.samplereports import TOPIC, demo_report, many_partitions_report, txn_log
 
 SVG = "{http://www.w3.org/2000/svg}"
 

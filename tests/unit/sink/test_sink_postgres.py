@@ -14,7 +14,7 @@ import pytest
 from eosctl.base.errors import SinkError
 from eosctl.config.model import Sink
 from eosctl.sink import OffsetIsland, StoredOffset, frozen, open_reader
-from tests.helpers import eosctl
+from tests.support.helpers import eosctl
 from tests.unit.sink.sinksample import ISLANDS as ISLANDS_OF_SAMPLE
 from tests.unit.sink.sinksample import SAMPLE, STORED, assert_sample_answers
 

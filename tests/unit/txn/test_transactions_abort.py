@@ -14,7 +14,7 @@ from eosctl.cluster import clients as cluster_clients
 from eosctl.cluster import wire as cluster_wire
 from eosctl.cluster.wire import Offsets
 from eosctl.txn.transactions import WRITE_TXN_MARKERS_API_KEY
-from tests import helpers
+from tests.support import helpers
 
 TP = ("shop.enriched", 2)
 # The open transaction holds the LSO at 140; the HW is 146.

@@ -12,9 +12,9 @@ import time
 import uuid
 from pathlib import Path
 
-from tests.helpers import wait_until
+from tests.support.helpers import wait_until
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "tui" / "data"
 SNAPSHOT = DATA / "reference.snap.duckdb"
 MANIFEST = DATA / "reference.manifest.json"
 # When `make_reference.py` captured SNAPSHOT, as the status bar shows it.

@@ -15,7 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests import jvmhelp
+from tests.support import jvm
 
 SOURCE = r"""
 import java.util.*;
@@ -80,7 +80,7 @@ class TxnJava:
 
         self.jars = maven.jars("kafka")
         self.workdir = workdir
-        self.classes = jvmhelp.compile_java(workdir / "txnjava", "TxnProducer", SOURCE, self.jars)
+        self.classes = jvm.compile_java(workdir / "txnjava", "TxnProducer", SOURCE, self.jars)
 
     def _args(self, bootstrap: str, topic: str, txn_id: str, mode: str, count: int, partitions: int,
               timeout_ms: int, script: str = "", compression: str = "") -> list[str]:
@@ -91,7 +91,7 @@ class TxnJava:
             timeout_ms: int = 60_000, script: str = "", compression: str = "") -> None:
         """Run to the end (``mode`` "script": the transactions ``script`` names, in one process;
         ``compression``: the producer's compression.type, e.g. "lz4")."""
-        done = jvmhelp.run_java(self.classes, "TxnProducer", [self.jars],
+        done = jvm.run_java(self.classes, "TxnProducer", [self.jars],
                                 self._args(bootstrap, topic, txn_id, mode, count, partitions, timeout_ms,
                                            script, compression), heap="128m")
         assert done.returncode == 0 and "DONE" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
@@ -100,13 +100,13 @@ class TxnJava:
               timeout_ms: int = 60_000, wait_for: str = "OPEN", deadline_s: float = 90.0) -> subprocess.Popen:
         """Start the producer; returns once it printed ``wait_for`` (the caller stops it)."""
         log = self.workdir / f"{txn_id}-{mode}-{time.monotonic_ns()}.log"
-        proc = jvmhelp.start_java(self.classes, "TxnProducer", [self.jars],
+        proc = jvm.start_java(self.classes, "TxnProducer", [self.jars],
                                   self._args(bootstrap, topic, txn_id, mode, count, partitions, timeout_ms),
                                   log=log, heap="128m")
         deadline = time.monotonic() + deadline_s
         while wait_for not in (log.read_text() if log.exists() else ""):
             if proc.poll() is not None or time.monotonic() > deadline:
-                jvmhelp.stop(proc)
+                jvm.stop(proc)
                 raise AssertionError(f"producer never printed {wait_for}: {log.read_text()[-2000:]}")
             time.sleep(0.2)
         return proc

@@ -26,11 +26,11 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from eosctl.base import procs
-from tests import helpers
-from tests.helpers import eosctl, exited
+from tests.support import helpers
+from tests.support.helpers import eosctl, exited
 
 PARTITIONS = 2
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs" / "audit.md"
 JOB = ROOT / "tests" / "streaming" / "spark_job.py"
 RUN_S = 420  # one run of the job, Spark's start included, on a busy machine

@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from tests.helpers import eosctl
+from tests.support.helpers import eosctl
 
 REFUSED = "127.0.0.1:1"
 

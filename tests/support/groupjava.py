@@ -7,7 +7,7 @@ directory:
     proc = apps.streams(bootstrap, topic, topic + ".out", "app")   # Kafka Streams, group.protocol=streams
 
 Each prints a line the caller waits for and then stays a member of its group until stopped
-(jvmhelp.stop)."""
+(jvm.stop)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests import jvmhelp
+from tests.support import jvm
 
-STAGES = Path(__file__).resolve().parent / "stages"
+STAGES = Path(__file__).resolve().parents[1] / "stages"
 
 
 class GroupJava:
@@ -27,17 +27,17 @@ class GroupJava:
         self.jars = maven.jars("kafka")
         self.workdir = workdir
         self.share_classes, self.streams_classes = (
-            jvmhelp.compile_java(workdir / main, main, (STAGES / f"{main}.java").read_text(), self.jars)
+            jvm.compile_java(workdir / main, main, (STAGES / f"{main}.java").read_text(), self.jars)
             for main in ("ShareReader", "StreamsPassthrough"))
 
     def _start(self, classes: Path, main: str, args: list[str], wait_for: str, deadline_s: float,
                heap: str) -> subprocess.Popen:
         log = self.workdir / f"{main}-{time.monotonic_ns()}.log"
-        proc = jvmhelp.start_java(classes, main, [self.jars], args, log=log, heap=heap)
+        proc = jvm.start_java(classes, main, [self.jars], args, log=log, heap=heap)
         deadline = time.monotonic() + deadline_s
         while wait_for not in (log.read_text() if log.exists() else ""):
             if proc.poll() is not None or time.monotonic() > deadline:
-                jvmhelp.stop(proc)
+                jvm.stop(proc)
                 raise AssertionError(f"{main} never printed {wait_for!r}: {log.read_text()[-3000:]}")
             time.sleep(0.2)
         return proc

@@ -21,7 +21,7 @@ JVM_FIXTURES = frozenset({"apache_kafka", "kafka_cluster3", "kafka39", "kafka_ve
 ENV = "EOSCTL_TEST_NO_JVM"
 _LAUNCHERS = ("java", "spark-submit", "spark-class", "pyspark")
 HINT = ("a test run by `make check` started a JVM ({what}): mark it @pytest.mark.jvm, or ask for the JVM "
-        "through a fixture named in tests/nojvm.py's JVM_FIXTURES")
+        "through a fixture named in tests/support/nojvm.py's JVM_FIXTURES")
 
 
 def on() -> bool:

@@ -25,9 +25,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.prochelp import stop
+from tests.support.procs import stop
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WATCHED, BIG, GROUP = "watched", "big", "g-watched"
 # A single node restarted on its own data: the controller forgets the old incarnation's registration only
 # after broker.session.timeout.ms (9 s by default: "DuplicateBrokerRegistrationException" until then), and

@@ -9,7 +9,7 @@ from eosctl.commands import pipeline_cmd
 from eosctl.config import sandboxstate
 from eosctl.sandbox import noida
 from eosctl.sandbox import pipeline as sandbox_pipeline
-from tests.helpers import eosctl
+from tests.support.helpers import eosctl
 
 MANIFEST = {"sink": {"duckdb": "/w/sink.duckdb", "table": "orders_sink"}, "sink_rows": 0}
 LISTING = [

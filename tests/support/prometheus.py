@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.helpers import wait_until
+from tests.support.helpers import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
@@ -74,7 +74,7 @@ class Prometheus:
 
 def poll(read: Callable[[], T], ok: Callable[[T], bool], what: str, timeout: float = 60.0) -> T:
     """``read()`` every 0.3 s until ``ok`` says yes; the test fails naming ``what`` and the last answer after
-    ``timeout`` seconds (tests.helpers.wait_until)."""
+    ``timeout`` seconds (tests.support.helpers.wait_until)."""
     last: list[T] = []
 
     def ready() -> tuple[T] | None:

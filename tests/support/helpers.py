@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import pytest
 from click.testing import CliRunner, Result
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
 
 

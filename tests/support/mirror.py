@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-from tests import jvmhelp
+from tests.support import jvm
 
 MAIN = "org.apache.kafka.connect.mirror.MirrorMaker"
 WAIT_S = 240  # MM2's start (two herders, its internal topics) or its catching up, on a busy machine
@@ -94,16 +94,16 @@ class MirrorMaker:
     def start(self) -> None:
         with self.log.open("ab") as out:
             out.write(f"--- start {time.strftime('%H:%M:%S')}\n".encode())
-        self.proc = jvmhelp.start_java(None, MAIN, [self.jars], [str(self.properties)], self.log, heap="512m")
+        self.proc = jvm.start_java(None, MAIN, [self.jars], [str(self.properties)], self.log, heap="512m")
 
     def kill(self) -> None:
         """SIGKILL: no shutdown, no last offset commit."""
         if self.proc is not None:
-            jvmhelp.stop(self.proc, sig=9)
+            jvm.stop(self.proc, sig=9)
 
     def stop(self) -> None:
         if self.proc is not None:
-            jvmhelp.stop(self.proc)
+            jvm.stop(self.proc)
 
     def wait_until(self, what: str, ready: Callable[[], bool], seconds: float = WAIT_S) -> None:
         deadline = time.monotonic() + seconds

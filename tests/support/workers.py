@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import nojvm
+from tests.support import nojvm
 
 # Session fixtures one run starts once, whatever the number of workers: a test that asks for one (directly
 # or through another fixture) runs on the worker holding the group of that server.
@@ -32,7 +32,8 @@ def active(config: pytest.Config) -> bool:
 
 
 def servers(item: pytest.Item) -> set[str]:
-    """The shared session servers a test needs (tests/nojvm.py knows the dynamic ones: the ``spark`` marker,
+    """The shared session servers a test needs (tests/support/nojvm.py knows the dynamic ones: the ``spark``
+    marker,
     a version-set parameter "3.9")."""
     names = set(getattr(item, "fixturenames", ()))
     out = {s for s in SHARED if s in names} | (nojvm.needs([item]) & set(SHARED))

@@ -91,7 +91,7 @@ def audit_offsets(bootstrap: str, topic: str, workdir: Path, rows: list[tuple], 
     offset) in table `out`, through a config file in ``workdir``; the exit code must be ``code``."""
     import duckdb
 
-    from tests.helpers import eosctl_json
+    from tests.support.helpers import eosctl_json
 
     workdir.mkdir(parents=True, exist_ok=True)
     sink = workdir / "sink.duckdb"

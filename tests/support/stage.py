@@ -19,13 +19,30 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests import helpers
-from tests.helpers import eosctl
+from eosctl.sandbox import maven
+from tests.support import helpers
+from tests.support.helpers import eosctl
+from tests.support.jvm import compile_java
 
 Record = tuple[int, int, bytes | None, bytes | None]  # partition, offset, key, value
+STAGES = Path(__file__).resolve().parents[1] / "stages"
+
+
+def compiled_stage(main: str, pom: str) -> Callable[..., tuple[Path, Path]]:
+    """A module fixture: tests/stages/<main>.java compiled against the jars of eosctl's <pom> pom, as
+    (classes, jars); compiled once per test module that binds it (`stage_classes = compiled_stage(...)`)."""
+
+    @pytest.fixture(scope="module")
+    def fixture(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+        jars = maven.jars(pom)
+        source = (STAGES / f"{main}.java").read_text()
+        return compile_java(tmp_path_factory.mktemp(main.lower()), main, source, jars), jars
+
+    return fixture
 
 
 @dataclass
