@@ -5,7 +5,7 @@ the same records, and against fastavro decoding the same values alone; one run, 
 N records are written in committed transactions over P partitions of a private Apache Kafka (one KRaft
 node, eosctl.sandbox.apache_kafka; or --bootstrap), each keyed ``p-i`` (a string key, as a Connect sink's
 StringConverter reads it) with an Avro value framed by confluent-kafka's wire format (magic byte, schema
-id) under a schema registered in a registry on 127.0.0.1 (tests/registrystub.py: the schema is fetched
+id) under a schema registered in a registry on 127.0.0.1 (tests/support/registrystub.py: the schema is fetched
 once, so the registry is not what is measured). Two DuckDB sinks hold every committed record once: one
 with the key and the value's bytes (``value_column``: the raw-bytes check), one with the key and the
 value's fields as typed columns (BIGINT, DECIMAL(12, 2), TIMESTAMP, VARCHAR for the enum and a string:
@@ -38,7 +38,7 @@ from pathlib import Path
 from benchbroker import broker  # benchmarks/ is on the path: run as python benchmarks/NAME.py
 from benchdata import create_topics, keyed_flags, parse_size
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.registrystub
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support.registrystub
 
 SCHEMA = {
     "type": "record", "name": "Order", "namespace": "bench",
@@ -202,7 +202,7 @@ def _load() -> str:
 
 
 def main() -> None:
-    from tests.registrystub import RegistryStub
+    from tests.support.registrystub import RegistryStub
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     keyed_flags(ap, records="10M", repeat=1)

@@ -137,15 +137,15 @@ def read_as_one_session(bootstrap: str, old: int, new: int, failures: list[str])
 def fenced_after(bootstrap: str, work: Path, new: int, failures: list[str]) -> None:
     """Fencing is still recognised after the rotation: a second instance of the transactional id while the
     first holds a transaction open (TransactionCoordinator.handleInitProducerId: fence and abort)."""
-    from tests import jvmhelp
-    from tests.txnjava import TxnJava
+    from tests.support import jvm
+    from tests.support.txnjava import TxnJava
 
     producer = TxnJava(work)
     held = producer.start(bootstrap, TOPIC, TXN_ID, "open", 1)
     try:
         producer.run(bootstrap, TOPIC, TXN_ID, "commit", 1)
     finally:
-        jvmhelp.stop(held)
+        jvm.stop(held)
     r = eosctl("producers", "--bootstrap", bootstrap, "--topic", TOPIC, "--format", "json")
     rows = {p["producer_id"]: p for p in json.loads(r.stdout)["producers"]} if r.returncode == 0 else {}
     check(failures, new in rows and rows[new]["continues_producer_id"] is not None,
@@ -173,16 +173,16 @@ def main() -> int:
     import benchbroker
 
     from eosctl.sandbox import maven
-    from tests import jvmhelp
+    from tests.support import jvm
 
     jars = maven.jars("kafka")
     failures: list[str] = []
     with tempfile.TemporaryDirectory(prefix="eosctl-rotation-bench-") as tmp, \
             benchbroker.broker(bootstrap=opts.bootstrap) as b:
         work = Path(tmp)
-        classes = jvmhelp.compile_java(work / "rot", "RotatingProducer", SOURCE, jars)
+        classes = jvm.compile_java(work / "rot", "RotatingProducer", SOURCE, jars)
         t0 = time.monotonic()
-        done = jvmhelp.run_java(classes, "RotatingProducer", [jars],
+        done = jvm.run_java(classes, "RotatingProducer", [jars],
                                 [b.bootstrap, TOPIC, TXN_ID, str(opts.commits), "2000"], timeout=1800,
                                 heap="128m")
         wall = time.monotonic() - t0

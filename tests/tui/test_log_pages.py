@@ -7,7 +7,8 @@ from __future__ import annotations
 import threading
 
 from synthetic import SyntheticSource
-from tuihelp import started, sync, until
+
+from tests.support.tui import started, sync, until
 
 
 class SlowFirstPartition(SyntheticSource):
