@@ -81,6 +81,16 @@ def audit_state(target: Any, sink: Sink, *, progress: Progress = silent, fail_on
         raise ConfigError("a windowed aggregate (aggregate.window_column) is read from a table; a "
                           "kafka_topic sink's windowed keys are not read yet: remove window_column and "
                           "window")
+    if options is not None and options.engine == AUTO:
+        # Nobody chose: by the source's offsets, as an offsets sink's audit picks (auditors.engine.pick).
+        from auditors.sources import KafkaSource  # lazy: auditors.sources 2 ms to import
+
+        survey = KafkaSource(target.cluster).survey(target.topics)
+        chosen, why = pick_by_offsets(sum(p.high_watermark - p.log_start
+                                          for parts in survey.values() for p in parts.values()))
+        if options.on_pick is not None:
+            options.on_pick(chosen, why)
+        options = replace(options, engine=chosen)
     if win is None and (options is None or options.engine != "spark"):
         # In this process, column by column (auditors.statecols): the same findings, no object a record.
         return audit_columns(target, sink, progress=progress, fail_on=fail_on, started=t_start)
@@ -121,12 +131,7 @@ def audit_state(target: Any, sink: Sink, *, progress: Progress = silent, fail_on
                                    topic=topic)
         return judge(records, rows, bounds, shown_key=shown_key, topic=topic)
 
-    engine = options.engine if options is not None else "local"
-    if options is not None and engine == AUTO:
-        engine, why = pick_by_offsets(sum(log.high_watermark - log.log_start_offset for log in logs.values()))
-        if options.on_pick is not None:
-            options.on_pick(engine, why)
-    if options is not None and engine == "spark":
+    if options is not None and options.engine == "spark":
         judged, per_tp, info, tasks, startup = _on_spark(options, target.cluster, sink, logs, rows,
                                                          judged_by_rule, progress)
     else:
