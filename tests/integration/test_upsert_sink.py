@@ -187,7 +187,8 @@ def test_a_state_sink_runs_on_the_engine_named(source, bootstrap, tmp_path, spar
     r = eosctl("audit", "-c", str(path), "--format", "json")
     assert r.exit_code == 1, r.output
     assert json.loads(r.stdout)["engine"]["name"] == "local"
-    assert any(line.startswith("engine: local (13 offsets <= 5,000,000; ") for line in r.stderr.splitlines()), r.stderr
+    assert any(line.startswith("engine: local (13 offsets <= 5,000,000; ")
+               for line in r.stderr.splitlines()), r.stderr
 
 
 def test_the_sink_groups_committed_offsets_bound_what_it_should_hold(source, bootstrap, tmp_path, engine):
