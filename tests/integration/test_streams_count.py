@@ -36,7 +36,10 @@ pytestmark = [pytest.mark.integration]
 
 PARTITIONS = 3
 BATCH, BATCHES = 30, 9  # every third batch aborted: 180 committed inputs, 90 aborted
-DELAY_MS = "10"
+# Per record: long enough that the kill's probe (a group offset fetch and two ListOffsets, the stage frozen
+# meanwhile) meets the stage mid-input. At 10 ms the 180 records took under 2 s, and a loaded run's probe
+# once found the input done and nothing open ever again (ci6 of stop 58).
+DELAY_MS = "50"
 
 
 stage_classes = compiled_stage("CountStage", "kafka")
