@@ -27,6 +27,7 @@ from tests.support.stage import (
     compiled_stage,
     ends,
     group_offsets,
+    kill_when,
     read_records,
     wait_until,
     write_input,
@@ -106,21 +107,12 @@ def counting(bootstrap, stage_classes, tmp_path):
         c.stop_all()
 
 
-def kill_when(stage: Stage, what: str, ready, seconds: float = 90) -> None:
-    def frozen_ready() -> bool:
-        if not any(line.startswith("processed ") for line in stage.lines()):
-            return False
-        return stage.stopped_if(ready)
-
-    wait_until(what, frozen_ready, seconds, stage)
-    stage.kill()
-
 
 def test_streams_count_exactly_once_v2_killed_and_restarted_audits_clean(counting):
     c = counting("exactly_once_v2")
     first = c.start("100")
-    kill_when(first, "offsets committed and a transaction open with outputs",
-              lambda: any(o > 0 for o in c.offsets().values()) and c.open_with_outputs())
+    kill_when(first, "offsets committed and a transaction open with outputs", c.open_with_outputs,
+              before=lambda: any(o > 0 for o in c.offsets().values()))
     assert not c.caught_up()
     second = c.start("100")
     wait_until("input offsets committed past the input", c.caught_up, 90, second)

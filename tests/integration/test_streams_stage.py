@@ -27,6 +27,7 @@ from tests.support.stage import (
     covered,
     ends,
     group_offsets,
+    kill_when,
     no_fencing,
     read_records,
     wait_until,
@@ -37,7 +38,7 @@ pytestmark = [pytest.mark.integration]
 
 PARTITIONS = 3
 BATCH, BATCHES = 40, 12  # every third batch aborted: 320 committed inputs, 160 aborted
-DELAY_MS = "10"  # per record: a few seconds for the input, so a kill lands mid-stream
+DELAY_MS = "30"  # per record: ten seconds for the input, so a kill lands mid-stream
 
 
 stage_classes = compiled_stage("MapStage", "kafka")
@@ -99,24 +100,13 @@ def streams(bootstrap, stage_classes, tmp_path):
         s.stop_all()
 
 
-def kill_when(stage: Stage, what: str, ready, seconds: float = 90) -> None:
-    """SIGKILL ``stage`` the first time ``ready()`` holds while it is SIGSTOPped (so it can't commit between
-    the look and the kill)."""
-    def frozen_ready() -> bool:
-        if not stage.lines() or not any(line.startswith("processed ") for line in stage.lines()):
-            return False
-        return stage.stopped_if(ready)
-
-    wait_until(what, frozen_ready, seconds, stage)
-    stage.kill()
-
 
 def test_streams_exactly_once_v2_killed_mid_transaction_and_restarted_audits_clean(streams):
     s = streams("exactly_once_v2")
     n = len(s.committed)
     first = s.start("100")
-    kill_when(first, "offsets committed and a transaction open with outputs",
-              lambda: any(o > 0 for o in s.offsets().values()) and s.open_with_outputs())
+    kill_when(first, "offsets committed and a transaction open with outputs", s.open_with_outputs,
+              before=lambda: any(o > 0 for o in s.offsets().values()))
     assert not s.caught_up()
 
     second = s.start("100")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import time
@@ -126,6 +127,23 @@ def wait_until(what: str, ready: Callable[[], bool], seconds: float, *stages: St
     def gone() -> str | None:
         return next((f"{s.name} exited ({s.proc.returncode})" for s in stages if s.exited_badly()), None)
     helpers.wait_until(what, ready, seconds, gone=gone, detail=lambda: "\n".join(s.tail() for s in stages))
+
+
+def kill_when(stage: Stage, what: str, ready: Callable[[], bool], *,
+              before: Callable[[], bool] = lambda: True, seconds: float = 90) -> None:
+    """SIGKILL ``stage`` the first time ``ready()`` holds while it is SIGSTOPped (so it can't commit between
+    the look and the kill). ``before``: a look taken with the stage running (committed offsets, say), so the
+    freeze is tried only once it holds. Between tries the stage runs freely for a random while: a stage that
+    commits on a wall-clock interval catches up at once after a freeze, and frozen in step with the probe
+    it would always be caught just after that commit, when no transaction is open."""
+    def frozen_ready() -> bool:
+        if not any(line.startswith("processed ") for line in stage.lines()) or not before():
+            return False
+        time.sleep(random.uniform(0.05, 0.4))
+        return stage.stopped_if(ready)
+
+    wait_until(what, frozen_ready, seconds, stage)
+    stage.kill()
 
 
 class Stoppable:
