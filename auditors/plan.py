@@ -136,9 +136,9 @@ def prepare(inp: AuditInput, reader: SinkCounts | None = None) -> list[WorkItem]
     if stored is None:  # no group to compare with
         return items
 
-    return with_offsets(items, {(s.topic, s.partition): s.next_offset for s in stored},
-                        # (stored offsets are read only with a cluster: it is there)
-                        committed_offsets(inp.cluster, inp.group) if inp.group and inp.cluster else None,
+    # stored is read only with a cluster (above): here there is one
+    group_at = committed_offsets(inp.cluster, inp.group) if inp.group and inp.cluster is not None else None
+    return with_offsets(items, {(s.topic, s.partition): s.next_offset for s in stored}, group_at,
                         set(inp.topics))
 
 
