@@ -32,6 +32,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -48,7 +49,7 @@ from eosctl.base.files import check_output, writing_output
 from eosctl.base.files import shown as shown_path
 from eosctl.base.gcpause import paused
 from eosctl.base.progress import Progress, Step, silent
-from eosctl.cluster.model import TP
+from eosctl.cluster.model import TP, PartitionLog
 from eosctl.config.model import value_mode
 from eosctl.report import onerow
 from eosctl.report.findings import KINDS, AuditReport, Finding
@@ -367,6 +368,13 @@ class _Known:
     def existing_topics(self) -> dict[str, list[int]]:
         return {t: sorted(ps) for t, ps in self.client.metadata().items()}
 
+    # The rest of auditors.sources.Source: the plan only surveys, and this run scans the logs itself.
+    def offsets_for_time(self, tps: Sequence[TP], timestamp_ms: int) -> dict[TP, int | None]:
+        raise NotImplementedError("the incremental audit's plan reads no offsets by time")
+
+    def scan(self, parts: Sequence[tuple[TP, Placement]], keys: bool | str = False) -> dict[TP, PartitionLog]:
+        raise NotImplementedError("the incremental audit scans the logs itself")
+
 
 def _reconcile(target: Target, sink: Sink, tail: Any, logs: dict[TP, Any], client: Any,
                leaders: dict[str, dict[int, int]], offsets: dict[TP, Any],
@@ -420,7 +428,7 @@ def _key_duplicates(con: Any, sink: Sink, logs: dict[TP, Any], prev: incstate.St
     con.register("lsos", lso)
     incremental = not full and prev is not None
     con.execute("CREATE TEMP TABLE affected (h UBIGINT)")
-    if incremental:
+    if incremental and prev is not None:
         con.execute("INSERT INTO affected SELECT DISTINCT h FROM fresh")
         old = [f.key for f in prev.key_findings if f.key is not None]
         if old:
@@ -600,7 +608,9 @@ class _Checker:
             return Content(prev.findings, prev.shifts, prev.judged, prev.values_judged, prev.matched)
         if (not prev.judged and _judged(r)) or (self.values and not prev.values_judged and r.values_matched):
             return None
-        findings = sorted([*(f for f in prev.findings if f.first_offset < cut), *r.findings],
+        # (a content finding always names its offsets)
+        findings = sorted([*(f for f in prev.findings if f.first_offset is not None and f.first_offset < cut),
+                           *r.findings],
                           key=lambda f: f.sort_key)
         shifts = [*(x for x in prev.shifts if x.first < cut), *r.shifts]
         matched = dict(prev.matched)

@@ -264,7 +264,9 @@ def code_zip() -> str:
         path = os.path.join(tmp, "eosctl_code.zip")
         with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
             for package in _SHIPPED:
-                root = Path(__import__(package).__file__).parent
+                init = __import__(package).__file__
+                assert init is not None  # a regular package (its __init__.py), not a namespace one
+                root = Path(init).parent
                 for f in sorted(root.rglob("*")):
                     if f.is_file() and "__pycache__" not in f.parts and f.suffix not in (".pyc", ".pyo"):
                         z.write(f, f"{package}/{f.relative_to(root).as_posix()}")

@@ -104,7 +104,7 @@ def audit_state(target: Any, sink: Sink, *, progress: Progress = silent, fail_on
         rows = [_topic_row(sink, k, v, values) for k, v in pairs]
     else:
         version = [(sink.version_column, "version_column")] if sink.version_column else []
-        window = [(win.window_column, "aggregate.window_column")] if win is not None else []
+        window = [(win.window_column, "aggregate.window_column")] if win and win.window_column else []
         with frozen(sink) as fixed:
             raw, point = read_rows(fixed, [(c, key_key) for c in keys] + window
                                    + [(c, value_key) for c in values] + version)
@@ -330,8 +330,8 @@ def state_records(sink: Sink, logs: Mapping[TP, PartitionLog],
                   messages: Iterable[Any]) -> Iterable[StateRecord]:
     """Each message as the sink keys and values it, with its transaction's outcome from the log."""
     markers: dict[tuple[TP, int], list[tuple[int, int, int | None]]] = {}
-    for tp, log in logs.items():
-        for x in log.transactions:
+    for tp, part_log in logs.items():
+        for x in part_log.transactions:
             span = (x.first_offset, x.last_offset, x.marker_offset)
             markers.setdefault((tp, x.producer_id), []).append(span)
     values = ids.value_columns(sink)
@@ -342,9 +342,10 @@ def state_records(sink: Sink, logs: Mapping[TP, PartitionLog],
         log = logs.get(tp)
         rng = log.range_at(offset) if log is not None else None
         status = _STATUS.get(rng.kind) if rng is not None else None
-        if status is None:
+        if rng is None or status is None:
             continue
-        key, value, cache = m.key(), m.value(), {}
+        key, value = m.key(), m.value()
+        cache: dict[str, Any] = {}
         k = ids.record_key(sink, key, value, cache)
         if all(part is None for part in k):
             continue  # no key to keep state by

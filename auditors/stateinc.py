@@ -161,7 +161,7 @@ def audit_state_incremental(target: Target, sink: Sink, state_path: str, *,
                 if changed:  # the log under a resumed scan is not the one it read (compacted, truncated)
                     again = open_scans(client, changed, offsets=offsets)
                     for s in again.values():
-                        s.keys = statebytes.RecordBytes(s.next, s.end) if native else None  # type: ignore[assignment]
+                        s.keys = statebytes.RecordBytes(s.next, s.end) if native else None
                     run_scans(client, again)
                     scans.update(again)
                     whole += changed

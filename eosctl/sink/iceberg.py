@@ -66,7 +66,11 @@ def _only(sink: Sink, schema: dict[str, str], partitions: Sequence[TP] | None) -
     by_topic: dict[str, set[int]] = {}
     for topic, partition in partitions:
         by_topic.setdefault(topic, set()).add(int(partition))
-    terms = [And(EqualTo(sink.topic_column, t), In(sink.partition_column, ps)) for t, ps in by_topic.items()]
+    # pyiceberg's predicates take (term, literal) positionally, in their own __init__; mypy reads the
+    # pydantic fields as the constructor instead (dataclass_transform) and so rejects the call it documents.
+    terms = [And(EqualTo(sink.topic_column, t),  # type: ignore[call-arg, arg-type]
+                 In(sink.partition_column, ps))  # type: ignore[call-arg, arg-type]
+             for t, ps in by_topic.items()]
     return terms[0] if len(terms) == 1 else Or(*terms)
 
 
