@@ -1,7 +1,7 @@
 """The incremental audit: only what is new since the last verdict, with the findings a full audit gives.
 
 `eosctl audit --incremental STATE` (cron) and the exporter's continuous audit run this. The state file
-(auditors.incstate) keeps where the last verdict left off; each run then reads
+(auditors.incstate) keeps where the last verdict left off; each run then reads:
 
 - of Kafka, each partition's log from where its scan stopped (eosctl.cluster.logclassify.LogScan, resumed
   as the live model resumes it): transactions that were still open at the last run are decided by the
@@ -110,7 +110,7 @@ def audit_incremental(target: Target, sink: Sink, state_path: str, *, full_every
         raise EosctlError(f"{option} {shown_path(state_path)} was written for a sink of mode = "
                           f"{prev.meta.get('sink_mode')!r}, this sink is mode = {sink.mode!r}: name another "
                           "state file for it (a full audit writes it)")
-    # lazy: eosctl.cluster.wire 71 ms, eosctl.cluster.logscan 80 ms to import
+    # lazy: see docs/imports.md
     from eosctl.cluster.logscan import open_scans, run_scans
     from eosctl.cluster.wire import WireClient
     from eosctl.txn.producerids import identify, settle
@@ -128,7 +128,7 @@ def audit_incremental(target: Target, sink: Sink, state_path: str, *, full_every
         with writing_output(state_path, reads, False, option, also=(".wal",), ours=incstate.is_state) as tmp:
             if prev is not None and not reason:
                 shutil.copyfile(state_path, tmp)  # the key index goes on from the last one's
-            import duckdb  # lazy: duckdb 44 ms to import
+            import duckdb  # lazy: see docs/imports.md
 
             con = duckdb.connect(tmp)
             try:
@@ -155,7 +155,7 @@ def audit_incremental(target: Target, sink: Sink, state_path: str, *, full_every
                     if scan is not None and _still_the_log(scan, offsets[tp]):
                         scan.extend(offsets[tp])
                         if keys:  # the keys of the records past where it stopped
-                            from eosctl.cluster.recordkeys import KeyCollector  # lazy: 90 ms to import
+                            from eosctl.cluster.recordkeys import KeyCollector  # lazy: see docs/imports.md
 
                             mode = keys if isinstance(keys, str) else None
                             scan.keys = KeyCollector(scan.next, scan.end, mode)
@@ -295,7 +295,7 @@ class _Tail:
     """The sink's rows read on from the state's point, with each slice's keys put in the key index."""
 
     def __init__(self, sink: Sink, con: Any, values: bool = False) -> None:
-        from eosctl.sink.tail import DuckDBTail  # lazy: eosctl.sink.tail 30 ms to import
+        from eosctl.sink.tail import DuckDBTail  # lazy: see docs/imports.md
 
         self.con, self.restarted, self.values = con, False, values
         self.keyed = sink.key_column is not None
@@ -314,9 +314,9 @@ class _Tail:
             arrow = reader.conn.sql(reader.key_rows_sql(self.values)).to_arrow_table()
             vh = "NULL"
             if self.values:  # the value's hash as the content check compares it (eosctl.cluster.recordkeys)
-                import pyarrow as pa  # lazy: pyarrow 50 ms to import
+                import pyarrow as pa  # lazy: see docs/imports.md
 
-                from eosctl.cluster.recordkeys import hash_arrow  # lazy: 90 ms to import
+                from eosctl.cluster.recordkeys import hash_arrow  # lazy: see docs/imports.md
 
                 arrow = arrow.append_column("vh", pa.array(hash_arrow(arrow.column("v")), pa.uint64()))
                 vh = "vh"
@@ -413,7 +413,7 @@ def _key_duplicates(con: Any, sink: Sink, logs: dict[TP, Any], prev: incstate.St
     duplicate. (key_duplicate findings, keys looked up)."""
     if sink.key_column is None:
         return [], 0
-    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     lso = pa.table({"t": [t for t, _ in logs], "p": pa.array([p for _, p in logs], pa.int32()),
                     "lso": pa.array([log.last_stable_offset for log in logs.values()], pa.int64())})
@@ -457,7 +457,7 @@ def _key_duplicates(con: Any, sink: Sink, logs: dict[TP, Any], prev: incstate.St
 def _add_records(con: Any, logs: dict[TP, Any], whole: list[TP]) -> None:
     """The records this run's scans read into the state's record index (a partition read whole replaces
     its records there): what a later run's content check reads of the records around the rows it checks."""
-    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     for tp, log in logs.items():
         rk = log.record_keys
@@ -494,7 +494,7 @@ class _Checker:
 
     def check(self, tp: TP, islands: list[tuple[int, int, int]]) -> Content | None:
         """The partition's content findings and shifts (None: it has no row with a key)."""
-        from eosctl.rules.content import MAX_SHIFT  # lazy: 35 ms to import
+        from eosctl.rules.content import MAX_SHIFT  # lazy: see docs/imports.md
 
         prev = self.prev.get(tp)
         log = self.logs[tp]
@@ -519,7 +519,7 @@ class _Checker:
 
     def _rows(self, tp: TP, lo: int | None, hi: int | None) -> tuple[Any, Any, Any]:
         """(offsets, keys as Arrow strings, value hashes or None) of the partition's rows in [lo, hi)."""
-        import numpy as np  # lazy: numpy 31 ms to import
+        import numpy as np  # lazy: see docs/imports.md
 
         where, args = self._where(tp, lo, hi)
         table = self.con.sql(f"SELECT o, k, vh FROM key_index WHERE {where}", params=args).to_arrow_table()
@@ -528,9 +528,9 @@ class _Checker:
 
     def _records(self, tp: TP, lo: int | None, hi: int | None) -> Any:
         """The records in [lo, hi) from the record index, in offset order (eosctl.cluster.recordkeys)."""
-        import numpy as np  # lazy: numpy 31 ms to import
+        import numpy as np  # lazy: see docs/imports.md
 
-        from eosctl.cluster.recordkeys import RecordKeys  # lazy: 90 ms to import
+        from eosctl.cluster.recordkeys import RecordKeys  # lazy: see docs/imports.md
 
         where, args = self._where(tp, lo, hi)
         t = self.con.sql(f"SELECT o, e, c, kh, vh FROM records WHERE {where} ORDER BY o",
@@ -552,8 +552,8 @@ class _Checker:
     def _cut(self, tp: TP, lo: int) -> int | None:
         """The highest cut at or below ``lo`` (eosctl.rules.content.cut_at), widening the window of rows
         looked at below it; None where none is (then the whole partition is checked)."""
-        from eosctl.cluster.recordkeys import hash_arrow  # lazy: 90 ms to import
-        from eosctl.rules.content import MAX_SHIFT, cut_at  # lazy: 35 ms to import
+        from eosctl.cluster.recordkeys import hash_arrow  # lazy: see docs/imports.md
+        from eosctl.rules.content import MAX_SHIFT, cut_at  # lazy: see docs/imports.md
 
         [(lowest,)] = self.con.execute("SELECT min(o) FROM key_index WHERE t = ? AND p = ?",
                                        list(tp)).fetchall()
@@ -574,8 +574,8 @@ class _Checker:
             window *= 8
 
     def _check(self, tp: TP, islands: list[tuple[int, int, int]], lo: int | None, **kw: Any) -> Any:
-        from eosctl.cluster.recordkeys import hash_arrow  # lazy: 90 ms to import
-        from eosctl.rules.content import MAX_SHIFT, check_partition  # lazy: 35 ms to import
+        from eosctl.cluster.recordkeys import hash_arrow  # lazy: see docs/imports.md
+        from eosctl.rules.content import MAX_SHIFT, check_partition  # lazy: see docs/imports.md
 
         offsets, keys, vh = self._rows(tp, lo, None)
         if not len(offsets):
@@ -613,7 +613,7 @@ class _Checker:
 def _judged(r: Any) -> bool:
     """Whether a check's rows showed the key column holds the records' keys (a row holding its record's
     key, or findings only a comparable partition has)."""
-    from eosctl.rules.content import DIFFERENT_VALUE  # lazy: 35 ms to import
+    from eosctl.rules.content import DIFFERENT_VALUE  # lazy: see docs/imports.md
 
     return bool(r.matched) or any(f.cause is None or f.cause.rule != DIFFERENT_VALUE for f in r.findings)
 

@@ -78,7 +78,7 @@ def is_state(path: str) -> bool:
     if b"DUCK" not in head:
         return False
     try:
-        import duckdb  # lazy: duckdb 44 ms to import
+        import duckdb  # lazy: see docs/imports.md
 
         with duckdb.connect(path, read_only=True) as con:
             rows = con.execute(f"SELECT value FROM {_TABLE} WHERE name = 'meta'").fetchall()
@@ -89,7 +89,7 @@ def is_state(path: str) -> bool:
 
 def load(path: str, option: str) -> State:
     """The state in ``path``; one line (exit 2) when it is not one."""
-    import duckdb  # lazy: duckdb 44 ms to import
+    import duckdb  # lazy: see docs/imports.md
 
     not_ours = (f"{option} {shown(path)} is not an eosctl audit state file; name a new file (the first "
                 f"incremental audit writes it) or one an earlier {option} wrote")

@@ -115,7 +115,7 @@ class RecordBytes:
                            _binary(buf, value_at[idx], value_len[idx])))
 
     def result(self) -> tuple[Any, Any, Any, Any]:
-        import pyarrow as pa  # lazy: pyarrow 50 ms to import
+        import pyarrow as pa  # lazy: see docs/imports.md
 
         if self.pending:
             self.flush()
@@ -128,7 +128,7 @@ class RecordBytes:
 
 def _binary(buf: np.ndarray, at: np.ndarray, lengths: np.ndarray) -> Any:
     """The byte ranges (length -1: null) as one Arrow binary array, gathered with numpy."""
-    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     valid = lengths >= 0
     lens = np.where(valid, lengths, 0)

@@ -6,7 +6,7 @@ The state file is the offsets sinks' (auditors.incstate: one DuckDB file, its me
 scans), with what a state sink needs: ``state_records``, each source record's place, timestamp, writer,
 outcome, whether it deletes its key, and its key and value identity as the sink's columns hold them
 (auditors.statecols; not the record's bytes), and in the meta the sink's mode and every config key that
-says what a row and a record are (a state of another mode or config is refused in one line). Each run reads
+says what a row and a record are (a state of another mode or config is refused in one line). Each run reads:
 
 - of Kafka, each partition's log from where its scan stopped (transactions that were open are decided by
   the markers that came since) and the records past the offset the last run read to: a partition whose log
@@ -112,9 +112,9 @@ def audit_state_incremental(target: Target, sink: Sink, state_path: str, *,
     prev = incstate.load(state_path, option) if os.path.exists(state_path) else None
     if prev is not None:
         refuse_other_mode(prev.meta, sink, state_path, option)
-    import duckdb  # lazy: duckdb 44 ms to import
+    import duckdb  # lazy: see docs/imports.md
 
-    # lazy: eosctl.cluster.wire 71 ms, eosctl.cluster.logscan 80 ms to import
+    # lazy: see docs/imports.md
     from eosctl.cluster.logscan import open_scans, run_scans
     from eosctl.cluster.wire import WireClient
     from eosctl.sink.kafka_topic import records
@@ -217,8 +217,8 @@ def _past(got: tuple[Any, Any, Any, Any], start: int | None) -> tuple[Any, Any, 
     """A scan's records at or past ``start`` (a resumed scan may re-read the batch it stopped in)."""
     if start is None:
         return got
-    import numpy as np  # lazy: numpy 31 ms to import
-    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+    import numpy as np  # lazy: see docs/imports.md
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     idx = np.flatnonzero(got[0] >= start)
     if len(idx) == len(got[0]):
@@ -247,7 +247,7 @@ def _still_the_log(scan: Any, o: Any) -> bool:
 def _decide_open(con: Any, logs: dict[TP, Any]) -> None:
     """The kept records of transactions that were open at the last run, told by the log as it is now
     (committed or aborted since, or still open)."""
-    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     got = con.execute(f"SELECT t, p, o FROM {_RECORDS} WHERE st = {OPEN_CODE}").fetchall()
     if not got:

@@ -1,8 +1,7 @@
 """The records' keys at their offsets, decoded from a Fetch response's bytes column by column.
 
 The log scan reads batch headers only (eosctl.cluster.batches); the content check (eosctl.rules.content) needs
-each
-record's key, i.e. the records themselves. Decoding them one by one in Python (kafka-python's
+each record's key, i.e. the records themselves. Decoding them one by one in Python (kafka-python's
 DefaultRecordBatch) costs microseconds a record: seconds at 10M. Here a record's fields are read in lock
 step across every batch of a response: step k reads the k-th record of all batches at once with numpy
 (varints included), so the Python-level work is one loop over batches (the headers, as the scan does
@@ -13,9 +12,8 @@ varint, keyLength varint (-1: null), key, valueLength varint, value, headers. On
 the key are read (and the value, where the sink names a value column); ``length`` jumps to the next record.
 
 Values (the content check's value column, eosctl.rules.content): ``values="raw"`` hashes each record's value
-bytes
-like its key (compared with a sink column holding the value itself); ``values="md5"`` compares with a sink
-column holding the lowercase hex MD5 of the value bytes (what SQL's md5() and Python's hashlib compute):
+bytes like its key (compared with a sink column holding the value itself); ``values="md5"`` compares with a
+sink column holding the lowercase hex MD5 of the value bytes (what SQL's md5() and Python's hashlib compute):
 each record's value is MD5-hashed here, one hashlib call a record.
 """
 
@@ -420,7 +418,7 @@ def _mix(h: np.ndarray) -> np.ndarray:
 
 def hash_arrow(values: Any) -> np.ndarray:
     """key_hashes of an Arrow string or binary array (the sink's keys, as text: their UTF-8 bytes)."""
-    import pyarrow as pa  # lazy: pyarrow 18 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
     # Text and bytes as their buffers are (a cast imports pyarrow.compute: 50 ms of a small audit).
@@ -446,7 +444,7 @@ def hash_arrow(values: Any) -> np.ndarray:
 
 def hash_bytes(values: Iterable[bytes | None]) -> np.ndarray:
     """key_hashes of Python byte strings (tests)."""
-    import pyarrow as pa  # lazy: pyarrow 18 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     return hash_arrow(pa.array(list(values), pa.binary()))
 

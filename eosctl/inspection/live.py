@@ -151,8 +151,7 @@ class LiveModel:
     capture's ``unreadable``, the rest read as usual; False: one fails the refresh (`lag --watch` shows its
     last values stale, with the reason).
     ``long_lived``: the process is there for this model (eosctl.base.gcpause: its state is kept out of the
-    garbage
-    collector's walks until close()).
+    garbage collector's walks until close()).
     An unreachable cluster makes refresh() raise BrokerError; ``current`` then keeps the last good state.
     """
 
