@@ -120,44 +120,65 @@ def decode_keys(answers: Sequence[bytes | bytearray | memoryview] | bytes,
     """(offsets, leader epochs, control flags, keys) of every record of the complete v2 batches in the
     fetch ``answers`` (each answer's trailing partial batch is left out), in their order; None if there
     are none. ``values`` ("raw" or "md5", VALUE_MODES): the values' hashes too, a fifth array."""
-    segments: list[Any] = []  # the records' bytes of each batch (decompressed where compressed)
-    bases: list[int] = []
-    epochs: list[int] = []
-    counts: list[int] = []
-    controls: list[bool] = []
-    for data in [answers] if isinstance(answers, bytes | bytearray | memoryview) else answers:
-        _batches(memoryview(data), segments, bases, epochs, counts, controls)
-    if not segments or not sum(counts):
+    laid = lay_out([answers] if isinstance(answers, bytes | bytearray | memoryview) else answers,
+                   "the content check")
+    if laid is None:
         return None
-    buf = np.frombuffer(b"".join([*segments, bytes(_PAD)]), dtype=np.uint8)
+    return _records(laid.buf, laid.starts, laid.bases, laid.epochs, laid.counts, laid.controls, values)
+
+
+_LOG_APPEND_TIME = 0x08  # the batch attributes' timestampType bit
+
+
+@dataclass(frozen=True)
+class Batches:
+    """The complete v2 batches of some fetch answers, laid out for the record walk (native or numpy): their
+    records back to back in one buffer and each batch's header fields, in log order."""
+
+    data: bytes  # the batches' records (decompressed where compressed), then _PAD zero bytes
+    buf: np.ndarray  # data as uint8
+    starts: np.ndarray  # int64: where each batch's records start in buf
+    bases: np.ndarray  # int64 base offsets
+    epochs: np.ndarray  # int32 partition leader epochs
+    counts: np.ndarray  # int64 records per batch
+    controls: np.ndarray  # bool: a control batch (markers)
+    first_ts: np.ndarray  # int64 base timestamps
+    max_ts: np.ndarray  # int64
+    log_append_time: np.ndarray  # bool: every record carries the broker's time (max_ts)
+
+
+def lay_out(answers: Iterable[bytes | bytearray | memoryview], reader: str) -> Batches | None:
+    """The complete batches of the fetch answers (each answer's trailing partial batch left out); None if
+    they hold no record. A legacy (v0/v1) batch raises BatchDecodeError saying ``reader`` reads v2 only."""
+    segments: list[Any] = []
+    header: list[tuple[int, int, int, bool, int, int, bool]] = []
+    for data in answers:
+        view = memoryview(data)
+        pos, end = 0, len(view)
+        while end - pos >= LOG_OVERHEAD:
+            (length,) = struct.unpack_from(">i", view, pos + 8)
+            total = LOG_OVERHEAD + length
+            if length < 0 or pos + total > end or end - pos <= MAGIC_OFFSET:
+                break
+            if view[pos + MAGIC_OFFSET] < 2 or total < HEADER_SIZE:
+                raise BatchDecodeError(f"{reader} reads v2 record batches only (byte {pos})")
+            (base, _l, epoch, _m, _crc, attributes, _delta, first_ts, max_ts, _pid, _pe, _seq,
+             count) = HEADER.unpack_from(view, pos)
+            raw = view[pos + HEADER_SIZE:pos + total]
+            codec = attributes & 0x07
+            segments.append(raw if codec == 0 else decompress(codec, bytes(raw), base))
+            header.append((base, epoch, count, bool(attributes & CONTROL_MASK), first_ts, max_ts,
+                           bool(attributes & _LOG_APPEND_TIME)))
+            pos += total
+    if not segments or not sum(h[2] for h in header):
+        return None
+    joined = b"".join([*segments, bytes(_PAD)])
     starts = np.zeros(len(segments), np.int64)
     np.cumsum([len(s) for s in segments[:-1]], out=starts[1:])
-    return _records(buf, starts, np.array(bases, np.int64), np.array(epochs, np.int32),
-                    np.array(counts, np.int64), np.array(controls, bool), values)
-
-
-def _batches(view: memoryview, segments: list[Any], bases: list[int], epochs: list[int], counts: list[int],
-             controls: list[bool]) -> None:
-    """Each complete batch's records (decompressed) and header fields, appended to the lists."""
-    pos, end = 0, len(view)
-    while end - pos >= LOG_OVERHEAD:
-        (length,) = struct.unpack_from(">i", view, pos + 8)
-        total = LOG_OVERHEAD + length
-        if length < 0 or pos + total > end or end - pos <= MAGIC_OFFSET:
-            break
-        if view[pos + MAGIC_OFFSET] < 2 or total < HEADER_SIZE:
-            raise BatchDecodeError(f"the content check reads v2 record batches only (byte {pos})")
-        (base, _l, epoch, _m, _crc, attributes, _delta, _ft, _mt, _pid, _pe, _seq,
-         count) = HEADER.unpack_from(view, pos)
-        raw = view[pos + HEADER_SIZE:pos + total]
-        codec = attributes & 0x07
-        records = raw if codec == 0 else decompress(codec, bytes(raw), base)
-        segments.append(records)
-        bases.append(base)
-        epochs.append(epoch)
-        counts.append(count)
-        controls.append(bool(attributes & CONTROL_MASK))
-        pos += total
+    bases, epochs, counts, controls, first_ts, max_ts, appended = zip(*header, strict=True)
+    return Batches(joined, np.frombuffer(joined, dtype=np.uint8), starts, np.array(bases, np.int64),
+                   np.array(epochs, np.int32), np.array(counts, np.int64), np.array(controls, bool),
+                   np.array(first_ts, np.int64), np.array(max_ts, np.int64), np.array(appended, bool))
 
 
 def _records(buf: np.ndarray, starts: np.ndarray, bases: np.ndarray, epochs: np.ndarray, counts: np.ndarray,
@@ -219,27 +240,15 @@ class RecordSpans:
 def record_spans(answers: Sequence[bytes | bytearray | memoryview]) -> RecordSpans | None:
     """The RecordSpans of the complete batches in these fetch answers; None if there are none. A legacy
     (v0/v1) batch raises BatchDecodeError, as decode_keys does."""
-    segments: list[Any] = []
-    bases: list[int] = []
-    epochs: list[int] = []
-    counts: list[int] = []
-    controls: list[bool] = []
-    for data in answers:
-        _batches(memoryview(data), segments, bases, epochs, counts, controls)
-    if not segments or not sum(counts):
+    laid = lay_out(answers, "the content check")
+    if laid is None:
         return None
-    data = b"".join([*segments, bytes(_PAD)])
-    buf = np.frombuffer(data, dtype=np.uint8)
-    starts = np.zeros(len(segments), np.int64)
-    np.cumsum([len(s) for s in segments[:-1]], out=starts[1:])
-    n = np.array(counts, np.int64)
-    delta_of, key_at, key_len, value_at, value_len = _walk(buf, starts, n, True)
-    batch = np.repeat(np.arange(len(n)), n)
+    delta_of, key_at, key_len, value_at, value_len = _walk(laid.buf, laid.starts, laid.counts, True)
+    batch = np.repeat(np.arange(len(laid.counts)), laid.counts)
     # After the value comes the header count (a varint, one 0 byte when there are none).
-    headers = buf[value_at + np.maximum(value_len, 0)] != 0
-    offsets = np.array(bases, np.int64)[batch] + delta_of
-    return RecordSpans(data, buf, offsets, np.array(controls, bool)[batch], key_at, key_len, value_at,
-                       value_len, headers)
+    headers = laid.buf[value_at + np.maximum(value_len, 0)] != 0
+    return RecordSpans(laid.data, laid.buf, laid.bases[batch] + delta_of, laid.controls[batch], key_at,
+                       key_len, value_at, value_len, headers)
 
 
 _CORRUPT = {-1: "corrupt record in a batch (its fields run past the record)",
