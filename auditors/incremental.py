@@ -29,7 +29,6 @@ again (its topic id) is refused in one line.
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from dataclasses import dataclass, replace
@@ -44,8 +43,7 @@ from auditors.plan import AuditInput, prepare
 from auditors.sources import Placement, _check_leaders
 from auditors.task import _with_write_order
 from eosctl.base.errors import EosctlError
-from eosctl.base.files import check_output, writing_output
-from eosctl.base.files import shown as shown_path
+from eosctl.base.files import writing_output
 from eosctl.base.gcpause import paused
 from eosctl.base.progress import Progress, Step, silent
 from eosctl.cluster.model import TP
@@ -102,14 +100,7 @@ def audit_incremental(target: Target, sink: Sink, state_path: str, *, full_every
     the content check, where the sink names a key column (as the full audit's)."""
     t_start = started if started is not None else time.monotonic()
     _check_supported(sink)
-    # An input is never the state (by inode, whatever it holds); then a file there must be a state.
-    check_output(state_path, reads, True, option)
-    prev = incstate.load(state_path, option) if os.path.exists(state_path) else None
-    if prev is not None and prev.meta.get("sink_mode", "offsets") != sink.mode:
-        # A state sink's state (auditors.stateinc) holds its records, not this sink's offsets.
-        raise EosctlError(f"{option} {shown_path(state_path)} was written for a sink of mode = "
-                          f"{prev.meta.get('sink_mode')!r}, this sink is mode = {sink.mode!r}: name another "
-                          "state file for it (a full audit writes it)")
+    prev = incstate.previous(state_path, reads, option, sink.mode)
     # lazy: see docs/imports.md
     from eosctl.cluster.logscan import open_scans, run_scans
     from eosctl.cluster.wire import WireClient
@@ -119,12 +110,11 @@ def audit_incremental(target: Target, sink: Sink, state_path: str, *, full_every
     with WireClient(target.cluster) as client:
         leaders = client.metadata(list(target.topics))
         _check_leaders(leaders)
-        ident = _identity(target, sink, client.cluster_id, {t: client.topic_ids.get(t) for t in leaders})
-        if prev is not None:
-            _refuse_other(prev.meta, ident, state_path, option)
+        ident = incstate.belonging(prev, target, sink, client.cluster_id,
+                                   {t: client.topic_ids.get(t) for t in leaders}, state_path, option)
         # What the scans decode of each record: its key (and value hash) for the content check, or nothing.
         keys: bool | str = (value_mode(sink) or True) if content and sink.key_column is not None else False
-        reason = _full_reason(prev, full_every, _mode(keys))
+        reason = incstate.full_reason(prev, full_every, _mode(keys))
         with writing_output(state_path, reads, False, option, also=(".wal",), ours=incstate.is_state) as tmp:
             if prev is not None and not reason:
                 shutil.copyfile(state_path, tmp)  # the key index goes on from the last one's
@@ -152,7 +142,7 @@ def audit_incremental(target: Target, sink: Sink, state_path: str, *, full_every
                 scans, whole = {}, []
                 for tp in tps:
                     scan = kept.get(tp)
-                    if scan is not None and _still_the_log(scan, offsets[tp]):
+                    if scan is not None and incstate.still_the_log(scan, offsets[tp]):
                         scan.extend(offsets[tp])
                         if keys:  # the keys of the records past where it stopped
                             from eosctl.cluster.recordkeys import KeyCollector  # lazy: see docs/imports.md
@@ -240,55 +230,9 @@ def _check_supported(sink: Sink) -> None:
         raise EosctlError(f"{OPTION} does not judge a sink's {judged[0]} yet; audit it without {OPTION}")
 
 
-def _identity(target: Target, sink: Sink, cluster_id: str | None,
-              topic_ids: dict[str, str | None]) -> dict[str, Any]:
-    """What a state belongs to: a state of anything else is refused (_refuse_other)."""
-    return {"pipeline": target.pipeline.name if target.pipeline else None, "cluster_id": cluster_id,
-            "topics": sorted(target.topics), "topic_ids": topic_ids, "group": target.group,
-            "sink": f"{shown(sink)} ({sink.table})",
-            "columns": [sink.topic_column, sink.partition_column, sink.offset_column, sink.key_column,
-                        sink.order_column, sink.offsets_table]}
-
-
-def _refuse_other(was: dict[str, Any], now: dict[str, Any], path: str, option: str) -> None:
-    """One line when the state is another pipeline's, another cluster's or a recreated topic's."""
-    where = f"{option} {shown_path(path)}"
-    if was.get("cluster_id") != now["cluster_id"]:
-        raise EosctlError(f"{where} was written for cluster {was.get('cluster_id')}, this is cluster "
-                          f"{now['cluster_id']}: name another state file for this cluster")
-    if was.get("pipeline") != now["pipeline"] or was.get("topics") != now["topics"] \
-            or was.get("sink") != now["sink"] or was.get("columns") != now["columns"] \
-            or was.get("group") != now["group"]:
-        was_name = was.get("pipeline") or ",".join(was.get("topics") or [])
-        raise EosctlError(f"{where} belongs to another pipeline ({was_name} into {was.get('sink')}); name "
-                          "one state file per pipeline")
-    for topic, tid in now["topic_ids"].items():
-        old = (was.get("topic_ids") or {}).get(topic)
-        if old != tid:
-            raise EosctlError(f"{where}: topic {topic} was deleted and created again since (topic id "
-                              f"{old}, now {tid}); the state describes the old topic: name a new state file "
-                              "(a full audit writes it)")
-
-
 def _mode(keys: bool | str) -> str:
     """The content check a state was written with: "off", "keys", or the value mode."""
     return "off" if not keys else "keys" if keys is True else str(keys)
-
-
-def _full_reason(prev: incstate.State | None, full_every: float, content: str) -> str:
-    if prev is None:
-        return "no state yet"
-    if prev.meta.get("content", "off") != content:
-        return "the content check was turned on or off (or its value column changed) since the last audit"
-    if full_every > 0 and time.time() - float(prev.meta.get("full_at", 0)) >= full_every:
-        return f"the last full audit is {full_every:g}s old or more (--full-every)"
-    return ""
-
-
-def _still_the_log(scan: Any, o: Any) -> bool:
-    """Whether a kept scan may go on (as the live model decides, eosctl.inspection.live): not truncated
-    below what it read, and its log start unmoved (a full scan starts at the log start, and so must this)."""
-    return o.high_watermark >= scan.end and o.log_start == scan.offsets.log_start
 
 
 class _Tail:

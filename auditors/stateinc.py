@@ -23,13 +23,12 @@ cannot see: a record compacted away from a source topic below the kept scan whil
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from typing import TYPE_CHECKING, Any
 
 from auditors import incstate, statebytes
-from auditors.incremental import DEFAULT_FULL_EVERY, OPTION, Run, _identity, _refuse_other, engine_info
+from auditors.incremental import DEFAULT_FULL_EVERY, OPTION, Run, engine_info
 from auditors.sources import _check_leaders
 from auditors.state import (
     PHASE_LOG,
@@ -42,8 +41,8 @@ from auditors.state import (
 )
 from auditors.statecols import OPEN_CODE, Shape, judge_tables, record_table, scanned_table
 from eosctl.base.errors import BrokerError, EosctlError
-from eosctl.base.files import check_output, writing_output
 from eosctl.base.files import shown as shown_path
+from eosctl.base.files import writing_output
 from eosctl.base.progress import Progress, Step, silent
 from eosctl.cluster.model import TP, Kind
 from eosctl.report.findings import KINDS, AuditReport
@@ -73,12 +72,9 @@ def sink_config(sink: Sink) -> dict[str, Any]:
 
 
 def refuse_other_mode(meta: dict[str, Any], sink: Sink, path: str, option: str) -> None:
-    """One line when the state was kept for another sink mode, another state format, or another config."""
+    """One line when the state was kept in another state format or for another config of the sink (its
+    mode was checked as it was read: auditors.incstate.previous)."""
     where = f"{option} {shown_path(path)}"
-    was = meta.get("sink_mode", "offsets")
-    if was != sink.mode:
-        raise EosctlError(f"{where} was written for a sink of mode = {was!r}, this sink is mode = "
-                          f"{sink.mode!r}: name another state file for it (a full audit writes it)")
     if meta.get("state_format") != STATE_FORMAT or meta.get("state_version") != STATE_VERSION:
         raise EosctlError(f"{where} was written by another eosctl (state sink format "
                           f"{meta.get('state_version')}, this one reads {STATE_VERSION}); name a new file: a "
@@ -108,8 +104,7 @@ def audit_state_incremental(target: Target, sink: Sink, state_path: str, *,
     if sink.aggregate is not None and getattr(sink.aggregate, "window_column", None):
         raise EosctlError(f"{option} does not keep a windowed aggregate's folds yet "
                           f"(aggregate.window_column): audit it without {option}")
-    check_output(state_path, reads, True, option)
-    prev = incstate.load(state_path, option) if os.path.exists(state_path) else None
+    prev = incstate.previous(state_path, reads, option, sink.mode)
     if prev is not None:
         refuse_other_mode(prev.meta, sink, state_path, option)
     import duckdb  # lazy: see docs/imports.md
@@ -123,10 +118,9 @@ def audit_state_incremental(target: Target, sink: Sink, state_path: str, *,
     with WireClient(target.cluster) as client:
         leaders = client.metadata(list(target.topics))
         _check_leaders(leaders)
-        ident = _identity(target, sink, client.cluster_id, {t: client.topic_ids.get(t) for t in leaders})
-        if prev is not None:
-            _refuse_other(prev.meta, ident, state_path, option)
-        reason = _full_reason(prev, full_every)
+        ident = incstate.belonging(prev, target, sink, client.cluster_id,
+                                   {t: client.topic_ids.get(t) for t in leaders}, state_path, option)
+        reason = incstate.full_reason(prev, full_every)
         with writing_output(state_path, reads, False, option, also=(".wal",), ours=incstate.is_state) as tmp:
             if prev is not None and not reason:
                 shutil.copyfile(state_path, tmp)  # the kept records go on from the last run's
@@ -147,7 +141,7 @@ def audit_state_incremental(target: Target, sink: Sink, state_path: str, *,
                 scans, whole = {}, []
                 for tp in tps:
                     scan = kept.get(tp)
-                    if scan is not None and tp in read_to and _still_the_log(scan, offsets[tp]):
+                    if scan is not None and tp in read_to and incstate.still_the_log(scan, offsets[tp]):
                         scan.extend(offsets[tp])
                         scans[tp] = scan
                     else:
@@ -229,19 +223,6 @@ def _past(got: tuple[Any, Any, Any, Any], start: int | None) -> tuple[Any, Any, 
 
 def _read_to(meta: dict[str, Any]) -> dict[TP, int]:
     return {(t, p): o for t, p, o in meta.get("read_to") or []}
-
-
-def _full_reason(prev: incstate.State | None, full_every: float) -> str:
-    if prev is None:
-        return "no state yet"
-    if full_every > 0 and time.time() - float(prev.meta.get("full_at", 0)) >= full_every:
-        return f"the last full audit is {full_every:g}s old or more (--full-every)"
-    return ""
-
-
-def _still_the_log(scan: Any, o: Any) -> bool:
-    """As auditors.incremental: not truncated below what it read, its log start unmoved."""
-    return o.high_watermark >= scan.end and o.log_start == scan.offsets.log_start
 
 
 def _decide_open(con: Any, logs: dict[TP, Any]) -> None:
