@@ -29,7 +29,6 @@ again (its topic id) is refused in one line.
 
 from __future__ import annotations
 
-import shutil
 import time
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -43,7 +42,6 @@ from auditors.plan import AuditInput, prepare
 from auditors.sources import Placement, _check_leaders
 from auditors.task import _with_write_order
 from eosctl.base.errors import EosctlError
-from eosctl.base.files import writing_output
 from eosctl.base.gcpause import paused
 from eosctl.base.progress import Progress, Step, silent
 from eosctl.cluster.model import TP
@@ -115,83 +113,73 @@ def audit_incremental(target: Target, sink: Sink, state_path: str, *, full_every
         # What the scans decode of each record: its key (and value hash) for the content check, or nothing.
         keys: bool | str = (value_mode(sink) or True) if content and sink.key_column is not None else False
         reason = incstate.full_reason(prev, full_every, _mode(keys))
-        with writing_output(state_path, reads, False, option, also=(".wal",), ours=incstate.is_state) as tmp:
-            if prev is not None and not reason:
-                shutil.copyfile(state_path, tmp)  # the key index goes on from the last one's
-            import duckdb  # lazy: see docs/imports.md
+        with incstate.writing(state_path, reads, option, go_on=prev is not None and not reason) as con:
+            # The sink first, then Kafka: a row written meanwhile is at an offset the scan reads.
+            progress(Step("reading the sink's new rows"))
+            tail, sink_read, restarted = _read_sink(sink, None if reason else prev, con,
+                                                    values=bool(keys) and keys is not True)
+            if restarted and not reason:
+                reason = "the sink's rows were deleted or rewritten since the last audit"
+            if reason:  # everything read again: the index is this run's rows alone
+                con.execute("DELETE FROM key_index")
+                con.execute("DELETE FROM pending_keys")
+                con.execute("DELETE FROM records")
+            t_scan = time.monotonic()
+            progress(Step("reading the log past the last audit"))
+            tps = [(t, p) for t in target.topics for p in sorted(leaders.get(t, {}))]
+            offsets = client.offsets(tps)
+            kept = {} if reason or prev is None else prev.scans
+            scans, whole = {}, []
+            for tp in tps:
+                scan = kept.get(tp)
+                if scan is not None and incstate.still_the_log(scan, offsets[tp]):
+                    scan.extend(offsets[tp])
+                    if keys:  # the keys of the records past where it stopped
+                        from eosctl.cluster.recordkeys import KeyCollector  # lazy: see docs/imports.md
 
-            con = duckdb.connect(tmp)
-            try:
-                incstate.create(con)
-                con.execute("SET preserve_insertion_order = false")
-                # The sink first, then Kafka: a row written meanwhile is at an offset the scan reads.
-                progress(Step("reading the sink's new rows"))
-                tail, sink_read, restarted = _read_sink(sink, None if reason else prev, con,
-                                                        values=bool(keys) and keys is not True)
-                if restarted and not reason:
-                    reason = "the sink's rows were deleted or rewritten since the last audit"
-                if reason:  # everything read again: the index is this run's rows alone
-                    con.execute("DELETE FROM key_index")
-                    con.execute("DELETE FROM pending_keys")
-                    con.execute("DELETE FROM records")
-                t_scan = time.monotonic()
-                progress(Step("reading the log past the last audit"))
-                tps = [(t, p) for t in target.topics for p in sorted(leaders.get(t, {}))]
-                offsets = client.offsets(tps)
-                kept = {} if reason or prev is None else prev.scans
-                scans, whole = {}, []
-                for tp in tps:
-                    scan = kept.get(tp)
-                    if scan is not None and incstate.still_the_log(scan, offsets[tp]):
-                        scan.extend(offsets[tp])
-                        if keys:  # the keys of the records past where it stopped
-                            from eosctl.cluster.recordkeys import KeyCollector  # lazy: see docs/imports.md
-
-                            mode = keys if isinstance(keys, str) else None
-                            scan.keys = KeyCollector(scan.next, scan.end, mode)
-                        scans[tp] = scan
-                    else:
-                        whole.append(tp)
-                scans.update(open_scans(client, whole, offsets=offsets, keys=keys))
-                before = {tp: s.next for tp, s in scans.items()}
-                run_scans(client, scans, progress)
-                changed = [tp for tp, s in scans.items() if s.changed]
-                if changed:  # the log under a resumed scan is not the one it read (compacted, truncated)
-                    again = open_scans(client, changed, offsets=offsets, keys=keys)
-                    run_scans(client, again)
-                    scans.update(again)
-                    whole += changed
-                    before.update({tp: s.start for tp, s in again.items()})
-                new_offsets = sum(s.next - before[tp] for tp, s in scans.items())
-                logs = {tp: s.finish() for tp, s in scans.items()}
-                for s in scans.values():
-                    s.keys = None  # the records' keys go to the record index, not into the kept scan
+                        mode = keys if isinstance(keys, str) else None
+                        scan.keys = KeyCollector(scan.next, scan.end, mode)
+                    scans[tp] = scan
+                else:
+                    whole.append(tp)
+            scans.update(open_scans(client, whole, offsets=offsets, keys=keys))
+            before = {tp: s.next for tp, s in scans.items()}
+            run_scans(client, scans, progress)
+            changed = [tp for tp, s in scans.items() if s.changed]
+            if changed:  # the log under a resumed scan is not the one it read (compacted, truncated)
+                again = open_scans(client, changed, offsets=offsets, keys=keys)
+                run_scans(client, again)
+                scans.update(again)
+                whole += changed
+                before.update({tp: s.start for tp, s in again.items()})
+            new_offsets = sum(s.next - before[tp] for tp, s in scans.items())
+            logs = {tp: s.finish() for tp, s in scans.items()}
+            for s in scans.values():
+                s.keys = None  # the records' keys go to the record index, not into the kept scan
+            if keys:
+                _add_records(con, logs, whole)
+            settle(logs.values())
+            identify(client, logs.values())
+            progress(Step("reconciling"))
+            t_keys = time.monotonic()
+            with paused():
+                # The key index first: the content check reads the new rows from it.
+                dups, keys_checked = _key_duplicates(con, sink, logs, prev, bool(reason), whole)
+                t_reconcile = time.monotonic()
+                checker = None
                 if keys:
-                    _add_records(con, logs, whole)
-                settle(logs.values())
-                identify(client, logs.values())
-                progress(Step("reconciling"))
-                t_keys = time.monotonic()
-                with paused():
-                    # The key index first: the content check reads the new rows from it.
-                    dups, keys_checked = _key_duplicates(con, sink, logs, prev, bool(reason), whole)
-                    t_reconcile = time.monotonic()
-                    checker = None
-                    if keys:
-                        checker = _Checker(con, sink, logs, {} if reason or prev is None else prev.content,
-                                           set(whole), before)
-                    summaries, findings = _reconcile(target, sink, tail, logs, client, leaders, offsets,
-                                                     checker)
-                    invalid = [explain_finding(f) for f in tail.invalid_rows()]
-                    t_done = time.monotonic()
-                now = time.time()
-                meta = {**ident, "full_at": now if reason else prev.meta["full_at"] if prev else now,
-                        "audited_at": now, "content": _mode(keys),
-                        "lso": {f"{t}\t{p}": log.last_stable_offset for (t, p), log in logs.items()}}
-                incstate.save(con, incstate.State(meta, scans, tail.state, dups,
-                                                  checker.kept if checker is not None else {}))
-            finally:
-                con.close()
+                    checker = _Checker(con, sink, logs, {} if reason or prev is None else prev.content,
+                                       set(whole), before)
+                summaries, findings = _reconcile(target, sink, tail, logs, client, leaders, offsets,
+                                                 checker)
+                invalid = [explain_finding(f) for f in tail.invalid_rows()]
+                t_done = time.monotonic()
+            now = time.time()
+            meta = {**ident, "full_at": now if reason else prev.meta["full_at"] if prev else now,
+                    "audited_at": now, "content": _mode(keys),
+                    "lso": {f"{t}\t{p}": log.last_stable_offset for (t, p), log in logs.items()}}
+            incstate.save(con, incstate.State(meta, scans, tail.state, dups,
+                                              checker.kept if checker is not None else {}))
     run = Run(bool(reason), reason, new_offsets, sink_read, keys_checked, meta["full_at"])
     progress(Step("done", 1, 1))
     point = ReadPoint("duckdb", shown(sink), {"rows_read": tail.state.rows_read,

@@ -19,7 +19,7 @@ classes listed here (a state file from elsewhere can't make it run anything else
 The checks both incremental audits (auditors.incremental, auditors.stateinc) make of a state before going
 on from it are here too: the file may be written (``previous``), it is this pipeline's (``belonging``), it
 may be gone on from or a full audit is due (``full_reason``), and a kept scan may resume
-(``still_the_log``).
+(``still_the_log``); and the new state written in its place (``writing``).
 """
 
 from __future__ import annotations
@@ -31,12 +31,15 @@ import io
 import json
 import os
 import pickle
+import shutil
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from eosctl.base.errors import EosctlError
-from eosctl.base.files import check_output, shown
+from eosctl.base.files import check_output, shown, writing_output
 from eosctl.cluster import model
 from eosctl.sink import shown as shown_sink
 
@@ -137,6 +140,25 @@ def create(con: Any) -> None:
                     "(h UBIGINT, k VARCHAR, t VARCHAR, p INTEGER, o BIGINT, vh UBIGINT)")
     con.execute("CREATE TABLE IF NOT EXISTS records (t VARCHAR, p INTEGER, o BIGINT, e INTEGER, c BOOLEAN, "
                 "kh UBIGINT, vh UBIGINT)")
+
+
+@contextmanager
+def writing(path: str, reads: tuple[str, ...], option: str, go_on: bool) -> Iterator[Any]:
+    """A DuckDB connection to the new state: written beside ``path`` and put in its place when the block
+    ends without an error (never one of ``reads``, never half a state), a copy of the last state where the
+    run goes on from it (``go_on``), else new; its tables made either way."""
+    import duckdb  # lazy: see docs/imports.md
+
+    with writing_output(path, reads, False, option, also=(".wal",), ours=is_state) as tmp:
+        if go_on:
+            shutil.copyfile(path, tmp)
+        con = duckdb.connect(tmp)
+        try:
+            create(con)
+            con.execute("SET preserve_insertion_order = false")
+            yield con
+        finally:
+            con.close()
 
 
 def save(con: Any, state: State) -> None:

@@ -23,7 +23,6 @@ cannot see: a record compacted away from a source topic below the kept scan whil
 
 from __future__ import annotations
 
-import shutil
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +41,6 @@ from auditors.state import (
 from auditors.statecols import OPEN_CODE, Shape, judge_tables, record_table, scanned_table
 from eosctl.base.errors import BrokerError, EosctlError
 from eosctl.base.files import shown as shown_path
-from eosctl.base.files import writing_output
 from eosctl.base.progress import Progress, Step, silent
 from eosctl.cluster.model import TP, Kind
 from eosctl.report.findings import KINDS, AuditReport
@@ -107,7 +105,6 @@ def audit_state_incremental(target: Target, sink: Sink, state_path: str, *,
     prev = incstate.previous(state_path, reads, option, sink.mode)
     if prev is not None:
         refuse_other_mode(prev.meta, sink, state_path, option)
-    import duckdb  # lazy: see docs/imports.md
 
     # lazy: see docs/imports.md
     from eosctl.cluster.logscan import open_scans, run_scans
@@ -121,86 +118,78 @@ def audit_state_incremental(target: Target, sink: Sink, state_path: str, *,
         ident = incstate.belonging(prev, target, sink, client.cluster_id,
                                    {t: client.topic_ids.get(t) for t in leaders}, state_path, option)
         reason = incstate.full_reason(prev, full_every)
-        with writing_output(state_path, reads, False, option, also=(".wal",), ours=incstate.is_state) as tmp:
-            if prev is not None and not reason:
-                shutil.copyfile(state_path, tmp)  # the kept records go on from the last run's
-            con = duckdb.connect(tmp)
-            try:
-                incstate.create(con)
-                con.execute("SET preserve_insertion_order = false")
-                con.execute(Shape.of(sink).record_ddl(_RECORDS))
-                # The sink first, then Kafka: a row written meanwhile is from an offset the log read has.
-                progress(Step(PHASE_SINK))
-                t = time.monotonic()
-                rows, point = state_rows(sink)
-                progress(Step(PHASE_LOG))
-                tps = [(tp, p) for tp in target.topics for p in sorted(leaders.get(tp, {}))]
-                offsets = client.offsets(tps)
-                kept = {} if reason or prev is None else prev.scans
-                read_to = {} if reason or prev is None else _read_to(prev.meta)
-                scans, whole = {}, []
-                for tp in tps:
-                    scan = kept.get(tp)
-                    if scan is not None and tp in read_to and incstate.still_the_log(scan, offsets[tp]):
-                        scan.extend(offsets[tp])
-                        scans[tp] = scan
-                    else:
-                        whole.append(tp)
-                scans.update(open_scans(client, whole, offsets=offsets))
-                native = statebytes.available()  # the new records from the scans' own answers
-                for s in scans.values():
-                    s.keys = statebytes.RecordBytes(s.next, s.end) if native else None
-                run_scans(client, scans, progress)
-                changed = [tp for tp, s in scans.items() if s.changed]
-                if changed:  # the log under a resumed scan is not the one it read (compacted, truncated)
-                    again = open_scans(client, changed, offsets=offsets)
-                    for s in again.values():
-                        s.keys = statebytes.RecordBytes(s.next, s.end) if native else None  # type: ignore[assignment]
-                    run_scans(client, again)
-                    scans.update(again)
-                    whole += changed
-                logs = {tp: s.finish() for tp, s in scans.items()}
-                scanned = {tp: log.record_keys for tp, log in logs.items()} if native else None
-                for tp, s in scans.items():
-                    s.keys = None  # never kept in the state
-                    logs[tp].record_keys = None
-                for tp, log in logs.items():
-                    if log.offsets_disagreement:  # never a verdict on offsets the broker contradicts
-                        raise BrokerError(f"cannot audit {tp[0]}-{tp[1]}: {log.offsets_disagreement}")
-                if reason:
-                    con.execute(f"DELETE FROM {_RECORDS}")
-                for tp in whole:
-                    con.execute(f"DELETE FROM {_RECORDS} WHERE t = ? AND p = ?", list(tp))
-                    read_to.pop(tp, None)
-                ends = {tp: log.high_watermark for tp, log in logs.items()}
-                starts = {tp: read_to[tp] for tp in ends if tp in read_to}
-                # The records past where the last run read; a partition read whole, from its log start.
-                if scanned is not None:  # each scan read from where the last run's stopped
-                    fresh = scanned_table(sink, logs, {tp: _past(got, read_to.get(tp))
-                                                       for tp, got in scanned.items()})
+        with incstate.writing(state_path, reads, option, go_on=prev is not None and not reason) as con:
+            con.execute(Shape.of(sink).record_ddl(_RECORDS))
+            # The sink first, then Kafka: a row written meanwhile is from an offset the log read has.
+            progress(Step(PHASE_SINK))
+            t = time.monotonic()
+            rows, point = state_rows(sink)
+            progress(Step(PHASE_LOG))
+            tps = [(tp, p) for tp in target.topics for p in sorted(leaders.get(tp, {}))]
+            offsets = client.offsets(tps)
+            kept = {} if reason or prev is None else prev.scans
+            read_to = {} if reason or prev is None else _read_to(prev.meta)
+            scans, whole = {}, []
+            for tp in tps:
+                scan = kept.get(tp)
+                if scan is not None and tp in read_to and incstate.still_the_log(scan, offsets[tp]):
+                    scan.extend(offsets[tp])
+                    scans[tp] = scan
                 else:
-                    fresh = record_table(sink, logs, records(target.cluster, ends, read_committed=False,
-                                                             what="the source topics", starts=starts))
-                new_offsets = sum(max(0, e - starts.get(tp, logs[tp].log_start_offset))
-                                  for tp, e in ends.items())
-                con.register("fresh_records", fresh)
-                con.execute(f"INSERT INTO {_RECORDS} SELECT * FROM fresh_records")
-                con.unregister("fresh_records")
-                _decide_open(con, logs)
-                bounds = read_point(target.cluster, target.group, logs)
-                prepare_s = time.monotonic() - t
-                con.register("state_rows_now", rows)
-                verdict = judge_tables(con, sink, logs, bounds, recs=_RECORDS, rows="state_rows_now",
-                                       topic=only_topic(target))
-                con.unregister("state_rows_now")
-                now = time.time()
-                meta = {**ident, "full_at": now if reason else prev.meta["full_at"] if prev else now,
-                        "audited_at": now, "sink_mode": sink.mode, "state_format": STATE_FORMAT,
-                        "state_version": STATE_VERSION, "sink_config": sink_config(sink),
-                        "read_to": [[t, p, o] for (t, p), o in sorted(ends.items())]}
-                incstate.save(con, incstate.State(meta, scans))
-            finally:
-                con.close()
+                    whole.append(tp)
+            scans.update(open_scans(client, whole, offsets=offsets))
+            native = statebytes.available()  # the new records from the scans' own answers
+            for s in scans.values():
+                s.keys = statebytes.RecordBytes(s.next, s.end) if native else None
+            run_scans(client, scans, progress)
+            changed = [tp for tp, s in scans.items() if s.changed]
+            if changed:  # the log under a resumed scan is not the one it read (compacted, truncated)
+                again = open_scans(client, changed, offsets=offsets)
+                for s in again.values():
+                    s.keys = statebytes.RecordBytes(s.next, s.end) if native else None  # type: ignore[assignment]
+                run_scans(client, again)
+                scans.update(again)
+                whole += changed
+            logs = {tp: s.finish() for tp, s in scans.items()}
+            scanned = {tp: log.record_keys for tp, log in logs.items()} if native else None
+            for tp, s in scans.items():
+                s.keys = None  # never kept in the state
+                logs[tp].record_keys = None
+            for tp, log in logs.items():
+                if log.offsets_disagreement:  # never a verdict on offsets the broker contradicts
+                    raise BrokerError(f"cannot audit {tp[0]}-{tp[1]}: {log.offsets_disagreement}")
+            if reason:
+                con.execute(f"DELETE FROM {_RECORDS}")
+            for tp in whole:
+                con.execute(f"DELETE FROM {_RECORDS} WHERE t = ? AND p = ?", list(tp))
+                read_to.pop(tp, None)
+            ends = {tp: log.high_watermark for tp, log in logs.items()}
+            starts = {tp: read_to[tp] for tp in ends if tp in read_to}
+            # The records past where the last run read; a partition read whole, from its log start.
+            if scanned is not None:  # each scan read from where the last run's stopped
+                fresh = scanned_table(sink, logs, {tp: _past(got, read_to.get(tp))
+                                                   for tp, got in scanned.items()})
+            else:
+                fresh = record_table(sink, logs, records(target.cluster, ends, read_committed=False,
+                                                         what="the source topics", starts=starts))
+            new_offsets = sum(max(0, e - starts.get(tp, logs[tp].log_start_offset))
+                              for tp, e in ends.items())
+            con.register("fresh_records", fresh)
+            con.execute(f"INSERT INTO {_RECORDS} SELECT * FROM fresh_records")
+            con.unregister("fresh_records")
+            _decide_open(con, logs)
+            bounds = read_point(target.cluster, target.group, logs)
+            prepare_s = time.monotonic() - t
+            con.register("state_rows_now", rows)
+            verdict = judge_tables(con, sink, logs, bounds, recs=_RECORDS, rows="state_rows_now",
+                                   topic=only_topic(target))
+            con.unregister("state_rows_now")
+            now = time.time()
+            meta = {**ident, "full_at": now if reason else prev.meta["full_at"] if prev else now,
+                    "audited_at": now, "sink_mode": sink.mode, "state_format": STATE_FORMAT,
+                    "state_version": STATE_VERSION, "sink_config": sink_config(sink),
+                    "read_to": [[t, p, o] for (t, p), o in sorted(ends.items())]}
+            incstate.save(con, incstate.State(meta, scans))
     run = Run(bool(reason), reason, new_offsets, rows.num_rows, verdict.checked, meta["full_at"])
     progress(Step("done", 1, 1))
     engine = engine_info(run, prepare_s, {})
