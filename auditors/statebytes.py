@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from eosctl.cluster.batches import BatchDecodeError
-from eosctl.cluster.recordkeys import _CORRUPT, _PAD, _ptr, lay_out, native
+from eosctl.cluster.recordkeys import _CORRUPT, _PAD, AnswerBuffer, _ptr, lay_out, native
 
 
 def _lib() -> Any:
@@ -41,29 +41,16 @@ def available() -> bool:
     return _lib() is not None
 
 
-class RecordBytes:
+class RecordBytes(AnswerBuffer):
     """One partition's data records in [start, end), from the fetch answers' bytes as the scan reads them:
     ``result()`` is (offsets, timestamps, keys, values), the last two Arrow binary arrays."""
 
-    FLUSH_BYTES = 32 << 20
-
     def __init__(self, start: int, end: int) -> None:
-        self.next, self.end = start, end
+        super().__init__(start, end)
         self.parts: list[tuple[Any, ...]] = []
-        self.pending: list[Any] = []
-        self.pending_bytes = 0
-
-    def add(self, data: Any) -> None:
-        if self.next >= self.end or not len(data):
-            return
-        self.pending.append(data)
-        self.pending_bytes += len(data)
-        if self.pending_bytes >= self.FLUSH_BYTES:
-            self.flush()
 
     def flush(self) -> None:
-        answers, self.pending, self.pending_bytes = self.pending, [], 0
-        laid = lay_out(answers, "a state sink's audit")
+        laid = lay_out(self.take(), "a state sink's audit")
         if laid is None:
             return
         buf, starts, counts_a = laid.buf, laid.starts, laid.counts
@@ -78,9 +65,7 @@ class RecordBytes:
             raise BatchDecodeError(_CORRUPT.get(rc, "corrupt record in a batch"))
         batch = np.repeat(np.arange(len(counts_a)), counts_a)
         offsets = laid.bases[batch] + delta
-        # A fetch from inside a batch returns the whole batch again: keep each offset's first reading.
-        before = np.maximum.accumulate(np.concatenate([[self.next - 1], offsets[:-1]]))
-        keep = (offsets > before) & (offsets < self.end)
+        keep = self.first_readings(offsets)
         self.next = max(self.next, int(offsets[keep][-1]) + 1 if keep.any() else self.next)
         keep &= ~laid.controls[batch]
         idx = np.flatnonzero(keep)

@@ -61,17 +61,16 @@ class RecordKeys:
         return len(self.offsets)
 
 
-class KeyCollector:
-    """Collects the keys of one partition's records in [start, end) as a scan reads them (each fetch answer's
-    bytes, in log order). Answers are decoded FLUSH_BYTES at a time: the lock step is as wide as the
-    batches decoded together, and one answer holds only a few of a partition's batches."""
+class AnswerBuffer:
+    """One partition's fetch answers (their bytes, in log order) for its records in [start, end), as a
+    scan reads them, held until FLUSH_BYTES of them are there and then decoded together by ``flush``: the
+    lock step is as wide as the batches decoded together, and one answer holds only a few of a partition's
+    batches. KeyCollector decodes keys; auditors.statebytes.RecordBytes the records' bytes."""
 
     FLUSH_BYTES = 32 << 20
 
-    def __init__(self, start: int, end: int, values: str | None = None) -> None:
+    def __init__(self, start: int, end: int) -> None:
         self.next, self.end = start, end
-        self.values = values
-        self.parts: list[tuple[np.ndarray, ...]] = []
         self.pending: list[bytes | bytearray | memoryview] = []
         self.pending_bytes = 0
 
@@ -84,14 +83,33 @@ class KeyCollector:
             self.flush()
 
     def flush(self) -> None:
+        raise NotImplementedError
+
+    def take(self) -> list[bytes | bytearray | memoryview]:
+        """The answers held, no longer held."""
         answers, self.pending, self.pending_bytes = self.pending, [], 0
-        part = decode_keys(answers, self.values)
+        return answers
+
+    def first_readings(self, offsets: np.ndarray) -> np.ndarray:
+        """Which of the decoded offsets to keep: in [next, end), and each offset's first reading only (a
+        fetch from inside a batch returns the whole batch again)."""
+        before = np.maximum.accumulate(np.concatenate([[self.next - 1], offsets[:-1]]))
+        return (offsets > before) & (offsets < self.end)
+
+
+class KeyCollector(AnswerBuffer):
+    """Collects the keys of one partition's records in [start, end) as a scan reads them."""
+
+    def __init__(self, start: int, end: int, values: str | None = None) -> None:
+        super().__init__(start, end)
+        self.values = values
+        self.parts: list[tuple[np.ndarray, ...]] = []
+
+    def flush(self) -> None:
+        part = decode_keys(self.take(), self.values)
         if part is None:
             return
-        # A fetch from inside a batch returns the whole batch again: keep each offset's first reading.
-        offsets = part[0]
-        before = np.maximum.accumulate(np.concatenate([[self.next - 1], offsets[:-1]]))
-        keep = (offsets > before) & (offsets < self.end)
+        keep = self.first_readings(part[0])
         if not keep.all():
             idx = np.flatnonzero(keep)
             if not len(idx):
