@@ -53,8 +53,8 @@ def sink_keys(reader: SinkReader, tps: Sequence[TP]) -> dict[TP, tuple[Any, Any,
 
 
 def _as_text(keys: Any) -> Any:
-    """The keys as an Arrow string array: text keys as they are (a cast imports pyarrow.compute, 50 ms of a
-    small audit), others cast (an integer key's decimal text)."""
+    """The keys as an Arrow string array: text keys as they are (a cast imports pyarrow.compute, a cost
+    docs/imports.md measures), others cast (an integer key's decimal text)."""
     import pyarrow as pa  # lazy: see docs/imports.md
 
     return keys if keys.type == pa.string() else keys.cast(pa.string())

@@ -448,7 +448,7 @@ def hash_arrow(values: Any) -> np.ndarray:
     import pyarrow as pa  # lazy: see docs/imports.md
 
     arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
-    # Text and bytes as their buffers are (a cast imports pyarrow.compute: 50 ms of a small audit).
+    # Text and bytes as their buffers are (a cast imports pyarrow.compute, a cost docs/imports.md measures).
     width: type[np.int32] | type[np.int64]
     if arr.type in (pa.string(), pa.binary()):
         width = np.int32

@@ -86,10 +86,8 @@ def lag(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: st
         _emit_document(doc, False, fmt, wanted_groups, wanted_topics)
         return
     # The watch reads the live model every interactive reader shares (eosctl.inspection.live), its lag section
-    # only,
-    # with raw requests on one wire client (no librdkafka handle: see eosctl.cluster.offsets), reconnected
-    # after a
-    # failed poll: a restarted broker needs new connections.
+    # only, with raw requests on one wire client (no librdkafka handle: see eosctl.cluster.offsets),
+    # reconnected after a failed poll: a restarted broker needs new connections.
     # --timeout bounds each poll (the model renews the deadline at each refresh).
     with LiveModel(target, sections=("lag",), lag_groups=list(groups) or None, scan_limit=scan_limit,
                    timeout_ms=TIMEOUT_MS, long_lived=True, partial=False) as model:

@@ -223,8 +223,7 @@ class LiveModel:
                       tail=self.tail)
         try:
             # The sink first, then Kafka (see eosctl.inspection.ledger.read_sink): every row read was written
-            # from a
-            # record Kafka committed before the reads below.
+            # from a record Kafka committed before the reads below.
             clock = _Clock(self.timings)
             if "ledger" in self.sections:
                 self._read_sink()
