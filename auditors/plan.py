@@ -118,7 +118,7 @@ def prepare(inp: AuditInput, reader: SinkCounts | None = None) -> list[WorkItem]
         offsets_kept = inp.group or inp.sink.spark_checkpoint
         stored = reader.stored_offsets() if offsets_kept and inp.cluster is not None else None
     items = plan(inp.source, inp.topics, in_sink)
-    from eosctl.cluster.offsets import committed_offsets  # lazy: eosctl.cluster.offsets 78 ms to import
+    from eosctl.cluster.offsets import committed_offsets  # lazy: see docs/imports.md
 
     done = committed_before(inp.sink)
     if done is not None:

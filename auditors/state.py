@@ -83,7 +83,7 @@ def audit_state(target: Any, sink: Sink, *, progress: Progress = silent, fail_on
                           "window")
     if options is not None and options.engine == AUTO:
         # Nobody chose: by the source's offsets, as an offsets sink's audit picks (auditors.engine.pick).
-        from auditors.sources import KafkaSource  # lazy: auditors.sources 2 ms to import
+        from auditors.sources import KafkaSource  # lazy: see docs/imports.md
 
         survey = KafkaSource(target.cluster).survey(target.topics)
         chosen, why = pick_by_offsets(sum(p.high_watermark - p.log_start
@@ -165,9 +165,9 @@ def audit_columns(target: Any, sink: Sink, *, progress: Progress = silent, fail_
         recs = record_table(sink, logs, read_records(target.cluster, logs))
     bounds = read_point(target.cluster, target.group, logs)
     prepare_s = time.monotonic() - t
-    import duckdb  # lazy: duckdb 44 ms to import
+    import duckdb  # lazy: see docs/imports.md
 
-    from eosctl.sink.relation import NO_EXTENSION_DOWNLOADS  # lazy: eosctl.sink.relation 60 ms to import
+    from eosctl.sink.relation import NO_EXTENSION_DOWNLOADS  # lazy: see docs/imports.md
 
     with duckdb.connect(config=NO_EXTENSION_DOWNLOADS) as con:
         con.register("recs", recs)
@@ -298,7 +298,7 @@ def scan_with_records(cluster: Cluster, topics: Iterable[str], records: bool = T
     """Each source partition's log, classified from its start to its high watermark; with ``records``
     and the native walker built, each partition's records too (auditors.statebytes: offsets, timestamps,
     keys, values), else None (a consumer reads them: read_records)."""
-    from auditors import statebytes  # lazy: auditors.statebytes (numpy, recordkeys) 120 ms to import
+    from auditors import statebytes  # lazy: see docs/imports.md
 
     with WireClient(cluster) as client:
         meta = client.metadata(topics)

@@ -32,8 +32,7 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 @contextmanager
 def _redacted_streams() -> Iterator[None]:
     """stdout and stderr through eosctl.config.redaction.Redacting for the command: tables, JSON, progress and
-    log
-    lines alike, whichever code writes them, never show a value substituted from the config's ${NAME}s."""
+    log lines alike, whichever code writes them, never show a value substituted from the config's ${NAME}s."""
     before = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = Redacting(sys.stdout), Redacting(sys.stderr)
     try:

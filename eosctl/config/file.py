@@ -616,8 +616,7 @@ def _check_hop_sink(sink: Sink, path: Path, pipeline: str, clusters: dict[str, C
 
 def _bootstrap(value: str, where: str, path: Path) -> str:
     """The value, checked; ``"sandbox"`` stays as it is (eosctl.config.target resolves it for the chosen
-    cluster
-    only, so a config naming a sandbox cluster still loads while the sandbox is down)."""
+    cluster only, so a config naming a sandbox cluster still loads while the sandbox is down)."""
     if value == SANDBOX:
         return value
     problem = bootstrap_problem(value)

@@ -296,7 +296,7 @@ def _bulk(con: duckdb.DuckDBPyConnection, table: str, columns: list[list]) -> No
     type."""
     if not columns or not columns[0]:
         return
-    import pyarrow as pa  # lazy: pyarrow 111 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     try:
         data = pa.table({f"c{i}": pa.array(col) for i, col in enumerate(columns)})

@@ -41,7 +41,7 @@ def _name(sink: Sink, where: str) -> tuple[str, str]:
 
 
 def _catalog_and_name(sink: Sink, where: str) -> tuple[Any, str, str]:
-    from pyiceberg.catalog import load_catalog  # lazy: pyiceberg.catalog 293 ms to import
+    from pyiceberg.catalog import load_catalog  # lazy: see docs/imports.md
 
     catalog, table = _name(sink, where)
     props = {k: v for k, v in (("uri", sink.catalog_uri), ("warehouse", sink.warehouse)) if v}
@@ -61,7 +61,7 @@ def _only(sink: Sink, schema: dict[str, str], partitions: Sequence[TP] | None) -
     if types.get(sink.topic_column.lower()) != "string" or \
             types.get(sink.partition_column.lower()) not in ("int", "long"):
         return None
-    from pyiceberg.expressions import And, EqualTo, In, Or  # lazy: pyiceberg.expressions 110 ms to import
+    from pyiceberg.expressions import And, EqualTo, In, Or  # lazy: see docs/imports.md
 
     by_topic: dict[str, set[int]] = {}
     for topic, partition in partitions:
@@ -151,7 +151,7 @@ def _arrow(table: Table, snapshot: str | None, name: str, fields: tuple[str, ...
     ``row_filter`` keeps (pyiceberg prunes the files and row groups that can't hold them)."""
     try:
         if snapshot == NO_SNAPSHOT or (snapshot is None and table.current_snapshot() is None):
-            # lazy: pyarrow 96 ms, pyiceberg.io.pyarrow 1156 ms to import
+            # lazy: see docs/imports.md
             import pyarrow as pa
             from pyiceberg.io.pyarrow import schema_to_pyarrow
 

@@ -228,8 +228,8 @@ def _round(v: float | None) -> float | None:
 
 def supports(admin: KafkaAdminClient, api_key: int) -> bool:
     """Whether the broker lists ``api_key`` in its ApiVersions answer
-    (eosctl.cluster.wire.listed_api_versions:
-    never through kafka-python's enum, which raises on keys it lacks)."""
+    (eosctl.cluster.wire.listed_api_versions: never through kafka-python's enum, which raises on keys it
+    lacks)."""
     listed = listed_api_versions(getattr(admin, "_manager", None))
     if listed is None:
         try:
@@ -379,8 +379,7 @@ def describe_producers(admin: KafkaAdminClient, tps: Iterable[TP],
     """DescribeProducers for the partitions (kafka-python sends one request per leader).
 
     ``leaders``: each partition's leader when the caller knows it (eosctl.cluster.wire.WireClient), so no
-    metadata
-    is asked for first (kafka-python's own lookup decodes the whole topics' metadata, ~0.3 s at 10k
+    metadata is asked for first (kafka-python's own lookup decodes the whole topics' metadata, ~0.3 s at 10k
     partitions); a leader that moved sends the request the usual way.
     Returns (active producers per partition, status) where status is "ok", "unsupported" or the error.
     """
