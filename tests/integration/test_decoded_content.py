@@ -412,6 +412,7 @@ def test_key_lineage_pairs_a_key_reserialized_under_a_new_schema_version(bootstr
         writer.send_offsets_to_transaction([TopicPartition(src, 0, 5)], consumer.consumer_group_metadata(),
                                            30)
         writer.commit_transaction(30)
+        markers_written(bootstrap, f"{name}.tx")
     finally:
         consumer.close()
     assert all(w != m.key() for w, m in zip(written, msgs, strict=True))  # v2 is another id: other bytes

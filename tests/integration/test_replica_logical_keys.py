@@ -112,6 +112,7 @@ def copy(bootstrap: str, registries, topic: str, replica: str, twice: int | None
                 writer.produce(replica, key=k, value=v, timestamp=m.timestamp()[1], headers=m.headers())
             pairs.append((m.key(), k, m.value(), v))
         writer.commit_transaction(30)
+        markers_written(bootstrap, f"{replica}.copier")
     finally:
         consumer.close()
     return pairs
