@@ -12,6 +12,7 @@ import pytest
 
 from auditors import incstate
 from eosctl.base.errors import EosctlError
+from eosctl.base.files import shown
 from eosctl.config.model import Sink
 
 OPTION = "--incremental"
@@ -39,8 +40,9 @@ def test_a_state_of_another_sink_mode_is_refused(tmp_path: Path) -> None:
     write_state(path, full_at=1.0)  # an offsets sink's state says no mode
     with pytest.raises(EosctlError) as e:
         incstate.previous(str(path), (), OPTION, "upsert")
-    assert str(e.value) == (f"--incremental {path} was written for a sink of mode = 'offsets', this sink is "
-                            "mode = 'upsert': name another state file for it (a full audit writes it)")
+    assert str(e.value) == (f"--incremental {shown(str(path))} was written for a sink of mode = 'offsets', "
+                            "this sink is mode = 'upsert': name another state file for it "
+                            "(a full audit writes it)")
 
 
 def test_a_file_that_is_no_state_and_an_input_are_refused(tmp_path: Path) -> None:
