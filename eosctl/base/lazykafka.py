@@ -1,7 +1,7 @@
 """kafka-python's package `__init__`s run only when a name they define is asked for.
 
 Importing any `kafka.*` module runs `kafka/__init__.py`, which imports the admin client, the consumer and
-the producer (coordinators, assignors, metrics: ~90 modules), and `kafka.protocol.admin` (or `.consumer`,
+the producer (coordinators, assignors, partitioners: ~60 modules), and `kafka.protocol.admin` (or `.consumer`,
 `.metadata`, `.producer`) star-imports every schema module of its package, each class of which reads its
 JSON schema at import. eosctl's raw client needs a few of them: a demo-size audit spent more on that import
 than on its work (issue 49, docs/benchmarks.md). Here those packages' modules are made without running their
