@@ -7,8 +7,8 @@ its own `with` and `finally` blocks calls ``allow()``; its process then ends wit
 command has unwound, after what the teardown would still have done that a user can notice: the atexit
 hooks (logging's flush, multiprocessing's children joined, weakref finalizers, a Spark session's stop) and
 stdout and stderr flushed. Not while a thread other than a daemon is alive (the interpreter would wait for
-it), nor when a flush fails (the normal exit then reports it as before), nor for a command run in-process
-(click's test runner, the TUI's own handling).
+it), nor when a flush of the command's output fails (the normal exit then reports it as before), nor for a
+command run in-process (click's test runner, the TUI's own handling).
 """
 
 from __future__ import annotations
@@ -33,11 +33,18 @@ def end(code: int) -> None:
         return
     if any(not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
         return
+    if not _flushed():
+        return  # the usual exit reports what could not be written
     atexit._run_exitfuncs()
+    # What the hooks wrote; if that can't be written, the exit status the interpreter gives then (120).
+    os._exit(code if _flushed() else 120)
+
+
+def _flushed() -> bool:
     try:
         for stream in (sys.stdout, sys.stderr):
             if stream is not None:
                 stream.flush()
     except (OSError, ValueError):
-        return
-    os._exit(code)
+        return False
+    return True

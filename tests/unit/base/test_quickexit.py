@@ -51,3 +51,19 @@ def test_a_thread_still_running_is_waited_for_as_usual() -> None:
 def test_a_daemon_thread_does_not_hold_the_end() -> None:
     assert run("quickexit.allow()\nthreading.Thread(target=time.sleep, args=(30,), daemon=True).start()") == \
         (3, "the report, not yet flushed; atexit hook\n")
+
+
+def test_output_that_cannot_be_written_takes_the_usual_exit() -> None:
+    # The command's output buffered for /dev/full: its flush fails, so the process goes on to the usual exit
+    # (which reports the failed write and gives status 120, as Python does).
+    proc = subprocess.run([sys.executable, "-c", PROGRAM.format(
+        setup="sys.stdout = open('/dev/full', 'w', buffering=1 << 16)\nprint('x')\nquickexit.allow()")],
+        capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert proc.returncode == 120
+    assert "No space left on device" in proc.stderr
+
+
+def test_hooks_output_that_cannot_be_written_is_status_120() -> None:
+    code, out = run("sys.stdout.flush()\nsys.stdout = open('/dev/full', 'w', buffering=1 << 16)\n"
+                    "quickexit.allow()")
+    assert (code, out) == (120, "the report, not yet flushed; ")
