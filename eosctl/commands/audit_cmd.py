@@ -23,6 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, SpinnerColumn, TextColu
 from rich.progress import Progress as Bar
 from rich.text import Text
 
+from eosctl.base import quickexit
 from eosctl.base.errors import EosctlError
 from eosctl.base.exits import Exit
 from eosctl.base.files import check_output, shown, writing_output
@@ -143,6 +144,9 @@ def audit(**given: Any) -> None:
     """Reconcile Kafka source offsets with the sink's rows (one task per partition)."""
     # Ctrl-C and SIGTERM unwind through the audit's guard (eosctl.cli.unwind_on_signals).
     started = time.monotonic()
+    # Everything the audit opens (sink copies, DuckDB connections, the pool, Spark, --out and its state
+    # files) is closed by its own with/finally blocks: no interpreter teardown after it.
+    quickexit.allow()
     args = Args(**given)
     _check_options(args)
     _run(_check(args, _resolve(args)), started)

@@ -23,11 +23,9 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import kafka.errors as Errors
-from kafka.admin import AbortTransactionSpec, KafkaAdminClient, TransactionDescription
-from kafka.admin import ProducerState as ActiveProducer
 from kafka.protocol.admin.transactions import DescribeTransactionsRequest, ListTransactionsRequest
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 from kafka.structs import TopicPartition
@@ -47,6 +45,10 @@ from eosctl.txn.opentxn import (
     open_transactions,
 )
 
+if TYPE_CHECKING:  # kafka.admin (the admin client) imported only where one is used
+    from kafka.admin import KafkaAdminClient, TransactionDescription
+    from kafka.admin import ProducerState as ActiveProducer
+
 # Kafka's default transaction.max.timeout.ms: after it the coordinator aborts a transaction by itself.
 DEFAULT_MAX_AGE_S = 900.0
 # A two-phase commit transaction (KIP-939): InitProducerId with enable2Pc makes the coordinator store the
@@ -57,7 +59,7 @@ TWO_PHASE_TIMEOUT_MS = 2**31 - 1
 ACTIVE_STATES = {"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"}
 WRITE_TXN_MARKERS_API_KEY = 27
 # DescribeProducers' answer: the active producers per partition, and "ok" / "unsupported" / the error.
-Described = tuple[dict[TP, list[ActiveProducer]], str]
+Described = tuple[dict[TP, list["ActiveProducer"]], str]
 T = TypeVar("T")
 
 
@@ -656,6 +658,8 @@ def abort(admin: KafkaAdminClient, plan: AbortPlan) -> None:
     if not plan.supported:
         raise EosctlError("this broker does not support aborting transactions (no WriteTxnMarkers API); "
                           "nothing was changed")
+    from kafka.admin import AbortTransactionSpec  # lazy: kafka.admin 18 modules, 50-90 ms to import
+
     spec = AbortTransactionSpec(TopicPartition(plan.topic, plan.partition), plan.producer_id,
                                 plan.producer_epoch, plan.coordinator_epoch)
     _call(f"aborting the transaction of producer {plan.producer_id}", admin.abort_transaction, spec,
