@@ -3,8 +3,9 @@
 The same two steps as the local engine's (auditors.keydups), split where the data is:
 
 1. candidates, in Spark: GROUP BY key over the audited partitions' rows, keeping the keys whose smallest
-   and largest place (topic, partition, offset) differ. A hash aggregate, partial on the map side, so the
-   shuffle carries one row per key and map task, never the rows themselves; a clean sink has none.
+   and largest offset, partition or topic (by its 64-bit hash: two topics of one sink with the same
+   xxhash64 are what would hide a candidate) differ. A hash aggregate, partial on the map side; a clean
+   sink has no candidate.
 2. the candidates' rows (a second scan of the same four columns, joined with the few candidate keys
    broadcast) reach the driver, where keydups.duplicate_keys places them on the committed ranges by
    writer the tasks reported: the local engine's own SQL, so the findings are the same by construction.
@@ -38,9 +39,15 @@ def spark_duplicate_keys(spark: Any, keys: Any, writers: Any, collect: Any) -> l
                                    ("topic", "partition", "first_offset", "last_offset")), strict=True):
         spans.setdefault((t, p), []).append((first, last))
     rows = within(keys, spans)
-    place = F.struct("topic", "partition", "offset")
-    candidates = collect(rows.groupBy("key").agg(F.min(place).alias("lo"), F.max(place).alias("hi"))
-                         .where(F.col("lo") != F.col("hi")).select("key"))
+    # min <> max of each part of the place, as keydups does; the topic by its 64-bit hash: an aggregate of
+    # fixed-width buffers only is a hash aggregate (a struct's or a string's min falls back to a sort
+    # aggregate: every row sorted by key).
+    topic = F.xxhash64("topic")
+    candidates = collect(rows.groupBy("key").agg(
+        F.min("offset").alias("o0"), F.max("offset").alias("o1"), F.min("partition").alias("p0"),
+        F.max("partition").alias("p1"), F.min(topic).alias("t0"), F.max(topic).alias("t1"))
+        .where((F.col("o0") != F.col("o1")) | (F.col("p0") != F.col("p1")) | (F.col("t0") != F.col("t1")))
+        .select("key"))
     found: Sequence[str] = candidates.column("key").to_pylist()
     if not found:
         return []
