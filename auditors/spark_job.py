@@ -8,7 +8,11 @@ distinct places, so only duplicates' rows leave the shuffle, and the driver grou
 It used to be groupBy + collect_set of every key's places: a list built per key for 100M keys, sorted on
 the map side and again on the reduce side, to throw away all but the duplicates. A GROUP BY key HAVING
 ... joined back to the rows would read the task output twice, i.e. run the tasks (Kafka and the sink) twice:
-the window reads it once, and the task rows ride the same shuffle, each in a window of its own."""
+the window reads it once, and the task rows ride the same shuffle, each in a window of its own.
+
+Where Spark reads the sink itself (a Parquet sink, a Delta table's pinned files: auditors.spark_sink), the
+tasks read no key at all: they send back their committed ranges, and the key rule runs over Spark's own
+scan of the sink (auditors.spark_keys)."""
 
 from __future__ import annotations
 
