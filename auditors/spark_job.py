@@ -8,7 +8,11 @@ distinct places, so only duplicates' rows leave the shuffle, and the driver grou
 It used to be groupBy + collect_set of every key's places: a list built per key for 100M keys, sorted on
 the map side and again on the reduce side, to throw away all but the duplicates. A GROUP BY key HAVING
 ... joined back to the rows would read the task output twice, i.e. run the tasks (Kafka and the sink) twice:
-the window reads it once, and the task rows ride the same shuffle, each in a window of its own."""
+the window reads it once, and the task rows ride the same shuffle, each in a window of its own.
+
+Where Spark reads the sink itself (a Parquet sink, a Delta table's pinned files: auditors.spark_sink), the
+tasks read no key at all: they send back their committed ranges, and the key rule runs over Spark's own
+scan of the sink (auditors.spark_keys)."""
 
 from __future__ import annotations
 
@@ -18,8 +22,11 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from auditors.grouping import tasks as group_items
+from auditors.keydups import writers_table
 from auditors.outcome import Outcome, outcome
 from auditors.plan import AuditInput, WorkItem
+from auditors.spark_keys import spark_duplicate_keys
+from auditors.spark_sink import key_frame
 from auditors.task import _OUT_NAMES, _WRITER_TYPES, OUT_SCHEMA, PHASE_KEYS, PHASE_TASKS, group_task
 from eosctl.base.errors import EosctlError
 from eosctl.base.gcpause import paused
@@ -38,10 +45,16 @@ def run_spark(spark: Any, inp: AuditInput, items: list[WorkItem], progress: Prog
 
 
     want_keys = inp.sink.key_column is not None
+    # A sink Spark reads itself: the tasks send back committed ranges only, and the key rule runs as
+    # Spark SQL over Spark's own scan of the sink (auditors.spark_keys), its rows never in Python.
+    keys = key_frame(spark, inp.sink) if want_keys else None
     tasks = group_items(items, spark_slots(spark))
     progress(Step(PHASE_TASKS, 0, len(tasks)))
-    func = group_task(tasks, inp.source, inp.sink, inp.settings, want_keys, inp.group, inp.content_check)
+    func = group_task(tasks, inp.source, inp.sink, inp.settings, want_keys, inp.group, inp.content_check,
+                      key_rows=keys is None)
     frame = spark.range(0, len(tasks), 1, max(len(tasks), 1)).mapInArrow(func, OUT_SCHEMA)
+    if keys is not None:
+        return _with_spark_keys(spark, frame, keys, len(tasks), progress)
     if want_keys:
         from pyspark.sql import Window  # lazy: as above; see docs/imports.md
 
@@ -67,6 +80,20 @@ def run_spark(spark: Any, inp: AuditInput, items: list[WorkItem], progress: Prog
         keys = _key_findings(r for r in rows if r["row"] is None)
         return outcome((r["row"] for r in rows if r["row"] is not None), keys, phases.tasks_seconds,
                        phases.keys_seconds, len(tasks))
+
+
+def _with_spark_keys(spark: Any, frame: Any, keys: Any, tasks: int, progress: Progress) -> Outcome:
+    """The tasks' job (summaries, findings, committed ranges), then the key rule's over ``keys``."""
+    with _TaskProgress(spark, tasks, False, progress) as phases:
+        table = _collect(frame)
+    with paused():  # as in run_spark
+        rows = table.to_pylist()
+    committed = [r for r in rows if r["rec"] == "committed"]
+    t = time.monotonic()
+    progress(Step(PHASE_KEYS, 0, None))
+    found = spark_duplicate_keys(spark, keys, writers_table(committed), _collect) if committed else []
+    progress(Step(PHASE_KEYS, tasks, tasks))
+    return outcome(rows, found, phases.tasks_seconds, time.monotonic() - t, tasks)
 
 
 def _key_findings(rows: Iterable[dict[str, Any]]) -> list[Finding]:

@@ -23,18 +23,25 @@ and DuckDB's own GROUP BY of the same sink keys, with keyed / offsets only and k
 GROUP BY). Each master's session is started once per size (not timed) and warmed by a 100k audit.
 
     python benchmarks/keyed_bench.py --synthetic 10M,30M,100M [--masters local,standalone]
+        [--sink-kinds duckdb,parquet,delta]
+
+With --sink-kinds parquet or delta the same rows are exported (a directory of Parquet files, a Delta
+table), which Spark reads itself for the key rule (issue 54, auditors/spark_sink.py); each such row also
+times the keyed audit with the keys read by the tasks as before (its 'before' figure, in the same run).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
+from typing import Any
 
 from audit_bench import workdir_and_memory_flags
 from benchbroker import broker  # benchmarks/ is on the path: run as python benchmarks/NAME.py
@@ -128,10 +135,56 @@ def standalone(workdir: Path, executor_memory: str) -> Iterator[str]:
             log.close()
 
 
-def spark_audits(path: Path, size: int, master: str, args: argparse.Namespace, warm: Path) -> dict:
-    """The offsets-only and the keyed Spark audit of the synthetic sink at ``path`` on ``master``, in a
-    session of their own (started and warmed by a 100k audit of ``warm`` first, not timed): seconds and
-    finding counts."""
+def exported(path: Path, kind: str) -> Path:
+    """The DuckDB sink at ``path`` as ``kind`` ("parquet": a directory of Parquet files, "delta": a Delta
+    table), beside it; ``path`` itself for "duckdb"."""
+    import duckdb
+
+    if kind == "duckdb":
+        return path
+    out = path.with_suffix("." + kind)
+    if out.exists():
+        return out
+    with duckdb.connect(str(path), read_only=True) as con:
+        if kind == "parquet":
+            out.mkdir()
+            con.execute(f"COPY sink TO '{out}' (FORMAT parquet, PER_THREAD_OUTPUT true)")
+        else:
+            from deltalake import write_deltalake
+
+            write_deltalake(str(out), con.sql("SELECT * FROM sink").to_arrow_reader(1 << 20))
+    return out
+
+
+def _sink(kind: str, file: Path, key: str | None) -> Any:
+    from eosctl.config.model import Sink
+
+    where = {"duckdb": {"duckdb": str(file), "table": "sink"}, "parquet": {"parquet": f"{file}/*.parquet"},
+             "delta": {"delta": str(file)}}[kind]
+    return Sink(**where, key_column=key)  # type: ignore[arg-type]
+
+
+@contextmanager
+def keys_in_tasks(on: bool) -> Iterator[None]:
+    """With ``on``: the Spark engine as before issue 54, the sink's keys read by the tasks (Python) for
+    any sink kind: the 'before' figure of a Parquet or Delta sink, measured in the same run."""
+    import auditors.spark_job as job
+
+    saved = job.key_frame
+    if on:
+        job.key_frame = lambda spark, sink: None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        job.key_frame = saved
+
+
+def spark_audits(path: Path, size: int, master: str, args: argparse.Namespace, warm: Path,
+                 kind: str = "duckdb") -> dict:
+    """The offsets-only and the keyed Spark audit of the synthetic sink at ``path`` (exported as ``kind``)
+    on ``master``, in a session of their own (started and warmed by a 100k audit of ``warm`` first, not
+    timed): seconds and finding counts; for a Parquet or Delta sink also "keyed (keys in tasks)", the
+    keyed audit with the sink's keys read by the tasks as before issue 54."""
     import audit_bench
     from audit_bench import _counts, _input
     from pyspark import cloudpickle
@@ -140,7 +193,6 @@ def spark_audits(path: Path, size: int, master: str, args: argparse.Namespace, w
     from auditors.engine import EngineOptions
     from auditors.engine import run as audit
     from auditors.guard import Owned
-    from eosctl.config.model import Sink
 
     # The synthetic source travels to the executors by value: their Python has no benchmarks/ on its path.
     cloudpickle.register_pickle_by_value(audit_bench)
@@ -151,11 +203,16 @@ def spark_audits(path: Path, size: int, master: str, args: argparse.Namespace, w
         try:
             options = EngineOptions("spark", master=master, driver_memory=args.driver_memory)
             out: dict = {}
-            for name, file, n, key in (("warm-up", warm, 100_000, "order_id"),
-                                       ("offsets only", path, size, None), ("keyed", path, size, "order_id")):
-                inp = _input(file, n, args.task_memory, Sink(duckdb=str(file), table="sink", key_column=key))
+            runs = [("warm-up", exported(warm, kind), 100_000, "order_id"),
+                    ("offsets only", exported(path, kind), size, None)]
+            if kind != "duckdb":
+                runs.append(("keyed (keys in tasks)", exported(path, kind), size, "order_id"))
+            runs.append(("keyed", exported(path, kind), size, "order_id"))
+            for name, file, n, key in runs:
+                inp = _input(file, n, args.task_memory, _sink(kind, file, key))
                 t = time.monotonic()
-                report = audit(inp, options)
+                with keys_in_tasks(name == "keyed (keys in tasks)"):
+                    report = audit(inp, options)
                 seconds = time.monotonic() - t
                 if name != "warm-up":
                     out[name] = seconds
@@ -172,6 +229,7 @@ def spark_audits(path: Path, size: int, master: str, args: argparse.Namespace, w
 def synthetic_main(args: argparse.Namespace) -> None:
     """--synthetic: the Spark engine at scale on audit_bench's synthetic ranges, no broker."""
     masters = [m.strip() for m in args.masters.split(",")]
+    kinds = [k.strip() for k in args.sink_kinds.split(",")]
     with tempfile.TemporaryDirectory(prefix="keyed-spark-bench-", dir=args.workdir) as tmp:
         work = Path(tmp)
         warm = work / "warm.duckdb"
@@ -184,24 +242,35 @@ def synthetic_main(args: argparse.Namespace) -> None:
             grouped = group_by(path, truth["key_duplicates"])
             print(f"  DuckDB GROUP BY of the sink's keys: {grouped:.2f}s (load {os.getloadavg()[0]:.1f})",
                   flush=True)
-            for kind in masters:
+            for kind, sink_kind in ((m, k) for m in masters for k in kinds):
                 with (standalone(work, args.executor_memory) if kind == "standalone"
                       else nullcontext("local[*]")) as master:
-                    out = spark_audits(path, size, master, args, warm)
+                    out = spark_audits(path, size, master, args, warm, sink_kind)
                 keyed, offsets = out["keyed"], out["offsets only"]
+                before = ""
+                if "keyed (keys in tasks)" in out:
+                    was = out["keyed (keys in tasks)"]
+                    before = (f"; before (keys read in the tasks) {was:.2f}s: keyed / offsets only "
+                              f"{was / offsets:.2f}x, keyed / (offsets only + GROUP BY) "
+                              f"{was / (offsets + grouped):.2f}x")
                 found = out["keyed findings"]
                 agree = (found.get("key_duplicate", 0) == truth["key_duplicates"]
                          and found.get("gap") == truth["gap_records"]
                          and found.get("duplicate") == truth["duplicate_rows"]
                          and out["offsets only findings"].get("gap") == truth["gap_records"])
-                print(f"  spark {master} (executors {args.executor_memory}, driver {args.driver_memory}), "
+                print(f"  spark {master}, {sink_kind} sink (executors {args.executor_memory}, driver "
+                      f"{args.driver_memory}), "
                       "broker "
                       f"none (synthetic), load {os.getloadavg()[0]:.1f}: offsets only {offsets:.2f}s, keyed "
                       f"{keyed:.2f}s (keys step {out['keyed keys step']}s), DuckDB GROUP BY {grouped:.2f}s: "
                       f"keyed / offsets only {keyed / offsets:.2f}x, keyed / (offsets only + GROUP BY) "
-                      f"{keyed / (offsets + grouped):.2f}x; findings {'agree' if agree else 'DIFFER'} "
+                      f"{keyed / (offsets + grouped):.2f}x{before}; "
+                      f"findings {'agree' if agree else 'DIFFER'} "
                       f"({found})", flush=True)
             path.unlink()
+            for kind in kinds:
+                if kind != "duckdb":
+                    shutil.rmtree(path.with_suffix("." + kind), ignore_errors=True)
 
 
 def main() -> None:
@@ -212,6 +281,8 @@ def main() -> None:
     ap.add_argument("--sink", help="with --topic: its DuckDB sink (content_bench.build_sink)")
     ap.add_argument("--synthetic", metavar="SIZES", help="Spark on audit_bench's synthetic ranges, no broker")
     ap.add_argument("--masters", default="local,standalone", help="with --synthetic: local and/or standalone")
+    ap.add_argument("--sink-kinds", default="duckdb", help="with --synthetic: duckdb, parquet and/or delta "
+                                                           "(the same rows exported)")
     ap.add_argument("--executor-memory", default="2g", help="each standalone worker's and executor's")
     workdir_and_memory_flags(ap)  # --workdir (where the synthetic sinks go), --driver-memory, --task-memory
     args = ap.parse_args()

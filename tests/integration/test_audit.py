@@ -317,8 +317,10 @@ def test_engines_agree(runs, mode, engine):
 
 
 @pytest.mark.parametrize("engine", ["spark"], indirect=True)
-def test_engines_agree_on_the_edge_cases(runs, tmp_path, engine):
-    """Phantom partitions and topics, offsets behind the group and the key rule across partitions."""
+@pytest.mark.parametrize("kind", ["duckdb", "parquet"])
+def test_engines_agree_on_the_edge_cases(runs, tmp_path, engine, kind):
+    """Phantom partitions and topics, offsets behind the group and the key rule across partitions; in a
+    Parquet export of the sink too, whose key rows Spark reads itself (auditors.spark_sink)."""
     import duckdb
 
     _, manifest = runs["duplicate-replay"]
@@ -336,9 +338,17 @@ def test_engines_agree_on_the_edge_cases(runs, tmp_path, engine):
                     [key, row])
         con.execute(f"UPDATE {sink['offsets_table']} SET next_offset = next_offset - 2 "
                     "WHERE \"partition\" = 2")
-    args = ("--bootstrap", manifest["bootstrap"], "--topic", topic, "--sink-duckdb", str(copy),
-            "--sink-table", sink["table"], "--key-column", "order_id", "--offsets-table",
-            sink["offsets_table"], "--group", manifest["groups"]["sink"], "--format", "json")
+    where = ("--sink-duckdb", str(copy), "--sink-table", sink["table"],
+             "--offsets-table", sink["offsets_table"])
+    if kind == "parquet":
+        with duckdb.connect(str(copy), read_only=True) as con:
+            for name, into in ((table, "rows"), (sink["offsets_table"], "offsets")):
+                (tmp_path / into).mkdir()
+                con.execute(f"COPY {name} TO '{tmp_path / into / 'part-0.parquet'}' (FORMAT parquet)")
+        where = ("--sink-parquet", str(tmp_path / "rows" / "*.parquet"),
+                 "--offsets-table", str(tmp_path / "offsets" / "*.parquet"))
+    args = ("--bootstrap", manifest["bootstrap"], "--topic", topic, *where, "--key-column", "order_id",
+            "--group", manifest["groups"]["sink"], "--format", "json")
     # The key rule alone: with the content check, the row given another partition's key holds a key that
     # is not its record's, a content finding and no place of the key (one finding per row, docs/audit.md).
     _, checked, err = audit(*args)

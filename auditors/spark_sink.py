@@ -1,0 +1,125 @@
+"""The sink's key rows as a Spark DataFrame, read by Spark's own readers where Spark can read the sink.
+
+The key-duplicate rule used to read every key row in the audit's Python tasks (DuckDB in the task, then
+Arrow into the JVM, then the shuffle): at 100M offsets 255 of the keyed audit's 374 s (docs/benchmarks.md).
+Here Spark reads the sink's files itself, only the four columns the rule needs (column pruning) and only
+the audited partitions' committed offset spans (predicates Spark pushes into the Parquet scan), so the
+rows never pass through Python.
+
+What Spark reads, at the same read point as the local engine:
+- Parquet: the files the sink names (the frozen sink's links, a Spark file sink's committed files), listed
+  here with eosctl's own glob, so Spark reads exactly the files DuckDB would;
+- Delta: the pinned version's plain data files where the pin has them (eosctl.sink.delta.plain_files: its
+  rows are exactly those files' rows), else the table at that version through delta-spark where the
+  session has it on its classpath.
+
+Anything else (DuckDB, PostgreSQL, Iceberg, a URL, a key or offset column whose text or validity Spark
+would judge differently from DuckDB) answers None: the tasks read the keys as before.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from eosctl.base.files import glob_paths
+from eosctl.cluster.model import TP
+from eosctl.config.model import Sink
+from eosctl.sink.parquet import is_url
+from eosctl.sink.spark_files import is_table_dir, table_files
+
+# Column types whose text (CAST AS STRING) and validity Spark and DuckDB agree on.
+_INTS = ("ByteType", "ShortType", "IntegerType", "LongType")
+_KEYS = ("StringType", *_INTS)
+MAX_PARTITION = (1 << 31) - 1
+# Past this many partitions the pushed predicate names the partitions only, not each one's offset span.
+SPAN_PREDICATES = 256
+
+
+def key_frame(spark: Any, sink: Sink) -> Any | None:
+    """The sink's key rows as a DataFrame (key string, topic string, partition int, offset long) with a
+    valid place; None where Spark can't read the sink as the local engine does. Reads nothing but the
+    files' schema: the rows are read when a job runs over ``within(...)``."""
+    if sink.key_column is None:
+        return None
+    frame = _raw_frame(spark, sink)
+    if frame is None:
+        return None
+    from pyspark.sql import functions as F  # lazy: pyspark.sql 56 ms to import
+
+    names = {f.name.lower(): f for f in frame.schema.fields}
+    cols = [names.get(c.lower()) for c in (sink.topic_column, sink.partition_column, sink.offset_column,
+                                            sink.key_column)]
+    t, p, o, k = cols
+    if t is None or p is None or o is None or k is None:
+        return None  # the local engine's reader says which column is missing
+    if (type(t.dataType).__name__ != "StringType" or type(p.dataType).__name__ not in _INTS
+            or type(o.dataType).__name__ not in _INTS or type(k.dataType).__name__ not in _KEYS):
+        return None
+    topic, part, off = F.col(f"`{t.name}`"), F.col(f"`{p.name}`"), F.col(f"`{o.name}`")
+    # The local engine's validity (eosctl.sink.sql): a topic non-empty, 0 <= partition < 2^31, offset >= 0.
+    rows = frame.where(topic.isNotNull() & (topic != "") & part.between(0, MAX_PARTITION) & (off >= 0)
+                       & F.col(f"`{k.name}`").isNotNull())
+    return rows.select(F.col(f"`{k.name}`").cast("string").alias("key"), topic.alias("topic"),
+                       part.cast("int").alias("partition"), off.cast("long").alias("offset"))
+
+
+def within(frame: Any, committed: Mapping[TP, Sequence[tuple[int, int]]]) -> Any:
+    """``frame`` (key_frame's) with only the audited partitions' rows from their first to last committed
+    offset: a key with two committed places has both there, so the rule finds what it finds over the
+    whole sink. Plain comparisons of the columns, which Spark pushes into the Parquet scan."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F  # lazy: pyspark.sql 56 ms to import
+
+    topic, part, off = F.col("topic"), F.col("partition"), F.col("offset")
+    if len(committed) > SPAN_PREDICATES:
+        wanted = [(topic == t) & (part == p) for t, p in committed]
+    else:
+        wanted = [(topic == t) & (part == p) & off.between(min(a for a, _ in spans), max(b for _, b in spans))
+                  for (t, p), spans in committed.items() if spans]
+    return frame.where(reduce(lambda a, b: a | b, wanted) if wanted else F.lit(False))
+
+
+def _raw_frame(spark: Any, sink: Sink) -> Any | None:
+    """The sink's rows as Spark reads them, or None."""
+    if sink.postgres or sink.duckdb or sink.iceberg or sink.kafka_topic or sink.mode != "offsets":
+        return None
+    files: list[str] | None = None
+    if sink.delta:
+        if sink.files:
+            files = list(sink.files)
+        else:
+            return _delta_frame(spark, sink)
+    elif sink.parquet:
+        files = parquet_files(sink.parquet)
+    if not files:
+        return None
+    try:
+        return spark.read.parquet(*files)
+    except Exception:  # e.g. files Spark's reader refuses: the tasks read them as before
+        return None
+
+
+def parquet_files(pattern: str) -> list[str] | None:
+    """The local files the sink's pattern names, as eosctl.sink.parquet lists them; None for a URL."""
+    if is_url(pattern):
+        return None
+    if is_table_dir(pattern):
+        return list(table_files(pattern)) or None
+    return [f for f in glob_paths(pattern) if os.path.isfile(f)] or None
+
+
+def _delta_frame(spark: Any, sink: Sink) -> Any | None:
+    """The Delta table at the pinned version through delta-spark, where the session can load it."""
+    version = (sink.at or "").partition(",")[0]
+    if not version.isdigit() or sink.delta is None or "://" in sink.delta:
+        return None
+    try:
+        reader = spark.read.format("delta").option("versionAsOf", int(version))
+        frame = reader.load(sink.delta)
+        frame.schema  # noqa: B018 - resolving the schema is where a missing delta-spark shows
+        return frame
+    except Exception:
+        return None
