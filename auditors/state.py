@@ -34,6 +34,7 @@ from auditors.statecols import (
     Verdict,
     arrow_row_table,
     judge_tables,
+    latest_records,
     raw_row_table,
     record_table,
     row_table,
@@ -169,11 +170,14 @@ def audit_columns(target: Any, sink: Sink, *, progress: Progress = silent, fail_
 
     from eosctl.sink.relation import NO_EXTENSION_DOWNLOADS  # lazy: eosctl.sink.relation 60 ms to import
 
+    latest = latest_records(sink, recs, bounds)
     with duckdb.connect(config=NO_EXTENSION_DOWNLOADS) as con:
         con.register("recs", recs)
         con.register("state_rows_now", rows)
+        if latest is not None:
+            con.register("recs_latest", latest)
         verdict = judge_tables(con, sink, logs, bounds, recs="recs", rows="state_rows_now",
-                               topic=only_topic(target))
+                               topic=only_topic(target), latest="recs_latest" if latest is not None else None)
     progress(Step("done", 1, 1))
     engine = engine_facts({"name": "local", "workers": 1}, len(logs), prepare_s, 0.0, {})
     return state_report(target, sink, logs, verdict, point, engine, fail_on, t_start)
