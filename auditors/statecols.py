@@ -106,9 +106,10 @@ def _records_table(sink: Sink, logs: Mapping[TP, PartitionLog], messages: list[A
                          pa.array(v_, pa.binary()))
 
 
-def scanned_table(sink: Sink, logs: Mapping[TP, PartitionLog], scanned: Mapping[TP, Any]) -> Any:
+def scanned_table(sink: Sink, logs: Mapping[TP, PartitionLog], scanned: Mapping[TP, Any],
+                  raw: bool = False) -> Any:
     """The ``recs`` table of the records the log scans read (auditors.statebytes.RecordBytes' result per
-    partition: offsets, timestamps, keys, values)."""
+    partition: offsets, timestamps, keys, values); with ``raw``, values left for ``with_values``."""
     import numpy as np  # lazy: numpy 31 ms to import
     import pyarrow as pa  # lazy: pyarrow 50 ms to import
 
@@ -116,16 +117,18 @@ def scanned_table(sink: Sink, logs: Mapping[TP, PartitionLog], scanned: Mapping[
     for (t, p), (o, ts, k, v) in scanned.items():
         n = len(o)
         pieces.append(columns_table(sink, {(t, p): logs[(t, p)]}, pa.array([t] * n, pa.string()),
-                                    np.full(n, p, np.int32), o, ts, k, v))
+                                    np.full(n, p, np.int32), o, ts, k, v, raw=raw))
     if not pieces:
-        return pa.Table.from_pylist([], schema=Shape.of(sink).record_schema())
+        schema = Shape.of(sink).record_schema()
+        return pa.Table.from_pylist([], schema=_with_raw(schema) if raw else schema)
     return pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
 
 
 def columns_table(sink: Sink, logs: Mapping[TP, PartitionLog], topics_a: Any, parts: Any, offsets: Any,
-                  ts: Any, keys_a: Any, values_a: Any) -> Any:
+                  ts: Any, keys_a: Any, values_a: Any, raw: bool = False) -> Any:
     """The ``recs`` table of records given as columns (topic, partition, offset, timestamp, key and value
-    bytes), each told by its log's classification."""
+    bytes), each told by its log's classification. With ``raw``, the value columns are null and the key
+    and value bytes kept (``kb``, ``vb``): ``with_values`` reads the values of the records that need them."""
     import numpy as np  # lazy: numpy 31 ms to import
     import pyarrow as pa  # lazy: pyarrow 50 ms to import
 
@@ -148,7 +151,7 @@ def columns_table(sink: Sink, logs: Mapping[TP, PartitionLog], topics_a: Any, pa
         ep[at] = np.array([r.producer_epoch for r in log.ranges], np.int32)[i]
     cols = _Columns(sink, keys_a, values_a)
     keys = [cols.part(src) for src in _key_sources(sink)]
-    values = cols.values()
+    values = [pa.nulls(n, pa.string())] * shape.nvalues if raw else cols.values()
     keep = code > 0
     if keys:  # a key with every part null is no key to keep state by
         none = np.ones(n, bool)
@@ -160,9 +163,52 @@ def columns_table(sink: Sink, logs: Mapping[TP, PartitionLog], topics_a: Any, pa
     shown = cols.shown() if shape.nvalues == 0 else pa.nulls(n, pa.string())
     arrays = [topics_a, pa.array(parts), pa.array(offsets), pa.array(ts, pa.int64()),
               pa.array(code), pa.array(pid), pa.array(ep), cols.deletes(), pa.array(null_value), shown,
-              *keys, *values]
-    schema = shape.record_schema()
+              *keys, *values, *([keys_a, values_a] if raw else [])]
+    schema = _with_raw(shape.record_schema()) if raw else shape.record_schema()
     return pa.Table.from_arrays([a.take(idx) for a in arrays], schema=schema)
+
+
+def _with_raw(schema: Any) -> Any:
+    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+
+    return schema.append(pa.field("kb", pa.binary())).append(pa.field("vb", pa.binary()))
+
+
+def lazy_values(sink: Sink) -> bool:
+    """Whether the value columns can wait for ``with_values``: an upsert sink's values are compared for a
+    key's latest records and the histories the rules judge only (an aggregate folds every record, a hash
+    column and a sink of no values are read otherwise)."""
+    return sink.mode == "upsert" and bool(sink.value_fields or sink.value_column) \
+        and not (sink.value_hash_column and not sink.value_fields)
+
+
+def with_values(sink: Sink, recs: Any) -> Any:
+    """Records of a ``raw`` table (``columns_table``) with their value columns, as ``columns_table`` reads
+    them (record by record the same), the bytes dropped."""
+    shape = Shape.of(sink)
+    kb, vb = recs.column("kb").combine_chunks(), recs.column("vb").combine_chunks()
+    values = _Columns(sink, kb, vb).values() if recs.num_rows else []
+    out = recs.drop_columns(["kb", "vb"])
+    for name, col in zip(shape.values, values, strict=False):
+        out = out.set_column(out.schema.get_field_index(name), name, col)
+    return out
+
+
+class History:
+    """The records of some keys with their values, from a ``raw`` records table registered in a DuckDB
+    connection: ``judge_tables``' second pass and rules read these, not every record's values."""
+
+    def __init__(self, sink: Sink, recs: str) -> None:
+        self.sink, self.recs, self.made = sink, recs, 0
+
+    def __call__(self, con: Any, keys_sql: str) -> str:
+        keys = Shape.of(self.sink).keys
+        on = " AND ".join(f"x.{c} IS NOT DISTINCT FROM j.{c}" for c in keys)
+        got = con.sql(f"SELECT x.* FROM {self.recs} x SEMI JOIN ({keys_sql}) j ON {on}").to_arrow_table()
+        self.made += 1
+        name = f"state_history{self.made}"
+        con.register(name, with_values(self.sink, got))
+        return name
 
 
 def _key_sources(sink: Sink) -> list[str]:
@@ -438,13 +484,14 @@ def latest_records(sink: Sink, recs: Any, bounds: Mapping[TP, int]) -> Any:
     nparts = int(p.max()) + 2
     tp = (tcode + 1) * nparts + (p + 1)
     names = topics.dictionary.to_pylist()
-    bound = {(t_ + 1) * nparts + (p_ + 1): b for (t, p_), b in bounds.items() if t in names
-             for t_ in [names.index(t)]}
-    tps, tp_at = np.unique(tp, return_inverse=True)
-    b = np.array([bound.get(int(x), 0) for x in tps], np.int64)[tp_at]
+    bound = np.zeros((len(names) + 1) * nparts, np.int64)  # a partition without a bound: none settled
+    for (t, p_), at in bounds.items():
+        if t in names and -1 <= p_ < nparts - 1:
+            bound[(names.index(t) + 1) * nparts + p_ + 1] = at
+    b = bound[tp]
     o = np.asarray(recs.column("o").combine_chunks(), np.int64)
     st = np.asarray(recs.column("st").combine_chunks(), np.int8)
-    group = tp_at.astype(np.int64)
+    group = tp
     for name in Shape.of(sink).keys:  # the group: key parts (null its own) and partition
         codes = recs.column(name).combine_chunks().dictionary_encode()
         width = len(codes.dictionary) + 1
@@ -466,10 +513,12 @@ def latest_records(sink: Sink, recs: Any, bounds: Mapping[TP, int]) -> Any:
 
 
 def judge_tables(con: Any, sink: Sink, logs: Mapping[TP, PartitionLog], bounds: Mapping[TP, int], *,
-                 recs: str, rows: str, topic: str | None, latest: str | None = None) -> Verdict:
+                 recs: str, rows: str, topic: str | None, latest: str | None = None,
+                 history: Any = None) -> Verdict:
     """The findings of the rows (table ``rows`` in ``con``) against the records (table ``recs``), with
     ``bounds`` (per partition, the offset below which committed records are settled); ``latest``: a table
-    of ``latest_records`` of them, which the per-key pass reads instead."""
+    of ``latest_records`` of them, which the per-key pass reads instead; ``history`` (a ``History``): where
+    ``recs`` holds no values, the table of some keys' records with them (the second pass, the rules)."""
     import pyarrow as pa  # lazy: pyarrow 50 ms to import
 
     shape = Shape.of(sink)
@@ -510,6 +559,8 @@ def judge_tables(con: Any, sink: Sink, logs: Mapping[TP, PartitionLog], bounds: 
     # A key of several partitions (applied by timestamp): its latest record by (timestamp, partition,
     # offset), a second pass over those keys' records alone.
     mon = " AND ".join(f"r.{c} IS NOT DISTINCT FROM m.{c}" for c in keys)
+    if history is not None:
+        with_bounds = bounded(history(con, f"SELECT {kl} FROM state_keys1 WHERE NOT single"))
     con.execute(f"""CREATE OR REPLACE TEMP TABLE state_multi AS
         SELECT {kl}, arg_max(struct_pack(t := t, p := p), row(ts, t, p, o)) AS last, {multi}
         FROM (SELECT r.* FROM {with_bounds} r SEMI JOIN (SELECT {kl} FROM state_keys1 WHERE NOT single) m
@@ -558,7 +609,8 @@ def judge_tables(con: Any, sink: Sink, logs: Mapping[TP, PartitionLog], bounds: 
         f"SELECT k.last.t, k.last.p, count(*) FROM {rows} w JOIN state_keys k ON {won} GROUP BY ALL"
     ).fetchall()}
     [(checked,)] = con.execute("SELECT count(*) FROM state_judged").fetchall()
-    findings = _judge_some(con, sink, logs, bounds, recs, rows, topic) if checked else []
+    judged_recs = recs if history is None or not checked else history(con, f"SELECT {kl} FROM state_judged")
+    findings = _judge_some(con, sink, logs, bounds, judged_recs, rows, topic) if checked else []
     con.unregister("state_bounds")
     return Verdict(findings, expected_keys, sink_rows, int(checked))
 

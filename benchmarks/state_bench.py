@@ -47,7 +47,7 @@ def produce(bootstrap: str, topic: str, lo: int, hi: int, partitions: int, per: 
 
     p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{topic}.bench", "linger.ms": 20,
                   "batch.size": 1 << 20, "queue.buffering.max.messages": 2_000_000,
-                  "compression.type": "none"})
+                  "compression.type": "none", "transaction.timeout.ms": 600_000})
     p.init_transactions(60)
     starts = list(range(lo, hi, per))
     for n, start in enumerate(starts):
