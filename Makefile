@@ -105,7 +105,9 @@ system-deps:
 # checks that they agree): a new benchmark is in `make bench` by being there.
 BENCH_LONG := scale_bench.py
 BENCHES := $(filter-out $(addprefix benchmarks/,$(BENCH_LONG)),$(sort $(wildcard benchmarks/*_bench.py)))
+# The import-cost table in docs/imports.md is measured first: it takes a few minutes and needs no broker.
 bench: setup
+	@set -e; echo "== benchmarks/import_costs.py"; $(BIN)/python benchmarks/import_costs.py
 	@set -e; for b in $(BENCHES); do echo "== $$b"; $(BIN)/python $$b; done
 
 bench-long: setup

@@ -5,9 +5,21 @@ runs it (options, the engine policy, timings, clean-up); `plan` cuts the work in
 `grouping`), `sources` reads what a task needs of Kafka, `task` is the task both engines run (the
 per-partition rule itself is eosctl/rules/), `outcome` what an engine found; `local` and
 `spark`/`spark_job` are the two engines; `passes` finishes every audit on the driver (a hop's and a
-replica's rules, the upstream stage, the waivers and levels), whoever called it. The result is rendered
-by eosctl/output/. Imported only by the commands that audit and the benchmarks, never at eosctl start-up
-(Spark is slow to import).
+replica's rules, the upstream stage, the waivers and levels), whoever called it; `guard` stops what an
+audit started on every way out. The result is rendered by eosctl/output/.
+
+Inside a task: `window` (an audit's window in each partition's offsets, set once by the driver),
+`contentcheck` (each sink row's key against its record's), `fieldcheck` with `fieldfast` and
+`fieldcolumns` (the decoded content check, column by column where it can), `keydups` (key duplicates
+grouped by DuckDB where the rows are), `deadletters` (a dead-letter queue read once by the driver) and
+`findingrows` (findings as Arrow columns between a task and the driver). State sinks: `state` (the audit
+of a table keyed by the record's key), `state_spark` (the same on Spark), `statebytes` (their source
+records from the log scan's own Fetch answers) and `statecols` (records and rows as columns, judged per key
+in DuckDB). The incremental audit: `incremental` (offsets sinks), `stateinc` (state sinks) and `incstate`
+(the state file both keep).
+
+Imported only by the commands that audit and the benchmarks, never at eosctl start-up (Spark is slow to
+import).
 """
 
 from __future__ import annotations
@@ -48,7 +60,7 @@ def _audit(target: Target, sink: Sink, *, options: EngineOptions, progress: Prog
            fail_on: tuple[str, ...], started: float | None, window: WindowSpec | None) -> AuditReport:
     """One sink's report, before the report's passes."""
     if sink.mode != "offsets":  # a state sink: keyed by the record's key, no offsets (auditors.state)
-        from auditors.state import audit_state  # lazy: auditors.state 20 ms to import
+        from auditors.state import audit_state  # lazy: see docs/imports.md
 
         if window is not None:
             raise ConfigError("--since/--until judge a window of offsets; a state sink (mode = "
@@ -105,7 +117,7 @@ def audit_pipeline(target: Target, *, options: EngineOptions, progress: Progress
     """The target's pipeline as `eosctl audit -c FILE -p NAME` audits it with no other option: hop by hop
     (each hop resolved from the config already read, on ``bootstrap`` if one was given), sink by sink in
     one report, or its one sink."""
-    from eosctl.config.target import resolve  # lazy: eosctl.config.target 12 ms at start-up
+    from eosctl.config.target import resolve  # lazy: see docs/imports.md
 
     assert target.pipeline is not None
     hops, sinks = target.pipeline.hops, target.pipeline.sinks
@@ -133,11 +145,11 @@ def audit_incremental(target: Target, sink: Sink, state: str, *, judging: Judgin
     sink that keeps state per key auditors.stateinc.audit_state_incremental, its ``kwargs``), finished by
     the same passes as a full audit."""
     if sink.mode != "offsets":
-        from auditors.stateinc import audit_state_incremental  # lazy: auditors.stateinc 60 ms to import
+        from auditors.stateinc import audit_state_incremental  # lazy: see docs/imports.md
 
         report = audit_state_incremental(target, sink, state, progress=progress, **kwargs)
     else:
-        from auditors.incremental import audit_incremental as new_since  # lazy: auditors.incremental 10 ms
+        from auditors.incremental import audit_incremental as new_since  # lazy: see docs/imports.md
 
         report = new_since(target, sink, state, progress=progress, **kwargs)
     return passes.finish(report, target, progress=progress, judging=judging)

@@ -29,7 +29,7 @@ def sink_keys(reader: SinkReader, tps: Sequence[TP]) -> dict[TP, tuple[Any, Any,
     as an Arrow array or None where the sink names no value column). A reader with ``row_keys`` (DuckDB:
     files and tables) reads each partition's rows once as they are; the others answer the key rule's
     query over all offsets (distinct (key, offset) pairs)."""
-    import pyarrow as pa  # lazy: pyarrow 52 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     got: dict[TP, list[Any]] = {}
     if hasattr(reader, "row_keys"):
@@ -53,9 +53,9 @@ def sink_keys(reader: SinkReader, tps: Sequence[TP]) -> dict[TP, tuple[Any, Any,
 
 
 def _as_text(keys: Any) -> Any:
-    """The keys as an Arrow string array: text keys as they are (a cast imports pyarrow.compute, 50 ms of a
-    small audit), others cast (an integer key's decimal text)."""
-    import pyarrow as pa  # lazy: pyarrow 52 ms to import
+    """The keys as an Arrow string array: text keys as they are (a cast imports pyarrow.compute, a cost
+    docs/imports.md measures), others cast (an integer key's decimal text)."""
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     return keys if keys.type == pa.string() else keys.cast(pa.string())
 
@@ -63,7 +63,7 @@ def _as_text(keys: Any) -> Any:
 def _by_partition(batch: Any) -> Any:
     """The rows of a (key, topic, partition, offset) batch per partition: sorted by partition once (numpy),
     then one slice per partition, no per-row Python."""
-    # lazy: numpy 31 ms, pyarrow 52 ms, pyarrow.compute 100 ms to import
+    # lazy: see docs/imports.md
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -87,7 +87,7 @@ def with_content(reader: SinkReader, done: list[tuple[WorkItem, PartitionSummary
                  group: str | None) -> list[tuple[WorkItem, PartitionSummary, list[Finding]]]:
     """``done`` (each partition's summary and findings) with the content findings added, and the
     partitions with shifted rows reconciled again at the offsets they hold."""
-    # lazy: eosctl.rules.content 35 ms, eosctl.cluster.recordkeys 104 ms to import
+    # lazy: see docs/imports.md
     from eosctl.cluster.recordkeys import hash_arrow
     from eosctl.rules.content import check_partition
 
@@ -128,7 +128,7 @@ def reconciled(item: WorkItem, log: PartitionLog, islands: list[tuple[int, int, 
     """The partition reconciled again (eosctl.rules.rule, as audit_group does) with the shifted rows at the
     offsets they hold, and each offset whose rows include another record's (``content``: the partition's
     content findings) held once, so no duplicate names it beside its content finding; None: no need."""
-    # lazy: eosctl.rules.content 35 ms to import
+    # lazy: see docs/imports.md
     from eosctl.rules.content import once_at, other_record_spans, shifted_islands
 
     moved = shifted_islands(islands, shifts) if shifts else islands

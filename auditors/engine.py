@@ -149,7 +149,7 @@ def _audit(inp: AuditInput, options: EngineOptions, progress: Progress, t_start:
                 items = with_windows(items, inp.window, inp.source)
             dead = None
             if fixed.dlq_topic and inp.cluster is not None:  # read after the sink, like every Kafka read
-                from eosctl.cluster.deadletter import read_dead_letters  # lazy: confluent_kafka 40 ms
+                from eosctl.cluster.deadletter import read_dead_letters  # lazy: see docs/imports.md
 
                 dead = read_dead_letters(inp.cluster, fixed.dlq_topic)
                 items = deadletters.with_dead_letters(items, dead)
@@ -194,7 +194,7 @@ def _picked(options: EngineOptions, items: list[WorkItem], sink: Any) -> EngineO
 def with_routes(items: list[WorkItem], route: Any, cluster: Any) -> list[WorkItem]:
     """Each audited partition with the ranges of committed records ``route`` leaves out, read once here
     (eosctl.cluster.routes: every record from the log start to the LSO, judged in Python)."""
-    from eosctl.cluster.routes import routed_out  # lazy: confluent_kafka 40 ms to import
+    from eosctl.cluster.routes import routed_out  # lazy: see docs/imports.md
 
     ends = {i.tp: (i.placement.log_start, i.placement.last_stable) for i in items
             if i.in_kafka and i.placement is not None}
@@ -240,7 +240,7 @@ def _run_engine(inp: AuditInput, items: list[WorkItem], options: EngineOptions, 
     ``here``: the engine's processes run on this machine; ``reader``: the driver's reader of the sink (the
     local engine groups its keys, auditors.keydups)."""
     if options.engine == "local":
-        from auditors.local import prepare_context  # lazy: auditors.local 8.2 ms to import
+        from auditors.local import prepare_context  # lazy: see docs/imports.md
 
         prepare_context(inp.sink)  # a process that outlives the audit starts before the guard looks
     with guard.Owned() as owned:
@@ -248,7 +248,7 @@ def _run_engine(inp: AuditInput, items: list[WorkItem], options: EngineOptions, 
             # DuckDB's spill files go where the guard cleans up, not to a shared directory.
             inp = replace(inp, settings=replace(inp.settings, temp_directory=owned.path("duckdb")))
         if options.engine == "local":
-            # lazy: auditors.local 8.2 ms to import
+            # lazy: see docs/imports.md
             from auditors.local import default_workers, pool_size, run_local
 
             workers = pool_size(items, options.workers)  # 0: no pool, a small audit runs here

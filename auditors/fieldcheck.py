@@ -47,8 +47,7 @@ def with_fields(reader: Any, done: list[tuple[WorkItem, PartitionSummary, list[F
                 group: str | None) -> list[tuple[WorkItem, PartitionSummary, list[Finding]]]:
     """``done`` with the decoded content findings of each partition added; a partition whose writer
     stored shifted offsets is reconciled again at the offsets its rows hold (as auditors.contentcheck)."""
-    # lazy: eosctl.cluster.schemas 200 ms (the registry client, fastavro, protobuf), eosctl.cluster.wire
-    # 71 ms, eosctl.rules.content 35 ms to import: only a task whose cluster names a registry needs them
+    # lazy: only a task whose cluster names a registry needs them; see docs/imports.md
     from eosctl.cluster.schemas import SchemaDecoder, registry_of
     from eosctl.cluster.wire import WireClient
     from eosctl.rules.content import Shift
@@ -84,7 +83,7 @@ def with_fields(reader: Any, done: list[tuple[WorkItem, PartitionSummary, list[F
 
 def _partition(reader: Any, client: Any, decoder: SchemaDecoder, log: PartitionLog, tp: TP,
                columns: Sequence[str], tol: Tolerances) -> list[Finding]:
-    # lazy: eosctl.cluster.schemas 200 ms, eosctl.cluster.records 2 ms (once eosctl.cluster.wire is in)
+    # lazy: only a registry's tasks; see docs/imports.md
     from eosctl.cluster.records import read_records
     from eosctl.cluster.schemas import KEY, VALUE, Decoded, Undecodable, Unframed
 

@@ -162,7 +162,7 @@ def converter(ft: FieldType | None, column_type: Any) -> Converter | None:
     """What compares a field of type ``ft`` (plain values) with a sink column of this Arrow type: a function
     (values, column, tolerances) -> the rows that may differ (bool); None where no converter reads the
     pair (the caller checks value by value)."""
-    import pyarrow as pa  # lazy: pyarrow 52 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     if ft is None:
         return None
@@ -215,7 +215,7 @@ def _filled(values: Sequence[Any], nulls: np.ndarray, fill: Any) -> Sequence[Any
 
 
 def _sink_ints(col: Any) -> np.ndarray:
-    import pyarrow as pa  # lazy: pyarrow 52 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     return col.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
 
@@ -229,8 +229,8 @@ def _int_suspects(values: Sequence[Any], col: Any, tol: Tolerances) -> np.ndarra
 
 
 def _equal_suspects(values: Sequence[Any], col: Any, tol: Tolerances) -> np.ndarray:
-    import pyarrow as pa  # lazy: pyarrow 52 ms to import
-    import pyarrow.compute as pc  # lazy: pyarrow.compute 50 ms to import (contentcheck avoids it too)
+    import pyarrow as pa  # lazy: see docs/imports.md
+    import pyarrow.compute as pc  # lazy: contentcheck avoids it too; see docs/imports.md
 
     if pa.types.is_large_string(col.type):
         col = col.cast(pa.string())
@@ -241,7 +241,7 @@ def _equal_suspects(values: Sequence[Any], col: Any, tol: Tolerances) -> np.ndar
 
 
 def _float_suspects(values: Sequence[Any], col: Any, tol: Tolerances) -> np.ndarray:
-    import pyarrow as pa  # lazy: pyarrow 52 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     rn, sn = _nulls(values), _sink_nulls(col)
     rec = np.fromiter(_filled(values, rn, 0.0), np.float64, len(values))

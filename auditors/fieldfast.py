@@ -50,7 +50,7 @@ def partition(reader: Any, client: Any, decoder: Any, log: PartitionLog, tp: TP,
               tol: Tolerances, plain: dict[int, Any]) -> list[Finding] | None:
     """The partition's decoded content findings, or None where the caller must check it record by record.
     ``plain``: schema id -> (fastavro's parsed plain schema, field types) or None, kept across partitions."""
-    # lazy: eosctl.cluster.schemas 200 ms (the registry client, fastavro, protobuf): only a registry's tasks
+    # lazy: the registry client, fastavro, protobuf: only a registry's tasks; see docs/imports.md
     from eosctl.cluster.schemas import AVRO, VALUE, Decoded, Undecodable, _unframed_why
 
     if not hasattr(reader, "row_columns"):
@@ -200,7 +200,7 @@ def partition(reader: Any, client: Any, decoder: Any, log: PartitionLog, tp: TP,
     rows_has, rec_idx = kept[has], fidx[dec_at[pos[has]]].tolist()
     suspect = np.zeros(len(rows_has), bool)
     if len(rows_has):
-        import pyarrow as pa  # lazy: pyarrow 52 ms to import
+        import pyarrow as pa  # lazy: see docs/imports.md
 
         take = pa.array(rows_has, pa.int64())
         picked = itemgetter(*rec_idx)(fvals) if len(rec_idx) > 1 else (fvals[rec_idx[0]],)
@@ -235,7 +235,7 @@ class LazyRecords(Mapping[int, Fields]):
         return i if i < len(self.offsets) and self.offsets[i] == offset else None
 
     def __getitem__(self, offset: int) -> Fields:
-        from eosctl.cluster.schemas import VALUE, Decoded  # lazy: eosctl.cluster.schemas 200 ms to import
+        from eosctl.cluster.schemas import VALUE, Decoded  # lazy: see docs/imports.md
 
         got = self.cache.get(offset)
         if got is not None:
@@ -265,7 +265,7 @@ class LazyRecords(Mapping[int, Fields]):
 
 
 def _plain(text: str) -> tuple[Any, dict[str, FieldType | None]] | None:
-    import fastavro  # lazy: fastavro 69 ms to import (with eosctl.cluster.schemas)
+    import fastavro  # lazy: with eosctl.cluster.schemas; see docs/imports.md
 
     try:
         schema, types = plain_schema(json.loads(text))
@@ -277,7 +277,7 @@ def _plain(text: str) -> tuple[Any, dict[str, FieldType | None]] | None:
 def _decode_all(data: bytes, starts: list[int], ends: list[int], schema: Any) -> tuple[list[Any], list[int]]:
     """fastavro's reading of each payload data[start:end], from one stream over the buffer (no copy, no
     object a record but its value); and the indexes of those that do not decode or leave bytes over."""
-    from fastavro import schemaless_reader as read  # lazy: fastavro 69 ms (with eosctl.cluster.schemas)
+    from fastavro import schemaless_reader as read  # lazy: with eosctl.cluster.schemas; see docs/imports.md
 
     stream = io.BytesIO(data)
     seek, tell = stream.seek, stream.tell

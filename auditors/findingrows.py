@@ -3,8 +3,7 @@
 A task's findings travel as rows of the task output (auditors.task.OUT_SCHEMA, rec "finding"): built here
 column by column rather than a dict per finding, each cause as its JSON text plus the few fields the driver
 reads for every finding (eosctl.report.causejson.EAGER), so that the driver makes each Finding without
-decoding
-its cause. At 100k findings the dicts, the decoding and the encoding again were most of the audit.
+decoding its cause. At 100k findings the dicts, the decoding and the encoding again were most of the audit.
 """
 
 from __future__ import annotations

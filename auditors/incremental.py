@@ -1,7 +1,7 @@
 """The incremental audit: only what is new since the last verdict, with the findings a full audit gives.
 
 `eosctl audit --incremental STATE` (cron) and the exporter's continuous audit run this. The state file
-(auditors.incstate) keeps where the last verdict left off; each run then reads
+(auditors.incstate) keeps where the last verdict left off; each run then reads:
 
 - of Kafka, each partition's log from where its scan stopped (eosctl.cluster.logclassify.LogScan, resumed
   as the live model resumes it): transactions that were still open at the last run are decided by the
@@ -29,9 +29,8 @@ again (its topic id) is refused in one line.
 
 from __future__ import annotations
 
-import os
-import shutil
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -44,11 +43,9 @@ from auditors.plan import AuditInput, prepare
 from auditors.sources import Placement, _check_leaders
 from auditors.task import _with_write_order
 from eosctl.base.errors import EosctlError
-from eosctl.base.files import check_output, writing_output
-from eosctl.base.files import shown as shown_path
 from eosctl.base.gcpause import paused
 from eosctl.base.progress import Progress, Step, silent
-from eosctl.cluster.model import TP
+from eosctl.cluster.model import TP, PartitionLog
 from eosctl.config.model import value_mode
 from eosctl.report import onerow
 from eosctl.report.findings import KINDS, AuditReport, Finding
@@ -102,15 +99,8 @@ def audit_incremental(target: Target, sink: Sink, state_path: str, *, full_every
     the content check, where the sink names a key column (as the full audit's)."""
     t_start = started if started is not None else time.monotonic()
     _check_supported(sink)
-    # An input is never the state (by inode, whatever it holds); then a file there must be a state.
-    check_output(state_path, reads, True, option)
-    prev = incstate.load(state_path, option) if os.path.exists(state_path) else None
-    if prev is not None and prev.meta.get("sink_mode", "offsets") != sink.mode:
-        # A state sink's state (auditors.stateinc) holds its records, not this sink's offsets.
-        raise EosctlError(f"{option} {shown_path(state_path)} was written for a sink of mode = "
-                          f"{prev.meta.get('sink_mode')!r}, this sink is mode = {sink.mode!r}: name another "
-                          "state file for it (a full audit writes it)")
-    # lazy: eosctl.cluster.wire 71 ms, eosctl.cluster.logscan 80 ms to import
+    prev = incstate.previous(state_path, reads, option, sink.mode)
+    # lazy: see docs/imports.md
     from eosctl.cluster.logscan import open_scans, run_scans
     from eosctl.cluster.wire import WireClient
     from eosctl.txn.producerids import identify, settle
@@ -119,89 +109,78 @@ def audit_incremental(target: Target, sink: Sink, state_path: str, *, full_every
     with WireClient(target.cluster) as client:
         leaders = client.metadata(list(target.topics))
         _check_leaders(leaders)
-        ident = _identity(target, sink, client.cluster_id, {t: client.topic_ids.get(t) for t in leaders})
-        if prev is not None:
-            _refuse_other(prev.meta, ident, state_path, option)
+        ident = incstate.belonging(prev, target, sink, client.cluster_id,
+                                   {t: client.topic_ids.get(t) for t in leaders}, state_path, option)
         # What the scans decode of each record: its key (and value hash) for the content check, or nothing.
         keys: bool | str = (value_mode(sink) or True) if content and sink.key_column is not None else False
-        reason = _full_reason(prev, full_every, _mode(keys))
-        with writing_output(state_path, reads, False, option, also=(".wal",), ours=incstate.is_state) as tmp:
-            if prev is not None and not reason:
-                shutil.copyfile(state_path, tmp)  # the key index goes on from the last one's
-            import duckdb  # lazy: duckdb 44 ms to import
+        reason = incstate.full_reason(prev, full_every, _mode(keys))
+        with incstate.writing(state_path, reads, option, go_on=prev is not None and not reason) as con:
+            # The sink first, then Kafka: a row written meanwhile is at an offset the scan reads.
+            progress(Step("reading the sink's new rows"))
+            tail, sink_read, restarted = _read_sink(sink, None if reason else prev, con,
+                                                    values=bool(keys) and keys is not True)
+            if restarted and not reason:
+                reason = "the sink's rows were deleted or rewritten since the last audit"
+            if reason:  # everything read again: the index is this run's rows alone
+                con.execute("DELETE FROM key_index")
+                con.execute("DELETE FROM pending_keys")
+                con.execute("DELETE FROM records")
+            t_scan = time.monotonic()
+            progress(Step("reading the log past the last audit"))
+            tps = [(t, p) for t in target.topics for p in sorted(leaders.get(t, {}))]
+            offsets = client.offsets(tps)
+            kept = {} if reason or prev is None else prev.scans
+            scans, whole = {}, []
+            for tp in tps:
+                scan = kept.get(tp)
+                if scan is not None and incstate.still_the_log(scan, offsets[tp]):
+                    scan.extend(offsets[tp])
+                    if keys:  # the keys of the records past where it stopped
+                        from eosctl.cluster.recordkeys import KeyCollector  # lazy: see docs/imports.md
 
-            con = duckdb.connect(tmp)
-            try:
-                incstate.create(con)
-                con.execute("SET preserve_insertion_order = false")
-                # The sink first, then Kafka: a row written meanwhile is at an offset the scan reads.
-                progress(Step("reading the sink's new rows"))
-                tail, sink_read, restarted = _read_sink(sink, None if reason else prev, con,
-                                                        values=bool(keys) and keys is not True)
-                if restarted and not reason:
-                    reason = "the sink's rows were deleted or rewritten since the last audit"
-                if reason:  # everything read again: the index is this run's rows alone
-                    con.execute("DELETE FROM key_index")
-                    con.execute("DELETE FROM pending_keys")
-                    con.execute("DELETE FROM records")
-                t_scan = time.monotonic()
-                progress(Step("reading the log past the last audit"))
-                tps = [(t, p) for t in target.topics for p in sorted(leaders.get(t, {}))]
-                offsets = client.offsets(tps)
-                kept = {} if reason or prev is None else prev.scans
-                scans, whole = {}, []
-                for tp in tps:
-                    scan = kept.get(tp)
-                    if scan is not None and _still_the_log(scan, offsets[tp]):
-                        scan.extend(offsets[tp])
-                        if keys:  # the keys of the records past where it stopped
-                            from eosctl.cluster.recordkeys import KeyCollector  # lazy: 90 ms to import
-
-                            mode = keys if isinstance(keys, str) else None
-                            scan.keys = KeyCollector(scan.next, scan.end, mode)
-                        scans[tp] = scan
-                    else:
-                        whole.append(tp)
-                scans.update(open_scans(client, whole, offsets=offsets, keys=keys))
-                before = {tp: s.next for tp, s in scans.items()}
-                run_scans(client, scans, progress)
-                changed = [tp for tp, s in scans.items() if s.changed]
-                if changed:  # the log under a resumed scan is not the one it read (compacted, truncated)
-                    again = open_scans(client, changed, offsets=offsets, keys=keys)
-                    run_scans(client, again)
-                    scans.update(again)
-                    whole += changed
-                    before.update({tp: s.start for tp, s in again.items()})
-                new_offsets = sum(s.next - before[tp] for tp, s in scans.items())
-                logs = {tp: s.finish() for tp, s in scans.items()}
-                for s in scans.values():
-                    s.keys = None  # the records' keys go to the record index, not into the kept scan
+                        mode = keys if isinstance(keys, str) else None
+                        scan.keys = KeyCollector(scan.next, scan.end, mode)
+                    scans[tp] = scan
+                else:
+                    whole.append(tp)
+            scans.update(open_scans(client, whole, offsets=offsets, keys=keys))
+            before = {tp: s.next for tp, s in scans.items()}
+            run_scans(client, scans, progress)
+            changed = [tp for tp, s in scans.items() if s.changed]
+            if changed:  # the log under a resumed scan is not the one it read (compacted, truncated)
+                again = open_scans(client, changed, offsets=offsets, keys=keys)
+                run_scans(client, again)
+                scans.update(again)
+                whole += changed
+                before.update({tp: s.start for tp, s in again.items()})
+            new_offsets = sum(s.next - before[tp] for tp, s in scans.items())
+            logs = {tp: s.finish() for tp, s in scans.items()}
+            for s in scans.values():
+                s.keys = None  # the records' keys go to the record index, not into the kept scan
+            if keys:
+                _add_records(con, logs, whole)
+            settle(logs.values())
+            identify(client, logs.values())
+            progress(Step("reconciling"))
+            t_keys = time.monotonic()
+            with paused():
+                # The key index first: the content check reads the new rows from it.
+                dups, keys_checked = _key_duplicates(con, sink, logs, prev, bool(reason), whole)
+                t_reconcile = time.monotonic()
+                checker = None
                 if keys:
-                    _add_records(con, logs, whole)
-                settle(logs.values())
-                identify(client, logs.values())
-                progress(Step("reconciling"))
-                t_keys = time.monotonic()
-                with paused():
-                    # The key index first: the content check reads the new rows from it.
-                    dups, keys_checked = _key_duplicates(con, sink, logs, prev, bool(reason), whole)
-                    t_reconcile = time.monotonic()
-                    checker = None
-                    if keys:
-                        checker = _Checker(con, sink, logs, {} if reason or prev is None else prev.content,
-                                           set(whole), before)
-                    summaries, findings = _reconcile(target, sink, tail, logs, client, leaders, offsets,
-                                                     checker)
-                    invalid = [explain_finding(f) for f in tail.invalid_rows()]
-                    t_done = time.monotonic()
-                now = time.time()
-                meta = {**ident, "full_at": now if reason else prev.meta["full_at"] if prev else now,
-                        "audited_at": now, "content": _mode(keys),
-                        "lso": {f"{t}\t{p}": log.last_stable_offset for (t, p), log in logs.items()}}
-                incstate.save(con, incstate.State(meta, scans, tail.state, dups,
-                                                  checker.kept if checker is not None else {}))
-            finally:
-                con.close()
+                    checker = _Checker(con, sink, logs, {} if reason or prev is None else prev.content,
+                                       set(whole), before)
+                summaries, findings = _reconcile(target, sink, tail, logs, client, leaders, offsets,
+                                                 checker)
+                invalid = [explain_finding(f) for f in tail.invalid_rows()]
+                t_done = time.monotonic()
+            now = time.time()
+            meta = {**ident, "full_at": now if reason else prev.meta["full_at"] if prev else now,
+                    "audited_at": now, "content": _mode(keys),
+                    "lso": {f"{t}\t{p}": log.last_stable_offset for (t, p), log in logs.items()}}
+            incstate.save(con, incstate.State(meta, scans, tail.state, dups,
+                                              checker.kept if checker is not None else {}))
     run = Run(bool(reason), reason, new_offsets, sink_read, keys_checked, meta["full_at"])
     progress(Step("done", 1, 1))
     point = ReadPoint("duckdb", shown(sink), {"rows_read": tail.state.rows_read,
@@ -240,62 +219,16 @@ def _check_supported(sink: Sink) -> None:
         raise EosctlError(f"{OPTION} does not judge a sink's {judged[0]} yet; audit it without {OPTION}")
 
 
-def _identity(target: Target, sink: Sink, cluster_id: str | None,
-              topic_ids: dict[str, str | None]) -> dict[str, Any]:
-    """What a state belongs to: a state of anything else is refused (_refuse_other)."""
-    return {"pipeline": target.pipeline.name if target.pipeline else None, "cluster_id": cluster_id,
-            "topics": sorted(target.topics), "topic_ids": topic_ids, "group": target.group,
-            "sink": f"{shown(sink)} ({sink.table})",
-            "columns": [sink.topic_column, sink.partition_column, sink.offset_column, sink.key_column,
-                        sink.order_column, sink.offsets_table]}
-
-
-def _refuse_other(was: dict[str, Any], now: dict[str, Any], path: str, option: str) -> None:
-    """One line when the state is another pipeline's, another cluster's or a recreated topic's."""
-    where = f"{option} {shown_path(path)}"
-    if was.get("cluster_id") != now["cluster_id"]:
-        raise EosctlError(f"{where} was written for cluster {was.get('cluster_id')}, this is cluster "
-                          f"{now['cluster_id']}: name another state file for this cluster")
-    if was.get("pipeline") != now["pipeline"] or was.get("topics") != now["topics"] \
-            or was.get("sink") != now["sink"] or was.get("columns") != now["columns"] \
-            or was.get("group") != now["group"]:
-        was_name = was.get("pipeline") or ",".join(was.get("topics") or [])
-        raise EosctlError(f"{where} belongs to another pipeline ({was_name} into {was.get('sink')}); name "
-                          "one state file per pipeline")
-    for topic, tid in now["topic_ids"].items():
-        old = (was.get("topic_ids") or {}).get(topic)
-        if old != tid:
-            raise EosctlError(f"{where}: topic {topic} was deleted and created again since (topic id "
-                              f"{old}, now {tid}); the state describes the old topic: name a new state file "
-                              "(a full audit writes it)")
-
-
 def _mode(keys: bool | str) -> str:
     """The content check a state was written with: "off", "keys", or the value mode."""
     return "off" if not keys else "keys" if keys is True else str(keys)
-
-
-def _full_reason(prev: incstate.State | None, full_every: float, content: str) -> str:
-    if prev is None:
-        return "no state yet"
-    if prev.meta.get("content", "off") != content:
-        return "the content check was turned on or off (or its value column changed) since the last audit"
-    if full_every > 0 and time.time() - float(prev.meta.get("full_at", 0)) >= full_every:
-        return f"the last full audit is {full_every:g}s old or more (--full-every)"
-    return ""
-
-
-def _still_the_log(scan: Any, o: Any) -> bool:
-    """Whether a kept scan may go on (as the live model decides, eosctl.inspection.live): not truncated
-    below what it read, and its log start unmoved (a full scan starts at the log start, and so must this)."""
-    return o.high_watermark >= scan.end and o.log_start == scan.offsets.log_start
 
 
 class _Tail:
     """The sink's rows read on from the state's point, with each slice's keys put in the key index."""
 
     def __init__(self, sink: Sink, con: Any, values: bool = False) -> None:
-        from eosctl.sink.tail import DuckDBTail  # lazy: eosctl.sink.tail 30 ms to import
+        from eosctl.sink.tail import DuckDBTail  # lazy: see docs/imports.md
 
         self.con, self.restarted, self.values = con, False, values
         self.keyed = sink.key_column is not None
@@ -314,9 +247,9 @@ class _Tail:
             arrow = reader.conn.sql(reader.key_rows_sql(self.values)).to_arrow_table()
             vh = "NULL"
             if self.values:  # the value's hash as the content check compares it (eosctl.cluster.recordkeys)
-                import pyarrow as pa  # lazy: pyarrow 50 ms to import
+                import pyarrow as pa  # lazy: see docs/imports.md
 
-                from eosctl.cluster.recordkeys import hash_arrow  # lazy: 90 ms to import
+                from eosctl.cluster.recordkeys import hash_arrow  # lazy: see docs/imports.md
 
                 arrow = arrow.append_column("vh", pa.array(hash_arrow(arrow.column("v")), pa.uint64()))
                 vh = "vh"
@@ -367,6 +300,13 @@ class _Known:
     def existing_topics(self) -> dict[str, list[int]]:
         return {t: sorted(ps) for t, ps in self.client.metadata().items()}
 
+    # The rest of auditors.sources.Source: the plan only surveys, and this run scans the logs itself.
+    def offsets_for_time(self, tps: Sequence[TP], timestamp_ms: int) -> dict[TP, int | None]:
+        raise NotImplementedError("the incremental audit's plan reads no offsets by time")
+
+    def scan(self, parts: Sequence[tuple[TP, Placement]], keys: bool | str = False) -> dict[TP, PartitionLog]:
+        raise NotImplementedError("the incremental audit scans the logs itself")
+
 
 def _reconcile(target: Target, sink: Sink, tail: Any, logs: dict[TP, Any], client: Any,
                leaders: dict[str, dict[int, int]], offsets: dict[TP, Any],
@@ -413,14 +353,14 @@ def _key_duplicates(con: Any, sink: Sink, logs: dict[TP, Any], prev: incstate.St
     duplicate. (key_duplicate findings, keys looked up)."""
     if sink.key_column is None:
         return [], 0
-    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     lso = pa.table({"t": [t for t, _ in logs], "p": pa.array([p for _, p in logs], pa.int32()),
                     "lso": pa.array([log.last_stable_offset for log in logs.values()], pa.int64())})
     con.register("lsos", lso)
     incremental = not full and prev is not None
     con.execute("CREATE TEMP TABLE affected (h UBIGINT)")
-    if incremental:
+    if incremental and prev is not None:
         con.execute("INSERT INTO affected SELECT DISTINCT h FROM fresh")
         old = [f.key for f in prev.key_findings if f.key is not None]
         if old:
@@ -457,7 +397,7 @@ def _key_duplicates(con: Any, sink: Sink, logs: dict[TP, Any], prev: incstate.St
 def _add_records(con: Any, logs: dict[TP, Any], whole: list[TP]) -> None:
     """The records this run's scans read into the state's record index (a partition read whole replaces
     its records there): what a later run's content check reads of the records around the rows it checks."""
-    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     for tp, log in logs.items():
         rk = log.record_keys
@@ -494,7 +434,7 @@ class _Checker:
 
     def check(self, tp: TP, islands: list[tuple[int, int, int]]) -> Content | None:
         """The partition's content findings and shifts (None: it has no row with a key)."""
-        from eosctl.rules.content import MAX_SHIFT  # lazy: 35 ms to import
+        from eosctl.rules.content import MAX_SHIFT  # lazy: see docs/imports.md
 
         prev = self.prev.get(tp)
         log = self.logs[tp]
@@ -519,7 +459,7 @@ class _Checker:
 
     def _rows(self, tp: TP, lo: int | None, hi: int | None) -> tuple[Any, Any, Any]:
         """(offsets, keys as Arrow strings, value hashes or None) of the partition's rows in [lo, hi)."""
-        import numpy as np  # lazy: numpy 31 ms to import
+        import numpy as np  # lazy: see docs/imports.md
 
         where, args = self._where(tp, lo, hi)
         table = self.con.sql(f"SELECT o, k, vh FROM key_index WHERE {where}", params=args).to_arrow_table()
@@ -528,9 +468,9 @@ class _Checker:
 
     def _records(self, tp: TP, lo: int | None, hi: int | None) -> Any:
         """The records in [lo, hi) from the record index, in offset order (eosctl.cluster.recordkeys)."""
-        import numpy as np  # lazy: numpy 31 ms to import
+        import numpy as np  # lazy: see docs/imports.md
 
-        from eosctl.cluster.recordkeys import RecordKeys  # lazy: 90 ms to import
+        from eosctl.cluster.recordkeys import RecordKeys  # lazy: see docs/imports.md
 
         where, args = self._where(tp, lo, hi)
         t = self.con.sql(f"SELECT o, e, c, kh, vh FROM records WHERE {where} ORDER BY o",
@@ -552,8 +492,8 @@ class _Checker:
     def _cut(self, tp: TP, lo: int) -> int | None:
         """The highest cut at or below ``lo`` (eosctl.rules.content.cut_at), widening the window of rows
         looked at below it; None where none is (then the whole partition is checked)."""
-        from eosctl.cluster.recordkeys import hash_arrow  # lazy: 90 ms to import
-        from eosctl.rules.content import MAX_SHIFT, cut_at  # lazy: 35 ms to import
+        from eosctl.cluster.recordkeys import hash_arrow  # lazy: see docs/imports.md
+        from eosctl.rules.content import MAX_SHIFT, cut_at  # lazy: see docs/imports.md
 
         [(lowest,)] = self.con.execute("SELECT min(o) FROM key_index WHERE t = ? AND p = ?",
                                        list(tp)).fetchall()
@@ -574,8 +514,8 @@ class _Checker:
             window *= 8
 
     def _check(self, tp: TP, islands: list[tuple[int, int, int]], lo: int | None, **kw: Any) -> Any:
-        from eosctl.cluster.recordkeys import hash_arrow  # lazy: 90 ms to import
-        from eosctl.rules.content import MAX_SHIFT, check_partition  # lazy: 35 ms to import
+        from eosctl.cluster.recordkeys import hash_arrow  # lazy: see docs/imports.md
+        from eosctl.rules.content import MAX_SHIFT, check_partition  # lazy: see docs/imports.md
 
         offsets, keys, vh = self._rows(tp, lo, None)
         if not len(offsets):
@@ -600,7 +540,9 @@ class _Checker:
             return Content(prev.findings, prev.shifts, prev.judged, prev.values_judged, prev.matched)
         if (not prev.judged and _judged(r)) or (self.values and not prev.values_judged and r.values_matched):
             return None
-        findings = sorted([*(f for f in prev.findings if f.first_offset < cut), *r.findings],
+        # (a content finding always names its offsets)
+        findings = sorted([*(f for f in prev.findings if f.first_offset is not None and f.first_offset < cut),
+                           *r.findings],
                           key=lambda f: f.sort_key)
         shifts = [*(x for x in prev.shifts if x.first < cut), *r.shifts]
         matched = dict(prev.matched)
@@ -613,7 +555,7 @@ class _Checker:
 def _judged(r: Any) -> bool:
     """Whether a check's rows showed the key column holds the records' keys (a row holding its record's
     key, or findings only a comparable partition has)."""
-    from eosctl.rules.content import DIFFERENT_VALUE  # lazy: 35 ms to import
+    from eosctl.rules.content import DIFFERENT_VALUE  # lazy: see docs/imports.md
 
     return bool(r.matched) or any(f.cause is None or f.cause.rule != DIFFERENT_VALUE for f in r.findings)
 

@@ -53,7 +53,7 @@ WRITER_COLUMNS = ("topic", "partition", "first_offset", "last_offset", "producer
 def writers_table(committed: Iterable[Mapping[str, Any]]) -> pa.Table:
     """Committed ranges by writer (dicts with WRITER_COLUMNS: the tasks' "committed" rows) as an Arrow
     table of the writers relation."""
-    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     types = (pa.string(), pa.int32(), pa.int64(), pa.int64(), pa.int64(), pa.int32(), pa.int64())
     rows = list(committed)
@@ -114,7 +114,7 @@ def in_sink(reader: SinkReader, writers: pa.Table, limits: Limits) -> list[Findi
 def _streamed(reader: SinkReader, writers: pa.Table, limits: Limits) -> list[Finding]:
     """A sink DuckDB doesn't read (PostgreSQL): its committed keys, as the reader streams them in Arrow
     batches, into a DuckDB table of this process (the rule reads them twice), then the rule."""
-    import duckdb  # lazy: duckdb 44 ms to import
+    import duckdb  # lazy: see docs/imports.md
 
     spans: dict[TP, list[tuple[int, int]]] = {}
     for t, p, first, last in zip(*(writers.column(c).to_pylist() for c in WRITER_COLUMNS[:4]), strict=True):
@@ -142,9 +142,9 @@ def with_writers(keys: Iterable[pa.RecordBatch], writers: pa.Table) -> Iterator[
     streams them) with the writer of each row's committed range: key, topic, partition, offset and the
     writer columns, for Spark's shuffle to group; a row in no range is left out. Vectorised: each batch's
     rows sorted by partition, then one binary search per partition of the batch, no per-row Python."""
-    import numpy as np  # lazy: numpy 31 ms to import
-    import pyarrow as pa  # lazy: pyarrow 50 ms to import
-    import pyarrow.compute as pc  # lazy: pyarrow.compute 76 ms to import
+    import numpy as np  # lazy: see docs/imports.md
+    import pyarrow as pa  # lazy: see docs/imports.md
+    import pyarrow.compute as pc  # lazy: see docs/imports.md
 
     topics = pc.unique(writers.column("topic").combine_chunks().cast(pa.string()))
 

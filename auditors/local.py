@@ -101,7 +101,7 @@ def run_local(inp: AuditInput, items: list[WorkItem], workers: int | None = None
     if tasks and here:
         tasks_found = _run_here(tasks, inp, want_keys, progress, beside, rows, reader)
     elif tasks:
-        # lazy: multiprocessing and concurrent.futures.process 4-12 ms to import, for the pool only
+        # lazy: multiprocessing and concurrent.futures.process, for the pool only; see docs/imports.md
         from concurrent.futures import ProcessPoolExecutor
         from concurrent.futures.process import BrokenProcessPool
 
@@ -117,7 +117,7 @@ def run_local(inp: AuditInput, items: list[WorkItem], workers: int | None = None
             # On an error or a signal: don't wait for running tasks; the caller's guard kills the workers.
             pool.shutdown(wait=False, cancel_futures=True)
     if findings:
-        import pyarrow as pa  # lazy: pyarrow 50 ms to import
+        import pyarrow as pa  # lazy: see docs/imports.md
 
         tasks_found = findings_from_arrow(pa.Table.from_batches(findings))
     t1 = time.monotonic()
@@ -159,7 +159,8 @@ def _run_pool(pool: ProcessPoolExecutor, tasks: list, inp: AuditInput, want_keys
               beside: Callable[[], None] | None, into: tuple[list, list], t0: float) -> float:
     """Run every task on the pool, sorting each result into (rows, findings); the pool's start-up
     time. A worker that dies raises BrokenProcessPool here, from a submit or a result."""
-    from concurrent.futures import FIRST_COMPLETED, wait  # lazy: with the pool (see run_local), 4-12 ms
+    # lazy: with the pool only (see run_local); see docs/imports.md
+    from concurrent.futures import FIRST_COMPLETED, wait
 
     rows, findings = into
     # The workers are forked by these submits. A Ctrl-C or SIGHUP to the process group between a fork and
@@ -225,7 +226,7 @@ def _sort_batch(batch: Any, rows: list[dict[str, Any]], findings: list[Any]) -> 
     """A task's output batch to finding rows or other rows (as dicts: summaries, timings, committed
     ranges). A task yields findings in batches of their own: those are passed on whole, not filtered
     (100k findings' text copied again)."""
-    import pyarrow.compute as pc  # lazy: pyarrow.compute 76 ms to import
+    import pyarrow.compute as pc  # lazy: see docs/imports.md
 
     is_finding = pc.equal(batch.column("rec"), "finding")
     if pc.all(is_finding).as_py():
@@ -237,7 +238,7 @@ def _sort_batch(batch: Any, rows: list[dict[str, Any]], findings: list[Any]) -> 
 
 def _run_task(items: tuple[WorkItem, ...], source: Source, sink: Sink, settings: TaskSettings,
               want_keys: bool, group: str | None, content: bool = False) -> list[Any]:
-    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     run = group_task([items], source, sink, settings, want_keys, group, content, key_rows=False)
     return list(run(iter([pa.record_batch([pa.array([0], pa.int64())], names=["id"])])))
@@ -248,7 +249,7 @@ def _preload() -> None:
     busy laptop, most of a small audit)."""
     # pyarrow too: importing it in a worker forked from a parent with threads running (Spark's gateway,
     # librdkafka) crashed workers with SIGSEGV inside pyarrow's import.
-    # lazy: duckdb 44 ms, pyarrow 50 ms to import
+    # lazy: see docs/imports.md
     import duckdb  # noqa: F401
     import pyarrow
 
@@ -258,8 +259,7 @@ def _preload() -> None:
 
     # What a task imports lazily, once here rather than in each forked worker (python -X importtime of a
     # pooled audit listed these twice: the driver's and each worker's).
-    # lazy: eosctl.cluster.logscan 78 ms, eosctl.cluster.wire 68 ms, eosctl.txn.producerids 72 ms,
-    # eosctl.cluster.recordkeys 104 ms, eosctl.rules.content 35 ms, eosctl.txn.transactions 15 ms to import
+    # lazy: see docs/imports.md
     import eosctl.cluster.logscan
     import eosctl.cluster.recordkeys
     import eosctl.cluster.wire
@@ -294,7 +294,7 @@ def prepare_context(sink: Sink) -> None:
     audit's guard takes stock of this process's children: stopped by the guard with the workers, it left
     the pool's semaphores unregistered and printed a traceback for each."""
     if _spawns(sink):
-        from multiprocessing import resource_tracker  # lazy: multiprocessing 4-12 ms, for spawned workers
+        from multiprocessing import resource_tracker  # lazy: for spawned workers; see docs/imports.md
 
         resource_tracker.ensure_running()
 
@@ -305,7 +305,7 @@ def _context(sink: Sink | None = None) -> Any:
     # use; there (and where fork doesn't exist) workers are spawned. So they are for a Delta sink its
     # workers open with deltalake (not its pinned files): the library's runtime (tokio), started here by
     # the freeze, refuses to run in a forked child.
-    import multiprocessing  # lazy: 4-12 ms to import, for the pool only (a small audit has none)
+    import multiprocessing  # lazy: for the pool only (a small audit has none); see docs/imports.md
 
     return multiprocessing.get_context("spawn" if _spawns(sink) else "fork")
 

@@ -39,7 +39,7 @@ class FrozenPass:
 
 
 def _key_names(frozen: Sink, findings: list[Finding], invalid: list[Finding]) -> list[Finding]:
-    from eosctl.sink.kafka_topic import HopRows, outputs_topic  # lazy: eosctl.sink.kafka_topic 36 ms
+    from eosctl.sink.kafka_topic import HopRows, outputs_topic  # lazy: see docs/imports.md
 
     with HopRows(frozen) as rows:
         return hop.key_findings(rows, outputs_topic(frozen), findings)
@@ -51,7 +51,7 @@ def _ahead(frozen: Sink, findings: list[Finding], invalid: list[Finding]) -> lis
 
 def ahead_of_commit(frozen: Sink, findings: list[Finding]) -> list[Finding]:
     """The frozen hop's ahead_of_commit findings (eosctl.rules.hop.ahead_of_commit), its rows read here."""
-    # lazy: eosctl.sink.kafka_topic 36 ms to import
+    # lazy: see docs/imports.md
     from eosctl.sink.kafka_topic import HopRows, committed_after, outputs_topic
 
     after, given = committed_after(frozen), frozen.frozen_from
@@ -63,7 +63,7 @@ def ahead_of_commit(frozen: Sink, findings: list[Finding]) -> list[Finding]:
 
 
 def _replica(frozen: Sink, findings: list[Finding], invalid: list[Finding]) -> list[Finding]:
-    from eosctl.sink.replica import reordered  # lazy: eosctl.sink.replica 30 ms to import
+    from eosctl.sink.replica import reordered  # lazy: see docs/imports.md
 
     assert frozen.frozen_from is not None
     return replica.replica_findings(frozen.frozen_from, findings, reordered(frozen))
@@ -71,7 +71,7 @@ def _replica(frozen: Sink, findings: list[Finding], invalid: list[Finding]) -> l
 
 def out_of_order(frozen: Sink, findings: Sequence[Finding] = ()) -> list[Finding]:
     """A frozen replica hop's out_of_order findings (eosctl.rules.replica.out_of_order), read here."""
-    from eosctl.sink.replica import reordered  # lazy: eosctl.sink.replica 30 ms to import
+    from eosctl.sink.replica import reordered  # lazy: see docs/imports.md
 
     given = frozen.frozen_from
     if given is None:
@@ -121,7 +121,7 @@ def finish(report: AuditReport, target: Target, *, progress: Progress = silent,
     then the waivers and levels (``judging``, else the config's)."""
     if follow:
         report = follow_upstream(report, target, progress)
-    from eosctl.report.policy import apply_policy, configured  # lazy: eosctl.report.policy 4.1 ms
+    from eosctl.report.policy import apply_policy, configured  # lazy: see docs/imports.md
 
     if judging is None:
         judging = Judging(*configured(target.config))
@@ -153,7 +153,7 @@ def upstream_of(target: Target) -> tuple[Sink, Cluster, Cluster] | None:
     name = upstream.upstream_stage(target.config, target.topics, target.pipeline.name)
     if name is None:
         return None
-    from eosctl.config.target import resolve  # lazy: eosctl.config.target 17 ms at start-up
+    from eosctl.config.target import resolve  # lazy: see docs/imports.md
 
     stage = resolve(target.config, name, target.bootstrap)
     assert stage.pipeline is not None and stage.pipeline.sink is not None
@@ -170,10 +170,10 @@ TOTAL_TIMEOUT_S = 30.0
 def read_lineage(cluster: Cluster, stage: Sink, places: list[upstream.Place]
                  ) -> dict[upstream.Place, upstream.Place | None]:
     """The input each copy names (None: unreadable lineage, or the copy could not be read)."""
-    from confluent_kafka import Consumer, TopicPartition  # lazy: confluent_kafka 13 ms to import
+    from confluent_kafka import Consumer, TopicPartition  # lazy: see docs/imports.md
 
-    from eosctl.cluster.clients import quiet_logger  # lazy: eosctl.cluster.clients 40 ms to import
-    from eosctl.sink.kafka_topic import lineage_reader  # lazy: eosctl.sink.kafka_topic 36 ms to import
+    from eosctl.cluster.clients import quiet_logger  # lazy: see docs/imports.md
+    from eosctl.sink.kafka_topic import lineage_reader  # lazy: see docs/imports.md
 
     read = lineage_reader(stage)
     out: dict[upstream.Place, upstream.Place | None] = {}
@@ -210,7 +210,7 @@ def read_inputs(cluster: Cluster, inputs: dict[TP, list[int]], timeout_ms: int =
     gone or unreachable (the copies keep the audited topic's cause)."""
     if not inputs:
         return {}
-    # lazy: eosctl.cluster.logscan 20 ms, eosctl.cluster.wire 165 ms at start-up
+    # lazy: see docs/imports.md
     from eosctl.cluster.logscan import scan_partitions
     from eosctl.cluster.wire import WireClient
 

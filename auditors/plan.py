@@ -9,7 +9,7 @@ import tempfile
 from collections.abc import Iterable
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from auditors.sources import Placement, Source
 from eosctl.cluster.model import TP
@@ -20,7 +20,7 @@ from eosctl.sink import open_reader
 from eosctl.sink.kafka_topic import committed_before
 
 if TYPE_CHECKING:
-    from eosctl.sink import SinkReader
+    from eosctl.sink import StoredOffset
 
 @dataclass(frozen=True)
 class TaskSettings:
@@ -94,7 +94,16 @@ def plan(source: Source, topics: Iterable[str], in_sink: dict[TP, int]) -> list[
     return items
 
 
-def prepare(inp: AuditInput, reader: SinkReader | None = None) -> list[WorkItem]:
+class SinkCounts(Protocol):
+    """What prepare reads of a sink: an open eosctl.sink.SinkReader, or the incremental audit's kept state
+    of one (auditors.incremental)."""
+
+    def partitions(self) -> dict[TP, int]: ...
+
+    def stored_offsets(self) -> list[StoredOffset] | None: ...
+
+
+def prepare(inp: AuditInput, reader: SinkCounts | None = None) -> list[WorkItem]:
     """Open and validate the sink, read Kafka metadata and every partition's offsets (once, for all tasks),
     list the work: fails fast, before Spark starts.
 
@@ -109,7 +118,7 @@ def prepare(inp: AuditInput, reader: SinkReader | None = None) -> list[WorkItem]
         offsets_kept = inp.group or inp.sink.spark_checkpoint
         stored = reader.stored_offsets() if offsets_kept and inp.cluster is not None else None
     items = plan(inp.source, inp.topics, in_sink)
-    from eosctl.cluster.offsets import committed_offsets  # lazy: eosctl.cluster.offsets 78 ms to import
+    from eosctl.cluster.offsets import committed_offsets  # lazy: see docs/imports.md
 
     done = committed_before(inp.sink)
     if done is not None:
@@ -127,8 +136,10 @@ def prepare(inp: AuditInput, reader: SinkReader | None = None) -> list[WorkItem]
     if stored is None:  # no group to compare with
         return items
 
-    return with_offsets(items, {(s.topic, s.partition): s.next_offset for s in stored},
-                        committed_offsets(inp.cluster, inp.group) if inp.group else None, set(inp.topics))
+    # stored is read only with a cluster (above): here there is one
+    group_at = committed_offsets(inp.cluster, inp.group) if inp.group and inp.cluster is not None else None
+    return with_offsets(items, {(s.topic, s.partition): s.next_offset for s in stored}, group_at,
+                        set(inp.topics))
 
 
 def with_offsets(items: list[WorkItem], stored: dict[TP, int], committed: dict[TP, int] | None,

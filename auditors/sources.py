@@ -65,7 +65,7 @@ class KafkaSource:
     cluster: Cluster
 
     def survey(self, topics: Iterable[str]) -> dict[str, dict[int, Placement]]:
-        from eosctl.cluster.wire import WireClient  # lazy: eosctl.cluster.wire 71 ms to import
+        from eosctl.cluster.wire import WireClient  # lazy: see docs/imports.md
 
         with WireClient(self.cluster) as client:
             leaders = client.metadata(list(topics))
@@ -75,20 +75,20 @@ class KafkaSource:
                 for t in leaders}
 
     def existing_topics(self) -> dict[str, list[int]]:
-        from eosctl.cluster.wire import WireClient  # lazy: eosctl.cluster.wire 71 ms to import
+        from eosctl.cluster.wire import WireClient  # lazy: see docs/imports.md
 
         with WireClient(self.cluster) as client:
             return {t: sorted(leaders) for t, leaders in client.metadata().items()}
 
     def offsets_for_time(self, tps: Sequence[TP], timestamp_ms: int) -> dict[TP, int | None]:
         """Each partition's first offset of a record at or after the time (None: none that new)."""
-        from eosctl.cluster.wire import WireClient  # lazy: eosctl.cluster.wire 71 ms to import
+        from eosctl.cluster.wire import WireClient  # lazy: see docs/imports.md
 
         with WireClient(self.cluster) as client:
             return client.offsets_for_time(tps, timestamp_ms)
 
     def scan(self, parts: Sequence[tuple[TP, Placement]], keys: bool | str = False) -> dict[TP, PartitionLog]:
-        # lazy: eosctl.cluster.logscan 80 ms, eosctl.cluster.wire 71 ms to import
+        # lazy: see docs/imports.md
         from eosctl.cluster.logscan import scan_partitions
         from eosctl.cluster.wire import Offsets, WireClient
 
@@ -101,7 +101,7 @@ class KafkaSource:
                 out.update(scan_partitions(client, [tp for tp, _ in chunk], offsets=snapshot, keys=keys))
             # The causes tell a timeout from a take-over by the id's transaction.timeout.ms, and settle
             # transactions-v2 pairs from the task's other partitions of the id.
-            from eosctl.txn.producerids import (  # lazy: eosctl.txn.producerids 72 ms to import
+            from eosctl.txn.producerids import (  # lazy: see docs/imports.md
                 identify,
                 settle,
             )

@@ -56,7 +56,7 @@ def _log4j_file(directory: str | None = None) -> str:
 
 def active_session() -> Any | None:
     """The session this process already runs (a test suite's, a notebook's), if any."""
-    from pyspark.sql import SparkSession  # lazy: pyspark.sql 56 ms to import
+    from pyspark.sql import SparkSession  # lazy: see docs/imports.md
 
     return SparkSession.getActiveSession() or SparkSession._instantiatedSession
 
@@ -75,7 +75,7 @@ def session(
 
     ``local_dir``: where the driver JVM and local executors write (java.io.tmpdir, spark.local.dir), so
     that whoever owns that directory can remove everything Spark wrote, even after killing the JVM."""
-    from pyspark.sql import SparkSession  # lazy: pyspark.sql 56 ms to import
+    from pyspark.sql import SparkSession  # lazy: see docs/imports.md
 
     # pandas 3 works for the Arrow paths used here; PySpark warns about it on every pandas-backed call.
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
@@ -232,7 +232,7 @@ def require_reachable_sink(sink: Any, master: str | None, remote: str | None) ->
 def forget(spark: Any) -> None:
     """After the JVM this process started was killed: drop PySpark's handles to it, so nothing calls a
     dead gateway (SparkContext's atexit stop) and a later session in this process starts a new JVM."""
-    # lazy: pyspark 54 ms, pyspark.sql 56 ms to import
+    # lazy: see docs/imports.md
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
@@ -264,7 +264,9 @@ def code_zip() -> str:
         path = os.path.join(tmp, "eosctl_code.zip")
         with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
             for package in _SHIPPED:
-                root = Path(__import__(package).__file__).parent
+                init = __import__(package).__file__
+                assert init is not None  # a regular package (its __init__.py), not a namespace one
+                root = Path(init).parent
                 for f in sorted(root.rglob("*")):
                     if f.is_file() and "__pycache__" not in f.parts and f.suffix not in (".pyc", ".pyo"):
                         z.write(f, f"{package}/{f.relative_to(root).as_posix()}")

@@ -34,7 +34,7 @@ def run_spark(spark: Any, inp: AuditInput, items: list[WorkItem], progress: Prog
     """The Spark engine: one job. Its first stage runs the tasks, as many as the executors have cores
     (auditors.grouping); with a key column, a shuffle of the same job keeps the key rows of duplicate keys
     only (task rows pass through it, each in a window of its own)."""
-    from pyspark.sql import functions as F  # lazy: pyspark.sql 58 ms to import
+    from pyspark.sql import functions as F  # lazy: see docs/imports.md
 
 
     want_keys = inp.sink.key_column is not None
@@ -43,7 +43,7 @@ def run_spark(spark: Any, inp: AuditInput, items: list[WorkItem], progress: Prog
     func = group_task(tasks, inp.source, inp.sink, inp.settings, want_keys, inp.group, inp.content_check)
     frame = spark.range(0, len(tasks), 1, max(len(tasks), 1)).mapInArrow(func, OUT_SCHEMA)
     if want_keys:
-        from pyspark.sql import Window  # lazy: pyspark.sql 58 ms to import (as above)
+        from pyspark.sql import Window  # lazy: as above; see docs/imports.md
 
         is_key = F.col("rec") == "key"
         group = F.when(is_key, F.col("key")).otherwise(F.monotonically_increasing_id().cast("string"))

@@ -87,7 +87,7 @@ def audit_state(target: Any, sink: Sink, *, progress: Progress = silent, fail_on
                           "window")
     if options is not None and options.engine == AUTO:
         # Nobody chose: by the source's offsets, as an offsets sink's audit picks (auditors.engine.pick).
-        from auditors.sources import KafkaSource  # lazy: auditors.sources 2 ms to import
+        from auditors.sources import KafkaSource  # lazy: see docs/imports.md
 
         survey = KafkaSource(target.cluster).survey(target.topics)
         chosen, why = pick_by_offsets(sum(p.high_watermark - p.log_start
@@ -108,7 +108,7 @@ def audit_state(target: Any, sink: Sink, *, progress: Progress = silent, fail_on
         rows = [_topic_row(sink, k, v, values) for k, v in pairs]
     else:
         version = [(sink.version_column, "version_column")] if sink.version_column else []
-        window = [(win.window_column, "aggregate.window_column")] if win is not None else []
+        window = [(win.window_column, "aggregate.window_column")] if win and win.window_column else []
         with frozen(sink) as fixed:
             raw, point = read_rows(fixed, [(c, key_key) for c in keys] + window
                                    + [(c, value_key) for c in values] + version)
@@ -174,9 +174,9 @@ def audit_columns(target: Any, sink: Sink, *, progress: Progress = silent, fail_
     if lazy and latest is not None:
         latest = with_values(sink, latest)
     prepare_s = time.monotonic() - t
-    import duckdb  # lazy: duckdb 44 ms to import
+    import duckdb  # lazy: see docs/imports.md
 
-    from eosctl.sink.relation import NO_EXTENSION_DOWNLOADS  # lazy: eosctl.sink.relation 60 ms to import
+    from eosctl.sink.relation import NO_EXTENSION_DOWNLOADS  # lazy: see docs/imports.md
 
     with duckdb.connect(config=NO_EXTENSION_DOWNLOADS) as con:
         con.register("recs", recs)
@@ -310,7 +310,7 @@ def scan_with_records(cluster: Cluster, topics: Iterable[str], records: bool = T
     """Each source partition's log, classified from its start to its high watermark; with ``records``
     and the native walker built, each partition's records too (auditors.statebytes: offsets, timestamps,
     keys, values), else None (a consumer reads them: read_records)."""
-    from auditors import statebytes  # lazy: auditors.statebytes (numpy, recordkeys) 120 ms to import
+    from auditors import statebytes  # lazy: see docs/imports.md
 
     with WireClient(cluster) as client:
         meta = client.metadata(topics)
@@ -342,8 +342,8 @@ def state_records(sink: Sink, logs: Mapping[TP, PartitionLog],
                   messages: Iterable[Any]) -> Iterable[StateRecord]:
     """Each message as the sink keys and values it, with its transaction's outcome from the log."""
     markers: dict[tuple[TP, int], list[tuple[int, int, int | None]]] = {}
-    for tp, log in logs.items():
-        for x in log.transactions:
+    for tp, part_log in logs.items():
+        for x in part_log.transactions:
             span = (x.first_offset, x.last_offset, x.marker_offset)
             markers.setdefault((tp, x.producer_id), []).append(span)
     values = ids.value_columns(sink)
@@ -354,9 +354,10 @@ def state_records(sink: Sink, logs: Mapping[TP, PartitionLog],
         log = logs.get(tp)
         rng = log.range_at(offset) if log is not None else None
         status = _STATUS.get(rng.kind) if rng is not None else None
-        if status is None:
+        if rng is None or status is None:
             continue
-        key, value, cache = m.key(), m.value(), {}
+        key, value = m.key(), m.value()
+        cache: dict[str, Any] = {}
         k = ids.record_key(sink, key, value, cache)
         if all(part is None for part in k):
             continue  # no key to keep state by

@@ -79,7 +79,7 @@ Reader = Callable[[TP, PartitionLog], Iterable[StateRecord]]
 
 def read_task(read: Reader, logs: list[tuple[TP, PartitionLog]]) -> Callable:
     """The first stage's function: task i reads partition logs[i]'s records."""
-    import pyarrow as pa  # lazy: pyarrow 60 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         schema = _arrow_schema()
@@ -93,7 +93,7 @@ def read_task(read: Reader, logs: list[tuple[TP, PartitionLog]]) -> Callable:
 def judge_task(judge: Rule) -> Callable:
     """The shuffle's function: a task's keys (their records and rows) judged at once, pickled out with
     each sink row's partition (the partition of its key's records)."""
-    import pyarrow as pa  # lazy: pyarrow 60 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         records: list[StateRecord] = []
@@ -125,7 +125,7 @@ def sink_rows(records: list[StateRecord], rows: list[StateRow]) -> dict[TP, int]
 
 
 def _arrow_schema() -> Any:
-    import pyarrow as pa  # lazy: pyarrow 60 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     kinds = {"string": pa.string(), "int": pa.int32(), "long": pa.int64(), "boolean": pa.bool_()}
     return pa.schema([(n, kinds[t]) for n, t in _FIELDS])
@@ -135,7 +135,7 @@ def run_state_spark(spark: Any, read: Reader, logs: Mapping[TP, PartitionLog], r
                     judge: Rule) -> tuple[Judged, dict[TP, int], int]:
     """The findings of the sink's ``rows`` against the partitions' records, judged by key on Spark; with
     the sink's rows per partition and the job's number of reading tasks."""
-    import pyarrow as pa  # lazy: pyarrow 60 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     # Only what state_records reads of a log travels to the executors (not its batches or producers).
     shipped = [(tp, replace(log, batches=None, producers={}, writes=[], leader_epochs=[]))

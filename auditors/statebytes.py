@@ -17,23 +17,12 @@ whole) counts once.
 from __future__ import annotations
 
 import ctypes
-import struct
 from typing import Any
 
 import numpy as np
 
-from eosctl.cluster.batches import (
-    CONTROL_MASK,
-    HEADER,
-    HEADER_SIZE,
-    LOG_OVERHEAD,
-    MAGIC_OFFSET,
-    BatchDecodeError,
-)
-from eosctl.cluster.compression import decompress
-from eosctl.cluster.recordkeys import _CORRUPT, _PAD, _ptr, native
-
-_LOG_APPEND_TIME = 0x08  # the batch attributes' timestampType bit
+from eosctl.cluster.batches import BatchDecodeError
+from eosctl.cluster.recordkeys import _CORRUPT, _PAD, AnswerBuffer, _ptr, lay_out, native
 
 
 def _lib() -> Any:
@@ -52,41 +41,19 @@ def available() -> bool:
     return _lib() is not None
 
 
-class RecordBytes:
+class RecordBytes(AnswerBuffer):
     """One partition's data records in [start, end), from the fetch answers' bytes as the scan reads them:
     ``result()`` is (offsets, timestamps, keys, values), the last two Arrow binary arrays."""
 
-    FLUSH_BYTES = 32 << 20
-
     def __init__(self, start: int, end: int) -> None:
-        self.next, self.end = start, end
+        super().__init__(start, end)
         self.parts: list[tuple[Any, ...]] = []
-        self.pending: list[Any] = []
-        self.pending_bytes = 0
-
-    def add(self, data: Any) -> None:
-        if self.next >= self.end or not len(data):
-            return
-        self.pending.append(data)
-        self.pending_bytes += len(data)
-        if self.pending_bytes >= self.FLUSH_BYTES:
-            self.flush()
 
     def flush(self) -> None:
-        answers, self.pending, self.pending_bytes = self.pending, [], 0
-        segments: list[Any] = []
-        bases: list[int] = []
-        stamps: list[tuple[int, int, bool]] = []
-        counts: list[int] = []
-        controls: list[bool] = []
-        for data in answers:
-            _batches(memoryview(data), segments, bases, stamps, counts, controls)
-        if not segments or not sum(counts):
+        laid = lay_out(self.take(), "a state sink's audit")
+        if laid is None:
             return
-        buf = np.frombuffer(b"".join([*segments, bytes(_PAD)]), dtype=np.uint8)
-        starts = np.zeros(len(segments), np.int64)
-        np.cumsum([len(s) for s in segments[:-1]], out=starts[1:])
-        counts_a = np.array(counts, np.int64)
+        buf, starts, counts_a = laid.buf, laid.starts, laid.counts
         total = int(counts_a.sum())
         first = np.zeros(len(counts_a), np.int64)
         np.cumsum(counts_a[:-1], out=first[1:])
@@ -97,25 +64,23 @@ class RecordBytes:
         if rc:
             raise BatchDecodeError(_CORRUPT.get(rc, "corrupt record in a batch"))
         batch = np.repeat(np.arange(len(counts_a)), counts_a)
-        offsets = np.array(bases, np.int64)[batch] + delta
-        # A fetch from inside a batch returns the whole batch again: keep each offset's first reading.
-        before = np.maximum.accumulate(np.concatenate([[self.next - 1], offsets[:-1]]))
-        keep = (offsets > before) & (offsets < self.end)
+        offsets = laid.bases[batch] + delta
+        keep = self.first_readings(offsets)
         self.next = max(self.next, int(offsets[keep][-1]) + 1 if keep.any() else self.next)
-        keep &= ~np.array(controls, bool)[batch]
+        keep &= ~laid.controls[batch]
         idx = np.flatnonzero(keep)
         if not len(idx):
             return
-        first_ts = np.array([s[0] for s in stamps], np.int64)[batch][idx]
-        max_ts = np.array([s[1] for s in stamps], np.int64)[batch][idx]
-        appended = np.array([s[2] for s in stamps], bool)[batch][idx]
+        first_ts = laid.first_ts[batch][idx]
+        max_ts = laid.max_ts[batch][idx]
+        appended = laid.log_append_time[batch][idx]
         # LogAppendTime: every record of the batch has the broker's time, as a consumer reports it.
         ts = np.where(appended, max_ts, first_ts + ts_delta[idx])
         self.parts.append((offsets[idx], ts, _binary(buf, key_at[idx], key_len[idx]),
                            _binary(buf, value_at[idx], value_len[idx])))
 
     def result(self) -> tuple[Any, Any, Any, Any]:
-        import pyarrow as pa  # lazy: pyarrow 50 ms to import
+        import pyarrow as pa  # lazy: see docs/imports.md
 
         if self.pending:
             self.flush()
@@ -128,7 +93,7 @@ class RecordBytes:
 
 def _binary(buf: np.ndarray, at: np.ndarray, lengths: np.ndarray) -> Any:
     """The byte ranges (length -1: null) as one Arrow binary array, gathered with numpy."""
-    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     valid = lengths >= 0
     lens = np.where(valid, lengths, 0)
@@ -141,27 +106,3 @@ def _binary(buf: np.ndarray, at: np.ndarray, lengths: np.ndarray) -> Any:
     bitmap = np.packbits(valid, bitorder="little").tobytes()
     return pa.Array.from_buffers(pa.large_binary(), len(at), [pa.py_buffer(bitmap), pa.py_buffer(offsets),
                                                               pa.py_buffer(data)]).cast(pa.binary())
-
-
-def _batches(view: memoryview, segments: list[Any], bases: list[int], stamps: list[tuple[int, int, bool]],
-             counts: list[int], controls: list[bool]) -> None:
-    """Each complete batch's records (decompressed) and header fields, appended to the lists (as
-    eosctl.cluster.recordkeys' own, with the batch's first timestamp)."""
-    pos, end = 0, len(view)
-    while end - pos >= LOG_OVERHEAD:
-        (length,) = struct.unpack_from(">i", view, pos + 8)
-        total = LOG_OVERHEAD + length
-        if length < 0 or pos + total > end or end - pos <= MAGIC_OFFSET:
-            break
-        if view[pos + MAGIC_OFFSET] < 2 or total < HEADER_SIZE:
-            raise BatchDecodeError(f"a state sink's audit reads v2 record batches only (byte {pos})")
-        (base, _l, _epoch, _m, _crc, attributes, _delta, first_ts, max_ts, _pid, _pe, _seq,
-         count) = HEADER.unpack_from(view, pos)
-        raw = view[pos + HEADER_SIZE:pos + total]
-        codec = attributes & 0x07
-        segments.append(raw if codec == 0 else decompress(codec, bytes(raw), base))
-        bases.append(base)
-        stamps.append((first_ts, max_ts, bool(attributes & _LOG_APPEND_TIME)))
-        counts.append(count)
-        controls.append(bool(attributes & CONTROL_MASK))
-        pos += total

@@ -55,7 +55,7 @@ class Shape:
         return [f"v{i}" for i in range(self.nvalues)]
 
     def record_schema(self) -> Any:
-        import pyarrow as pa  # lazy: pyarrow 50 ms to import
+        import pyarrow as pa  # lazy: see docs/imports.md
 
         return pa.schema([("t", pa.string()), ("p", pa.int32()), ("o", pa.int64()), ("ts", pa.int64()),
                           ("st", pa.int8()), ("pid", pa.int64()), ("ep", pa.int32()), ("d", pa.bool_()),
@@ -74,7 +74,7 @@ def record_table(sink: Sink, logs: Mapping[TP, PartitionLog], messages: Iterable
     (as eosctl.rules.upsert's records). Per message only its fields are taken; its key and value are read
     column by column (auditors.statecols' _Columns), Python's eosctl.rules.stateids only for the records
     the columns cannot decide."""
-    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     pieces, chunk = [], []
     for m in messages:
@@ -92,8 +92,8 @@ CHUNK = 262_144
 
 
 def _records_table(sink: Sink, logs: Mapping[TP, PartitionLog], messages: list[Any]) -> Any:
-    import numpy as np  # lazy: numpy 31 ms to import
-    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+    import numpy as np  # lazy: see docs/imports.md
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     t_ = [m.topic() for m in messages]
     p_ = [m.partition() for m in messages]
@@ -110,8 +110,8 @@ def scanned_table(sink: Sink, logs: Mapping[TP, PartitionLog], scanned: Mapping[
                   raw: bool = False) -> Any:
     """The ``recs`` table of the records the log scans read (auditors.statebytes.RecordBytes' result per
     partition: offsets, timestamps, keys, values); with ``raw``, values left for ``with_values``."""
-    import numpy as np  # lazy: numpy 31 ms to import
-    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+    import numpy as np  # lazy: see docs/imports.md
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     pieces = []
     for (t, p), (o, ts, k, v) in scanned.items():
@@ -129,8 +129,8 @@ def columns_table(sink: Sink, logs: Mapping[TP, PartitionLog], topics_a: Any, pa
     """The ``recs`` table of records given as columns (topic, partition, offset, timestamp, key and value
     bytes), each told by its log's classification. With ``raw``, the value columns are null and the key
     and value bytes kept (``kb``, ``vb``): ``with_values`` reads the values of the records that need them."""
-    import numpy as np  # lazy: numpy 31 ms to import
-    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+    import numpy as np  # lazy: see docs/imports.md
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     shape = Shape.of(sink)
     n = len(offsets)
@@ -169,7 +169,7 @@ def columns_table(sink: Sink, logs: Mapping[TP, PartitionLog], topics_a: Any, pa
 
 
 def _with_raw(schema: Any) -> Any:
-    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     return schema.append(pa.field("kb", pa.binary())).append(pa.field("vb", pa.binary()))
 
@@ -233,8 +233,8 @@ class _Columns:
 
     def _text(self, which: str) -> tuple[Any, Any]:
         """(the bytes as UTF-8 text, a mask of records whose bytes are not UTF-8)."""
-        import numpy as np  # lazy: numpy 31 ms to import
-        import pyarrow as pa  # lazy: pyarrow 50 ms to import
+        import numpy as np  # lazy: see docs/imports.md
+        import pyarrow as pa  # lazy: see docs/imports.md
 
         if which not in self.texts:
             raw = self.raw[which]
@@ -253,7 +253,7 @@ class _Columns:
 
     def _python(self, out: Any, fix: Any, source: str) -> Any:
         """``out`` with the records of mask ``fix`` canonicalised by eosctl.rules.stateids."""
-        import numpy as np  # lazy: numpy 31 ms to import
+        import numpy as np  # lazy: see docs/imports.md
 
         at = np.flatnonzero(fix)
         if not len(at):
@@ -267,8 +267,8 @@ class _Columns:
     def part(self, source: str) -> Any:
         """One key or value column: what ``source`` ("key", "value", "key.PATH", "value.PATH") names of
         each record, canonical."""
-        import numpy as np  # lazy: numpy 31 ms to import
-        import pyarrow.compute as pc  # lazy: pyarrow 50 ms to import
+        import numpy as np  # lazy: see docs/imports.md
+        import pyarrow.compute as pc  # lazy: see docs/imports.md
 
         head, _, path = source.partition(".")
         text, bad = self._text(head)
@@ -279,14 +279,14 @@ class _Columns:
             return self._python(text, bad | json_like, source)
         parts = path.split(".")
         if not all(p.isidentifier() for p in parts):  # a list index or a name DuckDB's paths quote
-            import pyarrow as pa  # lazy: pyarrow 50 ms to import
+            import pyarrow as pa  # lazy: see docs/imports.md
 
             return self._python(pa.nulls(n, pa.string()), np.ones(n, bool), source)
         if self.con is None:
-            import duckdb  # lazy: duckdb 44 ms to import
+            import duckdb  # lazy: see docs/imports.md
 
             self.con = duckdb.connect()
-        import pyarrow as pa  # lazy: pyarrow 50 ms to import
+        import pyarrow as pa  # lazy: see docs/imports.md
 
         self.con.register("texts", pa.table({"s": text}))
         jpath = "$." + ".".join(parts)
@@ -310,7 +310,7 @@ class _Columns:
 
     def values(self) -> list[Any]:
         """The value columns (eosctl.rules.stateids.record_value), none where the sink compares none."""
-        import pyarrow as pa  # lazy: pyarrow 50 ms to import
+        import pyarrow as pa  # lazy: see docs/imports.md
 
         sink = self.sink
         if sink.mode == "aggregate" and sink.aggregate is not None:
@@ -327,7 +327,7 @@ class _Columns:
 
     def deletes(self) -> Any:
         """Whether each record deletes its key: a tombstone, or a value the config names."""
-        import pyarrow as pa  # lazy: pyarrow 50 ms to import
+        import pyarrow as pa  # lazy: see docs/imports.md
 
         values = self.raw["value"]
         if not self.sink.delete_values:
@@ -344,7 +344,7 @@ class _Columns:
 
 def row_table(sink: Sink, rows: Iterable[StateRow]) -> Any:
     """The table's rows (eosctl.rules.upsert.StateRow each) as the ``rows`` table (Arrow)."""
-    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     shape = Shape.of(sink)
     kc: list[list[Any]] = [[] for _ in range(shape.nkeys)]
@@ -368,7 +368,7 @@ def row_table(sink: Sink, rows: Iterable[StateRow]) -> Any:
 def raw_row_table(sink: Sink, raw: list[tuple], version: bool) -> Any:
     """A table sink's rows as read (key columns, value columns, the version column if ``version``) as the
     ``rows`` table, each cell in the canonical form eosctl.rules.stateids compares."""
-    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     shape = Shape.of(sink)
     hashed = bool(sink.value_hash_column) and not sink.value_fields and sink.mode == "upsert"
@@ -390,9 +390,9 @@ def arrow_row_table(sink: Sink, raw: Any, version: bool) -> Any:
     """``raw_row_table`` of rows read as Arrow (key columns, value columns, the version column if
     ``version``), text and integer and boolean columns canonical column by column; None where a column
     has another type (then the rows are read as tuples and canonicalised by Python)."""
-    import numpy as np  # lazy: numpy 31 ms to import
-    import pyarrow as pa  # lazy: pyarrow 50 ms to import
-    import pyarrow.compute as pc  # lazy: pyarrow 50 ms to import
+    import numpy as np  # lazy: see docs/imports.md
+    import pyarrow as pa  # lazy: see docs/imports.md
+    import pyarrow.compute as pc  # lazy: see docs/imports.md
 
     shape = Shape.of(sink)
     hashed = bool(sink.value_hash_column) and not sink.value_fields and sink.mode == "upsert"
@@ -430,7 +430,7 @@ def strings(values: list[str | None]) -> Any:
     """Canonical texts as an Arrow column. Bytes that are no UTF-8 were decoded with surrogateescape
     (eosctl.rules.stateids.canon), which Arrow and DuckDB can't hold: those texts, of records and rows alike,
     are kept with each such byte as \\xNN."""
-    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     try:
         return pa.array(values, pa.string())
@@ -472,8 +472,8 @@ def latest_records(sink: Sink, recs: Any, bounds: Mapping[TP, int]) -> Any:
     are all there), and every committed record past the read point (in flight). Each key's latest settled
     record, its partitions and what is in flight are the same as of all records, so the pass folds about
     one row a key, not one a record; None for an aggregate, whose fold needs every record."""
-    import numpy as np  # lazy: numpy 31 ms to import
-    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+    import numpy as np  # lazy: see docs/imports.md
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     if sink.mode == "aggregate" or recs.num_rows == 0:
         return None
@@ -519,7 +519,7 @@ def judge_tables(con: Any, sink: Sink, logs: Mapping[TP, PartitionLog], bounds: 
     ``bounds`` (per partition, the offset below which committed records are settled); ``latest``: a table
     of ``latest_records`` of them, which the per-key pass reads instead; ``history`` (a ``History``): where
     ``recs`` holds no values, the table of some keys' records with them (the second pass, the rules)."""
-    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     shape = Shape.of(sink)
     keys, values = shape.keys, shape.values

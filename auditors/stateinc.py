@@ -6,7 +6,7 @@ The state file is the offsets sinks' (auditors.incstate: one DuckDB file, its me
 scans), with what a state sink needs: ``state_records``, each source record's place, timestamp, writer,
 outcome, whether it deletes its key, and its key and value identity as the sink's columns hold them
 (auditors.statecols; not the record's bytes), and in the meta the sink's mode and every config key that
-says what a row and a record are (a state of another mode or config is refused in one line). Each run reads
+says what a row and a record are (a state of another mode or config is refused in one line). Each run reads:
 
 - of Kafka, each partition's log from where its scan stopped (transactions that were open are decided by
   the markers that came since) and the records past the offset the last run read to: a partition whose log
@@ -23,13 +23,11 @@ cannot see: a record compacted away from a source topic below the kept scan whil
 
 from __future__ import annotations
 
-import os
-import shutil
 import time
 from typing import TYPE_CHECKING, Any
 
 from auditors import incstate, statebytes
-from auditors.incremental import DEFAULT_FULL_EVERY, OPTION, Run, _identity, _refuse_other, engine_info
+from auditors.incremental import DEFAULT_FULL_EVERY, OPTION, Run, engine_info
 from auditors.sources import _check_leaders
 from auditors.state import (
     PHASE_LOG,
@@ -49,7 +47,6 @@ from auditors.statecols import (
     scanned_table,
 )
 from eosctl.base.errors import BrokerError, EosctlError
-from eosctl.base.files import check_output, writing_output
 from eosctl.base.files import shown as shown_path
 from eosctl.base.progress import Progress, Step, silent
 from eosctl.cluster.model import TP, Kind
@@ -80,12 +77,9 @@ def sink_config(sink: Sink) -> dict[str, Any]:
 
 
 def refuse_other_mode(meta: dict[str, Any], sink: Sink, path: str, option: str) -> None:
-    """One line when the state was kept for another sink mode, another state format, or another config."""
+    """One line when the state was kept in another state format or for another config of the sink (its
+    mode was checked as it was read: auditors.incstate.previous)."""
     where = f"{option} {shown_path(path)}"
-    was = meta.get("sink_mode", "offsets")
-    if was != sink.mode:
-        raise EosctlError(f"{where} was written for a sink of mode = {was!r}, this sink is mode = "
-                          f"{sink.mode!r}: name another state file for it (a full audit writes it)")
     if meta.get("state_format") != STATE_FORMAT or meta.get("state_version") != STATE_VERSION:
         raise EosctlError(f"{where} was written by another eosctl (state sink format "
                           f"{meta.get('state_version')}, this one reads {STATE_VERSION}); name a new file: a "
@@ -115,13 +109,11 @@ def audit_state_incremental(target: Target, sink: Sink, state_path: str, *,
     if sink.aggregate is not None and getattr(sink.aggregate, "window_column", None):
         raise EosctlError(f"{option} does not keep a windowed aggregate's folds yet "
                           f"(aggregate.window_column): audit it without {option}")
-    check_output(state_path, reads, True, option)
-    prev = incstate.load(state_path, option) if os.path.exists(state_path) else None
+    prev = incstate.previous(state_path, reads, option, sink.mode)
     if prev is not None:
         refuse_other_mode(prev.meta, sink, state_path, option)
-    import duckdb  # lazy: duckdb 44 ms to import
 
-    # lazy: eosctl.cluster.wire 71 ms, eosctl.cluster.logscan 80 ms to import
+    # lazy: see docs/imports.md
     from eosctl.cluster.logscan import open_scans, run_scans
     from eosctl.cluster.wire import WireClient
     from eosctl.sink.kafka_topic import records
@@ -130,98 +122,89 @@ def audit_state_incremental(target: Target, sink: Sink, state_path: str, *,
     with WireClient(target.cluster) as client:
         leaders = client.metadata(list(target.topics))
         _check_leaders(leaders)
-        ident = _identity(target, sink, client.cluster_id, {t: client.topic_ids.get(t) for t in leaders})
-        if prev is not None:
-            _refuse_other(prev.meta, ident, state_path, option)
-        reason = _full_reason(prev, full_every)
-        with writing_output(state_path, reads, False, option, also=(".wal",), ours=incstate.is_state) as tmp:
-            if prev is not None and not reason:
-                shutil.copyfile(state_path, tmp)  # the kept records go on from the last run's
-            con = duckdb.connect(tmp)
-            try:
-                incstate.create(con)
-                con.execute("SET preserve_insertion_order = false")
-                con.execute(Shape.of(sink).record_ddl(_RECORDS))
-                # The sink first, then Kafka: a row written meanwhile is from an offset the log read has.
-                progress(Step(PHASE_SINK))
-                t = time.monotonic()
-                rows, point = state_rows(sink)
-                progress(Step(PHASE_LOG))
-                tps = [(tp, p) for tp in target.topics for p in sorted(leaders.get(tp, {}))]
-                offsets = client.offsets(tps)
-                kept = {} if reason or prev is None else prev.scans
-                read_to = {} if reason or prev is None else _read_to(prev.meta)
-                scans, whole = {}, []
-                for tp in tps:
-                    scan = kept.get(tp)
-                    if scan is not None and tp in read_to and _still_the_log(scan, offsets[tp]):
-                        scan.extend(offsets[tp])
-                        scans[tp] = scan
-                    else:
-                        whole.append(tp)
-                scans.update(open_scans(client, whole, offsets=offsets))
-                native = statebytes.available()  # the new records from the scans' own answers
-                for s in scans.values():
-                    s.keys = statebytes.RecordBytes(s.next, s.end) if native else None
-                run_scans(client, scans, progress)
-                changed = [tp for tp, s in scans.items() if s.changed]
-                if changed:  # the log under a resumed scan is not the one it read (compacted, truncated)
-                    again = open_scans(client, changed, offsets=offsets)
-                    for s in again.values():
-                        s.keys = statebytes.RecordBytes(s.next, s.end) if native else None  # type: ignore[assignment]
-                    run_scans(client, again)
-                    scans.update(again)
-                    whole += changed
-                logs = {tp: s.finish() for tp, s in scans.items()}
-                scanned = {tp: log.record_keys for tp, log in logs.items()} if native else None
-                for tp, s in scans.items():
-                    s.keys = None  # never kept in the state
-                    logs[tp].record_keys = None
-                for tp, log in logs.items():
-                    if log.offsets_disagreement:  # never a verdict on offsets the broker contradicts
-                        raise BrokerError(f"cannot audit {tp[0]}-{tp[1]}: {log.offsets_disagreement}")
-                if reason:
-                    con.execute(f"DELETE FROM {_RECORDS}")
-                for tp in whole:
-                    con.execute(f"DELETE FROM {_RECORDS} WHERE t = ? AND p = ?", list(tp))
-                    read_to.pop(tp, None)
-                ends = {tp: log.high_watermark for tp, log in logs.items()}
-                starts = {tp: read_to[tp] for tp in ends if tp in read_to}
-                # The records past where the last run read; a partition read whole, from its log start.
-                if scanned is not None:  # each scan read from where the last run's stopped
-                    fresh = scanned_table(sink, logs, {tp: _past(got, read_to.get(tp))
-                                                       for tp, got in scanned.items()})
+        ident = incstate.belonging(prev, target, sink, client.cluster_id,
+                                   {t: client.topic_ids.get(t) for t in leaders}, state_path, option)
+        reason = incstate.full_reason(prev, full_every)
+        with incstate.writing(state_path, reads, option, go_on=prev is not None and not reason) as con:
+            con.execute(Shape.of(sink).record_ddl(_RECORDS))
+            # The sink first, then Kafka: a row written meanwhile is from an offset the log read has.
+            progress(Step(PHASE_SINK))
+            t = time.monotonic()
+            rows, point = state_rows(sink)
+            progress(Step(PHASE_LOG))
+            tps = [(tp, p) for tp in target.topics for p in sorted(leaders.get(tp, {}))]
+            offsets = client.offsets(tps)
+            kept = {} if reason or prev is None else prev.scans
+            read_to = {} if reason or prev is None else _read_to(prev.meta)
+            scans, whole = {}, []
+            for tp in tps:
+                scan = kept.get(tp)
+                if scan is not None and tp in read_to and incstate.still_the_log(scan, offsets[tp]):
+                    scan.extend(offsets[tp])
+                    scans[tp] = scan
                 else:
-                    fresh = record_table(sink, logs, records(target.cluster, ends, read_committed=False,
-                                                             what="the source topics", starts=starts))
-                new_offsets = sum(max(0, e - starts.get(tp, logs[tp].log_start_offset))
-                                  for tp, e in ends.items())
-                con.register("fresh_records", fresh)
-                con.execute(f"INSERT INTO {_RECORDS} SELECT * FROM fresh_records")
-                con.unregister("fresh_records")
-                _decide_open(con, logs)
-                bounds = read_point(target.cluster, target.group, logs)
-                prepare_s = time.monotonic() - t
-                con.register("state_rows_now", rows)
-                # The per-key pass over each key's latest records (auditors.statecols.latest_records).
-                latest = None if sink.mode == "aggregate" else latest_records(
-                    sink, con.sql(f"SELECT * FROM {_RECORDS}").to_arrow_table(), bounds)
-                if latest is not None:
-                    con.register("recs_latest", latest)
-                verdict = judge_tables(con, sink, logs, bounds, recs=_RECORDS, rows="state_rows_now",
-                                       topic=only_topic(target),
-                                       latest="recs_latest" if latest is not None else None)
-                if latest is not None:
-                    con.unregister("recs_latest")
-                con.unregister("state_rows_now")
-                now = time.time()
-                meta = {**ident, "full_at": now if reason else prev.meta["full_at"] if prev else now,
-                        "audited_at": now, "sink_mode": sink.mode, "state_format": STATE_FORMAT,
-                        "state_version": STATE_VERSION, "sink_config": sink_config(sink),
-                        "read_to": [[t, p, o] for (t, p), o in sorted(ends.items())]}
-                incstate.save(con, incstate.State(meta, scans))
-            finally:
-                con.close()
+                    whole.append(tp)
+            scans.update(open_scans(client, whole, offsets=offsets))
+            native = statebytes.available()  # the new records from the scans' own answers
+            for s in scans.values():
+                s.keys = statebytes.RecordBytes(s.next, s.end) if native else None
+            run_scans(client, scans, progress)
+            changed = [tp for tp, s in scans.items() if s.changed]
+            if changed:  # the log under a resumed scan is not the one it read (compacted, truncated)
+                again = open_scans(client, changed, offsets=offsets)
+                for s in again.values():
+                    s.keys = statebytes.RecordBytes(s.next, s.end) if native else None
+                run_scans(client, again)
+                scans.update(again)
+                whole += changed
+            logs = {tp: s.finish() for tp, s in scans.items()}
+            scanned = {tp: log.record_keys for tp, log in logs.items()} if native else None
+            for tp, s in scans.items():
+                s.keys = None  # never kept in the state
+                logs[tp].record_keys = None
+            for tp, log in logs.items():
+                if log.offsets_disagreement:  # never a verdict on offsets the broker contradicts
+                    raise BrokerError(f"cannot audit {tp[0]}-{tp[1]}: {log.offsets_disagreement}")
+            if reason:
+                con.execute(f"DELETE FROM {_RECORDS}")
+            for tp in whole:
+                con.execute(f"DELETE FROM {_RECORDS} WHERE t = ? AND p = ?", list(tp))
+                read_to.pop(tp, None)
+            ends = {tp: log.high_watermark for tp, log in logs.items()}
+            starts = {tp: read_to[tp] for tp in ends if tp in read_to}
+            # The records past where the last run read; a partition read whole, from its log start.
+            if scanned is not None:  # each scan read from where the last run's stopped
+                fresh = scanned_table(sink, logs, {tp: _past(got, read_to.get(tp))
+                                                   for tp, got in scanned.items()})
+            else:
+                fresh = record_table(sink, logs, records(target.cluster, ends, read_committed=False,
+                                                         what="the source topics", starts=starts))
+            new_offsets = sum(max(0, e - starts.get(tp, logs[tp].log_start_offset))
+                              for tp, e in ends.items())
+            con.register("fresh_records", fresh)
+            con.execute(f"INSERT INTO {_RECORDS} SELECT * FROM fresh_records")
+            con.unregister("fresh_records")
+            _decide_open(con, logs)
+            bounds = read_point(target.cluster, target.group, logs)
+            prepare_s = time.monotonic() - t
+            con.register("state_rows_now", rows)
+            # The per-key pass over each key's latest records (auditors.statecols.latest_records).
+            latest = None if sink.mode == "aggregate" else latest_records(
+                sink, con.sql(f"SELECT * FROM {_RECORDS}").to_arrow_table(), bounds)
+            if latest is not None:
+                con.register("recs_latest", latest)
+            verdict = judge_tables(con, sink, logs, bounds, recs=_RECORDS, rows="state_rows_now",
+                                   topic=only_topic(target),
+                                   latest="recs_latest" if latest is not None else None)
+            if latest is not None:
+                con.unregister("recs_latest")
+            con.unregister("state_rows_now")
+            now = time.time()
+            meta = {**ident, "full_at": now if reason else prev.meta["full_at"] if prev else now,
+                    "audited_at": now, "sink_mode": sink.mode, "state_format": STATE_FORMAT,
+                    "state_version": STATE_VERSION, "sink_config": sink_config(sink),
+                    "read_to": [[t, p, o] for (t, p), o in sorted(ends.items())]}
+            incstate.save(con, incstate.State(meta, scans))
     run = Run(bool(reason), reason, new_offsets, rows.num_rows, verdict.checked, meta["full_at"])
     progress(Step("done", 1, 1))
     engine = engine_info(run, prepare_s, {})
@@ -232,8 +215,8 @@ def _past(got: tuple[Any, Any, Any, Any], start: int | None) -> tuple[Any, Any, 
     """A scan's records at or past ``start`` (a resumed scan may re-read the batch it stopped in)."""
     if start is None:
         return got
-    import numpy as np  # lazy: numpy 31 ms to import
-    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+    import numpy as np  # lazy: see docs/imports.md
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     idx = np.flatnonzero(got[0] >= start)
     if len(idx) == len(got[0]):
@@ -246,23 +229,10 @@ def _read_to(meta: dict[str, Any]) -> dict[TP, int]:
     return {(t, p): o for t, p, o in meta.get("read_to") or []}
 
 
-def _full_reason(prev: incstate.State | None, full_every: float) -> str:
-    if prev is None:
-        return "no state yet"
-    if full_every > 0 and time.time() - float(prev.meta.get("full_at", 0)) >= full_every:
-        return f"the last full audit is {full_every:g}s old or more (--full-every)"
-    return ""
-
-
-def _still_the_log(scan: Any, o: Any) -> bool:
-    """As auditors.incremental: not truncated below what it read, its log start unmoved."""
-    return o.high_watermark >= scan.end and o.log_start == scan.offsets.log_start
-
-
 def _decide_open(con: Any, logs: dict[TP, Any]) -> None:
     """The kept records of transactions that were open at the last run, told by the log as it is now
     (committed or aborted since, or still open)."""
-    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     got = con.execute(f"SELECT t, p, o FROM {_RECORDS} WHERE st = {OPEN_CODE}").fetchall()
     if not got:

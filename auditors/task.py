@@ -191,14 +191,14 @@ def _summary_row(s: PartitionSummary) -> dict[str, Any]:
 
 
 def _to_batch(rows: list[dict[str, Any]], names: list[str], schema: Any) -> Any:
-    import pyarrow as pa  # lazy: pyarrow 93 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     return pa.RecordBatch.from_pylist([{n: r.get(n) for n in names} for r in rows], schema=schema)
 
 
 def _finding_batch(findings: Sequence[Finding], schema: Any) -> Any:
     """The findings as rows of the task output, built column by column (auditors.findingrows)."""
-    import pyarrow as pa  # lazy: pyarrow 93 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
 
     cols = finding_columns(findings)
@@ -208,7 +208,7 @@ def _finding_batch(findings: Sequence[Finding], schema: Any) -> Any:
 
 
 def _out_arrow_schema() -> Any:
-    import pyarrow as pa  # lazy: pyarrow 93 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     types = {"string": pa.string(), "int": pa.int32(), "long": pa.int64(), "boolean": pa.bool_(),
              "double": pa.float64()}
@@ -258,7 +258,7 @@ def group_task(tasks: Sequence[Sequence[WorkItem]], source: Source, sink: Sink, 
 def _key_rows(reader: SinkReader, committed: dict[TP, list[dict[str, Any]]], schema: Any) -> Iterator[Any]:
     """Key rows in the task's output schema: rec "key", the key, its offset in first_offset, its writer
     (the committed range's it falls in, auditors.keydups.with_writers: no per-row Python)."""
-    import pyarrow as pa  # lazy: pyarrow 93 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     spans = {tp: [(c["first_offset"], c["last_offset"]) for c in cs] for tp, cs in committed.items()}
     writers = writers_table(c for cs in committed.values() for c in cs)

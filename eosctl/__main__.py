@@ -1,3 +1,3 @@
-from eosctl.cli import main
+from eosctl.cli import run
 
-main()
+run()

@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 import click
 
 from eosctl import __version__
+from eosctl.base import quickexit
 from eosctl.base.errors import EosctlError
 from eosctl.base.exits import Exit
 from eosctl.base.files import shown
@@ -32,8 +33,7 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 @contextmanager
 def _redacted_streams() -> Iterator[None]:
     """stdout and stderr through eosctl.config.redaction.Redacting for the command: tables, JSON, progress and
-    log
-    lines alike, whichever code writes them, never show a value substituted from the config's ${NAME}s."""
+    log lines alike, whichever code writes them, never show a value substituted from the config's ${NAME}s."""
     before = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = Redacting(sys.stdout), Redacting(sys.stderr)
     try:
@@ -226,6 +226,18 @@ def unwind_on_signals() -> Iterator[None]:
             first = got[0][0]
             say_stopped(first)
             sys.exit(exit_code(first))
+
+
+def run() -> None:
+    """The program's entry (the `eosctl` script, `python -m eosctl`): `main`, ended without the
+    interpreter's teardown where the command allowed it (eosctl.base.quickexit)."""
+    try:
+        main()
+    except SystemExit as e:
+        if isinstance(e.code, int) or e.code is None:
+            quickexit.end(e.code or 0)
+        raise
+    quickexit.end(0)
 
 
 @click.group(cls=EosctlGroup, context_settings=CONTEXT)

@@ -154,7 +154,7 @@ class EosApp(Scheduled):
         if self.ending is not None:
             # Thread workers run on the loop's default executor, which asyncio.run() joins when the app
             # ends: see WorkerThreads.
-            import asyncio  # lazy: asyncio 19 ms at start-up
+            import asyncio  # lazy: see docs/imports.md
 
             asyncio.get_running_loop().set_default_executor(WorkerThreads())
 

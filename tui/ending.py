@@ -106,7 +106,7 @@ class Ending:
         land in whichever callback runs (a traceback, or a hang with the terminal still raw). So the signal
         asks the loop to exit the app; once the terminal is restored, it is raised again for eosctl's own
         handler (eosctl.cli.unwind_on_signals)."""
-        import asyncio  # lazy: asyncio 19 ms at start-up
+        import asyncio  # lazy: see docs/imports.md
 
         got: list[int] = []
 

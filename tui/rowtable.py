@@ -295,7 +295,8 @@ class RowTable(ScrollView, can_focus=True):
 
     # ---- mouse ------------------------------------------------------------------------------------
 
-    def _on_click(self, event: events.Click) -> None:
+    # async as Widget._on_click is: Textual runs both (each class's handler in the MRO), awaiting this one.
+    async def _on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)
         if offset is None:
             return

@@ -2,8 +2,7 @@
 
 Every method of a DataSource may block (broker, DuckDB, the audit), so the app only calls them from
 Textual thread workers. Live, each refresh is `eosctl.inspection.live.LiveModel.refresh()` (the same model
-`lag
---watch` and the exporter read); a snapshot file is a Capture loaded from disk. A `Dashboard` is that
+`lag --watch` and the exporter read); a snapshot file is a Capture loaded from disk. A `Dashboard` is that
 Capture plus what only a watcher keeps between refreshes (the lag history, the Burrow-style statuses and
 each section's age); the views format it and never recompute what the core computes (lag, hanging
 rules, ledger flags, statuses).
@@ -228,7 +227,8 @@ class LiveSource:
             )
 
     def records(self, topic: str, partition: int, first: int, end: int) -> list[dict[str, Any]]:
-        from eosctl.inspection.records import decoder_for, read_documents  # lazy: 2 ms, when asked
+        # lazy: only when records are asked for; see docs/imports.md
+        from eosctl.inspection.records import decoder_for, read_documents
 
         if self._decoder is None and not self.raw:
             self._decoder = decoder_for(self.target.cluster)

@@ -12,15 +12,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-# lazy imports below: numpy 45 ms, pyarrow 50 ms to import; this module is imported by the command line's
-# paths that may never build an array.
+# lazy imports below (their costs: docs/imports.md): this module is imported by the command line's paths
+# that may never build an array.
 
 
 def to_numpy(values: Any, dtype: str = "int64") -> Any:
     """A numpy copy of an Arrow integer or boolean array (or chunked array) without nulls, as ``dtype``.
     Nulls raise ValueError: the caller decides what a missing value means."""
-    import numpy as np  # lazy: numpy 45 ms to import
-    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+    import numpy as np  # lazy: see docs/imports.md
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
     if arr.null_count:
@@ -39,16 +39,16 @@ def to_numpy(values: Any, dtype: str = "int64") -> Any:
 
 def _numpy_int(type: Any) -> Any:
     """The numpy dtype of an Arrow integer type."""
-    import numpy as np  # lazy: numpy 45 ms to import
-    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+    import numpy as np  # lazy: see docs/imports.md
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     return np.dtype(f"{'i' if pa.types.is_signed_integer(type) else 'u'}{type.bit_width // 8}")
 
 
 def null_mask(values: Any) -> Any:
     """A numpy bool array, True where the Arrow array (or chunked array) is null."""
-    import numpy as np  # lazy: numpy 45 ms to import
-    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+    import numpy as np  # lazy: see docs/imports.md
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
     n = len(arr)
@@ -59,7 +59,7 @@ def null_mask(values: Any) -> Any:
 
 def valid_mask(bitmap: Any, offset: int, n: int) -> Any:
     """An Arrow bitmap (validity or boolean data; None: all set) as a numpy bool array of n."""
-    import numpy as np  # lazy: numpy 45 ms to import
+    import numpy as np  # lazy: see docs/imports.md
 
     if bitmap is None:
         return np.ones(n, bool)
@@ -70,8 +70,8 @@ def valid_mask(bitmap: Any, offset: int, n: int) -> Any:
 def array(values: Sequence[Any] | Any, type: Any) -> Any:
     """An Arrow array of ``type`` (integers, booleans or strings: pa.string(), pa.large_string()) from a
     Python sequence with None for nulls, or a numpy array."""
-    import numpy as np  # lazy: numpy 45 ms to import
-    import pyarrow as pa  # lazy: pyarrow 50 ms to import
+    import numpy as np  # lazy: see docs/imports.md
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     n = len(values)
     nulls: np.ndarray | None = None

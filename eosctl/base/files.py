@@ -256,7 +256,7 @@ _OPEN: set[str] = set()
 
 def remove_open_temp_dirs() -> None:
     """Remove every temp_dir whose block has not ended: for a process about to end without unwinding."""
-    import shutil  # lazy: shutil 2.0 ms at start-up
+    import shutil  # lazy: see docs/imports.md
 
     for path in list(_OPEN):
         shutil.rmtree(path, ignore_errors=True)
@@ -270,7 +270,7 @@ def temp_dir(prefix: str) -> Iterator[str]:
     Ctrl-C and SIGTERM are held while it is made: one arriving between the mkdir and the block's `try`
     would otherwise leave the directory behind (a test that signals as soon as it appears caught that).
     A held signal is delivered when the block starts, inside it."""
-    # lazy: shutil 2.0 ms, tempfile 2.5 ms at start-up
+    # lazy: see docs/imports.md
     import shutil
     import tempfile
 

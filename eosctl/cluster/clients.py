@@ -43,7 +43,7 @@ def confluent_admin(cluster: Cluster, timeout: float = DEFAULT_TIMEOUT_S) -> Adm
 
     librdkafka connects lazily: an unreachable cluster shows up on the first request, not here.
     """
-    from confluent_kafka.admin import AdminClient  # lazy: confluent_kafka.admin 42 ms to import
+    from confluent_kafka.admin import AdminClient  # lazy: see docs/imports.md
 
     ms = str(int(timeout * 1000))
     # librdkafka takes a Logger object here, which confluent-kafka's annotation of the config leaves out.
@@ -58,12 +58,12 @@ def kafka_admin(cluster: Cluster, timeout: float = DEFAULT_TIMEOUT_S) -> KafkaAd
     The command's deadline (eosctl.cluster.deadline) bounds its bootstrap and each request; ``timeout`` no
     longer does (a fixed wait the user could not change ended slow links' commands early).
     """
-    # lazy: kafka.errors 131 ms, kafka.admin 118 ms to import
+    # lazy: see docs/imports.md
     import kafka.errors as Errors
     from kafka.admin import KafkaAdminClient
 
-    from eosctl.cluster import deadline  # lazy: eosctl.cluster.deadline (kafka.errors) 130 ms to import
-    from eosctl.cluster.wire import unreachable_now  # lazy: eosctl.cluster.wire 170 ms to import
+    from eosctl.cluster import deadline  # lazy: see docs/imports.md
+    from eosctl.cluster.wire import unreachable_now  # lazy: see docs/imports.md
 
     # Its bootstrap and each request it sends (while it connects too) may take what is left of the
     # command's deadline: kafka-python's admin has no retry of its own that eosctl would see, and a slow

@@ -60,7 +60,7 @@ class DeadLetters:
 
 def read_dead_letters(cluster: Cluster, topic: str, timeout: float = READ_SECONDS) -> DeadLetters:
     """Every committed record of the DLQ topic up to its end offsets now."""
-    from confluent_kafka import Consumer, KafkaError, TopicPartition  # lazy: confluent_kafka 40 ms to import
+    from confluent_kafka import Consumer, KafkaError, TopicPartition  # lazy: see docs/imports.md
 
     out = DeadLetters(topic)
     consumer = Consumer({**cluster.confluent(), "group.id": "eosctl-dlq-reader", "enable.auto.commit": False,

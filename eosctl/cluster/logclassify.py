@@ -13,7 +13,7 @@ import copy
 from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from eosctl.cluster.batches import INT32_MAX
 from eosctl.cluster.model import (
@@ -33,8 +33,15 @@ from eosctl.cluster.model import (
 )
 from eosctl.cluster.wireanswers import Offsets
 
-if TYPE_CHECKING:
-    from eosctl.cluster.recordkeys import KeyCollector  # numpy: loaded only by scans that read keys
+
+class RecordCollector(Protocol):
+    """What a scan hands its partition's fetch answers to, as it reads them (open_scans'
+    eosctl.cluster.recordkeys.KeyCollector, auditors.statebytes.RecordBytes): result() becomes the log's
+    record_keys."""
+
+    def add(self, data: bytes) -> None: ...
+
+    def result(self) -> Any: ...
 
 
 @dataclass
@@ -85,7 +92,7 @@ class LogScan:
         self.changed = False
         self.verify = False  # read the last batch again before settling
         self.leader_epochs: list[tuple[int, int]] = []  # (partition leader epoch, first offset under it)
-        self.keys: KeyCollector | None = None  # the records' keys, for the content check (open_scans)
+        self.keys: RecordCollector | None = None  # the records' keys, for the content check (open_scans)
 
     @property
     def done(self) -> bool:

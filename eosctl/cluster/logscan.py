@@ -66,8 +66,7 @@ def scan_partitions(client: WireClient, tps: Iterable[TP], start: Bound = None, 
     partition's own [committed, LSO) window in the same fetches). ``offsets``: already read for every
     partition (an audit's driver reads them once for all tasks); otherwise ListOffsets asks here.
     ``keys``: also decode every record's key (eosctl.cluster.recordkeys) into each log's ``record_keys``;
-    "raw" or
-    "md5" (eosctl.cluster.recordkeys.VALUE_MODES): its value's hash too.
+    "raw" or "md5" (eosctl.cluster.recordkeys.VALUE_MODES): its value's hash too.
     """
     scans = open_scans(client, tps, start, end, keep_batches, offsets, keys)
     run_scans(client, scans, progress, max_bytes)
@@ -90,7 +89,7 @@ def open_scans(client: WireClient, tps: Iterable[TP], start: Bound = None, end: 
         scans[tp] = LogScan(tp[0], tp[1], lo, max(lo, hi), o, keep_batches)
         if keys:
             from eosctl.cluster.recordkeys import (
-                KeyCollector,  # lazy: eosctl.cluster.recordkeys 90 ms to import
+                KeyCollector,  # lazy: see docs/imports.md
             )
 
             scans[tp].keys = KeyCollector(lo, max(lo, hi), keys if isinstance(keys, str) else None)

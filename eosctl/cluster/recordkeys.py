@@ -1,8 +1,7 @@
 """The records' keys at their offsets, decoded from a Fetch response's bytes column by column.
 
 The log scan reads batch headers only (eosctl.cluster.batches); the content check (eosctl.rules.content) needs
-each
-record's key, i.e. the records themselves. Decoding them one by one in Python (kafka-python's
+each record's key, i.e. the records themselves. Decoding them one by one in Python (kafka-python's
 DefaultRecordBatch) costs microseconds a record: seconds at 10M. Here a record's fields are read in lock
 step across every batch of a response: step k reads the k-th record of all batches at once with numpy
 (varints included), so the Python-level work is one loop over batches (the headers, as the scan does
@@ -13,9 +12,8 @@ varint, keyLength varint (-1: null), key, valueLength varint, value, headers. On
 the key are read (and the value, where the sink names a value column); ``length`` jumps to the next record.
 
 Values (the content check's value column, eosctl.rules.content): ``values="raw"`` hashes each record's value
-bytes
-like its key (compared with a sink column holding the value itself); ``values="md5"`` compares with a sink
-column holding the lowercase hex MD5 of the value bytes (what SQL's md5() and Python's hashlib compute):
+bytes like its key (compared with a sink column holding the value itself); ``values="md5"`` compares with a
+sink column holding the lowercase hex MD5 of the value bytes (what SQL's md5() and Python's hashlib compute):
 each record's value is MD5-hashed here, one hashlib call a record.
 """
 
@@ -63,17 +61,16 @@ class RecordKeys:
         return len(self.offsets)
 
 
-class KeyCollector:
-    """Collects the keys of one partition's records in [start, end) as a scan reads them (each fetch answer's
-    bytes, in log order). Answers are decoded FLUSH_BYTES at a time: the lock step is as wide as the
-    batches decoded together, and one answer holds only a few of a partition's batches."""
+class AnswerBuffer:
+    """One partition's fetch answers (their bytes, in log order) for its records in [start, end), as a
+    scan reads them, held until FLUSH_BYTES of them are there and then decoded together by ``flush``: the
+    lock step is as wide as the batches decoded together, and one answer holds only a few of a partition's
+    batches. KeyCollector decodes keys; auditors.statebytes.RecordBytes the records' bytes."""
 
     FLUSH_BYTES = 32 << 20
 
-    def __init__(self, start: int, end: int, values: str | None = None) -> None:
+    def __init__(self, start: int, end: int) -> None:
         self.next, self.end = start, end
-        self.values = values
-        self.parts: list[tuple[np.ndarray, ...]] = []
         self.pending: list[bytes | bytearray | memoryview] = []
         self.pending_bytes = 0
 
@@ -86,14 +83,33 @@ class KeyCollector:
             self.flush()
 
     def flush(self) -> None:
+        raise NotImplementedError
+
+    def take(self) -> list[bytes | bytearray | memoryview]:
+        """The answers held, no longer held."""
         answers, self.pending, self.pending_bytes = self.pending, [], 0
-        part = decode_keys(answers, self.values)
+        return answers
+
+    def first_readings(self, offsets: np.ndarray) -> np.ndarray:
+        """Which of the decoded offsets to keep: in [next, end), and each offset's first reading only (a
+        fetch from inside a batch returns the whole batch again)."""
+        before = np.maximum.accumulate(np.concatenate([[self.next - 1], offsets[:-1]]))
+        return (offsets > before) & (offsets < self.end)
+
+
+class KeyCollector(AnswerBuffer):
+    """Collects the keys of one partition's records in [start, end) as a scan reads them."""
+
+    def __init__(self, start: int, end: int, values: str | None = None) -> None:
+        super().__init__(start, end)
+        self.values = values
+        self.parts: list[tuple[np.ndarray, ...]] = []
+
+    def flush(self) -> None:
+        part = decode_keys(self.take(), self.values)
         if part is None:
             return
-        # A fetch from inside a batch returns the whole batch again: keep each offset's first reading.
-        offsets = part[0]
-        before = np.maximum.accumulate(np.concatenate([[self.next - 1], offsets[:-1]]))
-        keep = (offsets > before) & (offsets < self.end)
+        keep = self.first_readings(part[0])
         if not keep.all():
             idx = np.flatnonzero(keep)
             if not len(idx):
@@ -122,44 +138,65 @@ def decode_keys(answers: Sequence[bytes | bytearray | memoryview] | bytes,
     """(offsets, leader epochs, control flags, keys) of every record of the complete v2 batches in the
     fetch ``answers`` (each answer's trailing partial batch is left out), in their order; None if there
     are none. ``values`` ("raw" or "md5", VALUE_MODES): the values' hashes too, a fifth array."""
-    segments: list[Any] = []  # the records' bytes of each batch (decompressed where compressed)
-    bases: list[int] = []
-    epochs: list[int] = []
-    counts: list[int] = []
-    controls: list[bool] = []
-    for data in [answers] if isinstance(answers, bytes | bytearray | memoryview) else answers:
-        _batches(memoryview(data), segments, bases, epochs, counts, controls)
-    if not segments or not sum(counts):
+    laid = lay_out([answers] if isinstance(answers, bytes | bytearray | memoryview) else answers,
+                   "the content check")
+    if laid is None:
         return None
-    buf = np.frombuffer(b"".join([*segments, bytes(_PAD)]), dtype=np.uint8)
+    return _records(laid.buf, laid.starts, laid.bases, laid.epochs, laid.counts, laid.controls, values)
+
+
+_LOG_APPEND_TIME = 0x08  # the batch attributes' timestampType bit
+
+
+@dataclass(frozen=True)
+class Batches:
+    """The complete v2 batches of some fetch answers, laid out for the record walk (native or numpy): their
+    records back to back in one buffer and each batch's header fields, in log order."""
+
+    data: bytes  # the batches' records (decompressed where compressed), then _PAD zero bytes
+    buf: np.ndarray  # data as uint8
+    starts: np.ndarray  # int64: where each batch's records start in buf
+    bases: np.ndarray  # int64 base offsets
+    epochs: np.ndarray  # int32 partition leader epochs
+    counts: np.ndarray  # int64 records per batch
+    controls: np.ndarray  # bool: a control batch (markers)
+    first_ts: np.ndarray  # int64 base timestamps
+    max_ts: np.ndarray  # int64
+    log_append_time: np.ndarray  # bool: every record carries the broker's time (max_ts)
+
+
+def lay_out(answers: Iterable[bytes | bytearray | memoryview], reader: str) -> Batches | None:
+    """The complete batches of the fetch answers (each answer's trailing partial batch left out); None if
+    they hold no record. A legacy (v0/v1) batch raises BatchDecodeError saying ``reader`` reads v2 only."""
+    segments: list[Any] = []
+    header: list[tuple[int, int, int, bool, int, int, bool]] = []
+    for data in answers:
+        view = memoryview(data)
+        pos, end = 0, len(view)
+        while end - pos >= LOG_OVERHEAD:
+            (length,) = struct.unpack_from(">i", view, pos + 8)
+            total = LOG_OVERHEAD + length
+            if length < 0 or pos + total > end or end - pos <= MAGIC_OFFSET:
+                break
+            if view[pos + MAGIC_OFFSET] < 2 or total < HEADER_SIZE:
+                raise BatchDecodeError(f"{reader} reads v2 record batches only (byte {pos})")
+            (base, _l, epoch, _m, _crc, attributes, _delta, first_ts, max_ts, _pid, _pe, _seq,
+             count) = HEADER.unpack_from(view, pos)
+            raw = view[pos + HEADER_SIZE:pos + total]
+            codec = attributes & 0x07
+            segments.append(raw if codec == 0 else decompress(codec, bytes(raw), base))
+            header.append((base, epoch, count, bool(attributes & CONTROL_MASK), first_ts, max_ts,
+                           bool(attributes & _LOG_APPEND_TIME)))
+            pos += total
+    if not segments or not sum(h[2] for h in header):
+        return None
+    joined = b"".join([*segments, bytes(_PAD)])
     starts = np.zeros(len(segments), np.int64)
     np.cumsum([len(s) for s in segments[:-1]], out=starts[1:])
-    return _records(buf, starts, np.array(bases, np.int64), np.array(epochs, np.int32),
-                    np.array(counts, np.int64), np.array(controls, bool), values)
-
-
-def _batches(view: memoryview, segments: list[Any], bases: list[int], epochs: list[int], counts: list[int],
-             controls: list[bool]) -> None:
-    """Each complete batch's records (decompressed) and header fields, appended to the lists."""
-    pos, end = 0, len(view)
-    while end - pos >= LOG_OVERHEAD:
-        (length,) = struct.unpack_from(">i", view, pos + 8)
-        total = LOG_OVERHEAD + length
-        if length < 0 or pos + total > end or end - pos <= MAGIC_OFFSET:
-            break
-        if view[pos + MAGIC_OFFSET] < 2 or total < HEADER_SIZE:
-            raise BatchDecodeError(f"the content check reads v2 record batches only (byte {pos})")
-        (base, _l, epoch, _m, _crc, attributes, _delta, _ft, _mt, _pid, _pe, _seq,
-         count) = HEADER.unpack_from(view, pos)
-        raw = view[pos + HEADER_SIZE:pos + total]
-        codec = attributes & 0x07
-        records = raw if codec == 0 else decompress(codec, bytes(raw), base)
-        segments.append(records)
-        bases.append(base)
-        epochs.append(epoch)
-        counts.append(count)
-        controls.append(bool(attributes & CONTROL_MASK))
-        pos += total
+    bases, epochs, counts, controls, first_ts, max_ts, appended = zip(*header, strict=True)
+    return Batches(joined, np.frombuffer(joined, dtype=np.uint8), starts, np.array(bases, np.int64),
+                   np.array(epochs, np.int32), np.array(counts, np.int64), np.array(controls, bool),
+                   np.array(first_ts, np.int64), np.array(max_ts, np.int64), np.array(appended, bool))
 
 
 def _records(buf: np.ndarray, starts: np.ndarray, bases: np.ndarray, epochs: np.ndarray, counts: np.ndarray,
@@ -221,27 +258,15 @@ class RecordSpans:
 def record_spans(answers: Sequence[bytes | bytearray | memoryview]) -> RecordSpans | None:
     """The RecordSpans of the complete batches in these fetch answers; None if there are none. A legacy
     (v0/v1) batch raises BatchDecodeError, as decode_keys does."""
-    segments: list[Any] = []
-    bases: list[int] = []
-    epochs: list[int] = []
-    counts: list[int] = []
-    controls: list[bool] = []
-    for data in answers:
-        _batches(memoryview(data), segments, bases, epochs, counts, controls)
-    if not segments or not sum(counts):
+    laid = lay_out(answers, "the content check")
+    if laid is None:
         return None
-    data = b"".join([*segments, bytes(_PAD)])
-    buf = np.frombuffer(data, dtype=np.uint8)
-    starts = np.zeros(len(segments), np.int64)
-    np.cumsum([len(s) for s in segments[:-1]], out=starts[1:])
-    n = np.array(counts, np.int64)
-    delta_of, key_at, key_len, value_at, value_len = _walk(buf, starts, n, True)
-    batch = np.repeat(np.arange(len(n)), n)
+    delta_of, key_at, key_len, value_at, value_len = _walk(laid.buf, laid.starts, laid.counts, True)
+    batch = np.repeat(np.arange(len(laid.counts)), laid.counts)
     # After the value comes the header count (a varint, one 0 byte when there are none).
-    headers = buf[value_at + np.maximum(value_len, 0)] != 0
-    offsets = np.array(bases, np.int64)[batch] + delta_of
-    return RecordSpans(data, buf, offsets, np.array(controls, bool)[batch], key_at, key_len, value_at,
-                       value_len, headers)
+    headers = laid.buf[value_at + np.maximum(value_len, 0)] != 0
+    return RecordSpans(laid.data, laid.buf, laid.bases[batch] + delta_of, laid.controls[batch], key_at,
+                       key_len, value_at, value_len, headers)
 
 
 _CORRUPT = {-1: "corrupt record in a batch (its fields run past the record)",
@@ -420,10 +445,10 @@ def _mix(h: np.ndarray) -> np.ndarray:
 
 def hash_arrow(values: Any) -> np.ndarray:
     """key_hashes of an Arrow string or binary array (the sink's keys, as text: their UTF-8 bytes)."""
-    import pyarrow as pa  # lazy: pyarrow 18 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
-    # Text and bytes as their buffers are (a cast imports pyarrow.compute: 50 ms of a small audit).
+    # Text and bytes as their buffers are (a cast imports pyarrow.compute, a cost docs/imports.md measures).
     width: type[np.int32] | type[np.int64]
     if arr.type in (pa.string(), pa.binary()):
         width = np.int32
@@ -446,7 +471,7 @@ def hash_arrow(values: Any) -> np.ndarray:
 
 def hash_bytes(values: Iterable[bytes | None]) -> np.ndarray:
     """key_hashes of Python byte strings (tests)."""
-    import pyarrow as pa  # lazy: pyarrow 18 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     return hash_arrow(pa.array(list(values), pa.binary()))
 

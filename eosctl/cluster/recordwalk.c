@@ -29,12 +29,12 @@ static int varint(const uint8_t *buf, int64_t end, int64_t *pos, int64_t *out, i
 }
 
 /* For each batch b (its records at starts[b], counts[b] of them, in the order given), each record's
- * offsetDelta, key position and key length (-1: null) and, with values != 0, value position and length,
- * at index firsts[b] + k for its k-th record. limit: the end of the records' bytes (the buffer may be
- * longer: padding). 0, or a CORRUPT_ code. */
-int walk_records(const uint8_t *buf, int64_t limit, const int64_t *starts, const int64_t *counts,
-                 const int64_t *firsts, int64_t batches, int values, int64_t *delta, int64_t *key_at,
-                 int64_t *key_len, int64_t *value_at, int64_t *value_len) {
+ * offsetDelta, key position and key length (-1: null), at index firsts[b] + k for its k-th record; where
+ * ts_delta is not NULL its timestampDelta too, and with values != 0 its value position and length. limit:
+ * the end of the records' bytes (the buffer may be longer: padding). 0, or a CORRUPT_ code. */
+static int walk(const uint8_t *buf, int64_t limit, const int64_t *starts, const int64_t *counts,
+                const int64_t *firsts, int64_t batches, int values, int64_t *delta, int64_t *ts_delta,
+                int64_t *key_at, int64_t *key_len, int64_t *value_at, int64_t *value_len) {
     for (int64_t b = 0; b < batches; b++) {
         int64_t p = starts[b];
         for (int64_t k = 0; k < counts[b]; k++) {
@@ -49,6 +49,7 @@ int walk_records(const uint8_t *buf, int64_t limit, const int64_t *starts, const
             if (q + (klen > 0 ? klen : 0) > next) return CORRUPT_FIELDS;
             int64_t at = firsts[b] + k;
             delta[at] = d;
+            if (ts_delta) ts_delta[at] = ts;
             key_at[at] = q;
             key_len[at] = klen;
             if (values) {
@@ -62,6 +63,14 @@ int walk_records(const uint8_t *buf, int64_t limit, const int64_t *starts, const
         }
     }
     return 0;
+}
+
+/* The walk without timestamps: what the content check (recordkeys.py) reads of each record. */
+int walk_records(const uint8_t *buf, int64_t limit, const int64_t *starts, const int64_t *counts,
+                 const int64_t *firsts, int64_t batches, int values, int64_t *delta, int64_t *key_at,
+                 int64_t *key_len, int64_t *value_at, int64_t *value_len) {
+    return walk(buf, limit, starts, counts, firsts, batches, values, delta, NULL, key_at, key_len, value_at,
+                value_len);
 }
 
 static const uint64_t M1 = 0xFF51AFD7ED558CCDULL, M2 = 0xC4CEB9FE1A85EC53ULL;
@@ -93,35 +102,11 @@ void hash_ranges(const uint8_t *buf, const int64_t *at, const int64_t *lengths, 
     }
 }
 
-/* walk_records with every record's timestampDelta too (ts[at]) and always the values: what a state sink's
- * audit (auditors/statebytes.py) reads of each record, its key and value bytes left in the buffer. */
+/* The walk with every record's timestampDelta too (ts_delta[at]) and always the values: what a state
+ * sink's audit (auditors/statebytes.py) reads of each record, its key and value bytes left in the buffer. */
 int walk_records_ts(const uint8_t *buf, int64_t limit, const int64_t *starts, const int64_t *counts,
                     const int64_t *firsts, int64_t batches, int64_t *delta, int64_t *ts_delta, int64_t *key_at,
                     int64_t *key_len, int64_t *value_at, int64_t *value_len) {
-    for (int64_t b = 0; b < batches; b++) {
-        int64_t p = starts[b];
-        for (int64_t k = 0; k < counts[b]; k++) {
-            int64_t length, ts, d, klen, vlen, rc;
-            if ((rc = varint(buf, limit, &p, &length, 5))) return (int)rc;
-            int64_t next = p + length;
-            if (length < 0 || next > limit) return CORRUPT_FIELDS;
-            int64_t q = p + 1; /* past attributes */
-            if ((rc = varint(buf, next, &q, &ts, 10))) return (int)rc;
-            if ((rc = varint(buf, next, &q, &d, 5))) return (int)rc;
-            if ((rc = varint(buf, next, &q, &klen, 5))) return (int)rc;
-            if (q + (klen > 0 ? klen : 0) > next) return CORRUPT_FIELDS;
-            int64_t at = firsts[b] + k;
-            delta[at] = d;
-            ts_delta[at] = ts;
-            key_at[at] = q;
-            key_len[at] = klen;
-            int64_t v = q + (klen > 0 ? klen : 0);
-            if ((rc = varint(buf, next, &v, &vlen, 5))) return rc == CORRUPT_FIELDS ? CORRUPT_VALUE : (int)rc;
-            if (v + (vlen > 0 ? vlen : 0) > next) return CORRUPT_VALUE;
-            value_at[at] = v;
-            value_len[at] = vlen;
-            p = next;
-        }
-    }
-    return 0;
+    return walk(buf, limit, starts, counts, firsts, batches, 1, delta, ts_delta, key_at, key_len, value_at,
+                value_len);
 }

@@ -21,7 +21,7 @@ def routed_out(cluster: Cluster, route: Route, ends: Mapping[TP, tuple[int, int]
     """Per partition, the committed records in [start, end) the route does not select, as ranges of offsets
     (first, last) that hold no selected record between them, and how many records each range set holds.
     ``ends``: (log start, LSO) per partition."""
-    from confluent_kafka import Consumer, KafkaError, TopicPartition  # lazy: confluent_kafka 40 ms to import
+    from confluent_kafka import Consumer, KafkaError, TopicPartition  # lazy: see docs/imports.md
 
     out: dict[TP, list[list[int]]] = {tp: [] for tp in ends}
     counts: dict[TP, int] = dict.fromkeys(ends, 0)

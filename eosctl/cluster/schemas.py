@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal, cast
 from uuid import UUID
 
 import fastavro
@@ -181,7 +181,8 @@ class SchemaDecoder:
     # --- the registry -----------------------------------------------------------------------------
 
     def _schema(self, schema_id: int | None, guid: str | None, topic: str, which: str, where: str) -> _Schema:
-        known = self._by_guid.get(guid) if guid is not None else self._by_id.get(schema_id)  # type: ignore[arg-type]
+        known = (self._by_guid.get(guid) if guid is not None
+                 else self._by_id.get(schema_id) if schema_id is not None else None)
         if known is not None:
             return known
         named = f"schema guid {guid}" if guid is not None else f"schema id {schema_id}"
@@ -193,6 +194,7 @@ class SchemaDecoder:
                 registered = RegisteredSchema.from_dict(self.client._rest_client.get(f"schemas/guids/{guid}"))
                 found, schema_id = registered.schema, registered.schema_id
             else:
+                assert schema_id is not None  # no GUID: decode read the magic byte 0x00 and the id after it
                 found = self.client.get_schema(schema_id)
             fmt = (found.schema_type or AVRO).upper()
             text = found.schema_str or ""
@@ -205,8 +207,8 @@ class SchemaDecoder:
             self._by_guid[guid] = schema
             if schema_id is not None:
                 self._by_id.setdefault(schema_id, schema)  # a later record naming it by id asks no more
-        else:
-            self._by_id[schema_id] = schema  # type: ignore[index]
+        elif schema_id is not None:
+            self._by_id[schema_id] = schema
         return schema
 
     def _identity(self, schema: _Schema, schema_id: int | None, topic: str, which: str) -> None:
@@ -230,7 +232,9 @@ class SchemaDecoder:
     def _parse(self, fmt: str, text: str, found: Any) -> Any:
         if fmt == AVRO:
 
-            named = _avro_named(found, self.client)
+            # confluent types a referenced schema as any Avro schema (str | list | dict); a named type, the
+            # only kind a reference names, is a dict: fastavro's named_schemas.
+            named = cast(dict[str, dict], _avro_named(found, self.client))
             return fastavro.parse_schema(json.loads(text), named_schemas=named)
         if fmt == PROTOBUF:
 
@@ -280,7 +284,7 @@ class _Asking:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind: type | None, e: BaseException | None, tb: object) -> bool:
+    def __exit__(self, kind: type | None, e: BaseException | None, tb: object) -> Literal[False]:
         if e is None or isinstance(e, EosctlError) or not isinstance(e, Exception):
             return False
 
@@ -317,8 +321,8 @@ def _unframed_why(data: bytes, header: bool) -> str:
 def _is_descriptor(text: str) -> bool:
 
     try:
-        descriptor_pb2.FileDescriptorProto().ParseFromString(base64.standard_b64decode(text.encode("ascii"),
-                                                                                       validate=True))
+        descriptor_pb2.FileDescriptorProto().ParseFromString(base64.b64decode(text.encode("ascii"),
+                                                                              validate=True))
     except Exception:  # noqa: BLE001 - not base64 or not a descriptor: .proto text
         return False
     return True

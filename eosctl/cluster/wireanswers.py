@@ -1,7 +1,7 @@
 """What the raw Kafka client's answers carry (eosctl.cluster.wire): a partition's offsets, a partition's Fetch
-answer,
-and the cross-check of the offsets ListOffsets lists against those a Fetch answer carries (a broker that
-disagrees with itself). Plain data: eosctl.cluster.logclassify and the audit read them without the client.
+answer, and the cross-check of the offsets ListOffsets lists against those a Fetch answer carries (a broker
+that disagrees with itself). Plain data: eosctl.cluster.logclassify and the audit read them without the
+client.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, SpinnerColumn, TextColu
 from rich.progress import Progress as Bar
 from rich.text import Text
 
+from eosctl.base import quickexit
 from eosctl.base.errors import EosctlError
 from eosctl.base.exits import Exit
 from eosctl.base.files import check_output, shown, writing_output
@@ -143,6 +144,9 @@ def audit(**given: Any) -> None:
     """Reconcile Kafka source offsets with the sink's rows (one task per partition)."""
     # Ctrl-C and SIGTERM unwind through the audit's guard (eosctl.cli.unwind_on_signals).
     started = time.monotonic()
+    # Everything the audit opens (sink copies, DuckDB connections, the pool, Spark, --out and its state
+    # files) is closed by its own with/finally blocks: no interpreter teardown after it.
+    quickexit.allow()
     args = Args(**given)
     _check_options(args)
     _run(_check(args, _resolve(args)), started)
@@ -222,8 +226,8 @@ class Resolved:
 def _resolve(args: Args) -> Resolved:
     """The config read once (every hop and stage resolved from that reading), after the checks that need
     no config (`--out c.toml` must not be read first)."""
-    from eosctl.config.file import load_config  # lazy: eosctl.config.file 14 ms at start-up
-    from eosctl.config.target import resolve  # lazy: eosctl.config.target 17 ms at start-up
+    from eosctl.config.file import load_config  # lazy: see docs/imports.md
+    from eosctl.config.target import resolve  # lazy: see docs/imports.md
 
     cfg = load_config(args.config) if args.config else None
     pipe = cfg.pipelines.get(args.pipeline) if cfg is not None and args.pipeline else None
@@ -285,7 +289,7 @@ def _check(args: Args, where: Resolved) -> Run:
     judging = _judging(target.config, args.waivers, args.levels)
     _check_shape(args, bool(hops), several)
     if args.store_failures:
-        from eosctl.inspection.failures import storable  # lazy: eosctl.inspection.failures 330 ms
+        from eosctl.inspection.failures import storable  # lazy: see docs/imports.md
 
         problem = storable(_one_sink(args, target))
         if problem:
@@ -298,7 +302,7 @@ def _check(args: Args, where: Resolved) -> Run:
     _check_sinks(args, sinks, one=not hops and not several, hops=bool(hops))
     extra = []
     if not hops and not several:
-        from auditors.passes import upstream_of  # lazy: auditors.passes 5 ms to import
+        from auditors.passes import upstream_of  # lazy: see docs/imports.md
 
         stage = upstream_of(target)
         extra = [stage[0]] if stage else []
@@ -391,7 +395,7 @@ def _engine_options(args: Args, target: Any, sink: Any) -> Any:
     """The engine: --engine, else the config's [audit] engine, else Spark's options name Spark, else "auto"
     (auditors.engine.pick, from the plan's offsets). Said on stderr with why: a choice the user made once
     the audit ran (an error before stays the one line it is), auto's when it is made."""
-    from auditors import AUTO, EngineOptions  # lazy: auditors 96 ms at start-up
+    from auditors import AUTO, EngineOptions  # lazy: see docs/imports.md
 
     chosen = args.engine or (target.config.audit_engine if target.config else None)
     said = None
@@ -414,8 +418,8 @@ def _engine_options(args: Args, target: Any, sink: Any) -> Any:
 def _judging(config: Any, waivers: str | None, levels: tuple[Level, ...]) -> Any:
     """--waivers (else the config's [audit] waivers) and the levels: the config's, each kind --level names
     replaced."""
-    from auditors import Judging  # lazy: auditors 96 ms at start-up
-    from eosctl.report.policy import configured  # lazy: eosctl.report.policy 4.1 ms at start-up
+    from auditors import Judging  # lazy: see docs/imports.md
+    from eosctl.report.policy import configured  # lazy: see docs/imports.md
 
     return Judging(*configured(config, waivers, levels))
 
@@ -447,7 +451,7 @@ class Written:
 
 def _reads(config: str | None, sinks: list) -> tuple[str, ...]:
     """Every local file the audit reads: its config and each sink's files."""
-    from eosctl.sink.base import local_files  # lazy: eosctl.sink.base 60 ms at start-up
+    from eosctl.sink.base import local_files  # lazy: see docs/imports.md
 
     return (*([config] if config else []), *(f for s in sinks for f in local_files(s)))
 
@@ -485,8 +489,8 @@ def _run(run: Run, started: float) -> None:
     """Audit each hop (name, target, sink) in order (one hop's report as it is, several merged into one),
     or the sinks of one target, or what is new since --incremental's state; the auditors finish the
     report (auditors.passes) as they do for every caller. Exits with the verdict."""
-    import auditors  # lazy: auditors 96 ms at start-up
-    from eosctl.output.audit import render  # lazy: eosctl.output.audit 8.6 ms at start-up
+    import auditors  # lazy: see docs/imports.md
+    from eosctl.output.audit import render  # lazy: see docs/imports.md
 
     err = console(stderr=True)
     _, target, sink = run.hops[0]
@@ -509,7 +513,7 @@ def _run(run: Run, started: float) -> None:
                   highlight=False)
     _emit(_html(result, last) if run.fmt == "html" else render(result, run.fmt), run.fmt, run.written)
     if run.store is not None:
-        from eosctl.inspection.failures import store_failures  # lazy: eosctl.inspection.failures 330 ms
+        from eosctl.inspection.failures import store_failures  # lazy: see docs/imports.md
 
         counts = store_failures(result, run.hops[-1][2], last.cluster, run.store)
         click.echo(f"stored the rows of {counts['findings']} findings in "
@@ -517,7 +521,7 @@ def _run(run: Run, started: float) -> None:
                    f"{counts['sink_rows']} sink rows", err=True)
     out = run.written.out
     if out:
-        from eosctl.output.audit import summary  # lazy: eosctl.output.audit 8.6 ms at start-up
+        from eosctl.output.audit import summary  # lazy: see docs/imports.md
 
         # The report went to a file: the verdict and where it is, for the person at the terminal.
         click.echo(f"{result.verdict.upper()}: {summary(result)}; {run.fmt} report written to "
@@ -526,7 +530,7 @@ def _run(run: Run, started: float) -> None:
 
 
 def _html(result, target) -> str:
-    from eosctl.output.html import AuditContext, render_html  # lazy: eosctl.output.html 76 ms at start-up
+    from eosctl.output.html import AuditContext, render_html  # lazy: see docs/imports.md
 
     return render_html(result, AuditContext(
         bootstrap=target.cluster.bootstrap_servers,

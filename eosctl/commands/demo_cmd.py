@@ -39,8 +39,7 @@ def demo(ctx: click.Context, records: int, faults: tuple[str, ...], no_audit: bo
        with duplicate-replay, skip, aborted-leak, upstream-retry, zombie and hanging faults
     3. `eosctl audit` of the sink against Kafka, which must find exactly the planted defects
     """
-    # lazy: eosctl.config.model 4.3 ms, eosctl.sandbox.noida 21 ms, eosctl.sandbox.pipeline.run 98 ms,
-    # eosctl.sandbox.pipeline.configfile 50 ms at start-up
+    # lazy: see docs/imports.md
     from eosctl.config.model import Cluster
     from eosctl.sandbox import noida
     from eosctl.sandbox.pipeline import run_pipeline
@@ -128,11 +127,11 @@ def _run_audit(config, err, out):
     """The audit `eosctl audit -c CONFIG` runs (its default pipeline, both hops; the same engine, the same
     passes), its table printed: None if not in this build."""
     try:
-        from auditors import EngineOptions, audit_pipeline  # lazy: auditors 119 ms at start-up
+        from auditors import EngineOptions, audit_pipeline  # lazy: see docs/imports.md
     except ModuleNotFoundError:
         err.print("[yellow]the audit is not part of this build yet; skipping it[/]")
         return None
-    # lazy: eosctl.output.audit 5.0 ms, eosctl.config.target 19 ms at start-up
+    # lazy: see docs/imports.md
     from eosctl.config.target import resolve
     from eosctl.output.audit import table
 

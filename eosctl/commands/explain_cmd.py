@@ -52,7 +52,7 @@ def explain(source: str | None, config: str | None, pipeline: str | None, bootst
         doc = _offset_in_snapshot(source, topics, partition, offset)
         shown = None
         if fmt != "json":
-            from eosctl.output.explain import offset_table  # lazy: eosctl.output.explain 1.6 ms at start-up
+            from eosctl.output.explain import offset_table  # lazy: see docs/imports.md
 
             shown = offset_table(doc)
     elif source is not None:
@@ -65,7 +65,7 @@ def explain(source: str | None, config: str | None, pipeline: str | None, bootst
         doc = _offset(config, pipeline, bootstrap, topics, group, sink_duckdb, sink_parquet, sink_table,
                       partition, offset, raw)
         if fmt != "json":
-            from eosctl.output.explain import offset_table  # lazy: eosctl.output.explain 1.6 ms at start-up
+            from eosctl.output.explain import offset_table  # lazy: see docs/imports.md
 
             shown = offset_table(doc)
     emit(fmt, lambda: doc, lambda: console().print(shown))
@@ -79,7 +79,7 @@ def _is_snapshot(source: str) -> bool:
 def _offset_in_snapshot(source: str, topics: tuple[str, ...], partition: int, offset: int) -> dict[str, Any]:
     """One offset explained from what a snapshot stored (its log scan, lag and committed offsets): the
     incident as it was, after retention has moved on."""
-    # lazy: eosctl.inspection.explain 9.4 ms, eosctl.inspection.snapshot 300 ms at start-up
+    # lazy: see docs/imports.md
     from eosctl.inspection.explain import Facts, offset_document
     from eosctl.inspection.snapshot import load_snapshot
 
@@ -102,7 +102,7 @@ def _offset_in_snapshot(source: str, topics: tuple[str, ...], partition: int, of
 
 
 def _from_report(source: str, fmt: str) -> tuple[dict[str, Any], Any]:
-    # lazy: eosctl.output.explain 1.6 ms at start-up
+    # lazy: see docs/imports.md
     from eosctl.output.explain import report_document, report_table
 
     audit, context = load_audit(source)
@@ -116,8 +116,7 @@ def _from_report(source: str, fmt: str) -> tuple[dict[str, Any], Any]:
 def _offset(config: str | None, pipeline: str | None, bootstrap: str | None, topics: tuple[str, ...],
             group: str | None, sink_duckdb: str | None, sink_parquet: str | None, sink_table: str | None,
             partition: int, offset: int, raw: bool = False) -> dict[str, Any]:
-    # lazy: eosctl.inspection.explain 9.4 ms, eosctl.cluster.logscan 94 ms, eosctl.config.target 27 ms,
-    # eosctl.cluster.wire 150 ms at start-up
+    # lazy: see docs/imports.md
     from eosctl.cluster.logscan import scan_partition
     from eosctl.cluster.wire import WireClient
     from eosctl.config.target import one_topic, resolve
@@ -138,7 +137,7 @@ def _offset(config: str | None, pipeline: str | None, bootstrap: str | None, top
     with WireClient(target.cluster) as client:
         client.leader(topic, partition)  # a missing topic or partition is one clear line
         log = scan_partition(client, topic, partition)
-        from eosctl.txn.producerids import read_one  # lazy: eosctl.txn.producerids 87 ms at start-up
+        from eosctl.txn.producerids import read_one  # lazy: see docs/imports.md
 
         read_one(client, log)
         batch = None
@@ -150,11 +149,11 @@ def _offset(config: str | None, pipeline: str | None, bootstrap: str | None, top
             record = _record(client, target.cluster, topic, partition, offset, raw, log)
     committed = None
     if target.group:
-        from eosctl.cluster.offsets import committed_offsets  # lazy: eosctl.cluster.offsets 89 ms at start-up
+        from eosctl.cluster.offsets import committed_offsets  # lazy: see docs/imports.md
 
         committed = committed_offsets(target.cluster, target.group).get((topic, partition))
     replica = None
-    # lazy: eosctl.inspection.failover 40 ms, only for a replica pipeline
+    # lazy: only for a replica pipeline; see docs/imports.md
     from eosctl.inspection.failover import at_offset, replica_sink
 
     mirror = replica_sink(target.pipeline.sink if target.pipeline else None)
@@ -167,7 +166,7 @@ def _offset(config: str | None, pipeline: str | None, bootstrap: str | None, top
 def _record(client: Any, cluster: Any, topic: str, partition: int, offset: int, raw: bool,
             log: Any) -> dict[str, Any] | None:
     """The record at ``offset``, its key and value decoded where the cluster names a registry."""
-    # lazy: eosctl.cluster.schemas 200 ms (the registry client, fastavro, protobuf, jsonschema) at start-up
+    # lazy: the registry client, fastavro, protobuf, jsonschema; see docs/imports.md
     from eosctl.cluster.records import read_records
     from eosctl.cluster.schemas import SchemaDecoder, registry_of
     from eosctl.inspection.records import record_document
@@ -194,8 +193,8 @@ def _hop_reading(target: Any, topic: str) -> str | None:
 def _state_at(target: Any, sink: Any, topic: str, partition: int, offset: int) -> dict[str, Any]:
     """A state sink's audit findings whose offsets include this one (the record the row holds, the one it
     should hold, or those a fold's difference is explained by)."""
-    from auditors.state import audit_state  # lazy: auditors.state 60 ms to import
-    from eosctl.sink import shown  # lazy: eosctl.sink 51 ms at start-up
+    from auditors.state import audit_state  # lazy: see docs/imports.md
+    from eosctl.sink import shown  # lazy: see docs/imports.md
 
     report = audit_state(target, sink)
     here = []
@@ -210,7 +209,7 @@ def _state_at(target: Any, sink: Any, topic: str, partition: int, offset: int) -
 
 
 def _sink_at(sink: Any, where: str, topic: str, partition: int, offset: int) -> Any:
-    # lazy: eosctl.inspection.explain 9.4 ms, eosctl.sink 51 ms at start-up
+    # lazy: see docs/imports.md
     from eosctl.inspection.explain import SinkAt
     from eosctl.sink import frozen, open_reader, shown
 
@@ -222,7 +221,7 @@ def _sink_at(sink: Any, where: str, topic: str, partition: int, offset: int) -> 
         if fixed.key_column and rows:
             keys = tuple(dict.fromkeys(k for b in reader.committed_keys(topic, partition, [(offset, offset)])
                                        for k in b.column(0).to_pylist() if k is not None))
-            # lazy: pyarrow 221 ms, pyarrow.compute 218 ms at start-up
+            # lazy: see docs/imports.md
             import pyarrow as pa
             import pyarrow.compute as pc
 

@@ -2,8 +2,7 @@
 
 The command parses its options, wires the audit engine in and says how it ended; the server, the refresh
 and audit loops and the textfile writer are eosctl/exporter/. The metrics are eosctl.exporter.metrics
-(reference:
-docs/metrics.md).
+(reference: docs/metrics.md).
 
 SIGTERM and Ctrl-C stop the server, the audit (its workers killed, its temp files removed) and the clients,
 then exit 143 / 130 with one line. A bad config, a bad --listen, a port in use or a cluster that does not
@@ -84,7 +83,7 @@ def exporter(config: str | None, pipelines: tuple[str, ...], bootstrap: str | No
     if interval <= 0:
         raise click.BadParameter("must be more than 0 (examples: 15s, 1m)", param_hint="'--interval'")
     host, port = parse_listen(listen)
-    from eosctl.exporter import textfile as textfiles  # lazy: eosctl.exporter.textfile 37 ms at start-up
+    from eosctl.exporter import textfile as textfiles  # lazy: see docs/imports.md
 
     targets = _targets(config, pipelines, bootstrap, topics, group)
     options = _audit_options(targets) if audit_every > 0 else None
@@ -100,8 +99,7 @@ def _serve(targets: list[Target], options: Any, _audit: Any, once: bool, textfil
            config: str | None, force: bool, max_age: float, partition_metrics: str, host: str, port: int,
            interval: float, audit_every: float) -> None:
     """Read once into --textfile, or serve /metrics until stopped."""
-    # lazy: eosctl.exporter.loops 377 ms, eosctl.exporter.textfile 37 ms, eosctl.exporter.metrics 274 ms at
-    # start-up
+    # lazy: see docs/imports.md
     from eosctl.exporter import http, loops
     from eosctl.exporter import textfile as textfiles
     from eosctl.exporter.metrics import OPENMETRICS, Exposition
@@ -160,7 +158,7 @@ def parse_listen(listen: str) -> tuple[str, int]:
 
 def _targets(config: str | None, pipelines: tuple[str, ...], bootstrap: str | None, topics: tuple[str, ...],
              group: str | None) -> list[Target]:
-    # lazy: eosctl.config.file 19 ms, eosctl.config.target 18 ms at start-up
+    # lazy: see docs/imports.md
     from eosctl.config.file import load_config
     from eosctl.config.target import resolve
 
@@ -195,7 +193,7 @@ class _Auditor:
         self.states, self.full_every, self.reads = states, full_every, reads
 
     def __call__(self, target: Target, sink: Any, **kwargs: Any) -> Any:
-        # lazy: auditors 94 ms at start-up
+        # lazy: see docs/imports.md
         import auditors  # only when an audit runs (--audit-every 0 never loads the engines)
 
         hops = target.pipeline is not None and target.pipeline.hops
@@ -224,7 +222,7 @@ class _Auditor:
 
 
 def _stop_audits() -> None:
-    from auditors import guard  # lazy: auditors.guard 175 ms at start-up
+    from auditors import guard  # lazy: see docs/imports.md
 
     guard.stop_all()
 
@@ -232,7 +230,7 @@ def _stop_audits() -> None:
 def _audit_options(targets: list[Target]) -> Any:
     """The engine options of the continuous audit, as `eosctl audit`'s: the config's [audit] engine, else
     the one each audit's size picks."""
-    from auditors import EngineOptions  # lazy: auditors 94 ms at start-up
+    from auditors import EngineOptions  # lazy: see docs/imports.md
 
     config = next((t.config for t in targets if t.config is not None), None)
     return EngineOptions.resolve(config)

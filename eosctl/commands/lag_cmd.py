@@ -68,8 +68,7 @@ def lag(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: st
     at each poll and carries on when the broker is back. With --count N, a watch whose N polls all
     failed exits 2 with the last cause; one that saw some fail says how many on stderr at the end.
     """
-    # lazy: eosctl.inspection.lag 174 ms, eosctl.inspection.live 361 ms, eosctl.config.target 17 ms,
-    # eosctl.cluster.wire 170 ms at start-up
+    # lazy: see docs/imports.md
     from eosctl.cluster.wire import WireClient
     from eosctl.config.target import resolve
     from eosctl.inspection.lag import poll
@@ -87,10 +86,8 @@ def lag(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: st
         _emit_document(doc, False, fmt, wanted_groups, wanted_topics)
         return
     # The watch reads the live model every interactive reader shares (eosctl.inspection.live), its lag section
-    # only,
-    # with raw requests on one wire client (no librdkafka handle: see eosctl.cluster.offsets), reconnected
-    # after a
-    # failed poll: a restarted broker needs new connections.
+    # only, with raw requests on one wire client (no librdkafka handle: see eosctl.cluster.offsets),
+    # reconnected after a failed poll: a restarted broker needs new connections.
     # --timeout bounds each poll (the model renews the deadline at each refresh).
     with LiveModel(target, sections=("lag",), lag_groups=list(groups) or None, scan_limit=scan_limit,
                    timeout_ms=TIMEOUT_MS, long_lived=True, partial=False) as model:
@@ -219,7 +216,7 @@ class _Overdue:
 
 def _with_replica(doc: dict[str, Any], target: Any) -> None:
     """A MirrorMaker 2 replica pipeline: each group's failover readiness on its partitions (`replica`)."""
-    # lazy: eosctl.inspection.failover 40 ms, only for a replica pipeline
+    # lazy: only for a replica pipeline; see docs/imports.md
     from eosctl.inspection.failover import replica_sink, with_failover
 
     sink = replica_sink(target.pipeline.sink if target.pipeline else None)

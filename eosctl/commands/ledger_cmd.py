@@ -41,8 +41,7 @@ def ledger(config: str | None, pipeline: str | None, bootstrap: str | None, topi
     committed data lies between them), duplicates, missing committed records, rows at aborted/marker/open
     offsets, rows no Kafka record can match (invalid_row).
     """
-    # lazy: eosctl.inspection.ledger 236 ms, eosctl.output.ledger 267 ms, eosctl.config.target 17 ms at
-    # start-up
+    # lazy: see docs/imports.md
     from eosctl.config.target import resolve
     from eosctl.inspection import ledger as ledger_mod
     from eosctl.output.ledger import render_ledger

@@ -56,9 +56,7 @@ def log(config: str | None, pipeline: str | None, bootstrap: str | None, topic: 
                                  "drop --no-batches", param_hint="--records")
     if raw and not records:
         raise click.UsageError("--raw goes with --records (it says how the records are shown)")
-    # lazy: eosctl.cluster.logscan 138 ms, eosctl.output.log 1.6 ms, eosctl.config.target 22 ms,
-    # eosctl.cluster.wire 131 ms at
-    # start-up
+    # lazy: see docs/imports.md
     from eosctl.cluster.logscan import scan_partition
     from eosctl.cluster.wire import WireClient
     from eosctl.config.target import one_topic, resolve
@@ -85,7 +83,7 @@ def log(config: str | None, pipeline: str | None, bootstrap: str | None, topic: 
                 # The batch table only for its window: a second, bounded scan keeps memory flat.
                 plog.batches = scan_partition(client, topic, partition, window[0], window[1],
                                               keep_batches=True).batches
-        from eosctl.txn.producerids import read_one  # lazy: eosctl.txn.producerids 147 ms at start-up
+        from eosctl.txn.producerids import read_one  # lazy: see docs/imports.md
 
         read_one(client, plog)
         shown = None
@@ -100,7 +98,8 @@ def _records(client: Any, cluster: Any, plog: Any, topic: str, partition: int, f
              raw: bool) -> list[dict[str, Any]]:
     """The data records at offsets [first, end), as eosctl.inspection.records documents them: keys and
     values decoded where the cluster names a registry (not with --raw)."""
-    from eosctl.inspection.records import decoder_for, read_documents  # lazy: 2 ms, only with --records
+    # lazy: only with --records; see docs/imports.md
+    from eosctl.inspection.records import decoder_for, read_documents
 
     return read_documents(client, topic, partition, first, end, decoder_for(cluster, raw), plog.kind_at)
 

@@ -114,7 +114,7 @@ class ParquetPaths(click.ParamType):
     name = "text"
 
     def convert(self, value: Any, param: Any, ctx: Any) -> str:
-        from eosctl.sink.spark_files import is_table_dir  # lazy: eosctl.sink.spark_files 35 ms at start-up
+        from eosctl.sink.spark_files import is_table_dir  # lazy: see docs/imports.md
 
         problem = None if is_table_dir(str(value)) else glob_problem(str(value))
         if problem:
@@ -171,7 +171,7 @@ def timeout_option(watcher: bool = False, default: str = "30s") -> Callable:
 
 
 def _start_deadline(ctx: click.Context, param: click.Parameter, value: float) -> float:
-    from eosctl.cluster import deadline  # lazy: eosctl.cluster.deadline (kafka.errors) 130 ms at start-up
+    from eosctl.cluster import deadline  # lazy: see docs/imports.md
 
     if value <= 0:
         raise click.BadParameter("must be more than 0 (e.g. 30s, 2m)", ctx, param)
@@ -189,7 +189,7 @@ def _defaulted(ctx: click.Context, param: click.Parameter) -> bool:
 
 def _configure_deadline(ctx: click.Context, param: click.Parameter, value: float) -> float:
     """A watcher's --timeout: each refresh renews it (eosctl.inspection.live), no clock starts here."""
-    from eosctl.cluster import deadline  # lazy: eosctl.cluster.deadline (kafka.errors) 130 ms at start-up
+    from eosctl.cluster import deadline  # lazy: see docs/imports.md
 
     if value <= 0:
         raise click.BadParameter("must be more than 0 (e.g. 30s, 2m)", ctx, param)
@@ -230,7 +230,7 @@ def check_one_sink(sink_duckdb: str | None, sink_parquet: str | None) -> None:
 def sink_of(target: Any, sink_duckdb: str | None, sink_parquet: str | None,
             sink_table: str | None) -> tuple[Any, str]:
     """The pipeline's sink with the command line's overrides, and where it came from (for messages)."""
-    from eosctl.config.model import Sink  # lazy: eosctl.config.model 4.5 ms at start-up
+    from eosctl.config.model import Sink  # lazy: see docs/imports.md
 
     pipe = target.pipeline
     sink = pipe.sink if pipe and pipe.sink else None

@@ -78,8 +78,7 @@ def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: t
     what was planted where (manifest.json) and a config for the other eosctl commands (eosctl.toml)
     into the work directory.
     """
-    # lazy: eosctl.config.model 4.5 ms, eosctl.sandbox.noida 12 ms, eosctl.sandbox.pipeline.run 98 ms at
-    # start-up
+    # lazy: see docs/imports.md
     from eosctl.config.model import Cluster
     from eosctl.sandbox import noida
     from eosctl.sandbox.pipeline import run_pipeline
@@ -93,7 +92,7 @@ def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: t
         bootstrap = noida.bootstrap_or_error(None)
         cluster = Cluster(name="sandbox", bootstrap_servers=bootstrap)
     else:
-        from eosctl.config.target import check_bootstrap  # lazy: eosctl.config.target 18 ms at start-up
+        from eosctl.config.target import check_bootstrap  # lazy: see docs/imports.md
 
         bootstrap = check_bootstrap(bootstrap)
         cluster = Cluster(name="cluster", bootstrap_servers=bootstrap)
@@ -111,7 +110,7 @@ def pipeline(bootstrap: str | None, prefix: str, workdir: Path | None, faults: t
                                 partitions=partitions, progress=progress, postgres=postgres,
                                 delta=sink_kind == "delta", iceberg=sink_kind == "iceberg")
     if _is_sandbox(bootstrap):
-        # lazy: eosctl.sandbox.pipeline.configfile 34 ms at start-up
+        # lazy: see docs/imports.md
         from eosctl.sandbox.pipeline.configfile import FILE, point_at_sandbox
 
         point_at_sandbox(Path(workdir) / FILE, bootstrap, noida.state_dir())
@@ -151,7 +150,7 @@ def _check_workdir(workdir: Path, force: bool) -> None:
 def _no_half_sink(workdir: Path) -> Iterator[None]:
     """A run that fails (a full disk, Ctrl-C) leaves no half-written sink.duckdb: run_pipeline removed the
     last one before it started, so whatever is there now is this run's."""
-    from eosctl.sandbox.pipeline.run import SINK_FILE  # lazy: eosctl.sandbox.pipeline.run 99 ms at start-up
+    from eosctl.sandbox.pipeline.run import SINK_FILE  # lazy: see docs/imports.md
 
     def clean() -> None:
         for name in (SINK_FILE, SINK_FILE + ".wal"):
@@ -185,9 +184,9 @@ def _sandbox_postgres(wanted: bool, progress: Any) -> Iterator[str | None]:
     if not wanted:
         yield None
         return
-    import shutil  # lazy: shutil 1.9 ms at start-up
+    import shutil  # lazy: see docs/imports.md
 
-    from eosctl.sandbox import noida, pgserver  # lazy: eosctl.sandbox.pgserver 19 ms at start-up
+    from eosctl.sandbox import noida, pgserver  # lazy: see docs/imports.md
 
     home = noida.state_dir()
     server = pgserver.running(home)
@@ -219,7 +218,7 @@ def _addresses(bootstrap: str) -> set[tuple[str, str]]:
 
 def _is_sandbox(bootstrap: str) -> bool:
     """Does --bootstrap name the running sandbox (the one broker this command may reset unasked)?"""
-    from eosctl.sandbox import noida  # lazy: eosctl.sandbox.noida 12 ms at start-up
+    from eosctl.sandbox import noida  # lazy: see docs/imports.md
 
     state = sandboxstate.status(noida.state_dir())
     return state is not None and _addresses(bootstrap) == _addresses(state.bootstrap)
@@ -231,7 +230,7 @@ def _interactive() -> bool:
 
 def _confirm_writes(bootstrap: str, prefix: str, partitions: int, records: int, yes: bool, err: Any) -> None:
     """List what the run changes on a cluster that is not the sandbox; go on only with --yes or a yes."""
-    from eosctl.sandbox.pipeline.topics import Names  # lazy: eosctl.sandbox.pipeline.topics 45 ms at start-up
+    from eosctl.sandbox.pipeline.topics import Names  # lazy: see docs/imports.md
 
     n = Names(prefix)
     err.print(f"{bootstrap} is not the sandbox; this run changes it:")

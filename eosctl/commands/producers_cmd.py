@@ -34,7 +34,7 @@ def producers(config: str | None, pipeline: str | None, bootstrap: str | None, f
     when the broker returns no producers (or lacks the API) they are read from the log alone, and the
     output says which source it used.
     """
-    # lazy: eosctl.txn.producers 213 ms, eosctl.config.target 12 ms at start-up
+    # lazy: see docs/imports.md
     from eosctl.config.target import resolve
     from eosctl.txn.producers import describe
 
@@ -42,7 +42,7 @@ def producers(config: str | None, pipeline: str | None, bootstrap: str | None, f
     if partitions and len(target.topics) > 1:
         raise click.UsageError(f"--partition names partitions of one topic; the pipeline has several "
                                f"({', '.join(target.topics)}): add --topic")
-    # lazy: eosctl.cluster.clients 8.1 ms, eosctl.cluster.wire 131 ms at start-up
+    # lazy: see docs/imports.md
     from eosctl.cluster.clients import kafka_admin
     from eosctl.cluster.wire import WireClient
 

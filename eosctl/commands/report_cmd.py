@@ -43,7 +43,7 @@ def report(source: str, out: str, force: bool) -> None:
     by this eosctl record them) or, for a snapshot, from its partition logs; an older JSON report without
     them still shows every finding.
     """
-    from eosctl.output.html import render_html  # lazy: eosctl.output.html 68 ms at start-up
+    from eosctl.output.html import render_html  # lazy: see docs/imports.md
 
     check_output(out, (source,), force)
     audit, context = load_audit(source)
@@ -63,7 +63,7 @@ def report(source: str, out: str, force: bool) -> None:
 
 def load_audit(source: str):
     """The audit of a snapshot or a JSON report, and where it came from (also `eosctl explain`)."""
-    # lazy: eosctl.output.html 68 ms, eosctl.report.file 2.1 ms, eosctl.sink.duckdb 97 ms at start-up
+    # lazy: see docs/imports.md
     from eosctl.output.html import AuditContext
     from eosctl.report.file import read_report
     from eosctl.sink.duckdb import read_header
@@ -92,7 +92,7 @@ def _say(source: str, notes: list[str]) -> None:
 
 
 def _from_snapshot(source: str):
-    # lazy: eosctl.output.html 68 ms, eosctl.inspection.snapshot 265 ms at start-up
+    # lazy: see docs/imports.md
     from eosctl.inspection.snapshot import load_snapshot
     from eosctl.output.html import AuditContext
 

@@ -44,10 +44,10 @@ def _kind(state: sandboxstate.SandboxState) -> str:
 def start_broker(broker: str, port: int | None = None,
                  progress=None) -> tuple[sandboxstate.SandboxState, bool]:
     """The sandbox of the kind asked for, started unless one of that kind already runs."""
-    from eosctl.sandbox import noida as sb  # lazy: eosctl.sandbox.noida 17 ms at start-up
+    from eosctl.sandbox import noida as sb  # lazy: see docs/imports.md
 
     if broker == "kafka":
-        from eosctl.sandbox import kafka_sandbox  # lazy: eosctl.sandbox.kafka_sandbox 38 ms at start-up
+        from eosctl.sandbox import kafka_sandbox  # lazy: see docs/imports.md
 
         return kafka_sandbox.up(sb.state_dir(), port=port, progress=progress)
     running = sandboxstate.status(sb.state_dir())
@@ -60,7 +60,7 @@ def start_broker(broker: str, port: int | None = None,
 @sandbox.command("down")
 def sandbox_down() -> None:
     """Stop the sandbox broker by its recorded pid (data is kept), and its PostgreSQL if one runs."""
-    # lazy: eosctl.sandbox.noida 17 ms, eosctl.sandbox.pgserver 5.2 ms at start-up
+    # lazy: see docs/imports.md
     from eosctl.sandbox import noida as sb
     from eosctl.sandbox import pgserver
 
@@ -76,7 +76,7 @@ def sandbox_down() -> None:
 @sandbox.command("status")
 def sandbox_status() -> None:
     """Say whether the sandbox runs and where; exit 1 if it doesn't."""
-    from eosctl.sandbox import noida as sb  # lazy: eosctl.sandbox.noida 17 ms at start-up
+    from eosctl.sandbox import noida as sb  # lazy: see docs/imports.md
 
     state = sandboxstate.status(sb.state_dir())
     if state is None:

@@ -58,9 +58,7 @@ def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, to
     that was young at capture time. Open it offline: `eosctl tui --snapshot FILE`, or any DuckDB
     client (tables documented in docs/snapshot.md). Reads only; writes nothing to Kafka.
     """
-    # lazy: eosctl.inspection.snapshot 206 ms, eosctl.inspection.capture 165 ms, eosctl.sink.base 35 ms,
-    # eosctl.config.target 11 ms at
-    # start-up
+    # lazy: see docs/imports.md
     from eosctl.config.target import resolve
     from eosctl.inspection import snapshot as snap
     from eosctl.inspection.capture import capture
@@ -106,8 +104,9 @@ def snapshot(config: str | None, pipeline: str | None, bootstrap: str | None, to
 def _records(target: Target, captured: Capture, last: int, raw: bool) -> dict:
     """The data records among each captured partition's last ``last`` offsets, decoded unless ``raw``
     (eosctl.inspection.records)."""
-    from eosctl.cluster.wire import WireClient  # lazy: eosctl.cluster.wire 131 ms at start-up
-    from eosctl.inspection.records import decoder_for, read_documents  # lazy: 2 ms, only with --records
+    # lazy: only with --records; see docs/imports.md
+    from eosctl.cluster.wire import WireClient
+    from eosctl.inspection.records import decoder_for, read_documents
 
     decoder = decoder_for(target.cluster, raw)
     out = {}
@@ -123,7 +122,7 @@ def _matches(parquet: str | None) -> list[str]:
 
 
 def _read_audit_report(path: str) -> AuditReport:
-    from eosctl.report.file import read_report  # lazy: eosctl.report.file 2.2 ms at start-up
+    from eosctl.report.file import read_report  # lazy: see docs/imports.md
 
     notes: list[str] = []
     try:
@@ -143,7 +142,7 @@ def _frozen_for_both(sink: Sink | None, where: str | None, target: Target) -> It
     if sink is None:
         yield None
         return
-    # lazy: auditors 63 ms, auditors.spark 95 ms, eosctl.sink 41 ms at start-up
+    # lazy: see docs/imports.md
     from auditors import EngineOptions
     from auditors.spark import runs_here
     from eosctl.sink import frozen
@@ -171,7 +170,7 @@ def _capture_audit(captured: Capture, target: Target, sink: Sink | None, config:
     if sink is None or not target.topics:
         captured.sections["audit"] = "not captured: no sink and source topics to audit"
         return
-    from auditors import EngineOptions, audit  # lazy: auditors 63 ms at start-up
+    from auditors import EngineOptions, audit  # lazy: see docs/imports.md
 
     err = console(stderr=True)
     try:
@@ -186,8 +185,8 @@ def _capture_audit(captured: Capture, target: Target, sink: Sink | None, config:
 
 def _capture_hops_audit(captured: Capture, target: Target, hops: tuple[str, ...], config: str | None,
                         bootstrap: str | None) -> None:
-    from auditors import EngineOptions, audit_hops  # lazy: auditors 63 ms at start-up
-    from eosctl.config.target import resolve  # lazy: eosctl.config.target 12 ms at start-up
+    from auditors import EngineOptions, audit_hops  # lazy: see docs/imports.md
+    from eosctl.config.target import resolve  # lazy: see docs/imports.md
 
     err = console(stderr=True)
     try:

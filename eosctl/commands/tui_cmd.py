@@ -76,14 +76,14 @@ def tui(
             raise EosctlError(
                 f"{snapshot}: no such snapshot file (write one with `eosctl snapshot --out FILE`)"
             )
-        from tui.sources import SnapshotSource  # lazy: tui.sources 208 ms at start-up
+        from tui.sources import SnapshotSource  # lazy: see docs/imports.md
 
         source: Any = SnapshotSource(snapshot, max_age_s=max_age, raw=raw)
         source.fetch()  # a broken file is one line and exit 2, before the screen switches
     else:
         source = live_source(config, pipeline, bootstrap, topics, group, max_age, raw)
-    from tui.app import EosApp  # lazy: tui.app 462 ms at start-up
-    from tui.ending import Ending  # lazy: tui.ending 15 ms at start-up (tui.app imports it too)
+    from tui.app import EosApp  # lazy: see docs/imports.md
+    from tui.ending import Ending  # lazy: tui.app imports it too; see docs/imports.md
 
     status = EosApp(source, refresh_seconds=refresh, ending=Ending(stop_work=_stop_audits)).serve()
     if status:
@@ -93,7 +93,7 @@ def tui(
 def live_source(config: str | None, pipeline: str | None, bootstrap: str | None, topics: tuple[str, ...] = (),
                 group: str | None = None, max_age: float | None = None, raw: bool = False) -> Any:
     """The TUI's live source for these options, with the audit runner its Audit tab runs (`a`)."""
-    # lazy: eosctl.config.target 12 ms, tui.sources 208 ms at start-up
+    # lazy: see docs/imports.md
     from eosctl.config.target import resolve
     from tui.sources import LiveSource
 
@@ -116,7 +116,7 @@ def run_audit(target: Any, progress: Any, bootstrap: str | None = None) -> Any:
     hop, and one of several sinks sink by sink in one report, each hop on ``bootstrap`` if the TUI was
     given one; the auditors finish the report as they finish `eosctl audit`'s (auditors.passes: the
     upstream stage, the config's waivers and levels)."""
-    from auditors import EngineOptions, audit_pipeline  # lazy: auditors 66 ms at start-up
+    from auditors import EngineOptions, audit_pipeline  # lazy: see docs/imports.md
 
     return audit_pipeline(target, options=EngineOptions.resolve(target.config), progress=progress,
                           bootstrap=bootstrap)

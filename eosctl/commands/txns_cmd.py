@@ -26,13 +26,13 @@ def _now_ms() -> int:
 
 
 def _wire(target: Any) -> Any:
-    from eosctl.cluster.wire import WireClient  # lazy: eosctl.cluster.wire 89 ms at start-up
+    from eosctl.cluster.wire import WireClient  # lazy: see docs/imports.md
 
     return WireClient(target.cluster, timeout_ms=TIMEOUT_MS)
 
 
 def _admin(target: Any) -> Any:
-    from eosctl.cluster.clients import kafka_admin  # lazy: eosctl.cluster.clients 7.8 ms at start-up
+    from eosctl.cluster.clients import kafka_admin  # lazy: see docs/imports.md
 
     return kafka_admin(target.cluster, timeout=TIMEOUT_MS / 1000)
 
@@ -56,7 +56,7 @@ def txns_list(config: str | None, pipeline: str | None, bootstrap: str | None, f
 
     With --pipeline, only the pipeline's transactional ids (its transactional_id_prefix).
     """
-    # lazy: eosctl.config.target 12 ms, eosctl.txn.transactions 102 ms at start-up
+    # lazy: see docs/imports.md
     from eosctl.config.target import resolve
     from eosctl.txn.transactions import coordinator_unseen, list_transactions
 
@@ -80,7 +80,7 @@ def txns_list(config: str | None, pipeline: str | None, bootstrap: str | None, f
         raise BrokerError(f"cannot list transactions: {unseen}")
     if unseen:
         click.echo(f"note: {unseen}", err=True)
-    from eosctl.output.txns import render_txns  # lazy: eosctl.output.txns 1.5 ms at start-up
+    from eosctl.output.txns import render_txns  # lazy: see docs/imports.md
 
     emit(fmt, lambda: {"transactions": [i.to_dict(now) for i in infos]},
          lambda: render_txns(out_console(), infos, now, filtered=bool(states) or min_age is not None))
@@ -92,7 +92,7 @@ def txns_list(config: str | None, pipeline: str | None, bootstrap: str | None, f
 def txns_describe(config: str | None, pipeline: str | None, bootstrap: str | None, fmt: str,
                   transactional_id: str) -> None:
     """One transactional id: coordinator, producer id/epoch, state, timeout, start, age, partitions."""
-    # lazy: eosctl.config.target 12 ms, eosctl.txn.transactions 102 ms at start-up
+    # lazy: see docs/imports.md
     from eosctl.config.target import resolve
     from eosctl.txn.transactions import describe_transaction
 
@@ -107,7 +107,7 @@ def txns_describe(config: str | None, pipeline: str | None, bootstrap: str | Non
                 safeties = _safeties(client, admin, target, info, now)
         finally:
             admin.close()
-    from eosctl.output.txns import render_txn  # lazy: eosctl.output.txns 1.5 ms at start-up
+    from eosctl.output.txns import render_txn  # lazy: see docs/imports.md
 
     def document() -> dict[str, Any]:
         doc = info.to_dict(now)
@@ -149,7 +149,7 @@ def txns_hanging(config: str | None, pipeline: str | None, bootstrap: str | None
     --max-age 0 its age does not matter). Offsets are ListOffsets cross-checked against Fetch; when the
     broker contradicts itself and nothing is found, exit 2 naming it instead of "no hanging".
     """
-    # lazy: eosctl.config.target 12 ms, eosctl.txn.transactions 102 ms at start-up
+    # lazy: see docs/imports.md
     from eosctl.config.target import resolve
     from eosctl.txn.pendingoffsets import with_groups
     from eosctl.txn.transactions import find_hanging
@@ -171,7 +171,7 @@ def txns_hanging(config: str | None, pipeline: str | None, bootstrap: str | None
     if report is None:
         click.echo("no topics to check")
         return
-    from eosctl.output.txns import render_hanging  # lazy: eosctl.output.txns 1.5 ms at start-up
+    from eosctl.output.txns import render_hanging  # lazy: see docs/imports.md
 
     if report.could_not_look and not report.counted:
         # A check that could not look exits 2: never "no hanging transactions" for a cron or an alert.
@@ -205,7 +205,7 @@ def txns_abort(config: str | None, pipeline: str | None, bootstrap: str | None, 
     timeout is Integer.MAX_VALUE) belongs to an external coordinator, which decides whether it commits:
     --yes refuses it unless --two-phase-decided-abort says that coordinator decided to abort it.
     """
-    # lazy: eosctl.config.target 12 ms, eosctl.txn.transactions 102 ms at start-up
+    # lazy: see docs/imports.md
     from eosctl.config.target import resolve
     from eosctl.txn.transactions import abort, plan_abort
 
@@ -225,7 +225,7 @@ def txns_abort(config: str | None, pipeline: str | None, bootstrap: str | None, 
                                  plan.hw, now)
         finally:
             admin.close()
-    from eosctl.output.txns import render_abort  # lazy: eosctl.output.txns 1.5 ms at start-up
+    from eosctl.output.txns import render_abort  # lazy: see docs/imports.md
 
     emit(fmt, lambda: {**plan.to_dict(now), "dry_run": not yes, "aborted": yes,
                        "safety": safety.to_dict() if safety else None},
@@ -250,7 +250,7 @@ def _safeties(client: Any, admin: Any, target: Any, info: Any, now: int) -> list
 def _safety(client: Any, admin: Any, target: Any, tp: Any, producer_id: int, lso: int, hw: int,
             now: int) -> Any:
     """Is it safe to abort (eosctl.txn.abortsafety), with the facts read now."""
-    from eosctl.txn.abortsafety import gather  # lazy: eosctl.txn.abortsafety 1.9 ms at start-up
+    from eosctl.txn.abortsafety import gather  # lazy: see docs/imports.md
     return gather(client, admin, tp, producer_id, lso, hw, now, tuple(target.lag_groups()))
 
 

@@ -40,7 +40,7 @@ def txns_fence(config: str | None, pipeline: str | None, bootstrap: str | None, 
       abort  (`eosctl txns abort`, a marker per partition) for one its coordinator lost: `txns hanging`
              lists it with rule kip664, and fence would not touch it.
     """
-    # lazy: eosctl.config.target 12 ms, eosctl.txn.fence 162 ms at start-up
+    # lazy: see docs/imports.md
     from eosctl.config.target import resolve
     from eosctl.txn.fence import fence, plan_fence
 

@@ -4,6 +4,7 @@ printed line shows its value (eosctl.config.redaction)."""
 
 from __future__ import annotations
 
+import builtins
 import os
 import re
 import tomllib
@@ -95,7 +96,9 @@ class _Reader:
                               f"got {self.shown(key, value)}")
         return value
 
-    def bool(self, key: str, default: bool) -> bool:
+    # The methods below are named for the types they read, so in this class `str` is the method above:
+    # their annotations name the type as builtins.str.
+    def bool(self, key: builtins.str, default: bool) -> bool:
         self.used.add(key)
         value = self.table.get(key, default)
         if not isinstance(value, bool):
@@ -103,7 +106,7 @@ class _Reader:
                               f"{value!r}")
         return value
 
-    def int(self, key: str, default: int) -> int:
+    def int(self, key: builtins.str, default: int) -> int:
         self.used.add(key)
         value = self.table.get(key, default)
         if not isinstance(value, int) or isinstance(value, bool):
@@ -112,7 +115,7 @@ class _Reader:
             )
         return value
 
-    def str_list(self, key: str) -> tuple[str, ...]:
+    def str_list(self, key: builtins.str) -> tuple[builtins.str, ...]:
         self.used.add(key)
         if key not in self.table:
             raise ConfigError(f"{self.path}: missing key {self._key(key)} (expected a list of strings)")
@@ -126,7 +129,7 @@ class _Reader:
             )
         return tuple(_interpolate(v, self._key(key), self.path, self.env) for v in value)
 
-    def sub(self, key: str) -> _Reader | None:
+    def sub(self, key: builtins.str) -> _Reader | None:
         self.used.add(key)
         if key not in self.table:
             return None
@@ -274,6 +277,7 @@ def _pipelines(root: _Reader, path: Path, clusters: dict[str, Cluster]) -> dict[
     pipelines: dict[str, Pipeline] = {}
     ptables = root.sub("pipelines")
     for name in (ptables.table if ptables else {}):
+        assert ptables is not None  # a name comes only from its table
         p = ptables.sub(name)
         assert p is not None
         pipelines[name] = _pipeline(p, name, path, clusters)
@@ -385,9 +389,9 @@ def _sink(s: _Reader, pipeline: str, path: Path, clusters: dict[str, Cluster], k
     _check_hop_sink(sink, path, pipeline, clusters)
     # Relative sink paths (a Parquet glob too) are relative to the config file, not to wherever
     # eosctl runs; `~` is the user's home, as in a shell.
-    return replace(sink, **{k: local_path(getattr(sink, k), path)
-                            for k in ("duckdb", "parquet", "delta", "spark_checkpoint")
-                            if getattr(sink, k) is not None})
+    return replace(sink, duckdb=local_path(sink.duckdb, path), parquet=local_path(sink.parquet, path),
+                   delta=local_path(sink.delta, path),
+                   spark_checkpoint=local_path(sink.spark_checkpoint, path))
 
 
 # ---- state sinks (issue 51): mode, key_fields, value_fields, delete_values, aggregate -------------------
@@ -612,8 +616,7 @@ def _check_hop_sink(sink: Sink, path: Path, pipeline: str, clusters: dict[str, C
 
 def _bootstrap(value: str, where: str, path: Path) -> str:
     """The value, checked; ``"sandbox"`` stays as it is (eosctl.config.target resolves it for the chosen
-    cluster
-    only, so a config naming a sandbox cluster still loads while the sandbox is down)."""
+    cluster only, so a config naming a sandbox cluster still loads while the sandbox is down)."""
     if value == SANDBOX:
         return value
     problem = bootstrap_problem(value)
@@ -633,7 +636,9 @@ def _check_pem(c: _Reader, key: str, path: Path) -> None:
     if not isinstance(value, str):
         return
     where = local_path(_interpolate(value, c._key(key), path, c.env), path)
-    problem = input_problem(where, PEM_MAX_BYTES, must_exist=False) if where else None
+    if not where:
+        return
+    problem = input_problem(where, PEM_MAX_BYTES, must_exist=False)
     if problem:
         names = _ENV.findall(value)
         shown_value = ("the value of " + " and ".join(f"${{{n}}}" for n in names) + " (not shown)" if names

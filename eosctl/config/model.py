@@ -103,9 +103,9 @@ class Sink:
     offset_column: str = "src_offset"
     key_column: str | None = None
     # The content check compares each row's value with its record's too (eosctl.rules.content): a column
-    # holding
-    # the record's value (text: its UTF-8 bytes; a blob: its bytes), or one holding the lowercase hex MD5 of
-    # the value's bytes (SQL's md5(value), Python's hashlib.md5(value).hexdigest()). Both need key_column.
+    # holding the record's value (text: its UTF-8 bytes; a blob: its bytes), or one holding the lowercase hex
+    # MD5 of the value's bytes (SQL's md5(value), Python's hashlib.md5(value).hexdigest()). Both need
+    # key_column.
     value_column: str | None = None
     value_hash_column: str | None = None
     # A column the sink writes in write order (an ingestion time or a sequence): a duplicate's cause then says

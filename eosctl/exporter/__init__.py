@@ -7,6 +7,5 @@
 
 Imports sit at module level here: the command imports this package only when the exporter runs, never
 for `eosctl --help`. The metrics themselves are eosctl.exporter.metrics (reference: docs/metrics.md). The
-command
-(eosctl/commands/exporter_cmd.py) parses options, wires the audit engine in and says how it ended.
+command (eosctl/commands/exporter_cmd.py) parses options, wires the audit engine in and says how it ended.
 """

@@ -1,11 +1,9 @@
 """Prometheus metrics of pipelines, read from their live models: what `eosctl exporter` serves.
 
 Every figure comes from the one live model (eosctl.inspection.live.LiveModel) and the audit report, never from
-a
-reading of its own: lag from eosctl.inspection.lag (the same rows and Burrow-style statuses `lag --watch`
-shows),
-transactions and the hanging rules from eosctl.txn.transactions, fencing and zombie writes from the partition
-logs.
+a reading of its own: lag from eosctl.inspection.lag (the same rows and Burrow-style statuses `lag --watch`
+shows), transactions and the hanging rules from eosctl.txn.transactions, fencing and zombie writes from the
+partition logs.
 Names and labels are listed once in ``METRICS`` (docs/metrics.md documents each, tests/unit/test_docs.py
 checks both against what is emitted).
 

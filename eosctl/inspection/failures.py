@@ -37,7 +37,7 @@ def storable(sink: Sink) -> str | None:
 
 def store_failures(report: AuditReport, sink: Sink, cluster: Cluster, out_dir: str) -> dict[str, int]:
     """Write the three files into ``out_dir`` (which must not exist); rows written per file."""
-    import duckdb  # lazy: duckdb 160 ms to import
+    import duckdb  # lazy: see docs/imports.md
 
     if os.path.lexists(out_dir):
         raise EosctlError(f"--store-failures {out_dir} exists; name a new directory")
@@ -78,7 +78,7 @@ def _ranged(findings: list[Finding]) -> Iterator[tuple[int, Finding]]:
 
 
 def _findings_table(findings: list[Finding]) -> pa.Table:
-    import pyarrow as pa  # lazy: pyarrow 93 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     return pa.table({
         "id": pa.array(range(len(findings)), pa.int64()),
@@ -95,7 +95,7 @@ _RECORD_SCHEMA: Any = None
 
 
 def _record_schema() -> Any:
-    import pyarrow as pa  # lazy: pyarrow 93 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     global _RECORD_SCHEMA
     if _RECORD_SCHEMA is None:
@@ -109,12 +109,12 @@ def _record_schema() -> Any:
 
 def _records_table(findings: list[Finding], cluster: Cluster) -> pa.Table:
     """Kafka's committed records at each finding's offsets (at most MAX_PER_FINDING each)."""
-    import pyarrow as pa  # lazy: pyarrow 93 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     rows: list[dict[str, Any]] = []
     ranged = list(_ranged(findings))
     if ranged:
-        from confluent_kafka import Consumer, KafkaError, TopicPartition  # lazy: confluent_kafka 40 ms
+        from confluent_kafka import Consumer, KafkaError, TopicPartition  # lazy: see docs/imports.md
 
         consumer = Consumer({**cluster.confluent(), "group.id": "eosctl-store-failures",
                              "enable.auto.commit": False, "isolation.level": "read_committed",
@@ -151,7 +151,7 @@ def _records_table(findings: list[Finding], cluster: Cluster) -> pa.Table:
 
 def _sink_rows(findings: list[Finding], sink: Sink, path: str) -> int:
     """The sink's rows at each finding's offsets, every column, with the finding's id; rows written."""
-    import pyarrow as pa  # lazy: pyarrow 93 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     ranged = list(_ranged(findings))
     wanted = pa.table({"finding_id": pa.array([i for i, _ in ranged], pa.int64()),

@@ -151,8 +151,7 @@ class LiveModel:
     capture's ``unreadable``, the rest read as usual; False: one fails the refresh (`lag --watch` shows its
     last values stale, with the reason).
     ``long_lived``: the process is there for this model (eosctl.base.gcpause: its state is kept out of the
-    garbage
-    collector's walks until close()).
+    garbage collector's walks until close()).
     An unreachable cluster makes refresh() raise BrokerError; ``current`` then keeps the last good state.
     """
 
@@ -224,8 +223,7 @@ class LiveModel:
                       tail=self.tail)
         try:
             # The sink first, then Kafka (see eosctl.inspection.ledger.read_sink): every row read was written
-            # from a
-            # record Kafka committed before the reads below.
+            # from a record Kafka committed before the reads below.
             clock = _Clock(self.timings)
             if "ledger" in self.sections:
                 self._read_sink()

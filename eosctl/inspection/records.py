@@ -45,7 +45,7 @@ def decoded_document(topic: str, which: str, data: bytes | None,
     """A key's or value's decoded document (None: no decoder, or a null key or value)."""
     if data is None or decoder is None:
         return None
-    # lazy: eosctl.cluster.schemas 200 ms (the registry client, fastavro, protobuf), only with a registry
+    # lazy: the registry client, fastavro, protobuf: only with a registry; see docs/imports.md
     from eosctl.cluster.schemas import Decoded, Undecodable, Unframed, plain
 
     doc: dict[str, Any] = {"encoding": None, "schema_id": None, "guid": None, "id_in": None, "subject": None,
@@ -68,8 +68,7 @@ def decoder_for(cluster: Any, raw: bool = False) -> SchemaDecoder | None:
     """The cluster's registry decoder, or None with ``raw`` or where its config names no registry."""
     if raw or getattr(cluster, "schema_registry_url", None) is None:
         return None
-    # lazy: eosctl.cluster.schemas 200 ms (the registry client, fastavro, protobuf, jsonschema), only where
-    # the cluster names a registry
+    # lazy: only where the cluster names a registry; see docs/imports.md
     from eosctl.cluster.schemas import SchemaDecoder, registry_of
 
     settings = registry_of(cluster)
@@ -82,7 +81,7 @@ def read_documents(client: Any, topic: str, partition: int, first: int, end: int
     """The data records at offsets [first, end) (at most ``limit``), as ``record_document`` makes them:
     decoded where ``decoder`` is given; ``kind_at(offset)``: the eosctl.cluster.model.Kind of an offset
     (committed, aborted, open), where a scan knows it."""
-    from eosctl.cluster.records import read_records  # lazy: 1.4 ms, only where records are shown
+    from eosctl.cluster.records import read_records  # lazy: only where records are shown; see docs/imports.md
 
     out: list[dict[str, Any]] = []
     for r in read_records(client, topic, partition, first, end):

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, TypeVar
 
 import duckdb
 
@@ -32,6 +33,7 @@ from eosctl.inspection.lag import LagSnapshot, PartitionLag
 from eosctl.inspection.ledger import Ledger, LedgerFlag, PartitionLedger
 from eosctl.report.compactjson import report_json  # a.to_json(indent=None), without a dict per finding
 from eosctl.report.file import report_from_data
+from eosctl.report.findings import AuditReport
 from eosctl.report.rootcauses import root_rule
 from eosctl.sink.duckdb import connect_readonly, read_header
 from eosctl.sink.sql import literal
@@ -45,19 +47,28 @@ STORAGE_VERSION = "v1.0.0"
 
 
 Row = TxnInfo | ProducerRow | PartitionLag
-JSON = dict[str, object]
+# A row as JSON: what json.loads gives back is unchecked, so its fields are Any until load_snapshot's
+# check() has compared the dataclasses built from it with their annotations.
+JSON = dict[str, Any]
+_Row = TypeVar("_Row", TxnInfo, ProducerRow, PartitionLag)
 
 
-def _codecs() -> dict[str, tuple[Callable[[Row], JSON], Callable[[JSON], Row]]]:
-    """Per section: the live dataclass to a JSON-able dict, and back (tuples come back as lists)."""
-    return {
-        "transactions": (dataclasses.asdict, lambda d: TxnInfo(
-            **{**d, "partitions": tuple(tuple(tp) for tp in d["partitions"])})),
-        "producers": (dataclasses.asdict, lambda d: ProducerRow(**{**d, "epochs": tuple(d["epochs"])})),
-        "lag": (_lag_dict, lambda d: PartitionLag(
-            **{**d, "open_txn": OpenTxn(**d["open_txn"]) if d["open_txn"] else None,
-               "pending": _pending(d.get("pending"))})),
-    }
+def _encoders() -> dict[str, Callable[[Row], JSON]]:
+    """Per section: the live dataclass to a JSON-able dict (_txn, _producer, _lag_row read it back)."""
+    return {"transactions": dataclasses.asdict, "producers": dataclasses.asdict, "lag": _lag_dict}
+
+
+def _txn(d: JSON) -> TxnInfo:
+    return TxnInfo(**{**d, "partitions": tuple(tuple(tp) for tp in d["partitions"])})
+
+
+def _producer(d: JSON) -> ProducerRow:
+    return ProducerRow(**{**d, "epochs": tuple(d["epochs"])})  # tuples come back as lists
+
+
+def _lag_row(d: JSON) -> PartitionLag:
+    return PartitionLag(**{**d, "open_txn": OpenTxn(**d["open_txn"]) if d["open_txn"] else None,
+                           "pending": _pending(d.get("pending"))})
 
 
 def _lag_dict(row: Row) -> JSON:
@@ -194,35 +205,38 @@ def _write(snap: Capture, tmp: Path) -> None:
              p.zombie_total, p.anomaly_total) for lg in logs for p in lg.producers.values()])
         led = snap.ledger
         parts = led.partitions if led is not None else []
-        _insert(con, "ledger", [
-            (led.pipeline, led.sink, led.group, led.scanned, p.topic, p.partition, p.rows, p.distinct_offsets,
-             p.min_offset, p.max_offset, p.duplicate_rows, p.duplicate_offsets, p.stored_offset,
-             p.committed_offset, p.log_start_offset, p.high_watermark, p.last_stable_offset, p.checked_to,
-             p.missing_offsets, p.commit_pending,
-             None if led.pending_commit is None else json.dumps(led.pending_commit)) for p in parts])
+        _insert(con, "ledger", [] if led is None else _ledger_rows(led))
         _insert(con, "ledger_flags", [(p.topic, p.partition, f.kind, f.first_offset, f.last_offset, f.count,
                                        f.message) for p in parts for f in p.flags])
         _insert(con, "log_records", [
             (tp[0], tp[1], *(json.dumps(r[n]) if n in _RECORD_JSON and r[n] is not None else r[n]
                              for n, _ in TABLES["log_records"][2:]))
             for tp in sorted(snap.records) for r in snap.records[tp]])
-        codecs = _codecs()
+        encoders = _encoders()
         for name in ("transactions", "producers"):
-            _write_generic(con, name, [codecs[name][0](r) for r in getattr(snap, name)])
-        lag_rows = snap.lag.partitions if snap.lag is not None else []
-        _write_generic(con, "lag", [codecs["lag"][0](r) for r in lag_rows])
-        _insert(con, "lag_groups", [(g, state, snap.lag.taken_ms, snap.lag.group_types.get(g))
-                                    for g, state in (snap.lag.group_states if snap.lag else {}).items()])
+            _write_generic(con, name, [encoders[name](r) for r in getattr(snap, name)])
+        lag = snap.lag
+        _write_generic(con, "lag", [encoders["lag"](r) for r in (lag.partitions if lag is not None else [])])
+        _insert(con, "lag_groups", [] if lag is None else [
+            (g, state, lag.taken_ms, lag.group_types.get(g)) for g, state in lag.group_states.items()])
         _write_hanging(con, snap)
         if snap.audit is not None:
             with paused():  # a row per finding, no cycles among them (eosctl.base.gcpause)
-                _write_audit(con, snap)
+                _write_audit(con, snap.audit, snap.audit_origin)
         sections = [(name, status, _section_rows(snap, name)) for name, status in snap.sections.items()]
         _insert(con, "sections", sections)
         con.execute("USE memory")
         con.execute("DETACH snap")
     finally:
         con.close()
+
+
+def _ledger_rows(led: Ledger) -> list[tuple]:
+    pending = None if led.pending_commit is None else json.dumps(led.pending_commit)
+    return [(led.pipeline, led.sink, led.group, led.scanned, p.topic, p.partition, p.rows, p.distinct_offsets,
+             p.min_offset, p.max_offset, p.duplicate_rows, p.duplicate_offsets, p.stored_offset,
+             p.committed_offset, p.log_start_offset, p.high_watermark, p.last_stable_offset, p.checked_to,
+             p.missing_offsets, p.commit_pending, pending) for p in led.partitions]
 
 
 def _write_hanging(con: duckdb.DuckDBPyConnection, snap: Capture) -> None:
@@ -240,10 +254,9 @@ def _write_hanging(con: duckdb.DuckDBPyConnection, snap: Capture) -> None:
                 "WHERE over_max_age")
 
 
-def _write_audit(con: duckdb.DuckDBPyConnection, snap: Capture) -> None:
-    a = snap.audit
+def _write_audit(con: duckdb.DuckDBPyConnection, a: AuditReport, origin: str | None) -> None:
     _insert(con, "audit", [(a.verdict, list(a.fail_on), len(a.findings), len(a.failing), a.sink, a.group,
-                            a.elapsed_seconds, snap.audit_origin or "run", report_json(a))])
+                            a.elapsed_seconds, origin or "run", report_json(a))])
     # Column by column: a tuple per finding, then one list per column of them, cost as much again.
     fs = a.findings
     _insert_columns(con, "audit_findings", [
@@ -283,7 +296,7 @@ def _bulk(con: duckdb.DuckDBPyConnection, table: str, columns: list[list]) -> No
     type."""
     if not columns or not columns[0]:
         return
-    import pyarrow as pa  # lazy: pyarrow 111 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     try:
         data = pa.table({f"c{i}": pa.array(col) for i, col in enumerate(columns)})
@@ -315,7 +328,9 @@ def _write_generic(con: duckdb.DuckDBPyConnection, table: str, dicts: list[JSON]
 
 
 def _scalar(v: object) -> bool | int | float | str | None:
-    return v if type(v) in _SQL_TYPES or v is None else None
+    # Exactly these types (type(), not isinstance: an enum member is no column of its own); isinstance
+    # only tells the type checker so.
+    return v if type(v) in _SQL_TYPES and isinstance(v, bool | int | float | str) else None
 
 
 # ---- loading ------------------------------------------------------------------------------------------
@@ -436,21 +451,19 @@ def _load(con: duckdb.DuckDBPyConnection, columns: dict[str, set[str]], name: st
             meta = head or {"pipeline": pipeline, "sink": "", "group_id": group, "scanned": False}
             snap.ledger = Ledger(meta["pipeline"], meta["sink"], meta["group_id"], meta["scanned"], parts,
                                  pending_commit=meta.get("pending_commit"))
-    codecs = _codecs()
-    for section in ("transactions", "producers", "lag"):
-        if snap.sections.get(section) == "ok":
-            with _reading(name, section):
-                _need(columns, section, ["data"])
-                data = [json.loads(d) for (d,) in con.execute(f'SELECT data FROM "{section}"').fetchall()]
-                setattr(snap, section, [codecs[section][1](d) for d in data])
+    if snap.sections.get("transactions") == "ok":
+        snap.transactions = _rows(con, columns, name, "transactions", _txn)
+    if snap.sections.get("producers") == "ok":
+        snap.producers = _rows(con, columns, name, "producers", _producer)
     if snap.sections.get("lag") == "ok":
+        lag_rows = _rows(con, columns, name, "lag", _lag_row)
         with _reading(name, "lag_groups"):
             _need(columns, "lag_groups", ["group_id", "state", "taken_ms"])
             # group_type came later: older files have none.
             kind = "group_type" if "group_type" in columns["lag_groups"] else "NULL"
             groups = con.execute(f"SELECT group_id, state, taken_ms, {kind} FROM lag_groups").fetchall()
             taken = groups[0][2] if groups else int(snap.captured_at.timestamp() * 1000)
-            snap.lag = LagSnapshot(taken, snap.lag, {g: state for g, state, _, _ in groups},
+            snap.lag = LagSnapshot(taken, lag_rows, {g: state for g, state, _, _ in groups},
                                    {g: t for g, _, _, t in groups if t})
     if snap.sections.get("hanging") == "ok" and "hanging_check" in columns:
         with _reading(name, "hanging_candidates"):
@@ -483,6 +496,15 @@ def _load(con: duckdb.DuckDBPyConnection, columns: dict[str, set[str]], name: st
     return snap
 
 
+def _rows(con: duckdb.DuckDBPyConnection, columns: dict[str, set[str]], name: str, section: str,
+          decode: Callable[[JSON], _Row]) -> list[_Row]:
+    """A generic section's rows (_write_generic), back as its dataclass."""
+    with _reading(name, section):
+        _need(columns, section, ["data"])
+        data = [json.loads(d) for (d,) in con.execute(f'SELECT data FROM "{section}"').fetchall()]
+        return [decode(d) for d in data]
+
+
 def _need(columns: dict[str, set[str]], table: str, names: list[str]) -> None:
     if table not in columns:
         raise ValueError("the table is missing")
@@ -509,12 +531,13 @@ def _load_hanging(con: duckdb.DuckDBPyConnection, snap: Capture) -> None:
             f"transactional_id, coordinator_state, over_max_age, {source}, {groups}, {two_phase} "
             "FROM hanging_candidates "
             "ORDER BY topic, partition, first_offset, producer_id").fetchall():
-        *head, rules, lso, hw, txid, state, over, age_source, named, prepared = row
+        (topic, partition, pid, epoch, first, age, rules, lso, hw, txid, state, over, age_source, named,
+         prepared) = row
         for what, value in (("rules", rules), ("groups", named)):
             if not isinstance(value, list | None):
                 raise ValueError(f"{what}: expected a list, got {type(value).__name__}")
-        h = Hanging(*head, tuple(rules or ()), lso, hw, txid, state, age_source, tuple(named or ()),
-                    bool(prepared))
+        h = Hanging(topic, partition, pid, epoch, first, age, tuple(rules or ()), lso, hw, txid, state,
+                    age_source, tuple(named or ()), bool(prepared))
         snap.hanging_candidates.append(h)
         if over:
             found.append(h)

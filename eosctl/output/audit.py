@@ -19,7 +19,7 @@ def render(report: AuditReport, fmt: str) -> Any:
     if fmt == "json":
         return report.to_json()
     if fmt == "junit":
-        from eosctl.output.junit import junit  # lazy: xml.etree 2-3 ms, for --format junit only
+        from eosctl.output.junit import junit  # lazy: for --format junit only; see docs/imports.md
 
         return junit(report)
     if fmt == "table":

@@ -142,7 +142,7 @@ def _r(v: float | None) -> float | None:
 
 
 def lag_renderable(doc: dict[str, Any], with_status: bool, groups: list[str], topics: list[str]) -> Any:
-    from eosctl.txn.opentxn import TRUSTED_CLOCKS  # lazy: eosctl.txn.opentxn 96 ms at start-up
+    from eosctl.txn.opentxn import TRUSTED_CLOCKS  # lazy: see docs/imports.md
 
     if not doc["groups"]:
         if doc.get("error"):

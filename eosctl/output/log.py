@@ -89,7 +89,7 @@ def _capped(rows: list[Any]) -> tuple[list[Any], str | None]:
 
 
 def render_log(out: Any, doc: dict[str, Any]) -> None:
-    from eosctl.txn.producers import epochs_text  # lazy: eosctl.txn.producers 112 ms to import
+    from eosctl.txn.producers import epochs_text  # lazy: see docs/imports.md
 
     c = doc["counts"]
     out.print(Text.assemble(

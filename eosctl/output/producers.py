@@ -9,7 +9,7 @@ from eosctl.output.terminal import table, time_text
 
 
 def render_producers(out: Any, report: Any) -> None:
-    from eosctl.txn.producers import epochs_text  # lazy: eosctl.txn.producers 110 ms to import
+    from eosctl.txn.producers import epochs_text  # lazy: see docs/imports.md
 
     cols = ["partition", "producer id", "transactional id", "epoch", "last sequence", "last timestamp (UTC)",
             "open txn from", "epochs", "fencing", "zombie writes"]

@@ -50,8 +50,7 @@ def render_txn(out: Any, info: Any, now: int, safeties: Sequence[Any] = ()) -> N
 
 def render_hanging(out: Any, report: Any, topics: list[str], args: str = "") -> None:
     """``args``: the options pointing at the target (eosctl.config.target.Target.args), so the printed hint is
-    a
-    command that works copied as printed."""
+    a command that works copied as printed."""
     dp = report.describe_producers
     source = (f"DescribeProducers returned {report.producers_returned} producers" if dp == "ok"
               else f"DescribeProducers {dp}")

@@ -4,7 +4,8 @@ For one partition and one business key (``rule``: the rule both engines run in t
 arithmetic over the log and the sink's offset islands (``reconcile``), with a dead-letter queue
 (``deadletter``), each finding with its cause (``causes``; the root causes and the causes' JSON are
 eosctl.report's); a row's content against its record's (``content``, decoded: ``fields``), one finding per
-row across them (``precedence``); state sinks per key (``upsert``, ``aggregate``, compared by ``stateids``);
+row across them (``precedence``); state sinks per key (``upsert``, ``aggregate``, compared by ``stateids``,
+the record and table row they share in ``keyed``, a windowed aggregate's windows in ``timewindows``);
 a Kafka stage's hop (``hop``), a MirrorMaker 2 replica (``replica``), a key duplicate followed back through
 the stage upstream (``upstream``).
 

@@ -97,9 +97,9 @@ def judge(records: Iterable[StateRecord], rows: Iterable[StateRow], bounds: Mapp
                                                   f"to offset {counted[-1].offset})"))
             continue
         for row in there:
-            f = _judge_row(fn, field, shown_key(key), row, h, settled, flight, counted)
-            if f is not None:
-                findings.append(f)
+            judged = _judge_row(fn, field, shown_key(key), row, h, settled, flight, counted)
+            if judged is not None:
+                findings.append(judged)
     for key, there in by_key.items():
         if key not in hist:
             findings.extend(_unknown(shown_key(key), row, topic) for row in there)

@@ -20,10 +20,10 @@ shift's rows. A row whose key differs is explained, in this order:
 - ``different_record``: neither.
 
 Where the sink names a value column (the value itself, or the md5 hex of its bytes:
-eosctl.config.model.value_mode),
-a row whose key is its record's but whose value is not is ``different_value``: consecutive rows are one
-finding. A partition where no row with its record's key holds its value too is not judged for values (the
-column holds something else: a transformed value, another serialization).
+eosctl.config.model.value_mode), a row whose key is its record's but whose value is not is
+``different_value``: consecutive rows are one finding. A partition where no row with its record's key holds
+its value too is not judged for values (the column holds something else: a transformed value, another
+serialization).
 
 A partition where no row holds the key of any record at or near its offset is not judged: its key column
 is not the records' key (a business key read from the value, or a key serialized differently).
@@ -80,11 +80,10 @@ def check_partition(log: PartitionLog, offsets: np.ndarray, hashes: np.ndarray,
                     seen: int = -1, judged: bool = False, values_judged: bool = False) -> ContentResult:
     """The content findings of one partition: ``offsets`` and ``hashes`` are its sink rows' offsets and
     key hashes (eosctl.cluster.recordkeys.hash_arrow), any order; ``sink_keys`` (a list or an Arrow array,
-    same
-    order) names a row's key in the finding's summary. ``islands``: the partition's rows as offset islands,
-    to count a shift's rows with the ones that repeat a (key, offset) the key query reads once. ``values``:
-    the rows' value hashes (same order; compared with the log's record_keys.values), ``value_name`` names
-    the sink's column in a finding.
+    same order) names a row's key in the finding's summary. ``islands``: the partition's rows as offset
+    islands, to count a shift's rows with the ones that repeat a (key, offset) the key query reads once.
+    ``values``: the rows' value hashes (same order; compared with the log's record_keys.values),
+    ``value_name`` names the sink's column in a finding.
 
     An incremental audit checks only the rows from a cut on (rows_after_cut): ``seen`` is the newest leader
     epoch the rows before the cut matched, ``judged`` / ``values_judged`` that those rows already showed the

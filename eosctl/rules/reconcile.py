@@ -56,8 +56,7 @@ Island = tuple[int, int, int]  # first, last (inclusive), multiplicity >= 1
 
 class LogSide(Protocol):
     """The source side, what reconciling reads of a partition's log: an eosctl.cluster.model.PartitionLog, or
-    the
-    ledger's view of one clipped at the offset the sink consumed up to. ``ranges`` are sorted and do not
+    the ledger's view of one clipped at the offset the sink consumed up to. ``ranges`` are sorted and do not
     overlap."""
 
     @property
@@ -94,7 +93,8 @@ def reconcile_partition(log: LogSide, islands: Iterable[Island | OffsetIsland],
     ``window``: judge only its offsets (eosctl.report.window); ``routed_out``: with a route, the ranges
     (first, last) of committed records it leaves out (eosctl.cluster.routes).
 
-    ``islands`` is sorted by first offset: (first, last, multiplicity) tuples or eosctl.sink.OffsetIslands.
+    ``islands`` is sorted by first offset: (first, last, multiplicity) tuples or
+    eosctl.sink.base.OffsetIsland objects.
     ``keep``: only the first (lowest) ``keep`` findings of each kind are made, and ``counts`` (given with
     it) sums the counts of all of them per kind: the ledger lists a few of 100k gaps and counts them all.
     """

@@ -18,13 +18,21 @@ from eosctl.report.segments import log_segments
 from eosctl.report.window import PartitionWindow
 from eosctl.rules.causes import Writer, committed_writers, explain_partition, key_cause
 from eosctl.rules.deadletter import HeldAt, with_dead_letters
-from eosctl.rules.reconcile import SinkFacts, clipped, offset_mismatch, reconcile_partition, reconcile_unknown
+from eosctl.rules.reconcile import (
+    Island,
+    SinkFacts,
+    clipped,
+    offset_mismatch,
+    reconcile_partition,
+    reconcile_unknown,
+)
 
 if TYPE_CHECKING:
     from eosctl.sink import OffsetIsland
 
 
-def audit_partition(topic: str, partition: int, log: PartitionLog | None, islands: Iterable[OffsetIsland], *,
+def audit_partition(topic: str, partition: int, log: PartitionLog | None,
+                    islands: Iterable[Island | OffsetIsland], *,
                     expected_upto: int | None = None, check_offsets: bool = False,
                     stored_offset: int | None = None, committed_offset: int | None = None,
                     group: str | None = None, window: PartitionWindow | None = None,

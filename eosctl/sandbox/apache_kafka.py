@@ -259,8 +259,8 @@ def _wait_group_coordinator(bootstrap: str, deadline: float) -> None:
     (SIGABRT in one of its threads, no Python error to catch) while a starting broker answered its
     DescribeConsumerGroups, once in a full run (ci14 of stop 46); its OffsetFetch path crashes likewise
     (eosctl.cluster.offsets)."""
-    from eosctl.cluster.offsets import group_offsets  # lazy: eosctl.cluster.offsets 238 ms to import
-    from eosctl.cluster.wire import WireClient  # lazy: eosctl.cluster.wire 23 ms after it
+    from eosctl.cluster.offsets import group_offsets  # lazy: see docs/imports.md
+    from eosctl.cluster.wire import WireClient  # lazy: see docs/imports.md
 
     left = max(1.0, deadline - time.monotonic())
     try:

@@ -1,8 +1,7 @@
 """The embedded sandbox broker: noida-db (Kafka protocol only) on a loopback port (the last one it had).
 
 Its state file (``eosctl.config.sandboxstate``) records the pid, port and data directory so other commands and
-the
-demo config find the broker.
+the demo config find the broker.
 """
 
 from __future__ import annotations

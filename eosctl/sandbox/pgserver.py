@@ -144,7 +144,7 @@ def start(home: Path | None = None, *, password: str | None = None, timeout: flo
 
 
 def _wait_ready(server: LocalPostgres, proc: subprocess.Popen, log: Path, timeout: float) -> None:
-    import psycopg  # lazy: psycopg 96 ms to import
+    import psycopg  # lazy: see docs/imports.md
 
     deadline = time.monotonic() + timeout
     while True:

@@ -34,7 +34,7 @@ def _table(uri: str, version: int | None, where: str, key: str) -> DeltaTable:
     # s3:// table) straight to stderr; eosctl says what went wrong in its own one line. RUST_LOG set by the
     # user still wins.
     os.environ.setdefault("RUST_LOG", "off")
-    from deltalake import DeltaTable  # lazy: deltalake 15 ms to import
+    from deltalake import DeltaTable  # lazy: see docs/imports.md
 
     try:
         if not DeltaTable.is_deltatable(uri):
@@ -98,7 +98,7 @@ def _all_hold(files: tuple[str, ...], columns: Sequence[str]) -> bool:
     """Whether every file holds every one of ``columns``: one added to the table after some files were
     written is missing from those, where deltalake reads NULLs and a scan of the files would stop. Reads
     each file's footer once, as a scan of them does anyway (2,000 files: 0.06 s)."""
-    import duckdb  # lazy: duckdb 45 ms to import
+    import duckdb  # lazy: see docs/imports.md
 
 
     want = {c.lower() for c in columns}

@@ -85,7 +85,7 @@ def connect_readonly(path: str | Path, where: str = "sink", flag: str = "--sink-
     A writer holding the file is waited for, up to ``wait_s``: a pipeline that connects, writes a batch
     and closes leaves gaps between its transactions, and one of them is all a reader needs.
     """
-    # lazy: duckdb 44 ms to import (`eosctl report FILE.json` imports this module for read_header only)
+    # lazy: `eosctl report FILE.json` imports this module for read_header only; see docs/imports.md
     import duckdb
 
     path = str(path)
@@ -121,7 +121,7 @@ def locked_error(path: str, holder: str, waited: float | None, table: str | None
 
 
 def _open_error(path: str, msg: str, table: str, where: str, waited: float | None = None) -> SinkError:
-    import duckdb  # lazy: duckdb 44 ms to import
+    import duckdb  # lazy: see docs/imports.md
 
     if _is_lock_error(msg):
         lock = re.search(r"Conflicting lock is held in (.*?) \(PID (\d+)\)", msg)

@@ -41,7 +41,7 @@ def _name(sink: Sink, where: str) -> tuple[str, str]:
 
 
 def _catalog_and_name(sink: Sink, where: str) -> tuple[Any, str, str]:
-    from pyiceberg.catalog import load_catalog  # lazy: pyiceberg.catalog 293 ms to import
+    from pyiceberg.catalog import load_catalog  # lazy: see docs/imports.md
 
     catalog, table = _name(sink, where)
     props = {k: v for k, v in (("uri", sink.catalog_uri), ("warehouse", sink.warehouse)) if v}
@@ -61,12 +61,16 @@ def _only(sink: Sink, schema: dict[str, str], partitions: Sequence[TP] | None) -
     if types.get(sink.topic_column.lower()) != "string" or \
             types.get(sink.partition_column.lower()) not in ("int", "long"):
         return None
-    from pyiceberg.expressions import And, EqualTo, In, Or  # lazy: pyiceberg.expressions 110 ms to import
+    from pyiceberg.expressions import And, EqualTo, In, Or  # lazy: see docs/imports.md
 
     by_topic: dict[str, set[int]] = {}
     for topic, partition in partitions:
         by_topic.setdefault(topic, set()).add(int(partition))
-    terms = [And(EqualTo(sink.topic_column, t), In(sink.partition_column, ps)) for t, ps in by_topic.items()]
+    # pyiceberg's predicates take (term, literal) positionally, in their own __init__; mypy reads the
+    # pydantic fields as the constructor instead (dataclass_transform) and so rejects the call it documents.
+    terms = [And(EqualTo(sink.topic_column, t),  # type: ignore[call-arg, arg-type]
+                 In(sink.partition_column, ps))  # type: ignore[call-arg, arg-type]
+             for t, ps in by_topic.items()]
     return terms[0] if len(terms) == 1 else Or(*terms)
 
 
@@ -147,7 +151,7 @@ def _arrow(table: Table, snapshot: str | None, name: str, fields: tuple[str, ...
     ``row_filter`` keeps (pyiceberg prunes the files and row groups that can't hold them)."""
     try:
         if snapshot == NO_SNAPSHOT or (snapshot is None and table.current_snapshot() is None):
-            # lazy: pyarrow 96 ms, pyiceberg.io.pyarrow 1156 ms to import
+            # lazy: see docs/imports.md
             import pyarrow as pa
             from pyiceberg.io.pyarrow import schema_to_pyarrow
 

@@ -84,7 +84,7 @@ def now() -> str:
 
 def write_rows(rows: dict[str, list], directory: str) -> str:
     """The hop rows (COLUMNS) as the table of a DuckDB file under ``directory``; its path."""
-    # lazy: duckdb 60 ms, pyarrow 63 ms to import
+    # lazy: see docs/imports.md
     import duckdb
     import pyarrow as pa
 
@@ -119,7 +119,7 @@ def committed_before(sink: Sink) -> dict[TP, int] | None:
 
 
 def _committed(sink: Sink) -> dict[TP, int]:
-    from eosctl.cluster.offsets import committed_offsets  # lazy: eosctl.cluster.offsets 82 ms to import
+    from eosctl.cluster.offsets import committed_offsets  # lazy: see docs/imports.md
 
     if sink.stage_group is None or sink.stage_cluster is None:
         return {}
@@ -128,7 +128,7 @@ def _committed(sink: Sink) -> dict[TP, int]:
 
 def end_offsets(cluster: Cluster, topic: str) -> dict[TP, int]:
     """Where a read_committed consumer of ``topic`` stops now: each partition's last stable offset."""
-    from eosctl.cluster.wire import WireClient  # lazy: eosctl.cluster.wire 104 ms to import
+    from eosctl.cluster.wire import WireClient  # lazy: see docs/imports.md
 
     with WireClient(cluster) as client:
         parts = client.metadata([topic]).get(topic)
@@ -157,7 +157,7 @@ def records(cluster: Cluster, ends: dict[TP, int], *, read_committed: bool, what
             starts: dict[TP, int] | None = None) -> Iterator[Any]:
     """The records below ``ends`` (per partition, exclusive) as a consumer with that isolation sees them;
     ``starts``: per partition, the first offset to read (else the log start)."""
-    from confluent_kafka import Consumer, KafkaError, TopicPartition  # lazy: confluent_kafka 19 ms to import
+    from confluent_kafka import Consumer, KafkaError, TopicPartition  # lazy: see docs/imports.md
 
     starts = starts or {}
     pending = {tp: end for tp, end in ends.items() if end > max(0, starts.get(tp, 0))}
@@ -226,7 +226,7 @@ def _logical_keys(cluster: Cluster) -> Any:
     """Where the cluster names a Schema Registry: a record's key as what it means (its decoded value), so a
     stage that re-serializes keys under a newer schema id or version keeps pairing them with its inputs
     (eosctl.cluster.schemas.logical_key); None without a registry."""
-    # lazy: eosctl.cluster.schemas 200 ms (the registry client, fastavro, protobuf) to import
+    # lazy: the registry client, fastavro, protobuf; see docs/imports.md
     from eosctl.cluster.schemas import SchemaDecoder, logical_key, registry_of
 
     settings = registry_of(cluster)
@@ -322,7 +322,7 @@ def _input_ends(cluster: Cluster, sink: Sink) -> dict[TP, int]:
 
 def high_watermarks(cluster: Cluster, topics: tuple[str, ...]) -> dict[TP, int]:
     """The topics' high watermarks now (read_uncommitted: open transactions included)."""
-    from eosctl.cluster.wire import WireClient  # lazy: eosctl.cluster.wire 104 ms to import
+    from eosctl.cluster.wire import WireClient  # lazy: see docs/imports.md
 
     with WireClient(cluster) as client:
         meta = client.metadata(list(topics))
@@ -357,7 +357,7 @@ class HopRows:
     """The frozen hop's rows (read only, while the frozen copy exists), one connection for many questions."""
 
     def __init__(self, frozen: Sink) -> None:
-        import duckdb  # lazy: duckdb 60 ms to import
+        import duckdb  # lazy: see docs/imports.md
 
         self._con = duckdb.connect(str(frozen.duckdb), read_only=True)
 

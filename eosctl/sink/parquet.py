@@ -26,7 +26,7 @@ def is_url(pattern: str) -> bool:
 
 def open_parquet(sink: Sink, where: str = "sink") -> DuckDBReader:
     """A reader of the Parquet files the sink's glob matches (or the frozen file list the sink names)."""
-    import duckdb  # lazy: duckdb 46 ms to import
+    import duckdb  # lazy: see docs/imports.md
 
     assert sink.parquet is not None
     name = shown(sink)

@@ -60,7 +60,7 @@ _TEXT_TYPES = ("text", "character varying", "character")
 
 def conninfo(uri: str, where: str) -> dict[str, Any]:
     """The URI's connection parameters, checked; SinkError (never echoing the URI) if it isn't one."""
-    from psycopg.conninfo import conninfo_to_dict  # lazy: psycopg.conninfo 72 ms to import
+    from psycopg.conninfo import conninfo_to_dict  # lazy: see docs/imports.md
 
     scheme = uri.split("://", 1)[0] if "://" in uri else ""
     if scheme not in ("postgresql", "postgres"):
@@ -79,7 +79,7 @@ def conninfo(uri: str, where: str) -> dict[str, Any]:
 
 def connect(uri: str, where: str) -> psycopg.Connection:
     """A connection (autocommit off: the first statement opens the transaction), or one SinkError line."""
-    import psycopg  # lazy: psycopg 66 ms to import
+    import psycopg  # lazy: see docs/imports.md
 
     info = conninfo(uri, where)
     name = redact_uri(uri)
@@ -115,7 +115,7 @@ def _connect_error(msg: str, name: str, info: dict[str, Any], where: str) -> Sin
 
 def _begin(conn: psycopg.Connection) -> None:
     """The next statement opens a REPEATABLE READ READ ONLY transaction: one snapshot, no writes."""
-    from psycopg import IsolationLevel  # lazy: psycopg 66 ms to import
+    from psycopg import IsolationLevel  # lazy: see docs/imports.md
 
     conn.isolation_level = IsolationLevel.REPEATABLE_READ
     conn.read_only = True
@@ -248,7 +248,7 @@ class PostgresReader(SqlReader):
         """The partition's valid offsets in order, OFFSET_CHUNK rows at a time (keyset pages: each starts
         at the last offset of the page before, whose rows it reads again, so no offset's rows are split).
         Filtered and ordered by the columns themselves, as the index holds them."""
-        import numpy as np  # lazy: numpy 35 ms to import
+        import numpy as np  # lazy: see docs/imports.md
 
         o = self._o.raw
         rows = (f"FROM {self.relation} WHERE {ident(self.sink.topic_column)} = {literal(topic)} "
@@ -312,7 +312,7 @@ class PostgresReader(SqlReader):
 
     def committed_keys(self, topic: str, partition: int,
                        committed: list[tuple[int, int]]) -> Iterator[pa.RecordBatch]:
-        import pyarrow as pa  # lazy: pyarrow 52 ms to import
+        import pyarrow as pa  # lazy: see docs/imports.md
 
         rows = self._rows_sql(topic, partition, with_key=True)
         if self.conn.info.server_version >= 140000:

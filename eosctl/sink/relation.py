@@ -102,7 +102,7 @@ class SqlReader(ABC):
     def committed_keys_in(self, committed: Mapping[TP, list[tuple[int, int]]]) -> Iterator[pa.RecordBatch]:
         """Arrow batches (key, topic, partition, offset): committed_keys() of several partitions (an audit
         task's group); here one query per partition, DuckDBReader asks once."""
-        import pyarrow as pa  # lazy: pyarrow 57 ms to import
+        import pyarrow as pa  # lazy: see docs/imports.md
 
         for (topic, partition), ranges in committed.items():
             for b in self.committed_keys(topic, partition, ranges):
@@ -320,7 +320,7 @@ class DuckDBReader(SqlReader):
                        committed: list[tuple[int, int]]) -> Iterator[pa.RecordBatch]:
         """Arrow batches (key, offset) of the partition's distinct rows with a key whose offset lies in
         one of the ``committed`` ranges (first, last inclusive, sorted, disjoint)."""
-        import pyarrow as pa  # lazy: pyarrow 57 ms to import
+        import pyarrow as pa  # lazy: see docs/imports.md
 
         ranges = pa.table({"rf": [c[0] for c in committed], "rl": [c[1] for c in committed]},
                           schema=pa.schema([("rf", pa.int64()), ("rl", pa.int64())]))
@@ -347,9 +347,8 @@ class DuckDBReader(SqlReader):
     def row_keys(self, topic: str, partition: int) -> Iterator[pa.RecordBatch]:
         """Arrow batches (offset, key[, value]) of every row of the partition with a key, in no order (the
         content check, eosctl.rules.content): one scan, no join, no DISTINCT. The value column
-        (sink.value_column:
-        a blob as its bytes, anything else as text; sink.value_hash_column: its text in lower case) is the
-        third column where the sink names one."""
+        (sink.value_column: a blob as its bytes, anything else as text; sink.value_hash_column: its text in
+        lower case) is the third column where the sink names one."""
         value = self._value_sql()
         rows = self._rows_sql(topic, partition, True, value)
         sql = f"SELECT o, k{', v' if value else ''} FROM ({rows}) WHERE k IS NOT NULL"
@@ -374,7 +373,7 @@ class DuckDBReader(SqlReader):
     def committed_keys_in(self, committed: Mapping[TP, list[tuple[int, int]]]) -> Iterator[pa.RecordBatch]:
         """Arrow batches (key, topic, partition, offset) of the distinct rows with a key whose offset lies
         in one of their partition's ``committed`` ranges: one query for all the partitions."""
-        import pyarrow as pa  # lazy: pyarrow 57 ms to import
+        import pyarrow as pa  # lazy: see docs/imports.md
 
         ranges = [(t, p, first, last) for (t, p), rs in committed.items() for first, last in rs]
         types = (pa.string(), pa.int32(), pa.int64(), pa.int64())
@@ -481,7 +480,7 @@ def islands_from_breaks(topic: str, partition: int, first: int | None, batches: 
     at or after the last one's end), so a chain's inner offsets are its own (multiplicity 1) and only its
     ends can be shared, with neighbours that end or start on the same offset: a duplicate.
     """
-    import numpy as np  # lazy: numpy 64 ms to import
+    import numpy as np  # lazy: see docs/imports.md
 
     if first is None:
         return
@@ -501,7 +500,7 @@ def islands_from_breaks(topic: str, partition: int, first: int | None, batches: 
 def islands_from_offsets(topic: str, partition: int, chunks: Iterable[Any]) -> Iterator[OffsetIsland]:
     """Islands from a partition's offsets themselves, in order, duplicates included (numpy int64 arrays,
     each following the one before): where they break is found here, as breaks_sql finds it on a server."""
-    import numpy as np  # lazy: numpy 64 ms to import
+    import numpy as np  # lazy: see docs/imports.md
 
     first = last = None
     ends, nexts = [], []
@@ -524,7 +523,7 @@ def islands_from_offsets(topic: str, partition: int, chunks: Iterable[Any]) -> I
 def _islands_of_breaks(topic: str, partition: int, first: int, ends: Any, nexts: Any) \
         -> Iterator[OffsetIsland]:
     """islands_from_breaks's islands, from the breaks as two arrays (-1: no next offset)."""
-    import numpy as np  # lazy: numpy 64 ms to import
+    import numpy as np  # lazy: see docs/imports.md
 
     e = ends.astype(np.int64)
     s = np.concatenate(([first], nexts[:-1])).astype(np.int64)
@@ -610,7 +609,7 @@ def check_offsets_columns(have: dict[str, str], where: str, what: str) -> dict[s
 
 def error_text(e: BaseException) -> str:
     """A DuckDB error in one line. Its extension errors break the line inside a quote ("extension
-    'httpfs:\nFailed to download..."): keep the cause and the hint, drop the troubleshooting URL."""
+    'httpfs:\\nFailed to download..."): keep the cause and the hint, drop the troubleshooting URL."""
     lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
     if not lines:
         return type(e).__name__

@@ -107,7 +107,7 @@ def _read(cluster: Cluster, ends: dict[TP, int], *, read_committed: bool, what: 
     ``decoder`` (eosctl.cluster.schemas.SchemaDecoder) the key and value by their logical form."""
     out: dict[int, list[tuple[int, Fingerprint, Any]]] = {p: [] for _, p in ends}
     if decoder is not None:
-        # lazy: eosctl.cluster.schemas 200 ms (the registry client, fastavro, protobuf), only with a registry
+        # lazy: the registry client, fastavro, protobuf: only with a registry; see docs/imports.md
         from eosctl.cluster.schemas import logical
     for m in kafka_topic.records(cluster, ends, read_committed=read_committed, what=what):
         if decoder is not None:
@@ -137,7 +137,8 @@ def _decoders(source: Cluster, replica: Cluster) -> tuple[Any, Any]:
     cluster's registry, else the other's; (None, None) without one (records compared by their bytes)."""
     if source.schema_registry_url is None and replica.schema_registry_url is None:
         return None, None
-    from eosctl.cluster.schemas import SchemaDecoder, registry_of  # lazy: 200 ms, only with a registry
+    # lazy: only with a registry; see docs/imports.md
+    from eosctl.cluster.schemas import SchemaDecoder, registry_of
 
     mine, theirs = registry_of(source), registry_of(replica)
     return SchemaDecoder(mine or theirs), SchemaDecoder(theirs or mine)  # type: ignore[arg-type]

@@ -31,7 +31,7 @@ def topic_rows(sink: Sink) -> tuple[list[tuple[bytes | None, bytes]], ReadPoint]
     """A compacted topic (a KTable's output or changelog) as a state sink: per record key, its latest
     committed record's (key, value) below the end offsets read first, as a compacted topic or a KTable
     holds it; a tombstone deletes the key."""
-    from eosctl.sink.kafka_topic import end_offsets, now, records  # lazy: eosctl.sink.kafka_topic 40 ms
+    from eosctl.sink.kafka_topic import end_offsets, now, records  # lazy: see docs/imports.md
 
     if sink.kafka_cluster is None or sink.kafka_topic is None:
         raise SinkError("a kafka_topic state sink needs its cluster; check [pipelines.NAME.sink].cluster")
@@ -54,12 +54,12 @@ def read_rows(sink: Sink, columns: Sequence[tuple[str, str]],
     name = shown(sink)
     if sink.postgres is not None:
         return _postgres(sink, columns, where, name)
-    import duckdb  # lazy: duckdb 44 ms to import
+    import duckdb  # lazy: see docs/imports.md
 
-    from eosctl.sink.relation import NO_EXTENSION_DOWNLOADS  # lazy: eosctl.sink.relation 60 ms to import
+    from eosctl.sink.relation import NO_EXTENSION_DOWNLOADS  # lazy: see docs/imports.md
 
     if sink.duckdb is not None:
-        from eosctl.sink.duckdb import connect_readonly  # lazy: eosctl.sink.duckdb 40 ms to import
+        from eosctl.sink.duckdb import connect_readonly  # lazy: see docs/imports.md
 
         conn = connect_readonly(sink.duckdb, where, table=sink.table, name=name)
         relation, point = ident(sink.table), ReadPoint("duckdb", name, _copied(sink))
@@ -74,7 +74,7 @@ def read_rows(sink: Sink, columns: Sequence[tuple[str, str]],
             point = _register_iceberg(conn, sink, where)
             what = f"Iceberg table {point.source}"
         else:
-            from eosctl.sink.relation import register_files  # lazy: eosctl.sink.relation 60 ms to import
+            from eosctl.sink.relation import register_files  # lazy: see docs/imports.md
 
             files = sink.files or (sink.parquet,)
             register_files(conn, relation, [f for f in files if f], f"Parquet {name}")
@@ -113,7 +113,7 @@ def _pick(have: dict[str, str], column: str, key: str, what: str, where: str) ->
 
 
 def _register_delta(conn: Any, sink: Sink, where: str, name: str) -> ReadPoint:
-    from eosctl.sink.delta import _table, _versions  # lazy: eosctl.sink.delta 65 ms to import
+    from eosctl.sink.delta import _table, _versions  # lazy: see docs/imports.md
 
     version, _ = _versions(sink)
     table = _table(sink.delta or "", version, where, "delta")
@@ -127,8 +127,8 @@ def _register_delta(conn: Any, sink: Sink, where: str, name: str) -> ReadPoint:
 
 def _register_iceberg(conn: Any, sink: Sink, where: str) -> ReadPoint:
     """The table at the snapshot the command pinned (eosctl.sink.freeze), deletes applied by pyiceberg."""
-    from eosctl.sink.iceberg import _arrow, _name, _snapshot, _table_at  # lazy: pyiceberg 300 ms to import
-    from eosctl.sink.tablepin import split_at  # lazy: eosctl.sink.relation 60 ms to import
+    from eosctl.sink.iceberg import _arrow, _name, _snapshot, _table_at  # lazy: see docs/imports.md
+    from eosctl.sink.tablepin import split_at  # lazy: see docs/imports.md
 
     name = (sink.frozen_from or sink).iceberg or ""
     _, table_name = _name(sink, where)
@@ -140,7 +140,7 @@ def _register_iceberg(conn: Any, sink: Sink, where: str) -> ReadPoint:
 
 def _postgres(sink: Sink, columns: Sequence[tuple[str, str]], where: str, name: str) -> tuple[list[tuple],
                                                                                               ReadPoint]:
-    from eosctl.sink.postgres import (  # lazy: eosctl.sink.postgres 150 ms to import (psycopg)
+    from eosctl.sink.postgres import (  # lazy: it imports psycopg; see docs/imports.md
         _begin,
         _column_types,
         _find_table,

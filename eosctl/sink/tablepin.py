@@ -52,7 +52,7 @@ def open_pinned(sink: Sink, where: str, fmt: Format, name: str, rows_at: Any, of
                 load_rows: Callable[[Any], Any], load_offsets: Callable[[Any], Any]) -> DuckDBReader:
     """A reader of both tables at their pins: ``load_rows(conn)`` / ``load_offsets(conn)`` register the
     table (as KIND_rows / KIND_offsets) when it has no pinned files, and return the pin they read."""
-    import duckdb  # lazy: duckdb 44 ms to import
+    import duckdb  # lazy: see docs/imports.md
 
     rows_rel, offsets_rel = f"{fmt.kind}_rows", f"{fmt.kind}_offsets"
     conn = duckdb.connect(config=NO_EXTENSION_DOWNLOADS)

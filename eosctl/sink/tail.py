@@ -9,8 +9,7 @@ rewritten) since is noticed (the row count no longer matches the rowids, or the 
 same row any more) and read again from rowid 0, still in slices. Updates of a row in place are not seen.
 
 The state is what the ledger needs (eosctl.inspection.ledger.SinkSide): per partition its islands and summary,
-the
-sink table's invalid rows, the offsets table (small: read whole at the end of each read).
+the sink table's invalid rows, the offsets table (small: read whole at the end of each read).
 """
 
 from __future__ import annotations
@@ -92,7 +91,7 @@ class DuckDBTail:
 
     def _slice(self, check: bool) -> bool:
         # Imported before the file is held (the first import of each takes seconds on a busy machine):
-        # lazy: duckdb 57 ms, numpy 116 ms, pandas 885 ms, pyarrow 121 ms, pyarrow.compute 138 ms to import
+        # lazy: see docs/imports.md
         import duckdb  # noqa: F401
         import numpy  # noqa: F401
         import pandas  # noqa: F401  (DuckDB's Arrow export imports it on first use)
@@ -208,7 +207,7 @@ def _islands(conn, reader: DuckDBReader) -> dict[TP, list[OffsetIsland]]:
     """The slice's islands per partition: (topic, partition, offset, rows) counted in DuckDB, then cut into
     runs with numpy over all partitions at once (no per-partition Python: a slice of a 10k-partition sink
     holds rows of thousands of partitions; the SQL islands query sorts with a window, ~8x slower here)."""
-    # lazy: numpy 116 ms, pyarrow.compute 138 ms to import
+    # lazy: see docs/imports.md
     import numpy as np
     import pyarrow.compute as pc
 

@@ -114,9 +114,8 @@ class Safety:
 def assess(tp: TP, producer_id: int, lso: int, hw: int, coordinator: Any | None, last_write_ms: int | None,
            committed: Mapping[str, int | None], now_ms: int, cannot_see: str | None = None) -> Safety:
     """``coordinator``: the producer's eosctl.txn.transactions.TxnInfo (None: no coordinator lists it);
-    ``committed``:
-    group -> its committed offset on the partition (groups that never committed there: left out). A group
-    is blocked when its consumers cannot pass the LSO while records wait beyond it."""
+    ``committed``: group -> its committed offset on the partition (groups that never committed there: left
+    out). A group is blocked when its consumers cannot pass the LSO while records wait beyond it."""
     tracked = bool(coordinator is not None and coordinator.active and tp in coordinator.partitions
                    and coordinator.producer_id == producer_id)
     two_phase = bool(coordinator is not None and coordinator.two_phase)
@@ -134,7 +133,7 @@ def gather(client: Any, kafka_admin: Any, tp: TP, producer_id: int, lso: int, hw
            now_ms: int, groups: tuple[str, ...] = ()) -> Safety:
     """assess() with the facts read now: the coordinator's view of the producer, its last write from
     DescribeProducers, and the committed offsets on the partition of ``groups`` (default: every group)."""
-    # lazy: eosctl.cluster.offsets 86 ms, eosctl.txn.transactions 126 ms to import
+    # lazy: see docs/imports.md
     from eosctl.cluster.offsets import group_offsets, group_states
     from eosctl.txn.transactions import coordinator_unseen, coordinator_view, describe_producers
 
@@ -166,8 +165,7 @@ def _stamp(ms: int) -> str:
 
 def from_capture(cap: Any, tp: TP, producer_id: int, coordinator: Any | None, now_ms: int) -> Safety | None:
     """assess() from what a capture (eosctl.inspection.capture.Capture: live or a snapshot) read; None when it
-    holds
-    no offsets for the partition."""
+    holds no offsets for the partition."""
     log = cap.log_of(*tp)
     lags = [r for r in (cap.lag.partitions if cap.lag is not None else []) if (r.topic, r.partition) == tp]
     if log is not None:

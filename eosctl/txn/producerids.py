@@ -24,7 +24,7 @@ from eosctl.cluster.wire import WireClient
 def identify(client: WireClient, logs: Iterable[PartitionLog]) -> None:
     """Fill in ``transactional_id`` and ``txn_timeout_ms`` of every producer in the logs the coordinators
     know (in place); producers they don't know keep None."""
-    from eosctl.txn.transactions import coordinator_view  # lazy: eosctl.txn.transactions 15 ms to import
+    from eosctl.txn.transactions import coordinator_view  # lazy: see docs/imports.md
 
     logs = list(logs)
     # Transactional producers only (markers, an open transaction, epoch bumps): O(producers) per refresh.
@@ -77,7 +77,7 @@ def read_one(client: WireClient, log: PartitionLog, scan_last: int = 100_000) ->
     """For a command that scanned one partition (``log``, ``explain``): its producers' transactional ids
     and timeouts, and a transactions-v2 pair it can't read settled from the topic's other partitions
     (their last ``scan_last`` offsets), read only when there is one."""
-    from eosctl.cluster.logscan import scan_partitions  # lazy: eosctl.cluster.logscan 6.9 ms to import
+    from eosctl.cluster.logscan import scan_partitions  # lazy: see docs/imports.md
 
     identify(client, [log])
     if not ambiguous(log):

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
-
-from kafka.admin import KafkaAdminClient
+from typing import TYPE_CHECKING, Any
 
 from eosctl.base.errors import EosctlError
 from eosctl.cluster.logscan import scan_partitions
@@ -22,7 +20,11 @@ from eosctl.cluster.wire import WireClient
 from eosctl.txn.fencing import fencing_events
 from eosctl.txn.producerids import identify, settle
 from eosctl.txn.rotation import all_rotations, rotations
-from eosctl.txn.transactions import ActiveProducer, Described, describe_producers
+from eosctl.txn.transactions import Described, describe_producers
+
+if TYPE_CHECKING:
+    from kafka.admin import KafkaAdminClient
+    from kafka.admin import ProducerState as ActiveProducer
 
 DEFAULT_SCAN_LAST = 100_000
 DESCRIBE_PRODUCERS = "describe-producers"

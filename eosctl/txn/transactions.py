@@ -23,11 +23,9 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import kafka.errors as Errors
-from kafka.admin import AbortTransactionSpec, KafkaAdminClient, TransactionDescription
-from kafka.admin import ProducerState as ActiveProducer
 from kafka.protocol.admin.transactions import DescribeTransactionsRequest, ListTransactionsRequest
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 from kafka.structs import TopicPartition
@@ -47,6 +45,10 @@ from eosctl.txn.opentxn import (
     open_transactions,
 )
 
+if TYPE_CHECKING:  # kafka.admin (the admin client) imported only where one is used
+    from kafka.admin import KafkaAdminClient, TransactionDescription
+    from kafka.admin import ProducerState as ActiveProducer
+
 # Kafka's default transaction.max.timeout.ms: after it the coordinator aborts a transaction by itself.
 DEFAULT_MAX_AGE_S = 900.0
 # A two-phase commit transaction (KIP-939): InitProducerId with enable2Pc makes the coordinator store the
@@ -57,7 +59,7 @@ TWO_PHASE_TIMEOUT_MS = 2**31 - 1
 ACTIVE_STATES = {"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"}
 WRITE_TXN_MARKERS_API_KEY = 27
 # DescribeProducers' answer: the active producers per partition, and "ok" / "unsupported" / the error.
-Described = tuple[dict[TP, list[ActiveProducer]], str]
+Described = tuple[dict[TP, list["ActiveProducer"]], str]
 T = TypeVar("T")
 
 
@@ -228,8 +230,8 @@ def _round(v: float | None) -> float | None:
 
 def supports(admin: KafkaAdminClient, api_key: int) -> bool:
     """Whether the broker lists ``api_key`` in its ApiVersions answer
-    (eosctl.cluster.wire.listed_api_versions:
-    never through kafka-python's enum, which raises on keys it lacks)."""
+    (eosctl.cluster.wire.listed_api_versions: never through kafka-python's enum, which raises on keys it
+    lacks)."""
     listed = listed_api_versions(getattr(admin, "_manager", None))
     if listed is None:
         try:
@@ -379,8 +381,7 @@ def describe_producers(admin: KafkaAdminClient, tps: Iterable[TP],
     """DescribeProducers for the partitions (kafka-python sends one request per leader).
 
     ``leaders``: each partition's leader when the caller knows it (eosctl.cluster.wire.WireClient), so no
-    metadata
-    is asked for first (kafka-python's own lookup decodes the whole topics' metadata, ~0.3 s at 10k
+    metadata is asked for first (kafka-python's own lookup decodes the whole topics' metadata, ~0.3 s at 10k
     partitions); a leader that moved sends the request the usual way.
     Returns (active producers per partition, status) where status is "ok", "unsupported" or the error.
     """
@@ -657,6 +658,8 @@ def abort(admin: KafkaAdminClient, plan: AbortPlan) -> None:
     if not plan.supported:
         raise EosctlError("this broker does not support aborting transactions (no WriteTxnMarkers API); "
                           "nothing was changed")
+    from kafka.admin import AbortTransactionSpec  # lazy: kafka.admin 18 modules, 50-90 ms to import
+
     spec = AbortTransactionSpec(TopicPartition(plan.topic, plan.partition), plan.producer_id,
                                 plan.producer_epoch, plan.coordinator_epoch)
     _call(f"aborting the transaction of producer {plan.producer_id}", admin.abort_transaction, spec,

@@ -17,6 +17,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.support.helpers import eosctl
+from tests.support.markers import markers_written
 
 pytestmark = pytest.mark.integration
 
@@ -46,6 +47,7 @@ def topics(bootstrap: str, unique_module: str) -> tuple[str, str]:
             producer.produce(source, key=f"k{i}".encode(), value=b"v", partition=0)
         assert producer.flush(30) == 0  # an abort purges what is unsent: write the aborted records
         producer.commit_transaction(30) if commit else producer.abort_transaction(30)
+    markers_written(bootstrap, f"{unique_module}-src")
     plain = Producer({"bootstrap.servers": bootstrap})  # Connect's DLQ producer: not transactional
     for offset in (2, 2, 10, 6):
         plain.produce(dlq, value=b"v", partition=0, headers=connect_headers(source, offset))

@@ -30,6 +30,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.support import helpers, jvm
 from tests.support.helpers import eosctl, exited
+from tests.support.markers import markers_written
 
 pytestmark = [pytest.mark.integration]
 
@@ -88,6 +89,8 @@ class Upserts:
                 self.opener = p
             else:
                 (p.commit_transaction if end == "commit" else p.abort_transaction)(30)
+                # the next id's records after this one's markers, as the offsets in TXNS have them
+                markers_written(self.bootstrap, f"{self.topic}.{end}")
 
     def start(self) -> None:
         props = self.home / "worker.properties"

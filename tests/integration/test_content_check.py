@@ -20,6 +20,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from eosctl.cli import main
 from tests.support.helpers import eosctl
+from tests.support.markers import markers_written
 
 pytestmark = pytest.mark.integration
 
@@ -52,6 +53,7 @@ def source(bootstrap: str) -> tuple[str, dict[int, dict[int, str]]]:
                           on_delivery=done)
             p.flush(30)
             (p.abort_transaction if txn == 1 else p.commit_transaction)(30)
+    markers_written(bootstrap, f"{topic}-0", f"{topic}-1")
     assert sorted(keys[0]) == sorted(keys[1]) == DATA
     return topic, keys
 

@@ -24,6 +24,7 @@ from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from tests.support.helpers import eosctl
+from tests.support.markers import markers_written
 from tests.support.registrystub import RegistryStub
 
 pytestmark = pytest.mark.integration
@@ -74,6 +75,7 @@ def topic(bootstrap, registry):
     for i in range(6):
         t.produce(name, value=ser(order(i), ctx), partition=1)
     t.commit_transaction(30)
+    markers_written(bootstrap, f"{name}-1")  # the writer's offsets 1..6 are below the HW only after it
     return name
 
 
@@ -410,6 +412,7 @@ def test_key_lineage_pairs_a_key_reserialized_under_a_new_schema_version(bootstr
         writer.send_offsets_to_transaction([TopicPartition(src, 0, 5)], consumer.consumer_group_metadata(),
                                            30)
         writer.commit_transaction(30)
+        markers_written(bootstrap, f"{name}.tx")
     finally:
         consumer.close()
     assert all(w != m.key() for w, m in zip(written, msgs, strict=True))  # v2 is another id: other bytes

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import helpers, jvm
+from tests.support.markers import markers_written
 
 pytestmark = pytest.mark.integration
 
@@ -95,6 +96,7 @@ def transactional_topic(bootstrap: str, topic: str) -> None:
             p.produce(topic, partition=partition, value=outcome.encode())
         assert p.flush(30) == 0
         (p.commit_transaction if outcome == "commit" else p.abort_transaction)(30)
+    markers_written(bootstrap, f"{topic}-writer")
 
 
 @pytest.fixture(scope="module")

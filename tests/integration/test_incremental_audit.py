@@ -25,6 +25,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from eosctl.cli import main
+from tests.support.markers import markers_written
 
 pytestmark = pytest.mark.integration
 
@@ -154,6 +155,8 @@ def test_incremental_findings_equal_a_full_audit(bootstrap: str, unique: str, tm
         (0, 10, "shifted_coordinates", -1), (0, 11, "shifted_coordinates", 1),
         (1, 0, "different_record", None), (1, 10, "shifted_coordinates", 1)]
     p.commit_transaction(30)
+    # The two audits below must read the same log: g0's marker in it for both, not only for the second
+    markers_written(bootstrap, unique + "-w")
 
     # Nothing new: the same verdict again, nothing read of the sink.
     again = json.loads(cli(*base, "--incremental", str(state)).stdout)

@@ -124,8 +124,10 @@ def hung(unverified):
     admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(60)
     plain_write(bs, topic, 0, 2)
     plain_write(bs, topic, 1, 3)
-    planted = time.monotonic()
     pid, epoch, first = plant_hanging(bs, topic, 1, txid, 2)
+    # From its acknowledgement, not from before the call: the batch's timestamp is taken after
+    # InitProducerId, which retries while the coordinator loads its log (seconds on a loaded machine).
+    planted = time.monotonic()
     assert first == 3
     plain_write(bs, topic, 1, 2)
     c = Consumer({"bootstrap.servers": bs, "group.id": group, "enable.auto.commit": False})
@@ -272,8 +274,8 @@ def test_a_transaction_hanging_on_a_group_s_offsets_is_found_as_find_hanging_fin
         c.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
     finally:
         c.close()
-    planted = time.monotonic()
     pid, epoch = plant_hanging_offsets(bs, group, topic, 0, 3, txid)
+    planted = time.monotonic()  # after the commit, as for plant_hanging: its age starts there at the latest
     with WireClient(bs) as client:
         n = offsets_partition(group, len(client.metadata(["__consumer_offsets"])["__consumer_offsets"]))
     time.sleep(max(0.0, planted + MAX_AGE_S + 0.5 - time.monotonic()))

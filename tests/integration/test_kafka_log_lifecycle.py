@@ -24,6 +24,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from tests.support import jvm
 from tests.support.broker import audit_offsets, commit_offset
 from tests.support.helpers import eosctl, wait_until
+from tests.support.markers import markers_written
 from tests.support.txnjava import TxnJava
 
 pytestmark = pytest.mark.integration
@@ -203,6 +204,7 @@ def test_retention_moves_the_log_start_through_a_committed_and_an_aborted_transa
         assert p.flush(30) == 0
     committed.commit_transaction(30)
     aborted.abort_transaction(30)
+    markers_written(bs, f"{topic}-c", f"{topic}-a")  # the markers at offset 3 are what `log` must show
     before = [[(r["first"], r["last"], r["kind"]) for r in jdoc("log", "--bootstrap", bs, "-t", topic, "-P",
                                                                   str(part))["ranges"]] for part in (0, 1)]
     assert before == [[(0, 2, "DATA"), (3, 3, "MARKER")], [(0, 2, "ABORTED"), (3, 3, "MARKER")]]

@@ -20,6 +20,7 @@ import pytest
 
 from tests.support import txnguard
 from tests.support.helpers import eosctl_json
+from tests.support.markers import markers_written
 
 pytestmark = pytest.mark.integration
 
@@ -76,6 +77,7 @@ def written(broker):
     for i in range(2):
         second.produce(topic, b"d%d" % i, partition=0)
     second.commit_transaction(60)
+    markers_written(bs, done_id)  # the tools compared below must read the same settled log
     hanging = Producer({"bootstrap.servers": bs, "transactional.id": open_id,
                         "transaction.timeout.ms": 600000})
     hanging.init_transactions(60)

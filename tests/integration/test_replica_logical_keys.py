@@ -28,6 +28,7 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerialize
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from tests.support.helpers import eosctl, wait_until
+from tests.support.markers import markers_written
 from tests.support.registrystub import RegistryStub
 
 pytestmark = pytest.mark.integration
@@ -76,6 +77,7 @@ def source(bootstrap, registries) -> str:
         t.produce(name, key=ks(key(i), kctx), value=vs({"qty": i, "price": Decimal("0.01")}, vctx))
     t.flush(30)
     t.abort_transaction(30)
+    markers_written(bootstrap, f"{name}.aborter")
     return name
 
 
@@ -110,6 +112,7 @@ def copy(bootstrap: str, registries, topic: str, replica: str, twice: int | None
                 writer.produce(replica, key=k, value=v, timestamp=m.timestamp()[1], headers=m.headers())
             pairs.append((m.key(), k, m.value(), v))
         writer.commit_transaction(30)
+        markers_written(bootstrap, f"{replica}.copier")
     finally:
         consumer.close()
     return pairs

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import helpers, securekafka
+from tests.support.markers import markers_written
 
 pytestmark = pytest.mark.integration
 
@@ -268,6 +269,7 @@ def test_the_production_example_config_works_with_only_its_addresses_changed(set
     for i in range(5):
         producer.produce(topic, key=f"p{i}", value=b"{}", partition=0)
     producer.commit_transaction(30)  # offsets 0-4, the COMMIT marker at 5
+    markers_written(internal, "payments-processor-0")  # the group's offset 6 is the HW only after it
     consumer = Consumer({"bootstrap.servers": internal, "group.id": group})
     consumer.commit(offsets=[TopicPartition(topic, 0, 6)], asynchronous=False)
     consumer.close()

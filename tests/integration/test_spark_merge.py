@@ -27,6 +27,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from eosctl.base import procs
 from tests.support.helpers import eosctl
+from tests.support.markers import markers_written
 from tests.support.streaming import spark_jars
 
 pytestmark = [pytest.mark.integration, pytest.mark.own_spark]
@@ -58,6 +59,7 @@ def write_topic(bootstrap: str) -> tuple[str, dict[int, tuple[str, int]]]:
             else:
                 p.commit_transaction(30)
                 committed.update(got)
+    markers_written(bootstrap, f"{topic}.writer")
     return topic, committed
 
 

@@ -23,6 +23,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.support.helpers import eosctl
+from tests.support.markers import markers_written
 
 pytestmark = pytest.mark.integration
 
@@ -31,6 +32,7 @@ class Source:
     """The topic and its transactional writer (one transaction left open between rounds 2 and 3)."""
 
     def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
         self.topic = "stateinc" + uuid.uuid4().hex[:8]
         admin = AdminClient({"bootstrap.servers": bootstrap})
         new = NewTopic(self.topic, num_partitions=2, replication_factor=1)
@@ -52,10 +54,17 @@ class Source:
             self.producer.abort_transaction(30)
         else:
             self.open = True
+            return
+        self.settle()
 
     def commit_open(self) -> None:
         self.producer.commit_transaction(30)
         self.open = False
+        self.settle()
+
+    def settle(self) -> None:
+        """The audit that follows reads the log with this transaction's markers in it."""
+        markers_written(self.bootstrap, f"{self.topic}-w")
 
 
 @pytest.fixture

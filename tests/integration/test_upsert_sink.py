@@ -27,6 +27,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.support.helpers import eosctl
+from tests.support.markers import markers_written
 
 pytestmark = pytest.mark.integration
 
@@ -286,6 +287,7 @@ def amounts(bootstrap: str) -> str:
                                  on_delivery=lambda err, msg: got.append(-1 if err else msg.offset()))
         producer.flush(30)
         (producer.abort_transaction if txn == "B" else producer.commit_transaction)(30)
+    markers_written(bootstrap, f"{topic}-writer")
     assert got == [0, 1, 2, 3, 5, 7, 8, 9, 10]
     return topic
 
@@ -369,6 +371,7 @@ def write_topic(bootstrap: str, name: str, records: list[tuple[str, bytes | None
             producer.produce(topic, key=key.encode(), value=value, partition=0)
         producer.flush(30)
         end(30)
+    markers_written(bootstrap, f"{topic}-app")
     return topic
 
 
@@ -441,6 +444,7 @@ def timed(bootstrap: str) -> str:
                          timestamp=T0 + second * 1000)
     producer.flush(30)
     producer.commit_transaction(30)
+    markers_written(bootstrap, f"{topic}-writer")
     return topic
 
 

@@ -216,8 +216,7 @@ def test_invalid_utf8_keys_are_shown_as_text(tmp_path) -> None:
 
     raw = b"\xff\xfe\x1b]52;c;cHduZWQ=\x07k\x9b2J"
     # eosctl.base.safetext.decode: the bytes that are not UTF-8 as DuckDB shows them; the ESC, valid UTF-8,
-    # stays
-    # a character for the renderers to escape.
+    # stays a character for the renderers to escape.
     assert _key(SimpleNamespace(key=lambda: raw)) == "\\xFF\\xFE\x1b]52;c;cHduZWQ=\x07k\\x9B2J"
     with KafkaSim(nodes=1) as sim:
         sim.partition("orders", 0).data(5, producer_id=-1, epoch=-1)

@@ -533,28 +533,27 @@ class KafkaSim:
         g = self.groups.get(gid)
         return g if g is not None and g.group_type == kind else None
 
-    def _streamsgroupdescribe(self, node: int, request: Any, version: int) -> dict[str, Any]:
-        item = StreamsGroupDescribeResponse.Groups
+    def _typed_describe(self, request: Any, kind: str, item: Any, **fields: Any) -> dict[str, Any]:
+        """A StreamsGroupDescribe or ShareGroupDescribe answer: the fields both carry, the group's own
+        ``fields`` (its topology or assignor) beside them; a group missing or of another type as
+        _typed_group says."""
         out = []
         for gid in request.group_ids:
-            g = self._typed_group(gid, "streams")
+            g = self._typed_group(gid, kind)
             out.append(item(error_code=NONE if g else GROUP_ID_NOT_FOUND,
                             error_message=None if g else f"Group {gid} not found.", group_id=gid,
-                            group_state=g.state if g else "", group_epoch=1, assignment_epoch=1,
-                            topology=None, members=[], authorized_operations=-2147483648,
-                            topology_description=None, topology_description_status=0, assignor_name=None))
+                            group_state=g.state if g else "", group_epoch=1, assignment_epoch=1, members=[],
+                            authorized_operations=-2147483648, **fields))
         return {"throttle_time_ms": 0, "groups": out}
 
+    def _streamsgroupdescribe(self, node: int, request: Any, version: int) -> dict[str, Any]:
+        return self._typed_describe(request, "streams", StreamsGroupDescribeResponse.Groups, topology=None,
+                                    topology_description=None, topology_description_status=0,
+                                    assignor_name=None)
+
     def _sharegroupdescribe(self, node: int, request: Any, version: int) -> dict[str, Any]:
-        item = ShareGroupDescribeResponse.Groups
-        out = []
-        for gid in request.group_ids:
-            g = self._typed_group(gid, "share")
-            out.append(item(error_code=NONE if g else GROUP_ID_NOT_FOUND,
-                            error_message=None if g else f"Group {gid} not found.", group_id=gid,
-                            group_state=g.state if g else "", group_epoch=1, assignment_epoch=1,
-                            assignor_name="simple", members=[], authorized_operations=-2147483648))
-        return {"throttle_time_ms": 0, "groups": out}
+        return self._typed_describe(request, "share", ShareGroupDescribeResponse.Groups,
+                                    assignor_name="simple")
 
     def _describesharegroupoffsets(self, node: int, request: Any, version: int) -> dict[str, Any]:
         item = DescribeShareGroupOffsetsResponse.Groups

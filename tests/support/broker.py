@@ -6,6 +6,8 @@ import csv
 import uuid
 from pathlib import Path
 
+from tests.support.markers import markers_written
+
 
 def committed_group(bootstrap: str, prefix: str = "out", records: int = 5) -> tuple[str, str]:
     """(topic, group): a new 1-partition topic with ``records`` records and a group that committed all of
@@ -63,6 +65,8 @@ def keyed_sink(bootstrap: str, topic: str, group: str, sink: Path, partitions: i
                           on_delivery=lambda err, m, key=key: rows.append((m.partition(), m.offset(), key)))
         p.commit_transaction(60)
     p.flush(30)
+    # The HW below counts the last commit's markers: the group's offsets and the caller's readings after them
+    markers_written(bootstrap, transactional_id)
     assert len(rows) == partitions * records
     hw = {part: records + records // txn for part in range(partitions)}
     con = duckdb.connect(str(sink))

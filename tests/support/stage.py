@@ -28,6 +28,7 @@ from eosctl.sandbox import maven
 from tests.support import helpers
 from tests.support.helpers import eosctl
 from tests.support.jvm import compile_java
+from tests.support.markers import markers_written
 
 Record = tuple[int, int, bytes | None, bytes | None]  # partition, offset, key, value
 STAGES = Path(__file__).resolve().parents[1] / "stages"
@@ -274,4 +275,5 @@ def write_input(bootstrap: str, topic: str, batches: int, batch: int) -> tuple[d
         else:
             producer.commit_transaction(30)
             committed.update(delivered)
+    markers_written(bootstrap, *(f"{topic}.{kind}" for kind in producers))  # the stage reads a settled log
     return committed, aborted

@@ -18,6 +18,7 @@ import uuid
 import pytest
 from textual.widgets import Static
 
+from tests.support.markers import markers_written
 from tests.support.prometheus import Exporter, poll
 from tests.support.tui import running, sync, text_of, until
 
@@ -80,6 +81,9 @@ def dark(tmp_path_factory):
                 for i in range(start, start + TXN):
                     p.produce(topic, key=f"{q}-{i}".encode(), value=b"v", partition=q)
             p.commit_transaction(60)
+        # Every partition's last marker before the group's offsets and the victim's kill: a marker still
+        # owed to the victim's partition would leave its HW short of HW.
+        markers_written(cluster.bootstrap, topic)
         c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
         c.commit(offsets=[TopicPartition(topic, q, HW) for q in range(3)], asynchronous=False)
         c.close()

@@ -33,3 +33,10 @@ def test_the_long_benchmarks_are_named_in_the_docs_and_exist():
     line = doc[doc.index("`make bench-long` runs `"):].split("\n", 1)[0]
     assert _long() and _long() <= _scripts()
     assert set(re.findall(r"`([a-z_]+_bench\.py)`", line)) == _long()
+
+
+def test_make_bench_measures_the_import_cost_table_too():
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = makefile[makefile.index("\nbench: "):makefile.index("\nbench-long:")]
+    assert "$(BIN)/python benchmarks/import_costs.py" in recipe
+    assert (ROOT / "benchmarks" / "import_costs.py").is_file()

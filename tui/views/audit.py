@@ -77,7 +77,7 @@ def finding_rows(report: AuditReport) -> list[Row]:
                     kind,
                     f.topic,
                     f.partition,
-                    None if f.first_offset is None else fmt.offsets(f.first_offset, f.last_offset),
+                    _offsets(f),
                     fmt.count(f.count),
                     detail,
                 ),
@@ -86,6 +86,13 @@ def finding_rows(report: AuditReport) -> list[Row]:
             )
         )
     return rows
+
+
+def _offsets(f: Finding) -> str | None:
+    """Its offsets, as the table shows them; None for an invalid_row (it has neither)."""
+    if f.first_offset is None or f.last_offset is None:
+        return None
+    return fmt.offsets(f.first_offset, f.last_offset)
 
 
 def finding_detail(f: Finding, rule: str | None) -> str:
@@ -103,8 +110,9 @@ def describe_finding(f: Finding, rule: str | None = None) -> Text:
     """A finding's whole story for the detail pane: where, how many, its cause in a few words, then the
     cause's whole sentence (the table's detail cell is cut to fit the screen; this never is)."""
     where = f"{f.topic}[{f.partition}]" if f.topic is not None else "rows no partition owns"
-    if f.first_offset is not None:
-        where += f" offsets {fmt.offsets(f.first_offset, f.last_offset)}"
+    offsets = _offsets(f)
+    if offsets is not None:
+        where += f" offsets {offsets}"
     t = Text()
     t.append(f"{f.kind} ", style="bold")
     t.append(f"{term(where)} · {fmt.count(f.count)}")

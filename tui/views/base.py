@@ -153,7 +153,7 @@ class TableView(View):
             return
         data = self._data
         index = data.index.get(event.key) if data is not None and event.key is not None else None
-        text = self.describe(data.rows[index].item) if index is not None else None
+        text = self.describe(data.rows[index].item) if data is not None and index is not None else None
         pane = panes.first(Static)
         pane.set_class(text is not None, "shown")
         if text != self._described:  # the same text again (a refresh) costs no layout pass
@@ -164,5 +164,5 @@ class TableView(View):
     def _row_selected(self, event: FilterTable.Selected) -> None:
         data = self._data
         index = data.index.get(event.key) if data is not None else None
-        if index is not None:
+        if data is not None and index is not None:
             self.selected(data.rows[index].item)

@@ -46,10 +46,10 @@ def producer_rows(dash: Dashboard) -> list[Row]:
             marks.append(f"FENCED x{r.fencing_events}")
         if r.zombie_writes:
             marks.append(f"{r.zombie_writes} zombie write{'s' if r.zombie_writes != 1 else ''}")
-        if getattr(r, "in_broker_state", None) is False:
+        if r.in_broker_state is False:
             marks.append("expired from the broker")  # DescribeProducers forgot it; the log still shows it
         epochs = "→".join(map(str, r.epochs)) if len(r.epochs) > 1 else ""
-        if epochs and getattr(r, "earlier_epochs", 0):
+        if epochs and r.earlier_epochs:
             epochs = "…→" + epochs  # the log keeps only the latest epochs (transactions v2: one per txn)
         level = "bad" if r.zombie_writes else ("warn" if fenced(r) else None)
         rows.append(

@@ -20,7 +20,7 @@ __all__ = ["FAULTS", "run_pipeline"]
 
 def __getattr__(name: str) -> Any:
     if name == "run_pipeline":
-        # lazy: eosctl.sandbox.pipeline.run 98 ms at start-up
+        # lazy: see docs/imports.md
         from eosctl.sandbox.pipeline.run import run_pipeline
 
         return run_pipeline

@@ -124,7 +124,7 @@ class Broker:
         admin = self._kafka_admin()
         if admin is None:
             return None
-        from kafka import errors as Errors  # lazy: kafka 67 ms to import
+        from kafka import errors as Errors  # lazy: see docs/imports.md
 
         # A freshly started Apache Kafka answers COORDINATOR_LOAD_IN_PROGRESS (and NOT_COORDINATOR while
         # the coordinator moves) for a while: asked again until TIMEOUT, else an open transaction of an

@@ -47,7 +47,7 @@ def run_pipeline(cluster: Cluster, prefix: str, workdir: Path, faults: Sequence[
     offsets are the commits' application transactions: no offsets table). ``iceberg``: the sink is an
     Iceberg table in a SQL catalog on a SQLite file, sink_iceberg/ in the work directory (its stored
     offsets are in each snapshot's summary: no offsets table)."""
-    from eosctl.sink.base import redact_uri  # lazy: eosctl.sink.base 27 ms to import
+    from eosctl.sink.base import redact_uri  # lazy: see docs/imports.md
 
     faults = F.validate(faults)
     if records < 1 or partitions < 1:

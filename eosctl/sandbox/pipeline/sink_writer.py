@@ -86,7 +86,7 @@ class PgPlace:
 
     @property
     def has_password(self) -> bool:
-        from psycopg.conninfo import conninfo_to_dict  # lazy: psycopg.conninfo 44 ms to import
+        from psycopg.conninfo import conninfo_to_dict  # lazy: see docs/imports.md
 
         return "password" in conninfo_to_dict(self.uri)
 
@@ -147,7 +147,7 @@ class PgSink:
     """DuckSink's twin on PostgreSQL: rows and offsets in one PostgreSQL transaction."""
 
     def __init__(self, place: PgPlace, topic: str):
-        import psycopg  # lazy: psycopg 45 ms to import
+        import psycopg  # lazy: see docs/imports.md
 
         # autocommit: a read is one statement; each write is an explicit transaction (con.transaction()).
         self.con = psycopg.connect(place.uri, autocommit=True)
@@ -212,7 +212,7 @@ class DeltaSink:
         return f"{self.APP}:{self.topic}:{partition}"
 
     def stored_offsets(self) -> dict[int, int]:
-        from deltalake import DeltaTable  # lazy: deltalake 13 ms to import
+        from deltalake import DeltaTable  # lazy: see docs/imports.md
 
         if not DeltaTable.is_deltatable(self.path):
             return {}
@@ -221,7 +221,7 @@ class DeltaSink:
         return {p: int(v) for p, v in versions.items() if v is not None}
 
     def write(self, msgs: Sequence[Message], offsets: dict[int, int]) -> None:
-        # lazy: deltalake 13 ms to import
+        # lazy: see docs/imports.md
         from deltalake import CommitProperties, Transaction, write_deltalake
 
         if not msgs and not offsets:
@@ -233,7 +233,7 @@ class DeltaSink:
                         commit_properties=CommitProperties(app_transactions=txns))
 
     def row_count(self) -> int:
-        from deltalake import DeltaTable  # lazy: deltalake 13 ms to import
+        from deltalake import DeltaTable  # lazy: see docs/imports.md
 
         return DeltaTable(self.path).to_pyarrow_dataset().count_rows() if self.batches else 0
 
@@ -262,7 +262,7 @@ class IcebergPlace:
         return f"{self.namespace}.{TABLE}"
 
     def load(self) -> Any:
-        from pyiceberg.catalog import load_catalog  # lazy: pyiceberg.catalog 449 ms to import
+        from pyiceberg.catalog import load_catalog  # lazy: see docs/imports.md
 
         return load_catalog(self.catalog, uri=self.uri, warehouse=self.warehouse)
 
@@ -304,7 +304,7 @@ class IcebergSink:
 
 def _arrow_rows(msgs: Sequence[Message], batch: int) -> Any:
     """The rows of one batch, with when the sink wrote them (``written_at``, as the SQL sinks' default)."""
-    import pyarrow as pa  # lazy: pyarrow 86 ms to import
+    import pyarrow as pa  # lazy: see docs/imports.md
 
     now = datetime.now(UTC)
     cols = list(zip(*((*_row(m, batch), now) for m in msgs), strict=True)) or [()] * 9
@@ -334,13 +334,13 @@ def rows_in(where: Place, topic: str) -> Counter[tuple[Any, ...]]:
         if isinstance(where, IcebergPlace):
             table = where.load().load_table(where.name).scan(selected_fields=tuple(columns)).to_arrow()
         else:
-            from deltalake import DeltaTable  # lazy: deltalake 13 ms to import
+            from deltalake import DeltaTable  # lazy: see docs/imports.md
 
             table = DeltaTable(str(where.path)).to_pyarrow_table(columns=columns)
         return Counter((p, o) for t, p, o in zip(*(c.to_pylist() for c in table.columns), strict=True)
                        if t == topic)
     if isinstance(where, PgPlace):
-        import psycopg  # lazy: psycopg 45 ms to import
+        import psycopg  # lazy: see docs/imports.md
 
         with psycopg.connect(where.uri) as con:
             rows = con.execute(sql.replace(TABLE, f"{where.quoted}.{TABLE}").replace("?", "%s"),
