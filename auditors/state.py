@@ -31,13 +31,17 @@ from auditors.engine import (
 )
 from auditors.state_spark import run_state_spark, sink_rows
 from auditors.statecols import (
+    History,
     Verdict,
     arrow_row_table,
     judge_tables,
+    latest_records,
+    lazy_values,
     raw_row_table,
     record_table,
     row_table,
     scanned_table,
+    with_values,
 )
 from eosctl.base.errors import BrokerError, ConfigError
 from eosctl.base.progress import Progress, Step, silent
@@ -159,11 +163,16 @@ def audit_columns(target: Any, sink: Sink, *, progress: Progress = silent, fail_
     rows, point = state_rows(sink)
     progress(Step(PHASE_LOG))
     logs, scanned = scan_with_records(target.cluster, target.topics)
+    # An upsert sink's values are read for each key's latest records and the histories judged only.
+    lazy = scanned is not None and lazy_values(sink)
     if scanned is not None:  # the records from the scan's own answers (auditors.statebytes)
-        recs = scanned_table(sink, logs, scanned)
+        recs = scanned_table(sink, logs, scanned, raw=lazy)
     else:
         recs = record_table(sink, logs, read_records(target.cluster, logs))
     bounds = read_point(target.cluster, target.group, logs)
+    latest = latest_records(sink, recs, bounds)
+    if lazy and latest is not None:
+        latest = with_values(sink, latest)
     prepare_s = time.monotonic() - t
     import duckdb  # lazy: see docs/imports.md
 
@@ -172,8 +181,11 @@ def audit_columns(target: Any, sink: Sink, *, progress: Progress = silent, fail_
     with duckdb.connect(config=NO_EXTENSION_DOWNLOADS) as con:
         con.register("recs", recs)
         con.register("state_rows_now", rows)
+        if latest is not None:
+            con.register("recs_latest", latest)
         verdict = judge_tables(con, sink, logs, bounds, recs="recs", rows="state_rows_now",
-                               topic=only_topic(target))
+                               topic=only_topic(target), latest="recs_latest" if latest is not None else None,
+                               history=History(sink, "recs") if lazy else None)
     progress(Step("done", 1, 1))
     engine = engine_facts({"name": "local", "workers": 1}, len(logs), prepare_s, 0.0, {})
     return state_report(target, sink, logs, verdict, point, engine, fail_on, t_start)

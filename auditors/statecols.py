@@ -106,9 +106,10 @@ def _records_table(sink: Sink, logs: Mapping[TP, PartitionLog], messages: list[A
                          pa.array(v_, pa.binary()))
 
 
-def scanned_table(sink: Sink, logs: Mapping[TP, PartitionLog], scanned: Mapping[TP, Any]) -> Any:
+def scanned_table(sink: Sink, logs: Mapping[TP, PartitionLog], scanned: Mapping[TP, Any],
+                  raw: bool = False) -> Any:
     """The ``recs`` table of the records the log scans read (auditors.statebytes.RecordBytes' result per
-    partition: offsets, timestamps, keys, values)."""
+    partition: offsets, timestamps, keys, values); with ``raw``, values left for ``with_values``."""
     import numpy as np  # lazy: see docs/imports.md
     import pyarrow as pa  # lazy: see docs/imports.md
 
@@ -116,16 +117,18 @@ def scanned_table(sink: Sink, logs: Mapping[TP, PartitionLog], scanned: Mapping[
     for (t, p), (o, ts, k, v) in scanned.items():
         n = len(o)
         pieces.append(columns_table(sink, {(t, p): logs[(t, p)]}, pa.array([t] * n, pa.string()),
-                                    np.full(n, p, np.int32), o, ts, k, v))
+                                    np.full(n, p, np.int32), o, ts, k, v, raw=raw))
     if not pieces:
-        return pa.Table.from_pylist([], schema=Shape.of(sink).record_schema())
+        schema = Shape.of(sink).record_schema()
+        return pa.Table.from_pylist([], schema=_with_raw(schema) if raw else schema)
     return pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
 
 
 def columns_table(sink: Sink, logs: Mapping[TP, PartitionLog], topics_a: Any, parts: Any, offsets: Any,
-                  ts: Any, keys_a: Any, values_a: Any) -> Any:
+                  ts: Any, keys_a: Any, values_a: Any, raw: bool = False) -> Any:
     """The ``recs`` table of records given as columns (topic, partition, offset, timestamp, key and value
-    bytes), each told by its log's classification."""
+    bytes), each told by its log's classification. With ``raw``, the value columns are null and the key
+    and value bytes kept (``kb``, ``vb``): ``with_values`` reads the values of the records that need them."""
     import numpy as np  # lazy: see docs/imports.md
     import pyarrow as pa  # lazy: see docs/imports.md
 
@@ -148,7 +151,7 @@ def columns_table(sink: Sink, logs: Mapping[TP, PartitionLog], topics_a: Any, pa
         ep[at] = np.array([r.producer_epoch for r in log.ranges], np.int32)[i]
     cols = _Columns(sink, keys_a, values_a)
     keys = [cols.part(src) for src in _key_sources(sink)]
-    values = cols.values()
+    values = [pa.nulls(n, pa.string())] * shape.nvalues if raw else cols.values()
     keep = code > 0
     if keys:  # a key with every part null is no key to keep state by
         none = np.ones(n, bool)
@@ -160,9 +163,52 @@ def columns_table(sink: Sink, logs: Mapping[TP, PartitionLog], topics_a: Any, pa
     shown = cols.shown() if shape.nvalues == 0 else pa.nulls(n, pa.string())
     arrays = [topics_a, pa.array(parts), pa.array(offsets), pa.array(ts, pa.int64()),
               pa.array(code), pa.array(pid), pa.array(ep), cols.deletes(), pa.array(null_value), shown,
-              *keys, *values]
-    schema = shape.record_schema()
+              *keys, *values, *([keys_a, values_a] if raw else [])]
+    schema = _with_raw(shape.record_schema()) if raw else shape.record_schema()
     return pa.Table.from_arrays([a.take(idx) for a in arrays], schema=schema)
+
+
+def _with_raw(schema: Any) -> Any:
+    import pyarrow as pa  # lazy: see docs/imports.md
+
+    return schema.append(pa.field("kb", pa.binary())).append(pa.field("vb", pa.binary()))
+
+
+def lazy_values(sink: Sink) -> bool:
+    """Whether the value columns can wait for ``with_values``: an upsert sink's values are compared for a
+    key's latest records and the histories the rules judge only (an aggregate folds every record, a hash
+    column and a sink of no values are read otherwise)."""
+    return sink.mode == "upsert" and bool(sink.value_fields or sink.value_column) \
+        and not (sink.value_hash_column and not sink.value_fields)
+
+
+def with_values(sink: Sink, recs: Any) -> Any:
+    """Records of a ``raw`` table (``columns_table``) with their value columns, as ``columns_table`` reads
+    them (record by record the same), the bytes dropped."""
+    shape = Shape.of(sink)
+    kb, vb = recs.column("kb").combine_chunks(), recs.column("vb").combine_chunks()
+    values = _Columns(sink, kb, vb).values() if recs.num_rows else []
+    out = recs.drop_columns(["kb", "vb"])
+    for name, col in zip(shape.values, values, strict=False):
+        out = out.set_column(out.schema.get_field_index(name), name, col)
+    return out
+
+
+class History:
+    """The records of some keys with their values, from a ``raw`` records table registered in a DuckDB
+    connection: ``judge_tables``' second pass and rules read these, not every record's values."""
+
+    def __init__(self, sink: Sink, recs: str) -> None:
+        self.sink, self.recs, self.made = sink, recs, 0
+
+    def __call__(self, con: Any, keys_sql: str) -> str:
+        keys = Shape.of(self.sink).keys
+        on = " AND ".join(f"x.{c} IS NOT DISTINCT FROM j.{c}" for c in keys)
+        got = con.sql(f"SELECT x.* FROM {self.recs} x SEMI JOIN ({keys_sql}) j ON {on}").to_arrow_table()
+        self.made += 1
+        name = f"state_history{self.made}"
+        con.register(name, with_values(self.sink, got))
+        return name
 
 
 def _key_sources(sink: Sink) -> list[str]:
@@ -420,10 +466,59 @@ class Verdict:
     checked: int  # keys judged by the rules in Python (the others passed in SQL)
 
 
+def latest_records(sink: Sink, recs: Any, bounds: Mapping[TP, int]) -> Any:
+    """Of an upsert sink's records (the ``recs`` table, Arrow), those the per-key pass of ``judge_tables``
+    needs: per key and partition its latest settled record (else its last record: the key's partitions
+    are all there), and every committed record past the read point (in flight). Each key's latest settled
+    record, its partitions and what is in flight are the same as of all records, so the pass folds about
+    one row a key, not one a record; None for an aggregate, whose fold needs every record."""
+    import numpy as np  # lazy: see docs/imports.md
+    import pyarrow as pa  # lazy: see docs/imports.md
+
+    if sink.mode == "aggregate" or recs.num_rows == 0:
+        return None
+    n = recs.num_rows
+    topics = recs.column("t").combine_chunks().dictionary_encode()
+    tcode = np.asarray(topics.indices.fill_null(-1), np.int64)
+    p = np.asarray(recs.column("p").combine_chunks().fill_null(-1), np.int64)
+    nparts = int(p.max()) + 2
+    tp = (tcode + 1) * nparts + (p + 1)
+    names = topics.dictionary.to_pylist()
+    bound = np.zeros((len(names) + 1) * nparts, np.int64)  # a partition without a bound: none settled
+    for (t, p_), at in bounds.items():
+        if t in names and -1 <= p_ < nparts - 1:
+            bound[(names.index(t) + 1) * nparts + p_ + 1] = at
+    b = bound[tp]
+    o = np.asarray(recs.column("o").combine_chunks(), np.int64)
+    st = np.asarray(recs.column("st").combine_chunks(), np.int8)
+    group = tp
+    for name in Shape.of(sink).keys:  # the group: key parts (null its own) and partition
+        codes = recs.column(name).combine_chunks().dictionary_encode()
+        width = len(codes.dictionary) + 1
+        if (int(group.max()) + 1) * width >= 1 << 62:
+            group = np.unique(group, return_inverse=True)[1].astype(np.int64)
+        group = group * width + np.asarray(codes.indices.fill_null(-1), np.int64) + 1
+    if int(group.max()) >= 4 * n:  # a sparse code: dense, so that one slot a group fits in memory
+        group = np.unique(group, return_inverse=True)[1].astype(np.int64)
+    settled = (st == 1) & (o < b)
+    # Per group, the row of the greatest (settled, offset): its latest settled record, else its last
+    # record; offsets are unique in a group (a partition's), so the row is one. O(n), no sort.
+    low = int(o.min())
+    rank = (o - low) + settled.astype(np.int64) * (int(o.max()) - low + 1)
+    best = np.full(int(group.max()) + 1, -1, np.int64)
+    np.maximum.at(best, group, rank)
+    keep = rank == best[group]
+    keep |= (st == 1) & (o >= b)
+    return recs.take(pa.array(np.flatnonzero(keep)))
+
+
 def judge_tables(con: Any, sink: Sink, logs: Mapping[TP, PartitionLog], bounds: Mapping[TP, int], *,
-                 recs: str, rows: str, topic: str | None) -> Verdict:
+                 recs: str, rows: str, topic: str | None, latest: str | None = None,
+                 history: Any = None) -> Verdict:
     """The findings of the rows (table ``rows`` in ``con``) against the records (table ``recs``), with
-    ``bounds`` (per partition, the offset below which committed records are settled)."""
+    ``bounds`` (per partition, the offset below which committed records are settled); ``latest``: a table
+    of ``latest_records`` of them, which the per-key pass reads instead; ``history`` (a ``History``): where
+    ``recs`` holds no values, the table of some keys' records with them (the second pass, the rules)."""
     import pyarrow as pa  # lazy: see docs/imports.md
 
     shape = Shape.of(sink)
@@ -452,14 +547,20 @@ def judge_tables(con: Any, sink: Sink, logs: Mapping[TP, PartitionLog], bounds: 
         per_key = (f"arg_max(struct_pack({ev}), o) FILTER (WHERE {settled}) AS e1, "
                    f"bool_or(st = 1 AND o >= b AND d) AS fdel, bool_or(st = 1 AND o >= b AND NOT d) AS fnon")
         multi = f"arg_max(struct_pack({ev}), row(ts, t, p, o)) FILTER (WHERE {settled}) AS e2"
-    with_bounds = f"(SELECT r.*, coalesce(s.b, 0) AS b FROM {recs} r LEFT JOIN state_bounds s USING (t, p))"
+
+    def bounded(table: str) -> str:
+        return f"(SELECT r.*, coalesce(s.b, 0) AS b FROM {table} r LEFT JOIN state_bounds s USING (t, p))"
+
+    with_bounds = bounded(recs)
     con.execute(f"""CREATE OR REPLACE TEMP TABLE state_keys1 AS
         SELECT {kl}, min(t) = max(t) AND min(p) = max(p) AS single,
                any_value(struct_pack(t := t, p := p)) AS tp1, {per_key}
-        FROM {with_bounds} GROUP BY ALL""")
+        FROM {bounded(latest or recs)} GROUP BY ALL""")
     # A key of several partitions (applied by timestamp): its latest record by (timestamp, partition,
     # offset), a second pass over those keys' records alone.
     mon = " AND ".join(f"r.{c} IS NOT DISTINCT FROM m.{c}" for c in keys)
+    if history is not None:
+        with_bounds = bounded(history(con, f"SELECT {kl} FROM state_keys1 WHERE NOT single"))
     con.execute(f"""CREATE OR REPLACE TEMP TABLE state_multi AS
         SELECT {kl}, arg_max(struct_pack(t := t, p := p), row(ts, t, p, o)) AS last, {multi}
         FROM (SELECT r.* FROM {with_bounds} r SEMI JOIN (SELECT {kl} FROM state_keys1 WHERE NOT single) m
@@ -508,7 +609,8 @@ def judge_tables(con: Any, sink: Sink, logs: Mapping[TP, PartitionLog], bounds: 
         f"SELECT k.last.t, k.last.p, count(*) FROM {rows} w JOIN state_keys k ON {won} GROUP BY ALL"
     ).fetchall()}
     [(checked,)] = con.execute("SELECT count(*) FROM state_judged").fetchall()
-    findings = _judge_some(con, sink, logs, bounds, recs, rows, topic) if checked else []
+    judged_recs = recs if history is None or not checked else history(con, f"SELECT {kl} FROM state_judged")
+    findings = _judge_some(con, sink, logs, bounds, judged_recs, rows, topic) if checked else []
     con.unregister("state_bounds")
     return Verdict(findings, expected_keys, sink_rows, int(checked))
 

@@ -38,7 +38,14 @@ from auditors.state import (
     state_report,
     state_rows,
 )
-from auditors.statecols import OPEN_CODE, Shape, judge_tables, record_table, scanned_table
+from auditors.statecols import (
+    OPEN_CODE,
+    Shape,
+    judge_tables,
+    latest_records,
+    record_table,
+    scanned_table,
+)
 from eosctl.base.errors import BrokerError, EosctlError
 from eosctl.base.files import shown as shown_path
 from eosctl.base.progress import Progress, Step, silent
@@ -181,8 +188,16 @@ def audit_state_incremental(target: Target, sink: Sink, state_path: str, *,
             bounds = read_point(target.cluster, target.group, logs)
             prepare_s = time.monotonic() - t
             con.register("state_rows_now", rows)
+            # The per-key pass over each key's latest records (auditors.statecols.latest_records).
+            latest = None if sink.mode == "aggregate" else latest_records(
+                sink, con.sql(f"SELECT * FROM {_RECORDS}").to_arrow_table(), bounds)
+            if latest is not None:
+                con.register("recs_latest", latest)
             verdict = judge_tables(con, sink, logs, bounds, recs=_RECORDS, rows="state_rows_now",
-                                   topic=only_topic(target))
+                                   topic=only_topic(target),
+                                   latest="recs_latest" if latest is not None else None)
+            if latest is not None:
+                con.unregister("recs_latest")
             con.unregister("state_rows_now")
             now = time.time()
             meta = {**ident, "full_at": now if reason else prev.meta["full_at"] if prev else now,
