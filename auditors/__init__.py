@@ -4,7 +4,8 @@
 runs it (options, the engine policy, timings, clean-up); `plan` cuts the work into items (grouped by
 `grouping`), `sources` reads what a task needs of Kafka, `task` is the task both engines run (the
 per-partition rule itself is eosctl/rules/), `outcome` what an engine found; `local` and
-`spark`/`spark_job` are the two engines; `passes` finishes every audit on the driver (a hop's and a
+`spark`/`spark_job` are the two engines (on Spark, `spark_sink` has Spark read a Parquet or Delta sink
+itself and `spark_keys` runs the key rule over it); `passes` finishes every audit on the driver (a hop's and a
 replica's rules, the upstream stage, the waivers and levels), whoever called it; `guard` stops what an
 audit started on every way out. The result is rendered by eosctl/output/.
 

@@ -29,8 +29,8 @@ def spark_duplicate_keys(spark: Any, keys: Any, writers: Any, collect: Any) -> l
     """The key_duplicate findings of ``keys`` (auditors.spark_sink.key_frame) at the committed ranges
     ``writers`` (an Arrow table of keydups.WRITER_COLUMNS); ``collect``: a DataFrame to an Arrow table
     (running its job, Spark's errors as one line)."""
-    import duckdb  # lazy: duckdb 44 ms to import
-    from pyspark.sql import functions as F  # lazy: pyspark.sql 56 ms to import
+    import duckdb  # lazy: see docs/imports.md
+    from pyspark.sql import functions as F  # lazy: see docs/imports.md
 
     if not writers.num_rows:
         return []
@@ -54,7 +54,7 @@ def spark_duplicate_keys(spark: Any, keys: Any, writers: Any, collect: Any) -> l
     if len(found) <= INLINE_KEYS:
         chosen = rows.where(F.col("key").isin(list(found)))
     else:
-        import pyarrow as pa  # lazy: pyarrow 50 ms to import
+        import pyarrow as pa  # lazy: see docs/imports.md
 
         wanted = spark.createDataFrame(pa.table({"key": pa.array(found, pa.string())}))
         chosen = rows.join(F.broadcast(wanted), "key")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from functools import reduce
 from typing import Any
 
 from eosctl.base.files import glob_paths
@@ -46,7 +47,7 @@ def key_frame(spark: Any, sink: Sink) -> Any | None:
     frame = _raw_frame(spark, sink)
     if frame is None:
         return None
-    from pyspark.sql import functions as F  # lazy: pyspark.sql 56 ms to import
+    from pyspark.sql import functions as F  # lazy: see docs/imports.md
 
     names = {f.name.lower(): f for f in frame.schema.fields}
     cols = [names.get(c.lower()) for c in (sink.topic_column, sink.partition_column, sink.offset_column,
@@ -69,9 +70,7 @@ def within(frame: Any, committed: Mapping[TP, Sequence[tuple[int, int]]]) -> Any
     """``frame`` (key_frame's) with only the audited partitions' rows from their first to last committed
     offset: a key with two committed places has both there, so the rule finds what it finds over the
     whole sink. Plain comparisons of the columns, which Spark pushes into the Parquet scan."""
-    from functools import reduce
-
-    from pyspark.sql import functions as F  # lazy: pyspark.sql 56 ms to import
+    from pyspark.sql import functions as F  # lazy: see docs/imports.md
 
     topic, part, off = F.col("topic"), F.col("partition"), F.col("offset")
     if len(committed) > SPAN_PREDICATES:

@@ -96,7 +96,7 @@ class _LazyInit:
         module.__getattr__ = __getattr__  # type: ignore[method-assign]
         if package == "kafka":
             # What kafka/__init__ does besides importing: no "No handler found" warnings from its loggers.
-            import logging  # lazy: logging 17 ms, which `eosctl --help` does not import
+            import logging  # lazy: see docs/imports.md
 
             logging.getLogger("kafka").addHandler(logging.NullHandler())
 

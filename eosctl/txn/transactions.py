@@ -658,7 +658,7 @@ def abort(admin: KafkaAdminClient, plan: AbortPlan) -> None:
     if not plan.supported:
         raise EosctlError("this broker does not support aborting transactions (no WriteTxnMarkers API); "
                           "nothing was changed")
-    from kafka.admin import AbortTransactionSpec  # lazy: kafka.admin 18 modules, 50-90 ms to import
+    from kafka.admin import AbortTransactionSpec  # lazy: see docs/imports.md
 
     spec = AbortTransactionSpec(TopicPartition(plan.topic, plan.partition), plan.producer_id,
                                 plan.producer_epoch, plan.coordinator_epoch)
