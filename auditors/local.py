@@ -49,6 +49,8 @@ POOL_MIN_WORK = 50_000
 # The local engine's processes: a number forces a pool of that many (0: none, the tasks run in eosctl's
 # own process), whatever the audit's size; unset, one per core when there is work for more than one.
 WORKERS_ENV = "EOSCTL_LOCAL_WORKERS"
+# How often the main thread looks up from the pool's tasks for a stop signal another thread received.
+SIGNAL_LOOK_S = 0.2
 
 
 def default_workers() -> int:
@@ -177,7 +179,12 @@ def _run_pool(pool: ProcessPoolExecutor, tasks: list, inp: AuditInput, want_keys
         beside()
     done = 0
     while pending:
-        finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+        # A timed wait: the kernel may hand a stop signal to any thread (the pool's own), and Python runs its
+        # handler only once the main thread is back in the interpreter; an untimed wait on a task that a
+        # broker holds would keep the audit from unwinding until that task ends.
+        finished, pending = wait(pending, timeout=SIGNAL_LOOK_S, return_when=FIRST_COMPLETED)
+        if not finished:
+            continue
         for fut in finished:
             for batch in fut.result():
                 _sort_batch(batch, rows, findings)
