@@ -102,3 +102,26 @@ def test_a_signal_another_thread_takes_during_a_held_block_is_handled_after_it()
 
     done = subprocess.run([sys.executable, "-c", HELD_PROGRAM], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "handled after the block", done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(("sig", "code", "line"), [(signal.SIGTERM, 143, "eosctl: terminated"),
+                                                   (signal.SIGINT, 130, "eosctl: interrupted")])
+def test_a_signal_whose_exception_a_library_swallowed_still_ends_the_command(sig, code, line, capsys):
+    """kafka-python's event loop, driven by the main thread, drops whatever a task step raises (its
+    selector's `except BaseException` per step): the command then ran to its end and exited 0 with no line
+    (ci10). The signal that came still ends it, with its line and code."""
+    from eosctl.cli import unwind_on_signals
+
+    swallowed: list[BaseException] = []
+    with pytest.raises(SystemExit) as ended:
+        with unwind_on_signals():
+            try:
+                os.kill(os.getpid(), sig)
+                deadline = time.monotonic() + 10
+                while time.monotonic() < deadline:
+                    time.sleep(0.01)
+            except BaseException as e:  # what kafka/net/selector.py does with a task step's exception
+                swallowed.append(e)
+    assert swallowed, "the signal's exception never came (waited 10 s)"
+    assert ended.value.code == code
+    assert capsys.readouterr().err.splitlines() == [line]
