@@ -27,6 +27,7 @@ from eosctl.base import quickexit
 from eosctl.base.errors import EosctlError
 from eosctl.base.exits import Exit
 from eosctl.base.files import check_output, shown, writing_output
+from eosctl.base.gcpause import paused
 from eosctl.base.progress import Progress, Step, silent
 from eosctl.base.safetext import term
 from eosctl.commands.options import (
@@ -418,8 +419,12 @@ def _engine_options(args: Args, target: Any, sink: Any) -> Any:
 def _judging(config: Any, waivers: str | None, levels: tuple[Level, ...]) -> Any:
     """--waivers (else the config's [audit] waivers) and the levels: the config's, each kind --level names
     replaced."""
-    from auditors import Judging  # lazy: see docs/imports.md
-    from eosctl.report.policy import configured  # lazy: see docs/imports.md
+    # The audit's first import of the auditors (and their libraries: numpy, pyarrow, DuckDB's Python
+    # side): thousands of classes and functions that live as long as the process, no cycles worth a
+    # collection among them: the collector ran over them some 40 times (eosctl.base.gcpause).
+    with paused():
+        from auditors import Judging  # lazy: see docs/imports.md
+        from eosctl.report.policy import configured  # lazy: see docs/imports.md
 
     return Judging(*configured(config, waivers, levels))
 
