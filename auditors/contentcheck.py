@@ -9,7 +9,7 @@ phantoms the shift made up go, the real ones stay.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from eosctl.base.arrowbuffers import to_numpy
@@ -24,19 +24,23 @@ if TYPE_CHECKING:
 ALL_OFFSETS = (0, (1 << 63) - 1)
 
 
-def sink_keys(reader: SinkReader, tps: Sequence[TP]) -> dict[TP, tuple[Any, Any, Any]]:
+def sink_keys(reader: SinkReader, tps: Sequence[TP],
+              together: Collection[TP] = ()) -> dict[TP, tuple[Any, Any, Any]]:
     """Per partition, the sink's rows with a key: (offsets as int64 numpy, keys as an Arrow array, values
     as an Arrow array or None where the sink names no value column). A reader with ``row_keys`` (DuckDB:
     files and tables) reads each partition's rows once as they are; the others answer the key rule's
-    query over all offsets (distinct (key, offset) pairs)."""
+    query over all offsets (distinct (key, offset) pairs). ``together``: partitions small enough for one
+    query between them (``row_keys_in``: a query each cost more than their rows), as their islands were."""
     import pyarrow as pa  # lazy: see docs/imports.md
 
     got: dict[TP, list[Any]] = {}
     if hasattr(reader, "row_keys"):
+        small = [tp for tp in tps if tp in together]
+        if len(small) > 1 and hasattr(reader, "row_keys_in"):
+            got.update(_together(reader.row_keys_in(small), small))
         for tp in tps:
-            got[tp] = [pa.RecordBatch.from_arrays([b.column(1), b.column(0), *b.columns[2:3]],
-                                                  names=["key", "offset", "value"][:min(b.num_columns, 3)])
-                       for b in reader.row_keys(*tp)]
+            if tp not in got:
+                got[tp] = [_key_first(b) for b in reader.row_keys(*tp)]
     else:
         for b in reader.committed_keys_in({tp: [ALL_OFFSETS] for tp in tps}):
             for tp, part in _by_partition(b):
@@ -50,6 +54,27 @@ def sink_keys(reader: SinkReader, tps: Sequence[TP]) -> dict[TP, tuple[Any, Any,
         out[tp] = (to_numpy(table.column(1), "int64"),
                    _as_text(table.column(0).combine_chunks()), values)
     return out
+
+
+def _key_first(batch: Any) -> Any:
+    """A row_keys batch (offset, key[, value]) as (key, offset[, value])."""
+    import pyarrow as pa  # lazy: see docs/imports.md
+
+    return pa.RecordBatch.from_arrays([batch.column(1), batch.column(0), *batch.columns[2:3]],
+                                      names=["key", "offset", "value"][:min(batch.num_columns, 3)])
+
+
+def _together(table: Any, tps: Sequence[TP]) -> Iterator[tuple[TP, list[Any]]]:
+    """Each partition's batches (key, offset[, value]) of a row_keys_in table (i, o, k[, v], sorted by i),
+    cut where i changes; none for a partition without rows, as row_keys yields none."""
+    import numpy as np  # lazy: see docs/imports.md
+
+    place = to_numpy(table.column(0), "int64")
+    cuts = np.searchsorted(place, np.arange(len(tps) + 1)).tolist()
+    body = table.drop_columns(["i"])
+    for n, tp in enumerate(tps):
+        a, b = cuts[n], cuts[n + 1]
+        yield tp, [_key_first(batch) for batch in body.slice(a, b - a).to_batches()] if b > a else []
 
 
 def _as_text(keys: Any) -> Any:
@@ -84,9 +109,10 @@ def _by_partition(batch: Any) -> Any:
 
 def with_content(reader: SinkReader, done: list[tuple[WorkItem, PartitionSummary, list[Finding]]],
                  logs: dict[TP, PartitionLog], islands: dict[TP, list[tuple[int, int, int]]],
-                 group: str | None) -> list[tuple[WorkItem, PartitionSummary, list[Finding]]]:
+                 group: str | None, together: Collection[TP] = ()
+                 ) -> list[tuple[WorkItem, PartitionSummary, list[Finding]]]:
     """``done`` (each partition's summary and findings) with the content findings added, and the
-    partitions with shifted rows reconciled again at the offsets they hold."""
+    partitions with shifted rows reconciled again at the offsets they hold. ``together``: see sink_keys."""
     # lazy: see docs/imports.md
     from eosctl.cluster.recordkeys import hash_arrow
     from eosctl.rules.content import check_partition
@@ -94,7 +120,7 @@ def with_content(reader: SinkReader, done: list[tuple[WorkItem, PartitionSummary
     checked = [item.tp for item, _, _ in done if item.tp in islands and logs[item.tp].record_keys is not None]
     if not checked:
         return done
-    rows = sink_keys(reader, checked)
+    rows = sink_keys(reader, checked, together)
     out = []
     for item, summary, findings in done:
         log = logs.get(item.tp)

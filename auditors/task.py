@@ -123,7 +123,9 @@ def audit_group(items: Sequence[WorkItem], source: Source, reader: SinkReader, w
         done.append((item, summary, findings))
     # Once the islands' stream is drained: a DuckDB connection runs one query at a time.
     if content:
-        done = with_content(reader, done, logs, kept, group)
+        # The keys of the partitions whose islands came in the group's query come in one query too.
+        done = with_content(reader, done, logs, kept, group,
+                            together={i.tp for i in items if i.sink_rows < OWN_QUERY_ROWS})
     if fields:
         done = fieldcheck.with_fields(reader, done, logs, source, kept, group)
     for item, summary, findings in done:

@@ -6,6 +6,7 @@ everything as usual; only cycles wait for the collector):
 
 - ``paused()``: a phase that makes objects by the hundred thousand (100k findings, a ledger's islands) that
   live until it ends: making 100k findings spent two thirds of its time in the collector (issue 20).
+- ``settled()``: a command's first import of its libraries, objects that live as long as the process.
 - ``LongLived``: a process that keeps a large live model (the TUI, `lag --watch`, the exporter). A model of
   10k partitions holds millions of objects for many refreshes, and the 25% growth a refresh brings starts a
   full collection: 0.3-0.45 s of a refresh at 10k partitions (measured with gc.callbacks in
@@ -34,6 +35,17 @@ def paused() -> Iterator[None]:
     finally:
         if was:
             gc.enable()
+
+
+@contextmanager
+def settled() -> Iterator[None]:
+    """paused() for a block whose objects live as long as the process (a first import of a command's
+    libraries), then frozen (gc.freeze): a pause alone only defers the work, as the first collection after
+    it walks every object the block made (10 ms after the audit's imports); frozen, no collection walks
+    them. The freeze takes every object alive then, so only where little else is: a command's start."""
+    with paused():
+        yield
+        gc.freeze()
 
 
 class LongLived:

@@ -12,7 +12,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import IO, Any, cast
@@ -27,6 +27,7 @@ from eosctl.base import quickexit
 from eosctl.base.errors import EosctlError
 from eosctl.base.exits import Exit
 from eosctl.base.files import check_output, shown, writing_output
+from eosctl.base.gcpause import settled
 from eosctl.base.progress import Progress, Step, silent
 from eosctl.base.safetext import term
 from eosctl.commands.options import (
@@ -418,8 +419,14 @@ def _engine_options(args: Args, target: Any, sink: Any) -> Any:
 def _judging(config: Any, waivers: str | None, levels: tuple[Level, ...]) -> Any:
     """--waivers (else the config's [audit] waivers) and the levels: the config's, each kind --level names
     replaced."""
-    from auditors import Judging  # lazy: see docs/imports.md
-    from eosctl.report.policy import configured  # lazy: see docs/imports.md
+    # The audit's first import of the auditors (and their libraries: numpy, pyarrow): thousands of classes
+    # and functions that live as long as the process, no cycles worth a collection among them; the
+    # collector walked them some 40 times, then every later collection of the oldest generation would
+    # (eosctl.base.gcpause.settled). Only the command line's first import: frozen, what else is alive then
+    # is left out of collections too.
+    with settled() if "auditors" not in sys.modules else nullcontext():
+        from auditors import Judging  # lazy: see docs/imports.md
+        from eosctl.report.policy import configured  # lazy: see docs/imports.md
 
     return Judging(*configured(config, waivers, levels))
 

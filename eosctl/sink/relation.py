@@ -358,6 +358,20 @@ class DuckDBReader(SqlReader):
             raise SinkError(f"reading keys of {topic}-{partition} from sink {self.source} "
                             f"failed: {as_given(self.sink, first_line(e))}") from None
 
+    def row_keys_in(self, tps: Sequence[TP]) -> pa.Table:
+        """row_keys of several partitions in one query (small ones: a query each cost more than their
+        rows): one Arrow table (i, o, k[, v]) ordered by i, each row's partition as its place in ``tps``."""
+        value = self._value_sql()
+        parts = " UNION ALL ".join(
+            f"SELECT {n} AS i, o, k{', v' if value else ''} FROM ({self._rows_sql(t, p, True, value)})"
+            for n, (t, p) in enumerate(tps))
+        sql = f"SELECT * FROM ({parts}) WHERE k IS NOT NULL ORDER BY i"
+        try:
+            return self.conn.sql(sql).to_arrow_table()
+        except Exception as e:
+            raise SinkError(f"reading keys of {', '.join(f'{t}-{p}' for t, p in tps)} from sink "
+                            f"{self.source} failed: {as_given(self.sink, first_line(e))}") from None
+
     def row_columns(self, topic: str, partition: int, columns: Sequence[str]) -> pa.Table:
         """row_fields as one Arrow table (o, c0, c1, ...: the columns in ``columns``' order, typed as the
         database types them), in no order (a sort of the partition's rows for nothing): the decoded

@@ -106,6 +106,34 @@ def test_a_forced_pool_gives_the_same_report_and_its_workers_import_nothing_agai
     assert not again, f"imported by the workers again: {sorted(again)}"
 
 
+def test_the_drivers_kafka_phases_share_one_client(kafka_sim: KafkaSim, config: Path) -> None:
+    # The survey, the group's committed offsets and the task run in the driver (its scan and producer ids)
+    # ask on one client (eosctl.cluster.sharedwire). Each connection starts with ApiVersions: one client
+    # has three at most (the bootstrap, the leader, node 1 if a Metadata goes to it); a client per phase
+    # had two or three each.
+    kafka_sim.group("g", {("orders", p): (p + 1) * RECORDS for p in range(PARTITIONS)})
+    config.write_text(config.read_text().replace('source_topics = ["orders"]\n',
+                                                 'source_topics = ["orders"]\ngroup = "g"\n'))
+    report, _ = audit(config)
+    assert findings(report) == [("gap", 1, 27, 27, 1)]
+    asked = Counter(api for _, api, _ in kafka_sim.requests)
+    assert asked["OffsetFetch"] == 1  # the group's offsets were read
+    assert asked["ApiVersions"] <= 3, kafka_sim.requests
+
+
+def test_the_audits_import_of_the_auditors_is_left_out_of_collections() -> None:
+    # Thousands of objects that live as long as the process: a collection over them finds nothing to free.
+    # Imported with the collector off, then frozen: no later collection walks them either (a pause alone
+    # left them all to the first collection after it).
+    code = ("import gc, sys; import eosctl.commands.audit_cmd as cmd; assert 'auditors' not in sys.modules; "
+            "runs = []; gc.callbacks.append(lambda phase, info: runs.append(phase)); "
+            "cmd._judging(None, None, ()); print(runs.count('start'), 'numpy' in sys.modules, "
+            "gc.get_freeze_count())")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    runs, imported, frozen = proc.stdout.split()
+    assert int(runs) == 0 and imported == "True" and int(frozen) > 20_000, proc.stderr[-2000:]
+
+
 def test_workers_not_a_number_is_one_line(config: Path) -> None:
     proc = eosctl_process("audit", "-c", str(config), "--engine", "local",
                           env={"EOSCTL_LOCAL_WORKERS": "two"})

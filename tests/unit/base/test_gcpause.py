@@ -6,7 +6,9 @@ from __future__ import annotations
 import gc
 import weakref
 
-from eosctl.base.gcpause import LongLived
+import pytest
+
+from eosctl.base.gcpause import LongLived, settled
 
 
 class Node:
@@ -39,3 +41,18 @@ def test_cycles_dropped_while_frozen_are_freed_at_the_next_sweep():
         assert gone() is None and heap.sweeps == 1
     finally:
         heap.release()
+
+
+def test_settled_runs_without_the_collector_and_freezes_what_it_made():
+    try:
+        with settled():
+            assert not gc.isenabled()
+            kept = [Node() for _ in range(100)]
+        assert gc.isenabled()
+        assert gc.get_freeze_count() >= len(kept)
+        with pytest.raises(RuntimeError), settled():  # a block that raised freezes nothing
+            gc.unfreeze()
+            raise RuntimeError
+        assert gc.isenabled() and gc.get_freeze_count() == 0
+    finally:
+        gc.unfreeze()
