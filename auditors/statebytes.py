@@ -92,17 +92,33 @@ class RecordBytes(AnswerBuffer):
 
 
 def _binary(buf: np.ndarray, at: np.ndarray, lengths: np.ndarray) -> Any:
-    """The byte ranges (length -1: null) as one Arrow binary array, gathered with numpy."""
+    """The byte ranges (length -1: null) as one Arrow binary array: copied by the native piece
+    (copy_ranges) where it is built, else gathered with numpy (the same bytes)."""
     import pyarrow as pa  # lazy: see docs/imports.md
 
     valid = lengths >= 0
     lens = np.where(valid, lengths, 0)
     ends = np.cumsum(lens)
     total = int(ends[-1]) if len(ends) else 0
-    starts = ends - lens
-    gather = np.arange(total, dtype=np.int64) - np.repeat(starts, lens) + np.repeat(at, lens)
-    data = buf[gather].tobytes()
-    offsets = np.concatenate([[0], ends]).astype(np.int64)
-    bitmap = np.packbits(valid, bitorder="little").tobytes()
-    return pa.Array.from_buffers(pa.large_binary(), len(at), [pa.py_buffer(bitmap), pa.py_buffer(offsets),
+    lib = _lib()
+    if lib is not None and hasattr(lib, "copy_ranges"):
+        if lib.copy_ranges.argtypes is None:
+            p = ctypes.c_void_p
+            lib.copy_ranges.argtypes = [p, p, p, ctypes.c_int64, p]
+            lib.copy_ranges.restype = None
+        out = np.empty(max(total, 1), np.uint8)
+        at64, len64 = np.ascontiguousarray(at, np.int64), np.ascontiguousarray(lengths, np.int64)
+        lib.copy_ranges(_ptr(buf), _ptr(at64), _ptr(len64), len(at64), _ptr(out))
+        data = out[:total]
+    else:
+        starts = ends - lens
+        data = buf[np.arange(total, dtype=np.int64) - np.repeat(starts, lens) + np.repeat(at, lens)]
+    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    if total < 1 << 31:  # Arrow's binary offsets are int32: no large_binary and no cast (a copy)
+        offsets = np.zeros(len(at) + 1, np.int32)
+        offsets[1:] = ends
+        return pa.Array.from_buffers(pa.binary(), len(at),
+                                     [bitmap, pa.py_buffer(offsets), pa.py_buffer(data)])
+    offsets64 = np.concatenate([[0], ends]).astype(np.int64)
+    return pa.Array.from_buffers(pa.large_binary(), len(at), [bitmap, pa.py_buffer(offsets64),
                                                               pa.py_buffer(data)]).cast(pa.binary())

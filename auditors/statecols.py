@@ -158,14 +158,14 @@ def columns_table(sink: Sink, logs: Mapping[TP, PartitionLog], topics_a: Any, pa
         for k in keys:
             none &= np.asarray(k.is_null(), bool)
         keep &= ~none
-    idx = pa.array(np.flatnonzero(keep))
+    idx = None if keep.all() else pa.array(np.flatnonzero(keep))  # most often every record: no copy
     null_value = np.asarray(values_a.is_null(), bool)
     shown = cols.shown() if shape.nvalues == 0 else pa.nulls(n, pa.string())
     arrays = [topics_a, pa.array(parts), pa.array(offsets), pa.array(ts, pa.int64()),
               pa.array(code), pa.array(pid), pa.array(ep), cols.deletes(), pa.array(null_value), shown,
               *keys, *values, *([keys_a, values_a] if raw else [])]
     schema = _with_raw(shape.record_schema()) if raw else shape.record_schema()
-    return pa.Table.from_arrays([a.take(idx) for a in arrays], schema=schema)
+    return pa.Table.from_arrays([a if idx is None else a.take(idx) for a in arrays], schema=schema)
 
 
 def _with_raw(schema: Any) -> Any:

@@ -71,3 +71,20 @@ def test_a_legacy_batch_is_refused_in_one_line() -> None:
     refused = r"a state sink's audit reads v2 record batches only \(byte 0\)"
     with pytest.raises(BatchDecodeError, match=refused):
         read([bytes(legacy)])
+
+
+def test_the_native_copy_of_byte_ranges_is_numpys_gather(monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
+
+    buf = np.frombuffer(bytes(range(256)) * 4 + bytes(16), np.uint8)
+    at = np.array([0, 5, 300, 7, 1000, 0], np.int64)
+    lengths = np.array([3, -1, 40, 0, 24, -1], np.int64)
+    native = statebytes._binary(buf, at, lengths)
+
+    class Old:  # a build from before copy_ranges: the numpy gather
+        walk_records_ts = None
+
+    monkeypatch.setattr(statebytes, "_lib", lambda: Old())
+    gathered = statebytes._binary(buf, at, lengths)
+    assert native.to_pylist() == gathered.to_pylist() == [bytes(range(3)), None, bytes(range(44, 84)), b"",
+                                                          bytes(range(232, 256)), None]

@@ -323,3 +323,16 @@ def test_kind_at_uses_ranges_after_mutation():
 @pytest.mark.parametrize("kind", list(Kind))
 def test_kind_is_a_plain_string(kind):
     assert json.dumps(kind) == f'"{kind.value}"' and Kind(kind.value) is kind
+
+
+def test_an_uncompacted_batch_straddling_the_scans_ends_is_classified_as_its_offsets_listed() -> None:
+    from eosctl.cluster.logclassify import LogScan
+
+    def scan(listed: bool) -> list[OffsetRange]:
+        s = LogScan("t", 0, 5, 15, Offsets(0, 20, 20), keep_batches=False)
+        for base in (0, 10):  # the first read from inside a batch, the last past the scan's end
+            s.add(Batch(base, base + 9, 10, 7, 0, base, base + 9, False, False, None, 0, 0, "none", 100,
+                        tuple(range(base, base + 10)) if listed else None))
+        return s.finish().ranges
+
+    assert scan(listed=False) == scan(listed=True) == [OffsetRange(5, 14, Kind.DATA, 7, 0)]
