@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import kafka.errors as Errors
 
@@ -186,6 +186,33 @@ def connect_timeout_ms(deadline: Deadline | None = None) -> int:
     return max(MIN_TRY_MS, int(d.remaining_s() * 1000))
 
 
+def bound(manager: Any, deadline: Deadline | None = None) -> int:
+    """Give kafka-python's own waits on ``manager`` (its KafkaConnectionManager) what is left of the
+    deadline now, and return it (ms). A client keeps the timeouts it was made with: a new connection's set-up
+    and every request it sends without a timeout of eosctl's (the admin client's, a connection's ApiVersions
+    and SASL) took what was left at its making, counted from when it began: a client made early whose wait
+    began late (a black hole after its first answers) ended past --timeout by the time in between. Called
+    before each phase (each wave of requests, each library call)."""
+    ms = connect_timeout_ms(deadline)
+    config = getattr(manager, "config", None)
+    if isinstance(config, dict):
+        config["request_timeout_ms"] = ms
+        config["socket_connection_setup_timeout_ms"] = ms
+        config["socket_connection_setup_timeout_max_ms"] = ms
+    for conn in list(getattr(manager, "_conns", {}).values()):
+        # Each connection copied the config at its making and keeps its request timeout from its first use.
+        if isinstance(getattr(conn, "config", None), dict):
+            conn.config["request_timeout_ms"] = ms
+        conn._timeout_secs = ms / 1000
+    backoff = getattr(manager, "_backoff", None)
+    if isinstance(backoff, dict):
+        # A failed connection's next set-up timeout (grown and jittered up to 1.2x from the config's).
+        for node, entry in list(backoff.items()):
+            if isinstance(entry, tuple) and len(entry) == 3:
+                backoff[node] = (entry[0], entry[1], min(entry[2], ms))
+    return ms
+
+
 # A wait that ended with less than this left of the deadline was ended by the deadline, whatever the
 # library's error says ("Unable to bootstrap", a request timeout).
 ENDED_BY_DEADLINE_S = 0.5
@@ -216,7 +243,12 @@ def library_call(what: str, fn: Callable[..., T], *args: object, **kwargs: objec
     DescribeTransactions, DescribeProducers), called again after a dropped connection or a timeout within
     the deadline; the library reconnects by itself."""
 
+    # The library's client behind a bound method (kafka-python's admin): its waits renewed per try.
+    manager = getattr(getattr(fn, "__self__", None), "_manager", None)
+
     def attempt(_: int) -> T:
+        if manager is not None:
+            bound(manager)
         try:
             return fn(*args, **kwargs)
         except TRANSIENT as e:

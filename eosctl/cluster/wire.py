@@ -609,16 +609,22 @@ class WireClient:
 
     def _send_wave(self, calls: Sequence[tuple[NodeId, ApiMessage]], timeout_ms: int) -> list[Any]:
         manager = self._client._manager
+        # A connection this try makes (the leader's, after the bootstrap's closed) is set up within what
+        # is left of the deadline now, not what was left when this client was made.
+        deadline.bound(manager)
         began = time.monotonic()
+        ends = began + timeout_ms / 1000
         try:
+            # The try's timeout is the whole try's: connecting and then waiting for the answers may not
+            # each take it (twice the try, past the deadline on the last one).
             for node in dict.fromkeys(node for node, _ in calls):
-                self._client.await_ready(node, timeout_ms=timeout_ms)
-            # Each request with this try's timeout (kafka-python 3 closes the connection when it passes).
-            futures = [manager.send(request, node_id=node, request_timeout_ms=timeout_ms)
+                self._client.await_ready(node, timeout_ms=_left_ms(ends))
+            # Each request with what is left of this try (kafka-python 3 closes the connection then).
+            futures = [manager.send(request, node_id=node, request_timeout_ms=_left_ms(ends))
                        for node, request in calls]
             for f in futures:
                 if not f.is_done:
-                    self._client.poll(timeout_ms=timeout_ms + 100, future=f)
+                    self._client.poll(timeout_ms=_left_ms(ends) + 100, future=f)
         except Errors.InvalidReceiveError as e:
             raise _Oversized(f"request to Kafka at {self.bootstrap} failed: {e}", too_large=True) from None
         except deadline.TRANSIENT as e:
@@ -645,6 +651,11 @@ class WireClient:
         # Lately: one slow answer (a large Fetch) raises it, and it falls back as answers come quickly.
         self._slowest_ms = max((time.monotonic() - began) * 1000, self._slowest_ms * SLOWEST_DECAY)
         return responses
+
+
+def _left_ms(ends: float) -> int:
+    """What is left of a try ending at ``ends`` (time.monotonic()), never below deadline.MIN_TRY_MS."""
+    return max(deadline.MIN_TRY_MS, int((ends - time.monotonic()) * 1000))
 
 
 # Every request WireClient sends: reads that change nothing, so sending one again is always safe.
