@@ -96,11 +96,9 @@ def kafka_admin(cluster: Cluster, timeout: float = DEFAULT_TIMEOUT_S) -> KafkaAd
             raise BrokerError(f"cannot reach Kafka at {where}: {type(e).__name__}; "
                               "check --bootstrap / that the broker is up") from None
     # Its later connections (to each broker after the bootstrap's) take the deadline too, not the
-    # manager's fixed 10 s (the admin client does not take that setting: its manager's config does).
-    manager_config = getattr(getattr(admin, "_manager", None), "config", None)
-    if isinstance(manager_config, dict):
-        manager_config["socket_connection_setup_timeout_ms"] = ms
-        manager_config["socket_connection_setup_timeout_max_ms"] = ms
+    # manager's fixed 10 s (the admin client does not take that setting: its manager's config does);
+    # deadline.library_call renews them before each call.
+    deadline.bound(getattr(admin, "_manager", None), d)
     return admin
 
 
