@@ -25,6 +25,7 @@ from eosctl.base.errors import EosctlError
 from eosctl.base.gcpause import paused
 from eosctl.base.progress import Progress, Step, silent
 from eosctl.base.safetext import term
+from eosctl.cluster import sharedwire
 from eosctl.config.model import Config, Spark
 from eosctl.config.route import parse_route
 from eosctl.config.values import memory_problem, spark_master_problem
@@ -123,7 +124,8 @@ def run(inp: AuditInput, options: EngineOptions, progress: Progress = silent,
     # the local engine's whole run (its forked workers inherit the pause); a Spark job's only from its
     # collected rows on (auditors.spark_job.run_spark, and the report below), not while the cluster works.
     # "auto" pauses from its pick of the local engine on.
-    with ExitStack() as pause:
+    # The driver's Kafka phases (survey, committed offsets, the tasks it runs itself) on one client.
+    with ExitStack() as pause, sharedwire.sharing():
         if options.engine == "local":
             pause.enter_context(paused())
         return _audit(inp, options, progress, t_start, pause)

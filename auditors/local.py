@@ -31,6 +31,7 @@ from eosctl.base.errors import EosctlError
 from eosctl.base.gcpause import paused
 from eosctl.base.progress import Progress, Step, silent
 from eosctl.base.stopsignals import STOP_SIGNALS, held
+from eosctl.cluster import sharedwire
 from eosctl.config.model import Sink
 from eosctl.report.findings import Finding
 from eosctl.sink.delta import library_needed
@@ -108,6 +109,7 @@ def run_local(inp: AuditInput, items: list[WorkItem], workers: int | None = None
         from concurrent.futures.process import BrokenProcessPool
 
         _preload()
+        sharedwire.release()  # the driver's Kafka connections are not the forked workers' to hold
         n = max(1, min(workers, len(tasks)))
         pool = ProcessPoolExecutor(max_workers=n, mp_context=_context(inp.sink), initializer=_worker_init)
         try:

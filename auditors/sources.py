@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from eosctl.base.errors import BrokerError
+from eosctl.cluster import sharedwire
 from eosctl.cluster.model import TP, PartitionLog
 from eosctl.config.model import Cluster
 
@@ -65,9 +66,7 @@ class KafkaSource:
     cluster: Cluster
 
     def survey(self, topics: Iterable[str]) -> dict[str, dict[int, Placement]]:
-        from eosctl.cluster.wire import WireClient  # lazy: see docs/imports.md
-
-        with WireClient(self.cluster) as client:
+        with sharedwire.client(self.cluster) as client:
             leaders = client.metadata(list(topics))
             _check_leaders(leaders)
             offsets = client.offsets([(t, p) for t, ps in leaders.items() for p in sorted(ps)])
@@ -75,25 +74,22 @@ class KafkaSource:
                 for t in leaders}
 
     def existing_topics(self) -> dict[str, list[int]]:
-        from eosctl.cluster.wire import WireClient  # lazy: see docs/imports.md
-
-        with WireClient(self.cluster) as client:
+        with sharedwire.client(self.cluster) as client:
             return {t: sorted(leaders) for t, leaders in client.metadata().items()}
 
     def offsets_for_time(self, tps: Sequence[TP], timestamp_ms: int) -> dict[TP, int | None]:
         """Each partition's first offset of a record at or after the time (None: none that new)."""
-        from eosctl.cluster.wire import WireClient  # lazy: see docs/imports.md
-
-        with WireClient(self.cluster) as client:
+        with sharedwire.client(self.cluster) as client:
             return client.offsets_for_time(tps, timestamp_ms)
 
     def scan(self, parts: Sequence[tuple[TP, Placement]], keys: bool | str = False) -> dict[TP, PartitionLog]:
         # lazy: see docs/imports.md
         from eosctl.cluster.logscan import scan_partitions
-        from eosctl.cluster.wire import Offsets, WireClient
+        from eosctl.cluster.wire import Offsets
 
         out: dict[TP, PartitionLog] = {}
-        with WireClient(self.cluster) as client:
+        # One task's scan, on the driver's client when the task runs in the driver (auditors.engine.run).
+        with sharedwire.client(self.cluster) as client:
             client.know_leaders({tp: pl.leader for tp, pl in parts})
             for chunk in _scan_rounds(parts):
                 snapshot = {tp: Offsets(pl.log_start, pl.high_watermark, pl.last_stable, pl.disagreement,

@@ -106,6 +106,20 @@ def test_a_forced_pool_gives_the_same_report_and_its_workers_import_nothing_agai
     assert not again, f"imported by the workers again: {sorted(again)}"
 
 
+def test_the_drivers_kafka_phases_share_one_client(kafka_sim: KafkaSim, config: Path) -> None:
+    # The survey, the group's committed offsets and the task run in the driver (its scan and producer ids)
+    # ask on one client (eosctl.cluster.sharedwire): one bootstrap, one connection to the leader, each
+    # introduced by ApiVersions; a client per phase was three of each.
+    kafka_sim.group("g", {("orders", p): (p + 1) * RECORDS for p in range(PARTITIONS)})
+    config.write_text(config.read_text().replace('source_topics = ["orders"]\n',
+                                                 'source_topics = ["orders"]\ngroup = "g"\n'))
+    report, _ = audit(config)
+    assert findings(report) == [("gap", 1, 27, 27, 1)]
+    asked = Counter(api for _, api, _ in kafka_sim.requests)
+    assert asked["OffsetFetch"] == 1  # the group's offsets were read
+    assert asked["ApiVersions"] == 2, asked
+
+
 def test_the_audits_import_of_the_auditors_is_left_out_of_collections() -> None:
     # Thousands of objects that live as long as the process: a collection over them finds nothing to free.
     # Imported with the collector off, then frozen: no later collection walks them either (a pause alone
