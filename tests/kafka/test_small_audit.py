@@ -108,8 +108,9 @@ def test_a_forced_pool_gives_the_same_report_and_its_workers_import_nothing_agai
 
 def test_the_drivers_kafka_phases_share_one_client(kafka_sim: KafkaSim, config: Path) -> None:
     # The survey, the group's committed offsets and the task run in the driver (its scan and producer ids)
-    # ask on one client (eosctl.cluster.sharedwire): one bootstrap, one connection to the leader, each
-    # introduced by ApiVersions; a client per phase was three of each.
+    # ask on one client (eosctl.cluster.sharedwire). Each connection starts with ApiVersions: one client
+    # has three at most (the bootstrap, the leader, node 1 if a Metadata goes to it); a client per phase
+    # had two or three each.
     kafka_sim.group("g", {("orders", p): (p + 1) * RECORDS for p in range(PARTITIONS)})
     config.write_text(config.read_text().replace('source_topics = ["orders"]\n',
                                                  'source_topics = ["orders"]\ngroup = "g"\n'))
@@ -117,7 +118,7 @@ def test_the_drivers_kafka_phases_share_one_client(kafka_sim: KafkaSim, config: 
     assert findings(report) == [("gap", 1, 27, 27, 1)]
     asked = Counter(api for _, api, _ in kafka_sim.requests)
     assert asked["OffsetFetch"] == 1  # the group's offsets were read
-    assert asked["ApiVersions"] == 2, asked
+    assert asked["ApiVersions"] <= 3, kafka_sim.requests
 
 
 def test_the_audits_import_of_the_auditors_is_left_out_of_collections() -> None:
