@@ -45,7 +45,7 @@ from kafka.protocol.consumer.group import OffsetFetchRequest
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 
 from eosctl.base.errors import BrokerError
-from eosctl.cluster import sharedwire
+from eosctl.cluster import deadline, sharedwire
 from eosctl.cluster.clientcauses import denied
 from eosctl.cluster.model import TP
 from eosctl.cluster.wire import WireClient
@@ -96,12 +96,20 @@ class _Coordinator:
     address: str  # HOST:PORT, as FindCoordinator names it
 
 
+def _ends(client: WireClient, timeout: float | None) -> float:
+    """When a call's rounds end (time.monotonic()): its own timeout, but never past the command's
+    deadline. Each round's requests stop at the deadline, but a round that only failed (a FindCoordinator
+    that timed out) would start the next after it: an audit's driver phase ran 7.6 s past --timeout 30s."""
+    own = client.timeout_ms / 1000 if timeout is None else timeout
+    return time.monotonic() + min(own, max(0.0, deadline.current().remaining_s()))
+
+
 class _Round:
     """The deadline of one call, and what stands in the way of the groups still pending."""
 
     def __init__(self, client: WireClient, timeout: float | None) -> None:
         self.client = client
-        self.deadline = time.monotonic() + (client.timeout_ms / 1000 if timeout is None else timeout)
+        self.deadline = _ends(client, timeout)
         self.attempt = 0
         self.problem: str | None = None
 
@@ -141,7 +149,7 @@ def group_positions(client: WireClient, groups: Sequence[str],
     where the broker answers OffsetFetch v7+: UNSTABLE_OFFSET_COMMIT). Raises BrokerError as
     group_offsets does."""
     stable = (client.max_version(OFFSET_FETCH_KEY) or 0) >= OFFSET_FETCH_VERSION
-    until = time.monotonic() + (client.timeout_ms / 1000 if timeout is None else timeout)
+    until = _ends(client, timeout)
     found = _fetch(client, groups, timeout, require_stable=stable)
     unstable = [g for g, (_, held) in found.items() if held]
     before = _fetch(client, unstable, max(0.5, until - time.monotonic()), require_stable=False) \

@@ -20,8 +20,10 @@ from pathlib import Path
 import pytest
 
 from eosctl.base.errors import BrokerError
-from eosctl.cluster.offsets import group_offsets, group_states
+from eosctl.cluster import deadline
+from eosctl.cluster.offsets import committed_positions, group_offsets, group_states
 from eosctl.cluster.wire import WireClient
+from eosctl.config.model import Cluster
 from tests.kafkasim import (
     COORDINATOR_LOAD_IN_PROGRESS,
     COORDINATOR_NOT_AVAILABLE,
@@ -82,6 +84,22 @@ def test_no_coordinator_yet_is_retried_then_named(sim: KafkaSim) -> None:
         group_offsets(client, ["billing"], timeout=0.5)
     assert str(e.value).endswith(f"Kafka at {sim.bootstrap} has no group coordinator for 'billing' yet "
                                  "(CoordinatorNotAvailableError); try again in a few seconds")
+
+
+def test_a_coordinator_still_away_at_the_commands_deadline_ends_the_read_there(sim: KafkaSim) -> None:
+    """The read's own timeout (committed_positions' 10 s) never outlasts the command's --timeout: the
+    rounds after a failed FindCoordinator ran on to their own end, 7.6 s past `audit --timeout 30s`
+    through 4.5 s of latency (test_network_faults)."""
+    sim.inject("find_coordinator", error=COORDINATOR_NOT_AVAILABLE, times=None)
+    d = deadline.start(1.5)
+    try:
+        with pytest.raises(BrokerError) as e:
+            committed_positions(Cluster("sim", sim.bootstrap), "billing", timeout=10.0)
+        took = d.waited_s()
+    finally:
+        deadline.finish()
+    assert "has no group coordinator for 'billing' yet" in str(e.value), e.value
+    assert took < 2.5, f"{took:.1f} s for a 1.5 s deadline"
 
 
 def test_a_connection_dropped_mid_answer_is_asked_again(sim: KafkaSim) -> None:
