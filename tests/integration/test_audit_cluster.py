@@ -20,7 +20,7 @@ import pytest
 
 from eosctl.sandbox.noida import free_port, port_open
 from eosctl.sandbox.pipeline import run_pipeline
-from tests.support.helpers import eosctl_process, wait_until
+from tests.support.helpers import eosctl_process, exited, wait_until
 from tests.support.procs import stop
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.own_spark]
@@ -52,9 +52,9 @@ class Daemons:
             log.close()
 
 
-def _wait(what: str, ready, timeout: float, logs: Path) -> None:
-    """helpers.wait_until, the Spark daemons' logs on failure."""
-    wait_until(what, ready, timeout, interval=0.5,
+def _wait(what: str, ready, timeout: float, logs: Path, proc: subprocess.Popen) -> None:
+    """helpers.wait_until, the Spark daemons' logs on failure; a daemon that exited fails the wait at once."""
+    wait_until(what, ready, timeout, interval=0.5, gone=exited("its JVM", proc),
                detail=lambda: str({p.name: p.read_text()[-2000:] for p in logs.glob("*.log")}))
 
 
@@ -95,13 +95,13 @@ def test_standalone_cluster_runs_the_audit_on_an_executor(faulty_run, tmp_path):
     port, ui, worker_ui = free_port(), free_port(), free_port()
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
     try:
-        daemons.start("master", spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                      "--port", str(port), "--webui-port", str(ui))
-        _wait("Spark master", lambda: port_open(port), 90, tmp_path)
-        daemons.start("worker", spark_class, "org.apache.spark.deploy.worker.Worker",
-                      f"spark://127.0.0.1:{port}", "--host", "127.0.0.1", "--cores", "2", "--memory", "1g",
-                      "--webui-port", str(worker_ui), "--work-dir", str(tmp_path / "work"))
-        _wait("Spark worker", lambda: _alive_workers(ui) >= 1, 90, tmp_path)
+        master = daemons.start("master", spark_class, "org.apache.spark.deploy.master.Master", "--host",
+                               "127.0.0.1", "--port", str(port), "--webui-port", str(ui))
+        _wait("Spark master", lambda: port_open(port), 90, tmp_path, master)
+        worker = daemons.start("worker", spark_class, "org.apache.spark.deploy.worker.Worker",
+                               f"spark://127.0.0.1:{port}", "--host", "127.0.0.1", "--cores", "2", "--memory",
+                               "1g", "--webui-port", str(worker_ui), "--work-dir", str(tmp_path / "work"))
+        _wait("Spark worker", lambda: _alive_workers(ui) >= 1, 90, tmp_path, worker)
 
         code, report, err = _audit(workdir, "--master", f"spark://127.0.0.1:{port}")
     finally:
@@ -131,12 +131,14 @@ def test_spark_connect_runs_the_audit(faulty_run, tmp_path):
     daemons = Daemons(tmp_path)
     port = free_port()
     try:
-        daemons.start("connect", str(SPARK_HOME / "bin" / "spark-submit"), "--class",
-                      "org.apache.spark.sql.connect.service.SparkConnectServer", "--master", "local[2]",
-                      "--conf", f"spark.connect.grpc.binding.port={port}",
-                      "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
-                      "--conf", "spark.ui.enabled=false", "--driver-memory", "1g", "spark-internal")
-        _wait("Spark Connect server", lambda: port_open(port), 120, tmp_path)
+        server = daemons.start("connect", str(SPARK_HOME / "bin" / "spark-submit"), "--class",
+                               "org.apache.spark.sql.connect.service.SparkConnectServer", "--master",
+                               "local[2]", "--conf", f"spark.connect.grpc.binding.port={port}",
+                               "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+                               "--conf", "spark.ui.enabled=false", "--driver-memory", "1g", "spark-internal")
+        # A JVM that loads Spark SQL and the Connect service: 120 s was too short once, with two suites
+        # sharing two cores. A server that died says so at once (gone), so a long wait costs nothing then.
+        _wait("Spark Connect server", lambda: port_open(port), 240, tmp_path, server)
         code, report, err = _audit(workdir, "--remote", f"sc://127.0.0.1:{port}")
     finally:
         daemons.stop()
