@@ -65,13 +65,13 @@ check: lint
 # (eosctl/sandbox/jvm/kafka.pom.xml) into ~/.cache/eosctl/jars: once per machine, reused afterwards; likewise
 # Flink and its Kafka connector (flink.pom.xml), Kafka Connect with Debezium's JDBC sink (connect.pom.xml),
 # MirrorMaker 2 (mirror.pom.xml),
-# Spark's Kafka source (spark-kafka.pom.xml) and Delta Lake for Spark (spark-delta.pom.xml), for the tests that
-# run them.
+# Spark's Kafka source (spark-kafka.pom.xml), Delta Lake for Spark (spark-delta.pom.xml) and PostgreSQL's JDBC
+# driver for Spark's JDBC source (spark-jdbc.pom.xml), for the tests that run them.
 KAFKA_VERSIONS ?= 4.4.0 3.9.1
 jars: setup system-deps
 	@for v in $(KAFKA_VERSIONS); do $(BIN)/python -c "from eosctl.sandbox import maven; maven.jars('kafka', '$$v')" \
 		|| exit 1; done
-	@for p in flink connect mirror spark-kafka spark-delta; do \
+	@for p in flink connect mirror spark-kafka spark-delta spark-jdbc; do \
 		$(BIN)/python -c "from eosctl.sandbox import maven; maven.jars('$$p')" || exit 1; done
 
 # Toxiproxy (Shopify's TCP fault proxy, a Go binary driven over HTTP) for the network fault tests

@@ -11,9 +11,14 @@ What Spark reads, at the same read point as the local engine:
   here with eosctl's own glob, so Spark reads exactly the files DuckDB would;
 - Delta: the pinned version's plain data files where the pin has them (eosctl.sink.delta.plain_files: its
   rows are exactly those files' rows), else the table at that version through delta-spark where the
-  session has it on its classpath.
+  session has it on its classpath;
+- PostgreSQL over TCP, through Spark's JDBC source where the session has PostgreSQL's driver
+  (org.postgresql:postgresql): the local engine's own key-row query (its validity and key text are the
+  server's), each JDBC task in a transaction that joins the command's exported snapshot
+  (``sessionInitStatement``), its rows split across tasks by partition number, the committed spans pushed
+  into the query's WHERE.
 
-Anything else (DuckDB, PostgreSQL, Iceberg, a URL, a key or offset column whose text or validity Spark
+Anything else (DuckDB, Iceberg, a URL, a Unix socket, a key or offset column whose text or validity Spark
 would judge differently from DuckDB) answers None: the tasks read the keys as before.
 """
 
@@ -44,6 +49,8 @@ def key_frame(spark: Any, sink: Sink) -> Any | None:
     files' schema: the rows are read when a job runs over ``within(...)``."""
     if sink.key_column is None:
         return None
+    if sink.postgres and sink.mode == "offsets":
+        return _postgres_keys(spark, sink)
     frame = _raw_frame(spark, sink)
     if frame is None:
         return None
@@ -122,3 +129,71 @@ def _delta_frame(spark: Any, sink: Sink) -> Any | None:
         return frame
     except Exception:
         return None
+
+
+# JDBC connection properties a PostgreSQL URI's parameters map to (pgjdbc's names); a URI with any other
+# parameter (a client key pgjdbc reads in another format, a service file) is left to the tasks' libpq.
+_JDBC_PARAMS = {"user": "user", "password": "password", "options": "options", "sslmode": "sslmode",
+                "sslrootcert": "sslrootcert", "connect_timeout": "connectTimeout",
+                "application_name": "ApplicationName"}
+# Rows a JDBC task fetches per round trip: pgjdbc otherwise reads a task's whole result into memory.
+JDBC_FETCH_SIZE = 10_000
+MAX_JDBC_TASKS = 16
+
+
+def _postgres_keys(spark: Any, sink: Sink) -> Any | None:
+    """key_frame of a PostgreSQL sink pinned at a snapshot (eosctl.sink.postgres.exported), through Spark's
+    JDBC source; None where it can't read it so (a Unix socket, no driver, no pinned snapshot)."""
+    from eosctl.sink.postgres import _SNAPSHOT_ID, conninfo, open_postgres  # lazy: see docs/imports.md
+
+    assert sink.postgres is not None
+    if sink.at is None or not _SNAPSHOT_ID.match(sink.at):
+        return None  # no snapshot every task can join: the tasks read the keys, each at the sink's pin
+    info = conninfo(sink.postgres, "sink")
+    host, port = str(info.get("host", "")), str(info.get("port", "5432"))
+    extra = set(info) - {"host", "port", "dbname", *_JDBC_PARAMS}
+    if not host or host.startswith("/") or "," in host or "," in port or extra:
+        return None
+    # The local engine's query for the key rows, on the columns it found: the same validity and key text.
+    reader = open_postgres(sink)
+    try:
+        rows_sql = reader.key_rows_sql()
+    finally:
+        reader.close()
+    props = {name: str(info[k]) for k, name in _JDBC_PARAMS.items() if k in info}
+    props.update({
+        "driver": "org.postgresql.Driver",
+        # Each task's connection joins the command's snapshot, as every local reader does.
+        "sessionInitStatement": "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
+                                f"SET TRANSACTION SNAPSHOT '{sink.at}'",
+        "fetchsize": str(JDBC_FETCH_SIZE),
+    })
+    tasks = min(MAX_JDBC_TASKS, _slots(spark))
+    hosted = f"[{host}]" if ":" in host else host
+    url = f"jdbc:postgresql://{hosted}:{port}/{info.get('dbname', '')}"
+    try:
+        frame = spark.read.jdbc(url, f"({rows_sql}) AS eosctl_keys",
+                                predicates=[f"p % {tasks} = {i}" for i in range(tasks)], properties=props)
+        frame.schema  # noqa: B018 - resolving the schema is where a missing driver or server shows
+    except Exception:
+        return None
+    from pyspark.sql import functions as F  # lazy: see docs/imports.md
+
+    types = {f.name: type(f.dataType).__name__ for f in frame.schema.fields}
+
+    def as_type(name: str, kind: str, spark_type: str) -> Any:
+        # A cast only where the type differs: a filter on a narrowing cast is not pushed into the query.
+        col = F.col(name)
+        return col if types.get(name) == spark_type else col.cast(kind)
+
+    return frame.select(F.col("k").alias("key"), F.col("t").alias("topic"),
+                        as_type("p", "int", "IntegerType").alias("partition"),
+                        as_type("o", "long", "LongType").alias("offset"))
+
+
+def _slots(spark: Any) -> int:
+    """The session's cores (as auditors.spark_job.spark_slots), 2 where it can't say."""
+    try:
+        return max(1, int(spark.sparkContext.defaultParallelism))
+    except Exception:
+        return 2

@@ -342,8 +342,11 @@ def cluster(bootstrap: str):
 def spark():
     """ONE SparkSession for the whole suite (Spark takes seconds to start); `eosctl audit` reuses it."""
     from auditors.spark import session
+    from tests.support.streaming import spark_jars
 
-    s = session(master="local[2]", driver_memory="1g", shuffle_partitions=2)
+    # PostgreSQL's JDBC driver: Spark's JDBC source reads a PostgreSQL sink's keys (auditors.spark_sink).
+    s = session(master="local[2]", driver_memory="1g", shuffle_partitions=2,
+                extra={"spark.jars": spark_jars("spark-jdbc")})
     yield s
     s.stop()
 

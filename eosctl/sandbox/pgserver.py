@@ -50,6 +50,12 @@ class LocalPostgres:
         secret = f":{quote(self.password, safe='')}" if self.password and password else ""
         return f"postgresql://{USER}{secret}@/{db}?host={quote(self.root, safe='/')}&port={self.port}"
 
+    def tcp_uri(self, db: str = "postgres", password: bool = True) -> str:
+        """The URI over 127.0.0.1:tcp_port, for clients that reach no Unix socket (JDBC)."""
+        assert self.tcp_port is not None, "started without tcp_port"
+        secret = f":{quote(self.password, safe='')}" if self.password and password else ""
+        return f"postgresql://{USER}{secret}@127.0.0.1:{self.tcp_port}/{db}"
+
 
 def bin_dir() -> Path:
     """The directory with initdb and postgres: on PATH, else Debian's newest /usr/lib/postgresql/N/bin."""

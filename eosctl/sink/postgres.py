@@ -310,6 +310,16 @@ class PostgresReader(SqlReader):
         except Exception as e:
             raise self._query_error(e) from None
 
+    def key_rows_sql(self) -> str:
+        """SQL for (t, p, o, k) of every row with a key and a valid offset, the key as text, in no order and
+        with every repeat: committed_keys' rows of every partition at once, for Spark's JDBC source
+        (auditors.spark_sink), which filters them by the committed spans."""
+        key = ident(self.sink.key_column or "")
+        offset = self._o.checked or self._o.value
+        return (f"SELECT {self._t.value} AS t, {self._p.value} AS p, {offset} AS o, "
+                f"CAST({key} AS VARCHAR) AS k FROM {self.relation} "
+                f"WHERE {self._o.valid} AND {key} IS NOT NULL")
+
     def committed_keys(self, topic: str, partition: int,
                        committed: list[tuple[int, int]]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa  # lazy: see docs/imports.md

@@ -44,7 +44,8 @@ def runs(cluster, postgres, tmp_path_factory):
             prefix = f"{kind[:2]}{uuid.uuid4().hex[:8]}"
             workdir = tmp_path_factory.mktemp(kind)
             manifest = run_pipeline(cluster, prefix, workdir, faults=list(FAULTS), records=60,
-                                    postgres=postgres.uri() if kind == "postgres" else None,
+                                    # Over TCP: the Spark engine reads its keys through JDBC then.
+                                    postgres=postgres.tcp_uri() if kind == "postgres" else None,
                                     delta=kind == "delta", iceberg=kind == "iceberg")
             done[kind] = (workdir, manifest)
         return done[kind]
@@ -67,8 +68,15 @@ def comparable(findings: list[dict]) -> list[tuple]:
 @pytest.mark.parametrize("engine", ["local", "spark"])
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_fault_into_each_sink_kind_gives_the_manifests_findings_on_both_engines(runs, postgres, spark,
-                                                                                      kind, engine):
+                                                                                      kind, engine,
+                                                                                      monkeypatch):
     workdir, manifest = runs(kind)
+    import auditors.spark_sink
+
+    by_jdbc = []  # the key frames Spark's JDBC source read (auditors.spark_sink)
+    jdbc = auditors.spark_sink._postgres_keys
+    monkeypatch.setattr(auditors.spark_sink, "_postgres_keys",
+                        lambda *a: by_jdbc.append(jdbc(*a)) or by_jdbc[-1])
     assert manifest["sink"]["duckdb"] is None and manifest["sink"][kind]
     assert postgres.password not in json.dumps(manifest)
     assert not (workdir / "sink.duckdb").exists()
@@ -81,6 +89,8 @@ def test_every_fault_into_each_sink_kind_gives_the_manifests_findings_on_both_en
     report = json.loads(result.stdout)
     assert result.exit_code == 1 and report["verdict"] == "fail"
     assert comparable(report["findings"]) == comparable(manifest["expected_findings"])
+    # A PostgreSQL sink's keys through Spark's JDBC source on the Spark engine, nowhere else.
+    assert [f is not None for f in by_jdbc] == ([True] if (kind, engine) == ("postgres", "spark") else [])
     point = report["sink_read_point"]
     assert point["kind"] == kind
     assert {"postgres": ("snapshot", "server_version"), "delta": ("version",),
