@@ -12,14 +12,17 @@ What Spark reads, at the same read point as the local engine:
 - Delta: the pinned version's plain data files where the pin has them (eosctl.sink.delta.plain_files: its
   rows are exactly those files' rows), else the table at that version through delta-spark where the
   session has it on its classpath;
+- Iceberg: the pinned snapshot's data files where they are all there is to it (eosctl.sink.iceberg
+  .plain_files), as for Delta;
 - PostgreSQL over TCP, through Spark's JDBC source where the session has PostgreSQL's driver
   (org.postgresql:postgresql): the local engine's own key-row query (its validity and key text are the
   server's), each JDBC task in a transaction that joins the command's exported snapshot
   (``sessionInitStatement``), its rows split across tasks by partition number, the committed spans pushed
   into the query's WHERE.
 
-Anything else (DuckDB, Iceberg, a URL, a Unix socket, a key or offset column whose text or validity Spark
-would judge differently from DuckDB) answers None: the tasks read the keys as before.
+Anything else (DuckDB, an Iceberg table with deletes or an evolved schema, a URL, a Unix socket, a key or
+offset column whose text or validity Spark would judge differently from DuckDB) answers None: the tasks
+read the keys as before.
 """
 
 from __future__ import annotations
@@ -90,7 +93,7 @@ def within(frame: Any, committed: Mapping[TP, Sequence[tuple[int, int]]]) -> Any
 
 def _raw_frame(spark: Any, sink: Sink) -> Any | None:
     """The sink's rows as Spark reads them, or None."""
-    if sink.postgres or sink.duckdb or sink.iceberg or sink.kafka_topic or sink.mode != "offsets":
+    if sink.postgres or sink.duckdb or sink.kafka_topic or sink.mode != "offsets":
         return None
     files: list[str] | None = None
     if sink.delta:
@@ -98,6 +101,11 @@ def _raw_frame(spark: Any, sink: Sink) -> Any | None:
             files = list(sink.files)
         else:
             return _delta_frame(spark, sink)
+    elif sink.iceberg:
+        # The pinned snapshot's data files where its rows are exactly theirs (eosctl.sink.iceberg.plain_files:
+        # no delete files, one schema ever); else the tasks read it through pyiceberg. No Iceberg runtime
+        # for Spark 4.2 is on Maven Central yet (iceberg-spark-runtime-4.1_2.13 1.12.0 is the newest).
+        files = list(sink.files) if sink.files else None
     elif sink.parquet:
         files = parquet_files(sink.parquet)
     if not files:

@@ -71,12 +71,12 @@ def test_every_fault_into_each_sink_kind_gives_the_manifests_findings_on_both_en
                                                                                       kind, engine,
                                                                                       monkeypatch):
     workdir, manifest = runs(kind)
-    import auditors.spark_sink
+    import auditors.spark_job
 
-    by_jdbc = []  # the key frames Spark's JDBC source read (auditors.spark_sink)
-    jdbc = auditors.spark_sink._postgres_keys
-    monkeypatch.setattr(auditors.spark_sink, "_postgres_keys",
-                        lambda *a: by_jdbc.append(jdbc(*a)) or by_jdbc[-1])
+    frames = []  # the key frames Spark read itself (auditors.spark_sink), None where the tasks read keys
+    key_frame = auditors.spark_job.key_frame
+    monkeypatch.setattr(auditors.spark_job, "key_frame",
+                        lambda *a: frames.append(key_frame(*a)) or frames[-1])
     assert manifest["sink"]["duckdb"] is None and manifest["sink"][kind]
     assert postgres.password not in json.dumps(manifest)
     assert not (workdir / "sink.duckdb").exists()
@@ -89,8 +89,9 @@ def test_every_fault_into_each_sink_kind_gives_the_manifests_findings_on_both_en
     report = json.loads(result.stdout)
     assert result.exit_code == 1 and report["verdict"] == "fail"
     assert comparable(report["findings"]) == comparable(manifest["expected_findings"])
-    # A PostgreSQL sink's keys through Spark's JDBC source on the Spark engine, nowhere else.
-    assert [f is not None for f in by_jdbc] == ([True] if (kind, engine) == ("postgres", "spark") else [])
+    # On the Spark engine, each kind's keys read by Spark itself: PostgreSQL's through its JDBC source,
+    # Delta's and Iceberg's pinned data files through its Parquet reader.
+    assert [f is not None for f in frames] == ([True] if engine == "spark" else [])
     point = report["sink_read_point"]
     assert point["kind"] == kind
     assert {"postgres": ("snapshot", "server_version"), "delta": ("version",),
