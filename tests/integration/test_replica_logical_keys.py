@@ -60,7 +60,13 @@ def source(bootstrap, registries) -> str:
     src, _ = registries
     name = "replkeys" + uuid.uuid4().hex[:6]
     admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: a destroyed client fails its futures
-    for f in admin.create_topics([NewTopic(t, 1, 1) for t in (name, f"{name}.dr", f"{name}.dr2")]).values():
+    # No time-based retention: the records' timestamps are months old, so the broker rolls their segment at
+    # the next append (segment.ms counts from the first record's timestamp) and its retention check, every
+    # 5 minutes, deleted it (retention.ms, 7 days, from the segment's newest timestamp): the source's log
+    # start moved to 8 in the middle of the module (a clean-clone run of 2026-12-03).
+    forever = {"retention.ms": "-1"}
+    for f in admin.create_topics([NewTopic(t, 1, 1, config=forever)
+                                  for t in (name, f"{name}.dr", f"{name}.dr2")]).values():
         f.result(30)
     client = SchemaRegistryClient({"url": src.url})
     ks, vs = AvroSerializer(client, KEY_V1), AvroSerializer(client, VALUE)
