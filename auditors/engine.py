@@ -169,7 +169,8 @@ def _audit(inp: AuditInput, options: EngineOptions, progress: Progress, t_start:
         with paused():  # while the hop rows exist
             findings = passes.finish_frozen(fixed, result.findings, invalid)
     progress(Step("done", 1, 1))
-    engine = engine_facts(info, result.tasks, timings["prepare_seconds"], startup, result.timings)
+    engine = engine_facts(info, result.tasks, timings["prepare_seconds"], startup, result.timings,
+                          result.keys_read_by)
     findings = content_first(findings)  # a row the content check names is no place of its key
     onerow.record(result.summaries, findings + invalid)  # the test suite's check: one finding per row
     with paused():
@@ -205,10 +206,11 @@ def with_routes(items: list[WorkItem], route: Any, cluster: Any) -> list[WorkIte
 
 
 def engine_facts(info: dict[str, Any], tasks: int, prepare_s: float, startup_s: float,
-                 timings: dict[str, float]) -> dict[str, Any]:
-    """The report's `engine` object: what ran (``info``), its tasks and where the time went
-    (docs/json.md documents every key; tests/unit/test_docs.py builds it through here)."""
-    return {**info, "tasks": tasks, "prepare_seconds": round(prepare_s, 3),
+                 timings: dict[str, float], keys_read_by: str | None = None) -> dict[str, Any]:
+    """The report's `engine` object: what ran (``info``), its tasks, who read the sink's keys and where
+    the time went (docs/json.md documents every key; tests/unit/test_docs.py builds it through here)."""
+    read_by = {} if keys_read_by is None else {"keys_read_by": keys_read_by}
+    return {**info, "tasks": tasks, **read_by, "prepare_seconds": round(prepare_s, 3),
             "startup_seconds": round(startup_s, 3), **timings}
 
 

@@ -23,6 +23,9 @@ class Outcome:
     findings: list[Finding]
     timings: dict[str, float]  # partitions_seconds, keys_seconds, scan_seconds, reconcile_seconds
     tasks: int = 0  # the tasks the engine ran (groups of partitions)
+    # With a key column on the Spark engine: "spark" where Spark read the sink's key rows itself
+    # (auditors.spark_sink), "tasks" where the tasks read them; None otherwise.
+    keys_read_by: str | None = None
 
 
 def outcome(rows: Iterable[dict[str, Any]], key_findings: list[Finding], partitions_seconds: float,

@@ -19,6 +19,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from auditors.grouping import tasks as group_items
@@ -54,7 +55,7 @@ def run_spark(spark: Any, inp: AuditInput, items: list[WorkItem], progress: Prog
                       key_rows=keys is None)
     frame = spark.range(0, len(tasks), 1, max(len(tasks), 1)).mapInArrow(func, OUT_SCHEMA)
     if keys is not None:
-        return _with_spark_keys(spark, frame, keys, len(tasks), progress)
+        return replace(_with_spark_keys(spark, frame, keys, len(tasks), progress), keys_read_by="spark")
     if want_keys:
         from pyspark.sql import Window  # lazy: as above; see docs/imports.md
 
@@ -78,8 +79,8 @@ def run_spark(spark: Any, inp: AuditInput, items: list[WorkItem], progress: Prog
         if not want_keys:
             return outcome(rows, [], phases.tasks_seconds, 0.0, len(tasks))
         keys = _key_findings(r for r in rows if r["row"] is None)
-        return outcome((r["row"] for r in rows if r["row"] is not None), keys, phases.tasks_seconds,
-                       phases.keys_seconds, len(tasks))
+        return replace(outcome((r["row"] for r in rows if r["row"] is not None), keys, phases.tasks_seconds,
+                               phases.keys_seconds, len(tasks)), keys_read_by="tasks")
 
 
 def _with_spark_keys(spark: Any, frame: Any, keys: Any, tasks: int, progress: Progress) -> Outcome:

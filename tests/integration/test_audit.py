@@ -362,6 +362,9 @@ def test_engines_agree_on_the_edge_cases(runs, tmp_path, engine, kind):
     _, on_local, err2 = audit(*args)
     assert on_spark is not None and on_local is not None, err + err2
     assert _same(on_local) == _same(on_spark)
+    # Spark reads the Parquet export's keys itself; a DuckDB file's are the tasks'.
+    assert (on_spark["engine"]["keys_read_by"], on_local["engine"].get("keys_read_by")) == (
+        "spark" if kind == "parquet" else "tasks", None)
     kinds = {f["kind"] for f in on_spark["findings"]}
     assert {"phantom_beyond_hw", "offset_mismatch", "key_duplicate"} <= kinds
     cross = [f for f in on_spark["findings"] if f["kind"] == "key_duplicate" and f["key"] == key]

@@ -435,9 +435,10 @@ def engines() -> tuple[dict[str, Any], dict[str, Any]]:
     timings = outcome([], [], 1.0, 1.0).timings
     from auditors.incremental import Run, engine_info
 
-    variants = [engine.engine_facts(info, 2, 1.0, 1.0, timings)
-                for info in (engine.spark_info(_ClassicSpark()), engine.spark_info(_ConnectSpark()),
-                             engine.local_info(4, 2))]
+    variants = [engine.engine_facts(info, 2, 1.0, 1.0, timings, read_by)
+                for info, read_by in ((engine.spark_info(_ClassicSpark()), "spark"),
+                                      (engine.spark_info(_ConnectSpark()), None),
+                                      (engine.local_info(4, 2), None))]
     variants.append(engine_info(Run(False, "", 10, 9, 2, 1.0), 1.0, timings))  # --incremental
     full = {k: v for facts in variants for k, v in facts.items()}
     least = {k: v for k, v in variants[1].items() if all(k in facts for facts in variants)}
