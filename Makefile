@@ -45,7 +45,8 @@ lint: setup
 
 # Three xdist workers (the suite waits on brokers and children more than it computes: a third worker on two
 # cores fills the idle time), each shared server's tests one group on one worker (tests/support/workers.py): a clean
-# clone's `.ci/run` in ~17-19 min (tests/README.md). TEST_WORKERS=0 runs one process (~37 min).
+# clone's `.ci/run` took 25-27 min on CI at stops 59-60, above issue 55's 20 (tests/README.md). TEST_WORKERS=0 runs
+# one process.
 TEST_WORKERS ?= 3
 test:
 	@$(MAKE) --no-print-directory -j4 test-deps
