@@ -27,7 +27,7 @@ from auditors.keydups import writers_table
 from auditors.outcome import Outcome, outcome
 from auditors.plan import AuditInput, WorkItem
 from auditors.spark_keys import spark_duplicate_keys
-from auditors.spark_sink import key_frame
+from auditors.spark_sink import key_frame, spark_slots
 from auditors.task import _OUT_NAMES, _WRITER_TYPES, OUT_SCHEMA, PHASE_KEYS, PHASE_TASKS, group_task
 from eosctl.base.errors import EosctlError
 from eosctl.base.gcpause import paused
@@ -107,19 +107,6 @@ def _key_findings(rows: Iterable[dict[str, Any]]) -> list[Finding]:
             "topic": at[0], "partition": at[1], "offset": at[2],
             **{name: r[name] for name, _ in _WRITER_TYPES}}
     return [key_finding(key, list(at.values())) for key, at in places.items()]
-
-
-def spark_slots(spark: Any) -> int:
-    """How many tasks the session runs at once: its executors' cores (defaultParallelism, which
-    auditors.spark leaves at Spark's default); Spark Connect has no SparkContext: the server's
-    spark.default.parallelism, else a small cluster's guess."""
-    try:
-        return max(1, int(spark.sparkContext.defaultParallelism))
-    except Exception:
-        try:
-            return max(1, int(spark.conf.get("spark.default.parallelism")))
-        except Exception:
-            return 8
 
 
 def _collect(frame: Any) -> Any:

@@ -176,7 +176,7 @@ def _postgres_keys(spark: Any, sink: Sink) -> Any | None:
                                 f"SET TRANSACTION SNAPSHOT '{sink.at}'",
         "fetchsize": str(JDBC_FETCH_SIZE),
     })
-    tasks = min(MAX_JDBC_TASKS, _slots(spark))
+    tasks = min(MAX_JDBC_TASKS, spark_slots(spark))
     hosted = f"[{host}]" if ":" in host else host
     url = f"jdbc:postgresql://{hosted}:{port}/{info.get('dbname', '')}"
     try:
@@ -199,9 +199,14 @@ def _postgres_keys(spark: Any, sink: Sink) -> Any | None:
                         as_type("o", "long", "LongType").alias("offset"))
 
 
-def _slots(spark: Any) -> int:
-    """The session's cores (as auditors.spark_job.spark_slots), 2 where it can't say."""
+def spark_slots(spark: Any) -> int:
+    """How many tasks the session runs at once: its executors' cores (defaultParallelism, which
+    auditors.spark leaves at Spark's default); Spark Connect has no SparkContext: the server's
+    spark.default.parallelism, else a small cluster's guess."""
     try:
         return max(1, int(spark.sparkContext.defaultParallelism))
     except Exception:
-        return 2
+        try:
+            return max(1, int(spark.conf.get("spark.default.parallelism")))
+        except Exception:
+            return 8

@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
-from auditors.spark_job import _collect, spark_slots
+from auditors.spark_job import _collect
+from auditors.spark_sink import spark_slots
 from eosctl.cluster.model import TP, PartitionLog
 from eosctl.report.findings import Finding
 from eosctl.rules.upsert import Judged, StateRecord, StateRow
