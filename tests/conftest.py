@@ -16,7 +16,7 @@ import uuid
 import pytest
 
 from tests.kafkasim.fixtures import kafka_sim  # noqa: F401  (the scripted Kafka-protocol broker)
-from tests.support import clientguard, early, nojvm, txnguard, workers
+from tests.support import clientguard, early, nojvm, timeline, txnguard, workers
 
 
 def _record_pipeline_prefixes() -> None:
@@ -45,6 +45,7 @@ def pytest_configure(config: pytest.Config) -> None:
     _one_finding_per_row_file()
     # A plugin, not a hook here: a session fixture's set-up calls only the hooks of conftests at the root.
     config.pluginmanager.register(workers.StartsRecorder(), "eosctl-server-starts")
+    timeline.install(config)  # EOSCTL_TEST_TIMELINE=DIR: each test's start and end, worker by worker
     if nojvm.on():  # `make check`: starting a JVM fails the test that did (tests/support/nojvm.py)
         nojvm.install()
 
