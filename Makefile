@@ -43,11 +43,11 @@ lint: setup
 	$(BIN)/ruff check eosctl auditors tui tests benchmarks
 	$(BIN)/mypy
 
-# Three xdist workers (the suite waits on brokers and children more than it computes: a third worker on two
-# cores fills the idle time), each shared server's tests one group on one worker (tests/support/workers.py): a clean
-# clone's `.ci/run` took 25-27 min on CI at stops 59-60, above issue 55's 20 (tests/README.md). TEST_WORKERS=0 runs
-# one process.
-TEST_WORKERS ?= 3
+# Four xdist workers (the suite waits on brokers and children more than it computes: on two cores three workers
+# kept them 64% busy, 1,199 s of CPU in a 940 s `.ci/run`; four took it to 807 s, 1,326 s of CPU: ci23-ci24 in
+# tests/README.md), each shared server's tests one group on one worker (tests/support/workers.py).
+# TEST_WORKERS=0 runs one process.
+TEST_WORKERS ?= 4
 test:
 	@$(MAKE) --no-print-directory -j4 test-deps
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
