@@ -21,8 +21,11 @@ import pytest
 from tests.support import nojvm
 
 # Session fixtures one run starts once, whatever the number of workers: a test that asks for one (directly
-# or through another fixture) runs on the worker holding the group of that server.
-SHARED = ("kafka_cluster3", "kafka39", "secured_kafka", "kafka_dr", "spark", "postgres", "prometheus",
+# or through another fixture) runs on the worker holding the group of that server. PostgreSQL is not one:
+# its initdb and start take ~2 s, and three of its modules need the session's Spark too, which once joined
+# every PostgreSQL test to the Spark group, the run's longest (ci24: 742 s on one worker, the others done
+# at ~690 s). Each worker that runs a PostgreSQL test starts its own, as each starts its own broker.
+SHARED = ("kafka_cluster3", "kafka39", "secured_kafka", "kafka_dr", "spark", "prometheus",
           "tansu", "sandbox_bootstrap", "_toxiproxy")
 
 

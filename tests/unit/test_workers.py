@@ -52,14 +52,23 @@ def groups_of(items: list[Item]) -> dict[str, str]:
 
 def test_a_test_needing_two_servers_joins_their_groups_into_one() -> None:
     items = [Item("tests/a.py::spark_only", {"spark": "session"}),
-             Item("tests/b.py::pg_only", {"postgres": "session"}),
-             Item("tests/c.py::both", {"spark": "session", "postgres": "session"}),
+             Item("tests/b.py::old_only", {"kafka39": "session"}),
+             Item("tests/c.py::both", {"spark": "session", "kafka39": "session"}),
              Item("tests/d.py::cluster", {"kafka_cluster3": "session"}),
              Item("tests/e.py::plain", {"bootstrap": "session"})]
     g = groups_of(items)
-    assert g["tests/a.py::spark_only"] == g["tests/b.py::pg_only"] == g["tests/c.py::both"]
+    assert g["tests/a.py::spark_only"] == g["tests/b.py::old_only"] == g["tests/c.py::both"]
     assert g["tests/d.py::cluster"] != g["tests/a.py::spark_only"]
     assert g["tests/e.py::plain"] == "tests/e.py"  # no shared server: its module's group
+
+
+def test_postgresql_is_each_workers_own_so_its_tests_stay_in_their_modules_groups() -> None:
+    items = [Item("tests/a.py::spark_only", {"spark": "session"}),
+             Item("tests/b.py::pg_only", {"postgres": "session"}),
+             Item("tests/c.py::both", {"spark": "session", "postgres": "session"})]
+    g = groups_of(items)
+    assert g["tests/b.py::pg_only"] == "tests/b.py"
+    assert g["tests/c.py::both"] == g["tests/a.py::spark_only"] != g["tests/b.py::pg_only"]
 
 
 def test_a_test_whose_spark_is_its_own_child_process_leaves_the_session_sparks_group() -> None:
