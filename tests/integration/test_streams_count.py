@@ -110,7 +110,11 @@ def counting(bootstrap, stage_classes, tmp_path):
 
 def test_streams_count_exactly_once_v2_killed_and_restarted_audits_clean(counting):
     c = counting("exactly_once_v2")
-    first = c.start("100")
+    # A commit each second: Streams' producer holds its sends for linger.ms (100 ms, Streams' default), so at
+    # a 100 ms commit interval the outputs reached the log only at the commit's flush, just before its
+    # markers, and the probe's window was that moment (ci26, load 6-9: never met within 90 s). Now a
+    # transaction is open with outputs for most of each second.
+    first = c.start("1000")
     kill_when(first, "offsets committed and a transaction open with outputs", c.open_with_outputs,
               before=lambda: any(o > 0 for o in c.offsets().values()))
     assert not c.caught_up()
