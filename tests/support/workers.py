@@ -1,4 +1,4 @@
-"""How `make test` splits the suite between xdist workers (four by default; issue 42: the whole suite under
+"""How `make test` splits the suite between xdist workers (three by default; issue 42: the whole suite under
 20 minutes on 2 cores; run alone, one pytest process left a core idle about half the time, waiting on brokers
 and children).
 
