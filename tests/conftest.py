@@ -16,7 +16,7 @@ import uuid
 import pytest
 
 from tests.kafkasim.fixtures import kafka_sim  # noqa: F401  (the scripted Kafka-protocol broker)
-from tests.support import clientguard, early, nojvm, timeline, txnguard, workers
+from tests.support import clientguard, early, jvm, nojvm, timeline, txnguard, workers
 
 
 def _record_pipeline_prefixes() -> None:
@@ -46,9 +46,8 @@ _record_pipeline_prefixes()
 # same queries. The brokers and the tests' own JVMs have it already (apache_kafka._JVM_FLAGS,
 # tests/support/jvm.py). SPARK_SUBMIT_OPTS reaches a driver through Spark's launcher; the daemons read
 # SPARK_DAEMON_JAVA_OPTS. The product keeps the JVM's default: a real audit's tasks run long enough for C2.
-_SPARK_TEST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 for _var in ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
-    os.environ.setdefault(_var, _SPARK_TEST_JVM)
+    os.environ.setdefault(_var, " ".join(jvm.SMALL_JVM))
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -36,12 +36,16 @@ def compile_java(workdir: Path, main: str, source: str, *jar_dirs: Path) -> Path
 # For a process a test starts itself: its own session, and SIGKILLed if the test process dies first.
 die_with_test = procs.die_with_parent
 
+# The tests' JVMs run seconds on small data: C1 alone (C2's compiles are CPU never repaid) and the serial
+# collector. tests/conftest.py hands the same to Spark's launcher.
+SMALL_JVM = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
+
 
 def java_cmd(classes: Path | None, main: str, *jar_dirs: Path, heap: str = "384m",
              props: dict[str, str] | None = None) -> list[str]:
     cp = os.pathsep.join(([str(classes)] if classes else []) + [maven.classpath(d) for d in jar_dirs])
     quiet = Path(__file__).parent / "jvm-log4j2.properties"
-    return [maven.java(), f"-Xmx{heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
+    return [maven.java(), f"-Xmx{heap}", *SMALL_JVM, "-XX:-UsePerfData",
             f"-Dlog4j2.configurationFile=file:{quiet}",
             *(f"-D{k}={v}" for k, v in (props or {}).items()), "-cp", cp, main]
 

@@ -2,8 +2,8 @@
 
 EOSCTL_TEST_TIMELINE=DIR makes each pytest process append one line per test to DIR/<worker>.tsv: its worker,
 start and end (epoch seconds, set-up and tear-down included) and node id with its xdist group. `python -m
-tests.support.timeline DIR` then prints each worker's busy time and its groups in the order it ran them, the
-longest first within the run's critical worker: what to cut or move to shorten the run.
+tests.support.timeline DIR [TOP]` then prints each worker's busy time, when it finished, and its TOP
+groups by time spent, longest first: the worker that finished last is the one holding the run up.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ def install(config: pytest.Config) -> None:
 
 
 def summary(directory: Path, top: int = 12) -> str:
+    """Each worker's busy time, its end, and its ``top`` groups by time, from DIR's files."""
     rows = []
     for path in sorted(directory.glob("*.tsv")):
         for line in path.read_text().splitlines():
