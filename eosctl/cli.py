@@ -24,7 +24,7 @@ from eosctl.base.errors import EosctlError
 from eosctl.base.exits import Exit
 from eosctl.base.files import shown
 from eosctl.base.safetext import term
-from eosctl.base.stopsignals import STOP_SIGNALS, exit_code, handling, say_stopped
+from eosctl.base.stopsignals import STOP_SIGNALS, exit_code, forget_taken, handling, say_stopped, take
 from eosctl.config.redaction import Redacting, redact
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -209,23 +209,28 @@ def unwind_on_signals() -> Iterator[None]:
         if got and now - got[-1][1] < _UNWIND_GRACE_S:
             return
         got.append((signum, now))
+        take(signum)
         raise KeyboardInterrupt() if signum == signal.SIGINT else Terminated()
 
     main_thread = threading.current_thread() is threading.main_thread()
     # The handlers stay until the command has unwound and said its line (a second signal meanwhile is ours).
     with handling(on_signal, STOP_SIGNALS if main_thread else ()):
         try:
-            yield
-        except BaseException:
-            if not got:
-                raise
-            _stopped(got[0][0])
-        # The exception the handler raised can be swallowed on its way up: kafka-python's event loop, which
-        # the main thread drives, logs and drops whatever a task step raises (kafka/net/selector.py, `except
-        # BaseException` around each step), and its logger is silenced. The command then ran to its end and
-        # exited 0 with no line (ci10, a snapshot's audit). A signal that came is still the command's end.
-        if got:
-            _stopped(got[0][0])
+            try:
+                yield
+            except BaseException:
+                if not got:
+                    raise
+                _stopped(got[0][0])
+            # The exception the handler raised can be swallowed on its way up: kafka-python's event loop,
+            # which the main thread drives, logs and drops whatever a task step raises (kafka/net/selector.py,
+            # `except BaseException` around each step), and its logger is silenced. The command then ran to
+            # its end and exited 0 with no line (ci10, a snapshot's audit); its output is not put in place
+            # (eosctl.base.stopsignals.refuse_if_stopped). A signal that came is still the command's end.
+            if got:
+                _stopped(got[0][0])
+        finally:
+            forget_taken()
 
 
 def _stopped(signum: int) -> NoReturn:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from eosctl.base.errors import EosctlError
 from eosctl.base.safetext import term
-from eosctl.base.stopsignals import held
+from eosctl.base.stopsignals import held, refuse_if_stopped
 
 MB = 1024 * 1024
 # Read whole into memory: a config is a few KB; anything near this is not a config.
@@ -212,9 +212,10 @@ def writing_output(path: str, reads: Iterable[str | None] = (), force: bool = Fa
 def replacing(path: str, also: tuple[str, ...] = ()) -> Iterator[str]:
     """A temporary name beside ``path`` to write to; it replaces ``path`` when the block ends normally.
 
-    On any other way out (an error, Ctrl-C, SIGTERM) the temporary file, and the files named by it plus
-    each suffix of ``also`` (DuckDB's ``.wal``), are removed: a reader never sees half a report and nothing
-    is left beside it. A device or FIFO (``--out /dev/stdout``) is written directly."""
+    On any other way out (an error, Ctrl-C, SIGTERM, or one that came earlier and was swallowed) the
+    temporary file, and the files named by it plus each suffix of ``also`` (DuckDB's ``.wal``), are removed:
+    a reader never sees half a report and nothing is left beside it. A device or FIFO (``--out
+    /dev/stdout``) is written directly."""
     try:
         st = os.stat(path)
     except OSError:
@@ -229,6 +230,7 @@ def replacing(path: str, also: tuple[str, ...] = ()) -> Iterator[str]:
         _remove(leftover)
     try:
         yield tmp
+        refuse_if_stopped()  # a stop signal whose exception a library swallowed: no output after it
         os.replace(tmp, path)
     finally:
         for leftover in leftovers:

@@ -123,6 +123,37 @@ def _after_imports(on_signal: Callable[[int, Any], None]) -> Callable[[int, Any]
     return handler
 
 
+# The stop signal a command took (eosctl.cli.unwind_on_signals) while it unwinds. The exception the
+# handler raised can be swallowed on its way up (kafka-python's event loop drops what a task step raises),
+# and the command then runs on: whatever it would write next must not be written (ci, stop 62: a
+# snapshot's audit stopped by SIGTERM, its --out written all the same).
+_TAKEN: list[int] = []
+
+
+class StoppedBefore(BaseException):
+    """Raised by ``refuse_if_stopped``: a stop signal came before this point; like KeyboardInterrupt, it
+    unwinds through every `finally` (the half-written output is removed)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(stopped_line(signum))
+        self.signum = signum
+
+
+def take(signum: int) -> None:
+    """A stop signal came: the command unwinds (``refuse_if_stopped`` from now on)."""
+    _TAKEN.append(signum)
+
+
+def forget_taken() -> None:
+    _TAKEN.clear()
+
+
+def refuse_if_stopped() -> None:
+    """Raise StoppedBefore if a stop signal came: a command's output is not put in place after it."""
+    if _TAKEN:
+        raise StoppedBefore(_TAKEN[0])
+
+
 class StopEvent(threading.Event):
     """Set by a stop signal; ``signum`` says which."""
 

@@ -9,9 +9,12 @@ What a finding names:
   ``invalid_row`` (no offset), ``dlq_duplicate`` and ``dlq_aborted`` (dead letters: the DLQ's records);
 - ``key_duplicate``: its places (``offsets``; a key across partitions is not checked);
 - ``duplicate``: its range but for the markers, aborted and open data it passes over (a run of duplicates
-  is not split by offsets that are not expected, whose rows are their phantoms);
+  is not split by offsets that are not expected, whose rows are their phantoms); so do a stage's
+  ``duplicate_key`` and ``ahead_of_commit`` (eosctl.rules.hop), whose input runs pass over the aborted and
+  open input a ``phantom_key`` names;
 - ``phantom_aborted`` / ``phantom_uncommitted``: the aborted / open offsets of its range (markers between
-  two aborted transactions don't split a run, and a row at one is a ``phantom_marker``);
+  two aborted transactions don't split a run, and a row at one is a ``phantom_marker``); a ``phantom_key``:
+  both;
 - every other kind: its range.
 
 Two overlaps are legitimate, each two true statements about the same rows:
@@ -34,8 +37,10 @@ ENV = "EOSCTL_CHECK_ONE_FINDING_PER_ROW"
 NO_ROWS = frozenset({"gap", "lost_key", "offset_mismatch", "invalid_row", "dlq_duplicate", "dlq_aborted"})
 # Kinds whose runs pass over offsets of other kinds, and the log segments (eosctl.report.segments) they
 # name: "not" = every offset but those kinds', "only" = those kinds' offsets alone.
-_NOT = {"duplicate": ("ABORTED", "MARKER", "OPEN")}
-_ONLY = {"phantom_aborted": "ABORTED", "phantom_uncommitted": "OPEN"}
+_PASSED_OVER = ("ABORTED", "MARKER", "OPEN")
+_NOT = {"duplicate": _PASSED_OVER, "duplicate_key": _PASSED_OVER, "ahead_of_commit": _PASSED_OVER}
+_ONLY = {"phantom_aborted": ("ABORTED",), "phantom_uncommitted": ("OPEN",),
+         "phantom_key": ("ABORTED", "OPEN")}
 _SHIFTED = "shifted_coordinates"
 
 
@@ -76,7 +81,10 @@ def _named(f: Finding, segs: dict[str, list[tuple[int, int]]]) -> list[tuple[int
         return [] if f.detail else [(o, o) for o in f.offsets or ()]
     whole = [(f.first_offset, f.last_offset)]
     if f.kind in _ONLY:
-        return _cut(whole, segs.get(_ONLY[f.kind]), keep=True) if segs else whole
+        if not segs:
+            return whole
+        only = sorted(s for kind in _ONLY[f.kind] for s in segs.get(kind, ()))
+        return _cut(whole, only, keep=True)
     if f.kind in _NOT:
         for kind in _NOT[f.kind]:
             whole = _cut(whole, segs.get(kind), keep=False)

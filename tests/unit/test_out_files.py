@@ -58,3 +58,25 @@ def test_a_snapshot_path_with_a_quote_is_a_literal(tmp_path: Path) -> None:
     snapshot.write_snapshot(cap, out)
     assert os.listdir(tmp_path) == [out.name] and not os.path.exists("pwned.csv")
     assert snapshot.load_snapshot(out).bootstrap == "b:9092"
+
+
+def test_no_output_is_put_in_place_after_a_swallowed_stop_signal(tmp_path: Path) -> None:
+    """Stop 62's CI: SIGTERM during a snapshot's audit; its exception was swallowed on the way up (a
+    library's `except BaseException`), the command ran on and wrote --out before it said its line."""
+    import signal
+
+    from eosctl.base import stopsignals
+
+    out = tmp_path / "snap.duckdb"
+    cap = Capture(captured_at=datetime.now(UTC), bootstrap="b:9092", pipeline=None, group=None, topics=[])
+    stopsignals.take(signal.SIGTERM)
+    try:
+        with pytest.raises(stopsignals.StoppedBefore):
+            snapshot.write_snapshot(cap, out)
+        with pytest.raises(stopsignals.StoppedBefore):
+            write_replacing(str(tmp_path / "report.html"), "<html>")
+    finally:
+        stopsignals.forget_taken()
+    assert os.listdir(tmp_path) == []
+    snapshot.write_snapshot(cap, out)  # once the command has unwound, the next one writes
+    assert os.listdir(tmp_path) == ["snap.duckdb"]

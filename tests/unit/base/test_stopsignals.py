@@ -125,3 +125,28 @@ def test_a_signal_whose_exception_a_library_swallowed_still_ends_the_command(sig
     assert swallowed, "the signal's exception never came (waited 10 s)"
     assert ended.value.code == code
     assert capsys.readouterr().err.splitlines() == [line]
+
+
+def test_a_command_whose_signal_was_swallowed_writes_no_output(tmp_path: Path, capsys) -> None:
+    """Stop 62's CI: a snapshot's audit stopped by SIGTERM, the exception swallowed, and --out written
+    before the line. The output is refused; the command ends with the signal's line and code."""
+    from eosctl.base.files import write_replacing
+    from eosctl.cli import unwind_on_signals
+
+    out = tmp_path / "report.html"
+    swallowed: list[BaseException] = []
+    with pytest.raises(SystemExit) as ended:
+        with unwind_on_signals():
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                deadline = time.monotonic() + 10
+                while time.monotonic() < deadline:
+                    time.sleep(0.01)
+            except BaseException as e:
+                swallowed.append(e)
+            write_replacing(str(out), "<html>")
+    assert swallowed and ended.value.code == 143
+    assert capsys.readouterr().err.splitlines() == ["eosctl: terminated"]
+    assert os.listdir(tmp_path) == []
+    write_replacing(str(out), "<html>")  # the next command (here: no signal) writes
+    assert os.listdir(tmp_path) == ["report.html"]

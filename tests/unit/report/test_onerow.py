@@ -50,3 +50,23 @@ def test_two_true_statements_about_one_row_are_allowed() -> None:
     assert named_twice([PART], [key, f("duplicate", 3, 3)]) == []
     # but two content findings never share a row
     assert named_twice([PART], [content(13, 19, "shifted_coordinates"), content(15, 15, "different_value")])
+
+
+def test_a_stages_input_runs_pass_over_the_aborted_input_its_phantom_key_names() -> None:
+    """Stop 62's CI: a Streams stage killed past an aborted input transaction gave ahead_of_commit (and,
+    after the restart, duplicate_key) 58..75 around phantom_key 60..69, the aborted input it read."""
+    stage = PartitionSummary("in", 2, 0, 80, 80, 70, 70, log_segments=(
+        LogSegment("ABORTED", 60, 69, 10), LogSegment("MARKER", 70, 70, 1), LogSegment("OPEN", 76, 79, 4)))
+
+    def g(kind: str, first: int, last: int) -> Finding:
+        return Finding(kind, "in", 2, first, last, last - first + 1)
+
+    for run in ("ahead_of_commit", "duplicate_key"):
+        assert named_twice([stage], [g(run, 58, 75), g("phantom_key", 60, 69)]) == []
+        assert named_twice([stage], [g(run, 58, 79), g("phantom_key", 60, 79)]) == []
+    # a phantom_key names the open input it read as well as the aborted
+    assert named_twice([stage], [g("phantom_key", 60, 79), g("phantom_uncommitted", 77, 77)]) == [
+        "in[2] offset 77: named by phantom_key 60..79 and by phantom_uncommitted 77..77"]
+    # but the runs name the committed input they pass: two of them there name it twice
+    assert named_twice([stage], [g("ahead_of_commit", 58, 75), g("duplicate_key", 71, 72)]) == [
+        "in[2] offset 71: named by duplicate_key 71..72 and by ahead_of_commit 58..75"]
