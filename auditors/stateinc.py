@@ -190,7 +190,7 @@ def audit_state_incremental(target: Target, sink: Sink, state_path: str, *,
             con.register("state_rows_now", rows)
             # The per-key pass over each key's latest records (auditors.statecols.latest_records).
             latest = None if sink.mode == "aggregate" else latest_records(
-                sink, con.sql(f"SELECT * FROM {_RECORDS}").to_arrow_table(), bounds)
+                sink, con.sql(f"SELECT * FROM {_RECORDS}").to_arrow_table(), bounds, con)
             if latest is not None:
                 con.register("recs_latest", latest)
             verdict = judge_tables(con, sink, logs, bounds, recs=_RECORDS, rows="state_rows_now",
