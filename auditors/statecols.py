@@ -116,7 +116,7 @@ def scanned_table(sink: Sink, logs: Mapping[TP, PartitionLog], scanned: Mapping[
     pieces = []
     for (t, p), (o, ts, k, v) in scanned.items():
         n = len(o)
-        pieces.append(columns_table(sink, {(t, p): logs[(t, p)]}, pa.array([t] * n, pa.string()),
+        pieces.append(columns_table(sink, {(t, p): logs[(t, p)]}, pa.repeat(pa.scalar(t, pa.string()), n),
                                     np.full(n, p, np.int32), o, ts, k, v, raw=raw))
     if not pieces:
         schema = Shape.of(sink).record_schema()
@@ -473,28 +473,34 @@ def latest_records(sink: Sink, recs: Any, bounds: Mapping[TP, int], con: Any = N
     record, its partitions and what is in flight are the same as of all records, so the pass folds about
     one row a key, not one a record; None for an aggregate, whose fold needs every record.
 
-    One GROUP BY in DuckDB (``con``, else a connection of its own): its hash aggregate runs on every core,
-    where an Arrow dictionary encoding of the key column (one thread) took most of a 10M-record audit's
-    pass."""
+    The groups by one GROUP BY in DuckDB (``con``, else a connection of its own): its hash aggregate runs
+    on every core, where an Arrow dictionary encoding of the key column (one thread) took most of a
+    10M-record audit's pass."""
     import numpy as np  # lazy: see docs/imports.md
     import pyarrow as pa  # lazy: see docs/imports.md
-    import pyarrow.compute as pc  # lazy: see docs/imports.md
 
     if sink.mode == "aggregate" or recs.num_rows == 0:
         return None
     n = recs.num_rows
+    topics = recs.column("t").combine_chunks().dictionary_encode()
+    tcode = np.asarray(topics.indices.fill_null(-1), np.int64)
+    p = np.asarray(recs.column("p").combine_chunks().fill_null(-1), np.int64)
+    nparts = int(p.max()) + 2
+    tp = (tcode + 1) * nparts + (p + 1)
+    names = topics.dictionary.to_pylist()
+    bound = np.zeros((len(names) + 1) * nparts, np.int64)  # a partition without a bound: none settled
+    for (t, p_), at in bounds.items():
+        if t in names and -1 <= p_ < nparts - 1:
+            bound[(names.index(t) + 1) * nparts + p_ + 1] = at
+    b = bound[tp]
+    o = np.asarray(recs.column("o").combine_chunks(), np.int64)
+    st = np.asarray(recs.column("st").combine_chunks(), np.int8)
+    settled = (st == 1) & (o < b)
+    low = int(o.min())
+    rank = (o - low) + settled.astype(np.int64) * (int(o.max()) - low + 1)
     keys = Shape.of(sink).keys
-    places = recs.select([*keys, "t", "p", "o", "st"])
-    places = places.append_column("i", pa.array(np.arange(n, dtype=np.int64)))
-    span = pc.min_max(recs.column("o")).as_py()
-    low, width = span["min"], span["max"] - span["min"] + 1
-    table = pa.table({"t": [t for t, _ in bounds], "p": pa.array([p for _, p in bounds], pa.int32()),
-                      "b": pa.array(list(bounds.values()), pa.int64())})
-    # A partition without a bound: none settled (b 0). Per group (key parts, null its own, and partition)
-    # the row of the greatest (settled, offset): offsets are unique in a partition, so the row is one.
-    settled = "x.st = 1 AND x.o < coalesce(s.b, 0)"
-    joined = "latest_places x LEFT JOIN latest_bounds s ON x.t = s.t AND x.p = s.p"
-    group = ", ".join([*(f"x.{k}" for k in keys), "x.t", "x.p"])
+    places = pa.table({**{k: recs.column(k) for k in keys}, "g": tp, "r": rank,
+                       "i": np.arange(n, dtype=np.int64)})
     own = con is None
     if own:
         import duckdb  # lazy: see docs/imports.md
@@ -503,21 +509,35 @@ def latest_records(sink: Sink, recs: Any, bounds: Mapping[TP, int], con: Any = N
 
         con = duckdb.connect(config=NO_EXTENSION_DOWNLOADS)
     try:
+        # Per group (key parts, a null part its own, and partition) the row of the greatest (settled,
+        # offset): offsets are unique in a partition, so the row is one.
         con.register("latest_places", places)
-        con.register("latest_bounds", table)
-        got = con.sql(f"""SELECT arg_max(x.i, x.o - {low} + CASE WHEN {settled} THEN {width} ELSE 0 END) AS i
-                          FROM {joined} GROUP BY {group}
-                          UNION ALL
-                          SELECT x.i FROM {joined} WHERE x.st = 1 AND NOT ({settled})""")
+        got = con.sql(f"SELECT arg_max(i, r) AS i FROM latest_places GROUP BY {', '.join([*keys, 'g'])}")
         at = got.to_arrow_table().column("i")
     finally:
         con.unregister("latest_places")
-        con.unregister("latest_bounds")
         if own:
             con.close()
-    keep = np.zeros(n, bool)
+    keep = (st == 1) & (o >= b)
     keep[np.asarray(at.combine_chunks(), np.int64)] = True
-    return recs.take(pa.array(np.flatnonzero(keep)))
+    return take_sorted(recs, np.flatnonzero(keep))
+
+
+def take_sorted(table: Any, rows: Any) -> Any:
+    """``table.take(rows)`` for ascending ``rows``, batch by batch: a chunked table's take would first
+    concatenate each column (a copy of every record's key and value bytes)."""
+    import numpy as np  # lazy: see docs/imports.md
+    import pyarrow as pa  # lazy: see docs/imports.md
+
+    batches = table.to_batches()
+    ends = np.cumsum([batch.num_rows for batch in batches])
+    out, first = [], 0
+    for batch, end in zip(batches, ends.tolist(), strict=True):
+        lo, hi = np.searchsorted(rows, [first, end])
+        if hi > lo:
+            out.append(batch.take(pa.array(rows[lo:hi] - first)))
+        first = end
+    return pa.Table.from_batches(out, schema=table.schema)
 
 
 def judge_tables(con: Any, sink: Sink, logs: Mapping[TP, PartitionLog], bounds: Mapping[TP, int], *,

@@ -108,8 +108,9 @@ class SqlReader(ABC):
             for b in self.committed_keys(topic, partition, ranges):
                 n = b.num_rows
                 yield pa.RecordBatch.from_arrays(
-                    [b.column(0), pa.array([topic] * n, pa.string()), pa.array([partition] * n, pa.int32()),
-                     b.column(1)], names=["key", "topic", "partition", "offset"])
+                    [b.column(0), pa.repeat(pa.scalar(topic, pa.string()), n),
+                     pa.repeat(pa.scalar(partition, pa.int32()), n), b.column(1)],
+                    names=["key", "topic", "partition", "offset"])
 
     def islands_in(self, tps: Sequence[TP]) -> Iterator[OffsetIsland]:
         """islands() of these partitions (an audit task's group) in one query, ordered by topic,

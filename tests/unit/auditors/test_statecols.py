@@ -246,6 +246,8 @@ def test_latest_records_keeps_each_keys_latest_settled_record_per_partition_and_
         schema = pa.schema([("t", pa.string()), ("p", pa.int32()), ("o", pa.int64()), ("st", pa.int8()),
                             *((f"k{i}", pa.string()) for i in range(nkeys))])
         table = pa.Table.from_pylist(recs, schema=schema)
-        for using in (None, con):
-            assert latest_records(sink, table, bounds, using).to_pylist() == want, trial
+        cut = rng.randint(0, len(recs))  # and in chunks, as the scan's partitions come
+        chunked = pa.concat_tables([table.slice(0, cut), table.slice(cut, 3), table.slice(cut + 3)])
+        for using, records in ((None, table), (con, table), (con, chunked)):
+            assert latest_records(sink, records, bounds, using).to_pylist() == want, trial
     con.close()
