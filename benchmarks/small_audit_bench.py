@@ -43,12 +43,14 @@ PREFIX = "bench"
 
 def timed(args: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,),
           tree: Path = ROOT) -> tuple[float, float, str]:
-    """(wall seconds, CPU seconds of the child, its stdout) of `python -m eosctl ARGS` run from ``tree``."""
+    """(wall seconds, CPU seconds of the child, its stdout) of `python -m eosctl ARGS` run from ``tree``
+    (`python ARGS` where ARGS start with -c)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.monotonic()
     # In the tree: `-m` puts the working directory first on sys.path, so that tree's eosctl is timed.
     env = {**env, "PYTHONPATH": os.pathsep.join([str(tree), env.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, "-m", "eosctl", *args], capture_output=True, text=True, env=env,
+    argv = args if args[0] == "-c" else ["-m", "eosctl", *args]
+    proc = subprocess.run([sys.executable, *argv], capture_output=True, text=True, env=env,
                           cwd=tree, timeout=600)
     wall = time.monotonic() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -90,6 +92,14 @@ def main() -> None:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env["EOSCTL_HOME"] = home
         commands: dict[str, tuple[list[str], tuple[int, ...], Path]] = {}
+        # The floor under any audit of a DuckDB sink: the command line's start-up, DuckDB's import and a
+        # read-only connection to the sink; no Kafka, no eosctl audit module.
+        sink = Path(home) / PREFIX / "sink.duckdb"
+        connect = f"duckdb.connect({str(sink)!r}, read_only=True).close()"
+        commands["floor"] = (["-c", f"import eosctl.cli, duckdb; {connect}"], (0,), ROOT)
+        # And the other libraries the audit's path uses today (numpy, pyarrow, kafka-python's connection).
+        commands["floor-libs"] = (["-c", f"import eosctl.cli, duckdb, numpy, pyarrow, kafka.net; {connect}"],
+                                  (0,), ROOT)
         for suffix, tree in trees.items():
             commands["help" + suffix] = (["audit", "--help"], (0,), tree)
             for engine in engines:
@@ -106,7 +116,7 @@ def main() -> None:
                 walls[name].append(wall)
                 cpus[name].append(cpu)
                 line = f"  run {run + 1} {name:<9} {wall:5.2f}s wall, {cpu:5.2f}s CPU"
-                if not name.startswith("help"):
+                if not name.startswith(("help", "floor")):
                     reports[name] = report = json.loads(out)
                     e = report["engine"]
                     line += (f"  (report: elapsed {report['elapsed_seconds']:.2f}s, workers "
@@ -125,6 +135,12 @@ def main() -> None:
             wall, cpu = statistics.median(walls[engine + suffix]), statistics.median(cpus[engine + suffix])
             print(f"  audit --engine {engine:<6} {wall:5.2f}s wall  {cpu:5.2f}s CPU   "
                   f"ratio to --help: {wall / help_wall:.2f}x wall, {cpu / help_cpu:.2f}x CPU")
+        floors = (("floor", "--help + duckdb", "import eosctl.cli and duckdb, open the sink read-only"),
+                  ("floor-libs", "+ numpy pyarrow kafka", "and import numpy, pyarrow, kafka.net"))
+        for name, label, what in floors if not suffix else ():
+            wall, cpu = statistics.median(walls[name]), statistics.median(cpus[name])
+            print(f"  {label:<21} {wall:5.2f}s wall  {cpu:5.2f}s CPU   ratio to --help: "
+                  f"{wall / help_wall:.2f}x wall, {cpu / help_cpu:.2f}x CPU  ({what})")
         if "local" in engines:
             ratio = statistics.median(walls["local" + suffix]) / help_wall
             print(f"  target local <= 2x `eosctl audit --help`: {'met' if ratio <= 2 else 'missed'} "
