@@ -9,6 +9,9 @@ user runs them, a new process each time from its start to its exit, alternating:
 CLI's own start-up: the baseline) and `eosctl audit -c CONFIG -p bench --engine E --format json` (the sink
 hop). Prints the medians, the ratio audit / help and the CPU time of each (the children's user + system
 time: what a loaded machine does not inflate). Issue 49's bar: the local audit <= 2x `audit --help`.
+Two floors are timed beside them: `import eosctl.cli, duckdb` and a read-only connection to the sink (what
+any audit of a DuckDB sink pays before its first query), and the same with numpy, pyarrow and kafka.net
+(the other libraries on the audit's path).
 With several engines, their reports must agree.
 
 --compare DIR also times both commands from another checkout of eosctl (e.g. `git worktree add DIR main`:
@@ -43,19 +46,17 @@ PREFIX = "bench"
 
 def timed(args: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,),
           tree: Path = ROOT) -> tuple[float, float, str]:
-    """(wall seconds, CPU seconds of the child, its stdout) of `python -m eosctl ARGS` run from ``tree``
-    (`python ARGS` where ARGS start with -c)."""
+    """(wall seconds, CPU seconds of the child, its stdout) of `python ARGS` run from ``tree``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.monotonic()
     # In the tree: `-m` puts the working directory first on sys.path, so that tree's eosctl is timed.
     env = {**env, "PYTHONPATH": os.pathsep.join([str(tree), env.get("PYTHONPATH", "")])}
-    argv = args if args[0] == "-c" else ["-m", "eosctl", *args]
-    proc = subprocess.run([sys.executable, *argv], capture_output=True, text=True, env=env,
+    proc = subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env,
                           cwd=tree, timeout=600)
     wall = time.monotonic() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in ok:
-        raise SystemExit(f"eosctl {' '.join(args)} failed (exit {proc.returncode}): {proc.stderr.strip()}")
+        raise SystemExit(f"python {' '.join(args)} failed (exit {proc.returncode}): {proc.stderr.strip()}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return wall, cpu, proc.stdout
 
@@ -101,10 +102,10 @@ def main() -> None:
         commands["floor-libs"] = (["-c", f"import eosctl.cli, duckdb, numpy, pyarrow, kafka.net; {connect}"],
                                   (0,), ROOT)
         for suffix, tree in trees.items():
-            commands["help" + suffix] = (["audit", "--help"], (0,), tree)
+            commands["help" + suffix] = (["-m", "eosctl", "audit", "--help"], (0,), tree)
             for engine in engines:
-                commands[engine + suffix] = (["audit", "-c", str(config), "-p", PREFIX, "--engine", engine,
-                                              "--format", "json"], (0, 1), tree)
+                commands[engine + suffix] = (["-m", "eosctl", "audit", "-c", str(config), "-p", PREFIX,
+                                              "--engine", engine, "--format", "json"], (0, 1), tree)
         for argv, ok, tree in commands.values():  # bytecode written, files in the page cache
             timed(argv, env, ok, tree)
         walls: dict[str, list[float]] = {name: [] for name in commands}
@@ -115,7 +116,7 @@ def main() -> None:
                 wall, cpu, out = timed(argv, env, ok, tree)
                 walls[name].append(wall)
                 cpus[name].append(cpu)
-                line = f"  run {run + 1} {name:<9} {wall:5.2f}s wall, {cpu:5.2f}s CPU"
+                line = f"  run {run + 1} {name:<10} {wall:5.2f}s wall, {cpu:5.2f}s CPU"
                 if not name.startswith(("help", "floor")):
                     reports[name] = report = json.loads(out)
                     e = report["engine"]
@@ -137,7 +138,9 @@ def main() -> None:
                   f"ratio to --help: {wall / help_wall:.2f}x wall, {cpu / help_cpu:.2f}x CPU")
         floors = (("floor", "--help + duckdb", "import eosctl.cli and duckdb, open the sink read-only"),
                   ("floor-libs", "+ numpy pyarrow kafka", "and import numpy, pyarrow, kafka.net"))
-        for name, label, what in floors if not suffix else ():
+        for name, label, what in floors:
+            if suffix:  # the floors hold no eosctl audit module: timed once, beside this tree's --help
+                break
             wall, cpu = statistics.median(walls[name]), statistics.median(cpus[name])
             print(f"  {label:<21} {wall:5.2f}s wall  {cpu:5.2f}s CPU   ratio to --help: "
                   f"{wall / help_wall:.2f}x wall, {cpu / help_cpu:.2f}x CPU  ({what})")
